@@ -1,0 +1,134 @@
+// Machine topology through hwloc: loading (host, XML file, synthetic description), the usable PUs
+// (allowed cpuset intersected with online PUs), placement orders (--pin), thread-count lists
+// (--threads), per-thread-count plans (--plan) and thread binding with read-back.
+//
+// Everything except BindThisThread works on any loaded topology, so a 1024-PU plan is unit
+// tested on a 2-core machine.
+#pragma once
+
+#include <hwloc.h>
+
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace lockline {
+
+/// Bad user input or a failing hwloc call; what() names the bad value and what is accepted.
+class TopologyError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// One processing unit (hardware thread) and the objects containing it. Indices are hwloc
+/// logical indices of the containing object (-1 when the topology has no such level), except
+/// os_index which is the OS CPU number used by taskset / sched_setaffinity.
+struct PuInfo {
+  int os_index = -1;
+  int logical_index = -1;
+  int core = -1;       ///< logical index of the Core
+  int smt_rank = 0;    ///< 0 for the first PU of its core, 1 for its first sibling, ...
+  int l3 = -1;         ///< logical index of the L3 cache (or -1)
+  int numa = -1;       ///< logical index of the first NUMA node in its locality
+  int package = -1;    ///< logical index of the Package
+  int cpukind = -1;    ///< hwloc cpukind index, higher = more performant; -1 if unknown
+};
+
+/// Counts of the levels that matter for placement.
+struct TopologySummary {
+  std::string source;  ///< "host", the XML path, or "synthetic:..."
+  int packages = 0, numa_nodes = 0, l3s = 0, cores = 0, pus = 0;
+  int usable_pus = 0;          ///< allowed and online
+  int cache_line_bytes = 64;   ///< from the L1d/L2 linesize attribute, else 64
+  int cpukinds = 0;            ///< number of hwloc cpukinds (>1 on hybrid CPUs)
+};
+
+/// A loaded hwloc topology. Not copyable.
+class Topology {
+ public:
+  /// Loads `spec`: "host"; a path to an hwloc XML file; or "synthetic:DESCRIPTION" (hwloc
+  /// synthetic syntax, e.g. "pack:4 numa:2 core:16 pu:2"). Throws TopologyError for a missing or
+  /// unreadable file, an invalid one, a file written by hwloc 3.x (2.9 cannot read it; the XML's
+  /// version attribute is checked first), or a bad synthetic string. Never falls back silently to
+  /// the host topology.
+  static std::unique_ptr<Topology> Load(const std::string& spec);
+  ~Topology();
+  Topology(const Topology&) = delete;
+  Topology& operator=(const Topology&) = delete;
+
+  bool is_host() const { return is_host_; }
+  hwloc_topology_t raw() const { return topo_; }
+  /// Usable PUs in hwloc logical order (allowed cpuset ∩ online).
+  const std::vector<PuInfo>& usable_pus() const { return pus_; }
+  const TopologySummary& summary() const { return summary_; }
+  /// Looks up a usable PU by OS index; nullptr if not usable.
+  const PuInfo* FindPu(int os_index) const;
+
+ private:
+  Topology() = default;
+  hwloc_topology_t topo_ = nullptr;
+  bool is_host_ = false;
+  std::vector<PuInfo> pus_;
+  TopologySummary summary_;
+};
+
+/// --pin policies. kCores: one PU per core, filling an L3, then a NUMA node, then a package
+/// before the next; SMT siblings only once every core has a thread; on hybrid CPUs the most
+/// performant cpukind first. kCompact: topology order, siblings adjacent. kScatter: round-robin
+/// across packages, then NUMA nodes, then L3s. kNone: threads are not bound. kList: explicit OS
+/// indices.
+enum class PinPolicy { kCores, kCompact, kScatter, kNone, kList };
+
+struct PinSpec {
+  PinPolicy policy = PinPolicy::kCores;
+  std::vector<int> list;  ///< OS indices, for kList
+  std::string text;       ///< as given, for the results
+};
+
+/// Parses "0,2,4-7" into OS indices. Throws TopologyError for "0-", "a", reversed ranges,
+/// duplicates, or an empty list.
+std::vector<int> ParseCpuList(const std::string& text);
+
+/// Parses --pin=cores|compact|scatter|none|LIST. Throws TopologyError naming the bad value.
+PinSpec ParsePinSpec(const std::string& text);
+
+/// The usable PUs in the order threads are placed by `pin` (thread i goes on element i).
+/// For kList, throws TopologyError if a listed PU is not usable (naming it and the usable set).
+/// For kNone, returns the kCores order (used for reporting only; threads are not bound).
+std::vector<PuInfo> PlacementOrder(const Topology& topo, const PinSpec& pin);
+
+/// The placement of one thread count.
+struct ThreadPlan {
+  int threads = 0;
+  std::vector<PuInfo> pus;  ///< size threads; wraps around the order when oversubscribed
+  bool smt_siblings = false;  ///< two threads on PUs of one core
+  bool oversubscribed = false;
+  int cores = 0, l3s = 0, numa_nodes = 0, packages = 0;  ///< distinct objects spanned
+};
+
+/// Plans `threads` threads on `order`. Throws TopologyError if threads exceeds order.size() and
+/// oversubscribe is false (naming both numbers and the --oversubscribe flag).
+ThreadPlan PlanThreads(const std::vector<PuInfo>& order, int threads, bool oversubscribe);
+
+/// Parses --threads=LIST|pow2|topo|max against `order` (the placement order). topo: 1, 2, 4, ...
+/// plus every topology boundary of the order (cores per L3, per NUMA node, per package, all
+/// cores, all PUs), de-duplicated, sorted, capped at order.size(). Throws TopologyError for a
+/// malformed list, 0, or a count above order.size() without oversubscribe.
+std::vector<int> ParseThreadCounts(const std::string& text, const std::vector<PuInfo>& order,
+                                   bool oversubscribe);
+
+/// Human-readable plan of every thread count: PU list (OS indices), each PU's core / L3 / NUMA /
+/// package (and cpukind), and what the placement crosses. 4096 PUs print in well under a second.
+std::string FormatPlans(const Topology& topo, const PinSpec& pin, const std::vector<int>& counts,
+                        bool oversubscribe);
+
+/// Binds the calling thread to the PU with OS index `os_index` (hwloc_set_cpubind with
+/// HWLOC_CPUBIND_THREAD), reads the binding back, and throws TopologyError if it differs or the
+/// call fails (naming the PU and errno). Only valid on a host topology.
+void BindThisThread(const Topology& topo, int os_index);
+
+/// The OS index of the PU the calling thread last ran on (hwloc_get_last_cpu_location).
+int CurrentPu(const Topology& topo);
+
+}  // namespace lockline
