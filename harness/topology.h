@@ -11,6 +11,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace lockline {
@@ -71,6 +72,7 @@ class Topology {
   bool is_host_ = false;
   std::vector<PuInfo> pus_;
   TopologySummary summary_;
+  std::unordered_map<int, int> by_os_index_;  ///< OS index -> position in pus_
 };
 
 /// --pin policies. kCores: one PU per core, filling an L3, then a NUMA node, then a package
@@ -89,6 +91,11 @@ struct PinSpec {
 /// Parses "0,2,4-7" into OS indices. Throws TopologyError for "0-", "a", reversed ranges,
 /// duplicates, or an empty list.
 std::vector<int> ParseCpuList(const std::string& text);
+
+/// Formats OS indices as a sorted, de-duplicated cpulist: "0-7", "0,3", and arithmetic runs
+/// of 3+ with a step above 1 as "0-254:2" (util-linux taskset stride syntax, which
+/// ParseCpuList also accepts).
+std::string FormatCpuList(std::vector<int> cpus);
 
 /// Parses --pin=cores|compact|scatter|none|LIST. Throws TopologyError naming the bad value.
 PinSpec ParsePinSpec(const std::string& text);
