@@ -1,0 +1,456 @@
+"""One small plotting function per lockline family, registered in FAMILY_PLOTTERS.
+
+A plotter takes a figures.FamilyData and returns [(file stem, Figure)]; plot.py saves each as
+`<stem>.png` and `<stem>.svg`. Adding a family's figure = one function + `@register("name")`.
+Families without a plotter get `plot_generic` (throughput against threads, one panel per
+benchmark prefix). Plotters look metrics up defensively: a missing metric turns into a panel
+with a note, never an exception.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Callable, Dict, List, Optional, Tuple
+
+import numpy as np
+
+from figures import (THROUGHPUT_METRICS, FamilyData, Figure, axis_label, empty_panel, finish,
+                     new_figure, note, plt, relative_panel, threads_panel)
+from lockline_results import Stat, summarize
+
+Plotter = Callable[[FamilyData], List[Tuple[str, Figure]]]
+FAMILY_PLOTTERS: Dict[str, Plotter] = {}
+
+# Baseline variant used for the relative view when the user names none.
+DEFAULT_BASELINES = {"zone_lock": "lock_after_free_area"}
+
+
+def register(family: str) -> Callable[[Plotter], Plotter]:
+    """Decorator: make `fn` the plotter of `family`."""
+    def wrap(fn: Plotter) -> Plotter:
+        FAMILY_PLOTTERS[family] = fn
+        return fn
+    return wrap
+
+
+def _runs_of(data: FamilyData):
+    return [run for run, _ in data.runs]
+
+
+def _pick_metric(data: FamilyData, pred=lambda p: True, preferred=THROUGHPUT_METRICS) -> Optional[str]:
+    """First preferred metric present, else any `*_per_s`, else `ns_per_op`/`real_time_ns`."""
+    for metric in preferred:
+        if data.has_metric(metric, pred):
+            return metric
+    names = sorted({m for _, pts in data.select(pred) for p in pts for m in p.metrics})
+    for m in names:
+        if m.endswith("_per_s") or m.endswith("/s"):
+            return m
+    for m in ("ns_per_op", "real_time_ns"):
+        if m in names:
+            return m
+    return names[0] if names else None
+
+
+def plot_generic(data: FamilyData) -> List[Tuple[str, Figure]]:
+    """Throughput against threads, one panel per benchmark prefix, plus a relative view when a
+    baseline variant applies."""
+    benches = sorted({p.bench for _, pts in data.runs for p in pts})
+    fig, axes = new_figure(len(benches), f"{data.family}: throughput against threads",
+                           _runs_of(data))
+    for ax, bench in zip(axes, benches):
+        pred = lambda p, b=bench: p.bench == b
+        metric = _pick_metric(data, pred)
+        if metric is None:
+            empty_panel(ax, bench, "no numeric metric")
+            continue
+        threads_panel(ax, data, data.family, f"{bench}: {axis_label(metric)}", data.select(pred),
+                      metric)
+    out = [(data.family, finish(fig, _runs_of(data)))]
+    out += _relative(data, benches)
+    return out
+
+
+def _relative(data: FamilyData, benches: List[str]) -> List[Tuple[str, Figure]]:
+    """`<family>_relative` figure when data.baseline names a variant present in the family."""
+    baseline = data.baseline or DEFAULT_BASELINES.get(data.family)
+    if not baseline or not any(baseline in p.params.values() for _, pts in data.runs for p in pts):
+        return []
+    fig, axes = new_figure(len(benches), f"{data.family}: relative to {baseline}", _runs_of(data))
+    for ax, bench in zip(axes, benches):
+        pred = lambda p, b=bench: p.bench == b
+        metric = _pick_metric(data, pred)
+        if metric:
+            relative_panel(ax, data, f"{data.family}_relative", f"{bench}: {metric} ratio",
+                           data.select(pred), metric, baseline)
+    return [(f"{data.family}_relative", finish(fig, _runs_of(data)))]
+
+
+@register("locks")
+def plot_locks(data: FamilyData) -> List[Tuple[str, Figure]]:
+    """Lock throughput against threads (one line per lock, cs, stats) and wait share."""
+    fig, axes = new_figure(2, "locks: lock throughput and waiting against threads", _runs_of(data))
+    threads_panel(axes[0], data, "locks", "throughput (ops/s)", data.runs, "ops_per_s")
+    threads_panel(axes[1], data, "locks", "share of time waiting", data.runs, "wait_share",
+                  fit_usl=False, ideal=False)
+    out = [("locks", finish(fig, _runs_of(data)))]
+    return out + _relative(data, ["locks"])
+
+
+@register("zone_lock")
+def plot_zone_lock(data: FamilyData) -> List[Tuple[str, Figure]]:
+    """zone->lock placement: throughput per layout, one panel per lock kind, and the ratio of
+    each layout to the baseline layout (default lock_after_free_area)."""
+    locks = sorted({p.params.get("lock", "?") for _, pts in data.runs for p in pts})
+    fig, axes = new_figure(len(locks), "zone_lock: zone->lock placement, throughput against threads",
+                           _runs_of(data))
+    for ax, lock in zip(axes, locks):
+        threads_panel(ax, data, "zone_lock", f"lock:{lock}",
+                      data.select(lambda p, l=lock: p.params.get("lock", "?") == l), "ops_per_s")
+    out = [("zone_lock", finish(fig, _runs_of(data)))]
+    baseline = data.baseline or DEFAULT_BASELINES["zone_lock"]
+    fig, axes = new_figure(len(locks), f"zone_lock: each layout / {baseline}", _runs_of(data))
+    for ax, lock in zip(axes, locks):
+        relative_panel(ax, data, "zone_lock_relative", f"lock:{lock}",
+                       data.select(lambda p, l=lock: p.params.get("lock", "?") == l), "ops_per_s",
+                       baseline)
+    out.append(("zone_lock_relative", finish(fig, _runs_of(data))))
+    return out
+
+
+def pagevec_formulas(n: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+    """The 2004 proposals: 4*lg(N) (4 at N=1) and 2^(2.5*sqrt(lg N) - 1) (N=4 -> 6, 16 -> 16)."""
+    lg = np.log2(np.maximum(n, 1))
+    return np.where(n <= 1, 4.0, 4.0 * lg), 2.0 ** (2.5 * np.sqrt(lg) - 1.0)
+
+
+@register("pagevec")
+def plot_pagevec(data: FamilyData) -> List[Tuple[str, Figure]]:
+    """pagevec: slots x threads heatmap of pages/s with the measured best slot count per thread
+    count and the two proposed formulas; 16 vs 15 slots and offset 0 vs 8; wait share against
+    slots; pages/s against threads for the seed slot counts."""
+    runs = _runs_of(data)
+    fig, axes = new_figure(4, "pagevec: batch size (slots), alignment and lock waiting", runs)
+    run, pts = data.runs[0]
+    sweep = [p for p in pts if "slots" in p.params and p.params.get("offset", "0") == "0"
+             and p.params.get("policy", "fixed") == "fixed"]
+    modes = sorted({p.params.get("mode", "") for p in sweep})
+    if modes:
+        sweep = [p for p in sweep if p.params.get("mode", "") == modes[0]]
+    _pagevec_heatmap(axes[0], data, run, sweep, modes[0] if modes else "")
+    _pagevec_pairs(axes[1], data, run, pts)
+    _pagevec_wait(axes[2], data, run, sweep)
+    seeds = {"15", "16", "31"}
+    threads_panel(axes[3], data, "pagevec", "pages/s for 15, 16, 31 slots (offset 0)",
+                  data.select(lambda p: p.params.get("slots") in seeds
+                              and p.params.get("offset", "0") == "0"
+                              and p.params.get("policy", "fixed") == "fixed"
+                              and p.params.get("mode", "") == (modes[0] if modes else "")),
+                  "pages_per_s")
+    if len(data.runs) > 1:
+        note(axes[0], f"heatmap: first run only ({run.label})")
+    return [("pagevec", finish(fig, runs))]
+
+
+def _grid(points, metric):
+    """{(slots, threads): Stat} over points that have `metric` and an integer slots param."""
+    out = {}
+    for variant, by_n in summarize(points, metric).items():
+        try:
+            slots = int(dict(variant)["slots"])
+        except (KeyError, ValueError):
+            continue
+        for n, stat in by_n.items():
+            out[(slots, n)] = stat
+    return out
+
+
+def _pagevec_heatmap(ax, data, run, sweep, mode):
+    title = f"pages/s, slots x threads (mode:{mode}, offset 0)"
+    grid = _grid(sweep, "pages_per_s")
+    if not grid:
+        empty_panel(ax, title, "no pages_per_s rows with a slots parameter")
+        return
+    slots = sorted({s for s, _ in grid})
+    threads = sorted({n for _, n in grid})
+    values = np.full((len(slots), len(threads)), np.nan)
+    for (s, n), stat in grid.items():
+        values[slots.index(s), threads.index(n)] = stat.mean
+        data.record("pagevec", title, f"slots:{s}", run, "threads", n, "pages_per_s", stat)
+    mesh = ax.pcolormesh(np.arange(len(threads) + 1) - 0.5, np.arange(len(slots) + 1) - 0.5,
+                         np.ma.masked_invalid(values), shading="flat", cmap="viridis")
+    plt.colorbar(mesh, ax=ax, label="pages/s")
+    best = [slots[int(np.nanargmax(values[:, j]))] if np.any(np.isfinite(values[:, j])) else None
+            for j in range(len(threads))]
+    idx = [slots.index(b) if b is not None else np.nan for b in best]
+    ax.plot(range(len(threads)), idx, "w*", ms=10, label="measured best slots")
+    for j, b in enumerate(best):
+        if b is not None:
+            data.record("pagevec", title, "best_slots", run, "threads", threads[j], "slots",
+                        Stat(b, 0.0, 1))
+    # Formulas, mapped onto the categorical slot axis by interpolating in log2(slots).
+    f1, f2 = pagevec_formulas(np.array(threads, dtype=float))
+    log_slots = np.log2(slots)
+    for values_f, style, label in ((f1, "r--", "4·lg N"), (f2, "m:", "2^(2.5·√lg N − 1)")):
+        ax.plot(range(len(threads)), np.interp(np.log2(values_f), log_slots, range(len(slots))),
+                style, linewidth=1.5, label=label)
+    ax.set_xticks(range(len(threads)))
+    ax.set_xticklabels([str(n) for n in threads])
+    ax.set_yticks(range(len(slots)))
+    ax.set_yticklabels([str(s) for s in slots])
+    ax.set_xlabel("threads")
+    ax.set_ylabel("pagevec slots")
+    ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=6, loc="upper left")
+
+
+def _pagevec_pairs(ax, data, run, pts):
+    """Bars at the largest thread count: 15 vs 16 slots, each at offset 0 and 8."""
+    title = "16 vs 15 slots, offset 0 vs 8 (largest thread count)"
+    chosen = [p for p in pts if p.params.get("slots") in ("15", "16") and "pages_per_s" in p.metrics]
+    if not chosen:
+        empty_panel(ax, title, "no 15/16-slot rows with pages_per_s")
+        return
+    n_max = max(p.threads for p in chosen)
+    labels, means, errs = [], [], []
+    for slots in ("16", "15"):
+        for offset in ("0", "8"):
+            sel = [p for p in chosen if p.threads == n_max and p.params.get("slots") == slots
+                   and p.params.get("offset", "0") == offset]
+            stats = summarize(sel, "pages_per_s")
+            if not stats:
+                continue
+            stat = list(stats.values())[0][n_max]
+            labels.append(f"{slots} slots\noffset {offset}")
+            means.append(stat.mean)
+            errs.append(stat.std)
+            data.record("pagevec", title, f"slots:{slots} offset:{offset}", run, "threads", n_max,
+                        "pages_per_s", stat)
+    ax.bar(range(len(labels)), means, yerr=errs, capsize=3, color=["C0", "C1", "C2", "C3"][:len(labels)])
+    ax.set_xticks(range(len(labels)))
+    ax.set_xticklabels(labels, fontsize=8)
+    ax.set_ylabel(axis_label("pages_per_s"))
+    ax.set_title(f"{title}: N={n_max}", fontsize=10)
+    ax.grid(True, axis="y", alpha=0.3)
+
+
+def _pagevec_wait(ax, data, run, sweep):
+    title = "lock wait share against slots"
+    grid = _grid(sweep, "wait_share")
+    if not grid:
+        empty_panel(ax, title, "no wait_share metric")
+        return
+    for n in sorted({n for _, n in grid}):
+        xs = sorted(s for s, m in grid if m == n)
+        ax.plot(xs, [grid[(s, n)].mean for s in xs], marker="o", ms=4, label=f"{n} threads")
+        for s in xs:
+            data.record("pagevec", title, f"threads:{n}", run, "slots", s, "wait_share", grid[(s, n)])
+    ax.set_xscale("log", base=2)
+    ticks = sorted({s for s, _ in grid})
+    ax.set_xticks(ticks)
+    ax.set_xticklabels([str(t) for t in ticks], fontsize=7)
+    ax.set_xlabel("pagevec slots")
+    ax.set_ylabel(axis_label("wait_share"))
+    ax.set_title(title, fontsize=10)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=6)
+
+
+def race_verdicts(points) -> List[Dict[str, str]]:
+    """Per page_free variant: violations seen in the race test and a verdict string."""
+    rows = []
+    by_variant: Dict[str, List] = {}
+    for p in points:
+        if p.bench == "page_free_race" and "violations" in p.metrics:
+            by_variant.setdefault(p.params.get("variant", "?"), []).append(p)
+    for variant, pts in sorted(by_variant.items()):
+        violations = sum(p.metrics["violations"] for p in pts)
+        frees = sum(p.metrics.get("frees", 0) for p in pts)
+        verdict = (f"UNSAFE: {violations:.0f} violations" if violations else
+                   f"no violation in {frees:.3g} frees")
+        rows.append({"variant": variant, "violations": f"{violations:.0f}",
+                     "frees": f"{frees:.3g}", "verdict": verdict})
+    return rows
+
+
+@register("page_free")
+def plot_page_free(data: FamilyData) -> List[Tuple[str, Figure]]:
+    """page free: ns/op per variant against the share of pages on the LRU (one panel per
+    freeing CPU), and the race test's verdict table."""
+    runs = _runs_of(data)
+    cost = data.select(lambda p: p.bench == "page_free")
+    cpus = sorted({p.params.get("free_cpu", "?") for _, pts in cost for p in pts}) or ["?"]
+    fig, axes = new_figure(len(cpus) + 1, "page_free: cost of freeing a page, and safety", runs)
+    for ax, cpu in zip(axes, cpus):
+        title = f"ns/op against on_lru_pct (free_cpu:{cpu})"
+        drawn = False
+        for run, pts in cost:
+            sel = [p for p in pts if p.params.get("free_cpu", "?") == cpu]
+            by_variant: Dict[str, Dict[float, Stat]] = {}
+            for variant, by_n in summarize(sel, "ns_per_op").items():
+                params = dict(variant)
+                try:
+                    pct = float(params.get("on_lru_pct", "nan"))
+                except ValueError:
+                    continue
+                for n, stat in by_n.items():
+                    key = f"{params.get('variant', '?')} N={n}" + (f" [{run.label}]" if len(cost) > 1 else "")
+                    by_variant.setdefault(key, {})[pct] = stat
+            for label, by_pct in sorted(by_variant.items()):
+                xs = sorted(by_pct)
+                ax.errorbar(xs, [by_pct[x].mean for x in xs], yerr=[by_pct[x].std for x in xs],
+                            marker="o", ms=4, capsize=2, label=label)
+                for x in xs:
+                    data.record("page_free", title, label, run, "on_lru_pct", x, "ns_per_op", by_pct[x])
+                drawn = True
+        if not drawn:
+            empty_panel(ax, title, "no ns_per_op rows with on_lru_pct")
+            continue
+        ax.set_title(title, fontsize=10)
+        ax.set_xlabel("pages on the LRU (%)")
+        ax.set_ylabel(axis_label("ns_per_op"))
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=6)
+    ax = axes[-1]
+    verdicts = race_verdicts(p for _, pts in data.runs for p in pts)
+    if verdicts:
+        ax.axis("off")
+        table = ax.table(cellText=[[v["variant"], v["violations"], v["frees"], v["verdict"]]
+                                   for v in verdicts],
+                         colLabels=["variant", "violations", "frees", "verdict"], loc="center",
+                         colWidths=[0.25, 0.15, 0.15, 0.45], cellLoc="left")
+        table.auto_set_font_size(False)
+        table.set_fontsize(8)
+        ax.set_title("race test (page_free_race)", fontsize=10)
+    else:
+        empty_panel(ax, "race test", "no page_free_race rows")
+    return [("page_free", finish(fig, runs))]
+
+
+@register("fault")
+def plot_fault(data: FamilyData) -> List[Tuple[str, Figure]]:
+    """faults: faults per wall second against tasks per variant (a panel per threads/processes),
+    allocations/s with and without pre-zeroed pages, and zeroing bandwidth per method."""
+    runs = _runs_of(data)
+    faults = data.select(lambda p: p.bench == "fault")
+    tasks = sorted({p.params.get("tasks", "threads") for _, pts in faults for p in pts}) or ["threads"]
+    fig, axes = new_figure(len(tasks) + 2, "fault: page-fault rate, pre-zeroing and zeroing", runs)
+    for ax, kind in zip(axes, tasks):
+        threads_panel(ax, data, "fault", f"faults/wall-s, tasks:{kind}",
+                      data.select(lambda p, k=kind: p.bench == "fault"
+                                  and p.params.get("tasks", "threads") == k), "faults_per_wall_s")
+    threads_panel(axes[len(tasks)], data, "fault", "pre-zeroing: allocations/s",
+                  data.select(lambda p: p.bench == "prezero"), "allocs_per_s")
+    ax = axes[len(tasks) + 1]
+    zero = data.select(lambda p: p.bench == "zeroing" and "gb_per_s" in p.metrics)
+    if not zero:
+        empty_panel(ax, "zeroing bandwidth", "no zeroing rows with gb_per_s")
+    else:
+        labels, means, errs = [], [], []
+        for run, pts in zero:
+            for variant, by_n in sorted(summarize(pts, "gb_per_s").items()):
+                for n, stat in sorted(by_n.items()):
+                    label = " ".join(v for _, v in variant) + (f"\n{run.label}" if len(zero) > 1 else "")
+                    labels.append(label)
+                    means.append(stat.mean)
+                    errs.append(stat.std)
+                    data.record("fault", "zeroing bandwidth", label, run, "threads", n,
+                                "gb_per_s", stat)
+        ax.bar(range(len(labels)), means, yerr=errs, capsize=3)
+        ax.set_xticks(range(len(labels)))
+        ax.set_xticklabels(labels, fontsize=7, rotation=30, ha="right")
+        ax.set_ylabel(axis_label("gb_per_s"))
+        ax.set_title("zeroing bandwidth per method", fontsize=10)
+        ax.grid(True, axis="y", alpha=0.3)
+    return [("fault", finish(fig, runs))]
+
+
+@register("calibration")
+def plot_calibration(data: FamilyData) -> List[Tuple[str, Figure]]:
+    """Calibration: ns per operation of plain/atomic/CAS increments, and the core-to-core
+    latency heatmap (c2c_latency)."""
+    runs = _runs_of(data)
+    out = []
+    ops = data.select(lambda p: "op" in p.params and "ns_per_op" in p.metrics)
+    fig, axes = new_figure(1, "calibration: cost of one operation (1 thread)", runs, cols=1)
+    ax = axes[0]
+    if ops:
+        labels, means, errs = [], [], []
+        for run, pts in ops:
+            for variant, by_n in sorted(summarize(pts, "ns_per_op").items()):
+                for n, stat in sorted(by_n.items()):
+                    label = dict(variant).get("op", "?") + (f"\n{run.label}" if len(ops) > 1 else "")
+                    labels.append(label)
+                    means.append(stat.mean)
+                    errs.append(stat.std)
+                    data.record("calibration", "ns per op", label, run, "threads", n, "ns_per_op", stat)
+        ax.bar(range(len(labels)), means, yerr=errs, capsize=3)
+        ax.set_xticks(range(len(labels)))
+        ax.set_xticklabels(labels, fontsize=8)
+        ax.set_ylabel(axis_label("ns_per_op"))
+        ax.set_title("ns per operation", fontsize=10)
+    else:
+        empty_panel(ax, "ns per operation", "no calibration op rows with ns_per_op")
+    out.append(("calibration", finish(fig, runs)))
+    heat = c2c_figure(data)
+    if heat is not None:
+        out.append(("c2c_latency", heat))
+    return out
+
+
+def c2c_figure(data: FamilyData) -> Optional[Figure]:
+    """Core-to-core latency heatmap (median ns) over PU os indices, one panel per run; pairs
+    not measured stay blank. None when no run has c2c rows."""
+    c2c = data.select(lambda p: "pu_a" in p.params and "pu_b" in p.params
+                      and "latency_ns" in p.metrics)
+    if not c2c:
+        return None
+    runs = [run for run, _ in c2c]
+    fig, axes = new_figure(len(c2c), "core-to-core latency (median, ns)", runs, width=6.0,
+                           height=5.2)
+    for ax, (run, pts) in zip(axes, c2c):
+        cells: Dict[Tuple[int, int], List[float]] = {}
+        for p in pts:
+            try:
+                a, b = int(p.params["pu_a"]), int(p.params["pu_b"])
+            except ValueError:
+                continue
+            cells.setdefault((a, b), []).append(p.metrics["latency_ns"])
+        pus = sorted({a for a, _ in cells} | {b for _, b in cells})
+        matrix = np.full((len(pus), len(pus)), np.nan)
+        for (a, b), values in cells.items():
+            matrix[pus.index(a), pus.index(b)] = float(np.median(values))
+            data.record("c2c_latency", run.label, f"pu_a:{a}", run, "pu_b", b, "latency_ns",
+                        Stat(float(np.median(values)), float(np.std(values)), len(values)))
+        im = ax.imshow(np.ma.masked_invalid(matrix), cmap="magma_r", interpolation="nearest")
+        plt.colorbar(im, ax=ax, label="latency (ns)")
+        step = max(1, len(pus) // 16)
+        ax.set_xticks(range(0, len(pus), step))
+        ax.set_xticklabels([str(p) for p in pus[::step]], fontsize=7)
+        ax.set_yticks(range(0, len(pus), step))
+        ax.set_yticklabels([str(p) for p in pus[::step]], fontsize=7)
+        ax.set_xlabel("PU b (os index)")
+        ax.set_ylabel("PU a (os index)")
+        ax.set_title(run.label, fontsize=10)
+        if len(pus) <= 12:
+            for i in range(len(pus)):
+                for j in range(len(pus)):
+                    if np.isfinite(matrix[i, j]):
+                        ax.text(j, i, f"{matrix[i, j]:.0f}", ha="center", va="center", fontsize=6,
+                                color="0.5")
+    return finish(fig, runs)
+
+
+def plot_family(data: FamilyData) -> List[Tuple[str, Figure]]:
+    """Dispatch to the family's registered plotter, falling back to plot_generic."""
+    return FAMILY_PLOTTERS.get(data.family, plot_generic)(data)
+
+
+def family_lines(family: str) -> str:
+    """Human description of a family's plotter (for --help)."""
+    fn = FAMILY_PLOTTERS.get(family, plot_generic)
+    return (fn.__doc__ or "").strip().splitlines()[0]
+
+
+__all__ = ["FAMILY_PLOTTERS", "register", "plot_family", "plot_generic", "c2c_figure",
+           "race_verdicts", "pagevec_formulas", "DEFAULT_BASELINES", "math"]

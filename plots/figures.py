@@ -1,0 +1,288 @@
+"""Shared drawing helpers: throughput-vs-threads panels, USL overlays, relative views, CSV.
+
+Every family plotter in families.py draws through these helpers so that each figure gets the
+same ideal line, error bars, topology markers, `coherence: shifted` styling, USL fit and CSV
+record. Matplotlib runs headless (Agg); import this module before pyplot anywhere else.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import math
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402  (backend must be chosen first)
+from matplotlib.figure import Figure  # noqa: E402
+
+import usl as usl_mod  # noqa: E402
+from lockline_results import Point, Run, Stat, summarize, topology_markers  # noqa: E402
+
+# Units for the y axis, by metric name (anything else is printed as the bare name).
+UNITS = {
+    "ops_per_s": "ops/s", "pages_per_s": "pages/s", "faults_per_wall_s": "faults/wall-s",
+    "faults_per_cpu_s": "faults/CPU-s", "allocs_per_s": "allocations/s", "gb_per_s": "GB/s",
+    "ns_per_op": "ns/op", "latency_ns": "ns", "latency_min_ns": "ns", "wait_share": "share of time",
+    "items_per_second": "items/s", "throughput_per_s": "iterations/s", "real_time_ns": "ns",
+    "violations_per_million": "per million frees",
+}
+
+# Preferred throughput metrics, most specific first, for families without a dedicated plotter.
+THROUGHPUT_METRICS = ("ops_per_s", "pages_per_s", "faults_per_wall_s", "allocs_per_s",
+                      "items_per_second", "bytes_per_second", "gb_per_s", "throughput_per_s")
+
+
+def axis_label(metric: str) -> str:
+    """`pages_per_s` -> 'pages_per_s (pages/s)'."""
+    unit = UNITS.get(metric)
+    return f"{metric} ({unit})" if unit else metric
+
+
+@dataclasses.dataclass
+class FamilyData:
+    """What a family plotter receives: its points in each run, options and the CSV recorder."""
+
+    family: str
+    runs: List[Tuple[Run, List[Point]]]
+    baseline: Optional[str] = None
+    csv_rows: List[Dict[str, Any]] = dataclasses.field(default_factory=list)
+    usl_rows: List[Dict[str, Any]] = dataclasses.field(default_factory=list)
+
+    def select(self, pred: Callable[[Point], bool]) -> List[Tuple[Run, List[Point]]]:
+        """Per run, the points satisfying `pred` (runs left with none are dropped)."""
+        out = []
+        for run, pts in self.runs:
+            chosen = [p for p in pts if pred(p)]
+            if chosen:
+                out.append((run, chosen))
+        return out
+
+    def has_metric(self, metric: str, pred: Callable[[Point], bool] = lambda p: True) -> bool:
+        """True when some selected point carries `metric`."""
+        return any(metric in p.metrics for _, pts in self.select(pred) for p in pts)
+
+    def record(self, figure: str, panel: str, series: str, run: Run, x_name: str, x: Any,
+               y_name: str, stat: Stat) -> None:
+        """Append one plotted value to the CSV export."""
+        self.csv_rows.append({
+            "figure": figure, "panel": panel, "series": series, "run": run.label,
+            "host": run.host, "commit": run.commit, "x_name": x_name, "x": x,
+            "y_name": y_name, "y": stat.mean, "y_std": stat.std, "repetitions": stat.n,
+            "coherence_shifted": int(stat.shifted)})
+
+
+def new_figure(panels: int, title: str, runs: Sequence[Run], cols: int = 2,
+               width: float = 6.4, height: float = 4.4) -> Tuple[Figure, List[Any]]:
+    """A figure with `panels` axes, the title, and one caption line per run at the bottom."""
+    cols = max(1, min(cols, panels))
+    rows = math.ceil(panels / cols)
+    fig = plt.figure(figsize=(width * cols, height * rows + 0.35 * (len(runs) + 1)))
+    axes = [fig.add_subplot(rows, cols, i + 1) for i in range(panels)]
+    fig.suptitle(title, fontsize=12)
+    caption = "\n".join(run.caption() for run in runs)
+    fig.text(0.01, 0.005, caption, fontsize=7, va="bottom", ha="left", family="monospace")
+    fig.tight_layout(rect=(0, 0.03 + 0.025 * len(runs), 1, 0.95))
+    return fig, axes
+
+
+def finish(fig: Figure, runs: Sequence[Run]) -> Figure:
+    """Re-run the layout after drawing (legends change sizes), keeping room for the caption."""
+    fig.tight_layout(rect=(0, 0.03 + 0.025 * len(runs), 1, 0.95))
+    return fig
+
+
+def note(ax, text: str) -> None:
+    """A small grey note in the panel's lower-left corner (missing metric, no USL fit, ...)."""
+    ax.text(0.01, 0.01, text, transform=ax.transAxes, fontsize=7, color="0.35", va="bottom",
+            ha="left", wrap=True)
+
+
+def empty_panel(ax, title: str, why: str) -> None:
+    """Mark a panel whose data is missing, instead of failing the whole figure."""
+    ax.set_title(title, fontsize=10)
+    ax.text(0.5, 0.5, why, transform=ax.transAxes, ha="center", va="center", fontsize=9,
+            color="0.4", wrap=True)
+    ax.set_xticks([])
+    ax.set_yticks([])
+
+
+def series_label(variant: Tuple[Tuple[str, str], ...], varying: Iterable[str]) -> str:
+    """Label from the params that differ between series of a panel (all if none differ)."""
+    varying = set(varying)
+    parts = [f"{k}:{v}" for k, v in variant if k in varying] or [f"{k}:{v}" for k, v in variant]
+    return " ".join(parts) or "all"
+
+
+def varying_keys(variants: Iterable[Tuple[Tuple[str, str], ...]]) -> List[str]:
+    """Param keys whose value differs between the given variants."""
+    values: Dict[str, set] = {}
+    variants = list(variants)
+    for variant in variants:
+        for k, v in variant:
+            values.setdefault(k, set()).add(v)
+    return [k for k, vs in values.items() if len(vs) > 1 or
+            sum(1 for var in variants if k in dict(var)) < len(variants)]
+
+
+def threads_panel(ax, data: FamilyData, figure: str, panel: str,
+                  runs: List[Tuple[Run, List[Point]]], metric: str, fit_usl: bool = True,
+                  ideal: bool = True) -> bool:
+    """Draw `metric` against threads: one line per (run, variant), with error bars (standard
+    deviation over repetitions), the ideal line (1-thread value x N, dotted), a dashed USL fit
+    with σ, κ and the predicted peak in the legend (or a note when < 4 thread counts), vertical
+    markers where placement starts using SMT siblings or crosses an L3/NUMA node/package, and
+    `coherence: shifted` points as hollow red squares. Returns False (and leaves a note) when
+    no point has the metric.
+    """
+    ax.set_title(panel, fontsize=10)
+    summaries = [(run, summarize(pts, metric)) for run, pts in runs]
+    summaries = [(run, s) for run, s in summaries if s]
+    if not summaries:
+        empty_panel(ax, panel, f"metric '{metric}' not in these rows")
+        return False
+    multi = len(summaries) > 1
+    y_top = 0.0
+    varying = varying_keys(v for _, s in summaries for v in s)
+    style_cycle = ["-", "--", "-.", ":"]
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    unfitted = []
+    all_threads = set()
+    color_of: Dict[str, str] = {}
+    for run_idx, (run, summary) in enumerate(summaries):
+        for variant, by_n in sorted(summary.items()):
+            label = series_label(variant, varying)
+            color = color_of.setdefault(label, colors[len(color_of) % len(colors)])
+            full = f"{label} [{run.label}]" if multi else label
+            ns = sorted(by_n)
+            all_threads.update(ns)
+            ys = [by_n[n].mean for n in ns]
+            errs = [by_n[n].std for n in ns]
+            y_top = max([y_top] + [y + e for y, e in zip(ys, errs)])
+            ax.errorbar(ns, ys, yerr=errs, marker="o", ms=4, capsize=2, color=color,
+                        linestyle=style_cycle[run_idx % len(style_cycle)], label=full)
+            shifted = [(n, by_n[n].mean) for n in ns if by_n[n].shifted]
+            if shifted:
+                ax.scatter([s[0] for s in shifted], [s[1] for s in shifted], s=70,
+                           facecolors="none", edgecolors="red", marker="s", zorder=5,
+                           label="coherence: shifted" if not ax.get_legend_handles_labels()[1]
+                           .count("coherence: shifted") else None)
+            for n in ns:
+                data.record(figure, panel, full, run, "threads", n, metric, by_n[n])
+            if ideal and 1 in by_n and len(ns) > 1:
+                ax.plot(ns, [by_n[1].mean * n for n in ns], linestyle=":", color=color,
+                        linewidth=0.8, alpha=0.7)
+            if fit_usl:
+                try:
+                    fit = usl_mod.fit_usl(ns, ys)
+                except usl_mod.UslError as err:
+                    unfitted.append(f"{full}: {err}")
+                    continue
+                grid = [ns[0] * (ns[-1] / ns[0]) ** (i / 100) for i in range(101)]
+                ax.plot(grid, usl_mod.usl(grid, fit.lam, fit.sigma, fit.kappa), linestyle="--",
+                        color=color, linewidth=1, alpha=0.8, label=f"USL {fit.summary()}")
+                data.usl_rows.append({
+                    "figure": figure, "panel": panel, "series": full, "run": run.label,
+                    "metric": metric, "lambda": fit.lam, "sigma": fit.sigma,
+                    "sigma_lo": fit.sigma_ci[0], "sigma_hi": fit.sigma_ci[1], "kappa": fit.kappa,
+                    "kappa_lo": fit.kappa_ci[0], "kappa_hi": fit.kappa_ci[1],
+                    "peak_threads": fit.peak_threads,
+                    "peak_threads_lo": fit.peak_threads_ci[0] if fit.peak_threads_ci else None,
+                    "peak_threads_hi": fit.peak_threads_ci[1] if fit.peak_threads_ci else None,
+                    "peak_throughput": fit.peak_throughput})
+        for n, text in topology_markers(run, all_threads):
+            ax.axvline(n, color="0.5", linewidth=0.8, linestyle="-.")
+            ax.text(n, 0.98, f" {text}", transform=ax.get_xaxis_transform(), rotation=90,
+                    fontsize=7, va="top", ha="right", color="0.3")
+    if ideal:
+        ax.plot([], [], linestyle=":", color="0.3", label="ideal (1-thread × N)")
+    if unfitted:
+        note(ax, "USL: " + unfitted[0].split(": ", 1)[-1]
+             + (f" ({len(unfitted)} series)" if len(unfitted) > 1 else ""))
+    if len(all_threads) > 1 and min(all_threads) > 0:
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(sorted(all_threads))
+        ax.set_xticklabels([str(n) for n in sorted(all_threads)])
+    if y_top > 0:
+        # The ideal line would dwarf the measured curves; keep them readable.
+        ax.set_ylim(0, y_top * 1.25)
+    ax.set_xlabel("threads")
+    ax.set_ylabel(axis_label(metric))
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=6, loc="best")
+    return True
+
+
+def find_baseline_key(points: Iterable[Point], baseline: str) -> Optional[str]:
+    """The param key that has value `baseline` in some point (e.g. 'layout'), else None."""
+    for p in points:
+        for k, v in p.params.items():
+            if v == baseline:
+                return k
+    return None
+
+
+def relative_panel(ax, data: FamilyData, figure: str, panel: str,
+                   runs: List[Tuple[Run, List[Point]]], metric: str, baseline: str) -> bool:
+    """Draw each variant's `metric` divided by the matching `baseline` variant (same other
+    params, same run, same thread count) against threads. Returns False with a note when no
+    series has the baseline value.
+    """
+    ax.set_title(panel, fontsize=10)
+    key = find_baseline_key((p for _, pts in runs for p in pts), baseline)
+    if key is None:
+        empty_panel(ax, panel, f"no variant named '{baseline}'")
+        return False
+    multi = len(runs) > 1
+    drawn = False
+    all_threads = set()
+    for run, pts in runs:
+        summary = summarize(pts, metric)
+        varying = [k for k in varying_keys(summary) if k != key] + [key]
+        for variant, by_n in sorted(summary.items()):
+            params = dict(variant)
+            if key not in params or params[key] == baseline:
+                continue
+            base = summary.get(tuple(sorted({**params, key: baseline}.items())))
+            if not base:
+                continue
+            ns = [n for n in sorted(by_n) if n in base and base[n].mean]
+            if not ns:
+                continue
+            label = series_label(variant, varying) + (f" [{run.label}]" if multi else "")
+            ratios = [by_n[n].mean / base[n].mean for n in ns]
+            errs = [r * math.hypot(by_n[n].std / by_n[n].mean if by_n[n].mean else 0,
+                                   base[n].std / base[n].mean) for n, r in zip(ns, ratios)]
+            ax.errorbar(ns, ratios, yerr=errs, marker="o", ms=4, capsize=2, label=label)
+            for n, r, e in zip(ns, ratios, errs):
+                data.record(figure, panel, label, run, "threads", n, f"{metric}/{baseline}",
+                            Stat(r, e, by_n[n].n))
+            all_threads.update(ns)
+            drawn = True
+    if not drawn:
+        empty_panel(ax, panel, f"no series to compare with '{baseline}'")
+        return False
+    ax.axhline(1.0, color="0.3", linewidth=0.8)
+    if len(all_threads) > 1:
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(sorted(all_threads))
+        ax.set_xticklabels([str(n) for n in sorted(all_threads)])
+    ax.set_xlabel("threads")
+    ax.set_ylabel(f"{metric} / {key}:{baseline} (ratio)")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=6, loc="best")
+    return True
+
+
+def write_csv(path: str, rows: List[Dict[str, Any]]) -> None:
+    """Write dict rows with the union of their keys as header (first-seen order)."""
+    fields: Dict[str, None] = {}
+    for row in rows:
+        for k in row:
+            fields.setdefault(k, None)
+    with open(path, "w", newline="", encoding="utf-8") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(fields))
+        writer.writeheader()
+        writer.writerows(rows)

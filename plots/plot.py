@@ -1,0 +1,109 @@
+#!/usr/bin/python3
+"""Plot lockline results (or any Google Benchmark JSON): one figure per family, PNG and SVG.
+
+    plots/plot.py PATH... -o DIR [--baseline-variant NAME] [--family F]
+
+PATH is a run directory (its lockline.json) or a result JSON. Several paths overlay the same
+family from different machines or commits, labelled host@commit. Writes to DIR, per family,
+`<family>.png/.svg` (throughput against threads, one line per variant, error bars from
+repetitions, the ideal 1-thread x N line, USL fits, topology markers), `<family>_relative.*`
+where a baseline variant applies, `c2c_latency.*` when calibration has core-to-core rows,
+`<family>.csv` with every plotted value and `<family>_usl.csv` with the USL fits. Prints each
+file written. Exit 0 on success, 2 on bad input with one line on stderr. Runs headless (Agg).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import List, Optional, Sequence
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from lockline_results import ResultError, Run, load_runs  # noqa: E402
+
+
+def family_data(runs: Sequence[Run], family: str, baseline: Optional[str] = None):
+    """FamilyData holding `family`'s points from every run that has them."""
+    from figures import FamilyData
+    return FamilyData(family=family, baseline=baseline,
+                      runs=[(run, [p for p in run.points if p.family == family]) for run in runs
+                            if any(p.family == family for p in run.points)])
+
+
+def plot_runs(runs: Sequence[Run], out_dir: str, baseline: Optional[str] = None,
+              families: Optional[Sequence[str]] = None, formats=("png", "svg")) -> List[str]:
+    """Draw every family (or only `families`) of `runs` into out_dir; return the files written.
+
+    Raises ResultError when a requested family is in none of the runs.
+    """
+    from families import plot_family
+    from figures import plt, write_csv
+
+    present: List[str] = []
+    for run in runs:
+        for fam in run.families():
+            if fam not in present:
+                present.append(fam)
+    wanted = list(families) if families else present
+    missing = [f for f in wanted if f not in present]
+    if missing:
+        raise ResultError(f"family '{missing[0]}' not in the results (present: {', '.join(present)})")
+    os.makedirs(out_dir, exist_ok=True)
+    written: List[str] = []
+    for fam in wanted:
+        data = family_data(runs, fam, baseline)
+        for stem, fig in plot_family(data):
+            for ext in formats:
+                path = os.path.join(out_dir, f"{_safe(stem)}.{ext}")
+                fig.savefig(path, dpi=110 if ext == "png" else None)
+                written.append(path)
+            plt.close(fig)
+        if data.csv_rows:
+            path = os.path.join(out_dir, f"{_safe(fam)}.csv")
+            write_csv(path, data.csv_rows)
+            written.append(path)
+        if data.usl_rows:
+            path = os.path.join(out_dir, f"{_safe(fam)}_usl.csv")
+            write_csv(path, data.usl_rows)
+            written.append(path)
+    return written
+
+
+def _safe(name: str) -> str:
+    """File-system-safe stem (foreign benchmark names may contain '<', ':' or spaces)."""
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name) or "family"
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """CLI entry point; returns the exit status."""
+    parser = argparse.ArgumentParser(
+        description="Plot lockline / Google Benchmark results: throughput against threads per "
+                    "family, PNG + SVG + CSV.")
+    parser.add_argument("paths", nargs="+", metavar="PATH", help="run directory or result JSON")
+    parser.add_argument("-o", "--out", required=True, metavar="DIR", help="output directory")
+    parser.add_argument("--baseline-variant", metavar="NAME",
+                        help="variant every other is divided by (e.g. lock_after_free_area)")
+    parser.add_argument("--family", action="append", metavar="F",
+                        help="plot only this family (repeatable)")
+    args = parser.parse_args(argv)
+    try:
+        runs = load_runs(args.paths)
+        written = plot_runs(runs, args.out, args.baseline_variant, args.family)
+    except ResultError as err:
+        print(f"plot.py: error: {err}", file=sys.stderr)
+        return 2
+    except OSError as err:
+        print(f"plot.py: error: cannot write to {args.out}: {err}", file=sys.stderr)
+        return 2
+    for path in written:
+        print(path)
+    for run in runs:
+        for row in run.skipped_rows:
+            print(f"plot.py: note: {run.path}: skipped failed row {row}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
