@@ -1,8 +1,9 @@
-// Per-thread perf counters around measurement windows: events named as libpfm4 / perf list spell
-// them, encoded with libpfm4's perf_event OS layer, opened per thread with perf_event_open,
-// enabled only inside windows, read with time_enabled / time_running. Honest about what could
-// not be counted: every event is `measured`, `scaled` (multiplexed) or `unavailable` with a
-// reason; a missing counter is never reported as 0.
+// Per-thread perf counters around measurement windows: events named as libpfm4
+// / perf list spell them, encoded with libpfm4's perf_event OS layer, opened
+// per thread with perf_event_open, enabled only inside windows, read with
+// time_enabled / time_running. Honest about what could not be counted: every
+// event is `measured`, `scaled` (multiplexed) or `unavailable` with a reason; a
+// missing counter is never reported as 0.
 #pragma once
 
 #include <cstdint>
@@ -14,7 +15,8 @@
 
 namespace lockline {
 
-/// Bad --events input (unparseable list or modifier); what() names the value and what is accepted.
+/// Bad --events input (unparseable list or modifier); what() names the value
+/// and what is accepted.
 class CounterSpecError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
@@ -22,10 +24,12 @@ class CounterSpecError : public std::runtime_error {
 
 /// Availability of one requested event for this run, decided once at start-up.
 struct EventAvailability {
-  std::string name;          ///< as requested, e.g. "cycles:u"
-  std::string status;        ///< "available" or "unavailable"
-  std::string reason;        ///< why unavailable (no PMU, unknown event for PMU X, EACCES ...)
-  std::string pmu;           ///< libpfm4 PMU that encoded it (e.g. "perf", "amd64_fam19h_zen4")
+  std::string name;    ///< as requested, e.g. "cycles:u"
+  std::string status;  ///< "available" or "unavailable"
+  std::string reason;  ///< why unavailable (no PMU, unknown event for PMU X,
+                       ///< EACCES ...)
+  std::string
+      pmu;  ///< libpfm4 PMU that encoded it (e.g. "perf", "amd64_fam19h_zen4")
   bool exclude_kernel = false;
   bool exclude_user = false;
 };
@@ -33,11 +37,13 @@ struct EventAvailability {
 /// One event's reading for one thread over the windows since the last Reset().
 struct CounterReading {
   std::string name;
-  std::string status;   ///< "measured", "scaled" (multiplexed) or "unavailable"
-  double value = 0;     ///< scaled value (raw * enabled / running); meaningless if unavailable
+  std::string status;  ///< "measured", "scaled" (multiplexed) or "unavailable"
+  double value = 0;  ///< scaled value (raw * enabled / running); meaningless if
+                     ///< unavailable
   uint64_t raw = 0;
   uint64_t time_enabled_ns = 0, time_running_ns = 0;
-  std::string reason;   ///< for unavailable (incl. "time_running 0: not counted")
+  std::string
+      reason;  ///< for unavailable (incl. "time_running 0: not counted")
 };
 
 /// The counters of one thread. Created and used on that (pinned) thread only.
@@ -46,7 +52,8 @@ class ThreadCounters {
   virtual ~ThreadCounters() = default;
   /// Enables all counters (start of a window). Cheap: one ioctl per group.
   virtual void Start() = 0;
-  /// Disables them (end of a window); values accumulate across windows until Reset().
+  /// Disables them (end of a window); values accumulate across windows until
+  /// Reset().
   virtual void Stop() = 0;
   virtual void Reset() = 0;
   virtual std::vector<CounterReading> Read() = 0;
@@ -55,19 +62,102 @@ class ThreadCounters {
 /// The run's counter configuration (one per process).
 class CounterSession {
  public:
-  /// Parses --events=LIST|default|none (comma-separated names, optional :u / :k) and probes
-  /// availability once. Throws CounterSpecError for a malformed list or modifier. Unknown events,
-  /// a missing PMU, or refused permissions do not throw: the event is marked unavailable and
-  /// the run goes on.
+  /// Parses --events=LIST|default|none (comma-separated names, optional :u /
+  /// :k) and probes availability once. Throws CounterSpecError for a malformed
+  /// list or modifier. Unknown events, a missing PMU, or refused permissions do
+  /// not throw: the event is marked unavailable and the run goes on.
+  ///
+  /// Modifier policy: a modifier libpfm4 rejects for an event it knows
+  /// (`cycles:x`, a unit mask the event lacks) throws CounterSpecError listing
+  /// the event's accepted modifiers, so a typo fails fast instead of silently
+  /// dropping a counter; an event name libpfm4 does not know (e.g. Intel's
+  /// MEM_LOAD_L3_HIT_RETIRED:XSNP_HITM on AMD) is only marked unavailable, so
+  /// one list can be used on several machines. Without :u / :k the kernel is
+  /// counted too; if that is refused (EACCES, perf_event_paranoid >= 2
+  /// unprivileged) the event falls back to user only (exclude_kernel) and says
+  /// so; context-switches and cpu-migrations are then unavailable, because they
+  /// happen in the kernel and always read 0 user-only. Probing opens each event
+  /// once on the calling thread (pid 0, cpu -1).
   static std::unique_ptr<CounterSession> Create(const std::string& spec);
   virtual ~CounterSession() = default;
   virtual const std::vector<EventAvailability>& availability() const = 0;
-  /// Opens this thread's counters (call on the thread to be measured, after pinning).
+  /// Opens this thread's counters (call on the thread to be measured, after
+  /// pinning). Counters count this thread only (no inherit), are opened
+  /// disabled and keep working if the session object is destroyed first. A
+  /// per-thread open failure marks that event unavailable in this thread's
+  /// readings and is reported once per run (stderr and AvailabilityJson
+  /// "problems").
   virtual std::unique_ptr<ThreadCounters> OpenForThisThread() = 0;
-  /// One console line: "counters: task-clock page-faults measured; cycles unavailable (no PMU)".
+  /// One console line: "counters: task-clock page-faults measured; cycles
+  /// unavailable (no PMU)".
   virtual std::string SummaryLine() const = 0;
   /// Availability table for the results' lockline context.
   virtual nlohmann::json AvailabilityJson() const = 0;
 };
+
+/// Splits --events=LIST|default|none into event names, without consulting
+/// libpfm4 or the kernel. "none" gives {}; "default" (also usable as one list
+/// item, e.g. "default,MEM_LOAD_L3_HIT_RETIRED") expands to kDefaultEvents.
+/// Names are libpfm4 / `perf list` spellings with optional ':'-separated
+/// modifiers; perf's combined privilege modifiers `:uk` / `:ku` are rewritten
+/// to libpfm4's `:u:k`. Modifier semantics (libpfm4's): `:u` counts user only,
+/// `:k` kernel only, `:u:k` both (same as no modifier when permitted). Throws
+/// CounterSpecError for an empty list or item, an empty modifier
+/// ("cycles::u" is allowed only as libpfm4's PMU prefix "pmu::event"),
+/// characters outside [A-Za-z0-9_.:=-], "none" mixed with other names, or a
+/// name listed twice.
+std::vector<std::string> ParseEventList(const std::string& spec);
+
+/// The issue's default set, in this order.
+inline constexpr const char* kDefaultEvents[] = {
+    "cycles",           "instructions",   "cache-misses", "task-clock",
+    "context-switches", "cpu-migrations", "page-faults"};
+
+/// Turns one event's deltas since Reset() into a reading (perf's own
+/// multiplexing model, see perf_event_open(2) "read_format"): running ==
+/// enabled > 0 -> "measured" (value = raw); 0 < running < enabled -> "scaled",
+/// value = raw * enabled / running (the counter was on the PMU only
+/// running/enabled of the time; the ratio is kept in the time fields); running
+/// == 0 -> "unavailable" ("not counted (time_running 0)"), never a 0 count.
+/// Times in ns.
+CounterReading ClassifyReading(const std::string& name, uint64_t raw,
+                               uint64_t time_enabled_ns,
+                               uint64_t time_running_ns);
+
+/// Sums per-thread readings (outer index = thread, inner = event, same event
+/// order in every thread, as Read() returns them) into one reading per event:
+/// raw, value and times add up; the status is the worst seen (unavailable >
+/// scaled > measured) with that thread's reason. Divide `value` by the total
+/// operation count for per-op counters (cycles/op ...). Returns {} for no
+/// threads; throws std::invalid_argument if threads disagree on the event list.
+std::vector<CounterReading> SumReadings(
+    const std::vector<std::vector<CounterReading>>& per_thread);
+
+/// One thread's readings as a JSON array of {name, status, value, raw,
+/// time_enabled_ns, time_running_ns[, reason]} (for the per-thread breakdown in
+/// the run's metadata). An unavailable reading has "value": null, never 0.
+nlohmann::json ReadingsJson(const std::vector<CounterReading>& readings);
+
+/// The kernel's answer to "is there a hardware PMU": true if
+/// /sys/bus/event_source/devices has a core PMU (`cpu`, hybrid `cpu_core` /
+/// `cpu_atom`, arm `armv8_*` / `armv7_*`). libpfm4 cannot say: it names the
+/// CPU's PMU model from CPUID even in a VM without a vPMU.
+bool KernelHasHardwarePmu();
+
+/// Value PerfEventParanoid() returns when procfs cannot be read.
+inline constexpr int kParanoidUnreadable = -1000;
+
+/// /proc/sys/kernel/perf_event_paranoid (-1..2 upstream, 3 on Debian-patched
+/// kernels), or kParanoidUnreadable.
+int PerfEventParanoid();
+
+/// Human reason for a failed perf_event_open (errno `err`) of one event:
+/// `hardware` = not a software/tracepoint event; `kernel_counting` =
+/// exclude_kernel was 0. Maps ENOENT / EOPNOTSUPP / ENODEV without a kernel
+/// hardware PMU to "no hardware PMU exposed by the kernel", EACCES to
+/// perf_event_paranoid (the value read from procfs), EPERM to seccomp /
+/// CAP_PERFMON.
+std::string ExplainPerfOpenError(int err, bool hardware, bool kernel_counting,
+                                 bool kernel_has_hw_pmu, int paranoid);
 
 }  // namespace lockline

@@ -1,0 +1,430 @@
+// Perf counters: software events agree with known work (page faults of fresh
+// pages, no migrations when pinned), hardware events are honest about a missing
+// PMU, bad input is reported, and the unprivileged (perf_event_paranoid) case
+// marks kernel-only events unavailable instead of reading 0.
+#include "harness/counters.h"
+
+#include <gtest/gtest.h>
+#include <sched.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <string>
+#include <thread>
+
+namespace lockline {
+namespace {
+
+constexpr size_t kPage = 4096;
+
+const CounterReading* Find(const std::vector<CounterReading>& rs,
+                           const std::string& name) {
+  for (const CounterReading& r : rs) {
+    if (r.name == name) return &r;
+  }
+  return nullptr;
+}
+
+const EventAvailability* FindAvail(const CounterSession& s,
+                                   const std::string& name) {
+  for (const EventAvailability& a : s.availability()) {
+    if (a.name == name) return &a;
+  }
+  return nullptr;
+}
+
+// Touches `pages` fresh 4 KiB pages of an anonymous mapping with THP (and mTHP)
+// off, so each first write is exactly one page fault; returns the readings of
+// that window.
+std::vector<CounterReading> CountTouchingPages(CounterSession& session,
+                                               size_t pages) {
+  auto counters = session.OpenForThisThread();
+  void* mem = mmap(nullptr, pages * kPage, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  EXPECT_NE(mem, MAP_FAILED);
+  EXPECT_EQ(madvise(mem, pages * kPage, MADV_NOHUGEPAGE), 0);
+  volatile char* p = static_cast<volatile char*>(mem);
+  counters->Start();
+  for (size_t i = 0; i < pages; ++i) p[i * kPage] = 1;
+  counters->Stop();
+  munmap(mem, pages * kPage);
+  return counters->Read();
+}
+
+// ---- spec parsing
+// ---------------------------------------------------------------------------
+
+TEST(CountersSpec, DefaultNoneAndLists) {
+  EXPECT_EQ(ParseEventList("default").size(), 7u);
+  EXPECT_EQ(ParseEventList("default")[0], "cycles");
+  EXPECT_TRUE(ParseEventList("none").empty());
+  EXPECT_EQ(ParseEventList("cycles, page-faults:u").size(), 2u);
+  EXPECT_EQ(ParseEventList("default,MEM_LOAD_L3_HIT_RETIRED:XSNP_HITM").size(),
+            8u);
+  EXPECT_EQ(ParseEventList("perf::cycles")[0], "perf::cycles");
+}
+
+TEST(CountersSpec, MalformedListsThrowNamingTheValue) {
+  for (const char* bad :
+       {"", "cycles,,instructions", "cycles,", "none,cycles", "cycles:", ":u",
+        "cyc les", "cycles;instructions", "cycles,cycles", "default,cycles"}) {
+    try {
+      ParseEventList(bad);
+      ADD_FAILURE() << "accepted '" << bad << "'";
+    } catch (const CounterSpecError& e) {
+      EXPECT_NE(std::string(e.what()).find("accepted"), std::string::npos)
+          << e.what();  // every message says what is accepted or names the
+                        // duplicate
+    }
+  }
+}
+
+TEST(CountersSpec, NoneGivesNoEvents) {
+  auto s = CounterSession::Create("none");
+  EXPECT_TRUE(s->availability().empty());
+  EXPECT_EQ(s->SummaryLine(), "counters: none requested");
+  auto c = s->OpenForThisThread();
+  c->Start();
+  c->Stop();
+  EXPECT_TRUE(c->Read().empty());
+  EXPECT_TRUE(s->AvailabilityJson()["events"].empty());
+}
+
+// Policy (documented in counters.h): a modifier libpfm4 rejects for a known
+// event throws.
+TEST(CountersSpec, BadModifierIsRejected) {
+  try {
+    CounterSession::Create("task-clock,cycles:x");
+    FAIL() << "cycles:x accepted";
+  } catch (const CounterSpecError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("cycles:x"), std::string::npos) << what;
+    EXPECT_NE(what.find("accepted modifiers"), std::string::npos) << what;
+  }
+}
+
+// :u excludes the kernel, :k the user, :u:k (and perf's :uk) counts both.
+TEST(CountersSpec, PrivilegeModifiersAreHonoured) {
+  auto s = CounterSession::Create(
+      "cycles:u,cycles:k,cycles:u:k,task-clock:uk,page-faults:u");
+  const EventAvailability* u = FindAvail(*s, "cycles:u");
+  ASSERT_NE(u, nullptr);
+  EXPECT_TRUE(u->exclude_kernel);
+  EXPECT_FALSE(u->exclude_user);
+  const EventAvailability* uk = FindAvail(*s, "cycles:u:k");
+  EXPECT_FALSE(uk->exclude_kernel);
+  EXPECT_FALSE(uk->exclude_user);
+  const EventAvailability* tc = FindAvail(*s, "task-clock:uk");
+  EXPECT_EQ(tc->status, "available") << tc->reason;
+  EXPECT_FALSE(tc->exclude_kernel);
+  const EventAvailability* pf = FindAvail(*s, "page-faults:u");
+  EXPECT_EQ(pf->status, "available") << pf->reason;
+  EXPECT_TRUE(pf->exclude_kernel);
+  EXPECT_EQ(pf->pmu,
+            "perf");  // software events come from libpfm4's perf (perf_sw) PMU
+  if (geteuid() == 0) {
+    const EventAvailability* k = FindAvail(*s, "cycles:k");
+    EXPECT_TRUE(k->exclude_user);
+    EXPECT_FALSE(k->exclude_kernel);
+  }
+}
+
+// User-only context-switches open but always read 0: unavailable, whoever asks.
+TEST(CountersSpec, KernelOnlyEventsUserOnlyAreUnavailable) {
+  auto s = CounterSession::Create("context-switches:u,cpu-migrations:u");
+  for (const EventAvailability& a : s->availability()) {
+    EXPECT_EQ(a.status, "unavailable") << a.name;
+    EXPECT_NE(a.reason.find("always reads 0"), std::string::npos) << a.reason;
+  }
+}
+
+TEST(CountersSpec, UnknownEventIsReportedAndSkipped) {
+  auto s = CounterSession::Create("no_such_event_xyz,task-clock");
+  const EventAvailability* bad = FindAvail(*s, "no_such_event_xyz");
+  ASSERT_NE(bad, nullptr);
+  EXPECT_EQ(bad->status, "unavailable");
+  EXPECT_NE(bad->reason.find("unknown event no_such_event_xyz for PMU"),
+            std::string::npos)
+      << bad->reason;
+  EXPECT_EQ(FindAvail(*s, "task-clock")->status, "available");
+  EXPECT_NE(
+      s->SummaryLine().find("no_such_event_xyz unavailable (unknown event"),
+      std::string::npos)
+      << s->SummaryLine();
+  auto c = s->OpenForThisThread();
+  c->Start();
+  c->Stop();
+  auto rs = c->Read();
+  ASSERT_EQ(rs.size(), 2u);
+  EXPECT_EQ(rs[0].status, "unavailable");
+  EXPECT_EQ(rs[1].status, "measured");
+}
+
+// ---- pure helpers
+// -----------------------------------------------------------------------------
+
+TEST(CountersModel, ClassifyReading) {
+  CounterReading m = ClassifyReading("x", 100, 50, 50);
+  EXPECT_EQ(m.status, "measured");
+  EXPECT_EQ(m.value, 100);
+  CounterReading s = ClassifyReading("x", 100, 400, 100);
+  EXPECT_EQ(s.status, "scaled");
+  EXPECT_DOUBLE_EQ(s.value, 400);
+  EXPECT_EQ(s.time_running_ns, 100u);
+  CounterReading u = ClassifyReading("x", 0, 400, 0);
+  EXPECT_EQ(u.status, "unavailable");
+  EXPECT_NE(u.reason.find("time_running 0"), std::string::npos);
+}
+
+TEST(CountersModel, SumReadingsKeepsWorstStatus) {
+  std::vector<std::vector<CounterReading>> t = {
+      {ClassifyReading("a", 10, 5, 5), ClassifyReading("b", 1, 5, 5)},
+      {ClassifyReading("a", 10, 10, 5), ClassifyReading("b", 0, 5, 0)}};
+  auto sum = SumReadings(t);
+  ASSERT_EQ(sum.size(), 2u);
+  EXPECT_EQ(sum[0].status, "scaled");
+  EXPECT_DOUBLE_EQ(sum[0].value, 30);
+  EXPECT_EQ(sum[0].raw, 20u);
+  EXPECT_EQ(sum[1].status, "unavailable");
+  EXPECT_FALSE(sum[1].reason.empty());
+  EXPECT_TRUE(SumReadings({}).empty());
+  t[1].pop_back();
+  EXPECT_THROW(SumReadings(t), std::invalid_argument);
+
+  nlohmann::json j =
+      ReadingsJson(SumReadings({{ClassifyReading("b", 0, 5, 0)}}));
+  EXPECT_TRUE(j[0]["value"].is_null());  // never a 0 for a missing count
+}
+
+TEST(CountersModel, OpenErrorsNameTheirCause) {
+  EXPECT_NE(ExplainPerfOpenError(ENOENT, true, true, false, 2)
+                .find("no hardware PMU"),
+            std::string::npos);
+  EXPECT_EQ(
+      ExplainPerfOpenError(ENOENT, true, true, true, 2).find("no hardware PMU"),
+      std::string::npos);
+  const std::string eacces =
+      ExplainPerfOpenError(EACCES, false, true, false, 2);
+  EXPECT_NE(eacces.find("perf_event_paranoid=2"), std::string::npos) << eacces;
+  EXPECT_NE(eacces.find("CAP_PERFMON"), std::string::npos) << eacces;
+  const std::string eperm = ExplainPerfOpenError(EPERM, false, true, false, 2);
+  EXPECT_NE(eperm.find("seccomp"), std::string::npos) << eperm;
+  EXPECT_NE(eperm.find("CAP_PERFMON"), std::string::npos) << eperm;
+}
+
+// ---- real counting
+// ----------------------------------------------------------------------------
+
+TEST(CountersLive, NoWindowIsNotCountedNotZero) {
+  auto s = CounterSession::Create("task-clock,page-faults");
+  auto c = s->OpenForThisThread();
+  for (const CounterReading& r : c->Read()) {
+    EXPECT_EQ(r.status, "unavailable") << r.name;
+    EXPECT_NE(r.reason.find("time_running 0"), std::string::npos) << r.reason;
+  }
+}
+
+TEST(CountersLive, PageFaultsMatchTouchedPages) {
+  auto s = CounterSession::Create("page-faults,task-clock");
+  ASSERT_EQ(FindAvail(*s, "page-faults")->status, "available")
+      << s->SummaryLine();
+  constexpr size_t kPages = 256;
+  const auto start = std::chrono::steady_clock::now();
+  auto rs = CountTouchingPages(*s, kPages);
+  const auto wall_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                           std::chrono::steady_clock::now() - start)
+                           .count();
+  const CounterReading* pf = Find(rs, "page-faults");
+  ASSERT_EQ(pf->status, "measured") << pf->reason;
+  // One fault per fresh page; a stray fault on a stack or code page is
+  // possible, not fewer.
+  EXPECT_GE(pf->raw, kPages);
+  EXPECT_LE(pf->raw, kPages + 4);
+  const CounterReading* tc = Find(rs, "task-clock");
+  ASSERT_EQ(tc->status, "measured") << tc->reason;
+  EXPECT_GT(tc->value, 0);
+  EXPECT_LE(tc->value, static_cast<double>(
+                           wall_ns));  // CPU time of one thread <= wall time
+}
+
+TEST(CountersLive, ResetStartsAFreshAccumulation) {
+  auto s = CounterSession::Create("page-faults");
+  auto c = s->OpenForThisThread();
+  void* mem = mmap(nullptr, 64 * kPage, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(mem, MAP_FAILED);
+  madvise(mem, 64 * kPage, MADV_NOHUGEPAGE);
+  volatile char* p = static_cast<volatile char*>(mem);
+  c->Start();
+  for (size_t i = 0; i < 32; ++i) p[i * kPage] = 1;
+  c->Stop();
+  EXPECT_GE(c->Read()[0].raw, 32u);
+  c->Reset();
+  c->Start();
+  for (size_t i = 32; i < 48; ++i) p[i * kPage] = 1;
+  c->Stop();
+  c->Start();  // windows accumulate until Reset
+  for (size_t i = 48; i < 64; ++i) p[i * kPage] = 1;
+  c->Stop();
+  const CounterReading r = c->Read()[0];
+  EXPECT_EQ(r.status, "measured");
+  EXPECT_GE(r.raw, 32u);
+  EXPECT_LE(r.raw, 36u);
+  munmap(mem, 64 * kPage);
+}
+
+TEST(CountersLive, SumOverThreads) {
+  auto s = CounterSession::Create("page-faults");
+  constexpr size_t kPages = 64;
+  std::vector<std::vector<CounterReading>> per_thread(2);
+  std::thread a([&] { per_thread[0] = CountTouchingPages(*s, kPages); });
+  std::thread b([&] { per_thread[1] = CountTouchingPages(*s, kPages); });
+  a.join();
+  b.join();
+  auto sum = SumReadings(per_thread);
+  EXPECT_EQ(sum[0].status, "measured");
+  EXPECT_GE(sum[0].raw, 2 * kPages);
+  EXPECT_LE(sum[0].raw, 2 * kPages + 8);
+}
+
+TEST(CountersLive, PinnedThreadDoesNotMigrate) {
+  auto s = CounterSession::Create("cpu-migrations,context-switches");
+  if (FindAvail(*s, "cpu-migrations")->status != "available") {
+    GTEST_SKIP() << "cpu-migrations unavailable: "
+                 << FindAvail(*s, "cpu-migrations")->reason;
+  }
+  std::vector<CounterReading> rs;
+  std::thread t([&] {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(sched_getcpu(), &set);
+    ASSERT_EQ(sched_setaffinity(0, sizeof(set), &set), 0)
+        << std::strerror(errno);
+    auto c = s->OpenForThisThread();
+    c->Start();
+    for (int i = 0; i < 20; ++i) {
+      std::this_thread::sleep_for(
+          std::chrono::microseconds(200));  // a voluntary switch each
+      sched_yield();
+    }
+    c->Stop();
+    rs = c->Read();
+  });
+  t.join();
+  ASSERT_EQ(rs.size(), 2u);
+  EXPECT_EQ(rs[0].status, "measured") << rs[0].reason;
+  EXPECT_EQ(rs[0].raw, 0u);
+  EXPECT_EQ(rs[1].status, "measured") << rs[1].reason;
+  EXPECT_GE(rs[1].raw,
+            20u);  // each sleep blocks the thread: one context switch at least
+}
+
+// No PMU: cycles and instructions are unavailable with the kernel's reason,
+// never 0. With a PMU: instructions over real work are > 0.
+TEST(CountersLive, HardwareEventsAreHonest) {
+  auto s = CounterSession::Create("default");
+  auto c = s->OpenForThisThread();
+  c->Start();
+  volatile uint64_t x = 0;
+  for (int i = 0; i < 100000; ++i) x = x + i;
+  c->Stop();
+  const auto rs = c->Read();
+  const CounterReading* instructions = Find(rs, "instructions");
+  const CounterReading* cycles = Find(rs, "cycles");
+  if (!KernelHasHardwarePmu()) {
+    for (const CounterReading* r : {instructions, cycles}) {
+      EXPECT_EQ(r->status, "unavailable") << r->name;
+      EXPECT_NE(r->reason.find("no hardware PMU exposed by the kernel"),
+                std::string::npos)
+          << r->reason;
+    }
+    EXPECT_NE(s->SummaryLine().find(
+                  "cycles instructions cache-misses unavailable (no hardware "
+                  "PMU"),
+              std::string::npos)
+        << s->SummaryLine();
+    const nlohmann::json j = s->AvailabilityJson();
+    EXPECT_FALSE(j["kernel_hardware_pmu"].get<bool>());
+    EXPECT_EQ(j["events"][0]["status"], "unavailable");
+    return;
+  }
+  if (instructions->status == "unavailable") {
+    GTEST_SKIP() << "hardware PMU present but instructions unavailable: "
+                 << instructions->reason;
+  }
+  EXPECT_GT(instructions->raw, 0u);
+}
+
+// Unprivileged: run Create() as nobody in a forked child. With
+// perf_event_paranoid >= 2 kernel counting is refused, events fall back to
+// user-only and context-switches (kernel-only) must be unavailable with the
+// paranoid value in the reason.
+TEST(CountersLive, UnprivilegedMarksKernelOnlyEventsUnavailable) {
+  if (geteuid() != 0)
+    GTEST_SKIP() << "needs root to switch to nobody (uid 65534)";
+  const int paranoid = PerfEventParanoid();
+  if (paranoid == kParanoidUnreadable)
+    GTEST_SKIP() << "perf_event_paranoid unreadable";
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    close(fds[0]);
+    std::string out;
+    if (setgid(65534) != 0 || setuid(65534) != 0) {
+      out = "setuid failed";
+    } else {
+      auto s = CounterSession::Create("default");
+      nlohmann::json j = s->AvailabilityJson();
+      auto c = s->OpenForThisThread();
+      c->Start();
+      c->Stop();
+      j["readings"] = ReadingsJson(c->Read());
+      out = j.dump();
+    }
+    if (write(fds[1], out.data(), out.size()) < 0) _exit(2);
+    _exit(0);
+  }
+  close(fds[1]);
+  std::string got;
+  char buf[4096];
+  ssize_t n;
+  while ((n = read(fds[0], buf, sizeof(buf))) > 0) got.append(buf, n);
+  close(fds[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  ASSERT_NE(got, "setuid failed");
+  const nlohmann::json j = nlohmann::json::parse(got);
+  EXPECT_FALSE(j["perf_privileged"].get<bool>());
+  nlohmann::json cs, tc;
+  for (const auto& e : j["events"]) {
+    if (e["name"] == "context-switches") cs = e;
+    if (e["name"] == "task-clock") tc = e;
+  }
+  if (paranoid < 2) {
+    EXPECT_EQ(cs["status"], "available") << cs.dump();
+    return;
+  }
+  EXPECT_EQ(cs["status"], "unavailable") << cs.dump();
+  const std::string reason = cs["reason"];
+  EXPECT_NE(reason.find("perf_event_paranoid=" + std::to_string(paranoid)),
+            std::string::npos)
+      << reason;
+  if (paranoid == 2) {  // 3 (Debian) refuses even user-only counting
+    EXPECT_EQ(tc["status"], "available") << tc.dump();
+    EXPECT_TRUE(tc["exclude_kernel"].get<bool>());
+    for (const auto& r : j["readings"]) {
+      if (r["name"] == "task-clock") {
+        EXPECT_EQ(r["status"], "measured") << r.dump();
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace lockline
