@@ -394,6 +394,20 @@ std::unique_ptr<Topology> Topology::Load(const std::string& raw_spec) {
   // Usable PUs, in hwloc logical order.
   hwloc_const_cpuset_t allowed = hwloc_topology_get_allowed_cpuset(t->topo_);
   hwloc_const_cpuset_t present = hwloc_topology_get_topology_cpuset(t->topo_);
+  // cpukind indices are ordered by efficiency only when hwloc knows every
+  // kind's efficiency (from CoreType/frequency or the OS); otherwise the index
+  // says nothing about performance and PUs report -1, so placement does not
+  // prefer an arbitrary kind.
+  const int nr_kinds = hwloc_cpukinds_get_nr(t->topo_, 0);
+  bool kinds_ranked = nr_kinds >= 1;
+  for (int k = 0; nr_kinds > 1 && k < nr_kinds; ++k) {
+    int efficiency = -1;
+    if (hwloc_cpukinds_get_info(t->topo_, static_cast<unsigned>(k), nullptr,
+                                &efficiency, nullptr, nullptr, 0) != 0 ||
+        efficiency < 0) {
+      kinds_ranked = false;
+    }
+  }
   std::unordered_map<int, int>
       usable_in_core;  // core logical index -> usable PUs seen so far
   for (hwloc_obj_t pu =
@@ -424,7 +438,9 @@ std::unique_ptr<Topology> Topology::Load(const std::string& raw_spec) {
       info.numa = LogicalOrMinus1(hwloc_get_numanode_obj_by_os_index(
           t->topo_, static_cast<unsigned>(node_os)));
     }
-    info.cpukind = hwloc_cpukinds_get_by_cpuset(t->topo_, pu->cpuset, 0);
+    info.cpukind = kinds_ranked
+                       ? hwloc_cpukinds_get_by_cpuset(t->topo_, pu->cpuset, 0)
+                       : -1;
     if (info.cpukind < 0) info.cpukind = -1;
     t->pus_.push_back(info);
   }

@@ -34,6 +34,7 @@ struct PuInfo {
   int numa = -1;       ///< logical index of the first NUMA node in its locality
   int package = -1;    ///< logical index of the Package
   int cpukind = -1;    ///< hwloc cpukind index, higher = more performant; -1 if unknown
+                       ///< (also when hwloc does not know every kind's efficiency)
 };
 
 /// Counts of the levels that matter for placement.
@@ -52,7 +53,8 @@ class Topology {
   /// synthetic syntax, e.g. "pack:4 numa:2 core:16 pu:2"). Throws TopologyError for a missing or
   /// unreadable file, an invalid one, a file written by hwloc 3.x (2.9 cannot read it; the XML's
   /// version attribute is checked first), or a bad synthetic string. Never falls back silently to
-  /// the host topology.
+  /// the host topology. "host" honours HWLOC_FSROOT (a /sys dump, e.g. hwloc's test tarballs):
+  /// such a topology has is_host() false and refuses binding.
   static std::unique_ptr<Topology> Load(const std::string& spec);
   ~Topology();
   Topology(const Topology&) = delete;
@@ -77,9 +79,13 @@ class Topology {
 
 /// --pin policies. kCores: one PU per core, filling an L3, then a NUMA node, then a package
 /// before the next; SMT siblings only once every core has a thread; on hybrid CPUs the most
-/// performant cpukind first. kCompact: topology order, siblings adjacent. kScatter: round-robin
-/// across packages, then NUMA nodes, then L3s. kNone: threads are not bound. kList: explicit OS
-/// indices.
+/// performant cpukind first. kCompact: topology order, siblings adjacent. kScatter: the kCores
+/// rounds (every core's first usable thread, then every core's second, ...; within a round the
+/// most performant cpukind first), each round ordered by a recursive round-robin: PUs are grouped
+/// by package, a package's PUs by NUMA node, a node's by L3, an L3's by core; each group is
+/// ordered the same way and groups are merged taking the first of every group, then the second
+/// of every group, ... (so threads 0..P-1 land on P packages). kNone: threads are not bound
+/// (reported in the kCores order). kList: explicit OS indices, in the order given.
 enum class PinPolicy { kCores, kCompact, kScatter, kNone, kList };
 
 struct PinSpec {
@@ -88,8 +94,9 @@ struct PinSpec {
   std::string text;       ///< as given, for the results
 };
 
-/// Parses "0,2,4-7" into OS indices. Throws TopologyError for "0-", "a", reversed ranges,
-/// duplicates, or an empty list.
+/// Parses "0,2,4-7" (and util-linux stride ranges "0-14:2") into OS indices, in the order
+/// given. Throws TopologyError for "0-", "a", negative numbers, reversed ranges, duplicates, an
+/// empty item, or an empty list.
 std::vector<int> ParseCpuList(const std::string& text);
 
 /// Formats OS indices as a sorted, de-duplicated cpulist: "0-7", "0,3", and arithmetic runs
@@ -118,15 +125,21 @@ struct ThreadPlan {
 /// oversubscribe is false (naming both numbers and the --oversubscribe flag).
 ThreadPlan PlanThreads(const std::vector<PuInfo>& order, int threads, bool oversubscribe);
 
-/// Parses --threads=LIST|pow2|topo|max against `order` (the placement order). topo: 1, 2, 4, ...
-/// plus every topology boundary of the order (cores per L3, per NUMA node, per package, all
-/// cores, all PUs), de-duplicated, sorted, capped at order.size(). Throws TopologyError for a
+/// Parses --threads=LIST|pow2|topo|max against `order` (the placement order). max: order.size().
+/// pow2: 1, 2, 4, ... up to order.size(), plus order.size() itself (the whole placement is always
+/// measured). topo: pow2 plus every topology boundary of the order: the length of the order's
+/// initial run inside order[0]'s L3, NUMA node and package (under kCores: cores per L3 / node /
+/// package; under kCompact: PUs per L3 / node / package) and the number of distinct cores;
+/// de-duplicated, sorted. LIST: "1,2,8", "1-4", sorted ascending. Throws TopologyError for a
 /// malformed list, 0, or a count above order.size() without oversubscribe.
 std::vector<int> ParseThreadCounts(const std::string& text, const std::vector<PuInfo>& order,
                                    bool oversubscribe);
 
-/// Human-readable plan of every thread count: PU list (OS indices), each PU's core / L3 / NUMA /
-/// package (and cpukind), and what the placement crosses. 4096 PUs print in well under a second.
+/// Human-readable plan of every thread count: per count one line with the PU set as a cpulist
+/// (cut after ~96 characters) and the cores / L3s / NUMA nodes / packages spanned and whether SMT
+/// siblings share a core; then one table, thread i -> PU and its core, SMT rank, L3, NUMA node,
+/// package and cpukind, for the largest count (every count uses a prefix of the same order).
+/// Throws like PlanThreads. 4096 PUs format in ~20 ms.
 std::string FormatPlans(const Topology& topo, const PinSpec& pin, const std::vector<int>& counts,
                         bool oversubscribe);
 
@@ -135,7 +148,8 @@ std::string FormatPlans(const Topology& topo, const PinSpec& pin, const std::vec
 /// call fails (naming the PU and errno). Only valid on a host topology.
 void BindThisThread(const Topology& topo, int os_index);
 
-/// The OS index of the PU the calling thread last ran on (hwloc_get_last_cpu_location).
+/// The OS index of the PU the calling thread last ran on (hwloc_get_last_cpu_location); throws
+/// TopologyError naming errno if hwloc cannot tell.
 int CurrentPu(const Topology& topo);
 
 }  // namespace lockline
