@@ -15,7 +15,8 @@ from typing import Callable, Dict, List, Optional, Tuple
 import numpy as np
 
 from figures import (THROUGHPUT_METRICS, FamilyData, Figure, axis_label, empty_panel, finish,
-                     new_figure, note, plt, relative_panel, threads_panel)
+                     new_figure, note, plt, relative_panel, series_label, threads_panel,
+                     varying_keys)
 from lockline_results import Stat, summarize
 
 Plotter = Callable[[FamilyData], List[Tuple[str, Figure]]]
@@ -64,11 +65,46 @@ def plot_generic(data: FamilyData) -> List[Tuple[str, Figure]]:
         if metric is None:
             empty_panel(ax, bench, "no numeric metric")
             continue
-        threads_panel(ax, data, data.family, f"{bench}: {axis_label(metric)}", data.select(pred),
-                      metric)
+        selected = data.select(pred)
+        if len({p.threads for _, pts in selected for p in pts}) == 1:
+            bar_panel(ax, data, data.family, f"{bench}: {axis_label(metric)}", selected, metric)
+        else:
+            threads_panel(ax, data, data.family, f"{bench}: {axis_label(metric)}", selected,
+                          metric)
     out = [(data.family, finish(fig, _runs_of(data)))]
     out += _relative(data, benches)
     return out
+
+
+def bar_panel(ax, data: FamilyData, figure: str, panel: str, runs, metric: str) -> None:
+    """Bars of `metric` per (run, variant, thread count), error bars from repetitions; used
+    where there is nothing to plot against threads (one thread count)."""
+    labels, means, errs = [], [], []
+    for run, pts in runs:
+        summary = summarize(pts, metric)
+        varying = varying_keys(summary)
+        for variant, by_n in sorted(summary.items()):
+            for n, stat in sorted(by_n.items()):
+                label = series_label(variant, varying) + (f" [{run.label}]" if len(runs) > 1 else "")
+                if len({p.threads for p in pts}) > 1:
+                    label += f" N={n}"
+                labels.append(label)
+                means.append(stat.mean)
+                errs.append(stat.std)
+                data.record(figure, panel, label, run, "threads", n, metric, stat)
+    if not labels:
+        empty_panel(ax, panel, f"metric '{metric}' not in these rows")
+        return
+    ax.bar(range(len(labels)), means, yerr=errs, capsize=3)
+    positive = [m for m in means if m > 0]
+    if positive and max(positive) / min(positive) > 100:
+        ax.set_yscale("log")
+    ax.set_xticks(range(len(labels)))
+    ax.set_xticklabels(labels, fontsize=7, rotation=30 if len(labels) > 3 else 0,
+                       ha="right" if len(labels) > 3 else "center")
+    ax.set_ylabel(axis_label(metric))
+    ax.set_title(panel, fontsize=10)
+    ax.grid(True, axis="y", alpha=0.3)
 
 
 def _relative(data: FamilyData, benches: List[str]) -> List[Tuple[str, Figure]]:

@@ -242,6 +242,22 @@ def _point_from_row(row: Dict[str, Any]) -> Optional[Point]:
     )
 
 
+def _merge_single_point_families(points: List[Point]) -> None:
+    """In foreign files, fold families with one variant at one thread count (plain
+    `BM_Foo` benchmarks) into one family `benchmarks` (param `benchmark`), so they share one
+    figure instead of one figure each."""
+    shapes: Dict[str, set] = {}
+    for p in points:
+        shapes.setdefault(p.family, set()).add((p.variant, p.threads))
+    single = {fam for fam, shape in shapes.items() if len(shape) == 1}
+    if len(single) < 2:
+        return
+    for p in points:
+        if p.family in single:
+            p.params = {"benchmark": p.family, **p.params}
+            p.family = p.bench = "benchmarks"
+
+
 def resolve_paths(paths: Iterable[str]) -> List[str]:
     """Expand run directories into their result JSON files.
 
@@ -298,6 +314,8 @@ def load_run(path: str) -> Run:
     if not points:
         raise ResultError(f"{path}: no benchmark row has a plottable value "
                           f"({len(data['benchmarks'])} rows, {len(skipped)} with errors)")
+    if not isinstance(context.get("lockline"), dict):
+        _merge_single_point_families(points)
     return Run(path=path, context=context, points=points, skipped_rows=skipped)
 
 

@@ -1,0 +1,301 @@
+"""Tests for plots/: the result loader, the USL fit, the family plotters and plot.py's CLI.
+
+Fixtures: tests/python/fixtures/plots (synthetic lockline runs from make_fixtures.py and two
+real Google Benchmark files). Plotting is slow (matplotlib), so each figure set is drawn once
+per module.
+"""
+
+import csv
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+PLOTS = os.path.join(ROOT, "plots")
+FIX = os.path.join(HERE, "fixtures", "plots")
+RUN_A = os.path.join(FIX, "run_a")
+RUN_B = os.path.join(FIX, "run_b")
+GB_OLD = os.path.join(FIX, "gbench-tools-test1_run1.json")
+GB_LIBFORK = os.path.join(FIX, "libfork-laptop-matmul.json")
+sys.path.insert(0, PLOTS)
+
+import families  # noqa: E402
+import lockline_results as lr  # noqa: E402
+import plot  # noqa: E402
+import usl  # noqa: E402
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def read_csv(path):
+    with open(path, newline="", encoding="utf-8") as handle:
+        return list(csv.DictReader(handle))
+
+
+@pytest.fixture(scope="module")
+def out_a(tmp_path_factory):
+    """run_a plotted once: (output dir, printed stdout)."""
+    out = tmp_path_factory.mktemp("plot_a")
+    assert plot.main([RUN_A, "-o", str(out)]) == 0
+    return out
+
+
+@pytest.fixture(scope="module")
+def out_ab(tmp_path_factory):
+    """run_a and run_b overlaid, zone_lock only."""
+    out = tmp_path_factory.mktemp("plot_ab")
+    assert plot.main([RUN_A, RUN_B, "-o", str(out), "--family", "zone_lock"]) == 0
+    return out
+
+
+# --- USL --------------------------------------------------------------------------------------
+
+def test_usl_recovers_true_parameters_within_intervals():
+    rng = np.random.default_rng(20261130)
+    lam, sigma, kappa = 1000.0, 0.02, 0.0005
+    n = np.arange(1, 65)
+    x = usl.usl(n, lam, sigma, kappa) * (1 + 0.02 * rng.standard_normal(n.size))
+    fit = usl.fit_usl(n, x)
+    assert fit.sigma_ci[0] <= sigma <= fit.sigma_ci[1]
+    assert fit.kappa_ci[0] <= kappa <= fit.kappa_ci[1]
+    true_peak = np.sqrt((1 - sigma) / kappa)
+    assert abs(fit.peak_threads - true_peak) / true_peak < 0.10
+    assert fit.peak_threads_ci[0] <= fit.peak_threads <= fit.peak_threads_ci[1]
+    true_peak_x = float(usl.usl(true_peak, lam, sigma, kappa))
+    assert abs(fit.peak_throughput - true_peak_x) / true_peak_x < 0.10
+
+
+def test_usl_linear_scaling_has_no_peak():
+    n = np.array([1, 2, 4, 8, 16])
+    fit = usl.fit_usl(n, 100.0 * n)
+    assert fit.sigma < 1e-3 and fit.kappa < 1e-5
+    assert fit.peak_threads is None or fit.peak_threads > 1000
+
+
+def test_usl_refuses_fewer_than_four_thread_counts():
+    with pytest.raises(usl.UslError, match="fewer than 4 thread counts"):
+        usl.fit_usl([1, 2, 4, 4, 2], [1, 2, 3, 3, 2])
+
+
+# --- loader -----------------------------------------------------------------------------------
+
+def test_lockline_run_loads_every_family_and_drops_failed_rows():
+    run = lr.load_run(os.path.join(RUN_A, "lockline.json"))
+    assert run.families() == ["calibration", "locks", "zone_lock", "pagevec", "page_free", "fault"]
+    assert len(run.skipped_rows) == 1 and "EINVAL" in run.skipped_rows[0]
+    assert run.label == "bigbox-2s@abc1234def"
+    assert "pin cores" in run.caption() and "commit abc1234def" in run.caption()
+    zl = [p for p in run.points if p.family == "zone_lock"]
+    assert {p.params["layout"] for p in zl} == {"lock_before_free_area", "lock_after_free_area"}
+    assert "threads" not in zl[0].params
+    benches = {p.bench for p in run.points if p.family == "fault"}
+    assert benches == {"fault", "prezero", "zeroing"}
+
+
+def test_summarize_reduces_repetitions_and_flags_shifted_points():
+    run = lr.load_run(os.path.join(RUN_A, "lockline.json"))
+    locks = [p for p in run.points if p.family == "locks"]
+    summary = lr.summarize(locks, "ops_per_s")
+    ticket = summary[(("cs", "0"), ("lock", "ticket"), ("stats", "on"))]
+    assert sorted(ticket) == [1, 2, 4, 8, 16, 32, 64]
+    assert ticket[1].n == 2 and ticket[1].std > 0
+    assert ticket[32].shifted and not ticket[16].shifted
+
+
+def test_topology_markers_from_plans():
+    run = lr.load_run(os.path.join(RUN_A, "lockline.json"))
+    markers = lr.topology_markers(run, [1, 2, 4, 8, 16, 32, 64])
+    assert markers == [(16, "2 L3s"), (32, "2 NUMA nodes, 2 packages"), (64, "SMT siblings")]
+
+
+def test_old_gbench_format_groups_single_benchmarks_and_converts_units():
+    run = lr.load_run(GB_OLD)
+    assert run.families() == ["benchmarks"]
+    by_name = {p.params["benchmark"]: p for p in run.points}
+    assert "MyComplexityTest" not in by_name  # BigO / RMS rows have no time to plot
+    assert by_name["BM_DifferentTimeUnit"].metrics["real_time_ns"] == pytest.approx(1e9)
+    assert by_name["BM_SameTimes"].metrics["real_time_ns"] == pytest.approx(10)
+    assert by_name["BM_DifferentTimeUnit"].metrics["throughput_per_s"] == pytest.approx(1.0)
+
+
+def test_libfork_thread_count_from_argument_and_percentage_aggregates_dropped():
+    run = lr.load_run(GB_LIBFORK)
+    lib = [p for p in run.points if p.family == "matmul_libfork"]
+    assert {p.threads for p in lib} == {1, 2}
+    assert {p.params["template"] for p in lib} == {"busy_pool, numa_strategy::fan",
+                                                   "busy_pool, numa_strategy::seq"}
+    assert all(p.aggregate != "cv" for p in run.points)
+    summary = lr.summarize(lib, "throughput_per_s")
+    assert all(stat.n == 5 for by_n in summary.values() for stat in by_n.values())
+
+
+def write_json(tmp_path, name, data):
+    path = tmp_path / name
+    path.write_text(json.dumps(data) if not isinstance(data, str) else data)
+    return str(path)
+
+
+def test_other_library_versions_plot(tmp_path):
+    """Missing family_index, repetitions 0, `skipped`, mixed units, percentage aggregates,
+    only-aggregate series and threads given as an argument all load and plot."""
+    rows = [
+        {"name": "BM_q/threads:1", "run_name": "BM_q/threads:1", "run_type": "iteration",
+         "repetitions": 0, "threads": 1, "iterations": 10, "real_time": 1.0, "cpu_time": 1.0,
+         "time_unit": "ms"},
+        {"name": "BM_q/threads:2", "run_name": "BM_q/threads:2", "run_type": "iteration",
+         "repetitions": 0, "threads": 2, "iterations": 10, "real_time": 600.0, "cpu_time": 1.0,
+         "time_unit": "us"},
+        {"name": "BM_q/threads:4", "skipped": True, "skip_message": "not enough CPUs"},
+        {"name": "BM_q/threads:2_cv", "run_name": "BM_q/threads:2", "run_type": "aggregate",
+         "aggregate_name": "cv", "aggregate_unit": "percentage", "real_time": 0.05,
+         "cpu_time": 0.01, "time_unit": "us"},
+        {"name": "BM_agg/8/real_time_mean", "run_name": "BM_agg/8/real_time",
+         "run_type": "aggregate", "aggregate_name": "mean", "aggregate_unit": "time",
+         "threads": 1, "real_time": 2.0, "cpu_time": 2.0, "time_unit": "s"},
+        {"name": "BM_agg/8/real_time_stddev", "run_name": "BM_agg/8/real_time",
+         "run_type": "aggregate", "aggregate_name": "stddev", "aggregate_unit": "time",
+         "threads": 1, "real_time": 0.1, "cpu_time": 0.1, "time_unit": "s"},
+    ]
+    path = write_json(tmp_path, "other.json", {"context": {"date": "x"}, "benchmarks": rows})
+    run = lr.load_run(path)
+    q = lr.summarize([p for p in run.points if p.family == "BM_q"], "real_time_ns")
+    assert {n: s.mean for n, s in q[()].items()} == {1: pytest.approx(1e6), 2: pytest.approx(6e5)}
+    agg = lr.summarize([p for p in run.points if p.family == "BM_agg"], "real_time_ns")
+    assert agg[()][8].mean == pytest.approx(2e9) and agg[()][8].std == pytest.approx(1e8)
+    assert run.skipped_rows == ["BM_q/threads:4: not enough CPUs"]
+    assert plot.main([path, "-o", str(tmp_path / "out")]) == 0
+    assert (tmp_path / "out" / "BM_q.png").read_bytes().startswith(PNG_MAGIC)
+
+
+@pytest.mark.parametrize("content,message", [
+    ("{", "not valid JSON"),
+    ("[1, 2]", "not a Google Benchmark result"),
+    ('{"benchmarks": []}', "no benchmark row has a plottable value"),
+    ('{"benchmarks": [{"name": "a", "error_occurred": true, "error_message": "x"}]}',
+     "1 with errors"),
+    ('{"benchmarks": [{"name": "a", "real_time": "fast"}]}', "no benchmark row"),
+    ("\xff\xfe", "not valid JSON"),
+])
+def test_bad_input_exits_2_with_one_line(tmp_path, capsys, content, message):
+    path = write_json(tmp_path, "bad.json", content)
+    assert plot.main([path, "-o", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert message in err and path in err
+    assert err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_bad_paths_and_family(tmp_path, capsys):
+    assert plot.main([str(tmp_path / "missing"), "-o", str(tmp_path / "o")]) == 2
+    assert "no such file or directory" in capsys.readouterr().err
+    (tmp_path / "empty").mkdir()
+    assert plot.main([str(tmp_path / "empty"), "-o", str(tmp_path / "o")]) == 2
+    assert "no lockline.json" in capsys.readouterr().err
+    assert plot.main([RUN_B, "-o", str(tmp_path / "o"), "--family", "nope"]) == 2
+    assert "family 'nope' not in the results (present: zone_lock)" in capsys.readouterr().err
+
+
+def test_cli_subprocess_bad_input_has_no_traceback(tmp_path):
+    path = write_json(tmp_path, "bad.json", '{"benchmarks": 3}')
+    proc = subprocess.run([sys.executable, os.path.join(PLOTS, "plot.py"), path, "-o",
+                           str(tmp_path / "o")], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("plot.py: error:") and "Traceback" not in proc.stderr
+
+
+# --- figures ----------------------------------------------------------------------------------
+
+def test_every_family_writes_png_svg_and_csv(out_a):
+    for fam in ("calibration", "locks", "zone_lock", "pagevec", "page_free", "fault"):
+        assert (out_a / f"{fam}.png").read_bytes().startswith(PNG_MAGIC), fam
+        assert b"<svg" in (out_a / f"{fam}.svg").read_bytes()[:2000], fam
+        assert read_csv(out_a / f"{fam}.csv"), fam
+    assert (out_a / "c2c_latency.png").read_bytes().startswith(PNG_MAGIC)
+    assert (out_a / "zone_lock_relative.png").read_bytes().startswith(PNG_MAGIC)
+
+
+def test_csv_holds_every_series_with_error_and_shift(out_a):
+    rows = read_csv(out_a / "locks.csv")
+    ticket = [r for r in rows if r["series"] == "lock:ticket" and r["y_name"] == "ops_per_s"]
+    assert sorted(int(r["x"]) for r in ticket) == [1, 2, 4, 8, 16, 32, 64]
+    assert all(r["run"] == "bigbox-2s@abc1234def" and int(r["repetitions"]) == 2 for r in ticket)
+    assert [r["coherence_shifted"] for r in ticket if r["x"] == "32"] == ["1"]
+    rel = [r for r in read_csv(out_a / "zone_lock.csv") if r["figure"] == "zone_lock_relative"]
+    assert {r["y_name"] for r in rel} == {"ops_per_s/lock_after_free_area"}
+    assert all(float(r["y"]) > 0 for r in rel)
+
+
+def test_usl_csv_and_fit_quality(out_a):
+    fits = read_csv(out_a / "zone_lock_usl.csv")
+    assert len(fits) == 4  # 2 layouts x 2 locks
+    for fit in fits:
+        assert float(fit["sigma_lo"]) <= float(fit["sigma"]) <= float(fit["sigma_hi"])
+    # Fixture truth: sigma 0.03 for every zone_lock series.
+    assert all(0.015 < float(f["sigma"]) < 0.05 for f in fits)
+
+
+def test_c2c_matrix_leaves_missing_pairs_blank(out_a):
+    rows = read_csv(out_a / "calibration.csv")
+    cells = {(r["series"], r["x"]) for r in rows if r["figure"] == "c2c_latency"}
+    assert ("pu_a:0", "1") in cells and ("pu_a:2", "3") not in cells
+    assert len(cells) == 11  # 4 x 4 minus the diagonal and one missing pair
+
+
+def test_pagevec_best_slots_and_formulas(out_a):
+    rows = read_csv(out_a / "pagevec.csv")
+    best = {int(r["x"]): float(r["y"]) for r in rows if r["series"] == "best_slots"}
+    assert best == {1: 4, 4: 8, 16: 16, 64: 31}
+    f1, f2 = families.pagevec_formulas(np.array([1.0, 4.0, 16.0, 1024.0]))
+    assert list(f1) == [4, 8, 16, 40]
+    assert np.allclose(f2[1:], [2 ** (2.5 * np.sqrt(2) - 1), 16, 2 ** (2.5 * np.sqrt(10) - 1)])
+    assert round(f2[1]) == 6 and round(f2[3]) == 120
+
+
+def test_runs_overlaid_and_labelled_by_host_and_commit(out_ab):
+    rows = read_csv(out_ab / "zone_lock.csv")
+    assert {r["run"] for r in rows} == {"bigbox-2s@abc1234def", "bigbox-4s@fed9876cba"}
+    assert any("[bigbox-4s@fed9876cba]" in r["series"] for r in rows)
+    assert sorted(os.listdir(out_ab)) == sorted([
+        "zone_lock.png", "zone_lock.svg", "zone_lock_relative.png", "zone_lock_relative.svg",
+        "zone_lock.csv", "zone_lock_usl.csv"])
+
+
+def test_baseline_variant_option_and_unknown_family_fallback(tmp_path):
+    run = lr.load_run(os.path.join(RUN_A, "lockline.json"))
+    for p in run.points:
+        if p.family == "locks":
+            p.family = "brand_new_family"  # no registered plotter: generic figure
+    written = plot.plot_runs([run], str(tmp_path), baseline="mcs",
+                             families=["brand_new_family"], formats=("png",))
+    names = sorted(os.path.basename(p) for p in written)
+    assert names == ["brand_new_family.csv", "brand_new_family.png",
+                     "brand_new_family_relative.png", "brand_new_family_usl.csv"]
+    rel = [r for r in read_csv(tmp_path / "brand_new_family.csv") if "relative" in r["figure"]]
+    assert {r["y_name"] for r in rel} == {"ops_per_s/mcs"} and rel
+
+
+def test_registry_dispatches_and_missing_metrics_do_not_fail(tmp_path):
+    calls = []
+
+    @families.register("test_only_family")
+    def _plotter(data):
+        calls.append(data.family)
+        return []
+    try:
+        run = lr.load_run(os.path.join(RUN_B, "lockline.json"))
+        for p in run.points:
+            p.family = "test_only_family"
+        plot.plot_runs([run], str(tmp_path / "a"), formats=("png",))
+        assert calls == ["test_only_family"]
+    finally:
+        del families.FAMILY_PLOTTERS["test_only_family"]
+    # zone_lock rows that lack ops_per_s: the panels say so instead of raising.
+    run = lr.load_run(os.path.join(RUN_B, "lockline.json"))
+    for p in run.points:
+        p.metrics = {"renamed_metric_per_s": 1.0}
+    written = plot.plot_runs([run], str(tmp_path / "b"), formats=("png",))
+    assert any(p.endswith("zone_lock.png") for p in written)
