@@ -186,7 +186,8 @@ def _point_from_row(row: Dict[str, Any]) -> Optional[Point]:
         return None
 
     head, parsed, positional = _parse_name(name)
-    params = {str(k): str(v) for k, v in (row.get("params") or {}).items()} or parsed
+    raw_params = row.get("params") if isinstance(row.get("params"), dict) else {}
+    params = {str(k): str(v) for k, v in raw_params.items()} or parsed
     family = str(row.get("family") or "") or _family_of(head, params)
     threads = None
     if "threads" in params:
@@ -308,7 +309,12 @@ def load_run(path: str) -> Run:
         if row.get("error_occurred") or row.get("skipped"):
             skipped.append(f"{row.get('name', '?')}: {row.get('error_message') or row.get('skip_message') or 'skipped'}")
             continue
-        point = _point_from_row(row)
+        try:
+            point = _point_from_row(row)
+        except (TypeError, ValueError, AttributeError, OverflowError) as err:
+            # A row shaped by some other tool (params a list, threads a string, ...).
+            skipped.append(f"{row.get('name', '?')}: malformed row ({err})")
+            continue
         if point is not None:
             points.append(point)
     if not points:

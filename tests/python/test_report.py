@@ -1,0 +1,132 @@
+"""Tests for plots/report.py: sections, seed tables, escaping, self-containment, bad input, and a
+render check in headless Chromium (skipped when /usr/bin/chromium is absent)."""
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+FIX = os.path.join(HERE, "fixtures", "plots")
+sys.path.insert(0, os.path.join(ROOT, "plots"))
+
+import report  # noqa: E402
+
+CHROMIUM = "/usr/bin/chromium"
+SECTIONS = ["q1", "q2", "q3", "q4", "q5", "other", "machine", "plans", "counters", "warnings",
+            "layouts"]
+
+
+def make_report(tmp_path_factory, name):
+    run_dir = tmp_path_factory.mktemp(name)
+    shutil.copy(os.path.join(FIX, name, "lockline.json"), run_dir / "lockline.json")
+    assert report.main([str(run_dir)]) == 0
+    return run_dir, (run_dir / "report.html").read_text(encoding="utf-8")
+
+
+@pytest.fixture(scope="module")
+def report_a(tmp_path_factory):
+    """run_a (every family) reported once: (run dir, html)."""
+    return make_report(tmp_path_factory, "run_a")
+
+
+@pytest.fixture(scope="module")
+def report_b(tmp_path_factory):
+    """run_b (zone_lock only) reported once."""
+    return make_report(tmp_path_factory, "run_b")
+
+
+def test_sections_figures_and_plots_dir(report_a):
+    run_dir, text = report_a
+    for sid in SECTIONS:
+        assert f'<section id="{sid}">' in text, sid
+    imgs = re.findall(r'<img src="([^"]{0,40})', text)
+    assert len(imgs) == 9 and all(s.startswith("data:image/png;base64,") for s in imgs)
+    assert (run_dir / "plots" / "zone_lock.png").is_file()
+    assert (run_dir / "plots" / "c2c_latency.svg").is_file()
+
+
+def test_self_contained_and_escaped(report_a):
+    _, text = report_a
+    without_data = re.sub(r"data:image/png;base64,[A-Za-z0-9+/=]+", "", text)
+    assert not re.search(r"(src|href)=\"(https?:|//)", without_data)
+    assert "default-src 'none'" in text
+    assert "&lt;script&gt;alert(&#x27;escaped&#x27;)&lt;/script&gt;" in text
+    assert "<script>alert" not in text
+
+
+def test_seed_tables_hold_measured_values(report_a):
+    _, text = report_a
+    q2 = text[text.index('<section id="q2">'):text.index('<section id="q3">')]
+    assert "aim7 152288 -&gt; 81911 jobs/min (-46.2 %)" in q2
+    assert re.search(r"ops/s \(-\d+\.\d %\)", q2)
+    q3 = text[text.index('<section id="q3">'):text.index('<section id="q4">')]
+    assert "UNSAFE: 7 violations" in q3
+    q1 = text[text.index('<section id="q1">'):text.index('<section id="q2">')]
+    assert "N=1: 4, N=4: 8, N=16: 16, N=64: 31" in q1
+    assert "<td>136</td>" in q1 and "<td>128</td>" in q1
+
+
+def test_provenance_plans_counters_layouts(report_a):
+    _, text = report_a
+    assert "Synthetic Xeon 2x16c" in text and "abc1234def" in text
+    plans = text[text.index('<section id="plans">'):text.index('<section id="counters">')]
+    assert plans.count("<tr>") == 8  # header + 7 thread counts
+    counters = text[text.index('<section id="counters">'):text.index('<section id="warnings">')]
+    assert "unavailable" in counters and "no PMU" in counters
+    warnings = text[text.index('<section id="warnings">'):text.index('<section id="layouts">')]
+    assert "failed row: locks/lock:broken/threads:2" in warnings
+    layouts = text[text.index('<section id="layouts">'):]
+    assert "<pre>struct zone {" in layouts and "cacheline 1 boundary" in layouts
+    assert "<td>pages_offset</td>" in layouts
+
+
+def test_missing_families_say_not_run(report_b):
+    _, text = report_b
+    q1 = text[text.index('<section id="q1">'):text.index('<section id="q2">')]
+    assert "not run" in q1 and "<img" not in q1
+    q2 = text[text.index('<section id="q2">'):text.index('<section id="q3">')]
+    assert q2.count("<img") == 2
+
+
+def test_bad_input(tmp_path, capsys):
+    assert report.main([str(tmp_path / "missing")]) == 2
+    assert "not a directory" in capsys.readouterr().err
+    (tmp_path / "lockline.json").write_text('{"context": {}, "benchmarks": "no"}')
+    assert report.main([str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("report.py: error:") and "'benchmarks' list" in err
+    assert err.count("\n") == 1
+
+
+def test_foreign_gbench_file_reports(tmp_path):
+    shutil.copy(os.path.join(FIX, "libfork-laptop-matmul.json"), tmp_path / "x.json")
+    assert report.main([str(tmp_path)]) == 0
+    text = (tmp_path / "report.html").read_text(encoding="utf-8")
+    assert text.count('<section id="q') == 5 and "no placement plans recorded" in text
+
+
+@pytest.mark.skipif(not os.access(CHROMIUM, os.X_OK), reason=f"{CHROMIUM} not installed")
+def test_renders_in_headless_chromium(report_a, tmp_path):
+    """Chromium loads the report: sections present, every image decoded (the report's inline
+    script sets data-images="ok"), and no console message (errors, CSP violations)."""
+    run_dir, text = report_a
+    cmd = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+           "--no-first-run", "--disable-background-networking", "--disable-component-update",
+           "--disable-sync", f"--user-data-dir={tmp_path / 'profile'}", "--enable-logging=stderr",
+           "--v=0", "--virtual-time-budget=5000", "--dump-dom",
+           "file://" + str(run_dir / "report.html")]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=180)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    dom = proc.stdout
+    for sid in SECTIONS:
+        assert f'id="{sid}"' in dom, sid
+    body = re.search(r"<body[^>]*>", dom).group(0)
+    assert 'data-images="ok"' in body, body
+    assert f'data-image-count="{text.count("<img ")}"' in body, body
+    console = [line for line in proc.stderr.splitlines() if ":CONSOLE" in line or "Uncaught" in line]
+    assert not console, console
