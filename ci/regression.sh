@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# Regression gate: run lockline's quick suite with enough repetitions for the Holm-corrected
+# Mann-Whitney test to decide, compare with this machine's baseline, print the table, and exit
+# with ci/compare.py's status (0 no regression, 1 regression, 2 bad or incomparable input).
+#
+# Usage: ci/regression.sh [--update-baseline] [-- COMPARE_OPTIONS...]
+#   --update-baseline   store this run as the baseline (replacing any) instead of gating; exit 0
+#   after --             options passed to ci/compare.py (--min-effect, --override, ...)
+# Environment (all optional):
+#   BUILD     build directory holding the lockline binary     (default: build)
+#   LOCKLINE  the binary                                      (default: $BUILD/lockline)
+#   BASELINE  baseline result file  (default: results/baselines/quick-$(hostname -s).json)
+#   REPS      repetitions per point; 9 lets ~2000 rows reach alpha 0.05 under Holm (default: 9)
+#   FILTER    --benchmark_filter regex, also the compared subset (default: whole quick suite)
+#   OUT       run directory                               (default: $BUILD/regression-<date>)
+# Writes OUT/lockline.json, OUT/compare.txt, OUT/compare.md (for a CI comment), OUT/compare.json.
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+update=0
+compare_args=()
+while (($#)); do
+  case "$1" in
+    --update-baseline) update=1 ;;
+    --) shift; compare_args=("$@"); break ;;
+    -h|--help) sed -n '2,17p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "regression.sh: unknown argument '$1' (accepted: --update-baseline, -- OPTIONS)" >&2
+       exit 2 ;;
+  esac
+  shift
+done
+
+BUILD=${BUILD:-$root/build}
+LOCKLINE=${LOCKLINE:-$BUILD/lockline}
+BASELINE=${BASELINE:-$root/results/baselines/quick-$(hostname -s).json}
+REPS=${REPS:-9}
+FILTER=${FILTER:-}
+OUT=${OUT:-$BUILD/regression-$(date -u +%Y%m%dT%H%M%SZ)}
+PYTHON=/usr/bin/python3   # Debian's interpreter: it sees python3-numpy/scipy
+
+if [[ ! -x "$LOCKLINE" ]]; then
+  echo "regression.sh: no lockline binary at $LOCKLINE (build it, or set BUILD or LOCKLINE)" >&2
+  exit 2
+fi
+if ! [[ "$REPS" =~ ^[0-9]+$ ]] || ((REPS < 1)); then
+  echo "regression.sh: REPS='$REPS' is not a positive integer" >&2
+  exit 2
+fi
+if ((REPS < 9)) && [[ -z "$FILTER" ]]; then
+  echo "regression.sh: warning: REPS=$REPS; the whole quick suite needs about 9 for the" \
+       "corrected alpha to be reachable (rows may say 'cannot detect')" >&2
+fi
+
+run=("$LOCKLINE" --quick "--benchmark_repetitions=$REPS" "--out=$OUT")
+[[ -n "$FILTER" ]] && run+=("--benchmark_filter=$FILTER")
+echo "regression.sh: ${run[*]}"
+"${run[@]}"
+current=$OUT/lockline.json
+if [[ ! -s "$current" ]]; then
+  echo "regression.sh: the run wrote no $current" >&2
+  exit 2
+fi
+
+if ((update)); then
+  mkdir -p "$(dirname "$BASELINE")"
+  [[ -e "$BASELINE" ]] && verb=replaced || verb=created
+  cp "$current" "$BASELINE"
+  echo "regression.sh: baseline $verb: $BASELINE (commit it to gate later runs against it)"
+  exit 0
+fi
+if [[ ! -e "$BASELINE" ]]; then
+  echo "regression.sh: no baseline at $BASELINE; nothing to compare against."
+  echo "regression.sh: to make this run the baseline: $0 --update-baseline" \
+       "(or cp $current $BASELINE)"
+  exit 0
+fi
+
+filter_args=()
+[[ -n "$FILTER" ]] && filter_args=(--filter "$FILTER")
+cmp=("$PYTHON" "$root/ci/compare.py" "$BASELINE" "$current" ${filter_args[@]+"${filter_args[@]}"}
+     ${compare_args[@]+"${compare_args[@]}"})
+# Machine-readable copies first (quietly), then the table on stdout decides the exit status.
+"${cmp[@]}" --format markdown --output "$OUT/compare.md" >/dev/null 2>&1 || true
+"${cmp[@]}" --format json --output "$OUT/compare.json" >/dev/null 2>&1 || true
+status=0
+"${cmp[@]}" --format table --output "$OUT/compare.txt" || status=$?
+case $status in
+  0) echo "regression.sh: no regression against $BASELINE" ;;
+  1) echo "regression.sh: REGRESSION against $BASELINE (see the table above)" ;;
+  *) echo "regression.sh: the comparison could not be made (exit $status)" ;;
+esac
+exit "$status"
