@@ -472,8 +472,9 @@ def c2c_figure(data: FamilyData) -> Optional[Figure]:
             for i in range(len(pus)):
                 for j in range(len(pus)):
                     if np.isfinite(matrix[i, j]):
+                        dark = matrix[i, j] > np.nanmean(matrix)
                         ax.text(j, i, f"{matrix[i, j]:.0f}", ha="center", va="center", fontsize=6,
-                                color="0.5")
+                                color="white" if dark else "black")
     return finish(fig, runs)
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import dataclasses
 import math
+import textwrap
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import matplotlib
@@ -79,18 +80,24 @@ def new_figure(panels: int, title: str, runs: Sequence[Run], cols: int = 2,
     """A figure with `panels` axes, the title, and one caption line per run at the bottom."""
     cols = max(1, min(cols, panels))
     rows = math.ceil(panels / cols)
-    fig = plt.figure(figsize=(width * cols, height * rows + 0.35 * (len(runs) + 1)))
+    # About 14 characters of 7-pt monospace per inch: wrap so narrow figures keep the caption.
+    lines = [wrapped for run in runs
+             for wrapped in textwrap.wrap(run.caption(), width=int(width * cols * 14))]
+    fig_height = height * rows + 0.15 * (len(lines) + 2)
+    fig = plt.figure(figsize=(width * cols, fig_height))
+    fig._lockline_caption_frac = min(0.4, (0.15 * len(lines) + 0.1) / fig_height)
     axes = [fig.add_subplot(rows, cols, i + 1) for i in range(panels)]
     fig.suptitle(title, fontsize=12)
-    caption = "\n".join(run.caption() for run in runs)
-    fig.text(0.01, 0.005, caption, fontsize=7, va="bottom", ha="left", family="monospace")
-    fig.tight_layout(rect=(0, 0.03 + 0.025 * len(runs), 1, 0.95))
+    fig.text(0.01, 0.005, "\n".join(lines), fontsize=7, va="bottom", ha="left",
+             family="monospace")
+    finish(fig, runs)
     return fig, axes
 
 
 def finish(fig: Figure, runs: Sequence[Run]) -> Figure:
     """Re-run the layout after drawing (legends change sizes), keeping room for the caption."""
-    fig.tight_layout(rect=(0, 0.03 + 0.025 * len(runs), 1, 0.95))
+    bottom = getattr(fig, "_lockline_caption_frac", 0.03 + 0.025 * len(runs))
+    fig.tight_layout(rect=(0, bottom, 1, 0.95))
     return fig
 
 
@@ -194,8 +201,10 @@ def threads_panel(ax, data: FamilyData, figure: str, panel: str,
                     "peak_throughput": fit.peak_throughput})
         for n, text in topology_markers(run, all_threads):
             ax.axvline(n, color="0.5", linewidth=0.8, linestyle="-.")
-            ax.text(n, 0.98, f" {text}", transform=ax.get_xaxis_transform(), rotation=90,
-                    fontsize=7, va="top", ha="right", color="0.3")
+            # Labels sit at the bottom: legends live top-left, curves rarely reach the bottom
+            # at large thread counts.
+            ax.text(n, 0.02, f"{text} ", transform=ax.get_xaxis_transform(), rotation=90,
+                    fontsize=7, va="bottom", ha="right", color="0.3")
     if ideal:
         ax.plot([], [], linestyle=":", color="0.3", label="ideal (1-thread × N)")
     if unfitted:
