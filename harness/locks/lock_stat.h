@@ -1,0 +1,139 @@
+// lock_stat-like per-lock, per-thread statistics (after Linux CONFIG_LOCK_STAT,
+// Documentation/locking/lockstat.rst): acquisitions, contentions, wait and hold
+// time, hand-offs and a log2 histogram of wait times.
+//
+// Measurement model: LockWithStats tries the lock first (Linux LOCK_CONTENDED:
+// trylock, then the real lock only if it failed). Only a failed first try
+// counts as contended and takes timestamps (NowNs, ~20 ns each), so an
+// uncontended acquisition costs the try_lock, three counter updates and a read
+// of the side line. Hold time is sampled: every contended acquisition plus
+// every kHoldSampleEvery-th acquisition is timed from acquisition to unlock;
+// all other uncontended acquisitions take no timestamp at all. The calibration
+// rows of bench/locks.cpp (stats:on vs stats:off) measure what remains.
+#pragma once
+
+#include <atomic>
+#include <bit>
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <vector>
+
+#include "harness/cpu.h"
+#include "harness/family.h"
+#include "harness/locks/lock.h"
+
+namespace lockline {
+
+/// log2 wait-time buckets: bucket b counts waits w (ns) with 2^(b-1) <= w < 2^b
+/// (bucket 0: w == 0). 40 buckets reach 2^39 ns (~9 minutes); longer waits land
+/// in the last one.
+inline constexpr int kWaitBuckets = 40;
+/// Hold time is timed on every contended acquisition and on every 64th
+/// uncontended one: a 1/64 sample keeps the mean within a few percent after a
+/// few thousand acquisitions while the other 63 uncontended acquisitions pay no
+/// clock read.
+inline constexpr uint64_t kHoldSampleEvery = 64;
+
+/// One thread's statistics for one lock; own 128-byte lines so threads never
+/// share a line. Written only by its thread; read by the main thread after the
+/// windows (thread join or the harness's end barrier orders the reads).
+struct alignas(kDestructiveLine) LockStatThread {
+  uint64_t acquisitions = 0;  ///< successful lock() calls
+  uint64_t contended = 0;     ///< acquisitions whose first try_lock failed
+  uint64_t wait_ns = 0;       ///< summed wait of contended acquisitions, ns
+  uint64_t max_wait_ns = 0;   ///< longest single wait, ns
+  uint64_t hold_ns = 0;  ///< summed hold time of the sampled acquisitions, ns
+  uint64_t hold_samples = 0;  ///< acquisitions whose hold time was measured
+  uint64_t handoffs =
+      0;  ///< acquisitions where another thread held the lock last
+  uint64_t wait_hist[kWaitBuckets] =
+      {};  ///< log2 histogram of contended waits (see above)
+  uint64_t hold_start_ns =
+      0;  ///< internal: timestamp of a sampled acquisition, 0 = none
+
+  void Reset() { *this = LockStatThread{}; }
+};
+
+/// Per-lock side data for the statistics, on its own line (never inside a
+/// modelled structure, so the lock keeps its exact size and neighbours in the
+/// layouts).
+struct alignas(kDestructiveLine) LockStatSide {
+  /// Thread index of the last holder, -1 before the first acquisition. Written
+  /// by the holder inside its critical section only when it changes (relaxed:
+  /// the lock orders it).
+  std::atomic<int> last_owner{-1};
+};
+
+/// Bucket of a wait of `ns` nanoseconds in LockStatThread::wait_hist.
+inline int WaitBucket(uint64_t ns) {
+  const int b = static_cast<int>(std::bit_width(ns));
+  return b < kWaitBuckets ? b : kWaitBuckets - 1;
+}
+
+/// Acquires `lock`, recording the acquisition in `st` (see the measurement
+/// model above). `thread_index` identifies the thread for the hand-off count (0
+/// .. threads-1).
+template <LockAlgorithm L>
+void LockWithStats(L& lock, LockStatSide& side, LockStatThread& st,
+                   int thread_index) {
+  ++st.acquisitions;
+  if (lock.try_lock()) [[likely]] {
+    if (st.acquisitions % kHoldSampleEvery == 0) [[unlikely]]
+      st.hold_start_ns = NowNs();
+  } else {
+    const uint64_t t0 = NowNs();
+    lock.lock();
+    const uint64_t t1 = NowNs();
+    const uint64_t wait = t1 - t0;
+    ++st.contended;
+    st.wait_ns += wait;
+    if (wait > st.max_wait_ns) st.max_wait_ns = wait;
+    ++st.wait_hist[WaitBucket(wait)];
+    st.hold_start_ns = t1;
+  }
+  const int last = side.last_owner.load(std::memory_order_relaxed);
+  if (last != thread_index) {
+    if (last >= 0) ++st.handoffs;
+    side.last_owner.store(thread_index, std::memory_order_relaxed);
+  }
+}
+
+/// Releases `lock`, closing a sampled hold-time measurement first.
+template <LockAlgorithm L>
+void UnlockWithStats(L& lock, LockStatThread& st) {
+  if (st.hold_start_ns != 0) [[unlikely]] {
+    st.hold_ns += NowNs() - st.hold_start_ns;
+    ++st.hold_samples;
+    st.hold_start_ns = 0;
+  }
+  lock.unlock();
+}
+
+/// Merges per-thread statistics of one lock into a JSON summary:
+///   acquisitions, contended, handoffs, wait_ns, hold_samples (totals);
+///   contended_share = contended / acquisitions; handoff_share = handoffs /
+///   acquisitions; wait_share = wait_ns / (thread_seconds * 1e9), the share of
+///   all thread time spent waiting
+///     (thread_seconds = window seconds x threads; the "lock contention as a
+///     share of CPU cycles" figure);
+///   wait_mean_ns (per contended acquisition), wait_p50_ns / wait_p99_ns (upper
+///   edge of the
+///     log2 bucket holding that quantile of contended waits, capped at the max:
+///     within 2x), wait_max_ns; hold_ns = mean sampled hold time;
+///     acquisitions_per_op = acquisitions / ops;
+///   fairness = Jain's index of per-thread acquisitions (1 = equal shares, 1/n
+///   = one thread); wait_histogram = [{"le_ns": upper edge, "count": n}] for
+///   non-empty buckets; per_thread = [{acquisitions, contended, wait_ns,
+///   max_wait_ns, hold_ns, handoffs}].
+/// Null entries in `threads` are skipped; zero denominators give 0.
+nlohmann::json SummarizeLockStats(
+    const std::vector<const LockStatThread*>& threads, double thread_seconds,
+    uint64_t ops);
+
+/// Adds the summary's flat metrics to a row (wait_share, handoff_share,
+/// contended_share, wait_p50_ns, wait_p99_ns, wait_max_ns, hold_ns,
+/// acquisitions_per_op, fairness) and the whole summary as
+/// out.details["lock_stat"].
+void AddLockStatMetrics(PointReport& out, const nlohmann::json& summary);
+
+}  // namespace lockline

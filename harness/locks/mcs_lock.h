@@ -1,0 +1,154 @@
+// MCS queue lock (Mellor-Crummey and Scott, ACM TOCS 1991) with thread-local
+// queue nodes.
+#pragma once
+
+#include <atomic>
+#include <cassert>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+
+#include "harness/cpu.h"
+#include "harness/locks/spin_wait.h"
+
+namespace lockline {
+
+/// One waiter's queue node. Each waiter spins on its own node's `locked`, so a
+/// hand-off moves one line (holder -> next waiter's node) instead of
+/// invalidating every waiter. 128-byte aligned so two threads' nodes never
+/// share a line (adjacent-line prefetch included).
+struct alignas(kDestructiveLine) McsNode {
+  std::atomic<McsNode*> next{
+      nullptr};  ///< successor in the queue, set by the successor
+  std::atomic<uint32_t> locked{
+      0};  ///< 1 while this waiter must wait; predecessor clears
+};
+
+/// Maximum MCS locks one thread may hold or wait for at once (its nesting
+/// depth), like Linux's MAX_NODES = 4 per-CPU qnodes (task, softirq, hardirq,
+/// NMI). Exceeding it aborts with a message.
+inline constexpr int kMcsMaxNesting = 4;
+
+/// The per-thread node pool of McsLock: node i is in use for `owner[i]`
+/// (nullptr = free). A lock's node must survive until its unlock (the holder
+/// hands off through it), so unlock finds it by the lock's address; holds need
+/// not nest (unlock order is free).
+struct McsThreadNodes {
+  McsNode nodes[kMcsMaxNesting];
+  const void* owner[kMcsMaxNesting] = {};
+
+  McsNode* Grab(const void* lock) {
+    for (int i = 0; i < kMcsMaxNesting; ++i) {
+      if (owner[i] == nullptr) {
+        owner[i] = lock;
+        return &nodes[i];
+      }
+    }
+    std::fprintf(
+        stderr,
+        "lockline: McsLock nested deeper than kMcsMaxNesting=%d per thread\n",
+        kMcsMaxNesting);
+    std::abort();
+  }
+  McsNode* Find(const void* lock) {
+    for (int i = 0; i < kMcsMaxNesting; ++i) {
+      if (owner[i] == lock) return &nodes[i];
+    }
+    std::fprintf(
+        stderr,
+        "lockline: McsLock::unlock() by a thread that does not hold it\n");
+    std::abort();
+  }
+  void Release(McsNode* node) { owner[node - nodes] = nullptr; }
+};
+
+/// Thread-local, constant-initialized (no TLS guard on the fast path).
+inline thread_local McsThreadNodes tls_mcs_nodes;
+
+/// MCS queue spinlock. The lock is only the queue's tail pointer; waiters
+/// append their node with one exchange and spin locally.
+///
+/// Lock word (8 bytes):
+///   tail_  nullptr = free; else the node of the last thread in the queue
+///   (holder or waiter)
+/// Invariant: tail_ != nullptr exactly while the lock is held; the queue from
+/// the holder's node along `next` ends at tail_. FIFO. Per thread at most
+/// kMcsMaxNesting MCS locks at once. Who should use it: many contenders on big
+/// machines (one line moves per hand-off); costs an extra node write and an
+/// unlock CAS uncontended (Linux uses it inside qspinlock's slow path). Size: 8
+/// bytes (one pointer) plus 128 bytes of thread-local node per nesting level.
+class McsLock {
+ public:
+  static constexpr const char* kName = "mcs";
+  static constexpr const char* kDescription =
+      "MCS queue lock: 8-byte tail pointer, each waiter spins on its own "
+      "thread-local node";
+
+  McsLock() = default;
+  McsLock(const McsLock&) = delete;
+  McsLock& operator=(const McsLock&) = delete;
+
+  void lock() {
+    McsNode* node = tls_mcs_nodes.Grab(this);
+    node->next.store(nullptr, std::memory_order_relaxed);
+    node->locked.store(1, std::memory_order_relaxed);
+    // acq_rel: acquire pairs with the previous holder's release CAS of tail_ to
+    // nullptr (when the queue was empty); release publishes this node's
+    // initialisation to a successor that finds it through tail_.
+    McsNode* prev = tail_.exchange(node, std::memory_order_acq_rel);
+    if (prev == nullptr) return;
+    // Release: the predecessor reads `next` with acquire before writing
+    // node->locked = 0, so our locked = 1 is ordered before its 0.
+    prev->next.store(node, std::memory_order_release);
+    SpinWait wait;
+    // Acquire: pairs with the predecessor's release store of locked = 0 (the
+    // hand-off).
+    while (node->locked.load(std::memory_order_acquire) != 0) wait.Relax();
+  }
+
+  bool try_lock() {
+    if (tail_.load(std::memory_order_relaxed) != nullptr) return false;
+    McsNode* node = tls_mcs_nodes.Grab(this);
+    node->next.store(nullptr, std::memory_order_relaxed);
+    McsNode* expected = nullptr;
+    // acq_rel as in lock(): the CAS is the exchange on an empty queue.
+    if (tail_.compare_exchange_strong(expected, node, std::memory_order_acq_rel,
+                                      std::memory_order_relaxed)) {
+      return true;
+    }
+    tls_mcs_nodes.Release(node);
+    return false;
+  }
+
+  void unlock() {
+    McsNode* node = tls_mcs_nodes.Find(this);
+    // Acquire: pairs with the successor's release store of our `next`.
+    McsNode* next = node->next.load(std::memory_order_acquire);
+    if (next == nullptr) {
+      McsNode* expected = node;
+      // Release: publishes the critical section to the next thread that finds
+      // tail_ empty.
+      if (tail_.compare_exchange_strong(expected, nullptr,
+                                        std::memory_order_release,
+                                        std::memory_order_relaxed)) {
+        tls_mcs_nodes.Release(node);
+        return;
+      }
+      // A successor swapped tail_ but has not linked itself yet: wait for the
+      // link.
+      SpinWait wait;
+      while ((next = node->next.load(std::memory_order_acquire)) == nullptr)
+        wait.Relax();
+    }
+    // Release: hands the lock and the critical section's writes to the
+    // successor.
+    next->locked.store(0, std::memory_order_release);
+    tls_mcs_nodes.Release(node);
+  }
+
+ private:
+  std::atomic<McsNode*> tail_{nullptr};
+};
+static_assert(sizeof(McsLock) == sizeof(void*), "MCS lock is one tail pointer");
+
+}  // namespace lockline

@@ -1,0 +1,97 @@
+// Test-and-set and test-and-test-and-set spinlocks on a 4-byte word.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+#include "harness/locks/spin_wait.h"
+
+namespace lockline {
+
+/// Test-and-set spinlock: every attempt is an atomic exchange, so each waiter
+/// keeps pulling the lock's cache line in exclusive state while it spins (the
+/// classic lock-line ping-pong).
+///
+/// Lock word (4 bytes, like the kernel's generic `arch_spinlock_t` / a u32
+/// `lock` field):
+///   bit 0      1 = locked
+///   bits 1-31  always 0
+/// Invariant: word_ == 1 exactly while one thread is between lock()/successful
+/// try_lock() and unlock(). Not fair: a releasing thread can re-acquire
+/// immediately. Who should use it: nobody in production; it is the worst-case
+/// baseline for line transfers. Size: 4 bytes (a 1-byte flag would also do; 4
+/// bytes matches what kernel layouts reserve).
+class TasLock {
+ public:
+  static constexpr const char* kName = "tas";
+  static constexpr const char* kDescription =
+      "test-and-set spinlock: atomic exchange on every spin (4-byte word)";
+
+  TasLock() = default;
+  TasLock(const TasLock&) = delete;
+  TasLock& operator=(const TasLock&) = delete;
+
+  void lock() {
+    SpinWait wait;
+    // Acquire: on success, orders the critical section after the previous
+    // holder's release store in unlock(). Failed exchanges write 1 over 1 and
+    // order nothing useful.
+    while (word_.exchange(1, std::memory_order_acquire) != 0) wait.Relax();
+  }
+  bool try_lock() { return word_.exchange(1, std::memory_order_acquire) == 0; }
+  // Release: publishes the critical section's writes to the next acquirer's
+  // exchange.
+  void unlock() { word_.store(0, std::memory_order_release); }
+
+ private:
+  std::atomic<uint32_t> word_{0};
+};
+static_assert(sizeof(TasLock) == 4, "TAS lock word is one u32");
+
+/// Test-and-test-and-set spinlock with PAUSE: waiters spin on plain loads (the
+/// line stays Shared in every waiter's cache) and only try the exchange when
+/// the lock looks free. At release all waiters miss and race for the exchange,
+/// so a hand-off still costs O(waiters) line transfers; this is the pre-2.6.25
+/// x86 Linux spinlock's behaviour (not its byte layout).
+///
+/// Lock word (4 bytes):
+///   bit 0      1 = locked
+///   bits 1-31  always 0
+/// Invariant: word_ == 1 exactly while one thread holds the lock. Not fair.
+/// Who should use it: short critical sections with few contenders; unfair under
+/// contention. Size: 4 bytes.
+class TtasLock {
+ public:
+  static constexpr const char* kName = "ttas";
+  static constexpr const char* kDescription =
+      "test-and-test-and-set spinlock: spin on loads with PAUSE, then exchange "
+      "(4-byte word)";
+
+  TtasLock() = default;
+  TtasLock(const TtasLock&) = delete;
+  TtasLock& operator=(const TtasLock&) = delete;
+
+  void lock() {
+    // Acquire on the successful exchange, as in TasLock; the read-only spin is
+    // relaxed since it only decides when to retry.
+    if (word_.exchange(1, std::memory_order_acquire) == 0) return;
+    SpinWait wait;
+    for (;;) {
+      while (word_.load(std::memory_order_relaxed) != 0) wait.Relax();
+      if (word_.exchange(1, std::memory_order_acquire) == 0) return;
+    }
+  }
+  bool try_lock() {
+    // Test first so a failing try_lock does not steal the line from the holder.
+    return word_.load(std::memory_order_relaxed) == 0 &&
+           word_.exchange(1, std::memory_order_acquire) == 0;
+  }
+  // Release: publishes the critical section to the next successful exchange.
+  void unlock() { word_.store(0, std::memory_order_release); }
+
+ private:
+  std::atomic<uint32_t> word_{0};
+};
+static_assert(sizeof(TtasLock) == 4, "TTAS lock word is one u32");
+
+}  // namespace lockline

@@ -1,0 +1,81 @@
+// Ticket spinlock as in x86 Linux 2.6.25 to 4.1 (NR_CPUS >= 256 flavour: two
+// u16 halves).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+#include "harness/locks/spin_wait.h"
+
+namespace lockline {
+
+/// FIFO ticket spinlock (Nick Piggin's x86 ticket lock, Linux 2.6.25;
+/// `arch_spinlock_t` with `head_tail` / `tickets.{head,tail}` until qspinlock
+/// replaced it on x86 in 4.2). A thread takes a ticket by atomically
+/// incrementing `tail` and waits until `head` (now serving) equals it; unlock
+/// increments `head`. All waiters spin on the same line, so each release
+/// invalidates every waiter's copy (O(waiters) transfers per hand-off), but the
+/// order is strictly FIFO.
+///
+/// Lock word (4 bytes, little-endian as on x86):
+///   bits 0-15   head: ticket now being served (written only by the holder, at
+///   unlock) bits 16-31  tail: next ticket to hand out (fetch_add by each
+///   arriving locker)
+/// Invariant: tail - head (mod 2^16) = 1 + number of waiters while held, 0 when
+/// free; at most 65535 threads may wait at once (16-bit tickets, like Linux
+/// with NR_CPUS >= 256). Who should use it: small machines wanting fairness; on
+/// large machines the shared spinning and the lock-waiter preemption problem of
+/// strict FIFO hurt (why Linux moved to qspinlock). Size: 4 bytes. Linux does
+/// the ticket xadd on the whole 32-bit word; here head and tail are separate
+/// 16-bit atomics in the same word (C++ has no defined mixed-size access),
+/// which is the same line traffic: the xadd touches only `tail`, unlock only
+/// `head`.
+class TicketLock {
+ public:
+  static constexpr const char* kName = "ticket";
+  static constexpr const char* kDescription =
+      "FIFO ticket spinlock, x86 Linux 2.6.25-4.1 (u16 head + u16 tail, 4 "
+      "bytes)";
+
+  TicketLock() = default;
+  TicketLock(const TicketLock&) = delete;
+  TicketLock& operator=(const TicketLock&) = delete;
+
+  void lock() {
+    // Relaxed: taking a ticket orders nothing; the acquire is the load that
+    // sees head == mine.
+    const uint16_t mine = tail_.fetch_add(1, std::memory_order_relaxed);
+    if (head_.load(std::memory_order_acquire) == mine) return;
+    SpinWait wait;
+    // Acquire: pairs with the previous holder's release store of head.
+    while (head_.load(std::memory_order_acquire) != mine) wait.Relax();
+  }
+
+  bool try_lock() {
+    // Free iff head == tail; claim ticket `tail` by CAS so a failed try takes
+    // no ticket. Acquire on the head load pairs with the last unlock; the CAS
+    // itself needs no ordering (head cannot move while head == tail: nobody
+    // holds the lock).
+    uint16_t t = tail_.load(std::memory_order_relaxed);
+    if (head_.load(std::memory_order_acquire) != t) return false;
+    return tail_.compare_exchange_strong(t, static_cast<uint16_t>(t + 1),
+                                         std::memory_order_acquire,
+                                         std::memory_order_relaxed);
+  }
+
+  void unlock() {
+    // Only the holder writes head, so load + store (Linux: a non-locked `incw`
+    // on head). Release: publishes the critical section to the waiter holding
+    // ticket head + 1.
+    const uint16_t h = head_.load(std::memory_order_relaxed);
+    head_.store(static_cast<uint16_t>(h + 1), std::memory_order_release);
+  }
+
+ private:
+  std::atomic<uint16_t> head_{0};
+  std::atomic<uint16_t> tail_{0};
+};
+static_assert(sizeof(TicketLock) == 4,
+              "ticket lock is two u16 like x86 arch_spinlock_t");
+
+}  // namespace lockline
