@@ -10,9 +10,10 @@
 #   BUILD     build directory holding the lockline binary     (default: build)
 #   LOCKLINE  the binary                                      (default: $BUILD/lockline)
 #   BASELINE  baseline result file  (default: results/baselines/quick-$(hostname -s).json)
-#   REPS      repetitions per point; 9 lets ~2000 rows reach alpha 0.05 under Holm (default: 9)
+#   REPS      repetitions per point; 9 lets up to 1215 rows reach alpha 0.05 under Holm (default: 9)
 #   FILTER    --benchmark_filter regex, also the compared subset (default: whole quick suite)
 #   OUT       run directory                               (default: $BUILD/regression-<date>)
+#   LOCKLINE_ARGS  extra lockline flags, e.g. "--budget=5m --pin=cores" (word-split)
 # Writes OUT/lockline.json, OUT/compare.txt, OUT/compare.md (for a CI comment), OUT/compare.json.
 set -euo pipefail
 
@@ -53,6 +54,8 @@ fi
 
 run=("$LOCKLINE" --quick "--benchmark_repetitions=$REPS" "--out=$OUT")
 [[ -n "$FILTER" ]] && run+=("--benchmark_filter=$FILTER")
+# shellcheck disable=SC2206  # word splitting of LOCKLINE_ARGS is the point
+[[ -n "${LOCKLINE_ARGS:-}" ]] && run+=(${LOCKLINE_ARGS})
 echo "regression.sh: ${run[*]}"
 "${run[@]}"
 current=$OUT/lockline.json
