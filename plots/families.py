@@ -293,7 +293,8 @@ def _pagevec_wait(ax, data, run, sweep):
 
 
 def race_verdicts(points) -> List[Dict[str, str]]:
-    """Per page_free variant: violations seen in the race test and a verdict string."""
+    """Per page_free variant: violations seen in the race test (rows whose key starts with
+    page_free_race) and a verdict string."""
     rows = []
     by_variant: Dict[str, List] = {}
     for p in points:
@@ -309,35 +310,77 @@ def race_verdicts(points) -> List[Dict[str, str]]:
     return rows
 
 
+def _race_panel(ax, data: FamilyData) -> None:
+    """The race test's verdict per variant, as a table."""
+    verdicts = race_verdicts(p for _, pts in data.runs for p in pts)
+    if not verdicts:
+        empty_panel(ax, "race test", "no page_free_race rows with violations")
+        return
+    ax.axis("off")
+    table = ax.table(cellText=[[v["variant"], v["violations"], v["frees"], v["verdict"]]
+                               for v in verdicts],
+                     colLabels=["variant", "violations", "frees", "verdict"], loc="center",
+                     colWidths=[0.25, 0.15, 0.15, 0.45], cellLoc="left")
+    table.auto_set_font_size(False)
+    table.set_fontsize(8)
+    ax.set_title("race test (page_free_race): lost references", fontsize=10)
+    for run, pts in data.runs:
+        for variant, by_n in summarize([p for p in pts if p.bench == "page_free_race"],
+                                       "violations").items():
+            for n, stat in by_n.items():
+                data.record(data.family, "race test", " ".join(f"{k}:{v}" for k, v in variant),
+                            run, "threads", n, "violations", stat)
+
+
+@register("page_free_race")
+def plot_page_free_race(data: FamilyData) -> List[Tuple[str, Figure]]:
+    """page_free_race: verdict table and violations per million frees per variant and window."""
+    runs = _runs_of(data)
+    fig, axes = new_figure(2, "page_free_race: is each put_page variant safe against reclaim?",
+                           runs)
+    _race_panel(axes[0], data)
+    metric = "violations_per_million" if data.has_metric("violations_per_million") else "violations"
+    bar_panel(axes[1], data, data.family, axis_label(metric), data.runs, metric)
+    return [("page_free_race", finish(fig, runs))]
+
+
 @register("page_free")
 def plot_page_free(data: FamilyData) -> List[Tuple[str, Figure]]:
     """page free: ns/op per variant against the share of pages on the LRU (one panel per
-    freeing CPU), and the race test's verdict table."""
+    freeing CPU), and the race test's verdict table when its rows are in this family."""
     runs = _runs_of(data)
-    cost = data.select(lambda p: p.bench == "page_free")
+    cost = data.select(lambda p: p.bench != "page_free_race")
+    has_race = any(p.bench == "page_free_race" for _, pts in data.runs for p in pts)
     cpus = sorted({p.params.get("free_cpu", "?") for _, pts in cost for p in pts}) or ["?"]
-    fig, axes = new_figure(len(cpus) + 1, "page_free: cost of freeing a page, and safety", runs)
+    fig, axes = new_figure(len(cpus) + int(has_race),
+                           "page_free: cost of freeing a page" + (", and safety" if has_race else ""),
+                           runs)
     for ax, cpu in zip(axes, cpus):
         title = f"ns/op against on_lru_pct (free_cpu:{cpu})"
         drawn = False
         for run, pts in cost:
             sel = [p for p in pts if p.params.get("free_cpu", "?") == cpu]
-            by_variant: Dict[str, Dict[float, Stat]] = {}
-            for variant, by_n in summarize(sel, "ns_per_op").items():
+            summary = summarize(sel, "ns_per_op")
+            varying = [k for k in varying_keys(summary) if k not in ("on_lru_pct", "free_cpu")]
+            by_series: Dict[str, Dict[float, Stat]] = {}
+            for variant, by_n in summary.items():
                 params = dict(variant)
                 try:
                     pct = float(params.get("on_lru_pct", "nan"))
                 except ValueError:
                     continue
+                rest = tuple((k, v) for k, v in variant if k in varying) or (("variant", "?"),)
                 for n, stat in by_n.items():
-                    key = f"{params.get('variant', '?')} N={n}" + (f" [{run.label}]" if len(cost) > 1 else "")
-                    by_variant.setdefault(key, {})[pct] = stat
-            for label, by_pct in sorted(by_variant.items()):
+                    key = (series_label(rest, varying) + f" N={n}"
+                           + (f" [{run.label}]" if len(cost) > 1 else ""))
+                    by_series.setdefault(key, {})[pct] = stat
+            for label, by_pct in sorted(by_series.items()):
                 xs = sorted(by_pct)
                 ax.errorbar(xs, [by_pct[x].mean for x in xs], yerr=[by_pct[x].std for x in xs],
                             marker="o", ms=4, capsize=2, label=label)
                 for x in xs:
-                    data.record("page_free", title, label, run, "on_lru_pct", x, "ns_per_op", by_pct[x])
+                    data.record("page_free", title, label, run, "on_lru_pct", x, "ns_per_op",
+                                by_pct[x])
                 drawn = True
         if not drawn:
             empty_panel(ax, title, "no ns_per_op rows with on_lru_pct")
@@ -347,58 +390,67 @@ def plot_page_free(data: FamilyData) -> List[Tuple[str, Figure]]:
         ax.set_ylabel(axis_label("ns_per_op"))
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=6)
-    ax = axes[-1]
-    verdicts = race_verdicts(p for _, pts in data.runs for p in pts)
-    if verdicts:
-        ax.axis("off")
-        table = ax.table(cellText=[[v["variant"], v["violations"], v["frees"], v["verdict"]]
-                                   for v in verdicts],
-                         colLabels=["variant", "violations", "frees", "verdict"], loc="center",
-                         colWidths=[0.25, 0.15, 0.15, 0.45], cellLoc="left")
-        table.auto_set_font_size(False)
-        table.set_fontsize(8)
-        ax.set_title("race test (page_free_race)", fontsize=10)
-    else:
-        empty_panel(ax, "race test", "no page_free_race rows")
+    if has_race:
+        _race_panel(axes[-1], data)
     return [("page_free", finish(fig, runs))]
+
+
+def _zeroing_panel(ax, data: FamilyData, runs) -> None:
+    """Zeroing bandwidth (GB/s) per method and fill, as bars."""
+    if not any("gb_per_s" in p.metrics for _, pts in runs for p in pts):
+        empty_panel(ax, "zeroing bandwidth", "no zeroing rows with gb_per_s")
+        return
+    bar_panel(ax, data, data.family, "zeroing bandwidth per method (GB/s)", runs, "gb_per_s")
+
+
+def _prezero_panels(axes, data: FamilyData, runs) -> None:
+    """Allocations/s against threads per pre-zeroing mode, and the pre-zeroed share."""
+    threads_panel(axes[0], data, data.family, "pre-zeroing: allocations/s", runs, "allocs_per_s")
+    threads_panel(axes[1], data, data.family, "share of allocations given a pre-zeroed page",
+                  runs, "prezeroed_share", fit_usl=False, ideal=False)
 
 
 @register("fault")
 def plot_fault(data: FamilyData) -> List[Tuple[str, Figure]]:
-    """faults: faults per wall second against tasks per variant (a panel per threads/processes),
-    allocations/s with and without pre-zeroed pages, and zeroing bandwidth per method."""
+    """faults: faults per wall second against tasks per mode (a panel per threads/processes);
+    pre-zeroing and zeroing panels too when those rows are part of this family."""
     runs = _runs_of(data)
     faults = data.select(lambda p: p.bench == "fault")
+    prezero = data.select(lambda p: p.bench == "prezero")
+    zeroing = data.select(lambda p: p.bench == "zeroing")
     tasks = sorted({p.params.get("tasks", "threads") for _, pts in faults for p in pts}) or ["threads"]
-    fig, axes = new_figure(len(tasks) + 2, "fault: page-fault rate, pre-zeroing and zeroing", runs)
+    panels = len(tasks) + 2 * bool(prezero) + bool(zeroing)
+    fig, axes = new_figure(panels, "fault: page faults per wall second against tasks", runs)
     for ax, kind in zip(axes, tasks):
         threads_panel(ax, data, "fault", f"faults/wall-s, tasks:{kind}",
                       data.select(lambda p, k=kind: p.bench == "fault"
                                   and p.params.get("tasks", "threads") == k), "faults_per_wall_s")
-    threads_panel(axes[len(tasks)], data, "fault", "pre-zeroing: allocations/s",
-                  data.select(lambda p: p.bench == "prezero"), "allocs_per_s")
-    ax = axes[len(tasks) + 1]
-    zero = data.select(lambda p: p.bench == "zeroing" and "gb_per_s" in p.metrics)
-    if not zero:
-        empty_panel(ax, "zeroing bandwidth", "no zeroing rows with gb_per_s")
-    else:
-        labels, means, errs = [], [], []
-        for run, pts in zero:
-            for variant, by_n in sorted(summarize(pts, "gb_per_s").items()):
-                for n, stat in sorted(by_n.items()):
-                    label = " ".join(v for _, v in variant) + (f"\n{run.label}" if len(zero) > 1 else "")
-                    labels.append(label)
-                    means.append(stat.mean)
-                    errs.append(stat.std)
-                    data.record("fault", "zeroing bandwidth", label, run, "threads", n,
-                                "gb_per_s", stat)
-        ax.bar(range(len(labels)), means, yerr=errs, capsize=3)
-        ax.set_xticks(range(len(labels)))
-        ax.set_xticklabels(labels, fontsize=7, rotation=30, ha="right")
-        ax.set_ylabel(axis_label("gb_per_s"))
-        ax.set_title("zeroing bandwidth per method", fontsize=10)
-        ax.grid(True, axis="y", alpha=0.3)
+    i = len(tasks)
+    if prezero:
+        _prezero_panels(axes[i:i + 2], data, prezero)
+        i += 2
+    if zeroing:
+        _zeroing_panel(axes[i], data, zeroing)
     return [("fault", finish(fig, runs))]
+
+
+@register("prezero")
+def plot_prezero(data: FamilyData) -> List[Tuple[str, Figure]]:
+    """pre-zeroing model: allocations/s against threads per mode (zero on alloc, pre-zeroed
+    with idle time, pre-zeroed while busy) and the share of pre-zeroed pages."""
+    runs = _runs_of(data)
+    fig, axes = new_figure(2, "prezero: allocations with and without pre-zeroed pages", runs)
+    _prezero_panels(axes, data, data.runs)
+    return [("prezero", finish(fig, runs))]
+
+
+@register("zeroing")
+def plot_zeroing(data: FamilyData) -> List[Tuple[str, Figure]]:
+    """zeroing: fill throughput (GB/s) per method, zero and pattern fills."""
+    runs = _runs_of(data)
+    fig, axes = new_figure(1, "zeroing: fill throughput per method", runs, cols=1)
+    _zeroing_panel(axes[0], data, data.runs)
+    return [("zeroing", finish(fig, runs))]
 
 
 @register("calibration")
@@ -413,9 +465,12 @@ def plot_calibration(data: FamilyData) -> List[Tuple[str, Figure]]:
     if ops:
         labels, means, errs = [], [], []
         for run, pts in ops:
-            for variant, by_n in sorted(summarize(pts, "ns_per_op").items()):
+            summary = summarize(pts, "ns_per_op")
+            varying = varying_keys(summary)
+            for variant, by_n in sorted(summary.items()):
                 for n, stat in sorted(by_n.items()):
-                    label = dict(variant).get("op", "?") + (f"\n{run.label}" if len(ops) > 1 else "")
+                    label = (series_label(variant, varying).replace(" ", "\n")
+                             + (f"\n{run.label}" if len(ops) > 1 else ""))
                     labels.append(label)
                     means.append(stat.mean)
                     errs.append(stat.std)

@@ -68,7 +68,7 @@ QUESTIONS = [
     ("q3", "3. atomic versus fast-path page free (linux-mm, March 2006)",
      "What does the fast path (plain test of count == 1 && !PageLRU) save over the atomic "
      "decrement, and is it safe when reclaim takes a reference concurrently?",
-     ["page_free", "calibration"]),
+     ["page_free", "page_free_race", "calibration"]),
     ("q4", "4. pagevec size on large systems (LKML, June 2020)",
      "Does going from 15 to 31 slots cut LRU lock contention and raise pages/s on a large "
      "machine, and at what memory cost per pagevec?",
@@ -76,7 +76,7 @@ QUESTIONS = [
     ("q5", "5. background page pre-zeroing (linux-mm, December 2004)",
      "How much faster do faults get with pre-zeroed pages, does the gain survive when the "
      "zeroing CPUs are busy, and what bandwidth does each zeroing method reach?",
-     ["fault"]),
+     ["fault", "prezero", "zeroing"]),
 ]
 
 
@@ -98,20 +98,25 @@ def pct_change(old: Optional[float], new: Optional[float]) -> str:
     return f"{(new / old - 1) * 100:+.1f} %"
 
 
-def measure(run: Run, family: str, metric: str, where: Dict[str, str], bench: Optional[str] = None,
-            threads: Any = "max") -> Optional[Stat]:
-    """Stat of `metric` over the rows of `family` whose params include `where`.
+def measure(run: Run, bench: str, metric: str, where: Dict[str, str],
+            threads: Any = "max", prefer: Optional[Dict[str, str]] = None) -> Optional[Stat]:
+    """Stat of `metric` over rows whose key starts with `bench` (the family, or a sub-benchmark
+    such as page_free_race) and whose params include `where`.
 
-    threads: an int, "max" (largest thread count measured) or "min". When several variants
-    match, the first in sorted order is used. None when nothing matches.
+    prefer: extra params used when some rows match them (e.g. {"line": "private"}), ignored
+    otherwise, so older files without that parameter still match. threads: an int, "max"
+    (largest thread count measured) or "min". When several variants still match, the first in
+    sorted order is used. None when nothing matches.
     """
-    pts = [p for p in run.points if p.family == family and (bench is None or p.bench == bench)
-           and all(p.params.get(k) == v for k, v in where.items()) and metric in p.metrics]
+    pts = [p for p in run.points if p.bench == bench and metric in p.metrics
+           and all(p.params.get(k) == v for k, v in where.items())]
+    if prefer:
+        narrowed = [p for p in pts if all(p.params.get(k) == v for k, v in prefer.items())]
+        pts = narrowed or pts
     if not pts:
         return None
     summary = summarize(pts, metric)
-    variant = sorted(summary)[0]
-    by_n = summary[variant]
+    by_n = summary[sorted(summary)[0]]
     if threads == "max":
         n = max(by_n)
     elif threads == "min":
@@ -125,8 +130,8 @@ def _mean(stat: Optional[Stat], scale: float = 1.0) -> Optional[float]:
     return None if stat is None else stat.mean * scale
 
 
-def _max_threads(run: Run, family: str, where: Dict[str, str]) -> Optional[int]:
-    ns = [p.threads for p in run.points if p.family == family
+def _max_threads(run: Run, bench: str, where: Dict[str, str]) -> Optional[int]:
+    ns = [p.threads for p in run.points if p.bench == bench
           and all(p.params.get(k) == v for k, v in where.items())]
     return max(ns) if ns else None
 
@@ -159,7 +164,7 @@ def seed_tables(run: Run) -> Dict[str, List[List[str]]]:
 
     # 2. zone->lock 2015
     rows = []
-    locks = sorted({p.params.get("lock", "?") for p in run.points if p.family == "zone_lock"})
+    locks = sorted({p.params.get("lock", "?") for p in run.points if p.bench == "zone_lock"})
     for lock in locks or ["(any)"]:
         where = {"lock": lock} if locks else {}
         n = _max_threads(run, "zone_lock", where)
@@ -178,15 +183,17 @@ def seed_tables(run: Run) -> Dict[str, List[List[str]]]:
     tables["q2"] = rows
 
     # 3. page free 2006
-    atomic_op = _mean(measure(run, "calibration", "ns_per_op", {"op": "atomic_fetch_add"}))
-    plain_op = _mean(measure(run, "calibration", "ns_per_op", {"op": "plain_inc"}))
+    private = {"line": "private"}
+    atomic_op = _mean(measure(run, "calibration", "ns_per_op", {"op": "atomic_fetch_add"},
+                              prefer=private))
+    plain_op = _mean(measure(run, "calibration", "ns_per_op", {"op": "plain_inc"}, prefer=private))
     free_where = {"free_cpu": "same", "on_lru_pct": "0"}
     atomic_free = _mean(measure(run, "page_free", "ns_per_op", {"variant": "atomic", **free_where},
-                                bench="page_free", threads="min"))
+                                threads="min"))
     fast_free = _mean(measure(run, "page_free", "ns_per_op", {"variant": "fastpath", **free_where},
-                              bench="page_free", threads="min"))
+                              threads="min"))
     from families import race_verdicts
-    verdicts = race_verdicts(p for p in run.points if p.family == "page_free")
+    verdicts = race_verdicts(run.points)
     rows = [
         ["locked instruction (atomic_fetch_add)", "~17 cycles (Pentium 4), more with another in flight",
          fmt(atomic_op) + (" ns" if atomic_op else "")],
@@ -224,20 +231,30 @@ def seed_tables(run: Run) -> Dict[str, List[List[str]]]:
     seed_before = {1: 90849, 2: 115679, 4: 152067, 8: 167449}
     seed_after = {1: 306791, 2: 283594, 4: 354015, 8: 279197}
     rows = []
+    warm = {"tasks": "threads", "start": "warm"}
     for n in (1, 2, 4, 8):
-        zoa = _mean(measure(run, "fault", "allocs_per_s", {"mode": "zero_on_alloc"}, "prezero", n))
-        idle = _mean(measure(run, "fault", "allocs_per_s", {"mode": "prezeroed_idle"}, "prezero", n))
-        busy = _mean(measure(run, "fault", "allocs_per_s", {"mode": "prezeroed_busy"}, "prezero", n))
-        plain = _mean(measure(run, "fault", "faults_per_wall_s", {"variant": "plain"}, "fault", n))
+        zoa = _mean(measure(run, "prezero", "allocs_per_s", {"mode": "zero_on_alloc"}, n))
+        idle = _mean(measure(run, "prezero", "allocs_per_s", {"mode": "prezeroed_idle"}, n))
+        busy = _mean(measure(run, "prezero", "allocs_per_s", {"mode": "prezeroed_busy"}, n))
+        plain = _mean(measure(run, "fault", "faults_per_wall_s", {"mode": "plain"}, n, warm))
         rows.append([f"{n} threads: faults (allocations) per wall second",
                      f"{seed_before[n]:,} before, {seed_after[n]:,} after "
                      f"({pct_change(seed_before[n], seed_after[n])})",
-                     f"zero on alloc {fmt(zoa)}, pre-zeroed idle {fmt(idle)} "
+                     f"model: zero on alloc {fmt(zoa)}, pre-zeroed idle {fmt(idle)} "
                      f"({pct_change(zoa, idle)}), busy {fmt(busy)} ({pct_change(zoa, busy)}); "
-                     f"plain faults/wall-s {fmt(plain)}"])
-    cpu = _mean(measure(run, "fault", "faults_per_cpu_s", {"variant": "plain"}, "fault", 1))
+                     f"real faults (mode:plain) {fmt(plain)}/wall-s"])
+    cpu = _mean(measure(run, "fault", "faults_per_cpu_s", {"mode": "plain"}, 1, warm))
+    idle_cpu = _mean(measure(run, "fault", "faults_per_cpu_s",
+                             {"mode": "plain", "start": "after_idle"}, 1))
     rows.append(["1 thread: faults per CPU-second", "90933 -> 307839",
-                 f"plain {fmt(cpu)}" if cpu else NOT_RUN])
+                 f"plain warm {fmt(cpu)}, after idle {fmt(idle_cpu)}" if cpu else NOT_RUN])
+    gbs = {}
+    for method in ("memset", "rep_stosb", "nt_store", "clzero"):
+        gbs[method] = _mean(measure(run, "zeroing", "gb_per_s", {"method": method},
+                                    prefer={"fill": "zero"}))
+    rows.append(["zeroing bandwidth per method", "hardware (Altix BTE) only for order >= 4",
+                 ", ".join(f"{m} {fmt(v)} GB/s" for m, v in gbs.items() if v is not None)
+                 or NOT_RUN])
     tables["q5"] = rows
     return tables
 
@@ -248,7 +265,7 @@ def _scale(value: Optional[float], by: float = 1e-6) -> Optional[float]:
 
 def _best_slots(run: Run) -> str:
     """'N=1: 4, N=4: 8, ...' measured best slot count (max pages/s, offset 0) per thread count."""
-    pts = [p for p in run.points if p.family == "pagevec" and "slots" in p.params
+    pts = [p for p in run.points if p.bench == "pagevec" and "slots" in p.params
            and p.params.get("offset", "0") == "0" and p.params.get("policy", "fixed") == "fixed"]
     best: Dict[int, tuple] = {}
     for variant, by_n in summarize(pts, "pages_per_s").items():

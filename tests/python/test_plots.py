@@ -86,15 +86,16 @@ def test_usl_refuses_fewer_than_four_thread_counts():
 
 def test_lockline_run_loads_every_family_and_drops_failed_rows():
     run = lr.load_run(os.path.join(RUN_A, "lockline.json"))
-    assert run.families() == ["calibration", "locks", "zone_lock", "pagevec", "page_free", "fault"]
+    assert run.families() == ["calibration", "locks", "zone_lock", "pagevec", "page_free",
+                              "page_free_race", "fault", "prezero", "zeroing"]
     assert len(run.skipped_rows) == 1 and "EINVAL" in run.skipped_rows[0]
     assert run.label == "bigbox-2s@abc1234def"
     assert "pin cores" in run.caption() and "commit abc1234def" in run.caption()
     zl = [p for p in run.points if p.family == "zone_lock"]
     assert {p.params["layout"] for p in zl} == {"lock_before_free_area", "lock_after_free_area"}
     assert "threads" not in zl[0].params
-    benches = {p.bench for p in run.points if p.family == "fault"}
-    assert benches == {"fault", "prezero", "zeroing"}
+    c2c = [p for p in run.points if "pu_a" in p.params]
+    assert c2c and all(p.family == p.bench == "calibration" for p in c2c)
 
 
 def test_summarize_reduces_repetitions_and_flags_shifted_points():
@@ -210,7 +211,8 @@ def test_cli_subprocess_bad_input_has_no_traceback(tmp_path):
 # --- figures ----------------------------------------------------------------------------------
 
 def test_every_family_writes_png_svg_and_csv(out_a):
-    for fam in ("calibration", "locks", "zone_lock", "pagevec", "page_free", "fault"):
+    for fam in ("calibration", "locks", "zone_lock", "pagevec", "page_free", "page_free_race",
+                "fault", "prezero", "zeroing"):
         assert (out_a / f"{fam}.png").read_bytes().startswith(PNG_MAGIC), fam
         assert b"<svg" in (out_a / f"{fam}.svg").read_bytes()[:2000], fam
         assert read_csv(out_a / f"{fam}.csv"), fam
@@ -248,7 +250,14 @@ def test_c2c_matrix_leaves_missing_pairs_blank(out_a):
 def test_pagevec_best_slots_and_formulas(out_a):
     rows = read_csv(out_a / "pagevec.csv")
     best = {int(r["x"]): float(r["y"]) for r in rows if r["series"] == "best_slots"}
-    assert best == {1: 4, 4: 8, 16: 16, 64: 31}
+    heat = [r for r in rows if r["series"].startswith("slots:") and r["y_name"] == "pages_per_s"
+            and r["panel"].startswith("pages/s, slots x threads")]
+    expected = {}
+    for n in {int(r["x"]) for r in heat}:
+        top = max((r for r in heat if int(r["x"]) == n), key=lambda r: float(r["y"]))
+        expected[n] = float(top["series"].split(":")[1])
+    assert best == expected and sorted(best) == [1, 4, 16, 64]
+    assert best[1] == 4  # fixture optimum grows with N; 1 thread is clearly best at 4 slots
     f1, f2 = families.pagevec_formulas(np.array([1.0, 4.0, 16.0, 1024.0]))
     assert list(f1) == [4, 8, 16, 40]
     assert np.allclose(f2[1:], [2 ** (2.5 * np.sqrt(2) - 1), 16, 2 ** (2.5 * np.sqrt(10) - 1)])
@@ -276,6 +285,22 @@ def test_baseline_variant_option_and_unknown_family_fallback(tmp_path):
                      "brand_new_family_relative.png", "brand_new_family_usl.csv"]
     rel = [r for r in read_csv(tmp_path / "brand_new_family.csv") if "relative" in r["figure"]]
     assert {r["y_name"] for r in rel} == {"ops_per_s/mcs"} and rel
+
+
+def test_sub_benchmarks_inside_one_family_get_their_panels(tmp_path):
+    """Rows keyed prezero/..., zeroing/... and page_free_race/... but tagged with family fault
+    or page_free (an earlier naming) still get their panels and CSV series."""
+    run = lr.load_run(os.path.join(RUN_A, "lockline.json"))
+    for p in run.points:
+        if p.family in ("prezero", "zeroing"):
+            p.family = "fault"
+        elif p.family == "page_free_race":
+            p.family = "page_free"
+    plot.plot_runs([run], str(tmp_path), families=["fault", "page_free"], formats=("png",))
+    fault = read_csv(tmp_path / "fault.csv")
+    assert {r["y_name"] for r in fault} >= {"faults_per_wall_s", "allocs_per_s", "gb_per_s"}
+    free = read_csv(tmp_path / "page_free.csv")
+    assert {r["y_name"] for r in free} >= {"ns_per_op", "violations"}
 
 
 def test_registry_dispatches_and_missing_metrics_do_not_fail(tmp_path):
