@@ -38,7 +38,8 @@ TIME_METRICS = ("real_time", "cpu_time")
 
 # Run-name decorations Google Benchmark appends that do not change what is measured.
 _DECORATION_RE = re.compile(
-    r"/(manual_time|real_time|repeats:\d+|min_time:[^/]+|min_warmup_time:[^/]+)(?=/|$)")
+    r"/(manual_time|real_time|repeats:\d+|iterations:\d+|min_time:[^/]+|min_warmup_time:[^/]+)"
+    r"(?=/|$)")
 _AGGREGATE_SUFFIXES = ("_mean", "_median", "_stddev", "_cv", "_BigO", "_RMS")
 
 VERDICTS = ("regression", "improvement", "no change", "cannot detect", "only in baseline",
@@ -127,7 +128,8 @@ def parse_version(text):
 
 def strip_decorations(name):
     """Strip Google Benchmark's run-name decorations (/manual_time, /real_time, /repeats:N,
-    /min_time:X, /min_warmup_time:X) so runs that differ only in how they were driven pair up.
+    /iterations:N, /min_time:X, /min_warmup_time:X) so runs that differ only in how they were
+    driven pair up (and lockline's aggregate rows, which carry no lockline_key, pair with it).
 
     Example: "BM_x/8/repeats:5/manual_time" -> "BM_x/8". Arguments and /threads:N stay.
     """
@@ -204,14 +206,16 @@ def row_values(row, path):
     """Return the numeric metrics of one row as {name: float}, time metrics in ns.
 
     Every top-level number except bookkeeping fields (iterations, threads, repetitions, indexes)
-    is a metric candidate; nested objects (lockline's params, counters, ...) are not. Raises
-    InputError on an unknown time_unit or a non-numeric time.
+    is a metric candidate; nested objects (lockline's params, counters, ...) are not, nor are
+    non-finite values (NaN, inf: a metric that could not be measured). Raises InputError on an
+    unknown time_unit or a non-numeric time.
     """
     skip = {"iterations", "threads", "repetitions", "repetition_index", "family_index",
             "per_family_instance_index", "error_occurred"}
     out = {}
     for k, v in row.items():
-        if k in skip or isinstance(v, bool) or not isinstance(v, (int, float)):
+        if k in skip or isinstance(v, bool) or not isinstance(v, (int, float)) or \
+                not math.isfinite(v):
             continue
         out[k] = float(v)
     for k in TIME_METRICS:
@@ -223,7 +227,8 @@ def row_values(row, path):
             if unit not in TIME_UNIT_NS:
                 raise InputError(f"{path}: row {row['name']!r}: time_unit {unit!r} is not one of "
                                  "ns, us, ms, s")
-            out[k] = float(v) * TIME_UNIT_NS[unit]
+            if math.isfinite(v):
+                out[k] = float(v) * TIME_UNIT_NS[unit]
     return out
 
 
@@ -734,9 +739,18 @@ FORMATTERS = {"table": format_table, "markdown": format_markdown, "json": format
 # ---- command line -------------------------------------------------------------------------------
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line on stderr (exit 2) like every other input error."""
+
+    def error(self, message):
+        """Print "compare.py: error: MESSAGE (see --help)" and exit with status 2."""
+        print(f"compare.py: error: {message} (see --help)", file=sys.stderr)
+        sys.exit(EXIT_BAD_INPUT)
+
+
 def build_parser():
     """The argparse parser of the command line (see the module docstring)."""
-    p = argparse.ArgumentParser(
+    p = _Parser(
         description="Compare Google Benchmark / lockline result files and fail on a real "
                     "regression (exit 0 none, 1 regression, 2 bad or incomparable input).")
     p.add_argument("baseline", help="baseline file, comma-separated files, or a run directory")

@@ -74,6 +74,8 @@ def test_strip_decorations():
     assert s("BM_x/real_time") == "BM_x"
     assert s("BM_x/manual_timer") == "BM_x/manual_timer"
     assert s("matmul_omp/2/real_time") == "matmul_omp/2"
+    assert s("zone_lock/lock:mcs/threads:2/iterations:3/manual_time") == \
+        "zone_lock/lock:mcs/threads:2"
 
 
 def test_metric_directions_declared_not_guessed():
@@ -372,6 +374,25 @@ def test_aggregates_only_file_uses_means(tmp_path):
     assert code == 0 and result["summary"]["rows_compared"] == 12
 
 
+def test_lockline_aggregates_pair_with_iteration_rows(tmp_path):
+    """lockline's mean rows carry no lockline_key; their stripped run name still pairs up."""
+    base, cur = fixture_pair("regress")
+    doc = json.load(open(cur))
+    doc["benchmarks"] = [r for r in doc["benchmarks"] if r.get("run_type") == "aggregate"]
+    path = tmp_path / "means.json"
+    path.write_text(json.dumps(doc))
+    code, result, _ = run_json(base, str(path), "--threshold-only")
+    assert code == 1
+    assert result["summary"]["rows_compared"] == 6
+    assert verdicts(result)[(REGRESSED, "ops_per_s")] == "regression"
+
+
+def test_non_finite_metrics_are_missing_not_numbers():
+    """NaN or inf (a metric that could not be measured) is no sample."""
+    row = {"name": "x", "ops_per_s": float("nan"), "ns_per_op": 3.0, "real_time": float("inf")}
+    assert compare.row_values(row, "f") == {"ns_per_op": 3.0}
+
+
 # ---- bad input: exit 2, one clear line, no traceback --------------------------------------------
 
 
@@ -405,7 +426,9 @@ def test_missing_file_and_bad_options_exit_2(tmp_path):
                           ((base, cur, "--filter", "("), "bad regular expression"),
                           ((base, cur, "--override", "x=abc"), "not a number"),
                           ((base, cur, "--metric", "fairness_cv"), "unknown metric direction"),
-                          ((base, cur, "--alpha", "2"), "between 0 and 1")):
+                          ((base, cur, "--alpha", "2"), "between 0 and 1"),
+                          ((base, cur, "--format", "xml"), "invalid choice"),
+                          ((base,), "required")):
         p = run_cli(*args)
         assert p.returncode == 2, args
         lines = p.stderr.strip().splitlines()
