@@ -447,6 +447,26 @@ def _min_effect_for(key, options):
     return options["min_effect"]
 
 
+def _comparability_warnings(row, bs, cs, changed_layouts):
+    """Add to row["warnings"] what makes this row's two sides less comparable: a different
+    coherence label (cache-line transfer cost between the measured CPUs), a different placement,
+    a layout whose definition changed. `bs`, `cs`: the row's samples per side."""
+    blabels = sorted({str(s["coherence"]) for s in bs if s["coherence"] is not None})
+    clabels = sorted({str(s["coherence"]) for s in cs if s["coherence"] is not None})
+    if blabels and clabels and blabels != clabels:
+        row["warnings"].append(f"coherence label {','.join(blabels)} (baseline) vs "
+                               f"{','.join(clabels)} (current): cache-line transfer cost "
+                               "differs, the change may be the machine's")
+    bp = {json.dumps(s["placement"], sort_keys=True) for s in bs if s["placement"]}
+    cp = {json.dumps(s["placement"], sort_keys=True) for s in cs if s["placement"]}
+    if bp and cp and bp != cp:
+        row["warnings"].append("thread/memory placement differs between the sides")
+    layouts = {s["layout"] for s in bs + cs if isinstance(s["layout"], str)}
+    hit = sorted(n for n in changed_layouts if layouts & set(n.split("/")))
+    if hit:
+        row["warnings"].append("layout changed: " + ", ".join(hit))
+
+
 def compare(base, cur, options):
     """Compare two loaded sides (see load_side) and decide a verdict per benchmark and metric.
 
@@ -477,6 +497,7 @@ def compare(base, cur, options):
             row = {"key": key, "metric": metric,
                    "direction": metric_direction(metric, declared),
                    "min_effect_pct": _min_effect_for(key, options), "notes": [],
+                   "warnings": [],
                    "baseline": None, "current": None, "change_pct": None, "p_value": None,
                    "p_adjusted": None, "min_p": None, "verdict": None}
             for label, vals in (("baseline", bvals), ("current", cvals)):
@@ -501,23 +522,7 @@ def compare(base, cur, options):
                                         "sides of 1.9.0 (threaded time semantics changed)")
                 elif unknown_versions and threads > 1:
                     threaded_time_rows += 1
-            blabels = sorted({str(s["coherence"]) for s in bs if s["coherence"] is not None})
-            clabels = sorted({str(s["coherence"]) for s in cs if s["coherence"] is not None})
-            if blabels and clabels and blabels != clabels:
-                row["notes"].append(f"coherence label differs: {','.join(blabels)} -> "
-                                    f"{','.join(clabels)}")
-                warnings.append(f"{key}: coherence label {','.join(blabels)} (baseline) vs "
-                                f"{','.join(clabels)} (current): cache-line transfer cost "
-                                "differs, the change may be the machine's")
-            bp = {json.dumps(s["placement"], sort_keys=True) for s in bs if s["placement"]}
-            cp = {json.dumps(s["placement"], sort_keys=True) for s in cs if s["placement"]}
-            if bp and cp and bp != cp:
-                row["notes"].append("placement differs")
-                warnings.append(f"{key}: thread/memory placement differs between the sides")
-            layouts = {s["layout"] for s in bs + cs if isinstance(s["layout"], str)}
-            hit = sorted(n for n in changed_layouts if layouts & set(n.split("/")))
-            if hit:
-                row["notes"].append("layout changed: " + ", ".join(hit))
+            _comparability_warnings(row, bs, cs, changed_layouts)
             if row["direction"] is None:
                 row["verdict"] = "incomparable"
                 row["notes"].append(f"metric {metric} has no declared direction; use --metric "
@@ -695,6 +700,9 @@ def format_table(result):
         for n in r["notes"]:
             lines.append(f"note: {r['key']} {r['metric']}: {n}")
     lines += [f"note: {n}" for n in result["notes"]]
+    for r in result["rows"]:
+        for w in r["warnings"]:
+            lines.append(f"warning: {r['key']} {r['metric']}: {w}")
     lines += [f"warning: {w}" for w in result["warnings"]]
     lines.append(summary_line(result))
     return "\n".join(lines) + "\n"
@@ -712,6 +720,8 @@ def format_markdown(result):
             cells[5] = "**regression**"
         out.append("| " + " | ".join(cells) + " |")
     extra = [f"- warning: {w}" for w in result["warnings"]]
+    extra += [f"- warning: `{r['key']}` {r['metric']}: {w}" for r in result["rows"]
+              for w in r["warnings"]]
     extra += [f"- note: `{r['key']}` {r['metric']}: {n}" for r in result["rows"]
               for n in r["notes"]]
     extra += [f"- note: {n}" for n in result["notes"]]
