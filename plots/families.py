@@ -9,7 +9,6 @@ with a note, never an exception.
 
 from __future__ import annotations
 
-import math
 from typing import Callable, Dict, List, Optional, Tuple
 
 import numpy as np
@@ -241,32 +240,39 @@ def _pagevec_heatmap(ax, data, run, sweep, mode):
 
 
 def _pagevec_pairs(ax, data, run, pts):
-    """Bars at the largest thread count: 15 vs 16 slots, each at offset 0 and 8."""
-    title = "16 vs 15 slots, offset 0 vs 8 (largest thread count)"
-    chosen = [p for p in pts if p.params.get("slots") in ("15", "16") and "pages_per_s" in p.metrics]
+    """Bars at the largest thread count: 16 vs 15 slots at offset 0 and 8, then every named
+    layout (`layout:pagevec_v2_6_9`, ...)."""
+    title = "16 vs 15 slots, offset 0 vs 8, named layouts"
+    chosen = [p for p in pts if "pages_per_s" in p.metrics
+              and (p.params.get("slots") in ("15", "16") or "layout" in p.params)]
     if not chosen:
-        empty_panel(ax, title, "no 15/16-slot rows with pages_per_s")
+        empty_panel(ax, title, "no 15/16-slot or layout rows with pages_per_s")
         return
     n_max = max(p.threads for p in chosen)
+    groups = [(f"{slots} slots\noffset {offset}",
+               lambda p, s=slots, o=offset: "layout" not in p.params and p.params.get("slots") == s
+               and p.params.get("offset", "0") == o and p.params.get("policy", "fixed") == "fixed")
+              for slots in ("16", "15") for offset in ("0", "8")]
+    for layout in sorted({p.params["layout"] for p in chosen if "layout" in p.params}):
+        groups.append((layout.replace("_", " ").replace("pagevec ", "pagevec\n"),
+                       lambda p, l=layout: p.params.get("layout") == l))
     labels, means, errs = [], [], []
-    for slots in ("16", "15"):
-        for offset in ("0", "8"):
-            sel = [p for p in chosen if p.threads == n_max and p.params.get("slots") == slots
-                   and p.params.get("offset", "0") == offset]
-            stats = summarize(sel, "pages_per_s")
-            if not stats:
-                continue
-            stat = list(stats.values())[0][n_max]
-            labels.append(f"{slots} slots\noffset {offset}")
-            means.append(stat.mean)
-            errs.append(stat.std)
-            data.record("pagevec", title, f"slots:{slots} offset:{offset}", run, "threads", n_max,
-                        "pages_per_s", stat)
-    ax.bar(range(len(labels)), means, yerr=errs, capsize=3, color=["C0", "C1", "C2", "C3"][:len(labels)])
+    for label, pred in groups:
+        stats = summarize([p for p in chosen if p.threads == n_max and pred(p)], "pages_per_s")
+        if not stats:
+            continue
+        stat = stats[sorted(stats)[0]][n_max]
+        labels.append(label)
+        means.append(stat.mean)
+        errs.append(stat.std)
+        data.record("pagevec", title, label.replace("\n", " "), run, "threads", n_max,
+                    "pages_per_s", stat)
+    ax.bar(range(len(labels)), means, yerr=errs, capsize=3,
+           color=[f"C{i % 10}" for i in range(len(labels))])
     ax.set_xticks(range(len(labels)))
-    ax.set_xticklabels(labels, fontsize=8)
+    ax.set_xticklabels(labels, fontsize=7)
     ax.set_ylabel(axis_label("pages_per_s"))
-    ax.set_title(f"{title}: N={n_max}", fontsize=10)
+    ax.set_title(f"{title} (N={n_max})", fontsize=10)
     ax.grid(True, axis="y", alpha=0.3)
 
 
@@ -284,7 +290,7 @@ def _pagevec_wait(ax, data, run, sweep):
     ax.set_xscale("log", base=2)
     ticks = sorted({s for s, _ in grid})
     ax.set_xticks(ticks)
-    ax.set_xticklabels([str(t) for t in ticks], fontsize=7)
+    ax.set_xticklabels([str(t) for t in ticks], fontsize=7, rotation=90)
     ax.set_xlabel("pagevec slots")
     ax.set_ylabel(axis_label("wait_share"))
     ax.set_title(title, fontsize=10)
@@ -538,11 +544,5 @@ def plot_family(data: FamilyData) -> List[Tuple[str, Figure]]:
     return FAMILY_PLOTTERS.get(data.family, plot_generic)(data)
 
 
-def family_lines(family: str) -> str:
-    """Human description of a family's plotter (for --help)."""
-    fn = FAMILY_PLOTTERS.get(family, plot_generic)
-    return (fn.__doc__ or "").strip().splitlines()[0]
-
-
 __all__ = ["FAMILY_PLOTTERS", "register", "plot_family", "plot_generic", "c2c_figure",
-           "race_verdicts", "pagevec_formulas", "DEFAULT_BASELINES", "math"]
+           "race_verdicts", "pagevec_formulas", "DEFAULT_BASELINES"]
