@@ -379,7 +379,8 @@ def summarize(points: Iterable[Point], metric: str) -> Dict[Tuple, Dict[int, Sta
 
 
 def topology_markers(run: Run, thread_counts: Iterable[int]) -> List[Tuple[int, str]]:
-    """Thread counts where the placement first uses SMT siblings or spans >1 L3/NUMA/package.
+    """Thread counts where the placement first uses SMT siblings, spans >1 L3/NUMA/package, or
+    oversubscribes (more threads than usable PUs).
 
     Read from `context.lockline.plans` (thread count -> plan); falls back to the rows'
     `placement`. Returns [(threads, label)] sorted by threads, e.g. [(65, "2 L3s")].
@@ -398,16 +399,17 @@ def topology_markers(run: Run, thread_counts: Iterable[int]) -> List[Tuple[int, 
     wanted = set(thread_counts)
     markers: List[Tuple[int, str]] = []
     checks = [("smt_siblings", "SMT siblings"), ("l3s", "L3s"), ("numa_nodes", "NUMA nodes"),
-              ("packages", "packages")]
+              ("packages", "packages"), ("oversubscribed", "oversubscribed")]
     for field, text in checks:
         previous = None
         for n in sorted(plans):
             value = plans[n].get(field)
             if value is None:
                 continue
-            crossed = bool(value) if field == "smt_siblings" else _number(value) and value > 1
+            boolean = field in ("smt_siblings", "oversubscribed")
+            crossed = bool(value) if boolean else bool(_number(value) and value > 1)
             if crossed and previous is False and n in wanted:
-                label = "SMT siblings" if field == "smt_siblings" else f"{int(value)} {text}"
+                label = text if boolean else f"{int(value)} {text}"
                 markers.append((n, label))
             previous = bool(crossed)
             if crossed:

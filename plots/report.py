@@ -386,7 +386,8 @@ def build_html(run: Run, images: Dict[str, str]) -> str:
     body.append('<section id="machine"><h2>Machine and provenance</h2>')
     machine = {k: v for k, v in run.context.items() if k != "lockline"}
     prov = {k: v for k, v in ll.items() if k not in ("plans", "counters", "warnings", "layouts",
-                                                     "topology", "environment", "versions")}
+                                                     "topology", "environment", "versions",
+                                                     "skipped_points")}
     body.append("<h3>Google Benchmark context</h3>" + _kv_table(machine))
     if prov:
         body.append("<h3>lockline</h3>" + _kv_table(prov))
@@ -409,6 +410,9 @@ def build_html(run: Run, images: Dict[str, str]) -> str:
 
     body.append('<section id="warnings"><h2>Warnings</h2>')
     warnings = [str(w) for w in ll.get("warnings", []) if w] if isinstance(ll.get("warnings"), list) else []
+    skipped_points = ll.get("skipped_points")
+    if isinstance(skipped_points, list):
+        warnings += [f"skipped point: {s}" for s in skipped_points]
     warnings += [f"failed row: {r}" for r in run.skipped_rows]
     body.append("<ul>" + "".join(f'<li class="warn">{esc(w)}</li>' for w in warnings) + "</ul>"
                 if warnings else "<p>none</p>")
