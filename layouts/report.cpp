@@ -1,0 +1,464 @@
+// Layout reports: pahole-style text and JSON for every model in layouts/.
+#include "layouts/report.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <deque>
+#include <mutex>
+#include <regex>
+#include <sstream>
+#include <utility>
+
+#include "harness/locks/all_locks.h"
+#include "layouts/cacheline.h"
+#include "layouts/page.h"
+#include "layouts/pagevec.h"
+#include "layouts/zone.h"
+
+namespace lockline {
+
+void SortFields(LayoutInfo& info) {
+  std::stable_sort(info.fields.begin(), info.fields.end(),
+                   [](const FieldInfo& a, const FieldInfo& b) {
+                     return a.offset < b.offset;
+                   });
+}
+
+int LinesSpanned(const LayoutInfo& info) {
+  return LinesSpanned(info.base_offset, info.size, info.line);
+}
+
+std::pair<int, int> LineRange(const LayoutInfo& info, std::size_t offset,
+                              std::size_t size) {
+  const std::size_t first = info.base_offset % info.line + offset;
+  const std::size_t last = first + (size == 0 ? 0 : size - 1);
+  return {static_cast<int>(first / info.line),
+          static_cast<int>(last / info.line)};
+}
+
+namespace {
+
+const FieldInfo* FindField(const LayoutInfo& info, const std::string& name) {
+  for (const FieldInfo& f : info.fields) {
+    if (f.name == name) return &f;
+  }
+  return nullptr;
+}
+
+bool RangesOverlap(std::pair<int, int> a, std::pair<int, int> b) {
+  return a.first <= b.second && b.first <= a.second;
+}
+
+struct Hole {
+  std::size_t offset;
+  std::size_t size;
+};
+
+// Gaps between consecutive fields (alignment holes and ZONE_PADDING), not the
+// tail padding.
+std::vector<Hole> Holes(const LayoutInfo& info) {
+  std::vector<Hole> holes;
+  std::size_t end = 0;
+  for (const FieldInfo& f : info.fields) {
+    if (f.offset > end) holes.push_back({end, f.offset - end});
+    end = std::max(end, f.offset + f.size);
+  }
+  return holes;
+}
+
+std::size_t TailPadding(const LayoutInfo& info) {
+  std::size_t end = 0;
+  for (const FieldInfo& f : info.fields) end = std::max(end, f.offset + f.size);
+  return info.size > end ? info.size - end : 0;
+}
+
+std::string Join(const std::vector<std::string>& items, const char* sep) {
+  std::string out;
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    if (i > 0) out += sep;
+    out += items[i];
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::string> FieldsSharingLine(const LayoutInfo& info,
+                                           const std::string& field) {
+  std::vector<std::string> out;
+  const FieldInfo* target = FindField(info, field);
+  if (target == nullptr) return out;
+  const auto lines = LineRange(info, target->offset, target->size);
+  for (const FieldInfo& f : info.fields) {
+    if (&f == target) continue;
+    if (RangesOverlap(lines, LineRange(info, f.offset, f.size)))
+      out.push_back(f.name);
+  }
+  return out;
+}
+
+bool SharesLine(const LayoutInfo& info, const std::string& a,
+                const std::string& b) {
+  const FieldInfo* fa = FindField(info, a);
+  const FieldInfo* fb = FindField(info, b);
+  if (fa == nullptr || fb == nullptr) return false;
+  return RangesOverlap(LineRange(info, fa->offset, fa->size),
+                       LineRange(info, fb->offset, fb->size));
+}
+
+std::string FormatPahole(const LayoutInfo& info) {
+  std::ostringstream os;
+  os << "struct " << info.name << " {";
+  if (!info.kernel.empty()) os << "  /* " << info.kernel << " */";
+  os << "\n";
+  if (!info.note.empty()) os << "\t/* " << info.note << " */\n";
+  if (info.base_offset % info.line != 0) {
+    os << "\t/* placed " << info.base_offset % info.line << " bytes past a "
+       << info.line << "-byte line boundary */\n";
+  }
+  const std::size_t start = info.base_offset % info.line;
+  int next_boundary = 1;  // index of the next line boundary to announce
+  std::size_t end = 0;
+  char buf[256];
+  for (const FieldInfo& f : info.fields) {
+    if (f.offset > end) {
+      std::snprintf(buf, sizeof(buf), "\n\t/* XXX %zu bytes hole */\n\n",
+                    f.offset - end);
+      os << buf;
+    }
+    // Announce every boundary at or before this field's start (pahole: "was N
+    // bytes ago" when the boundary fell inside the previous member or a hole).
+    while (next_boundary * info.line <= start + f.offset) {
+      const std::size_t boundary =
+          next_boundary * info.line - start;  // struct-relative
+      if (boundary == f.offset) {
+        std::snprintf(buf, sizeof(buf),
+                      "\t/* --- cacheline %d boundary (%zu bytes) --- */\n",
+                      next_boundary, boundary);
+      } else {
+        std::snprintf(buf, sizeof(buf),
+                      "\t/* --- cacheline %d boundary (%zu bytes) was %zu "
+                      "bytes ago --- */\n",
+                      next_boundary, boundary, f.offset - boundary);
+      }
+      os << buf;
+      ++next_boundary;
+    }
+    std::snprintf(buf, sizeof(buf), "\t%-48s /* %5zu %5zu */\n", f.name.c_str(),
+                  f.offset, f.size);
+    os << buf;
+    // Boundaries inside this member (an array straddling lines): one or two are
+    // named with their byte offset into the member, longer runs are summarized.
+    const std::size_t f_end = f.offset + f.size;
+    const int first_inside = next_boundary;
+    while (next_boundary * info.line < start + f_end) ++next_boundary;
+    const int inside = next_boundary - first_inside;
+    if (inside > 2) {
+      std::snprintf(buf, sizeof(buf),
+                    "\t/* --- cachelines %d..%d boundaries inside %s --- */\n",
+                    first_inside, next_boundary - 1, f.name.c_str());
+      os << buf;
+    } else {
+      for (int k = first_inside; k < next_boundary; ++k) {
+        const std::size_t boundary = k * info.line - start;
+        std::snprintf(buf, sizeof(buf),
+                      "\t/* --- cacheline %d boundary (%zu bytes) inside %s, "
+                      "+%zu --- */\n",
+                      k, boundary, f.name.c_str(), boundary - f.offset);
+        os << buf;
+      }
+    }
+    end = std::max(end, f_end);
+  }
+  os << "\n";
+  std::snprintf(buf, sizeof(buf),
+                "\t/* size: %zu, cachelines: %d, members: %zu */\n", info.size,
+                LinesSpanned(info), info.fields.size());
+  os << buf;
+  const auto holes = Holes(info);
+  if (!holes.empty()) {
+    std::size_t sum = 0;
+    for (const Hole& h : holes) sum += h.size;
+    os << "\t/* sum members: " << info.size - sum - TailPadding(info)
+       << ", holes: " << holes.size() << ", sum holes: " << sum << " */\n";
+  }
+  if (const std::size_t pad = TailPadding(info); pad > 0)
+    os << "\t/* padding: " << pad << " */\n";
+  os << "\t/* line size: " << info.line << ", align: " << info.align << " */\n";
+  if (!info.lock_field.empty()) {
+    const auto sharing = FieldsSharingLine(info, info.lock_field);
+    os << "\t/* " << info.lock_field << " line shares with: "
+       << (sharing.empty() ? std::string("(nothing)") : Join(sharing, ", "))
+       << " */\n";
+  }
+  os << "};\n";
+  return os.str();
+}
+
+nlohmann::json LayoutToJson(const LayoutInfo& info) {
+  nlohmann::json j;
+  j["name"] = info.name;
+  j["kernel"] = info.kernel;
+  j["note"] = info.note;
+  j["size"] = info.size;
+  j["align"] = info.align;
+  j["line"] = info.line;
+  j["base_offset"] = info.base_offset;
+  j["lines_spanned"] = LinesSpanned(info);
+  nlohmann::json fields = nlohmann::json::array();
+  for (const FieldInfo& f : info.fields) {
+    const auto lines = LineRange(info, f.offset, f.size);
+    fields.push_back({{"name", f.name},
+                      {"offset", f.offset},
+                      {"size", f.size},
+                      {"first_line", lines.first},
+                      {"last_line", lines.second}});
+  }
+  j["fields"] = std::move(fields);
+  nlohmann::json holes = nlohmann::json::array();
+  for (const Hole& h : Holes(info))
+    holes.push_back({{"offset", h.offset}, {"size", h.size}});
+  j["holes"] = std::move(holes);
+  j["padding"] = TailPadding(info);
+  if (!info.lock_field.empty()) {
+    j["lock_field"] = info.lock_field;
+    j["lock_shares_line_with"] = FieldsSharingLine(info, info.lock_field);
+  }
+  return j;
+}
+
+std::string PagevecLayoutName(const std::string& kind, std::size_t offset,
+                              std::size_t line) {
+  return kind + "/offset:" + std::to_string(offset) +
+         "/line:" + std::to_string(line);
+}
+
+namespace {
+
+constexpr const char* kPagevecKernel269 =
+    "Linux 2.6.9 include/linux/pagevec.h (PAGEVEC_SIZE 16)";
+constexpr const char* kPagevecKernel2004 =
+    "LKML September 2004 proposal against 2.6.9 (PAGEVEC_SIZE 15)";
+constexpr const char* kPagevecKernel5x = "Linux 5.x include/linux/pagevec.h";
+
+LayoutInfo DescribePage() {
+  LayoutInfo info;
+  info.name = "page_v4_0";
+  info.kernel = "Linux 4.0 include/linux/mm_types.h struct page (x86_64)";
+  info.note = "unions reduced to the members the experiments use";
+  info.size = sizeof(Page);
+  info.align = alignof(Page);
+  info.line = kCacheLine64;
+#define LOCKLINE_PAGE_FIELD(member) \
+  info.fields.push_back({#member, offsetof(Page, member), sizeof(Page::member)})
+  LOCKLINE_PAGE_FIELD(flags);
+  LOCKLINE_PAGE_FIELD(mapping);
+  LOCKLINE_PAGE_FIELD(index);
+  LOCKLINE_PAGE_FIELD(_mapcount);
+  LOCKLINE_PAGE_FIELD(_refcount);
+  LOCKLINE_PAGE_FIELD(lru);
+  LOCKLINE_PAGE_FIELD(private_);
+#undef LOCKLINE_PAGE_FIELD
+  SortFields(info);
+  return info;
+}
+
+// A pagevec-like struct with members nr, a second header field, pages.
+template <class PV>
+LayoutInfo DescribePagevecType(const std::string& kind, const char* kernel,
+                               const char* note, const char* second,
+                               std::size_t second_offset,
+                               std::size_t second_size, std::size_t offset,
+                               std::size_t line) {
+  LayoutInfo info;
+  info.name = PagevecLayoutName(kind, offset, line);
+  info.kernel = kernel;
+  info.note = note;
+  info.size = sizeof(PV);
+  info.align = alignof(PV);
+  info.line = line;
+  info.base_offset = offset;
+  info.fields.push_back({"nr", offsetof(PV, nr), sizeof(PV::nr)});
+  info.fields.push_back({second, second_offset, second_size});
+  constexpr std::size_t slots = sizeof(PV::pages) / sizeof(PV::pages[0]);
+  info.fields.push_back({"pages[" + std::to_string(slots) + "]",
+                         offsetof(PV, pages), sizeof(PV::pages)});
+  SortFields(info);
+  return info;
+}
+
+LayoutInfo DescribePagevec269(std::size_t offset, std::size_t line) {
+  return DescribePagevecType<PagevecV269>(
+      PagevecV269::kName, kPagevecKernel269,
+      "unsigned nr; int cold; struct page *pages[16]", "cold",
+      offsetof(PagevecV269, cold), sizeof(PagevecV269::cold), offset, line);
+}
+LayoutInfo DescribePagevec2004(std::size_t offset, std::size_t line) {
+  return DescribePagevecType<PagevecProposal2004>(
+      PagevecProposal2004::kName, kPagevecKernel2004,
+      "unsigned short nr, cold; struct page *pages[15]: the 4 header bytes "
+      "saved are "
+      "pointer-alignment padding on LP64",
+      "cold", offsetof(PagevecProposal2004, cold),
+      sizeof(PagevecProposal2004::cold), offset, line);
+}
+template <int N>
+LayoutInfo DescribePagevec5x(std::size_t offset, std::size_t line) {
+  using PV = Pagevec5x<N>;
+  return DescribePagevecType<PV>(
+      PV::kName, kPagevecKernel5x,
+      "unsigned char nr; bool percpu_pvec_drained; struct page *pages[N]",
+      "percpu_pvec_drained", offsetof(PV, percpu_pvec_drained),
+      sizeof(PV::percpu_pvec_drained), offset, line);
+}
+// Runtime slot count: same bytes as Pagevec5x<N> (checked in pagevec.h).
+LayoutInfo DescribePagevec5xSweep(int slots, std::size_t offset,
+                                  std::size_t line) {
+  LayoutInfo info = DescribePagevec5x<1>(offset, line);
+  info.name =
+      PagevecLayoutName("pagevec_5x" + std::to_string(slots), offset, line);
+  info.size = Pagevec5xBytes(slots);
+  info.fields.back() = {"pages[" + std::to_string(slots) + "]",
+                        offsetof(Pagevec5x<1>, pages), slots * sizeof(Page*)};
+  return info;
+}
+template <class PV>
+LayoutInfo DescribeIlp32(const std::string& kind, const char* kernel,
+                         std::size_t line) {
+  LayoutInfo info = DescribePagevecType<PV>(
+      kind, kernel,
+      "ILP32 mirror (4-byte pointers), as on the quoted "
+      "Pentium III with 32-byte lines",
+      "cold", offsetof(PV, cold), sizeof(PV::cold), 0, line);
+  return info;
+}
+
+std::vector<LayoutInfo> BuildAllLayouts() {
+  std::vector<LayoutInfo> all;
+  all.push_back(DescribePage());
+  for (std::size_t offset = 0; offset < kCacheLine64; offset += 8) {
+    all.push_back(DescribePagevec269(offset, kCacheLine64));
+    all.push_back(DescribePagevec2004(offset, kCacheLine64));
+    all.push_back(DescribePagevec5x<15>(offset, kCacheLine64));
+    all.push_back(DescribePagevec5x<31>(offset, kCacheLine64));
+  }
+  all.push_back(DescribeIlp32<PagevecV269Ilp32>("pagevec_v2_6_9_ilp32",
+                                                kPagevecKernel269, 32));
+  all.push_back(DescribeIlp32<PagevecProposal2004Ilp32>(
+      "pagevec_2004_proposal_ilp32", kPagevecKernel2004, 32));
+  ForEachLock([&]<class L>() {
+    all.push_back(DescribeZone<L, ZoneLockPlacement::kLockBeforeFreeArea,
+                               kCacheLine64>());
+    all.push_back(
+        DescribeZone<L, ZoneLockPlacement::kLockAfterFreeArea, kCacheLine64>());
+    all.push_back(
+        DescribeZone<L, ZoneLockPlacement::kLockOwnLine, kCacheLine64>());
+    all.push_back(DescribeZone<L, ZoneLockPlacement::kLockInReadmostlyLine,
+                               kCacheLine64>());
+    all.push_back(DescribeZone<L, ZoneLockPlacement::kLockBeforeFreeArea,
+                               kCacheLine128>());
+    all.push_back(DescribeZone<L, ZoneLockPlacement::kLockAfterFreeArea,
+                               kCacheLine128>());
+    all.push_back(
+        DescribeZone<L, ZoneLockPlacement::kLockOwnLine, kCacheLine128>());
+    all.push_back(DescribeZone<L, ZoneLockPlacement::kLockInReadmostlyLine,
+                               kCacheLine128>());
+  });
+  return all;
+}
+
+}  // namespace
+
+const std::vector<LayoutInfo>& AllLayouts() {
+  static const std::vector<LayoutInfo> all = BuildAllLayouts();
+  return all;
+}
+
+const LayoutInfo* FindLayout(const std::string& name) {
+  for (const LayoutInfo& info : AllLayouts()) {
+    if (info.name == name) return &info;
+  }
+  // Sweep pagevecs are built on demand; a deque keeps earlier addresses valid.
+  static std::mutex mu;
+  static std::deque<LayoutInfo> sweeps;
+  static const std::regex kSweep(
+      R"(pagevec_5x(\d{1,3})/offset:(\d{1,4})/line:(\d{1,4}))");
+  std::smatch m;
+  if (!std::regex_match(name, m, kSweep)) return nullptr;
+  const int slots = std::stoi(m[1]);
+  const std::size_t offset = std::stoul(m[2]);
+  const std::size_t line = std::stoul(m[3]);
+  if (slots < 1 || slots > 255 || line < 32 || (line & (line - 1)) != 0 ||
+      offset >= line || offset % alignof(Page*) != 0) {
+    return nullptr;
+  }
+  std::lock_guard<std::mutex> guard(mu);
+  for (const LayoutInfo& info : sweeps) {
+    if (info.name == name) return &info;
+  }
+  sweeps.push_back(DescribePagevec5xSweep(slots, offset, line));
+  return &sweeps.back();
+}
+
+std::string FormatAllLayouts() {
+  std::ostringstream os;
+  const LayoutInfo* v269 =
+      FindLayout(PagevecLayoutName(PagevecV269::kName, 0, kCacheLine64));
+  const LayoutInfo* p2004 = FindLayout(
+      PagevecLayoutName(PagevecProposal2004::kName, 0, kCacheLine64));
+  const LayoutInfo* p2004_8 = FindLayout(
+      PagevecLayoutName(PagevecProposal2004::kName, 8, kCacheLine64));
+  os << "lockline layouts: offsets and sizes are offsetof/sizeof of the "
+        "compiled models (LP64).\n"
+     << "\n"
+     << "pagevec sizes (LP64): 2.6.9 is " << sizeof(PagevecV269) << " bytes ("
+     << LinesSpanned(*v269)
+     << " lines of 64 at offset 0); the 2004 proposal is "
+     << sizeof(PagevecProposal2004) << " bytes\n(" << LinesSpanned(*p2004)
+     << " lines at offset 0, " << LinesSpanned(*p2004_8)
+     << " at offset 8). On LP64, " << sizeof(PagevecV269) << " -> "
+     << sizeof(PagevecProposal2004)
+     << " is purely 16 -> 15 slots: the 4 header bytes\n"
+     << "saved by `unsigned short nr, cold` are eaten by the padding that "
+        "aligns pages[] "
+        "to 8 bytes.\n"
+     << "The proposer's quoted 64-bit figures, 140 -> 124, cannot occur: a "
+        "struct holding "
+        "8-byte\n"
+     << "pointers has a size that is a multiple of 8. On ILP32 the header "
+        "shrink is real: "
+     << sizeof(PagevecV269Ilp32) << " -> " << sizeof(PagevecProposal2004Ilp32)
+     << " bytes.\n"
+     << "5.x pagevecs are " << sizeof(Pagevec5x15)
+     << " bytes with 15 slots and " << sizeof(Pagevec5x31)
+     << " with 31 (the 2020 proposal doubles the on-stack cost).\n"
+     << "\n"
+     << "zone variants (Linux 4.0 struct zone): lock_before_free_area puts the "
+        "lock in the line\n"
+     << "of the order-0 free-list heads (3484b2de9499); lock_after_free_area "
+        "is the 2015 fix;\n"
+     << "lock_own_line pads it to a line of its own; lock_in_readmostly_line "
+        "puts it with the\n"
+     << "watermarks every allocation reads. Each zone report ends with the "
+        "fields sharing the\n"
+     << "lock's line(s).\n\n";
+  for (const LayoutInfo& info : AllLayouts()) os << FormatPahole(info) << "\n";
+  return os.str();
+}
+
+nlohmann::json AllLayoutsJson() {
+  nlohmann::json all = nlohmann::json::array();
+  for (const LayoutInfo& info : AllLayouts()) all.push_back(LayoutToJson(info));
+  return all;
+}
+
+nlohmann::json LayoutsJson(const std::vector<std::string>& names) {
+  nlohmann::json out = nlohmann::json::object();
+  for (const std::string& name : names) {
+    const LayoutInfo* info = FindLayout(name);
+    out[name] = info != nullptr ? LayoutToJson(*info) : nlohmann::json();
+  }
+  return out;
+}
+
+}  // namespace lockline

@@ -1,0 +1,431 @@
+// Layout models: sizes, report offsets == offsetof, line sharing of every zone
+// variant for every lock and both line sizes, pagevec placement, list and
+// refcount helpers.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "harness/locks/all_locks.h"
+#include "layouts/cacheline.h"
+#include "layouts/page.h"
+#include "layouts/pagevec.h"
+#include "layouts/report.h"
+#include "layouts/zone.h"
+
+namespace lockline {
+namespace {
+
+bool Contains(const std::vector<std::string>& v, const std::string& s) {
+  return std::find(v.begin(), v.end(), s) != v.end();
+}
+
+const FieldInfo& Field(const LayoutInfo& info, const std::string& name) {
+  for (const FieldInfo& f : info.fields) {
+    if (f.name == name) return f;
+  }
+  ADD_FAILURE() << info.name << " has no field " << name;
+  static const FieldInfo kNone;
+  return kNone;
+}
+
+// ---- pagevec
+// ---------------------------------------------------------------------------------
+
+TEST(Pagevec, SizesAreTheRealLp64Numbers) {
+  EXPECT_EQ(sizeof(PagevecV269), 136u);
+  EXPECT_EQ(sizeof(PagevecProposal2004), 128u);
+  EXPECT_EQ(sizeof(Pagevec5x15), 128u);
+  EXPECT_EQ(sizeof(Pagevec5x31), 256u);
+  EXPECT_EQ(sizeof(PagevecV269Ilp32), 72u);
+  EXPECT_EQ(sizeof(PagevecProposal2004Ilp32), 64u);
+  EXPECT_STREQ(Pagevec5x15::kName, "pagevec_5x15");
+  EXPECT_STREQ(Pagevec5x31::kName, "pagevec_5x31");
+  EXPECT_STREQ(Pagevec5x<128>::kName, "pagevec_5x128");
+  EXPECT_STREQ(Pagevec5x<1>::kName, "pagevec_5x1");
+}
+
+TEST(Pagevec, OffsetZeroSpansTwoLinesOffsetEightSpansThree) {
+  for (const char* kind : {PagevecProposal2004::kName, Pagevec5x15::kName}) {
+    const LayoutInfo* at0 = FindLayout(PagevecLayoutName(kind, 0, 64));
+    const LayoutInfo* at8 = FindLayout(PagevecLayoutName(kind, 8, 64));
+    ASSERT_NE(at0, nullptr) << kind;
+    ASSERT_NE(at8, nullptr) << kind;
+    EXPECT_EQ(LinesSpanned(*at0), 2) << kind;
+    EXPECT_EQ(LinesSpanned(*at8), 3) << kind;
+  }
+  const LayoutInfo* v269 =
+      FindLayout(PagevecLayoutName(PagevecV269::kName, 0, 64));
+  ASSERT_NE(v269, nullptr);
+  EXPECT_EQ(LinesSpanned(*v269), 3);
+  // The same fact measured on real placed objects.
+  PlacedAt<PagevecProposal2004> placed0(64, 0);
+  PlacedAt<PagevecProposal2004> placed8(64, 8);
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(placed0.get()) % 64, 0u);
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(placed8.get()) % 64, 8u);
+  EXPECT_EQ(placed0.lines_spanned(), 2);
+  EXPECT_EQ(placed8.lines_spanned(), 3);
+}
+
+TEST(Pagevec, EveryOffsetOfALineIsReported) {
+  for (std::size_t offset = 0; offset < 64; offset += 8) {
+    for (const char* kind : {PagevecV269::kName, PagevecProposal2004::kName,
+                             Pagevec5x15::kName, Pagevec5x31::kName}) {
+      const LayoutInfo* info = FindLayout(PagevecLayoutName(kind, offset, 64));
+      ASSERT_NE(info, nullptr) << kind << " " << offset;
+      EXPECT_EQ(info->base_offset, offset);
+      EXPECT_EQ(LinesSpanned(*info), LinesSpanned(offset, info->size, 64));
+    }
+  }
+}
+
+TEST(Pagevec, OperationsFollowLinux) {
+  Page pages[16];
+  PagevecV269 pv;
+  pagevec_init(pv, 1);
+  EXPECT_EQ(pv.cold, 1);
+  EXPECT_EQ(pagevec_count(pv), 0);
+  EXPECT_EQ(pagevec_space(pv), 16);
+  for (int i = 0; i < 15; ++i)
+    EXPECT_EQ(pagevec_add(pv, &pages[i]), 16 - i - 1);
+  EXPECT_EQ(pagevec_add(pv, &pages[15]), 0);  // full: the caller drains now
+  EXPECT_EQ(pv.pages[15], &pages[15]);
+  pagevec_reinit(pv);
+  EXPECT_EQ(pagevec_count(pv), 0);
+  EXPECT_EQ(pv.cold, 1);
+
+  Pagevec5x15 pv5;
+  pagevec_init(pv5);
+  EXPECT_FALSE(pv5.percpu_pvec_drained);
+  EXPECT_EQ(pagevec_add(pv5, &pages[0]), 14);
+}
+
+TEST(Pagevec, RuntimeSweepViewMatchesTheStaticType) {
+  for (int slots : {1, 15, 31, 64, 128, 255}) {
+    const std::size_t line = 64;
+    std::vector<unsigned char> buffer(Pagevec5xBytes(slots) + 2 * line);
+    void* at = AlignedWithOffset(buffer.data(), buffer.size(), line, 8,
+                                 Pagevec5xBytes(slots));
+    ASSERT_NE(at, nullptr);
+    EXPECT_EQ(reinterpret_cast<std::uintptr_t>(at) % line, 8u);
+    PagevecView view = PlacePagevec5x(at, slots);
+    ASSERT_EQ(view.slots, slots);
+    Page page;
+    for (int i = 0; i < slots; ++i)
+      EXPECT_EQ(pagevec_add(view, &page), slots - i - 1);
+    EXPECT_EQ(pagevec_count(view), slots);
+    pagevec_reinit(view);
+    EXPECT_EQ(pagevec_space(view), slots);
+
+    const std::string name =
+        PagevecLayoutName("pagevec_5x" + std::to_string(slots), 8, line);
+    const LayoutInfo* info = FindLayout(name);
+    ASSERT_NE(info, nullptr) << name;
+    EXPECT_EQ(info->size, Pagevec5xBytes(slots));
+    EXPECT_EQ(FindLayout(name), info) << "sweep layouts are cached";
+  }
+  EXPECT_EQ(PlacePagevec5x(nullptr, 15).slots, 0);
+  alignas(8) unsigned char small[16];
+  EXPECT_EQ(PlacePagevec5x(small, 0).slots, 0);
+  EXPECT_EQ(PlacePagevec5x(small, 256).slots, 0);
+  EXPECT_EQ(FindLayout("pagevec_5x0/offset:0/line:64"), nullptr);
+  EXPECT_EQ(FindLayout("pagevec_5x15/offset:4/line:64"), nullptr);
+  EXPECT_EQ(FindLayout("pagevec_5x15/offset:0/line:48"), nullptr);
+  EXPECT_EQ(FindLayout("no_such_layout"), nullptr);
+}
+
+TEST(Placement, RejectsBadArguments) {
+  EXPECT_THROW(PlacedAt<PagevecV269>(64, 4), std::invalid_argument);
+  EXPECT_THROW(PlacedAt<PagevecV269>(64, 64), std::invalid_argument);
+  EXPECT_THROW(PlacedAt<PagevecV269>(48, 0), std::invalid_argument);
+  unsigned char buf[64];
+  EXPECT_EQ(AlignedWithOffset(buf, sizeof(buf), 64, 8, 128),
+            nullptr);  // does not fit
+  EXPECT_EQ(AlignedWithOffset(buf, sizeof(buf), 64, 64, 8), nullptr);
+  EXPECT_EQ(AlignedWithOffset(buf, sizeof(buf), 60, 0, 8), nullptr);
+}
+
+// ---- struct page
+// -----------------------------------------------------------------------------
+
+TEST(Page, ReportOffsetsEqualOffsetof) {
+  const LayoutInfo* info = FindLayout("page_v4_0");
+  ASSERT_NE(info, nullptr);
+  EXPECT_EQ(info->size, 64u);
+  EXPECT_EQ(LinesSpanned(*info), 1);
+  EXPECT_EQ(Field(*info, "flags").offset, offsetof(Page, flags));
+  EXPECT_EQ(Field(*info, "_refcount").offset, offsetof(Page, _refcount));
+  EXPECT_EQ(Field(*info, "lru").offset, offsetof(Page, lru));
+  EXPECT_EQ(Field(*info, "mapping").offset, offsetof(Page, mapping));
+  EXPECT_EQ(Field(*info, "index").offset, offsetof(Page, index));
+  EXPECT_EQ(Field(*info, "private_").offset, offsetof(Page, private_));
+}
+
+TEST(Page, ListHelpersFollowListH) {
+  ListHead head;
+  ListInit(&head);
+  EXPECT_TRUE(ListEmpty(&head));
+  Page a, b, c;
+  ListAdd(&a.lru, &head);      // head, a
+  ListAdd(&b.lru, &head);      // head, b, a
+  ListAddTail(&c.lru, &head);  // head, b, a, c
+  EXPECT_EQ(PageFromLru(head.next), &b);
+  EXPECT_EQ(PageFromLru(head.next->next), &a);
+  EXPECT_EQ(PageFromLru(head.prev), &c);
+  ListDel(&a.lru);
+  EXPECT_EQ(a.lru.next, ListPoison1());
+  EXPECT_EQ(a.lru.prev, ListPoison2());
+  EXPECT_EQ(head.next->next, &c.lru);
+  ListMoveTail(&b.lru, &head);  // head, c, b
+  EXPECT_EQ(head.next, &c.lru);
+  ListDelInit(&c.lru);
+  ListDelInit(&b.lru);
+  EXPECT_TRUE(ListEmpty(&head));
+  EXPECT_TRUE(ListEmpty(&b.lru));
+}
+
+TEST(Page, FlagsAndRefcount) {
+  Page page;
+  EXPECT_FALSE(PageLru(page));
+  SetPageLru(page);
+  EXPECT_TRUE(PageLru(page));
+  EXPECT_EQ(page.flags.load(), PageFlagMask(kPgLru));
+  EXPECT_TRUE(TestClearPageLru(page));
+  EXPECT_FALSE(TestClearPageLru(page));
+  SetPageActive(page);
+  ClearPageActive(page);
+  EXPECT_FALSE(PageActive(page));
+
+  EXPECT_FALSE(get_page_unless_zero(page))
+      << "a free page (count 0) cannot be pinned";
+  set_page_count(page, 1);
+  EXPECT_TRUE(get_page_unless_zero(page));
+  EXPECT_EQ(page_count(page), 2);
+  get_page(page);
+  EXPECT_FALSE(put_page_testzero(page));
+  EXPECT_FALSE(put_page_testzero(page));
+  EXPECT_TRUE(put_page_testzero(page));
+  EXPECT_EQ(page_count(page), 0);
+}
+
+// ---- struct zone
+// -----------------------------------------------------------------------------
+
+TEST(Zone, PlacementNamesRoundTrip) {
+  for (ZoneLockPlacement p : kAllZoneLockPlacements) {
+    ZoneLockPlacement parsed{};
+    ASSERT_TRUE(ParsePlacement(PlacementName(p), &parsed));
+    EXPECT_EQ(parsed, p);
+  }
+  ZoneLockPlacement untouched = ZoneLockPlacement::kLockOwnLine;
+  EXPECT_FALSE(ParsePlacement("lock_somewhere", &untouched));
+  EXPECT_EQ(untouched, ZoneLockPlacement::kLockOwnLine);
+}
+
+// For one (lock, placement, line): the report's offsets are offsetof, and the
+// lock shares a line with the hot order-0 list head and nr_free exactly as the
+// placement's name says.
+template <class L, ZoneLockPlacement P, std::size_t kLine>
+void CheckZone() {
+  using Z = Zone<L, P, kLine>;
+  const std::string name = ZoneLayoutName<L, P, kLine>();
+  SCOPED_TRACE(name);
+  const LayoutInfo* info = FindLayout(name);
+  ASSERT_NE(info, nullptr);
+  EXPECT_EQ(info->size, sizeof(Z));
+  EXPECT_EQ(info->align, kLine);
+  EXPECT_EQ(sizeof(Z) % kLine, 0u);
+  EXPECT_EQ(Field(*info, "lock").offset, offsetof(Z, lock));
+  EXPECT_EQ(Field(*info, "lock").size, sizeof(L));
+  EXPECT_EQ(Field(*info, "watermark").offset, offsetof(Z, watermark));
+  EXPECT_EQ(Field(*info, "managed_pages").offset, offsetof(Z, managed_pages));
+  EXPECT_EQ(Field(*info, "flags").offset, offsetof(Z, flags));
+  EXPECT_EQ(Field(*info, "lru_lock").offset, offsetof(Z, lru_lock));
+  EXPECT_EQ(Field(*info, "lru_lists").offset, offsetof(Z, lru_lists));
+  EXPECT_EQ(Field(*info, "vm_stat").offset, offsetof(Z, vm_stat));
+  const std::string head = "free_area[0].free_list[MIGRATE_UNMOVABLE]";
+  EXPECT_EQ(Field(*info, head).offset, Order0ListHeadOffset<Z>());
+  EXPECT_EQ(Field(*info, "free_area[0].nr_free").offset,
+            Order0NrFreeOffset<Z>());
+  EXPECT_EQ(Field(*info, "free_area[1..10]").offset,
+            offsetof(Z, free_area) + sizeof(FreeArea));
+
+  // Sections start on line boundaries (ZONE_PADDING).
+  EXPECT_EQ(offsetof(Z, lru_lock) % kLine, 0u);
+  EXPECT_EQ(offsetof(Z, vm_stat) % kLine, 0u);
+
+  // Line arithmetic straight from offsetof, independent of the report code.
+  auto line_of = [](std::size_t off) { return off / kLine; };
+  const std::size_t lock_first = line_of(offsetof(Z, lock));
+  const std::size_t lock_last = line_of(offsetof(Z, lock) + sizeof(L) - 1);
+  auto lock_line_has = [&](std::size_t off, std::size_t size) {
+    return line_of(off) <= lock_last && line_of(off + size - 1) >= lock_first;
+  };
+  const bool shares_head =
+      lock_line_has(Order0ListHeadOffset<Z>(), sizeof(ListHead));
+  const bool shares_nr_free =
+      lock_line_has(Order0NrFreeOffset<Z>(), sizeof(unsigned long));
+  const bool shares_watermark =
+      lock_line_has(offsetof(Z, watermark), sizeof(Z::watermark));
+  const auto sharing = FieldsSharingLine(*info, "lock");
+  EXPECT_EQ(Contains(sharing, head), shares_head);
+  EXPECT_EQ(Contains(sharing, "free_area[0].nr_free"), shares_nr_free);
+  EXPECT_EQ(SharesLine(*info, "lock", head), shares_head);
+
+  switch (P) {
+    case ZoneLockPlacement::kLockBeforeFreeArea:
+      EXPECT_TRUE(shares_head);
+      // nr_free of order 0 is 96 bytes into free_area[0]: it joins the lock's
+      // line only when the line is 128 bytes and the lock small enough (lock +
+      // padding + 104 <= 128).
+      EXPECT_EQ(shares_nr_free,
+                (offsetof(Z, lock) % kLine) +
+                        (Order0NrFreeOffset<Z>() - offsetof(Z, lock)) +
+                        sizeof(unsigned long) <=
+                    kLine);
+      EXPECT_FALSE(shares_watermark);
+      break;
+    case ZoneLockPlacement::kLockAfterFreeArea:
+      EXPECT_FALSE(shares_head);
+      EXPECT_FALSE(shares_nr_free);
+      EXPECT_FALSE(shares_watermark);
+      EXPECT_GT(offsetof(Z, lock), offsetof(Z, flags));
+      break;
+    case ZoneLockPlacement::kLockOwnLine:
+      EXPECT_FALSE(shares_head);
+      EXPECT_FALSE(shares_nr_free);
+      EXPECT_TRUE(sharing.empty())
+          << "own line shares with " << sharing.front();
+      EXPECT_EQ(offsetof(Z, lock) % kLine, 0u);
+      break;
+    case ZoneLockPlacement::kLockInReadmostlyLine:
+      EXPECT_FALSE(shares_head);
+      EXPECT_FALSE(shares_nr_free);
+      EXPECT_TRUE(shares_watermark);
+      EXPECT_TRUE(Contains(sharing, "watermark"));
+      break;
+  }
+
+  // The model is usable: constructible, initializable, lockable.
+  auto zone = std::make_unique<Z>();
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(zone.get()) % kLine, 0u);
+  ZoneInit(*zone);
+  EXPECT_TRUE(ListEmpty(&zone->free_area[0].free_list[kMigrateMovable]));
+  EXPECT_TRUE(ListEmpty(&zone->lru_lists[0]));
+  zone->lock.lock();
+  zone->free_area[0].nr_free++;
+  zone->lock.unlock();
+  EXPECT_EQ(zone->free_area[0].nr_free, 1u);
+}
+
+template <class L, std::size_t kLine>
+void CheckAllPlacements() {
+  CheckZone<L, ZoneLockPlacement::kLockBeforeFreeArea, kLine>();
+  CheckZone<L, ZoneLockPlacement::kLockAfterFreeArea, kLine>();
+  CheckZone<L, ZoneLockPlacement::kLockOwnLine, kLine>();
+  CheckZone<L, ZoneLockPlacement::kLockInReadmostlyLine, kLine>();
+}
+
+TEST(Zone, EveryPlacementEveryLockBothLines) {
+  int locks = 0;
+  ForEachLock([&]<class L>() {
+    SCOPED_TRACE(L::kName);
+    CheckAllPlacements<L, kCacheLine64>();
+    CheckAllPlacements<L, kCacheLine128>();
+    ++locks;
+  });
+  EXPECT_EQ(locks, static_cast<int>(LockNames().size()));
+  EXPECT_GE(locks, 7);
+}
+
+TEST(Zone, KnownOffsetsOfThe2015Thread) {
+  // 4-byte ticket lock, 64-byte lines: the 3484b2de9499 layout puts the lock 8
+  // bytes before free_area[0]; the fix puts it 1152 bytes (11 * 104 + 8) after
+  // the section start.
+  using Before = Zone<TicketLock, ZoneLockPlacement::kLockBeforeFreeArea, 64>;
+  using After = Zone<TicketLock, ZoneLockPlacement::kLockAfterFreeArea, 64>;
+  static_assert(sizeof(TicketLock) == 4);
+  EXPECT_EQ(offsetof(Before, lock), 192u) << "read-mostly section is 3 lines";
+  EXPECT_EQ(Order0ListHeadOffset<Before>(), 200u);
+  EXPECT_EQ(offsetof(After, free_area), 192u);
+  EXPECT_EQ(offsetof(After, lock), 192u + 1152u);
+  // A 40-byte pthread mutex pushes free_area[0] to 40 bytes into the lock's
+  // line.
+  using BeforeMutex =
+      Zone<PthreadMutexLock, ZoneLockPlacement::kLockBeforeFreeArea, 64>;
+  EXPECT_EQ(Order0ListHeadOffset<BeforeMutex>() - offsetof(BeforeMutex, lock),
+            sizeof(PthreadMutexLock));
+}
+
+// ---- report
+// ----------------------------------------------------------------------------------
+
+TEST(Report, AllLayoutsAreUniqueAndConsistent) {
+  const auto& all = AllLayouts();
+  std::set<std::string> names;
+  for (const LayoutInfo& info : all) {
+    EXPECT_TRUE(names.insert(info.name).second) << "duplicate " << info.name;
+    std::size_t end = 0;
+    for (const FieldInfo& f : info.fields) {
+      EXPECT_GE(f.offset, end)
+          << info.name << ": " << f.name << " overlaps or is out of order";
+      end = f.offset + f.size;
+    }
+    EXPECT_LE(end, info.size) << info.name;
+    EXPECT_EQ(FindLayout(info.name), &info);
+  }
+  // page + 4 pagevecs x 8 offsets + 2 ILP32 + 4 placements x locks x 2 lines.
+  EXPECT_EQ(all.size(), 1 + 32 + 2 + 8 * LockNames().size());
+}
+
+TEST(Report, PaholeTextHasBoundariesHolesAndSharing) {
+  const LayoutInfo* v269 =
+      FindLayout(PagevecLayoutName(PagevecV269::kName, 0, 64));
+  ASSERT_NE(v269, nullptr);
+  const std::string text = FormatPahole(*v269);
+  EXPECT_NE(text.find("size: 136, cachelines: 3"), std::string::npos) << text;
+  const LayoutInfo* p2004 =
+      FindLayout(PagevecLayoutName(PagevecProposal2004::kName, 0, 64));
+  const std::string text2004 = FormatPahole(*p2004);
+  EXPECT_NE(text2004.find("XXX 4 bytes hole"), std::string::npos) << text2004;
+
+  const LayoutInfo* zone =
+      FindLayout("zone_v4_0/lock_before_free_area/lock:ticket/line:64");
+  ASSERT_NE(zone, nullptr);
+  const std::string ztext = FormatPahole(*zone);
+  EXPECT_NE(ztext.find("--- cacheline 3 boundary (192 bytes) ---"),
+            std::string::npos)
+      << ztext;
+  EXPECT_NE(
+      ztext.find(
+          "lock line shares with: free_area[0].free_list[MIGRATE_UNMOVABLE]"),
+      std::string::npos)
+      << ztext;
+
+  const std::string all = FormatAllLayouts();
+  EXPECT_NE(all.find("140 -> 124"), std::string::npos);
+  EXPECT_NE(all.find("136 -> 128 is purely 16 -> 15 slots"), std::string::npos);
+}
+
+TEST(Report, JsonCarriesTheSameNumbers) {
+  const LayoutInfo* zone =
+      FindLayout("zone_v4_0/lock_after_free_area/lock:pthread_mutex/line:128");
+  ASSERT_NE(zone, nullptr);
+  const auto j = LayoutToJson(*zone);
+  EXPECT_EQ(j["size"].get<std::size_t>(), zone->size);
+  EXPECT_EQ(j["lines_spanned"].get<int>(), LinesSpanned(*zone));
+  EXPECT_EQ(j["fields"].size(), zone->fields.size());
+  EXPECT_EQ(j["lock_field"], "lock");
+  EXPECT_TRUE(j["lock_shares_line_with"].is_array());
+  EXPECT_TRUE(j["holes"].is_array());
+  EXPECT_EQ(AllLayoutsJson().size(), AllLayouts().size());
+  const auto some = LayoutsJson({"page_v4_0", "nope"});
+  EXPECT_EQ(some["page_v4_0"]["size"], 64);
+  EXPECT_TRUE(some["nope"].is_null());
+}
+
+}  // namespace
+}  // namespace lockline
