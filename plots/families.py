@@ -56,11 +56,13 @@ def plot_generic(data: FamilyData) -> List[Tuple[str, Figure]]:
     """Throughput against threads, one panel per benchmark prefix, plus a relative view when a
     baseline variant applies."""
     benches = sorted({p.bench for _, pts in data.runs for p in pts})
-    fig, axes = new_figure(len(benches), f"{data.family}: throughput against threads",
-                           _runs_of(data))
+    metrics = {b: _pick_metric(data, lambda p, b=b: p.bench == b) for b in benches}
+    shown = {m for m in metrics.values() if m}
+    what = axis_label(shown.pop()) if len(shown) == 1 else "throughput"
+    fig, axes = new_figure(len(benches), f"{data.family}: {what} against threads", _runs_of(data))
     for ax, bench in zip(axes, benches):
         pred = lambda p, b=bench: p.bench == b
-        metric = _pick_metric(data, pred)
+        metric = metrics[bench]
         if metric is None:
             empty_panel(ax, bench, "no numeric metric")
             continue
@@ -124,7 +126,7 @@ def _relative(data: FamilyData, benches: List[str]) -> List[Tuple[str, Figure]]:
 @register("locks")
 def plot_locks(data: FamilyData) -> List[Tuple[str, Figure]]:
     """Lock throughput against threads (one line per lock, cs, stats) and wait share."""
-    fig, axes = new_figure(2, "locks: lock throughput and waiting against threads", _runs_of(data))
+    fig, axes = new_figure(2, "locks: throughput (ops/s) and share of time waiting against threads", _runs_of(data))
     threads_panel(axes[0], data, "locks", "throughput (ops/s)", data.runs, "ops_per_s")
     threads_panel(axes[1], data, "locks", "share of time waiting", data.runs, "wait_share",
                   fit_usl=False, ideal=False)
@@ -137,14 +139,14 @@ def plot_zone_lock(data: FamilyData) -> List[Tuple[str, Figure]]:
     """zone->lock placement: throughput per layout, one panel per lock kind, and the ratio of
     each layout to the baseline layout (default lock_after_free_area)."""
     locks = sorted({p.params.get("lock", "?") for _, pts in data.runs for p in pts})
-    fig, axes = new_figure(len(locks), "zone_lock: zone->lock placement, throughput against threads",
+    fig, axes = new_figure(len(locks), "zone_lock: zone->lock placement, throughput (ops/s) against threads",
                            _runs_of(data))
     for ax, lock in zip(axes, locks):
         threads_panel(ax, data, "zone_lock", f"lock:{lock}",
                       data.select(lambda p, l=lock: p.params.get("lock", "?") == l), "ops_per_s")
     out = [("zone_lock", finish(fig, _runs_of(data)))]
     baseline = data.baseline or DEFAULT_BASELINES["zone_lock"]
-    fig, axes = new_figure(len(locks), f"zone_lock: each layout / {baseline}", _runs_of(data))
+    fig, axes = new_figure(len(locks), f"zone_lock: each layout's ops/s / {baseline}'s (ratio)", _runs_of(data))
     for ax, lock in zip(axes, locks):
         relative_panel(ax, data, "zone_lock_relative", f"lock:{lock}",
                        data.select(lambda p, l=lock: p.params.get("lock", "?") == l), "ops_per_s",
@@ -165,7 +167,7 @@ def plot_pagevec(data: FamilyData) -> List[Tuple[str, Figure]]:
     count and the two proposed formulas; 16 vs 15 slots and offset 0 vs 8; wait share against
     slots; pages/s against threads for the seed slot counts."""
     runs = _runs_of(data)
-    fig, axes = new_figure(4, "pagevec: batch size (slots), alignment and lock waiting", runs)
+    fig, axes = new_figure(4, "pagevec: pages/s by batch size (slots) and alignment, lock wait share", runs)
     run, pts = data.runs[0]
     sweep = [p for p in pts if "slots" in p.params and p.params.get("offset", "0") == "0"
              and p.params.get("policy", "fixed") == "fixed"]
@@ -342,7 +344,7 @@ def _race_panel(ax, data: FamilyData) -> None:
 def plot_page_free_race(data: FamilyData) -> List[Tuple[str, Figure]]:
     """page_free_race: verdict table and violations per million frees per variant and window."""
     runs = _runs_of(data)
-    fig, axes = new_figure(2, "page_free_race: is each put_page variant safe against reclaim?",
+    fig, axes = new_figure(2, "page_free_race: lost references per variant (violations, per million frees)",
                            runs)
     _race_panel(axes[0], data)
     metric = "violations_per_million" if data.has_metric("violations_per_million") else "violations"
@@ -359,7 +361,7 @@ def plot_page_free(data: FamilyData) -> List[Tuple[str, Figure]]:
     has_race = any(p.bench == "page_free_race" for _, pts in data.runs for p in pts)
     cpus = sorted({p.params.get("free_cpu", "?") for _, pts in cost for p in pts}) or ["?"]
     fig, axes = new_figure(len(cpus) + int(has_race),
-                           "page_free: cost of freeing a page" + (", and safety" if has_race else ""),
+                           "page_free: cost of freeing a page (ns/op)" + (", and safety" if has_race else ""),
                            runs)
     for ax, cpu in zip(axes, cpus):
         title = f"ns/op against on_lru_pct (free_cpu:{cpu})"
@@ -426,7 +428,7 @@ def plot_fault(data: FamilyData) -> List[Tuple[str, Figure]]:
     zeroing = data.select(lambda p: p.bench == "zeroing")
     tasks = sorted({p.params.get("tasks", "threads") for _, pts in faults for p in pts}) or ["threads"]
     panels = len(tasks) + 2 * bool(prezero) + bool(zeroing)
-    fig, axes = new_figure(panels, "fault: page faults per wall second against tasks", runs)
+    fig, axes = new_figure(panels, "fault: page faults per wall second (faults/s) against tasks", runs)
     for ax, kind in zip(axes, tasks):
         threads_panel(ax, data, "fault", f"faults/wall-s, tasks:{kind}",
                       data.select(lambda p, k=kind: p.bench == "fault"
@@ -445,7 +447,7 @@ def plot_prezero(data: FamilyData) -> List[Tuple[str, Figure]]:
     """pre-zeroing model: allocations/s against threads per mode (zero on alloc, pre-zeroed
     with idle time, pre-zeroed while busy) and the share of pre-zeroed pages."""
     runs = _runs_of(data)
-    fig, axes = new_figure(2, "prezero: allocations with and without pre-zeroed pages", runs)
+    fig, axes = new_figure(2, "prezero: allocations/s with and without pre-zeroed pages", runs)
     _prezero_panels(axes, data, data.runs)
     return [("prezero", finish(fig, runs))]
 
@@ -454,7 +456,7 @@ def plot_prezero(data: FamilyData) -> List[Tuple[str, Figure]]:
 def plot_zeroing(data: FamilyData) -> List[Tuple[str, Figure]]:
     """zeroing: fill throughput (GB/s) per method, zero and pattern fills."""
     runs = _runs_of(data)
-    fig, axes = new_figure(1, "zeroing: fill throughput per method", runs, cols=1)
+    fig, axes = new_figure(1, "zeroing: fill throughput per method (GB/s)", runs, cols=1)
     _zeroing_panel(axes[0], data, data.runs)
     return [("zeroing", finish(fig, runs))]
 
@@ -466,7 +468,7 @@ def plot_calibration(data: FamilyData) -> List[Tuple[str, Figure]]:
     runs = _runs_of(data)
     out = []
     ops = data.select(lambda p: "op" in p.params and "ns_per_op" in p.metrics)
-    fig, axes = new_figure(1, "calibration: cost of one operation (1 thread)", runs, cols=1)
+    fig, axes = new_figure(1, "calibration: cost of one operation (ns/op, 1 thread)", runs, cols=1)
     ax = axes[0]
     if ops:
         labels, means, errs = [], [], []
