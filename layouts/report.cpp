@@ -441,7 +441,20 @@ std::string FormatAllLayouts() {
         "puts it with the\n"
      << "watermarks every allocation reads. Each zone report ends with the "
         "fields sharing the\n"
-     << "lock's line(s).\n\n";
+     << "lock's line(s).\n"
+     << "With a 4-byte ticket lock and 64-byte lines the zone is "
+     << sizeof(Zone<TicketLock, ZoneLockPlacement::kLockBeforeFreeArea,
+                    kCacheLine64>)
+     << " bytes before the fix, "
+     << sizeof(Zone<TicketLock, ZoneLockPlacement::kLockAfterFreeArea,
+                    kCacheLine64>)
+     << " after it and "
+     << sizeof(Zone<TicketLock, ZoneLockPlacement::kLockOwnLine, kCacheLine64>)
+     << " with the lock on its own line: in this\n"
+     << "configuration free_area[11] + flags end exactly on a line boundary, "
+        "so the fix's lock "
+        "already\n"
+     << "starts a line of its own.\n\n";
   for (const LayoutInfo& info : AllLayouts()) os << FormatPahole(info) << "\n";
   return os.str();
 }

@@ -297,6 +297,47 @@ constexpr std::size_t Order0NrFreeOffset() {
   return offsetof(Z, free_area) + offsetof(FreeArea, nr_free);
 }
 
+/// Compile-time layout checks every zone instantiation passes (DescribeZone
+/// instantiates them, so every lock x placement x line in the report is checked
+/// by the compiler).
+template <class Z>
+constexpr bool CheckZoneLayout() {
+  constexpr std::size_t kLine = Z::kLineSize;
+  using Lock = decltype(Z::lock);
+  constexpr std::size_t lock_first = offsetof(Z, lock) / kLine;
+  constexpr std::size_t lock_last =
+      (offsetof(Z, lock) + sizeof(Lock) - 1) / kLine;
+  constexpr std::size_t head_line = Order0ListHeadOffset<Z>() / kLine;
+  constexpr std::size_t nr_free_line = Order0NrFreeOffset<Z>() / kLine;
+  static_assert(alignof(Z) == kLine, "____cacheline_internodealigned_in_smp");
+  static_assert(sizeof(Z) % kLine == 0, "a zone is a whole number of lines");
+  static_assert(offsetof(Z, watermark) == 0,
+                "watermarks open the read-mostly line");
+  static_assert(offsetof(Z, lru_lock) % kLine == 0,
+                "ZONE_PADDING(_pad2_) before reclaim");
+  static_assert(offsetof(Z, vm_stat) % kLine == 0,
+                "ZONE_PADDING(_pad3_) before statistics");
+  if constexpr (Z::kPlacement == ZoneLockPlacement::kLockBeforeFreeArea) {
+    static_assert(offsetof(Z, lock) % kLine == 0,
+                  "lock opens the allocator section");
+    static_assert(head_line == lock_last,
+                  "3484b2de9499: lock and order-0 lists share a line");
+  } else if constexpr (Z::kPlacement == ZoneLockPlacement::kLockAfterFreeArea) {
+    static_assert(offsetof(Z, lock) > offsetof(Z, flags),
+                  "the fix: lock after flags");
+    static_assert(lock_first > nr_free_line,
+                  "the fix: lock off the order-0 lines");
+  } else if constexpr (Z::kPlacement == ZoneLockPlacement::kLockOwnLine) {
+    static_assert(offsetof(Z, lock) % kLine == 0, "own line: starts a line");
+    static_assert(head_line > lock_last, "own line: free_area on a later line");
+  } else {
+    static_assert(lock_first == 0, "read-mostly: lock in the watermarks' line");
+    static_assert(head_line > lock_last,
+                  "read-mostly: not with the free lists");
+  }
+  return true;
+}
+
 /// Puts a zone in its boot state: empty free and LRU lists, zero counters. The
 /// locks are default-constructed (unlocked) by the constructor already.
 template <class Z>
@@ -323,6 +364,7 @@ std::string ZoneLayoutName() {
 template <LockAlgorithm Lock, ZoneLockPlacement P, std::size_t kLine>
 LayoutInfo DescribeZone() {
   using Z = Zone<Lock, P, kLine>;
+  static_assert(CheckZoneLayout<Z>());
   LayoutInfo info;
   info.name = ZoneLayoutName<Lock, P, kLine>();
   info.kernel =

@@ -347,11 +347,20 @@ TEST(Zone, KnownOffsetsOfThe2015Thread) {
   // the section start.
   using Before = Zone<TicketLock, ZoneLockPlacement::kLockBeforeFreeArea, 64>;
   using After = Zone<TicketLock, ZoneLockPlacement::kLockAfterFreeArea, 64>;
-  static_assert(sizeof(TicketLock) == 4);
-  EXPECT_EQ(offsetof(Before, lock), 192u) << "read-mostly section is 3 lines";
-  EXPECT_EQ(Order0ListHeadOffset<Before>(), 200u);
-  EXPECT_EQ(offsetof(After, free_area), 192u);
-  EXPECT_EQ(offsetof(After, lock), 192u + 1152u);
+  static_assert(sizeof(TicketLock) == 4, "the issue's 4-byte ticket lock");
+  static_assert(offsetof(Before, lock) == 192,
+                "read-mostly section is 3 lines");
+  static_assert(Order0ListHeadOffset<Before>() == 200,
+                "lock word + 4 bytes of alignment");
+  static_assert(Order0NrFreeOffset<Before>() == 296,
+                "order-0 nr_free in the next line");
+  static_assert(offsetof(After, free_area) == 192,
+                "free_area opens the section");
+  static_assert(offsetof(After, lock) == 192 + 1152,
+                "11 * 104 + flags: a line boundary");
+  static_assert(sizeof(Before) == 1920 && sizeof(After) == 1920,
+                "30 lines either way");
+  EXPECT_TRUE(CheckZoneLayout<Before>());
   // A 40-byte pthread mutex pushes free_area[0] to 40 bytes into the lock's
   // line.
   using BeforeMutex =
