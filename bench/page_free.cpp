@@ -1,0 +1,958 @@
+// page_free: what it costs to free a page with and without the atomic
+// decrement, and whether the 2006 "fast path" is safe (linux-mm, March 2006;
+// BACKGROUND.md section 3, lockline issue 8).
+//
+// `page_free` (cost): every thread cycles pages through one life -- allocate
+// from its hot list, maybe add to the shared zone LRU, get_page/put_page, final
+// put_page by the variant -- against one shared lru_lock, freeing on the same
+// thread or on the next one (free_cpu:remote). `page_free_race` (safety): one
+// freeing thread and one vmscan-like scanner on a few shared pages; counts lost
+// references. Not measured: the buddy allocator (the hot lists never run dry or
+// overflow), interrupts (Linux takes lru_lock with irqs off), memcg, compound
+// pages.
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "harness/cpu.h"
+#include "harness/family.h"
+#include "harness/locks/all_locks.h"
+#include "harness/locks/lock_stat.h"
+#include "harness/memory.h"
+#include "layouts/page.h"
+
+namespace lockline {
+namespace page_free {
+
+// ---- the variants: one put_page policy each ---------------------------------
+//
+// A policy is a type with kName, kDescription and
+//   template <class Ctx> static PutResult PutPage(Page& page, Ctx& ctx);
+// The context supplies the zone and the checker hooks:
+//   LockLru(), UnlockLru(): take and release zone->lru_lock
+//   LruDel(page):      unlink from the zone LRU (caller holds lru_lock)
+//   FreeHot(page):     free_hot_page: the page is free, put it on a free list
+//   RaceWindow():      the race family's widening of the fast path's check
+//   RefUnderflow(page): a decrement found the count already <= 0
+
+/// How a put_page call ended.
+enum class PutResult {
+  kLive,         ///< references remain
+  kFreedLocked,  ///< last reference; lru_lock was taken
+  kFreedNoLock,  ///< last reference via the atomic decrement; no lru_lock (page
+                 ///< was off the LRU)
+  kFreedFast,    ///< last reference via the fast path's plain store: no atomic
+                 ///< RMW, no lock
+};
+
+/// atomic_dec_and_test on the refcount (fully ordered, a locked XADD/DEC on
+/// x86), reporting an underflow to the context. Returns true when this dropped
+/// the last reference.
+template <class Ctx>
+bool DecAndTest(Page& page, Ctx& ctx) {
+  const int old = page._refcount.fetch_sub(1, std::memory_order_seq_cst);
+  if (old <= 0) [[unlikely]]
+    ctx.RefUnderflow(page);
+  return old == 1;
+}
+
+/// 2.6.16's put_page (mm/swap.c): atomic decrement-and-test; at zero
+/// __page_cache_release takes lru_lock unconditionally, TestClearPageLRU and
+/// unlinks if it was set, then free_hot_page.
+struct AtomicPut {
+  static constexpr const char* kName = "atomic";
+  static constexpr const char* kDescription =
+      "2.6.16 put_page: atomic_dec_and_test; at zero take lru_lock, "
+      "TestClearPageLRU + unlink, "
+      "free to the hot list";
+  template <class Ctx>
+  static PutResult PutPage(Page& page, Ctx& ctx) {
+    if (!DecAndTest(page, ctx)) return PutResult::kLive;
+    ctx.LockLru();
+    if (TestClearPageLru(page)) ctx.LruDel(page);
+    ctx.UnlockLru();
+    ctx.FreeHot(page);
+    return PutResult::kFreedLocked;
+  }
+};
+
+/// The March 2006 proposal: `if (page_count(page) == 1 && !PageLRU(page))` set
+/// the count to 0 with a plain store and free, skipping the locked instruction
+/// (claimed 1-2 cycles vs ~17). Both tests and the store are relaxed atomics (a
+/// plain load/store on x86, never a C++ data race) and nothing orders them
+/// against vmscan: a scanner can take a reference and clear PG_lru between the
+/// two tests (or, with the loads reordered, before the first), and the store
+/// then erases its reference. RaceWindow() sits between the two tests, where
+/// that happens.
+struct FastpathPut {
+  static constexpr const char* kName = "fastpath";
+  static constexpr const char* kDescription =
+      "2006 proposal: page_count == 1 && !PageLRU -> plain store of 0 and free "
+      "(no atomic RMW, "
+      "no lock); else the atomic path";
+  template <class Ctx>
+  static PutResult PutPage(Page& page, Ctx& ctx) {
+    if (page_count(page) == 1) {
+      ctx.RaceWindow();
+      if (!PageLru(page)) {
+        set_page_count(page, 0);
+        ctx.FreeHot(page);
+        return PutResult::kFreedFast;
+      }
+    }
+    return AtomicPut::PutPage(page, ctx);
+  }
+};
+
+/// The reply's alternative (what 2.6.16 shipped as __page_cache_release with a
+/// PageLRU test): decrement-and-test; at zero TestClearPageLRU and take
+/// lru_lock only if it was set. Safe because at count 0 nobody can take a new
+/// reference (get_page_unless_zero fails), and a scanner that sees PG_lru
+/// already cleared under lru_lock leaves the page alone.
+struct LruCheckFirstPut {
+  static constexpr const char* kName = "lru_check_first";
+  static constexpr const char* kDescription =
+      "atomic_dec_and_test; at zero take lru_lock only if TestClearPageLRU "
+      "found PG_lru set";
+  template <class Ctx>
+  static PutResult PutPage(Page& page, Ctx& ctx) {
+    if (!DecAndTest(page, ctx)) return PutResult::kLive;
+    PutResult result = PutResult::kFreedNoLock;
+    if (TestClearPageLru(page)) {
+      ctx.LockLru();
+      ctx.LruDel(page);
+      ctx.UnlockLru();
+      result = PutResult::kFreedLocked;
+    }
+    ctx.FreeHot(page);
+    return result;
+  }
+};
+
+/// The variant table: a new put_page = one policy type + one entry here.
+template <class... Vs>
+struct VariantList {};
+using AllVariants = VariantList<AtomicPut, FastpathPut, LruCheckFirstPut>;
+
+template <class F, class... Vs>
+void ForEachVariantImpl(F& f, VariantList<Vs...>) {
+  (f.template operator()<Vs>(), ...);
+}
+/// Calls `f.template operator()<V>()` for every put_page policy, in table
+/// order.
+template <class F>
+void ForEachVariant(F&& f) {
+  ForEachVariantImpl(f, AllVariants{});
+}
+
+// ---- cost family
+// -------------------------------------------------------------
+
+/// Pages per lru_lock acquisition when adding to the LRU: PAGEVEC_SIZE 15
+/// (2.6.10 on), the way lru_cache_add batches. A round allocates kBatch pages
+/// and adds the chosen ones to the LRU under one acquisition, identically for
+/// every variant, so the LRU-add cost does not dominate and the variants differ
+/// only in their frees.
+inline constexpr int kBatch = 15;
+/// Pages each thread owns (its hot list depth at rest): 256 x 64 B = 16 KB of
+/// struct page, about the per-CPU hot list of a large 2.6 zone (pcp high = 6 x
+/// batch 31 = 186) rounded up, and L1/L2-resident. Only kBatch of them are
+/// touched per round (the list is LIFO, as the hot list).
+inline constexpr int kPagesPerThread = 256;
+/// Slots of each single-producer/single-consumer ring of free_cpu:remote
+/// (thread i -> i+1). When it is full the allocating thread does the final put
+/// itself (counted as ring_overflows), so no thread ever blocks on another: a
+/// handful of rounds of slack is enough.
+inline constexpr uint64_t kRingSlots = 64;
+
+/// zone->lru_lock and the LRU list it protects, in one cache-line group as
+/// in 2.6.16's struct zone (lru_lock, active_list, inactive_list share the
+/// reclaim section); a 128-byte boundary keeps every other structure off these
+/// lines.
+template <class Lock>
+struct alignas(kDestructiveLine) LruZone {
+  Lock lru_lock;
+  ListHead lru;
+  long nr_lru = 0;  ///< pages on `lru` (under lru_lock)
+  LruZone() { ListInit(&lru); }
+};
+
+/// Lock statistics side line of lru_lock (kept apart so the zone model keeps
+/// its shape).
+struct LruStatSide {
+  LockStatSide side;
+};
+
+/// Single-producer / single-consumer ring of page pointers (after rigtorp's
+/// SPSCQueue): the producer publishes a slot with a release store of tail_, the
+/// consumer takes it after an acquire load, so the page's state written before
+/// the push is visible to the final put.
+struct alignas(kDestructiveLine) PageRing {
+  alignas(kDestructiveLine) std::atomic<uint64_t> head{
+      0};  ///< next slot to pop (consumer)
+  alignas(kDestructiveLine) std::atomic<uint64_t> tail{
+      0};  ///< next slot to fill (producer)
+  alignas(kDestructiveLine) std::array<Page*, kRingSlots> slots{};
+
+  bool Push(Page* page) {
+    const uint64_t t = tail.load(std::memory_order_relaxed);
+    if (t - head.load(std::memory_order_acquire) == kRingSlots) return false;
+    slots[t % kRingSlots] = page;
+    tail.store(t + 1, std::memory_order_release);
+    return true;
+  }
+  Page* Pop() {
+    const uint64_t h = head.load(std::memory_order_relaxed);
+    if (h == tail.load(std::memory_order_acquire)) return nullptr;
+    Page* page = slots[h % kRingSlots];
+    head.store(h + 1, std::memory_order_release);
+    return page;
+  }
+  uint64_t Size() const {
+    return tail.load(std::memory_order_acquire) -
+           head.load(std::memory_order_acquire);
+  }
+};
+static_assert(sizeof(PageRing) % kDestructiveLine == 0,
+              "rings never share a line");
+
+/// One thread's state: its pages, its hot list and its counters, first-touched
+/// by the thread. alignas keeps threads' counters on separate lines.
+struct alignas(kDestructiveLine) CostThread {
+  std::unique_ptr<Page[]> pages;  ///< kPagesPerThread descriptors, owned
+  ListHead hot;  ///< free pages (LIFO, the hot end at hot.next)
+  int nr_hot = 0;
+  int lru_acc = 0;  ///< on_lru_pct accumulator (Bresenham: exact share, no RNG)
+  uint64_t frees = 0, fast_frees = 0, locked_frees = 0;
+  uint64_t lru_adds = 0, remote_frees = 0, ring_overflows = 0, underflows = 0;
+  LockStatThread lock_stat;
+};
+
+/// The context a policy runs in for the cost family (one per thread, on its
+/// stack).
+template <class Lock>
+struct CostCtx {
+  LruZone<Lock>& zone;
+  LockStatSide& side;
+  CostThread& t;
+  int index;
+
+  void LockLru() { LockWithStats(zone.lru_lock, side, t.lock_stat, index); }
+  void UnlockLru() { UnlockWithStats(zone.lru_lock, t.lock_stat); }
+  void LruDel(Page& page) {
+    ListDel(&page.lru);
+    --zone.nr_lru;
+  }
+  void FreeHot(Page& page) {
+    ListAdd(&page.lru, &t.hot);
+    ++t.nr_hot;
+  }
+  void RaceWindow() {}
+  void RefUnderflow(Page&) { ++t.underflows; }
+};
+
+/// Parameters of one cost point.
+struct CostParams {
+  int on_lru_pct =
+      0;  ///< share of pages added to the LRU before they are freed, 0..100
+  bool remote = false;  ///< free_cpu:remote: the final put happens on thread (i
+                        ///< + 1) % threads
+};
+
+/// The cost workload for one put_page policy V and one lru_lock kind L.
+template <class V, LockAlgorithm L>
+class CostWorkload : public Workload {
+ public:
+  CostWorkload(const PointEnv& env, CostParams params)
+      : env_(env),
+        params_(params),
+        zone_(MakeShared<LruZone<L>>(env)),
+        side_(MakeShared<LruStatSide>(env)) {}
+
+  void Prepare(int threads) override {
+    threads_.clear();
+    threads_.resize(threads);
+    rings_.clear();
+    if (params_.remote) {
+      for (int i = 0; i < threads; ++i)
+        rings_.push_back(MakeShared<PageRing>(env_));
+    }
+  }
+
+  void SetupThread(const ThreadCtx& ctx) override {
+    auto t = std::make_unique<CostThread>();
+    t->pages = std::make_unique<Page[]>(
+        kPagesPerThread);  // first touch by this thread
+    ListInit(&t->hot);
+    for (int i = 0; i < kPagesPerThread; ++i)
+      ListAddTail(&t->pages[i].lru, &t->hot);
+    t->nr_hot = kPagesPerThread;
+    threads_[ctx.index] = std::move(t);
+  }
+
+  // One round = kBatch page lives. The loop checks `stop` after each round, so
+  // a call does at least one round (tests rely on that for deterministic op
+  // counts).
+  uint64_t RunWindow(const ThreadCtx& ctx,
+                     const std::atomic<bool>& stop) override {
+    CostThread& t = *threads_[ctx.index];
+    CostCtx<L> c{*zone_, side_->side, t, ctx.index};
+    PageRing* in = params_.remote ? rings_[ctx.index].get() : nullptr;
+    PageRing* out =
+        params_.remote ? rings_[(ctx.index + 1) % ctx.threads].get() : nullptr;
+    std::array<Page*, kBatch> batch;
+    std::array<bool, kBatch> to_lru;
+    uint64_t ops = 0;
+    do {
+      // Final puts handed over by the previous thread (network buffers freed on
+      // another CPU).
+      if (in) DrainRing(*in, c);
+      if (t.nr_hot ==
+          0) {  // our pages are all in flight on other threads: wait for some
+        CpuRelax();
+        continue;
+      }
+      // Allocate (buffered_rmqueue from the hot list; prep_new_page sets the
+      // count to 1).
+      int n = 0;
+      bool any_lru = false;
+      while (n < kBatch && t.nr_hot > 0) {
+        ListHead* node = t.hot.next;
+        ListDel(node);
+        --t.nr_hot;
+        Page* page = PageFromLru(node);
+        set_page_count(*page, 1);
+        t.lru_acc += params_.on_lru_pct;
+        to_lru[n] = t.lru_acc >= 100;
+        if (to_lru[n]) {
+          t.lru_acc -= 100;
+          any_lru = true;
+        }
+        batch[n++] = page;
+      }
+      // lru_cache_add for the chosen pages: one lru_lock acquisition per round
+      // (pagevec drain).
+      if (any_lru) {
+        c.LockLru();
+        for (int i = 0; i < n; ++i) {
+          if (to_lru[i]) {
+            SetPageLru(*batch[i]);
+            ListAdd(&batch[i]->lru, &zone_->lru);
+            ++zone_->nr_lru;
+            ++t.lru_adds;
+          }
+        }
+        c.UnlockLru();
+      }
+      // One more get/put pair (count 1 -> 2 -> 1), then the final put here or
+      // on the next CPU.
+      for (int i = 0; i < n; ++i) {
+        Page& page = *batch[i];
+        get_page(page);
+        V::PutPage(page, c);
+        if (out) {
+          if (out->Push(&page)) continue;
+          ++t.ring_overflows;
+        }
+        Count(t, V::PutPage(page, c));
+      }
+      ops += static_cast<uint64_t>(n);
+    } while (!stop.load(std::memory_order_relaxed));
+    return ops;
+  }
+
+  void Report(PointReport& out, double window_seconds, uint64_t ops) override {
+    uint64_t frees = 0, fast = 0, locked = 0, lru_adds = 0, remote = 0,
+             overflows = 0;
+    std::vector<const LockStatThread*> stats;
+    for (const auto& t : threads_) {
+      if (!t) continue;
+      frees += t->frees;
+      fast += t->fast_frees;
+      locked += t->locked_frees;
+      lru_adds += t->lru_adds;
+      remote += t->remote_frees;
+      overflows += t->ring_overflows;
+      stats.push_back(&t->lock_stat);
+    }
+    const auto share = [](uint64_t a, uint64_t b) {
+      return b ? static_cast<double>(a) / static_cast<double>(b) : 0.0;
+    };
+    out.Metric("fastpath_share", share(fast, frees));
+    out.Metric("lru_lock_per_free", share(locked, frees));
+    if (params_.remote) out.Metric("remote_free_share", share(remote, frees));
+    const double thread_seconds =
+        window_seconds * static_cast<double>(threads_.size());
+    AddLockStatMetrics(out, SummarizeLockStats(stats, thread_seconds, ops));
+    out.details["variant"] = V::kName;
+    out.details["variant_description"] = V::kDescription;
+    out.details["lock_description"] = L::kDescription;
+    out.details["batch"] = kBatch;
+    out.details["pages_per_thread"] = kPagesPerThread;
+    out.details["frees"] = frees;
+    out.details["fast_frees"] = fast;
+    out.details["frees_taking_lru_lock"] = locked;
+    out.details["lru_adds"] = lru_adds;
+    if (params_.remote) {
+      out.details["remote_frees"] = remote;
+      out.details["ring_overflows"] = overflows;
+    }
+    out.details["end_state"] = EndState();
+  }
+
+  // Page conservation and structure: every page is on exactly one hot list or
+  // in flight in a ring (a round never ends with pages in hand); free pages
+  // have count 0 and no flags; in-flight pages count 1 and are on the LRU iff
+  // PG_lru; the LRU is a consistent ring.
+  std::string Verify() override {
+    const int threads = static_cast<int>(threads_.size());
+    uint64_t underflows = 0;
+    long seen = 0;
+    for (int i = 0; i < threads; ++i) {
+      const CostThread* t = threads_[i].get();
+      if (!t) return "thread " + std::to_string(i) + " was never set up";
+      underflows += t->underflows;
+      long n = 0;
+      for (const ListHead* p = t->hot.next; p != &t->hot; p = p->next) {
+        if (p->next->prev != p)
+          return "hot list of thread " + std::to_string(i) + " corrupt";
+        const Page* page = PageFromLru(const_cast<ListHead*>(p));
+        if (page_count(*page) != 0 || page->flags.load() != 0) {
+          return "free page with count " + std::to_string(page_count(*page)) +
+                 " or flags set";
+        }
+        if (++n > kPagesPerThread * threads) return "hot list loops";
+      }
+      if (n != t->nr_hot) return "hot list length disagrees with its count";
+      seen += n;
+    }
+    long on_lru = 0;
+    for (const auto& ring : rings_) {
+      for (uint64_t s = ring->head.load(); s != ring->tail.load(); ++s) {
+        const Page* page = ring->slots[s % kRingSlots];
+        if (page_count(*page) != 1) return "in-flight page with count != 1";
+        if (PageLru(*page)) ++on_lru;
+        ++seen;
+      }
+    }
+    if (seen != static_cast<long>(kPagesPerThread) * threads) {
+      return "page conservation: " + std::to_string(seen) + " of " +
+             std::to_string(kPagesPerThread * threads) + " pages accounted for";
+    }
+    long n = 0;
+    for (const ListHead* p = zone_->lru.next; p != &zone_->lru; p = p->next) {
+      if (p->next->prev != p || ++n > seen) return "LRU list corrupt";
+    }
+    if (n != zone_->nr_lru || n != on_lru) {
+      return "LRU holds " + std::to_string(n) + " pages, nr_lru " +
+             std::to_string(zone_->nr_lru) + ", in-flight PG_lru pages " +
+             std::to_string(on_lru);
+    }
+    if (underflows) return std::to_string(underflows) + " refcount underflows";
+    return "";
+  }
+
+ private:
+  static void Count(CostThread& t, PutResult r) {
+    if (r == PutResult::kLive) return;
+    ++t.frees;
+    if (r == PutResult::kFreedFast) ++t.fast_frees;
+    if (r == PutResult::kFreedLocked) ++t.locked_frees;
+  }
+  static void DrainRing(PageRing& ring, CostCtx<L>& c) {
+    while (Page* page = ring.Pop()) {
+      Count(c.t, V::PutPage(*page, c));
+      ++c.t.remote_frees;
+    }
+  }
+  // A summary of the final state that any correct variant reaches after the
+  // same rounds: page counts per place plus an FNV-1a hash over (hot-list
+  // position, page number, count, flags).
+  nlohmann::json EndState() const {
+    uint64_t hash = 1469598103934665603ull;
+    const auto mix = [&hash](uint64_t v) {
+      hash ^= v;
+      hash *= 1099511628211ull;
+    };
+    long hot = 0;
+    for (size_t i = 0; i < threads_.size(); ++i) {
+      const CostThread* t = threads_[i].get();
+      if (!t) continue;
+      for (const ListHead* p = t->hot.next; p != &t->hot; p = p->next) {
+        const Page* page = PageFromLru(const_cast<ListHead*>(p));
+        mix(i);
+        mix(static_cast<uint64_t>(page - t->pages.get()));
+        mix(static_cast<uint64_t>(page_count(*page)));
+        mix(page->flags.load());
+        if (++hot > kPagesPerThread * static_cast<long>(threads_.size())) break;
+      }
+    }
+    uint64_t in_flight = 0;
+    for (const auto& ring : rings_) in_flight += ring->Size();
+    return {{"hot_pages", hot},
+            {"lru_pages", zone_->nr_lru},
+            {"in_flight", in_flight},
+            {"hash", hash}};
+  }
+
+  PointEnv env_;
+  CostParams params_;
+  std::shared_ptr<LruZone<L>> zone_;
+  std::shared_ptr<LruStatSide> side_;
+  std::vector<std::unique_ptr<CostThread>> threads_;
+  std::vector<std::shared_ptr<PageRing>> rings_;
+};
+
+/// lru_lock kind of the default suite; the full suite crosses every lock of the
+/// table. The ticket lock is the fair spinlock of the 2.6.25-4.1 era (2.6.16
+/// itself had a byte lock: `tas`).
+inline constexpr const char* kDefaultLock = "ticket";
+
+std::vector<Variant> CostVariants() {
+  std::vector<Variant> out;
+  ForEachVariant([&]<class V>() {
+    ForEachLock([&]<class L>() {
+      for (int pct : {0, 50, 100}) {
+        for (bool remote : {false, true}) {
+          const bool base = std::string(L::kName) == kDefaultLock && !remote;
+          Variant v;
+          v.params = {{"variant", V::kName},
+                      {"on_lru_pct", std::to_string(pct)},
+                      {"free_cpu", remote ? "remote" : "same"},
+                      {"lock", L::kName}};
+          v.suite = base && pct == 0     ? Suite::kQuick
+                    : base && pct == 100 ? Suite::kDefault
+                                         : Suite::kFull;
+          v.description =
+              std::string(V::kDescription) + "; " + std::to_string(pct) +
+              "% of pages on the LRU when freed; final put on " +
+              (remote ? "the next thread" : "the allocating thread");
+          const CostParams cp{pct, remote};
+          v.make = [cp](const PointEnv& env) -> std::unique_ptr<Workload> {
+            return std::make_unique<CostWorkload<V, L>>(env, cp);
+          };
+          out.push_back(std::move(v));
+        }
+      }
+    });
+  });
+  return out;
+}
+
+// ---- race family
+// -------------------------------------------------------------
+
+/// Shared pages of the race: few enough that the scanner keeps meeting the page
+/// being freed.
+inline constexpr int kRacePages = 8;
+/// Pages the freer holds at once (allocated and on the LRU); it frees the
+/// oldest, which sits at the LRU tail where the scanner isolates.
+inline constexpr int kLiveDepth = 3;
+/// How long the scanner holds an isolated page before putting it back: stands
+/// in for shrink_page_list's work (unmapping, writeback checks), which takes
+/// microseconds. Longer than the largest race window so an isolation that
+/// overlaps the fast path's check is still outstanding when the freer frees.
+inline constexpr uint64_t kScanHoldNs = 5000;
+
+/// Checker state per page, outside struct page so the model keeps its layout.
+struct PageMeta {
+  /// (free generation << 1) | free bit. The free routine sets the bit and bumps
+  /// the generation, allocation clears the bit: any free between two reads
+  /// changes the word (the "poison").
+  std::atomic<uint64_t> state{1};
+  bool on_list = false;  ///< linked on the LRU list (under lru_lock): guards
+                         ///< list operations
+  bool on_free = false;  ///< on the free list (under free_lock)
+};
+
+/// Everything the two threads share, placed by MakeShared.
+struct RaceShared {
+  alignas(kDestructiveLine) TicketLock lru_lock;
+  ListHead lru;
+  alignas(kDestructiveLine)
+      std::mutex free_lock;  ///< zone->lock stand-in for the free list
+  std::deque<int> free_list;
+  alignas(kDestructiveLine) std::array<Page, kRacePages> pages;
+  std::array<PageMeta, kRacePages> meta;
+  /// Recovery protocol: a detected lost reference sets rebuild_req; the scanner
+  /// parks (holding no page), the freer rebuilds every page and the lists, then
+  /// bumps rebuild_epoch.
+  alignas(kDestructiveLine) std::atomic<bool> rebuild_req{false};
+  std::atomic<int> scanner_parked{0};
+  std::atomic<uint64_t> rebuild_epoch{0};
+  std::atomic<uint64_t> window_epoch{
+      0};  ///< bumped by the freer after its start-of-window rebuild
+};
+
+/// Symptoms of lost references, counted by kind (details) and as incidents
+/// (metric).
+struct alignas(kDestructiveLine) RaceCounters {
+  uint64_t frees = 0, fast_frees = 0;
+  uint64_t freed_under_ref =
+      0;  ///< scanner: page freed (generation moved) while it held a ref
+  uint64_t underflow = 0;    ///< a decrement found the count <= 0
+  uint64_t double_free = 0;  ///< free routine: page already free
+  uint64_t freed_on_lru =
+      0;  ///< free routine: PG_lru set on a page being freed
+  uint64_t bad_list_op =
+      0;  ///< LRU add of a linked page or unlink of an unlinked one
+  uint64_t incidents = 0;  ///< races detected (each followed by one rebuild)
+  uint64_t isolations =
+      0;  ///< scanner: successful get_page_unless_zero + isolate
+};
+
+/// The race workload: thread 0 frees, thread 1 scans; policy V frees on both.
+template <class V>
+class RaceWorkload : public Workload {
+ public:
+  RaceWorkload(const PointEnv& env, uint64_t window_ns)
+      : shared_(MakeShared<RaceShared>(env)), window_ns_(window_ns) {
+    Rebuild();
+  }
+
+  struct Ctx {
+    RaceWorkload& w;
+    RaceCounters& n;
+    uint64_t window_ns;
+    void LockLru() { w.shared_->lru_lock.lock(); }
+    void UnlockLru() { w.shared_->lru_lock.unlock(); }
+    void LruDel(Page& page) {
+      PageMeta& m = w.Meta(page);
+      if (!m.on_list) {
+        w.Symptom(n, n.bad_list_op);
+        return;
+      }
+      ListDel(&page.lru);
+      m.on_list = false;
+    }
+    void FreeHot(Page& page) { w.Free(page, n); }
+    void RaceWindow() { ThinkNs(window_ns); }
+    void RefUnderflow(Page&) { w.Symptom(n, n.underflow); }
+  };
+
+  uint64_t RunWindow(const ThreadCtx& ctx,
+                     const std::atomic<bool>& stop) override {
+    return ctx.index == 0 ? RunFreer(stop) : RunScanner(stop);
+  }
+
+  void Report(PointReport& out, double /*window_seconds*/,
+              uint64_t /*ops*/) override {
+    RaceCounters sum;
+    for (const RaceCounters* c : {&freer_, &scanner_}) {
+      sum.frees += c->frees;
+      sum.fast_frees += c->fast_frees;
+      sum.freed_under_ref += c->freed_under_ref;
+      sum.underflow += c->underflow;
+      sum.double_free += c->double_free;
+      sum.freed_on_lru += c->freed_on_lru;
+      sum.bad_list_op += c->bad_list_op;
+      sum.incidents += c->incidents;
+      sum.isolations += c->isolations;
+    }
+    const double per_million = sum.frees
+                                   ? 1e6 * static_cast<double>(sum.incidents) /
+                                         static_cast<double>(sum.frees)
+                                   : 0;
+    out.Metric("violations", static_cast<double>(sum.incidents));
+    out.Metric("frees", static_cast<double>(sum.frees));
+    out.Metric("violations_per_million", per_million);
+    out.details["verdict"] = sum.incidents ? "unsafe" : "no violation seen";
+    out.details["variant"] = V::kName;
+    out.details["variant_description"] = V::kDescription;
+    out.details["race_window_ns"] = window_ns_;
+    out.details["scan_hold_ns"] = kScanHoldNs;
+    out.details["pages"] = kRacePages;
+    out.details["fast_frees"] = sum.fast_frees;
+    out.details["isolations"] = sum.isolations;
+    out.details["rebuilds"] = rebuilds_;
+    out.details["symptoms"] = {{"freed_under_scanner_ref", sum.freed_under_ref},
+                               {"refcount_underflow", sum.underflow},
+                               {"double_free", sum.double_free},
+                               {"freed_on_lru", sum.freed_on_lru},
+                               {"bad_lru_list_op", sum.bad_list_op}};
+  }
+
+  // Violations are the measurement and do not fail the row. Structural damage
+  // would: the guards keep the lists intact whatever the race does, so this
+  // checks that they did.
+  std::string Verify() override {
+    RaceShared& s = *shared_;
+    int n = 0;
+    for (const ListHead* p = s.lru.next; p != &s.lru; p = p->next) {
+      if (p->next->prev != p || ++n > kRacePages)
+        return "race LRU list corrupt";
+      const Page* page = PageFromLru(const_cast<ListHead*>(p));
+      if (page < s.pages.data() || page >= s.pages.data() + kRacePages) {
+        return "race LRU list links a foreign node";
+      }
+    }
+    std::array<bool, kRacePages> seen{};
+    for (int i : s.free_list) {
+      if (i < 0 || i >= kRacePages || seen[i]) return "race free list corrupt";
+      seen[i] = true;
+    }
+    return "";
+  }
+
+  /// Test hook: incidents and frees so far (valid between windows).
+  std::pair<uint64_t, uint64_t> Tally() const {
+    return {freer_.incidents + scanner_.incidents,
+            freer_.frees + scanner_.frees};
+  }
+
+ private:
+  PageMeta& Meta(Page& page) {
+    return shared_->meta[&page - shared_->pages.data()];
+  }
+
+  // Records one symptom; the first symptom of an incident counts the incident
+  // and asks for a rebuild (later symptoms of the same incident are side
+  // effects of the same lost reference).
+  void Symptom(RaceCounters& n, uint64_t& kind) {
+    ++kind;
+    if (!shared_->rebuild_req.exchange(true, std::memory_order_acq_rel))
+      ++n.incidents;
+  }
+
+  // The common free routine (free_hot_page) plus the checker: poison, then the
+  // free list.
+  void Free(Page& page, RaceCounters& n) {
+    PageMeta& m = Meta(page);
+    if (PageLru(page)) Symptom(n, n.freed_on_lru);
+    const uint64_t old = m.state.fetch_or(1, std::memory_order_seq_cst);
+    if (old & 1) {
+      Symptom(n, n.double_free);
+      return;
+    }
+    m.state.fetch_add(2, std::memory_order_seq_cst);  // next generation
+    ++n.frees;
+    std::lock_guard<std::mutex> g(shared_->free_lock);
+    if (!m.on_free) {
+      m.on_free = true;
+      shared_->free_list.push_back(
+          static_cast<int>(&page - shared_->pages.data()));
+    }
+  }
+
+  Page* Alloc() {
+    std::lock_guard<std::mutex> g(shared_->free_lock);
+    if (shared_->free_list.empty()) return nullptr;
+    const int i = shared_->free_list.front();
+    shared_->free_list.pop_front();
+    shared_->meta[i].on_free = false;
+    return &shared_->pages[i];
+  }
+
+  // Every page free, count 0, no flags; both lists rebuilt. Only while the
+  // scanner is parked or not running (constructor, start of a window,
+  // recovery).
+  void Rebuild() {
+    RaceShared& s = *shared_;
+    ListInit(&s.lru);
+    s.free_list.clear();
+    for (int i = 0; i < kRacePages; ++i) {
+      Page& page = s.pages[i];
+      page.flags.store(0, std::memory_order_relaxed);
+      set_page_count(page, 0);
+      ListInit(&page.lru);
+      s.meta[i].state.fetch_or(1);
+      s.meta[i].on_list = false;
+      s.meta[i].on_free = true;
+      s.free_list.push_back(i);
+    }
+    live_.clear();
+    s.scanner_parked.store(0, std::memory_order_relaxed);
+    s.rebuild_req.store(false, std::memory_order_relaxed);
+  }
+
+  // Thread 0: allocate, add to the LRU (the page cache), keep kLiveDepth pages,
+  // free the oldest with the variant's put_page. ops = pages freed by this
+  // thread's puts.
+  uint64_t RunFreer(const std::atomic<bool>& stop) {
+    RaceShared& s = *shared_;
+    Rebuild();
+    ++rebuilds_;
+    s.window_epoch.fetch_add(1, std::memory_order_release);
+    Ctx c{*this, freer_, window_ns_};
+    uint64_t ops = 0;
+    while (!stop.load(std::memory_order_relaxed)) {
+      if (s.rebuild_req.load(std::memory_order_acquire)) {
+        // Wait for the scanner to park (it drops whatever it holds first), then
+        // rebuild.
+        while (s.scanner_parked.load(std::memory_order_acquire) == 0) {
+          if (stop.load(std::memory_order_relaxed)) return ops;
+          CpuRelax();
+        }
+        Rebuild();
+        ++rebuilds_;
+        s.rebuild_epoch.fetch_add(1, std::memory_order_release);
+        continue;
+      }
+      Page* page = Alloc();
+      if (!page) {
+        CpuRelax();
+        continue;
+      }
+      PageMeta& m = Meta(*page);
+      set_page_count(*page, 1);
+      m.state.fetch_and(~uint64_t{1}, std::memory_order_seq_cst);  // allocated
+      s.lru_lock.lock();
+      if (m.on_list) {
+        Symptom(freer_, freer_.bad_list_op);
+      } else {
+        SetPageLru(*page);
+        ListAdd(&page->lru, &s.lru);
+        m.on_list = true;
+      }
+      s.lru_lock.unlock();
+      live_.push_back(page);
+      if (static_cast<int>(live_.size()) > kLiveDepth) {
+        Page* victim = live_.front();
+        live_.pop_front();
+        const PutResult r = V::PutPage(*victim, c);
+        if (r == PutResult::kFreedFast) ++freer_.fast_frees;
+        ++ops;
+      }
+    }
+    return ops;
+  }
+
+  // Thread 1: isolate_lru_page from the LRU tail under lru_lock (PG_lru set and
+  // get_page_unless_zero succeeds -> clear PG_lru, unlink), hold it, check it
+  // was not freed, put it back on the LRU and drop the reference with the
+  // variant's put_page.
+  uint64_t RunScanner(const std::atomic<bool>& stop) {
+    RaceShared& s = *shared_;
+    ++scanner_windows_;
+    while (s.window_epoch.load(std::memory_order_acquire) < scanner_windows_) {
+      if (stop.load(std::memory_order_relaxed)) return 0;
+      CpuRelax();
+    }
+    Ctx c{*this, scanner_, 0};
+    uint64_t ops = 0;
+    while (!stop.load(std::memory_order_relaxed)) {
+      if (s.rebuild_req.load(std::memory_order_acquire)) {
+        const uint64_t epoch = s.rebuild_epoch.load(std::memory_order_acquire);
+        s.scanner_parked.store(1, std::memory_order_release);
+        while (s.rebuild_epoch.load(std::memory_order_acquire) == epoch) {
+          if (stop.load(std::memory_order_relaxed)) return ops;
+          CpuRelax();
+        }
+        continue;
+      }
+      Page* page = nullptr;
+      uint64_t s0 = 0;
+      s.lru_lock.lock();
+      if (!ListEmpty(&s.lru)) {
+        Page* tail = PageFromLru(s.lru.prev);
+        if (PageLru(*tail) && get_page_unless_zero(*tail)) {
+          // Generation read before PG_lru is cleared: until then no fast-path
+          // free can pass its !PageLRU test, so s0 is the page's state as of
+          // our reference.
+          s0 = Meta(*tail).state.load(std::memory_order_seq_cst);
+          ClearPageLru(*tail);
+          ListDel(&tail->lru);
+          Meta(*tail).on_list = false;
+          page = tail;
+        }
+      }
+      s.lru_lock.unlock();
+      if (!page) {
+        CpuRelax();
+        continue;
+      }
+      ++scanner_.isolations;
+      ++ops;
+      PageMeta& m = Meta(*page);
+      if (s0 & 1) {  // a free page with a reference: already broken
+        Symptom(scanner_, scanner_.freed_under_ref);
+        continue;
+      }
+      ThinkNs(kScanHoldNs);
+      // putback_lru_page, with the check under lru_lock: if the page was freed
+      // while we held our reference, the reference is lost; the page now
+      // belongs to the freer, drop it.
+      bool lost = false;
+      s.lru_lock.lock();
+      if (m.state.load(std::memory_order_seq_cst) != s0) {
+        lost = true;
+      } else if (m.on_list) {
+        s.lru_lock.unlock();
+        Symptom(scanner_, scanner_.bad_list_op);
+        continue;
+      } else {
+        SetPageLru(*page);
+        ListAdd(&page->lru, &s.lru);
+        m.on_list = true;
+      }
+      s.lru_lock.unlock();
+      if (lost) {
+        Symptom(scanner_, scanner_.freed_under_ref);
+        continue;
+      }
+      const PutResult r = V::PutPage(*page, c);
+      if (r == PutResult::kFreedFast) ++scanner_.fast_frees;
+    }
+    return ops;
+  }
+
+  std::shared_ptr<RaceShared> shared_;
+  uint64_t window_ns_;
+  std::deque<Page*> live_;        ///< freer only
+  uint64_t rebuilds_ = 0;         ///< freer only
+  uint64_t scanner_windows_ = 0;  ///< scanner only
+  RaceCounters freer_, scanner_;
+};
+
+/// Race windows of the grid (ns between the fast path's two tests); 0 =
+/// natural.
+inline constexpr uint64_t kRaceWindows[] = {0, 200, 2000};
+
+std::vector<Variant> RaceVariants() {
+  std::vector<Variant> out;
+  ForEachVariant([&]<class V>() {
+    for (uint64_t w : kRaceWindows) {
+      Variant v;
+      v.params = {{"variant", V::kName}, {"race_window_ns", std::to_string(w)}};
+      v.suite = w == 2000 ? Suite::kQuick
+                : w == 0  ? Suite::kDefault
+                          : Suite::kFull;
+      v.description =
+          std::string("race verdict: ") + V::kDescription +
+          "; thread 0 frees, thread 1 scans like isolate_lru_page; " +
+          std::to_string(w) + " ns between the fast path's tests";
+      v.threads = {2};
+      v.windows = 1;
+      v.make = [w](const PointEnv& env) -> std::unique_ptr<Workload> {
+        return std::make_unique<RaceWorkload<V>>(env, w);
+      };
+      out.push_back(std::move(v));
+    }
+  });
+  return out;
+}
+
+}  // namespace page_free
+
+LOCKLINE_REGISTER_FAMILY(Family{
+    "page_free",
+    "put_page cost: atomic decrement vs the 2006 plain-store fast path vs "
+    "lru_check_first, "
+    "by share of pages on the LRU and freeing CPU (linux-mm, March 2006)",
+    page_free::CostVariants,
+    {}});
+LOCKLINE_REGISTER_FAMILY(Family{
+    "page_free_race",
+    "put_page safety: lost references when a vmscan-like scanner races the "
+    "freeing thread "
+    "(violations per million frees; linux-mm, March 2006)",
+    page_free::RaceVariants,
+    {}});
+
+}  // namespace lockline
