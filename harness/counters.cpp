@@ -305,18 +305,12 @@ class ThreadCountersImpl final : public ThreadCounters {
           continue;
         }
         const Baseline& b = u.base[m];
-        CounterReading r = ClassifyReading(e.avail.name, now[m].raw - b.raw,
-                                           now[m].enabled - b.enabled,
-                                           now[m].running - b.running);
+        CounterReading r = ClassifyReading(
+            e.avail.name, now[m].raw - b.raw, now[m].enabled - b.enabled,
+            now[m].running - b.running, e.must_be_nonzero);
+        // A window that ran but was not counted is a problem; no window yet is
+        // not.
         if (r.status == "unavailable" && r.time_enabled_ns > 0) {
-          state_->ReportOnce(e.avail.name, r.reason);
-        } else if (r.status != "unavailable" && e.must_be_nonzero &&
-                   r.raw == 0) {
-          r.status = "unavailable";
-          r.reason =
-              "counted 0 over a window with time_running > 0: impossible for " +
-              e.avail.name +
-              " in user mode, the (virtual) PMU is not really counting";
           state_->ReportOnce(e.avail.name, r.reason);
         }
         out[i] = r;
@@ -746,7 +740,7 @@ std::vector<std::string> ParseEventList(const std::string& spec) {
 
 CounterReading ClassifyReading(const std::string& name, uint64_t raw,
                                uint64_t time_enabled_ns,
-                               uint64_t time_running_ns) {
+                               uint64_t time_running_ns, bool zero_is_error) {
   CounterReading r;
   r.name = name;
   r.raw = raw;
@@ -757,6 +751,11 @@ CounterReading ClassifyReading(const std::string& name, uint64_t raw,
     r.reason = time_enabled_ns == 0
                    ? "not counted (time_running 0: no window since Reset)"
                    : "not counted (time_running 0: never scheduled on the PMU)";
+  } else if (zero_is_error && raw == 0) {
+    r.status = "unavailable";
+    r.reason =
+        "counted 0 over a window with time_running > 0: impossible for " +
+        name + " in user mode, the (virtual) PMU is not really counting";
   } else if (time_running_ns >= time_enabled_ns) {
     r.status = "measured";
     r.value = static_cast<double>(raw);

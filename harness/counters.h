@@ -119,10 +119,13 @@ inline constexpr const char* kDefaultEvents[] = {
 /// value = raw * enabled / running (the counter was on the PMU only
 /// running/enabled of the time; the ratio is kept in the time fields); running
 /// == 0 -> "unavailable" ("not counted (time_running 0)"), never a 0 count.
-/// Times in ns.
+/// Times in ns. `zero_is_error` (set for cycles / instructions counting user
+/// mode): a 0 count with time_running > 0 is "unavailable" (a PMU that does not
+/// really count, e.g. a half-emulated vPMU), not a result.
 CounterReading ClassifyReading(const std::string& name, uint64_t raw,
                                uint64_t time_enabled_ns,
-                               uint64_t time_running_ns);
+                               uint64_t time_running_ns,
+                               bool zero_is_error = false);
 
 /// Sums per-thread readings (outer index = thread, inner = event, same event
 /// order in every thread, as Read() returns them) into one reading per event:

@@ -5,13 +5,19 @@
 #include "harness/counters.h"
 
 #include <gtest/gtest.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <sched.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <cstddef>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <thread>
 
@@ -177,6 +183,14 @@ TEST(CountersModel, ClassifyReading) {
   CounterReading u = ClassifyReading("x", 0, 400, 0);
   EXPECT_EQ(u.status, "unavailable");
   EXPECT_NE(u.reason.find("time_running 0"), std::string::npos);
+  // The instructions == 0 trap: a real window cannot retire 0 user
+  // instructions.
+  CounterReading z = ClassifyReading("instructions", 0, 400, 400, true);
+  EXPECT_EQ(z.status, "unavailable");
+  EXPECT_NE(z.reason.find("counted 0"), std::string::npos);
+  EXPECT_EQ(ClassifyReading("instructions", 5, 400, 400, true).status,
+            "measured");
+  EXPECT_EQ(ClassifyReading("page-faults", 0, 400, 400).status, "measured");
 }
 
 TEST(CountersModel, SumReadingsKeepsWorstStatus) {
@@ -358,34 +372,16 @@ TEST(CountersLive, HardwareEventsAreHonest) {
   EXPECT_GT(instructions->raw, 0u);
 }
 
-// Unprivileged: run Create() as nobody in a forked child. With
-// perf_event_paranoid >= 2 kernel counting is refused, events fall back to
-// user-only and context-switches (kernel-only) must be unavailable with the
-// paranoid value in the reason.
-TEST(CountersLive, UnprivilegedMarksKernelOnlyEventsUnavailable) {
-  if (geteuid() != 0)
-    GTEST_SKIP() << "needs root to switch to nobody (uid 65534)";
-  const int paranoid = PerfEventParanoid();
-  if (paranoid == kParanoidUnreadable)
-    GTEST_SKIP() << "perf_event_paranoid unreadable";
+// Runs `body` in a forked child (so setuid / seccomp do not leak into the test
+// process) and returns what it printed, or "child failed".
+std::string RunInChild(const std::function<std::string()>& body) {
   int fds[2];
-  ASSERT_EQ(pipe(fds), 0);
+  if (pipe(fds) != 0) return "child failed";
   const pid_t pid = fork();
-  ASSERT_GE(pid, 0);
+  if (pid < 0) return "child failed";
   if (pid == 0) {
     close(fds[0]);
-    std::string out;
-    if (setgid(65534) != 0 || setuid(65534) != 0) {
-      out = "setuid failed";
-    } else {
-      auto s = CounterSession::Create("default");
-      nlohmann::json j = s->AvailabilityJson();
-      auto c = s->OpenForThisThread();
-      c->Start();
-      c->Stop();
-      j["readings"] = ReadingsJson(c->Read());
-      out = j.dump();
-    }
+    const std::string out = body();
     if (write(fds[1], out.data(), out.size()) < 0) _exit(2);
     _exit(0);
   }
@@ -397,15 +393,51 @@ TEST(CountersLive, UnprivilegedMarksKernelOnlyEventsUnavailable) {
   close(fds[0]);
   int status = 0;
   waitpid(pid, &status, 0);
-  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return "child failed";
+  return got;
+}
+
+// The session's availability plus one window's readings, as JSON text.
+std::string SessionReport(const std::string& spec) {
+  auto s = CounterSession::Create(spec);
+  nlohmann::json j = s->AvailabilityJson();
+  auto c = s->OpenForThisThread();
+  c->Start();
+  c->Stop();
+  j["readings"] = ReadingsJson(c->Read());
+  return j.dump();
+}
+
+nlohmann::json EventJson(const nlohmann::json& report,
+                         const std::string& name) {
+  for (const auto& e : report["events"]) {
+    if (e["name"] == name) return e;
+  }
+  return nullptr;
+}
+
+// Unprivileged: Create() as nobody in a forked child. With perf_event_paranoid
+// >= 2 kernel counting is refused, events fall back to user-only and
+// context-switches (kernel-only) must be unavailable with the paranoid value in
+// the reason.
+TEST(CountersLive, UnprivilegedMarksKernelOnlyEventsUnavailable) {
+  if (geteuid() != 0)
+    GTEST_SKIP() << "needs root to switch to nobody (uid 65534)";
+  const int paranoid = PerfEventParanoid();
+  if (paranoid == kParanoidUnreadable) {
+    GTEST_SKIP() << "perf_event_paranoid unreadable";
+  }
+  const std::string got = RunInChild([] {
+    if (setgid(65534) != 0 || setuid(65534) != 0)
+      return std::string("setuid failed");
+    return SessionReport("default");
+  });
+  ASSERT_NE(got, "child failed");
   ASSERT_NE(got, "setuid failed");
   const nlohmann::json j = nlohmann::json::parse(got);
   EXPECT_FALSE(j["perf_privileged"].get<bool>());
-  nlohmann::json cs, tc;
-  for (const auto& e : j["events"]) {
-    if (e["name"] == "context-switches") cs = e;
-    if (e["name"] == "task-clock") tc = e;
-  }
+  const nlohmann::json cs = EventJson(j, "context-switches");
+  const nlohmann::json tc = EventJson(j, "task-clock");
   if (paranoid < 2) {
     EXPECT_EQ(cs["status"], "available") << cs.dump();
     return;
@@ -423,6 +455,39 @@ TEST(CountersLive, UnprivilegedMarksKernelOnlyEventsUnavailable) {
         EXPECT_EQ(r["status"], "measured") << r.dump();
       }
     }
+  }
+}
+
+// A container's seccomp profile: perf_event_open fails with EPERM. Reproduced
+// with a seccomp filter in a child; every event is unavailable, saying so.
+TEST(CountersLive, SeccompEpermIsExplained) {
+  const std::string got = RunInChild([] {
+    struct sock_filter filter[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_perf_event_open, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K,
+                 SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA)),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    };
+    struct sock_fprog prog = {sizeof(filter) / sizeof(filter[0]), filter};
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
+        prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0) {
+      return std::string("seccomp failed: ") + std::strerror(errno);
+    }
+    return SessionReport("task-clock,page-faults");
+  });
+  ASSERT_NE(got, "child failed");
+  if (got.rfind("seccomp failed", 0) == 0) GTEST_SKIP() << got;
+  const nlohmann::json j = nlohmann::json::parse(got);
+  for (const char* name : {"task-clock", "page-faults"}) {
+    const nlohmann::json e = EventJson(j, name);
+    EXPECT_EQ(e["status"], "unavailable") << e.dump();
+    const std::string reason = e["reason"];
+    EXPECT_NE(reason.find("EPERM"), std::string::npos) << reason;
+    EXPECT_NE(reason.find("seccomp"), std::string::npos) << reason;
+  }
+  for (const auto& r : j["readings"]) {
+    EXPECT_TRUE(r["value"].is_null()) << r.dump();  // never 0
   }
 }
 
