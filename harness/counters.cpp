@@ -437,7 +437,7 @@ int Encode(const std::string& name, int dfl_plm, perf_event_attr* attr,
   const int ret = pfm_get_os_event_encoding(name.c_str(), dfl_plm,
                                             PFM_OS_PERF_EVENT_EXT, &arg);
   if (ret != PFM_SUCCESS) return ret;
-  if (fstr != nullptr) *fstr_out = fstr;
+  *fstr_out = fstr != nullptr ? fstr : "";
   std::free(fstr);
   pfm_event_info_t info;
   std::memset(&info, 0, sizeof(info));
@@ -538,7 +538,8 @@ class CounterSessionImpl final : public CounterSession {
                           {"reason", e.avail.reason},
                           {"pmu", e.avail.pmu},
                           {"exclude_kernel", e.avail.exclude_kernel},
-                          {"exclude_user", e.avail.exclude_user}};
+                          {"exclude_user", e.avail.exclude_user},
+                          {"encoding", e.avail.encoding}};
       if (e.available) j["grouped"] = !e.software && s.group_hardware;
       events.push_back(std::move(j));
     }
@@ -564,8 +565,8 @@ class CounterSessionImpl final : public CounterSession {
     SessionState& s = *state_;
     bool explicit_plm = false;
     const std::string name = NormalizeModifiers(e->avail.name, &explicit_plm);
-    std::string fstr;
-    int ret = Encode(name, PFM_PLM0 | PFM_PLM3, &e->attr, &e->avail.pmu, &fstr);
+    int ret = Encode(name, PFM_PLM0 | PFM_PLM3, &e->attr, &e->avail.pmu,
+                     &e->avail.encoding);
     if (ret == PFM_ERR_NOTFOUND) {
       const size_t sep = name.find("::");
       const std::string pmu =
@@ -599,7 +600,8 @@ class CounterSessionImpl final : public CounterSession {
                           // to user only
     if (err == EACCES && !explicit_plm && !e->attr.exclude_kernel) {
       std::string pmu;
-      if (Encode(name, PFM_PLM3, &e->attr, &pmu, &fstr) == PFM_SUCCESS) {
+      if (Encode(name, PFM_PLM3, &e->attr, &pmu, &e->avail.encoding) ==
+          PFM_SUCCESS) {
         refused = ExplainPerfOpenError(EACCES, !e->software, true,
                                        s.kernel_has_hw_pmu, s.paranoid);
         err = ProbeOpen(e->attr);
@@ -821,7 +823,7 @@ bool KernelHasHardwarePmu() {
        std::filesystem::directory_iterator(kSysPmuDir, ec)) {
     const std::string n = entry.path().filename().string();
     if (n == "cpu" || n.rfind("cpu_", 0) == 0 || n.rfind("armv8_", 0) == 0 ||
-        n.rfind("armv7_", 0) == 0) {
+        n.rfind("armv7_", 0) == 0 || n == "cpum_cf") {
       return true;
     }
   }

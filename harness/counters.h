@@ -32,6 +32,9 @@ struct EventAvailability {
       pmu;  ///< libpfm4 PMU that encoded it (e.g. "perf", "amd64_fam19h_zen4")
   bool exclude_kernel = false;
   bool exclude_user = false;
+  /// libpfm4's fully qualified encoding of what is counted, e.g.
+  /// "perf::PERF_COUNT_SW_PAGE_FAULTS:u=1:k=1:..." (empty if not encoded).
+  std::string encoding;
 };
 
 /// One event's reading for one thread over the windows since the last Reset().
@@ -143,8 +146,8 @@ nlohmann::json ReadingsJson(const std::vector<CounterReading>& readings);
 
 /// The kernel's answer to "is there a hardware PMU": true if
 /// /sys/bus/event_source/devices has a core PMU (`cpu`, hybrid `cpu_core` /
-/// `cpu_atom`, arm `armv8_*` / `armv7_*`). libpfm4 cannot say: it names the
-/// CPU's PMU model from CPUID even in a VM without a vPMU.
+/// `cpu_atom`, arm `armv8_*` / `armv7_*`, s390 `cpum_cf`). libpfm4 cannot say:
+/// it names the CPU's PMU model from CPUID even in a VM without a vPMU.
 bool KernelHasHardwarePmu();
 
 /// Value PerfEventParanoid() returns when procfs cannot be read.
