@@ -1,0 +1,189 @@
+// locks: every lock algorithm of harness/locks/ under one driver, the baseline
+// the kernel-structure families are read against. Each operation is {lock,
+// ++shared counter, `cs` ns of work, unlock} with no work outside the lock, so
+// with 2+ threads the lock is saturated (maximum contention); threads:1 gives
+// the uncontended lock+unlock cost. stats:on rows carry lock_stat figures (wait
+// share, hand-off share, wait p50/p99/max, fairness); stats:off rows are the
+// same loop on the plain lock, the calibration of the instrumentation's cost.
+// Not measured: sleeping-lock wake-up latency on its own, reader-writer locks,
+// NUMA-aware queue locks.
+#include <benchmark/benchmark.h>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "harness/family.h"
+#include "harness/locks/all_locks.h"
+#include "harness/locks/lock_stat.h"
+#include "harness/memory.h"
+
+namespace lockline {
+namespace {
+
+/// Operations between two loads of the stop flag: amortizes the flag's load in
+/// the uncontended rows (~2 ns per op) while overrunning the window by at most
+/// a few hand-offs.
+constexpr int kOpsPerStopCheck = 8;
+
+/// The lock and the data it protects, as a kernel structure would keep them:
+/// the counter sits right after the lock word, on the same line.
+template <LockAlgorithm L>
+struct alignas(kDestructiveLine) Guarded {
+  L lock;
+  uint64_t counter =
+      0;  ///< plain, incremented under the lock: a broken lock loses counts
+};
+
+/// Thread-private state on its own lines: the lock statistics and the op count.
+struct alignas(kDestructiveLine) PerThread {
+  LockStatThread stat;
+  uint64_t ops = 0;
+};
+
+template <LockAlgorithm L, bool kStats>
+class LockWorkload : public Workload {
+ public:
+  LockWorkload(const PointEnv& env, uint64_t cs_ns)
+      : cs_ns_(cs_ns),
+        guarded_(MakeShared<Guarded<L>>(env)),
+        side_(MakeShared<LockStatSide>(env)),
+        per_thread_(env.threads) {}
+
+  void SetupThread(const ThreadCtx& ctx) override {
+    per_thread_[ctx.index] =
+        std::make_unique<PerThread>();  // first touch by its thread
+  }
+
+  uint64_t RunWindow(const ThreadCtx& ctx,
+                     const std::atomic<bool>& stop) override {
+    PerThread& me = *per_thread_[ctx.index];
+    Guarded<L>& g = *guarded_;
+    uint64_t n = 0;
+    while (!stop.load(std::memory_order_relaxed)) {
+      for (int i = 0; i < kOpsPerStopCheck; ++i) {
+        if constexpr (kStats) {
+          LockWithStats(g.lock, *side_, me.stat, ctx.index);
+        } else {
+          g.lock.lock();
+        }
+        // The lock's acquire/release already keep the increment inside; the
+        // clobber also stops the compiler from merging consecutive iterations'
+        // increments.
+        ++g.counter;
+        benchmark::ClobberMemory();
+        if (cs_ns_ != 0) ThinkNs(cs_ns_);
+        if constexpr (kStats) {
+          UnlockWithStats(g.lock, me.stat);
+        } else {
+          g.lock.unlock();
+        }
+      }
+      n += kOpsPerStopCheck;
+    }
+    me.ops += n;
+    return n;
+  }
+
+  void Report(PointReport& out, double window_seconds, uint64_t ops) override {
+    harness_ops_ = ops;
+    out.details["lock"] = {{"name", L::kName},
+                           {"size_bytes", sizeof(L)},
+                           {"description", L::kDescription}};
+    out.details["stats"] = kStats;
+    if constexpr (kStats) {
+      std::vector<const LockStatThread*> stats;
+      for (const auto& t : per_thread_) stats.push_back(t ? &t->stat : nullptr);
+      const double thread_seconds =
+          window_seconds * static_cast<double>(per_thread_.size());
+      AddLockStatMetrics(out, SummarizeLockStats(stats, thread_seconds, ops));
+    }
+  }
+
+  // Mutual exclusion held: the counter saw every operation of every thread.
+  std::string Verify() override {
+    uint64_t sum = 0;
+    for (const auto& t : per_thread_) sum += t ? t->ops : 0;
+    const uint64_t counter = guarded_->counter;
+    if (counter != sum || sum != harness_ops_) {
+      return std::string("race condition: ") + L::kName + " counter " +
+             std::to_string(counter) + ", threads counted " +
+             std::to_string(sum) + " ops, harness " +
+             std::to_string(harness_ops_);
+    }
+    return "";
+  }
+
+ private:
+  uint64_t cs_ns_;
+  std::shared_ptr<Guarded<L>> guarded_;
+  std::shared_ptr<LockStatSide> side_;
+  std::vector<std::unique_ptr<PerThread>> per_thread_;
+  uint64_t harness_ops_ = 0;
+};
+
+/// Critical-section lengths: 0 = only the counter increment (the lock's own
+/// cost dominates), 100 ns = a short kernel critical section such as a list
+/// splice of a few pages.
+constexpr uint64_t kCsNs[] = {0, 100};
+
+/// Locks in the quick suite: the FIFO spinlock, the queue lock and the sleeping
+/// lock.
+bool InQuick(const std::string& name) {
+  return name == "ticket" || name == "mcs" || name == "pthread_mutex";
+}
+
+std::vector<Variant> LockVariants() {
+  std::vector<Variant> out;
+  ForEachLock([&]<class L>() {
+    for (const uint64_t cs : kCsNs) {
+      for (const bool stats : {true, false}) {
+        Variant v;
+        v.params = {{"lock", L::kName},
+                    {"cs", std::to_string(cs)},
+                    {"stats", stats ? "on" : "off"}};
+        v.description =
+            std::string(L::kDescription) + "; " + std::to_string(cs) +
+            " ns critical section; " +
+            (stats ? "with lock_stat instrumentation" : "plain (calibration)");
+        if (stats) {
+          v.suite =
+              (cs == 0 && InQuick(L::kName)) ? Suite::kQuick : Suite::kDefault;
+          v.make = [cs](const PointEnv& env) -> std::unique_ptr<Workload> {
+            return std::make_unique<LockWorkload<L, true>>(env, cs);
+          };
+        } else {
+          // The calibration pair for the instrumentation overhead is the
+          // uncontended cs:0 row (default suite, one thread); the full suite
+          // has plain rows everywhere.
+          if (cs == 0) {
+            v.suite = Suite::kDefault;
+            v.threads = {1};
+          } else {
+            v.suite = Suite::kFull;
+          }
+          v.make = [cs](const PointEnv& env) -> std::unique_ptr<Workload> {
+            return std::make_unique<LockWorkload<L, false>>(env, cs);
+          };
+        }
+        out.push_back(std::move(v));
+      }
+    }
+  });
+  return out;
+}
+
+}  // namespace
+
+LOCKLINE_REGISTER_FAMILY(Family{
+    .name = "locks",
+    .description = "every lock algorithm x critical-section length x threads, "
+                   "with lock_stat "
+                   "figures: the baseline for the kernel-structure families",
+    .variants = LockVariants,
+    .planned_variants = nullptr,
+});
+
+}  // namespace lockline
