@@ -163,6 +163,10 @@ inline Page* PageFromLru(ListHead* node) {
   return reinterpret_cast<Page*>(reinterpret_cast<char*>(node) -
                                  offsetof(Page, lru));
 }
+inline const Page* PageFromLru(const ListHead* node) {
+  return reinterpret_cast<const Page*>(reinterpret_cast<const char*>(node) -
+                                       offsetof(Page, lru));
+}
 
 // Flag operations. Ordering follows Linux's atomic bitops
 // (Documentation/atomic_bitops.txt): test_bit is a plain (relaxed) read;

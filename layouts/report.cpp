@@ -442,7 +442,7 @@ std::string FormatAllLayouts() {
      << "watermarks every allocation reads. Each zone report ends with the "
         "fields sharing the\n"
      << "lock's line(s).\n"
-     << "With a 4-byte ticket lock and 64-byte lines the zone is "
+     << "With a 4-byte ticket lock and 64-byte lines the zone is\n"
      << sizeof(Zone<TicketLock, ZoneLockPlacement::kLockBeforeFreeArea,
                     kCacheLine64>)
      << " bytes before the fix, "
@@ -450,11 +450,10 @@ std::string FormatAllLayouts() {
                     kCacheLine64>)
      << " after it and "
      << sizeof(Zone<TicketLock, ZoneLockPlacement::kLockOwnLine, kCacheLine64>)
-     << " with the lock on its own line: in this\n"
-     << "configuration free_area[11] + flags end exactly on a line boundary, "
-        "so the fix's lock "
-        "already\n"
-     << "starts a line of its own.\n\n";
+     << " with the lock\n"
+     << "on its own line: in this configuration free_area[11] + flags end "
+        "exactly on a line\n"
+     << "boundary, so the fix's lock already starts a line of its own.\n\n";
   for (const LayoutInfo& info : AllLayouts()) os << FormatPahole(info) << "\n";
   return os.str();
 }

@@ -175,6 +175,8 @@ TEST(Page, ListHelpersFollowListH) {
   EXPECT_EQ(PageFromLru(head.next), &b);
   EXPECT_EQ(PageFromLru(head.next->next), &a);
   EXPECT_EQ(PageFromLru(head.prev), &c);
+  const ListHead* const_node = &a.lru;
+  EXPECT_EQ(PageFromLru(const_node), &a);
   ListDel(&a.lru);
   EXPECT_EQ(a.lru.next, ListPoison1());
   EXPECT_EQ(a.lru.prev, ListPoison2());
