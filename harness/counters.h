@@ -26,10 +26,13 @@ class CounterSpecError : public std::runtime_error {
 struct EventAvailability {
   std::string name;    ///< as requested, e.g. "cycles:u"
   std::string status;  ///< "available" or "unavailable"
-  std::string reason;  ///< why unavailable (no PMU, unknown event for PMU X,
-                       ///< EACCES ...)
-  std::string
-      pmu;  ///< libpfm4 PMU that encoded it (e.g. "perf", "amd64_fam19h_zen4")
+  /// Why unavailable (no PMU, unknown event for PMU X, EACCES ...); for an
+  /// available event, a caveat such as "user mode only: kernel counting
+  /// refused (EACCES): perf_event_paranoid=2 ...".
+  std::string reason;
+  /// libpfm4 PMU that encoded it ("perf" for generic and software events,
+  /// "amd64_fam19h_zen4" for raw ones); not proof that the kernel has it.
+  std::string pmu;
   bool exclude_kernel = false;
   bool exclude_user = false;
   /// libpfm4's fully qualified encoding of what is counted, e.g.
