@@ -100,6 +100,9 @@ struct Variant {
   std::vector<int> threads;  ///< empty: the run's --threads list
   bool needs_spare_pu = false;  ///< the workload starts one helper thread on a PU of its own
   int windows = 0;  ///< 0: the run's default; fixed-work variants usually want 1
+  /// Explicit OS PU indices for the threads (size = the one entry of `threads`), overriding the
+  /// placement policy: for measurements of given PU pairs (core-to-core latency).
+  std::vector<int> pus;
 };
 
 /// A family: a name (first component of every row key), a description, and a generator of its
@@ -108,6 +111,9 @@ struct Family {
   std::string name;
   std::string description;
   std::function<std::vector<Variant>()> variants;
+  /// Optional instead of `variants`: variants that depend on the machine, given the usable PUs
+  /// in placement order (e.g. the PU pairs of a core-to-core latency matrix).
+  std::function<std::vector<Variant>(const std::vector<PuInfo>& order)> planned_variants;
 };
 
 /// Registers a family (call from a static initializer: see LOCKLINE_REGISTER_FAMILY).

@@ -1,0 +1,466 @@
+#include "harness/runner.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <regex>
+#include <set>
+
+#include "harness/cpu.h"
+#include "harness/team.h"
+#include "layouts/report.h"
+
+namespace lockline {
+namespace {
+
+using nlohmann::json;
+
+constexpr double kProbeSeconds = 0.001;         // per-point ping-pong probe (before and after)
+constexpr double kBaselineProbeSeconds = 0.002;  // each of the 3 baseline probes of a pair
+constexpr double kFixedWorkWindowEstimate = 0.3;  // s, for the budget estimate only
+
+// Google Benchmark's filter semantics (1.7.1): extended regex searched in the name; a leading
+// '-' selects the names that do NOT match.
+bool MatchesFilter(const std::string& filter, const std::string& name) {
+  if (filter.empty() || filter == "all" || filter == ".") return true;
+  const bool negate = filter[0] == '-';
+  const std::regex re(negate ? filter.substr(1) : filter, std::regex::extended);
+  return std::regex_search(name, re) != negate;
+}
+
+// The PU pair a point's coherence probe uses: thread 0 and the last thread on a different PU.
+std::pair<int, int> ProbeThreads(const Point& p) {
+  const auto& pus = p.plan.pus;
+  for (int j = static_cast<int>(pus.size()) - 1; j > 0; --j)
+    if (pus[j].os_index != pus[0].os_index) return {0, j};
+  return {-1, -1};
+}
+
+json PlacementJson(const Point& p, const RunState& run) {
+  json pus = json::array();
+  for (const PuInfo& pu : p.plan.pus) pus.push_back(pu.os_index);
+  return {{"pin", run.pin.text},
+          {"pus", pus},
+          {"cores", p.plan.cores},
+          {"l3s", p.plan.l3s},
+          {"numa_nodes", p.plan.numa_nodes},
+          {"packages", p.plan.packages},
+          {"smt_siblings", p.plan.smt_siblings},
+          {"oversubscribed", p.plan.oversubscribed},
+          {"mem", run.opts.mem}};
+}
+
+json ParamsJson(const Point& p) {
+  json o = json::object();
+  for (const auto& [k, v] : p.params) o[k] = v;
+  o["threads"] = p.threads;
+  return o;
+}
+
+// Per-op counter metrics and the counters object of a row.
+void AddCounters(const std::vector<std::vector<CounterReading>>& per_thread, uint64_t ops,
+                 std::vector<std::pair<std::string, double>>& metrics, json& out) {
+  json status = json::object(), per_op = json::object(), threads = json::array();
+  std::map<std::string, double> sum;
+  std::map<std::string, std::string> worst;
+  std::map<std::string, std::string> reason;
+  std::vector<std::string> order;
+  for (const auto& readings : per_thread) {
+    json t = json::object();
+    for (const CounterReading& r : readings) {
+      if (!worst.count(r.name)) order.push_back(r.name);
+      std::string& w = worst[r.name];
+      // unavailable beats scaled beats measured: a sum is only as good as its worst part
+      const auto rank = [](const std::string& s) {
+        return s == "unavailable" ? 2 : s == "scaled" ? 1 : 0;
+      };
+      if (w.empty() || rank(r.status) > rank(w)) w = r.status;
+      if (r.status == "unavailable") {
+        if (reason[r.name].empty()) reason[r.name] = r.reason;
+        t[r.name] = nullptr;
+      } else {
+        sum[r.name] += r.value;
+        t[r.name] = r.value;
+      }
+    }
+    threads.push_back(t);
+  }
+  for (const std::string& name : order) {
+    status[name] = worst[name];
+    if (worst[name] == "unavailable") {
+      status[name + ":reason"] = reason[name];
+      continue;
+    }
+    const double v = ops ? sum[name] / static_cast<double>(ops) : 0;
+    per_op[name] = v;
+    metrics.emplace_back(name + "/op", v);
+  }
+  out = {{"per_op", per_op}, {"status", status}, {"per_thread", threads}};
+}
+
+}  // namespace
+
+void BuildPoints(RunState& run) {
+  const Suite suite = run.opts.suite;
+  const int usable = static_cast<int>(run.order.size());
+  for (const Family& fam : Families())
+    for (Variant& v : fam.planned_variants ? fam.planned_variants(run.order) : fam.variants())
+      if (static_cast<int>(v.suite) <= static_cast<int>(suite))
+        run.variants_storage.push_back({fam.name, std::move(v)});
+  // variants_storage no longer grows: points may point into it from here on.
+  for (const auto& [family, v] : run.variants_storage) {
+    const std::vector<int>& counts = v.threads.empty() ? run.counts : v.threads;
+    for (int n : counts) {
+      Point p;
+      p.family = family;
+      p.params = v.params;
+      p.threads = n;
+      p.variant = &v;
+      p.key = RowKey(family, v.params, n);
+      if (!MatchesFilter(run.opts.benchmark_filter, p.key)) continue;
+      const int need = n + (v.needs_spare_pu ? 1 : 0);
+      if (need > usable && !run.opts.oversubscribe) {
+        run.skipped.push_back(p.key + ": needs " + std::to_string(need) + " PUs (" +
+                              (v.needs_spare_pu ? "threads + a spare PU for its helper thread"
+                                                : "threads") +
+                              "), " + std::to_string(usable) +
+                              " usable; pass --oversubscribe to run it anyway");
+        continue;
+      }
+      if (!v.pus.empty()) {
+        // Explicit PUs: plan on exactly those, in the given order.
+        std::vector<PuInfo> chosen;
+        for (int os : v.pus)
+          if (const PuInfo* pu = run.topo->FindPu(os)) chosen.push_back(*pu);
+        if (static_cast<int>(chosen.size()) != n) {
+          run.skipped.push_back(p.key + ": its PUs are not all usable here");
+          continue;
+        }
+        p.plan = PlanThreads(chosen, n, false);
+      } else {
+        p.plan = PlanThreads(run.order, n, run.opts.oversubscribe);
+      }
+      p.windows = v.windows > 0 ? v.windows
+                                : (suite == Suite::kQuick ? 2 : suite == Suite::kFull ? 5 : 3);
+      run.points.push_back(std::move(p));
+    }
+  }
+  for (const Point& p : run.points) run.by_key[p.key] = &p;
+}
+
+void MeasureCoherenceBaselines(RunState& run) {
+  if (!run.topo->is_host() || run.pin.policy == PinPolicy::kNone) return;
+  std::set<std::pair<int, int>> pairs;
+  for (const Point& p : run.points) {
+    const auto [a, b] = ProbeThreads(p);
+    if (a >= 0) pairs.insert({p.plan.pus[a].os_index, p.plan.pus[b].os_index});
+  }
+  json out = json::array();
+  for (const auto& pr : pairs) {
+    ThreadTeam team(run.topo.get(), {pr.first, pr.second}, nullptr);
+    std::vector<double> medians;
+    for (int i = 0; i < 3; ++i)
+      medians.push_back(
+          team.PingPong(0, 1, static_cast<uint64_t>(kBaselineProbeSeconds * 1e9)).first);
+    std::sort(medians.begin(), medians.end());
+    run.baseline_ns[pr] = medians[1];
+    out.push_back({{"pus", {pr.first, pr.second}}, {"ns", medians[1]}});
+  }
+  run.results->lockline_context()["coherence_baseline"] = out;
+}
+
+double FitWindow(RunState& run) {
+  const int reps = run.opts.repetitions;
+  double fixed_s = 0, window_count = 0;
+  for (const Point& p : run.points) {
+    // thread start-up, binding, setup and two probes per repetition
+    fixed_s += reps * (0.01 + 0.0005 * p.threads + 2 * kProbeSeconds);
+    // fixed_work() is only known once a workload exists; variants that fix windows to 1-2 are
+    // usually fixed-work, so estimate those by a constant.
+    if (p.variant->windows > 0 && p.variant->windows <= 2)
+      fixed_s += reps * p.windows * kFixedWorkWindowEstimate;
+    else
+      window_count += reps * p.windows;
+  }
+  fixed_s += 0.05 * static_cast<double>(run.baseline_ns.size());
+  if (run.opts.window_s > 0) {
+    run.window_s = run.opts.window_s;
+  } else if (window_count > 0) {
+    const double w = (run.opts.budget_s - fixed_s) / window_count;
+    run.window_s = std::clamp(w, 0.005, 1.0);
+  }
+  return fixed_s + window_count * run.window_s;
+}
+
+void RegisterPoints(RunState& run) {
+  for (const Point& p : run.points) {
+    benchmark::RegisterBenchmark(p.key.c_str(),
+                                 [&run, &p](benchmark::State& st) { RunPoint(st, p, run); })
+        ->UseManualTime()
+        ->Iterations(p.windows)
+        ->Unit(benchmark::kMillisecond);
+  }
+}
+
+void RunPoint(benchmark::State& state, const Point& point, RunState& run) {
+  json rec = {{"lockline_key", point.key},
+              {"family", point.family},
+              {"params", ParamsJson(point)},
+              {"description", point.variant->description},
+              {"placement", PlacementJson(point, run)}};
+  const auto fail = [&](const std::string& why) {
+    state.SkipWithError(why.c_str());
+    rec["error_message"] = why;
+    run.pending[point.key].push_back(rec);
+  };
+  try {
+    const uint64_t window_ns = static_cast<uint64_t>(run.window_s * 1e9);
+    PointEnv env;
+    env.topology = run.topo.get();
+    env.plan = &point.plan;
+    env.threads = point.threads;
+    env.window_ns = window_ns;
+    env.mem_policy = run.opts.mem;
+    env.quick = run.opts.suite == Suite::kQuick;
+    std::unique_ptr<Workload> wl = point.variant->make(env);
+    std::vector<int> pus;
+    std::vector<ThreadCtx> ctx;
+    for (int i = 0; i < point.threads; ++i) {
+      const PuInfo& pu = point.plan.pus[i];
+      const bool pinned = run.pin.policy != PinPolicy::kNone;
+      pus.push_back(pinned ? pu.os_index : -1);
+      ThreadCtx c;
+      c.index = i;
+      c.threads = point.threads;
+      c.pu = pinned ? pu.os_index : -1;
+      c.numa = pu.numa;
+      c.window_ns = window_ns;
+      ctx.push_back(c);
+    }
+    ThreadTeam team(run.topo.get(), pus, run.counters.get());
+    wl->Prepare(point.threads);
+    team.RunOnAll([&](int i) { wl->SetupThread(ctx[i]); });
+
+    const auto [pa, pb] = ProbeThreads(point);
+    const uint64_t probe_ns = static_cast<uint64_t>(kProbeSeconds * 1e9);
+    const bool probing = pa >= 0 && run.pin.policy != PinPolicy::kNone;
+    const double before = probing ? team.PingPong(pa, pb, probe_ns).first : 0;
+    team.ResetCounters();
+
+    // A window may run long when a preempted waiter holds up a FIFO lock (oversubscribed) or a
+    // fixed-work window is big: flag past the bound, give up (exit) past the hard limit.
+    const uint64_t bound_ns = wl->fixed_work() ? 60'000'000'000ull
+                                               : std::max<uint64_t>(10 * window_ns, 2'000'000'000ull);
+    const uint64_t hard_ns = bound_ns + 120'000'000'000ull;
+    std::vector<uint64_t> per_thread(point.threads, 0);
+    double seconds = 0, cpu_seconds = 0;
+    uint64_t ops = 0;
+    bool overrun = false;
+    json windows = json::array();
+    for (auto _ : state) {
+      const WindowResult r = team.RunWindow(*wl, ctx, window_ns, bound_ns, hard_ns);
+      state.SetIterationTime(std::max(r.seconds, 1e-9));
+      seconds += r.seconds;
+      cpu_seconds += r.cpu_seconds;
+      ops += r.total_ops;
+      overrun |= r.overrun;
+      for (int i = 0; i < point.threads; ++i) per_thread[i] += r.ops[i];
+      windows.push_back({{"seconds", r.seconds}, {"ops", r.total_ops}, {"overrun", r.overrun}});
+    }
+    const double after = probing ? team.PingPong(pa, pb, probe_ns).first : 0;
+    const auto readings = team.ReadCounters();
+    team.RunOnAll([&](int i) { wl->TeardownThread(ctx[i]); });
+
+    PointReport rep;
+    wl->Report(rep, seconds, ops);
+    const std::string broken = wl->Verify();
+
+    std::vector<std::pair<std::string, double>> metrics;
+    const double ops_per_s = seconds > 0 ? static_cast<double>(ops) / seconds : 0;
+    metrics.emplace_back("ops_per_s", ops_per_s);
+    metrics.emplace_back("ns_per_op",
+                         ops ? seconds * point.threads * 1e9 / static_cast<double>(ops) : 0);
+    metrics.emplace_back("cpu_util", seconds > 0 ? cpu_seconds / (seconds * point.threads) : 0);
+    json counters;
+    AddCounters(readings, ops, metrics, counters);
+    for (const auto& m : rep.metrics) metrics.push_back(m);
+    for (const auto& [name, value] : metrics)
+      state.counters[name] = benchmark::Counter(std::isfinite(value) ? value : 0);
+
+    // Fairness: per-thread operation counts (an unfair lock can look fast while starving).
+    double mean = static_cast<double>(ops) / point.threads, var = 0;
+    for (uint64_t c : per_thread) var += (c - mean) * (c - mean);
+    var /= point.threads;
+    rec["fairness"] = {{"per_thread_ops", per_thread},
+                       {"min", *std::min_element(per_thread.begin(), per_thread.end())},
+                       {"max", *std::max_element(per_thread.begin(), per_thread.end())},
+                       {"cv", mean > 0 ? std::sqrt(var) / mean : 0}};
+    double base = 0;
+    json pair = nullptr;
+    if (probing) {
+      const std::pair<int, int> pr{point.plan.pus[pa].os_index, point.plan.pus[pb].os_index};
+      pair = {pr.first, pr.second};
+      if (run.baseline_ns.count(pr)) base = run.baseline_ns[pr];
+    }
+    rec["coherence"] = {{"label", CoherenceLabel(point.threads, base, before, after)},
+                        {"pair", pair},
+                        {"baseline_ns", base},
+                        {"before_ns", before},
+                        {"after_ns", after}};
+    rec["windows"] = windows;
+    rec["overrun"] = overrun;
+    rec["counters"] = counters;
+    rec["details"] = rep.details;
+    rec["layouts"] = rep.layouts;
+    rec["cpu_seconds"] = cpu_seconds;
+    rec["verify"] = broken.empty() ? "ok" : broken;
+    json& layouts = run.results->lockline_context()["layouts"];
+    if (!layouts.is_object()) layouts = json::object();
+    for (const std::string& name : rep.layouts) {
+      if (layouts.contains(name)) continue;
+      if (const LayoutInfo* info = FindLayout(name)) {
+        json j = LayoutToJson(*info);
+        j["pahole"] = FormatPahole(*info);
+        layouts[name] = j;
+      }
+    }
+    if (!broken.empty()) {
+      fail("invariant broken after the run: " + broken);
+      return;
+    }
+    if (overrun) rec["warning"] = "a window ran past its wall-clock bound";
+    run.pending[point.key].push_back(rec);
+  } catch (const std::exception& e) {
+    fail(e.what());
+  }
+}
+
+LocklineReporter::LocklineReporter(RunState& run) : run_(run) {
+  total_ = static_cast<int>(run.points.size()) * run.opts.repetitions;
+  start_ns_ = NowNs();
+}
+
+bool LocklineReporter::ReportContext(const Context& context) {
+  json& c = run_.results->context();
+  c["date"] = [] {
+    char buf[64];
+    const time_t now = time(nullptr);
+    strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S+00:00", gmtime(&now));
+    return std::string(buf);
+  }();
+  c["host_name"] = context.sys_info.name;
+  c["executable"] = Context::executable_name ? Context::executable_name : "";
+  c["num_cpus"] = context.cpu_info.num_cpus;
+  c["mhz_per_cpu"] = static_cast<int>(context.cpu_info.cycles_per_second / 1e6);
+  c["cpu_scaling_enabled"] = context.cpu_info.scaling == benchmark::CPUInfo::ENABLED;
+  json caches = json::array();
+  for (const auto& ci : context.cpu_info.caches)
+    caches.push_back({{"type", ci.type},
+                      {"level", ci.level},
+                      {"size", ci.size},
+                      {"num_sharing", ci.num_sharing}});
+  c["caches"] = caches;
+  c["load_avg"] = context.cpu_info.load_avg;
+  c["library_build_type"] = "release";
+  run_.results->Flush();
+  return true;
+}
+
+void LocklineReporter::ReportRuns(const std::vector<benchmark::BenchmarkReporter::Run>& runs) {
+  for (const auto& r : runs) {
+    const std::string key = r.run_name.function_name;
+    const auto it = run_.by_key.find(key);
+    const Point* point = it == run_.by_key.end() ? nullptr : it->second;
+    json row;
+    row["name"] = r.benchmark_name();
+    row["family_index"] = r.family_index;
+    row["per_family_instance_index"] = r.per_family_instance_index;
+    row["run_name"] = r.run_name.str();
+    const bool aggregate = r.run_type == benchmark::BenchmarkReporter::Run::RT_Aggregate;
+    row["run_type"] = aggregate ? "aggregate" : "iteration";
+    row["repetitions"] = r.repetitions;
+    if (aggregate) {
+      row["aggregate_name"] = r.aggregate_name;
+      row["aggregate_unit"] =
+          r.aggregate_unit == benchmark::StatisticUnit::kPercentage ? "percentage" : "time";
+    } else {
+      row["repetition_index"] = r.repetition_index;
+    }
+    row["threads"] = point ? point->threads : r.threads;
+    row["iterations"] = r.iterations;
+    row["real_time"] = r.GetAdjustedRealTime();
+    row["cpu_time"] = r.GetAdjustedCPUTime();
+    row["time_unit"] = benchmark::GetTimeUnitString(r.time_unit);
+    for (const auto& [name, counter] : r.counters) row[name] = counter.value;
+    if (point) {
+      row["lockline_key"] = point->key;
+      row["family"] = point->family;
+      row["params"] = ParamsJson(*point);
+    }
+    json rec;
+    if (!aggregate) {
+      auto& q = run_.pending[key];
+      if (!q.empty()) {
+        rec = std::move(q.front());
+        q.pop_front();
+        for (auto& [k, v] : rec.items())
+          if (!row.contains(k)) row[k] = v;
+        // Google Benchmark's cpu_time is the main thread's, which only sleeps: report the
+        // workers' summed CPU time per window instead.
+        if (rec.contains("cpu_seconds") && r.iterations > 0)
+          row["cpu_time"] = rec["cpu_seconds"].get<double>() / static_cast<double>(r.iterations) *
+                            1e3;  // ms, the rows' time unit
+      }
+    }
+    row["error_occurred"] = r.error_occurred;
+    row["error_message"] = r.error_message;
+    run_.results->AddRow(row);
+
+    if (!aggregate) {
+      ++done_;
+      const double elapsed = static_cast<double>(NowNs() - start_ns_) / 1e9;
+      const double left = done_ ? elapsed / done_ * (total_ - done_) : 0;
+      std::string what;
+      char buf[160];
+      if (r.error_occurred) {
+        what = "ERROR: " + r.error_message;
+      } else {
+        const auto get = [&](const char* n) {
+          const auto c = r.counters.find(n);
+          return c == r.counters.end() ? 0.0 : c->second.value;
+        };
+        std::snprintf(buf, sizeof buf, "%11.4g ops/s %9.1f ns/op", get("ops_per_s"),
+                      get("ns_per_op"));
+        what = buf;
+        if (rec.contains("coherence")) what += "  " + rec["coherence"]["label"].get<std::string>();
+      }
+      std::printf("[%d/%d] %s  %s  (%s elapsed, ~%s left)\n", done_, total_, key.c_str(),
+                  what.c_str(), FormatDuration(elapsed).c_str(), FormatDuration(left).c_str());
+      std::fflush(stdout);
+    }
+  }
+  try {
+    run_.results->Flush();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "lockline: error: %s (earlier points remain in the file)\n", e.what());
+  }
+}
+
+void LocklineReporter::Finalize() {
+  run_.results->lockline_context()["finished"] = true;
+  run_.results->Flush();
+}
+
+std::string FormatDuration(double s) {
+  char buf[32];
+  if (s < 60)
+    std::snprintf(buf, sizeof buf, "%.0fs", s);
+  else if (s < 3600)
+    std::snprintf(buf, sizeof buf, "%dm%02ds", static_cast<int>(s) / 60, static_cast<int>(s) % 60);
+  else
+    std::snprintf(buf, sizeof buf, "%dh%02dm", static_cast<int>(s) / 3600,
+                  static_cast<int>(s) % 3600 / 60);
+  return buf;
+}
+
+}  // namespace lockline

@@ -1,0 +1,234 @@
+#include "harness/team.h"
+
+#include "harness/locks/spin_wait.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <stdexcept>
+
+namespace lockline {
+namespace {
+
+uint64_t ThreadCpuNs() {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+}  // namespace
+
+ThreadTeam::ThreadTeam(const Topology* topo, std::vector<int> pus, CounterSession* counters)
+    : topo_(topo),
+      pus_(std::move(pus)),
+      counter_session_(counters),
+      slots_(new Slot[pus_.size()]) {
+  for (int i = 0; i < size(); ++i) threads_.emplace_back([this, i] { ThreadMain(i); });
+  // Bind each thread and open its counters on it; a failure surfaces here.
+  try {
+    RunOnAll([this](int i) {
+      if (topo_ && topo_->is_host() && pus_[i] >= 0) BindThisThread(*topo_, pus_[i]);
+      if (counter_session_) slots_[i].counters = counter_session_->OpenForThisThread();
+    });
+  } catch (...) {
+    Shutdown();
+    throw;
+  }
+}
+
+ThreadTeam::~ThreadTeam() { Shutdown(); }
+
+void ThreadTeam::Shutdown() {
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (quit_) return;
+    quit_ = true;
+  }
+  cv_.notify_all();
+  for (auto& t : threads_)
+    if (t.joinable()) t.join();
+}
+
+void ThreadTeam::ThreadMain(int index) {
+  uint64_t seen = 0;
+  for (;;) {
+    std::function<void(int)> task;
+    {
+      std::unique_lock<std::mutex> lk(mu_);
+      cv_.wait(lk, [&] { return quit_ || generation_ != seen; });
+      if (quit_) return;
+      seen = generation_;
+      task = task_;
+    }
+    try {
+      task(index);
+    } catch (...) {
+      std::lock_guard<std::mutex> lk(mu_);
+      if (!error_) error_ = std::current_exception();
+    }
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      ++done_;
+    }
+    done_cv_.notify_all();
+  }
+}
+
+void ThreadTeam::RunOnAll(const std::function<void(int)>& fn) {
+  std::unique_lock<std::mutex> lk(mu_);
+  task_ = fn;
+  done_ = 0;
+  error_ = nullptr;
+  ++generation_;
+  cv_.notify_all();
+  done_cv_.wait(lk, [&] { return done_ == size(); });
+  if (error_) {
+    auto e = error_;
+    error_ = nullptr;
+    std::rethrow_exception(e);
+  }
+}
+
+WindowResult ThreadTeam::RunWindow(Workload& wl, const std::vector<ThreadCtx>& ctx,
+                                   uint64_t duration_ns, uint64_t bound_ns,
+                                   uint64_t hard_limit_ns) {
+  const int n = size();
+  arrived_.store(0, std::memory_order_relaxed);
+  stop_.store(false, std::memory_order_relaxed);
+  for (int i = 0; i < n; ++i) slots_[i].ops = 0;
+  const bool fixed = wl.fixed_work();
+
+  std::unique_lock<std::mutex> lk(mu_);
+  task_ = [this, &wl, &ctx, n](int i) {
+    Slot& s = slots_[i];
+    // Start barrier: every thread spins until all have arrived, so they leave together.
+    arrived_.fetch_add(1, std::memory_order_acq_rel);
+    while (arrived_.load(std::memory_order_acquire) < n) CpuRelax();
+    if (s.counters) s.counters->Start();
+    const uint64_t cpu0 = ThreadCpuNs();
+    s.start_ns = NowNs();
+    s.ops = wl.RunWindow(ctx[i], stop_);
+    s.end_ns = NowNs();
+    s.cpu_ns = ThreadCpuNs() - cpu0;
+    if (s.counters) s.counters->Stop();
+  };
+  done_ = 0;
+  error_ = nullptr;
+  ++generation_;
+  cv_.notify_all();
+  lk.unlock();
+
+  // The window's clock starts when the last thread arrives at the barrier.
+  while (arrived_.load(std::memory_order_acquire) < n) std::this_thread::yield();
+  const uint64_t released = NowNs();
+  bool overrun = false;
+  lk.lock();
+  if (!fixed) {
+    done_cv_.wait_for(lk, std::chrono::nanoseconds(duration_ns), [&] { return done_ == n; });
+    // Release store: the workers' relaxed loads see it promptly; join via the mutex orders it.
+    stop_.store(true, std::memory_order_release);
+  }
+  const auto until = [&](uint64_t limit) {
+    const uint64_t now = NowNs() - released;
+    return std::chrono::nanoseconds(limit > now ? limit - now : 0);
+  };
+  if (!done_cv_.wait_for(lk, until(bound_ns), [&] { return done_ == n; })) {
+    overrun = true;
+    if (!done_cv_.wait_for(lk, until(hard_limit_ns), [&] { return done_ == n; })) {
+      std::fprintf(stderr,
+                   "lockline: error: a window is still running %.1f s after its start (threads "
+                   "that never return from RunWindow, or a lock that never hands over); exiting. "
+                   "Results of finished points are kept.\n",
+                   static_cast<double>(hard_limit_ns) / 1e9);
+      std::fflush(stderr);
+      std::_Exit(3);
+    }
+  }
+  if (error_) {
+    auto e = error_;
+    error_ = nullptr;
+    std::rethrow_exception(e);
+  }
+  lk.unlock();
+
+  WindowResult r;
+  uint64_t first = UINT64_MAX, last = 0;
+  for (int i = 0; i < n; ++i) {
+    r.ops.push_back(slots_[i].ops);
+    r.total_ops += slots_[i].ops;
+    r.cpu_seconds += static_cast<double>(slots_[i].cpu_ns) / 1e9;
+    first = std::min(first, slots_[i].start_ns);
+    last = std::max(last, slots_[i].end_ns);
+  }
+  r.seconds = static_cast<double>(last - first) / 1e9;
+  r.overrun = overrun;
+  return r;
+}
+
+std::vector<std::vector<CounterReading>> ThreadTeam::ReadCounters() {
+  std::vector<std::vector<CounterReading>> out(size());
+  RunOnAll([&](int i) {
+    if (slots_[i].counters) out[i] = slots_[i].counters->Read();
+  });
+  return out;
+}
+
+void ThreadTeam::ResetCounters() {
+  RunOnAll([&](int i) {
+    if (slots_[i].counters) slots_[i].counters->Reset();
+  });
+}
+
+std::pair<double, double> ThreadTeam::PingPong(int a, int b, uint64_t budget_ns) {
+  constexpr int kBatch = 64;  // round trips per timed sample: amortizes the clock read (~20 ns)
+  if (a == b || a < 0 || b < 0 || a >= size() || b >= size()) return {0, 0};
+  std::vector<double> samples;
+  pingpong_.store(0, std::memory_order_relaxed);
+  std::atomic<bool> done{false};
+  RunOnAll([&](int i) {
+    SpinWait idle;  // the responder yields when the initiator is not running (shared CPU)
+    if (i == a) {
+      // Initiator: writes odd values 1, 3, 5, ... and waits for the responder's even reply.
+      const uint64_t deadline = NowNs() + budget_ns;
+      uint64_t v = 0;
+      while (NowNs() < deadline || samples.size() < 5) {
+        const uint64_t t0 = NowNs();
+        for (int k = 0; k < kBatch; ++k) {
+          pingpong_.store(v + 1, std::memory_order_release);
+          for (SpinWait sw; pingpong_.load(std::memory_order_acquire) != v + 2;) sw.Relax();
+          v += 2;
+        }
+        samples.push_back(static_cast<double>(NowNs() - t0) / (2.0 * kBatch));
+        if (samples.size() > 100000) break;
+      }
+      done.store(true, std::memory_order_release);
+    } else if (i == b) {
+      // Responder: answers each odd value with the next even one.
+      uint64_t expect = 1;
+      while (!done.load(std::memory_order_acquire)) {
+        if (pingpong_.load(std::memory_order_acquire) == expect) {
+          pingpong_.store(expect + 1, std::memory_order_release);
+          expect += 2;
+          idle = SpinWait();
+        } else {
+          idle.Relax();
+        }
+      }
+    }
+  });
+  if (samples.empty()) return {0, 0};
+  std::sort(samples.begin(), samples.end());
+  return {samples[samples.size() / 2], samples.front()};
+}
+
+std::string CoherenceLabel(int threads, double baseline_ns, double before_ns, double after_ns,
+                           double tolerance) {
+  if (threads < 2 || baseline_ns <= 0 || before_ns <= 0 || after_ns <= 0) return "unknown";
+  const auto within = [&](double v) {
+    return v <= baseline_ns * tolerance && v >= baseline_ns / tolerance;
+  };
+  return within(before_ns) && within(after_ns) ? "baseline" : "shifted";
+}
+
+}  // namespace lockline
