@@ -294,6 +294,8 @@ def _table(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
 
 
 def _cell(value: Any) -> str:
+    if isinstance(value, bool):
+        return "yes" if value else "no"
     if isinstance(value, (dict, list)):
         if isinstance(value, list) and len(value) > 16 and all(isinstance(v, int) for v in value):
             return f"{len(value)} items: {value[0]}..{value[-1]}"
@@ -324,7 +326,8 @@ def _plans_table(plans: Dict[str, Any]) -> str:
 
 
 def _records_table(records: List[Any]) -> str:
-    keys: List[str] = []
+    keys: List[str] = [k for k in ("name", "status", "reason")
+                       if any(isinstance(r, dict) and k in r for r in records)]
     for rec in records:
         if isinstance(rec, dict):
             for k in rec:
@@ -332,6 +335,21 @@ def _records_table(records: List[Any]) -> str:
                     keys.append(k)
     return _table(keys, [[rec.get(k, "") if isinstance(rec, dict) else rec for k in keys]
                          for rec in records])
+
+
+def _counters(counters: Any) -> str:
+    """Counters' availability: a list of event records, or an object holding one under
+    `events` plus scalar facts (PMU name, perf_event_paranoid, ...)."""
+    if isinstance(counters, list) and counters:
+        return _records_table(counters)
+    if isinstance(counters, dict) and counters:
+        events = counters.get("events")
+        rest = {k: v for k, v in counters.items() if k != "events"}
+        parts = [_records_table(events)] if isinstance(events, list) and events else []
+        if rest:
+            parts.append(_kv_table(rest))
+        return "\n".join(parts)
+    return "<p>no counter information recorded</p>"
 
 
 def _layouts(layouts: Dict[str, Any]) -> str:
@@ -403,9 +421,7 @@ def build_html(run: Run, images: Dict[str, str]) -> str:
     body.append("</section>")
 
     body.append('<section id="counters"><h2>Counters availability</h2>')
-    counters = ll.get("counters")
-    body.append(_records_table(counters) if isinstance(counters, list) and counters else
-                "<p>no counter information recorded</p>")
+    body.append(_counters(ll.get("counters")))
     body.append("</section>")
 
     body.append('<section id="warnings"><h2>Warnings</h2>')

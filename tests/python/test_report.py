@@ -77,9 +77,12 @@ def test_provenance_plans_counters_layouts(report_a):
     plans = text[text.index('<section id="plans">'):text.index('<section id="counters">')]
     assert plans.count("<tr>") == 8  # header + 7 thread counts
     counters = text[text.index('<section id="counters">'):text.index('<section id="warnings">')]
+    assert "<th>name</th><th>status</th><th>reason</th>" in counters
     assert "unavailable" in counters and "no PMU" in counters
+    assert "<td>kernel_hardware_pmu</td><td>no</td>" in counters
     warnings = text[text.index('<section id="warnings">'):text.index('<section id="layouts">')]
     assert "failed row: locks/lock:broken/threads:2" in warnings
+    assert "skipped point: pagevec/slots:1024/threads:64: needs 64 PUs" in warnings
     layouts = text[text.index('<section id="layouts">'):]
     assert "<pre>struct zone {" in layouts and "cacheline 1 boundary" in layouts
     assert "<td>pages_offset</td>" in layouts
@@ -130,3 +133,13 @@ def test_renders_in_headless_chromium(report_a, tmp_path):
     assert f'data-image-count="{text.count("<img ")}"' in body, body
     console = [line for line in proc.stderr.splitlines() if ":CONSOLE" in line or "Uncaught" in line]
     assert not console, console
+
+
+def test_real_interrupted_lockline_run(tmp_path):
+    """A real (partial) lockline.json from the harness plots and reports."""
+    shutil.copy(os.path.join(FIX, "real_partial", "lockline.json"), tmp_path / "lockline.json")
+    assert report.main([str(tmp_path)]) == 0
+    text = (tmp_path / "report.html").read_text(encoding="utf-8")
+    assert (tmp_path / "plots" / "locks.png").is_file()
+    assert "amd64_fam19h_zen4" in text and "task-clock" in text
+    assert text.count(">not run<") >= 5
