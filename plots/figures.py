@@ -212,8 +212,8 @@ def threads_panel(ax, data: FamilyData, figure: str, panel: str,
              + (f" ({len(unfitted)} series)" if len(unfitted) > 1 else ""))
     if len(all_threads) > 1 and min(all_threads) > 0:
         ax.set_xscale("log", base=2)
-        ax.set_xticks(sorted(all_threads))
-        ax.set_xticklabels([str(n) for n in sorted(all_threads)])
+    ax.set_xticks(sorted(all_threads))
+    ax.set_xticklabels([str(n) for n in sorted(all_threads)])
     if y_top > 0:
         # The ideal line would dwarf the measured curves; keep them readable.
         ax.set_ylim(0, y_top * 1.25)
