@@ -90,15 +90,20 @@ class McsLock {
 
   void lock() {
     McsNode* node = tls_mcs_nodes.Grab(this);
+    // `next` must be clear before the exchange makes the node reachable by a
+    // successor; `locked` is set only when we must wait (below), which saves a
+    // store uncontended.
     node->next.store(nullptr, std::memory_order_relaxed);
-    node->locked.store(1, std::memory_order_relaxed);
     // acq_rel: acquire pairs with the previous holder's release CAS of tail_ to
     // nullptr (when the queue was empty); release publishes this node's
     // initialisation to a successor that finds it through tail_.
     McsNode* prev = tail_.exchange(node, std::memory_order_acq_rel);
     if (prev == nullptr) return;
+    // The predecessor learns of us only through prev->next, so locked = 1
+    // written before that link is ordered before its hand-off store of 0.
+    node->locked.store(1, std::memory_order_relaxed);
     // Release: the predecessor reads `next` with acquire before writing
-    // node->locked = 0, so our locked = 1 is ordered before its 0.
+    // node->locked = 0.
     prev->next.store(node, std::memory_order_release);
     SpinWait wait;
     // Acquire: pairs with the predecessor's release store of locked = 0 (the
