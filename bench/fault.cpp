@@ -1,11 +1,13 @@
-// fault: real anonymous page faults on this kernel, after the 2004 linux-mm pre-zeroing thread
-// (BACKGROUND.md section 5): a mapping of `mb` MiB split across `threads` tasks, each touching
-// one byte per 4 KiB page of its share. Contention regime: tasks as threads share one mm (the
-// mmap lock, per-VMA lock and page-table locks of one address space); as processes they share
-// only the zone / buddy allocator. Not measured: unmapping (done after the window), file faults,
-// major faults. The seed table's columns (GB, repetitions, tasks, user s, system s, wall s,
-// faults/cpu-s, faults/wall-s) are the row's metrics; fault counts come from getrusage minor
-// faults and are checked against what each mode must produce.
+// fault: real anonymous page faults on this kernel, after the 2004 linux-mm
+// pre-zeroing thread (BACKGROUND.md section 5): a mapping of `mb` MiB split
+// across `threads` tasks, each touching one byte per 4 KiB page of its share.
+// Contention regime: tasks as threads share one mm (the mmap lock, per-VMA lock
+// and page-table locks of one address space); as processes they share only the
+// zone / buddy allocator. Not measured: unmapping (done after the window), file
+// faults, major faults. The seed table's columns (GB, repetitions, tasks, user
+// s, system s, wall s, faults/cpu-s, faults/wall-s) are the row's metrics;
+// fault counts come from getrusage minor faults and are checked against what
+// each mode must produce.
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
@@ -15,8 +17,8 @@
 
 #include <algorithm>
 #include <atomic>
-#include <chrono>
 #include <cerrno>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
@@ -37,39 +39,52 @@
 namespace lockline::fault_bench {
 
 inline constexpr std::size_t kPage = 4096;
-inline constexpr std::size_t kHugePage = 2u << 20;  // PMD-sized THP on x86-64 and 4K-page arm64
+inline constexpr std::size_t kHugePage =
+    2u << 20;  // PMD-sized THP on x86-64 and 4K-page arm64
 inline constexpr std::size_t kPagesPerHuge = kHugePage / kPage;
 
-/// A first touch of memory the host has not reclaimed is "warm" when the discarded pass over the
-/// same size ended less than this before the window: this KVM host hands memory left free for
-/// ~0.5-1 s back to the hypervisor, after which first touches are 2-25x slower.
+/// A first touch of memory the host has not reclaimed is "warm" when the
+/// discarded pass over the same size ended less than this before the window:
+/// this KVM host hands memory left free for ~0.5-1 s back to the hypervisor,
+/// after which first touches are 2-25x slower.
 inline constexpr uint64_t kWarmGapNs = 250'000'000;
-/// Idle time before an `after_idle` point: long enough for the host to reclaim freed memory.
+/// Idle time before an `after_idle` point: long enough for the host to reclaim
+/// freed memory.
 inline constexpr uint64_t kAfterIdleNs = 1'500'000'000;
-/// Fault-count tolerance per task, beyond the variant's expectation: faults on the stack, on
-/// libc data and (processes) copy-on-write of the parent's pages the child writes.
+/// Fault-count tolerance per task, beyond the variant's expectation: faults on
+/// the stack, on libc data and (processes) copy-on-write of the parent's pages
+/// the child writes.
 inline constexpr uint64_t kSlackFaultsPerTask = 256;
-/// Fresh regions mapped up front for tasks:threads (virtual only until touched); window w uses
-/// region w % kRegions, and a reused region is first emptied with MADV_DONTNEED inside the
-/// window (only when a point runs more than kRegions windows; variants set windows = 1).
+/// Fresh regions mapped up front for tasks:threads (virtual only until
+/// touched); window w uses region w % kRegions, and a reused region is first
+/// emptied with MADV_DONTNEED inside the window (only when a point runs more
+/// than kRegions windows; variants set windows = 1).
 inline constexpr int kRegions = 4;
 
 /// How pages become present.
 enum class Mode {
-  kPlain,          ///< MADV_NOHUGEPAGE, then touch: one fault per 4 KiB page, zeroed in the fault
-  kMapPopulate,    ///< mmap(MAP_POPULATE): the kernel faults the share in at mapping time
-  kPopulateWrite,  ///< MADV_POPULATE_WRITE (5.14+) on a 4 KiB-page mapping, then touch
-  kThp,            ///< MADV_HUGEPAGE: one fault per 2 MiB when the kernel grants huge pages
+  kPlain,  ///< MADV_NOHUGEPAGE, then touch: one fault per 4 KiB page, zeroed in
+           ///< the fault
+  kMapPopulate,    ///< mmap(MAP_POPULATE): the kernel faults the share in at
+                   ///< mapping time
+  kPopulateWrite,  ///< MADV_POPULATE_WRITE (5.14+) on a 4 KiB-page mapping,
+                   ///< then touch
+  kThp,  ///< MADV_HUGEPAGE: one fault per 2 MiB when the kernel grants huge
+         ///< pages
 };
 enum class Tasks { kThreads, kProcesses };
 enum class Start { kWarm, kAfterIdle };
 
 inline const char* ModeName(Mode m) {
   switch (m) {
-    case Mode::kPlain: return "plain";
-    case Mode::kMapPopulate: return "map_populate";
-    case Mode::kPopulateWrite: return "populate_write";
-    case Mode::kThp: return "thp";
+    case Mode::kPlain:
+      return "plain";
+    case Mode::kMapPopulate:
+      return "map_populate";
+    case Mode::kPopulateWrite:
+      return "populate_write";
+    case Mode::kThp:
+      return "thp";
   }
   return "?";
 }
@@ -82,9 +97,10 @@ struct Config {
   std::size_t bytes = 256u << 20;  ///< whole mapping, all tasks together
 };
 
-/// What one task measured in one or more windows (user / system seconds and minor faults from
-/// getrusage: RUSAGE_THREAD for threads, the child's RUSAGE_SELF for processes). Sent through a
-/// pipe by child processes, so it is a plain struct.
+/// What one task measured in one or more windows (user / system seconds and
+/// minor faults from getrusage: RUSAGE_THREAD for threads, the child's
+/// RUSAGE_SELF for processes). Sent through a pipe by child processes, so it is
+/// a plain struct.
 struct TaskResult {
   double user_s = 0, sys_s = 0;
   uint64_t pages = 0;            ///< 4 KiB pages made present
@@ -98,22 +114,26 @@ struct TaskResult {
     pages += o.pages;
     populate_faults += o.populate_faults;
     touch_faults += o.touch_faults;
-    if (error[0] == 0 && o.error[0] != 0) std::memcpy(error, o.error, sizeof(error));
+    if (error[0] == 0 && o.error[0] != 0)
+      std::memcpy(error, o.error, sizeof(error));
   }
 };
 
-/// /sys/kernel/mm/transparent_hugepage/enabled's selected word ("always", "madvise", "never"),
-/// or "unavailable" when the file is missing (kernel without THP).
+/// /sys/kernel/mm/transparent_hugepage/enabled's selected word ("always",
+/// "madvise", "never"), or "unavailable" when the file is missing (kernel
+/// without THP).
 inline std::string ThpEnabled() {
   std::ifstream f("/sys/kernel/mm/transparent_hugepage/enabled");
   std::string line;
   if (!std::getline(f, line)) return "unavailable";
   auto a = line.find('['), b = line.find(']');
-  if (a == std::string::npos || b == std::string::npos || b < a) return "unavailable";
+  if (a == std::string::npos || b == std::string::npos || b < a)
+    return "unavailable";
   return line.substr(a + 1, b - a - 1);
 }
 
-/// True when MADV_HUGEPAGE can give huge pages here (THP compiled in and not "never").
+/// True when MADV_HUGEPAGE can give huge pages here (THP compiled in and not
+/// "never").
 inline bool ThpUsable() {
   std::string s = ThpEnabled();
   return s == "always" || s == "madvise";
@@ -131,12 +151,14 @@ inline uint64_t MemAvailableBytes() {
   return 0;
 }
 
-/// Anonymous private mapping of `bytes` aligned to 2 MiB (so MADV_HUGEPAGE can use PMD pages and
-/// task shares start on huge-page boundaries). Returns nullptr on failure (errno set).
+/// Anonymous private mapping of `bytes` aligned to 2 MiB (so MADV_HUGEPAGE can
+/// use PMD pages and task shares start on huge-page boundaries). Returns
+/// nullptr on failure (errno set).
 inline char* MapAligned(std::size_t bytes, int extra_flags = 0) {
   const std::size_t len = bytes + kHugePage;
-  void* p = mmap(nullptr, len, PROT_READ | PROT_WRITE,
-                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | extra_flags, -1, 0);
+  void* p =
+      mmap(nullptr, len, PROT_READ | PROT_WRITE,
+           MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | extra_flags, -1, 0);
   if (p == MAP_FAILED) return nullptr;
   auto base = reinterpret_cast<uintptr_t>(p);
   uintptr_t aligned = (base + kHugePage - 1) & ~(uintptr_t{kHugePage} - 1);
@@ -146,28 +168,35 @@ inline char* MapAligned(std::size_t bytes, int extra_flags = 0) {
   return reinterpret_cast<char*>(aligned);
 }
 
-/// The advice a mode gives before touching (THP off for all but kThp, so every other mode
-/// zeroes 4 KiB pages whatever the system-wide THP setting).
-inline int AdviceFor(Mode m) { return m == Mode::kThp ? MADV_HUGEPAGE : MADV_NOHUGEPAGE; }
-
-inline double Seconds(const timeval& tv) {
-  return static_cast<double>(tv.tv_sec) + static_cast<double>(tv.tv_usec) * 1e-6;
+/// The advice a mode gives before touching (THP off for all but kThp, so every
+/// other mode zeroes 4 KiB pages whatever the system-wide THP setting).
+inline int AdviceFor(Mode m) {
+  return m == Mode::kThp ? MADV_HUGEPAGE : MADV_NOHUGEPAGE;
 }
 
-/// Writes one byte per 4 KiB page of [p, p+bytes) (a store: a read would map the zero page).
+inline double Seconds(const timeval& tv) {
+  return static_cast<double>(tv.tv_sec) +
+         static_cast<double>(tv.tv_usec) * 1e-6;
+}
+
+/// Writes one byte per 4 KiB page of [p, p+bytes) (a store: a read would map
+/// the zero page).
 inline void TouchPages(char* p, std::size_t bytes) {
   for (std::size_t off = 0; off < bytes; off += kPage) {
     *reinterpret_cast<volatile char*>(p + off) = 1;
   }
 }
 
-/// One task's work on its share: make `bytes` present by `mode` and touch them, measuring rusage
-/// (`who`: RUSAGE_THREAD or RUSAGE_SELF) around the populate and touch phases. `share` is the
-/// task's part of a shared mapping already advised, or nullptr to map it here (map_populate,
-/// processes). Only async-signal-safe calls (mmap, madvise, getrusage), so a child forked from
-/// the multithreaded harness may run it. Mappings made here are returned in *mapped (to unmap
-/// after the window; a child keeps them until it exits).
-inline TaskResult RunTask(Mode mode, char* share, std::size_t bytes, int who, char** mapped) {
+/// One task's work on its share: make `bytes` present by `mode` and touch them,
+/// measuring rusage
+/// (`who`: RUSAGE_THREAD or RUSAGE_SELF) around the populate and touch phases.
+/// `share` is the task's part of a shared mapping already advised, or nullptr
+/// to map it here (map_populate, processes). Only async-signal-safe calls
+/// (mmap, madvise, getrusage), so a child forked from the multithreaded harness
+/// may run it. Mappings made here are returned in *mapped (to unmap after the
+/// window; a child keeps them until it exits).
+inline TaskResult RunTask(Mode mode, char* share, std::size_t bytes, int who,
+                          char** mapped) {
   TaskResult r;
   rusage r0{}, r1{}, r2{};
   getrusage(who, &r0);
@@ -175,19 +204,21 @@ inline TaskResult RunTask(Mode mode, char* share, std::size_t bytes, int who, ch
   if (p == nullptr) {
     p = MapAligned(bytes, mode == Mode::kMapPopulate ? MAP_POPULATE : 0);
     if (p == nullptr) {
-      std::snprintf(r.error, sizeof(r.error), "mmap of %zu bytes failed: %s", bytes,
-                    std::strerror(errno));
+      std::snprintf(r.error, sizeof(r.error), "mmap of %zu bytes failed: %s",
+                    bytes, std::strerror(errno));
       return r;
     }
     *mapped = p;
-    // map_populate has already faulted its pages in; advising afterwards only labels the VMA.
+    // map_populate has already faulted its pages in; advising afterwards only
+    // labels the VMA.
     if (madvise(p, bytes, AdviceFor(mode)) != 0 && mode == Mode::kThp) {
-      std::snprintf(r.error, sizeof(r.error), "madvise(MADV_HUGEPAGE) failed: %s",
-                    std::strerror(errno));
+      std::snprintf(r.error, sizeof(r.error),
+                    "madvise(MADV_HUGEPAGE) failed: %s", std::strerror(errno));
       return r;
     }
   }
-  if (mode == Mode::kPopulateWrite && madvise(p, bytes, MADV_POPULATE_WRITE) != 0) {
+  if (mode == Mode::kPopulateWrite &&
+      madvise(p, bytes, MADV_POPULATE_WRITE) != 0) {
     std::snprintf(r.error, sizeof(r.error),
                   "madvise(MADV_POPULATE_WRITE) failed: %s (needs Linux 5.14+)",
                   std::strerror(errno));
@@ -204,29 +235,35 @@ inline TaskResult RunTask(Mode mode, char* share, std::size_t bytes, int who, ch
   return r;
 }
 
-/// The fault count a mode must produce for `pages` 4 KiB pages: {populate phase, touch phase}.
-/// getrusage counts the kernel's own faults-in (GUP, regs == NULL in mm_account_fault, Linux
-/// 5.x-6.x) as minor faults of the calling task, so populate modes expect one per page while
-/// populating and none while touching; perf's page-faults event skips those (no regs).
+/// The fault count a mode must produce for `pages` 4 KiB pages: {populate
+/// phase, touch phase}. getrusage counts the kernel's own faults-in (GUP, regs
+/// == NULL in mm_account_fault, Linux 5.x-6.x) as minor faults of the calling
+/// task, so populate modes expect one per page while populating and none while
+/// touching; perf's page-faults event skips those (no regs).
 struct Expected {
   uint64_t populate = 0, touch = 0;
 };
 inline Expected ExpectedFaults(Mode m, uint64_t pages, bool thp_usable) {
   switch (m) {
-    case Mode::kPlain: return {0, pages};
+    case Mode::kPlain:
+      return {0, pages};
     case Mode::kMapPopulate:
-    case Mode::kPopulateWrite: return {pages, 0};
+    case Mode::kPopulateWrite:
+      return {pages, 0};
     case Mode::kThp:
-      return {0, thp_usable ? (pages + kPagesPerHuge - 1) / kPagesPerHuge : pages};
+      return {0,
+              thp_usable ? (pages + kPagesPerHuge - 1) / kPagesPerHuge : pages};
   }
   return {};
 }
 
-/// "" when the measured counts fit the mode (see Expected), else what differs. Tolerance: plain
-/// touch faults in [pages, pages + 1% + slack]; populate modes: touch faults <= slack; THP: in
-/// [pages/512, pages + 1% + slack] (the kernel may decline huge pages under fragmentation; the
-/// measured faults per 2 MiB are reported, not failed).
-inline std::string CheckFaults(Mode m, const TaskResult& total, int tasks, bool thp_usable) {
+/// "" when the measured counts fit the mode (see Expected), else what differs.
+/// Tolerance: plain touch faults in [pages, pages + 1% + slack]; populate
+/// modes: touch faults <= slack; THP: in [pages/512, pages + 1% + slack] (the
+/// kernel may decline huge pages under fragmentation; the measured faults per 2
+/// MiB are reported, not failed).
+inline std::string CheckFaults(Mode m, const TaskResult& total, int tasks,
+                               bool thp_usable) {
   const uint64_t pages = total.pages;
   const uint64_t slack = kSlackFaultsPerTask * static_cast<uint64_t>(tasks);
   const Expected e = ExpectedFaults(m, pages, thp_usable);
@@ -235,21 +272,24 @@ inline std::string CheckFaults(Mode m, const TaskResult& total, int tasks, bool 
   switch (m) {
     case Mode::kPlain:
       if (touch < pages || touch > pages + pages / 100 + slack) {
-        why << "plain: " << touch << " touch faults for " << pages << " pages (expected "
-            << pages << " .. " << pages + pages / 100 + slack << ")";
+        why << "plain: " << touch << " touch faults for " << pages
+            << " pages (expected " << pages << " .. "
+            << pages + pages / 100 + slack << ")";
       }
       break;
     case Mode::kMapPopulate:
     case Mode::kPopulateWrite:
       if (touch > slack) {
-        why << ModeName(m) << ": " << touch << " faults while touching populated pages "
+        why << ModeName(m) << ": " << touch
+            << " faults while touching populated pages "
             << "(expected <= " << slack << ")";
       }
       break;
     case Mode::kThp:
       if (touch < e.touch || touch > pages + pages / 100 + slack) {
-        why << "thp: " << touch << " touch faults for " << pages << " pages (expected "
-            << e.touch << " .. " << pages + pages / 100 + slack << ")";
+        why << "thp: " << touch << " touch faults for " << pages
+            << " pages (expected " << e.touch << " .. "
+            << pages + pages / 100 + slack << ")";
       }
       break;
   }
@@ -259,10 +299,11 @@ inline std::string CheckFaults(Mode m, const TaskResult& total, int tasks, bool 
 /// Commands from a team thread to its child process (tasks:processes).
 enum : int { kCmdExit = 0, kCmdRun = 1 };
 
-/// The point's workload: see the file comment. Window w of tasks:threads touches fresh region
-/// w % kRegions of one shared mapping (task i its i-th share, 2 MiB-aligned); tasks:processes
-/// runs each task in a child forked by its team thread in SetupThread (so fork is not timed),
-/// which maps its own share per window and reports its rusage through a pipe.
+/// The point's workload: see the file comment. Window w of tasks:threads
+/// touches fresh region w % kRegions of one shared mapping (task i its i-th
+/// share, 2 MiB-aligned); tasks:processes runs each task in a child forked by
+/// its team thread in SetupThread (so fork is not timed), which maps its own
+/// share per window and reports its rusage through a pipe.
 class FaultWorkload : public Workload {
  public:
   FaultWorkload(Config cfg, int threads) : cfg_(cfg), threads_(threads) {}
@@ -279,20 +320,23 @@ class FaultWorkload : public Workload {
   void Prepare(int threads) override {
     threads_ = threads;
     tasks_.assign(threads, TaskState{});
-    // Shares in 2 MiB units so THP can map each share with PMD pages; the last task takes the
-    // rest. Sizes are rounded down to whole 2 MiB units (or whole pages for tiny mappings).
-    const std::size_t unit = cfg_.bytes >= kHugePage * threads ? kHugePage : kPage;
+    // Shares in 2 MiB units so THP can map each share with PMD pages; the last
+    // task takes the rest. Sizes are rounded down to whole 2 MiB units (or
+    // whole pages for tiny mappings).
+    const std::size_t unit =
+        cfg_.bytes >= kHugePage * threads ? kHugePage : kPage;
     const std::size_t units = cfg_.bytes / unit;
     for (int i = 0; i < threads; ++i) {
       tasks_[i].share_off = units * i / threads * unit;
-      tasks_[i].share_bytes = (units * (i + 1) / threads - units * i / threads) * unit;
+      tasks_[i].share_bytes =
+          (units * (i + 1) / threads - units * i / threads) * unit;
     }
     if (cfg_.tasks == Tasks::kThreads && cfg_.mode != Mode::kMapPopulate) {
       for (int w = 0; w < kRegions; ++w) {
         char* r = MapAligned(cfg_.bytes);
         if (r == nullptr) {
-          setup_error_ = "mmap of " + std::to_string(cfg_.bytes) + " bytes failed: " +
-                         std::strerror(errno);
+          setup_error_ = "mmap of " + std::to_string(cfg_.bytes) +
+                         " bytes failed: " + std::strerror(errno);
           return;
         }
         madvise(r, cfg_.bytes, AdviceFor(cfg_.mode));
@@ -300,11 +344,13 @@ class FaultWorkload : public Workload {
       }
     }
     if (cfg_.start == Start::kWarm) {
-      // The discarded pass: same size, 4 KiB pages, one thread, unmapped right away so its pages
-      // go back to the guest's free lists (and are what the point then faults in).
+      // The discarded pass: same size and page size (huge pages for thp: 2 MiB
+      // blocks the host has backed recently are not the same memory as
+      // scattered 4 KiB pages), one thread, unmapped right away so its pages go
+      // back to the guest's free lists and are what the point then faults in.
       const uint64_t t0 = NowNs();
       if (char* p = MapAligned(cfg_.bytes)) {
-        madvise(p, cfg_.bytes, MADV_NOHUGEPAGE);
+        madvise(p, cfg_.bytes, AdviceFor(cfg_.mode));
         TouchPages(p, cfg_.bytes);
         munmap(p, cfg_.bytes);
       }
@@ -320,7 +366,8 @@ class FaultWorkload : public Workload {
     if (cfg_.tasks == Tasks::kProcesses) StartChild(tasks_[ctx.index]);
   }
 
-  uint64_t RunWindow(const ThreadCtx& ctx, const std::atomic<bool>& /*stop*/) override {
+  uint64_t RunWindow(const ThreadCtx& ctx,
+                     const std::atomic<bool>& /*stop*/) override {
     TaskState& t = tasks_[ctx.index];
     if (ctx.index == 0 && t.windows == 0) {
       gap_ns_ = static_cast<int64_t>(NowNs() - prepare_end_ns_);
@@ -345,13 +392,17 @@ class FaultWorkload : public Workload {
     return r.pages;
   }
 
-  void TeardownThread(const ThreadCtx& ctx) override { StopChild(tasks_[ctx.index]); }
+  void TeardownThread(const ThreadCtx& ctx) override {
+    StopChild(tasks_[ctx.index]);
+  }
 
-  void Report(PointReport& out, double window_seconds, uint64_t /*ops*/) override {
+  void Report(PointReport& out, double window_seconds,
+              uint64_t /*ops*/) override {
     const TaskResult total = Total();
     const bool thp = ThpUsable();
     const Expected e = ExpectedFaults(cfg_.mode, total.pages, thp);
-    const double faults = static_cast<double>(total.populate_faults + total.touch_faults);
+    const double faults =
+        static_cast<double>(total.populate_faults + total.touch_faults);
     const double cpu = total.user_s + total.sys_s;
     const int windows = tasks_.empty() ? 0 : tasks_[0].windows;
     out.Metric("gb", static_cast<double>(cfg_.bytes) / double(1u << 30));
@@ -365,14 +416,18 @@ class FaultWorkload : public Workload {
     out.Metric("populate_faults", static_cast<double>(total.populate_faults));
     out.Metric("expected_faults", static_cast<double>(e.populate + e.touch));
     out.Metric("faults_per_cpu_s", cpu > 0 ? faults / cpu : 0);
-    out.Metric("faults_per_wall_s", window_seconds > 0 ? faults / window_seconds : 0);
+    out.Metric("faults_per_wall_s",
+               window_seconds > 0 ? faults / window_seconds : 0);
     out.Metric("pages_per_wall_s",
-               window_seconds > 0 ? static_cast<double>(total.pages) / window_seconds : 0);
+               window_seconds > 0
+                   ? static_cast<double>(total.pages) / window_seconds
+                   : 0);
     const double huge_units = static_cast<double>(total.pages) / kPagesPerHuge;
-    out.Metric("faults_per_2mib", huge_units > 0 ? static_cast<double>(total.touch_faults +
-                                                                       total.populate_faults) /
-                                                       huge_units
-                                                 : 0);
+    out.Metric("faults_per_2mib",
+               huge_units > 0 ? static_cast<double>(total.touch_faults +
+                                                    total.populate_faults) /
+                                    huge_units
+                              : 0);
     auto& d = out.details;
     d["mode"] = ModeName(cfg_.mode);
     d["tasks"] = cfg_.tasks == Tasks::kThreads ? "threads" : "processes";
@@ -381,13 +436,15 @@ class FaultWorkload : public Workload {
     d["thp_enabled"] = ThpEnabled();
     d["start"] = cfg_.start == Start::kWarm ? "warm" : "after_idle";
     d["gap_before_first_window_ms"] = static_cast<double>(gap_ns_) / 1e6;
-    // `warm`: the discarded pass ended under kWarmGapNs before the first window.
+    // `warm`: the discarded pass ended under kWarmGapNs before the first
+    // window.
     d["warm"] = cfg_.start == Start::kWarm && gap_ns_ >= 0 &&
                 static_cast<uint64_t>(gap_ns_) < kWarmGapNs;
     if (cfg_.start == Start::kWarm) d["warm_pass_s"] = warm_pass_s_;
     d["expected_faults"] = {{"populate", e.populate}, {"touch", e.touch}};
     d["fault_source"] =
-        "getrusage minor faults (includes the kernel's own populate faults, which perf's "
+        "getrusage minor faults (includes the kernel's own populate faults, "
+        "which perf's "
         "page-faults event does not see)";
     nlohmann::json per_task = nlohmann::json::array();
     for (const auto& t : tasks_) {
@@ -425,8 +482,9 @@ class FaultWorkload : public Workload {
     int cmd_fd = -1, result_fd = -1;
   };
 
-  // Forks this team thread's child. The child inherits the thread's CPU binding, dies with the
-  // thread (PR_SET_PDEATHSIG) and runs only async-signal-safe code until _exit.
+  // Forks this team thread's child. The child inherits the thread's CPU
+  // binding, dies with the thread (PR_SET_PDEATHSIG) and runs only
+  // async-signal-safe code until _exit.
   void StartChild(TaskState& t) {
     int cmd[2], res[2];
     if (pipe(cmd) != 0 || pipe(res) != 0) {
@@ -451,12 +509,14 @@ class FaultWorkload : public Workload {
       const std::size_t bytes = t.share_bytes;
       for (;;) {
         int c = kCmdExit;
-        if (read(cmd[0], &c, sizeof(c)) != static_cast<ssize_t>(sizeof(c)) || c != kCmdRun) {
+        if (read(cmd[0], &c, sizeof(c)) != static_cast<ssize_t>(sizeof(c)) ||
+            c != kCmdRun) {
           _exit(0);
         }
         char* mapped = nullptr;
         TaskResult r = RunTask(mode, nullptr, bytes, RUSAGE_SELF, &mapped);
-        if (write(res[1], &r, sizeof(r)) != static_cast<ssize_t>(sizeof(r))) _exit(1);
+        if (write(res[1], &r, sizeof(r)) != static_cast<ssize_t>(sizeof(r)))
+          _exit(1);
       }
     }
     close(cmd[0]);
@@ -469,7 +529,8 @@ class FaultWorkload : public Workload {
   TaskResult RunInChild(TaskState& t) {
     TaskResult r;
     const int c = kCmdRun;
-    if (t.child < 0 || write(t.cmd_fd, &c, sizeof(c)) != static_cast<ssize_t>(sizeof(c)) ||
+    if (t.child < 0 ||
+        write(t.cmd_fd, &c, sizeof(c)) != static_cast<ssize_t>(sizeof(c)) ||
         read(t.result_fd, &r, sizeof(r)) != static_cast<ssize_t>(sizeof(r))) {
       std::snprintf(r.error, sizeof(r.error), "child task %d did not report",
                     static_cast<int>(t.child));
@@ -481,7 +542,8 @@ class FaultWorkload : public Workload {
   static void StopChild(TaskState& t) {
     if (t.child < 0) return;
     const int c = kCmdExit;
-    if (write(t.cmd_fd, &c, sizeof(c)) != static_cast<ssize_t>(sizeof(c))) kill(t.child, SIGKILL);
+    if (write(t.cmd_fd, &c, sizeof(c)) != static_cast<ssize_t>(sizeof(c)))
+      kill(t.child, SIGKILL);
     int status = 0;
     waitpid(t.child, &status, 0);
     close(t.cmd_fd);
@@ -499,10 +561,11 @@ class FaultWorkload : public Workload {
   double warm_pass_s_ = 0;
 };
 
-/// Mapping size for a point: `mb` MiB, or 32 MiB under --quick, capped at a quarter of
-/// MemAvailable (one window's pages plus the warm pass must fit with room to spare; each further
-/// window keeps its pages until the point ends). Rounded down to whole 2 MiB. Sets *note when it
-/// differs from the requested size.
+/// Mapping size for a point: `mb` MiB, or 32 MiB under --quick, capped at a
+/// quarter of MemAvailable (one window's pages plus the warm pass must fit with
+/// room to spare; each further window keeps its pages until the point ends).
+/// Rounded down to whole 2 MiB. Sets *note when it differs from the requested
+/// size.
 inline std::size_t PointBytes(std::size_t mb, bool quick, std::string* note) {
   std::size_t bytes = mb << 20;
   if (quick && bytes > (32u << 20)) {
@@ -512,14 +575,15 @@ inline std::size_t PointBytes(std::size_t mb, bool quick, std::string* note) {
   const uint64_t avail = MemAvailableBytes();
   if (avail > 0 && bytes > avail / 4) {
     bytes = avail / 4;
-    *note = "short memory: " + std::to_string(bytes >> 20) + " MiB (a quarter of MemAvailable)";
+    *note = "short memory: " + std::to_string(bytes >> 20) +
+            " MiB (a quarter of MemAvailable)";
   }
   bytes = std::max(bytes / kHugePage * kHugePage, kHugePage);
   return bytes;
 }
 
-Variant MakeVariant(Mode mode, Tasks tasks, Start start, std::size_t mb, Suite suite,
-                    std::vector<int> threads) {
+Variant MakeVariant(Mode mode, Tasks tasks, Start start, std::size_t mb,
+                    Suite suite, std::vector<int> threads) {
   Variant v;
   v.params = {{"mode", ModeName(mode)},
               {"tasks", tasks == Tasks::kThreads ? "threads" : "processes"},
@@ -531,12 +595,14 @@ Variant MakeVariant(Mode mode, Tasks tasks, Start start, std::size_t mb, Suite s
   static const char* const kModeText[] = {
       "THP off, each 4 KiB page zeroed in its fault",
       "mmap(MAP_POPULATE): pages faulted in and zeroed at mapping time",
-      "MADV_POPULATE_WRITE: pages faulted in and zeroed by one madvise, then touched",
+      "MADV_POPULATE_WRITE: pages faulted in and zeroed by one madvise, then "
+      "touched",
       "MADV_HUGEPAGE: one fault (and a 2 MiB zeroing) per huge page"};
-  v.description = std::string(kModeText[static_cast<int>(mode)]) + "; tasks as " +
-                  v.params[1].second +
-                  (start == Start::kWarm ? "; after a discarded warm-up pass"
-                                         : "; first touch after 1.5 s idle (host reclaim)");
+  v.description =
+      std::string(kModeText[static_cast<int>(mode)]) + "; tasks as " +
+      v.params[1].second +
+      (start == Start::kWarm ? "; after a discarded warm-up pass"
+                             : "; first touch after 1.5 s idle (host reclaim)");
   v.make = [=](const PointEnv& env) {
     Config cfg{mode, tasks, start, 0};
     std::string note;
@@ -548,26 +614,30 @@ Variant MakeVariant(Mode mode, Tasks tasks, Start start, std::size_t mb, Suite s
   return v;
 }
 
-/// The variant table. Default: the four seed comparisons at 1 and 2 tasks with 256 MiB, plus the
-/// labelled first-touch-after-idle point. Full adds every mode x tasks at 1 GiB (the seed's
-/// size) over the run's thread list.
+/// The variant table. Default: the four seed comparisons at 1 and 2 tasks with
+/// 256 MiB, plus the labelled first-touch-after-idle point. Full adds every
+/// mode x tasks at 1 GiB (the seed's size) over the run's thread list.
 std::vector<Variant> Variants() {
   std::vector<Variant> v;
-  v.push_back(MakeVariant(Mode::kPlain, Tasks::kThreads, Start::kWarm, 256, Suite::kQuick, {1, 2}));
-  v.push_back(
-      MakeVariant(Mode::kPlain, Tasks::kProcesses, Start::kWarm, 256, Suite::kDefault, {1, 2}));
-  v.push_back(MakeVariant(Mode::kPopulateWrite, Tasks::kThreads, Start::kWarm, 256,
+  v.push_back(MakeVariant(Mode::kPlain, Tasks::kThreads, Start::kWarm, 256,
+                          Suite::kQuick, {1, 2}));
+  v.push_back(MakeVariant(Mode::kPlain, Tasks::kProcesses, Start::kWarm, 256,
                           Suite::kDefault, {1, 2}));
-  v.push_back(MakeVariant(Mode::kThp, Tasks::kThreads, Start::kWarm, 256, Suite::kDefault, {1, 2}));
-  v.push_back(
-      MakeVariant(Mode::kPlain, Tasks::kThreads, Start::kAfterIdle, 256, Suite::kDefault, {1}));
-  for (Mode m : {Mode::kPlain, Mode::kMapPopulate, Mode::kPopulateWrite, Mode::kThp}) {
+  v.push_back(MakeVariant(Mode::kPopulateWrite, Tasks::kThreads, Start::kWarm,
+                          256, Suite::kDefault, {1, 2}));
+  v.push_back(MakeVariant(Mode::kThp, Tasks::kThreads, Start::kWarm, 256,
+                          Suite::kDefault, {1, 2}));
+  v.push_back(MakeVariant(Mode::kPlain, Tasks::kThreads, Start::kAfterIdle, 256,
+                          Suite::kDefault, {1}));
+  for (Mode m :
+       {Mode::kPlain, Mode::kMapPopulate, Mode::kPopulateWrite, Mode::kThp}) {
     for (Tasks t : {Tasks::kThreads, Tasks::kProcesses}) {
       v.push_back(MakeVariant(m, t, Start::kWarm, 1024, Suite::kFull, {}));
     }
   }
   for (Tasks t : {Tasks::kThreads, Tasks::kProcesses}) {
-    v.push_back(MakeVariant(Mode::kPlain, t, Start::kAfterIdle, 1024, Suite::kFull, {}));
+    v.push_back(MakeVariant(Mode::kPlain, t, Start::kAfterIdle, 1024,
+                            Suite::kFull, {}));
   }
   return v;
 }
@@ -576,7 +646,10 @@ std::vector<Variant> Variants() {
 
 LOCKLINE_REGISTER_FAMILY(lockline::Family{
     "fault",
-    "Real anonymous page faults (one byte per 4 KiB page of a fresh mapping): plain, "
-    "MAP_POPULATE, MADV_POPULATE_WRITE and THP, tasks as threads or processes; the 2004 "
+    "Real anonymous page faults (one byte per 4 KiB page of a fresh mapping): "
+    "plain, "
+    "MAP_POPULATE, MADV_POPULATE_WRITE and THP, tasks as threads or processes; "
+    "the 2004 "
     "pre-zeroing thread's table columns",
-    lockline::fault_bench::Variants, {}});
+    lockline::fault_bench::Variants,
+    {}});

@@ -1,31 +1,35 @@
-// zeroing: throughput of each page-zeroing method (memset, rep stosb, non-temporal stores,
-// clzero) over a buffer larger than the last-level cache, with a non-zero fill as the control.
-// One thread, no contention. On this KVM host zeros are written ~3x faster than any other
-// pattern (the host / memory path special-cases zero lines), so the result is zeroing
-// throughput, not memory bandwidth; the row says so. Not measured: page faults (see `fault`).
+// zeroing: throughput of each page-zeroing method (memset, rep stosb,
+// non-temporal stores, clzero) over a buffer larger than the last-level cache,
+// with a non-zero fill as the control. One thread, no contention. Zeros may be
+// written faster than any other pattern (a host or memory path that
+// special-cases zero lines), so the result is fill throughput of a value, not
+// memory bandwidth; the row says so and fill:pattern is the control. Not
+// measured: page faults (see `fault`).
+#include "harness/zeroing.h"
+
+#include <benchmark/benchmark.h>
 #include <sys/mman.h>
 
 #include <atomic>
-#include <benchmark/benchmark.h>
 #include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "harness/family.h"
-#include "harness/zeroing.h"
 
 namespace lockline::zeroing_bench {
 
 inline constexpr std::size_t kPage = 4096;
-/// Bytes filled between stop-flag checks: 1 MiB, ~50-100 µs, so windows end on time.
+/// Bytes filled between stop-flag checks: 1 MiB, ~50-100 µs, so windows end on
+/// time.
 inline constexpr std::size_t kChunk = 1u << 20;
 /// Non-zero control byte (the pre-zeroing thread's "other pattern").
 inline constexpr uint8_t kPatternByte = 0x5a;
 
-/// Fills a thread-private buffer of `bytes` (first-touched by its pinned thread, already holding
-/// the fill value so every pass rewrites the same value) chunk by chunk with `method`; one
-/// operation = one 4 KiB page filled.
+/// Fills a thread-private buffer of `bytes` (first-touched by its pinned
+/// thread, already holding the fill value so every pass rewrites the same
+/// value) chunk by chunk with `method`; one operation = one 4 KiB page filled.
 class ZeroingWorkload : public Workload {
  public:
   ZeroingWorkload(ZeroMethod method, uint8_t value, std::size_t bytes,
@@ -40,7 +44,8 @@ class ZeroingWorkload : public Workload {
 
   void SetupThread(const ThreadCtx& ctx) override {
     if (ctx.index != 0 || !unsupported_.empty()) return;
-    void* p = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    void* p = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) {
       unsupported_ = "mmap of " + std::to_string(bytes_) + " bytes failed";
       return;
@@ -49,7 +54,8 @@ class ZeroingWorkload : public Workload {
     std::memset(buf_, value_, bytes_);
   }
 
-  uint64_t RunWindow(const ThreadCtx& ctx, const std::atomic<bool>& stop) override {
+  uint64_t RunWindow(const ThreadCtx& ctx,
+                     const std::atomic<bool>& stop) override {
     if (ctx.index != 0 || buf_ == nullptr) return 0;
     uint64_t bytes = 0;
     std::size_t off = 0;
@@ -64,31 +70,36 @@ class ZeroingWorkload : public Workload {
     return bytes / kPage;
   }
 
-  void Report(PointReport& out, double window_seconds, uint64_t /*ops*/) override {
+  void Report(PointReport& out, double window_seconds,
+              uint64_t /*ops*/) override {
     out.Metric("gb_per_s",
-               window_seconds > 0 ? static_cast<double>(bytes_filled_) / window_seconds / 1e9 : 0);
+               window_seconds > 0
+                   ? static_cast<double>(bytes_filled_) / window_seconds / 1e9
+                   : 0);
     auto& d = out.details;
     d["method"] = ZeroMethodName(method_);
     d["method_native"] = FillMethodIsNative(method_);
     d["fill_byte"] = value_;
     d["buffer_bytes"] = bytes_;
     d["note"] =
-        "fill throughput of this method and value, not memory bandwidth: zeros can be written "
-        "faster than other patterns (the host special-cases zero lines; ~3x on the reference "
-        "KVM VM), so compare fill:zero with fill:pattern of the same method";
+        "fill throughput of this method and value, not memory bandwidth: zeros "
+        "can be written "
+        "faster than other patterns (a host or memory controller may "
+        "special-case zero lines), "
+        "so compare fill:zero with fill:pattern of the same method";
     if (!unsupported_.empty()) d["skipped"] = unsupported_;
   }
 
   std::string Verify() override {
     if (!unsupported_.empty()) return unsupported_;
-    // The buffer must hold the fill value (checked on a sample: first, middle and last word of
-    // each chunk, which every method writes).
+    // The buffer must hold the fill value (checked on a sample: first, middle
+    // and last word of each chunk, which every method writes).
     for (std::size_t off = 0; off < bytes_; off += kChunk) {
       for (std::size_t at : {off, off + kChunk / 2, off + kChunk - 1}) {
         if (static_cast<uint8_t>(buf_[at]) != value_) {
           return "byte " + std::to_string(at) + " is " +
-                 std::to_string(static_cast<uint8_t>(buf_[at])) + ", expected " +
-                 std::to_string(value_);
+                 std::to_string(static_cast<uint8_t>(buf_[at])) +
+                 ", expected " + std::to_string(value_);
         }
       }
     }
@@ -104,24 +115,28 @@ class ZeroingWorkload : public Workload {
   uint64_t bytes_filled_ = 0;
 };
 
-/// Buffer size, MiB: twice a 32 MiB L3 (Zen 4 CCD), so fills go to memory; 16 under --quick.
+/// Buffer size, MiB: twice a 32 MiB L3 (Zen 4 CCD), so fills go to memory; 16
+/// under --quick.
 inline constexpr std::size_t kBufferMb = 64;
 
 std::vector<Variant> Variants() {
   std::vector<Variant> v;
   for (ZeroMethod m : AllZeroMethods()) {
     for (bool zero : {true, false}) {
-      if (m == ZeroMethod::kClzero && !zero) continue;  // clzero writes only zeros
+      if (m == ZeroMethod::kClzero && !zero)
+        continue;  // clzero writes only zeros
       Variant x;
-      x.params = {{"method", ZeroMethodName(m)}, {"fill", zero ? "zero" : "pattern"}};
+      x.params = {{"method", ZeroMethodName(m)},
+                  {"fill", zero ? "zero" : "pattern"}};
       x.suite = (m == ZeroMethod::kMemset) ? Suite::kQuick : Suite::kDefault;
       x.threads = {1};
-      x.description = std::string("fill a ") + std::to_string(kBufferMb) + " MiB buffer with " +
-                      (zero ? "zeros" : "0x5a") + " by " + ZeroMethodName(m);
+      x.description = std::string("fill a ") + std::to_string(kBufferMb) +
+                      " MiB buffer with " + (zero ? "zeros" : "0x5a") + " by " +
+                      ZeroMethodName(m);
       const uint8_t value = zero ? 0 : kPatternByte;
       x.make = [m, value](const PointEnv& env) -> std::unique_ptr<Workload> {
-        return std::make_unique<ZeroingWorkload>(m, value,
-                                                 (env.quick ? 16 : kBufferMb) << 20);
+        return std::make_unique<ZeroingWorkload>(
+            m, value, (env.quick ? 16 : kBufferMb) << 20);
       };
       v.push_back(std::move(x));
     }
@@ -133,6 +148,8 @@ std::vector<Variant> Variants() {
 
 LOCKLINE_REGISTER_FAMILY(lockline::Family{
     "zeroing",
-    "Zeroing throughput per method (memset, rep stosb, non-temporal stores, clzero) with a "
+    "Zeroing throughput per method (memset, rep stosb, non-temporal stores, "
+    "clzero) with a "
     "non-zero fill as control: fill throughput, not memory bandwidth",
-    lockline::zeroing_bench::Variants, {}});
+    lockline::zeroing_bench::Variants,
+    {}});

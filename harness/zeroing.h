@@ -1,12 +1,14 @@
-// Page-zeroing methods behind portable functions, for the `prezero` and `zeroing` families:
-// memset, `rep stosb` (x86-64 "enhanced REP MOVSB/STOSB"), non-temporal stores (SSE2
-// MOVNTDQ + SFENCE: lines bypass the caches, as a background zeroer should) and AMD's CLZERO
-// (zeroes one 64-byte line without reading it; detected at run time with CPUID Fn8000_0008
-// EBX[0], AMD APM vol. 3). On other architectures every method but clzero falls back to memset
-// and clzero reports itself unsupported, so callers never need an #ifdef.
+// Page-zeroing methods behind portable functions, for the `prezero` and
+// `zeroing` families: memset, `rep stosb` (x86-64 "enhanced REP MOVSB/STOSB"),
+// non-temporal stores (SSE2 MOVNTDQ + SFENCE: lines bypass the caches, as a
+// background zeroer should) and AMD's CLZERO (zeroes one 64-byte line without
+// reading it; detected at run time with CPUID Fn8000_0008 EBX[0], AMD APM vol.
+// 3). On other architectures every method but clzero falls back to memset and
+// clzero reports itself unsupported, so callers never need an #ifdef.
 //
-// A request for an unsupported method is not a crash: ZeroMethodUnsupportedReason() names why,
-// and the families turn it into a skipped row with that message.
+// A request for an unsupported method is not a crash:
+// ZeroMethodUnsupportedReason() names why, and the families turn it into a
+// skipped row with that message.
 #pragma once
 
 #include <cstddef>
@@ -26,10 +28,11 @@ namespace lockline {
 /// How a page (or any 64-byte-aligned buffer) is filled.
 enum class ZeroMethod { kMemset, kRepStosb, kNonTemporal, kClzero };
 
-/// The CPU features the methods depend on (detected once; tests build their own to force the
-/// unsupported paths).
+/// The CPU features the methods depend on (detected once; tests build their own
+/// to force the unsupported paths).
 struct ZeroingCpu {
-  bool x86_64 = false;  ///< rep stosb and non-temporal stores are real instructions, not memset
+  bool x86_64 = false;  ///< rep stosb and non-temporal stores are real
+                        ///< instructions, not memset
   bool clzero = false;  ///< CPUID Fn8000_0008 EBX[0] (AMD Zen and later)
 };
 
@@ -40,7 +43,8 @@ inline const ZeroingCpu& DetectZeroingCpu() {
 #if defined(__x86_64__)
     c.x86_64 = true;
     unsigned a = 0, b = 0, cx = 0, d = 0;
-    // Leaf 0x80000000 gives the highest extended leaf; 0x80000008 must exist before it is read.
+    // Leaf 0x80000000 gives the highest extended leaf; 0x80000008 must exist
+    // before it is read.
     if (__get_cpuid(0x80000000u, &a, &b, &cx, &d) && a >= 0x80000008u &&
         __get_cpuid(0x80000008u, &a, &b, &cx, &d)) {
       c.clzero = (b & 1u) != 0;
@@ -54,10 +58,14 @@ inline const ZeroingCpu& DetectZeroingCpu() {
 /// Names used in row keys: memset, rep_stosb, nt_store, clzero.
 inline const char* ZeroMethodName(ZeroMethod m) {
   switch (m) {
-    case ZeroMethod::kMemset: return "memset";
-    case ZeroMethod::kRepStosb: return "rep_stosb";
-    case ZeroMethod::kNonTemporal: return "nt_store";
-    case ZeroMethod::kClzero: return "clzero";
+    case ZeroMethod::kMemset:
+      return "memset";
+    case ZeroMethod::kRepStosb:
+      return "rep_stosb";
+    case ZeroMethod::kNonTemporal:
+      return "nt_store";
+    case ZeroMethod::kClzero:
+      return "clzero";
   }
   return "?";
 }
@@ -68,33 +76,39 @@ inline std::vector<ZeroMethod> AllZeroMethods() {
           ZeroMethod::kClzero};
 }
 
-/// Parses a method name (as ZeroMethodName spells it). Throws std::invalid_argument naming the
-/// value and the accepted names.
+/// Parses a method name (as ZeroMethodName spells it). Throws
+/// std::invalid_argument naming the value and the accepted names.
 inline ZeroMethod ParseZeroMethod(const std::string& name) {
   for (ZeroMethod m : AllZeroMethods()) {
     if (name == ZeroMethodName(m)) return m;
   }
-  throw std::invalid_argument("unknown zeroing method '" + name +
-                              "' (accepted: memset, rep_stosb, nt_store, clzero)");
+  throw std::invalid_argument(
+      "unknown zeroing method '" + name +
+      "' (accepted: memset, rep_stosb, nt_store, clzero)");
 }
 
-/// "" when `m` can fill with `value` on `cpu`; else why not (clzero on a CPU without it, or a
-/// non-zero fill with clzero, which only writes zeros). rep_stosb and nt_store are always usable
-/// (memset stands in off x86-64; FillMethodIsNative says whether that happened).
-inline std::string ZeroMethodUnsupportedReason(ZeroMethod m, uint8_t value,
-                                               const ZeroingCpu& cpu = DetectZeroingCpu()) {
+/// "" when `m` can fill with `value` on `cpu`; else why not (clzero on a CPU
+/// without it, or a non-zero fill with clzero, which only writes zeros).
+/// rep_stosb and nt_store are always usable (memset stands in off x86-64;
+/// FillMethodIsNative says whether that happened).
+inline std::string ZeroMethodUnsupportedReason(
+    ZeroMethod m, uint8_t value, const ZeroingCpu& cpu = DetectZeroingCpu()) {
   if (m != ZeroMethod::kClzero) return "";
   if (!cpu.clzero) {
-    return "skipped: clzero requested but this CPU lacks it (CPUID Fn8000_0008 EBX[0] = 0; "
+    return "skipped: clzero requested but this CPU lacks it (CPUID Fn8000_0008 "
+           "EBX[0] = 0; "
            "AMD Zen and later have it)";
   }
   if (value != 0) return "skipped: clzero writes only zeros (no pattern fill)";
   return "";
 }
 
-/// True when `m` runs its own instruction sequence on `cpu`, false when memset stands in.
-inline bool FillMethodIsNative(ZeroMethod m, const ZeroingCpu& cpu = DetectZeroingCpu()) {
-  return m == ZeroMethod::kMemset || (m == ZeroMethod::kClzero ? cpu.clzero : cpu.x86_64);
+/// True when `m` runs its own instruction sequence on `cpu`, false when memset
+/// stands in.
+inline bool FillMethodIsNative(ZeroMethod m,
+                               const ZeroingCpu& cpu = DetectZeroingCpu()) {
+  return m == ZeroMethod::kMemset ||
+         (m == ZeroMethod::kClzero ? cpu.clzero : cpu.x86_64);
 }
 
 namespace zeroing_detail {
@@ -104,9 +118,10 @@ inline void RepStosb(void* dst, std::size_t bytes, uint8_t value) {
   asm volatile("rep stosb" : "+D"(dst), "+c"(bytes) : "a"(value) : "memory");
 }
 
-/// MOVNTDQ over 16-byte-aligned [dst, dst+bytes), memset for an unaligned head/tail, then SFENCE
-/// so the weakly ordered stores are globally visible before the page is published to another
-/// thread (the pool's lock release alone does not order non-temporal stores).
+/// MOVNTDQ over 16-byte-aligned [dst, dst+bytes), memset for an unaligned
+/// head/tail, then SFENCE so the weakly ordered stores are globally visible
+/// before the page is published to another thread (the pool's lock release
+/// alone does not order non-temporal stores).
 inline void NonTemporalFill(void* dst, std::size_t bytes, uint8_t value) {
   auto* p = static_cast<unsigned char*>(dst);
   std::size_t head = (16 - (reinterpret_cast<uintptr_t>(p) & 15)) & 15;
@@ -122,8 +137,9 @@ inline void NonTemporalFill(void* dst, std::size_t bytes, uint8_t value) {
   _mm_sfence();
 }
 
-/// CLZERO on each whole 64-byte line (encoded as bytes: older assemblers lack the mnemonic),
-/// memset for partial lines, SFENCE because CLZERO is weakly ordered (AMD APM vol. 3, CLZERO).
+/// CLZERO on each whole 64-byte line (encoded as bytes: older assemblers lack
+/// the mnemonic), memset for partial lines, SFENCE because CLZERO is weakly
+/// ordered (AMD APM vol. 3, CLZERO).
 inline void Clzero(void* dst, std::size_t bytes) {
   auto* p = static_cast<unsigned char*>(dst);
   std::size_t head = (64 - (reinterpret_cast<uintptr_t>(p) & 63)) & 63;
@@ -143,9 +159,11 @@ inline void Clzero(void* dst, std::size_t bytes) {
 }  // namespace zeroing_detail
 
 /// Fills [dst, dst+bytes) with `value` using `m`. The caller must have checked
-/// ZeroMethodUnsupportedReason(m, value) == ""; an unsupported clzero request still does not
-/// fault here (it falls back to memset), so a missed check costs accuracy, never a crash.
-inline void FillWith(ZeroMethod m, void* dst, std::size_t bytes, uint8_t value) {
+/// ZeroMethodUnsupportedReason(m, value) == ""; an unsupported clzero request
+/// still does not fault here (it falls back to memset), so a missed check costs
+/// accuracy, never a crash.
+inline void FillWith(ZeroMethod m, void* dst, std::size_t bytes,
+                     uint8_t value) {
 #if defined(__x86_64__)
   switch (m) {
     case ZeroMethod::kMemset:
@@ -168,9 +186,12 @@ inline void FillWith(ZeroMethod m, void* dst, std::size_t bytes, uint8_t value) 
 }
 
 /// Zeroes [dst, dst+bytes) with `m` (FillWith with value 0).
-inline void ZeroWith(ZeroMethod m, void* dst, std::size_t bytes) { FillWith(m, dst, bytes, 0); }
+inline void ZeroWith(ZeroMethod m, void* dst, std::size_t bytes) {
+  FillWith(m, dst, bytes, 0);
+}
 
-/// True when every byte of [p, p+bytes) is zero (word-wise; bytes a multiple of 8).
+/// True when every byte of [p, p+bytes) is zero (word-wise; bytes a multiple of
+/// 8).
 inline bool AllZero(const void* p, std::size_t bytes) {
   const auto* w = static_cast<const uint64_t*>(p);
   uint64_t acc = 0;

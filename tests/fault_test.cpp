@@ -1,8 +1,11 @@
-// Tests of the fault, prezero and zeroing families and harness/zeroing.h: every page handed out
-// is all zeros, the pre-zeroed share adds up, fault counts match each mode's expectation, and a
-// clzero request on a CPU without it is a clean skip. The families' sources are included so
-// their workload types can be driven directly (without the harness), each on std::threads that
-// run SetupThread, one window and TeardownThread, as the harness's team does.
+// Tests of the fault, prezero and zeroing families and harness/zeroing.h: every
+// page handed out is all zeros, the pre-zeroed share adds up, fault counts
+// match each mode's expectation, and a clzero request on a CPU without it is a
+// clean skip. The families' sources are included so their workload types can be
+// driven directly (without the harness), each on std::threads that run
+// SetupThread, one window and TeardownThread, as the harness's team does.
+#include "bench/fault.cpp"
+
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -11,7 +14,6 @@
 #include <thread>
 #include <vector>
 
-#include "bench/fault.cpp"
 #include "bench/prezero.cpp"
 #include "bench/zeroing.cpp"
 #include "harness/zeroing.h"
@@ -26,9 +28,11 @@ struct RunResult {
   PointReport report;
 };
 
-// Drives `wl` like the harness: Prepare, then per thread SetupThread + `windows` windows +
-// TeardownThread on that thread; duration windows last `window_ms`. Then Report and Verify.
-RunResult Drive(Workload& wl, int threads, int windows = 1, int window_ms = 100) {
+// Drives `wl` like the harness: Prepare, then per thread SetupThread +
+// `windows` windows + TeardownThread on that thread; duration windows last
+// `window_ms`. Then Report and Verify.
+RunResult Drive(Workload& wl, int threads, int windows = 1,
+                int window_ms = 100) {
   RunResult res;
   wl.Prepare(threads);
   for (int w = 0; w < windows; ++w) {
@@ -42,8 +46,9 @@ RunResult Drive(Workload& wl, int threads, int windows = 1, int window_ms = 100)
         ThreadCtx ctx;
         ctx.index = i;
         ctx.threads = threads;
-        // Fresh threads per window here, so setup / teardown bracket every window (fault tests
-        // run one window: its children die with the thread that forked them).
+        // Fresh threads per window here, so setup / teardown bracket every
+        // window (fault tests run one window: its children die with the thread
+        // that forked them).
         wl.SetupThread(ctx);
         ready.fetch_add(1);
         while (ready.load() < threads) std::this_thread::yield();
@@ -52,12 +57,15 @@ RunResult Drive(Workload& wl, int threads, int windows = 1, int window_ms = 100)
       });
     }
     if (!wl.fixed_work()) {
-      while (ready.load() < threads) std::this_thread::yield();  // setup is not window time
+      while (ready.load() < threads)
+        std::this_thread::yield();  // setup is not window time
       std::this_thread::sleep_for(std::chrono::milliseconds(window_ms));
       stop.store(true);
     }
     for (auto& t : team) t.join();
-    res.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    res.seconds +=
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+            .count();
     res.ops += ops.load();
   }
   wl.Report(res.report, res.seconds, res.ops);
@@ -73,7 +81,8 @@ double MetricOf(const PointReport& r, const std::string& name) {
   return -1;
 }
 
-// ---- harness/zeroing.h ------------------------------------------------------------------------
+// ---- harness/zeroing.h
+// ------------------------------------------------------------------------
 
 TEST(ZeroingMethods, EveryMethodZeroesAndFillsUnalignedRanges) {
   const ZeroingCpu& cpu = DetectZeroingCpu();
@@ -87,11 +96,13 @@ TEST(ZeroingMethods, EveryMethodZeroesAndFillsUnalignedRanges) {
         for (std::size_t i = 0; i < buf.size(); ++i) {
           const bool inside = i >= start && i < start + len;
           ASSERT_EQ(buf[i], inside ? 0 : 0xee)
-              << ZeroMethodName(m) << " start " << start << " len " << len << " at " << i;
+              << ZeroMethodName(m) << " start " << start << " len " << len
+              << " at " << i;
         }
         if (m == ZeroMethod::kClzero) continue;
         FillWith(m, buf.data() + start, len, 0x5a);
-        for (std::size_t i = start; i < start + len; ++i) ASSERT_EQ(buf[i], 0x5a);
+        for (std::size_t i = start; i < start + len; ++i)
+          ASSERT_EQ(buf[i], 0x5a);
       }
     }
   }
@@ -110,7 +121,8 @@ TEST(ZeroingMethods, ClzeroMatchesCpuinfo) {
   }
   if (!have_flags) GTEST_SKIP() << "no x86 flags line in /proc/cpuinfo";
   EXPECT_EQ(DetectZeroingCpu().clzero, listed);
-  if (!listed) GTEST_SKIP() << "CPU lacks clzero: native path not testable here";
+  if (!listed)
+    GTEST_SKIP() << "CPU lacks clzero: native path not testable here";
   alignas(64) static unsigned char page[4096];
   std::memset(page, 0x77, sizeof(page));
   ZeroWith(ZeroMethod::kClzero, page, sizeof(page));
@@ -119,11 +131,14 @@ TEST(ZeroingMethods, ClzeroMatchesCpuinfo) {
 
 TEST(ZeroingMethods, ClzeroOnCpuWithoutItIsACleanSkip) {
   const ZeroingCpu no_clzero{true, false};
-  const std::string why = ZeroMethodUnsupportedReason(ZeroMethod::kClzero, 0, no_clzero);
+  const std::string why =
+      ZeroMethodUnsupportedReason(ZeroMethod::kClzero, 0, no_clzero);
   EXPECT_NE(why.find("skipped"), std::string::npos) << why;
   EXPECT_NE(why.find("clzero"), std::string::npos) << why;
   EXPECT_EQ(ZeroMethodUnsupportedReason(ZeroMethod::kMemset, 0, no_clzero), "");
-  EXPECT_NE(ZeroMethodUnsupportedReason(ZeroMethod::kClzero, 0x5a, ZeroingCpu{true, true}), "");
+  EXPECT_NE(ZeroMethodUnsupportedReason(ZeroMethod::kClzero, 0x5a,
+                                        ZeroingCpu{true, true}),
+            "");
 
   // Both families turn it into a skipped row, without running the method.
   zeroing_bench::ZeroingWorkload z(ZeroMethod::kClzero, 0, 1u << 20, no_clzero);
@@ -132,8 +147,9 @@ TEST(ZeroingMethods, ClzeroOnCpuWithoutItIsACleanSkip) {
   EXPECT_NE(rz.verify.find("skipped: clzero"), std::string::npos) << rz.verify;
 
   PointEnv env;
-  prezero_bench::PrezeroWorkload p(prezero_bench::Mode::kPrezeroedBusy, ZeroMethod::kClzero, 0,
-                                   env, false, no_clzero);
+  prezero_bench::PrezeroWorkload p(prezero_bench::Mode::kPrezeroedBusy,
+                                   ZeroMethod::kClzero, 0, env, false,
+                                   no_clzero);
   RunResult rp = Drive(p, 1, 1, 10);
   EXPECT_EQ(rp.ops, 0u);
   EXPECT_NE(rp.verify.find("skipped: clzero"), std::string::npos) << rp.verify;
@@ -150,7 +166,8 @@ TEST(ZeroingMethods, BadMethodNameIsNamed) {
   EXPECT_EQ(ParseZeroMethod("nt_store"), ZeroMethod::kNonTemporal);
 }
 
-// ---- prezero ----------------------------------------------------------------------------------
+// ---- prezero
+// ----------------------------------------------------------------------------------
 
 TEST(Prezero, PoolConservesPages) {
   prezero_bench::PagePool pool(8);
@@ -165,32 +182,39 @@ TEST(Prezero, PoolConservesPages) {
   }
   EXPECT_EQ(pool.Take(&pz), nullptr);  // every page held
   for (char* p : held) pool.Free(p);
-  char* d = pool.TakeDirty();
+  char* d = nullptr;
+  ASSERT_EQ(pool.TakeDirty(&d, 1), 1u);
   ZeroWith(ZeroMethod::kMemset, d, 4096);
-  pool.PutZeroed(d);
+  pool.PutZeroed(&d, 1);
   EXPECT_EQ(pool.Take(&pz), d);  // a zeroed page is preferred
   EXPECT_TRUE(pz);
   pool.Free(d);
   EXPECT_EQ(pool.dirty_count() + pool.zeroed_count(), 8u);
 }
 
-// Every mode and method: every byte of every page handed out is zero (full check), prezeroed +
-// self-zeroed == allocations, the pool keeps its pages, the zeroer's pages are accounted for.
+// Every mode and method: every byte of every page handed out is zero (full
+// check), prezeroed + self-zeroed == allocations, the pool keeps its pages, the
+// zeroer's pages are accounted for.
 TEST(Prezero, EveryPageHandedOutIsZeroAndSharesAddUp) {
   PointEnv env;  // no topology: the zeroer runs unbound
-  for (auto mode : {prezero_bench::Mode::kZeroOnAlloc, prezero_bench::Mode::kPrezeroedIdle,
-                    prezero_bench::Mode::kPrezeroedBusy}) {
+  for (auto mode :
+       {prezero_bench::Mode::kZeroOnAlloc, prezero_bench::Mode::kPrezeroedIdle,
+        prezero_bench::Mode::kPrezeroedBusy}) {
     for (ZeroMethod m : AllZeroMethods()) {
       if (!ZeroMethodUnsupportedReason(m, 0).empty()) continue;
-      const uint64_t idle = mode == prezero_bench::Mode::kPrezeroedIdle ? 50 : 0;
+      const uint64_t idle =
+          mode == prezero_bench::Mode::kPrezeroedIdle ? 50 : 0;
       prezero_bench::PrezeroWorkload w(mode, m, idle, env, /*full_check=*/true);
       RunResult r = Drive(w, 2, 2, 60);
-      SCOPED_TRACE(std::string(prezero_bench::ModeName(mode)) + "/" + ZeroMethodName(m));
+      SCOPED_TRACE(std::string(prezero_bench::ModeName(mode)) + "/" +
+                   ZeroMethodName(m));
       EXPECT_EQ(r.verify, "");
       EXPECT_GT(r.ops, 0u);
       const auto& d = r.report.details;
       EXPECT_EQ(d["allocs"].get<uint64_t>(), r.ops);
-      EXPECT_EQ(d["prezeroed"].get<uint64_t>() + d["self_zeroed"].get<uint64_t>(), r.ops);
+      EXPECT_EQ(
+          d["prezeroed"].get<uint64_t>() + d["self_zeroed"].get<uint64_t>(),
+          r.ops);
       EXPECT_EQ(d["nonzero_pages"].get<uint64_t>(), 0u);
       if (mode == prezero_bench::Mode::kZeroOnAlloc) {
         EXPECT_EQ(d["prezeroed"].get<uint64_t>(), 0u);
@@ -214,7 +238,8 @@ TEST(Prezero, VariantTableIsWellFormed) {
   EXPECT_GE(names, 1);
 }
 
-// ---- fault ------------------------------------------------------------------------------------
+// ---- fault
+// ------------------------------------------------------------------------------------
 
 fault_bench::Config SmallFault(fault_bench::Mode m, fault_bench::Tasks t) {
   fault_bench::Config c;
@@ -225,12 +250,15 @@ fault_bench::Config SmallFault(fault_bench::Mode m, fault_bench::Tasks t) {
   return c;
 }
 
-// Plain faults (threads and processes, 1 and 2 tasks): at least one minor fault per 4 KiB page
-// touched, within the documented slack, and the seed's columns are all present.
+// Plain faults (threads and processes, 1 and 2 tasks): at least one minor fault
+// per 4 KiB page touched, within the documented slack, and the seed's columns
+// are all present.
 TEST(Fault, PlainFaultsOncePerPage) {
-  for (auto tasks : {fault_bench::Tasks::kThreads, fault_bench::Tasks::kProcesses}) {
+  for (auto tasks :
+       {fault_bench::Tasks::kThreads, fault_bench::Tasks::kProcesses}) {
     for (int n : {1, 2}) {
-      fault_bench::FaultWorkload w(SmallFault(fault_bench::Mode::kPlain, tasks), n);
+      fault_bench::FaultWorkload w(SmallFault(fault_bench::Mode::kPlain, tasks),
+                                   n);
       RunResult r = Drive(w, n);
       SCOPED_TRACE("tasks " + std::to_string(n));
       EXPECT_EQ(r.verify, "");
@@ -239,8 +267,9 @@ TEST(Fault, PlainFaultsOncePerPage) {
       const auto total = w.Total();
       EXPECT_GE(total.touch_faults, pages);
       EXPECT_LE(total.touch_faults, pages + pages / 100 + 256u * n);
-      for (const char* col : {"gb", "repetitions", "tasks", "user_s", "system_s", "wall_s",
-                              "faults_per_cpu_s", "faults_per_wall_s", "expected_faults"}) {
+      for (const char* col :
+           {"gb", "repetitions", "tasks", "user_s", "system_s", "wall_s",
+            "faults_per_cpu_s", "faults_per_wall_s", "expected_faults"}) {
         EXPECT_GE(MetricOf(r.report, col), 0.0) << col;
       }
       EXPECT_EQ(MetricOf(r.report, "tasks"), n);
@@ -249,11 +278,14 @@ TEST(Fault, PlainFaultsOncePerPage) {
   }
 }
 
-// Populate modes: the kernel faults the pages in while mapping (counted by getrusage as minor
-// faults of the caller), so touching them faults (almost) never.
+// Populate modes: the kernel faults the pages in while mapping (counted by
+// getrusage as minor faults of the caller), so touching them faults (almost)
+// never.
 TEST(Fault, PopulateModesFaultAtMappingTime) {
-  for (auto mode : {fault_bench::Mode::kPopulateWrite, fault_bench::Mode::kMapPopulate}) {
-    for (auto tasks : {fault_bench::Tasks::kThreads, fault_bench::Tasks::kProcesses}) {
+  for (auto mode :
+       {fault_bench::Mode::kPopulateWrite, fault_bench::Mode::kMapPopulate}) {
+    for (auto tasks :
+         {fault_bench::Tasks::kThreads, fault_bench::Tasks::kProcesses}) {
       fault_bench::FaultWorkload w(SmallFault(mode, tasks), 2);
       RunResult r = Drive(w, 2);
       SCOPED_TRACE(fault_bench::ModeName(mode));
@@ -266,17 +298,18 @@ TEST(Fault, PopulateModesFaultAtMappingTime) {
   }
 }
 
-// THP: tolerant of a kernel that declines huge pages, but never more than one fault per page and
-// never fewer than one per 2 MiB.
+// THP: tolerant of a kernel that declines huge pages, but never more than one
+// fault per page and never fewer than one per 2 MiB.
 TEST(Fault, ThpFaultsPerHugePage) {
-  fault_bench::FaultWorkload w(SmallFault(fault_bench::Mode::kThp, fault_bench::Tasks::kThreads),
-                               1);
+  fault_bench::FaultWorkload w(
+      SmallFault(fault_bench::Mode::kThp, fault_bench::Tasks::kThreads), 1);
   RunResult r = Drive(w, 1);
   EXPECT_EQ(r.verify, "");
   const uint64_t pages = (16u << 20) / 4096;
   if (fault_bench::ThpUsable()) {
     EXPECT_GE(w.Total().touch_faults, pages / 512);
-    RecordProperty("faults_per_2mib", std::to_string(MetricOf(r.report, "faults_per_2mib")));
+    RecordProperty("faults_per_2mib",
+                   std::to_string(MetricOf(r.report, "faults_per_2mib")));
   } else {
     EXPECT_GE(w.Total().touch_faults, pages);
   }
@@ -286,20 +319,28 @@ TEST(Fault, CheckFaultsRejectsWrongCounts) {
   fault_bench::TaskResult t;
   t.pages = 1000;
   t.touch_faults = 999;
-  EXPECT_NE(fault_bench::CheckFaults(fault_bench::Mode::kPlain, t, 1, true), "");
+  EXPECT_NE(fault_bench::CheckFaults(fault_bench::Mode::kPlain, t, 1, true),
+            "");
   t.touch_faults = 1000;
-  EXPECT_EQ(fault_bench::CheckFaults(fault_bench::Mode::kPlain, t, 1, true), "");
-  EXPECT_NE(fault_bench::CheckFaults(fault_bench::Mode::kPopulateWrite, t, 1, true), "");
+  EXPECT_EQ(fault_bench::CheckFaults(fault_bench::Mode::kPlain, t, 1, true),
+            "");
+  EXPECT_NE(
+      fault_bench::CheckFaults(fault_bench::Mode::kPopulateWrite, t, 1, true),
+      "");
   t.touch_faults = 2;
-  EXPECT_EQ(fault_bench::CheckFaults(fault_bench::Mode::kPopulateWrite, t, 1, true), "");
+  EXPECT_EQ(
+      fault_bench::CheckFaults(fault_bench::Mode::kPopulateWrite, t, 1, true),
+      "");
   t.pages = 2048;  // 4 huge pages
   t.touch_faults = 3;
-  EXPECT_NE(fault_bench::CheckFaults(fault_bench::Mode::kThp, t, 1, true), "");  // < pages/512
+  EXPECT_NE(fault_bench::CheckFaults(fault_bench::Mode::kThp, t, 1, true),
+            "");  // < pages/512
   t.touch_faults = 4;
   EXPECT_EQ(fault_bench::CheckFaults(fault_bench::Mode::kThp, t, 1, true), "");
 }
 
-// ---- zeroing ----------------------------------------------------------------------------------
+// ---- zeroing
+// ----------------------------------------------------------------------------------
 
 TEST(Zeroing, WorkloadFillsAndReports) {
   for (ZeroMethod m : AllZeroMethods()) {
