@@ -45,10 +45,10 @@ namespace page_free {
 enum class PutResult {
   kLive,         ///< references remain
   kFreedLocked,  ///< last reference; lru_lock was taken
-  kFreedNoLock,  ///< last reference via the atomic decrement; no lru_lock (page
-                 ///< was off the LRU)
-  kFreedFast,    ///< last reference via the fast path's plain store: no atomic
-                 ///< RMW, no lock
+  /// Last reference via the atomic decrement; no lru_lock (page was off LRU).
+  kFreedNoLock,
+  /// Last reference via the fast path's plain store: no atomic RMW, no lock.
+  kFreedFast,
 };
 
 /// atomic_dec_and_test on the refcount (fully ordered, a locked XADD/DEC on
@@ -151,8 +151,17 @@ void ForEachVariant(F&& f) {
   ForEachVariantImpl(f, AllVariants{});
 }
 
-// ---- cost family
-// -------------------------------------------------------------
+// ---- cost family ------------------------------------------------------------
+//
+// Measurement model. One op = one page's life: take it from the thread's hot
+// list (count 1); if on_lru_pct picks it, add it to the zone LRU (batched per
+// round of kBatch pages, one lru_lock acquisition, identical for all variants);
+// get_page + put_page (2 -> 1); the final put_page by the variant, on this
+// thread (free_cpu:same) or pushed through an SPSC ring to thread i + 1, which
+// does it (free_cpu:remote; with one thread the ring loops back to itself).
+// The freeing thread's hot list receives the page. Metrics beyond ns/op:
+// fastpath_share (frees by the plain store), lru_lock_per_free (frees that
+// took lru_lock), remote_free_share, and lru_lock statistics.
 
 /// Pages per lru_lock acquisition when adding to the LRU: PAGEVEC_SIZE 15
 /// (2.6.10 on), the way lru_cache_add batches. A round allocates kBatch pages
@@ -194,10 +203,10 @@ struct LruStatSide {
 /// consumer takes it after an acquire load, so the page's state written before
 /// the push is visible to the final put.
 struct alignas(kDestructiveLine) PageRing {
-  alignas(kDestructiveLine) std::atomic<uint64_t> head{
-      0};  ///< next slot to pop (consumer)
-  alignas(kDestructiveLine) std::atomic<uint64_t> tail{
-      0};  ///< next slot to fill (producer)
+  /// Next slot to pop (written by the consumer).
+  alignas(kDestructiveLine) std::atomic<uint64_t> head{0};
+  /// Next slot to fill (written by the producer).
+  alignas(kDestructiveLine) std::atomic<uint64_t> tail{0};
   alignas(kDestructiveLine) std::array<Page*, kRingSlots> slots{};
 
   bool Push(Page* page) {
@@ -259,10 +268,10 @@ struct CostCtx {
 
 /// Parameters of one cost point.
 struct CostParams {
-  int on_lru_pct =
-      0;  ///< share of pages added to the LRU before they are freed, 0..100
-  bool remote = false;  ///< free_cpu:remote: the final put happens on thread (i
-                        ///< + 1) % threads
+  /// Share of pages added to the LRU before they are freed, 0..100.
+  int on_lru_pct = 0;
+  /// free_cpu:remote: the final put happens on thread (i + 1) % threads.
+  bool remote = false;
 };
 
 /// The cost workload for one put_page policy V and one lru_lock kind L.
@@ -545,8 +554,21 @@ std::vector<Variant> CostVariants() {
   return out;
 }
 
-// ---- race family
-// -------------------------------------------------------------
+// ---- race family ------------------------------------------------------------
+//
+// Measurement model. Thread 0 allocates pages, adds them to the LRU, keeps
+// kLiveDepth of them and frees the oldest with the variant's put_page. Thread 1
+// follows isolate_lru_page on the LRU tail, holds the page kScanHoldNs, puts it
+// back and drops its reference with the same put_page. A lost reference shows
+// as one of: the page's free generation moved while the scanner held it (the
+// main symptom), a refcount decremented below zero, a double free, a page freed
+// while PG_lru is set, or an LRU add/unlink of a page already linked/unlinked.
+// Each detected race is one violation ("incident"); the symptoms are counted
+// by kind in the details. A race leaves the pages in a state no correct kernel
+// reaches, so after each incident both threads quiesce and thread 0 rebuilds
+// every page and list (and it rebuilds at every window start): incidents never
+// cascade, and every violation counted is a fresh race. Until the rebuild, the
+// per-page `on_list` guard keeps the LRU list structurally intact.
 
 /// Shared pages of the race: few enough that the scanner keeps meeting the page
 /// being freed.
@@ -566,8 +588,8 @@ struct PageMeta {
   /// the generation, allocation clears the bit: any free between two reads
   /// changes the word (the "poison").
   std::atomic<uint64_t> state{1};
-  bool on_list = false;  ///< linked on the LRU list (under lru_lock): guards
-                         ///< list operations
+  /// Linked on the LRU list (under lru_lock): guards the list operations.
+  bool on_list = false;
   bool on_free = false;  ///< on the free list (under free_lock)
 };
 
@@ -575,8 +597,8 @@ struct PageMeta {
 struct RaceShared {
   alignas(kDestructiveLine) TicketLock lru_lock;
   ListHead lru;
-  alignas(kDestructiveLine)
-      std::mutex free_lock;  ///< zone->lock stand-in for the free list
+  /// zone->lock stand-in, protecting the free list.
+  alignas(kDestructiveLine) std::mutex free_lock;
   std::deque<int> free_list;
   alignas(kDestructiveLine) std::array<Page, kRacePages> pages;
   std::array<PageMeta, kRacePages> meta;
@@ -586,25 +608,24 @@ struct RaceShared {
   alignas(kDestructiveLine) std::atomic<bool> rebuild_req{false};
   std::atomic<int> scanner_parked{0};
   std::atomic<uint64_t> rebuild_epoch{0};
-  std::atomic<uint64_t> window_epoch{
-      0};  ///< bumped by the freer after its start-of-window rebuild
+  /// Bumped by the freer after its start-of-window rebuild.
+  std::atomic<uint64_t> window_epoch{0};
 };
 
 /// Symptoms of lost references, counted by kind (details) and as incidents
 /// (metric).
 struct alignas(kDestructiveLine) RaceCounters {
   uint64_t frees = 0, fast_frees = 0;
-  uint64_t freed_under_ref =
-      0;  ///< scanner: page freed (generation moved) while it held a ref
-  uint64_t underflow = 0;    ///< a decrement found the count <= 0
-  uint64_t double_free = 0;  ///< free routine: page already free
-  uint64_t freed_on_lru =
-      0;  ///< free routine: PG_lru set on a page being freed
-  uint64_t bad_list_op =
-      0;  ///< LRU add of a linked page or unlink of an unlinked one
+  /// Scanner: the page was freed (generation moved) while it held a ref.
+  uint64_t freed_under_ref = 0;
+  uint64_t underflow = 0;     ///< a decrement found the count <= 0
+  uint64_t double_free = 0;   ///< free routine: page already free
+  uint64_t freed_on_lru = 0;  ///< free routine: PG_lru set at the free
+  /// LRU add of a linked page or unlink of an unlinked one.
+  uint64_t bad_list_op = 0;
   uint64_t incidents = 0;  ///< races detected (each followed by one rebuild)
-  uint64_t isolations =
-      0;  ///< scanner: successful get_page_unless_zero + isolate
+  /// Scanner: successful get_page_unless_zero + isolation.
+  uint64_t isolations = 0;
 };
 
 /// The race workload: thread 0 frees, thread 1 scans; policy V frees on both.
