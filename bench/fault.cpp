@@ -155,14 +155,26 @@ inline uint64_t MemAvailableBytes() {
 /// use PMD pages and task shares start on huge-page boundaries). Returns
 /// nullptr on failure (errno set).
 inline char* MapAligned(std::size_t bytes, int extra_flags = 0) {
+  // Reserve bytes + 2 MiB of address space without memory, then map the aligned
+  // part over it (MAP_FIXED), so MAP_POPULATE faults in exactly `bytes` and
+  // nothing that is trimmed later.
   const std::size_t len = bytes + kHugePage;
-  void* p =
-      mmap(nullptr, len, PROT_READ | PROT_WRITE,
-           MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | extra_flags, -1, 0);
-  if (p == MAP_FAILED) return nullptr;
-  auto base = reinterpret_cast<uintptr_t>(p);
+  void* r = mmap(nullptr, len, PROT_NONE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (r == MAP_FAILED) return nullptr;
+  auto base = reinterpret_cast<uintptr_t>(r);
   uintptr_t aligned = (base + kHugePage - 1) & ~(uintptr_t{kHugePage} - 1);
-  if (aligned > base) munmap(p, aligned - base);
+  void* p = mmap(
+      reinterpret_cast<void*>(aligned), bytes, PROT_READ | PROT_WRITE,
+      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED | extra_flags, -1,
+      0);
+  if (p == MAP_FAILED) {
+    const int err = errno;
+    munmap(r, len);
+    errno = err;
+    return nullptr;
+  }
+  if (aligned > base) munmap(r, aligned - base);
   uintptr_t end = base + len, want_end = aligned + bytes;
   if (end > want_end) munmap(reinterpret_cast<void*>(want_end), end - want_end);
   return reinterpret_cast<char*>(aligned);
