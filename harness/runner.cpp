@@ -149,9 +149,10 @@ void BuildPoints(RunState& run) {
 }
 
 void MeasureCoherenceBaselines(RunState& run) {
-  if (!run.topo->is_host() || run.pin.policy == PinPolicy::kNone) return;
+  if (!run.topo->is_host()) return;
   std::set<std::pair<int, int>> pairs;
   for (const Point& p : run.points) {
+    if (run.pin.policy == PinPolicy::kNone && p.variant->pus.empty()) continue;  // unpinned
     const auto [a, b] = ProbeThreads(p);
     if (a >= 0) pairs.insert({p.plan.pus[a].os_index, p.plan.pus[b].os_index});
   }
@@ -227,7 +228,8 @@ void RunPoint(benchmark::State& state, const Point& point, RunState& run) {
     std::vector<ThreadCtx> ctx;
     for (int i = 0; i < point.threads; ++i) {
       const PuInfo& pu = point.plan.pus[i];
-      const bool pinned = run.pin.policy != PinPolicy::kNone;
+      // Explicit PUs (a latency pair) are always bound; otherwise --pin=none leaves threads free.
+      const bool pinned = run.pin.policy != PinPolicy::kNone || !point.variant->pus.empty();
       pus.push_back(pinned ? pu.os_index : -1);
       ThreadCtx c;
       c.index = i;
@@ -243,7 +245,7 @@ void RunPoint(benchmark::State& state, const Point& point, RunState& run) {
 
     const auto [pa, pb] = ProbeThreads(point);
     const uint64_t probe_ns = static_cast<uint64_t>(kProbeSeconds * 1e9);
-    const bool probing = pa >= 0 && run.pin.policy != PinPolicy::kNone;
+    const bool probing = pa >= 0 && pus[pa] >= 0 && pus[pb] >= 0;
     const double before = probing ? team.PingPong(pa, pb, probe_ns).first : 0;
     team.ResetCounters();
 
@@ -283,7 +285,17 @@ void RunPoint(benchmark::State& state, const Point& point, RunState& run) {
     metrics.emplace_back("cpu_util", seconds > 0 ? cpu_seconds / (seconds * point.threads) : 0);
     json counters;
     AddCounters(readings, ops, metrics, counters);
-    for (const auto& m : rep.metrics) metrics.push_back(m);
+    // A family metric must not shadow a row key of the schema (results/SCHEMA.md).
+    static const std::set<std::string> kReserved = {
+        "name", "run_name", "run_type", "threads", "iterations", "real_time", "cpu_time",
+        "time_unit", "repetitions", "repetition_index", "family", "params", "placement",
+        "coherence", "fairness", "windows", "counters", "details", "layouts", "verify",
+        "lockline_key", "error_occurred", "error_message", "ops_per_s", "ns_per_op", "cpu_util"};
+    for (const auto& m : rep.metrics) {
+      if (kReserved.count(m.first))
+        throw std::logic_error("family metric '" + m.first + "' shadows a result-file key");
+      metrics.push_back(m);
+    }
     for (const auto& [name, value] : metrics)
       state.counters[name] = benchmark::Counter(std::isfinite(value) ? value : 0);
 
@@ -447,6 +459,8 @@ void LocklineReporter::ReportRuns(const std::vector<benchmark::BenchmarkReporter
 }
 
 void LocklineReporter::Finalize() {
+  // Again at the end: problems first seen during the run are recorded too.
+  run_.results->lockline_context()["counters"] = run_.counters->AvailabilityJson();
   run_.results->lockline_context()["finished"] = true;
   run_.results->Flush();
 }

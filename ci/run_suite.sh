@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# README's main command: installs whatever is missing, builds, runs lockline's default suite on this
+# machine and leaves a run directory with lockline.json, plots/ and report.html.
+# Extra arguments go to lockline (e.g. --quick, --full, --budget=20m, --benchmark_filter=zone_lock).
+# A run directory is written even when some points fail; the exit status is lockline's.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash ci/install_deps.sh
+build=${LOCKLINE_BUILD_DIR:-build}
+cmake -S . -B "$build" >/dev/null
+cmake --build "$build" -j"$(nproc)"
+out="results/$(hostname)-$(date -u +%Y%m%dT%H%M%SZ)"
+for arg in "$@"; do
+  case "$arg" in --out=*) out=${arg#--out=} ;; esac
+done
+set +e
+"$build/lockline" --out="$out" "$@"
+rc=$?
+set -e
+if [[ -f "$out/lockline.json" ]]; then
+  /usr/bin/python3 plots/plot.py "$out" -o "$out/plots"
+  /usr/bin/python3 plots/report.py "$out"
+  echo "lockline: run directory $out (report: $out/report.html)"
+fi
+exit "$rc"

@@ -1,0 +1,97 @@
+#!/usr/bin/env python3
+"""Smoke-runs one lockline family at tiny windows and checks the result file's shape.
+
+Usage: smoke_run.py LOCKLINE_BINARY FAMILY_REGEX [extra lockline args...]
+
+Runs `lockline --quick --window=5ms --benchmark_repetitions=1 --benchmark_filter=REGEX` into a
+temporary run directory, then checks lockline.json against results/SCHEMA.md: every iteration
+row has the Google Benchmark keys, a lockline_key that starts with the family, params, placement,
+coherence, fairness and counters objects, ops_per_s and ns_per_op, and no error. Exit 0 when the
+file is right, 1 with one line per problem otherwise.
+"""
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+
+GB_KEYS = ["name", "run_name", "run_type", "repetitions", "threads", "iterations", "real_time",
+           "cpu_time", "time_unit"]
+LOCKLINE_KEYS = ["lockline_key", "family", "params", "placement", "coherence", "fairness",
+                 "counters", "windows", "details"]
+
+
+def check(doc, regex):
+    """Returns a list of problems in a parsed lockline.json (empty when it is right)."""
+    problems = []
+    ctx = doc.get("context", {}).get("lockline", {})
+    for key in ["schema_version", "git_commit", "topology", "plans", "counters", "versions",
+                "environment", "finished"]:
+        if key not in ctx:
+            problems.append(f"context.lockline lacks {key}")
+    if ctx.get("finished") is not True:
+        problems.append("context.lockline.finished is not true after a complete run")
+    rows = [r for r in doc.get("benchmarks", []) if r.get("run_type") == "iteration"]
+    if not rows:
+        problems.append(f"no iteration rows for filter {regex}")
+    for r in rows:
+        name = r.get("name", "?")
+        if r.get("error_occurred"):
+            problems.append(f"{name}: error: {r.get('error_message')}")
+            continue
+        for key in GB_KEYS + LOCKLINE_KEYS + ["ops_per_s", "ns_per_op"]:
+            if key not in r:
+                problems.append(f"{name}: lacks {key}")
+        if not r.get("lockline_key", "").startswith(r.get("family", "\0") + "/"):
+            problems.append(f"{name}: lockline_key does not start with its family")
+        if r.get("params", {}).get("threads") != r.get("threads"):
+            problems.append(f"{name}: params.threads differs from threads")
+        pus = r.get("placement", {}).get("pus", [])
+        if len(pus) != r.get("threads"):
+            problems.append(f"{name}: placement lists {len(pus)} PUs for {r.get('threads')} threads")
+        if r.get("coherence", {}).get("label") not in ("baseline", "shifted", "unknown"):
+            problems.append(f"{name}: bad coherence label")
+        fair = r.get("fairness", {})
+        if len(fair.get("per_thread_ops", [])) != r.get("threads"):
+            problems.append(f"{name}: fairness has no per-thread count per thread")
+        for metric in ("ops_per_s", "ns_per_op"):
+            v = r.get(metric)
+            if not isinstance(v, (int, float)) or math.isnan(v) or v < 0:
+                problems.append(f"{name}: {metric} = {v!r}")
+        if r.get("verify") != "ok":
+            problems.append(f"{name}: verify = {r.get('verify')!r}")
+    return problems
+
+
+def main(argv):
+    if len(argv) < 3:
+        print(__doc__.strip().splitlines()[2], file=sys.stderr)
+        return 2
+    binary, regex, extra = argv[1], argv[2], argv[3:]
+    with tempfile.TemporaryDirectory(prefix="lockline-smoke-") as tmp:
+        out = os.path.join(tmp, "run")
+        cmd = [binary, "--quick", "--window=5ms", "--benchmark_repetitions=1",
+               f"--benchmark_filter={regex}", f"--out={out}", *extra]
+        print("+", " ".join(cmd), flush=True)
+        proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                              timeout=600)
+        print(proc.stdout[-6000:])
+        try:
+            with open(os.path.join(out, "lockline.json")) as f:
+                doc = json.load(f)
+        except (OSError, ValueError) as e:
+            print(f"FAIL: no readable lockline.json: {e}")
+            return 1
+        problems = check(doc, regex)
+        if proc.returncode != 0:
+            problems.append(f"lockline exited {proc.returncode}")
+        for p in problems:
+            print("FAIL:", p)
+        n = sum(1 for r in doc["benchmarks"] if r.get("run_type") == "iteration")
+        print(f"{n} rows checked, {len(problems)} problems")
+        return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
