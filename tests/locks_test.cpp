@@ -227,7 +227,7 @@ TEST(LockStat, SingleThreadIsUncontended) {
   EXPECT_EQ(s["contended_share"], 0.0);
   EXPECT_EQ(s["handoff_share"], 0.0);
   EXPECT_EQ(s["acquisitions_per_op"], 1.0);
-  EXPECT_EQ(s["fairness"], 1.0);
+  EXPECT_EQ(s["jain_fairness"], 1.0);
   PointReport report;
   AddLockStatMetrics(report, s);
   std::set<std::string> keys;

@@ -85,7 +85,7 @@ nlohmann::json SummarizeLockStats(
   j["hold_ns"] = Ratio(static_cast<double>(sum.hold_ns),
                        static_cast<double>(sum.hold_samples));
   j["acquisitions_per_op"] = Ratio(acq, static_cast<double>(ops));
-  j["fairness"] = Ratio(acq_sum * acq_sum, n * acq_sq_sum);
+  j["jain_fairness"] = Ratio(acq_sum * acq_sum, n * acq_sq_sum);
   j["wait_histogram"] = std::move(hist);
   j["per_thread"] = std::move(per_thread);
   return j;
@@ -94,7 +94,7 @@ nlohmann::json SummarizeLockStats(
 void AddLockStatMetrics(PointReport& out, const nlohmann::json& summary) {
   for (const char* key : {"wait_share", "handoff_share", "contended_share",
                           "wait_p50_ns", "wait_p99_ns", "wait_max_ns",
-                          "hold_ns", "acquisitions_per_op", "fairness"}) {
+                          "hold_ns", "acquisitions_per_op", "jain_fairness"}) {
     out.Metric(key, summary.value(key, 0.0));
   }
   out.details["lock_stat"] = summary;

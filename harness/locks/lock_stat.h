@@ -121,9 +121,9 @@ void UnlockWithStats(L& lock, LockStatThread& st) {
 ///     log2 bucket holding that quantile of contended waits, capped at the max:
 ///     within 2x), wait_max_ns; hold_ns = mean sampled hold time;
 ///     acquisitions_per_op = acquisitions / ops;
-///   fairness = Jain's index of per-thread acquisitions (1 = equal shares, 1/n
-///   = one thread); wait_histogram = [{"le_ns": upper edge, "count": n}] for
-///   non-empty buckets; per_thread = [{acquisitions, contended, wait_ns,
+///   jain_fairness = Jain's index of per-thread acquisitions (1 = equal shares,
+///   1/n = one thread); wait_histogram = [{"le_ns": upper edge, "count": n}]
+///   for non-empty buckets; per_thread = [{acquisitions, contended, wait_ns,
 ///   max_wait_ns, hold_ns, handoffs}].
 /// Null entries in `threads` are skipped; zero denominators give 0.
 nlohmann::json SummarizeLockStats(
@@ -132,7 +132,7 @@ nlohmann::json SummarizeLockStats(
 
 /// Adds the summary's flat metrics to a row (wait_share, handoff_share,
 /// contended_share, wait_p50_ns, wait_p99_ns, wait_max_ns, hold_ns,
-/// acquisitions_per_op, fairness) and the whole summary as
+/// acquisitions_per_op, jain_fairness) and the whole summary as
 /// out.details["lock_stat"].
 void AddLockStatMetrics(PointReport& out, const nlohmann::json& summary);
 
