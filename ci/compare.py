@@ -57,13 +57,14 @@ def metric_direction(name, declared=None):
     """Return "higher" or "lower" (the good direction of metric `name`), or None if unknown.
 
     `declared` maps names to directions given with --metric and wins over the built-in table,
-    which follows results/SCHEMA.md: names ending in _per_s or /s are higher-is-better;
+    which follows results/SCHEMA.md: names ending in _per_s, _per_wall_s, _per_cpu_s or /s
+    (faults_per_wall_s, the 2004 pre-zeroing table's column) are higher-is-better;
     ns_per_op, real_time, cpu_time, wait_share, violations_per_million, *_ns and */op are
     lower-is-better. Directions are declared, never guessed from the data.
     """
     if declared and name in declared:
         return declared[name]
-    if name.endswith("_per_s") or name.endswith("/s"):
+    if name.endswith(("_per_s", "_per_wall_s", "_per_cpu_s", "/s")):
         return "higher"
     if (name in ("ns_per_op", "real_time", "cpu_time", "wait_share", "violations_per_million")
             or name.endswith("_ns") or name.endswith("/op")):
