@@ -1,10 +1,16 @@
-// calibration: what one operation costs on this machine, and how far apart its PUs are.
-// - op:*: uncontended cost of a plain increment, an atomic fetch_add and a compare-exchange on a
-//   thread-private line (threads:1), and fetch_add on one shared line at every thread count (the
-//   simplest contended baseline: one line bouncing between all threads).
-// - c2c: one-way core-to-core latency, ping-pong of one cache line between two pinned PUs
-//   (median and minimum of 64-round-trip batches): the full matrix up to 16 PUs, a sample above.
-// Not measured: memory bandwidth or latency to DRAM (see the zeroing family for a zeroing rate).
+// calibration: what one operation costs on this machine, and how far apart its
+// PUs are.
+// - op:*: uncontended cost of a plain increment, an atomic fetch_add and a
+// compare-exchange on a
+//   thread-private line (threads:1), and fetch_add on one shared line at every
+//   thread count (the simplest contended baseline: one line bouncing between
+//   all threads).
+// - c2c: one-way core-to-core latency, ping-pong of one cache line between two
+// pinned PUs
+//   (median and minimum of 64-round-trip batches): the full matrix up to 16
+//   PUs, a sample above.
+// Not measured: memory bandwidth or latency to DRAM (see the zeroing family for
+// a zeroing rate).
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -15,38 +21,46 @@
 #include <vector>
 
 #include "harness/cpu.h"
-#include "harness/locks/spin_wait.h"
 #include "harness/family.h"
+#include "harness/locks/spin_wait.h"
 #include "harness/memory.h"
 
 namespace lockline {
 namespace {
 
-constexpr int kOpsPerStopCheck = 64;  // amortizes the stop-flag load over a batch of operations
+constexpr int kOpsPerStopCheck =
+    64;  // amortizes the stop-flag load over a batch of operations
 
 struct alignas(kDestructiveLine) PaddedWord {
   std::atomic<uint64_t> v{0};
 };
 
-// The operations measured; each does one op on `w` and must not be optimized away.
+// The operations measured; each does one op on `w` and must not be optimized
+// away.
 enum class Op { kPlainInc, kAtomicFetchAdd, kCas };
 
 class OpWorkload : public Workload {
  public:
   OpWorkload(Op op, bool shared, const PointEnv& env)
-      : op_(op), shared_(shared), shared_word_(MakeShared<PaddedWord>(env)),
+      : op_(op),
+        shared_(shared),
+        shared_word_(MakeShared<PaddedWord>(env)),
         private_(new PaddedWord[env.threads]) {}
 
-  uint64_t RunWindow(const ThreadCtx& ctx, const std::atomic<bool>& stop) override {
-    std::atomic<uint64_t>& w = shared_ ? shared_word_->v : private_[ctx.index].v;
+  uint64_t RunWindow(const ThreadCtx& ctx,
+                     const std::atomic<bool>& stop) override {
+    std::atomic<uint64_t>& w =
+        shared_ ? shared_word_->v : private_[ctx.index].v;
     uint64_t ops = 0;
     while (!stop.load(std::memory_order_relaxed)) {
       for (int i = 0; i < kOpsPerStopCheck; ++i) {
         switch (op_) {
           case Op::kPlainInc: {
-            // A plain load/add/store (relaxed atomics compile to plain moves on x86-64 and
-            // aarch64), kept in memory so the loop cannot be folded into one add.
-            w.store(w.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+            // A plain load/add/store (relaxed atomics compile to plain moves on
+            // x86-64 and aarch64), kept in memory so the loop cannot be folded
+            // into one add.
+            w.store(w.load(std::memory_order_relaxed) + 1,
+                    std::memory_order_relaxed);
             benchmark::ClobberMemory();
             break;
           }
@@ -55,7 +69,8 @@ class OpWorkload : public Workload {
             break;
           case Op::kCas: {
             uint64_t cur = w.load(std::memory_order_relaxed);
-            while (!w.compare_exchange_weak(cur, cur + 1, std::memory_order_relaxed)) {
+            while (!w.compare_exchange_weak(cur, cur + 1,
+                                            std::memory_order_relaxed)) {
             }
             break;
           }
@@ -67,7 +82,8 @@ class OpWorkload : public Workload {
   }
 
   void Report(PointReport& out, double, uint64_t ops) override {
-    out.details["op_word"] = shared_ ? "one shared cache line" : "a private cache line per thread";
+    out.details["op_word"] =
+        shared_ ? "one shared cache line" : "a private cache line per thread";
     total_ops_ = ops;
   }
 
@@ -76,8 +92,8 @@ class OpWorkload : public Workload {
     uint64_t sum = shared_word_->v.load();
     for (int i = 0; i < threads_; ++i) sum += private_[i].v.load();
     if (sum != total_ops_)
-      return "words sum to " + std::to_string(sum) + " but " + std::to_string(total_ops_) +
-             " operations ran";
+      return "words sum to " + std::to_string(sum) + " but " +
+             std::to_string(total_ops_) + " operations ran";
     return "";
   }
   void Prepare(int threads) override { threads_ = threads; }
@@ -91,23 +107,27 @@ class OpWorkload : public Workload {
   uint64_t total_ops_ = 0;
 };
 
-// Ping-pong between thread 0 (writes odd values) and thread 1 (answers with the next even one).
-// One op = one round trip = two line transfers.
+// Ping-pong between thread 0 (writes odd values) and thread 1 (answers with the
+// next even one). One op = one round trip = two line transfers.
 class PingPongWorkload : public Workload {
  public:
-  explicit PingPongWorkload(const PointEnv& env) : word_(MakeShared<PaddedWord>(env)) {}
+  explicit PingPongWorkload(const PointEnv& env)
+      : word_(MakeShared<PaddedWord>(env)) {}
 
-  uint64_t RunWindow(const ThreadCtx& ctx, const std::atomic<bool>& stop) override {
+  uint64_t RunWindow(const ThreadCtx& ctx,
+                     const std::atomic<bool>& stop) override {
     constexpr int kBatch = 64;
     std::atomic<uint64_t>& w = word_->v;
     if (ctx.index == 0) {
-      // Initiator: writes odd values 1, 3, 5, ... and waits for each even reply.
+      // Initiator: writes odd values 1, 3, 5, ... and waits for each even
+      // reply.
       uint64_t v = 0, trips = 0;
       while (!stop.load(std::memory_order_relaxed)) {
         const uint64_t t0 = NowNs();
         for (int k = 0; k < kBatch; ++k) {
           w.store(v + 1, std::memory_order_release);
-          for (SpinWait sw; w.load(std::memory_order_acquire) != v + 2;) sw.Relax();
+          for (SpinWait sw; w.load(std::memory_order_acquire) != v + 2;)
+            sw.Relax();
           v += 2;
         }
         samples_.push_back(static_cast<double>(NowNs() - t0) / (2.0 * kBatch));
@@ -116,10 +136,12 @@ class PingPongWorkload : public Workload {
       done_.store(true, std::memory_order_release);
       return trips;
     }
-    // Responder: answers each odd value with the next even one; once the initiator is done it
-    // resets the line and the flag for the next window (nobody else touches them then).
+    // Responder: answers each odd value with the next even one; once the
+    // initiator is done it resets the line and the flag for the next window
+    // (nobody else touches them then).
     uint64_t expect = 1;
-    SpinWait idle;  // yields when the initiator is not running (threads sharing a CPU)
+    SpinWait idle;  // yields when the initiator is not running (threads sharing
+                    // a CPU)
     while (!done_.load(std::memory_order_acquire)) {
       if (w.load(std::memory_order_acquire) == expect) {
         w.store(expect + 1, std::memory_order_release);
@@ -139,7 +161,8 @@ class PingPongWorkload : public Workload {
     std::sort(samples_.begin(), samples_.end());
     out.Metric("latency_ns", samples_[samples_.size() / 2]);
     out.Metric("latency_min_ns", samples_.front());
-    out.details["latency_note"] = "one-way = round trip / 2, batches of 64 round trips";
+    out.details["latency_note"] =
+        "one-way = round trip / 2, batches of 64 round trips";
   }
 
  private:
@@ -148,17 +171,19 @@ class PingPongWorkload : public Workload {
   std::vector<double> samples_;
 };
 
-// PU pairs of the latency matrix: every pair up to 16 PUs; above, the first PU against one PU of
-// every L3 / NUMA node / package plus a fixed-seed random sample, 64 pairs at most (the full
-// matrix is O(N^2) windows).
-std::vector<std::pair<int, int>> LatencyPairs(const std::vector<PuInfo>& order) {
+// PU pairs of the latency matrix: every pair up to 16 PUs; above, the first PU
+// against one PU of every L3 / NUMA node / package plus a fixed-seed random
+// sample, 64 pairs at most (the full matrix is O(N^2) windows).
+std::vector<std::pair<int, int>> LatencyPairs(
+    const std::vector<PuInfo>& order) {
   std::vector<int> pus;
   for (const PuInfo& p : order) pus.push_back(p.os_index);
   std::sort(pus.begin(), pus.end());
   std::vector<std::pair<int, int>> pairs;
   if (pus.size() <= 16) {
     for (size_t i = 0; i < pus.size(); ++i)
-      for (size_t j = i + 1; j < pus.size(); ++j) pairs.emplace_back(pus[i], pus[j]);
+      for (size_t j = i + 1; j < pus.size(); ++j)
+        pairs.emplace_back(pus[i], pus[j]);
     return pairs;
   }
   std::set<std::pair<int, int>> chosen;
@@ -169,7 +194,8 @@ std::vector<std::pair<int, int>> LatencyPairs(const std::vector<PuInfo>& order) 
     const bool sibling = p.core == first.core;
     if (sibling || l3s.insert(p.l3).second || nodes.insert(p.numa).second ||
         packages.insert(p.package).second)
-      chosen.insert({std::min(first.os_index, p.os_index), std::max(first.os_index, p.os_index)});
+      chosen.insert({std::min(first.os_index, p.os_index),
+                     std::max(first.os_index, p.os_index)});
   }
   std::mt19937 rng(42);
   std::uniform_int_distribution<size_t> pick(0, pus.size() - 1);
@@ -199,7 +225,9 @@ std::vector<Variant> CalibrationVariants(const std::vector<PuInfo>& order) {
     v.description = row.description;
     v.threads = {1};
     const Op op = row.op;
-    v.make = [op](const PointEnv& env) { return std::make_unique<OpWorkload>(op, false, env); };
+    v.make = [op](const PointEnv& env) {
+      return std::make_unique<OpWorkload>(op, false, env);
+    };
     out.push_back(std::move(v));
   }
   Variant shared;
@@ -212,12 +240,16 @@ std::vector<Variant> CalibrationVariants(const std::vector<PuInfo>& order) {
   out.push_back(std::move(shared));
   for (const auto& [a, b] : LatencyPairs(order)) {
     Variant v;
-    v.params = {{"c2c", "pingpong"}, {"pu_a", std::to_string(a)}, {"pu_b", std::to_string(b)}};
+    v.params = {{"c2c", "pingpong"},
+                {"pu_a", std::to_string(a)},
+                {"pu_b", std::to_string(b)}};
     v.suite = Suite::kQuick;
     v.description = "one-way cache-line transfer latency between two PUs";
     v.threads = {2};
     v.pus = {a, b};
-    v.make = [](const PointEnv& env) { return std::make_unique<PingPongWorkload>(env); };
+    v.make = [](const PointEnv& env) {
+      return std::make_unique<PingPongWorkload>(env);
+    };
     out.push_back(std::move(v));
   }
   return out;
@@ -225,7 +257,8 @@ std::vector<Variant> CalibrationVariants(const std::vector<PuInfo>& order) {
 
 LOCKLINE_REGISTER_FAMILY(Family{
     .name = "calibration",
-    .description = "uncontended op costs and core-to-core latency on this machine",
+    .description =
+        "uncontended op costs and core-to-core latency on this machine",
     .variants = nullptr,
     .planned_variants = CalibrationVariants,
 });

@@ -1,6 +1,7 @@
-// CPU-specific primitives behind small portable functions: the spin-wait relax, a monotonic
-// nanosecond clock, and the cache-line size constants. x86-64 first; aarch64 and a plain
-// fallback compile so the rest of lockline never needs an #ifdef.
+// CPU-specific primitives behind small portable functions: the spin-wait relax,
+// a monotonic nanosecond clock, and the cache-line size constants. x86-64
+// first; aarch64 and a plain fallback compile so the rest of lockline never
+// needs an #ifdef.
 #pragma once
 
 #include <cstddef>
@@ -9,17 +10,19 @@
 
 namespace lockline {
 
-/// Cache-line size, bytes, that lockline pads hot per-thread data to. 64 on x86-64 and most
-/// aarch64; layouts take their line size as an explicit parameter instead (64, 128, 256 are real).
+/// Cache-line size, bytes, that lockline pads hot per-thread data to. 64 on
+/// x86-64 and most aarch64; layouts take their line size as an explicit
+/// parameter instead (64, 128, 256 are real).
 inline constexpr std::size_t kCacheLine = 64;
 
-/// Padding unit for data that must never share a line with anything else: 128 bytes, because
-/// Intel's adjacent-line prefetcher moves lines in pairs and POWER / some ARM parts have 128-byte
-/// lines.
+/// Padding unit for data that must never share a line with anything else: 128
+/// bytes, because Intel's adjacent-line prefetcher moves lines in pairs and
+/// POWER / some ARM parts have 128-byte lines.
 inline constexpr std::size_t kDestructiveLine = 128;
 
-/// One spin-wait relax: PAUSE on x86-64 (~10-140 cycles depending on the core), YIELD on
-/// aarch64, a compiler barrier elsewhere. Call it in every busy-wait loop.
+/// One spin-wait relax: PAUSE on x86-64 (~10-140 cycles depending on the core),
+/// YIELD on aarch64, a compiler barrier elsewhere. Call it in every busy-wait
+/// loop.
 inline void CpuRelax() {
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_ia32_pause();
@@ -30,8 +33,9 @@ inline void CpuRelax() {
 #endif
 }
 
-/// Monotonic time in ns (CLOCK_MONOTONIC through the vDSO, ~20 ns per call). Used for windows,
-/// probes and slow-path lock timestamps; never on an uncontended fast path.
+/// Monotonic time in ns (CLOCK_MONOTONIC through the vDSO, ~20 ns per call).
+/// Used for windows, probes and slow-path lock timestamps; never on an
+/// uncontended fast path.
 inline uint64_t NowNs() {
   timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);

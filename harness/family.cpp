@@ -14,16 +14,16 @@ std::vector<Family>& Registry() {
   return families;
 }
 
-// One unit of ThinkNs work: a dependent multiply-add chain the compiler cannot fold or vectorize
-// (the asm barrier makes each step observable).
+// One unit of ThinkNs work: a dependent multiply-add chain the compiler cannot
+// fold or vectorize (the asm barrier makes each step observable).
 inline uint64_t ThinkStep(uint64_t x) {
   x = x * 6364136223846793005ull + 1442695040888963407ull;
   asm volatile("" : "+r"(x));
   return x;
 }
 
-// Steps per ns, calibrated once per process over ~5 ms with the clock (min of 5 trials, so a
-// preempted trial does not inflate the rate).
+// Steps per ns, calibrated once per process over ~5 ms with the clock (min of 5
+// trials, so a preempted trial does not inflate the rate).
 double StepsPerNs() {
   static const double rate = [] {
     double best = 0;
@@ -34,7 +34,8 @@ double StepsPerNs() {
       for (uint64_t i = 0; i < steps; ++i) x = ThinkStep(x);
       const uint64_t t1 = NowNs();
       asm volatile("" : : "r"(x));
-      best = std::max(best, static_cast<double>(steps) / static_cast<double>(t1 - t0 + 1));
+      best = std::max(
+          best, static_cast<double>(steps) / static_cast<double>(t1 - t0 + 1));
     }
     return best;
   }();
@@ -53,7 +54,8 @@ bool RegisterFamily(Family family) {
 
 const std::vector<Family>& Families() { return Registry(); }
 
-std::string RowKey(const std::string& family, const Params& params, int threads) {
+std::string RowKey(const std::string& family, const Params& params,
+                   int threads) {
   std::string key = family;
   for (const auto& [k, v] : params) key += "/" + k + ":" + v;
   key += "/threads:" + std::to_string(threads);
@@ -62,7 +64,8 @@ std::string RowKey(const std::string& family, const Params& params, int threads)
 
 void ThinkNs(uint64_t ns) {
   if (ns == 0) return;
-  const uint64_t steps = static_cast<uint64_t>(static_cast<double>(ns) * StepsPerNs());
+  const uint64_t steps =
+      static_cast<uint64_t>(static_cast<double>(ns) * StepsPerNs());
   uint64_t x = ns;
   for (uint64_t i = 0; i < steps; ++i) x = ThinkStep(x);
   asm volatile("" : : "r"(x));

@@ -1,18 +1,21 @@
 // The contract between experiment families (bench/*.cpp) and the harness.
 //
-// Measurement model (shared by every family, after will-it-scale and Concurrency Kit): lockline
-// owns the threads. For one point (one row key) the harness starts `threads` threads, pins each
-// to its planned PU, calls Workload::SetupThread on it (first touch of thread-private memory),
-// then runs measurement windows: all threads leave a start barrier together, call RunWindow,
-// which loops over the operation until the stop flag is set after `window` seconds (or, for a
-// fixed-work workload, returns when its work is done), and report the operations they did. One
-// Google Benchmark iteration is one window; the window's wall time is reported as manual time.
-// Threads persist across the windows of one point. A window that runs past its wall-clock bound
-// is flagged `overrun` in the results.
+// Measurement model (shared by every family, after will-it-scale and
+// Concurrency Kit): lockline owns the threads. For one point (one row key) the
+// harness starts `threads` threads, pins each to its planned PU, calls
+// Workload::SetupThread on it (first touch of thread-private memory), then runs
+// measurement windows: all threads leave a start barrier together, call
+// RunWindow, which loops over the operation until the stop flag is set after
+// `window` seconds (or, for a fixed-work workload, returns when its work is
+// done), and report the operations they did. One Google Benchmark iteration is
+// one window; the window's wall time is reported as manual time. Threads
+// persist across the windows of one point. A window that runs past its
+// wall-clock bound is flagged `overrun` in the results.
 //
-// Contention model: an operation is `work_ns` of thread-private work outside the lock plus the
-// critical section (the family's data-structure update, optionally `cs_ns` more). Families name
-// these knobs in their parameters so points are comparable across families.
+// Contention model: an operation is `work_ns` of thread-private work outside
+// the lock plus the critical section (the family's data-structure update,
+// optionally `cs_ns` more). Families name these knobs in their parameters so
+// points are comparable across families.
 #pragma once
 
 #include <atomic>
@@ -28,55 +31,67 @@
 
 namespace lockline {
 
-/// Which suites a variant belongs to; a variant marked kDefault is in default and full.
+/// Which suites a variant belongs to; a variant marked kDefault is in default
+/// and full.
 enum class Suite { kQuick = 0, kDefault = 1, kFull = 2 };
 
-/// Ordered key:value parameters of a point (without threads); they make the row key
-/// `family/key:value/.../threads:N` and the row's `params` object.
+/// Ordered key:value parameters of a point (without threads); they make the row
+/// key `family/key:value/.../threads:N` and the row's `params` object.
 using Params = std::vector<std::pair<std::string, std::string>>;
 
 /// What a thread knows about itself inside a point.
 struct ThreadCtx {
-  int index = 0;     ///< 0 .. threads-1
-  int threads = 1;   ///< threads of the point
-  int pu = -1;       ///< OS index of the PU it is bound to (-1 when --pin=none)
-  int numa = -1;     ///< logical NUMA node of that PU (-1 unknown)
+  int index = 0;    ///< 0 .. threads-1
+  int threads = 1;  ///< threads of the point
+  int pu = -1;      ///< OS index of the PU it is bound to (-1 when --pin=none)
+  int numa = -1;    ///< logical NUMA node of that PU (-1 unknown)
   uint64_t window_ns = 0;  ///< planned window length
 };
 
-/// Per-point results a workload adds after its windows: flat numeric metrics (become Google
-/// Benchmark counters on the row, e.g. "pages_per_s", "wait_share") and structured details
-/// (go into the row's `details` object, e.g. lock statistics, layout names).
+/// Per-point results a workload adds after its windows: flat numeric metrics
+/// (become Google Benchmark counters on the row, e.g. "pages_per_s",
+/// "wait_share") and structured details (go into the row's `details` object,
+/// e.g. lock statistics, layout names).
 struct PointReport {
   std::vector<std::pair<std::string, double>> metrics;
   nlohmann::json details = nlohmann::json::object();
-  std::vector<std::string> layouts;  ///< layout names used (their reports go in the context)
-  void Metric(const std::string& name, double value) { metrics.emplace_back(name, value); }
+  std::vector<std::string>
+      layouts;  ///< layout names used (their reports go in the context)
+  void Metric(const std::string& name, double value) {
+    metrics.emplace_back(name, value);
+  }
 };
 
-/// One point's workload. Created once per point (per repetition) on the main thread; threads
-/// call the per-thread hooks on themselves. Shared structures are allocated in the constructor
-/// or Prepare(); thread-private ones in SetupThread (first touch by the pinned thread).
+/// One point's workload. Created once per point (per repetition) on the main
+/// thread; threads call the per-thread hooks on themselves. Shared structures
+/// are allocated in the constructor or Prepare(); thread-private ones in
+/// SetupThread (first touch by the pinned thread).
 class Workload {
  public:
   virtual ~Workload() = default;
-  /// Called once on the main thread after the team exists, before any SetupThread.
+  /// Called once on the main thread after the team exists, before any
+  /// SetupThread.
   virtual void Prepare(int /*threads*/) {}
   /// On each pinned thread, before the first window.
   virtual void SetupThread(const ThreadCtx& /*ctx*/) {}
-  /// One window on one thread: do operations until `stop` reads true (relaxed load is enough:
-  /// the harness's release store happens-before the join), return how many were done. A
-  /// fixed-work workload (fixed_work() true) ignores stop and returns when its share is done.
-  virtual uint64_t RunWindow(const ThreadCtx& ctx, const std::atomic<bool>& stop) = 0;
+  /// One window on one thread: do operations until `stop` reads true (relaxed
+  /// load is enough: the harness's release store happens-before the join),
+  /// return how many were done. A fixed-work workload (fixed_work() true)
+  /// ignores stop and returns when its share is done.
+  virtual uint64_t RunWindow(const ThreadCtx& ctx,
+                             const std::atomic<bool>& stop) = 0;
   /// On each thread after the last window.
   virtual void TeardownThread(const ThreadCtx& /*ctx*/) {}
   /// True when a window is a fixed amount of work rather than a fixed duration.
   virtual bool fixed_work() const { return false; }
-  /// After all windows, on the main thread: add metrics and details. `window_seconds` is the
-  /// summed wall time of all windows, `ops` the summed operations of all threads.
-  virtual void Report(PointReport& /*out*/, double /*window_seconds*/, uint64_t /*ops*/) {}
-  /// After Report: check the structure's invariants (pages conserved, list intact, counts add
-  /// up). Returns "" when correct, else a description; the harness marks the row as an error.
+  /// After all windows, on the main thread: add metrics and details.
+  /// `window_seconds` is the summed wall time of all windows, `ops` the summed
+  /// operations of all threads.
+  virtual void Report(PointReport& /*out*/, double /*window_seconds*/,
+                      uint64_t /*ops*/) {}
+  /// After Report: check the structure's invariants (pages conserved, list
+  /// intact, counts add up). Returns "" when correct, else a description; the
+  /// harness marks the row as an error.
   virtual std::string Verify() { return ""; }
 };
 
@@ -90,42 +105,51 @@ struct PointEnv {
   bool quick = false;      ///< --quick run: keep sizes small
 };
 
-/// One variant of a family: parameters plus a factory. The harness crosses it with thread
-/// counts (the run's list, or `threads` when the variant fixes them).
+/// One variant of a family: parameters plus a factory. The harness crosses it
+/// with thread counts (the run's list, or `threads` when the variant fixes
+/// them).
 struct Variant {
   Params params;
   Suite suite = Suite::kDefault;
   std::string description;
   std::function<std::unique_ptr<Workload>(const PointEnv&)> make;
   std::vector<int> threads;  ///< empty: the run's --threads list
-  bool needs_spare_pu = false;  ///< the workload starts one helper thread on a PU of its own
-  int windows = 0;  ///< 0: the run's default; fixed-work variants usually want 1
-  /// Explicit OS PU indices for the threads (size = the one entry of `threads`), overriding the
-  /// placement policy: for measurements of given PU pairs (core-to-core latency).
+  bool needs_spare_pu =
+      false;  ///< the workload starts one helper thread on a PU of its own
+  int windows =
+      0;  ///< 0: the run's default; fixed-work variants usually want 1
+  /// Explicit OS PU indices for the threads (size = the one entry of
+  /// `threads`), overriding the placement policy: for measurements of given PU
+  /// pairs (core-to-core latency).
   std::vector<int> pus;
 };
 
-/// A family: a name (first component of every row key), a description, and a generator of its
-/// variants for the run.
+/// A family: a name (first component of every row key), a description, and a
+/// generator of its variants for the run.
 struct Family {
   std::string name;
   std::string description;
   std::function<std::vector<Variant>()> variants;
-  /// Optional instead of `variants`: variants that depend on the machine, given the usable PUs
-  /// in placement order (e.g. the PU pairs of a core-to-core latency matrix).
-  std::function<std::vector<Variant>(const std::vector<PuInfo>& order)> planned_variants;
+  /// Optional instead of `variants`: variants that depend on the machine, given
+  /// the usable PUs in placement order (e.g. the PU pairs of a core-to-core
+  /// latency matrix).
+  std::function<std::vector<Variant>(const std::vector<PuInfo>& order)>
+      planned_variants;
 };
 
-/// Registers a family (call from a static initializer: see LOCKLINE_REGISTER_FAMILY).
+/// Registers a family (call from a static initializer: see
+/// LOCKLINE_REGISTER_FAMILY).
 bool RegisterFamily(Family family);
 /// All registered families, in name order.
 const std::vector<Family>& Families();
 
 /// Builds "family/k:v/.../threads:N".
-std::string RowKey(const std::string& family, const Params& params, int threads);
+std::string RowKey(const std::string& family, const Params& params,
+                   int threads);
 
-/// Thread-private work outside the lock: spins for about `ns` nanoseconds of dependent integer
-/// work calibrated once per process (not a clock read loop, so it does not perturb counters).
+/// Thread-private work outside the lock: spins for about `ns` nanoseconds of
+/// dependent integer work calibrated once per process (not a clock read loop,
+/// so it does not perturb counters).
 void ThinkNs(uint64_t ns);
 
 }  // namespace lockline

@@ -27,7 +27,8 @@ int Fail(const std::string& msg) {
 
 void OnInterrupt(int) {
   static const char msg[] =
-      "\nlockline: interrupted; lockline.json keeps every point finished so far\n";
+      "\nlockline: interrupted; lockline.json keeps every point finished so "
+      "far\n";
   [[maybe_unused]] ssize_t n = write(2, msg, sizeof msg - 1);
   _exit(130);
 }
@@ -42,13 +43,16 @@ std::string DefaultOutDir() {
 }
 
 const char* SuiteName(lockline::Suite s) {
-  return s == lockline::Suite::kQuick ? "quick" : s == lockline::Suite::kFull ? "full" : "default";
+  return s == lockline::Suite::kQuick  ? "quick"
+         : s == lockline::Suite::kFull ? "full"
+                                       : "default";
 }
 
 json PlansJson(const RunState& run) {
   json plans = json::object();
   for (int n : run.counts) {
-    const lockline::ThreadPlan p = lockline::PlanThreads(run.order, n, run.opts.oversubscribe);
+    const lockline::ThreadPlan p =
+        lockline::PlanThreads(run.order, n, run.opts.oversubscribe);
     json pus = json::array();
     for (const auto& pu : p.pus) pus.push_back(pu.os_index);
     plans[std::to_string(n)] = {{"pus", pus},
@@ -77,7 +81,8 @@ int Main(int argc, char** argv) {
   if (!o.layouts.empty()) {
     if (o.layouts == "json") {
       json all = json::array();
-      for (const auto& l : lockline::AllLayouts()) all.push_back(lockline::LayoutToJson(l));
+      for (const auto& l : lockline::AllLayouts())
+        all.push_back(lockline::LayoutToJson(l));
       std::cout << all.dump(1) << "\n";
     } else {
       std::cout << lockline::FormatAllLayouts();
@@ -89,12 +94,14 @@ int Main(int argc, char** argv) {
     run.topo = lockline::Topology::Load(o.topology);
     run.pin = lockline::ParsePinSpec(o.pin);
     run.order = lockline::PlacementOrder(*run.topo, run.pin);
-    run.counts = lockline::ParseThreadCounts(o.threads, run.order, o.oversubscribe);
+    run.counts =
+        lockline::ParseThreadCounts(o.threads, run.order, o.oversubscribe);
   } catch (const std::exception& e) {
     return Fail(e.what());
   }
   if (o.plan) {
-    std::cout << lockline::FormatPlans(*run.topo, run.pin, run.counts, o.oversubscribe);
+    std::cout << lockline::FormatPlans(*run.topo, run.pin, run.counts,
+                                       o.oversubscribe);
     return 0;
   }
   try {
@@ -110,14 +117,16 @@ int Main(int argc, char** argv) {
   }
   if (!run.topo->is_host())
     return Fail("--topology=" + o.topology +
-                ": benchmarks only run on the host topology; use it with --plan or --list");
+                ": benchmarks only run on the host topology; use it with "
+                "--plan or --list");
   if (run.points.empty())
     return Fail("no point of the " + std::string(SuiteName(o.suite)) +
                 " suite matches --benchmark_filter=" + o.benchmark_filter +
                 " (lockline --list shows the keys)");
 
   try {
-    run.results = std::make_unique<lockline::ResultFile>(o.out.empty() ? DefaultOutDir() : o.out);
+    run.results = std::make_unique<lockline::ResultFile>(
+        o.out.empty() ? DefaultOutDir() : o.out);
     run.counters = lockline::CounterSession::Create(o.events);
   } catch (const std::exception& e) {
     return Fail(e.what());
@@ -143,23 +152,28 @@ int Main(int argc, char** argv) {
               ctx["git_commit"].get<std::string>().c_str(), SuiteName(o.suite),
               run.points.size(), run.results->dir().c_str());
   std::printf("%s\n", run.counters->SummaryLine().c_str());
-  for (const auto& w : ctx["warnings"]) std::printf("warning: %s\n", w.get<std::string>().c_str());
+  for (const auto& w : ctx["warnings"])
+    std::printf("warning: %s\n", w.get<std::string>().c_str());
   for (const auto& s : run.skipped) std::printf("skipped: %s\n", s.c_str());
   std::fflush(stdout);
 
   lockline::MeasureCoherenceBaselines(run);
   const double estimate = lockline::FitWindow(run);
   ctx["window_s"] = run.window_s;
-  std::printf("plan: %zu points x %d repetitions, window %.1f ms; estimated %s (budget %s)\n",
-              run.points.size(), o.repetitions, run.window_s * 1e3,
-              lockline::FormatDuration(estimate).c_str(),
-              lockline::FormatDuration(o.budget_s).c_str());
+  std::printf(
+      "plan: %zu points x %d repetitions, window %.1f ms; estimated %s (budget "
+      "%s)\n",
+      run.points.size(), o.repetitions, run.window_s * 1e3,
+      lockline::FormatDuration(estimate).c_str(),
+      lockline::FormatDuration(o.budget_s).c_str());
   std::fflush(stdout);
   run.results->Flush();
 
-  // Google Benchmark's flags: lockline's defaults first, the user's after them (later wins).
-  std::vector<std::string> gb_args = {argv[0], "--benchmark_repetitions=3",
-                                      "--benchmark_enable_random_interleaving=true"};
+  // Google Benchmark's flags: lockline's defaults first, the user's after them
+  // (later wins).
+  std::vector<std::string> gb_args = {
+      argv[0], "--benchmark_repetitions=3",
+      "--benchmark_enable_random_interleaving=true"};
   for (const auto& a : o.benchmark_args) gb_args.push_back(a);
   std::vector<char*> gb_argv;
   for (auto& a : gb_args) gb_argv.push_back(a.data());
@@ -176,8 +190,10 @@ int Main(int argc, char** argv) {
   int errors = 0;
   for (const auto& row : run.results->doc()["benchmarks"])
     if (row.value("error_occurred", false)) ++errors;
-  std::printf("lockline: wrote %s (%d rows, %d with errors)\n", run.results->path().c_str(),
-              static_cast<int>(run.results->doc()["benchmarks"].size()), errors);
+  std::printf("lockline: wrote %s (%d rows, %d with errors)\n",
+              run.results->path().c_str(),
+              static_cast<int>(run.results->doc()["benchmarks"].size()),
+              errors);
   return errors ? 1 : 0;
 }
 

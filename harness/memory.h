@@ -1,5 +1,6 @@
-// Placement of shared structures (the lock, the zone, the LRU) by --mem policy, through hwloc
-// memory binding. Thread-private memory is not allocated here: its thread first-touches it.
+// Placement of shared structures (the lock, the zone, the LRU) by --mem policy,
+// through hwloc memory binding. Thread-private memory is not allocated here:
+// its thread first-touches it.
 #pragma once
 
 #include <cstddef>
@@ -21,16 +22,17 @@ using SharedPtr = std::unique_ptr<void, SharedDeleter>;
 /// std::invalid_argument naming the value and the accepted forms.
 void CheckMemPolicy(const std::string& policy);
 
-/// Allocates `bytes` zeroed bytes aligned to at least 4096 (page), placed by env.mem_policy:
-/// first-touch (plain mmap, zeroed by the calling main thread: lands on its node), local (bound to
-/// the NUMA node of the point's first PU), node:N (hwloc logical NUMA node N), interleave
-/// (across the NUMA nodes the point spans). Falls back to first-touch, with a warning once per
-/// run, where binding is not supported; the point records the policy that took effect.
+/// Allocates `bytes` zeroed bytes aligned to at least 4096 (page), placed by
+/// env.mem_policy: first-touch (plain mmap, zeroed by the calling main thread:
+/// lands on its node), local (bound to the NUMA node of the point's first PU),
+/// node:N (hwloc logical NUMA node N), interleave (across the NUMA nodes the
+/// point spans). Falls back to first-touch, with a warning once per run, where
+/// binding is not supported; the point records the policy that took effect.
 /// Throws std::bad_alloc when the mapping fails.
 SharedPtr AllocShared(std::size_t bytes, const PointEnv& env);
 
-/// Constructs a T in shared memory placed by the policy; destroyed and freed by the returned
-/// handle.
+/// Constructs a T in shared memory placed by the policy; destroyed and freed by
+/// the returned handle.
 template <class T, class... Args>
 std::shared_ptr<T> MakeShared(const PointEnv& env, Args&&... args) {
   SharedPtr mem = AllocShared(sizeof(T), env);

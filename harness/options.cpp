@@ -55,10 +55,12 @@ fixed: use --window or --budget), --benchmark_perf_counters (Debian's 1.7.1 has 
 
 namespace {
 
-bool TakeValue(const std::string& arg, const std::string& flag, std::string* value) {
+bool TakeValue(const std::string& arg, const std::string& flag,
+               std::string* value) {
   if (arg.rfind(flag + "=", 0) != 0) return false;
   *value = arg.substr(flag.size() + 1);
-  if (value->empty()) throw UsageError(flag + " needs a value: " + flag + "=VALUE (see --help)");
+  if (value->empty())
+    throw UsageError(flag + " needs a value: " + flag + "=VALUE (see --help)");
   return true;
 }
 
@@ -66,7 +68,8 @@ int ParsePositiveInt(const std::string& text, const std::string& flag) {
   char* end = nullptr;
   const long v = std::strtol(text.c_str(), &end, 10);
   if (text.empty() || *end != '\0' || v < 1 || v > 100000)
-    throw UsageError("bad " + flag + " value '" + text + "': accepted is a whole number 1-100000");
+    throw UsageError("bad " + flag + " value '" + text +
+                     "': accepted is a whole number 1-100000");
   return static_cast<int>(v);
 }
 
@@ -77,14 +80,21 @@ double ParseDurationSeconds(const std::string& text, const std::string& flag) {
   const double v = std::strtod(text.c_str(), &end);
   const std::string unit = end ? std::string(end) : "";
   double scale = -1;
-  if (unit.empty() || unit == "s") scale = 1;
-  else if (unit == "ms") scale = 1e-3;
-  else if (unit == "us") scale = 1e-6;
-  else if (unit == "m" || unit == "min") scale = 60;
-  else if (unit == "h") scale = 3600;
-  if (text.empty() || end == text.c_str() || scale < 0 || !(v > 0) || v * scale > 7 * 86400)
+  if (unit.empty() || unit == "s")
+    scale = 1;
+  else if (unit == "ms")
+    scale = 1e-3;
+  else if (unit == "us")
+    scale = 1e-6;
+  else if (unit == "m" || unit == "min")
+    scale = 60;
+  else if (unit == "h")
+    scale = 3600;
+  if (text.empty() || end == text.c_str() || scale < 0 || !(v > 0) ||
+      v * scale > 7 * 86400)
     throw UsageError("bad " + flag + " value '" + text +
-                     "': accepted is a positive duration like 90s, 500ms, 20m, 1h (a bare number "
+                     "': accepted is a positive duration like 90s, 500ms, 20m, "
+                     "1h (a bare number "
                      "is seconds)");
   return v * scale;
 }
@@ -96,20 +106,31 @@ Options ParseOptions(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     std::string v;
-    if (a == "--help" || a == "-h") o.help = true;
-    else if (a == "--quick") quick = true;
-    else if (a == "--full") full = true;
-    else if (a == "--plan") o.plan = true;
-    else if (a == "--list") o.list = true;
-    else if (a == "--oversubscribe") o.oversubscribe = true;
-    else if (a == "--layouts") o.layouts = "text";
+    if (a == "--help" || a == "-h")
+      o.help = true;
+    else if (a == "--quick")
+      quick = true;
+    else if (a == "--full")
+      full = true;
+    else if (a == "--plan")
+      o.plan = true;
+    else if (a == "--list")
+      o.list = true;
+    else if (a == "--oversubscribe")
+      o.oversubscribe = true;
+    else if (a == "--layouts")
+      o.layouts = "text";
     else if (TakeValue(a, "--layouts", &v)) {
       if (v != "text" && v != "json")
-        throw UsageError("bad --layouts value '" + v + "': accepted are text and json");
+        throw UsageError("bad --layouts value '" + v +
+                         "': accepted are text and json");
       o.layouts = v;
-    } else if (TakeValue(a, "--pin", &o.pin) || TakeValue(a, "--threads", &o.threads) ||
-               TakeValue(a, "--mem", &o.mem) || TakeValue(a, "--topology", &o.topology) ||
-               TakeValue(a, "--events", &o.events) || TakeValue(a, "--out", &o.out)) {
+    } else if (TakeValue(a, "--pin", &o.pin) ||
+               TakeValue(a, "--threads", &o.threads) ||
+               TakeValue(a, "--mem", &o.mem) ||
+               TakeValue(a, "--topology", &o.topology) ||
+               TakeValue(a, "--events", &o.events) ||
+               TakeValue(a, "--out", &o.out)) {
     } else if (TakeValue(a, "--budget", &v)) {
       o.budget_s = ParseDurationSeconds(v, "--budget");
     } else if (TakeValue(a, "--window", &v)) {
@@ -120,10 +141,12 @@ Options ParseOptions(int argc, char** argv) {
         o.repetitions = ParsePositiveInt(v, "--benchmark_repetitions");
       o.benchmark_args.push_back(a);
     } else {
-      throw UsageError("unknown flag '" + a + "' (see lockline --help for the accepted flags)");
+      throw UsageError("unknown flag '" + a +
+                       "' (see lockline --help for the accepted flags)");
     }
   }
-  if (quick && full) throw UsageError("--quick and --full exclude each other: pick one");
+  if (quick && full)
+    throw UsageError("--quick and --full exclude each other: pick one");
   o.suite = quick ? Suite::kQuick : full ? Suite::kFull : Suite::kDefault;
   if (o.budget_s == 0) o.budget_s = quick ? 30 : full ? 1800 : 150;
   return o;

@@ -66,24 +66,26 @@ nlohmann::json CollectProvenance(const Options& opts, const Topology& topo) {
   p["command_line"] = opts.argv;
   const unsigned hw = hwloc_get_api_version();
   const int pfm = pfm_get_version();
-  p["versions"] = {
-      {"google_benchmark", LOCKLINE_GBENCH_VERSION},
-      {"hwloc", std::to_string(hw >> 16) + "." + std::to_string((hw >> 8) & 0xff) + "." +
-                    std::to_string(hw & 0xff)},
-      {"libpfm4", std::to_string(PFM_MAJ_VERSION(pfm)) + "." +
-                      std::to_string(PFM_MIN_VERSION(pfm))},
-      {"glibc", gnu_get_libc_version()}};
+  p["versions"] = {{"google_benchmark", LOCKLINE_GBENCH_VERSION},
+                   {"hwloc", std::to_string(hw >> 16) + "." +
+                                 std::to_string((hw >> 8) & 0xff) + "." +
+                                 std::to_string(hw & 0xff)},
+                   {"libpfm4", std::to_string(PFM_MAJ_VERSION(pfm)) + "." +
+                                   std::to_string(PFM_MIN_VERSION(pfm))},
+                   {"glibc", gnu_get_libc_version()}};
   utsname u{};
   if (uname(&u) == 0)
-    p["kernel"] = std::string(u.sysname) + " " + u.release + " " + u.version + " " + u.machine;
+    p["kernel"] = std::string(u.sysname) + " " + u.release + " " + u.version +
+                  " " + u.machine;
   p["cpu_model"] = CpuInfoField("model name");
   p["microcode"] = CpuInfoField("microcode");
   const TopologySummary& t = topo.summary();
-  p["topology"] = {{"source", t.source},         {"packages", t.packages},
-                   {"numa_nodes", t.numa_nodes}, {"l3s", t.l3s},
-                   {"cores", t.cores},           {"pus", t.pus},
-                   {"usable_pus", t.usable_pus}, {"cache_line_bytes", t.cache_line_bytes},
-                   {"cpukinds", t.cpukinds}};
+  p["topology"] = {
+      {"source", t.source},         {"packages", t.packages},
+      {"numa_nodes", t.numa_nodes}, {"l3s", t.l3s},
+      {"cores", t.cores},           {"pus", t.pus},
+      {"usable_pus", t.usable_pus}, {"cache_line_bytes", t.cache_line_bytes},
+      {"cpukinds", t.cpukinds}};
 
   json env;
   json warnings = json::array();
@@ -95,32 +97,39 @@ nlohmann::json CollectProvenance(const Options& opts, const Topology& topo) {
                        "', not 'performance': clock changes move results");
   const std::string smt = ReadSmallFile("/sys/devices/system/cpu/smt/control");
   env["smt"] = smt.empty() ? "unknown" : smt;
-  const std::string thp = Selected(ReadSmallFile("/sys/kernel/mm/transparent_hugepage/enabled"));
+  const std::string thp =
+      Selected(ReadSmallFile("/sys/kernel/mm/transparent_hugepage/enabled"));
   env["thp"] = thp.empty() ? "unknown" : thp;
   if (thp == "always")
-    warnings.push_back("transparent huge pages are 'always': fault and zeroing results depend "
-                       "on huge page availability");
+    warnings.push_back(
+        "transparent huge pages are 'always': fault and zeroing results depend "
+        "on huge page availability");
   const std::string aslr = ReadSmallFile("/proc/sys/kernel/randomize_va_space");
   env["aslr"] = aslr;
   if (aslr != "0")
     warnings.push_back("ASLR is on (randomize_va_space=" + aslr +
                        "): cache-set and alignment effects vary run to run");
-  const std::string paranoid = ReadSmallFile("/proc/sys/kernel/perf_event_paranoid");
-  env["perf_event_paranoid"] = paranoid.empty() ? json(nullptr) : json(std::stoi(paranoid));
+  const std::string paranoid =
+      ReadSmallFile("/proc/sys/kernel/perf_event_paranoid");
+  env["perf_event_paranoid"] =
+      paranoid.empty() ? json(nullptr) : json(std::stoi(paranoid));
   env["isolcpus"] = KernelCmdlineValue("isolcpus");
   env["nohz_full"] = KernelCmdlineValue("nohz_full");
   std::string hypervisor;
   if (CpuInfoField("flags").find(" hypervisor") != std::string::npos) {
     hypervisor = ReadSmallFile("/sys/hypervisor/type");
-    if (hypervisor.empty()) hypervisor = ReadSmallFile("/sys/class/dmi/id/sys_vendor");
+    if (hypervisor.empty())
+      hypervisor = ReadSmallFile("/sys/class/dmi/id/sys_vendor");
     if (hypervisor.empty()) hypervisor = "yes (unknown type)";
-    warnings.push_back("running under a hypervisor (" + hypervisor +
-                       "): vCPUs move between host cores; contended numbers carry coherence "
-                       "labels for this reason");
+    warnings.push_back(
+        "running under a hypervisor (" + hypervisor +
+        "): vCPUs move between host cores; contended numbers carry coherence "
+        "labels for this reason");
   }
   env["hypervisor"] = hypervisor.empty() ? json(nullptr) : json(hypervisor);
   if (t.usable_pus < t.pus)
-    warnings.push_back("only " + std::to_string(t.usable_pus) + " of " + std::to_string(t.pus) +
+    warnings.push_back("only " + std::to_string(t.usable_pus) + " of " +
+                       std::to_string(t.pus) +
                        " PUs are usable (cpuset, container or offline CPUs)");
   p["environment"] = env;
   p["warnings"] = warnings;

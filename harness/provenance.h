@@ -1,5 +1,5 @@
-// Run provenance: versions, compiler, kernel, CPU, topology summary and the environment checks
-// that hurt reproducibility (each with a warning).
+// Run provenance: versions, compiler, kernel, CPU, topology summary and the
+// environment checks that hurt reproducibility (each with a warning).
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -11,14 +11,17 @@
 
 namespace lockline {
 
-/// Facts about the build and the machine for the result file's lockline context: keys
-/// "version", "git_commit", "compiler", "cxx_flags", "build_type", "versions" (google_benchmark,
-/// hwloc, libpfm4, glibc), "kernel", "cpu_model", "microcode", "topology", "environment"
-/// (governor, smt, thp, aslr, perf_event_paranoid, isolcpus, nohz_full, hypervisor) and
-/// "warnings" (one string per environment problem). Never throws: unreadable facts are "unknown".
+/// Facts about the build and the machine for the result file's lockline
+/// context: keys "version", "git_commit", "compiler", "cxx_flags",
+/// "build_type", "versions" (google_benchmark, hwloc, libpfm4, glibc),
+/// "kernel", "cpu_model", "microcode", "topology", "environment" (governor,
+/// smt, thp, aslr, perf_event_paranoid, isolcpus, nohz_full, hypervisor) and
+/// "warnings" (one string per environment problem). Never throws: unreadable
+/// facts are "unknown".
 nlohmann::json CollectProvenance(const Options& opts, const Topology& topo);
 
-/// Reads a whole small file (procfs / sysfs), trailing newline stripped; "" if unreadable.
+/// Reads a whole small file (procfs / sysfs), trailing newline stripped; "" if
+/// unreadable.
 std::string ReadSmallFile(const std::string& path);
 
 }  // namespace lockline

@@ -11,9 +11,11 @@ namespace lockline {
 
 void WriteFileAtomically(const std::string& path, const std::string& text) {
   const std::string tmp = path + ".tmp." + std::to_string(getpid());
-  const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  const int fd =
+      open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0)
-    throw std::runtime_error("cannot write " + tmp + ": " + std::strerror(errno));
+    throw std::runtime_error("cannot write " + tmp + ": " +
+                             std::strerror(errno));
   size_t off = 0;
   while (off < text.size()) {
     const ssize_t n = write(fd, text.data() + off, text.size() - off);
@@ -22,7 +24,8 @@ void WriteFileAtomically(const std::string& path, const std::string& text) {
       const int err = errno;
       close(fd);
       unlink(tmp.c_str());
-      throw std::runtime_error("cannot write " + tmp + ": " + std::strerror(err));
+      throw std::runtime_error("cannot write " + tmp + ": " +
+                               std::strerror(err));
     }
     off += static_cast<size_t>(n);
   }
@@ -34,7 +37,8 @@ void WriteFileAtomically(const std::string& path, const std::string& text) {
   if (rename(tmp.c_str(), path.c_str()) != 0) {
     const int err = errno;
     unlink(tmp.c_str());
-    throw std::runtime_error("cannot rename " + tmp + " to " + path + ": " + std::strerror(err));
+    throw std::runtime_error("cannot rename " + tmp + " to " + path + ": " +
+                             std::strerror(err));
   }
 }
 
@@ -42,8 +46,11 @@ ResultFile::ResultFile(const std::string& dir) : dir_(dir) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec)
-    throw std::runtime_error("cannot create run directory " + dir + ": " + ec.message());
-  doc_ = {{"context", {{"lockline", {{"schema_version", kSchemaVersion}, {"finished", false}}}}},
+    throw std::runtime_error("cannot create run directory " + dir + ": " +
+                             ec.message());
+  doc_ = {{"context",
+           {{"lockline",
+             {{"schema_version", kSchemaVersion}, {"finished", false}}}}},
           {"benchmarks", nlohmann::json::array()}};
   Flush();
 }

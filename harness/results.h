@@ -1,7 +1,8 @@
-// The run's result file, lockline.json: Google Benchmark's JSON format plus lockline's row keys,
-// parameters, placement, coherence, fairness, counters and run context (see results/SCHEMA.md).
-// Rewritten through a temporary file and rename after every point, so an interrupted run leaves
-// valid JSON holding every point already measured.
+// The run's result file, lockline.json: Google Benchmark's JSON format plus
+// lockline's row keys, parameters, placement, coherence, fairness, counters and
+// run context (see results/SCHEMA.md). Rewritten through a temporary file and
+// rename after every point, so an interrupted run leaves valid JSON holding
+// every point already measured.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -16,20 +17,23 @@ inline constexpr int kSchemaVersion = 1;
 /// The result file of one run directory.
 class ResultFile {
  public:
-  /// Creates `dir` (and parents) and writes an initial file with an empty benchmark list.
-  /// Throws std::runtime_error naming the directory and errno when it cannot be created or
-  /// written: call before any point runs.
+  /// Creates `dir` (and parents) and writes an initial file with an empty
+  /// benchmark list. Throws std::runtime_error naming the directory and errno
+  /// when it cannot be created or written: call before any point runs.
   explicit ResultFile(const std::string& dir);
 
   const std::string& dir() const { return dir_; }
   std::string path() const { return dir_ + "/lockline.json"; }
   nlohmann::json& context() { return doc_["context"]; }
   nlohmann::json& lockline_context() { return doc_["context"]["lockline"]; }
-  void AddRow(nlohmann::json row) { doc_["benchmarks"].push_back(std::move(row)); }
+  void AddRow(nlohmann::json row) {
+    doc_["benchmarks"].push_back(std::move(row));
+  }
   const nlohmann::json& doc() const { return doc_; }
 
-  /// Atomically replaces the file with the current document (write to a temporary file in the
-  /// same directory, fsync, rename). Throws std::runtime_error on I/O failure (full disk ...).
+  /// Atomically replaces the file with the current document (write to a
+  /// temporary file in the same directory, fsync, rename). Throws
+  /// std::runtime_error on I/O failure (full disk ...).
   void Flush();
 
  private:

@@ -15,11 +15,15 @@ namespace {
 
 using nlohmann::json;
 
-constexpr double kProbeSeconds = 0.001;         // per-point ping-pong probe (before and after)
-constexpr double kBaselineProbeSeconds = 0.002;  // each of the 3 baseline probes of a pair
-constexpr double kFixedWorkWindowEstimate = 0.3;  // s, for the budget estimate only
+constexpr double kProbeSeconds =
+    0.001;  // per-point ping-pong probe (before and after)
+constexpr double kBaselineProbeSeconds =
+    0.002;  // each of the 3 baseline probes of a pair
+constexpr double kFixedWorkWindowEstimate =
+    0.3;  // s, for the budget estimate only
 
-// Google Benchmark's filter semantics (1.7.1): extended regex searched in the name; a leading
+// Google Benchmark's filter semantics (1.7.1): extended regex searched in the
+// name; a leading
 // '-' selects the names that do NOT match.
 bool MatchesFilter(const std::string& filter, const std::string& name) {
   if (filter.empty() || filter == "all" || filter == ".") return true;
@@ -28,7 +32,8 @@ bool MatchesFilter(const std::string& filter, const std::string& name) {
   return std::regex_search(name, re) != negate;
 }
 
-// The PU pair a point's coherence probe uses: thread 0 and the last thread on a different PU.
+// The PU pair a point's coherence probe uses: thread 0 and the last thread on a
+// different PU.
 std::pair<int, int> ProbeThreads(const Point& p) {
   const auto& pus = p.plan.pus;
   for (int j = static_cast<int>(pus.size()) - 1; j > 0; --j)
@@ -58,9 +63,12 @@ json ParamsJson(const Point& p) {
 }
 
 // Per-op counter metrics and the counters object of a row.
-void AddCounters(const std::vector<std::vector<CounterReading>>& per_thread, uint64_t ops,
-                 std::vector<std::pair<std::string, double>>& metrics, json& out) {
-  json status = json::object(), per_op = json::object(), threads = json::array();
+void AddCounters(const std::vector<std::vector<CounterReading>>& per_thread,
+                 uint64_t ops,
+                 std::vector<std::pair<std::string, double>>& metrics,
+                 json& out) {
+  json status = json::object(), per_op = json::object(),
+       threads = json::array();
   std::map<std::string, double> sum;
   std::map<std::string, std::string> worst;
   std::map<std::string, std::string> reason;
@@ -70,7 +78,8 @@ void AddCounters(const std::vector<std::vector<CounterReading>>& per_thread, uin
     for (const CounterReading& r : readings) {
       if (!worst.count(r.name)) order.push_back(r.name);
       std::string& w = worst[r.name];
-      // unavailable beats scaled beats measured: a sum is only as good as its worst part
+      // unavailable beats scaled beats measured: a sum is only as good as its
+      // worst part
       const auto rank = [](const std::string& s) {
         return s == "unavailable" ? 2 : s == "scaled" ? 1 : 0;
       };
@@ -104,7 +113,8 @@ void BuildPoints(RunState& run) {
   const Suite suite = run.opts.suite;
   const int usable = static_cast<int>(run.order.size());
   for (const Family& fam : Families())
-    for (Variant& v : fam.planned_variants ? fam.planned_variants(run.order) : fam.variants())
+    for (Variant& v : fam.planned_variants ? fam.planned_variants(run.order)
+                                           : fam.variants())
       if (static_cast<int>(v.suite) <= static_cast<int>(suite))
         run.variants_storage.push_back({fam.name, std::move(v)});
   // variants_storage no longer grows: points may point into it from here on.
@@ -120,11 +130,12 @@ void BuildPoints(RunState& run) {
       if (!MatchesFilter(run.opts.benchmark_filter, p.key)) continue;
       const int need = n + (v.needs_spare_pu ? 1 : 0);
       if (need > usable && !run.opts.oversubscribe) {
-        run.skipped.push_back(p.key + ": needs " + std::to_string(need) + " PUs (" +
-                              (v.needs_spare_pu ? "threads + a spare PU for its helper thread"
-                                                : "threads") +
-                              "), " + std::to_string(usable) +
-                              " usable; pass --oversubscribe to run it anyway");
+        run.skipped.push_back(
+            p.key + ": needs " + std::to_string(need) + " PUs (" +
+            (v.needs_spare_pu ? "threads + a spare PU for its helper thread"
+                              : "threads") +
+            "), " + std::to_string(usable) +
+            " usable; pass --oversubscribe to run it anyway");
         continue;
       }
       if (!v.pus.empty()) {
@@ -141,7 +152,9 @@ void BuildPoints(RunState& run) {
         p.plan = PlanThreads(run.order, n, run.opts.oversubscribe);
       }
       p.windows = v.windows > 0 ? v.windows
-                                : (suite == Suite::kQuick ? 2 : suite == Suite::kFull ? 5 : 3);
+                                : (suite == Suite::kQuick  ? 2
+                                   : suite == Suite::kFull ? 5
+                                                           : 3);
       run.points.push_back(std::move(p));
     }
   }
@@ -152,7 +165,8 @@ void MeasureCoherenceBaselines(RunState& run) {
   if (!run.topo->is_host()) return;
   std::set<std::pair<int, int>> pairs;
   for (const Point& p : run.points) {
-    if (run.pin.policy == PinPolicy::kNone && p.variant->pus.empty()) continue;  // unpinned
+    if (run.pin.policy == PinPolicy::kNone && p.variant->pus.empty())
+      continue;  // unpinned
     const auto [a, b] = ProbeThreads(p);
     if (a >= 0) pairs.insert({p.plan.pus[a].os_index, p.plan.pus[b].os_index});
   }
@@ -162,7 +176,9 @@ void MeasureCoherenceBaselines(RunState& run) {
     std::vector<double> medians;
     for (int i = 0; i < 3; ++i)
       medians.push_back(
-          team.PingPong(0, 1, static_cast<uint64_t>(kBaselineProbeSeconds * 1e9)).first);
+          team.PingPong(0, 1,
+                        static_cast<uint64_t>(kBaselineProbeSeconds * 1e9))
+              .first);
     std::sort(medians.begin(), medians.end());
     run.baseline_ns[pr] = medians[1];
     out.push_back({{"pus", {pr.first, pr.second}}, {"ns", medians[1]}});
@@ -176,8 +192,8 @@ double FitWindow(RunState& run) {
   for (const Point& p : run.points) {
     // thread start-up, binding, setup and two probes per repetition
     fixed_s += reps * (0.01 + 0.0005 * p.threads + 2 * kProbeSeconds);
-    // fixed_work() is only known once a workload exists; variants that fix windows to 1-2 are
-    // usually fixed-work, so estimate those by a constant.
+    // fixed_work() is only known once a workload exists; variants that fix
+    // windows to 1-2 are usually fixed-work, so estimate those by a constant.
     if (p.variant->windows > 0 && p.variant->windows <= 2)
       fixed_s += reps * p.windows * kFixedWorkWindowEstimate;
     else
@@ -195,8 +211,9 @@ double FitWindow(RunState& run) {
 
 void RegisterPoints(RunState& run) {
   for (const Point& p : run.points) {
-    benchmark::RegisterBenchmark(p.key.c_str(),
-                                 [&run, &p](benchmark::State& st) { RunPoint(st, p, run); })
+    benchmark::RegisterBenchmark(
+        p.key.c_str(),
+        [&run, &p](benchmark::State& st) { RunPoint(st, p, run); })
         ->UseManualTime()
         ->Iterations(p.windows)
         ->Unit(benchmark::kMillisecond);
@@ -228,8 +245,10 @@ void RunPoint(benchmark::State& state, const Point& point, RunState& run) {
     std::vector<ThreadCtx> ctx;
     for (int i = 0; i < point.threads; ++i) {
       const PuInfo& pu = point.plan.pus[i];
-      // Explicit PUs (a latency pair) are always bound; otherwise --pin=none leaves threads free.
-      const bool pinned = run.pin.policy != PinPolicy::kNone || !point.variant->pus.empty();
+      // Explicit PUs (a latency pair) are always bound; otherwise --pin=none
+      // leaves threads free.
+      const bool pinned =
+          run.pin.policy != PinPolicy::kNone || !point.variant->pus.empty();
       pus.push_back(pinned ? pu.os_index : -1);
       ThreadCtx c;
       c.index = i;
@@ -249,10 +268,12 @@ void RunPoint(benchmark::State& state, const Point& point, RunState& run) {
     const double before = probing ? team.PingPong(pa, pb, probe_ns).first : 0;
     team.ResetCounters();
 
-    // A window may run long when a preempted waiter holds up a FIFO lock (oversubscribed) or a
-    // fixed-work window is big: flag past the bound, give up (exit) past the hard limit.
-    const uint64_t bound_ns = wl->fixed_work() ? 60'000'000'000ull
-                                               : std::max<uint64_t>(10 * window_ns, 2'000'000'000ull);
+    // A window may run long when a preempted waiter holds up a FIFO lock
+    // (oversubscribed) or a fixed-work window is big: flag past the bound, give
+    // up (exit) past the hard limit.
+    const uint64_t bound_ns =
+        wl->fixed_work() ? 60'000'000'000ull
+                         : std::max<uint64_t>(10 * window_ns, 2'000'000'000ull);
     const uint64_t hard_ns = bound_ns + 120'000'000'000ull;
     std::vector<uint64_t> per_thread(point.threads, 0);
     double seconds = 0, cpu_seconds = 0;
@@ -260,14 +281,17 @@ void RunPoint(benchmark::State& state, const Point& point, RunState& run) {
     bool overrun = false;
     json windows = json::array();
     for (auto _ : state) {
-      const WindowResult r = team.RunWindow(*wl, ctx, window_ns, bound_ns, hard_ns);
+      const WindowResult r =
+          team.RunWindow(*wl, ctx, window_ns, bound_ns, hard_ns);
       state.SetIterationTime(std::max(r.seconds, 1e-9));
       seconds += r.seconds;
       cpu_seconds += r.cpu_seconds;
       ops += r.total_ops;
       overrun |= r.overrun;
       for (int i = 0; i < point.threads; ++i) per_thread[i] += r.ops[i];
-      windows.push_back({{"seconds", r.seconds}, {"ops", r.total_ops}, {"overrun", r.overrun}});
+      windows.push_back({{"seconds", r.seconds},
+                         {"ops", r.total_ops},
+                         {"overrun", r.overrun}});
     }
     const double after = probing ? team.PingPong(pa, pb, probe_ns).first : 0;
     const auto readings = team.ReadCounters();
@@ -278,47 +302,60 @@ void RunPoint(benchmark::State& state, const Point& point, RunState& run) {
     const std::string broken = wl->Verify();
 
     std::vector<std::pair<std::string, double>> metrics;
-    const double ops_per_s = seconds > 0 ? static_cast<double>(ops) / seconds : 0;
+    const double ops_per_s =
+        seconds > 0 ? static_cast<double>(ops) / seconds : 0;
     metrics.emplace_back("ops_per_s", ops_per_s);
-    metrics.emplace_back("ns_per_op",
-                         ops ? seconds * point.threads * 1e9 / static_cast<double>(ops) : 0);
-    metrics.emplace_back("cpu_util", seconds > 0 ? cpu_seconds / (seconds * point.threads) : 0);
+    metrics.emplace_back(
+        "ns_per_op",
+        ops ? seconds * point.threads * 1e9 / static_cast<double>(ops) : 0);
+    metrics.emplace_back(
+        "cpu_util", seconds > 0 ? cpu_seconds / (seconds * point.threads) : 0);
     json counters;
     AddCounters(readings, ops, metrics, counters);
-    // A family metric must not shadow a row key of the schema (results/SCHEMA.md).
+    // A family metric must not shadow a row key of the schema
+    // (results/SCHEMA.md).
     static const std::set<std::string> kReserved = {
-        "name", "run_name", "run_type", "threads", "iterations", "real_time", "cpu_time",
-        "time_unit", "repetitions", "repetition_index", "family", "params", "placement",
-        "coherence", "fairness", "windows", "counters", "details", "layouts", "verify",
-        "lockline_key", "error_occurred", "error_message", "ops_per_s", "ns_per_op", "cpu_util"};
+        "name",         "run_name",         "run_type",      "threads",
+        "iterations",   "real_time",        "cpu_time",      "time_unit",
+        "repetitions",  "repetition_index", "family",        "params",
+        "placement",    "coherence",        "fairness",      "windows",
+        "counters",     "details",          "layouts",       "verify",
+        "lockline_key", "error_occurred",   "error_message", "ops_per_s",
+        "ns_per_op",    "cpu_util"};
     for (const auto& m : rep.metrics) {
       if (kReserved.count(m.first))
-        throw std::logic_error("family metric '" + m.first + "' shadows a result-file key");
+        throw std::logic_error("family metric '" + m.first +
+                               "' shadows a result-file key");
       metrics.push_back(m);
     }
     for (const auto& [name, value] : metrics)
-      state.counters[name] = benchmark::Counter(std::isfinite(value) ? value : 0);
+      state.counters[name] =
+          benchmark::Counter(std::isfinite(value) ? value : 0);
 
-    // Fairness: per-thread operation counts (an unfair lock can look fast while starving).
+    // Fairness: per-thread operation counts (an unfair lock can look fast while
+    // starving).
     double mean = static_cast<double>(ops) / point.threads, var = 0;
     for (uint64_t c : per_thread) var += (c - mean) * (c - mean);
     var /= point.threads;
-    rec["fairness"] = {{"per_thread_ops", per_thread},
-                       {"min", *std::min_element(per_thread.begin(), per_thread.end())},
-                       {"max", *std::max_element(per_thread.begin(), per_thread.end())},
-                       {"cv", mean > 0 ? std::sqrt(var) / mean : 0}};
+    rec["fairness"] = {
+        {"per_thread_ops", per_thread},
+        {"min", *std::min_element(per_thread.begin(), per_thread.end())},
+        {"max", *std::max_element(per_thread.begin(), per_thread.end())},
+        {"cv", mean > 0 ? std::sqrt(var) / mean : 0}};
     double base = 0;
     json pair = nullptr;
     if (probing) {
-      const std::pair<int, int> pr{point.plan.pus[pa].os_index, point.plan.pus[pb].os_index};
+      const std::pair<int, int> pr{point.plan.pus[pa].os_index,
+                                   point.plan.pus[pb].os_index};
       pair = {pr.first, pr.second};
       if (run.baseline_ns.count(pr)) base = run.baseline_ns[pr];
     }
-    rec["coherence"] = {{"label", CoherenceLabel(point.threads, base, before, after)},
-                        {"pair", pair},
-                        {"baseline_ns", base},
-                        {"before_ns", before},
-                        {"after_ns", after}};
+    rec["coherence"] = {
+        {"label", CoherenceLabel(point.threads, base, before, after)},
+        {"pair", pair},
+        {"baseline_ns", base},
+        {"before_ns", before},
+        {"after_ns", after}};
     rec["windows"] = windows;
     rec["overrun"] = overrun;
     rec["counters"] = counters;
@@ -364,7 +401,8 @@ bool LocklineReporter::ReportContext(const Context& context) {
   c["executable"] = Context::executable_name ? Context::executable_name : "";
   c["num_cpus"] = context.cpu_info.num_cpus;
   c["mhz_per_cpu"] = static_cast<int>(context.cpu_info.cycles_per_second / 1e6);
-  c["cpu_scaling_enabled"] = context.cpu_info.scaling == benchmark::CPUInfo::ENABLED;
+  c["cpu_scaling_enabled"] =
+      context.cpu_info.scaling == benchmark::CPUInfo::ENABLED;
   json caches = json::array();
   for (const auto& ci : context.cpu_info.caches)
     caches.push_back({{"type", ci.type},
@@ -378,7 +416,8 @@ bool LocklineReporter::ReportContext(const Context& context) {
   return true;
 }
 
-void LocklineReporter::ReportRuns(const std::vector<benchmark::BenchmarkReporter::Run>& runs) {
+void LocklineReporter::ReportRuns(
+    const std::vector<benchmark::BenchmarkReporter::Run>& runs) {
   for (const auto& r : runs) {
     const std::string key = r.run_name.function_name;
     const auto it = run_.by_key.find(key);
@@ -388,13 +427,16 @@ void LocklineReporter::ReportRuns(const std::vector<benchmark::BenchmarkReporter
     row["family_index"] = r.family_index;
     row["per_family_instance_index"] = r.per_family_instance_index;
     row["run_name"] = r.run_name.str();
-    const bool aggregate = r.run_type == benchmark::BenchmarkReporter::Run::RT_Aggregate;
+    const bool aggregate =
+        r.run_type == benchmark::BenchmarkReporter::Run::RT_Aggregate;
     row["run_type"] = aggregate ? "aggregate" : "iteration";
     row["repetitions"] = r.repetitions;
     if (aggregate) {
       row["aggregate_name"] = r.aggregate_name;
       row["aggregate_unit"] =
-          r.aggregate_unit == benchmark::StatisticUnit::kPercentage ? "percentage" : "time";
+          r.aggregate_unit == benchmark::StatisticUnit::kPercentage
+              ? "percentage"
+              : "time";
     } else {
       row["repetition_index"] = r.repetition_index;
     }
@@ -417,10 +459,11 @@ void LocklineReporter::ReportRuns(const std::vector<benchmark::BenchmarkReporter
         q.pop_front();
         for (auto& [k, v] : rec.items())
           if (!row.contains(k)) row[k] = v;
-        // Google Benchmark's cpu_time is the main thread's, which only sleeps: report the
-        // workers' summed CPU time per window instead.
+        // Google Benchmark's cpu_time is the main thread's, which only sleeps:
+        // report the workers' summed CPU time per window instead.
         if (rec.contains("cpu_seconds") && r.iterations > 0)
-          row["cpu_time"] = rec["cpu_seconds"].get<double>() / static_cast<double>(r.iterations) *
+          row["cpu_time"] = rec["cpu_seconds"].get<double>() /
+                            static_cast<double>(r.iterations) *
                             1e3;  // ms, the rows' time unit
       }
     }
@@ -441,26 +484,31 @@ void LocklineReporter::ReportRuns(const std::vector<benchmark::BenchmarkReporter
           const auto c = r.counters.find(n);
           return c == r.counters.end() ? 0.0 : c->second.value;
         };
-        std::snprintf(buf, sizeof buf, "%11.4g ops/s %9.1f ns/op", get("ops_per_s"),
-                      get("ns_per_op"));
+        std::snprintf(buf, sizeof buf, "%11.4g ops/s %9.1f ns/op",
+                      get("ops_per_s"), get("ns_per_op"));
         what = buf;
-        if (rec.contains("coherence")) what += "  " + rec["coherence"]["label"].get<std::string>();
+        if (rec.contains("coherence"))
+          what += "  " + rec["coherence"]["label"].get<std::string>();
       }
-      std::printf("[%d/%d] %s  %s  (%s elapsed, ~%s left)\n", done_, total_, key.c_str(),
-                  what.c_str(), FormatDuration(elapsed).c_str(), FormatDuration(left).c_str());
+      std::printf("[%d/%d] %s  %s  (%s elapsed, ~%s left)\n", done_, total_,
+                  key.c_str(), what.c_str(), FormatDuration(elapsed).c_str(),
+                  FormatDuration(left).c_str());
       std::fflush(stdout);
     }
   }
   try {
     run_.results->Flush();
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "lockline: error: %s (earlier points remain in the file)\n", e.what());
+    std::fprintf(stderr,
+                 "lockline: error: %s (earlier points remain in the file)\n",
+                 e.what());
   }
 }
 
 void LocklineReporter::Finalize() {
   // Again at the end: problems first seen during the run are recorded too.
-  run_.results->lockline_context()["counters"] = run_.counters->AvailabilityJson();
+  run_.results->lockline_context()["counters"] =
+      run_.counters->AvailabilityJson();
   run_.results->lockline_context()["finished"] = true;
   run_.results->Flush();
 }
@@ -470,7 +518,8 @@ std::string FormatDuration(double s) {
   if (s < 60)
     std::snprintf(buf, sizeof buf, "%.0fs", s);
   else if (s < 3600)
-    std::snprintf(buf, sizeof buf, "%dm%02ds", static_cast<int>(s) / 60, static_cast<int>(s) % 60);
+    std::snprintf(buf, sizeof buf, "%dm%02ds", static_cast<int>(s) / 60,
+                  static_cast<int>(s) % 60);
   else
     std::snprintf(buf, sizeof buf, "%dh%02dm", static_cast<int>(s) / 3600,
                   static_cast<int>(s) % 3600 / 60);

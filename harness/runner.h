@@ -1,6 +1,7 @@
-// The run: points from the registered families, registration with Google Benchmark, the
-// per-point measurement (team, windows, probes, counters, verification) and lockline's reporter
-// (rows into lockline.json after every point, progress on the console).
+// The run: points from the registered families, registration with Google
+// Benchmark, the per-point measurement (team, windows, probes, counters,
+// verification) and lockline's reporter (rows into lockline.json after every
+// point, progress on the console).
 #pragma once
 
 #include <benchmark/benchmark.h>
@@ -22,7 +23,8 @@ namespace lockline {
 
 /// One point: a family's variant at one thread count, planned.
 struct Point {
-  std::string key;  ///< family/k:v/.../threads:N (the registered benchmark name)
+  std::string
+      key;  ///< family/k:v/.../threads:N (the registered benchmark name)
   std::string family;
   Params params;
   int threads = 1;
@@ -40,41 +42,48 @@ struct RunState {
   std::vector<int> counts;
   std::unique_ptr<CounterSession> counters;
   std::unique_ptr<ResultFile> results;
-  /// (family name, variant) of the selected suite; owns the variants the points point to.
+  /// (family name, variant) of the selected suite; owns the variants the points
+  /// point to.
   std::vector<std::pair<std::string, Variant>> variants_storage;
   std::vector<Point> points;
   std::vector<std::string> skipped;  ///< points not run, with the reason
   double window_s = 0.05;
-  std::map<std::pair<int, int>, double> baseline_ns;  ///< PU pair -> one-way latency, ns
-  std::map<std::string, std::deque<nlohmann::json>> pending;  ///< key -> records not yet reported
+  std::map<std::pair<int, int>, double>
+      baseline_ns;  ///< PU pair -> one-way latency, ns
+  std::map<std::string, std::deque<nlohmann::json>>
+      pending;  ///< key -> records not yet reported
   std::map<std::string, const Point*> by_key;
 };
 
-/// Generates the points of the selected suite that match the --benchmark_filter regex (Google
-/// Benchmark's syntax: extended regex, a leading '-' negates). Variants whose fixed thread count
-/// or spare-PU need cannot be met are listed in run.skipped with the reason.
+/// Generates the points of the selected suite that match the --benchmark_filter
+/// regex (Google Benchmark's syntax: extended regex, a leading '-' negates).
+/// Variants whose fixed thread count or spare-PU need cannot be met are listed
+/// in run.skipped with the reason.
 void BuildPoints(RunState& run);
 
-/// Measures the one-way core-to-core latency of every PU pair the points probe, before any
-/// point runs (the coherence baseline).
+/// Measures the one-way core-to-core latency of every PU pair the points probe,
+/// before any point runs (the coherence baseline).
 void MeasureCoherenceBaselines(RunState& run);
 
-/// Fits run.window_s to the budget (unless --window is set) and returns the estimated run time in
-/// seconds.
+/// Fits run.window_s to the budget (unless --window is set) and returns the
+/// estimated run time in seconds.
 double FitWindow(RunState& run);
 
-/// Registers every point with Google Benchmark (manual time, iterations = windows).
+/// Registers every point with Google Benchmark (manual time, iterations =
+/// windows).
 void RegisterPoints(RunState& run);
 
 /// The per-point benchmark body: one Google Benchmark repetition of `point`.
 void RunPoint(benchmark::State& state, const Point& point, RunState& run);
 
-/// Google Benchmark reporter writing lockline.json after every point and printing progress.
+/// Google Benchmark reporter writing lockline.json after every point and
+/// printing progress.
 class LocklineReporter : public benchmark::BenchmarkReporter {
  public:
   explicit LocklineReporter(RunState& run);
   bool ReportContext(const Context& context) override;
-  void ReportRuns(const std::vector<benchmark::BenchmarkReporter::Run>& runs) override;
+  void ReportRuns(
+      const std::vector<benchmark::BenchmarkReporter::Run>& runs) override;
   void Finalize() override;
 
  private:

@@ -1,12 +1,12 @@
 #include "harness/team.h"
 
-#include "harness/locks/spin_wait.h"
-
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <stdexcept>
+
+#include "harness/locks/spin_wait.h"
 
 namespace lockline {
 namespace {
@@ -14,22 +14,27 @@ namespace {
 uint64_t ThreadCpuNs() {
   timespec ts;
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull +
+         static_cast<uint64_t>(ts.tv_nsec);
 }
 
 }  // namespace
 
-ThreadTeam::ThreadTeam(const Topology* topo, std::vector<int> pus, CounterSession* counters)
+ThreadTeam::ThreadTeam(const Topology* topo, std::vector<int> pus,
+                       CounterSession* counters)
     : topo_(topo),
       pus_(std::move(pus)),
       counter_session_(counters),
       slots_(new Slot[pus_.size()]) {
-  for (int i = 0; i < size(); ++i) threads_.emplace_back([this, i] { ThreadMain(i); });
+  for (int i = 0; i < size(); ++i)
+    threads_.emplace_back([this, i] { ThreadMain(i); });
   // Bind each thread and open its counters on it; a failure surfaces here.
   try {
     RunOnAll([this](int i) {
-      if (topo_ && topo_->is_host() && pus_[i] >= 0) BindThisThread(*topo_, pus_[i]);
-      if (counter_session_) slots_[i].counters = counter_session_->OpenForThisThread();
+      if (topo_ && topo_->is_host() && pus_[i] >= 0)
+        BindThisThread(*topo_, pus_[i]);
+      if (counter_session_)
+        slots_[i].counters = counter_session_->OpenForThisThread();
     });
   } catch (...) {
     Shutdown();
@@ -90,7 +95,8 @@ void ThreadTeam::RunOnAll(const std::function<void(int)>& fn) {
   }
 }
 
-WindowResult ThreadTeam::RunWindow(Workload& wl, const std::vector<ThreadCtx>& ctx,
+WindowResult ThreadTeam::RunWindow(Workload& wl,
+                                   const std::vector<ThreadCtx>& ctx,
                                    uint64_t duration_ns, uint64_t bound_ns,
                                    uint64_t hard_limit_ns) {
   const int n = size();
@@ -102,7 +108,8 @@ WindowResult ThreadTeam::RunWindow(Workload& wl, const std::vector<ThreadCtx>& c
   std::unique_lock<std::mutex> lk(mu_);
   task_ = [this, &wl, &ctx, n](int i) {
     Slot& s = slots_[i];
-    // Start barrier: every thread spins until all have arrived, so they leave together.
+    // Start barrier: every thread spins until all have arrived, so they leave
+    // together.
     arrived_.fetch_add(1, std::memory_order_acq_rel);
     while (arrived_.load(std::memory_order_acquire) < n) CpuRelax();
     if (s.counters) s.counters->Start();
@@ -120,13 +127,16 @@ WindowResult ThreadTeam::RunWindow(Workload& wl, const std::vector<ThreadCtx>& c
   lk.unlock();
 
   // The window's clock starts when the last thread arrives at the barrier.
-  while (arrived_.load(std::memory_order_acquire) < n) std::this_thread::yield();
+  while (arrived_.load(std::memory_order_acquire) < n)
+    std::this_thread::yield();
   const uint64_t released = NowNs();
   bool overrun = false;
   lk.lock();
   if (!fixed) {
-    done_cv_.wait_for(lk, std::chrono::nanoseconds(duration_ns), [&] { return done_ == n; });
-    // Release store: the workers' relaxed loads see it promptly; join via the mutex orders it.
+    done_cv_.wait_for(lk, std::chrono::nanoseconds(duration_ns),
+                      [&] { return done_ == n; });
+    // Release store: the workers' relaxed loads see it promptly; join via the
+    // mutex orders it.
     stop_.store(true, std::memory_order_release);
   }
   const auto until = [&](uint64_t limit) {
@@ -135,10 +145,13 @@ WindowResult ThreadTeam::RunWindow(Workload& wl, const std::vector<ThreadCtx>& c
   };
   if (!done_cv_.wait_for(lk, until(bound_ns), [&] { return done_ == n; })) {
     overrun = true;
-    if (!done_cv_.wait_for(lk, until(hard_limit_ns), [&] { return done_ == n; })) {
+    if (!done_cv_.wait_for(lk, until(hard_limit_ns),
+                           [&] { return done_ == n; })) {
       std::fprintf(stderr,
-                   "lockline: error: a window is still running %.1f s after its start (threads "
-                   "that never return from RunWindow, or a lock that never hands over); exiting. "
+                   "lockline: error: a window is still running %.1f s after "
+                   "its start (threads "
+                   "that never return from RunWindow, or a lock that never "
+                   "hands over); exiting. "
                    "Results of finished points are kept.\n",
                    static_cast<double>(hard_limit_ns) / 1e9);
       std::fflush(stderr);
@@ -180,23 +193,28 @@ void ThreadTeam::ResetCounters() {
   });
 }
 
-std::pair<double, double> ThreadTeam::PingPong(int a, int b, uint64_t budget_ns) {
-  constexpr int kBatch = 64;  // round trips per timed sample: amortizes the clock read (~20 ns)
+std::pair<double, double> ThreadTeam::PingPong(int a, int b,
+                                               uint64_t budget_ns) {
+  constexpr int kBatch =
+      64;  // round trips per timed sample: amortizes the clock read (~20 ns)
   if (a == b || a < 0 || b < 0 || a >= size() || b >= size()) return {0, 0};
   std::vector<double> samples;
   pingpong_.store(0, std::memory_order_relaxed);
   std::atomic<bool> done{false};
   RunOnAll([&](int i) {
-    SpinWait idle;  // the responder yields when the initiator is not running (shared CPU)
+    SpinWait idle;  // the responder yields when the initiator is not running
+                    // (shared CPU)
     if (i == a) {
-      // Initiator: writes odd values 1, 3, 5, ... and waits for the responder's even reply.
+      // Initiator: writes odd values 1, 3, 5, ... and waits for the responder's
+      // even reply.
       const uint64_t deadline = NowNs() + budget_ns;
       uint64_t v = 0;
       while (NowNs() < deadline || samples.size() < 5) {
         const uint64_t t0 = NowNs();
         for (int k = 0; k < kBatch; ++k) {
           pingpong_.store(v + 1, std::memory_order_release);
-          for (SpinWait sw; pingpong_.load(std::memory_order_acquire) != v + 2;) sw.Relax();
+          for (SpinWait sw; pingpong_.load(std::memory_order_acquire) != v + 2;)
+            sw.Relax();
           v += 2;
         }
         samples.push_back(static_cast<double>(NowNs() - t0) / (2.0 * kBatch));
@@ -222,9 +240,10 @@ std::pair<double, double> ThreadTeam::PingPong(int a, int b, uint64_t budget_ns)
   return {samples[samples.size() / 2], samples.front()};
 }
 
-std::string CoherenceLabel(int threads, double baseline_ns, double before_ns, double after_ns,
-                           double tolerance) {
-  if (threads < 2 || baseline_ns <= 0 || before_ns <= 0 || after_ns <= 0) return "unknown";
+std::string CoherenceLabel(int threads, double baseline_ns, double before_ns,
+                           double after_ns, double tolerance) {
+  if (threads < 2 || baseline_ns <= 0 || before_ns <= 0 || after_ns <= 0)
+    return "unknown";
   const auto within = [&](double v) {
     return v <= baseline_ns * tolerance && v >= baseline_ns / tolerance;
   };

@@ -1,6 +1,7 @@
-// The thread team: persistent pinned threads that run measurement windows, the start barrier,
-// per-thread operation counts on their own cache lines, the wall-clock bound, and the
-// core-to-core ping-pong probe used for coherence labels.
+// The thread team: persistent pinned threads that run measurement windows, the
+// start barrier, per-thread operation counts on their own cache lines, the
+// wall-clock bound, and the core-to-core ping-pong probe used for coherence
+// labels.
 #pragma once
 
 #include <atomic>
@@ -23,45 +24,52 @@ namespace lockline {
 
 /// The outcome of one measurement window.
 struct WindowResult {
-  double seconds = 0;                 ///< wall time: first thread's start to last thread's end
-  std::vector<uint64_t> ops;          ///< per thread
+  double seconds = 0;  ///< wall time: first thread's start to last thread's end
+  std::vector<uint64_t> ops;  ///< per thread
   uint64_t total_ops = 0;
-  double cpu_seconds = 0;             ///< summed thread CPU time (CLOCK_THREAD_CPUTIME_ID)
-  bool overrun = false;               ///< ran past the wall-clock bound
+  double cpu_seconds = 0;  ///< summed thread CPU time (CLOCK_THREAD_CPUTIME_ID)
+  bool overrun = false;    ///< ran past the wall-clock bound
 };
 
-/// Team of `pus.size()` threads; thread i binds itself to OS PU pus[i] (no binding when -1 or
-/// when `topo` is null or not the host). Threads persist until destruction and run one task at a
-/// time. Throws TopologyError from the constructor when a thread cannot bind (the failing PU and
-/// errno are named) after joining the threads it started.
+/// Team of `pus.size()` threads; thread i binds itself to OS PU pus[i] (no
+/// binding when -1 or when `topo` is null or not the host). Threads persist
+/// until destruction and run one task at a time. Throws TopologyError from the
+/// constructor when a thread cannot bind (the failing PU and errno are named)
+/// after joining the threads it started.
 class ThreadTeam {
  public:
-  ThreadTeam(const Topology* topo, std::vector<int> pus, CounterSession* counters);
+  ThreadTeam(const Topology* topo, std::vector<int> pus,
+             CounterSession* counters);
   ~ThreadTeam();
   ThreadTeam(const ThreadTeam&) = delete;
   ThreadTeam& operator=(const ThreadTeam&) = delete;
 
   int size() const { return static_cast<int>(pus_.size()); }
 
-  /// Runs fn(i) on every thread i concurrently and waits; rethrows the first exception.
+  /// Runs fn(i) on every thread i concurrently and waits; rethrows the first
+  /// exception.
   void RunOnAll(const std::function<void(int)>& fn);
 
-  /// One window of `wl`: threads leave a spin barrier together, counters start, RunWindow runs
-  /// until the stop flag (set `duration_ns` after release) or, for fixed-work workloads, until
-  /// every thread returns. If the window is still running `bound_ns` after release it is flagged
-  /// overrun; if it is still running at `hard_limit_ns` the process exits with an error (results
+  /// One window of `wl`: threads leave a spin barrier together, counters start,
+  /// RunWindow runs until the stop flag (set `duration_ns` after release) or,
+  /// for fixed-work workloads, until every thread returns. If the window is
+  /// still running `bound_ns` after release it is flagged overrun; if it is
+  /// still running at `hard_limit_ns` the process exits with an error (results
   /// already written are kept) rather than hang.
-  WindowResult RunWindow(Workload& wl, const std::vector<ThreadCtx>& ctx, uint64_t duration_ns,
-                         uint64_t bound_ns, uint64_t hard_limit_ns);
+  WindowResult RunWindow(Workload& wl, const std::vector<ThreadCtx>& ctx,
+                         uint64_t duration_ns, uint64_t bound_ns,
+                         uint64_t hard_limit_ns);
 
-  /// Counter readings of every thread since the last ResetCounters (empty without a session).
+  /// Counter readings of every thread since the last ResetCounters (empty
+  /// without a session).
   std::vector<std::vector<CounterReading>> ReadCounters();
   void ResetCounters();
 
-  /// One-way core-to-core latency between team threads a and b, ns: ping-pong of one cache line
-  /// for about `budget_ns`, in batches of 64 round trips; returns {median, min} of the batches'
-  /// one-way (round trip / 2) latency. Other threads idle. Source: the classic c2c ping-pong
-  /// (e.g. nviennot/core-to-core-latency).
+  /// One-way core-to-core latency between team threads a and b, ns: ping-pong
+  /// of one cache line for about `budget_ns`, in batches of 64 round trips;
+  /// returns {median, min} of the batches' one-way (round trip / 2) latency.
+  /// Other threads idle. Source: the classic c2c ping-pong (e.g.
+  /// nviennot/core-to-core-latency).
   std::pair<double, double> PingPong(int a, int b, uint64_t budget_ns);
 
  private:
@@ -93,10 +101,11 @@ class ThreadTeam {
   alignas(kDestructiveLine) std::atomic<uint64_t> pingpong_{0};
 };
 
-/// Coherence label of a multi-threaded point: "baseline" when both probes are within `tolerance`
-/// (1.5x, either direction) of the pair's baseline, "shifted" otherwise, "unknown" for one thread
-/// or when a value is missing (<= 0).
-std::string CoherenceLabel(int threads, double baseline_ns, double before_ns, double after_ns,
-                           double tolerance = 1.5);
+/// Coherence label of a multi-threaded point: "baseline" when both probes are
+/// within `tolerance` (1.5x, either direction) of the pair's baseline,
+/// "shifted" otherwise, "unknown" for one thread or when a value is missing (<=
+/// 0).
+std::string CoherenceLabel(int threads, double baseline_ns, double before_ns,
+                           double after_ns, double tolerance = 1.5);
 
 }  // namespace lockline

@@ -1,9 +1,11 @@
-// Machine topology through hwloc: loading (host, XML file, synthetic description), the usable PUs
-// (allowed cpuset intersected with online PUs), placement orders (--pin), thread-count lists
-// (--threads), per-thread-count plans (--plan) and thread binding with read-back.
+// Machine topology through hwloc: loading (host, XML file, synthetic
+// description), the usable PUs (allowed cpuset intersected with online PUs),
+// placement orders (--pin), thread-count lists
+// (--threads), per-thread-count plans (--plan) and thread binding with
+// read-back.
 //
-// Everything except BindThisThread works on any loaded topology, so a 1024-PU plan is unit
-// tested on a 2-core machine.
+// Everything except BindThisThread works on any loaded topology, so a 1024-PU
+// plan is unit tested on a 2-core machine.
 #pragma once
 
 #include <hwloc.h>
@@ -16,45 +18,51 @@
 
 namespace lockline {
 
-/// Bad user input or a failing hwloc call; what() names the bad value and what is accepted.
+/// Bad user input or a failing hwloc call; what() names the bad value and what
+/// is accepted.
 class TopologyError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
 
-/// One processing unit (hardware thread) and the objects containing it. Indices are hwloc
-/// logical indices of the containing object (-1 when the topology has no such level), except
-/// os_index which is the OS CPU number used by taskset / sched_setaffinity.
+/// One processing unit (hardware thread) and the objects containing it. Indices
+/// are hwloc logical indices of the containing object (-1 when the topology has
+/// no such level), except os_index which is the OS CPU number used by taskset /
+/// sched_setaffinity.
 struct PuInfo {
   int os_index = -1;
   int logical_index = -1;
-  int core = -1;       ///< logical index of the Core
-  int smt_rank = 0;    ///< 0 for the first PU of its core, 1 for its first sibling, ...
-  int l3 = -1;         ///< logical index of the L3 cache (or -1)
-  int numa = -1;       ///< logical index of the first NUMA node in its locality
-  int package = -1;    ///< logical index of the Package
-  int cpukind = -1;    ///< hwloc cpukind index, higher = more performant; -1 if unknown
-                       ///< (also when hwloc does not know every kind's efficiency)
+  int core = -1;  ///< logical index of the Core
+  int smt_rank =
+      0;  ///< 0 for the first PU of its core, 1 for its first sibling, ...
+  int l3 = -1;       ///< logical index of the L3 cache (or -1)
+  int numa = -1;     ///< logical index of the first NUMA node in its locality
+  int package = -1;  ///< logical index of the Package
+  int cpukind =
+      -1;  ///< hwloc cpukind index, higher = more performant; -1 if unknown
+           ///< (also when hwloc does not know every kind's efficiency)
 };
 
 /// Counts of the levels that matter for placement.
 struct TopologySummary {
   std::string source;  ///< "host", the XML path, or "synthetic:..."
   int packages = 0, numa_nodes = 0, l3s = 0, cores = 0, pus = 0;
-  int usable_pus = 0;          ///< allowed and online
-  int cache_line_bytes = 64;   ///< from the L1d/L2 linesize attribute, else 64
-  int cpukinds = 0;            ///< number of hwloc cpukinds (>1 on hybrid CPUs)
+  int usable_pus = 0;         ///< allowed and online
+  int cache_line_bytes = 64;  ///< from the L1d/L2 linesize attribute, else 64
+  int cpukinds = 0;           ///< number of hwloc cpukinds (>1 on hybrid CPUs)
 };
 
 /// A loaded hwloc topology. Not copyable.
 class Topology {
  public:
-  /// Loads `spec`: "host"; a path to an hwloc XML file; or "synthetic:DESCRIPTION" (hwloc
-  /// synthetic syntax, e.g. "pack:4 numa:2 core:16 pu:2"). Throws TopologyError for a missing or
-  /// unreadable file, an invalid one, a file written by hwloc 3.x (2.9 cannot read it; the XML's
-  /// version attribute is checked first), or a bad synthetic string. Never falls back silently to
-  /// the host topology. "host" honours HWLOC_FSROOT (a /sys dump, e.g. hwloc's test tarballs):
-  /// such a topology has is_host() false and refuses binding.
+  /// Loads `spec`: "host"; a path to an hwloc XML file; or
+  /// "synthetic:DESCRIPTION" (hwloc synthetic syntax, e.g. "pack:4 numa:2
+  /// core:16 pu:2"). Throws TopologyError for a missing or unreadable file, an
+  /// invalid one, a file written by hwloc 3.x (2.9 cannot read it; the XML's
+  /// version attribute is checked first), or a bad synthetic string. Never
+  /// falls back silently to the host topology. "host" honours HWLOC_FSROOT (a
+  /// /sys dump, e.g. hwloc's test tarballs): such a topology has is_host()
+  /// false and refuses binding.
   static std::unique_ptr<Topology> Load(const std::string& spec);
   ~Topology();
   Topology(const Topology&) = delete;
@@ -77,15 +85,17 @@ class Topology {
   std::unordered_map<int, int> by_os_index_;  ///< OS index -> position in pus_
 };
 
-/// --pin policies. kCores: one PU per core, filling an L3, then a NUMA node, then a package
-/// before the next; SMT siblings only once every core has a thread; on hybrid CPUs the most
-/// performant cpukind first. kCompact: topology order, siblings adjacent. kScatter: the kCores
-/// rounds (every core's first usable thread, then every core's second, ...; within a round the
-/// most performant cpukind first), each round ordered by a recursive round-robin: PUs are grouped
-/// by package, a package's PUs by NUMA node, a node's by L3, an L3's by core; each group is
-/// ordered the same way and groups are merged taking the first of every group, then the second
-/// of every group, ... (so threads 0..P-1 land on P packages). kNone: threads are not bound
-/// (reported in the kCores order). kList: explicit OS indices, in the order given.
+/// --pin policies. kCores: one PU per core, filling an L3, then a NUMA node,
+/// then a package before the next; SMT siblings only once every core has a
+/// thread; on hybrid CPUs the most performant cpukind first. kCompact: topology
+/// order, siblings adjacent. kScatter: the kCores rounds (every core's first
+/// usable thread, then every core's second, ...; within a round the most
+/// performant cpukind first), each round ordered by a recursive round-robin:
+/// PUs are grouped by package, a package's PUs by NUMA node, a node's by L3, an
+/// L3's by core; each group is ordered the same way and groups are merged
+/// taking the first of every group, then the second of every group, ... (so
+/// threads 0..P-1 land on P packages). kNone: threads are not bound (reported
+/// in the kCores order). kList: explicit OS indices, in the order given.
 enum class PinPolicy { kCores, kCompact, kScatter, kNone, kList };
 
 struct PinSpec {
@@ -94,62 +104,74 @@ struct PinSpec {
   std::string text;       ///< as given, for the results
 };
 
-/// Parses "0,2,4-7" (and util-linux stride ranges "0-14:2") into OS indices, in the order
-/// given. Throws TopologyError for "0-", "a", negative numbers, reversed ranges, duplicates, an
-/// empty item, or an empty list.
+/// Parses "0,2,4-7" (and util-linux stride ranges "0-14:2") into OS indices, in
+/// the order given. Throws TopologyError for "0-", "a", negative numbers,
+/// reversed ranges, duplicates, an empty item, or an empty list.
 std::vector<int> ParseCpuList(const std::string& text);
 
-/// Formats OS indices as a sorted, de-duplicated cpulist: "0-7", "0,3", and arithmetic runs
-/// of 3+ with a step above 1 as "0-254:2" (util-linux taskset stride syntax, which
-/// ParseCpuList also accepts).
+/// Formats OS indices as a sorted, de-duplicated cpulist: "0-7", "0,3", and
+/// arithmetic runs of 3+ with a step above 1 as "0-254:2" (util-linux taskset
+/// stride syntax, which ParseCpuList also accepts).
 std::string FormatCpuList(std::vector<int> cpus);
 
-/// Parses --pin=cores|compact|scatter|none|LIST. Throws TopologyError naming the bad value.
+/// Parses --pin=cores|compact|scatter|none|LIST. Throws TopologyError naming
+/// the bad value.
 PinSpec ParsePinSpec(const std::string& text);
 
-/// The usable PUs in the order threads are placed by `pin` (thread i goes on element i).
-/// For kList, throws TopologyError if a listed PU is not usable (naming it and the usable set).
-/// For kNone, returns the kCores order (used for reporting only; threads are not bound).
+/// The usable PUs in the order threads are placed by `pin` (thread i goes on
+/// element i). For kList, throws TopologyError if a listed PU is not usable
+/// (naming it and the usable set). For kNone, returns the kCores order (used
+/// for reporting only; threads are not bound).
 std::vector<PuInfo> PlacementOrder(const Topology& topo, const PinSpec& pin);
 
 /// The placement of one thread count.
 struct ThreadPlan {
   int threads = 0;
-  std::vector<PuInfo> pus;  ///< size threads; wraps around the order when oversubscribed
+  std::vector<PuInfo>
+      pus;  ///< size threads; wraps around the order when oversubscribed
   bool smt_siblings = false;  ///< two threads on PUs of one core
   bool oversubscribed = false;
-  int cores = 0, l3s = 0, numa_nodes = 0, packages = 0;  ///< distinct objects spanned
+  int cores = 0, l3s = 0, numa_nodes = 0,
+      packages = 0;  ///< distinct objects spanned
 };
 
-/// Plans `threads` threads on `order`. Throws TopologyError if threads exceeds order.size() and
-/// oversubscribe is false (naming both numbers and the --oversubscribe flag).
-ThreadPlan PlanThreads(const std::vector<PuInfo>& order, int threads, bool oversubscribe);
+/// Plans `threads` threads on `order`. Throws TopologyError if threads exceeds
+/// order.size() and oversubscribe is false (naming both numbers and the
+/// --oversubscribe flag).
+ThreadPlan PlanThreads(const std::vector<PuInfo>& order, int threads,
+                       bool oversubscribe);
 
-/// Parses --threads=LIST|pow2|topo|max against `order` (the placement order). max: order.size().
-/// pow2: 1, 2, 4, ... up to order.size(), plus order.size() itself (the whole placement is always
-/// measured). topo: pow2 plus every topology boundary of the order: the length of the order's
-/// initial run inside order[0]'s L3, NUMA node and package (under kCores: cores per L3 / node /
-/// package; under kCompact: PUs per L3 / node / package) and the number of distinct cores;
-/// de-duplicated, sorted. LIST: "1,2,8", "1-4", sorted ascending. Throws TopologyError for a
-/// malformed list, 0, or a count above order.size() without oversubscribe.
-std::vector<int> ParseThreadCounts(const std::string& text, const std::vector<PuInfo>& order,
+/// Parses --threads=LIST|pow2|topo|max against `order` (the placement order).
+/// max: order.size(). pow2: 1, 2, 4, ... up to order.size(), plus order.size()
+/// itself (the whole placement is always measured). topo: pow2 plus every
+/// topology boundary of the order: the length of the order's initial run inside
+/// order[0]'s L3, NUMA node and package (under kCores: cores per L3 / node /
+/// package; under kCompact: PUs per L3 / node / package) and the number of
+/// distinct cores; de-duplicated, sorted. LIST: "1,2,8", "1-4", sorted
+/// ascending. Throws TopologyError for a malformed list, 0, or a count above
+/// order.size() without oversubscribe.
+std::vector<int> ParseThreadCounts(const std::string& text,
+                                   const std::vector<PuInfo>& order,
                                    bool oversubscribe);
 
-/// Human-readable plan of every thread count: per count one line with the PU set as a cpulist
-/// (cut after ~96 characters) and the cores / L3s / NUMA nodes / packages spanned and whether SMT
-/// siblings share a core; then one table, thread i -> PU and its core, SMT rank, L3, NUMA node,
-/// package and cpukind, for the largest count (every count uses a prefix of the same order).
-/// Throws like PlanThreads. 4096 PUs format in ~20 ms.
-std::string FormatPlans(const Topology& topo, const PinSpec& pin, const std::vector<int>& counts,
-                        bool oversubscribe);
+/// Human-readable plan of every thread count: per count one line with the PU
+/// set as a cpulist (cut after ~96 characters) and the cores / L3s / NUMA nodes
+/// / packages spanned and whether SMT siblings share a core; then one table,
+/// thread i -> PU and its core, SMT rank, L3, NUMA node, package and cpukind,
+/// for the largest count (every count uses a prefix of the same order). Throws
+/// like PlanThreads. 4096 PUs format in ~20 ms.
+std::string FormatPlans(const Topology& topo, const PinSpec& pin,
+                        const std::vector<int>& counts, bool oversubscribe);
 
-/// Binds the calling thread to the PU with OS index `os_index` (hwloc_set_cpubind with
-/// HWLOC_CPUBIND_THREAD), reads the binding back, and throws TopologyError if it differs or the
-/// call fails (naming the PU and errno). Only valid on a host topology.
+/// Binds the calling thread to the PU with OS index `os_index`
+/// (hwloc_set_cpubind with HWLOC_CPUBIND_THREAD), reads the binding back, and
+/// throws TopologyError if it differs or the call fails (naming the PU and
+/// errno). Only valid on a host topology.
 void BindThisThread(const Topology& topo, int os_index);
 
-/// The OS index of the PU the calling thread last ran on (hwloc_get_last_cpu_location); throws
-/// TopologyError naming errno if hwloc cannot tell.
+/// The OS index of the PU the calling thread last ran on
+/// (hwloc_get_last_cpu_location); throws TopologyError naming errno if hwloc
+/// cannot tell.
 int CurrentPu(const Topology& topo);
 
 }  // namespace lockline

@@ -1,6 +1,6 @@
-// Harness tests: the window protocol (counts add up, the stop flag is honoured, the wall-clock
-// bound fires), coherence labels on synthetic probe values, the ping-pong probe, option parsing,
-// row keys and atomic result-file rewrites.
+// Harness tests: the window protocol (counts add up, the stop flag is honoured,
+// the wall-clock bound fires), coherence labels on synthetic probe values, the
+// ping-pong probe, option parsing, row keys and atomic result-file rewrites.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -19,8 +19,9 @@
 namespace lockline {
 namespace {
 
-// Each thread counts operations on its own counter and, separately, on a shared atomic, so the
-// harness's per-thread counts can be checked against an independent total.
+// Each thread counts operations on its own counter and, separately, on a shared
+// atomic, so the harness's per-thread counts can be checked against an
+// independent total.
 class CountingWorkload : public Workload {
  public:
   uint64_t RunWindow(const ThreadCtx&, const std::atomic<bool>& stop) override {
@@ -66,13 +67,16 @@ std::vector<ThreadCtx> Contexts(int n) {
 }
 
 TEST(ThreadTeam, WindowCountsAddUpAndStopIsHonoured) {
-  for (int n : {1, 2, 4, 8}) {  // 4 and 8 threads oversubscribe this 2-CPU machine on purpose
+  for (int n :
+       {1, 2, 4,
+        8}) {  // 4 and 8 threads oversubscribe this 2-CPU machine on purpose
     ThreadTeam team(nullptr, std::vector<int>(n, -1), nullptr);
     CountingWorkload wl;
     const auto ctx = Contexts(n);
     uint64_t sum = 0;
     for (int w = 0; w < 3; ++w) {
-      const WindowResult r = team.RunWindow(wl, ctx, 20'000'000, 10'000'000'000, 60'000'000'000);
+      const WindowResult r =
+          team.RunWindow(wl, ctx, 20'000'000, 10'000'000'000, 60'000'000'000);
       ASSERT_EQ(r.ops.size(), static_cast<size_t>(n));
       uint64_t s = 0;
       for (uint64_t o : r.ops) s += o;
@@ -89,8 +93,8 @@ TEST(ThreadTeam, FixedWorkWindowEndsWhenEveryThreadReturns) {
   ThreadTeam team(nullptr, {-1, -1, -1}, nullptr);
   FixedWorkload wl;
   // A huge duration: a fixed-work window must not wait for it.
-  const WindowResult r =
-      team.RunWindow(wl, Contexts(3), 3600'000'000'000ull, 10'000'000'000, 60'000'000'000);
+  const WindowResult r = team.RunWindow(wl, Contexts(3), 3600'000'000'000ull,
+                                        10'000'000'000, 60'000'000'000);
   EXPECT_EQ(r.total_ops, 1000u + 1001u + 1002u);
   EXPECT_LT(r.seconds, 5.0);
 }
@@ -98,8 +102,10 @@ TEST(ThreadTeam, FixedWorkWindowEndsWhenEveryThreadReturns) {
 TEST(ThreadTeam, WallClockBoundFlagsOverrun) {
   ThreadTeam team(nullptr, {-1, -1}, nullptr);
   SlowWorkload wl(300);
-  // 1 ms window, 50 ms bound: the 300 ms sleepers overrun it, and the window still completes.
-  const WindowResult r = team.RunWindow(wl, Contexts(2), 1'000'000, 50'000'000, 60'000'000'000);
+  // 1 ms window, 50 ms bound: the 300 ms sleepers overrun it, and the window
+  // still completes.
+  const WindowResult r =
+      team.RunWindow(wl, Contexts(2), 1'000'000, 50'000'000, 60'000'000'000);
   EXPECT_TRUE(r.overrun);
   EXPECT_EQ(r.total_ops, 2u);
 }
@@ -123,7 +129,9 @@ TEST(ThreadTeam, BindingFailureIsAClearError) {
     ThreadTeam team(topo.get(), {bad}, nullptr);
     FAIL() << "binding to PU " << bad << " should fail";
   } catch (const TopologyError& e) {
-    EXPECT_NE(std::string(e.what()).find(std::to_string(bad)), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(std::to_string(bad)),
+              std::string::npos)
+        << e.what();
   }
 }
 
@@ -136,7 +144,8 @@ TEST(ThreadTeam, PingPongMeasuresAPositiveLatency) {
   EXPECT_GT(median, 0.0);
   EXPECT_GT(min, 0.0);
   EXPECT_LE(min, median);
-  EXPECT_EQ(team.PingPong(0, 0, 1'000'000).first, 0.0);  // a PU with itself: no probe
+  EXPECT_EQ(team.PingPong(0, 0, 1'000'000).first,
+            0.0);  // a PU with itself: no probe
 }
 
 TEST(Coherence, LabelsFollowTheToleranceBothWays) {
@@ -144,19 +153,24 @@ TEST(Coherence, LabelsFollowTheToleranceBothWays) {
   EXPECT_EQ(CoherenceLabel(2, 0, 20, 20), "unknown");
   EXPECT_EQ(CoherenceLabel(2, 20, 20, 29), "baseline");
   EXPECT_EQ(CoherenceLabel(2, 20, 14, 20), "baseline");
-  EXPECT_EQ(CoherenceLabel(2, 20, 20, 31), "shifted");  // far placement after a near baseline
-  EXPECT_EQ(CoherenceLabel(2, 80, 20, 80), "shifted");  // near placement after a far baseline
+  EXPECT_EQ(CoherenceLabel(2, 20, 20, 31),
+            "shifted");  // far placement after a near baseline
+  EXPECT_EQ(CoherenceLabel(2, 80, 20, 80),
+            "shifted");  // near placement after a far baseline
   EXPECT_EQ(CoherenceLabel(8, 20, 70, 90), "shifted");
 }
 
 TEST(Family, RowKeysReadFamilyKeyValueThreads) {
-  EXPECT_EQ(RowKey("zone_lock", {{"layout", "lock_before_free_area"}, {"lock", "ticket"}}, 8),
-            "zone_lock/layout:lock_before_free_area/lock:ticket/threads:8");
+  EXPECT_EQ(
+      RowKey("zone_lock",
+             {{"layout", "lock_before_free_area"}, {"lock", "ticket"}}, 8),
+      "zone_lock/layout:lock_before_free_area/lock:ticket/threads:8");
   EXPECT_EQ(RowKey("x", {}, 1), "x/threads:1");
 }
 
 TEST(Family, ThinkNsTakesRoughlyTheAskedTime) {
-  // Not a speed target: only that 10 ms of think time is neither skipped nor wildly long.
+  // Not a speed target: only that 10 ms of think time is neither skipped nor
+  // wildly long.
   const uint64_t t0 = NowNs();
   ThinkNs(10'000'000);
   const double ms = static_cast<double>(NowNs() - t0) / 1e6;
@@ -172,8 +186,9 @@ Options Parse(std::vector<std::string> args) {
 }
 
 TEST(Options, ParsesFlagsAndPassesBenchmarkFlags) {
-  const Options o = Parse({"--quick", "--pin=scatter", "--threads=1,2", "--window=20ms",
-                           "--benchmark_filter=locks", "--benchmark_repetitions=9"});
+  const Options o =
+      Parse({"--quick", "--pin=scatter", "--threads=1,2", "--window=20ms",
+             "--benchmark_filter=locks", "--benchmark_repetitions=9"});
   EXPECT_EQ(o.suite, Suite::kQuick);
   EXPECT_EQ(o.pin, "scatter");
   EXPECT_EQ(o.threads, "1,2");
@@ -197,11 +212,13 @@ TEST(Options, BadInputNamesTheValue) {
   EXPECT_NE(message({"--frobnicate"}).find("--frobnicate"), std::string::npos);
   EXPECT_NE(message({"--budget=soon"}).find("soon"), std::string::npos);
   EXPECT_NE(message({"--budget=-5s"}).find("-5s"), std::string::npos);
-  EXPECT_NE(message({"--window=10parsecs"}).find("10parsecs"), std::string::npos);
+  EXPECT_NE(message({"--window=10parsecs"}).find("10parsecs"),
+            std::string::npos);
   EXPECT_NE(message({"--quick", "--full"}).find("--quick"), std::string::npos);
   EXPECT_NE(message({"--pin="}).find("--pin"), std::string::npos);
   EXPECT_NE(message({"--layouts=xml"}).find("xml"), std::string::npos);
-  EXPECT_NE(message({"--benchmark_repetitions=0"}).find("0"), std::string::npos);
+  EXPECT_NE(message({"--benchmark_repetitions=0"}).find("0"),
+            std::string::npos);
 }
 
 TEST(Memory, PolicyCheckAndAllocation) {
@@ -238,8 +255,8 @@ TEST(Memory, PolicyCheckAndAllocation) {
 }
 
 TEST(ResultFile, RewritesAtomicallyAndRefusesUnwritableDirs) {
-  const std::string dir =
-      std::filesystem::temp_directory_path() / ("lockline-rf-" + std::to_string(getpid()));
+  const std::string dir = std::filesystem::temp_directory_path() /
+                          ("lockline-rf-" + std::to_string(getpid()));
   {
     ResultFile f(dir);
     f.AddRow({{"name", "a"}});
@@ -252,7 +269,9 @@ TEST(ResultFile, RewritesAtomicallyAndRefusesUnwritableDirs) {
     EXPECT_EQ(doc["context"]["lockline"]["finished"], false);
     // No temporary file is left behind.
     int files = 0;
-    for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator(dir)) ++files;
+    for ([[maybe_unused]] const auto& e :
+         std::filesystem::directory_iterator(dir))
+      ++files;
     EXPECT_EQ(files, 1);
   }
   std::filesystem::remove_all(dir);
