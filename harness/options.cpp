@@ -14,7 +14,7 @@ Suite and time:
   --quick                 smoke-sized suite (seconds; CI)
   --full                  every axis of every family (default: the declared default subset)
   --budget=DURATION       target wall time of the run, e.g. 90s, 20m, 1h (default: quick 30s,
-                          default 150s, full 30m); the window length is fitted to it and the
+                          default 2m, full 30m); the window length is fitted to it and the
                           estimate printed before starting
   --window=DURATION       fixed window length (e.g. 50ms); overrides the fit to --budget
   --out=DIR               run directory (default results/<host>-<UTC timestamp>/); must be
@@ -148,7 +148,7 @@ Options ParseOptions(int argc, char** argv) {
   if (quick && full)
     throw UsageError("--quick and --full exclude each other: pick one");
   o.suite = quick ? Suite::kQuick : full ? Suite::kFull : Suite::kDefault;
-  if (o.budget_s == 0) o.budget_s = quick ? 30 : full ? 1800 : 150;
+  if (o.budget_s == 0) o.budget_s = quick ? 30 : full ? 1800 : 120;
   return o;
 }
 

@@ -4,6 +4,7 @@
 #include <perfmon/pfmlib.h>
 #include <sys/utsname.h>
 
+#include <cstring>
 #include <fstream>
 #include <sstream>
 
@@ -26,6 +27,25 @@ std::string CpuInfoField(const std::string& key) {
     }
   }
   return "";
+}
+
+// The hypervisor's CPUID vendor signature (leaf 0x40000000: "KVMKVMKVM",
+// "Microsoft Hv", "VMwareVMware", "XenVMMXenVMM", ...), or "" where there is
+// none or the CPU is not x86.
+std::string HypervisorSignature() {
+#if defined(__x86_64__) || defined(__i386__)
+  unsigned a = 0x40000000, b = 0, c = 0, d = 0;
+  asm volatile("cpuid" : "+a"(a), "=b"(b), "=c"(c), "=d"(d));
+  char sig[13] = {};
+  std::memcpy(sig, &b, 4);
+  std::memcpy(sig + 4, &c, 4);
+  std::memcpy(sig + 8, &d, 4);
+  std::string s(sig);
+  while (!s.empty() && (s.back() == '\0' || s.back() == ' ')) s.pop_back();
+  return s;
+#else
+  return "";
+#endif
 }
 
 // The bracketed choice in a sysfs "a [b] c" file.
@@ -117,7 +137,8 @@ nlohmann::json CollectProvenance(const Options& opts, const Topology& topo) {
   env["nohz_full"] = KernelCmdlineValue("nohz_full");
   std::string hypervisor;
   if (CpuInfoField("flags").find(" hypervisor") != std::string::npos) {
-    hypervisor = ReadSmallFile("/sys/hypervisor/type");
+    hypervisor = HypervisorSignature();
+    if (hypervisor.empty()) hypervisor = ReadSmallFile("/sys/hypervisor/type");
     if (hypervisor.empty())
       hypervisor = ReadSmallFile("/sys/class/dmi/id/sys_vendor");
     if (hypervisor.empty()) hypervisor = "yes (unknown type)";
