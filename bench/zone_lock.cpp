@@ -56,7 +56,11 @@ constexpr int kBurstBatches = 16;
 constexpr int kMaxStatThreshold = 125;
 /// The one migrate type used: user pages (aim7's anonymous and page-cache
 /// memory) are MIGRATE_MOVABLE, whose list head sits at allocator-line offset
-/// 40..56 -- in the lock's line under 3484b2de9499 with 64-byte lines.
+/// 40..56 -- in the lock's line under 3484b2de9499 with 64-byte lines and a
+/// lock of at most 24 bytes (ticket, qspinlock). A 40-byte pthread_mutex_t
+/// pushes it to the next line (only the UNMOVABLE and RECLAIMABLE heads share
+/// the lock's line then); each row's details say which
+/// (movable_list_shares_lock_line).
 constexpr int kMigratetype = kMigrateMovable;
 /// classzone_idx of a ZONE_NORMAL allocation (DMA, DMA32, NORMAL, MOVABLE).
 constexpr int kClassZoneIdx = 2;
