@@ -111,6 +111,10 @@ struct PointEnv {
 struct Variant {
   Params params;
   Suite suite = Suite::kDefault;
+  /// Only in the quick suite: a smaller stand-in for a default variant, with
+  /// its own key (e.g. mb:32 instead of mb:256), so quick and default rows
+  /// never pair by key.
+  bool quick_only = false;
   std::string description;
   std::function<std::unique_ptr<Workload>(const PointEnv&)> make;
   std::vector<int> threads;  ///< empty: the run's --threads list

@@ -115,7 +115,8 @@ void BuildPoints(RunState& run) {
   for (const Family& fam : Families())
     for (Variant& v : fam.planned_variants ? fam.planned_variants(run.order)
                                            : fam.variants())
-      if (static_cast<int>(v.suite) <= static_cast<int>(suite))
+      if (static_cast<int>(v.suite) <= static_cast<int>(suite) &&
+          (!v.quick_only || suite == Suite::kQuick))
         run.variants_storage.push_back({fam.name, std::move(v)});
   // variants_storage no longer grows: points may point into it from here on.
   for (const auto& [family, v] : run.variants_storage) {

@@ -268,7 +268,7 @@ TEST(Fault, PlainFaultsOncePerPage) {
       EXPECT_GE(total.touch_faults, pages);
       EXPECT_LE(total.touch_faults, pages + pages / 100 + 256u * n);
       for (const char* col :
-           {"gb", "repetitions", "tasks", "user_s", "system_s", "wall_s",
+           {"gb", "passes", "tasks", "user_s", "system_s", "wall_s",
             "faults_per_cpu_s", "faults_per_wall_s", "expected_faults"}) {
         EXPECT_GE(MetricOf(r.report, col), 0.0) << col;
       }

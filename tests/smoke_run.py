@@ -3,7 +3,7 @@
 
 Usage: smoke_run.py LOCKLINE_BINARY FAMILY_REGEX [extra lockline args...]
 
-Runs `lockline --quick --window=5ms --benchmark_repetitions=1 --benchmark_filter=REGEX` into a
+Runs the default suite of one family, `lockline --window=5ms --benchmark_repetitions=1 --benchmark_filter=REGEX` into a
 temporary run directory, then checks lockline.json against results/SCHEMA.md: every iteration
 row has the Google Benchmark keys, a lockline_key that starts with the family, params, placement,
 coherence, fairness and counters objects, ops_per_s and ns_per_op, and no error. Exit 0 when the
@@ -71,7 +71,7 @@ def main(argv):
     binary, regex, extra = argv[1], argv[2], argv[3:]
     with tempfile.TemporaryDirectory(prefix="lockline-smoke-") as tmp:
         out = os.path.join(tmp, "run")
-        cmd = [binary, "--quick", "--window=5ms", "--benchmark_repetitions=1",
+        cmd = [binary, "--window=5ms", "--benchmark_repetitions=1",
                f"--benchmark_filter={regex}", f"--out={out}", *extra]
         print("+", " ".join(cmd), flush=True)
         proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,

@@ -485,15 +485,12 @@ def test_regression_script_baseline_flow(tmp_path):
 # ---- the real binary, twice, not gated ----------------------------------------------------------
 
 
-# Keeps the two runs to seconds on a shared 2-vCPU VM: the calibration ops only (no ping-pong,
-# whose hand-overs take a scheduler slice each when the VM is overloaded), and --pin=none, which
-# also skips the coherence probes (pinned ping-pongs) run before any point. The test is about
-# the comparison path, not the numbers; 5 repetitions let its 5 rows reach alpha/5 so the
-# decision path runs too. Override with LOCKLINE_QUICK_ARGS.
+# The whole quick suite at tiny windows (every family, ~20 s per run on 2 vCPUs). 3 repetitions
+# cannot reach the Holm-corrected alpha, so rows say "cannot detect": this test is about the
+# path, not the decision. Override with LOCKLINE_QUICK_ARGS.
 QUICK_ARGS = os.environ.get("LOCKLINE_QUICK_ARGS",
-                            "--benchmark_filter=calibration/op --pin=none --budget=10s "
-                            "--benchmark_repetitions=5").split()
-QUICK_TIMEOUT_S = float(os.environ.get("LOCKLINE_QUICK_TIMEOUT", "240"))
+                            "--window=5ms --benchmark_repetitions=3").split()
+QUICK_TIMEOUT_S = float(os.environ.get("LOCKLINE_QUICK_TIMEOUT", "600"))
 
 
 def test_quick_suite_twice_compared(tmp_path, capsys):
@@ -504,18 +501,11 @@ def test_quick_suite_twice_compared(tmp_path, capsys):
         pytest.skip(f"LOCKLINE_BINARY ({binary or 'unset'}) is not an executable lockline")
     for side in ("a", "b"):
         cmd = [binary, "--quick", f"--out={tmp_path / side}", *QUICK_ARGS]
-        try:
-            p = subprocess.run(cmd, capture_output=True, text=True, timeout=QUICK_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            pytest.skip(f"{' '.join(cmd)} did not finish in {QUICK_TIMEOUT_S:g} s (VM overloaded "
-                        "or binary not ready; LOCKLINE_QUICK_TIMEOUT raises the limit)")
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=QUICK_TIMEOUT_S)
         result_file = tmp_path / side / "lockline.json"
         rows = json.loads(result_file.read_text()).get("benchmarks") \
             if result_file.exists() else None
-        if not rows:
-            last = (p.stderr or p.stdout).strip().splitlines()[-1:]
-            pytest.skip(f"{' '.join(cmd)} wrote no rows (exit {p.returncode}; binary not "
-                        f"ready?): {last}")
+        assert p.returncode == 0 and rows, f"{' '.join(cmd)}: exit {p.returncode}\n{p.stderr}"
     p = run_cli(str(tmp_path / "a"), str(tmp_path / "b"), "--output", str(tmp_path / "t.txt"))
     with capsys.disabled():
         print("\n[quick suite run twice, not gated]\n" + p.stdout + p.stderr)
