@@ -2,21 +2,19 @@
 // page handed out is all zeros, the pre-zeroed share adds up, fault counts
 // match each mode's expectation, and a clzero request on a CPU without it is a
 // clean skip. The families' sources are included so their workload types can be
-// driven directly (without the harness), each on std::threads that run
-// SetupThread, one window and TeardownThread, as the harness's team does.
+// driven on the harness's thread team without the runner
+// (tests/workload_driver.h).
 #include "bench/fault.cpp"
 
 #include <gtest/gtest.h>
 
-#include <atomic>
-#include <chrono>
 #include <cstring>
-#include <thread>
 #include <vector>
 
 #include "bench/prezero.cpp"
 #include "bench/zeroing.cpp"
 #include "harness/zeroing.h"
+#include "tests/workload_driver.h"
 
 namespace lockline {
 namespace {
@@ -28,57 +26,22 @@ struct RunResult {
   PointReport report;
 };
 
-// Drives `wl` like the harness: Prepare, then per thread SetupThread +
-// `windows` windows + TeardownThread on that thread; duration windows last
-// `window_ms`. Then Report and Verify.
+using testing::MetricOf;
+
+// Drives `wl` on the harness's thread team (tests/workload_driver.h): Prepare,
+// SetupThread on every thread, `windows` windows (duration windows last
+// `window_ms`; fixed-work windows run to completion), TeardownThread on the
+// same threads, then Report over the summed window time and ops, and Verify.
 RunResult Drive(Workload& wl, int threads, int windows = 1,
                 int window_ms = 100) {
   RunResult res;
-  wl.Prepare(threads);
-  for (int w = 0; w < windows; ++w) {
-    std::atomic<bool> stop{false};
-    std::atomic<int> ready{0};
-    std::atomic<uint64_t> ops{0};
-    std::vector<std::thread> team;
-    const auto t0 = std::chrono::steady_clock::now();
-    for (int i = 0; i < threads; ++i) {
-      team.emplace_back([&, i] {
-        ThreadCtx ctx;
-        ctx.index = i;
-        ctx.threads = threads;
-        // Fresh threads per window here, so setup / teardown bracket every
-        // window (fault tests run one window: its children die with the thread
-        // that forked them).
-        wl.SetupThread(ctx);
-        ready.fetch_add(1);
-        while (ready.load() < threads) std::this_thread::yield();
-        ops.fetch_add(wl.RunWindow(ctx, stop));
-        wl.TeardownThread(ctx);
-      });
-    }
-    if (!wl.fixed_work()) {
-      while (ready.load() < threads)
-        std::this_thread::yield();  // setup is not window time
-      std::this_thread::sleep_for(std::chrono::milliseconds(window_ms));
-      stop.store(true);
-    }
-    for (auto& t : team) t.join();
-    res.seconds +=
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
-            .count();
-    res.ops += ops.load();
-  }
-  wl.Report(res.report, res.seconds, res.ops);
+  testing::WorkloadDriver drv(wl, threads);
+  for (int w = 0; w < windows; ++w) res.ops += drv.Window(window_ms / 1000.0);
+  drv.Teardown();
+  res.seconds = drv.seconds();
+  res.report = drv.Report(res.seconds, res.ops);
   res.verify = wl.Verify();
   return res;
-}
-
-double MetricOf(const PointReport& r, const std::string& name) {
-  for (const auto& [k, v] : r.metrics) {
-    if (k == name) return v;
-  }
-  ADD_FAILURE() << "no metric " << name;
-  return -1;
 }
 
 // ---- harness/zeroing.h

@@ -3,74 +3,23 @@
 // and the race checker finds lost references for the fast path with a widened
 // window and none for the other variants.
 //
-// The workloads are driven directly (no pinning, no harness runner): the
-// family's source is compiled into this test so its types and its registration
-// are visible.
+// The workloads are driven on the harness's thread team without the runner
+// (tests/workload_driver.h, no pinning): the family's source is compiled into
+// this test so its types and its registration are visible.
 #include "bench/page_free.cpp"  // NOLINT(build/include): the family under test
 
 #include <gtest/gtest.h>
 
 #include <chrono>
-#include <thread>
+
+#include "tests/workload_driver.h"
 
 namespace lockline::page_free {
 namespace {
 
-PointEnv TestEnv(int threads) {
-  PointEnv env;
-  env.threads = threads;
-  env.mem_policy = "first-touch";
-  env.quick = true;
-  return env;
-}
-
-/// Runs one window of `w` on `threads` std::threads for about `seconds` (0:
-/// `stop` is already set, so each thread does its minimum: one round / one
-/// iteration). Returns the summed ops.
-uint64_t RunOneWindow(Workload& w, int threads, double seconds) {
-  std::atomic<bool> stop{seconds <= 0};
-  std::vector<std::thread> team;
-  std::vector<uint64_t> ops(threads, 0);
-  for (int i = 0; i < threads; ++i) {
-    team.emplace_back([&, i] {
-      ThreadCtx ctx;
-      ctx.index = i;
-      ctx.threads = threads;
-      ops[i] = w.RunWindow(ctx, stop);
-    });
-  }
-  if (seconds > 0) {
-    std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
-    stop.store(true, std::memory_order_release);
-  }
-  for (auto& t : team) t.join();
-  uint64_t sum = 0;
-  for (uint64_t o : ops) sum += o;
-  return sum;
-}
-
-/// Prepare + SetupThread on `threads` std::threads.
-void SetUpTeam(Workload& w, int threads) {
-  w.Prepare(threads);
-  std::vector<std::thread> team;
-  for (int i = 0; i < threads; ++i) {
-    team.emplace_back([&, i] {
-      ThreadCtx ctx;
-      ctx.index = i;
-      ctx.threads = threads;
-      w.SetupThread(ctx);
-    });
-  }
-  for (auto& t : team) t.join();
-}
-
-double MetricOf(const PointReport& r, const std::string& name) {
-  for (const auto& [k, v] : r.metrics) {
-    if (k == name) return v;
-  }
-  ADD_FAILURE() << "metric " << name << " missing";
-  return -1;
-}
+using testing::MetricOf;
+using testing::TestEnv;
+using testing::WorkloadDriver;
 
 TEST(PageFree, FamiliesRegisterTheirGrids) {
   const Family* cost = nullptr;
@@ -105,11 +54,12 @@ template <class V>
 nlohmann::json EndStateAfterRounds(CostParams params, int rounds,
                                    PointReport* report) {
   CostWorkload<V, TicketLock> w(TestEnv(1), params);
-  SetUpTeam(w, 1);
+  WorkloadDriver drv(w, 1);
   uint64_t ops = 0;
-  for (int r = 0; r < rounds; ++r) ops += RunOneWindow(w, 1, 0);
+  // Window(0): `stop` is already set, so each window is exactly one round.
+  for (int r = 0; r < rounds; ++r) ops += drv.Window(0);
   EXPECT_EQ(ops, static_cast<uint64_t>(rounds * kBatch));
-  w.Report(*report, 1.0, ops);
+  *report = drv.Report(1.0, ops);
   EXPECT_EQ(w.Verify(), "") << V::kName;
   return report->details["end_state"];
 }
@@ -146,12 +96,11 @@ TEST(PageFree, VariantsReachIdenticalEndStatesSingleThreaded) {
 template <class V>
 void TwoThreadCostRunConservesPages(bool remote) {
   CostWorkload<V, TicketLock> w(TestEnv(2), CostParams{50, remote});
-  SetUpTeam(w, 2);
+  WorkloadDriver drv(w, 2);
   uint64_t ops = 0;
-  for (int i = 0; i < 3; ++i) ops += RunOneWindow(w, 2, 0.05);
+  for (int i = 0; i < 3; ++i) ops += drv.Window(0.05);
   EXPECT_GT(ops, 0u);
-  PointReport r;
-  w.Report(r, 0.15, ops);
+  const PointReport r = drv.Report(0.15, ops);
   EXPECT_EQ(w.Verify(), "") << V::kName;
   EXPECT_TRUE(r.details.contains("lock_stat"));
 }
@@ -170,15 +119,14 @@ template <class V>
 std::pair<uint64_t, uint64_t> RunRace(uint64_t window_ns, double bound_s,
                                       bool stop_at_first) {
   RaceWorkload<V> w(TestEnv(2), window_ns);
-  SetUpTeam(w, 2);
+  WorkloadDriver drv(w, 2);
   const auto start = std::chrono::steady_clock::now();
   while (std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
              .count() < bound_s) {
-    RunOneWindow(w, 2, 0.1);
+    drv.Window(0.1);
     if (stop_at_first && w.Tally().first > 0) break;
   }
-  PointReport r;
-  w.Report(r, bound_s, 0);
+  const PointReport r = drv.Report(bound_s, 0);
   EXPECT_EQ(w.Verify(), "") << V::kName;
   EXPECT_EQ(MetricOf(r, "violations"), static_cast<double>(w.Tally().first));
   EXPECT_EQ(r.details["verdict"],

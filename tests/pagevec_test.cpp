@@ -4,65 +4,32 @@
 // corrupted LRU, the 2004 sizing formulas give the quoted values, and the row
 // keys have the documented shapes.
 //
-// The workloads are driven directly (no pinning, no harness runner): the
-// family's source is compiled into this test so its types and its registration
-// are visible.
+// The workloads are driven on the harness's thread team without the runner
+// (tests/workload_driver.h, no pinning): the family's source is compiled into
+// this test so its types and its registration are visible.
 #include "bench/pagevec.cpp"  // NOLINT(build/include): the family under test
 
 #include <gtest/gtest.h>
 
-#include <chrono>
 #include <set>
-#include <thread>
+
+#include "tests/workload_driver.h"
 
 namespace lockline::pagevec_bench {
 namespace {
 
-PointEnv TestEnv(int threads) {
-  PointEnv env;
-  env.threads = threads;
-  env.mem_policy = "first-touch";
-  env.quick = true;
-  return env;
-}
+using testing::MetricOf;
+using testing::TestEnv;
 
-/// Runs `w` on `threads` std::threads (SetupThread, one window of about
-/// `seconds`), then Report. ctx.numa = index % numa_nodes. Returns the report.
+/// One point of `w` on the harness's team (tests/workload_driver.h): Prepare,
+/// SetupThread, one window of about `seconds`, TeardownThread, then Report.
+/// ctx.numa = index % numa_nodes. Returns the report.
 PointReport Drive(Workload& w, int threads, double seconds,
                   int numa_nodes = 1) {
-  w.Prepare(threads);
-  std::atomic<bool> stop{false};
-  std::atomic<int> ready{0};
-  std::vector<std::thread> team;
-  std::vector<uint64_t> ops(threads, 0);
-  for (int i = 0; i < threads; ++i) {
-    team.emplace_back([&, i] {
-      ThreadCtx ctx;
-      ctx.index = i;
-      ctx.threads = threads;
-      ctx.numa = i % numa_nodes;
-      w.SetupThread(ctx);
-      ready.fetch_add(1);
-      while (ready.load() < threads) std::this_thread::yield();
-      ops[i] = w.RunWindow(ctx, stop);
-      w.TeardownThread(ctx);
-    });
-  }
-  std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
-  stop.store(true, std::memory_order_release);
-  for (auto& t : team) t.join();
-  uint64_t sum = 0;
-  for (uint64_t o : ops) sum += o;
-  PointReport out;
-  w.Report(out, seconds, sum);
-  return out;
-}
-
-double MetricOf(const PointReport& r, const std::string& name) {
-  for (const auto& [k, v] : r.metrics)
-    if (k == name) return v;
-  ADD_FAILURE() << "no metric " << name;
-  return -1;
+  testing::WorkloadDriver drv(w, threads, numa_nodes);
+  const uint64_t ops = drv.Window(seconds);
+  drv.Teardown();
+  return drv.Report(seconds, ops);
 }
 
 TEST(PagevecFormulas, FourLg) {

@@ -3,28 +3,23 @@
 // for every zone layout (pcp_batch 0 and 31), exact lock bookkeeping with one
 // thread, and that Verify catches a broken zone.
 //
-// The workloads are driven directly (no pinning, no harness runner): the
-// family's source is compiled into this test so its types and its registration
-// are visible.
+// The workloads are driven on the harness's thread team without the runner
+// (tests/workload_driver.h, no pinning): the family's source is compiled into
+// this test so its types and its registration are visible.
 #include "bench/zone_lock.cpp"  // NOLINT(build/include): the family under test
 
 #include <gtest/gtest.h>
 
-#include <chrono>
 #include <functional>
 #include <set>
-#include <thread>
+
+#include "tests/workload_driver.h"
 
 namespace lockline::zone_lock {
 namespace {
 
-PointEnv TestEnv(int threads) {
-  PointEnv env;
-  env.threads = threads;
-  env.mem_policy = "first-touch";
-  env.quick = true;
-  return env;
-}
+using testing::MetricOf;
+using testing::TestEnv;
 
 const Family& ZoneLockFamily() {
   for (const Family& f : Families()) {
@@ -50,11 +45,12 @@ const Variant* FindVariant(const std::vector<Variant>& all,
   return nullptr;
 }
 
-/// Runs one point the way the runner does, on plain std::threads (4 threads on
-/// 2 vCPUs is oversubscribed: FIFO locks then hand off only when a preempted
-/// waiter runs, which is slow but correct). Setup, one window of `seconds`,
-/// then Verify with the pages still spread over pcp lists and threads, then
-/// TeardownThread, Report and Verify again with every page back in the zone.
+/// Runs one point the way the runner does, on the harness's thread team
+/// (tests/workload_driver.h; 4 threads on 2 vCPUs is oversubscribed: FIFO locks
+/// then hand off only when a preempted waiter runs, which is slow but correct).
+/// Setup, one window of `seconds`, then Verify with the pages still spread over
+/// pcp lists and threads, then `before_teardown`, TeardownThread, Report and
+/// Verify again with every page back in the zone.
 struct PointResult {
   uint64_t ops = 0;
   std::string verify_running;
@@ -64,44 +60,14 @@ struct PointResult {
 PointResult RunPoint(Workload& w, int threads, double seconds,
                      const std::function<void()>& before_teardown = {}) {
   PointResult r;
-  w.Prepare(threads);
-  std::atomic<bool> stop{false};
-  std::vector<uint64_t> ops(threads, 0);
-  const auto on_team = [&](auto fn) {
-    std::vector<std::thread> team;
-    for (int i = 0; i < threads; ++i) {
-      team.emplace_back([&, i] {
-        ThreadCtx ctx;
-        ctx.index = i;
-        ctx.threads = threads;
-        fn(ctx);
-      });
-    }
-    for (auto& t : team) t.join();
-  };
-  on_team([&](const ThreadCtx& ctx) { w.SetupThread(ctx); });
-  std::thread timer([&] {
-    std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
-    stop.store(true, std::memory_order_release);
-  });
-  on_team(
-      [&](const ThreadCtx& ctx) { ops[ctx.index] = w.RunWindow(ctx, stop); });
-  timer.join();
-  for (uint64_t o : ops) r.ops += o;
+  testing::WorkloadDriver drv(w, threads);
+  r.ops = drv.Window(seconds);
   r.verify_running = w.Verify();
   if (before_teardown) before_teardown();
-  on_team([&](const ThreadCtx& ctx) { w.TeardownThread(ctx); });
-  w.Report(r.report, seconds, r.ops);
+  drv.Teardown();
+  r.report = drv.Report(seconds, r.ops);
   r.verify_after = w.Verify();
   return r;
-}
-
-double MetricOf(const PointReport& r, const std::string& name) {
-  for (const auto& [k, v] : r.metrics) {
-    if (k == name) return v;
-  }
-  ADD_FAILURE() << "metric " << name << " missing";
-  return -1;
 }
 
 TEST(ZoneLock, TableAndRowKeys) {
