@@ -1,16 +1,14 @@
-// calibration: what one operation costs on this machine, and how far apart its
-// PUs are.
-// - op:*: uncontended cost of a plain increment, an atomic fetch_add and a
-// compare-exchange on a
-//   thread-private line (threads:1), and fetch_add on one shared line at every
-//   thread count (the simplest contended baseline: one line bouncing between
-//   all threads).
-// - c2c: one-way core-to-core latency, ping-pong of one cache line between two
-// pinned PUs
-//   (median and minimum of 64-round-trip batches): the full matrix up to 16
-//   PUs, a sample above.
-// Not measured: memory bandwidth or latency to DRAM (see the zeroing family for
-// a zeroing rate).
+// calibration: what one operation costs on this machine, and how far apart
+// its PUs are.
+//  * op:*: uncontended cost of a plain increment, an atomic fetch_add and a
+//    compare-exchange on a thread-private line (threads:1), and fetch_add on
+//    one shared line at every thread count (the simplest contended baseline:
+//    one line bouncing between all threads).
+//  * c2c: one-way core-to-core latency, ping-pong of one cache line between
+//    two pinned PUs (median and minimum of 64-round-trip batches): the full
+//    matrix up to 16 PUs, a sample above.
+// Not measured: memory bandwidth or latency to DRAM (see the zeroing family
+// for a zeroing rate).
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
