@@ -330,7 +330,11 @@ def mann_whitney_p(a, b):
     one sample per side or all values equal)."""
     if len(a) < 1 or len(b) < 1:
         return 1.0
-    from scipy import stats  # pylint: disable=import-outside-toplevel
+    try:
+        from scipy import stats  # pylint: disable=import-outside-toplevel
+    except ImportError as e:
+        raise InputError(f"scipy is missing ({e}): run with Debian's /usr/bin/python3 "
+                         "(apt-get install python3-scipy)") from e
 
     ties = len(set(a) | set(b)) < len(a) + len(b)
     method = "exact" if not ties and max(len(a), len(b)) <= 30 else "auto"

@@ -7,8 +7,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash ci/install_deps.sh
 build=${LOCKLINE_BUILD_DIR:-build}
-cmake -S . -B "$build" >/dev/null
-cmake --build "$build" -j"$(nproc)"
+# Same configuration as ci/test.sh, so the two README commands share one build; only the
+# benchmark binary is built here (the tests are ci/test.sh's business).
+cmake -S . -B "$build" -DLOCKLINE_WERROR=ON -DLOCKLINE_BUILD_TESTS=ON >/dev/null
+cmake --build "$build" -j"$(nproc)" --target lockline
 out="results/$(hostname)-$(date -u +%Y%m%dT%H%M%SZ)"
 for arg in "$@"; do
   case "$arg" in --out=*) out=${arg#--out=} ;; esac

@@ -137,7 +137,17 @@ nlohmann::json CollectProvenance(const Options& opts, const Topology& topo) {
   env["nohz_full"] = KernelCmdlineValue("nohz_full");
   std::string hypervisor;
   if (CpuInfoField("flags").find(" hypervisor") != std::string::npos) {
-    hypervisor = HypervisorSignature();
+    const std::string sig = HypervisorSignature();
+    static const std::pair<const char*, const char*> kNames[] = {
+        {"KVMKVMKVM", "KVM"},         {"Microsoft Hv", "Hyper-V"},
+        {"VMwareVMware", "VMware"},   {"XenVMMXenVMM", "Xen"},
+        {"TCGTCGTCGTCG", "QEMU TCG"}, {"bhyve bhyve", "bhyve"},
+        {"ACRNACRNACRN", "ACRN"},     {"VBoxVBoxVBox", "VirtualBox"}};
+    for (const auto& [cpuid, name] : kNames)
+      if (sig == cpuid)
+        hypervisor = std::string(name) + " (CPUID signature " + sig + ")";
+    if (hypervisor.empty() && !sig.empty())
+      hypervisor = "CPUID signature " + sig;
     if (hypervisor.empty()) hypervisor = ReadSmallFile("/sys/hypervisor/type");
     if (hypervisor.empty())
       hypervisor = ReadSmallFile("/sys/class/dmi/id/sys_vendor");

@@ -44,6 +44,11 @@ void WriteFileAtomically(const std::string& path, const std::string& text) {
 
 ResultFile::ResultFile(const std::string& dir) : dir_(dir) {
   std::error_code ec;
+  if (std::filesystem::exists(path(), ec))
+    throw std::runtime_error(
+        "run directory " + dir +
+        " already holds a lockline.json from an earlier run; pass another "
+        "--out or remove that file");
   std::filesystem::create_directories(dir, ec);
   if (ec)
     throw std::runtime_error("cannot create run directory " + dir + ": " +

@@ -30,6 +30,7 @@ class ResultFile {
     doc_["benchmarks"].push_back(std::move(row));
   }
   const nlohmann::json& doc() const { return doc_; }
+  nlohmann::json& doc_mutable() { return doc_; }
 
   /// Atomically replaces the file with the current document (write to a
   /// temporary file in the same directory, fsync, rename). Throws

@@ -221,16 +221,71 @@ void RegisterPoints(RunState& run) {
   }
 }
 
+// Appends one repetition of `point` to lockline.json at once (Google
+// Benchmark 1.7.1 reports an instance only after its last repetition, which
+// random interleaving may put at the end of the run), flushes the file and
+// prints progress. `rec` holds lockline's fields and flat metrics.
+void RecordRepetition(RunState& run, const Point& point, json rec,
+                      double seconds, double cpu_seconds) {
+  const std::string name = point.key +
+                           "/iterations:" + std::to_string(point.windows) +
+                           "/manual_time";
+  json row = {{"name", name},
+              {"run_name", name},
+              {"run_type", "iteration"},
+              {"repetitions", run.opts.repetitions},
+              {"repetition_index", run.repetitions_done[point.key]++},
+              {"threads", point.threads},
+              {"iterations", point.windows},
+              {"real_time", seconds / point.windows * 1e3},
+              {"cpu_time", cpu_seconds / point.windows * 1e3},
+              {"time_unit", "ms"}};
+  for (auto& [k, v] : rec.items()) row[k] = std::move(v);
+  const bool error = row.contains("error_message");
+  row["error_occurred"] = error;
+  if (!error) row["error_message"] = "";
+  run.row_index[point.key].push_back(run.results->doc()["benchmarks"].size());
+  run.results->AddRow(row);
+  try {
+    run.results->Flush();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr,
+                 "lockline: error: %s (earlier points remain in the file)\n",
+                 e.what());
+  }
+
+  ++run.progress_done;
+  const double elapsed =
+      static_cast<double>(NowNs() - run.progress_start_ns) / 1e9;
+  const double left =
+      elapsed / run.progress_done * (run.progress_total - run.progress_done);
+  std::string what;
+  if (error) {
+    what = "ERROR: " + row["error_message"].get<std::string>();
+  } else {
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "%11.4g ops/s %9.1f ns/op  %s",
+                  row.value("ops_per_s", 0.0), row.value("ns_per_op", 0.0),
+                  row["coherence"]["label"].get<std::string>().c_str());
+    what = buf;
+  }
+  std::printf("[%d/%d] %s  %s  (%s elapsed, ~%s left)\n", run.progress_done,
+              run.progress_total, point.key.c_str(), what.c_str(),
+              FormatDuration(elapsed).c_str(), FormatDuration(left).c_str());
+  std::fflush(stdout);
+}
+
 void RunPoint(benchmark::State& state, const Point& point, RunState& run) {
   json rec = {{"lockline_key", point.key},
               {"family", point.family},
               {"params", ParamsJson(point)},
               {"description", point.variant->description},
               {"placement", PlacementJson(point, run)}};
+  double seconds = 0, cpu_seconds = 0;
   const auto fail = [&](const std::string& why) {
     state.SkipWithError(why.c_str());
     rec["error_message"] = why;
-    run.pending[point.key].push_back(rec);
+    RecordRepetition(run, point, rec, seconds, cpu_seconds);
   };
   try {
     const uint64_t window_ns = static_cast<uint64_t>(run.window_s * 1e9);
@@ -277,7 +332,6 @@ void RunPoint(benchmark::State& state, const Point& point, RunState& run) {
                          : std::max<uint64_t>(10 * window_ns, 2'000'000'000ull);
     const uint64_t hard_ns = bound_ns + 120'000'000'000ull;
     std::vector<uint64_t> per_thread(point.threads, 0);
-    double seconds = 0, cpu_seconds = 0;
     uint64_t ops = 0;
     bool overrun = false;
     json windows = json::array();
@@ -329,9 +383,11 @@ void RunPoint(benchmark::State& state, const Point& point, RunState& run) {
                                "' shadows a result-file key");
       metrics.push_back(m);
     }
-    for (const auto& [name, value] : metrics)
-      state.counters[name] =
-          benchmark::Counter(std::isfinite(value) ? value : 0);
+    for (const auto& [name, value] : metrics) {
+      const double v = std::isfinite(value) ? value : 0;
+      state.counters[name] = benchmark::Counter(v);
+      rec[name] = v;
+    }
 
     // Fairness: per-thread operation counts (an unfair lock can look fast while
     // starving).
@@ -379,15 +435,16 @@ void RunPoint(benchmark::State& state, const Point& point, RunState& run) {
       return;
     }
     if (overrun) rec["warning"] = "a window ran past its wall-clock bound";
-    run.pending[point.key].push_back(rec);
+    RecordRepetition(run, point, rec, seconds, cpu_seconds);
   } catch (const std::exception& e) {
     fail(e.what());
   }
 }
 
 LocklineReporter::LocklineReporter(RunState& run) : run_(run) {
-  total_ = static_cast<int>(run.points.size()) * run.opts.repetitions;
-  start_ns_ = NowNs();
+  run.progress_total =
+      static_cast<int>(run.points.size()) * run.opts.repetitions;
+  run.progress_start_ns = NowNs();
 }
 
 bool LocklineReporter::ReportContext(const Context& context) {
@@ -419,28 +476,36 @@ bool LocklineReporter::ReportContext(const Context& context) {
 
 void LocklineReporter::ReportRuns(
     const std::vector<benchmark::BenchmarkReporter::Run>& runs) {
+  json& rows = run_.results->doc_mutable()["benchmarks"];
   for (const auto& r : runs) {
     const std::string key = r.run_name.function_name;
     const auto it = run_.by_key.find(key);
     const Point* point = it == run_.by_key.end() ? nullptr : it->second;
+    const bool aggregate =
+        r.run_type == benchmark::BenchmarkReporter::Run::RT_Aggregate;
+    if (!aggregate) {
+      // RecordRepetition wrote this repetition already: add Google Benchmark's
+      // indices.
+      auto& indices = run_.row_index[key];
+      size_t& next = run_.rows_reported[key];
+      if (next < indices.size()) {
+        json& row = rows[indices[next++]];
+        row["family_index"] = r.family_index;
+        row["per_family_instance_index"] = r.per_family_instance_index;
+      }
+      continue;
+    }
     json row;
     row["name"] = r.benchmark_name();
     row["family_index"] = r.family_index;
     row["per_family_instance_index"] = r.per_family_instance_index;
     row["run_name"] = r.run_name.str();
-    const bool aggregate =
-        r.run_type == benchmark::BenchmarkReporter::Run::RT_Aggregate;
-    row["run_type"] = aggregate ? "aggregate" : "iteration";
+    row["run_type"] = "aggregate";
     row["repetitions"] = r.repetitions;
-    if (aggregate) {
-      row["aggregate_name"] = r.aggregate_name;
-      row["aggregate_unit"] =
-          r.aggregate_unit == benchmark::StatisticUnit::kPercentage
-              ? "percentage"
-              : "time";
-    } else {
-      row["repetition_index"] = r.repetition_index;
-    }
+    row["aggregate_name"] = r.aggregate_name;
+    row["aggregate_unit"] =
+        r.aggregate_unit == benchmark::StatisticUnit::kPercentage ? "percentage"
+                                                                  : "time";
     row["threads"] = point ? point->threads : r.threads;
     row["iterations"] = r.iterations;
     row["real_time"] = r.GetAdjustedRealTime();
@@ -452,50 +517,9 @@ void LocklineReporter::ReportRuns(
       row["family"] = point->family;
       row["params"] = ParamsJson(*point);
     }
-    json rec;
-    if (!aggregate) {
-      auto& q = run_.pending[key];
-      if (!q.empty()) {
-        rec = std::move(q.front());
-        q.pop_front();
-        for (auto& [k, v] : rec.items())
-          if (!row.contains(k)) row[k] = v;
-        // Google Benchmark's cpu_time is the main thread's, which only sleeps:
-        // report the workers' summed CPU time per window instead.
-        if (rec.contains("cpu_seconds") && r.iterations > 0)
-          row["cpu_time"] = rec["cpu_seconds"].get<double>() /
-                            static_cast<double>(r.iterations) *
-                            1e3;  // ms, the rows' time unit
-      }
-    }
     row["error_occurred"] = r.error_occurred;
     row["error_message"] = r.error_message;
-    run_.results->AddRow(row);
-
-    if (!aggregate) {
-      ++done_;
-      const double elapsed = static_cast<double>(NowNs() - start_ns_) / 1e9;
-      const double left = done_ ? elapsed / done_ * (total_ - done_) : 0;
-      std::string what;
-      char buf[160];
-      if (r.error_occurred) {
-        what = "ERROR: " + r.error_message;
-      } else {
-        const auto get = [&](const char* n) {
-          const auto c = r.counters.find(n);
-          return c == r.counters.end() ? 0.0 : c->second.value;
-        };
-        std::snprintf(buf, sizeof buf, "%11.4g ops/s %9.1f ns/op",
-                      get("ops_per_s"), get("ns_per_op"));
-        what = buf;
-        if (rec.contains("coherence"))
-          what += "  " + rec["coherence"]["label"].get<std::string>();
-      }
-      std::printf("[%d/%d] %s  %s  (%s elapsed, ~%s left)\n", done_, total_,
-                  key.c_str(), what.c_str(), FormatDuration(elapsed).c_str(),
-                  FormatDuration(left).c_str());
-      std::fflush(stdout);
-    }
+    rows.push_back(row);
   }
   try {
     run_.results->Flush();

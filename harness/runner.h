@@ -6,7 +6,6 @@
 
 #include <benchmark/benchmark.h>
 
-#include <deque>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -50,8 +49,13 @@ struct RunState {
   double window_s = 0.05;
   std::map<std::pair<int, int>, double>
       baseline_ns;  ///< PU pair -> one-way latency, ns
-  std::map<std::string, std::deque<nlohmann::json>>
-      pending;  ///< key -> records not yet reported
+  std::map<std::string, int> repetitions_done;  ///< key -> repetitions recorded
+  std::map<std::string, std::vector<size_t>>
+      row_index;  ///< key -> its rows in the file
+  std::map<std::string, size_t>
+      rows_reported;  ///< key -> rows Google Benchmark reported
+  int progress_done = 0, progress_total = 0;
+  uint64_t progress_start_ns = 0;
   std::map<std::string, const Point*> by_key;
 };
 
@@ -76,8 +80,9 @@ void RegisterPoints(RunState& run);
 /// The per-point benchmark body: one Google Benchmark repetition of `point`.
 void RunPoint(benchmark::State& state, const Point& point, RunState& run);
 
-/// Google Benchmark reporter writing lockline.json after every point and
-/// printing progress.
+/// Google Benchmark reporter: adds Google Benchmark's indices to the rows
+/// RunPoint wrote after each repetition, and the aggregate rows (mean, median,
+/// stddev, cv) once an instance's repetitions are done.
 class LocklineReporter : public benchmark::BenchmarkReporter {
  public:
   explicit LocklineReporter(RunState& run);
@@ -88,8 +93,6 @@ class LocklineReporter : public benchmark::BenchmarkReporter {
 
  private:
   RunState& run_;
-  int done_ = 0, total_ = 0;
-  uint64_t start_ns_ = 0;
 };
 
 /// Formats seconds as "1m05s" / "42s" / "1h02m".

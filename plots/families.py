@@ -518,7 +518,9 @@ def c2c_figure(data: FamilyData) -> Optional[Figure]:
         pus = sorted({a for a, _ in cells} | {b for _, b in cells})
         matrix = np.full((len(pus), len(pus)), np.nan)
         for (a, b), values in cells.items():
+            # A ping-pong measures both directions of a pair: fill the mirror cell too.
             matrix[pus.index(a), pus.index(b)] = float(np.median(values))
+            matrix[pus.index(b), pus.index(a)] = float(np.median(values))
             data.record("c2c_latency", run.label, f"pu_a:{a}", run, "pu_b", b, "latency_ns",
                         Stat(float(np.median(values)), float(np.std(values)), len(values)))
         im = ax.imshow(np.ma.masked_invalid(matrix), cmap="magma_r", interpolation="nearest")

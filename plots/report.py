@@ -357,15 +357,35 @@ def _layouts(layouts: Dict[str, Any]) -> str:
     for name, layout in sorted(layouts.items()):
         parts.append(f"<h3>{html.escape(name)}</h3>")
         if isinstance(layout, dict) and isinstance(layout.get("pahole"), str):
+            # The pahole text says everything the JSON fields do, readably.
             parts.append(f"<pre>{html.escape(layout['pahole'])}</pre>")
-            rest = {k: v for k, v in layout.items() if k != "pahole"}
-            if rest:
-                parts.append(_kv_table(rest))
         elif isinstance(layout, dict):
             parts.append(_kv_table(layout))
         else:
             parts.append(f"<pre>{html.escape(_cell(layout))}</pre>")
     return "\n".join(parts)
+
+
+def coherence_note(run: Run, families: Optional[Sequence[str]] = None) -> str:
+    """One sentence counting the contended repetitions (2+ threads) of `families` (all when None)
+    by coherence label, e.g. "Contended repetitions: 34 baseline, 149 shifted, 0 unknown ...";
+    "" when there are none. Shifted repetitions ran while the probed PU pair's line transfer was
+    more than 1.5x away from its baseline (see README), so their numbers compare poorly."""
+    counts = {"baseline": 0, "shifted": 0, "unknown": 0}
+    for p in run.points:
+        if p.aggregate is None and p.threads > 1 and (families is None or p.bench in families
+                                                      or p.family in families):
+            counts[p.coherence if p.coherence in counts else "unknown"] += 1
+    if not sum(counts.values()):
+        return ""
+    note = (f"Contended repetitions (2+ threads): {counts['baseline']} baseline, "
+            f"{counts['shifted']} shifted, {counts['unknown']} unknown coherence.")
+    if counts["shifted"]:
+        note += (" Shifted repetitions ran while a cache line took more than 1.5x its baseline "
+                 "time to move between the point's PUs (the host moved the vCPUs or the machine "
+                 "was busy): treat differences between them as noise unless they repeat on "
+                 "baseline points. Figures draw them as hollow red squares.")
+    return note
 
 
 def build_html(run: Run, images: Dict[str, str]) -> str:
@@ -383,6 +403,13 @@ def build_html(run: Run, images: Dict[str, str]) -> str:
             '<li><a href="#counters">Counters</a></li>', '<li><a href="#warnings">Warnings</a></li>',
             '<li><a href="#layouts">Layouts</a></li>']
     body.append("<ul>" + "".join(toc) + "</ul>")
+    overall = coherence_note(run)
+    if overall:
+        body.append(f'<p class="warn">{esc(overall)}</p>')
+    body.append('<p class="caption">"Seed discussion" figures are the numbers quoted in the '
+                "public Linux memory-management threads each question comes from (see "
+                "BACKGROUND.md): measured on other machines, decades apart; compare directions "
+                "and ratios, not absolute values.</p>")
     used = set()
     for qid, qtitle, question, stems in QUESTIONS:
         body.append(f'<section id="{qid}"><h2>{esc(qtitle)}</h2><p class="q">{esc(question)}</p>')
@@ -393,6 +420,9 @@ def build_html(run: Run, images: Dict[str, str]) -> str:
         if not shown:
             body.append(f"<p>{NOT_RUN}: no {esc(', '.join(stems))} results in this run.</p>")
         body.append(_table(["quantity", "seed discussion", "measured here"], tables[qid]))
+        note = coherence_note(run, stems)
+        if note:
+            body.append(f'<p class="warn">{esc(note)}</p>')
         body.append("</section>")
     body.append('<section id="other"><h2>Other figures</h2>')
     others = [s for s in images if s not in used]

@@ -84,6 +84,17 @@ def test_unwritable_out_fails_before_any_point(tmp_path):
     assert "[1/" not in p.stdout  # no point ran
 
 
+def test_an_earlier_run_is_never_overwritten(tmp_path):
+    out = tmp_path / "run"
+    first = run("--quick", "--benchmark_filter=calibration/op:cas", "--window=5ms",
+                "--benchmark_repetitions=1", f"--out={out}")
+    assert first.returncode == 0, first.stderr
+    before = (out / "lockline.json").read_text()
+    again = run("--quick", "--benchmark_filter=calibration/op:cas", f"--out={out}")
+    assert again.returncode == 2 and "already holds" in again.stderr
+    assert (out / "lockline.json").read_text() == before
+
+
 def test_benchmarks_refuse_a_foreign_topology():
     p = run("--topology=synthetic:pack:2 core:2 pu:1", "--quick")
     assert p.returncode == 2 and "--plan" in p.stderr
