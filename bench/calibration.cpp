@@ -20,8 +20,8 @@
 
 #include "harness/cpu.h"
 #include "harness/family.h"
-#include "harness/locks/spin_wait.h"
 #include "harness/memory.h"
+#include "harness/pingpong.h"
 
 namespace lockline {
 namespace {
@@ -105,53 +105,22 @@ class OpWorkload : public Workload {
   uint64_t total_ops_ = 0;
 };
 
-// Ping-pong between thread 0 (writes odd values) and thread 1 (answers with the
-// next even one). One op = one round trip = two line transfers.
+// Ping-pong between thread 0 (the initiator) and thread 1 (the responder) on
+// one line placed by --mem (harness/pingpong.h). One op = one round trip = two
+// line transfers.
 class PingPongWorkload : public Workload {
  public:
   explicit PingPongWorkload(const PointEnv& env)
-      : word_(MakeShared<PaddedWord>(env)) {}
+      : line_(MakeShared<PingPongLine>(env)) {}
 
   uint64_t RunWindow(const ThreadCtx& ctx,
                      const std::atomic<bool>& stop) override {
-    constexpr int kBatch = 64;
-    std::atomic<uint64_t>& w = word_->v;
-    if (ctx.index == 0) {
-      // Initiator: writes odd values 1, 3, 5, ... and waits for each even
-      // reply.
-      uint64_t v = 0, trips = 0;
-      while (!stop.load(std::memory_order_relaxed)) {
-        const uint64_t t0 = NowNs();
-        for (int k = 0; k < kBatch; ++k) {
-          w.store(v + 1, std::memory_order_release);
-          for (SpinWait sw; w.load(std::memory_order_acquire) != v + 2;)
-            sw.Relax();
-          v += 2;
-        }
-        samples_.push_back(static_cast<double>(NowNs() - t0) / (2.0 * kBatch));
-        trips += kBatch;
-      }
-      done_.store(true, std::memory_order_release);
-      return trips;
+    if (ctx.index != 0) {
+      line_->Respond();
+      return 0;
     }
-    // Responder: answers each odd value with the next even one; once the
-    // initiator is done it resets the line and the flag for the next window
-    // (nobody else touches them then).
-    uint64_t expect = 1;
-    SpinWait idle;  // yields when the initiator is not running (threads sharing
-                    // a CPU)
-    while (!done_.load(std::memory_order_acquire)) {
-      if (w.load(std::memory_order_acquire) == expect) {
-        w.store(expect + 1, std::memory_order_release);
-        expect += 2;
-        idle = SpinWait();
-      } else {
-        idle.Relax();
-      }
-    }
-    w.store(0, std::memory_order_relaxed);
-    done_.store(false, std::memory_order_relaxed);
-    return 0;
+    return line_->Initiate(
+        [&] { return !stop.load(std::memory_order_relaxed); }, samples_);
   }
 
   void Report(PointReport& out, double, uint64_t) override {
@@ -164,8 +133,7 @@ class PingPongWorkload : public Workload {
   }
 
  private:
-  std::shared_ptr<PaddedWord> word_;
-  std::atomic<bool> done_{false};
+  std::shared_ptr<PingPongLine> line_;
   std::vector<double> samples_;
 };
 

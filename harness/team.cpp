@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <stdexcept>
 
-#include "harness/locks/spin_wait.h"
+#include "harness/pingpong.h"
 
 namespace lockline {
 namespace {
@@ -195,44 +195,22 @@ void ThreadTeam::ResetCounters() {
 
 std::pair<double, double> ThreadTeam::PingPong(int a, int b,
                                                uint64_t budget_ns) {
-  constexpr int kBatch =
-      64;  // round trips per timed sample: amortizes the clock read (~20 ns)
   if (a == b || a < 0 || b < 0 || a >= size() || b >= size()) return {0, 0};
+  PingPongLine line;
   std::vector<double> samples;
-  pingpong_.store(0, std::memory_order_relaxed);
-  std::atomic<bool> done{false};
   RunOnAll([&](int i) {
-    SpinWait idle;  // the responder yields when the initiator is not running
-                    // (shared CPU)
     if (i == a) {
-      // Initiator: writes odd values 1, 3, 5, ... and waits for the responder's
-      // even reply.
       const uint64_t deadline = NowNs() + budget_ns;
-      uint64_t v = 0;
-      while (NowNs() < deadline || samples.size() < 5) {
-        const uint64_t t0 = NowNs();
-        for (int k = 0; k < kBatch; ++k) {
-          pingpong_.store(v + 1, std::memory_order_release);
-          for (SpinWait sw; pingpong_.load(std::memory_order_acquire) != v + 2;)
-            sw.Relax();
-          v += 2;
-        }
-        samples.push_back(static_cast<double>(NowNs() - t0) / (2.0 * kBatch));
-        if (samples.size() > 100000) break;
-      }
-      done.store(true, std::memory_order_release);
+      // At least 5 samples for a median; at most 100000 (a budget far too
+      // long).
+      line.Initiate(
+          [&] {
+            return (NowNs() < deadline || samples.size() < 5) &&
+                   samples.size() <= 100000;
+          },
+          samples);
     } else if (i == b) {
-      // Responder: answers each odd value with the next even one.
-      uint64_t expect = 1;
-      while (!done.load(std::memory_order_acquire)) {
-        if (pingpong_.load(std::memory_order_acquire) == expect) {
-          pingpong_.store(expect + 1, std::memory_order_release);
-          expect += 2;
-          idle = SpinWait();
-        } else {
-          idle.Relax();
-        }
-      }
+      line.Respond();
     }
   });
   if (samples.empty()) return {0, 0};

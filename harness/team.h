@@ -98,7 +98,6 @@ class ThreadTeam {
 
   alignas(kDestructiveLine) std::atomic<int> arrived_{0};
   alignas(kDestructiveLine) std::atomic<bool> stop_{false};
-  alignas(kDestructiveLine) std::atomic<uint64_t> pingpong_{0};
 };
 
 /// Coherence label of a multi-threaded point: "baseline" when both probes are
