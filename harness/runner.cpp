@@ -418,7 +418,6 @@ void RunPoint(benchmark::State& state, const Point& point, RunState& run) {
     rec["counters"] = counters;
     rec["details"] = rep.details;
     rec["layouts"] = rep.layouts;
-    rec["cpu_seconds"] = cpu_seconds;
     rec["verify"] = broken.empty() ? "ok" : broken;
     json& layouts = run.results->lockline_context()["layouts"];
     if (!layouts.is_object()) layouts = json::object();
