@@ -1,6 +1,6 @@
 // Topology loading, placement orders, thread-count lists and plans, on
 // synthetic topologies, the real machines' XML fixtures in
-// LOCKLINE_SHARED_DIR/topologies, a /sys dump loaded through HWLOC_FSROOT, and
+// LOCKLINE_FIXTURES_DIR/topologies (tests/fixtures), a /sys dump loaded through HWLOC_FSROOT, and
 // (binding only) this host.
 #include "harness/topology.h"
 
@@ -21,7 +21,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const std::string kFixtures = std::string(LOCKLINE_SHARED_DIR) + "/topologies/";
+const std::string kFixtures = std::string(LOCKLINE_FIXTURES_DIR) + "/topologies/";
 const std::string k256 = "synthetic:pack:4 numa:2 core:16 pu:2";
 
 std::vector<int> Os(const std::vector<PuInfo>& pus) {

@@ -13,7 +13,7 @@ import time
 import pytest
 
 BINARY = os.environ.get("LOCKLINE_BINARY", "")
-TOPOLOGIES = os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "topologies")
+TOPOLOGIES = os.path.join(os.path.dirname(__file__), "..", "fixtures", "topologies")
 
 pytestmark = pytest.mark.skipif(
     not (BINARY and os.access(BINARY, os.X_OK)),

@@ -1,7 +1,7 @@
 """Tests of ci/compare.py (the regression check) and ci/regression.sh.
 
 Fixture-driven: tests/python/fixtures/compare/ holds synthetic lockline-format pairs made by
-make_fixtures.py (fixed seed); /work/shared/gbench-json holds real Google Benchmark files. The
+make_fixtures.py (fixed seed); tests/fixtures/gbench-json holds real Google Benchmark files. The
 functions are tested by import, the exit codes and messages through a subprocess. The last test
 runs the real binary twice (LOCKLINE_BINARY) and prints the comparison without gating on it.
 """
@@ -20,9 +20,9 @@ SOURCE_DIR = os.environ.get(
 COMPARE = os.path.join(SOURCE_DIR, "ci", "compare.py")
 REGRESSION_SH = os.path.join(SOURCE_DIR, "ci", "regression.sh")
 FIXTURES = os.path.join(SOURCE_DIR, "tests", "python", "fixtures", "compare")
-SHARED = os.path.join(os.path.dirname(SOURCE_DIR), "shared", "gbench-json")
-GB_OLD = os.path.join(SHARED, "gbench-tools-test1_run1.json")
-LIBFORK = os.path.join(SHARED, "libfork-laptop-matmul.json")
+GBENCH_FIX = os.path.join(SOURCE_DIR, "tests", "fixtures", "gbench-json")
+GB_OLD = os.path.join(GBENCH_FIX, "gbench-tools-test1_run1.json")
+LIBFORK = os.path.join(GBENCH_FIX, "libfork-laptop-matmul.json")
 PYTHON = "/usr/bin/python3"
 REGRESSED = "zone_lock/layout:lock_after_free_area/lock:ticket/threads:2"
 

@@ -20,8 +20,9 @@ PLOTS = os.path.join(ROOT, "plots")
 FIX = os.path.join(HERE, "fixtures", "plots")
 RUN_A = os.path.join(FIX, "run_a")
 RUN_B = os.path.join(FIX, "run_b")
-GB_OLD = os.path.join(FIX, "gbench-tools-test1_run1.json")
-GB_LIBFORK = os.path.join(FIX, "libfork-laptop-matmul.json")
+GBENCH_FIX = os.path.join(HERE, "..", "fixtures", "gbench-json")
+GB_OLD = os.path.join(GBENCH_FIX, "gbench-tools-test1_run1.json")
+GB_LIBFORK = os.path.join(GBENCH_FIX, "libfork-laptop-matmul.json")
 sys.path.insert(0, PLOTS)
 
 import families  # noqa: E402

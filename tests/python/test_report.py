@@ -107,7 +107,7 @@ def test_bad_input(tmp_path, capsys):
 
 
 def test_foreign_gbench_file_reports(tmp_path):
-    shutil.copy(os.path.join(FIX, "libfork-laptop-matmul.json"), tmp_path / "x.json")
+    shutil.copy(os.path.join(HERE, "..", "fixtures", "gbench-json", "libfork-laptop-matmul.json"), tmp_path / "x.json")
     assert report.main([str(tmp_path)]) == 0
     text = (tmp_path / "report.html").read_text(encoding="utf-8")
     assert text.count('<section id="q') == 5 and "no placement plans recorded" in text
