@@ -300,20 +300,43 @@ def _pagevec_wait(ax, data, run, sweep):
     ax.legend(fontsize=6)
 
 
+RACE_VIOLATIONS = ("violations_freed_referenced", "violations_freed_on_lru")
+
+
 def race_verdicts(points) -> List[Dict[str, str]]:
-    """Per page_free variant: violations seen in the race test (rows whose key starts with
-    page_free_race) and a verdict string."""
+    """Per page_free_race variant (and `scanner` when rows carry it: 2.6.16 / 2.6.18 reclaim):
+    violations seen over all repetitions and windows, frees, and a verdict string.
+
+    Rows carry either `violations` (older) or `violations_freed_referenced` +
+    `violations_freed_on_lru` (a page freed while reclaim held a reference / while on the LRU).
+    With none seen in F frees the verdict is the rule of three: the violation rate is below
+    3 / F per free with 95 % confidence (the rows' `violation_rate_upper_95` when present)."""
     rows = []
-    by_variant: Dict[str, List] = {}
+    by_variant: Dict[Tuple[str, str], List] = {}
     for p in points:
-        if p.bench == "page_free_race" and "violations" in p.metrics:
-            by_variant.setdefault(p.params.get("variant", "?"), []).append(p)
-    for variant, pts in sorted(by_variant.items()):
-        violations = sum(p.metrics["violations"] for p in pts)
+        if p.bench == "page_free_race" and p.aggregate is None and (
+                "violations" in p.metrics or any(k in p.metrics for k in RACE_VIOLATIONS)):
+            key = (p.params.get("variant", "?"), p.params.get("scanner", ""))
+            by_variant.setdefault(key, []).append(p)
+    for (variant, scanner), pts in sorted(by_variant.items()):
+        parts = {k: sum(p.metrics.get(k, 0.0) for p in pts) for k in RACE_VIOLATIONS}
+        split = any(k in p.metrics for p in pts for k in RACE_VIOLATIONS)
+        violations = (sum(parts.values()) if split
+                      else sum(p.metrics.get("violations", 0.0) for p in pts))
         frees = sum(p.metrics.get("frees", 0) for p in pts)
-        verdict = (f"UNSAFE: {violations:.0f} violations" if violations else
-                   f"no violation in {frees:.3g} frees")
-        rows.append({"variant": variant, "violations": f"{violations:.0f}",
+        windows = sorted({p.params.get("race_window_ns", "") for p in pts} - {""})
+        if violations:
+            detail = (f" ({parts['violations_freed_referenced']:.0f} freed while referenced, "
+                      f"{parts['violations_freed_on_lru']:.0f} freed on the LRU)" if split else "")
+            verdict = f"UNSAFE: {violations:.0f} violations{detail} in {frees:.3g} frees"
+        elif frees > 0:
+            verdict = (f"no violation in {frees:.3g} frees: rate < {3.0 / frees:.2g} per free "
+                       "(95 %, rule of three); not a proof of safety")
+        else:
+            verdict = "no frees measured"
+        if windows:
+            verdict += f"; race windows {', '.join(windows)} ns"
+        rows.append({"variant": variant, "scanner": scanner, "violations": f"{violations:.0f}",
                      "frees": f"{frees:.3g}", "verdict": verdict})
     return rows
 
@@ -325,7 +348,8 @@ def _race_panel(ax, data: FamilyData) -> None:
         empty_panel(ax, "race test", "no page_free_race rows with violations")
         return
     ax.axis("off")
-    table = ax.table(cellText=[[v["variant"], v["violations"], v["frees"], v["verdict"]]
+    table = ax.table(cellText=[[v["variant"] + (f" ({v['scanner']})" if v["scanner"] else ""),
+                                v["violations"], v["frees"], v["verdict"][:48]]
                                for v in verdicts],
                      colLabels=["variant", "violations", "frees", "verdict"], loc="center",
                      colWidths=[0.25, 0.15, 0.15, 0.45], cellLoc="left")

@@ -286,12 +286,16 @@ def relative_panel(ax, data: FamilyData, figure: str, panel: str,
 
 
 def write_csv(path: str, rows: List[Dict[str, Any]]) -> None:
-    """Write dict rows with the union of their keys as header (first-seen order)."""
+    """Write dict rows with the union of their keys as header (first-seen order), through an
+    exclusively created temporary file renamed into place (outputs.write_atomic)."""
+    import io
+    from outputs import write_atomic
     fields: Dict[str, None] = {}
     for row in rows:
         for k in row:
             fields.setdefault(k, None)
-    with open(path, "w", newline="", encoding="utf-8") as handle:
-        writer = csv.DictWriter(handle, fieldnames=list(fields))
-        writer.writeheader()
-        writer.writerows(rows)
+    text = io.StringIO(newline="")
+    writer = csv.DictWriter(text, fieldnames=list(fields))
+    writer.writeheader()
+    writer.writerows(rows)
+    write_atomic(path, text.getvalue())

@@ -50,14 +50,16 @@ def plot_runs(runs: Sequence[Run], out_dir: str, baseline: Optional[str] = None,
     missing = [f for f in wanted if f not in present]
     if missing:
         raise ResultError(f"family '{missing[0]}' not in the results (present: {', '.join(present)})")
-    os.makedirs(out_dir, exist_ok=True)
+    from outputs import ensure_dir, write_atomic
+    ensure_dir(out_dir)
     written: List[str] = []
     for fam in wanted:
         data = family_data(runs, fam, baseline)
         for stem, fig in plot_family(data):
             for ext in formats:
                 path = os.path.join(out_dir, f"{_safe(stem)}.{ext}")
-                fig.savefig(path, dpi=110 if ext == "png" else None)
+                write_atomic(path, lambda handle, fig=fig, ext=ext: fig.savefig(
+                    handle, format=ext, dpi=110 if ext == "png" else None))
                 written.append(path)
             plt.close(fig)
         if data.csv_rows:

@@ -96,11 +96,14 @@ def select_regime(base: Sequence[Sample], variant: Sequence[Sample]) -> RegimeCh
     """Choose the coherence regime with the most repetitions of both sides (maximise
     min(n_base, n_variant), then their sum, then the fastest regime) and return its values.
 
-    When no sample of either side names a regime, every sample is used (regime "").
-    Samples whose label names no regime are dropped when others do.
+    When no sample of one side names a regime (foreign files, aggregate rows), every sample is
+    used (regime ""). Otherwise samples whose label names no regime are dropped.
     """
     regimes = {lab for lab, _ in list(base) + list(variant) if lab not in NO_REGIME}
-    if not regimes:
+    labelled_b = any(lab not in NO_REGIME for lab, _ in base)
+    labelled_v = any(lab not in NO_REGIME for lab, _ in variant)
+    if not regimes or not (labelled_b and labelled_v):
+        # Nothing to choose from, or one side (a foreign file, aggregate rows) has no labels.
         return RegimeChoice("", [v for _, v in base], [v for _, v in variant], len(base),
                             len(variant))
 
@@ -156,7 +159,7 @@ def pct(fraction: Optional[float]) -> str:
 class Comparison:
     """The effect of a variant against a base at one point, with its interval.
 
-    effect: median(variant) / median(base) - 1 (None when too few); ci: (lo, hi) of the same,
+    effect: median(variant) / median(base) - 1 (None when a side has no repetition); ci: (lo, hi) of the same,
     95 %; regime: the coherence regime used ("" pooled); n_base / n_variant: repetitions used;
     dropped: repetitions of either side not used; status: "resolved", "not_resolved" or
     "too_few"; resolved: status == "resolved"; total_base / total_variant: repetitions before
@@ -191,7 +194,7 @@ class Comparison:
 
     def interval_text(self) -> str:
         """'+6 % [+2 %, +10 %]', or 'too few repetitions'."""
-        if self.effect is None or self.ci is None:
+        if self.ci is None:
             return "too few repetitions"
         return f"{pct(self.effect)} [{pct(self.ci[0])}, {pct(self.ci[1])}]"
 
@@ -213,8 +216,8 @@ class Comparison:
         if self.status == "too_few":
             have = min(self.n_base, self.n_variant)
             total = max(self.total_base, self.total_variant)
-            where = f"{self.regime}-regime " if self.regime else ""
-            return (f"{head}too few same-regime repetitions ({have} {where}of {total}; an "
+            where = f" in the {self.regime} regime" if self.regime else ""
+            return (f"{head}too few same-regime repetitions ({have} of {total}{where}; an "
                     f"interval needs {MIN_REPETITIONS} a side)")
         if self.status == "not_resolved":
             return (f"{head}not resolved on this machine: interval [{pct(self.ci[0])}, "
@@ -241,7 +244,10 @@ def compare_samples(base: Sequence[Sample], variant: Sequence[Sample], label: st
                   total_base=choice.total_base, total_variant=choice.total_variant,
                   min_effect=min_effect)
     if min(len(choice.base), len(choice.variant)) < min_repetitions:
-        return Comparison(effect=None, ci=None, status="too_few", **common)
+        effect = None
+        if choice.base and choice.variant and np.median(choice.base) > 0:
+            effect = float(np.median(choice.variant) / np.median(choice.base)) - 1.0
+        return Comparison(effect=effect, ci=None, status="too_few", **common)
     try:
         ratio, lo, hi = ratio_interval(choice.base, choice.variant)
     except ValueError:

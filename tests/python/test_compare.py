@@ -184,7 +184,7 @@ def test_regression_table_and_summary_line():
     lines = p.stdout.splitlines()
     assert lines[0].split() == compare.TABLE_HEADER
     assert "regression" in lines[1] and REGRESSED in lines[1]
-    assert lines[-1].startswith("1 regression, 0 improvements, 5 no change, 0 cannot detect")
+    assert lines[-1].startswith("1 regression, 0 improvements, 5 no change, 0 undecided")
     assert lines[-1].endswith("(of 6 rows compared)")
 
 
@@ -215,15 +215,23 @@ def test_min_effect_and_overrides():
     assert run_cli(base, cur, "--min-effect", "30").returncode == 0
 
 
-def test_too_few_repetitions_cannot_detect():
-    """3 reps per side: 'cannot detect' with how many are needed; exit 0 (nothing decided)."""
+def test_too_few_repetitions_are_undecided_and_fail_the_gate():
+    """3 reps per side: every row 'undecided', exit 3 with how many repetitions would decide;
+    --allow-undecided turns it into exit 0."""
     p = run_cli(*fixture_pair("fewreps"))
-    assert p.returncode == 0
-    assert "cannot detect" in p.stdout
-    assert "each side needs >= 5 repetitions" in p.stdout
+    assert p.returncode == 3
+    assert "undecided" in p.stdout
+    err = p.stderr.strip().splitlines()
+    assert err == ["compare.py: error: undecided: 6 rows; rerun with 5 repetitions a side "
+                   "(or pass --allow-undecided)"]
+    assert "rule: two-sided Mann-Whitney U, Holm-corrected over 6 rows" in p.stdout
+    assert "3/3@baseline" in p.stdout      # repetitions used per side, and their regime
     code, result, _ = run_json(*fixture_pair("fewreps"))
-    assert verdicts(result)[(REGRESSED, "ops_per_s")] == "cannot detect"
-    assert result["summary"]["cannot detect"] == 6
+    assert code == 3
+    assert verdicts(result)[(REGRESSED, "ops_per_s")] == "undecided"
+    assert result["summary"]["undecided"] == 6
+    assert result["summary"]["repetitions_needed"] == 5
+    assert run_cli(*fixture_pair("fewreps"), "--allow-undecided").returncode == 0
 
 
 def test_threshold_only_fallback_on_request():
@@ -234,17 +242,38 @@ def test_threshold_only_fallback_on_request():
     assert result["summary"]["mode"] == "threshold-only"
 
 
-def test_holm_rank_decides_cannot_detect():
-    """5 reps per side: one row alone is decidable (0.008 < 0.05), twelve rows are not."""
-    rows = {f"b{i}": [{"values": {"ops_per_s": 100.0 + j}, "threads": 1, "coherence": None,
-                       "placement": None, "layout": None} for j in range(5)] for i in range(12)}
-    base = {"label": "baseline", "paths": [], "contexts": [{}], "rows": rows, "notes": []}
-    cur = {"label": "current", "paths": [], "contexts": [{}], "rows": rows, "notes": []}
+def _side(label, scale, spread=1.0, n=5, rows=12):
+    """A hand-made side: `rows` rows of n samples 100*scale + spread*j."""
+    data = {f"b{i}": [{"values": {"ops_per_s": (100.0 + spread * j) * scale}, "threads": 1,
+                       "coherence": None, "placement": None, "layout": None}
+                      for j in range(n)] for i in range(rows)}
+    return {"label": label, "paths": [], "contexts": [{}], "rows": data, "notes": []}
+
+
+def test_holm_rank_decides_or_leaves_undecided():
+    """5 reps per side, every row 20 % slower: one row alone is significant (0.008 < 0.05),
+    twelve are not (0.008 > 0.05/12) and their interval is not within +-5 %: undecided, exit
+    3, with a repetition count that would decide."""
+    base, cur = _side("baseline", 1.0), _side("current", 0.8)
     one = compare.compare(base, cur, options(filter=compare.compile_regex("^b0$", "--filter")))
-    assert [r["verdict"] for r in one["rows"]] == ["no change"]
+    assert [r["verdict"] for r in one["rows"]] == ["regression"]
     many = compare.compare(base, cur, options())
-    assert {r["verdict"] for r in many["rows"]} == {"cannot detect"}
-    assert any("each side needs >= 6 repetitions" in w for w in many["warnings"])
+    assert {r["verdict"] for r in many["rows"]} == {"undecided"}
+    assert many["summary"]["exit_code"] == 3
+    assert many["summary"]["repetitions_needed"] >= 6
+    assert "rerun with" in many["summary"]["message"]
+
+
+def test_no_change_needs_an_interval_within_the_minimum_effect():
+    """Not significant is not 'no change': 5 quiet identical reps a side are (interval within
+    +-5 %); 5 noisy ones (+-20 %) are undecided."""
+    quiet = compare.compare(_side("b", 1.0), _side("c", 1.0), options())
+    assert {r["verdict"] for r in quiet["rows"]} == {"no change"}
+    assert quiet["summary"]["exit_code"] == 0
+    noisy = compare.compare(_side("b", 1.0, spread=20.0), _side("c", 1.0, spread=20.0),
+                            options())
+    assert {r["verdict"] for r in noisy["rows"]} == {"undecided"}
+    assert all(-5 > r["ci_pct"][0] or r["ci_pct"][1] > 5 for r in noisy["rows"])
 
 
 def test_filter_shrinks_the_family():
@@ -277,13 +306,17 @@ def test_unknown_gb_version_warns_for_threaded_time_rows(tmp_path):
     assert any("version unknown" in w for w in result["warnings"])
 
 
-def test_coherence_label_difference_warns():
-    """A row measured on a 'shifted' machine vs 'baseline': a per-row warning, exit 0."""
+def test_coherence_label_difference_is_undecided():
+    """A row measured only in the 'shifted' state against only 'baseline': no common coherence
+    regime, so the row is undecided (exit 3) with a warning and a note saying why."""
     code, result, _ = run_json(*fixture_pair("coherence"))
-    assert code == 0
+    assert code == 3
     flagged = [r for r in result["rows"] if r["warnings"]]
     assert len(flagged) == 1
     assert flagged[0]["warnings"][0].startswith("coherence label baseline (baseline) vs shifted")
+    assert flagged[0]["verdict"] == "undecided"
+    assert any("no coherence regime common to both sides" in n for n in flagged[0]["notes"])
+    assert {r["verdict"] for r in result["rows"] if not r["warnings"]} == {"no change"}
 
 
 def test_layout_change_reported():
@@ -343,7 +376,8 @@ def test_old_format_file_parses():
     assert side["rows"]["BM_DifferentTimeUnit"][0]["values"]["real_time"] == pytest.approx(1e9)
     assert side["rows"]["BM_SameTimes"][0]["values"]["real_time"] == pytest.approx(10)
     p = run_cli(GB_OLD, GB_OLD)
-    assert p.returncode == 0 and "cannot detect" in p.stdout
+    assert p.returncode == 3 and "undecided" in p.stdout   # one repetition a side
+    assert run_cli(GB_OLD, GB_OLD, "--allow-undecided").returncode == 0
 
 
 def test_libfork_file_parses_aggregates_skipped():
@@ -355,9 +389,12 @@ def test_libfork_file_parses_aggregates_skipped():
     first = side["rows"]["matmul_libfork<busy_pool, numa_strategy::seq>/1"][0]
     assert first["values"]["real_time"] == pytest.approx(702.8640809876379e6)
     code, result, _ = run_json(LIBFORK, LIBFORK)
-    assert code == 0
     assert result["summary"]["rows_compared"] == 12
-    assert result["summary"]["cannot detect"] == 12   # 5 reps, 12 rows: 0.008 > 0.05/12
+    # 5 reps, 12 rows: 0.008 > 0.05/12, so nothing is significant; a file against itself is
+    # "no change" only where its spread keeps the interval within +-5 %.
+    decided = result["summary"]["no change"]
+    assert decided + result["summary"]["undecided"] == 12
+    assert code == (0 if decided == 12 else 3)
 
 
 def test_aggregates_only_file_uses_means(tmp_path):
@@ -369,7 +406,7 @@ def test_aggregates_only_file_uses_means(tmp_path):
     side = compare.load_side([str(path)], "current")
     assert len(side["rows"]) == 12 and {len(s) for s in side["rows"].values()} == {1}
     assert any("only aggregate rows" in n for n in side["notes"])
-    code, result, _ = run_json(LIBFORK, str(path), "--threshold-only")
+    code, result, _ = run_json(str(path), str(path), "--threshold-only")
     assert code == 0 and result["summary"]["rows_compared"] == 12
 
 
@@ -396,7 +433,7 @@ def test_non_finite_metrics_are_missing_not_numbers():
 
 
 @pytest.mark.parametrize("content,problem", [
-    ("{not json", "not JSON"),
+    ("{not json", "not valid JSON"),
     ("", "empty file"),
     ("[1, 2]", "expected a JSON object"),
     ('{"context": {}}', 'no "benchmarks" array'),
