@@ -259,6 +259,7 @@ class Run:
     context: Dict[str, Any]
     points: List[Point]
     skipped_rows: List[str]
+    warnings: List[str] = dataclasses.field(default_factory=list)
 
     @property
     def lockline(self) -> Dict[str, Any]:
@@ -405,18 +406,12 @@ def _point_from_row(row: Dict[str, Any]) -> Optional[Point]:
         except ValueError:
             threads = None
     row_threads = _number(row.get("threads"))
-    if threads is None and row_threads is not None and row_threads > 1:
-        threads = int(row_threads)
-    if threads is None and positional:
-        # Foreign files often pass the worker count as the last integer argument.
-        threads = positional[-1]
-        for i, value in enumerate(positional[:-1]):
-            params[f"arg{i}"] = str(value)
-    elif positional:
-        for i, value in enumerate(positional):
-            params[f"arg{i}"] = str(value)
+    # Only the JSON `threads` field or a `threads:` key component is a thread count; positional
+    # benchmark arguments (`BM_x/8`) are parameters arg0, arg1, ... (plotted on their own axis).
+    for i, value in enumerate(positional):
+        params[f"arg{i}"] = str(value)
     if threads is None:
-        threads = int(row_threads) if row_threads else 1
+        threads = int(row_threads) if row_threads and row_threads >= 1 else 1
     if threads < 1:
         return None
 
@@ -532,9 +527,19 @@ def load_run(path: str) -> Run:
     if not points:
         raise ResultError(f"{path}: no benchmark row has a plottable value "
                           f"({len(data['benchmarks'])} rows, {len(skipped)} with errors)")
+    warnings = []
     if not isinstance(context.get("lockline"), dict):
         _merge_single_point_families(points)
-    return Run(path=path, context=context, points=points, skipped_rows=skipped)
+        idle = [p for p in points if p.threads > 1 and p.aggregate is None
+                and p.metrics.get("cpu_time_ns", math.inf)
+                < 0.5 * p.metrics.get("real_time_ns", 0.0) * p.threads]
+        if idle:
+            warnings.append(f"{len(idle)} threaded row(s) report cpu_time far below real_time x "
+                            f"threads (e.g. {idle[0].family} threads:{idle[0].threads}): the "
+                            "workers were mostly idle or cpu_time is one thread's; read "
+                            "throughput with care")
+    return Run(path=path, context=context, points=points, skipped_rows=skipped,
+               warnings=warnings)
 
 
 def load_runs(paths: Iterable[str]) -> List[Run]:
