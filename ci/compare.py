@@ -5,14 +5,23 @@ Usage: compare.py BASELINE CURRENT [options]. BASELINE and CURRENT are each a Go
 JSON file (lockline's or any other), a comma-separated list of such files (their repetitions are
 pooled), or a run directory holding lockline.json.
 
+Files are read through plots/lockline_results.py (the project's one reader of result files);
+effects and intervals come from plots/stats.py. Each row compares the repetitions of ONE
+coherence regime (the regime with most repetitions on both sides; rows naming no regime are
+pooled); repetitions whose window overran are dropped.
+
 A row regresses when its change is in the metric's bad direction, statistically significant
 (two-sided Mann-Whitney U over the repetitions, Holm-corrected over all rows compared, alpha 0.05)
-AND at least the minimum effect (5 % by default). When the repetitions are too few for any
-p-value to clear the corrected alpha, the row says "cannot detect" instead of "no change".
-Improvements are reported, never fail. Follows pyperf / gbench compare.py (significance plus a
-minimum effect) and lkp-tests' compare table layout; see ci/REGRESSION.md for the reasoning.
+AND at least the minimum effect (5 % by default). A row that is not significant is "no change"
+only when the 95 % bootstrap interval of its change lies within +-minimum effect; otherwise it
+is "undecided" (too few repetitions, too much noise, or no common coherence regime), and the
+gate does not pass it silently. Improvements are reported, never fail. Follows pyperf / gbench
+compare.py (significance plus a minimum effect) and lkp-tests' compare table layout; see
+ci/REGRESSION.md for the reasoning.
 
-Exit status: 0 no regression, 1 regression, 2 bad or incomparable input (one line on stderr).
+Exit status: 0 every row decided and no regression, 1 regression, 2 bad or incomparable input
+(one line on stderr), 3 undecided rows ("undecided: N rows; rerun with M repetitions a side";
+--allow-undecided turns it into 0).
 """
 
 import argparse
@@ -26,28 +35,26 @@ import sys
 # scipy.stats is imported where the test runs: it takes a second or two to load, and input errors
 # and --threshold-only should answer without it.
 
-EXIT_OK, EXIT_REGRESSION, EXIT_BAD_INPUT = 0, 1, 2
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                "plots"))
+
+import lockline_results as results  # noqa: E402  (the one reader of result files)
+import stats as effects  # noqa: E402  (effects with intervals from one coherence regime)
+
+EXIT_OK, EXIT_REGRESSION, EXIT_BAD_INPUT, EXIT_UNDECIDED = 0, 1, 2, 3
 
 # Google Benchmark 1.9.0 changed how time is accounted for threaded runs, so time-based rows from
 # either side of it do not compare (rate counters such as ops_per_s are unaffected).
 GB_TIME_SEMANTICS_CHANGE = (1, 9, 0)
 
-# Multipliers to nanoseconds for Google Benchmark's time_unit values.
-TIME_UNIT_NS = {"ns": 1.0, "us": 1e3, "ms": 1e6, "s": 1e9}
+TIME_UNIT_NS = results.TIME_UNIT_NS
 TIME_METRICS = ("real_time", "cpu_time")
 
-# Run-name decorations Google Benchmark appends that do not change what is measured.
-_DECORATION_RE = re.compile(
-    r"/(manual_time|real_time|repeats:\d+|iterations:\d+|min_time:[^/]+|min_warmup_time:[^/]+)"
-    r"(?=/|$)")
-_AGGREGATE_SUFFIXES = ("_mean", "_median", "_stddev", "_cv", "_BigO", "_RMS")
-
-VERDICTS = ("regression", "improvement", "no change", "cannot detect", "only in baseline",
+VERDICTS = ("regression", "improvement", "no change", "undecided", "only in baseline",
             "only in current", "incomparable")
 
-
-class InputError(Exception):
-    """Bad input: carries the one-line message main() prints before exiting with status 2."""
+# Bad input: the reader's error, carrying the one-line message main() prints (exit 2).
+InputError = results.ResultError
 
 
 # ---- metrics ------------------------------------------------------------------------------------
@@ -127,123 +134,59 @@ def parse_version(text):
 # ---- loading ------------------------------------------------------------------------------------
 
 
-def strip_decorations(name):
-    """Strip Google Benchmark's run-name decorations (/manual_time, /real_time, /repeats:N,
-    /iterations:N, /min_time:X, /min_warmup_time:X) so runs that differ only in how they were
-    driven pair up (and lockline's aggregate rows, which carry no lockline_key, pair with it).
-
-    Example: "BM_x/8/repeats:5/manual_time" -> "BM_x/8". Arguments and /threads:N stay.
-    """
-    return _DECORATION_RE.sub("", name)
-
-
-def row_key(row):
-    """Return the pairing key of one benchmark row: lockline_key when present, else the run name
-    (run_name, or name for files older than run_name) with decorations stripped."""
-    key = row.get("lockline_key")
-    if isinstance(key, str) and key:
-        return key
-    run_name = row.get("run_name")
-    if not isinstance(run_name, str) or not run_name:
-        run_name = row["name"]
-    return strip_decorations(run_name)
-
-
-def is_aggregate(row, names):
-    """True when `row` is an aggregate (mean/median/stddev/cv, _BigO/_RMS complexity) rather than
-    one repetition. `names` is the set of row names in the file: an old file without run_type is
-    recognised by an aggregate suffix on a name whose base also appears as a row."""
-    run_type = row.get("run_type")
-    if run_type is not None:
-        return run_type == "aggregate"
-    if "aggregate_name" in row:
-        return True
-    name = row["name"]
-    for suffix in _AGGREGATE_SUFFIXES:
-        if name.endswith(suffix) and (suffix in ("_BigO", "_RMS") or
-                                      name[:-len(suffix)] in names):
-            return True
-    return False
+strip_decorations = results.strip_decorations
+row_key = results.row_key
+is_aggregate = results.is_aggregate
+row_values = results.row_values
 
 
 def read_json_file(path):
-    """Read and parse one result file; returns the top-level object.
-
-    Raises InputError naming the file when it is missing, empty, not JSON, or has no
-    "benchmarks" array of objects each with a string "name".
-    """
-    try:
-        with open(path, "r", encoding="utf-8") as f:
-            text = f.read()
-    except OSError as e:
-        raise InputError(f"{path}: cannot read: {e.strerror}") from None
-    except UnicodeDecodeError:
-        raise InputError(f"{path}: not a JSON text file (not UTF-8)") from None
-    if not text.strip():
-        raise InputError(f"{path}: empty file, expected Google Benchmark JSON")
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise InputError(f"{path}: not JSON ({e.msg} at line {e.lineno} column {e.colno})") \
-            from None
-    if not isinstance(doc, dict):
-        raise InputError(f"{path}: expected a JSON object with a \"benchmarks\" array")
-    rows = doc.get("benchmarks")
-    if not isinstance(rows, list):
-        raise InputError(f"{path}: no \"benchmarks\" array (is this Google Benchmark JSON?)")
-    if not rows:
+    """Read one result file through lockline_results.read_document; additionally refuse an
+    empty "benchmarks" array. Raises InputError (= ResultError) naming the file."""
+    doc = results.read_document(path)
+    if not doc["benchmarks"]:
         raise InputError(f"{path}: the \"benchmarks\" array is empty (did the run finish?)")
-    for i, row in enumerate(rows):
-        if not isinstance(row, dict):
-            raise InputError(f"{path}: benchmarks[{i}] is not an object")
-        if not isinstance(row.get("name"), str) or not row["name"]:
-            raise InputError(f"{path}: benchmarks[{i}] has no \"name\"")
-    if not isinstance(doc.get("context", {}), dict):
-        raise InputError(f"{path}: \"context\" is not an object")
     return doc
 
 
-def row_values(row, path):
-    """Return the numeric metrics of one row as {name: float}, time metrics in ns.
+def file_emulated(doc):
+    """True when a result file comes from an emulated machine (context.lockline.emulated or
+    any row's "emulated": true; see results/SCHEMA.md)."""
+    ll = doc.get("context", {}).get("lockline")
+    return (isinstance(ll, dict) and ll.get("emulated") is True) or any(
+        r.get("emulated") is True for r in doc["benchmarks"])
 
-    Every top-level number except bookkeeping fields (iterations, threads, repetitions, indexes)
-    is a metric candidate; nested objects (lockline's params, counters, ...) are not, nor are
-    non-finite values (NaN, inf: a metric that could not be measured). Raises InputError on an
-    unknown time_unit or a non-numeric time.
-    """
-    skip = {"iterations", "threads", "repetitions", "repetition_index", "family_index",
-            "per_family_instance_index", "error_occurred"}
-    out = {}
-    for k, v in row.items():
-        if k in skip or isinstance(v, bool) or not isinstance(v, (int, float)) or \
-                not math.isfinite(v):
-            continue
-        out[k] = float(v)
-    for k in TIME_METRICS:
-        if k in row:
-            v = row[k]
-            if isinstance(v, bool) or not isinstance(v, (int, float)):
-                raise InputError(f"{path}: row {row['name']!r}: {k} {v!r} is not a number")
-            unit = row.get("time_unit", "ns")
-            if unit not in TIME_UNIT_NS:
-                raise InputError(f"{path}: row {row['name']!r}: time_unit {unit!r} is not one of "
-                                 "ns, us, ms, s")
-            if math.isfinite(v):
-                out[k] = float(v) * TIME_UNIT_NS[unit]
-    return out
+
+def file_finished(doc):
+    """context.lockline.finished: False for an interrupted run, None when the file says nothing
+    (foreign files)."""
+    ll = doc.get("context", {}).get("lockline")
+    value = ll.get("finished") if isinstance(ll, dict) else None
+    return value if isinstance(value, bool) else None
+
+
+def _row_overrun(row):
+    windows = row.get("windows") if isinstance(row.get("windows"), list) else []
+    return row.get("overrun") is True or any(isinstance(w, dict) and w.get("overrun") is True
+                                             for w in windows)
 
 
 def load_side(paths, label):
     """Load and pool the result files of one side ("baseline" or "current").
 
     Returns a dict: "label", "paths", "contexts" (one per file), "rows" (key -> list of sample
-    dicts with "values", "threads", "coherence", "placement", "layout"), "notes" (excluded rows,
-    aggregate fallbacks). Raises InputError for unreadable or malformed files.
+    dicts with "values", "threads", "coherence", "placement", "layout", "overrun"), "notes"
+    (excluded rows, aggregate fallbacks), "emulated" (one bool per file), "unfinished" (paths
+    of files with finished: false). Raises InputError for unreadable or malformed files.
     """
-    side = {"label": label, "paths": list(paths), "contexts": [], "rows": {}, "notes": []}
+    side = {"label": label, "paths": list(paths), "contexts": [], "rows": {}, "notes": [],
+            "emulated": [], "unfinished": []}
     for path in paths:
         doc = read_json_file(path)
         side["contexts"].append(doc.get("context", {}))
+        side["emulated"].append(file_emulated(doc))
+        if file_finished(doc) is False:
+            side["unfinished"].append(path)
         rows = doc["benchmarks"]
         names = {r["name"] for r in rows}
         samples = [r for r in rows if not is_aggregate(r, names)]
@@ -271,6 +214,7 @@ def load_side(paths, label):
                 "coherence": coherence.get("label") if isinstance(coherence, dict) else None,
                 "placement": r.get("placement") if isinstance(r.get("placement"), dict) else None,
                 "layout": params.get("layout"),
+                "overrun": _row_overrun(r),
             })
         if excluded:
             side["notes"].append(f"{path}: {excluded} row(s) with error_occurred or skipped "
@@ -404,8 +348,9 @@ def _short_diff(a, b, prefix="", limit=3):
 
 
 def context_warnings(base, cur):
-    """Warnings about run contexts that make the sides less comparable: a different host,
-    topology, compiler, placement policy, CPU count; and layouts whose definition changed.
+    """Warnings about run contexts that make the sides less comparable: a different host, CPU
+    count, topology, compiler, placement policy, kernel release, CPU model, MHz, library
+    versions; and layouts whose definition changed. None of these is an error.
 
     Returns (warnings, changed_layouts) where changed_layouts is the set of layout keys (from
     context.lockline.layouts) whose content differs between the sides.
@@ -416,11 +361,16 @@ def context_warnings(base, cur):
               ("topology", ("lockline", "topology")), ("compiler", ("lockline", "compiler")),
               ("compiler flags", ("lockline", "cxx_flags")), ("pinning", ("lockline", "pin")),
               ("memory placement", ("lockline", "mem")), ("kernel", ("lockline", "kernel")),
-              ("CPU model", ("lockline", "cpu_model"))]
+              ("CPU model", ("lockline", "cpu_model")), ("MHz", ("mhz_per_cpu",)),
+              ("library versions", ("lockline", "versions")),
+              ("Google Benchmark library", ("library_version",))]
     for what, path in checks:
         a, b = _context_value(bc, *path), _context_value(cc, *path)
         if a is not None and b is not None and a != b:
             detail = "; ".join(_short_diff(a, b))
+            if what == "kernel":
+                detail += " (printed, not an error: rerun the baseline on this kernel to compare "\
+                          "like with like)"
             warnings.append(f"different {what}: {detail}")
     changed = set()
     la = _context_value(bc, "lockline", "layouts") or {}
@@ -472,14 +422,40 @@ def _comparability_warnings(row, bs, cs, changed_layouts):
         row["warnings"].append("layout changed: " + ", ".join(hit))
 
 
+def _regime_label(sample):
+    label = sample.get("coherence")
+    return label if isinstance(label, str) else ""
+
+
+def check_sides(base, cur, options):
+    """Refuse inputs that must not be compared (raises InputError, exit 2): an emulated file
+    against a non-emulated one (QEMU/TCG timings are not a machine's), and files of runs that
+    did not finish (context.lockline.finished false) unless options["allow_unfinished"]."""
+    flags = set(base.get("emulated", [])) | set(cur.get("emulated", []))
+    if flags == {True, False}:
+        which = [f"{p} ({'emulated' if e else 'not emulated'})" for side in (base, cur)
+                 for p, e in zip(side["paths"], side["emulated"])]
+        raise InputError("cannot compare an emulated run with a non-emulated one (timings under "
+                         "an emulator are not the machine's): " + ", ".join(which))
+    unfinished = base.get("unfinished", []) + cur.get("unfinished", [])
+    if unfinished and not options.get("allow_unfinished"):
+        raise InputError(f"{unfinished[0]}: the run did not finish (context.lockline.finished is "
+                         "false); rerun it, or pass --allow-unfinished to compare the points it "
+                         "kept")
+
+
 def compare(base, cur, options):
     """Compare two loaded sides (see load_side) and decide a verdict per benchmark and metric.
 
     `options`: alpha, min_effect (percent), overrides [(regex, pct)], threshold_only (bool),
-    metrics [(name, direction)] (empty: default metric), filter (regex or None).
-    Returns a result dict: "rows" (list of row dicts, sorted worst change first), "warnings",
-    "notes", "summary" (verdict counts, rows compared, exit_code, message).
+    metrics [(name, direction)] (empty: default metric), filter (regex or None), and optional
+    allow_undecided, allow_unfinished, allow_gb_straddle, allow_empty (bools).
+    Each row uses the repetitions of one coherence regime (plots/stats.select_regime) without
+    overrun windows. Returns a result dict: "rows" (list of row dicts, sorted worst change
+    first), "warnings", "notes", "summary" (verdict counts, rows compared, exit_code, message,
+    rule). Raises InputError for sides that must not be compared (check_sides).
     """
+    check_sides(base, cur, options)
     warnings, changed_layouts = context_warnings(base, cur)
     notes = base["notes"] + cur["notes"]
     bver, cver = side_gb_versions(base), side_gb_versions(cur)
@@ -495,36 +471,65 @@ def compare(base, cur, options):
         bs, cs = base["rows"].get(key, []), cur["rows"].get(key, [])
         metrics = [m for m, _ in options["metrics"]] or [default_metric(bs, cs)]
         for metric in metrics:
-            bvals = [s["values"][metric] for s in bs if metric in s["values"]]
-            cvals = [s["values"][metric] for s in cs if metric in s["values"]]
-            if not bvals and not cvals:
+            bsamp = [s for s in bs if metric in s["values"]]
+            csamp = [s for s in cs if metric in s["values"]]
+            if not bsamp and not csamp:
                 continue
             row = {"key": key, "metric": metric,
                    "direction": metric_direction(metric, declared),
                    "min_effect_pct": _min_effect_for(key, options), "notes": [],
-                   "warnings": [],
+                   "warnings": [], "regime": None, "dropped": 0, "ci_pct": None,
                    "baseline": None, "current": None, "change_pct": None, "p_value": None,
-                   "p_adjusted": None, "min_p": None, "verdict": None}
+                   "p_adjusted": None, "min_p": None, "verdict": None, "paired": False}
+            overruns = sum(1 for x in bsamp + csamp if x.get("overrun"))
+            if overruns:
+                bsamp = [x for x in bsamp if not x.get("overrun")]
+                csamp = [x for x in csamp if not x.get("overrun")]
+                row["warnings"].append(f"{overruns} repetition(s) with an overrun window "
+                                       "excluded (the window ran past its bound)")
+            choice = effects.select_regime([(_regime_label(x), x["values"][metric]) for x in bsamp],
+                                           [(_regime_label(x), x["values"][metric]) for x in csamp])
+            row["regime"], row["dropped"] = choice.regime, choice.dropped
+            bvals, cvals = choice.base, choice.variant
+            if bsamp and csamp and (not bvals or not cvals):
+                # Both sides measured, but in no common coherence regime.
+                bvals, cvals = [x["values"][metric] for x in bsamp], \
+                    [x["values"][metric] for x in csamp]
+                row["verdict"] = "undecided"
+                row["notes"].append("no coherence regime common to both sides (baseline: "
+                                    + _regime_counts(bsamp) + "; current: " + _regime_counts(csamp)
+                                    + "): the change would be the machine's state")
             for label, vals in (("baseline", bvals), ("current", cvals)):
                 if vals:
                     n, mean, sd = summarize(vals)
-                    row[label] = {"n": n, "mean": mean, "stddev_pct": sd, "samples": vals}
+                    row[label] = {"n": n, "mean": mean, "stddev_pct": sd, "samples": vals,
+                                  "median": statistics.median(vals)}
             if not bvals or not cvals:
                 row["verdict"] = "only in current" if not bvals else "only in baseline"
                 if bs and cs:
                     row["notes"].append(f"metric {metric} missing on the other side")
                 rows.append(row)
                 continue
-            bm, cm = row["baseline"]["mean"], row["current"]["mean"]
+            row["paired"] = True
+            if choice.regime and choice.dropped and row["verdict"] is None:
+                row["notes"].append(f"{choice.regime} regime: {len(bvals)} / {len(cvals)} of "
+                                    f"{choice.total_base} / {choice.total_variant} repetitions "
+                                    "used (others in other coherence regimes)")
+            bm, cm = row["baseline"]["median"], row["current"]["median"]
             row["change_pct"] = (cm - bm) / abs(bm) * 100.0 if bm != 0 else \
                 (0.0 if cm == 0 else math.copysign(float("inf"), cm))
             threads = max([s["threads"] for s in bs + cs if isinstance(s["threads"], int)],
                           default=1)
             if metric in TIME_METRICS:
-                if straddle:
+                if straddle and not options.get("allow_gb_straddle"):
                     row["verdict"] = "incomparable"
                     row["notes"].append("time-based row from Google Benchmark versions on both "
-                                        "sides of 1.9.0 (threaded time semantics changed)")
+                                        "sides of 1.9.0 (threaded time semantics changed); "
+                                        "compare ops_per_s or pass --allow-gb-straddle")
+                elif straddle:
+                    row["warnings"].append("Google Benchmark versions straddle 1.9.0: time "
+                                           "semantics of threaded rows differ (compared on "
+                                           "request)")
                 elif unknown_versions and threads > 1:
                     threaded_time_rows += 1
             _comparability_warnings(row, bs, cs, changed_layouts)
@@ -541,6 +546,14 @@ def compare(base, cur, options):
     return finish(rows, warnings, notes, options)
 
 
+def _regime_counts(samples):
+    counts = {}
+    for x in samples:
+        label = _regime_label(x) or "unlabelled"
+        counts[label] = counts.get(label, 0) + 1
+    return ", ".join(f"{k} x{v}" for k, v in sorted(counts.items()))
+
+
 def _effect_verdict(row):
     """"regression" or "improvement" by the direction of the row's change when it reaches the
     row's minimum effect, else "no change"."""
@@ -551,20 +564,34 @@ def _effect_verdict(row):
     return "regression" if bad else "improvement"
 
 
+def _interval(row):
+    """95 % bootstrap interval of the change in percent (plots/stats.ratio_interval), or None
+    with fewer than stats.MIN_REPETITIONS repetitions a side or a non-positive base."""
+    b, c = row["baseline"]["samples"], row["current"]["samples"]
+    if min(len(b), len(c)) < effects.MIN_REPETITIONS:
+        return None
+    try:
+        _, lo, hi = effects.ratio_interval(b, c)
+    except ValueError:
+        return None
+    return [(lo - 1.0) * 100.0, (hi - 1.0) * 100.0]
+
+
 def decide(rows, options):
-    """Fill p_value, p_adjusted, min_p and verdict of every compared row (in place).
+    """Fill p_value, p_adjusted, min_p, ci_pct and verdict of every compared row (in place).
 
     Compared rows are those with samples on both sides and no verdict yet. Statistical mode:
-    Holm over the compared rows' Mann-Whitney p-values; a row is a regression (improvement) when
-    significant, in the bad (good) direction and |change| >= its minimum effect; "cannot detect"
-    when not significant and its minimum attainable p exceeds its Holm threshold alpha/(m-k),
-    where k is the number of significant rows whose p is below that minimum (the rank the row
-    would take at its most extreme; k = 0 when all rows have the same repetitions, so the
-    threshold is alpha/m); else "no change". --threshold-only: the minimum effect alone.
+    Holm over the compared rows' Mann-Whitney p-values; a row is a regression (improvement)
+    when significant, in the bad (good) direction and |change| >= its minimum effect
+    ("no change" when significant but smaller). A row that is not significant is "no change"
+    only when its 95 % interval lies within +-minimum effect, else "undecided" (with why).
+    --threshold-only: the minimum effect alone decides every row.
     """
+    for r in rows:
+        if r["paired"]:
+            r["min_p"] = min_attainable_p(r["baseline"]["n"], r["current"]["n"])
+            r["ci_pct"] = _interval(r)
     compared = [r for r in rows if r["verdict"] is None]
-    for r in compared:
-        r["min_p"] = min_attainable_p(r["baseline"]["n"], r["current"]["n"])
     if options["threshold_only"]:
         for r in compared:
             r["verdict"] = _effect_verdict(r)
@@ -574,7 +601,6 @@ def decide(rows, options):
         r["p_value"] = mann_whitney_p(r["baseline"]["samples"], r["current"]["samples"])
     for r, adj in zip(compared, holm_adjust([r["p_value"] for r in compared])):
         r["p_adjusted"] = adj
-    significant_p = [r["p_value"] for r in compared if r["p_adjusted"] <= alpha]
     for r in compared:
         if r["p_adjusted"] <= alpha:
             r["verdict"] = _effect_verdict(r)
@@ -582,8 +608,34 @@ def decide(rows, options):
                 r["notes"].append(f"significant but below the {r['min_effect_pct']:g} % "
                                   "minimum effect")
             continue
-        k = sum(1 for p in significant_p if p < r["min_p"])
-        r["verdict"] = "cannot detect" if r["min_p"] > alpha / (m - k) else "no change"
+        ci, eff = r["ci_pct"], r["min_effect_pct"]
+        if ci is not None and -eff < ci[0] and ci[1] < eff:
+            r["verdict"] = "no change"
+            continue
+        r["verdict"] = "undecided"
+        if ci is None:
+            r["notes"].append(f"{r['baseline']['n']} / {r['current']['n']} repetitions: an "
+                              f"interval needs {effects.MIN_REPETITIONS} a side")
+        else:
+            r["notes"].append(f"not significant and the 95 % interval [{ci[0]:+.1f} %, "
+                              f"{ci[1]:+.1f} %] is not within +-{eff:g} %")
+
+
+def repetitions_to_decide(rows, options):
+    """Repetitions a side that would likely decide every undecided row: enough for the exact U
+    test to reach the Holm threshold, at least stats.MIN_REPETITIONS, and, for a row whose
+    interval is too wide, n x (width / minimum effect)^2 (intervals shrink as 1/sqrt(n));
+    capped at 200."""
+    compared = [r for r in rows if r["paired"]]
+    need = max(repetitions_needed(options["alpha"], len(compared)), effects.MIN_REPETITIONS)
+    for r in rows:
+        if r["verdict"] != "undecided" or not r["paired"]:
+            continue
+        n = max(r["baseline"]["n"], r["current"]["n"])
+        if r["ci_pct"] is not None:
+            width = r["ci_pct"][1] - r["ci_pct"][0]
+            need = max(need, n + 1, math.ceil(n * (width / max(r["min_effect_pct"], 0.1)) ** 2))
+    return min(need, 200)
 
 
 def _goodness(row):
@@ -594,23 +646,31 @@ def _goodness(row):
     return (0, sign * row["change_pct"], row["key"])
 
 
+def rule_text(options, m):
+    """The decision rule in one line, for the console and the JSON summary."""
+    if options["threshold_only"]:
+        return (f"rule: threshold only (|change of medians| >= {options['min_effect']:g} %), no "
+                "statistics")
+    return (f"rule: two-sided Mann-Whitney U, Holm-corrected over {m} rows (alpha "
+            f"{options['alpha']:g}), minimum effect {options['min_effect']:g} %; 'no change' "
+            f"needs the 95 % bootstrap interval of the ratio of medians within +-minimum "
+            f"effect; repetitions of one coherence regime per row")
+
+
 def finish(rows, warnings, notes, options):
-    """Sort rows worst first, count verdicts, add the repetitions warning and the exit code."""
+    """Sort rows worst first, count verdicts, add the repetitions advice and the exit code."""
     rows.sort(key=_goodness)
     counts = {v: sum(1 for r in rows if r["verdict"] == v) for v in VERDICTS}
-    compared = [r for r in rows if r["min_p"] is not None]
-    m = len(compared)
-    if counts["cannot detect"]:
-        need = repetitions_needed(options["alpha"], m)
-        have = sorted({(r["baseline"]["n"], r["current"]["n"]) for r in rows
-                       if r["verdict"] == "cannot detect"})
-        have_s = ", ".join(f"{a}/{b}" for a, b in have)
-        warnings.append(
-            f"{counts['cannot detect']} row(s) cannot be decided: with {m} rows compared at "
-            f"alpha {options['alpha']:g} (Holm), each side needs >= {need} repetitions "
-            f"(2/C(2n,n) <= alpha/m); they have {have_s} (baseline/current). Run more "
-            "repetitions, compare fewer rows (--filter), or use --threshold-only.")
+    m = sum(1 for r in rows if r["paired"])
     message = ""
+    need = None
+    if counts["undecided"]:
+        need = repetitions_to_decide(rows, options)
+        have = sorted({(r["baseline"]["n"], r["current"]["n"]) for r in rows
+                       if r["verdict"] == "undecided" and r["paired"]})
+        warnings.append(f"{counts['undecided']} row(s) undecided ({', '.join(f'{a}/{b}' for a, b in have)} "
+                        f"repetitions baseline/current): rerun with {need} repetitions a side, "
+                        "compare fewer rows (--filter), or use --threshold-only")
     if counts["incomparable"]:
         exit_code = EXIT_BAD_INPUT
         first = next(r for r in rows if r["verdict"] == "incomparable")
@@ -622,11 +682,16 @@ def finish(rows, warnings, notes, options):
             (" after --filter" if options["filter"] is not None else "")
     elif counts["regression"]:
         exit_code = EXIT_REGRESSION
+    elif counts["undecided"] and not options.get("allow_undecided"):
+        exit_code = EXIT_UNDECIDED
+        message = (f"undecided: {counts['undecided']} rows; rerun with {need} repetitions a side "
+                   "(or pass --allow-undecided)")
     else:
         exit_code = EXIT_OK
     summary = dict(counts)
     summary.update({"rows_compared": m, "exit_code": exit_code, "message": message,
                     "mode": "threshold-only" if options["threshold_only"] else "mann-whitney+holm",
+                    "rule": rule_text(options, m), "repetitions_needed": need,
                     "alpha": options["alpha"], "min_effect_pct": options["min_effect"]})
     return {"rows": rows, "warnings": warnings, "notes": notes, "summary": summary}
 
@@ -656,7 +721,7 @@ def fmt_pct(v, signed=False):
 
 
 def summary_line(result):
-    """One line: "2 regressions, 1 improvement, 40 no change, 3 cannot detect (of 46 rows
+    """One line: "2 regressions, 1 improvement, 40 no change, 3 undecided (of 46 rows
     compared)", followed by the other verdicts when present."""
     s = result["summary"]
 
@@ -664,7 +729,7 @@ def summary_line(result):
         return f"{n} {word}" + ("s" if n != 1 and word in ("regression", "improvement") else "")
 
     parts = [plural(s["regression"], "regression"), plural(s["improvement"], "improvement"),
-             f"{s['no change']} no change", f"{s['cannot detect']} cannot detect"]
+             f"{s['no change']} no change", f"{s['undecided']} undecided"]
     line = ", ".join(parts) + f" (of {s['rows_compared']} rows compared"
     extra = [f"{s[v]} {v}" for v in ("only in baseline", "only in current", "incomparable")
              if s[v]]
@@ -675,28 +740,33 @@ def summary_line(result):
 
 
 def _table_cells(r):
-    """The display cells of one row: baseline, %stddev, %change, current, %stddev, verdict,
+    """The display cells of one row: baseline median, %stddev, %change (of medians), 95 %
+    interval, current median, %stddev, repetitions used baseline/current (+regime), verdict,
     metric, name."""
     b, c = r["baseline"] or {}, r["current"] or {}
-    return [fmt_number(b.get("mean")), fmt_pct(b.get("stddev_pct")),
-            fmt_pct(r["change_pct"], signed=True), fmt_number(c.get("mean")),
-            fmt_pct(c.get("stddev_pct")), r["verdict"],
-            r["metric"] + ("[ns]" if r["metric"] in TIME_METRICS else ""), r["key"]]
+    ci = r.get("ci_pct")
+    interval = f"[{ci[0]:+.1f},{ci[1]:+.1f}]%" if ci else "-"
+    reps = f"{b.get('n', 0)}/{c.get('n', 0)}" + (f"@{r['regime']}" if r.get("regime") else "")
+    return [fmt_number(b.get("median", b.get("mean"))), fmt_pct(b.get("stddev_pct")),
+            fmt_pct(r["change_pct"], signed=True), interval,
+            fmt_number(c.get("median", c.get("mean"))), fmt_pct(c.get("stddev_pct")), reps,
+            r["verdict"], r["metric"] + ("[ns]" if r["metric"] in TIME_METRICS else ""),
+            r["key"]]
 
 
-TABLE_HEADER = ["baseline", "%stddev", "%change", "current", "%stddev", "verdict", "metric",
-                "name"]
+TABLE_HEADER = ["baseline", "%stddev", "%change", "interval", "current", "%stddev", "reps",
+                "verdict", "metric", "name"]
 
 
 def format_table(result):
     """lkp-tests style plain-text table: numbers right-aligned, one row per benchmark and metric,
     worst change first, then notes, warnings and the summary line."""
-    widths = [14, 9, 11, 15, 9, 16]
+    widths = [14, 9, 9, 19, 15, 9, 16]
     lines = []
 
     def line(cells):
-        head = "".join(f"{c:>{w}}" for c, w in zip(cells[:5], widths))
-        return f"{head}  {cells[5]:<{widths[5]}} {cells[6]}  {cells[7]}"
+        head = "".join(f"{c:>{w}}" for c, w in zip(cells[:7], widths))
+        return f"{head}  {cells[7]:<16} {cells[8]}  {cells[9]}"
 
     lines.append(line(TABLE_HEADER))
     for r in result["rows"]:
@@ -709,6 +779,8 @@ def format_table(result):
         for w in r["warnings"]:
             lines.append(f"warning: {r['key']} {r['metric']}: {w}")
     lines += [f"warning: {w}" for w in result["warnings"]]
+    lines.append(result["summary"]["rule"] + "; reps = repetitions used baseline/current"
+                 "@coherence regime")
     lines.append(summary_line(result))
     return "\n".join(lines) + "\n"
 
@@ -717,12 +789,12 @@ def format_markdown(result):
     """Markdown for a CI comment: summary, the table (regressions in bold), warnings, notes."""
     out = [f"**lockline regression check:** {summary_line(result)}", ""]
     out.append("| " + " | ".join(TABLE_HEADER) + " |")
-    out.append("|" + "---:|" * 5 + ":---|:---|:---|")
+    out.append("|" + "---:|" * 7 + ":---|:---|:---|")
     for r in result["rows"]:
         cells = _table_cells(r)
-        cells[7] = "`" + cells[7].replace("|", "\\|") + "`"
+        cells[9] = "`" + cells[9].replace("|", "\\|") + "`"
         if r["verdict"] == "regression":
-            cells[5] = "**regression**"
+            cells[7] = "**regression**"
         out.append("| " + " | ".join(cells) + " |")
     extra = [f"- warning: {w}" for w in result["warnings"]]
     extra += [f"- warning: `{r['key']}` {r['metric']}: {w}" for r in result["rows"]
@@ -730,6 +802,7 @@ def format_markdown(result):
     extra += [f"- note: `{r['key']}` {r['metric']}: {n}" for r in result["rows"]
               for n in r["notes"]]
     extra += [f"- note: {n}" for n in result["notes"]]
+    extra.append(f"- {result['summary']['rule']}")
     if extra:
         out += [""] + extra
     return "\n".join(out) + "\n"
@@ -767,7 +840,8 @@ def build_parser():
     """The argparse parser of the command line (see the module docstring)."""
     p = _Parser(
         description="Compare Google Benchmark / lockline result files and fail on a real "
-                    "regression (exit 0 none, 1 regression, 2 bad or incomparable input).")
+                    "regression (exit 0 every row decided, no regression; 1 regression; 2 bad "
+                    "or incomparable input; 3 undecided rows).")
     p.add_argument("baseline", help="baseline file, comma-separated files, or a run directory")
     p.add_argument("current", help="current file, comma-separated files, or a run directory")
     p.add_argument("--alpha", type=float, default=0.05,
@@ -785,11 +859,18 @@ def build_parser():
                    help="compare this metric instead of the default (ops_per_s, else real_time); "
                         "repeatable; unknown metrics need a direction")
     p.add_argument("--filter", metavar="REGEX", help="compare only benchmarks matching REGEX")
+    p.add_argument("--allow-undecided", action="store_true",
+                   help="exit 0 (not 3) when rows are undecided and nothing regressed")
+    p.add_argument("--allow-unfinished", action="store_true",
+                   help="compare files of runs that did not finish (finished: false)")
+    p.add_argument("--allow-gb-straddle", action="store_true",
+                   help="compare time-based rows across Google Benchmark 1.9.0 anyway")
     return p
 
 
 def main(argv=None):
-    """Run the command line; returns the exit status (0, 1 or 2). Errors: one line on stderr."""
+    """Run the command line; returns the exit status (0, 1, 2 or 3). Errors: one line on
+    stderr."""
     args = build_parser().parse_args(argv)
     try:
         if not 0 < args.alpha < 1:
@@ -800,7 +881,10 @@ def main(argv=None):
                    "overrides": [parse_override(o) for o in args.override],
                    "threshold_only": args.threshold_only,
                    "metrics": [parse_metric_option(m) for m in args.metric],
-                   "filter": compile_regex(args.filter, "--filter") if args.filter else None}
+                   "filter": compile_regex(args.filter, "--filter") if args.filter else None,
+                   "allow_undecided": args.allow_undecided,
+                   "allow_unfinished": args.allow_unfinished,
+                   "allow_gb_straddle": args.allow_gb_straddle}
         base = load_side(expand_side_argument(args.baseline), "baseline")
         cur = load_side(expand_side_argument(args.current), "current")
         result = compare(base, cur, options)

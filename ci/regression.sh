@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Regression gate: run lockline's quick suite with enough repetitions for the Holm-corrected
 # Mann-Whitney test to decide, compare with this machine's baseline, print the table, and exit
-# with ci/compare.py's status (0 no regression, 1 regression, 2 bad or incomparable input).
+# with ci/compare.py's status (0 every row decided and no regression, 1 regression, 2 bad or
+# incomparable input, 3 undecided rows: rerun with the repetitions it names).
 #
 # Usage: ci/regression.sh [--update-baseline] [-- COMPARE_OPTIONS...]
 #   --update-baseline   store this run as the baseline (replacing any) instead of gating; exit 0
@@ -10,7 +11,8 @@
 #   BUILD     build directory holding the lockline binary     (default: build)
 #   LOCKLINE  the binary                                      (default: $BUILD/lockline)
 #   BASELINE  baseline result file  (default: results/baselines/quick-$(hostname -s).json)
-#   REPS      repetitions per point; 9 lets up to 1215 rows reach alpha 0.05 under Holm (default: 9)
+#   REPS      repetitions per point; 9 lets up to 1215 rows reach alpha 0.05 under Holm; on a VM
+#             whose coherence regime flips use 15+ (half land in each regime)  (default: 9)
 #   FILTER    --benchmark_filter regex, also the compared subset (default: whole quick suite)
 #   OUT       run directory                               (default: $BUILD/regression-<date>)
 #   LOCKLINE_ARGS  extra lockline flags, e.g. "--budget=5m --pin=cores" (word-split)
@@ -24,7 +26,7 @@ while (($#)); do
   case "$1" in
     --update-baseline) update=1 ;;
     --) shift; compare_args=("$@"); break ;;
-    -h|--help) sed -n '2,17p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,19p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "regression.sh: unknown argument '$1' (accepted: --update-baseline, -- OPTIONS)" >&2
        exit 2 ;;
   esac
@@ -49,7 +51,7 @@ if ! [[ "$REPS" =~ ^[0-9]+$ ]] || ((REPS < 1)); then
 fi
 if ((REPS < 9)) && [[ -z "$FILTER" ]]; then
   echo "regression.sh: warning: REPS=$REPS; the whole quick suite needs about 9 for the" \
-       "corrected alpha to be reachable (rows may say 'cannot detect')" >&2
+       "corrected alpha to be reachable (rows will be undecided: exit 3)" >&2
 fi
 
 run=("$LOCKLINE" --quick "--benchmark_repetitions=$REPS" "--out=$OUT")
@@ -90,6 +92,8 @@ status=0
 case $status in
   0) echo "regression.sh: no regression against $BASELINE" ;;
   1) echo "regression.sh: REGRESSION against $BASELINE (see the table above)" ;;
+  3) echo "regression.sh: UNDECIDED rows against $BASELINE: rerun with more repetitions" \
+          "(REPS=..., see the message above) or pass -- --allow-undecided" ;;
   *) echo "regression.sh: the comparison could not be made (exit $status)" ;;
 esac
 exit "$status"

@@ -14,8 +14,8 @@ from typing import Callable, Dict, List, Optional, Tuple
 import numpy as np
 
 from figures import (THROUGHPUT_METRICS, FamilyData, Figure, axis_label, empty_panel, finish,
-                     new_figure, note, plt, relative_panel, series_label, threads_panel,
-                     varying_keys)
+                     new_figure, note, param_panel, plt, relative_panel, series_label,
+                     threads_panel, varying_keys)
 from lockline_results import Stat, summarize
 
 Plotter = Callable[[FamilyData], List[Tuple[str, Figure]]]
@@ -67,7 +67,11 @@ def plot_generic(data: FamilyData) -> List[Tuple[str, Figure]]:
             empty_panel(ax, bench, "no numeric metric")
             continue
         selected = data.select(pred)
-        if len({p.threads for _, pts in selected for p in pts}) == 1:
+        x_arg = _x_axis(data, selected)
+        if x_arg:
+            param_panel(ax, data, data.family, f"{bench}: {axis_label(metric)}", selected, metric,
+                        x_arg)
+        elif len({p.threads for _, pts in selected for p in pts}) == 1:
             bar_panel(ax, data, data.family, f"{bench}: {axis_label(metric)}", selected, metric)
         else:
             threads_panel(ax, data, data.family, f"{bench}: {axis_label(metric)}", selected,
@@ -75,6 +79,24 @@ def plot_generic(data: FamilyData) -> List[Tuple[str, Figure]]:
     out = [(data.family, finish(fig, _runs_of(data)))]
     out += _relative(data, benches)
     return out
+
+
+def _x_axis(data: FamilyData, selected) -> Optional[str]:
+    """The benchmark parameter to plot against instead of threads: data.x_arg (--x-arg) when
+    the rows have it; else, when the thread count does not vary, the last integer positional
+    argument (argN) that does; None for a thread axis or bars."""
+    pts = [p for _, ps in selected for p in ps]
+    names = {k for p in pts for k in p.params}
+    if data.x_arg:
+        return data.x_arg if data.x_arg in names else None
+    if len({p.threads for p in pts}) > 1:
+        return None
+    for name in sorted((k for k in names if k.startswith("arg") and k[3:].isdigit()),
+                       key=lambda k: -int(k[3:])):
+        values = {p.params.get(name) for p in pts}
+        if len(values) > 1 and all(v is not None and v.lstrip("-").isdigit() for v in values):
+            return name
+    return None
 
 
 def bar_panel(ax, data: FamilyData, figure: str, panel: str, runs, metric: str) -> None:
@@ -125,11 +147,22 @@ def _relative(data: FamilyData, benches: List[str]) -> List[Tuple[str, Figure]]:
 
 @register("locks")
 def plot_locks(data: FamilyData) -> List[Tuple[str, Figure]]:
-    """Lock throughput against threads (one line per lock, cs, stats) and wait share."""
-    fig, axes = new_figure(2, "locks: throughput (ops/s) and share of time waiting against threads", _runs_of(data))
-    threads_panel(axes[0], data, "locks", "throughput (ops/s)", data.runs, "ops_per_s")
-    threads_panel(axes[1], data, "locks", "share of time waiting", data.runs, "wait_share",
-                  fit_usl=False, ideal=False)
+    """Lock throughput and wait share against threads as small multiples: one row of panels
+    per critical section / instrumentation combination (cs, stats, ...), one series per lock
+    kind in each, so no panel holds more than the lock kinds (colour+marker never repeat,
+    legends beside the axes)."""
+    groups = sorted({tuple(sorted((k, v) for k, v in p.params.items() if k != "lock"))
+                     for _, pts in data.runs for p in pts})
+    fig, axes = new_figure(2 * len(groups), "locks: throughput (ops/s) and share of time "
+                           "waiting against threads, per critical section", _runs_of(data),
+                           width=7.4)
+    for i, group in enumerate(groups):
+        where = " ".join(f"{k}:{v}" for k, v in group) or "all"
+        sel = data.select(lambda p, g=group: tuple(sorted(
+            (k, v) for k, v in p.params.items() if k != "lock")) == g)
+        threads_panel(axes[2 * i], data, "locks", f"ops/s, {where}", sel, "ops_per_s")
+        threads_panel(axes[2 * i + 1], data, "locks", f"share of time waiting, {where}", sel,
+                      "wait_share", fit_usl=False, ideal=False)
     out = [("locks", finish(fig, _runs_of(data)))]
     return out + _relative(data, ["locks"])
 
@@ -300,20 +333,43 @@ def _pagevec_wait(ax, data, run, sweep):
     ax.legend(fontsize=6)
 
 
+RACE_VIOLATIONS = ("violations_freed_referenced", "violations_freed_on_lru")
+
+
 def race_verdicts(points) -> List[Dict[str, str]]:
-    """Per page_free variant: violations seen in the race test (rows whose key starts with
-    page_free_race) and a verdict string."""
+    """Per page_free_race variant (and `scanner` when rows carry it: 2.6.16 / 2.6.18 reclaim):
+    violations seen over all repetitions and windows, frees, and a verdict string.
+
+    Rows carry either `violations` (older) or `violations_freed_referenced` +
+    `violations_freed_on_lru` (a page freed while reclaim held a reference / while on the LRU).
+    With none seen in F frees the verdict is the rule of three: the violation rate is below
+    3 / F per free with 95 % confidence (the rows' `violation_rate_upper_95` when present)."""
     rows = []
-    by_variant: Dict[str, List] = {}
+    by_variant: Dict[Tuple[str, str], List] = {}
     for p in points:
-        if p.bench == "page_free_race" and "violations" in p.metrics:
-            by_variant.setdefault(p.params.get("variant", "?"), []).append(p)
-    for variant, pts in sorted(by_variant.items()):
-        violations = sum(p.metrics["violations"] for p in pts)
+        if p.bench == "page_free_race" and p.aggregate is None and (
+                "violations" in p.metrics or any(k in p.metrics for k in RACE_VIOLATIONS)):
+            key = (p.params.get("variant", "?"), p.params.get("scanner", ""))
+            by_variant.setdefault(key, []).append(p)
+    for (variant, scanner), pts in sorted(by_variant.items()):
+        parts = {k: sum(p.metrics.get(k, 0.0) for p in pts) for k in RACE_VIOLATIONS}
+        split = any(k in p.metrics for p in pts for k in RACE_VIOLATIONS)
+        violations = (sum(parts.values()) if split
+                      else sum(p.metrics.get("violations", 0.0) for p in pts))
         frees = sum(p.metrics.get("frees", 0) for p in pts)
-        verdict = (f"UNSAFE: {violations:.0f} violations" if violations else
-                   f"no violation in {frees:.3g} frees")
-        rows.append({"variant": variant, "violations": f"{violations:.0f}",
+        windows = sorted({p.params.get("race_window_ns", "") for p in pts} - {""})
+        if violations:
+            detail = (f" ({parts['violations_freed_referenced']:.0f} freed while referenced, "
+                      f"{parts['violations_freed_on_lru']:.0f} freed on the LRU)" if split else "")
+            verdict = f"UNSAFE: {violations:.0f} violations{detail} in {frees:.3g} frees"
+        elif frees > 0:
+            verdict = (f"no violation in {frees:.3g} frees: rate < {3.0 / frees:.2g} per free "
+                       "(95 %, rule of three); not a proof of safety")
+        else:
+            verdict = "no frees measured"
+        if windows:
+            verdict += f"; race windows {', '.join(windows)} ns"
+        rows.append({"variant": variant, "scanner": scanner, "violations": f"{violations:.0f}",
                      "frees": f"{frees:.3g}", "verdict": verdict})
     return rows
 
@@ -325,7 +381,8 @@ def _race_panel(ax, data: FamilyData) -> None:
         empty_panel(ax, "race test", "no page_free_race rows with violations")
         return
     ax.axis("off")
-    table = ax.table(cellText=[[v["variant"], v["violations"], v["frees"], v["verdict"]]
+    table = ax.table(cellText=[[v["variant"] + (f" ({v['scanner']})" if v["scanner"] else ""),
+                                v["violations"], v["frees"], v["verdict"][:48]]
                                for v in verdicts],
                      colLabels=["variant", "violations", "frees", "verdict"], loc="center",
                      colWidths=[0.25, 0.15, 0.15, 0.45], cellLoc="left")

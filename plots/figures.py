@@ -49,6 +49,7 @@ class FamilyData:
     family: str
     runs: List[Tuple[Run, List[Point]]]
     baseline: Optional[str] = None
+    x_arg: Optional[str] = None
     csv_rows: List[Dict[str, Any]] = dataclasses.field(default_factory=list)
     usl_rows: List[Dict[str, Any]] = dataclasses.field(default_factory=list)
 
@@ -66,13 +67,16 @@ class FamilyData:
         return any(metric in p.metrics for _, pts in self.select(pred) for p in pts)
 
     def record(self, figure: str, panel: str, series: str, run: Run, x_name: str, x: Any,
-               y_name: str, stat: Stat) -> None:
-        """Append one plotted value to the CSV export."""
-        self.csv_rows.append({
+               y_name: str, stat: Stat, **extra: Any) -> None:
+        """Append one plotted value to the CSV export (extra columns: interval bounds, status,
+        ...)."""
+        self.csv_rows.append({**{
             "figure": figure, "panel": panel, "series": series, "run": run.label,
             "host": run.host, "commit": run.commit, "x_name": x_name, "x": x,
             "y_name": y_name, "y": stat.mean, "y_std": stat.std, "repetitions": stat.n,
-            "coherence_shifted": int(stat.shifted)})
+            "coherence_shifted": int(stat.shifted), "regime": stat.regime,
+            "other_regime_repetitions": len(stat.others), "overrun": int(stat.overrun)},
+            **extra})
 
 
 def new_figure(panels: int, title: str, runs: Sequence[Run], cols: int = 2,
@@ -134,15 +138,59 @@ def varying_keys(variants: Iterable[Tuple[Tuple[str, str], ...]]) -> List[str]:
             sum(1 for var in variants if k in dict(var)) < len(variants)]
 
 
+# Markers combined with the 10-colour cycle: a panel never repeats a colour+marker pair for up to
+# 10 x len(MARKERS) series.
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">", "*")
+
+
+def series_style(index: int) -> Tuple[str, str]:
+    """(colour, marker) of the index-th series in a panel: unique for the first 100 series."""
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    return colors[index % len(colors)], MARKERS[(index // len(colors)) % len(MARKERS)]
+
+
+def outside_legend(ax, fontsize: int = 6) -> None:
+    """Legend to the right of the axes, never over the data (no-op without labelled artists)."""
+    handles, labels = ax.get_legend_handles_labels()
+    if handles:
+        ax.legend(handles, labels, fontsize=fontsize, loc="upper left",
+                  bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, frameon=False)
+
+
+def mark_other_regimes(ax, x: float, stat: Stat, color: str) -> bool:
+    """Hollow markers for repetitions of other coherence regimes (not in the error bar) and an
+    'x' for a point with an overrun window. Returns True when something was drawn."""
+    drawn = False
+    if stat.others:
+        ax.scatter([x] * len(stat.others), stat.others, s=28, facecolors="none",
+                   edgecolors=color, marker="o", linewidths=0.9, zorder=4)
+        drawn = True
+    if stat.overrun:
+        ax.scatter([x], [stat.mean], s=60, color="black", marker="x", zorder=6)
+        drawn = True
+    return drawn
+
+
+def regime_legend(ax, others: bool, overrun: bool) -> None:
+    """Legend entries explaining hollow markers and overrun crosses, once per panel."""
+    if others:
+        ax.scatter([], [], s=28, facecolors="none", edgecolors="0.3", marker="o",
+                   label="other coherence regime (not averaged)")
+    if overrun:
+        ax.scatter([], [], s=60, color="black", marker="x", label="overrun window")
+
+
 def threads_panel(ax, data: FamilyData, figure: str, panel: str,
                   runs: List[Tuple[Run, List[Point]]], metric: str, fit_usl: bool = True,
-                  ideal: bool = True) -> bool:
+                  ideal: bool = True, x_name: str = "threads") -> bool:
     """Draw `metric` against threads: one line per (run, variant), with error bars (standard
     deviation over repetitions), the ideal line (1-thread value x N, dotted), a dashed USL fit
     with σ, κ and the predicted peak in the legend (or a note when < 4 thread counts), vertical
-    markers where placement starts using SMT siblings or crosses an L3/NUMA node/package, and
-    `coherence: shifted` points as hollow red squares. Returns False (and leaves a note) when
-    no point has the metric.
+    markers where placement starts using SMT siblings or crosses an L3/NUMA node/package. Error
+    bars come from the repetitions of one coherence regime per point (summarize); repetitions in
+    other regimes are hollow markers, points with an overrun window carry a black cross. No
+    two series share a colour+marker; the legend sits right of the axes. Returns False (and
+    leaves a note) when no point has the metric.
     """
     ax.set_title(panel, fontsize=10)
     summaries = [(run, summarize(pts, metric)) for run, pts in runs]
@@ -154,30 +202,29 @@ def threads_panel(ax, data: FamilyData, figure: str, panel: str,
     y_top = 0.0
     varying = varying_keys(v for _, s in summaries for v in s)
     style_cycle = ["-", "--", "-.", ":"]
-    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     unfitted = []
     all_threads = set()
-    color_of: Dict[str, str] = {}
+    style_of: Dict[str, Tuple[str, str]] = {}
+    any_other = any_overrun = False
     for run_idx, (run, summary) in enumerate(summaries):
         for variant, by_n in sorted(summary.items()):
             label = series_label(variant, varying)
-            color = color_of.setdefault(label, colors[len(color_of) % len(colors)])
+            color, marker = style_of.setdefault(label, series_style(len(style_of)))
             full = f"{label} [{run.label}]" if multi else label
             ns = sorted(by_n)
             all_threads.update(ns)
             ys = [by_n[n].mean for n in ns]
             errs = [by_n[n].std for n in ns]
-            y_top = max([y_top] + [y + e for y, e in zip(ys, errs)])
-            ax.errorbar(ns, ys, yerr=errs, marker="o", ms=4, capsize=2, color=color,
+            y_top = max([y_top] + [y + e for y, e in zip(ys, errs)]
+                        + [max(by_n[n].others, default=0.0) for n in ns])
+            ax.errorbar(ns, ys, yerr=errs, marker=marker, ms=4, capsize=2, color=color,
                         linestyle=style_cycle[run_idx % len(style_cycle)], label=full)
-            shifted = [(n, by_n[n].mean) for n in ns if by_n[n].shifted]
-            if shifted:
-                ax.scatter([s[0] for s in shifted], [s[1] for s in shifted], s=70,
-                           facecolors="none", edgecolors="red", marker="s", zorder=5,
-                           label="coherence: shifted" if not ax.get_legend_handles_labels()[1]
-                           .count("coherence: shifted") else None)
             for n in ns:
-                data.record(figure, panel, full, run, "threads", n, metric, by_n[n])
+                mark_other_regimes(ax, n, by_n[n], color)
+                any_other |= bool(by_n[n].others)
+                any_overrun |= by_n[n].overrun
+            for n in ns:
+                data.record(figure, panel, full, run, x_name, n, metric, by_n[n])
             if ideal and 1 in by_n and len(ns) > 1:
                 ax.plot(ns, [by_n[1].mean * n for n in ns], linestyle=":", color=color,
                         linewidth=0.8, alpha=0.7)
@@ -199,7 +246,7 @@ def threads_panel(ax, data: FamilyData, figure: str, panel: str,
                     "peak_threads_lo": fit.peak_threads_ci[0] if fit.peak_threads_ci else None,
                     "peak_threads_hi": fit.peak_threads_ci[1] if fit.peak_threads_ci else None,
                     "peak_throughput": fit.peak_throughput})
-        for n, text in topology_markers(run, all_threads):
+        for n, text in (topology_markers(run, all_threads) if x_name == "threads" else []):
             ax.axvline(n, color="0.5", linewidth=0.8, linestyle="-.")
             # Labels sit at the bottom: legends live top-left, curves rarely reach the bottom
             # at large thread counts.
@@ -207,21 +254,50 @@ def threads_panel(ax, data: FamilyData, figure: str, panel: str,
                     fontsize=7, va="bottom", ha="right", color="0.3")
     if ideal:
         ax.plot([], [], linestyle=":", color="0.3", label="ideal (1-thread × N)")
+    regime_legend(ax, any_other, any_overrun)
     if unfitted:
         note(ax, "USL: " + unfitted[0].split(": ", 1)[-1]
              + (f" ({len(unfitted)} series)" if len(unfitted) > 1 else ""))
-    if len(all_threads) > 1 and min(all_threads) > 0:
-        ax.set_xscale("log", base=2)
+    if len(all_threads) > 1 and min(all_threads) > 0 and x_name == "threads":
+        ax.set_xscale("log", base=2)   # thread sweeps double; topology boundaries stay legible
     ax.set_xticks(sorted(all_threads))
-    ax.set_xticklabels([str(n) for n in sorted(all_threads)])
+    ax.set_xticklabels([str(n) for n in sorted(all_threads)],
+                       rotation=90 if len(all_threads) > 12 else 0)
     if y_top > 0:
         # The ideal line would dwarf the measured curves; keep them readable.
         ax.set_ylim(0, y_top * 1.25)
-    ax.set_xlabel("threads")
+    ax.set_xlabel(x_name if x_name == "threads" else f"{x_name} (benchmark argument)")
     ax.set_ylabel(axis_label(metric))
     ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=6, loc="best")
+    outside_legend(ax)
     return True
+
+
+def param_panel(ax, data: FamilyData, figure: str, panel: str,
+                runs: List[Tuple[Run, List[Point]]], metric: str, x_name: str) -> bool:
+    """`metric` against the numeric benchmark parameter `x_name` (a plain linear axis named
+    after it, no USL or ideal line: an argument is not a thread count), one series per other
+    parameter combination and thread count. Rows whose parameter is not an integer are left
+    out."""
+    shifted_runs = []
+    for run, pts in runs:
+        moved = []
+        for p in pts:
+            try:
+                x = int(p.params[x_name])
+            except (KeyError, ValueError):
+                continue
+            params = {k: v for k, v in p.params.items() if k != x_name}
+            if p.threads > 1:
+                params["threads"] = str(p.threads)
+            moved.append(dataclasses.replace(p, params=params, threads=x))
+        if moved:
+            shifted_runs.append((run, moved))
+    if not shifted_runs:
+        empty_panel(ax, panel, f"no integer parameter '{x_name}'")
+        return False
+    return threads_panel(ax, data, figure, panel, shifted_runs, metric, fit_usl=False,
+                         ideal=False, x_name=x_name)
 
 
 def find_baseline_key(points: Iterable[Point], baseline: str) -> Optional[str]:
@@ -235,63 +311,99 @@ def find_baseline_key(points: Iterable[Point], baseline: str) -> Optional[str]:
 
 def relative_panel(ax, data: FamilyData, figure: str, panel: str,
                    runs: List[Tuple[Run, List[Point]]], metric: str, baseline: str) -> bool:
-    """Draw each variant's `metric` divided by the matching `baseline` variant (same other
-    params, same run, same thread count) against threads. Returns False with a note when no
-    series has the baseline value.
+    """Draw each variant's `metric` as a ratio to the matching `baseline` variant (same other
+    params, same run, same thread count) against threads, with the ratio's 95 % interval from
+    the repetitions of one coherence regime (stats.compare_points: ratio of medians, bootstrap).
+    Points with too few same-regime repetitions are hollow and carry no interval. Returns
+    False with a note when no series has the baseline value.
     """
+    import stats
     ax.set_title(panel, fontsize=10)
     key = find_baseline_key((p for _, pts in runs for p in pts), baseline)
     if key is None:
         empty_panel(ax, panel, f"no variant named '{baseline}'")
         return False
     multi = len(runs) > 1
-    drawn = False
+    drawn = too_few = False
     all_threads = set()
+    index = 0
     for run, pts in runs:
-        summary = summarize(pts, metric)
-        varying = [k for k in varying_keys(summary) if k != key] + [key]
-        for variant, by_n in sorted(summary.items()):
+        groups: Dict[Tuple, Dict[int, List[Point]]] = {}
+        for p in pts:
+            if p.aggregate is None and metric in p.metrics:
+                groups.setdefault(p.variant, {}).setdefault(p.threads, []).append(p)
+        varying = [k for k in varying_keys(groups) if k != key] + [key]
+        for variant, by_n in sorted(groups.items()):
             params = dict(variant)
             if key not in params or params[key] == baseline:
                 continue
-            base = summary.get(tuple(sorted({**params, key: baseline}.items())))
+            base = groups.get(tuple(sorted({**params, key: baseline}.items())))
             if not base:
                 continue
-            ns = [n for n in sorted(by_n) if n in base and base[n].mean]
+            ns = [n for n in sorted(by_n) if n in base]
             if not ns:
                 continue
             label = series_label(variant, varying) + (f" [{run.label}]" if multi else "")
-            ratios = [by_n[n].mean / base[n].mean for n in ns]
-            errs = [r * math.hypot(by_n[n].std / by_n[n].mean if by_n[n].mean else 0,
-                                   base[n].std / base[n].mean) for n, r in zip(ns, ratios)]
-            ax.errorbar(ns, ratios, yerr=errs, marker="o", ms=4, capsize=2, label=label)
-            for n, r, e in zip(ns, ratios, errs):
+            color, marker = series_style(index)
+            index += 1
+            xs, ys, lo, hi, hollow = [], [], [], [], []
+            for n in ns:
+                c = stats.compare_points(base[n], by_n[n], metric)
+                if c.effect is None:
+                    continue
+                ratio = 1.0 + c.effect
+                if c.ci is None:
+                    hollow.append((n, ratio))
+                else:
+                    xs.append(n)
+                    ys.append(ratio)
+                    lo.append(ratio - (1.0 + c.ci[0]))
+                    hi.append((1.0 + c.ci[1]) - ratio)
                 data.record(figure, panel, label, run, "threads", n, f"{metric}/{baseline}",
-                            Stat(r, e, by_n[n].n))
-            all_threads.update(ns)
-            drawn = True
+                            Stat(ratio, 0.0, min(c.n_base, c.n_variant), bool(c.dropped),
+                                 c.regime),
+                            ci_lo=None if c.ci is None else 1.0 + c.ci[0],
+                            ci_hi=None if c.ci is None else 1.0 + c.ci[1], status=c.status)
+                all_threads.add(n)
+                drawn = True
+            if xs:
+                ax.errorbar(xs, ys, yerr=[lo, hi], marker=marker, ms=4, capsize=2, color=color,
+                            label=label)
+            if hollow:
+                ax.scatter([h[0] for h in hollow], [h[1] for h in hollow], s=30,
+                           facecolors="none", edgecolors=color, marker=marker,
+                           label=None if xs else label)
+                too_few = True
     if not drawn:
         empty_panel(ax, panel, f"no series to compare with '{baseline}'")
         return False
+    if too_few:
+        ax.scatter([], [], s=30, facecolors="none", edgecolors="0.3", marker="o",
+                   label=f"too few same-regime repetitions (< {stats.MIN_REPETITIONS}): no "
+                         "interval")
     ax.axhline(1.0, color="0.3", linewidth=0.8)
     if len(all_threads) > 1:
         ax.set_xscale("log", base=2)
         ax.set_xticks(sorted(all_threads))
         ax.set_xticklabels([str(n) for n in sorted(all_threads)])
     ax.set_xlabel("threads")
-    ax.set_ylabel(f"{metric} / {key}:{baseline} (ratio)")
+    ax.set_ylabel(f"{metric} / {key}:{baseline} (ratio, 95 % interval)")
     ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=6, loc="best")
+    outside_legend(ax)
     return True
 
 
 def write_csv(path: str, rows: List[Dict[str, Any]]) -> None:
-    """Write dict rows with the union of their keys as header (first-seen order)."""
+    """Write dict rows with the union of their keys as header (first-seen order), through an
+    exclusively created temporary file renamed into place (outputs.write_atomic)."""
+    import io
+    from outputs import write_atomic
     fields: Dict[str, None] = {}
     for row in rows:
         for k in row:
             fields.setdefault(k, None)
-    with open(path, "w", newline="", encoding="utf-8") as handle:
-        writer = csv.DictWriter(handle, fieldnames=list(fields))
-        writer.writeheader()
-        writer.writerows(rows)
+    text = io.StringIO(newline="")
+    writer = csv.DictWriter(text, fieldnames=list(fields))
+    writer.writeheader()
+    writer.writerows(rows)
+    write_atomic(path, text.getvalue())

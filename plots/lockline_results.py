@@ -34,6 +34,181 @@ class ResultError(Exception):
     """A result file cannot be read or holds nothing plottable (one-line message)."""
 
 
+# Longest integer literal accepted in a result file: a float holds about 308 decimal digits;
+# anything near that is a corrupt or hostile file, not a measurement.
+MAX_INT_DIGITS = 40
+# Deepest nesting of arrays/objects accepted (lockline writes about 6 levels).
+MAX_DEPTH = 64
+
+# Row fields that, when present, must be strings (a list or object there is a broken file).
+STRING_FIELDS = ("name", "run_name", "lockline_key", "family", "run_type", "aggregate_name",
+                 "aggregate_unit", "time_unit", "error_message", "skip_message", "label",
+                 "description")
+# Run-name decorations Google Benchmark appends that do not change what is measured.
+_DECORATION_RE = re.compile(
+    r"/(manual_time|real_time|repeats:\d+|iterations:\d+|min_time:[^/]+|min_warmup_time:[^/]+)"
+    r"(?=/|$)")
+_AGGREGATE_SUFFIXES = ("_mean", "_median", "_stddev", "_cv", "_BigO", "_RMS")
+# Google Benchmark time units in nanoseconds.
+TIME_UNIT_NS = {"ns": 1.0, "us": 1e3, "ms": 1e6, "s": 1e9}
+# Coherence labels that name no regime: such rows are pooled (see stats.select_regime).
+NO_REGIME = ("none", "unknown", "")
+
+
+class _BigInt(ValueError):
+    """An integer literal with more than MAX_INT_DIGITS digits (raised by the JSON parser)."""
+
+
+def _parse_int(text: str) -> int:
+    digits = len(text.lstrip("-"))
+    if digits > MAX_INT_DIGITS:
+        raise _BigInt(f"an integer of {digits} digits")
+    return int(text)
+
+
+def _depth(value: Any, limit: int = MAX_DEPTH) -> int:
+    """Nesting depth of a parsed JSON value, without recursion (stops counting past limit)."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, (dict, list)):
+            deepest = max(deepest, level)
+            if deepest > limit:
+                return deepest
+            children = item.values() if isinstance(item, dict) else item
+            stack.extend((c, level + 1) for c in children if isinstance(c, (dict, list)))
+    return deepest
+
+
+def read_document(path: str) -> Dict[str, Any]:
+    """Parse one result file safely and check its shape: the one parser of result files.
+
+    Returns the top-level object (with `benchmarks` a list of objects, each with a string
+    `name`, known string fields strings, `context` an object). Raises ResultError (one line
+    naming the file and the problem) for an unreadable file, text that is not JSON, integers
+    longer than MAX_INT_DIGITS digits, nesting deeper than MAX_DEPTH, or a wrong shape; never
+    OverflowError, RecursionError or TypeError. An empty `benchmarks` list is allowed here.
+    """
+    try:
+        with open(path, "rb") as handle:
+            raw = handle.read()
+    except OSError as err:
+        raise ResultError(f"{path}: cannot read: {err.strerror or err}") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ResultError(f"{path}: not valid JSON (not UTF-8 text)") from None
+    if not text.strip():
+        raise ResultError(f"{path}: empty file, expected Google Benchmark JSON")
+    # Bound nesting before parsing: json's C scanner recurses per level.
+    depth = 0
+    for match in re.finditer(r'"(?:[^"\\]|\\.)*"|[\[\]{}]', text):
+        tok = match.group(0)
+        if tok in "[{":
+            depth += 1
+            if depth > MAX_DEPTH:
+                raise ResultError(f"{path}: arrays/objects nested deeper than {MAX_DEPTH} "
+                                  "levels (not a result file)")
+        elif tok in "]}":
+            depth -= 1
+    try:
+        data = json.loads(text, parse_int=_parse_int)
+    except _BigInt as err:
+        raise ResultError(f"{path}: {err} (a result file holds at most {MAX_INT_DIGITS}-digit "
+                          "integers)") from None
+    except json.JSONDecodeError as err:
+        raise ResultError(f"{path}: not valid JSON ({err.msg} at line {err.lineno} column "
+                          f"{err.colno})") from None
+    except (RecursionError, ValueError) as err:
+        raise ResultError(f"{path}: not valid JSON ({err})") from None
+    if not isinstance(data, dict):
+        raise ResultError(f"{path}: not a Google Benchmark result (expected a JSON object with "
+                          "a 'benchmarks' list)")
+    rows = data.get("benchmarks")
+    if not isinstance(rows, list):
+        raise ResultError(f"{path}: not a Google Benchmark result (no \"benchmarks\" array; "
+                          "expected an object with a 'benchmarks' list)")
+    if "context" in data and not isinstance(data["context"], dict):
+        raise ResultError(f"{path}: \"context\" is not an object")
+    for i, row in enumerate(rows):
+        if not isinstance(row, dict):
+            raise ResultError(f"{path}: benchmarks[{i}] is not an object")
+        if not isinstance(row.get("name"), str) or not row["name"]:
+            raise ResultError(f"{path}: benchmarks[{i}] has no \"name\" (expected a non-empty "
+                              "string)")
+        for field in STRING_FIELDS:
+            if field in row and row[field] is not None and not isinstance(row[field], str):
+                raise ResultError(f"{path}: benchmarks[{i}] ({row['name'][:80]}): {field} is a "
+                                  f"{type(row[field]).__name__}, expected a string")
+    return data
+
+
+def strip_decorations(name: str) -> str:
+    """Strip Google Benchmark's run-name decorations (/manual_time, /real_time, /repeats:N,
+    /iterations:N, /min_time:X, /min_warmup_time:X) so runs that differ only in how they were
+    driven pair up. Example: "BM_x/8/repeats:5/manual_time" -> "BM_x/8"."""
+    return _DECORATION_RE.sub("", name)
+
+
+def row_key(row: Dict[str, Any]) -> str:
+    """Pairing key of one raw row: lockline_key when present, else the run name (run_name, or
+    name for old files) without decorations."""
+    key = row.get("lockline_key")
+    if isinstance(key, str) and key:
+        return key
+    run_name = row.get("run_name")
+    if not isinstance(run_name, str) or not run_name:
+        run_name = row["name"]
+    return strip_decorations(run_name)
+
+
+def is_aggregate(row: Dict[str, Any], names) -> bool:
+    """True when a raw row is an aggregate (mean/median/stddev/cv, _BigO/_RMS) rather than one
+    repetition. `names`: the set of row names in the file (old files without run_type are
+    recognised by an aggregate suffix on a name whose base is also a row)."""
+    run_type = row.get("run_type")
+    if run_type is not None:
+        return run_type == "aggregate"
+    if "aggregate_name" in row:
+        return True
+    name = row["name"]
+    for suffix in _AGGREGATE_SUFFIXES:
+        if name.endswith(suffix) and (suffix in ("_BigO", "_RMS") or name[:-len(suffix)] in names):
+            return True
+    return False
+
+
+def row_values(row: Dict[str, Any], path: str) -> Dict[str, float]:
+    """Numeric metrics of one raw row as {name: float}; real_time / cpu_time in ns.
+
+    Every top-level finite number except bookkeeping fields is a metric; nested objects are
+    not. Raises ResultError on an unknown time_unit or a non-numeric time.
+    """
+    skip = {"iterations", "threads", "repetitions", "repetition_index", "family_index",
+            "per_family_instance_index", "error_occurred"}
+    out = {}
+    for k, v in row.items():
+        if k in skip:
+            continue
+        num = _number(v)
+        if num is not None:
+            out[k] = num
+    for k in ("real_time", "cpu_time"):
+        if k in row:
+            v = row[k]
+            if isinstance(v, bool) or not isinstance(v, (int, float)):
+                raise ResultError(f"{path}: row {row['name']!r}: {k} {v!r} is not a number")
+            unit = row.get("time_unit", "ns")
+            if unit not in TIME_UNIT_NS:
+                raise ResultError(f"{path}: row {row['name']!r}: time_unit {unit!r} is not one "
+                                  "of ns, us, ms, s")
+            num = _number(v)
+            out.pop(k, None)
+            if num is not None:
+                out[k] = num * TIME_UNIT_NS[unit]
+    return out
+
+
 @dataclasses.dataclass
 class Point:
     """One measured row, normalised.
@@ -58,6 +233,17 @@ class Point:
     repetition: int = 0
     placement: Dict[str, Any] = dataclasses.field(default_factory=dict)
     coherence: str = "unknown"
+    regime_ns: Optional[float] = None
+    key: str = ""
+    overrun: bool = False
+    emulated: bool = False
+    row: Dict[str, Any] = dataclasses.field(default_factory=dict, repr=False)
+
+    @property
+    def regime(self) -> str:
+        """Coherence regime of this repetition (`near`, `far`, `regime2`, ... or the older
+        `baseline`/`shifted`); "" when the row names none (`none`, `unknown`, absent)."""
+        return "" if self.coherence in NO_REGIME else self.coherence
 
     @property
     def variant(self) -> Tuple[Tuple[str, str], ...]:
@@ -73,6 +259,7 @@ class Run:
     context: Dict[str, Any]
     points: List[Point]
     skipped_rows: List[str]
+    warnings: List[str] = dataclasses.field(default_factory=list)
 
     @property
     def lockline(self) -> Dict[str, Any]:
@@ -110,6 +297,25 @@ class Run:
         parts.append(f"commit {self.commit}")
         return ", ".join(parts)
 
+    @property
+    def finished(self) -> Optional[bool]:
+        """context.lockline.finished (False: the run was interrupted), None when not said."""
+        value = self.lockline.get("finished")
+        return value if isinstance(value, bool) else None
+
+    @property
+    def emulated(self) -> bool:
+        """True for a run inside an emulator (context.lockline.emulated, or any row's)."""
+        return self.lockline.get("emulated") is True or any(p.emulated for p in self.points)
+
+    def overrun_keys(self) -> List[str]:
+        """Keys of points with an overrun window (first-seen order, each once)."""
+        seen: Dict[str, None] = {}
+        for p in self.points:
+            if p.overrun:
+                seen.setdefault(p.key, None)
+        return list(seen)
+
     def families(self) -> List[str]:
         """Families present, in first-seen order."""
         seen: Dict[str, None] = {}
@@ -119,10 +325,14 @@ class Run:
 
 
 def _number(value: Any) -> Optional[float]:
-    """`value` as a finite float, or None (bools, strings and NaN are not metrics)."""
+    """`value` as a finite float, or None (bools, strings, NaN and out-of-range are not
+    metrics)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
-    value = float(value)
+    try:
+        value = float(value)
+    except OverflowError:
+        return None
     return value if math.isfinite(value) else None
 
 
@@ -196,18 +406,12 @@ def _point_from_row(row: Dict[str, Any]) -> Optional[Point]:
         except ValueError:
             threads = None
     row_threads = _number(row.get("threads"))
-    if threads is None and row_threads is not None and row_threads > 1:
-        threads = int(row_threads)
-    if threads is None and positional:
-        # Foreign files often pass the worker count as the last integer argument.
-        threads = positional[-1]
-        for i, value in enumerate(positional[:-1]):
-            params[f"arg{i}"] = str(value)
-    elif positional:
-        for i, value in enumerate(positional):
-            params[f"arg{i}"] = str(value)
+    # Only the JSON `threads` field or a `threads:` key component is a thread count; positional
+    # benchmark arguments (`BM_x/8`) are parameters arg0, arg1, ... (plotted on their own axis).
+    for i, value in enumerate(positional):
+        params[f"arg{i}"] = str(value)
     if threads is None:
-        threads = int(row_threads) if row_threads else 1
+        threads = int(row_threads) if row_threads and row_threads >= 1 else 1
     if threads < 1:
         return None
 
@@ -224,12 +428,18 @@ def _point_from_row(row: Dict[str, Any]) -> Optional[Point]:
             metrics[f"{key}_ns"] = num * scale * 1e9
         else:
             metrics[key] = num
-    if "real_time_ns" in metrics and metrics["real_time_ns"] > 0:
+    if "real_time_ns" in metrics and metrics["real_time_ns"] > 0 and aggregate in (None, "mean",
+                                                                                  "median"):
         if "ops_per_s" not in metrics and "items_per_second" not in metrics:
             metrics["throughput_per_s"] = 1e9 / metrics["real_time_ns"]
     if not metrics:
         return None
     coherence = row.get("coherence")
+    regime_ns = _number(coherence.get("regime_ns")) if isinstance(coherence, dict) else None
+    windows = row.get("windows") if isinstance(row.get("windows"), list) else []
+    overrun = bool(row.get("overrun") is True or any(
+        isinstance(w, dict) and w.get("overrun") is True for w in windows))
+    label = coherence.get("label") if isinstance(coherence, dict) else None
     return Point(
         family=family,
         bench=head if row.get("family") else family,
@@ -239,7 +449,12 @@ def _point_from_row(row: Dict[str, Any]) -> Optional[Point]:
         aggregate=aggregate,
         repetition=int(_number(row.get("repetition_index")) or 0),
         placement=row.get("placement") if isinstance(row.get("placement"), dict) else {},
-        coherence=str(coherence.get("label", "unknown")) if isinstance(coherence, dict) else "unknown",
+        coherence=label if isinstance(label, str) else "unknown",
+        regime_ns=regime_ns,
+        key=row_key(row),
+        overrun=overrun,
+        emulated=row.get("emulated") is True,
+        row=row,
     )
 
 
@@ -287,20 +502,12 @@ def resolve_paths(paths: Iterable[str]) -> List[str]:
 def load_run(path: str) -> Run:
     """Read one result JSON (lockline or any Google Benchmark version) into a Run.
 
-    Raises ResultError when the file is not JSON, has no `benchmarks` list, or no row has a
-    usable value. Rows with `error_occurred` or `skipped` set are dropped and listed in
+    Raises ResultError (via read_document) when the file is not JSON, is hostile (huge
+    integers, deep nesting, a list where a string belongs), has no `benchmarks` list, or no row
+    has a usable value. Rows with `error_occurred` or `skipped` set are dropped and listed in
     `Run.skipped_rows`.
     """
-    try:
-        with open(path, encoding="utf-8") as handle:
-            data = json.load(handle)
-    except (OSError, UnicodeDecodeError) as err:
-        raise ResultError(f"{path}: cannot read: {err}") from None
-    except json.JSONDecodeError as err:
-        raise ResultError(f"{path}: not valid JSON ({err.msg} at line {err.lineno})") from None
-    if not isinstance(data, dict) or not isinstance(data.get("benchmarks"), list):
-        raise ResultError(f"{path}: not a Google Benchmark result (expected an object with a "
-                          "'benchmarks' list)")
+    data = read_document(path)
     context = data.get("context") if isinstance(data.get("context"), dict) else {}
     points, skipped = [], []
     for row in data["benchmarks"]:
@@ -320,9 +527,19 @@ def load_run(path: str) -> Run:
     if not points:
         raise ResultError(f"{path}: no benchmark row has a plottable value "
                           f"({len(data['benchmarks'])} rows, {len(skipped)} with errors)")
+    warnings = []
     if not isinstance(context.get("lockline"), dict):
         _merge_single_point_families(points)
-    return Run(path=path, context=context, points=points, skipped_rows=skipped)
+        idle = [p for p in points if p.threads > 1 and p.aggregate is None
+                and p.metrics.get("cpu_time_ns", math.inf)
+                < 0.5 * p.metrics.get("real_time_ns", 0.0) * p.threads]
+        if idle:
+            warnings.append(f"{len(idle)} threaded row(s) report cpu_time far below real_time x "
+                            f"threads (e.g. {idle[0].family} threads:{idle[0].threads}): the "
+                            "workers were mostly idle or cpu_time is one thread's; read "
+                            "throughput with care")
+    return Run(path=path, context=context, points=points, skipped_rows=skipped,
+               warnings=warnings)
 
 
 def load_runs(paths: Iterable[str]) -> List[Run]:
@@ -335,46 +552,84 @@ def load_runs(paths: Iterable[str]) -> List[Run]:
 
 @dataclasses.dataclass
 class Stat:
-    """Mean and standard deviation over repetitions (std 0 for a single value)."""
+    """Mean and standard deviation over the repetitions of one coherence regime (std 0 for a
+    single value).
+
+    regime: the regime the mean comes from ("" when the rows name none: all pooled);
+    others: values of repetitions in other regimes (drawn as hollow markers, not averaged in);
+    shifted: True when such other-regime repetitions exist; overrun: some repetition's window
+    overran; n: repetitions in the mean (0 for a value taken from aggregate rows).
+    """
 
     mean: float
     std: float
     n: int
     shifted: bool = False
+    regime: str = ""
+    others: List[float] = dataclasses.field(default_factory=list)
+    overrun: bool = False
+
+
+def _reduce(values: List[float]) -> Tuple[float, float]:
+    mean = sum(values) / len(values)
+    std = (math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1))
+           if len(values) > 1 else 0.0)
+    return mean, std
 
 
 def summarize(points: Iterable[Point], metric: str) -> Dict[Tuple, Dict[int, Stat]]:
     """Group points by variant and thread count and reduce `metric` over repetitions.
 
-    Returns {variant: {threads: Stat}}. Repetition rows are preferred; aggregate rows (`mean`,
-    `stddev`) are used only for series that have no repetition rows. Points without the metric
-    are ignored. `shifted` is set when any repetition was labelled `coherence: shifted`.
+    Returns {variant: {threads: Stat}}. The mean and standard deviation come from the
+    repetitions of one coherence regime, the one most repetitions of that point are in
+    (stats.majority_regime: ties go to the fastest; rows naming no regime are pooled);
+    repetitions in other regimes are kept apart in `Stat.others`. Repetition rows are preferred;
+    aggregate rows are used only for series that have no repetition rows: `mean` (or
+    `median`) with the `stddev` aggregate as the spread; a time-only foreign file's derived
+    `throughput_per_s` gets its spread from the time stddev by the delta method
+    (stats.stddev_from_aggregate), never 1/stddev. Points without the metric are ignored.
     """
+    from stats import majority_regime  # local: stats imports nothing from here
+
     reps: Dict[Tuple, Dict[int, List[Point]]] = {}
-    aggs: Dict[Tuple, Dict[int, Dict[str, float]]] = {}
+    aggs: Dict[Tuple, Dict[int, Dict[str, Point]]] = {}
     for p in points:
-        if metric not in p.metrics:
-            continue
         if p.aggregate is None:
-            reps.setdefault(p.variant, {}).setdefault(p.threads, []).append(p)
-        else:
-            aggs.setdefault(p.variant, {}).setdefault(p.threads, {})[p.aggregate] = p.metrics[metric]
+            if metric in p.metrics:
+                reps.setdefault(p.variant, {}).setdefault(p.threads, []).append(p)
+        elif metric in p.metrics or (metric == "throughput_per_s" and "real_time_ns" in p.metrics):
+            aggs.setdefault(p.variant, {}).setdefault(p.threads, {})[p.aggregate] = p
     out: Dict[Tuple, Dict[int, Stat]] = {}
     for variant, by_threads in reps.items():
         for n, pts in by_threads.items():
-            values = [p.metrics[metric] for p in pts]
-            mean = sum(values) / len(values)
-            std = (math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1))
-                   if len(values) > 1 else 0.0)
-            out.setdefault(variant, {})[n] = Stat(mean, std, len(values),
-                                                  any(p.coherence == "shifted" for p in pts))
+            regime = majority_regime(p.regime for p in pts)
+            chosen = [p for p in pts if not regime or p.regime == regime]
+            others = [p.metrics[metric] for p in pts if regime and p.regime != regime]
+            mean, std = _reduce([p.metrics[metric] for p in chosen])
+            out.setdefault(variant, {})[n] = Stat(mean, std, len(chosen), bool(others), regime,
+                                                  others, any(p.overrun for p in pts))
     for variant, by_threads in aggs.items():
         if variant in out:
             continue
         for n, agg in by_threads.items():
-            mean = agg.get("mean", agg.get("median"))
-            if mean is not None:
-                out.setdefault(variant, {})[n] = Stat(mean, agg.get("stddev", 0.0), 0)
+            center = agg.get("mean") or agg.get("median")
+            if center is None:
+                continue
+            spread = agg.get("stddev")
+            if metric == "throughput_per_s" and "real_time_ns" in center.metrics:
+                from stats import stddev_from_aggregate
+                sd_ns = spread.metrics.get("real_time_ns", 0.0) if spread else 0.0
+                try:
+                    mean, std = stddev_from_aggregate(center.metrics["real_time_ns"] * 1e-9,
+                                                      sd_ns * 1e-9)
+                except ValueError:
+                    continue
+            elif metric in center.metrics:
+                mean = center.metrics[metric]
+                std = spread.metrics.get(metric, 0.0) if spread else 0.0
+            else:
+                continue
+            out.setdefault(variant, {})[n] = Stat(mean, std, 0)
     return out
 
 

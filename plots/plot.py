@@ -24,16 +24,18 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from lockline_results import ResultError, Run, load_runs  # noqa: E402
 
 
-def family_data(runs: Sequence[Run], family: str, baseline: Optional[str] = None):
+def family_data(runs: Sequence[Run], family: str, baseline: Optional[str] = None,
+                x_arg: Optional[str] = None):
     """FamilyData holding `family`'s points from every run that has them."""
     from figures import FamilyData
-    return FamilyData(family=family, baseline=baseline,
+    return FamilyData(family=family, baseline=baseline, x_arg=x_arg,
                       runs=[(run, [p for p in run.points if p.family == family]) for run in runs
                             if any(p.family == family for p in run.points)])
 
 
 def plot_runs(runs: Sequence[Run], out_dir: str, baseline: Optional[str] = None,
-              families: Optional[Sequence[str]] = None, formats=("png", "svg")) -> List[str]:
+              families: Optional[Sequence[str]] = None, formats=("png", "svg"),
+              x_arg: Optional[str] = None) -> List[str]:
     """Draw every family (or only `families`) of `runs` into out_dir; return the files written.
 
     Raises ResultError when a requested family is in none of the runs.
@@ -50,14 +52,16 @@ def plot_runs(runs: Sequence[Run], out_dir: str, baseline: Optional[str] = None,
     missing = [f for f in wanted if f not in present]
     if missing:
         raise ResultError(f"family '{missing[0]}' not in the results (present: {', '.join(present)})")
-    os.makedirs(out_dir, exist_ok=True)
+    from outputs import ensure_dir, write_atomic
+    ensure_dir(out_dir)
     written: List[str] = []
     for fam in wanted:
-        data = family_data(runs, fam, baseline)
+        data = family_data(runs, fam, baseline, x_arg)
         for stem, fig in plot_family(data):
             for ext in formats:
                 path = os.path.join(out_dir, f"{_safe(stem)}.{ext}")
-                fig.savefig(path, dpi=110 if ext == "png" else None)
+                write_atomic(path, lambda handle, fig=fig, ext=ext: fig.savefig(
+                    handle, format=ext, dpi=110 if ext == "png" else None))
                 written.append(path)
             plt.close(fig)
         if data.csv_rows:
@@ -87,10 +91,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                         help="variant every other is divided by (e.g. lock_after_free_area)")
     parser.add_argument("--family", action="append", metavar="F",
                         help="plot only this family (repeatable)")
+    parser.add_argument("--x-arg", metavar="NAME",
+                        help="foreign files: plot against this benchmark argument (arg0, arg1, "
+                             "or a name:value argument's name) instead of threads")
     args = parser.parse_args(argv)
     try:
         runs = load_runs(args.paths)
-        written = plot_runs(runs, args.out, args.baseline_variant, args.family)
+        written = plot_runs(runs, args.out, args.baseline_variant, args.family, x_arg=args.x_arg)
     except ResultError as err:
         print(f"plot.py: error: {err}", file=sys.stderr)
         return 2
@@ -100,6 +107,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     for path in written:
         print(path)
     for run in runs:
+        for warning in run.warnings:
+            print(f"plot.py: warning: {run.path}: {warning}", file=sys.stderr)
         for row in run.skipped_rows:
             print(f"plot.py: note: {run.path}: skipped failed row {row}", file=sys.stderr)
     return 0

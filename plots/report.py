@@ -26,6 +26,7 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from lockline_results import Point, ResultError, Run, Stat, load_runs, summarize  # noqa: E402
+import stats  # noqa: E402
 
 NOT_RUN = "not run"
 
@@ -37,7 +38,7 @@ th,td{border:1px solid #bbb;padding:.25em .5em;text-align:left;vertical-align:to
 th{background:#f0f0f0}td.num{text-align:right;font-variant-numeric:tabular-nums}
 img{max-width:100%;height:auto;border:1px solid #eee}
 pre{background:#f7f7f7;padding:.5em;overflow-x:auto;font-size:.85em}
-.q{font-style:italic;color:#444}.warn{color:#a40}.caption{font-size:.85em;color:#555}
+.q{font-style:italic;color:#444}.warn{color:#a40}.ok{color:#060}.caption{font-size:.85em;color:#555}
 """
 
 # Sets data-images on <body>: "ok" when every image decoded, else "broken:N". Wrapped in
@@ -98,36 +99,72 @@ def pct_change(old: Optional[float], new: Optional[float]) -> str:
     return f"{(new / old - 1) * 100:+.1f} %"
 
 
-def measure(run: Run, bench: str, metric: str, where: Dict[str, str],
-            threads: Any = "max", prefer: Optional[Dict[str, str]] = None) -> Optional[Stat]:
-    """Stat of `metric` over rows whose key starts with `bench` (the family, or a sub-benchmark
-    such as page_free_race) and whose params include `where`.
+def select(run: Run, bench: str, metric: str, where: Dict[str, str], threads: Any = "max",
+           prefer: Optional[Dict[str, str]] = None) -> List[Point]:
+    """Repetitions of one variant at one thread count: rows whose key starts with `bench` (the
+    family, or a sub-benchmark such as page_free_race), that carry `metric` and whose params
+    include `where`.
 
     prefer: extra params used when some rows match them (e.g. {"line": "private"}), ignored
     otherwise, so older files without that parameter still match. threads: an int, "max"
     (largest thread count measured) or "min". When several variants still match, the first in
-    sorted order is used. None when nothing matches.
+    sorted order is used. [] when nothing matches.
     """
     pts = [p for p in run.points if p.bench == bench and metric in p.metrics
-           and all(p.params.get(k) == v for k, v in where.items())]
+           and p.aggregate is None and all(p.params.get(k) == v for k, v in where.items())]
     if prefer:
         narrowed = [p for p in pts if all(p.params.get(k) == v for k, v in prefer.items())]
         pts = narrowed or pts
     if not pts:
+        return []
+    variant = sorted({p.variant for p in pts})[0]
+    pts = [p for p in pts if p.variant == variant]
+    ns = sorted({p.threads for p in pts})
+    n = ns[-1] if threads == "max" else ns[0] if threads == "min" else threads
+    return [p for p in pts if p.threads == n]
+
+
+def measure(run: Run, bench: str, metric: str, where: Dict[str, str],
+            threads: Any = "max", prefer: Optional[Dict[str, str]] = None) -> Optional[Stat]:
+    """Stat of `metric` (mean of one coherence regime, see lockline_results.summarize) of the
+    rows select() picks; None when nothing matches."""
+    pts = select(run, bench, metric, where, threads, prefer)
+    if not pts:
         return None
     summary = summarize(pts, metric)
     by_n = summary[sorted(summary)[0]]
-    if threads == "max":
-        n = max(by_n)
-    elif threads == "min":
-        n = min(by_n)
-    else:
-        n = threads
-    return by_n.get(n)
+    return next(iter(by_n.values()))
 
 
 def _mean(stat: Optional[Stat], scale: float = 1.0) -> Optional[float]:
     return None if stat is None else stat.mean * scale
+
+
+def stat_text(stat: Optional[Stat], unit: str = "", scale: float = 1.0) -> str:
+    """'1.23e+07 ops/s ± 2 % (5 near-regime reps)': the mean of one coherence regime with its
+    spread and count, never a bare median of mixed states; NOT_RUN for None."""
+    if stat is None:
+        return NOT_RUN
+    text = fmt(stat.mean * scale) + (f" {unit}" if unit else "")
+    if stat.n > 1 and stat.mean:
+        text += f" ± {abs(stat.std / stat.mean) * 100:.0f} %"
+    where = f"{stat.regime}-regime " if stat.regime else ""
+    text += f" ({stat.n} {where}rep{'s' if stat.n != 1 else ''}"
+    if stat.others:
+        text += f"; {len(stat.others)} in other regimes not averaged"
+    return text + ")"
+
+
+def change(base: List[Point], variant: List[Point], metric: str,
+           invert: bool = False) -> str:
+    """The change from `base` to `variant` repetitions as an interval (plots/stats.py): '+6 %
+    [+2 %, +10 %], 9 near-regime repetitions a side', 'not resolved ...' or 'too few ...';
+    NOT_RUN when a side is missing. invert: report base relative to variant instead."""
+    if not base or not variant:
+        return NOT_RUN
+    if invert:
+        base, variant = variant, base
+    return stats.compare_points(base, variant, metric).text()
 
 
 def _max_threads(run: Run, bench: str, where: Dict[str, str]) -> Optional[int]:
@@ -137,27 +174,33 @@ def _max_threads(run: Run, bench: str, where: Dict[str, str]) -> Optional[int]:
 
 
 def seed_tables(run: Run) -> Dict[str, List[List[str]]]:
-    """Per question id, table rows [quantity, seed figure, measured here]."""
+    """Per question id, table rows [quantity, seed figure, measured here]. Measured values are
+    the mean of one coherence regime with spread and count; changes are effects with a 95 %
+    interval from one regime (plots/stats.py) or say why they are not resolved."""
     tables: Dict[str, List[List[str]]] = {}
 
     # 1. pagevec 2004
     base = {"offset": "0"}
+    fixed = {"policy": "fixed"}
     n1 = _max_threads(run, "pagevec", {"slots": "16"})
-    p16 = _mean(measure(run, "pagevec", "pages_per_s", {"slots": "16", **base}))
-    p15 = _mean(measure(run, "pagevec", "pages_per_s", {"slots": "15", **base}))
-    p16o8 = _mean(measure(run, "pagevec", "pages_per_s", {"slots": "16", "offset": "8"}))
+    pv = {slots: select(run, "pagevec", "pages_per_s", {"slots": slots, **base}, prefer=fixed)
+          for slots in ("15", "16", "31")}
+    p16o8 = select(run, "pagevec", "pages_per_s", {"slots": "16", "offset": "8"}, prefer=fixed)
     b16 = _mean(measure(run, "pagevec", "pagevec_bytes", {"slots": "16"}))
     b15 = _mean(measure(run, "pagevec", "pagevec_bytes", {"slots": "15"}))
+
+    def pv_stat(slots):
+        return stat_text(summary_of(pv[slots], "pages_per_s"), "pages/s")
     best = _best_slots(run)
     tables["q1"] = [
         ["struct pagevec bytes, 16 slots (2.6.9)", "136 on LP64 (140 quoted)", fmt(b16)],
         ["struct pagevec bytes, 15 slots (proposed)", "128 on LP64 (124 quoted)", fmt(b15)],
-        [f"throughput, 16 slots (N={n1 or '?'})", "re-aim 4144-4207 jobs/min",
-         fmt(p16) + (" pages/s" if p16 else "")],
-        [f"throughput, 15 slots (N={n1 or '?'})", "re-aim 4493-4718 jobs/min",
-         fmt(p15) + (" pages/s" if p15 else "")],
-        ["change 16 -> 15 slots", "+6.8 % to +13.9 % (doubted as noise)", pct_change(p16, p15)],
-        ["16 slots, offset 8 vs 0 (alignment)", "not measured in 2004", pct_change(p16, p16o8)],
+        [f"throughput, 16 slots (N={n1 or '?'})", "re-aim 4144-4207 jobs/min", pv_stat("16")],
+        [f"throughput, 15 slots (N={n1 or '?'})", "re-aim 4493-4718 jobs/min", pv_stat("15")],
+        ["change 16 -> 15 slots", "+6.8 % to +13.9 % (doubted as noise)",
+         change(pv["16"], pv["15"], "pages_per_s")],
+        ["16 slots, offset 8 vs 0 (alignment)", "not measured in 2004",
+         change(_same_n(pv["16"], p16o8), p16o8, "pages_per_s")],
         ["best slot count per thread count", "4·lg N (4 on UP), later 2^(2.5·√lg N − 1): "
          "4 CPUs -> 6, 16 -> 16, 1024 -> 120", best or NOT_RUN],
     ]
@@ -165,64 +208,69 @@ def seed_tables(run: Run) -> Dict[str, List[List[str]]]:
     # 2. zone->lock 2015
     rows = []
     locks = sorted({p.params.get("lock", "?") for p in run.points if p.bench == "zone_lock"})
+    zprefer = {"pcp_batch": "0", "line": "64"}
     for lock in locks or ["(any)"]:
         where = {"lock": lock} if locks else {}
         n = _max_threads(run, "zone_lock", where)
-        after = _mean(measure(run, "zone_lock", "ops_per_s",
-                              {"layout": "lock_after_free_area", **where}))
-        before = _mean(measure(run, "zone_lock", "ops_per_s",
-                               {"layout": "lock_before_free_area", **where}))
+        after = select(run, "zone_lock", "ops_per_s", {"layout": "lock_after_free_area", **where},
+                       prefer=zprefer)
+        before = select(run, "zone_lock", "ops_per_s",
+                        {"layout": "lock_before_free_area", **where}, prefer=zprefer)
         rows.append([f"lock next to free_area (lock:{lock}, N={n or '?'})",
                      "aim7 152288 -> 81911 jobs/min (-46.2 %)",
-                     f"{fmt(after)} -> {fmt(before)} ops/s ({pct_change(after, before)})"
-                     if after and before else NOT_RUN])
-        rows.append([f"fix: lock after free_area (lock:{lock})",
+                     change(after, before, "ops_per_s")])
+        rows.append([f"fix: lock after free_area (lock:{lock}, N={n or '?'})",
                      "aim7 84568 -> 164280 jobs/min (+94.3 %)",
-                     f"{fmt(before)} -> {fmt(after)} ops/s ({pct_change(before, after)})"
-                     if after and before else NOT_RUN])
+                     change(before, after, "ops_per_s")])
+        rows.append([f"ops/s before -> after (lock:{lock})", "-",
+                     f"{stat_text(summary_of(before, 'ops_per_s'))} -> "
+                     f"{stat_text(summary_of(after, 'ops_per_s'))}" if after and before
+                     else NOT_RUN])
     tables["q2"] = rows
 
     # 3. page free 2006
     private = {"line": "private"}
-    atomic_op = _mean(measure(run, "calibration", "ns_per_op", {"op": "atomic_fetch_add"},
-                              prefer=private))
-    plain_op = _mean(measure(run, "calibration", "ns_per_op", {"op": "plain_inc"}, prefer=private))
+    atomic_op = measure(run, "calibration", "ns_per_op", {"op": "atomic_fetch_add"},
+                        prefer=private)
+    plain_op = measure(run, "calibration", "ns_per_op", {"op": "plain_inc"}, prefer=private)
     free_where = {"free_cpu": "same", "on_lru_pct": "0"}
-    atomic_free = _mean(measure(run, "page_free", "ns_per_op", {"variant": "atomic", **free_where},
-                                threads="min"))
-    fast_free = _mean(measure(run, "page_free", "ns_per_op", {"variant": "fastpath", **free_where},
-                              threads="min"))
+    atomic_free = select(run, "page_free", "ns_per_op", {"variant": "atomic", **free_where},
+                         threads="min")
+    fast_free = select(run, "page_free", "ns_per_op", {"variant": "fastpath", **free_where},
+                       threads="min")
     from families import race_verdicts
     verdicts = race_verdicts(run.points)
     rows = [
         ["locked instruction (atomic_fetch_add)", "~17 cycles (Pentium 4), more with another in flight",
-         fmt(atomic_op) + (" ns" if atomic_op else "")],
-        ["plain test / increment", "1-2 cycles", fmt(plain_op) + (" ns" if plain_op else "")],
+         stat_text(atomic_op, "ns")],
+        ["plain test / increment", "1-2 cycles", stat_text(plain_op, "ns")],
         ["page free, atomic (on_lru 0 %, same CPU)", "netperf ~8126 Mbit/s",
-         fmt(atomic_free) + (" ns/op" if atomic_free else "")],
+         stat_text(summary_of(atomic_free, "ns_per_op"), "ns/op")],
         ["page free, fast path (on_lru 0 %, same CPU)", "netperf ~8199 Mbit/s (+0.9 %)",
-         fmt(fast_free) + (" ns/op" if fast_free else "")
-         + (f" ({pct_change(atomic_free, fast_free)} time)" if atomic_free and fast_free else "")],
+         stat_text(summary_of(fast_free, "ns_per_op"), "ns/op")],
+        ["fast path vs atomic, time per free", "+0.9 % throughput (netperf)",
+         change(atomic_free, fast_free, "ns_per_op")],
     ]
     for v in verdicts or [{"variant": "fastpath", "verdict": NOT_RUN}]:
         seed = ("racy: reclaim can take a reference between the two tests"
                 if v["variant"] == "fastpath" else "-")
-        rows.append([f"race test, variant {v['variant']}", seed, v["verdict"]])
+        what = f"race test, variant {v['variant']}"
+        if v.get("scanner"):
+            what += f", scanner {v['scanner']}"
+        rows.append([what, seed, v["verdict"]])
     tables["q3"] = rows
 
     # 4. pagevec 2020
     n4 = _max_threads(run, "pagevec", {"slots": "31"})
-    w15 = _mean(measure(run, "pagevec", "wait_share", {"slots": "15", **base}))
-    w31 = _mean(measure(run, "pagevec", "wait_share", {"slots": "31", **base}))
-    p31 = _mean(measure(run, "pagevec", "pages_per_s", {"slots": "31", **base}))
+    w15 = measure(run, "pagevec", "wait_share", {"slots": "15", **base}, prefer=fixed)
+    w31 = measure(run, "pagevec", "wait_share", {"slots": "31", **base}, prefer=fixed)
     b31 = _mean(measure(run, "pagevec", "pagevec_bytes", {"slots": "31"}))
     tables["q4"] = [
         [f"lock contention, 15 -> 31 slots (N={n4 or '?'})", "8.9 % -> 2.2 % of CPU cycles",
-         f"{w15 * 100:.1f} % -> {w31 * 100:.1f} % of time waiting" if w15 is not None
-         and w31 is not None else NOT_RUN],
+         f"{stat_text(w15, 'share waiting', 1.0)} -> {stat_text(w31, 'share waiting', 1.0)}"
+         if w15 is not None and w31 is not None else NOT_RUN],
         [f"throughput, 15 -> 31 slots (N={n4 or '?'})", "pmbench 88.8 -> 95.1 Mpages/s (+7.1 %)",
-         f"{fmt(_scale(p15))} -> {fmt(_scale(p31))} Mpages/s ({pct_change(p15, p31)})"
-         if p15 and p31 else NOT_RUN],
+         change(pv["15"], _same_n(pv["15"], pv["31"]), "pages_per_s")],
         ["pagevec memory, 15 -> 31 slots", "128 -> 256 bytes of page pointers",
          f"{fmt(b15)} -> {fmt(b31)} bytes (whole struct)" if b15 and b31 else NOT_RUN],
     ]
@@ -233,30 +281,59 @@ def seed_tables(run: Run) -> Dict[str, List[List[str]]]:
     rows = []
     warm = {"tasks": "threads", "start": "warm"}
     for n in (1, 2, 4, 8):
-        zoa = _mean(measure(run, "prezero", "allocs_per_s", {"mode": "zero_on_alloc"}, n))
-        idle = _mean(measure(run, "prezero", "allocs_per_s", {"mode": "prezeroed_idle"}, n))
-        busy = _mean(measure(run, "prezero", "allocs_per_s", {"mode": "prezeroed_busy"}, n))
-        plain = _mean(measure(run, "fault", "faults_per_wall_s", {"mode": "plain"}, n, warm))
+        zoa = select(run, "prezero", "allocs_per_s", {"mode": "zero_on_alloc"}, n)
+        idle = select(run, "prezero", "allocs_per_s", {"mode": "prezeroed_idle"}, n)
+        busy = select(run, "prezero", "allocs_per_s", {"mode": "prezeroed_busy"}, n)
+        plain = measure(run, "fault", "faults_per_wall_s", {"mode": "plain"}, n, warm)
+        if not (zoa or idle or busy or plain):
+            rows.append([f"{n} threads: faults (allocations) per wall second",
+                         f"{seed_before[n]:,} before, {seed_after[n]:,} after", NOT_RUN])
+            continue
+        zoa_idle = [p for p in run.points if p.bench == "prezero" and p.threads == n
+                    and p.aggregate is None and p.params.get("mode") == "zero_on_alloc"
+                    and idle and p.params.get("idle_us") == idle[0].params.get("idle_us")]
+        zoa_busy = [p for p in run.points if p.bench == "prezero" and p.threads == n
+                    and p.aggregate is None and p.params.get("mode") == "zero_on_alloc"
+                    and busy and p.params.get("idle_us") == busy[0].params.get("idle_us")]
         rows.append([f"{n} threads: faults (allocations) per wall second",
-                     f"{seed_before[n]:,} before, {seed_after[n]:,} after "
-                     f"({pct_change(seed_before[n], seed_after[n])})",
-                     f"model: zero on alloc {fmt(zoa)}, pre-zeroed idle {fmt(idle)} "
-                     f"({pct_change(zoa, idle)}), busy {fmt(busy)} ({pct_change(zoa, busy)}); "
-                     f"real faults (mode:plain) {fmt(plain)}/wall-s"])
-    cpu = _mean(measure(run, "fault", "faults_per_cpu_s", {"mode": "plain"}, 1, warm))
-    idle_cpu = _mean(measure(run, "fault", "faults_per_cpu_s",
-                             {"mode": "plain", "start": "after_idle"}, 1))
+                     f"{seed_before[n]:,} before, {seed_after[n]:,} after (+238 % at 1 thread)"
+                     if n == 1 else f"{seed_before[n]:,} before, {seed_after[n]:,} after",
+                     f"model: pre-zeroed with idle time vs zero on alloc: "
+                     f"{change(zoa_idle or zoa, idle, 'allocs_per_s')}; busy zeroer: "
+                     f"{change(zoa_busy or zoa, busy, 'allocs_per_s')}; real faults "
+                     f"(mode:plain) {stat_text(plain, 'faults/wall-s')}"])
+    cpu = measure(run, "fault", "faults_per_cpu_s", {"mode": "plain"}, 1, warm)
+    idle_cpu = measure(run, "fault", "faults_per_cpu_s",
+                       {"mode": "plain", "start": "after_idle"}, 1)
     rows.append(["1 thread: faults per CPU-second", "90933 -> 307839",
-                 f"plain warm {fmt(cpu)}, after idle {fmt(idle_cpu)}" if cpu else NOT_RUN])
+                 f"plain warm {stat_text(cpu)}, after idle {stat_text(idle_cpu)}" if cpu
+                 else NOT_RUN])
     gbs = {}
     for method in ("memset", "rep_stosb", "nt_store", "clzero"):
-        gbs[method] = _mean(measure(run, "zeroing", "gb_per_s", {"method": method},
-                                    prefer={"fill": "zero"}))
+        gbs[method] = measure(run, "zeroing", "gb_per_s", {"method": method},
+                              prefer={"fill": "zero"})
     rows.append(["zeroing bandwidth per method", "hardware (Altix BTE) only for order >= 4",
-                 ", ".join(f"{m} {fmt(v)} GB/s" for m, v in gbs.items() if v is not None)
-                 or NOT_RUN])
+                 "; ".join(f"{m} {stat_text(v, 'GB/s')}" for m, v in gbs.items()
+                           if v is not None) or NOT_RUN])
     tables["q5"] = rows
     return tables
+
+
+def summary_of(points: List[Point], metric: str) -> Optional[Stat]:
+    """The one Stat of repetitions of one variant at one thread count; None for []."""
+    if not points:
+        return None
+    summary = summarize(points, metric)
+    return next(iter(summary[sorted(summary)[0]].values())) if summary else None
+
+
+def _same_n(reference: List[Point], points: List[Point]) -> List[Point]:
+    """`points` restricted to the thread count of `reference` when both are given: a change
+    compares the same thread count; returns `points` unchanged when it cannot."""
+    if not reference or not points:
+        return points
+    n = reference[0].threads
+    return [p for p in points if p.threads == n] or points
 
 
 def _scale(value: Optional[float], by: float = 1e-6) -> Optional[float]:
@@ -366,33 +443,197 @@ def _layouts(layouts: Dict[str, Any]) -> str:
     return "\n".join(parts)
 
 
+# Kernel-side rows (helper k18's families) shown beside the model's figures per question.
+KERNEL_FAMILIES = {"q1": ["kernel_lru"], "q2": ["kernel_zone"], "q3": ["kernel_put_page"],
+                   "q4": ["kernel_lru"], "q5": []}
+KERNEL_METRICS = ("pages_per_s", "ops_per_s", "MB_per_s")
+DERIVED_COUNTERS = ("IPC", "cache-misses/op", "hitm/op")
+
+
+def _latest_rows(run: Run, bench: str) -> List[Tuple[Tuple, int, List[Point]]]:
+    """(variant, largest thread count, its repetitions) per variant of rows keyed `bench`."""
+    by: Dict[Tuple, Dict[int, List[Point]]] = {}
+    for p in run.points:
+        if p.bench == bench and p.aggregate is None:
+            by.setdefault(p.variant, {}).setdefault(p.threads, []).append(p)
+    return [(v, max(ns), ns[max(ns)]) for v, ns in sorted(by.items())]
+
+
+def _dict(value: Any) -> Dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def kernel_rows(run: Run, benches: Sequence[str]) -> List[List[str]]:
+    """Rows [row, threads, throughput, lock:contention_begin per op, attribution, sources] of
+    the kernel families (kernel_lru / kernel_zone / kernel_put_page: the real kernel measured
+    the way the model is), at each variant's largest thread count. Missing figures say why
+    (the row's details.kernel.sources reasons)."""
+    out = []
+    for bench in benches:
+        for variant, n, pts in _latest_rows(run, bench):
+            metric = next((m for m in KERNEL_METRICS if any(m in p.metrics for p in pts)), None)
+            kernel = _dict(_dict(pts[0].row.get("details")).get("kernel"))
+            sources = _dict(kernel.get("sources"))
+            value = stat_text(summary_of(pts, metric), metric.replace("_per_s", "/s")) \
+                if metric else "no throughput metric"
+            if any("kernel_contention_per_op" in p.metrics for p in pts):
+                contention = stat_text(summary_of(pts, "kernel_contention_per_op"), "events/op")
+            else:
+                reason = sources.get("tracepoints:reason") or sources.get("tracepoints") or \
+                    "not on the row"
+                contention = f"unavailable ({reason})"
+            attribution = _dict(kernel.get("attribution"))
+            attr = ", ".join(f"{k} {v}" for k, v in attribution.items()) or "-"
+            src = ", ".join(f"{k}: {v}" for k, v in sources.items() if ":" not in k) or "-"
+            out.append([f"{bench}/" + " ".join(f"{k}:{v}" for k, v in variant), str(n), value,
+                        contention, attr, src])
+    return out
+
+
+def prezero_burst_rows(run: Run) -> List[List[str]]:
+    """Burst-protocol pre-zeroing rows (params protocol, zeroer, burst_pages, pool_pages):
+    allocations/s and the share served pre-zeroed against the burst / pool ratio B/P (the
+    2004 objection: pre-zeroing only helps while a burst fits the pool zeroed while idle)."""
+    rows = []
+    for variant, n, pts in _latest_rows(run, "prezero"):
+        params = dict(variant)
+        if "protocol" not in params:
+            continue
+        try:
+            ratio = f"{float(params.get('burst_pages')) / float(params.get('pool_pages')):.2g}"
+        except (TypeError, ValueError, ZeroDivisionError):
+            ratio = "?"
+        rows.append([params.get("protocol", "?"), params.get("zeroer", "?"),
+                     params.get("mode", "-"), params.get("burst_pages", "?"),
+                     params.get("pool_pages", "?"), ratio, str(n),
+                     stat_text(summary_of(pts, "allocs_per_s"), "allocs/s"),
+                     stat_text(summary_of(pts, "prezeroed_share"))])
+    return rows
+
+
+FAULT_SEED_COLUMNS = ["row", "GB", "repetitions", "threads", "user s", "system s", "wall s",
+                      "faults/cpu/s", "faults/wall-s", "zeroing share"]
+
+
+def fault_seed_rows(run: Run) -> List[List[str]]:
+    """Fault rows in the columns of the 2004 table (GB, repetitions, threads, user s, system
+    s, wall s, faults/cpu/s, faults/wall-s), means of one coherence regime; GB from
+    details.seed_columns.gb, else the row's mb / 1024."""
+    rows = []
+    for variant, n, pts in _latest_rows(run, "fault"):
+        if not any("faults_per_wall_s" in p.metrics for p in pts):
+            continue
+        params = dict(variant)
+        seed = _dict(_dict(pts[0].row.get("details")).get("seed_columns"))
+        gb = seed.get("gb")
+        if gb is None:
+            try:
+                gb = float(params.get("mb", "")) / 1024
+            except ValueError:
+                gb = None
+
+        def mean(metric):
+            stat = summary_of([p for p in pts if metric in p.metrics], metric)
+            return fmt(stat.mean) if stat else "-"
+        rows.append([" ".join(f"{k}:{v}" for k, v in variant), fmt(gb) if gb else "?",
+                     str(len(pts)), str(n), mean("user_s"), mean("sys_s"), mean("wall_s"),
+                     mean("faults_per_cpu_s"), mean("faults_per_wall_s"),
+                     mean("zeroing_share")])
+    return rows
+
+
+def derived_counter_rows(run: Run) -> List[List[str]]:
+    """Per family and variant at its largest thread count: IPC, cache-misses/op, hitm/op when
+    rows carry them (marked 'scaled' when multiplexed, with time_enabled/time_running), else
+    'unavailable (reason)' from counters.status."""
+    rows = []
+    families: Dict[str, None] = {}
+    for p in run.points:
+        families.setdefault(p.bench, None)
+    for bench in families:
+        for variant, n, pts in _latest_rows(run, bench):
+            counters = _dict(pts[0].row.get("counters"))
+            status = _dict(counters.get("status"))
+            scaling = _dict(counters.get("scaling"))
+            cells, any_value = [], False
+            for name in DERIVED_COUNTERS:
+                stat = summary_of([p for p in pts if name in p.metrics], name)
+                if stat is not None:
+                    any_value = True
+                    text = fmt(stat.mean)
+                    scaled = [e for e, st in status.items() if st == "scaled"]
+                    if scaled:
+                        text += " (scaled: " + ", ".join(
+                            f"{e} x{scaling[e]:.3g}" if isinstance(scaling.get(e), (int, float))
+                            else e for e in scaled) + ")"
+                    cells.append(text)
+                else:
+                    reasons = [str(v) for k, v in status.items() if k.endswith(":reason")]
+                    cells.append(f"unavailable ({reasons[0]})" if reasons else "unavailable")
+            if any_value or status:
+                rows.append([f"{bench}/" + " ".join(f"{k}:{v}" for k, v in variant), str(n)]
+                            + cells)
+    # One line per distinct unavailability is enough when nothing was measured anywhere.
+    if rows and not any(not c.startswith("unavailable") for r in rows for c in r[2:]):
+        return [["all rows", "-"] + [rows[0][2 + i] for i in range(len(DERIVED_COUNTERS))]]
+    return rows
+
+
+def overrun_lines(run: Run) -> List[str]:
+    """'overrun window: KEY' for every point with a window that ran past its bound."""
+    return [f"overrun window: {key} (its repetitions are dropped from comparisons)"
+            for key in run.overrun_keys()]
+
+
+def verdict_html(verdicts: List[Dict[str, Any]]) -> str:
+    """The verdict lines of one question as an HTML list (class per status)."""
+    if not verdicts:
+        return "<p>verdict: not run (no rows answer this question in this run)</p>"
+    items = []
+    for v in verdicts:
+        cls = {"resolved": "ok", "not_resolved": "warn", "too_few": "warn"}.get(v["status"], "")
+        items.append(f'<li class="{cls}">{html.escape(v["text"])} <span class="caption">'
+                     f'({html.escape(v["metric"])})</span></li>')
+    return '<p><b>Verdict</b> (effect with 95 % interval from one coherence regime):</p><ul ' \
+           'class="verdicts">' + "".join(items) + "</ul>"
+
+
 def coherence_note(run: Run, families: Optional[Sequence[str]] = None) -> str:
     """One sentence counting the contended repetitions (2+ threads) of `families` (all when None)
-    by coherence label, e.g. "Contended repetitions: 34 baseline, 149 shifted, 0 unknown ...";
-    "" when there are none. Shifted repetitions ran while the probed PU pair's line transfer was
-    more than 1.5x away from its baseline (see README), so their numbers compare poorly."""
-    counts = {"baseline": 0, "shifted": 0, "unknown": 0}
+    by coherence label ("Contended repetitions: 34 near, 149 far ..."); "" when there are none.
+    Repetitions in different regimes are different experiments: means and effects use one."""
+    counts: Dict[str, int] = {}
     for p in run.points:
         if p.aggregate is None and p.threads > 1 and (families is None or p.bench in families
                                                       or p.family in families):
-            counts[p.coherence if p.coherence in counts else "unknown"] += 1
+            label = p.coherence if p.coherence else "unknown"
+            counts[label] = counts.get(label, 0) + 1
     if not sum(counts.values()):
         return ""
-    note = (f"Contended repetitions (2+ threads): {counts['baseline']} baseline, "
-            f"{counts['shifted']} shifted, {counts['unknown']} unknown coherence.")
-    if counts["shifted"]:
-        note += (" Shifted repetitions ran while a cache line took more than 1.5x its baseline "
-                 "time to move between the point's PUs (the host moved the vCPUs or the machine "
-                 "was busy): treat differences between them as noise unless they repeat on "
-                 "baseline points. Figures draw them as hollow red squares.")
+    order = sorted(counts, key=stats.regime_rank)
+    note = ("Contended repetitions (2+ threads) by coherence regime: "
+            + ", ".join(f"{counts[k]} {k}" for k in order) + ".")
+    if len([k for k in counts if k not in stats.NO_REGIME]) > 1:
+        note += (" A cache line moved between the point's PUs at different costs in different "
+                 "repetitions (the host moved the vCPUs, or the machine was busy): means and "
+                 "effects here use the repetitions of one regime per point; figures draw the "
+                 "other regimes' repetitions as hollow markers.")
     return note
 
 
-def build_html(run: Run, images: Dict[str, str]) -> str:
-    """The report as one HTML string; `images` maps figure stem -> PNG path."""
+def build_html(run: Run, images: Dict[str, str],
+               verdicts: Optional[List[Dict[str, Any]]] = None) -> str:
+    """The report as one HTML string; `images` maps figure stem -> PNG path; `verdicts` the
+    verdicts.json records (computed when None)."""
+    from verdicts import QUESTION_SECTION, compute_verdicts
     ll = run.lockline
     esc = html.escape
     tables = seed_tables(run)
+    if verdicts is None:
+        verdicts = compute_verdicts(run)
+    by_section: Dict[str, List[Dict[str, Any]]] = {}
+    for v in verdicts:
+        by_section.setdefault(QUESTION_SECTION.get(v["question"], ""), []).append(v)
     title = f"lockline report: {run.host}, {run.context.get('date', '?')}"
     body = [f"<h1>{esc(title)}</h1>", f'<p class="caption">{esc(run.caption())}</p>',
             f'<p class="caption">source: {esc(os.path.abspath(run.path))}; suite '
@@ -406,6 +647,13 @@ def build_html(run: Run, images: Dict[str, str]) -> str:
     overall = coherence_note(run)
     if overall:
         body.append(f'<p class="warn">{esc(overall)}</p>')
+    if run.finished is False:
+        body.append('<p class="warn">This run did not finish (context.lockline.finished is '
+                    'false): it holds only the points measured before it stopped.</p>')
+    if verdicts:
+        resolved = sum(1 for v in verdicts if v["resolved"])
+        body.append(f"<p>{resolved} of {len(verdicts)} comparisons resolved on this machine "
+                    "(verdicts.json).</p>")
     body.append('<p class="caption">"Seed discussion" figures are the numbers quoted in the '
                 "public Linux memory-management threads each question comes from (see "
                 "BACKGROUND.md): measured on other machines, decades apart; compare directions "
@@ -419,8 +667,29 @@ def build_html(run: Run, images: Dict[str, str]) -> str:
             used.add(stem)
         if not shown:
             body.append(f"<p>{NOT_RUN}: no {esc(', '.join(stems))} results in this run.</p>")
+        body.append(verdict_html(by_section.get(qid, [])))
         body.append(_table(["quantity", "seed discussion", "measured here"], tables[qid]))
-        note = coherence_note(run, stems)
+        krows = kernel_rows(run, KERNEL_FAMILIES.get(qid, []))
+        if krows:
+            body.append("<h3>The real kernel, measured the same way</h3>")
+            body.append(_table(["row", "threads", "throughput", "lock:contention_begin per op",
+                                "attribution", "sources"], krows))
+        if qid == "q5":
+            burst = prezero_burst_rows(run)
+            if burst:
+                body.append("<h3>Pre-zeroing with bursts: burst B against pool P</h3>")
+                body.append(_table(["protocol", "zeroer", "mode", "burst B (pages)",
+                                    "pool P (pages)", "B/P", "threads", "allocations/s",
+                                    "pre-zeroed share"], burst))
+            frows = fault_seed_rows(run)
+            if frows:
+                body.append("<h3>Faults in the 2004 table's columns</h3>")
+                body.append('<p class="caption">The 2004 table\'s own wall-second column is '
+                            "inconsistent with its faults/wall-s column by about 10x (1 GB = "
+                            "262144 faults at 90849 faults/wall-s is 2.9 s, not the 0.29 s "
+                            "implied); compare rates, not its wall seconds.</p>")
+                body.append(_table(FAULT_SEED_COLUMNS, frows))
+        note = coherence_note(run, stems + KERNEL_FAMILIES.get(qid, []))
         if note:
             body.append(f'<p class="warn">{esc(note)}</p>')
         body.append("</section>")
@@ -452,6 +721,10 @@ def build_html(run: Run, images: Dict[str, str]) -> str:
 
     body.append('<section id="counters"><h2>Counters availability</h2>')
     body.append(_counters(ll.get("counters")))
+    derived = derived_counter_rows(run)
+    if derived:
+        body.append("<h3>Derived counters</h3>")
+        body.append(_table(["row", "threads"] + list(DERIVED_COUNTERS), derived))
     body.append("</section>")
 
     body.append('<section id="warnings"><h2>Warnings</h2>')
@@ -460,6 +733,7 @@ def build_html(run: Run, images: Dict[str, str]) -> str:
     if isinstance(skipped_points, list):
         warnings += [f"skipped point: {s}" for s in skipped_points]
     warnings += [f"failed row: {r}" for r in run.skipped_rows]
+    warnings += overrun_lines(run)
     body.append("<ul>" + "".join(f'<li class="warn">{esc(w)}</li>' for w in warnings) + "</ul>"
                 if warnings else "<p>none</p>")
     body.append("</section>")
@@ -480,11 +754,17 @@ def build_html(run: Run, images: Dict[str, str]) -> str:
 
 
 def write_report(run_dir: str, out: Optional[str] = None) -> str:
-    """Plot the run in run_dir into run_dir/plots and write the report; return its path.
+    """Plot the run in run_dir into run_dir/plots, write run_dir/verdicts.json and the report;
+    return the report's path.
 
-    Raises ResultError for a bad run directory or result file.
+    Every file is created exclusively and renamed into place (plots/outputs.py), so a symlink
+    planted at report.html, report.html.tmp or a plot name never redirects a write; a
+    symlinked plots/ directory is refused. Raises ResultError for a bad run directory or
+    result file.
     """
+    from outputs import write_atomic
     from plot import plot_runs
+    from verdicts import write_verdicts
 
     if not os.path.isdir(run_dir):
         raise ResultError(f"{run_dir}: not a directory (expected a lockline run directory)")
@@ -493,11 +773,9 @@ def write_report(run_dir: str, out: Optional[str] = None) -> str:
     plot_dir = os.path.join(run_dir, "plots")
     written = plot_runs([run], plot_dir, formats=("png", "svg"))
     images = {os.path.splitext(os.path.basename(p))[0]: p for p in written if p.endswith(".png")}
+    _, doc = write_verdicts(run_dir, run)
     out = out or os.path.join(run_dir, "report.html")
-    tmp = out + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as handle:
-        handle.write(build_html(run, images))
-    os.replace(tmp, out)
+    write_atomic(out, build_html(run, images, doc["verdicts"]))
     return out
 
 

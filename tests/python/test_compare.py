@@ -184,7 +184,7 @@ def test_regression_table_and_summary_line():
     lines = p.stdout.splitlines()
     assert lines[0].split() == compare.TABLE_HEADER
     assert "regression" in lines[1] and REGRESSED in lines[1]
-    assert lines[-1].startswith("1 regression, 0 improvements, 5 no change, 0 cannot detect")
+    assert lines[-1].startswith("1 regression, 0 improvements, 5 no change, 0 undecided")
     assert lines[-1].endswith("(of 6 rows compared)")
 
 
@@ -215,15 +215,23 @@ def test_min_effect_and_overrides():
     assert run_cli(base, cur, "--min-effect", "30").returncode == 0
 
 
-def test_too_few_repetitions_cannot_detect():
-    """3 reps per side: 'cannot detect' with how many are needed; exit 0 (nothing decided)."""
+def test_too_few_repetitions_are_undecided_and_fail_the_gate():
+    """3 reps per side: every row 'undecided', exit 3 with how many repetitions would decide;
+    --allow-undecided turns it into exit 0."""
     p = run_cli(*fixture_pair("fewreps"))
-    assert p.returncode == 0
-    assert "cannot detect" in p.stdout
-    assert "each side needs >= 5 repetitions" in p.stdout
+    assert p.returncode == 3
+    assert "undecided" in p.stdout
+    err = p.stderr.strip().splitlines()
+    assert err == ["compare.py: error: undecided: 6 rows; rerun with 5 repetitions a side "
+                   "(or pass --allow-undecided)"]
+    assert "rule: two-sided Mann-Whitney U, Holm-corrected over 6 rows" in p.stdout
+    assert "3/3@baseline" in p.stdout      # repetitions used per side, and their regime
     code, result, _ = run_json(*fixture_pair("fewreps"))
-    assert verdicts(result)[(REGRESSED, "ops_per_s")] == "cannot detect"
-    assert result["summary"]["cannot detect"] == 6
+    assert code == 3
+    assert verdicts(result)[(REGRESSED, "ops_per_s")] == "undecided"
+    assert result["summary"]["undecided"] == 6
+    assert result["summary"]["repetitions_needed"] == 5
+    assert run_cli(*fixture_pair("fewreps"), "--allow-undecided").returncode == 0
 
 
 def test_threshold_only_fallback_on_request():
@@ -234,17 +242,38 @@ def test_threshold_only_fallback_on_request():
     assert result["summary"]["mode"] == "threshold-only"
 
 
-def test_holm_rank_decides_cannot_detect():
-    """5 reps per side: one row alone is decidable (0.008 < 0.05), twelve rows are not."""
-    rows = {f"b{i}": [{"values": {"ops_per_s": 100.0 + j}, "threads": 1, "coherence": None,
-                       "placement": None, "layout": None} for j in range(5)] for i in range(12)}
-    base = {"label": "baseline", "paths": [], "contexts": [{}], "rows": rows, "notes": []}
-    cur = {"label": "current", "paths": [], "contexts": [{}], "rows": rows, "notes": []}
+def _side(label, scale, spread=1.0, n=5, rows=12):
+    """A hand-made side: `rows` rows of n samples 100*scale + spread*j."""
+    data = {f"b{i}": [{"values": {"ops_per_s": (100.0 + spread * j) * scale}, "threads": 1,
+                       "coherence": None, "placement": None, "layout": None}
+                      for j in range(n)] for i in range(rows)}
+    return {"label": label, "paths": [], "contexts": [{}], "rows": data, "notes": []}
+
+
+def test_holm_rank_decides_or_leaves_undecided():
+    """5 reps per side, every row 20 % slower: one row alone is significant (0.008 < 0.05),
+    twelve are not (0.008 > 0.05/12) and their interval is not within +-5 %: undecided, exit
+    3, with a repetition count that would decide."""
+    base, cur = _side("baseline", 1.0), _side("current", 0.8)
     one = compare.compare(base, cur, options(filter=compare.compile_regex("^b0$", "--filter")))
-    assert [r["verdict"] for r in one["rows"]] == ["no change"]
+    assert [r["verdict"] for r in one["rows"]] == ["regression"]
     many = compare.compare(base, cur, options())
-    assert {r["verdict"] for r in many["rows"]} == {"cannot detect"}
-    assert any("each side needs >= 6 repetitions" in w for w in many["warnings"])
+    assert {r["verdict"] for r in many["rows"]} == {"undecided"}
+    assert many["summary"]["exit_code"] == 3
+    assert many["summary"]["repetitions_needed"] >= 6
+    assert "rerun with" in many["summary"]["message"]
+
+
+def test_no_change_needs_an_interval_within_the_minimum_effect():
+    """Not significant is not 'no change': 5 quiet identical reps a side are (interval within
+    +-5 %); 5 noisy ones (+-20 %) are undecided."""
+    quiet = compare.compare(_side("b", 1.0), _side("c", 1.0), options())
+    assert {r["verdict"] for r in quiet["rows"]} == {"no change"}
+    assert quiet["summary"]["exit_code"] == 0
+    noisy = compare.compare(_side("b", 1.0, spread=20.0), _side("c", 1.0, spread=20.0),
+                            options())
+    assert {r["verdict"] for r in noisy["rows"]} == {"undecided"}
+    assert all(-5 > r["ci_pct"][0] or r["ci_pct"][1] > 5 for r in noisy["rows"])
 
 
 def test_filter_shrinks_the_family():
@@ -277,13 +306,17 @@ def test_unknown_gb_version_warns_for_threaded_time_rows(tmp_path):
     assert any("version unknown" in w for w in result["warnings"])
 
 
-def test_coherence_label_difference_warns():
-    """A row measured on a 'shifted' machine vs 'baseline': a per-row warning, exit 0."""
+def test_coherence_label_difference_is_undecided():
+    """A row measured only in the 'shifted' state against only 'baseline': no common coherence
+    regime, so the row is undecided (exit 3) with a warning and a note saying why."""
     code, result, _ = run_json(*fixture_pair("coherence"))
-    assert code == 0
+    assert code == 3
     flagged = [r for r in result["rows"] if r["warnings"]]
     assert len(flagged) == 1
     assert flagged[0]["warnings"][0].startswith("coherence label baseline (baseline) vs shifted")
+    assert flagged[0]["verdict"] == "undecided"
+    assert any("no coherence regime common to both sides" in n for n in flagged[0]["notes"])
+    assert {r["verdict"] for r in result["rows"] if not r["warnings"]} == {"no change"}
 
 
 def test_layout_change_reported():
@@ -343,7 +376,8 @@ def test_old_format_file_parses():
     assert side["rows"]["BM_DifferentTimeUnit"][0]["values"]["real_time"] == pytest.approx(1e9)
     assert side["rows"]["BM_SameTimes"][0]["values"]["real_time"] == pytest.approx(10)
     p = run_cli(GB_OLD, GB_OLD)
-    assert p.returncode == 0 and "cannot detect" in p.stdout
+    assert p.returncode == 3 and "undecided" in p.stdout   # one repetition a side
+    assert run_cli(GB_OLD, GB_OLD, "--allow-undecided").returncode == 0
 
 
 def test_libfork_file_parses_aggregates_skipped():
@@ -355,9 +389,12 @@ def test_libfork_file_parses_aggregates_skipped():
     first = side["rows"]["matmul_libfork<busy_pool, numa_strategy::seq>/1"][0]
     assert first["values"]["real_time"] == pytest.approx(702.8640809876379e6)
     code, result, _ = run_json(LIBFORK, LIBFORK)
-    assert code == 0
     assert result["summary"]["rows_compared"] == 12
-    assert result["summary"]["cannot detect"] == 12   # 5 reps, 12 rows: 0.008 > 0.05/12
+    # 5 reps, 12 rows: 0.008 > 0.05/12, so nothing is significant; a file against itself is
+    # "no change" only where its spread keeps the interval within +-5 %.
+    decided = result["summary"]["no change"]
+    assert decided + result["summary"]["undecided"] == 12
+    assert code == (0 if decided == 12 else 3)
 
 
 def test_aggregates_only_file_uses_means(tmp_path):
@@ -369,7 +406,7 @@ def test_aggregates_only_file_uses_means(tmp_path):
     side = compare.load_side([str(path)], "current")
     assert len(side["rows"]) == 12 and {len(s) for s in side["rows"].values()} == {1}
     assert any("only aggregate rows" in n for n in side["notes"])
-    code, result, _ = run_json(LIBFORK, str(path), "--threshold-only")
+    code, result, _ = run_json(str(path), str(path), "--threshold-only")
     assert code == 0 and result["summary"]["rows_compared"] == 12
 
 
@@ -396,7 +433,7 @@ def test_non_finite_metrics_are_missing_not_numbers():
 
 
 @pytest.mark.parametrize("content,problem", [
-    ("{not json", "not JSON"),
+    ("{not json", "not valid JSON"),
     ("", "empty file"),
     ("[1, 2]", "expected a JSON object"),
     ('{"context": {}}', 'no "benchmarks" array'),
@@ -486,7 +523,7 @@ def test_regression_script_baseline_flow(tmp_path):
 
 
 # The whole quick suite at tiny windows (every family, ~20 s per run on 2 vCPUs). 3 repetitions
-# cannot reach the Holm-corrected alpha, so rows say "cannot detect": this test is about the
+# cannot reach the Holm-corrected alpha, so rows are "undecided": this test is about the
 # path, not the decision. Override with LOCKLINE_QUICK_ARGS.
 QUICK_ARGS = os.environ.get("LOCKLINE_QUICK_ARGS",
                             "--window=5ms --benchmark_repetitions=3").split()
@@ -495,7 +532,8 @@ QUICK_TIMEOUT_S = float(os.environ.get("LOCKLINE_QUICK_TIMEOUT", "600"))
 
 def test_quick_suite_twice_compared(tmp_path, capsys):
     """Run the quick suite twice and compare: exercises the whole path, prints the table, and
-    asserts only that the comparison ran (exit 0 or 1): this shared VM is too noisy to gate on."""
+    asserts only that the comparison ran (exit 0, 1 or 3): this shared VM is too noisy to gate
+    on."""
     binary = os.environ.get("LOCKLINE_BINARY", "")
     if not binary or not os.access(binary, os.X_OK):
         pytest.skip(f"LOCKLINE_BINARY ({binary or 'unset'}) is not an executable lockline")
@@ -509,9 +547,103 @@ def test_quick_suite_twice_compared(tmp_path, capsys):
     p = run_cli(str(tmp_path / "a"), str(tmp_path / "b"), "--output", str(tmp_path / "t.txt"))
     with capsys.disabled():
         print("\n[quick suite run twice, not gated]\n" + p.stdout + p.stderr)
-    assert p.returncode in (0, 1), p.stderr
+    assert p.returncode in (0, 1, 3), p.stderr     # 3: undecided rows (3 repetitions)
     lines = p.stdout.splitlines()
     assert lines[0].split() == compare.TABLE_HEADER
     assert "rows compared" in lines[-1]
     code, result, _ = run_json(str(tmp_path / "a"), str(tmp_path / "b"))
-    assert code in (0, 1) and result["summary"]["rows_compared"] >= 1
+    assert code in (0, 1, 3) and result["summary"]["rows_compared"] >= 1
+
+
+# ---- refusals and flags (issue 14 / 15) ---------------------------------------------------------
+
+
+def _modified(tmp_path, name, source, edit):
+    """A copy of fixture file `source` changed by `edit(doc)`, written to tmp_path/name."""
+    doc = json.load(open(source))
+    edit(doc)
+    path = tmp_path / name
+    path.write_text(json.dumps(doc))
+    return str(path)
+
+
+def test_emulated_against_native_is_refused(tmp_path):
+    """An emulated run (context.lockline.emulated) against a native one: exit 2, one line; two
+    emulated runs compare."""
+    base, cur = fixture_pair("noise")
+
+    def emulate(doc):
+        doc["context"]["lockline"]["emulated"] = True
+        for r in doc["benchmarks"]:
+            r["emulated"] = True
+    emu_cur = _modified(tmp_path, "emu_cur.json", cur, emulate)
+    emu_base = _modified(tmp_path, "emu_base.json", base, emulate)
+    p = run_cli(base, emu_cur)
+    assert p.returncode == 2
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and "emulated run with a non-emulated one" in lines[0]
+    assert run_cli(emu_base, emu_cur).returncode == 0
+
+
+def test_unfinished_run_refused_unless_allowed(tmp_path):
+    """finished: false: exit 2 naming the file; --allow-unfinished compares its points."""
+    base, cur = fixture_pair("noise")
+    cut = _modified(tmp_path, "cut.json", cur,
+                    lambda d: d["context"]["lockline"].__setitem__("finished", False))
+    p = run_cli(base, cut)
+    assert p.returncode == 2 and "did not finish" in p.stderr and cut in p.stderr
+    assert run_cli(base, cut, "--allow-unfinished").returncode == 0
+
+
+def test_overrun_repetitions_are_excluded_with_a_warning(tmp_path):
+    """Repetitions whose window overran are dropped from the row and flagged."""
+    base, cur = fixture_pair("noise")
+
+    def overrun(doc):
+        for r in doc["benchmarks"]:
+            if r.get("lockline_key") == REGRESSED and r.get("repetition_index") == 0:
+                r["overrun"] = True
+    path = _modified(tmp_path, "over.json", cur, overrun)
+    code, result, _ = run_json(base, path)
+    row = next(r for r in result["rows"] if r["key"] == REGRESSED)
+    assert row["current"]["n"] == 8 and row["baseline"]["n"] == 9
+    assert any("overrun" in w for w in row["warnings"])
+
+
+def test_gb_straddle_allowed_on_request():
+    """--allow-gb-straddle compares the time rows across 1.9.0 with a warning per row."""
+    code, result, _ = run_json(*fixture_pair("gb19"), "--allow-gb-straddle",
+                               "--allow-undecided")
+    assert code in (0, 1)
+    assert not any(r["verdict"] == "incomparable" for r in result["rows"])
+    assert any("straddle 1.9.0" in w for r in result["rows"] for w in r["warnings"])
+
+
+def test_context_differences_are_printed(tmp_path):
+    """Host, MHz, kernel and library versions that differ are printed; a kernel difference is
+    not an error."""
+    base, cur = fixture_pair("noise")
+
+    def other_machine(doc):
+        doc["context"]["mhz_per_cpu"] = 3600
+        doc["context"]["lockline"]["kernel"] = "6.1.0-99-amd64"
+        doc["context"]["lockline"]["versions"]["hwloc"] = "2.10.0"
+    path = _modified(tmp_path, "other.json", cur, other_machine)
+    base_k = _modified(tmp_path, "base.json", base,
+                       lambda d: d["context"]["lockline"].__setitem__("kernel", "6.1.0-13-amd64"))
+    p = run_cli(base_k, path)
+    assert p.returncode == 0, p.stderr
+    assert "warning: different MHz: value: 0 -> 3600" in p.stdout
+    assert "warning: different kernel: value: \"6.1.0-13-amd64\" -> \"6.1.0-99-amd64\"" in p.stdout
+    assert "printed, not an error" in p.stdout
+    assert "different library versions: hwloc" in p.stdout
+
+
+def test_hostile_integer_is_one_line(tmp_path):
+    """A 400-digit integer in a metric: one error line, exit 2 (was an OverflowError)."""
+    base, cur = fixture_pair("noise")
+    path = _modified(tmp_path, "big.json", cur,
+                     lambda d: d["benchmarks"][0].__setitem__("ops_per_s", int("9" * 400)))
+    p = run_cli(base, path)
+    assert p.returncode == 2 and "Traceback" not in p.stderr
+    assert "integer of 400 digits" in p.stderr and p.stderr.count("\n") == 1

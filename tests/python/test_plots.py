@@ -125,15 +125,57 @@ def test_old_gbench_format_groups_single_benchmarks_and_converts_units():
     assert by_name["BM_DifferentTimeUnit"].metrics["throughput_per_s"] == pytest.approx(1.0)
 
 
-def test_libfork_thread_count_from_argument_and_percentage_aggregates_dropped():
+def test_libfork_argument_is_a_parameter_not_a_thread_count():
+    """`matmul_libfork<...>/2` passes the worker count as an argument: it is parameter arg0 on a
+    plain axis, never a thread count (only the JSON threads field or a threads: component is);
+    percentage (cv) aggregates are dropped."""
     run = lr.load_run(GB_LIBFORK)
     lib = [p for p in run.points if p.family == "matmul_libfork"]
-    assert {p.threads for p in lib} == {1, 2}
+    assert {p.threads for p in lib} == {1}
+    assert {p.params["arg0"] for p in lib} == {"1", "2"}
     assert {p.params["template"] for p in lib} == {"busy_pool, numa_strategy::fan",
                                                    "busy_pool, numa_strategy::seq"}
     assert all(p.aggregate != "cv" for p in run.points)
     summary = lr.summarize(lib, "throughput_per_s")
     assert all(stat.n == 5 for by_n in summary.values() for stat in by_n.values())
+
+
+def test_foreign_argument_axis_and_x_arg(tmp_path):
+    """plot.py draws matmul_libfork against arg0 (named after the argument), with no USL fit;
+    --x-arg picks the argument explicitly."""
+    out = tmp_path / "o"
+    assert plot.main([GB_LIBFORK, "-o", str(out), "--family", "matmul_libfork"]) == 0
+    rows = read_csv(out / "matmul_libfork.csv")
+    assert {r["x_name"] for r in rows} == {"arg0"} and {r["x"] for r in rows} == {"1", "2"}
+    assert not (out / "matmul_libfork_usl.csv").exists()
+    out2 = tmp_path / "o2"
+    assert plot.main([GB_LIBFORK, "-o", str(out2), "--family", "matmul_omp", "--x-arg",
+                      "arg0"]) == 0
+    assert {r["x_name"] for r in read_csv(out2 / "matmul_omp.csv")} == {"arg0"}
+
+
+def test_aggregates_only_spread_and_idle_cpu_warning(tmp_path, capsys):
+    """An aggregates-only file: throughput error bars from the time stddev by the delta method
+    (not 1/stddev); a threaded row whose cpu_time is far below real_time x threads warns."""
+    rows = [
+        {"name": "BM_a/threads:4_mean", "run_name": "BM_a/threads:4", "run_type": "aggregate",
+         "aggregate_name": "mean", "aggregate_unit": "time", "threads": 4, "real_time": 2.0,
+         "cpu_time": 0.5, "time_unit": "ms"},
+        {"name": "BM_a/threads:4_stddev", "run_name": "BM_a/threads:4", "run_type": "aggregate",
+         "aggregate_name": "stddev", "aggregate_unit": "time", "threads": 4, "real_time": 0.1,
+         "cpu_time": 0.01, "time_unit": "ms"},
+        {"name": "BM_a/threads:1", "run_name": "BM_a/threads:1", "run_type": "iteration",
+         "threads": 1, "real_time": 1.0, "cpu_time": 1.0, "time_unit": "ms"},
+        {"name": "BM_a/threads:4", "run_name": "BM_a/threads:4", "run_type": "iteration",
+         "threads": 4, "real_time": 2.0, "cpu_time": 0.5, "time_unit": "ms"},
+    ]
+    path = write_json(tmp_path, "agg.json", {"context": {}, "benchmarks": rows[:2]})
+    run = lr.load_run(path)
+    stat = lr.summarize(run.points, "throughput_per_s")[()][4]
+    assert stat.mean == pytest.approx(500.0) and stat.std == pytest.approx(25.0)
+    path = write_json(tmp_path, "idle.json", {"context": {}, "benchmarks": rows[2:]})
+    assert plot.main([path, "-o", str(tmp_path / "o")]) == 0
+    assert "cpu_time far below real_time x threads" in capsys.readouterr().err
 
 
 def write_json(tmp_path, name, data):
@@ -168,7 +210,8 @@ def test_other_library_versions_plot(tmp_path):
     q = lr.summarize([p for p in run.points if p.family == "BM_q"], "real_time_ns")
     assert {n: s.mean for n, s in q[()].items()} == {1: pytest.approx(1e6), 2: pytest.approx(6e5)}
     agg = lr.summarize([p for p in run.points if p.family == "BM_agg"], "real_time_ns")
-    assert agg[()][8].mean == pytest.approx(2e9) and agg[()][8].std == pytest.approx(1e8)
+    stat = agg[(("arg0", "8"),)][1]     # /8 is an argument, not 8 threads
+    assert stat.mean == pytest.approx(2e9) and stat.std == pytest.approx(1e8)
     assert run.skipped_rows == ["BM_q/threads:4: not enough CPUs"]
     assert plot.main([path, "-o", str(tmp_path / "out")]) == 0
     assert (tmp_path / "out" / "BM_q.png").read_bytes().startswith(PNG_MAGIC)
@@ -225,7 +268,10 @@ def test_csv_holds_every_series_with_error_and_shift(out_a):
     rows = read_csv(out_a / "locks.csv")
     ticket = [r for r in rows if r["series"] == "lock:ticket" and r["y_name"] == "ops_per_s"]
     assert sorted(int(r["x"]) for r in ticket) == [1, 2, 4, 8, 16, 32, 64]
-    assert all(r["run"] == "bigbox-2s@abc1234def" and int(r["repetitions"]) == 2 for r in ticket)
+    assert all(r["run"] == "bigbox-2s@abc1234def" for r in ticket)
+    # One repetition at 32 threads ran in the shifted state: the mean is the other regime's.
+    assert {int(r["x"]): int(r["repetitions"]) for r in ticket}[32] == 1
+    assert all(int(r["repetitions"]) == 2 for r in ticket if r["x"] != "32")
     assert [r["coherence_shifted"] for r in ticket if r["x"] == "32"] == ["1"]
     rel = [r for r in read_csv(out_a / "zone_lock.csv") if r["figure"] == "zone_lock_relative"]
     assert {r["y_name"] for r in rel} == {"ops_per_s/lock_after_free_area"}

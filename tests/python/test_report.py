@@ -1,6 +1,7 @@
 """Tests for plots/report.py: sections, seed tables, escaping, self-containment, bad input, and a
 render check in headless Chromium (skipped when /usr/bin/chromium is absent)."""
 
+import json
 import os
 import re
 import shutil
@@ -63,7 +64,11 @@ def test_seed_tables_hold_measured_values(report_a):
     _, text = report_a
     q2 = text[text.index('<section id="q2">'):text.index('<section id="q3">')]
     assert "aim7 152288 -&gt; 81911 jobs/min (-46.2 %)" in q2
-    assert re.search(r"ops/s \(-\d+\.\d %\)", q2)
+    # Two repetitions a side: an interval needs 4, so the change is not given as an answer.
+    assert "too few same-regime repetitions (2 of 2 in the baseline regime" in q2
+    assert re.search(r"ops/s before -&gt; after \(lock:ticket\)</td><td>-</td><td>[\d,]+ ± \d+ % "
+                     r"\(2 baseline-regime reps\)", q2)
+    assert "<b>Verdict</b>" in q2
     q3 = text[text.index('<section id="q3">'):text.index('<section id="q4">')]
     assert "UNSAFE: 7 violations" in q3
     q1 = text[text.index('<section id="q1">'):text.index('<section id="q2">')]
@@ -143,3 +148,114 @@ def test_real_interrupted_lockline_run(tmp_path):
     assert (tmp_path / "plots" / "locks.png").is_file()
     assert "amd64_fam19h_zen4" in text and "task-clock" in text
     assert text.count(">not run<") >= 5
+
+
+# ---- other helpers' rows, rendered against the contracts (synthetic rows) ----------------------
+
+def _contract_row(key, family, params, rep, metrics, details=None, counters=None, label="none",
+                  overrun=False):
+    name = key + "/iterations:3/manual_time"
+    row = {"name": name, "run_name": name, "run_type": "iteration", "repetition_index": rep,
+           "threads": params.get("threads", 1), "iterations": 3, "real_time": 100.0,
+           "time_unit": "ns", "lockline_key": key, "family": family, "params": params,
+           "coherence": {"label": label}, "overrun": overrun, **metrics}
+    if details is not None:
+        row["details"] = details
+    if counters is not None:
+        row["counters"] = counters
+    return row
+
+
+def contract_run(tmp_path):
+    """A run directory holding rows shaped by the contracts in HELPERS.md: kernel_zone with and
+    without tracepoints, page_free_race with split violations per scanner, prezero bursts, fault
+    rows with seed columns, derived counters, one overrun point."""
+    rows = []
+    kernel = {"kernel": {"sources": {"tracepoints": "unavailable",
+                                     "tracepoints:reason": "perf_event_paranoid 2",
+                                     "vmstat": "measured"},
+                         "attribution": {"zone_lock": 12, "lru_lock": 0, "other": 3}}}
+    for rep in range(4):
+        rows.append(_contract_row("kernel_zone/tasks:threads/threads:2", "kernel_zone",
+                                  {"tasks": "threads", "threads": 2}, rep,
+                                  {"ops_per_s": 1e6 + rep, "pages_per_s": 2e6 + rep}, kernel,
+                                  label="near"))
+        rows.append(_contract_row("kernel_lru/tasks:processes/threads:2", "kernel_lru",
+                                  {"tasks": "processes", "threads": 2}, rep,
+                                  {"pages_per_s": 3e6, "kernel_contention_per_op": 0.25},
+                                  {"kernel": {"sources": {"tracepoints": "measured"}}}))
+    for scanner, seen in (("2.6.16", 3), ("2.6.18", 0)):
+        for variant in ("fastpath", "atomic"):
+            v = seen if variant == "fastpath" else 0
+            rows.append(_contract_row(
+                f"page_free_race/variant:{variant}/scanner:{scanner}/race_window_ns:100/threads:2",
+                "page_free", {"variant": variant, "scanner": scanner, "race_window_ns": "100",
+                              "threads": 2}, 0,
+                {"violations_freed_referenced": v, "violations_freed_on_lru": 0,
+                 "frees": 1e6, "violation_rate_upper_95": 3e-6}))
+    for burst in (64, 4096):
+        rows.append(_contract_row(
+            f"prezero/protocol:idle_burst/zeroer:idle_cpus/burst_pages:{burst}/pool_pages:1024/"
+            "threads:1", "prezero",
+            {"protocol": "idle_burst", "zeroer": "idle_cpus", "burst_pages": str(burst),
+             "pool_pages": "1024", "threads": 1}, 0,
+            {"allocs_per_s": 5e5, "prezeroed_share": min(1.0, 1024 / burst)}))
+    rows.append(_contract_row("fault/mode:plain/tasks:threads/start:warm/mb:1024/threads:1",
+                              "fault", {"mode": "plain", "tasks": "threads", "start": "warm",
+                                        "mb": "1024", "threads": 1}, 0,
+                              {"faults_per_wall_s": 250000.0, "faults_per_cpu_s": 260000.0,
+                               "user_s": 0.01, "sys_s": 1.0, "wall_s": 1.05,
+                               "zeroing_share": 0.6}, {"seed_columns": {"gb": 1}}))
+    rows.append(_contract_row("locks/lock:ticket/cs:0/stats:off/threads:2", "locks",
+                              {"lock": "ticket", "cs": "0", "stats": "off", "threads": 2}, 0,
+                              {"ops_per_s": 1e7, "IPC": 0.8, "cache-misses/op": 1.5},
+                              counters={"status": {"instructions": "scaled",
+                                                   "cycles": "measured", "hitm": "unavailable",
+                                                   "hitm:reason": "no PEBS in a VM"},
+                                        "scaling": {"instructions": 1.7}},
+                              label="near", overrun=True))
+    doc = {"context": {"host_name": "contract", "date": "2026-12-01",
+                       "lockline": {"finished": False, "warnings": []}}, "benchmarks": rows}
+    (tmp_path / "lockline.json").write_text(json.dumps(doc))
+    return tmp_path
+
+
+def test_other_helpers_rows_are_rendered(tmp_path):
+    """Each contract's rows show up where the report promises them, tolerant of absence."""
+    run_dir = contract_run(tmp_path)
+    assert report.main([str(run_dir)]) == 0
+    text = (run_dir / "report.html").read_text(encoding="utf-8")
+    q2 = text[text.index('<section id="q2">'):text.index('<section id="q3">')]
+    assert "The real kernel, measured the same way" in q2
+    assert "kernel_zone/tasks:threads" in q2
+    assert "unavailable (perf_event_paranoid 2)" in q2 and "zone_lock 12" in q2
+    q1 = text[text.index('<section id="q1">'):text.index('<section id="q2">')]
+    assert "kernel_lru/tasks:processes" in q1 and "0.25 events/op" in q1
+    q3 = text[text.index('<section id="q3">'):text.index('<section id="q4">')]
+    assert "race test, variant fastpath, scanner 2.6.16" in q3
+    assert "UNSAFE: 3 violations (3 freed while referenced, 0 freed on the LRU)" in q3
+    assert "race test, variant fastpath, scanner 2.6.18" in q3
+    assert "rate &lt; 3e-06 per free (95 %, rule of three)" in q3
+    q5 = text[text.index('<section id="q5">'):text.index('<section id="other">')]
+    assert "burst B against pool P" in q5 and "<td>4</td>" in q5 and "<td>0.062</td>" in q5
+    assert "Faults in the 2004 table" in q5 and "inconsistent" in q5
+    for column in ("GB", "repetitions", "user s", "system s", "wall s", "faults/cpu/s",
+                   "faults/wall-s"):
+        assert f"<th>{column}</th>" in q5, column
+    assert "<td>250,000</td>" in q5
+    counters = text[text.index('<section id="counters">'):text.index('<section id="warnings">')]
+    assert "Derived counters" in counters and "0.8 (scaled: instructions x1.7)" in counters
+    assert "unavailable (no PEBS in a VM)" in counters
+    warnings = text[text.index('<section id="warnings">'):text.index('<section id="layouts">')]
+    assert "overrun window: locks/lock:ticket/cs:0/stats:off/threads:2" in warnings
+    assert "did not finish" in text
+
+
+def test_verdict_lines_in_each_question(report_a):
+    """Every question section states a verdict (or that nothing answers it)."""
+    _, text = report_a
+    for qid in ("q1", "q2", "q3", "q4", "q5"):
+        start = text.index(f'<section id="{qid}">')
+        section = text[start:text.index("</section>", start)]
+        assert "<b>Verdict</b>" in section or "verdict: not run" in section, qid
+    assert "comparisons resolved on this machine" in text

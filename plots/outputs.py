@@ -1,0 +1,61 @@
+"""Write output files so that a planted symlink can never redirect them (issue 14).
+
+Every file plot.py, report.py and verdicts.py write is first created exclusively as a fresh
+temporary file in the destination directory (tempfile.mkstemp: O_CREAT|O_EXCL|O_NOFOLLOW, a
+random name) and then renamed over the destination: rename(2) replaces a symlink at the
+destination instead of following it, so nothing is written outside the output directory.
+Output directories that are themselves symlinks are refused.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from typing import Callable, IO, Union
+
+from lockline_results import ResultError
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def ensure_dir(path: str) -> str:
+    """Create directory `path` (parents too) unless it exists; refuse a symlink or non-directory
+    there with ResultError. Returns the path."""
+    if os.path.islink(path):
+        raise ResultError(f"{path}: is a symbolic link; refusing to write through it (remove "
+                          "it or choose another output directory)")
+    os.makedirs(path, exist_ok=True)
+    if not os.path.isdir(path) or os.path.islink(path):
+        raise ResultError(f"{path}: not a directory")
+    return path
+
+
+def write_atomic(path: str, content: Union[str, bytes, Callable[[IO[bytes]], None]]) -> str:
+    """Write `content` (text, bytes, or a function given the open binary file) to `path` via an
+    exclusively created temporary file in the same directory, then rename it into place.
+
+    The file gets mode 0666 minus the umask. On any error the temporary file is removed and the
+    error (OSError, or the writer's) propagates. Returns path.
+    """
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix="." + os.path.basename(path) + ".",
+                               suffix=".tmp")
+    try:
+        os.fchmod(fd, 0o666 & ~_umask())
+        with os.fdopen(fd, "wb") as handle:
+            if callable(content):
+                content(handle)
+            else:
+                handle.write(content.encode("utf-8") if isinstance(content, str) else content)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    return path

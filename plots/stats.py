@@ -1,0 +1,282 @@
+"""Statistics shared by report.py, plot.py, verdicts.py and ci/compare.py: one place that says
+what an effect is and when it is resolved.
+
+A comparison is between two variants of one point (same key but the compared parameter; same
+thread count). On a virtual machine the host moves vCPUs and a cache line's transfer cost
+switches between coherence regimes (results/SCHEMA.md `coherence.label`: `near`, `far`,
+`regime2`, ... or the older `baseline` / `shifted`), and contended throughput swings 4-7x
+with it, so repetitions from different regimes are different experiments. The effect is
+computed from the repetitions of ONE regime: the regime holding the most repetitions of both
+variants (max of min(n_base, n_variant)); rows whose label names no regime (`none` for
+workloads without a shared line, `unknown` for one thread, or no label at all) are pooled.
+
+    effect = median(variant) / median(base) - 1
+    95 % interval: percentile bootstrap of that ratio (each side resampled independently,
+                   BOOTSTRAP_RESAMPLES times, numpy generator seeded with SEED: deterministic)
+    resolved:      the interval excludes 0, or it is narrower than the minimum effect
+                   (MIN_EFFECT, 5 %: "no effect of 5 % or more")
+    too_few:       fewer than MIN_REPETITIONS same-regime repetitions on a side
+
+MIN_REPETITIONS is 4 because 4 a side is the fewest with which an exact two-sided
+Mann-Whitney test can reach p < 0.05 at all (2 / C(8, 4) = 0.029); with 3 (lockline's default)
+nothing is decidable. The same rule drives ci/compare.py's gate and lockline's
+--until-resolved (through verdicts.json).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import re
+from typing import Iterable, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+MIN_EFFECT = 0.05          # fraction: 5 %
+MIN_REPETITIONS = 4        # same-regime repetitions per side for an interval
+CONFIDENCE = 0.95
+BOOTSTRAP_RESAMPLES = 4000
+SEED = 20261201            # fixed: the same data always gives the same interval
+
+NO_REGIME = ("none", "unknown", "")
+
+Sample = Tuple[str, float]  # (coherence label, value)
+
+
+def regime_rank(label: str) -> Tuple[int, int, str]:
+    """Sort key of a regime label, fastest (lowest latency) first: near, baseline (older
+    files), regime1, regime2, ..., far, shifted, then anything else by name."""
+    if label == "near":
+        return (0, 0, label)
+    if label == "baseline":
+        return (1, 0, label)
+    match = re.fullmatch(r"regime(\d+)", label)
+    if match:
+        return (2, int(match.group(1)), label)
+    if label == "far":
+        return (3, 0, label)
+    if label == "shifted":
+        return (4, 0, label)
+    return (5, 0, label)
+
+
+def majority_regime(labels: Iterable[str]) -> str:
+    """The regime label held by most of `labels` (ties: the fastest by regime_rank); "" when
+    no label names a regime (all pooled)."""
+    counts = {}
+    for label in labels:
+        if label not in NO_REGIME:
+            counts[label] = counts.get(label, 0) + 1
+    if not counts:
+        return ""
+    return min(counts, key=lambda r: (-counts[r], regime_rank(r)))
+
+
+@dataclasses.dataclass
+class RegimeChoice:
+    """Repetitions of two variants restricted to one coherence regime.
+
+    regime: the label used, "" when the rows name no regime (all repetitions pooled).
+    base, variant: the values used. total_base, total_variant: repetitions before selection.
+    """
+
+    regime: str
+    base: List[float]
+    variant: List[float]
+    total_base: int
+    total_variant: int
+
+    @property
+    def dropped(self) -> int:
+        """Repetitions of either side not used (other regimes or unlabelled among labelled)."""
+        return self.total_base + self.total_variant - len(self.base) - len(self.variant)
+
+
+def select_regime(base: Sequence[Sample], variant: Sequence[Sample]) -> RegimeChoice:
+    """Choose the coherence regime with the most repetitions of both sides (maximise
+    min(n_base, n_variant), then their sum, then the fastest regime) and return its values.
+
+    When no sample of one side names a regime (foreign files, aggregate rows), every sample is
+    used (regime ""). Otherwise samples whose label names no regime are dropped.
+    """
+    regimes = {lab for lab, _ in list(base) + list(variant) if lab not in NO_REGIME}
+    labelled_b = any(lab not in NO_REGIME for lab, _ in base)
+    labelled_v = any(lab not in NO_REGIME for lab, _ in variant)
+    if not regimes or not (labelled_b and labelled_v):
+        # Nothing to choose from, or one side (a foreign file, aggregate rows) has no labels.
+        return RegimeChoice("", [v for _, v in base], [v for _, v in variant], len(base),
+                            len(variant))
+
+    def score(regime: str):
+        nb = sum(1 for lab, _ in base if lab == regime)
+        nv = sum(1 for lab, _ in variant if lab == regime)
+        return (-min(nb, nv), -(nb + nv), regime_rank(regime))
+
+    best = min(regimes, key=score)
+    return RegimeChoice(best, [v for lab, v in base if lab == best],
+                        [v for lab, v in variant if lab == best], len(base), len(variant))
+
+
+def ratio_interval(base: Sequence[float], variant: Sequence[float],
+                   confidence: float = CONFIDENCE, resamples: int = BOOTSTRAP_RESAMPLES,
+                   seed: int = SEED) -> Tuple[float, float, float]:
+    """(ratio of medians, interval low, interval high) of variant over base.
+
+    Percentile bootstrap: both sides resampled with replacement independently `resamples`
+    times (numpy, seeded: deterministic). Raises ValueError for an empty side or a base whose
+    median is not positive (a ratio of throughputs or times needs positive values).
+    """
+    b = np.asarray(base, dtype=float)
+    v = np.asarray(variant, dtype=float)
+    if b.size == 0 or v.size == 0:
+        raise ValueError("a side has no repetitions")
+    if not (np.all(np.isfinite(b)) and np.all(np.isfinite(v))):
+        raise ValueError("non-finite values")
+    mb = float(np.median(b))
+    if mb <= 0:
+        raise ValueError(f"base median {mb:g} is not positive")
+    ratio = float(np.median(v)) / mb
+    rng = np.random.default_rng(seed)
+    med_b = np.median(b[rng.integers(0, b.size, size=(resamples, b.size))], axis=1)
+    med_v = np.median(v[rng.integers(0, v.size, size=(resamples, v.size))], axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratios = med_v / med_b
+    ratios = ratios[np.isfinite(ratios)]
+    tail = (1.0 - confidence) / 2.0
+    lo, hi = np.quantile(ratios, [tail, 1.0 - tail])
+    return ratio, float(min(lo, ratio)), float(max(hi, ratio))
+
+
+def pct(fraction: Optional[float]) -> str:
+    """A fraction as a signed percentage: '+6 %', '-0.8 %', '+35 %' (one decimal below 10 %)."""
+    if fraction is None or not math.isfinite(fraction):
+        return "?"
+    value = fraction * 100.0
+    return f"{value:+.1f} %" if abs(value) < 10 else f"{value:+.0f} %"
+
+
+@dataclasses.dataclass
+class Comparison:
+    """The effect of a variant against a base at one point, with its interval.
+
+    effect: median(variant) / median(base) - 1 (None when a side has no repetition); ci: (lo, hi) of the same,
+    95 %; regime: the coherence regime used ("" pooled); n_base / n_variant: repetitions used;
+    dropped: repetitions of either side not used; status: "resolved", "not_resolved" or
+    "too_few"; resolved: status == "resolved"; total_base / total_variant: repetitions before
+    the regime was chosen; label: what is compared, for the text.
+    """
+
+    label: str
+    effect: Optional[float]
+    ci: Optional[Tuple[float, float]]
+    regime: str
+    n_base: int
+    n_variant: int
+    dropped: int
+    status: str
+    total_base: int = 0
+    total_variant: int = 0
+    min_effect: float = MIN_EFFECT
+
+    @property
+    def resolved(self) -> bool:
+        """True when the interval excludes 0 or is narrower than the minimum effect."""
+        return self.status == "resolved"
+
+    @property
+    def excludes_zero(self) -> bool:
+        """True when the interval lies entirely on one side of 0."""
+        return self.ci is not None and (self.ci[0] > 0 or self.ci[1] < 0)
+
+    def regime_words(self) -> str:
+        """'near-regime' / 'pooled' (rows without a regime) for the text."""
+        return f"{self.regime}-regime" if self.regime else "pooled"
+
+    def interval_text(self) -> str:
+        """'+6 % [+2 %, +10 %]', or 'too few repetitions'."""
+        if self.ci is None:
+            return "too few repetitions"
+        return f"{pct(self.effect)} [{pct(self.ci[0])}, {pct(self.ci[1])}]"
+
+    def counts_text(self) -> str:
+        """'9 near-regime repetitions a side' or '9 / 7 near-regime repetitions (base /
+        variant)', plus how many were dropped."""
+        if self.n_base == self.n_variant:
+            text = f"{self.n_base} {self.regime_words()} repetitions a side"
+        else:
+            text = f"{self.n_base} / {self.n_variant} {self.regime_words()} repetitions"
+        if self.dropped:
+            text += f" ({self.dropped} in other regimes dropped)"
+        return text
+
+    def text(self) -> str:
+        """The verdict line, e.g. 'lock after free_area: +6 % [+2 %, +10 %], 9 near-regime
+        repetitions a side'."""
+        head = f"{self.label}: " if self.label else ""
+        if self.status == "too_few":
+            have = min(self.n_base, self.n_variant)
+            total = max(self.total_base, self.total_variant)
+            where = f" in the {self.regime} regime" if self.regime else ""
+            return (f"{head}too few same-regime repetitions ({have} of {total}{where}; an "
+                    f"interval needs {MIN_REPETITIONS} a side)")
+        if self.status == "not_resolved":
+            return (f"{head}not resolved on this machine: interval [{pct(self.ci[0])}, "
+                    f"{pct(self.ci[1])}] spans 0 (median {pct(self.effect)}, "
+                    f"{self.counts_text()})")
+        if self.excludes_zero:
+            return f"{head}{self.interval_text()}, {self.counts_text()}"
+        return (f"{head}no effect of {self.min_effect * 100:g} % or more: "
+                f"{self.interval_text()}, {self.counts_text()}")
+
+
+def compare_samples(base: Sequence[Sample], variant: Sequence[Sample], label: str = "",
+                    min_effect: float = MIN_EFFECT,
+                    min_repetitions: int = MIN_REPETITIONS) -> Comparison:
+    """Compare two variants from their (coherence label, value) repetitions: choose the regime
+    (select_regime), then the ratio of medians and its bootstrap interval (ratio_interval).
+
+    Returns a Comparison with status "too_few" when a side has fewer than min_repetitions in
+    the chosen regime (or a non-positive base median), else "resolved" / "not_resolved".
+    """
+    choice = select_regime(base, variant)
+    common = dict(label=label, regime=choice.regime, n_base=len(choice.base),
+                  n_variant=len(choice.variant), dropped=choice.dropped,
+                  total_base=choice.total_base, total_variant=choice.total_variant,
+                  min_effect=min_effect)
+    if min(len(choice.base), len(choice.variant)) < min_repetitions:
+        effect = None
+        if choice.base and choice.variant and np.median(choice.base) > 0:
+            effect = float(np.median(choice.variant) / np.median(choice.base)) - 1.0
+        return Comparison(effect=effect, ci=None, status="too_few", **common)
+    try:
+        ratio, lo, hi = ratio_interval(choice.base, choice.variant)
+    except ValueError:
+        return Comparison(effect=None, ci=None, status="too_few", **common)
+    ci = (lo - 1.0, hi - 1.0)
+    resolved = ci[0] > 0 or ci[1] < 0 or (ci[1] - ci[0]) < min_effect
+    return Comparison(effect=ratio - 1.0, ci=ci,
+                      status="resolved" if resolved else "not_resolved", **common)
+
+
+def compare_points(base_points, variant_points, metric: str, label: str = "",
+                   min_effect: float = MIN_EFFECT) -> Comparison:
+    """compare_samples over lockline_results.Point repetitions (aggregate rows and rows
+    without `metric` are ignored; overrun repetitions are dropped: their window ran long)."""
+    def samples(points):
+        return [(p.regime, p.metrics[metric]) for p in points
+                if p.aggregate is None and metric in p.metrics and not p.overrun]
+    return compare_samples(samples(base_points), samples(variant_points), label, min_effect)
+
+
+def stddev_from_aggregate(mean_time: float, stddev_time: float) -> Tuple[float, float]:
+    """Throughput mean and spread (per second) from a time-per-iteration mean and stddev (in
+    seconds), by the delta method: rate = 1 / t, sd(rate) ~= sd(t) / t^2. Used for
+    aggregate-only foreign files (1 / stddev is not a spread)."""
+    if mean_time <= 0:
+        raise ValueError("mean time must be positive")
+    return 1.0 / mean_time, stddev_time / (mean_time * mean_time)
+
+
+__all__ = ["MIN_EFFECT", "MIN_REPETITIONS", "CONFIDENCE", "SEED", "Comparison", "RegimeChoice",
+           "compare_samples", "compare_points", "select_regime", "majority_regime",
+           "ratio_interval", "regime_rank", "pct", "stddev_from_aggregate"]
