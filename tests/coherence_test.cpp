@@ -2,16 +2,17 @@
 // per-operation Google Benchmark times and lockline's aggregates on synthetic
 // rows (harness/rows.h), and the verdicts.json reader of --until-resolved
 // (harness/until_resolved.h). No timing: every input is made up.
+#include "harness/coherence.h"
+
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <random>
-#include <unistd.h>
 
-#include "harness/coherence.h"
 #include "harness/rows.h"
 #include "harness/until_resolved.h"
 
@@ -97,7 +98,9 @@ json Document() {
   json doc = {{"context",
                {{"lockline",
                  {{"coherence_baseline",
-                   {{{"pus", {0, 1}}, {"ns", 16.1}, {"probes_ns", {16.0, 16.1, 16.3}}}}}}}}},
+                   {{{"pus", {0, 1}},
+                     {"ns", 16.1},
+                     {"probes_ns", {16.0, 16.1, 16.3}}}}}}}}},
               {"benchmarks", json::array()}};
   const auto row = [](double before, double after, bool shares = true,
                       json pair = {0, 1}) {
@@ -115,9 +118,9 @@ json Document() {
     doc["benchmarks"].push_back(row(32 * j(rng), 32 * j(rng)));
   for (int i = 0; i < 10; ++i)
     doc["benchmarks"].push_back(row(156 * j(rng), 156 * j(rng)));
-  doc["benchmarks"].push_back(row(32, 158));                   // 30: mixed
-  doc["benchmarks"].push_back(row(0, 0, false, nullptr));      // 31: no line
-  doc["benchmarks"].push_back(row(0, 0, true, nullptr));       // 32: 1 thread
+  doc["benchmarks"].push_back(row(32, 158));               // 30: mixed
+  doc["benchmarks"].push_back(row(0, 0, false, nullptr));  // 31: no line
+  doc["benchmarks"].push_back(row(0, 0, true, nullptr));   // 32: 1 thread
   return doc;
 }
 
@@ -189,13 +192,14 @@ TEST(Rows, RealTimeIsWallNsPerOperation) {
   EXPECT_EQ(ticket["time_unit"], "ns");
   EXPECT_NEAR(ticket["real_time"].get<double>(), 2.3, 1e-3);
   EXPECT_NEAR(mcs["real_time"].get<double>(), 4.4, 1e-3);
-  EXPECT_NEAR(ticket["real_time"].get<double>() * ticket["ops_per_s"].get<double>(),
-              1e9, 1);
+  EXPECT_NEAR(
+      ticket["real_time"].get<double>() * ticket["ops_per_s"].get<double>(),
+      1e9, 1);
   // Google's compare.py: (new - old) / old of real_time is the inverse
   // throughput ratio minus 1: +91 % for ticket -> MCS, not +0.1 %.
-  const double change = (mcs["real_time"].get<double>() -
-                         ticket["real_time"].get<double>()) /
-                        ticket["real_time"].get<double>();
+  const double change =
+      (mcs["real_time"].get<double>() - ticket["real_time"].get<double>()) /
+      ticket["real_time"].get<double>();
   EXPECT_NEAR(change, 4.4 / 2.3 - 1, 1e-3);
   EXPECT_NEAR(ticket["cpu_time"].get<double>(), 2 * 0.99 * 2.3, 1e-2);
   EXPECT_EQ(ticket["iterations"].get<uint64_t>(),
@@ -253,8 +257,8 @@ TEST(Rows, AggregatesAreGoogleShapedWithCvAsRatio) {
 }
 
 TEST(UntilResolved, ReadsOpenComparisonsKeys) {
-  const std::string path = ::testing::TempDir() + "/verdicts_" +
-                           std::to_string(getpid()) + ".json";
+  const std::string path =
+      ::testing::TempDir() + "/verdicts_" + std::to_string(getpid()) + ".json";
   {
     std::ofstream out(path);
     out << R"({"schema": 1, "min_effect": 0.05, "verdicts": [
