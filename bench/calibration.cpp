@@ -95,6 +95,9 @@ class OpWorkload : public Workload {
     return "";
   }
   void Prepare(int threads) override { threads_ = threads; }
+  // op:*/line:private: each thread only touches its own line (no coherence
+  // probe, label "none"); line:shared bounces one line between all threads.
+  bool shares_lines() const override { return shared_; }
 
  private:
   Op op_;

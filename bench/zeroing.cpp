@@ -42,6 +42,9 @@ class ZeroingWorkload : public Workload {
     if (buf_ != nullptr) munmap(buf_, bytes_);
   }
 
+  // One thread fills its private buffer: no line is shared.
+  bool shares_lines() const override { return false; }
+
   void SetupThread(const ThreadCtx& ctx) override {
     if (ctx.index != 0 || !unsupported_.empty()) return;
     void* p = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE,

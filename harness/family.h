@@ -84,6 +84,15 @@ class Workload {
   virtual void TeardownThread(const ThreadCtx& /*ctx*/) {}
   /// True when a window is a fixed amount of work rather than a fixed duration.
   virtual bool fixed_work() const { return false; }
+  /// True when the threads of a point write at least one cache line they share
+  /// (a lock word, a counter, a list head), so the point's speed depends on how
+  /// fast lines move between its PUs and the harness probes that before and
+  /// after it (a coherence regime label: near, far, ...; see
+  /// harness/coherence.h). Workloads whose threads only touch private memory
+  /// (page faults on private mappings, zeroing a private buffer, an atomic on a
+  /// private line) return false: their rows carry the label "none" and no
+  /// probe is run.
+  virtual bool shares_lines() const { return true; }
   /// After all windows, on the main thread: add metrics and details.
   /// `window_seconds` is the summed wall time of all windows, `ops` the summed
   /// operations of all threads.

@@ -13,6 +13,7 @@
 #include "harness/provenance.h"
 #include "harness/runner.h"
 #include "harness/topology.h"
+#include "harness/until_resolved.h"
 #include "layouts/report.h"
 
 namespace {
@@ -123,6 +124,8 @@ int Main(int argc, char** argv) {
     return Fail("no point of the " + std::string(SuiteName(o.suite)) +
                 " suite matches --benchmark_filter=" + o.benchmark_filter +
                 " (lockline --list shows the keys)");
+  if (const std::string why = lockline::CheckUntilResolved(o); !why.empty())
+    return Fail(why);
 
   try {
     run.results = std::make_unique<lockline::ResultFile>(
@@ -184,7 +187,9 @@ int Main(int argc, char** argv) {
 
   lockline::RegisterPoints(run);
   lockline::LocklineReporter reporter(run);
+  run.finish_on_finalize = o.until_resolved_s <= 0;
   benchmark::RunSpecifiedBenchmarks(&reporter);
+  if (o.until_resolved_s > 0) lockline::RunUntilResolved(run, reporter);
   benchmark::Shutdown();
 
   int errors = 0;

@@ -19,6 +19,12 @@ Suite and time:
   --window=DURATION       fixed window length (e.g. 50ms); overrides the fit to --budget
   --out=DIR               run directory (default results/<host>-<UTC timestamp>/); must be
                           writable: checked before any point runs
+  --until-resolved[=MAX_DURATION]
+                          after the planned repetitions, run plots/verdicts.py and re-run the
+                          points of every unresolved comparison (interleaved, more repetitions
+                          in the same lockline.json) until all are resolved or MAX_DURATION
+                          (default 5m) of extra time is spent; needs /usr/bin/python3 and
+                          verdicts.py ($LOCKLINE_PLOTS_DIR overrides the source tree's plots/)
 
 Placement:
   --pin=cores|compact|scatter|none|LIST
@@ -133,6 +139,10 @@ Options ParseOptions(int argc, char** argv) {
                TakeValue(a, "--out", &o.out)) {
     } else if (TakeValue(a, "--budget", &v)) {
       o.budget_s = ParseDurationSeconds(v, "--budget");
+    } else if (a == "--until-resolved") {
+      o.until_resolved_s = kDefaultUntilResolvedS;
+    } else if (TakeValue(a, "--until-resolved", &v)) {
+      o.until_resolved_s = ParseDurationSeconds(v, "--until-resolved");
     } else if (TakeValue(a, "--window", &v)) {
       o.window_s = ParseDurationSeconds(v, "--window");
     } else if (a.rfind("--benchmark_", 0) == 0 || a.rfind("--v=", 0) == 0) {

@@ -18,6 +18,9 @@ class UsageError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+/// Extra time of --until-resolved given without a value, seconds.
+inline constexpr double kDefaultUntilResolvedS = 300;
+
 struct Options {
   std::string pin = "cores";
   std::string threads = "topo";
@@ -34,9 +37,12 @@ struct Options {
   bool help = false;
   std::string layouts;  ///< "", "text" or "json"
   std::vector<std::string>
-      benchmark_args;             ///< --benchmark_* passed to Google Benchmark
-  std::string benchmark_filter;   ///< value of --benchmark_filter, if given
-  int repetitions = 3;            ///< from --benchmark_repetitions, default 3
+      benchmark_args;            ///< --benchmark_* passed to Google Benchmark
+  std::string benchmark_filter;  ///< value of --benchmark_filter, if given
+  int repetitions = 3;           ///< from --benchmark_repetitions, default 3
+  /// --until-resolved[=MAX_DURATION]: extra seconds for unresolved
+  /// comparisons (harness/until_resolved.h); 0: off (the fixed budget).
+  double until_resolved_s = 0;
   std::vector<std::string> argv;  ///< the full command line, for provenance
 };
 

@@ -6,7 +6,9 @@
 #include <regex>
 #include <set>
 
+#include "harness/coherence.h"
 #include "harness/cpu.h"
+#include "harness/rows.h"
 #include "harness/team.h"
 #include "layouts/report.h"
 
@@ -180,9 +182,12 @@ void MeasureCoherenceBaselines(RunState& run) {
           team.PingPong(0, 1,
                         static_cast<uint64_t>(kBaselineProbeSeconds * 1e9))
               .first);
-    std::sort(medians.begin(), medians.end());
-    run.baseline_ns[pr] = medians[1];
-    out.push_back({{"pus", {pr.first, pr.second}}, {"ns", medians[1]}});
+    std::vector<double> sorted = medians;
+    std::sort(sorted.begin(), sorted.end());
+    run.baseline_ns[pr] = sorted[1];
+    out.push_back({{"pus", {pr.first, pr.second}},
+                   {"ns", run.baseline_ns[pr]},
+                   {"probes_ns", medians}});
   }
   run.results->lockline_context()["coherence_baseline"] = out;
 }
@@ -225,8 +230,11 @@ void RegisterPoints(RunState& run) {
 // Benchmark 1.7.1 reports an instance only after its last repetition, which
 // random interleaving may put at the end of the run), flushes the file and
 // prints progress. `rec` holds lockline's fields and flat metrics.
+// Google Benchmark's time fields are per operation (iterations = operations:
+// harness/rows.h), so its tools compare throughput; relabels the coherence
+// regimes of every row over the run so far (harness/coherence.h).
 void RecordRepetition(RunState& run, const Point& point, json rec,
-                      double seconds, double cpu_seconds) {
+                      double seconds, double cpu_seconds, uint64_t ops) {
   const std::string name = point.key +
                            "/iterations:" + std::to_string(point.windows) +
                            "/manual_time";
@@ -235,17 +243,18 @@ void RecordRepetition(RunState& run, const Point& point, json rec,
               {"run_type", "iteration"},
               {"repetitions", run.opts.repetitions},
               {"repetition_index", run.repetitions_done[point.key]++},
-              {"threads", point.threads},
-              {"iterations", point.windows},
-              {"real_time", seconds / point.windows * 1e3},
-              {"cpu_time", cpu_seconds / point.windows * 1e3},
-              {"time_unit", "ms"}};
+              {"threads", point.threads}};
+  SetPerOpTimes(row, seconds, cpu_seconds, ops);
+  if (run.resolve_round > 0) row["resolve_round"] = run.resolve_round;
   for (auto& [k, v] : rec.items()) row[k] = std::move(v);
   const bool error = row.contains("error_message");
   row["error_occurred"] = error;
   if (!error) row["error_message"] = "";
   run.row_index[point.key].push_back(run.results->doc()["benchmarks"].size());
   run.results->AddRow(row);
+  RelabelCoherence(run.results->doc_mutable());
+  const json& coherence = run.results->doc()["benchmarks"].back().value(
+      "coherence", json::object());
   try {
     run.results->Flush();
   } catch (const std::exception& e) {
@@ -266,12 +275,13 @@ void RecordRepetition(RunState& run, const Point& point, json rec,
     char buf[160];
     std::snprintf(buf, sizeof buf, "%11.4g ops/s %9.1f ns/op  %s",
                   row.value("ops_per_s", 0.0), row.value("ns_per_op", 0.0),
-                  row["coherence"]["label"].get<std::string>().c_str());
+                  coherence.value("label", "unknown").c_str());
     what = buf;
   }
-  std::printf("[%d/%d] %s  %s  (%s elapsed, ~%s left)\n", run.progress_done,
+  std::printf("[%d/%d] %s  %s  (%s elapsed, ~%s left%s)\n", run.progress_done,
               run.progress_total, point.key.c_str(), what.c_str(),
-              FormatDuration(elapsed).c_str(), FormatDuration(left).c_str());
+              FormatDuration(elapsed).c_str(), FormatDuration(left).c_str(),
+              run.progress_note.c_str());
   std::fflush(stdout);
 }
 
@@ -282,10 +292,11 @@ void RunPoint(benchmark::State& state, const Point& point, RunState& run) {
               {"description", point.variant->description},
               {"placement", PlacementJson(point, run)}};
   double seconds = 0, cpu_seconds = 0;
+  uint64_t ops = 0;
   const auto fail = [&](const std::string& why) {
     state.SkipWithError(why.c_str());
     rec["error_message"] = why;
-    RecordRepetition(run, point, rec, seconds, cpu_seconds);
+    RecordRepetition(run, point, rec, seconds, cpu_seconds, ops);
   };
   try {
     const uint64_t window_ns = static_cast<uint64_t>(run.window_s * 1e9);
@@ -320,7 +331,9 @@ void RunPoint(benchmark::State& state, const Point& point, RunState& run) {
 
     const auto [pa, pb] = ProbeThreads(point);
     const uint64_t probe_ns = static_cast<uint64_t>(kProbeSeconds * 1e9);
-    const bool probing = pa >= 0 && pus[pa] >= 0 && pus[pb] >= 0;
+    // No probe for a workload without a shared line: its label is "none".
+    const bool shares = wl->shares_lines();
+    const bool probing = shares && pa >= 0 && pus[pa] >= 0 && pus[pb] >= 0;
     const double before = probing ? team.PingPong(pa, pb, probe_ns).first : 0;
     team.ResetCounters();
 
@@ -332,7 +345,6 @@ void RunPoint(benchmark::State& state, const Point& point, RunState& run) {
                          : std::max<uint64_t>(10 * window_ns, 2'000'000'000ull);
     const uint64_t hard_ns = bound_ns + 120'000'000'000ull;
     std::vector<uint64_t> per_thread(point.threads, 0);
-    uint64_t ops = 0;
     bool overrun = false;
     json windows = json::array();
     for (auto _ : state) {
@@ -376,7 +388,7 @@ void RunPoint(benchmark::State& state, const Point& point, RunState& run) {
         "placement",    "coherence",        "fairness",      "windows",
         "counters",     "details",          "layouts",       "verify",
         "lockline_key", "error_occurred",   "error_message", "ops_per_s",
-        "ns_per_op",    "cpu_util"};
+        "ns_per_op",    "cpu_util",         "resolve_round"};
     for (const auto& m : rep.metrics) {
       if (kReserved.count(m.first))
         throw std::logic_error("family metric '" + m.first +
@@ -407,12 +419,16 @@ void RunPoint(benchmark::State& state, const Point& point, RunState& run) {
       pair = {pr.first, pr.second};
       if (run.baseline_ns.count(pr)) base = run.baseline_ns[pr];
     }
-    rec["coherence"] = {
-        {"label", CoherenceLabel(point.threads, base, before, after)},
-        {"pair", pair},
-        {"baseline_ns", base},
-        {"before_ns", before},
-        {"after_ns", after}};
+    // The label is provisional here: RecordRepetition relabels every row from
+    // the regimes of all probes so far (harness/coherence.h).
+    rec["coherence"] = {{"label", shares ? "unknown" : "none"},
+                        {"regime", nullptr},
+                        {"regime_ns", nullptr},
+                        {"shares_lines", shares},
+                        {"pair", pair},
+                        {"baseline_ns", base},
+                        {"before_ns", before},
+                        {"after_ns", after}};
     rec["windows"] = windows;
     rec["overrun"] = overrun;
     rec["counters"] = counters;
@@ -434,7 +450,7 @@ void RunPoint(benchmark::State& state, const Point& point, RunState& run) {
       return;
     }
     if (overrun) rec["warning"] = "a window ran past its wall-clock bound";
-    RecordRepetition(run, point, rec, seconds, cpu_seconds);
+    RecordRepetition(run, point, rec, seconds, cpu_seconds, ops);
   } catch (const std::exception& e) {
     fail(e.what());
   }
@@ -448,6 +464,9 @@ LocklineReporter::LocklineReporter(RunState& run) : run_(run) {
 
 bool LocklineReporter::ReportContext(const Context& context) {
   json& c = run_.results->context();
+  // Google Benchmark reports the context again for every extra round of
+  // --until-resolved: the run's context is the first one.
+  if (c.contains("host_name")) return true;
   c["date"] = [] {
     char buf[64];
     const time_t now = time(nullptr);
@@ -475,51 +494,40 @@ bool LocklineReporter::ReportContext(const Context& context) {
 
 void LocklineReporter::ReportRuns(
     const std::vector<benchmark::BenchmarkReporter::Run>& runs) {
-  json& rows = run_.results->doc_mutable()["benchmarks"];
+  json& doc = run_.results->doc_mutable();
+  json& rows = doc["benchmarks"];
+  std::set<std::string> aggregated;
   for (const auto& r : runs) {
     const std::string key = r.run_name.function_name;
-    const auto it = run_.by_key.find(key);
-    const Point* point = it == run_.by_key.end() ? nullptr : it->second;
     const bool aggregate =
         r.run_type == benchmark::BenchmarkReporter::Run::RT_Aggregate;
     if (!aggregate) {
       // RecordRepetition wrote this repetition already: add Google Benchmark's
-      // indices.
+      // indices (an extra round's registration numbers families anew: keep
+      // the planned repetitions' indices so every row of a key agrees).
       auto& indices = run_.row_index[key];
       size_t& next = run_.rows_reported[key];
       if (next < indices.size()) {
         json& row = rows[indices[next++]];
-        row["family_index"] = r.family_index;
-        row["per_family_instance_index"] = r.per_family_instance_index;
+        const json& first = rows[indices.front()];
+        const bool first_has = indices.front() != indices[next - 1] &&
+                               first.contains("family_index");
+        row["family_index"] =
+            first_has ? first["family_index"] : json(r.family_index);
+        row["per_family_instance_index"] =
+            first_has ? first["per_family_instance_index"]
+                      : json(r.per_family_instance_index);
       }
       continue;
     }
-    json row;
-    row["name"] = r.benchmark_name();
-    row["family_index"] = r.family_index;
-    row["per_family_instance_index"] = r.per_family_instance_index;
-    row["run_name"] = r.run_name.str();
-    row["run_type"] = "aggregate";
-    row["repetitions"] = r.repetitions;
-    row["aggregate_name"] = r.aggregate_name;
-    row["aggregate_unit"] =
-        r.aggregate_unit == benchmark::StatisticUnit::kPercentage ? "percentage"
-                                                                  : "time";
-    row["threads"] = point ? point->threads : r.threads;
-    row["iterations"] = r.iterations;
-    row["real_time"] = r.GetAdjustedRealTime();
-    row["cpu_time"] = r.GetAdjustedCPUTime();
-    row["time_unit"] = benchmark::GetTimeUnitString(r.time_unit);
-    for (const auto& [name, counter] : r.counters) row[name] = counter.value;
-    if (point) {
-      row["lockline_key"] = point->key;
-      row["family"] = point->family;
-      row["params"] = ParamsJson(*point);
-    }
-    row["error_occurred"] = r.error_occurred;
-    row["error_message"] = r.error_message;
-    rows.push_back(row);
+    // Google Benchmark's own aggregates are over its window-based times and
+    // the main thread's CPU time, and write cv as a percentage of the adjusted
+    // time: lockline computes them from its repetition rows instead
+    // (harness/rows.h), after an extra round for all repetitions at once.
+    if (run_.resolve_round == 0 && run_.by_key.count(key))
+      aggregated.insert(key);
   }
+  for (const std::string& key : aggregated) UpdateAggregates(doc, key);
   try {
     run_.results->Flush();
   } catch (const std::exception& e) {
@@ -533,7 +541,9 @@ void LocklineReporter::Finalize() {
   // Again at the end: problems first seen during the run are recorded too.
   run_.results->lockline_context()["counters"] =
       run_.counters->AvailabilityJson();
-  run_.results->lockline_context()["finished"] = true;
+  RelabelCoherence(run_.results->doc_mutable());
+  if (run_.finish_on_finalize)
+    run_.results->lockline_context()["finished"] = true;
   run_.results->Flush();
 }
 

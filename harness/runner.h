@@ -57,6 +57,13 @@ struct RunState {
   int progress_done = 0, progress_total = 0;
   uint64_t progress_start_ns = 0;
   std::map<std::string, const Point*> by_key;
+  /// --until-resolved: 0 during the planned repetitions, then the extra round
+  /// (rows get `resolve_round`; Google Benchmark's aggregates of a round are
+  /// ignored, lockline recomputes them over every repetition).
+  int resolve_round = 0;
+  /// Finalize() marks the file finished (false while extra rounds follow).
+  bool finish_on_finalize = true;
+  std::string progress_note;  ///< appended to progress lines, e.g. "3 open"
 };
 
 /// Generates the points of the selected suite that match the --benchmark_filter
@@ -81,8 +88,10 @@ void RegisterPoints(RunState& run);
 void RunPoint(benchmark::State& state, const Point& point, RunState& run);
 
 /// Google Benchmark reporter: adds Google Benchmark's indices to the rows
-/// RunPoint wrote after each repetition, and the aggregate rows (mean, median,
-/// stddev, cv) once an instance's repetitions are done.
+/// RunPoint wrote after each repetition, and lockline's aggregate rows (mean,
+/// median, stddev, cv over its own repetition rows: harness/rows.h) once an
+/// instance's repetitions are done. Finalize relabels the coherence regimes
+/// over the whole run (harness/coherence.h).
 class LocklineReporter : public benchmark::BenchmarkReporter {
  public:
   explicit LocklineReporter(RunState& run);

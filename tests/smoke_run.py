@@ -50,8 +50,13 @@ def check(doc, regex):
         pus = r.get("placement", {}).get("pus", [])
         if len(pus) != r.get("threads"):
             problems.append(f"{name}: placement lists {len(pus)} PUs for {r.get('threads')} threads")
-        if r.get("coherence", {}).get("label") not in ("baseline", "shifted", "unknown"):
-            problems.append(f"{name}: bad coherence label")
+        label = r.get("coherence", {}).get("label", "")
+        if not (label in ("near", "far", "mixed", "none", "unknown")
+                or (label.startswith("regime") and label[6:].isdigit())):
+            problems.append(f"{name}: bad coherence label {label!r}")
+        if r.get("time_unit") != "ns" or r.get("iterations") != sum(
+                w.get("ops", 0) for w in r.get("windows", [])):
+            problems.append(f"{name}: iterations are not the operations or time_unit is not ns")
         fair = r.get("fairness", {})
         if len(fair.get("per_thread_ops", [])) != r.get("threads"):
             problems.append(f"{name}: fairness has no per-thread count per thread")

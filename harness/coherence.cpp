@@ -1,0 +1,299 @@
+#include "harness/coherence.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <utility>
+
+namespace lockline {
+namespace {
+
+using nlohmann::json;
+
+/// Kernel bandwidth in ln(ns): probes within ~15 % of each other are one state.
+const double kBandwidth = std::log(1.15);
+/// Modes closer than this ratio are one regime.
+const double kMinModeGap = std::log(1.4);
+/// Modes whose valley is above this share of the smaller peak are one regime.
+constexpr double kValleyShare = 0.5;
+/// A cluster with at least this share of the probes (and kMinProbes) is a
+/// regime on its own.
+constexpr double kMinShare = 0.05;
+constexpr int kMinProbes = 2;
+/// Density grid: bins per bandwidth, kernel cut-off in bandwidths.
+constexpr int kBinsPerBandwidth = 4;
+constexpr int kKernelBandwidths = 4;
+
+double Median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+double ProbeValue(const json& j) {
+  return j.is_number() ? j.get<double>() : 0.0;
+}
+
+}  // namespace
+
+std::string RegimeLabel(int rank) {
+  if (rank == 1) return "near";
+  if (rank == 2) return "far";
+  return "regime" + std::to_string(rank);
+}
+
+std::vector<CoherenceRegime> ClusterLatencies(const std::vector<double>& ns) {
+  std::vector<double> x;
+  for (double v : ns)
+    if (v > 0 && std::isfinite(v)) x.push_back(std::log(v));
+  if (x.empty()) return {};
+  std::sort(x.begin(), x.end());
+  const int n = static_cast<int>(x.size());
+
+  // Binned Gaussian kernel density of ln(latency).
+  const double w = kBandwidth / kBinsPerBandwidth;
+  const double origin = x.front() - kKernelBandwidths * kBandwidth;
+  const int bins =
+      static_cast<int>(std::ceil(
+          (x.back() - x.front() + 2 * kKernelBandwidths * kBandwidth) / w)) +
+      1;
+  std::vector<double> counts(bins, 0), density(bins, 0);
+  for (double v : x)
+    counts[std::clamp(static_cast<int>(std::lround((v - origin) / w)), 0,
+                      bins - 1)] += 1;
+  const int reach = kBinsPerBandwidth * kKernelBandwidths;
+  std::vector<double> kernel(2 * reach + 1);
+  for (int d = -reach; d <= reach; ++d)
+    kernel[d + reach] = std::exp(
+        -0.5 * std::pow(d / static_cast<double>(kBinsPerBandwidth), 2));
+  for (int j = 0; j < bins; ++j) {
+    if (counts[j] == 0) continue;
+    for (int d = -reach; d <= reach; ++d)
+      if (j + d >= 0 && j + d < bins)
+        density[j + d] += counts[j] * kernel[d + reach];
+  }
+
+  // Modes (first bin of a plateau), then merge the least separated neighbours
+  // until every pair of neighbours is separated.
+  std::vector<int> peaks;
+  for (int j = 0; j < bins; ++j) {
+    const double left = j > 0 ? density[j - 1] : -1;
+    const double right = j + 1 < bins ? density[j + 1] : -1;
+    if (density[j] > left && density[j] >= right && density[j] > 0)
+      peaks.push_back(j);
+  }
+  const auto valley = [&](int a, int b) {
+    int at = a;
+    for (int j = a; j <= b; ++j)
+      if (density[j] < density[at]) at = j;
+    return at;
+  };
+  for (;;) {
+    int worst = -1;
+    double worst_score = 0;
+    for (size_t i = 0; i + 1 < peaks.size(); ++i) {
+      const int a = peaks[i], b = peaks[i + 1];
+      const double low = std::min(density[a], density[b]);
+      const double share = density[valley(a, b)] / low;
+      const bool close = (b - a) * w < kMinModeGap;
+      if (share > kValleyShare || close) {
+        const double score = share + (close ? 1 : 0);
+        if (worst < 0 || score > worst_score) {
+          worst = static_cast<int>(i);
+          worst_score = score;
+        }
+      }
+    }
+    if (worst < 0) break;
+    // Keep the higher peak of the pair.
+    if (density[peaks[worst]] >= density[peaks[worst + 1]])
+      peaks.erase(peaks.begin() + worst + 1);
+    else
+      peaks.erase(peaks.begin() + worst);
+  }
+
+  // Clusters between the valleys; boundaries in ln(ns).
+  struct Cluster {
+    double lo, hi;  // ln(ns), (lo, hi]
+    std::vector<double> members;
+  };
+  std::vector<Cluster> clusters;
+  double lo = -std::numeric_limits<double>::infinity();
+  for (size_t i = 0; i < peaks.size(); ++i) {
+    const double hi = i + 1 < peaks.size()
+                          ? origin + valley(peaks[i], peaks[i + 1]) * w
+                          : std::numeric_limits<double>::infinity();
+    clusters.push_back({lo, hi, {}});
+    lo = hi;
+  }
+  for (double v : x)
+    for (Cluster& c : clusters)
+      if (v > c.lo && v <= c.hi) {
+        c.members.push_back(v);
+        break;
+      }
+  clusters.erase(
+      std::remove_if(clusters.begin(), clusters.end(),
+                     [](const Cluster& c) { return c.members.empty(); }),
+      clusters.end());
+  // Keep the boundaries contiguous after dropping empty clusters.
+  for (size_t i = 0; i + 1 < clusters.size(); ++i)
+    clusters[i + 1].lo = clusters[i].hi;
+  if (!clusters.empty())
+    clusters.front().lo = -std::numeric_limits<double>::infinity();
+
+  // Which clusters are regimes of their own.
+  const int need = std::max<int>(n >= kMinProbes ? kMinProbes : 1,
+                                 static_cast<int>(std::ceil(kMinShare * n)));
+  std::vector<bool> major(clusters.size(), false);
+  size_t largest = 0;
+  for (size_t i = 0; i < clusters.size(); ++i) {
+    major[i] = static_cast<int>(clusters[i].members.size()) >= need;
+    if (clusters[i].members.size() > clusters[largest].members.size())
+      largest = i;
+  }
+  major[largest] = true;
+  size_t top_major = 0;
+  for (size_t i = 0; i < clusters.size(); ++i)
+    if (major[i]) top_major = i;
+  for (size_t i = top_major + 1; i < clusters.size(); ++i) major[i] = true;
+
+  // Each minor cluster joins the nearest regime (by ln distance of medians).
+  std::vector<size_t> owner(clusters.size());
+  for (size_t i = 0; i < clusters.size(); ++i) {
+    if (major[i]) {
+      owner[i] = i;
+      continue;
+    }
+    const double m = Median(clusters[i].members);
+    double best = std::numeric_limits<double>::infinity();
+    for (size_t j = 0; j < clusters.size(); ++j)
+      if (major[j] && std::abs(Median(clusters[j].members) - m) < best) {
+        best = std::abs(Median(clusters[j].members) - m);
+        owner[i] = j;
+      }
+  }
+  std::vector<CoherenceRegime> out;
+  std::map<size_t, size_t> slot;  // major cluster -> index in out
+  std::vector<std::vector<double>> members;
+  for (size_t i = 0; i < clusters.size(); ++i) {
+    const size_t o = owner[i];
+    if (!slot.count(o)) {
+      slot[o] = out.size();
+      out.push_back({});
+      members.push_back({});
+      out.back().lo_ns = std::exp(clusters[i].lo);
+    }
+    CoherenceRegime& r = out[slot[o]];
+    r.hi_ns = std::exp(clusters[i].hi);
+    for (double v : clusters[i].members) members[slot[o]].push_back(v);
+  }
+  for (size_t k = 0; k < out.size(); ++k) {
+    out[k].rank = static_cast<int>(k) + 1;
+    out[k].label = RegimeLabel(out[k].rank);
+    out[k].ns = std::exp(Median(members[k]));
+    out[k].probes = static_cast<int>(members[k].size());
+  }
+  return out;
+}
+
+int ClassifyLatency(const std::vector<CoherenceRegime>& regimes, double ns) {
+  if (!(ns > 0)) return -1;
+  for (size_t i = 0; i < regimes.size(); ++i)
+    if (ns > regimes[i].lo_ns && ns <= regimes[i].hi_ns)
+      return static_cast<int>(i);
+  return regimes.empty() ? -1 : static_cast<int>(regimes.size()) - 1;
+}
+
+void RelabelCoherence(json& doc) {
+  if (!doc.contains("benchmarks") || !doc["benchmarks"].is_array()) return;
+  using Pair = std::pair<int, int>;
+  const auto pair_of = [](const json& p) -> std::pair<bool, Pair> {
+    if (!p.is_array() || p.size() != 2 || !p[0].is_number_integer() ||
+        !p[1].is_number_integer())
+      return {false, {}};
+    return {true, {p[0].get<int>(), p[1].get<int>()}};
+  };
+  std::map<Pair, std::vector<double>> probes;
+  const json* ctx = nullptr;
+  if (doc.contains("context") && doc["context"].contains("lockline"))
+    ctx = &doc["context"]["lockline"];
+  if (ctx && ctx->contains("coherence_baseline") &&
+      (*ctx)["coherence_baseline"].is_array())
+    for (const json& b : (*ctx)["coherence_baseline"]) {
+      const auto [ok, pr] = pair_of(b.value("pus", json()));
+      if (!ok) continue;
+      if (b.contains("probes_ns") && b["probes_ns"].is_array())
+        for (const json& v : b["probes_ns"])
+          probes[pr].push_back(ProbeValue(v));
+      else
+        probes[pr].push_back(ProbeValue(b.value("ns", json())));
+    }
+  const auto sharing = [](const json& c) {
+    return c.value("shares_lines", true);
+  };
+  for (const json& row : doc["benchmarks"]) {
+    if (!row.contains("coherence") || !row["coherence"].is_object()) continue;
+    const json& c = row["coherence"];
+    if (!sharing(c)) continue;
+    const auto [ok, pr] = pair_of(c.value("pair", json()));
+    if (!ok) continue;
+    probes[pr].push_back(ProbeValue(c.value("before_ns", json())));
+    probes[pr].push_back(ProbeValue(c.value("after_ns", json())));
+  }
+  std::map<Pair, std::vector<CoherenceRegime>> regimes;
+  json summary = json::array();
+  for (const auto& [pr, v] : probes) {
+    regimes[pr] = ClusterLatencies(v);
+    json rs = json::array();
+    for (const CoherenceRegime& r : regimes[pr])
+      rs.push_back({{"label", r.label},
+                    {"regime", r.rank},
+                    {"ns", r.ns},
+                    {"lo_ns", r.lo_ns},
+                    {"hi_ns", std::isfinite(r.hi_ns) ? json(r.hi_ns) : json()},
+                    {"probes", r.probes}});
+    summary.push_back({{"pus", {pr.first, pr.second}}, {"regimes", rs}});
+  }
+  if (ctx) doc["context"]["lockline"]["coherence_regimes"] = summary;
+
+  for (json& row : doc["benchmarks"]) {
+    if (!row.contains("coherence") || !row["coherence"].is_object()) continue;
+    json& c = row["coherence"];
+    c["regime"] = nullptr;
+    c["regime_ns"] = nullptr;
+    if (!sharing(c)) {
+      c["label"] = "none";
+      continue;
+    }
+    const auto [ok, pr] = pair_of(c.value("pair", json()));
+    const std::vector<CoherenceRegime>* rs = ok ? &regimes[pr] : nullptr;
+    int idx[2] = {-1, -1};
+    if (rs) {
+      idx[0] = ClassifyLatency(*rs, ProbeValue(c.value("before_ns", json())));
+      idx[1] = ClassifyLatency(*rs, ProbeValue(c.value("after_ns", json())));
+    }
+    if (idx[0] < 0) std::swap(idx[0], idx[1]);
+    json probe_labels = json::array();
+    for (const char* k : {"before_ns", "after_ns"}) {
+      const int i =
+          rs ? ClassifyLatency(*rs, ProbeValue(c.value(k, json()))) : -1;
+      probe_labels.push_back(i < 0 ? json() : json((*rs)[i].label));
+    }
+    c["probe_labels"] = probe_labels;
+    if (idx[0] < 0) {
+      c["label"] = "unknown";
+    } else if (idx[1] >= 0 && idx[1] != idx[0]) {
+      c["label"] = "mixed";
+    } else {
+      const CoherenceRegime& r = (*rs)[idx[0]];
+      c["label"] = r.label;
+      c["regime"] = r.rank;
+      c["regime_ns"] = r.ns;
+    }
+  }
+}
+
+}  // namespace lockline

@@ -1,0 +1,64 @@
+// Coherence regimes: which state of the machine a contended point was measured
+// in. On a VM the host moves vCPUs, so one PU pair's cache-line transfer
+// latency switches between a few levels (on the 2-vCPU KVM guest ~32 ns
+// "near" and ~156 ns "far", every few seconds) and contended throughput
+// switches 4-7x with it. Every multi-threaded point that shares a line is
+// probed before and after (ThreadTeam::PingPong); here the probes of the whole
+// run are clustered per PU pair into regimes, and each point is labelled with
+// the regime its probes fall in. Labels name the regime (`near` = the pair's
+// lowest), so they do not depend on which state the run started in.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace lockline {
+
+/// One latency regime of a PU pair.
+struct CoherenceRegime {
+  int rank = 1;       ///< 1 = lowest latency
+  std::string label;  ///< RegimeLabel(rank): near, far, regime3, ...
+  double ns = 0;      ///< typical one-way latency: median of its probes, ns
+  double lo_ns = 0;   ///< probes in (lo_ns, hi_ns] belong to it (ns)
+  double hi_ns = 0;   ///< +inf for the highest regime
+  int probes = 0;     ///< probes of the run in it
+};
+
+/// Regime name for a 1-based rank: 1 -> "near", 2 -> "far", k -> "regimek".
+std::string RegimeLabel(int rank);
+
+/// Clusters one PU pair's probe latencies (ns; values <= 0 are ignored) into
+/// regimes, lowest first. Method: Gaussian kernel density of ln(latency)
+/// (bandwidth ln 1.15: probes within ~15 % are one state), split at the density
+/// minima between its modes; modes closer than 1.4x or with a valley above
+/// half the smaller peak are one regime. A cluster is a regime when it holds
+/// at least 5 % of the probes (and at least 2), or when it is slower than
+/// every such cluster (a slow state seen briefly); other clusters join the
+/// nearest regime, so a brief faster outlier (16 ns among 32 ns probes) never
+/// becomes `near` and turns the usual state into `far`. Empty input: no
+/// regimes.
+std::vector<CoherenceRegime> ClusterLatencies(const std::vector<double>& ns);
+
+/// Index into `regimes` of the regime `ns` falls in; -1 for ns <= 0 or no
+/// regimes.
+int ClassifyLatency(const std::vector<CoherenceRegime>& regimes, double ns);
+
+/// Relabels every iteration row of a lockline.json document (results/SCHEMA.md)
+/// from the probes of the whole run: per PU pair, the start-of-run probes in
+/// context.lockline.coherence_baseline[].probes_ns and every row's
+/// coherence.before_ns / after_ns are clustered (ClusterLatencies) and each
+/// row's coherence gets `label`, `regime` (rank, or null) and `regime_ns`
+/// (the regime's median probe, ns, or null):
+///  - `none` when coherence.shares_lines is false (no shared line, no probe);
+///  - `unknown` without probes (1 thread, unpinned threads);
+///  - the regime's label when both probes fall in one regime;
+///  - `mixed` when the two probes fall in different regimes (the state changed
+///    during the point).
+/// Writes the regimes per pair to context.lockline.coherence_regimes. Called
+/// after every repetition (so an interrupted run is labelled) and at the end;
+/// earlier rows may change label as the run's distribution fills in. Rows
+/// without a coherence object are left alone.
+void RelabelCoherence(nlohmann::json& doc);
+
+}  // namespace lockline

@@ -1,0 +1,217 @@
+#include "harness/until_resolved.h"
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <set>
+#include <stdexcept>
+
+#include "harness/coherence.h"
+#include "harness/cpu.h"
+#include "harness/rows.h"
+
+extern char** environ;
+
+namespace lockline {
+namespace {
+
+using nlohmann::json;
+
+#ifndef LOCKLINE_PLOTS_DIR_DEFAULT
+#define LOCKLINE_PLOTS_DIR_DEFAULT "plots"
+#endif
+
+bool IsFile(const std::string& path) { return access(path.c_str(), R_OK) == 0; }
+
+// Runs `python verdicts.py dir` with its stdout discarded (its stderr is the
+// user's); returns "" on exit status 0, else what went wrong.
+std::string RunVerdicts(const std::string& script, const std::string& dir) {
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+  std::vector<std::string> args = {kVerdictsPython, script, dir};
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid = 0;
+  const int err =
+      posix_spawn(&pid, kVerdictsPython, &fa, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  if (err != 0) return std::string("cannot start ") + kVerdictsPython;
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0)
+    if (errno != EINTR) return "waitpid failed";
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return "";
+  return script + " exited with status " +
+         std::to_string(WIFEXITED(status) ? WEXITSTATUS(status)
+                                          : 128 + WTERMSIG(status));
+}
+
+}  // namespace
+
+std::string PlotsDir() {
+  const char* env = std::getenv("LOCKLINE_PLOTS_DIR");
+  if (env && *env) return env;
+  return LOCKLINE_PLOTS_DIR_DEFAULT;
+}
+
+std::string CheckUntilResolved(const Options& o) {
+  if (o.until_resolved_s <= 0) return "";
+  const std::string script = PlotsDir() + "/verdicts.py";
+  if (!IsFile(script))
+    return "--until-resolved needs " + script +
+           " (the statistics that decide which comparisons are open); it is "
+           "missing: set LOCKLINE_PLOTS_DIR to the plots/ directory of a "
+           "lockline source tree";
+  if (access(kVerdictsPython, X_OK) != 0)
+    return std::string("--until-resolved needs ") + kVerdictsPython +
+           " with numpy and scipy (bash ci/install_deps.sh installs them)";
+  for (const std::string& a : o.benchmark_args)
+    if (a.rfind("--benchmark_out=", 0) == 0)
+      return "--until-resolved and " + a +
+             " exclude each other: Google Benchmark rewrites its file on every "
+             "extra round; lockline.json in the run directory holds every "
+             "repetition";
+  return "";
+}
+
+VerdictSummary ReadVerdicts(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error("cannot read " + path);
+  json doc;
+  try {
+    doc = json::parse(in);
+  } catch (const std::exception& e) {
+    throw std::runtime_error(path + " is not JSON: " + e.what());
+  }
+  if (!doc.is_object() || !doc.contains("verdicts") ||
+      !doc["verdicts"].is_array())
+    throw std::runtime_error(path + " has no \"verdicts\" list");
+  VerdictSummary s;
+  std::set<std::string> seen;
+  for (const json& v : doc["verdicts"]) {
+    if (!v.is_object()) continue;
+    ++s.total;
+    if (v.value("resolved", false)) continue;
+    ++s.open;
+    for (const char* k : {"base_key", "variant_key"}) {
+      const json key = v.value(k, json());
+      if (key.is_string() && seen.insert(key.get<std::string>()).second)
+        s.keys.push_back(key.get<std::string>());
+    }
+  }
+  return s;
+}
+
+void RunUntilResolved(RunState& run, benchmark::BenchmarkReporter& reporter) {
+  const std::string script = PlotsDir() + "/verdicts.py";
+  const std::string dir = run.results->dir();
+  const uint64_t start_ns = NowNs();
+  const double budget = run.opts.until_resolved_s;
+  // Seconds per repetition, from the planned pass, then from each round.
+  double rep_s = run.progress_done > 0
+                     ? static_cast<double>(start_ns - run.progress_start_ns) /
+                           1e9 / run.progress_done
+                     : 0.1;
+  int extra = 0;
+  std::string stopped;
+  VerdictSummary v;
+  for (;;) {
+    RelabelCoherence(run.results->doc_mutable());
+    run.results->Flush();
+    const std::string failed = RunVerdicts(script, dir);
+    if (!failed.empty()) {
+      stopped = "verdicts_failed";
+      std::fprintf(stderr,
+                   "lockline: until-resolved: %s; no more repetitions\n",
+                   failed.c_str());
+      break;
+    }
+    try {
+      v = ReadVerdicts(dir + "/verdicts.json");
+    } catch (const std::exception& e) {
+      stopped = "verdicts_failed";
+      std::fprintf(stderr,
+                   "lockline: until-resolved: %s; no more repetitions\n",
+                   e.what());
+      break;
+    }
+    const double spent = static_cast<double>(NowNs() - start_ns) / 1e9;
+    std::vector<const Point*> points;
+    for (const std::string& k : v.keys)
+      if (const auto it = run.by_key.find(k); it != run.by_key.end())
+        points.push_back(it->second);
+    std::printf(
+        "until-resolved: %d of %d comparisons open after round %d (%s "
+        "of %s spent)\n",
+        v.open, v.total, run.resolve_round, FormatDuration(spent).c_str(),
+        FormatDuration(budget).c_str());
+    std::fflush(stdout);
+    if (v.open == 0) {
+      stopped = "resolved";
+      break;
+    }
+    if (points.empty()) {
+      stopped = "no_runnable_points";
+      std::printf(
+          "until-resolved: the open comparisons' points are not in "
+          "this run (filtered out)\n");
+      break;
+    }
+    // As many repetitions per point as fit, up to the run's repetitions.
+    const double left = budget - spent;
+    const int reps = std::min<int>(
+        run.opts.repetitions,
+        static_cast<int>(left / (rep_s * static_cast<double>(points.size()))));
+    if (reps < 1) {
+      stopped = "time_spent";
+      break;
+    }
+    ++run.resolve_round;
+    run.progress_total += reps * static_cast<int>(points.size());
+    run.progress_note = ", " + std::to_string(v.open) + " of " +
+                        std::to_string(v.total) + " comparisons open";
+    benchmark::ClearRegisteredBenchmarks();
+    for (const Point* p : points) {
+      benchmark::RegisterBenchmark(
+          p->key.c_str(),
+          [&run, p](benchmark::State& st) { RunPoint(st, *p, run); })
+          ->UseManualTime()
+          ->Iterations(p->windows)
+          ->Repetitions(reps)
+          ->Unit(benchmark::kMillisecond);
+    }
+    const uint64_t round_start = NowNs();
+    benchmark::RunSpecifiedBenchmarks(&reporter, ".");
+    for (const Point* p : points)
+      UpdateAggregates(run.results->doc_mutable(), p->key);
+    const int done = reps * static_cast<int>(points.size());
+    extra += done;
+    rep_s = static_cast<double>(NowNs() - round_start) / 1e9 / done;
+  }
+  run.progress_note.clear();
+  RelabelCoherence(run.results->doc_mutable());
+  run.results->lockline_context()["until_resolved"] = {
+      {"max_s", budget},
+      {"spent_s", static_cast<double>(NowNs() - start_ns) / 1e9},
+      {"rounds", run.resolve_round},
+      {"extra_repetitions", extra},
+      {"comparisons", v.total},
+      {"open", v.open},
+      {"stopped", stopped}};
+  run.results->lockline_context()["finished"] = true;
+  run.results->Flush();
+  std::printf(
+      "until-resolved: %d extra repetitions in %d rounds; %d of %d "
+      "comparisons still open (%s)\n",
+      extra, run.resolve_round, v.open, v.total, stopped.c_str());
+  std::fflush(stdout);
+}
+
+}  // namespace lockline

@@ -1,0 +1,285 @@
+// Coherence regimes on synthetic probe latencies (harness/coherence.h), the
+// per-operation Google Benchmark times and lockline's aggregates on synthetic
+// rows (harness/rows.h), and the verdicts.json reader of --until-resolved
+// (harness/until_resolved.h). No timing: every input is made up.
+#include "harness/coherence.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "harness/rows.h"
+#include "harness/until_resolved.h"
+
+namespace lockline {
+namespace {
+
+using nlohmann::json;
+
+// `n` latencies around `ns` with +-`jitter` relative uniform noise.
+std::vector<double> Jittered(double ns, int n, double jitter, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> u(1 - jitter, 1 + jitter);
+  std::vector<double> v;
+  for (int i = 0; i < n; ++i) v.push_back(ns * u(rng));
+  return v;
+}
+
+TEST(CoherenceRegimes, TwoRegimesAreNearAndFarWhateverCameFirst) {
+  for (const bool far_first : {true, false}) {
+    std::vector<double> near = Jittered(32, 40, 0.1, 1);
+    std::vector<double> far = Jittered(156, 30, 0.1, 2);
+    std::vector<double> all = far_first ? far : near;
+    const std::vector<double>& second = far_first ? near : far;
+    all.insert(all.end(), second.begin(), second.end());
+    const auto rs = ClusterLatencies(all);
+    ASSERT_EQ(rs.size(), 2u) << "far first: " << far_first;
+    EXPECT_EQ(rs[0].label, "near");
+    EXPECT_EQ(rs[1].label, "far");
+    EXPECT_EQ(rs[0].rank, 1);
+    EXPECT_EQ(rs[1].rank, 2);
+    EXPECT_NEAR(rs[0].ns, 32, 4);
+    EXPECT_NEAR(rs[1].ns, 156, 16);
+    EXPECT_EQ(rs[0].probes, 40);
+    EXPECT_EQ(rs[1].probes, 30);
+    for (double v : near) EXPECT_EQ(ClassifyLatency(rs, v), 0) << v;
+    for (double v : far) EXPECT_EQ(ClassifyLatency(rs, v), 1) << v;
+  }
+}
+
+TEST(CoherenceRegimes, OneRegimeIsAllNear) {
+  const auto rs = ClusterLatencies(Jittered(32, 50, 0.12, 3));
+  ASSERT_EQ(rs.size(), 1u);
+  EXPECT_EQ(rs[0].label, "near");
+  EXPECT_NEAR(rs[0].ns, 32, 4);
+  EXPECT_EQ(ClassifyLatency(rs, 20), 0);
+  EXPECT_EQ(ClassifyLatency(rs, 60), 0);
+  EXPECT_EQ(ClassifyLatency(rs, 0), -1);
+  EXPECT_TRUE(ClusterLatencies({}).empty());
+  EXPECT_EQ(ClusterLatencies({25.0}).size(), 1u);
+}
+
+TEST(CoherenceRegimes, BriefFastOutlierDoesNotMakeUsualPointsFar) {
+  // A start-of-run baseline from a brief fastest placement (16 ns, twice)
+  // among the usual 32 ns probes.
+  std::vector<double> v = {16.2, 15.9};
+  for (double x : Jittered(32, 60, 0.1, 4)) v.push_back(x);
+  const auto rs = ClusterLatencies(v);
+  ASSERT_EQ(rs.size(), 1u);
+  EXPECT_EQ(rs[0].label, "near");
+  EXPECT_NEAR(rs[0].ns, 32, 4);
+  EXPECT_EQ(ClassifyLatency(rs, 32), 0);
+  EXPECT_EQ(ClassifyLatency(rs, 16), 0);
+}
+
+TEST(CoherenceRegimes, ThirdRegimeAndBriefSlowState) {
+  std::vector<double> v = Jittered(32, 30, 0.1, 5);
+  for (double x : Jittered(156, 30, 0.1, 6)) v.push_back(x);
+  for (double x : Jittered(600, 20, 0.1, 7)) v.push_back(x);
+  auto rs = ClusterLatencies(v);
+  ASSERT_EQ(rs.size(), 3u);
+  EXPECT_EQ(rs[2].label, "regime3");
+  // A slow state seen once stays its own regime (a far point is not near).
+  v = Jittered(32, 60, 0.1, 8);
+  v.push_back(150);
+  rs = ClusterLatencies(v);
+  ASSERT_EQ(rs.size(), 2u);
+  EXPECT_EQ(ClassifyLatency(rs, 150), 1);
+}
+
+// A lockline.json document with a baseline of three 16 ns probes (a brief
+// fastest placement at start) and rows probed at 32 ns and 156 ns.
+json Document() {
+  json doc = {{"context",
+               {{"lockline",
+                 {{"coherence_baseline",
+                   {{{"pus", {0, 1}},
+                     {"ns", 16.1},
+                     {"probes_ns", {16.0, 16.1, 16.3}}}}}}}}},
+              {"benchmarks", json::array()}};
+  const auto row = [](double before, double after, bool shares = true,
+                      json pair = {0, 1}) {
+    return json{{"run_type", "iteration"},
+                {"coherence",
+                 {{"label", "unknown"},
+                  {"shares_lines", shares},
+                  {"pair", pair},
+                  {"before_ns", before},
+                  {"after_ns", after}}}};
+  };
+  std::mt19937 rng(9);
+  std::uniform_real_distribution<double> j(0.92, 1.08);
+  for (int i = 0; i < 20; ++i)
+    doc["benchmarks"].push_back(row(32 * j(rng), 32 * j(rng)));
+  for (int i = 0; i < 10; ++i)
+    doc["benchmarks"].push_back(row(156 * j(rng), 156 * j(rng)));
+  doc["benchmarks"].push_back(row(32, 158));               // 30: mixed
+  doc["benchmarks"].push_back(row(0, 0, false, nullptr));  // 31: no line
+  doc["benchmarks"].push_back(row(0, 0, true, nullptr));   // 32: 1 thread
+  return doc;
+}
+
+TEST(CoherenceRelabel, LabelsNameTheRegimeNotTheStartState) {
+  json doc = Document();
+  RelabelCoherence(doc);
+  const json& rows = doc["benchmarks"];
+  for (int i = 0; i < 20; ++i) {
+    EXPECT_EQ(rows[i]["coherence"]["label"], "near") << i;
+    EXPECT_EQ(rows[i]["coherence"]["regime"], 1);
+    EXPECT_NEAR(rows[i]["coherence"]["regime_ns"].get<double>(), 32, 3);
+  }
+  for (int i = 20; i < 30; ++i) {
+    EXPECT_EQ(rows[i]["coherence"]["label"], "far") << i;
+    EXPECT_NEAR(rows[i]["coherence"]["regime_ns"].get<double>(), 156, 12);
+  }
+  EXPECT_EQ(rows[30]["coherence"]["label"], "mixed");
+  EXPECT_TRUE(rows[30]["coherence"]["regime"].is_null());
+  EXPECT_EQ(rows[30]["coherence"]["probe_labels"], json({"near", "far"}));
+  EXPECT_EQ(rows[31]["coherence"]["label"], "none");
+  EXPECT_EQ(rows[32]["coherence"]["label"], "unknown");
+  const json& regimes = doc["context"]["lockline"]["coherence_regimes"];
+  ASSERT_EQ(regimes.size(), 1u);
+  EXPECT_EQ(regimes[0]["regimes"].size(), 2u);
+  // Relabelling is idempotent.
+  json again = doc;
+  RelabelCoherence(again);
+  EXPECT_EQ(again, doc);
+}
+
+// Synthetic repetitions: ticket at 2.3 ns/op and MCS at 4.4 ns/op of wall time
+// (50 ms windows x 3, 2 threads), with a little spread.
+json Rows() {
+  json doc = {{"benchmarks", json::array()}};
+  const auto add = [&](const std::string& lock, double ns_per_op, int rep,
+                       double wobble) {
+    const std::string key = "locks/lock:" + lock + "/cs:0/stats:off/threads:2";
+    const double seconds = 0.15;
+    const uint64_t ops =
+        static_cast<uint64_t>(seconds * 1e9 / (ns_per_op * wobble));
+    json row = {{"name", key + "/iterations:3/manual_time"},
+                {"run_name", key + "/iterations:3/manual_time"},
+                {"run_type", "iteration"},
+                {"repetitions", 3},
+                {"repetition_index", rep},
+                {"threads", 2},
+                {"lockline_key", key},
+                {"family", "locks"},
+                {"ops_per_s", static_cast<double>(ops) / seconds},
+                {"ns_per_op", seconds * 2 * 1e9 / static_cast<double>(ops)},
+                {"fairness", {{"cv", 0.1}}},
+                {"overrun", false},
+                {"error_occurred", false}};
+    SetPerOpTimes(row, seconds, 2 * seconds * 0.99, ops);
+    doc["benchmarks"].push_back(row);
+  };
+  const double wobble[] = {1.0, 0.98, 1.03};
+  for (int r = 0; r < 3; ++r) {
+    add("ticket", 2.3, r, wobble[r]);
+    add("mcs", 4.4, r, wobble[r]);
+  }
+  return doc;
+}
+
+TEST(Rows, RealTimeIsWallNsPerOperation) {
+  const json doc = Rows();
+  const json& ticket = doc["benchmarks"][0];
+  const json& mcs = doc["benchmarks"][1];
+  EXPECT_EQ(ticket["time_unit"], "ns");
+  EXPECT_NEAR(ticket["real_time"].get<double>(), 2.3, 1e-3);
+  EXPECT_NEAR(mcs["real_time"].get<double>(), 4.4, 1e-3);
+  EXPECT_NEAR(
+      ticket["real_time"].get<double>() * ticket["ops_per_s"].get<double>(),
+      1e9, 1);
+  // Google's compare.py: (new - old) / old of real_time is the inverse
+  // throughput ratio minus 1: +91 % for ticket -> MCS, not +0.1 %.
+  const double change =
+      (mcs["real_time"].get<double>() - ticket["real_time"].get<double>()) /
+      ticket["real_time"].get<double>();
+  EXPECT_NEAR(change, 4.4 / 2.3 - 1, 1e-3);
+  EXPECT_NEAR(ticket["cpu_time"].get<double>(), 2 * 0.99 * 2.3, 1e-2);
+  EXPECT_EQ(ticket["iterations"].get<uint64_t>(),
+            static_cast<uint64_t>(0.15e9 / 2.3));
+  json zero;
+  SetPerOpTimes(zero, 0.1, 0.2, 0);
+  EXPECT_EQ(zero["real_time"], 0.0);
+  EXPECT_EQ(zero["iterations"], 0);
+}
+
+TEST(Rows, AggregatesAreGoogleShapedWithCvAsRatio) {
+  json doc = Rows();
+  const std::string key = "locks/lock:ticket/cs:0/stats:off/threads:2";
+  UpdateAggregates(doc, key);
+  std::vector<json> agg;
+  for (const json& r : doc["benchmarks"])
+    if (r["run_type"] == "aggregate") agg.push_back(r);
+  ASSERT_EQ(agg.size(), 4u);
+  EXPECT_EQ(agg[0]["name"], key + "/iterations:3/manual_time_mean");
+  EXPECT_EQ(agg[3]["aggregate_name"], "cv");
+  EXPECT_EQ(agg[3]["aggregate_unit"], "percentage");
+  std::vector<double> rt;
+  for (const json& r : doc["benchmarks"])
+    if (r["run_type"] == "iteration" && r["lockline_key"] == key)
+      rt.push_back(r["real_time"].get<double>());
+  const double mean = (rt[0] + rt[1] + rt[2]) / 3;
+  double ss = 0;
+  for (double x : rt) ss += (x - mean) * (x - mean);
+  const double sd = std::sqrt(ss / 2);
+  EXPECT_NEAR(agg[0]["real_time"].get<double>(), mean, 1e-9);
+  EXPECT_NEAR(agg[1]["real_time"].get<double>(), rt[0], 1e-9);  // the median
+  EXPECT_NEAR(agg[2]["real_time"].get<double>(), sd, 1e-9);
+  EXPECT_NEAR(agg[3]["real_time"].get<double>(), sd / mean, 1e-9);
+  EXPECT_LT(agg[3]["ops_per_s"].get<double>(), 0.1);  // a ratio, not percent
+  // The workers' CPU time, per operation.
+  EXPECT_NEAR(agg[0]["cpu_time"].get<double>(), 2 * 0.99 * mean, 1e-6);
+  EXPECT_EQ(agg[0]["repetitions"], 3);
+  EXPECT_FALSE(agg[0].contains("fairness"));
+  // More repetitions: the aggregates are rewritten in place, not duplicated.
+  json extra = doc["benchmarks"][0];
+  extra["repetition_index"] = 3;
+  extra["resolve_round"] = 1;
+  doc["benchmarks"].push_back(extra);
+  const size_t size = doc["benchmarks"].size();
+  UpdateAggregates(doc, key);
+  EXPECT_EQ(doc["benchmarks"].size(), size);
+  int aggregates = 0;
+  for (const json& r : doc["benchmarks"])
+    if (r["run_type"] == "aggregate") {
+      ++aggregates;
+      EXPECT_EQ(r["repetitions"], 4);
+      EXPECT_FALSE(r.contains("resolve_round"));
+    }
+  EXPECT_EQ(aggregates, 4);
+}
+
+TEST(UntilResolved, ReadsOpenComparisonsKeys) {
+  const std::string path =
+      ::testing::TempDir() + "/verdicts_" + std::to_string(getpid()) + ".json";
+  {
+    std::ofstream out(path);
+    out << R"({"schema": 1, "min_effect": 0.05, "verdicts": [
+      {"question": "001", "base_key": "a/threads:2", "variant_key": "b/threads:2", "resolved": true},
+      {"question": "001", "base_key": "a/threads:2", "variant_key": "c/threads:2", "resolved": false},
+      {"question": "002", "base_key": "d/threads:2", "variant_key": "c/threads:2", "resolved": false,
+       "status": "too_few"}]})";
+  }
+  const VerdictSummary s = ReadVerdicts(path);
+  EXPECT_EQ(s.total, 3);
+  EXPECT_EQ(s.open, 2);
+  EXPECT_EQ(s.keys, (std::vector<std::string>{"a/threads:2", "c/threads:2",
+                                              "d/threads:2"}));
+  {
+    std::ofstream out(path);
+    out << "{\"schema\": 1}";
+  }
+  EXPECT_THROW(ReadVerdicts(path), std::runtime_error);
+  std::filesystem::remove(path);
+  EXPECT_THROW(ReadVerdicts(path), std::runtime_error);
+}
+
+}  // namespace
+}  // namespace lockline
