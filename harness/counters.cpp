@@ -40,6 +40,12 @@ constexpr const char* kSysPmuDir = "/sys/bus/event_source/devices";
 // ---- small helpers
 // ----------------------------------------------------------------------------
 
+std::string LowerAscii(std::string s) {
+  for (char& c : s)
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
 std::string ErrnoName(int err) {
   switch (err) {
     case ENOENT:
@@ -274,7 +280,9 @@ class ThreadCountersImpl final : public ThreadCounters {
 
   ~ThreadCountersImpl() override {
     for (Unit& u : units_) {
-      for (int fd : u.fds) close(fd);
+      // Members before the leader: closing a leader first turns its
+      // enabled members into singletons that count until closed.
+      for (auto it = u.fds.rbegin(); it != u.fds.rend(); ++it) close(*it);
     }
   }
 
@@ -668,7 +676,13 @@ class CounterSessionImpl final : public CounterSession {
       return;
     }
     e->available = true;
-    e->must_be_nonzero = MustBeNonZero(e->attr);
+    // The portable cycles / instructions are the model's raw events: the same
+    // "cannot be 0 in user mode" check applies.
+    const std::string base = LowerAscii(name.substr(0, name.find(':')));
+    e->must_be_nonzero =
+        MustBeNonZero(e->attr) ||
+        (portable && !e->attr.exclude_user &&
+         (base == "cycles" || base == "cpu-cycles" || base == "instructions"));
     if (!refused.empty()) {
       e->avail.reason =
           IsSoftwareClock(e->attr)
@@ -809,7 +823,7 @@ class CounterSessionImpl final : public CounterSession {
       }
       fds.push_back(fd);
     }
-    for (int fd : fds) close(fd);
+    for (auto it = fds.rbegin(); it != fds.rend(); ++it) close(*it);
     return err;
   }
 
@@ -976,11 +990,7 @@ Fn FakePmuFunction(const char* symbol) {
   return reinterpret_cast<Fn>(dlsym(RTLD_DEFAULT, symbol));
 }
 
-std::string Lower(std::string s) {
-  for (char& c : s)
-    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
+std::string Lower(const std::string& s) { return LowerAscii(s); }
 
 // Event name without a "pmu::" prefix and without modifiers, lower case.
 std::string BaseName(const std::string& name) {

@@ -18,7 +18,7 @@ import pytest
 
 BINARY = os.environ.get("LOCKLINE_BINARY", "")
 SHIM = os.environ.get("LOCKLINE_FAKE_PMU_LIB", "")
-POINT = "^calibration/op:cas/line:private/threads:1$"
+POINT = "^calibration/op:cas/line:private/threads:1"
 
 pytestmark = pytest.mark.skipif(
     not (BINARY and os.access(BINARY, os.X_OK) and SHIM and os.path.exists(SHIM)),
@@ -73,6 +73,16 @@ def counted_closes(lines):
     return [l for l in lines if l["op"] == "close" and l["time_enabled"] > 0]
 
 
+def truth_by_event(lines):
+    """(type, config, exclude_user, exclude_kernel) -> the close record that counted longest."""
+    out = {}
+    for l in counted_closes(lines):
+        key = (l["type"], l["config"], l["exclude_user"], l["exclude_kernel"])
+        if key not in out or l["time_enabled"] > out[key]["time_enabled"]:
+            out[key] = l
+    return out
+
+
 def test_default_events_are_measured_with_expected_per_op_values(tmp_path):
     proc, result, lines = run_lockline(
         tmp_path, "default",
@@ -105,9 +115,9 @@ def test_default_events_are_measured_with_expected_per_op_values(tmp_path):
     assert "hitm/op" not in row
     assert c["scaling"] == {}
     # What lockline read is what the shim counted: measured means raw == truth.
-    closes = counted_closes(lines)
-    assert {(l["type"], l["config"]) for l in closes} == {(0, 0), (0, 1), (0, 3)}
-    for l in closes:
+    closes = truth_by_event(lines)
+    assert {k[:2] for k in closes} == {(0, 0), (0, 1), (0, 3)}
+    for l in closes.values():
         assert l["time_running"] == l["time_enabled"]
         assert l["raw"] == pytest.approx(l["truth"], abs=1)
 
@@ -138,9 +148,7 @@ def test_nine_events_on_four_counters_are_scaled_and_match_the_truth(tmp_path):
     c = row["counters"]
     assert c["status"]["stalled-cycles-frontend"] == "unavailable"
     assert "stalled-cycles-frontend/op" not in row  # never a 0
-    truth = {}
-    for l in counted_closes(lines):
-        truth[(l["type"], l["config"])] = l
+    truth = {k[:2]: v for k, v in truth_by_event(lines).items()}
     hw_key = {n: (0, i) for n, i in [("cycles", 0), ("instructions", 1), ("cache-references", 2),
                                      ("cache-misses", 3), ("branches", 4),
                                      ("branch-misses", 5), ("bus-cycles", 6), ("ref-cycles", 9)]}
@@ -153,13 +161,16 @@ def test_nine_events_on_four_counters_are_scaled_and_match_the_truth(tmp_path):
         # The scaling factor on the row is the kernel's (time_enabled / time_running).
         assert c["scaling"][name] == pytest.approx(log["time_enabled"] / log["time_running"],
                                                    rel=1e-9)
-        assert c["scaling"][name] > 1.2
+        assert c["scaling"][name] > 1
         value = c["per_thread"][0][name]
         # Scaled estimate vs the truth: within the multiplexing error of a rate that swings
-        # +-wobble; and the raw count alone would have been far off.
+        # +-wobble.
         assert 1 / bound < value / log["truth"] < bound, (name, value, log["truth"])
-        assert log["raw"] / log["truth"] < 0.85, (name, log)
         assert value / log["truth"] == pytest.approx(1, abs=0.35)
+    # Without the scaling some counts would have been far off: the group of four is on the
+    # PMU about 1/6 of the time (the kernel stops a scheduling pass at the first group that does
+    # not fit, and rotates by one).
+    assert min(truth[hw_key[n]]["raw"] / truth[hw_key[n]]["truth"] for n in NINE) < 0.5
     assert row["IPC"] > 0 and c["derived"]["IPC"]["status"] == "scaled"
 
 
