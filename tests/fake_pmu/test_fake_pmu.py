@@ -30,7 +30,7 @@ RATES = {"cycles": 3.0, "instructions": 4.5, "cache-references": 0.05, "cache-mi
          "branches": 0.8, "branch-misses": 0.004, "bus-cycles": 0.1, "ref-cycles": 2.5}
 
 
-def run_lockline(tmp_path, events, shim_env=None, extra=(), shim=True):
+def run_lockline(tmp_path, events, shim_env=None, extra=(), shim=True, point=POINT):
     """Runs the 1-thread point with --events=events; returns (process, result json, log lines).
 
     shim_env: LOCKLINE_FAKE_PMU_* / LIBPFM_* settings; the shim's log goes to tmp_path/pmu.log.
@@ -44,7 +44,7 @@ def run_lockline(tmp_path, events, shim_env=None, extra=(), shim=True):
         env["LOCKLINE_FAKE_PMU_LOG"] = str(log)
     env.update(shim_env or {})
     proc = subprocess.run(
-        [BINARY, "--quick", f"--benchmark_filter={POINT}", "--window=5ms",
+        [BINARY, "--quick", f"--benchmark_filter={point}", "--window=5ms",
          "--benchmark_repetitions=1", f"--out={out}", f"--events={events}", *extra],
         capture_output=True, text=True, timeout=120, env=env)
     result = None
@@ -120,6 +120,25 @@ def test_default_events_are_measured_with_expected_per_op_values(tmp_path):
     for l in closes.values():
         assert l["time_running"] == l["time_enabled"]
         assert l["raw"] == pytest.approx(l["truth"], abs=1)
+
+
+def test_each_thread_counts_its_own_cpu_time(tmp_path):
+    """Two threads on one shared line: per-thread counts follow each thread's own CPU time."""
+    point = "^calibration/op:atomic_fetch_add/line:shared/threads:2"
+    proc, result, _ = run_lockline(
+        tmp_path, "cycles,instructions,task-clock", {"LOCKLINE_FAKE_PMU_WOBBLE": "0"},
+        extra=("--threads=2",), point=point)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    rows = [b for b in result["benchmarks"] if b.get("run_type") == "iteration"]
+    if not rows:
+        pytest.skip("fewer than 2 usable PUs: " + proc.stdout)
+    c = rows[0]["counters"]
+    assert len(c["per_thread"]) == 2
+    for t in c["per_thread"]:
+        assert t["cycles"] == pytest.approx(3.0 * t["task-clock"], rel=0.05), t
+        assert t["instructions"] == pytest.approx(4.5 * t["task-clock"], rel=0.05), t
+    total = sum(t["cycles"] for t in c["per_thread"])
+    assert c["per_op"]["cycles"] == pytest.approx(total / sum(rows[0]["fairness"]["per_thread_ops"]))
 
 
 NINE = ["cycles", "instructions", "cache-references", "cache-misses", "branches",
