@@ -183,6 +183,25 @@ const Config& Cfg() {
     for (int i = 0; i < kHwCount; ++i) c.rates[kHwNames[i]] = kHwRates[i];
     c.rates["raw"] = 0.002;
     c.rates["cache"] = 0.02;
+    // The raw codes the generic events have on Intel (cycles 0x3c,
+    // instructions 0xc0, LONGEST_LAT_CACHE.MISS 0x412e, BR_MISP_RETIRED 0xc5,
+    // MEM_LOAD_RETIRED.L3_MISS 0x20d1, MEM_LOAD_L3_HIT_RETIRED.XSNP_HITM 0x4d2)
+    // and AMD Zen 4 (0x76, 0xc0, 0x964, 0xc3, demand fills from beyond the
+    // CCX 0x5c43, from another CCX's cache 0x1443) count like them, so a run
+    // under LIBPFM_FORCE_PMU gives the same per-op values.
+    for (const auto& [code, rate] :
+         std::vector<std::pair<const char*, double>>{{"raw:0x3c", 3.0},
+                                                     {"raw:0x76", 3.0},
+                                                     {"raw:0xc0", 4.5},
+                                                     {"raw:0x412e", 0.01},
+                                                     {"raw:0x964", 0.01},
+                                                     {"raw:0xc5", 0.004},
+                                                     {"raw:0xc3", 0.004},
+                                                     {"raw:0x20d1", 0.005},
+                                                     {"raw:0x5c43", 0.005},
+                                                     {"raw:0x4d2", 0.001},
+                                                     {"raw:0x1443", 0.001}})
+      c.rates[code] = rate;
     if (const char* r = std::getenv("LOCKLINE_FAKE_PMU_RATES")) {
       for (const std::string& kv : Split(r)) {
         const size_t eq = kv.rfind('=');

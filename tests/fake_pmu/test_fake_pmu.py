@@ -290,7 +290,8 @@ def test_event_names_encode_for_forced_pmu_models(tmp_path, model):
     names = ["default", "branch-misses", "LLC-load-misses", "hitm", "NO_SUCH_EVENT_XYZ"]
     proc, result, lines = run_lockline(
         tmp_path, ",".join(names),
-        {"LIBPFM_FORCE_PMU": model, "LOCKLINE_FAKE_PMU_COUNTERS": "6"})
+        {"LIBPFM_FORCE_PMU": model, "LOCKLINE_FAKE_PMU_COUNTERS": "6",
+         "LOCKLINE_FAKE_PMU_WOBBLE": "0"})
     assert proc.returncode == 0, proc.stdout + proc.stderr
     ctx = result["context"]["lockline"]["counters"]
     assert ctx["libpfm4_cpu_pmu"] == model
@@ -318,7 +319,13 @@ def test_event_names_encode_for_forced_pmu_models(tmp_path, model):
         assert c["status"][name] in ("measured", "scaled"), (name, c["status"])
         assert row[f"{name}/op"] > 0
     assert c["status"]["NO_SUCH_EVENT_XYZ"] == "unavailable"
-    assert row["hitm/op"] > 0 and row["IPC"] > 0
+    # The shim counts the models' codes like the generic events: same per-op values.
+    task_clock = c["per_op"]["task-clock"]
+    for name, rate in [("cycles", 3.0), ("instructions", 4.5), ("cache-misses", 0.01),
+                       ("branch-misses", 0.004), ("LLC-load-misses", 0.005), ("hitm", 0.001)]:
+        assert c["per_op"][name] == pytest.approx(rate * task_clock, rel=0.05), name
+    assert row["IPC"] == pytest.approx(1.5, rel=1e-6)
+    assert row["hitm/op"] == c["per_op"]["hitm"]
     assert c["derived"]["hitm/op"]["status"] in ("measured", "scaled")
 
 
