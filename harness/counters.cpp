@@ -13,6 +13,7 @@
 // instead Reset() snapshots all three and Read() reports deltas.
 #include "harness/counters.h"
 
+#include <dlfcn.h>
 #include <perfmon/pfmlib_perf_event.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
@@ -38,6 +39,12 @@ constexpr const char* kSysPmuDir = "/sys/bus/event_source/devices";
 
 // ---- small helpers
 // ----------------------------------------------------------------------------
+
+std::string LowerAscii(std::string s) {
+  for (char& c : s)
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
 
 std::string ErrnoName(int err) {
   switch (err) {
@@ -105,6 +112,15 @@ int OpenEvent(perf_event_attr* attr, int group_fd) {
 
 bool IsSoftware(const perf_event_attr& attr) {
   return attr.type == PERF_TYPE_SOFTWARE || attr.type == PERF_TYPE_TRACEPOINT;
+}
+
+// task-clock and cpu-clock add up the thread's run time (linux
+// kernel/events/core.c task_clock_event_update / cpu_clock_event_update):
+// exclude_user / exclude_kernel do not split them.
+bool IsSoftwareClock(const perf_event_attr& attr) {
+  return attr.type == PERF_TYPE_SOFTWARE &&
+         (attr.config == PERF_COUNT_SW_TASK_CLOCK ||
+          attr.config == PERF_COUNT_SW_CPU_CLOCK);
 }
 
 // context-switches and cpu-migrations are counted from kernel context (the
@@ -198,7 +214,11 @@ struct EventPlan {
 struct SessionState {
   std::vector<EventPlan> events;
   bool group_hardware = false;  // available hardware events opened as one group
-  std::string group_note;       // why they are not grouped, if so
+  // How many of the available hardware events (in --events order) form that
+  // group; the others are singletons (the PMU refused a bigger group).
+  size_t group_size = 0;
+  std::string group_note;  // why they are not (all) grouped, if so
+  std::string fake_pmu;    // the test shim's description, if it is loaded
   bool kernel_has_hw_pmu = false;
   int paranoid = kParanoidUnreadable;
   bool privileged = false;
@@ -242,7 +262,8 @@ class ThreadCountersImpl final : public ThreadCounters {
     for (size_t i = 0; i < state_->events.size(); ++i) {
       const EventPlan& e = state_->events[i];
       if (!e.available) continue;
-      if (!e.software && state_->group_hardware) {
+      if (!e.software && state_->group_hardware &&
+          hardware.size() < state_->group_size) {
         hardware.push_back(i);
       } else {
         OpenSingle(i);
@@ -259,7 +280,9 @@ class ThreadCountersImpl final : public ThreadCounters {
 
   ~ThreadCountersImpl() override {
     for (Unit& u : units_) {
-      for (int fd : u.fds) close(fd);
+      // Members before the leader: closing a leader first turns its
+      // enabled members into singletons that count until closed.
+      for (auto it = u.fds.rbegin(); it != u.fds.rend(); ++it) close(*it);
     }
   }
 
@@ -471,6 +494,7 @@ class CounterSessionImpl final : public CounterSession {
       : state_(std::make_shared<SessionState>()) {
     SessionState& s = *state_;
     s.kernel_has_hw_pmu = KernelHasHardwarePmu();
+    s.fake_pmu = FakePmuDescription();
     s.paranoid = PerfEventParanoid();
     s.privileged = PerfPrivileged();
     const int pfm = names.empty() ? PFM_SUCCESS : EnsurePfmInitialized();
@@ -526,12 +550,15 @@ class CounterSessionImpl final : public CounterSession {
       line += (i == 0 ? " " : "; ") + groups[i].second + " " + groups[i].first;
     }
     if (!state_->group_note.empty()) line += "; " + state_->group_note;
+    if (!state_->fake_pmu.empty())
+      line += "; FAKE PMU (test shim, not this CPU): " + state_->fake_pmu;
     return line;
   }
 
   nlohmann::json AvailabilityJson() const override {
     const SessionState& s = *state_;
     nlohmann::json events = nlohmann::json::array();
+    size_t hw_seen = 0;
     for (const EventPlan& e : s.events) {
       nlohmann::json j = {{"name", e.avail.name},
                           {"status", e.avail.status},
@@ -540,7 +567,12 @@ class CounterSessionImpl final : public CounterSession {
                           {"exclude_kernel", e.avail.exclude_kernel},
                           {"exclude_user", e.avail.exclude_user},
                           {"encoding", e.avail.encoding}};
-      if (e.available) j["grouped"] = !e.software && s.group_hardware;
+      if (!e.avail.via.empty()) j["via"] = e.avail.via;
+      if (e.available) {
+        const bool hw = !e.software;
+        j["grouped"] = hw && s.group_hardware && hw_seen < s.group_size;
+        if (hw) ++hw_seen;
+      }
       events.push_back(std::move(j));
     }
     nlohmann::json out = {
@@ -554,6 +586,7 @@ class CounterSessionImpl final : public CounterSession {
         {"hardware_group", s.group_hardware},
     };
     if (!s.group_note.empty()) out["hardware_group_note"] = s.group_note;
+    if (!s.fake_pmu.empty()) out["fake_pmu"] = s.fake_pmu;
     std::lock_guard<std::mutex> lock(s.mu);
     out["problems"] = s.problems;
     return out;
@@ -567,6 +600,12 @@ class CounterSessionImpl final : public CounterSession {
     const std::string name = NormalizeModifiers(e->avail.name, &explicit_plm);
     int ret = Encode(name, PFM_PLM0 | PFM_PLM3, &e->attr, &e->avail.pmu,
                      &e->avail.encoding);
+    bool portable = false;
+    if (ret == PFM_ERR_NOTFOUND) {
+      ret = EncodePortable(name, PFM_PLM0 | PFM_PLM3, &e->attr, &e->avail.pmu,
+                           &e->avail.encoding, &e->avail.via);
+      portable = ret != PFM_ERR_NOTFOUND;
+    }
     if (ret == PFM_ERR_NOTFOUND) {
       const size_t sep = name.find("::");
       const std::string pmu =
@@ -595,13 +634,27 @@ class CounterSessionImpl final : public CounterSession {
       return;
     }
     e->software = IsSoftware(e->attr);
+    // A clock cannot be split into user and kernel time (issue 14): refuse the
+    // half rather than report the whole under its name.
+    if (IsSoftwareClock(e->attr) && explicit_plm &&
+        e->attr.exclude_user != e->attr.exclude_kernel) {
+      const std::string base = name.substr(0, name.find(':'));
+      throw CounterSpecError(
+          "--events: '" + e->avail.name + "': " + base +
+          " is a software clock: the kernel adds up the thread's whole run "
+          "time (user and kernel) whatever :u / :k say, so it cannot count "
+          "one mode only; accepted: " +
+          base + " or " + base + ":u:k (user + kernel)");
+    }
     int err = ProbeOpen(e->attr);
     std::string refused;  // set if kernel counting was refused and we fell back
                           // to user only
     if (err == EACCES && !explicit_plm && !e->attr.exclude_kernel) {
-      std::string pmu;
-      if (Encode(name, PFM_PLM3, &e->attr, &pmu, &e->avail.encoding) ==
-          PFM_SUCCESS) {
+      std::string pmu, via;
+      if ((portable ? EncodePortable(name, PFM_PLM3, &e->attr, &pmu,
+                                     &e->avail.encoding, &via)
+                    : Encode(name, PFM_PLM3, &e->attr, &pmu,
+                             &e->avail.encoding)) == PFM_SUCCESS) {
         refused = ExplainPerfOpenError(EACCES, !e->software, true,
                                        s.kernel_has_hw_pmu, s.paranoid);
         err = ProbeOpen(e->attr);
@@ -623,25 +676,143 @@ class CounterSessionImpl final : public CounterSession {
       return;
     }
     e->available = true;
-    e->must_be_nonzero = MustBeNonZero(e->attr);
-    if (!refused.empty()) e->avail.reason = "user mode only: " + refused;
+    // The portable cycles / instructions are the model's raw events: the same
+    // "cannot be 0 in user mode" check applies.
+    const std::string base = LowerAscii(name.substr(0, name.find(':')));
+    e->must_be_nonzero =
+        MustBeNonZero(e->attr) ||
+        (portable && !e->attr.exclude_user &&
+         (base == "cycles" || base == "cpu-cycles" || base == "instructions"));
+    if (!refused.empty()) {
+      e->avail.reason =
+          IsSoftwareClock(e->attr)
+              ? "counts user + kernel time all the same (a software clock "
+                "ignores exclude_kernel, set only to pass the permission "
+                "check): " +
+                    refused
+              : "user mode only: " + refused;
+    }
+  }
+
+  // Second chance for a name libpfm4 did not find: perf's generic software
+  // events (encoded here) and the portable hardware names on the core PMU.
+  // Returns PFM_ERR_NOTFOUND if `name` is neither.
+  int EncodePortable(const std::string& name, int dfl_plm,
+                     perf_event_attr* attr, std::string* pmu, std::string* fstr,
+                     std::string* via) {
+    if (name.find("::") != std::string::npos) return PFM_ERR_NOTFOUND;
+    const size_t colon = name.find(':');
+    const std::string base = name.substr(0, colon);
+    const std::string mods =
+        colon == std::string::npos ? "" : name.substr(colon + 1);
+    const int sw = GenericSoftwareEvent(base);
+    if (sw >= 0) {
+      bool u = false, k = false;
+      std::stringstream in(mods);
+      std::string tok;
+      while (!mods.empty() && std::getline(in, tok, ':')) {
+        if (tok == "u") {
+          u = true;
+        } else if (tok == "k") {
+          k = true;
+        } else {
+          return PFM_ERR_ATTR;
+        }
+      }
+      if (!u && !k) {
+        u = (dfl_plm & PFM_PLM3) != 0;
+        k = (dfl_plm & PFM_PLM0) != 0;
+      }
+      std::memset(attr, 0, sizeof(*attr));
+      attr->size = sizeof(*attr);
+      attr->type = PERF_TYPE_SOFTWARE;
+      attr->config = static_cast<uint64_t>(sw);
+      attr->exclude_user = !u;
+      attr->exclude_kernel = !k;
+      *pmu = "perf";
+      *fstr =
+          "perf::" + base + ":u=" + (u ? "1" : "0") + ":k=" + (k ? "1" : "0");
+      *via =
+          "generic software event encoded by lockline (PERF_TYPE_SOFTWARE "
+          "config " +
+          std::to_string(sw) + "): libpfm4's perf PMU is not active";
+      return PFM_SUCCESS;
+    }
+    const std::string core =
+        state_->cpu_pmu.substr(0, state_->cpu_pmu.find('/'));
+    int first_error = PFM_ERR_NOTFOUND;
+    for (const std::string& cand : PortableEventCandidates(base, core)) {
+      std::string p;
+      const int ret = Encode(cand + (mods.empty() ? "" : ":" + mods), dfl_plm,
+                             attr, &p, fstr);
+      if (ret == PFM_SUCCESS) {
+        *pmu = p;
+        *via = "portable name " + base + " = " + cand + " on PMU " + core;
+        return PFM_SUCCESS;
+      }
+      // A candidate this PMU has, rejecting the user's modifier: say so.
+      perf_event_attr probe;
+      std::string ignore_pmu, ignore_fstr;
+      if (first_error == PFM_ERR_NOTFOUND && !mods.empty() &&
+          Encode(cand, dfl_plm, &probe, &ignore_pmu, &ignore_fstr) ==
+              PFM_SUCCESS) {
+        first_error = ret;
+      }
+    }
+    return first_error;
   }
 
   // Groups the available hardware events if the PMU accepts them as one group.
+  // If it refuses (EINVAL / ENOSPC: more events than counters), the longest
+  // prefix it accepts stays a group (cycles and instructions first in the
+  // default list, so IPC is taken over the same time) and the rest are
+  // singletons the kernel multiplexes: split and reported, never dropped.
   void DecideGrouping() {
     SessionState& s = *state_;
     std::vector<const EventPlan*> hw;
     for (const EventPlan& e : s.events) {
       if (e.available && !e.software) hw.push_back(&e);
     }
+    s.group_size = hw.size();
     if (hw.size() < 2) {
       s.group_hardware = !hw.empty();
       return;
     }
+    int first_err = 0;
+    for (size_t n = hw.size(); n >= 2; --n) {
+      const int err = TryGroup(hw, n);
+      if (err == 0) {
+        s.group_hardware = true;
+        s.group_size = n;
+        break;
+      }
+      if (first_err == 0) first_err = err;
+    }
+    if (first_err == 0) return;
+    if (!s.group_hardware) {
+      s.group_size = 0;
+      s.group_note =
+          "hardware events counted separately (the PMU refused them as one "
+          "group: " +
+          ErrnoName(first_err) + "), so they may be multiplexed";
+      return;
+    }
+    std::string rest;
+    for (size_t i = s.group_size; i < hw.size(); ++i)
+      rest += (rest.empty() ? "" : " ") + hw[i]->avail.name;
+    s.group_note = "the PMU refused all " + std::to_string(hw.size()) +
+                   " hardware events as one group (" + ErrnoName(first_err) +
+                   "): the first " + std::to_string(s.group_size) +
+                   " are grouped, " + rest +
+                   " counted separately, so they may be multiplexed";
+  }
+
+  // Opens the first n of `hw` as one group and closes it; 0 or errno.
+  static int TryGroup(const std::vector<const EventPlan*>& hw, size_t n) {
     std::vector<int> fds;
     int err = 0;
-    for (const EventPlan* e : hw) {
-      perf_event_attr attr = e->attr;
+    for (size_t i = 0; i < n; ++i) {
+      perf_event_attr attr = hw[i]->attr;
       attr.disabled = fds.empty() ? 1 : 0;
       attr.read_format = PERF_FORMAT_TOTAL_TIME_ENABLED |
                          PERF_FORMAT_TOTAL_TIME_RUNNING | PERF_FORMAT_GROUP;
@@ -652,14 +823,8 @@ class CounterSessionImpl final : public CounterSession {
       }
       fds.push_back(fd);
     }
-    for (int fd : fds) close(fd);
-    s.group_hardware = err == 0;
-    if (err != 0) {
-      s.group_note =
-          "hardware events counted separately (the PMU refused them as one "
-          "group: " +
-          ErrnoName(err) + "), so they may be multiplexed";
-    }
+    for (auto it = fds.rbegin(); it != fds.rend(); ++it) close(*it);
+    return err;
   }
 
   std::shared_ptr<SessionState> state_;
@@ -817,7 +982,241 @@ nlohmann::json ReadingsJson(const std::vector<CounterReading>& readings) {
   return out;
 }
 
+namespace {
+
+// The shim's exported functions (tests/fake_pmu), or nullptr in a normal run.
+template <typename Fn>
+Fn FakePmuFunction(const char* symbol) {
+  return reinterpret_cast<Fn>(dlsym(RTLD_DEFAULT, symbol));
+}
+
+std::string Lower(const std::string& s) { return LowerAscii(s); }
+
+// Event name without a "pmu::" prefix and without modifiers, lower case.
+std::string BaseName(const std::string& name) {
+  const size_t sep = name.find("::");
+  const std::string event =
+      sep == std::string::npos ? name : name.substr(sep + 2);
+  return Lower(event.substr(0, event.find(':')));
+}
+
+// The modifiers of `name` ("" or ":u" ...), to pair events counted alike.
+std::string Modifiers(const std::string& name) {
+  const size_t sep = name.find("::");
+  const size_t start = sep == std::string::npos ? 0 : sep + 2;
+  const size_t colon = name.find(':', start);
+  return colon == std::string::npos ? "" : name.substr(colon);
+}
+
+}  // namespace
+
+std::string FakePmuDescription() {
+  using Fn = const char* (*)();
+  const Fn fn = FakePmuFunction<Fn>("lockline_fake_pmu_description");
+  const char* d = fn != nullptr ? fn() : nullptr;
+  return d != nullptr ? d : "";
+}
+
+int GenericSoftwareEvent(const std::string& base) {
+  static const std::map<std::string, int> kSoftware = {
+      {"cpu-clock", PERF_COUNT_SW_CPU_CLOCK},
+      {"task-clock", PERF_COUNT_SW_TASK_CLOCK},
+      {"page-faults", PERF_COUNT_SW_PAGE_FAULTS},
+      {"faults", PERF_COUNT_SW_PAGE_FAULTS},
+      {"context-switches", PERF_COUNT_SW_CONTEXT_SWITCHES},
+      {"cs", PERF_COUNT_SW_CONTEXT_SWITCHES},
+      {"cpu-migrations", PERF_COUNT_SW_CPU_MIGRATIONS},
+      {"migrations", PERF_COUNT_SW_CPU_MIGRATIONS},
+      {"minor-faults", PERF_COUNT_SW_PAGE_FAULTS_MIN},
+      {"major-faults", PERF_COUNT_SW_PAGE_FAULTS_MAJ},
+      {"alignment-faults", PERF_COUNT_SW_ALIGNMENT_FAULTS},
+      {"emulation-faults", PERF_COUNT_SW_EMULATION_FAULTS}};
+  const auto it = kSoftware.find(Lower(base));
+  return it == kSoftware.end() ? -1 : it->second;
+}
+
+std::vector<std::string> PortableEventCandidates(const std::string& base,
+                                                 const std::string& pmu) {
+  if (pmu.empty()) return {};
+  const std::string b = Lower(base);
+  const bool amd = pmu.rfind("amd64_fam17h", 0) == 0 ||
+                   pmu.rfind("amd64_fam19h", 0) == 0 ||
+                   pmu.rfind("amd64_fam1ah", 0) == 0;
+  // Intel: the kernel's intel_perfmon_event_map (linux
+  // arch/x86/events/intel/core.c): cycles 0x003c, instructions 0x00c0,
+  // cache-references 0x4f2e, cache-misses 0x412e, branches 0x00c4,
+  // branch-misses 0x00c5; the architectural names (LLC_MISSES ...) last.
+  static const std::map<std::string, std::vector<std::string>> kIntel = {
+      {"cycles", {"UNHALTED_CORE_CYCLES"}},
+      {"cpu-cycles", {"UNHALTED_CORE_CYCLES"}},
+      {"instructions", {"INSTRUCTION_RETIRED"}},
+      {"cache-references", {"LONGEST_LAT_CACHE:REFERENCE", "LLC_REFERENCES"}},
+      {"cache-misses", {"LONGEST_LAT_CACHE:MISS", "LLC_MISSES"}},
+      {"branches",
+       {"BR_INST_RETIRED:ALL_BRANCHES", "BRANCH_INSTRUCTIONS_RETIRED"}},
+      {"branch-instructions",
+       {"BR_INST_RETIRED:ALL_BRANCHES", "BRANCH_INSTRUCTIONS_RETIRED"}},
+      {"branch-misses",
+       {"BR_MISP_RETIRED:ALL_BRANCHES", "MISPREDICTED_BRANCH_RETIRED"}},
+      {"llc-load-misses",
+       {"MEM_LOAD_RETIRED:L3_MISS", "LONGEST_LAT_CACHE:MISS"}},
+      // Loads that hit a modified line in another core's cache: named
+      // XSNP_HITM up to Ice Lake, XSNP_FWD from Sapphire Rapids on.
+      {"hitm",
+       {"MEM_LOAD_L3_HIT_RETIRED:XSNP_HITM",
+        "MEM_LOAD_L3_HIT_RETIRED:XSNP_FWD"}},
+  };
+  // AMD Zen: amd_zen2_perfmon_event_map (linux arch/x86/events/amd/core.c):
+  // cycles 0x0076, instructions 0x00c0, cache-references 0xff60,
+  // cache-misses 0x0964, branches 0x00c2, branch-misses 0x00c3. Zen has no
+  // HITM event in the core PMU: `hitm` is the demand fills from another CCX's
+  // cache (cache-to-cache, clean or modified).
+  static const std::map<std::string, std::vector<std::string>> kAmd = {
+      {"cycles", {"CYCLES_NOT_IN_HALT"}},
+      {"cpu-cycles", {"CYCLES_NOT_IN_HALT"}},
+      {"instructions", {"RETIRED_INSTRUCTIONS"}},
+      {"cache-references",
+       {"REQUESTS_TO_L2_GROUP1:RD_BLK_L:RD_BLK_X:LS_RD_BLK_C_S:CACHEABLE_IC_"
+        "READ:CHANGE_TO_X:PREFETCH_L2_CMD:L2_HW_PF:MISC"}},
+      {"cache-misses",
+       {"CORE_TO_L2_CACHEABLE_REQUEST_ACCESS_STATUS:LS_RD_BLK_C:IC_FILL_MISS"}},
+      {"branches", {"RETIRED_BRANCH_INSTRUCTIONS"}},
+      {"branch-instructions", {"RETIRED_BRANCH_INSTRUCTIONS"}},
+      {"branch-misses", {"RETIRED_BRANCH_INSTRUCTIONS_MISPREDICTED"}},
+      {"llc-load-misses",
+       {"DEMAND_DATA_CACHE_FILLS_FROM_SYSTEM:NEAR_CACHE_NEAR_FAR:DRAM_IO_NEAR:"
+        "FAR_CACHE_NEAR_FAR:DRAM_IO_FAR",
+        "DEMAND_DATA_CACHE_FILLS_FROM_SYSTEM:EXT_CACHE_LCL:MEM_IO_LCL:EXT_"
+        "CACHE_RMT:MEM_IO_RMT"}},
+      {"hitm",
+       {"DEMAND_DATA_CACHE_FILLS_FROM_SYSTEM:NEAR_CACHE_NEAR_FAR:FAR_CACHE_"
+        "NEAR_FAR",
+        "DEMAND_DATA_CACHE_FILLS_FROM_SYSTEM:EXT_CACHE_LCL:EXT_CACHE_RMT"}},
+  };
+  const auto& table = amd ? kAmd : kIntel;
+  const auto it = table.find(b);
+  if (it == table.end()) return {};
+  std::vector<std::string> out;
+  for (const std::string& c : it->second) out.push_back(pmu + "::" + c);
+  return out;
+}
+
+CounterRow CountersForRow(
+    const std::vector<std::vector<CounterReading>>& per_thread, uint64_t ops) {
+  using nlohmann::json;
+  CounterRow row;
+  json status = json::object(), per_op = json::object(),
+       scaling = json::object(), derived = json::object(),
+       threads = json::array();
+  for (const auto& readings : per_thread) {
+    json t = json::object();
+    for (const CounterReading& r : readings)
+      t[r.name] = r.status == "unavailable" ? json() : json(r.value);
+    threads.push_back(std::move(t));
+  }
+  std::vector<CounterReading> sum;
+  try {
+    sum = SumReadings(per_thread);
+  } catch (const std::invalid_argument&) {
+    sum.clear();  // threads disagree: cannot happen with one session
+  }
+  const double n_ops = static_cast<double>(ops);
+  for (const CounterReading& r : sum) {
+    status[r.name] = r.status;
+    if (r.status == "unavailable") {
+      status[r.name + ":reason"] = r.reason;
+      continue;
+    }
+    if (r.status == "scaled") {
+      scaling[r.name] = static_cast<double>(r.time_enabled_ns) /
+                        static_cast<double>(r.time_running_ns);
+    }
+    const double v = ops ? r.value / n_ops : 0;
+    per_op[r.name] = v;
+    row.metrics.emplace_back(r.name + "/op", v);
+  }
+  // Derived metrics: the first requested event of each kind.
+  const auto find = [&](auto pred,
+                        const std::string& mods) -> const CounterReading* {
+    for (const CounterReading& r : sum)
+      if (pred(r.name) && (mods == "*" || Modifiers(r.name) == mods)) return &r;
+    return nullptr;
+  };
+  const auto is = [](std::initializer_list<const char*> names) {
+    return [names](const std::string& n) {
+      const std::string b = BaseName(n);
+      for (const char* x : names)
+        if (b == Lower(x)) return true;
+      return false;
+    };
+  };
+  // One derived metric: num / den (den == nullptr: num / ops). `missing`
+  // says which event was not requested.
+  const auto put = [&](const std::string& metric, const CounterReading* num,
+                       const CounterReading* den, bool per_operation,
+                       const std::string& missing) {
+    json d = {{"status", "unavailable"}, {"value", nullptr}};
+    const CounterReading* lost = nullptr;
+    for (const CounterReading* r : {num, den})
+      if (r != nullptr && r->status == "unavailable" && lost == nullptr)
+        lost = r;
+    if (!missing.empty()) {
+      d["reason"] = missing;
+    } else if (lost != nullptr) {
+      d["reason"] = lost->name + " unavailable: " + lost->reason;
+    } else if (den != nullptr && den->value <= 0) {
+      d["reason"] = den->name + " counted 0";
+    } else if (per_operation && ops == 0) {
+      d["reason"] = "no operations counted";
+    } else {
+      const double v = num->value / (den != nullptr ? den->value : n_ops);
+      const bool scaled = num->status == "scaled" ||
+                          (den != nullptr && den->status == "scaled");
+      d = {{"status", scaled ? "scaled" : "measured"}, {"value", v}};
+      // An event literally named "cache-misses" already gave this metric.
+      const bool have =
+          std::any_of(row.metrics.begin(), row.metrics.end(),
+                      [&](const auto& m) { return m.first == metric; });
+      if (!have) row.metrics.emplace_back(metric, v);
+    }
+    derived[metric] = std::move(d);
+  };
+  const CounterReading* instr = find(is({"instructions"}), "*");
+  const CounterReading* cyc =
+      instr != nullptr
+          ? find(is({"cycles", "cpu-cycles"}), Modifiers(instr->name))
+          : nullptr;
+  if (cyc == nullptr) cyc = find(is({"cycles", "cpu-cycles"}), "*");
+  put("IPC", instr, cyc, false,
+      instr == nullptr ? "instructions not requested (--events)"
+      : cyc == nullptr ? "cycles not requested (--events)"
+                       : "");
+  const CounterReading* misses = find(is({"cache-misses"}), "*");
+  put("cache-misses/op", misses, nullptr, true,
+      misses == nullptr ? "cache-misses not requested (--events)" : "");
+  const CounterReading* hitm = find(
+      [](const std::string& n) {
+        const std::string u = Lower(n);
+        return BaseName(n) == "hitm" || u.find("hitm") != std::string::npos ||
+               u.find("xsnp_fwd") != std::string::npos;
+      },
+      "*");
+  put("hitm/op", hitm, nullptr, true,
+      hitm == nullptr
+          ? "no HITM-type event requested (e.g. --events=default,hitm)"
+          : "");
+  row.counters = {{"per_op", per_op},
+                  {"status", status},
+                  {"scaling", scaling},
+                  {"derived", derived},
+                  {"per_thread", threads}};
+  return row;
+}
+
 bool KernelHasHardwarePmu() {
+  using Fn = int (*)();
+  if (const Fn fake = FakePmuFunction<Fn>("lockline_fake_pmu_present"))
+    return fake() != 0;
   std::error_code ec;
   for (const auto& entry :
        std::filesystem::directory_iterator(kSysPmuDir, ec)) {

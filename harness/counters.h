@@ -38,6 +38,9 @@ struct EventAvailability {
   /// libpfm4's fully qualified encoding of what is counted, e.g.
   /// "perf::PERF_COUNT_SW_PAGE_FAULTS:u=1:k=1:..." (empty if not encoded).
   std::string encoding;
+  /// How a name libpfm4 could not encode as typed was resolved (empty when
+  /// libpfm4 knew it): "portable name: ..." (see PortableEventCandidates).
+  std::string via;
 };
 
 /// One event's reading for one thread over the windows since the last Reset().
@@ -84,6 +87,17 @@ class CounterSession {
   /// so; context-switches and cpu-migrations are then unavailable, because they
   /// happen in the kernel and always read 0 user-only. Probing opens each event
   /// once on the calling thread (pid 0, cpu -1).
+  ///
+  /// Software clocks (task-clock, cpu-clock) count the thread's whole CPU time
+  /// whatever exclude_user / exclude_kernel say (the kernel ignores both for
+  /// them), so `task-clock:u` or `:k` throws CounterSpecError instead of
+  /// reporting the whole as a half (`:u:k` is accepted); when kernel counting
+  /// is refused, a clock is opened with exclude_kernel only to pass the
+  /// permission check and its reason says it still counts user + kernel time.
+  ///
+  /// Names libpfm4 cannot find as typed get a second chance through
+  /// PortableEventCandidates (perf's generic names when libpfm4's perf PMU is
+  /// not active, e.g. under LIBPFM_FORCE_PMU, and lockline's `hitm`).
   static std::unique_ptr<CounterSession> Create(const std::string& spec);
   virtual ~CounterSession() = default;
   virtual const std::vector<EventAvailability>& availability() const = 0;
@@ -119,6 +133,58 @@ inline constexpr const char* kDefaultEvents[] = {
     "cycles",           "instructions",   "cache-misses", "task-clock",
     "context-switches", "cpu-migrations", "page-faults"};
 
+/// libpfm4 event strings to try, in order, for a portable name on the core PMU
+/// `pmu` (a libpfm4 PMU name such as "spr", "icl", "skx",
+/// "amd64_fam19h_zen4"); {} if `base` (an event name without modifiers,
+/// case-insensitive) is not portable or the PMU family is unknown.
+///
+/// Portable names are perf's generic hardware names -- cycles, instructions,
+/// cache-references, cache-misses, branches / branch-instructions,
+/// branch-misses, LLC-load-misses -- mapped as the kernel maps them for that
+/// PMU (Intel: linux arch/x86/events/intel/core.c intel_perfmon_event_map,
+/// cache-misses = LONGEST_LAT_CACHE.MISS 0x412e; AMD Zen:
+/// arch/x86/events/amd/core.c amd_zen2_perfmon_event_map, cache-misses =
+/// 0x0964 L2 misses), used only when libpfm4's own `perf` PMU is not active
+/// (LIBPFM_FORCE_PMU activates the forced model only), and lockline's `hitm`:
+/// loads served by a modified line in another core's cache -- Intel
+/// MEM_LOAD_L3_HIT_RETIRED.XSNP_HITM (skx, icl; named XSNP_FWD from spr on),
+/// AMD Zen 3/4 demand data-cache fills from another CCX's cache
+/// (DEMAND_DATA_CACHE_FILLS_FROM_SYSTEM near/far cache: cache-to-cache
+/// transfers, clean or modified: Zen has no HITM event in its core PMU).
+std::vector<std::string> PortableEventCandidates(const std::string& base,
+                                                 const std::string& pmu);
+
+/// perf's generic software event `base` (task-clock, cpu-clock, page-faults /
+/// faults, minor-faults, major-faults, context-switches / cs, cpu-migrations
+/// / migrations, alignment-faults, emulation-faults) as its
+/// PERF_COUNT_SW_* config, or -1. lockline encodes these itself when libpfm4's
+/// perf PMU is not active.
+int GenericSoftwareEvent(const std::string& base);
+
+/// Description of the fake PMU when lockline runs under the test shim
+/// (tests/fake_pmu, LD_PRELOAD), found with dlsym(RTLD_DEFAULT,
+/// "lockline_fake_pmu_description"); empty in every normal run. A run under
+/// it records `counters.fake_pmu` in the context and says so on the console.
+std::string FakePmuDescription();
+
+/// A row's counter fields from every thread's readings (outer index = thread,
+/// as SumReadings takes them) over `ops` operations. `counters` is the row's
+/// "counters" object: {"per_op": {event: value / ops}, "status": {event:
+/// measured|scaled|unavailable, "event:reason": why}, "scaling": {event:
+/// time_enabled / time_running} for scaled events, "derived": {metric:
+/// {"status", "value" (null if unavailable), "reason"}} for IPC,
+/// cache-misses/op and hitm/op, "per_thread": [{event: value or null}]}.
+/// `metrics` gets "<event>/op" for every counted event plus the derived
+/// metrics that could be computed (IPC = instructions / cycles over the same
+/// windows; cache-misses/op; hitm/op from the `hitm` event or an event whose
+/// name has HITM / XSNP_FWD). An unavailable count is never turned into 0.
+struct CounterRow {
+  nlohmann::json counters;
+  std::vector<std::pair<std::string, double>> metrics;
+};
+CounterRow CountersForRow(
+    const std::vector<std::vector<CounterReading>>& per_thread, uint64_t ops);
+
 /// Turns one event's deltas since Reset() into a reading (perf's own
 /// multiplexing model, see perf_event_open(2) "read_format"): running ==
 /// enabled > 0 -> "measured" (value = raw); 0 < running < enabled -> "scaled",
@@ -150,7 +216,8 @@ nlohmann::json ReadingsJson(const std::vector<CounterReading>& readings);
 /// The kernel's answer to "is there a hardware PMU": true if
 /// /sys/bus/event_source/devices has a core PMU (`cpu`, hybrid `cpu_core` /
 /// `cpu_atom`, arm `armv8_*` / `armv7_*`, s390 `cpum_cf`). libpfm4 cannot say:
-/// it names the CPU's PMU model from CPUID even in a VM without a vPMU.
+/// it names the CPU's PMU model from CPUID even in a VM without a vPMU. Under
+/// the test shim (FakePmuDescription() non-empty) the shim's answer.
 bool KernelHasHardwarePmu();
 
 /// Value PerfEventParanoid() returns when procfs cannot be read.

@@ -64,49 +64,15 @@ json ParamsJson(const Point& p) {
   return o;
 }
 
-// Per-op counter metrics and the counters object of a row.
+// Per-op counter metrics, derived metrics (IPC, cache-misses/op, hitm/op) and
+// the counters object of a row (see CountersForRow in harness/counters.h).
 void AddCounters(const std::vector<std::vector<CounterReading>>& per_thread,
                  uint64_t ops,
                  std::vector<std::pair<std::string, double>>& metrics,
                  json& out) {
-  json status = json::object(), per_op = json::object(),
-       threads = json::array();
-  std::map<std::string, double> sum;
-  std::map<std::string, std::string> worst;
-  std::map<std::string, std::string> reason;
-  std::vector<std::string> order;
-  for (const auto& readings : per_thread) {
-    json t = json::object();
-    for (const CounterReading& r : readings) {
-      if (!worst.count(r.name)) order.push_back(r.name);
-      std::string& w = worst[r.name];
-      // unavailable beats scaled beats measured: a sum is only as good as its
-      // worst part
-      const auto rank = [](const std::string& s) {
-        return s == "unavailable" ? 2 : s == "scaled" ? 1 : 0;
-      };
-      if (w.empty() || rank(r.status) > rank(w)) w = r.status;
-      if (r.status == "unavailable") {
-        if (reason[r.name].empty()) reason[r.name] = r.reason;
-        t[r.name] = nullptr;
-      } else {
-        sum[r.name] += r.value;
-        t[r.name] = r.value;
-      }
-    }
-    threads.push_back(t);
-  }
-  for (const std::string& name : order) {
-    status[name] = worst[name];
-    if (worst[name] == "unavailable") {
-      status[name + ":reason"] = reason[name];
-      continue;
-    }
-    const double v = ops ? sum[name] / static_cast<double>(ops) : 0;
-    per_op[name] = v;
-    metrics.emplace_back(name + "/op", v);
-  }
-  out = {{"per_op", per_op}, {"status", status}, {"per_thread", threads}};
+  CounterRow row = CountersForRow(per_thread, ops);
+  for (auto& m : row.metrics) metrics.push_back(std::move(m));
+  out = std::move(row.counters);
 }
 
 }  // namespace

@@ -18,6 +18,7 @@
 #include <cstddef>
 #include <cstring>
 #include <functional>
+#include <map>
 #include <string>
 #include <thread>
 
@@ -138,6 +139,27 @@ TEST(CountersSpec, PrivilegeModifiersAreHonoured) {
   }
 }
 
+// Issue 14: a software clock counts the whole run time whatever :u / :k say,
+// so a one-mode clock is refused up front instead of reported as a half.
+TEST(CountersSpec, SoftwareClockModifiersAreRejected) {
+  for (const char* spec : {"task-clock:u", "task-clock:k", "cpu-clock:u",
+                           "page-faults,task-clock:k"}) {
+    try {
+      CounterSession::Create(spec);
+      ADD_FAILURE() << "accepted " << spec;
+    } catch (const CounterSpecError& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find("software clock"), std::string::npos) << what;
+      EXPECT_NE(what.find("accepted: "), std::string::npos) << what;
+    }
+  }
+  auto s = CounterSession::Create("task-clock:u:k,page-faults:u,page-faults:k");
+  EXPECT_EQ(FindAvail(*s, "task-clock:u:k")->status, "available");
+  // Page faults are split by the mode they happen in: :u and :k are honest.
+  EXPECT_TRUE(FindAvail(*s, "page-faults:u")->exclude_kernel);
+  EXPECT_TRUE(FindAvail(*s, "page-faults:k")->exclude_user);
+}
+
 // User-only context-switches open but always read 0: unavailable, whoever asks.
 TEST(CountersSpec, KernelOnlyEventsUserOnlyAreUnavailable) {
   auto s = CounterSession::Create("context-switches:u,cpu-migrations:u");
@@ -211,6 +233,63 @@ TEST(CountersModel, SumReadingsKeepsWorstStatus) {
   nlohmann::json j =
       ReadingsJson(SumReadings({{ClassifyReading("b", 0, 5, 0)}}));
   EXPECT_TRUE(j[0]["value"].is_null());  // never a 0 for a missing count
+}
+
+TEST(CountersModel, PortableNamesPerPmuModel) {
+  EXPECT_EQ(PortableEventCandidates("cycles", "spr"),
+            std::vector<std::string>{"spr::UNHALTED_CORE_CYCLES"});
+  EXPECT_EQ(PortableEventCandidates("CYCLES", "amd64_fam19h_zen4"),
+            std::vector<std::string>{"amd64_fam19h_zen4::CYCLES_NOT_IN_HALT"});
+  EXPECT_EQ(PortableEventCandidates("hitm", "skx")[0],
+            "skx::MEM_LOAD_L3_HIT_RETIRED:XSNP_HITM");
+  EXPECT_FALSE(PortableEventCandidates("hitm", "amd64_fam19h_zen3").empty());
+  EXPECT_TRUE(PortableEventCandidates("no-such", "spr").empty());
+  EXPECT_TRUE(PortableEventCandidates("cycles", "").empty());
+  EXPECT_EQ(GenericSoftwareEvent("task-clock"), 1);
+  EXPECT_EQ(GenericSoftwareEvent("cs"), 3);
+  EXPECT_EQ(GenericSoftwareEvent("cycles"), -1);
+}
+
+// The row: per-op values, the scaling factor of multiplexed events, and the
+// derived metrics, or why they are missing; never a 0 for a missing count.
+TEST(CountersModel, RowCarriesScalingAndDerivedMetrics) {
+  const std::vector<std::vector<CounterReading>> threads = {
+      {ClassifyReading("cycles", 3000, 100, 100),
+       ClassifyReading("instructions", 1500, 100, 50),
+       ClassifyReading("MEM_LOAD_L3_HIT_RETIRED:XSNP_HITM", 10, 100, 100),
+       ClassifyReading("cache-misses", 0, 100, 0)},
+      {ClassifyReading("cycles", 3000, 100, 100),
+       ClassifyReading("instructions", 3000, 100, 100),
+       ClassifyReading("MEM_LOAD_L3_HIT_RETIRED:XSNP_HITM", 10, 100, 100),
+       ClassifyReading("cache-misses", 5, 100, 100)}};
+  const CounterRow row = CountersForRow(threads, 100);
+  const nlohmann::json& c = row.counters;
+  EXPECT_EQ(c["status"]["instructions"], "scaled");
+  EXPECT_DOUBLE_EQ(c["scaling"]["instructions"].get<double>(), 200.0 / 150.0);
+  EXPECT_FALSE(c["scaling"].contains("cycles"));
+  EXPECT_DOUBLE_EQ(c["per_op"]["cycles"].get<double>(), 60);
+  EXPECT_EQ(c["derived"]["IPC"]["status"], "scaled");
+  EXPECT_DOUBLE_EQ(c["derived"]["IPC"]["value"].get<double>(), 1.0);
+  EXPECT_DOUBLE_EQ(c["derived"]["hitm/op"]["value"].get<double>(), 0.2);
+  EXPECT_EQ(c["derived"]["cache-misses/op"]["status"], "unavailable");
+  EXPECT_NE(c["derived"]["cache-misses/op"]["reason"].get<std::string>().find(
+                "cache-misses unavailable: not counted"),
+            std::string::npos);
+  EXPECT_TRUE(c["per_thread"][0]["cache-misses"].is_null());
+  std::map<std::string, double> m(row.metrics.begin(), row.metrics.end());
+  EXPECT_DOUBLE_EQ(m.at("IPC"), 1.0);
+  EXPECT_DOUBLE_EQ(m.at("hitm/op"), 0.2);
+  EXPECT_EQ(m.count("cache-misses/op"), 0u);
+  EXPECT_EQ(m.count("MEM_LOAD_L3_HIT_RETIRED:XSNP_HITM/op"), 1u);
+
+  const CounterRow none = CountersForRow({{}}, 10);
+  EXPECT_EQ(none.counters["derived"]["IPC"]["reason"],
+            "instructions not requested (--events)");
+  EXPECT_TRUE(none.metrics.empty());
+  const CounterRow no_cycles =
+      CountersForRow({{ClassifyReading("instructions", 5, 1, 1)}}, 10);
+  EXPECT_EQ(no_cycles.counters["derived"]["IPC"]["reason"],
+            "cycles not requested (--events)");
 }
 
 TEST(CountersModel, OpenErrorsNameTheirCause) {
