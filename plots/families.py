@@ -17,6 +17,7 @@ from figures import (THROUGHPUT_METRICS, FamilyData, Figure, axis_label, empty_p
                      new_figure, note, param_panel, plt, relative_panel, series_label,
                      threads_panel, varying_keys)
 from lockline_results import Stat, summarize
+import stats
 
 Plotter = Callable[[FamilyData], List[Tuple[str, Figure]]]
 FAMILY_PLOTTERS: Dict[str, Plotter] = {}
@@ -607,3 +608,81 @@ def plot_family(data: FamilyData) -> List[Tuple[str, Figure]]:
 
 __all__ = ["FAMILY_PLOTTERS", "register", "plot_family", "plot_generic", "c2c_figure",
            "race_verdicts", "pagevec_formulas", "DEFAULT_BASELINES"]
+
+
+FALSE_SHARING_CLASSES = ("smt", "l3_shared", "package_local", "package_remote")
+
+
+def false_sharing_verdicts(points, min_effect: Optional[float] = None) -> List[Dict[str, str]]:
+    """Per false_sharing (pair class, op): the ns/op effect of every counter distance against
+    the farthest one measured (stats.compare_points: ratio of medians with its 95 % interval
+    from one coherence regime), and the smallest distance from which no farther distance is
+    slower by the minimum effect or more.
+
+    "no slowdown" at distance d needs the interval's upper end below +min_effect; a distance
+    whose interval is too wide to say either way makes the answer "not resolved here" rather
+    than a guess. Returns one dict per (pair, op) with keys pair, op, effects (text per
+    distance) and smallest (the answer in words)."""
+    threshold = stats.MIN_EFFECT if min_effect is None else min_effect
+    groups: Dict[Tuple[str, str], Dict[int, List]] = {}
+    for p in points:
+        if p.bench != "false_sharing" or p.aggregate is not None:
+            continue
+        try:
+            d = int(p.params.get("distance", ""))
+        except ValueError:
+            continue
+        key = (p.params.get("pair", "?"), p.params.get("op", "?"))
+        groups.setdefault(key, {}).setdefault(d, []).append(p)
+    out = []
+    order = {c: i for i, c in enumerate(FALSE_SHARING_CLASSES)}
+    for (pair, op), by_d in sorted(groups.items(), key=lambda kv: (order.get(kv[0][0], 9), kv[0][1])):
+        far = max(by_d)
+        effects, smallest, state = [], far, "descending"
+        for d in sorted(by_d, reverse=True):
+            if d == far:
+                continue
+            c = stats.compare_points(by_d[far], by_d[d], "ns_per_op",
+                                     f"{d} B vs {far} B", threshold)
+            effects.append(f"{d} B: {c.interval_text()}")
+            if state != "descending":
+                continue
+            if c.ci is not None and c.ci[1] < threshold:
+                smallest = d  # no slowdown of threshold or more at d
+            elif c.ci is not None and c.ci[0] >= threshold:
+                state = "slowdown"  # resolved: d is slower; the answer is the previous d
+            else:
+                state = "open"  # too few repetitions, or an interval across the threshold
+        effects.reverse()
+        if state == "open":
+            answer = (f"not resolved here: no slowdown down to {smallest} B; the next closer "
+                      "distance's interval is too wide to say")
+        elif state == "slowdown":
+            answer = (f"{smallest} B: the next closer distance is {threshold * 100:g} % or more "
+                      "slower")
+        else:
+            answer = f"{smallest} B: even the closest distance shows no slowdown"
+        out.append({"pair": pair, "op": op, "effects": "; ".join(effects), "smallest": answer})
+    return out
+
+
+@register("false_sharing")
+def plot_false_sharing(data: FamilyData) -> List[Tuple[str, Figure]]:
+    """false_sharing: ns per increment against the two counters' distance (bytes), one panel per
+    op, one series per PU-pair class (error bars from one coherence regime)."""
+    runs = _runs_of(data)
+    ops = sorted({p.params.get("op", "?") for _, pts in data.runs for p in pts})
+    fig, axes = new_figure(max(1, len(ops)), "false_sharing: ns per increment against counter "
+                           "distance (bytes)", runs, cols=min(2, max(1, len(ops))))
+    for ax, op in zip(axes, ops):
+        selected = data.select(lambda p, op=op: p.params.get("op") == op)
+        if not param_panel(ax, data, "false_sharing", f"op:{op}", selected, "ns_per_op",
+                           "distance"):
+            continue
+        ax.set_xscale("symlog", base=2, linthresh=8)
+        ax.set_xlabel("distance between the two counters (bytes; 0 = one shared counter)")
+        for x, label in ((64, "64 B line"), (128, "128 B pair")):
+            ax.axvline(x, color="0.6", lw=0.8, ls=":")
+            ax.text(x, 0.02, label, transform=ax.get_xaxis_transform(), fontsize=7,
+                    ha="right", va="bottom", rotation=90, color="0.4")
+    return [("false_sharing", finish(fig, runs))]

@@ -639,7 +639,8 @@ def build_html(run: Run, images: Dict[str, str],
             f'<p class="caption">source: {esc(os.path.abspath(run.path))}; suite '
             f'{esc(str(ll.get("suite", "n/a")))}; finished {esc(str(ll.get("finished", "n/a")))}</p>']
     toc = [f'<li><a href="#{qid}">{esc(t)}</a></li>' for qid, t, _, _ in QUESTIONS]
-    toc += ['<li><a href="#other">Other figures</a></li>', '<li><a href="#machine">Machine and '
+    toc += ['<li><a href="#false_sharing">Cache-line distance</a></li>',
+            '<li><a href="#other">Other figures</a></li>', '<li><a href="#machine">Machine and '
             'provenance</a></li>', '<li><a href="#plans">Placement</a></li>',
             '<li><a href="#counters">Counters</a></li>', '<li><a href="#warnings">Warnings</a></li>',
             '<li><a href="#layouts">Layouts</a></li>']
@@ -692,6 +693,23 @@ def build_html(run: Run, images: Dict[str, str],
         note = coherence_note(run, stems + KERNEL_FAMILIES.get(qid, []))
         if note:
             body.append(f'<p class="warn">{esc(note)}</p>')
+        body.append("</section>")
+    from families import false_sharing_verdicts
+    fs_rows = false_sharing_verdicts(p for p in run.points)
+    if fs_rows or "false_sharing" in images:
+        body.append('<section id="false_sharing"><h2>Cache-line distance: how far apart must '
+                    'two threads\' counters be?</h2>')
+        body.append('<p class="q">Two pinned threads increment their own counters 0-256 bytes '
+                    "apart on a PU pair of each sharing class (64 vs 128 byte padding: Intel's "
+                    "adjacent-line prefetcher pairs lines; POWER and some Arm cores have "
+                    "128-byte lines). Effects are ns/op against the farthest distance, with "
+                    "95 % intervals from one coherence regime.</p>")
+        if "false_sharing" in images:
+            body.append(_img(images["false_sharing"], "false_sharing figure"))
+            used.add("false_sharing")
+        body.append(_table(["PU pair", "op", "smallest distance with no slowdown",
+                            "ns/op effect against the farthest distance"],
+                           [[r["pair"], r["op"], r["smallest"], r["effects"]] for r in fs_rows]))
         body.append("</section>")
     body.append('<section id="other"><h2>Other figures</h2>')
     others = [s for s in images if s not in used]

@@ -1,0 +1,52 @@
+"""Tests of the false_sharing verdicts (plots/families.py): the smallest counter distance with
+no slowdown per PU-pair class, from synthetic repetitions with known effects."""
+
+import os
+import sys
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "plots"))
+
+import families  # noqa: E402
+import lockline_results as lr  # noqa: E402
+
+
+def points(ns_by_distance, n=9, cv=0.02, pair="l3_shared", op="inc", regime="near", seed=0):
+    """n repetitions per distance of ns/op around the given centre (fixed seed)."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for d, centre in ns_by_distance.items():
+        for i, v in enumerate(centre * (1 + cv * rng.standard_normal(n))):
+            out.append(lr.Point(family="false_sharing", bench="false_sharing",
+                                params={"op": op, "distance": str(d), "pair": pair}, threads=2,
+                                metrics={"ns_per_op": float(v)}, repetition=i,
+                                coherence=regime))
+    return out
+
+
+def test_adjacent_line_pair_slowdown_gives_128():
+    """Slow up to 64 B (adjacent-line prefetch pair), flat from 128 B: the answer is 128 B."""
+    rows = families.false_sharing_verdicts(
+        points({8: 40.0, 32: 40.0, 64: 20.0, 128: 5.0, 256: 5.0}))
+    assert len(rows) == 1
+    assert rows[0]["smallest"].startswith("128 B"), rows[0]
+    assert "64 B: +" in rows[0]["effects"]
+
+
+def test_no_slowdown_anywhere():
+    rows = families.false_sharing_verdicts(points({8: 5.0, 64: 5.0, 128: 5.0, 256: 5.0}))
+    assert rows[0]["smallest"].startswith("8 B: even the closest"), rows[0]
+
+
+def test_too_few_repetitions_is_not_resolved():
+    rows = families.false_sharing_verdicts(points({8: 40.0, 64: 5.0, 256: 5.0}, n=2))
+    assert rows[0]["smallest"].startswith("not resolved here"), rows[0]
+
+
+def test_one_row_per_pair_class_and_op():
+    pts = (points({64: 20.0, 256: 5.0}, pair="smt") +
+           points({64: 20.0, 256: 5.0}, pair="package_remote", op="xadd", seed=3))
+    rows = families.false_sharing_verdicts(pts)
+    assert [(r["pair"], r["op"]) for r in rows] == [("smt", "inc"), ("package_remote", "xadd")]
