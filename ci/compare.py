@@ -596,7 +596,7 @@ def decide(rows, options):
         for r in compared:
             r["verdict"] = _effect_verdict(r)
         return
-    alpha, m = options["alpha"], len(compared)
+    alpha = options["alpha"]
     for r in compared:
         r["p_value"] = mann_whitney_p(r["baseline"]["samples"], r["current"]["samples"])
     for r, adj in zip(compared, holm_adjust([r["p_value"] for r in compared])):
