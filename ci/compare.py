@@ -405,10 +405,13 @@ def _min_effect_for(key, options):
 def _comparability_warnings(row, bs, cs, changed_layouts):
     """Add to row["warnings"] what makes this row's two sides less comparable: a different
     coherence label (cache-line transfer cost between the measured CPUs), a different placement,
-    a layout whose definition changed. `bs`, `cs`: the row's samples per side."""
+    a layout whose definition changed. `bs`, `cs`: the row's samples per side. Different
+    labels are not warned about when the row compares one regime both sides share (a note says
+    how many repetitions that dropped)."""
     blabels = sorted({str(s["coherence"]) for s in bs if s["coherence"] is not None})
     clabels = sorted({str(s["coherence"]) for s in cs if s["coherence"] is not None})
-    if blabels and clabels and blabels != clabels:
+    one_regime = row["verdict"] is None and row.get("regime")
+    if blabels and clabels and blabels != clabels and not one_regime:
         row["warnings"].append(f"coherence label {','.join(blabels)} (baseline) vs "
                                f"{','.join(clabels)} (current): cache-line transfer cost "
                                "differs, the change may be the machine's")
@@ -596,7 +599,7 @@ def decide(rows, options):
         for r in compared:
             r["verdict"] = _effect_verdict(r)
         return
-    alpha, m = options["alpha"], len(compared)
+    alpha = options["alpha"]
     for r in compared:
         r["p_value"] = mann_whitney_p(r["baseline"]["samples"], r["current"]["samples"])
     for r, adj in zip(compared, holm_adjust([r["p_value"] for r in compared])):

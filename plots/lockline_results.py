@@ -60,24 +60,11 @@ class _BigInt(ValueError):
 
 
 def _parse_int(text: str) -> int:
+    """json's parse_int hook: int(text), or _BigInt beyond MAX_INT_DIGITS digits."""
     digits = len(text.lstrip("-"))
     if digits > MAX_INT_DIGITS:
         raise _BigInt(f"an integer of {digits} digits")
     return int(text)
-
-
-def _depth(value: Any, limit: int = MAX_DEPTH) -> int:
-    """Nesting depth of a parsed JSON value, without recursion (stops counting past limit)."""
-    deepest, stack = 0, [(value, 1)]
-    while stack:
-        item, level = stack.pop()
-        if isinstance(item, (dict, list)):
-            deepest = max(deepest, level)
-            if deepest > limit:
-                return deepest
-            children = item.values() if isinstance(item, dict) else item
-            stack.extend((c, level + 1) for c in children if isinstance(c, (dict, list)))
-    return deepest
 
 
 def read_document(path: str) -> Dict[str, Any]:
@@ -571,6 +558,7 @@ class Stat:
 
 
 def _reduce(values: List[float]) -> Tuple[float, float]:
+    """(mean, sample standard deviation) of a non-empty list; std 0 for one value."""
     mean = sum(values) / len(values)
     std = (math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1))
            if len(values) > 1 else 0.0)

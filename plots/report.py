@@ -3,11 +3,16 @@
 
     plots/report.py RUN_DIR [-o FILE]
 
-Draws the run's figures into RUN_DIR/plots/ (plot.py's functions), then writes
-RUN_DIR/report.html: one section per seed question of BACKGROUND.md (the question, its figure,
-and a table of the seed discussion's figures next to the ones measured here, "not run" where
-the family is absent), then other figures, the machine and provenance, placement plans,
-counters' availability, warnings, failed rows and data-structure layouts. Images are PNG data
+Draws the run's figures into RUN_DIR/plots/ (plot.py's functions), writes RUN_DIR/verdicts.json
+(plots/verdicts.py) and then RUN_DIR/report.html: one section per seed question of
+BACKGROUND.md (the question, its verdict lines: effects with 95 % intervals from one coherence
+regime, or "not resolved on this machine" / "too few same-regime repetitions"; its figure; a
+table of the seed discussion's figures next to the ones measured here, "not run" where the
+family is absent; the real kernel's rows beside the model's; for pre-zeroing the burst/pool
+table and the faults in the 2004 table's columns), then other figures, the machine and
+provenance, placement plans, counters' availability and derived counters, warnings (failed
+rows, overrun windows), and data-structure layouts. Every file is created exclusively and
+renamed into place (plots/outputs.py). Images are PNG data
 URIs and a Content-Security-Policy forbids any network access, so the file opens anywhere.
 A small inline script sets `data-images="ok"` on <body> once every image has loaded (the
 headless-Chromium test checks it). Exit 0 on success, 2 on bad input with one line on stderr.
@@ -21,7 +26,7 @@ import html
 import json
 import os
 import sys
-from typing import Any, Dict, Iterable, List, Optional, Sequence
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 

@@ -206,7 +206,7 @@ class Comparison:
         else:
             text = f"{self.n_base} / {self.n_variant} {self.regime_words()} repetitions"
         if self.dropped:
-            text += f" ({self.dropped} in other regimes dropped)"
+            text += f", {self.dropped} in other regimes dropped"
         return text
 
     def text(self) -> str:

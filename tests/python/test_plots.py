@@ -371,3 +371,28 @@ def test_registry_dispatches_and_missing_metrics_do_not_fail(tmp_path):
         p.metrics = {"renamed_metric_per_s": 1.0}
     written = plot.plot_runs([run], str(tmp_path / "b"), formats=("png",))
     assert any(p.endswith("zone_lock.png") for p in written)
+
+
+def test_overrun_and_other_regime_points_are_marked(tmp_path):
+    """A point with an overrun window is flagged in the CSV (and crossed in the figure); a
+    repetition in another coherence regime is kept out of the mean and counted."""
+    doc = json.load(open(os.path.join(RUN_B, "lockline.json")))
+    first = doc["benchmarks"][0]
+    copies = [dict(first, repetition_index=i, ops_per_s=first["ops_per_s"] * (1 + 0.01 * i))
+              for i in (1, 2)]
+    doc["benchmarks"][1:1] = copies
+    reps = [first] + copies
+    reps[0]["overrun"] = True
+    reps[0]["coherence"] = {"label": "far", "regime_ns": 156.0}
+    for r in reps[1:]:
+        r["coherence"] = {"label": "near", "regime_ns": 32.0}
+    path = write_json(tmp_path, "run.json", doc)
+    out = tmp_path / "o"
+    assert plot.main([path, "-o", str(out), "--family", "zone_lock"]) == 0
+    params = reps[0]["params"]
+    rows = [r for r in read_csv(out / "zone_lock.csv") if r["figure"] == "zone_lock"
+            and r["x"] == str(params["threads"]) and params["layout"] in r["series"]
+            and f"lock:{params['lock']}" in r["panel"]]
+    assert rows and rows[0]["overrun"] == "1" and rows[0]["regime"] == "near"
+    assert int(rows[0]["other_regime_repetitions"]) == 1
+    assert int(rows[0]["repetitions"]) == len(reps) - 1
