@@ -9,11 +9,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <set>
 #include <stdexcept>
 
 #include "harness/coherence.h"
 #include "harness/cpu.h"
+#include "harness/results.h"
 #include "harness/rows.h"
 
 extern char** environ;
@@ -135,6 +137,14 @@ void RunUntilResolved(RunState& run, benchmark::BenchmarkReporter& reporter) {
     }
     try {
       v = ReadVerdicts(dir + "/verdicts.json");
+      // The verdicts of the planned repetitions alone, for comparison with the
+      // final ones.
+      if (run.resolve_round == 0) {
+        std::ifstream in(dir + "/verdicts.json");
+        WriteFileAtomically(
+            dir + "/verdicts_planned.json",
+            std::string(std::istreambuf_iterator<char>(in), {}));
+      }
     } catch (const std::exception& e) {
       stopped = "verdicts_failed";
       std::fprintf(stderr,
