@@ -9,11 +9,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <set>
 #include <stdexcept>
 
 #include "harness/coherence.h"
 #include "harness/cpu.h"
+#include "harness/results.h"
 #include "harness/rows.h"
 
 extern char** environ;
@@ -135,6 +137,14 @@ void RunUntilResolved(RunState& run, benchmark::BenchmarkReporter& reporter) {
     }
     try {
       v = ReadVerdicts(dir + "/verdicts.json");
+      // The verdicts of the planned repetitions alone, for comparison with the
+      // final ones.
+      if (run.resolve_round == 0) {
+        std::ifstream in(dir + "/verdicts.json");
+        WriteFileAtomically(
+            dir + "/verdicts_planned.json",
+            std::string(std::istreambuf_iterator<char>(in), {}));
+      }
     } catch (const std::exception& e) {
       stopped = "verdicts_failed";
       std::fprintf(stderr,
@@ -147,10 +157,14 @@ void RunUntilResolved(RunState& run, benchmark::BenchmarkReporter& reporter) {
     for (const std::string& k : v.keys)
       if (const auto it = run.by_key.find(k); it != run.by_key.end())
         points.push_back(it->second);
+    const std::string after =
+        run.resolve_round == 0
+            ? std::string("the planned repetitions")
+            : "extra round " + std::to_string(run.resolve_round);
     std::printf(
-        "until-resolved: %d of %d comparisons open after round %d (%s "
-        "of %s spent)\n",
-        v.open, v.total, run.resolve_round, FormatDuration(spent).c_str(),
+        "until-resolved: %d of %d comparisons open after %s (%s of %s "
+        "spent)\n",
+        v.open, v.total, after.c_str(), FormatDuration(spent).c_str(),
         FormatDuration(budget).c_str());
     std::fflush(stdout);
     if (v.open == 0) {

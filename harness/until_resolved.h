@@ -51,9 +51,10 @@ VerdictSummary ReadVerdicts(const std::string& path);
 /// spent, re-runs the open points' repetitions in rounds through Google
 /// Benchmark (random interleaving, `reporter` records them; rows carry
 /// resolve_round), then recomputes their aggregates, marks the file finished
-/// and records context.lockline.until_resolved. Prints one line per round
-/// with the comparisons still open. Never throws for a failing verdicts.py:
-/// it reports it and stops adding repetitions (results are kept).
+/// and records context.lockline.until_resolved. The verdicts after the planned
+/// repetitions are kept as RUN_DIR/verdicts_planned.json. Prints one line per
+/// round with the comparisons still open. Never throws for a failing
+/// verdicts.py: it reports it and stops adding repetitions (results are kept).
 void RunUntilResolved(RunState& run, benchmark::BenchmarkReporter& reporter);
 
 }  // namespace lockline
