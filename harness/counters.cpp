@@ -1059,12 +1059,15 @@ std::vector<std::string> PortableEventCandidates(const std::string& base,
       {"branch-misses",
        {"BR_MISP_RETIRED:ALL_BRANCHES", "MISPREDICTED_BRANCH_RETIRED"}},
       {"llc-load-misses",
-       {"MEM_LOAD_RETIRED:L3_MISS", "LONGEST_LAT_CACHE:MISS"}},
+       {"MEM_LOAD_RETIRED:L3_MISS", "MEM_LOAD_UOPS_RETIRED:L3_MISS",
+        "LONGEST_LAT_CACHE:MISS"}},
       // Loads that hit a modified line in another core's cache: named
-      // XSNP_HITM up to Ice Lake, XSNP_FWD from Sapphire Rapids on.
+      // XSNP_HITM up to Ice Lake (MEM_LOAD_UOPS_* before Skylake), XSNP_FWD
+      // from Sapphire Rapids on.
       {"hitm",
-       {"MEM_LOAD_L3_HIT_RETIRED:XSNP_HITM",
-        "MEM_LOAD_L3_HIT_RETIRED:XSNP_FWD"}},
+       {"MEM_LOAD_L3_HIT_RETIRED:XSNP_HITM", "MEM_LOAD_L3_HIT_RETIRED:XSNP_FWD",
+        "MEM_LOAD_UOPS_L3_HIT_RETIRED:XSNP_HITM",
+        "MEM_LOAD_UOPS_LLC_HIT_RETIRED:XSNP_HITM"}},
   };
   // AMD Zen: amd_zen2_perfmon_event_map (linux arch/x86/events/amd/core.c):
   // cycles 0x0076, instructions 0x00c0, cache-references 0xff60,
@@ -1087,11 +1090,16 @@ std::vector<std::string> PortableEventCandidates(const std::string& base,
        {"DEMAND_DATA_CACHE_FILLS_FROM_SYSTEM:NEAR_CACHE_NEAR_FAR:DRAM_IO_NEAR:"
         "FAR_CACHE_NEAR_FAR:DRAM_IO_FAR",
         "DEMAND_DATA_CACHE_FILLS_FROM_SYSTEM:EXT_CACHE_LCL:MEM_IO_LCL:EXT_"
-        "CACHE_RMT:MEM_IO_RMT"}},
+        "CACHE_RMT:MEM_IO_RMT",
+        "DATA_CACHE_REFILLS_FROM_SYSTEM:LS_MABRESP_LCL_CACHE:LS_MABRESP_LCL_"
+        "DRAM:LS_MABRESP_RMT_CACHE:LS_MABRESP_RMT_DRAM"}},
       {"hitm",
        {"DEMAND_DATA_CACHE_FILLS_FROM_SYSTEM:NEAR_CACHE_NEAR_FAR:FAR_CACHE_"
         "NEAR_FAR",
-        "DEMAND_DATA_CACHE_FILLS_FROM_SYSTEM:EXT_CACHE_LCL:EXT_CACHE_RMT"}},
+        "DEMAND_DATA_CACHE_FILLS_FROM_SYSTEM:EXT_CACHE_LCL:EXT_CACHE_RMT",
+        // Zen 2 (fam17h): data-cache refills from another CCX's cache.
+        "DATA_CACHE_REFILLS_FROM_SYSTEM:LS_MABRESP_LCL_CACHE:LS_MABRESP_RMT_"
+        "CACHE"}},
   };
   const auto& table = amd ? kAmd : kIntel;
   const auto it = table.find(b);

@@ -329,6 +329,26 @@ def test_event_names_encode_for_forced_pmu_models(tmp_path, model):
     assert c["derived"]["hitm/op"]["status"] in ("measured", "scaled")
 
 
+# More models libpfm4 4.13 carries (x86 build): the portable names encode on each (exact codes
+# are pinned for the four models above).
+MORE_MODELS = ["icx", "clx", "skl", "hsw", "bdw", "amd64_fam19h_zen3", "amd64_fam17h_zen2"]
+
+
+@pytest.mark.parametrize("model", MORE_MODELS)
+def test_portable_names_encode_on_more_models(tmp_path, model):
+    names = ["default", "branch-misses", "LLC-load-misses", "hitm", "NO_SUCH_EVENT_XYZ"]
+    proc, result, _ = run_lockline(tmp_path, ",".join(names),
+                                   {"LIBPFM_FORCE_PMU": model, "LOCKLINE_FAKE_PMU_COUNTERS": "8"})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    avail = availability(result)
+    for name in ("cycles", "instructions", "cache-misses", "branch-misses", "LLC-load-misses",
+                 "hitm"):
+        assert avail[name]["status"] == "available", avail[name]
+        assert avail[name]["pmu"] == model, avail[name]
+    assert f"unknown event NO_SUCH_EVENT_XYZ for PMU {model}" in avail["NO_SUCH_EVENT_XYZ"]["reason"]
+    assert only_row(result)["hitm/op"] > 0
+
+
 def test_without_the_shim_hardware_events_say_no_pmu(tmp_path):
     """The real machine (no PMU in this VM): unavailable with the kernel's reason, no fake."""
     proc, result, _ = run_lockline(tmp_path, "default,hitm", shim=False)
