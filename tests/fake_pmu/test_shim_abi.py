@@ -129,7 +129,7 @@ def test_multiplexed_singletons_share_the_counters():
     # Two counters busy all the time: the running times add up to 2 x enabled (+-1 slice each).
     assert sum(r[2] for r in reads) == pytest.approx(2 * enabled, abs=6 * 1_000_000)
     for (value, te, tr), rate in zip(reads, rates):
-        assert te == pytest.approx(enabled, rel=1e-3) and 0 < tr < te
+        assert te == pytest.approx(enabled, rel=0.02) and 0 < tr < te
         assert value * te / tr == pytest.approx(rate * te, rel=1e-3)  # scaled = truth (no wobble)
 
 
