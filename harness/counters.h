@@ -148,7 +148,7 @@ inline constexpr const char* kDefaultEvents[] = {
 /// (LIBPFM_FORCE_PMU activates the forced model only), and lockline's `hitm`:
 /// loads served by a modified line in another core's cache -- Intel
 /// MEM_LOAD_L3_HIT_RETIRED.XSNP_HITM (skx, icl; named XSNP_FWD from spr on),
-/// AMD Zen 3/4 demand data-cache fills from another CCX's cache
+/// AMD Zen 2/3/4 demand data-cache fills from another CCX's cache
 /// (DEMAND_DATA_CACHE_FILLS_FROM_SYSTEM near/far cache: cache-to-cache
 /// transfers, clean or modified: Zen has no HITM event in its core PMU).
 std::vector<std::string> PortableEventCandidates(const std::string& base,

@@ -529,6 +529,11 @@ TEST(CountersLive, UnprivilegedMarksKernelOnlyEventsUnavailable) {
   if (paranoid == 2) {  // 3 (Debian) refuses even user-only counting
     EXPECT_EQ(tc["status"], "available") << tc.dump();
     EXPECT_TRUE(tc["exclude_kernel"].get<bool>());
+    // Opened user-only to pass the check, but a clock still counts both modes:
+    // the reason must not call it "user mode only" (issue 14).
+    const std::string why = tc["reason"];
+    EXPECT_NE(why.find("counts user + kernel time"), std::string::npos) << why;
+    EXPECT_EQ(why.find("user mode only"), std::string::npos) << why;
     for (const auto& r : j["readings"]) {
       if (r["name"] == "task-clock") {
         EXPECT_EQ(r["status"], "measured") << r.dump();

@@ -28,8 +28,12 @@
 //   cycles, 2 ref-cycles, as Intel); every MUX_NS of CPU time the kernel's
 //   flexible-group scheduling is replayed: groups in list order go on while
 //   they fit, the first that does not fit stops the pass (linux
-//   kernel/events/core.c merge_sched_in: can_add_hw = 0), and the list rotates
-//   by one when something was left off (rotate_ctx);
+//   kernel/events/core.c merge_sched_in sets can_add_hw = 0 and
+//   group_can_go_on "try to add it if all previous groups were able to go on",
+//   unchanged since 2.6.31's perf_counter.c), and the list rotates by one when
+//   something was left off (rotate_ctx). So a group of as many events as
+//   counters, among singletons, is on the PMU only when it heads the list;
+//   lockline's rows show it as a large scaling factor;
 // - time_enabled grows while enabled, time_running while on a counter, the
 //   count only while running; the truth (what a dedicated counter would have
 //   seen) is logged at close.
