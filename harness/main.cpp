@@ -243,7 +243,15 @@ int Main(int argc, char** argv) {
   for (const auto& s : run.skipped) std::printf("skipped: %s\n", s.c_str());
   std::fflush(stdout);
 
-  lockline::MeasureCoherenceBaselines(run);
+  try {
+    lockline::MeasureCoherenceBaselines(run);
+  } catch (const std::exception& e) {
+    // e.g. "cannot create thread 1 of 2: EAGAIN" at pid_max: one line, no
+    // abort; the run directory keeps its (empty) lockline.json.
+    std::fprintf(stderr, "lockline: error: coherence baseline: %s\n", e.what());
+    lockline::RestoreAll();
+    return 1;
+  }
   const double estimate = lockline::FitWindow(run);
   ctx["window_s"] = run.window_s;
   std::printf(

@@ -454,3 +454,24 @@ def test_cpu_quota_is_recorded_and_throttling_counted(tmp_path):
                 break
             except OSError:
                 time.sleep(0.1)
+
+
+def test_budget_estimate_counts_oversubscribed_windows_at_their_bound(tmp_path):
+    n = len(affinity())
+    proc = subprocess.Popen(
+        [BINARY, "--quick", f"--threads={4 * n}", "--oversubscribe", "--window=5ms",
+         "--benchmark_repetitions=1", "--events=none", f"--out={tmp_path / 'run'}",
+         f"--benchmark_filter=^locks/lock:ticket/cs:0/stats:on/threads:{4 * n}$"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        plan = ""
+        for line in proc.stdout:
+            if line.startswith("plan:"):
+                plan = line
+                break
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=60)
+    # 1 point x 1 repetition x 2 windows, each estimated at its 2 s bound (not 5 ms).
+    seconds = plan.split("estimated ")[1].split()[0]
+    assert seconds.endswith("s") and "m" not in seconds and int(seconds[:-1]) >= 4, plan
