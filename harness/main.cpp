@@ -2,15 +2,21 @@
 #include <benchmark/benchmark.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <ctime>
 #include <iostream>
+#include <memory>
 
 #include "harness/counters.h"
 #include "harness/memory.h"
 #include "harness/options.h"
 #include "harness/provenance.h"
+#include "harness/restore.h"
+#include "harness/results.h"
 #include "harness/runner.h"
 #include "harness/topology.h"
 #include "harness/until_resolved.h"
@@ -26,12 +32,53 @@ int Fail(const std::string& msg) {
   return 2;
 }
 
-void OnInterrupt(int) {
-  static const char msg[] =
-      "\nlockline: interrupted; lockline.json keeps every point finished so "
-      "far\n";
-  [[maybe_unused]] ssize_t n = write(2, msg, sizeof msg - 1);
-  _exit(130);
+// Async-signal-safe output helpers for the handler.
+void WriteStr(const char* text) {
+  [[maybe_unused]] ssize_t n = write(2, text, std::strlen(text));
+}
+
+void WriteLong(long v) {
+  char buf[24];
+  int i = sizeof buf;
+  buf[--i] = '\0';
+  if (v <= 0) buf[--i] = '0';
+  while (v > 0 && i > 0) {
+    buf[--i] = static_cast<char>('0' + v % 10);
+    v /= 10;
+  }
+  WriteStr(buf + i);
+}
+
+// SIGINT / SIGTERM: put back what families changed, drop a half-written
+// temporary file, say once what the result file keeps, exit 128 + signal.
+void OnInterrupt(int sig) {
+  static volatile sig_atomic_t handling = 0;
+  if (handling) return;
+  handling = 1;
+  lockline::RestoreAll();
+  lockline::RemovePendingTemp();
+  WriteStr(sig == SIGINT ? "\nlockline: interrupted by SIGINT; "
+                         : "\nlockline: interrupted by SIGTERM; ");
+  const char* path = lockline::KeptResultPath();
+  if (path[0] == '\0') {
+    WriteStr("no result file was written yet\n");
+  } else {
+    WriteStr(path);
+    WriteStr(" keeps ");
+    WriteLong(lockline::KeptRows());
+    WriteStr(" measured rows (every point finished so far)\n");
+  }
+  _exit(128 + sig);
+}
+
+void InstallInterruptHandlers() {
+  struct sigaction sa {};
+  sa.sa_handler = OnInterrupt;
+  sigemptyset(&sa.sa_mask);
+  sigaddset(&sa.sa_mask, SIGINT);  // one handler at a time: printed once
+  sigaddset(&sa.sa_mask, SIGTERM);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
 }
 
 std::string DefaultOutDir() {
@@ -41,6 +88,36 @@ std::string DefaultOutDir() {
   const time_t now = time(nullptr);
   strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", gmtime(&now));
   return std::string("results/") + host + "-" + stamp;
+}
+
+// Claims the run directory: --out as given (taken: exit 2), or the default
+// name with "-2", "-3" ... appended when another run started in the same
+// second holds it.
+std::unique_ptr<lockline::ResultFile> ClaimRunDirectory(
+    const std::string& out) {
+  if (!out.empty()) return std::make_unique<lockline::ResultFile>(out);
+  const std::string base = DefaultOutDir();
+  for (int i = 1;; ++i) {
+    try {
+      return std::make_unique<lockline::ResultFile>(
+          i == 1 ? base : base + "-" + std::to_string(i));
+    } catch (const lockline::RunDirTaken&) {
+      if (i >= 1000) throw;
+    }
+  }
+}
+
+// --mem=node:N names a NUMA node of the topology (hwloc logical index).
+void CheckMemNode(const std::string& mem, const lockline::Topology& topo) {
+  if (mem.rfind("node:", 0) != 0) return;
+  const int n = std::stoi(mem.substr(5));
+  const int nodes = topo.summary().numa_nodes;
+  if (n >= nodes)
+    throw std::invalid_argument(
+        "--mem=" + mem + ": topology " + topo.summary().source + " has " +
+        std::to_string(nodes) + " NUMA node" + (nodes == 1 ? "" : "s") +
+        "; accepted: node:0" +
+        (nodes > 1 ? " to node:" + std::to_string(nodes - 1) : ""));
 }
 
 const char* SuiteName(lockline::Suite s) {
@@ -93,10 +170,11 @@ int Main(int argc, char** argv) {
   try {
     lockline::CheckMemPolicy(o.mem);
     run.topo = lockline::Topology::Load(o.topology);
+    CheckMemNode(o.mem, *run.topo);
     run.pin = lockline::ParsePinSpec(o.pin);
     run.order = lockline::PlacementOrder(*run.topo, run.pin);
-    run.counts =
-        lockline::ParseThreadCounts(o.threads, run.order, o.oversubscribe);
+    run.counts = lockline::ParseThreadCounts(
+        o.threads, run.order, o.oversubscribe, o.oversubscribe_force);
   } catch (const std::exception& e) {
     return Fail(e.what());
   }
@@ -116,10 +194,18 @@ int Main(int argc, char** argv) {
     for (const auto& s : run.skipped) std::printf("# skipped %s\n", s.c_str());
     return 0;
   }
-  if (!run.topo->is_host())
-    return Fail("--topology=" + o.topology +
-                ": benchmarks only run on the host topology; use it with "
+  if (!run.topo->is_host()) {
+    const char* fsroot = std::getenv("HWLOC_FSROOT");
+    if (o.topology == "host" && fsroot != nullptr && *fsroot != '\0')
+      return Fail(std::string("HWLOC_FSROOT=") + fsroot +
+                  " makes the host topology a /sys dump (" +
+                  run.topo->summary().source +
+                  "): benchmarks only run on this machine's own topology; "
+                  "unset HWLOC_FSROOT, or use it with --plan or --list");
+    return Fail("--topology=" + o.topology + " (" + run.topo->summary().source +
+                "): benchmarks only run on the host topology; use it with "
                 "--plan or --list");
+  }
   if (run.points.empty())
     return Fail("no point of the " + std::string(SuiteName(o.suite)) +
                 " suite matches --benchmark_filter=" + o.benchmark_filter +
@@ -128,14 +214,14 @@ int Main(int argc, char** argv) {
     return Fail(why);
 
   try {
-    run.results = std::make_unique<lockline::ResultFile>(
-        o.out.empty() ? DefaultOutDir() : o.out);
+    // Counters first: a bad --events list must not leave an empty run
+    // directory behind.
     run.counters = lockline::CounterSession::Create(o.events);
+    InstallInterruptHandlers();
+    run.results = ClaimRunDirectory(o.out);
   } catch (const std::exception& e) {
     return Fail(e.what());
   }
-  std::signal(SIGINT, OnInterrupt);
-  std::signal(SIGTERM, OnInterrupt);
 
   json& ctx = run.results->lockline_context();
   const json prov = lockline::CollectProvenance(o, *run.topo);
@@ -160,7 +246,15 @@ int Main(int argc, char** argv) {
   for (const auto& s : run.skipped) std::printf("skipped: %s\n", s.c_str());
   std::fflush(stdout);
 
-  lockline::MeasureCoherenceBaselines(run);
+  try {
+    lockline::MeasureCoherenceBaselines(run);
+  } catch (const std::exception& e) {
+    // e.g. "cannot create thread 1 of 2: EAGAIN" at pid_max: one line, no
+    // abort; the run directory keeps its (empty) lockline.json.
+    std::fprintf(stderr, "lockline: error: coherence baseline: %s\n", e.what());
+    lockline::RestoreAll();
+    return 1;
+  }
   const double estimate = lockline::FitWindow(run);
   ctx["window_s"] = run.window_s;
   std::printf(
@@ -192,13 +286,21 @@ int Main(int argc, char** argv) {
   if (o.until_resolved_s > 0) lockline::RunUntilResolved(run, reporter);
   benchmark::Shutdown();
 
-  int errors = 0;
-  for (const auto& row : run.results->doc()["benchmarks"])
+  lockline::RestoreAll();
+  int errors = 0, overruns = 0;
+  for (const auto& row : run.results->doc()["benchmarks"]) {
     if (row.value("error_occurred", false)) ++errors;
-  std::printf("lockline: wrote %s (%d rows, %d with errors)\n",
-              run.results->path().c_str(),
-              static_cast<int>(run.results->doc()["benchmarks"].size()),
-              errors);
+    if (row.value("overrun", false)) ++overruns;
+  }
+  std::printf(
+      "lockline: wrote %s (%d rows, %d with errors, %d with overrun "
+      "windows%s)\n",
+      run.results->path().c_str(),
+      static_cast<int>(run.results->doc()["benchmarks"].size()), errors,
+      overruns,
+      overruns ? ": a window ran past its wall-clock bound, so those "
+                 "rows time the overrun too"
+               : "");
   return errors ? 1 : 0;
 }
 

@@ -1,6 +1,12 @@
 #include "harness/options.h"
 
+#include <unistd.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
 #include <cstdlib>
+#include <regex>
 
 namespace lockline {
 
@@ -16,7 +22,8 @@ Suite and time:
   --budget=DURATION       target wall time of the run, e.g. 90s, 20m, 1h (default: quick 30s,
                           default 2m, full 30m); the window length is fitted to it and the
                           estimate printed before starting
-  --window=DURATION       fixed window length (e.g. 50ms); overrides the fit to --budget
+  --window=DURATION       fixed window length (e.g. 50ms, 0.1ms to 10m); overrides the fit
+                          to --budget
   --out=DIR               run directory (default results/<host>-<UTC timestamp>/); must be
                           writable: checked before any point runs
   --until-resolved[=MAX_DURATION]
@@ -27,14 +34,19 @@ Suite and time:
                           verdicts.py ($LOCKLINE_PLOTS_DIR overrides the source tree's plots/)
 
 Placement:
-  --pin=cores|compact|scatter|none|LIST
+  --pin=cores|compact|scatter|per-l3|per-numa|none|LIST
                           cores (default): one PU per core, filling an L3, a NUMA node, then a
                           package; SMT siblings last; hybrid CPUs: fastest kind first.
                           compact: topology order, siblings adjacent. scatter: round-robin across
-                          packages, NUMA nodes, L3s. none: no binding. LIST: OS indices "0,2,4-7"
+                          packages, NUMA nodes, L3s. per-l3 / per-numa: one PU per L3 / NUMA
+                          node, in topology order. none: no binding. LIST: OS indices "0,2,4-7".
+                          Usable PUs: hwloc's allowed cpuset, online, and in the affinity mask
+                          lockline starts with (taskset, numactl, container)
   --threads=LIST|pow2|topo|max
                           thread counts (default topo: 1,2,4,... plus every topology boundary)
-  --oversubscribe         allow more threads than usable PUs
+  --oversubscribe         allow more threads than usable PUs, up to 8x the PUs of the placement
+  --oversubscribe=force   no cap (thread creation may then fail: the point reports
+                          "cannot create thread N: EAGAIN")
   --mem=first-touch|local|node:N|interleave
                           where shared structures (locks, zone, LRU) live (hwloc membind)
   --topology=host|FILE.xml|synthetic:STRING
@@ -50,13 +62,21 @@ Counters and layouts:
   --list                  print the point keys of the selected suite and exit
   --help                  this text
 
-Google Benchmark flags that apply: --benchmark_filter=REGEX, --benchmark_repetitions=N (default
-3), --benchmark_enable_random_interleaving (default on), --benchmark_report_aggregates_only,
---benchmark_display_aggregates_only, --benchmark_out=FILE (Google Benchmark's own JSON, in its
-1.7.1 semantics: threads is always 1 there; lockline.json is the full record).
-Flags that do not apply: --benchmark_min_time and --benchmark_min_warmup_time (windows are
-fixed: use --window or --budget), --benchmark_perf_counters (Debian's 1.7.1 has no libpfm: use
---events), --benchmark_format (the console shows lockline's own progress lines).
+Google Benchmark flags that apply: --benchmark_filter=REGEX (matched against the keys --list
+prints), --benchmark_repetitions=N (default 3), --benchmark_enable_random_interleaving (default
+on), --benchmark_report_aggregates_only, --benchmark_display_aggregates_only,
+--benchmark_out=FILE and --benchmark_out_format=json|console|csv (Google Benchmark's own output,
+in its 1.7.1 semantics: threads is always 1 there; lockline.json is the full record),
+--benchmark_context=KEY=VALUE.
+Flags that do not apply, and are refused: --benchmark_min_time and --benchmark_min_warmup_time
+(windows are fixed: use --window or --budget), --benchmark_perf_counters (Debian's 1.7.1 has no
+libpfm: use --events), --benchmark_format, --benchmark_color and --benchmark_counters_tabular
+(the console shows lockline's own progress lines), --benchmark_time_unit (rows are in ms),
+--benchmark_list_tests (use --list).
+
+Exit status: 0 every point ran; 1 some point reported an error; 2 bad input (nothing created);
+3 a window never ended; 4 a result could not be written (disk full, read-only); 130 / 143
+interrupted by SIGINT / SIGTERM (lockline.json keeps every finished point).
 )";
 
 namespace {
@@ -81,10 +101,22 @@ int ParsePositiveInt(const std::string& text, const std::string& flag) {
 
 }  // namespace
 
-double ParseDurationSeconds(const std::string& text, const std::string& flag) {
-  char* end = nullptr;
-  const double v = std::strtod(text.c_str(), &end);
-  const std::string unit = end ? std::string(end) : "";
+double ParseDurationSeconds(const std::string& text, const std::string& flag,
+                            double min_s, double max_s) {
+  const auto bad = [&](const std::string& why) {
+    char range[96];
+    std::snprintf(range, sizeof range, "%g s to %g s", min_s, max_s);
+    return UsageError("bad " + flag + " value '" + text + "'" + why +
+                      ": accepted is a duration from " + range +
+                      " like 90s, 500ms, 20m, 1h (a bare number is seconds)");
+  };
+  // Decimal only: strtod alone would take hex ("0x10"), inf and nan.
+  static const std::regex kNumber(
+      R"(([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][-+]?[0-9]+)?([a-z]*))");
+  std::smatch m;
+  if (!std::regex_match(text, m, kNumber)) throw bad("");
+  const double v = std::strtod(text.c_str(), nullptr);
+  const std::string unit = m[4].str();
   double scale = -1;
   if (unit.empty() || unit == "s")
     scale = 1;
@@ -96,14 +128,110 @@ double ParseDurationSeconds(const std::string& text, const std::string& flag) {
     scale = 60;
   else if (unit == "h")
     scale = 3600;
-  if (text.empty() || end == text.c_str() || scale < 0 || !(v > 0) ||
-      v * scale > 7 * 86400)
-    throw UsageError("bad " + flag + " value '" + text +
-                     "': accepted is a positive duration like 90s, 500ms, 20m, "
-                     "1h (a bare number "
-                     "is seconds)");
-  return v * scale;
+  if (scale < 0) throw bad(" (unknown unit '" + unit + "')");
+  const double s = v * scale;
+  if (!std::isfinite(s) || s < min_s || s > max_s) throw bad(" (out of range)");
+  return s;
 }
+
+namespace {
+
+// Google Benchmark 1.7.1's flags and what lockline does with them.
+const char* const kGbApplies[] = {"benchmark_filter",
+                                  "benchmark_repetitions",
+                                  "benchmark_enable_random_interleaving",
+                                  "benchmark_report_aggregates_only",
+                                  "benchmark_display_aggregates_only",
+                                  "benchmark_out",
+                                  "benchmark_out_format",
+                                  "benchmark_context"};
+const std::pair<const char*, const char*> kGbRefused[] = {
+    {"benchmark_min_time", "windows are fixed: use --window or --budget"},
+    {"benchmark_min_warmup_time",
+     "windows are fixed: use --window or --budget"},
+    {"benchmark_perf_counters", "Debian's 1.7.1 has no libpfm: use --events"},
+    {"benchmark_format", "the console shows lockline's own progress lines"},
+    {"benchmark_color", "the console shows lockline's own progress lines"},
+    {"benchmark_counters_tabular",
+     "the console shows lockline's own progress lines"},
+    {"benchmark_time_unit", "rows are reported in ms"},
+    {"benchmark_list_tests", "use --list"}};
+const char* const kGbBool[] = {"benchmark_enable_random_interleaving",
+                               "benchmark_report_aggregates_only",
+                               "benchmark_display_aggregates_only"};
+
+// Checks one --benchmark_* argument; throws UsageError naming it.
+void CheckBenchmarkFlag(const std::string& arg, Options* o) {
+  const size_t eq = arg.find('=');
+  const std::string name =
+      arg.substr(2, eq == std::string::npos ? std::string::npos : eq - 2);
+  const std::string value = eq == std::string::npos ? "" : arg.substr(eq + 1);
+  for (const auto& [refused, why] : kGbRefused)
+    if (name == refused)
+      throw UsageError("--" + name + " does not apply to lockline (" + why +
+                       "); see lockline --help");
+  bool known = false;
+  for (const char* f : kGbApplies) known |= name == f;
+  if (!known) {
+    std::string list;
+    for (const char* f : kGbApplies)
+      list += std::string(list.empty() ? "" : ", ") + "--" + f;
+    throw UsageError("unknown Google Benchmark flag '" + arg +
+                     "'; accepted: " + list);
+  }
+  for (const char* f : kGbBool) {
+    if (name != f) continue;
+    static const char* const kValues[] = {"",    "true", "false", "1",  "0",
+                                          "yes", "no",   "on",    "off"};
+    bool ok = false;
+    for (const char* v : kValues) ok |= value == v;
+    if (!ok || (eq != std::string::npos && value.empty()))
+      throw UsageError("bad --" + name + " value '" + value +
+                       "': accepted are true, false, yes, no, on, off, 1, 0");
+    return;
+  }
+  if (eq == std::string::npos || value.empty())
+    throw UsageError("--" + name + " needs a value: --" + name +
+                     "=VALUE (see --help)");
+  if (name == "benchmark_filter") {
+    const std::string re = value[0] == '-' ? value.substr(1) : value;
+    try {
+      std::regex check(re, std::regex::extended);
+    } catch (const std::regex_error& e) {
+      throw UsageError("bad --benchmark_filter '" + value +
+                       "': not an extended regular expression (" + e.what() +
+                       "); accepted: a regex over the keys --list prints, a "
+                       "leading '-' negates");
+    }
+    o->benchmark_filter = value;
+  } else if (name == "benchmark_repetitions") {
+    o->repetitions = ParsePositiveInt(value, "--benchmark_repetitions");
+  } else if (name == "benchmark_out_format") {
+    if (value != "json" && value != "console" && value != "csv")
+      throw UsageError("bad --benchmark_out_format value '" + value +
+                       "': accepted are json, console, csv");
+  } else if (name == "benchmark_out") {
+    const size_t slash = value.rfind('/');
+    const std::string dir = slash == std::string::npos ? "."
+                            : slash == 0               ? "/"
+                                                       : value.substr(0, slash);
+    if (slash == value.size() - 1)
+      throw UsageError("bad --benchmark_out value '" + value +
+                       "': it names a directory; accepted: a file path");
+    if (access(dir.c_str(), W_OK | X_OK) != 0)
+      throw UsageError(
+          "bad --benchmark_out value '" + value + "': directory " + dir + " " +
+          (errno == ENOENT ? "does not exist" : "is not writable") +
+          "; accepted: a file in an existing writable directory");
+    o->benchmark_out = value;
+  } else if (name == "benchmark_context") {
+    if (value.find('=') == std::string::npos)
+      throw UsageError("bad --benchmark_context value '" + value +
+                       "': accepted: KEY=VALUE[,KEY=VALUE...]");
+  }
+}
+
+}  // namespace
 
 Options ParseOptions(int argc, char** argv) {
   Options o;
@@ -124,7 +252,13 @@ Options ParseOptions(int argc, char** argv) {
       o.list = true;
     else if (a == "--oversubscribe")
       o.oversubscribe = true;
-    else if (a == "--layouts")
+    else if (TakeValue(a, "--oversubscribe", &v)) {
+      if (v != "force")
+        throw UsageError("bad --oversubscribe value '" + v +
+                         "': accepted are --oversubscribe (up to 8x the "
+                         "usable PUs) and --oversubscribe=force (no cap)");
+      o.oversubscribe = o.oversubscribe_force = true;
+    } else if (a == "--layouts")
       o.layouts = "text";
     else if (TakeValue(a, "--layouts", &v)) {
       if (v != "text" && v != "json")
@@ -138,17 +272,24 @@ Options ParseOptions(int argc, char** argv) {
                TakeValue(a, "--events", &o.events) ||
                TakeValue(a, "--out", &o.out)) {
     } else if (TakeValue(a, "--budget", &v)) {
-      o.budget_s = ParseDurationSeconds(v, "--budget");
+      o.budget_s = ParseDurationSeconds(v, "--budget", kMinBudgetSeconds,
+                                        kMaxBudgetSeconds);
     } else if (a == "--until-resolved") {
       o.until_resolved_s = kDefaultUntilResolvedS;
     } else if (TakeValue(a, "--until-resolved", &v)) {
-      o.until_resolved_s = ParseDurationSeconds(v, "--until-resolved");
+      o.until_resolved_s = ParseDurationSeconds(v, "--until-resolved",
+                                                kMinBudgetSeconds,
+                                                kMaxBudgetSeconds);
     } else if (TakeValue(a, "--window", &v)) {
-      o.window_s = ParseDurationSeconds(v, "--window");
-    } else if (a.rfind("--benchmark_", 0) == 0 || a.rfind("--v=", 0) == 0) {
-      if (TakeValue(a, "--benchmark_filter", &v)) o.benchmark_filter = v;
-      if (TakeValue(a, "--benchmark_repetitions", &v))
-        o.repetitions = ParsePositiveInt(v, "--benchmark_repetitions");
+      o.window_s = ParseDurationSeconds(v, "--window", kMinWindowSeconds,
+                                        kMaxWindowSeconds);
+    } else if (a.rfind("--benchmark_", 0) == 0) {
+      CheckBenchmarkFlag(a, &o);
+      // lockline selects the points by key itself (BuildPoints): Google
+      // Benchmark's names carry "/iterations:N/manual_time", so a
+      // $-anchored filter passed on would select nothing there.
+      if (a.rfind("--benchmark_filter=", 0) != 0) o.benchmark_args.push_back(a);
+    } else if (a.rfind("--v=", 0) == 0) {
       o.benchmark_args.push_back(a);
     } else {
       throw UsageError("unknown flag '" + a +

@@ -33,13 +33,16 @@ struct Options {
   double window_s = 0;  ///< 0: fitted to the budget
   bool plan = false;
   bool list = false;
-  bool oversubscribe = false;
+  bool oversubscribe =
+      false;  ///< --oversubscribe: up to kMaxOversubscription x
+  bool oversubscribe_force = false;  ///< --oversubscribe=force: no cap
   bool help = false;
   std::string layouts;  ///< "", "text" or "json"
   std::vector<std::string>
-      benchmark_args;            ///< --benchmark_* passed to Google Benchmark
-  std::string benchmark_filter;  ///< value of --benchmark_filter, if given
-  int repetitions = 3;           ///< from --benchmark_repetitions, default 3
+      benchmark_args;             ///< --benchmark_* passed to Google Benchmark
+  std::string benchmark_filter;   ///< value of --benchmark_filter, if given
+  std::string benchmark_out;      ///< value of --benchmark_out, if given
+  int repetitions = 3;            ///< from --benchmark_repetitions, default 3
   /// --until-resolved[=MAX_DURATION]: extra seconds for unresolved
   /// comparisons (harness/until_resolved.h); 0: off (the fixed budget).
   double until_resolved_s = 0;
@@ -47,14 +50,28 @@ struct Options {
 };
 
 /// Parses argv. Throws UsageError for an unknown flag, a missing or malformed
-/// value (naming it and the accepted forms). Does not touch the topology (see
-/// harness/topology.h for --pin,
-/// --threads and --topology checks).
+/// value (naming it and the accepted forms). Google Benchmark's flags are
+/// checked here too, before any run directory exists: an unknown or misspelt
+/// --benchmark_* flag, one --help says does not apply, a bad boolean or
+/// --benchmark_out_format, a --benchmark_out whose directory does not exist or
+/// is not writable, and a --benchmark_filter that is not an extended regular
+/// expression are all UsageErrors. Does not touch the topology (see
+/// harness/topology.h for --pin, --threads and --topology checks).
 Options ParseOptions(int argc, char** argv);
 
-/// Parses a duration: "90" or "90s", "500ms", "20m", "1h". Throws UsageError
-/// naming `flag`.
-double ParseDurationSeconds(const std::string& text, const std::string& flag);
+/// Parses a duration: "90" or "90s", "500ms", "20m", "1h" (decimal digits with
+/// an optional fraction and exponent; no hex, inf or nan). Throws UsageError
+/// naming `flag` and the accepted range when the text is malformed or the value
+/// lies outside [min_s, max_s] seconds.
+double ParseDurationSeconds(const std::string& text, const std::string& flag,
+                            double min_s = 1e-3, double max_s = 7 * 86400);
+
+/// Accepted --window range, seconds: 0.1 ms to 10 min.
+inline constexpr double kMinWindowSeconds = 1e-4;
+inline constexpr double kMaxWindowSeconds = 600;
+/// Accepted --budget range, seconds: 1 s to 7 days.
+inline constexpr double kMinBudgetSeconds = 1;
+inline constexpr double kMaxBudgetSeconds = 7 * 86400;
 
 /// The --help text.
 extern const char* const kUsage;

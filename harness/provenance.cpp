@@ -4,10 +4,13 @@
 #include <perfmon/pfmlib.h>
 #include <sys/utsname.h>
 
+#include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <sstream>
 
+#include "harness/cgroup.h"
 #include "lockline_version.h"
 
 namespace lockline {
@@ -84,12 +87,19 @@ nlohmann::json CollectProvenance(const Options& opts, const Topology& topo) {
   p["cxx_flags"] = LOCKLINE_CXX_FLAGS;
   p["build_type"] = LOCKLINE_BUILD_TYPE;
   p["command_line"] = opts.argv;
+  // hwloc_get_api_version() is the library's (runtime) API version;
+  // HWLOC_API_VERSION and HWLOC_VERSION are the headers' we compiled against.
+  // hwloc 2.9 has no runtime function for its release number.
+  const auto dotted = [](unsigned v) {
+    return std::to_string(v >> 16) + "." + std::to_string((v >> 8) & 0xff) +
+           "." + std::to_string(v & 0xff);
+  };
   const unsigned hw = hwloc_get_api_version();
   const int pfm = pfm_get_version();
   p["versions"] = {{"google_benchmark", LOCKLINE_GBENCH_VERSION},
-                   {"hwloc", std::to_string(hw >> 16) + "." +
-                                 std::to_string((hw >> 8) & 0xff) + "." +
-                                 std::to_string(hw & 0xff)},
+                   {"hwloc", HWLOC_VERSION},
+                   {"hwloc_api_runtime", dotted(hw)},
+                   {"hwloc_api_header", dotted(HWLOC_API_VERSION)},
                    {"libpfm4", std::to_string(PFM_MAJ_VERSION(pfm)) + "." +
                                    std::to_string(PFM_MIN_VERSION(pfm))},
                    {"glibc", gnu_get_libc_version()}};
@@ -106,6 +116,41 @@ nlohmann::json CollectProvenance(const Options& opts, const Topology& topo) {
       {"cores", t.cores},           {"pus", t.pus},
       {"usable_pus", t.usable_pus}, {"cache_line_bytes", t.cache_line_bytes},
       {"cpukinds", t.cpukinds}};
+  p["topology"]["complete_pus"] = t.complete_pus;
+  p["topology"]["online_pus"] = t.online_pus;
+  p["topology"]["allowed_pus"] = t.allowed_pus;
+  p["topology"]["affinity_pus"] =
+      t.affinity_pus < 0 ? json(nullptr) : json(t.affinity_pus);
+  p["topology"]["restricted_by"] = t.restricted_by;
+  p["topology"]["usable"] = std::to_string(t.usable_pus) + " of " +
+                            std::to_string(t.complete_pus) + " PUs usable";
+  // Per-kind facts (hybrid CPUs): efficiency rank, PUs and hwloc's infos
+  // (FrequencyMaxMHz, FrequencyBaseMHz, CoreType, ...).
+  json kinds = json::array();
+  const int nr_kinds = hwloc_cpukinds_get_nr(topo.raw(), 0);
+  for (int k = 0; k < nr_kinds; ++k) {
+    hwloc_bitmap_t set = hwloc_bitmap_alloc();
+    int efficiency = -1;
+    unsigned nr_infos = 0;
+    hwloc_info_s* infos = nullptr;
+    if (set != nullptr &&
+        hwloc_cpukinds_get_info(topo.raw(), static_cast<unsigned>(k), set,
+                                &efficiency, &nr_infos, &infos, 0) == 0) {
+      char* list = nullptr;
+      hwloc_bitmap_list_asprintf(&list, set);
+      json info = json::object();
+      for (unsigned i = 0; i < nr_infos; ++i)
+        info[infos[i].name ? infos[i].name : "?"] =
+            infos[i].value ? infos[i].value : "";
+      kinds.push_back({{"index", k},
+                       {"efficiency", efficiency},
+                       {"pus", list ? list : ""},
+                       {"infos", info}});
+      std::free(list);
+    }
+    hwloc_bitmap_free(set);
+  }
+  p["topology"]["cpukinds_info"] = kinds;
 
   json env;
   json warnings = json::array();
@@ -158,10 +203,26 @@ nlohmann::json CollectProvenance(const Options& opts, const Topology& topo) {
         "labels for this reason");
   }
   env["hypervisor"] = hypervisor.empty() ? json(nullptr) : json(hypervisor);
-  if (t.usable_pus < t.pus)
+  if (t.usable_pus < t.complete_pus) {
+    std::string why;
+    for (const auto& r : t.restricted_by) why += (why.empty() ? "" : ", ") + r;
     warnings.push_back("only " + std::to_string(t.usable_pus) + " of " +
-                       std::to_string(t.pus) +
-                       " PUs are usable (cpuset, container or offline CPUs)");
+                       std::to_string(t.complete_pus) +
+                       " PUs are usable (restricted by " +
+                       (why.empty() ? "unknown" : why) + ")");
+  }
+  const CgroupCpu& cg = ProcessCgroupCpu();
+  p["cgroup"] = CgroupJson(cg);
+  if (cg.quota_cpus > 0 && cg.quota_cpus < t.usable_pus) {
+    char q[32];
+    std::snprintf(q, sizeof q, "%.2f", cg.quota_cpus);
+    warnings.push_back(
+        std::string("cgroup CPU quota is ") + q + " CPUs (" + cg.limited_by +
+        ") for " + std::to_string(t.usable_pus) +
+        " usable PUs: points with more than " +
+        std::to_string(static_cast<int>(std::ceil(cg.quota_cpus))) +
+        " threads measure throttling (rows carry cgroup.nr_throttled)");
+  }
   p["environment"] = env;
   p["warnings"] = warnings;
   return p;

@@ -1,65 +1,152 @@
 #include "harness/results.h"
 
 #include <fcntl.h>
+#include <limits.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 
-namespace lockline {
+#include "harness/restore.h"
 
-void WriteFileAtomically(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp." + std::to_string(getpid());
-  const int fd =
-      open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0)
-    throw std::runtime_error("cannot write " + tmp + ": " +
-                             std::strerror(errno));
+namespace lockline {
+namespace {
+
+// Read by the signal handler: fixed buffers, no allocation.
+char g_pending_temp[PATH_MAX];  // temporary file being written ("" if none)
+char g_kept_path[PATH_MAX];     // last lockline.json written
+std::atomic<long> g_kept_rows{0};
+
+void CopyPath(char* to, const std::string& from) {
+  const size_t n = std::min(from.size(), static_cast<size_t>(PATH_MAX - 1));
+  std::memcpy(to, from.data(), n);
+  to[n] = '\0';
+}
+
+// Writes all of `text` to fd; false with errno set on failure.
+bool WriteAll(int fd, const std::string& text) {
   size_t off = 0;
   while (off < text.size()) {
     const ssize_t n = write(fd, text.data() + off, text.size() - off);
     if (n < 0) {
       if (errno == EINTR) continue;
-      const int err = errno;
-      close(fd);
-      unlink(tmp.c_str());
-      throw std::runtime_error("cannot write " + tmp + ": " +
-                               std::strerror(err));
+      return false;
     }
     off += static_cast<size_t>(n);
   }
-  if (fsync(fd) != 0 || close(fd) != 0) {
-    const int err = errno;
-    unlink(tmp.c_str());
-    throw std::runtime_error("cannot write " + tmp + ": " + std::strerror(err));
-  }
-  if (rename(tmp.c_str(), path.c_str()) != 0) {
-    const int err = errno;
-    unlink(tmp.c_str());
-    throw std::runtime_error("cannot rename " + tmp + " to " + path + ": " +
-                             std::strerror(err));
-  }
+  return true;
 }
+
+long MeasuredRows(const nlohmann::json& doc) {
+  long n = 0;
+  for (const auto& row : doc["benchmarks"])
+    if (row.value("run_type", "") == "iteration") ++n;
+  return n;
+}
+
+}  // namespace
+
+void WriteFileAtomically(const std::string& path, const std::string& text) {
+  const std::string templ = path + ".tmp.XXXXXX";
+  if (templ.size() >= PATH_MAX)
+    throw std::runtime_error("cannot write " + path + ": path too long");
+  // mkstemp fills g_pending_temp in place, so a signal arriving at any point
+  // finds the name to remove.
+  CopyPath(g_pending_temp, templ);
+  const int fd = mkostemp(g_pending_temp, O_CLOEXEC);
+  if (fd < 0) {
+    const int err = errno;
+    g_pending_temp[0] = '\0';
+    throw std::runtime_error("cannot write " + path + " (creating " + templ +
+                             "): " + std::strerror(err));
+  }
+  const std::string tmp = g_pending_temp;
+  const auto fail = [&](const std::string& what, int err) {
+    unlink(tmp.c_str());
+    g_pending_temp[0] = '\0';
+    return std::runtime_error("cannot write " + path + " (" + what + " " + tmp +
+                              "): " + std::strerror(err));
+  };
+  if (fchmod(fd, 0644) != 0 || !WriteAll(fd, text) || fsync(fd) != 0) {
+    const int err = errno;
+    close(fd);
+    throw fail("writing", err);
+  }
+  if (close(fd) != 0) throw fail("closing", errno);
+  if (rename(tmp.c_str(), path.c_str()) != 0) throw fail("renaming", errno);
+  g_pending_temp[0] = '\0';
+}
+
+void RemovePendingTemp() {
+  if (g_pending_temp[0] != '\0') unlink(g_pending_temp);
+}
+
+const char* KeptResultPath() { return g_kept_path; }
+long KeptRows() { return g_kept_rows.load(); }
 
 ResultFile::ResultFile(const std::string& dir) : dir_(dir) {
   std::error_code ec;
-  if (std::filesystem::exists(path(), ec))
-    throw std::runtime_error(
-        "run directory " + dir +
-        " already holds a lockline.json from an earlier run; pass another "
-        "--out or remove that file");
-  std::filesystem::create_directories(dir, ec);
+  const std::filesystem::path parent = std::filesystem::path(dir).parent_path();
+  if (!parent.empty()) std::filesystem::create_directories(parent, ec);
   if (ec)
     throw std::runtime_error("cannot create run directory " + dir + ": " +
                              ec.message());
+  if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST)
+    throw std::runtime_error("cannot create run directory " + dir + ": " +
+                             std::strerror(errno));
+  struct stat st {};
+  if (stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+    throw std::runtime_error("cannot create run directory " + dir +
+                             ": it exists and is not a directory");
   doc_ = {{"context",
            {{"lockline",
              {{"schema_version", kSchemaVersion}, {"finished", false}}}}},
           {"benchmarks", nlohmann::json::array()}};
-  Flush();
+  // The claim: exactly one run creates lockline.json.
+  const int fd =
+      open(path().c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+           0644);
+  if (fd < 0) {
+    const int err = errno;
+    if (err == EEXIST)
+      throw RunDirTaken("run directory " + dir +
+                        " already holds a lockline.json (an earlier run, or "
+                        "another lockline running now); pass another --out or "
+                        "remove that file");
+    throw std::runtime_error("cannot create " + path() + ": " +
+                             std::strerror(err));
+  }
+  const std::string text = doc_.dump(1) + "\n";
+  if (!WriteAll(fd, text) || fsync(fd) != 0) {
+    const int err = errno;
+    close(fd);
+    unlink(path().c_str());
+    throw std::runtime_error("cannot write " + path() + ": " +
+                             std::strerror(err));
+  }
+  close(fd);
+  CopyPath(g_kept_path, path());
+  g_kept_rows.store(0);
 }
 
-void ResultFile::Flush() { WriteFileAtomically(path(), doc_.dump(1) + "\n"); }
+void ResultFile::Flush() {
+  try {
+    WriteFileAtomically(path(), doc_.dump(1) + "\n");
+  } catch (const std::exception& e) {
+    std::fflush(stdout);
+    std::fprintf(stderr,
+                 "lockline: error: %s; stopping the run: %s keeps the %ld "
+                 "measured rows written before\n",
+                 e.what(), path().c_str(), g_kept_rows.load());
+    std::fflush(stderr);
+    RestoreAll();
+    _exit(kExitWriteFailed);
+  }
+  g_kept_rows.store(MeasuredRows(doc_));
+}
 
 }  // namespace lockline

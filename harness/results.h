@@ -1,8 +1,8 @@
 // The run's result file, lockline.json: Google Benchmark's JSON format plus
 // lockline's row keys, parameters, placement, coherence, fairness, counters and
-// run context (see results/SCHEMA.md). Rewritten through a temporary file and
-// rename after every point, so an interrupted run leaves valid JSON holding
-// every point already measured.
+// run context (see results/SCHEMA.md). Rewritten through an exclusively created
+// temporary file and rename after every point, so an interrupted run leaves
+// valid JSON holding every point already measured.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -14,12 +14,25 @@ namespace lockline {
 /// Schema version of lockline.json (bump on incompatible changes).
 inline constexpr int kSchemaVersion = 1;
 
+/// Exit status when a result cannot be written mid-run (disk full, read-only).
+inline constexpr int kExitWriteFailed = 4;
+
+/// The run directory already holds a lockline.json (an earlier run, or another
+/// lockline started with the same --out): the directory belongs to that run.
+class RunDirTaken : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 /// The result file of one run directory.
 class ResultFile {
  public:
-  /// Creates `dir` (and parents) and writes an initial file with an empty
-  /// benchmark list. Throws std::runtime_error naming the directory and errno
-  /// when it cannot be created or written: call before any point runs.
+  /// Creates `dir` (and parents) and claims it: lockline.json is created with
+  /// O_CREAT|O_EXCL|O_NOFOLLOW, so of two runs given one directory exactly one
+  /// gets it. Writes an initial file with an empty benchmark list. Throws
+  /// RunDirTaken when lockline.json exists, std::runtime_error naming the
+  /// directory and errno when it cannot be created or written: call before any
+  /// point runs.
   explicit ResultFile(const std::string& dir);
 
   const std::string& dir() const { return dir_; }
@@ -32,9 +45,11 @@ class ResultFile {
   const nlohmann::json& doc() const { return doc_; }
   nlohmann::json& doc_mutable() { return doc_; }
 
-  /// Atomically replaces the file with the current document (write to a
-  /// temporary file in the same directory, fsync, rename). Throws
-  /// std::runtime_error on I/O failure (full disk ...).
+  /// Atomically replaces the file with the current document
+  /// (WriteFileAtomically). On failure (full disk, read-only file system ...)
+  /// the run stops: one `lockline: error:` line naming the file, errno and the
+  /// rows the file keeps, RestoreAll(), exit status kExitWriteFailed. Never
+  /// throws.
   void Flush();
 
  private:
@@ -42,8 +57,22 @@ class ResultFile {
   nlohmann::json doc_;
 };
 
-/// Writes `text` to `path` atomically (temporary file + fsync + rename). Throws
-/// std::runtime_error naming the path and errno.
+/// Writes `text` to `path` atomically: a temporary file created by mkstemp
+/// (O_EXCL, so a planted symlink is never followed) in the same directory,
+/// fsync, rename over `path`. The temporary file is removed on failure (and by
+/// RemovePendingTemp from a signal handler). Throws std::runtime_error naming
+/// the path and errno.
 void WriteFileAtomically(const std::string& path, const std::string& text);
+
+/// Async-signal-safe: unlinks the temporary file WriteFileAtomically is
+/// writing, if any.
+void RemovePendingTemp();
+
+/// Async-signal-safe: the path of the last lockline.json written
+/// (NUL-terminated,
+/// "" before the first) and the number of measured rows (run_type iteration) it
+/// holds.
+const char* KeptResultPath();
+long KeptRows();
 
 }  // namespace lockline

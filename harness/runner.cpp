@@ -7,6 +7,7 @@
 #include <set>
 
 #include "harness/coherence.h"
+#include "harness/cgroup.h"
 #include "harness/cpu.h"
 #include "harness/rows.h"
 #include "harness/team.h"
@@ -168,6 +169,12 @@ double FitWindow(RunState& run) {
     // windows to 1-2 are usually fixed-work, so estimate those by a constant.
     if (p.variant->windows > 0 && p.variant->windows <= 2)
       fixed_s += reps * p.windows * kFixedWorkWindowEstimate;
+    else if (p.plan.oversubscribed)
+      // Oversubscribed: a FIFO lock hands over only when its preempted
+      // successor runs again, so windows often run to their 2 s bound
+      // (RunPoint); estimate them there (64 threads on 2 PUs took 77 s of an
+      // estimated 1 s before).
+      fixed_s += reps * p.windows * 2.0;
     else
       window_count += reps * p.windows;
   }
@@ -244,6 +251,8 @@ void RecordRepetition(RunState& run, const Point& point, json rec,
                   coherence.value("label", "unknown").c_str());
     what = buf;
   }
+  if (row.value("overrun", false))
+    what += "  OVERRUN (a window ran past its bound)";
   std::printf("[%d/%d] %s  %s  (%s elapsed, ~%s left%s)\n", run.progress_done,
               run.progress_total, point.key.c_str(), what.c_str(),
               FormatDuration(elapsed).c_str(), FormatDuration(left).c_str(),
@@ -313,6 +322,7 @@ void RunPoint(benchmark::State& state, const Point& point, RunState& run) {
     std::vector<uint64_t> per_thread(point.threads, 0);
     bool overrun = false;
     json windows = json::array();
+    const CpuThrottle throttle0 = ReadCpuThrottle(ProcessCgroupCpu());
     for (auto _ : state) {
       const WindowResult r =
           team.RunWindow(*wl, ctx, window_ns, bound_ns, hard_ns);
@@ -326,6 +336,13 @@ void RunPoint(benchmark::State& state, const Point& point, RunState& run) {
                          {"ops", r.total_ops},
                          {"overrun", r.overrun}});
     }
+    // CFS bandwidth throttling of lockline's cgroup during the windows.
+    const CpuThrottle throttle1 = ReadCpuThrottle(ProcessCgroupCpu());
+    if (throttle0.ok && throttle1.ok)
+      rec["cgroup"] = {
+          {"nr_throttled", throttle1.nr_throttled - throttle0.nr_throttled},
+          {"throttled_usec",
+           throttle1.throttled_usec - throttle0.throttled_usec}};
     const double after = probing ? team.PingPong(pa, pb, probe_ns).first : 0;
     const auto readings = team.ReadCounters();
     team.RunOnAll([&](int i) { wl->TeardownThread(ctx[i]); });

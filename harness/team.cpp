@@ -4,7 +4,9 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <stdexcept>
+#include <system_error>
 
 #include "harness/pingpong.h"
 
@@ -26,8 +28,24 @@ ThreadTeam::ThreadTeam(const Topology* topo, std::vector<int> pus,
       pus_(std::move(pus)),
       counter_session_(counters),
       slots_(new Slot[pus_.size()]) {
-  for (int i = 0; i < size(); ++i)
-    threads_.emplace_back([this, i] { ThreadMain(i); });
+  threads_.reserve(pus_.size());
+  for (int i = 0; i < size(); ++i) {
+    try {
+      threads_.emplace_back([this, i] { ThreadMain(i); });
+    } catch (const std::system_error& e) {
+      // The threads already started wait on cv_: stop and join them before
+      // the members they use go away.
+      Shutdown();
+      const int err = e.code().value();
+      const char* name = strerrorname_np(err);
+      throw std::runtime_error(
+          "cannot create thread " + std::to_string(i) + " of " +
+          std::to_string(size()) + ": " + (name ? name : "error") + " (" +
+          std::strerror(err) +
+          "; a process / thread limit (ulimit -u, pids.max, pid_max) or "
+          "address space (ulimit -v) ran out)");
+    }
+  }
   // Bind each thread and open its counters on it; a failure surfaces here.
   try {
     RunOnAll([this](int i) {

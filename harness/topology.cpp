@@ -7,6 +7,7 @@
 // of the machine the planner runs on.
 #include "harness/topology.h"
 
+#include <sched.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -276,6 +277,10 @@ const char* PolicyName(PinPolicy p) {
       return "none";
     case PinPolicy::kList:
       return "list";
+    case PinPolicy::kPerL3:
+      return "per-l3";
+    case PinPolicy::kPerNuma:
+      return "per-numa";
   }
   return "?";
 }
@@ -355,6 +360,24 @@ std::unique_ptr<Topology> Topology::Load(const std::string& raw_spec) {
   } else if (spec.compare(0, synthetic_prefix.size(), synthetic_prefix) == 0) {
     const std::string desc = StripQuotes(spec.substr(synthetic_prefix.size()));
     source = synthetic_prefix + desc;
+    // Refuse giant descriptions before hwloc allocates them.
+    double total = 1;
+    {
+      std::istringstream levels(desc);
+      std::string level;
+      while (levels >> level) {
+        const size_t colon = level.find(':');
+        if (colon == std::string::npos) continue;
+        const double n = std::strtod(level.c_str() + colon + 1, nullptr);
+        if (n > 0) total *= n;
+      }
+    }
+    if (total > kMaxTopologyPus) {
+      throw TopologyError(
+          "synthetic topology '" + desc + "' has " +
+          std::to_string(static_cast<long long>(std::min(total, 1e18))) +
+          " PUs; accepted: up to " + std::to_string(kMaxTopologyPus) + " PUs");
+    }
     if (desc.empty() ||
         hwloc_topology_set_synthetic(t->topo_, desc.c_str()) != 0) {
       throw TopologyError("bad synthetic topology '" + desc +
@@ -391,9 +414,53 @@ std::unique_ptr<Topology> Topology::Load(const std::string& raw_spec) {
   }
   t->is_host_ = spec == "host" && hwloc_topology_is_thissystem(t->topo_) != 0;
 
+  const int complete_pus =
+      hwloc_bitmap_weight(hwloc_topology_get_complete_cpuset(t->topo_));
+  if (complete_pus > kMaxTopologyPus ||
+      hwloc_get_nbobjs_by_type(t->topo_, HWLOC_OBJ_PU) > kMaxTopologyPus) {
+    throw TopologyError(
+        "topology '" + source + "' has " + std::to_string(complete_pus) +
+        " PUs; accepted: up to " + std::to_string(kMaxTopologyPus) + " PUs");
+  }
+
   // Usable PUs, in hwloc logical order.
   hwloc_const_cpuset_t allowed = hwloc_topology_get_allowed_cpuset(t->topo_);
   hwloc_const_cpuset_t present = hwloc_topology_get_topology_cpuset(t->topo_);
+  // The affinity mask this process started with (taskset, numactl, a
+  // container runtime's cpuset): hwloc's allowed cpuset is the cgroup's, and
+  // sched_setaffinity may widen a thread's mask to anything the cgroup allows,
+  // so a PU outside it would bind (and read back) fine yet break the user's
+  // restriction.
+  Bitmap affinity;
+  bool have_affinity = false;
+  if (t->is_host_) {
+    for (size_t ncpus = 1024; ncpus <= (1u << 20) && !have_affinity;
+         ncpus *= 2) {
+      cpu_set_t* set = CPU_ALLOC(ncpus);
+      if (set == nullptr) break;
+      const size_t bytes = CPU_ALLOC_SIZE(ncpus);
+      if (sched_getaffinity(0, bytes, set) == 0) {
+        have_affinity = true;
+        for (size_t c = 0; c < ncpus; ++c)
+          if (CPU_ISSET_S(c, bytes, set))
+            hwloc_bitmap_set(affinity.b, static_cast<unsigned>(c));
+      }
+      CPU_FREE(set);
+      if (!have_affinity && errno != EINVAL) break;
+    }
+  }
+  // Online PUs: sysfs on the host (hwloc drops disallowed PUs from its own
+  // sets), the topology cpuset otherwise.
+  Bitmap online;
+  hwloc_bitmap_copy(online.b, present);
+  if (t->is_host_) {
+    std::ifstream in("/sys/devices/system/cpu/online");
+    std::string text;
+    if (in && std::getline(in, text) &&
+        hwloc_bitmap_list_sscanf(online.b, Trim(text).c_str()) != 0) {
+      hwloc_bitmap_copy(online.b, present);
+    }
+  }
   // cpukind indices are ordered by efficiency only when hwloc knows every
   // kind's efficiency (from CoreType/frequency or the OS); otherwise the index
   // says nothing about performance and PUs report -1, so placement does not
@@ -415,7 +482,8 @@ std::unique_ptr<Topology> Topology::Load(const std::string& raw_spec) {
        pu != nullptr;
        pu = hwloc_get_next_obj_by_type(t->topo_, HWLOC_OBJ_PU, pu)) {
     if (!hwloc_bitmap_isset(allowed, pu->os_index) ||
-        !hwloc_bitmap_isset(present, pu->os_index)) {
+        !hwloc_bitmap_isset(present, pu->os_index) ||
+        (have_affinity && !hwloc_bitmap_isset(affinity.b, pu->os_index))) {
       continue;
     }
     PuInfo info;
@@ -446,7 +514,8 @@ std::unique_ptr<Topology> Topology::Load(const std::string& raw_spec) {
   }
   if (t->pus_.empty()) {
     throw TopologyError("topology '" + source +
-                        "' has no usable PU (allowed cpuset is empty)");
+                        "' has no usable PU (the allowed cpuset, the online "
+                        "PUs and the affinity mask do not intersect)");
   }
   for (size_t i = 0; i < t->pus_.size(); ++i) {
     t->by_os_index_[t->pus_[i].os_index] = static_cast<int>(i);
@@ -464,6 +533,33 @@ std::unique_ptr<Topology> Topology::Load(const std::string& raw_spec) {
   s.cores = count(HWLOC_OBJ_CORE);
   s.pus = count(HWLOC_OBJ_PU);
   s.usable_pus = static_cast<int>(t->pus_.size());
+  s.complete_pus = std::max(complete_pus, s.pus);
+  s.complete_pus = std::max(s.complete_pus, hwloc_bitmap_weight(online.b));
+  s.online_pus = hwloc_bitmap_weight(online.b);
+  s.allowed_pus = hwloc_bitmap_weight(allowed);
+  s.affinity_pus = have_affinity ? hwloc_bitmap_weight(affinity.b) : -1;
+  {
+    // Which restriction removed PUs, in the order they apply.
+    Bitmap set;
+    hwloc_bitmap_and(set.b, online.b, present);
+    if (t->is_host_) {
+      if (s.online_pus < s.complete_pus) s.restricted_by.push_back("online");
+      // hwloc drops disallowed PUs from its topology cpuset on the host.
+      if (!hwloc_bitmap_isincluded(set.b, allowed) ||
+          hwloc_bitmap_weight(present) < s.online_pus)
+        s.restricted_by.push_back("allowed cpuset");
+    } else {
+      // A file records PUs missing from its cpuset but not whether they were
+      // offline or outside the cpuset of the machine it was taken on.
+      if (hwloc_bitmap_weight(present) < s.complete_pus)
+        s.restricted_by.push_back("offline or allowed cpuset");
+      if (!hwloc_bitmap_isincluded(present, allowed))
+        s.restricted_by.push_back("allowed cpuset");
+    }
+    hwloc_bitmap_and(set.b, set.b, allowed);
+    if (have_affinity && !hwloc_bitmap_isincluded(set.b, affinity.b))
+      s.restricted_by.push_back("affinity mask");
+  }
   s.cpukinds = std::max(0, hwloc_cpukinds_get_nr(t->topo_, 0));
   // Coherence granularity: the L1 data cache's line size, else L2's (hwloc
   // leaves linesize 0 when the OS does not report it; synthetic topologies
@@ -505,6 +601,10 @@ PinSpec ParsePinSpec(const std::string& raw) {
     pin.policy = PinPolicy::kScatter;
   } else if (t == "none") {
     pin.policy = PinPolicy::kNone;
+  } else if (t == "per-l3") {
+    pin.policy = PinPolicy::kPerL3;
+  } else if (t == "per-numa") {
+    pin.policy = PinPolicy::kPerNuma;
   } else if (!t.empty() && t[0] >= '0' && t[0] <= '9') {
     pin.policy = PinPolicy::kList;
     try {
@@ -512,12 +612,13 @@ PinSpec ParsePinSpec(const std::string& raw) {
     } catch (const TopologyError& e) {
       throw TopologyError(
           std::string(e.what()) +
-          "; --pin also accepts cores, compact, scatter or none");
+          "; --pin also accepts cores, compact, scatter, per-l3, per-numa or "
+          "none");
     }
   } else {
     throw TopologyError("--pin='" + t +
                         "' is not a placement; accepted: cores, compact, "
-                        "scatter, none, or a CPU "
+                        "scatter, per-l3, per-numa, none, or a CPU "
                         "list of OS indices such as 0,2,4-7");
   }
   return pin;
@@ -529,6 +630,26 @@ std::vector<PuInfo> PlacementOrder(const Topology& topo, const PinSpec& pin) {
   switch (pin.policy) {
     case PinPolicy::kCompact:
       return pus;
+    case PinPolicy::kPerL3:
+    case PinPolicy::kPerNuma: {
+      // The first usable PU of each L3 / node in logical order: a rank-0
+      // thread of the object's first core with a usable PU.
+      const bool l3 = pin.policy == PinPolicy::kPerL3;
+      std::vector<PuInfo> out;
+      std::unordered_set<int> seen;
+      for (const PuInfo& p : pus) {
+        const int obj = l3 ? p.l3 : p.numa;
+        if (obj >= 0 && seen.insert(obj).second) out.push_back(p);
+      }
+      if (out.empty()) {
+        throw TopologyError(
+            "--pin=" + pin.text + ": topology '" + topo.summary().source +
+            "' has no " + (l3 ? "L3 cache" : "NUMA node") +
+            " level over its usable PUs; accepted there: cores, compact, "
+            "scatter, none or a CPU list");
+      }
+      return out;
+    }
     case PinPolicy::kList: {
       std::vector<PuInfo> out;
       out.reserve(pin.list.size());
@@ -623,7 +744,7 @@ ThreadPlan PlanThreads(const std::vector<PuInfo>& order, int threads,
 
 std::vector<int> ParseThreadCounts(const std::string& raw,
                                    const std::vector<PuInfo>& order,
-                                   bool oversubscribe) {
+                                   bool oversubscribe, bool force) {
   const std::string text = Trim(raw);
   if (order.empty())
     throw TopologyError("cannot choose thread counts: no usable PU");
@@ -662,6 +783,15 @@ std::vector<int> ParseThreadCounts(const std::string& raw,
       throw TopologyError("--threads='" + text +
                           "': 0 threads; counts must be at least 1");
     }
+    if (c > n && oversubscribe && !force &&
+        c > static_cast<long>(kMaxOversubscription) * n) {
+      throw TopologyError(
+          "--threads='" + text + "': " + std::to_string(c) + " threads are " +
+          "more than " + std::to_string(kMaxOversubscription) + "x the " +
+          std::to_string(n) + " usable PUs of the placement (at most " +
+          std::to_string(kMaxOversubscription * n) +
+          " with --oversubscribe); pass --oversubscribe=force to run them");
+    }
     if (c > n && !oversubscribe) {
       throw TopologyError(
           "--threads='" + text + "': " + std::to_string(c) +
@@ -681,9 +811,16 @@ std::string FormatPlans(const Topology& topo, const PinSpec& pin,
   std::ostringstream out;
   out << "topology " << s.source << ": " << s.packages << " packages, "
       << s.numa_nodes << " NUMA nodes, " << s.l3s << " L3s, " << s.cores
-      << " cores, " << s.pus << " PUs (" << s.usable_pus
-      << " usable: " << UsableList(topo) << "), cache line "
-      << s.cache_line_bytes << " bytes, cpukinds " << s.cpukinds << "\n";
+      << " cores, " << s.pus << " PUs (" << s.usable_pus << " of "
+      << s.complete_pus << " usable: " << UsableList(topo)
+      << (s.restricted_by.empty() ? "" : "; restricted by ") <<
+      [&] {
+        std::string r;
+        for (const auto& w : s.restricted_by) r += (r.empty() ? "" : ", ") + w;
+        return r;
+      }()
+      << "), cache line " << s.cache_line_bytes << " bytes, cpukinds "
+      << s.cpukinds << "\n";
   out << "placement --pin="
       << (pin.text.empty() ? PolicyName(pin.policy) : pin.text)
       << (pin.policy == PinPolicy::kNone

@@ -1,5 +1,6 @@
 // Machine topology through hwloc: loading (host, XML file, synthetic
-// description), the usable PUs (allowed cpuset intersected with online PUs),
+// description), the usable PUs (allowed cpuset intersected with online PUs and,
+// on the host, with the affinity mask the process started with),
 // placement orders (--pin), thread-count lists
 // (--threads), per-thread-count plans (--plan) and thread binding with
 // read-back.
@@ -47,7 +48,14 @@ struct PuInfo {
 struct TopologySummary {
   std::string source;  ///< "host", the XML path, or "synthetic:..."
   int packages = 0, numa_nodes = 0, l3s = 0, cores = 0, pus = 0;
-  int usable_pus = 0;         ///< allowed and online
+  int usable_pus = 0;  ///< allowed, online and (host) in the start affinity
+  /// PUs hwloc knows of including disallowed and offline ones (complete
+  /// cpuset), the allowed ones, the online ones, and (host only, else -1) the
+  /// CPUs of the affinity mask the process started with (sched_getaffinity).
+  int complete_pus = 0, allowed_pus = 0, online_pus = 0, affinity_pus = -1;
+  /// Which of "allowed cpuset", "online", "affinity mask" removed PUs from the
+  /// complete set (empty when every PU is usable).
+  std::vector<std::string> restricted_by;
   int cache_line_bytes = 64;  ///< from the L1d/L2 linesize attribute, else 64
   int cpukinds = 0;           ///< number of hwloc cpukinds (>1 on hybrid CPUs)
 };
@@ -62,7 +70,11 @@ class Topology {
   /// version attribute is checked first), or a bad synthetic string. Never
   /// falls back silently to the host topology. "host" honours HWLOC_FSROOT (a
   /// /sys dump, e.g. hwloc's test tarballs): such a topology has is_host()
-  /// false and refuses binding.
+  /// false and refuses binding. On the host, PUs outside the calling thread's
+  /// affinity mask (sched_getaffinity: taskset, numactl, a container runtime)
+  /// are not usable; call Load before any thread binds itself. Topologies of
+  /// more than kMaxTopologyPus PUs are refused (TopologyError naming the
+  /// count and the limit).
   static std::unique_ptr<Topology> Load(const std::string& spec);
   ~Topology();
   Topology(const Topology&) = delete;
@@ -70,7 +82,8 @@ class Topology {
 
   bool is_host() const { return is_host_; }
   hwloc_topology_t raw() const { return topo_; }
-  /// Usable PUs in hwloc logical order (allowed cpuset ∩ online).
+  /// Usable PUs in hwloc logical order (allowed cpuset ∩ online ∩, on the
+  /// host, the start affinity mask).
   const std::vector<PuInfo>& usable_pus() const { return pus_; }
   const TopologySummary& summary() const { return summary_; }
   /// Looks up a usable PU by OS index; nullptr if not usable.
@@ -85,6 +98,13 @@ class Topology {
   std::unordered_map<int, int> by_os_index_;  ///< OS index -> position in pus_
 };
 
+/// Largest topology lockline plans on, in PUs.
+inline constexpr int kMaxTopologyPus = 65536;
+
+/// --oversubscribe runs at most this many threads per PU of the placement;
+/// --oversubscribe=force lifts the cap.
+inline constexpr int kMaxOversubscription = 8;
+
 /// --pin policies. kCores: one PU per core, filling an L3, then a NUMA node,
 /// then a package before the next; SMT siblings only once every core has a
 /// thread; on hybrid CPUs the most performant cpukind first. kCompact: topology
@@ -96,7 +116,17 @@ class Topology {
 /// taking the first of every group, then the second of every group, ... (so
 /// threads 0..P-1 land on P packages). kNone: threads are not bound (reported
 /// in the kCores order). kList: explicit OS indices, in the order given.
-enum class PinPolicy { kCores, kCompact, kScatter, kNone, kList };
+/// kPerL3 / kPerNuma: one PU per L3 cache / NUMA node (the first usable PU of
+/// each, in hwloc logical order), so N threads cover N L3s / nodes.
+enum class PinPolicy {
+  kCores,
+  kCompact,
+  kScatter,
+  kNone,
+  kList,
+  kPerL3,
+  kPerNuma
+};
 
 struct PinSpec {
   PinPolicy policy = PinPolicy::kCores;
@@ -114,14 +144,15 @@ std::vector<int> ParseCpuList(const std::string& text);
 /// stride syntax, which ParseCpuList also accepts).
 std::string FormatCpuList(std::vector<int> cpus);
 
-/// Parses --pin=cores|compact|scatter|none|LIST. Throws TopologyError naming
-/// the bad value.
+/// Parses --pin=cores|compact|scatter|per-l3|per-numa|none|LIST. Throws
+/// TopologyError naming the bad value.
 PinSpec ParsePinSpec(const std::string& text);
 
 /// The usable PUs in the order threads are placed by `pin` (thread i goes on
 /// element i). For kList, throws TopologyError if a listed PU is not usable
 /// (naming it and the usable set). For kNone, returns the kCores order (used
-/// for reporting only; threads are not bound).
+/// for reporting only; threads are not bound). For kPerL3 / kPerNuma, throws
+/// TopologyError when the topology has no L3 / NUMA level.
 std::vector<PuInfo> PlacementOrder(const Topology& topo, const PinSpec& pin);
 
 /// The placement of one thread count.
@@ -148,11 +179,12 @@ ThreadPlan PlanThreads(const std::vector<PuInfo>& order, int threads,
 /// order[0]'s L3, NUMA node and package (under kCores: cores per L3 / node /
 /// package; under kCompact: PUs per L3 / node / package) and the number of
 /// distinct cores; de-duplicated, sorted. LIST: "1,2,8", "1-4", sorted
-/// ascending. Throws TopologyError for a malformed list, 0, or a count above
-/// order.size() without oversubscribe.
+/// ascending. Throws TopologyError for a malformed list, 0, a count above
+/// order.size() without oversubscribe, or above kMaxOversubscription x
+/// order.size() without `force` (naming --oversubscribe=force).
 std::vector<int> ParseThreadCounts(const std::string& text,
                                    const std::vector<PuInfo>& order,
-                                   bool oversubscribe);
+                                   bool oversubscribe, bool force = false);
 
 /// Human-readable plan of every thread count: per count one line with the PU
 /// set as a cpulist (cut after ~96 characters) and the cores / L3s / NUMA nodes
