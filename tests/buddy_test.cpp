@@ -26,7 +26,9 @@ struct Pool {
       for (ListHead& h : a.free_list) ListInit(&h);
       a.nr_free = 0;
     }
-    if (init) EXPECT_TRUE(buddy.Init(kMigrateMovable));
+    if (init) {
+      EXPECT_TRUE(buddy.Init(kMigrateMovable));
+    }
   }
   /// Check()'s verdict and the free pages it counted.
   std::string Check(long* free_pages) {
