@@ -1,17 +1,23 @@
-// zone_lock: the 2015 `zone->lock` placement regression (3484b2de9499 and its
-// v4.1 fix). Threads allocate and free order-0 pages from one modelled Linux
-// 4.0 `struct zone` (layouts/zone.h): a lock-free watermark check, then the
-// buddy free list of MIGRATE_MOVABLE under zone->lock, optionally through
-// per-thread pcp lists refilled/drained in batches. With pcp_batch:0 every
-// allocation and free takes the lock (maximum pressure on the lock's line).
-// Not measured: buddy merging/splitting (all pages are order-0, and the list
-// work per page is one list_del or list_add), zone fallback, reclaim,
-// NR_ALLOC_BATCH's fair-zone policy, interrupts.
+// zone_lock: the 2015 `zone->lock` placement regression (3484b2de9499, merged
+// for v3.16, and its fix a368ab67aa55, in v4.0). Threads allocate and free
+// order-0 pages the way Linux 4.0 does (mm/page_alloc.c@v4.0): lock-free
+// fair-zone, watermark and statistics reads of the modelled `struct zone`
+// (layouts/zone.h), then per-CPU pcp lists that take zone->lock only to refill
+// `batch` pages (rmqueue_bulk) and to drain `batch` once `high` = 6 x batch
+// are cached (free_pcppages_bulk). Under the lock the holder runs the buddy
+// allocator over free_area[0..10] of a pool whose struct pages do not fit in
+// cache (layouts/buddy.h): splits on refill, buddy checks and merges on
+// drain. pcp_batch:0 (a lock per alloc and per free) is a counter-example:
+// 4.0 has no such path for order-0 pages.
+// Not measured: __rmqueue_fallback and MIGRATE_RESERVE (one migrate type),
+// the pageblock migratetype bitmap, zone_statistics' per-CPU NUMA counters,
+// reclaim and compaction, interrupts (4.0 runs these paths with irqs off).
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
 #include <atomic>
 #include <bit>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <iterator>
@@ -22,74 +28,105 @@
 #include <utility>
 #include <vector>
 
+#include "harness/cpu.h"
 #include "harness/family.h"
 #include "harness/locks/all_locks.h"
 #include "harness/locks/lock_stat.h"
 #include "harness/memory.h"
+#include "layouts/buddy.h"
 #include "layouts/page.h"
 #include "layouts/report.h"
 #include "layouts/zone.h"
 
 namespace lockline::zone_lock {
 
-/// The per-cpu page batches of the table: 0 = no pcp lists (every alloc and
-/// free takes zone->lock); 31 = Linux 4.0's zone_batchsize() for any zone over
-/// ~128 MB (rounddown_pow_of_two(32 + 16) - 1); 63 = twice that (a tuned
-/// percpu_pagelist_fraction).
-constexpr int kPcpBatches[] = {0, 31, 63};
+/// The per-cpu page batches of the table: 31 = Linux 4.0's zone_batchsize()
+/// for any zone of ~352 MiB or more (page_alloc.c@v4.0:4197-4228: managed/1024
+/// pages capped at 128, /4, rounddown_pow_of_two(b + b/2) - 1; b >= 22 needs
+/// 90112 pages); 0 = no pcp lists (every alloc and free takes zone->lock: a
+/// counter-example); 63 = twice that (a tuned percpu_pagelist_fraction).
+constexpr int kPcpBatches[] = {31, 0, 63};
+/// The default batch (the kernel's for every zone this model stands for).
+constexpr int kDefaultBatch = 31;
 /// The cache-line sizes the zone is instantiated for (ZONE_PADDING, alignment).
 constexpr std::size_t kLines[] = {kCacheLine64, kCacheLine128};
-
-/// Pages every zone has regardless of threads: enough that the free list never
-/// runs dry while each thread holds its burst (see PoolPages).
-constexpr int kPoolBasePages = 4096;
-/// pcp->high = 6 * pcp->batch (Linux 4.0 pageset_set_batch).
+/// pcp->high = 6 * pcp->batch (pageset_set_batch, page_alloc.c@v4.0:4275).
 constexpr int kPcpHighBatches = 6;
-/// With pcp lists, a thread allocates a burst of kBurstBatches * batch pages,
-/// then frees them all (a task faulting in a working set, then exiting). A
-/// burst longer than pcp->high is what makes pcp lists refill and drain at all:
-/// a balanced alloc/free pair would be served by the pcp list forever. With 16
-/// batches a burst cycle takes about 1.4 / batch lock acquisitions per page
-/// (2 / batch as the burst grows without bound).
-constexpr int kBurstBatches = 16;
-/// Upper bound of the per-cpu vm_stat threshold (calculate_normal_threshold).
+/// Struct pages in circulation (allocated and freed by the threads of one
+/// zone between two uses): 64 MiB of struct page (1 Mi pages, a 4 GiB zone),
+/// beyond the L2 of any core and the L3 share of one core on current servers,
+/// so the buddy checks and list updates under the lock miss as Aaron Lu found
+/// on will-it-scale/page_fault1 (LKML 2018-02). Quick runs use 4 MiB.
+constexpr std::size_t kColdStructPageBytes = 64u << 20;
+constexpr std::size_t kQuickColdStructPageBytes = 4u << 20;
+/// Upper bound of the per-cpu vm_stat threshold (calculate_normal_threshold,
+/// mm/vmstat.c@v4.0:118).
 constexpr int kMaxStatThreshold = 125;
 /// The one migrate type used: user pages (aim7's anonymous and page-cache
-/// memory) are MIGRATE_MOVABLE, whose list head sits at allocator-line offset
-/// 40..56 -- in the lock's line under 3484b2de9499 with 64-byte lines and a
-/// lock of at most 24 bytes (ticket, qspinlock). A 40-byte pthread_mutex_t
-/// pushes it to the next line (only the UNMOVABLE and RECLAIMABLE heads share
-/// the lock's line then); each row's details say which
-/// (movable_list_shares_lock_line).
+/// memory) are MIGRATE_MOVABLE (the same index in both configs).
 constexpr int kMigratetype = kMigrateMovable;
 /// classzone_idx of a ZONE_NORMAL allocation (DMA, DMA32, NORMAL, MOVABLE).
 constexpr int kClassZoneIdx = 2;
 /// WMARK_LOW: the first get_page_from_freelist pass checks it.
 constexpr int kWmarkLow = 1;
-/// page->_mapcount of a page on a buddy free list (PAGE_BUDDY_MAPCOUNT_VALUE,
-/// 4.0's PageBuddy marker); -1 is an allocated (or pcp) page.
-constexpr int kPageBuddyMapcount = -128;
-/// Steps (one alloc or one free) between two loads of the stop flag; even, so
-/// with pcp_batch:0 a window ends between alloc/free pairs.
+constexpr int kWmarkHigh = 2;
+/// enum zone_flags bit (mmzone.h@v4.0:545): the zone's fair-policy batch
+/// (NR_ALLOC_BATCH) is used up.
+constexpr int kZoneFairDepleted = 4;
+/// NR_PAGES_SCANNED, index 27 of 4.0's enum zone_stat_item (mmzone.h@v4.0),
+/// read by every free_one_page / free_pcppages_bulk under the lock.
+constexpr int kNrPagesScanned = 27;
+/// Steps (one alloc or one free) between two loads of the stop flag.
 constexpr int kStepsPerStopCheck = 16;
-static_assert(kStepsPerStopCheck % 2 == 0, "pcp:0 windows end on whole pairs");
+/// Every kHoldTimeEvery-th refill and drain is timed from acquisition to
+/// release (two NowNs, ~20-40 ns, inside the section timed).
+constexpr uint64_t kHoldTimeEvery = 4;
 
-/// Zone pages for a point: the base plus, per thread, the most it can keep
-/// away from the free lists (its burst, a full pcp list, one refill).
-inline int PoolPages(int threads, int batch) {
-  const int per_thread =
-      batch == 0 ? 1 : kBurstBatches * batch + kPcpHighBatches * batch + batch;
-  return kPoolBasePages + threads * per_thread;
+/// zone_batchsize() of Linux 4.0 for a zone of `managed` pages (4 KiB pages).
+inline int KernelBatchSize(unsigned long managed) {
+  long batch = static_cast<long>(managed / 1024);
+  if (batch * 4096 > 512 * 1024) batch = (512 * 1024) / 4096;
+  batch /= 4;
+  if (batch < 1) batch = 1;
+  const unsigned long b = static_cast<unsigned long>(batch + batch / 2);
+  return static_cast<int>(std::bit_floor(b)) - 1;
+}
+
+/// Per-thread burst: the pages a thread allocates before freeing them all (a
+/// task faulting in its working set, then exiting: page_fault1's shape). At
+/// least 16 batches (so pcp lists refill and drain at all; a balanced
+/// alloc/free pair would be served by the pcp list forever), and the thread's
+/// share of the cold circulation.
+inline int BurstPages(int threads, int batch, bool quick) {
+  const std::size_t cold =
+      (quick ? kQuickColdStructPageBytes : kColdStructPageBytes) / sizeof(Page);
+  const int share =
+      static_cast<int>(cold / static_cast<std::size_t>(std::max(threads, 1)));
+  return std::max(16 * std::max(batch, 1), share);
+}
+
+/// Pool pages of a zone serving `zone_threads` threads: their bursts plus a
+/// quarter more (so NR_FREE_PAGES stays far above the watermarks), a full pcp
+/// list and one refill each, rounded up to MAX_ORDER_NR_PAGES.
+inline unsigned long PoolPages(int zone_threads, int burst, int batch) {
+  const unsigned long per_thread =
+      static_cast<unsigned long>(burst) + burst / 4 +
+      static_cast<unsigned long>(kPcpHighBatches * batch + batch);
+  const unsigned long n =
+      per_thread * static_cast<unsigned long>(std::max(zone_threads, 1)) +
+      buddy::kMaxOrderNrPages;
+  return (n + buddy::kMaxOrderNrPages - 1) / buddy::kMaxOrderNrPages *
+         buddy::kMaxOrderNrPages;
 }
 
 /// The per-cpu vm_stat threshold of Linux 4.0 calculate_normal_threshold():
 /// 2 * fls(cpus) * (1 + fls(zone MB / 128)), at most 125; threads stand for
 /// CPUs, 4 KiB per page.
-inline int StatThreshold(int threads, int pages) {
+inline int StatThreshold(int threads, unsigned long pages) {
   const auto fls = [](unsigned long x) {
     return static_cast<int>(std::bit_width(x));
   };
-  const unsigned long mem_128mb = static_cast<unsigned long>(pages) / 32768;
+  const unsigned long mem_128mb = pages / 32768;
   return std::min(
       kMaxStatThreshold,
       2 * fls(static_cast<unsigned long>(threads)) * (1 + fls(mem_128mb)));
@@ -101,82 +138,125 @@ struct Counters {
   uint64_t allocs = 0;          ///< pages allocated
   uint64_t refills = 0;         ///< rmqueue_bulk calls (pcp lists only)
   uint64_t drains = 0;          ///< free_pcppages_bulk calls (pcp lists only)
-  uint64_t alloc_failures = 0;  ///< empty free list (and empty pcp)
+  uint64_t alloc_failures = 0;  ///< empty free lists (and empty pcp)
   uint64_t watermark_failures = 0;  ///< WMARK_LOW check failed (allocation
                                     ///< still proceeds: no reclaim modelled)
-  uint64_t stat_folds = 0;  ///< per-thread NR_FREE_PAGES diff folded into
-                            ///< zone->vm_stat
+  uint64_t stat_folds = 0;   ///< per-thread vm_stat diffs folded into the zone
+  uint64_t fair_resets = 0;  ///< reset_alloc_batches (clear_bit on flags)
+  uint64_t fair_depletions = 0;  ///< set_bit(ZONE_FAIR_DEPLETED)
+  uint64_t refill_hold_ns = 0, refill_hold_samples = 0;
+  uint64_t drain_hold_ns = 0, drain_hold_samples = 0;
 };
 
 /// One thread's private state, on lines of its own (first touched by its
 /// thread in SetupThread): lock statistics, the per_cpu_pages list of
-/// MIGRATE_MOVABLE, the vm_stat_diff of NR_FREE_PAGES, the pages it holds.
+/// MIGRATE_MOVABLE, the vm_stat_diff of NR_FREE_PAGES and NR_ALLOC_BATCH, the
+/// pages it holds.
 struct alignas(kDestructiveLine) PerThread {
   LockStatThread stat;
   ListHead pcp_list;  ///< per_cpu_pages.lists[MIGRATE_MOVABLE]; hot end first
   int pcp_count = 0;
+  int zone = 0;             ///< index of its zone (its NUMA node's)
   long stat_diff = 0;       ///< per_cpu_pageset.vm_stat_diff[NR_FREE_PAGES]
+  long batch_diff = 0;      ///< per_cpu_pageset.vm_stat_diff[NR_ALLOC_BATCH]
   std::vector<Page*> held;  ///< allocated, not yet freed (a stack)
   bool freeing = false;     ///< burst phase: false = allocating
   uint64_t touch = 0;       ///< value written into each allocated page
   Counters c;
 };
 
-/// The workload of one variant: zone layout Zone<Lock, P, kLine>, pcp batch.
-template <LockAlgorithm Lock, ZoneLockPlacement P, std::size_t kLine>
+/// The workload of one variant: zone layout Zone<Lock, P, kLine, C>, pcp
+/// batch, one zone or one per NUMA node.
+template <LockAlgorithm Lock, ZoneLockPlacement P, std::size_t kLine,
+          ZoneConfig C = ZoneConfig::kCma>
 class ZoneLockWorkload final : public Workload {
  public:
-  using Z = Zone<Lock, P, kLine>;
+  using Z = Zone<Lock, P, kLine, C>;
+  using FA = typename Z::FreeAreaT;
+  using Buddy = buddy::BuddyAllocator<FA>;
   static_assert(CheckZoneLayout<Z>());
 
-  /// `batch` 0 (no pcp lists) or the pcp batch in pages. Throws
-  /// std::invalid_argument for a negative batch, std::bad_alloc when shared
-  /// memory cannot be mapped.
-  ZoneLockWorkload(const PointEnv& env, int batch, uint64_t work_ns = 0)
+  /// `batch` 0 (no pcp lists) or the pcp batch in pages; `zones` 1 or the
+  /// machine's NUMA nodes (each zone and its struct pages bound to its node;
+  /// a thread uses zone ctx.numa % zones); `burst` > 0 overrides BurstPages
+  /// (tests). Throws std::invalid_argument for a negative batch or zones < 1,
+  /// std::bad_alloc when memory cannot be mapped.
+  ZoneLockWorkload(const PointEnv& env, int batch, int zones = 1,
+                   uint64_t work_ns = 0, int burst = 0)
       : batch_(batch),
         high_(kPcpHighBatches * batch),
-        hold_(batch == 0 ? 1 : kBurstBatches * batch),
-        pool_(PoolPages(env.threads, std::max(batch, 0))),
-        stat_threshold_(StatThreshold(env.threads, pool_)),
+        burst_(burst > 0
+                   ? burst
+                   : BurstPages(env.threads, std::max(batch, 0), env.quick)),
         work_ns_(work_ns),
-        zone_(MakeShared<Z>(env)),
-        side_(MakeShared<LockStatSide>(env)),
-        pages_mem_(
-            AllocShared(static_cast<std::size_t>(pool_) * sizeof(Page), env)),
         per_thread_(env.threads) {
     if (batch < 0) {
       throw std::invalid_argument("zone_lock: pcp_batch " +
                                   std::to_string(batch) +
                                   " must be 0 (no pcp lists) or positive");
     }
-    pages_ = static_cast<Page*>(pages_mem_.get());
-    for (int i = 0; i < pool_; ++i) new (&pages_[i]) Page();
-    Z& z = *zone_;
-    ZoneInit(z);
-    // Watermarks well below the base pool (min = 1/16 of it, low/high = min
-    // + 1/4, + 1/2 as __setup_per_zone_wmarks), so only a vm_stat lagging by
-    // many threads' diffs can fail the check.
-    const unsigned long min = kPoolBasePages / 16;
-    z.watermark[0] = min;
-    z.watermark[kWmarkLow] = min + min / 4;
-    z.watermark[2] = min + min / 2;
-    for (long& r : z.lowmem_reserve) r = 0;
-    z.managed_pages = z.present_pages = z.spanned_pages = pool_;
-    z.name = "Normal";
-    // Boot: every page free, order 0, on the MIGRATE_MOVABLE list.
-    ListHead& head = z.free_area[0].free_list[kMigratetype];
-    for (int i = 0; i < pool_; ++i) {
-      pages_[i]._mapcount.store(kPageBuddyMapcount, std::memory_order_relaxed);
-      ListAddTail(&pages_[i].lru, &head);
+    if (zones < 1) {
+      throw std::invalid_argument("zone_lock: zones " + std::to_string(zones) +
+                                  " must be at least 1");
     }
-    z.free_area[0].nr_free = pool_;
-    z.vm_stat[kNrFreePages].store(pool_, std::memory_order_relaxed);
+    // Threads per zone, from the plan when there is one (thread i is on node
+    // plan->pus[i].numa), else spread evenly.
+    std::vector<int> on_zone(zones, 0);
+    for (int i = 0; i < env.threads; ++i) {
+      int node = i % zones;
+      if (env.plan != nullptr && i < static_cast<int>(env.plan->pus.size()) &&
+          env.plan->pus[i].numa >= 0) {
+        node = env.plan->pus[i].numa % zones;
+      }
+      ++on_zone[node];
+    }
+    const bool bind = zones > 1;
+    for (int zi = 0; zi < zones; ++zi) {
+      PointEnv zone_env = env;
+      // A per-NUMA zone and its struct pages (mem_map) live on its node.
+      if (bind) zone_env.mem_policy = "node:" + std::to_string(zi);
+      auto zs = std::make_unique<ZoneState>();
+      zs->pool = PoolPages(on_zone[zi], burst_, std::max(batch, 0));
+      zs->zone = MakeShared<Z>(zone_env);
+      zs->side = MakeShared<LockStatSide>(zone_env);
+      zs->pages_mem = AllocShared(zs->pool * sizeof(Page), zone_env);
+      zs->pages = static_cast<Page*>(zs->pages_mem.get());
+      for (unsigned long i = 0; i < zs->pool; ++i) new (&zs->pages[i]) Page();
+      Z& z = *zs->zone;
+      ZoneInit(z);
+      zs->buddy = std::make_unique<Buddy>(zs->pages, zs->pool, z.free_area);
+      zs->buddy->Init(kMigratetype);
+      // __setup_per_zone_wmarks (page_alloc.c@v4.0:5700-5745) for one zone:
+      // min_free_kbytes = int_sqrt(lowmem_kbytes * 16); low/high = min +
+      // min/4, + min/2; NR_ALLOC_BATCH = high - low.
+      const unsigned long min_kb = static_cast<unsigned long>(
+          std::sqrt(static_cast<double>(zs->pool) * 4.0 * 16.0));
+      const unsigned long min = std::clamp(min_kb, 128ul, 65536ul) / 4;
+      z.watermark[0] = min;
+      z.watermark[kWmarkLow] = min + min / 4;
+      z.watermark[kWmarkHigh] = min + min / 2;
+      for (long& r : z.lowmem_reserve) r = 0;
+      z.managed_pages = z.present_pages = z.spanned_pages = zs->pool;
+      z.nr_isolate_pageblock = 0;
+      z.name = "Normal";
+      z.node = zi;
+      z.vm_stat[kNrFreePages].store(static_cast<long>(zs->pool),
+                                    std::memory_order_relaxed);
+      z.vm_stat[kNrAllocBatch].store(
+          static_cast<long>(z.watermark[kWmarkHigh] - z.watermark[kWmarkLow]),
+          std::memory_order_relaxed);
+      zs->threads = on_zone[zi];
+      zs->stat_threshold = StatThreshold(env.threads, zs->pool);
+      zones_.push_back(std::move(zs));
+    }
   }
 
   void SetupThread(const ThreadCtx& ctx) override {
     auto me = std::make_unique<PerThread>();  // first touch by its thread
     ListInit(&me->pcp_list);
-    me->held.reserve(hold_);
+    me->zone = ctx.numa >= 0 ? ctx.numa % static_cast<int>(zones_.size())
+                             : ctx.index % static_cast<int>(zones_.size());
+    me->held.reserve(burst_);
     me->touch = static_cast<uint64_t>(ctx.index) << 48;
     per_thread_[ctx.index] = std::move(me);
   }
@@ -184,54 +264,60 @@ class ZoneLockWorkload final : public Workload {
   uint64_t RunWindow(const ThreadCtx& ctx,
                      const std::atomic<bool>& stop) override {
     PerThread& me = *per_thread_[ctx.index];
+    ZoneState& zs = *zones_[me.zone];
     const uint64_t ops0 = me.c.ops;
     while (!stop.load(std::memory_order_relaxed)) {
-      for (int i = 0; i < kStepsPerStopCheck; ++i) Step(me, ctx.index);
+      for (int i = 0; i < kStepsPerStopCheck; ++i) Step(zs, me, ctx.index);
     }
     return me.c.ops - ops0;
   }
 
   /// Gives every page back to the zone (held pages freed, the pcp list drained
-  /// whole, the stat diff folded), so that after the point every page is on
-  /// the free list again. Lock statistics and counters cover the windows only.
+  /// whole, the stat diffs folded), so that after the point every page is in
+  /// the buddy allocator again. Lock statistics and counters cover the windows
+  /// only.
   void TeardownThread(const ThreadCtx& ctx) override {
     PerThread& me = *per_thread_[ctx.index];
+    ZoneState& zs = *zones_[me.zone];
     const LockStatThread stat = me.stat;
     const Counters counters = me.c;
     while (!me.held.empty()) {
       Page* page = me.held.back();
       me.held.pop_back();
-      FreePage(me, ctx.index, page);
+      FreePage(zs, me, ctx.index, page);
     }
     if (me.pcp_count > 0) {
-      LockWithStats(zone_->lock, *side_, me.stat, ctx.index);
-      FreePcpBulk(me, me.pcp_count);
-      UnlockWithStats(zone_->lock, me.stat);
+      LockWithStats(zs.zone->lock, *zs.side, me.stat, ctx.index);
+      FreePcpBulk(zs, me, me.pcp_count);
+      UnlockWithStats(zs.zone->lock, me.stat);
     }
-    if (me.stat_diff != 0) {  // refresh_cpu_vm_stats
-      zone_->vm_stat[kNrFreePages].fetch_add(me.stat_diff,
-                                             std::memory_order_relaxed);
-      me.stat_diff = 0;
-    }
+    FoldStats(zs, me);
     me.stat = stat;
     me.c = counters;
   }
 
   void Report(PointReport& out, double window_seconds, uint64_t ops) override {
-    const std::string name = ZoneLayoutName<Lock, P, kLine>();
+    const std::string name = ZoneLayoutName<Lock, P, kLine, C>();
     out.layouts.push_back(name);
     Counters sum;
     std::vector<const LockStatThread*> stats;
     for (const auto& t : per_thread_) {
       stats.push_back(t ? &t->stat : nullptr);
       if (!t) continue;
-      sum.ops += t->c.ops;
-      sum.allocs += t->c.allocs;
-      sum.refills += t->c.refills;
-      sum.drains += t->c.drains;
-      sum.alloc_failures += t->c.alloc_failures;
-      sum.watermark_failures += t->c.watermark_failures;
-      sum.stat_folds += t->c.stat_folds;
+      const Counters& c = t->c;
+      sum.ops += c.ops;
+      sum.allocs += c.allocs;
+      sum.refills += c.refills;
+      sum.drains += c.drains;
+      sum.alloc_failures += c.alloc_failures;
+      sum.watermark_failures += c.watermark_failures;
+      sum.stat_folds += c.stat_folds;
+      sum.fair_resets += c.fair_resets;
+      sum.fair_depletions += c.fair_depletions;
+      sum.refill_hold_ns += c.refill_hold_ns;
+      sum.refill_hold_samples += c.refill_hold_samples;
+      sum.drain_hold_ns += c.drain_hold_ns;
+      sum.drain_hold_samples += c.drain_hold_samples;
     }
     const double thread_seconds =
         window_seconds * static_cast<double>(per_thread_.size());
@@ -240,13 +326,36 @@ class ZoneLockWorkload final : public Workload {
                window_seconds > 0
                    ? static_cast<double>(sum.allocs) / window_seconds
                    : 0.0);
+    const auto mean = [](uint64_t ns, uint64_t n) {
+      return n ? static_cast<double>(ns) / static_cast<double>(n) : 0.0;
+    };
+    if (sum.refill_hold_samples > 0) {
+      out.Metric("hold_ns_per_refill",
+                 mean(sum.refill_hold_ns, sum.refill_hold_samples));
+    }
+    if (sum.drain_hold_samples > 0) {
+      out.Metric("hold_ns_per_drain",
+                 mean(sum.drain_hold_ns, sum.drain_hold_samples));
+    }
     nlohmann::json& d = out.details;
     d["op"] =
         "one op = one order-0 page allocated and later freed: ops_per_s counts "
         "alloc+free pairs; pages_per_s counts pages allocated";
+    d["kernel"] =
+        "Linux 4.0 mm/page_alloc.c: get_page_from_freelist (fair-zone flag, "
+        "watermark) + buffered_rmqueue / rmqueue_bulk / __rmqueue_smallest / "
+        "expand, free_hot_cold_page / free_pcppages_bulk / __free_one_page; "
+        "struct zone of include/linux/mmzone.h@v4.0 with the lock placed as "
+        "the layout says";
+    d["not_modelled"] =
+        "__rmqueue_fallback and MIGRATE_RESERVE (one migrate type), the "
+        "pageblock migratetype bitmap, zone_statistics' per-CPU NUMA "
+        "counters, reclaim, compaction, interrupts";
     d["layout"] = name;
     d["placement"] = PlacementName(P);
     d["placement_description"] = PlacementDescription(P);
+    d["config"] = ZoneConfigName(C);
+    d["config_description"] = ZoneConfigDescription(C);
     d["line"] = kLine;
     d["zone_size_bytes"] = sizeof(Z);
     d["lock"] = {{"name", Lock::kName},
@@ -258,20 +367,46 @@ class ZoneLockWorkload final : public Workload {
       d["movable_list_shares_lock_line"] =
           SharesLine(*info, "lock",
                      std::string("free_area[0].free_list[") +
-                         kMigrateTypeNames[kMigratetype] + "]");
+                         MigrateTypeName(C, kMigratetype) + "]");
       d["order0_nr_free_shares_lock_line"] =
           SharesLine(*info, "lock", "free_area[0].nr_free");
+      d["flags_shares_lock_line"] = SharesLine(*info, "lock", "flags");
       d["watermark_shares_lock_line"] = SharesLine(*info, "lock", "watermark");
     } else {
       d["layout_error"] = "FindLayout does not know " + name;
     }
-    d["pcp"] = {{"batch", batch_}, {"high", high_}};
-    d["burst_pages"] = hold_;
-    d["pool_pages"] = pool_;
-    // After TeardownThread (the runner's order) every page is back: = pool.
-    d["nr_free_at_end"] = zone_->free_area[0].nr_free;
-    d["migratetype"] = kMigrateTypeNames[kMigratetype];
-    d["stat_threshold"] = stat_threshold_;
+    d["pcp"] = {
+        {"batch", batch_},
+        {"high", high_},
+        {"kernel_batch_for_this_zone", KernelBatchSize(zones_[0]->pool)},
+        {"role", batch_ == 0 ? "counter-example: no pcp lists (4.0 "
+                               "has no such order-0 path)"
+                             : "Linux 4.0 pcp lists"}};
+    d["hold_ns_note"] =
+        "hold_ns_per_refill / hold_ns_per_drain: mean time zone->lock is held "
+        "by one rmqueue_bulk / free_pcppages_bulk (with pcp_batch:0: one "
+        "locked allocation / free), every 4th timed";
+    d["burst_pages"] = burst_;
+    nlohmann::json zj = nlohmann::json::array();
+    for (const auto& zs : zones_) {
+      zj.push_back({{"pool_pages", zs->pool},
+                    {"struct_page_bytes", zs->pool * sizeof(Page)},
+                    {"threads", zs->threads},
+                    {"watermark_low", zs->zone->watermark[kWmarkLow]},
+                    {"stat_threshold", zs->stat_threshold},
+                    {"nr_free_at_end", zs->zone->vm_stat[kNrFreePages].load(
+                                           std::memory_order_relaxed)},
+                    {"buddy_merges", zs->buddy->merges()},
+                    {"buddy_splits", zs->buddy->splits()}});
+    }
+    d["zones"] = zones_.size();
+    d["zone_state"] = zj;
+    d["pool_pages"] = zones_[0]->pool;
+    d["cold_pool_note"] =
+        "each zone's struct pages (pool_pages x 64 B) circulate through the "
+        "threads' bursts: far beyond L2, so buddy checks and list updates "
+        "under the lock miss in cache";
+    d["migratetype"] = MigrateTypeName(C, kMigratetype);
     d["work_ns"] = work_ns_;
     d["events"] = {{"ops", sum.ops},
                    {"allocs", sum.allocs},
@@ -279,131 +414,105 @@ class ZoneLockWorkload final : public Workload {
                    {"drains", sum.drains},
                    {"alloc_failures", sum.alloc_failures},
                    {"watermark_failures", sum.watermark_failures},
-                   {"stat_folds", sum.stat_folds}};
+                   {"stat_folds", sum.stat_folds},
+                   {"fair_depletions", sum.fair_depletions},
+                   {"fair_resets", sum.fair_resets}};
   }
 
-  /// Page conservation and list integrity: every page of the pool is on
-  /// exactly one list (a zone free list, a thread's pcp list) or held by a
-  /// thread; each free list is a well-formed circle of pool pages marked
-  /// PageBuddy whose length is nr_free; each pcp list's length is its count;
-  /// vm_stat[NR_FREE_PAGES] plus the threads' unfolded diffs is the free
-  /// lists' total. Call with the threads quiescent.
+  /// Page conservation, list integrity and the buddy invariants, per zone:
+  /// the buddy allocator's lists pass buddy::BuddyAllocator::Check (well-formed
+  /// circles, PageBuddy heads of the right order and alignment, nr_free
+  /// matching, no unmerged free buddies); every page of the pool is in exactly
+  /// one free block, one thread's pcp list (its length = pcp_count, entries not
+  /// PageBuddy) or held by one thread; vm_stat[NR_FREE_PAGES] plus the zone's
+  /// threads' unfolded diffs equals the pages in free blocks. Call with the
+  /// threads quiescent.
   std::string Verify() override {
-    std::vector<uint8_t> seen(pool_, 0);
-    std::string err;
-    // Walks one list, marking its pages; returns its length or -1 (err set).
-    const auto walk = [&](const ListHead* head, const std::string& where,
-                          int mapcount) -> long {
-      long n = 0;
-      const ListHead* prev = head;
-      for (const ListHead* node = head->next; node != head; node = node->next) {
-        if (node->prev != prev) {
-          err = where + ": entry " + std::to_string(n) +
-                "'s prev does not point back to its predecessor";
-          return -1;
+    for (std::size_t zi = 0; zi < zones_.size(); ++zi) {
+      const ZoneState& zs = *zones_[zi];
+      const std::string zn = "zone " + std::to_string(zi) + ": ";
+      std::vector<uint8_t> seen(zs.pool, 0);
+      long free_pages = 0;
+      const std::string err =
+          zs.buddy->Check(MigrateTypesOf(C), seen, &free_pages);
+      if (!err.empty()) return zn + err;
+      long diffs = 0;
+      for (std::size_t t = 0; t < per_thread_.size(); ++t) {
+        const PerThread* me = per_thread_[t].get();
+        if (!me || me->zone != static_cast<int>(zi)) continue;
+        const std::string who = zn + "thread " + std::to_string(t) + " ";
+        long n = 0;
+        const ListHead* prev = &me->pcp_list;
+        for (const ListHead* node = me->pcp_list.next; node != &me->pcp_list;
+             node = node->next) {
+          if (node->prev != prev) return who + "pcp list: a torn prev link";
+          const long idx = zs.buddy->IndexOf(PageFromLru(node));
+          if (idx < 0) return who + "pcp list: a page not of its zone";
+          if (seen[idx]) {
+            return who + "pcp list: page " + std::to_string(idx) +
+                   " is also free or on two lists";
+          }
+          if (buddy::PageBuddy(zs.pages[idx]))
+            return who + "pcp list: page marked PageBuddy";
+          seen[idx] = 1;
+          ++n;
+          prev = node;
         }
-        const long idx = PageIndex(PageFromLru(node));
-        if (idx < 0) {
-          err = where + ": entry " + std::to_string(n) +
-                " is not a page of the zone";
-          return -1;
+        if (n != me->pcp_count) {
+          return who + "pcp count is " + std::to_string(me->pcp_count) +
+                 " but its list holds " + std::to_string(n);
         }
-        if (seen[idx]) {
-          err = where + ": page " + std::to_string(idx) +
-                " is on two lists (or a list has a cycle)";
-          return -1;
+        for (const Page* page : me->held) {
+          const long idx = zs.buddy->IndexOf(page);
+          if (idx < 0 || seen[idx]) {
+            return who + "holds a page that is foreign, free or on a list";
+          }
+          seen[idx] = 1;
         }
-        seen[idx] = 1;
-        const int mc = pages_[idx]._mapcount.load(std::memory_order_relaxed);
-        if (mc != mapcount) {
-          err = where + ": page " + std::to_string(idx) + " has _mapcount " +
-                std::to_string(mc) + ", expected " + std::to_string(mapcount);
-          return -1;
-        }
-        ++n;
-        prev = node;
+        diffs += me->stat_diff;
       }
-      if (head->prev != prev) {
-        err = where + ": head's prev is not the last entry";
-        return -1;
+      const long missing = std::count(seen.begin(), seen.end(), uint8_t{0});
+      if (missing != 0) {
+        return zn + std::to_string(missing) + " of " + std::to_string(zs.pool) +
+               " pages are in no free block, on no pcp list and held by no "
+               "thread (lost)";
       }
-      return n;
-    };
-    const Z& z = *zone_;
-    long free_total = 0;
-    for (int order = 0; order < kMaxOrder; ++order) {
-      long area = 0;
-      for (int mt = 0; mt < kMigrateTypes; ++mt) {
-        const long n = walk(&z.free_area[order].free_list[mt],
-                            "free_area[" + std::to_string(order) +
-                                "].free_list[" + kMigrateTypeNames[mt] + "]",
-                            kPageBuddyMapcount);
-        if (n < 0) return err;
-        area += n;
+      const long stat =
+          zs.zone->vm_stat[kNrFreePages].load(std::memory_order_relaxed);
+      if (stat + diffs != free_pages) {
+        return zn + "vm_stat[NR_FREE_PAGES] " + std::to_string(stat) +
+               " + per-thread diffs " + std::to_string(diffs) +
+               " != pages in free blocks " + std::to_string(free_pages);
       }
-      if (static_cast<unsigned long>(area) != z.free_area[order].nr_free) {
-        return "free_area[" + std::to_string(order) + "].nr_free is " +
-               std::to_string(z.free_area[order].nr_free) +
-               " but its lists hold " + std::to_string(area) + " pages";
-      }
-      free_total += area << order;
-    }
-    long diffs = 0;
-    for (std::size_t t = 0; t < per_thread_.size(); ++t) {
-      const PerThread* me = per_thread_[t].get();
-      if (!me) continue;
-      const long n =
-          walk(&me->pcp_list, "thread " + std::to_string(t) + " pcp list", -1);
-      if (n < 0) return err;
-      if (n != me->pcp_count) {
-        return "thread " + std::to_string(t) + " pcp count is " +
-               std::to_string(me->pcp_count) + " but its list holds " +
-               std::to_string(n);
-      }
-      for (const Page* page : me->held) {
-        const long idx = PageIndex(page);
-        if (idx < 0 || seen[idx]) {
-          return "thread " + std::to_string(t) +
-                 " holds a page that is foreign or also on a list";
-        }
-        seen[idx] = 1;
-      }
-      diffs += me->stat_diff;
-    }
-    const long missing = std::count(seen.begin(), seen.end(), uint8_t{0});
-    if (missing != 0) {
-      return std::to_string(missing) + " of " + std::to_string(pool_) +
-             " pages are on no list and held by no thread (lost)";
-    }
-    const long stat = z.vm_stat[kNrFreePages].load(std::memory_order_relaxed);
-    if (stat + diffs != free_total) {
-      return "vm_stat[NR_FREE_PAGES] " + std::to_string(stat) +
-             " + per-thread diffs " + std::to_string(diffs) +
-             " != pages on the free lists " + std::to_string(free_total);
     }
     return "";
   }
 
-  /// For tests: the modelled zone and the page pool's size.
-  Z& zone() { return *zone_; }
-  int pool_pages() const { return pool_; }
+  /// For tests: a modelled zone, its pool size and its struct pages.
+  Z& zone(int zi = 0) { return *zones_[zi]->zone; }
+  unsigned long pool_pages(int zi = 0) const { return zones_[zi]->pool; }
+  Page* pages(int zi = 0) { return zones_[zi]->pages; }
+  int burst_pages() const { return burst_; }
 
  private:
-  /// Index of `page` in the pool, or -1 for a pointer outside it.
-  long PageIndex(const Page* page) const {
-    const auto p = reinterpret_cast<std::uintptr_t>(page);
-    const auto base = reinterpret_cast<std::uintptr_t>(pages_);
-    if (p < base || (p - base) % sizeof(Page) != 0) return -1;
-    const std::uintptr_t idx = (p - base) / sizeof(Page);
-    return idx < static_cast<std::uintptr_t>(pool_) ? static_cast<long>(idx)
-                                                    : -1;
-  }
+  /// One zone: the struct zone, its lock statistics side line, its struct
+  /// pages and the buddy allocator over them.
+  struct ZoneState {
+    unsigned long pool = 0;
+    int threads = 0;
+    int stat_threshold = 0;
+    std::shared_ptr<Z> zone;
+    std::shared_ptr<LockStatSide> side;  ///< outside the zone: layout exact
+    SharedPtr pages_mem;
+    Page* pages = nullptr;
+    std::unique_ptr<Buddy> buddy;
+  };
 
-  /// One step of the burst cycle: allocate until `hold_` pages are held, then
-  /// free them all (with pcp_batch:0, hold_ = 1: alloc, then free).
-  void Step(PerThread& me, int tid) {
+  /// One step of the burst cycle: allocate until `burst_` pages are held,
+  /// then free them all.
+  void Step(ZoneState& zs, PerThread& me, int tid) {
     if (!me.freeing) {
-      Page* page = AllocPage(me, tid);
+      Page* page = AllocPage(zs, me, tid);
       if (page != nullptr) {
         // prep_new_page: the new owner writes the page (refcount, private),
         // then its thread-private work.
@@ -416,7 +525,7 @@ class ZoneLockWorkload final : public Workload {
       } else {
         ++me.c.alloc_failures;
       }
-      if (me.held.size() >= static_cast<std::size_t>(hold_) ||
+      if (me.held.size() >= static_cast<std::size_t>(burst_) ||
           (page == nullptr && !me.held.empty())) {
         me.freeing = true;
       }
@@ -426,137 +535,218 @@ class ZoneLockWorkload final : public Workload {
       // free_pages_prepare: the last reference goes, the page is checked.
       set_page_count(*page, 0);
       benchmark::DoNotOptimize(page->index);
-      FreePage(me, tid, page);
+      FreePage(zs, me, tid, page);
       ++me.c.ops;
       if (me.held.empty()) me.freeing = false;
     }
   }
 
-  /// __zone_watermark_ok(z, 0, low_wmark_pages(z), classzone_idx, ...,
-  /// zone_page_state(z, NR_FREE_PAGES)) for order 0, lock-free as in 4.0: the
-  /// watermark and lowmem_reserve are plain reads of the read-mostly line
-  /// (volatile: re-read every call, as the kernel's out-of-line call does),
-  /// vm_stat a relaxed atomic read of the statistics line.
-  bool WatermarkOk() const {
-    const Z& z = *zone_;
+  /// test_bit on zone->flags, lock-free (an atomic read of the flags word).
+  static bool TestZoneFlag(Z& z, int bit) {
+    return (std::atomic_ref<unsigned long>(z.flags).load(
+                std::memory_order_relaxed) >>
+            bit) &
+           1UL;
+  }
+
+  /// The lock-free part of get_page_from_freelist (page_alloc.c@v4.0:
+  /// 2031-2200) for one local zone: the ALLOC_FAIR test of ZONE_FAIR_DEPLETED
+  /// (a skipped zone, then reset_alloc_batches: NR_ALLOC_BATCH refilled and
+  /// clear_bit on flags, then the rescan), and zone_watermark_ok(WMARK_LOW)
+  /// reading watermark[], lowmem_reserve[] and vm_stat[NR_FREE_PAGES].
+  void PreAllocReads(ZoneState& zs, PerThread& me) {
+    Z& z = *zs.zone;
+    if (TestZoneFlag(z, kZoneFairDepleted)) {
+      // reset_alloc_batches (page_alloc.c@v4.0:2014-2024).
+      const long cur = z.vm_stat[kNrAllocBatch].load(std::memory_order_relaxed);
+      z.vm_stat[kNrAllocBatch].fetch_add(
+          static_cast<long>(z.watermark[kWmarkHigh] - z.watermark[kWmarkLow]) -
+              cur,
+          std::memory_order_relaxed);
+      std::atomic_ref<unsigned long>(z.flags).fetch_and(
+          ~(1UL << kZoneFairDepleted), std::memory_order_relaxed);
+      ++me.c.fair_resets;
+    }
     const long free = z.vm_stat[kNrFreePages].load(std::memory_order_relaxed);
     const auto mark = static_cast<long>(
         *static_cast<const volatile unsigned long*>(&z.watermark[kWmarkLow]));
     const long reserve =
         *static_cast<const volatile long*>(&z.lowmem_reserve[kClassZoneIdx]);
-    return free > mark + reserve;
+    if (free <= mark + reserve) ++me.c.watermark_failures;
   }
 
-  /// __mod_zone_page_state(zone, NR_FREE_PAGES, delta): per-thread diff,
-  /// folded into the zone's atomic counter once it exceeds the threshold.
-  void ModFreePages(PerThread& me, long delta) {
-    long x = me.stat_diff + delta;
-    if (x > stat_threshold_ || x < -stat_threshold_) {
-      zone_->vm_stat[kNrFreePages].fetch_add(x, std::memory_order_relaxed);
+  /// buffered_rmqueue's tail (page_alloc.c@v4.0:1701-1704):
+  /// __mod_zone_page_state(NR_ALLOC_BATCH, -1), then a lock-free read of the
+  /// zone's NR_ALLOC_BATCH and, when it is used up, set_bit on flags.
+  void PostAllocAccounting(ZoneState& zs, PerThread& me) {
+    Z& z = *zs.zone;
+    ModState(zs, me, &me.batch_diff, kNrAllocBatch, -1);
+    if (z.vm_stat[kNrAllocBatch].load(std::memory_order_relaxed) <= 0 &&
+        !TestZoneFlag(z, kZoneFairDepleted)) {
+      std::atomic_ref<unsigned long>(z.flags).fetch_or(
+          1UL << kZoneFairDepleted, std::memory_order_relaxed);
+      ++me.c.fair_depletions;
+    }
+  }
+
+  /// __mod_zone_page_state(zone, item, delta) (mm/vmstat.c@v4.0): per-thread
+  /// diff, folded into the zone's atomic counter once it exceeds the
+  /// threshold.
+  void ModState(ZoneState& zs, PerThread& me, long* diff, int item,
+                long delta) {
+    long x = *diff + delta;
+    if (x > zs.stat_threshold || x < -zs.stat_threshold) {
+      zs.zone->vm_stat[item].fetch_add(x, std::memory_order_relaxed);
       ++me.c.stat_folds;
       x = 0;
     }
-    me.stat_diff = x;
+    *diff = x;
   }
 
-  /// __rmqueue_smallest at order 0 (caller holds zone->lock): the first page
-  /// of the movable list, nullptr when it is empty.
-  Page* RmqueueLocked() {
-    FreeArea& area = zone_->free_area[0];
-    ListHead& head = area.free_list[kMigratetype];
-    if (ListEmpty(&head)) return nullptr;
-    Page* page = PageFromLru(head.next);
-    ListDel(&page->lru);
-    page->_mapcount.store(-1, std::memory_order_relaxed);  // rmv_page_order
-    page->private_ = 0;
-    --area.nr_free;
-    return page;
-  }
-
-  /// __free_one_page at order 0 with no free buddy (caller holds the lock).
-  void FreeOneLocked(Page* page) {
-    FreeArea& area = zone_->free_area[0];
-    page->private_ = 0;  // set_page_order(page, 0)
-    page->_mapcount.store(kPageBuddyMapcount, std::memory_order_relaxed);
-    ListAdd(&page->lru, &area.free_list[kMigratetype]);
-    ++area.nr_free;
-  }
-
-  /// Watermark check, then buffered_rmqueue: from the zone under the lock
-  /// (pcp_batch:0), or from the pcp list, refilled by rmqueue_bulk when empty.
-  Page* AllocPage(PerThread& me, int tid) {
-    if (!WatermarkOk()) ++me.c.watermark_failures;
-    Lock& lock = zone_->lock;
-    if (batch_ == 0) {
-      LockWithStats(lock, *side_, me.stat, tid);
-      Page* page = RmqueueLocked();
-      if (page != nullptr) ModFreePages(me, -1);
-      UnlockWithStats(lock, me.stat);
-      return page;
+  /// refresh_cpu_vm_stats for one thread.
+  void FoldStats(ZoneState& zs, PerThread& me) {
+    if (me.stat_diff != 0) {
+      zs.zone->vm_stat[kNrFreePages].fetch_add(me.stat_diff,
+                                               std::memory_order_relaxed);
+      me.stat_diff = 0;
     }
-    if (me.pcp_count == 0) {
-      // rmqueue_bulk: `batch` pages under one acquisition, in list order.
-      ++me.c.refills;
-      LockWithStats(lock, *side_, me.stat, tid);
-      int got = 0;
-      for (; got < batch_; ++got) {
-        Page* page = RmqueueLocked();
-        if (page == nullptr) break;
-        ListAddTail(&page->lru, &me.pcp_list);
+    if (me.batch_diff != 0) {
+      zs.zone->vm_stat[kNrAllocBatch].fetch_add(me.batch_diff,
+                                                std::memory_order_relaxed);
+      me.batch_diff = 0;
+    }
+  }
+
+  /// this_cpu_ptr(zone->pageset): the read-mostly line's pageset pointer,
+  /// read on every pcp access.
+  static void ReadPageset(Z& z) {
+    benchmark::DoNotOptimize(*static_cast<void* const volatile*>(&z.pageset));
+  }
+
+  /// Lock-free reads, then buffered_rmqueue: from the buddy allocator under
+  /// the lock (pcp_batch:0), or from the pcp list, refilled by rmqueue_bulk
+  /// (page_alloc.c@v4.0:1274-1305) when empty.
+  Page* AllocPage(ZoneState& zs, PerThread& me, int tid) {
+    PreAllocReads(zs, me);
+    Z& z = *zs.zone;
+    Lock& lock = z.lock;
+    Page* page = nullptr;
+    if (batch_ == 0) {
+      const bool timed = (me.c.allocs % kHoldTimeEvery) == 0;
+      LockWithStats(lock, *zs.side, me.stat, tid);
+      const uint64_t t0 = timed ? NowNs() : 0;
+      page = zs.buddy->RmqueueSmallest(0, kMigratetype);
+      if (page != nullptr) ModState(zs, me, &me.stat_diff, kNrFreePages, -1);
+      if (timed) {
+        me.c.refill_hold_ns += NowNs() - t0;
+        ++me.c.refill_hold_samples;
       }
-      ModFreePages(me, -got);
       UnlockWithStats(lock, me.stat);
-      me.pcp_count += got;
-      if (got == 0) return nullptr;
+      if (page == nullptr) return nullptr;
+    } else {
+      ReadPageset(z);
+      if (me.pcp_count == 0) {
+        const bool timed = (me.c.refills % kHoldTimeEvery) == 0;
+        ++me.c.refills;
+        LockWithStats(lock, *zs.side, me.stat, tid);
+        const uint64_t t0 = timed ? NowNs() : 0;
+        int got = 0;
+        ListHead* list = &me.pcp_list;
+        for (; got < batch_; ++got) {
+          Page* p = zs.buddy->RmqueueSmallest(0, kMigratetype);
+          if (p == nullptr) break;
+          // list_add(&page->lru, list); list = &page->lru: physical order.
+          ListAdd(&p->lru, list);
+          list = &p->lru;
+          // is_migrate_cma(get_freepage_migratetype(page)).
+          benchmark::DoNotOptimize(p->index);
+        }
+        ModState(zs, me, &me.stat_diff, kNrFreePages, -got);
+        if (timed) {
+          me.c.refill_hold_ns += NowNs() - t0;
+          ++me.c.refill_hold_samples;
+        }
+        UnlockWithStats(lock, me.stat);
+        me.pcp_count += got;
+        if (got == 0) return nullptr;
+      }
+      page = PageFromLru(me.pcp_list.next);  // the hot end
+      ListDel(&page->lru);
+      --me.pcp_count;
     }
-    Page* page = PageFromLru(me.pcp_list.next);  // the hot end
-    ListDel(&page->lru);
-    --me.pcp_count;
+    PostAllocAccounting(zs, me);
     return page;
   }
 
-  /// free_one_page (pcp_batch:0) or free_hot_cold_page: onto the pcp list's
-  /// hot end, draining a batch under one acquisition once count >= high.
-  void FreePage(PerThread& me, int tid, Page* page) {
-    Lock& lock = zone_->lock;
+  /// free_one_page (pcp_batch:0) or free_hot_cold_page
+  /// (page_alloc.c@v4.0:1485-1530): onto the pcp list's hot end, draining a
+  /// batch under one acquisition once count >= high.
+  void FreePage(ZoneState& zs, PerThread& me, int tid, Page* page) {
+    Z& z = *zs.zone;
+    Lock& lock = z.lock;
+    page->index = static_cast<unsigned long>(kMigratetype);  // set_freepage_mt
     if (batch_ == 0) {
-      LockWithStats(lock, *side_, me.stat, tid);
-      FreeOneLocked(page);
-      ModFreePages(me, +1);
+      const bool timed = (me.c.ops % kHoldTimeEvery) == 0;
+      LockWithStats(lock, *zs.side, me.stat, tid);
+      const uint64_t t0 = timed ? NowNs() : 0;
+      ReadPagesScanned(z);
+      zs.buddy->FreeOne(page, 0, kMigratetype);
+      ModState(zs, me, &me.stat_diff, kNrFreePages, +1);
+      if (timed) {
+        me.c.drain_hold_ns += NowNs() - t0;
+        ++me.c.drain_hold_samples;
+      }
       UnlockWithStats(lock, me.stat);
       return;
     }
+    ReadPageset(z);
     ListAdd(&page->lru, &me.pcp_list);
     if (++me.pcp_count >= high_) {
+      const bool timed = (me.c.drains % kHoldTimeEvery) == 0;
       ++me.c.drains;
-      LockWithStats(lock, *side_, me.stat, tid);
-      FreePcpBulk(me, batch_);
+      LockWithStats(lock, *zs.side, me.stat, tid);
+      const uint64_t t0 = timed ? NowNs() : 0;
+      FreePcpBulk(zs, me, batch_);
+      if (timed) {
+        me.c.drain_hold_ns += NowNs() - t0;
+        ++me.c.drain_hold_samples;
+      }
       UnlockWithStats(lock, me.stat);
     }
   }
 
-  /// free_pcppages_bulk (caller holds the lock): `count` pages from the pcp
-  /// list's cold end back to the zone.
-  void FreePcpBulk(PerThread& me, int count) {
+  /// zone_page_state(zone, NR_PAGES_SCANNED), read under the lock by every
+  /// free_one_page / free_pcppages_bulk (the statistics line).
+  static void ReadPagesScanned(Z& z) {
+    benchmark::DoNotOptimize(
+        z.vm_stat[kNrPagesScanned].load(std::memory_order_relaxed));
+  }
+
+  /// free_pcppages_bulk (page_alloc.c@v4.0:694-745; caller holds the lock):
+  /// `count` pages from the pcp list's cold end through __free_one_page.
+  void FreePcpBulk(ZoneState& zs, PerThread& me, int count) {
+    Z& z = *zs.zone;
+    ReadPagesScanned(z);
     for (int i = 0; i < count; ++i) {
       Page* page = PageFromLru(me.pcp_list.prev);
       ListDel(&page->lru);
-      FreeOneLocked(page);
+      int mt = static_cast<int>(page->index);  // get_freepage_migratetype
+      // has_isolate_pageblock(zone): the read-mostly nr_isolate_pageblock.
+      if (*static_cast<const volatile unsigned long*>(
+              &z.nr_isolate_pageblock) != 0) {
+        mt = kMigratetype;
+      }
+      zs.buddy->FreeOne(page, 0, mt);
     }
     me.pcp_count -= count;
-    ModFreePages(me, count);
+    ModState(zs, me, &me.stat_diff, kNrFreePages, count);
   }
 
   const int batch_;
   const int high_;
-  const int hold_;
-  const int pool_;
-  const int stat_threshold_;
+  const int burst_;
   const uint64_t work_ns_;
-  std::shared_ptr<Z> zone_;
-  std::shared_ptr<LockStatSide> side_;  ///< outside the zone: layout exact
-  SharedPtr pages_mem_;
-  Page* pages_ = nullptr;
+  std::vector<std::unique_ptr<ZoneState>> zones_;
   std::vector<std::unique_ptr<PerThread>> per_thread_;
 };
 
@@ -580,54 +770,118 @@ template <class F>
 void ForEachLine(F&& f) {
   ForEachLineImpl(f, std::make_index_sequence<std::size(kLines)>{});
 }
+/// Calls f.template operator()<C>() for every config of kAllZoneConfigs.
+template <class F, std::size_t... I>
+void ForEachConfigImpl(F& f, std::index_sequence<I...>) {
+  (f.template operator()<kAllZoneConfigs[I]>(), ...);
+}
+template <class F>
+void ForEachConfig(F&& f) {
+  ForEachConfigImpl(f, std::make_index_sequence<std::size(kAllZoneConfigs)>{});
+}
 
-/// Which suite a point of the table belongs to. Quick: ticket, the two
-/// placements of the 2015 thread. Default adds the other two placements and
-/// the queued and sleeping locks (12 variants). Full: every lock, pcp batches
-/// 31/63, 128-byte lines.
-Suite SuiteOf(const std::string& lock, ZoneLockPlacement p, int batch,
-              std::size_t line) {
-  if (batch != 0 || line != kCacheLine64) return Suite::kFull;
-  if (lock == "ticket" && (p == ZoneLockPlacement::kLockBeforeFreeArea ||
-                           p == ZoneLockPlacement::kLockAfterFreeArea)) {
-    return Suite::kQuick;
+/// One point of the table before thread counts.
+struct GridPoint {
+  std::string lock;
+  ZoneLockPlacement placement;
+  int batch;
+  std::size_t line;
+  ZoneConfig config;
+  bool per_numa;  ///< zones:per_numa (else zones:1)
+};
+
+/// Which suite a point belongs to. `multi_node`: the machine has more than
+/// one NUMA node, so zones:per_numa (the kernel's shape) is the default and
+/// zones:1 the labelled worst case; on one node the two are the same zone and
+/// only zones:1 runs outside full.
+///   quick:   ticket x {before, after} x pcp 31, cma, 64-byte lines;
+///   default: + the other two placements and qspinlock; pthread_mutex before/
+///            after; the counter-example pcp_batch:0 and the no_cma config for
+///            ticket before/after; on multi-node machines zones:1 for ticket
+///            before/after as the worst case;
+///   full:    every lock x placement x line x batch x config x zones.
+Suite SuiteOf(const GridPoint& p, bool multi_node) {
+  const bool main_zones = p.per_numa == multi_node;
+  const bool ticket = p.lock == "ticket";
+  const bool pair = p.placement == ZoneLockPlacement::kLockBeforeFreeArea ||
+                    p.placement == ZoneLockPlacement::kLockAfterFreeArea;
+  if (p.line != kCacheLine64) return Suite::kFull;
+  if (!main_zones) {
+    // zones:1 on a multi-node machine: the worst case, ticket pair only.
+    return multi_node && !p.per_numa && ticket && pair &&
+                   p.batch == kDefaultBatch && p.config == ZoneConfig::kCma
+               ? Suite::kDefault
+               : Suite::kFull;
   }
-  if (lock == "ticket" || lock == "qspinlock" || lock == "pthread_mutex") {
-    return Suite::kDefault;
+  if (p.config == ZoneConfig::kNoCma) {
+    return ticket && pair && p.batch == kDefaultBatch ? Suite::kDefault
+                                                      : Suite::kFull;
   }
+  if (p.batch == 0) return ticket && pair ? Suite::kDefault : Suite::kFull;
+  if (p.batch != kDefaultBatch) return Suite::kFull;
+  if (ticket && pair) return Suite::kQuick;
+  if (ticket || p.lock == "qspinlock") return Suite::kDefault;
+  if (p.lock == "pthread_mutex" && pair) return Suite::kDefault;
   return Suite::kFull;
 }
 
-/// The table: lock x placement x line x pcp_batch, one Zone instantiation per
-/// lock x placement x line (pcp_batch is a run-time value).
-std::vector<Variant> ZoneLockVariants() {
+/// The table: lock x placement x line x config x pcp_batch x zones, one Zone
+/// instantiation per lock x placement x line x config (pcp_batch and zones
+/// are run-time values). `order` is the run's usable PUs (for the NUMA node
+/// count).
+std::vector<Variant> ZoneLockVariants(const std::vector<PuInfo>& order) {
+  std::vector<int> nodes;
+  for (const PuInfo& pu : order) {
+    if (pu.numa >= 0 &&
+        std::find(nodes.begin(), nodes.end(), pu.numa) == nodes.end()) {
+      nodes.push_back(pu.numa);
+    }
+  }
+  const bool multi_node = nodes.size() > 1;
   std::vector<Variant> out;
   ForEachLock([&]<class L>() {
     ForEachPlacement([&]<ZoneLockPlacement P>() {
       ForEachLine([&]<std::size_t kLine>() {
-        for (const int batch : kPcpBatches) {
-          Variant v;
-          v.params = {{"layout", PlacementName(P)},
-                      {"lock", L::kName},
-                      {"pcp_batch", std::to_string(batch)},
-                      {"line", std::to_string(kLine)}};
-          v.suite = SuiteOf(L::kName, P, batch, kLine);
-          v.description =
-              std::string(PlacementDescription(P)) + "; " + L::kDescription +
-              "; " +
-              (batch == 0
-                   ? std::string("no pcp lists (every alloc and free "
-                                 "takes zone->lock)")
-                   : "pcp lists, batch " + std::to_string(batch) + ", high " +
-                         std::to_string(kPcpHighBatches * batch)) +
-              "; " + std::to_string(kLine) +
-              "-byte lines; ops_per_s counts alloc+free pairs of one order-0 "
-              "page";
-          v.make = [batch](const PointEnv& env) -> std::unique_ptr<Workload> {
-            return std::make_unique<ZoneLockWorkload<L, P, kLine>>(env, batch);
-          };
-          out.push_back(std::move(v));
-        }
+        ForEachConfig([&]<ZoneConfig C>() {
+          for (const int batch : kPcpBatches) {
+            for (const bool per_numa : {false, true}) {
+              const GridPoint gp{L::kName, P, batch, kLine, C, per_numa};
+              Variant v;
+              v.params = {{"layout", PlacementName(P)},
+                          {"lock", L::kName},
+                          {"pcp_batch", std::to_string(batch)},
+                          {"line", std::to_string(kLine)},
+                          {"config", ZoneConfigName(C)},
+                          {"zones", per_numa ? "per_numa" : "1"}};
+              v.suite = SuiteOf(gp, multi_node);
+              v.description =
+                  std::string(PlacementDescription(P)) + "; " +
+                  L::kDescription + "; " +
+                  (batch == 0
+                       ? std::string("no pcp lists (counter-example: every "
+                                     "alloc and free takes zone->lock)")
+                       : "pcp lists, batch " + std::to_string(batch) +
+                             ", high " +
+                             std::to_string(kPcpHighBatches * batch)) +
+                  "; " + ZoneConfigDescription(C) + "; " +
+                  std::to_string(kLine) + "-byte lines; " +
+                  (per_numa ? "one zone per NUMA node, node-local pages"
+                            : "one zone for all threads (the worst case on "
+                              "a multi-node machine)") +
+                  "; ops_per_s counts alloc+free pairs of one order-0 page";
+              v.make = [batch, per_numa](
+                           const PointEnv& env) -> std::unique_ptr<Workload> {
+                const int zones =
+                    per_numa && env.topology != nullptr
+                        ? std::max(1, env.topology->summary().numa_nodes)
+                        : 1;
+                return std::make_unique<ZoneLockWorkload<L, P, kLine, C>>(
+                    env, batch, zones);
+              };
+              out.push_back(std::move(v));
+            }
+          }
+        });
       });
     });
   });
@@ -637,12 +891,13 @@ std::vector<Variant> ZoneLockVariants() {
 LOCKLINE_REGISTER_FAMILY(Family{
     .name = "zone_lock",
     .description =
-        "order-0 page alloc/free under zone->lock (Linux 4.0 struct zone) for "
-        "four lock placements x lock kind x pcp batch x line size: the 2015 "
-        "3484b2de9499 regression and its fix; ops_per_s counts alloc+free "
-        "pairs",
-    .variants = ZoneLockVariants,
-    .planned_variants = nullptr,
+        "order-0 page alloc/free the Linux 4.0 way (pcp lists, buddy "
+        "allocator under zone->lock, lock-free fair-zone and watermark reads) "
+        "for four lock placements x lock kind x pcp batch x line size x "
+        "config x zones: the 3484b2de9499 regression (v3.16-v3.19) and its "
+        "fix a368ab67aa55 (v4.0); ops_per_s counts alloc+free pairs",
+    .variants = nullptr,
+    .planned_variants = ZoneLockVariants,
 });
 
 }  // namespace lockline::zone_lock

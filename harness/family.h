@@ -45,7 +45,9 @@ struct ThreadCtx {
   int threads = 1;  ///< threads of the point
   int pu = -1;      ///< OS index of the PU it is bound to (-1 when --pin=none)
   int numa = -1;    ///< logical NUMA node of that PU (-1 unknown)
-  uint64_t window_ns = 0;  ///< planned window length
+  uint64_t window_ns = 0;       ///< planned window length
+  bool oversubscribed = false;  ///< more threads than usable PUs: spinning
+                                ///< waiters yield (harness/locks/spin_wait.h)
 };
 
 /// Per-point results a workload adds after its windows: flat numeric metrics

@@ -9,6 +9,7 @@
 #include "harness/coherence.h"
 #include "harness/cgroup.h"
 #include "harness/cpu.h"
+#include "harness/locks/spin_wait.h"
 #include "harness/rows.h"
 #include "harness/team.h"
 #include "layouts/report.h"
@@ -55,6 +56,7 @@ json PlacementJson(const Point& p, const RunState& run) {
           {"packages", p.plan.packages},
           {"smt_siblings", p.plan.smt_siblings},
           {"oversubscribed", p.plan.oversubscribed},
+          {"spin_yield", p.plan.oversubscribed ? "after_1024_pauses" : "never"},
           {"mem", run.opts.mem}};
 }
 
@@ -298,11 +300,17 @@ void RunPoint(benchmark::State& state, const Point& point, RunState& run) {
       c.pu = pinned ? pu.os_index : -1;
       c.numa = pu.numa;
       c.window_ns = window_ns;
+      c.oversubscribed = point.plan.oversubscribed;
       ctx.push_back(c);
     }
     ThreadTeam team(run.topo.get(), pus, run.counters.get());
     wl->Prepare(point.threads);
-    team.RunOnAll([&](int i) { wl->SetupThread(ctx[i]); });
+    team.RunOnAll([&](int i) {
+      // Kernel spinlock waiters never yield; only an oversubscribed point's do.
+      SetSpinYield(ctx[i].oversubscribed ? SpinYield::kAfterSpins
+                                         : SpinYield::kNever);
+      wl->SetupThread(ctx[i]);
+    });
 
     const auto [pa, pb] = ProbeThreads(point);
     const uint64_t probe_ns = static_cast<uint64_t>(kProbeSeconds * 1e9);

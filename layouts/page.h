@@ -125,6 +125,11 @@ inline constexpr int kPgSlab = 7;        ///< PG_slab
 inline constexpr int kPgReserved = 10;   ///< PG_reserved
 inline constexpr int kPgPrivate = 11;    ///< PG_private: private_ holds fs data
 inline constexpr int kPgWriteback = 13;  ///< PG_writeback (4.0 numbering)
+/// The flags the 5.8 LRU paths test (include/linux/page-flags.h@v5.8 numbers;
+/// unused by the 2.6.x models, so they do not collide with the bits above).
+inline constexpr int kPgSwapBacked = 19;   ///< PG_swapbacked: anon / shmem
+inline constexpr int kPgUnevictable = 20;  ///< PG_unevictable
+inline constexpr int kPgMlocked = 21;      ///< PG_mlocked
 
 /// Mask of one flag bit.
 constexpr unsigned long PageFlagMask(int bit) { return 1UL << bit; }
@@ -184,6 +189,13 @@ inline void SetPageFlag(Page& page, int bit) {
 /// clear_bit.
 inline void ClearPageFlag(Page& page, int bit) {
   page.flags.fetch_and(~PageFlagMask(bit), std::memory_order_relaxed);
+}
+/// __clear_bit: a non-atomic read-modify-write (the caller excludes other
+/// writers of the word, as __ClearPageLRU under lru_lock does).
+inline void ClearPageFlagNonAtomic(Page& page, int bit) {
+  page.flags.store(
+      page.flags.load(std::memory_order_relaxed) & ~PageFlagMask(bit),
+      std::memory_order_relaxed);
 }
 /// test_and_set_bit: returns the old value (fully ordered).
 inline bool TestSetPageFlag(Page& page, int bit) {

@@ -346,24 +346,30 @@ std::vector<LayoutInfo> BuildAllLayouts() {
                                                 kPagevecKernel269, 32));
   all.push_back(DescribeIlp32<PagevecProposal2004Ilp32>(
       "pagevec_2004_proposal_ilp32", kPagevecKernel2004, 32));
-  ForEachLock([&]<class L>() {
-    all.push_back(DescribeZone<L, ZoneLockPlacement::kLockBeforeFreeArea,
-                               kCacheLine64>());
-    all.push_back(
-        DescribeZone<L, ZoneLockPlacement::kLockAfterFreeArea, kCacheLine64>());
-    all.push_back(
-        DescribeZone<L, ZoneLockPlacement::kLockOwnLine, kCacheLine64>());
-    all.push_back(DescribeZone<L, ZoneLockPlacement::kLockInReadmostlyLine,
-                               kCacheLine64>());
-    all.push_back(DescribeZone<L, ZoneLockPlacement::kLockBeforeFreeArea,
-                               kCacheLine128>());
-    all.push_back(DescribeZone<L, ZoneLockPlacement::kLockAfterFreeArea,
-                               kCacheLine128>());
-    all.push_back(
-        DescribeZone<L, ZoneLockPlacement::kLockOwnLine, kCacheLine128>());
-    all.push_back(DescribeZone<L, ZoneLockPlacement::kLockInReadmostlyLine,
-                               kCacheLine128>());
-  });
+  // Every lock x placement x line for the CMA config first (the names the
+  // zone_lock rows of earlier runs use), then the same for no_cma.
+  const auto zones = [&]<ZoneConfig C>() {
+    ForEachLock([&]<class L>() {
+      all.push_back(DescribeZone<L, ZoneLockPlacement::kLockBeforeFreeArea,
+                                 kCacheLine64, C>());
+      all.push_back(DescribeZone<L, ZoneLockPlacement::kLockAfterFreeArea,
+                                 kCacheLine64, C>());
+      all.push_back(
+          DescribeZone<L, ZoneLockPlacement::kLockOwnLine, kCacheLine64, C>());
+      all.push_back(DescribeZone<L, ZoneLockPlacement::kLockInReadmostlyLine,
+                                 kCacheLine64, C>());
+      all.push_back(DescribeZone<L, ZoneLockPlacement::kLockBeforeFreeArea,
+                                 kCacheLine128, C>());
+      all.push_back(DescribeZone<L, ZoneLockPlacement::kLockAfterFreeArea,
+                                 kCacheLine128, C>());
+      all.push_back(
+          DescribeZone<L, ZoneLockPlacement::kLockOwnLine, kCacheLine128, C>());
+      all.push_back(DescribeZone<L, ZoneLockPlacement::kLockInReadmostlyLine,
+                                 kCacheLine128, C>());
+    });
+  };
+  zones.template operator()<ZoneConfig::kCma>();
+  zones.template operator()<ZoneConfig::kNoCma>();
   return all;
 }
 
@@ -401,6 +407,10 @@ const LayoutInfo* FindLayout(const std::string& name) {
 }
 
 std::string FormatAllLayouts() {
+  using FixedCma =
+      Zone<TicketLock, ZoneLockPlacement::kLockAfterFreeArea, kCacheLine64>;
+  using FixedNoCma = Zone<TicketLock, ZoneLockPlacement::kLockAfterFreeArea,
+                          kCacheLine64, ZoneConfig::kNoCma>;
   std::ostringstream os;
   const LayoutInfo* v269 =
       FindLayout(PagevecLayoutName(PagevecV269::kName, 0, kCacheLine64));
@@ -435,14 +445,17 @@ std::string FormatAllLayouts() {
      << "\n"
      << "zone variants (Linux 4.0 struct zone): lock_before_free_area puts the "
         "lock in the line\n"
-     << "of the order-0 free-list heads (3484b2de9499); lock_after_free_area "
-        "is the 2015 fix;\n"
-     << "lock_own_line pads it to a line of its own; lock_in_readmostly_line "
-        "puts it with the\n"
-     << "watermarks every allocation reads. Each zone report ends with the "
-        "fields sharing the\n"
-     << "lock's line(s).\n"
-     << "With a 4-byte ticket lock and 64-byte lines the zone is\n"
+     << "of the order-0 free-list heads (3484b2de9499, v3.16-v3.19); "
+        "lock_after_free_area is the\n"
+     << "2015 fix a368ab67aa55 (v4.0); lock_own_line pads it to a line of its "
+        "own; lock_in_readmostly_line\n"
+     << "puts it with the watermarks every allocation reads. Each zone report "
+        "ends with the fields\n"
+     << "sharing the lock's line(s). Two configs: cma (MIGRATE_TYPES 6, "
+        "free_area 104 bytes; names\n"
+     << "without a config suffix) and no_cma (MIGRATE_TYPES 5, free_area 88 "
+        "bytes; \"/config:no_cma\").\n"
+     << "With a 4-byte ticket lock and 64-byte lines the cma zone is\n"
      << sizeof(Zone<TicketLock, ZoneLockPlacement::kLockBeforeFreeArea,
                     kCacheLine64>)
      << " bytes before the fix, "
@@ -451,9 +464,16 @@ std::string FormatAllLayouts() {
      << " after it and "
      << sizeof(Zone<TicketLock, ZoneLockPlacement::kLockOwnLine, kCacheLine64>)
      << " with the lock\n"
-     << "on its own line: in this configuration free_area[11] + flags end "
-        "exactly on a line\n"
-     << "boundary, so the fix's lock already starts a line of its own.\n\n";
+     << "on its own line: with CMA free_area[11] + flags end exactly on a line "
+        "boundary (allocator\n"
+     << "offset " << offsetof(FixedCma, lock) - offsetof(FixedCma, free_area)
+     << "), so the fix's lock starts a line of its own. Without CMA the fixed "
+        "lock sits at\n"
+     << "allocator offset "
+     << offsetof(FixedNoCma, lock) - offsetof(FixedNoCma, free_area)
+     << ", in the line of flags (offset "
+     << offsetof(FixedNoCma, flags) - offsetof(FixedNoCma, free_area)
+     << "), which every allocation tests lock-free.\n\n";
   for (const LayoutInfo& info : AllLayouts()) os << FormatPahole(info) << "\n";
   return os.str();
 }

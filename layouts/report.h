@@ -78,7 +78,8 @@ nlohmann::json LayoutToJson(const LayoutInfo& info);
 /// Every model's report: struct page; each pagevec (2.6.9, 2004
 /// proposal, 5.x-15, 5.x-31) at offsets 0, 8, ..., 56 of a 64-byte line; the
 /// ILP32 mirrors of the 2004 pair; each zone placement x every lock of
-/// all_locks.h x lines 64 and 128. Built once, in a stable order.
+/// all_locks.h x lines 64 and 128 x config cma, no_cma. Built once, in a stable
+/// order.
 const std::vector<LayoutInfo>& AllLayouts();
 
 /// The layout called `name`, or nullptr. Besides AllLayouts(), any sweep

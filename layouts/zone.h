@@ -1,48 +1,53 @@
-// Userspace model of `struct zone` following Linux 4.0 (include/linux/mmzone.h)
-// on x86_64, with the zone lock's placement as the experiment variable
-// (linux-mm, March 2015).
+// Userspace model of `struct zone` following Linux 4.0
+// (include/linux/mmzone.h@v4.0:327-530) on x86_64, with the zone lock's
+// placement as the experiment variable (linux-mm, March 2015) and the
+// migrate-type config as a second axis.
 //
-// Pinned configuration (it fixes MIGRATE_TYPES and the read-mostly section's
-// size): x86_64, CONFIG_NUMA, CONFIG_SPARSEMEM (no pageblock_flags pointer),
-// CONFIG_CMA and CONFIG_MEMORY_ISOLATION (both on in common distribution
-// kernels, so MIGRATE_TYPES = 6), CONFIG_COMPACTION, no CONFIG_MEMORY_HOTPLUG
-// (no span_seqlock), MAX_ORDER 11, MAX_NR_ZONES 4 (DMA, DMA32, NORMAL,
-// MOVABLE). Pointers are opaque stand-ins (void*).
+// Pinned configuration (it fixes the read-mostly section's size): x86_64,
+// CONFIG_NUMA, CONFIG_SPARSEMEM (no pageblock_flags pointer),
+// CONFIG_MEMORY_ISOLATION, CONFIG_COMPACTION, no CONFIG_MEMORY_HOTPLUG (no
+// span_seqlock), MAX_ORDER 11, MAX_NR_ZONES 4 (DMA, DMA32, NORMAL, MOVABLE).
+// The config axis (ZoneConfig) is CONFIG_CMA: with it MIGRATE_TYPES = 6 and a
+// free_area is 104 bytes (common distribution kernels), without it
+// MIGRATE_TYPES = 5 and a free_area is 88 bytes (mmzone.h@v4.0:38-64).
+// Pointers are opaque stand-ins (void*).
 //
 // Sections, each starting on a new line (ZONE_PADDING = alignas(kLine) on its
 // first member):
 //
-//   read-mostly      watermark[3], lowmem_reserve[4], ..., managed_pages, ...,
-//   wait_table_bits page allocator   lock + free_area[11] (each: free_list[6]
-//   list heads, nr_free) + flags page reclaim     lru_lock, lru_lists[5],
-//   reclaim stats, compaction cursors statistics       vm_stat[39]
+//   read-mostly      watermark[3], lowmem_reserve[4], ..., wait_table_bits
+//   page allocator   free_area[11] (each: free_list[MIGRATE_TYPES] list heads,
+//                    nr_free) + flags + lock   (the v4.0 order)
+//   page reclaim     lru_lock, lru_lists[5], reclaim stats, compaction cursors
+//   statistics       vm_stat[39]
 //
 // The lock-placement variants (one template, four partial specializations;
 // offsets relative to the allocator section's first line L, 4-byte lock,
 // 64-byte lines):
 //
-//   lock_before_free_area   3484b2de9499 (v3.16 .. v4.0): [L+0 lock][L+8
-//   free_area[0] lists of
-//                           UNMOVABLE, RECLAIMABLE, MOVABLE, half of RESERVE]
-//                           -> lock waiters and the holder's order-0 list
-//                           updates fight over line L. (order-0 nr_free sits at
-//                           L+104, in line L+1, with 64-byte lines; with
-//                           128-byte lines and a <= 24-byte lock it shares line
-//                           L too.)
-//   lock_after_free_area    the 2015 fix (v4.1): free_area[11], flags, then
-//   lock at L+1152,
-//                           which is a line boundary for 64 and 128 -> the
-//                           lock's line holds nothing else of the allocator
-//                           section.
-//   lock_own_line           lock padded to a full line of its own, free_area on
-//   the next line
-//                           (the alternative the thread rejected because the
-//                           zone grows).
+//   lock_before_free_area   3484b2de9499 (merged for v3.16; in v3.16-v3.19):
+//                           [L+0 lock][L+8 free_area[0] lists of UNMOVABLE,
+//                           RECLAIMABLE, MOVABLE, half of RESERVE] -> lock
+//                           waiters and the holder's order-0 list updates
+//                           fight over line L.
+//   lock_after_free_area    the fix a368ab67aa55 (in v4.0, mmzone.h@v4.0:
+//                           476-484): free_area[11], flags, then the lock.
+//                           cma:    lock at L+1152, a line boundary for 64 and
+//                                   128: its line holds nothing else of the
+//                                   allocator section.
+//                           no_cma: lock at L+976, in the line of `flags`
+//                                   (L+968), which every allocation tests
+//                                   lock-free (ZONE_FAIR_DEPLETED).
+//   lock_own_line           lock padded to a full line of its own, free_area
+//                           on the next line (the alternative the thread
+//                           rejected because the zone grows).
 //   lock_in_readmostly_line the lock right after watermark[] in the read-mostly
-//   line: every
-//                           allocation reads the watermarks lock-free, and each
-//                           lock handoff invalidates that line in every
-//                           reader's cache.
+//                           line: every allocation reads the watermarks
+//                           lock-free, and each lock handoff invalidates that
+//                           line in every reader's cache (counter-example).
+//
+// The zone is otherwise v4.0's in every variant: v3.16-v3.19's struct zone
+// differs in fields this model does not exercise.
 #pragma once
 
 #include <atomic>
@@ -61,9 +66,10 @@ namespace lockline {
 /// MAX_ORDER in Linux 4.0 (default CONFIG_FORCE_MAX_ZONEORDER): orders 0..10.
 inline constexpr int kMaxOrder = 11;
 
-/// Migrate types, Linux 4.0 enum order with CONFIG_CMA and
-/// CONFIG_MEMORY_ISOLATION set. MIGRATE_RESERVE == MIGRATE_PCPTYPES (the first
-/// type not on the per-CPU lists).
+/// Migrate types, Linux 4.0 enum order (mmzone.h@v4.0:38-64).
+/// MIGRATE_RESERVE == MIGRATE_PCPTYPES (the first type not on the per-CPU
+/// lists). kMigrateCma and kMigrateIsolate are the CONFIG_CMA numbering; use
+/// MigrateIsolateOf for the other config.
 enum MigrateType : int {
   kMigrateUnmovable = 0,
   kMigrateReclaimable = 1,
@@ -71,13 +77,53 @@ enum MigrateType : int {
   kMigratePcptypes = 3,
   kMigrateReserve = kMigratePcptypes,
   kMigrateCma = 4,      ///< CONFIG_CMA
-  kMigrateIsolate = 5,  ///< CONFIG_MEMORY_ISOLATION
+  kMigrateIsolate = 5,  ///< CONFIG_MEMORY_ISOLATION (with CONFIG_CMA)
 };
+/// MIGRATE_TYPES with CONFIG_CMA (the default config).
 inline constexpr int kMigrateTypes = 6;
-/// Kernel names, indexed by MigrateType.
+/// Kernel names, indexed by MigrateType (CONFIG_CMA numbering).
 inline constexpr const char* kMigrateTypeNames[kMigrateTypes] = {
     "MIGRATE_UNMOVABLE", "MIGRATE_RECLAIMABLE", "MIGRATE_MOVABLE",
     "MIGRATE_RESERVE",   "MIGRATE_CMA",         "MIGRATE_ISOLATE"};
+
+/// The kernel config axis of the zone model: CONFIG_CMA on or off (with
+/// CONFIG_MEMORY_ISOLATION on in both).
+enum class ZoneConfig { kCma, kNoCma };
+inline constexpr ZoneConfig kAllZoneConfigs[] = {ZoneConfig::kCma,
+                                                 ZoneConfig::kNoCma};
+/// "cma" | "no_cma".
+constexpr const char* ZoneConfigName(ZoneConfig c) {
+  return c == ZoneConfig::kCma ? "cma" : "no_cma";
+}
+/// One line on what the config changes.
+constexpr const char* ZoneConfigDescription(ZoneConfig c) {
+  return c == ZoneConfig::kCma
+             ? "CONFIG_CMA=y: MIGRATE_TYPES 6, free_area 104 bytes"
+             : "CONFIG_CMA=n: MIGRATE_TYPES 5, free_area 88 bytes (the fixed "
+               "lock shares the line of flags)";
+}
+/// Parses "cma" / "no_cma"; false (and `out` untouched) for anything else.
+inline bool ParseZoneConfig(std::string_view name, ZoneConfig* out) {
+  for (ZoneConfig c : kAllZoneConfigs) {
+    if (name == ZoneConfigName(c)) {
+      *out = c;
+      return true;
+    }
+  }
+  return false;
+}
+/// MIGRATE_TYPES of a config: 6 with CMA, 5 without.
+constexpr int MigrateTypesOf(ZoneConfig c) {
+  return c == ZoneConfig::kCma ? 6 : 5;
+}
+/// MIGRATE_ISOLATE of a config (the last type): 5 with CMA, 4 without.
+constexpr int MigrateIsolateOf(ZoneConfig c) { return MigrateTypesOf(c) - 1; }
+/// Kernel name of migrate type `mt` under config `c` ("?" out of range).
+constexpr const char* MigrateTypeName(ZoneConfig c, int mt) {
+  if (mt < 0 || mt >= MigrateTypesOf(c)) return "?";
+  if (mt == MigrateIsolateOf(c)) return "MIGRATE_ISOLATE";
+  return kMigrateTypeNames[mt];
+}
 
 /// NR_WMARK (WMARK_MIN, WMARK_LOW, WMARK_HIGH) and MAX_NR_ZONES of the pinned
 /// config.
@@ -97,15 +143,21 @@ inline constexpr int kNrInactiveFile = 4;  ///< NR_INACTIVE_FILE
 inline constexpr int kNrActiveFile = 5;    ///< NR_ACTIVE_FILE
 inline constexpr int kNrUnevictable = 6;   ///< NR_UNEVICTABLE
 
-/// `struct free_area`: one list head per migrate type and the count of free
-/// blocks of this order. 6 * 16 + 8 = 104 bytes.
-struct FreeArea {
-  ListHead free_list[kMigrateTypes];
+/// `struct free_area` (mmzone.h@v4.0:92-95): one list head per migrate type
+/// and the count of free blocks of this order.
+template <int kTypes>
+struct FreeAreaOf {
+  ListHead free_list[kTypes];
   unsigned long nr_free;
 };
-static_assert(sizeof(FreeArea) == 104,
+/// The CONFIG_CMA free_area: 6 * 16 + 8 = 104 bytes.
+using FreeArea = FreeAreaOf<kMigrateTypes>;
+static_assert(sizeof(FreeAreaOf<6>) == 104,
               "6 list heads + nr_free (4.0, CMA + ISOLATION)");
-static_assert(offsetof(FreeArea, nr_free) == 96, "nr_free after the lists");
+static_assert(offsetof(FreeAreaOf<6>, nr_free) == 96, "nr_free after lists");
+static_assert(sizeof(FreeAreaOf<5>) == 88,
+              "5 list heads + nr_free (4.0, ISOLATION, no CMA)");
+static_assert(offsetof(FreeAreaOf<5>, nr_free) == 80, "nr_free after lists");
 
 /// Where zone->lock sits (see the diagram at the top of this file).
 enum class ZoneLockPlacement {
@@ -139,9 +191,10 @@ constexpr const char* PlacementDescription(ZoneLockPlacement p) {
   switch (p) {
     case ZoneLockPlacement::kLockBeforeFreeArea:
       return "lock shares a line with the order-0 free lists (3484b2de9499, "
-             "v3.16-v4.0)";
+             "v3.16-v3.19)";
     case ZoneLockPlacement::kLockAfterFreeArea:
-      return "lock after free_area[] and flags (the March 2015 fix, v4.1)";
+      return "lock after free_area[] and flags (the March 2015 fix "
+             "a368ab67aa55, v4.0)";
     case ZoneLockPlacement::kLockOwnLine:
       return "lock padded to a cache line of its own (the rejected "
              "alternative)";
@@ -164,12 +217,13 @@ inline bool ParsePlacement(std::string_view name, ZoneLockPlacement* out) {
 }
 
 /// `struct zone`, Linux 4.0, with `Lock` as spinlock_t (both zone->lock and
-/// zone->lru_lock), lock placement P and line size kLine (ZONE_PADDING and the
-/// struct's alignment). Defined by the four partial specializations below; all
-/// have the same member names. Construct with new (C++17 aligned new honours
-/// alignas) or in static storage; list heads start uninitialized: call
-/// ZoneInit.
-template <LockAlgorithm Lock, ZoneLockPlacement P, std::size_t kLine>
+/// zone->lru_lock), lock placement P, line size kLine (ZONE_PADDING and the
+/// struct's alignment) and config C (MIGRATE_TYPES). Defined by the four
+/// partial specializations below; all have the same member names. Construct
+/// with new (C++17 aligned new honours alignas) or in static storage; list
+/// heads start uninitialized: call ZoneInit.
+template <LockAlgorithm Lock, ZoneLockPlacement P, std::size_t kLine,
+          ZoneConfig C = ZoneConfig::kCma>
 struct Zone;
 
 // Member lists the four variants share, in kernel order. Macros, not base
@@ -221,61 +275,66 @@ struct Zone;
       std::is_standard_layout_v<Lock>,                                        \
       "the lock must be standard-layout so offsetof(Zone, lock) is defined"); \
   static constexpr ZoneLockPlacement kPlacement = P;                          \
-  static constexpr std::size_t kLineSize = kLine;
+  static constexpr std::size_t kLineSize = kLine;                             \
+  static constexpr ZoneConfig kConfig = C;                                    \
+  static constexpr int kMigrateTypesN = MigrateTypesOf(C);                    \
+  using FreeAreaT = FreeAreaOf<MigrateTypesOf(C)>;
 
-/// 3484b2de9499 (v3.16 .. v4.0): lock first in the allocator section,
+/// 3484b2de9499 (v3.16-v3.19): lock first in the allocator section,
 /// free_area[0] right after.
-template <LockAlgorithm Lock, std::size_t kLine>
+template <LockAlgorithm Lock, std::size_t kLine, ZoneConfig C>
 struct alignas(
-    kLine) Zone<Lock, ZoneLockPlacement::kLockBeforeFreeArea, kLine> {
+    kLine) Zone<Lock, ZoneLockPlacement::kLockBeforeFreeArea, kLine, C> {
   static constexpr ZoneLockPlacement P = ZoneLockPlacement::kLockBeforeFreeArea;
   LOCKLINE_ZONE_COMMON_CHECKS
   unsigned long watermark[kNrWmark];
   LOCKLINE_ZONE_READMOSTLY_AFTER_WATERMARK
   alignas(kLine) Lock lock;  // ZONE_PADDING(_pad1_)
-  FreeArea free_area[kMaxOrder];
+  FreeAreaT free_area[kMaxOrder];
   unsigned long flags;
   LOCKLINE_ZONE_RECLAIM_AND_STATS
 };
 
-/// The 2015 fix (v4.1): free_area[] and flags first, the lock at the far end.
-template <LockAlgorithm Lock, std::size_t kLine>
-struct alignas(kLine) Zone<Lock, ZoneLockPlacement::kLockAfterFreeArea, kLine> {
+/// The 2015 fix a368ab67aa55 (v4.0, mmzone.h@v4.0:476-484): free_area[] and
+/// flags first, the lock at the far end.
+template <LockAlgorithm Lock, std::size_t kLine, ZoneConfig C>
+struct alignas(
+    kLine) Zone<Lock, ZoneLockPlacement::kLockAfterFreeArea, kLine, C> {
   static constexpr ZoneLockPlacement P = ZoneLockPlacement::kLockAfterFreeArea;
   LOCKLINE_ZONE_COMMON_CHECKS
   unsigned long watermark[kNrWmark];
   LOCKLINE_ZONE_READMOSTLY_AFTER_WATERMARK
-  alignas(kLine) FreeArea free_area[kMaxOrder];  // ZONE_PADDING(_pad1_)
+  alignas(kLine) FreeAreaT free_area[kMaxOrder];  // ZONE_PADDING(_pad1_)
   unsigned long flags;
   Lock lock;
   LOCKLINE_ZONE_RECLAIM_AND_STATS
 };
 
 /// The lock alone on a line: free_area starts on the next line.
-template <LockAlgorithm Lock, std::size_t kLine>
-struct alignas(kLine) Zone<Lock, ZoneLockPlacement::kLockOwnLine, kLine> {
+template <LockAlgorithm Lock, std::size_t kLine, ZoneConfig C>
+struct alignas(kLine) Zone<Lock, ZoneLockPlacement::kLockOwnLine, kLine, C> {
   static constexpr ZoneLockPlacement P = ZoneLockPlacement::kLockOwnLine;
   LOCKLINE_ZONE_COMMON_CHECKS
   unsigned long watermark[kNrWmark];
   LOCKLINE_ZONE_READMOSTLY_AFTER_WATERMARK
-  alignas(kLine) Lock lock;                      // ZONE_PADDING(_pad1_)
-  alignas(kLine) FreeArea free_area[kMaxOrder];  // the lock's own-line padding
+  alignas(kLine) Lock lock;                       // ZONE_PADDING(_pad1_)
+  alignas(kLine) FreeAreaT free_area[kMaxOrder];  // the lock's own-line padding
   unsigned long flags;
   LOCKLINE_ZONE_RECLAIM_AND_STATS
 };
 
 /// Counter-example: the lock in the read-mostly line, right after the
 /// watermarks.
-template <LockAlgorithm Lock, std::size_t kLine>
+template <LockAlgorithm Lock, std::size_t kLine, ZoneConfig C>
 struct alignas(
-    kLine) Zone<Lock, ZoneLockPlacement::kLockInReadmostlyLine, kLine> {
+    kLine) Zone<Lock, ZoneLockPlacement::kLockInReadmostlyLine, kLine, C> {
   static constexpr ZoneLockPlacement P =
       ZoneLockPlacement::kLockInReadmostlyLine;
   LOCKLINE_ZONE_COMMON_CHECKS
   unsigned long watermark[kNrWmark];
   Lock lock;
   LOCKLINE_ZONE_READMOSTLY_AFTER_WATERMARK
-  alignas(kLine) FreeArea free_area[kMaxOrder];  // ZONE_PADDING(_pad1_)
+  alignas(kLine) FreeAreaT free_area[kMaxOrder];  // ZONE_PADDING(_pad1_)
   unsigned long flags;
   LOCKLINE_ZONE_RECLAIM_AND_STATS
 };
@@ -289,12 +348,12 @@ struct alignas(
 /// "the head of free_area[]" in the 2015 thread).
 template <class Z>
 constexpr std::size_t Order0ListHeadOffset() {
-  return offsetof(Z, free_area) + offsetof(FreeArea, free_list);
+  return offsetof(Z, free_area) + offsetof(typename Z::FreeAreaT, free_list);
 }
 /// Byte offset of free_area[0].nr_free.
 template <class Z>
 constexpr std::size_t Order0NrFreeOffset() {
-  return offsetof(Z, free_area) + offsetof(FreeArea, nr_free);
+  return offsetof(Z, free_area) + offsetof(typename Z::FreeAreaT, nr_free);
 }
 
 /// Compile-time layout checks every zone instantiation passes (DescribeZone
@@ -327,6 +386,23 @@ constexpr bool CheckZoneLayout() {
                   "the fix: lock after flags");
     static_assert(lock_first > nr_free_line,
                   "the fix: lock off the order-0 lines");
+    // The config decides whether the fix gives the lock a line of its own.
+    constexpr std::size_t alloc_start = offsetof(Z, free_area);
+    if constexpr (Z::kConfig == ZoneConfig::kCma) {
+      static_assert(offsetof(Z, flags) - alloc_start == 11 * 104,
+                    "cma: flags after 11 free_areas of 104 bytes");
+      static_assert(offsetof(Z, lock) - alloc_start == 1152,
+                    "cma: lock at allocator offset 1152");
+      static_assert(offsetof(Z, lock) % kLine == 0,
+                    "cma: the fixed lock starts a line (flags not in it)");
+    } else {
+      static_assert(offsetof(Z, flags) - alloc_start == 11 * 88,
+                    "no_cma: flags after 11 free_areas of 88 bytes");
+      static_assert(offsetof(Z, lock) - alloc_start == 976,
+                    "no_cma: lock at allocator offset 976");
+      static_assert(offsetof(Z, flags) / kLine == lock_first,
+                    "no_cma: the fixed lock shares the line of flags");
+    }
   } else if constexpr (Z::kPlacement == ZoneLockPlacement::kLockOwnLine) {
     static_assert(offsetof(Z, lock) % kLine == 0, "own line: starts a line");
     static_assert(head_line > lock_last, "own line: free_area on a later line");
@@ -342,7 +418,7 @@ constexpr bool CheckZoneLayout() {
 /// locks are default-constructed (unlocked) by the constructor already.
 template <class Z>
 void ZoneInit(Z& z) {
-  for (FreeArea& area : z.free_area) {
+  for (auto& area : z.free_area) {
     for (ListHead& head : area.free_list) ListInit(&head);
     area.nr_free = 0;
   }
@@ -351,28 +427,37 @@ void ZoneInit(Z& z) {
   z.flags = 0;
 }
 
-/// Layout name: "zone_v4_0/<placement>/lock:<Lock::kName>/line:<kLine>".
-template <LockAlgorithm Lock, ZoneLockPlacement P, std::size_t kLine>
+/// Layout name: "zone_v4_0/<placement>/lock:<Lock::kName>/line:<kLine>" for
+/// the CMA config, with "/config:no_cma" appended for the other.
+template <LockAlgorithm Lock, ZoneLockPlacement P, std::size_t kLine,
+          ZoneConfig C = ZoneConfig::kCma>
 std::string ZoneLayoutName() {
   return std::string("zone_v4_0/") + PlacementName(P) + "/lock:" + Lock::kName +
-         "/line:" + std::to_string(kLine);
+         "/line:" + std::to_string(kLine) +
+         (C == ZoneConfig::kCma ? "" : "/config:no_cma");
 }
 
 /// The zone variant's layout report: every member with its offsetof/sizeof,
-/// free_area[0] expanded into its six list heads and nr_free (the lines the
-/// 2015 thread is about), orders 1..10 as one block; lock_field "lock".
-template <LockAlgorithm Lock, ZoneLockPlacement P, std::size_t kLine>
+/// free_area[0] expanded into its list heads and nr_free (the lines the 2015
+/// thread is about), orders 1..9 as one block and free_area[10].nr_free (next
+/// to flags); lock_field "lock".
+template <LockAlgorithm Lock, ZoneLockPlacement P, std::size_t kLine,
+          ZoneConfig C = ZoneConfig::kCma>
 LayoutInfo DescribeZone() {
-  using Z = Zone<Lock, P, kLine>;
+  using Z = Zone<Lock, P, kLine, C>;
+  using FA = typename Z::FreeAreaT;
   static_assert(CheckZoneLayout<Z>());
   LayoutInfo info;
-  info.name = ZoneLayoutName<Lock, P, kLine>();
-  info.kernel =
-      "Linux 4.0 include/linux/mmzone.h struct zone (x86_64, NUMA, SPARSEMEM, "
-      "CMA, "
-      "MEMORY_ISOLATION, COMPACTION; MAX_ORDER 11, MIGRATE_TYPES 6)";
-  info.note = std::string(PlacementDescription(P)) + "; lock " + Lock::kName +
-              " is " + std::to_string(sizeof(Lock)) + " bytes";
+  info.name = ZoneLayoutName<Lock, P, kLine, C>();
+  info.kernel = std::string(
+                    "Linux 4.0 include/linux/mmzone.h struct zone (x86_64, "
+                    "NUMA, SPARSEMEM, ") +
+                (C == ZoneConfig::kCma ? "CMA, " : "no CMA, ") +
+                "MEMORY_ISOLATION, COMPACTION; MAX_ORDER 11, MIGRATE_TYPES " +
+                std::to_string(MigrateTypesOf(C)) + ")";
+  info.note = std::string(PlacementDescription(P)) + "; " +
+              ZoneConfigDescription(C) + "; lock " + Lock::kName + " is " +
+              std::to_string(sizeof(Lock)) + " bytes";
   info.size = sizeof(Z);
   info.align = alignof(Z);
   info.line = kLine;
@@ -415,17 +500,23 @@ LayoutInfo DescribeZone() {
   LOCKLINE_ZONE_FIELD(vm_stat);
 #undef LOCKLINE_ZONE_FIELD
   const std::size_t area0 = offsetof(Z, free_area);
-  for (int mt = 0; mt < kMigrateTypes; ++mt) {
+  for (int mt = 0; mt < MigrateTypesOf(C); ++mt) {
     info.fields.push_back(
-        {std::string("free_area[0].free_list[") + kMigrateTypeNames[mt] + "]",
-         area0 + offsetof(FreeArea, free_list) + mt * sizeof(ListHead),
+        {std::string("free_area[0].free_list[") + MigrateTypeName(C, mt) + "]",
+         area0 + offsetof(FA, free_list) + mt * sizeof(ListHead),
          sizeof(ListHead)});
   }
-  info.fields.push_back({"free_area[0].nr_free",
-                         area0 + offsetof(FreeArea, nr_free),
+  info.fields.push_back({"free_area[0].nr_free", area0 + offsetof(FA, nr_free),
                          sizeof(unsigned long)});
-  info.fields.push_back({"free_area[1..10]", area0 + sizeof(FreeArea),
-                         (kMaxOrder - 1) * sizeof(FreeArea)});
+  info.fields.push_back(
+      {"free_area[1..9]", area0 + sizeof(FA), (kMaxOrder - 2) * sizeof(FA)});
+  info.fields.push_back({"free_area[10].free_list[]",
+                         area0 + (kMaxOrder - 1) * sizeof(FA),
+                         offsetof(FA, nr_free)});
+  info.fields.push_back(
+      {"free_area[10].nr_free",
+       area0 + (kMaxOrder - 1) * sizeof(FA) + offsetof(FA, nr_free),
+       sizeof(unsigned long)});
   SortFields(info);
   return info;
 }

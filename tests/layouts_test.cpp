@@ -230,10 +230,11 @@ TEST(Zone, PlacementNamesRoundTrip) {
 // For one (lock, placement, line): the report's offsets are offsetof, and the
 // lock shares a line with the hot order-0 list head and nr_free exactly as the
 // placement's name says.
-template <class L, ZoneLockPlacement P, std::size_t kLine>
+template <class L, ZoneLockPlacement P, std::size_t kLine,
+          ZoneConfig C = ZoneConfig::kCma>
 void CheckZone() {
-  using Z = Zone<L, P, kLine>;
-  const std::string name = ZoneLayoutName<L, P, kLine>();
+  using Z = Zone<L, P, kLine, C>;
+  const std::string name = ZoneLayoutName<L, P, kLine, C>();
   SCOPED_TRACE(name);
   const LayoutInfo* info = FindLayout(name);
   ASSERT_NE(info, nullptr);
@@ -252,8 +253,11 @@ void CheckZone() {
   EXPECT_EQ(Field(*info, head).offset, Order0ListHeadOffset<Z>());
   EXPECT_EQ(Field(*info, "free_area[0].nr_free").offset,
             Order0NrFreeOffset<Z>());
-  EXPECT_EQ(Field(*info, "free_area[1..10]").offset,
-            offsetof(Z, free_area) + sizeof(FreeArea));
+  EXPECT_EQ(Field(*info, "free_area[1..9]").offset,
+            offsetof(Z, free_area) + sizeof(typename Z::FreeAreaT));
+  EXPECT_EQ(Field(*info, "free_area[10].nr_free").offset,
+            offsetof(Z, free_area) + 11 * sizeof(typename Z::FreeAreaT) - 8);
+  EXPECT_EQ(sizeof(typename Z::FreeAreaT), C == ZoneConfig::kCma ? 104u : 88u);
 
   // Sections start on line boundaries (ZONE_PADDING).
   EXPECT_EQ(offsetof(Z, lru_lock) % kLine, 0u);
@@ -272,6 +276,8 @@ void CheckZone() {
       lock_line_has(Order0NrFreeOffset<Z>(), sizeof(unsigned long));
   const bool shares_watermark =
       lock_line_has(offsetof(Z, watermark), sizeof(Z::watermark));
+  const bool shares_flags = lock_line_has(offsetof(Z, flags), sizeof(Z::flags));
+  EXPECT_EQ(SharesLine(*info, "lock", "flags"), shares_flags);
   const auto sharing = FieldsSharingLine(*info, "lock");
   EXPECT_EQ(Contains(sharing, head), shares_head);
   EXPECT_EQ(Contains(sharing, "free_area[0].nr_free"), shares_nr_free);
@@ -295,6 +301,8 @@ void CheckZone() {
       EXPECT_FALSE(shares_nr_free);
       EXPECT_FALSE(shares_watermark);
       EXPECT_GT(offsetof(Z, lock), offsetof(Z, flags));
+      // The fix gives the lock a line of its own only with CMA.
+      EXPECT_EQ(shares_flags, C == ZoneConfig::kNoCma);
       break;
     case ZoneLockPlacement::kLockOwnLine:
       EXPECT_FALSE(shares_head);
@@ -329,6 +337,11 @@ void CheckAllPlacements() {
   CheckZone<L, ZoneLockPlacement::kLockAfterFreeArea, kLine>();
   CheckZone<L, ZoneLockPlacement::kLockOwnLine, kLine>();
   CheckZone<L, ZoneLockPlacement::kLockInReadmostlyLine, kLine>();
+  constexpr ZoneConfig kNo = ZoneConfig::kNoCma;
+  CheckZone<L, ZoneLockPlacement::kLockBeforeFreeArea, kLine, kNo>();
+  CheckZone<L, ZoneLockPlacement::kLockAfterFreeArea, kLine, kNo>();
+  CheckZone<L, ZoneLockPlacement::kLockOwnLine, kLine, kNo>();
+  CheckZone<L, ZoneLockPlacement::kLockInReadmostlyLine, kLine, kNo>();
 }
 
 TEST(Zone, EveryPlacementEveryLockBothLines) {
@@ -371,6 +384,47 @@ TEST(Zone, KnownOffsetsOfThe2015Thread) {
             sizeof(PthreadMutexLock));
 }
 
+TEST(Zone, ConfigVariantOffsets) {
+  // Without CMA (MIGRATE_TYPES 5) a free_area is 88 bytes: flags at allocator
+  // offset 968 and the fixed lock at 976, both in line 15 of the section.
+  using AfterNoCma = Zone<TicketLock, ZoneLockPlacement::kLockAfterFreeArea, 64,
+                          ZoneConfig::kNoCma>;
+  using BeforeNoCma = Zone<TicketLock, ZoneLockPlacement::kLockBeforeFreeArea,
+                           64, ZoneConfig::kNoCma>;
+  static_assert(offsetof(AfterNoCma, free_area) == 192);
+  static_assert(offsetof(AfterNoCma, flags) == 192 + 968);
+  static_assert(offsetof(AfterNoCma, lock) == 192 + 976);
+  static_assert(offsetof(AfterNoCma, flags) / 64 ==
+                offsetof(AfterNoCma, lock) / 64);
+  static_assert(offsetof(BeforeNoCma, lock) == 192);
+  static_assert(Order0ListHeadOffset<BeforeNoCma>() == 200);
+  static_assert(Order0NrFreeOffset<BeforeNoCma>() == 280);
+  EXPECT_EQ(MigrateTypesOf(ZoneConfig::kNoCma), 5);
+  EXPECT_STREQ(MigrateTypeName(ZoneConfig::kNoCma, 4), "MIGRATE_ISOLATE");
+  EXPECT_STREQ(MigrateTypeName(ZoneConfig::kCma, 4), "MIGRATE_CMA");
+  EXPECT_STREQ(MigrateTypeName(ZoneConfig::kNoCma, 5), "?");
+  ZoneConfig c = ZoneConfig::kCma;
+  EXPECT_TRUE(ParseZoneConfig("no_cma", &c));
+  EXPECT_EQ(c, ZoneConfig::kNoCma);
+  EXPECT_FALSE(ParseZoneConfig("cma2", &c));
+  // Both configs are in the layout report, and the text explains them.
+  const LayoutInfo* no_cma = FindLayout(
+      "zone_v4_0/lock_after_free_area/lock:ticket/line:64/config:no_cma");
+  ASSERT_NE(no_cma, nullptr);
+  EXPECT_TRUE(SharesLine(*no_cma, "lock", "flags"));
+  EXPECT_NE(no_cma->kernel.find("MIGRATE_TYPES 5"), std::string::npos);
+  const LayoutInfo* cma =
+      FindLayout("zone_v4_0/lock_after_free_area/lock:ticket/line:64");
+  ASSERT_NE(cma, nullptr);
+  EXPECT_FALSE(SharesLine(*cma, "lock", "flags"));
+  const std::string text = FormatAllLayouts();
+  EXPECT_NE(
+      text.find("allocator offset 976, in the line of flags (offset 968)"),
+      std::string::npos);
+  EXPECT_NE(text.find("a368ab67aa55 (v4.0)"), std::string::npos);
+  EXPECT_NE(text.find("v3.16-v3.19"), std::string::npos);
+}
+
 // ---- report
 // ----------------------------------------------------------------------------------
 
@@ -389,7 +443,7 @@ TEST(Report, AllLayoutsAreUniqueAndConsistent) {
     EXPECT_EQ(FindLayout(info.name), &info);
   }
   // page + 4 pagevecs x 8 offsets + 2 ILP32 + 4 placements x locks x 2 lines.
-  EXPECT_EQ(all.size(), 1 + 32 + 2 + 8 * LockNames().size());
+  EXPECT_EQ(all.size(), 1 + 32 + 2 + 2 * 8 * LockNames().size());
 }
 
 TEST(Report, PaholeTextHasBoundariesHolesAndSharing) {

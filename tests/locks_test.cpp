@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -18,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "harness/family.h"
 #include "harness/locks/all_locks.h"
 #include "harness/locks/lock_stat.h"
 
@@ -182,6 +184,57 @@ TYPED_TEST(LockTest, NestedDistinctLocks) {
   c.unlock();
   EXPECT_EQ(RaceCount<TypeParam>(2, kIters / 4), 0u)
       << "lock state after nesting";
+}
+
+// ---- the no-yield rule (harness/locks/spin_wait.h)
+
+/// Waits for `lock` on a new thread whose spin policy is `policy` while the
+/// calling thread holds it for `hold_ms`; returns the yields the waiter made.
+template <class L>
+uint64_t YieldsOfOneWait(SpinYield policy, int hold_ms) {
+  Watchdog dog(std::string(L::kName) + " no-yield wait");
+  L lock;
+  std::atomic<bool> waiting{false};
+  uint64_t yields = ~uint64_t{0};
+  lock.lock();
+  std::thread waiter([&] {
+    SetSpinYield(policy);
+    const uint64_t before = SpinYieldsOnThisThread();
+    waiting.store(true, std::memory_order_release);
+    lock.lock();
+    lock.unlock();
+    yields = SpinYieldsOnThisThread() - before;
+  });
+  while (!waiting.load(std::memory_order_acquire)) std::this_thread::yield();
+  // Far longer than kSpinsBeforeYield PAUSEs (~10-60 us): a waiter allowed to
+  // yield does.
+  std::this_thread::sleep_for(std::chrono::milliseconds(hold_ms));
+  lock.unlock();
+  waiter.join();
+  return yields;
+}
+
+template <class L>
+class SpinPolicyTest : public ::testing::Test {};
+using SpinningLocks =
+    ::testing::Types<TasLock, TtasLock, TicketLock, McsLock, QspinLock>;
+TYPED_TEST_SUITE(SpinPolicyTest, SpinningLocks);
+
+TYPED_TEST(SpinPolicyTest, NonOversubscribedWaiterNeverYields) {
+  EXPECT_EQ(YieldsOfOneWait<TypeParam>(SpinYield::kNever, 30), 0u)
+      << "a waiter of a point that is not oversubscribed called sched_yield";
+}
+
+TEST(SpinPolicy, OversubscribedWaiterYieldsAndDefaultIsAfterSpins) {
+  // Threads the harness did not start keep the bounded-spin default.
+  std::thread([] {
+    EXPECT_EQ(CurrentSpinYield(), SpinYield::kAfterSpins);
+  }).join();
+  EXPECT_GT(YieldsOfOneWait<TicketLock>(SpinYield::kAfterSpins, 50), 0u)
+      << "an oversubscribed waiter held off 50 ms never yielded";
+  ThreadCtx ctx;
+  EXPECT_FALSE(ctx.oversubscribed)
+      << "ThreadCtx defaults to not oversubscribed";
 }
 
 TEST(LockTable, NamesAndLookup) {

@@ -1,8 +1,10 @@
-// Tests of bench/pagevec.cpp (issue 7): the LRU stays intact and pages are
-// conserved after multi-threaded runs in both modes and several slot counts,
-// lru_lock acquisitions per page are exactly 2 / slots, the checker catches a
-// corrupted LRU, the 2004 sizing formulas give the quoted values, and the row
-// keys have the documented shapes.
+// Tests of bench/pagevec.cpp (issues 7 and 16): the LRU stays intact and pages
+// are conserved after multi-threaded runs in both modes, both kernels' per-page
+// work and several slot counts, with and without the reclaim scanner; lru_lock
+// acquisitions per page are exactly (1 + ceil(slots / R)) / slots (R = 16 for
+// 2.6.9, 32 for 5.8) without the scanner; the checker catches a corrupted LRU;
+// the 2004 sizing formulas give wli's values (4 * ceil(lg N)); and the row
+// keys and suites have the documented shapes.
 //
 // The workloads are driven on the harness's thread team without the runner
 // (tests/workload_driver.h, no pinning): the family's source is compiled into
@@ -32,6 +34,26 @@ PointReport Drive(Workload& w, int threads, double seconds,
   return drv.Report(seconds, ops);
 }
 
+/// lru_lock acquisitions per page without the scanner: one add drain and
+/// ceil(slots / R) release holds per `slots` pages.
+double PerPage(int slots, Kernel k = Kernel::k269) {
+  const int r = k == Kernel::k269 ? 16 : 32;
+  return (1.0 + (slots + r - 1) / r) / slots;
+}
+
+/// Usable PUs of a machine with `nodes` NUMA nodes, 2 PUs each.
+std::vector<PuInfo> Machine(int nodes) {
+  std::vector<PuInfo> order;
+  for (int i = 0; i < 2 * nodes; ++i) {
+    PuInfo pu;
+    pu.os_index = pu.logical_index = pu.core = i;
+    pu.numa = i / 2;
+    pu.package = 0;
+    order.push_back(pu);
+  }
+  return order;
+}
+
 TEST(PagevecFormulas, FourLg) {
   EXPECT_EQ(FourLgSlots(1), 4);
   EXPECT_EQ(FourLgSlots(2), 4);
@@ -39,6 +61,14 @@ TEST(PagevecFormulas, FourLg) {
   EXPECT_EQ(FourLgSlots(16), 16);
   EXPECT_EQ(FourLgSlots(1024), 40);
   EXPECT_EQ(FourLgSlots(0), 4);
+  // wli's lg is ceil(log2 NR_CPUS), not a rounded real logarithm.
+  EXPECT_EQ(FourLgSlots(3), 8);
+  EXPECT_EQ(FourLgSlots(5), 12);
+  EXPECT_EQ(FourLgSlots(8), 12);
+  EXPECT_EQ(FourLgSlots(9), 16);
+  EXPECT_EQ(FourLgSlots(1000), 40);
+  EXPECT_EQ(FourLgSlots(1025), 44);
+  EXPECT_GE(PossibleCpus(7), 1);
 }
 
 TEST(PagevecFormulas, SqrtLg) {
@@ -87,7 +117,7 @@ TEST_P(PagevecIntegrity, LruIntactAndExactAcquisitions) {
   const PointReport r = Drive(*w, 4, 0.2);
   EXPECT_EQ(w->Verify(), "");
   EXPECT_GT(MetricOf(r, "pages_per_s"), 0);
-  EXPECT_DOUBLE_EQ(MetricOf(r, "acquisitions_per_page"), 2.0 / c.slots);
+  EXPECT_DOUBLE_EQ(MetricOf(r, "acquisitions_per_page"), PerPage(c.slots));
   EXPECT_EQ(MetricOf(r, "pagevec_bytes"),
             static_cast<double>(Pagevec5xBytes(c.slots)));
   EXPECT_EQ(MetricOf(r, "slots_resolved"), c.slots);
@@ -116,7 +146,7 @@ TEST(PagevecIntegrity, NamedLayoutsOffsetsLocksZones) {
       auto w = MakePagevecWorkload(TestEnv(3), lock, l.name, cfg);
       const PointReport r = Drive(*w, 3, 0.05, 2);
       EXPECT_EQ(w->Verify(), "") << l.name << " " << lock;
-      EXPECT_DOUBLE_EQ(MetricOf(r, "acquisitions_per_page"), 2.0 / l.slots)
+      EXPECT_DOUBLE_EQ(MetricOf(r, "acquisitions_per_page"), PerPage(l.slots))
           << l.name;
       ASSERT_EQ(r.layouts.size(), 1u);
       EXPECT_EQ(r.layouts[0], std::string(l.name) + "/offset:8/line:64");
@@ -125,21 +155,77 @@ TEST(PagevecIntegrity, NamedLayoutsOffsetsLocksZones) {
   }
 }
 
-// Single thread, deferred: acquisitions == 2 * pages / slots exactly
-// (uncontended, so every acquisition is the batch's one).
+// Single thread, deferred: acquisitions == pages / slots * (1 + ceil(slots /
+// R)) exactly, for both kernels.
 TEST(PagevecAcquisitions, DeferredSingleThreadExact) {
-  for (const int slots : {1, 4, 15, 16, 31, 64, 128, 255}) {
+  for (const Kernel k : {Kernel::k269, Kernel::k58}) {
+    for (const int slots : {1, 4, 15, 16, 31, 32, 33, 64, 128, 255}) {
+      Config cfg;
+      cfg.slots = slots;
+      cfg.kernel = k;
+      auto w = MakePagevecWorkload(TestEnv(1), "ticket", "", cfg);
+      auto* pw = static_cast<PagevecWorkload<TicketLock, GenericPv>*>(w.get());
+      const PointReport r = Drive(*w, 1, 0.03);
+      EXPECT_EQ(w->Verify(), "") << slots;
+      const auto* t = pw->thread_state(0);
+      ASSERT_GT(t->ops, 0u);
+      EXPECT_EQ(t->ops % slots, 0u);
+      const uint64_t r_batch = k == Kernel::k269 ? 16 : 32;
+      EXPECT_EQ(t->stat.acquisitions * slots,
+                t->ops * (1 + (slots + r_batch - 1) / r_batch))
+          << slots << " " << KernelName(k);
+      EXPECT_DOUBLE_EQ(MetricOf(r, "acquisitions_per_page"), PerPage(slots, k));
+      EXPECT_EQ(r.details["kernel"]["version"], KernelName(k));
+    }
+  }
+}
+
+// kernel:5.8's per-page work keeps the memcg LRU size and the folded counters
+// consistent, in both modes, 4 threads.
+TEST(PagevecKernel58, LruSizesAndCountersAddUp) {
+  for (const bool rapid : {false, true}) {
     Config cfg;
-    cfg.slots = slots;
-    auto w = MakePagevecWorkload(TestEnv(1), "ticket", "", cfg);
-    auto* pw = static_cast<PagevecWorkload<TicketLock, GenericPv>*>(w.get());
-    const PointReport r = Drive(*w, 1, 0.03);
-    EXPECT_EQ(w->Verify(), "") << slots;
-    const auto* t = pw->thread_state(0);
-    ASSERT_GT(t->ops, 0u);
-    EXPECT_EQ(t->ops % slots, 0u);
-    EXPECT_EQ(t->stat.acquisitions * slots, 2 * t->ops) << slots;
-    EXPECT_DOUBLE_EQ(MetricOf(r, "acquisitions_per_page"), 2.0 / slots);
+    cfg.rapid = rapid;
+    cfg.slots = 31;
+    cfg.kernel = Kernel::k58;
+    auto w = MakePagevecWorkload(TestEnv(4), "qspinlock", "", cfg);
+    auto* pw = static_cast<PagevecWorkload<QspinLock, GenericPv>*>(w.get());
+    const PointReport r = Drive(*w, 4, 0.1);
+    EXPECT_EQ(w->Verify(), "") << rapid;
+    EXPECT_DOUBLE_EQ(MetricOf(r, "acquisitions_per_page"),
+                     PerPage(31, Kernel::k58));
+    // Folded totals + the threads' unfolded diffs = pages on the LRU.
+    const auto* z = pw->zone(0);
+    long node = z->node_lru.load(), memcg = z->memcg_lru.load();
+    for (int i = 0; i < 4; ++i) {
+      node += pw->thread_state(i)->node_diff;
+      memcg += pw->thread_state(i)->memcg_diff;
+    }
+    // Setup's resident pages were counted in lru_zone_size only.
+    const long setup = 4L * kResidentPages;
+    EXPECT_EQ(node + setup, static_cast<long>(z->Count(Kernel::k58)));
+    EXPECT_EQ(memcg + setup, static_cast<long>(z->Count(Kernel::k58)));
+  }
+}
+
+// The reclaim scanner: 4 threads and a scanner on one lock, both kernels;
+// pages conserved, every release it took over freed, its cycles counted.
+TEST(PagevecScanner, IsolatesAndPutsBackWithoutLosingPages) {
+  for (const Kernel k : {Kernel::k269, Kernel::k58}) {
+    Config cfg;
+    cfg.slots = 15;
+    cfg.kernel = k;
+    cfg.scanner = true;
+    auto w = MakePagevecWorkload(TestEnv(4), "ticket", "", cfg);
+    const PointReport r = Drive(*w, 4, 0.2);
+    EXPECT_EQ(w->Verify(), "") << KernelName(k);
+    const auto& sc = r.details["scanner"];
+    EXPECT_TRUE(sc["on"].get<bool>());
+    EXPECT_GT(sc["cycles"].get<uint64_t>(), 0u) << KernelName(k);
+    EXPECT_EQ(sc["pages_freed_by_scanner"], sc["releases_handed_to_scanner"]);
+    EXPECT_GE(sc["acquisitions"].get<uint64_t>(),
+              2 * sc["cycles"].get<uint64_t>());
+    EXPECT_GT(MetricOf(r, "scanner_acquisitions_per_page"), 0.0);
   }
 }
 
@@ -158,7 +244,7 @@ TEST(PagevecVerify, DetectsCorruption) {
   SetPageLru(*p);
   ASSERT_EQ(w->Verify(), "");
   ++pw->zone(0)->nr_lru;
-  EXPECT_NE(w->Verify().find("nr_lru"), std::string::npos) << w->Verify();
+  EXPECT_NE(w->Verify().find("LRU size"), std::string::npos) << w->Verify();
   --pw->zone(0)->nr_lru;
   ListDel(&p->lru);  // unlinked but still recorded as on the LRU
   --pw->zone(0)->nr_lru;
@@ -188,7 +274,7 @@ TEST(PagevecBytes, StackCostAndLines) {
 }
 
 TEST(PagevecKeys, ShapesSuitesAndUniqueness) {
-  const std::vector<Variant> vs = PagevecVariants();
+  const std::vector<Variant> vs = PagevecVariants(Machine(1));
   std::set<std::string> keys;
   int quick = 0, dflt = 0;
   for (const Variant& v : vs) {
@@ -201,32 +287,54 @@ TEST(PagevecKeys, ShapesSuitesAndUniqueness) {
     quick += v.suite == Suite::kQuick;
     dflt += v.suite == Suite::kDefault;
   }
-  EXPECT_EQ(quick, 3);
-  EXPECT_EQ(quick + dflt,
-            17);  // 9 sizes + 2 at offset 8 + 4 layouts + 2 policies
+  EXPECT_LT(vs.size(), 1000u);
+  EXPECT_EQ(quick, 3);  // 4 slots (2.6.9); 15 and 31 slots (5.8, scanner)
+  // 9 sizes under 2.6.9 + 2 at offset 8 + 2 layouts + 2 policies + 15 and 31
+  // under 5.8 with the scanner.
+  EXPECT_EQ(quick + dflt, 17);
   for (const char* want : {"pagevec/mode:deferred/slots:15/offset:0/"
                            "policy:fixed/lock:ticket/work_ns:0/zones:1/"
-                           "threads:2",
+                           "kernel:5.8/scanner:on/threads:2",
+                           "pagevec/mode:deferred/slots:15/offset:0/"
+                           "policy:fixed/lock:ticket/work_ns:0/zones:1/"
+                           "kernel:2.6.9/scanner:off/threads:2",
                            "pagevec/mode:deferred/slots:16/offset:8/"
                            "policy:fixed/lock:ticket/work_ns:0/zones:1/"
-                           "threads:2",
+                           "kernel:2.6.9/scanner:off/threads:2",
                            "pagevec/mode:deferred/slots:auto/offset:0/"
                            "policy:4lg/lock:ticket/work_ns:0/zones:1/"
-                           "threads:2",
+                           "kernel:2.6.9/scanner:off/threads:2",
                            "pagevec/mode:deferred/layout:pagevec_v2_6_9/"
                            "offset:0/lock:ticket/work_ns:0/zones:1/"
-                           "threads:2",
+                           "kernel:2.6.9/scanner:off/threads:2",
                            "pagevec/mode:rapid/slots:255/offset:0/policy:fixed/"
                            "lock:mcs/work_ns:200/zones:1/"
-                           "threads:2",
+                           "kernel:2.6.9/scanner:off/threads:2",
                            "pagevec/mode:deferred/layout:pagevec_5x31/"
                            "offset:56/lock:ticket/work_ns:0/zones:1/"
-                           "threads:2",
+                           "kernel:2.6.9/scanner:off/threads:2",
+                           "pagevec/mode:deferred/layout:pagevec_5x31/"
+                           "offset:0/lock:ticket/work_ns:0/zones:1/"
+                           "kernel:5.8/scanner:off/threads:2",
                            "pagevec/mode:deferred/slots:31/offset:0/"
                            "policy:fixed/lock:ticket/work_ns:200/"
-                           "zones:per_numa/threads:2"}) {
+                           "zones:per_numa/kernel:5.8/scanner:on/threads:2"}) {
     EXPECT_TRUE(keys.count(want)) << want;
   }
+  // On a two-node machine zones:per_numa is the default and zones:1 stays
+  // for the 2020 sizes as the single-lock case.
+  int numa_default = 0, one_default = 0;
+  for (const Variant& v : PagevecVariants(Machine(2))) {
+    if (v.suite == Suite::kFull) continue;
+    const std::string key = RowKey("pagevec", v.params, 2);
+    if (key.find("zones:per_numa") != std::string::npos) ++numa_default;
+    if (key.find("zones:1/") != std::string::npos) {
+      ++one_default;
+      EXPECT_NE(key.find("kernel:5.8/scanner:on"), std::string::npos) << key;
+    }
+  }
+  EXPECT_EQ(numa_default, 17);
+  EXPECT_EQ(one_default, 2);
   // Policy rows resolve their slot count from the point's threads.
   for (const Variant& v : vs) {
     if (v.params[1].second != "auto" || v.suite == Suite::kFull) continue;

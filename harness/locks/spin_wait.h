@@ -1,5 +1,6 @@
-// The busy-wait policy shared by every spinning lock: spin with CpuRelax, then
-// yield the CPU.
+// The busy-wait policy shared by every spinning lock: spin with CpuRelax the
+// way kernel spinlock waiters do, and yield the CPU only where the point is
+// oversubscribed.
 #pragma once
 
 #include <cstdint>
@@ -9,32 +10,72 @@
 
 namespace lockline {
 
-/// Relaxes in a busy-wait loop: the first kSpinsBeforeYield calls execute one
-/// CpuRelax (PAUSE on x86-64, YIELD on aarch64), later calls sched_yield().
-/// Kernel spinlocks never yield because the holder cannot be preempted; a
-/// user-space lock's holder can, so with more runnable threads than CPUs
-/// (oversubscribed runs) a pure spinner may burn its whole time slice while the
-/// holder, or the next ticket / queue owner, waits for a CPU. Yielding bounds
-/// that and keeps every run progressing; below oversubscription the yield is
-/// rarely reached.
+/// Whether the spinning waiters of the calling thread may give up the CPU.
+enum class SpinYield : uint8_t {
+  /// Spin with CpuRelax forever, as kernel ticket and queued spinlock waiters
+  /// do (with interrupts off, they never schedule): every waiter keeps polling
+  /// the lock line, which is the cache-line traffic the experiments measure.
+  /// The harness sets it on every thread of a point that has no more threads
+  /// than usable PUs.
+  kNever,
+  /// Spin kSpinsBeforeYield relaxes, then sched_yield() on every further
+  /// relax. For oversubscribed points (more threads than PUs): there a
+  /// user-space holder or next ticket owner can be preempted, and a pure
+  /// spinner would burn its whole time slice waiting for it. Also the default
+  /// of threads the harness did not start (unit tests), whose
+  /// oversubscription it cannot know.
+  kAfterSpins,
+};
+
+namespace spin_wait_detail {
+/// The calling thread's policy (see SetSpinYield).
+inline thread_local SpinYield tls_policy = SpinYield::kAfterSpins;
+/// sched_yield() calls made by SpinWait on the calling thread (a test hook:
+/// a non-oversubscribed waiter must leave it unchanged).
+inline thread_local uint64_t tls_yields = 0;
+}  // namespace spin_wait_detail
+
+/// Sets the calling thread's spin policy; locks constructed-and-waited on this
+/// thread afterwards follow it. The runner calls it on every thread of a point
+/// before SetupThread: kAfterSpins iff the point is oversubscribed.
+inline void SetSpinYield(SpinYield policy) {
+  spin_wait_detail::tls_policy = policy;
+}
+/// The calling thread's spin policy.
+inline SpinYield CurrentSpinYield() { return spin_wait_detail::tls_policy; }
+/// sched_yield() calls SpinWait made on the calling thread so far (test hook).
+inline uint64_t SpinYieldsOnThisThread() {
+  return spin_wait_detail::tls_yields;
+}
+
+/// Relaxes in a busy-wait loop: every call executes one CpuRelax (PAUSE on
+/// x86-64, YIELD on aarch64), except that under SpinYield::kAfterSpins calls
+/// after the first kSpinsBeforeYield call sched_yield() instead. The policy is
+/// read once, when the SpinWait is constructed (one thread-local load per
+/// wait, not per relax).
 class SpinWait {
  public:
   /// 1024 relaxes: ~10-60 us depending on the PAUSE latency of the core (Zen 4
   /// ~65 cycles per PAUSE, Skylake-SP ~140), far longer than any critical
-  /// section lockline models, so the yield only fires when the holder or the
-  /// next owner is not running.
+  /// section lockline models, so in an oversubscribed point the yield only
+  /// fires when the holder or the next owner is not running.
   static constexpr uint32_t kSpinsBeforeYield = 1024;
 
+  SpinWait() : may_yield_(CurrentSpinYield() == SpinYield::kAfterSpins) {}
+
   void Relax() {
-    if (spins_ < kSpinsBeforeYield) {
-      ++spins_;
+    if (!may_yield_ || spins_ < kSpinsBeforeYield) {
+      ++spins_;  // wraps after 2^32 relaxes: harmless, only compared when
+                 // may_yield_
       CpuRelax();
     } else {
+      ++spin_wait_detail::tls_yields;
       std::this_thread::yield();
     }
   }
 
  private:
+  bool may_yield_;
   uint32_t spins_ = 0;
 };
 
