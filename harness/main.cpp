@@ -146,6 +146,9 @@ int Main(int argc, char** argv) {
   ctx["counters"] = run.counters->AvailabilityJson();
   ctx["skipped_points"] = run.skipped;
   ctx["oversubscribe"] = o.oversubscribe;
+  // An emulated run (QEMU TCG, or --emulated): rows are marked too
+  // (RecordRepetition), so no comparison mixes it with real runs.
+  ctx["emulated"] = o.emulated || lockline::RunningUnderTcg();
   ctx["layouts"] = json::object();
 
   std::printf("lockline %s: %s suite, %zu points, run directory %s\n",

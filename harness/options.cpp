@@ -34,6 +34,9 @@ Placement:
   --topology=host|FILE.xml|synthetic:STRING
                           topology to plan on; benchmarks only run on host
   --plan                  print the placement of every thread count and exit
+  --emulated              mark the run and every row "emulated" (set on its own under QEMU
+                          TCG): timing means nothing there, and no comparison mixes it with
+                          real runs (ci/rehearse.sh)
 
 Counters and layouts:
   --events=LIST|default|none
@@ -118,6 +121,8 @@ Options ParseOptions(int argc, char** argv) {
       o.list = true;
     else if (a == "--oversubscribe")
       o.oversubscribe = true;
+    else if (a == "--emulated")
+      o.emulated = true;
     else if (a == "--layouts")
       o.layouts = "text";
     else if (TakeValue(a, "--layouts", &v)) {

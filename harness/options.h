@@ -32,7 +32,8 @@ struct Options {
   bool list = false;
   bool oversubscribe = false;
   bool help = false;
-  std::string layouts;  ///< "", "text" or "json"
+  bool emulated = false;  ///< --emulated: mark the run and every row emulated
+  std::string layouts;    ///< "", "text" or "json"
   std::vector<std::string>
       benchmark_args;             ///< --benchmark_* passed to Google Benchmark
   std::string benchmark_filter;   ///< value of --benchmark_filter, if given

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "harness/cpu.h"
+#include "harness/memory.h"
 #include "harness/team.h"
 #include "layouts/report.h"
 
@@ -53,6 +54,21 @@ json PlacementJson(const Point& p, const RunState& run) {
           {"smt_siblings", p.plan.smt_siblings},
           {"oversubscribed", p.plan.oversubscribed},
           {"mem", run.opts.mem}};
+}
+
+// What the kernel says about the point's placement, for checking the plan:
+// placement.bound_pus (each thread's affinity, read back) and
+// placement.observed_pus (the PUs each thread was on at the end of its
+// windows, from sched_getcpu).
+void AddObservedPlacement(ThreadTeam& team,
+                          const std::vector<std::set<int>>& seen_pus,
+                          json& placement) {
+  json bound = json::array(), observed = json::array();
+  for (const auto& pus : team.BoundPus()) bound.push_back(pus);
+  for (const auto& pus : seen_pus)
+    observed.push_back(std::vector<int>(pus.begin(), pus.end()));
+  placement["bound_pus"] = bound;
+  placement["observed_pus"] = observed;
 }
 
 json ParamsJson(const Point& p) {
@@ -241,6 +257,8 @@ void RecordRepetition(RunState& run, const Point& point, json rec,
               {"cpu_time", cpu_seconds / point.windows * 1e3},
               {"time_unit", "ms"}};
   for (auto& [k, v] : rec.items()) row[k] = std::move(v);
+  if (run.results->lockline_context().value("emulated", false))
+    row["emulated"] = true;
   const bool error = row.contains("error_message");
   row["error_occurred"] = error;
   if (!error) row["error_message"] = "";
@@ -332,6 +350,7 @@ void RunPoint(benchmark::State& state, const Point& point, RunState& run) {
                          : std::max<uint64_t>(10 * window_ns, 2'000'000'000ull);
     const uint64_t hard_ns = bound_ns + 120'000'000'000ull;
     std::vector<uint64_t> per_thread(point.threads, 0);
+    std::vector<std::set<int>> seen_pus(point.threads);
     uint64_t ops = 0;
     bool overrun = false;
     json windows = json::array();
@@ -343,13 +362,18 @@ void RunPoint(benchmark::State& state, const Point& point, RunState& run) {
       cpu_seconds += r.cpu_seconds;
       ops += r.total_ops;
       overrun |= r.overrun;
-      for (int i = 0; i < point.threads; ++i) per_thread[i] += r.ops[i];
+      for (int i = 0; i < point.threads; ++i) {
+        per_thread[i] += r.ops[i];
+        if (r.last_cpus[i] >= 0) seen_pus[i].insert(r.last_cpus[i]);
+      }
       windows.push_back({{"seconds", r.seconds},
                          {"ops", r.total_ops},
                          {"overrun", r.overrun}});
     }
     const double after = probing ? team.PingPong(pa, pb, probe_ns).first : 0;
     const auto readings = team.ReadCounters();
+    AddObservedPlacement(team, seen_pus, rec["placement"]);
+    const json mem_nodes = SharedRegionsJson(run.topo.get());
     team.RunOnAll([&](int i) { wl->TeardownThread(ctx[i]); });
 
     PointReport rep;
@@ -417,6 +441,8 @@ void RunPoint(benchmark::State& state, const Point& point, RunState& run) {
     rec["overrun"] = overrun;
     rec["counters"] = counters;
     rec["details"] = rep.details;
+    if (rec["details"].is_null()) rec["details"] = json::object();
+    if (rec["details"].is_object()) rec["details"]["mem_nodes"] = mem_nodes;
     rec["layouts"] = rep.layouts;
     rec["verify"] = broken.empty() ? "ok" : broken;
     json& layouts = run.results->lockline_context()["layouts"];
@@ -518,6 +544,8 @@ void LocklineReporter::ReportRuns(
     }
     row["error_occurred"] = r.error_occurred;
     row["error_message"] = r.error_message;
+    if (run_.results->lockline_context().value("emulated", false))
+      row["emulated"] = true;
     rows.push_back(row);
   }
   try {
