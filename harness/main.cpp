@@ -177,7 +177,12 @@ int Main(int argc, char** argv) {
   std::vector<std::string> gb_args = {
       argv[0], "--benchmark_repetitions=3",
       "--benchmark_enable_random_interleaving=true"};
-  for (const auto& a : o.benchmark_args) gb_args.push_back(a);
+  // Not --benchmark_filter: lockline matched it against the point keys and
+  // registers only the points it selected. Google Benchmark would match it
+  // again against "<key>/iterations:N/manual_time", so an anchored filter
+  // ("...threads:4$") would run nothing.
+  for (const auto& a : o.benchmark_args)
+    if (a.rfind("--benchmark_filter=", 0) != 0) gb_args.push_back(a);
   std::vector<char*> gb_argv;
   for (auto& a : gb_args) gb_argv.push_back(a.data());
   int gb_argc = static_cast<int>(gb_argv.size());
