@@ -160,6 +160,10 @@ int Main(int argc, char** argv) {
   for (const auto& s : run.skipped) std::printf("skipped: %s\n", s.c_str());
   std::fflush(stdout);
 
+  // The context is on disk before the baseline probes: they take minutes where
+  // PU pairs are many and vCPUs overcommitted, and an interrupted run must
+  // still say what it was.
+  run.results->Flush();
   lockline::MeasureCoherenceBaselines(run);
   const double estimate = lockline::FitWindow(run);
   ctx["window_s"] = run.window_s;
