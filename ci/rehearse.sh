@@ -70,11 +70,11 @@ numa_nodes() {  # NODES VCPUS_PER_NODE MB_PER_NODE
 numa_args=()
 case "$topology" in
   4s4n)
-    smp=16,sockets=4,cores=4,threads=1; numa_nodes 4 4 512; cores_per_node=4; default_cap=200 ;;
+    smp=16,sockets=4,cores=4,threads=1; numa_nodes 4 4 512; cores_per_node=4; c2c_pus=0-7; default_cap=200 ;;
   2s2n-smt2)
-    smp=16,sockets=2,cores=4,threads=2; numa_nodes 2 8 1024; cores_per_node=4; default_cap=200 ;;
+    smp=16,sockets=2,cores=4,threads=2; numa_nodes 2 8 1024; cores_per_node=4; c2c_pus=0-7; default_cap=200 ;;
   32)
-    smp=32,sockets=4,cores=8,threads=1; numa_nodes 4 8 768; cores_per_node=8; default_cap=900 ;;
+    smp=32,sockets=4,cores=8,threads=1; numa_nodes 4 8 768; cores_per_node=8; c2c_pus=0-31; default_cap=900 ;;
   -h|--help) sed -n '2,22p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
   *) echo "rehearse.sh: error: unknown topology '$topology' (accepted: 4s4n, 2s2n-smt2, 32)" >&2
      exit 2 ;;
@@ -93,26 +93,32 @@ fi
 # The runs inside the guest: NAME SECONDS LOCKLINE_ARGS... (run NAME lands in OUT/NAME/, "main"
 # in OUT itself), each under its own busybox timeout. Chosen for what they exercise, not speed:
 #  - main: calibration's uncontended ops and shared-line atomics, locks with a sleeping and an
-#    unfair lock, zone_lock with pthread_mutex, pagevec zones:1 and zones:per_numa, all over
+#    unfair lock, zone_lock with pthread_mutex, pagevec zones:1 (pthread_mutex) and
+#    zones:per_numa (only swept with the ticket lock: 200 ns think time, 4 threads per zone), all over
 #    --threads=topo (1, 2, 4 = one node and package, 8, 16 on 4s4n). Fair spinlocks (ticket,
 #    MCS, qspinlock) at 16 vCPUs on 2 host CPUs are pathological (lock-holder preemption: one
 #    20 ms window took a minute), so contended points use locks that do not hand over in FIFO
-#    order. One repetition, 2 ms windows, no counters (TCG has no PMU).
+#    order, and the test-and-set lock stops at 8 threads (at 16 one 2 ms window took 56 s).
+#    One repetition, 2 ms windows, no counters (TCG has no PMU).
 #  - mem-node (node 2 of 4, 1 of 2) / mem-interleave / mem-local: one pagevec point per policy at 1 thread and at
 #    the one-node count, where the shared structures' pages are checked against the policy.
-#  - c2c: the core-to-core matrix, every PU pair (16 x 16 on 4s4n), on its own and last, with
-#    its own cap: under TCG a ping-pong needs both vCPU threads on host CPUs at once, so each
-#    pair costs ~0.1-1 s of wall time (the full c2c family stalled a 16-vCPU guest for minutes
-#    when it ran with everything else). Quick suite: 2 windows of 1 ms per pair.
-main_filter="^(calibration/op:|locks/lock:(pthread_mutex|tas)/cs:0/stats:off/|zone_lock/layout:lock_before_free_area/lock:pthread_mutex/pcp_batch:0/line:64/|pagevec/mode:deferred/slots:15/offset:0/policy:fixed/lock:pthread_mutex/work_ns:0/zones:(1|per_numa)/)"
+#  - c2c: the core-to-core matrix on its own and last, with its own cap, over the PUs of
+#    c2c_pus (a cgroup cpuset: lockline's usable PUs are hwloc's allowed cpuset): on 4s4n and 2s2n-smt2
+#    PUs 0-7, two NUMA nodes, so an 8 x 8 matrix of 28 pairs with near and far pairs. Under
+#    TCG a ping-pong needs both vCPU threads on host CPUs at once; each pair takes 7 probes of
+#    >= 320 round trips, ~1 ms each on a loaded 2-CPU host, and all 120 pairs of 16 PUs did not
+#    finish in 140 s (the issue's "full c2c family stalled the guest for minutes"). The 32-vCPU
+#    shape, for longer local runs, uses all PUs (lockline then picks 64 pairs). Quick suite: 2
+#    windows of 1 ms per pair.
+main_filter="^(calibration/op:|locks/lock:(pthread_mutex/cs:0/stats:on/|tas/cs:0/stats:on/threads:(1|2|4|8)$)|zone_lock/layout:lock_before_free_area/lock:pthread_mutex/pcp_batch:0/line:64/|pagevec/mode:deferred/slots:15/offset:0/policy:fixed/lock:(pthread_mutex/work_ns:0/zones:1|ticket/work_ns:200/zones:per_numa)/)"
 mem_filter="^pagevec/mode:deferred/slots:15/offset:0/policy:fixed/lock:pthread_mutex/work_ns:0/zones:1/"
 common=(--emulated --benchmark_repetitions=1 --events=none)
 runs=$(cat <<EOF
-main $((CAP * 40 / 100)) --full ${common[*]} --window=2ms --benchmark_filter=$main_filter
-mem-node $((CAP * 7 / 100)) --full ${common[*]} --window=2ms --mem=node:$((nodes / 2)) --threads=1,$cores_per_node --benchmark_filter=$mem_filter
-mem-interleave $((CAP * 7 / 100)) --full ${common[*]} --window=2ms --mem=interleave --threads=1,$cores_per_node --benchmark_filter=$mem_filter
-mem-local $((CAP * 7 / 100)) --full ${common[*]} --window=2ms --mem=local --threads=1,$cores_per_node --benchmark_filter=$mem_filter
-c2c $((CAP * 35 / 100)) --quick ${common[*]} --window=1ms --benchmark_filter=^calibration/c2c:
+main $((CAP * 48 / 100)) --full ${common[*]} --window=2ms --benchmark_filter=$main_filter
+mem-node $((CAP * 5 / 100)) --full ${common[*]} --window=2ms --mem=node:$((nodes / 2)) --threads=1,$cores_per_node --benchmark_filter=$mem_filter
+mem-interleave $((CAP * 5 / 100)) --full ${common[*]} --window=2ms --mem=interleave --threads=1,$cores_per_node --benchmark_filter=$mem_filter
+mem-local $((CAP * 5 / 100)) --full ${common[*]} --window=2ms --mem=local --threads=1,$cores_per_node --benchmark_filter=$mem_filter
+c2c $((CAP * 37 / 100)) --quick ${common[*]} --window=1ms --benchmark_filter=^calibration/c2c:
 EOF
 )
 
@@ -159,6 +165,7 @@ initrd=$work/initramfs.cpio.gz
     done
   printf '%s\n' "$runs" >rehearsal.runs
   echo "$topology" >rehearsal.topology
+  echo "$c2c_pus" >rehearsal.c2c_pus
   cat >init <<'INIT'
 #!/bin/busybox sh
 /bin/busybox --install -s /bin
@@ -178,6 +185,17 @@ while read -r name cap args; do
   echo "rehearsal: run $name (cap ${cap}s): lockline $args --out=$dir"
   start=$(date +%s)
   # shellcheck disable=SC2086
+  if [ "$name" = c2c ]; then
+    # A cgroup v2 cpuset, not taskset: lockline's usable PUs are hwloc's allowed cpuset
+    # (cgroups), not the inherited affinity mask.
+    mkdir -p /sys/fs/cgroup
+    mount -t cgroup2 none /sys/fs/cgroup 2>/dev/null
+    echo +cpuset >/sys/fs/cgroup/cgroup.subtree_control
+    mkdir -p /sys/fs/cgroup/c2c
+    cat /rehearsal.c2c_pus >/sys/fs/cgroup/c2c/cpuset.cpus
+    echo $$ >/sys/fs/cgroup/c2c/cgroup.procs
+    echo "rehearsal: c2c in cpuset $(cat /sys/fs/cgroup/c2c/cpuset.cpus.effective)"
+  fi
   ( timeout -s TERM "$cap" /lockline $args --out="$dir" 2>&1; echo "rc=$?" >"/run/rc.$name" ) |
     tee "/run/out/$name.log"
   echo "$name $(cat "/run/rc.$name") seconds=$(( $(date +%s) - start ))" >>status
