@@ -15,6 +15,11 @@ if [[ "${LOCKLINE_WITH_TEST_EXTRAS:-0}" == 1 ]]; then
   pkgs+=(g++-aarch64-linux-gnu   # cross-compiles the lock headers: keeps the portable path real
          chromium)               # headless check that report.html renders
 fi
+if [[ "${LOCKLINE_WITH_REHEARSAL:-0}" == 1 ]]; then
+  pkgs+=(qemu-system-x86     # the emulated multi-socket NUMA guest of ci/rehearse.sh (TCG)
+         linux-image-amd64   # its kernel (/boot/vmlinuz-*)
+         busybox-static)     # its shell and tools in the initramfs
+fi
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

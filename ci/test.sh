@@ -2,12 +2,32 @@
 # README's test command (and what .ci/run calls): installs whatever is missing, builds warning-free
 # (-Werror), then runs every test through ctest: unit and validation tests, the ThreadSanitizer lock
 # tests, the aarch64 compile check, smoke runs of every family, and the Python tests (plots,
-# report, regression check). Exit status is ctest's.
+# report, regression check). Then the 4s4n rehearsal (ci/rehearse.sh: lockline in an emulated
+# 4-socket 4-node QEMU guest) and its checks (tests/python/test_rehearsal.py); LOCKLINE_REHEARSAL=0
+# skips it. Exit status: ctest's, or the rehearsal's when ctest passed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-LOCKLINE_WITH_TEST_EXTRAS=1 bash ci/install_deps.sh
+rehearsal=${LOCKLINE_REHEARSAL:-1}
+LOCKLINE_WITH_TEST_EXTRAS=1 LOCKLINE_WITH_REHEARSAL=$rehearsal bash ci/install_deps.sh
 build=${LOCKLINE_BUILD_DIR:-build}
 jobs=$(nproc)
 cmake -S . -B "$build" -DLOCKLINE_WERROR=ON -DLOCKLINE_BUILD_TESTS=ON
 cmake --build "$build" -j"$jobs"
-ctest --test-dir "$build" --output-on-failure --timeout 900 -j"$jobs"
+status=0
+ctest --test-dir "$build" --output-on-failure --timeout 900 -j"$jobs" || status=$?
+# The rehearsal runs after ctest, not as a ctest test beside the others: its 16 TCG vCPU threads
+# would take both host CPUs from the parallel tests (and they from it), so its wall time would
+# be unpredictable against its cap; alone it adds a bounded ~4 minutes (guest cap 200 s, boot,
+# transfer, plots, report), keeping all of CI under 15 minutes on 2 vCPUs.
+if [[ "$rehearsal" == 1 ]]; then
+  out="$build/rehearsal-4s4n-$(date -u +%Y%m%dT%H%M%SZ)"
+  rstatus=0
+  BUILD="$build" OUT="$out" REHEARSAL_CAP=${REHEARSAL_CAP:-200} \
+    timeout 420 bash ci/rehearse.sh 4s4n || rstatus=$?
+  if ((rstatus == 0)); then
+    LOCKLINE_REHEARSAL_DIR="$out" timeout 300 /usr/bin/python3 -m pytest -q -p no:cacheprovider \
+      tests/python/test_rehearsal.py || rstatus=$?
+  fi
+  ((status != 0)) || status=$rstatus
+fi
+exit "$status"

@@ -235,6 +235,9 @@ int Main(int argc, char** argv) {
   ctx["counters"] = run.counters->AvailabilityJson();
   ctx["skipped_points"] = run.skipped;
   ctx["oversubscribe"] = o.oversubscribe;
+  // An emulated run (QEMU TCG, or --emulated): rows are marked too
+  // (RecordRepetition), so no comparison mixes it with real runs.
+  ctx["emulated"] = o.emulated || lockline::RunningUnderTcg();
   ctx["layouts"] = json::object();
 
   std::printf("lockline %s: %s suite, %zu points, run directory %s\n",
@@ -246,6 +249,10 @@ int Main(int argc, char** argv) {
   for (const auto& s : run.skipped) std::printf("skipped: %s\n", s.c_str());
   std::fflush(stdout);
 
+  // The context is on disk before the baseline probes: they take minutes where
+  // PU pairs are many and vCPUs overcommitted, and an interrupted run must
+  // still say what it was.
+  run.results->Flush();
   try {
     lockline::MeasureCoherenceBaselines(run);
   } catch (const std::exception& e) {
@@ -271,7 +278,12 @@ int Main(int argc, char** argv) {
   std::vector<std::string> gb_args = {
       argv[0], "--benchmark_repetitions=3",
       "--benchmark_enable_random_interleaving=true"};
-  for (const auto& a : o.benchmark_args) gb_args.push_back(a);
+  // Not --benchmark_filter: lockline matched it against the point keys and
+  // registers only the points it selected. Google Benchmark would match it
+  // again against "<key>/iterations:N/manual_time", so an anchored filter
+  // ("...threads:4$") would run nothing.
+  for (const auto& a : o.benchmark_args)
+    if (a.rfind("--benchmark_filter=", 0) != 0) gb_args.push_back(a);
   std::vector<char*> gb_argv;
   for (auto& a : gb_args) gb_argv.push_back(a.data());
   int gb_argc = static_cast<int>(gb_argv.size());

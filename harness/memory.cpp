@@ -1,11 +1,17 @@
 #include "harness/memory.h"
 
 #include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstring>
+#include <map>
+#include <mutex>
 #include <new>
+#include <set>
 #include <stdexcept>
 
 namespace lockline {
@@ -28,10 +34,83 @@ hwloc_obj_t NumaNode(const PointEnv& env, int logical) {
                                logical);
 }
 
+// Live AllocShared allocations (for SharedRegionsJson): address -> region.
+struct Region {
+  std::size_t bytes = 0;
+  std::string policy;
+  std::vector<int> requested;  // hwloc logical NUMA nodes
+};
+std::mutex& RegionsMutex() {
+  static std::mutex mu;
+  return mu;
+}
+std::map<const void*, Region>& Regions() {
+  static std::map<const void*, Region> regions;
+  return regions;
+}
+
+// Logical indices of the NUMA nodes in `set` (a nodeset).
+std::vector<int> LogicalNodes(hwloc_topology_t topo, hwloc_const_bitmap_t set) {
+  std::vector<int> out;
+  hwloc_obj_t node = nullptr;
+  while ((node = hwloc_get_next_obj_by_type(topo, HWLOC_OBJ_NUMANODE, node)))
+    if (hwloc_bitmap_isincluded(node->nodeset, set))
+      out.push_back(static_cast<int>(node->logical_index));
+  return out;
+}
+
 }  // namespace
 
 void SharedDeleter::operator()(void* p) const {
-  if (p) munmap(p, bytes);
+  if (!p) return;
+  {
+    std::lock_guard<std::mutex> lk(RegionsMutex());
+    Regions().erase(p);
+  }
+  munmap(p, bytes);
+}
+
+std::vector<int> NodesOfRange(const void* ptr, std::size_t bytes) {
+  const long page = sysconf(_SC_PAGESIZE);
+  if (!ptr || bytes == 0 || page <= 0) return {};
+  const uintptr_t first = reinterpret_cast<uintptr_t>(ptr) /
+                          static_cast<uintptr_t>(page) *
+                          static_cast<uintptr_t>(page);
+  const uintptr_t end = reinterpret_cast<uintptr_t>(ptr) + bytes;
+  const std::size_t pages = (end - first + page - 1) / page;
+  const std::size_t asked = std::min<std::size_t>(pages, 1024);
+  std::vector<void*> addrs(asked);
+  for (std::size_t i = 0; i < asked; ++i)
+    addrs[i] = reinterpret_cast<void*>(first + (i * pages / asked) * page);
+  std::vector<int> status(asked, -1);
+  if (syscall(SYS_move_pages, 0, static_cast<unsigned long>(asked),
+              addrs.data(), nullptr, status.data(), 0) != 0)
+    return {};
+  std::set<int> nodes;
+  for (int s : status)
+    if (s >= 0) nodes.insert(s);
+  return {nodes.begin(), nodes.end()};
+}
+
+nlohmann::json SharedRegionsJson(const Topology* topo) {
+  nlohmann::json out = nlohmann::json::array();
+  std::lock_guard<std::mutex> lk(RegionsMutex());
+  for (const auto& [ptr, r] : Regions()) {
+    const std::vector<int> os = NodesOfRange(ptr, r.bytes);
+    std::vector<int> logical;
+    for (int n : os) {
+      hwloc_obj_t obj = topo ? hwloc_get_numanode_obj_by_os_index(
+                                   topo->raw(), static_cast<unsigned>(n))
+                             : nullptr;
+      logical.push_back(obj ? static_cast<int>(obj->logical_index) : n);
+    }
+    out.push_back({{"bytes", r.bytes},
+                   {"policy", r.policy},
+                   {"requested", r.requested},
+                   {"nodes", logical},
+                   {"os_nodes", os}});
+  }
+  return out;
 }
 
 void CheckMemPolicy(const std::string& policy) {
@@ -56,6 +135,7 @@ SharedPtr AllocShared(std::size_t bytes, const PointEnv& env) {
   if (p == MAP_FAILED) throw std::bad_alloc();
   SharedPtr mem(p, SharedDeleter{len});
   const std::string& policy = env.mem_policy;
+  Region region{len, policy.empty() ? "first-touch" : policy, {}};
   if (!policy.empty() && policy != "first-touch" && env.topology &&
       env.topology->is_host()) {
     hwloc_topology_t topo = env.topology->raw();
@@ -83,6 +163,7 @@ SharedPtr AllocShared(std::size_t bytes, const PointEnv& env) {
       }
       hwloc_bitmap_copy(set, obj->nodeset);
     }
+    region.requested = LogicalNodes(topo, set);
     if (!hwloc_bitmap_iszero(set) &&
         hwloc_set_area_membind(
             topo, p, len, set, mp,
@@ -95,6 +176,10 @@ SharedPtr AllocShared(std::size_t bytes, const PointEnv& env) {
   }
   std::memset(
       p, 0, len);  // first touch by the caller (or fault in on the bound node)
+  {
+    std::lock_guard<std::mutex> lk(RegionsMutex());
+    Regions()[p] = std::move(region);
+  }
   return mem;
 }
 

@@ -5,7 +5,9 @@
 
 #include <cstddef>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "harness/family.h"
 
@@ -40,5 +42,20 @@ std::shared_ptr<T> MakeShared(const PointEnv& env, Args&&... args) {
   auto holder = std::make_shared<SharedPtr>(std::move(mem));
   return std::shared_ptr<T>(obj, [holder](T* t) { t->~T(); });
 }
+
+/// OS NUMA node numbers (sorted, distinct) holding the resident pages of
+/// [ptr, ptr + bytes), asked of the kernel with move_pages(2) and a null node
+/// list (query only; at most 1024 pages, evenly spaced, are asked). Empty when
+/// the kernel cannot say (no NUMA support: ENOSYS) or no page is resident.
+/// Never throws. Source: move_pages(2), "status" without "nodes".
+std::vector<int> NodesOfRange(const void* ptr, std::size_t bytes);
+
+/// Where the live AllocShared allocations are, for the row's
+/// details.mem_nodes: one object per allocation with "bytes", "policy" (the
+/// --mem value it was allocated under), "requested" (hwloc logical NUMA nodes
+/// the policy asked for; empty for first-touch) and "nodes" (hwloc logical
+/// NUMA nodes its pages are on, from NodesOfRange; OS numbers in "os_nodes").
+/// `topo` maps OS to logical numbers (null: logical = OS). Never throws.
+nlohmann::json SharedRegionsJson(const Topology* topo);
 
 }  // namespace lockline

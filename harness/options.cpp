@@ -52,6 +52,9 @@ Placement:
   --topology=host|FILE.xml|synthetic:STRING
                           topology to plan on; benchmarks only run on host
   --plan                  print the placement of every thread count and exit
+  --emulated              mark the run and every row "emulated" (set on its own under QEMU
+                          TCG): timing means nothing there, and no comparison mixes it with
+                          real runs (ci/rehearse.sh)
 
 Counters and layouts:
   --events=LIST|default|none
@@ -258,6 +261,8 @@ Options ParseOptions(int argc, char** argv) {
                          "': accepted are --oversubscribe (up to 8x the "
                          "usable PUs) and --oversubscribe=force (no cap)");
       o.oversubscribe = o.oversubscribe_force = true;
+    } else if (a == "--emulated") {
+      o.emulated = true;
     } else if (a == "--layouts")
       o.layouts = "text";
     else if (TakeValue(a, "--layouts", &v)) {

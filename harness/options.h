@@ -37,7 +37,8 @@ struct Options {
       false;  ///< --oversubscribe: up to kMaxOversubscription x
   bool oversubscribe_force = false;  ///< --oversubscribe=force: no cap
   bool help = false;
-  std::string layouts;  ///< "", "text" or "json"
+  bool emulated = false;  ///< --emulated: mark the run and every row emulated
+  std::string layouts;    ///< "", "text" or "json"
   std::vector<std::string>
       benchmark_args;             ///< --benchmark_* passed to Google Benchmark
   std::string benchmark_filter;   ///< value of --benchmark_filter, if given

@@ -68,6 +68,11 @@ std::string KernelCmdlineValue(const std::string& key) {
 
 }  // namespace
 
+bool RunningUnderTcg() {
+  return CpuInfoField("flags").find(" hypervisor") != std::string::npos &&
+         HypervisorSignature() == "TCGTCGTCGTCG";
+}
+
 std::string ReadSmallFile(const std::string& path) {
   std::ifstream in(path);
   if (!in) return "";

@@ -20,6 +20,12 @@ namespace lockline {
 /// facts are "unknown".
 nlohmann::json CollectProvenance(const Options& opts, const Topology& topo);
 
+/// True when this process runs in an emulated CPU: QEMU's TCG, whose CPUID
+/// hypervisor leaf 0x40000000 carries the signature "TCGTCGTCGTCG". Timing
+/// there means nothing (ci/rehearse.sh runs lockline so, for function only).
+/// False on real hardware, under KVM and on non-x86 CPUs. Never throws.
+bool RunningUnderTcg();
+
 /// Reads a whole small file (procfs / sysfs), trailing newline stripped; "" if
 /// unreadable.
 std::string ReadSmallFile(const std::string& path);

@@ -116,7 +116,7 @@ std::vector<json> AggregateRows(const json& doc, const std::string& key) {
     for (const std::string& f : fields)
       if (values.count(f)) row[f] = s.fn(values[f]);
     row["time_unit"] = first.value("time_unit", "ns");
-    for (const char* k : {"lockline_key", "family", "params"})
+    for (const char* k : {"lockline_key", "family", "params", "emulated"})
       if (first.contains(k)) row[k] = first[k];
     row["error_occurred"] = false;
     row["error_message"] = "";

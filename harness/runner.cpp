@@ -11,6 +11,7 @@
 #include "harness/cpu.h"
 #include "harness/locks/spin_wait.h"
 #include "harness/rows.h"
+#include "harness/memory.h"
 #include "harness/team.h"
 #include "layouts/report.h"
 
@@ -58,6 +59,21 @@ json PlacementJson(const Point& p, const RunState& run) {
           {"oversubscribed", p.plan.oversubscribed},
           {"spin_yield", p.plan.oversubscribed ? "after_1024_pauses" : "never"},
           {"mem", run.opts.mem}};
+}
+
+// What the kernel says about the point's placement, for checking the plan:
+// placement.bound_pus (each thread's affinity, read back) and
+// placement.observed_pus (the PUs each thread was on at the end of its
+// windows, from sched_getcpu).
+void AddObservedPlacement(ThreadTeam& team,
+                          const std::vector<std::set<int>>& seen_pus,
+                          json& placement) {
+  json bound = json::array(), observed = json::array();
+  for (const auto& pus : team.BoundPus()) bound.push_back(pus);
+  for (const auto& pus : seen_pus)
+    observed.push_back(std::vector<int>(pus.begin(), pus.end()));
+  placement["bound_pus"] = bound;
+  placement["observed_pus"] = observed;
 }
 
 json ParamsJson(const Point& p) {
@@ -222,6 +238,8 @@ void RecordRepetition(RunState& run, const Point& point, json rec,
   SetPerOpTimes(row, seconds, cpu_seconds, ops);
   if (run.resolve_round > 0) row["resolve_round"] = run.resolve_round;
   for (auto& [k, v] : rec.items()) row[k] = std::move(v);
+  if (run.results->lockline_context().value("emulated", false))
+    row["emulated"] = true;
   const bool error = row.contains("error_message");
   row["error_occurred"] = error;
   if (!error) row["error_message"] = "";
@@ -328,6 +346,7 @@ void RunPoint(benchmark::State& state, const Point& point, RunState& run) {
                          : std::max<uint64_t>(10 * window_ns, 2'000'000'000ull);
     const uint64_t hard_ns = bound_ns + 120'000'000'000ull;
     std::vector<uint64_t> per_thread(point.threads, 0);
+    std::vector<std::set<int>> seen_pus(point.threads);
     bool overrun = false;
     json windows = json::array();
     const CpuThrottle throttle0 = ReadCpuThrottle(ProcessCgroupCpu());
@@ -339,7 +358,10 @@ void RunPoint(benchmark::State& state, const Point& point, RunState& run) {
       cpu_seconds += r.cpu_seconds;
       ops += r.total_ops;
       overrun |= r.overrun;
-      for (int i = 0; i < point.threads; ++i) per_thread[i] += r.ops[i];
+      for (int i = 0; i < point.threads; ++i) {
+        per_thread[i] += r.ops[i];
+        if (r.last_cpus[i] >= 0) seen_pus[i].insert(r.last_cpus[i]);
+      }
       windows.push_back({{"seconds", r.seconds},
                          {"ops", r.total_ops},
                          {"overrun", r.overrun}});
@@ -353,6 +375,8 @@ void RunPoint(benchmark::State& state, const Point& point, RunState& run) {
            throttle1.throttled_usec - throttle0.throttled_usec}};
     const double after = probing ? team.PingPong(pa, pb, probe_ns).first : 0;
     const auto readings = team.ReadCounters();
+    AddObservedPlacement(team, seen_pus, rec["placement"]);
+    const json mem_nodes = SharedRegionsJson(run.topo.get());
     team.RunOnAll([&](int i) { wl->TeardownThread(ctx[i]); });
 
     PointReport rep;
@@ -424,6 +448,8 @@ void RunPoint(benchmark::State& state, const Point& point, RunState& run) {
     rec["overrun"] = overrun;
     rec["counters"] = counters;
     rec["details"] = rep.details;
+    if (rec["details"].is_null()) rec["details"] = json::object();
+    if (rec["details"].is_object()) rec["details"]["mem_nodes"] = mem_nodes;
     rec["layouts"] = rep.layouts;
     rec["verify"] = broken.empty() ? "ok" : broken;
     json& layouts = run.results->lockline_context()["layouts"];

@@ -1,5 +1,7 @@
 #include "harness/team.h"
 
+#include <sched.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -136,6 +138,7 @@ WindowResult ThreadTeam::RunWindow(Workload& wl,
     s.ops = wl.RunWindow(ctx[i], stop_);
     s.end_ns = NowNs();
     s.cpu_ns = ThreadCpuNs() - cpu0;
+    s.last_cpu = sched_getcpu();
     if (s.counters) s.counters->Stop();
   };
   done_ = 0;
@@ -189,6 +192,7 @@ WindowResult ThreadTeam::RunWindow(Workload& wl,
     r.ops.push_back(slots_[i].ops);
     r.total_ops += slots_[i].ops;
     r.cpu_seconds += static_cast<double>(slots_[i].cpu_ns) / 1e9;
+    r.last_cpus.push_back(slots_[i].last_cpu);
     first = std::min(first, slots_[i].start_ns);
     last = std::max(last, slots_[i].end_ns);
   }
@@ -209,6 +213,18 @@ void ThreadTeam::ResetCounters() {
   RunOnAll([&](int i) {
     if (slots_[i].counters) slots_[i].counters->Reset();
   });
+}
+
+std::vector<std::vector<int>> ThreadTeam::BoundPus() {
+  std::vector<std::vector<int>> out(size());
+  RunOnAll([&](int i) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof set, &set) != 0) return;
+    for (int c = 0; c < CPU_SETSIZE; ++c)
+      if (CPU_ISSET(c, &set)) out[i].push_back(c);
+  });
+  return out;
 }
 
 std::pair<double, double> ThreadTeam::PingPong(int a, int b,

@@ -29,6 +29,9 @@ struct WindowResult {
   uint64_t total_ops = 0;
   double cpu_seconds = 0;  ///< summed thread CPU time (CLOCK_THREAD_CPUTIME_ID)
   bool overrun = false;    ///< ran past the wall-clock bound
+  /// per thread: the OS PU it was on when its RunWindow returned
+  /// (sched_getcpu; -1 where unknown)
+  std::vector<int> last_cpus;
 };
 
 /// Team of `pus.size()` threads; thread i binds itself to OS PU pus[i] (no
@@ -65,6 +68,11 @@ class ThreadTeam {
   std::vector<std::vector<CounterReading>> ReadCounters();
   void ResetCounters();
 
+  /// Per thread, the OS PUs its CPU affinity allows, read back from the
+  /// kernel (sched_getaffinity) on the thread itself; sorted. Never throws
+  /// for an unreadable mask (that thread's list is empty).
+  std::vector<std::vector<int>> BoundPus();
+
   /// One-way core-to-core latency between team threads a and b, ns: ping-pong
   /// of one cache line for about `budget_ns`, in batches of 64 round trips;
   /// returns {median, min} of the batches' one-way (round trip / 2) latency.
@@ -77,6 +85,7 @@ class ThreadTeam {
     uint64_t ops = 0;
     uint64_t start_ns = 0, end_ns = 0;
     uint64_t cpu_ns = 0;
+    int last_cpu = -1;  // sched_getcpu() when RunWindow returned
     std::unique_ptr<ThreadCounters> counters;
   };
   void ThreadMain(int index);

@@ -1,0 +1,295 @@
+#!/usr/bin/env bash
+# Rehearsal: runs lockline on an emulated multi-socket NUMA machine (QEMU, TCG) and checks that
+# what only big machines exercise works: placement across packages and NUMA nodes, --mem
+# policies, zones:per_numa, the c2c matrix beyond 2x2, plots and USL fits over real sweeps.
+# Timing under TCG means nothing (16 vCPUs on 2 host CPUs, no PMU): every row is marked
+# "emulated" and the checks are about function only.
+#
+# Usage: ci/rehearse.sh [TOPOLOGY]        (default 4s4n)
+#   4s4n       4 sockets x 4 cores, 4 NUMA nodes, distance matrix 10/20/30 (CI's rehearsal)
+#   2s2n-smt2  2 sockets x 4 cores x 2 threads (SMT), 2 NUMA nodes
+#   32         4 sockets x 8 cores, 4 NUMA nodes, no SMT: 32 vCPUs for a longer local run
+# Environment (all optional):
+#   BUILD            build directory with the lockline binary (default: build); it is built if absent
+#   OUT              run directory on the host (default: results/rehearsal-TOPOLOGY-<UTC time>)
+#   REHEARSAL_CAP    wall-clock cap, seconds, of the whole guest run (default: 200 for 4s4n)
+#   REHEARSAL_NO_INSTALL=1  do not run ci/install_deps.sh (the packages are managed otherwise)
+#   KERNEL           guest kernel (default: the newest /boot/vmlinuz-*: Debian's linux-image-amd64)
+# Leaves in OUT: lockline.json (the main run, emulated), mem-*/lockline.json (the --mem runs),
+# c2c/lockline.json and c2c/plots/ (the core-to-core matrix, run on its own),
+# console.log (the guest's serial console), plots/, report.html, rehearsal.json (topology, wall
+# times, exit statuses). Exit 0 when the guest ran and the result came back with a good
+# checksum and plots and report were written; the checks themselves are
+# tests/python/test_rehearsal.py (LOCKLINE_REHEARSAL_DIR=OUT).
+#
+# How the result comes back: the guest's second serial port (ttyS1), written to a host file.
+# The guest tars and gzips its run directories, prints "LOCKLINE-BEGIN <bytes> <sha256>", the
+# archive in base64, and "LOCKLINE-END"; the host checks size and SHA-256 before unpacking.
+# Why the serial port and not 9p or a second virtio disk: Debian's kernel has the 8250 UART
+# built in, but virtio-pci, virtio-blk, 9pnet and 9p are modules, which would have to be copied
+# into the initramfs and loaded in order, matched to the exact kernel version; the serial port
+# needs nothing in the guest but busybox, works for any kernel, and the checksum catches a
+# truncated or garbled transfer (the result is ~100 KB gzipped). The console (ttyS0) is separate,
+# so kernel messages never interleave with the data.
+#
+# Guest: Debian's kernel, an initramfs holding busybox-static (the shell and tools), the lockline
+# binary and exactly the shared libraries ldd lists for it. No network (-nic none). Kernel
+# parameters keep a 16-on-2 overcommitted TCG guest alive: the soft/hard lockup and NMI
+# watchdogs and RCU stall reporting are off (TCG starves guest timers under overcommit, which
+# the watchdogs read as lockups), the TSC is trusted (no clocksource watchdog switching to hpet
+# mid-run), panic=-1 reboots (and -no-reboot ends QEMU) instead of hanging.
+# Every step is bounded: the initramfs build, each lockline run inside (busybox timeout), the
+# guest (host timeout around QEMU), plots and report.
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$root"
+topology=${1:-4s4n}
+PYTHON=/usr/bin/python3
+BUILD=${BUILD:-$root/build}
+LOCKLINE=$BUILD/lockline
+
+# ---- topology -> QEMU machine, and the lockline runs inside ----------------------------------
+# numa_args: -numa options; smp: -smp value; mem_mb: guest RAM (split evenly over nodes).
+# The distance matrix (4 nodes): 10 local, 20 to the neighbour, 30 across (a ring of 4 packages).
+numa_nodes() {  # NODES VCPUS_PER_NODE MB_PER_NODE
+  local n=$1 per=$2 mb=$3 i j d
+  mem_mb=$((n * mb)) nodes=$n
+  for ((i = 0; i < n; i++)); do
+    numa_args+=(-object "memory-backend-ram,id=m$i,size=${mb}M"
+                -numa "node,nodeid=$i,cpus=$((i * per))-$((i * per + per - 1)),memdev=m$i")
+  done
+  for ((i = 0; i < n; i++)); do
+    for ((j = 0; j < n; j++)); do
+      ((i == j)) && continue
+      d=$(( (i - j + n) % n )); ((d > n / 2)) && d=$((n - d))
+      numa_args+=(-numa "dist,src=$i,dst=$j,val=$((10 + 10 * d))")
+    done
+  done
+}
+numa_args=()
+case "$topology" in
+  4s4n)
+    smp=16,sockets=4,cores=4,threads=1; numa_nodes 4 4 512; cores_per_node=4; c2c_pus=0-7; default_cap=200 ;;
+  2s2n-smt2)
+    smp=16,sockets=2,cores=4,threads=2; numa_nodes 2 8 1024; cores_per_node=4; c2c_pus=0-7; default_cap=200 ;;
+  32)
+    smp=32,sockets=4,cores=8,threads=1; numa_nodes 4 8 768; cores_per_node=8; c2c_pus=0-31; default_cap=900 ;;
+  -h|--help) sed -n '2,22p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  *) echo "rehearse.sh: error: unknown topology '$topology' (accepted: 4s4n, 2s2n-smt2, 32)" >&2
+     exit 2 ;;
+esac
+CAP=${REHEARSAL_CAP:-$default_cap}
+if ! [[ "$CAP" =~ ^[0-9]+$ ]] || ((CAP < 30)); then
+  echo "rehearse.sh: error: REHEARSAL_CAP='$CAP' (accepted: whole seconds >= 30)" >&2
+  exit 2
+fi
+OUT=${OUT:-$root/results/rehearsal-$topology-$(date -u +%Y%m%dT%H%M%SZ)}
+if [[ -e "$OUT/lockline.json" ]]; then
+  echo "rehearse.sh: error: $OUT already holds a run (choose another OUT)" >&2
+  exit 2
+fi
+
+# The runs inside the guest: NAME SECONDS LOCKLINE_ARGS... (run NAME lands in OUT/NAME/, "main"
+# in OUT itself), each under its own busybox timeout. Chosen for what they exercise, not speed:
+#  - main: calibration's uncontended ops and shared-line atomics, locks with a sleeping and an
+#    unfair lock, zone_lock with pthread_mutex, pagevec zones:1 (pthread_mutex) and
+#    zones:per_numa (only swept with the ticket lock: 200 ns think time, 4 threads per zone), all over
+#    --threads=topo (1, 2, 4 = one node and package, 8, 16 on 4s4n). Fair spinlocks (ticket,
+#    MCS, qspinlock) at 16 vCPUs on 2 host CPUs are pathological (lock-holder preemption: one
+#    20 ms window took a minute), so contended points use locks that do not hand over in FIFO
+#    order, and the test-and-set lock stops at 8 threads (at 16 one 2 ms window took 56 s).
+#    One repetition, 2 ms windows, no counters (TCG has no PMU).
+#  - mem-node (node 2 of 4, 1 of 2) / mem-interleave / mem-local: one pagevec point per policy at 1 thread and at
+#    the one-node count, where the shared structures' pages are checked against the policy.
+#  - c2c: the core-to-core matrix on its own and last, with its own cap, over the PUs of
+#    c2c_pus (a cgroup cpuset: lockline's usable PUs are hwloc's allowed cpuset): on 4s4n and 2s2n-smt2
+#    PUs 0-7, two NUMA nodes, so an 8 x 8 matrix of 28 pairs with near and far pairs. Under
+#    TCG a ping-pong needs both vCPU threads on host CPUs at once; each pair takes 7 probes of
+#    >= 320 round trips, ~1 ms each on a loaded 2-CPU host, and all 120 pairs of 16 PUs did not
+#    finish in 140 s (the issue's "full c2c family stalled the guest for minutes"). The 32-vCPU
+#    shape, for longer local runs, uses all PUs (lockline then picks 64 pairs). Quick suite: 2
+#    windows of 1 ms per pair.
+main_filter="^(calibration/op:|locks/lock:(pthread_mutex/cs:0/stats:on/|tas/cs:0/stats:on/threads:(1|2|4|8)$)|zone_lock/layout:lock_before_free_area/lock:pthread_mutex/pcp_batch:0/line:64/|pagevec/mode:deferred/slots:15/offset:0/policy:fixed/lock:(pthread_mutex/work_ns:0/zones:1|ticket/work_ns:200/zones:per_numa)/)"
+mem_filter="^pagevec/mode:deferred/slots:15/offset:0/policy:fixed/lock:pthread_mutex/work_ns:0/zones:1/"
+common=(--emulated --benchmark_repetitions=1 --events=none)
+runs=$(cat <<EOF
+main $((CAP * 48 / 100)) --full ${common[*]} --window=2ms --benchmark_filter=$main_filter
+mem-node $((CAP * 5 / 100)) --full ${common[*]} --window=2ms --mem=node:$((nodes / 2)) --threads=1,$cores_per_node --benchmark_filter=$mem_filter
+mem-interleave $((CAP * 5 / 100)) --full ${common[*]} --window=2ms --mem=interleave --threads=1,$cores_per_node --benchmark_filter=$mem_filter
+mem-local $((CAP * 5 / 100)) --full ${common[*]} --window=2ms --mem=local --threads=1,$cores_per_node --benchmark_filter=$mem_filter
+c2c $((CAP * 37 / 100)) --quick ${common[*]} --window=1ms --benchmark_filter=^calibration/c2c:
+EOF
+)
+
+# ---- dependencies and the binary -------------------------------------------------------------
+if [[ "${REHEARSAL_NO_INSTALL:-0}" != 1 ]]; then
+  LOCKLINE_WITH_REHEARSAL=1 timeout 900 bash ci/install_deps.sh
+fi
+if [[ ! -x "$LOCKLINE" ]]; then
+  timeout 1200 cmake -S . -B "$BUILD" -DLOCKLINE_WERROR=ON -DLOCKLINE_BUILD_TESTS=ON >/dev/null
+  timeout 1800 cmake --build "$BUILD" -j"$(nproc)" --target lockline
+fi
+KERNEL=${KERNEL:-$(ls -1 /boot/vmlinuz-* 2>/dev/null | sort -V | tail -n1)}
+if [[ -z "$KERNEL" || ! -r "$KERNEL" ]]; then
+  echo "rehearse.sh: error: no readable guest kernel (/boot/vmlinuz-*: Debian's" \
+       "linux-image-amd64; or set KERNEL)" >&2
+  exit 2
+fi
+BUSYBOX=/bin/busybox
+if ! file -L "$BUSYBOX" 2>/dev/null | grep -q 'statically linked' &&
+   ! ldd "$BUSYBOX" 2>&1 | grep -q 'not a dynamic executable'; then
+  echo "rehearse.sh: error: $BUSYBOX is not static (install busybox-static)" >&2
+  exit 2
+fi
+QEMU=$(command -v qemu-system-x86_64) || {
+  echo "rehearse.sh: error: qemu-system-x86_64 not found (qemu-system-x86)" >&2; exit 2; }
+
+# ---- initramfs ---------------------------------------------------------------------------------
+work=$BUILD/rehearsal-$topology
+rm -rf "$work"
+mkdir -p "$work/root"/{bin,sbin,proc,sys,dev,tmp,run,etc} "$OUT"
+t0=$(date +%s)
+initrd=$work/initramfs.cpio.gz
+(
+  cd "$work/root"
+  cp "$BUSYBOX" bin/busybox
+  # Stripped: the debug info is 90 % of the binary and only slows the boot.
+  strip -o lockline "$LOCKLINE"
+  # Exactly the libraries the dynamic loader resolves for lockline (and the loader itself),
+  # at the same paths.
+  ldd "$LOCKLINE" | awk '/=> \//{print $3} /^[[:space:]]*\//{print $1}' | sort -u |
+    while read -r lib; do
+      mkdir -p ".$(dirname "$lib")"
+      cp -L "$lib" ".$lib"
+    done
+  printf '%s\n' "$runs" >rehearsal.runs
+  echo "$topology" >rehearsal.topology
+  echo "$c2c_pus" >rehearsal.c2c_pus
+  cat >init <<'INIT'
+#!/bin/busybox sh
+/bin/busybox --install -s /bin
+export PATH=/bin:/sbin
+mount -t proc proc /proc
+mount -t sysfs sys /sys
+mount -t devtmpfs dev /dev
+mount -t tmpfs tmp /tmp
+hostname "rehearsal-$(cat /rehearsal.topology)"
+echo "rehearsal: guest up: $(nproc) CPUs, $(ls -d /sys/devices/system/node/node* | wc -l) NUMA nodes, hypervisor sig $(grep -c hypervisor /proc/cpuinfo) cpus flagged"
+mkdir -p /run/out
+cd /run/out
+: >status
+while read -r name cap args; do
+  [ -n "$name" ] || continue
+  if [ "$name" = main ]; then dir=/run/out/main; else dir=/run/out/$name; fi
+  echo "rehearsal: run $name (cap ${cap}s): lockline $args --out=$dir"
+  start=$(date +%s)
+  # shellcheck disable=SC2086
+  if [ "$name" = c2c ]; then
+    # A cgroup v2 cpuset, not taskset: lockline's usable PUs are hwloc's allowed cpuset
+    # (cgroups), not the inherited affinity mask.
+    mkdir -p /sys/fs/cgroup
+    mount -t cgroup2 none /sys/fs/cgroup 2>/dev/null
+    echo +cpuset >/sys/fs/cgroup/cgroup.subtree_control
+    mkdir -p /sys/fs/cgroup/c2c
+    cat /rehearsal.c2c_pus >/sys/fs/cgroup/c2c/cpuset.cpus
+    echo $$ >/sys/fs/cgroup/c2c/cgroup.procs
+    echo "rehearsal: c2c in cpuset $(cat /sys/fs/cgroup/c2c/cpuset.cpus.effective)"
+  fi
+  ( timeout -s TERM "$cap" /lockline $args --out="$dir" 2>&1; echo "rc=$?" >"/run/rc.$name" ) |
+    tee "/run/out/$name.log"
+  echo "$name $(cat "/run/rc.$name") seconds=$(( $(date +%s) - start ))" >>status
+done </rehearsal.runs
+cat status
+tar czf /run/out.tgz -C /run/out .
+stty -F /dev/ttyS1 raw -echo 2>/dev/null
+{
+  echo "LOCKLINE-BEGIN $(wc -c </run/out.tgz) $(sha256sum /run/out.tgz | cut -d' ' -f1)"
+  base64 /run/out.tgz
+  echo "LOCKLINE-END"
+} >/dev/ttyS1
+sync
+echo "rehearsal: result sent; powering off"
+poweroff -f
+INIT
+  chmod +x init
+  find . -print0 | timeout 120 cpio --null -o -H newc --quiet | gzip -1 >"$initrd"
+)
+echo "rehearse.sh: initramfs $(du -h "$initrd" | cut -f1) ($(($(date +%s) - t0)) s)"
+
+# ---- the guest ---------------------------------------------------------------------------------
+append="console=ttyS0 panic=-1 nowatchdog nmi_watchdog=0 nosoftlockup"
+append+=" rcupdate.rcu_cpu_stall_suppress=1 rcupdate.rcu_cpu_stall_timeout=300"
+append+=" rcupdate.rcu_task_stall_timeout=0 tsc=reliable clocksource=tsc"
+append+=" hung_task_panic=0 quiet loglevel=4"
+data=$work/serial1.txt
+t1=$(date +%s)
+set +e
+timeout -k 10 $((CAP + 120)) "$QEMU" -accel tcg,thread=multi -machine q35 -cpu max \
+  -smp "$smp" -m "${mem_mb}M" \
+  "${numa_args[@]}" \
+  -kernel "$KERNEL" -initrd "$initrd" -append "$append" \
+  -nic none -display none -monitor none -no-reboot \
+  -serial stdio -serial "file:$data" </dev/null | tee "$OUT/console.log"
+qemu_rc=${PIPESTATUS[0]}
+set -e
+guest_s=$(($(date +%s) - t1))
+echo "rehearse.sh: guest ran ${guest_s} s (QEMU exit $qemu_rc)"
+
+# ---- the result: check size and checksum, unpack ----------------------------------------------
+tr -d '\r' <"$data" >"$work/serial1.clean"
+header=$(grep -m1 '^LOCKLINE-BEGIN ' "$work/serial1.clean" || true)
+if [[ -z "$header" ]] || ! grep -q '^LOCKLINE-END' "$work/serial1.clean"; then
+  echo "rehearse.sh: error: the guest sent no complete result (see $OUT/console.log)" >&2
+  exit 1
+fi
+read -r _ want_bytes want_sha <<<"$header"
+sed -n '/^LOCKLINE-BEGIN /,/^LOCKLINE-END/{/^LOCKLINE-/d;p}' "$work/serial1.clean" |
+  base64 -d >"$work/out.tgz"
+got_bytes=$(wc -c <"$work/out.tgz")
+got_sha=$(sha256sum "$work/out.tgz" | cut -d' ' -f1)
+if [[ "$got_bytes" != "$want_bytes" || "$got_sha" != "$want_sha" ]]; then
+  echo "rehearse.sh: error: result garbled in transfer ($got_bytes bytes, sha256 $got_sha;" \
+       "the guest sent $want_bytes bytes, sha256 $want_sha)" >&2
+  exit 1
+fi
+mkdir -p "$work/out"
+tar xzf "$work/out.tgz" -C "$work/out"
+if [[ ! -s "$work/out/main/lockline.json" ]]; then
+  echo "rehearse.sh: error: the main run wrote no lockline.json (see $OUT/main.log)" >&2
+  cp "$work/out"/*.log "$work/out/status" "$OUT/" 2>/dev/null || true
+  exit 1
+fi
+cp "$work/out/main/lockline.json" "$OUT/lockline.json"
+for d in "$work/out"/*/; do
+  name=$(basename "$d")
+  [[ "$name" == main || ! -s "$d/lockline.json" ]] && continue
+  mkdir -p "$OUT/$name" && cp "$d/lockline.json" "$OUT/$name/"
+done
+cp "$work/out"/*.log "$work/out/status" "$OUT/" 2>/dev/null || true
+
+# ---- plots and report on the host ----------------------------------------------------------------
+t2=$(date +%s)
+timeout 300 "$PYTHON" plots/plot.py "$OUT" -o "$OUT/plots"
+timeout 300 "$PYTHON" plots/report.py "$OUT"
+if [[ -s "$OUT/c2c/lockline.json" ]]; then  # the c2c matrix: its own run, its own figure
+  timeout 300 "$PYTHON" plots/plot.py "$OUT/c2c" -o "$OUT/c2c/plots"
+fi
+host_s=$(($(date +%s) - t2))
+"$PYTHON" - "$OUT" "$topology" "$smp" "$guest_s" "$host_s" "$qemu_rc" <<'PY'
+"""Writes OUT/rehearsal.json: what was emulated, how long each part took, each run's status."""
+import json, sys
+out, topology, smp, guest_s, host_s, qemu_rc = sys.argv[1:]
+runs = {}
+try:
+    for line in open(f"{out}/status"):
+        name, rc, secs = line.split()
+        runs[name] = {"exit": int(rc.split("=")[1]), "seconds": int(secs.split("=")[1])}
+except OSError:
+    pass
+json.dump({"emulated": True, "topology": topology, "smp": smp, "guest_wall_s": int(guest_s),
+           "host_plots_report_s": int(host_s), "qemu_exit": int(qemu_rc), "runs": runs},
+          open(f"{out}/rehearsal.json", "w"), indent=1)
+PY
+echo "rehearse.sh: emulated run directory $OUT (report: $OUT/report.html);" \
+     "check it: LOCKLINE_REHEARSAL_DIR=$OUT $PYTHON -m pytest -q tests/python/test_rehearsal.py"
