@@ -84,6 +84,10 @@ class Workload {
   virtual void TeardownThread(const ThreadCtx& /*ctx*/) {}
   /// True when a window is a fixed amount of work rather than a fixed duration.
   virtual bool fixed_work() const { return false; }
+  /// False when the threads share no written cache line (page faults on
+  /// private memory, zeroing private buffers): the point's coherence regime is
+  /// then `none` (results/SCHEMA.md).
+  virtual bool shares_lines() const { return true; }
   /// After all windows, on the main thread: add metrics and details.
   /// `window_seconds` is the summed wall time of all windows, `ops` the summed
   /// operations of all threads.
