@@ -1,13 +1,19 @@
 // prezero: a userspace model of the 2004 background page pre-zeroing proposal
-// (BACKGROUND.md section 5). A pool of 4 KiB pages under one lock hands out
-// pages that must be zero; a freed page is dirty. zero_on_alloc: the allocating
-// thread zeroes every page (today's kernel); prezeroed_*: a zeroer thread on
-// its own PU zeroes dirty pages outside the lock, and an allocation takes a
-// pre-zeroed page when one is ready, else zeroes its own. prezeroed_idle leaves
-// `idle_us` of sleep between allocations, prezeroed_busy none (the objection: a
-// busy machine gets no pre-zeroed pages). Contention regime: the pool lock,
-// held only to pop / push. Not measured: the kernel's buddy allocator and fault
-// path (see the `fault` family).
+// (BACKGROUND.md section 5, issue 17). Two protocols share one idea -- pages
+// handed out must be zero, a freed page is dirty, a zeroer may clean pages
+// outside the allocation path:
+//   the burst protocol (default; protocol:idle_burst|busy, zeroer:none|
+//     idle_cpus|engine): an idle period in which the zeroer fills a pool of P
+//     pre-zeroed pages, then a burst of B allocations at full speed; see the
+//     section comment at BurstWorkload;
+//   the steady-state modes (mode:zero_on_alloc|prezeroed_idle|prezeroed_busy;
+//     quick and full): allocations and frees in a loop, with `idle_us` of sleep
+//     between allocations or none, and a zeroer on its own PU.
+// Helper threads are placed by harness/helpers.h (own core, the measured
+// threads' NUMA node, never an SMT sibling of a measured thread) and rows
+// record helper_pu / helper_core / helper_numa. Contention regime: the pool
+// lock, held only to pop / push. Not measured: the kernel's buddy allocator
+// and fault path (see the `fault` family).
 #include <benchmark/benchmark.h>
 #include <pthread.h>
 #include <sched.h>
@@ -25,6 +31,7 @@
 
 #include "harness/cpu.h"
 #include "harness/family.h"
+#include "harness/helpers.h"
 #include "harness/zeroing.h"
 
 namespace lockline::prezero_bench {
@@ -242,6 +249,10 @@ class PrezeroWorkload : public Workload {
     d["zeroer_pages"] = zeroer_pages_.load();
     d["nonzero_pages"] = t.nonzero;
     d["zeroer_pu"] = zeroer_pu_;
+    d["helper_pu"] = {zeroer_place_.pu};
+    d["helper_core"] = {zeroer_place_.core};
+    d["helper_numa"] = {zeroer_place_.numa};
+    if (!zeroer_place_.reason.empty()) d["helper_note"] = zeroer_place_.reason;
     d["zeroer_shares_pu"] = zeroer_shares_pu_;
     d["zeroer_policy"] =
         zeroer_shares_pu_
@@ -304,24 +315,26 @@ class PrezeroWorkload : public Workload {
     return t;
   }
 
-  // The zeroer's PU: the first usable PU outside the point's plan; with none
-  // free (an
-  // --oversubscribe run), the plan's last PU, shared (SCHED_IDLE then only
-  // takes its idle time). -1 (unbound) without a host topology (tests).
+  // The zeroer's PU by the helper rule (harness/helpers.h: own core, the
+  // measured threads' NUMA node, never an SMT sibling of a measured thread);
+  // with none free (an --oversubscribe run), the plan's last PU, shared
+  // (SCHED_IDLE then only takes its idle time; the row says so). -1 (unbound)
+  // without a host topology (tests).
   void PickZeroerPu() {
     if (env_.topology == nullptr || !env_.topology->is_host()) return;
-    std::vector<int> used;
-    if (env_.plan != nullptr) {
-      for (const auto& pu : env_.plan->pus) used.push_back(pu.os_index);
+    if (env_.plan == nullptr) return;
+    const auto places =
+        PlaceHelpers(env_.topology->usable_pus(), *env_.plan, 1);
+    if (!places.empty()) {
+      zeroer_place_ = places.front();
+      zeroer_pu_ = zeroer_place_.pu;
+      return;
     }
-    for (const auto& pu : env_.topology->usable_pus()) {
-      if (std::find(used.begin(), used.end(), pu.os_index) == used.end()) {
-        zeroer_pu_ = pu.os_index;
-        return;
-      }
-    }
-    if (!used.empty()) {
-      zeroer_pu_ = used.back();
+    if (!env_.plan->pus.empty()) {
+      const PuInfo& pu = env_.plan->pus.back();
+      zeroer_pu_ = pu.os_index;
+      zeroer_place_ = {pu.os_index, pu.core, pu.numa, false,
+                       "shares a measured thread's PU (no PU meets the rule)"};
       zeroer_shares_pu_ = true;
     }
   }
@@ -385,11 +398,512 @@ class PrezeroWorkload : public Workload {
   std::unique_ptr<PagePool> pool_;
   std::thread zeroer_;
   int zeroer_pu_ = -1;
+  HelperPlace zeroer_place_;
   bool zeroer_shares_pu_ = false;
   alignas(kDestructiveLine) std::atomic<int> active_{0};
   alignas(kDestructiveLine) std::atomic<bool> quit_{false};
   alignas(kDestructiveLine) std::atomic<uint64_t> zeroer_pages_{0};
 };
+
+// ---- the burst protocol (issue 17)
+// -------------------------------------------
+//
+// The 2004 argument as it was made: Christoph Lameter's favourable case is a
+// pool of pre-zeroed pages filled while the machine sits idle, then a burst of
+// faults; Robin Holt's objection is that a busy machine never has an idle
+// period, so the pool is empty. One point = one repetition = one protocol run:
+//   Prepare: free memory of max(B, P) pages, all dirty, in order-4 blocks
+//     (16 pages, 64 KiB, the buddy order the Altix BTE was limited to);
+//     protocol:idle_burst: the zeroer(s) fill the pre-zeroed pool (at most P
+//     pages) during an idle period of up to kIdleMs while the measured threads
+//     sleep (ended early once the pool is full); protocol:busy: no idle period,
+//     the zeroer(s) start with the burst.
+//   The window: a burst of B allocations at full speed by N threads: a page
+//     from the pre-zeroed pool when there is one, else a dirty page zeroed by
+//     the allocating thread (rep stosb, the clear_page_erms analogue); every
+//     page is checked zero, touched and held (a burst of faults keeps its
+//     memory).
+// allocs/s therefore falls towards the zero-on-alloc rate (zeroer:none) once B
+// exceeds what the pool held. Who zeroes: zeroer:idle_cpus, SCHED_IDLE threads
+// on every measured PU (they run only while the measured thread sleeps: the
+// idle period) and on every spare PU meeting the helper rule; nothing is
+// zeroed where every PU is busy. zeroer:engine, one dedicated helper thread
+// (the Altix block-transfer engine analogue) at normal priority on a spare PU
+// meeting the helper rule, zeroing only whole order-4 blocks with non-temporal
+// stores (they bypass the caches as a DMA engine's writes do). Not modelled:
+// the engine's own bandwidth and setup cost, the buddy allocator's merging
+// (freed pages are not re-merged: one burst per point).
+
+/// Pages per order-4 block (the engine zeroes only whole blocks).
+inline constexpr std::size_t kBlockPages = 16;
+/// Idle period T of protocol:idle_burst, ms: an upper bound; it ends early
+/// once the pool is full (an unloaded zeroer fills 16 MiB in a few ms).
+inline constexpr uint64_t kIdleMs = 100;
+
+enum class Protocol { kIdleBurst, kBusy };
+enum class Zeroer { kNone, kIdleCpus, kEngine };
+
+inline const char* ProtocolName(Protocol p) {
+  return p == Protocol::kIdleBurst ? "idle_burst" : "busy";
+}
+inline const char* ZeroerName(Zeroer z) {
+  switch (z) {
+    case Zeroer::kNone:
+      return "none";
+    case Zeroer::kIdleCpus:
+      return "idle_cpus";
+    case Zeroer::kEngine:
+      return "engine";
+  }
+  return "?";
+}
+
+/// Free memory of the burst protocol: intact dirty order-4 blocks, dirty
+/// pages of split blocks, and the pre-zeroed pool (at most `cap` pages), under
+/// one mutex (zone->lock). Invariant: 16 x blocks + partial + zeroed + pages
+/// held by allocators + pages being zeroed == pages().
+class BurstPool {
+ public:
+  /// Maps `pages` (rounded up to whole blocks) dirty pages; the pre-zeroed
+  /// pool holds at most `cap` pages. Throws std::bad_alloc when mmap fails.
+  BurstPool(std::size_t pages, std::size_t cap)
+      : pages_((pages + kBlockPages - 1) / kBlockPages * kBlockPages),
+        cap_(cap) {
+    void* p = mmap(nullptr, pages_ * kPage, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) throw std::bad_alloc();
+    base_ = static_cast<char*>(p);
+    std::memset(base_, kDirtyByte, pages_ * kPage);
+    blocks_.reserve(pages_ / kBlockPages);
+    partial_.reserve(pages_);
+    zeroed_.reserve(pages_);
+    for (std::size_t b = pages_ / kBlockPages; b-- > 0;)
+      blocks_.push_back(base_ + b * kBlockPages * kPage);
+  }
+  ~BurstPool() { munmap(base_, pages_ * kPage); }
+  BurstPool(const BurstPool&) = delete;
+  BurstPool& operator=(const BurstPool&) = delete;
+
+  /// An allocation: a pre-zeroed page when there is one (*prezeroed = true),
+  /// else a dirty one (splitting a block when no split block has pages left);
+  /// nullptr when every page is held or being zeroed.
+  char* Take(bool* prezeroed) {
+    std::lock_guard<std::mutex> g(mu_);
+    *prezeroed = !zeroed_.empty();
+    if (*prezeroed) return Pop(zeroed_);
+    if (partial_.empty()) {
+      if (blocks_.empty()) return nullptr;
+      char* block = Pop(blocks_);
+      for (std::size_t i = kBlockPages; i-- > 1;)
+        partial_.push_back(block + i * kPage);
+      return block;
+    }
+    return Pop(partial_);
+  }
+  /// A zeroer's share: up to kBlockPages dirty pages into out[] while the pool
+  /// (with pages being zeroed) is below its cap. `whole_blocks`: only an intact
+  /// order-4 block (the engine). Returns how many.
+  std::size_t TakeDirty(char** out, bool whole_blocks) {
+    std::lock_guard<std::mutex> g(mu_);
+    if (zeroed_.size() + zeroing_ + kBlockPages > cap_ &&
+        (whole_blocks || zeroed_.size() + zeroing_ >= cap_))
+      return 0;
+    std::size_t n = 0;
+    if (!blocks_.empty()) {
+      char* block = Pop(blocks_);
+      for (; n < kBlockPages; ++n) out[n] = block + n * kPage;
+    } else if (!whole_blocks) {
+      const std::size_t room = cap_ - zeroed_.size() - zeroing_;
+      while (n < kBlockPages && n < room && !partial_.empty())
+        out[n++] = Pop(partial_);
+    }
+    zeroing_ += n;
+    return n;
+  }
+  /// Puts `n` pages a zeroer cleaned into the pre-zeroed pool.
+  void PutZeroed(char* const* pages, std::size_t n) {
+    std::lock_guard<std::mutex> g(mu_);
+    for (std::size_t i = 0; i < n; ++i) zeroed_.push_back(pages[i]);
+    zeroing_ -= n;
+  }
+  /// Returns a used page (dirty).
+  void Free(char* page) {
+    std::lock_guard<std::mutex> g(mu_);
+    partial_.push_back(page);
+  }
+  /// Free pages (dirty blocks, dirty split pages, pre-zeroed) and pages being
+  /// zeroed.
+  std::size_t free_pages() {
+    std::lock_guard<std::mutex> g(mu_);
+    return blocks_.size() * kBlockPages + partial_.size() + zeroed_.size() +
+           zeroing_;
+  }
+  std::size_t zeroed_count() {
+    std::lock_guard<std::mutex> g(mu_);
+    return zeroed_.size();
+  }
+  std::size_t pages() const { return pages_; }
+  std::size_t cap() const { return cap_; }
+  bool Owns(const char* p) const {
+    return p >= base_ && p < base_ + pages_ * kPage && (p - base_) % kPage == 0;
+  }
+
+ private:
+  static char* Pop(std::vector<char*>& v) {
+    char* p = v.back();
+    v.pop_back();
+    return p;
+  }
+  std::mutex mu_;
+  std::vector<char*> blocks_, partial_, zeroed_;
+  std::size_t zeroing_ = 0;
+  char* base_ = nullptr;
+  std::size_t pages_, cap_;
+};
+
+/// One burst point: see the section comment.
+class BurstWorkload : public Workload {
+ public:
+  /// `idle_ms`: the idle period's upper bound (tests shorten it).
+  BurstWorkload(Protocol protocol, Zeroer zeroer, std::size_t burst_pages,
+                std::size_t pool_pages, const PointEnv& env,
+                uint64_t idle_ms = kIdleMs)
+      : protocol_(protocol),
+        zeroer_(zeroer),
+        burst_(burst_pages),
+        pool_pages_(pool_pages),
+        env_(env),
+        idle_ms_(idle_ms) {}
+  ~BurstWorkload() override { StopZeroers(); }
+
+  bool fixed_work() const override { return true; }
+
+  void Prepare(int threads) override {
+    threads_ = threads;
+    counts_.reset(new Count[threads]);
+    held_.assign(threads, {});
+    pool_ =
+        std::make_unique<BurstPool>(std::max(burst_, pool_pages_), pool_pages_);
+    if (zeroer_ == Zeroer::kNone) return;
+    PlaceZeroers();
+    if (zeroer_ == Zeroer::kEngine && places_.empty()) {
+      setup_error_ =
+          "skipped: zeroer:engine needs a spare PU on its own core on the "
+          "measured threads' NUMA node (harness/helpers.h); none here";
+      return;
+    }
+    StartZeroers();
+    if (protocol_ == Protocol::kIdleBurst) {
+      // The idle period: the measured threads sleep (the team waits); the
+      // zeroers fill the pool. Ends at kIdleMs or when the pool is full.
+      run_.store(true, std::memory_order_release);
+      const uint64_t t0 = NowNs();
+      while (NowNs() - t0 < idle_ms_ * 1'000'000 &&
+             pool_->zeroed_count() < pool_->cap()) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
+      idle_used_ms_ = static_cast<double>(NowNs() - t0) / 1e6;
+      zeroer_pages_idle_ = zeroer_pages_.load();
+    }
+  }
+
+  uint64_t RunWindow(const ThreadCtx& ctx,
+                     const std::atomic<bool>& /*stop*/) override {
+    if (!setup_error_.empty()) return 0;
+    if (ctx.index == 0) {
+      zeroed_at_start_ = pool_->zeroed_count();
+      run_.store(true, std::memory_order_release);  // busy: zeroers start now
+    }
+    Count& c = counts_[ctx.index];
+    const std::size_t share =
+        burst_ / threads_ +
+        (static_cast<std::size_t>(ctx.index) < burst_ % threads_ ? 1 : 0);
+    std::vector<char*>& held = held_[ctx.index];
+    held.reserve(share);
+    while (held.size() < share) {
+      bool prezeroed = false;
+      char* page = pool_->Take(&prezeroed);
+      if (page == nullptr) {  // the rest is being zeroed: wait for it
+        CpuRelax();
+        continue;
+      }
+      if (!prezeroed) ZeroWith(ZeroMethod::kRepStosb, page, kPage);
+      const auto* w = reinterpret_cast<const uint64_t*>(page);
+      c.nonzero += (w[0] | w[kPage / 8 - 1]) == 0 ? 0 : 1;
+      (prezeroed ? c.prezeroed : c.self_zeroed) += 1;
+      page[kPage / 2] = 1;  // the faulting access
+      benchmark::ClobberMemory();
+      held.push_back(page);
+    }
+    c.allocs += held.size();
+    return held.size();
+  }
+
+  void Report(PointReport& out, double window_seconds, uint64_t ops) override {
+    StopZeroers();
+    const Count t = Totals();
+    const auto ratio = [](double a, double b) { return b > 0 ? a / b : 0.0; };
+    out.Metric("allocs_per_s", ratio(static_cast<double>(ops), window_seconds));
+    out.Metric("prezeroed_share", ratio(static_cast<double>(t.prezeroed),
+                                        static_cast<double>(t.allocs)));
+    out.Metric("burst_over_pool", ratio(static_cast<double>(burst_),
+                                        static_cast<double>(pool_pages_)));
+    out.Metric("pool_fill_at_burst",
+               ratio(static_cast<double>(zeroed_at_start_),
+                     static_cast<double>(pool_pages_)));
+    const uint64_t zp = zeroer_pages_.load();
+    out.Metric("zeroer_pages_idle", static_cast<double>(zeroer_pages_idle_));
+    out.Metric("zeroer_pages_burst",
+               static_cast<double>(zp - zeroer_pages_idle_));
+    auto& d = out.details;
+    d["protocol"] = ProtocolName(protocol_);
+    d["zeroer"] = ZeroerName(zeroer_);
+    d["burst_pages"] = burst_;
+    d["pool_pages"] = pool_pages_;
+    d["free_pages"] = pool_ ? pool_->pages() : 0;
+    d["block_pages"] = kBlockPages;
+    d["idle_ms"] = protocol_ == Protocol::kIdleBurst ? idle_ms_ : 0;
+    d["idle_used_ms"] = idle_used_ms_;
+    d["zeroed_at_burst_start"] = zeroed_at_start_;
+    d["allocs"] = t.allocs;
+    d["prezeroed"] = t.prezeroed;
+    d["self_zeroed"] = t.self_zeroed;
+    d["nonzero_pages"] = t.nonzero;
+    d["zeroer_pages"] = zp;
+    d["self_zero_method"] = ZeroMethodName(ZeroMethod::kRepStosb);
+    d["zeroer_method"] = zeroer_ == Zeroer::kEngine
+                             ? ZeroMethodName(ZeroMethod::kNonTemporal)
+                             : ZeroMethodName(ZeroMethod::kRepStosb);
+    const HelperColumns cols = HelperColumnsOf(places_);
+    d["helper_pu"] = cols.pu;
+    d["helper_core"] = cols.core;
+    d["helper_numa"] = cols.numa;
+    d["zeroer_on_measured_pus"] = on_measured_;
+    d["zeroer_policy"] =
+        zeroer_ == Zeroer::kNone ? "no zeroer: every page zeroed on allocation"
+        : zeroer_ == Zeroer::kEngine
+            ? "dedicated helper at normal priority on a spare PU (own core, "
+              "same NUMA node), whole order-4 blocks only, non-temporal stores"
+            : "SCHED_IDLE on every measured PU (runs only while its measured "
+              "thread sleeps) and on every spare PU meeting the helper rule; "
+              "16-page batches, rep stosb";
+    d["note"] =
+        "allocs_per_s is the burst alone (the idle period is in Prepare, not "
+        "the window); it falls towards zeroer:none's rate once burst_pages "
+        "exceeds what the pool held (pool_fill_at_burst x pool_pages)";
+    if (!setup_error_.empty()) d["skipped"] = setup_error_;
+  }
+
+  // The burst conserves pages: pages held + free == all pages; every
+  // allocation was pre-zeroed or self-zeroed and handed out zero; every page
+  // a zeroer cleaned was handed out or is still in the pool. Then the held
+  // pages go back and all pages must be free.
+  std::string Verify() override {
+    if (!setup_error_.empty()) return setup_error_;
+    StopZeroers();
+    const Count t = Totals();
+    std::size_t held = 0;
+    for (const auto& h : held_) {
+      held += h.size();
+      for (const char* p : h)
+        if (!pool_->Owns(p)) return "an allocation is not a pool page";
+    }
+    if (t.allocs != burst_ || held != burst_)
+      return "burst allocated " + std::to_string(t.allocs) + " pages, holds " +
+             std::to_string(held) + ", expected " + std::to_string(burst_);
+    if (t.prezeroed + t.self_zeroed != t.allocs)
+      return "prezeroed + self-zeroed != allocations";
+    if (t.nonzero != 0)
+      return std::to_string(t.nonzero) + " pages handed out not all zero";
+    if (held + pool_->free_pages() != pool_->pages())
+      return "pool lost pages: held " + std::to_string(held) + " + free " +
+             std::to_string(pool_->free_pages()) +
+             " != " + std::to_string(pool_->pages());
+    if (zeroer_pages_.load() != t.prezeroed + pool_->zeroed_count())
+      return "zeroers cleaned " + std::to_string(zeroer_pages_.load()) +
+             " pages, " + std::to_string(t.prezeroed) + " handed out, " +
+             std::to_string(pool_->zeroed_count()) + " left";
+    if (pool_->zeroed_count() > pool_->cap()) return "pool above its cap";
+    for (auto& h : held_) {
+      for (char* p : h) pool_->Free(p);
+      h.clear();
+    }
+    if (pool_->free_pages() != pool_->pages())
+      return "after freeing the burst, " + std::to_string(pool_->free_pages()) +
+             " of " + std::to_string(pool_->pages()) + " pages are free";
+    return "";
+  }
+
+  BurstPool* pool() { return pool_.get(); }
+
+ private:
+  struct alignas(kDestructiveLine) Count {
+    uint64_t allocs = 0, prezeroed = 0, self_zeroed = 0, nonzero = 0;
+  };
+  Count Totals() const {
+    Count t;
+    for (int i = 0; i < threads_; ++i) {
+      t.allocs += counts_[i].allocs;
+      t.prezeroed += counts_[i].prezeroed;
+      t.self_zeroed += counts_[i].self_zeroed;
+      t.nonzero += counts_[i].nonzero;
+    }
+    return t;
+  }
+
+  // Engine: one helper place. idle_cpus: the measured PUs (SCHED_IDLE) plus
+  // every helper place. Without a host topology (tests): unbound threads, one
+  // engine or one idle zeroer per measured thread plus one.
+  void PlaceZeroers() {
+    const bool host = env_.topology != nullptr && env_.topology->is_host() &&
+                      env_.plan != nullptr;
+    const int spares =
+        zeroer_ == Zeroer::kEngine ? 1 : static_cast<int>(1u << 20);
+    if (host) {
+      places_ = PlaceHelpers(env_.topology->usable_pus(), *env_.plan, spares);
+    } else {
+      places_.push_back(HelperPlace{});
+      places_.back().reason = "unbound (no host topology)";
+    }
+    if (zeroer_ == Zeroer::kIdleCpus) {
+      on_measured_ = true;
+      for (int i = 0; i < threads_; ++i) {
+        HelperPlace h;
+        if (host) {
+          const PuInfo& pu = env_.plan->pus[i];
+          h = {pu.os_index, pu.core, pu.numa, false,
+               "SCHED_IDLE on a measured PU"};
+        }
+        places_.push_back(h);
+      }
+    }
+  }
+
+  void StartZeroers() {
+    const bool engine = zeroer_ == Zeroer::kEngine;
+    for (const HelperPlace& place : places_) {
+      zeroers_.emplace_back([this, place, engine] {
+        if (place.pu >= 0) {
+          try {
+            BindThisThread(*env_.topology, place.pu);
+          } catch (const std::exception&) {
+            // unbound: the row's helper_pu still names the intended PU
+          }
+        }
+        if (!engine) {
+          sched_param sp{};
+          pthread_setschedparam(pthread_self(), SCHED_IDLE, &sp);
+        }
+        char* batch[kBlockPages];
+        while (!quit_.load(std::memory_order_acquire)) {
+          if (!run_.load(std::memory_order_acquire)) {
+            std::this_thread::sleep_for(std::chrono::microseconds(50));
+            continue;
+          }
+          const std::size_t n = pool_->TakeDirty(batch, engine);
+          if (n == 0) {
+            std::this_thread::sleep_for(std::chrono::microseconds(20));
+            continue;
+          }
+          const ZeroMethod m =
+              engine ? ZeroMethod::kNonTemporal : ZeroMethod::kRepStosb;
+          if (engine && n == kBlockPages) {
+            ZeroWith(m, batch[0], kBlockPages * kPage);  // one contiguous block
+          } else {
+            for (std::size_t i = 0; i < n; ++i) ZeroWith(m, batch[i], kPage);
+          }
+          pool_->PutZeroed(batch, n);  // the lock release publishes the zeroes
+          zeroer_pages_.fetch_add(n, std::memory_order_relaxed);
+        }
+      });
+    }
+  }
+
+  void StopZeroers() {
+    quit_.store(true, std::memory_order_release);
+    for (auto& t : zeroers_)
+      if (t.joinable()) t.join();
+    zeroers_.clear();
+  }
+
+  Protocol protocol_;
+  Zeroer zeroer_;
+  std::size_t burst_, pool_pages_;
+  PointEnv env_;
+  uint64_t idle_ms_;
+  int threads_ = 0;
+  std::unique_ptr<Count[]> counts_;
+  std::vector<std::vector<char*>> held_;
+  std::unique_ptr<BurstPool> pool_;
+  std::vector<HelperPlace> places_;
+  bool on_measured_ = false;
+  std::vector<std::thread> zeroers_;
+  std::string setup_error_;
+  double idle_used_ms_ = 0;
+  uint64_t zeroer_pages_idle_ = 0;
+  std::size_t zeroed_at_start_ = 0;
+  alignas(kDestructiveLine) std::atomic<bool> run_{false};
+  alignas(kDestructiveLine) std::atomic<bool> quit_{false};
+  alignas(kDestructiveLine) std::atomic<uint64_t> zeroer_pages_{0};
+};
+
+/// Pre-zeroed pool size of the default burst grid: 4096 pages (16 MiB), past
+/// any core's L2; burst sizes 0.5, 1, 2 and 4 times it.
+inline constexpr std::size_t kBurstPoolPages = 4096;
+
+Variant MakeBurstVariant(Protocol protocol, Zeroer zeroer, std::size_t burst,
+                         std::size_t pool, Suite suite,
+                         std::vector<int> threads) {
+  Variant v;
+  v.params = {{"protocol", ProtocolName(protocol)},
+              {"zeroer", ZeroerName(zeroer)},
+              {"burst_pages", std::to_string(burst)},
+              {"pool_pages", std::to_string(pool)}};
+  v.suite = suite;
+  v.threads = std::move(threads);
+  v.windows = 1;
+  v.needs_spare_pu = zeroer == Zeroer::kEngine;
+  v.description =
+      std::string(protocol == Protocol::kIdleBurst
+                      ? "idle period (zeroer fills the pool), then "
+                      : "no idle period (busy machine), ") +
+      "a burst of " + std::to_string(burst) + " page allocations against a " +
+      std::to_string(pool) + "-page pre-zeroed pool; zeroer: " +
+      (zeroer == Zeroer::kNone       ? "none (zero on allocation)"
+       : zeroer == Zeroer::kIdleCpus ? "idle CPUs at SCHED_IDLE"
+                                     : "dedicated engine, order-4 blocks");
+  v.make = [=](const PointEnv& env) -> std::unique_ptr<Workload> {
+    return std::make_unique<BurstWorkload>(protocol, zeroer, burst, pool, env);
+  };
+  return v;
+}
+
+/// Default: zeroer:none (the zero-on-alloc rate) and both zeroers under both
+/// protocols at burst/pool 0.5, 1, 2, 4 with one allocating thread (the engine
+/// needs a spare PU), plus idle_cpus at burst/pool 1 with 2 threads (every PU
+/// of a 2-PU machine busy). Quick: one small idle_burst point of each zeroer.
+std::vector<Variant> BurstVariants() {
+  std::vector<Variant> v;
+  const std::size_t p = kBurstPoolPages;
+  for (std::size_t b : {p / 2, p, 2 * p, 4 * p}) {
+    v.push_back(MakeBurstVariant(Protocol::kIdleBurst, Zeroer::kNone, b, p,
+                                 Suite::kDefault, {1}));
+    for (Zeroer z : {Zeroer::kIdleCpus, Zeroer::kEngine}) {
+      for (Protocol pr : {Protocol::kIdleBurst, Protocol::kBusy}) {
+        std::vector<int> threads = {1};
+        if (z == Zeroer::kIdleCpus && b == p) threads = {1, 2};
+        v.push_back(
+            MakeBurstVariant(pr, z, b, p, Suite::kDefault, std::move(threads)));
+      }
+    }
+  }
+  for (Zeroer z : {Zeroer::kNone, Zeroer::kIdleCpus, Zeroer::kEngine}) {
+    v.push_back(MakeBurstVariant(Protocol::kIdleBurst, z, 1024, 512,
+                                 Suite::kQuick, {1}));
+    v.back().quick_only = true;
+  }
+  return v;
+}
 
 /// Idle gap of the idle variants, µs: about a syscall-heavy request's think
 /// time; long against one 4 KiB zeroing (~0.1-1 µs) so an unloaded zeroer
@@ -419,19 +933,20 @@ Variant MakeVariant(Mode mode, ZeroMethod method, uint64_t idle_us,
   return v;
 }
 
-/// Default: the three modes (and zero_on_alloc with the same idle gap, the fair
-/// baseline for prezeroed_idle) with memset at one allocating thread; full:
-/// every method, the run's threads.
+/// Default: the burst protocol grid (BurstVariants). The steady-state modes
+/// (per-allocation idle gaps, a zeroer frozen between windows) stay in quick
+/// (two points) and full (every method, the run's threads).
 std::vector<Variant> Variants() {
   std::vector<Variant> v;
   v.push_back(
       MakeVariant(Mode::kZeroOnAlloc, ZeroMethod::kMemset, 0, Suite::kQuick));
   v.push_back(MakeVariant(Mode::kZeroOnAlloc, ZeroMethod::kMemset, kIdleUs,
-                          Suite::kDefault));
+                          Suite::kFull));
   v.push_back(MakeVariant(Mode::kPrezeroedIdle, ZeroMethod::kMemset, kIdleUs,
-                          Suite::kDefault));
+                          Suite::kFull));
   v.push_back(
       MakeVariant(Mode::kPrezeroedBusy, ZeroMethod::kMemset, 0, Suite::kQuick));
+  for (Variant& b : BurstVariants()) v.push_back(std::move(b));
   for (ZeroMethod m :
        {ZeroMethod::kRepStosb, ZeroMethod::kNonTemporal, ZeroMethod::kClzero}) {
     v.push_back(MakeVariant(Mode::kZeroOnAlloc, m, 0, Suite::kFull));

@@ -192,13 +192,102 @@ TEST(Prezero, EveryPageHandedOutIsZeroAndSharesAddUp) {
 
 TEST(Prezero, VariantTableIsWellFormed) {
   auto variants = prezero_bench::Variants();
-  int names = 0;
+  int names = 0, burst_default = 0;
   for (const auto& v : variants) {
     EXPECT_TRUE(v.make);
+    if (v.params[0].first == "protocol") {
+      ASSERT_EQ(v.params.size(), 4u);
+      EXPECT_EQ(v.params[1].first, "zeroer");
+      EXPECT_EQ(v.params[2].first, "burst_pages");
+      EXPECT_EQ(v.params[3].first, "pool_pages");
+      EXPECT_EQ(v.needs_spare_pu, v.params[1].second == "engine");
+      EXPECT_EQ(v.windows, 1);
+      burst_default += v.suite == Suite::kDefault;
+      continue;
+    }
     EXPECT_EQ(v.needs_spare_pu, v.params[0].second != "zero_on_alloc");
+    EXPECT_NE(v.suite, Suite::kDefault);  // the burst grid is the default
     names += v.params[0].second == "prezeroed_busy";
   }
   EXPECT_GE(names, 1);
+  // burst/pool 0.5, 1, 2, 4 x (none + 2 zeroers x 2 protocols)
+  EXPECT_EQ(burst_default, 4 * 5);
+}
+
+// ---- prezero: the burst protocol --------------------------------------------
+
+TEST(PrezeroBurst, PoolSplitsBlocksAndRespectsItsCap) {
+  prezero_bench::BurstPool pool(40, 20);  // rounded up to 3 blocks of 16
+  EXPECT_EQ(pool.pages(), 48u);
+  char* batch[prezero_bench::kBlockPages];
+  // The engine takes whole blocks only, and not past the cap (20: one block).
+  ASSERT_EQ(pool.TakeDirty(batch, true), 16u);
+  for (char* p : batch) ZeroWith(ZeroMethod::kMemset, p, 4096);
+  pool.PutZeroed(batch, 16);
+  EXPECT_EQ(pool.TakeDirty(batch, true), 0u);  // 16 + 16 > 20
+  // A software zeroer tops the pool up to exactly its cap.
+  ASSERT_EQ(pool.TakeDirty(batch, false), 4u);
+  pool.PutZeroed(batch, 4);
+  EXPECT_EQ(pool.zeroed_count(), 20u);
+  EXPECT_EQ(pool.TakeDirty(batch, false), 0u);
+  // Allocations: the 20 pre-zeroed pages first, then dirty ones.
+  std::vector<char*> held;
+  bool pz = false;
+  for (int i = 0; i < 48; ++i) {
+    char* p = pool.Take(&pz);
+    ASSERT_NE(p, nullptr);
+    EXPECT_EQ(pz, i < 20) << i;
+    EXPECT_TRUE(pool.Owns(p));
+    held.push_back(p);
+  }
+  EXPECT_EQ(pool.Take(&pz), nullptr);
+  EXPECT_EQ(pool.free_pages(), 0u);
+  for (char* p : held) pool.Free(p);
+  EXPECT_EQ(pool.free_pages(), 48u);
+}
+
+// The burst protocol conserves pool pages for every protocol x zeroer, with
+// bursts below, at and above the pool size and 1 or 2 allocating threads:
+// Verify checks held + free == all pages, every page handed out zero, every
+// page a zeroer cleaned handed out or still pooled, and all pages free again
+// after the burst is returned.
+TEST(PrezeroBurst, BurstProtocolConservesPoolPages) {
+  PointEnv env;  // no topology: zeroers run unbound
+  using prezero_bench::Protocol;
+  using prezero_bench::Zeroer;
+  for (Protocol pr : {Protocol::kIdleBurst, Protocol::kBusy}) {
+    for (Zeroer z : {Zeroer::kNone, Zeroer::kIdleCpus, Zeroer::kEngine}) {
+      for (std::size_t burst : {64u, 256u, 1024u}) {
+        for (int threads : {1, 2}) {
+          SCOPED_TRACE(std::string(prezero_bench::ProtocolName(pr)) + "/" +
+                       prezero_bench::ZeroerName(z) + " burst " +
+                       std::to_string(burst) + " threads " +
+                       std::to_string(threads));
+          prezero_bench::BurstWorkload w(pr, z, burst, 256, env,
+                                         /*idle_ms=*/20);
+          testing::WorkloadDriver drv(w, threads);
+          const uint64_t ops = drv.Window(1.0);  // fixed work: the burst
+          EXPECT_EQ(ops, burst);
+          const PointReport r = drv.Report(drv.seconds(), ops);
+          EXPECT_EQ(w.Verify(), "");
+          const auto& d = r.details;
+          EXPECT_EQ(d["allocs"].get<uint64_t>(), burst);
+          EXPECT_EQ(
+              d["prezeroed"].get<uint64_t>() + d["self_zeroed"].get<uint64_t>(),
+              burst);
+          EXPECT_LE(d["zeroed_at_burst_start"].get<uint64_t>(), 256u);
+          if (z == Zeroer::kNone) {
+            EXPECT_EQ(d["prezeroed"].get<uint64_t>(), 0u);
+          }
+          if (pr == Protocol::kBusy) {
+            EXPECT_EQ(d["zeroed_at_burst_start"].get<uint64_t>(), 0u);
+          }
+          EXPECT_EQ(d["helper_pu"].size(), d["helper_core"].size());
+          EXPECT_GT(MetricOf(r, "allocs_per_s"), 0.0);
+        }
+      }
+    }
+  }
 }
 
 // ---- fault
@@ -231,14 +320,59 @@ TEST(Fault, PlainFaultsOncePerPage) {
       EXPECT_GE(total.touch_faults, pages);
       EXPECT_LE(total.touch_faults, pages + pages / 100 + 256u * n);
       for (const char* col :
-           {"gb", "passes", "tasks", "user_s", "system_s", "wall_s",
-            "faults_per_cpu_s", "faults_per_wall_s", "expected_faults"}) {
+           {"gb", "passes", "tasks", "user_s", "sys_s", "wall_s",
+            "faults_per_cpu_s", "faults_per_wall_s", "expected_faults",
+            "zeroing_share", "cpu_ns_per_fault", "cpu_ns_per_kib_zeroed"}) {
         EXPECT_GE(MetricOf(r.report, col), 0.0) << col;
       }
       EXPECT_EQ(MetricOf(r.report, "tasks"), n);
       EXPECT_TRUE(r.report.details.contains("warm"));
+      // The seed's columns, and faults/wall-s consistent with wall_s.
+      const auto& seed = r.report.details["seed_columns"];
+      for (const char* col :
+           {"GB", "repetitions", "threads", "user_s", "system_s", "wall_s",
+            "faults_per_cpu_s", "faults_per_wall_s"}) {
+        EXPECT_TRUE(seed.contains(col)) << col;
+      }
+      EXPECT_NEAR(MetricOf(r.report, "faults_per_wall_s") *
+                      MetricOf(r.report, "wall_s"),
+                  MetricOf(r.report, "faults"), 1.0);
+      EXPECT_EQ(r.report.details["clear_page_sampled"]["status"],
+                "unavailable");
     }
   }
+}
+
+// Read faults of untouched anonymous memory map the zero page: one fault per
+// page, every byte read is zero (RunTask checks), nothing zeroed.
+TEST(Fault, ReadFaultsMapTheZeroPage) {
+  fault_bench::FaultWorkload w(
+      SmallFault(fault_bench::Mode::kRead, fault_bench::Tasks::kThreads), 2);
+  RunResult r = Drive(w, 2);
+  EXPECT_EQ(r.verify, "");
+  const uint64_t pages = (16u << 20) / 4096;
+  EXPECT_GE(w.Total().touch_faults, pages);
+  EXPECT_EQ(MetricOf(r.report, "zeroing_share"), 0.0);
+  EXPECT_FALSE(r.report.details["zeroing"].is_object());
+}
+
+// Passes: a point runs enough passes for kTargetFaults faults, at most
+// kMaxPasses; every pass faults the whole share again.
+TEST(Fault, PassesMakeSmallPointsBigEnough) {
+  using fault_bench::Mode;
+  EXPECT_EQ(fault_bench::PassesFor(Mode::kPlain, 1024u << 20), 1);
+  EXPECT_EQ(fault_bench::PassesFor(Mode::kPlain, 32u << 20), 2);
+  if (fault_bench::ThpUsable()) {
+    EXPECT_EQ(fault_bench::PassesFor(Mode::kThp, 256u << 20),
+              fault_bench::kMaxPasses);
+  }
+  auto cfg = SmallFault(Mode::kPlain, fault_bench::Tasks::kThreads);
+  cfg.passes = 3;
+  fault_bench::FaultWorkload w(cfg, 1);
+  RunResult r = Drive(w, 1);
+  EXPECT_EQ(r.verify, "");
+  EXPECT_EQ(MetricOf(r.report, "passes"), 3);
+  EXPECT_GE(w.Total().touch_faults, 3u * (16u << 20) / 4096);
 }
 
 // Populate modes: the kernel faults the pages in while mapping (counted by

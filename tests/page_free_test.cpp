@@ -1,7 +1,9 @@
-// Tests of bench/page_free.cpp (issue 8): the put_page variants reach identical
-// end states when run alone, the cost workload conserves pages with 2 threads,
-// and the race checker finds lost references for the fast path with a widened
-// window and none for the other variants.
+// Tests of bench/page_free.cpp (issues 8 and 17): the put_page variants reach
+// identical end states when run alone, the cost workload conserves pages with
+// 2 threads, and the race checker, at a widened window, finds violations for
+// the fast path against both scanner orders and for Ken Chen's
+// lock-only-if-PageLRU against the 2.6.16 order, and none for 2.6.16's
+// re-checking atomic variant (either order) or Ken Chen's against 2.6.18.
 //
 // The workloads are driven on the harness's thread team without the runner
 // (tests/workload_driver.h, no pinning): the family's source is compiled into
@@ -39,12 +41,21 @@ TEST(PageFree, FamiliesRegisterTheirGrids) {
     }
   }
   EXPECT_EQ(cost_default, 3 * 2);  // 3 variants x on_lru_pct {0, 100}
-  int race_default = 0;
+  int race_default = 0, race_quick = 0;
   for (const Variant& v : race->variants()) {
     EXPECT_EQ(v.threads, std::vector<int>{2});
+    ASSERT_EQ(v.params.size(), 3u);
+    EXPECT_EQ(v.params[1].first, "scanner");
+    EXPECT_EQ(v.params[2].first, "race_window_ns");
     if (v.suite <= Suite::kDefault) ++race_default;
+    if (v.suite == Suite::kQuick) {
+      ++race_quick;
+      EXPECT_EQ(v.params[1].second, "2.6.16");  // the verdict's scanner
+    }
   }
-  EXPECT_EQ(race_default, 3 * 2);  // 3 variants x race_window_ns {0, 2000}
+  // 3 variants x scanner {2.6.16, 2.6.18} x race_window_ns {0, 2000}
+  EXPECT_EQ(race_default, 3 * 2 * 2);
+  EXPECT_EQ(race_quick, 3);
 }
 
 // Single-threaded, every variant must end in the same state after the same
@@ -113,12 +124,14 @@ TEST(PageFree, TwoThreadsConservePages) {
   }
 }
 
-/// Runs the race workload in 0.1 s windows until a violation shows or `bound_s`
-/// elapses. Returns {violations, frees}.
-template <class V>
+/// Runs the race workload of policy V against scanner order S in 0.1 s
+/// windows until a violation shows (when `stop_at_first`) or `bound_s`
+/// elapses. Returns {violations, frees}; checks that the two kinds add up and
+/// the verdict names the outcome.
+template <class V, class S>
 std::pair<uint64_t, uint64_t> RunRace(uint64_t window_ns, double bound_s,
                                       bool stop_at_first) {
-  RaceWorkload<V> w(TestEnv(2), window_ns);
+  RaceWorkload<V, S> w(TestEnv(2), window_ns);
   WorkloadDriver drv(w, 2);
   const auto start = std::chrono::steady_clock::now();
   while (std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
@@ -127,26 +140,63 @@ std::pair<uint64_t, uint64_t> RunRace(uint64_t window_ns, double bound_s,
     if (stop_at_first && w.Tally().first > 0) break;
   }
   const PointReport r = drv.Report(bound_s, 0);
-  EXPECT_EQ(w.Verify(), "") << V::kName;
-  EXPECT_EQ(MetricOf(r, "violations"), static_cast<double>(w.Tally().first));
-  EXPECT_EQ(r.details["verdict"],
-            w.Tally().first ? "unsafe" : "no violation seen");
-  return w.Tally();
+  EXPECT_EQ(w.Verify(), "") << V::kName << " vs " << S::kName;
+  const auto [violations, frees] = w.Tally();
+  EXPECT_EQ(MetricOf(r, "violations"), static_cast<double>(violations));
+  EXPECT_EQ(MetricOf(r, "violations_freed_referenced") +
+                MetricOf(r, "violations_freed_on_lru"),
+            static_cast<double>(violations));
+  EXPECT_EQ(MetricOf(r, "frees"), static_cast<double>(frees));
+  EXPECT_EQ(r.details["verdict_status"], violations ? "unsafe" : "none_seen");
+  EXPECT_EQ(r.details["scanner"], S::kName);
+  const std::string verdict = r.details["verdict"];
+  EXPECT_NE(verdict.find(std::to_string(frees) + " frees"), std::string::npos)
+      << verdict;
+  EXPECT_NE(verdict.find(std::to_string(window_ns) + " ns"), std::string::npos)
+      << verdict;
+  if (violations == 0) {
+    EXPECT_DOUBLE_EQ(MetricOf(r, "violation_rate_upper_95"),
+                     3.0 / static_cast<double>(frees));
+  }
+  return {violations, frees};
 }
 
-TEST(PageFreeRace, FastpathLosesReferencesWithWidenedWindow) {
-  const auto [violations, frees] = RunRace<FastpathPut>(2000, 5.0, true);
-  EXPECT_GT(frees, 0u);
-  EXPECT_GT(violations, 0u) << "no lost reference in 5 s with a 2000 ns window";
+TEST(PageFreeRace, FastpathLosesReferencesAgainstBothScanners) {
+  const auto [v16, f16] = RunRace<FastpathPut, Scanner2616>(2000, 5.0, true);
+  EXPECT_GT(f16, 0u);
+  EXPECT_GT(v16, 0u) << "2.6.16 scanner: no violation in 5 s, 2000 ns window";
+  const auto [v18, f18] = RunRace<FastpathPut, Scanner2618>(2000, 5.0, true);
+  EXPECT_GT(f18, 0u);
+  EXPECT_GT(v18, 0u) << "2.6.18 scanner: no violation in 5 s, 2000 ns window";
 }
 
-TEST(PageFreeRace, AtomicAndLruCheckFirstAreSafe) {
-  const auto [va, fa] = RunRace<AtomicPut>(2000, 2.5, false);
-  EXPECT_GT(fa, 0u);
-  EXPECT_EQ(va, 0u);
-  const auto [vl, fl] = RunRace<LruCheckFirstPut>(2000, 2.5, false);
-  EXPECT_GT(fl, 0u);
-  EXPECT_EQ(vl, 0u);
+TEST(PageFreeRace, KenChenProposalIsUnsafeAgainstThe2616Scanner) {
+  const auto [v, f] = RunRace<LruCheckFirstPut, Scanner2616>(2000, 5.0, true);
+  EXPECT_GT(f, 0u);
+  EXPECT_GT(v, 0u) << "no violation in 5 s with a 2000 ns window";
+}
+
+TEST(PageFreeRace, RecheckingAtomicIsSafeAgainstBothScanners) {
+  const auto [v16, f16] = RunRace<AtomicPut, Scanner2616>(2000, 1.5, false);
+  EXPECT_GT(f16, 0u);
+  EXPECT_EQ(v16, 0u);
+  const auto [v18, f18] = RunRace<AtomicPut, Scanner2618>(2000, 1.5, false);
+  EXPECT_GT(f18, 0u);
+  EXPECT_EQ(v18, 0u);
+}
+
+TEST(PageFreeRace, KenChenProposalIsSafeAgainstThe2618Scanner) {
+  const auto [v, f] = RunRace<LruCheckFirstPut, Scanner2618>(2000, 1.5, false);
+  EXPECT_GT(f, 0u);
+  EXPECT_EQ(v, 0u);
+}
+
+TEST(PageFreeRace, UpperBoundIsRuleOfThreeAtZero) {
+  EXPECT_DOUBLE_EQ(ViolationRateUpper95(0, 1000), 0.003);
+  // Exact Poisson one-sided 95 % upper limits: k=1 -> 4.744, k=10 -> 17.0.
+  EXPECT_NEAR(ViolationRateUpper95(1, 1000) * 1000, 4.744, 0.05);
+  EXPECT_NEAR(ViolationRateUpper95(10, 1000) * 1000, 17.0, 0.1);
+  EXPECT_EQ(ViolationRateUpper95(0, 0), 1.0);
 }
 
 }  // namespace
