@@ -11,6 +11,7 @@
 #include "harness/memory.h"
 #include "harness/options.h"
 #include "harness/provenance.h"
+#include "harness/restore.h"
 #include "harness/runner.h"
 #include "harness/topology.h"
 #include "layouts/report.h"
@@ -29,6 +30,7 @@ void OnInterrupt(int) {
   static const char msg[] =
       "\nlockline: interrupted; lockline.json keeps every point finished so "
       "far\n";
+  lockline::RestoreAll();  // sysctls a kernel_* point changed (async-safe)
   [[maybe_unused]] ssize_t n = write(2, msg, sizeof msg - 1);
   _exit(130);
 }

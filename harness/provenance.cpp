@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "harness/kernel_probe.h"
 #include "lockline_version.h"
 
 namespace lockline {
@@ -97,6 +98,7 @@ nlohmann::json CollectProvenance(const Options& opts, const Topology& topo) {
   if (uname(&u) == 0)
     p["kernel"] = std::string(u.sysname) + " " + u.release + " " + u.version +
                   " " + u.machine;
+  p["kernel_config"] = kernel::KernelConfig();  // issue 18
   p["cpu_model"] = CpuInfoField("model name");
   p["microcode"] = CpuInfoField("microcode");
   const TopologySummary& t = topo.summary();
