@@ -528,7 +528,7 @@ nlohmann::json VmstatDelta(const std::map<std::string, uint64_t>& a,
     if (!want) continue;
     auto it = a.find(k);
     if (it == a.end()) continue;
-    out[k] = static_cast<int64_t>(vb - it->second);
+    if (vb != it->second) out[k] = static_cast<int64_t>(vb - it->second);
   }
   return out;
 }

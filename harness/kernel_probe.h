@@ -169,7 +169,7 @@ std::map<std::string, uint64_t> ReadVmstat();
 /// b - a for the keys kernel families report: pgalloc_* (every zone),
 /// pgfree, pgfault, pgmajfault, pgactivate, pgdeactivate, pglazyfreed,
 /// pgrefill, pgsteal_*, pgscan_*, thp_fault_alloc, nr_... are excluded
-/// (gauges). Keys missing on either side are left out.
+/// (gauges). Keys missing on either side, and zero deltas, are left out.
 nlohmann::json VmstatDelta(const std::map<std::string, uint64_t>& a,
                            const std::map<std::string, uint64_t>& b);
 
