@@ -88,9 +88,16 @@ TracepointInfo FindTracepointsIn(const std::string& dir) {
 
 const TracepointInfo& ContentionTracepoints() {
   static const TracepointInfo info = [] {
-    for (const char* d : {"/sys/kernel/tracing", "/sys/kernel/debug/tracing"})
-      if (HasEvents(d)) return FindTracepointsIn(d);
     TracepointInfo t;
+    for (const char* d : {"/sys/kernel/tracing", "/sys/kernel/debug/tracing"}) {
+      if (HasEvents(d)) return FindTracepointsIn(d);
+      if (errno == EACCES) {
+        t.reason = std::string(d) +
+                   " is not accessible: permission denied (tracefs is "
+                   "root-only; run as root)";
+        return t;
+      }
+    }
     if (geteuid() != 0) {
       t.reason =
           "tracefs is not mounted and mounting it needs root "

@@ -8,9 +8,11 @@
 // no speed is asserted.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <string>
 
@@ -116,6 +118,44 @@ TEST(KernelZone, HighFractionIsRestoredOrNeedsRoot) {
   }  // destructor restores
   EXPECT_EQ(ReadSmallFile(kernel_zone::kFractionPath), before);
   EXPECT_EQ(RestorePending(), 0);
+}
+
+// SIGTERM in the middle of a sweep point: the harness's handler puts
+// vm.percpu_pagelist_high_fraction back (harness/restore.h) before exiting.
+TEST(KernelZone, SigtermRestoresHighFraction) {
+  if (geteuid() != 0)
+    GTEST_SKIP() << "needs root to write " << kernel_zone::kFractionPath;
+  const std::string before = ReadSmallFile(kernel_zone::kFractionPath);
+  if (before.empty()) GTEST_SKIP() << "no " << kernel_zone::kFractionPath;
+  if (before == "8") GTEST_SKIP() << "the sysctl is already 8";
+  char dir[] = "/tmp/lockline-sigterm-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string out = std::string("--out=") + dir + "/run";
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    const int devnull = open("/dev/null", O_WRONLY);
+    dup2(devnull, 1);
+    dup2(devnull, 2);
+    execl(LOCKLINE_BINARY, LOCKLINE_BINARY, "--full",
+          "--benchmark_filter=^kernel_zone/batch:2xhigh/high_fraction:8/"
+          "tasks:threads/threads:1",
+          "--window=30s", "--benchmark_repetitions=1", out.c_str(),
+          static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  bool seen = false;
+  for (int i = 0; i < 1200 && !seen; ++i) {  // up to 60 s
+    seen = ReadSmallFile(kernel_zone::kFractionPath) == "8";
+    if (!seen) usleep(50'000);
+  }
+  kill(pid, SIGTERM);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  EXPECT_TRUE(seen) << "lockline never set the sysctl to 8";
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 130) << status;
+  EXPECT_EQ(ReadSmallFile(kernel_zone::kFractionPath), before);
+  std::filesystem::remove_all(dir);
 }
 
 TEST(KernelPutPage, BytesReceivedEqualBytesSent) {
