@@ -221,6 +221,11 @@ class KernelTaskWorkload : public Workload {
                      {"user_s", t.total.user_s},
                      {"system_s", t.total.sys_s}});
     d["per_task"] = per;
+    if (tasks_ == Tasks::kProcesses)
+      d["counters_note"] =
+          "the row's perf counters (task-clock, page-faults ...) and cpu_util "
+          "are the team threads', which sleep while their child processes "
+          "work; the children's time is user_s / system_s";
     (void)window_seconds;
     evidence_.Report(d, out.metrics, ops);
   }
