@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "harness/cgroup.h"
+#include "harness/kernel_probe.h"
 #include "lockline_version.h"
 
 namespace lockline {
@@ -112,6 +113,7 @@ nlohmann::json CollectProvenance(const Options& opts, const Topology& topo) {
   if (uname(&u) == 0)
     p["kernel"] = std::string(u.sysname) + " " + u.release + " " + u.version +
                   " " + u.machine;
+  p["kernel_config"] = kernel::KernelConfig();  // issue 18
   p["cpu_model"] = CpuInfoField("model name");
   p["microcode"] = CpuInfoField("microcode");
   const TopologySummary& t = topo.summary();

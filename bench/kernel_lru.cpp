@@ -1,0 +1,276 @@
+// kernel_lru: the running kernel's LRU add / release batching under the
+// lruvec lru_lock (the real-kernel side of questions 000 / 003, beside the
+// `pagevec` model). Will-it-scale-shaped loops, one op = one 4 KiB page added
+// to an LRU list and released again:
+// - case:anon_fault: page_fault1 (will-it-scale tests/page_fault1.c): fault in
+//   every page of a fresh private anonymous mapping (THP off), munmap it. On
+//   Linux 6.x each new anonymous folio goes through folio_add_lru() ->
+//   the per-CPU lru_add folio_batch -> folio_batch_move_lru() under
+//   folio_lruvec_lock_irqsave() (mm/swap.c), and munmap frees it through
+//   folios_put_refs() / release_pages(), which take the lruvec lock again to
+//   take it off the LRU. `pages` is kept below the pcp high of the zone, so
+//   the page allocator's zone->lock is mostly not involved (that is
+//   kernel_zone).
+// - case:file_truncate / file_punch: fallocate1-like (will-it-scale
+//   tests/fallocate1.c writes then truncates a tmpfs file): pwrite `pages`
+//   pages into a memfd (tmpfs: shmem folios added to the file LRU), then
+//   ftruncate(fd, 0) or fallocate(PUNCH_HOLE) releases them
+//   (shmem_undo_range -> truncate_inode_folio -> folio_batch_release). The
+//   file is a memfd: nothing is written outside the process, let alone
+//   outside the run directory. file:private gives each task its own memfd;
+//   file:shared has all tasks write and punch disjoint ranges of one memfd
+//   (the mapping's i_pages xarray lock and the shmem inode's locks shared).
+// Not modelled: reclaim (no memory pressure is created), memcg charging is
+// whatever the run's cgroup does.
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "bench/kernel_tasks.h"
+#include "harness/family.h"
+
+namespace lockline::kernel_lru {
+
+using kernel_tasks::kPage;
+using kernel_tasks::Tasks;
+using kernel_tasks::TaskWindow;
+
+enum class Case { kAnonFault, kFileTruncate, kFilePunch };
+inline const char* CaseName(Case c) {
+  switch (c) {
+    case Case::kAnonFault:
+      return "anon_fault";
+    case Case::kFileTruncate:
+      return "file_truncate";
+    case Case::kFilePunch:
+      return "file_punch";
+  }
+  return "?";
+}
+
+/// Pages per batch: 1 MiB, under this VM's pcp high (~6000 pages) and any
+/// realistic one, so pages come from and go back to the pcp lists.
+inline constexpr std::size_t kDefaultPages = 256;
+/// Fault-count slack per task and window beyond one per page (stack, a libc
+/// page): the check is otherwise exact.
+inline constexpr uint64_t kFaultSlackPerWindow = 8;
+
+struct Config {
+  Case kind = Case::kAnonFault;
+  bool shared_file = false;
+  std::size_t pages = kDefaultPages;
+  Tasks tasks = Tasks::kThreads;
+};
+
+/// The point's workload: see the file comment.
+class LruWorkload : public kernel_tasks::KernelTaskWorkload {
+ public:
+  LruWorkload(Config cfg, int threads)
+      : KernelTaskWorkload(cfg.tasks, threads), cfg_(cfg) {}
+  ~LruWorkload() override {
+    for (int fd : fds_)
+      if (fd >= 0) close(fd);
+    if (buf_) munmap(buf_, cfg_.pages * kPage);
+  }
+
+  void PrepareTasks(int threads) override {
+    if (cfg_.kind == Case::kAnonFault) return;
+    // One source buffer for every task's pwrite (read-only after this).
+    buf_ = static_cast<char*>(mmap(nullptr, cfg_.pages * kPage,
+                                   PROT_READ | PROT_WRITE,
+                                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+    if (buf_ == MAP_FAILED) {
+      buf_ = nullptr;
+      setup_error_ = "mmap of the write buffer failed";
+      return;
+    }
+    std::memset(buf_, 0x5a, cfg_.pages * kPage);
+    const int files = cfg_.shared_file ? 1 : threads;
+    for (int i = 0; i < files; ++i) {
+      const int fd = memfd_create("lockline-kernel_lru", MFD_CLOEXEC);
+      if (fd < 0) {
+        setup_error_ =
+            std::string("memfd_create failed: ") + std::strerror(errno);
+        return;
+      }
+      fds_.push_back(fd);
+    }
+  }
+
+  TaskWindow RunOps(int index, const std::atomic<bool>& stop) override {
+    TaskWindow r;
+    if (cfg_.kind == Case::kAnonFault) {
+      do {
+        const uint64_t n = kernel_tasks::AnonFaultBatch(
+            cfg_.pages, stop, r.error, sizeof r.error);
+        if (n == 0) break;
+        r.ops += n;
+        r.pages += n;
+      } while (!stop.load(std::memory_order_relaxed));
+      return r;
+    }
+    const int fd = fds_[cfg_.shared_file ? 0 : index];
+    const off_t base =
+        cfg_.shared_file
+            ? static_cast<off_t>(index) * static_cast<off_t>(cfg_.pages * kPage)
+            : 0;
+    const std::size_t chunk = 16;  // pages per pwrite; stop checked between
+    do {
+      std::size_t done = 0;
+      while (done < cfg_.pages) {
+        const std::size_t n = std::min(chunk, cfg_.pages - done);
+        const ssize_t w = pwrite(fd, buf_ + done * kPage, n * kPage,
+                                 base + static_cast<off_t>(done * kPage));
+        if (w != static_cast<ssize_t>(n * kPage)) {
+          std::snprintf(r.error, sizeof r.error,
+                        "pwrite of %zu bytes returned %zd: %s", n * kPage, w,
+                        std::strerror(errno));
+          break;
+        }
+        done += n;
+        if (stop.load(std::memory_order_relaxed)) break;
+      }
+      int rc = 0;
+      if (cfg_.kind == Case::kFileTruncate) {
+        rc = ftruncate(fd, 0);
+      } else {
+        rc = fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, base,
+                       static_cast<off_t>(cfg_.pages * kPage));
+      }
+      if (rc != 0 && r.error[0] == 0)
+        std::snprintf(r.error, sizeof r.error, "%s failed: %s",
+                      cfg_.kind == Case::kFileTruncate
+                          ? "ftruncate"
+                          : "fallocate(PUNCH_HOLE)",
+                      std::strerror(errno));
+      r.ops += done;
+      r.pages += done;
+      r.bytes_sent += done * kPage;  // bytes written
+      if (r.error[0] != 0) break;
+    } while (!stop.load(std::memory_order_relaxed));
+    return r;
+  }
+
+  void Report(PointReport& out, double window_seconds, uint64_t ops) override {
+    const TaskWindow s = Total();
+    out.Metric(
+        "pages_per_s",
+        window_seconds > 0 ? static_cast<double>(s.pages) / window_seconds : 0);
+    auto& d = out.details;
+    d["case"] = CaseName(cfg_.kind);
+    d["file"] =
+        cfg_.kind == Case::kAnonFault
+            ? "none"
+            : (cfg_.shared_file ? "shared memfd" : "one memfd per task");
+    d["pages_per_batch"] = cfg_.pages;
+    d["op"] = cfg_.kind == Case::kAnonFault
+                  ? "one 4 KiB page faulted in and unmapped (page_fault1)"
+                  : "one 4 KiB page written to tmpfs and released by " +
+                        std::string(cfg_.kind == Case::kFileTruncate
+                                        ? "ftruncate"
+                                        : "fallocate(PUNCH_HOLE)");
+    d["left_out"] = "reclaim (no memory pressure); memcg as the run's cgroup";
+    ReportCommon(out, window_seconds, ops);
+  }
+
+  /// Exact op accounting: anon_fault: minor faults (getrusage) == pages
+  /// touched (+ kFaultSlackPerWindow per task window); file cases: bytes
+  /// written == pages * 4096 and every file holds 0 blocks afterwards (all
+  /// pages released).
+  std::string Verify() override {
+    std::string e = CommonErrors();
+    if (!e.empty()) return e;
+    for (int i = 0; i < threads_; ++i) {
+      const TaskWindow& t = TaskTotal(i);
+      if (cfg_.kind == Case::kAnonFault) {
+        if (t.minflt < t.pages ||
+            t.minflt > t.pages + kFaultSlackPerWindow *
+                                     static_cast<uint64_t>(TaskWindows(i))) {
+          return "task " + std::to_string(i) + ": " + std::to_string(t.minflt) +
+                 " minor faults for " + std::to_string(t.pages) +
+                 " pages touched";
+        }
+      } else if (t.bytes_sent != t.pages * kPage) {
+        return "task " + std::to_string(i) + ": wrote " +
+               std::to_string(t.bytes_sent) + " bytes for " +
+               std::to_string(t.pages) + " pages";
+      }
+    }
+    for (int fd : fds_) {
+      struct stat st {};
+      if (fstat(fd, &st) != 0) return "fstat of a memfd failed";
+      if (st.st_blocks != 0)
+        return "memfd still holds " + std::to_string(st.st_blocks) +
+               " blocks after truncate / punch";
+    }
+    return "";
+  }
+
+ private:
+  Config cfg_;
+  std::vector<int> fds_;
+  char* buf_ = nullptr;
+};
+
+Variant MakeVariant(Case kind, bool shared_file, Tasks tasks, Suite suite,
+                    std::vector<int> threads) {
+  Variant v;
+  v.params = {
+      {"case", CaseName(kind)},
+      {"file", kind == Case::kAnonFault ? "none"
+                                        : (shared_file ? "shared" : "private")},
+      {"pages", std::to_string(kDefaultPages)},
+      {"tasks", kernel_tasks::TasksName(tasks)}};
+  v.suite = suite;
+  v.threads = std::move(threads);
+  v.description =
+      std::string(kind == Case::kAnonFault
+                      ? "page_fault1: fault in and munmap 1 MiB of private "
+                        "anon memory"
+                      : "fallocate1-like: write 1 MiB to a memfd (tmpfs), "
+                        "then " +
+                            std::string(kind == Case::kFileTruncate
+                                            ? "truncate it"
+                                            : "punch a hole over it")) +
+      (kind == Case::kAnonFault ? ""
+                                : (shared_file ? "; one memfd shared by tasks"
+                                               : "; one memfd per task")) +
+      "; tasks as " + kernel_tasks::TasksName(tasks) +
+      "; kernel lock contention counted and attributed";
+  v.make = [=](const PointEnv& env) -> std::unique_ptr<Workload> {
+    Config cfg{kind, shared_file, kDefaultPages, tasks};
+    return std::make_unique<LruWorkload>(cfg, env.threads);
+  };
+  return v;
+}
+
+/// Default: page_fault1 as threads at 1 and all usable PUs. Full: every case
+/// x tasks over the run's thread counts.
+std::vector<Variant> PlannedVariants(const std::vector<PuInfo>& order) {
+  std::vector<Variant> v;
+  v.push_back(MakeVariant(Case::kAnonFault, false, Tasks::kThreads,
+                          Suite::kDefault, kernel_tasks::OneAndAll(order)));
+  for (Tasks t : {Tasks::kThreads, Tasks::kProcesses}) {
+    if (t == Tasks::kProcesses)
+      v.push_back(MakeVariant(Case::kAnonFault, false, t, Suite::kFull, {}));
+    v.push_back(MakeVariant(Case::kFileTruncate, false, t, Suite::kFull, {}));
+    v.push_back(MakeVariant(Case::kFilePunch, false, t, Suite::kFull, {}));
+    v.push_back(MakeVariant(Case::kFilePunch, true, t, Suite::kFull, {}));
+  }
+  return v;
+}
+
+LOCKLINE_REGISTER_FAMILY(lockline::Family{
+    "kernel_lru",
+    "The running kernel's LRU add/release batching under the lruvec lru_lock: "
+    "page_fault1 and fallocate1-like tmpfs loops, tasks as threads or "
+    "processes, with lock:contention_begin counts attributed by callchain",
+    {},
+    PlannedVariants});
+
+}  // namespace lockline::kernel_lru

@@ -1,0 +1,353 @@
+// kernel_put_page: a loopback TCP stream, the netperf TCP_STREAM shape of the
+// 2006 linux-mm put_page thread (the real-kernel side of question 002, beside
+// the `page_free` model): pages of socket buffers are allocated by the sender
+// (skb page frags, tcp_sendmsg_locked) and freed by the receiver after the copy
+// (skb_release_data -> page_pool / put_page), on another CPU when the pair is
+// on two PUs. Tasks pair up: task 2k sends, task 2k+1 receives, each pinned
+// to its own PU; an unpaired last task (threads:1) sends a message and reads
+// it back itself. 127.0.0.1 only; the connections are made before the first
+// window and reused.
+//
+// One op = one message of `msg` bytes sent, or the same message received:
+// every message counts twice (ops_per_s / 2 = messages/s). MB_per_s is bytes
+// received per second (10^6 bytes). At the end of a window the sender
+// publishes how much it sent and the receiver reads exactly that much, so
+// every window's bytes received == bytes sent, which Verify checks, as well as
+// each message's sequence number (its first 8 bytes) where it arrived whole
+// inside one recv.
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "bench/kernel_tasks.h"
+#include "harness/family.h"
+
+namespace lockline::kernel_put_page {
+
+using kernel_tasks::Tasks;
+using kernel_tasks::TaskWindow;
+
+/// Message size: 16 KiB, netperf's classic send size.
+inline constexpr std::size_t kDefaultMsg = 16384;
+/// A receiver gives up when the sender is done and nothing arrives for this
+/// long (bytes lost: Verify then reports the difference).
+inline constexpr int64_t kDrainTimeoutNs = 2'000'000'000;
+
+/// State one connection's two tasks share (MAP_SHARED: valid across fork).
+struct alignas(64) PairShared {
+  std::atomic<uint64_t> sent{0};      ///< bytes the sender wrote, all windows
+  std::atomic<uint64_t> done_seq{0};  ///< windows the sender has finished
+};
+
+/// The point's workload: see the file comment.
+class PutPageWorkload : public kernel_tasks::KernelTaskWorkload {
+ public:
+  PutPageWorkload(Tasks tasks, int threads, std::size_t msg)
+      : KernelTaskWorkload(tasks, threads), msg_(msg) {}
+  ~PutPageWorkload() override {
+    for (auto& c : conns_) {
+      if (c.send_fd >= 0) close(c.send_fd);
+      if (c.recv_fd >= 0) close(c.recv_fd);
+    }
+    if (shared_) munmap(shared_, SharedBytes());
+    for (char* b : bufs_) munmap(b, msg_);
+  }
+
+  void PrepareTasks(int threads) override {
+    const int n_conns = (threads + 1) / 2;
+    shared_ = static_cast<PairShared*>(mmap(nullptr, SharedBytes(),
+                                            PROT_READ | PROT_WRITE,
+                                            MAP_SHARED | MAP_ANONYMOUS, -1, 0));
+    if (shared_ == MAP_FAILED) {
+      shared_ = nullptr;
+      setup_error_ = "mmap of pair state failed";
+      return;
+    }
+    for (int i = 0; i < n_conns; ++i) new (&shared_[i]) PairShared();
+    for (int i = 0; i < threads; ++i) {
+      char* b = static_cast<char*>(mmap(nullptr, msg_, PROT_READ | PROT_WRITE,
+                                        MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+      if (b == MAP_FAILED) {
+        setup_error_ = "mmap of a message buffer failed";
+        return;
+      }
+      std::memset(b, 0x6b, msg_);
+      bufs_.push_back(b);
+    }
+    window_seq_.assign(static_cast<std::size_t>(threads), 0);
+    received_.assign(static_cast<std::size_t>(threads), 0);
+    for (int i = 0; i < n_conns; ++i) {
+      Conn c;
+      setup_error_ = Connect(&c);
+      conns_.push_back(c);
+      if (!setup_error_.empty()) return;
+    }
+  }
+
+  TaskWindow RunOps(int index, const std::atomic<bool>& stop) override {
+    TaskWindow r;
+    const int pair = index / 2;
+    const Conn& c = conns_[pair];
+    PairShared& ps = shared_[pair];
+    char* buf = bufs_[index];
+    const uint64_t seq = ++window_seq_[index];  // this task's window number
+    const bool alone = index % 2 == 0 && index + 1 == threads_;
+    if (alone) {
+      // Send a message, read it back: both ends on this PU.
+      do {
+        uint64_t mno = ps.sent.load(std::memory_order_relaxed) / msg_;
+        std::memcpy(buf, &mno, sizeof mno);
+        if (!SendAll(c.send_fd, buf, msg_, &r)) break;
+        ps.sent.fetch_add(msg_, std::memory_order_relaxed);
+        r.bytes_sent += msg_;
+        if (!RecvAll(c.recv_fd, buf, msg_, &r)) break;
+        received_[index] += msg_;
+        uint64_t got = 0;
+        std::memcpy(&got, buf, sizeof got);
+        if (got != mno)
+          std::snprintf(r.error, sizeof r.error,
+                        "message %llu arrived with sequence %llu",
+                        static_cast<unsigned long long>(mno),
+                        static_cast<unsigned long long>(got));
+        ++r.checked;
+        r.bytes_received += msg_;
+        r.ops += 2;
+      } while (!stop.load(std::memory_order_relaxed) && r.error[0] == 0);
+      return r;
+    }
+    if (index % 2 == 0) {
+      do {
+        uint64_t mno = ps.sent.load(std::memory_order_relaxed) / msg_;
+        std::memcpy(buf, &mno, sizeof mno);
+        if (!SendAll(c.send_fd, buf, msg_, &r)) break;
+        ps.sent.fetch_add(msg_, std::memory_order_release);
+        r.bytes_sent += msg_;
+        ++r.ops;
+      } while (!stop.load(std::memory_order_relaxed));
+      ps.done_seq.store(seq, std::memory_order_release);
+      return r;
+    }
+    // Receiver: read until the sender has finished this window and every
+    // byte it sent has arrived.
+    uint64_t& pos = received_[index];  // stream offset, all windows
+    int64_t idle_since = -1;
+    for (;;) {
+      const bool done = ps.done_seq.load(std::memory_order_acquire) >= seq;
+      const uint64_t sent = ps.sent.load(std::memory_order_acquire);
+      if (done && pos >= sent) break;
+      const ssize_t n = recv(c.recv_fd, buf, msg_, MSG_DONTWAIT);
+      if (n > 0) {
+        // Sequence headers that lie wholly inside this chunk.
+        const uint64_t lo = pos, hi = pos + static_cast<uint64_t>(n);
+        for (uint64_t m = (lo + msg_ - 1) / msg_ * msg_; m + 8 <= hi;
+             m += msg_) {
+          uint64_t got = 0;
+          std::memcpy(&got, buf + (m - lo), sizeof got);
+          if (got != m / msg_ && r.error[0] == 0)
+            std::snprintf(r.error, sizeof r.error,
+                          "message %llu arrived with sequence %llu",
+                          static_cast<unsigned long long>(m / msg_),
+                          static_cast<unsigned long long>(got));
+          ++r.checked;
+        }
+        pos = hi;
+        r.bytes_received += static_cast<uint64_t>(n);
+        idle_since = -1;
+        continue;
+      }
+      if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) {
+        std::snprintf(r.error, sizeof r.error, "recv failed: %s",
+                      n == 0 ? "connection closed" : std::strerror(errno));
+        break;
+      }
+      if (done) {
+        timespec ts{};
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        const int64_t now = ts.tv_sec * 1'000'000'000ll + ts.tv_nsec;
+        if (idle_since < 0) idle_since = now;
+        if (now - idle_since > kDrainTimeoutNs) {
+          std::snprintf(r.error, sizeof r.error,
+                        "receiver timed out: %llu of %llu bytes arrived",
+                        static_cast<unsigned long long>(pos),
+                        static_cast<unsigned long long>(sent));
+          break;
+        }
+      }
+      pollfd p{c.recv_fd, POLLIN, 0};
+      poll(&p, 1, 1);
+    }
+    // Whole messages completed in this window: its receive ops.
+    r.ops = r.bytes_received / msg_;
+    return r;
+  }
+
+  void Report(PointReport& out, double window_seconds, uint64_t ops) override {
+    const TaskWindow s = Total();
+    out.Metric("MB_per_s", window_seconds > 0
+                               ? static_cast<double>(s.bytes_received) / 1e6 /
+                                     window_seconds
+                               : 0);
+    out.Metric("messages_per_s", window_seconds > 0
+                                     ? static_cast<double>(s.bytes_received) /
+                                           static_cast<double>(msg_) /
+                                           window_seconds
+                                     : 0);
+    out.Metric("bytes_sent", static_cast<double>(s.bytes_sent));
+    out.Metric("bytes_received", static_cast<double>(s.bytes_received));
+    auto& d = out.details;
+    d["msg_bytes"] = msg_;
+    d["connections"] = conns_.size();
+    d["op"] =
+        "one message sent, or one message received (each message counts "
+        "twice)";
+    d["sequence_checked_messages"] = s.checked;
+    d["shape"] =
+        "netperf TCP_STREAM over 127.0.0.1: task 2k sends, task 2k+1 "
+        "receives; an unpaired task sends and reads back itself";
+    ReportCommon(out, window_seconds, ops);
+  }
+
+  /// bytes received == bytes sent, over all tasks and per connection, and no
+  /// sequence header out of place.
+  std::string Verify() override {
+    std::string e = CommonErrors();
+    if (!e.empty()) return e;
+    for (int i = 0; i < threads_; i += 2) {
+      const TaskWindow& snd = TaskTotal(i);
+      const uint64_t got = i + 1 < threads_ ? TaskTotal(i + 1).bytes_received
+                                            : snd.bytes_received;
+      if (got != snd.bytes_sent)
+        return "connection " + std::to_string(i / 2) + ": " +
+               std::to_string(got) + " bytes received, " +
+               std::to_string(snd.bytes_sent) + " sent";
+    }
+    const TaskWindow s = Total();
+    if (s.bytes_received != s.bytes_sent)
+      return std::to_string(s.bytes_received) + " bytes received, " +
+             std::to_string(s.bytes_sent) + " sent";
+    return "";
+  }
+
+ private:
+  struct Conn {
+    int send_fd = -1, recv_fd = -1;
+  };
+
+  std::size_t SharedBytes() const {
+    const std::size_t n = static_cast<std::size_t>((threads_ + 1) / 2);
+    return (n * sizeof(PairShared) + kernel_tasks::kPage - 1) /
+           kernel_tasks::kPage * kernel_tasks::kPage;
+  }
+
+  // A connected 127.0.0.1 TCP pair: listen on an ephemeral port, connect,
+  // accept. "" or the failing call.
+  static std::string Connect(Conn* c) {
+    const int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (l < 0) return std::string("socket: ") + std::strerror(errno);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = 0;
+    socklen_t len = sizeof a;
+    std::string err;
+    if (bind(l, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
+        listen(l, 1) != 0 ||
+        getsockname(l, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
+      err = std::string("bind/listen on 127.0.0.1: ") + std::strerror(errno);
+    } else {
+      c->send_fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+      if (c->send_fd < 0 ||
+          connect(c->send_fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+        err = std::string("connect to 127.0.0.1: ") + std::strerror(errno);
+      } else {
+        c->recv_fd = accept4(l, nullptr, nullptr, SOCK_CLOEXEC);
+        if (c->recv_fd < 0)
+          err = std::string("accept: ") + std::strerror(errno);
+      }
+    }
+    close(l);
+    return err;
+  }
+
+  static bool SendAll(int fd, const char* p, std::size_t n, TaskWindow* r) {
+    while (n > 0) {
+      const ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
+      if (w <= 0) {
+        if (w < 0 && errno == EINTR) continue;
+        std::snprintf(r->error, sizeof r->error, "send failed: %s",
+                      std::strerror(errno));
+        return false;
+      }
+      p += w;
+      n -= static_cast<std::size_t>(w);
+    }
+    return true;
+  }
+
+  static bool RecvAll(int fd, char* p, std::size_t n, TaskWindow* r) {
+    while (n > 0) {
+      const ssize_t g = recv(fd, p, n, MSG_WAITALL);
+      if (g <= 0) {
+        if (g < 0 && errno == EINTR) continue;
+        std::snprintf(r->error, sizeof r->error, "recv failed: %s",
+                      g == 0 ? "connection closed" : std::strerror(errno));
+        return false;
+      }
+      p += g;
+      n -= static_cast<std::size_t>(g);
+    }
+    return true;
+  }
+
+  std::size_t msg_;
+  std::vector<Conn> conns_;
+  std::vector<char*> bufs_;
+  PairShared* shared_ = nullptr;
+  // Per task, touched only by that task (in a child: its own copy).
+  std::vector<uint64_t> window_seq_, received_;
+};
+
+Variant MakeVariant(Tasks tasks, Suite suite, std::vector<int> threads) {
+  Variant v;
+  v.params = {{"msg", std::to_string(kDefaultMsg)},
+              {"tasks", kernel_tasks::TasksName(tasks)}};
+  v.suite = suite;
+  v.threads = std::move(threads);
+  v.description =
+      "netperf TCP_STREAM shape over 127.0.0.1: 16 KiB messages, sender and "
+      "receiver pinned to their own PUs (one PU: send and read back); tasks "
+      "as " +
+      std::string(kernel_tasks::TasksName(tasks));
+  v.make = [=](const PointEnv& env) -> std::unique_ptr<Workload> {
+    return std::make_unique<PutPageWorkload>(tasks, env.threads, kDefaultMsg);
+  };
+  return v;
+}
+
+/// Default: threads at 1 and all usable PUs. Full: processes too, over the
+/// run's thread counts.
+std::vector<Variant> PlannedVariants(const std::vector<PuInfo>& order) {
+  std::vector<Variant> v;
+  v.push_back(MakeVariant(Tasks::kThreads, Suite::kDefault,
+                          kernel_tasks::OneAndAll(order)));
+  v.push_back(MakeVariant(Tasks::kProcesses, Suite::kFull, {}));
+  return v;
+}
+
+LOCKLINE_REGISTER_FAMILY(lockline::Family{
+    "kernel_put_page",
+    "The running kernel's page allocation and put_page on the network path: "
+    "a loopback TCP stream (netperf TCP_STREAM shape), sender and receiver "
+    "on their own PUs, MB/s and bytes received == sent checked",
+    {},
+    PlannedVariants});
+
+}  // namespace lockline::kernel_put_page

@@ -1,0 +1,360 @@
+// Shared machinery of the kernel_* families (issue 18): will-it-scale-style
+// tasks run by lockline's own pinned team threads (`tasks:threads`, one mm) or
+// by one child process per team thread (`tasks:processes`, forked in
+// SetupThread so fork is not timed; the child inherits the thread's PU
+// binding). Each task runs its family's op loop for one window and reports an
+// exact op count plus its own getrusage (RUSAGE_THREAD for threads,
+// RUSAGE_SELF of the child). Kernel lock evidence (harness/kernel_probe.h) is
+// enabled only around the task's own work: a thread's counters are opened on
+// itself, a child's by its team thread (which owns the fds and the sample
+// ring), so no inherited counters and no decoding in the child.
+//
+// Children run only async-signal-safe code (the op loops make syscalls and
+// touch memory prepared before fork), since the harness is multithreaded.
+#pragma once
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <new>
+#include <string>
+#include <vector>
+
+#include "harness/family.h"
+#include "harness/kernel_probe.h"
+
+namespace lockline::kernel_tasks {
+
+inline constexpr std::size_t kPage = 4096;
+
+/// Every how many contention_begin events one callchain sample is taken: 1
+/// samples every event (exact attribution, but a kernel stack walk per
+/// contended lock acquisition perturbs what is measured); 4 keeps the
+/// perturbation small while contended points still give hundreds of samples.
+inline constexpr uint64_t kSamplePeriod = 4;
+/// Task-clock sampling period of the spin profile: 100 us (10 000 samples
+/// per task-second; a 256 KiB ring holds ~2000 samples per window).
+inline constexpr uint64_t kSpinPeriodNs = 100'000;
+
+enum class Tasks { kThreads, kProcesses };
+inline const char* TasksName(Tasks t) {
+  return t == Tasks::kThreads ? "threads" : "processes";
+}
+
+/// What one task did in one window. A plain struct: children send it through
+/// a pipe.
+struct TaskWindow {
+  uint64_t ops = 0;     ///< the family's operations
+  uint64_t pages = 0;   ///< 4 KiB pages allocated and freed (lru, zone)
+  uint64_t minflt = 0;  ///< getrusage minor faults over the op loop
+  uint64_t bytes_sent = 0, bytes_received = 0;  ///< put_page
+  uint64_t checked = 0;  ///< messages whose sequence header was checked
+  double user_s = 0, sys_s = 0;
+  char error[160] = {};
+
+  void Add(const TaskWindow& o) {
+    ops += o.ops;
+    pages += o.pages;
+    minflt += o.minflt;
+    bytes_sent += o.bytes_sent;
+    bytes_received += o.bytes_received;
+    checked += o.checked;
+    user_s += o.user_s;
+    sys_s += o.sys_s;
+    if (error[0] == 0 && o.error[0] != 0)
+      std::memcpy(error, o.error, sizeof(error));
+  }
+};
+
+inline double TvSeconds(const timeval& tv) {
+  return static_cast<double>(tv.tv_sec) +
+         static_cast<double>(tv.tv_usec) * 1e-6;
+}
+
+/// Faults in `pages` 4 KiB pages of a fresh private anonymous mapping (THP
+/// off: MADV_NOHUGEPAGE) one store per page, then munmaps it: the
+/// page_fault1 loop of will-it-scale (tests/page_fault1.c), one op per page.
+/// Checks `stop` every 64 pages; a stopped batch is still unmapped (its
+/// pages freed) before returning. Returns the pages touched, or sets `err`.
+/// Async-signal-safe.
+inline uint64_t AnonFaultBatch(std::size_t pages, const std::atomic<bool>& stop,
+                               char* err, std::size_t errlen) {
+  const std::size_t bytes = pages * kPage;
+  void* m = mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (m == MAP_FAILED) {
+    std::snprintf(err, errlen, "mmap of %zu bytes failed: %s", bytes,
+                  std::strerror(errno));
+    return 0;
+  }
+  madvise(m, bytes, MADV_NOHUGEPAGE);
+  char* p = static_cast<char*>(m);
+  std::size_t i = 0;
+  for (; i < pages; ++i) {
+    *reinterpret_cast<volatile char*>(p + i * kPage) = 1;
+    if ((i & 63) == 63 && stop.load(std::memory_order_relaxed)) {
+      ++i;
+      break;
+    }
+  }
+  munmap(m, bytes);
+  return i;
+}
+
+/// A workload whose tasks run a family's op loop (RunOps) as threads or
+/// child processes, with kernel evidence around each task's work.
+class KernelTaskWorkload : public Workload {
+ public:
+  KernelTaskWorkload(Tasks tasks, int threads)
+      : tasks_(tasks),
+        threads_(threads),
+        evidence_(threads, kSamplePeriod, kSpinPeriodNs),
+        state_(static_cast<std::size_t>(threads)) {}
+  ~KernelTaskWorkload() override {
+    for (auto& t : state_) StopChild(t);
+    if (shared_) munmap(shared_, SharedBytes());
+  }
+
+  bool shares_lines() const { return false; }
+
+  /// The op loop of task `index` for one window: runs until `stop`, returns
+  /// what it did. In tasks:processes it runs in the child (async-signal-safe
+  /// code only).
+  virtual TaskWindow RunOps(int index, const std::atomic<bool>& stop) = 0;
+
+  /// Family set-up before the team's tasks start (memfds, sockets, buffers:
+  /// everything a child must inherit). Called from Prepare.
+  virtual void PrepareTasks(int /*threads*/) {}
+
+  void Prepare(int threads) override {
+    threads_ = threads;
+    shared_ = static_cast<std::atomic<bool>*>(
+        mmap(nullptr, SharedBytes(), PROT_READ | PROT_WRITE,
+             MAP_SHARED | MAP_ANONYMOUS, -1, 0));
+    if (shared_ == MAP_FAILED) {
+      shared_ = nullptr;
+      setup_error_ = std::string("mmap of shared stop flags failed: ") +
+                     std::strerror(errno);
+      return;
+    }
+    for (int i = 0; i < threads; ++i)
+      new (&shared_[i]) std::atomic<bool>(false);
+    PrepareTasks(threads);
+  }
+
+  void SetupThread(const ThreadCtx& ctx) override {
+    if (!setup_error_.empty()) return;
+    TaskState& t = state_[ctx.index];
+    if (tasks_ == Tasks::kProcesses) {
+      StartChild(ctx.index, t);
+      if (t.child > 0) evidence_.OpenTask(ctx.index, t.child);
+    } else {
+      evidence_.OpenTask(ctx.index, 0);
+    }
+  }
+
+  uint64_t RunWindow(const ThreadCtx& ctx,
+                     const std::atomic<bool>& stop) override {
+    if (!setup_error_.empty()) return 0;
+    TaskState& t = state_[ctx.index];
+    if (ctx.index == 0) evidence_.VmstatBegin();
+    TaskWindow r;
+    evidence_.Begin(ctx.index);
+    if (tasks_ == Tasks::kProcesses) {
+      r = RunInChild(ctx.index, t, stop);
+    } else {
+      rusage a{}, b{};
+      getrusage(RUSAGE_THREAD, &a);
+      r = RunOps(ctx.index, stop);
+      getrusage(RUSAGE_THREAD, &b);
+      r.minflt = static_cast<uint64_t>(b.ru_minflt - a.ru_minflt);
+      r.user_s = TvSeconds(b.ru_utime) - TvSeconds(a.ru_utime);
+      r.sys_s = TvSeconds(b.ru_stime) - TvSeconds(a.ru_stime);
+    }
+    evidence_.End(ctx.index);
+    if (ctx.index == 0) evidence_.VmstatEnd();
+    t.total.Add(r);
+    ++t.windows;
+    return r.ops;
+  }
+
+  void TeardownThread(const ThreadCtx& ctx) override {
+    evidence_.CloseTask(ctx.index);
+    StopChild(state_[ctx.index]);
+  }
+
+  /// Sum of all tasks' windows so far.
+  TaskWindow Total() const {
+    TaskWindow s;
+    for (const auto& t : state_) s.Add(t.total);
+    return s;
+  }
+  const TaskWindow& TaskTotal(int i) const { return state_[i].total; }
+  int TaskWindows(int i) const { return state_[i].windows; }
+  const kernel::KernelEvidence& evidence() const { return evidence_; }
+
+  /// Common report: ops and rusage totals, per-task counts, kernel evidence.
+  void ReportCommon(PointReport& out, double window_seconds, uint64_t ops) {
+    const TaskWindow s = Total();
+    out.Metric("user_s", s.user_s);
+    out.Metric("system_s", s.sys_s);
+    out.Metric("minor_faults", static_cast<double>(s.minflt));
+    auto& d = out.details;
+    d["tasks"] = TasksName(tasks_);
+    nlohmann::json per = nlohmann::json::array();
+    for (const auto& t : state_)
+      per.push_back({{"ops", t.total.ops},
+                     {"pages", t.total.pages},
+                     {"minor_faults", t.total.minflt},
+                     {"user_s", t.total.user_s},
+                     {"system_s", t.total.sys_s}});
+    d["per_task"] = per;
+    if (tasks_ == Tasks::kProcesses)
+      d["counters_note"] =
+          "the row's perf counters (task-clock, page-faults ...) and cpu_util "
+          "are the team threads', which sleep while their child processes "
+          "work; the children's time is user_s / system_s";
+    (void)window_seconds;
+    evidence_.Report(d, out.metrics, ops);
+  }
+
+  /// "" or the first task error / setup error.
+  std::string CommonErrors() const {
+    if (!setup_error_.empty()) return setup_error_;
+    const TaskWindow s = Total();
+    if (s.error[0] != 0) return s.error;
+    return "";
+  }
+
+ protected:
+  Tasks tasks_;
+  int threads_;
+  std::string setup_error_;
+
+ private:
+  struct TaskState {
+    TaskWindow total;
+    int windows = 0;
+    pid_t child = -1;
+    int cmd_fd = -1, result_fd = -1;
+  };
+  enum : int { kCmdExit = 0, kCmdRun = 1 };
+
+  std::size_t SharedBytes() const {
+    return (static_cast<std::size_t>(threads_) * sizeof(std::atomic<bool>) +
+            kPage - 1) /
+           kPage * kPage;
+  }
+
+  // Forks the task's child: it dies with its parent (PR_SET_PDEATHSIG), waits
+  // for kCmdRun, runs RunOps against its shared stop flag and writes the
+  // result back.
+  void StartChild(int index, TaskState& t) {
+    int cmd[2], res[2];
+    if (pipe2(cmd, O_CLOEXEC) != 0 || pipe2(res, O_CLOEXEC) != 0) {
+      std::snprintf(t.total.error, sizeof(t.total.error), "pipe failed: %s",
+                    std::strerror(errno));
+      return;
+    }
+    const pid_t parent = getpid();
+    const pid_t pid = fork();
+    if (pid < 0) {
+      std::snprintf(t.total.error, sizeof(t.total.error), "fork failed: %s",
+                    std::strerror(errno));
+      close(cmd[0]), close(cmd[1]), close(res[0]), close(res[1]);
+      return;
+    }
+    if (pid == 0) {
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (getppid() != parent) _exit(0);
+      close(cmd[1]);
+      close(res[0]);
+      for (;;) {
+        int c = kCmdExit;
+        if (read(cmd[0], &c, sizeof c) != static_cast<ssize_t>(sizeof c) ||
+            c != kCmdRun)
+          _exit(0);
+        rusage a{}, b{};
+        getrusage(RUSAGE_SELF, &a);
+        TaskWindow r = RunOps(index, shared_[index]);
+        getrusage(RUSAGE_SELF, &b);
+        r.minflt = static_cast<uint64_t>(b.ru_minflt - a.ru_minflt);
+        r.user_s = TvSeconds(b.ru_utime) - TvSeconds(a.ru_utime);
+        r.sys_s = TvSeconds(b.ru_stime) - TvSeconds(a.ru_stime);
+        if (write(res[1], &r, sizeof r) != static_cast<ssize_t>(sizeof r))
+          _exit(1);
+      }
+    }
+    close(cmd[0]);
+    close(res[1]);
+    t.child = pid;
+    t.cmd_fd = cmd[1];
+    t.result_fd = res[0];
+  }
+
+  // The team thread's side of a child's window: start it, sleep until the
+  // harness's stop flag (200 us polls: the child owns the PU), stop it, read
+  // its result.
+  TaskWindow RunInChild(int index, TaskState& t,
+                        const std::atomic<bool>& stop) {
+    TaskWindow r;
+    if (t.child < 0) {
+      std::snprintf(r.error, sizeof(r.error), "task %d has no child process",
+                    index);
+      return r;
+    }
+    shared_[index].store(false, std::memory_order_relaxed);
+    const int c = kCmdRun;
+    if (write(t.cmd_fd, &c, sizeof c) != static_cast<ssize_t>(sizeof c)) {
+      std::snprintf(r.error, sizeof(r.error), "child %d: write failed",
+                    static_cast<int>(t.child));
+      return r;
+    }
+    const timespec nap{0, 200'000};
+    while (!stop.load(std::memory_order_relaxed)) nanosleep(&nap, nullptr);
+    shared_[index].store(true, std::memory_order_relaxed);
+    if (read(t.result_fd, &r, sizeof r) != static_cast<ssize_t>(sizeof r)) {
+      r = TaskWindow{};
+      std::snprintf(r.error, sizeof(r.error), "child task %d did not report",
+                    static_cast<int>(t.child));
+    }
+    return r;
+  }
+
+  static void StopChild(TaskState& t) {
+    if (t.child < 0) return;
+    const int c = kCmdExit;
+    if (write(t.cmd_fd, &c, sizeof c) != static_cast<ssize_t>(sizeof c))
+      kill(t.child, SIGKILL);
+    int status = 0;
+    waitpid(t.child, &status, 0);
+    close(t.cmd_fd);
+    close(t.result_fd);
+    t.child = -1;
+  }
+
+  kernel::KernelEvidence evidence_;
+  std::vector<TaskState> state_;
+  std::atomic<bool>* shared_ = nullptr;
+};
+
+/// Thread counts of a default kernel point: 1 and all usable PUs.
+inline std::vector<int> OneAndAll(const std::vector<PuInfo>& order) {
+  const int n = static_cast<int>(order.size());
+  if (n <= 1) return {1};
+  return {1, n};
+}
+
+}  // namespace lockline::kernel_tasks

@@ -1,0 +1,217 @@
+// kernel_zone: order-0 page allocation and free through the running kernel's
+// pcp lists and zone->lock (the real-kernel side of question 001, beside the
+// `zone_lock` model). One op = one 4 KiB page faulted in (allocated: Linux
+// 6.x mm/page_alloc.c rmqueue() -> rmqueue_pcplist() -> __rmqueue_pcplist(),
+// which refills an empty pcp list with rmqueue_bulk(): `batch` pages under
+// spin_lock_irqsave(&zone->lock)) and unmapped again (freed:
+// free_unref_folios() -> free_unref_page_commit(), which sends pages above
+// pcp->high back with free_pcppages_bulk() under zone->lock). Each task maps
+// batches of 2 x the zone's pcp high (read from /proc/zoneinfo when the point
+// is prepared), so every batch drains its CPU's pcp list on the way in and
+// overflows it on the way out: both sides take zone->lock every `batch`
+// pages. Tasks as threads also share one mm (mmap_lock, page-table locks);
+// as processes only the allocator.
+//
+// high_fraction: vm.percpu_pagelist_high_fraction (Linux 5.14+), "default"
+// leaves it alone (0: the kernel sizes and, 6.7+, auto-tunes pcp high between
+// high_min and high_max); a number sets it for the point (root only; the old
+// value is registered with harness/restore.h before the write and restored
+// when the point ends, and by the signal handler on SIGINT / SIGTERM).
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "bench/kernel_tasks.h"
+#include "harness/family.h"
+#include "harness/kernel_probe.h"
+#include "harness/provenance.h"
+#include "harness/restore.h"
+
+namespace lockline::kernel_zone {
+
+using kernel_tasks::kPage;
+using kernel_tasks::Tasks;
+using kernel_tasks::TaskWindow;
+
+inline constexpr const char* kFractionPath =
+    "/proc/sys/vm/percpu_pagelist_high_fraction";
+/// Batch when /proc/zoneinfo is unreadable: 2 x a typical high of 4 MiB.
+inline constexpr std::size_t kFallbackBatchPages = 2048;
+/// Upper bound on a batch: 256 MiB per task (high_max of big zones can be
+/// tens of thousands of pages; the batch only needs to exceed `high`).
+inline constexpr std::size_t kMaxBatchPages = 65536;
+inline constexpr uint64_t kFaultSlackPerWindow = 8;
+
+/// Writes `value` to a procfs file; "" or the error.
+inline std::string WriteProc(const std::string& path,
+                             const std::string& value) {
+  const int fd = open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return path + ": " + std::strerror(errno);
+  const ssize_t n = write(fd, value.data(), value.size());
+  const int err = errno;
+  close(fd);
+  if (n != static_cast<ssize_t>(value.size()))
+    return "writing " + value + " to " + path + ": " + std::strerror(err);
+  return "";
+}
+
+/// Pages per batch for the current pcp state: 2 x the largest pcp high over
+/// CPUs of the main zone (the one anonymous faults are served from), clamped
+/// to [2 x batch, kMaxBatchPages].
+inline std::size_t BatchPages(const std::vector<kernel::ZonePcp>& zones) {
+  const kernel::ZonePcp* z = kernel::MainZone(zones);
+  if (!z || z->high_max_cpu == 0) return kFallbackBatchPages;
+  std::size_t pages = 2 * z->high_max_cpu;
+  pages = std::max<std::size_t>(pages, 2 * z->batch);
+  return std::min(pages, kMaxBatchPages);
+}
+
+struct Config {
+  std::string high_fraction = "default";
+  Tasks tasks = Tasks::kThreads;
+};
+
+/// The point's workload: see the file comment.
+class ZoneWorkload : public kernel_tasks::KernelTaskWorkload {
+ public:
+  ZoneWorkload(Config cfg, int threads)
+      : KernelTaskWorkload(cfg.tasks, threads), cfg_(std::move(cfg)) {}
+  ~ZoneWorkload() override {
+    // Normal end of the point: put the sysctl back (the signal handler does
+    // the same on SIGINT / SIGTERM).
+    RestoreAll();
+  }
+
+  void PrepareTasks(int /*threads*/) override {
+    if (cfg_.high_fraction != "default") {
+      old_fraction_ = ReadSmallFile(kFractionPath);
+      if (old_fraction_.empty()) {
+        setup_error_ = std::string(kFractionPath) +
+                       " is missing or unreadable (Linux 5.14+ has it)";
+        return;
+      }
+      if (geteuid() != 0) {
+        setup_error_ = "high_fraction:" + cfg_.high_fraction +
+                       " needs root to write " + kFractionPath +
+                       " (run as root, or use high_fraction:default)";
+        return;
+      }
+      RegisterRestore(kFractionPath, old_fraction_);
+      const std::string e = WriteProc(kFractionPath, cfg_.high_fraction);
+      if (!e.empty()) {
+        setup_error_ = e;
+        return;
+      }
+      set_here_ = true;
+    }
+    zones_ = kernel::ReadZonePcp();
+    batch_pages_ = BatchPages(zones_);
+  }
+
+  TaskWindow RunOps(int /*index*/, const std::atomic<bool>& stop) override {
+    TaskWindow r;
+    do {
+      const uint64_t n = kernel_tasks::AnonFaultBatch(batch_pages_, stop,
+                                                      r.error, sizeof r.error);
+      if (n == 0) break;
+      r.ops += n;
+      r.pages += n;
+    } while (!stop.load(std::memory_order_relaxed));
+    return r;
+  }
+
+  void Report(PointReport& out, double window_seconds, uint64_t ops) override {
+    const TaskWindow s = Total();
+    out.Metric(
+        "pages_per_s",
+        window_seconds > 0 ? static_cast<double>(s.pages) / window_seconds : 0);
+    out.Metric("batch_pages", static_cast<double>(batch_pages_));
+    auto& d = out.details;
+    d["op"] = "one 4 KiB page faulted in and unmapped, in batches of " +
+              std::to_string(batch_pages_) +
+              " pages (2 x pcp high of the main zone)";
+    d["high_fraction"] = cfg_.high_fraction;
+    if (set_here_) d["high_fraction_restored_to"] = old_fraction_;
+    if (const kernel::ZonePcp* z = kernel::MainZone(zones_))
+      d["main_zone"] = z->zone;
+    d["pcp_at_prepare"] = kernel::ZonePcpJson(zones_);
+    d["left_out"] =
+        "pcp high auto-tuning (6.7+) may raise high while a point runs; "
+        "the batch is sized from high at prepare time";
+    ReportCommon(out, window_seconds, ops);
+  }
+
+  /// Exact op accounting: minor faults (getrusage) == pages faulted in
+  /// (+ kFaultSlackPerWindow per task window).
+  std::string Verify() override {
+    std::string e = CommonErrors();
+    if (!e.empty()) return e;
+    for (int i = 0; i < threads_; ++i) {
+      const TaskWindow& t = TaskTotal(i);
+      const uint64_t slack =
+          kFaultSlackPerWindow * static_cast<uint64_t>(TaskWindows(i));
+      if (t.minflt < t.pages || t.minflt > t.pages + slack)
+        return "task " + std::to_string(i) + ": " + std::to_string(t.minflt) +
+               " minor faults for " + std::to_string(t.pages) +
+               " pages touched";
+    }
+    return "";
+  }
+
+  std::size_t batch_pages() const { return batch_pages_; }
+
+ private:
+  Config cfg_;
+  std::vector<kernel::ZonePcp> zones_;
+  std::size_t batch_pages_ = kFallbackBatchPages;
+  std::string old_fraction_;
+  bool set_here_ = false;
+};
+
+Variant MakeVariant(const std::string& fraction, Tasks tasks, Suite suite,
+                    std::vector<int> threads) {
+  Variant v;
+  v.params = {{"batch", "2xhigh"},
+              {"high_fraction", fraction},
+              {"tasks", kernel_tasks::TasksName(tasks)}};
+  v.suite = suite;
+  v.threads = std::move(threads);
+  v.description =
+      "order-0 alloc/free through pcp and zone->lock: fault in and munmap "
+      "batches of 2 x pcp high of private anon memory; "
+      "vm.percpu_pagelist_high_fraction " +
+      (fraction == "default" ? std::string("untouched")
+                             : fraction + " (root; restored)") +
+      "; tasks as " + kernel_tasks::TasksName(tasks);
+  v.make = [=](const PointEnv& env) -> std::unique_ptr<Workload> {
+    return std::make_unique<ZoneWorkload>(Config{fraction, tasks}, env.threads);
+  };
+  return v;
+}
+
+/// Default: high_fraction untouched, threads, at 1 and all usable PUs. Full:
+/// processes too, and vm.percpu_pagelist_high_fraction swept over 8 (the
+/// kernel's minimum: the largest pcp high), 64 and 1024 (small pcp lists).
+std::vector<Variant> PlannedVariants(const std::vector<PuInfo>& order) {
+  std::vector<Variant> v;
+  v.push_back(MakeVariant("default", Tasks::kThreads, Suite::kDefault,
+                          kernel_tasks::OneAndAll(order)));
+  v.push_back(MakeVariant("default", Tasks::kProcesses, Suite::kFull, {}));
+  for (const char* f : {"8", "64", "1024"})
+    for (Tasks t : {Tasks::kThreads, Tasks::kProcesses})
+      v.push_back(MakeVariant(f, t, Suite::kFull, {}));
+  return v;
+}
+
+LOCKLINE_REGISTER_FAMILY(lockline::Family{
+    "kernel_zone",
+    "The running kernel's order-0 allocation and free through pcp lists and "
+    "zone->lock: anonymous fault + munmap in batches of 2 x pcp high, "
+    "vm.percpu_pagelist_high_fraction swept (root), contention attributed",
+    {},
+    PlannedVariants});
+
+}  // namespace lockline::kernel_zone

@@ -1,0 +1,883 @@
+#include "harness/kernel_probe.h"
+
+#include <fcntl.h>
+#include <linux/perf_event.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+
+#include "harness/counters.h"
+#include "harness/provenance.h"
+
+namespace lockline::kernel {
+namespace {
+
+constexpr std::size_t kRingDataPages = 16;  // 64 KiB of samples per task
+constexpr uint16_t kMaxStack = 32;
+
+bool StartsWith(const std::string& s, const char* p) {
+  return s.rfind(p, 0) == 0;
+}
+
+int ReadIdFile(const std::string& path) {
+  const std::string s = ReadSmallFile(path);
+  if (s.empty()) return -1;
+  try {
+    return std::stoi(s);
+  } catch (...) {
+    return -1;
+  }
+}
+
+bool IsDir(const std::string& p) {
+  struct stat st {};
+  return stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+// True when `dir` is a mounted tracefs (it has events/).
+bool HasEvents(const std::string& dir) { return IsDir(dir + "/events"); }
+
+long PerfOpen(perf_event_attr* attr, pid_t pid, int group) {
+  return syscall(SYS_perf_event_open, attr, pid, -1, group,
+                 PERF_FLAG_FD_CLOEXEC);
+}
+
+perf_event_attr TracepointAttr(int id) {
+  perf_event_attr a{};
+  a.size = sizeof(a);
+  a.type = PERF_TYPE_TRACEPOINT;
+  a.config = static_cast<uint64_t>(id);
+  a.disabled = 1;
+  a.exclude_hv = 1;
+  return a;
+}
+
+}  // namespace
+
+TracepointInfo FindTracepointsIn(const std::string& dir) {
+  TracepointInfo t;
+  t.tracefs = dir;
+  const std::string base = dir + "/events/lock/";
+  if (!IsDir(base + "contention_begin")) {
+    t.reason = "no lock:contention_begin under " + dir +
+               "/events (kernel before 5.19, or tracepoints compiled out)";
+    return t;
+  }
+  t.begin_id = ReadIdFile(base + "contention_begin/id");
+  t.end_id = ReadIdFile(base + "contention_end/id");
+  if (!t.available()) {
+    t.begin_id = t.end_id = -1;
+    t.reason = "cannot read " + base + "contention_begin/id (tracefs is " +
+               "readable by root only)";
+  }
+  return t;
+}
+
+const TracepointInfo& ContentionTracepoints() {
+  static const TracepointInfo info = [] {
+    TracepointInfo t;
+    for (const char* d : {"/sys/kernel/tracing", "/sys/kernel/debug/tracing"}) {
+      if (HasEvents(d)) return FindTracepointsIn(d);
+      if (errno == EACCES) {
+        t.reason = std::string(d) +
+                   " is not accessible: permission denied (tracefs is "
+                   "root-only; run as root)";
+        return t;
+      }
+    }
+    if (geteuid() != 0) {
+      t.reason =
+          "tracefs is not mounted and mounting it needs root "
+          "(mount -t tracefs nodev /sys/kernel/tracing)";
+      return t;
+    }
+    if (mount("nodev", "/sys/kernel/tracing", "tracefs", 0, nullptr) != 0) {
+      t.reason =
+          std::string("mounting tracefs at /sys/kernel/tracing failed: ") +
+          std::strerror(errno);
+      return t;
+    }
+    t = FindTracepointsIn("/sys/kernel/tracing");
+    t.mounted_here = true;
+    return t;
+  }();
+  return info;
+}
+
+LockClass ClassifyChain(const std::vector<std::string>& chain,
+                        std::string* caller) {
+  static const char* const kSkip[] = {"_raw_spin",     "_raw_read",
+                                      "_raw_write",    "queued_",
+                                      "native_queued", "__pv_queued",
+                                      "pv_queued",     "do_raw_",
+                                      "perf_",         "__perf",
+                                      "trace_",        "__trace",
+                                      "__bpf_trace",   "__traceiter",
+                                      "rwsem_down",    "__rwsem",
+                                      "down_read",     "down_write",
+                                      "__down",        "mutex_lock",
+                                      "__mutex_lock",  "mutex_spin_on_owner",
+                                      "osq_lock",      "rt_spin",
+                                      "rwbase_",       "lock_contended",
+                                      "__lock_text",   "preempt_schedule",
+                                      "asm_",          "spin_lock",
+                                      "rt_mutex",      "percpu_down"};
+  // mm/page_alloc.c (6.x): the zone->lock holders.
+  static const char* const kZone[] = {"rmqueue_bulk",
+                                      "rmqueue_buddy",
+                                      "__rmqueue_pcplist",
+                                      "rmqueue_pcplist",
+                                      "free_pcppages_bulk",
+                                      "free_one_page",
+                                      "__free_pages_ok",
+                                      "free_unref_page",
+                                      "free_frozen_page",
+                                      "__free_one_page",
+                                      "drain_zone_pages",
+                                      "drain_pages_zone",
+                                      "decay_pcp_high",
+                                      "alloc_pages_bulk",
+                                      "__alloc_pages_bulk",
+                                      "reserve_highatomic",
+                                      "unreserve_highatomic",
+                                      "steal_suitable",
+                                      "move_freepages",
+                                      "__rmqueue",
+                                      "rmqueue"};
+  // mm/swap.c, mm/memcontrol.c, mm/vmscan.c (6.x): lruvec->lru_lock holders.
+  static const char* const kLru[] = {
+      "folio_lruvec_lock",    "folio_lruvec_relock",
+      "lruvec_lock",          "lru_add",
+      "folio_batch_move_lru", "folios_put_refs",
+      "release_pages",        "__page_cache_release",
+      "page_cache_release",   "lru_note_cost",
+      "isolate_lru_folios",   "folio_isolate_lru",
+      "move_folios_to_lru",   "shrink_active_list",
+      "shrink_inactive_list", "lru_move_tail",
+      "lru_deactivate",       "lru_activate",
+      "lru_lazyfree",         "__munlock",
+      "mlock_folio",          "lru_gen_",
+      "__folio_put",          "folio_activate"};
+  std::size_t i = 0;
+  while (i < chain.size()) {
+    bool skip = false;
+    for (const char* p : kSkip)
+      if (StartsWith(chain[i], p)) skip = true;
+    if (!skip) break;
+    ++i;
+  }
+  if (caller) *caller = i < chain.size() ? chain[i] : "";
+  for (std::size_t j = i; j < chain.size(); ++j) {
+    for (const char* p : kZone)
+      if (StartsWith(chain[j], p)) return LockClass::kZone;
+    for (const char* p : kLru)
+      if (StartsWith(chain[j], p)) return LockClass::kLru;
+  }
+  return LockClass::kOther;
+}
+
+KernelSymbols::KernelSymbols(const std::string& text) {
+  std::istringstream in(text);
+  std::string line;
+  std::vector<std::pair<uint64_t, std::string>> syms;
+  bool all_zero = true;
+  while (std::getline(in, line)) {
+    char type = 0;
+    char name[256];
+    unsigned long long addr = 0;
+    if (std::sscanf(line.c_str(), "%llx %c %255s", &addr, &type, name) != 3)
+      continue;
+    if (addr != 0) all_zero = false;
+    if (type != 't' && type != 'T' && type != 'W' && type != 'w') continue;
+    syms.emplace_back(addr, name);
+  }
+  if (syms.empty() || all_zero) {
+    reason_ = syms.empty() ? "no text symbols in /proc/kallsyms"
+                           : "/proc/kallsyms shows 0 addresses "
+                             "(kptr_restrict; readable as root)";
+    return;
+  }
+  std::sort(syms.begin(), syms.end());
+  for (auto& [a, n] : syms) {
+    addrs_.push_back(a);
+    names_.push_back(std::move(n));
+  }
+}
+
+const KernelSymbols& KernelSymbols::Get() {
+  static const KernelSymbols syms = [] {
+    std::ifstream in("/proc/kallsyms");
+    if (!in) {
+      KernelSymbols s;
+      s.reason_ = "cannot read /proc/kallsyms";
+      return s;
+    }
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return KernelSymbols(ss.str());
+  }();
+  return syms;
+}
+
+const std::string& KernelSymbols::Lookup(uint64_t addr) const {
+  static const std::string unknown = "?";
+  auto it = std::upper_bound(addrs_.begin(), addrs_.end(), addr);
+  if (it == addrs_.begin()) return unknown;
+  return names_[static_cast<std::size_t>(it - addrs_.begin()) - 1];
+}
+
+void ContentionTally::Add(const ContentionTally& o) {
+  begin += o.begin;
+  end += o.end;
+  samples += o.samples;
+  lost += o.lost;
+  zone += o.zone;
+  lru += o.lru;
+  other += o.other;
+  for (const auto& [k, v] : o.callers) callers[k] += v;
+  clock_samples += o.clock_samples;
+  clock_kernel += o.clock_kernel;
+  spin_zone += o.spin_zone;
+  spin_lru += o.spin_lru;
+  spin_other += o.spin_other;
+  for (const auto& [k, v] : o.spin_callers) spin_callers[k] += v;
+}
+
+bool IsSpinChain(const std::vector<std::string>& chain) {
+  static const char* const kSpin[] = {"native_queued_spin_lock_slowpath",
+                                      "__pv_queued_spin_lock_slowpath",
+                                      "queued_spin_lock_slowpath",
+                                      "pv_queued_spin_lock_slowpath",
+                                      "_raw_spin_lock",
+                                      "queued_read_lock_slowpath",
+                                      "queued_write_lock_slowpath",
+                                      "do_raw_spin_lock",
+                                      "virt_spin_lock"};
+  for (std::size_t i = 0; i < chain.size() && i < 3; ++i)
+    for (const char* p : kSpin)
+      if (StartsWith(chain[i], p)) return true;
+  return false;
+}
+
+namespace {
+
+void CloseRing(SampleRing& r) {
+  if (r.map) munmap(r.map, r.bytes);
+  r.map = nullptr;
+  if (r.fd >= 0) close(r.fd);
+  r.fd = -1;
+}
+
+// Opens `a` for `pid` with a ring of `pages` data pages; "" or why not.
+std::string OpenRing(perf_event_attr& a, pid_t pid, std::size_t pages,
+                     SampleRing* r) {
+  r->fd = static_cast<int>(PerfOpen(&a, pid, -1));
+  if (r->fd < 0) {
+    const int err = errno;
+    return ExplainPerfOpenError(err, false, true, KernelHasHardwarePmu(),
+                                PerfEventParanoid());
+  }
+  r->bytes = (pages + 1) * static_cast<std::size_t>(getpagesize());
+  r->map =
+      mmap(nullptr, r->bytes, PROT_READ | PROT_WRITE, MAP_SHARED, r->fd, 0);
+  if (r->map == MAP_FAILED) {
+    r->map = nullptr;
+    const int err = errno;
+    CloseRing(*r);
+    return std::string("mmap of the sample ring: ") + std::strerror(err);
+  }
+  return "";
+}
+
+// Reads every record in the ring: samples (PERF_SAMPLE_CALLCHAIN only) go to
+// `on_chain` as kernel function names, innermost first (user frames and
+// context markers dropped; `*user` set when the sample's first frame is not
+// in the kernel); lost records add to *lost.
+template <typename F>
+void DrainRing(SampleRing& r, uint64_t* lost, F on_chain) {
+  if (!r.map) return;
+  auto* meta = static_cast<perf_event_mmap_page*>(r.map);
+  const uint64_t page = static_cast<uint64_t>(getpagesize());
+  const uint64_t size = meta->data_size ? meta->data_size : r.bytes - page;
+  const uint64_t off = meta->data_offset ? meta->data_offset : page;
+  const char* data = static_cast<const char*>(r.map) + off;
+  const uint64_t head = __atomic_load_n(&meta->data_head, __ATOMIC_ACQUIRE);
+  uint64_t tail = meta->data_tail;
+  const KernelSymbols& syms = KernelSymbols::Get();
+  std::vector<char> rec;
+  std::vector<std::string> names;
+  while (tail < head) {
+    perf_event_header h{};
+    for (std::size_t i = 0; i < sizeof h; ++i)
+      reinterpret_cast<char*>(&h)[i] = data[(tail + i) % size];
+    if (h.size < sizeof h) break;
+    rec.resize(h.size);
+    for (std::size_t i = 0; i < h.size; ++i) rec[i] = data[(tail + i) % size];
+    tail += h.size;
+    if (h.type == PERF_RECORD_LOST && h.size >= sizeof h + 16) {
+      uint64_t n = 0;
+      std::memcpy(&n, rec.data() + sizeof h + 8, 8);
+      *lost += n;
+    } else if (h.type == PERF_RECORD_SAMPLE && h.size >= sizeof h + 8) {
+      uint64_t nr = 0;
+      std::memcpy(&nr, rec.data() + sizeof h, 8);
+      nr = std::min<uint64_t>(nr, (h.size - sizeof h - 8) / 8);
+      names.clear();
+      bool in_kernel = false, seen_context = false;
+      for (uint64_t i = 0; i < nr; ++i) {
+        uint64_t ip = 0;
+        std::memcpy(&ip, rec.data() + sizeof h + 8 + 8 * i, 8);
+        if (ip >= PERF_CONTEXT_MAX) {
+          if (!seen_context) in_kernel = ip == PERF_CONTEXT_KERNEL;
+          seen_context = true;
+          if (ip == PERF_CONTEXT_USER) break;
+          continue;
+        }
+        names.push_back(syms.Lookup(ip));
+      }
+      on_chain(names, in_kernel);
+    }
+  }
+  __atomic_store_n(&meta->data_tail, tail, __ATOMIC_RELEASE);
+}
+
+}  // namespace
+
+TaskContention::~TaskContention() { Close(); }
+
+void TaskContention::Close() {
+  CloseRing(sample_);
+  CloseRing(clock_);
+  for (int* fd : {&begin_fd_, &end_fd_}) {
+    if (*fd >= 0) close(*fd);
+    *fd = -1;
+  }
+}
+
+std::string TaskContention::Open(pid_t pid, uint64_t sample_period,
+                                 uint64_t spin_period_ns) {
+  Close();
+  last_begin_ = last_end_ = 0;
+  const KernelSymbols& syms = KernelSymbols::Get();
+  // The spin profile does not need tracefs.
+  if (spin_period_ns == 0) {
+    spin_reason_ = "spin profile off";
+  } else if (!syms.usable()) {
+    spin_reason_ = syms.reason();
+  } else {
+    perf_event_attr c{};
+    c.size = sizeof c;
+    c.type = PERF_TYPE_SOFTWARE;
+    c.config = PERF_COUNT_SW_TASK_CLOCK;
+    c.disabled = 1;
+    c.exclude_hv = 1;
+    c.sample_period = spin_period_ns;
+    c.sample_type = PERF_SAMPLE_CALLCHAIN;
+    c.exclude_callchain_user = 1;
+    c.sample_max_stack = kMaxStack;
+    c.wakeup_events = 1u << 30;
+    const std::string e = OpenRing(c, pid, 4 * kRingDataPages, &clock_);
+    spin_reason_ =
+        e.empty() ? "" : "perf_event_open(task-clock sampling): " + e;
+  }
+  const TracepointInfo& tp = ContentionTracepoints();
+  if (!tp.available()) {
+    sampling_reason_ = tp.reason;
+    return tp.reason;
+  }
+  perf_event_attr a = TracepointAttr(tp.begin_id);
+  begin_fd_ = static_cast<int>(PerfOpen(&a, pid, -1));
+  std::string why;
+  if (begin_fd_ < 0) {
+    const int err = errno;
+    why = "perf_event_open(lock:contention_begin): " +
+          ExplainPerfOpenError(err, false, true, KernelHasHardwarePmu(),
+                               PerfEventParanoid());
+  } else {
+    a = TracepointAttr(tp.end_id);
+    end_fd_ = static_cast<int>(PerfOpen(&a, pid, -1));
+    if (end_fd_ < 0) {
+      const int err = errno;
+      close(begin_fd_);
+      begin_fd_ = -1;
+      why = "perf_event_open(lock:contention_end): " +
+            ExplainPerfOpenError(err, false, true, KernelHasHardwarePmu(),
+                                 PerfEventParanoid());
+    }
+  }
+  if (!why.empty()) {
+    sampling_reason_ = why;
+    return why;
+  }
+  if (sample_period == 0) {
+    sampling_reason_ = "sampling off";
+  } else if (!syms.usable()) {
+    sampling_reason_ = syms.reason();
+  } else {
+    a = TracepointAttr(tp.begin_id);
+    a.sample_period = sample_period;
+    a.sample_type = PERF_SAMPLE_CALLCHAIN;
+    a.exclude_callchain_user = 1;
+    a.sample_max_stack = kMaxStack;
+    a.wakeup_events = 1u << 30;  // nobody polls: no wakeups
+    const std::string e = OpenRing(a, pid, kRingDataPages, &sample_);
+    sampling_reason_ = e.empty() ? "" : "perf_event_open(sampling): " + e;
+  }
+  return "";
+}
+
+void TaskContention::Enable() {
+  for (int fd : {begin_fd_, end_fd_, sample_.fd, clock_.fd})
+    if (fd >= 0) ioctl(fd, PERF_EVENT_IOC_ENABLE, 0);
+}
+
+void TaskContention::Disable() {
+  for (int fd : {begin_fd_, end_fd_, sample_.fd, clock_.fd})
+    if (fd >= 0) ioctl(fd, PERF_EVENT_IOC_DISABLE, 0);
+}
+
+void TaskContention::Collect(ContentionTally& tally) {
+  uint64_t v = 0;
+  if (begin_fd_ >= 0 && read(begin_fd_, &v, sizeof v) == sizeof v) {
+    tally.begin += v - last_begin_;
+    last_begin_ = v;
+  }
+  if (end_fd_ >= 0 && read(end_fd_, &v, sizeof v) == sizeof v) {
+    tally.end += v - last_end_;
+    last_end_ = v;
+  }
+  std::string caller;
+  DrainRing(sample_, &tally.lost,
+            [&](const std::vector<std::string>& names, bool /*in_kernel*/) {
+              switch (ClassifyChain(names, &caller)) {
+                case LockClass::kZone:
+                  ++tally.zone;
+                  break;
+                case LockClass::kLru:
+                  ++tally.lru;
+                  break;
+                case LockClass::kOther:
+                  ++tally.other;
+                  break;
+              }
+              ++tally.samples;
+              ++tally.callers[caller.empty() ? "?" : caller];
+            });
+  DrainRing(clock_, &tally.lost,
+            [&](const std::vector<std::string>& names, bool in_kernel) {
+              ++tally.clock_samples;
+              if (!in_kernel || names.empty()) return;
+              ++tally.clock_kernel;
+              if (!IsSpinChain(names)) return;
+              switch (ClassifyChain(names, &caller)) {
+                case LockClass::kZone:
+                  ++tally.spin_zone;
+                  break;
+                case LockClass::kLru:
+                  ++tally.spin_lru;
+                  break;
+                case LockClass::kOther:
+                  ++tally.spin_other;
+                  break;
+              }
+              ++tally.spin_callers[caller.empty() ? "?" : caller];
+            });
+}
+
+std::map<std::string, uint64_t> ReadVmstat() {
+  std::map<std::string, uint64_t> m;
+  std::ifstream in("/proc/vmstat");
+  std::string k;
+  uint64_t v = 0;
+  while (in >> k >> v) m[k] = v;
+  return m;
+}
+
+nlohmann::json VmstatDelta(const std::map<std::string, uint64_t>& a,
+                           const std::map<std::string, uint64_t>& b) {
+  static const char* const kPrefixes[] = {"pgalloc_",
+                                          "pgfree",
+                                          "pgfault",
+                                          "pgmajfault",
+                                          "pgactivate",
+                                          "pgdeactivate",
+                                          "pglazyfree",
+                                          "pgrefill",
+                                          "pgsteal_",
+                                          "pgscan_",
+                                          "thp_fault_alloc",
+                                          "thp_fault_fallback",
+                                          "pgpromote_",
+                                          "pgdemote_",
+                                          "compact_stall",
+                                          "allocstall_",
+                                          "pgskip_",
+                                          "workingset_refault_anon",
+                                          "workingset_refault_file"};
+  nlohmann::json out = nlohmann::json::object();
+  for (const auto& [k, vb] : b) {
+    bool want = false;
+    for (const char* p : kPrefixes)
+      if (StartsWith(k, p)) want = true;
+    if (!want) continue;
+    auto it = a.find(k);
+    if (it == a.end()) continue;
+    if (vb != it->second) out[k] = static_cast<int64_t>(vb - it->second);
+  }
+  return out;
+}
+
+std::vector<ZonePcp> ParseZonePcp(const std::string& text) {
+  std::vector<ZonePcp> zones;
+  std::istringstream in(text);
+  std::string line;
+  ZonePcp cur;
+  bool have = false, first_cpu = false;
+  auto flush = [&] {
+    if (have && cur.managed > 0) zones.push_back(cur);
+    have = false;
+  };
+  while (std::getline(in, line)) {
+    int node = 0;
+    char zname[32];
+    if (std::sscanf(line.c_str(), "Node %d, zone %31s", &node, zname) == 2) {
+      flush();
+      cur = ZonePcp{};
+      cur.node = node;
+      cur.zone = zname;
+      have = true;
+      first_cpu = false;
+      continue;
+    }
+    if (!have) continue;
+    std::istringstream ls(line);
+    std::string key;
+    ls >> key;
+    uint64_t v = 0;
+    if (key == "managed") {
+      ls >> cur.managed;
+    } else if (key == "pages") {
+      std::string w;
+      ls >> w >> v;
+      if (w == "free") cur.free = v;
+    } else if (key == "cpu:") {
+      int cpu = -1;
+      ls >> cpu;
+      first_cpu = cpu == 0;
+    } else if (key == "high:") {
+      ls >> v;
+      if (first_cpu) cur.high = v;
+      cur.high_max_cpu = std::max(cur.high_max_cpu, v);
+    } else if (key == "batch:") {
+      ls >> v;
+      if (first_cpu) cur.batch = v;
+    } else if (key == "high_min:") {
+      ls >> v;
+      if (first_cpu) cur.high_min = static_cast<int64_t>(v);
+    } else if (key == "high_max:") {
+      ls >> v;
+      if (first_cpu) cur.high_max = static_cast<int64_t>(v);
+    }
+  }
+  flush();
+  return zones;
+}
+
+std::vector<ZonePcp> ReadZonePcp() {
+  std::ifstream in("/proc/zoneinfo");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ParseZonePcp(ss.str());
+}
+
+const ZonePcp* MainZone(const std::vector<ZonePcp>& zones) {
+  const ZonePcp* best = nullptr;
+  for (const auto& z : zones)
+    if (!best || z.managed > best->managed) best = &z;
+  return best;
+}
+
+nlohmann::json ZonePcpJson(const std::vector<ZonePcp>& zones) {
+  nlohmann::json out = nlohmann::json::object();
+  for (const auto& z : zones) {
+    nlohmann::json j = {
+        {"node", z.node},       {"managed_pages", z.managed},
+        {"free_pages", z.free}, {"high", z.high},
+        {"batch", z.batch},     {"high_max_over_cpus", z.high_max_cpu}};
+    if (z.high_min >= 0) j["high_min"] = z.high_min;
+    if (z.high_max >= 0) j["high_max"] = z.high_max;
+    out[z.node == 0 ? z.zone : std::to_string(z.node) + ":" + z.zone] = j;
+  }
+  return out;
+}
+
+std::string LockStatStatus(std::string* reason) {
+  if (access("/proc/lock_stat", F_OK) != 0) {
+    *reason = "no /proc/lock_stat (kernel built without CONFIG_LOCK_STAT)";
+    return "unavailable";
+  }
+  if (access("/proc/lock_stat", R_OK) != 0) {
+    *reason = "/proc/lock_stat is not readable (root only)";
+    return "unavailable";
+  }
+  reason->clear();
+  return "measured";
+}
+
+nlohmann::json KernelConfigFromText(const std::string& text) {
+  static const char* const kKeys[] = {"CONFIG_NR_CPUS",
+                                      "CONFIG_CMA",
+                                      "CONFIG_MEMCG",
+                                      "CONFIG_LOCK_STAT",
+                                      "CONFIG_LOCKDEP",
+                                      "CONFIG_TRANSPARENT_HUGEPAGE",
+                                      "CONFIG_TRANSPARENT_HUGEPAGE_ALWAYS",
+                                      "CONFIG_TRANSPARENT_HUGEPAGE_MADVISE",
+                                      "CONFIG_NUMA",
+                                      "CONFIG_PREEMPT",
+                                      "CONFIG_PREEMPT_DYNAMIC",
+                                      "CONFIG_LRU_GEN",
+                                      "CONFIG_PARAVIRT_SPINLOCKS"};
+  nlohmann::json out = nlohmann::json::object();
+  for (const char* k : kKeys) out[k] = "n";
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    for (const char* k : kKeys) {
+      const std::string key(k);
+      if (StartsWith(line, (key + "=").c_str())) {
+        std::string v = line.substr(key.size() + 1);
+        if (v.size() >= 2 && v.front() == '"' && v.back() == '"')
+          v = v.substr(1, v.size() - 2);
+        out[k] = v;
+      }
+    }
+  }
+  return out;
+}
+
+nlohmann::json KernelConfig() {
+  nlohmann::json out;
+  utsname u{};
+  const std::string release = uname(&u) == 0 ? u.release : "";
+  out["release"] = release;
+  std::string text, source;
+  if (!release.empty()) {
+    text = ReadSmallFile("/boot/config-" + release);
+    if (!text.empty()) source = "/boot/config-" + release;
+  }
+  if (text.empty() && access("/proc/config.gz", R_OK) == 0) {
+    if (FILE* f = popen("gzip -dc /proc/config.gz 2>/dev/null", "r")) {
+      char buf[65536];
+      std::size_t n = 0;
+      while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) text.append(buf, n);
+      pclose(f);
+      if (!text.empty()) source = "/proc/config.gz";
+    }
+  }
+  if (text.empty()) {
+    out["source"] = nullptr;
+    out["reason"] = "no /boot/config-" + release +
+                    " and no readable /proc/config.gz (CONFIG_IKCONFIG_PROC)";
+  } else {
+    const nlohmann::json cfg = KernelConfigFromText(text);
+    for (auto it = cfg.begin(); it != cfg.end(); ++it) out[it.key()] = *it;
+    out["source"] = source;
+  }
+  auto selected = [](const std::string& s) {
+    const auto l = s.find('['), r = s.find(']');
+    return l == std::string::npos || r == std::string::npos || r < l
+               ? s
+               : s.substr(l + 1, r - l - 1);
+  };
+  const std::string thp =
+      ReadSmallFile("/sys/kernel/mm/transparent_hugepage/enabled");
+  const std::string defrag =
+      ReadSmallFile("/sys/kernel/mm/transparent_hugepage/defrag");
+  out["thp_enabled"] = thp.empty() ? "unavailable" : selected(thp);
+  out["thp_defrag"] = defrag.empty() ? "unavailable" : selected(defrag);
+  const std::string frac =
+      ReadSmallFile("/proc/sys/vm/percpu_pagelist_high_fraction");
+  out["percpu_pagelist_high_fraction"] = frac.empty() ? "unavailable" : frac;
+  return out;
+}
+
+KernelEvidence::KernelEvidence(int tasks, uint64_t sample_period,
+                               uint64_t spin_period_ns)
+    : tasks_(static_cast<std::size_t>(tasks)),
+      sample_period_(sample_period),
+      spin_period_ns_(spin_period_ns) {
+  pcp_ = ReadZonePcp();
+}
+
+void KernelEvidence::OpenTask(int index, pid_t pid) {
+  Task& t = tasks_[static_cast<std::size_t>(index)];
+  t.reason = t.tc.Open(pid, sample_period_, spin_period_ns_);
+  t.counted = t.tc.counting();
+  t.sampled = t.tc.sampling();
+  t.spun = t.tc.spin_profiling();
+  t.sampling_reason = t.tc.sampling_reason();
+  t.spin_reason = t.tc.spin_reason();
+}
+
+void KernelEvidence::Begin(int index) {
+  tasks_[static_cast<std::size_t>(index)].tc.Enable();
+}
+
+void KernelEvidence::End(int index) {
+  Task& t = tasks_[static_cast<std::size_t>(index)];
+  t.tc.Disable();
+  t.tc.Collect(t.tally);
+}
+
+void KernelEvidence::CloseTask(int index) {
+  tasks_[static_cast<std::size_t>(index)].tc.Close();
+}
+
+void KernelEvidence::VmstatBegin() {
+  vm_before_ = ReadVmstat();
+  if (vm_before_.empty()) vm_ok_ = false;
+}
+
+void KernelEvidence::VmstatEnd() {
+  const auto after = ReadVmstat();
+  if (after.empty() || vm_before_.empty()) {
+    vm_ok_ = false;
+    return;
+  }
+  for (const auto& [k, v] : after) {
+    auto it = vm_before_.find(k);
+    if (it != vm_before_.end()) vm_sum_[k] += v - it->second;
+  }
+  vm_before_.clear();
+}
+
+ContentionTally KernelEvidence::Sum() const {
+  ContentionTally s;
+  for (const Task& t : tasks_) s.Add(t.tally);
+  return s;
+}
+
+void KernelEvidence::Report(
+    nlohmann::json& details,
+    std::vector<std::pair<std::string, double>>& metrics, uint64_t ops) const {
+  using nlohmann::json;
+  total_ = Sum();
+  json sources = json::object();
+  bool counted = !tasks_.empty(), sampled = !tasks_.empty(),
+       spun = !tasks_.empty();
+  std::string tp_reason, sample_reason, spin_reason;
+  auto first = [](std::string& keep, const std::string& r) {
+    if (keep.empty()) keep = r.empty() ? "task not started" : r;
+  };
+  for (const Task& t : tasks_) {
+    if (!t.counted) counted = false, first(tp_reason, t.reason);
+    if (!t.sampled) sampled = false, first(sample_reason, t.sampling_reason);
+    if (!t.spun) spun = false, first(spin_reason, t.spin_reason);
+  }
+  auto source = [&](const char* name, bool ok, const std::string& why) {
+    sources[name] = ok ? "measured" : "unavailable";
+    if (!ok) sources[std::string(name) + ":reason"] = why;
+  };
+  source("tracepoints", counted, tp_reason);
+  source("callchains", sampled, sample_reason);
+  source("spin_profile", spun, spin_reason);
+  const bool vm = vm_ok_ && !vm_sum_.empty();
+  source("vmstat", vm, "/proc/vmstat unreadable");
+  std::string ls_reason;
+  source("lock_stat", LockStatStatus(&ls_reason) == "measured", ls_reason);
+  source("pcp", !pcp_.empty(), "/proc/zoneinfo unreadable");
+
+  json k = json::object();
+  k["sources"] = sources;
+  const TracepointInfo& tp = ContentionTracepoints();
+  if (tp.mounted_here) k["tracefs_mounted_by_lockline"] = tp.tracefs;
+  auto top = [](const std::map<std::string, uint64_t>& m) {
+    std::vector<std::pair<uint64_t, std::string>> v;
+    for (const auto& [name, n] : m) v.emplace_back(n, name);
+    std::sort(v.rbegin(), v.rend());
+    json out = json::object();
+    for (std::size_t i = 0; i < v.size() && i < 8; ++i)
+      out[v[i].second] = v[i].first;
+    return out;
+  };
+  if (counted) {
+    k["contention_begin"] = total_.begin;
+    k["contention_end"] = total_.end;
+    metrics.emplace_back(
+        "kernel_contention_per_op",
+        ops ? static_cast<double>(total_.begin) / static_cast<double>(ops)
+            : 0.0);
+    k["tracepoint_note"] =
+        "qspinlock fires lock:contention_begin only when a waiter joins the "
+        "MCS queue (kernel/locking/qspinlock.c since 5.19): a single spinning "
+        "waiter (pending bit) and every waiter of a guest without paravirt "
+        "spinlocks (virt_spin_lock, test-and-set) are not traced; the spin "
+        "profile sees them";
+  }
+  if (sampled) {
+    k["attribution"] = {{"zone_lock", total_.zone},
+                        {"lru_lock", total_.lru},
+                        {"other", total_.other}};
+    k["samples"] = total_.samples;
+    k["sample_period"] = sample_period_;
+    k["top_callers"] = top(total_.callers);
+    if (total_.samples > 0) {
+      const double n = static_cast<double>(total_.samples);
+      metrics.emplace_back("kernel_contention_zone_share",
+                           static_cast<double>(total_.zone) / n);
+      metrics.emplace_back("kernel_contention_lru_share",
+                           static_cast<double>(total_.lru) / n);
+    }
+  }
+  if (sampled || spun) k["samples_lost"] = total_.lost;
+  if (spun) {
+    const uint64_t spin =
+        total_.spin_zone + total_.spin_lru + total_.spin_other;
+    k["spin"] = {{"period_ns", spin_period_ns_},
+                 {"samples", total_.clock_samples},
+                 {"kernel_samples", total_.clock_kernel},
+                 {"spinning", spin},
+                 {"zone_lock", total_.spin_zone},
+                 {"lru_lock", total_.spin_lru},
+                 {"other", total_.spin_other},
+                 {"top_callers", top(total_.spin_callers)},
+                 {"note",
+                  "task-clock samples of the point's tasks with kernel "
+                  "callchains; a sample inside a spinlock slow path is "
+                  "attributed by the function that asked for the lock"}};
+    if (total_.clock_samples > 0) {
+      const double n = static_cast<double>(total_.clock_samples);
+      metrics.emplace_back("kernel_spin_share", static_cast<double>(spin) / n);
+      metrics.emplace_back("kernel_spin_zone_share",
+                           static_cast<double>(total_.spin_zone) / n);
+      metrics.emplace_back("kernel_spin_lru_share",
+                           static_cast<double>(total_.spin_lru) / n);
+    }
+  }
+  if (vm) {
+    std::map<std::string, uint64_t> zero;
+    for (const auto& [key, v] : vm_sum_) zero[key] = 0;
+    k["vmstat_delta"] = VmstatDelta(zero, vm_sum_);
+    k["vmstat_note"] =
+        "system-wide counters over the windows: other processes' activity is "
+        "included";
+  }
+  k["pcp"] = ZonePcpJson(pcp_);
+  details["kernel"] = k;
+}
+
+}  // namespace lockline::kernel

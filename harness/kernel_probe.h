@@ -1,0 +1,261 @@
+// Kernel-side lock evidence for the kernel_* families (issue 18): what the
+// running kernel says about its own locks while lockline's tasks drive it.
+// Never required: every source is "measured" or "unavailable" with a reason,
+// like the hardware counters (harness/counters.h).
+//
+// Sources, per point:
+// - tracepoints: lock:contention_begin / lock:contention_end (Linux 5.19+,
+//   kernel/locking/*: trace_contention_begin() is called on every slow path
+//   of spinlocks, rwlocks, mutexes and rwsems), opened with perf_event_open
+//   (PERF_TYPE_TRACEPOINT, id from tracefs events/lock/<name>/id; tracefs is
+//   mounted at /sys/kernel/tracing when root and not mounted) on each task
+//   (a team thread's tid, or the pid of the child process it forked), enabled
+//   only while the task works in a window. contention_begin is also sampled
+//   with kernel callchains (PERF_SAMPLE_CALLCHAIN into an mmap ring, every
+//   `sample_period`-th event) and each sample is attributed by the kernel
+//   functions on its chain (names from /proc/kallsyms, which shows addresses
+//   to root only) to zone->lock, the LRU lock, or other.
+// - vmstat: /proc/vmstat deltas (pgalloc_*, pgfree, pgfault, ...) over the
+//   windows. System-wide: other processes' activity is included.
+// - pcp: batch / high (and high_min / high_max, 6.7+) of each populated zone
+//   from /proc/zoneinfo.
+// - lock_stat: /proc/lock_stat, present only with CONFIG_LOCK_STAT.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace lockline::kernel {
+
+/// Where lock:contention_begin / contention_end live on this kernel. Decided
+/// once per process (ContentionTracepoints()).
+struct TracepointInfo {
+  int begin_id = -1, end_id = -1;  ///< tracefs event ids, -1 unavailable
+  std::string tracefs;             ///< mount point used ("" none)
+  bool mounted_here = false;       ///< lockline mounted tracefs itself
+  std::string reason;              ///< why unavailable ("" when available)
+  bool available() const { return begin_id >= 0 && end_id >= 0; }
+};
+
+/// Finds the lock contention tracepoints: tracefs at /sys/kernel/tracing or
+/// /sys/kernel/debug/tracing; when neither is mounted and the process is
+/// root, mounts tracefs at /sys/kernel/tracing (left mounted: it is the
+/// systemd default and harmless). Unavailable reasons: not root and tracefs
+/// not mounted, ids unreadable (tracefs is root-only), kernel before 5.19 (no
+/// events/lock/contention_begin). Thread-safe; computed on first call.
+const TracepointInfo& ContentionTracepoints();
+
+/// Testable core of the above: looks for events/lock/contention_{begin,end}/id
+/// under `tracefs_dir`.
+TracepointInfo FindTracepointsIn(const std::string& tracefs_dir);
+
+/// Which lock a contention sample is attributed to.
+enum class LockClass { kZone, kLru, kOther };
+
+/// Attributes one contention_begin callchain (kernel function names,
+/// innermost first) to a lock. Frames of the lock primitives and of perf /
+/// tracing themselves (_raw_spin_lock*, queued_spin_lock_slowpath,
+/// rwsem_down_*, mutex_*, perf_*, trace_*) are skipped; the chain is then
+/// searched innermost-first for a function that takes zone->lock
+/// (rmqueue_bulk, rmqueue_buddy, __rmqueue_pcplist, free_pcppages_bulk,
+/// free_one_page, __free_pages_ok, ... as in mm/page_alloc.c, Linux 6.x) or
+/// an LRU lock (folio_lruvec_lock*, folio_lruvec_relock*, lru_add*,
+/// folio_batch_move_lru, folios_put_refs, release_pages, __page_cache_release,
+/// lru_note_cost, isolate_lru_folios, ... mm/swap.c, mm/memcontrol.c,
+/// mm/vmscan.c). `*caller` receives the first frame after the skipped ones
+/// ("" if none): the function that asked for the lock.
+LockClass ClassifyChain(const std::vector<std::string>& innermost_first,
+                        std::string* caller);
+
+/// Kernel text symbols from /proc/kallsyms, for resolving callchain
+/// addresses. Loaded once per process (Get()); usable() is false, with a
+/// reason, when addresses read as 0 (kptr_restrict, not root).
+class KernelSymbols {
+ public:
+  static const KernelSymbols& Get();
+  /// Parses kallsyms text ("addr type name [module]" per line).
+  explicit KernelSymbols(const std::string& kallsyms_text);
+  KernelSymbols() = default;
+  bool usable() const { return !addrs_.empty(); }
+  const std::string& reason() const { return reason_; }
+  /// The function containing `addr` (the highest symbol <= addr), or "?".
+  const std::string& Lookup(uint64_t addr) const;
+
+ private:
+  std::vector<uint64_t> addrs_;
+  std::vector<std::string> names_;
+  std::string reason_;
+};
+
+/// Contention evidence summed over tasks and windows.
+struct ContentionTally {
+  uint64_t begin = 0, end = 0;  ///< tracepoint counts
+  uint64_t samples = 0;         ///< contention_begin callchain samples read
+  uint64_t lost = 0;            ///< samples the rings dropped (both rings)
+  uint64_t zone = 0, lru = 0, other = 0;    ///< samples per lock class
+  std::map<std::string, uint64_t> callers;  ///< first non-lock frame -> n
+  /// Spin profile (task-clock samples with kernel callchains).
+  uint64_t clock_samples = 0;  ///< all samples
+  uint64_t clock_kernel = 0;   ///< samples in the kernel
+  uint64_t spin_zone = 0, spin_lru = 0, spin_other = 0;  ///< in a spin loop
+  std::map<std::string, uint64_t> spin_callers;  ///< who asked for the lock
+  void Add(const ContentionTally& o);
+};
+
+/// True when a kernel callchain (innermost first) was sampled inside a
+/// spinlock's slow path: its innermost frames are
+/// native_queued_spin_lock_slowpath / __pv_queued_spin_lock_slowpath /
+/// queued_spin_lock_slowpath (x86 guests without paravirt spinlocks spin in
+/// virt_spin_lock(), inlined there) or _raw_spin_lock* / queued_*_lock*.
+bool IsSpinChain(const std::vector<std::string>& innermost_first);
+
+/// One perf event with an mmap'ed sample ring.
+struct SampleRing {
+  int fd = -1;
+  void* map = nullptr;
+  std::size_t bytes = 0;
+};
+
+/// The contention counters of one task: a thread (its tid, or 0 = the calling
+/// thread) or a child process (its pid; opened by the parent, which owns the
+/// file descriptors and the rings). Not thread-safe; one owner.
+///
+/// Two independent sources: (1) lock:contention_begin / end counted, and
+/// contention_begin sampled with callchains; (2) a spin profile: the task's
+/// task-clock sampled every `spin_period_ns` with kernel callchains, each
+/// sample in a spinlock slow path attributed like a contention sample. (2)
+/// exists because qspinlock (kernel/locking/qspinlock.c, 5.19+) fires
+/// contention_begin only once a waiter queues on the MCS list: a lone waiter
+/// spinning on the pending bit, and every waiter in a guest without paravirt
+/// spinlocks (virt_spin_lock(), a test-and-set lock), are never traced.
+class TaskContention {
+ public:
+  TaskContention() = default;
+  TaskContention(const TaskContention&) = delete;
+  TaskContention& operator=(const TaskContention&) = delete;
+  ~TaskContention();
+  /// Opens the sources, disabled. Returns "" when the tracepoints are
+  /// counted, else why not; sampling_reason() / spin_reason() say why the
+  /// other sources are missing (perf_event_open errno explained). With
+  /// sample_period 0 or spin_period_ns 0 that source is off.
+  std::string Open(pid_t pid, uint64_t sample_period, uint64_t spin_period_ns);
+  bool counting() const { return begin_fd_ >= 0; }
+  bool sampling() const { return sample_.fd >= 0; }
+  bool spin_profiling() const { return clock_.fd >= 0; }
+  const std::string& sampling_reason() const { return sampling_reason_; }
+  const std::string& spin_reason() const { return spin_reason_; }
+  /// Starts / stops every source (ioctl on each fd; cheap).
+  void Enable();
+  void Disable();
+  /// Adds the counts since the previous Collect and the drained samples.
+  void Collect(ContentionTally& tally);
+  void Close();
+
+ private:
+  int begin_fd_ = -1, end_fd_ = -1;
+  uint64_t last_begin_ = 0, last_end_ = 0;
+  SampleRing sample_, clock_;
+  std::string sampling_reason_, spin_reason_;
+};
+
+/// /proc/vmstat as name -> value ({} when unreadable).
+std::map<std::string, uint64_t> ReadVmstat();
+
+/// b - a for the keys kernel families report: pgalloc_* (every zone),
+/// pgfree, pgfault, pgmajfault, pgactivate, pgdeactivate, pglazyfreed,
+/// pgrefill, pgsteal_*, pgscan_*, thp_fault_alloc, nr_... are excluded
+/// (gauges). Keys missing on either side, and zero deltas, are left out.
+nlohmann::json VmstatDelta(const std::map<std::string, uint64_t>& a,
+                           const std::map<std::string, uint64_t>& b);
+
+/// pcp lists of one populated zone (values of CPU 0's pageset and the largest
+/// high over CPUs), from /proc/zoneinfo.
+struct ZonePcp {
+  int node = 0;
+  std::string zone;                      ///< DMA, DMA32, Normal, ...
+  uint64_t managed = 0, free = 0;        ///< pages
+  uint64_t high = 0, batch = 0;          ///< CPU 0's pcp high / batch
+  uint64_t high_max_cpu = 0;             ///< largest `high` over CPUs
+  int64_t high_min = -1, high_max = -1;  ///< 6.7+ auto-tuning bounds, -1 absent
+};
+
+/// Parses /proc/zoneinfo text; zones without managed pages are left out.
+std::vector<ZonePcp> ParseZonePcp(const std::string& zoneinfo);
+/// Reads and parses /proc/zoneinfo.
+std::vector<ZonePcp> ReadZonePcp();
+/// The zone order-0 anonymous allocations are served from first: the
+/// populated zone with most managed pages (Normal on x86-64 with > 4 GiB),
+/// or nullptr when there is none.
+const ZonePcp* MainZone(const std::vector<ZonePcp>& zones);
+/// {"Normal": {"node":0,"managed":...,"high":...,"batch":...}, ...}.
+nlohmann::json ZonePcpJson(const std::vector<ZonePcp>& zones);
+
+/// /proc/lock_stat: "measured" when it exists and is readable, else
+/// "unavailable" with *reason (CONFIG_LOCK_STAT off, or not readable).
+std::string LockStatStatus(std::string* reason);
+
+/// context.lockline.kernel_config: {"source": path, "CONFIG_NR_CPUS": "256",
+/// "CONFIG_CMA": "y", "CONFIG_MEMCG": "y", "CONFIG_LOCK_STAT": "n",
+/// "CONFIG_TRANSPARENT_HUGEPAGE": "y", "CONFIG_TRANSPARENT_HUGEPAGE_ALWAYS":
+/// ..., "thp_enabled": "madvise", "thp_defrag": ..., "release": uname -r}
+/// from /boot/config-$(uname -r), else /proc/config.gz (decompressed with
+/// `gzip -dc`); an option that is "not set" is "n"; with no config readable,
+/// "source" is null and "reason" says why. Never throws.
+nlohmann::json KernelConfig();
+/// The same from a config file's text (testable).
+nlohmann::json KernelConfigFromText(const std::string& text);
+
+/// Per-point evidence for a family: one TaskContention per task plus vmstat
+/// snapshots around each window. Tasks call Begin / End (enable / disable and
+/// collect) themselves or from the team thread that owns a child; the first
+/// task also brackets vmstat. Report() writes the `kernel_contention_per_op`
+/// metric (only when counted) and details.kernel.
+class KernelEvidence {
+ public:
+  /// `sample_period`: sample every n-th contention_begin (0: no sampling);
+  /// `spin_period_ns`: task-clock sampling period of the spin profile (0:
+  /// off).
+  KernelEvidence(int tasks, uint64_t sample_period, uint64_t spin_period_ns);
+  /// Opens task `index`'s counters for `pid` (0: calling thread); call from
+  /// the thread that will Begin / End it.
+  void OpenTask(int index, pid_t pid);
+  void Begin(int index);
+  void End(int index);
+  /// vmstat snapshots: call once before and once after each window's work
+  /// (task 0 does).
+  void VmstatBegin();
+  void VmstatEnd();
+  void CloseTask(int index);
+  const ContentionTally& tally() const { return total_; }
+  /// Contention counts summed so far over tasks (after End).
+  ContentionTally Sum() const;
+  /// Adds kernel_contention_per_op (begin events / ops) when measured, and
+  /// details["kernel"] = {"sources": {...}, "attribution": {...},
+  /// "vmstat_delta": {...}, "pcp": {...}, ...} as in results/SCHEMA.md.
+  void Report(nlohmann::json& details,
+              std::vector<std::pair<std::string, double>>& metrics,
+              uint64_t ops) const;
+
+ private:
+  struct Task {
+    TaskContention tc;
+    ContentionTally tally;
+    std::string reason;
+    bool counted = false, sampled = false, spun = false;  // as opened
+    std::string sampling_reason, spin_reason;
+  };
+  std::vector<Task> tasks_;
+  uint64_t sample_period_, spin_period_ns_;
+  std::map<std::string, uint64_t> vm_before_;
+  std::map<std::string, uint64_t> vm_sum_;  // summed deltas
+  bool vm_ok_ = true;
+  mutable ContentionTally total_;
+  std::vector<ZonePcp> pcp_;
+};
+
+}  // namespace lockline::kernel
