@@ -39,22 +39,25 @@ BOOTSTRAP_RESAMPLES = 4000
 SEED = 20261201            # fixed: the same data always gives the same interval
 
 NO_REGIME = ("none", "unknown", "")
+# Label of a repetition whose before/after probes fell in different regimes.
+MIXED = "mixed"
 
 Sample = Tuple[str, float]  # (coherence label, value)
 
 
 def regime_rank(label: str) -> Tuple[int, int, str]:
     """Sort key of a regime label, fastest (lowest latency) first: near, baseline (older
-    files), regime1, regime2, ..., far, shifted, then anything else by name."""
+    files), far (the harness's second regime), regime3, regime4, ... (harness/coherence.h
+    numbers regimes by latency rank), shifted, then anything else by name."""
     if label == "near":
-        return (0, 0, label)
+        return (0, 1, label)
     if label == "baseline":
         return (1, 0, label)
+    if label == "far":
+        return (2, 2, label)
     match = re.fullmatch(r"regime(\d+)", label)
     if match:
         return (2, int(match.group(1)), label)
-    if label == "far":
-        return (3, 0, label)
     if label == "shifted":
         return (4, 0, label)
     return (5, 0, label)
@@ -65,7 +68,7 @@ def majority_regime(labels: Iterable[str]) -> str:
     no label names a regime (all pooled)."""
     counts = {}
     for label in labels:
-        if label not in NO_REGIME:
+        if label not in NO_REGIME and label != MIXED:
             counts[label] = counts.get(label, 0) + 1
     if not counts:
         return ""
@@ -99,9 +102,15 @@ def select_regime(base: Sequence[Sample], variant: Sequence[Sample]) -> RegimeCh
     When no sample of one side names a regime (foreign files, aggregate rows), every sample is
     used (regime ""). Otherwise samples whose label names no regime are dropped.
     """
-    regimes = {lab for lab, _ in list(base) + list(variant) if lab not in NO_REGIME}
+    # "mixed": the probes before and after the repetition fell in different regimes; such a
+    # repetition belongs to no regime, is never pooled with one, and is always dropped.
+    regimes = {lab for lab, _ in list(base) + list(variant)
+               if lab not in NO_REGIME and lab != MIXED}
     labelled_b = any(lab not in NO_REGIME for lab, _ in base)
     labelled_v = any(lab not in NO_REGIME for lab, _ in variant)
+    if labelled_b and labelled_v and not regimes:
+        # Every labelled repetition is mixed: nothing measured in one state.
+        return RegimeChoice(MIXED, [], [], len(base), len(variant))
     if not regimes or not (labelled_b and labelled_v):
         # Nothing to choose from, or one side (a foreign file, aggregate rows) has no labels.
         return RegimeChoice("", [v for _, v in base], [v for _, v in variant], len(base),

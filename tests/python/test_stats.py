@@ -98,11 +98,12 @@ def test_bootstrap_is_deterministic():
 
 
 def test_unlabelled_rows_are_pooled_and_regime_order():
-    """`none` / `unknown` / no label: all repetitions; regimes sort near < regime2 < far."""
+    """`none` / `unknown` / no label: all repetitions; regimes sort near < far < regime3 (the
+    harness's latency ranks)."""
     choice = stats.select_regime([("none", 1.0)] * 4, [("unknown", 2.0)] * 4)
     assert choice.regime == "" and len(choice.base) == 4 and choice.dropped == 0
-    assert sorted(["far", "regime2", "near", "shifted", "baseline"], key=stats.regime_rank) == \
-        ["near", "baseline", "regime2", "far", "shifted"]
+    assert sorted(["regime3", "far", "near", "shifted", "baseline"], key=stats.regime_rank) == \
+        ["near", "baseline", "far", "regime3", "shifted"]
     assert stats.majority_regime(["far", "near", "far", "none"]) == "far"
     assert stats.majority_regime(["far", "near"]) == "near"
 
@@ -269,3 +270,21 @@ def test_symlinked_plot_directory_is_refused(tmp_path, capsys):
     assert report.main([str(run_dir)]) == 2
     assert "symbolic link" in capsys.readouterr().err
     assert os.listdir(outside) == []
+
+
+def test_mixed_repetitions_are_dropped_never_pooled():
+    """A repetition labelled `mixed` (its probes fell in two regimes) is dropped; when every
+    labelled repetition is mixed the comparison has too few, never a pooled interval."""
+    base = noisy(100.0, 5, 0.02, 11) + noisy(50.0, 3, 0.02, 12, "mixed")
+    variant = noisy(110.0, 5, 0.02, 13) + noisy(55.0, 3, 0.02, 14, "mixed")
+    c = stats.compare_samples(base, variant, "variant")
+    assert c.regime == "near" and c.n_base == c.n_variant == 5 and c.dropped == 6
+    c = stats.compare_samples(noisy(100.0, 6, 0.02, 15, "mixed"),
+                              noisy(110.0, 6, 0.02, 16, "mixed"), "variant")
+    assert c.status == "too_few" and c.n_base == 0
+
+
+def test_regime_rank_follows_the_harness_numbering():
+    """harness/coherence.h ranks regimes by latency: near (1), far (2), regime3, ..."""
+    order = sorted(["regime4", "far", "regime3", "near"], key=stats.regime_rank)
+    assert order == ["near", "far", "regime3", "regime4"]
