@@ -57,8 +57,6 @@ class ZeroingWorkload : public Workload {
     std::memset(buf_, value_, bytes_);
   }
 
-  bool shares_lines() const override { return false; }  // a private buffer
-
   uint64_t RunWindow(const ThreadCtx& ctx,
                      const std::atomic<bool>& stop) override {
     if (ctx.index != 0 || buf_ == nullptr) return 0;
