@@ -194,6 +194,8 @@ needs_root = pytest.mark.skipif(not IS_ROOT, reason="mounting a tmpfs needs root
 @pytest.fixture
 def tmpfs(tmp_path):
     """A 2 MiB tmpfs mounted at tmp_path/mnt for the test (root only)."""
+    if shutil.which("mount") is None or shutil.which("umount") is None:
+        pytest.skip("mount / umount not installed")
     mnt = tmp_path / "mnt"
     mnt.mkdir()
     m = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mnt)],
@@ -416,23 +418,29 @@ def test_cpu_quota_is_recorded_and_throttling_counted(tmp_path):
     except OSError as e:
         pytest.skip(f"cannot create a cgroup: {e}")
     try:
-        if version == 1:
-            with open(os.path.join(cg, "cpu.cfs_period_us"), "w") as f:
-                f.write("100000")
-            with open(os.path.join(cg, "cpu.cfs_quota_us"), "w") as f:
-                f.write("50000")
-        else:
-            with open(os.path.join(cg, "cpu.max"), "w") as f:
-                f.write("50000 100000")
+        try:
+            if version == 1:
+                with open(os.path.join(cg, "cpu.cfs_period_us"), "w") as f:
+                    f.write("100000")
+                with open(os.path.join(cg, "cpu.cfs_quota_us"), "w") as f:
+                    f.write("50000")
+            else:
+                with open(os.path.join(cg, "cpu.max"), "w") as f:
+                    f.write("50000 100000")
+        except OSError as e:
+            pytest.skip(f"cannot set a CPU quota on {cg}: {e}")
 
         def enter():
             with open(os.path.join(cg, "cgroup.procs"), "w") as f:
                 f.write(str(os.getpid()))
 
         out = tmp_path / "run"
-        p = subprocess.run([BINARY, "--quick", ONE_POINT, "--window=50ms",
-                            "--benchmark_repetitions=2", "--events=none", f"--out={out}"],
-                           capture_output=True, text=True, timeout=120, preexec_fn=enter)
+        try:
+            p = subprocess.run([BINARY, "--quick", ONE_POINT, "--window=50ms",
+                                "--benchmark_repetitions=2", "--events=none", f"--out={out}"],
+                               capture_output=True, text=True, timeout=120, preexec_fn=enter)
+        except subprocess.SubprocessError as e:
+            pytest.skip(f"cannot move a process into {cg}: {e}")
         assert p.returncode == 0, p.stderr
         doc = json.loads((out / "lockline.json").read_text())
         ctx = doc["context"]["lockline"]
