@@ -158,7 +158,11 @@ std::vector<CoherenceRegime> ClusterLatencies(const std::vector<double>& ns) {
   size_t top_major = 0;
   for (size_t i = 0; i < clusters.size(); ++i)
     if (major[i]) top_major = i;
-  for (size_t i = top_major + 1; i < clusters.size(); ++i) major[i] = true;
+  // A slow state seen briefly is a regime (a far point is not near), but one
+  // probe alone is not a state: a preempted probe reads slow too.
+  for (size_t i = top_major + 1; i < clusters.size(); ++i)
+    major[i] =
+        static_cast<int>(clusters[i].members.size()) >= std::min(kMinProbes, n);
 
   // Each minor cluster joins the nearest regime (by ln distance of medians).
   std::vector<size_t> owner(clusters.size());

@@ -34,7 +34,8 @@ std::string RegimeLabel(int rank);
 /// minima between its modes; modes closer than 1.4x or with a valley above
 /// half the smaller peak are one regime. A cluster is a regime when it holds
 /// at least 5 % of the probes (and at least 2), or when it is slower than
-/// every such cluster (a slow state seen briefly); other clusters join the
+/// every such cluster and holds at least 2 probes (a slow state seen briefly;
+/// one slow probe alone may be a preempted probe); other clusters join the
 /// nearest regime, so a brief faster outlier (16 ns among 32 ns probes) never
 /// becomes `near` and turns the usual state into `far`. Empty input: no
 /// regimes.

@@ -84,12 +84,18 @@ TEST(CoherenceRegimes, ThirdRegimeAndBriefSlowState) {
   auto rs = ClusterLatencies(v);
   ASSERT_EQ(rs.size(), 3u);
   EXPECT_EQ(rs[2].label, "regime3");
-  // A slow state seen once stays its own regime (a far point is not near).
+  // A slow state seen briefly (one point's two probes) stays its own regime
+  // (a far point is not near); one slow probe alone (preempted) does not.
   v = Jittered(32, 60, 0.1, 8);
   v.push_back(150);
   rs = ClusterLatencies(v);
+  ASSERT_EQ(rs.size(), 1u);
+  EXPECT_EQ(ClassifyLatency(rs, 150), 0);
+  v.push_back(160);
+  rs = ClusterLatencies(v);
   ASSERT_EQ(rs.size(), 2u);
   EXPECT_EQ(ClassifyLatency(rs, 150), 1);
+  EXPECT_EQ(ClassifyLatency(rs, 160), 1);
 }
 
 // A lockline.json document with a baseline of three 16 ns probes (a brief
