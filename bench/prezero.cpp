@@ -505,17 +505,24 @@ class BurstPool {
   /// order-4 block (the engine). Returns how many.
   std::size_t TakeDirty(char** out, bool whole_blocks) {
     std::lock_guard<std::mutex> g(mu_);
-    if (zeroed_.size() + zeroing_ + kBlockPages > cap_ &&
-        (whole_blocks || zeroed_.size() + zeroing_ >= cap_))
-      return 0;
+    const std::size_t have = zeroed_.size() + zeroing_;
+    if (have >= cap_) return 0;
+    const std::size_t room = std::min(cap_ - have, kBlockPages);
     std::size_t n = 0;
-    if (!blocks_.empty()) {
+    if (whole_blocks) {
+      if (room < kBlockPages || blocks_.empty()) return 0;
       char* block = Pop(blocks_);
       for (; n < kBlockPages; ++n) out[n] = block + n * kPage;
-    } else if (!whole_blocks) {
-      const std::size_t room = cap_ - zeroed_.size() - zeroing_;
-      while (n < kBlockPages && n < room && !partial_.empty())
+    } else {
+      while (n < room) {
+        if (partial_.empty()) {  // split a block (order 4 -> 16 x order 0)
+          if (blocks_.empty()) break;
+          char* block = Pop(blocks_);
+          for (std::size_t i = kBlockPages; i-- > 0;)
+            partial_.push_back(block + i * kPage);
+        }
         out[n++] = Pop(partial_);
+      }
     }
     zeroing_ += n;
     return n;
