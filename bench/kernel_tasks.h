@@ -211,6 +211,14 @@ class KernelTaskWorkload : public Workload {
     out.Metric("user_s", s.user_s);
     out.Metric("system_s", s.sys_s);
     out.Metric("minor_faults", static_cast<double>(s.minflt));
+    // Ops per CPU-second of the tasks themselves (getrusage user + system):
+    // what the kernel path costs, less sensitive than ops_per_s to how much
+    // of the PUs a loaded machine leaves the tasks.
+    const double cpu = s.user_s + s.sys_s;
+    out.Metric("ops_per_cpu_s", cpu > 0 ? static_cast<double>(ops) / cpu : 0);
+    out.Metric("task_cpu_share", window_seconds > 0 && threads_ > 0
+                                     ? cpu / (window_seconds * threads_)
+                                     : 0);
     auto& d = out.details;
     d["tasks"] = TasksName(tasks_);
     nlohmann::json per = nlohmann::json::array();
@@ -226,7 +234,6 @@ class KernelTaskWorkload : public Workload {
           "the row's perf counters (task-clock, page-faults ...) and cpu_util "
           "are the team threads', which sleep while their child processes "
           "work; the children's time is user_s / system_s";
-    (void)window_seconds;
     evidence_.Report(d, out.metrics, ops);
   }
 

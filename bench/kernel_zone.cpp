@@ -20,6 +20,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -56,6 +57,16 @@ inline std::string WriteProc(const std::string& path,
   if (n != static_cast<ssize_t>(value.size()))
     return "writing " + value + " to " + path + ": " + std::strerror(err);
   return "";
+}
+
+/// MemAvailable from /proc/meminfo in 4 KiB pages (0 when unreadable).
+inline uint64_t MemAvailablePages() {
+  std::ifstream f("/proc/meminfo");
+  std::string key, unit;
+  uint64_t kb = 0;
+  while (f >> key >> kb >> unit)
+    if (key == "MemAvailable:") return kb / 4;
+  return 0;
 }
 
 /// Pages per batch for the current pcp state: 2 x the largest pcp high over
@@ -109,6 +120,17 @@ class ZoneWorkload : public kernel_tasks::KernelTaskWorkload {
     }
     zones_ = kernel::ReadZonePcp();
     batch_pages_ = BatchPages(zones_);
+    // All tasks' batches together stay under a quarter of MemAvailable (a
+    // many-PU machine at 256 MiB per task would otherwise swap or OOM).
+    const uint64_t avail = MemAvailablePages();
+    const uint64_t cap =
+        avail / 4 / static_cast<uint64_t>(std::max(threads_, 1));
+    if (avail > 0 && batch_pages_ > cap) {
+      batch_pages_ = std::max<std::size_t>(cap, 64);
+      size_note_ =
+          "batch capped at a quarter of MemAvailable over the tasks: " +
+          std::to_string(batch_pages_) + " pages";
+    }
   }
 
   TaskWindow RunOps(int /*index*/, const std::atomic<bool>& stop) override {
@@ -134,6 +156,7 @@ class ZoneWorkload : public kernel_tasks::KernelTaskWorkload {
               std::to_string(batch_pages_) +
               " pages (2 x pcp high of the main zone)";
     d["high_fraction"] = cfg_.high_fraction;
+    if (!size_note_.empty()) d["size_note"] = size_note_;
     if (set_here_) d["high_fraction_restored_to"] = old_fraction_;
     if (const kernel::ZonePcp* z = kernel::MainZone(zones_))
       d["main_zone"] = z->zone;
@@ -167,7 +190,7 @@ class ZoneWorkload : public kernel_tasks::KernelTaskWorkload {
   Config cfg_;
   std::vector<kernel::ZonePcp> zones_;
   std::size_t batch_pages_ = kFallbackBatchPages;
-  std::string old_fraction_;
+  std::string old_fraction_, size_note_;
   bool set_here_ = false;
 };
 

@@ -261,10 +261,8 @@ bool IsSpinChain(const std::vector<std::string>& chain) {
                                       "__pv_queued_spin_lock_slowpath",
                                       "queued_spin_lock_slowpath",
                                       "pv_queued_spin_lock_slowpath",
-                                      "_raw_spin_lock",
                                       "queued_read_lock_slowpath",
                                       "queued_write_lock_slowpath",
-                                      "do_raw_spin_lock",
                                       "virt_spin_lock"};
   for (std::size_t i = 0; i < chain.size() && i < 3; ++i)
     for (const char* p : kSpin)

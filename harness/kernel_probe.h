@@ -111,7 +111,8 @@ struct ContentionTally {
 /// spinlock's slow path: its innermost frames are
 /// native_queued_spin_lock_slowpath / __pv_queued_spin_lock_slowpath /
 /// queued_spin_lock_slowpath (x86 guests without paravirt spinlocks spin in
-/// virt_spin_lock(), inlined there) or _raw_spin_lock* / queued_*_lock*.
+/// virt_spin_lock(), inlined there) or queued_{read,write}_lock_slowpath. A
+/// sample in an uncontended fast path (_raw_spin_lock itself) is no spin.
 bool IsSpinChain(const std::vector<std::string>& innermost_first);
 
 /// One perf event with an mmap'ed sample ring.

@@ -229,6 +229,10 @@ TEST(KernelProbe, ClassifiesChainsByTheFunctionTakingTheLock) {
                                   &caller),
             kernel::LockClass::kOther);
   EXPECT_EQ(caller, "vm_mmap_pgoff");
+  EXPECT_TRUE(kernel::IsSpinChain({"native_queued_spin_lock_slowpath",
+                                   "_raw_spin_lock_irqsave", "rmqueue_bulk"}));
+  EXPECT_FALSE(kernel::IsSpinChain(
+      {"_raw_spin_lock", "__pte_offset_map_lock", "do_anonymous_page"}));
   EXPECT_EQ(kernel::ClassifyChain({}, &caller), kernel::LockClass::kOther);
   EXPECT_EQ(caller, "");
 }
