@@ -72,7 +72,7 @@ case "$topology" in
   4s4n)
     smp=16,sockets=4,cores=4,threads=1; numa_nodes 4 4 512; cores_per_node=4; c2c_pus=0-7; default_cap=200 ;;
   2s2n-smt2)
-    smp=16,sockets=2,cores=4,threads=2; numa_nodes 2 8 1024; cores_per_node=4; c2c_pus=0-7; default_cap=200 ;;
+    smp=16,sockets=2,cores=4,threads=2; numa_nodes 2 8 1024; cores_per_node=4; c2c_pus=0-3,8-11; default_cap=200 ;;
   32)
     smp=32,sockets=4,cores=8,threads=1; numa_nodes 4 8 768; cores_per_node=8; c2c_pus=0-31; default_cap=900 ;;
   -h|--help) sed -n '2,22p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
@@ -103,8 +103,9 @@ fi
 #  - mem-node (node 2 of 4, 1 of 2) / mem-interleave / mem-local: one pagevec point per policy at 1 thread and at
 #    the one-node count, where the shared structures' pages are checked against the policy.
 #  - c2c: the core-to-core matrix on its own and last, with its own cap, over the PUs of
-#    c2c_pus (a cgroup cpuset: lockline's usable PUs are hwloc's allowed cpuset): on 4s4n and 2s2n-smt2
-#    PUs 0-7, two NUMA nodes, so an 8 x 8 matrix of 28 pairs with near and far pairs. Under
+#    c2c_pus (a cgroup cpuset: lockline's usable PUs are hwloc's allowed cpuset): 8 PUs on two
+#    NUMA nodes (4s4n: 0-7; 2s2n-smt2: 0-3,8-11, SMT siblings included), an 8 x 8 matrix of
+#    28 pairs with near and far pairs. Under
 #    TCG a ping-pong needs both vCPU threads on host CPUs at once; each pair takes 7 probes of
 #    >= 320 round trips, ~1 ms each on a loaded 2-CPU host, and all 120 pairs of 16 PUs did not
 #    finish in 140 s (the issue's "full c2c family stalled the guest for minutes"). The 32-vCPU
