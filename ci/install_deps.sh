@@ -18,7 +18,8 @@ fi
 if [[ "${LOCKLINE_WITH_REHEARSAL:-0}" == 1 ]]; then
   pkgs+=(qemu-system-x86     # the emulated multi-socket NUMA guest of ci/rehearse.sh (TCG)
          linux-image-amd64   # its kernel (/boot/vmlinuz-*)
-         busybox-static)     # its shell and tools in the initramfs
+         busybox-static      # its shell and tools in the initramfs
+         cpio)               # packs the initramfs
 fi
 missing=()
 for p in "${pkgs[@]}"; do

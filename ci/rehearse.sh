@@ -12,7 +12,9 @@
 # Environment (all optional):
 #   BUILD            build directory with the lockline binary (default: build); it is built if absent
 #   OUT              run directory on the host (default: results/rehearsal-TOPOLOGY-<UTC time>)
-#   REHEARSAL_CAP    wall-clock cap, seconds, of the whole guest run (default: 200 for 4s4n)
+#   REHEARSAL_CAP    wall-clock cap, seconds, of the runs in the guest (default: 240; 900 for 32);
+#                    split between them; QEMU itself is stopped at the cap + 120 s (guest clocks
+#                    lag under TCG overcommit, so the guest's own timeouts run late)
 #   REHEARSAL_NO_INSTALL=1  do not run ci/install_deps.sh (the packages are managed otherwise)
 #   KERNEL           guest kernel (default: the newest /boot/vmlinuz-*: Debian's linux-image-amd64)
 # Leaves in OUT: lockline.json (the main run, emulated), mem-*/lockline.json (the --mem runs),
@@ -23,8 +25,10 @@
 # tests/python/test_rehearsal.py (LOCKLINE_REHEARSAL_DIR=OUT).
 #
 # How the result comes back: the guest's second serial port (ttyS1), written to a host file.
-# The guest tars and gzips its run directories, prints "LOCKLINE-BEGIN <bytes> <sha256>", the
-# archive in base64, and "LOCKLINE-END"; the host checks size and SHA-256 before unpacking.
+# After each run the guest tars and gzips its run directory and log, prints "LOCKLINE-BEGIN
+# <run> <bytes> <sha256>", the archive in base64 and "LOCKLINE-END <run>"; the host checks size
+# and SHA-256 of each block before unpacking it, so a guest stopped by the host timeout still
+# returns every run that finished.
 # Why the serial port and not 9p or a second virtio disk: Debian's kernel has the 8250 UART
 # built in, but virtio-pci, virtio-blk, 9pnet and 9p are modules, which would have to be copied
 # into the initramfs and loaded in order, matched to the exact kernel version; the serial port
@@ -70,9 +74,9 @@ numa_nodes() {  # NODES VCPUS_PER_NODE MB_PER_NODE
 numa_args=()
 case "$topology" in
   4s4n)
-    smp=16,sockets=4,cores=4,threads=1; numa_nodes 4 4 512; cores_per_node=4; c2c_pus=0-7; default_cap=200 ;;
+    smp=16,sockets=4,cores=4,threads=1; numa_nodes 4 4 512; cores_per_node=4; c2c_pus=0-7; default_cap=240 ;;
   2s2n-smt2)
-    smp=16,sockets=2,cores=4,threads=2; numa_nodes 2 8 1024; cores_per_node=4; c2c_pus=0-7; default_cap=200 ;;
+    smp=16,sockets=2,cores=4,threads=2; numa_nodes 2 8 1024; cores_per_node=4; c2c_pus=0-3,8-11; default_cap=240 ;;
   32)
     smp=32,sockets=4,cores=8,threads=1; numa_nodes 4 8 768; cores_per_node=8; c2c_pus=0-31; default_cap=900 ;;
   -h|--help) sed -n '2,22p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
@@ -103,8 +107,9 @@ fi
 #  - mem-node (node 2 of 4, 1 of 2) / mem-interleave / mem-local: one pagevec point per policy at 1 thread and at
 #    the one-node count, where the shared structures' pages are checked against the policy.
 #  - c2c: the core-to-core matrix on its own and last, with its own cap, over the PUs of
-#    c2c_pus (a cgroup cpuset: lockline's usable PUs are hwloc's allowed cpuset): on 4s4n and 2s2n-smt2
-#    PUs 0-7, two NUMA nodes, so an 8 x 8 matrix of 28 pairs with near and far pairs. Under
+#    c2c_pus (a cgroup cpuset: lockline's usable PUs are hwloc's allowed cpuset): 8 PUs on two
+#    NUMA nodes (4s4n: 0-7; 2s2n-smt2: 0-3,8-11, SMT siblings included), an 8 x 8 matrix of
+#    28 pairs with near and far pairs. Under
 #    TCG a ping-pong needs both vCPU threads on host CPUs at once; each pair takes 7 probes of
 #    >= 320 round trips, ~1 ms each on a loaded 2-CPU host, and all 120 pairs of 16 PUs did not
 #    finish in 140 s (the issue's "full c2c family stalled the guest for minutes"). The 32-vCPU
@@ -179,6 +184,18 @@ echo "rehearsal: guest up: $(nproc) CPUs, $(ls -d /sys/devices/system/node/node*
 mkdir -p /run/out
 cd /run/out
 : >status
+stty -F /dev/ttyS1 raw -echo 2>/dev/null
+# Sends files of /run/out as one checksummed block on ttyS1, right after each run, so a guest
+# the host timeout kills keeps every run that finished.
+send() {
+  name=$1; shift
+  tar czf "/run/$name.tgz" -C /run/out "$@" 2>/dev/null
+  {
+    echo "LOCKLINE-BEGIN $name $(wc -c <"/run/$name.tgz") $(sha256sum "/run/$name.tgz" | cut -d' ' -f1)"
+    base64 "/run/$name.tgz"
+    echo "LOCKLINE-END $name"
+  } >/dev/ttyS1
+}
 while read -r name cap args; do
   [ -n "$name" ] || continue
   if [ "$name" = main ]; then dir=/run/out/main; else dir=/run/out/$name; fi
@@ -196,18 +213,12 @@ while read -r name cap args; do
     echo $$ >/sys/fs/cgroup/c2c/cgroup.procs
     echo "rehearsal: c2c in cpuset $(cat /sys/fs/cgroup/c2c/cpuset.cpus.effective)"
   fi
-  ( timeout -s TERM "$cap" /lockline $args --out="$dir" 2>&1; echo "rc=$?" >"/run/rc.$name" ) |
+  ( timeout -s TERM "$cap" /lockline $args --out="$dir" </dev/null 2>&1; echo "rc=$?" >"/run/rc.$name" ) |
     tee "/run/out/$name.log"
   echo "$name $(cat "/run/rc.$name") seconds=$(( $(date +%s) - start ))" >>status
+  send "$name" "$name" "$name.log" status
 done </rehearsal.runs
 cat status
-tar czf /run/out.tgz -C /run/out .
-stty -F /dev/ttyS1 raw -echo 2>/dev/null
-{
-  echo "LOCKLINE-BEGIN $(wc -c </run/out.tgz) $(sha256sum /run/out.tgz | cut -d' ' -f1)"
-  base64 /run/out.tgz
-  echo "LOCKLINE-END"
-} >/dev/ttyS1
 sync
 echo "rehearsal: result sent; powering off"
 poweroff -f
@@ -237,24 +248,34 @@ guest_s=$(($(date +%s) - t1))
 echo "rehearse.sh: guest ran ${guest_s} s (QEMU exit $qemu_rc)"
 
 # ---- the result: check size and checksum, unpack ----------------------------------------------
-tr -d '\r' <"$data" >"$work/serial1.clean"
-header=$(grep -m1 '^LOCKLINE-BEGIN ' "$work/serial1.clean" || true)
-if [[ -z "$header" ]] || ! grep -q '^LOCKLINE-END' "$work/serial1.clean"; then
-  echo "rehearse.sh: error: the guest sent no complete result (see $OUT/console.log)" >&2
-  exit 1
-fi
-read -r _ want_bytes want_sha <<<"$header"
-sed -n '/^LOCKLINE-BEGIN /,/^LOCKLINE-END/{/^LOCKLINE-/d;p}' "$work/serial1.clean" |
-  base64 -d >"$work/out.tgz"
-got_bytes=$(wc -c <"$work/out.tgz")
-got_sha=$(sha256sum "$work/out.tgz" | cut -d' ' -f1)
-if [[ "$got_bytes" != "$want_bytes" || "$got_sha" != "$want_sha" ]]; then
-  echo "rehearse.sh: error: result garbled in transfer ($got_bytes bytes, sha256 $got_sha;" \
-       "the guest sent $want_bytes bytes, sha256 $want_sha)" >&2
-  exit 1
-fi
 mkdir -p "$work/out"
-tar xzf "$work/out.tgz" -C "$work/out"
+"$PYTHON" - "$data" "$work/out" <<'PY'
+"""Unpacks every complete block the guest sent on ttyS1 whose size and SHA-256 match."""
+import base64, hashlib, io, sys, tarfile
+data, out = sys.argv[1:]
+lines = open(data, "rb").read().replace(b"\r", b"").decode("ascii", "replace").splitlines()
+i, good = 0, 0
+while i < len(lines):
+    head = lines[i].split()
+    i += 1
+    if len(head) != 4 or head[0] != "LOCKLINE-BEGIN":
+        continue
+    name, size, sha = head[1], int(head[2]), head[3]
+    body = []
+    while i < len(lines) and not lines[i].startswith("LOCKLINE-"):
+        body.append(lines[i])
+        i += 1
+    if i >= len(lines) or lines[i] != f"LOCKLINE-END {name}":
+        print(f"rehearse.sh: block {name} incomplete (the guest was stopped while sending)")
+        continue
+    blob = base64.b64decode("".join(body))
+    if len(blob) != size or hashlib.sha256(blob).hexdigest() != sha:
+        print(f"rehearse.sh: block {name} garbled ({len(blob)} bytes, sent {size}); dropped")
+        continue
+    tarfile.open(fileobj=io.BytesIO(blob), mode="r:gz").extractall(out)
+    good += 1
+print(f"rehearse.sh: {good} result block(s) received intact")
+PY
 if [[ ! -s "$work/out/main/lockline.json" ]]; then
   echo "rehearse.sh: error: the main run wrote no lockline.json (see $OUT/main.log)" >&2
   cp "$work/out"/*.log "$work/out/status" "$OUT/" 2>/dev/null || true

@@ -1,6 +1,9 @@
-"""--benchmark_filter is matched once, by lockline, against the point keys (issue 19: found by
-the rehearsal, where '...threads:4$' selected points that Google Benchmark then refused, because
-it matched the filter again against '<key>/iterations:N/manual_time', and the run wrote 0 rows)."""
+"""Regressions the rehearsal (ci/rehearse.sh, issue 19) found, checked on this machine.
+
+--benchmark_filter is matched once, by lockline, against the point keys: in the rehearsal
+'...threads:4$' selected points that Google Benchmark then refused, because it matched the
+filter again against '<key>/iterations:N/manual_time', and the run wrote 0 rows. And a c2c point
+always has its latency."""
 
 import json
 import os
@@ -23,3 +26,21 @@ def test_anchored_filter_runs_the_points_it_selects(tmp_path):
     with open(out / "lockline.json", encoding="utf-8") as handle:
         rows = [r for r in json.load(handle)["benchmarks"] if r.get("run_type") == "iteration"]
     assert [r["lockline_key"] for r in rows] == [key]
+
+
+@pytest.mark.skipif(not os.path.isfile(BINARY), reason="LOCKLINE_BINARY not set")
+def test_c2c_point_has_a_latency_even_when_its_window_ends_first(tmp_path):
+    """A c2c point measures at least one batch per window, so it always has latency_ns (issue
+    19: under TCG overcommit the initiator first ran after a 1 ms window had ended, and the row
+    came back with no latency_ns and no error). A 1 us window makes that race likely here."""
+    out = tmp_path / "run"
+    proc = subprocess.run([BINARY, "--quick", "--window=1us", "--benchmark_repetitions=5",
+                           "--events=none", "--benchmark_filter=^calibration/c2c:",
+                           f"--out={out}"], capture_output=True, text=True, timeout=120)
+    if "no point of the quick suite matches" in proc.stderr:
+        pytest.skip("one usable PU: no c2c pair")
+    assert proc.returncode == 0, proc.stderr
+    with open(out / "lockline.json", encoding="utf-8") as handle:
+        rows = [r for r in json.load(handle)["benchmarks"] if r.get("run_type") == "iteration"]
+    assert rows
+    assert all(r.get("latency_ns", 0) > 0 for r in rows), [r.get("latency_ns") for r in rows]
