@@ -276,7 +276,7 @@ int Main(int argc, char** argv) {
   // Google Benchmark's flags: lockline's defaults first, the user's after them
   // (later wins).
   std::vector<std::string> gb_args = {
-      argv[0], "--benchmark_repetitions=3",
+      argv[0], "--benchmark_repetitions=5",
       "--benchmark_enable_random_interleaving=true"};
   // Not --benchmark_filter: lockline matched it against the point keys and
   // registers only the points it selected. Google Benchmark would match it

@@ -66,8 +66,8 @@ Counters and layouts:
   --help                  this text
 
 Google Benchmark flags that apply: --benchmark_filter=REGEX (matched against the keys --list
-prints), --benchmark_repetitions=N (default 3), --benchmark_enable_random_interleaving (default
-on), --benchmark_report_aggregates_only, --benchmark_display_aggregates_only,
+prints), --benchmark_repetitions=N (default 5: an effect's interval needs 4
+same-regime repetitions a side), --benchmark_enable_random_interleaving (default on), --benchmark_report_aggregates_only, --benchmark_display_aggregates_only,
 --benchmark_out=FILE and --benchmark_out_format=json|console|csv (Google Benchmark's own output,
 in its 1.7.1 semantics: threads is always 1 there; lockline.json is the full record),
 --benchmark_context=KEY=VALUE.

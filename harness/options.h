@@ -43,7 +43,7 @@ struct Options {
       benchmark_args;             ///< --benchmark_* passed to Google Benchmark
   std::string benchmark_filter;   ///< value of --benchmark_filter, if given
   std::string benchmark_out;      ///< value of --benchmark_out, if given
-  int repetitions = 3;            ///< from --benchmark_repetitions, default 3
+  int repetitions = 5;            ///< from --benchmark_repetitions, default 5
   /// --until-resolved[=MAX_DURATION]: extra seconds for unresolved
   /// comparisons (harness/until_resolved.h); 0: off (the fixed budget).
   double until_resolved_s = 0;
