@@ -106,7 +106,9 @@ TEST(ZoneLock, TableAndRowKeys) {
     if (v.suite == Suite::kQuick) ++quick;
     if (v.suite <= Suite::kDefault) ++deflt;
     // On one node zones:per_numa is the same zone as zones:1: full only.
-    if (v.params[5].second == "per_numa") EXPECT_EQ(v.suite, Suite::kFull);
+    if (v.params[5].second == "per_numa") {
+      EXPECT_EQ(v.suite, Suite::kFull);
+    }
   }
   EXPECT_EQ(quick, 2);  // ticket x {before, after}, pcp 31
   // + ticket/qspinlock x the other placements (2 + 4), pthread_mutex pair
