@@ -380,6 +380,12 @@ class PagevecWorkload : public Workload {
         kResidentPages + 2 * s + 1 + kPoolSlack, stride, cfg_.line);
     me->zone = ctx.numa >= 0 ? ctx.numa % cfg_.zones : 0;
     me->index = ctx.index;
+    // A scanner sharing a measured PU makes the point oversubscribed: a
+    // waiter spinning on lru_lock while the scanner holding it is preempted
+    // would burn its whole time slice, so these waiters may yield (the row
+    // says so in details.scanner.workers_spin_yield).
+    if (cfg_.scanner && scanner_shares_pu_)
+      SetSpinYield(SpinYield::kAfterSpins);
     for (int i = 0; i < me->pool_size; ++i) {
       me->pool[i].private_ = static_cast<unsigned long>(ctx.index);  // owner
       me->free_pages.Push(&me->pool[i]);
@@ -558,6 +564,10 @@ class PagevecWorkload : public Workload {
       sj["releases_handed_to_scanner"] = handed;
       sj["pus"] = pus;
       sj["shares_measured_pu"] = scanner_shares_pu_;
+      sj["workers_spin_yield"] =
+          scanner_shares_pu_ ? "after_1024_pauses (the scanner shares a "
+                               "measured PU: oversubscribed)"
+                             : "as placement.spin_yield";
       sj["placement"] =
           scanner_shares_pu_
               ? "no spare PU: each scanner shares a measured thread's PU "

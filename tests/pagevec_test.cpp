@@ -333,7 +333,9 @@ TEST(PagevecKeys, ShapesSuitesAndUniqueness) {
       EXPECT_NE(key.find("kernel:5.8/scanner:on"), std::string::npos) << key;
     }
   }
-  EXPECT_EQ(numa_default, 17);
+  // The offset sweep (alignment question) runs with zones:1 only, so on a
+  // multi-node machine its two offset:8 points are in the full suite.
+  EXPECT_EQ(numa_default, 15);
   EXPECT_EQ(one_default, 2);
   // Policy rows resolve their slot count from the point's threads.
   for (const Variant& v : vs) {
