@@ -186,7 +186,12 @@ def seed_tables(run: Run) -> Dict[str, List[List[str]]]:
 
     # 1. pagevec 2004
     base = {"offset": "0"}
-    fixed = {"policy": "fixed"}
+    # 2004: 2.6.9's per-page work under lru_lock, no reclaim scanner (bench/pagevec.cpp).
+    fixed = {"policy": "fixed", "kernel": "2.6.9", "scanner": "off"}
+    # 2020: 5.8's __pagevec_lru_add_fn with the reclaim scanner on.
+    fixed_58 = {"policy": "fixed", "kernel": "5.8", "scanner": "on"}
+    pv58 = {slots: select(run, "pagevec", "pages_per_s", {"slots": slots, **base},
+                          prefer=fixed_58) for slots in ("15", "31")}
     n1 = _max_threads(run, "pagevec", {"slots": "16"})
     pv = {slots: select(run, "pagevec", "pages_per_s", {"slots": slots, **base}, prefer=fixed)
           for slots in ("15", "16", "31")}
@@ -213,20 +218,37 @@ def seed_tables(run: Run) -> Dict[str, List[List[str]]]:
     # 2. zone->lock 2015
     rows = []
     locks = sorted({p.params.get("lock", "?") for p in run.points if p.bench == "zone_lock"})
-    zprefer = {"pcp_batch": "0", "line": "64"}
+    # Linux 4.0's path: pcp batch 31, CMA config, 64-byte lines; one zone per NUMA node where
+    # the run has it (the default on multi-node machines), else the single zone.
+    zbase = {"pcp_batch": "31", "line": "64", "config": "cma"}
+    zprefers = [{**zbase, "zones": "per_numa"}, zbase, {"line": "64"}]
+
+    def zsel(layout, where, extra=None):
+        for prefer in ([extra] if extra else zprefers):
+            pts = select(run, "zone_lock", "ops_per_s", {"layout": layout, **where},
+                         prefer=prefer)
+            if pts and all(pts[0].params.get(k) == v for k, v in prefer.items()):
+                return pts
+        return select(run, "zone_lock", "ops_per_s", {"layout": layout, **where})
     for lock in locks or ["(any)"]:
         where = {"lock": lock} if locks else {}
         n = _max_threads(run, "zone_lock", where)
-        after = select(run, "zone_lock", "ops_per_s", {"layout": "lock_after_free_area", **where},
-                       prefer=zprefer)
-        before = select(run, "zone_lock", "ops_per_s",
-                        {"layout": "lock_before_free_area", **where}, prefer=zprefer)
-        rows.append([f"lock next to free_area (lock:{lock}, N={n or '?'})",
-                     "aim7 152288 -> 81911 jobs/min (-46.2 %)",
+        after = zsel("lock_after_free_area", where)
+        before = zsel("lock_before_free_area", where)
+        rows.append([f"3484b2de9499 (v3.16-v3.19): lock next to free_area (lock:{lock}, "
+                     f"N={n or '?'})", "aim7 152288 -> 81911 jobs/min (-46.2 %)",
                      change(after, before, "ops_per_s")])
-        rows.append([f"fix: lock after free_area (lock:{lock}, N={n or '?'})",
-                     "aim7 84568 -> 164280 jobs/min (+94.3 %)",
+        rows.append([f"fix a368ab67aa55 (v4.0): lock after free_area (lock:{lock}, "
+                     f"N={n or '?'})", "aim7 84568 -> 164280 jobs/min (+94.3 %)",
                      change(before, after, "ops_per_s")])
+        for label, extra in (("counter-example pcp_batch:0 (a lock per page, not 4.0's path)",
+                              {"pcp_batch": "0", "line": "64"}),
+                             ("config no_cma (the fixed lock shares the line of flags)",
+                              {"pcp_batch": "31", "line": "64", "config": "no_cma"})):
+            b, a = zsel("lock_before_free_area", where, extra), zsel("lock_after_free_area",
+                                                                       where, extra)
+            if b and a and all(b[0].params.get(k) == v for k, v in extra.items()):
+                rows.append([f"fix, {label} (lock:{lock})", "-", change(b, a, "ops_per_s")])
         rows.append([f"ops/s before -> after (lock:{lock})", "-",
                      f"{stat_text(summary_of(before, 'ops_per_s'))} -> "
                      f"{stat_text(summary_of(after, 'ops_per_s'))}" if after and before
@@ -267,15 +289,15 @@ def seed_tables(run: Run) -> Dict[str, List[List[str]]]:
 
     # 4. pagevec 2020
     n4 = _max_threads(run, "pagevec", {"slots": "31"})
-    w15 = measure(run, "pagevec", "wait_share", {"slots": "15", **base}, prefer=fixed)
-    w31 = measure(run, "pagevec", "wait_share", {"slots": "31", **base}, prefer=fixed)
+    w15 = measure(run, "pagevec", "wait_share", {"slots": "15", **base}, prefer=fixed_58)
+    w31 = measure(run, "pagevec", "wait_share", {"slots": "31", **base}, prefer=fixed_58)
     b31 = _mean(measure(run, "pagevec", "pagevec_bytes", {"slots": "31"}))
     tables["q4"] = [
         [f"lock contention, 15 -> 31 slots (N={n4 or '?'})", "8.9 % -> 2.2 % of CPU cycles",
          f"{stat_text(w15, 'share waiting', 1.0)} -> {stat_text(w31, 'share waiting', 1.0)}"
          if w15 is not None and w31 is not None else NOT_RUN],
         [f"throughput, 15 -> 31 slots (N={n4 or '?'})", "pmbench 88.8 -> 95.1 Mpages/s (+7.1 %)",
-         change(pv["15"], _same_n(pv["15"], pv["31"]), "pages_per_s")],
+         change(pv58["15"], _same_n(pv58["15"], pv58["31"]), "pages_per_s")],
         ["pagevec memory, 15 -> 31 slots", "128 -> 256 bytes of page pointers",
          f"{fmt(b15)} -> {fmt(b31)} bytes (whole struct)" if b15 and b31 else NOT_RUN],
     ]
@@ -307,6 +329,17 @@ def seed_tables(run: Run) -> Dict[str, List[List[str]]]:
                      f"{change(zoa_idle or zoa, idle, 'allocs_per_s')}; busy zeroer: "
                      f"{change(zoa_busy or zoa, busy, 'allocs_per_s')}; real faults "
                      f"(mode:plain) {stat_text(plain, 'faults/wall-s')}"])
+    for zeroer in ("engine", "idle_cpus"):
+        burst = {"protocol": "idle_burst", "burst_pages": "4096", "pool_pages": "4096"}
+        none = select(run, "prezero", "allocs_per_s", {**burst, "zeroer": "none"}, 1)
+        pre = select(run, "prezero", "allocs_per_s", {**burst, "zeroer": zeroer}, 1)
+        busy = select(run, "prezero", "allocs_per_s",
+                      {**burst, "protocol": "busy", "zeroer": zeroer}, 1)
+        if none or pre:
+            rows.append([f"1 thread, burst B = pool P after an idle period, zeroer {zeroer}",
+                         "favourable case (idle machine) vs Holt: no pre-zeroed pages when busy",
+                         f"idle then burst vs zero on alloc: {change(none, pre, 'allocs_per_s')}"
+                         f"; busy vs idle then burst: {change(pre, busy, 'allocs_per_s')}"])
     cpu = measure(run, "fault", "faults_per_cpu_s", {"mode": "plain"}, 1, warm)
     idle_cpu = measure(run, "fault", "faults_per_cpu_s",
                        {"mode": "plain", "start": "after_idle"}, 1)

@@ -59,19 +59,24 @@ class ComparisonSpec:
 COMPARISONS: Tuple[ComparisonSpec, ...] = (
     ComparisonSpec("000", "pagevec", "slots", "16", "15", "16 slots (2.6.9)",
                    "15 slots (128-byte pagevec)", ("pages_per_s", "ops_per_s"),
-                   prefer=(("offset", "0"), ("policy", "fixed"), ("mode", "deferred"))),
+                   prefer=(("kernel", "2.6.9"), ("scanner", "off"), ("offset", "0"),
+                           ("policy", "fixed"), ("mode", "deferred"))),
     ComparisonSpec("000", "pagevec", "offset", "0", "8", "16 slots at offset 0",
                    "16 slots at offset 8 (misaligned)", ("pages_per_s", "ops_per_s"),
-                   prefer=(("slots", "16"), ("policy", "fixed"), ("mode", "deferred"))),
+                   prefer=(("kernel", "2.6.9"), ("scanner", "off"), ("slots", "16"),
+                           ("policy", "fixed"), ("mode", "deferred"))),
     ComparisonSpec("001", "zone_lock", "layout", "lock_before_free_area", "lock_after_free_area",
-                   "lock before free_area", "lock after free_area", ("ops_per_s",),
-                   group_by=("lock",), prefer=(("pcp_batch", "0"), ("line", "64"))),
+                   "lock before free_area (3484b2de9499, v3.16-v3.19)",
+                   "lock after free_area (a368ab67aa55, v4.0)", ("ops_per_s",),
+                   group_by=("lock",), prefer=(("pcp_batch", "31"), ("config", "cma"),
+                                               ("line", "64"), ("zones", "per_numa"))),
     ComparisonSpec("002", "page_free", "variant", "atomic", "fastpath", "atomic put_page",
                    "fast-path put_page", ("ops_per_s",), threads="min",
                    prefer=(("on_lru_pct", "0"), ("free_cpu", "same"), ("lock", "ticket"))),
     ComparisonSpec("003", "pagevec", "slots", "15", "31", "15 slots", "31 slots",
                    ("pages_per_s", "ops_per_s"),
-                   prefer=(("offset", "0"), ("policy", "fixed"), ("mode", "deferred"))),
+                   prefer=(("kernel", "5.8"), ("scanner", "on"), ("offset", "0"),
+                           ("policy", "fixed"), ("mode", "deferred"))),
     ComparisonSpec("004", "prezero", "mode", "zero_on_alloc", "prezeroed_idle",
                    "zero on allocation", "pre-zeroed with idle time",
                    ("allocs_per_s", "ops_per_s"), prefer=(("method", "memset"),)),
@@ -79,6 +84,21 @@ COMPARISONS: Tuple[ComparisonSpec, ...] = (
                    "zero on allocation", "pre-zeroed, zeroer CPUs busy",
                    ("allocs_per_s", "ops_per_s"), prefer=(("method", "memset"),)),
 )
+
+# 2004's two positions on pre-zeroing, with the burst protocol (bench/prezero.cpp): after an
+# idle period a pool of P pre-zeroed pages serves a burst of B = P allocations (Lameter's case),
+# and the same zeroer when the machine was busy (Holt's objection).
+COMPARISONS += tuple(
+    ComparisonSpec("004", "prezero", "zeroer", "none", zeroer, "zero on allocation",
+                   f"pre-zeroed after idle ({words})", ("allocs_per_s", "ops_per_s"),
+                   threads="min", prefer=(("protocol", "idle_burst"), ("burst_pages", "4096")))
+    for zeroer, words in (("engine", "engine, order >= 4 blocks"),
+                          ("idle_cpus", "idle CPUs")))
+COMPARISONS += (
+    ComparisonSpec("004", "prezero", "protocol", "idle_burst", "busy",
+                   "pre-zeroed after idle (idle CPUs)", "the same zeroer while busy",
+                   ("allocs_per_s", "ops_per_s"), threads="min",
+                   prefer=(("zeroer", "idle_cpus"), ("burst_pages", "4096"))),)
 
 # Report section of each question id.
 QUESTION_SECTION = {"000": "q1", "001": "q2", "002": "q3", "003": "q4", "004": "q5"}
