@@ -32,9 +32,10 @@ def test_anchored_filter_runs_the_points_it_selects(tmp_path):
 def test_c2c_point_has_a_latency_even_when_its_window_ends_first(tmp_path):
     """A c2c point measures at least one batch per window, so it always has latency_ns (issue
     19: under TCG overcommit the initiator first ran after a 1 ms window had ended, and the row
-    came back with no latency_ns and no error). A 1 us window makes that race likely here."""
+    came back with no latency_ns and no error). A 0.1 ms window (the shortest accepted) makes
+    that race likely here."""
     out = tmp_path / "run"
-    proc = subprocess.run([BINARY, "--quick", "--window=1us", "--benchmark_repetitions=5",
+    proc = subprocess.run([BINARY, "--quick", "--window=0.1ms", "--benchmark_repetitions=5",
                            "--events=none", "--benchmark_filter=^calibration/c2c:",
                            f"--out={out}"], capture_output=True, text=True, timeout=120)
     if "no point of the quick suite matches" in proc.stderr:
