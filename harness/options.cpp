@@ -282,9 +282,8 @@ Options ParseOptions(int argc, char** argv) {
     } else if (a == "--until-resolved") {
       o.until_resolved_s = kDefaultUntilResolvedS;
     } else if (TakeValue(a, "--until-resolved", &v)) {
-      o.until_resolved_s = ParseDurationSeconds(v, "--until-resolved",
-                                                kMinBudgetSeconds,
-                                                kMaxBudgetSeconds);
+      o.until_resolved_s = ParseDurationSeconds(
+          v, "--until-resolved", kMinBudgetSeconds, kMaxBudgetSeconds);
     } else if (TakeValue(a, "--window", &v)) {
       o.window_s = ParseDurationSeconds(v, "--window", kMinWindowSeconds,
                                         kMaxWindowSeconds);

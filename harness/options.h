@@ -40,10 +40,10 @@ struct Options {
   bool emulated = false;  ///< --emulated: mark the run and every row emulated
   std::string layouts;    ///< "", "text" or "json"
   std::vector<std::string>
-      benchmark_args;             ///< --benchmark_* passed to Google Benchmark
-  std::string benchmark_filter;   ///< value of --benchmark_filter, if given
-  std::string benchmark_out;      ///< value of --benchmark_out, if given
-  int repetitions = 5;            ///< from --benchmark_repetitions, default 5
+      benchmark_args;            ///< --benchmark_* passed to Google Benchmark
+  std::string benchmark_filter;  ///< value of --benchmark_filter, if given
+  std::string benchmark_out;     ///< value of --benchmark_out, if given
+  int repetitions = 5;           ///< from --benchmark_repetitions, default 5
   /// --until-resolved[=MAX_DURATION]: extra seconds for unresolved
   /// comparisons (harness/until_resolved.h); 0: off (the fixed budget).
   double until_resolved_s = 0;

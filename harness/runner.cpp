@@ -6,12 +6,12 @@
 #include <regex>
 #include <set>
 
-#include "harness/coherence.h"
 #include "harness/cgroup.h"
+#include "harness/coherence.h"
 #include "harness/cpu.h"
 #include "harness/locks/spin_wait.h"
-#include "harness/rows.h"
 #include "harness/memory.h"
+#include "harness/rows.h"
 #include "harness/team.h"
 #include "layouts/report.h"
 

@@ -153,7 +153,8 @@ TEST(KernelZone, SigtermRestoresHighFraction) {
   int status = 0;
   waitpid(pid, &status, 0);
   EXPECT_TRUE(seen) << "lockline never set the sysctl to 8";
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 143) << status;  // 128 + SIGTERM
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 143)
+      << status;  // 128 + SIGTERM
   EXPECT_EQ(ReadSmallFile(kernel_zone::kFractionPath), before);
   std::filesystem::remove_all(dir);
 }
