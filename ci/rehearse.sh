@@ -51,6 +51,9 @@ cd "$root"
 topology=${1:-4s4n}
 PYTHON=/usr/bin/python3
 BUILD=${BUILD:-$root/build}
+# Relative BUILD / OUT (ci/test.sh passes "build/...") are taken from the repository root: the
+# script changes directory while it packs the initramfs.
+[[ "$BUILD" == /* ]] || BUILD=$root/$BUILD
 LOCKLINE=$BUILD/lockline
 
 # ---- topology -> QEMU machine, and the lockline runs inside ----------------------------------
@@ -89,6 +92,7 @@ if ! [[ "$CAP" =~ ^[0-9]+$ ]] || ((CAP < 30)); then
   exit 2
 fi
 OUT=${OUT:-$root/results/rehearsal-$topology-$(date -u +%Y%m%dT%H%M%SZ)}
+[[ "$OUT" == /* ]] || OUT=$root/$OUT
 if [[ -e "$OUT/lockline.json" ]]; then
   echo "rehearse.sh: error: $OUT already holds a run (choose another OUT)" >&2
   exit 2
