@@ -20,6 +20,7 @@
 namespace lockline::pagevec_bench {
 namespace {
 
+using testing::Machine;
 using testing::MetricOf;
 using testing::TestEnv;
 
@@ -39,19 +40,6 @@ PointReport Drive(Workload& w, int threads, double seconds,
 double PerPage(int slots, Kernel k = Kernel::k269) {
   const int r = k == Kernel::k269 ? 16 : 32;
   return (1.0 + (slots + r - 1) / r) / slots;
-}
-
-/// Usable PUs of a machine with `nodes` NUMA nodes, 2 PUs each.
-std::vector<PuInfo> Machine(int nodes) {
-  std::vector<PuInfo> order;
-  for (int i = 0; i < 2 * nodes; ++i) {
-    PuInfo pu;
-    pu.os_index = pu.logical_index = pu.core = i;
-    pu.numa = i / 2;
-    pu.package = 0;
-    order.push_back(pu);
-  }
-  return order;
 }
 
 TEST(PagevecFormulas, FourLg) {

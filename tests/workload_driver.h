@@ -151,4 +151,17 @@ inline double MetricOf(const PointReport& r, const std::string& name) {
   return -1;
 }
 
+/// Usable PUs of a machine with `nodes` NUMA nodes, 2 PUs each.
+inline std::vector<PuInfo> Machine(int nodes) {
+  std::vector<PuInfo> order;
+  for (int i = 0; i < 2 * nodes; ++i) {
+    PuInfo pu;
+    pu.os_index = pu.logical_index = pu.core = i;
+    pu.numa = i / 2;
+    pu.package = 0;
+    order.push_back(pu);
+  }
+  return order;
+}
+
 }  // namespace lockline::testing

@@ -20,6 +20,7 @@
 namespace lockline::zone_lock {
 namespace {
 
+using testing::Machine;
 using testing::MetricOf;
 using testing::TestEnv;
 
@@ -30,19 +31,6 @@ const Family& ZoneLockFamily() {
   ADD_FAILURE() << "zone_lock is not registered";
   static const Family kNone;
   return kNone;
-}
-
-/// Usable PUs of a machine with `nodes` NUMA nodes, 2 PUs each.
-std::vector<PuInfo> Machine(int nodes) {
-  std::vector<PuInfo> order;
-  for (int i = 0; i < 2 * nodes; ++i) {
-    PuInfo pu;
-    pu.os_index = pu.logical_index = pu.core = i;
-    pu.numa = i / 2;
-    pu.package = 0;
-    order.push_back(pu);
-  }
-  return order;
 }
 
 /// The family's variants on a machine of `nodes` NUMA nodes.
