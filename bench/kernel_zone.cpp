@@ -41,9 +41,6 @@ inline constexpr const char* kFractionPath =
     "/proc/sys/vm/percpu_pagelist_high_fraction";
 /// Batch when /proc/zoneinfo is unreadable: 2 x a typical high of 4 MiB.
 inline constexpr std::size_t kFallbackBatchPages = 2048;
-/// Upper bound on a batch: 256 MiB per task (high_max of big zones can be
-/// tens of thousands of pages; the batch only needs to exceed `high`).
-inline constexpr std::size_t kMaxBatchPages = 65536;
 inline constexpr uint64_t kFaultSlackPerWindow = 8;
 
 /// Writes `value` to a procfs file; "" or the error.
@@ -70,14 +67,16 @@ inline uint64_t MemAvailablePages() {
 }
 
 /// Pages per batch for the current pcp state: 2 x the largest pcp high over
-/// CPUs of the main zone (the one anonymous faults are served from), clamped
-/// to [2 x batch, kMaxBatchPages].
+/// CPUs of the main zone (the one anonymous faults are served from), at
+/// least 2 x batch. No fixed upper bound: high can be hundreds of MiB per CPU
+/// (vm.percpu_pagelist_high_fraction=8, or auto-tuned high_max on a big zone),
+/// and a smaller batch would no longer overflow the pcp list; the only bound
+/// is memory (ZoneWorkload caps all tasks' batches at a quarter of
+/// MemAvailable and says so on the row).
 inline std::size_t BatchPages(const std::vector<kernel::ZonePcp>& zones) {
   const kernel::ZonePcp* z = kernel::MainZone(zones);
   if (!z || z->high_max_cpu == 0) return kFallbackBatchPages;
-  std::size_t pages = 2 * z->high_max_cpu;
-  pages = std::max<std::size_t>(pages, 2 * z->batch);
-  return std::min(pages, kMaxBatchPages);
+  return std::max<std::size_t>(2 * z->high_max_cpu, 2 * z->batch);
 }
 
 struct Config {
@@ -130,6 +129,13 @@ class ZoneWorkload : public kernel_tasks::KernelTaskWorkload {
       size_note_ =
           "batch capped at a quarter of MemAvailable over the tasks: " +
           std::to_string(batch_pages_) + " pages";
+      const kernel::ZonePcp* z = kernel::MainZone(zones_);
+      if (z && batch_pages_ <= z->high_max_cpu)
+        size_note_ += "; that is not above pcp high (" +
+                      std::to_string(z->high_max_cpu) +
+                      " pages), so frees do not overflow the pcp list every "
+                      "batch and zone->lock is taken less often than the "
+                      "family intends";
     }
   }
 
