@@ -4,7 +4,8 @@
 # tests, the aarch64 compile check, smoke runs of every family, and the Python tests (plots,
 # report, regression check). Then the 4s4n rehearsal (ci/rehearse.sh: lockline in an emulated
 # 4-socket 4-node QEMU guest) and its checks (tests/python/test_rehearsal.py); LOCKLINE_REHEARSAL=0
-# skips it. Exit status: ctest's, or the rehearsal's when ctest passed.
+# skips it. Exit status: ctest's, or the rehearsal's when ctest passed (a guest that never
+# boots is reported as not run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rehearsal=${LOCKLINE_REHEARSAL:-1}
@@ -17,15 +18,23 @@ status=0
 ctest --test-dir "$build" --output-on-failure --timeout 900 -j"$jobs" || status=$?
 # The rehearsal runs after ctest, not as a ctest test beside the others: its 16 TCG vCPU threads
 # would take both host CPUs from the parallel tests (and they from it), so its wall time would
-# be unpredictable against its cap; alone it adds a bounded 4-8 minutes (guest runs capped at
-# 240 s, plus boot, transfer, plots and report; the whole script at 480 s), keeping all of CI
+# be unpredictable against its cap; alone it adds 2-3 minutes, bounded at 12 (guest runs capped at
+# 240 s, plus boot, transfer, plots and report; one boot that does not reach init in 150 s is
+# retried; the whole script at 720 s), keeping all of CI
 # (~5 minutes of other tests) under 15 minutes on 2 vCPUs.
 if [[ "$rehearsal" == 1 ]]; then
   out="$build/rehearsal-4s4n-$(date -u +%Y%m%dT%H%M%SZ)"
   rstatus=0
   BUILD="$build" OUT="$out" REHEARSAL_CAP=${REHEARSAL_CAP:-240} \
-    timeout 480 bash ci/rehearse.sh 4s4n || rstatus=$?
-  if ((rstatus == 0)); then
+    timeout 720 bash ci/rehearse.sh 4s4n || rstatus=$?
+  if ((rstatus == 3)); then
+    # The emulated machine never reached its init on two boots: QEMU or the host failed before
+    # lockline ran (rehearse.sh printed the console's end). Like a test whose capability is
+    # missing, that is reported as not run instead of failing lockline; any failure once the
+    # guest is up (lockline, the transfer, plots, report, the checks) fails CI.
+    echo "ci/test.sh: rehearsal NOT RUN: the emulated 4s4n guest did not boot (see above)" >&2
+    rstatus=0
+  elif ((rstatus == 0)); then
     LOCKLINE_REHEARSAL_DIR="$out" timeout 300 /usr/bin/python3 -m pytest -q -p no:cacheprovider \
       tests/python/test_rehearsal.py || rstatus=$?
   fi
