@@ -5,14 +5,16 @@
 //    line, 64 = adjacent lines of one 128-byte pair, 128 / 256 = separate
 //    pairs), plus the topology's line size when it is none of these.
 //  * On PU pairs of each class the machine has: SMT siblings (same core), same
-//    L3 (different cores), same package (different L3s), different packages.
+//    L2 (different cores: E-core clusters, Bulldozer modules), same L3
+//    (different cores and L2s), same package (different L3s), different
+//    packages.
 //  * Regime: two writers, no lock; the line (pair) bounces between the PUs as
 //    often as the counters are written.
 // The 64-vs-128-byte padding question (Intel's adjacent-line prefetcher pairs
 // lines; POWER and some Arm cores have 128-byte lines) is answered by the
 // smallest distance with no slowdown against the farthest one, per pair class
-// (the report reads it off these rows). Not measured: L2-cluster pairs
-// (Bulldozer modules, E-core clusters) as a class of their own, reads.
+// (the report reads it off these rows). Not measured: reads (a reader and a
+// writer), lines shared by more than two PUs.
 #include <benchmark/benchmark.h>
 #include <unistd.h>
 
@@ -122,32 +124,37 @@ class FalseSharingWorkload : public Workload {
   uint64_t total_ops_ = 0;
 };
 
-/// A PU pair for every sharing class the machine has, from the placement
-/// order: the first PU against its SMT sibling, another core of its L3,
-/// another L3 of its package, and another package. Classes the machine lacks
-/// (no SMT, one L3 per package, one package) are absent.
+/// The sharing class of two PUs: "smt" (one core), "l2_shared" (two cores
+/// under one L2: Intel E-core clusters, AMD Bulldozer modules, several Arm
+/// parts), "l3_shared" (two cores of one L3), "package_local" (one package,
+/// another or no L3), "package_remote" (two packages).
+std::string PairClass(const PuInfo& a, const PuInfo& b) {
+  if (b.core == a.core) return "smt";
+  if (b.package != a.package) return "package_remote";
+  if (a.l2 >= 0 && b.l2 == a.l2) return "l2_shared";
+  if (a.l3 >= 0 && b.l3 == a.l3) return "l3_shared";
+  return "package_local";
+}
+
+/// A PU pair for every sharing class the machine has: for each class the
+/// first pair in placement order (the first PU against its SMT sibling,
+/// another core of its L2 or L3, ... when the first PU has such a partner; on
+/// a hybrid part whose first PU is a P-core, the L2 pair is the first E-core
+/// cluster's). Classes the machine lacks (no SMT, no shared L2, one L3 per
+/// package, one package) are absent.
 std::vector<std::pair<std::string, std::pair<int, int>>> PairClasses(
     const std::vector<PuInfo>& order) {
+  static const char* const kClasses[] = {"smt", "l2_shared", "l3_shared",
+                                         "package_local", "package_remote"};
+  std::map<std::string, std::pair<int, int>> found;
+  for (std::size_t i = 0;
+       i < order.size() && found.size() < std::size(kClasses); ++i)
+    for (std::size_t j = i + 1; j < order.size(); ++j)
+      found.try_emplace(PairClass(order[i], order[j]), order[i].os_index,
+                        order[j].os_index);
   std::vector<std::pair<std::string, std::pair<int, int>>> out;
-  if (order.size() < 2) return out;
-  const PuInfo& a = order.front();
-  std::map<std::string, int> found;
-  for (const PuInfo& b : order) {
-    if (b.os_index == a.os_index) continue;
-    std::string cls;
-    if (b.core == a.core)
-      cls = "smt";
-    else if (b.package != a.package)
-      cls = "package_remote";
-    else if (a.l3 >= 0 && b.l3 == a.l3)
-      cls = "l3_shared";
-    else
-      cls = "package_local";  // same package, other (or no) L3
-    if (!found.count(cls)) found[cls] = b.os_index;
-  }
-  for (const char* cls :
-       {"smt", "l3_shared", "package_local", "package_remote"})
-    if (found.count(cls)) out.push_back({cls, {a.os_index, found[cls]}});
+  for (const char* cls : kClasses)
+    if (found.count(cls)) out.push_back({cls, found[cls]});
   return out;
 }
 

@@ -494,6 +494,8 @@ std::unique_ptr<Topology> Topology::Load(const std::string& raw_spec) {
     // Rank among the core's usable PUs, so a core whose first hardware thread
     // is disallowed still gets a rank-0 thread in the `cores` order.
     if (info.core >= 0) info.smt_rank = usable_in_core[info.core]++;
+    info.l2 = LogicalOrMinus1(
+        hwloc_get_ancestor_obj_by_type(t->topo_, HWLOC_OBJ_L2CACHE, pu));
     info.l3 = LogicalOrMinus1(
         hwloc_get_ancestor_obj_by_type(t->topo_, HWLOC_OBJ_L3CACHE, pu));
     info.package = LogicalOrMinus1(

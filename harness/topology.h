@@ -36,6 +36,8 @@ struct PuInfo {
   int core = -1;  ///< logical index of the Core
   int smt_rank =
       0;  ///< 0 for the first PU of its core, 1 for its first sibling, ...
+  int l2 = -1;       ///< logical index of the L2 cache (or -1); shared by
+                     ///< cores on E-core clusters and Bulldozer modules
   int l3 = -1;       ///< logical index of the L3 cache (or -1)
   int numa = -1;     ///< logical index of the first NUMA node in its locality
   int package = -1;  ///< logical index of the Package

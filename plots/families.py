@@ -610,7 +610,7 @@ __all__ = ["FAMILY_PLOTTERS", "register", "plot_family", "plot_generic", "c2c_fi
            "race_verdicts", "pagevec_formulas", "DEFAULT_BASELINES"]
 
 
-FALSE_SHARING_CLASSES = ("smt", "l3_shared", "package_local", "package_remote")
+FALSE_SHARING_CLASSES = ("smt", "l2_shared", "l3_shared", "package_local", "package_remote")
 
 
 def false_sharing_verdicts(points, min_effect: Optional[float] = None) -> List[Dict[str, str]]:

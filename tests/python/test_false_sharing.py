@@ -5,6 +5,7 @@ import os
 import sys
 
 import numpy as np
+import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "plots"))
@@ -50,3 +51,35 @@ def test_one_row_per_pair_class_and_op():
            points({64: 20.0, 256: 5.0}, pair="package_remote", op="xadd", seed=3))
     rows = families.false_sharing_verdicts(pts)
     assert [(r["pair"], r["op"]) for r in rows] == [("smt", "inc"), ("package_remote", "xadd")]
+
+
+BINARY = os.environ.get("LOCKLINE_BINARY", "")
+TOPOLOGIES = os.path.join(os.path.dirname(HERE), "fixtures", "topologies")
+
+
+def listed_pairs(topology):
+    """{pair class: "PUs a and b"} of the full suite's false_sharing rows on a fixture topology."""
+    import re
+    import subprocess
+    p = subprocess.run([BINARY, "--list", "--full", f"--topology={topology}",
+                        "--benchmark_filter=^false_sharing/op:inc/distance:8/"],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    return {m.group(2): m.group(1) for m in
+            re.finditer(r"(PUs \d+ and \d+) \((\w+)\)", p.stdout)}
+
+
+@pytest.mark.skipif(not os.access(BINARY, os.X_OK), reason="LOCKLINE_BINARY is not set (ctest sets it)")
+def test_pair_classes_follow_the_topology():
+    """Each fixture gets exactly the PU-pair classes its caches and packages have: a Bulldozer
+    module's two cores share an L2 (l2_shared), a Lakefield's four E-cores share one L2, the
+    EPYC 7402 has SMT and 16 L3s over 2 packages but no shared L2."""
+    bulldozer = listed_pairs(os.path.join(TOPOLOGIES, "opteron6276-4p-8n-64c.xml"))
+    assert set(bulldozer) == {"l2_shared", "l3_shared", "package_local", "package_remote"}
+    assert bulldozer["l2_shared"] == "PUs 0 and 1"
+    lakefield = listed_pairs(os.path.join(TOPOLOGIES,
+                                          "intel-lakefield-i5-l16g7-1p4e-hybrid.xml"))
+    assert set(lakefield) == {"l2_shared", "l3_shared"}
+    epyc = listed_pairs(os.path.join(TOPOLOGIES,
+                                     "llnl-corona-epyc7402-2p-16l3-96pu-hwloc1format.xml"))
+    assert set(epyc) == {"smt", "l3_shared", "package_local", "package_remote"}
