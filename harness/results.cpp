@@ -20,6 +20,10 @@ namespace {
 char g_pending_temp[PATH_MAX];  // temporary file being written ("" if none)
 char g_kept_path[PATH_MAX];     // last lockline.json written
 std::atomic<long> g_kept_rows{0};
+// Measured rows of the temporary file being renamed into place (-1: none or
+// not known): a signal that lands between rename() and the update of
+// g_kept_rows still reports what the file holds.
+std::atomic<long> g_rows_in_temp{-1};
 
 void CopyPath(char* to, const std::string& from) {
   const size_t n = std::min(from.size(), static_cast<size_t>(PATH_MAX - 1));
@@ -50,7 +54,9 @@ long MeasuredRows(const nlohmann::json& doc) {
 
 }  // namespace
 
-void WriteFileAtomically(const std::string& path, const std::string& text) {
+void WriteFileAtomically(const std::string& path, const std::string& text,
+                         long measured_rows) {
+  g_rows_in_temp.store(-1);
   const std::string templ = path + ".tmp.XXXXXX";
   if (templ.size() >= PATH_MAX)
     throw std::runtime_error("cannot write " + path + ": path too long");
@@ -77,12 +83,27 @@ void WriteFileAtomically(const std::string& path, const std::string& text) {
     throw fail("writing", err);
   }
   if (close(fd) != 0) throw fail("closing", errno);
-  if (rename(tmp.c_str(), path.c_str()) != 0) throw fail("renaming", errno);
+  g_rows_in_temp.store(measured_rows);
+  if (rename(tmp.c_str(), path.c_str()) != 0) {
+    g_rows_in_temp.store(-1);
+    throw fail("renaming", errno);
+  }
+  // Order matters to the signal handler: the count first, then the name.
+  if (measured_rows >= 0) g_kept_rows.store(measured_rows);
   g_pending_temp[0] = '\0';
+  g_rows_in_temp.store(-1);
 }
 
 void RemovePendingTemp() {
-  if (g_pending_temp[0] != '\0') unlink(g_pending_temp);
+  if (g_pending_temp[0] == '\0') return;
+  const int saved = errno;
+  // Gone already: rename() has put it in place, so the result file holds
+  // its rows even if g_kept_rows was not updated yet.
+  if (unlink(g_pending_temp) != 0 && errno == ENOENT) {
+    const long rows = g_rows_in_temp.load();
+    if (rows >= 0) g_kept_rows.store(rows);
+  }
+  errno = saved;
 }
 
 const char* KeptResultPath() { return g_kept_path; }
@@ -135,7 +156,7 @@ ResultFile::ResultFile(const std::string& dir) : dir_(dir) {
 
 void ResultFile::Flush() {
   try {
-    WriteFileAtomically(path(), doc_.dump(1) + "\n");
+    WriteFileAtomically(path(), doc_.dump(1) + "\n", MeasuredRows(doc_));
   } catch (const std::exception& e) {
     std::fflush(stdout);
     std::fprintf(stderr,
@@ -146,7 +167,6 @@ void ResultFile::Flush() {
     RestoreAll();
     _exit(kExitWriteFailed);
   }
-  g_kept_rows.store(MeasuredRows(doc_));
 }
 
 }  // namespace lockline

@@ -60,12 +60,16 @@ class ResultFile {
 /// Writes `text` to `path` atomically: a temporary file created by mkstemp
 /// (O_EXCL, so a planted symlink is never followed) in the same directory,
 /// fsync, rename over `path`. The temporary file is removed on failure (and by
-/// RemovePendingTemp from a signal handler). Throws std::runtime_error naming
-/// the path and errno.
-void WriteFileAtomically(const std::string& path, const std::string& text);
+/// RemovePendingTemp from a signal handler). `measured_rows` >= 0 (the result
+/// file's measured rows) becomes KeptRows() the moment the rename is done;
+/// -1 for other files. Throws std::runtime_error naming the path and errno.
+void WriteFileAtomically(const std::string& path, const std::string& text,
+                         long measured_rows = -1);
 
 /// Async-signal-safe: unlinks the temporary file WriteFileAtomically is
-/// writing, if any.
+/// writing, if any; when it is already gone because rename() put it in
+/// place, KeptRows() becomes the rows it held (a signal between rename() and
+/// the count's update still reports what the file holds).
 void RemovePendingTemp();
 
 /// Async-signal-safe: the path of the last lockline.json written
