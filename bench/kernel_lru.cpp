@@ -56,9 +56,6 @@ inline const char* CaseName(Case c) {
 /// Pages per batch: 1 MiB, under this VM's pcp high (~6000 pages) and any
 /// realistic one, so pages come from and go back to the pcp lists.
 inline constexpr std::size_t kDefaultPages = 256;
-/// Fault-count slack per task and window beyond one per page (stack, a libc
-/// page): the check is otherwise exact.
-inline constexpr uint64_t kFaultSlackPerWindow = 8;
 
 struct Config {
   Case kind = Case::kAnonFault;
@@ -68,10 +65,10 @@ struct Config {
 };
 
 /// The point's workload: see the file comment.
-class LruWorkload : public kernel_tasks::KernelTaskWorkload {
+class LruWorkload : public kernel_tasks::KernelFamilyWorkload {
  public:
   LruWorkload(Config cfg, int threads)
-      : KernelTaskWorkload(cfg.tasks, threads), cfg_(cfg) {}
+      : KernelFamilyWorkload(cfg.tasks, threads), cfg_(cfg) {}
   ~LruWorkload() override {
     for (int fd : fds_)
       if (fd >= 0) close(fd);
@@ -156,11 +153,9 @@ class LruWorkload : public kernel_tasks::KernelTaskWorkload {
     return r;
   }
 
-  void Report(PointReport& out, double window_seconds, uint64_t ops) override {
-    const TaskWindow s = Total();
-    out.Metric(
-        "pages_per_s",
-        window_seconds > 0 ? static_cast<double>(s.pages) / window_seconds : 0);
+  void ReportFamily(PointReport& out, const TaskWindow& total,
+                    double window_seconds) override {
+    ReportPagesPerSecond(out, total, window_seconds);
     auto& d = out.details;
     d["case"] = CaseName(cfg_.kind);
     d["file"] =
@@ -175,32 +170,22 @@ class LruWorkload : public kernel_tasks::KernelTaskWorkload {
                                         ? "ftruncate"
                                         : "fallocate(PUNCH_HOLE)");
     d["left_out"] = "reclaim (no memory pressure); memcg as the run's cgroup";
-    ReportCommon(out, window_seconds, ops);
   }
 
-  /// Exact op accounting: anon_fault: minor faults (getrusage) == pages
-  /// touched (+ kFaultSlackPerWindow per task window); file cases: bytes
-  /// written == pages * 4096 and every file holds 0 blocks afterwards (all
-  /// pages released).
-  std::string Verify() override {
-    std::string e = CommonErrors();
-    if (!e.empty()) return e;
-    for (int i = 0; i < threads_; ++i) {
-      const TaskWindow& t = TaskTotal(i);
-      if (cfg_.kind == Case::kAnonFault) {
-        if (t.minflt < t.pages ||
-            t.minflt > t.pages + kFaultSlackPerWindow *
-                                     static_cast<uint64_t>(TaskWindows(i))) {
-          return "task " + std::to_string(i) + ": " + std::to_string(t.minflt) +
-                 " minor faults for " + std::to_string(t.pages) +
-                 " pages touched";
-        }
-      } else if (t.bytes_sent != t.pages * kPage) {
-        return "task " + std::to_string(i) + ": wrote " +
-               std::to_string(t.bytes_sent) + " bytes for " +
-               std::to_string(t.pages) + " pages";
-      }
-    }
+  /// Exact op accounting per task: anon_fault: minor faults (getrusage) ==
+  /// pages touched (+ kFaultSlackPerWindow per task window); file cases: bytes
+  /// written == pages * 4096.
+  std::string VerifyTask(int index, const TaskWindow& task) override {
+    if (cfg_.kind == Case::kAnonFault) return CheckFaultsPerPage(index, task);
+    if (task.bytes_sent != task.pages * kPage)
+      return "task " + std::to_string(index) + ": wrote " +
+             std::to_string(task.bytes_sent) + " bytes for " +
+             std::to_string(task.pages) + " pages";
+    return "";
+  }
+
+  /// File cases: every memfd holds 0 blocks afterwards (all pages released).
+  std::string VerifyPoint() override {
     for (int fd : fds_) {
       struct stat st {};
       if (fstat(fd, &st) != 0) return "fstat of a memfd failed";

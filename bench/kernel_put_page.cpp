@@ -48,10 +48,10 @@ struct alignas(64) PairShared {
 };
 
 /// The point's workload: see the file comment.
-class PutPageWorkload : public kernel_tasks::KernelTaskWorkload {
+class PutPageWorkload : public kernel_tasks::KernelFamilyWorkload {
  public:
   PutPageWorkload(Tasks tasks, int threads, std::size_t msg)
-      : KernelTaskWorkload(tasks, threads), msg_(msg) {}
+      : KernelFamilyWorkload(tasks, threads), msg_(msg) {}
   ~PutPageWorkload() override {
     for (auto& c : conns_) {
       if (c.send_fd >= 0) close(c.send_fd);
@@ -189,46 +189,47 @@ class PutPageWorkload : public kernel_tasks::KernelTaskWorkload {
     return r;
   }
 
-  void Report(PointReport& out, double window_seconds, uint64_t ops) override {
-    const TaskWindow s = Total();
+  void ReportFamily(PointReport& out, const TaskWindow& total,
+                    double window_seconds) override {
     out.Metric("MB_per_s", window_seconds > 0
-                               ? static_cast<double>(s.bytes_received) / 1e6 /
-                                     window_seconds
+                               ? static_cast<double>(total.bytes_received) /
+                                     1e6 / window_seconds
                                : 0);
-    out.Metric("messages_per_s", window_seconds > 0
-                                     ? static_cast<double>(s.bytes_received) /
-                                           static_cast<double>(msg_) /
-                                           window_seconds
-                                     : 0);
-    out.Metric("bytes_sent", static_cast<double>(s.bytes_sent));
-    out.Metric("bytes_received", static_cast<double>(s.bytes_received));
+    out.Metric("messages_per_s",
+               window_seconds > 0
+                   ? static_cast<double>(total.bytes_received) /
+                         static_cast<double>(msg_) / window_seconds
+                   : 0);
+    out.Metric("bytes_sent", static_cast<double>(total.bytes_sent));
+    out.Metric("bytes_received", static_cast<double>(total.bytes_received));
     auto& d = out.details;
     d["msg_bytes"] = msg_;
     d["connections"] = conns_.size();
     d["op"] =
         "one message sent, or one message received (each message counts "
         "twice)";
-    d["sequence_checked_messages"] = s.checked;
+    d["sequence_checked_messages"] = total.checked;
     d["shape"] =
         "netperf TCP_STREAM over 127.0.0.1: task 2k sends, task 2k+1 "
         "receives; an unpaired task sends and reads back itself";
-    ReportCommon(out, window_seconds, ops);
   }
 
-  /// bytes received == bytes sent, over all tasks and per connection, and no
-  /// sequence header out of place.
-  std::string Verify() override {
-    std::string e = CommonErrors();
-    if (!e.empty()) return e;
-    for (int i = 0; i < threads_; i += 2) {
-      const TaskWindow& snd = TaskTotal(i);
-      const uint64_t got = i + 1 < threads_ ? TaskTotal(i + 1).bytes_received
-                                            : snd.bytes_received;
-      if (got != snd.bytes_sent)
-        return "connection " + std::to_string(i / 2) + ": " +
-               std::to_string(got) + " bytes received, " +
-               std::to_string(snd.bytes_sent) + " sent";
-    }
+  /// Per connection (checked at its sender, task 2k): bytes received == bytes
+  /// sent. A sequence header out of place is a task error (CommonErrors).
+  std::string VerifyTask(int index, const TaskWindow& snd) override {
+    if (index % 2 != 0) return "";  // a receiver: checked with its sender
+    const uint64_t got = index + 1 < threads_
+                             ? TaskTotal(index + 1).bytes_received
+                             : snd.bytes_received;
+    if (got != snd.bytes_sent)
+      return "connection " + std::to_string(index / 2) + ": " +
+             std::to_string(got) + " bytes received, " +
+             std::to_string(snd.bytes_sent) + " sent";
+    return "";
+  }
+
+  /// Over all tasks: bytes received == bytes sent.
+  std::string VerifyPoint() override {
     const TaskWindow s = Total();
     if (s.bytes_received != s.bytes_sent)
       return std::to_string(s.bytes_received) + " bytes received, " +

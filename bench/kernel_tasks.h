@@ -365,3 +365,77 @@ inline std::vector<int> OneAndAll(const std::vector<PuInfo>& order) {
 }
 
 }  // namespace lockline::kernel_tasks
+
+// ===========================================================================
+// What a kernel_* row reports and checks (kernel_lru, kernel_zone,
+// kernel_put_page): one Report / Verify skeleton, so each family writes only
+// its own metrics, details and checks. Kept apart from the task machinery
+// above, which it only uses through KernelTaskWorkload's public and protected
+// members.
+// ===========================================================================
+namespace lockline::kernel_tasks {
+
+/// Minor-fault slack per task and window beyond one fault per page touched
+/// (the stack, a libc page): the anonymous-fault check is otherwise exact.
+inline constexpr uint64_t kFaultSlackPerWindow = 8;
+
+/// A KernelTaskWorkload whose Report and Verify have the shape every kernel_*
+/// family shares. Report: the family's metrics and details (ReportFamily),
+/// then ReportCommon. Verify: CommonErrors, then VerifyTask for each task in
+/// index order, then VerifyPoint; the first non-empty message is the result.
+class KernelFamilyWorkload : public KernelTaskWorkload {
+ public:
+  using KernelTaskWorkload::KernelTaskWorkload;
+
+  void Report(PointReport& out, double window_seconds, uint64_t ops) final {
+    ReportFamily(out, Total(), window_seconds);
+    ReportCommon(out, window_seconds, ops);
+  }
+
+  std::string Verify() final {
+    std::string e = CommonErrors();
+    for (int i = 0; e.empty() && i < threads_; ++i)
+      e = VerifyTask(i, TaskTotal(i));
+    return e.empty() ? VerifyPoint() : e;
+  }
+
+ protected:
+  /// The family's own metrics and details. `total` is the sum of all tasks'
+  /// windows, `window_seconds` the summed wall time of the point's windows.
+  virtual void ReportFamily(PointReport& out, const TaskWindow& total,
+                            double window_seconds) = 0;
+  /// "" or what is wrong with task `index`, whose totals over all windows are
+  /// `task`. Only called while every earlier check passed.
+  virtual std::string VerifyTask(int /*index*/, const TaskWindow& /*task*/) {
+    return "";
+  }
+  /// "" or what is wrong with the point as a whole; called after every task
+  /// passed.
+  virtual std::string VerifyPoint() { return ""; }
+
+  /// Metric pages_per_s: 4 KiB pages (TaskWindow::pages) of all tasks per
+  /// second of window; 0 when no window time was measured.
+  static void ReportPagesPerSecond(PointReport& out, const TaskWindow& total,
+                                   double window_seconds) {
+    out.Metric("pages_per_s",
+               window_seconds > 0
+                   ? static_cast<double>(total.pages) / window_seconds
+                   : 0);
+  }
+
+  /// Exact op accounting of an anonymous-fault loop (AnonFaultBatch): "" when
+  /// task `index` took at least one minor fault (getrusage) per page touched
+  /// and at most kFaultSlackPerWindow more per window it ran, else both
+  /// counts.
+  std::string CheckFaultsPerPage(int index, const TaskWindow& task) const {
+    const uint64_t slack =
+        kFaultSlackPerWindow * static_cast<uint64_t>(TaskWindows(index));
+    if (task.minflt < task.pages || task.minflt > task.pages + slack)
+      return "task " + std::to_string(index) + ": " +
+             std::to_string(task.minflt) + " minor faults for " +
+             std::to_string(task.pages) + " pages touched";
+    return "";
+  }
+};
+
+}  // namespace lockline::kernel_tasks

@@ -41,7 +41,6 @@ inline constexpr const char* kFractionPath =
     "/proc/sys/vm/percpu_pagelist_high_fraction";
 /// Batch when /proc/zoneinfo is unreadable: 2 x a typical high of 4 MiB.
 inline constexpr std::size_t kFallbackBatchPages = 2048;
-inline constexpr uint64_t kFaultSlackPerWindow = 8;
 
 /// Writes `value` to a procfs file; "" or the error.
 inline std::string WriteProc(const std::string& path,
@@ -85,10 +84,10 @@ struct Config {
 };
 
 /// The point's workload: see the file comment.
-class ZoneWorkload : public kernel_tasks::KernelTaskWorkload {
+class ZoneWorkload : public kernel_tasks::KernelFamilyWorkload {
  public:
   ZoneWorkload(Config cfg, int threads)
-      : KernelTaskWorkload(cfg.tasks, threads), cfg_(std::move(cfg)) {}
+      : KernelFamilyWorkload(cfg.tasks, threads), cfg_(std::move(cfg)) {}
   ~ZoneWorkload() override {
     // Normal end of the point: put the sysctl back (the signal handler does
     // the same on SIGINT / SIGTERM).
@@ -151,11 +150,9 @@ class ZoneWorkload : public kernel_tasks::KernelTaskWorkload {
     return r;
   }
 
-  void Report(PointReport& out, double window_seconds, uint64_t ops) override {
-    const TaskWindow s = Total();
-    out.Metric(
-        "pages_per_s",
-        window_seconds > 0 ? static_cast<double>(s.pages) / window_seconds : 0);
+  void ReportFamily(PointReport& out, const TaskWindow& total,
+                    double window_seconds) override {
+    ReportPagesPerSecond(out, total, window_seconds);
     out.Metric("batch_pages", static_cast<double>(batch_pages_));
     auto& d = out.details;
     d["op"] = "one 4 KiB page faulted in and unmapped, in batches of " +
@@ -170,24 +167,12 @@ class ZoneWorkload : public kernel_tasks::KernelTaskWorkload {
     d["left_out"] =
         "pcp high auto-tuning (6.7+) may raise high while a point runs; "
         "the batch is sized from high at prepare time";
-    ReportCommon(out, window_seconds, ops);
   }
 
   /// Exact op accounting: minor faults (getrusage) == pages faulted in
   /// (+ kFaultSlackPerWindow per task window).
-  std::string Verify() override {
-    std::string e = CommonErrors();
-    if (!e.empty()) return e;
-    for (int i = 0; i < threads_; ++i) {
-      const TaskWindow& t = TaskTotal(i);
-      const uint64_t slack =
-          kFaultSlackPerWindow * static_cast<uint64_t>(TaskWindows(i));
-      if (t.minflt < t.pages || t.minflt > t.pages + slack)
-        return "task " + std::to_string(i) + ": " + std::to_string(t.minflt) +
-               " minor faults for " + std::to_string(t.pages) +
-               " pages touched";
-    }
-    return "";
+  std::string VerifyTask(int index, const TaskWindow& task) override {
+    return CheckFaultsPerPage(index, task);
   }
 
   std::size_t batch_pages() const { return batch_pages_; }

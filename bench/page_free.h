@@ -153,20 +153,24 @@ struct LruCheckFirstPut {
   }
 };
 
-/// The variant table: a new put_page = one policy type + one entry here.
-template <class... Vs>
-struct VariantList {};
-using AllVariants = VariantList<AtomicPut, FastpathPut, LruCheckFirstPut>;
+/// A table of policy types (the put_page variants, the scanner orders).
+template <class... Ts>
+struct TypeList {};
 
-template <class F, class... Vs>
-void ForEachVariantImpl(F& f, VariantList<Vs...>) {
-  (f.template operator()<Vs>(), ...);
+/// Calls `f.template operator()<T>()` for every T of the table, in order.
+template <class F, class... Ts>
+void ForEachType(F& f, TypeList<Ts...>) {
+  (f.template operator()<Ts>(), ...);
 }
+
+/// The variant table: a new put_page = one policy type + one entry here.
+using AllVariants = TypeList<AtomicPut, FastpathPut, LruCheckFirstPut>;
+
 /// Calls `f.template operator()<V>()` for every put_page policy, in table
 /// order.
 template <class F>
 void ForEachVariant(F&& f) {
-  ForEachVariantImpl(f, AllVariants{});
+  ForEachType(f, AllVariants{});
 }
 
 // ---- the scanner orders -----------------------------------------------------
@@ -225,19 +229,14 @@ struct Scanner2618 {
   }
 };
 
-template <class... Ss>
-struct ScannerList {};
-using AllScanners = ScannerList<Scanner2616, Scanner2618>;
+/// The scanner table.
+using AllScanners = TypeList<Scanner2616, Scanner2618>;
 
-template <class F, class... Ss>
-void ForEachScannerImpl(F& f, ScannerList<Ss...>) {
-  (f.template operator()<Ss>(), ...);
-}
 /// Calls `f.template operator()<S>()` for every scanner order (2.6.16 first:
 /// the order the 2006 objection was made against, the verdict's default).
 template <class F>
 void ForEachScanner(F&& f) {
-  ForEachScannerImpl(f, AllScanners{});
+  ForEachType(f, AllScanners{});
 }
 
 /// The architecture and memory model the race rows were measured under, and

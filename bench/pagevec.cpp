@@ -70,6 +70,7 @@
 #include "harness/locks/all_locks.h"
 #include "harness/locks/lock_stat.h"
 #include "harness/memory.h"
+#include "harness/topology.h"
 #include "layouts/cacheline.h"
 #include "layouts/page.h"
 #include "layouts/report.h"
@@ -1293,14 +1294,7 @@ inline std::size_t LineOf(const PointEnv& env) {
 /// The grid for a machine whose usable PUs are `order` (its NUMA node count
 /// decides the default zones).
 inline std::vector<Variant> PagevecVariants(const std::vector<PuInfo>& order) {
-  std::vector<int> nodes;
-  for (const PuInfo& pu : order) {
-    if (pu.numa >= 0 &&
-        std::find(nodes.begin(), nodes.end(), pu.numa) == nodes.end()) {
-      nodes.push_back(pu.numa);
-    }
-  }
-  const bool multi_node = nodes.size() > 1;
+  const bool multi_node = CountNumaNodes(order) > 1;
   std::vector<Variant> out;
   for (const GridPoint& p : GridPoints()) {
     Variant v;

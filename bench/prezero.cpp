@@ -156,6 +156,31 @@ inline void DirtyPage(char* p) {
   *reinterpret_cast<uint64_t*>(p + kPage - 8) = 1;
 }
 
+/// One allocating thread's counts, on its own line (written by that thread
+/// only; summed after the windows). Both protocols count the same way.
+struct alignas(kDestructiveLine) AllocCounts {
+  uint64_t allocs = 0;       ///< pages handed out
+  uint64_t prezeroed = 0;    ///< of them, taken already zeroed
+  uint64_t self_zeroed = 0;  ///< of them, zeroed by the allocating thread
+  uint64_t nonzero = 0;      ///< of them, found not zero (must stay 0)
+  uint64_t alloc_ns = 0;     ///< steady-state modes: take + zero time, ns
+
+  void Add(const AllocCounts& o) {
+    allocs += o.allocs;
+    prezeroed += o.prezeroed;
+    self_zeroed += o.self_zeroed;
+    nonzero += o.nonzero;
+    alloc_ns += o.alloc_ns;
+  }
+};
+
+/// The sum of the first `threads` entries of `counts`.
+inline AllocCounts SumCounts(const AllocCounts* counts, int threads) {
+  AllocCounts t;
+  for (int i = 0; i < threads; ++i) t.Add(counts[i]);
+  return t;
+}
+
 /// The point's workload: see the file comment.
 class PrezeroWorkload : public Workload {
  public:
@@ -174,7 +199,7 @@ class PrezeroWorkload : public Workload {
   ~PrezeroWorkload() override { StopZeroer(); }
 
   void Prepare(int threads) override {
-    counts_.reset(new Count[threads]);
+    counts_.reset(new AllocCounts[threads]);
     threads_ = threads;
     if (!unsupported_.empty()) return;
     pool_ = std::make_unique<PagePool>(kPoolPages);
@@ -184,7 +209,7 @@ class PrezeroWorkload : public Workload {
   uint64_t RunWindow(const ThreadCtx& ctx,
                      const std::atomic<bool>& stop) override {
     if (!unsupported_.empty()) return 0;
-    Count& c = counts_[ctx.index];
+    AllocCounts& c = counts_[ctx.index];
     active_.fetch_add(1, std::memory_order_acq_rel);
     uint64_t ops = 0;
     while (!stop.load(std::memory_order_relaxed)) {
@@ -222,7 +247,7 @@ class PrezeroWorkload : public Workload {
 
   void Report(PointReport& out, double window_seconds, uint64_t ops) override {
     StopZeroer();  // quiescent pool for Report and Verify
-    const Count t = Totals();
+    const AllocCounts t = Totals();
     out.Metric("allocs_per_s", window_seconds > 0
                                    ? static_cast<double>(ops) / window_seconds
                                    : 0);
@@ -268,7 +293,7 @@ class PrezeroWorkload : public Workload {
   std::string Verify() override {
     if (!unsupported_.empty()) return unsupported_;
     StopZeroer();
-    const Count t = Totals();
+    const AllocCounts t = Totals();
     if (t.prezeroed + t.self_zeroed != t.allocs) {
       return "prezeroed " + std::to_string(t.prezeroed) + " + self-zeroed " +
              std::to_string(t.self_zeroed) + " != allocations " +
@@ -298,22 +323,7 @@ class PrezeroWorkload : public Workload {
   PagePool* pool() { return pool_.get(); }
 
  private:
-  struct alignas(kDestructiveLine) Count {
-    uint64_t allocs = 0, prezeroed = 0, self_zeroed = 0, nonzero = 0,
-             alloc_ns = 0;
-  };
-
-  Count Totals() const {
-    Count t;
-    for (int i = 0; i < threads_; ++i) {
-      t.allocs += counts_[i].allocs;
-      t.prezeroed += counts_[i].prezeroed;
-      t.self_zeroed += counts_[i].self_zeroed;
-      t.nonzero += counts_[i].nonzero;
-      t.alloc_ns += counts_[i].alloc_ns;
-    }
-    return t;
-  }
+  AllocCounts Totals() const { return SumCounts(counts_.get(), threads_); }
 
   // The zeroer's PU by the helper rule (harness/helpers.h: own core, the
   // measured threads' NUMA node, never an SMT sibling of a measured thread);
@@ -394,7 +404,7 @@ class PrezeroWorkload : public Workload {
   bool full_check_;
   std::string unsupported_;
   int threads_ = 0;
-  std::unique_ptr<Count[]> counts_;
+  std::unique_ptr<AllocCounts[]> counts_;
   std::unique_ptr<PagePool> pool_;
   std::thread zeroer_;
   int zeroer_pu_ = -1;
@@ -587,7 +597,7 @@ class BurstWorkload : public Workload {
 
   void Prepare(int threads) override {
     threads_ = threads;
-    counts_.reset(new Count[threads]);
+    counts_.reset(new AllocCounts[threads]);
     held_.assign(threads, {});
     pool_ =
         std::make_unique<BurstPool>(std::max(burst_, pool_pages_), pool_pages_);
@@ -621,7 +631,7 @@ class BurstWorkload : public Workload {
       zeroed_at_start_ = pool_->zeroed_count();
       run_.store(true, std::memory_order_release);  // busy: zeroers start now
     }
-    Count& c = counts_[ctx.index];
+    AllocCounts& c = counts_[ctx.index];
     const std::size_t share =
         burst_ / threads_ +
         (static_cast<std::size_t>(ctx.index) < burst_ % threads_ ? 1 : 0);
@@ -648,7 +658,7 @@ class BurstWorkload : public Workload {
 
   void Report(PointReport& out, double window_seconds, uint64_t ops) override {
     StopZeroers();
-    const Count t = Totals();
+    const AllocCounts t = Totals();
     const auto ratio = [](double a, double b) { return b > 0 ? a / b : 0.0; };
     out.Metric("allocs_per_s", ratio(static_cast<double>(ops), window_seconds));
     out.Metric("prezeroed_share", ratio(static_cast<double>(t.prezeroed),
@@ -708,7 +718,7 @@ class BurstWorkload : public Workload {
   std::string Verify() override {
     if (!setup_error_.empty()) return setup_error_;
     StopZeroers();
-    const Count t = Totals();
+    const AllocCounts t = Totals();
     std::size_t held = 0;
     for (const auto& h : held_) {
       held += h.size();
@@ -744,19 +754,7 @@ class BurstWorkload : public Workload {
   BurstPool* pool() { return pool_.get(); }
 
  private:
-  struct alignas(kDestructiveLine) Count {
-    uint64_t allocs = 0, prezeroed = 0, self_zeroed = 0, nonzero = 0;
-  };
-  Count Totals() const {
-    Count t;
-    for (int i = 0; i < threads_; ++i) {
-      t.allocs += counts_[i].allocs;
-      t.prezeroed += counts_[i].prezeroed;
-      t.self_zeroed += counts_[i].self_zeroed;
-      t.nonzero += counts_[i].nonzero;
-    }
-    return t;
-  }
+  AllocCounts Totals() const { return SumCounts(counts_.get(), threads_); }
 
   // Engine: one helper place. idle_cpus: the measured PUs (SCHED_IDLE) plus
   // every helper place. Without a host topology (tests): unbound threads, one
@@ -839,7 +837,7 @@ class BurstWorkload : public Workload {
   PointEnv env_;
   uint64_t idle_ms_;
   int threads_ = 0;
-  std::unique_ptr<Count[]> counts_;
+  std::unique_ptr<AllocCounts[]> counts_;
   std::vector<std::vector<char*>> held_;
   std::unique_ptr<BurstPool> pool_;
   std::vector<HelperPlace> places_;

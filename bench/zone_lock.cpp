@@ -33,6 +33,7 @@
 #include "harness/locks/all_locks.h"
 #include "harness/locks/lock_stat.h"
 #include "harness/memory.h"
+#include "harness/topology.h"
 #include "layouts/buddy.h"
 #include "layouts/page.h"
 #include "layouts/report.h"
@@ -844,14 +845,7 @@ Suite SuiteOf(const GridPoint& p, bool multi_node) {
 /// are run-time values). `order` is the run's usable PUs (for the NUMA node
 /// count).
 std::vector<Variant> ZoneLockVariants(const std::vector<PuInfo>& order) {
-  std::vector<int> nodes;
-  for (const PuInfo& pu : order) {
-    if (pu.numa >= 0 &&
-        std::find(nodes.begin(), nodes.end(), pu.numa) == nodes.end()) {
-      nodes.push_back(pu.numa);
-    }
-  }
-  const bool multi_node = nodes.size() > 1;
+  const bool multi_node = CountNumaNodes(order) > 1;
   std::vector<Variant> out;
   ForEachLock([&]<class L>() {
     ForEachPlacement([&]<ZoneLockPlacement P>() {

@@ -744,6 +744,13 @@ ThreadPlan PlanThreads(const std::vector<PuInfo>& order, int threads,
   return plan;
 }
 
+int CountNumaNodes(const std::vector<PuInfo>& pus) {
+  std::unordered_set<int> nodes;
+  for (const PuInfo& p : pus)
+    if (p.numa >= 0) nodes.insert(p.numa);
+  return static_cast<int>(nodes.size());
+}
+
 std::vector<int> ParseThreadCounts(const std::string& raw,
                                    const std::vector<PuInfo>& order,
                                    bool oversubscribe, bool force) {

@@ -174,6 +174,11 @@ struct ThreadPlan {
 ThreadPlan PlanThreads(const std::vector<PuInfo>& order, int threads,
                        bool oversubscribe);
 
+/// Distinct NUMA nodes among `pus` (PuInfo::numa; PUs whose node is unknown,
+/// -1, are not counted): how many nodes a placement order or plan spans, e.g.
+/// for a family's planned_variants to tell a multi-node machine.
+int CountNumaNodes(const std::vector<PuInfo>& pus);
+
 /// Parses --threads=LIST|pow2|topo|max against `order` (the placement order).
 /// max: order.size(). pow2: 1, 2, 4, ... up to order.size(), plus order.size()
 /// itself (the whole placement is always measured). topo: pow2 plus every

@@ -293,12 +293,18 @@ TEST(PrezeroBurst, BurstProtocolConservesPoolPages) {
 // ---- fault
 // ------------------------------------------------------------------------------------
 
-fault_bench::Config SmallFault(fault_bench::Mode m, fault_bench::Tasks t) {
+/// Memory of a SmallFault point, and the 4 KiB pages it spans.
+constexpr std::size_t kSmallFaultBytes = 16u << 20;
+constexpr uint64_t kSmallFaultPages = kSmallFaultBytes / 4096;
+
+/// A warm fault point of kSmallFaultBytes in mode `m`, tasks as `t`.
+fault_bench::Config SmallFault(
+    fault_bench::Mode m, fault_bench::Tasks t = fault_bench::Tasks::kThreads) {
   fault_bench::Config c;
   c.mode = m;
   c.tasks = t;
   c.start = fault_bench::Start::kWarm;
-  c.bytes = 16u << 20;
+  c.bytes = kSmallFaultBytes;
   return c;
 }
 
@@ -314,7 +320,7 @@ TEST(Fault, PlainFaultsOncePerPage) {
       RunResult r = Drive(w, n);
       SCOPED_TRACE("tasks " + std::to_string(n));
       EXPECT_EQ(r.verify, "");
-      const uint64_t pages = (16u << 20) / 4096;
+      const uint64_t pages = kSmallFaultPages;
       EXPECT_EQ(r.ops, pages);
       const auto total = w.Total();
       EXPECT_GE(total.touch_faults, pages);
@@ -346,12 +352,10 @@ TEST(Fault, PlainFaultsOncePerPage) {
 // Read faults of untouched anonymous memory map the zero page: one fault per
 // page, every byte read is zero (RunTask checks), nothing zeroed.
 TEST(Fault, ReadFaultsMapTheZeroPage) {
-  fault_bench::FaultWorkload w(
-      SmallFault(fault_bench::Mode::kRead, fault_bench::Tasks::kThreads), 2);
+  fault_bench::FaultWorkload w(SmallFault(fault_bench::Mode::kRead), 2);
   RunResult r = Drive(w, 2);
   EXPECT_EQ(r.verify, "");
-  const uint64_t pages = (16u << 20) / 4096;
-  EXPECT_GE(w.Total().touch_faults, pages);
+  EXPECT_GE(w.Total().touch_faults, kSmallFaultPages);
   EXPECT_EQ(MetricOf(r.report, "zeroing_share"), 0.0);
   EXPECT_FALSE(r.report.details["zeroing"].is_object());
 }
@@ -366,13 +370,13 @@ TEST(Fault, PassesMakeSmallPointsBigEnough) {
     EXPECT_EQ(fault_bench::PassesFor(Mode::kThp, 256u << 20),
               fault_bench::kMaxPasses);
   }
-  auto cfg = SmallFault(Mode::kPlain, fault_bench::Tasks::kThreads);
+  auto cfg = SmallFault(Mode::kPlain);
   cfg.passes = 3;
   fault_bench::FaultWorkload w(cfg, 1);
   RunResult r = Drive(w, 1);
   EXPECT_EQ(r.verify, "");
   EXPECT_EQ(MetricOf(r.report, "passes"), 3);
-  EXPECT_GE(w.Total().touch_faults, 3u * (16u << 20) / 4096);
+  EXPECT_GE(w.Total().touch_faults, 3u * kSmallFaultPages);
 }
 
 // Populate modes: the kernel faults the pages in while mapping (counted by
@@ -398,17 +402,15 @@ TEST(Fault, PopulateModesFaultAtMappingTime) {
 // THP: tolerant of a kernel that declines huge pages, but never more than one
 // fault per page and never fewer than one per 2 MiB.
 TEST(Fault, ThpFaultsPerHugePage) {
-  fault_bench::FaultWorkload w(
-      SmallFault(fault_bench::Mode::kThp, fault_bench::Tasks::kThreads), 1);
+  fault_bench::FaultWorkload w(SmallFault(fault_bench::Mode::kThp), 1);
   RunResult r = Drive(w, 1);
   EXPECT_EQ(r.verify, "");
-  const uint64_t pages = (16u << 20) / 4096;
   if (fault_bench::ThpUsable()) {
-    EXPECT_GE(w.Total().touch_faults, pages / 512);
+    EXPECT_GE(w.Total().touch_faults, kSmallFaultPages / 512);
     RecordProperty("faults_per_2mib",
                    std::to_string(MetricOf(r.report, "faults_per_2mib")));
   } else {
-    EXPECT_GE(w.Total().touch_faults, pages);
+    EXPECT_GE(w.Total().touch_faults, kSmallFaultPages);
   }
 }
 

@@ -181,6 +181,66 @@ TEST(KernelPutPage, BytesReceivedEqualBytesSent) {
   }
 }
 
+// A kernel_* workload whose tasks sleep through each window but claim
+// `claimed` pages per window for task 1: the Report / Verify skeleton shared
+// by the three families (kernel_tasks::KernelFamilyWorkload) is tested on it.
+class ClaimsPages : public kernel_tasks::KernelFamilyWorkload {
+ public:
+  ClaimsPages(int threads, uint64_t claimed)
+      : KernelFamilyWorkload(Tasks::kThreads, threads), claimed_(claimed) {}
+  kernel_tasks::TaskWindow RunOps(int index,
+                                  const std::atomic<bool>& stop) override {
+    const timespec nap{0, 1'000'000};
+    while (!stop.load(std::memory_order_relaxed)) nanosleep(&nap, nullptr);
+    kernel_tasks::TaskWindow r;
+    r.ops = r.pages = index == 1 ? claimed_ : 0;
+    return r;
+  }
+  int point_checks = 0;  ///< VerifyPoint calls
+
+ protected:
+  void ReportFamily(PointReport& out, const kernel_tasks::TaskWindow& total,
+                    double window_seconds) override {
+    ReportPagesPerSecond(out, total, window_seconds);
+  }
+  std::string VerifyTask(int index,
+                         const kernel_tasks::TaskWindow& task) override {
+    return CheckFaultsPerPage(index, task);
+  }
+  std::string VerifyPoint() override {
+    ++point_checks;
+    return "";
+  }
+
+ private:
+  uint64_t claimed_;
+};
+
+// The family's metrics come first, then ReportCommon's; Verify stops at the
+// first task whose minor faults do not cover its pages, and checks the point
+// only once every task passed.
+TEST(KernelFamilyWorkload, ReportsFamilyFirstAndVerifiesTasksThenPoint) {
+  {
+    ClaimsPages wl(2, 0);
+    const Result r = Drive(wl, 2);
+    EXPECT_EQ(r.verify, "");
+    EXPECT_EQ(wl.point_checks, 1);
+    ASSERT_FALSE(r.report.metrics.empty());
+    EXPECT_EQ(r.report.metrics.front().first, "pages_per_s");
+    EXPECT_EQ(MetricOf(r.report, "pages_per_s"), 0);
+    EXPECT_TRUE(r.report.details.contains("per_task"));
+  }
+  {
+    ClaimsPages wl(2, 1000);
+    const Result r = Drive(wl, 2);
+    EXPECT_EQ(r.verify.rfind("task 1: ", 0), 0u) << r.verify;
+    EXPECT_NE(r.verify.find("for 2000 pages touched"), std::string::npos)
+        << r.verify;
+    EXPECT_EQ(wl.point_checks, 0);
+    EXPECT_GT(MetricOf(r.report, "pages_per_s"), 0);
+  }
+}
+
 // lock:contention_begin is counted when tracefs has it (kernel 5.19+, root);
 // elsewhere the row says why and the test is skipped with that reason.
 TEST(KernelProbe, ContentionTracepointsAreRead) {

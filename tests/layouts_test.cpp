@@ -32,6 +32,11 @@ const FieldInfo& Field(const LayoutInfo& info, const std::string& name) {
   return kNone;
 }
 
+// Expects the layout report `info` to give field `member` of type `T` (named
+// in the report as the member is spelled) the offset offsetof(T, member).
+#define EXPECT_REPORTED_OFFSET(info, T, member) \
+  EXPECT_EQ(Field(info, #member).offset, offsetof(T, member)) << #member
+
 // ---- pagevec
 // ---------------------------------------------------------------------------------
 
@@ -156,12 +161,12 @@ TEST(Page, ReportOffsetsEqualOffsetof) {
   ASSERT_NE(info, nullptr);
   EXPECT_EQ(info->size, 64u);
   EXPECT_EQ(LinesSpanned(*info), 1);
-  EXPECT_EQ(Field(*info, "flags").offset, offsetof(Page, flags));
-  EXPECT_EQ(Field(*info, "_refcount").offset, offsetof(Page, _refcount));
-  EXPECT_EQ(Field(*info, "lru").offset, offsetof(Page, lru));
-  EXPECT_EQ(Field(*info, "mapping").offset, offsetof(Page, mapping));
-  EXPECT_EQ(Field(*info, "index").offset, offsetof(Page, index));
-  EXPECT_EQ(Field(*info, "private_").offset, offsetof(Page, private_));
+  EXPECT_REPORTED_OFFSET(*info, Page, flags);
+  EXPECT_REPORTED_OFFSET(*info, Page, _refcount);
+  EXPECT_REPORTED_OFFSET(*info, Page, lru);
+  EXPECT_REPORTED_OFFSET(*info, Page, mapping);
+  EXPECT_REPORTED_OFFSET(*info, Page, index);
+  EXPECT_REPORTED_OFFSET(*info, Page, private_);
 }
 
 TEST(Page, ListHelpersFollowListH) {
@@ -241,14 +246,14 @@ void CheckZone() {
   EXPECT_EQ(info->size, sizeof(Z));
   EXPECT_EQ(info->align, kLine);
   EXPECT_EQ(sizeof(Z) % kLine, 0u);
-  EXPECT_EQ(Field(*info, "lock").offset, offsetof(Z, lock));
+  EXPECT_REPORTED_OFFSET(*info, Z, lock);
   EXPECT_EQ(Field(*info, "lock").size, sizeof(L));
-  EXPECT_EQ(Field(*info, "watermark").offset, offsetof(Z, watermark));
-  EXPECT_EQ(Field(*info, "managed_pages").offset, offsetof(Z, managed_pages));
-  EXPECT_EQ(Field(*info, "flags").offset, offsetof(Z, flags));
-  EXPECT_EQ(Field(*info, "lru_lock").offset, offsetof(Z, lru_lock));
-  EXPECT_EQ(Field(*info, "lru_lists").offset, offsetof(Z, lru_lists));
-  EXPECT_EQ(Field(*info, "vm_stat").offset, offsetof(Z, vm_stat));
+  EXPECT_REPORTED_OFFSET(*info, Z, watermark);
+  EXPECT_REPORTED_OFFSET(*info, Z, managed_pages);
+  EXPECT_REPORTED_OFFSET(*info, Z, flags);
+  EXPECT_REPORTED_OFFSET(*info, Z, lru_lock);
+  EXPECT_REPORTED_OFFSET(*info, Z, lru_lists);
+  EXPECT_REPORTED_OFFSET(*info, Z, vm_stat);
   const std::string head = "free_area[0].free_list[MIGRATE_UNMOVABLE]";
   EXPECT_EQ(Field(*info, head).offset, Order0ListHeadOffset<Z>());
   EXPECT_EQ(Field(*info, "free_area[0].nr_free").offset,

@@ -1,7 +1,7 @@
 // Topology loading, placement orders, thread-count lists and plans, on
 // synthetic topologies, the real machines' XML fixtures in
-// LOCKLINE_FIXTURES_DIR/topologies (tests/fixtures), a /sys dump loaded through HWLOC_FSROOT, and
-// (binding only) this host.
+// LOCKLINE_FIXTURES_DIR/topologies (tests/fixtures), a /sys dump loaded through
+// HWLOC_FSROOT, and (binding only) this host.
 #include "harness/topology.h"
 
 #include <gtest/gtest.h>
@@ -21,7 +21,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const std::string kFixtures = std::string(LOCKLINE_FIXTURES_DIR) + "/topologies/";
+const std::string kFixtures =
+    std::string(LOCKLINE_FIXTURES_DIR) + "/topologies/";
 const std::string k256 = "synthetic:pack:4 numa:2 core:16 pu:2";
 
 std::vector<int> Os(const std::vector<PuInfo>& pus) {
@@ -80,6 +81,16 @@ TEST(TopologySynthetic, CountsAndSummary) {
   // Quotes around the description are stripped.
   auto quoted = Topology::Load("synthetic:\"pack:4 numa:2 core:16 pu:2\"");
   EXPECT_EQ(quoted->summary().usable_pus, 256);
+}
+
+TEST(TopologySynthetic, CountNumaNodesOfOrdersAndPlans) {
+  auto t = Topology::Load(k256);
+  const auto order = PlacementOrder(*t, Pin("cores"));
+  EXPECT_EQ(CountNumaNodes(order), 8);
+  EXPECT_EQ(CountNumaNodes(PlanThreads(order, 16, false).pus), 1);
+  EXPECT_EQ(CountNumaNodes(PlanThreads(order, 17, false).pus), 2);
+  EXPECT_EQ(CountNumaNodes({}), 0);
+  EXPECT_EQ(CountNumaNodes({PuInfo{}, PuInfo{}}), 0);  // node unknown (-1)
 }
 
 TEST(TopologySynthetic, CoresOrderFillsNodeBeforeSiblings) {

@@ -206,51 +206,52 @@ def tmpfs(tmp_path):
     subprocess.run(["umount", "-l", str(mnt)], check=False)
 
 
-def check_write_failure(proc, out, err_text):
-    """The run stopped with one error line, exit 4 (not an abort), and valid JSON kept."""
-    _, err = proc.communicate(timeout=120)
-    assert proc.returncode == 4, (proc.returncode, err)
-    errors = [l for l in err.splitlines() if l.startswith("lockline: error:")]
-    assert len(errors) == 1 and err_text in errors[0], err
-    assert "terminate called" not in err
-    doc = json.loads((out / "lockline.json").read_text())
-    assert len(doc["benchmarks"]) >= 2
-    assert [f for f in os.listdir(out) if ".tmp." in f] == []
-
-
-@needs_root
-def test_disk_full_mid_run_stops_cleanly(tmpfs):
+def check_write_failure(tmpfs, break_writes, err_text):
+    """Starts a long run writing to tmpfs/run and, once two rows are written, calls break_writes()
+    (which may pytest.skip). The run must then stop with one error line naming err_text, exit 4
+    (not an abort), and keep valid JSON and no temporary files. The run is killed if it outlives
+    the test."""
     out = tmpfs / "run"
     proc = long_run(out)
     try:
         wait_for_rows(out / "lockline.json", 2, proc)
-        with open(tmpfs / "filler", "wb") as f:  # fill the tmpfs
+        break_writes()
+        _, err = proc.communicate(timeout=120)
+        assert proc.returncode == 4, (proc.returncode, err)
+        errors = [l for l in err.splitlines() if l.startswith("lockline: error:")]
+        assert len(errors) == 1 and err_text in errors[0], err
+        assert "terminate called" not in err
+        doc = json.loads((out / "lockline.json").read_text())
+        assert len(doc["benchmarks"]) >= 2
+        assert [f for f in os.listdir(out) if ".tmp." in f] == []
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+
+
+@needs_root
+def test_disk_full_mid_run_stops_cleanly(tmpfs):
+    def fill():
+        with open(tmpfs / "filler", "wb") as f:
             try:
                 while True:
                     f.write(b"\0" * 65536)
                     f.flush()
             except OSError:
                 pass
-        check_write_failure(proc, out, "No space left on device")
-    finally:
-        if proc.poll() is None:
-            proc.kill()
+
+    check_write_failure(tmpfs, fill, "No space left on device")
 
 
 @needs_root
 def test_read_only_mid_run_stops_cleanly(tmpfs):
-    out = tmpfs / "run"
-    proc = long_run(out)
-    try:
-        wait_for_rows(out / "lockline.json", 2, proc)
+    def remount_read_only():
         r = subprocess.run(["mount", "-o", "remount,ro", str(tmpfs)], capture_output=True,
                            text=True)
         if r.returncode != 0:
             pytest.skip(f"cannot remount read-only: {r.stderr.strip()}")
-        check_write_failure(proc, out, "Read-only file system")
-    finally:
-        if proc.poll() is None:
-            proc.kill()
+
+    check_write_failure(tmpfs, remount_read_only, "Read-only file system")
 
 
 # ---- threads -------------------------------------------------------------------------------
