@@ -558,19 +558,15 @@ void TaskContention::Collect(ContentionTally& tally) {
     tally.end += v - last_end_;
     last_end_ = v;
   }
+  // The tally field of a lock class, of three.
+  auto by_class = [](LockClass c, uint64_t& zone, uint64_t& lru,
+                     uint64_t& other) -> uint64_t& {
+    return c == LockClass::kZone ? zone : c == LockClass::kLru ? lru : other;
+  };
   std::string caller;
   DrainRing(sample_, &tally.lost, [&](const RingSample& s) {
-    switch (ClassifyChain(s.frames, &caller)) {
-      case LockClass::kZone:
-        ++tally.zone;
-        break;
-      case LockClass::kLru:
-        ++tally.lru;
-        break;
-      case LockClass::kOther:
-        ++tally.other;
-        break;
-    }
+    ++by_class(ClassifyChain(s.frames, &caller), tally.zone, tally.lru,
+               tally.other);
     ++tally.samples;
     ++tally.callers[caller.empty() ? "?" : caller];
   });
@@ -579,17 +575,8 @@ void TaskContention::Collect(ContentionTally& tally) {
     if (!s.in_kernel || s.frames.empty()) return;
     ++tally.clock_kernel;
     if (!IsSpinChain(s.frames)) return;
-    switch (ClassifyChain(s.frames, &caller)) {
-      case LockClass::kZone:
-        ++tally.spin_zone;
-        break;
-      case LockClass::kLru:
-        ++tally.spin_lru;
-        break;
-      case LockClass::kOther:
-        ++tally.spin_other;
-        break;
-    }
+    ++by_class(ClassifyChain(s.frames, &caller), tally.spin_zone,
+               tally.spin_lru, tally.spin_other);
     ++tally.spin_callers[caller.empty() ? "?" : caller];
   });
 }
