@@ -14,12 +14,12 @@
 // faults/wall-s) in details.seed_columns, cost per fault and per KiB zeroed,
 // and zeroing's share of the fault time at this machine's measured clear
 // rate (modelled: zeroing_share) next to the share the kernel itself shows
-// (sampled: each task's task-clock sampled every kClearPageSamplePeriodNs
-// with kernel callchains during its timed phases, the share of samples whose
-// innermost kernel function is a clear_page variant; "unavailable" with the
-// reason where kernel sampling is refused). Fault counts come from getrusage
-// minor faults and are checked against what each mode must produce. Tasks as
-// processes use the fork-child protocol of bench/child_task.h.
+// (sampled: each task's task-clock sampled every --fault-sampling, default
+// 2 ms, with kernel callchains during its timed phases, the share of samples
+// whose innermost kernel function is a clear_page variant; "unavailable" with
+// the reason where kernel sampling is refused). Fault counts come from
+// getrusage minor faults and are checked against what each mode must produce.
+// Tasks as processes use the fork-child protocol of bench/child_task.h.
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
@@ -117,6 +117,9 @@ struct Config {
   Start start = Start::kWarm;
   std::size_t bytes = 256u << 20;  ///< whole mapping, all tasks together
   int passes = 1;                  ///< passes per window (PassesFor)
+  /// Task-clock sampling period of the sampled clear_page share, ns (0:
+  /// off); from --fault-sampling.
+  uint64_t sample_period_ns = 2'000'000;
 };
 
 /// What one task measured in one or more windows (user / system seconds and
@@ -518,21 +521,36 @@ inline double ClearRateBytesPerS() {
   return rate;
 }
 
-/// Task-clock sampling period of the sampled clear_page share: 500 us of the
-/// task's CPU time (2000 samples per task-second: a 64 MiB write point gets
-/// hundreds, the 1 GiB ones thousands). Each sample is a timer interrupt and a
-/// kernel stack walk of at most kClearPageMaxStack frames, a few
-/// microseconds: well under 1 % of the task's time.
-inline constexpr uint64_t kClearPageSamplePeriodNs = 500'000;
+/// Default task-clock sampling period of the sampled clear_page share
+/// (--fault-sampling, PointEnv::fault_sample_period_ns): 2 ms of the task's
+/// CPU time, 500 samples per task-second (a 1 GiB point gets about 2000).
+/// Each sample is a timer interrupt plus a kernel stack walk of at most
+/// kClearPageMaxStack frames, which is not cheap in this project's KVM/PVM
+/// guest: at 500 us the faults' CPU time grew 6-9 % (median of 8
+/// repetitions, sampling on against off, 4 KiB and THP points), at 2 ms it
+/// was within the +-7 % run-to-run noise.
+inline constexpr uint64_t kDefaultClearPageSamplePeriodNs = 2'000'000;
+static_assert(Config{}.sample_period_ns == kDefaultClearPageSamplePeriodNs &&
+              PointEnv{}.fault_sample_period_ns ==
+                  kDefaultClearPageSamplePeriodNs);
 /// Kernel frames kept per sample: the innermost (the share) and the callers
 /// of clear_page (which path zeroed: the page allocator's __GFP_ZERO or
 /// folio_zero_user).
 inline constexpr uint16_t kClearPageMaxStack = 8;
-/// Ring per task: 256 data pages (1 MiB, ~10 000 samples of at most 8
-/// frames, 5 s of task time). Threads drain it between passes, a child's
-/// team thread every kDrainPollMs while the child works.
-inline constexpr std::size_t kClearPageRingPages = 256;
+/// Ring per task: room for kRingTaskSeconds of samples at the period (at most
+/// 104 bytes each with 8 frames), 16 to 512 data pages. Threads drain it
+/// between passes (one pass of the largest point takes ~4 s of task time
+/// here), a child's team thread every kDrainPollMs while the child works.
+inline constexpr uint64_t kRingTaskSeconds = 8;
 inline constexpr int kDrainPollMs = 50;
+inline std::size_t RingPagesFor(uint64_t period_ns) {
+  const uint64_t bytes = kRingTaskSeconds * 1'000'000'000 /
+                         std::max<uint64_t>(period_ns, 1) *
+                         (8 * (kClearPageMaxStack + 5u));
+  std::size_t pages = 16;
+  while (pages < 512 && pages * kPage < bytes) pages *= 2;
+  return pages;
+}
 
 /// How one task-clock sample of a timed phase counts for the sampled
 /// clear_page share.
@@ -607,11 +625,13 @@ struct ClearPageTally {
 /// the populate + touch phases count, not the unmapping between passes.
 class PhaseSampler {
  public:
-  /// Opens on `pid` (0: the calling thread), disabled; "" or why not.
-  std::string Open(pid_t pid) {
+  /// Opens on `pid` (0: the calling thread), disabled, sampling every
+  /// `period_ns` of task-clock (0: off); "" or why not.
+  std::string Open(pid_t pid, uint64_t period_ns) {
+    if (period_ns == 0) return "sampling off (--fault-sampling=off)";
     kernel::TaskClockSampler::Config c;
-    c.period_ns = kClearPageSamplePeriodNs;
-    c.ring_pages = kClearPageRingPages;
+    c.period_ns = period_ns;
+    c.ring_pages = RingPagesFor(period_ns);
     c.max_stack = kClearPageMaxStack;
     c.ip_and_time = true;
     return sampler_.Open(pid, c);
@@ -662,6 +682,7 @@ class PhaseSampler {
 inline nlohmann::json ClearPageJson(const std::string& reason,
                                     const ClearPageTally& total,
                                     const std::vector<ClearPageTally>& per_task,
+                                    uint64_t period_ns,
                                     std::size_t ring_pages) {
   nlohmann::json j;
   if (!reason.empty() || total.samples == 0) {
@@ -670,7 +691,7 @@ inline nlohmann::json ClearPageJson(const std::string& reason,
                       ? reason
                       : "no task-clock sample fell in a timed phase (the "
                         "phases were shorter than the " +
-                            std::to_string(kClearPageSamplePeriodNs / 1000) +
+                            std::to_string(period_ns / 1000) +
                             " us sampling period)";
     return j;
   }
@@ -696,7 +717,7 @@ inline nlohmann::json ClearPageJson(const std::string& reason,
                      {"untimed_samples", t.untimed},
                      {"lost_samples", t.lost}});
   j["status"] = "measured";
-  j["period_ns"] = kClearPageSamplePeriodNs;
+  j["period_ns"] = period_ns;
   j["samples"] = total.samples;
   j["kernel_samples"] = total.kernel;
   j["clear_page_samples"] = total.clear_page;
@@ -802,7 +823,7 @@ class FaultWorkload : public Workload {
   void SetupThread(const ThreadCtx& ctx) override {
     TaskState& t = tasks_[ctx.index];
     if (cfg_.tasks == Tasks::kThreads) {
-      t.sample_reason = t.sampler.Open(0);
+      t.sample_reason = t.sampler.Open(0, cfg_.sample_period_ns);
       t.ring_pages = t.sampler.ring_pages();
       return;
     }
@@ -817,7 +838,7 @@ class FaultWorkload : public Workload {
       t.sample_reason = "task has no child process: " + e;
       return;
     }
-    t.sample_reason = t.sampler.Open(t.child.pid());
+    t.sample_reason = t.sampler.Open(t.child.pid(), cfg_.sample_period_ns);
     t.ring_pages = t.sampler.ring_pages();
   }
 
@@ -912,7 +933,8 @@ class FaultWorkload : public Workload {
       ring_pages = std::max(ring_pages, t.ring_pages);
     }
     const nlohmann::json sampled =
-        ClearPageJson(sample_reason, clear, clear_per_task, ring_pages);
+        ClearPageJson(sample_reason, clear, clear_per_task,
+                      cfg_.sample_period_ns, ring_pages);
     if (sampled["status"] == "measured")
       out.Metric("clear_page_sampled_share", sampled["share"].get<double>());
     const double huge_units = static_cast<double>(total.pages) / kPagesPerHuge;
@@ -1075,7 +1097,7 @@ Variant MakeVariant(Mode mode, Tasks tasks, Start start, std::size_t mb,
       (start == Start::kWarm ? "; after a discarded warm-up pass"
                              : "; first touch after 1.5 s idle (host reclaim)");
   v.make = [=](const PointEnv& env) {
-    Config cfg{mode, tasks, start, 0, 1};
+    Config cfg{mode, tasks, start, 0, 1, env.fault_sample_period_ns};
     std::string note;
     cfg.bytes = PointBytes(mb, &note);
     cfg.passes = PassesFor(mode, cfg.bytes);

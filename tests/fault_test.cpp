@@ -405,6 +405,22 @@ TEST(Fault, ClassifiesClearPageSamplesByInnermostFunction) {
   EXPECT_EQ(t.callers["folio_zero_user"], 2u);
 }
 
+// --fault-sampling=off leaves the rows unsampled, and says so.
+TEST(Fault, SamplingOffIsUnavailableWithTheReason) {
+  auto cfg =
+      SmallFault(fault_bench::Mode::kPlain, fault_bench::Tasks::kThreads);
+  cfg.sample_period_ns = 0;
+  fault_bench::FaultWorkload w(cfg, 1);
+  RunResult r = Drive(w, 1);
+  EXPECT_EQ(r.verify, "");
+  const auto& c = r.report.details["clear_page_sampled"];
+  EXPECT_EQ(c["status"], "unavailable");
+  EXPECT_NE(c["reason"].get<std::string>().find("--fault-sampling=off"),
+            std::string::npos);
+  for (const auto& [name, v] : r.report.metrics)
+    EXPECT_NE(name, "clear_page_sampled_share");
+}
+
 // Phases keep only samples of the timed parts; Wilson's interval brackets
 // the share and stays within [0, 1].
 TEST(Fault, PhasesAndWilsonInterval) {
@@ -429,12 +445,18 @@ TEST(Fault, PhasesAndWilsonInterval) {
   EXPECT_EQ(kernel::Wilson95(0, 0).hi, 0.0);
 }
 
+// Sampling period of the sampled-share tests: 500 us, four times the default
+// rate, so a 64 MiB point (~0.5 s of task time here) gets ~1000 samples and a
+// ~1 % clear_page share is seen with certainty.
+constexpr uint64_t kTestSamplePeriodNs = 500'000;
+
 // A 64 MiB point of `mode` in one thread, two passes, with the sampled
 // clear_page share; *skip is set when the kernel cannot be sampled here.
 RunResult SampledPoint(fault_bench::Mode mode, std::string* skip) {
   auto cfg = SmallFault(mode, fault_bench::Tasks::kThreads);
   cfg.bytes = 64u << 20;
   cfg.passes = 2;
+  cfg.sample_period_ns = kTestSamplePeriodNs;
   fault_bench::FaultWorkload w(cfg, 1);
   RunResult r = Drive(w, 1);
   const auto& c = r.report.details["clear_page_sampled"];
@@ -452,8 +474,7 @@ TEST(Fault, SampledClearPageShareOfWriteFaults) {
   ASSERT_EQ(w.verify, "");
   if (!skip.empty()) GTEST_SKIP() << skip;
   const auto& cw = w.report.details["clear_page_sampled"];
-  EXPECT_EQ(cw["period_ns"].get<uint64_t>(),
-            fault_bench::kClearPageSamplePeriodNs);
+  EXPECT_EQ(cw["period_ns"].get<uint64_t>(), kTestSamplePeriodNs);
   const uint64_t samples = cw["samples"].get<uint64_t>();
   const uint64_t clear = cw["clear_page_samples"].get<uint64_t>();
   EXPECT_GT(samples, 0u);
@@ -514,6 +535,7 @@ TEST(Fault, SampledClearPageShareOfChildProcesses) {
   auto cfg =
       SmallFault(fault_bench::Mode::kPlain, fault_bench::Tasks::kProcesses);
   cfg.bytes = 64u << 20;
+  cfg.sample_period_ns = kTestSamplePeriodNs;
   fault_bench::FaultWorkload w(cfg, 2);
   RunResult r = Drive(w, 2);
   ASSERT_EQ(r.verify, "");
