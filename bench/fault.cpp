@@ -13,8 +13,13 @@
 // (GB, repetitions, threads, user s, system s, wall s, faults/cpu/s,
 // faults/wall-s) in details.seed_columns, cost per fault and per KiB zeroed,
 // and zeroing's share of the fault time at this machine's measured clear
-// rate. Fault counts come from getrusage minor faults and are checked against
-// what each mode must produce.
+// rate (modelled: zeroing_share) next to the share the kernel itself shows
+// (sampled: each task's task-clock sampled every --fault-sampling, default
+// 2 ms, with kernel callchains during its timed phases, the share of samples
+// whose innermost kernel function is a clear_page variant; "unavailable" with
+// the reason where kernel sampling is refused). Fault counts come from
+// getrusage minor faults and are checked against what each mode must produce.
+// Tasks as processes use the fork-child protocol of bench/child_task.h.
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
@@ -28,16 +33,20 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "bench/child_task.h"
 #include "harness/cpu.h"
 #include "harness/family.h"
+#include "harness/kernel_probe.h"
 #include "harness/zeroing.h"
 
 #ifndef MADV_POPULATE_WRITE
@@ -108,6 +117,9 @@ struct Config {
   Start start = Start::kWarm;
   std::size_t bytes = 256u << 20;  ///< whole mapping, all tasks together
   int passes = 1;                  ///< passes per window (PassesFor)
+  /// Task-clock sampling period of the sampled clear_page share, ns (0:
+  /// off); from --fault-sampling.
+  uint64_t sample_period_ns = 2'000'000;
 };
 
 /// What one task measured in one or more windows (user / system seconds and
@@ -131,9 +143,37 @@ struct TaskResult {
     pages += o.pages;
     populate_faults += o.populate_faults;
     touch_faults += o.touch_faults;
-    if (error[0] == 0 && o.error[0] != 0)
-      std::memcpy(error, o.error, sizeof(error));
+    child_task::KeepFirstError(error, o.error);
   }
+};
+
+/// CLOCK_MONOTONIC bounds of the timed phases of one window, one per pass
+/// (passes beyond kMaxPasses extend the last one). A plain struct: children
+/// send it through a pipe.
+struct Phases {
+  int n = 0;
+  uint64_t begin_ns[kMaxPasses] = {}, end_ns[kMaxPasses] = {};
+  void Push(uint64_t begin, uint64_t end) {
+    if (n == kMaxPasses) {
+      end_ns[n - 1] = end;
+      return;
+    }
+    begin_ns[n] = begin;
+    end_ns[n] = end;
+    ++n;
+  }
+  /// True when `t_ns` lies in one of the phases.
+  bool Contains(uint64_t t_ns) const {
+    for (int i = 0; i < n; ++i)
+      if (t_ns >= begin_ns[i] && t_ns <= end_ns[i]) return true;
+    return false;
+  }
+};
+
+/// One task's window: what it measured and when its timed phases ran.
+struct WindowWork {
+  TaskResult r;
+  Phases phases;
 };
 
 /// /sys/kernel/mm/transparent_hugepage/enabled's selected word ("always",
@@ -197,15 +237,77 @@ inline char* MapAligned(std::size_t bytes, int extra_flags = 0) {
   return reinterpret_cast<char*>(aligned);
 }
 
+/// Whether a read fault of untouched private anonymous memory maps the shared
+/// zero page on this kernel (do_anonymous_page in mm/memory.c: "Use the
+/// zero-page for reads" unless mm_forbids_zeropage()). Guest kernels may
+/// forbid it: this project's PVM guest boots with pvm_no_zero_page=1, and a
+/// read fault then allocates and zeroes a page like a write.
+struct ZeroPageProbe {
+  bool known = false;    ///< the probe could map and read its smaps
+  bool mapped = true;    ///< reads mapped the zero page (no page allocated)
+  std::string evidence;  ///< what was read, for the row
+};
+
+/// Reads one byte of each 4 KiB page of a fresh 1 MiB THP-off mapping and
+/// takes the mapping's "Anonymous:" from /proc/self/smaps (0 kB: the zero
+/// page). Measured once per process; a failed probe is `known` false and
+/// assumes the zero page.
+inline const ZeroPageProbe& ReadFaultZeroPage() {
+  static const ZeroPageProbe probe = [] {
+    ZeroPageProbe z;
+    constexpr std::size_t kBytes = 1u << 20;
+    void* m = mmap(nullptr, kBytes, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED) {
+      z.evidence = std::string("probe mmap failed: ") + std::strerror(errno);
+      return z;
+    }
+    madvise(m, kBytes, MADV_NOHUGEPAGE);
+    unsigned sum = 0;
+    for (std::size_t off = 0; off < kBytes; off += kPage)
+      sum += static_cast<unsigned char>(
+          *reinterpret_cast<const volatile char*>(static_cast<char*>(m) + off));
+    std::ifstream smaps("/proc/self/smaps");
+    std::string line;
+    bool in_vma = false;
+    long anon_kb = -1;
+    while (std::getline(smaps, line)) {
+      unsigned long lo = 0, hi = 0;
+      char dash = 0;
+      std::istringstream ls(line);
+      if (ls >> std::hex >> lo >> dash >> hi && dash == '-') {
+        in_vma = lo == reinterpret_cast<uintptr_t>(m);
+        continue;
+      }
+      if (in_vma && line.rfind("Anonymous:", 0) == 0) {
+        anon_kb = std::strtol(line.c_str() + 10, nullptr, 10);
+        break;
+      }
+    }
+    munmap(m, kBytes);
+    if (anon_kb < 0 || sum != 0) {
+      z.evidence = "probe could not read its mapping in /proc/self/smaps";
+      return z;
+    }
+    z.known = true;
+    z.mapped = anon_kb == 0;
+    z.evidence = "reading 1024 KiB of untouched anonymous memory left " +
+                 std::to_string(anon_kb) + " KiB Anonymous in /proc/self/smaps";
+    return z;
+  }();
+  return probe;
+}
+
+/// True when faults of mode `m` allocate and zero pages: every mode but
+/// read, and read too where the kernel maps no zero page.
+inline bool ModeZeroes(Mode m) {
+  return m != Mode::kRead || !ReadFaultZeroPage().mapped;
+}
+
 /// The advice a mode gives before touching (THP off for all but kThp, so every
 /// other mode zeroes 4 KiB pages whatever the system-wide THP setting).
 inline int AdviceFor(Mode m) {
   return m == Mode::kThp ? MADV_HUGEPAGE : MADV_NOHUGEPAGE;
-}
-
-inline double Seconds(const timeval& tv) {
-  return static_cast<double>(tv.tv_sec) +
-         static_cast<double>(tv.tv_usec) * 1e-6;
 }
 
 /// Writes one byte per 4 KiB page of [p, p+bytes) (a store: a read would map
@@ -252,9 +354,10 @@ inline int PassesFor(Mode m, std::size_t bytes) {
 /// to map it here (map_populate, processes). Only async-signal-safe calls
 /// (mmap, madvise, getrusage), so a child forked from the multithreaded harness
 /// may run it. Mappings made here are returned in *mapped (to unmap after the
-/// window; a child keeps them until it exits).
+/// window; a child keeps them until it exits). The timed phase's
+/// CLOCK_MONOTONIC bounds are pushed to *phases.
 inline TaskResult RunTask(Mode mode, char* share, std::size_t bytes, int who,
-                          char** mapped) {
+                          char** mapped, Phases* phases) {
   TaskResult r;
   rusage r0{}, r1{}, r2{};
   timespec w0{}, w1{};
@@ -297,13 +400,37 @@ inline TaskResult RunTask(Mode mode, char* share, std::size_t bytes, int who,
   clock_gettime(CLOCK_MONOTONIC, &w1);
   r.wall_s = static_cast<double>(w1.tv_sec - w0.tv_sec) +
              static_cast<double>(w1.tv_nsec - w0.tv_nsec) * 1e-9;
+  phases->Push(static_cast<uint64_t>(w0.tv_sec) * 1'000'000'000u +
+                   static_cast<uint64_t>(w0.tv_nsec),
+               static_cast<uint64_t>(w1.tv_sec) * 1'000'000'000u +
+                   static_cast<uint64_t>(w1.tv_nsec));
   r.passes = 1;
-  r.user_s = Seconds(r2.ru_utime) - Seconds(r0.ru_utime);
-  r.sys_s = Seconds(r2.ru_stime) - Seconds(r0.ru_stime);
-  r.populate_faults = static_cast<uint64_t>(r1.ru_minflt - r0.ru_minflt);
-  r.touch_faults = static_cast<uint64_t>(r2.ru_minflt - r1.ru_minflt);
+  const child_task::Usage populate = child_task::UsageBetween(r0, r1);
+  const child_task::Usage touch = child_task::UsageBetween(r1, r2);
+  r.user_s = populate.user_s + touch.user_s;
+  r.sys_s = populate.sys_s + touch.sys_s;
+  r.populate_faults = populate.minflt;
+  r.touch_faults = touch.minflt;
   r.pages = bytes / kPage;
   return r;
+}
+
+/// One task's window: `passes` x RunTask on its share, each followed
+/// (untimed) by emptying the share again (munmap of what RunTask mapped, or
+/// MADV_DONTNEED of the shared mapping's share) and `between_passes()`.
+/// Async-signal-safe when `between_passes` is, so a child may run it.
+template <typename F>
+WindowWork RunPasses(Mode mode, char* share, std::size_t bytes, int who,
+                     int passes, F between_passes) {
+  WindowWork w;
+  for (int pass = 0; pass < passes; ++pass) {
+    char* mapped = nullptr;
+    w.r.Add(RunTask(mode, share, bytes, who, &mapped, &w.phases));
+    if (mapped != nullptr) munmap(mapped, bytes);
+    if (share != nullptr) madvise(share, bytes, MADV_DONTNEED);
+    between_passes();
+  }
+  return w;
 }
 
 /// The fault count a mode must produce for `pages` 4 KiB pages: {populate
@@ -369,9 +496,6 @@ inline std::string CheckFaults(Mode m, const TaskResult& total, int tasks,
   return why.str();
 }
 
-/// Commands from a team thread to its child process (tasks:processes).
-enum : int { kCmdExit = 0, kCmdRun = 1 };
-
 /// This machine's clear_page-like rate, bytes/s: `rep stosb` zeroing of a
 /// 64 MiB buffer (twice a Zen 4 CCD's L3, the zeroing family's buffer size),
 /// best of 3 passes after a first touch; measured once per process, on the
@@ -397,14 +521,235 @@ inline double ClearRateBytesPerS() {
   return rate;
 }
 
-/// Why the sampled clear_page* share of fault rows is unavailable here.
-inline std::string ClearPageSamplingReason() {
-  std::ifstream f("/proc/sys/kernel/perf_event_paranoid");
-  std::string paranoid = "unreadable";
-  std::getline(f, paranoid);
-  return "kernel IP sampling of the fault window is not implemented in this "
-         "version (perf_event_paranoid=" +
-         paranoid + "; no hardware PMU in this VM)";
+/// Default task-clock sampling period of the sampled clear_page share
+/// (--fault-sampling, PointEnv::fault_sample_period_ns): 2 ms of the task's
+/// CPU time, 500 samples per task-second (a 1 GiB point gets about 2000).
+/// Each sample is a timer interrupt plus a kernel stack walk of at most
+/// kClearPageMaxStack frames, which is not cheap in this project's KVM/PVM
+/// guest: at 500 us the faults' CPU time grew 6-9 % (median of 8
+/// repetitions, sampling on against off, 4 KiB and THP points), at 2 ms it
+/// was within the +-7 % run-to-run noise.
+inline constexpr uint64_t kDefaultClearPageSamplePeriodNs = 2'000'000;
+static_assert(Config{}.sample_period_ns == kDefaultClearPageSamplePeriodNs &&
+              PointEnv{}.fault_sample_period_ns ==
+                  kDefaultClearPageSamplePeriodNs);
+/// Kernel frames kept per sample: the innermost (the share) and the callers
+/// of clear_page (which path zeroed: the page allocator's __GFP_ZERO or
+/// folio_zero_user).
+inline constexpr uint16_t kClearPageMaxStack = 8;
+/// Ring per task: room for kRingTaskSeconds of samples at the period (at most
+/// 104 bytes each with 8 frames), 16 to 512 data pages. Threads drain it
+/// between passes (one pass of the largest point takes ~4 s of task time
+/// here), a child's team thread every kDrainPollMs while the child works.
+inline constexpr uint64_t kRingTaskSeconds = 8;
+inline constexpr int kDrainPollMs = 50;
+inline std::size_t RingPagesFor(uint64_t period_ns) {
+  const uint64_t bytes = kRingTaskSeconds * 1'000'000'000 /
+                         std::max<uint64_t>(period_ns, 1) *
+                         (8 * (kClearPageMaxStack + 5u));
+  std::size_t pages = 16;
+  while (pages < 512 && pages * kPage < bytes) pages *= 2;
+  return pages;
+}
+
+/// How one task-clock sample of a timed phase counts for the sampled
+/// clear_page share.
+struct SampleClass {
+  bool kernel = false;      ///< taken in the kernel
+  bool clear_page = false;  ///< innermost kernel function a clear_page variant
+  std::string function;     ///< innermost kernel function ("" in user mode)
+  /// For clear_page samples: the first frame outside the clear_page
+  /// variants (the function that asked for the zeroing), or "?".
+  std::string caller;
+};
+
+/// Classifies a sample (kernel::RingSample: innermost function from
+/// PERF_SAMPLE_IP, kernel callchain innermost first) by its innermost kernel
+/// function (kernel::IsClearPageSymbol).
+inline SampleClass ClassifySample(const kernel::RingSample& s) {
+  SampleClass c;
+  c.kernel = s.in_kernel;
+  if (!s.in_kernel) return c;
+  c.function = s.innermost.empty() ? "?" : s.innermost;
+  c.clear_page = kernel::IsClearPageSymbol(c.function);
+  if (c.clear_page) {
+    c.caller = "?";
+    for (const std::string& f : s.frames) {
+      if (!kernel::IsClearPageSymbol(f)) {
+        c.caller = f;
+        break;
+      }
+    }
+  }
+  return c;
+}
+
+/// The sampled clear_page evidence of one task (or summed over tasks):
+/// samples inside its timed phases, and which of them were zeroing.
+struct ClearPageTally {
+  uint64_t samples = 0;     ///< task-clock samples inside the timed phases
+  uint64_t kernel = 0;      ///< of those, taken in the kernel
+  uint64_t clear_page = 0;  ///< of those, in a clear_page variant
+  uint64_t untimed = 0;     ///< samples outside the timed phases (dropped)
+  uint64_t lost = 0;        ///< samples a full ring dropped
+  std::map<std::string, uint64_t> symbols;    ///< clear_page variant -> n
+  std::map<std::string, uint64_t> callers;    ///< clear_page caller -> n
+  std::map<std::string, uint64_t> functions;  ///< innermost kernel fn -> n
+
+  void Count(const SampleClass& c) {
+    ++samples;
+    if (!c.kernel) return;
+    ++kernel;
+    ++functions[c.function];
+    if (!c.clear_page) return;
+    ++clear_page;
+    ++symbols[c.function];
+    ++callers[c.caller];
+  }
+  void Add(const ClearPageTally& o) {
+    samples += o.samples;
+    kernel += o.kernel;
+    clear_page += o.clear_page;
+    untimed += o.untimed;
+    lost += o.lost;
+    for (const auto& [k, v] : o.symbols) symbols[k] += v;
+    for (const auto& [k, v] : o.callers) callers[k] += v;
+    for (const auto& [k, v] : o.functions) functions[k] += v;
+  }
+};
+
+/// One task's task-clock sampler (kernel::TaskClockSampler with
+/// PERF_SAMPLE_IP | PERF_SAMPLE_TIME | PERF_SAMPLE_CALLCHAIN): samples are
+/// drained into a buffer while the window runs and counted once the window's
+/// timed phases are known (a child reports them only at its end), so only
+/// the populate + touch phases count, not the unmapping between passes.
+class PhaseSampler {
+ public:
+  /// Opens on `pid` (0: the calling thread), disabled, sampling every
+  /// `period_ns` of task-clock (0: off); "" or why not.
+  std::string Open(pid_t pid, uint64_t period_ns) {
+    if (period_ns == 0) return "sampling off (--fault-sampling=off)";
+    kernel::TaskClockSampler::Config c;
+    c.period_ns = period_ns;
+    c.ring_pages = RingPagesFor(period_ns);
+    c.max_stack = kClearPageMaxStack;
+    c.ip_and_time = true;
+    return sampler_.Open(pid, c);
+  }
+  bool open() const { return sampler_.open(); }
+  std::size_t ring_pages() const { return sampler_.ring_pages(); }
+  void Begin() {
+    pending_.clear();
+    sampler_.Enable();
+  }
+  /// Moves the ring's samples to the buffer (any time during the window).
+  void Drain() {
+    sampler_.Drain(&lost_, [&](const kernel::RingSample& s) {
+      pending_.push_back({s.time_ns, ClassifySample(s)});
+    });
+  }
+  /// Stops sampling, drains, and counts the window's samples into *tally by
+  /// `phases`.
+  void End(const Phases& phases, ClearPageTally* tally) {
+    sampler_.Disable();
+    Drain();
+    for (const Pending& p : pending_) {
+      if (phases.Contains(p.time_ns))
+        tally->Count(p.c);
+      else
+        ++tally->untimed;
+    }
+    tally->lost += lost_;
+    lost_ = 0;
+    pending_.clear();
+  }
+  void Close() { sampler_.Close(); }
+
+ private:
+  struct Pending {
+    uint64_t time_ns;
+    SampleClass c;
+  };
+  kernel::TaskClockSampler sampler_;
+  std::vector<Pending> pending_;
+  uint64_t lost_ = 0;
+};
+
+/// details.clear_page_sampled of a fault row: "measured" with the counts,
+/// the share of clear_page samples among all samples of the timed phases and
+/// its Wilson 95 % interval, or "unavailable" with `reason` (sampling could
+/// not be opened) or because no sample fell in a timed phase.
+inline nlohmann::json ClearPageJson(const std::string& reason,
+                                    const ClearPageTally& total,
+                                    const std::vector<ClearPageTally>& per_task,
+                                    uint64_t period_ns,
+                                    std::size_t ring_pages) {
+  nlohmann::json j;
+  if (!reason.empty() || total.samples == 0) {
+    j["status"] = "unavailable";
+    j["reason"] = !reason.empty()
+                      ? reason
+                      : "no task-clock sample fell in a timed phase (the "
+                        "phases were shorter than the " +
+                            std::to_string(period_ns / 1000) +
+                            " us sampling period)";
+    return j;
+  }
+  auto top = [](const std::map<std::string, uint64_t>& m, std::size_t n) {
+    std::vector<std::pair<uint64_t, std::string>> v;
+    for (const auto& [name, c] : m) v.emplace_back(c, name);
+    std::sort(v.rbegin(), v.rend());
+    nlohmann::json out = nlohmann::json::object();
+    for (std::size_t i = 0; i < v.size() && i < n; ++i)
+      out[v[i].second] = v[i].first;
+    return out;
+  };
+  const auto ci = kernel::Wilson95(total.clear_page, total.samples);
+  const kernel::KernelSymbols& syms = kernel::KernelSymbols::Get();
+  nlohmann::json present = nlohmann::json::array();
+  for (const std::string& n : kernel::ClearPageSymbolNames())
+    if (syms.Contains(n)) present.push_back(n);
+  nlohmann::json tasks = nlohmann::json::array();
+  for (const ClearPageTally& t : per_task)
+    tasks.push_back({{"samples", t.samples},
+                     {"kernel_samples", t.kernel},
+                     {"clear_page_samples", t.clear_page},
+                     {"untimed_samples", t.untimed},
+                     {"lost_samples", t.lost}});
+  j["status"] = "measured";
+  j["period_ns"] = period_ns;
+  j["samples"] = total.samples;
+  j["kernel_samples"] = total.kernel;
+  j["clear_page_samples"] = total.clear_page;
+  j["share"] = static_cast<double>(total.clear_page) /
+               static_cast<double>(total.samples);
+  j["share_ci95"] = {ci.lo, ci.hi};
+  j["share_of_kernel"] = total.kernel > 0
+                             ? static_cast<double>(total.clear_page) /
+                                   static_cast<double>(total.kernel)
+                             : 0.0;
+  j["untimed_samples"] = total.untimed;
+  j["lost_samples"] = total.lost;
+  j["symbols"] = top(total.symbols, 16);
+  j["symbols_in_kernel"] = present;
+  j["clear_page_callers"] = top(total.callers, 8);
+  j["top_kernel_functions"] = top(total.functions, 10);
+  j["per_task"] = tasks;
+  j["method"] =
+      "each task's task-clock sampled every period_ns with PERF_SAMPLE_IP | "
+      "PERF_SAMPLE_TIME | PERF_SAMPLE_CALLCHAIN (kernel frames, at most " +
+      std::to_string(kClearPageMaxStack) + "; a " +
+      std::to_string(ring_pages * 4) +
+      " KiB ring per task); a sample counts when its CLOCK_MONOTONIC time "
+      "lies in one of the task's timed phases (populate + touch; unmapping "
+      "between passes is untimed_samples); share = samples whose innermost "
+      "kernel function (/proc/kallsyms) is a clear_page variant / all samples "
+      "(user and kernel) of the timed phases: the sampled counterpart of "
+      "zeroing_share (a model: pages x 4 KiB at the measured rep stosb rate "
+      "over user + system time)";
+  j["share_ci95_method"] =
+      "Wilson score interval, samples taken as independent Bernoulli trials";
+  return j;
 }
 
 /// The point's workload: see the file comment. tasks:threads touches one
@@ -412,13 +757,16 @@ inline std::string ClearPageSamplingReason() {
 /// with MADV_DONTNEED after each pass; tasks:processes runs each task in a
 /// child forked by its team thread in SetupThread (so fork is not timed),
 /// which maps its share per pass, unmaps it after, and reports its rusage
-/// through a pipe. Only the populate + touch phases are timed (wall_s, user_s,
-/// sys_s); the window itself also holds the unmapping.
+/// through a pipe (bench/child_task.h). Only the populate + touch phases are
+/// timed (wall_s, user_s, sys_s); the window itself also holds the unmapping.
+/// Each task's task-clock is sampled over the window (PhaseSampler: a thread
+/// samples itself, a child is sampled by its team thread) and the samples of
+/// the timed phases give the sampled clear_page share.
 class FaultWorkload : public Workload {
  public:
   FaultWorkload(Config cfg, int threads) : cfg_(cfg), threads_(threads) {}
   ~FaultWorkload() override {
-    for (auto& t : tasks_) StopChild(t);
+    for (auto& t : tasks_) t.child.Stop();
     if (region_ != nullptr) munmap(region_, cfg_.bytes);
   }
 
@@ -427,7 +775,8 @@ class FaultWorkload : public Workload {
 
   void Prepare(int threads) override {
     threads_ = threads;
-    tasks_.assign(threads, TaskState{});
+    std::vector<TaskState> fresh(static_cast<std::size_t>(threads));
+    tasks_.swap(fresh);  // TaskState owns a child and a sampler: not copied
     // Shares in 2 MiB units so THP can map each share with PMD pages; the last
     // task takes the rest. Sizes are rounded down to whole 2 MiB units (or
     // whole pages for tiny mappings).
@@ -439,7 +788,7 @@ class FaultWorkload : public Workload {
       tasks_[i].share_bytes =
           (units * (i + 1) / threads - units * i / threads) * unit;
     }
-    if (cfg_.mode != Mode::kRead) ClearRateBytesPerS();  // before any timing
+    if (ModeZeroes(cfg_.mode)) ClearRateBytesPerS();  // before any timing
     if (cfg_.tasks == Tasks::kThreads && cfg_.mode != Mode::kMapPopulate) {
       region_ = MapAligned(cfg_.bytes);
       if (region_ == nullptr) {
@@ -472,7 +821,25 @@ class FaultWorkload : public Workload {
   }
 
   void SetupThread(const ThreadCtx& ctx) override {
-    if (cfg_.tasks == Tasks::kProcesses) StartChild(tasks_[ctx.index]);
+    TaskState& t = tasks_[ctx.index];
+    if (cfg_.tasks == Tasks::kThreads) {
+      t.sample_reason = t.sampler.Open(0, cfg_.sample_period_ns);
+      t.ring_pages = t.sampler.ring_pages();
+      return;
+    }
+    const Mode mode = cfg_.mode;
+    const std::size_t bytes = t.share_bytes;
+    const int passes = cfg_.passes;
+    const std::string e = t.child.Start([=] {
+      return RunPasses(mode, nullptr, bytes, RUSAGE_SELF, passes, [] {});
+    });
+    if (!e.empty()) {
+      std::snprintf(t.total.error, sizeof(t.total.error), "%s", e.c_str());
+      t.sample_reason = "task has no child process: " + e;
+      return;
+    }
+    t.sample_reason = t.sampler.Open(t.child.pid(), cfg_.sample_period_ns);
+    t.ring_pages = t.sampler.ring_pages();
   }
 
   uint64_t RunWindow(const ThreadCtx& ctx,
@@ -481,28 +848,32 @@ class FaultWorkload : public Workload {
     if (ctx.index == 0 && t.windows == 0) {
       gap_ns_ = static_cast<int64_t>(NowNs() - prepare_end_ns_);
     }
-    TaskResult r;
-    if (!setup_error_.empty()) {
-      return 0;
-    } else if (cfg_.tasks == Tasks::kProcesses) {
-      r = RunInChild(t);
+    if (!setup_error_.empty()) return 0;
+    WindowWork w;
+    t.sampler.Begin();
+    if (cfg_.tasks == Tasks::kProcesses) {
+      if (!t.child.Request() ||
+          !t.child.Await(&w, kDrainPollMs, [&] { t.sampler.Drain(); })) {
+        w = WindowWork{};
+        std::snprintf(w.r.error, sizeof(w.r.error),
+                      "child task %d did not report",
+                      static_cast<int>(t.child.pid()));
+      }
     } else {
       char* share = region_ != nullptr ? region_ + t.share_off : nullptr;
-      for (int pass = 0; pass < cfg_.passes; ++pass) {
-        char* mapped = nullptr;
-        r.Add(RunTask(cfg_.mode, share, t.share_bytes, RUSAGE_THREAD, &mapped));
-        // Untimed: empty the share for the next pass (or the next window).
-        if (mapped != nullptr) munmap(mapped, t.share_bytes);
-        if (share != nullptr) madvise(share, t.share_bytes, MADV_DONTNEED);
-      }
+      w = RunPasses(cfg_.mode, share, t.share_bytes, RUSAGE_THREAD, cfg_.passes,
+                    [&] { t.sampler.Drain(); });
     }
+    t.sampler.End(w.phases, &t.clear);
     ++t.windows;
-    t.total.Add(r);
-    return r.pages;
+    t.total.Add(w.r);
+    return w.r.pages;
   }
 
   void TeardownThread(const ThreadCtx& ctx) override {
-    StopChild(tasks_[ctx.index]);
+    TaskState& t = tasks_[ctx.index];
+    t.sampler.Close();
+    t.child.Stop();
   }
 
   void Report(PointReport& out, double window_seconds,
@@ -522,12 +893,12 @@ class FaultWorkload : public Workload {
                            : tasks_[0].total.passes;
     const double gb = static_cast<double>(cfg_.bytes) / double(1u << 30);
     const auto ratio = [](double a, double b) { return b > 0 ? a / b : 0.0; };
-    // What the faults zeroed: nothing for reads (the zero page), else every
-    // page made present.
+    // What the faults zeroed: nothing for reads where they map the zero
+    // page, else every page made present.
+    const bool zeroes = ModeZeroes(cfg_.mode);
     const double kib_zeroed =
-        cfg_.mode == Mode::kRead ? 0 : static_cast<double>(total.pages) * 4.0;
-    const double clear_rate =
-        cfg_.mode == Mode::kRead ? 0 : ClearRateBytesPerS();
+        zeroes ? static_cast<double>(total.pages) * 4.0 : 0;
+    const double clear_rate = zeroes ? ClearRateBytesPerS() : 0;
     const double zero_s = clear_rate > 0 ? kib_zeroed * 1024.0 / clear_rate : 0;
     out.Metric("gb", gb);
     out.Metric("passes", passes);  // the seed table's "repetitions" column
@@ -549,6 +920,23 @@ class FaultWorkload : public Workload {
       out.Metric("kib_zeroed_per_wall_s", ratio(kib_zeroed, wall));
     }
     out.Metric("zeroing_share", ratio(zero_s, cpu));
+    // The sampled counterpart, when the kernel could be sampled.
+    std::string sample_reason;
+    ClearPageTally clear;
+    std::vector<ClearPageTally> clear_per_task;
+    std::size_t ring_pages = 0;
+    for (const auto& t : tasks_) {
+      if (sample_reason.empty() && !t.sample_reason.empty())
+        sample_reason = t.sample_reason;
+      clear.Add(t.clear);
+      clear_per_task.push_back(t.clear);
+      ring_pages = std::max(ring_pages, t.ring_pages);
+    }
+    const nlohmann::json sampled =
+        ClearPageJson(sample_reason, clear, clear_per_task,
+                      cfg_.sample_period_ns, ring_pages);
+    if (sampled["status"] == "measured")
+      out.Metric("clear_page_sampled_share", sampled["share"].get<double>());
     const double huge_units = static_cast<double>(total.pages) / kPagesPerHuge;
     out.Metric("faults_per_2mib", ratio(faults, huge_units));
     auto& d = out.details;
@@ -592,6 +980,11 @@ class FaultWorkload : public Workload {
          "every row, and x86-64 faults 4 KiB pages (262,144 "
          "per GiB): compare per KiB zeroed, not per fault"}};
     if (cfg_.mode == Mode::kRead) {
+      const ZeroPageProbe& z = ReadFaultZeroPage();
+      d["zero_page_for_reads"] = {
+          {"mapped", z.mapped}, {"probed", z.known}, {"evidence", z.evidence}};
+    }
+    if (!zeroes) {
       d["zeroing"] =
           "none: a read fault of untouched anonymous memory maps the shared "
           "zero page (no allocation, no zeroing); zeroing_share is 0";
@@ -606,9 +999,13 @@ class FaultWorkload : public Workload {
           {"share_definition",
            "time to zero the pages made present at the measured clear rate "
            "over the faults' CPU time (user + system)"}};
+      if (cfg_.mode == Mode::kRead)
+        d["zeroing"]["note"] =
+            "this kernel maps no zero page for read faults (see "
+            "zero_page_for_reads; e.g. pvm_no_zero_page=1): each read fault "
+            "allocates and zeroes a page like a write";
     }
-    d["clear_page_sampled"] = {{"status", "unavailable"},
-                               {"reason", ClearPageSamplingReason()}};
+    d["clear_page_sampled"] = sampled;
     nlohmann::json per_task = nlohmann::json::array();
     for (const auto& t : tasks_) {
       per_task.push_back({{"user_s", t.total.user_s},
@@ -642,83 +1039,12 @@ class FaultWorkload : public Workload {
     std::size_t share_off = 0, share_bytes = 0;
     int windows = 0;
     TaskResult total;
-    pid_t child = -1;
-    int cmd_fd = -1, result_fd = -1;
+    child_task::ChildTask<WindowWork> child;  ///< tasks:processes
+    PhaseSampler sampler;
+    std::string sample_reason;   ///< why sampler is not open ("" when open)
+    std::size_t ring_pages = 0;  ///< the sampler's, as opened
+    ClearPageTally clear;
   };
-
-  // Forks this team thread's child. The child inherits the thread's CPU
-  // binding, dies with the thread (PR_SET_PDEATHSIG) and runs only
-  // async-signal-safe code until _exit.
-  void StartChild(TaskState& t) {
-    int cmd[2], res[2];
-    if (pipe(cmd) != 0 || pipe(res) != 0) {
-      std::snprintf(t.total.error, sizeof(t.total.error), "pipe failed: %s",
-                    std::strerror(errno));
-      return;
-    }
-    const pid_t parent = getpid();
-    const pid_t pid = fork();
-    if (pid < 0) {
-      std::snprintf(t.total.error, sizeof(t.total.error), "fork failed: %s",
-                    std::strerror(errno));
-      close(cmd[0]), close(cmd[1]), close(res[0]), close(res[1]);
-      return;
-    }
-    if (pid == 0) {
-      prctl(PR_SET_PDEATHSIG, SIGKILL);
-      if (getppid() != parent) _exit(0);
-      close(cmd[1]);
-      close(res[0]);
-      const Mode mode = cfg_.mode;
-      const std::size_t bytes = t.share_bytes;
-      const int passes = cfg_.passes;
-      for (;;) {
-        int c = kCmdExit;
-        if (read(cmd[0], &c, sizeof(c)) != static_cast<ssize_t>(sizeof(c)) ||
-            c != kCmdRun) {
-          _exit(0);
-        }
-        TaskResult r;
-        for (int pass = 0; pass < passes; ++pass) {
-          char* mapped = nullptr;
-          r.Add(RunTask(mode, nullptr, bytes, RUSAGE_SELF, &mapped));
-          if (mapped != nullptr) munmap(mapped, bytes);  // untimed
-        }
-        if (write(res[1], &r, sizeof(r)) != static_cast<ssize_t>(sizeof(r)))
-          _exit(1);
-      }
-    }
-    close(cmd[0]);
-    close(res[1]);
-    t.child = pid;
-    t.cmd_fd = cmd[1];
-    t.result_fd = res[0];
-  }
-
-  TaskResult RunInChild(TaskState& t) {
-    TaskResult r;
-    const int c = kCmdRun;
-    if (t.child < 0 ||
-        write(t.cmd_fd, &c, sizeof(c)) != static_cast<ssize_t>(sizeof(c)) ||
-        read(t.result_fd, &r, sizeof(r)) != static_cast<ssize_t>(sizeof(r))) {
-      std::snprintf(r.error, sizeof(r.error), "child task %d did not report",
-                    static_cast<int>(t.child));
-      r.pages = 0;
-    }
-    return r;
-  }
-
-  static void StopChild(TaskState& t) {
-    if (t.child < 0) return;
-    const int c = kCmdExit;
-    if (write(t.cmd_fd, &c, sizeof(c)) != static_cast<ssize_t>(sizeof(c)))
-      kill(t.child, SIGKILL);
-    int status = 0;
-    waitpid(t.child, &status, 0);
-    close(t.cmd_fd);
-    close(t.result_fd);
-    t.child = -1;
-  }
 
   Config cfg_;
   int threads_;
@@ -764,14 +1090,14 @@ Variant MakeVariant(Mode mode, Tasks tasks, Start start, std::size_t mb,
       "touched",
       "MADV_HUGEPAGE: one fault (and a 2 MiB zeroing) per huge page",
       "THP off, read one byte per page: the shared zero page, no allocation, "
-      "no zeroing"};
+      "no zeroing (where the kernel maps it: details.zero_page_for_reads)"};
   v.description =
       std::string(kModeText[static_cast<int>(mode)]) + "; tasks as " +
       v.params[1].second +
       (start == Start::kWarm ? "; after a discarded warm-up pass"
                              : "; first touch after 1.5 s idle (host reclaim)");
   v.make = [=](const PointEnv& env) {
-    Config cfg{mode, tasks, start, 0, 1};
+    Config cfg{mode, tasks, start, 0, 1, env.fault_sample_period_ns};
     std::string note;
     cfg.bytes = PointBytes(mb, &note);
     cfg.passes = PassesFor(mode, cfg.bytes);

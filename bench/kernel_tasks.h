@@ -1,6 +1,7 @@
 // Shared machinery of the kernel_* families (issue 18): will-it-scale-style
 // tasks run by lockline's own pinned team threads (`tasks:threads`, one mm) or
-// by one child process per team thread (`tasks:processes`, forked in
+// by one child process per team thread (`tasks:processes`, the fork-child
+// protocol of bench/child_task.h, shared with the fault family: forked in
 // SetupThread so fork is not timed; the child inherits the thread's PU
 // binding). Each task runs its family's op loop for one window and reports an
 // exact op count plus its own getrusage (RUSAGE_THREAD for threads,
@@ -32,6 +33,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/child_task.h"
 #include "harness/family.h"
 #include "harness/kernel_probe.h"
 
@@ -73,15 +75,19 @@ struct TaskWindow {
     checked += o.checked;
     user_s += o.user_s;
     sys_s += o.sys_s;
-    if (error[0] == 0 && o.error[0] != 0)
-      std::memcpy(error, o.error, sizeof(error));
+    child_task::KeepFirstError(error, o.error);
+  }
+  /// Sets minflt, user_s and sys_s from getrusage readings around the op
+  /// loop.
+  void SetUsage(const rusage& a, const rusage& b) {
+    const child_task::Usage u = child_task::UsageBetween(a, b);
+    minflt = u.minflt;
+    user_s = u.user_s;
+    sys_s = u.sys_s;
   }
 };
 
-inline double TvSeconds(const timeval& tv) {
-  return static_cast<double>(tv.tv_sec) +
-         static_cast<double>(tv.tv_usec) * 1e-6;
-}
+using child_task::TvSeconds;
 
 /// Faults in `pages` 4 KiB pages of a fresh private anonymous mapping (THP
 /// off: MADV_NOHUGEPAGE) one store per page, then munmaps it: the
@@ -123,7 +129,7 @@ class KernelTaskWorkload : public Workload {
         evidence_(threads, kSamplePeriod, kSpinPeriodNs),
         state_(static_cast<std::size_t>(threads)) {}
   ~KernelTaskWorkload() override {
-    for (auto& t : state_) StopChild(t);
+    for (auto& t : state_) t.child.Stop();
     if (shared_) munmap(shared_, SharedBytes());
   }
 
@@ -159,7 +165,7 @@ class KernelTaskWorkload : public Workload {
     TaskState& t = state_[ctx.index];
     if (tasks_ == Tasks::kProcesses) {
       StartChild(ctx.index, t);
-      if (t.child > 0) evidence_.OpenTask(ctx.index, t.child);
+      if (t.child.started()) evidence_.OpenTask(ctx.index, t.child.pid());
     } else {
       evidence_.OpenTask(ctx.index, 0);
     }
@@ -175,13 +181,7 @@ class KernelTaskWorkload : public Workload {
     if (tasks_ == Tasks::kProcesses) {
       r = RunInChild(ctx.index, t, stop);
     } else {
-      rusage a{}, b{};
-      getrusage(RUSAGE_THREAD, &a);
-      r = RunOps(ctx.index, stop);
-      getrusage(RUSAGE_THREAD, &b);
-      r.minflt = static_cast<uint64_t>(b.ru_minflt - a.ru_minflt);
-      r.user_s = TvSeconds(b.ru_utime) - TvSeconds(a.ru_utime);
-      r.sys_s = TvSeconds(b.ru_stime) - TvSeconds(a.ru_stime);
+      r = MeasuredOps(ctx.index, RUSAGE_THREAD, stop);
     }
     evidence_.End(ctx.index);
     if (ctx.index == 0) evidence_.VmstatEnd();
@@ -192,7 +192,7 @@ class KernelTaskWorkload : public Workload {
 
   void TeardownThread(const ThreadCtx& ctx) override {
     evidence_.CloseTask(ctx.index);
-    StopChild(state_[ctx.index]);
+    state_[ctx.index].child.Stop();
   }
 
   /// Sum of all tasks' windows so far.
@@ -254,10 +254,8 @@ class KernelTaskWorkload : public Workload {
   struct TaskState {
     TaskWindow total;
     int windows = 0;
-    pid_t child = -1;
-    int cmd_fd = -1, result_fd = -1;
+    child_task::ChildTask<TaskWindow> child;  ///< tasks:processes
   };
-  enum : int { kCmdExit = 0, kCmdRun = 1 };
 
   std::size_t SharedBytes() const {
     return (static_cast<std::size_t>(threads_) * sizeof(std::atomic<bool>) +
@@ -265,50 +263,25 @@ class KernelTaskWorkload : public Workload {
            kPage * kPage;
   }
 
-  // Forks the task's child: it dies with its parent (PR_SET_PDEATHSIG), waits
-  // for kCmdRun, runs RunOps against its shared stop flag and writes the
-  // result back.
+  // RunOps bracketed by getrusage(who): RUSAGE_THREAD on a team thread,
+  // RUSAGE_SELF in a child.
+  TaskWindow MeasuredOps(int index, int who, const std::atomic<bool>& stop) {
+    rusage a{}, b{};
+    getrusage(who, &a);
+    TaskWindow r = RunOps(index, stop);
+    getrusage(who, &b);
+    r.SetUsage(a, b);
+    return r;
+  }
+
+  // Forks the task's child (bench/child_task.h): each run is RunOps against
+  // the task's shared stop flag.
   void StartChild(int index, TaskState& t) {
-    int cmd[2], res[2];
-    if (pipe2(cmd, O_CLOEXEC) != 0 || pipe2(res, O_CLOEXEC) != 0) {
-      std::snprintf(t.total.error, sizeof(t.total.error), "pipe failed: %s",
-                    std::strerror(errno));
-      return;
-    }
-    const pid_t parent = getpid();
-    const pid_t pid = fork();
-    if (pid < 0) {
-      std::snprintf(t.total.error, sizeof(t.total.error), "fork failed: %s",
-                    std::strerror(errno));
-      close(cmd[0]), close(cmd[1]), close(res[0]), close(res[1]);
-      return;
-    }
-    if (pid == 0) {
-      prctl(PR_SET_PDEATHSIG, SIGKILL);
-      if (getppid() != parent) _exit(0);
-      close(cmd[1]);
-      close(res[0]);
-      for (;;) {
-        int c = kCmdExit;
-        if (read(cmd[0], &c, sizeof c) != static_cast<ssize_t>(sizeof c) ||
-            c != kCmdRun)
-          _exit(0);
-        rusage a{}, b{};
-        getrusage(RUSAGE_SELF, &a);
-        TaskWindow r = RunOps(index, shared_[index]);
-        getrusage(RUSAGE_SELF, &b);
-        r.minflt = static_cast<uint64_t>(b.ru_minflt - a.ru_minflt);
-        r.user_s = TvSeconds(b.ru_utime) - TvSeconds(a.ru_utime);
-        r.sys_s = TvSeconds(b.ru_stime) - TvSeconds(a.ru_stime);
-        if (write(res[1], &r, sizeof r) != static_cast<ssize_t>(sizeof r))
-          _exit(1);
-      }
-    }
-    close(cmd[0]);
-    close(res[1]);
-    t.child = pid;
-    t.cmd_fd = cmd[1];
-    t.result_fd = res[0];
+    const std::string e = t.child.Start([this, index] {
+      return MeasuredOps(index, RUSAGE_SELF, shared_[index]);
+    });
+    if (!e.empty())
+      std::snprintf(t.total.error, sizeof(t.total.error), "%s", e.c_str());
   }
 
   // The team thread's side of a child's window: start it, sleep until the
@@ -317,39 +290,26 @@ class KernelTaskWorkload : public Workload {
   TaskWindow RunInChild(int index, TaskState& t,
                         const std::atomic<bool>& stop) {
     TaskWindow r;
-    if (t.child < 0) {
+    if (!t.child.started()) {
       std::snprintf(r.error, sizeof(r.error), "task %d has no child process",
                     index);
       return r;
     }
     shared_[index].store(false, std::memory_order_relaxed);
-    const int c = kCmdRun;
-    if (write(t.cmd_fd, &c, sizeof c) != static_cast<ssize_t>(sizeof c)) {
+    if (!t.child.Request()) {
       std::snprintf(r.error, sizeof(r.error), "child %d: write failed",
-                    static_cast<int>(t.child));
+                    static_cast<int>(t.child.pid()));
       return r;
     }
     const timespec nap{0, 200'000};
     while (!stop.load(std::memory_order_relaxed)) nanosleep(&nap, nullptr);
     shared_[index].store(true, std::memory_order_relaxed);
-    if (read(t.result_fd, &r, sizeof r) != static_cast<ssize_t>(sizeof r)) {
+    if (!t.child.Await(&r)) {
       r = TaskWindow{};
       std::snprintf(r.error, sizeof(r.error), "child task %d did not report",
-                    static_cast<int>(t.child));
+                    static_cast<int>(t.child.pid()));
     }
     return r;
-  }
-
-  static void StopChild(TaskState& t) {
-    if (t.child < 0) return;
-    const int c = kCmdExit;
-    if (write(t.cmd_fd, &c, sizeof c) != static_cast<ssize_t>(sizeof c))
-      kill(t.child, SIGKILL);
-    int status = 0;
-    waitpid(t.child, &status, 0);
-    close(t.cmd_fd);
-    close(t.result_fd);
-    t.child = -1;
   }
 
   kernel::KernelEvidence evidence_;

@@ -114,6 +114,9 @@ struct PointEnv {
   uint64_t window_ns = 0;
   std::string mem_policy;  ///< --mem value
   bool quick = false;      ///< --quick run: keep sizes small
+  /// --fault-sampling: task-clock sampling period of the fault family's
+  /// sampled clear_page share, ns; 0: off.
+  uint64_t fault_sample_period_ns = 2'000'000;
 };
 
 /// One variant of a family: parameters plus a factory. The harness crosses it

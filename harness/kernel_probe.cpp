@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -232,6 +233,10 @@ const KernelSymbols& KernelSymbols::Get() {
   return syms;
 }
 
+bool KernelSymbols::Contains(const std::string& name) const {
+  return std::find(names_.begin(), names_.end(), name) != names_.end();
+}
+
 const std::string& KernelSymbols::Lookup(uint64_t addr) const {
   static const std::string unknown = "?";
   auto it = std::upper_bound(addrs_.begin(), addrs_.end(), addr);
@@ -272,6 +277,8 @@ bool IsSpinChain(const std::vector<std::string>& chain) {
 
 namespace {
 
+constexpr const char* kMmapPrefix = "mmap of the sample ring: ";
+
 void CloseRing(SampleRing& r) {
   if (r.map) munmap(r.map, r.bytes);
   r.map = nullptr;
@@ -295,17 +302,18 @@ std::string OpenRing(perf_event_attr& a, pid_t pid, std::size_t pages,
     r->map = nullptr;
     const int err = errno;
     CloseRing(*r);
-    return std::string("mmap of the sample ring: ") + std::strerror(err);
+    return kMmapPrefix + std::string(std::strerror(err));
   }
   return "";
 }
 
-// Reads every record in the ring: samples (PERF_SAMPLE_CALLCHAIN only) go to
-// `on_chain` as kernel function names, innermost first (user frames and
-// context markers dropped; `*user` set when the sample's first frame is not
-// in the kernel); lost records add to *lost.
+// Reads every record in the ring and frees its space: each sample
+// (PERF_SAMPLE_IP, PERF_SAMPLE_TIME and PERF_SAMPLE_CALLCHAIN as r.sample_type
+// says, in that order: perf_event_open(2), "PERF_RECORD_SAMPLE") goes to
+// `on_sample` with its kernel frames resolved through /proc/kallsyms; lost
+// records add to *lost.
 template <typename F>
-void DrainRing(SampleRing& r, uint64_t* lost, F on_chain) {
+void DrainRing(SampleRing& r, uint64_t* lost, F on_sample) {
   if (!r.map) return;
   auto* meta = static_cast<perf_event_mmap_page*>(r.map);
   const uint64_t page = static_cast<uint64_t>(getpagesize());
@@ -316,7 +324,7 @@ void DrainRing(SampleRing& r, uint64_t* lost, F on_chain) {
   uint64_t tail = meta->data_tail;
   const KernelSymbols& syms = KernelSymbols::Get();
   std::vector<char> rec;
-  std::vector<std::string> names;
+  RingSample s;
   while (tail < head) {
     perf_event_header h{};
     for (std::size_t i = 0; i < sizeof h; ++i)
@@ -329,36 +337,137 @@ void DrainRing(SampleRing& r, uint64_t* lost, F on_chain) {
       uint64_t n = 0;
       std::memcpy(&n, rec.data() + sizeof h + 8, 8);
       *lost += n;
-    } else if (h.type == PERF_RECORD_SAMPLE && h.size >= sizeof h + 8) {
-      uint64_t nr = 0;
-      std::memcpy(&nr, rec.data() + sizeof h, 8);
-      nr = std::min<uint64_t>(nr, (h.size - sizeof h - 8) / 8);
-      names.clear();
-      bool in_kernel = false, seen_context = false;
+      continue;
+    }
+    if (h.type != PERF_RECORD_SAMPLE) continue;
+    std::size_t at = sizeof h;
+    auto next = [&](uint64_t* v) {
+      if (at + 8 > h.size) return false;
+      std::memcpy(v, rec.data() + at, 8);
+      at += 8;
+      return true;
+    };
+    s.in_kernel =
+        (h.misc & PERF_RECORD_MISC_CPUMODE_MASK) == PERF_RECORD_MISC_KERNEL;
+    s.ip = s.time_ns = 0;
+    s.frames.clear();
+    s.innermost.clear();
+    if ((r.sample_type & PERF_SAMPLE_IP) && !next(&s.ip)) continue;
+    if ((r.sample_type & PERF_SAMPLE_TIME) && !next(&s.time_ns)) continue;
+    uint64_t nr = 0;
+    if ((r.sample_type & PERF_SAMPLE_CALLCHAIN) && next(&nr)) {
+      nr = std::min<uint64_t>(nr, (h.size - at) / 8);
       for (uint64_t i = 0; i < nr; ++i) {
         uint64_t ip = 0;
-        std::memcpy(&ip, rec.data() + sizeof h + 8 + 8 * i, 8);
+        next(&ip);
         if (ip >= PERF_CONTEXT_MAX) {
-          if (!seen_context) in_kernel = ip == PERF_CONTEXT_KERNEL;
-          seen_context = true;
           if (ip == PERF_CONTEXT_USER) break;
           continue;
         }
-        names.push_back(syms.Lookup(ip));
+        s.frames.push_back(syms.Lookup(ip));
       }
-      on_chain(names, in_kernel);
     }
+    if (s.in_kernel) {
+      if (r.sample_type & PERF_SAMPLE_IP)
+        s.innermost = syms.Lookup(s.ip);
+      else if (!s.frames.empty())
+        s.innermost = s.frames.front();
+    }
+    on_sample(s);
   }
   __atomic_store_n(&meta->data_tail, tail, __ATOMIC_RELEASE);
 }
 
 }  // namespace
 
+TaskClockSampler::~TaskClockSampler() { Close(); }
+
+void TaskClockSampler::Close() {
+  CloseRing(ring_);
+  ring_pages_ = 0;
+}
+
+std::string TaskClockSampler::Open(pid_t pid, const Config& config) {
+  Close();
+  config_ = config;
+  const KernelSymbols& syms = KernelSymbols::Get();
+  if (!syms.usable()) return syms.reason();
+  perf_event_attr c{};
+  c.size = sizeof c;
+  c.type = PERF_TYPE_SOFTWARE;
+  c.config = PERF_COUNT_SW_TASK_CLOCK;
+  c.disabled = 1;
+  c.exclude_hv = 1;
+  c.sample_period = config.period_ns;
+  c.sample_type = PERF_SAMPLE_CALLCHAIN;
+  if (config.ip_and_time) {
+    c.sample_type |= PERF_SAMPLE_IP | PERF_SAMPLE_TIME;
+    c.use_clockid = 1;
+    c.clockid = CLOCK_MONOTONIC;
+  }
+  c.exclude_callchain_user = 1;
+  c.sample_max_stack = config.max_stack;
+  c.wakeup_events = 1u << 30;  // nobody polls: no wakeups
+  std::string e;
+  for (std::size_t pages = std::max<std::size_t>(config.ring_pages, 8);
+       pages >= 8; pages /= 2) {
+    e = OpenRing(c, pid, pages, &ring_);
+    ring_pages_ = pages;
+    // perf_event_mlock_kb caps an unprivileged user's rings: try smaller.
+    if (e != kMmapPrefix + std::string(std::strerror(EPERM))) break;
+  }
+  if (!e.empty()) {
+    ring_pages_ = 0;
+    return "perf_event_open(task-clock sampling): " + e;
+  }
+  ring_.sample_type = c.sample_type;
+  return "";
+}
+
+void TaskClockSampler::Enable() {
+  if (ring_.fd >= 0) ioctl(ring_.fd, PERF_EVENT_IOC_ENABLE, 0);
+}
+
+void TaskClockSampler::Disable() {
+  if (ring_.fd >= 0) ioctl(ring_.fd, PERF_EVENT_IOC_DISABLE, 0);
+}
+
+void TaskClockSampler::Drain(
+    uint64_t* lost, const std::function<void(const RingSample&)>& on_sample) {
+  DrainRing(ring_, lost, on_sample);
+}
+
+const std::vector<std::string>& ClearPageSymbolNames() {
+  static const std::vector<std::string> names = {
+      "clear_page_erms",  "clear_page_rep",  "clear_page_orig",
+      "clear_pages_erms", "clear_pages_rep", "clear_pages_orig",
+      "clear_page_c",     "clear_page_c_e",  "clear_page"};
+  return names;
+}
+
+bool IsClearPageSymbol(const std::string& fn) {
+  for (const std::string& n : ClearPageSymbolNames())
+    if (fn == n) return true;
+  return false;
+}
+
+Proportion95 Wilson95(uint64_t k, uint64_t n) {
+  if (n == 0) return {};
+  constexpr double z = 1.959963984540054;
+  const double nn = static_cast<double>(n);
+  const double p = static_cast<double>(std::min(k, n)) / nn;
+  const double denom = 1 + z * z / nn;
+  const double center = (p + z * z / (2 * nn)) / denom;
+  const double half =
+      z * std::sqrt(p * (1 - p) / nn + z * z / (4 * nn * nn)) / denom;
+  return {std::max(0.0, center - half), std::min(1.0, center + half)};
+}
+
 TaskContention::~TaskContention() { Close(); }
 
 void TaskContention::Close() {
   CloseRing(sample_);
-  CloseRing(clock_);
+  clock_.Close();
   for (int* fd : {&begin_fd_, &end_fd_}) {
     if (*fd >= 0) close(*fd);
     *fd = -1;
@@ -373,23 +482,12 @@ std::string TaskContention::Open(pid_t pid, uint64_t sample_period,
   // The spin profile does not need tracefs.
   if (spin_period_ns == 0) {
     spin_reason_ = "spin profile off";
-  } else if (!syms.usable()) {
-    spin_reason_ = syms.reason();
   } else {
-    perf_event_attr c{};
-    c.size = sizeof c;
-    c.type = PERF_TYPE_SOFTWARE;
-    c.config = PERF_COUNT_SW_TASK_CLOCK;
-    c.disabled = 1;
-    c.exclude_hv = 1;
-    c.sample_period = spin_period_ns;
-    c.sample_type = PERF_SAMPLE_CALLCHAIN;
-    c.exclude_callchain_user = 1;
-    c.sample_max_stack = kMaxStack;
-    c.wakeup_events = 1u << 30;
-    const std::string e = OpenRing(c, pid, 4 * kRingDataPages, &clock_);
-    spin_reason_ =
-        e.empty() ? "" : "perf_event_open(task-clock sampling): " + e;
+    TaskClockSampler::Config c;
+    c.period_ns = spin_period_ns;
+    c.ring_pages = 4 * kRingDataPages;
+    c.max_stack = kMaxStack;
+    spin_reason_ = clock_.Open(pid, c);
   }
   const TracepointInfo& tp = ContentionTracepoints();
   if (!tp.available()) {
@@ -432,19 +530,22 @@ std::string TaskContention::Open(pid_t pid, uint64_t sample_period,
     a.sample_max_stack = kMaxStack;
     a.wakeup_events = 1u << 30;  // nobody polls: no wakeups
     const std::string e = OpenRing(a, pid, kRingDataPages, &sample_);
+    sample_.sample_type = a.sample_type;
     sampling_reason_ = e.empty() ? "" : "perf_event_open(sampling): " + e;
   }
   return "";
 }
 
 void TaskContention::Enable() {
-  for (int fd : {begin_fd_, end_fd_, sample_.fd, clock_.fd})
+  for (int fd : {begin_fd_, end_fd_, sample_.fd})
     if (fd >= 0) ioctl(fd, PERF_EVENT_IOC_ENABLE, 0);
+  clock_.Enable();
 }
 
 void TaskContention::Disable() {
-  for (int fd : {begin_fd_, end_fd_, sample_.fd, clock_.fd})
+  for (int fd : {begin_fd_, end_fd_, sample_.fd})
     if (fd >= 0) ioctl(fd, PERF_EVENT_IOC_DISABLE, 0);
+  clock_.Disable();
 }
 
 void TaskContention::Collect(ContentionTally& tally) {
@@ -457,42 +558,27 @@ void TaskContention::Collect(ContentionTally& tally) {
     tally.end += v - last_end_;
     last_end_ = v;
   }
+  // The tally field of a lock class, of three.
+  auto by_class = [](LockClass c, uint64_t& zone, uint64_t& lru,
+                     uint64_t& other) -> uint64_t& {
+    return c == LockClass::kZone ? zone : c == LockClass::kLru ? lru : other;
+  };
   std::string caller;
-  DrainRing(sample_, &tally.lost,
-            [&](const std::vector<std::string>& names, bool /*in_kernel*/) {
-              switch (ClassifyChain(names, &caller)) {
-                case LockClass::kZone:
-                  ++tally.zone;
-                  break;
-                case LockClass::kLru:
-                  ++tally.lru;
-                  break;
-                case LockClass::kOther:
-                  ++tally.other;
-                  break;
-              }
-              ++tally.samples;
-              ++tally.callers[caller.empty() ? "?" : caller];
-            });
-  DrainRing(clock_, &tally.lost,
-            [&](const std::vector<std::string>& names, bool in_kernel) {
-              ++tally.clock_samples;
-              if (!in_kernel || names.empty()) return;
-              ++tally.clock_kernel;
-              if (!IsSpinChain(names)) return;
-              switch (ClassifyChain(names, &caller)) {
-                case LockClass::kZone:
-                  ++tally.spin_zone;
-                  break;
-                case LockClass::kLru:
-                  ++tally.spin_lru;
-                  break;
-                case LockClass::kOther:
-                  ++tally.spin_other;
-                  break;
-              }
-              ++tally.spin_callers[caller.empty() ? "?" : caller];
-            });
+  DrainRing(sample_, &tally.lost, [&](const RingSample& s) {
+    ++by_class(ClassifyChain(s.frames, &caller), tally.zone, tally.lru,
+               tally.other);
+    ++tally.samples;
+    ++tally.callers[caller.empty() ? "?" : caller];
+  });
+  clock_.Drain(&tally.lost, [&](const RingSample& s) {
+    ++tally.clock_samples;
+    if (!s.in_kernel || s.frames.empty()) return;
+    ++tally.clock_kernel;
+    if (!IsSpinChain(s.frames)) return;
+    ++by_class(ClassifyChain(s.frames, &caller), tally.spin_zone,
+               tally.spin_lru, tally.spin_other);
+    ++tally.spin_callers[caller.empty() ? "?" : caller];
+  });
 }
 
 std::map<std::string, uint64_t> ReadVmstat() {

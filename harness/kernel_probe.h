@@ -25,6 +25,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -85,6 +86,8 @@ class KernelSymbols {
   const std::string& reason() const { return reason_; }
   /// The function containing `addr` (the highest symbol <= addr), or "?".
   const std::string& Lookup(uint64_t addr) const;
+  /// True when a text symbol of that exact name exists (linear scan).
+  bool Contains(const std::string& name) const;
 
  private:
   std::vector<uint64_t> addrs_;
@@ -115,12 +118,102 @@ struct ContentionTally {
 /// sample in an uncontended fast path (_raw_spin_lock itself) is no spin.
 bool IsSpinChain(const std::vector<std::string>& innermost_first);
 
-/// One perf event with an mmap'ed sample ring.
+/// One perf event with an mmap'ed sample ring. `sample_type` is the event's
+/// PERF_SAMPLE_* mask (the drain decodes PERF_SAMPLE_IP, PERF_SAMPLE_TIME and
+/// PERF_SAMPLE_CALLCHAIN, in the kernel's record order).
 struct SampleRing {
   int fd = -1;
   void* map = nullptr;
   std::size_t bytes = 0;
+  uint64_t sample_type = 0;
 };
+
+/// One sample read from a SampleRing.
+struct RingSample {
+  /// The sample was taken in the kernel (record misc cpumode
+  /// PERF_RECORD_MISC_KERNEL).
+  bool in_kernel = false;
+  uint64_t ip = 0;       ///< PERF_SAMPLE_IP, else 0
+  uint64_t time_ns = 0;  ///< PERF_SAMPLE_TIME in the event's clock, else 0
+  /// Kernel callchain as function names (/proc/kallsyms), innermost first;
+  /// user frames and context markers dropped. Empty for user-mode samples.
+  std::vector<std::string> frames;
+  /// The function the sample hit: the symbol of `ip` when it was sampled in
+  /// the kernel with PERF_SAMPLE_IP, else frames[0], else "" (user mode).
+  std::string innermost;
+};
+
+/// Task-clock sampling of one task with kernel callchains (PERF_TYPE_SOFTWARE
+/// / PERF_COUNT_SW_TASK_CLOCK, perf_event_open(2)): a sample every
+/// `period_ns` of the task's CPU time, written to an mmap ring the owner
+/// drains. Needs kernel symbols (/proc/kallsyms with addresses: root, or
+/// kptr_restrict 0) and kernel sampling rights (root / CAP_PERFMON, or
+/// perf_event_paranoid <= 1). The one sampler of lockline: the kernel
+/// families' spin profile (TaskContention) and the fault family's sampled
+/// clear_page share (bench/fault.cpp) both use it. Not thread-safe; one owner.
+class TaskClockSampler {
+ public:
+  struct Config {
+    uint64_t period_ns = 100'000;  ///< task-clock ns between samples
+    /// Data pages of the ring (a power of two); halved down to 8 while
+    /// mmap is refused with EPERM (perf_event_mlock_kb for non-root).
+    std::size_t ring_pages = 64;
+    uint16_t max_stack = 32;  ///< kernel frames kept per sample
+    /// PERF_SAMPLE_IP | PERF_SAMPLE_TIME (CLOCK_MONOTONIC, comparable with
+    /// clock_gettime) on top of PERF_SAMPLE_CALLCHAIN.
+    bool ip_and_time = false;
+  };
+  TaskClockSampler() = default;
+  TaskClockSampler(const TaskClockSampler&) = delete;
+  TaskClockSampler& operator=(const TaskClockSampler&) = delete;
+  ~TaskClockSampler();
+  /// Opens the event, disabled, on `pid` (a thread id, a process id, or 0:
+  /// the calling thread; no inheritance). Returns "" or why not: kallsyms
+  /// unusable (KernelSymbols::reason()), or "perf_event_open(task-clock
+  /// sampling): " + the errno explained (ExplainPerfOpenError: EACCES names
+  /// perf_event_paranoid, EPERM seccomp / capabilities), or the ring's mmap
+  /// error.
+  std::string Open(pid_t pid, const Config& config);
+  bool open() const { return ring_.fd >= 0; }
+  const Config& config() const { return config_; }
+  /// Data pages of the ring actually mapped (after any EPERM halving).
+  std::size_t ring_pages() const { return ring_pages_; }
+  /// Starts / stops sampling (ioctl; cheap).
+  void Enable();
+  void Disable();
+  /// Hands every sample in the ring to `on_sample` and frees its space; adds
+  /// the samples the kernel dropped on a full ring (PERF_RECORD_LOST) to
+  /// *lost. May run while the event is enabled.
+  void Drain(uint64_t* lost,
+             const std::function<void(const RingSample&)>& on_sample);
+  void Close();
+
+ private:
+  SampleRing ring_;
+  Config config_;
+  std::size_t ring_pages_ = 0;
+};
+
+/// True when `fn` (a kernel function name) is an architecture's page-clearing
+/// primitive: x86-64 clear_page_erms / clear_page_rep / clear_page_orig
+/// (arch/x86/lib/clear_page_64.S, 4.x to 6.18; clear_page() in
+/// arch/x86/include/asm/page_64.h picks one with alternative_call_2), the
+/// clear_pages_erms / _rep / _orig of the 2025 multi-page clearing series
+/// (not in 6.18), clear_page_c / clear_page_c_e (x86-64 before 4.x), and
+/// plain clear_page (arm64 arch/arm64/lib/clear_page.S and most other
+/// architectures). Exact names: clear_page_dirty_for_io (page cache
+/// writeback) and clear_user / rep_stos_alternative (zeroing user memory for
+/// read() and friends) are not page clearing.
+bool IsClearPageSymbol(const std::string& fn);
+/// The names IsClearPageSymbol accepts.
+const std::vector<std::string>& ClearPageSymbolNames();
+
+/// A binomial proportion's 95 % Wilson score interval for k successes in n
+/// trials (z = 1.959964): {0, 0} when n is 0.
+struct Proportion95 {
+  double lo = 0, hi = 0;
+};
+Proportion95 Wilson95(uint64_t k, uint64_t n);
 
 /// The contention counters of one task: a thread (its tid, or 0 = the calling
 /// thread) or a child process (its pid; opened by the parent, which owns the
@@ -147,7 +240,7 @@ class TaskContention {
   std::string Open(pid_t pid, uint64_t sample_period, uint64_t spin_period_ns);
   bool counting() const { return begin_fd_ >= 0; }
   bool sampling() const { return sample_.fd >= 0; }
-  bool spin_profiling() const { return clock_.fd >= 0; }
+  bool spin_profiling() const { return clock_.open(); }
   const std::string& sampling_reason() const { return sampling_reason_; }
   const std::string& spin_reason() const { return spin_reason_; }
   /// Starts / stops every source (ioctl on each fd; cheap).
@@ -160,7 +253,8 @@ class TaskContention {
  private:
   int begin_fd_ = -1, end_fd_ = -1;
   uint64_t last_begin_ = 0, last_end_ = 0;
-  SampleRing sample_, clock_;
+  SampleRing sample_;
+  TaskClockSampler clock_;
   std::string sampling_reason_, spin_reason_;
 };
 

@@ -57,6 +57,11 @@ Placement:
                           real runs (ci/rehearse.sh)
 
 Counters and layouts:
+  --fault-sampling=DURATION|off
+                          task-clock sampling period of the fault rows' sampled clear_page
+                          share (kernel callchains; needs root or perf_event_paranoid <= 1):
+                          100us to 100ms (default 2ms); off: no sampling (the rows say
+                          clear_page_sampled is unavailable: sampling off)
   --events=LIST|default|none
                           perf events (libpfm4 / perf list names, :u / :k modifiers); default:
                           cycles,instructions,cache-misses,task-clock,context-switches,
@@ -284,6 +289,12 @@ Options ParseOptions(int argc, char** argv) {
     } else if (TakeValue(a, "--until-resolved", &v)) {
       o.until_resolved_s = ParseDurationSeconds(
           v, "--until-resolved", kMinBudgetSeconds, kMaxBudgetSeconds);
+    } else if (TakeValue(a, "--fault-sampling", &v)) {
+      o.fault_sampling_s =
+          v == "off"
+              ? 0
+              : ParseDurationSeconds(v, "--fault-sampling (or off)",
+                                     kMinFaultSamplingS, kMaxFaultSamplingS);
     } else if (TakeValue(a, "--window", &v)) {
       o.window_s = ParseDurationSeconds(v, "--window", kMinWindowSeconds,
                                         kMaxWindowSeconds);

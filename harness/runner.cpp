@@ -305,6 +305,8 @@ void RunPoint(benchmark::State& state, const Point& point, RunState& run) {
     env.window_ns = window_ns;
     env.mem_policy = run.opts.mem;
     env.quick = run.opts.suite == Suite::kQuick;
+    env.fault_sample_period_ns =
+        static_cast<uint64_t>(run.opts.fault_sampling_s * 1e9 + 0.5);
     std::unique_ptr<Workload> wl = point.variant->make(env);
     std::vector<int> pus;
     std::vector<ThreadCtx> ctx;

@@ -550,13 +550,36 @@ def prezero_burst_rows(run: Run) -> List[List[str]]:
 
 
 FAULT_SEED_COLUMNS = ["row", "GB", "repetitions", "threads", "user s", "system s", "wall s",
-                      "faults/cpu/s", "faults/wall-s", "zeroing share"]
+                      "faults/cpu/s", "faults/wall-s", "zeroing share (modelled)",
+                      "clear_page share (sampled)"]
+
+
+def _sampled_share_text(pts: List[Point]) -> str:
+    """The sampled clear_page share of fault rows (metric clear_page_sampled_share, the
+    share of task-clock samples of the timed phases whose innermost kernel function is a
+    clear_page variant): mean over repetitions with the first row's Wilson 95 % interval
+    when one repetition was sampled, else 'unavailable (reason)' from
+    details.clear_page_sampled, '-' for rows written before the field existed."""
+    stat = summary_of([p for p in pts if "clear_page_sampled_share" in p.metrics],
+                      "clear_page_sampled_share")
+    sampled = [_dict(_dict(p.row.get("details")).get("clear_page_sampled")) for p in pts]
+    if stat is not None:
+        text = fmt(stat.mean)
+        measured = [s for s in sampled if s.get("status") == "measured"]
+        ci = measured[0].get("share_ci95") if len(measured) == 1 else None
+        if isinstance(ci, list) and len(ci) == 2 and all(isinstance(x, (int, float))
+                                                          for x in ci):
+            text += f" [{fmt(ci[0])}, {fmt(ci[1])}]"
+        return text
+    reasons = [str(s.get("reason")) for s in sampled if s.get("reason")]
+    return f"unavailable ({reasons[0]})" if reasons else "-"
 
 
 def fault_seed_rows(run: Run) -> List[List[str]]:
     """Fault rows in the columns of the 2004 table (GB, repetitions, threads, user s, system
     s, wall s, faults/cpu/s, faults/wall-s), means of one coherence regime; GB from
-    details.seed_columns.gb, else the row's mb / 1024."""
+    details.seed_columns.gb, else the row's mb / 1024; then zeroing's share of the fault
+    time twice: modelled (zeroing_share) and sampled from the kernel (_sampled_share_text)."""
     rows = []
     for variant, n, pts in _latest_rows(run, "fault"):
         if not any("faults_per_wall_s" in p.metrics for p in pts):
@@ -576,7 +599,7 @@ def fault_seed_rows(run: Run) -> List[List[str]]:
         rows.append([" ".join(f"{k}:{v}" for k, v in variant), fmt(gb) if gb else "?",
                      str(len(pts)), str(n), mean("user_s"), mean("sys_s"), mean("wall_s"),
                      mean("faults_per_cpu_s"), mean("faults_per_wall_s"),
-                     mean("zeroing_share")])
+                     mean("zeroing_share"), _sampled_share_text(pts)])
     return rows
 
 

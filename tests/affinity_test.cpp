@@ -229,6 +229,24 @@ TEST(BenchmarkFlags, FilterIsLocklinesNotGoogleBenchmarks) {
     EXPECT_FALSE(Contains(a, "benchmark_filter")) << a;
 }
 
+TEST(FaultSamplingFlag, DurationOrOff) {
+  EXPECT_DOUBLE_EQ(Parse({}).fault_sampling_s, kDefaultFaultSamplingS);
+  EXPECT_DOUBLE_EQ(Parse({"--fault-sampling=500us"}).fault_sampling_s, 5e-4);
+  EXPECT_DOUBLE_EQ(Parse({"--fault-sampling=10ms"}).fault_sampling_s, 1e-2);
+  EXPECT_EQ(Parse({"--fault-sampling=off"}).fault_sampling_s, 0.0);
+  for (const char* bad :
+       {"--fault-sampling=0", "--fault-sampling=1s", "--fault-sampling=10us",
+        "--fault-sampling=on", "--fault-sampling="}) {
+    try {
+      Parse({bad});
+      ADD_FAILURE() << bad << " was accepted";
+    } catch (const UsageError& e) {
+      const std::string what = e.what();
+      EXPECT_TRUE(Contains(what, "--fault-sampling")) << what;
+    }
+  }
+}
+
 TEST(BenchmarkFlags, BadOnesAreUsageErrors) {
   for (const char* bad :
        {"--benchmark_filer=x", "--benchmark_format=json",

@@ -205,7 +205,19 @@ def contract_run(tmp_path):
                                         "mb": "1024", "threads": 1}, 0,
                               {"faults_per_wall_s": 250000.0, "faults_per_cpu_s": 260000.0,
                                "user_s": 0.01, "sys_s": 1.0, "wall_s": 1.05,
-                               "zeroing_share": 0.6}, {"seed_columns": {"gb": 1}}))
+                               "zeroing_share": 0.6, "clear_page_sampled_share": 0.25},
+                              {"seed_columns": {"gb": 1},
+                               "clear_page_sampled": {"status": "measured", "share": 0.25,
+                                                      "share_ci95": [0.2, 0.3]}}))
+    rows.append(_contract_row("fault/mode:thp/tasks:threads/start:warm/mb:256/threads:1",
+                              "fault", {"mode": "thp", "tasks": "threads", "start": "warm",
+                                        "mb": "256", "threads": 1}, 0,
+                              {"faults_per_wall_s": 2000.0, "faults_per_cpu_s": 2100.0,
+                               "user_s": 0.01, "sys_s": 0.5, "wall_s": 0.6,
+                               "zeroing_share": 0.5},
+                              {"seed_columns": {"gb": 0.25},
+                               "clear_page_sampled": {"status": "unavailable",
+                                                      "reason": "perf_event_paranoid=2"}}))
     rows.append(_contract_row("locks/lock:ticket/cs:0/stats:off/threads:2", "locks",
                               {"lock": "ticket", "cs": "0", "stats": "off", "threads": 2}, 0,
                               {"ops_per_s": 1e7, "IPC": 0.8, "cache-misses/op": 1.5},
@@ -243,6 +255,11 @@ def test_other_helpers_rows_are_rendered(tmp_path):
                    "faults/wall-s"):
         assert f"<th>{column}</th>" in q5, column
     assert "<td>250,000</td>" in q5
+    # Zeroing's share twice: modelled, and sampled from the kernel (or why not).
+    assert "<th>zeroing share (modelled)</th>" in q5
+    assert "<th>clear_page share (sampled)</th>" in q5
+    assert "<td>0.25 [0.2, 0.3]</td>" in q5
+    assert "<td>unavailable (perf_event_paranoid=2)</td>" in q5
     counters = text[text.index('<section id="counters">'):text.index('<section id="warnings">')]
     assert "Derived counters" in counters and "0.8 (scaled: instructions x1.7)" in counters
     assert "unavailable (no PEBS in a VM)" in counters
