@@ -282,7 +282,7 @@ void RecordRepetition(RunState& run, const Point& point, json rec,
   if (!error) row["error_message"] = "";
   run.row_index[point.key].push_back(run.results->doc()["benchmarks"].size());
   run.results->AddRow(row);
-  RelabelCoherence(run.results->doc_mutable());
+  run.results->EditRows(RelabelCoherence);
   // The planned repetitions: refit the window of the points not started from
   // what this one cost; the fit's prediction is what is left. (Extra rounds
   // of --until-resolved have their own time: harness/until_resolved.h.)
@@ -609,7 +609,20 @@ bool LocklineReporter::ReportContext(const Context& context) {
 
 void LocklineReporter::ReportRuns(
     const std::vector<benchmark::BenchmarkReporter::Run>& runs) {
-  json& doc = run_.results->doc_mutable();
+  run_.results->EditRows(
+      [&](json& doc) { return AddIndicesAndAggregates(doc, runs); });
+  try {
+    run_.results->Flush();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr,
+                 "lockline: error: %s (earlier points remain in the file)\n",
+                 e.what());
+  }
+}
+
+std::vector<size_t> LocklineReporter::AddIndicesAndAggregates(
+    json& doc, const std::vector<benchmark::BenchmarkReporter::Run>& runs) {
+  std::vector<size_t> changed;
   json& rows = doc["benchmarks"];
   std::set<std::string> aggregated;
   for (const auto& r : runs) {
@@ -623,6 +636,7 @@ void LocklineReporter::ReportRuns(
       auto& indices = run_.row_index[key];
       size_t& next = run_.rows_reported[key];
       if (next < indices.size()) {
+        changed.push_back(indices[next]);
         json& row = rows[indices[next++]];
         const json& first = rows[indices.front()];
         const bool first_has = indices.front() != indices[next - 1] &&
@@ -642,21 +656,16 @@ void LocklineReporter::ReportRuns(
     if (run_.resolve_round == 0 && run_.by_key.count(key))
       aggregated.insert(key);
   }
-  for (const std::string& key : aggregated) UpdateAggregates(doc, key);
-  try {
-    run_.results->Flush();
-  } catch (const std::exception& e) {
-    std::fprintf(stderr,
-                 "lockline: error: %s (earlier points remain in the file)\n",
-                 e.what());
-  }
+  for (const std::string& key : aggregated)
+    for (size_t i : UpdateAggregates(doc, key)) changed.push_back(i);
+  return changed;
 }
 
 void LocklineReporter::Finalize() {
   // Again at the end: problems first seen during the run are recorded too.
   run_.results->lockline_context()["counters"] =
       run_.counters->AvailabilityJson();
-  RelabelCoherence(run_.results->doc_mutable());
+  run_.results->EditRows(RelabelCoherence);
   if (run_.finish_on_finalize)
     run_.results->lockline_context()["finished"] = true;
   run_.results->Flush();

@@ -125,6 +125,13 @@ class LocklineReporter : public benchmark::BenchmarkReporter {
   void Finalize() override;
 
  private:
+  // ReportRuns' changes to the rows: Google Benchmark's indices on the
+  // repetition rows, lockline's aggregates of the instances that finished.
+  // Returns the indices of the rows changed in place.
+  std::vector<size_t> AddIndicesAndAggregates(
+      nlohmann::json& doc,
+      const std::vector<benchmark::BenchmarkReporter::Run>& runs);
+
   RunState& run_;
 };
 
