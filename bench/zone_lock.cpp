@@ -869,8 +869,8 @@ std::vector<Variant> ZoneLockVariants(const std::vector<PuInfo>& order) {
                           {"zones", per_numa ? "per_numa" : "1"}};
               v.suite = SuiteOf(gp, multi_node);
               // For the budget: building the pool and its buddy lists, and
-              // the drain after the windows (2-vCPU VM, 0.3-0.6 s).
-              v.cost_s = 0.35;
+              // the drain after the windows (2-vCPU VM, 0.2-0.4 s).
+              v.cost_s = 0.25;
               v.description =
                   std::string(PlacementDescription(P)) + "; " +
                   L::kDescription + "; " +

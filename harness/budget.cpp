@@ -21,13 +21,13 @@ double BoundS(double window_s) { return std::max(10 * window_s, 2.0); }
 }  // namespace
 
 double HarnessRepetitionCostS(int threads, int windows) {
-  // Thread start, pinning, setup and teardown ~5 ms a thread; the two 1 ms
-  // probes take ~40 ms when vCPUs are shared; each window ends ~10 ms late a
-  // thread when the scheduler has parked it (at most 3 counted: a big idle
-  // machine ends its windows on time).
-  const double probes = threads > 1 ? 0.04 : 0.0;
-  return 0.005 + 0.005 * threads + probes +
-         windows * 0.01 * std::min(threads, 3);
+  // Thread start, pinning, setup and teardown 6-9 ms; the two 1 ms probes
+  // 5-10 ms when vCPUs are shared; each window ends ~5 ms late a thread the
+  // scheduler has parked (at most 3 counted: a big idle machine ends its
+  // windows on time).
+  const double probes = threads > 1 ? 0.008 : 0.0;
+  return 0.006 + 0.001 * threads + probes +
+         windows * 0.005 * std::min(threads, 3);
 }
 
 double PredictSeconds(const std::vector<BudgetPoint>& points,

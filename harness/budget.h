@@ -45,8 +45,8 @@ inline constexpr double kMaxFitWindowS = 1.0;
 /// start and stop edges (a stop flag reaching threads the scheduler has
 /// parked) and recording the row, without the file rewrite (RecordingCost).
 /// From the rows' `timing` of the default suite on the 2-vCPU VM while other
-/// builds loaded it: 40 ms for 1 thread and 3 windows, 130-160 ms for 2.
-/// The run rescales it by what it measures.
+/// builds loaded it (load average 3-5): 20-25 ms for 1 thread and 3 windows
+/// of 5 ms, 35-60 ms for 2 threads. The run rescales it by what it measures.
 double HarnessRepetitionCostS(int threads, int windows);
 
 /// What the fit knows about one point.
@@ -72,10 +72,10 @@ struct BudgetPoint {
 /// last, with its aggregate rows): about `per_row_s` seconds per row the file
 /// holds then. Each repetition adds `rows_per_repetition` rows.
 struct RecordingCost {
-  /// Before any measurement: the quick suite's on the loaded 2-vCPU VM
-  /// (only new and changed rows are serialized; the write and fsync of the
-  /// whole file stay).
-  double per_row_s = 8e-5;
+  /// Before any measurement: 5-9e-5 s in the default and quick suites on
+  /// the loaded 2-vCPU VM (only new and changed rows are serialized; the
+  /// write and fsync of the whole file stay).
+  double per_row_s = 6e-5;
   double rows = 0;                   ///< rows in the file now
   double rows_per_repetition = 1.8;  ///< 1 + 4 aggregates / 5 repetitions
 };
