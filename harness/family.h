@@ -148,6 +148,9 @@ struct Variant {
   /// 2-vCPU VM the README's timings are from.
   double cost_mib = 0;
   double cost_s = 0;
+  /// The share of cost_mib and cost_s left in a --quick run, for a workload
+  /// that shrinks its sizes there (PointEnv::quick) under the same row key.
+  double quick_cost_fraction = 1;
   /// Explicit OS PU indices for the threads (size = the one entry of
   /// `threads`), overriding the placement policy: for measurements of given PU
   /// pairs (core-to-core latency).

@@ -2,6 +2,7 @@
 #include <benchmark/benchmark.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
@@ -266,6 +267,8 @@ int Main(int argc, char** argv) {
   }
   const double estimate = lockline::FitWindow(run);
   run.plan_estimate_s = estimate;
+  run.window_cap_s = std::min(lockline::kMaxFitWindowS,
+                              lockline::kMaxWindowGrowth * run.window_s);
   ctx["window_s"] = run.window_s;
   // The run's time against its budget (results/SCHEMA.md): the estimate made
   // here, the elapsed time after every repetition and the actual at the end.

@@ -197,8 +197,10 @@ double FitWindow(RunState& run) {
       b.declared_s =
           HarnessRepetitionCostS(p.threads,
                                  p.variant->fixed_work ? 0 : p.windows) +
-          p.variant->cost_s +
-          p.variant->cost_mib * run.fault_s_per_mib * kWorkloadOverProbe;
+          (p.variant->cost_s +
+           p.variant->cost_mib * run.fault_s_per_mib * kWorkloadOverProbe) *
+              (run.opts.suite == Suite::kQuick ? p.variant->quick_cost_fraction
+                                               : 1.0);
       b.fixed_work = p.variant->fixed_work;
       b.oversubscribed = p.plan.oversubscribed;
       run.budget.push_back(b);
@@ -217,7 +219,7 @@ double FitWindow(RunState& run) {
   run.recording.per_row_s = RecordingPerRowS(
       run.recording_gap_s, run.recording_rows, RecordingCost{}.per_row_s);
   run.fit = FitBudget(run.budget, run.recording, run.opts.budget_s - spent,
-                      run.opts.window_s);
+                      run.opts.window_s, kMinFitWindowS, run.window_cap_s);
   run.window_s = run.fit.window_s;
   return spent + run.fit.estimate_s;
 }
@@ -497,7 +499,7 @@ void RunPoint(benchmark::State& state, const Point& point, RunState& run) {
         "placement",    "coherence",        "fairness",      "windows",
         "counters",     "details",          "layouts",       "verify",
         "lockline_key", "error_occurred",   "error_message", "ops_per_s",
-        "ns_per_op",    "cpu_util",         "resolve_round"};
+        "ns_per_op",    "cpu_util",         "resolve_round", "timing"};
     for (const auto& m : rep.metrics) {
       if (kReserved.count(m.first))
         throw std::logic_error("family metric '" + m.first +

@@ -59,6 +59,9 @@ struct RunState {
   double recording_rows = 0;   ///< summed rows the file held at each gap
   BudgetFit fit;               ///< the last FitWindow
   double plan_estimate_s = 0;  ///< FitWindow's estimate at plan time
+  /// The longest window a refit may give: kMaxWindowGrowth x the plan-time
+  /// window (set after the plan; kMaxFitWindowS before).
+  double window_cap_s = kMaxFitWindowS;
   /// MeasureFaultInSecondsPerMiB at plan time: prices Variant::cost_mib.
   double fault_s_per_mib = 0;
   std::map<std::pair<int, int>, double>

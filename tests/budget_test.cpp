@@ -125,6 +125,11 @@ TEST(RunnerBudget, MaximumClampLeavesTheRestOfTheBudget) {
   EXPECT_TRUE(fit.met);
   EXPECT_DOUBLE_EQ(fit.window_s, kMaxFitWindowS);
   EXPECT_NEAR(fit.estimate_s, 2 * (0.05 + 3 * 1.0), 1e-9);
+  // A refit's cap (kMaxWindowGrowth x the plan's window) works the same way.
+  const BudgetFit capped =
+      FitBudget(points, NoRecording(), 3600, 0, kMinFitWindowS, 0.02);
+  EXPECT_DOUBLE_EQ(capped.window_s, 0.02);
+  EXPECT_TRUE(capped.met);
 }
 
 TEST(RunnerBudget, FixedWindowIsKeptAndOnlyEstimated) {
