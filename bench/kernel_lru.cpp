@@ -213,6 +213,9 @@ Variant MakeVariant(Case kind, bool shared_file, Tasks tasks, Suite suite,
       {"tasks", kernel_tasks::TasksName(tasks)}};
   v.suite = suite;
   v.threads = std::move(threads);
+  // For the budget: the tasks' setup and teardown (forks, buffers, probes
+  // of kernel lock evidence), 0.1-0.2 s on the 2-vCPU VM.
+  v.cost_s = 0.1;
   v.description =
       std::string(kind == Case::kAnonFault
                       ? "page_fault1: fault in and munmap 1 MiB of private "

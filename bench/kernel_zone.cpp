@@ -193,6 +193,9 @@ Variant MakeVariant(const std::string& fraction, Tasks tasks, Suite suite,
               {"tasks", kernel_tasks::TasksName(tasks)}};
   v.suite = suite;
   v.threads = std::move(threads);
+  // For the budget: the tasks' setup and teardown (forks, buffers, probes
+  // of kernel lock evidence), 0.1-0.2 s on the 2-vCPU VM.
+  v.cost_s = 0.1;
   v.description =
       "order-0 alloc/free through pcp and zone->lock: fault in and munmap "
       "batches of 2 x pcp high of private anon memory; "

@@ -867,6 +867,10 @@ Variant MakeBurstVariant(Protocol protocol, Zeroer zeroer, std::size_t burst,
   v.suite = suite;
   v.threads = std::move(threads);
   v.windows = 1;
+  v.fixed_work = true;
+  // For the budget: the burst's pages and the pool filled before it (about
+  // half of them fault in again per repetition, measured on the 2-vCPU VM).
+  v.cost_mib = static_cast<double>(burst + pool / 2) * 4096 / (1 << 20);
   v.needs_spare_pu = zeroer == Zeroer::kEngine;
   v.description =
       std::string(protocol == Protocol::kIdleBurst
@@ -924,6 +928,7 @@ Variant MakeVariant(Mode mode, ZeroMethod method, uint64_t idle_us,
   v.suite = suite;
   v.threads = {1};
   v.needs_spare_pu = mode != Mode::kZeroOnAlloc;
+  v.cost_s = 0.1;  // for the budget: setup measured on the 2-vCPU VM
   if (suite == Suite::kFull) v.threads = {};
   static const char* const kText[] = {
       "every allocation zeroes its page (no background zeroer)",

@@ -134,6 +134,7 @@ std::vector<Variant> Variants() {
                   {"fill", zero ? "zero" : "pattern"}};
       x.suite = (m == ZeroMethod::kMemset) ? Suite::kQuick : Suite::kDefault;
       x.threads = {1};
+      x.cost_mib = kBufferMb;  // for the budget: the buffer, first touched
       x.description = std::string("fill a ") + std::to_string(kBufferMb) +
                       " MiB buffer with " + (zero ? "zeros" : "0x5a") + " by " +
                       ZeroMethodName(m);

@@ -211,8 +211,10 @@ int ClassifyLatency(const std::vector<CoherenceRegime>& regimes, double ns) {
   return regimes.empty() ? -1 : static_cast<int>(regimes.size()) - 1;
 }
 
-void RelabelCoherence(json& doc) {
-  if (!doc.contains("benchmarks") || !doc["benchmarks"].is_array()) return;
+std::vector<size_t> RelabelCoherence(json& doc) {
+  std::vector<size_t> changed;
+  if (!doc.contains("benchmarks") || !doc["benchmarks"].is_array())
+    return changed;
   using Pair = std::pair<int, int>;
   const auto pair_of = [](const json& p) -> std::pair<bool, Pair> {
     if (!p.is_array() || p.size() != 2 || !p[0].is_number_integer() ||
@@ -263,13 +265,21 @@ void RelabelCoherence(json& doc) {
   }
   if (ctx) doc["context"]["lockline"]["coherence_regimes"] = summary;
 
-  for (json& row : doc["benchmarks"]) {
+  json& rows = doc["benchmarks"];
+  for (size_t row_index = 0; row_index < rows.size(); ++row_index) {
+    json& row = rows[row_index];
     if (!row.contains("coherence") || !row["coherence"].is_object()) continue;
     json& c = row["coherence"];
+    // Compared after relabelling: most rows keep their label.
+    const json before = c;
+    const auto note_change = [&] {
+      if (c != before) changed.push_back(row_index);
+    };
     c["regime"] = nullptr;
     c["regime_ns"] = nullptr;
     if (!sharing(c)) {
       c["label"] = "none";
+      note_change();
       continue;
     }
     const auto [ok, pr] = pair_of(c.value("pair", json()));
@@ -297,7 +307,9 @@ void RelabelCoherence(json& doc) {
       c["regime"] = r.rank;
       c["regime_ns"] = r.ns;
     }
+    note_change();
   }
+  return changed;
 }
 
 }  // namespace lockline

@@ -59,7 +59,8 @@ int ClassifyLatency(const std::vector<CoherenceRegime>& regimes, double ns);
 /// Writes the regimes per pair to context.lockline.coherence_regimes. Called
 /// after every repetition (so an interrupted run is labelled) and at the end;
 /// earlier rows may change label as the run's distribution fills in. Rows
-/// without a coherence object are left alone.
-void RelabelCoherence(nlohmann::json& doc);
+/// without a coherence object are left alone. Returns the indices of the rows
+/// whose coherence object changed (for ResultFile::EditRows).
+std::vector<size_t> RelabelCoherence(nlohmann::json& doc);
 
 }  // namespace lockline

@@ -136,6 +136,24 @@ struct Variant {
       false;  ///< the workload starts one helper thread on a PU of its own
   int windows =
       0;  ///< 0: the run's default; fixed-work variants usually want 1
+  /// Its workload's windows are fixed work (Workload::fixed_work()): their
+  /// length does not follow the fitted window. For the budget's plan; the
+  /// runner corrects it from the workload once the point has run.
+  bool fixed_work = false;
+  /// What one repetition costs besides its timed windows and the harness's
+  /// own per-point work (harness/budget.h HarnessRepetitionCostS), for fitting
+  /// the window to --budget only (the run rescales it by what each family's
+  /// points measure): `cost_mib` MiB of anonymous memory first touched
+  /// (faulted in and zeroed: a pool filled in setup, a warm-up pass, the pages
+  /// of fixed-work windows; priced at plan time by
+  /// MeasureFaultInSecondsPerMiB), plus `cost_s` seconds of anything else
+  /// (building a model, forking tasks, an idle period), as measured on the
+  /// 2-vCPU VM the README's timings are from.
+  double cost_mib = 0;
+  double cost_s = 0;
+  /// The share of cost_mib and cost_s left in a --quick run, for a workload
+  /// that shrinks its sizes there (PointEnv::quick) under the same row key.
+  double quick_cost_fraction = 1;
   /// Explicit OS PU indices for the threads (size = the one entry of
   /// `threads`), overriding the placement policy: for measurements of given PU
   /// pairs (core-to-core latency).

@@ -2,6 +2,7 @@
 #include <benchmark/benchmark.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
@@ -12,6 +13,7 @@
 #include <memory>
 
 #include "harness/counters.h"
+#include "harness/cpu.h"
 #include "harness/memory.h"
 #include "harness/options.h"
 #include "harness/provenance.h"
@@ -253,6 +255,7 @@ int Main(int argc, char** argv) {
   // PU pairs are many and vCPUs overcommitted, and an interrupted run must
   // still say what it was.
   run.results->Flush();
+  run.run_start_ns = lockline::NowNs();
   try {
     lockline::MeasureCoherenceBaselines(run);
   } catch (const std::exception& e) {
@@ -263,13 +266,33 @@ int Main(int argc, char** argv) {
     return 1;
   }
   const double estimate = lockline::FitWindow(run);
+  run.plan_estimate_s = estimate;
+  run.window_cap_s = std::min(lockline::kMaxFitWindowS,
+                              lockline::kMaxWindowGrowth * run.window_s);
   ctx["window_s"] = run.window_s;
+  // The run's time against its budget (results/SCHEMA.md): the estimate made
+  // here, the elapsed time after every repetition and the actual at the end.
+  ctx["run_time"] = {{"budget_s", o.budget_s},
+                     {"estimated_s", estimate},
+                     {"window_s", run.window_s},
+                     {"elapsed_s", 0.0},
+                     {"left_s", run.fit.estimate_s},
+                     {"fault_in_s_per_mib", run.fault_s_per_mib},
+                     {"actual_s", nullptr}};
   std::printf(
       "plan: %zu points x %d repetitions, window %.1f ms; estimated %s (budget "
       "%s)\n",
       run.points.size(), o.repetitions, run.window_s * 1e3,
       lockline::FormatDuration(estimate).c_str(),
       lockline::FormatDuration(o.budget_s).c_str());
+  // Fixed work and overheads alone over the budget: say so now, not by
+  // overrunning. (With --window the plan line's estimate says it.)
+  if (o.window_s <= 0 && !run.fit.met) {
+    const std::string why = lockline::BudgetWarning(
+        o.budget_s, estimate - run.fit.estimate_s, run.fit);
+    std::printf("%s\n", why.c_str());
+    ctx["warnings"].push_back(why);
+  }
   std::fflush(stdout);
   run.results->Flush();
 
@@ -295,6 +318,16 @@ int Main(int argc, char** argv) {
   lockline::LocklineReporter reporter(run);
   run.finish_on_finalize = o.until_resolved_s <= 0;
   benchmark::RunSpecifiedBenchmarks(&reporter);
+  const double ran_s =
+      static_cast<double>(lockline::NowNs() - run.run_start_ns) / 1e9;
+  ctx["run_time"]["actual_s"] = ran_s;
+  ctx["run_time"]["elapsed_s"] = ran_s;
+  run.results->Flush();
+  std::printf("ran %s (estimated %s, budget %s)\n",
+              lockline::FormatDuration(ran_s).c_str(),
+              lockline::FormatDuration(estimate).c_str(),
+              lockline::FormatDuration(o.budget_s).c_str());
+  std::fflush(stdout);
   if (o.until_resolved_s > 0) lockline::RunUntilResolved(run, reporter);
   benchmark::Shutdown();
 

@@ -58,4 +58,12 @@ std::vector<int> NodesOfRange(const void* ptr, std::size_t bytes);
 /// `topo` maps OS to logical numbers (null: logical = OS). Never throws.
 nlohmann::json SharedRegionsJson(const Topology* topo);
 
+/// Seconds one MiB of private anonymous memory takes to fault in at first
+/// touch (a write to each 4 KiB page: the fault, the page's allocation and
+/// zeroing) on this machine now, from `mib` MiB mapped with MADV_NOHUGEPAGE,
+/// touched and unmapped, the faster of two tries. For pricing the run's
+/// fixed work at plan time (Variant::cost_mib); about 7 ms on the loaded
+/// 2-vCPU VM. 0 when the mapping fails. Never throws.
+double MeasureFaultInSecondsPerMiB(std::size_t mib = 16);
+
 }  // namespace lockline

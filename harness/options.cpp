@@ -20,8 +20,9 @@ Suite and time:
   --quick                 smoke-sized suite (seconds; CI)
   --full                  every axis of every family (default: the declared default subset)
   --budget=DURATION       target wall time of the run, e.g. 90s, 20m, 1h (default: quick 30s,
-                          default 2m, full 30m); the window length is fitted to it and the
-                          estimate printed before starting
+                          default 2m, full 30m); the window length is fitted to it (and
+                          refitted after every repetition) and the estimate printed before
+                          starting, with a line when fixed work alone exceeds it
   --window=DURATION       fixed window length (e.g. 50ms, 0.1ms to 10m); overrides the fit
                           to --budget
   --out=DIR               run directory (default results/<host>-<UTC timestamp>/); must be

@@ -154,9 +154,50 @@ ResultFile::ResultFile(const std::string& dir) : dir_(dir) {
   g_kept_rows.store(0);
 }
 
+void ResultFile::EditRows(
+    const std::function<std::vector<size_t>(nlohmann::json&)>& edit) {
+  for (size_t i : edit(doc_))
+    if (i < row_fresh_.size()) row_fresh_[i] = 0;
+}
+
+std::string ResultFile::Text() {
+  const nlohmann::json& rows = doc_["benchmarks"];
+  if (row_text_.empty()) row_fresh_.clear();
+  row_text_.resize(rows.size());
+  row_fresh_.resize(rows.size(), 0);
+  size_t bytes = 0;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    if (!row_fresh_[i]) {
+      row_text_[i] = rows[i].dump();
+      row_fresh_[i] = 1;
+    }
+    bytes += row_text_[i].size() + 2;
+  }
+  std::string text = "{\n";
+  text.reserve(bytes + 4096);
+  bool first = true;
+  for (const auto& [key, value] : doc_.items()) {
+    text += first ? " " : ",\n ";
+    first = false;
+    text += nlohmann::json(key).dump() + ": ";
+    if (key != "benchmarks") {
+      text += value.dump(1);
+      continue;
+    }
+    text += "[";
+    for (size_t i = 0; i < row_text_.size(); ++i) {
+      text += i ? ",\n  " : "\n  ";
+      text += row_text_[i];
+    }
+    text += "\n ]";
+  }
+  text += "\n}\n";
+  return text;
+}
+
 void ResultFile::Flush() {
   try {
-    WriteFileAtomically(path(), doc_.dump(1) + "\n", MeasuredRows(doc_));
+    WriteFileAtomically(path(), Text(), MeasuredRows(doc_));
   } catch (const std::exception& e) {
     std::fflush(stdout);
     std::fprintf(stderr,

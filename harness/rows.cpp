@@ -125,14 +125,18 @@ std::vector<json> AggregateRows(const json& doc, const std::string& key) {
   return out;
 }
 
-void UpdateAggregates(json& doc, const std::string& key) {
+std::vector<size_t> UpdateAggregates(json& doc, const std::string& key) {
   std::vector<json> fresh = AggregateRows(doc, key);
   json& rows = doc["benchmarks"];
+  std::vector<size_t> replaced;
   size_t next = 0;
-  for (json& row : rows)
-    if (IsAggregateOf(row, key) && next < fresh.size())
-      row = std::move(fresh[next++]);
+  for (size_t i = 0; i < rows.size(); ++i)
+    if (IsAggregateOf(rows[i], key) && next < fresh.size()) {
+      rows[i] = std::move(fresh[next++]);
+      replaced.push_back(i);
+    }
   for (; next < fresh.size(); ++next) rows.push_back(std::move(fresh[next]));
+  return replaced;
 }
 
 }  // namespace lockline

@@ -34,7 +34,9 @@ std::vector<nlohmann::json> AggregateRows(const nlohmann::json& doc,
 
 /// Replaces the aggregate rows of `key` in doc["benchmarks"] by
 /// AggregateRows(doc, key): existing ones are overwritten in place (row
-/// positions of other rows never move), new ones appended.
-void UpdateAggregates(nlohmann::json& doc, const std::string& key);
+/// positions of other rows never move), new ones appended. Returns the
+/// indices of the rows overwritten in place (for ResultFile::EditRows).
+std::vector<size_t> UpdateAggregates(nlohmann::json& doc,
+                                     const std::string& key);
 
 }  // namespace lockline

@@ -24,8 +24,11 @@ constexpr double kProbeSeconds =
     0.001;  // per-point ping-pong probe (before and after)
 constexpr double kBaselineProbeSeconds =
     0.002;  // each of the 3 baseline probes of a pair
-constexpr double kFixedWorkWindowEstimate =
-    0.3;  // s, for the budget estimate only
+// The families' first touch of hundreds of MiB (fault, prezero, zeroing)
+// cost 0.9-1.4x a MiB of MeasureFaultInSecondsPerMiB's 16 MiB in two default
+// suites on the 2-vCPU VM (the probe: 4.1-4.3 ms a MiB both times, while the
+// machine's load, and the families' cost, changed by 1.6x between them).
+constexpr double kWorkloadOverProbe = 1.1;
 
 // Google Benchmark's filter semantics (1.7.1): extended regex searched in the
 // name; a leading
@@ -143,6 +146,7 @@ void BuildPoints(RunState& run) {
                                 : (suite == Suite::kQuick  ? 2
                                    : suite == Suite::kFull ? 5
                                                            : 3);
+      p.index = run.points.size();
       run.points.push_back(std::move(p));
     }
   }
@@ -178,35 +182,46 @@ void MeasureCoherenceBaselines(RunState& run) {
 }
 
 double FitWindow(RunState& run) {
-  const int reps = run.opts.repetitions;
-  double fixed_s = 0, window_count = 0, oversubscribed_windows = 0;
-  for (const Point& p : run.points) {
-    // thread start-up, binding, setup and two probes per repetition
-    fixed_s += reps * (0.01 + 0.0005 * p.threads + 2 * kProbeSeconds);
-    // fixed_work() is only known once a workload exists; variants that fix
-    // windows to 1-2 are usually fixed-work, so estimate those by a constant.
-    if (p.variant->windows > 0 && p.variant->windows <= 2) {
-      fixed_s += reps * p.windows * kFixedWorkWindowEstimate;
-    } else {
-      window_count += reps * p.windows;
-      if (p.plan.oversubscribed) oversubscribed_windows += reps * p.windows;
+  if (run.budget.size() != run.points.size()) {
+    run.budget.clear();
+    bool faults = false;
+    for (const Point& p : run.points) faults |= p.variant->cost_mib > 0;
+    // A probe of ~0.1 s; without it (mapping failed) the loaded VM's rate.
+    if (faults) run.fault_s_per_mib = MeasureFaultInSecondsPerMiB();
+    if (run.fault_s_per_mib <= 0) run.fault_s_per_mib = 0.004;
+    for (const Point& p : run.points) {
+      BudgetPoint b;
+      b.family = p.family;
+      b.windows = p.windows;
+      b.repetitions_left = run.opts.repetitions;
+      b.declared_s =
+          HarnessRepetitionCostS(p.threads,
+                                 p.variant->fixed_work ? 0 : p.windows) +
+          (p.variant->cost_s +
+           p.variant->cost_mib * run.fault_s_per_mib * kWorkloadOverProbe) *
+              (run.opts.suite == Suite::kQuick ? p.variant->quick_cost_fraction
+                                               : 1.0);
+      b.fixed_work = p.variant->fixed_work;
+      b.oversubscribed = p.plan.oversubscribed;
+      run.budget.push_back(b);
     }
+    // Each repetition adds its row, and a point's last its 4 aggregates.
+    const int reps = run.opts.repetitions;
+    run.recording.rows_per_repetition = 1.0 + (reps >= 2 ? 4.0 / reps : 0.0);
   }
-  fixed_s += 0.05 * static_cast<double>(run.baseline_ns.size());
-  if (run.opts.window_s > 0) {
-    run.window_s = run.opts.window_s;
-  } else if (window_count > 0) {
-    const double w = (run.opts.budget_s - fixed_s) / window_count;
-    run.window_s = std::clamp(w, 0.005, 1.0);
-  }
-  // Oversubscribed: a FIFO lock hands over only when its preempted successor
-  // runs again, so a window may run to its wall-clock bound (RunPoint: 10
-  // windows, at least 2 s). The estimate counts them there, an upper bound
-  // (64 threads on 2 PUs took 77 s of an estimated 1 s before); the window
-  // fit above does not, so they do not shorten every other window.
-  const double bound_s = std::max(10 * run.window_s, 2.0);
-  return fixed_s + window_count * run.window_s +
-         oversubscribed_windows * (bound_s - run.window_s);
+  // Not only the points' own work: each one's coherence pair was probed
+  // before the fit (MeasureCoherenceBaselines), which counts as spent.
+  const double spent =
+      run.run_start_ns ? static_cast<double>(NowNs() - run.run_start_ns) / 1e9
+                       : 0.0;
+  run.recording.rows = static_cast<double>(
+      run.results ? run.results->doc()["benchmarks"].size() : 0);
+  run.recording.per_row_s = RecordingPerRowS(
+      run.recording_gap_s, run.recording_rows, RecordingCost{}.per_row_s);
+  run.fit = FitBudget(run.budget, run.recording, run.opts.budget_s - spent,
+                      run.opts.window_s, kMinFitWindowS, run.window_cap_s);
+  run.window_s = run.fit.window_s;
+  return spent + run.fit.estimate_s;
 }
 
 void RegisterPoints(RunState& run) {
@@ -220,6 +235,24 @@ void RegisterPoints(RunState& run) {
   }
 }
 
+// What a repetition of `point` cost (its row's `timing`), for FitWindow:
+// its cost besides the windows' planned length, whether its windows were
+// fixed work, and the rewrite of the file (with the previous repetition) it
+// waited for.
+void AccountRepetition(RunState& run, const Point& point, const json& timing) {
+  if (point.index >= run.budget.size()) return;
+  BudgetPoint& b = run.budget[point.index];
+  b.repetitions_left = std::max(0, b.repetitions_left - 1);
+  if (timing.contains("fixed_work")) b.fixed_work = timing["fixed_work"];
+  const double wall = timing.value("wall_s", 0.0);
+  const double windows = b.fixed_work ? 0.0 : b.windows * b.window_s;
+  ++b.measured;
+  b.measured_s += std::max(0.0, wall - windows);
+  run.recording_gap_s += timing.value("gap_s", 0.0);
+  run.recording_rows +=
+      static_cast<double>(run.results->doc()["benchmarks"].size());
+}
+
 // Appends one repetition of `point` to lockline.json at once (Google
 // Benchmark 1.7.1 reports an instance only after its last repetition, which
 // random interleaving may put at the end of the run), flushes the file and
@@ -229,9 +262,13 @@ void RegisterPoints(RunState& run) {
 // regimes of every row over the run so far (harness/coherence.h).
 void RecordRepetition(RunState& run, const Point& point, json rec,
                       double seconds, double cpu_seconds, uint64_t ops) {
+  // The next repetition's timing.gap_s starts here: it covers recording this
+  // one (the file rewrite below) and Google Benchmark's bookkeeping.
+  run.last_repetition_end_ns = NowNs();
   const std::string name = point.key +
                            "/iterations:" + std::to_string(point.windows) +
                            "/manual_time";
+  AccountRepetition(run, point, rec.value("timing", json::object()));
   json row = {{"name", name},
               {"run_name", name},
               {"run_type", "iteration"},
@@ -248,7 +285,21 @@ void RecordRepetition(RunState& run, const Point& point, json rec,
   if (!error) row["error_message"] = "";
   run.row_index[point.key].push_back(run.results->doc()["benchmarks"].size());
   run.results->AddRow(row);
-  RelabelCoherence(run.results->doc_mutable());
+  run.results->EditRows(RelabelCoherence);
+  // The planned repetitions: refit the window of the points not started from
+  // what this one cost; the fit's prediction is what is left. (Extra rounds
+  // of --until-resolved have their own time: harness/until_resolved.h.)
+  double left = -1;
+  if (run.resolve_round == 0) {
+    FitWindow(run);
+    left = run.fit.estimate_s;
+  }
+  json& run_time = run.results->lockline_context()["run_time"];
+  if (run_time.is_object() && run.run_start_ns) {
+    run_time["elapsed_s"] =
+        static_cast<double>(NowNs() - run.run_start_ns) / 1e9;
+    if (left >= 0) run_time["left_s"] = left;
+  }
   const json& coherence = run.results->doc()["benchmarks"].back().value(
       "coherence", json::object());
   try {
@@ -262,8 +313,9 @@ void RecordRepetition(RunState& run, const Point& point, json rec,
   ++run.progress_done;
   const double elapsed =
       static_cast<double>(NowNs() - run.progress_start_ns) / 1e9;
-  const double left =
-      elapsed / run.progress_done * (run.progress_total - run.progress_done);
+  if (left < 0)
+    left =
+        elapsed / run.progress_done * (run.progress_total - run.progress_done);
   std::string what;
   if (error) {
     what = "ERROR: " + row["error_message"].get<std::string>();
@@ -291,13 +343,46 @@ void RunPoint(benchmark::State& state, const Point& point, RunState& run) {
               {"placement", PlacementJson(point, run)}};
   double seconds = 0, cpu_seconds = 0;
   uint64_t ops = 0;
+  // Where the repetition's wall time goes (row `timing`, results/SCHEMA.md):
+  // the budget's estimate is only as good as its model of these.
+  const uint64_t t_start = NowNs();
+  uint64_t t_setup = t_start, t_loop0 = t_start, t_loop1 = t_start;
+  double probes_s = 0;
+  // The point's window: the run's fit when its first repetition starts, then
+  // the same for every later one (its repetitions are compared with each
+  // other; harness/budget.h on windows differing between points).
+  if (run.budget.size() != run.points.size()) FitWindow(run);
+  BudgetPoint& budget = run.budget[point.index];
+  if (budget.window_s <= 0) budget.window_s = run.window_s;
+  const double window_s = budget.window_s;
+  json timing = {
+      {"window_s", window_s},
+      {"gap_s",
+       run.last_repetition_end_ns
+           ? static_cast<double>(t_start - run.last_repetition_end_ns) / 1e9
+           : 0.0}};
+  const auto finish_timing = [&] {
+    const uint64_t t_end = NowNs();
+    const auto s = [](uint64_t a, uint64_t b) {
+      return b > a ? static_cast<double>(b - a) / 1e9 : 0.0;
+    };
+    timing["wall_s"] = s(t_start, t_end);
+    timing["setup_s"] = s(t_start, t_setup);
+    timing["windows_s"] = s(t_loop0, t_loop1);
+    timing["probes_s"] = probes_s;
+    timing["teardown_s"] =
+        std::max(0.0, s(t_start, t_end) - s(t_start, t_setup) -
+                          s(t_loop0, t_loop1) - probes_s);
+    rec["timing"] = timing;
+  };
   const auto fail = [&](const std::string& why) {
     state.SkipWithError(why.c_str());
     rec["error_message"] = why;
+    finish_timing();
     RecordRepetition(run, point, rec, seconds, cpu_seconds, ops);
   };
   try {
-    const uint64_t window_ns = static_cast<uint64_t>(run.window_s * 1e9);
+    const uint64_t window_ns = static_cast<uint64_t>(window_s * 1e9);
     PointEnv env;
     env.topology = run.topo.get();
     env.plan = &point.plan;
@@ -308,6 +393,7 @@ void RunPoint(benchmark::State& state, const Point& point, RunState& run) {
     env.fault_sample_period_ns =
         static_cast<uint64_t>(run.opts.fault_sampling_s * 1e9 + 0.5);
     std::unique_ptr<Workload> wl = point.variant->make(env);
+    timing["fixed_work"] = wl->fixed_work();
     std::vector<int> pus;
     std::vector<ThreadCtx> ctx;
     for (int i = 0; i < point.threads; ++i) {
@@ -326,7 +412,9 @@ void RunPoint(benchmark::State& state, const Point& point, RunState& run) {
       c.oversubscribed = point.plan.oversubscribed;
       ctx.push_back(c);
     }
-    ThreadTeam team(run.topo.get(), pus, run.counters.get());
+    auto team_ptr =
+        std::make_unique<ThreadTeam>(run.topo.get(), pus, run.counters.get());
+    ThreadTeam& team = *team_ptr;
     wl->Prepare(point.threads);
     team.RunOnAll([&](int i) {
       // Kernel spinlock waiters never yield; only an oversubscribed point's do.
@@ -340,6 +428,7 @@ void RunPoint(benchmark::State& state, const Point& point, RunState& run) {
     // No probe for a workload without a shared line: its label is "none".
     const bool shares = wl->shares_lines();
     const bool probing = shares && pa >= 0 && pus[pa] >= 0 && pus[pb] >= 0;
+    t_setup = NowNs();
     const double before = probing ? team.PingPong(pa, pb, probe_ns).first : 0;
     team.ResetCounters();
 
@@ -355,6 +444,8 @@ void RunPoint(benchmark::State& state, const Point& point, RunState& run) {
     bool overrun = false;
     json windows = json::array();
     const CpuThrottle throttle0 = ReadCpuThrottle(ProcessCgroupCpu());
+    probes_s += static_cast<double>(NowNs() - t_setup) / 1e9;
+    t_loop0 = NowNs();
     for (auto _ : state) {
       const WindowResult r =
           team.RunWindow(*wl, ctx, window_ns, bound_ns, hard_ns);
@@ -371,6 +462,7 @@ void RunPoint(benchmark::State& state, const Point& point, RunState& run) {
                          {"ops", r.total_ops},
                          {"overrun", r.overrun}});
     }
+    t_loop1 = NowNs();
     // CFS bandwidth throttling of lockline's cgroup during the windows.
     const CpuThrottle throttle1 = ReadCpuThrottle(ProcessCgroupCpu());
     if (throttle0.ok && throttle1.ok)
@@ -379,6 +471,7 @@ void RunPoint(benchmark::State& state, const Point& point, RunState& run) {
           {"throttled_usec",
            throttle1.throttled_usec - throttle0.throttled_usec}};
     const double after = probing ? team.PingPong(pa, pb, probe_ns).first : 0;
+    probes_s += static_cast<double>(NowNs() - t_loop1) / 1e9;
     const auto readings = team.ReadCounters();
     AddObservedPlacement(team, seen_pus, rec["placement"]);
     const json mem_nodes = SharedRegionsJson(run.topo.get());
@@ -408,7 +501,7 @@ void RunPoint(benchmark::State& state, const Point& point, RunState& run) {
         "placement",    "coherence",        "fairness",      "windows",
         "counters",     "details",          "layouts",       "verify",
         "lockline_key", "error_occurred",   "error_message", "ops_per_s",
-        "ns_per_op",    "cpu_util",         "resolve_round"};
+        "ns_per_op",    "cpu_util",         "resolve_round", "timing"};
     for (const auto& m : rep.metrics) {
       if (kReserved.count(m.first))
         throw std::logic_error("family metric '" + m.first +
@@ -472,6 +565,11 @@ void RunPoint(benchmark::State& state, const Point& point, RunState& run) {
       return;
     }
     if (overrun) rec["warning"] = "a window ran past its wall-clock bound";
+    // Joining the threads and freeing the workload (unmapping, reaping forked
+    // tasks) is part of the repetition's cost: done before it is timed.
+    team_ptr.reset();
+    wl.reset();
+    finish_timing();
     RecordRepetition(run, point, rec, seconds, cpu_seconds, ops);
   } catch (const std::exception& e) {
     fail(e.what());
@@ -516,7 +614,20 @@ bool LocklineReporter::ReportContext(const Context& context) {
 
 void LocklineReporter::ReportRuns(
     const std::vector<benchmark::BenchmarkReporter::Run>& runs) {
-  json& doc = run_.results->doc_mutable();
+  run_.results->EditRows(
+      [&](json& doc) { return AddIndicesAndAggregates(doc, runs); });
+  try {
+    run_.results->Flush();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr,
+                 "lockline: error: %s (earlier points remain in the file)\n",
+                 e.what());
+  }
+}
+
+std::vector<size_t> LocklineReporter::AddIndicesAndAggregates(
+    json& doc, const std::vector<benchmark::BenchmarkReporter::Run>& runs) {
+  std::vector<size_t> changed;
   json& rows = doc["benchmarks"];
   std::set<std::string> aggregated;
   for (const auto& r : runs) {
@@ -530,6 +641,7 @@ void LocklineReporter::ReportRuns(
       auto& indices = run_.row_index[key];
       size_t& next = run_.rows_reported[key];
       if (next < indices.size()) {
+        changed.push_back(indices[next]);
         json& row = rows[indices[next++]];
         const json& first = rows[indices.front()];
         const bool first_has = indices.front() != indices[next - 1] &&
@@ -549,21 +661,16 @@ void LocklineReporter::ReportRuns(
     if (run_.resolve_round == 0 && run_.by_key.count(key))
       aggregated.insert(key);
   }
-  for (const std::string& key : aggregated) UpdateAggregates(doc, key);
-  try {
-    run_.results->Flush();
-  } catch (const std::exception& e) {
-    std::fprintf(stderr,
-                 "lockline: error: %s (earlier points remain in the file)\n",
-                 e.what());
-  }
+  for (const std::string& key : aggregated)
+    for (size_t i : UpdateAggregates(doc, key)) changed.push_back(i);
+  return changed;
 }
 
 void LocklineReporter::Finalize() {
   // Again at the end: problems first seen during the run are recorded too.
   run_.results->lockline_context()["counters"] =
       run_.counters->AvailabilityJson();
-  RelabelCoherence(run_.results->doc_mutable());
+  run_.results->EditRows(RelabelCoherence);
   if (run_.finish_on_finalize)
     run_.results->lockline_context()["finished"] = true;
   run_.results->Flush();

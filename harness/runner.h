@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "harness/budget.h"
 #include "harness/counters.h"
 #include "harness/family.h"
 #include "harness/options.h"
@@ -30,6 +31,7 @@ struct Point {
   const Variant* variant = nullptr;
   ThreadPlan plan;
   int windows = 3;
+  size_t index = 0;  ///< its position in RunState::points (and ::budget)
 };
 
 /// Everything shared by the points of one run.
@@ -46,7 +48,22 @@ struct RunState {
   std::vector<std::pair<std::string, Variant>> variants_storage;
   std::vector<Point> points;
   std::vector<std::string> skipped;  ///< points not run, with the reason
+  /// The window a point gets when its first repetition starts (FitWindow
+  /// refits it after every repetition; a started point keeps its own).
   double window_s = 0.05;
+  /// Per point (same index as `points`): declared cost, its window once
+  /// started, what its repetitions measured (harness/budget.h).
+  std::vector<BudgetPoint> budget;
+  RecordingCost recording;
+  double recording_gap_s = 0;  ///< summed timing.gap_s of the repetitions
+  double recording_rows = 0;   ///< summed rows the file held at each gap
+  BudgetFit fit;               ///< the last FitWindow
+  double plan_estimate_s = 0;  ///< FitWindow's estimate at plan time
+  /// The longest window a refit may give: kMaxWindowGrowth x the plan-time
+  /// window (set after the plan; kMaxFitWindowS before).
+  double window_cap_s = kMaxFitWindowS;
+  /// MeasureFaultInSecondsPerMiB at plan time: prices Variant::cost_mib.
+  double fault_s_per_mib = 0;
   std::map<std::pair<int, int>, double>
       baseline_ns;  ///< PU pair -> one-way latency, ns
   std::map<std::string, int> repetitions_done;  ///< key -> repetitions recorded
@@ -56,6 +73,12 @@ struct RunState {
       rows_reported;  ///< key -> rows Google Benchmark reported
   int progress_done = 0, progress_total = 0;
   uint64_t progress_start_ns = 0;
+  /// NowNs() when the last repetition's measured part ended (0: none yet);
+  /// the next row's timing.gap_s is measured from it.
+  uint64_t last_repetition_end_ns = 0;
+  /// NowNs() when the run started (before the coherence baselines): the
+  /// budget covers the run from here to the end of the planned repetitions.
+  uint64_t run_start_ns = 0;
   std::map<std::string, const Point*> by_key;
   /// --until-resolved: 0 during the planned repetitions, then the extra round
   /// (rows get `resolve_round`; Google Benchmark's aggregates of a round are
@@ -76,8 +99,12 @@ void BuildPoints(RunState& run);
 /// before any point runs (the coherence baseline).
 void MeasureCoherenceBaselines(RunState& run);
 
-/// Fits run.window_s to the budget (unless --window is set) and returns the
-/// estimated run time in seconds.
+/// Fits run.window_s, the window of the points not started yet, to the budget
+/// left (--budget minus the seconds since run.run_start_ns), from the points'
+/// declared costs and what the run has measured so far (harness/budget.h);
+/// keeps --window when given. Stores the fit in run.fit and returns the
+/// estimated seconds of the whole run (spent plus predicted). Called at plan
+/// time and after every planned repetition.
 double FitWindow(RunState& run);
 
 /// Registers every point with Google Benchmark (manual time, iterations =
@@ -101,6 +128,13 @@ class LocklineReporter : public benchmark::BenchmarkReporter {
   void Finalize() override;
 
  private:
+  // ReportRuns' changes to the rows: Google Benchmark's indices on the
+  // repetition rows, lockline's aggregates of the instances that finished.
+  // Returns the indices of the rows changed in place.
+  std::vector<size_t> AddIndicesAndAggregates(
+      nlohmann::json& doc,
+      const std::vector<benchmark::BenchmarkReporter::Run>& runs);
+
   RunState& run_;
 };
 

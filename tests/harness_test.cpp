@@ -283,5 +283,36 @@ TEST(ResultFile, RewritesAtomicallyAndRefusesUnwritableDirs) {
   std::filesystem::remove(file);
 }
 
+// Flush re-serializes only new rows and those EditRows names (or all after
+// doc_mutable): whatever path a change takes, the file holds the document.
+TEST(ResultFile, EveryChangeReachesTheFileWhateverPathItTakes) {
+  const std::string dir = std::filesystem::temp_directory_path() /
+                          ("lockline-rf-edit-" + std::to_string(getpid()));
+  {
+    ResultFile f(dir);
+    const auto on_disk = [&] {
+      std::ifstream in(f.path());
+      return nlohmann::json::parse(in);
+    };
+    for (int i = 0; i < 3; ++i) f.AddRow({{"name", i}, {"label", "near"}});
+    f.Flush();
+    EXPECT_EQ(on_disk(), f.doc());
+    f.EditRows([](nlohmann::json& doc) {
+      doc["benchmarks"][1]["label"] = "far";
+      doc["benchmarks"].push_back({{"name", 3}});
+      return std::vector<size_t>{1};
+    });
+    f.lockline_context()["finished"] = true;
+    f.Flush();
+    EXPECT_EQ(on_disk(), f.doc());
+    EXPECT_EQ(on_disk()["benchmarks"][1]["label"], "far");
+    f.doc_mutable()["benchmarks"][0]["label"] = "mixed";
+    f.Flush();
+    EXPECT_EQ(on_disk(), f.doc());
+    EXPECT_EQ(on_disk()["benchmarks"].size(), 4u);
+  }
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace lockline
