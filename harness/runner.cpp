@@ -302,13 +302,7 @@ void RecordRepetition(RunState& run, const Point& point, json rec,
   }
   const json& coherence = run.results->doc()["benchmarks"].back().value(
       "coherence", json::object());
-  try {
-    run.results->Flush();
-  } catch (const std::exception& e) {
-    std::fprintf(stderr,
-                 "lockline: error: %s (earlier points remain in the file)\n",
-                 e.what());
-  }
+  run.results->Flush();  // never throws: a failed write stops the run
 
   ++run.progress_done;
   const double elapsed =
@@ -616,13 +610,7 @@ void LocklineReporter::ReportRuns(
     const std::vector<benchmark::BenchmarkReporter::Run>& runs) {
   run_.results->EditRows(
       [&](json& doc) { return AddIndicesAndAggregates(doc, runs); });
-  try {
-    run_.results->Flush();
-  } catch (const std::exception& e) {
-    std::fprintf(stderr,
-                 "lockline: error: %s (earlier points remain in the file)\n",
-                 e.what());
-  }
+  run_.results->Flush();
 }
 
 std::vector<size_t> LocklineReporter::AddIndicesAndAggregates(
