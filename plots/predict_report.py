@@ -14,7 +14,7 @@ import glob
 import html
 import json
 import os
-from typing import Any, Dict, List
+from typing import Any, List
 
 # Most variants listed in one section's table (the figure shows all).
 MAX_ROWS = 60

@@ -86,7 +86,7 @@ def mva_load_dependent(n: int, think: float, service: ServiceFn) -> Tuple[float,
     return x, r, x * r
 
 
-def birth_death(n: int, think, service_of_j) -> np.ndarray:
+def birth_death(n: int, think, service_of_j, stats: bool = False):
     """Throughput of the same closed network, computed from its product-form (birth-death)
     distribution; vectorised over draws.
 
@@ -94,7 +94,9 @@ def birth_death(n: int, think, service_of_j) -> np.ndarray:
     time with j = 1..n threads at the lock. Returns X with shape (B,) (or a scalar array).
     p(j) is proportional to prod_{i=1..j} (n - i + 1) / think * service(i); think == 0 puts
     every thread at the lock (X = 1 / service(n)). Computed in log space (no overflow at
-    thousands of threads).
+    thousands of threads). stats=True returns (X, Q, U): also the mean number of threads at
+    the lock and the probability it is held (so Q - U threads wait on average, and the share
+    of the threads' time spent waiting is (Q - U) / n).
     """
     s = np.atleast_2d(np.asarray(service_of_j, dtype=float))
     z = np.atleast_1d(np.asarray(think, dtype=float))
@@ -104,8 +106,12 @@ def birth_death(n: int, think, service_of_j) -> np.ndarray:
     s = np.broadcast_to(s, (b, n))
     z = np.broadcast_to(z, (b,))
     out = np.empty(b)
+    q = np.empty(b)
+    u = np.empty(b)
     zero = z <= 0
     out[zero] = 1.0 / s[zero, n - 1]
+    q[zero] = n
+    u[zero] = 1.0
     if (~zero).any():
         zs = z[~zero][:, None]
         ss = s[~zero]
@@ -116,7 +122,9 @@ def birth_death(n: int, think, service_of_j) -> np.ndarray:
         p = np.exp(logp)
         p /= p.sum(axis=1, keepdims=True)
         out[~zero] = (p[:, 1:] / ss).sum(axis=1)
-    return out
+        q[~zero] = (p * np.arange(0, n + 1)[None, :]).sum(axis=1)
+        u[~zero] = 1.0 - p[:, 0]
+    return (out, q, u) if stats else out
 
 
 def machine_repairman(n: int, think: float, service: float) -> float:
