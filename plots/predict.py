@@ -92,7 +92,7 @@ LOCK_MODEL = {
 # How many holder writes to the lock's own line a spinning waiter steals (predict_lock);
 # --steals sets it. The measured 2-thread hold of zone_lock lock_before_free_area on the
 # development VM lies between the two (validation in the issue's closing note).
-STEALS = "upper"
+STEALS = "lower"
 
 # Families whose rows carry lock statistics (harness/locks/lock_stat.h AddLockStatMetrics).
 LOCK_FAMILIES = ("locks", "zone_lock", "pagevec", "page_free")
@@ -246,6 +246,10 @@ class VariantInputs:
         self.ns_per_op = np.array([r.metrics["ns_per_op"] for r in reps], dtype=float)
         self.hold = np.array([r.metrics["hold_ns"] for r in reps], dtype=float)
         self.acq = np.array([r.metrics["acquisitions_per_op"] for r in reps], dtype=float)
+        # Time the 1-thread row itself waited for the lock (a pagevec scanner thread holds it
+        # too): not outside work. ns per op.
+        self.wait = np.array([r.metrics.get("wait_share", 0.0) * r.metrics["ns_per_op"]
+                              for r in reps], dtype=float)
         self.per_node = params.get("zones") == "per_numa"
         self.data_lines, self.lock_writes, self.lines_why = family_lines(reps[0])
         self.model = LOCK_MODEL.get(self.lock)
@@ -255,8 +259,9 @@ class VariantInputs:
         med = lambda a: float(np.median(a))  # noqa: E731
         return {"ns_per_op_1thread": med(self.ns_per_op), "hold_ns": med(self.hold),
                 "acquisitions_per_op": med(self.acq),
-                "think_ns_per_acquisition": max(0.0, med(self.ns_per_op) / med(self.acq)
-                                                - med(self.hold)),
+                "think_ns_per_acquisition": max(0.0, (med(self.ns_per_op) - med(self.wait))
+                                                / med(self.acq) - med(self.hold)),
+                "wait_ns_per_op_1thread": med(self.wait),
                 "repetitions": int(self.ns_per_op.size),
                 "data_lines": self.data_lines, "lock_line_writes_per_hold": self.lock_writes,
                 "lines_source": self.lines_why,
@@ -391,13 +396,16 @@ def draw_inputs(v: VariantInputs, lat: Dict[str, Dict[str, Any]], draws: int,
                 ) -> Dict[str, np.ndarray]:
     """Bootstrap draws (medians of resampled repetitions) of the variant's inputs; draw 0 is
     the point estimate (medians of all repetitions)."""
+    # One index draw for all inputs: a repetition's ns_per_op, hold, acquisitions and wait
+    # stay together.
+    idx = rng.integers(0, v.ns_per_op.size, size=(draws, v.ns_per_op.size))
+
     def boot(a: np.ndarray) -> np.ndarray:
-        idx = rng.integers(0, a.size, size=(draws, a.size))
         out = np.median(a[idx], axis=1)
         out[0] = np.median(a)
         return out
-    ns, hold, acq = boot(v.ns_per_op), boot(v.hold), boot(v.acq)
-    think = np.maximum(ns / acq - hold, 0.0)
+    ns, hold, acq, wait = boot(v.ns_per_op), boot(v.hold), boot(v.acq), boot(v.wait)
+    think = np.maximum((ns - wait) / acq - hold, 0.0)
     return {"hold": hold, "acq": acq, "think": think, **{f"lat_{c}": lat_draws[c]
                                                          for c in CLASSES}}
 
@@ -741,9 +749,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ap.add_argument("--draws", type=int, default=200, help="bootstrap draws (20..100000)")
     ap.add_argument("--threads", default="", help="extra thread counts, e.g. 112,224")
     ap.add_argument("--no-figures", action="store_true")
-    ap.add_argument("--steals", choices=("upper", "lower"), default="upper",
+    ap.add_argument("--steals", choices=("upper", "lower"), default="lower",
                     help="holder writes to the lock line a spinning waiter steals: every one "
-                    "(upper, default) or at most hold/transfer (lower)")
+                    "(upper) or at most hold/transfer (lower, default: it fits the locks family's 2-thread points here)")
     ap.add_argument("--validate-here", action="store_true",
                     help="print issue 26's validation 1 (2-thread points of this run predicted "
                     "from its 1-thread rows) as Markdown and exit; --topology is ignored")
