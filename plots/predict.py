@@ -90,8 +90,8 @@ LOCK_MODEL = {
 }
 
 # How many holder writes to the lock's own line a spinning waiter steals (predict_lock);
-# --steals sets it. The measured 2-thread hold of zone_lock lock_before_free_area on the
-# development VM lies between the two (validation in the issue's closing note).
+# --steals sets it. "lower" (the default) fits the locks family's 2-thread points on the
+# development VM (ticket +4 % against -27 % with "upper"; issue 26's closing note).
 STEALS = "lower"
 
 # Families whose rows carry lock statistics (harness/locks/lock_stat.h AddLockStatMetrics).
@@ -751,7 +751,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ap.add_argument("--no-figures", action="store_true")
     ap.add_argument("--steals", choices=("upper", "lower"), default="lower",
                     help="holder writes to the lock line a spinning waiter steals: every one "
-                    "(upper) or at most hold/transfer (lower, default: it fits the locks family's 2-thread points here)")
+                    "(upper) or at most hold/transfer (lower, the default: it fits the "
+                    "locks family's 2-thread points on the development VM)")
     ap.add_argument("--validate-here", action="store_true",
                     help="print issue 26's validation 1 (2-thread points of this run predicted "
                     "from its 1-thread rows) as Markdown and exit; --topology is ignored")
