@@ -11,6 +11,8 @@
 #include <ctime>
 #include <iostream>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "harness/counters.h"
 #include "harness/cpu.h"
@@ -146,7 +148,58 @@ json PlansJson(const RunState& run) {
   return plans;
 }
 
+// --plan=json: the plans of PlansJson plus the placement order itself, each PU
+// with the objects containing it, so plots/predict.py uses this planner.
+json PlanOrderJson(const RunState& run) {
+  const lockline::TopologySummary& s = run.topo->summary();
+  json order = json::array();
+  for (const auto& p : run.order)
+    order.push_back({{"pu", p.os_index},
+                     {"core", p.core},
+                     {"smt", p.smt_rank},
+                     {"l2", p.l2},
+                     {"l3", p.l3},
+                     {"numa", p.numa},
+                     {"package", p.package},
+                     {"cpukind", p.cpukind}});
+  return {{"source", s.source},
+          {"packages", s.packages},
+          {"numa_nodes", s.numa_nodes},
+          {"l3s", s.l3s},
+          {"cores", s.cores},
+          {"pus", s.pus},
+          {"usable_pus", s.usable_pus},
+          {"pin", run.pin.text},
+          {"threads_list", run.counts},
+          {"plans", PlansJson(run)},
+          {"order", order}};
+}
+
+// `lockline predict ARGS`: runs PlotsDir()/predict.py ARGS (the model is
+// Python: plots/queueing.py); returns only when exec fails.
+int ExecPredict(int argc, char** argv) {
+  const std::string script = lockline::PlotsDir() + "/predict.py";
+  std::vector<std::string> args = {lockline::kVerdictsPython, script};
+  for (int i = 2; i < argc; ++i) args.emplace_back(argv[i]);
+  std::vector<char*> cargs;
+  for (auto& a : args) cargs.push_back(a.data());
+  cargs.push_back(nullptr);
+  // predict.py plans the target with this binary (--plan=json).
+  char self[4096];
+  const ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+  if (n > 0) {
+    self[n] = '\0';
+    setenv("LOCKLINE_BIN", self, 1);
+  }
+  execv(lockline::kVerdictsPython, cargs.data());
+  return Fail("predict: cannot run " + std::string(lockline::kVerdictsPython) +
+              " " + script + ": " + std::strerror(errno) +
+              " (set LOCKLINE_PLOTS_DIR to the plots/ directory)");
+}
+
 int Main(int argc, char** argv) {
+  if (argc >= 2 && std::strcmp(argv[1], "predict") == 0)
+    return ExecPredict(argc, argv);
   RunState run;
   try {
     run.opts = lockline::ParseOptions(argc, argv);
@@ -179,6 +232,14 @@ int Main(int argc, char** argv) {
         o.threads, run.order, o.oversubscribe, o.oversubscribe_force);
   } catch (const std::exception& e) {
     return Fail(e.what());
+  }
+  if (o.plan_json) {
+    try {
+      std::cout << PlanOrderJson(run).dump(1) << "\n";
+    } catch (const std::exception& e) {
+      return Fail(e.what());
+    }
+    return 0;
   }
   if (o.plan) {
     std::cout << lockline::FormatPlans(*run.topo, run.pin, run.counts,

@@ -11,6 +11,7 @@
 namespace lockline {
 
 const char* const kUsage = R"(usage: lockline [flags] [--benchmark_* flags]
+       lockline predict RUN_DIR --topology=FILE.xml [--latencies=FILE] (plots/predict.py --help)
 
 lockline runs lock-contention and cache-line-layout experiments (see README.md). It owns its
 threads: each point starts pinned threads that run fixed-duration measurement windows; one Google
@@ -53,6 +54,8 @@ Placement:
   --topology=host|FILE.xml|synthetic:STRING
                           topology to plan on; benchmarks only run on host
   --plan                  print the placement of every thread count and exit
+  --plan=json             the same as JSON: every thread count's plan and the placement order
+                          with each PU's core, L2, L3, NUMA node and package (plots/predict.py)
   --emulated              mark the run and every row "emulated" (set on its own under QEMU
                           TCG): timing means nothing there, and no comparison mixes it with
                           real runs (ci/rehearse.sh)
@@ -257,6 +260,8 @@ Options ParseOptions(int argc, char** argv) {
       full = true;
     else if (a == "--plan")
       o.plan = true;
+    else if (a == "--plan=json")
+      o.plan = o.plan_json = true;
     else if (a == "--list")
       o.list = true;
     else if (a == "--oversubscribe")

@@ -40,6 +40,7 @@ struct Options {
   double budget_s = 0;  ///< 0: the suite's default
   double window_s = 0;  ///< 0: fitted to the budget
   bool plan = false;
+  bool plan_json = false;  ///< --plan=json: the plan as JSON (plots/predict.py)
   bool list = false;
   bool oversubscribe =
       false;  ///< --oversubscribe: up to kMaxOversubscription x

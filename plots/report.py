@@ -779,6 +779,9 @@ def build_html(run: Run, images: Dict[str, str],
         body.append("<p>none</p>")
     body.append("</section>")
 
+    from predict_report import predicted_sections  # issue 26: lockline predict's output
+    body.extend(predicted_sections(os.path.abspath(run.path)))
+
     body.append('<section id="machine"><h2>Machine and provenance</h2>')
     machine = {k: v for k, v in run.context.items() if k != "lockline"}
     prov = {k: v for k, v in ll.items() if k not in ("plans", "counters", "warnings", "layouts",

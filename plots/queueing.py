@@ -1,0 +1,244 @@
+"""A lock as a closed queueing network: exact mean-value analysis and a discrete-event check.
+
+The model (issue 26; the ticket-lock Markov model of Boyd-Wickizer, Kaashoek, Morris and
+Zeldovich, "Non-scalable locks are dangerous", Linux Symposium 2012, generalised):
+N threads share one lock. Each thread alternates between thinking (work outside the lock,
+mean `think` ns) and holding the lock; the lock is a single FCFS server whose mean service time
+`service(j)` may depend on j, the number of threads at the lock (the holder plus j - 1 waiters).
+That dependence is the waiter-dependent hand-off: with a ticket, test-and-set or
+test-and-test-and-set lock every spinning waiter re-reads the lock line after each release, so
+the hand-off costs more transfers the more waiters there are; a queued (MCS) lock hands the
+lock to one waiter and the cost does not grow.
+
+Times are in any one unit (the callers use ns); throughput is per that unit.
+
+Solvers:
+- `mva`: exact MVA (Reiser and Lavenberg 1980) for a load-independent server and a delay
+  station: X(n) = n / (Z + R(n)), R(n) = S (1 + Q(n - 1)), Q(n) = X(n) R(n).
+- `mva_load_dependent`: exact MVA with a load-dependent server (marginal queue-length
+  probabilities, Reiser and Lavenberg's load-dependent recursion).
+- `birth_death`: the same product-form solution computed directly, vectorised over input
+  draws (numpy); what `predict.py` uses for curves and bootstrap intervals.
+- `machine_repairman`: the closed form for a load-independent exponential server (the
+  M/M/1//N "machine repairman" model), for tests.
+- `simulate`: a discrete-event simulation of N threads with exponential think and service
+  times and FCFS hand-off, fixed seed; checks the analytic solutions.
+
+Simplifications (stated wherever predictions are shown): exponential times (the product-form
+solution is insensitive to the think-time distribution, not to the service distribution);
+the service rate follows the current number of threads at the lock (memoryless service).
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import random
+from typing import Callable, List, Sequence, Tuple
+
+import numpy as np
+
+ServiceFn = Callable[[int], float]
+
+
+def mva(n_max: int, think: float, service: float) -> List[Tuple[float, float, float]]:
+    """Exact MVA of one load-independent FCFS server plus a delay (think) station.
+
+    Returns [(X, R, Q)] for n = 1..n_max: throughput (completions per time unit), mean
+    residence time at the lock (waiting + service) and mean number of threads at the lock.
+    Raises ValueError for n_max < 1, a negative think time or a service time <= 0.
+    """
+    if n_max < 1 or think < 0 or service <= 0:
+        raise ValueError(f"mva: need n_max >= 1, think >= 0, service > 0 (got {n_max}, "
+                         f"{think}, {service})")
+    out = []
+    q = 0.0
+    for n in range(1, n_max + 1):
+        r = service * (1.0 + q)
+        x = n / (think + r)
+        q = x * r
+        out.append((x, r, q))
+    return out
+
+
+def mva_load_dependent(n: int, think: float, service: ServiceFn) -> Tuple[float, float, float]:
+    """Exact MVA with one load-dependent FCFS server (mean service `service(j)` with j threads
+    at it) and a delay station of mean `think`.
+
+    Recursion over populations k = 1..n with the marginal probabilities p(j | k):
+    R(k) = sum_j j * service(j) * p(j - 1 | k - 1), X(k) = k / (think + R(k)),
+    p(j | k) = X(k) * service(j) * p(j - 1 | k - 1), p(0 | k) = 1 - sum_{j>=1} p(j | k).
+    Returns (X, R, Q) at population n. Raises ValueError for n < 1 or think < 0.
+    """
+    if n < 1 or think < 0:
+        raise ValueError(f"mva_load_dependent: need n >= 1 and think >= 0 (got {n}, {think})")
+    s = [0.0] + [float(service(j)) for j in range(1, n + 1)]
+    p = [1.0]  # p(j | 0)
+    x = r = 0.0
+    for k in range(1, n + 1):
+        r = sum(j * s[j] * p[j - 1] for j in range(1, k + 1))
+        x = k / (think + r)
+        new = [0.0] * (k + 1)
+        for j in range(1, k + 1):
+            new[j] = x * s[j] * p[j - 1]
+        new[0] = max(0.0, 1.0 - sum(new[1:]))
+        p = new
+    return x, r, x * r
+
+
+def birth_death(n: int, think, service_of_j, stats: bool = False):
+    """Throughput of the same closed network, computed from its product-form (birth-death)
+    distribution; vectorised over draws.
+
+    think: scalar or array of shape (B,); service_of_j: array (B, n) or (n,) of the mean service
+    time with j = 1..n threads at the lock. Returns X with shape (B,) (or a scalar array).
+    p(j) is proportional to prod_{i=1..j} (n - i + 1) / think * service(i); think == 0 puts
+    every thread at the lock (X = 1 / service(n)). Computed in log space (no overflow at
+    thousands of threads). stats=True returns (X, Q, U): also the mean number of threads at
+    the lock and the probability it is held (so Q - U threads wait on average, and the share
+    of the threads' time spent waiting is (Q - U) / n).
+    """
+    s = np.atleast_2d(np.asarray(service_of_j, dtype=float))
+    z = np.atleast_1d(np.asarray(think, dtype=float))
+    if s.shape[1] != n:
+        raise ValueError(f"birth_death: service_of_j has {s.shape[1]} columns, expected {n}")
+    b = max(s.shape[0], z.shape[0])
+    s = np.broadcast_to(s, (b, n))
+    z = np.broadcast_to(z, (b,))
+    out = np.empty(b)
+    q = np.empty(b)
+    u = np.empty(b)
+    zero = z <= 0
+    out[zero] = 1.0 / s[zero, n - 1]
+    q[zero] = n
+    u[zero] = 1.0
+    if (~zero).any():
+        zs = z[~zero][:, None]
+        ss = s[~zero]
+        j = np.arange(1, n + 1)
+        terms = np.log(n - j + 1)[None, :] - np.log(zs) + np.log(ss)
+        logp = np.concatenate([np.zeros((ss.shape[0], 1)), np.cumsum(terms, axis=1)], axis=1)
+        logp -= logp.max(axis=1, keepdims=True)
+        p = np.exp(logp)
+        p /= p.sum(axis=1, keepdims=True)
+        out[~zero] = (p[:, 1:] / ss).sum(axis=1)
+        q[~zero] = (p * np.arange(0, n + 1)[None, :]).sum(axis=1)
+        u[~zero] = 1.0 - p[:, 0]
+    return (out, q, u) if stats else out
+
+
+def machine_repairman(n: int, think: float, service: float) -> float:
+    """Closed-form throughput of the machine-repairman model (M/M/1//N): n machines that fail
+    after mean `think`, one repairman with mean repair time `service`.
+
+    p0 = 1 / sum_{k=0..n} n! / (n - k)! * (service / think)^k, X = (1 - p0) / service.
+    think == 0 gives X = 1 / service. Raises ValueError for n < 1 or service <= 0.
+    """
+    if n < 1 or service <= 0 or think < 0:
+        raise ValueError("machine_repairman: need n >= 1, service > 0, think >= 0")
+    if think == 0:
+        return 1.0 / service
+    rho = service / think
+    # Terms in log space: log(n!/(n-k)!) + k log rho.
+    logs = [math.lgamma(n + 1) - math.lgamma(n - k + 1) + k * math.log(rho)
+            for k in range(n + 1)]
+    top = max(logs)
+    total = sum(math.exp(v - top) for v in logs)
+    p0 = math.exp(logs[0] - top) / total
+    return (1.0 - p0) / service
+
+
+def simulate(n: int, think: float, service: ServiceFn, completions: int = 100000,
+             seed: int = 1, warmup: int = 2000) -> float:
+    """Discrete-event simulation of the model; returns throughput (completions per time unit).
+
+    n threads, each with its own think-completion event (exponential, mean `think`); the lock
+    serves its FCFS queue one thread at a time with exponential service of mean `service(j)`,
+    j = threads at the lock. When j changes during a service the remaining service is redrawn
+    at the new rate (exact for exponential service: memoryless). Deterministic for a given
+    seed. Raises ValueError for n < 1, think < 0 or completions < 1.
+    """
+    if n < 1 or think < 0 or completions < 1:
+        raise ValueError("simulate: need n >= 1, think >= 0, completions >= 1")
+    rng = random.Random(seed)
+    now = 0.0
+    events: List[Tuple[float, int, int]] = []  # (time, kind 0=arrive 1=done, thread or version)
+    queue: List[int] = []
+    version = 0
+
+    def draw(mean: float) -> float:
+        return rng.expovariate(1.0 / mean) if mean > 0 else 0.0
+
+    def start_service() -> None:
+        nonlocal version
+        version += 1
+        if queue:
+            heapq.heappush(events, (now + draw(service(len(queue))), 1, version))
+
+    for t in range(n):
+        if think > 0:
+            heapq.heappush(events, (draw(think), 0, t))
+        else:
+            queue.append(t)
+    start_service()
+    done = 0
+    t_start = 0.0
+    while done < completions + warmup:
+        now, kind, who = heapq.heappop(events)
+        if kind == 1:
+            if who != version:
+                continue  # stale: the service was redrawn
+            thread = queue.pop(0)
+            done += 1
+            if done == warmup:
+                t_start = now
+            if think > 0:
+                heapq.heappush(events, (now + draw(think), 0, thread))
+            else:
+                queue.append(thread)
+            start_service()
+        else:
+            queue.append(who)
+            start_service()  # j changed: redraw the holder's remaining service
+    return completions / (now - t_start)
+
+
+def handoff_service(n: int, hold: float, transfer: float, handoff_lines: float,
+                    waiter_reads: float, spinners_steal: float, spin_cap: int) -> np.ndarray:
+    """Mean service time with j = 1..n threads at the lock (issue 26's hand-off model).
+
+    hold: the uncontended critical section (ns); transfer: mean one-way line transfer between
+    two successive holders under the plan (ns); handoff_lines: lines that move to the next
+    holder at a hand-off (lock line plus data lines written under the lock); waiter_reads:
+    extra transfers per additional waiter at a hand-off (1 for ticket/TAS/TTAS, whose every
+    spinning waiter re-reads the line; 0 for MCS/qspinlock, which hand to one waiter);
+    spinners_steal: holder writes per hold to the lock's own line that a spinning waiter has
+    re-read in between (each costs a transfer); spin_cap: most waiters spinning on the lock
+    line (n for ticket/TAS, 1 for qspinlock's head waiter, 0 for MCS).
+
+    j = 1 (the lock found free) costs one transfer with probability (n - 1) / n (the last
+    holder was another thread); j >= 2 is a hand-off to a waiter with j - 2 others re-reading.
+    """
+    j = np.arange(1, n + 1, dtype=float)
+    waiters = j - 1
+    handoff = np.where(j == 1, (n - 1) / n if n > 0 else 0.0, 1.0) * handoff_lines
+    handoff = handoff + waiter_reads * np.maximum(j - 2, 0)
+    spinners = np.minimum(waiters, spin_cap)
+    steal = spinners_steal * (spinners > 0)
+    return hold + transfer * (handoff + steal)
+
+
+def grid_check(ns: Sequence[int], thinks: Sequence[float], services: Sequence[float],
+               completions: int = 40000, seed: int = 7) -> List[Tuple[int, float, float, float,
+                                                                      float]]:
+    """Simulator against MVA on a grid: [(n, think, service, X_mva, X_sim)] for a
+    waiter-dependent service service(j) = service * (1 + 0.25 (j - 1))."""
+    rows = []
+    for n in ns:
+        for z in thinks:
+            for s in services:
+                fn = (lambda j, s=s: s * (1 + 0.25 * (j - 1)))
+                x_mva = mva_load_dependent(n, z, fn)[0]
+                x_sim = simulate(n, z, fn, completions=completions, seed=seed)
+                rows.append((n, z, s, x_mva, x_sim))
+    return rows
