@@ -36,6 +36,14 @@ THROUGHPUT_METRICS = ("ops_per_s", "pages_per_s", "faults_per_wall_s", "allocs_p
                       "items_per_second", "bytes_per_second", "gb_per_s", "throughput_per_s")
 
 
+def params_json(variant) -> str:
+    """The parameters of a plotted series (a variant tuple or a dict) as compact JSON, recorded
+    in every CSV row so a reader (and the consistency test) can check that a panel's series
+    differ only in the parameters their labels name."""
+    import json
+    return json.dumps(dict(variant), sort_keys=True, separators=(",", ":"))
+
+
 def axis_label(metric: str) -> str:
     """`pages_per_s` -> 'pages_per_s (pages/s)'."""
     unit = UNITS.get(metric)
@@ -224,7 +232,8 @@ def threads_panel(ax, data: FamilyData, figure: str, panel: str,
                 any_other |= bool(by_n[n].others)
                 any_overrun |= by_n[n].overrun
             for n in ns:
-                data.record(figure, panel, full, run, x_name, n, metric, by_n[n])
+                data.record(figure, panel, full, run, x_name, n, metric, by_n[n],
+                            params=params_json(variant))
             if ideal and 1 in by_n and len(ns) > 1:
                 ax.plot(ns, [by_n[1].mean * n for n in ns], linestyle=":", color=color,
                         linewidth=0.8, alpha=0.7)
@@ -363,7 +372,9 @@ def relative_panel(ax, data: FamilyData, figure: str, panel: str,
                             Stat(ratio, 0.0, min(c.n_base, c.n_variant), bool(c.dropped),
                                  c.regime),
                             ci_lo=None if c.ci is None else 1.0 + c.ci[0],
-                            ci_hi=None if c.ci is None else 1.0 + c.ci[1], status=c.status)
+                            ci_hi=None if c.ci is None else 1.0 + c.ci[1], status=c.status,
+                            params=params_json(variant), base_key=base[n][0].key,
+                            variant_key=by_n[n][0].key)
                 all_threads.add(n)
                 drawn = True
             if xs:
