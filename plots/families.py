@@ -674,9 +674,10 @@ def false_sharing_verdicts(points, min_effect: Optional[float] = None) -> List[D
     from one coherence regime), and the smallest distance from which no farther distance is
     slower by the minimum effect or more.
 
-    "no slowdown" at distance d needs the interval's upper end below +min_effect; a distance
-    whose interval is too wide to say either way makes the answer "not resolved here" rather
-    than a guess. Returns one dict per (pair, op) with keys pair, op, effects (text per
+    "no slowdown" at distance d needs the interval's upper end below +min_effect; "slower" its
+    lower end above 0; a distance whose interval is too wide to say either way makes the answer
+    "not resolved here" rather than a guess, and the answer still says what was resolved
+    (the distances found slower, with their intervals) and what was not. Returns one dict per (pair, op) with keys pair, op, effects (text per
     distance) and smallest (the answer in words)."""
     threshold = stats.MIN_EFFECT if min_effect is None else min_effect
     groups: Dict[Tuple[str, str], Dict[int, List]] = {}
@@ -693,30 +694,45 @@ def false_sharing_verdicts(points, min_effect: Optional[float] = None) -> List[D
     order = {c: i for i, c in enumerate(FALSE_SHARING_CLASSES)}
     for (pair, op), by_d in sorted(groups.items(), key=lambda kv: (order.get(kv[0][0], 9), kv[0][1])):
         far = max(by_d)
-        effects, smallest, state = [], far, "descending"
+        # One comparison per distance: the effects cell and the answer both render it.
+        results = {}
         for d in sorted(by_d, reverse=True):
-            if d == far:
-                continue
-            c = stats.compare_points(by_d[far], by_d[d], "ns_per_op",
-                                     f"{d} B vs {far} B", threshold)
-            effects.append(f"{d} B: {c.interval_text()}")
-            if state != "descending":
-                continue
+            if d != far:
+                results[d] = stats.compare_points(by_d[far], by_d[d], "ns_per_op",
+                                                  f"{d} B vs {far} B", threshold)
+
+        def kind(c):
             if c.ci is not None and c.ci[1] < threshold:
-                smallest = d  # no slowdown of threshold or more at d
-            elif c.ci is not None and c.ci[0] >= threshold:
-                state = "slowdown"  # resolved: d is slower; the answer is the previous d
+                return "same"     # no slowdown of threshold or more
+            if c.ci is not None and c.ci[0] > 0:
+                return "slower"   # resolved: slower than the farthest distance
+            return "open"         # too few repetitions, or an interval across the threshold
+        smallest, first = far, None
+        for d, c in results.items():   # farthest first
+            if kind(c) == "same":
+                smallest = d
             else:
-                state = "open"  # too few repetitions, or an interval across the threshold
-        effects.reverse()
-        if state == "open":
-            answer = (f"not resolved here: no slowdown down to {smallest} B; the next closer "
-                      "distance's interval is too wide to say")
-        elif state == "slowdown":
-            answer = (f"{smallest} B: the next closer distance is {threshold * 100:g} % or more "
-                      "slower")
-        else:
+                first = d
+                break
+        slower = [f"{d} B {results[d].interval_text()}" for d in sorted(results)
+                  if kind(results[d]) == "slower"]
+        open_ = [f"{d} B ({results[d].interval_text()})" for d in sorted(results)
+                 if kind(results[d]) == "open"]
+        resolved = []
+        if slower:
+            resolved.append(f"slower than {far} B at " + ", ".join(slower))
+        tail = ("; resolved: " + "; ".join(resolved)) if resolved else ""
+        if open_:
+            tail += "; not resolved against " + f"{far} B: " + ", ".join(open_)
+        if first is None:
             answer = f"{smallest} B: even the closest distance shows no slowdown"
+        elif kind(results[first]) == "slower":
+            answer = (f"{smallest} B: the next closer distance ({first} B) is slower "
+                      f"({results[first].interval_text()})") + tail
+        else:
+            answer = (f"not resolved here: no slowdown of {threshold * 100:g} % or more down "
+                      f"to {smallest} B; {first} B's interval is too wide to say") + tail
+        effects = [f"{d} B: {results[d].interval_text()}" for d in sorted(results)]
         out.append({"pair": pair, "op": op, "effects": "; ".join(effects), "smallest": answer})
     return out
 
