@@ -62,7 +62,14 @@ def plot_generic(data: FamilyData) -> List[Tuple[str, Figure]]:
     metrics = {b: _pick_metric(data, lambda p, b=b: p.bench == b) for b in benches}
     shown = {m for m in metrics.values() if m}
     what = axis_label(shown.pop()) if len(shown) == 1 else "throughput"
-    fig, axes = new_figure(len(benches), f"{data.family}: {what} against threads", _runs_of(data))
+    axes_of = {b: _x_axis(data, data.select(lambda p, b=b: p.bench == b)) for b in benches}
+    # The title names the x axis the panels use: threads, an argument, or bars (one thread
+    # count and no numeric argument).
+    xs = {axes_of[b] or ("threads" if len({p.threads for _, pts in data.select(
+        lambda p, b=b: p.bench == b) for p in pts}) > 1 else "") for b in benches}
+    against = (f" against {xs.pop()}" if len(xs) == 1 and "" not in xs
+               else " per benchmark" if xs == {""} else " against threads or arguments")
+    fig, axes = new_figure(len(benches), f"{data.family}: {what}{against}", _runs_of(data))
     for ax, bench in zip(axes, benches):
         pred = lambda p, b=bench: p.bench == b
         metric = metrics[bench]
@@ -70,7 +77,7 @@ def plot_generic(data: FamilyData) -> List[Tuple[str, Figure]]:
             empty_panel(ax, bench, "no numeric metric")
             continue
         selected = data.select(pred)
-        x_arg = _x_axis(data, selected)
+        x_arg = axes_of[bench]
         if x_arg:
             param_panel(ax, data, data.family, f"{bench}: {axis_label(metric)}", selected, metric,
                         x_arg)
@@ -91,7 +98,10 @@ def _x_axis(data: FamilyData, selected) -> Optional[str]:
     pts = [p for _, ps in selected for p in ps]
     names = {k for p in pts for k in p.params}
     if data.x_arg:
-        return data.x_arg if data.x_arg in names else None
+        # plot.py has checked that some family's rows have it (argument or counter).
+        if data.x_arg in names or any(data.x_arg in p.metrics for p in pts):
+            return data.x_arg
+        return None
     if len({p.threads for p in pts}) > 1:
         return None
     for name in sorted((k for k in names if k.startswith("arg") and k[3:].isdigit()),
@@ -102,6 +112,17 @@ def _x_axis(data: FamilyData, selected) -> Optional[str]:
     return None
 
 
+def natural_key(variant) -> Tuple:
+    """Sort key of a variant whose numeric values sort as numbers (1, 2, 16, not 1, 16, 2)."""
+    out = []
+    for k, v in variant:
+        try:
+            out.append((k, 0, float(v), ""))
+        except ValueError:
+            out.append((k, 1, 0.0, v))
+    return tuple(out)
+
+
 def bar_panel(ax, data: FamilyData, figure: str, panel: str, runs, metric: str) -> None:
     """Bars of `metric` per (run, variant, thread count), error bars from repetitions; used
     where there is nothing to plot against threads (one thread count)."""
@@ -109,7 +130,7 @@ def bar_panel(ax, data: FamilyData, figure: str, panel: str, runs, metric: str) 
     for run, pts in runs:
         summary = summarize(pts, metric)
         varying = varying_keys(summary)
-        for variant, by_n in sorted(summary.items()):
+        for variant, by_n in sorted(summary.items(), key=lambda kv: natural_key(kv[0])):
             for n, stat in sorted(by_n.items()):
                 label = series_label(variant, varying) + (f" [{run.label}]" if len(runs) > 1 else "")
                 if len({p.threads for p in pts}) > 1:
