@@ -699,16 +699,24 @@ def coherence_note(run: Run, families: Optional[Sequence[str]] = None) -> str:
     by coherence label ("Contended repetitions: 34 near, 149 far ..."); "" when there are none.
     Repetitions in different regimes are different experiments: means and effects use one."""
     counts: Dict[str, int] = {}
+    ns: Dict[str, List[float]] = {}
     for p in run.points:
         if p.aggregate is None and p.threads > 1 and (families is None or p.bench in families
                                                       or p.family in families):
             label = p.coherence if p.coherence else "unknown"
             counts[label] = counts.get(label, 0) + 1
+            if p.regime_ns:
+                ns.setdefault(label, []).append(p.regime_ns)
     if not sum(counts.values()):
         return ""
     order = sorted(counts, key=stats.regime_rank)
+
+    def named(label):
+        # A label ranks regimes within this run only: say its ns (the median of the rows').
+        values = sorted(ns.get(label, []))
+        return f"{label} ({values[len(values) // 2]:.3g} ns)" if values else label
     note = ("Contended repetitions (2+ threads) by coherence regime: "
-            + ", ".join(f"{counts[k]} {k}" for k in order) + ".")
+            + ", ".join(f"{counts[k]} {named(k)}" for k in order) + ".")
     if len([k for k in counts if k not in stats.NO_REGIME]) > 1:
         note += (" A cache line moved between the point's PUs at different costs in different "
                  "repetitions (the host moved the vCPUs, or the machine was busy): means and "
