@@ -221,6 +221,7 @@ def comparison_rows(run: Run, verdicts: List[Dict[str, Any]], question: str
     verdict line), or 'not run' naming the rows the comparison needs when the run has none."""
     from verdicts import COMPARISONS, rows_text
     out: List[List[Any]] = []
+    answered = any(v.get("question") == question for v in verdicts)
     for spec in COMPARISONS:
         if spec.question != question:
             continue
@@ -228,11 +229,27 @@ def comparison_rows(run: Run, verdicts: List[Dict[str, Any]], question: str
         for v in mine:
             out.append([v["comparison"], spec.seed, comparison_cell(v, v["id"]),
                         spec.comparable])
-        if not mine:
+        if not mine and not answered:
             out.append([f"{spec.variant_name} vs {spec.base_name}", spec.seed,
                         comparison_cell(None, spec.id, f"no {rows_text(spec)} rows in this run"),
                         spec.comparable])
     return out
+
+
+def unanswered_note(verdicts: List[Dict[str, Any]], question: str) -> str:
+    """For a question some comparisons answer: the other COMPARISONS of it that have no rows
+    in this run (another protocol or suite), named with the rows they need, so a reader never
+    sees 'not run' beside a verdict on the same question; "" when there are none."""
+    from verdicts import COMPARISONS, rows_text
+    if not any(v.get("question") == question for v in verdicts):
+        return ""
+    ids = {v.get("id", "").split("[")[0] for v in verdicts}
+    missing = [f"{spec.variant_name} vs {spec.base_name} ({rows_text(spec)})"
+               for spec in COMPARISONS if spec.question == question and spec.id not in ids]
+    if not missing:
+        return ""
+    return ("Defined for this question but without rows in this run (another protocol or "
+            "suite), so not shown: " + "; ".join(missing) + ".")
 
 
 def _of(verdicts: List[Dict[str, Any]], cid: str) -> List[Dict[str, Any]]:
@@ -775,6 +792,9 @@ def build_html(run: Run, images: Dict[str, str],
         body.append(verdict_html(by_section.get(qid, [])))
         body.append(_table(["quantity", "seed discussion", "measured here",
                             "comparable with the seed?"], tables[qid]))
+        missing = unanswered_note(verdicts, {v: k for k, v in QUESTION_SECTION.items()}[qid])
+        if missing:
+            body.append(f'<p class="caption">{esc(missing)}</p>')
         krows = kernel_rows(run, KERNEL_FAMILIES.get(qid, []))
         if krows:
             body.append("<h3>The real kernel, measured the same way</h3>")
