@@ -155,7 +155,10 @@ def check_run(run_dir, render_first=True):
                  if ":" in tok}
         x_names = {r["x_name"] for r in rows}
         for k in keys:
-            if len({p.get(k) for p in params}) > 1 and k not in named and k not in x_names:
+            # A key some series lack (layout rows have no slots) is another parametrisation,
+            # not a mixed one; a key with two values is a mix unless a label names it.
+            if len({p[k] for p in params if k in p}) > 1 and k not in named \
+                    and k not in x_names:
                 problems.append(f"figure {figure}, panel {panel!r}: series differ in {k} "
                                 f"({sorted({str(p.get(k)) for p in params})}) but no label "
                                 "names it")
