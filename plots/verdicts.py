@@ -85,8 +85,8 @@ COMPARISONS: Tuple[ComparisonSpec, ...] = (
           "15 slots (128-byte pagevec)", PAGES, "max", (), PV_2004 + (("offset", "0"),),
           "re-aim 4144-4207 -> 4493-4718 jobs/min (+6.8 % to +13.9 %, doubted as noise)",
           DIRECTION_ONLY + " (re-aim jobs/min vs pages/s through lru_lock)"),
-    _spec("pv_offset_0_8", "000", "pagevec", "offset", "0", "8", "16 slots at offset 0",
-          "16 slots at offset 8 (misaligned)", PAGES, "max", (), PV_2004 + (("slots", "16"),),
+    _spec("pv_offset_0_8", "000", "pagevec", "offset", "0", "8", "offset 0 (aligned)",
+          "offset 8 (misaligned)", PAGES, "max", (), PV_2004 + (("slots", "16"),),
           "not measured in 2004", "none: no seed figure"),
     _spec("zone_lock_after_before", "001", "zone_lock", "layout", "lock_before_free_area",
           "lock_after_free_area", "lock before free_area (3484b2de9499, v3.16-v3.19)",
@@ -202,7 +202,12 @@ def verdict_record(spec: ComparisonSpec, metric: str, base: List[Point], variant
     `total_variant`, `regime_ns`, `rows`, `seed`, `comparable`) for a base/variant pair of
     repetitions: the one computation every rendering of this comparison (verdict line, table
     cell, relative plot) shows."""
-    where = ", ".join([f"{k}:{v}" for k, v in group] + [f"threads:{threads}"])
+    # Preferred parameters the chosen rows do not have are said in the text: the words of the
+    # spec ("16 slots") must never describe rows they do not match.
+    params = base[0].params if base else {}
+    departs = [f"{k}:{params[k]}" for k, v in spec.prefer if k in params and params[k] != v
+               and k not in spec.group_by]
+    where = ", ".join([f"{k}:{v}" for k, v in group] + departs + [f"threads:{threads}"])
     label = f"{spec.variant_name} ({where})"
     comparison = stats.compare_points(base, variant, metric, label, min_effect)
     return {
