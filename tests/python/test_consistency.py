@@ -5,6 +5,7 @@ every comparison mentioned twice carries the same numbers, every "not run" has n
 relative plots draw the verdicts' effects, and every figure's series come from rows that
 differ only in the plotted parameters. Fixtures: tests/python/fixtures/consistency (README)."""
 
+import gzip
 import json
 import os
 import shutil
@@ -23,9 +24,12 @@ RECORDED = ("vm-default", "rehearsal-4s4n")
 
 
 def _copy(name, tmp_path):
+    """The recorded run `name` (stored gzipped, trimmed by trim_run.py) as a run directory."""
     out = tmp_path / name
     out.mkdir()
-    shutil.copy(os.path.join(FIX, name, "lockline.json"), out / "lockline.json")
+    with gzip.open(os.path.join(FIX, name, "lockline.json.gz"), "rb") as src, \
+            open(out / "lockline.json", "wb") as dst:
+        shutil.copyfileobj(src, dst)
     return str(out)
 
 
@@ -91,7 +95,7 @@ def test_checker_catches_a_contradiction(synthetic, tmp_path):
 
 @pytest.mark.parametrize("name", RECORDED)
 def test_recorded_run_is_consistent(name, tmp_path):
-    if not os.path.isfile(os.path.join(FIX, name, "lockline.json")):
+    if not os.path.isfile(os.path.join(FIX, name, "lockline.json.gz")):
         pytest.skip(f"fixture {name} not recorded")
     run_dir = _copy(name, tmp_path)
     assert consistency.check_run(run_dir) == []
