@@ -717,6 +717,7 @@ def coherence_note(run: Run, families: Optional[Sequence[str]] = None) -> str:
     Repetitions in different regimes are different experiments: means and effects use one."""
     counts: Dict[str, int] = {}
     ns: Dict[str, List[float]] = {}
+    names: Dict[str, Dict[str, int]] = {}
     for p in run.points:
         if p.aggregate is None and p.threads > 1 and (families is None or p.bench in families
                                                       or p.family in families):
@@ -724,14 +725,23 @@ def coherence_note(run: Run, families: Optional[Sequence[str]] = None) -> str:
             counts[label] = counts.get(label, 0) + 1
             if p.regime_ns:
                 ns.setdefault(label, []).append(p.regime_ns)
+            coherence = p.row.get("coherence") if isinstance(p.row, dict) else None
+            name = coherence.get("regime_name") if isinstance(coherence, dict) else None
+            if isinstance(name, str) and name:
+                names.setdefault(label, {}).setdefault(name, 0)
+                names[label][name] += 1
     if not sum(counts.values()):
         return ""
     order = sorted(counts, key=stats.regime_rank)
 
     def named(label):
-        # A label ranks regimes within this run only: say its ns (the median of the rows').
+        # A label ranks regimes within this run only: say what it is, the harness's
+        # regime_name ("near 32 ns (matches start_of_run:0-1 30 ns)") when the rows carry it,
+        # else its ns (the median of the rows').
+        if names.get(label):
+            return max(names[label], key=names[label].get)
         values = sorted(ns.get(label, []))
-        return f"{label} ({values[len(values) // 2]:.3g} ns)" if values else label
+        return f"{label} ({stats.ns_text(values[len(values) // 2])} ns)" if values else label
     note = ("Contended repetitions (2+ threads) by coherence regime: "
             + ", ".join(f"{counts[k]} {named(k)}" for k in order) + ".")
     if len([k for k in counts if k not in stats.NO_REGIME]) > 1:

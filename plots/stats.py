@@ -156,6 +156,12 @@ def ratio_interval(base: Sequence[float], variant: Sequence[float],
     return ratio, float(min(lo, ratio)), float(max(hi, ratio))
 
 
+def ns_text(ns: float) -> str:
+    """A latency in ns for the text: 3 significant digits below 100 ns (32.4), whole ns above
+    (156, 2354): never an exponent."""
+    return f"{ns:.3g}" if abs(ns) < 100 else f"{ns:.0f}"
+
+
 def pct(fraction: Optional[float]) -> str:
     """A fraction as a signed percentage: '+6 %', '-0.8 %', '+35 %' (one decimal below 10 %)."""
     if fraction is None or not math.isfinite(fraction):
@@ -204,7 +210,7 @@ class Comparison:
         coherence.regime_ns) is said with it when the rows carry it."""
         if not self.regime:
             return "pooled"
-        return f"{self.regime}-regime" + (f" ({self.regime_ns:.3g} ns)"
+        return f"{self.regime}-regime" + (f" ({ns_text(self.regime_ns)} ns)"
                                           if self.regime_ns else "")
 
     def interval_text(self) -> str:
@@ -231,7 +237,7 @@ class Comparison:
         if self.status == "too_few":
             have = min(self.n_base, self.n_variant)
             total = max(self.total_base, self.total_variant)
-            where = (f" in the {self.regime} regime" + (f" ({self.regime_ns:.3g} ns)"
+            where = (f" in the {self.regime} regime" + (f" ({ns_text(self.regime_ns)} ns)"
                                                         if self.regime_ns else "")
                      if self.regime else "")
             return (f"{head}too few same-regime repetitions ({have} of {total}{where}; an "
