@@ -107,10 +107,11 @@ const MeasuredClass* MatchClass(const std::vector<MeasuredClass>& classes,
   return best;
 }
 
-/// Significant-digits text of a latency: 32, 156, 2.3 (ns).
+/// Text of a latency in ns, never with an exponent: 3 significant digits
+/// below 100 ns (32.4, 2.3), whole ns above (156, 2354).
 std::string NsText(double ns) {
   char buf[32];
-  std::snprintf(buf, sizeof buf, "%.3g", ns);
+  std::snprintf(buf, sizeof buf, ns < 100 ? "%.3g" : "%.0f", ns);
   return buf;
 }
 
