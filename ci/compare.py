@@ -319,11 +319,41 @@ def _context_value(ctx, *path):
     return ctx
 
 
+# A plain Google Benchmark file without context.library_version was written by a version that
+# did not write it yet (before 1.8.4): older than the 1.9.0 change, so it is known to be on the
+# old side. Compares below (1, 8, 4) and (1, 9, 0); version_text() names it.
+BEFORE_LIBRARY_VERSION = (1, 8, 3, "before 1.8.4")
+
+
+def file_gb_version(ctx):
+    """The Google Benchmark version (int tuple) that wrote one file's context: lockline files'
+    context.lockline.versions.google_benchmark (None when a lockline file does not say), plain
+    Google Benchmark files' context.library_version, and BEFORE_LIBRARY_VERSION for a plain
+    file without it (Google Benchmark writes library_version since 1.8.4)."""
+    lockline = _context_value(ctx, "lockline")
+    if isinstance(lockline, dict):
+        return parse_version(_context_value(lockline, "versions", "google_benchmark"))
+    version = parse_version(_context_value(ctx, "library_version"))
+    if version is not None:
+        return version
+    if isinstance(_context_value(ctx, "library_version"), str):
+        return None  # written, but not a version we can read
+    return BEFORE_LIBRARY_VERSION
+
+
+def version_text(version):
+    """'1.9.1', 'before 1.8.4 (no library_version)' or 'unknown'."""
+    if version is None:
+        return "unknown"
+    if version == BEFORE_LIBRARY_VERSION:
+        return "before 1.8.4 (no library_version)"
+    return ".".join(str(v) for v in version[:3])
+
+
 def side_gb_versions(side):
-    """Return the set of Google Benchmark versions (int tuples) of a side's files, with None for a
-    file that does not say (only lockline files carry context.lockline.versions)."""
-    return {parse_version(_context_value(c, "lockline", "versions", "google_benchmark"))
-            for c in side["contexts"]}
+    """Return the set of Google Benchmark versions (int tuples, file_gb_version) of a side's
+    files, with None for a file that does not say in a readable way."""
+    return {file_gb_version(c) for c in side["contexts"]}
 
 
 def straddles_gb_19(base_versions, cur_versions):
@@ -527,8 +557,10 @@ def compare(base, cur, options):
                 if straddle and not options.get("allow_gb_straddle"):
                     row["verdict"] = "incomparable"
                     row["notes"].append("time-based row from Google Benchmark versions on both "
-                                        "sides of 1.9.0 (threaded time semantics changed); "
-                                        "compare ops_per_s or pass --allow-gb-straddle")
+                                        "sides of 1.9.0 (threaded time semantics changed; "
+                                        f"baseline {_versions_text(bver)}, current "
+                                        f"{_versions_text(cver)}); compare ops_per_s or pass "
+                                        "--allow-gb-straddle")
                 elif straddle:
                     row["warnings"].append("Google Benchmark versions straddle 1.9.0: time "
                                            "semantics of threaded rows differ (compared on "
@@ -546,7 +578,32 @@ def compare(base, cur, options):
                         "time-based row(s) with threads > 1 may not be comparable (1.9.0 changed "
                         "threaded time semantics); prefer ops_per_s")
     decide(rows, options)
+    few_samples_cautions(rows)
     return finish(rows, warnings, notes, options)
+
+
+def _versions_text(versions):
+    return ", ".join(sorted(version_text(v) for v in versions))
+
+
+# Fewer repetitions a side than this and a claimed regression or improvement carries a caution:
+# with 8 or fewer, the 95 % interval of a median rests on its extreme order statistics (for
+# n <= 8 the distribution-free interval of a median is (min, max) or wider), so one outlier
+# moves it.
+FEW_SAMPLES = 9
+
+
+def few_samples_cautions(rows):
+    """Add a warning to every regression or improvement claimed from fewer than FEW_SAMPLES
+    repetitions on a side (in place)."""
+    for r in rows:
+        if r["verdict"] in ("regression", "improvement") and r["paired"]:
+            nb, nc = r["baseline"]["n"], r["current"]["n"]
+            if min(nb, nc) < FEW_SAMPLES:
+                r["warnings"].append(f"{r['verdict']} claimed from {nb} / {nc} repetitions "
+                                     f"(baseline / current, fewer than {FEW_SAMPLES} a side): "
+                                     "one outlier can move it; confirm with "
+                                     f"--benchmark_repetitions={FEW_SAMPLES} or more")
 
 
 def _regime_counts(samples):

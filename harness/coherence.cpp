@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <map>
+#include <string>
 #include <utility>
 
 namespace lockline {
@@ -34,6 +36,94 @@ double Median(std::vector<double> v) {
 
 double ProbeValue(const json& j) {
   return j.is_number() ? j.get<double>() : 0.0;
+}
+
+/// One measured core-to-core class of the machine: a PU pair's latency from
+/// the run itself (ns).
+struct MeasuredClass {
+  std::string name;  ///< "start_of_run:0-1" or "c2c:0-64"
+  double ns = 0;     ///< median one-way latency, ns
+};
+
+/// The machine's core-to-core latencies measured in this run: every PU pair's
+/// start-of-run probes (context.lockline.coherence_baseline) and every
+/// calibration c2c ping-pong point (params c2c:pingpong, pu_a, pu_b; median
+/// latency_ns of its repetitions).
+std::vector<MeasuredClass> MeasuredClasses(const json& doc) {
+  std::vector<MeasuredClass> out;
+  const auto pus = [](const json& a, const json& b) {
+    return a.dump() + "-" + b.dump();
+  };
+  if (doc.contains("context") && doc["context"].is_object() &&
+      doc["context"].contains("lockline") &&
+      doc["context"]["lockline"].is_object()) {
+    const json& ctx = doc["context"]["lockline"];
+    if (ctx.contains("coherence_baseline") &&
+        ctx["coherence_baseline"].is_array())
+      for (const json& b : ctx["coherence_baseline"]) {
+        if (!b.is_object()) continue;
+        const json p = b.value("pus", json());
+        const json ns = b.value("ns", json());
+        if (!p.is_array() || p.size() != 2 || !ns.is_number() ||
+            !(ns.get<double>() > 0))
+          continue;
+        out.push_back({"start_of_run:" + pus(p[0], p[1]), ns.get<double>()});
+      }
+  }
+  std::map<std::string, std::vector<double>> c2c;
+  for (const json& row : doc["benchmarks"]) {
+    if (!row.is_object() || !row.contains("params") ||
+        !row["params"].is_object())
+      continue;
+    const json& params = row["params"];
+    if (params.value("c2c", json()) != "pingpong") continue;
+    const json ns = row.value("latency_ns", json());
+    if (!ns.is_number() || !(ns.get<double>() > 0)) continue;
+    const auto text = [](const json& v) {
+      return v.is_string() ? v.get<std::string>() : v.dump();
+    };
+    c2c["c2c:" + text(params.value("pu_a", json())) + "-" +
+        text(params.value("pu_b", json()))]
+        .push_back(ns.get<double>());
+  }
+  for (const auto& [name, values] : c2c) out.push_back({name, Median(values)});
+  return out;
+}
+
+/// The measured class within kMinModeGap (1.4x, the clustering's own
+/// "one regime" ratio) of `ns`, the nearest in log distance; nullptr when
+/// none is that close.
+const MeasuredClass* MatchClass(const std::vector<MeasuredClass>& classes,
+                                double ns) {
+  const MeasuredClass* best = nullptr;
+  double best_gap = kMinModeGap;
+  for (const MeasuredClass& c : classes) {
+    const double gap = std::fabs(std::log(ns / c.ns));
+    if (gap <= best_gap) {
+      best_gap = gap;
+      best = &c;
+    }
+  }
+  return best;
+}
+
+/// Text of a latency in ns, never with an exponent: 3 significant digits
+/// below 100 ns (32.4, 2.3), whole ns above (156, 2354).
+std::string NsText(double ns) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, ns < 100 ? "%.3g" : "%.0f", ns);
+  return buf;
+}
+
+/// "near 32 ns (start_of_run:0-1 21 ns)" / "far 156 ns (no measured
+/// core-to-core class within 1.4x)": what a regime label stands for.
+std::string RegimeName(const CoherenceRegime& r, const MeasuredClass* match) {
+  std::string text = r.label + " " + NsText(r.ns) + " ns (";
+  if (match)
+    text += "matches " + match->name + " " + NsText(match->ns) + " ns)";
+  else
+    text += "no measured core-to-core class within 1.4x)";
+  return text;
 }
 
 }  // namespace
@@ -250,17 +340,22 @@ std::vector<size_t> RelabelCoherence(json& doc) {
     probes[pr].push_back(ProbeValue(c.value("after_ns", json())));
   }
   std::map<Pair, std::vector<CoherenceRegime>> regimes;
+  const std::vector<MeasuredClass> classes = MeasuredClasses(doc);
   json summary = json::array();
   for (const auto& [pr, v] : probes) {
     regimes[pr] = ClusterLatencies(v);
     json rs = json::array();
-    for (const CoherenceRegime& r : regimes[pr])
+    for (const CoherenceRegime& r : regimes[pr]) {
+      const MeasuredClass* match = MatchClass(classes, r.ns);
       rs.push_back({{"label", r.label},
                     {"regime", r.rank},
                     {"ns", r.ns},
                     {"lo_ns", r.lo_ns},
                     {"hi_ns", std::isfinite(r.hi_ns) ? json(r.hi_ns) : json()},
-                    {"probes", r.probes}});
+                    {"probes", r.probes},
+                    {"matches", match ? json(match->name) : json()},
+                    {"name", RegimeName(r, match)}});
+    }
     summary.push_back({{"pus", {pr.first, pr.second}}, {"regimes", rs}});
   }
   if (ctx) doc["context"]["lockline"]["coherence_regimes"] = summary;
@@ -277,6 +372,8 @@ std::vector<size_t> RelabelCoherence(json& doc) {
     };
     c["regime"] = nullptr;
     c["regime_ns"] = nullptr;
+    c["regime_name"] = nullptr;
+    c["matches"] = nullptr;
     if (!sharing(c)) {
       c["label"] = "none";
       note_change();
@@ -306,6 +403,9 @@ std::vector<size_t> RelabelCoherence(json& doc) {
       c["label"] = r.label;
       c["regime"] = r.rank;
       c["regime_ns"] = r.ns;
+      const MeasuredClass* match = MatchClass(classes, r.ns);
+      c["regime_name"] = RegimeName(r, match);
+      c["matches"] = match ? json(match->name) : json();
     }
     note_change();
   }

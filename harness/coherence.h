@@ -49,14 +49,22 @@ int ClassifyLatency(const std::vector<CoherenceRegime>& regimes, double ns);
 /// from the probes of the whole run: per PU pair, the start-of-run probes in
 /// context.lockline.coherence_baseline[].probes_ns and every row's
 /// coherence.before_ns / after_ns are clustered (ClusterLatencies) and each
-/// row's coherence gets `label`, `regime` (rank, or null) and `regime_ns`
-/// (the regime's median probe, ns, or null):
+/// row's coherence gets `label`, `regime` (rank, or null), `regime_ns`
+/// (the regime's median probe, ns, or null), `matches` and `regime_name`:
+/// `label` ranks regimes within this run only (a run whose only regime is
+/// 227 ns calls it `near`), so `regime_name` says what the label is:
+/// "near 32 ns (matches start_of_run:0-1 30 ns)": the regime's ns and the
+/// machine's measured core-to-core class it matches (`matches`: the nearest
+/// within 1.4x of the run's start-of-run probe medians per PU pair,
+/// "start_of_run:A-B", and calibration c2c ping-pong points, "c2c:A-B"; null
+/// when none is that close). Labels:
 ///  - `none` when coherence.shares_lines is false (no shared line, no probe);
 ///  - `unknown` without probes (1 thread, unpinned threads);
 ///  - the regime's label when both probes fall in one regime;
 ///  - `mixed` when the two probes fall in different regimes (the state changed
 ///    during the point).
-/// Writes the regimes per pair to context.lockline.coherence_regimes. Called
+/// Writes the regimes per pair to context.lockline.coherence_regimes (each
+/// with the same `matches` and `name`). Called
 /// after every repetition (so an interrupted run is labelled) and at the end;
 /// earlier rows may change label as the run's distribution fills in. Rows
 /// without a coherence object are left alone. Returns the indices of the rows

@@ -14,8 +14,8 @@ from typing import Callable, Dict, List, Optional, Tuple
 import numpy as np
 
 from figures import (THROUGHPUT_METRICS, FamilyData, Figure, axis_label, empty_panel, finish,
-                     new_figure, note, param_panel, plt, relative_panel, series_label,
-                     threads_panel, varying_keys)
+                     new_figure, note, param_panel, params_json, plt, relative_panel,
+                     series_label, threads_panel, varying_keys)
 from lockline_results import Stat, summarize
 import stats
 
@@ -23,7 +23,9 @@ Plotter = Callable[[FamilyData], List[Tuple[str, Figure]]]
 FAMILY_PLOTTERS: Dict[str, Plotter] = {}
 
 # Baseline variant used for the relative view when the user names none.
-DEFAULT_BASELINES = {"zone_lock": "lock_after_free_area"}
+# zone_lock: lock_before_free_area, so the ratio drawn is the verdict's effect + 1 (verdicts.py
+# compares lock_after_free_area against lock_before_free_area).
+DEFAULT_BASELINES = {"zone_lock": "lock_before_free_area"}
 
 
 def register(family: str) -> Callable[[Plotter], Plotter]:
@@ -60,7 +62,14 @@ def plot_generic(data: FamilyData) -> List[Tuple[str, Figure]]:
     metrics = {b: _pick_metric(data, lambda p, b=b: p.bench == b) for b in benches}
     shown = {m for m in metrics.values() if m}
     what = axis_label(shown.pop()) if len(shown) == 1 else "throughput"
-    fig, axes = new_figure(len(benches), f"{data.family}: {what} against threads", _runs_of(data))
+    axes_of = {b: _x_axis(data, data.select(lambda p, b=b: p.bench == b)) for b in benches}
+    # The title names the x axis the panels use: threads, an argument, or bars (one thread
+    # count and no numeric argument).
+    xs = {axes_of[b] or ("threads" if len({p.threads for _, pts in data.select(
+        lambda p, b=b: p.bench == b) for p in pts}) > 1 else "") for b in benches}
+    against = (f" against {xs.pop()}" if len(xs) == 1 and "" not in xs
+               else " per benchmark" if xs == {""} else " against threads or arguments")
+    fig, axes = new_figure(len(benches), f"{data.family}: {what}{against}", _runs_of(data))
     for ax, bench in zip(axes, benches):
         pred = lambda p, b=bench: p.bench == b
         metric = metrics[bench]
@@ -68,7 +77,7 @@ def plot_generic(data: FamilyData) -> List[Tuple[str, Figure]]:
             empty_panel(ax, bench, "no numeric metric")
             continue
         selected = data.select(pred)
-        x_arg = _x_axis(data, selected)
+        x_arg = axes_of[bench]
         if x_arg:
             param_panel(ax, data, data.family, f"{bench}: {axis_label(metric)}", selected, metric,
                         x_arg)
@@ -89,7 +98,10 @@ def _x_axis(data: FamilyData, selected) -> Optional[str]:
     pts = [p for _, ps in selected for p in ps]
     names = {k for p in pts for k in p.params}
     if data.x_arg:
-        return data.x_arg if data.x_arg in names else None
+        # plot.py has checked that some family's rows have it (argument or counter).
+        if data.x_arg in names or any(data.x_arg in p.metrics for p in pts):
+            return data.x_arg
+        return None
     if len({p.threads for p in pts}) > 1:
         return None
     for name in sorted((k for k in names if k.startswith("arg") and k[3:].isdigit()),
@@ -100,6 +112,17 @@ def _x_axis(data: FamilyData, selected) -> Optional[str]:
     return None
 
 
+def natural_key(variant) -> Tuple:
+    """Sort key of a variant whose numeric values sort as numbers (1, 2, 16, not 1, 16, 2)."""
+    out = []
+    for k, v in variant:
+        try:
+            out.append((k, 0, float(v), ""))
+        except ValueError:
+            out.append((k, 1, 0.0, v))
+    return tuple(out)
+
+
 def bar_panel(ax, data: FamilyData, figure: str, panel: str, runs, metric: str) -> None:
     """Bars of `metric` per (run, variant, thread count), error bars from repetitions; used
     where there is nothing to plot against threads (one thread count)."""
@@ -107,7 +130,7 @@ def bar_panel(ax, data: FamilyData, figure: str, panel: str, runs, metric: str) 
     for run, pts in runs:
         summary = summarize(pts, metric)
         varying = varying_keys(summary)
-        for variant, by_n in sorted(summary.items()):
+        for variant, by_n in sorted(summary.items(), key=lambda kv: natural_key(kv[0])):
             for n, stat in sorted(by_n.items()):
                 label = series_label(variant, varying) + (f" [{run.label}]" if len(runs) > 1 else "")
                 if len({p.threads for p in pts}) > 1:
@@ -154,16 +177,27 @@ def plot_locks(data: FamilyData) -> List[Tuple[str, Figure]]:
     legends beside the axes)."""
     groups = sorted({tuple(sorted((k, v) for k, v in p.params.items() if k != "lock"))
                      for _, pts in data.runs for p in pts})
-    fig, axes = new_figure(2 * len(groups), "locks: throughput (ops/s) and share of time "
-                           "waiting against threads, per critical section", _runs_of(data),
-                           width=7.4)
-    for i, group in enumerate(groups):
-        where = " ".join(f"{k}:{v}" for k, v in group) or "all"
+    # A wait-share panel only for groups whose rows carry wait_share (stats:on): an empty
+    # panel saying the metric is absent tells the reader nothing.
+    sels = []
+    for group in groups:
         sel = data.select(lambda p, g=group: tuple(sorted(
             (k, v) for k, v in p.params.items() if k != "lock")) == g)
-        threads_panel(axes[2 * i], data, "locks", f"ops/s, {where}", sel, "ops_per_s")
-        threads_panel(axes[2 * i + 1], data, "locks", f"share of time waiting, {where}", sel,
-                      "wait_share", fit_usl=False, ideal=False)
+        sels.append((group, sel, any("wait_share" in p.metrics for _, pts in sel for p in pts)))
+    panels = sum(2 if wait else 1 for _, _, wait in sels)
+    waits = any(wait for _, _, wait in sels)
+    fig, axes = new_figure(panels, "locks: throughput (ops/s)" + (
+        " and share of time waiting" if waits else "") + " against threads, per critical "
+        "section", _runs_of(data), width=7.4)
+    i = 0
+    for group, sel, wait in sels:
+        where = " ".join(f"{k}:{v}" for k, v in group) or "all"
+        threads_panel(axes[i], data, "locks", f"ops/s, {where}", sel, "ops_per_s")
+        i += 1
+        if wait:
+            threads_panel(axes[i], data, "locks", f"share of time waiting, {where}", sel,
+                          "wait_share", fit_usl=False, ideal=False)
+            i += 1
     out = [("locks", finish(fig, _runs_of(data)))]
     return out + _relative(data, ["locks"])
 
@@ -195,28 +229,58 @@ def pagevec_formulas(n: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
     return np.where(n <= 1, 4.0, 4.0 * lg), 2.0 ** (2.5 * np.sqrt(lg) - 1.0)
 
 
+def pagevec_sweep(points) -> Tuple[Dict[str, str], List]:
+    """The rows of ONE pagevec configuration to plot against slots: fixed-policy rows with an
+    integer slot count at offset 0 whose other parameters (kernel, scanner, mode, lock, ...)
+    all equal the configuration with the most slot counts (ties: the 2004 setup, kernel:2.6.9
+    scanner:off mode:deferred, then sorted order). Returns (that configuration, its rows); the
+    heatmap, the wait-share panel, the seed-slot panel and the report's best slot count all
+    use it, so no series mixes configurations."""
+    rows = [p for p in points if p.bench == "pagevec" and p.aggregate is None
+            and "layout" not in p.params and p.params.get("offset", "0") == "0"
+            and p.params.get("policy", "fixed") == "fixed"
+            and p.params.get("slots", "").isdigit()]
+    configs: Dict[Tuple, set] = {}
+    for p in rows:
+        config = tuple(sorted((k, v) for k, v in p.params.items() if k != "slots"))
+        configs.setdefault(config, set()).add(p.params["slots"])
+    if not configs:
+        return {}, []
+    prefer = {"kernel": "2.6.9", "scanner": "off", "mode": "deferred"}
+
+    def score(config):
+        params = dict(config)
+        return (-len(configs[config]), -sum(params.get(k) == v for k, v in prefer.items()),
+                config)
+    best = min(configs, key=score)
+    return dict(best), [p for p in rows if tuple(sorted(
+        (k, v) for k, v in p.params.items() if k != "slots")) == best]
+
+
+def _config_words(config: Dict[str, str]) -> str:
+    return " ".join(f"{k}:{v}" for k, v in config.items() if k not in ("offset", "policy"))
+
+
 @register("pagevec")
 def plot_pagevec(data: FamilyData) -> List[Tuple[str, Figure]]:
     """pagevec: slots x threads heatmap of pages/s with the measured best slot count per thread
     count and the two proposed formulas; 16 vs 15 slots and offset 0 vs 8; wait share against
-    slots; pages/s against threads for the seed slot counts."""
+    slots; pages/s against threads for the seed slot counts. Every panel uses the rows of one
+    configuration (pagevec_sweep), named in its title."""
     runs = _runs_of(data)
     fig, axes = new_figure(4, "pagevec: pages/s by batch size (slots) and alignment, lock wait share", runs)
     run, pts = data.runs[0]
-    sweep = [p for p in pts if "slots" in p.params and p.params.get("offset", "0") == "0"
-             and p.params.get("policy", "fixed") == "fixed"]
-    modes = sorted({p.params.get("mode", "") for p in sweep})
-    if modes:
-        sweep = [p for p in sweep if p.params.get("mode", "") == modes[0]]
-    _pagevec_heatmap(axes[0], data, run, sweep, modes[0] if modes else "")
-    _pagevec_pairs(axes[1], data, run, pts)
-    _pagevec_wait(axes[2], data, run, sweep)
+    config, sweep = pagevec_sweep(pts)
+    words = _config_words(config)
+    _pagevec_heatmap(axes[0], data, run, sweep, words)
+    _pagevec_pairs(axes[1], data, run, pts, config)
+    _pagevec_wait(axes[2], data, run, sweep, words)
     seeds = {"15", "16", "31"}
-    threads_panel(axes[3], data, "pagevec", "pages/s for 15, 16, 31 slots (offset 0)",
-                  data.select(lambda p: p.params.get("slots") in seeds
-                              and p.params.get("offset", "0") == "0"
-                              and p.params.get("policy", "fixed") == "fixed"
-                              and p.params.get("mode", "") == (modes[0] if modes else "")),
+    same = {k: v for k, v in config.items()}
+    threads_panel(axes[3], data, "pagevec", f"pages/s for 15, 16, 31 slots ({words}, offset 0)",
+                  data.select(lambda p: p.bench == "pagevec" and p.params.get("slots") in seeds
+                              and "layout" not in p.params
+                              and {k: v for k, v in p.params.items() if k != "slots"} == same),
                   "pages_per_s")
     if len(data.runs) > 1:
         note(axes[0], f"heatmap: first run only ({run.label})")
@@ -224,7 +288,8 @@ def plot_pagevec(data: FamilyData) -> List[Tuple[str, Figure]]:
 
 
 def _grid(points, metric):
-    """{(slots, threads): Stat} over points that have `metric` and an integer slots param."""
+    """{(slots, threads): (Stat, variant)} over points that have `metric` and an integer slots
+    param."""
     out = {}
     for variant, by_n in summarize(points, metric).items():
         try:
@@ -232,12 +297,12 @@ def _grid(points, metric):
         except (KeyError, ValueError):
             continue
         for n, stat in by_n.items():
-            out[(slots, n)] = stat
+            out[(slots, n)] = (stat, variant)
     return out
 
 
-def _pagevec_heatmap(ax, data, run, sweep, mode):
-    title = f"pages/s, slots x threads (mode:{mode}, offset 0)"
+def _pagevec_heatmap(ax, data, run, sweep, words):
+    title = f"pages/s, slots x threads ({words}, offset 0)"
     grid = _grid(sweep, "pages_per_s")
     if not grid:
         empty_panel(ax, title, "no pages_per_s rows with a slots parameter")
@@ -245,9 +310,10 @@ def _pagevec_heatmap(ax, data, run, sweep, mode):
     slots = sorted({s for s, _ in grid})
     threads = sorted({n for _, n in grid})
     values = np.full((len(slots), len(threads)), np.nan)
-    for (s, n), stat in grid.items():
+    for (s, n), (stat, variant) in grid.items():
         values[slots.index(s), threads.index(n)] = stat.mean
-        data.record("pagevec", title, f"slots:{s}", run, "threads", n, "pages_per_s", stat)
+        data.record("pagevec", title, f"slots:{s}", run, "threads", n, "pages_per_s", stat,
+                    params=params_json(variant))
     mesh = ax.pcolormesh(np.arange(len(threads) + 1) - 0.5, np.arange(len(slots) + 1) - 0.5,
                          np.ma.masked_invalid(values), shading="flat", cmap="viridis")
     plt.colorbar(mesh, ax=ax, label="pages/s")
@@ -275,61 +341,71 @@ def _pagevec_heatmap(ax, data, run, sweep, mode):
     ax.legend(fontsize=6, loc="upper left")
 
 
-def _pagevec_pairs(ax, data, run, pts):
-    """Bars at the largest thread count: 16 vs 15 slots at offset 0 and 8, then every named
-    layout (`layout:pagevec_v2_6_9`, ...)."""
+def _pagevec_pairs(ax, data, run, pts, config):
+    """Bars at the largest thread count: 16 vs 15 slots at offset 0 and 8 in the sweep's
+    configuration (its other parameters), then every named layout (`layout:pagevec_v2_6_9`,
+    ...) in the same configuration where it has one."""
     title = "16 vs 15 slots, offset 0 vs 8, named layouts"
-    chosen = [p for p in pts if "pages_per_s" in p.metrics
-              and (p.params.get("slots") in ("15", "16") or "layout" in p.params)]
+    rest = {k: v for k, v in config.items() if k not in ("slots", "offset")}
+
+    def same(p, skip):
+        return all(p.params.get(k) == v for k, v in rest.items() if k not in skip)
+    chosen = [p for p in pts if p.bench == "pagevec" and "pages_per_s" in p.metrics
+              and p.aggregate is None
+              and ((p.params.get("slots") in ("15", "16") and same(p, ()))
+                   or ("layout" in p.params and same(p, ("policy",))))]
     if not chosen:
         empty_panel(ax, title, "no 15/16-slot or layout rows with pages_per_s")
         return
     n_max = max(p.threads for p in chosen)
-    groups = [(f"{slots} slots\noffset {offset}",
+    groups = [(f"slots:{slots}\noffset:{offset}",
                lambda p, s=slots, o=offset: "layout" not in p.params and p.params.get("slots") == s
-               and p.params.get("offset", "0") == o and p.params.get("policy", "fixed") == "fixed")
+               and p.params.get("offset", "0") == o)
               for slots in ("16", "15") for offset in ("0", "8")]
     for layout in sorted({p.params["layout"] for p in chosen if "layout" in p.params}):
-        groups.append((layout.replace("_", " ").replace("pagevec ", "pagevec\n"),
-                       lambda p, l=layout: p.params.get("layout") == l))
+        groups.append((f"layout:{layout}\noffset:0",
+                       lambda p, l=layout: p.params.get("layout") == l
+                       and p.params.get("offset", "0") == "0"))
     labels, means, errs = [], [], []
     for label, pred in groups:
-        stats = summarize([p for p in chosen if p.threads == n_max and pred(p)], "pages_per_s")
-        if not stats:
+        summary = summarize([p for p in chosen if p.threads == n_max and pred(p)], "pages_per_s")
+        if not summary:
             continue
-        stat = stats[sorted(stats)[0]][n_max]
+        variant = sorted(summary)[0]
+        stat = summary[variant][n_max]
         labels.append(label)
         means.append(stat.mean)
         errs.append(stat.std)
         data.record("pagevec", title, label.replace("\n", " "), run, "threads", n_max,
-                    "pages_per_s", stat)
+                    "pages_per_s", stat, params=params_json(variant))
     ax.bar(range(len(labels)), means, yerr=errs, capsize=3,
            color=[f"C{i % 10}" for i in range(len(labels))])
     ax.set_xticks(range(len(labels)))
     ax.set_xticklabels(labels, fontsize=7)
     ax.set_ylabel(axis_label("pages_per_s"))
-    ax.set_title(f"{title} (N={n_max})", fontsize=10)
+    ax.set_title(f"{title} (N={n_max}; {_config_words(rest)})", fontsize=9)
     ax.grid(True, axis="y", alpha=0.3)
 
 
-def _pagevec_wait(ax, data, run, sweep):
-    title = "lock wait share against slots"
+def _pagevec_wait(ax, data, run, sweep, words):
+    title = f"lock wait share against slots ({words})"
     grid = _grid(sweep, "wait_share")
     if not grid:
         empty_panel(ax, title, "no wait_share metric")
         return
     for n in sorted({n for _, n in grid}):
         xs = sorted(s for s, m in grid if m == n)
-        ax.plot(xs, [grid[(s, n)].mean for s in xs], marker="o", ms=4, label=f"{n} threads")
+        ax.plot(xs, [grid[(s, n)][0].mean for s in xs], marker="o", ms=4, label=f"{n} threads")
         for s in xs:
-            data.record("pagevec", title, f"threads:{n}", run, "slots", s, "wait_share", grid[(s, n)])
+            data.record("pagevec", title, f"threads:{n}", run, "slots", s, "wait_share",
+                        grid[(s, n)][0], params=params_json(grid[(s, n)][1]))
     ax.set_xscale("log", base=2)
     ticks = sorted({s for s, _ in grid})
     ax.set_xticks(ticks)
     ax.set_xticklabels([str(t) for t in ticks], fontsize=7, rotation=90)
     ax.set_xlabel("pagevec slots")
     ax.set_ylabel(axis_label("wait_share"))
-    ax.set_title(title, fontsize=10)
+    ax.set_title(title, fontsize=9)
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=6)
 
@@ -619,9 +695,10 @@ def false_sharing_verdicts(points, min_effect: Optional[float] = None) -> List[D
     from one coherence regime), and the smallest distance from which no farther distance is
     slower by the minimum effect or more.
 
-    "no slowdown" at distance d needs the interval's upper end below +min_effect; a distance
-    whose interval is too wide to say either way makes the answer "not resolved here" rather
-    than a guess. Returns one dict per (pair, op) with keys pair, op, effects (text per
+    "no slowdown" at distance d needs the interval's upper end below +min_effect; "slower" its
+    lower end above 0; a distance whose interval is too wide to say either way makes the answer
+    "not resolved here" rather than a guess, and the answer still says what was resolved
+    (the distances found slower, with their intervals) and what was not. Returns one dict per (pair, op) with keys pair, op, effects (text per
     distance) and smallest (the answer in words)."""
     threshold = stats.MIN_EFFECT if min_effect is None else min_effect
     groups: Dict[Tuple[str, str], Dict[int, List]] = {}
@@ -638,30 +715,45 @@ def false_sharing_verdicts(points, min_effect: Optional[float] = None) -> List[D
     order = {c: i for i, c in enumerate(FALSE_SHARING_CLASSES)}
     for (pair, op), by_d in sorted(groups.items(), key=lambda kv: (order.get(kv[0][0], 9), kv[0][1])):
         far = max(by_d)
-        effects, smallest, state = [], far, "descending"
+        # One comparison per distance: the effects cell and the answer both render it.
+        results = {}
         for d in sorted(by_d, reverse=True):
-            if d == far:
-                continue
-            c = stats.compare_points(by_d[far], by_d[d], "ns_per_op",
-                                     f"{d} B vs {far} B", threshold)
-            effects.append(f"{d} B: {c.interval_text()}")
-            if state != "descending":
-                continue
+            if d != far:
+                results[d] = stats.compare_points(by_d[far], by_d[d], "ns_per_op",
+                                                  f"{d} B vs {far} B", threshold)
+
+        def kind(c):
             if c.ci is not None and c.ci[1] < threshold:
-                smallest = d  # no slowdown of threshold or more at d
-            elif c.ci is not None and c.ci[0] >= threshold:
-                state = "slowdown"  # resolved: d is slower; the answer is the previous d
+                return "same"     # no slowdown of threshold or more
+            if c.ci is not None and c.ci[0] > 0:
+                return "slower"   # resolved: slower than the farthest distance
+            return "open"         # too few repetitions, or an interval across the threshold
+        smallest, first = far, None
+        for d, c in results.items():   # farthest first
+            if kind(c) == "same":
+                smallest = d
             else:
-                state = "open"  # too few repetitions, or an interval across the threshold
-        effects.reverse()
-        if state == "open":
-            answer = (f"not resolved here: no slowdown down to {smallest} B; the next closer "
-                      "distance's interval is too wide to say")
-        elif state == "slowdown":
-            answer = (f"{smallest} B: the next closer distance is {threshold * 100:g} % or more "
-                      "slower")
-        else:
+                first = d
+                break
+        slower = [f"{d} B {results[d].interval_text()}" for d in sorted(results)
+                  if kind(results[d]) == "slower"]
+        open_ = [f"{d} B ({results[d].interval_text()})" for d in sorted(results)
+                 if kind(results[d]) == "open"]
+        resolved = []
+        if slower:
+            resolved.append(f"slower than {far} B at " + ", ".join(slower))
+        tail = ("; resolved: " + "; ".join(resolved)) if resolved else ""
+        if open_:
+            tail += "; not resolved against " + f"{far} B: " + ", ".join(open_)
+        if first is None:
             answer = f"{smallest} B: even the closest distance shows no slowdown"
+        elif kind(results[first]) == "slower":
+            answer = (f"{smallest} B: the next closer distance ({first} B) is slower "
+                      f"({results[first].interval_text()})") + tail
+        else:
+            answer = (f"not resolved here: no slowdown of {threshold * 100:g} % or more down "
+                      f"to {smallest} B; {first} B's interval is too wide to say") + tail
+        effects = [f"{d} B: {results[d].interval_text()}" for d in sorted(results)]
         out.append({"pair": pair, "op": op, "effects": "; ".join(effects), "smallest": answer})
     return out
 

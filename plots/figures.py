@@ -36,6 +36,14 @@ THROUGHPUT_METRICS = ("ops_per_s", "pages_per_s", "faults_per_wall_s", "allocs_p
                       "items_per_second", "bytes_per_second", "gb_per_s", "throughput_per_s")
 
 
+def params_json(variant) -> str:
+    """The parameters of a plotted series (a variant tuple or a dict) as compact JSON, recorded
+    in every CSV row so a reader (and the consistency test) can check that a panel's series
+    differ only in the parameters their labels name."""
+    import json
+    return json.dumps(dict(variant), sort_keys=True, separators=(",", ":"))
+
+
 def axis_label(metric: str) -> str:
     """`pages_per_s` -> 'pages_per_s (pages/s)'."""
     unit = UNITS.get(metric)
@@ -75,7 +83,8 @@ class FamilyData:
             "host": run.host, "commit": run.commit, "x_name": x_name, "x": x,
             "y_name": y_name, "y": stat.mean, "y_std": stat.std, "repetitions": stat.n,
             "coherence_shifted": int(stat.shifted), "regime": stat.regime,
-            "other_regime_repetitions": len(stat.others), "overrun": int(stat.overrun)},
+            "other_regime_repetitions": len(stat.others), "overrun": int(stat.overrun),
+            "from_aggregates": int(stat.from_aggregates)},
             **extra})
 
 
@@ -209,8 +218,9 @@ def threads_panel(ax, data: FamilyData, figure: str, panel: str,
     for run_idx, (run, summary) in enumerate(summaries):
         for variant, by_n in sorted(summary.items()):
             label = series_label(variant, varying)
-            color, marker = style_of.setdefault(label, series_style(len(style_of)))
             full = f"{label} [{run.label}]" if multi else label
+            # One colour + marker per legend entry: overlaid runs never share one.
+            color, marker = style_of.setdefault(full, series_style(len(style_of)))
             ns = sorted(by_n)
             all_threads.update(ns)
             ys = [by_n[n].mean for n in ns]
@@ -224,7 +234,8 @@ def threads_panel(ax, data: FamilyData, figure: str, panel: str,
                 any_other |= bool(by_n[n].others)
                 any_overrun |= by_n[n].overrun
             for n in ns:
-                data.record(figure, panel, full, run, x_name, n, metric, by_n[n])
+                data.record(figure, panel, full, run, x_name, n, metric, by_n[n],
+                            params=params_json(variant))
             if ideal and 1 in by_n and len(ns) > 1:
                 ax.plot(ns, [by_n[1].mean * n for n in ns], linestyle=":", color=color,
                         linewidth=0.8, alpha=0.7)
@@ -266,7 +277,7 @@ def threads_panel(ax, data: FamilyData, figure: str, panel: str,
     if y_top > 0:
         # The ideal line would dwarf the measured curves; keep them readable.
         ax.set_ylim(0, y_top * 1.25)
-    ax.set_xlabel(x_name if x_name == "threads" else f"{x_name} (benchmark argument)")
+    ax.set_xlabel(x_name if x_name == "threads" else f"{x_name} (benchmark argument or counter)")
     ax.set_ylabel(axis_label(metric))
     ax.grid(True, alpha=0.3)
     outside_legend(ax)
@@ -278,15 +289,18 @@ def param_panel(ax, data: FamilyData, figure: str, panel: str,
     """`metric` against the numeric benchmark parameter `x_name` (a plain linear axis named
     after it, no USL or ideal line: an argument is not a thread count), one series per other
     parameter combination and thread count. Rows whose parameter is not an integer are left
-    out."""
+    out. `x_name` may also be a user counter (a metric of the rows, e.g. a worker count the
+    benchmark reports): then arguments that only restate it (same value) are not series."""
     shifted_runs = []
     for run, pts in runs:
         moved = []
         for p in pts:
+            raw = p.params.get(x_name, p.metrics.get(x_name))
             try:
-                x = int(p.params[x_name])
-            except (KeyError, ValueError):
+                value = float(raw)
+            except (TypeError, ValueError):
                 continue
+            x = int(value) if value.is_integer() else value
             params = {k: v for k, v in p.params.items() if k != x_name}
             if p.threads > 1:
                 params["threads"] = str(p.threads)
@@ -294,7 +308,19 @@ def param_panel(ax, data: FamilyData, figure: str, panel: str,
         if moved:
             shifted_runs.append((run, moved))
     if not shifted_runs:
-        empty_panel(ax, panel, f"no integer parameter '{x_name}'")
+        empty_panel(ax, panel, f"no numeric argument or counter '{x_name}'")
+        return False
+    # An argument that varies one-to-one with a counter on the x axis (BM_fill/N with counter
+    # elements = 1000 N) only restates it: not a series of its own.
+    moved_all = [p for _, moved in shifted_runs for p in moved]
+    for key in {k for p in moved_all for k in p.params}:
+        pairs = {(p.params.get(key), p.threads) for p in moved_all}
+        if len(pairs) == len({v for v, _ in pairs}) == len({x for _, x in pairs}) > 1:
+            shifted_runs = [(run, [dataclasses.replace(p, params={
+                k: v for k, v in p.params.items() if k != key}) for p in moved])
+                for run, moved in shifted_runs]
+            moved_all = [p for _, moved in shifted_runs for p in moved]
+    if not shifted_runs:
         return False
     return threads_panel(ax, data, figure, panel, shifted_runs, metric, fit_usl=False,
                          ideal=False, x_name=x_name)
@@ -363,7 +389,9 @@ def relative_panel(ax, data: FamilyData, figure: str, panel: str,
                             Stat(ratio, 0.0, min(c.n_base, c.n_variant), bool(c.dropped),
                                  c.regime),
                             ci_lo=None if c.ci is None else 1.0 + c.ci[0],
-                            ci_hi=None if c.ci is None else 1.0 + c.ci[1], status=c.status)
+                            ci_hi=None if c.ci is None else 1.0 + c.ci[1], status=c.status,
+                            params=params_json(variant), base_key=base[n][0].key,
+                            variant_key=by_n[n][0].key)
                 all_threads.add(n)
                 drawn = True
             if xs:

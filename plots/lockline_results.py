@@ -264,10 +264,18 @@ class Run:
         """Short lockline git commit, or '?' for foreign files."""
         return str(self.lockline.get("git_commit") or "?")[:12]
 
+    tag: str = ""
+
     @property
     def label(self) -> str:
-        """`host@commit`, used to tell runs apart in overlaid figures."""
-        return f"{self.host}@{self.commit}"
+        """`host@commit` for lockline files, `host@file name` for foreign ones (they have no
+        commit), plus `tag` (load_runs sets it when two runs would otherwise share a label):
+        tells runs apart in overlaid figures' legends."""
+        if self.lockline:
+            base = f"{self.host}@{self.commit}"
+        else:
+            base = f"{self.host}@{os.path.basename(self.path)}"
+        return f"{base} {self.tag}" if self.tag else base
 
     def caption(self) -> str:
         """One line: machine, CPU model, date, placement policy and lockline commit."""
@@ -525,16 +533,75 @@ def load_run(path: str) -> Run:
                             f"threads (e.g. {idle[0].family} threads:{idle[0].threads}): the "
                             "workers were mostly idle or cpu_time is one thread's; read "
                             "throughput with care")
+        warnings += _worker_argument_warnings(points)
     return Run(path=path, context=context, points=points, skipped_rows=skipped,
                warnings=warnings)
 
 
+# Argument or user-counter names that carry a worker count in foreign files, when the
+# benchmark starts its own workers and Google Benchmark's `threads` stays 1.
+WORKER_NAMES = ("workers", "worker", "threads", "nthreads", "num_threads", "jobs", "cores",
+                "procs")
+
+
+def worker_count(p: Point) -> Optional[Tuple[str, float]]:
+    """(name, count) of a foreign row whose worker count is a benchmark argument
+    (`BM_x/workers:8`) or a user counter (`"workers": 8`) while `threads` is 1; None
+    otherwise."""
+    if p.threads != 1:
+        return None
+    for name in WORKER_NAMES:
+        value = p.params.get(name)
+        try:
+            count = float(value) if value is not None else p.metrics.get(name)
+        except ValueError:
+            continue
+        if count is not None and count > 1:
+            return name, count
+    return None
+
+
+def _worker_argument_warnings(points: List[Point]) -> List[str]:
+    """One warning when rows take their worker count from an argument or counter (threads 1)
+    and cpu_time is far below real_time x workers: Google Benchmark's cpu_time is then the
+    timing thread's only, not the workers'."""
+    low = []
+    for p in points:
+        workers = worker_count(p)
+        if workers is None or p.aggregate not in (None, "mean", "median"):
+            continue
+        cpu, real = p.metrics.get("cpu_time_ns"), p.metrics.get("real_time_ns")
+        if cpu is not None and real and cpu < 0.5 * real * workers[1]:
+            low.append((p, workers))
+    if not low:
+        return []
+    p, (name, count) = low[0]
+    return [f"{len(low)} row(s) take their worker count from '{name}' (threads is 1) and report "
+            f"cpu_time far below real_time x workers (e.g. {p.key}: cpu_time "
+            f"{p.metrics['cpu_time_ns']:.3g} ns, real_time {p.metrics['real_time_ns']:.3g} ns x "
+            f"{count:g} workers): cpu_time is the timing thread's only, not the workers' CPU "
+            "time"]
+
+
 def load_runs(paths: Iterable[str]) -> List[Run]:
-    """load_run over resolve_paths(paths); raises ResultError if no path is given."""
+    """load_run over resolve_paths(paths); raises ResultError if no path is given. Runs that
+    would share a legend label (two files of one host and commit, two foreign files of one
+    name) get a `tag`: their date, else their position."""
     paths = list(paths)
     if not paths:
         raise ResultError("no result path given (expected run directories or result JSON files)")
-    return [load_run(p) for p in resolve_paths(paths)]
+    runs = [load_run(p) for p in resolve_paths(paths)]
+    for step in ("date", "position"):
+        labels = [r.label for r in runs]
+        for i, run in enumerate(runs):
+            if labels.count(labels[i]) < 2:
+                continue
+            if step == "date":
+                date = str(run.context.get("date") or "")
+                run.tag = f"({date})" if date else ""
+            else:
+                run.tag = (run.tag + f" #{i + 1}").strip()
+    return runs
 
 
 @dataclasses.dataclass
@@ -545,7 +612,9 @@ class Stat:
     regime: the regime the mean comes from ("" when the rows name none: all pooled);
     others: values of repetitions in other regimes (drawn as hollow markers, not averaged in);
     shifted: True when such other-regime repetitions exist; overrun: some repetition's window
-    overran; n: repetitions in the mean (0 for a value taken from aggregate rows).
+    overran; n: repetitions in the mean (for a value taken from aggregate rows, the aggregate
+    row's `repetitions`, 0 when it does not say); from_aggregates: the value is an aggregate
+    row's (mean or median), not computed here.
     """
 
     mean: float
@@ -555,6 +624,7 @@ class Stat:
     regime: str = ""
     others: List[float] = dataclasses.field(default_factory=list)
     overrun: bool = False
+    from_aggregates: bool = False
 
 
 def _reduce(values: List[float]) -> Tuple[float, float]:
@@ -617,7 +687,9 @@ def summarize(points: Iterable[Point], metric: str) -> Dict[Tuple, Dict[int, Sta
                 std = spread.metrics.get(metric, 0.0) if spread else 0.0
             else:
                 continue
-            out.setdefault(variant, {})[n] = Stat(mean, std, 0)
+            reps = _number(center.row.get("repetitions"))
+            out.setdefault(variant, {})[n] = Stat(mean, std, int(reps) if reps else 0,
+                                                  from_aggregates=True)
     return out
 
 

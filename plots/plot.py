@@ -55,6 +55,8 @@ def plot_runs(runs: Sequence[Run], out_dir: str, baseline: Optional[str] = None,
     missing = [f for f in wanted if f not in present]
     if missing:
         raise ResultError(f"family '{missing[0]}' not in the results (present: {', '.join(present)})")
+    if x_arg:
+        check_x_arg(runs, x_arg, wanted)
     from outputs import ensure_dir, write_atomic
     ensure_dir(out_dir)
     written: List[str] = []
@@ -78,6 +80,26 @@ def plot_runs(runs: Sequence[Run], out_dir: str, baseline: Optional[str] = None,
     return written
 
 
+# Metrics every foreign row gets from Google Benchmark's own fields: not user counters.
+_OWN_METRICS = {"real_time_ns", "cpu_time_ns", "throughput_per_s", "iterations"}
+
+
+def check_x_arg(runs: Sequence[Run], x_arg: str, families: Sequence[str]) -> None:
+    """Raise ResultError unless `x_arg` is a benchmark argument (`arg0`, a `name:value`
+    argument's name) or a user counter of some row of `families`, naming those available."""
+    args, counters = set(), set()
+    for run in runs:
+        for p in run.points:
+            if p.family in families:
+                args.update(p.params)
+                counters.update(m for m in p.metrics if m not in _OWN_METRICS)
+    if x_arg in args or x_arg in counters:
+        return
+    raise ResultError(f"--x-arg {x_arg}: not an argument or counter of the rows (arguments: "
+                      f"{', '.join(sorted(args)) or 'none'}; counters: "
+                      f"{', '.join(sorted(counters)) or 'none'})")
+
+
 def _safe(name: str) -> str:
     """File-system-safe stem (foreign benchmark names may contain '<', ':' or spaces)."""
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in name) or "family"
@@ -95,8 +117,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--family", action="append", metavar="F",
                         help="plot only this family (repeatable)")
     parser.add_argument("--x-arg", metavar="NAME",
-                        help="foreign files: plot against this benchmark argument (arg0, arg1, "
-                             "or a name:value argument's name) instead of threads")
+                        help="plot against this benchmark argument (arg0, arg1, or a name:value "
+                             "argument's name) or user counter (e.g. a worker count) instead "
+                             "of threads; numeric, sorted as numbers")
     args = parser.parse_args(argv)
     try:
         runs = load_runs(args.paths)

@@ -178,81 +178,148 @@ def _max_threads(run: Run, bench: str, where: Dict[str, str]) -> Optional[int]:
     return max(ns) if ns else None
 
 
-def seed_tables(run: Run) -> Dict[str, List[List[str]]]:
-    """Per question id, table rows [quantity, seed figure, measured here]. Measured values are
-    the mean of one coherence regime with spread and count; changes are effects with a 95 %
-    interval from one regime (plots/stats.py) or say why they are not resolved."""
-    tables: Dict[str, List[List[str]]] = {}
+class Cell(str):
+    """A table cell that is already HTML (a rendering of a comparison with its data-
+    attributes); _table inserts it unescaped. Plain str cells are escaped."""
+
+
+def comparison_cell(verdict: Optional[Dict[str, Any]], cid: str, missing: str = "") -> Cell:
+    """The one rendering of a verdicts.json entry in a table cell: its `text`, marked
+    data-comparison=ID (the consistency test compares every such mark with verdicts.json); for
+    a comparison without a verdict, 'not run: <missing>' with the same mark."""
+    if verdict is None:
+        text = NOT_RUN + (f": {missing}" if missing else "")
+    else:
+        text = verdict["text"]
+    return Cell(f'<span class="cmp" data-comparison="{html.escape(cid)}">'
+                f"{html.escape(text)}</span>")
+
+
+def other_comparison_cell(base: List[Point], variant: List[Point], metric: str,
+                          what: str) -> Cell:
+    """A comparison that is not a verdicts.json entry, labelled with its own rows (base and
+    variant keys) so it is never read as one: 'other comparison, rows A vs B: +3 % [...]'."""
+    if not base or not variant:
+        return Cell(html.escape(f"{what}: no such rows in this run"))
+    rows = f"{base[0].key} vs {variant[0].key}"
+    text = f"other comparison, rows {rows}: {stats.compare_points(base, variant, metric).text()}"
+    return Cell(f'<span class="other" data-rows="{html.escape(rows)}">{html.escape(text)}'
+                "</span>")
+
+
+def verdict_points(run: Run, verdict: Dict[str, Any]) -> Tuple[List[Point], List[Point]]:
+    """The repetitions a verdict used (its base_key and variant_key rows)."""
+    def rows(key):
+        return [p for p in run.points if p.key == key and p.aggregate is None]
+    return rows(verdict["base_key"]), rows(verdict["variant_key"])
+
+
+def comparison_rows(run: Run, verdicts: List[Dict[str, Any]], question: str
+                    ) -> List[List[Any]]:
+    """Table rows [comparison, seed discussion, measured here, comparable?] of every
+    COMPARISONS entry of `question`: one per verdict (its text, the same computation as the
+    verdict line), or 'not run' naming the rows the comparison needs when the run has none."""
+    from verdicts import COMPARISONS, rows_text
+    out: List[List[Any]] = []
+    answered = any(v.get("question") == question for v in verdicts)
+    for spec in COMPARISONS:
+        if spec.question != question:
+            continue
+        mine = [v for v in verdicts if v.get("id", "").split("[")[0] == spec.id]
+        for v in mine:
+            out.append([v["comparison"], spec.seed, comparison_cell(v, v["id"]),
+                        spec.comparable])
+        if not mine and not answered:
+            out.append([f"{spec.variant_name} vs {spec.base_name}", spec.seed,
+                        comparison_cell(None, spec.id, f"no {rows_text(spec)} rows in this run"),
+                        spec.comparable])
+    return out
+
+
+def unanswered_note(verdicts: List[Dict[str, Any]], question: str) -> str:
+    """For a question some comparisons answer: the other COMPARISONS of it that have no rows
+    in this run (another protocol or suite), named with the rows they need, so a reader never
+    sees 'not run' beside a verdict on the same question; "" when there are none."""
+    from verdicts import COMPARISONS, rows_text
+    if not any(v.get("question") == question for v in verdicts):
+        return ""
+    ids = {v.get("id", "").split("[")[0] for v in verdicts}
+    missing = [f"{spec.variant_name} vs {spec.base_name} ({rows_text(spec)})"
+               for spec in COMPARISONS if spec.question == question and spec.id not in ids]
+    if not missing:
+        return ""
+    return ("Defined for this question but without rows in this run (another protocol or "
+            "suite), so not shown: " + "; ".join(missing) + ".")
+
+
+def _of(verdicts: List[Dict[str, Any]], cid: str) -> List[Dict[str, Any]]:
+    return [v for v in verdicts if v.get("id", "").split("[")[0] == cid]
+
+
+def seed_tables(run: Run, verdicts: Optional[List[Dict[str, Any]]] = None
+                ) -> Dict[str, List[List[Any]]]:
+    """Per question id, table rows [quantity, seed figure, measured here, comparable?]. Every
+    comparison of COMPARISONS is rendered from its verdicts.json entry (comparison_rows), so a
+    table never recomputes what a verdict line says; other comparisons name their rows.
+    Measured values are the mean of one coherence regime with spread and count, taken from the
+    rows a verdict used where one applies."""
+    from verdicts import compute_verdicts
+    if verdicts is None:
+        verdicts = compute_verdicts(run)
+    tables: Dict[str, List[List[Any]]] = {}
+
+    def verdict_stats(cid, metric, unit, seed="-", comparable="-"):
+        rows = []
+        for v in _of(verdicts, cid):
+            base, variant = verdict_points(run, v)
+            for key, pts in ((v["base_key"], base), (v["variant_key"], variant)):
+                rows.append([f"{metric}, {key}", seed,
+                             stat_text(summary_of([p for p in pts if metric in p.metrics],
+                                                  metric), unit), comparable])
+        return rows
 
     # 1. pagevec 2004
-    base = {"offset": "0"}
-    # 2004: 2.6.9's per-page work under lru_lock, no reclaim scanner (bench/pagevec.cpp).
-    fixed = {"policy": "fixed", "kernel": "2.6.9", "scanner": "off"}
-    # 2020: 5.8's __pagevec_lru_add_fn with the reclaim scanner on.
-    fixed_58 = {"policy": "fixed", "kernel": "5.8", "scanner": "on"}
-    pv58 = {slots: select(run, "pagevec", "pages_per_s", {"slots": slots, **base},
-                          prefer=fixed_58) for slots in ("15", "31")}
-    n1 = _max_threads(run, "pagevec", {"slots": "16"})
-    pv = {slots: select(run, "pagevec", "pages_per_s", {"slots": slots, **base}, prefer=fixed)
-          for slots in ("15", "16", "31")}
-    p16o8 = select(run, "pagevec", "pages_per_s", {"slots": "16", "offset": "8"}, prefer=fixed)
     b16 = _mean(measure(run, "pagevec", "pagevec_bytes", {"slots": "16"}))
     b15 = _mean(measure(run, "pagevec", "pagevec_bytes", {"slots": "15"}))
-
-    def pv_stat(slots):
-        return stat_text(summary_of(pv[slots], "pages_per_s"), "pages/s")
-    best = _best_slots(run)
+    from families import pagevec_sweep
+    config, sweep = pagevec_sweep(run.points)
+    best = _best_slots(sweep)
+    where = " ".join(f"{k}:{v}" for k, v in config.items())
     tables["q1"] = [
-        ["struct pagevec bytes, 16 slots (2.6.9)", "136 on LP64 (140 quoted)", fmt(b16)],
-        ["struct pagevec bytes, 15 slots (proposed)", "128 on LP64 (124 quoted)", fmt(b15)],
-        [f"throughput, 16 slots (N={n1 or '?'})", "re-aim 4144-4207 jobs/min", pv_stat("16")],
-        [f"throughput, 15 slots (N={n1 or '?'})", "re-aim 4493-4718 jobs/min", pv_stat("15")],
-        ["change 16 -> 15 slots", "+6.8 % to +13.9 % (doubted as noise)",
-         change(pv["16"], pv["15"], "pages_per_s")],
-        ["16 slots, offset 8 vs 0 (alignment)", "not measured in 2004",
-         change(_same_n(pv["16"], p16o8), p16o8, "pages_per_s")],
-        ["best slot count per thread count", "4·lg N (4 on UP), later 2^(2.5·√lg N − 1): "
-         "4 CPUs -> 6, 16 -> 16, 1024 -> 120", best or NOT_RUN],
+        ["struct pagevec bytes, 16 slots (2.6.9)", "136 on LP64 (140 quoted)", fmt(b16),
+         "same quantity"],
+        ["struct pagevec bytes, 15 slots (proposed)", "128 on LP64 (124 quoted)", fmt(b15),
+         "same quantity"],
+    ] + comparison_rows(run, verdicts, "000") + verdict_stats(
+        "pv_slots_16_15", "pages_per_s", "pages/s") + [
+        [f"best slot count per thread count (pagevec {where or 'all rows'}, offset 0)",
+         "4·lg N (4 on UP), later 2^(2.5·√lg N − 1): 4 CPUs -> 6, 16 -> 16, 1024 -> 120",
+         best or NOT_RUN, "same quantity (a slot count)"],
     ]
 
     # 2. zone->lock 2015
-    rows = []
-    locks = sorted({p.params.get("lock", "?") for p in run.points if p.bench == "zone_lock"})
-    # Linux 4.0's path: pcp batch 31, CMA config, 64-byte lines; one zone per NUMA node where
-    # the run has it (the default on multi-node machines), else the single zone.
-    zbase = {"pcp_batch": "31", "line": "64", "config": "cma"}
-    zprefers = [{**zbase, "zones": "per_numa"}, zbase, {"line": "64"}]
-
-    def zsel(layout, where, extra=None):
-        for prefer in ([extra] if extra else zprefers):
-            pts = select(run, "zone_lock", "ops_per_s", {"layout": layout, **where},
-                         prefer=prefer)
-            if pts and all(pts[0].params.get(k) == v for k, v in prefer.items()):
-                return pts
-        return select(run, "zone_lock", "ops_per_s", {"layout": layout, **where})
-    for lock in locks or ["(any)"]:
-        where = {"lock": lock} if locks else {}
-        n = _max_threads(run, "zone_lock", where)
-        after = zsel("lock_after_free_area", where)
-        before = zsel("lock_before_free_area", where)
-        rows.append([f"3484b2de9499 (v3.16-v3.19): lock next to free_area (lock:{lock}, "
-                     f"N={n or '?'})", "aim7 152288 -> 81911 jobs/min (-46.2 %)",
-                     change(after, before, "ops_per_s")])
-        rows.append([f"fix a368ab67aa55 (v4.0): lock after free_area (lock:{lock}, "
-                     f"N={n or '?'})", "aim7 84568 -> 164280 jobs/min (+94.3 %)",
-                     change(before, after, "ops_per_s")])
+    rows = comparison_rows(run, verdicts, "001")
+    for v in _of(verdicts, "zone_lock_after_before"):
+        before, after = verdict_points(run, v)
+        rows.append([f"ops/s, {v['base_key']} -> {v['variant_key']}", "-",
+                     f"{stat_text(summary_of(before, 'ops_per_s'))} -> "
+                     f"{stat_text(summary_of(after, 'ops_per_s'))}", "-"])
+        n = before[0].threads if before else None
+        lock = before[0].params.get("lock") if before else None
         for label, extra in (("counter-example pcp_batch:0 (a lock per page, not 4.0's path)",
                               {"pcp_batch": "0", "line": "64"}),
                              ("config no_cma (the fixed lock shares the line of flags)",
                               {"pcp_batch": "31", "line": "64", "config": "no_cma"})):
-            b, a = zsel("lock_before_free_area", where, extra), zsel("lock_after_free_area",
-                                                                       where, extra)
-            if b and a and all(b[0].params.get(k) == v for k, v in extra.items()):
-                rows.append([f"fix, {label} (lock:{lock})", "-", change(b, a, "ops_per_s")])
-        rows.append([f"ops/s before -> after (lock:{lock})", "-",
-                     f"{stat_text(summary_of(before, 'ops_per_s'))} -> "
-                     f"{stat_text(summary_of(after, 'ops_per_s'))}" if after and before
-                     else NOT_RUN])
+            where = {"lock": lock, **extra} if lock else extra
+            b = select(run, "zone_lock", "ops_per_s", {"layout": "lock_before_free_area",
+                                                       **where}, n if n else "max")
+            a = _same_variant(b, select(run, "zone_lock", "ops_per_s",
+                                        {"layout": "lock_after_free_area", **where},
+                                        n if n else "max"), "layout")
+            if b and a:
+                rows.append([f"fix, {label} (lock:{lock})", "-",
+                             other_comparison_cell(b, a, "ops_per_s", label),
+                             "none: not the seed's configuration"])
     tables["q2"] = rows
 
     # 3. page free 2006
@@ -260,101 +327,84 @@ def seed_tables(run: Run) -> Dict[str, List[List[str]]]:
     atomic_op = measure(run, "calibration", "ns_per_op", {"op": "atomic_fetch_add"},
                         prefer=private)
     plain_op = measure(run, "calibration", "ns_per_op", {"op": "plain_inc"}, prefer=private)
-    free_where = {"free_cpu": "same", "on_lru_pct": "0"}
-    atomic_free = select(run, "page_free", "ns_per_op", {"variant": "atomic", **free_where},
-                         threads="min")
-    fast_free = select(run, "page_free", "ns_per_op", {"variant": "fastpath", **free_where},
-                       threads="min")
     from families import race_verdicts
-    verdicts = race_verdicts(run.points)
+    races = race_verdicts(run.points)
     rows = [
-        ["locked instruction (atomic_fetch_add)", "~17 cycles (Pentium 4), more with another in flight",
-         stat_text(atomic_op, "ns")],
-        ["plain test / increment", "1-2 cycles", stat_text(plain_op, "ns")],
-        ["page free, atomic (on_lru 0 %, same CPU)", "netperf ~8126 Mbit/s",
-         stat_text(summary_of(atomic_free, "ns_per_op"), "ns/op")],
-        ["page free, fast path (on_lru 0 %, same CPU)", "netperf ~8199 Mbit/s (+0.9 %)",
-         stat_text(summary_of(fast_free, "ns_per_op"), "ns/op")],
-        ["fast path vs atomic, time per free", "+0.9 % throughput (netperf)",
-         change(atomic_free, fast_free, "ns_per_op")],
-    ]
-    for v in verdicts or [{"variant": "fastpath", "verdict": NOT_RUN}]:
+        ["locked instruction (atomic_fetch_add)",
+         "~17 cycles (Pentium 4), more with another in flight", stat_text(atomic_op, "ns"),
+         "same quantity in other units (cycles of a 2006 CPU vs ns here)"],
+        ["plain test / increment", "1-2 cycles", stat_text(plain_op, "ns"),
+         "same quantity in other units"],
+    ] + comparison_rows(run, verdicts, "002") + verdict_stats(
+        "page_free_fast_atomic", "ns_per_op", "ns/op", "-",
+        "none: netperf reports Mbit/s, not time per free")
+    for v in races or [{"variant": "fastpath", "verdict": NOT_RUN}]:
         seed = ("racy: reclaim can take a reference between the two tests"
                 if v["variant"] == "fastpath" else "-")
         what = f"race test, variant {v['variant']}"
         if v.get("scanner"):
             what += f", scanner {v['scanner']}"
-        rows.append([what, seed, v["verdict"]])
+        rows.append([what, seed, v["verdict"], "same question (safety), no seed figure"])
     tables["q3"] = rows
 
     # 4. pagevec 2020
-    n4 = _max_threads(run, "pagevec", {"slots": "31"})
-    w15 = measure(run, "pagevec", "wait_share", {"slots": "15", **base}, prefer=fixed_58)
-    w31 = measure(run, "pagevec", "wait_share", {"slots": "31", **base}, prefer=fixed_58)
     b31 = _mean(measure(run, "pagevec", "pagevec_bytes", {"slots": "31"}))
-    tables["q4"] = [
-        [f"lock contention, 15 -> 31 slots (N={n4 or '?'})", "8.9 % -> 2.2 % of CPU cycles",
-         f"{stat_text(w15, 'share waiting', 1.0)} -> {stat_text(w31, 'share waiting', 1.0)}"
-         if w15 is not None and w31 is not None else NOT_RUN],
-        [f"throughput, 15 -> 31 slots (N={n4 or '?'})", "pmbench 88.8 -> 95.1 Mpages/s (+7.1 %)",
-         change(pv58["15"], _same_n(pv58["15"], pv58["31"]), "pages_per_s")],
-        ["pagevec memory, 15 -> 31 slots", "128 -> 256 bytes of page pointers",
-         f"{fmt(b15)} -> {fmt(b31)} bytes (whole struct)" if b15 and b31 else NOT_RUN],
-    ]
+    rows = comparison_rows(run, verdicts, "003")
+    for v in _of(verdicts, "pv_slots_15_31"):
+        base, variant = verdict_points(run, v)
+        w15 = summary_of([p for p in base if "wait_share" in p.metrics], "wait_share")
+        w31 = summary_of([p for p in variant if "wait_share" in p.metrics], "wait_share")
+        rows.append([f"share of time waiting for lru_lock, {v['base_key']} -> "
+                     f"{v['variant_key']}", "8.9 % -> 2.2 % of CPU cycles in lock contention "
+                     "(pmbench, large machine)",
+                     f"{stat_text(w15, 'share waiting')} -> {stat_text(w31, 'share waiting')}"
+                     if w15 is not None and w31 is not None else NOT_RUN,
+                     "none: the seed's is a share of all CPU cycles of a whole workload; the "
+                     "model's is the share of a lock-bound loop's time spent waiting, which "
+                     "nears 1 when the loop does little else"])
+    rows.append(["pagevec memory, 15 -> 31 slots", "128 -> 256 bytes of page pointers",
+                 f"{fmt(b15)} -> {fmt(b31)} bytes (whole struct)" if b15 and b31 else NOT_RUN,
+                 "same quantity (the model's is the whole struct)"])
+    tables["q4"] = rows
 
     # 5. pre-zeroing 2004
     seed_before = {1: 90849, 2: 115679, 4: 152067, 8: 167449}
     seed_after = {1: 306791, 2: 283594, 4: 354015, 8: 279197}
-    rows = []
+    rows = comparison_rows(run, verdicts, "004")
     warm = {"tasks": "threads", "start": "warm"}
     for n in (1, 2, 4, 8):
-        zoa = select(run, "prezero", "allocs_per_s", {"mode": "zero_on_alloc"}, n)
-        idle = select(run, "prezero", "allocs_per_s", {"mode": "prezeroed_idle"}, n)
-        busy = select(run, "prezero", "allocs_per_s", {"mode": "prezeroed_busy"}, n)
         plain = measure(run, "fault", "faults_per_wall_s", {"mode": "plain"}, n, warm)
-        if not (zoa or idle or busy or plain):
-            rows.append([f"{n} threads: faults (allocations) per wall second",
-                         f"{seed_before[n]:,} before, {seed_after[n]:,} after", NOT_RUN])
-            continue
-        zoa_idle = [p for p in run.points if p.bench == "prezero" and p.threads == n
-                    and p.aggregate is None and p.params.get("mode") == "zero_on_alloc"
-                    and idle and p.params.get("idle_us") == idle[0].params.get("idle_us")]
-        zoa_busy = [p for p in run.points if p.bench == "prezero" and p.threads == n
-                    and p.aggregate is None and p.params.get("mode") == "zero_on_alloc"
-                    and busy and p.params.get("idle_us") == busy[0].params.get("idle_us")]
-        rows.append([f"{n} threads: faults (allocations) per wall second",
-                     f"{seed_before[n]:,} before, {seed_after[n]:,} after (+238 % at 1 thread)"
-                     if n == 1 else f"{seed_before[n]:,} before, {seed_after[n]:,} after",
-                     f"model: pre-zeroed with idle time vs zero on alloc: "
-                     f"{change(zoa_idle or zoa, idle, 'allocs_per_s')}; busy zeroer: "
-                     f"{change(zoa_busy or zoa, busy, 'allocs_per_s')}; real faults "
-                     f"(mode:plain) {stat_text(plain, 'faults/wall-s')}"])
-    for zeroer in ("engine", "idle_cpus"):
-        burst = {"protocol": "idle_burst", "burst_pages": "4096", "pool_pages": "4096"}
-        none = select(run, "prezero", "allocs_per_s", {**burst, "zeroer": "none"}, 1)
-        pre = select(run, "prezero", "allocs_per_s", {**burst, "zeroer": zeroer}, 1)
-        busy = select(run, "prezero", "allocs_per_s",
-                      {**burst, "protocol": "busy", "zeroer": zeroer}, 1)
-        if none or pre:
-            rows.append([f"1 thread, burst B = pool P after an idle period, zeroer {zeroer}",
-                         "favourable case (idle machine) vs Holt: no pre-zeroed pages when busy",
-                         f"idle then burst vs zero on alloc: {change(none, pre, 'allocs_per_s')}"
-                         f"; busy vs idle then burst: {change(pre, busy, 'allocs_per_s')}"])
+        rows.append([f"{n} threads: faults per wall second (fault mode:plain, this kernel)",
+                     f"{seed_before[n]:,} before, {seed_after[n]:,} after",
+                     stat_text(plain, "faults/wall-s"),
+                     "same quantity for 'before' (this kernel does not pre-zero); 'after' has "
+                     "no counterpart here"])
     cpu = measure(run, "fault", "faults_per_cpu_s", {"mode": "plain"}, 1, warm)
     idle_cpu = measure(run, "fault", "faults_per_cpu_s",
                        {"mode": "plain", "start": "after_idle"}, 1)
     rows.append(["1 thread: faults per CPU-second", "90933 -> 307839",
                  f"plain warm {stat_text(cpu)}, after idle {stat_text(idle_cpu)}" if cpu
-                 else NOT_RUN])
+                 else NOT_RUN, "same quantity for 'before'"])
     gbs = {}
     for method in ("memset", "rep_stosb", "nt_store", "clzero"):
         gbs[method] = measure(run, "zeroing", "gb_per_s", {"method": method},
                               prefer={"fill": "zero"})
     rows.append(["zeroing bandwidth per method", "hardware (Altix BTE) only for order >= 4",
                  "; ".join(f"{m} {stat_text(v, 'GB/s')}" for m, v in gbs.items()
-                           if v is not None) or NOT_RUN])
+                           if v is not None) or NOT_RUN, "none: no seed figure"])
     tables["q5"] = rows
     return tables
+
+
+def _same_variant(reference: List[Point], points: List[Point], param: str) -> List[Point]:
+    """The rows of `points` whose parameters equal the reference rows' except `param`, at the
+    same thread count ([] when none): the variant side of a comparison built by select()."""
+    if not reference:
+        return []
+    want = {k: v for k, v in reference[0].params.items() if k != param}
+    n = reference[0].threads
+    return [p for p in points if p.threads == n
+            and {k: v for k, v in p.params.items() if k != param} == want]
 
 
 def summary_of(points: List[Point], metric: str) -> Optional[Stat]:
@@ -378,10 +428,9 @@ def _scale(value: Optional[float], by: float = 1e-6) -> Optional[float]:
     return None if value is None else value * by
 
 
-def _best_slots(run: Run) -> str:
-    """'N=1: 4, N=4: 8, ...' measured best slot count (max pages/s, offset 0) per thread count."""
-    pts = [p for p in run.points if p.bench == "pagevec" and "slots" in p.params
-           and p.params.get("offset", "0") == "0" and p.params.get("policy", "fixed") == "fixed"]
+def _best_slots(pts: List[Point]) -> str:
+    """'N=1: 4, N=4: 8, ...' measured best slot count (max pages/s) per thread count over the
+    rows of one pagevec configuration (families.pagevec_sweep: the heatmap's rows)."""
     best: Dict[int, tuple] = {}
     for variant, by_n in summarize(pts, "pages_per_s").items():
         try:
@@ -403,7 +452,8 @@ def _img(path: str, alt: str) -> str:
 def _table(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
     out = ["<table><tr>" + "".join(f"<th>{html.escape(str(h))}</th>" for h in header) + "</tr>"]
     for row in rows:
-        out.append("<tr>" + "".join(f"<td>{html.escape(_cell(c))}</td>" for c in row) + "</tr>")
+        out.append("<tr>" + "".join(f"<td>{c if isinstance(c, Cell) else html.escape(_cell(c))}"
+                                    "</td>" for c in row) + "</tr>")
     out.append("</table>")
     return "\n".join(out)
 
@@ -653,8 +703,10 @@ def verdict_html(verdicts: List[Dict[str, Any]]) -> str:
     items = []
     for v in verdicts:
         cls = {"resolved": "ok", "not_resolved": "warn", "too_few": "warn"}.get(v["status"], "")
-        items.append(f'<li class="{cls}">{html.escape(v["text"])} <span class="caption">'
-                     f'({html.escape(v["metric"])})</span></li>')
+        items.append(f'<li class="{cls}"><span class="cmp" data-comparison="'
+                     f'{html.escape(v.get("id", ""))}">{html.escape(v["text"])}</span> '
+                     f'<span class="caption">({html.escape(v["metric"])}; rows '
+                     f'{html.escape(str(v.get("rows", "")))})</span></li>')
     return '<p><b>Verdict</b> (effect with 95 % interval from one coherence regime):</p><ul ' \
            'class="verdicts">' + "".join(items) + "</ul>"
 
@@ -664,16 +716,34 @@ def coherence_note(run: Run, families: Optional[Sequence[str]] = None) -> str:
     by coherence label ("Contended repetitions: 34 near, 149 far ..."); "" when there are none.
     Repetitions in different regimes are different experiments: means and effects use one."""
     counts: Dict[str, int] = {}
+    ns: Dict[str, List[float]] = {}
+    names: Dict[str, Dict[str, int]] = {}
     for p in run.points:
         if p.aggregate is None and p.threads > 1 and (families is None or p.bench in families
                                                       or p.family in families):
             label = p.coherence if p.coherence else "unknown"
             counts[label] = counts.get(label, 0) + 1
+            if p.regime_ns:
+                ns.setdefault(label, []).append(p.regime_ns)
+            coherence = p.row.get("coherence") if isinstance(p.row, dict) else None
+            name = coherence.get("regime_name") if isinstance(coherence, dict) else None
+            if isinstance(name, str) and name:
+                names.setdefault(label, {}).setdefault(name, 0)
+                names[label][name] += 1
     if not sum(counts.values()):
         return ""
     order = sorted(counts, key=stats.regime_rank)
+
+    def named(label):
+        # A label ranks regimes within this run only: say what it is, the harness's
+        # regime_name ("near 32 ns (matches start_of_run:0-1 30 ns)") when the rows carry it,
+        # else its ns (the median of the rows').
+        if names.get(label):
+            return max(names[label], key=names[label].get)
+        values = sorted(ns.get(label, []))
+        return f"{label} ({stats.ns_text(values[len(values) // 2])} ns)" if values else label
     note = ("Contended repetitions (2+ threads) by coherence regime: "
-            + ", ".join(f"{counts[k]} {k}" for k in order) + ".")
+            + ", ".join(f"{counts[k]} {named(k)}" for k in order) + ".")
     if len([k for k in counts if k not in stats.NO_REGIME]) > 1:
         note += (" A cache line moved between the point's PUs at different costs in different "
                  "repetitions (the host moved the vCPUs, or the machine was busy): means and "
@@ -689,9 +759,9 @@ def build_html(run: Run, images: Dict[str, str],
     from verdicts import QUESTION_SECTION, compute_verdicts
     ll = run.lockline
     esc = html.escape
-    tables = seed_tables(run)
     if verdicts is None:
         verdicts = compute_verdicts(run)
+    tables = seed_tables(run, verdicts)
     by_section: Dict[str, List[Dict[str, Any]]] = {}
     for v in verdicts:
         by_section.setdefault(QUESTION_SECTION.get(v["question"], ""), []).append(v)
@@ -730,7 +800,11 @@ def build_html(run: Run, images: Dict[str, str],
         if not shown:
             body.append(f"<p>{NOT_RUN}: no {esc(', '.join(stems))} results in this run.</p>")
         body.append(verdict_html(by_section.get(qid, [])))
-        body.append(_table(["quantity", "seed discussion", "measured here"], tables[qid]))
+        body.append(_table(["quantity", "seed discussion", "measured here",
+                            "comparable with the seed?"], tables[qid]))
+        missing = unanswered_note(verdicts, {v: k for k, v in QUESTION_SECTION.items()}[qid])
+        if missing:
+            body.append(f'<p class="caption">{esc(missing)}</p>')
         krows = kernel_rows(run, KERNEL_FAMILIES.get(qid, []))
         if krows:
             body.append("<h3>The real kernel, measured the same way</h3>")

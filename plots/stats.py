@@ -156,6 +156,12 @@ def ratio_interval(base: Sequence[float], variant: Sequence[float],
     return ratio, float(min(lo, ratio)), float(max(hi, ratio))
 
 
+def ns_text(ns: float) -> str:
+    """A latency in ns for the text: 3 significant digits below 100 ns (32.4), whole ns above
+    (156, 2354): never an exponent."""
+    return f"{ns:.3g}" if abs(ns) < 100 else f"{ns:.0f}"
+
+
 def pct(fraction: Optional[float]) -> str:
     """A fraction as a signed percentage: '+6 %', '-0.8 %', '+35 %' (one decimal below 10 %)."""
     if fraction is None or not math.isfinite(fraction):
@@ -186,6 +192,7 @@ class Comparison:
     total_base: int = 0
     total_variant: int = 0
     min_effect: float = MIN_EFFECT
+    regime_ns: Optional[float] = None
 
     @property
     def resolved(self) -> bool:
@@ -198,8 +205,13 @@ class Comparison:
         return self.ci is not None and (self.ci[0] > 0 or self.ci[1] < 0)
 
     def regime_words(self) -> str:
-        """'near-regime' / 'pooled' (rows without a regime) for the text."""
-        return f"{self.regime}-regime" if self.regime else "pooled"
+        """'near-regime (32 ns)' / 'pooled' (rows without a regime) for the text. A label
+        ranks regimes within one run only, so the regime's ns (results/SCHEMA.md
+        coherence.regime_ns) is said with it when the rows carry it."""
+        if not self.regime:
+            return "pooled"
+        return f"{self.regime}-regime" + (f" ({ns_text(self.regime_ns)} ns)"
+                                          if self.regime_ns else "")
 
     def interval_text(self) -> str:
         """'+6 % [+2 %, +10 %]', or 'too few repetitions'."""
@@ -225,7 +237,9 @@ class Comparison:
         if self.status == "too_few":
             have = min(self.n_base, self.n_variant)
             total = max(self.total_base, self.total_variant)
-            where = f" in the {self.regime} regime" if self.regime else ""
+            where = (f" in the {self.regime} regime" + (f" ({ns_text(self.regime_ns)} ns)"
+                                                        if self.regime_ns else "")
+                     if self.regime else "")
             return (f"{head}too few same-regime repetitions ({have} of {total}{where}; an "
                     f"interval needs {MIN_REPETITIONS} a side)")
         if self.status == "not_resolved":
@@ -271,10 +285,17 @@ def compare_points(base_points, variant_points, metric: str, label: str = "",
                    min_effect: float = MIN_EFFECT) -> Comparison:
     """compare_samples over lockline_results.Point repetitions (aggregate rows and rows
     without `metric` are ignored; overrun repetitions are dropped: their window ran long)."""
-    def samples(points):
-        return [(p.regime, p.metrics[metric]) for p in points
+    def used(points):
+        return [p for p in points
                 if p.aggregate is None and metric in p.metrics and not p.overrun]
-    return compare_samples(samples(base_points), samples(variant_points), label, min_effect)
+    base_points, variant_points = used(base_points), used(variant_points)
+    out = compare_samples([(p.regime, p.metrics[metric]) for p in base_points],
+                          [(p.regime, p.metrics[metric]) for p in variant_points], label,
+                          min_effect)
+    ns = [p.regime_ns for p in list(base_points) + list(variant_points)
+          if out.regime and p.regime == out.regime and p.regime_ns]
+    out.regime_ns = float(np.median(ns)) if ns else None
+    return out
 
 
 def stddev_from_aggregate(mean_time: float, stddev_time: float) -> Tuple[float, float]:

@@ -36,10 +36,13 @@ class ComparisonSpec:
     other parameters equal, at the largest (threads="max") or smallest ("min") thread count
     both have.
 
+    id: stable name of the comparison (verdicts.json `id`, the report's data-comparison).
     metrics: the first one the rows carry is compared. group_by: one comparison per value of
     these parameters (e.g. per lock kind). prefer: when several parameter combinations match,
     the one agreeing with most of these wins (then the first in sorted order). base_name /
-    variant_name: words for the text ("lock before free_area").
+    variant_name: words for the text ("lock before free_area"). seed: the seed discussion's
+    figure for this comparison; comparable: how that figure relates to the model's (the same
+    quantity, its direction only, or plainly none).
     """
 
     question: str
@@ -53,52 +56,79 @@ class ComparisonSpec:
     threads: str = "max"
     group_by: Tuple[str, ...] = ()
     prefer: Tuple[Tuple[str, str], ...] = ()
+    id: str = ""
+    seed: str = "-"
+    comparable: str = "-"
 
 
-# The comparisons that answer the five seed questions. effect = variant / base - 1.
+def _spec(cid: str, question: str, bench: str, param: str, base: str, variant: str,
+          base_name: str, variant_name: str, metrics: Tuple[str, ...], threads: str,
+          group_by: Tuple[str, ...], prefer: Tuple[Tuple[str, str], ...], seed: str,
+          comparable: str) -> ComparisonSpec:
+    return ComparisonSpec(question, bench, param, base, variant, base_name, variant_name,
+                          metrics, threads, group_by, prefer, cid, seed, comparable)
+
+
+PAGES = ("pages_per_s", "ops_per_s")
+ALLOCS = ("allocs_per_s", "ops_per_s")
+PV_2004 = (("kernel", "2.6.9"), ("scanner", "off"), ("policy", "fixed"), ("mode", "deferred"))
+PV_2020 = (("kernel", "5.8"), ("scanner", "on"), ("policy", "fixed"), ("mode", "deferred"))
+BURST = (("protocol", "idle_burst"), ("burst_pages", "4096"))
+DIRECTION_ONLY = ("direction only: the seed measured a whole workload on another machine; "
+                  "the model measures only the code path in question")
+
+# The comparisons that answer the five seed questions, one per line: effect = variant / base - 1.
+# Changing which rows answer a question is an edit of its line (rows chosen by bench, param
+# base/variant, threads, group_by, prefer).
 COMPARISONS: Tuple[ComparisonSpec, ...] = (
-    ComparisonSpec("000", "pagevec", "slots", "16", "15", "16 slots (2.6.9)",
-                   "15 slots (128-byte pagevec)", ("pages_per_s", "ops_per_s"),
-                   prefer=(("kernel", "2.6.9"), ("scanner", "off"), ("offset", "0"),
-                           ("policy", "fixed"), ("mode", "deferred"))),
-    ComparisonSpec("000", "pagevec", "offset", "0", "8", "16 slots at offset 0",
-                   "16 slots at offset 8 (misaligned)", ("pages_per_s", "ops_per_s"),
-                   prefer=(("kernel", "2.6.9"), ("scanner", "off"), ("slots", "16"),
-                           ("policy", "fixed"), ("mode", "deferred"))),
-    ComparisonSpec("001", "zone_lock", "layout", "lock_before_free_area", "lock_after_free_area",
-                   "lock before free_area (3484b2de9499, v3.16-v3.19)",
-                   "lock after free_area (a368ab67aa55, v4.0)", ("ops_per_s",),
-                   group_by=("lock",), prefer=(("pcp_batch", "31"), ("config", "cma"),
-                                               ("line", "64"), ("zones", "per_numa"))),
-    ComparisonSpec("002", "page_free", "variant", "atomic", "fastpath", "atomic put_page",
-                   "fast-path put_page", ("ops_per_s",), threads="min",
-                   prefer=(("on_lru_pct", "0"), ("free_cpu", "same"), ("lock", "ticket"))),
-    ComparisonSpec("003", "pagevec", "slots", "15", "31", "15 slots", "31 slots",
-                   ("pages_per_s", "ops_per_s"),
-                   prefer=(("kernel", "5.8"), ("scanner", "on"), ("offset", "0"),
-                           ("policy", "fixed"), ("mode", "deferred"))),
-    ComparisonSpec("004", "prezero", "mode", "zero_on_alloc", "prezeroed_idle",
-                   "zero on allocation", "pre-zeroed with idle time",
-                   ("allocs_per_s", "ops_per_s"), prefer=(("method", "memset"),)),
-    ComparisonSpec("004", "prezero", "mode", "zero_on_alloc", "prezeroed_busy",
-                   "zero on allocation", "pre-zeroed, zeroer CPUs busy",
-                   ("allocs_per_s", "ops_per_s"), prefer=(("method", "memset"),)),
+    _spec("pv_slots_16_15", "000", "pagevec", "slots", "16", "15", "16 slots (2.6.9)",
+          "15 slots (128-byte pagevec)", PAGES, "max", (), PV_2004 + (("offset", "0"),),
+          "re-aim 4144-4207 -> 4493-4718 jobs/min (+6.8 % to +13.9 %, doubted as noise)",
+          DIRECTION_ONLY + " (re-aim jobs/min vs pages/s through lru_lock)"),
+    _spec("pv_offset_0_8", "000", "pagevec", "offset", "0", "8", "offset 0 (aligned)",
+          "offset 8 (misaligned)", PAGES, "max", (), PV_2004 + (("slots", "16"),),
+          "not measured in 2004", "none: no seed figure"),
+    _spec("zone_lock_after_before", "001", "zone_lock", "layout", "lock_before_free_area",
+          "lock_after_free_area", "lock before free_area (3484b2de9499, v3.16-v3.19)",
+          "lock after free_area (a368ab67aa55, v4.0)", ("ops_per_s",), "max", ("lock",),
+          (("pcp_batch", "31"), ("config", "cma"), ("line", "64"), ("zones", "per_numa")),
+          "3484b2de9499: aim7 152288 -> 81911 jobs/min (-46.2 %); its fix a368ab67aa55: "
+          "84568 -> 164280 jobs/min (+94.3 %)",
+          DIRECTION_ONLY + " (aim7 jobs/min vs zone->lock alloc/free ops/s)"),
+    _spec("page_free_fast_atomic", "002", "page_free", "variant", "atomic", "fastpath",
+          "atomic put_page", "fast-path put_page", ("ops_per_s",), "min", (),
+          (("on_lru_pct", "0"), ("free_cpu", "same"), ("lock", "ticket")),
+          "netperf 8126 -> 8199 Mbit/s (+0.9 %)",
+          "none: netperf's Mbit/s is a whole network stack in which put_page is a small part; "
+          "the model's frees/s is put_page alone"),
+    _spec("pv_slots_15_31", "003", "pagevec", "slots", "15", "31", "15 slots", "31 slots",
+          PAGES, "max", (), PV_2020 + (("offset", "0"),),
+          "pmbench 88.8 -> 95.1 Mpages/s (+7.1 %)",
+          "direction only: pages/s of a whole workload (pmbench) vs pages/s through lru_lock"),
+    _spec("prezero_idle", "004", "prezero", "mode", "zero_on_alloc", "prezeroed_idle",
+          "zero on allocation", "pre-zeroed with idle time", ALLOCS, "max", (),
+          (("method", "memset"),), "faults/wall-s 90849 -> 306791 at 1 thread (+238 %)",
+          "direction only: the seed's faults/wall-s include the rest of the fault; the "
+          "model's allocations/s are mostly the zeroing"),
+    _spec("prezero_busy", "004", "prezero", "mode", "zero_on_alloc", "prezeroed_busy",
+          "zero on allocation", "pre-zeroed, zeroer CPUs busy", ALLOCS, "max", (),
+          (("method", "memset"),), "Holt: no pre-zeroed pages when the machine is busy",
+          "none: an objection, not a measurement"),
+    _spec("prezero_burst_engine", "004", "prezero", "zeroer", "none", "engine",
+          "zero on allocation", "pre-zeroed after idle (engine, order >= 4 blocks)", ALLOCS,
+          "min", (), BURST, "Altix BTE zeroing engine, order >= 4 only: no figure",
+          "none: no seed figure"),
+    _spec("prezero_burst_idle_cpus", "004", "prezero", "zeroer", "none", "idle_cpus",
+          "zero on allocation", "pre-zeroed after idle (idle CPUs)", ALLOCS, "min", (), BURST,
+          "faults/wall-s 90849 -> 306791 at 1 thread (+238 %)",
+          "direction only: the seed's faults/wall-s include the rest of the fault; the "
+          "model's allocations/s are mostly the zeroing"),
+    _spec("prezero_burst_busy", "004", "prezero", "protocol", "idle_burst", "busy",
+          "pre-zeroed after idle (idle CPUs)", "the same zeroer while busy", ALLOCS, "min", (),
+          (("zeroer", "idle_cpus"), ("burst_pages", "4096")),
+          "Holt: no pre-zeroed pages when the machine is busy",
+          "none: an objection, not a measurement"),
 )
-
-# 2004's two positions on pre-zeroing, with the burst protocol (bench/prezero.cpp): after an
-# idle period a pool of P pre-zeroed pages serves a burst of B = P allocations (Lameter's case),
-# and the same zeroer when the machine was busy (Holt's objection).
-COMPARISONS += tuple(
-    ComparisonSpec("004", "prezero", "zeroer", "none", zeroer, "zero on allocation",
-                   f"pre-zeroed after idle ({words})", ("allocs_per_s", "ops_per_s"),
-                   threads="min", prefer=(("protocol", "idle_burst"), ("burst_pages", "4096")))
-    for zeroer, words in (("engine", "engine, order >= 4 blocks"),
-                          ("idle_cpus", "idle CPUs")))
-COMPARISONS += (
-    ComparisonSpec("004", "prezero", "protocol", "idle_burst", "busy",
-                   "pre-zeroed after idle (idle CPUs)", "the same zeroer while busy",
-                   ("allocs_per_s", "ops_per_s"), threads="min",
-                   prefer=(("zeroer", "idle_cpus"), ("burst_pages", "4096"))),)
 
 # Report section of each question id.
 QUESTION_SECTION = {"000": "q1", "001": "q2", "002": "q3", "003": "q4", "004": "q5"}
@@ -150,14 +180,38 @@ def find_pairs(spec: ComparisonSpec, points: Sequence[Point]
     return out
 
 
+def comparison_id(spec: ComparisonSpec, group: Tuple = ()) -> str:
+    """verdicts.json `id` of one comparison: the spec's id plus its group ("zone_lock_after_before
+    [lock:ticket]")."""
+    return spec.id + ("[" + " ".join(f"{k}:{v}" for k, v in group) + "]" if group else "")
+
+
+def rows_text(spec: ComparisonSpec, base: Optional[Point] = None) -> str:
+    """The rows a comparison uses, in words: 'pagevec slots:16 vs slots:15 (kernel:2.6.9 ...)'
+    (the other parameters of the chosen rows when given)."""
+    text = f"{spec.bench} {spec.param}:{spec.base} vs {spec.param}:{spec.variant}"
+    if base is not None:
+        rest = " ".join(f"{k}:{v}" for k, v in sorted(base.params.items()) if k != spec.param)
+        text += f" ({rest}, threads:{base.threads})" if rest else f" (threads:{base.threads})"
+    return text
+
+
 def verdict_record(spec: ComparisonSpec, metric: str, base: List[Point], variant: List[Point],
                    threads: int, group: Tuple, min_effect: float) -> Dict[str, Any]:
-    """One verdicts.json entry (the contract's fields plus `threads`, `total_base`,
-    `total_variant`, `bench`) for a base/variant pair of repetitions."""
-    where = ", ".join([f"{k}:{v}" for k, v in group] + [f"threads:{threads}"])
+    """One verdicts.json entry (the contract's fields plus `id`, `threads`, `total_base`,
+    `total_variant`, `regime_ns`, `rows`, `seed`, `comparable`) for a base/variant pair of
+    repetitions: the one computation every rendering of this comparison (verdict line, table
+    cell, relative plot) shows."""
+    # Preferred parameters the chosen rows do not have are said in the text: the words of the
+    # spec ("16 slots") must never describe rows they do not match.
+    params = base[0].params if base else {}
+    departs = [f"{k}:{params[k]}" for k, v in spec.prefer if k in params and params[k] != v
+               and k not in spec.group_by]
+    where = ", ".join([f"{k}:{v}" for k, v in group] + departs + [f"threads:{threads}"])
     label = f"{spec.variant_name} ({where})"
     comparison = stats.compare_points(base, variant, metric, label, min_effect)
     return {
+        "id": comparison_id(spec, group),
         "question": spec.question,
         "comparison": f"{spec.variant_name} vs {spec.base_name} ({where})",
         "metric": metric,
@@ -167,6 +221,10 @@ def verdict_record(spec: ComparisonSpec, metric: str, base: List[Point], variant
         "effect": comparison.effect,
         "ci": list(comparison.ci) if comparison.ci else None,
         "regime": comparison.regime or "all",
+        "regime_ns": comparison.regime_ns,
+        "rows": rows_text(spec, base[0]),
+        "seed": spec.seed,
+        "comparable": spec.comparable,
         "n_base": comparison.n_base,
         "n_variant": comparison.n_variant,
         "total_base": comparison.total_base,

@@ -130,6 +130,29 @@ json Document() {
   return doc;
 }
 
+// A calibration c2c point at 150 ns makes the 156 ns regime "far 156 ns
+// (matches c2c:0-1 150 ns)", so two runs' regimes can be told apart by what
+// they match, not by their rank.
+TEST(CoherenceRelabel, RegimeNameSaysNsAndMatchedClass) {
+  json doc = Document();
+  for (double ns : {149.0, 150.0, 151.0})
+    doc["benchmarks"].push_back(
+        {{"run_type", "iteration"},
+         {"params", {{"c2c", "pingpong"}, {"pu_a", "0"}, {"pu_b", "1"}}},
+         {"latency_ns", ns}});
+  RelabelCoherence(doc);
+  const json& far = doc["benchmarks"][20]["coherence"];
+  ASSERT_EQ(far["label"], "far");
+  EXPECT_EQ(far["matches"], "c2c:0-1");
+  EXPECT_NE(
+      far["regime_name"].get<std::string>().find("matches c2c:0-1 150 ns"),
+      std::string::npos)
+      << far["regime_name"];
+  const json& regimes = doc["context"]["lockline"]["coherence_regimes"][0];
+  EXPECT_EQ(regimes["regimes"][1]["matches"], "c2c:0-1");
+  EXPECT_TRUE(regimes["regimes"][0]["matches"].is_null());
+}
+
 TEST(CoherenceRelabel, LabelsNameTheRegimeNotTheStartState) {
   json doc = Document();
   RelabelCoherence(doc);
@@ -151,6 +174,14 @@ TEST(CoherenceRelabel, LabelsNameTheRegimeNotTheStartState) {
   const json& regimes = doc["context"]["lockline"]["coherence_regimes"];
   ASSERT_EQ(regimes.size(), 1u);
   EXPECT_EQ(regimes[0]["regimes"].size(), 2u);
+  // The label says what it is: the regime's ns and the measured class it
+  // matches (none: the start-of-run probes were 16 ns, 2x away).
+  EXPECT_EQ(
+      rows[0]["coherence"]["regime_name"].get<std::string>().rfind("near 3", 0),
+      0u)
+      << rows[0]["coherence"]["regime_name"];
+  EXPECT_TRUE(rows[0]["coherence"]["matches"].is_null());
+  EXPECT_TRUE(rows[30]["coherence"]["regime_name"].is_null());
   // Relabelling is idempotent.
   json again = doc;
   RelabelCoherence(again);

@@ -296,14 +296,62 @@ def test_gb_1_9_straddle_refused_but_ops_rows_fine():
 
 
 def test_unknown_gb_version_warns_for_threaded_time_rows(tmp_path):
-    """Files without a version (not lockline's): threaded time rows warn, not refuse."""
+    """lockline files that do not say their Google Benchmark version: threaded time rows warn,
+    not refuse."""
     rows = [{"name": "BM_x/threads:4", "run_type": "iteration", "threads": 4,
              "real_time": 100.0 + i, "time_unit": "ns"} for i in range(9)]
     path = tmp_path / "plain.json"
-    path.write_text(json.dumps({"context": {}, "benchmarks": rows}))
+    path.write_text(json.dumps({"context": {"lockline": {"schema_version": 1}},
+                                "benchmarks": rows}))
     code, result, _ = run_json(str(path), str(path))
     assert code == 0
     assert any("version unknown" in w for w in result["warnings"])
+
+
+FOREIGN = os.path.join(GBENCH_FIX, "issue25")
+
+
+def test_foreign_library_version_straddle_is_refused():
+    """Plain Google Benchmark files (fixtures written for issue 25): one without
+    context.library_version (written before 1.8.4) against one from 1.9.1 straddle 1.9.0, so
+    their threaded real_time rows are refused, naming both versions; a version written in the
+    file is never called unknown."""
+    old = os.path.join(FOREIGN, "pool-noversion-threads.json")
+    new = os.path.join(FOREIGN, "pool-1.9.1-threads.json")
+    p = run_cli(old, new)
+    assert p.returncode == 2, p.stdout + p.stderr
+    err = p.stderr.strip().splitlines()
+    assert len(err) == 1 and "1.9.0" in err[0], err
+    assert "before 1.8.4" in err[0] and "1.9.1" in err[0], err
+    code, result, _ = run_json(new, new)
+    assert code == 0
+    assert not any("unknown" in w for w in result["warnings"]), result["warnings"]
+    code, result, _ = run_json(old, old)
+    assert code == 0
+    assert not any("unknown" in w for w in result["warnings"]), result["warnings"]
+
+
+def test_foreign_version_parsing():
+    assert compare.file_gb_version({"library_version": "v1.9.1"}) == (1, 9, 1)
+    assert compare.file_gb_version({}) < (1, 8, 4)
+    assert compare.version_text(compare.file_gb_version({})).startswith("before 1.8.4")
+    assert compare.file_gb_version({"lockline": {}}) is None
+    assert compare.file_gb_version({"lockline": {"versions": {"google_benchmark": "1.7.1"}}}) \
+        == (1, 7, 1)
+
+
+def test_regression_from_few_samples_carries_a_caution():
+    """A regression claimed from 5 repetitions a side (< 9) carries a warning saying so; the
+    same change from 9 a side does not (fixtures written for issue 25)."""
+    base = os.path.join(FOREIGN, "few-base.json")
+    cur = os.path.join(FOREIGN, "few-cur.json")
+    code, result, _ = run_json(base, cur)
+    assert code == 1
+    few = [r for r in result["rows"] if r["key"] == "BM_copy/5reps"]
+    many = [r for r in result["rows"] if r["key"] == "BM_copy/9reps"]
+    assert few[0]["verdict"] == "regression" and many[0]["verdict"] == "regression"
+    assert any("fewer than 9 a side" in w for w in few[0]["warnings"]), few[0]["warnings"]
+    assert not any("fewer than 9" in w for w in many[0]["warnings"])
 
 
 def test_coherence_label_difference_is_undecided():

@@ -46,6 +46,21 @@ def test_too_few_repetitions_is_not_resolved():
     assert rows[0]["smallest"].startswith("not resolved here"), rows[0]
 
 
+def test_open_answer_still_says_what_was_resolved():
+    """Issue 25 item 3: false sharing resolved below 64 B, 64 B still slower, 128 B too noisy
+    to say against 256 B: the answer names all three, with the same numbers as the effects."""
+    pts = (points({8: 40.0, 32: 44.0, 64: 10.7, 256: 10.0}, n=9, cv=0.01)
+           + points({128: 10.0}, n=9, cv=0.25, seed=5))
+    rows = families.false_sharing_verdicts(pts)
+    answer, effects = rows[0]["smallest"], rows[0]["effects"]
+    assert answer.startswith("not resolved here"), answer
+    assert "slower than 256 B at 8 B +" in answer and "32 B +" in answer and "64 B +" in answer
+    assert "not resolved against 256 B: 128 B (" in answer
+    for part in effects.split("; "):
+        d, interval = part.split(": ", 1)
+        assert interval in answer, (d, interval, answer)
+
+
 def test_one_row_per_pair_class_and_op():
     pts = (points({64: 20.0, 256: 5.0}, pair="smt") +
            points({64: 20.0, 256: 5.0}, pair="package_remote", op="xadd", seed=3))

@@ -274,7 +274,7 @@ def test_csv_holds_every_series_with_error_and_shift(out_a):
     assert all(int(r["repetitions"]) == 2 for r in ticket if r["x"] != "32")
     assert [r["coherence_shifted"] for r in ticket if r["x"] == "32"] == ["1"]
     rel = [r for r in read_csv(out_a / "zone_lock.csv") if r["figure"] == "zone_lock_relative"]
-    assert {r["y_name"] for r in rel} == {"ops_per_s/lock_after_free_area"}
+    assert {r["y_name"] for r in rel} == {"ops_per_s/lock_before_free_area"}
     assert all(float(r["y"]) > 0 for r in rel)
 
 

@@ -157,8 +157,9 @@ def test_verdicts_json_follows_the_contract(tmp_path):
                   "regime", "n_base", "n_variant", "dropped", "resolved", "status", "text"):
         assert field in v, field
     assert v["question"] == "001" and v["metric"] == "ops_per_s"
+    # The rows are pcp_batch:0, not the preferred 4.0 path (31): the text says so.
     assert v["comparison"] == ("lock after free_area (a368ab67aa55, v4.0) vs lock before "
-                               "free_area (3484b2de9499, v3.16-v3.19) (lock:ticket, threads:2)")
+                               "free_area (3484b2de9499, v3.16-v3.19) (lock:ticket, pcp_batch:0, threads:2)")
     assert v["base_key"].startswith("zone_lock/layout:lock_before_free_area/")
     assert v["variant_key"].startswith("zone_lock/layout:lock_after_free_area/")
     assert v["regime"] == "near" and v["n_base"] == v["n_variant"] == 5 and v["dropped"] == 8
