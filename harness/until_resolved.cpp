@@ -102,7 +102,11 @@ VerdictSummary ReadVerdicts(const std::string& path) {
     ++s.total;
     if (v.value("resolved", false)) continue;
     ++s.open;
-    for (const char* k : {"base_key", "variant_key"}) {
+    // A paired verdict (method "paired") is continued on its duet row alone:
+    // more window pairs, not more unpaired repetitions.
+    const bool paired = v.value("duet_key", json()).is_string();
+    for (const char* k : {"duet_key", "base_key", "variant_key"}) {
+      if (paired != (std::string(k) == "duet_key")) continue;
       const json key = v.value(k, json());
       if (key.is_string() && seen.insert(key.get<std::string>()).second)
         s.keys.push_back(key.get<std::string>());

@@ -778,3 +778,53 @@ def plot_false_sharing(data: FamilyData) -> List[Tuple[str, Figure]]:
             ax.text(x, 0.02, label, transform=ax.get_xaxis_transform(), fontsize=7,
                     ha="right", va="bottom", rotation=90, color="0.4")
     return [("false_sharing", finish(fig, runs))]
+
+
+@register("duet")
+def plot_duet(data: FamilyData) -> List[Tuple[str, Figure]]:
+    """Paired windows (bench/duet.cpp): per comparison (of / param / a -> b, threads), each
+    window pair's ratio B/A as a dot and the paired effect with its 95 % interval
+    (stats.compare_pairs: the computation the verdicts use) as a bar, one panel per run."""
+    from lockline_results import duet_pairs
+    runs = _runs_of(data)
+    fig, axes = new_figure(len(data.runs), "duet: paired-window effect B / A - 1 (%)", runs,
+                           cols=1, width=9.0, height=max(3.0, 0.45 * 12))
+    for ax, (run, pts) in zip(axes, data.runs):
+        series: Dict[Tuple, List] = {}
+        for p in pts:
+            if p.aggregate is None and not p.overrun:
+                series.setdefault((p.variant, p.threads), []).append(p)
+        if not series:
+            empty_panel(ax, run.host, "no paired-window rows")
+            continue
+        labels = []
+        for y, ((variant, threads), reps) in enumerate(sorted(series.items())):
+            params = dict(variant)
+            extra = "".join(f", {k}:{params[k]}" for k in ("lock", "kernel") if k in params)
+            labels.append(f"{params.get('of')} {params.get('param')}: {params.get('a')} -> "
+                          f"{params.get('b')} (threads:{threads}{extra})")
+            pairs = [(p.regime, a, b) for p in reps for a, b in duet_pairs(p)]
+            ratios = [b / a - 1 for _, a, b in pairs if a > 0 and b > 0]
+            ax.scatter([100 * r for r in ratios], [y] * len(ratios), s=6, color="0.6",
+                       alpha=0.5, zorder=1, label="one window pair" if y == 0 else None)
+            c = stats.compare_pairs(pairs)
+            if c.effect is None:
+                continue
+            color = "tab:blue" if c.resolved else "tab:orange"
+            if c.ci is not None:
+                ax.errorbar([100 * c.effect], [y], xerr=[[100 * (c.effect - c.ci[0])],
+                                                        [100 * (c.ci[1] - c.effect)]],
+                            fmt="o", color=color, capsize=3, zorder=3)
+            else:
+                ax.plot([100 * c.effect], [y], "o", mfc="none", color=color, zorder=3)
+        ax.axvline(0, color="0.3", lw=0.8)
+        for edge in (-100 * stats.MIN_EFFECT, 100 * stats.MIN_EFFECT):
+            ax.axvline(edge, color="0.6", lw=0.6, ls=":")
+        ax.set_yticks(range(len(labels)))
+        ax.set_yticklabels(labels, fontsize=7)
+        ax.set_xlabel("B / A - 1 (%), B = the second named value")
+        ax.set_title(f"{run.host}: median pair ratio, 95 % paired-bootstrap interval "
+                     f"(blue resolved, orange not); dotted: +-{100 * stats.MIN_EFFECT:g} %",
+                     fontsize=9)
+        ax.legend(fontsize=7, loc="lower right")
+    return [("duet", finish(fig, runs))]

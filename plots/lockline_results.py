@@ -238,6 +238,22 @@ class Point:
         return tuple(sorted(self.params.items()))
 
 
+def duet_pairs(point: Point) -> List[Tuple[float, float]]:
+    """The window pairs of a paired-windows row (family `duet`, harness/duet.h): (A's ops/s,
+    B's ops/s) per measured pair, from `details.duet.pairs`; [] for any other row or a
+    malformed one."""
+    duet = point.row.get("details", {}).get("duet") if isinstance(point.row, dict) else None
+    pairs = duet.get("pairs") if isinstance(duet, dict) else None
+    out = []
+    for pair in pairs if isinstance(pairs, list) else []:
+        if not isinstance(pair, dict):
+            continue
+        a, b = pair.get("a_ops_per_s"), pair.get("b_ops_per_s")
+        if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+            out.append((float(a), float(b)))
+    return out
+
+
 @dataclasses.dataclass
 class Run:
     """One result file: its context (machine, provenance) and its points."""

@@ -13,8 +13,8 @@ workloads without a shared line, `unknown` for one thread, or no label at all) a
     effect = median(variant) / median(base) - 1
     95 % interval: percentile bootstrap of that ratio (each side resampled independently,
                    BOOTSTRAP_RESAMPLES times, numpy generator seeded with SEED: deterministic)
-    resolved:      the interval excludes 0, or it is narrower than the minimum effect
-                   (MIN_EFFECT, 5 %: "no effect of 5 % or more")
+    resolved:      the interval excludes 0, or it lies within +-MIN_EFFECT (5 %: "no effect
+                   of 5 % or more"; is_resolved)
     too_few:       fewer than MIN_REPETITIONS same-regime repetitions on a side
 
 MIN_REPETITIONS is 4 because 4 a side is the fewest with which an exact two-sided
@@ -193,10 +193,11 @@ class Comparison:
     total_variant: int = 0
     min_effect: float = MIN_EFFECT
     regime_ns: Optional[float] = None
+    method: str = "unpaired"  # "unpaired" repetitions, or "paired" windows (compare_pairs)
 
     @property
     def resolved(self) -> bool:
-        """True when the interval excludes 0 or is narrower than the minimum effect."""
+        """True when the interval excludes 0 or lies within +-min_effect (is_resolved)."""
         return self.status == "resolved"
 
     @property
@@ -222,6 +223,11 @@ class Comparison:
     def counts_text(self) -> str:
         """'9 near-regime repetitions a side' or '9 / 7 near-regime repetitions (base /
         variant)', plus how many were dropped."""
+        if self.method == "paired":
+            text = f"{self.n_base} {self.regime_words()} window pairs (paired windows)"
+            if self.dropped:
+                text += f", {self.dropped} in other regimes dropped"
+            return text
         if self.n_base == self.n_variant:
             text = f"{self.n_base} {self.regime_words()} repetitions a side"
         else:
@@ -234,6 +240,10 @@ class Comparison:
         """The verdict line, e.g. 'lock after free_area: +6 % [+2 %, +10 %], 9 near-regime
         repetitions a side'."""
         head = f"{self.label}: " if self.label else ""
+        if self.status == "too_few" and self.method == "paired":
+            where = f" in the {self.regime} regime" if self.regime else ""
+            return (f"{head}too few window pairs ({self.n_base} of {self.total_base}{where}; "
+                    f"an interval needs {MIN_PAIRS})")
         if self.status == "too_few":
             have = min(self.n_base, self.n_variant)
             total = max(self.total_base, self.total_variant)
@@ -250,6 +260,12 @@ class Comparison:
             return f"{head}{self.interval_text()}, {self.counts_text()}"
         return (f"{head}no effect of {self.min_effect * 100:g} % or more: "
                 f"{self.interval_text()}, {self.counts_text()}")
+
+
+def is_resolved(ci: Tuple[float, float], min_effect: float = MIN_EFFECT) -> bool:
+    """The one rule for a resolved comparison: the interval (lo, hi) of the effect excludes 0
+    (an effect), or lies within +-min_effect (an equivalence: "no effect of 5 % or more")."""
+    return ci[0] > 0 or ci[1] < 0 or (-min_effect < ci[0] and ci[1] < min_effect)
 
 
 def compare_samples(base: Sequence[Sample], variant: Sequence[Sample], label: str = "",
@@ -276,7 +292,7 @@ def compare_samples(base: Sequence[Sample], variant: Sequence[Sample], label: st
     except ValueError:
         return Comparison(effect=None, ci=None, status="too_few", **common)
     ci = (lo - 1.0, hi - 1.0)
-    resolved = ci[0] > 0 or ci[1] < 0 or (ci[1] - ci[0]) < min_effect
+    resolved = is_resolved(ci, min_effect)
     return Comparison(effect=ratio - 1.0, ci=ci,
                       status="resolved" if resolved else "not_resolved", **common)
 
@@ -298,6 +314,55 @@ def compare_points(base_points, variant_points, metric: str, label: str = "",
     return out
 
 
+MIN_PAIRS = 8  # same-regime window pairs for a paired interval
+
+
+def compare_pairs(pairs: Sequence[Tuple[str, float, float]], label: str = "",
+                  min_effect: float = MIN_EFFECT, min_pairs: int = MIN_PAIRS,
+                  resamples: int = BOOTSTRAP_RESAMPLES, seed: int = SEED) -> Comparison:
+    """The effect of B against A from paired windows (harness/duet.h): `pairs` are
+    (coherence label of the repetition, A's ops/s, B's ops/s), one per window pair.
+
+        effect = exp(median(log(B / A))) - 1   (the median pair ratio)
+        95 % interval: percentile bootstrap of that median, pairs resampled with replacement
+                       (each pair keeps its two sides: a paired bootstrap), seeded
+        resolved: is_resolved (interval excludes 0, or lies within +-min_effect)
+
+    Pairs of one coherence regime are used (the regime holding most pairs; `mixed`
+    repetitions dropped; unlabelled rows pooled), as for repetitions. Pairs with a side <= 0
+    or not finite are dropped (a window that did nothing). Returns a Comparison with
+    method "paired", n_base = n_variant = pairs used; status "too_few" under min_pairs.
+    """
+    good = [(lab, a, b) for lab, a, b in pairs
+            if math.isfinite(a) and math.isfinite(b) and a > 0 and b > 0]
+    labels = [lab for lab, _, _ in good]
+    regime = majority_regime(labels)
+    if regime:
+        used = [(a, b) for lab, a, b in good if lab == regime]
+    elif any(lab == MIXED for lab in labels):
+        used = [(a, b) for lab, a, b in good if lab != MIXED]
+    else:
+        used = [(a, b) for _, a, b in good]
+    common = dict(label=label, regime=regime, n_base=len(used), n_variant=len(used),
+                  dropped=len(pairs) - len(used), total_base=len(pairs),
+                  total_variant=len(pairs), min_effect=min_effect, method="paired")
+    if len(used) < max(1, min_pairs):
+        effect = None
+        if used:
+            effect = float(np.exp(np.median([math.log(b / a) for a, b in used]))) - 1.0
+        return Comparison(effect=effect, ci=None, status="too_few", **common)
+    logs = np.log(np.asarray([b for _, b in used]) / np.asarray([a for a, _ in used]))
+    med = float(np.median(logs))
+    rng = np.random.default_rng(seed)
+    boot = np.median(logs[rng.integers(0, logs.size, size=(resamples, logs.size))], axis=1)
+    tail = (1.0 - CONFIDENCE) / 2.0
+    lo, hi = np.quantile(boot, [tail, 1.0 - tail])
+    ci = (math.exp(min(float(lo), med)) - 1.0, math.exp(max(float(hi), med)) - 1.0)
+    resolved = is_resolved(ci, min_effect)
+    return Comparison(effect=math.exp(med) - 1.0, ci=ci,
+                      status="resolved" if resolved else "not_resolved", **common)
+
+
 def stddev_from_aggregate(mean_time: float, stddev_time: float) -> Tuple[float, float]:
     """Throughput mean and spread (per second) from a time-per-iteration mean and stddev (in
     seconds), by the delta method: rate = 1 / t, sd(rate) ~= sd(t) / t^2. Used for
@@ -308,5 +373,5 @@ def stddev_from_aggregate(mean_time: float, stddev_time: float) -> Tuple[float, 
 
 
 __all__ = ["MIN_EFFECT", "MIN_REPETITIONS", "CONFIDENCE", "SEED", "Comparison", "RegimeChoice",
-           "compare_samples", "compare_points", "select_regime", "majority_regime",
+           "compare_samples", "compare_points", "compare_pairs", "MIN_PAIRS", "is_resolved", "select_regime", "majority_regime",
            "ratio_interval", "regime_rank", "pct", "stddev_from_aggregate"]

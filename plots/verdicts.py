@@ -24,7 +24,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from lockline_results import Point, ResultError, Run, load_runs  # noqa: E402
+from lockline_results import Point, ResultError, Run, duet_pairs, load_runs  # noqa: E402
 import stats  # noqa: E402
 
 SCHEMA = 1
@@ -196,12 +196,26 @@ def rows_text(spec: ComparisonSpec, base: Optional[Point] = None) -> str:
     return text
 
 
+def find_duet(spec: ComparisonSpec, base: List[Point], points: Sequence[Point]) -> List[Point]:
+    """The paired-windows repetitions (family `duet`, bench/duet.cpp) of the same comparison as
+    `base`'s rows: `of` = the spec's bench, `param` / `a` / `b` = the spec's parameter, base
+    and variant, every other parameter and the thread count equal to the base rows'."""
+    want = {k: v for k, v in base[0].params.items() if k != spec.param}
+    want.update({"of": spec.bench, "param": spec.param, "a": spec.base, "b": spec.variant})
+    return [p for p in points if p.bench == "duet" and p.aggregate is None
+            and p.threads == base[0].threads and p.params == want and not p.overrun]
+
+
 def verdict_record(spec: ComparisonSpec, metric: str, base: List[Point], variant: List[Point],
-                   threads: int, group: Tuple, min_effect: float) -> Dict[str, Any]:
+                   threads: int, group: Tuple, min_effect: float,
+                   duet: Sequence[Point] = ()) -> Dict[str, Any]:
     """One verdicts.json entry (the contract's fields plus `id`, `threads`, `total_base`,
-    `total_variant`, `regime_ns`, `rows`, `seed`, `comparable`) for a base/variant pair of
-    repetitions: the one computation every rendering of this comparison (verdict line, table
-    cell, relative plot) shows."""
+    `total_variant`, `regime_ns`, `rows`, `seed`, `comparable`, `method`) for a base/variant
+    pair of repetitions: the one computation every rendering of this comparison (verdict line,
+    table cell, relative plot) shows. With `duet` rows (the same comparison in paired windows)
+    the verdict is the paired effect (stats.compare_pairs, method "paired"); the unpaired
+    effect of the repetitions is kept beside it (`unpaired`) for reference, never as the
+    answer."""
     # Preferred parameters the chosen rows do not have are said in the text: the words of the
     # spec ("16 slots") must never describe rows they do not match.
     params = base[0].params if base else {}
@@ -209,8 +223,22 @@ def verdict_record(spec: ComparisonSpec, metric: str, base: List[Point], variant
                and k not in spec.group_by]
     where = ", ".join([f"{k}:{v}" for k, v in group] + departs + [f"threads:{threads}"])
     label = f"{spec.variant_name} ({where})"
-    comparison = stats.compare_points(base, variant, metric, label, min_effect)
-    return {
+    unpaired = stats.compare_points(base, variant, metric, label, min_effect)
+    comparison = unpaired
+    pairs = [(p.regime, a, b) for p in duet for a, b in duet_pairs(p)]
+    if pairs:
+        comparison = stats.compare_pairs(pairs, label, min_effect)
+        ns = [p.regime_ns for p in duet if comparison.regime and p.regime == comparison.regime
+              and p.regime_ns]
+        comparison.regime_ns = sorted(ns)[len(ns) // 2] if ns else None
+    extra: Dict[str, Any] = {"method": comparison.method}
+    if pairs:
+        extra["duet_key"] = duet[0].key
+        extra["unpaired"] = {"effect": unpaired.effect,
+                             "ci": list(unpaired.ci) if unpaired.ci else None,
+                             "regime": unpaired.regime or "all", "n_base": unpaired.n_base,
+                             "n_variant": unpaired.n_variant, "status": unpaired.status}
+    return {**extra,
         "id": comparison_id(spec, group),
         "question": spec.question,
         "comparison": f"{spec.variant_name} vs {spec.base_name} ({where})",
@@ -241,7 +269,8 @@ def compute_verdicts(run: Run, min_effect: float = stats.MIN_EFFECT) -> List[Dic
     out = []
     for spec in COMPARISONS:
         for metric, base, variant, n, group in find_pairs(spec, run.points):
-            out.append(verdict_record(spec, metric, base, variant, n, group, min_effect))
+            duet = find_duet(spec, base, run.points)
+            out.append(verdict_record(spec, metric, base, variant, n, group, min_effect, duet))
     return out
 
 
@@ -252,8 +281,12 @@ def verdicts_document(run: Run, min_effect: float = stats.MIN_EFFECT) -> Dict[st
             "rule": (f"effect = median(variant) / median(base) - 1 over the repetitions of one "
                      f"coherence regime; {int(stats.CONFIDENCE * 100)} % percentile bootstrap "
                      f"interval ({stats.BOOTSTRAP_RESAMPLES} resamples, seed {stats.SEED}); "
-                     f"resolved when the interval excludes 0 or is narrower than min_effect; "
-                     f"at least {stats.MIN_REPETITIONS} same-regime repetitions a side"),
+                     f"resolved when the interval excludes 0 or lies within +-min_effect; "
+                     f"at least {stats.MIN_REPETITIONS} same-regime repetitions a side. Where "
+                     f"the run has the comparison as paired windows (family duet, method "
+                     f"'paired'): effect = median over window pairs of B/A - 1, paired "
+                     f"percentile bootstrap over the pairs of one coherence regime, at least "
+                     f"{stats.MIN_PAIRS} pairs"),
             "verdicts": compute_verdicts(run, min_effect)}
 
 

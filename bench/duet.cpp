@@ -1,0 +1,322 @@
+// duet: the seed questions' comparisons as paired windows (harness/duet.h).
+// Each row holds two variants of one family that differ in one parameter (the
+// slot count, the zone->lock layout, the put_page variant, the pre-zeroing
+// mode ...) and runs them alternately on one thread team, window by
+// window, so each window pair is one sample of their ratio taken within
+// milliseconds; plots/verdicts.py answers a question from these pairs where a
+// duet row exists (method "paired windows"), else from repetitions.
+// Contention regime: each side's own (the family's key says it). Not measured
+// here: anything a side does not (both sides are the families' own workloads).
+// Not paired: workloads whose invariants assume one window per repetition (the
+// prezero burst protocols). A/A rows (the same variant on both sides, suite
+// full) measure how often the paired method finds an effect that is not there.
+#include "harness/duet.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "harness/family.h"
+
+namespace lockline {
+namespace {
+
+/// Measured window pairs per repetition, and discarded warm-up pairs before
+/// them. 12 pairs x 5 repetitions = 60 pairs a comparison by default.
+constexpr int kPairs = 12;
+constexpr int kWarmupPairs = 1;
+
+/// One paired comparison: rows of `family` whose `param` is `a` (base) vs `b`,
+/// all other parameters equal; one duet per value of `group_by` (e.g. per lock
+/// kind), each the candidate matching most of `prefer`. Mirrors
+/// plots/verdicts.py COMPARISONS (which chooses the rows a verdict compares);
+/// `threads_min`: at the variant's smallest thread count only (the question is
+/// asked of one thread), else at every thread count of the run.
+struct DuetSpec {
+  const char* question;
+  const char* family;
+  const char* param;
+  const char* a;
+  const char* b;
+  std::vector<std::pair<std::string, std::string>> prefer;
+  std::vector<std::string> group_by = {};
+  bool threads_min = false;
+  /// kDefault: in the default suite (the questions' answers the report gives
+  /// from pairs); kFull: measured with --full (or a filter) only.
+  Suite suite = Suite::kFull;
+};
+
+const std::vector<DuetSpec>& Specs() {
+  static const std::vector<DuetSpec> specs = {
+      {"000",
+       "pagevec",
+       "slots",
+       "16",
+       "15",
+       {{"kernel", "2.6.9"},
+        {"scanner", "off"},
+        {"offset", "0"},
+        {"policy", "fixed"},
+        {"mode", "deferred"}}},
+      {"000",
+       "pagevec",
+       "slots",
+       "16",
+       "14",
+       {{"kernel", "2.6.9"},
+        {"scanner", "off"},
+        {"offset", "0"},
+        {"policy", "fixed"},
+        {"mode", "deferred"}}},
+      {"000",
+       "pagevec",
+       "offset",
+       "0",
+       "8",
+       {{"kernel", "2.6.9"},
+        {"scanner", "off"},
+        {"slots", "16"},
+        {"policy", "fixed"},
+        {"mode", "deferred"}}},
+      // 2015 is answered by the ticket lock of 4.0 (default suite); the other
+      // locks are what-ifs (suite full).
+      {"001",
+       "zone_lock",
+       "layout",
+       "lock_before_free_area",
+       "lock_after_free_area",
+       {{"lock", "ticket"},
+        {"pcp_batch", "31"},
+        {"config", "cma"},
+        {"line", "64"},
+        {"zones", "per_numa"}},
+       {},
+       false,
+       Suite::kDefault},
+      {"001",
+       "zone_lock",
+       "layout",
+       "lock_before_free_area",
+       "lock_after_free_area",
+       {{"pcp_batch", "31"},
+        {"config", "cma"},
+        {"line", "64"},
+        {"zones", "per_numa"}},
+       {"lock"}},
+      {"002",
+       "page_free",
+       "variant",
+       "atomic",
+       "fastpath",
+       {{"on_lru_pct", "0"}, {"free_cpu", "same"}, {"lock", "ticket"}},
+       {},
+       true,
+       Suite::kDefault},
+      {"003",
+       "pagevec",
+       "slots",
+       "15",
+       "31",
+       {{"kernel", "5.8"},
+        {"scanner", "on"},
+        {"offset", "0"},
+        {"policy", "fixed"},
+        {"mode", "deferred"}}},
+      {"004",
+       "prezero",
+       "mode",
+       "zero_on_alloc",
+       "prezeroed_busy",
+       {{"method", "memset"}},
+       {},
+       true},
+      // A/A: the same variant on both sides (suite full), for the false
+      // effect rate of the paired method across families and thread counts.
+      {"aa",
+       "pagevec",
+       "slots",
+       "15",
+       "15",
+       {{"kernel", "2.6.9"}, {"scanner", "off"}, {"offset", "0"}}},
+      {"aa",
+       "zone_lock",
+       "layout",
+       "lock_after_free_area",
+       "lock_after_free_area",
+       {{"pcp_batch", "31"}, {"config", "cma"}, {"lock", "ticket"}},
+       {},
+       false,
+       Suite::kFull},
+      {"aa",
+       "page_free",
+       "variant",
+       "atomic",
+       "atomic",
+       {{"on_lru_pct", "0"}, {"free_cpu", "same"}},
+       {},
+       false,
+       Suite::kFull},
+      {"aa",
+       "locks",
+       "lock",
+       "ticket",
+       "ticket",
+       {{"cs", "0"}, {"stats", "off"}},
+       {},
+       false,
+       Suite::kFull},
+  };
+  return specs;
+}
+
+std::string ParamOf(const Params& p, const std::string& k) {
+  for (const auto& [pk, pv] : p)
+    if (pk == k) return pv;
+  return "";
+}
+
+Params WithParam(Params p, const std::string& k, const std::string& v) {
+  for (auto& [pk, pv] : p)
+    if (pk == k) pv = v;
+  return p;
+}
+
+/// The duet variant of a (base, variant) pair of one family.
+Variant MakeDuet(const DuetSpec& spec, const Variant& a, const Variant& b,
+                 Suite suite) {
+  Variant d;
+  d.params = {
+      {"of", spec.family}, {"param", spec.param}, {"a", spec.a}, {"b", spec.b}};
+  for (const auto& kv : a.params)
+    if (kv.first != spec.param) d.params.push_back(kv);
+  d.suite = suite;
+  d.quick_only = a.quick_only || b.quick_only;
+  const std::string a_key = RowKey(spec.family, a.params, 0);
+  const std::string b_key = RowKey(spec.family, b.params, 0);
+  // RowKey ends in "/threads:0": the sides' keys without a thread count.
+  const auto strip = [](std::string k) {
+    return k.substr(0, k.rfind("/threads:"));
+  };
+  d.description = std::string("paired windows (duet), question ") +
+                  spec.question + ": " + spec.param + ":" + spec.b + " vs " +
+                  spec.param + ":" + spec.a + " alternating window by window" +
+                  " on one thread team; A = " + a.description;
+  if (spec.threads_min) {
+    d.threads = {a.threads.empty()
+                     ? 1
+                     : *std::min_element(a.threads.begin(), a.threads.end())};
+  } else {
+    d.threads = a.threads;
+  }
+  d.needs_spare_pu = a.needs_spare_pu || b.needs_spare_pu;
+  d.windows = 2 * (kWarmupPairs + kPairs);
+  d.fixed_work = a.fixed_work;
+  d.cost_mib = a.cost_mib + b.cost_mib;
+  d.cost_s = a.cost_s + b.cost_s;
+  d.quick_cost_fraction =
+      std::max(a.quick_cost_fraction, b.quick_cost_fraction);
+  d.pus = a.pus;
+  const auto make_a = a.make, make_b = b.make;
+  const std::string ka = strip(a_key), kb = strip(b_key);
+  const std::string duet_key = RowKey("duet", d.params, 0);
+  d.make = [make_a, make_b, ka, kb, duet_key](const PointEnv& env) {
+    // A fresh order for every repetition of every point, reproducible from
+    // the key and the repetition's sequence number within the process.
+    static std::map<std::string, uint64_t> repetition;
+    const uint64_t seed =
+        std::hash<std::string>{}(duet_key)*0x9E3779B97F4A7C15ull +
+        static_cast<uint64_t>(env.threads) * 1000003ull +
+        repetition[duet_key + std::to_string(env.threads)]++;
+    return std::make_unique<DuetWorkload>(
+        make_a(env), make_b(env), DuetSchedule(kWarmupPairs, kPairs, seed), ka,
+        kb);
+  };
+  return d;
+}
+
+/// The pairs of `spec` among `candidates` (variants of one suite tier): per
+/// group_by value, the candidate matching most of `prefer` (ties: the first in
+/// key order), mirroring plots/verdicts.py find_pairs.
+std::vector<std::pair<const Variant*, const Variant*>> FindPairs(
+    const DuetSpec& spec, const std::vector<const Variant*>& candidates) {
+  std::map<std::string, const Variant*> by_key;
+  for (const Variant* v : candidates)
+    by_key[RowKey(spec.family, v->params, 0)] = v;
+  std::map<std::string, std::vector<std::pair<int, std::string>>> groups;
+  for (const auto& [key, v] : by_key) {
+    if (ParamOf(v->params, spec.param) != spec.a) continue;
+    const std::string other =
+        RowKey(spec.family, WithParam(v->params, spec.param, spec.b), 0);
+    if (!by_key.count(other)) continue;
+    std::string group;
+    for (const auto& g : spec.group_by) group += ParamOf(v->params, g) + "/";
+    int score = 0;
+    for (const auto& [k, val] : spec.prefer)
+      if (ParamOf(v->params, k) == val) ++score;
+    groups[group].push_back({-score, key});
+  }
+  std::vector<std::pair<const Variant*, const Variant*>> out;
+  for (auto& [group, list] : groups) {
+    std::sort(list.begin(), list.end());
+    const Variant* a = by_key[list.front().second];
+    const Variant* b = by_key[RowKey(
+        spec.family, WithParam(a->params, spec.param, spec.b), 0)];
+    out.push_back({a, b});
+  }
+  return out;
+}
+
+std::vector<Variant> DuetVariants(const std::vector<PuInfo>& order) {
+  // Every other family's variants, as the run would plan them.
+  std::map<std::string, std::vector<Variant>> all;
+  for (const Family& fam : Families()) {
+    if (fam.name == "duet") continue;
+    all[fam.name] =
+        fam.planned_variants ? fam.planned_variants(order) : fam.variants();
+  }
+  std::vector<Variant> out;
+  std::map<std::string, bool> emitted;
+  for (const DuetSpec& spec : Specs()) {
+    auto it = all.find(spec.family);
+    if (it == all.end()) continue;
+    // Two tiers: what a --quick run has (suite quick, including quick-only
+    // stand-ins), and what a default run has (suite <= default, none
+    // quick-only); a pair found in both is one duet of suite quick.
+    for (const Suite tier : {Suite::kQuick, Suite::kDefault, Suite::kFull}) {
+      std::vector<const Variant*> candidates;
+      for (const Variant& v : it->second) {
+        const bool in_tier =
+            tier == Suite::kQuick
+                ? v.suite == Suite::kQuick
+                : static_cast<int>(v.suite) <= static_cast<int>(tier) &&
+                      !v.quick_only;
+        if (in_tier) candidates.push_back(&v);
+      }
+      for (const auto& [a, b] : FindPairs(spec, candidates)) {
+        const Suite suite = static_cast<Suite>(
+            std::max({static_cast<int>(tier), static_cast<int>(spec.suite),
+                      static_cast<int>(a->suite), static_cast<int>(b->suite)}));
+        Variant d = MakeDuet(spec, *a, *b, suite);
+        const std::string key = RowKey("duet", d.params, 0);
+        if (emitted.count(key)) continue;
+        emitted[key] = true;
+        out.push_back(std::move(d));
+      }
+    }
+  }
+  return out;
+}
+
+LOCKLINE_REGISTER_FAMILY(Family{
+    "duet",
+    "the seed comparisons as paired windows: two variants of one family "
+    "alternating window by window on one thread team (harness/duet.h)",
+    nullptr, DuetVariants});
+
+}  // namespace
+}  // namespace lockline

@@ -1,0 +1,99 @@
+// Paired ("duet") windows: one thread team on one placement alternates two
+// variants A and B window by window, so that each window pair is one sample of
+// the ratio B/A taken within milliseconds. On a machine whose coherence regime
+// or clock changes every few seconds (a cloud VM, a CI runner), a change hits
+// both sides of a pair instead of one side of a comparison made from
+// repetitions seconds apart: after duet benchmarking (Bulej et al., ICPE 2020),
+// but inside one process, so the two variants share the threads, their PUs and
+// the NUMA node of their memory.
+//
+// Protocol of one repetition (DuetSchedule): `warmup_pairs` window pairs whose
+// windows are discarded, then `pairs` pairs, each in a random order (A then B,
+// or B then A; seeded, recorded on the row). Both variants' workloads are
+// created, prepared and set up once, before the first window, each with its
+// own memory at the offsets its key names; neither is torn down before the
+// last window. The row (results/SCHEMA.md, family `duet`) records per window
+// which side ran, and per pair both sides' ops/s; plots/stats.py computes the
+// paired effect (median of the log pair ratios, paired bootstrap interval).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "harness/family.h"
+
+namespace lockline {
+
+/// Which variant a window runs: kA, kB, or a discarded warm-up window of one.
+enum class DuetSide : uint8_t { kA = 0, kB = 1, kWarmupA = 2, kWarmupB = 3 };
+
+/// The window order of one repetition: `warmup_pairs` (A, B) warm-up pairs,
+/// then `pairs` measured pairs, each (A, B) or (B, A) with probability 1/2
+/// from a generator seeded with `seed` (the same seed gives the same order).
+/// Size: 2 * (warmup_pairs + pairs) windows.
+std::vector<DuetSide> DuetSchedule(int warmup_pairs, int pairs, uint64_t seed);
+
+/// One measured window pair: each side's throughput, operations per second of
+/// window wall time (all threads), and which ran first.
+struct DuetPair {
+  double a_ops_per_s = 0;
+  double b_ops_per_s = 0;
+  bool b_first = false;
+};
+
+/// Pairs of a schedule from per-window (operations, seconds), in schedule
+/// order; warm-up windows are skipped. Windows of zero length or zero
+/// operations give a pair with a zero side (the caller decides; plots/stats.py
+/// drops pairs with a side <= 0).
+std::vector<DuetPair> DuetPairs(const std::vector<DuetSide>& schedule,
+                                const std::vector<uint64_t>& ops,
+                                const std::vector<double>& seconds);
+
+/// A Workload that runs `a` and `b` alternately, one window each, in the
+/// order of `schedule` (see the file comment). Both must agree on fixed_work();
+/// the point shares lines when either does. Report() adds both sides'
+/// throughput and the pairs (details.duet), and each side's own report under
+/// details.duet.a / .b; Verify() checks both. Not thread-safe beyond the
+/// Workload contract: every thread calls RunWindow once per window, in step.
+class DuetWorkload : public Workload {
+ public:
+  /// `a_key` / `b_key`: the two variants' row keys without threads (for the
+  /// row's details). Throws std::invalid_argument when the two sides disagree
+  /// on fixed_work().
+  DuetWorkload(std::unique_ptr<Workload> a, std::unique_ptr<Workload> b,
+               std::vector<DuetSide> schedule, std::string a_key,
+               std::string b_key);
+
+  void Prepare(int threads) override;
+  void SetupThread(const ThreadCtx& ctx) override;
+  uint64_t RunWindow(const ThreadCtx& ctx,
+                     const std::atomic<bool>& stop) override;
+  void TeardownThread(const ThreadCtx& ctx) override;
+  bool fixed_work() const override { return a_->fixed_work(); }
+  bool shares_lines() const override {
+    return a_->shares_lines() || b_->shares_lines();
+  }
+  void Report(PointReport& out, double window_seconds, uint64_t ops) override;
+  std::string Verify() override;
+
+ private:
+  /// Per thread: its window counter and, per window, its operations and its
+  /// start and end time (ns); on lines of their own, written only by the
+  /// thread, read after the last window.
+  struct alignas(128) ThreadLog {
+    int next = 0;
+    std::vector<uint64_t> ops, start_ns, end_ns;
+  };
+  Workload& Side(DuetSide s) {
+    return (s == DuetSide::kA || s == DuetSide::kWarmupA) ? *a_ : *b_;
+  }
+  std::unique_ptr<Workload> a_, b_;
+  std::vector<DuetSide> schedule_;
+  std::string a_key_, b_key_;
+  std::vector<ThreadLog> logs_;
+};
+
+}  // namespace lockline
