@@ -151,12 +151,25 @@ def find_pairs(spec: ComparisonSpec, points: Sequence[Point]
 
 
 def verdict_record(spec: ComparisonSpec, metric: str, base: List[Point], variant: List[Point],
-                   threads: int, group: Tuple, min_effect: float) -> Dict[str, Any]:
+                   threads: int, group: Tuple, min_effect: float, look: int = 0
+                   ) -> Dict[str, Any]:
     """One verdicts.json entry (the contract's fields plus `threads`, `total_base`,
-    `total_variant`, `bench`) for a base/variant pair of repetitions."""
+    `total_variant`, `bench`) for a base/variant pair of repetitions. `look` > 0: the sample
+    is adaptively stopped (lockline --until-resolved) and this is its look-th verdict; the
+    interval's confidence is stats.sequential_confidence(look) and the record says so
+    (`sequential`, and the text)."""
     where = ", ".join([f"{k}:{v}" for k, v in group] + [f"threads:{threads}"])
     label = f"{spec.variant_name} ({where})"
-    comparison = stats.compare_points(base, variant, metric, label, min_effect)
+    confidence = stats.sequential_confidence(look) if look > 0 else stats.CONFIDENCE
+    comparison = stats.compare_points(base, variant, metric, label, min_effect,
+                                      confidence=confidence)
+    text = comparison.text()
+    sequential = None
+    if look > 0:
+        sequential = {"look": look, "confidence": confidence,
+                      "rule": "alpha spending 5 % x 6 / (pi^2 k^2) at look k"}
+        text += (f" (adaptively stopped sample, look {look}: {confidence * 100:.1f} % "
+                 "interval)")
     return {
         "question": spec.question,
         "comparison": f"{spec.variant_name} vs {spec.base_name} ({where})",
@@ -174,33 +187,49 @@ def verdict_record(spec: ComparisonSpec, metric: str, base: List[Point], variant
         "dropped": comparison.dropped,
         "resolved": comparison.resolved,
         "status": comparison.status,
-        "text": comparison.text(),
+        "sequential": sequential,
+        "text": text,
     }
 
 
-def compute_verdicts(run: Run, min_effect: float = stats.MIN_EFFECT) -> List[Dict[str, Any]]:
-    """Every COMPARISONS entry present in `run`, as verdicts.json records, in question order."""
+def compute_verdicts(run: Run, min_effect: float = stats.MIN_EFFECT, look: int = 0
+                     ) -> List[Dict[str, Any]]:
+    """Every COMPARISONS entry present in `run`, as verdicts.json records, in question order
+    (`look`: see verdict_record)."""
     out = []
     for spec in COMPARISONS:
         for metric, base, variant, n, group in find_pairs(spec, run.points):
-            out.append(verdict_record(spec, metric, base, variant, n, group, min_effect))
+            out.append(verdict_record(spec, metric, base, variant, n, group, min_effect, look))
     return out
 
 
-def verdicts_document(run: Run, min_effect: float = stats.MIN_EFFECT) -> Dict[str, Any]:
+def verdicts_document(run: Run, min_effect: float = stats.MIN_EFFECT, look: int = 0
+                      ) -> Dict[str, Any]:
     """The verdicts.json object: {"schema": 1, "min_effect": ..., "verdicts": [...]}, plus
-    the rule in words."""
+    the rule in words (and `look` > 0: the sequential design's look)."""
+    doc = _verdicts_document(run, min_effect, look)
+    if look > 0:
+        doc["sequential"] = {"look": look, "confidence": stats.sequential_confidence(look),
+                             "rule": "adaptively stopped sample (lockline --until-resolved): "
+                                     "the interval at look k has confidence 1 - 5 % x 6 / "
+                                     "(pi^2 k^2), so any look resolving with a spurious effect "
+                                     "has probability at most 5 % in total"}
+    return doc
+
+
+def _verdicts_document(run: Run, min_effect: float, look: int) -> Dict[str, Any]:
     return {"schema": SCHEMA, "min_effect": min_effect,
             "rule": (f"effect = median(variant) / median(base) - 1 over the repetitions of one "
                      f"coherence regime; {int(stats.CONFIDENCE * 100)} % percentile bootstrap "
                      f"interval ({stats.BOOTSTRAP_RESAMPLES} resamples, seed {stats.SEED}); "
                      f"resolved when the interval excludes 0 or is narrower than min_effect; "
                      f"at least {stats.MIN_REPETITIONS} same-regime repetitions a side"),
-            "verdicts": compute_verdicts(run, min_effect)}
+            "verdicts": compute_verdicts(run, min_effect, look)}
 
 
 def write_verdicts(run_dir: str, run: Optional[Run] = None,
-                   min_effect: float = stats.MIN_EFFECT) -> Tuple[str, Dict[str, Any]]:
+                   min_effect: float = stats.MIN_EFFECT, look: int = 0
+                   ) -> Tuple[str, Dict[str, Any]]:
     """Compute and write RUN_DIR/verdicts.json (exclusive temporary file + rename); returns
     (path, document). Raises ResultError for a bad run directory."""
     from outputs import write_atomic
@@ -208,7 +237,7 @@ def write_verdicts(run_dir: str, run: Optional[Run] = None,
         raise ResultError(f"{run_dir}: not a directory (expected a lockline run directory)")
     if run is None:
         run = load_runs([run_dir])[0]
-    doc = verdicts_document(run, min_effect)
+    doc = verdicts_document(run, min_effect, look)
     path = os.path.join(run_dir, "verdicts.json")
     write_atomic(path, json.dumps(doc, indent=1) + "\n")
     return path, doc
@@ -223,12 +252,19 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--min-effect", type=float, default=stats.MIN_EFFECT * 100,
                         metavar="PCT", help="minimum effect in percent (default 5)")
     parser.add_argument("--quiet", action="store_true", help="do not print the verdict lines")
+    parser.add_argument("--look", type=int, default=0, metavar="K",
+                        help="the K-th look at an adaptively stopped sample (lockline "
+                             "--until-resolved): intervals at 1 - 5 %% x 6 / (pi^2 K^2) "
+                             "confidence (default 0: one fixed-size sample, 95 %%)")
     args = parser.parse_args(argv)
     try:
         if not 0 < args.min_effect < 100:
             raise ResultError(f"--min-effect {args.min_effect:g}: expected a percentage "
                               "between 0 and 100")
-        path, doc = write_verdicts(args.run_dir, min_effect=args.min_effect / 100)
+        if args.look < 0:
+            raise ResultError(f"--look {args.look}: expected 0 or a look number from 1")
+        path, doc = write_verdicts(args.run_dir, min_effect=args.min_effect / 100,
+                                   look=args.look)
     except ResultError as err:
         print(f"verdicts.py: error: {err}", file=sys.stderr)
         return 2
