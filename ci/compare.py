@@ -19,9 +19,15 @@ gate does not pass it silently. Improvements are reported, never fail. Follows p
 compare.py (significance plus a minimum effect) and lkp-tests' compare table layout; see
 ci/REGRESSION.md for the reasoning.
 
-Exit status: 0 every row decided and no regression, 1 regression, 2 bad or incomparable input
-(one line on stderr), 3 undecided rows ("undecided: N rows; rerun with M repetitions a side";
---allow-undecided turns it into 0).
+A benchmark the baseline measured whose current repetitions all failed (error_occurred, e.g.
+"mutual exclusion violated") or all overran is "broken" and fails the gate like a regression;
+one missing from the current side is "only in baseline" and counts as undecided (exit 3) unless
+--allow-missing.
+
+Exit status: 0 every row decided and no regression, 1 regression or broken row, 2 bad or
+incomparable input (one line on stderr), 3 undecided rows ("undecided: N rows; rerun with M
+repetitions a side"; --allow-undecided turns it into 0) or baseline rows missing from the current
+side (--allow-missing turns it into 0).
 """
 
 import argparse
@@ -40,6 +46,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(
 
 import lockline_results as results  # noqa: E402  (the one reader of result files)
 import stats as effects  # noqa: E402  (effects with intervals from one coherence regime)
+import outputs  # noqa: E402  (the atomic writer of every tool's output files)
 
 EXIT_OK, EXIT_REGRESSION, EXIT_BAD_INPUT, EXIT_UNDECIDED = 0, 1, 2, 3
 
@@ -50,8 +57,12 @@ GB_TIME_SEMANTICS_CHANGE = (1, 9, 0)
 TIME_UNIT_NS = results.TIME_UNIT_NS
 TIME_METRICS = ("real_time", "cpu_time")
 
-VERDICTS = ("regression", "improvement", "no change", "undecided", "only in baseline",
-            "only in current", "incomparable")
+VERDICTS = ("regression", "broken", "improvement", "no change", "undecided",
+            "only in baseline", "only in current", "incomparable")
+
+# --min-effect / --override accept 0 <= PCT < this: a larger (or inf, or nan) minimum effect
+# would make every change "no change" and so switch the gate off silently (issue 27 item 10).
+MAX_MIN_EFFECT_PCT = 1e6
 
 # Bad input: the reader's error, carrying the one-line message main() prints (exit 2).
 InputError = results.ResultError
@@ -108,8 +119,10 @@ def parse_override(text):
         value = float(pct)
     except ValueError:
         raise InputError(f"--override {text!r}: {pct!r} is not a number of percent") from None
-    if value < 0 or math.isnan(value):
-        raise InputError(f"--override {text!r}: the minimum effect must be >= 0 percent")
+    if not 0 <= value < MAX_MIN_EFFECT_PCT:
+        raise InputError(f"--override {text!r}: the minimum effect must be a finite percentage "
+                         f"from 0 to below {MAX_MIN_EFFECT_PCT:g} (inf or nan would disable the "
+                         "gate)")
     return compile_regex(pattern, "--override"), value
 
 
@@ -175,12 +188,13 @@ def load_side(paths, label):
     """Load and pool the result files of one side ("baseline" or "current").
 
     Returns a dict: "label", "paths", "contexts" (one per file), "rows" (key -> list of sample
-    dicts with "values", "threads", "coherence", "placement", "layout", "overrun"), "notes"
+    dicts with "values", "threads", "coherence", "placement", "layout", "overrun"), "failed"
+    (key -> error messages of its rows with error_occurred or skipped), "notes"
     (excluded rows, aggregate fallbacks), "emulated" (one bool per file), "unfinished" (paths
     of files with finished: false). Raises InputError for unreadable or malformed files.
     """
     side = {"label": label, "paths": list(paths), "contexts": [], "rows": {}, "notes": [],
-            "emulated": [], "unfinished": []}
+            "emulated": [], "unfinished": [], "failed": {}}
     for path in paths:
         doc = read_json_file(path)
         side["contexts"].append(doc.get("context", {}))
@@ -199,13 +213,18 @@ def load_side(paths, label):
                                  "single sample (statistics cannot decide; use --threshold-only)")
         excluded = 0
         for r in samples:
-            if r.get("error_occurred") or r.get("skipped"):
-                excluded += 1
-                continue
             key = row_key(r)
             if r.get("run_type") is None and r["name"].endswith("_mean") and \
                     r.get("aggregate_name") is None:
                 key = strip_decorations(r["name"][:-len("_mean")])
+            if r.get("error_occurred") or r.get("skipped"):
+                excluded += 1
+                # Kept per key: a baseline key whose current rows all failed is a broken point,
+                # never "only in baseline" (issue 27 item 4).
+                message = r.get("error_message")
+                side["failed"].setdefault(key, []).append(
+                    message if isinstance(message, str) and message else "error_occurred")
+                continue
             params = r.get("params") if isinstance(r.get("params"), dict) else {}
             coherence = r.get("coherence")
             side["rows"].setdefault(key, []).append({
@@ -244,9 +263,13 @@ def summarize(samples):
     """Return (n, mean, stddev as % of the mean) of a list of floats; stddev is the sample
     standard deviation (ddof 1), 0 for a single sample, and NaN % when the mean is 0."""
     n = len(samples)
-    mean = statistics.fmean(samples)
-    sd = statistics.stdev(samples) if n > 1 else 0.0
-    pct = sd / abs(mean) * 100.0 if mean != 0 else float("nan")
+    # Scaled by the largest magnitude: values near the float maximum (a hostile or broken
+    # "ops_per_s": 1e308) would overflow the sums of fmean / stdev (issue 27 item 10).
+    scale = max((abs(x) for x in samples), default=0.0) or 1.0
+    scaled = [x / scale for x in samples]
+    mean = statistics.fmean(scaled) * scale
+    sd = statistics.stdev(scaled) * scale if n > 1 else 0.0
+    pct = sd / abs(mean) * 100.0 if mean != 0 and math.isfinite(mean) else float("nan")
     return n, mean, pct
 
 
@@ -482,7 +505,7 @@ def compare(base, cur, options):
 
     `options`: alpha, min_effect (percent), overrides [(regex, pct)], threshold_only (bool),
     metrics [(name, direction)] (empty: default metric), filter (regex or None), and optional
-    allow_undecided, allow_unfinished, allow_gb_straddle, allow_empty (bools).
+    allow_undecided, allow_unfinished, allow_missing, allow_gb_straddle, allow_empty (bools).
     Each row uses the repetitions of one coherence regime (plots/stats.select_regime) without
     overrun windows. Returns a result dict: "rows" (list of row dicts, sorted worst change
     first), "warnings", "notes", "summary" (verdict counts, rows compared, exit_code, message,
@@ -496,7 +519,8 @@ def compare(base, cur, options):
     unknown_versions = None in bver or None in cver
     declared = dict(options["metrics"])
     rows = []
-    keys = sorted(set(base["rows"]) | set(cur["rows"]))
+    keys = sorted(set(base["rows"]) | set(cur["rows"]) |
+                  (set(cur.get("failed", {})) & set(base["rows"])))
     if options["filter"] is not None:
         keys = [k for k in keys if options["filter"].search(k)]
     threaded_time_rows = 0
@@ -515,11 +539,28 @@ def compare(base, cur, options):
                    "baseline": None, "current": None, "change_pct": None, "p_value": None,
                    "p_adjusted": None, "min_p": None, "verdict": None, "paired": False}
             overruns = sum(1 for x in bsamp + csamp if x.get("overrun"))
+            cur_overran = len(csamp)
             if overruns:
                 bsamp = [x for x in bsamp if not x.get("overrun")]
                 csamp = [x for x in csamp if not x.get("overrun")]
                 row["warnings"].append(f"{overruns} repetition(s) with an overrun window "
                                        "excluded (the window ran past its bound)")
+            if bsamp and not csamp:
+                # The baseline measured it; the current run did not give one usable repetition.
+                failed = cur["failed"].get(key, [])
+                if failed or cur_overran:
+                    row["verdict"] = "broken"
+                    row["notes"].append(
+                        f"every current repetition failed ({len(failed)} with an error, e.g. "
+                        f"{failed[0]!r})" if failed else
+                        f"every current repetition ({cur_overran}) overran its window")
+                    n, mean, sd = summarize([x["values"][metric] for x in bsamp])
+                    row["baseline"] = {"n": n, "mean": mean, "stddev_pct": sd,
+                                       "samples": [x["values"][metric] for x in bsamp],
+                                       "median": statistics.median(
+                                           [x["values"][metric] for x in bsamp])}
+                    rows.append(row)
+                    continue
             choice = effects.select_regime([(_regime_label(x), x["values"][metric]) for x in bsamp],
                                            [(_regime_label(x), x["values"][metric]) for x in csamp])
             row["regime"], row["dropped"] = choice.regime, choice.dropped
@@ -694,7 +735,10 @@ def repetitions_to_decide(rows, options):
         n = max(r["baseline"]["n"], r["current"]["n"])
         if r["ci_pct"] is not None:
             width = r["ci_pct"][1] - r["ci_pct"][0]
-            need = max(need, n + 1, math.ceil(n * (width / max(r["min_effect_pct"], 0.1)) ** 2))
+            ratio = width / max(r["min_effect_pct"], 0.1)
+            # An unbounded interval (values near the float maximum) needs the cap.
+            need = max(need, n + 1, 200 if not math.isfinite(ratio) or ratio > 1e3 else
+                       math.ceil(n * ratio ** 2))
     return min(need, 200)
 
 
@@ -740,12 +784,23 @@ def finish(rows, warnings, notes, options):
         exit_code = EXIT_BAD_INPUT
         message = "no benchmark appears on both sides" + \
             (" after --filter" if options["filter"] is not None else "")
-    elif counts["regression"]:
+    elif counts["regression"] or counts["broken"]:
         exit_code = EXIT_REGRESSION
+        if counts["broken"]:
+            first = next(r for r in rows if r["verdict"] == "broken")
+            message = (f"{counts['broken']} broken row(s) (measured in the baseline, no usable "
+                       f"current repetition), e.g. {first['key']}: {first['notes'][-1]}")
     elif counts["undecided"] and not options.get("allow_undecided"):
         exit_code = EXIT_UNDECIDED
         message = (f"undecided: {counts['undecided']} rows; rerun with {need} repetitions a side "
                    "(or pass --allow-undecided)")
+    elif counts["only in baseline"] and not options.get("allow_missing"):
+        # A point the current run lost is not a pass (issue 27 item 4): undecided.
+        exit_code = EXIT_UNDECIDED
+        first = next(r for r in rows if r["verdict"] == "only in baseline")
+        message = (f"{counts['only in baseline']} row(s) only in the baseline (missing from the "
+                   f"current run), e.g. {first['key']}; run those points, restrict the "
+                   "comparison with --filter, or pass --allow-missing")
     else:
         exit_code = EXIT_OK
     summary = dict(counts)
@@ -921,6 +976,10 @@ def build_parser():
     p.add_argument("--filter", metavar="REGEX", help="compare only benchmarks matching REGEX")
     p.add_argument("--allow-undecided", action="store_true",
                    help="exit 0 (not 3) when rows are undecided and nothing regressed")
+    p.add_argument("--allow-missing", action="store_true",
+                   help="exit 0 (not 3) when benchmarks of the baseline are missing from the "
+                        "current side (rows whose current repetitions all failed or overran "
+                        "are 'broken' and fail regardless)")
     p.add_argument("--allow-unfinished", action="store_true",
                    help="compare files of runs that did not finish (finished: false)")
     p.add_argument("--allow-gb-straddle", action="store_true",
@@ -935,8 +994,10 @@ def main(argv=None):
     try:
         if not 0 < args.alpha < 1:
             raise InputError(f"--alpha {args.alpha:g}: must be between 0 and 1")
-        if args.min_effect < 0:
-            raise InputError(f"--min-effect {args.min_effect:g}: must be >= 0 percent")
+        if not 0 <= args.min_effect < MAX_MIN_EFFECT_PCT:
+            raise InputError(f"--min-effect {args.min_effect:g}: must be a finite percentage "
+                             f"from 0 to below {MAX_MIN_EFFECT_PCT:g} (inf or nan would disable "
+                             "the gate)")
         options = {"alpha": args.alpha, "min_effect": args.min_effect,
                    "overrides": [parse_override(o) for o in args.override],
                    "threshold_only": args.threshold_only,
@@ -944,6 +1005,7 @@ def main(argv=None):
                    "filter": compile_regex(args.filter, "--filter") if args.filter else None,
                    "allow_undecided": args.allow_undecided,
                    "allow_unfinished": args.allow_unfinished,
+                   "allow_missing": args.allow_missing,
                    "allow_gb_straddle": args.allow_gb_straddle}
         base = load_side(expand_side_argument(args.baseline), "baseline")
         cur = load_side(expand_side_argument(args.current), "current")
@@ -955,8 +1017,9 @@ def main(argv=None):
     sys.stdout.write(text)
     if args.output:
         try:
-            with open(args.output, "w", encoding="utf-8") as f:
-                f.write(text)
+            # Created exclusively and renamed into place: a planted symlink at FILE is
+            # replaced, never written through (plots/outputs.py; issue 27 item 10).
+            outputs.write_atomic(args.output, text)
         except OSError as e:
             print(f"compare.py: error: --output {args.output}: {e.strerror}", file=sys.stderr)
             return EXIT_BAD_INPUT

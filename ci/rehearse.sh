@@ -5,7 +5,7 @@
 # Timing under TCG means nothing (16 vCPUs on 2 host CPUs, no PMU): every row is marked
 # "emulated" and the checks are about function only.
 #
-# Usage: ci/rehearse.sh [TOPOLOGY]        (default 4s4n)
+# Usage: ci/rehearse.sh [TOPOLOGY]        (default 4s4n; an empty or second argument: exit 2)
 #   4s4n       4 sockets x 4 cores, 4 NUMA nodes, distance matrix 10/20/30 (CI's rehearsal)
 #   2s2n-smt2  2 sockets x 4 cores x 2 threads (SMT), 2 NUMA nodes
 #   32         4 sockets x 8 cores, 4 NUMA nodes, no SMT: 32 vCPUs for a longer local run
@@ -50,6 +50,18 @@ set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
+# One optional argument: an empty one is a mistake (an unset variable), not the default shape,
+# and extra ones were silently ignored (issue 27 item 11).
+if (($# > 1)); then
+  echo "rehearse.sh: error: $# arguments ('$*'); accepted: one TOPOLOGY (4s4n, 2s2n-smt2, 32)" \
+       "or none" >&2
+  exit 2
+fi
+if (($# == 1)) && [[ -z "$1" ]]; then
+  echo "rehearse.sh: error: empty TOPOLOGY argument; accepted: 4s4n, 2s2n-smt2, 32 (or no" \
+       "argument for 4s4n)" >&2
+  exit 2
+fi
 topology=${1:-4s4n}
 PYTHON=/usr/bin/python3
 BUILD=${BUILD:-$root/build}
@@ -251,6 +263,21 @@ console=$OUT/console.log
 # seconds is stopped and tried once more; idle, this host boots the guest in about 11 s, under
 # two parallel builds in about 30.
 BOOT_TIMEOUT=${REHEARSAL_BOOT_TIMEOUT:-150}
+# QEMU runs under `timeout`, which puts it in a process group of its own: a Ctrl-C on the
+# terminal or a TERM to this script does not reach it, and it ran on for up to CAP + 120 s
+# (issue 27 item 11). On INT / TERM / HUP / exit, stop it (timeout passes the TERM on to QEMU).
+qemu_pid=
+stop_guest() {
+  if [[ -n "$qemu_pid" ]] && kill -0 "$qemu_pid" 2>/dev/null; then
+    kill -TERM "$qemu_pid" 2>/dev/null
+    wait "$qemu_pid" 2>/dev/null
+  fi
+  qemu_pid=
+}
+trap 'echo "rehearse.sh: interrupted; stopping the guest" >&2; stop_guest; exit 130' INT
+trap 'echo "rehearse.sh: terminated; stopping the guest" >&2; stop_guest; exit 143' TERM
+trap 'stop_guest; exit 129' HUP
+trap stop_guest EXIT
 host_facts() {  # one line: what the host gives the 16 vCPU threads (for a slow or stuck guest)
   local cg quota=none pids=none
   cg=$(awk -F: '$1 == "0" {print $3}' /proc/self/cgroup 2>/dev/null)
@@ -273,6 +300,7 @@ boot_guest() {
     -nic none -display none -monitor none -no-reboot \
     -serial "file:$console" -serial "file:$data" </dev/null &
   local pid=$! waited=0
+  qemu_pid=$pid
   while ! grep -q '^rehearsal: guest up' "$console"; do
     if ! kill -0 "$pid" 2>/dev/null || ((waited >= BOOT_TIMEOUT)); then
       echo "rehearse.sh: the guest did not reach init (${waited} s); its console ends:" >&2
@@ -280,14 +308,21 @@ boot_guest() {
       kill "$pid" 2>/dev/null
       wait "$pid"
       qemu_rc=$?
+      qemu_pid=
       return 1
     fi
     sleep 2
     waited=$((waited + 2))
   done
-  tail -n +1 -f --pid="$pid" "$console" | grep --line-buffered -av '^\[ *[0-9]*\.[0-9]*\]' || true
+  # In the background, waited for with `wait`: bash runs a trap only once a foreground
+  # pipeline ends, but interrupts `wait` at once.
+  { tail -n +1 -f --pid="$pid" "$console" | grep --line-buffered -av '^\[ *[0-9]*\.[0-9]*\]' ||
+      true; } &
+  local follower=$!
   wait "$pid"
   qemu_rc=$?
+  qemu_pid=
+  wait "$follower" 2>/dev/null
   return 0
 }
 host_facts

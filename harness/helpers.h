@@ -3,7 +3,8 @@
 // leaves free (issue 14). A helper gets a core of its own (never an SMT
 // sibling of a measured thread or of another helper, unless the caller allows
 // it and says so on the row), on the NUMA node of the measured threads, in
-// the topology's logical order.
+// the topology's logical order; on a multi-node machine each helper on a
+// node of the measured threads (issue 27).
 #pragma once
 
 #include <string>
@@ -26,9 +27,11 @@ struct HelperPlace {
 
 /// Picks PUs for up to `count` helpers of a point planned as `plan` on
 /// `usable` (the topology's usable PUs): PUs not in the plan, whose core holds
-/// no measured thread and no earlier helper, on the NUMA node of plan.pus[0]
-/// (any node when that is unknown, -1). With `allow_smt_sibling`, PUs on a
-/// measured thread's core are taken after every free core (flagged
+/// no measured thread and no earlier helper, on the NUMA nodes of the measured
+/// threads (any node when a measured PU's node is unknown, -1). Helper i
+/// serves the i-th measured node (mod their number, in plan order) and takes a
+/// free core there, else on any measured node. With `allow_smt_sibling`, PUs
+/// on a measured thread's core are taken after every free core (flagged
 /// smt_sibling_of_measured). Returns fewer than `count` places (possibly none)
 /// when the rule cannot be met; never throws.
 std::vector<HelperPlace> PlaceHelpers(const std::vector<PuInfo>& usable,

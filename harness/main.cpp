@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "harness/cgroup.h"
 #include "harness/counters.h"
 #include "harness/cpu.h"
 #include "harness/memory.h"
@@ -32,9 +33,19 @@ using lockline::RunState;
 using nlohmann::json;
 
 int Fail(const std::string& msg) {
-  std::fprintf(stderr, "lockline: error: %s\n", msg.c_str());
+  // Control characters and invalid UTF-8 of echoed values are escaped: one
+  // line, nothing a terminal interprets (issue 27 item 15).
+  std::fprintf(stderr, "lockline: error: %s\n",
+               lockline::EscapeForMessage(msg).c_str());
   return 2;
 }
+
+// The signals that end a run like SIGTERM does (issue 27 item 2): each one
+// restores the settings, and the name printed for it.
+constexpr std::pair<int, const char*> kEndSignals[] = {
+    {SIGINT, "SIGINT"},   {SIGTERM, "SIGTERM"}, {SIGHUP, "SIGHUP"},
+    {SIGQUIT, "SIGQUIT"}, {SIGUSR1, "SIGUSR1"}, {SIGUSR2, "SIGUSR2"},
+    {SIGPIPE, "SIGPIPE"}, {SIGALRM, "SIGALRM"}};
 
 // Async-signal-safe output helpers for the handler.
 void WriteStr(const char* text) {
@@ -53,16 +64,22 @@ void WriteLong(long v) {
   WriteStr(buf + i);
 }
 
-// SIGINT / SIGTERM: put back what families changed, drop a half-written
-// temporary file, say once what the result file keeps, exit 128 + signal.
+// SIGINT / SIGTERM and the other kEndSignals: put back what families
+// changed, drop a half-written temporary file, say once what the result file
+// keeps, exit 128 + signal.
 void OnInterrupt(int sig) {
   static volatile sig_atomic_t handling = 0;
   if (handling) return;
   handling = 1;
   lockline::RestoreAll();
+  lockline::UnmountWhatLocklineMounted();
   lockline::RemovePendingTemp();
-  WriteStr(sig == SIGINT ? "\nlockline: interrupted by SIGINT; "
-                         : "\nlockline: interrupted by SIGTERM; ");
+  const char* name = "a signal";
+  for (const auto& [s, n] : kEndSignals)
+    if (s == sig) name = n;
+  WriteStr("\nlockline: interrupted by ");
+  WriteStr(name);
+  WriteStr("; ");
   const char* path = lockline::KeptResultPath();
   if (path[0] == '\0') {
     WriteStr("no result file was written yet\n");
@@ -79,10 +96,16 @@ void InstallInterruptHandlers() {
   struct sigaction sa {};
   sa.sa_handler = OnInterrupt;
   sigemptyset(&sa.sa_mask);
-  sigaddset(&sa.sa_mask, SIGINT);  // one handler at a time: printed once
-  sigaddset(&sa.sa_mask, SIGTERM);
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
+  // One handler at a time: printed once.
+  for (const auto& [sig, name] : kEndSignals) sigaddset(&sa.sa_mask, sig);
+  for (const auto& [sig, name] : kEndSignals) {
+    // A signal ignored when lockline started (nohup's SIGHUP) stays ignored.
+    struct sigaction old {};
+    if (sigaction(sig, nullptr, &old) == 0 && old.sa_handler == SIG_IGN &&
+        sig != SIGINT && sig != SIGTERM)
+      continue;
+    sigaction(sig, &sa, nullptr);
+  }
 }
 
 std::string DefaultOutDir() {
@@ -128,6 +151,26 @@ const char* SuiteName(lockline::Suite s) {
   return s == lockline::Suite::kQuick  ? "quick"
          : s == lockline::Suite::kFull ? "full"
                                        : "default";
+}
+
+// --plan's line on the cgroup CPU quota of this process: the quota and the
+// thread counts that exceed it (issue 27).
+std::string QuotaLine(const std::vector<int>& counts) {
+  const lockline::CgroupCpu& cg = lockline::ProcessCgroupCpu();
+  if (cg.quota_cpus <= 0)
+    return "cgroup CPU quota: none (cgroup v" + std::to_string(cg.version) +
+           (cg.version == 0 ? ": no cpu controller found)" : ")");
+  char q[32];
+  std::snprintf(q, sizeof q, "%.2f", cg.quota_cpus);
+  std::string over;
+  for (int n : counts)
+    if (n > cg.quota_cpus)
+      over += (over.empty() ? "" : ",") + std::to_string(n);
+  return std::string("cgroup CPU quota: ") + q + " CPUs (" + cg.limited_by +
+         "); " +
+         (over.empty()
+              ? "no thread count exceeds it"
+              : "thread counts above it (they measure throttling): " + over);
 }
 
 json PlansJson(const RunState& run) {
@@ -244,6 +287,7 @@ int Main(int argc, char** argv) {
   if (o.plan) {
     std::cout << lockline::FormatPlans(*run.topo, run.pin, run.counts,
                                        o.oversubscribe);
+    if (run.topo->is_host()) std::cout << QuotaLine(run.counts) << "\n";
     return 0;
   }
   try {
@@ -276,6 +320,10 @@ int Main(int argc, char** argv) {
   if (const std::string why = lockline::CheckUntilResolved(o); !why.empty())
     return Fail(why);
 
+  // Settings a run killed outright (SIGKILL, the OOM killer) left changed:
+  // put back before anything is measured (issue 27 item 2).
+  const std::vector<std::string> recovered = lockline::RecoverPreviousRun();
+  lockline::WatchTracefsMount();
   try {
     // Counters first: a bad --events list must not leave an empty run
     // directory behind.
@@ -298,10 +346,21 @@ int Main(int argc, char** argv) {
   ctx["counters"] = run.counters->AvailabilityJson();
   ctx["skipped_points"] = run.skipped;
   ctx["oversubscribe"] = o.oversubscribe;
+  // The padding between per-thread slots and around hot shared data
+  // (harness/cpu.h), compile-time constants: recorded so a run says what it
+  // used (issue 27; --padding=BYTES is not offered: the constants size
+  // alignas() types throughout the families).
+  ctx["padding"] = {{"per_thread_slot_bytes", lockline::kDestructiveLine},
+                    {"cache_line_bytes", lockline::kCacheLine},
+                    {"topology_cache_line_bytes",
+                     run.topo->summary().cache_line_known
+                         ? json(run.topo->summary().cache_line_bytes)
+                         : json("unknown")}};
   // An emulated run (QEMU TCG, or --emulated): rows are marked too
   // (RecordRepetition), so no comparison mixes it with real runs.
   ctx["emulated"] = o.emulated || lockline::RunningUnderTcg();
   ctx["layouts"] = json::object();
+  for (const std::string& w : recovered) ctx["warnings"].push_back(w);
 
   std::printf("lockline %s: %s suite, %zu points, run directory %s\n",
               ctx["git_commit"].get<std::string>().c_str(), SuiteName(o.suite),
@@ -324,6 +383,7 @@ int Main(int argc, char** argv) {
     // abort; the run directory keeps its (empty) lockline.json.
     std::fprintf(stderr, "lockline: error: coherence baseline: %s\n", e.what());
     lockline::RestoreAll();
+    lockline::UnmountWhatLocklineMounted();
     return 1;
   }
   const double estimate = lockline::FitWindow(run);
@@ -389,10 +449,15 @@ int Main(int argc, char** argv) {
               lockline::FormatDuration(estimate).c_str(),
               lockline::FormatDuration(o.budget_s).c_str());
   std::fflush(stdout);
-  if (o.until_resolved_s > 0) lockline::RunUntilResolved(run, reporter);
+  const bool resolved_ok =
+      o.until_resolved_s <= 0 || lockline::RunUntilResolved(run, reporter);
   benchmark::Shutdown();
 
   lockline::RestoreAll();
+  if (lockline::UnmountWhatLocklineMounted())
+    std::printf(
+        "lockline: unmounted tracefs at /sys/kernel/tracing (this "
+        "run mounted it)\n");
   int errors = 0, overruns = 0;
   for (const auto& row : run.results->doc()["benchmarks"]) {
     if (row.value("error_occurred", false)) ++errors;
@@ -407,7 +472,7 @@ int Main(int argc, char** argv) {
       overruns ? ": a window ran past its wall-clock bound, so those "
                  "rows time the overrun too"
                : "");
-  return errors ? 1 : 0;
+  return errors || !resolved_ok ? 1 : 0;
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "harness/options.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -83,12 +84,16 @@ in its 1.7.1 semantics: threads is always 1 there; lockline.json is the full rec
 Flags that do not apply, and are refused: --benchmark_min_time and --benchmark_min_warmup_time
 (windows are fixed: use --window or --budget), --benchmark_perf_counters (Debian's 1.7.1 has no
 libpfm: use --events), --benchmark_format, --benchmark_color and --benchmark_counters_tabular
-(the console shows lockline's own progress lines), --benchmark_time_unit (rows are in ms),
+(the console shows lockline's own progress lines), --benchmark_time_unit (lockline.json rows are in ns; Google Benchmark's own
+--benchmark_out file keeps ms),
 --benchmark_list_tests (use --list).
 
 Exit status: 0 every point ran; 1 some point reported an error; 2 bad input (nothing created);
-3 a window never ended; 4 a result could not be written (disk full, read-only); 130 / 143
-interrupted by SIGINT / SIGTERM (lockline.json keeps every finished point).
+3 a window never ended; 4 a result could not be written (disk full, read-only, out of file descriptors: the message
+says which); 128 + N
+ended by signal N: 130 / 143 SIGINT / SIGTERM, likewise SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2,
+SIGPIPE, SIGALRM (lockline.json keeps every finished point; changed sysctls are restored, and a
+run killed outright is undone by the next run's start, from /run/lockline/restore.state).
 )";
 
 namespace {
@@ -112,6 +117,76 @@ int ParsePositiveInt(const std::string& text, const std::string& flag) {
 }
 
 }  // namespace
+
+bool IsValidUtf8(const std::string& text) {
+  const auto* p = reinterpret_cast<const unsigned char*>(text.data());
+  const size_t n = text.size();
+  for (size_t i = 0; i < n;) {
+    const unsigned char c = p[i];
+    size_t len = 0;
+    uint32_t cp = 0;
+    if (c < 0x80) {
+      ++i;
+      continue;
+    } else if ((c & 0xE0) == 0xC0) {
+      len = 2;
+      cp = c & 0x1F;
+    } else if ((c & 0xF0) == 0xE0) {
+      len = 3;
+      cp = c & 0x0F;
+    } else if ((c & 0xF8) == 0xF0) {
+      len = 4;
+      cp = c & 0x07;
+    } else {
+      return false;
+    }
+    if (i + len > n) return false;
+    for (size_t k = 1; k < len; ++k) {
+      if ((p[i + k] & 0xC0) != 0x80) return false;
+      cp = (cp << 6) | (p[i + k] & 0x3F);
+    }
+    // Overlong forms, surrogates and code points past U+10FFFF.
+    if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) ||
+        (len == 4 && cp < 0x10000) || cp > 0x10FFFF ||
+        (cp >= 0xD800 && cp <= 0xDFFF))
+      return false;
+    i += len;
+  }
+  return true;
+}
+
+std::string EscapeForMessage(const std::string& text) {
+  std::string out;
+  const auto hex = [&](unsigned char c) {
+    char buf[8];
+    std::snprintf(buf, sizeof buf, "\\x%02x", c);
+    out += buf;
+  };
+  for (size_t i = 0; i < text.size();) {
+    const unsigned char c = static_cast<unsigned char>(text[i]);
+    if (c < 0x20 || c == 0x7f) {
+      hex(c);
+      ++i;
+    } else if (c < 0x80) {
+      out += static_cast<char>(c);
+      ++i;
+    } else {
+      // A valid UTF-8 sequence is kept; any other byte is escaped.
+      size_t len = (c & 0xE0) == 0xC0   ? 2
+                   : (c & 0xF0) == 0xE0 ? 3
+                   : (c & 0xF8) == 0xF0 ? 4
+                                        : 0;
+      if (len && i + len <= text.size() && IsValidUtf8(text.substr(i, len))) {
+        out += text.substr(i, len);
+        i += len;
+      } else {
+        hex(c);
+        ++i;
+      }
+    }
+  }
+  return out;
+}
 
 double ParseDurationSeconds(const std::string& text, const std::string& flag,
                             double min_s, double max_s) {
@@ -166,7 +241,9 @@ const std::pair<const char*, const char*> kGbRefused[] = {
     {"benchmark_color", "the console shows lockline's own progress lines"},
     {"benchmark_counters_tabular",
      "the console shows lockline's own progress lines"},
-    {"benchmark_time_unit", "rows are reported in ms"},
+    {"benchmark_time_unit",
+     "lockline.json rows are reported in ns; Google Benchmark's own "
+     "--benchmark_out file keeps ms"},
     {"benchmark_list_tests", "use --list"}};
 const char* const kGbBool[] = {"benchmark_enable_random_interleaving",
                                "benchmark_report_aggregates_only",
@@ -227,9 +304,18 @@ void CheckBenchmarkFlag(const std::string& arg, Options* o) {
     const std::string dir = slash == std::string::npos ? "."
                             : slash == 0               ? "/"
                                                        : value.substr(0, slash);
-    if (slash == value.size() - 1)
+    struct stat st {};
+    if (slash == value.size() - 1 ||
+        (stat(value.c_str(), &st) == 0 && S_ISDIR(st.st_mode)))
       throw UsageError("bad --benchmark_out value '" + value +
                        "': it names a directory; accepted: a file path");
+    // Google Benchmark writes the file at the end and does not check the
+    // write: /dev/full or a FIFO lost the output with exit 0 (issue 27
+    // item 8).
+    if (stat(value.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
+      throw UsageError("bad --benchmark_out value '" + value +
+                       "': it exists and is not a regular file (a device, "
+                       "FIFO or socket); accepted: a new or regular file");
     if (access(dir.c_str(), W_OK | X_OK) != 0)
       throw UsageError(
           "bad --benchmark_out value '" + value + "': directory " + dir + " " +
@@ -237,9 +323,24 @@ void CheckBenchmarkFlag(const std::string& arg, Options* o) {
           "; accepted: a file in an existing writable directory");
     o->benchmark_out = value;
   } else if (name == "benchmark_context") {
-    if (value.find('=') == std::string::npos)
-      throw UsageError("bad --benchmark_context value '" + value +
-                       "': accepted: KEY=VALUE[,KEY=VALUE...]");
+    // Every comma-separated part is KEY=VALUE with a non-empty key: Google
+    // Benchmark 1.7.1 aborts on "a=b,c" after lockline claimed the run
+    // directory (issue 27 item 8).
+    size_t start = 0;
+    for (;;) {
+      const size_t comma = value.find(',', start);
+      const std::string part =
+          value.substr(start, comma == std::string::npos ? std::string::npos
+                                                         : comma - start);
+      const size_t eq_at = part.find('=');
+      if (eq_at == std::string::npos || eq_at == 0)
+        throw UsageError("bad --benchmark_context value '" + value +
+                         "': part '" + part +
+                         "' is not KEY=VALUE; accepted: "
+                         "KEY=VALUE[,KEY=VALUE...]");
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
   }
 }
 
@@ -248,6 +349,15 @@ void CheckBenchmarkFlag(const std::string& arg, Options* o) {
 Options ParseOptions(int argc, char** argv) {
   Options o;
   for (int i = 0; i < argc; ++i) o.argv.push_back(argv[i]);
+  // Every argument is recorded in lockline.json (context.lockline.argv, and
+  // --out, the filter and --benchmark_context elsewhere): JSON is UTF-8, and
+  // invalid bytes failed the first write with exit 4 after the run directory
+  // was claimed (issue 27 item 6). Refused here, before anything exists.
+  for (int i = 1; i < argc; ++i)
+    if (!IsValidUtf8(argv[i]))
+      throw UsageError("argument '" + EscapeForMessage(argv[i]) +
+                       "' is not valid UTF-8 (the result file is JSON, which "
+                       "is UTF-8); accepted: UTF-8 text");
   bool quick = false, full = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -311,6 +421,13 @@ Options ParseOptions(int argc, char** argv) {
       // $-anchored filter passed on would select nothing there.
       if (a.rfind("--benchmark_filter=", 0) != 0) o.benchmark_args.push_back(a);
     } else if (a.rfind("--v=", 0) == 0) {
+      // Google Benchmark's verbosity: an integer (1.7.1 aborts on "abc" after
+      // the run directory was claimed; issue 27 item 8).
+      static const std::regex kInt("-?[0-9]{1,9}");
+      if (!std::regex_match(a.substr(4), kInt))
+        throw UsageError("bad --v value '" + a.substr(4) +
+                         "': accepted is a whole number (Google Benchmark's "
+                         "log verbosity, e.g. --v=1)");
       o.benchmark_args.push_back(a);
     } else {
       throw UsageError("unknown flag '" + a +

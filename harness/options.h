@@ -79,6 +79,14 @@ Options ParseOptions(int argc, char** argv);
 double ParseDurationSeconds(const std::string& text, const std::string& flag,
                             double min_s = 1e-3, double max_s = 7 * 86400);
 
+/// True when `text` is well-formed UTF-8 (no overlong forms, surrogates or
+/// code points past U+10FFFF).
+bool IsValidUtf8(const std::string& text);
+
+/// `text` for an error line: control characters (below 0x20, 0x7f) and bytes
+/// that are not part of valid UTF-8 become "\xNN"; the rest is kept.
+std::string EscapeForMessage(const std::string& text);
+
 /// Accepted --window range, seconds: 0.1 ms to 10 min.
 inline constexpr double kMinWindowSeconds = 1e-4;
 inline constexpr double kMaxWindowSeconds = 600;

@@ -1,6 +1,8 @@
 #include "harness/provenance.h"
 
+#include <dlfcn.h>
 #include <gnu/libc-version.h>
+#include <limits.h>
 #include <perfmon/pfmlib.h>
 #include <sys/utsname.h>
 
@@ -69,6 +71,20 @@ std::string KernelCmdlineValue(const std::string& key) {
 
 }  // namespace
 
+std::string LibraryFileVersion(void* symbol) {
+  Dl_info info{};
+  if (dladdr(symbol, &info) == 0 || info.dli_fname == nullptr) return "unknown";
+  char resolved[PATH_MAX];
+  const char* path = realpath(info.dli_fname, resolved);
+  const std::string file = path ? path : info.dli_fname;
+  const size_t so = file.rfind(".so.");
+  if (so == std::string::npos) return "unknown (" + file + ")";
+  const std::string v = file.substr(so + 4);
+  if (v.empty() || v.find_first_not_of("0123456789.") != std::string::npos)
+    return "unknown (" + file + ")";
+  return v;
+}
+
 bool RunningUnderTcg() {
   return CpuInfoField("flags").find(" hypervisor") != std::string::npos &&
          HypervisorSignature() == "TCGTCGTCGTCG";
@@ -106,8 +122,13 @@ nlohmann::json CollectProvenance(const Options& opts, const Topology& topo) {
                    {"hwloc", HWLOC_VERSION},
                    {"hwloc_api_runtime", dotted(hw)},
                    {"hwloc_api_header", dotted(HWLOC_API_VERSION)},
-                   {"libpfm4", std::to_string(PFM_MAJ_VERSION(pfm)) + "." +
-                                   std::to_string(PFM_MIN_VERSION(pfm))},
+                   // pfm_get_version() is the API version (4.0 for every
+                   // libpfm4 release); the package version is the loaded
+                   // library file's (libpfm.so.4.13.0 -> 4.13.0).
+                   {"libpfm4_api", std::to_string(PFM_MAJ_VERSION(pfm)) + "." +
+                                       std::to_string(PFM_MIN_VERSION(pfm))},
+                   {"libpfm4", LibraryFileVersion(
+                                   reinterpret_cast<void*>(&pfm_get_version))},
                    {"glibc", gnu_get_libc_version()}};
   utsname u{};
   if (uname(&u) == 0)
@@ -117,12 +138,16 @@ nlohmann::json CollectProvenance(const Options& opts, const Topology& topo) {
   p["cpu_model"] = CpuInfoField("model name");
   p["microcode"] = CpuInfoField("microcode");
   const TopologySummary& t = topo.summary();
-  p["topology"] = {
-      {"source", t.source},         {"packages", t.packages},
-      {"numa_nodes", t.numa_nodes}, {"l3s", t.l3s},
-      {"cores", t.cores},           {"pus", t.pus},
-      {"usable_pus", t.usable_pus}, {"cache_line_bytes", t.cache_line_bytes},
-      {"cpukinds", t.cpukinds}};
+  p["topology"] = {{"source", t.source},
+                   {"packages", t.packages},
+                   {"numa_nodes", t.numa_nodes},
+                   {"l3s", t.l3s},
+                   {"cores", t.cores},
+                   {"pus", t.pus},
+                   {"usable_pus", t.usable_pus},
+                   {"cache_line_bytes", t.cache_line_bytes},
+                   {"cache_line_known", t.cache_line_known},
+                   {"cpukinds", t.cpukinds}};
   p["topology"]["complete_pus"] = t.complete_pus;
   p["topology"]["online_pus"] = t.online_pus;
   p["topology"]["allowed_pus"] = t.allowed_pus;
@@ -223,12 +248,15 @@ nlohmann::json CollectProvenance(const Options& opts, const Topology& topo) {
   if (cg.quota_cpus > 0 && cg.quota_cpus < t.usable_pus) {
     char q[32];
     std::snprintf(q, sizeof q, "%.2f", cg.quota_cpus);
+    // The quota itself is the threshold, not ceil(quota): at 1.5 CPUs a
+    // 2-thread point is throttled, at 0.5 CPUs a 1-thread point (issue 27).
+    const int first = static_cast<int>(std::floor(cg.quota_cpus)) + 1;
     warnings.push_back(
         std::string("cgroup CPU quota is ") + q + " CPUs (" + cg.limited_by +
-        ") for " + std::to_string(t.usable_pus) +
-        " usable PUs: points with more than " +
-        std::to_string(static_cast<int>(std::ceil(cg.quota_cpus))) +
-        " threads measure throttling (rows carry cgroup.nr_throttled)");
+        ") for " + std::to_string(t.usable_pus) + " usable PUs: points of " +
+        std::to_string(first) + " or more thread" + (first == 1 ? "" : "s") +
+        " exceed it and measure throttling (each such row says so in "
+        "cgroup.over_quota and its warning; rows carry cgroup.nr_throttled)");
   }
   p["environment"] = env;
   p["warnings"] = warnings;

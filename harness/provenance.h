@@ -26,6 +26,11 @@ nlohmann::json CollectProvenance(const Options& opts, const Topology& topo);
 /// False on real hardware, under KVM and on non-x86 CPUs. Never throws.
 bool RunningUnderTcg();
 
+/// The release version in the file name of the shared library that holds
+/// `symbol` (dladdr, symlinks resolved: libpfm.so.4.13.0 -> "4.13.0"), or
+/// "unknown (PATH)" when the name carries none (a static link).
+std::string LibraryFileVersion(void* symbol);
+
 /// Reads a whole small file (procfs / sysfs), trailing newline stripped; "" if
 /// unreadable.
 std::string ReadSmallFile(const std::string& path);

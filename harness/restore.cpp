@@ -1,12 +1,19 @@
 #include "harness/restore.h"
 
 #include <fcntl.h>
+#include <sys/file.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <mutex>
-#include <stdexcept>
+#include <sstream>
 
 namespace lockline {
 namespace {
@@ -27,17 +34,115 @@ struct Entry {
 
 Entry g_entries[kMaxEntries];
 std::mutex g_register_mu;  // RegisterRestore callers among themselves only
+// The settings lock (flock held) and the state file, for the handler: the
+// descriptor is published only once locked, the path before the first write.
+std::atomic<int> g_lock_fd{-1};
+char g_state_path[4096];
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string Trimmed(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+// The state file's text: "pid N" then "path P" / "value V" per entry.
+std::string StateText() {
+  std::string text = "pid " + std::to_string(getpid()) + "\n";
+  for (Entry& e : g_entries)
+    if (e.state.load(std::memory_order_acquire) == 2)
+      text += std::string("path ") + e.path + "\nvalue " +
+              std::string(e.value, e.value_len) + "\n";
+  return text;
+}
+
+void WriteStateFile(const std::string& state) {
+  const std::string tmp = state + ".tmp";
+  const std::string text = StateText();
+  const int fd = open(
+      tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+  const auto fail = [&](int err) {
+    throw std::runtime_error("cannot write the settings state file " + state +
+                             ": " + std::strerror(err) +
+                             " (the setting is not changed)");
+  };
+  if (fd < 0) fail(errno);
+  if (write(fd, text.data(), text.size()) !=
+          static_cast<ssize_t>(text.size()) ||
+      fsync(fd) != 0) {
+    const int err = errno;
+    close(fd);
+    unlink(tmp.c_str());
+    fail(err);
+  }
+  close(fd);
+  if (rename(tmp.c_str(), state.c_str()) != 0) {
+    const int err = errno;
+    unlink(tmp.c_str());
+    fail(err);
+  }
+}
+
+// Opens (creating) the lock file; -1 with errno on failure.
+int OpenLock(const std::string& dir) {
+  mkdir(dir.c_str(), 0755);
+  return open((dir + "/sysctl.lock").c_str(),
+              O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+}
+
+std::string HolderPid(const std::string& dir) {
+  std::istringstream in(ReadAll(dir + "/restore.state"));
+  std::string word, pid;
+  if (in >> word >> pid && word == "pid") return pid;
+  return "";
+}
 
 }  // namespace
 
+std::string RestoreStateDir() {
+  const char* env = std::getenv("LOCKLINE_STATE_DIR");
+  return env != nullptr && *env != '\0' ? env : "/run/lockline";
+}
+
 void RegisterRestore(const std::string& path, const std::string& old_value) {
-  if (path.size() >= kMaxPath || old_value.size() >= kMaxValue)
-    throw std::length_error("RegisterRestore: path or value too long: " + path);
+  if (path.size() >= kMaxPath || old_value.size() >= kMaxValue ||
+      path.find('\n') != std::string::npos ||
+      old_value.find('\n') != std::string::npos)
+    throw std::length_error(
+        "RegisterRestore: path or value too long or multi-line: " + path);
   std::lock_guard<std::mutex> lock(g_register_mu);
   for (Entry& e : g_entries)
     if (e.state.load(std::memory_order_acquire) == 2 &&
         path == std::string(e.path))
       return;  // keep the original value
+  const std::string dir = RestoreStateDir();
+  const std::string state = dir + "/restore.state";
+  if (g_lock_fd.load() < 0) {
+    const int fd = OpenLock(dir);
+    if (fd < 0)
+      throw std::runtime_error("cannot open the settings lock " + dir +
+                               "/sysctl.lock: " + std::strerror(errno) +
+                               " (the setting is not changed)");
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+      close(fd);
+      const std::string pid = HolderPid(dir);
+      throw SettingBusy(
+          "another lockline run" + (pid.empty() ? "" : " (pid " + pid + ")") +
+          " holds " + dir +
+          "/sysctl.lock and is changing a setting now: " + path +
+          " not changed, this point not measured (run one lockline at "
+          "a time, or this point's default setting)");
+    }
+    if (state.size() >= sizeof g_state_path)
+      throw std::length_error("RegisterRestore: state path too long");
+    std::memcpy(g_state_path, state.c_str(), state.size() + 1);
+    g_lock_fd.store(fd);
+  }
   for (Entry& e : g_entries) {
     int expected = 0;
     if (!e.state.compare_exchange_strong(expected, 1)) continue;
@@ -45,6 +150,12 @@ void RegisterRestore(const std::string& path, const std::string& old_value) {
     std::memcpy(e.value, old_value.data(), old_value.size());
     e.value_len = old_value.size();
     e.state.store(2, std::memory_order_release);
+    try {
+      WriteStateFile(state);
+    } catch (...) {
+      e.state.store(0, std::memory_order_release);
+      throw;
+    }
     return;
   }
   throw std::length_error("RegisterRestore: more than 16 settings registered");
@@ -61,6 +172,12 @@ void RestoreAll() {
     }
     e.state.store(0, std::memory_order_release);
   }
+  // Everything is back: the state file goes, then the lock.
+  const int fd = g_lock_fd.exchange(-1);
+  if (fd >= 0) {
+    unlink(g_state_path);
+    close(fd);
+  }
 }
 
 int RestorePending() {
@@ -68,6 +185,76 @@ int RestorePending() {
   for (Entry& e : g_entries)
     if (e.state.load(std::memory_order_acquire) == 2) ++n;
   return n;
+}
+
+std::vector<std::string> RecoverPreviousRun() {
+  std::vector<std::string> warnings;
+  const std::string dir = RestoreStateDir();
+  const std::string state = dir + "/restore.state";
+  struct stat st {};
+  if (stat(state.c_str(), &st) != 0) return warnings;
+  const int fd =
+      open((dir + "/sysctl.lock").c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) return warnings;
+  if (flock(fd, LOCK_EX | LOCK_NB) != 0) {  // a live run: it restores its own
+    close(fd);
+    return warnings;
+  }
+  std::istringstream in(ReadAll(state));
+  std::string line, pid = "?", path;
+  bool all_ok = true;
+  while (std::getline(in, line)) {
+    if (line.rfind("pid ", 0) == 0) {
+      pid = line.substr(4);
+    } else if (line.rfind("path ", 0) == 0) {
+      path = line.substr(5);
+    } else if (line.rfind("value ", 0) == 0 && !path.empty()) {
+      const std::string old = line.substr(6);
+      const std::string now = Trimmed(ReadAll(path));
+      const std::string head = "a previous lockline run (pid " + pid +
+                               ") ended without restoring " + path;
+      if (now == old) {
+        path.clear();
+        continue;
+      }
+      std::ofstream out(path);
+      out << old << "\n";
+      out.flush();
+      if (out && Trimmed(ReadAll(path)) == old) {
+        warnings.push_back(head + ": it was " + now + ", restored to " + old);
+      } else {
+        all_ok = false;
+        warnings.push_back(head + ": it is " + now + " and could not be " +
+                           "restored to " + old + " (" + std::strerror(errno) +
+                           "; as root: echo " + old + " > " + path + ")");
+      }
+      path.clear();
+    }
+  }
+  if (all_ok) unlink(state.c_str());
+  close(fd);
+  return warnings;
+}
+
+namespace {
+constexpr const char* kTracefsPath = "/sys/kernel/tracing";
+constexpr long kTracefsMagic = 0x74726163;  // TRACEFS_MAGIC, linux/magic.h
+std::atomic<bool> g_unmount_tracefs{false};
+
+bool TracefsMounted() {
+  struct statfs fs {};
+  return statfs(kTracefsPath, &fs) == 0 &&
+         static_cast<long>(fs.f_type) == kTracefsMagic;
+}
+}  // namespace
+
+void WatchTracefsMount() {
+  g_unmount_tracefs.store(geteuid() == 0 && !TracefsMounted());
+}
+
+bool UnmountWhatLocklineMounted() {
+  if (!g_unmount_tracefs.exchange(false)) return false;
+  return TracefsMounted() && umount2(kTracefsPath, MNT_DETACH) == 0;
 }
 
 }  // namespace lockline

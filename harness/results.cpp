@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <limits.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -127,12 +128,39 @@ ResultFile::ResultFile(const std::string& dir) : dir_(dir) {
            {{"lockline",
              {{"schema_version", kSchemaVersion}, {"finished", false}}}}},
           {"benchmarks", nlohmann::json::array()}};
-  // The claim: exactly one run creates lockline.json.
-  const int fd =
-      open(path().c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-           0644);
+  // The claim: exactly one run creates lockline.json, and it never exists
+  // empty. The initial document is written to a temporary file first and
+  // hard-linked to lockline.json (link fails with EEXIST when another run holds
+  // it): a signal between claiming and writing used to leave a 0-byte
+  // lockline.json that blocked a rerun with the same --out (issue 27 item 12).
+  const std::string text = doc_.dump(1) + "\n";
+  const std::string templ = dir + "/.lockline.json.claim.XXXXXX";
+  if (templ.size() >= PATH_MAX)
+    throw std::runtime_error("cannot create " + path() + ": path too long");
+  CopyPath(g_pending_temp, templ);  // the signal handler removes it
+  const int fd = mkostemp(g_pending_temp, O_CLOEXEC);
   if (fd < 0) {
     const int err = errno;
+    g_pending_temp[0] = '\0';
+    throw std::runtime_error("cannot create " + path() + ": " +
+                             std::strerror(err));
+  }
+  const std::string tmp = g_pending_temp;
+  const auto drop_tmp = [&] {
+    unlink(tmp.c_str());
+    g_pending_temp[0] = '\0';
+  };
+  if (fchmod(fd, 0644) != 0 || !WriteAll(fd, text) || fsync(fd) != 0) {
+    const int err = errno;
+    close(fd);
+    drop_tmp();
+    throw std::runtime_error("cannot write " + path() + ": " +
+                             std::strerror(err));
+  }
+  close(fd);
+  if (link(tmp.c_str(), path().c_str()) != 0) {
+    const int err = errno;
+    drop_tmp();
     if (err == EEXIST)
       throw RunDirTaken("run directory " + dir +
                         " already holds a lockline.json (an earlier run, or "
@@ -141,15 +169,7 @@ ResultFile::ResultFile(const std::string& dir) : dir_(dir) {
     throw std::runtime_error("cannot create " + path() + ": " +
                              std::strerror(err));
   }
-  const std::string text = doc_.dump(1) + "\n";
-  if (!WriteAll(fd, text) || fsync(fd) != 0) {
-    const int err = errno;
-    close(fd);
-    unlink(path().c_str());
-    throw std::runtime_error("cannot write " + path() + ": " +
-                             std::strerror(err));
-  }
-  close(fd);
+  drop_tmp();
   CopyPath(g_kept_path, path());
   g_kept_rows.store(0);
 }
@@ -199,13 +219,31 @@ void ResultFile::Flush() {
   try {
     WriteFileAtomically(path(), Text(), MeasuredRows(doc_));
   } catch (const std::exception& e) {
+    int err = errno;
+    // errno may have moved since the throw: the message names it too.
+    if (std::strstr(e.what(), std::strerror(EMFILE)) != nullptr) err = EMFILE;
+    if (std::strstr(e.what(), std::strerror(ENFILE)) != nullptr) err = ENFILE;
     std::fflush(stdout);
+    // Out of descriptors is not a disk problem: say so (issue 27 item 14).
+    std::string why;
+    if (err == EMFILE || err == ENFILE) {
+      rlimit lim{};
+      getrlimit(RLIMIT_NOFILE, &lim);
+      why = err == EMFILE
+                ? " (EMFILE: this process has its " +
+                      std::to_string(lim.rlim_cur) +
+                      " file descriptors open (ulimit -n), not a disk "
+                      "problem; raise the limit)"
+                : " (ENFILE: the system's file table is full, not a disk "
+                  "problem)";
+    }
     std::fprintf(stderr,
-                 "lockline: error: %s; stopping the run: %s keeps the %ld "
+                 "lockline: error: %s%s; stopping the run: %s keeps the %ld "
                  "measured rows written before\n",
-                 e.what(), path().c_str(), g_kept_rows.load());
+                 e.what(), why.c_str(), path().c_str(), g_kept_rows.load());
     std::fflush(stderr);
     RestoreAll();
+    UnmountWhatLocklineMounted();
     _exit(kExitWriteFailed);
   }
 }

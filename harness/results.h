@@ -30,12 +30,14 @@ class RunDirTaken : public std::runtime_error {
 /// The result file of one run directory.
 class ResultFile {
  public:
-  /// Creates `dir` (and parents) and claims it: lockline.json is created with
-  /// O_CREAT|O_EXCL|O_NOFOLLOW, so of two runs given one directory exactly one
-  /// gets it. Writes an initial file with an empty benchmark list. Throws
-  /// RunDirTaken when lockline.json exists, std::runtime_error naming the
-  /// directory and errno when it cannot be created or written: call before any
-  /// point runs.
+  /// Creates `dir` (and parents) and claims it: the initial file (an empty
+  /// benchmark list) is written to an exclusively created temporary file and
+  /// hard-linked to lockline.json (link(2) fails on any existing name, a
+  /// symlink too), so of two runs given one directory exactly one gets it and
+  /// lockline.json never exists empty, even when a signal lands mid-claim.
+  /// Throws RunDirTaken when lockline.json exists, std::runtime_error naming
+  /// the directory and errno when it cannot be created or written: call before
+  /// any point runs.
   explicit ResultFile(const std::string& dir);
 
   const std::string& dir() const { return dir_; }

@@ -79,6 +79,29 @@ void AddObservedPlacement(ThreadTeam& team,
   placement["observed_pus"] = observed;
 }
 
+// "" when every pinned thread (pus[i] >= 0) was bound to exactly its planned
+// PU and seen only there; else "placement mismatch: ..." naming the first
+// thread that was not.
+std::string PlacementMismatch(const std::vector<int>& pus, const json& bound,
+                              const std::vector<std::set<int>>& seen) {
+  for (size_t i = 0; i < pus.size(); ++i) {
+    if (pus[i] < 0) continue;
+    const std::string head = "placement mismatch: thread " + std::to_string(i) +
+                             " was planned on PU " + std::to_string(pus[i]) +
+                             " but ";
+    if (i < bound.size() && bound[i].is_array() && !bound[i].empty() &&
+        bound[i] != json::array({pus[i]}))
+      return head + "its affinity read back is PUs " + bound[i].dump() +
+             " (something changed its binding during the point)";
+    if (i < seen.size())
+      for (int pu : seen[i])
+        if (pu != pus[i])
+          return head + "it ran on PU " + std::to_string(pu) +
+                 " (placement.observed_pus)";
+  }
+  return "";
+}
+
 json ParamsJson(const Point& p) {
   json o = json::object();
   for (const auto& [k, v] : p.params) o[k] = v;
@@ -109,6 +132,10 @@ void BuildPoints(RunState& run) {
           (!v.quick_only || suite == Suite::kQuick))
         run.variants_storage.push_back({fam.name, std::move(v)});
   // variants_storage no longer grows: points may point into it from here on.
+  // One plan per thread count, copied into its points (issue 27 item 13: on
+  // 8192 PUs the full suite's 25000 points planned each count again);
+  // --list needs no plans at all.
+  std::map<int, ThreadPlan> plans;
   for (const auto& [family, v] : run.variants_storage) {
     const std::vector<int>& counts = v.threads.empty() ? run.counts : v.threads;
     for (int n : counts) {
@@ -139,8 +166,14 @@ void BuildPoints(RunState& run) {
           continue;
         }
         p.plan = PlanThreads(chosen, n, false);
-      } else {
-        p.plan = PlanThreads(run.order, n, run.opts.oversubscribe);
+      } else if (!run.opts.list) {
+        auto it = plans.find(n);
+        if (it == plans.end())
+          it =
+              plans
+                  .emplace(n, PlanThreads(run.order, n, run.opts.oversubscribe))
+                  .first;
+        p.plan = it->second;
       }
       p.windows = v.windows > 0 ? v.windows
                                 : (suite == Suite::kQuick  ? 2
@@ -286,6 +319,12 @@ void RecordRepetition(RunState& run, const Point& point, json rec,
   run.row_index[point.key].push_back(run.results->doc()["benchmarks"].size());
   run.results->AddRow(row);
   run.results->EditRows(RelabelCoherence);
+  // An extra round of --until-resolved: the key's aggregates follow every new
+  // repetition, so a run interrupted mid-round has aggregates that agree with
+  // its iteration rows (issue 27 item 7: 12 vs 13 repetitions).
+  if (run.resolve_round > 0)
+    run.results->EditRows(
+        [&](json& doc) { return UpdateAggregates(doc, point.key); });
   // The planned repetitions: refit the window of the points not started from
   // what this one cost; the fit's prediction is what is left. (Extra rounds
   // of --until-resolved have their own time: harness/until_resolved.h.)
@@ -410,12 +449,15 @@ void RunPoint(benchmark::State& state, const Point& point, RunState& run) {
         std::make_unique<ThreadTeam>(run.topo.get(), pus, run.counters.get());
     ThreadTeam& team = *team_ptr;
     wl->Prepare(point.threads);
-    team.RunOnAll([&](int i) {
-      // Kernel spinlock waiters never yield; only an oversubscribed point's do.
-      SetSpinYield(ctx[i].oversubscribed ? SpinYield::kAfterSpins
-                                         : SpinYield::kNever);
-      wl->SetupThread(ctx[i]);
-    });
+    team.RunOnAllWithin(
+        [&](int i) {
+          // Kernel spinlock waiters never yield; only an oversubscribed
+          // point's do.
+          SetSpinYield(ctx[i].oversubscribed ? SpinYield::kAfterSpins
+                                             : SpinYield::kNever);
+          wl->SetupThread(ctx[i]);
+        },
+        SetupTimeoutNs(), point.key + ": the family's SetupThread");
 
     const auto [pa, pb] = ProbeThreads(point);
     const uint64_t probe_ns = static_cast<uint64_t>(kProbeSeconds * 1e9);
@@ -429,9 +471,7 @@ void RunPoint(benchmark::State& state, const Point& point, RunState& run) {
     // A window may run long when a preempted waiter holds up a FIFO lock
     // (oversubscribed) or a fixed-work window is big: flag past the bound, give
     // up (exit) past the hard limit.
-    const uint64_t bound_ns =
-        wl->fixed_work() ? 60'000'000'000ull
-                         : std::max<uint64_t>(10 * window_ns, 2'000'000'000ull);
+    const uint64_t bound_ns = OverrunBoundNs(window_ns, wl->fixed_work());
     const uint64_t hard_ns = bound_ns + 120'000'000'000ull;
     std::vector<uint64_t> per_thread(point.threads, 0);
     std::vector<std::set<int>> seen_pus(point.threads);
@@ -464,10 +504,30 @@ void RunPoint(benchmark::State& state, const Point& point, RunState& run) {
           {"nr_throttled", throttle1.nr_throttled - throttle0.nr_throttled},
           {"throttled_usec",
            throttle1.throttled_usec - throttle0.throttled_usec}};
+    // A point with more threads than the quota measures the CFS bandwidth
+    // controller: said on the row (issue 27), also when nothing was throttled
+    // in this repetition.
+    std::string quota_warning;
+    if (const CgroupCpu& cg = ProcessCgroupCpu();
+        cg.quota_cpus > 0 && point.threads > cg.quota_cpus) {
+      char q[32];
+      std::snprintf(q, sizeof q, "%.2f", cg.quota_cpus);
+      rec["cgroup"]["quota_cpus"] = cg.quota_cpus;
+      rec["cgroup"]["over_quota"] = true;
+      quota_warning = std::to_string(point.threads) +
+                      " threads exceed the cgroup CPU quota of " + q +
+                      " CPUs (" + cg.limited_by +
+                      "): the point measures throttling";
+    }
     const double after = probing ? team.PingPong(pa, pb, probe_ns).first : 0;
     probes_s += static_cast<double>(NowNs() - t_loop1) / 1e9;
     const auto readings = team.ReadCounters();
     AddObservedPlacement(team, seen_pus, rec["placement"]);
+    // A pinned thread found on, or bound to, another PU than planned measured
+    // another placement: the row is kept, marked as an error, and so left out
+    // of every comparison and plot (issue 27).
+    const std::string mismatch =
+        PlacementMismatch(pus, rec["placement"]["bound_pus"], seen_pus);
     const json mem_nodes = SharedRegionsJson(run.topo.get());
     team.RunOnAll([&](int i) { wl->TeardownThread(ctx[i]); });
 
@@ -554,11 +614,21 @@ void RunPoint(benchmark::State& state, const Point& point, RunState& run) {
         layouts[name] = j;
       }
     }
-    if (!broken.empty()) {
-      fail("invariant broken after the run: " + broken);
+    if (!broken.empty() || !mismatch.empty()) {
+      // The point's threads, tasks and descriptors go first: the result file
+      // is written after them, so a tight fd limit fails the point, not the
+      // write (issue 27 item 14).
+      team_ptr.reset();
+      wl.reset();
+      fail(!broken.empty() ? "invariant broken after the run: " + broken
+                           : mismatch);
       return;
     }
-    if (overrun) rec["warning"] = "a window ran past its wall-clock bound";
+    std::string warning =
+        overrun ? "a window ran past its wall-clock bound" : "";
+    if (!quota_warning.empty())
+      warning += (warning.empty() ? "" : "; ") + quota_warning;
+    if (!warning.empty()) rec["warning"] = warning;
     // Joining the threads and freeing the workload (unmapping, reaping forked
     // tasks) is part of the repetition's cost: done before it is timed.
     team_ptr.reset();

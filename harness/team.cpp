@@ -10,7 +10,9 @@
 #include <stdexcept>
 #include <system_error>
 
+#include "harness/options.h"
 #include "harness/pingpong.h"
+#include "harness/restore.h"
 
 namespace lockline {
 namespace {
@@ -50,12 +52,14 @@ ThreadTeam::ThreadTeam(const Topology* topo, std::vector<int> pus,
   }
   // Bind each thread and open its counters on it; a failure surfaces here.
   try {
-    RunOnAll([this](int i) {
-      if (topo_ && topo_->is_host() && pus_[i] >= 0)
-        BindThisThread(*topo_, pus_[i]);
-      if (counter_session_)
-        slots_[i].counters = counter_session_->OpenForThisThread();
-    });
+    RunOnAllWithin(
+        [this](int i) {
+          if (topo_ && topo_->is_host() && pus_[i] >= 0)
+            BindThisThread(*topo_, pus_[i]);
+          if (counter_session_)
+            slots_[i].counters = counter_session_->OpenForThisThread();
+        },
+        SetupTimeoutNs(), "binding the threads and opening their counters");
   } catch (...) {
     Shutdown();
     throw;
@@ -113,6 +117,51 @@ void ThreadTeam::RunOnAll(const std::function<void(int)>& fn) {
     error_ = nullptr;
     std::rethrow_exception(e);
   }
+}
+
+void ThreadTeam::RunOnAllWithin(const std::function<void(int)>& fn,
+                                uint64_t limit_ns, const std::string& what) {
+  std::unique_lock<std::mutex> lk(mu_);
+  task_ = fn;
+  done_ = 0;
+  error_ = nullptr;
+  ++generation_;
+  cv_.notify_all();
+  if (!done_cv_.wait_for(lk, std::chrono::nanoseconds(limit_ns),
+                         [&] { return done_ == size(); })) {
+    std::fprintf(stderr,
+                 "lockline: error: thread set-up (%s) did not finish within "
+                 "%.1f s (%d of %d threads done: a thread is blocked); "
+                 "exiting. Results of finished points are kept.\n",
+                 what.c_str(), static_cast<double>(limit_ns) / 1e9, done_,
+                 size());
+    std::fflush(stderr);
+    RestoreAll();
+    UnmountWhatLocklineMounted();
+    std::_Exit(3);
+  }
+  if (error_) {
+    auto e = error_;
+    error_ = nullptr;
+    std::rethrow_exception(e);
+  }
+}
+
+uint64_t SetupTimeoutNs() {
+  static const uint64_t ns = []() -> uint64_t {
+    const char* env = std::getenv("LOCKLINE_SETUP_TIMEOUT");
+    if (env != nullptr && *env != '\0') {
+      try {
+        return static_cast<uint64_t>(
+            ParseDurationSeconds(env, "LOCKLINE_SETUP_TIMEOUT", 1e-3, 3600) *
+            1e9);
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "lockline: warning: %s; using 120 s\n", e.what());
+      }
+    }
+    return 120'000'000'000ull;
+  }();
+  return ns;
 }
 
 WindowResult ThreadTeam::RunWindow(Workload& wl,
@@ -176,6 +225,8 @@ WindowResult ThreadTeam::RunWindow(Workload& wl,
                    "Results of finished points are kept.\n",
                    static_cast<double>(hard_limit_ns) / 1e9);
       std::fflush(stderr);
+      RestoreAll();
+      UnmountWhatLocklineMounted();
       std::_Exit(3);
     }
   }
@@ -250,6 +301,11 @@ std::pair<double, double> ThreadTeam::PingPong(int a, int b,
   if (samples.empty()) return {0, 0};
   std::sort(samples.begin(), samples.end());
   return {samples[samples.size() / 2], samples.front()};
+}
+
+uint64_t OverrunBoundNs(uint64_t window_ns, bool fixed_work) {
+  if (fixed_work) return 60'000'000'000ull;
+  return 2 * window_ns + 20'000'000ull;
 }
 
 std::string CoherenceLabel(int threads, double baseline_ns, double before_ns,

@@ -53,6 +53,15 @@ class ThreadTeam {
   /// exception.
   void RunOnAll(const std::function<void(int)>& fn);
 
+  /// RunOnAll for set-up steps (binding, opening counters, a family's
+  /// SetupThread), waiting at most `limit_ns`: a thread still inside fn then
+  /// cannot be joined, so the process prints one `lockline: error:` line
+  /// naming `what` and the limit, restores changed settings (RestoreAll) and
+  /// exits with status 3, like a window that never ends; results already
+  /// written are kept (issue 27: set-up used to wait without limit).
+  void RunOnAllWithin(const std::function<void(int)>& fn, uint64_t limit_ns,
+                      const std::string& what);
+
   /// One window of `wl`: threads leave a spin barrier together, counters start,
   /// RunWindow runs until the stop flag (set `duration_ns` after release) or,
   /// for fixed-work workloads, until every thread returns. If the window is
@@ -108,6 +117,21 @@ class ThreadTeam {
   alignas(kDestructiveLine) std::atomic<int> arrived_{0};
   alignas(kDestructiveLine) std::atomic<bool> stop_{false};
 };
+
+/// How long thread set-up (ThreadTeam's binding and counters, a family's
+/// SetupThread) may take before the run stops with an error: 120 s, or
+/// $LOCKLINE_SETUP_TIMEOUT (a duration, e.g. "500ms", for tests and slow
+/// machines).
+uint64_t SetupTimeoutNs();
+
+/// The wall-clock bound of a window (ThreadTeam::RunWindow's `bound_ns`): past
+/// it the window is flagged overrun and its repetition is left out of
+/// comparisons. A timed window: 2 x its length + 20 ms (the slack covers a
+/// loaded machine's scheduling delay of the stop, not a window that ran on);
+/// before issue 27 it was max(10 x window, 2 s), so 5 ms windows that ran
+/// 0.2-1.9 s counted as clean repetitions. A fixed-work window has no planned
+/// length: 60 s.
+uint64_t OverrunBoundNs(uint64_t window_ns, bool fixed_work);
 
 /// Coherence label of a multi-threaded point: "baseline" when both probes are
 /// within `tolerance` (1.5x, either direction) of the pair's baseline,

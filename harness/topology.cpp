@@ -533,6 +533,10 @@ std::unique_ptr<Topology> Topology::Load(const std::string& raw_spec) {
   s.numa_nodes = count(HWLOC_OBJ_NUMANODE);
   s.l3s = count(HWLOC_OBJ_L3CACHE);
   s.cores = count(HWLOC_OBJ_CORE);
+  // A description without a core level (synthetic "pack:1 pu:4"): every PU
+  // is its own core, as the plans count them (issue 27 item 15: the header
+  // said "0 cores" where the rows said 1-2).
+  if (s.cores == 0) s.cores = count(HWLOC_OBJ_PU);
   s.pus = count(HWLOC_OBJ_PU);
   s.usable_pus = static_cast<int>(t->pus_.size());
   s.complete_pus = std::max(complete_pus, s.pus);
@@ -567,10 +571,13 @@ std::unique_ptr<Topology> Topology::Load(const std::string& raw_spec) {
   // leaves linesize 0 when the OS does not report it; synthetic topologies
   // report 64).
   s.cache_line_bytes = 64;
-  for (hwloc_obj_type_t type : {HWLOC_OBJ_L1CACHE, HWLOC_OBJ_L2CACHE}) {
+  s.cache_line_known = false;
+  for (hwloc_obj_type_t type :
+       {HWLOC_OBJ_L1CACHE, HWLOC_OBJ_L2CACHE, HWLOC_OBJ_L3CACHE}) {
     hwloc_obj_t c = hwloc_get_obj_by_type(t->topo_, type, 0);
     if (c != nullptr && c->attr != nullptr && c->attr->cache.linesize > 0) {
       s.cache_line_bytes = static_cast<int>(c->attr->cache.linesize);
+      s.cache_line_known = true;
       break;
     }
   }
@@ -661,7 +668,9 @@ std::vector<PuInfo> PlacementOrder(const Topology& topo, const PinSpec& pin) {
           throw TopologyError(
               "--pin='" + pin.text + "': PU " + std::to_string(os) +
               " is not usable on " + topo.summary().source +
-              "; usable PUs (allowed and online): " + UsableList(topo));
+              "; usable PUs (allowed, online and in the affinity mask "
+              "lockline started with): " +
+              UsableList(topo));
         }
         out.push_back(*p);
       }
@@ -828,8 +837,12 @@ std::string FormatPlans(const Topology& topo, const PinSpec& pin,
         for (const auto& w : s.restricted_by) r += (r.empty() ? "" : ", ") + w;
         return r;
       }()
-      << "), cache line " << s.cache_line_bytes << " bytes, cpukinds "
-      << s.cpukinds << "\n";
+      << "), cache line "
+      << (s.cache_line_known
+              ? std::to_string(s.cache_line_bytes) + " bytes"
+              : "unknown (assumed " + std::to_string(s.cache_line_bytes) +
+                    " for padding)")
+      << ", cpukinds " << s.cpukinds << "\n";
   out << "placement --pin="
       << (pin.text.empty() ? PolicyName(pin.policy) : pin.text)
       << (pin.policy == PinPolicy::kNone
@@ -888,26 +901,38 @@ void BindThisThread(const Topology& topo, int os_index) {
     throw TopologyError(what +
                         ": PU is not usable; usable PUs: " + UsableList(topo));
   }
-  hwloc_obj_t pu =
-      hwloc_get_pu_obj_by_os_index(topo.raw(), static_cast<unsigned>(os_index));
-  if (pu == nullptr) throw TopologyError(what + ": hwloc has no such PU");
-  if (hwloc_set_cpubind(topo.raw(), pu->cpuset, HWLOC_CPUBIND_THREAD) != 0) {
+  // sched_setaffinity with a mask on the stack, not hwloc_set_cpubind:
+  // hwloc's Linux backend allocates the kernel mask and does not check the
+  // allocation, so near an address-space limit (ulimit -v) a 16-thread point
+  // crashed with SIGSEGV in hwloc_linux_set_tid_cpubind (issue 27 item 5).
+  // Nothing here allocates except the error messages.
+  constexpr int kBits = kMaxTopologyPus;
+  constexpr size_t kWordBits = 8 * sizeof(unsigned long);
+  unsigned long mask[kBits / kWordBits] = {};
+  if (os_index < 0 || os_index >= kBits)
+    throw TopologyError(what + ": OS index outside 0-" +
+                        std::to_string(kBits - 1));
+  mask[os_index / kWordBits] = 1ul << (os_index % kWordBits);
+  if (sched_setaffinity(0, sizeof mask, reinterpret_cast<cpu_set_t*>(mask)) !=
+      0) {
     const int err = errno;
-    throw TopologyError(what + ": hwloc_set_cpubind failed (errno " +
+    throw TopologyError(what + ": sched_setaffinity failed (errno " +
                         std::to_string(err) + ", " + std::strerror(err) + ")");
   }
-  Bitmap got;
-  if (hwloc_get_cpubind(topo.raw(), got.b, HWLOC_CPUBIND_THREAD) != 0) {
+  unsigned long got[kBits / kWordBits] = {};
+  if (sched_getaffinity(0, sizeof got, reinterpret_cast<cpu_set_t*>(got)) < 0) {
     const int err = errno;
-    throw TopologyError(what + ": hwloc_get_cpubind failed (errno " +
+    throw TopologyError(what + ": sched_getaffinity failed (errno " +
                         std::to_string(err) + ", " + std::strerror(err) + ")");
   }
-  if (!hwloc_bitmap_isequal(got.b, pu->cpuset)) {
-    char* text = nullptr;
-    hwloc_bitmap_list_asprintf(&text, got.b);
-    std::string got_text = text ? text : "?";
-    std::free(text);
-    throw TopologyError(what + ": read-back binding is PUs " + got_text +
+  bool same = true;
+  for (size_t w = 0; w < kBits / kWordBits; ++w) same &= got[w] == mask[w];
+  if (!same) {
+    std::vector<int> pus;
+    for (int c = 0; c < kBits; ++c)
+      if (got[c / kWordBits] >> (c % kWordBits) & 1ul) pus.push_back(c);
+    throw TopologyError(what + ": read-back binding is PUs " +
+                        FormatCpuList(pus) +
                         " (errno 0: the kernel or a cgroup changed the mask)");
   }
 }

@@ -58,8 +58,11 @@ struct TopologySummary {
   /// Which of "allowed cpuset", "online", "affinity mask" removed PUs from the
   /// complete set (empty when every PU is usable).
   std::vector<std::string> restricted_by;
-  int cache_line_bytes = 64;  ///< from the L1d/L2 linesize attribute, else 64
-  int cpukinds = 0;           ///< number of hwloc cpukinds (>1 on hybrid CPUs)
+  int cache_line_bytes = 64;  ///< L1d/L2/L3 linesize attribute, else 64
+  /// False when every cache level reports line size 0 (some POWER XML
+  /// exports): cache_line_bytes is then the assumed 64, not a measurement.
+  bool cache_line_known = true;
+  int cpukinds = 0;  ///< number of hwloc cpukinds (>1 on hybrid CPUs)
 };
 
 /// A loaded hwloc topology. Not copyable.
@@ -100,8 +103,11 @@ class Topology {
   std::unordered_map<int, int> by_os_index_;  ///< OS index -> position in pus_
 };
 
-/// Largest topology lockline plans on, in PUs.
-inline constexpr int kMaxTopologyPus = 65536;
+/// Largest topology lockline plans on, in PUs: 8192, Linux's largest
+/// NR_CPUS (x86-64 MAXSMP; arm64 allows 4096). Issue 27 item 13: 65536 was
+/// accepted, but `--list --full` did not finish in 5 minutes there (4.9 GB)
+/// and `--plan` took 26 s; the limit is the largest machine Linux runs on.
+inline constexpr int kMaxTopologyPus = 8192;
 
 /// --oversubscribe runs at most this many threads per PU of the placement;
 /// --oversubscribe=force lifts the cap.
@@ -203,9 +209,11 @@ std::string FormatPlans(const Topology& topo, const PinSpec& pin,
                         const std::vector<int>& counts, bool oversubscribe);
 
 /// Binds the calling thread to the PU with OS index `os_index`
-/// (hwloc_set_cpubind with HWLOC_CPUBIND_THREAD), reads the binding back, and
-/// throws TopologyError if it differs or the call fails (naming the PU and
-/// errno). Only valid on a host topology.
+/// (sched_setaffinity with an 8 KiB mask on the stack: it allocates nothing,
+/// so it cannot crash near an address-space limit as hwloc_set_cpubind did),
+/// reads the binding back, and throws TopologyError if it differs or the call
+/// fails (naming the PU and errno). Only valid on a host topology; OS indices
+/// below kMaxTopologyPus.
 void BindThisThread(const Topology& topo, int os_index);
 
 /// The OS index of the PU the calling thread last ran on

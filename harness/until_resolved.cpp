@@ -1,6 +1,7 @@
 #include "harness/until_resolved.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -31,13 +32,17 @@ using nlohmann::json;
 
 bool IsFile(const std::string& path) { return access(path.c_str(), R_OK) == 0; }
 
-// Runs `python verdicts.py dir` with its stdout discarded (its stderr is the
-// user's); returns "" on exit status 0, else what went wrong.
-std::string RunVerdicts(const std::string& script, const std::string& dir) {
+// Runs `python verdicts.py dir --look=K` with its stdout discarded (its
+// stderr is the user's); returns "" on exit status 0, else what went wrong.
+// Killed (SIGKILL) when still running at `deadline_ns` (NowNs clock): the
+// --until-resolved time limit covers the statistics too.
+std::string RunVerdicts(const std::string& script, const std::string& dir,
+                        int look, uint64_t deadline_ns) {
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
   posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-  std::vector<std::string> args = {kVerdictsPython, script, dir};
+  std::vector<std::string> args = {kVerdictsPython, script, dir,
+                                   "--look=" + std::to_string(look)};
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -47,8 +52,20 @@ std::string RunVerdicts(const std::string& script, const std::string& dir) {
   posix_spawn_file_actions_destroy(&fa);
   if (err != 0) return std::string("cannot start ") + kVerdictsPython;
   int status = 0;
-  while (waitpid(pid, &status, 0) < 0)
-    if (errno != EINTR) return "waitpid failed";
+  for (;;) {
+    const pid_t r = waitpid(pid, &status, WNOHANG);
+    if (r == pid) break;
+    if (r < 0 && errno != EINTR) return "waitpid failed";
+    if (NowNs() >= deadline_ns) {
+      kill(pid, SIGKILL);
+      while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+      }
+      return script +
+             " was still running at the --until-resolved time limit "
+             "(killed)";
+    }
+    usleep(20000);
+  }
   if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return "";
   return script + " exited with status " +
          std::to_string(WIFEXITED(status) ? WEXITSTATUS(status)
@@ -115,7 +132,7 @@ VerdictSummary ReadVerdicts(const std::string& path) {
   return s;
 }
 
-void RunUntilResolved(RunState& run, benchmark::BenchmarkReporter& reporter) {
+bool RunUntilResolved(RunState& run, benchmark::BenchmarkReporter& reporter) {
   const std::string script = PlotsDir() + "/verdicts.py";
   const std::string dir = run.results->dir();
   const uint64_t start_ns = NowNs();
@@ -131,7 +148,13 @@ void RunUntilResolved(RunState& run, benchmark::BenchmarkReporter& reporter) {
   for (;;) {
     RelabelCoherence(run.results->doc_mutable());
     run.results->Flush();
-    const std::string failed = RunVerdicts(script, dir);
+    // Look k = round + 1 of the sequential design (plots/stats.py
+    // sequential_confidence). The statistics count against the time limit,
+    // with a minute's grace so the last verdicts can be computed.
+    const uint64_t deadline =
+        start_ns + static_cast<uint64_t>((budget + 60.0) * 1e9);
+    const std::string failed =
+        RunVerdicts(script, dir, run.resolve_round + 1, deadline);
     if (!failed.empty()) {
       stopped = "verdicts_failed";
       std::fprintf(stderr,
@@ -215,21 +238,35 @@ void RunUntilResolved(RunState& run, benchmark::BenchmarkReporter& reporter) {
   }
   run.progress_note.clear();
   RelabelCoherence(run.results->doc_mutable());
+  // When verdicts.py failed, how many comparisons are open is not known: null,
+  // never 0 (issue 27 item 7: it recorded open 0 and exited 0).
+  const bool known = stopped != "verdicts_failed";
   run.results->lockline_context()["until_resolved"] = {
       {"max_s", budget},
       {"spent_s", static_cast<double>(NowNs() - start_ns) / 1e9},
       {"rounds", run.resolve_round},
       {"extra_repetitions", extra},
-      {"comparisons", v.total},
-      {"open", v.open},
+      {"comparisons", known ? json(v.total) : json(nullptr)},
+      {"open", known ? json(v.open) : json(nullptr)},
+      {"looks", run.resolve_round + 1},
+      {"design",
+       "sequential: the interval at look k has confidence 1 - 5 % x 6 / "
+       "(pi^2 k^2) (alpha spending; plots/stats.py sequential_confidence)"},
       {"stopped", stopped}};
   run.results->lockline_context()["finished"] = true;
   run.results->Flush();
-  std::printf(
-      "until-resolved: %d extra repetitions in %d rounds; %d of %d "
-      "comparisons still open (%s)\n",
-      extra, run.resolve_round, v.open, v.total, stopped.c_str());
+  if (known)
+    std::printf(
+        "until-resolved: %d extra repetitions in %d rounds; %d of %d "
+        "comparisons still open (%s)\n",
+        extra, run.resolve_round, v.open, v.total, stopped.c_str());
+  else
+    std::printf(
+        "until-resolved: %d extra repetitions in %d rounds; which comparisons "
+        "are open is unknown (verdicts.py failed)\n",
+        extra, run.resolve_round);
   std::fflush(stdout);
+  return known;
 }
 
 }  // namespace lockline

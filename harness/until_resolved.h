@@ -53,8 +53,14 @@ VerdictSummary ReadVerdicts(const std::string& path);
 /// resolve_round), then recomputes their aggregates, marks the file finished
 /// and records context.lockline.until_resolved. The verdicts after the planned
 /// repetitions are kept as RUN_DIR/verdicts_planned.json. Prints one line per
-/// round with the comparisons still open. Never throws for a failing
-/// verdicts.py: it reports it and stops adding repetitions (results are kept).
-void RunUntilResolved(RunState& run, benchmark::BenchmarkReporter& reporter);
+/// round with the comparisons still open. verdicts.py runs with --look=K (K =
+/// round + 1): a sequential design whose intervals widen with every look
+/// (alpha spending, plots/stats.py sequential_confidence), so stopping when
+/// resolved keeps the false-resolution rate at 5 %; the verdicts say the
+/// sample was adaptively stopped. verdicts.py is killed when it runs past the
+/// time limit plus 60 s. Never throws for a failing verdicts.py: it reports
+/// it, stops adding repetitions (results are kept), records `open` as null and
+/// returns false (main exits 1).
+bool RunUntilResolved(RunState& run, benchmark::BenchmarkReporter& reporter);
 
 }  // namespace lockline

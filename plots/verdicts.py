@@ -208,14 +208,16 @@ def find_duet(spec: ComparisonSpec, base: List[Point], points: Sequence[Point]) 
 
 def verdict_record(spec: ComparisonSpec, metric: str, base: List[Point], variant: List[Point],
                    threads: int, group: Tuple, min_effect: float,
-                   duet: Sequence[Point] = ()) -> Dict[str, Any]:
+                   duet: Sequence[Point] = (), look: int = 0) -> Dict[str, Any]:
     """One verdicts.json entry (the contract's fields plus `id`, `threads`, `total_base`,
     `total_variant`, `regime_ns`, `rows`, `seed`, `comparable`, `method`) for a base/variant
     pair of repetitions: the one computation every rendering of this comparison (verdict line,
     table cell, relative plot) shows. With `duet` rows (the same comparison in paired windows)
     the verdict is the paired effect (stats.compare_pairs, method "paired"); the unpaired
     effect of the repetitions is kept beside it (`unpaired`) for reference, never as the
-    answer."""
+    answer. `look` > 0: the sample is adaptively stopped (lockline --until-resolved) and this
+    is its look-th verdict; the interval's confidence is stats.sequential_confidence(look) and
+    the record says so (`sequential`, and the text)."""
     # Preferred parameters the chosen rows do not have are said in the text: the words of the
     # spec ("16 slots") must never describe rows they do not match.
     params = base[0].params if base else {}
@@ -223,14 +225,23 @@ def verdict_record(spec: ComparisonSpec, metric: str, base: List[Point], variant
                and k not in spec.group_by]
     where = ", ".join([f"{k}:{v}" for k, v in group] + departs + [f"threads:{threads}"])
     label = f"{spec.variant_name} ({where})"
-    unpaired = stats.compare_points(base, variant, metric, label, min_effect)
+    confidence = stats.sequential_confidence(look) if look > 0 else stats.CONFIDENCE
+    unpaired = stats.compare_points(base, variant, metric, label, min_effect,
+                                    confidence=confidence)
     comparison = unpaired
     pairs = [(p.regime, a, b) for p in duet for a, b in duet_pairs(p)]
     if pairs:
-        comparison = stats.compare_pairs(pairs, label, min_effect)
+        comparison = stats.compare_pairs(pairs, label, min_effect, confidence=confidence)
         ns = [p.regime_ns for p in duet if comparison.regime and p.regime == comparison.regime
               and p.regime_ns]
         comparison.regime_ns = sorted(ns)[len(ns) // 2] if ns else None
+    text = comparison.text()
+    sequential = None
+    if look > 0:
+        sequential = {"look": look, "confidence": confidence,
+                      "rule": "alpha spending 5 % x 6 / (pi^2 k^2) at look k"}
+        text += (f" (adaptively stopped sample, look {look}: {confidence * 100:.1f} % "
+                 "interval)")
     extra: Dict[str, Any] = {"method": comparison.method}
     if pairs:
         extra["duet_key"] = duet[0].key
@@ -260,23 +271,39 @@ def verdict_record(spec: ComparisonSpec, metric: str, base: List[Point], variant
         "dropped": comparison.dropped,
         "resolved": comparison.resolved,
         "status": comparison.status,
-        "text": comparison.text(),
+        "sequential": sequential,
+        "text": text,
     }
 
 
-def compute_verdicts(run: Run, min_effect: float = stats.MIN_EFFECT) -> List[Dict[str, Any]]:
-    """Every COMPARISONS entry present in `run`, as verdicts.json records, in question order."""
+def compute_verdicts(run: Run, min_effect: float = stats.MIN_EFFECT, look: int = 0
+                     ) -> List[Dict[str, Any]]:
+    """Every COMPARISONS entry present in `run`, as verdicts.json records, in question order
+    (`look`: see verdict_record)."""
     out = []
     for spec in COMPARISONS:
         for metric, base, variant, n, group in find_pairs(spec, run.points):
             duet = find_duet(spec, base, run.points)
-            out.append(verdict_record(spec, metric, base, variant, n, group, min_effect, duet))
+            out.append(verdict_record(spec, metric, base, variant, n, group, min_effect, duet,
+                                      look))
     return out
 
 
-def verdicts_document(run: Run, min_effect: float = stats.MIN_EFFECT) -> Dict[str, Any]:
+def verdicts_document(run: Run, min_effect: float = stats.MIN_EFFECT, look: int = 0
+                      ) -> Dict[str, Any]:
     """The verdicts.json object: {"schema": 1, "min_effect": ..., "verdicts": [...]}, plus
-    the rule in words."""
+    the rule in words (and `look` > 0: the sequential design's look)."""
+    doc = _verdicts_document(run, min_effect, look)
+    if look > 0:
+        doc["sequential"] = {"look": look, "confidence": stats.sequential_confidence(look),
+                             "rule": "adaptively stopped sample (lockline --until-resolved): "
+                                     "the interval at look k has confidence 1 - 5 % x 6 / "
+                                     "(pi^2 k^2), so any look resolving with a spurious effect "
+                                     "has probability at most 5 % in total"}
+    return doc
+
+
+def _verdicts_document(run: Run, min_effect: float, look: int) -> Dict[str, Any]:
     return {"schema": SCHEMA, "min_effect": min_effect,
             "rule": (f"effect = median(variant) / median(base) - 1 over the repetitions of one "
                      f"coherence regime; {int(stats.CONFIDENCE * 100)} % percentile bootstrap "
@@ -287,11 +314,12 @@ def verdicts_document(run: Run, min_effect: float = stats.MIN_EFFECT) -> Dict[st
                      f"'paired'): effect = median over window pairs of B/A - 1, paired "
                      f"percentile bootstrap over the pairs of one coherence regime, at least "
                      f"{stats.MIN_PAIRS} pairs"),
-            "verdicts": compute_verdicts(run, min_effect)}
+            "verdicts": compute_verdicts(run, min_effect, look)}
 
 
 def write_verdicts(run_dir: str, run: Optional[Run] = None,
-                   min_effect: float = stats.MIN_EFFECT) -> Tuple[str, Dict[str, Any]]:
+                   min_effect: float = stats.MIN_EFFECT, look: int = 0
+                   ) -> Tuple[str, Dict[str, Any]]:
     """Compute and write RUN_DIR/verdicts.json (exclusive temporary file + rename); returns
     (path, document). Raises ResultError for a bad run directory."""
     from outputs import write_atomic
@@ -299,7 +327,7 @@ def write_verdicts(run_dir: str, run: Optional[Run] = None,
         raise ResultError(f"{run_dir}: not a directory (expected a lockline run directory)")
     if run is None:
         run = load_runs([run_dir])[0]
-    doc = verdicts_document(run, min_effect)
+    doc = verdicts_document(run, min_effect, look)
     path = os.path.join(run_dir, "verdicts.json")
     write_atomic(path, json.dumps(doc, indent=1) + "\n")
     return path, doc
@@ -314,12 +342,19 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--min-effect", type=float, default=stats.MIN_EFFECT * 100,
                         metavar="PCT", help="minimum effect in percent (default 5)")
     parser.add_argument("--quiet", action="store_true", help="do not print the verdict lines")
+    parser.add_argument("--look", type=int, default=0, metavar="K",
+                        help="the K-th look at an adaptively stopped sample (lockline "
+                             "--until-resolved): intervals at 1 - 5 %% x 6 / (pi^2 K^2) "
+                             "confidence (default 0: one fixed-size sample, 95 %%)")
     args = parser.parse_args(argv)
     try:
         if not 0 < args.min_effect < 100:
             raise ResultError(f"--min-effect {args.min_effect:g}: expected a percentage "
                               "between 0 and 100")
-        path, doc = write_verdicts(args.run_dir, min_effect=args.min_effect / 100)
+        if args.look < 0:
+            raise ResultError(f"--look {args.look}: expected 0 or a look number from 1")
+        path, doc = write_verdicts(args.run_dir, min_effect=args.min_effect / 100,
+                                   look=args.look)
     except ResultError as err:
         print(f"verdicts.py: error: {err}", file=sys.stderr)
         return 2

@@ -6,7 +6,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <set>
+#include <string>
 
 namespace lockline {
 namespace {
@@ -57,6 +59,68 @@ TEST(HelperPlacement, LowestFreePuByOsIndexIsNotEnough) {
   const auto places = PlaceHelpers(topo->usable_pus(), plan, 1);
   ASSERT_EQ(places.size(), 1u);
   EXPECT_NE(places[0].core, plan.pus[0].core);
+}
+
+// Issue 27: a 16-thread point on a 2-socket machine in SNC4 mode (8 NUMA
+// nodes, 224 PUs, like a Sapphire Rapids 8480 pair) got no helper, because
+// only the first measured thread's node was searched and --pin=cores fills it.
+// Helpers now land on free cores of the measured threads' nodes.
+void ExpectHelpersOnMeasuredNodes(const Topology& topo, int threads,
+                                  int helpers) {
+  const ThreadPlan plan = Plan(topo, threads);
+  std::set<int> measured_pus, measured_cores, measured_nodes;
+  for (const PuInfo& pu : plan.pus) {
+    measured_pus.insert(pu.os_index);
+    measured_cores.insert(pu.core);
+    measured_nodes.insert(pu.numa);
+  }
+  ASSERT_GT(measured_nodes.size(), 1u) << "the point must span nodes";
+  const auto places = PlaceHelpers(topo.usable_pus(), plan, helpers);
+  ASSERT_EQ(static_cast<int>(places.size()), helpers);
+  std::set<int> cores, nodes_served;
+  for (const HelperPlace& h : places) {
+    EXPECT_EQ(measured_pus.count(h.pu), 0u) << "helper on a measured PU";
+    EXPECT_EQ(measured_cores.count(h.core), 0u) << "helper on a measured core";
+    EXPECT_EQ(measured_nodes.count(h.numa), 1u)
+        << "helper on node " << h.numa << ", not a measured node";
+    EXPECT_TRUE(cores.insert(h.core).second) << "two helpers share a core";
+    EXPECT_FALSE(h.smt_sibling_of_measured);
+    nodes_served.insert(h.numa);
+  }
+  // Helper i serves measured node i mod k; a full node's helper goes to
+  // another measured node, so at least one node is served.
+  EXPECT_GE(nodes_served.size(), 1u);
+}
+
+TEST(HelperPlacement, SixteenThreadsOnATwoSocketEightNodeMachine) {
+  // 2 packages x 4 NUMA nodes (SNC4) x 14 cores x 2 PUs = 224 PUs.
+  auto topo = Topology::Load("synthetic:pack:2 numa:4 core:14 pu:2");
+  // --pin=cores: 14 threads fill node 0's cores, threads 15-16 go to node 1.
+  ExpectHelpersOnMeasuredNodes(*topo, 16, 1);
+  ExpectHelpersOnMeasuredNodes(*topo, 16, 2);
+  ExpectHelpersOnMeasuredNodes(*topo, 16, 8);
+}
+
+TEST(HelperPlacement, VendoredEightNodeOpteron) {
+  // 4 x Opteron 6276: 8 NUMA nodes of 8 PUs (tests/fixtures/README.md).
+  auto topo = Topology::Load(std::string(LOCKLINE_FIXTURES_DIR) +
+                             "/topologies/opteron6276-4p-8n-64c.xml");
+  // 12 threads: node 0's 8 PUs and half of node 1's; node 1 has free cores.
+  ExpectHelpersOnMeasuredNodes(*topo, 12, 1);
+  ExpectHelpersOnMeasuredNodes(*topo, 12, 4);
+  // 16 threads fill nodes 0 and 1: no free core on a measured node, so no
+  // helper (the caller then says so on the row), never one on a measured PU.
+  PinSpec pin;
+  const ThreadPlan full = PlanThreads(PlacementOrder(*topo, pin), 16, false);
+  EXPECT_TRUE(PlaceHelpers(topo->usable_pus(), full, 1).empty());
+}
+
+TEST(HelperPlacement, VendoredTwoSocketEpyc) {
+  // LLNL Corona: 2 x EPYC 7402, 2 NUMA nodes, 48 cores, SMT2.
+  auto topo = Topology::Load(
+      std::string(LOCKLINE_FIXTURES_DIR) +
+      "/topologies/llnl-corona-epyc7402-2p-16l3-96pu-hwloc1format.xml");
+  ExpectHelpersOnMeasuredNodes(*topo, 30, 2);
 }
 
 }  // namespace

@@ -695,3 +695,85 @@ def test_hostile_integer_is_one_line(tmp_path):
     p = run_cli(base, path)
     assert p.returncode == 2 and "Traceback" not in p.stderr
     assert "integer of 400 digits" in p.stderr and p.stderr.count("\n") == 1
+
+
+# ---- issue 27: the gate never passes a broken or lost point; hostile numbers and options ------
+
+
+def _break_current(doc, how):
+    """Make every current repetition of REGRESSED fail (error), overrun, or vanish."""
+    rows = []
+    for r in doc["benchmarks"]:
+        if r.get("lockline_key") == REGRESSED or r.get("run_name", "").startswith(REGRESSED):
+            if how == "missing":
+                continue
+            if how == "error" and r.get("run_type") == "iteration":
+                r["error_occurred"] = True
+                r["error_message"] = "invariant broken after the run: mutual exclusion violated"
+            if how == "overrun" and r.get("run_type") == "iteration":
+                r["overrun"] = True
+        rows.append(r)
+    doc["benchmarks"] = rows
+
+
+@pytest.mark.parametrize("how,code,verdict,words", [
+    ("error", 1, "broken", "mutual exclusion violated"),
+    ("overrun", 1, "broken", "overran"),
+    ("missing", 3, "only in baseline", "only in the baseline"),
+])
+def test_gate_fails_a_baseline_key_whose_current_rows_failed(tmp_path, how, code, verdict, words):
+    """Issue 27 item 4: a baseline key whose current rows all failed their invariant or all
+    overran is "broken" (exit 1); one missing from the current side is not a pass (exit 3,
+    --allow-missing for a deliberately smaller run). Before: "only in baseline", exit 0."""
+    base, cur = fixture_pair("noise")
+    path = _modified(tmp_path, f"{how}.json", cur, lambda d: _break_current(d, how))
+    got, result, err = run_json(base, path)
+    assert got == code, err
+    row = next(r for r in result["rows"] if r["key"] == REGRESSED)
+    assert row["verdict"] == verdict
+    assert words in err
+    if how == "missing":
+        assert run_cli(base, path, "--allow-missing").returncode == 0
+    else:
+        assert run_cli(base, path, "--allow-missing").returncode == 1
+
+
+def test_values_near_the_float_maximum_give_no_traceback(tmp_path):
+    """Issue 27 item 10: "ops_per_s": 1e308 on some rows gave an OverflowError traceback and
+    exit 1 (the regression code); now the rows are compared (or undecided) without one."""
+    base, cur = fixture_pair("noise")
+
+    def huge(doc):
+        for i, r in enumerate(doc["benchmarks"]):
+            if "ops_per_s" in r and i % 2:
+                r["ops_per_s"] = 1e308
+    path = _modified(tmp_path, "huge.json", cur, huge)
+    for fmt in ("table", "json", "markdown"):
+        p = run_cli(base, path, "--format", fmt)
+        assert "Traceback" not in p.stderr, p.stderr
+        assert p.returncode == 3, p.stderr
+
+
+@pytest.mark.parametrize("args", [["--min-effect=nan"], ["--min-effect=inf"],
+                                  ["--min-effect=1e400"], ["--override=.*=inf"],
+                                  ["--override=.*=nan"], ["--override=zone.*=1e400"]])
+def test_min_effect_must_be_finite(args):
+    """Issue 27 item 10: --min-effect=nan crashed; =inf / 1e400 / --override=REGEX=inf switched
+    the gate off silently (exit 0). Now one error line, exit 2."""
+    p = run_cli(*fixture_pair("noise"), *args)
+    assert p.returncode == 2, p.stdout + p.stderr
+    assert "Traceback" not in p.stderr
+    assert p.stderr.count("\n") == 1 and "finite percentage" in p.stderr
+
+
+def test_output_replaces_a_planted_symlink(tmp_path):
+    """Issue 27 item 10: --output wrote through a symlink planted at FILE; now the link is
+    replaced by the file and its target is untouched."""
+    target = tmp_path / "victim.txt"
+    target.write_text("keep me\n")
+    link = tmp_path / "out.txt"
+    link.symlink_to(target)
+    p = run_cli(*fixture_pair("noise"), "--output", str(link))
+    assert p.returncode == 0, p.stderr
+    assert target.read_text() == "keep me\n"
+    assert not link.is_symlink() and "rule:" in link.read_text()

@@ -129,3 +129,38 @@ def test_bad_until_resolved_fails_before_the_run_dir(tmp_path, extra, what):
     lines = p.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("lockline: error:") and what in lines[0]
     assert not (tmp_path / "run").exists()
+
+
+def test_failing_verdicts_is_an_error_not_zero_open(tmp_path):
+    """Issue 27 item 7: when verdicts.py fails, the run recorded open: 0 and exited 0. Now
+    open and comparisons are null (unknown) and the exit status is 1."""
+    plots = tmp_path / "plots"
+    plots.mkdir()
+    (plots / "verdicts.py").write_text("import sys\nsys.exit(5)\n")
+    p = run(tmp_path, plots, "--until-resolved=30s")
+    assert p.returncode == 1, p.stdout + p.stderr
+    assert "exited with status 5" in p.stderr
+    with open(tmp_path / "run" / "lockline.json") as f:
+        ctx = json.load(f)["context"]["lockline"]
+    assert ctx["until_resolved"]["stopped"] == "verdicts_failed"
+    assert ctx["until_resolved"]["open"] is None
+    assert ctx["finished"] is True
+
+
+def test_each_look_is_numbered_for_the_sequential_design(tmp_path):
+    """verdicts.py is called with --look=1, 2, ... (the sequential design's look; the
+    interval's confidence grows with it: plots/stats.py sequential_confidence)."""
+    plots = stub_dir(tmp_path, need=5)
+    script = plots / "verdicts.py"
+    script.write_text(script.read_text() + '''
+with open(os.path.join(os.path.dirname(__file__), "looks.log"), "a") as f:
+    f.write(" ".join(a for a in sys.argv if a.startswith("--look=")) + "\\n")
+''')
+    p = run(tmp_path, plots, "--until-resolved=60s")
+    assert p.returncode == 0, p.stdout + p.stderr
+    looks = (plots / "looks.log").read_text().split()
+    assert looks[:2] == ["--look=1", "--look=2"]
+    with open(tmp_path / "run" / "lockline.json") as f:
+        ctx = json.load(f)["context"]["lockline"]
+    assert ctx["until_resolved"]["looks"] == len(looks)
+    assert "sequential" in ctx["until_resolved"]["design"]
