@@ -367,6 +367,9 @@ struct alignas(kDestructiveLine) LruZone {
   /// Pages the workers added to this LRU (the scanner's pace), own line;
   /// written only when a scanner runs.
   alignas(kDestructiveLine) std::atomic<uint64_t> added{0};
+  /// release:none: workers waiting for reclaimed pages (kswapd's wakeup on
+  /// low memory); written only on that slow path.
+  std::atomic<int> reclaim_wanted{0};
   LruZone() {
     ListInit(&lru);
     for (ListHead& h : lists58) ListInit(&h);
@@ -1050,6 +1053,7 @@ class PagevecWorkload : public Workload {
   /// ring, waiting for them while fewer than `need` pages are free (they
   /// come back before the scanner releases the lock).
   void TakeReturned(PerThread<Pv>& me, int need) {
+    bool asked = false;
     while (true) {
       if (me.n_returned.load(std::memory_order_acquire) > 0) {
         std::lock_guard<std::mutex> g(me.returned_mu);
@@ -1057,7 +1061,19 @@ class PagevecWorkload : public Workload {
         me.returned.clear();
         me.n_returned.store(0, std::memory_order_relaxed);
       }
-      if (me.free_pages.size() >= static_cast<std::size_t>(need)) return;
+      if (me.free_pages.size() >= static_cast<std::size_t>(need)) {
+        if (asked)
+          zones_[me.zone]->reclaim_wanted.fetch_sub(1,
+                                                    std::memory_order_relaxed);
+        return;
+      }
+      if (!asked && cfg_.scanner) {
+        // Too few free pages: wake reclaim even if fewer than 32 pages were
+        // added since its last cycle (the window's end would otherwise leave
+        // this thread waiting for pages nobody adds).
+        zones_[me.zone]->reclaim_wanted.fetch_add(1, std::memory_order_relaxed);
+        asked = true;
+      }
       if (scanner_shares_pu_) {
         std::this_thread::yield();  // let the scanner reclaim
       } else {
@@ -1340,13 +1356,21 @@ class PagevecWorkload : public Workload {
     s.scanned_mark = zone.added.load(std::memory_order_relaxed);
     while (!quit_.load(std::memory_order_relaxed)) {
       const uint64_t added = zone.added.load(std::memory_order_relaxed);
+      const bool paced =
+          added - s.scanned_mark >= static_cast<uint64_t>(kSwapClusterMax);
+      const bool wanted =
+          zone.reclaim_wanted.load(std::memory_order_relaxed) > 0;
       if (running_.load(std::memory_order_relaxed) == 0 ||
-          added - s.scanned_mark < static_cast<uint64_t>(kSwapClusterMax)) {
+          (!paced && !wanted)) {
         // Sleep, as kswapd does, rather than PAUSE-poll (issue 23 item 6).
         std::this_thread::sleep_for(std::chrono::microseconds(20));
         continue;
       }
-      s.scanned_mark += kSwapClusterMax;
+      if (paced) {
+        s.scanned_mark += kSwapClusterMax;
+      } else {
+        s.scanned_mark = added;  // an on-demand cycle (reclaim_wanted)
+      }
       ScanCycle(s, zone);
     }
   }
