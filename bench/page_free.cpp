@@ -49,12 +49,13 @@ namespace page_free {
 // fastpath_share (frees by the plain store), lru_lock_per_free (frees that
 // took lru_lock), remote_free_share, and lru_lock statistics.
 
-/// Pages per lru_lock acquisition when adding to the LRU: PAGEVEC_SIZE 15
-/// (2.6.10 on), the way lru_cache_add batches. A round allocates kBatch pages
+/// Pages per lru_lock acquisition when adding to the LRU: PAGEVEC_SIZE 14
+/// (2.6.10 to 4.x, include/linux/pagevec.h@v2.6.11:9; 2.6.16 and 2.6.18 the
+/// same), the way lru_cache_add batches. A round allocates kBatch pages
 /// and adds the chosen ones to the LRU under one acquisition, identically for
 /// every variant, so the LRU-add cost does not dominate and the variants differ
 /// only in their frees.
-inline constexpr int kBatch = 15;
+inline constexpr int kBatch = 14;
 /// Pages each thread owns (its hot list depth at rest): 256 x 64 B = 16 KB of
 /// struct page, about the per-CPU hot list of a large 2.6 zone (pcp high = 6 x
 /// batch 31 = 186) rounded up, and L1/L2-resident. Only kBatch of them are
@@ -137,9 +138,23 @@ struct CostCtx {
   LockStatSide& side;
   CostThread& t;
   int index;
+  bool stats = true;  ///< false: plain lock (the uninstrumented twin row)
 
-  void LockLru() { LockWithStats(zone.lru_lock, side, t.lock_stat, index); }
-  void UnlockLru() { UnlockWithStats(zone.lru_lock, t.lock_stat); }
+  void LockLru() {
+    if (stats) {
+      LockWithStats(zone.lru_lock, side, t.lock_stat, index);
+    } else {
+      ++t.lock_stat.acquisitions;
+      zone.lru_lock.lock();
+    }
+  }
+  void UnlockLru() {
+    if (stats) {
+      UnlockWithStats(zone.lru_lock, t.lock_stat);
+    } else {
+      zone.lru_lock.unlock();
+    }
+  }
   void LruDel(Page& page) {
     ListDel(&page.lru);
     --zone.nr_lru;
@@ -162,6 +177,8 @@ struct CostParams {
   int on_lru_pct = 0;
   /// free_cpu:remote: the final put happens on thread (i + 1) % threads.
   bool remote = false;
+  /// lock_stat on lru_lock; false for the stats:off twin row.
+  bool stats = true;
 };
 
 /// The cost workload for one put_page policy V and one lru_lock kind L.
@@ -201,7 +218,7 @@ class CostWorkload : public Workload {
   uint64_t RunWindow(const ThreadCtx& ctx,
                      const std::atomic<bool>& stop) override {
     CostThread& t = *threads_[ctx.index];
-    CostCtx<L> c{*zone_, side_->side, t, ctx.index};
+    CostCtx<L> c{*zone_, side_->side, t, ctx.index, params_.stats};
     PageRing* in = params_.remote ? rings_[ctx.index].get() : nullptr;
     PageRing* out =
         params_.remote ? rings_[(ctx.index + 1) % ctx.threads].get() : nullptr;
@@ -292,6 +309,11 @@ class CostWorkload : public Workload {
     out.details["variant"] = V::kName;
     out.details["variant_description"] = V::kDescription;
     out.details["lock_description"] = L::kDescription;
+    out.details["lock_stat"] = params_.stats;
+    out.details["irq_save"] =
+        "locked puts pay pushf/pop before lru_lock and push/popf after it "
+        "(spin_lock_irqsave's flag save/restore); cli/sti are not available "
+        "in user mode and are not modelled";
     out.details["batch"] = kBatch;
     out.details["pages_per_thread"] = kPagesPerThread;
     out.details["frees"] = frees;
@@ -413,9 +435,11 @@ class CostWorkload : public Workload {
 };
 
 /// lru_lock kind of the default suite; the full suite crosses every lock of the
-/// table. The ticket lock is the fair spinlock of the 2.6.25-4.1 era (2.6.16
-/// itself had a byte lock: `tas`).
-inline constexpr const char* kDefaultLock = "ticket";
+/// table (what-if rows). 2.6.16 on x86 had a byte lock taken with `lock; decb`
+/// and waited for by spinning on `cmpb` loads before retrying
+/// (spin_lock_string, include/asm-i386/spinlock.h@v2.6.9:46-55): a
+/// test-and-test-and-set lock, `ttas`. The ticket lock came with 2.6.25.
+inline constexpr const char* kDefaultLock = "ttas";
 
 std::vector<Variant> CostVariants() {
   std::vector<Variant> out;
@@ -440,6 +464,22 @@ std::vector<Variant> CostVariants() {
           v.make = [cp](const PointEnv& env) -> std::unique_ptr<Workload> {
             return std::make_unique<CostWorkload<V, L>>(env, cp);
           };
+          // The uninstrumented twin of the contended default point (every
+          // free takes lru_lock): what lock_stat costs (issue 23 item 4).
+          if (base && pct == 100 && std::string(V::kName) == "atomic") {
+            Variant twin = v;
+            twin.params.emplace_back("stats", "off");
+            twin.description += "; lock_stat off (uninstrumented twin)";
+            CostParams off = cp;
+            off.stats = false;
+            twin.make =
+                [off](const PointEnv& env) -> std::unique_ptr<Workload> {
+              return std::make_unique<CostWorkload<V, L>>(env, off);
+            };
+            out.push_back(std::move(v));
+            out.push_back(std::move(twin));
+            continue;
+          }
           out.push_back(std::move(v));
         }
       }

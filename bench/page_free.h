@@ -22,9 +22,10 @@
 //     these lines.
 //   2.6.18 mm/vmscan.c:593-626 isolate_lru_pages: BUG_ON(!PageLRU),
 //     get_page_unless_zero first, ClearPageLRU only after ("the page release
-//     code relies on it"); 2.6.18 mm/swap.c:229-242 __page_cache_release:
-//     lru_lock only `if (PageLRU(page))`; 2.6.18 include/linux/mm.h:308-311
-//     get_page_unless_zero = atomic_inc_not_zero.
+//     code relies on it"); 2.6.18 mm/swap.c:233-242 __page_cache_release:
+//     lru_lock (irqsave) only `if (PageLRU(page))`, __ClearPageLRU, no
+//     re-check (re-read in rocklee104/linux-2.6.18 for issue 23); 2.6.18
+//     include/linux/mm.h:308-311 get_page_unless_zero = atomic_inc_not_zero.
 // The model's refcount is unbiased (0 = free); get_page_testone(p) is
 // "increment, and the old count was 0".
 #pragma once
@@ -62,6 +63,29 @@ enum class PutResult {
   kKeptByRecheck,
 };
 
+/// local_irq_save's flag save (spin_lock_irqsave: pushf; pop; cli): the
+/// locked put of 2.6.16 and 2.6.18 takes lru_lock with interrupts saved and
+/// disabled (mm/swap.c@v2.6.11:180-188, mm/swap.c@v2.6.18:233-242), and the
+/// fast path's author counted that in the saving. User mode may read and
+/// write EFLAGS (pushf / popf) but not execute cli (IOPL 0), so the model
+/// pays pushf + pop here and push + popf in LocalIrqRestore, not cli/sti.
+/// No-op on other architectures (DAIF is not writable at EL0).
+inline unsigned long LocalIrqSave() {
+  unsigned long flags = 0;
+#if defined(__x86_64__)
+  asm volatile("pushfq\n\tpopq %0" : "=r"(flags) : : "memory");
+#endif
+  return flags;
+}
+/// local_irq_restore: push + popf (IF is not changed from user mode).
+inline void LocalIrqRestore(unsigned long flags) {
+#if defined(__x86_64__)
+  asm volatile("pushq %0\n\tpopfq" : : "r"(flags) : "memory", "cc");
+#else
+  (void)flags;
+#endif
+}
+
 /// atomic_dec_and_test on the refcount (fully ordered, a locked XADD/DEC on
 /// x86), reporting an underflow to the context. Returns true when this dropped
 /// the last reference.
@@ -81,17 +105,19 @@ bool DecAndTest(Page& page, Ctx& ctx) {
 struct AtomicPut {
   static constexpr const char* kName = "atomic";
   static constexpr const char* kDescription =
-      "2.6.16 put_page: atomic_dec_and_test; at zero take lru_lock "
-      "unconditionally, TestClearPageLRU + unlink, re-check page_count != 0, "
-      "free to the hot list";
+      "2.6.16 put_page: atomic_dec_and_test; at zero take lru_lock with irqs "
+      "saved unconditionally, TestClearPageLRU + unlink, re-check "
+      "page_count != 0, free to the hot list";
   template <class Ctx>
   static PutResult PutPage(Page& page, Ctx& ctx) {
     if (!DecAndTest(page, ctx)) return PutResult::kLive;
     ctx.RaceWindow();
+    const unsigned long flags = LocalIrqSave();
     ctx.LockLru();
     if (TestClearPageLru(page)) ctx.LruDel(page);
     const bool resurrected = page_count(page) != 0;
     ctx.UnlockLru();
+    LocalIrqRestore(flags);
     if (resurrected) return PutResult::kKeptByRecheck;
     ctx.FreeHot(page);
     return PutResult::kFreedLocked;
@@ -125,27 +151,71 @@ struct FastpathPut {
   }
 };
 
-/// Ken Chen's proposal in the same thread (what 2.6.17/2.6.18 shipped,
-/// mm/swap.c@2.6.18:229-242): atomic_dec_and_test; at zero take lru_lock only
-/// `if (PageLRU(page))`, else free without it. Safe only with a scanner that
-/// never clears PG_lru of a page it has not referenced (2.6.18's order):
-/// against 2.6.16's TestClearPageLRU-first scanner the freer can see PG_lru
-/// clear while the scanner is about to put the page back on the LRU.
-/// RaceWindow() sits between the decrement and the PageLRU test.
-struct LruCheckFirstPut {
-  static constexpr const char* kName = "lru_check_first";
+/// The proposal made in the March 2006 thread (attributed there to Ken
+/// Chen; the thread itself was not found in this session's stores, so the
+/// shape is the one issue 23 quotes from it): atomic_dec_and_test; at zero an
+/// atomic TestClearPageLRU *before* taking the lock; only a page that was on
+/// the LRU takes lru_lock (irqs saved) to unlink, and the re-check
+/// page_count != 0 under the lock is kept. Against 2.6.16's
+/// TestClearPageLRU-first scanner the two TestClearPageLRU race: when the
+/// scanner wins, the freer frees without the lock a page the scanner puts
+/// back on the LRU. RaceWindow() sits between the decrement and the test.
+struct LruCheckFirstProposal {
+  static constexpr const char* kName = "lru_check_first_proposal";
   static constexpr const char* kDescription =
-      "Ken Chen's proposal (2.6.17+): atomic_dec_and_test; at zero take "
-      "lru_lock only if PageLRU, TestClearPageLRU + unlink under it; free";
+      "2006 thread's proposal: atomic_dec_and_test; at zero TestClearPageLRU "
+      "before the lock; if it was set, lru_lock (irqs saved), unlink, "
+      "re-check page_count != 0; free";
+  template <class Ctx>
+  static PutResult PutPage(Page& page, Ctx& ctx) {
+    if (!DecAndTest(page, ctx)) return PutResult::kLive;
+    ctx.RaceWindow();
+    if (!TestClearPageLru(page)) {
+      ctx.FreeHot(page);
+      return PutResult::kFreedNoLock;
+    }
+    const unsigned long flags = LocalIrqSave();
+    ctx.LockLru();
+    ctx.LruDel(page);
+    const bool resurrected = page_count(page) != 0;
+    ctx.UnlockLru();
+    LocalIrqRestore(flags);
+    if (resurrected) return PutResult::kKeptByRecheck;
+    ctx.FreeHot(page);
+    return PutResult::kFreedLocked;
+  }
+};
+
+/// What 2.6.17/2.6.18 shipped (mm/swap.c@v2.6.18:233-242,
+/// __page_cache_release): atomic_dec_and_test; at zero `if (PageLRU(page))`
+/// take lru_lock with irqs saved, BUG_ON(!PageLRU), the non-atomic
+/// __ClearPageLRU and del_page_from_lru under it, no re-check; free. Safe
+/// only with a scanner that never clears PG_lru of a page it has not
+/// referenced (2.6.18's order): against 2.6.16's TestClearPageLRU-first
+/// scanner the freer can see PG_lru clear while the scanner is about to put
+/// the page back. RaceWindow() sits between the decrement and the PageLRU
+/// test. (Where 2.6.18 would BUG, the model skips the unlink and lets the
+/// race family's checker report what follows.)
+struct LruCheckFirst2618 {
+  static constexpr const char* kName = "lru_check_first_2_6_18";
+  static constexpr const char* kDescription =
+      "2.6.18 __page_cache_release: atomic_dec_and_test; at zero take "
+      "lru_lock (irqs saved) only if PageLRU, __ClearPageLRU + unlink under "
+      "it, no re-check; free";
   template <class Ctx>
   static PutResult PutPage(Page& page, Ctx& ctx) {
     if (!DecAndTest(page, ctx)) return PutResult::kLive;
     ctx.RaceWindow();
     PutResult result = PutResult::kFreedNoLock;
     if (PageLru(page)) {
+      const unsigned long flags = LocalIrqSave();
       ctx.LockLru();
-      if (TestClearPageLru(page)) ctx.LruDel(page);
+      if (PageLru(page)) {  // BUG_ON(!PageLRU(page)) in 2.6.18
+        ClearPageFlagNonAtomic(page, kPgLru);  // __ClearPageLRU
+        ctx.LruDel(page);
+      }
       ctx.UnlockLru();
+      LocalIrqRestore(flags);
       result = PutResult::kFreedLocked;
     }
     ctx.FreeHot(page);
@@ -164,7 +234,8 @@ void ForEachType(F& f, TypeList<Ts...>) {
 }
 
 /// The variant table: a new put_page = one policy type + one entry here.
-using AllVariants = TypeList<AtomicPut, FastpathPut, LruCheckFirstPut>;
+using AllVariants =
+    TypeList<AtomicPut, FastpathPut, LruCheckFirstProposal, LruCheckFirst2618>;
 
 /// Calls `f.template operator()<V>()` for every put_page policy, in table
 /// order.

@@ -1,52 +1,95 @@
 // pagevec: pages/s, lru_lock acquisitions per page and lock wait share against
 // the pagevec's batching factor, line offset and sizing formula (BACKGROUND.md
-// sections 1 and 4; issues 7 and 16). Threads push their own pages through
-// lru_cache_add and release_pages on a shared LRU; with work_ns:0 and 2+
-// threads per lock lru_lock is saturated (the 2020 large-system regime). The
-// per-page work under the lock follows the kernel the row names:
-//   kernel:2.6.9  __pagevec_lru_add (mm/swap.c@v2.6.9:289): TestSetPageLRU,
-//                 list_add, nr_inactive++; release_pages (swap.c@v2.6.9:207):
-//                 TestClearPageLRU, list_del, nr_inactive--, the lock dropped
-//                 every 16 freed pages (its pages_to_free pagevec fills);
-//   kernel:5.8    __pagevec_lru_add_fn (mm/swap.c@v5.8.1:969):
-//                 TestClearPageUnevictable, SetPageLRU, smp_mb__after_atomic,
+// sections 1 and 4; issues 7, 16 and 23). Threads push their own pages through
+// lru_cache_add and release them on a shared LRU. The per-page work under the
+// lock follows the kernel the row names (checked in the trees named):
+//   kernel:2.6.9  anonymous pages go through lru_cache_add_active
+//                 (mm/memory.c@v2.6.9:1450) -> __pagevec_lru_add_active
+//                 (mm/swap.c@v2.6.9:316): TestSetPageLRU, TestSetPageActive,
+//                 add_page_to_active_list, nr_active++; release_pages
+//                 (swap.c@v2.6.9:207): TestClearPageLRU, del_page_from_lru
+//                 (list_del, ClearPageActive, nr_active--), the lock dropped
+//                 when its own pages_to_free pagevec (PAGEVEC_SIZE = the
+//                 swept slot count) fills;
+//   kernel:5.8    anonymous pages are SetPageActive'd by
+//                 lru_cache_add_active_or_unevictable (mm/swap.c@v5.8.1:488)
+//                 outside the lock; __pagevec_lru_add_fn (swap.c@v5.8.1:969):
+//                 TestClearPageUnevictable, SetPageLRU, smp_mb__after_atomic
+//                 (empty on x86, arch/x86/include/asm/barrier.h@v5.8.1:83: a
+//                 compiler barrier here, a real fence on weakly ordered CPUs),
 //                 page_evictable, update_lru_size (node, zone and memcg
 //                 per-CPU counters, memcg lru_zone_size), list_add on the
-//                 memcg lruvec; release_pages (swap.c@v5.8.1:827):
-//                 __ClearPageLRU, page_off_lru, del_page_from_lru_list, the
-//                 lock dropped every SWAP_CLUSTER_MAX = 32 pages.
-// scanner:on adds one reclaim scanner thread per lock that isolates and puts
+//                 memcg lruvec's LRU_ACTIVE_ANON; release_pages
+//                 (swap.c@v5.8.1:827): __ClearPageLRU, page_off_lru
+//                 (__ClearPageActive), del_page_from_lru_list, the lock dropped
+//                 every SWAP_CLUSTER_MAX = 32 pages (swap.c@v5.8.1:844).
+// release:R says where released pages come from (issue 23 item 1):
+//   unmap     exit/munmap. 2.6.9: the mmu_gather collects FREE_PTE_NR = 506
+//             pages (include/asm-generic/tlb.h@v2.6.9:26), then
+//             free_pages_and_swap_cache hands release_pages chunks of 16
+//             (mm/swap_state.c@v2.6.9:288-304): ceil(16 / S) holds per 16
+//             pages. 5.8: tlb_batch_pages_flush (mm/mmu_gather.c@v5.8.1:44)
+//             hands release_pages a whole batch of MAX_GATHER_BATCH = 510
+//             pages (include/asm-generic/tlb.h@v5.8.1:232), one hold per 32.
+//             Both are independent of the add side's S except 2.6.9's
+//             pages_to_free;
+//   truncate  pagevec_release of an S-page pagevec (truncate_inode_pages'
+//             shape; lockline's release side before issue 23): one
+//             release_pages call per S pages;
+//   none      the 2020 pmbench case: nothing is released per operation; the
+//             reclaim scanner (scanner:on required) isolates pages from the
+//             LRU tail and frees them (shrink_page_list reclaims every page;
+//             move_pages_to_lru still retakes the lock, mm/vmscan.c@v5.8.1:
+//             1967).
+// lru_lock acquisitions per page without the scanner are exactly 1/S plus the
+// release side's holds (KernelAcquisitionsPerPage): 2.6.9 unmap 0.126 at 16
+// slots, 0.191 at 15 (per 16-page chunk: 0.125 / 0.192); 5.8 unmap 0.098 at
+// 15, 0.064 at 31.
+// work_ns:W is the work a kernel path does per page outside the lock (fault,
+// zeroing, page tables): W = cal is calibrated on the machine once per process
+// (WorkCalibration: an anonymous fault-in + munmap per page, minus the
+// model's own single-thread cost per page), W = 0 is the labelled saturated
+// case (every model saturates lru_lock at 2 threads). The work zeroes one
+// 4 KiB page of a per-thread ring (memset, as clear_page touches a page's
+// lines) and spins for the rest. The default lock is each era's: ttas for
+// 2.6.9 (x86 `lock; decb` byte lock), qspinlock for 5.8; other locks are
+// what-if rows. stats:off rows (one contended pair in the default suite) take
+// lru_lock without lock_stat, to show what the instrumentation costs.
+// scanner:on adds one reclaim scanner thread per lock (placed by the helper
+// rule, harness/helpers.h; it sleeps between cycles) that isolates and puts
 // back SWAP_CLUSTER_MAX = 32 pages from the LRU tail under the same lock, one
 // cycle per 32 pages the workers add (isolate_lru_pages / move_pages_to_lru
-// of mm/vmscan.c@v5.8.1, for both kernels). Not measured: shrink_page_list
-// (nothing is reclaimed), active/inactive aging, irq-off cost, icache misses.
+// of mm/vmscan.c@v5.8.1, for both kernels). Simplified: shrink_page_list
+// frees without swap-out work, no active/inactive aging, no irq-off cost, no
+// icache misses, free_pages_and_swap_cache's lru_add_drain is not modelled,
+// the freed pages go back to a private pool (no buddy/pcp cost).
 //
 // Row keys (every component key:value; parse by splitting on '/' then on the
 // first ':'):
-//   pagevec/mode:M/slots:S/offset:O/policy:fixed/lock:L/work_ns:W/zones:Z/kernel:K/scanner:C/threads:N
+//   pagevec/mode:M/slots:S/offset:O/policy:fixed/lock:L/work_ns:W/zones:Z/kernel:K/release:R/scanner:C[/stats:off]/threads:N
 //       generic Linux 5.x header (Pagevec5x layout, run-time slot count S
 //       = 1..255);
-//   pagevec/mode:M/slots:auto/offset:O/policy:4lg|sqrtlg/lock:L/work_ns:W/zones:Z/kernel:K/scanner:C/threads:N
+//   pagevec/mode:M/slots:auto/offset:O/policy:4lg|sqrtlg/lock:L/work_ns:W/zones:Z/kernel:K/release:R/scanner:C/threads:N
 //       the 2004 sizing formulas resolved for N = the point's thread count
 //       (metric slots_resolved and details.slots give the count used;
 //       details.formulas the 4lg value for the machine's possible CPUs too);
-//   pagevec/mode:M/layout:K/offset:O/lock:L/work_ns:W/zones:Z/kernel:K/scanner:C/threads:N
+//   pagevec/mode:M/layout:K/offset:O/lock:L/work_ns:W/zones:Z/kernel:K/release:R/scanner:C/threads:N
 //       a named struct at its native slot count: K = pagevec_v2_6_9 (16),
-//       pagevec_2004_proposal (15), pagevec_5x15, pagevec_5x31 (no slots param,
-//       so sweeps over slots do not mix them in).
+//       pagevec_v2_6_10 (14), pagevec_2004_proposal (15), pagevec_5x15,
+//       pagevec_5x31 (no slots param, so sweeps over slots do not mix them in).
 //   M: deferred (per-CPU pagevec, pages trickle in) | rapid (on-stack pagevec
-//   filled and drained at once); O: bytes past a cache-line boundary; Z: 1 (one
-//   lock for all threads) | per_numa (one lru_lock per NUMA node, threads on
-//   their local one: the default on multi-node machines); K: 2.6.9 | 5.8;
-//   C: off | on.
+//   filled and drained at once); O: bytes past a cache-line boundary; W: cal |
+//   0; Z: 1 (one lock for all threads) | per_numa (one lru_lock per NUMA node,
+//   threads on their local one: the default on multi-node machines); K: 2.6.9
+//   | 5.8; R: unmap | truncate | none; C: off | on.
 //
-// Operation: one page added to the LRU (lru_cache_add) plus one page released
-// from it (release_pages); pages_per_s = ops_per_s. A thread checks the stop
-// flag only after every S pages (a whole batch period), so in both modes each
-// window holds exactly one add-drain and one release-drain per S pages:
-// without the scanner, acquisitions == pages / S * (1 + ceil(S / R)) exactly,
-// R = 16 (2.6.9) or 32 (5.8) (Verify checks it).
+// Operation: one page added to the LRU (lru_cache_add) and, unless
+// release:none, one page released; pages_per_s = ops_per_s. A thread checks
+// the stop flag only after every S pages, so each window holds exactly one
+// add drain per S pages (Verify checks the acquisitions exactly).
 #include "layouts/pagevec.h"
+
+#include <sys/mman.h>
 
 #include <algorithm>
 #include <atomic>
@@ -56,6 +99,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <new>
@@ -67,6 +111,7 @@
 
 #include "harness/cpu.h"
 #include "harness/family.h"
+#include "harness/helpers.h"
 #include "harness/locks/all_locks.h"
 #include "harness/locks/lock_stat.h"
 #include "harness/memory.h"
@@ -201,25 +246,107 @@ enum class Kernel { k269, k58 };
 inline const char* KernelName(Kernel k) {
   return k == Kernel::k269 ? "2.6.9" : "5.8";
 }
+/// Each era's x86 spinlock, the default-suite lock of its rows: 2.6.9's byte
+/// lock (`lock; decb`, spin on `cmpb`: test-and-test-and-set) and 5.8's
+/// qspinlock.
+inline const char* EraLock(Kernel k) {
+  return k == Kernel::k269 ? "ttas" : "qspinlock";
+}
+/// Where released pages come from (see the file header).
+enum class Release { kUnmap, kTruncate, kNone };
+/// "unmap" | "truncate" | "none".
+inline const char* ReleaseName(Release r) {
+  return r == Release::kUnmap ? "unmap"
+                              : (r == Release::kTruncate ? "truncate" : "none");
+}
 /// SWAP_CLUSTER_MAX: the reclaim scanner's batch and 5.8 release_pages' lock
-/// batch.
+/// batch (mm/swap.c@v5.8.1:844).
 inline constexpr int kSwapClusterMax = 32;
-/// 2.6.9 release_pages drops the lock whenever its pages_to_free pagevec
-/// (PAGEVEC_SIZE 16) fills.
-inline constexpr int kReleaseBatch269 = 16;
+/// 2.6.9 FREE_PTE_NR on SMP (include/asm-generic/tlb.h@v2.6.9:26): the
+/// mmu_gather's page array.
+inline constexpr int kFreePteNr269 = 506;
+/// 2.6.9 free_pages_and_swap_cache's chunk (mm/swap_state.c@v2.6.9:290).
+inline constexpr int kSwapCacheChunk269 = 16;
+/// 5.8 MAX_GATHER_BATCH = (PAGE_SIZE - sizeof(struct mmu_gather_batch)) /
+/// sizeof(void *) = (4096 - 16) / 8 (include/asm-generic/tlb.h@v5.8.1:232).
+inline constexpr int kMaxGatherBatch58 = 510;
+
+/// Pages gathered before one release flush: the mmu_gather (unmap), the
+/// S-page pagevec (truncate), none (release:none).
+inline int GatherPages(Kernel k, Release r, int slots) {
+  if (r == Release::kNone) return 0;
+  if (r == Release::kTruncate) return slots;
+  return k == Kernel::k269 ? kFreePteNr269 : kMaxGatherBatch58;
+}
+/// Pages per release_pages call within a flush (2.6.9 unmap: chunks of 16).
+inline int ReleaseCallPages(Kernel k, Release r, int slots) {
+  if (k == Kernel::k269 && r == Release::kUnmap) return kSwapCacheChunk269;
+  return GatherPages(k, r, slots);
+}
+/// Freed pages per lru_lock hold inside release_pages: 2.6.9's pages_to_free
+/// pagevec (the swept slot count), 5.8's SWAP_CLUSTER_MAX.
+inline int ReleaseHoldPages(Kernel k, int slots) {
+  return k == Kernel::k269 ? slots : kSwapClusterMax;
+}
+/// The kernel's lru_lock acquisitions for one flush of `n` pages when every
+/// page's last reference is dropped there: sum over its release_pages calls
+/// of ceil(call pages / hold pages).
+inline uint64_t ReleaseFlushLocks(Kernel k, Release r, int slots, int n) {
+  if (r == Release::kNone || n <= 0) return 0;
+  const int call = ReleaseCallPages(k, r, slots);
+  const int hold = ReleaseHoldPages(k, slots);
+  uint64_t locks = 0;
+  for (int done = 0; done < n; done += call) {
+    const int c = std::min(call, n - done);
+    locks += static_cast<uint64_t>((c + hold - 1) / hold);
+  }
+  return locks;
+}
+/// The kernel's lru_lock acquisitions per page in steady state without a
+/// scanner: 1 / S for the add drain plus a full flush's holds per gathered
+/// page. 2.6.9 unmap: 0.1257 (16), 0.1912 (15); 5.8 unmap: 0.0980 (15),
+/// 0.0636 (31).
+inline double KernelAcquisitionsPerPage(Kernel k, Release r, int slots) {
+  const double add = 1.0 / slots;
+  const int g = GatherPages(k, r, slots);
+  if (g == 0) return add;
+  return add + static_cast<double>(ReleaseFlushLocks(k, r, slots, g)) / g;
+}
 /// The 5.8 per-CPU counter fold threshold lockline uses for node, zone and
 /// memcg LRU sizes (MEMCG_CHARGE_BATCH is 32; the vmstat threshold depends on
 /// CPUs and memory and is of the same order).
 inline constexpr long kStatFold58 = 32;
-/// enum lru_list index of LRU_INACTIVE_ANON, where new anonymous pages go.
-inline constexpr int kLruInactiveAnon = 0;
+/// enum lru_list index of LRU_ACTIVE_ANON, where 5.8's new anonymous pages go
+/// (lru_cache_add_active_or_unevictable SetPageActive's them).
+inline constexpr int kLruActiveAnon = 1;
 /// Lists of a 5.8 lruvec (LRU_INACTIVE_ANON .. LRU_UNEVICTABLE).
 inline constexpr int kNrLru58 = 5;
 /// ZONE_NORMAL's index in lru_zone_size[zid][lru].
 inline constexpr int kZoneNormal = 2;
 
+/// smp_mb__after_atomic(): empty on x86 (atomics are full barriers there,
+/// arch/x86/include/asm/barrier.h@v5.8.1:83), so only a compiler barrier; a
+/// real fence on weakly ordered CPUs.
+inline void SmpMbAfterAtomic() {
+#if defined(__x86_64__) || defined(__i386__)
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+#else
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+#endif
+}
+
+/// Work per page outside the lock (work_ns:cal), calibrated once per process
+/// and kernel: what a page costs the machine's real fault path, minus what
+/// the model already spends per page.
+struct WorkCalibration {
+  double fault_ns_per_page = 0;  ///< mmap + first write + munmap, per 4 KiB
+  double model_ns_per_page = 0;  ///< the model at work_ns:0, 1 thread
+  double zero_ns_per_page = 0;   ///< memset of one 4 KiB page of the ring
+  uint64_t work_ns = 0;          ///< max(0, fault - model): the calibrated work
+};
+
 /// The lock and the lists one lru_lock protects.
-///   2.6.9: zone->lru_lock, zone->inactive_list and zone->nr_inactive, on one
+///   2.6.9: zone->lru_lock, zone->active_list and zone->nr_active, on one
 ///          line (the lock line is the list line), as in 2.6.9's struct zone.
 ///   5.8:   pgdat->lru_lock (the same `lru_lock` member, ZONE_PADDING'd in
 ///          pglist_data) and the lists of the memcg lruvec the pages are
@@ -230,33 +357,37 @@ inline constexpr int kZoneNormal = 2;
 template <LockAlgorithm L>
 struct alignas(kDestructiveLine) LruZone {
   L lru_lock;
-  ListHead lru;  ///< 2.6.9: the inactive list; pages linked through page->lru
-  unsigned long nr_lru = 0;  ///< 2.6.9: zone->nr_inactive, under lru_lock
+  ListHead lru;  ///< 2.6.9: the active list; pages linked through page->lru
+  unsigned long nr_lru = 0;  ///< 2.6.9: zone->nr_active, under lru_lock
   alignas(kDestructiveLine) ListHead lists58[kNrLru58];  ///< 5.8 memcg lruvec
   alignas(kDestructiveLine) unsigned long lru_zone_size[4][kNrLru58] = {};
   alignas(kDestructiveLine) std::atomic<long> node_lru{0};  ///< NR_LRU_BASE+lru
   std::atomic<long> zone_lru{0};   ///< NR_ZONE_LRU_BASE + lru (zone vmstat)
   std::atomic<long> memcg_lru{0};  ///< memcg lruvec_stat[NR_LRU_BASE + lru]
-  /// Pages the workers added to this LRU (the scanner's pace), own line.
+  /// Pages the workers added to this LRU (the scanner's pace), own line;
+  /// written only when a scanner runs.
   alignas(kDestructiveLine) std::atomic<uint64_t> added{0};
+  /// release:none: workers waiting for reclaimed pages (kswapd's wakeup on
+  /// low memory); written only on that slow path.
+  std::atomic<int> reclaim_wanted{0};
   LruZone() {
     ListInit(&lru);
     for (ListHead& h : lists58) ListInit(&h);
   }
   /// The list new pages go to under `k`, and its length counter.
   ListHead* List(Kernel k) {
-    return k == Kernel::k269 ? &lru : &lists58[kLruInactiveAnon];
+    return k == Kernel::k269 ? &lru : &lists58[kLruActiveAnon];
   }
   const ListHead* List(Kernel k) const {
-    return k == Kernel::k269 ? &lru : &lists58[kLruInactiveAnon];
+    return k == Kernel::k269 ? &lru : &lists58[kLruActiveAnon];
   }
   unsigned long& Count(Kernel k) {
     return k == Kernel::k269 ? nr_lru
-                             : lru_zone_size[kZoneNormal][kLruInactiveAnon];
+                             : lru_zone_size[kZoneNormal][kLruActiveAnon];
   }
   unsigned long Count(Kernel k) const {
     return k == Kernel::k269 ? nr_lru
-                             : lru_zone_size[kZoneNormal][kLruInactiveAnon];
+                             : lru_zone_size[kZoneNormal][kLruActiveAnon];
   }
 };
 
@@ -293,12 +424,21 @@ struct Config {
   std::size_t offset =
       0;  ///< bytes past a line boundary where each pagevec starts
   std::size_t line = 64;  ///< line size the offset and lines_spanned refer to
-  uint64_t work_ns = 0;   ///< think time per page outside the lock
-  int zones = 1;          ///< zones (lru_locks); threads use zone numa % zones
+  uint64_t work_ns = 0;   ///< work per page outside the lock (0: none)
+  bool work_calibrated = false;  ///< work_ns came from WorkCalibration
+  WorkCalibration calibration;   ///< when work_calibrated: its inputs
+  int zones = 1;  ///< zones (lru_locks); threads use zone numa % zones
   std::string policy = "fixed";
-  Kernel kernel = Kernel::k269;  ///< per-page work under the lock
-  bool scanner = false;          ///< one reclaim scanner thread per lock
+  Kernel kernel = Kernel::k269;       ///< per-page work under the lock
+  Release release = Release::kUnmap;  ///< where released pages come from
+  bool scanner = false;               ///< one reclaim scanner thread per lock
+  bool stats = true;  ///< lock_stat on lru_lock (false: plain lock/unlock)
 };
+
+/// Pages of the per-thread ring the work zeroes (64 x 4 KiB = 256 KiB: the
+/// page a fault clears is rarely in L1).
+inline constexpr int kWorkPages = 64;
+inline constexpr std::size_t kPageBytes = 4096;
 
 /// Storage for one pagevec at `offset` past a `line` boundary, with its own
 /// lines.
@@ -329,13 +469,22 @@ struct alignas(kDestructiveLine) PerThread {
   PageRing free_pages;  ///< off the LRU, refcount 0
   PageRing on_lru;      ///< on the LRU, oldest first, refcount 1 (the owner's)
   std::size_t pv_line;
-  unsigned char* pv_storage;     ///< deferred mode: the two per-CPU pagevecs
-  typename Pv::Handle add_pv{};  ///< deferred: lru_add_pvec
-  typename Pv::Handle rel_pv{};  ///< deferred: pages waiting for release_pages
-                                 ///< (still on the LRU)
+  unsigned char* pv_storage;      ///< deferred mode: the two per-CPU pagevecs
+  typename Pv::Handle add_pv{};   ///< deferred: lru_add_pvec
+  typename Pv::Handle free_pv{};  ///< 2.6.9 release_pages' pages_to_free
+  /// The release side's gather (mmu_gather pages / the truncate pagevec):
+  /// pages still on the LRU waiting for their release flush.
+  std::vector<Page*> gather;
+  int gather_nr = 0;
+  /// work_ns: the ring of pages the work zeroes.
+  std::unique_ptr<unsigned char[]> work_pages;
+  int work_next = 0;
   int zone = 0;
   int index = 0;
-  uint64_t ops = 0;  ///< pages added (= released) in windows
+  uint64_t ops = 0;         ///< pages added (= released) in windows
+  uint64_t add_drains = 0;  ///< window add drains (one lru_lock hold each)
+  /// The kernel's holds for the window's flushes (ReleaseFlushLocks).
+  uint64_t expected_release_locks = 0;
   uint64_t setup_acquisitions = 0;
   uint64_t anomalies =
       0;  ///< PG_lru already set on add / clear on release, bad refcount
@@ -370,17 +519,29 @@ class PagevecWorkload : public Workload {
       zones_.push_back(MakeShared<LruZone<L>>(zone_env));
       sides_.push_back(MakeShared<LockStatSide>(zone_env));
     }
+    if (cfg_.release == Release::kNone && !cfg_.scanner) {
+      throw std::invalid_argument(
+          "pagevec: release:none needs scanner:on (reclaim frees the pages)");
+    }
     if (cfg_.scanner) StartScanners();
   }
   ~PagevecWorkload() override { StopScanners(); }
 
   void SetupThread(const ThreadCtx& ctx) override {
     const int s = cfg_.slots;
+    const int g = GatherPages(cfg_.kernel, cfg_.release, s);
     const std::size_t stride = PvStride(Pv::Bytes(s), cfg_.offset, cfg_.line);
+    // Pool: the resident pages, two pagevecs' worth, a gather's worth (freed
+    // only when it flushes) and the scanner's slack.
     auto me = std::make_unique<PerThread<Pv>>(
-        kResidentPages + 2 * s + 1 + kPoolSlack, stride, cfg_.line);
+        kResidentPages + 2 * s + 1 + g + kPoolSlack, stride, cfg_.line);
     me->zone = ctx.numa >= 0 ? ctx.numa % cfg_.zones : 0;
     me->index = ctx.index;
+    me->gather.assign(static_cast<std::size_t>(std::max(g, 1)), nullptr);
+    if (cfg_.work_ns != 0) {
+      me->work_pages.reset(new unsigned char[kWorkPages * kPageBytes]);
+      std::memset(me->work_pages.get(), 1, kWorkPages * kPageBytes);
+    }
     // A scanner sharing a measured PU makes the point oversubscribed: a
     // waiter spinning on lru_lock while the scanner holding it is preempted
     // would burn its whole time slice, so these waiters may yield (the row
@@ -392,82 +553,44 @@ class PagevecWorkload : public Workload {
       me->free_pages.Push(&me->pool[i]);
     }
     // Fill the LRU with this thread's resident pages: one plain acquisition,
-    // not in the stats.
+    // not in the stats. With release:none they belong to the LRU (reclaim
+    // frees them), not to the thread's FIFO.
     LruZone<L>& zone = *zones_[me->zone];
     zone.lru_lock.lock();
     for (int i = 0; i < kResidentPages; ++i) {
       Page* p = me->free_pages.Pop();
       set_page_count(*p, 1);
       SetPageFlag(*p, kPgSwapBacked);
+      SetPageActive(*p);
       SetPageLru(*p);
       ListAdd(&p->lru, zone.List(cfg_.kernel));
       ++zone.Count(cfg_.kernel);
-      me->on_lru.Push(p);
+      if (cfg_.release != Release::kNone) me->on_lru.Push(p);
     }
     zone.lru_lock.unlock();
     ++me->setup_acquisitions;
+    me->free_pv = Pv::Place(me->pv_storage + stride + cfg_.offset, s);
     if (!cfg_.rapid) {
       me->add_pv = Pv::Place(me->pv_storage + cfg_.offset, s);
-      me->rel_pv = Pv::Place(me->pv_storage + stride + cfg_.offset, s);
-      // Stagger the release pagevec by half a batch so add and release drains
+      // Stagger the release gather by half so add drains and release flushes
       // interleave.
-      for (int i = 0; i < s / 2; ++i) Pv::Add(me->rel_pv, me->on_lru.Pop());
+      if (cfg_.release != Release::kNone) {
+        for (int i = 0; i < g / 2; ++i)
+          me->gather[me->gather_nr++] = me->on_lru.Pop();
+      }
     }
     per_thread_[ctx.index] = std::move(me);
   }
 
   uint64_t RunWindow(const ThreadCtx& ctx,
                      const std::atomic<bool>& stop) override {
-    PerThread<Pv>& me = *per_thread_[ctx.index];
-    LruZone<L>& zone = *zones_[me.zone];
-    LockStatSide& side = *sides_[me.zone];
-    const int s = cfg_.slots;
-    uint64_t n = 0;
-    running_.fetch_add(1, std::memory_order_relaxed);
-    if (!cfg_.rapid) {
-      while (!stop.load(std::memory_order_relaxed)) {
-        TakeReturned(me, s);
-        for (int i = 0; i < s; ++i) {
-          ThinkNs(cfg_.work_ns);
-          Page* p = me.free_pages.Pop();
-          Allocated(*p);
-          // lru_cache_add: take a reference for the pagevec, drain when full.
-          get_page(*p);
-          if (Pv::Add(me.add_pv, p) == 0)
-            LruAddDrain(me, zone, side, me.add_pv, ctx.index);
-          // The page added kResidentPages pages ago is released (put_page via a
-          // pagevec).
-          if (Pv::Add(me.rel_pv, me.on_lru.Pop()) == 0)
-            ReleasePages(me, zone, side, me.rel_pv, ctx.index);
-        }
-        n += s;
-      }
-    } else {
-      // An on-stack pagevec, placed at the offset inside a line-aligned stack
-      // buffer.
-      alignas(256) unsigned char stack_buf[Pagevec5xBytes(kMaxSlots) + 256];
-      void* at = AlignedWithOffset(stack_buf, sizeof(stack_buf), cfg_.line,
-                                   cfg_.offset, Pv::Bytes(s));
-      typename Pv::Handle pv = Pv::Place(at, s);
-      while (!stop.load(std::memory_order_relaxed)) {
-        TakeReturned(me, s);
-        // The caller's work for the batch, then a gang of S pages rapid-fire.
-        ThinkNs(cfg_.work_ns * static_cast<uint64_t>(s));
-        for (int i = 0; i < s; ++i) {
-          Page* p = me.free_pages.Pop();
-          Allocated(*p);
-          get_page(*p);
-          Pv::Add(pv, p);
-        }
-        LruAddDrain(me, zone, side, pv, ctx.index);
-        for (int i = 0; i < s; ++i) Pv::Add(pv, me.on_lru.Pop());
-        ReleasePages(me, zone, side, pv, ctx.index);
-        n += s;
-      }
-    }
-    running_.fetch_sub(1, std::memory_order_relaxed);
-    me.ops += n;
-    return n;
+    return Run(ctx, [&stop] { return !stop.load(std::memory_order_relaxed); });
+  }
+
+  /// For tests: exactly `batches` batches of S pages on the calling thread
+  /// (as RunWindow does between stop checks); returns the pages.
+  uint64_t RunBatches(const ThreadCtx& ctx, uint64_t batches) {
+    return Run(ctx, [&batches] { return batches-- > 0; });
   }
 
   void Report(PointReport& out, double window_seconds, uint64_t ops) override {
@@ -510,13 +633,42 @@ class PagevecWorkload : public Workload {
         {"work_ns", cfg_.work_ns},
         {"resident_pages_per_thread", kResidentPages},
         {"lock", L::kName},
+        {"lock_is_era_lock", std::string(L::kName) == EraLock(cfg_.kernel)},
+        {"lock_stat", cfg_.stats},
         {"window_acquisitions", acquisitions},
         {"setup_acquisitions", setup},
-        {"op",
-         "one page added to the LRU (lru_cache_add) and one released "
-         "(release_pages); "
-         "pages_per_s = ops_per_s"},
+        {"op", cfg_.release == Release::kNone
+                   ? "one page added to the LRU (lru_cache_add); reclaim (the "
+                     "scanner) frees it; pages_per_s = ops_per_s"
+                   : "one page added to the LRU (lru_cache_add) and one "
+                     "released (release_pages); pages_per_s = ops_per_s"},
     };
+    nlohmann::json work = {
+        {"work_ns", cfg_.work_ns},
+        {"calibrated", cfg_.work_calibrated},
+        {"what",
+         cfg_.work_ns == 0
+             ? "none: the labelled saturated case (threads do nothing "
+               "between lru_lock holds)"
+             : "per page outside the lock: memset of one 4 KiB page of a "
+               "256 KiB per-thread ring (as clear_page touches a page's "
+               "lines), then a register spin for the rest of work_ns"},
+    };
+    if (cfg_.work_calibrated) {
+      work["fault_ns_per_page"] = cfg_.calibration.fault_ns_per_page;
+      work["model_ns_per_page"] = cfg_.calibration.model_ns_per_page;
+      work["zero_ns_per_page"] = cfg_.calibration.zero_ns_per_page;
+      work["method"] =
+          "once per process: an anonymous mapping of 1024 pages written "
+          "once per page and unmapped (the machine's fault + zeroing + "
+          "release per page, min of 3), minus this model's own cost per page "
+          "at work_ns:0 on one thread (kernel " +
+          std::string(KernelName(cfg_.kernel)) +
+          ", 15 slots, release:" + ReleaseName(cfg_.release) +
+          ", min of 3 x 10 ms)";
+    }
+    out.details["work"] = work;
+    out.Metric("work_ns", static_cast<double>(cfg_.work_ns));
     out.details["formulas"] = {
         {"four_lg_threads", FourLgSlots(env_.threads)},
         {"four_lg_possible_cpus", FourLgSlots(possible)},
@@ -529,23 +681,52 @@ class PagevecWorkload : public Workload {
          "possible CPUs (what a boot-time sizing would use); policy:4lg rows "
          "run the threads value"},
     };
+    const char* release_path =
+        cfg_.release == Release::kNone
+            ? "none: reclaim (the scanner) frees the pages (pmbench, 2020)"
+            : (cfg_.release == Release::kTruncate
+                   ? "truncate: release_pages of an S-page pagevec"
+                   : (cfg_.kernel == Kernel::k269
+                          ? "unmap: mmu_gather of 506 pages, "
+                            "free_pages_and_swap_cache hands release_pages "
+                            "chunks of 16, the lock dropped when the S-slot "
+                            "pages_to_free pagevec fills"
+                          : "unmap: tlb_batch_pages_flush hands "
+                            "release_pages batches of 510, the lock dropped "
+                            "every 32 pages"));
     out.details["kernel"] = {
         {"version", KernelName(cfg_.kernel)},
+        {"era_lock", EraLock(cfg_.kernel)},
         {"per_page_work",
          cfg_.kernel == Kernel::k269
-             ? "2.6.9 __pagevec_lru_add: TestSetPageLRU, list_add, "
-               "nr_inactive++; release_pages: TestClearPageLRU, list_del, "
-               "nr_inactive--, lock dropped every 16 freed pages"
-             : "5.8 __pagevec_lru_add_fn: TestClearPageUnevictable, "
-               "SetPageLRU, smp_mb__after_atomic, page_evictable, "
-               "update_lru_size (node/zone/memcg per-CPU diffs, memcg "
-               "lru_zone_size), list_add; release_pages: __ClearPageLRU, "
-               "page_off_lru, del_page_from_lru_list, lock dropped every 32 "
-               "pages"},
+             ? "2.6.9 lru_cache_add_active -> __pagevec_lru_add_active: "
+               "TestSetPageLRU, TestSetPageActive, add_page_to_active_list, "
+               "nr_active++; release_pages: TestClearPageLRU, "
+               "del_page_from_lru (list_del, ClearPageActive, nr_active--)"
+             : "5.8 lru_cache_add_active_or_unevictable (SetPageActive "
+               "outside the lock) -> __pagevec_lru_add_fn: "
+               "TestClearPageUnevictable, SetPageLRU, smp_mb__after_atomic "
+               "(compiler barrier on x86), page_evictable, update_lru_size "
+               "(node/zone/memcg per-CPU diffs, memcg lru_zone_size), "
+               "list_add to LRU_ACTIVE_ANON; release_pages: __ClearPageLRU, "
+               "page_off_lru (__ClearPageActive), del_page_from_lru_list"},
+        {"release", ReleaseName(cfg_.release)},
+        {"release_path", release_path},
+        {"release_gather_pages",
+         GatherPages(cfg_.kernel, cfg_.release, cfg_.slots)},
+        {"release_call_pages",
+         ReleaseCallPages(cfg_.kernel, cfg_.release, cfg_.slots)},
+        {"release_hold_pages", ReleaseHoldPages(cfg_.kernel, cfg_.slots)},
+        {"kernel_acquisitions_per_page",
+         KernelAcquisitionsPerPage(cfg_.kernel, cfg_.release, cfg_.slots)},
         {"lru_lock_scope", cfg_.kernel == Kernel::k269
                                ? "zone->lru_lock (per zone)"
                                : "pgdat->lru_lock (per NUMA node)"},
-        {"release_lock_batch", ReleaseBatch()},
+        {"simplified",
+         "no active/inactive aging, no irq-off cost, no icache misses, "
+         "free_pages_and_swap_cache's lru_add_drain not modelled, freed "
+         "pages return to a private pool (no pcp/buddy cost); the scanner "
+         "frees without swap-out work"},
     };
     nlohmann::json sj = {{"on", cfg_.scanner}};
     if (cfg_.scanner) {
@@ -674,38 +855,48 @@ class PagevecWorkload : public Workload {
         err = place(t->on_lru.at(k2), true, 1);
       std::size_t held =
           t->free_pages.size() + t->returned.size() + t->on_lru.size();
+      for (int k2 = 0; k2 < t->gather_nr && err.empty(); ++k2)
+        err = place(t->gather[k2], true, 1);
+      held += static_cast<std::size_t>(t->gather_nr);
       if (!cfg_.rapid) {
-        for (int k2 = 0; k2 < Pv::Count(t->rel_pv) && err.empty(); ++k2)
-          err = place(Pv::At(t->rel_pv, k2), true, 1);
         for (int k2 = 0; k2 < Pv::Count(t->add_pv) && err.empty(); ++k2)
           err = place(Pv::At(t->add_pv, k2), false, 2);
-        held += Pv::Count(t->rel_pv) + Pv::Count(t->add_pv);
+        held += Pv::Count(t->add_pv);
+      }
+      if (cfg_.release == Release::kNone) {
+        // The LRU's pages (the mapping's reference) are nobody's to hold.
+        for (int idx = 0; idx < t->pool_size && err.empty(); ++idx) {
+          if (!on_list[i][idx] || seen[idx]) continue;
+          err = place(&t->pool[idx], true, 1);
+          ++held;
+        }
       }
       if (!err.empty()) return err;
       if (held != static_cast<std::size_t>(t->pool_size)) {
         return who + std::to_string(held) + " pages accounted of " +
                std::to_string(t->pool_size);
       }
-      // Windows end on batch boundaries: exactly one add- and one
-      // release-drain per S pages; the release takes the lock once per
-      // R-page run of freed pages.
+      // Windows end on batch boundaries: exactly one add drain per S pages,
+      // and the release flushes took the kernel's holds
+      // (ReleaseFlushLocks).
       if (t->ops % cfg_.slots != 0)
         return who + std::to_string(t->ops) +
                " pages is not a whole number of batches";
       const uint64_t batches = t->ops / cfg_.slots;
-      const uint64_t per_release =
-          (static_cast<uint64_t>(cfg_.slots) + ReleaseBatch() - 1) /
-          ReleaseBatch();
-      const uint64_t expected = batches * (1 + per_release);
+      if (t->add_drains != batches) {
+        return who + std::to_string(t->add_drains) + " add drains for " +
+               std::to_string(batches) + " batches";
+      }
+      const uint64_t expected = batches + t->expected_release_locks;
       if (t->stat.acquisitions + t->release_lock_skips != expected) {
         return who + std::to_string(t->stat.acquisitions) +
                " lru_lock acquisitions (+ " +
                std::to_string(t->release_lock_skips) + " skipped) for " +
                std::to_string(t->ops) + " pages at " +
-               std::to_string(cfg_.slots) +
-               " slots (expected pages / slots * (1 + ceil(slots / " +
-               std::to_string(ReleaseBatch()) +
-               ")) = " + std::to_string(expected) + ")";
+               std::to_string(cfg_.slots) + " slots (expected " +
+               std::to_string(batches) + " add drains + " +
+               std::to_string(t->expected_release_locks) +
+               " release holds = " + std::to_string(expected) + ")";
       }
       if (!cfg_.scanner &&
           (t->release_lock_skips != 0 || t->handed_to_scanner != 0)) {
@@ -721,7 +912,7 @@ class PagevecWorkload : public Workload {
     uint64_t handed = 0, freed = 0;
     for (const auto& t : per_thread_) handed += t ? t->handed_to_scanner : 0;
     for (const auto& sc : scanners_) freed += sc->freed;
-    if (handed != freed) {
+    if (cfg_.release != Release::kNone && handed != freed) {
       return std::to_string(handed) +
              " releases left the last reference to the scanner, which freed " +
              std::to_string(freed) + " pages";
@@ -755,22 +946,114 @@ class PagevecWorkload : public Workload {
            ": ";
   }
 
-  /// Pages per lru_lock hold in release_pages.
-  uint64_t ReleaseBatch() const {
-    return cfg_.kernel == Kernel::k269 ? kReleaseBatch269 : kSwapClusterMax;
+  /// The operation loop: batches of S pages while more() says so.
+  template <class More>
+  uint64_t Run(const ThreadCtx& ctx, More&& more) {
+    PerThread<Pv>& me = *per_thread_[ctx.index];
+    LruZone<L>& zone = *zones_[me.zone];
+    LockStatSide& side = *sides_[me.zone];
+    const int s = cfg_.slots;
+    const bool release = cfg_.release != Release::kNone;
+    uint64_t n = 0;
+    running_.fetch_add(1, std::memory_order_relaxed);
+    if (!cfg_.rapid) {
+      while (more()) {
+        TakeReturned(me, s);
+        for (int i = 0; i < s; ++i) {
+          Work(me, 1);
+          Page* p = me.free_pages.Pop();
+          Allocated(*p);
+          // lru_cache_add: take a reference for the pagevec, drain when full.
+          get_page(*p);
+          if (Pv::Add(me.add_pv, p) == 0)
+            LruAddDrain(me, zone, side, me.add_pv, ctx.index);
+          // The page added kResidentPages pages ago is unmapped: into the
+          // release gather, flushed when full.
+          if (release) Gather(me, zone, side, me.on_lru.Pop(), ctx.index);
+        }
+        n += s;
+      }
+    } else {
+      // An on-stack pagevec, placed at the offset inside a line-aligned stack
+      // buffer.
+      alignas(256) unsigned char stack_buf[Pagevec5xBytes(kMaxSlots) + 256];
+      void* at = AlignedWithOffset(stack_buf, sizeof(stack_buf), cfg_.line,
+                                   cfg_.offset, Pv::Bytes(s));
+      typename Pv::Handle pv = Pv::Place(at, s);
+      while (more()) {
+        TakeReturned(me, s);
+        // The caller's work for the batch, then a gang of S pages rapid-fire.
+        Work(me, s);
+        for (int i = 0; i < s; ++i) {
+          Page* p = me.free_pages.Pop();
+          Allocated(*p);
+          get_page(*p);
+          Pv::Add(pv, p);
+        }
+        LruAddDrain(me, zone, side, pv, ctx.index);
+        if (release) {
+          for (int i = 0; i < s; ++i)
+            Gather(me, zone, side, me.on_lru.Pop(), ctx.index);
+        }
+        n += s;
+      }
+    }
+    running_.fetch_sub(1, std::memory_order_relaxed);
+    me.ops += n;
+    return n;
+  }
+
+  /// lru_lock with lock_stat (cfg_.stats) or plain (the uninstrumented twin
+  /// row; the acquisition count is a private counter either way).
+  void Acquire(L& lock, LockStatSide& side, LockStatThread& st, int index) {
+    if (cfg_.stats) {
+      LockWithStats(lock, side, st, index);
+    } else {
+      ++st.acquisitions;
+      lock.lock();
+    }
+  }
+  void Release(L& lock, LockStatThread& st) {
+    if (cfg_.stats) {
+      UnlockWithStats(lock, st);
+    } else {
+      lock.unlock();
+    }
+  }
+
+  /// The kernel path's work for `pages` pages outside the lock: zero one page
+  /// of the ring each, then spin for the rest of work_ns.
+  void Work(PerThread<Pv>& me, int pages) {
+    if (cfg_.work_ns == 0) return;
+    const uint64_t zero_ns =
+        static_cast<uint64_t>(cfg_.calibration.zero_ns_per_page);
+    const uint64_t spin = cfg_.work_ns > zero_ns ? cfg_.work_ns - zero_ns : 0;
+    for (int i = 0; i < pages; ++i) {
+      unsigned char* page = me.work_pages.get() +
+                            static_cast<std::size_t>(me.work_next) * kPageBytes;
+      me.work_next = (me.work_next + 1) % kWorkPages;
+      std::memset(page, 0, kPageBytes);
+      asm volatile("" : : "r"(page) : "memory");
+      ThinkNs(spin);
+    }
   }
 
   /// The allocation's page state: an anonymous page (5.8 do_anonymous_page
-  /// sets PG_swapbacked), the owner's reference.
+  /// sets PG_swapbacked; lru_cache_add_active_or_unevictable SetPageActive's
+  /// it before lru_cache_add, outside the lock), the owner's reference.
   void Allocated(Page& p) const {
     set_page_count(p, 1);
-    if (cfg_.kernel == Kernel::k58) SetPageFlag(p, kPgSwapBacked);
+    if (cfg_.kernel == Kernel::k58) {
+      SetPageFlag(p, kPgSwapBacked);
+      SetPageActive(p);
+    }
   }
 
   /// Moves the pages the scanner freed for this thread back to its free
   /// ring, waiting for them while fewer than `need` pages are free (they
   /// come back before the scanner releases the lock).
   void TakeReturned(PerThread<Pv>& me, int need) {
+    bool asked = false;
     while (true) {
       if (me.n_returned.load(std::memory_order_acquire) > 0) {
         std::lock_guard<std::mutex> g(me.returned_mu);
@@ -778,13 +1061,29 @@ class PagevecWorkload : public Workload {
         me.returned.clear();
         me.n_returned.store(0, std::memory_order_relaxed);
       }
-      if (me.free_pages.size() >= static_cast<std::size_t>(need)) return;
-      CpuRelax();
+      if (me.free_pages.size() >= static_cast<std::size_t>(need)) {
+        if (asked)
+          zones_[me.zone]->reclaim_wanted.fetch_sub(1,
+                                                    std::memory_order_relaxed);
+        return;
+      }
+      if (!asked && cfg_.scanner) {
+        // Too few free pages: wake reclaim even if fewer than 32 pages were
+        // added since its last cycle (the window's end would otherwise leave
+        // this thread waiting for pages nobody adds).
+        zones_[me.zone]->reclaim_wanted.fetch_add(1, std::memory_order_relaxed);
+        asked = true;
+      }
+      if (scanner_shares_pu_) {
+        std::this_thread::yield();  // let the scanner reclaim
+      } else {
+        CpuRelax();
+      }
     }
   }
 
   /// update_lru_size (include/linux/mm_inline.h@v5.8.1) for `nr` pages of
-  /// LRU_INACTIVE_ANON: node, zone and memcg per-CPU diffs folded at
+  /// LRU_ACTIVE_ANON: node, zone and memcg per-CPU diffs folded at
   /// kStatFold58, and the memcg lru_zone_size written in place (caller holds
   /// lru_lock).
   static void UpdateLruSize58(LruZone<L>& zone, long* node_diff,
@@ -800,24 +1099,26 @@ class PagevecWorkload : public Workload {
     mod(node_diff, zone.node_lru, nr);
     mod(zone_diff, zone.zone_lru, nr);
     mod(memcg_diff, zone.memcg_lru, nr);
-    zone.lru_zone_size[kZoneNormal][kLruInactiveAnon] +=
+    zone.lru_zone_size[kZoneNormal][kLruActiveAnon] +=
         static_cast<unsigned long>(nr);
   }
 
   /// The lru_add drain, one lru_lock acquisition for the batch:
-  /// 2.6.9 __pagevec_lru_add (swap.c@v2.6.9:289) or 5.8 pagevec_lru_move_fn
-  /// with __pagevec_lru_add_fn (swap.c@v5.8.1:206, 969); then release_pages
-  /// drops the references lru_cache_add took (never the last one here, so no
-  /// lock).
+  /// 2.6.9 __pagevec_lru_add_active (swap.c@v2.6.9:316) or 5.8
+  /// pagevec_lru_move_fn with __pagevec_lru_add_fn (swap.c@v5.8.1:206, 969);
+  /// then release_pages drops the references lru_cache_add took (never the
+  /// last one here, so no lock).
   void LruAddDrain(PerThread<Pv>& me, LruZone<L>& zone, LockStatSide& side,
                    typename Pv::Handle& pv, int index) {
     const int n = Pv::Count(pv);
-    LockWithStats(zone.lru_lock, side, me.stat, index);
+    ++me.add_drains;
+    Acquire(zone.lru_lock, side, me.stat, index);
     if (cfg_.kernel == Kernel::k269) {
       for (int i = 0; i < n; ++i) {
         Page* p = Pv::At(pv, i);
-        if (TestSetPageFlag(*p, kPgLru)) ++me.anomalies;  // BUG() in 2.6.9
-        ListAdd(&p->lru, &zone.lru);  // add_page_to_inactive_list
+        if (TestSetPageFlag(*p, kPgLru)) ++me.anomalies;     // BUG()
+        if (TestSetPageFlag(*p, kPgActive)) ++me.anomalies;  // BUG()
+        ListAdd(&p->lru, &zone.lru);  // add_page_to_active_list
       }
       zone.nr_lru += n;
     } else {
@@ -826,28 +1127,30 @@ class PagevecWorkload : public Workload {
         const bool was_unevictable = TestClearPageFlag(*p, kPgUnevictable);
         if (PageLru(*p)) ++me.anomalies;  // VM_BUG_ON_PAGE(PageLRU)
         SetPageLru(*p);
-        std::atomic_thread_fence(std::memory_order_seq_cst);  // smp_mb__after
+        SmpMbAfterAtomic();
         // page_evictable: !mapping_unevictable(page_mapping(page)) &&
         // !PageMlocked(page); anonymous pages have no mapping flags to read.
         const bool evictable = benchmark_volatile_read(p->mapping) == nullptr &&
                                !TestPageFlag(*p, kPgMlocked);
         // page_lru: PageUnevictable, page_is_file_lru (PG_swapbacked),
-        // PageActive: LRU_INACTIVE_ANON for these pages.
+        // PageActive: LRU_ACTIVE_ANON for these pages.
         if (!evictable || TestPageFlag(*p, kPgUnevictable) ||
-            !TestPageFlag(*p, kPgSwapBacked) || PageActive(*p) ||
+            !TestPageFlag(*p, kPgSwapBacked) || !PageActive(*p) ||
             was_unevictable) {
           ++me.anomalies;
         }
         UpdateLruSize58(zone, &me.node_diff, &me.zone_diff, &me.memcg_diff, 1);
-        ListAdd(&p->lru, &zone.lists58[kLruInactiveAnon]);
+        ListAdd(&p->lru, &zone.lists58[kLruActiveAnon]);
       }
     }
-    UnlockWithStats(zone.lru_lock, me.stat);
-    zone.added.fetch_add(static_cast<uint64_t>(n), std::memory_order_relaxed);
+    Release(zone.lru_lock, me.stat);
+    if (cfg_.scanner)
+      zone.added.fetch_add(static_cast<uint64_t>(n), std::memory_order_relaxed);
+    const bool keep = cfg_.release != Release::kNone;
     for (int i = 0; i < n; ++i) {
       Page* p = Pv::At(pv, i);
       if (put_page_testzero(*p)) ++me.anomalies;
-      me.on_lru.Push(p);
+      if (keep) me.on_lru.Push(p);
     }
     Pv::Reinit(pv);
   }
@@ -858,99 +1161,153 @@ class PagevecWorkload : public Workload {
     return *static_cast<void* const volatile*>(&field);
   }
 
-  /// release_pages (swap.c@v2.6.9:207, swap.c@v5.8.1:827): drop each page's
-  /// reference; a page whose count reaches zero is taken off the LRU under
-  /// lru_lock, taken at the first such page and dropped every R pages (2.6.9:
-  /// the 16-page pages_to_free pagevec fills; 5.8: SWAP_CLUSTER_MAX). A page
-  /// whose count does not reach zero is the scanner's to free (it holds a
-  /// reference). Freed pages go back to the thread's pool.
+  /// tlb_remove_page (or pagevec_add on the truncate pagevec): `p` joins the
+  /// release gather, flushed when full.
+  void Gather(PerThread<Pv>& me, LruZone<L>& zone, LockStatSide& side, Page* p,
+              int index) {
+    me.gather[me.gather_nr++] = p;
+    if (me.gather_nr == GatherPages(cfg_.kernel, cfg_.release, cfg_.slots)) {
+      FlushGather(me, zone, side, index);
+    }
+  }
+
+  /// The gather's flush: 2.6.9 tlb_flush_mmu -> free_pages_and_swap_cache
+  /// (release_pages in chunks of 16), 5.8 tlb_batch_pages_flush (one
+  /// release_pages call per batch), truncate: pagevec_release.
+  void FlushGather(PerThread<Pv>& me, LruZone<L>& zone, LockStatSide& side,
+                   int index) {
+    const int n = me.gather_nr;
+    me.expected_release_locks +=
+        ReleaseFlushLocks(cfg_.kernel, cfg_.release, cfg_.slots, n);
+    const int call = ReleaseCallPages(cfg_.kernel, cfg_.release, cfg_.slots);
+    for (int done = 0; done < n; done += call) {
+      ReleasePages(me, zone, side, &me.gather[done], std::min(call, n - done),
+                   index);
+    }
+    me.gather_nr = 0;
+  }
+
+  /// release_pages (swap.c@v2.6.9:207, swap.c@v5.8.1:827) of `n` pages: drop
+  /// each page's reference; a page whose count reaches zero is taken off the
+  /// LRU under lru_lock, taken at the first such page. 2.6.9 drops the lock
+  /// when its pages_to_free pagevec (S slots, at the row's offset) fills and
+  /// frees the pagevec; 5.8 drops it every SWAP_CLUSTER_MAX iterations and
+  /// frees its list at the end. A page whose count does not reach zero is the
+  /// scanner's to free (it holds a reference). Freed pages go back to the
+  /// thread's pool.
   void ReleasePages(PerThread<Pv>& me, LruZone<L>& zone, LockStatSide& side,
-                    typename Pv::Handle& pv, int index) {
-    const int n = Pv::Count(pv);
-    const uint64_t r = ReleaseBatch();
-    const uint64_t expected_locks = (static_cast<uint64_t>(n) + r - 1) / r;
+                    Page** pages, int n, int index) {
+    const int hold = ReleaseHoldPages(cfg_.kernel, cfg_.slots);
+    const uint64_t expected_locks =
+        static_cast<uint64_t>((n + hold - 1) / hold);
     uint64_t locks = 0;
     bool locked = false;
-    uint64_t in_batch = 0;  // 5.8 lock_batch: iterations under this hold
-    uint64_t to_free = 0;   // 2.6.9 pages_to_free.nr
-    int kept = 0;
-    Page* freed[kMaxSlots];
-    for (int i = 0; i < n; ++i) {
-      Page* p = Pv::At(pv, i);
-      if (cfg_.kernel == Kernel::k58 && locked && ++in_batch == r) {
-        UnlockWithStats(zone.lru_lock, me.stat);
-        locked = false;
-      }
-      if (!put_page_testzero(*p)) {
-        ++me.handed_to_scanner;  // the scanner's put will free it
-        continue;
-      }
-      if (!locked) {
-        LockWithStats(zone.lru_lock, side, me.stat, index);
-        locked = true;
-        in_batch = 0;
-        ++locks;
-      }
-      if (cfg_.kernel == Kernel::k269) {
+    int lock_batch = 0;  // 5.8: iterations under this hold
+    if (cfg_.kernel == Kernel::k269) {
+      typename Pv::Handle& to_free = me.free_pv;  // pages_to_free
+      for (int i = 0; i < n; ++i) {
+        Page* p = pages[i];
+        if (!put_page_testzero(*p)) {
+          ++me.handed_to_scanner;  // the scanner's put will free it
+          continue;
+        }
+        if (!locked) {
+          Acquire(zone.lru_lock, side, me.stat, index);
+          locked = true;
+          ++locks;
+        }
         if (TestClearPageLru(*p)) {
           ListDel(&p->lru);  // del_page_from_lru
-          if (PageActive(*p)) ClearPageActive(*p);
-          --zone.nr_lru;
+          if (PageActive(*p)) {
+            ClearPageActive(*p);
+            --zone.nr_lru;
+          } else {
+            ++me.anomalies;  // nr_inactive--: never on this list
+          }
         } else {
           ++me.anomalies;
         }
-      } else {
+        if (Pv::Add(to_free, p) == 0) {
+          // pages_to_free is full: unlock, __pagevec_free, relock on demand.
+          Release(zone.lru_lock, me.stat);
+          locked = false;
+          FreePagevec(me, to_free);
+        }
+      }
+      if (locked) Release(zone.lru_lock, me.stat);
+      FreePagevec(me, to_free);
+    } else {
+      Page* freed[kMaxGatherBatch58];
+      int kept = 0;
+      for (int i = 0; i < n; ++i) {
+        Page* p = pages[i];
+        if (locked && ++lock_batch == kSwapClusterMax) {
+          Release(zone.lru_lock, me.stat);
+          locked = false;
+        }
+        if (!put_page_testzero(*p)) {
+          ++me.handed_to_scanner;  // the scanner's put will free it
+          continue;
+        }
+        if (!locked) {
+          Acquire(zone.lru_lock, side, me.stat, index);
+          locked = true;
+          lock_batch = 0;
+          ++locks;
+        }
         if (PageLru(*p)) {
           ClearPageFlagNonAtomic(*p, kPgLru);  // __ClearPageLRU
-          // page_off_lru: PageUnevictable, page_lru_base_type, PageActive.
-          if (TestPageFlag(*p, kPgUnevictable) || PageActive(*p) ||
+          // page_off_lru: PageUnevictable, page_lru_base_type, PageActive
+          // (__ClearPageActive, non-atomic).
+          if (TestPageFlag(*p, kPgUnevictable) || !PageActive(*p) ||
               !TestPageFlag(*p, kPgSwapBacked)) {
             ++me.anomalies;
           }
+          ClearPageFlagNonAtomic(*p, kPgActive);
           ListDel(&p->lru);  // del_page_from_lru_list
           UpdateLruSize58(zone, &me.node_diff, &me.zone_diff, &me.memcg_diff,
                           -1);
         } else {
           ++me.anomalies;
         }
+        freed[kept++] = p;
       }
-      freed[kept++] = p;
-      if (cfg_.kernel == Kernel::k269 && ++to_free == r) {
-        // pages_to_free is full: unlock, __pagevec_free, relock on demand.
-        UnlockWithStats(zone.lru_lock, me.stat);
-        locked = false;
-        to_free = 0;
-      }
+      if (locked) Release(zone.lru_lock, me.stat);
+      for (int i = 0; i < kept; ++i) me.free_pages.Push(freed[i]);
     }
-    if (locked) UnlockWithStats(zone.lru_lock, me.stat);
     // The kernel skips the lock for pages whose last reference is the
-    // scanner's; count the batches so Verify's exact formula still holds.
+    // scanner's; count the holds so Verify's exact formula still holds.
     me.release_lock_skips += expected_locks - std::min(expected_locks, locks);
-    for (int i = 0; i < kept; ++i) me.free_pages.Push(freed[i]);
+  }
+
+  /// __pagevec_free of 2.6.9's pages_to_free: the pages back to the pool.
+  void FreePagevec(PerThread<Pv>& me, typename Pv::Handle& pv) {
+    for (int i = 0; i < Pv::Count(pv); ++i) me.free_pages.Push(Pv::At(pv, i));
     Pv::Reinit(pv);
   }
 
   // ---- the reclaim scanner ----------------------------------------------
 
-  /// Spare PUs (usable, outside the point's plan) for the scanners; when
-  /// there are fewer than zones, each scanner shares the plan's last PU(s).
-  /// -1 (unbound) without a host topology (tests).
+  /// The scanners' PUs by the helper rule (harness/helpers.h: a core of its
+  /// own on the measured threads' NUMA node); when the rule places fewer
+  /// than zones, each scanner shares the plan's last PU(s). -1 (unbound)
+  /// without a host topology (tests).
   void PickScannerPus() {
     for (auto& sc : scanners_) sc->pu = -1;
     if (env_.topology == nullptr || !env_.topology->is_host()) return;
+    if (env_.plan != nullptr) {
+      const std::vector<HelperPlace> places =
+          PlaceHelpers(env_.topology->usable_pus(), *env_.plan,
+                       static_cast<int>(scanners_.size()));
+      if (places.size() >= scanners_.size()) {
+        for (std::size_t i = 0; i < scanners_.size(); ++i)
+          scanners_[i]->pu = places[i].pu;
+        return;
+      }
+    }
     std::vector<int> used;
     if (env_.plan != nullptr) {
       for (const auto& pu : env_.plan->pus) used.push_back(pu.os_index);
-    }
-    std::vector<int> spare;
-    for (const auto& pu : env_.topology->usable_pus()) {
-      if (std::find(used.begin(), used.end(), pu.os_index) == used.end())
-        spare.push_back(pu.os_index);
-    }
-    if (spare.size() >= scanners_.size()) {
-      for (std::size_t i = 0; i < scanners_.size(); ++i)
-        scanners_[i]->pu = spare[i];
-      return;
     }
     scanner_shares_pu_ = true;
     for (std::size_t i = 0; i < scanners_.size(); ++i) {
@@ -999,16 +1356,21 @@ class PagevecWorkload : public Workload {
     s.scanned_mark = zone.added.load(std::memory_order_relaxed);
     while (!quit_.load(std::memory_order_relaxed)) {
       const uint64_t added = zone.added.load(std::memory_order_relaxed);
+      const bool paced =
+          added - s.scanned_mark >= static_cast<uint64_t>(kSwapClusterMax);
+      const bool wanted =
+          zone.reclaim_wanted.load(std::memory_order_relaxed) > 0;
       if (running_.load(std::memory_order_relaxed) == 0 ||
-          added - s.scanned_mark < static_cast<uint64_t>(kSwapClusterMax)) {
-        if (scanner_shares_pu_) {
-          std::this_thread::sleep_for(std::chrono::microseconds(20));
-        } else {
-          CpuRelax();
-        }
+          (!paced && !wanted)) {
+        // Sleep, as kswapd does, rather than PAUSE-poll (issue 23 item 6).
+        std::this_thread::sleep_for(std::chrono::microseconds(20));
         continue;
       }
-      s.scanned_mark += kSwapClusterMax;
+      if (paced) {
+        s.scanned_mark += kSwapClusterMax;
+      } else {
+        s.scanned_mark = added;  // an on-demand cycle (reclaim_wanted)
+      }
       ScanCycle(s, zone);
     }
   }
@@ -1022,7 +1384,7 @@ class PagevecWorkload : public Workload {
     ListInit(&isolated);
     long nr = 0;
     long node_diff = 0, zone_diff = 0, memcg_diff = 0;  // the scanner's CPU
-    LockWithStats(zone.lru_lock, *s.side, s.stat, kScannerIndex);
+    Acquire(zone.lru_lock, *s.side, s.stat, kScannerIndex);
     for (int scan = 0; scan < kSwapClusterMax && !ListEmpty(list); ++scan) {
       Page* p = PageFromLru(list->prev);
       // __isolate_lru_page: PageLRU, then a reference unless the page is
@@ -1040,10 +1402,25 @@ class PagevecWorkload : public Workload {
     } else {
       UpdateLruSize58(zone, &node_diff, &zone_diff, &memcg_diff, -nr);
     }
-    UnlockWithStats(zone.lru_lock, s.stat);
+    Release(zone.lru_lock, s.stat);
     s.isolated += static_cast<uint64_t>(nr);
-    // (shrink_page_list would run here: nothing is reclaimed.)
-    LockWithStats(zone.lru_lock, *s.side, s.stat, kScannerIndex);
+    if (cfg_.release == Release::kNone) {
+      // shrink_page_list reclaims every page: the mapping's reference and
+      // the isolation's are dropped and the page is freed (to its owner's
+      // pool), no lock held.
+      while (!ListEmpty(&isolated)) {
+        Page* p = PageFromLru(isolated.next);
+        ListDel(&p->lru);
+        ClearPageActive(*p);
+        put_page_testzero(*p);
+        put_page_testzero(*p);
+        ReturnToOwner(p);
+        ++s.freed;
+      }
+    }
+    // move_pages_to_lru retakes the lock even when reclaim left nothing to
+    // put back (mm/vmscan.c@v5.8.1:1967).
+    Acquire(zone.lru_lock, *s.side, s.stat, kScannerIndex);
     while (!ListEmpty(&isolated)) {
       Page* p = PageFromLru(isolated.next);
       SetPageLru(*p);
@@ -1056,26 +1433,32 @@ class PagevecWorkload : public Workload {
       if (put_page_testzero(*p)) {
         // The owner released it meanwhile: the scanner frees it.
         ClearPageLru(*p);
+        ClearPageActive(*p);
         ListDel(&p->lru);
         if (k == Kernel::k269) {
           --zone.nr_lru;
         } else {
           UpdateLruSize58(zone, &node_diff, &zone_diff, &memcg_diff, -1);
         }
-        PerThread<Pv>& owner = *per_thread_[p->private_];
-        std::lock_guard<std::mutex> g(owner.returned_mu);
-        owner.returned.push_back(p);
-        owner.n_returned.store(static_cast<int>(owner.returned.size()),
-                               std::memory_order_release);
+        ReturnToOwner(p);
         ++s.freed;
       }
     }
-    UnlockWithStats(zone.lru_lock, s.stat);
+    Release(zone.lru_lock, s.stat);
     // refresh_cpu_vm_stats for the scanner's CPU.
     zone.node_lru.fetch_add(node_diff, std::memory_order_relaxed);
     zone.zone_lru.fetch_add(zone_diff, std::memory_order_relaxed);
     zone.memcg_lru.fetch_add(memcg_diff, std::memory_order_relaxed);
     ++s.cycles;
+  }
+
+  /// A page the scanner freed goes back to its owner's pool.
+  void ReturnToOwner(Page* p) {
+    PerThread<Pv>& owner = *per_thread_[p->private_];
+    std::lock_guard<std::mutex> g(owner.returned_mu);
+    owner.returned.push_back(p);
+    owner.n_returned.store(static_cast<int>(owner.returned.size()),
+                           std::memory_order_release);
   }
 
   Config cfg_;
@@ -1100,13 +1483,14 @@ struct NamedLayout {
 };
 inline constexpr NamedLayout kNamedLayouts[] = {
     {PagevecV269::kName, PagevecV269::kSlots},
+    {PagevecV2610::kName, PagevecV2610::kSlots},
     {PagevecProposal2004::kName, PagevecProposal2004::kSlots},
     {"pagevec_5x15", 15},
     {"pagevec_5x31", 31},
 };
 
-/// Creates the workload for `lock` x `layout` ("" = generic 5.x header). Throws
-/// std::invalid_argument for an unknown lock or layout.
+/// Creates the workload for `lock` x `layout` ("" = generic 5.x header).
+/// Throws std::invalid_argument for an unknown lock or layout.
 inline std::unique_ptr<Workload> MakePagevecWorkload(const PointEnv& env,
                                                      const std::string& lock,
                                                      const std::string& layout,
@@ -1117,6 +1501,8 @@ inline std::unique_ptr<Workload> MakePagevecWorkload(const PointEnv& env,
       w = std::make_unique<PagevecWorkload<L, GenericPv>>(env, cfg);
     } else if (layout == PagevecV269::kName) {
       w = std::make_unique<PagevecWorkload<L, NamedPv<PagevecV269>>>(env, cfg);
+    } else if (layout == PagevecV2610::kName) {
+      w = std::make_unique<PagevecWorkload<L, NamedPv<PagevecV2610>>>(env, cfg);
     } else if (layout == PagevecProposal2004::kName) {
       w = std::make_unique<PagevecWorkload<L, NamedPv<PagevecProposal2004>>>(
           env, cfg);
@@ -1127,13 +1513,111 @@ inline std::unique_ptr<Workload> MakePagevecWorkload(const PointEnv& env,
     } else {
       throw std::invalid_argument(
           "pagevec: unknown layout '" + layout +
-          "': accepted are pagevec_v2_6_9, pagevec_2004_proposal, "
-          "pagevec_5x15, pagevec_5x31");
+          "': accepted are pagevec_v2_6_9, pagevec_v2_6_10, "
+          "pagevec_2004_proposal, pagevec_5x15, pagevec_5x31");
     }
   };
   if (!WithLock(lock, make))
     throw std::invalid_argument("pagevec: unknown lock '" + lock + "'");
   return w;
+}
+
+/// The machine's anonymous fault path per 4 KiB page: a private anonymous
+/// mapping of 1024 pages (no THP) written once per page and unmapped, the
+/// minimum of 3 attempts (fault, clear_page, page tables, LRU add and the
+/// unmap's release per page). 0 when mmap fails.
+inline double MeasureFaultNsPerPage() {
+  constexpr std::size_t kPages = 1024;
+  const std::size_t bytes = kPages * kPageBytes;
+  double best = 0;
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) return 0;
+    madvise(p, bytes, MADV_NOHUGEPAGE);
+    auto* c = static_cast<volatile char*>(p);
+    const uint64_t t0 = NowNs();
+    for (std::size_t off = 0; off < bytes; off += kPageBytes) c[off] = 1;
+    munmap(p, bytes);
+    const double ns = static_cast<double>(NowNs() - t0) / kPages;
+    if (attempt == 0 || ns < best) best = ns;
+  }
+  return best;
+}
+
+/// memset of one 4 KiB page of a kWorkPages ring, ns (min of 3 passes).
+inline double MeasureZeroNsPerPage() {
+  std::unique_ptr<unsigned char[]> ring(
+      new unsigned char[kWorkPages * kPageBytes]);
+  std::memset(ring.get(), 1, kWorkPages * kPageBytes);
+  double best = 0;
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    const uint64_t t0 = NowNs();
+    for (int rep = 0; rep < 8; ++rep) {
+      for (int i = 0; i < kWorkPages; ++i) {
+        unsigned char* page = ring.get() + i * kPageBytes;
+        std::memset(page, 0, kPageBytes);
+        asm volatile("" : : "r"(page) : "memory");
+      }
+    }
+    const double ns = static_cast<double>(NowNs() - t0) / (8 * kWorkPages);
+    if (attempt == 0 || ns < best) best = ns;
+  }
+  return best;
+}
+
+/// This model's own cost per page on one (unpinned) thread at work_ns:0:
+/// kernel `k`, 15 slots, release:unmap, the era's lock; min of 3 windows of
+/// 10 ms.
+inline double MeasureModelNsPerPage(Kernel k) {
+  PointEnv env;
+  env.threads = 1;
+  env.mem_policy = "first-touch";
+  Config cfg;
+  cfg.kernel = k;
+  cfg.slots = 15;
+  auto w = MakePagevecWorkload(env, EraLock(k), "", cfg);
+  ThreadCtx ctx;
+  w->SetupThread(ctx);
+  double best = 0;
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    std::atomic<bool> stop{false};
+    std::thread timer([&stop] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      stop.store(true, std::memory_order_relaxed);
+    });
+    const uint64_t t0 = NowNs();
+    const uint64_t n = w->RunWindow(ctx, stop);
+    const uint64_t t1 = NowNs();
+    timer.join();
+    const double ns = n ? static_cast<double>(t1 - t0) / n : 0;
+    if (attempt == 0 || ns < best) best = ns;
+  }
+  w->TeardownThread(ctx);
+  return best;
+}
+
+/// work_ns:cal for kernel `k`, measured once per process (~0.1 s; thread
+/// safe): fault ns per page minus the model's own ns per page, at least 0.
+inline WorkCalibration CalibratedWork(Kernel k) {
+  static std::mutex mu;
+  static WorkCalibration cache[2];
+  static bool done[2] = {false, false};
+  std::lock_guard<std::mutex> g(mu);
+  const int i = k == Kernel::k269 ? 0 : 1;
+  if (!done[i]) {
+    WorkCalibration c;
+    c.fault_ns_per_page = MeasureFaultNsPerPage();
+    c.model_ns_per_page = MeasureModelNsPerPage(k);
+    c.zero_ns_per_page = MeasureZeroNsPerPage();
+    c.work_ns =
+        c.fault_ns_per_page > c.model_ns_per_page
+            ? static_cast<uint64_t>(c.fault_ns_per_page - c.model_ns_per_page)
+            : 0;
+    cache[i] = c;
+    done[i] = true;
+  }
+  return cache[i];
 }
 
 /// One point of the grid before thread counts.
@@ -1144,118 +1628,191 @@ struct GridPoint {
   std::size_t offset = 0;
   std::string policy;  ///< fixed | 4lg | sqrtlg (generic only)
   std::string lock;
-  uint64_t work_ns = 0;
-  std::string zones;   ///< 1 | per_numa
-  std::string kernel;  ///< 2.6.9 | 5.8
+  std::string work;               ///< cal | 0
+  std::string zones;              ///< 1 | per_numa
+  std::string kernel;             ///< 2.6.9 | 5.8
+  std::string release = "unmap";  ///< unmap | truncate | none
   bool scanner = false;
+  bool stats = true;  ///< false: the uninstrumented twin (key ends stats:off)
 };
 
 // The one table the grid is generated from. The full suite is every
-// combination of the axes with restrictions that keep it near 900 variants:
-// offsets other than 0 only for the alignment question's sizes (15, 16, 31 and
-// the named layouts) with lock:ticket, work_ns:0, zones:1; zones:per_numa only
-// with lock:ticket; kernel:5.8 and scanner:on only at offset 0 for the 2020
-// question's sizes (15, 16, 31, 32, the named 5.x layouts) and the formulas.
+// combination of the axes with restrictions that keep it under 900 variants:
+// zones:per_numa only with the era locks (ttas, qspinlock); offsets other
+// than 0 only for the alignment question's sizes (14, 15, 16, 31 and the
+// named layouts) with lock:ttas (2.6.9's lock), work_ns:0, zones:1; the other
+// kernels, release paths and the scanner only in mode:deferred at offset 0
+// for the questions' sizes (15, 16, 31, the named 5.x layouts): 2.6.9's cases
+// under ttas and ticket, 5.8's under qspinlock and ticket.
 inline constexpr const char* kModes[] = {"deferred", "rapid"};
-inline constexpr int kSlots[] = {1, 2, 4, 8, 15, 16, 31, 32, 63, 64, 128, 255};
+inline constexpr int kSlots[] = {1,  2,  4,  8,  14,  15, 16,
+                                 31, 32, 63, 64, 128, 255};
 inline constexpr std::size_t kOffsets[] = {0, 8, 16, 24, 32, 40, 48, 56};
 inline constexpr const char* kPolicies[] = {"4lg", "sqrtlg"};
-inline constexpr const char* kLocks[] = {"ticket", "qspinlock", "mcs",
+inline constexpr const char* kLocks[] = {"ttas", "ticket", "qspinlock", "mcs",
                                          "pthread_mutex"};
-inline constexpr uint64_t kWorkNs[] = {0, 200};
+inline constexpr const char* kWork[] = {"cal", "0"};
 inline constexpr const char* kZones[] = {"1", "per_numa"};
 /// The default suite's generic sizes under 2.6.9 (quick: 4).
-inline constexpr int kDefaultSlots[] = {1, 4, 8, 15, 16, 31, 32, 64, 128};
+inline constexpr int kDefaultSlots[] = {4, 8, 14, 15, 16, 31, 32, 64};
 
-/// The 2020 question's sizes: where kernel:5.8 and the scanner are swept.
+/// The questions' sizes: where the other kernels, release paths and the
+/// scanner are swept.
 inline bool Is2020Size(const GridPoint& p) {
   if (!p.layout.empty()) return p.layout.rfind("pagevec_5x", 0) == 0;
-  if (p.policy != "fixed") return true;
-  return p.slots == 15 || p.slots == 16 || p.slots == 31 || p.slots == 32;
+  if (p.policy != "fixed") return false;
+  return p.slots == 15 || p.slots == 16 || p.slots == 31;
 }
 
 /// Which suite a grid point belongs to (see the table above for the full
 /// suite's restrictions). `multi_node`: the machine has more than one NUMA
 /// node, so zones:per_numa (one lru_lock per node, as in the kernel) is the
-/// default and zones:1 the labelled single-lock case. The 2004 question runs
-/// under kernel:2.6.9 without a scanner; the 2020 question (15 vs 31 slots)
-/// under kernel:5.8 with the scanner on.
+/// default and zones:1 the labelled single-lock case. Default-suite rows run
+/// the era's lock (EraLock) and work_ns:cal; the questions' pairs also run
+/// at work_ns:0 (the labelled saturated case). The 2004 question runs under
+/// kernel:2.6.9, release:unmap, no scanner; the 2020 question (15 vs 31
+/// slots) under kernel:5.8 with release:none and the scanner (pmbench).
 inline Suite SuiteOf(const GridPoint& p, bool multi_node = false) {
   const std::string main_zones = multi_node ? "per_numa" : "1";
-  const bool base = p.mode == "deferred" && p.lock == "ticket" &&
-                    p.work_ns == 0 && p.zones == main_zones;
-  const bool k269_off = p.kernel == "2.6.9" && !p.scanner;
-  const bool k58_on = p.kernel == "5.8" && p.scanner;
+  const Kernel k = p.kernel == "5.8" ? Kernel::k58 : Kernel::k269;
+  const bool era = p.lock == EraLock(k);
+  const bool k269_q = p.kernel == "2.6.9" && !p.scanner && p.release == "unmap";
+  const bool k58_q = p.kernel == "5.8" && p.scanner && p.release == "none";
   const bool generic_fixed = p.layout.empty() && p.policy == "fixed";
-  if (multi_node && p.zones == "1" && p.mode == "deferred" &&
-      p.lock == "ticket" && p.work_ns == 0 && p.offset == 0 && k58_on &&
-      generic_fixed && (p.slots == 15 || p.slots == 31)) {
+  const bool pair58 =
+      generic_fixed && p.offset == 0 && (p.slots == 15 || p.slots == 31);
+  if (!p.stats) return Suite::kDefault;  // only the twins are generated
+  if (multi_node && p.zones == "1" && p.mode == "deferred" && era &&
+      p.work == "cal" && k58_q && pair58) {
     return Suite::kDefault;  // the single-lock worst case, labelled
   }
-  if (!base) return Suite::kFull;
-  if (k58_on) {
-    if (generic_fixed && p.offset == 0 && (p.slots == 15 || p.slots == 31))
-      return Suite::kQuick;
+  if (p.mode != "deferred" || !era || p.zones != main_zones)
+    return Suite::kFull;
+  if (k58_q) {
+    if (!pair58) return Suite::kFull;
+    return p.work == "cal" ? Suite::kQuick : Suite::kDefault;
+  }
+  if (!k269_q) return Suite::kFull;
+  if (p.work == "0") {
+    // The saturated case: the 2004 pair at offsets 0 and 8.
+    if (generic_fixed && (p.slots == 15 || p.slots == 16) &&
+        (p.offset == 0 || p.offset == 8))
+      return Suite::kDefault;
     return Suite::kFull;
   }
-  if (!k269_off) return Suite::kFull;
-  if (!p.layout.empty()) {
-    if (p.layout.rfind("pagevec_5x", 0) == 0) return Suite::kFull;
-    return p.offset == 0 ? Suite::kDefault : Suite::kFull;
-  }
-  if (p.policy != "fixed")
-    return p.offset == 0 ? Suite::kDefault : Suite::kFull;
-  const bool in_default =
-      std::find(std::begin(kDefaultSlots), std::end(kDefaultSlots), p.slots) !=
-      std::end(kDefaultSlots);
-  if (p.offset == 0 && p.slots == 4) return Suite::kQuick;
-  if (p.offset == 0 && in_default) return Suite::kDefault;
-  if (p.offset == 8 && (p.slots == 15 || p.slots == 16)) return Suite::kDefault;
-  return Suite::kFull;
+  if (p.offset != 0) return Suite::kFull;
+  if (!p.layout.empty())
+    return p.layout.rfind("pagevec_5x", 0) == 0 ? Suite::kFull
+                                                : Suite::kDefault;
+  if (p.policy != "fixed") return Suite::kDefault;
+  if (p.slots == 4) return Suite::kQuick;
+  return std::find(std::begin(kDefaultSlots), std::end(kDefaultSlots),
+                   p.slots) != std::end(kDefaultSlots)
+             ? Suite::kDefault
+             : Suite::kFull;
 }
 
-/// Every grid point of the full suite, in a stable order (default-suite points
-/// first within each mode x lock x work_ns x zones block).
+/// Every grid point of the full suite, in a stable order (default-suite
+/// points first within each mode x lock x work_ns x zones block), then the
+/// uninstrumented twins (stats:off) of one contended pair per kernel.
 inline std::vector<GridPoint> GridPoints() {
   std::vector<GridPoint> out;
   const auto push = [&](GridPoint p) {
     p.kernel = "2.6.9";
+    p.release = "unmap";
     p.scanner = false;
     out.push_back(p);
-    if (p.offset != 0 || !Is2020Size(p)) return;
-    for (const char* k : {"2.6.9", "5.8"}) {
-      for (const bool sc : {false, true}) {
-        if (std::string(k) == "2.6.9" && !sc) continue;
-        p.kernel = k;
-        p.scanner = sc;
-        out.push_back(p);
-      }
+    if (p.offset != 0 || p.mode != "deferred" || !Is2020Size(p)) return;
+    struct Case {
+      const char* kernel;
+      const char* release;
+      bool scanner;
+    };
+    for (const Case c :
+         {Case{"2.6.9", "unmap", true}, Case{"2.6.9", "truncate", false},
+          Case{"5.8", "unmap", false}, Case{"5.8", "unmap", true},
+          Case{"5.8", "none", true}, Case{"5.8", "truncate", true}}) {
+      const bool k269 = std::string(c.kernel) == "2.6.9";
+      if (p.lock != "ticket" && p.lock != (k269 ? "ttas" : "qspinlock"))
+        continue;
+      p.kernel = c.kernel;
+      p.release = c.release;
+      p.scanner = c.scanner;
+      out.push_back(p);
     }
   };
   for (const char* mode : kModes) {
     for (const char* lock : kLocks) {
-      for (const uint64_t work : kWorkNs) {
+      for (const char* work : kWork) {
         for (const char* zones : kZones) {
-          const bool ticket = std::string(lock) == "ticket";
-          if (std::string(zones) != "1" && !ticket) continue;
-          const bool sweep_offsets =
-              ticket && work == 0 && std::string(zones) == "1";
+          const std::string l = lock;
+          if (std::string(zones) != "1" && l != "ttas" && l != "qspinlock")
+            continue;
+          const bool sweep_offsets = l == "ttas" && std::string(work) == "0" &&
+                                     std::string(zones) == "1";
           for (const std::size_t off : kOffsets) {
             if (off != 0 && !sweep_offsets) continue;
             for (const int s : kSlots) {
-              if (off != 0 && s != 15 && s != 16 && s != 31) continue;
-              push({mode, "", s, off, "fixed", lock, work, zones, "", false});
+              if (off != 0 && s != 14 && s != 15 && s != 16 && s != 31)
+                continue;
+              GridPoint p;
+              p.mode = mode;
+              p.slots = s;
+              p.offset = off;
+              p.policy = "fixed";
+              p.lock = lock;
+              p.work = work;
+              p.zones = zones;
+              push(p);
             }
-            for (const NamedLayout& l : kNamedLayouts)
-              push({mode, l.name, l.slots, off, "", lock, work, zones, "",
-                    false});
-            if (off == 0)
-              for (const char* pol : kPolicies)
-                push({mode, "", 0, off, pol, lock, work, zones, "", false});
+            for (const NamedLayout& nl : kNamedLayouts) {
+              GridPoint p;
+              p.mode = mode;
+              p.layout = nl.name;
+              p.slots = nl.slots;
+              p.offset = off;
+              p.lock = lock;
+              p.work = work;
+              p.zones = zones;
+              push(p);
+            }
+            if (off == 0) {
+              for (const char* pol : kPolicies) {
+                GridPoint p;
+                p.mode = mode;
+                p.offset = off;
+                p.policy = pol;
+                p.lock = lock;
+                p.work = work;
+                p.zones = zones;
+                push(p);
+              }
+            }
           }
         }
       }
     }
+  }
+  return out;
+}
+
+/// The stats:off twins of one contended pair per kernel, for a machine whose
+/// main zones are `main_zones`: 15 slots, work_ns:0, the era's lock.
+inline std::vector<GridPoint> StatsOffTwins(const std::string& main_zones) {
+  std::vector<GridPoint> out;
+  for (const Kernel k : {Kernel::k269, Kernel::k58}) {
+    GridPoint p;
+    p.mode = "deferred";
+    p.slots = 15;
+    p.policy = "fixed";
+    p.lock = EraLock(k);
+    p.work = "0";
+    p.zones = main_zones;
+    p.kernel = KernelName(k);
+    p.release = k == Kernel::k269 ? "unmap" : "none";
+    p.scanner = k == Kernel::k58;
+    p.stats = false;
+    out.push_back(p);
   }
   return out;
 }
@@ -1274,10 +1831,12 @@ inline Params ParamsOf(const GridPoint& p) {
     params.emplace_back("policy", p.policy);
   }
   params.emplace_back("lock", p.lock);
-  params.emplace_back("work_ns", std::to_string(p.work_ns));
+  params.emplace_back("work_ns", p.work);
   params.emplace_back("zones", p.zones);
   params.emplace_back("kernel", p.kernel);
+  params.emplace_back("release", p.release);
   params.emplace_back("scanner", p.scanner ? "on" : "off");
+  if (!p.stats) params.emplace_back("stats", "off");
   return params;
 }
 
@@ -1295,11 +1854,15 @@ inline std::size_t LineOf(const PointEnv& env) {
 /// decides the default zones).
 inline std::vector<Variant> PagevecVariants(const std::vector<PuInfo>& order) {
   const bool multi_node = CountNumaNodes(order) > 1;
+  std::vector<GridPoint> points = GridPoints();
+  for (const GridPoint& t : StatsOffTwins(multi_node ? "per_numa" : "1"))
+    points.push_back(t);
   std::vector<Variant> out;
-  for (const GridPoint& p : GridPoints()) {
+  for (const GridPoint& p : points) {
     Variant v;
     v.params = ParamsOf(p);
     v.suite = SuiteOf(p, multi_node);
+    const Kernel k = p.kernel == "5.8" ? Kernel::k58 : Kernel::k269;
     v.description =
         p.mode + " pagevec (" +
         (p.layout.empty()
@@ -1307,12 +1870,18 @@ inline std::vector<Variant> PagevecVariants(const std::vector<PuInfo>& order) {
                                      ? std::to_string(p.slots) + " slots"
                                      : "policy " + p.policy)
              : p.layout) +
-        ") at offset " + std::to_string(p.offset) + ", lru_lock " + p.lock +
-        ", " + std::to_string(p.work_ns) + " ns think time per page, " +
+        ") at offset " + std::to_string(p.offset) + ", Linux " + p.kernel +
+        " per-page work, lru_lock " + p.lock +
+        (p.lock == EraLock(k) ? " (the era's lock)" : " (what-if lock)") +
+        ", " +
+        (p.work == "cal" ? "calibrated fault-path work per page"
+                         : "no work outside the lock (saturated)") +
+        ", " +
         (p.zones == "1" ? "one lru_lock for all threads"
                         : "one lru_lock per NUMA node") +
-        ", Linux " + p.kernel + " per-page work" +
-        (p.scanner ? ", a reclaim scanner per lock" : "");
+        ", release:" + p.release +
+        (p.scanner ? ", a reclaim scanner per lock" : "") +
+        (p.stats ? "" : ", lock_stat off (uninstrumented twin)");
     v.make = [p](const PointEnv& env) -> std::unique_ptr<Workload> {
       Config cfg;
       cfg.rapid = p.mode == "rapid";
@@ -1320,9 +1889,18 @@ inline std::vector<Variant> PagevecVariants(const std::vector<PuInfo>& order) {
       cfg.slots = ResolveSlots(cfg.policy, p.slots, env.threads);
       cfg.line = LineOf(env);
       cfg.offset = p.offset % cfg.line;
-      cfg.work_ns = p.work_ns;
       cfg.kernel = p.kernel == "5.8" ? Kernel::k58 : Kernel::k269;
+      cfg.release = p.release == "none"
+                        ? Release::kNone
+                        : (p.release == "truncate" ? Release::kTruncate
+                                                   : Release::kUnmap);
+      if (p.work == "cal") {
+        cfg.calibration = CalibratedWork(cfg.kernel);
+        cfg.work_ns = cfg.calibration.work_ns;
+        cfg.work_calibrated = true;
+      }
       cfg.scanner = p.scanner;
+      cfg.stats = p.stats;
       // zones:per_numa: one lru_lock per NUMA node the machine has (1 on a
       // one-node machine, where the rows equal zones:1 and are kept only in
       // the full suite).

@@ -45,7 +45,10 @@ namespace lockline::zone_lock {
 /// for any zone of ~352 MiB or more (page_alloc.c@v4.0:4197-4228: managed/1024
 /// pages capped at 128, /4, rounddown_pow_of_two(b + b/2) - 1; b >= 22 needs
 /// 90112 pages); 0 = no pcp lists (every alloc and free takes zone->lock: a
-/// counter-example); 63 = twice that (a tuned percpu_pagelist_fraction).
+/// counter-example); 63 = twice that, a what-if batch with high = 6 x 63 = 378
+/// as pageset_set_batch would set it: 4.0 cannot produce it (zone_batchsize
+/// stops at 31, and percpu_pagelist_fraction sets high = 4 x batch through
+/// pageset_set_high, page_alloc.c@v4.0:4303-4311).
 constexpr int kPcpBatches[] = {31, 0, 63};
 /// The default batch (the kernel's for every zone this model stands for).
 constexpr int kDefaultBatch = 31;
@@ -74,9 +77,10 @@ constexpr int kClassZoneIdx = 2;
 /// WMARK_LOW: the first get_page_from_freelist pass checks it.
 constexpr int kWmarkLow = 1;
 constexpr int kWmarkHigh = 2;
-/// enum zone_flags bit (mmzone.h@v4.0:545): the zone's fair-policy batch
+/// enum zone_flags bit 5 (mmzone.h@v4.0:532-546: RECLAIM_LOCKED, OOM_LOCKED,
+/// CONGESTED, DIRTY, WRITEBACK, FAIR_DEPLETED): the zone's fair-policy batch
 /// (NR_ALLOC_BATCH) is used up.
-constexpr int kZoneFairDepleted = 4;
+constexpr int kZoneFairDepleted = 5;
 /// NR_PAGES_SCANNED, index 27 of 4.0's enum zone_stat_item (mmzone.h@v4.0),
 /// read by every free_one_page / free_pcppages_bulk under the lock.
 constexpr int kNrPagesScanned = 27;
@@ -85,8 +89,10 @@ constexpr int kNrPagesScanned = 27;
 constexpr int kStepsPerStopCheck = 16;
 static_assert(kStepsPerStopCheck % 2 == 0, "windows hold whole pairs");
 /// Every kHoldTimeEvery-th refill and drain is timed from acquisition to
-/// release (two NowNs, ~20-40 ns, inside the section timed).
-constexpr uint64_t kHoldTimeEvery = 4;
+/// release (two NowNs, ~20-40 ns, inside the section timed): a 1-in-64
+/// sample, as lock_stat's hold sample, so the clock reads add < 1 ns to the
+/// mean hold (issue 23: every 4th inflated a quarter of the holds).
+constexpr uint64_t kHoldTimeEvery = 64;
 
 /// zone_batchsize() of Linux 4.0 for a zone of `managed` pages (4 KiB pages).
 inline int KernelBatchSize(unsigned long managed) {
@@ -399,7 +405,7 @@ class ZoneLockWorkload final : public Workload {
     d["hold_ns_note"] =
         "hold_ns_per_refill / hold_ns_per_drain: mean time zone->lock is held "
         "by one rmqueue_bulk / free_pcppages_bulk (with pcp_batch:0: one "
-        "locked allocation / free), every 4th timed";
+        "locked allocation / free), every 64th timed";
     d["burst_pages"] = burst_;
     nlohmann::json zj = nlohmann::json::array();
     for (const auto& zs : zones_) {

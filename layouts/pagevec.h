@@ -6,6 +6,8 @@
 // 8):
 //
 //   variant                 header                                  slots
+//   (2.6.10-4.x: unsigned long nr, cold; (16 B) 14 slots, 128 bytes, 2 lines
+//   at offset 0, 3 at offset 8: PagevecV2610)
 //   sizeof  lines@0 @8 2.6.9                   unsigned nr; int cold; (8 B) 16
 //   136     3       3 2004 proposal           unsigned short nr, cold; +4 pad
 //   (8 B)   15     128     2       3 5.x (PAGEVEC_SIZE 15)   unsigned char nr;
@@ -54,6 +56,25 @@ static_assert(std::is_standard_layout_v<PagevecV269>,
 static_assert(sizeof(PagevecV269) == 136, "8-byte header + 16 pointers (LP64)");
 static_assert(offsetof(PagevecV269, pages) == 8,
               "pointer array right after the 8-byte header");
+
+/// Linux 2.6.10 `struct pagevec` (PAGEVEC_SIZE 14, 2.6.10 to 4.x): `unsigned
+/// long nr; unsigned long cold; struct page *pages[14];` = 128 bytes on LP64
+/// (include/linux/pagevec.h@v2.6.11:9-17). The size the kernel shipped after
+/// the 2004 thread: two lines, but by a 16-byte header and 14 slots, not the
+/// proposal's 15.
+struct PagevecV2610 {
+  static constexpr int kSlots = 14;
+  static constexpr const char* kName = "pagevec_v2_6_10";
+  unsigned long nr;
+  unsigned long cold;  ///< as in 2.6.9: free to the cold end of the pcp list
+  Page* pages[kSlots];
+};
+static_assert(std::is_standard_layout_v<PagevecV2610>,
+              "offsetof must be well-defined");
+static_assert(sizeof(PagevecV2610) == 128,
+              "16-byte header + 14 pointers (LP64)");
+static_assert(offsetof(PagevecV2610, pages) == 16,
+              "pointer array after two unsigned longs");
 
 /// The September 2004 proposal: `unsigned short nr, cold; struct page
 /// *pages[15];` 128 bytes on LP64 (4 header bytes + 4 bytes of alignment

@@ -239,6 +239,9 @@ constexpr const char* kPagevecKernel269 =
     "Linux 2.6.9 include/linux/pagevec.h (PAGEVEC_SIZE 16)";
 constexpr const char* kPagevecKernel2004 =
     "LKML September 2004 proposal against 2.6.9 (PAGEVEC_SIZE 15)";
+constexpr const char* kPagevecKernel2610 =
+    "Linux 2.6.10 include/linux/pagevec.h (PAGEVEC_SIZE 14, 2.6.10 to 4.x; "
+    "checked in 2.6.11)";
 constexpr const char* kPagevecKernel5x = "Linux 5.x include/linux/pagevec.h";
 
 LayoutInfo DescribePage() {
@@ -293,6 +296,14 @@ LayoutInfo DescribePagevec269(std::size_t offset, std::size_t line) {
       "unsigned nr; int cold; struct page *pages[16]", "cold",
       offsetof(PagevecV269, cold), sizeof(PagevecV269::cold), offset, line);
 }
+LayoutInfo DescribePagevec2610(std::size_t offset, std::size_t line) {
+  return DescribePagevecType<PagevecV2610>(
+      PagevecV2610::kName, kPagevecKernel2610,
+      "unsigned long nr; unsigned long cold; struct page *pages[14]: the size "
+      "shipped after the 2004 thread (128 bytes on LP64)",
+      "cold", offsetof(PagevecV2610, cold), sizeof(PagevecV2610::cold), offset,
+      line);
+}
 LayoutInfo DescribePagevec2004(std::size_t offset, std::size_t line) {
   return DescribePagevecType<PagevecProposal2004>(
       PagevecProposal2004::kName, kPagevecKernel2004,
@@ -339,6 +350,7 @@ std::vector<LayoutInfo> BuildAllLayouts() {
   for (std::size_t offset = 0; offset < kCacheLine64; offset += 8) {
     all.push_back(DescribePagevec269(offset, kCacheLine64));
     all.push_back(DescribePagevec2004(offset, kCacheLine64));
+    all.push_back(DescribePagevec2610(offset, kCacheLine64));
     all.push_back(DescribePagevec5x<15>(offset, kCacheLine64));
     all.push_back(DescribePagevec5x<31>(offset, kCacheLine64));
   }
@@ -439,6 +451,9 @@ std::string FormatAllLayouts() {
         "shrink is real: "
      << sizeof(PagevecV269Ilp32) << " -> " << sizeof(PagevecProposal2004Ilp32)
      << " bytes.\n"
+     << "What shipped after the 2004 thread (2.6.10 to 4.x) is "
+     << sizeof(PagevecV2610)
+     << " bytes too, but as `unsigned long nr, cold` and 14 slots.\n"
      << "5.x pagevecs are " << sizeof(Pagevec5x15)
      << " bytes with 15 slots and " << sizeof(Pagevec5x31)
      << " with 31 (the 2020 proposal doubles the on-stack cost).\n"

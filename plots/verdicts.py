@@ -40,7 +40,8 @@ class ComparisonSpec:
     metrics: the first one the rows carry is compared. group_by: one comparison per value of
     these parameters (e.g. per lock kind). prefer: when several parameter combinations match,
     the one agreeing with most of these wins (then the first in sorted order). base_name /
-    variant_name: words for the text ("lock before free_area"). seed: the seed discussion's
+    variant_name: words for the text ("lock before free_area"). only: rows must have these
+    parameter values (a what-if row's lock). seed: the seed discussion's
     figure for this comparison; comparable: how that figure relates to the model's (the same
     quantity, its direction only, or plainly none).
     """
@@ -59,20 +60,30 @@ class ComparisonSpec:
     id: str = ""
     seed: str = "-"
     comparable: str = "-"
+    only: Tuple[Tuple[str, str], ...] = ()
 
 
 def _spec(cid: str, question: str, bench: str, param: str, base: str, variant: str,
           base_name: str, variant_name: str, metrics: Tuple[str, ...], threads: str,
           group_by: Tuple[str, ...], prefer: Tuple[Tuple[str, str], ...], seed: str,
-          comparable: str) -> ComparisonSpec:
+          comparable: str, only: Tuple[Tuple[str, str], ...] = ()) -> ComparisonSpec:
     return ComparisonSpec(question, bench, param, base, variant, base_name, variant_name,
-                          metrics, threads, group_by, prefer, cid, seed, comparable)
+                          metrics, threads, group_by, prefer, cid, seed, comparable, only)
 
 
 PAGES = ("pages_per_s", "ops_per_s")
 ALLOCS = ("allocs_per_s", "ops_per_s")
-PV_2004 = (("kernel", "2.6.9"), ("scanner", "off"), ("policy", "fixed"), ("mode", "deferred"))
-PV_2020 = (("kernel", "5.8"), ("scanner", "on"), ("policy", "fixed"), ("mode", "deferred"))
+# Each era's lock (issue 23): 2.6.9 / 2.6.16 x86 a test-and-test-and-set byte lock (ttas),
+# 4.0 the ticket lock, 5.8 qspinlock. pagevec rows run calibrated fault-path work per page
+# (work_ns:cal); the saturated case (work_ns:0) is its own labelled verdict (group_by work_ns).
+PV_2004 = (("kernel", "2.6.9"), ("release", "unmap"), ("scanner", "off"), ("lock", "ttas"),
+           ("policy", "fixed"), ("mode", "deferred"))
+PV_2020 = (("kernel", "5.8"), ("release", "none"), ("scanner", "on"), ("lock", "qspinlock"),
+           ("policy", "fixed"), ("mode", "deferred"))
+ZONE_PREFER = (("pcp_batch", "31"), ("config", "cma"), ("line", "64"), ("zones", "per_numa"),
+               ("work_ns", "cal"))
+ZONE_SEED = ("3484b2de9499: aim7 152288 -> 81911 jobs/min (-46.2 %); its fix a368ab67aa55: "
+             "84568 -> 164280 jobs/min (+94.3 %)")
 BURST = (("protocol", "idle_burst"), ("burst_pages", "4096"))
 DIRECTION_ONLY = ("direction only: the seed measured a whole workload on another machine; "
                   "the model measures only the code path in question")
@@ -82,27 +93,41 @@ DIRECTION_ONLY = ("direction only: the seed measured a whole workload on another
 # base/variant, threads, group_by, prefer).
 COMPARISONS: Tuple[ComparisonSpec, ...] = (
     _spec("pv_slots_16_15", "000", "pagevec", "slots", "16", "15", "16 slots (2.6.9)",
-          "15 slots (128-byte pagevec)", PAGES, "max", (), PV_2004 + (("offset", "0"),),
+          "15 slots (128-byte pagevec)", PAGES, "max", ("work_ns",), PV_2004 + (("offset", "0"),),
           "re-aim 4144-4207 -> 4493-4718 jobs/min (+6.8 % to +13.9 %, doubted as noise)",
           DIRECTION_ONLY + " (re-aim jobs/min vs pages/s through lru_lock)"),
+    _spec("pv_layout_2_6_9_2_6_10", "000", "pagevec", "layout", "pagevec_v2_6_9",
+          "pagevec_v2_6_10", "2.6.9's pagevec (16 slots, 136 bytes)",
+          "2.6.10's pagevec (14 slots, 128 bytes)", PAGES, "max", ("work_ns",),
+          PV_2004 + (("offset", "0"),),
+          "the 2.6.10 layout shipped; the thread measured the 2004 proposal (15 slots)",
+          "none: no seed figure for the shipped layout"),
     _spec("pv_offset_0_8", "000", "pagevec", "offset", "0", "8", "offset 0 (aligned)",
-          "offset 8 (misaligned)", PAGES, "max", (), PV_2004 + (("slots", "16"),),
+          "offset 8 (misaligned)", PAGES, "max", (), PV_2004 + (("slots", "16"), ("work_ns", "0")),
           "not measured in 2004", "none: no seed figure"),
+    # 2015: 4.0's lock is the ticket lock; the question's verdict is its. The other locks'
+    # rows stay as labelled what-if verdicts.
     _spec("zone_lock_after_before", "001", "zone_lock", "layout", "lock_before_free_area",
           "lock_after_free_area", "lock before free_area (3484b2de9499, v3.16-v3.19)",
           "lock after free_area (a368ab67aa55, v4.0)", ("ops_per_s",), "max", ("lock",),
-          (("pcp_batch", "31"), ("config", "cma"), ("line", "64"), ("zones", "per_numa")),
-          "3484b2de9499: aim7 152288 -> 81911 jobs/min (-46.2 %); its fix a368ab67aa55: "
-          "84568 -> 164280 jobs/min (+94.3 %)",
-          DIRECTION_ONLY + " (aim7 jobs/min vs zone->lock alloc/free ops/s)"),
+          ZONE_PREFER, ZONE_SEED,
+          DIRECTION_ONLY + " (aim7 jobs/min vs zone->lock alloc/free ops/s)",
+          (("lock", "ticket"),)),
+    *(_spec(f"zone_lock_after_before_whatif_{lock}", "001", "zone_lock", "layout",
+            "lock_before_free_area", "lock_after_free_area",
+            f"what-if {lock} (not 4.0's lock): lock before free_area",
+            f"what-if {lock} (not 4.0's lock): lock after free_area", ("ops_per_s",), "max",
+            ("lock",), ZONE_PREFER, ZONE_SEED,
+            "none: a what-if; 4.0 ran the ticket lock", (("lock", lock),))
+      for lock in ("qspinlock", "pthread_mutex")),
     _spec("page_free_fast_atomic", "002", "page_free", "variant", "atomic", "fastpath",
           "atomic put_page", "fast-path put_page", ("ops_per_s",), "min", (),
-          (("on_lru_pct", "0"), ("free_cpu", "same"), ("lock", "ticket")),
+          (("on_lru_pct", "0"), ("free_cpu", "same"), ("lock", "ttas")),
           "netperf 8126 -> 8199 Mbit/s (+0.9 %)",
           "none: netperf's Mbit/s is a whole network stack in which put_page is a small part; "
           "the model's frees/s is put_page alone"),
     _spec("pv_slots_15_31", "003", "pagevec", "slots", "15", "31", "15 slots", "31 slots",
-          PAGES, "max", (), PV_2020 + (("offset", "0"),),
+          PAGES, "max", ("work_ns",), PV_2020 + (("offset", "0"),),
           "pmbench 88.8 -> 95.1 Mpages/s (+7.1 %)",
           "direction only: pages/s of a whole workload (pmbench) vs pages/s through lru_lock"),
     _spec("prezero_idle", "004", "prezero", "mode", "zero_on_alloc", "prezeroed_idle",
@@ -159,6 +184,8 @@ def find_pairs(spec: ComparisonSpec, points: Sequence[Point]
         params = dict(variant)
         if params.get(spec.param) != spec.base:
             continue
+        if any(params.get(k) != v for k, v in spec.only):
+            continue
         other = _swap(variant, spec.param, spec.variant)
         if other not in by_variant:
             continue
@@ -182,8 +209,9 @@ def find_pairs(spec: ComparisonSpec, points: Sequence[Point]
 
 def comparison_id(spec: ComparisonSpec, group: Tuple = ()) -> str:
     """verdicts.json `id` of one comparison: the spec's id plus its group ("zone_lock_after_before
-    [lock:ticket]")."""
-    return spec.id + ("[" + " ".join(f"{k}:{v}" for k, v in group) + "]" if group else "")
+    [lock:ticket]"); group parameters the rows do not carry are left out."""
+    named = [f"{k}:{v}" for k, v in group if v != ""]
+    return spec.id + ("[" + " ".join(named) + "]" if named else "")
 
 
 def rows_text(spec: ComparisonSpec, base: Optional[Point] = None) -> str:

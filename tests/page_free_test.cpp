@@ -40,7 +40,9 @@ TEST(PageFree, FamiliesRegisterTheirGrids) {
       EXPECT_EQ(v.params[3].second, kDefaultLock);
     }
   }
-  EXPECT_EQ(cost_default, 3 * 2);  // 3 variants x on_lru_pct {0, 100}
+  // 4 variants x on_lru_pct {0, 100}, plus the stats:off twin of
+  // atomic / 100 %.
+  EXPECT_EQ(cost_default, 4 * 2 + 1);
   int race_default = 0, race_quick = 0;
   for (const Variant& v : race->variants()) {
     EXPECT_EQ(v.threads, std::vector<int>{2});
@@ -53,9 +55,9 @@ TEST(PageFree, FamiliesRegisterTheirGrids) {
       EXPECT_EQ(v.params[1].second, "2.6.16");  // the verdict's scanner
     }
   }
-  // 3 variants x scanner {2.6.16, 2.6.18} x race_window_ns {0, 2000}
-  EXPECT_EQ(race_default, 3 * 2 * 2);
-  EXPECT_EQ(race_quick, 3);
+  // 4 variants x scanner {2.6.16, 2.6.18} x race_window_ns {0, 2000}
+  EXPECT_EQ(race_default, 4 * 2 * 2);
+  EXPECT_EQ(race_quick, 4);
 }
 
 // Single-threaded, every variant must end in the same state after the same
@@ -85,9 +87,13 @@ TEST(PageFree, VariantsReachIdenticalEndStatesSingleThreaded) {
       PointReport ra, rf, rl;
       const auto atomic = EndStateAfterRounds<AtomicPut>(p, kRounds, &ra);
       const auto fast = EndStateAfterRounds<FastpathPut>(p, kRounds, &rf);
-      const auto lcf = EndStateAfterRounds<LruCheckFirstPut>(p, kRounds, &rl);
+      const auto lcf = EndStateAfterRounds<LruCheckFirst2618>(p, kRounds, &rl);
+      PointReport rp;
+      const auto prop =
+          EndStateAfterRounds<LruCheckFirstProposal>(p, kRounds, &rp);
       EXPECT_EQ(atomic, fast);
       EXPECT_EQ(atomic, lcf);
+      EXPECT_EQ(atomic, prop);
       if (!remote) {
         EXPECT_EQ(atomic["lru_pages"], 0);
       }
@@ -120,7 +126,8 @@ TEST(PageFree, TwoThreadsConservePages) {
   for (bool remote : {false, true}) {
     TwoThreadCostRunConservesPages<AtomicPut>(remote);
     TwoThreadCostRunConservesPages<FastpathPut>(remote);
-    TwoThreadCostRunConservesPages<LruCheckFirstPut>(remote);
+    TwoThreadCostRunConservesPages<LruCheckFirst2618>(remote);
+    TwoThreadCostRunConservesPages<LruCheckFirstProposal>(remote);
   }
 }
 
@@ -172,10 +179,14 @@ TEST(PageFreeRace, FastpathLosesReferencesAgainstThe2616Scanner) {
   EXPECT_GT(v, 0u) << "no violation in 5 s with a 2000 ns window";
 }
 
-TEST(PageFreeRace, KenChenProposalIsUnsafeAgainstThe2616Scanner) {
-  const auto [v, f] = RunRace<LruCheckFirstPut, Scanner2616>(2000, 5.0, true);
+TEST(PageFreeRace, LruCheckFirstIsUnsafeAgainstThe2616Scanner) {
+  const auto [v, f] = RunRace<LruCheckFirst2618, Scanner2616>(2000, 5.0, true);
   EXPECT_GT(f, 0u);
   EXPECT_GT(v, 0u) << "no violation in 5 s with a 2000 ns window";
+  const auto [vp, fp] =
+      RunRace<LruCheckFirstProposal, Scanner2616>(2000, 5.0, true);
+  EXPECT_GT(fp, 0u);
+  EXPECT_GT(vp, 0u) << "no violation in 5 s with a 2000 ns window";
 }
 
 TEST(PageFreeRace, RecheckingAtomicIsSafeAgainstBothScanners) {
@@ -187,10 +198,14 @@ TEST(PageFreeRace, RecheckingAtomicIsSafeAgainstBothScanners) {
   EXPECT_EQ(v18, 0u);
 }
 
-TEST(PageFreeRace, KenChenProposalIsSafeAgainstThe2618Scanner) {
-  const auto [v, f] = RunRace<LruCheckFirstPut, Scanner2618>(2000, 1.5, false);
+TEST(PageFreeRace, LruCheckFirstIsSafeAgainstThe2618Scanner) {
+  const auto [v, f] = RunRace<LruCheckFirst2618, Scanner2618>(2000, 1.5, false);
   EXPECT_GT(f, 0u);
   EXPECT_EQ(v, 0u);
+  const auto [vp, fp] =
+      RunRace<LruCheckFirstProposal, Scanner2618>(2000, 1.5, false);
+  EXPECT_GT(fp, 0u);
+  EXPECT_EQ(vp, 0u);
 }
 
 TEST(PageFreeRace, UpperBoundIsRuleOfThreeAtZero) {

@@ -2,14 +2,25 @@
 // Documentation/locking/lockstat.rst): acquisitions, contentions, wait and hold
 // time, hand-offs and a log2 histogram of wait times.
 //
-// Measurement model: LockWithStats tries the lock first (Linux LOCK_CONTENDED:
-// trylock, then the real lock only if it failed). Only a failed first try
-// counts as contended and takes timestamps (NowNs, ~20 ns each), so an
-// uncontended acquisition costs the try_lock, three counter updates and a read
-// of the side line. Hold time is sampled: every contended acquisition plus
-// every kHoldSampleEvery-th acquisition is timed from acquisition to unlock;
-// all other uncontended acquisitions take no timestamp at all. The calibration
-// rows of bench/locks.cpp (stats:on vs stats:off) measure what remains.
+// Measurement model (issue 23 item 4: nothing of ours under the lock).
+// LockWithStats tries the lock first (Linux LOCK_CONTENDED: trylock, then the
+// real lock only if it failed). A failed first try counts as contended: the
+// clock is read before lock() (t0, outside the critical section) and again
+// after unlock() (t2, outside it), so a contended acquisition's span is
+// t2 - t0 = wait + hold and no clock read or shared-line write of ours lands
+// inside its hold. Hold time is sampled: every kHoldSampleEvery-th acquisition
+// (contended or not) reads the clock right after acquiring and right before
+// releasing (the only clock reads inside a hold: 1 hold in 64, ~40 ns, i.e.
+// < 1 ns per hold on average). A contended acquisition's wait is its span
+// minus the thread's mean sampled hold so far (exact, t1 - t0, on sampled
+// ones); the histogram, max and sum use that estimate. Hand-offs are counted
+// without shared state: a contended acquisition follows another thread's hold,
+// so it is a hand-off; an uncontended acquisition after another thread's hold
+// is not seen (handoffs is a lower bound; equal to the true count once the lock
+// is saturated). Nothing is written to a shared line: LockStatSide is kept
+// for the callers' signatures and holds no per-acquisition state. The rows of
+// bench/locks.cpp (stats:on vs stats:off) and each family's instrumented /
+// uninstrumented row pair measure what remains.
 #pragma once
 
 #include <atomic>
@@ -50,19 +61,16 @@ struct alignas(kDestructiveLine) LockStatThread {
       {};  ///< log2 histogram of contended waits (see above)
   uint64_t hold_start_ns =
       0;  ///< internal: timestamp of a sampled acquisition, 0 = none
+  uint64_t wait_start_ns =
+      0;  ///< internal: t0 of a contended, unsampled acquisition, 0 = none
 
   void Reset() { *this = LockStatThread{}; }
 };
 
 /// Per-lock side data for the statistics, on its own line (never inside a
-/// modelled structure, so the lock keeps its exact size and neighbours in the
-/// layouts).
-struct alignas(kDestructiveLine) LockStatSide {
-  /// Thread index of the last holder, -1 before the first acquisition. Written
-  /// by the holder inside its critical section only when it changes (relaxed:
-  /// the lock orders it).
-  std::atomic<int> last_owner{-1};
-};
+/// modelled structure). Empty since issue 23: no statistic writes a shared
+/// line; kept so the families' signatures and allocations stay as they were.
+struct alignas(kDestructiveLine) LockStatSide {};
 
 /// Bucket of a wait of `ns` nanoseconds in LockStatThread::wait_hist.
 inline int WaitBucket(uint64_t ns) {
@@ -70,35 +78,41 @@ inline int WaitBucket(uint64_t ns) {
   return b < kWaitBuckets ? b : kWaitBuckets - 1;
 }
 
+/// Records a contended acquisition's wait of `wait` ns in `st`.
+inline void RecordWait(LockStatThread& st, uint64_t wait) {
+  st.wait_ns += wait;
+  if (wait > st.max_wait_ns) st.max_wait_ns = wait;
+  ++st.wait_hist[WaitBucket(wait)];
+}
+
 /// Acquires `lock`, recording the acquisition in `st` (see the measurement
-/// model above). `thread_index` identifies the thread for the hand-off count (0
-/// .. threads-1).
+/// model above). `side` and `thread_index` are unused since issue 23 (kept for
+/// the callers).
 template <LockAlgorithm L>
-void LockWithStats(L& lock, LockStatSide& side, LockStatThread& st,
-                   int thread_index) {
+void LockWithStats(L& lock, LockStatSide& /*side*/, LockStatThread& st,
+                   int /*thread_index*/) {
   ++st.acquisitions;
+  const bool sample = st.acquisitions % kHoldSampleEvery == 0;
   if (lock.try_lock()) [[likely]] {
-    if (st.acquisitions % kHoldSampleEvery == 0) [[unlikely]]
+    if (sample) [[unlikely]]
       st.hold_start_ns = NowNs();
-  } else {
-    const uint64_t t0 = NowNs();
-    lock.lock();
-    const uint64_t t1 = NowNs();
-    const uint64_t wait = t1 - t0;
-    ++st.contended;
-    st.wait_ns += wait;
-    if (wait > st.max_wait_ns) st.max_wait_ns = wait;
-    ++st.wait_hist[WaitBucket(wait)];
-    st.hold_start_ns = t1;
+    return;
   }
-  const int last = side.last_owner.load(std::memory_order_relaxed);
-  if (last != thread_index) {
-    if (last >= 0) ++st.handoffs;
-    side.last_owner.store(thread_index, std::memory_order_relaxed);
+  const uint64_t t0 = NowNs();
+  lock.lock();
+  ++st.contended;
+  ++st.handoffs;  // another thread held it when we tried
+  if (sample) [[unlikely]] {
+    const uint64_t t1 = NowNs();
+    RecordWait(st, t1 - t0);
+    st.hold_start_ns = t1;
+  } else {
+    st.wait_start_ns = t0;  // closed after unlock
   }
 }
 
-/// Releases `lock`, closing a sampled hold-time measurement first.
+/// Releases `lock`, closing a sampled hold (clock read before the release) or
+/// a contended span (clock read after it).
 template <LockAlgorithm L>
 void UnlockWithStats(L& lock, LockStatThread& st) {
   if (st.hold_start_ns != 0) [[unlikely]] {
@@ -107,13 +121,21 @@ void UnlockWithStats(L& lock, LockStatThread& st) {
     st.hold_start_ns = 0;
   }
   lock.unlock();
+  if (st.wait_start_ns != 0) [[unlikely]] {
+    const uint64_t span = NowNs() - st.wait_start_ns;
+    st.wait_start_ns = 0;
+    const uint64_t hold =
+        st.hold_samples != 0 ? st.hold_ns / st.hold_samples : 0;
+    RecordWait(st, span > hold ? span - hold : 0);
+  }
 }
 
 /// Merges per-thread statistics of one lock into a JSON summary:
 ///   acquisitions, contended, handoffs, wait_ns, hold_samples (totals);
 ///   contended_share = contended / acquisitions; handoff_share = handoffs /
-///   acquisitions; wait_share = wait_ns / (thread_seconds * 1e9), the share of
-///   all thread time spent waiting
+///   acquisitions (a lower bound: contended acquisitions only, see above);
+///   wait_share = wait_ns / (thread_seconds * 1e9), the share of all thread
+///   time spent waiting
 ///     (thread_seconds = window seconds x threads; the "lock contention as a
 ///     share of CPU cycles" figure);
 ///   wait_mean_ns (per contended acquisition), wait_p50_ns / wait_p99_ns (upper
