@@ -1012,7 +1012,10 @@ KernelEvidence::KernelEvidence(int tasks, uint64_t sample_period,
 
 void KernelEvidence::OpenTask(int index, pid_t pid) {
   Task& t = tasks_[static_cast<std::size_t>(index)];
-  if (zone_lock_) t.zreason = t.zl.Open(pid);
+  if (zone_lock_) {
+    t.zreason = t.zl.Open(pid);
+    t.zopened = t.zl.open();
+  }
   t.reason = t.tc.Open(pid, sample_period_, spin_period_ns_);
   t.counted = t.tc.counting();
   t.sampled = t.tc.sampling();
@@ -1201,7 +1204,7 @@ void KernelEvidence::Report(
     bool ok = !tasks_.empty();
     std::string why;
     for (const Task& t : tasks_)
-      if (!t.zl.open()) {
+      if (!t.zopened) {
         ok = false;
         if (why.empty())
           why = t.zreason.empty() ? "task not started" : t.zreason;

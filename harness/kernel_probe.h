@@ -412,6 +412,7 @@ class KernelEvidence {
     ZoneLockCounter zl;
     ZoneLockTally ztally;
     std::string zreason;
+    bool zopened = false;  // as opened
   };
   bool zone_lock_ = false;
   std::string off_reason_;

@@ -595,21 +595,32 @@ TEST(KernelTasks, EvidenceOverheadInterval) {
   EXPECT_TRUE(j["resolved"].get<bool>());
 }
 
-// kernel_zone counts zone->lock holds in its evidence windows (root, tracefs
-// with the kmem tracepoints); a hold moves at least one page.
+// zone->lock holds are counted from the kmem tracepoints (root, tracefs):
+// 64 MiB faulted in and unmapped by this thread overflows this machine's pcp
+// lists, so both sides take the lock, and a hold moves at least one page.
 TEST(KernelZone, CountsZoneLockAcquisitions) {
-  kernel_zone::ZoneWorkload wl({"default", Tasks::kProcesses}, 1);
+  kernel::ZoneLockCounter zl;
+  const std::string why = zl.Open(0);
+  if (!why.empty()) GTEST_SKIP() << why;
+  std::atomic<bool> stop{false};
+  char err[160] = {};
+  zl.Enable();
+  for (int i = 0; i < 4; ++i)
+    kernel_tasks::AnonFaultBatch(16384, stop, err, sizeof err);
+  zl.Disable();
+  kernel::ZoneLockTally t;
+  zl.Drain(t);
+  EXPECT_GT(t.alloc_pages + t.drain_pages, 0u);
+  EXPECT_GE(t.alloc_pages, t.alloc_holds);
+  EXPECT_GE(t.drain_pages, t.drain_holds);
+  EXPECT_GT(t.alloc_holds + t.drain_holds, 0u);
+  // Through the family: the row names the source and, when measured, counts.
+  kernel_zone::ZoneWorkload wl({"default", Tasks::kThreads}, 1);
   const Result r = Drive(wl, 1, 1, 0.1);
   EXPECT_EQ(r.verify, "");
   const auto& k = r.report.details["kernel"];
-  if (k["sources"]["zone_lock"] != "measured")
-    GTEST_SKIP() << k["sources"].value("zone_lock:reason", "?");
-  const auto& z = k["zone_lock"];
-  EXPECT_GT(z["acquisitions"].get<uint64_t>(), 0u);
-  EXPECT_GT(z["refill_pages"].get<uint64_t>(), 0u);
-  EXPECT_GE(z["refill_pages"].get<uint64_t>(),
-            z["refill_acquisitions"].get<uint64_t>());
-  EXPECT_GE(MetricOf(r.report, "zone_lock_pages_per_acquisition"), 1.0);
+  EXPECT_EQ(k["sources"]["zone_lock"], "measured") << k["sources"].dump();
+  EXPECT_TRUE(k.contains("zone_lock"));
 }
 
 // The running kernel's folio_batch size is in the context: from BTF when the
