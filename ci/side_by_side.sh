@@ -31,6 +31,7 @@
 #   --window    lockline's window (default 1s; 2 repetitions per row)
 #   --lockline  the binary (default build/lockline of this tree)
 #   --keep      keep the run directories and raw results under DIR
+#   --families  comma-separated subset of kernel_lru,kernel_zone,fault
 # Needs: a C compiler (cc), /usr/bin/python3, a built lockline. Run as root
 # for the kernel evidence (the rates do not need it).
 set -euo pipefail
@@ -42,6 +43,7 @@ seconds=3
 window=1s
 lockline="$root/build/lockline"
 keep=""
+families="kernel_lru,kernel_zone,fault"
 for a in "$@"; do
   case "$a" in
     --rounds=*) rounds=${a#*=} ;;
@@ -49,9 +51,10 @@ for a in "$@"; do
     --window=*) window=${a#*=} ;;
     --lockline=*) lockline=${a#*=} ;;
     --keep=*) keep=${a#*=} ;;
+    --families=*) families=${a#*=} ;;
     *)
       echo "side_by_side.sh: error: unknown argument '$a' (accepted: --rounds=N," \
-        "--seconds=S, --window=DURATION, --lockline=PATH, --keep=DIR)" >&2
+        "--seconds=S, --window=DURATION, --lockline=PATH, --keep=DIR, --families=LIST)" >&2
       exit 2
       ;;
   esac
@@ -97,9 +100,21 @@ for round in $(seq 1 "$rounds"); do
       out="$work/r${round}-${mode}-${n}"
       rm -rf "$out"
       # kernel_zone's processes point and kernel_lru's are in the full suite.
-      filter="^(kernel_lru/case:anon_fault/file:none/pages:32768/tasks:${mode}"
-      filter+="|kernel_zone/batch:2xhigh/high_fraction:default/tasks:${mode}"
-      filter+="|fault/mode:plain/tasks:${mode}/start:warm/mb:[0-9]+)/threads:${n}$"
+      alts=()
+      [[ ",$families," == *,kernel_lru,* ]] &&
+        alts+=("kernel_lru/case:anon_fault/file:none/pages:32768/tasks:${mode}")
+      [[ ",$families," == *,kernel_zone,* ]] &&
+        alts+=("kernel_zone/batch:2xhigh/high_fraction:default/tasks:${mode}")
+      # fault: the default suite's sizes (1 GiB threads, 256 MiB processes).
+      [[ ",$families," == *,fault,* ]] && {
+        [[ $mode == threads ]] && mb=1024 || mb=256
+        alts+=("fault/mode:plain/tasks:${mode}/start:warm/mb:${mb}")
+      }
+      ((${#alts[@]})) || {
+        echo "side_by_side.sh: error: --families=$families: expected a subset of kernel_lru,kernel_zone,fault" >&2
+        exit 2
+      }
+      filter="^($(IFS='|'; echo "${alts[*]}"))/threads:${n}$"
       "$lockline" --full --threads=1,2 --window="$window" \
         --benchmark_repetitions=2 --benchmark_filter="$filter" \
         --out="$out" >"$out.log" 2>&1 || {
