@@ -331,7 +331,10 @@ Variant MakeVariant(Tasks tasks, Suite suite, std::vector<int> threads) {
       "as " +
       std::string(kernel_tasks::TasksName(tasks));
   v.make = [=](const PointEnv& env) -> std::unique_ptr<Workload> {
-    return std::make_unique<PutPageWorkload>(tasks, env.threads, kDefaultMsg);
+    auto wl =
+        std::make_unique<PutPageWorkload>(tasks, env.threads, kDefaultMsg);
+    wl->SetEvidenceWindows(env.evidence_windows);
+    return wl;
   };
   return v;
 }

@@ -23,17 +23,27 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <climits>
+#include <cmath>
+#include <condition_variable>
 #include <csignal>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <ctime>
+#include <mutex>
 #include <new>
+#include <stdexcept>
 #include <string>
+#include <thread>
+#include <utility>
 #include <vector>
 
 #include "bench/child_task.h"
+#include "harness/cpu.h"
 #include "harness/family.h"
 #include "harness/kernel_probe.h"
 
@@ -49,6 +59,11 @@ inline constexpr uint64_t kSamplePeriod = 4;
 /// Task-clock sampling period of the spin profile: 100 us (10 000 samples
 /// per task-second; a 256 KiB ring holds ~2000 samples per window).
 inline constexpr uint64_t kSpinPeriodNs = 100'000;
+
+/// Evidence windows per repetition by default (--evidence=on): one before
+/// the timed windows, one after.
+inline constexpr int kDefaultEvidenceWindows = 2;
+static_assert(PointEnv{}.evidence_windows == kDefaultEvidenceWindows);
 
 enum class Tasks { kThreads, kProcesses };
 inline const char* TasksName(Tasks t) {
@@ -119,8 +134,101 @@ inline uint64_t AnonFaultBatch(std::size_t pages, const std::atomic<bool>& stop,
   return i;
 }
 
+/// Default length of an evidence window when the point's window is unknown
+/// (ctx.window_ns 0: a test driving SetupThread directly), ns.
+inline constexpr uint64_t kDefaultEvidenceWindowNs = 50'000'000;
+/// How often the evidence window's timer thread drains the zone->lock rings
+/// (each holds ~16 000 events: 2 ms at a million pages per second), ns.
+inline constexpr uint64_t kLiveDrainNs = 2'000'000;
+
+/// How long a tasks:processes parent waits for a child's result once the
+/// window is over before it kills the child and fails the point: 10 x the
+/// window, at least 2 s (a child stops within one batch of its op loop).
+inline int64_t ChildReportLimitMs(uint64_t window_ns) {
+  return std::max<int64_t>(2000,
+                           static_cast<int64_t>(window_ns / 1'000'000) * 10);
+}
+
+/// Two-sided 95 % Student t quantile for `df` degrees of freedom (table to
+/// 30, then 1.96 + 2.4 / df as an approximation within 0.5 %).
+inline double T975(double df) {
+  static const double kT[] = {
+      12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
+      2.201,  2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
+      2.080,  2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042};
+  if (df < 1) return kT[0];
+  if (df <= 30) return kT[static_cast<int>(df) - 1];
+  return 1.96 + 2.4 / df;
+}
+
+/// Throughput cost of the evidence collection: evidence windows' rate over
+/// clean windows' rate. `clean` and `evidence` are per-window rates (ops/s).
+/// ratio = mean(evidence) / mean(clean); the interval is Welch's on the
+/// difference of mean log rates (Satterthwaite df), exponentiated, and is
+/// null ("not resolved") with fewer than 2 windows a side.
+inline nlohmann::json EvidenceOverhead(const std::vector<double>& clean,
+                                       const std::vector<double>& evidence) {
+  nlohmann::json j;
+  auto mean = [](const std::vector<double>& v) {
+    double s = 0;
+    for (double x : v) s += x;
+    return v.empty() ? 0.0 : s / static_cast<double>(v.size());
+  };
+  const double mc = mean(clean), me = mean(evidence);
+  j["clean_windows"] = clean.size();
+  j["evidence_windows"] = evidence.size();
+  j["clean_ops_per_s"] = mc;
+  j["evidence_ops_per_s"] = me;
+  j["ratio"] = mc > 0 ? me / mc : 0.0;
+  j["ci95"] = nullptr;
+  j["method"] =
+      "ratio of mean per-window throughput, evidence windows over clean "
+      "windows of the same repetition; 95 % interval: Welch t on the mean "
+      "log rates, exponentiated";
+  bool positive = true;
+  for (double x : clean) positive &= x > 0;
+  for (double x : evidence) positive &= x > 0;
+  if (clean.size() < 2 || evidence.size() < 2 || !positive) {
+    j["resolved"] = false;
+    j["note"] = "not resolved: an interval needs 2 windows a side";
+    return j;
+  }
+  auto logs = [](const std::vector<double>& v) {
+    std::vector<double> l;
+    for (double x : v) l.push_back(std::log(x));
+    return l;
+  };
+  auto var = [&](const std::vector<double>& v, double m) {
+    double s = 0;
+    for (double x : v) s += (x - m) * (x - m);
+    return s / static_cast<double>(v.size() - 1);
+  };
+  const auto lc = logs(clean), le = logs(evidence);
+  const double mlc = mean(lc), mle = mean(le);
+  const double a = var(lc, mlc) / static_cast<double>(lc.size());
+  const double b = var(le, mle) / static_cast<double>(le.size());
+  const double se = std::sqrt(a + b);
+  const double df = se > 0 ? (a + b) * (a + b) /
+                                 (a * a / static_cast<double>(lc.size() - 1) +
+                                  b * b / static_cast<double>(le.size() - 1))
+                           : 1e9;
+  const double d = mle - mlc, h = T975(df) * se;
+  j["ci95"] = {std::exp(d - h), std::exp(d + h)};
+  j["resolved"] = std::exp(d + h) < 1 || std::exp(d - h) > 1;
+  return j;
+}
+
 /// A workload whose tasks run a family's op loop (RunOps) as threads or
-/// child processes, with kernel evidence around each task's work.
+/// child processes. Timed windows (RunWindow) are clean: no tracepoint, no
+/// sampling, no /proc read in them. The kernel evidence (lock contention
+/// tracepoints and callchain samples, the spin profile, vmstat deltas,
+/// zone->lock holds where the family asks) is collected in evidence windows
+/// of the same point, outside the timed ones: the same op loop on the same
+/// tasks for the same window length, half of them before the first timed
+/// window (in SetupThread) and half after the last (in TeardownThread), so
+/// drift is bracketed. Rows report the evidence windows' throughput beside
+/// the clean one (EvidenceOverhead). `evidence_windows` 0 (--evidence=off):
+/// no evidence window and no perf event opened.
 class KernelTaskWorkload : public Workload {
  public:
   KernelTaskWorkload(Tasks tasks, int threads)
@@ -129,11 +237,17 @@ class KernelTaskWorkload : public Workload {
         evidence_(threads, kSamplePeriod, kSpinPeriodNs),
         state_(static_cast<std::size_t>(threads)) {}
   ~KernelTaskWorkload() override {
+    if (timer_.joinable()) timer_.join();
     for (auto& t : state_) t.child.Stop();
     if (shared_) munmap(shared_, SharedBytes());
   }
 
   bool shares_lines() const { return false; }
+
+  /// Evidence windows per repetition (0: --evidence=off). Call before
+  /// Prepare.
+  void SetEvidenceWindows(int n) { evidence_windows_ = std::max(n, 0); }
+  int evidence_windows() const { return evidence_windows_; }
 
   /// The op loop of task `index` for one window: runs until `stop`, returns
   /// what it did. In tasks:processes it runs in the child (async-signal-safe
@@ -146,6 +260,9 @@ class KernelTaskWorkload : public Workload {
 
   void Prepare(int threads) override {
     threads_ = threads;
+    barrier_.Reset(threads);
+    if (evidence_windows_ == 0)
+      evidence_.SetOff("--evidence=off: no evidence windows");
     shared_ = static_cast<std::atomic<bool>*>(
         mmap(nullptr, SharedBytes(), PROT_READ | PROT_WRITE,
              MAP_SHARED | MAP_ANONYMOUS, -1, 0));
@@ -165,47 +282,61 @@ class KernelTaskWorkload : public Workload {
     TaskState& t = state_[ctx.index];
     if (tasks_ == Tasks::kProcesses) {
       StartChild(ctx.index, t);
-      if (t.child.started()) evidence_.OpenTask(ctx.index, t.child.pid());
-    } else {
+      if (evidence_windows_ > 0 && t.child.started())
+        evidence_.OpenTask(ctx.index, t.child.pid());
+    } else if (evidence_windows_ > 0) {
       evidence_.OpenTask(ctx.index, 0);
     }
+    EvidenceWindows(ctx, (evidence_windows_ + 1) / 2);
   }
 
   uint64_t RunWindow(const ThreadCtx& ctx,
                      const std::atomic<bool>& stop) override {
     if (!setup_error_.empty()) return 0;
     TaskState& t = state_[ctx.index];
-    if (ctx.index == 0) evidence_.VmstatBegin();
+    Span s;
+    s.start_ns = NowNs();
     TaskWindow r;
-    evidence_.Begin(ctx.index);
+    std::string died;
     if (tasks_ == Tasks::kProcesses) {
-      r = RunInChild(ctx.index, t, stop);
+      r = RunInChild(ctx.index, t, stop, ctx.window_ns, &died);
     } else {
       r = MeasuredOps(ctx.index, RUSAGE_THREAD, stop);
     }
-    evidence_.End(ctx.index);
-    if (ctx.index == 0) evidence_.VmstatEnd();
+    s.end_ns = NowNs();
+    s.ops = r.ops;
+    t.clean.push_back(s);
     t.total.Add(r);
+    t.all.Add(r);
     ++t.windows;
+    // A dead child fails the point with its own message (an error row, the
+    // run goes on), not as a broken invariant.
+    if (!died.empty()) throw std::runtime_error(died);
     return r.ops;
   }
 
   void TeardownThread(const ThreadCtx& ctx) override {
+    if (setup_error_.empty()) EvidenceWindows(ctx, evidence_windows_ / 2);
     evidence_.CloseTask(ctx.index);
     state_[ctx.index].child.Stop();
   }
 
-  /// Sum of all tasks' windows so far.
+  /// Sum of all tasks' clean (timed) windows so far.
   TaskWindow Total() const {
     TaskWindow s;
     for (const auto& t : state_) s.Add(t.total);
     return s;
   }
-  const TaskWindow& TaskTotal(int i) const { return state_[i].total; }
+  /// Task `i`'s clean and evidence windows together (for exact accounting).
+  const TaskWindow& TaskTotal(int i) const { return state_[i].all; }
+  /// Windows task `i` ran, clean and evidence.
   int TaskWindows(int i) const { return state_[i].windows; }
+  /// Task `i`'s child pid (tasks:processes), -1 without one.
+  pid_t ChildPid(int i) const { return state_[i].child.pid(); }
   const kernel::KernelEvidence& evidence() const { return evidence_; }
 
-  /// Common report: ops and rusage totals, per-task counts, kernel evidence.
+  /// Common report: ops and rusage totals of the clean windows, per-task
+  /// counts, the evidence windows' throughput and overhead, kernel evidence.
   void ReportCommon(PointReport& out, double window_seconds, uint64_t ops) {
     const TaskWindow s = Total();
     out.Metric("user_s", s.user_s);
@@ -234,13 +365,44 @@ class KernelTaskWorkload : public Workload {
           "the row's perf counters (task-clock, page-faults ...) and cpu_util "
           "are the team threads', which sleep while their child processes "
           "work; the children's time is user_s / system_s";
-    evidence_.Report(d, out.metrics, ops);
+    const std::vector<double> clean = Rates(&TaskState::clean);
+    const std::vector<double> evid = Rates(&TaskState::evid);
+    uint64_t evid_ops = 0;
+    double evid_s = 0;
+    for (const auto& [o, sec] : Windows(&TaskState::evid)) {
+      evid_ops += o;
+      evid_s += sec;
+    }
+    nlohmann::json e;
+    e["mode"] = evidence_windows_ > 0 ? "separate windows" : "off";
+    e["note"] =
+        "ops_per_s and every throughput metric come from the timed windows, "
+        "which run with no tracepoint, no sampling and no /proc read; the "
+        "kernel evidence (details.kernel) comes from evidence windows of the "
+        "same point and tasks, half before the timed windows and half after";
+    if (evidence_windows_ > 0) {
+      e["windows_per_repetition"] = evidence_windows_;
+      e["window_s"] = nlohmann::json::array();
+      for (const auto& [o, sec] : Windows(&TaskState::evid)) {
+        (void)o;
+        e["window_s"].push_back(sec);
+      }
+      e["ops"] = evid_ops;
+      e["overhead"] = EvidenceOverhead(clean, evid);
+      out.Metric("evidence_ops_per_s",
+                 evid_s > 0 ? static_cast<double>(evid_ops) / evid_s : 0);
+      out.Metric("evidence_throughput_ratio",
+                 e["overhead"]["ratio"].get<double>());
+    }
+    d["evidence"] = e;
+    evidence_.Report(d, out.metrics, evid_ops);
   }
 
   /// "" or the first task error / setup error.
   std::string CommonErrors() const {
     if (!setup_error_.empty()) return setup_error_;
-    const TaskWindow s = Total();
+    TaskWindow s;
+    for (const auto& t : state_) s.Add(t.all);
     if (s.error[0] != 0) return s.error;
     return "";
   }
@@ -249,13 +411,143 @@ class KernelTaskWorkload : public Workload {
   Tasks tasks_;
   int threads_;
   std::string setup_error_;
+  /// The family counts zone->lock holds in its evidence windows (call from
+  /// the constructor).
+  void CountZoneLock() { evidence_.CountZoneLock(); }
 
  private:
+  struct Span {
+    uint64_t start_ns = 0, end_ns = 0, ops = 0;
+  };
   struct TaskState {
-    TaskWindow total;
-    int windows = 0;
+    TaskWindow total;  ///< clean windows
+    TaskWindow all;    ///< clean and evidence windows
+    int windows = 0;   ///< clean and evidence windows
+    std::vector<Span> clean, evid;
     child_task::ChildTask<TaskWindow> child;  ///< tasks:processes
   };
+
+  /// A reusable barrier of the point's tasks (team threads block on it).
+  class Barrier {
+   public:
+    void Reset(int n) { n_ = n; }
+    void Wait() {
+      std::unique_lock<std::mutex> lk(mu_);
+      const uint64_t gen = gen_;
+      if (++count_ == n_) {
+        count_ = 0;
+        ++gen_;
+        cv_.notify_all();
+        return;
+      }
+      cv_.wait(lk, [&] { return gen_ != gen; });
+    }
+
+   private:
+    std::mutex mu_;
+    std::condition_variable cv_;
+    int n_ = 1, count_ = 0;
+    uint64_t gen_ = 0;
+  };
+
+  // Per window k (over tasks): ops summed, seconds from the first task's
+  // start to the last task's end (as harness/team.cpp times a window).
+  std::vector<std::pair<uint64_t, double>> Windows(
+      std::vector<Span> TaskState::*which) const {
+    std::vector<std::pair<uint64_t, double>> out;
+    std::size_t n = SIZE_MAX;
+    for (const auto& t : state_) n = std::min(n, (t.*which).size());
+    if (state_.empty()) n = 0;
+    for (std::size_t k = 0; k < n; ++k) {
+      uint64_t ops = 0, first = UINT64_MAX, last = 0;
+      for (const auto& t : state_) {
+        const Span& s = (t.*which)[k];
+        ops += s.ops;
+        first = std::min(first, s.start_ns);
+        last = std::max(last, s.end_ns);
+      }
+      out.emplace_back(ops, last > first ? (last - first) / 1e9 : 0.0);
+    }
+    return out;
+  }
+  std::vector<double> Rates(std::vector<Span> TaskState::*which) const {
+    std::vector<double> r;
+    for (const auto& [ops, sec] : Windows(which))
+      if (sec > 0) r.push_back(static_cast<double>(ops) / sec);
+    return r;
+  }
+
+  // `count` evidence windows on every task (called by each team thread from
+  // SetupThread / TeardownThread, which run on all tasks at once): the tasks
+  // leave a barrier together, task 0 starts a timer thread that stops the
+  // window after the point's window length and drains the zone->lock rings
+  // while it runs; evidence is enabled only around each task's own work. A
+  // dead child is reported (thrown) after the last barrier, so no task is
+  // left waiting.
+  void EvidenceWindows(const ThreadCtx& ctx, int count) {
+    if (evidence_windows_ == 0) return;
+    const int i = ctx.index;
+    const uint64_t w =
+        ctx.window_ns > 0 ? ctx.window_ns : kDefaultEvidenceWindowNs;
+    std::string died;
+    for (int k = 0; k < count; ++k) {
+      barrier_.Wait();
+      if (i == 0) {
+        estop_.store(false, std::memory_order_relaxed);
+        evidence_.VmstatBegin();
+        tasks_done_.store(0, std::memory_order_relaxed);
+        timer_ = std::thread([this, w] { TimeEvidenceWindow(w); });
+      }
+      barrier_.Wait();
+      TaskState& t = state_[i];
+      evidence_.Begin(i);
+      Span s;
+      s.start_ns = NowNs();
+      TaskWindow r;
+      if (tasks_ == Tasks::kProcesses) {
+        std::string d;
+        r = RunInChild(i, t, estop_, w, &d);
+        if (died.empty()) died = d;
+      } else {
+        r = MeasuredOps(i, RUSAGE_THREAD, estop_);
+      }
+      s.end_ns = NowNs();
+      s.ops = r.ops;
+      evidence_.End(i);
+      tasks_done_.fetch_add(1, std::memory_order_release);
+      t.evid.push_back(s);
+      t.all.Add(r);
+      ++t.windows;
+      barrier_.Wait();
+      if (i == 0) {
+        timer_.join();
+        evidence_.VmstatEnd();
+      }
+    }
+    barrier_.Wait();  // task 0's join and vmstat before anyone moves on
+    if (!died.empty()) throw std::runtime_error(died);
+  }
+
+  // The evidence window's timer thread: sleeps `w` ns in kLiveDrainNs slices
+  // draining the zone->lock rings, sets the stop flag, drains until every
+  // task has ended its window, and drains once more.
+  void TimeEvidenceWindow(uint64_t w) {
+    const uint64_t end = NowNs() + w;
+    for (uint64_t now = NowNs(); now < end; now = NowNs()) {
+      const uint64_t nap = std::min(end - now, kLiveDrainNs);
+      const timespec ts{static_cast<time_t>(nap / 1'000'000'000),
+                        static_cast<long>(nap % 1'000'000'000)};
+      nanosleep(&ts, nullptr);
+      evidence_.DrainLive();
+    }
+    estop_.store(true, std::memory_order_release);
+    while (tasks_done_.load(std::memory_order_acquire) < threads_) {
+      const timespec ts{0, 1'000'000};
+      nanosleep(&ts, nullptr);
+      evidence_.DrainLive();
+    }
+    evidence_.DrainLive();
+  }
 
   std::size_t SharedBytes() const {
     return (static_cast<std::size_t>(threads_) * sizeof(std::atomic<bool>) +
@@ -281,33 +573,51 @@ class KernelTaskWorkload : public Workload {
       return MeasuredOps(index, RUSAGE_SELF, shared_[index]);
     });
     if (!e.empty())
-      std::snprintf(t.total.error, sizeof(t.total.error), "%s", e.c_str());
+      std::snprintf(t.all.error, sizeof(t.all.error), "%s", e.c_str());
   }
 
-  // The team thread's side of a child's window: start it, sleep until the
-  // harness's stop flag (200 us polls: the child owns the PU), stop it, read
-  // its result.
-  TaskWindow RunInChild(int index, TaskState& t,
-                        const std::atomic<bool>& stop) {
+  // The team thread's side of a child's window: start it, then block (ppoll
+  // on the child's socket, no timer wake-ups) until the window's planned end
+  // `window_ns` after the start, or until the child's socket turns readable
+  // (a result before the stop: the child died). Only past the planned end is
+  // the harness's stop flag polled, every 1 ms (the team sets it right
+  // then). Then the child is stopped and its result read, with a time limit
+  // (ChildReportLimitMs). A child that died or hung sets *died ("task 0 (pid
+  // 123) of tasks:processes: task died: signal 9 (Killed)").
+  TaskWindow RunInChild(int index, TaskState& t, const std::atomic<bool>& stop,
+                        uint64_t window_ns, std::string* died) {
     TaskWindow r;
+    const pid_t pid = t.child.pid();
+    const auto fail = [&](const std::string& why) {
+      *died = "task " + std::to_string(index) + " (pid " + std::to_string(pid) +
+              ") of tasks:processes: " + why;
+      std::snprintf(r.error, sizeof(r.error), "%s", died->c_str());
+    };
     if (!t.child.started()) {
-      std::snprintf(r.error, sizeof(r.error), "task %d has no child process",
-                    index);
+      fail(t.child.died().empty() ? "task has no child process"
+                                  : t.child.died());
       return r;
     }
+    const uint64_t t0 = NowNs();
     shared_[index].store(false, std::memory_order_relaxed);
-    if (!t.child.Request()) {
-      std::snprintf(r.error, sizeof(r.error), "child %d: write failed",
-                    static_cast<int>(t.child.pid()));
+    std::string e = t.child.Request();
+    if (!e.empty()) {
+      fail(e);
       return r;
     }
-    const timespec nap{0, 200'000};
-    while (!stop.load(std::memory_order_relaxed)) nanosleep(&nap, nullptr);
+    while (!stop.load(std::memory_order_relaxed)) {
+      const uint64_t now = NowNs(), end = t0 + window_ns;
+      const uint64_t wait = now < end ? end - now : 1'000'000;
+      const timespec ts{static_cast<time_t>(wait / 1'000'000'000),
+                        static_cast<long>(wait % 1'000'000'000)};
+      pollfd p{t.child.fd(), POLLIN, 0};
+      if (ppoll(&p, 1, &ts, nullptr) > 0) break;  // dead child: EOF
+    }
     shared_[index].store(true, std::memory_order_relaxed);
-    if (!t.child.Await(&r)) {
+    e = t.child.AwaitFor(&r, ChildReportLimitMs(window_ns));
+    if (!e.empty()) {
       r = TaskWindow{};
-      std::snprintf(r.error, sizeof(r.error), "child task %d did not report",
-                    static_cast<int>(t.child.pid()));
+      fail(e);
     }
     return r;
   }
@@ -315,6 +625,11 @@ class KernelTaskWorkload : public Workload {
   kernel::KernelEvidence evidence_;
   std::vector<TaskState> state_;
   std::atomic<bool>* shared_ = nullptr;
+  int evidence_windows_ = kDefaultEvidenceWindows;
+  Barrier barrier_;
+  std::thread timer_;
+  std::atomic<bool> estop_{false};
+  std::atomic<int> tasks_done_{0};
 };
 
 /// Thread counts of a default kernel point: 1 and all usable PUs.

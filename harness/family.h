@@ -117,6 +117,9 @@ struct PointEnv {
   /// --fault-sampling: task-clock sampling period of the fault family's
   /// sampled clear_page share, ns; 0: off.
   uint64_t fault_sample_period_ns = 2'000'000;
+  /// --evidence: evidence windows per repetition of the kernel_* families
+  /// (bench/kernel_tasks.h), outside the timed windows; 0: off.
+  int evidence_windows = 2;
 };
 
 /// One variant of a family: parameters plus a factory. The harness crosses it

@@ -581,6 +581,89 @@ void TaskContention::Collect(ContentionTally& tally) {
   });
 }
 
+void ZoneLockTally::Add(const ZoneLockTally& o) {
+  alloc_pages += o.alloc_pages;
+  alloc_holds += o.alloc_holds;
+  drain_pages += o.drain_pages;
+  drain_holds += o.drain_holds;
+  lost += o.lost;
+  for (int i = 0; i < 8; ++i) gap_hist[i] += o.gap_hist[i];
+}
+
+ZoneLockCounter::~ZoneLockCounter() { Close(); }
+
+void ZoneLockCounter::Close() {
+  CloseRing(alloc_);
+  CloseRing(drain_);
+}
+
+std::string ZoneLockCounter::Open(pid_t pid, std::size_t ring_pages) {
+  Close();
+  last_alloc_ns_ = last_drain_ns_ = 0;
+  const TracepointInfo& tp = ContentionTracepoints();
+  if (tp.tracefs.empty()) return tp.reason.empty() ? "no tracefs" : tp.reason;
+  const std::string base = tp.tracefs + "/events/kmem/";
+  struct Want {
+    const char* name;
+    SampleRing* ring;
+  };
+  for (const Want& w : {Want{"mm_page_alloc_zone_locked", &alloc_},
+                        Want{"mm_page_pcpu_drain", &drain_}}) {
+    const int id = ReadIdFile(base + w.name + "/id");
+    if (id < 0) {
+      Close();
+      return "cannot read " + base + w.name + "/id (tracepoint missing)";
+    }
+    perf_event_attr a = TracepointAttr(id);
+    a.sample_period = 1;
+    a.sample_type = PERF_SAMPLE_TIME;
+    a.wakeup_events = 1u << 30;  // nobody polls: no wakeups
+    const std::string e = OpenRing(a, pid, ring_pages, w.ring);
+    if (!e.empty()) {
+      Close();
+      return std::string("perf_event_open(kmem:") + w.name + "): " + e;
+    }
+    w.ring->sample_type = a.sample_type;
+  }
+  return "";
+}
+
+void ZoneLockCounter::Enable() {
+  for (int fd : {alloc_.fd, drain_.fd})
+    if (fd >= 0) ioctl(fd, PERF_EVENT_IOC_ENABLE, 0);
+}
+
+void ZoneLockCounter::Disable() {
+  for (int fd : {alloc_.fd, drain_.fd})
+    if (fd >= 0) ioctl(fd, PERF_EVENT_IOC_DISABLE, 0);
+}
+
+void ZoneLockCounter::Drain(ZoneLockTally& t) {
+  auto bucket = [](uint64_t gap) {
+    static const uint64_t kEdges[] = {250, 500, 1000, 2000, 4000, 16000, 64000};
+    int b = 0;
+    while (b < 7 && gap >= kEdges[b]) ++b;
+    return b;
+  };
+  auto count = [&](uint64_t* last, uint64_t* pages, uint64_t* holds) {
+    return [=, &t](const RingSample& s) {
+      ++*pages;
+      if (*last == 0 || s.time_ns < *last) {
+        ++*holds;
+      } else {
+        const uint64_t gap = s.time_ns - *last;
+        ++t.gap_hist[bucket(gap)];
+        if (gap >= kZoneHoldGapNs) ++*holds;
+      }
+      *last = s.time_ns;
+    };
+  };
+  DrainRing(alloc_, &t.lost,
+            count(&last_alloc_ns_, &t.alloc_pages, &t.alloc_holds));
+  DrainRing(drain_, &t.lost,
+            count(&last_drain_ns_, &t.drain_pages, &t.drain_holds));
+}
+
 std::map<std::string, uint64_t> ReadVmstat() {
   std::map<std::string, uint64_t> m;
   std::ifstream in("/proc/vmstat");
@@ -753,6 +836,125 @@ nlohmann::json KernelConfigFromText(const std::string& text) {
   return out;
 }
 
+int64_t BtfArrayMember(const std::string& btf, const std::string& strct,
+                       const std::string& member) {
+  struct Hdr {
+    uint16_t magic;
+    uint8_t version, flags;
+    uint32_t hdr_len, type_off, type_len, str_off, str_len;
+  } h{};
+  if (btf.size() < sizeof h) return -1;
+  std::memcpy(&h, btf.data(), sizeof h);
+  if (h.magic != 0xeB9F) return -1;
+  const std::size_t types = h.hdr_len + h.type_off;
+  const std::size_t strs = h.hdr_len + h.str_off;
+  if (types + h.type_len > btf.size() || strs + h.str_len > btf.size())
+    return -1;
+  auto u32 = [&](std::size_t at) {
+    uint32_t v = 0;
+    std::memcpy(&v, btf.data() + at, 4);
+    return v;
+  };
+  auto name = [&](uint32_t off) -> std::string {
+    if (off >= h.str_len) return "";
+    return std::string(btf.c_str() + strs + off);
+  };
+  // Type ids start at 1: offsets of each type record, then look-ups.
+  std::vector<std::size_t> at(1, 0);
+  std::size_t p = types;
+  const std::size_t end = types + h.type_len;
+  while (p + 12 <= end) {
+    at.push_back(p);
+    const uint32_t info = u32(p + 4);
+    const uint32_t vlen = info & 0xffff, kind = (info >> 24) & 0x1f;
+    std::size_t extra = 0;
+    // Bytes after the 12-byte btf_type, by kind (include/uapi/linux/btf.h).
+    switch (kind) {
+      case 1:   // INT
+      case 14:  // VAR
+      case 17:  // DECL_TAG
+        extra = 4;
+        break;
+      case 3:  // ARRAY
+        extra = 12;
+        break;
+      case 4:   // STRUCT
+      case 5:   // UNION
+      case 15:  // DATASEC
+      case 19:  // ENUM64
+        extra = 12u * vlen;
+        break;
+      case 6:   // ENUM
+      case 13:  // FUNC_PROTO
+        extra = 8u * vlen;
+        break;
+      default:
+        extra = 0;
+    }
+    p += 12 + extra;
+  }
+  for (std::size_t id = 1; id < at.size(); ++id) {
+    const std::size_t t = at[id];
+    const uint32_t info = u32(t + 4);
+    if (((info >> 24) & 0x1f) != 4 || name(u32(t)) != strct) continue;
+    const uint32_t vlen = info & 0xffff;
+    for (uint32_t m = 0; m < vlen; ++m) {
+      const std::size_t mm = t + 12 + 12u * m;
+      if (name(u32(mm)) != member) continue;
+      uint32_t ty = u32(mm + 4);
+      for (int hops = 0; hops < 8 && ty > 0 && ty < at.size(); ++hops) {
+        const std::size_t a = at[ty];
+        const uint32_t k = (u32(a + 4) >> 24) & 0x1f;
+        if (k == 3) return u32(a + 20);  // btf_array.nelems
+        if (k < 8 || k > 11) break;      // through typedef / qualifiers only
+        ty = u32(a + 8);
+      }
+      return -1;
+    }
+  }
+  return -1;
+}
+
+nlohmann::json FolioBatchSize(const std::string& release) {
+  nlohmann::json j;
+  std::string btf;
+  {
+    std::ifstream in("/sys/kernel/btf/vmlinux", std::ios::binary);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    btf = ss.str();
+  }
+  for (const auto& [strct, member] :
+       {std::pair<const char*, const char*>{"folio_batch", "folios"},
+        {"pagevec", "pages"}}) {
+    const int64_t n = BtfArrayMember(btf, strct, member);
+    if (n > 0) {
+      j["value"] = n;
+      j["source"] = std::string("/sys/kernel/btf/vmlinux: struct ") + strct +
+                    "." + member + "[]";
+      return j;
+    }
+  }
+  // Mainline by version: PAGEVEC_SIZE 14 from 2.6.10, 15 from 4.15
+  // (include/linux/pagevec.h), FOLIO_BATCH_SIZE 15, then 31 from 6.9
+  // (include/linux/pagevec.h@6.9: "mm: increase folio batch size").
+  int major = 0, minor = 0;
+  std::sscanf(release.c_str(), "%d.%d", &major, &minor);
+  const int v = major * 1000 + minor;
+  if (v >= 6009)
+    j["value"] = 31;
+  else if (v >= 4015)
+    j["value"] = 15;
+  else if (v >= 2006)
+    j["value"] = 14;
+  else
+    j["value"] = nullptr;
+  j["source"] =
+      "mainline value for the release (no BTF with struct folio_batch): a "
+      "distribution kernel may differ";
+  return j;
+}
+
 nlohmann::json KernelConfig() {
   nlohmann::json out;
   utsname u{};
@@ -796,6 +998,7 @@ nlohmann::json KernelConfig() {
   const std::string frac =
       ReadSmallFile("/proc/sys/vm/percpu_pagelist_high_fraction");
   out["percpu_pagelist_high_fraction"] = frac.empty() ? "unavailable" : frac;
+  out["folio_batch_size"] = FolioBatchSize(release);
   return out;
 }
 
@@ -809,6 +1012,10 @@ KernelEvidence::KernelEvidence(int tasks, uint64_t sample_period,
 
 void KernelEvidence::OpenTask(int index, pid_t pid) {
   Task& t = tasks_[static_cast<std::size_t>(index)];
+  if (zone_lock_) {
+    t.zreason = t.zl.Open(pid);
+    t.zopened = t.zl.open();
+  }
   t.reason = t.tc.Open(pid, sample_period_, spin_period_ns_);
   t.counted = t.tc.counting();
   t.sampled = t.tc.sampling();
@@ -818,17 +1025,32 @@ void KernelEvidence::OpenTask(int index, pid_t pid) {
 }
 
 void KernelEvidence::Begin(int index) {
-  tasks_[static_cast<std::size_t>(index)].tc.Enable();
+  Task& t = tasks_[static_cast<std::size_t>(index)];
+  t.zl.Enable();
+  t.tc.Enable();
 }
 
 void KernelEvidence::End(int index) {
   Task& t = tasks_[static_cast<std::size_t>(index)];
   t.tc.Disable();
+  t.zl.Disable();
   t.tc.Collect(t.tally);
 }
 
+void KernelEvidence::DrainLive() {
+  for (Task& t : tasks_) t.zl.Drain(t.ztally);
+}
+
+ZoneLockTally KernelEvidence::ZoneSum() const {
+  ZoneLockTally s;
+  for (const Task& t : tasks_) s.Add(t.ztally);
+  return s;
+}
+
 void KernelEvidence::CloseTask(int index) {
-  tasks_[static_cast<std::size_t>(index)].tc.Close();
+  Task& t = tasks_[static_cast<std::size_t>(index)];
+  t.tc.Close();
+  t.zl.Close();
 }
 
 void KernelEvidence::VmstatBegin() {
@@ -860,6 +1082,24 @@ void KernelEvidence::Report(
     std::vector<std::pair<std::string, double>>& metrics, uint64_t ops) const {
   using nlohmann::json;
   total_ = Sum();
+  if (!off_reason_.empty()) {
+    json k = json::object();
+    json sources = json::object();
+    for (const char* name :
+         {"tracepoints", "callchains", "spin_profile", "vmstat", "lock_stat"}) {
+      sources[name] = "off";
+      sources[std::string(name) + ":reason"] = off_reason_;
+    }
+    if (zone_lock_) {
+      sources["zone_lock"] = "off";
+      sources["zone_lock:reason"] = off_reason_;
+    }
+    sources["pcp"] = pcp_.empty() ? "unavailable" : "measured";
+    k["sources"] = sources;
+    k["pcp"] = ZonePcpJson(pcp_);
+    details["kernel"] = k;
+    return;
+  }
   json sources = json::object();
   bool counted = !tasks_.empty(), sampled = !tasks_.empty(),
        spun = !tasks_.empty();
@@ -959,6 +1199,51 @@ void KernelEvidence::Report(
     k["vmstat_note"] =
         "system-wide counters over the windows: other processes' activity is "
         "included";
+  }
+  if (zone_lock_) {
+    bool ok = !tasks_.empty();
+    std::string why;
+    for (const Task& t : tasks_)
+      if (!t.zopened) {
+        ok = false;
+        if (why.empty())
+          why = t.zreason.empty() ? "task not started" : t.zreason;
+      }
+    sources["zone_lock"] = ok ? "measured" : "unavailable";
+    if (!ok) sources["zone_lock:reason"] = why;
+    k["sources"] = sources;
+    if (ok) {
+      const ZoneLockTally z = ZoneSum();
+      const uint64_t holds = z.alloc_holds + z.drain_holds;
+      const auto per = [](uint64_t a, uint64_t b) {
+        return b ? static_cast<double>(a) / static_cast<double>(b) : 0.0;
+      };
+      json hist = json::array();
+      for (uint64_t h : z.gap_hist) hist.push_back(h);
+      k["zone_lock"] = {
+          {"acquisitions", holds},
+          {"refill_acquisitions", z.alloc_holds},
+          {"refill_pages", z.alloc_pages},
+          {"drain_acquisitions", z.drain_holds},
+          {"drain_pages", z.drain_pages},
+          {"pages_per_refill", per(z.alloc_pages, z.alloc_holds)},
+          {"pages_per_drain", per(z.drain_pages, z.drain_holds)},
+          {"events_lost", z.lost},
+          {"hold_gap_ns", kZoneHoldGapNs},
+          {"gap_histogram_edges_ns",
+           {250, 500, 1000, 2000, 4000, 16000, 64000}},
+          {"gap_histogram", hist},
+          {"method",
+           "kmem:mm_page_alloc_zone_locked (a page taken off the buddy lists "
+           "under zone->lock) and kmem:mm_page_pcpu_drain (a page "
+           "free_pcppages_bulk returns under zone->lock) sampled on every "
+           "event with a timestamp in the evidence windows; events of one "
+           "kind less than hold_gap_ns apart count as one acquisition "
+           "(estimate; the gap histogram shows the split)"}};
+      metrics.emplace_back("zone_lock_acquisitions_per_op", per(holds, ops));
+      metrics.emplace_back("zone_lock_pages_per_acquisition",
+                           per(z.alloc_pages + z.drain_pages, holds));
+    }
   }
   k["pcp"] = ZonePcpJson(pcp_);
   details["kernel"] = k;

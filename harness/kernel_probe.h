@@ -302,8 +302,66 @@ std::string LockStatStatus(std::string* reason);
 /// `gzip -dc`); an option that is "not set" is "n"; with no config readable,
 /// "source" is null and "reason" says why. Never throws.
 nlohmann::json KernelConfig();
+/// The running kernel's pagevec / folio_batch size (PAGEVEC_SIZE,
+/// FOLIO_BATCH_SIZE: 31 in mainline since 6.9): {"value": 31, "source":
+/// ...} from BTF (/sys/kernel/btf/vmlinux, struct folio_batch's `folios`
+/// array, else struct pagevec's `pages`), else the mainline value for
+/// `release` (uname -r), said so. KernelConfig() records it as
+/// "folio_batch_size".
+nlohmann::json FolioBatchSize(const std::string& release);
+/// The element count of array member `member` of struct `strct` in raw BTF
+/// data (the kernel's BTF format, include/uapi/linux/btf.h), or -1.
+int64_t BtfArrayMember(const std::string& btf, const std::string& strct,
+                       const std::string& member);
 /// The same from a config file's text (testable).
 nlohmann::json KernelConfigFromText(const std::string& text);
+
+/// zone->lock acquisitions of one task, counted from two tracepoints sampled
+/// on every event with a timestamp (perf_event_open(2), PERF_TYPE_TRACEPOINT,
+/// PERF_SAMPLE_TIME): kmem:mm_page_alloc_zone_locked, one event per page
+/// __rmqueue_smallest() takes off the buddy lists with zone->lock held (the
+/// pcp refill rmqueue_bulk() and rmqueue_buddy(), mm/page_alloc.c 6.x), and
+/// kmem:mm_page_pcpu_drain, one per page free_pcppages_bulk() returns under
+/// zone->lock. Events of one kind less than kZoneHoldGapNs apart are one hold
+/// of the lock (a hold moves its pages back to back with interrupts off;
+/// between two holds lie at least `batch` page faults or frees): an estimate,
+/// with the gap histogram on the row to check it. Pages freed one at a time
+/// through free_one_page() (not via the pcp lists) and drains of other CPUs'
+/// lists by workers are not the task's and are not counted.
+struct ZoneLockTally {
+  uint64_t alloc_pages = 0, alloc_holds = 0;  ///< refill side
+  uint64_t drain_pages = 0, drain_holds = 0;  ///< free side
+  uint64_t lost = 0;                          ///< events the rings dropped
+  /// Gaps between consecutive events of one kind: < 250 ns, < 500 ns,
+  /// < 1 us, < 2 us, < 4 us, < 16 us, < 64 us, >= 64 us.
+  uint64_t gap_hist[8] = {};
+  void Add(const ZoneLockTally& o);
+};
+/// Gap between two events of one kind that starts a new zone->lock hold, ns.
+inline constexpr uint64_t kZoneHoldGapNs = 1000;
+
+/// The two zone->lock tracepoints of one task (ZoneLockTally), opened
+/// disabled on `pid` (a thread, a process, 0: the calling thread). Drain may
+/// run on another thread than Enable / Disable (one drainer at a time).
+class ZoneLockCounter {
+ public:
+  ZoneLockCounter() = default;
+  ZoneLockCounter(const ZoneLockCounter&) = delete;
+  ZoneLockCounter& operator=(const ZoneLockCounter&) = delete;
+  ~ZoneLockCounter();
+  /// "" or why not (no tracefs / not root, tracepoints missing, perf error).
+  std::string Open(pid_t pid, std::size_t ring_pages = 64);
+  bool open() const { return alloc_.fd >= 0 && drain_.fd >= 0; }
+  void Enable();
+  void Disable();
+  /// Moves the events in both rings into `t`.
+  void Drain(ZoneLockTally& t);
+  void Close();
+
+ private:
+  SampleRing alloc_, drain_;
+  uint64_t last_alloc_ns_ = 0, last_drain_ns_ = 0;
+};
 
 /// Per-point evidence for a family: one TaskContention per task plus vmstat
 /// snapshots around each window. Tasks call Begin / End (enable / disable and
@@ -326,7 +384,15 @@ class KernelEvidence {
   void VmstatBegin();
   void VmstatEnd();
   void CloseTask(int index);
+  /// Before OpenTask: also count zone->lock holds (ZoneLockCounter) per task.
+  void CountZoneLock() { zone_lock_ = true; }
+  /// Drains the zone->lock rings while the tasks run (one drainer thread).
+  void DrainLive();
+  /// Marks the evidence as not collected (--evidence=off): Report says so.
+  void SetOff(const std::string& why) { off_reason_ = why; }
   const ContentionTally& tally() const { return total_; }
+  /// zone->lock holds summed over tasks (after DrainLive).
+  ZoneLockTally ZoneSum() const;
   /// Contention counts summed so far over tasks (after End).
   ContentionTally Sum() const;
   /// Adds kernel_contention_per_op (begin events / ops) when measured, and
@@ -343,7 +409,13 @@ class KernelEvidence {
     std::string reason;
     bool counted = false, sampled = false, spun = false;  // as opened
     std::string sampling_reason, spin_reason;
+    ZoneLockCounter zl;
+    ZoneLockTally ztally;
+    std::string zreason;
+    bool zopened = false;  // as opened
   };
+  bool zone_lock_ = false;
+  std::string off_reason_;
   std::vector<Task> tasks_;
   uint64_t sample_period_, spin_period_ns_;
   std::map<std::string, uint64_t> vm_before_;

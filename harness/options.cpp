@@ -67,6 +67,13 @@ Counters and layouts:
                           share (kernel callchains; needs root or perf_event_paranoid <= 1):
                           100us to 100ms (default 2ms); off: no sampling (the rows say
                           clear_page_sampled is unavailable: sampling off)
+  --evidence=on|off|N
+                          kernel evidence of the kernel_* rows (lock:contention_* counts and
+                          callchains, spin profile, vmstat, kernel_zone's zone->lock holds)
+                          is collected in N evidence windows per repetition (on: 2, one
+                          before and one after the timed windows), never in the timed
+                          windows; rows give the evidence windows' throughput ratio. off:
+                          no evidence windows, no perf events, and no fault-row sampling
   --events=LIST|default|none
                           perf events (libpfm4 / perf list names, :u / :k modifiers); default:
                           cycles,instructions,cache-misses,task-clock,context-switches,
@@ -411,6 +418,23 @@ Options ParseOptions(int argc, char** argv) {
               ? 0
               : ParseDurationSeconds(v, "--fault-sampling (or off)",
                                      kMinFaultSamplingS, kMaxFaultSamplingS);
+    } else if (TakeValue(a, "--evidence", &v)) {
+      if (v == "on") {
+        o.evidence_windows = kDefaultEvidenceWindows;
+      } else if (v == "off") {
+        o.evidence_windows = 0;
+      } else {
+        const bool digits =
+            !v.empty() && v.size() <= 3 &&
+            v.find_first_not_of("0123456789") == std::string::npos;
+        const int n = digits ? std::stoi(v) : 0;
+        if (n < 1 || n > kMaxEvidenceWindows)
+          throw UsageError("--evidence=" + v +
+                           ": expected on, off, or a number of evidence "
+                           "windows from 1 to " +
+                           std::to_string(kMaxEvidenceWindows));
+        o.evidence_windows = n;
+      }
     } else if (TakeValue(a, "--window", &v)) {
       o.window_s = ParseDurationSeconds(v, "--window", kMinWindowSeconds,
                                         kMaxWindowSeconds);

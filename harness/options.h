@@ -29,6 +29,12 @@ inline constexpr double kDefaultFaultSamplingS = 2e-3;
 inline constexpr double kMinFaultSamplingS = 1e-4;
 inline constexpr double kMaxFaultSamplingS = 0.1;
 
+/// --evidence=on: evidence windows per repetition of the kernel_* families
+/// (one before the timed windows, one after); --evidence=N takes 1 to
+/// kMaxEvidenceWindows.
+inline constexpr int kDefaultEvidenceWindows = 2;
+inline constexpr int kMaxEvidenceWindows = 20;
+
 struct Options {
   std::string pin = "cores";
   std::string threads = "topo";
@@ -59,6 +65,10 @@ struct Options {
   /// --fault-sampling=DURATION|off: the fault rows' kernel sampling period,
   /// seconds; 0: off (rows say clear_page_sampled "unavailable").
   double fault_sampling_s = kDefaultFaultSamplingS;
+  /// --evidence=on|off|N: evidence windows per repetition of the kernel_*
+  /// families (on: kDefaultEvidenceWindows; off: 0, which also turns the
+  /// fault rows' sampling off). Timed windows never collect evidence.
+  int evidence_windows = kDefaultEvidenceWindows;
   std::vector<std::string> argv;  ///< the full command line, for provenance
 };
 

@@ -424,7 +424,10 @@ void RunPoint(benchmark::State& state, const Point& point, RunState& run) {
     env.mem_policy = run.opts.mem;
     env.quick = run.opts.suite == Suite::kQuick;
     env.fault_sample_period_ns =
-        static_cast<uint64_t>(run.opts.fault_sampling_s * 1e9 + 0.5);
+        run.opts.evidence_windows == 0
+            ? 0
+            : static_cast<uint64_t>(run.opts.fault_sampling_s * 1e9 + 0.5);
+    env.evidence_windows = run.opts.evidence_windows;
     std::unique_ptr<Workload> wl = point.variant->make(env);
     timing["fixed_work"] = wl->fixed_work();
     std::vector<int> pus;

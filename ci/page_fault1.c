@@ -1,0 +1,164 @@
+/*
+ * A minimal equivalent of will-it-scale's page_fault1 for ci/side_by_side.sh.
+ *
+ * will-it-scale (https://github.com/antonblanchard/will-it-scale) is not a
+ * Debian package (`apt-cache search will-it-scale` finds nothing) and the
+ * CI may not fetch from the network, so this file re-implements the one test
+ * the side-by-side compares against, written here for lockline and said so.
+ * It follows tests/page_fault1.c's loop exactly:
+ *
+ *   while (1) {
+ *     c = mmap(NULL, MEMSIZE, PROT_READ|PROT_WRITE,
+ *              MAP_PRIVATE|MAP_ANONYMOUS, -1, 0);   MEMSIZE = 128 MiB
+ *     for (i = 0; i < MEMSIZE; i += pgsize) { c[i] = 0; (*iterations)++; }
+ *     munmap(c, MEMSIZE);
+ *   }
+ *
+ * and main.c's shape: N tasks as threads (one mm) or processes, task i bound
+ * to CPU i (mod the CPUs allowed), each counting iterations (pages) in its own
+ * cache line of a shared mapping; the parent sleeps and prints the summed
+ * rate. What is not will-it-scale's: one summary line instead of per-second
+ * lines, and -n (MADV_NOHUGEPAGE on each mapping, what lockline's kernel_lru
+ * does) for machines whose THP setting is "always".
+ *
+ * Usage: page_fault1 -t TASKS -m threads|processes -s SECONDS [-n]
+ * Output: "pages_per_s=<rate> tasks=<n> mode=<m> seconds=<s>"
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MEMSIZE (128UL * 1024 * 1024)
+
+struct slot {
+  volatile unsigned long long iterations;
+  char pad[128 - sizeof(unsigned long long)];
+};
+
+static struct slot *slots;
+static int nohuge;
+static volatile int *stop_flag;
+
+static void bind_to(int index) {
+  cpu_set_t allowed, one;
+  if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) return;
+  int n = CPU_COUNT(&allowed), want = index % (n > 0 ? n : 1), seen = 0;
+  for (int c = 0; c < CPU_SETSIZE; ++c) {
+    if (!CPU_ISSET(c, &allowed)) continue;
+    if (seen++ == want) {
+      CPU_ZERO(&one);
+      CPU_SET(c, &one);
+      sched_setaffinity(0, sizeof one, &one);
+      return;
+    }
+  }
+}
+
+static void testcase(unsigned long long volatile *iterations) {
+  long pgsize = sysconf(_SC_PAGESIZE);
+  while (!*stop_flag) {
+    char *c = mmap(NULL, MEMSIZE, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (c == MAP_FAILED) {
+      perror("mmap");
+      exit(1);
+    }
+    if (nohuge) madvise(c, MEMSIZE, MADV_NOHUGEPAGE);
+    for (unsigned long i = 0; i < MEMSIZE; i += pgsize) {
+      c[i] = 0;
+      (*iterations)++;
+    }
+    munmap(c, MEMSIZE);
+  }
+}
+
+static void *thread_main(void *arg) {
+  int index = (int)(intptr_t)arg;
+  bind_to(index);
+  testcase(&slots[index].iterations);
+  return NULL;
+}
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+int main(int argc, char **argv) {
+  int tasks = 1, opt;
+  double seconds = 5;
+  const char *mode = "threads";
+  while ((opt = getopt(argc, argv, "t:m:s:n")) != -1) {
+    switch (opt) {
+      case 't': tasks = atoi(optarg); break;
+      case 'm': mode = optarg; break;
+      case 's': seconds = atof(optarg); break;
+      case 'n': nohuge = 1; break;
+      default:
+        fprintf(stderr,
+                "usage: %s -t TASKS -m threads|processes -s SECONDS [-n]\n",
+                argv[0]);
+        return 2;
+    }
+  }
+  int processes = strcmp(mode, "processes") == 0;
+  if (tasks < 1 || seconds <= 0 || (!processes && strcmp(mode, "threads"))) {
+    fprintf(stderr, "page_fault1: bad -t, -m or -s\n");
+    return 2;
+  }
+  /* Counters and the stop flag in shared memory, as will-it-scale's main.c
+     does, so processes report through it too. */
+  void *shm = mmap(NULL, (tasks + 1) * sizeof(struct slot),
+                   PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (shm == MAP_FAILED) return 1;
+  slots = shm;
+  stop_flag = (volatile int *)&slots[tasks];
+  pthread_t *th = calloc(tasks, sizeof *th);
+  pid_t *pids = calloc(tasks, sizeof *pids);
+  for (int i = 0; i < tasks; ++i) {
+    if (processes) {
+      pid_t p = fork();
+      if (p == 0) {
+        bind_to(i);
+        testcase(&slots[i].iterations);
+        _exit(0);
+      }
+      pids[i] = p;
+    } else {
+      pthread_create(&th[i], NULL, thread_main, (void *)(intptr_t)i);
+    }
+  }
+  /* Warm-up second (will-it-scale discards its first samples too), then
+     the measured interval: the parent sleeps through it. */
+  sleep(1);
+  unsigned long long a = 0, b = 0;
+  for (int i = 0; i < tasks; ++i) a += slots[i].iterations;
+  double t0 = now_s();
+  struct timespec d = {(time_t)seconds,
+                       (long)((seconds - (time_t)seconds) * 1e9)};
+  while (nanosleep(&d, &d) != 0 && errno == EINTR) {
+  }
+  for (int i = 0; i < tasks; ++i) b += slots[i].iterations;
+  double t1 = now_s();
+  *stop_flag = 1;
+  for (int i = 0; i < tasks; ++i) {
+    if (processes)
+      waitpid(pids[i], NULL, 0);
+    else
+      pthread_join(th[i], NULL);
+  }
+  printf("pages_per_s=%.0f tasks=%d mode=%s seconds=%.3f\n",
+         (double)(b - a) / (t1 - t0), tasks, mode, t1 - t0);
+  return 0;
+}

@@ -1,0 +1,170 @@
+#!/usr/bin/env bash
+# Side by side: lockline's real-kernel fault rows against will-it-scale's
+# page_fault1, interleaved in one session (issue 28). Not a unit test: it
+# measures, takes minutes, and prints a table for a person to read.
+#
+# will-it-scale is not a Debian package (`apt-cache search will-it-scale`
+# finds nothing) and this script does not fetch from the network, so it builds
+# ci/page_fault1.c, a minimal equivalent written for lockline that follows
+# tests/page_fault1.c's loop (mmap 128 MiB, write one byte per page counting
+# pages, munmap; tasks as threads or processes, task i bound to CPU i).
+#
+# For each round, and each of tasks:threads / tasks:processes at 1 and 2
+# tasks, it runs page_fault1, then lockline's kernel_lru anon_fault,
+# kernel_zone (high_fraction:default) and fault (mode:plain, warm) rows of
+# that shape, then page_fault1 again: each lockline rate is divided by the
+# mean of the two page_fault1 runs around it (interleaved, so a machine that
+# other work loads unevenly affects both sides alike). Rates: page_fault1's
+# pages/s; kernel_lru / kernel_zone ops_per_s (pages faulted and unmapped per
+# second, munmap included like page_fault1); fault pages_per_wall_s (populate
+# + touch phases: munmap is outside them, ~3 % of page_fault1's time).
+#
+# The table gives, per row, the median ratio over rounds and its range, and
+# the evidence windows' throughput ratio (evidence_throughput_ratio: the
+# rows' kernel evidence is collected in separate windows; this is what that
+# collection costs, not something the timed windows pay).
+#
+# Usage: ci/side_by_side.sh [--rounds=N] [--seconds=S] [--window=DURATION]
+#                           [--lockline=PATH] [--keep=DIR]
+#   --rounds    interleaved rounds (default 3)
+#   --seconds   page_fault1's measured interval per run (default 3)
+#   --window    lockline's window (default 1s; 2 repetitions per row)
+#   --lockline  the binary (default build/lockline of this tree)
+#   --keep      keep the run directories and raw results under DIR
+#   --families  comma-separated subset of kernel_lru,kernel_zone,fault
+# Needs: a C compiler (cc), /usr/bin/python3, a built lockline. Run as root
+# for the kernel evidence (the rates do not need it).
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/.." && pwd)
+rounds=3
+seconds=3
+window=1s
+lockline="$root/build/lockline"
+keep=""
+families="kernel_lru,kernel_zone,fault"
+for a in "$@"; do
+  case "$a" in
+    --rounds=*) rounds=${a#*=} ;;
+    --seconds=*) seconds=${a#*=} ;;
+    --window=*) window=${a#*=} ;;
+    --lockline=*) lockline=${a#*=} ;;
+    --keep=*) keep=${a#*=} ;;
+    --families=*) families=${a#*=} ;;
+    *)
+      echo "side_by_side.sh: error: unknown argument '$a' (accepted: --rounds=N," \
+        "--seconds=S, --window=DURATION, --lockline=PATH, --keep=DIR, --families=LIST)" >&2
+      exit 2
+      ;;
+  esac
+done
+[[ "$rounds" =~ ^[1-9][0-9]?$ ]] || {
+  echo "side_by_side.sh: error: --rounds=$rounds: expected 1-99" >&2
+  exit 2
+}
+[[ "$seconds" =~ ^[1-9][0-9]?$ ]] || {
+  echo "side_by_side.sh: error: --seconds=$seconds: expected 1-99" >&2
+  exit 2
+}
+[[ -x "$lockline" ]] || {
+  echo "side_by_side.sh: error: no lockline binary at $lockline (build it, or --lockline=PATH)" >&2
+  exit 2
+}
+
+if [[ -n "$keep" ]]; then
+  mkdir -p "$keep"
+  work=$(cd "$keep" && pwd)
+else
+  work=$(mktemp -d /tmp/lockline-side-by-side.XXXXXX)
+  trap 'rm -rf "$work"' EXIT
+fi
+
+cc -O2 -Wall -Wextra -pthread -o "$work/page_fault1" "$here/page_fault1.c"
+nohuge=""
+if grep -q '\[always\]' /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null; then
+  nohuge="-n"  # lockline's loops use MADV_NOHUGEPAGE; match them
+fi
+
+raw="$work/raw.tsv"
+: >"$raw"
+pf1() {  # mode tasks -> pages/s
+  "$work/page_fault1" -t "$2" -m "$1" -s "$seconds" $nohuge |
+    sed -n 's/^pages_per_s=\([0-9.]*\).*/\1/p'
+}
+
+for round in $(seq 1 "$rounds"); do
+  for mode in threads processes; do
+    for n in 1 2; do
+      before=$(pf1 "$mode" "$n")
+      out="$work/r${round}-${mode}-${n}"
+      rm -rf "$out"
+      # kernel_zone's processes point and kernel_lru's are in the full suite.
+      alts=()
+      [[ ",$families," == *,kernel_lru,* ]] &&
+        alts+=("kernel_lru/case:anon_fault/file:none/pages:32768/tasks:${mode}")
+      [[ ",$families," == *,kernel_zone,* ]] &&
+        alts+=("kernel_zone/batch:2xhigh/high_fraction:default/tasks:${mode}")
+      # fault: the default suite's sizes (1 GiB threads, 256 MiB processes).
+      [[ ",$families," == *,fault,* ]] && {
+        [[ $mode == threads ]] && mb=1024 || mb=256
+        alts+=("fault/mode:plain/tasks:${mode}/start:warm/mb:${mb}")
+      }
+      ((${#alts[@]})) || {
+        echo "side_by_side.sh: error: --families=$families: expected a subset of kernel_lru,kernel_zone,fault" >&2
+        exit 2
+      }
+      filter="^($(IFS='|'; echo "${alts[*]}"))/threads:${n}$"
+      "$lockline" --full --threads=1,2 --window="$window" \
+        --benchmark_repetitions=2 --benchmark_filter="$filter" \
+        --out="$out" >"$out.log" 2>&1 || {
+        echo "side_by_side.sh: lockline failed (round $round, $mode, $n):" >&2
+        tail -5 "$out.log" >&2
+        exit 1
+      }
+      after=$(pf1 "$mode" "$n")
+      echo -e "$round\t$mode\t$n\t$before\t$after\t$out/lockline.json" >>"$raw"
+    done
+  done
+done
+
+/usr/bin/python3 - "$raw" <<'PY'
+import json, statistics, sys
+
+rows = {}
+for line in open(sys.argv[1]):
+    rnd, mode, n, before, after, path = line.rstrip("\n").split("\t")
+    pf = (float(before) + float(after)) / 2
+    res = json.load(open(path))
+    per_key = {}
+    for b in res["benchmarks"]:
+        if b.get("run_type", "iteration") != "iteration" or b.get("error_message"):
+            continue
+        fam = b.get("family", b["name"].split("/")[0])
+        rate = b.get("pages_per_wall_s") if fam == "fault" else b.get("ops_per_s")
+        if not rate:
+            continue
+        e = b.get("evidence_throughput_ratio")
+        per_key.setdefault(fam, []).append((rate, e))
+    for fam, vals in per_key.items():
+        rate = statistics.mean(v[0] for v in vals)
+        evs = [v[1] for v in vals if v[1]]
+        rows.setdefault((fam, mode, int(n)), []).append(
+            (rate, pf, rate / pf, statistics.mean(evs) if evs else None))
+
+print("lockline vs page_fault1 (ci/page_fault1.c), interleaved; ratio = lockline / "
+      "mean(page_fault1 before, after)")
+print(f"{'family':<12}{'tasks':<11}{'n':>2}  {'lockline/s':>11}  {'pf1/s':>9}  "
+      f"{'ratio med':>9}  {'range':>13}  {'evidence':>9}  rounds")
+for key in sorted(rows):
+    fam, mode, n = key
+    v = rows[key]
+    ratios = [x[2] for x in v]
+    evs = [x[3] for x in v if x[3]]
+    ev = f"{statistics.median(evs):.2f}x" if evs else "-"
+    print(f"{fam:<12}{mode:<11}{n:>2}  {statistics.median(x[0] for x in v):>11.0f}  "
+          f"{statistics.median(x[1] for x in v):>9.0f}  {statistics.median(ratios):>8.2f}x  "
+          f"{min(ratios):>5.2f}-{max(ratios):<5.2f}x  {ev:>9}  {len(v)}")
+print("evidence = the evidence windows' throughput over the timed windows' (same "
+      "repetition); the timed windows carry no tracepoint and no sampling")
+PY
