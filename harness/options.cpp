@@ -441,8 +441,9 @@ Options ParseOptions(int argc, char** argv) {
     } else if (a.rfind("--benchmark_", 0) == 0) {
       CheckBenchmarkFlag(a, &o);
       // lockline selects the points by key itself (BuildPoints): Google
-      // Benchmark's names carry "/iterations:N/manual_time", so a
-      // $-anchored filter passed on would select nothing there.
+      // Benchmark's internal names carry "/iterations:N/manual_time" (the
+      // rows' names do not), so a $-anchored filter passed on would select
+      // nothing there.
       if (a.rfind("--benchmark_filter=", 0) != 0) o.benchmark_args.push_back(a);
     } else if (a.rfind("--v=", 0) == 0) {
       // Google Benchmark's verbosity: an integer (1.7.1 aborts on "abc" after

@@ -4,8 +4,10 @@
 #include <gnu/libc-version.h>
 #include <limits.h>
 #include <perfmon/pfmlib.h>
+#include <sys/klog.h>
 #include <sys/utsname.h>
 
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -52,6 +54,38 @@ std::string HypervisorSignature() {
 #else
   return "";
 #endif
+}
+
+// What the running kernel's log says it detected at boot: the name of its
+// "Hypervisor detected: <name>" line (arch/x86/kernel/cpu/hypervisor.c,
+// init_hypervisor_platform; e.g. "KVM", "PVM"), read with klogctl
+// (SYSLOG_ACTION_READ_ALL). Sets `why` and returns "" when the log cannot be
+// read (dmesg_restrict without CAP_SYSLOG) or no longer holds the boot lines.
+std::string KernelLogHypervisor(std::string* why) {
+  const int size = klogctl(10 /* SYSLOG_ACTION_SIZE_BUFFER */, nullptr, 0);
+  if (size <= 0) {
+    *why = std::string("kernel log size unknown: ") + std::strerror(errno);
+    return "";
+  }
+  std::string buf(static_cast<std::size_t>(size), '\0');
+  const int n = klogctl(3 /* SYSLOG_ACTION_READ_ALL */, buf.data(), size);
+  if (n < 0) {
+    *why = std::string(
+               "kernel log not readable (kernel.dmesg_restrict needs "
+               "CAP_SYSLOG): ") +
+           std::strerror(errno);
+    return "";
+  }
+  buf.resize(static_cast<std::size_t>(n));
+  static const std::string kLine = "Hypervisor detected: ";
+  const auto at = buf.find(kLine);
+  if (at == std::string::npos) {
+    *why = "the kernel log holds no \"" + kLine +
+           "\" line (none detected, or the boot lines were overwritten)";
+    return "";
+  }
+  const auto from = at + kLine.size();
+  return buf.substr(from, buf.find('\n', from) - from);
 }
 
 // The bracketed choice in a sysfs "a [b] c" file.
@@ -213,21 +247,51 @@ nlohmann::json CollectProvenance(const Options& opts, const Topology& topo) {
   env["isolcpus"] = KernelCmdlineValue("isolcpus");
   env["nohz_full"] = KernelCmdlineValue("nohz_full");
   std::string hypervisor;
+  json hv_sources = nullptr;
   if (CpuInfoField("flags").find(" hypervisor") != std::string::npos) {
+    // Each source says what it says; they can disagree (a PVM guest on this
+    // project's CI VM: CPUID leaf 0x40000000 says "bhyve bhyve", the kernel
+    // says PVM), so all are recorded and `hypervisor` names both.
     const std::string sig = HypervisorSignature();
     static const std::pair<const char*, const char*> kNames[] = {
         {"KVMKVMKVM", "KVM"},         {"Microsoft Hv", "Hyper-V"},
         {"VMwareVMware", "VMware"},   {"XenVMMXenVMM", "Xen"},
         {"TCGTCGTCGTCG", "QEMU TCG"}, {"bhyve bhyve", "bhyve"},
         {"ACRNACRNACRN", "ACRN"},     {"VBoxVBoxVBox", "VirtualBox"}};
+    std::string cpuid_name;
     for (const auto& [cpuid, name] : kNames)
-      if (sig == cpuid)
-        hypervisor = std::string(name) + " (CPUID signature " + sig + ")";
+      if (sig == cpuid) cpuid_name = name;
+    std::string klog_why;
+    const std::string klog = KernelLogHypervisor(&klog_why);
+    const std::string sys_type = ReadSmallFile("/sys/hypervisor/type");
+    const std::string dmi = ReadSmallFile("/sys/class/dmi/id/sys_vendor");
+    const auto or_null = [](const std::string& v) {
+      return v.empty() ? json(nullptr) : json(v);
+    };
+    hv_sources = {
+        {"cpuid_signature", or_null(sig)},
+        {"cpuid_name", or_null(cpuid_name)},
+        {"kernel_log", or_null(klog)},
+        {"sys_hypervisor_type", or_null(sys_type)},
+        {"dmi_sys_vendor", or_null(dmi)},
+        {"note",
+         "cpuid_*: leaf 0x40000000 as the VM presents it to user space; "
+         "kernel_log: the running kernel's \"Hypervisor detected:\" boot line "
+         "(what it detected and runs paravirtualised for); "
+         "sys_hypervisor_type: /sys/hypervisor/type; dmi_sys_vendor: "
+         "/sys/class/dmi/id/sys_vendor; null: the source says nothing"}};
+    if (!klog_why.empty()) hv_sources["kernel_log_unavailable"] = klog_why;
+    if (!cpuid_name.empty())
+      hypervisor = cpuid_name + " (CPUID signature " + sig + ")";
     if (hypervisor.empty() && !sig.empty())
       hypervisor = "CPUID signature " + sig;
-    if (hypervisor.empty()) hypervisor = ReadSmallFile("/sys/hypervisor/type");
-    if (hypervisor.empty())
-      hypervisor = ReadSmallFile("/sys/class/dmi/id/sys_vendor");
+    if (!klog.empty() && klog != cpuid_name) {
+      hypervisor += (hypervisor.empty() ? "" : "; ") + std::string("kernel: ") +
+                    klog + " (kernel log \"Hypervisor detected: " + klog +
+                    "\")";
+    }
+    if (hypervisor.empty()) hypervisor = sys_type;
+    if (hypervisor.empty()) hypervisor = dmi;
     if (hypervisor.empty()) hypervisor = "yes (unknown type)";
     warnings.push_back(
         "running under a hypervisor (" + hypervisor +
@@ -235,6 +299,7 @@ nlohmann::json CollectProvenance(const Options& opts, const Topology& topo) {
         "labels for this reason");
   }
   env["hypervisor"] = hypervisor.empty() ? json(nullptr) : json(hypervisor);
+  env["hypervisor_sources"] = hv_sources;
   if (t.usable_pus < t.complete_pus) {
     std::string why;
     for (const auto& r : t.restricted_by) why += (why.empty() ? "" : ", ") + r;

@@ -15,7 +15,9 @@ namespace lockline {
 /// context: keys "version", "git_commit", "compiler", "cxx_flags",
 /// "build_type", "versions" (google_benchmark, hwloc, libpfm4, glibc),
 /// "kernel", "cpu_model", "microcode", "topology", "environment" (governor,
-/// smt, thp, aslr, perf_event_paranoid, isolcpus, nohz_full, hypervisor) and
+/// smt, thp, aslr, perf_event_paranoid, isolcpus, nohz_full, hypervisor,
+/// hypervisor_sources: what CPUID, the kernel log, /sys/hypervisor and DMI
+/// each say, since they can disagree) and
 /// "warnings" (one string per environment problem). Never throws: unreadable
 /// facts are "unknown".
 nlohmann::json CollectProvenance(const Options& opts, const Topology& topo);

@@ -298,9 +298,12 @@ void RecordRepetition(RunState& run, const Point& point, json rec,
   // The next repetition's timing.gap_s starts here: it covers recording this
   // one (the file rewrite below) and Google Benchmark's bookkeeping.
   run.last_repetition_end_ns = NowNs();
-  const std::string name = point.key +
-                           "/iterations:" + std::to_string(point.windows) +
-                           "/manual_time";
+  // Google Benchmark's own name for the run is "<key>/iterations:W/manual_time"
+  // (W = windows: 2 in --quick, 3 by default, 5 in --full); the rows leave W
+  // out, so the same point has the same name in every suite and Google's
+  // tools/compare.py, which pairs rows by name, pairs a --quick run with a
+  // default one (issue 28). len(windows) keeps W.
+  const std::string name = point.key + "/manual_time";
   AccountRepetition(run, point, rec.value("timing", json::object()));
   json row = {{"name", name},
               {"run_name", name},

@@ -1,0 +1,755 @@
+// zone_lock: the 2015 `zone->lock` placement regression (3484b2de9499, merged
+// for v3.16, and its fix a368ab67aa55, in v4.0). Threads allocate and free
+// order-0 pages the way Linux 4.0 does (mm/page_alloc.c@v4.0): lock-free
+// fair-zone, watermark and statistics reads of the modelled `struct zone`
+// (layouts/zone.h), then per-CPU pcp lists that take zone->lock only to refill
+// `batch` pages (rmqueue_bulk) and to drain `batch` once `high` = 6 x batch
+// are cached (free_pcppages_bulk). Under the lock the holder runs the buddy
+// allocator over free_area[0..10] of a pool whose struct pages do not fit in
+// cache (layouts/buddy.h): splits on refill, buddy checks and merges on
+// drain. pcp_batch:0 (a lock per alloc and per free) is a counter-example:
+// 4.0 has no such path for order-0 pages.
+// Not measured: __rmqueue_fallback and MIGRATE_RESERVE (one migrate type),
+// the pageblock migratetype bitmap, zone_statistics' per-CPU NUMA counters,
+// reclaim and compaction, interrupts (4.0 runs these paths with irqs off).
+//
+// The model is this header; bench/zone_lock.cpp holds the family's table.
+// Each zone layout (lock x placement x line x config: 112) is its own
+// instantiation of ZoneLockWorkload, so the timed code addresses the zone's
+// fields at compile-time offsets. What is not timed (Report's and Verify's
+// bodies) is compiled once in bench/zone_lock/model.cpp, and the layouts are
+// instantiated one placement per translation unit (bench/zone_lock/*.cpp):
+// that keeps the first build of lockline affordable on a 2-CPU CI runner.
+#pragma once
+
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <atomic>
+#include <bit>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <iterator>
+#include <memory>
+#include <new>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "harness/cpu.h"
+#include "harness/family.h"
+#include "harness/locks/all_locks.h"
+#include "harness/locks/lock_stat.h"
+#include "harness/memory.h"
+#include "harness/topology.h"
+#include "layouts/buddy.h"
+#include "layouts/page.h"
+#include "layouts/report.h"
+#include "layouts/zone.h"
+
+namespace lockline::zone_lock {
+
+/// The per-cpu page batches of the table: 31 = Linux 4.0's zone_batchsize()
+/// for any zone of ~352 MiB or more (page_alloc.c@v4.0:4197-4228: managed/1024
+/// pages capped at 128, /4, rounddown_pow_of_two(b + b/2) - 1; b >= 22 needs
+/// 90112 pages); 0 = no pcp lists (every alloc and free takes zone->lock: a
+/// counter-example); 63 = twice that, a what-if batch with high = 6 x 63 = 378
+/// as pageset_set_batch would set it: 4.0 cannot produce it (zone_batchsize
+/// stops at 31, and percpu_pagelist_fraction sets high = 4 x batch through
+/// pageset_set_high, page_alloc.c@v4.0:4303-4311).
+constexpr int kPcpBatches[] = {31, 0, 63};
+/// The default batch (the kernel's for every zone this model stands for).
+constexpr int kDefaultBatch = 31;
+/// The cache-line sizes the zone is instantiated for (ZONE_PADDING, alignment).
+constexpr std::size_t kLines[] = {kCacheLine64, kCacheLine128};
+/// pcp->high = 6 * pcp->batch (pageset_set_batch, page_alloc.c@v4.0:4275).
+constexpr int kPcpHighBatches = 6;
+/// Struct pages in circulation (allocated and freed by the threads of one
+/// zone between two uses): 32 MiB of struct page (512 Ki pages, a 2 GiB
+/// zone), 16-32x the L2 of current cores and as large as a Zen 4 CCX's L3, so
+/// the buddy checks and list updates under the lock miss in the private
+/// caches as Aaron Lu found on will-it-scale/page_fault1 (LKML 2018-02).
+/// Setup, teardown and Verify are O(pool): 64 MiB cost ~0.75 s per point on
+/// the 2-vCPU VM, too much for the default suite's 2-minute budget. Quick runs
+/// use 4 MiB.
+constexpr std::size_t kColdStructPageBytes = 32u << 20;
+constexpr std::size_t kQuickColdStructPageBytes = 4u << 20;
+/// Upper bound of the per-cpu vm_stat threshold (calculate_normal_threshold,
+/// mm/vmstat.c@v4.0:118).
+constexpr int kMaxStatThreshold = 125;
+/// The one migrate type used: user pages (aim7's anonymous and page-cache
+/// memory) are MIGRATE_MOVABLE (the same index in both configs).
+constexpr int kMigratetype = kMigrateMovable;
+/// classzone_idx of a ZONE_NORMAL allocation (DMA, DMA32, NORMAL, MOVABLE).
+constexpr int kClassZoneIdx = 2;
+/// WMARK_LOW: the first get_page_from_freelist pass checks it.
+constexpr int kWmarkLow = 1;
+constexpr int kWmarkHigh = 2;
+/// enum zone_flags bit 5 (mmzone.h@v4.0:532-546: RECLAIM_LOCKED, OOM_LOCKED,
+/// CONGESTED, DIRTY, WRITEBACK, FAIR_DEPLETED): the zone's fair-policy batch
+/// (NR_ALLOC_BATCH) is used up.
+constexpr int kZoneFairDepleted = 5;
+/// NR_PAGES_SCANNED, index 27 of 4.0's enum zone_stat_item (mmzone.h@v4.0),
+/// read by every free_one_page / free_pcppages_bulk under the lock.
+constexpr int kNrPagesScanned = 27;
+/// Steps (one alloc or one free) between two loads of the stop flag; even, so
+/// a window holds whole pairs.
+constexpr int kStepsPerStopCheck = 16;
+static_assert(kStepsPerStopCheck % 2 == 0, "windows hold whole pairs");
+/// Every kHoldTimeEvery-th refill and drain is timed from acquisition to
+/// release (two NowNs, ~20-40 ns, inside the section timed): a 1-in-64
+/// sample, as lock_stat's hold sample, so the clock reads add < 1 ns to the
+/// mean hold (issue 23: every 4th inflated a quarter of the holds).
+constexpr uint64_t kHoldTimeEvery = 64;
+
+/// zone_batchsize() of Linux 4.0 for a zone of `managed` pages (4 KiB pages).
+inline int KernelBatchSize(unsigned long managed) {
+  long batch = static_cast<long>(managed / 1024);
+  if (batch * 4096 > 512 * 1024) batch = (512 * 1024) / 4096;
+  batch /= 4;
+  if (batch < 1) batch = 1;
+  const unsigned long b = static_cast<unsigned long>(batch + batch / 2);
+  return static_cast<int>(std::bit_floor(b)) - 1;
+}
+
+/// Per-thread burst: the pages a thread allocates before freeing them all (a
+/// task faulting in its working set, then exiting: page_fault1's shape). At
+/// least 16 batches (so pcp lists refill and drain at all; a balanced
+/// alloc/free pair would be served by the pcp list forever), and the thread's
+/// share of the cold circulation.
+inline int BurstPages(int threads, int batch, bool quick) {
+  const std::size_t cold =
+      (quick ? kQuickColdStructPageBytes : kColdStructPageBytes) / sizeof(Page);
+  const int share =
+      static_cast<int>(cold / static_cast<std::size_t>(std::max(threads, 1)));
+  return std::max(16 * std::max(batch, 1), share);
+}
+
+/// Pool pages of a zone serving `zone_threads` threads: their bursts plus a
+/// quarter more (so NR_FREE_PAGES stays far above the watermarks), a full pcp
+/// list and one refill each, rounded up to MAX_ORDER_NR_PAGES.
+inline unsigned long PoolPages(int zone_threads, int burst, int batch) {
+  const unsigned long per_thread =
+      static_cast<unsigned long>(burst) + burst / 4 +
+      static_cast<unsigned long>(kPcpHighBatches * batch + batch);
+  const unsigned long n =
+      per_thread * static_cast<unsigned long>(std::max(zone_threads, 1)) +
+      buddy::kMaxOrderNrPages;
+  return (n + buddy::kMaxOrderNrPages - 1) / buddy::kMaxOrderNrPages *
+         buddy::kMaxOrderNrPages;
+}
+
+/// The per-cpu vm_stat threshold of Linux 4.0 calculate_normal_threshold():
+/// 2 * fls(cpus) * (1 + fls(zone MB / 128)), at most 125; threads stand for
+/// CPUs, 4 KiB per page.
+inline int StatThreshold(int threads, unsigned long pages) {
+  const auto fls = [](unsigned long x) {
+    return static_cast<int>(std::bit_width(x));
+  };
+  const unsigned long mem_128mb = pages / 32768;
+  return std::min(
+      kMaxStatThreshold,
+      2 * fls(static_cast<unsigned long>(threads)) * (1 + fls(mem_128mb)));
+}
+
+/// Per-thread event counts (windows only; teardown's drain is not counted).
+struct Counters {
+  uint64_t ops = 0;      ///< frees (alloc+free pairs completed)
+  uint64_t steps = 0;    ///< allocations + frees (RunWindow reports steps / 2)
+  uint64_t allocs = 0;   ///< pages allocated
+  uint64_t refills = 0;  ///< rmqueue_bulk calls (pcp lists only)
+  uint64_t drains = 0;   ///< free_pcppages_bulk calls (pcp lists only)
+  uint64_t alloc_failures = 0;      ///< empty free lists (and empty pcp)
+  uint64_t watermark_failures = 0;  ///< WMARK_LOW check failed (allocation
+                                    ///< still proceeds: no reclaim modelled)
+  uint64_t stat_folds = 0;   ///< per-thread vm_stat diffs folded into the zone
+  uint64_t fair_resets = 0;  ///< reset_alloc_batches (clear_bit on flags)
+  uint64_t fair_depletions = 0;  ///< set_bit(ZONE_FAIR_DEPLETED)
+  uint64_t refill_hold_ns = 0, refill_hold_samples = 0;
+  uint64_t drain_hold_ns = 0, drain_hold_samples = 0;
+};
+
+/// One thread's private state, on lines of its own (first touched by its
+/// thread in SetupThread): lock statistics, the per_cpu_pages list of
+/// MIGRATE_MOVABLE, the vm_stat_diff of NR_FREE_PAGES and NR_ALLOC_BATCH, the
+/// pages it holds.
+struct alignas(kDestructiveLine) PerThread {
+  LockStatThread stat;
+  ListHead pcp_list;  ///< per_cpu_pages.lists[MIGRATE_MOVABLE]; hot end first
+  int pcp_count = 0;
+  int zone = 0;             ///< index of its zone (its NUMA node's)
+  long stat_diff = 0;       ///< per_cpu_pageset.vm_stat_diff[NR_FREE_PAGES]
+  long batch_diff = 0;      ///< per_cpu_pageset.vm_stat_diff[NR_ALLOC_BATCH]
+  std::vector<Page*> held;  ///< allocated, not yet freed (a stack)
+  bool freeing = false;     ///< burst phase: false = allocating
+  uint64_t touch = 0;       ///< value written into each allocated page
+  Counters c;
+};
+
+/// The compile-time facts of one zone layout that its rows report.
+struct LayoutFacts {
+  std::string name;  ///< ZoneLayoutName: the layout report's name
+  ZoneLockPlacement placement;
+  ZoneConfig config;
+  std::size_t line;         ///< bytes
+  std::size_t zone_size;    ///< sizeof(Zone<...>), bytes
+  const char* lock_name;    ///< Lock::kName
+  std::size_t lock_size;    ///< sizeof(Lock), bytes
+  std::size_t lock_offset;  ///< offsetof(Zone<...>, lock), bytes
+  const char* lock_description;
+};
+
+/// One zone's state after the windows, as its row reports it.
+struct ZoneSnapshot {
+  unsigned long pool = 0;  ///< struct pages of the zone
+  int threads = 0;         ///< threads using it
+  unsigned long watermark_low = 0;
+  int stat_threshold = 0;
+  long nr_free = 0;  ///< vm_stat[NR_FREE_PAGES] (teardown folded the diffs)
+  uint64_t merges = 0, splits = 0;  ///< buddy merges and splits
+};
+
+/// The body of ZoneLockWorkload::Report (bench/zone_lock/model.cpp): metrics
+/// (lock statistics, pages_per_s, hold times) and details of a point, from the
+/// threads' counters and lock statistics, the layout's facts and the zones'
+/// state. Compiled once, not per layout: nothing in it is timed.
+void ReportZoneLock(PointReport& out, double window_seconds, uint64_t ops,
+                    const LayoutFacts& layout,
+                    const std::vector<std::unique_ptr<PerThread>>& per_thread,
+                    const std::vector<ZoneSnapshot>& zones, int batch, int high,
+                    int burst, uint64_t work_ns);
+
+/// The threads' part of ZoneLockWorkload::Verify for zone `zi`
+/// (bench/zone_lock/model.cpp): every pcp list well formed and as long as its
+/// pcp_count, its pages and the held ones pool pages that are in no free block
+/// (`seen`: 1 for pages in free blocks, updated) and on no other list; then no
+/// pool page unaccounted for, and `nr_free_stat` plus the zone's threads'
+/// unfolded diffs equal to `free_pages`. Returns "" or the first violation,
+/// prefixed "zone <zi>: ".
+std::string VerifyZoneThreads(
+    int zi, const Page* pages, unsigned long pool, long nr_free_stat,
+    long free_pages, std::vector<uint8_t>& seen,
+    const std::vector<std::unique_ptr<PerThread>>& per_thread);
+
+/// The workload of one variant: zone layout Zone<Lock, P, kLine, C>, pcp
+/// batch, one zone or one per NUMA node.
+template <LockAlgorithm Lock, ZoneLockPlacement P, std::size_t kLine,
+          ZoneConfig C = ZoneConfig::kCma>
+class ZoneLockWorkload final : public Workload {
+ public:
+  using Z = Zone<Lock, P, kLine, C>;
+  using FA = typename Z::FreeAreaT;
+  using Buddy = buddy::BuddyAllocator<FA>;
+  static_assert(CheckZoneLayout<Z>());
+
+  /// `batch` 0 (no pcp lists) or the pcp batch in pages; `zones` 1 or the
+  /// machine's NUMA nodes (each zone and its struct pages bound to its node;
+  /// a thread uses zone ctx.numa % zones); `burst` > 0 overrides BurstPages
+  /// (tests). Throws std::invalid_argument for a negative batch or zones < 1,
+  /// std::bad_alloc when memory cannot be mapped.
+  ZoneLockWorkload(const PointEnv& env, int batch, int zones = 1,
+                   uint64_t work_ns = 0, int burst = 0)
+      : batch_(batch),
+        high_(kPcpHighBatches * batch),
+        burst_(burst > 0
+                   ? burst
+                   : BurstPages(env.threads, std::max(batch, 0), env.quick)),
+        work_ns_(work_ns),
+        per_thread_(env.threads) {
+    if (batch < 0) {
+      throw std::invalid_argument("zone_lock: pcp_batch " +
+                                  std::to_string(batch) +
+                                  " must be 0 (no pcp lists) or positive");
+    }
+    if (zones < 1) {
+      throw std::invalid_argument("zone_lock: zones " + std::to_string(zones) +
+                                  " must be at least 1");
+    }
+    // Threads per zone, from the plan when there is one (thread i is on node
+    // plan->pus[i].numa), else spread evenly.
+    std::vector<int> on_zone(zones, 0);
+    for (int i = 0; i < env.threads; ++i) {
+      int node = i % zones;
+      if (env.plan != nullptr && i < static_cast<int>(env.plan->pus.size()) &&
+          env.plan->pus[i].numa >= 0) {
+        node = env.plan->pus[i].numa % zones;
+      }
+      ++on_zone[node];
+    }
+    const bool bind = zones > 1;
+    for (int zi = 0; zi < zones; ++zi) {
+      PointEnv zone_env = env;
+      // A per-NUMA zone and its struct pages (mem_map) live on its node.
+      if (bind) zone_env.mem_policy = "node:" + std::to_string(zi);
+      auto zs = std::make_unique<ZoneState>();
+      zs->pool = PoolPages(on_zone[zi], burst_, std::max(batch, 0));
+      zs->zone = MakeShared<Z>(zone_env);
+      zs->side = MakeShared<LockStatSide>(zone_env);
+      zs->pages_mem = AllocShared(zs->pool * sizeof(Page), zone_env);
+      zs->pages = static_cast<Page*>(zs->pages_mem.get());
+      for (unsigned long i = 0; i < zs->pool; ++i) new (&zs->pages[i]) Page();
+      Z& z = *zs->zone;
+      ZoneInit(z);
+      zs->buddy = std::make_unique<Buddy>(zs->pages, zs->pool, z.free_area);
+      zs->buddy->Init(kMigratetype);
+      // __setup_per_zone_wmarks (page_alloc.c@v4.0:5700-5745) for one zone:
+      // min_free_kbytes = int_sqrt(lowmem_kbytes * 16); low/high = min +
+      // min/4, + min/2; NR_ALLOC_BATCH = high - low.
+      const unsigned long min_kb = static_cast<unsigned long>(
+          std::sqrt(static_cast<double>(zs->pool) * 4.0 * 16.0));
+      const unsigned long min = std::clamp(min_kb, 128ul, 65536ul) / 4;
+      z.watermark[0] = min;
+      z.watermark[kWmarkLow] = min + min / 4;
+      z.watermark[kWmarkHigh] = min + min / 2;
+      for (long& r : z.lowmem_reserve) r = 0;
+      z.managed_pages = z.present_pages = z.spanned_pages = zs->pool;
+      z.nr_isolate_pageblock = 0;
+      z.name = "Normal";
+      z.node = zi;
+      z.vm_stat[kNrFreePages].store(static_cast<long>(zs->pool),
+                                    std::memory_order_relaxed);
+      z.vm_stat[kNrAllocBatch].store(
+          static_cast<long>(z.watermark[kWmarkHigh] - z.watermark[kWmarkLow]),
+          std::memory_order_relaxed);
+      zs->threads = on_zone[zi];
+      zs->stat_threshold = StatThreshold(env.threads, zs->pool);
+      zones_.push_back(std::move(zs));
+    }
+  }
+
+  void SetupThread(const ThreadCtx& ctx) override {
+    auto me = std::make_unique<PerThread>();  // first touch by its thread
+    ListInit(&me->pcp_list);
+    me->zone = ctx.numa >= 0 ? ctx.numa % static_cast<int>(zones_.size())
+                             : ctx.index % static_cast<int>(zones_.size());
+    me->held.reserve(burst_);
+    me->touch = static_cast<uint64_t>(ctx.index) << 48;
+    per_thread_[ctx.index] = std::move(me);
+  }
+
+  uint64_t RunWindow(const ThreadCtx& ctx,
+                     const std::atomic<bool>& stop) override {
+    PerThread& me = *per_thread_[ctx.index];
+    ZoneState& zs = *zones_[me.zone];
+    // One op = one alloc+free pair = two steps. Counting steps / 2 rather
+    // than frees keeps a window's count independent of where it falls in a
+    // burst (a window inside an allocation phase frees nothing); windows hold
+    // a whole number of pairs (kStepsPerStopCheck is even).
+    const uint64_t steps0 = me.c.steps;
+    while (!stop.load(std::memory_order_relaxed)) {
+      for (int i = 0; i < kStepsPerStopCheck; ++i) Step(zs, me, ctx.index);
+      me.c.steps += kStepsPerStopCheck;
+    }
+    return (me.c.steps - steps0) / 2;
+  }
+
+  /// Gives every page back to the zone (held pages freed, the pcp list drained
+  /// whole, the stat diffs folded), so that after the point every page is in
+  /// the buddy allocator again. Lock statistics and counters cover the windows
+  /// only.
+  void TeardownThread(const ThreadCtx& ctx) override {
+    PerThread& me = *per_thread_[ctx.index];
+    ZoneState& zs = *zones_[me.zone];
+    const LockStatThread stat = me.stat;
+    const Counters counters = me.c;
+    while (!me.held.empty()) {
+      Page* page = me.held.back();
+      me.held.pop_back();
+      FreePage(zs, me, ctx.index, page);
+    }
+    if (me.pcp_count > 0) {
+      LockWithStats(zs.zone->lock, *zs.side, me.stat, ctx.index);
+      FreePcpBulk(zs, me, me.pcp_count);
+      UnlockWithStats(zs.zone->lock, me.stat);
+    }
+    FoldStats(zs, me);
+    me.stat = stat;
+    me.c = counters;
+  }
+
+  void Report(PointReport& out, double window_seconds, uint64_t ops) override {
+    const LayoutFacts layout{ZoneLayoutName<Lock, P, kLine, C>(),
+                             P,
+                             C,
+                             kLine,
+                             sizeof(Z),
+                             Lock::kName,
+                             sizeof(Lock),
+                             offsetof(Z, lock),
+                             Lock::kDescription};
+    std::vector<ZoneSnapshot> zones;
+    for (const auto& zs : zones_) {
+      zones.push_back(
+          {zs->pool, zs->threads, zs->zone->watermark[kWmarkLow],
+           zs->stat_threshold,
+           zs->zone->vm_stat[kNrFreePages].load(std::memory_order_relaxed),
+           zs->buddy->merges(), zs->buddy->splits()});
+    }
+    ReportZoneLock(out, window_seconds, ops, layout, per_thread_, zones, batch_,
+                   high_, burst_, work_ns_);
+  }
+
+  /// Page conservation, list integrity and the buddy invariants, per zone:
+  /// the buddy allocator's lists pass buddy::BuddyAllocator::Check (well-formed
+  /// circles, PageBuddy heads of the right order and alignment, nr_free
+  /// matching, no unmerged free buddies); every page of the pool is in exactly
+  /// one free block, one thread's pcp list (its length = pcp_count, entries not
+  /// PageBuddy) or held by one thread; vm_stat[NR_FREE_PAGES] plus the zone's
+  /// threads' unfolded diffs equals the pages in free blocks. Call with the
+  /// threads quiescent.
+  std::string Verify() override {
+    for (std::size_t zi = 0; zi < zones_.size(); ++zi) {
+      const ZoneState& zs = *zones_[zi];
+      std::vector<uint8_t> seen(zs.pool, 0);
+      long free_pages = 0;
+      const std::string err =
+          zs.buddy->Check(MigrateTypesOf(C), seen, &free_pages);
+      if (!err.empty()) return "zone " + std::to_string(zi) + ": " + err;
+      const std::string threads_err = VerifyZoneThreads(
+          static_cast<int>(zi), zs.pages, zs.pool,
+          zs.zone->vm_stat[kNrFreePages].load(std::memory_order_relaxed),
+          free_pages, seen, per_thread_);
+      if (!threads_err.empty()) return threads_err;
+    }
+    return "";
+  }
+
+  /// For tests: a modelled zone, its pool size and its struct pages.
+  Z& zone(int zi = 0) { return *zones_[zi]->zone; }
+  unsigned long pool_pages(int zi = 0) const { return zones_[zi]->pool; }
+  Page* pages(int zi = 0) { return zones_[zi]->pages; }
+  int burst_pages() const { return burst_; }
+
+ private:
+  /// One zone: the struct zone, its lock statistics side line, its struct
+  /// pages and the buddy allocator over them.
+  struct ZoneState {
+    unsigned long pool = 0;
+    int threads = 0;
+    int stat_threshold = 0;
+    std::shared_ptr<Z> zone;
+    std::shared_ptr<LockStatSide> side;  ///< outside the zone: layout exact
+    SharedPtr pages_mem;
+    Page* pages = nullptr;
+    std::unique_ptr<Buddy> buddy;
+  };
+
+  /// One step of the burst cycle: allocate until `burst_` pages are held,
+  /// then free them all.
+  void Step(ZoneState& zs, PerThread& me, int tid) {
+    if (!me.freeing) {
+      Page* page = AllocPage(zs, me, tid);
+      if (page != nullptr) {
+        // prep_new_page: the new owner writes the page (refcount, private),
+        // then its thread-private work.
+        set_page_count(*page, 1);
+        page->private_ = 0;
+        page->index = ++me.touch;
+        if (work_ns_ != 0) ThinkNs(work_ns_);
+        me.held.push_back(page);
+        ++me.c.allocs;
+      } else {
+        ++me.c.alloc_failures;
+      }
+      if (me.held.size() >= static_cast<std::size_t>(burst_) ||
+          (page == nullptr && !me.held.empty())) {
+        me.freeing = true;
+      }
+    } else {
+      Page* page = me.held.back();
+      me.held.pop_back();
+      // free_pages_prepare: the last reference goes, the page is checked.
+      set_page_count(*page, 0);
+      benchmark::DoNotOptimize(page->index);
+      FreePage(zs, me, tid, page);
+      ++me.c.ops;
+      if (me.held.empty()) me.freeing = false;
+    }
+  }
+
+  /// test_bit on zone->flags, lock-free (an atomic read of the flags word).
+  static bool TestZoneFlag(Z& z, int bit) {
+    return (std::atomic_ref<unsigned long>(z.flags).load(
+                std::memory_order_relaxed) >>
+            bit) &
+           1UL;
+  }
+
+  /// The lock-free part of get_page_from_freelist (page_alloc.c@v4.0:
+  /// 2031-2200) for one local zone: the ALLOC_FAIR test of ZONE_FAIR_DEPLETED
+  /// (a skipped zone, then reset_alloc_batches: NR_ALLOC_BATCH refilled and
+  /// clear_bit on flags, then the rescan), and zone_watermark_ok(WMARK_LOW)
+  /// reading watermark[], lowmem_reserve[] and vm_stat[NR_FREE_PAGES].
+  void PreAllocReads(ZoneState& zs, PerThread& me) {
+    Z& z = *zs.zone;
+    if (TestZoneFlag(z, kZoneFairDepleted)) {
+      // reset_alloc_batches (page_alloc.c@v4.0:2014-2024).
+      const long cur = z.vm_stat[kNrAllocBatch].load(std::memory_order_relaxed);
+      z.vm_stat[kNrAllocBatch].fetch_add(
+          static_cast<long>(z.watermark[kWmarkHigh] - z.watermark[kWmarkLow]) -
+              cur,
+          std::memory_order_relaxed);
+      std::atomic_ref<unsigned long>(z.flags).fetch_and(
+          ~(1UL << kZoneFairDepleted), std::memory_order_relaxed);
+      ++me.c.fair_resets;
+    }
+    const long free = z.vm_stat[kNrFreePages].load(std::memory_order_relaxed);
+    const auto mark = static_cast<long>(
+        *static_cast<const volatile unsigned long*>(&z.watermark[kWmarkLow]));
+    const long reserve =
+        *static_cast<const volatile long*>(&z.lowmem_reserve[kClassZoneIdx]);
+    if (free <= mark + reserve) ++me.c.watermark_failures;
+  }
+
+  /// buffered_rmqueue's tail (page_alloc.c@v4.0:1701-1704):
+  /// __mod_zone_page_state(NR_ALLOC_BATCH, -1), then a lock-free read of the
+  /// zone's NR_ALLOC_BATCH and, when it is used up, set_bit on flags.
+  void PostAllocAccounting(ZoneState& zs, PerThread& me) {
+    Z& z = *zs.zone;
+    ModState(zs, me, &me.batch_diff, kNrAllocBatch, -1);
+    if (z.vm_stat[kNrAllocBatch].load(std::memory_order_relaxed) <= 0 &&
+        !TestZoneFlag(z, kZoneFairDepleted)) {
+      std::atomic_ref<unsigned long>(z.flags).fetch_or(
+          1UL << kZoneFairDepleted, std::memory_order_relaxed);
+      ++me.c.fair_depletions;
+    }
+  }
+
+  /// __mod_zone_page_state(zone, item, delta) (mm/vmstat.c@v4.0): per-thread
+  /// diff, folded into the zone's atomic counter once it exceeds the
+  /// threshold.
+  void ModState(ZoneState& zs, PerThread& me, long* diff, int item,
+                long delta) {
+    long x = *diff + delta;
+    if (x > zs.stat_threshold || x < -zs.stat_threshold) {
+      zs.zone->vm_stat[item].fetch_add(x, std::memory_order_relaxed);
+      ++me.c.stat_folds;
+      x = 0;
+    }
+    *diff = x;
+  }
+
+  /// refresh_cpu_vm_stats for one thread.
+  void FoldStats(ZoneState& zs, PerThread& me) {
+    if (me.stat_diff != 0) {
+      zs.zone->vm_stat[kNrFreePages].fetch_add(me.stat_diff,
+                                               std::memory_order_relaxed);
+      me.stat_diff = 0;
+    }
+    if (me.batch_diff != 0) {
+      zs.zone->vm_stat[kNrAllocBatch].fetch_add(me.batch_diff,
+                                                std::memory_order_relaxed);
+      me.batch_diff = 0;
+    }
+  }
+
+  /// this_cpu_ptr(zone->pageset): the read-mostly line's pageset pointer,
+  /// read on every pcp access.
+  static void ReadPageset(Z& z) {
+    benchmark::DoNotOptimize(*static_cast<void* const volatile*>(&z.pageset));
+  }
+
+  /// Lock-free reads, then buffered_rmqueue: from the buddy allocator under
+  /// the lock (pcp_batch:0), or from the pcp list, refilled by rmqueue_bulk
+  /// (page_alloc.c@v4.0:1274-1305) when empty.
+  Page* AllocPage(ZoneState& zs, PerThread& me, int tid) {
+    PreAllocReads(zs, me);
+    Z& z = *zs.zone;
+    Lock& lock = z.lock;
+    Page* page = nullptr;
+    if (batch_ == 0) {
+      const bool timed = (me.c.allocs % kHoldTimeEvery) == 0;
+      LockWithStats(lock, *zs.side, me.stat, tid);
+      const uint64_t t0 = timed ? NowNs() : 0;
+      page = zs.buddy->RmqueueSmallest(0, kMigratetype);
+      if (page != nullptr) ModState(zs, me, &me.stat_diff, kNrFreePages, -1);
+      if (timed) {
+        me.c.refill_hold_ns += NowNs() - t0;
+        ++me.c.refill_hold_samples;
+      }
+      UnlockWithStats(lock, me.stat);
+      if (page == nullptr) return nullptr;
+    } else {
+      ReadPageset(z);
+      if (me.pcp_count == 0) {
+        const bool timed = (me.c.refills % kHoldTimeEvery) == 0;
+        ++me.c.refills;
+        LockWithStats(lock, *zs.side, me.stat, tid);
+        const uint64_t t0 = timed ? NowNs() : 0;
+        int got = 0;
+        ListHead* list = &me.pcp_list;
+        for (; got < batch_; ++got) {
+          Page* p = zs.buddy->RmqueueSmallest(0, kMigratetype);
+          if (p == nullptr) break;
+          // list_add(&page->lru, list); list = &page->lru: physical order.
+          ListAdd(&p->lru, list);
+          list = &p->lru;
+          // is_migrate_cma(get_freepage_migratetype(page)).
+          benchmark::DoNotOptimize(p->index);
+        }
+        ModState(zs, me, &me.stat_diff, kNrFreePages, -got);
+        if (timed) {
+          me.c.refill_hold_ns += NowNs() - t0;
+          ++me.c.refill_hold_samples;
+        }
+        UnlockWithStats(lock, me.stat);
+        me.pcp_count += got;
+        if (got == 0) return nullptr;
+      }
+      page = PageFromLru(me.pcp_list.next);  // the hot end
+      ListDel(&page->lru);
+      --me.pcp_count;
+    }
+    PostAllocAccounting(zs, me);
+    return page;
+  }
+
+  /// free_one_page (pcp_batch:0) or free_hot_cold_page
+  /// (page_alloc.c@v4.0:1485-1530): onto the pcp list's hot end, draining a
+  /// batch under one acquisition once count >= high.
+  void FreePage(ZoneState& zs, PerThread& me, int tid, Page* page) {
+    Z& z = *zs.zone;
+    Lock& lock = z.lock;
+    page->index = static_cast<unsigned long>(kMigratetype);  // set_freepage_mt
+    if (batch_ == 0) {
+      const bool timed = (me.c.ops % kHoldTimeEvery) == 0;
+      LockWithStats(lock, *zs.side, me.stat, tid);
+      const uint64_t t0 = timed ? NowNs() : 0;
+      ReadPagesScanned(z);
+      zs.buddy->FreeOne(page, 0, kMigratetype);
+      ModState(zs, me, &me.stat_diff, kNrFreePages, +1);
+      if (timed) {
+        me.c.drain_hold_ns += NowNs() - t0;
+        ++me.c.drain_hold_samples;
+      }
+      UnlockWithStats(lock, me.stat);
+      return;
+    }
+    ReadPageset(z);
+    ListAdd(&page->lru, &me.pcp_list);
+    if (++me.pcp_count >= high_) {
+      const bool timed = (me.c.drains % kHoldTimeEvery) == 0;
+      ++me.c.drains;
+      LockWithStats(lock, *zs.side, me.stat, tid);
+      const uint64_t t0 = timed ? NowNs() : 0;
+      FreePcpBulk(zs, me, batch_);
+      if (timed) {
+        me.c.drain_hold_ns += NowNs() - t0;
+        ++me.c.drain_hold_samples;
+      }
+      UnlockWithStats(lock, me.stat);
+    }
+  }
+
+  /// zone_page_state(zone, NR_PAGES_SCANNED), read under the lock by every
+  /// free_one_page / free_pcppages_bulk (the statistics line).
+  static void ReadPagesScanned(Z& z) {
+    benchmark::DoNotOptimize(
+        z.vm_stat[kNrPagesScanned].load(std::memory_order_relaxed));
+  }
+
+  /// free_pcppages_bulk (page_alloc.c@v4.0:694-745; caller holds the lock):
+  /// `count` pages from the pcp list's cold end through __free_one_page.
+  void FreePcpBulk(ZoneState& zs, PerThread& me, int count) {
+    Z& z = *zs.zone;
+    ReadPagesScanned(z);
+    for (int i = 0; i < count; ++i) {
+      Page* page = PageFromLru(me.pcp_list.prev);
+      ListDel(&page->lru);
+      int mt = static_cast<int>(page->index);  // get_freepage_migratetype
+      // has_isolate_pageblock(zone): the read-mostly nr_isolate_pageblock.
+      if (*static_cast<const volatile unsigned long*>(
+              &z.nr_isolate_pageblock) != 0) {
+        mt = kMigratetype;
+      }
+      zs.buddy->FreeOne(page, 0, mt);
+    }
+    me.pcp_count -= count;
+    ModState(zs, me, &me.stat_diff, kNrFreePages, count);
+  }
+
+  const int batch_;
+  const int high_;
+  const int burst_;
+  const uint64_t work_ns_;
+  std::vector<std::unique_ptr<ZoneState>> zones_;
+  std::vector<std::unique_ptr<PerThread>> per_thread_;
+};
+
+/// Calls f.template operator()<P>() for every placement of
+/// kAllZoneLockPlacements, in table order.
+template <class F, std::size_t... I>
+void ForEachPlacementImpl(F& f, std::index_sequence<I...>) {
+  (f.template operator()<kAllZoneLockPlacements[I]>(), ...);
+}
+template <class F>
+void ForEachPlacement(F&& f) {
+  ForEachPlacementImpl(
+      f, std::make_index_sequence<std::size(kAllZoneLockPlacements)>{});
+}
+/// Calls f.template operator()<kLine>() for every line size of kLines.
+template <class F, std::size_t... I>
+void ForEachLineImpl(F& f, std::index_sequence<I...>) {
+  (f.template operator()<kLines[I]>(), ...);
+}
+template <class F>
+void ForEachLine(F&& f) {
+  ForEachLineImpl(f, std::make_index_sequence<std::size(kLines)>{});
+}
+/// Calls f.template operator()<C>() for every config of kAllZoneConfigs.
+template <class F, std::size_t... I>
+void ForEachConfigImpl(F& f, std::index_sequence<I...>) {
+  (f.template operator()<kAllZoneConfigs[I]>(), ...);
+}
+template <class F>
+void ForEachConfig(F&& f) {
+  ForEachConfigImpl(f, std::make_index_sequence<std::size(kAllZoneConfigs)>{});
+}
+
+/// The workload of lock `lock` (a kName of the lock table), placement P, line
+/// size `line` (64 or 128 bytes) and config `config`: ZoneLockWorkload<L, P,
+/// line, config>(env, batch, zones). The one run-time dispatch to the
+/// compile-time layouts, outside anything timed. Defined once per placement in
+/// bench/zone_lock/<placement>.cpp (the extern declarations below keep every
+/// other translation unit from instantiating the 28 layouts of a placement
+/// again). Throws std::invalid_argument for a lock, line or config not in the
+/// table, and what ZoneLockWorkload's constructor throws.
+template <ZoneLockPlacement P>
+std::unique_ptr<Workload> MakeZoneLockWorkload(std::string_view lock,
+                                               std::size_t line,
+                                               ZoneConfig config,
+                                               const PointEnv& env, int batch,
+                                               int zones) {
+  std::unique_ptr<Workload> w;
+  WithLock(lock, [&]<class L>() {
+    ForEachLine([&]<std::size_t kLine>() {
+      if (line != kLine) return;
+      ForEachConfig([&]<ZoneConfig C>() {
+        if (config != C) return;
+        w = std::make_unique<ZoneLockWorkload<L, P, kLine, C>>(env, batch,
+                                                               zones);
+      });
+    });
+  });
+  if (!w) {
+    throw std::invalid_argument(
+        "zone_lock: no layout for lock " + std::string(lock) + ", line " +
+        std::to_string(line) + ", config " + ZoneConfigName(config) +
+        " (locks: the lock table; lines: 64, 128; configs: cma, no_cma)");
+  }
+  return w;
+}
+
+#define LOCKLINE_ZONE_LOCK_FACTORY(P)                                   \
+  std::unique_ptr<Workload> MakeZoneLockWorkload<ZoneLockPlacement::P>( \
+      std::string_view lock, std::size_t line, ZoneConfig config,       \
+      const PointEnv& env, int batch, int zones)
+extern template LOCKLINE_ZONE_LOCK_FACTORY(kLockBeforeFreeArea);
+extern template LOCKLINE_ZONE_LOCK_FACTORY(kLockAfterFreeArea);
+extern template LOCKLINE_ZONE_LOCK_FACTORY(kLockOwnLine);
+extern template LOCKLINE_ZONE_LOCK_FACTORY(kLockInReadmostlyLine);
+
+}  // namespace lockline::zone_lock

@@ -1,0 +1,208 @@
+// zone_lock's untimed code (bench/zone_lock.h): the bodies of Report and of
+// Verify's per-thread checks, compiled once instead of once per zone layout.
+#include <algorithm>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "bench/zone_lock.h"
+
+namespace lockline::zone_lock {
+namespace {
+
+/// Index of `page` in the pool of `nr` struct pages at `base`, or -1 for a
+/// pointer outside it (buddy::BuddyAllocator::IndexOf without the allocator).
+long PoolIndexOf(const Page* base, unsigned long nr, const Page* page) {
+  const auto p = reinterpret_cast<std::uintptr_t>(page);
+  const auto b = reinterpret_cast<std::uintptr_t>(base);
+  if (p < b || (p - b) % sizeof(Page) != 0) return -1;
+  const std::uintptr_t idx = (p - b) / sizeof(Page);
+  return idx < nr ? static_cast<long>(idx) : -1;
+}
+
+}  // namespace
+
+void ReportZoneLock(PointReport& out, double window_seconds, uint64_t ops,
+                    const LayoutFacts& layout,
+                    const std::vector<std::unique_ptr<PerThread>>& per_thread,
+                    const std::vector<ZoneSnapshot>& zones, int batch, int high,
+                    int burst, uint64_t work_ns) {
+  const std::string& name = layout.name;
+  out.layouts.push_back(name);
+  Counters sum;
+  std::vector<const LockStatThread*> stats;
+  for (const auto& t : per_thread) {
+    stats.push_back(t ? &t->stat : nullptr);
+    if (!t) continue;
+    const Counters& c = t->c;
+    sum.ops += c.ops;
+    sum.steps += c.steps;
+    sum.allocs += c.allocs;
+    sum.refills += c.refills;
+    sum.drains += c.drains;
+    sum.alloc_failures += c.alloc_failures;
+    sum.watermark_failures += c.watermark_failures;
+    sum.stat_folds += c.stat_folds;
+    sum.fair_resets += c.fair_resets;
+    sum.fair_depletions += c.fair_depletions;
+    sum.refill_hold_ns += c.refill_hold_ns;
+    sum.refill_hold_samples += c.refill_hold_samples;
+    sum.drain_hold_ns += c.drain_hold_ns;
+    sum.drain_hold_samples += c.drain_hold_samples;
+  }
+  const double thread_seconds =
+      window_seconds * static_cast<double>(per_thread.size());
+  AddLockStatMetrics(out, SummarizeLockStats(stats, thread_seconds, ops));
+  out.Metric("pages_per_s",
+             window_seconds > 0
+                 ? static_cast<double>(sum.allocs) / window_seconds
+                 : 0.0);
+  const auto mean = [](uint64_t ns, uint64_t n) {
+    return n ? static_cast<double>(ns) / static_cast<double>(n) : 0.0;
+  };
+  if (sum.refill_hold_samples > 0) {
+    out.Metric("hold_ns_per_refill",
+               mean(sum.refill_hold_ns, sum.refill_hold_samples));
+  }
+  if (sum.drain_hold_samples > 0) {
+    out.Metric("hold_ns_per_drain",
+               mean(sum.drain_hold_ns, sum.drain_hold_samples));
+  }
+  nlohmann::json& d = out.details;
+  d["op"] =
+      "one op = one order-0 page allocated and one freed (two steps of a "
+      "thread's burst cycle): ops_per_s counts alloc+free pairs; "
+      "pages_per_s counts pages allocated";
+  d["kernel"] =
+      "Linux 4.0 mm/page_alloc.c: get_page_from_freelist (fair-zone flag, "
+      "watermark) + buffered_rmqueue / rmqueue_bulk / __rmqueue_smallest / "
+      "expand, free_hot_cold_page / free_pcppages_bulk / __free_one_page; "
+      "struct zone of include/linux/mmzone.h@v4.0 with the lock placed as "
+      "the layout says";
+  d["not_modelled"] =
+      "__rmqueue_fallback and MIGRATE_RESERVE (one migrate type), the "
+      "pageblock migratetype bitmap, zone_statistics' per-CPU NUMA "
+      "counters, reclaim, compaction, interrupts";
+  d["layout"] = name;
+  d["placement"] = PlacementName(layout.placement);
+  d["placement_description"] = PlacementDescription(layout.placement);
+  d["config"] = ZoneConfigName(layout.config);
+  d["config_description"] = ZoneConfigDescription(layout.config);
+  d["line"] = layout.line;
+  d["zone_size_bytes"] = layout.zone_size;
+  d["lock"] = {{"name", layout.lock_name},
+               {"size_bytes", layout.lock_size},
+               {"offset", layout.lock_offset},
+               {"description", layout.lock_description}};
+  if (const LayoutInfo* info = FindLayout(name)) {
+    d["lock_shares_line_with"] = FieldsSharingLine(*info, "lock");
+    d["movable_list_shares_lock_line"] =
+        SharesLine(*info, "lock",
+                   std::string("free_area[0].free_list[") +
+                       MigrateTypeName(layout.config, kMigratetype) + "]");
+    d["order0_nr_free_shares_lock_line"] =
+        SharesLine(*info, "lock", "free_area[0].nr_free");
+    d["flags_shares_lock_line"] = SharesLine(*info, "lock", "flags");
+    d["watermark_shares_lock_line"] = SharesLine(*info, "lock", "watermark");
+  } else {
+    d["layout_error"] = "FindLayout does not know " + name;
+  }
+  d["pcp"] = {{"batch", batch},
+              {"high", high},
+              {"kernel_batch_for_this_zone", KernelBatchSize(zones[0].pool)},
+              {"role", batch == 0 ? "counter-example: no pcp lists (4.0 "
+                                    "has no such order-0 path)"
+                                  : "Linux 4.0 pcp lists"}};
+  d["hold_ns_note"] =
+      "hold_ns_per_refill / hold_ns_per_drain: mean time zone->lock is held "
+      "by one rmqueue_bulk / free_pcppages_bulk (with pcp_batch:0: one "
+      "locked allocation / free), every 64th timed";
+  d["burst_pages"] = burst;
+  nlohmann::json zj = nlohmann::json::array();
+  for (const ZoneSnapshot& zs : zones) {
+    zj.push_back({{"pool_pages", zs.pool},
+                  {"struct_page_bytes", zs.pool * sizeof(Page)},
+                  {"threads", zs.threads},
+                  {"watermark_low", zs.watermark_low},
+                  {"stat_threshold", zs.stat_threshold},
+                  {"nr_free_at_end", zs.nr_free},
+                  {"buddy_merges", zs.merges},
+                  {"buddy_splits", zs.splits}});
+  }
+  d["zones"] = zones.size();
+  d["zone_state"] = zj;
+  d["pool_pages"] = zones[0].pool;
+  d["cold_pool_note"] =
+      "each zone's struct pages (pool_pages x 64 B) circulate through the "
+      "threads' bursts: far beyond L2, so buddy checks and list updates "
+      "under the lock miss in cache";
+  d["migratetype"] = MigrateTypeName(layout.config, kMigratetype);
+  d["work_ns"] = work_ns;
+  d["events"] = {{"ops", sum.ops},
+                 {"allocs", sum.allocs},
+                 {"refills", sum.refills},
+                 {"drains", sum.drains},
+                 {"alloc_failures", sum.alloc_failures},
+                 {"watermark_failures", sum.watermark_failures},
+                 {"steps", sum.steps},
+                 {"stat_folds", sum.stat_folds},
+                 {"fair_depletions", sum.fair_depletions},
+                 {"fair_resets", sum.fair_resets}};
+}
+
+std::string VerifyZoneThreads(
+    int zi, const Page* pages, unsigned long pool, long nr_free_stat,
+    long free_pages, std::vector<uint8_t>& seen,
+    const std::vector<std::unique_ptr<PerThread>>& per_thread) {
+  const std::string zn = "zone " + std::to_string(zi) + ": ";
+  long diffs = 0;
+  for (std::size_t t = 0; t < per_thread.size(); ++t) {
+    const PerThread* me = per_thread[t].get();
+    if (!me || me->zone != zi) continue;
+    const std::string who = zn + "thread " + std::to_string(t) + " ";
+    long n = 0;
+    const ListHead* prev = &me->pcp_list;
+    for (const ListHead* node = me->pcp_list.next; node != &me->pcp_list;
+         node = node->next) {
+      if (node->prev != prev) return who + "pcp list: a torn prev link";
+      const long idx = PoolIndexOf(pages, pool, PageFromLru(node));
+      if (idx < 0) return who + "pcp list: a page not of its zone";
+      if (seen[idx]) {
+        return who + "pcp list: page " + std::to_string(idx) +
+               " is also free or on two lists";
+      }
+      if (buddy::PageBuddy(pages[idx]))
+        return who + "pcp list: page marked PageBuddy";
+      seen[idx] = 1;
+      ++n;
+      prev = node;
+    }
+    if (n != me->pcp_count) {
+      return who + "pcp count is " + std::to_string(me->pcp_count) +
+             " but its list holds " + std::to_string(n);
+    }
+    for (const Page* page : me->held) {
+      const long idx = PoolIndexOf(pages, pool, page);
+      if (idx < 0 || seen[idx]) {
+        return who + "holds a page that is foreign, free or on a list";
+      }
+      seen[idx] = 1;
+    }
+    diffs += me->stat_diff;
+  }
+  const long missing = std::count(seen.begin(), seen.end(), uint8_t{0});
+  if (missing != 0) {
+    return zn + std::to_string(missing) + " of " + std::to_string(pool) +
+           " pages are in no free block, on no pcp list and held by no "
+           "thread (lost)";
+  }
+  if (nr_free_stat + diffs != free_pages) {
+    return zn + "vm_stat[NR_FREE_PAGES] " + std::to_string(nr_free_stat) +
+           " + per-thread diffs " + std::to_string(diffs) +
+           " != pages in free blocks " + std::to_string(free_pages);
+  }
+  return "";
+}
+
+}  // namespace lockline::zone_lock
