@@ -76,13 +76,13 @@ def metric_direction(name, declared=None):
 
     `declared` maps names to directions given with --metric and wins over the built-in table,
     which follows results/SCHEMA.md: names ending in _per_s, _per_wall_s, _per_cpu_s or /s
-    (faults_per_wall_s, the 2004 pre-zeroing table's column) are higher-is-better;
-    ns_per_op, real_time, cpu_time, wait_share, violations_per_million, *_ns and */op are
+    (faults_per_wall_s, the 2004 pre-zeroing table's column) and IPC (instructions per cycle)
+    are higher-is-better; ns_per_op, real_time, cpu_time, wait_share, violations_per_million, *_ns and */op are
     lower-is-better. Directions are declared, never guessed from the data.
     """
     if declared and name in declared:
         return declared[name]
-    if name.endswith(("_per_s", "_per_wall_s", "_per_cpu_s", "/s")):
+    if name.endswith(("_per_s", "_per_wall_s", "_per_cpu_s", "/s")) or name == "IPC":
         return "higher"
     if (name in ("ns_per_op", "real_time", "cpu_time", "wait_share", "violations_per_million")
             or name.endswith("_ns") or name.endswith("/op")):

@@ -79,7 +79,7 @@ def test_strip_decorations():
 def test_metric_directions_declared_not_guessed():
     """The direction table of results/SCHEMA.md; unknown metrics have none unless declared."""
     d = compare.metric_direction
-    for name in ("ops_per_s", "pages_per_s", "gb_per_s", "bytes/s"):
+    for name in ("ops_per_s", "pages_per_s", "gb_per_s", "bytes/s", "IPC"):
         assert d(name) == "higher", name
     for name in ("ns_per_op", "real_time", "cpu_time", "wait_share", "violations_per_million",
                  "hold_ns", "page-faults/op"):
