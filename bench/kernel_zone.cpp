@@ -137,6 +137,9 @@ class ZoneWorkload : public kernel_tasks::KernelFamilyWorkload {
       }
       set_here_ = true;
     }
+    // The value the windows are meant to run at, to check after them that no
+    // other process (another lockline run, a tuning daemon) moved it.
+    fraction_in_windows_ = ReadSmallFile(kFractionPath);
     zones_ = kernel::ReadZonePcp();
     batch_pages_ = BatchPages(zones_);
     // All tasks' batches together stay under a quarter of MemAvailable (a
@@ -182,6 +185,14 @@ class ZoneWorkload : public kernel_tasks::KernelFamilyWorkload {
     d["high_fraction"] = cfg_.high_fraction;
     if (!size_note_.empty()) d["size_note"] = size_note_;
     if (set_here_) d["high_fraction_restored_to"] = old_fraction_;
+    const std::string after = ReadSmallFile(kFractionPath);
+    if (!fraction_in_windows_.empty() && after != fraction_in_windows_)
+      d["high_fraction_moved"] =
+          "vm.percpu_pagelist_high_fraction was " + fraction_in_windows_ +
+          " when the windows started and " +
+          (after.empty() ? std::string("unreadable") : after) +
+          " after them: another process changed it, so this row was not "
+          "measured at one setting";
     if (const kernel::ZonePcp* z = kernel::MainZone(zones_))
       d["main_zone"] = z->zone;
     d["pcp_at_prepare"] = kernel::ZonePcpJson(zones_);
@@ -204,6 +215,7 @@ class ZoneWorkload : public kernel_tasks::KernelFamilyWorkload {
   std::vector<kernel::ZonePcp> zones_;
   std::size_t batch_pages_ = kFallbackBatchPages;
   std::string old_fraction_, size_note_;
+  std::string fraction_in_windows_;  ///< read before the windows
   bool set_here_ = false;
 };
 
