@@ -410,6 +410,10 @@ def context_warnings(base, cur):
     """
     warnings = []
     bc, cc = base["contexts"][0], cur["contexts"][0]
+    for side, ctx in (("baseline", bc), ("current", cc)):
+        if _context_value(ctx, "lockline", "counters", "fake_pmu"):
+            warnings.append(f"the {side}'s hardware counters come from a FAKE PMU (test shim "
+                            "tests/fake_pmu), not a CPU: counter rows compare made-up figures")
     checks = [("host", ("host_name",)), ("CPU count", ("num_cpus",)),
               ("topology", ("lockline", "topology")), ("compiler", ("lockline", "compiler")),
               ("compiler flags", ("lockline", "cxx_flags")), ("pinning", ("lockline", "pin")),

@@ -316,6 +316,14 @@ void RecordRepetition(RunState& run, const Point& point, json rec,
   for (auto& [k, v] : rec.items()) row[k] = std::move(v);
   if (run.results->lockline_context().value("emulated", false))
     row["emulated"] = true;
+  // Counters from the test shim (tests/fake_pmu) are not this CPU's: every
+  // row says so, not only the context (results/SCHEMA.md).
+  {
+    const json& counters =
+        run.results->lockline_context().value("counters", json::object());
+    if (counters.is_object() && counters.contains("fake_pmu"))
+      row["fake_pmu"] = true;
+  }
   const bool error = row.contains("error_message");
   row["error_occurred"] = error;
   if (!error) row["error_message"] = "";

@@ -539,6 +539,13 @@ def load_run(path: str) -> Run:
         raise ResultError(f"{path}: no benchmark row has a plottable value "
                           f"({len(data['benchmarks'])} rows, {len(skipped)} with errors)")
     warnings = []
+    counters = context.get("lockline", {}).get("counters") if isinstance(
+        context.get("lockline"), dict) else None
+    if (isinstance(counters, dict) and counters.get("fake_pmu")) or any(
+            isinstance(r, dict) and r.get("fake_pmu") is True for r in data["benchmarks"]):
+        warnings.append("hardware counters come from a FAKE PMU (the test shim "
+                        "tests/fake_pmu), not this CPU: cycles, instructions, IPC and cache "
+                        "figures are made up")
     if not isinstance(context.get("lockline"), dict):
         _merge_single_point_families(points)
         idle = [p for p in points if p.threads > 1 and p.aggregate is None

@@ -936,6 +936,7 @@ def build_html(run: Run, images: Dict[str, str],
     if isinstance(skipped_points, list):
         warnings += [f"skipped point: {s}" for s in skipped_points]
     warnings += [f"failed row: {r}" for r in run.skipped_rows]
+    warnings += [w for w in run.warnings if "FAKE PMU" in w]
     warnings += overrun_lines(run)
     body.append("<ul>" + "".join(f'<li class="warn">{esc(w)}</li>' for w in warnings) + "</ul>"
                 if warnings else "<p>none</p>")

@@ -11,6 +11,7 @@ import itertools
 import json
 import os
 import subprocess
+import sys
 
 import pytest
 
@@ -777,3 +778,21 @@ def test_output_replaces_a_planted_symlink(tmp_path):
     assert p.returncode == 0, p.stderr
     assert target.read_text() == "keep me\n"
     assert not link.is_symlink() and "rule:" in link.read_text()
+
+
+def test_fake_pmu_runs_are_marked_in_compare_and_the_reader(tmp_path):
+    """A run under the test shim's fake PMU (tests/fake_pmu) says so in compare.py's warnings
+    and in the one reader's run warnings, which the report lists (issue 27 item 15)."""
+    sys.path.insert(0, os.path.join(SOURCE_DIR, "plots"))
+    import lockline_results
+    rows = [{"name": "locks/lock:tas/threads:1/manual_time", "run_type": "iteration",
+             "threads": 1, "real_time": 10.0 + i, "time_unit": "ns", "ops_per_s": 1e8 + i,
+             "lockline_key": "locks/lock:tas/threads:1", "family": "locks",
+             "params": {"lock": "tas", "threads": 1}, "fake_pmu": True} for i in range(5)]
+    path = tmp_path / "fake.json"
+    path.write_text(json.dumps({"context": {"lockline": {"schema_version": 1, "counters": {
+        "fake_pmu": "fake PMU 4+3 counters"}}}, "benchmarks": rows}))
+    _, result, _ = run_json(str(path), str(path))
+    assert any("FAKE PMU" in w for w in result["warnings"])
+    run = lockline_results.load_runs([str(path)])[0]
+    assert any("FAKE PMU" in w for w in run.warnings)
