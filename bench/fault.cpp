@@ -1099,29 +1099,6 @@ class FaultWorkload : public Workload {
     ClearPageTally clear;
   };
 
-  /// A reusable barrier of the point's tasks.
-  class Barrier {
-   public:
-    void Reset(int n) { n_ = n; }
-    void Wait() {
-      std::unique_lock<std::mutex> lk(mu_);
-      const uint64_t gen = gen_;
-      if (++count_ == n_) {
-        count_ = 0;
-        ++gen_;
-        cv_.notify_all();
-        return;
-      }
-      cv_.wait(lk, [&] { return gen_ != gen; });
-    }
-
-   private:
-    std::mutex mu_;
-    std::condition_variable cv_;
-    int n_ = 1, count_ = 0;
-    uint64_t gen_ = 0;
-  };
-
   /// True when the point has an evidence pass (sampling on and set up).
   bool Sampling() const {
     return cfg_.sample_period_ns > 0 && setup_error_.empty();
@@ -1161,7 +1138,7 @@ class FaultWorkload : public Workload {
   Config cfg_;
   int threads_;
   std::vector<TaskState> tasks_;
-  Barrier evidence_barrier_;
+  child_task::TaskBarrier evidence_barrier_;
   char* region_ = nullptr;
   std::string setup_error_, size_note_;
   uint64_t prepare_end_ns_ = 0;

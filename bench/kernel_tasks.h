@@ -427,29 +427,6 @@ class KernelTaskWorkload : public Workload {
     child_task::ChildTask<TaskWindow> child;  ///< tasks:processes
   };
 
-  /// A reusable barrier of the point's tasks (team threads block on it).
-  class Barrier {
-   public:
-    void Reset(int n) { n_ = n; }
-    void Wait() {
-      std::unique_lock<std::mutex> lk(mu_);
-      const uint64_t gen = gen_;
-      if (++count_ == n_) {
-        count_ = 0;
-        ++gen_;
-        cv_.notify_all();
-        return;
-      }
-      cv_.wait(lk, [&] { return gen_ != gen; });
-    }
-
-   private:
-    std::mutex mu_;
-    std::condition_variable cv_;
-    int n_ = 1, count_ = 0;
-    uint64_t gen_ = 0;
-  };
-
   // Per window k (over tasks): ops summed, seconds from the first task's
   // start to the last task's end (as harness/team.cpp times a window).
   std::vector<std::pair<uint64_t, double>> Windows(
@@ -626,7 +603,7 @@ class KernelTaskWorkload : public Workload {
   std::vector<TaskState> state_;
   std::atomic<bool>* shared_ = nullptr;
   int evidence_windows_ = kDefaultEvidenceWindows;
-  Barrier barrier_;
+  child_task::TaskBarrier barrier_;
   std::thread timer_;
   std::atomic<bool> estop_{false};
   std::atomic<int> tasks_done_{0};

@@ -109,7 +109,11 @@ std::string RestoreStateDir() {
   return env != nullptr && *env != '\0' ? env : "/run/lockline";
 }
 
-void RegisterRestore(const std::string& path, const std::string& old_value) {
+void RegisterRestore(const std::string& path, const std::string& value) {
+  // A value read from /proc ends in a newline; the state file is one line per
+  // setting, so the value is kept without it (writing it back needs none).
+  std::string old_value = value;
+  while (!old_value.empty() && old_value.back() == '\n') old_value.pop_back();
   if (path.size() >= kMaxPath || old_value.size() >= kMaxValue ||
       path.find('\n') != std::string::npos ||
       old_value.find('\n') != std::string::npos)
