@@ -486,3 +486,19 @@ def test_budget_estimate_counts_oversubscribed_windows_at_their_bound(tmp_path):
     # 1 point x 1 repetition x 2 windows, each estimated at its 2 s bound (not 5 ms).
     seconds = plan.split("estimated ")[1].split()[0]
     assert seconds.endswith("s") and "m" not in seconds and int(seconds[:-1]) >= 4, plan
+
+
+def test_tight_fd_limit_keeps_the_kernel_point_and_its_file(tmp_path):
+    """Issue 27 item 14: under a tight descriptor limit a kernel-family point used to make the
+    result write fail, reported as a disk problem (exit 4). The row is now written after the
+    point's descriptors are closed, so with 12 descriptors the point's row is kept and the run
+    ends normally (an fd the evidence windows cannot open is their problem, not the file's)."""
+    out = tmp_path / "run"
+    p = subprocess.run(["bash", "-c", 'ulimit -n 12; exec "$0" "$@"', BINARY, "--window=5ms",
+                        "--benchmark_repetitions=1",
+                        "--benchmark_filter=^kernel_zone/.*tasks:threads/threads:1$",
+                        f"--out={out}"], capture_output=True, text=True, timeout=300)
+    assert p.returncode != 4, p.stderr
+    assert "No space" not in p.stderr and "disk" not in p.stderr.lower(), p.stderr
+    doc = json.loads((out / "lockline.json").read_text())
+    assert [r for r in doc["benchmarks"] if r.get("run_type") == "iteration"]
