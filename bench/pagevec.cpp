@@ -1405,18 +1405,28 @@ class PagevecWorkload : public Workload {
     Release(zone.lru_lock, s.stat);
     s.isolated += static_cast<uint64_t>(nr);
     if (cfg_.release == Release::kNone) {
-      // shrink_page_list reclaims every page: the mapping's reference and
-      // the isolation's are dropped and the page is freed (to its owner's
-      // pool), no lock held.
+      // shrink_page_list reclaims a page only when it holds nothing but the
+      // mapping's reference and the isolation's: __remove_mapping's
+      // page_ref_freeze(page, 2) (mm/vmscan.c@v5.8.1). A page whose
+      // lru_cache_add reference a worker has not dropped yet (the release
+      // after __pagevec_lru_add runs outside the lock) is busy: it goes back
+      // to the LRU below, as shrink_page_list keeps such pages.
+      ListHead busy;
+      ListInit(&busy);
       while (!ListEmpty(&isolated)) {
         Page* p = PageFromLru(isolated.next);
+        int expected = 2;
+        if (!p->_refcount.compare_exchange_strong(expected, 0,
+                                                  std::memory_order_seq_cst)) {
+          ListMove(&p->lru, &busy);
+          continue;
+        }
         ListDel(&p->lru);
         ClearPageActive(*p);
-        put_page_testzero(*p);
-        put_page_testzero(*p);
         ReturnToOwner(p);
         ++s.freed;
       }
+      while (!ListEmpty(&busy)) ListMove(busy.next, &isolated);
     }
     // move_pages_to_lru retakes the lock even when reclaim left nothing to
     // put back (mm/vmscan.c@v5.8.1:1967).
