@@ -143,7 +143,13 @@ def check(runs: Sequence[Run], min_effect: float = stats.MIN_EFFECT, metric: str
     per source, per family."""
     records: List[Dict[str, Any]] = []
     notes: List[str] = []
+    seen = set()
     for run in runs:
+        where = os.path.realpath(run.path)
+        if where in seen:
+            notes.append(f"{run.path}: given more than once; its A/A duet rows counted once")
+            continue
+        seen.add(where)
         records += within_run(run, min_effect)
     if all_pairs:
         couples = list(itertools.combinations(runs, 2))
