@@ -12,12 +12,26 @@ pooled); repetitions whose window overran are dropped.
 
 A row regresses when its change is in the metric's bad direction, statistically significant
 (two-sided Mann-Whitney U over the repetitions, Holm-corrected over all rows compared, alpha 0.05)
-AND at least the minimum effect (5 % by default). A row that is not significant is "no change"
-only when the 95 % bootstrap interval of its change lies within +-minimum effect; otherwise it
-is "undecided" (too few repetitions, too much noise, or no common coherence regime), and the
-gate does not pass it silently. Improvements are reported, never fail. Follows pyperf / gbench
-compare.py (significance plus a minimum effect) and lkp-tests' compare table layout; see
-ci/REGRESSION.md for the reasoning.
+AND at least the minimum effect T (5 % by default). Equality is decided by an equivalence rule:
+a row whose 95 % bootstrap interval of the change lies within +-T answers "no change larger than
+T %" (verdict "no change"). A row that is neither is "undecided" (too few repetitions, too much
+noise, or no common coherence regime), and the gate does not pass it silently. Improvements are
+reported, never fail. Follows pyperf / gbench compare.py (significance plus a minimum effect) and
+lkp-tests' compare table layout; see ci/REGRESSION.md for the reasoning.
+
+How the two sides' samples are paired (issue 24), per row:
+- the same repetitions on both sides (every row identical, in the same order: a run compared
+  with itself, or with a copy): matched one to one (plots/stats.compare_matched; Wilcoxon
+  signed-rank instead of Mann-Whitney). Identical values differ by exactly 0: the interval is
+  [0, 0], so `compare.py RUN RUN` answers "no change larger than 5 %" for every row it can
+  compare, with any number of repetitions;
+- duet rows (family `duet`, key `duet/...`: two variants A and B alternating window by window,
+  results/SCHEMA.md) are compared by their paired effect, metric `pair_ratio` (B's ops/s over
+  A's, higher is better): the change of the median pair ratio B/A between the runs, its
+  interval a two-sample bootstrap over both runs' window pairs of one coherence regime
+  (plots/stats.compare_pair_effects). The machine's swings cancel within each pair, so two runs
+  of the same build can answer equality where the sides' own ops/s cannot;
+- every other row: the repetitions of each side as independent samples (as before).
 
 A benchmark the baseline measured whose current repetitions all failed (error_occurred, e.g.
 "mutual exclusion violated") or all overran is "broken" and fails the gate like a regression;
@@ -1135,13 +1149,24 @@ def build_parser():
     p = _Parser(
         description="Compare Google Benchmark / lockline result files and fail on a real "
                     "regression (exit 0 every row decided, no regression; 1 regression; 2 bad "
-                    "or incomparable input; 3 undecided rows).")
+                    "or incomparable input; 3 undecided rows).",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="Answers per row: regression / improvement (significant, Mann-Whitney U with "
+               "Holm, and at least\n--min-effect), 'no change larger than T %' (equivalence: "
+               "the 95 % interval of the change\nlies within +-T, T = --min-effect or its "
+               "--override), or undecided (neither: rerun with more\nrepetitions). A run "
+               "compared with itself (the same rows on both sides) is matched repetition by\n"
+               "repetition: the change is exactly 0, interval [0, 0], so it answers 'no change "
+               "larger than T %'\nwith any number of repetitions. Duet rows (duet/...) are "
+               "compared by the change of their paired\neffect B/A (metric pair_ratio) over "
+               "both runs' window pairs. Details: ci/REGRESSION.md.")
     p.add_argument("baseline", help="baseline file, comma-separated files, or a run directory")
     p.add_argument("current", help="current file, comma-separated files, or a run directory")
     p.add_argument("--alpha", type=float, default=0.05,
                    help="family-wise significance level, Holm-corrected (default 0.05)")
     p.add_argument("--min-effect", type=float, default=5.0,
-                   help="minimum change in percent for a regression (default 5)")
+                   help="minimum change in percent for a regression, and the equivalence bound "
+                        "T of 'no change larger than T %%' (default 5)")
     p.add_argument("--override", action="append", default=[], metavar="REGEX=PCT",
                    help="per-benchmark minimum effect; first matching regex wins (repeatable)")
     p.add_argument("--threshold-only", action="store_true",
@@ -1150,8 +1175,9 @@ def build_parser():
     p.add_argument("--format", choices=sorted(FORMATTERS), default="table")
     p.add_argument("--output", metavar="FILE", help="also write the output to FILE")
     p.add_argument("--metric", action="append", default=[], metavar="NAME[:higher|lower]",
-                   help="compare this metric instead of the default (ops_per_s, else real_time); "
-                        "repeatable; unknown metrics need a direction")
+                   help="compare this metric instead of the default (pair_ratio for duet rows, "
+                        "else ops_per_s, else real_time); repeatable; unknown metrics need a "
+                        "direction")
     p.add_argument("--filter", metavar="REGEX", help="compare only benchmarks matching REGEX")
     p.add_argument("--allow-undecided", action="store_true",
                    help="exit 0 (not 3) when rows are undecided and nothing regressed")
