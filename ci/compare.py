@@ -12,12 +12,26 @@ pooled); repetitions whose window overran are dropped.
 
 A row regresses when its change is in the metric's bad direction, statistically significant
 (two-sided Mann-Whitney U over the repetitions, Holm-corrected over all rows compared, alpha 0.05)
-AND at least the minimum effect (5 % by default). A row that is not significant is "no change"
-only when the 95 % bootstrap interval of its change lies within +-minimum effect; otherwise it
-is "undecided" (too few repetitions, too much noise, or no common coherence regime), and the
-gate does not pass it silently. Improvements are reported, never fail. Follows pyperf / gbench
-compare.py (significance plus a minimum effect) and lkp-tests' compare table layout; see
-ci/REGRESSION.md for the reasoning.
+AND at least the minimum effect T (5 % by default). Equality is decided by an equivalence rule:
+a row whose 95 % bootstrap interval of the change lies within +-T answers "no change larger than
+T %" (verdict "no change"). A row that is neither is "undecided" (too few repetitions, too much
+noise, or no common coherence regime), and the gate does not pass it silently. Improvements are
+reported, never fail. Follows pyperf / gbench compare.py (significance plus a minimum effect) and
+lkp-tests' compare table layout; see ci/REGRESSION.md for the reasoning.
+
+How the two sides' samples are paired (issue 24), per row:
+- the same repetitions on both sides (every row identical, in the same order: a run compared
+  with itself, or with a copy): matched one to one (plots/stats.compare_matched; Wilcoxon
+  signed-rank instead of Mann-Whitney). Identical values differ by exactly 0: the interval is
+  [0, 0], so `compare.py RUN RUN` answers "no change larger than 5 %" for every row it can
+  compare, with any number of repetitions;
+- duet rows (family `duet`, key `duet/...`: two variants A and B alternating window by window,
+  results/SCHEMA.md) are compared by their paired effect, metric `pair_ratio` (B's ops/s over
+  A's, higher is better): the change of the median pair ratio B/A between the runs, its
+  interval a two-sample bootstrap over both runs' window pairs of one coherence regime
+  (plots/stats.compare_pair_effects). The machine's swings cancel within each pair, so two runs
+  of the same build can answer equality where the sides' own ops/s cannot;
+- every other row: the repetitions of each side as independent samples (as before).
 
 A benchmark the baseline measured whose current repetitions all failed (error_occurred, e.g.
 "mutual exclusion violated") or all overran is "broken" and fails the gate like a regression;
@@ -78,11 +92,14 @@ def metric_direction(name, declared=None):
     which follows results/SCHEMA.md: names ending in _per_s, _per_wall_s, _per_cpu_s or /s
     (faults_per_wall_s, the 2004 pre-zeroing table's column) and IPC (instructions per cycle)
     are higher-is-better; ns_per_op, real_time, cpu_time, wait_share, violations_per_million, *_ns and */op are
-    lower-is-better. Directions are declared, never guessed from the data.
+    lower-is-better. pair_ratio (a duet row's paired effect: B's ops/s over A's) is
+    higher-is-better: a fall means B lost ground on A. Directions are declared, never guessed
+    from the data.
     """
     if declared and name in declared:
         return declared[name]
-    if name.endswith(("_per_s", "_per_wall_s", "_per_cpu_s", "/s")) or name == "IPC":
+    if name.endswith(("_per_s", "_per_wall_s", "_per_cpu_s", "/s")) or name in ("IPC",
+                                                                                "pair_ratio"):
         return "higher"
     if (name in ("ns_per_op", "real_time", "cpu_time", "wait_share", "violations_per_million")
             or name.endswith("_ns") or name.endswith("/op")):
@@ -188,7 +205,9 @@ def load_side(paths, label):
     """Load and pool the result files of one side ("baseline" or "current").
 
     Returns a dict: "label", "paths", "contexts" (one per file), "rows" (key -> list of sample
-    dicts with "values", "threads", "coherence", "placement", "layout", "overrun"), "failed"
+    dicts with "values", "threads", "coherence", "placement", "layout", "overrun", "identity"
+    (lockline_results.row_identity: equal for the same measurement), "pairs" (a duet row's
+    window pairs, (A ops/s, B ops/s), else [])), "failed"
     (key -> error messages of its rows with error_occurred or skipped), "notes"
     (excluded rows, aggregate fallbacks), "emulated" (one bool per file), "unfinished" (paths
     of files with finished: false). Raises InputError for unreadable or malformed files.
@@ -234,6 +253,8 @@ def load_side(paths, label):
                 "placement": r.get("placement") if isinstance(r.get("placement"), dict) else None,
                 "layout": params.get("layout"),
                 "overrun": _row_overrun(r),
+                "identity": results.row_identity(r),
+                "pairs": results.row_duet_pairs(r),
             })
         if excluded:
             side["notes"].append(f"{path}: {excluded} row(s) with error_occurred or skipped "
@@ -307,6 +328,30 @@ def mann_whitney_p(a, b):
     method = "exact" if not ties and max(len(a), len(b)) <= 30 else "auto"
     try:
         p = float(stats.mannwhitneyu(a, b, alternative="two-sided", method=method).pvalue)
+    except ValueError:
+        return 1.0
+    return 1.0 if math.isnan(p) else p
+
+
+def signed_rank_p(a, b):
+    """Two-sided Wilcoxon signed-rank p-value of matched samples a[i], b[i] (the same
+    repetitions or window pairs on both sides), on log(b[i] / a[i]) (equal values: 0). 1.0
+    when every difference is 0 (identical sides: nothing to test) or the test is undefined."""
+    diffs = []
+    for x, y in zip(a, b):
+        if x == y:
+            diffs.append(0.0)
+        elif x > 0 and y > 0:
+            diffs.append(math.log(y / x))
+    if not any(diffs):
+        return 1.0
+    try:
+        from scipy import stats  # pylint: disable=import-outside-toplevel
+    except ImportError as e:
+        raise InputError(f"scipy is missing ({e}): run with Debian's /usr/bin/python3 "
+                         "(apt-get install python3-scipy)") from e
+    try:
+        p = float(stats.wilcoxon(diffs, alternative="two-sided").pvalue)
     except ValueError:
         return 1.0
     return 1.0 if math.isnan(p) else p
@@ -442,9 +487,13 @@ def context_warnings(base, cur):
 
 
 def default_metric(base_samples, cur_samples):
-    """The metric compared when no --metric is given: ops_per_s if any sample of either side has
-    it (higher is better), else real_time in ns (lower is better)."""
-    for s in base_samples + cur_samples:
+    """The metric compared when no --metric is given: pair_ratio for a duet row (every sample of
+    both sides has it: the row's own ops_per_s mixes its two sides), else ops_per_s if any
+    sample of either side has it (higher is better), else real_time in ns (lower is better)."""
+    both = base_samples + cur_samples
+    if both and all("pair_ratio" in s["values"] for s in both):
+        return "pair_ratio"
+    for s in both:
         if "ops_per_s" in s["values"]:
             return "ops_per_s"
     return "real_time"
@@ -502,6 +551,63 @@ def check_sides(base, cur, options):
         raise InputError(f"{unfinished[0]}: the run did not finish (context.lockline.finished is "
                          "false); rerun it, or pass --allow-unfinished to compare the points it "
                          "kept")
+
+
+def matched_sides(bsamp, csamp):
+    """True when the two sides hold the same repetitions in the same order: as many on each
+    side and, at every position, the same row identity (lockline_results.row_identity: the
+    same measurement, e.g. a run compared with itself or with a copy). Such sides are compared
+    repetition by repetition (stats.compare_matched); any other pair of runs is compared as
+    independent samples."""
+    return bool(bsamp) and len(bsamp) == len(csamp) and all(
+        b.get("identity") is not None and b.get("identity") == c.get("identity")
+        for b, c in zip(bsamp, csamp))
+
+
+def choose_samples(bsamp, csamp, metric, min_effect):
+    """The values a row compares, and how (min_effect a fraction). Returns a dict:
+    "method": "unpaired" (independent repetitions, one coherence regime: stats.select_regime;
+    the interval is computed later by decide()), "matched" (the same repetitions on both sides:
+    stats.compare_matched) or "pair_effects" (a duet row, metric pair_ratio, every repetition
+    with its window pairs: the change of the paired effect B/A, stats.compare_pair_effects,
+    matched when both sides hold the same rows); "unit" ("repetitions" or "window pairs");
+    "base", "variant" (values used: the metric, or B/A per window pair), "all_base",
+    "all_variant" (every value, whatever its regime), "regime", "dropped", "total_base",
+    "total_variant" and "comparison" (the stats.Comparison, None for unpaired)."""
+    matched = matched_sides(bsamp, csamp)
+    if metric == "pair_ratio" and bsamp + csamp and all(x["pairs"] for x in bsamp + csamp):
+        bp = [(_regime_label(x), a, b) for x in bsamp for a, b in x["pairs"]]
+        cp = [(_regime_label(x), a, b) for x in csamp for a, b in x["pairs"]]
+        comp = effects.compare_pair_effects(bp, cp, min_effect=min_effect, matched=matched)
+        ratio = lambda pairs: [b / a for _, a, b in pairs if a > 0 and b > 0 and
+                               math.isfinite(b / a)]
+        return {"method": "pair_effects", "unit": "window pairs", "base": comp.used[0],
+                "variant": comp.used[1], "all_base": ratio(bp), "all_variant": ratio(cp),
+                "regime": comp.regime, "dropped": comp.dropped, "total_base": len(bp),
+                "total_variant": len(cp), "comparison": comp, "matched": matched}
+    bl = [(_regime_label(x), x["values"][metric]) for x in bsamp]
+    cl = [(_regime_label(x), x["values"][metric]) for x in csamp]
+    out = {"unit": "repetitions", "all_base": [v for _, v in bl],
+           "all_variant": [v for _, v in cl], "total_base": len(bl), "total_variant": len(cl),
+           "matched": matched}
+    if matched:
+        comp = effects.compare_matched(bl, cl, min_effect=min_effect)
+        out.update(method="matched", base=comp.used[0], variant=comp.used[1],
+                   regime=comp.regime, dropped=comp.dropped, comparison=comp)
+        return out
+    choice = effects.select_regime(bl, cl)
+    out.update(method="unpaired", base=choice.base, variant=choice.variant,
+               regime=choice.regime, dropped=choice.dropped, comparison=None)
+    return out
+
+
+def _method_note(choice, nb, nc):
+    """The note naming how a duet row was compared."""
+    how = ("the same window pairs on both sides (identical rows), compared pair by pair"
+           if choice["matched"] else
+           "B/A per window pair, two-sample bootstrap of the change of the median")
+    return (f"duet row: compared by its paired effect B/A (window pairs of {nb} / {nc} "
+            f"repetitions; {how})")
 
 
 def compare(base, cur, options):
@@ -565,23 +671,25 @@ def compare(base, cur, options):
                                            [x["values"][metric] for x in bsamp])}
                     rows.append(row)
                     continue
-            choice = effects.select_regime([(_regime_label(x), x["values"][metric]) for x in bsamp],
-                                           [(_regime_label(x), x["values"][metric]) for x in csamp])
-            row["regime"], row["dropped"] = choice.regime, choice.dropped
-            bvals, cvals = choice.base, choice.variant
+            choice = choose_samples(bsamp, csamp, metric, row["min_effect_pct"] / 100.0)
+            row["method"], row["unit"] = choice["method"], choice["unit"]
+            row["matched"] = choice["matched"]
+            row["regime"], row["dropped"] = choice["regime"], choice["dropped"]
+            bvals, cvals = choice["base"], choice["variant"]
             if bsamp and csamp and (not bvals or not cvals):
                 # Both sides measured, but in no common coherence regime.
-                bvals, cvals = [x["values"][metric] for x in bsamp], \
-                    [x["values"][metric] for x in csamp]
+                bvals, cvals = choice["all_base"], choice["all_variant"]
+                choice["comparison"] = None
                 row["verdict"] = "undecided"
                 row["notes"].append("no coherence regime common to both sides (baseline: "
                                     + _regime_counts(bsamp) + "; current: " + _regime_counts(csamp)
                                     + "): the change would be the machine's state")
-            for label, vals in (("baseline", bvals), ("current", cvals)):
+            for label, vals, reps in (("baseline", bvals, len(bsamp)),
+                                      ("current", cvals, len(csamp))):
                 if vals:
                     n, mean, sd = summarize(vals)
                     row[label] = {"n": n, "mean": mean, "stddev_pct": sd, "samples": vals,
-                                  "median": statistics.median(vals)}
+                                  "median": statistics.median(vals), "repetitions": reps}
             if not bvals or not cvals:
                 row["verdict"] = "only in current" if not bvals else "only in baseline"
                 if bs and cs:
@@ -589,13 +697,24 @@ def compare(base, cur, options):
                 rows.append(row)
                 continue
             row["paired"] = True
-            if choice.regime and choice.dropped and row["verdict"] is None:
-                row["notes"].append(f"{choice.regime} regime: {len(bvals)} / {len(cvals)} of "
-                                    f"{choice.total_base} / {choice.total_variant} repetitions "
-                                    "used (others in other coherence regimes)")
+            if choice["regime"] and choice["dropped"] and row["verdict"] is None:
+                row["notes"].append(f"{choice['regime']} regime: {len(bvals)} / {len(cvals)} of "
+                                    f"{choice['total_base']} / {choice['total_variant']} "
+                                    f"{choice['unit']} used (others in other coherence regimes)")
             bm, cm = row["baseline"]["median"], row["current"]["median"]
             row["change_pct"] = (cm - bm) / abs(bm) * 100.0 if bm != 0 else \
                 (0.0 if cm == 0 else math.copysign(float("inf"), cm))
+            comparison = choice["comparison"]
+            if comparison is not None:
+                # Matched repetitions or a duet row: the change and its interval come from
+                # plots/stats.py (decide() does not recompute them).
+                if comparison.effect is not None:
+                    row["change_pct"] = comparison.effect * 100.0
+                row["ci_pct"] = None if comparison.ci is None else \
+                    [comparison.ci[0] * 100.0, comparison.ci[1] * 100.0]
+                row["exact"] = comparison.exact
+                if choice["method"] == "pair_effects":
+                    row["notes"].append(_method_note(choice, len(bsamp), len(csamp)))
             threads = max([s["threads"] for s in bs + cs if isinstance(s["threads"], int)],
                           default=1)
             if metric in TIME_METRICS:
@@ -624,6 +743,13 @@ def compare(base, cur, options):
                         "threaded time semantics); prefer ops_per_s")
     decide(rows, options)
     few_samples_cautions(rows)
+    matched = [r for r in rows if r.get("matched") and r["paired"]]
+    if matched:
+        exact = sum(1 for r in matched if r.get("exact"))
+        notes.append(f"{len(matched)} row(s) hold the same repetitions on both sides (identical "
+                     "rows: a run compared with itself or a copy) and were compared one to one"
+                     + (f"; {exact} of them identical in the metric compared: change exactly 0, "
+                        "interval [0, 0]" if exact else ""))
     return finish(rows, warnings, notes, options)
 
 
@@ -695,15 +821,21 @@ def decide(rows, options):
     for r in rows:
         if r["paired"]:
             r["min_p"] = min_attainable_p(r["baseline"]["n"], r["current"]["n"])
-            r["ci_pct"] = _interval(r)
+            if r.get("method", "unpaired") == "unpaired":
+                r["ci_pct"] = _interval(r)
     compared = [r for r in rows if r["verdict"] is None]
     if options["threshold_only"]:
         for r in compared:
             r["verdict"] = _effect_verdict(r)
+        _mark_equivalence(rows)
         return
     alpha = options["alpha"]
     for r in compared:
-        r["p_value"] = mann_whitney_p(r["baseline"]["samples"], r["current"]["samples"])
+        if r.get("method") == "matched" or (r.get("method") == "pair_effects" and
+                                            r.get("matched")):
+            r["p_value"] = signed_rank_p(r["baseline"]["samples"], r["current"]["samples"])
+        else:
+            r["p_value"] = mann_whitney_p(r["baseline"]["samples"], r["current"]["samples"])
     for r, adj in zip(compared, holm_adjust([r["p_value"] for r in compared])):
         r["p_adjusted"] = adj
     for r in compared:
@@ -714,16 +846,40 @@ def decide(rows, options):
                                   "minimum effect")
             continue
         ci, eff = r["ci_pct"], r["min_effect_pct"]
-        if ci is not None and -eff < ci[0] and ci[1] < eff:
+        if ci is not None and effects.is_equivalent((ci[0] / 100.0, ci[1] / 100.0),
+                                                    eff / 100.0):
             r["verdict"] = "no change"
             continue
         r["verdict"] = "undecided"
-        if ci is None:
+        if ci is None and r.get("unit") == "window pairs":
+            r["notes"].append(f"{r['baseline']['n']} / {r['current']['n']} window pairs in one "
+                              f"regime: an interval needs {effects.MIN_PAIRS} a side")
+        elif ci is None:
             r["notes"].append(f"{r['baseline']['n']} / {r['current']['n']} repetitions: an "
                               f"interval needs {effects.MIN_REPETITIONS} a side")
         else:
             r["notes"].append(f"not significant and the 95 % interval [{ci[0]:+.1f} %, "
                               f"{ci[1]:+.1f} %] is not within +-{eff:g} %")
+    _mark_equivalence(rows)
+
+
+def equivalence_text(min_effect_pct):
+    """The equivalence answer for a minimum effect in percent: 'no change larger than 5 %'."""
+    return f"no change larger than {min_effect_pct:g} %"
+
+
+def _mark_equivalence(rows):
+    """Set every row's "equivalent" (bool) and "answer" (in place): a "no change" row whose 95 %
+    interval lies within +-its minimum effect (stats.is_equivalent) answers "no change larger
+    than T %" (equivalence_text); every other row's answer is its verdict. A "no change" without
+    such an interval (significant but below the minimum effect, or --threshold-only) keeps the
+    plain "no change"."""
+    for r in rows:
+        ci = r.get("ci_pct")
+        r["equivalent"] = bool(
+            r["verdict"] == "no change" and ci is not None and
+            effects.is_equivalent((ci[0] / 100.0, ci[1] / 100.0), r["min_effect_pct"] / 100.0))
+        r["answer"] = equivalence_text(r["min_effect_pct"]) if r["equivalent"] else r["verdict"]
 
 
 def repetitions_to_decide(rows, options):
@@ -736,7 +892,10 @@ def repetitions_to_decide(rows, options):
     for r in rows:
         if r["verdict"] != "undecided" or not r["paired"]:
             continue
-        n = max(r["baseline"]["n"], r["current"]["n"])
+        # In repetitions a side (a duet row's n counts window pairs; its width shrinks with
+        # the repetitions just the same).
+        n = max(r["baseline"].get("repetitions", r["baseline"]["n"]),
+                r["current"].get("repetitions", r["current"]["n"]))
         if r["ci_pct"] is not None:
             width = r["ci_pct"][1] - r["ci_pct"][0]
             ratio = width / max(r["min_effect_pct"], 0.1)
@@ -760,9 +919,12 @@ def rule_text(options, m):
         return (f"rule: threshold only (|change of medians| >= {options['min_effect']:g} %), no "
                 "statistics")
     return (f"rule: two-sided Mann-Whitney U, Holm-corrected over {m} rows (alpha "
-            f"{options['alpha']:g}), minimum effect {options['min_effect']:g} %; 'no change' "
-            f"needs the 95 % bootstrap interval of the ratio of medians within +-minimum "
-            f"effect; repetitions of one coherence regime per row")
+            f"{options['alpha']:g}), minimum effect {options['min_effect']:g} %; 'no change "
+            f"larger than {options['min_effect']:g} %' (equivalence) needs the 95 % bootstrap "
+            f"interval of the change within +-minimum effect; repetitions of one coherence "
+            f"regime per row; the same repetitions on both sides (a run and itself) are "
+            f"compared one to one (signed rank; identical: change exactly 0); duet rows by the "
+            f"change of their paired effect B/A over window pairs")
 
 
 def finish(rows, warnings, notes, options):
@@ -774,7 +936,8 @@ def finish(rows, warnings, notes, options):
     need = None
     if counts["undecided"]:
         need = repetitions_to_decide(rows, options)
-        have = sorted({(r["baseline"]["n"], r["current"]["n"]) for r in rows
+        have = sorted({(r["baseline"].get("repetitions", r["baseline"]["n"]),
+                        r["current"].get("repetitions", r["current"]["n"])) for r in rows
                        if r["verdict"] == "undecided" and r["paired"]})
         warnings.append(f"{counts['undecided']} row(s) undecided ({', '.join(f'{a}/{b}' for a, b in have)} "
                         f"repetitions baseline/current): rerun with {need} repetitions a side, "
@@ -808,7 +971,8 @@ def finish(rows, warnings, notes, options):
     else:
         exit_code = EXIT_OK
     summary = dict(counts)
-    summary.update({"rows_compared": m, "exit_code": exit_code, "message": message,
+    summary.update({"equivalent": sum(1 for r in rows if r.get("equivalent")),
+                    "rows_compared": m, "exit_code": exit_code, "message": message,
                     "mode": "threshold-only" if options["threshold_only"] else "mann-whitney+holm",
                     "rule": rule_text(options, m), "repetitions_needed": need,
                     "alpha": options["alpha"], "min_effect_pct": options["min_effect"]})
@@ -839,6 +1003,18 @@ def fmt_pct(v, signed=False):
     return f"{v:+.1f}%" if signed else f"±{v:.1f}%"
 
 
+def equivalence_line(result):
+    """'equivalence: 49 of 49 rows compared show no change larger than their minimum effect
+    (5 %) ...', or "" when no row is equivalent."""
+    s = result["summary"]
+    if not s.get("equivalent"):
+        return ""
+    pcts = sorted({r["min_effect_pct"] for r in result["rows"] if r.get("equivalent")})
+    return (f"equivalence: {s['equivalent']} of {s['rows_compared']} rows compared show "
+            f"{equivalence_text(pcts[0]) if len(pcts) == 1 else 'no change larger than their minimum effect'}"
+            " (95 % interval of the change within +-minimum effect)")
+
+
 def summary_line(result):
     """One line: "2 regressions, 1 improvement, 40 no change, 3 undecided (of 46 rows
     compared)", followed by the other verdicts when present."""
@@ -865,11 +1041,17 @@ def _table_cells(r):
     b, c = r["baseline"] or {}, r["current"] or {}
     ci = r.get("ci_pct")
     interval = f"[{ci[0]:+.1f},{ci[1]:+.1f}]%" if ci else "-"
-    reps = f"{b.get('n', 0)}/{c.get('n', 0)}" + (f"@{r['regime']}" if r.get("regime") else "")
+    if r.get("unit") == "window pairs":
+        reps = f"{b.get('n', 0)}p/{c.get('n', 0)}p"
+    elif r.get("method") == "matched":
+        reps = f"{b.get('n', 0)}={c.get('n', 0)}"
+    else:
+        reps = f"{b.get('n', 0)}/{c.get('n', 0)}"
+    reps += f"@{r['regime']}" if r.get("regime") else ""
     return [fmt_number(b.get("median", b.get("mean"))), fmt_pct(b.get("stddev_pct")),
             fmt_pct(r["change_pct"], signed=True), interval,
             fmt_number(c.get("median", c.get("mean"))), fmt_pct(c.get("stddev_pct")), reps,
-            r["verdict"], r["metric"] + ("[ns]" if r["metric"] in TIME_METRICS else ""),
+            r.get("answer") or r["verdict"], r["metric"] + ("[ns]" if r["metric"] in TIME_METRICS else ""),
             r["key"]]
 
 
@@ -882,10 +1064,11 @@ def format_table(result):
     worst change first, then notes, warnings and the summary line."""
     widths = [14, 9, 9, 19, 15, 9, 16]
     lines = []
+    verdict_width = max([16] + [len(_table_cells(r)[7]) for r in result["rows"]])
 
     def line(cells):
         head = "".join(f"{c:>{w}}" for c, w in zip(cells[:7], widths))
-        return f"{head}  {cells[7]:<16} {cells[8]}  {cells[9]}"
+        return f"{head}  {cells[7]:<{verdict_width}} {cells[8]}  {cells[9]}"
 
     lines.append(line(TABLE_HEADER))
     for r in result["rows"]:
@@ -899,7 +1082,11 @@ def format_table(result):
             lines.append(f"warning: {r['key']} {r['metric']}: {w}")
     lines += [f"warning: {w}" for w in result["warnings"]]
     lines.append(result["summary"]["rule"] + "; reps = repetitions used baseline/current"
-                 "@coherence regime")
+                 "@coherence regime (N=N: the same repetitions matched one to one; Np: window "
+                 "pairs of a duet row)")
+    equivalence = equivalence_line(result)
+    if equivalence:
+        lines.append(equivalence)
     lines.append(summary_line(result))
     return "\n".join(lines) + "\n"
 
@@ -922,6 +1109,8 @@ def format_markdown(result):
               for n in r["notes"]]
     extra += [f"- note: {n}" for n in result["notes"]]
     extra.append(f"- {result['summary']['rule']}")
+    if equivalence_line(result):
+        extra.append(f"- {equivalence_line(result)}")
     if extra:
         out += [""] + extra
     return "\n".join(out) + "\n"
@@ -960,13 +1149,24 @@ def build_parser():
     p = _Parser(
         description="Compare Google Benchmark / lockline result files and fail on a real "
                     "regression (exit 0 every row decided, no regression; 1 regression; 2 bad "
-                    "or incomparable input; 3 undecided rows).")
+                    "or incomparable input; 3 undecided rows).",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="Answers per row: regression / improvement (significant, Mann-Whitney U with "
+               "Holm, and at least\n--min-effect), 'no change larger than T %' (equivalence: "
+               "the 95 % interval of the change\nlies within +-T, T = --min-effect or its "
+               "--override), or undecided (neither: rerun with more\nrepetitions). A run "
+               "compared with itself (the same rows on both sides) is matched repetition by\n"
+               "repetition: the change is exactly 0, interval [0, 0], so it answers 'no change "
+               "larger than T %'\nwith any number of repetitions. Duet rows (duet/...) are "
+               "compared by the change of their paired\neffect B/A (metric pair_ratio) over "
+               "both runs' window pairs. Details: ci/REGRESSION.md.")
     p.add_argument("baseline", help="baseline file, comma-separated files, or a run directory")
     p.add_argument("current", help="current file, comma-separated files, or a run directory")
     p.add_argument("--alpha", type=float, default=0.05,
                    help="family-wise significance level, Holm-corrected (default 0.05)")
     p.add_argument("--min-effect", type=float, default=5.0,
-                   help="minimum change in percent for a regression (default 5)")
+                   help="minimum change in percent for a regression, and the equivalence bound "
+                        "T of 'no change larger than T %%' (default 5)")
     p.add_argument("--override", action="append", default=[], metavar="REGEX=PCT",
                    help="per-benchmark minimum effect; first matching regex wins (repeatable)")
     p.add_argument("--threshold-only", action="store_true",
@@ -975,8 +1175,9 @@ def build_parser():
     p.add_argument("--format", choices=sorted(FORMATTERS), default="table")
     p.add_argument("--output", metavar="FILE", help="also write the output to FILE")
     p.add_argument("--metric", action="append", default=[], metavar="NAME[:higher|lower]",
-                   help="compare this metric instead of the default (ops_per_s, else real_time); "
-                        "repeatable; unknown metrics need a direction")
+                   help="compare this metric instead of the default (pair_ratio for duet rows, "
+                        "else ops_per_s, else real_time); repeatable; unknown metrics need a "
+                        "direction")
     p.add_argument("--filter", metavar="REGEX", help="compare only benchmarks matching REGEX")
     p.add_argument("--allow-undecided", action="store_true",
                    help="exit 0 (not 3) when rows are undecided and nothing regressed")

@@ -14,6 +14,7 @@ what was wrong; callers print it and exit 2.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import math
 import os
@@ -238,20 +239,39 @@ class Point:
         return tuple(sorted(self.params.items()))
 
 
-def duet_pairs(point: Point) -> List[Tuple[float, float]]:
-    """The window pairs of a paired-windows row (family `duet`, harness/duet.h): (A's ops/s,
-    B's ops/s) per measured pair, from `details.duet.pairs`; [] for any other row or a
-    malformed one."""
-    duet = point.row.get("details", {}).get("duet") if isinstance(point.row, dict) else None
+def row_duet_pairs(row: Dict[str, Any]) -> List[Tuple[float, float]]:
+    """The window pairs of one raw paired-windows row (family `duet`, harness/duet.h): (A's
+    ops/s, B's ops/s) per measured pair, in the row's order, from `details.duet.pairs`; [] for
+    any other row or a malformed one."""
+    details = row.get("details") if isinstance(row, dict) else None
+    duet = details.get("duet") if isinstance(details, dict) else None
     pairs = duet.get("pairs") if isinstance(duet, dict) else None
     out = []
     for pair in pairs if isinstance(pairs, list) else []:
         if not isinstance(pair, dict):
             continue
         a, b = pair.get("a_ops_per_s"), pair.get("b_ops_per_s")
-        if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        if isinstance(a, (int, float)) and isinstance(b, (int, float)) and \
+                not isinstance(a, bool) and not isinstance(b, bool):
             out.append((float(a), float(b)))
     return out
+
+
+def duet_pairs(point: Point) -> List[Tuple[float, float]]:
+    """The window pairs of a paired-windows row (family `duet`, harness/duet.h): (A's ops/s,
+    B's ops/s) per measured pair, from `details.duet.pairs`; [] for any other row or a
+    malformed one (row_duet_pairs of the point's raw row)."""
+    return row_duet_pairs(point.row)
+
+
+def row_identity(row: Dict[str, Any]) -> str:
+    """A digest of one raw row's whole content (every field, nested ones included; key order
+    and JSON formatting do not matter): two repetitions with the same identity are the same
+    measurement, e.g. the same run file given on both sides of ci/compare.py, or a copy of
+    it. Two different measurements never share one (their values, timings and counters
+    differ)."""
+    text = json.dumps(row, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 @dataclasses.dataclass

@@ -16,6 +16,21 @@ workloads without a shared line, `unknown` for one thread, or no label at all) a
     resolved:      the interval excludes 0, or it lies within +-MIN_EFFECT (5 %: "no effect
                    of 5 % or more"; is_resolved)
     too_few:       fewer than MIN_REPETITIONS same-regime repetitions on a side
+    equivalent:    the interval lies within +-MIN_EFFECT (is_equivalent): the answer "no change
+                   larger than 5 %" (ci/compare.py), as opposed to "an effect" (the interval
+                   excludes 0) or "not resolved"
+
+Three ways to get the interval, by how the two sides' samples relate:
+
+    compare_samples       independent repetitions of each side (above)
+    compare_matched       repetitions that correspond one to one: the same measurements on both
+                          sides (a run compared with itself); paired log ratios, and identical
+                          sides give exactly [0, 0]
+    compare_pairs         paired windows of one run (family `duet`): the effect B/A
+    compare_pair_effects  the CHANGE of a paired effect B/A between two runs (duet rows of a
+                          baseline and a current run)
+
+aa_rate / wilson_interval count how often A/A comparisons (no true effect) claim one.
 
 MIN_REPETITIONS is 4 because 4 a side is the fewest with which an exact two-sided
 Mann-Whitney test can reach p < 0.05 at all (2 / C(8, 4) = 0.029); with 3 (lockline's default)
@@ -28,6 +43,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import re
+import statistics
 from typing import Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -193,7 +209,17 @@ class Comparison:
     total_variant: int = 0
     min_effect: float = MIN_EFFECT
     regime_ns: Optional[float] = None
-    method: str = "unpaired"  # "unpaired" repetitions, or "paired" windows (compare_pairs)
+    # "unpaired" repetitions (compare_samples), "paired" windows (compare_pairs), "matched"
+    # repetitions (compare_matched) or "pair_effects" (compare_pair_effects).
+    method: str = "unpaired"
+    # The values the interval was computed from, base side and variant side (for summaries:
+    # compare_matched's repetitions, compare_pair_effects' B/A per window pair); None when the
+    # function does not keep them.
+    used: Optional[Tuple[List[float], List[float]]] = dataclasses.field(default=None,
+                                                                        repr=False)
+    # True when the interval is exact rather than estimated: identical sides (compare_matched,
+    # compare_pair_effects(matched=True)) whose every paired difference is 0.
+    exact: bool = False
 
     @property
     def resolved(self) -> bool:
@@ -204,6 +230,12 @@ class Comparison:
     def excludes_zero(self) -> bool:
         """True when the interval lies entirely on one side of 0."""
         return self.ci is not None and (self.ci[0] > 0 or self.ci[1] < 0)
+
+    @property
+    def equivalent(self) -> bool:
+        """True when the interval lies within +-min_effect (is_equivalent): "no change larger
+        than min_effect"."""
+        return self.ci is not None and is_equivalent(self.ci, self.min_effect)
 
     def regime_words(self) -> str:
         """'near-regime (32 ns)' / 'pooled' (rows without a regime) for the text. A label
@@ -228,6 +260,18 @@ class Comparison:
             if self.dropped:
                 text += f", {self.dropped} in other regimes dropped"
             return text
+        if self.method == "matched":
+            text = (f"{self.n_base} {self.regime_words()} repetitions matched one to one"
+                    + (" (identical: exact)" if self.exact else ""))
+            if self.dropped:
+                text += f", {self.dropped} in other regimes dropped"
+            return text
+        if self.method == "pair_effects":
+            text = (f"{self.n_base} / {self.n_variant} {self.regime_words()} window pairs "
+                    "(change of the paired effect B/A)")
+            if self.dropped:
+                text += f", {self.dropped} in other regimes dropped"
+            return text
         if self.n_base == self.n_variant:
             text = f"{self.n_base} {self.regime_words()} repetitions a side"
         else:
@@ -240,9 +284,11 @@ class Comparison:
         """The verdict line, e.g. 'lock after free_area: +6 % [+2 %, +10 %], 9 near-regime
         repetitions a side'."""
         head = f"{self.label}: " if self.label else ""
-        if self.status == "too_few" and self.method == "paired":
+        if self.status == "too_few" and self.method in ("paired", "pair_effects"):
             where = f" in the {self.regime} regime" if self.regime else ""
-            return (f"{head}too few window pairs ({self.n_base} of {self.total_base}{where}; "
+            have = min(self.n_base, self.n_variant)
+            total = max(self.total_base, self.total_variant)
+            return (f"{head}too few window pairs ({have} of {total}{where}; "
                     f"an interval needs {MIN_PAIRS})")
         if self.status == "too_few":
             have = min(self.n_base, self.n_variant)
@@ -262,10 +308,33 @@ class Comparison:
                 f"{self.interval_text()}, {self.counts_text()}")
 
 
+def is_equivalent(ci: Tuple[float, float], min_effect: float = MIN_EFFECT) -> bool:
+    """The equivalence rule: the interval (lo, hi) of the effect (fractions) lies within
+    +-min_effect, bounds included, so the answer is "no change larger than min_effect" (a
+    two one-sided tests equivalence at the interval's confidence). An interval of exactly
+    [0, 0] (identical sides) is equivalent for any min_effect >= 0."""
+    return -min_effect <= ci[0] and ci[1] <= min_effect
+
+
 def is_resolved(ci: Tuple[float, float], min_effect: float = MIN_EFFECT) -> bool:
     """The one rule for a resolved comparison: the interval (lo, hi) of the effect excludes 0
-    (an effect), or lies within +-min_effect (an equivalence: "no effect of 5 % or more")."""
-    return ci[0] > 0 or ci[1] < 0 or (-min_effect < ci[0] and ci[1] < min_effect)
+    (an effect), or lies within +-min_effect (an equivalence: "no effect of 5 % or more";
+    is_equivalent)."""
+    return ci[0] > 0 or ci[1] < 0 or is_equivalent(ci, min_effect)
+
+
+def answer(ci: Optional[Tuple[float, float]], min_effect: float = MIN_EFFECT) -> str:
+    """Which of the three answers an interval gives: "effect" (it excludes 0), "equivalent"
+    (within +-min_effect: no change larger than min_effect), "not_resolved" (neither), or
+    "too_few" when there is no interval (None). An interval of exactly [0, 0] is
+    "equivalent", never an effect."""
+    if ci is None:
+        return "too_few"
+    if ci[0] > 0 or ci[1] < 0:
+        return "effect"
+    if is_equivalent(ci, min_effect):
+        return "equivalent"
+    return "not_resolved"
 
 
 def sequential_confidence(look: int, alpha: float = 1.0 - CONFIDENCE) -> float:
@@ -378,6 +447,224 @@ def compare_pairs(pairs: Sequence[Tuple[str, float, float]], label: str = "",
                       status="resolved" if resolved else "not_resolved", **common)
 
 
+def _bootstrap_median(values: np.ndarray, confidence: float, resamples: int,
+                      seed: int) -> Tuple[float, float, float]:
+    """(median, lo, hi) of `values`: percentile bootstrap of the median, values resampled
+    with replacement `resamples` times (seeded); the interval always contains the median. All
+    values equal: exactly (v, v, v), whatever the resampling."""
+    med = float(np.median(values))
+    if np.all(values == values[0]):
+        return med, med, med
+    rng = np.random.default_rng(seed)
+    boot = np.median(values[rng.integers(0, values.size, size=(resamples, values.size))],
+                     axis=1)
+    tail = (1.0 - confidence) / 2.0
+    lo, hi = np.quantile(boot, [tail, 1.0 - tail])
+    return med, min(float(lo), med), max(float(hi), med)
+
+
+def _matched_log_ratio(base: float, variant: float) -> Optional[float]:
+    """log(variant / base) of one matched pair; 0.0 when the two are equal (zeros included:
+    the same measurement on both sides differs by nothing); None when the ratio is undefined
+    (a side <= 0 or not finite, and the two differ)."""
+    if base == variant and math.isfinite(base):
+        return 0.0
+    if not (math.isfinite(base) and math.isfinite(variant)) or base <= 0 or variant <= 0:
+        return None
+    return math.log(variant / base)
+
+
+def _one_regime(labels: Sequence[str]) -> Tuple[str, List[int]]:
+    """(regime, indexes used) for samples that share one label per index (matched sides,
+    window pairs): the majority regime (majority_regime), or, when no label names a regime,
+    every index but the `mixed` ones."""
+    regime = majority_regime(labels)
+    if regime:
+        return regime, [i for i, lab in enumerate(labels) if lab == regime]
+    return "", [i for i, lab in enumerate(labels) if lab != MIXED]
+
+
+def compare_matched(base: Sequence[Sample], variant: Sequence[Sample], label: str = "",
+                    min_effect: float = MIN_EFFECT,
+                    min_repetitions: int = MIN_REPETITIONS,
+                    confidence: float = CONFIDENCE, resamples: int = BOOTSTRAP_RESAMPLES,
+                    seed: int = SEED) -> Comparison:
+    """Compare two sides whose repetitions correspond one to one: repetition i of `base` and
+    repetition i of `variant` are the same measurement, or were taken together (ci/compare.py
+    uses it only when both sides hold the same rows in the same order: a run compared with
+    itself, or with a copy of itself). `base`, `variant`: (coherence label, value) per
+    repetition, same length and the same label at each index.
+
+        effect   = exp(median_i log(variant_i / base_i)) - 1   (fraction; the median ratio)
+        interval = percentile bootstrap of that median, the pairs resampled with replacement
+                   (each keeps its two sides: a paired bootstrap), seeded
+        identical sides: every log ratio is 0, so the effect and the interval are exactly
+                   0 and [0, 0] (exact = True), whatever the number of repetitions: the two
+                   sides are the same measurements and differ by nothing, no sampling error
+                   enters, and min_repetitions does not apply.
+
+    Units: the values' own (any positive metric; equal values, zeros included, give a log
+    ratio of 0). One coherence regime: the majority regime of the labels (mixed repetitions
+    dropped; unlabelled pooled), as compare_pairs. A pair whose ratio is undefined (a side
+    <= 0 or not finite and the two differ) is dropped. Returns a Comparison with method
+    "matched", n_base = n_variant = pairs used and `used` = (base values, variant values)
+    used; status "too_few" under min_repetitions pairs unless exact.
+
+    Raises ValueError when the sides differ in length or in their label at some index (not
+    matched: use compare_samples).
+    """
+    if len(base) != len(variant):
+        raise ValueError(f"matched sides need the same number of repetitions ({len(base)} vs "
+                         f"{len(variant)})")
+    if any(lb != lv for (lb, _), (lv, _) in zip(base, variant)):
+        raise ValueError("matched sides need the same coherence label at every repetition")
+    regime, index = _one_regime([lab for lab, _ in base])
+    used = [(base[i][1], variant[i][1], _matched_log_ratio(base[i][1], variant[i][1]))
+            for i in index]
+    used = [(b, v, lr) for b, v, lr in used if lr is not None]
+    common = dict(label=label, regime=regime, n_base=len(used), n_variant=len(used),
+                  dropped=2 * (len(base) - len(used)), total_base=len(base),
+                  total_variant=len(variant), min_effect=min_effect, method="matched",
+                  used=([b for b, _, _ in used], [v for _, v, _ in used]))
+    logs = np.asarray([lr for _, _, lr in used], dtype=float)
+    exact = logs.size > 0 and bool(np.all(logs == 0.0))
+    if exact:
+        return Comparison(effect=0.0, ci=(0.0, 0.0), status="resolved", exact=True, **common)
+    if logs.size < max(1, min_repetitions):
+        effect = float(math.exp(np.median(logs))) - 1.0 if logs.size else None
+        return Comparison(effect=effect, ci=None, status="too_few", **common)
+    med, lo, hi = _bootstrap_median(logs, confidence, resamples, seed)
+    ci = (math.exp(lo) - 1.0, math.exp(hi) - 1.0)
+    return Comparison(effect=math.exp(med) - 1.0, ci=ci,
+                      status="resolved" if is_resolved(ci, min_effect) else "not_resolved",
+                      **common)
+
+
+def _pair_log_ratio(a: float, b: float) -> Optional[float]:
+    """log(B / A) of one window pair; None when a side is <= 0 or not finite (a window that
+    did nothing), as compare_pairs drops it."""
+    if not (math.isfinite(a) and math.isfinite(b)) or a <= 0 or b <= 0:
+        return None
+    return math.log(b / a)
+
+
+def compare_pair_effects(base_pairs: Sequence[Tuple[str, float, float]],
+                         current_pairs: Sequence[Tuple[str, float, float]], label: str = "",
+                         min_effect: float = MIN_EFFECT, min_pairs: int = MIN_PAIRS,
+                         matched: bool = False, confidence: float = CONFIDENCE,
+                         resamples: int = BOOTSTRAP_RESAMPLES,
+                         seed: int = SEED) -> Comparison:
+    """The change of a paired effect B/A between two runs: the duet rows of one key (family
+    `duet`, harness/duet.h) in a baseline and a current run. `base_pairs`, `current_pairs`:
+    (coherence label of the repetition, A's ops/s, B's ops/s) per measured window pair
+    (lockline_results.duet_pairs), every repetition of the row in one list.
+
+    Units: each run's paired effect is its median pair ratio B/A (compare_pairs), and the
+    result is the relative change of that ratio, a fraction:
+
+        change = exp(median(log(B/A) of current pairs) - median(log(B/A) of baseline pairs)) - 1
+
+    +0.10: in the current run B's throughput is 10 % higher relative to A's than in the
+    baseline (A and B's common swings cancel within each pair, so this is what a second run of
+    the same build answers equality with, where the sides' own ops/s cannot).
+
+    Interval (`confidence`, 95 %), by percentile bootstrap on the log ratios, seeded
+    (deterministic):
+      matched=False (two runs): each run's pairs are resampled independently (a two-sample
+        bootstrap) and the difference of the two medians taken, `resamples` times. The window
+        pairs of one run and regime are treated as independent samples of that run's ratio
+        (as compare_pairs does); a shift common to a whole repetition is not modelled.
+      matched=True (the same windows on both sides: the same rows, e.g. a run compared with
+        itself): pair k of the baseline is pair k of the current run; the change is the
+        median of the per-pair differences of log ratios, with a paired bootstrap. Identical
+        pairs give exactly 0 and [0, 0] (exact = True), whatever their number.
+
+    One coherence regime: unmatched, the regime with most pairs on both sides (select_regime
+    over the pairs' labels: mixed dropped; unlabelled pooled; no regime in common gives
+    "too_few" with regime "mixed" or the chosen one and a side of 0 pairs); matched, the
+    majority regime of the (identical) labels. Pairs with a side <= 0 or not finite are
+    dropped (matched: from both sides).
+
+    Returns a Comparison with method "pair_effects", n_base / n_variant = pairs used per run,
+    `used` = (baseline B/A ratios, current B/A ratios) used; status "too_few" when a run has
+    fewer than min_pairs pairs (unless exact), else "resolved" (is_resolved) or
+    "not_resolved". Raises ValueError for matched sides of different lengths or labels.
+    """
+    common = dict(label=label, min_effect=min_effect, method="pair_effects",
+                  total_base=len(base_pairs), total_variant=len(current_pairs))
+    if matched:
+        if len(base_pairs) != len(current_pairs):
+            raise ValueError(f"matched runs need the same window pairs ({len(base_pairs)} vs "
+                             f"{len(current_pairs)})")
+        if any(pb[0] != pc[0] for pb, pc in zip(base_pairs, current_pairs)):
+            raise ValueError("matched runs need the same coherence label at every pair")
+        regime, index = _one_regime([lab for lab, _, _ in base_pairs])
+        rows = [(_pair_log_ratio(*base_pairs[i][1:]), _pair_log_ratio(*current_pairs[i][1:]))
+                for i in index]
+        rows = [(lb, lc) for lb, lc in rows if lb is not None and lc is not None]
+        used = ([math.exp(lb) for lb, _ in rows], [math.exp(lc) for _, lc in rows])
+        common.update(regime=regime, n_base=len(rows), n_variant=len(rows),
+                      dropped=len(base_pairs) + len(current_pairs) - 2 * len(rows), used=used)
+        diffs = np.asarray([lc - lb for lb, lc in rows], dtype=float)
+        if diffs.size and bool(np.all(diffs == 0.0)):
+            return Comparison(effect=0.0, ci=(0.0, 0.0), status="resolved", exact=True,
+                              **common)
+        if diffs.size < max(1, min_pairs):
+            effect = float(math.exp(np.median(diffs))) - 1.0 if diffs.size else None
+            return Comparison(effect=effect, ci=None, status="too_few", **common)
+        med, lo, hi = _bootstrap_median(diffs, confidence, resamples, seed)
+    else:
+        def logs(pairs):
+            out = []
+            for lab, a, b in pairs:
+                lr = _pair_log_ratio(a, b)
+                if lr is not None:
+                    out.append((lab, lr))
+            return out
+        choice = select_regime(logs(base_pairs), logs(current_pairs))
+        lb = np.asarray(choice.base, dtype=float)
+        lc = np.asarray(choice.variant, dtype=float)
+        common.update(regime=choice.regime, n_base=int(lb.size), n_variant=int(lc.size),
+                      dropped=len(base_pairs) + len(current_pairs) - int(lb.size + lc.size),
+                      used=([math.exp(x) for x in lb], [math.exp(x) for x in lc]))
+        if min(lb.size, lc.size) < max(1, min_pairs):
+            effect = None
+            if lb.size and lc.size:
+                effect = float(math.exp(np.median(lc) - np.median(lb))) - 1.0
+            return Comparison(effect=effect, ci=None, status="too_few", **common)
+        med = float(np.median(lc) - np.median(lb))
+        rng = np.random.default_rng(seed)
+        boot = (np.median(lc[rng.integers(0, lc.size, size=(resamples, lc.size))], axis=1)
+                - np.median(lb[rng.integers(0, lb.size, size=(resamples, lb.size))], axis=1))
+        tail = (1.0 - confidence) / 2.0
+        qlo, qhi = np.quantile(boot, [tail, 1.0 - tail])
+        lo, hi = min(float(qlo), med), max(float(qhi), med)
+    ci = (math.exp(lo) - 1.0, math.exp(hi) - 1.0)
+    return Comparison(effect=math.exp(med) - 1.0, ci=ci,
+                      status="resolved" if is_resolved(ci, min_effect) else "not_resolved",
+                      **common)
+
+
+def wilson_interval(successes: int, trials: int,
+                    confidence: float = CONFIDENCE) -> Tuple[float, float]:
+    """Wilson score interval (lo, hi) of a proportion successes / trials at `confidence`
+    (fractions in [0, 1]). Better than the normal (Wald) interval near 0 and for small
+    trials: with 0 of 40 it is [0, 8.8 %], not [0, 0]. Raises ValueError for trials < 1 or
+    successes outside [0, trials]."""
+    if trials < 1:
+        raise ValueError("a proportion needs at least one trial")
+    if not 0 <= successes <= trials:
+        raise ValueError(f"{successes} successes of {trials} trials")
+    z = statistics.NormalDist().inv_cdf(1.0 - (1.0 - confidence) / 2.0)
+    p = successes / trials
+    denom = 1.0 + z * z / trials
+    centre = (p + z * z / (2.0 * trials)) / denom
+    half = z * math.sqrt(p * (1.0 - p) / trials + z * z / (4.0 * trials * trials)) / denom
+    lo = 0.0 if successes == 0 else max(0.0, centre - half)
+    hi = 1.0 if successes == trials else min(1.0, centre + half)
+    return lo, hi
+
+
 def stddev_from_aggregate(mean_time: float, stddev_time: float) -> Tuple[float, float]:
     """Throughput mean and spread (per second) from a time-per-iteration mean and stddev (in
     seconds), by the delta method: rate = 1 / t, sd(rate) ~= sd(t) / t^2. Used for
@@ -389,4 +676,5 @@ def stddev_from_aggregate(mean_time: float, stddev_time: float) -> Tuple[float, 
 
 __all__ = ["MIN_EFFECT", "MIN_REPETITIONS", "CONFIDENCE", "SEED", "Comparison", "RegimeChoice",
            "compare_samples", "compare_points", "compare_pairs", "MIN_PAIRS", "is_resolved", "select_regime", "majority_regime",
-           "ratio_interval", "regime_rank", "pct", "stddev_from_aggregate"]
+           "ratio_interval", "regime_rank", "pct", "stddev_from_aggregate", "is_equivalent", "answer",
+           "compare_matched", "compare_pair_effects", "wilson_interval"]

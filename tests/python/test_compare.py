@@ -416,7 +416,7 @@ def test_markdown_and_output_file(tmp_path):
 # ---- real Google Benchmark files ----------------------------------------------------------------
 
 
-def test_old_format_file_parses():
+def test_old_format_file_parses(tmp_path):
     """2016 format: no run_type, complexity rows (no real_time) skipped, a row in seconds."""
     side = compare.load_side([GB_OLD], "baseline")
     assert "MyComplexityTest" not in side["rows"]
@@ -424,9 +424,16 @@ def test_old_format_file_parses():
     assert len(side["rows"]) == 14
     assert side["rows"]["BM_DifferentTimeUnit"][0]["values"]["real_time"] == pytest.approx(1e9)
     assert side["rows"]["BM_SameTimes"][0]["values"]["real_time"] == pytest.approx(10)
+    # The file against itself: the same rows on both sides, matched one to one (issue 24).
     p = run_cli(GB_OLD, GB_OLD)
+    assert p.returncode == 0 and "no change larger than 5 %" in p.stdout
+    # Another measurement of one repetition a side cannot be decided.
+    other = _modified(tmp_path, "other.json", GB_OLD, lambda doc: [
+        r.update(real_time=r["real_time"] * 1.01) for r in doc["benchmarks"]
+        if isinstance(r.get("real_time"), (int, float))])
+    p = run_cli(GB_OLD, other)
     assert p.returncode == 3 and "undecided" in p.stdout   # one repetition a side
-    assert run_cli(GB_OLD, GB_OLD, "--allow-undecided").returncode == 0
+    assert run_cli(GB_OLD, other, "--allow-undecided").returncode == 0
 
 
 def test_libfork_file_parses_aggregates_skipped():
