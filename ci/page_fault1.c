@@ -38,7 +38,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#define MEMSIZE (128UL * 1024 * 1024)
+/* will-it-scale's 128 MiB; -p PAGES sets another size (side_by_side.sh matches
+   kernel_zone's batch with it). */
+static unsigned long memsize = 128UL * 1024 * 1024;
 
 struct slot {
   volatile unsigned long long iterations;
@@ -67,18 +69,18 @@ static void bind_to(int index) {
 static void testcase(unsigned long long volatile *iterations) {
   long pgsize = sysconf(_SC_PAGESIZE);
   while (!*stop_flag) {
-    char *c = mmap(NULL, MEMSIZE, PROT_READ | PROT_WRITE,
+    char *c = mmap(NULL, memsize, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (c == MAP_FAILED) {
       perror("mmap");
       exit(1);
     }
-    if (nohuge) madvise(c, MEMSIZE, MADV_NOHUGEPAGE);
-    for (unsigned long i = 0; i < MEMSIZE; i += pgsize) {
+    if (nohuge) madvise(c, memsize, MADV_NOHUGEPAGE);
+    for (unsigned long i = 0; i < memsize; i += pgsize) {
       c[i] = 0;
       (*iterations)++;
     }
-    munmap(c, MEMSIZE);
+    munmap(c, memsize);
   }
 }
 
@@ -99,22 +101,24 @@ int main(int argc, char **argv) {
   int tasks = 1, opt;
   double seconds = 5;
   const char *mode = "threads";
-  while ((opt = getopt(argc, argv, "t:m:s:n")) != -1) {
+  while ((opt = getopt(argc, argv, "t:m:s:np:")) != -1) {
     switch (opt) {
       case 't': tasks = atoi(optarg); break;
       case 'm': mode = optarg; break;
       case 's': seconds = atof(optarg); break;
       case 'n': nohuge = 1; break;
+      case 'p': memsize = strtoul(optarg, NULL, 10) * 4096UL; break;
       default:
         fprintf(stderr,
-                "usage: %s -t TASKS -m threads|processes -s SECONDS [-n]\n",
+                "usage: %s -t TASKS -m threads|processes -s SECONDS [-n] [-p PAGES]\n",
                 argv[0]);
         return 2;
     }
   }
   int processes = strcmp(mode, "processes") == 0;
-  if (tasks < 1 || seconds <= 0 || (!processes && strcmp(mode, "threads"))) {
-    fprintf(stderr, "page_fault1: bad -t, -m or -s\n");
+  if (tasks < 1 || seconds <= 0 || memsize == 0 ||
+      (!processes && strcmp(mode, "threads"))) {
+    fprintf(stderr, "page_fault1: bad -t, -m, -s or -p\n");
     return 2;
   }
   /* Counters and the stop flag in shared memory, as will-it-scale's main.c

@@ -13,7 +13,8 @@
 # tasks, it runs page_fault1, then lockline's kernel_lru anon_fault,
 # kernel_zone (high_fraction:default) and fault (mode:plain, warm) rows of
 # that shape, then page_fault1 again: each lockline rate is divided by the
-# mean of the two page_fault1 runs around it (interleaved, so a machine that
+# mean of the two page_fault1 runs around it (kernel_zone: by page_fault1 runs
+# mapping kernel_zone's own batch, 2 x pcp high_max, around it) (interleaved, so a machine that
 # other work loads unevenly affects both sides alike). Rates: page_fault1's
 # pages/s; kernel_lru / kernel_zone ops_per_s (pages faulted and unmapped per
 # second, munmap included like page_fault1); fault pages_per_wall_s (populate
@@ -88,15 +89,39 @@ fi
 
 raw="$work/raw.tsv"
 : >"$raw"
-pf1() {  # mode tasks -> pages/s
-  "$work/page_fault1" -t "$2" -m "$1" -s "$seconds" $nohuge |
+pf1() {  # mode tasks [pages] -> pages/s
+  "$work/page_fault1" -t "$2" -m "$1" -s "$seconds" $nohuge ${3:+-p "$3"} |
     sed -n 's/^pages_per_s=\([0-9.]*\).*/\1/p'
 }
+
+# kernel_zone maps 2 x pcp high_max per batch, not page_fault1's 128 MiB: its rows are divided
+# by page_fault1 at the same mapping size (-p), measured around them like the others. The size
+# comes from one short kernel_zone point run here (its batch_pages metric).
+zone_pages=""
+if [[ ",$families," == *,kernel_zone,* ]]; then
+  "$lockline" --full --threads=1 --window=0.05s --benchmark_repetitions=1 \
+    --benchmark_filter='^kernel_zone/batch:2xhigh/high_fraction:default/tasks:threads/threads:1$' \
+    --out="$work/zone-size" >"$work/zone-size.log" 2>&1 || true
+  zone_pages=$(/usr/bin/python3 -c '
+import json, sys
+for b in json.load(open(sys.argv[1]))["benchmarks"]:
+    if b.get("batch_pages"):
+        print(int(b["batch_pages"])); break' "$work/zone-size/lockline.json" 2>/dev/null || true)
+  [[ -n "$zone_pages" ]] || {
+    echo "side_by_side.sh: error: could not read kernel_zone's batch_pages" \
+      "(see $work/zone-size.log)" >&2
+    exit 1
+  }
+  echo "side_by_side.sh: kernel_zone maps $zone_pages pages per batch;" \
+    "its page_fault1 runs map as many" >&2
+fi
 
 for round in $(seq 1 "$rounds"); do
   for mode in threads processes; do
     for n in 1 2; do
       before=$(pf1 "$mode" "$n")
+      zbefore=""
+      [[ -n "$zone_pages" ]] && zbefore=$(pf1 "$mode" "$n" "$zone_pages")
       out="$work/r${round}-${mode}-${n}"
       rm -rf "$out"
       # kernel_zone's processes point and kernel_lru's are in the full suite.
@@ -123,7 +148,9 @@ for round in $(seq 1 "$rounds"); do
         exit 1
       }
       after=$(pf1 "$mode" "$n")
-      echo -e "$round\t$mode\t$n\t$before\t$after\t$out/lockline.json" >>"$raw"
+      zafter=""
+      [[ -n "$zone_pages" ]] && zafter=$(pf1 "$mode" "$n" "$zone_pages")
+      echo -e "$round\t$mode\t$n\t$before\t$after\t$out/lockline.json\t$zbefore\t$zafter" >>"$raw"
     done
   done
 done
@@ -133,8 +160,9 @@ import json, statistics, sys
 
 rows = {}
 for line in open(sys.argv[1]):
-    rnd, mode, n, before, after, path = line.rstrip("\n").split("\t")
-    pf = (float(before) + float(after)) / 2
+    rnd, mode, n, before, after, path, zbefore, zafter = line.rstrip("\n").split("\t")
+    pf128 = (float(before) + float(after)) / 2
+    pfzone = (float(zbefore) + float(zafter)) / 2 if zbefore and zafter else None
     res = json.load(open(path))
     per_key = {}
     for b in res["benchmarks"]:
@@ -149,6 +177,7 @@ for line in open(sys.argv[1]):
     for fam, vals in per_key.items():
         rate = statistics.mean(v[0] for v in vals)
         evs = [v[1] for v in vals if v[1]]
+        pf = pfzone if fam == "kernel_zone" and pfzone else pf128
         rows.setdefault((fam, mode, int(n)), []).append(
             (rate, pf, rate / pf, statistics.mean(evs) if evs else None))
 
@@ -165,6 +194,8 @@ for key in sorted(rows):
     print(f"{fam:<12}{mode:<11}{n:>2}  {statistics.median(x[0] for x in v):>11.0f}  "
           f"{statistics.median(x[1] for x in v):>9.0f}  {statistics.median(ratios):>8.2f}x  "
           f"{min(ratios):>5.2f}-{max(ratios):<5.2f}x  {ev:>9}  {len(v)}")
+print("kernel_zone is divided by page_fault1 mapping kernel_zone's batch (2 x pcp high_max) "
+      "instead of 128 MiB")
 print("evidence = the evidence windows' throughput over the timed windows' (same "
       "repetition); the timed windows carry no tracepoint and no sampling")
 PY
