@@ -9,7 +9,8 @@
 // ____cacheline_aligned_in_smp, at their own compile-time line size), and
 // singleton shared fields (one lock, one counter, a stop flag, the ping-pong
 // word) keep harness/cpu.h's kDestructiveLine. Only the per-thread arrays
-// follow --padding.
+// follow --padding (the fault and kernel_* families' per-task records are
+// written once per window, not per operation, and are left as they are).
 #pragma once
 
 #include <sys/mman.h>
@@ -36,10 +37,11 @@ inline constexpr std::size_t kDefaultSlotPadding = kDestructiveLine;
 
 /// What --padding applies to, for the run context (padding.applies_to).
 inline constexpr const char* kSlotPaddingAppliesTo =
-    "per-thread slot arrays (the thread team's window records; locks, "
-    "zone_lock, pagevec, page_free and prezero per-thread state and "
-    "counters; calibration's private words; duet window logs); not the "
-    "kernel-structure layouts, not singleton shared fields";
+    "per-thread slots: the thread team's window records; locks, zone_lock, "
+    "pagevec, page_free and prezero per-thread state and counters; "
+    "calibration's private words; duet window logs. Not the kernel-structure "
+    "layouts, singleton shared fields, or the fault / kernel_* per-task "
+    "records (written once per window)";
 
 /// True for a value --padding accepts (see kMinSlotPadding).
 constexpr bool IsValidSlotPadding(std::size_t bytes) {
