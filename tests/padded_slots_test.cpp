@@ -64,13 +64,16 @@ TEST(PaddedSlots, NeighbouringSmallSlotsArePaddingBytesApartOnDistinctLines) {
     PaddedSlots<Small> slots(16, pad);
     std::set<std::uintptr_t> lines, pairs;
     for (std::size_t i = 0; i < slots.size(); ++i) {
-      if (i + 1 < slots.size())
+      if (i + 1 < slots.size()) {
         EXPECT_EQ(Addr(&slots[i + 1]) - Addr(&slots[i]), pad)
             << "padding " << pad << " slot " << i;
+      }
       // Distinct 64-byte lines always; distinct adjacent-line pairs (128
       // bytes, Intel's spatial prefetcher) from --padding=128 up.
       EXPECT_TRUE(lines.insert(Addr(&slots[i]) / 64).second);
-      if (pad >= 128) EXPECT_TRUE(pairs.insert(Addr(&slots[i]) / 128).second);
+      if (pad >= 128) {
+        EXPECT_TRUE(pairs.insert(Addr(&slots[i]) / 128).second);
+      }
     }
   }
 }
