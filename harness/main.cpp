@@ -304,9 +304,14 @@ int Main(int argc, char** argv) {
     return 0;
   }
   if (o.plan) {
-    std::cout << lockline::FormatPlans(*run.topo, run.pin, run.counts,
-                                       o.oversubscribe);
-    std::cout << PaddingLine(o) << "\n";
+    // The padding line goes under the topology line, before the table
+    // (readers take every line after the table header as a row).
+    std::string plans = lockline::FormatPlans(*run.topo, run.pin, run.counts,
+                                              o.oversubscribe);
+    const std::size_t first_line = plans.find('\n');
+    plans.insert(first_line == std::string::npos ? plans.size() : first_line + 1,
+                 PaddingLine(o) + "\n");
+    std::cout << plans;
     if (run.topo->is_host()) std::cout << QuotaLine(run.counts) << "\n";
     return 0;
   }
