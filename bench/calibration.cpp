@@ -21,6 +21,7 @@
 #include "harness/cpu.h"
 #include "harness/family.h"
 #include "harness/memory.h"
+#include "harness/padded_slots.h"
 #include "harness/pingpong.h"
 
 namespace lockline {
@@ -29,7 +30,10 @@ namespace {
 constexpr int kOpsPerStopCheck =
     64;  // amortizes the stop-flag load over a batch of operations
 
-struct alignas(kDestructiveLine) PaddedWord {
+/// One counter word on a line of its own: the shared word is one such
+/// allocation (MakeShared: a page of its own); the private words are one slot
+/// per thread of a PaddedSlots array (--padding apart).
+struct alignas(kCacheLine) PaddedWord {
   std::atomic<uint64_t> v{0};
 };
 
@@ -43,11 +47,11 @@ class OpWorkload : public Workload {
       : op_(op),
         shared_(shared),
         shared_word_(MakeShared<PaddedWord>(env)),
-        private_(new PaddedWord[env.threads]) {}
+        private_(static_cast<std::size_t>(env.threads)) {}
 
   uint64_t RunWindow(const ThreadCtx& ctx,
                      const std::atomic<bool>& stop) override {
-    std::atomic<uint64_t>& w =
+    std::atomic<uint64_t>& w =  // once, outside the timed loop
         shared_ ? shared_word_->v : private_[ctx.index].v;
     uint64_t ops = 0;
     while (!stop.load(std::memory_order_relaxed)) {
@@ -103,7 +107,7 @@ class OpWorkload : public Workload {
   Op op_;
   bool shared_;
   std::shared_ptr<PaddedWord> shared_word_;
-  std::unique_ptr<PaddedWord[]> private_;
+  PaddedSlots<PaddedWord> private_;
   int threads_ = 1;
   uint64_t total_ops_ = 0;
 };

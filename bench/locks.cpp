@@ -21,6 +21,7 @@
 #include "harness/locks/all_locks.h"
 #include "harness/locks/lock_stat.h"
 #include "harness/memory.h"
+#include "harness/padded_slots.h"
 
 namespace lockline {
 namespace {
@@ -39,8 +40,9 @@ struct alignas(kDestructiveLine) Guarded {
       0;  ///< plain, incremented under the lock: a broken lock loses counts
 };
 
-/// Thread-private state on its own lines: the lock statistics and the op count.
-struct alignas(kDestructiveLine) PerThread {
+/// Thread-private state: the lock statistics and the op count, one slot of a
+/// PaddedSlots array (--padding apart).
+struct alignas(kCacheLine) PerThread {
   LockStatThread stat;
   uint64_t ops = 0;
 };
@@ -52,16 +54,16 @@ class LockWorkload : public Workload {
       : cs_ns_(cs_ns),
         guarded_(MakeShared<Guarded<L>>(env)),
         side_(MakeShared<LockStatSide>(env)),
-        per_thread_(env.threads) {}
+        per_thread_(static_cast<std::size_t>(env.threads),
+                    kDeferConstruction) {}
 
   void SetupThread(const ThreadCtx& ctx) override {
-    per_thread_[ctx.index] =
-        std::make_unique<PerThread>();  // first touch by its thread
+    per_thread_.Emplace(ctx.index);  // first touch by its thread
   }
 
   uint64_t RunWindow(const ThreadCtx& ctx,
                      const std::atomic<bool>& stop) override {
-    PerThread& me = *per_thread_[ctx.index];
+    PerThread& me = per_thread_[ctx.index];  // once, outside the timed loop
     Guarded<L>& g = *guarded_;
     uint64_t n = 0;
     while (!stop.load(std::memory_order_relaxed)) {
@@ -97,7 +99,10 @@ class LockWorkload : public Workload {
     out.details["stats"] = kStats;
     if constexpr (kStats) {
       std::vector<const LockStatThread*> stats;
-      for (const auto& t : per_thread_) stats.push_back(t ? &t->stat : nullptr);
+      for (std::size_t i = 0; i < per_thread_.size(); ++i) {
+        const PerThread* t = per_thread_.get(i);
+        stats.push_back(t ? &t->stat : nullptr);
+      }
       const double thread_seconds =
           window_seconds * static_cast<double>(per_thread_.size());
       AddLockStatMetrics(out, SummarizeLockStats(stats, thread_seconds, ops));
@@ -107,7 +112,8 @@ class LockWorkload : public Workload {
   // Mutual exclusion held: the counter saw every operation of every thread.
   std::string Verify() override {
     uint64_t sum = 0;
-    for (const auto& t : per_thread_) sum += t ? t->ops : 0;
+    for (std::size_t i = 0; i < per_thread_.size(); ++i)
+      sum += per_thread_.get(i) ? per_thread_.get(i)->ops : 0;
     const uint64_t counter = guarded_->counter;
     if (counter != sum || sum != harness_ops_) {
       return std::string("race condition: ") + L::kName + " counter " +
@@ -122,7 +128,7 @@ class LockWorkload : public Workload {
   uint64_t cs_ns_;
   std::shared_ptr<Guarded<L>> guarded_;
   std::shared_ptr<LockStatSide> side_;
-  std::vector<std::unique_ptr<PerThread>> per_thread_;
+  PaddedSlots<PerThread> per_thread_;
   uint64_t harness_ops_ = 0;
 };
 

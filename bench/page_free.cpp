@@ -32,6 +32,7 @@
 #include "harness/locks/all_locks.h"
 #include "harness/locks/lock_stat.h"
 #include "harness/memory.h"
+#include "harness/padded_slots.h"
 #include "layouts/page.h"
 
 namespace lockline {
@@ -119,8 +120,9 @@ static_assert(sizeof(PageRing) % kDestructiveLine == 0,
               "rings never share a line");
 
 /// One thread's state: its pages, its hot list and its counters, first-touched
-/// by the thread. alignas keeps threads' counters on separate lines.
-struct alignas(kDestructiveLine) CostThread {
+/// by the thread. Its slot of a PaddedSlots array (--padding apart) keeps
+/// threads' counters on separate lines.
+struct alignas(kCacheLine) CostThread {
   std::unique_ptr<Page[]> pages;  ///< kPagesPerThread descriptors, owned
   ListHead hot;  ///< free pages (LIFO, the hot end at hot.next)
   int nr_hot = 0;
@@ -192,8 +194,8 @@ class CostWorkload : public Workload {
         side_(MakeShared<LruStatSide>(env)) {}
 
   void Prepare(int threads) override {
-    threads_.clear();
-    threads_.resize(threads);
+    threads_ = PaddedSlots<CostThread>(static_cast<std::size_t>(threads),
+                                       kDeferConstruction);
     rings_.clear();
     if (params_.remote) {
       for (int i = 0; i < threads; ++i)
@@ -202,14 +204,13 @@ class CostWorkload : public Workload {
   }
 
   void SetupThread(const ThreadCtx& ctx) override {
-    auto t = std::make_unique<CostThread>();
+    CostThread* t = &threads_.Emplace(ctx.index);
     t->pages = std::make_unique<Page[]>(
         kPagesPerThread);  // first touch by this thread
     ListInit(&t->hot);
     for (int i = 0; i < kPagesPerThread; ++i)
       ListAddTail(&t->pages[i].lru, &t->hot);
     t->nr_hot = kPagesPerThread;
-    threads_[ctx.index] = std::move(t);
   }
 
   // One round = kBatch page lives. The loop checks `stop` after each round, so
@@ -217,7 +218,7 @@ class CostWorkload : public Workload {
   // counts).
   uint64_t RunWindow(const ThreadCtx& ctx,
                      const std::atomic<bool>& stop) override {
-    CostThread& t = *threads_[ctx.index];
+    CostThread& t = threads_[ctx.index];  // once, outside the timed loop
     CostCtx<L> c{*zone_, side_->side, t, ctx.index, params_.stats};
     PageRing* in = params_.remote ? rings_[ctx.index].get() : nullptr;
     PageRing* out =
@@ -287,7 +288,8 @@ class CostWorkload : public Workload {
     uint64_t frees = 0, fast = 0, locked = 0, lru_adds = 0, remote = 0,
              overflows = 0;
     std::vector<const LockStatThread*> stats;
-    for (const auto& t : threads_) {
+    for (std::size_t i = 0; i < threads_.size(); ++i) {
+      const CostThread* t = threads_.get(i);
       if (!t) continue;
       frees += t->frees;
       fast += t->fast_frees;
@@ -339,7 +341,7 @@ class CostWorkload : public Workload {
     uint64_t underflows = 0;
     long seen = 0;
     for (int i = 0; i < threads; ++i) {
-      const CostThread* t = threads_[i].get();
+      const CostThread* t = threads_.get(i);
       if (!t) return "thread " + std::to_string(i) + " was never set up";
       underflows += t->underflows;
       long n = 0;
@@ -407,7 +409,7 @@ class CostWorkload : public Workload {
     };
     long hot = 0;
     for (size_t i = 0; i < threads_.size(); ++i) {
-      const CostThread* t = threads_[i].get();
+      const CostThread* t = threads_.get(i);
       if (!t) continue;
       for (const ListHead* p = t->hot.next; p != &t->hot; p = p->next) {
         const Page* page = PageFromLru(const_cast<ListHead*>(p));
@@ -430,7 +432,7 @@ class CostWorkload : public Workload {
   CostParams params_;
   std::shared_ptr<LruZone<L>> zone_;
   std::shared_ptr<LruStatSide> side_;
-  std::vector<std::unique_ptr<CostThread>> threads_;
+  PaddedSlots<CostThread> threads_;
   std::vector<std::shared_ptr<PageRing>> rings_;
 };
 

@@ -31,6 +31,7 @@
 #include "harness/locks/all_locks.h"
 #include "harness/locks/lock_stat.h"
 #include "harness/memory.h"
+#include "harness/padded_slots.h"
 #include "harness/topology.h"
 #include "layouts/cacheline.h"
 #include "layouts/page.h"
@@ -364,9 +365,10 @@ inline std::size_t PvStride(std::size_t bytes, std::size_t offset,
   return (offset + bytes + line - 1) / line * line;
 }
 
-/// Thread-private state, allocated and first touched by its pinned thread.
+/// Thread-private state, constructed (so first touched) by its pinned thread
+/// in its slot of a PaddedSlots array (--padding apart).
 template <class Pv>
-struct alignas(kDestructiveLine) PerThread {
+struct alignas(kCacheLine) PerThread {
   PerThread(int pool_pages, std::size_t pv_bytes, std::size_t line)
       : pool(new Page[pool_pages]),
         pool_size(pool_pages),
@@ -426,7 +428,9 @@ template <LockAlgorithm L, class Pv>
 class PagevecWorkload : public Workload {
  public:
   PagevecWorkload(const PointEnv& env, Config cfg)
-      : cfg_(cfg), env_(env), per_thread_(env.threads) {
+      : cfg_(cfg),
+        env_(env),
+        per_thread_(static_cast<std::size_t>(env.threads), kDeferConstruction) {
     const bool bind = cfg_.zones > 1 && env.topology != nullptr &&
                       env.topology->summary().numa_nodes >= cfg_.zones;
     for (int z = 0; z < cfg_.zones; ++z) {
@@ -450,8 +454,11 @@ class PagevecWorkload : public Workload {
     const std::size_t stride = PvStride(Pv::Bytes(s), cfg_.offset, cfg_.line);
     // Pool: the resident pages, two pagevecs' worth, a gather's worth (freed
     // only when it flushes) and the scanner's slack.
-    auto me = std::make_unique<PerThread<Pv>>(
-        kResidentPages + 2 * s + 1 + g + kPoolSlack, stride, cfg_.line);
+    // Built in its slot before any of its pages is on the LRU: the scanner
+    // returns pages to their owner's slot (ReturnToOwner).
+    PerThread<Pv>* me = &per_thread_.Emplace(
+        ctx.index, kResidentPages + 2 * s + 1 + g + kPoolSlack, stride,
+        cfg_.line);
     me->zone = ctx.numa >= 0 ? ctx.numa % cfg_.zones : 0;
     me->index = ctx.index;
     me->gather.assign(static_cast<std::size_t>(std::max(g, 1)), nullptr);
@@ -496,7 +503,6 @@ class PagevecWorkload : public Workload {
           me->gather[me->gather_nr++] = me->on_lru.Pop();
       }
     }
-    per_thread_[ctx.index] = std::move(me);
   }
 
   uint64_t RunWindow(const ThreadCtx& ctx,
@@ -515,7 +521,8 @@ class PagevecWorkload : public Workload {
     harness_ops_ = ops;
     std::vector<const LockStatThread*> stats;
     uint64_t acquisitions = 0, setup = 0, handed = 0;
-    for (const auto& t : per_thread_) {
+    for (std::size_t i = 0; i < per_thread_.size(); ++i) {
+      const PerThread<Pv>* t = per_thread_.get(i);
       stats.push_back(t ? &t->stat : nullptr);
       acquisitions += t ? t->stat.acquisitions : 0;
       setup += t ? t->setup_acquisitions : 0;
@@ -693,15 +700,17 @@ class PagevecWorkload : public Workload {
     StopScanners();
     const Kernel k = cfg_.kernel;
     uint64_t total_pages = 0;
-    for (const auto& t : per_thread_) total_pages += t ? t->pool_size : 0;
+    for (std::size_t i = 0; i < per_thread_.size(); ++i)
+      total_pages += per_thread_.get(i) ? per_thread_.get(i)->pool_size : 0;
     // Owner lookup: pools sorted by address.
     std::vector<std::pair<const Page*, int>> pools;
     for (int i = 0; i < static_cast<int>(per_thread_.size()); ++i)
-      if (per_thread_[i]) pools.emplace_back(per_thread_[i]->pool.get(), i);
+      if (per_thread_.get(i))
+        pools.emplace_back(per_thread_.get(i)->pool.get(), i);
     std::sort(pools.begin(), pools.end());
     std::vector<std::vector<char>> on_list(per_thread_.size());
     for (const auto& [base, i] : pools)
-      on_list[i].assign(per_thread_[i]->pool_size, 0);
+      on_list[i].assign(per_thread_[i].pool_size, 0);
 
     for (int z = 0; z < cfg_.zones; ++z) {
       const LruZone<L>& zone = *zones_[z];
@@ -721,9 +730,9 @@ class PagevecWorkload : public Workload {
         --it;
         const int owner = it->second;
         const std::ptrdiff_t idx = page - it->first;
-        if (idx < 0 || idx >= per_thread_[owner]->pool_size)
+        if (idx < 0 || idx >= per_thread_[owner].pool_size)
           return Where(z, walked) + "node is not a pool page";
-        if (per_thread_[owner]->zone != z)
+        if (per_thread_[owner].zone != z)
           return Where(z, walked) + "page of another zone";
         if (on_list[owner][idx]) return Where(z, walked) + "page listed twice";
         on_list[owner][idx] = 1;
@@ -741,7 +750,7 @@ class PagevecWorkload : public Workload {
 
     uint64_t ops = 0;
     for (int i = 0; i < static_cast<int>(per_thread_.size()); ++i) {
-      PerThread<Pv>* t = per_thread_[i].get();
+      PerThread<Pv>* t = per_thread_.get(i);
       if (t == nullptr) continue;
       const std::string who = "thread " + std::to_string(i) + ": ";
       if (t->anomalies != 0)
@@ -827,7 +836,8 @@ class PagevecWorkload : public Workload {
     }
     // Every release whose last put was the scanner's was freed by it.
     uint64_t handed = 0, freed = 0;
-    for (const auto& t : per_thread_) handed += t ? t->handed_to_scanner : 0;
+    for (std::size_t i = 0; i < per_thread_.size(); ++i)
+      handed += per_thread_.get(i) ? per_thread_.get(i)->handed_to_scanner : 0;
     for (const auto& sc : scanners_) freed += sc->freed;
     if (cfg_.release != Release::kNone && handed != freed) {
       return std::to_string(handed) +
@@ -838,7 +848,7 @@ class PagevecWorkload : public Workload {
   }
 
   /// For tests: a thread's state and a zone.
-  PerThread<Pv>* thread_state(int i) { return per_thread_[i].get(); }
+  PerThread<Pv>* thread_state(int i) { return per_thread_.get(i); }
   LruZone<L>* zone(int z) { return zones_[z].get(); }
 
  private:
@@ -849,7 +859,9 @@ class PagevecWorkload : public Workload {
   /// measured threads' lock_stat) and its PU.
   struct Scanner {
     std::thread thread;
-    LockStatThread stat;
+    /// Written by the scanner only: kept off the lines of the other fields
+    /// (LockStatThread itself aligns to one line only).
+    alignas(kDestructiveLine) LockStatThread stat;
     LockStatSide* side = nullptr;
     uint64_t cycles = 0, isolated = 0, freed = 0;
     uint64_t scanned_mark = 0;  ///< zone.added value covered by past cycles
@@ -866,7 +878,7 @@ class PagevecWorkload : public Workload {
   /// The operation loop: batches of S pages while more() says so.
   template <class More>
   uint64_t Run(const ThreadCtx& ctx, More&& more) {
-    PerThread<Pv>& me = *per_thread_[ctx.index];
+    PerThread<Pv>& me = per_thread_[ctx.index];  // once, outside the loop
     LruZone<L>& zone = *zones_[me.zone];
     LockStatSide& side = *sides_[me.zone];
     const int s = cfg_.slots;
@@ -1381,7 +1393,7 @@ class PagevecWorkload : public Workload {
 
   /// A page the scanner freed goes back to its owner's pool.
   void ReturnToOwner(Page* p) {
-    PerThread<Pv>& owner = *per_thread_[p->private_];
+    PerThread<Pv>& owner = per_thread_[p->private_];
     std::lock_guard<std::mutex> g(owner.returned_mu);
     owner.returned.push_back(p);
     owner.n_returned.store(static_cast<int>(owner.returned.size()),
@@ -1392,7 +1404,7 @@ class PagevecWorkload : public Workload {
   PointEnv env_;
   std::vector<std::shared_ptr<LruZone<L>>> zones_;
   std::vector<std::shared_ptr<LockStatSide>> sides_;
-  std::vector<std::unique_ptr<PerThread<Pv>>> per_thread_;
+  PaddedSlots<PerThread<Pv>> per_thread_;
   std::vector<std::unique_ptr<Scanner>> scanners_;
   bool scanner_shares_pu_ = false;
   std::atomic<bool> quit_{false};

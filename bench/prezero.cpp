@@ -32,6 +32,7 @@
 #include "harness/cpu.h"
 #include "harness/family.h"
 #include "harness/helpers.h"
+#include "harness/padded_slots.h"
 #include "harness/zeroing.h"
 
 namespace lockline::prezero_bench {
@@ -156,9 +157,10 @@ inline void DirtyPage(char* p) {
   *reinterpret_cast<uint64_t*>(p + kPage - 8) = 1;
 }
 
-/// One allocating thread's counts, on its own line (written by that thread
-/// only; summed after the windows). Both protocols count the same way.
-struct alignas(kDestructiveLine) AllocCounts {
+/// One allocating thread's counts, its slot of a PaddedSlots array (--padding
+/// apart; written by that thread only; summed after the windows). Both
+/// protocols count the same way.
+struct alignas(kCacheLine) AllocCounts {
   uint64_t allocs = 0;       ///< pages handed out
   uint64_t prezeroed = 0;    ///< of them, taken already zeroed
   uint64_t self_zeroed = 0;  ///< of them, zeroed by the allocating thread
@@ -174,10 +176,10 @@ struct alignas(kDestructiveLine) AllocCounts {
   }
 };
 
-/// The sum of the first `threads` entries of `counts`.
-inline AllocCounts SumCounts(const AllocCounts* counts, int threads) {
+/// The sum of every thread's counts.
+inline AllocCounts SumCounts(const PaddedSlots<AllocCounts>& counts) {
   AllocCounts t;
-  for (int i = 0; i < threads; ++i) t.Add(counts[i]);
+  for (std::size_t i = 0; i < counts.size(); ++i) t.Add(counts[i]);
   return t;
 }
 
@@ -199,7 +201,7 @@ class PrezeroWorkload : public Workload {
   ~PrezeroWorkload() override { StopZeroer(); }
 
   void Prepare(int threads) override {
-    counts_.reset(new AllocCounts[threads]);
+    counts_ = PaddedSlots<AllocCounts>(static_cast<std::size_t>(threads));
     threads_ = threads;
     if (!unsupported_.empty()) return;
     pool_ = std::make_unique<PagePool>(kPoolPages);
@@ -209,7 +211,7 @@ class PrezeroWorkload : public Workload {
   uint64_t RunWindow(const ThreadCtx& ctx,
                      const std::atomic<bool>& stop) override {
     if (!unsupported_.empty()) return 0;
-    AllocCounts& c = counts_[ctx.index];
+    AllocCounts& c = counts_[ctx.index];  // once, outside the loop
     active_.fetch_add(1, std::memory_order_acq_rel);
     uint64_t ops = 0;
     while (!stop.load(std::memory_order_relaxed)) {
@@ -323,7 +325,7 @@ class PrezeroWorkload : public Workload {
   PagePool* pool() { return pool_.get(); }
 
  private:
-  AllocCounts Totals() const { return SumCounts(counts_.get(), threads_); }
+  AllocCounts Totals() const { return SumCounts(counts_); }
 
   // The zeroer's PU by the helper rule (harness/helpers.h: own core, the
   // measured threads' NUMA node, never an SMT sibling of a measured thread);
@@ -404,7 +406,7 @@ class PrezeroWorkload : public Workload {
   bool full_check_;
   std::string unsupported_;
   int threads_ = 0;
-  std::unique_ptr<AllocCounts[]> counts_;
+  PaddedSlots<AllocCounts> counts_;
   std::unique_ptr<PagePool> pool_;
   std::thread zeroer_;
   int zeroer_pu_ = -1;
@@ -597,8 +599,8 @@ class BurstWorkload : public Workload {
 
   void Prepare(int threads) override {
     threads_ = threads;
-    counts_.reset(new AllocCounts[threads]);
-    held_.assign(threads, {});
+    counts_ = PaddedSlots<AllocCounts>(static_cast<std::size_t>(threads));
+    held_ = PaddedSlots<std::vector<char*>>(static_cast<std::size_t>(threads));
     pool_ =
         std::make_unique<BurstPool>(std::max(burst_, pool_pages_), pool_pages_);
     if (zeroer_ == Zeroer::kNone) return;
@@ -631,7 +633,7 @@ class BurstWorkload : public Workload {
       zeroed_at_start_ = pool_->zeroed_count();
       run_.store(true, std::memory_order_release);  // busy: zeroers start now
     }
-    AllocCounts& c = counts_[ctx.index];
+    AllocCounts& c = counts_[ctx.index];  // once, outside the loop
     const std::size_t share =
         burst_ / threads_ +
         (static_cast<std::size_t>(ctx.index) < burst_ % threads_ ? 1 : 0);
@@ -720,7 +722,8 @@ class BurstWorkload : public Workload {
     StopZeroers();
     const AllocCounts t = Totals();
     std::size_t held = 0;
-    for (const auto& h : held_) {
+    for (std::size_t i = 0; i < held_.size(); ++i) {
+      const std::vector<char*>& h = held_[i];
       held += h.size();
       for (const char* p : h)
         if (!pool_->Owns(p)) return "an allocation is not a pool page";
@@ -741,7 +744,8 @@ class BurstWorkload : public Workload {
              " pages, " + std::to_string(t.prezeroed) + " handed out, " +
              std::to_string(pool_->zeroed_count()) + " left";
     if (pool_->zeroed_count() > pool_->cap()) return "pool above its cap";
-    for (auto& h : held_) {
+    for (std::size_t i = 0; i < held_.size(); ++i) {
+      std::vector<char*>& h = held_[i];
       for (char* p : h) pool_->Free(p);
       h.clear();
     }
@@ -754,7 +758,7 @@ class BurstWorkload : public Workload {
   BurstPool* pool() { return pool_.get(); }
 
  private:
-  AllocCounts Totals() const { return SumCounts(counts_.get(), threads_); }
+  AllocCounts Totals() const { return SumCounts(counts_); }
 
   // Engine: one helper place. idle_cpus: the measured PUs (SCHED_IDLE) plus
   // every helper place. Without a host topology (tests): unbound threads, one
@@ -837,8 +841,10 @@ class BurstWorkload : public Workload {
   PointEnv env_;
   uint64_t idle_ms_;
   int threads_ = 0;
-  std::unique_ptr<AllocCounts[]> counts_;
-  std::vector<std::vector<char*>> held_;
+  PaddedSlots<AllocCounts> counts_;
+  /// Per thread: the pages it holds; a slot each (the vector's end pointer
+  /// moves with every allocation of the burst).
+  PaddedSlots<std::vector<char*>> held_;
   std::unique_ptr<BurstPool> pool_;
   std::vector<HelperPlace> places_;
   bool on_measured_ = false;

@@ -44,6 +44,7 @@
 #include "harness/locks/all_locks.h"
 #include "harness/locks/lock_stat.h"
 #include "harness/memory.h"
+#include "harness/padded_slots.h"
 #include "harness/topology.h"
 #include "layouts/buddy.h"
 #include "layouts/page.h"
@@ -172,11 +173,11 @@ struct Counters {
   uint64_t drain_hold_ns = 0, drain_hold_samples = 0;
 };
 
-/// One thread's private state, on lines of its own (first touched by its
-/// thread in SetupThread): lock statistics, the per_cpu_pages list of
-/// MIGRATE_MOVABLE, the vm_stat_diff of NR_FREE_PAGES and NR_ALLOC_BATCH, the
-/// pages it holds.
-struct alignas(kDestructiveLine) PerThread {
+/// One thread's private state, its slot of a PaddedSlots array (--padding
+/// apart; constructed, so first touched, by its thread in SetupThread): lock
+/// statistics, the per_cpu_pages list of MIGRATE_MOVABLE, the vm_stat_diff of
+/// NR_FREE_PAGES and NR_ALLOC_BATCH, the pages it holds.
+struct alignas(kCacheLine) PerThread {
   LockStatThread stat;
   ListHead pcp_list;  ///< per_cpu_pages.lists[MIGRATE_MOVABLE]; hot end first
   int pcp_count = 0;
@@ -218,7 +219,7 @@ struct ZoneSnapshot {
 /// state. Compiled once, not per layout: nothing in it is timed.
 void ReportZoneLock(PointReport& out, double window_seconds, uint64_t ops,
                     const LayoutFacts& layout,
-                    const std::vector<std::unique_ptr<PerThread>>& per_thread,
+                    const PaddedSlots<PerThread>& per_thread,
                     const std::vector<ZoneSnapshot>& zones, int batch, int high,
                     int burst, uint64_t work_ns);
 
@@ -232,7 +233,7 @@ void ReportZoneLock(PointReport& out, double window_seconds, uint64_t ops,
 std::string VerifyZoneThreads(
     int zi, const Page* pages, unsigned long pool, long nr_free_stat,
     long free_pages, std::vector<uint8_t>& seen,
-    const std::vector<std::unique_ptr<PerThread>>& per_thread);
+    const PaddedSlots<PerThread>& per_thread);
 
 /// The workload of one variant: zone layout Zone<Lock, P, kLine, C>, pcp
 /// batch, one zone or one per NUMA node.
@@ -258,7 +259,7 @@ class ZoneLockWorkload final : public Workload {
                    ? burst
                    : BurstPages(env.threads, std::max(batch, 0), env.quick)),
         work_ns_(work_ns),
-        per_thread_(env.threads) {
+        per_thread_(static_cast<std::size_t>(env.threads), kDeferConstruction) {
     if (batch < 0) {
       throw std::invalid_argument("zone_lock: pcp_batch " +
                                   std::to_string(batch) +
@@ -321,18 +322,17 @@ class ZoneLockWorkload final : public Workload {
   }
 
   void SetupThread(const ThreadCtx& ctx) override {
-    auto me = std::make_unique<PerThread>();  // first touch by its thread
+    PerThread* me = &per_thread_.Emplace(ctx.index);  // first touch by its thread
     ListInit(&me->pcp_list);
     me->zone = ctx.numa >= 0 ? ctx.numa % static_cast<int>(zones_.size())
                              : ctx.index % static_cast<int>(zones_.size());
     me->held.reserve(burst_);
     me->touch = static_cast<uint64_t>(ctx.index) << 48;
-    per_thread_[ctx.index] = std::move(me);
   }
 
   uint64_t RunWindow(const ThreadCtx& ctx,
                      const std::atomic<bool>& stop) override {
-    PerThread& me = *per_thread_[ctx.index];
+    PerThread& me = per_thread_[ctx.index];  // once, outside the timed loop
     ZoneState& zs = *zones_[me.zone];
     // One op = one alloc+free pair = two steps. Counting steps / 2 rather
     // than frees keeps a window's count independent of where it falls in a
@@ -351,7 +351,7 @@ class ZoneLockWorkload final : public Workload {
   /// the buddy allocator again. Lock statistics and counters cover the windows
   /// only.
   void TeardownThread(const ThreadCtx& ctx) override {
-    PerThread& me = *per_thread_[ctx.index];
+    PerThread& me = per_thread_[ctx.index];
     ZoneState& zs = *zones_[me.zone];
     const LockStatThread stat = me.stat;
     const Counters counters = me.c;
@@ -676,7 +676,7 @@ class ZoneLockWorkload final : public Workload {
   const int burst_;
   const uint64_t work_ns_;
   std::vector<std::unique_ptr<ZoneState>> zones_;
-  std::vector<std::unique_ptr<PerThread>> per_thread_;
+  PaddedSlots<PerThread> per_thread_;
 };
 
 /// Calls f.template operator()<P>() for every placement of

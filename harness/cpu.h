@@ -15,9 +15,11 @@ namespace lockline {
 /// parameter instead (64, 128, 256 are real).
 inline constexpr std::size_t kCacheLine = 64;
 
-/// Padding unit for data that must never share a line with anything else: 128
-/// bytes, because Intel's adjacent-line prefetcher moves lines in pairs and
-/// POWER / some ARM parts have 128-byte lines.
+/// Padding unit for singleton shared fields that must never share a line with
+/// anything else (one lock, one counter, a stop flag): 128 bytes, because
+/// Intel's adjacent-line prefetcher moves lines in pairs and POWER / some ARM
+/// parts have 128-byte lines. The distance between per-thread slots is not
+/// this constant but the run's --padding (harness/padded_slots.h).
 inline constexpr std::size_t kDestructiveLine = 128;
 
 /// One spin-wait relax: PAUSE on x86-64 (~10-140 cycles depending on the core),

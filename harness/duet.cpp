@@ -62,8 +62,9 @@ DuetWorkload::DuetWorkload(std::unique_ptr<Workload> a,
 void DuetWorkload::Prepare(int threads) {
   a_->Prepare(threads);
   b_->Prepare(threads);
-  logs_ = std::vector<ThreadLog>(static_cast<size_t>(threads));
-  for (ThreadLog& log : logs_) {
+  logs_ = PaddedSlots<ThreadLog>(static_cast<size_t>(threads));
+  for (size_t i = 0; i < logs_.size(); ++i) {
+    ThreadLog& log = logs_[i];
     log.ops.assign(schedule_.size(), 0);
     log.start_ns.assign(schedule_.size(), 0);
     log.end_ns.assign(schedule_.size(), 0);
@@ -112,7 +113,8 @@ void DuetWorkload::Report(PointReport& out, double /*window_seconds*/,
   size_t ran = 0;
   for (size_t w = 0; w < n; ++w) {
     uint64_t first = UINT64_MAX, last = 0;
-    for (const ThreadLog& log : logs_) {
+    for (size_t i = 0; i < logs_.size(); ++i) {
+      const ThreadLog& log = logs_[i];
       ops[w] += log.ops[w];
       if (log.end_ns[w] == 0) continue;
       first = std::min(first, log.start_ns[w]);

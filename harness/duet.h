@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "harness/family.h"
+#include "harness/padded_slots.h"
 
 namespace lockline {
 
@@ -81,9 +82,9 @@ class DuetWorkload : public Workload {
 
  private:
   /// Per thread: its window counter and, per window, its operations and its
-  /// start and end time (ns); on lines of their own, written only by the
-  /// thread, read after the last window.
-  struct alignas(128) ThreadLog {
+  /// start and end time (ns); a slot each of a PaddedSlots array (--padding
+  /// apart), written only by the thread, read after the last window.
+  struct ThreadLog {
     int next = 0;
     std::vector<uint64_t> ops, start_ns, end_ns;
   };
@@ -93,7 +94,7 @@ class DuetWorkload : public Workload {
   std::unique_ptr<Workload> a_, b_;
   std::vector<DuetSide> schedule_;
   std::string a_key_, b_key_;
-  std::vector<ThreadLog> logs_;
+  PaddedSlots<ThreadLog> logs_;
 };
 
 }  // namespace lockline

@@ -19,6 +19,7 @@
 #include "harness/cpu.h"
 #include "harness/memory.h"
 #include "harness/options.h"
+#include "harness/padded_slots.h"
 #include "harness/provenance.h"
 #include "harness/restore.h"
 #include "harness/results.h"
@@ -173,6 +174,21 @@ std::string QuotaLine(const std::vector<int>& counts) {
               : "thread counts above it (they measure throttling): " + over);
 }
 
+// --padding as the run records it (context.padding) and --plan shows it.
+json PaddingJson(const lockline::Options& o) {
+  return {{"per_thread_slot_bytes", o.padding},
+          {"source", o.padding_given ? "--padding" : "default"},
+          {"applies_to", lockline::kSlotPaddingAppliesTo}};
+}
+
+std::string PaddingLine(const lockline::Options& o) {
+  return "padding between per-thread slots: " + std::to_string(o.padding) +
+         " bytes (" +
+         (o.padding_given ? std::string("--padding")
+                          : "default; --padding=BYTES sets it") +
+         "; the kernel-structure layouts keep their own)";
+}
+
 json PlansJson(const RunState& run) {
   json plans = json::object();
   for (int n : run.counts) {
@@ -214,6 +230,7 @@ json PlanOrderJson(const RunState& run) {
           {"usable_pus", s.usable_pus},
           {"pin", run.pin.text},
           {"threads_list", run.counts},
+          {"padding", PaddingJson(run.opts)},
           {"plans", PlansJson(run)},
           {"order", order}};
 }
@@ -250,6 +267,8 @@ int Main(int argc, char** argv) {
     return Fail(e.what());
   }
   const lockline::Options& o = run.opts;
+  // Before any point, team or workload exists: every PaddedSlots takes it.
+  lockline::SetSlotPadding(o.padding);
   if (o.help) {
     std::fputs(lockline::kUsage, stdout);
     return 0;
@@ -285,8 +304,14 @@ int Main(int argc, char** argv) {
     return 0;
   }
   if (o.plan) {
-    std::cout << lockline::FormatPlans(*run.topo, run.pin, run.counts,
-                                       o.oversubscribe);
+    // The padding line goes under the topology line, before the table
+    // (readers take every line after the table header as a row).
+    std::string plans = lockline::FormatPlans(*run.topo, run.pin, run.counts,
+                                              o.oversubscribe);
+    const std::size_t first_line = plans.find('\n');
+    plans.insert(first_line == std::string::npos ? plans.size() : first_line + 1,
+                 PaddingLine(o) + "\n");
+    std::cout << plans;
     if (run.topo->is_host()) std::cout << QuotaLine(run.counts) << "\n";
     return 0;
   }
@@ -346,16 +371,17 @@ int Main(int argc, char** argv) {
   ctx["counters"] = run.counters->AvailabilityJson();
   ctx["skipped_points"] = run.skipped;
   ctx["oversubscribe"] = o.oversubscribe;
-  // The padding between per-thread slots and around hot shared data
-  // (harness/cpu.h), compile-time constants: recorded so a run says what it
-  // used (issue 27; --padding=BYTES is not offered: the constants size
-  // alignas() types throughout the families).
-  ctx["padding"] = {{"per_thread_slot_bytes", lockline::kDestructiveLine},
-                    {"cache_line_bytes", lockline::kCacheLine},
-                    {"topology_cache_line_bytes",
-                     run.topo->summary().cache_line_known
-                         ? json(run.topo->summary().cache_line_bytes)
-                         : json("unknown")}};
+  // The distance between per-thread slots (--padding, harness/padded_slots.h:
+  // every array indexed by thread), where it came from and what it applies
+  // to; the compile-time padding of singleton shared fields
+  // (harness/cpu.h kDestructiveLine) and the line sizes beside it (issue 27).
+  ctx["padding"] = PaddingJson(o);
+  ctx["padding"]["shared_field_bytes"] = lockline::kDestructiveLine;
+  ctx["padding"]["cache_line_bytes"] = lockline::kCacheLine;
+  ctx["padding"]["topology_cache_line_bytes"] =
+      run.topo->summary().cache_line_known
+          ? json(run.topo->summary().cache_line_bytes)
+          : json("unknown");
   // An emulated run (QEMU TCG, or --emulated): rows are marked too
   // (RecordRepetition), so no comparison mixes it with real runs.
   ctx["emulated"] = o.emulated || lockline::RunningUnderTcg();

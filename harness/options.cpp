@@ -9,6 +9,8 @@
 #include <cstdlib>
 #include <regex>
 
+#include "harness/padded_slots.h"
+
 namespace lockline {
 
 const char* const kUsage = R"(usage: lockline [flags] [--benchmark_* flags]
@@ -52,6 +54,10 @@ Placement:
                           "cannot create thread N: EAGAIN")
   --mem=first-touch|local|node:N|interleave
                           where shared structures (locks, zone, LRU) live (hwloc membind)
+  --padding=BYTES         distance between per-thread slots (each thread's counters, lock
+                          statistics and private state): a power of two from 64 to 4096
+                          (default 128: two lines, for the adjacent-line prefetcher); the
+                          kernel-structure layouts keep the kernel's own padding
   --topology=host|FILE.xml|synthetic:STRING
                           topology to plan on; benchmarks only run on host
   --plan                  print the placement of every thread count and exit
@@ -121,6 +127,24 @@ int ParsePositiveInt(const std::string& text, const std::string& flag) {
     throw UsageError("bad " + flag + " value '" + text +
                      "': accepted is a whole number 1-100000");
   return static_cast<int>(v);
+}
+
+// --padding=BYTES: a power of two from kMinSlotPadding to kMaxSlotPadding.
+std::size_t ParsePadding(const std::string& v) {
+  const auto bad = [&](const std::string& why) {
+    return UsageError("--padding=" + v + ": " + why +
+                      "; accepted: a power of two from " +
+                      std::to_string(kMinSlotPadding) + " to " +
+                      std::to_string(kMaxSlotPadding) + " bytes");
+  };
+  if (v.empty() || v.size() > 6 ||
+      v.find_first_not_of("0123456789") != std::string::npos)
+    throw bad("not a whole number of bytes");
+  const std::size_t n = std::stoul(v);
+  if (n < kMinSlotPadding) throw bad("less than one 64-byte cache line");
+  if (n > kMaxSlotPadding) throw bad("more than one 4096-byte page");
+  if (!IsValidSlotPadding(n)) throw bad("not a power of two");
+  return n;
 }
 
 }  // namespace
@@ -435,6 +459,9 @@ Options ParseOptions(int argc, char** argv) {
                            std::to_string(kMaxEvidenceWindows));
         o.evidence_windows = n;
       }
+    } else if (TakeValue(a, "--padding", &v)) {
+      o.padding = ParsePadding(v);
+      o.padding_given = true;
     } else if (TakeValue(a, "--window", &v)) {
       o.window_s = ParseDurationSeconds(v, "--window", kMinWindowSeconds,
                                         kMaxWindowSeconds);

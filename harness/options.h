@@ -3,6 +3,7 @@
 // --benchmark_* flags passed through to Google Benchmark.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -69,6 +70,11 @@ struct Options {
   /// families (on: kDefaultEvidenceWindows; off: 0, which also turns the
   /// fault rows' sampling off). Timed windows never collect evidence.
   int evidence_windows = kDefaultEvidenceWindows;
+  /// --padding=BYTES: the distance between per-thread slots
+  /// (harness/padded_slots.h), a power of two from 64 to 4096; 128 unless
+  /// given (padding_given says whether it was).
+  std::size_t padding = 128;
+  bool padding_given = false;
   std::vector<std::string> argv;  ///< the full command line, for provenance
 };
 

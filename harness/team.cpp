@@ -31,7 +31,7 @@ ThreadTeam::ThreadTeam(const Topology* topo, std::vector<int> pus,
     : topo_(topo),
       pus_(std::move(pus)),
       counter_session_(counters),
-      slots_(new Slot[pus_.size()]) {
+      slots_(pus_.size()) {
   threads_.reserve(pus_.size());
   for (int i = 0; i < size(); ++i) {
     try {
@@ -176,7 +176,7 @@ WindowResult ThreadTeam::RunWindow(Workload& wl,
 
   std::unique_lock<std::mutex> lk(mu_);
   task_ = [this, &wl, &ctx, n](int i) {
-    Slot& s = slots_[i];
+    Slot& s = slots_[i];  // once, before the barrier and the window
     // Start barrier: every thread spins until all have arrived, so they leave
     // together.
     arrived_.fetch_add(1, std::memory_order_acq_rel);

@@ -18,6 +18,7 @@
 #include "harness/counters.h"
 #include "harness/cpu.h"
 #include "harness/family.h"
+#include "harness/padded_slots.h"
 #include "harness/topology.h"
 
 namespace lockline {
@@ -90,7 +91,9 @@ class ThreadTeam {
   std::pair<double, double> PingPong(int a, int b, uint64_t budget_ns);
 
  private:
-  struct alignas(kDestructiveLine) Slot {
+  /// One thread's window record, written by that thread in every window: a
+  /// slot of a PaddedSlots array (--padding apart).
+  struct alignas(kCacheLine) Slot {
     uint64_t ops = 0;
     uint64_t start_ns = 0, end_ns = 0;
     uint64_t cpu_ns = 0;
@@ -104,7 +107,7 @@ class ThreadTeam {
   std::vector<int> pus_;
   CounterSession* counter_session_;
   std::vector<std::thread> threads_;
-  std::unique_ptr<Slot[]> slots_;
+  PaddedSlots<Slot> slots_;
 
   std::mutex mu_;
   std::condition_variable cv_, done_cv_;

@@ -105,7 +105,10 @@ def read_document(path: str) -> Dict[str, Any]:
         raise ResultError(f"{path}: {err} (a result file holds at most {MAX_INT_DIGITS}-digit "
                           "integers)") from None
     except json.JSONDecodeError as err:
-        raise ResultError(f"{path}: not valid JSON ({err.msg} at line {err.lineno} column "
+        # Some of json's messages end in "at" ("Unterminated string starting at"): the
+        # position follows them without a second "at".
+        where = "" if err.msg.endswith(" at") else " at"
+        raise ResultError(f"{path}: not valid JSON ({err.msg}{where} line {err.lineno} column "
                           f"{err.colno})") from None
     except (RecursionError, ValueError) as err:
         raise ResultError(f"{path}: not valid JSON ({err})") from None

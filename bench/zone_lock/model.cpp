@@ -25,14 +25,15 @@ long PoolIndexOf(const Page* base, unsigned long nr, const Page* page) {
 
 void ReportZoneLock(PointReport& out, double window_seconds, uint64_t ops,
                     const LayoutFacts& layout,
-                    const std::vector<std::unique_ptr<PerThread>>& per_thread,
+                    const PaddedSlots<PerThread>& per_thread,
                     const std::vector<ZoneSnapshot>& zones, int batch, int high,
                     int burst, uint64_t work_ns) {
   const std::string& name = layout.name;
   out.layouts.push_back(name);
   Counters sum;
   std::vector<const LockStatThread*> stats;
-  for (const auto& t : per_thread) {
+  for (std::size_t i = 0; i < per_thread.size(); ++i) {
+    const PerThread* t = per_thread.get(i);
     stats.push_back(t ? &t->stat : nullptr);
     if (!t) continue;
     const Counters& c = t->c;
@@ -154,11 +155,11 @@ void ReportZoneLock(PointReport& out, double window_seconds, uint64_t ops,
 std::string VerifyZoneThreads(
     int zi, const Page* pages, unsigned long pool, long nr_free_stat,
     long free_pages, std::vector<uint8_t>& seen,
-    const std::vector<std::unique_ptr<PerThread>>& per_thread) {
+    const PaddedSlots<PerThread>& per_thread) {
   const std::string zn = "zone " + std::to_string(zi) + ": ";
   long diffs = 0;
   for (std::size_t t = 0; t < per_thread.size(); ++t) {
-    const PerThread* me = per_thread[t].get();
+    const PerThread* me = per_thread.get(t);
     if (!me || me->zone != zi) continue;
     const std::string who = zn + "thread " + std::to_string(t) + " ";
     long n = 0;

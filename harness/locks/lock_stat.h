@@ -45,10 +45,12 @@ inline constexpr int kWaitBuckets = 40;
 /// clock read.
 inline constexpr uint64_t kHoldSampleEvery = 64;
 
-/// One thread's statistics for one lock; own 128-byte lines so threads never
-/// share a line. Written only by its thread; read by the main thread after the
-/// windows (thread join or the harness's end barrier orders the reads).
-struct alignas(kDestructiveLine) LockStatThread {
+/// One thread's statistics for one lock, aligned to one line; it lives in its
+/// thread's slot of a PaddedSlots array (harness/padded_slots.h), whose
+/// --padding stride keeps threads off each other's lines. Written only by its
+/// thread; read by the main thread after the windows (thread join or the
+/// harness's end barrier orders the reads).
+struct alignas(kCacheLine) LockStatThread {
   uint64_t acquisitions = 0;  ///< successful lock() calls
   uint64_t contended = 0;     ///< acquisitions whose first try_lock failed
   uint64_t wait_ns = 0;       ///< summed wait of contended acquisitions, ns

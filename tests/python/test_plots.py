@@ -234,6 +234,16 @@ def test_bad_input_exits_2_with_one_line(tmp_path, capsys, content, message):
     assert err.count("\n") == 1 and "Traceback" not in err
 
 
+def test_json_position_is_said_once(tmp_path, capsys):
+    """json's "Unterminated string starting at" was followed by " at line ...": "starting at
+    at line" (issue 27 item 15)."""
+    path = write_json(tmp_path, "bad.json", '{"benchmarks": "abc')
+    assert plot.main([path, "-o", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert "Unterminated string starting at line 1 column 16" in err, err
+    assert "at at" not in err
+
+
 def test_bad_paths_and_family(tmp_path, capsys):
     assert plot.main([str(tmp_path / "missing"), "-o", str(tmp_path / "o")]) == 2
     assert "no such file or directory" in capsys.readouterr().err
