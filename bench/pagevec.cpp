@@ -89,6 +89,9 @@
 // add drain per S pages (Verify checks the acquisitions exactly).
 #include "bench/pagevec.h"
 
+#include <iterator>
+#include <string_view>
+
 namespace lockline {
 namespace pagevec_bench {
 
@@ -221,6 +224,18 @@ inline constexpr std::size_t kOffsets[] = {0, 8, 16, 24, 32, 40, 48, 56};
 inline constexpr const char* kPolicies[] = {"4lg", "sqrtlg"};
 inline constexpr const char* kLocks[] = {"ttas", "ticket", "qspinlock", "mcs",
                                          "pthread_mutex"};
+// The grid's locks are exactly the ones compiled (PagevecLocks,
+// bench/pagevec.h).
+template <LockAlgorithm... Ls>
+constexpr bool SameLocks(LockList<Ls...>) {
+  const std::string_view compiled[] = {Ls::kName...};
+  if (std::size(compiled) != std::size(kLocks)) return false;
+  for (std::size_t i = 0; i < std::size(kLocks); ++i)
+    if (compiled[i] != std::string_view(kLocks[i])) return false;
+  return true;
+}
+static_assert(SameLocks(PagevecLocks{}),
+              "kLocks and PagevecLocks must name the same locks in one order");
 inline constexpr const char* kWork[] = {"cal", "0"};
 inline constexpr const char* kZones[] = {"1", "per_numa"};
 /// The default suite's generic sizes under 2.6.9 (quick: 4).

@@ -55,4 +55,17 @@ bool WithLock(std::string_view name, F&& f) {
   return lock_table_detail::With(name, f, AllLocks{});
 }
 
+/// As WithLock, over the locks of `List` (a LockList) only: for a family whose
+/// lock axis is a subset of the table, so that only its locks are compiled.
+template <class List, class F>
+bool WithLockIn(std::string_view name, F&& f) {
+  return lock_table_detail::With(name, f, List{});
+}
+
+/// The kName of every lock of `List` (a LockList), in its order.
+template <LockAlgorithm... Ls>
+std::vector<std::string> LockNamesOf(LockList<Ls...>) {
+  return {std::string(Ls::kName)...};
+}
+
 }  // namespace lockline
