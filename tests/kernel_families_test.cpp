@@ -144,6 +144,32 @@ TEST(KernelZone, HighFractionIsRestoredOrNeedsRoot) {
   EXPECT_EQ(RestorePending(), 0);
 }
 
+// Issue 27 item 2: the value is re-read after the windows, and a row measured
+// while another process moved vm.percpu_pagelist_high_fraction says so
+// (before: the row claimed one setting it did not have).
+TEST(KernelZone, RowSaysWhenHighFractionMovedDuringWindows) {
+  const std::string before = ReadSmallFile(kernel_zone::kFractionPath);
+  if (before.empty()) GTEST_SKIP() << "no " << kernel_zone::kFractionPath;
+  if (geteuid() != 0) GTEST_SKIP() << "writing the sysctl needs root";
+  const std::string other = before.rfind("1024", 0) == 0 ? "2048" : "1024";
+  struct PutBack {  // whatever happens below, the machine is left as found
+    std::string value;
+    ~PutBack() { kernel_zone::WriteProc(kernel_zone::kFractionPath, value); }
+  } put_back{before};
+  kernel_zone::ZoneWorkload wl({"default", Tasks::kThreads}, 1);
+  testing::WorkloadDriver drv(wl, 1);
+  drv.Window(0.05);
+  // Another process (a second run, a tuning daemon) changes it now.
+  ASSERT_EQ(kernel_zone::WriteProc(kernel_zone::kFractionPath, other), "");
+  drv.Window(0.05);
+  drv.Teardown();
+  const PointReport report = drv.Report(drv.seconds(), drv.ops());
+  const std::string moved = report.details.value("high_fraction_moved", "");
+  EXPECT_NE(moved.find("another process changed it"), std::string::npos)
+      << report.details.dump();
+  EXPECT_NE(moved.find(other), std::string::npos) << moved;
+}
+
 // SIGTERM in the middle of a sweep point: the harness's handler puts
 // vm.percpu_pagelist_high_fraction back (harness/restore.h) before exiting.
 TEST(KernelZone, SigtermRestoresHighFraction) {
