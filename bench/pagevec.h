@@ -1,6 +1,6 @@
 // pagevec's model (bench/pagevec.cpp's top comment says what it follows, by
 // kernel version and function): the modelled LRU, the pagevec layouts and the
-// PagevecWorkload of every lock x layout. A header so that the 7 locks x 6
+// PagevecWorkload of every lock x layout. A header so that the 5 locks x 6
 // layouts compile in bench/pagevec/*.cpp in parallel on a small CI runner's
 // cores, and tests/pagevec_test.cpp links the same objects (issue 28).
 #pragma once
@@ -1430,7 +1430,7 @@ inline constexpr NamedLayout kNamedLayouts[] = {
 
 /// Creates the workload for lock L x `layout` ("" = the generic 5.x header).
 /// Throws std::invalid_argument for an unknown layout. Explicitly instantiated
-/// once per lock in bench/pagevec/*.cpp, so the 42 lock x layout workloads
+/// once per lock in bench/pagevec/*.cpp, so the 30 lock x layout workloads
 /// compile in three units in parallel (issue 28) instead of one.
 template <LockAlgorithm L>
 std::unique_ptr<Workload> MakePagevecWorkloadFor(const PointEnv& env,
