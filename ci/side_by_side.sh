@@ -103,10 +103,13 @@ if [[ ",$families," == *,kernel_zone,* ]]; then
     --benchmark_filter='^kernel_zone/batch:2xhigh/high_fraction:default/tasks:threads/threads:1$' \
     --out="$work/zone-size" >"$work/zone-size.log" 2>&1 || true
   zone_pages=$(/usr/bin/python3 -c '
-import json, sys
-for b in json.load(open(sys.argv[1]))["benchmarks"]:
+import sys
+sys.path.insert(0, sys.argv[1])
+from lockline_results import read_document
+for b in read_document(sys.argv[2])["benchmarks"]:
     if b.get("batch_pages"):
-        print(int(b["batch_pages"])); break' "$work/zone-size/lockline.json" 2>/dev/null || true)
+        print(int(b["batch_pages"])); break' "$root/plots" "$work/zone-size/lockline.json" \
+    2>/dev/null || true)
   [[ -n "$zone_pages" ]] || {
     echo "side_by_side.sh: error: could not read kernel_zone's batch_pages" \
       "(see $work/zone-size.log)" >&2
@@ -155,15 +158,17 @@ for round in $(seq 1 "$rounds"); do
   done
 done
 
-/usr/bin/python3 - "$raw" <<'PY'
-import json, statistics, sys
+/usr/bin/python3 - "$raw" "$root/plots" <<'PY'
+import statistics, sys
+sys.path.insert(0, sys.argv[2])
+from lockline_results import read_document  # the one reader of result files
 
 rows = {}
 for line in open(sys.argv[1]):
     rnd, mode, n, before, after, path, zbefore, zafter = line.rstrip("\n").split("\t")
     pf128 = (float(before) + float(after)) / 2
     pfzone = (float(zbefore) + float(zafter)) / 2 if zbefore and zafter else None
-    res = json.load(open(path))
+    res = read_document(path)
     per_key = {}
     for b in res["benchmarks"]:
         if b.get("run_type", "iteration") != "iteration" or b.get("error_message"):
