@@ -150,7 +150,7 @@ if [[ "${REHEARSAL_NO_INSTALL:-0}" != 1 ]]; then
   LOCKLINE_WITH_REHEARSAL=1 timeout 900 bash ci/install_deps.sh
 fi
 if [[ ! -x "$LOCKLINE" ]]; then
-  timeout 1200 cmake -S . -B "$BUILD" -DLOCKLINE_WERROR=ON -DLOCKLINE_BUILD_TESTS=ON >/dev/null
+  timeout 1200 bash ci/configure.sh "$BUILD" >/dev/null
   timeout 1800 cmake --build "$BUILD" -j"$(nproc)" --target lockline
 fi
 KERNEL=${KERNEL:-$(ls -1 /boot/vmlinuz-* 2>/dev/null | sort -V | tail -n1)}

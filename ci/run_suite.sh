@@ -9,11 +9,7 @@ bash ci/install_deps.sh
 build=${LOCKLINE_BUILD_DIR:-build}
 # Same configuration as ci/test.sh, so the two README commands share one build; only the
 # benchmark binary is built here (the tests are ci/test.sh's business).
-# Ninja for a new build directory: it compiles the families while the harness library is still
-# compiling, where Make finishes one target before starting the next (issue 28: the first build).
-gen=()
-if [[ ! -f "$build/CMakeCache.txt" ]] && command -v ninja >/dev/null; then gen=(-G Ninja); fi
-cmake -S . -B "$build" "${gen[@]}" -DLOCKLINE_WERROR=ON -DLOCKLINE_BUILD_TESTS=ON >/dev/null
+bash ci/configure.sh "$build" >/dev/null
 cmake --build "$build" -j"$(nproc)" --target lockline
 out="results/$(hostname)-$(date -u +%Y%m%dT%H%M%SZ)"
 for arg in "$@"; do

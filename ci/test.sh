@@ -12,11 +12,7 @@ rehearsal=${LOCKLINE_REHEARSAL:-1}
 LOCKLINE_WITH_TEST_EXTRAS=1 LOCKLINE_WITH_REHEARSAL=$rehearsal bash ci/install_deps.sh
 build=${LOCKLINE_BUILD_DIR:-build}
 jobs=$(nproc)
-# Ninja for a new build directory: it compiles the families while the harness library is still
-# compiling, where Make finishes one target before starting the next (issue 28: the first build).
-gen=()
-if [[ ! -f "$build/CMakeCache.txt" ]] && command -v ninja >/dev/null; then gen=(-G Ninja); fi
-cmake -S . -B "$build" "${gen[@]}" -DLOCKLINE_WERROR=ON -DLOCKLINE_BUILD_TESTS=ON
+bash ci/configure.sh "$build"
 cmake --build "$build" -j"$jobs"
 status=0
 ctest --test-dir "$build" --output-on-failure --timeout 900 -j"$jobs" || status=$?
