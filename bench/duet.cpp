@@ -35,8 +35,12 @@ constexpr int kWarmupPairs = 1;
 /// all other parameters equal; one duet per value of `group_by` (e.g. per lock
 /// kind), each the candidate matching most of `prefer`. Mirrors
 /// plots/verdicts.py COMPARISONS (which chooses the rows a verdict compares);
-/// `threads_min`: at the variant's smallest thread count only (the question is
-/// asked of one thread), else at every thread count of the run.
+/// `threads`: the thread counts the duet runs, the verdict's own (kMin: the
+/// variant's smallest, the question asked of one thread; kMax: its largest,
+/// the contended end verdicts.py compares) or every thread count of the run
+/// (kAll: A/A rows, figures).
+enum class DuetThreads { kAll, kMin, kMax };
+
 struct DuetSpec {
   const char* question;
   const char* family;
@@ -45,50 +49,55 @@ struct DuetSpec {
   const char* b;
   std::vector<std::pair<std::string, std::string>> prefer;
   std::vector<std::string> group_by = {};
-  bool threads_min = false;
+  DuetThreads threads = DuetThreads::kAll;
   /// kDefault: in the default suite (the questions' answers the report gives
   /// from pairs); kFull: measured with --full (or a filter) only.
   Suite suite = Suite::kFull;
 };
 
 const std::vector<DuetSpec>& Specs() {
+  // The 2004 and 2020 pagevec rows (verdicts.py PV_2004 / PV_2020): each era's
+  // kernel, release path and lock; one duet per work_ns (cal, and the
+  // labelled saturated 0) as the verdicts group them.
+  const std::vector<std::pair<std::string, std::string>> pv2004 = {
+      {"kernel", "2.6.9"}, {"release", "unmap"}, {"scanner", "off"},
+      {"lock", "ttas"},    {"policy", "fixed"},  {"mode", "deferred"}};
+  const std::vector<std::pair<std::string, std::string>> pv2020 = {
+      {"kernel", "5.8"},     {"release", "none"}, {"scanner", "on"},
+      {"lock", "qspinlock"}, {"policy", "fixed"}, {"mode", "deferred"}};
+  const auto with = [](std::vector<std::pair<std::string, std::string>> base,
+                       std::vector<std::pair<std::string, std::string>> more) {
+    base.insert(base.end(), more.begin(), more.end());
+    return base;
+  };
   static const std::vector<DuetSpec> specs = {
       {"000",
        "pagevec",
        "slots",
        "16",
        "15",
-       {{"kernel", "2.6.9"},
-        {"release", "unmap"},
-        {"lock", "ttas"},
-        {"scanner", "off"},
-        {"offset", "0"},
-        {"policy", "fixed"},
-        {"mode", "deferred"}}},
+       with(pv2004, {{"offset", "0"}}),
+       {"work_ns"},
+       DuetThreads::kMax,
+       Suite::kDefault},
       {"000",
        "pagevec",
-       "slots",
-       "16",
-       "14",
-       {{"kernel", "2.6.9"},
-        {"release", "unmap"},
-        {"lock", "ttas"},
-        {"scanner", "off"},
-        {"offset", "0"},
-        {"policy", "fixed"},
-        {"mode", "deferred"}}},
+       "layout",
+       "pagevec_v2_6_9",
+       "pagevec_v2_6_10",
+       with(pv2004, {{"offset", "0"}}),
+       {"work_ns"},
+       DuetThreads::kMax,
+       Suite::kDefault},
       {"000",
        "pagevec",
        "offset",
        "0",
        "8",
-       {{"kernel", "2.6.9"},
-        {"release", "unmap"},
-        {"lock", "ttas"},
-        {"scanner", "off"},
-        {"slots", "16"},
-        {"policy", "fixed"},
-        {"mode", "deferred"}}},
+       with(pv2004, {{"slots", "16"}, {"work_ns", "0"}}),
+       {},
+       DuetThreads::kMax,
+       Suite::kDefault},
       // 2015 is answered by the ticket lock of 4.0 (default suite); the other
       // locks are what-ifs (suite full).
       {"001",
@@ -102,7 +111,7 @@ const std::vector<DuetSpec>& Specs() {
         {"line", "64"},
         {"zones", "per_numa"}},
        {},
-       false,
+       DuetThreads::kMax,
        Suite::kDefault},
       {"001",
        "zone_lock",
@@ -121,20 +130,17 @@ const std::vector<DuetSpec>& Specs() {
        "fastpath",
        {{"on_lru_pct", "0"}, {"free_cpu", "same"}, {"lock", "ttas"}},
        {},
-       true,
+       DuetThreads::kMin,
        Suite::kDefault},
       {"003",
        "pagevec",
        "slots",
        "15",
        "31",
-       {{"kernel", "5.8"},
-        {"release", "none"},
-        {"lock", "qspinlock"},
-        {"scanner", "on"},
-        {"offset", "0"},
-        {"policy", "fixed"},
-        {"mode", "deferred"}}},
+       with(pv2020, {{"offset", "0"}}),
+       {"work_ns"},
+       DuetThreads::kMax,
+       Suite::kDefault},
       {"004",
        "prezero",
        "mode",
@@ -142,7 +148,7 @@ const std::vector<DuetSpec>& Specs() {
        "prezeroed_busy",
        {{"method", "memset"}},
        {},
-       true},
+       DuetThreads::kMin},
       // A/A: the same variant on both sides (suite full), for the false
       // effect rate of the paired method across families and thread counts.
       {"aa",
@@ -158,7 +164,7 @@ const std::vector<DuetSpec>& Specs() {
        "lock_after_free_area",
        {{"pcp_batch", "31"}, {"config", "cma"}, {"lock", "ticket"}},
        {},
-       false,
+       DuetThreads::kAll,
        Suite::kFull},
       {"aa",
        "page_free",
@@ -167,7 +173,7 @@ const std::vector<DuetSpec>& Specs() {
        "atomic",
        {{"on_lru_pct", "0"}, {"free_cpu", "same"}},
        {},
-       false,
+       DuetThreads::kAll,
        Suite::kFull},
       {"aa",
        "locks",
@@ -176,7 +182,7 @@ const std::vector<DuetSpec>& Specs() {
        "ticket",
        {{"cs", "0"}, {"stats", "off"}},
        {},
-       false,
+       DuetThreads::kAll,
        Suite::kFull},
   };
   return specs;
@@ -214,10 +220,13 @@ Variant MakeDuet(const DuetSpec& spec, const Variant& a, const Variant& b,
                   spec.question + ": " + spec.param + ":" + spec.b + " vs " +
                   spec.param + ":" + spec.a + " alternating window by window" +
                   " on one thread team; A = " + a.description;
-  if (spec.threads_min) {
+  if (spec.threads == DuetThreads::kMin) {
     d.threads = {a.threads.empty()
                      ? 1
                      : *std::min_element(a.threads.begin(), a.threads.end())};
+  } else if (spec.threads == DuetThreads::kMax) {
+    d.threads = a.threads;
+    d.largest_thread_count_only = true;
   } else {
     d.threads = a.threads;
   }

@@ -135,6 +135,9 @@ struct Variant {
   std::string description;
   std::function<std::unique_ptr<Workload>(const PointEnv&)> make;
   std::vector<int> threads;  ///< empty: the run's --threads list
+  /// Of those thread counts (`threads`, or the run's list), run the largest
+  /// only: a paired comparison asked at the contended end (bench/duet.cpp).
+  bool largest_thread_count_only = false;
   bool needs_spare_pu =
       false;  ///< the workload starts one helper thread on a PU of its own
   int windows =

@@ -137,7 +137,9 @@ void BuildPoints(RunState& run) {
   // --list needs no plans at all.
   std::map<int, ThreadPlan> plans;
   for (const auto& [family, v] : run.variants_storage) {
-    const std::vector<int>& counts = v.threads.empty() ? run.counts : v.threads;
+    std::vector<int> counts = v.threads.empty() ? run.counts : v.threads;
+    if (v.largest_thread_count_only && !counts.empty())
+      counts = {*std::max_element(counts.begin(), counts.end())};
     for (int n : counts) {
       Point p;
       p.family = family;
