@@ -10,7 +10,8 @@
 //     quick and full): allocations and frees in a loop, with `idle_us` of sleep
 //     between allocations or none, and a zeroer on its own PU.
 // Helper threads are placed by harness/helpers.h (own core, the measured
-// threads' NUMA node, never an SMT sibling of a measured thread) and rows
+// threads' NUMA node, never an SMT sibling of a measured thread; the burst
+// protocol's idle-CPU zeroers one per NUMA node, NodeZeroerPlaces) and rows
 // record helper_pu / helper_core / helper_numa. Contention regime: the pool
 // lock (PoolLock: zone->lock, a spinlock), held only to pop / push. Not
 // measured: the kernel's buddy allocator and fault path (see the `fault`
@@ -828,6 +829,10 @@ class BurstWorkload : public Workload {
     d["helper_pu"] = cols.pu;
     d["helper_core"] = cols.core;
     d["helper_numa"] = cols.numa;
+    std::vector<std::string> notes;
+    for (const HelperPlace& h : places_)
+      if (!h.reason.empty()) notes.push_back(h.reason);
+    if (!notes.empty()) d["helper_note"] = notes;  // one per noted helper
     d["zeroer_on_measured_pus"] = on_measured_;
     d["zeroers"] = zeroer_ == Zeroer::kNone ? 0 : places_.size();
     d["pool_lock"] = PoolLock::kName;
