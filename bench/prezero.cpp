@@ -829,10 +829,12 @@ class BurstWorkload : public Workload {
     d["helper_pu"] = cols.pu;
     d["helper_core"] = cols.core;
     d["helper_numa"] = cols.numa;
-    std::vector<std::string> notes;
-    for (const HelperPlace& h : places_)
-      if (!h.reason.empty()) notes.push_back(h.reason);
-    if (!notes.empty()) d["helper_note"] = notes;  // one per noted helper
+    std::string notes;  // helper_note: a string, as on every helper row
+    for (std::size_t i = 0; i < places_.size(); ++i)
+      if (!places_[i].reason.empty())
+        notes += (notes.empty() ? "" : "; ") + std::string("zeroer ") +
+                 std::to_string(i) + ": " + places_[i].reason;
+    if (!notes.empty()) d["helper_note"] = notes;
     d["zeroer_on_measured_pus"] = on_measured_;
     d["zeroers"] = zeroer_ == Zeroer::kNone ? 0 : places_.size();
     d["pool_lock"] = PoolLock::kName;
