@@ -10,10 +10,12 @@
 //     quick and full): allocations and frees in a loop, with `idle_us` of sleep
 //     between allocations or none, and a zeroer on its own PU.
 // Helper threads are placed by harness/helpers.h (own core, the measured
-// threads' NUMA node, never an SMT sibling of a measured thread) and rows
+// threads' NUMA node, never an SMT sibling of a measured thread; the burst
+// protocol's idle-CPU zeroers one per NUMA node, NodeZeroerPlaces) and rows
 // record helper_pu / helper_core / helper_numa. Contention regime: the pool
-// lock, held only to pop / push. Not measured: the kernel's buddy allocator
-// and fault path (see the `fault` family).
+// lock (PoolLock: zone->lock, a spinlock), held only to pop / push. Not
+// measured: the kernel's buddy allocator and fault path (see the `fault`
+// family).
 #include <benchmark/benchmark.h>
 #include <pthread.h>
 #include <sched.h>
@@ -25,6 +27,7 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -32,6 +35,7 @@
 #include "harness/cpu.h"
 #include "harness/family.h"
 #include "harness/helpers.h"
+#include "harness/locks/tas_lock.h"
 #include "harness/padded_slots.h"
 #include "harness/zeroing.h"
 
@@ -49,6 +53,67 @@ inline constexpr std::size_t kZeroerBatch = 16;
 /// detectable.
 inline constexpr uint8_t kDirtyByte = 0x5a;
 
+/// The pool lock of both protocols: zone->lock, a spinlock. 2.6.9 / 2.6.10 on
+/// x86 (the kernels of the 2004 thread) took it with spin_lock, a
+/// test-and-test-and-set byte lock: TtasLock (harness/locks/tas_lock.h, row
+/// name `ttas`). Held only to pop / push a few pointers, as the kernel holds
+/// zone->lock only to unlink / link pages.
+///
+/// One difference the model needs: the kernel's holder cannot be preempted
+/// (spin_lock disables preemption), a user-space one can. An allocating thread
+/// sharing its PU with a SCHED_IDLE zeroer (SetSharesPuWithZeroer) would spin
+/// forever on a lock that zeroer holds while it waits for that very PU, so such
+/// a thread, after kSpinsBeforeSleep failed tries, sleeps 1 us per retry; the
+/// zeroer runs, finishes its few-pointer critical section and releases. Every
+/// other thread spins as the harness set it (harness/locks/spin_wait.h).
+class PoolLock {
+ public:
+  static constexpr const char* kName = TtasLock::kName;
+  static constexpr const char* kStandsFor =
+      "zone->lock: 2.6.9/2.6.10 x86 spin_lock, a test-and-test-and-set byte "
+      "lock (harness/locks/tas_lock.h TtasLock)";
+  static constexpr uint32_t kSpinsBeforeSleep = 1024;
+
+  void lock() {
+    if (!shares_pu_with_zeroer()) {
+      lock_.lock();
+      return;
+    }
+    uint32_t tries = 0;
+    while (!lock_.try_lock()) {
+      if (++tries < kSpinsBeforeSleep) {
+        CpuRelax();
+      } else {
+        std::this_thread::sleep_for(std::chrono::microseconds(1));
+      }
+    }
+  }
+  bool try_lock() { return lock_.try_lock(); }
+  void unlock() { lock_.unlock(); }
+
+  /// Marks the calling thread as sharing its PU with a SCHED_IDLE zeroer
+  /// (see the class comment); returns the previous value.
+  static bool SetSharesPuWithZeroer(bool shares) {
+    const bool old = shares_pu_with_zeroer();
+    shares_pu_with_zeroer() = shares;
+    return old;
+  }
+
+ private:
+  static bool& shares_pu_with_zeroer() {
+    static thread_local bool shares = false;
+    return shares;
+  }
+  TtasLock lock_;
+};
+
+/// Every allocating thread of a point: what they write into each page they are
+/// handed. The steady-state modes write every cache line (DirtyPage); the 2004
+/// argument assumed a fault touches few lines of its new page.
+inline constexpr const char* kTouchesAllLines =
+    "all 64 lines of each page: the case the 2004 author excluded (his "
+    "argument assumed a fault touches few lines of the new page)";
+
 enum class Mode { kZeroOnAlloc, kPrezeroedIdle, kPrezeroedBusy };
 
 inline const char* ModeName(Mode m) {
@@ -65,8 +130,8 @@ inline const char* ModeName(Mode m) {
 
 /// The page pool: a dirty stack (freed pages) and a zeroed stack (pages the
 /// zeroer cleaned), both LIFO so recently used pages are reused first, under
-/// one mutex held only to pop or push. Invariant (when no thread holds a page):
-/// dirty + zeroed == pages.
+/// one PoolLock (zone->lock, a spinlock) held only to pop or push. Invariant
+/// (when no thread holds a page): dirty + zeroed == pages.
 class PagePool {
  public:
   /// Maps `pages` pages, fills them with kDirtyByte and puts them all on the
@@ -90,7 +155,7 @@ class PagePool {
   /// else a dirty one the caller must zero; nullptr when both stacks are empty
   /// (every page is held).
   char* Take(bool* prezeroed) {
-    std::lock_guard<std::mutex> g(mu_);
+    std::lock_guard<PoolLock> g(mu_);
     *prezeroed = !zeroed_.empty();
     auto& from = *prezeroed ? zeroed_ : dirty_;
     if (from.empty()) return nullptr;
@@ -101,7 +166,7 @@ class PagePool {
   }
   /// Returns a used (dirty) page.
   void Free(char* page) {
-    std::lock_guard<std::mutex> g(mu_);
+    std::lock_guard<PoolLock> g(mu_);
     dirty_.push_back(page);
     dirty_hint_.store(dirty_.size(), std::memory_order_relaxed);
   }
@@ -111,7 +176,7 @@ class PagePool {
   /// does not take the allocators' lock.
   std::size_t TakeDirty(char** out, std::size_t max) {
     if (dirty_hint_.load(std::memory_order_relaxed) == 0) return 0;
-    std::lock_guard<std::mutex> g(mu_);
+    std::lock_guard<PoolLock> g(mu_);
     std::size_t n = 0;
     while (n < max && !dirty_.empty()) {
       out[n++] = dirty_.back();
@@ -122,15 +187,15 @@ class PagePool {
   }
   /// Puts `n` cleaned pages on the zeroed stack.
   void PutZeroed(char* const* pages, std::size_t n) {
-    std::lock_guard<std::mutex> g(mu_);
+    std::lock_guard<PoolLock> g(mu_);
     for (std::size_t i = 0; i < n; ++i) zeroed_.push_back(pages[i]);
   }
   std::size_t dirty_count() {
-    std::lock_guard<std::mutex> g(mu_);
+    std::lock_guard<PoolLock> g(mu_);
     return dirty_.size();
   }
   std::size_t zeroed_count() {
-    std::lock_guard<std::mutex> g(mu_);
+    std::lock_guard<PoolLock> g(mu_);
     return zeroed_.size();
   }
   std::size_t pages() const { return pages_; }
@@ -140,7 +205,7 @@ class PagePool {
   }
 
  private:
-  std::mutex mu_;
+  PoolLock mu_;
   std::vector<char*> dirty_, zeroed_;
   std::atomic<std::size_t> dirty_hint_{
       0};  // dirty_.size() as of the last change (a hint)
@@ -212,6 +277,9 @@ class PrezeroWorkload : public Workload {
                      const std::atomic<bool>& stop) override {
     if (!unsupported_.empty()) return 0;
     AllocCounts& c = counts_[ctx.index];  // once, outside the loop
+    // A zeroer sharing a measured PU (--oversubscribe) runs at SCHED_IDLE: see
+    // PoolLock.
+    const bool was_shared = PoolLock::SetSharesPuWithZeroer(zeroer_shares_pu_);
     active_.fetch_add(1, std::memory_order_acq_rel);
     uint64_t ops = 0;
     while (!stop.load(std::memory_order_relaxed)) {
@@ -243,6 +311,7 @@ class PrezeroWorkload : public Workload {
       }
     }
     active_.fetch_sub(1, std::memory_order_acq_rel);
+    PoolLock::SetSharesPuWithZeroer(was_shared);
     c.allocs += ops;
     return ops;
   }
@@ -270,6 +339,9 @@ class PrezeroWorkload : public Workload {
     d["method_native"] = FillMethodIsNative(method_);
     d["idle_us"] = idle_us_;
     d["pool_pages"] = kPoolPages;
+    d["pool_lock"] = PoolLock::kName;
+    d["pool_lock_stands_for"] = PoolLock::kStandsFor;
+    d["touches"] = kTouchesAllLines;
     d["allocs"] = t.allocs;
     d["prezeroed"] = t.prezeroed;
     d["self_zeroed"] = t.self_zeroed;
@@ -436,15 +508,20 @@ class PrezeroWorkload : public Workload {
 //     page is checked zero, touched and held (a burst of faults keeps its
 //     memory).
 // allocs/s therefore falls towards the zero-on-alloc rate (zeroer:none) once B
-// exceeds what the pool held. Who zeroes: zeroer:idle_cpus, SCHED_IDLE threads
-// on every measured PU (they run only while the measured thread sleeps: the
-// idle period) and on every spare PU meeting the helper rule; nothing is
-// zeroed where every PU is busy. zeroer:engine, one dedicated helper thread
-// (the Altix block-transfer engine analogue) at normal priority on a spare PU
-// meeting the helper rule, zeroing only whole order-4 blocks with non-temporal
-// stores (they bypass the caches as a DMA engine's writes do). Not modelled:
-// the engine's own bandwidth and setup cost, the buddy allocator's merging
-// (freed pages are not re-merged: one burst per point).
+// exceeds what the pool held. Who zeroes: zeroer:idle_cpus, one SCHED_IDLE
+// thread per NUMA node of the measured threads (scrubd's shape: one kernel
+// thread per node on its most idle CPU), on a spare PU of the node by the
+// helper rule, else sharing the node's least-loaded measured PU (it then runs
+// only while that PU's measured thread sleeps: the idle period); nothing is
+// zeroed where every PU is busy. protocol:busy (Holt's objection, a busy
+// machine) runs an allocating thread on every usable PU of the run (all but
+// one under zeroer:engine, whose thread stands for the engine). zeroer:engine,
+// one dedicated helper thread (the Altix block-transfer engine analogue) at
+// normal priority on a spare PU meeting the helper rule, zeroing only whole
+// order-4 blocks with non-temporal stores (they bypass the caches as a DMA
+// engine's writes do). Not modelled: the engine's own bandwidth and setup cost,
+// the buddy allocator's merging (freed pages are not re-merged: one burst per
+// point).
 
 /// Pages per order-4 block (the engine zeroes only whole blocks).
 inline constexpr std::size_t kBlockPages = 16;
@@ -472,8 +549,9 @@ inline const char* ZeroerName(Zeroer z) {
 
 /// Free memory of the burst protocol: intact dirty order-4 blocks, dirty
 /// pages of split blocks, and the pre-zeroed pool (at most `cap` pages), under
-/// one mutex (zone->lock). Invariant: 16 x blocks + partial + zeroed + pages
-/// held by allocators + pages being zeroed == pages().
+/// one PoolLock (zone->lock, a ttas spinlock as 2.6.9's spin_lock). Invariant:
+/// 16 x blocks + partial + zeroed + pages held by allocators + pages being
+/// zeroed == pages().
 class BurstPool {
  public:
   /// Maps `pages` (rounded up to whole blocks) dirty pages; the pre-zeroed
@@ -500,7 +578,7 @@ class BurstPool {
   /// else a dirty one (splitting a block when no split block has pages left);
   /// nullptr when every page is held or being zeroed.
   char* Take(bool* prezeroed) {
-    std::lock_guard<std::mutex> g(mu_);
+    std::lock_guard<PoolLock> g(mu_);
     *prezeroed = !zeroed_.empty();
     if (*prezeroed) return Pop(zeroed_);
     if (partial_.empty()) {
@@ -516,7 +594,7 @@ class BurstPool {
   /// (with pages being zeroed) is below its cap. `whole_blocks`: only an intact
   /// order-4 block (the engine). Returns how many.
   std::size_t TakeDirty(char** out, bool whole_blocks) {
-    std::lock_guard<std::mutex> g(mu_);
+    std::lock_guard<PoolLock> g(mu_);
     const std::size_t have = zeroed_.size() + zeroing_;
     if (have >= cap_) return 0;
     const std::size_t room = std::min(cap_ - have, kBlockPages);
@@ -541,24 +619,24 @@ class BurstPool {
   }
   /// Puts `n` pages a zeroer cleaned into the pre-zeroed pool.
   void PutZeroed(char* const* pages, std::size_t n) {
-    std::lock_guard<std::mutex> g(mu_);
+    std::lock_guard<PoolLock> g(mu_);
     for (std::size_t i = 0; i < n; ++i) zeroed_.push_back(pages[i]);
     zeroing_ -= n;
   }
   /// Returns a used page (dirty).
   void Free(char* page) {
-    std::lock_guard<std::mutex> g(mu_);
+    std::lock_guard<PoolLock> g(mu_);
     partial_.push_back(page);
   }
   /// Free pages (dirty blocks, dirty split pages, pre-zeroed) and pages being
   /// zeroed.
   std::size_t free_pages() {
-    std::lock_guard<std::mutex> g(mu_);
+    std::lock_guard<PoolLock> g(mu_);
     return blocks_.size() * kBlockPages + partial_.size() + zeroed_.size() +
            zeroing_;
   }
   std::size_t zeroed_count() {
-    std::lock_guard<std::mutex> g(mu_);
+    std::lock_guard<PoolLock> g(mu_);
     return zeroed_.size();
   }
   std::size_t pages() const { return pages_; }
@@ -573,12 +651,55 @@ class BurstPool {
     v.pop_back();
     return p;
   }
-  std::mutex mu_;
+  PoolLock mu_;
   std::vector<char*> blocks_, partial_, zeroed_;
   std::size_t zeroing_ = 0;
   char* base_ = nullptr;
   std::size_t pages_, cap_;
 };
+
+/// The zeroer:idle_cpus places: one zeroer per NUMA node of the measured
+/// threads (in plan order), the shape of the 2004 scrubd patch (one kernel
+/// thread per node, run on the node's most idle CPU). Within each node, the
+/// helper rule (harness/helpers.h PlaceHelpers on that node's PUs): a spare PU
+/// on a core of its own; with none (every PU of the node measured), the node's
+/// least-loaded measured PU (fewest measured threads; the last in plan order
+/// among equals), shared at SCHED_IDLE (reason says so). Measured PUs of
+/// unknown node (-1) count as one node. Never throws.
+inline std::vector<HelperPlace> NodeZeroerPlaces(
+    const std::vector<PuInfo>& usable, const ThreadPlan& plan) {
+  std::vector<int> nodes;
+  for (const PuInfo& pu : plan.pus)
+    if (std::find(nodes.begin(), nodes.end(), pu.numa) == nodes.end())
+      nodes.push_back(pu.numa);
+  std::vector<HelperPlace> out;
+  for (int node : nodes) {
+    std::vector<PuInfo> mine;
+    for (const PuInfo& pu : usable)
+      if (pu.numa == node) mine.push_back(pu);
+    std::vector<HelperPlace> spare = PlaceHelpers(mine, plan, 1);
+    if (!spare.empty() && spare.front().numa == node) {
+      out.push_back(spare.front());
+      continue;
+    }
+    const PuInfo* least = nullptr;
+    int least_load = 0;
+    for (const PuInfo& pu : plan.pus) {
+      if (pu.numa != node) continue;
+      int load = 0;
+      for (const PuInfo& q : plan.pus) load += q.os_index == pu.os_index;
+      if (least == nullptr || load <= least_load) {
+        least = &pu;
+        least_load = load;
+      }
+    }
+    if (least == nullptr) continue;  // not reached: the node is measured
+    out.push_back({least->os_index, least->core, least->numa, false,
+                   "SCHED_IDLE on the node's least-loaded measured PU (no "
+                   "spare PU on the node)"});
+  }
+  return out;
+}
 
 /// One burst point: see the section comment.
 class BurstWorkload : public Workload {
@@ -639,11 +760,21 @@ class BurstWorkload : public Workload {
         (static_cast<std::size_t>(ctx.index) < burst_ % threads_ ? 1 : 0);
     std::vector<char*>& held = held_[ctx.index];
     held.reserve(share);
+    // A SCHED_IDLE zeroer on this thread's PU (or, unbound, on any PU: tests)
+    // must get the PU to release the pool lock: see PoolLock.
+    const bool was_shared = PoolLock::SetSharesPuWithZeroer(
+        on_measured_ && (ctx.pu < 0 || shared_pus_.count(ctx.pu) > 0));
+    uint32_t misses = 0;
     while (held.size() < share) {
       bool prezeroed = false;
       char* page = pool_->Take(&prezeroed);
       if (page == nullptr) {  // the rest is being zeroed: wait for it
-        CpuRelax();
+        // (sleeping once the wait is long: the zeroer may need this PU)
+        if (++misses < PoolLock::kSpinsBeforeSleep) {
+          CpuRelax();
+        } else {
+          std::this_thread::sleep_for(std::chrono::microseconds(1));
+        }
         continue;
       }
       if (!prezeroed) ZeroWith(ZeroMethod::kRepStosb, page, kPage);
@@ -654,6 +785,7 @@ class BurstWorkload : public Workload {
       benchmark::ClobberMemory();
       held.push_back(page);
     }
+    PoolLock::SetSharesPuWithZeroer(was_shared);
     c.allocs += held.size();
     return held.size();
   }
@@ -697,15 +829,43 @@ class BurstWorkload : public Workload {
     d["helper_pu"] = cols.pu;
     d["helper_core"] = cols.core;
     d["helper_numa"] = cols.numa;
+    std::string notes;  // helper_note: a string, as on every helper row
+    for (std::size_t i = 0; i < places_.size(); ++i)
+      if (!places_[i].reason.empty())
+        notes += (notes.empty() ? "" : "; ") + std::string("zeroer ") +
+                 std::to_string(i) + ": " + places_[i].reason;
+    if (!notes.empty()) d["helper_note"] = notes;
     d["zeroer_on_measured_pus"] = on_measured_;
+    d["zeroers"] = zeroer_ == Zeroer::kNone ? 0 : places_.size();
+    d["pool_lock"] = PoolLock::kName;
+    d["pool_lock_stands_for"] = PoolLock::kStandsFor;
+    // Busy PUs: every allocating thread runs its share of the burst without
+    // sleeping (under protocol:busy from the start; under idle_burst after the
+    // idle period, in which they sleep).
+    const int usable =
+        env_.topology != nullptr
+            ? static_cast<int>(env_.topology->usable_pus().size())
+            : -1;
+    d["busy_pus"] = threads_;
+    d["usable_pus"] = usable;
+    if (protocol_ == Protocol::kBusy) {
+      d["busy_note"] =
+          zeroer_ == Zeroer::kEngine
+              ? "every usable PU but the engine's runs an allocating thread "
+                "(the engine thread stands for the block-transfer engine, "
+                "hardware beside the CPUs)"
+              : "every usable PU runs an allocating thread: the idle-CPU "
+                "zeroers get only the CPU time the allocators leave";
+    }
     d["zeroer_policy"] =
         zeroer_ == Zeroer::kNone ? "no zeroer: every page zeroed on allocation"
         : zeroer_ == Zeroer::kEngine
             ? "dedicated helper at normal priority on a spare PU (own core, "
               "same NUMA node), whole order-4 blocks only, non-temporal stores"
-            : "SCHED_IDLE on every measured PU (runs only while its measured "
-              "thread sleeps) and on every spare PU meeting the helper rule; "
-              "16-page batches, rep stosb";
+            : "one SCHED_IDLE zeroer per NUMA node of the measured threads "
+              "(scrubd's shape): on a spare PU of the node by the helper rule, "
+              "else sharing the node's least-loaded measured PU (runs only "
+              "while its thread sleeps); 16-page batches, rep stosb";
     d["note"] =
         "allocs_per_s is the burst alone (the idle period is in Prepare, not "
         "the window); it falls towards zeroer:none's rate once burst_pages "
@@ -760,39 +920,40 @@ class BurstWorkload : public Workload {
  private:
   AllocCounts Totals() const { return SumCounts(counts_); }
 
-  // Engine: one helper place. idle_cpus: the measured PUs (SCHED_IDLE) plus
-  // every helper place. Without a host topology (tests): unbound threads, one
-  // engine or one idle zeroer per measured thread plus one.
+  // Engine: one helper place by the helper rule. idle_cpus: one zeroer per
+  // NUMA node of the measured threads (NodeZeroerPlaces). Without a topology
+  // and plan (tests): one unbound thread. Threads are bound only on the host's
+  // topology; on a synthetic one (tests) the places are computed and recorded.
   void PlaceZeroers() {
-    const bool host = env_.topology != nullptr && env_.topology->is_host() &&
-                      env_.plan != nullptr;
-    const int spares =
-        zeroer_ == Zeroer::kEngine ? 1 : static_cast<int>(1u << 20);
-    if (host) {
-      places_ = PlaceHelpers(env_.topology->usable_pus(), *env_.plan, spares);
-    } else {
+    const bool planned = env_.topology != nullptr && env_.plan != nullptr;
+    if (!planned) {
       places_.push_back(HelperPlace{});
       places_.back().reason = "unbound (no host topology)";
+      shares_.push_back(false);
+      return;
     }
-    if (zeroer_ == Zeroer::kIdleCpus) {
-      on_measured_ = true;
-      for (int i = 0; i < threads_; ++i) {
-        HelperPlace h;
-        if (host) {
-          const PuInfo& pu = env_.plan->pus[i];
-          h = {pu.os_index, pu.core, pu.numa, false,
-               "SCHED_IDLE on a measured PU"};
-        }
-        places_.push_back(h);
-      }
+    if (zeroer_ == Zeroer::kEngine) {
+      places_ = PlaceHelpers(env_.topology->usable_pus(), *env_.plan, 1);
+      shares_.assign(places_.size(), false);
+      return;
+    }
+    places_ = NodeZeroerPlaces(env_.topology->usable_pus(), *env_.plan);
+    for (const HelperPlace& h : places_) {
+      bool on_measured = false;
+      for (const PuInfo& pu : env_.plan->pus)
+        on_measured = on_measured || pu.os_index == h.pu;
+      shares_.push_back(on_measured);
+      shared_pus_.insert(h.pu);
+      on_measured_ = on_measured_ || on_measured;
     }
   }
 
   void StartZeroers() {
     const bool engine = zeroer_ == Zeroer::kEngine;
+    const bool bind = env_.topology != nullptr && env_.topology->is_host();
     for (const HelperPlace& place : places_) {
-      zeroers_.emplace_back([this, place, engine] {
-        if (place.pu >= 0) {
+      zeroers_.emplace_back([this, place, engine, bind] {
+        if (bind && place.pu >= 0) {
           try {
             BindThisThread(*env_.topology, place.pu);
           } catch (const std::exception&) {
@@ -847,6 +1008,8 @@ class BurstWorkload : public Workload {
   PaddedSlots<std::vector<char*>> held_;
   std::unique_ptr<BurstPool> pool_;
   std::vector<HelperPlace> places_;
+  std::vector<bool> shares_;  ///< per place: on a measured PU
+  std::set<int> shared_pus_;  ///< OS indices of the idle_cpus zeroers' PUs
   bool on_measured_ = false;
   std::vector<std::thread> zeroers_;
   std::string setup_error_;
@@ -881,11 +1044,15 @@ Variant MakeBurstVariant(Protocol protocol, Zeroer zeroer, std::size_t burst,
   v.description =
       std::string(protocol == Protocol::kIdleBurst
                       ? "idle period (zeroer fills the pool), then "
-                      : "no idle period (busy machine), ") +
+                  : zeroer == Zeroer::kEngine
+                      ? "no idle period (busy machine: every usable PU "
+                        "but the engine's allocates), "
+                      : "no idle period (busy machine: every usable PU "
+                        "allocates), ") +
       "a burst of " + std::to_string(burst) + " page allocations against a " +
       std::to_string(pool) + "-page pre-zeroed pool; zeroer: " +
       (zeroer == Zeroer::kNone       ? "none (zero on allocation)"
-       : zeroer == Zeroer::kIdleCpus ? "idle CPUs at SCHED_IDLE"
+       : zeroer == Zeroer::kIdleCpus ? "one SCHED_IDLE thread per NUMA node"
                                      : "dedicated engine, order-4 blocks");
   v.make = [=](const PointEnv& env) -> std::unique_ptr<Workload> {
     return std::make_unique<BurstWorkload>(protocol, zeroer, burst, pool, env);
@@ -894,19 +1061,35 @@ Variant MakeBurstVariant(Protocol protocol, Zeroer zeroer, std::size_t burst,
 }
 
 /// Default: zeroer:none (the zero-on-alloc rate) and both zeroers under both
-/// protocols at burst/pool 0.5, 1, 2, 4 with one allocating thread (the engine
-/// needs a spare PU), plus idle_cpus at burst/pool 1 with 2 threads (every PU
-/// of a 2-PU machine busy). Quick: one small idle_burst point of each zeroer.
-std::vector<Variant> BurstVariants() {
+/// protocols at burst/pool 0.5, 1, 2, 4. protocol:idle_burst with one
+/// allocating thread (the engine needs a spare PU), plus 2 threads and all
+/// `usable` PUs for none and idle_cpus at burst/pool 1 (the pairs of
+/// protocol:busy and of the 2-thread rows). protocol:busy with an allocating
+/// thread on every usable PU (Holt's busy machine): `usable` threads for
+/// idle_cpus, usable - 1 for the engine (its thread keeps a PU; none on a 1-PU
+/// machine). Quick: one small idle_burst point of each zeroer.
+std::vector<Variant> BurstVariants(int usable) {
+  usable = std::max(usable, 1);
   std::vector<Variant> v;
   const std::size_t p = kBurstPoolPages;
+  const auto counts = [](std::vector<int> c) {
+    std::sort(c.begin(), c.end());
+    c.erase(std::unique(c.begin(), c.end()), c.end());
+    return c;
+  };
   for (std::size_t b : {p / 2, p, 2 * p, 4 * p}) {
-    v.push_back(MakeBurstVariant(Protocol::kIdleBurst, Zeroer::kNone, b, p,
-                                 Suite::kDefault, {1}));
+    v.push_back(MakeBurstVariant(
+        Protocol::kIdleBurst, Zeroer::kNone, b, p, Suite::kDefault,
+        b == p ? counts({1, 2, usable}) : counts({1})));
     for (Zeroer z : {Zeroer::kIdleCpus, Zeroer::kEngine}) {
       for (Protocol pr : {Protocol::kIdleBurst, Protocol::kBusy}) {
         std::vector<int> threads = {1};
-        if (z == Zeroer::kIdleCpus && b == p) threads = {1, 2};
+        if (pr == Protocol::kBusy) {
+          threads = {z == Zeroer::kEngine ? usable - 1 : usable};
+          if (threads[0] < 1) continue;  // engine, 1 PU: no busy machine
+        } else if (z == Zeroer::kIdleCpus && b == p) {
+          threads = counts({1, 2, usable});
+        }
         v.push_back(
             MakeBurstVariant(pr, z, b, p, Suite::kDefault, std::move(threads)));
       }
@@ -942,17 +1125,18 @@ Variant MakeVariant(Mode mode, ZeroMethod method, uint64_t idle_us,
       "background zeroer (own PU); allocations back to back: the objection"};
   v.description = std::string(kText[static_cast<int>(mode)]) + "; zeroing by " +
                   ZeroMethodName(method) + ", idle " + std::to_string(idle_us) +
-                  " us";
+                  " us; touches " + kTouchesAllLines;
   v.make = [=](const PointEnv& env) -> std::unique_ptr<Workload> {
     return std::make_unique<PrezeroWorkload>(mode, method, idle_us, env);
   };
   return v;
 }
 
-/// Default: the burst protocol grid (BurstVariants). The steady-state modes
-/// (per-allocation idle gaps, a zeroer frozen between windows) stay in quick
-/// (two points) and full (every method, the run's threads).
-std::vector<Variant> Variants() {
+/// Default: the burst protocol grid (BurstVariants) on the run's usable PUs
+/// (`order`). The steady-state modes (per-allocation idle gaps, a zeroer
+/// frozen between windows) stay in quick (two points) and full (every method,
+/// the run's threads).
+std::vector<Variant> Variants(const std::vector<PuInfo>& order) {
   std::vector<Variant> v;
   v.push_back(
       MakeVariant(Mode::kZeroOnAlloc, ZeroMethod::kMemset, 0, Suite::kQuick));
@@ -962,7 +1146,8 @@ std::vector<Variant> Variants() {
                           Suite::kFull));
   v.push_back(
       MakeVariant(Mode::kPrezeroedBusy, ZeroMethod::kMemset, 0, Suite::kQuick));
-  for (Variant& b : BurstVariants()) v.push_back(std::move(b));
+  for (Variant& b : BurstVariants(static_cast<int>(order.size())))
+    v.push_back(std::move(b));
   for (ZeroMethod m :
        {ZeroMethod::kRepStosb, ZeroMethod::kNonTemporal, ZeroMethod::kClzero}) {
     v.push_back(MakeVariant(Mode::kZeroOnAlloc, m, 0, Suite::kFull));
@@ -980,5 +1165,4 @@ LOCKLINE_REGISTER_FAMILY(lockline::Family{
     "background "
     "zeroer cleaned, with and without idle time; allocations/s and the "
     "pre-zeroed share",
-    lockline::prezero_bench::Variants,
-    {}});
+    nullptr, lockline::prezero_bench::Variants});

@@ -646,6 +646,25 @@ def prezero_burst_rows(run: Run) -> List[List[str]]:
     return rows
 
 
+def prezero_steady_rows(run: Run) -> List[List[str]]:
+    """Steady-state pre-zeroing rows (param `mode`: zero_on_alloc, prezeroed_idle,
+    prezeroed_busy) with what each allocation touches (details.touches): every line of the
+    page, the case the 2004 author excluded; rows written before the label carry the same
+    label (the model always wrote every line)."""
+    from verdicts import PREZERO_TOUCHES
+    rows = []
+    for variant, n, pts in _latest_rows(run, "prezero"):
+        params = dict(variant)
+        if "mode" not in params:
+            continue
+        touches = _dict(pts[0].row.get("details")).get("touches") or PREZERO_TOUCHES
+        rows.append([params.get("mode", "?"), params.get("method", "?"),
+                     params.get("idle_us", "?"), str(n),
+                     stat_text(summary_of(pts, "allocs_per_s"), "allocs/s"),
+                     stat_text(summary_of(pts, "prezeroed_share")), str(touches)])
+    return rows
+
+
 FAULT_SEED_COLUMNS = ["row", "GB", "repetitions", "threads", "user s", "system s", "wall s",
                       "faults/cpu/s", "faults/wall-s", "zeroing share (modelled)",
                       "clear_page share (sampled)"]
@@ -864,6 +883,12 @@ def build_html(run: Run, images: Dict[str, str],
                 body.append(_table(["protocol", "zeroer", "mode", "burst B (pages)",
                                     "pool P (pages)", "B/P", "threads", "allocations/s",
                                     "pre-zeroed share"], burst))
+            steady = prezero_steady_rows(run)
+            if steady:
+                body.append("<h3>Pre-zeroing in steady state: allocations that write every "
+                            "line</h3>")
+                body.append(_table(["mode", "method", "idle (us)", "threads", "allocations/s",
+                                    "pre-zeroed share", "touches"], steady))
             frows = fault_seed_rows(run)
             if frows:
                 body.append("<h3>Faults in the 2004 table's columns</h3>")

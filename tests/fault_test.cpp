@@ -191,7 +191,7 @@ TEST(Prezero, EveryPageHandedOutIsZeroAndSharesAddUp) {
 }
 
 TEST(Prezero, VariantTableIsWellFormed) {
-  auto variants = prezero_bench::Variants();
+  auto variants = prezero_bench::Variants(testing::Machine(1));
   int names = 0, burst_default = 0;
   for (const auto& v : variants) {
     EXPECT_TRUE(v.make);
@@ -212,6 +212,90 @@ TEST(Prezero, VariantTableIsWellFormed) {
   EXPECT_GE(names, 1);
   // burst/pool 0.5, 1, 2, 4 x (none + 2 zeroers x 2 protocols)
   EXPECT_EQ(burst_default, 4 * 5);
+}
+
+// The steady-state rows write every line of each page they are handed: their
+// description and details say it is the case the 2004 argument excluded.
+TEST(Prezero, SteadyStateRowsSayTheyTouchEveryLine) {
+  for (const Variant& v : prezero_bench::Variants(testing::Machine(1))) {
+    if (v.params[0].first != "mode") continue;
+    EXPECT_NE(v.description.find("all 64 lines"), std::string::npos)
+        << v.description;
+  }
+  PointEnv env;
+  prezero_bench::PrezeroWorkload w(prezero_bench::Mode::kPrezeroedBusy,
+                                   ZeroMethod::kMemset, 0, env);
+  RunResult r = Drive(w, 1, 1, 20);
+  EXPECT_EQ(r.verify, "");
+  const std::string touches = r.report.details["touches"].get<std::string>();
+  EXPECT_NE(touches.find("all 64 lines"), std::string::npos);
+  EXPECT_NE(touches.find("excluded"), std::string::npos);
+  EXPECT_EQ(r.report.details["pool_lock"], "ttas");
+}
+
+// protocol:busy is Holt's busy machine: every usable PU of the run allocates
+// (all but the engine's under zeroer:engine); idle_burst keeps 1 thread (plus
+// 2 and all PUs at burst/pool 1, the busy rows' pairs).
+TEST(Prezero, BusyRowsRunOnEveryUsablePu) {
+  for (int nodes : {1, 2, 4}) {
+    const std::vector<PuInfo> order = testing::Machine(nodes);
+    const int usable = static_cast<int>(order.size());
+    SCOPED_TRACE(std::to_string(usable) + " usable PUs");
+    int busy = 0;
+    for (const Variant& v : prezero_bench::Variants(order)) {
+      if (v.params[0].first != "protocol" || v.suite != Suite::kDefault)
+        continue;
+      const std::string& zeroer = v.params[1].second;
+      if (v.params[0].second == "busy") {
+        ++busy;
+        ASSERT_EQ(v.threads.size(), 1u);
+        EXPECT_EQ(v.threads[0], zeroer == "engine" ? usable - 1 : usable);
+        EXPECT_NE(v.description.find("every usable PU"), std::string::npos);
+      } else if (v.params[2].second == v.params[3].second &&
+                 zeroer != "engine") {
+        EXPECT_EQ(v.threads.back(), usable);  // the busy rows' pair
+        EXPECT_EQ(v.threads.front(), 1);
+      } else {
+        EXPECT_EQ(v.threads, std::vector<int>{1});
+      }
+    }
+    EXPECT_EQ(busy, 4 * 2);
+  }
+  // One PU: no busy engine row (its thread would need the only PU).
+  const std::vector<PuInfo> one = {testing::Machine(1).front()};
+  for (const Variant& v : prezero_bench::Variants(one)) {
+    if (v.params[0].second == "busy") {
+      EXPECT_EQ(v.params[1].second, "idle_cpus");
+      EXPECT_EQ(v.threads, std::vector<int>{1});
+    }
+  }
+}
+
+// The pool lock is the spinlock zone->lock was in 2.6.9 (ttas), not a futex
+// mutex; a thread marked as sharing its PU with a zeroer still gets it once
+// the holder releases.
+TEST(Prezero, PoolLockIsTheTtasSpinlock) {
+  static_assert(sizeof(prezero_bench::PoolLock) == sizeof(TtasLock));
+  EXPECT_STREQ(prezero_bench::PoolLock::kName, "ttas");
+  EXPECT_NE(std::string(prezero_bench::PoolLock::kStandsFor).find("zone->lock"),
+            std::string::npos);
+  prezero_bench::PoolLock lock;
+  lock.lock();
+  EXPECT_FALSE(lock.try_lock());
+  std::atomic<bool> got{false};
+  std::thread waiter([&] {
+    prezero_bench::PoolLock::SetSharesPuWithZeroer(true);
+    lock.lock();
+    got.store(true);
+    lock.unlock();
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  EXPECT_FALSE(got.load());
+  lock.unlock();
+  waiter.join();
+  EXPECT_TRUE(got.load());
+  EXPECT_TRUE(lock.try_lock());
+  lock.unlock();
 }
 
 // ---- prezero: the burst protocol --------------------------------------------
@@ -283,11 +367,104 @@ TEST(PrezeroBurst, BurstProtocolConservesPoolPages) {
             EXPECT_EQ(d["zeroed_at_burst_start"].get<uint64_t>(), 0u);
           }
           EXPECT_EQ(d["helper_pu"].size(), d["helper_core"].size());
+          EXPECT_EQ(d["nonzero_pages"].get<uint64_t>(), 0u);
+          EXPECT_EQ(d["pool_lock"], "ttas");
+          EXPECT_EQ(d["busy_pus"].get<int>(), threads);
           EXPECT_GT(MetricOf(r, "allocs_per_s"), 0.0);
         }
       }
     }
   }
+}
+
+/// A burst point of zeroer:idle_cpus on `topo` with the measured threads on
+/// `pus` (OS indices), driven unbound (synthetic topology: nothing is bound).
+PointReport RunIdleCpusBurst(const Topology& topo, const std::vector<int>& pus,
+                             prezero_bench::Protocol protocol,
+                             std::string* verify) {
+  std::vector<PuInfo> chosen;
+  for (int os : pus) chosen.push_back(*topo.FindPu(os));
+  const ThreadPlan plan =
+      PlanThreads(chosen, static_cast<int>(chosen.size()), false);
+  PointEnv env;
+  env.topology = &topo;
+  env.plan = &plan;
+  env.threads = static_cast<int>(pus.size());
+  prezero_bench::BurstWorkload w(protocol, prezero_bench::Zeroer::kIdleCpus,
+                                 512, 256, env, /*idle_ms=*/20);
+  testing::WorkloadDriver drv(w, env.threads);
+  const uint64_t ops = drv.Window(1.0);
+  EXPECT_EQ(ops, 512u);
+  PointReport r = drv.Report(drv.seconds(), ops);
+  *verify = w.Verify();
+  return r;
+}
+
+// zeroer:idle_cpus is one zeroer per NUMA node of the measured threads
+// (scrubd), placed by the helper rule within its node: a spare PU of the node,
+// else the node's least-loaded measured PU (shared at SCHED_IDLE). Every page
+// handed out is zero and the pool conserves its pages either way.
+TEST(PrezeroBurst, OneIdleZeroerPerNumaNode) {
+  using prezero_bench::Protocol;
+  // 2 NUMA nodes x 4 cores x 1 PU: OS 0-3 node 0, 4-7 node 1.
+  auto topo = Topology::Load("synthetic:pack:1 numa:2 core:4 pu:1");
+  ASSERT_EQ(topo->usable_pus().size(), 8u);
+  std::vector<int> all;
+  for (const PuInfo& pu : topo->usable_pus()) all.push_back(pu.os_index);
+  std::string verify;
+  {
+    // Busy: every PU measured; each node's zeroer shares one of its PUs.
+    SCOPED_TRACE("every PU measured");
+    const PointReport r =
+        RunIdleCpusBurst(*topo, all, Protocol::kBusy, &verify);
+    EXPECT_EQ(verify, "");
+    const auto& d = r.details;
+    EXPECT_EQ(d["zeroers"].get<int>(), 2);
+    EXPECT_EQ(d["helper_numa"], (std::vector<int>{0, 1}));
+    for (std::size_t i = 0; i < 2; ++i) {
+      const PuInfo* pu = topo->FindPu(d["helper_pu"][i].get<int>());
+      ASSERT_NE(pu, nullptr);
+      EXPECT_EQ(pu->numa, static_cast<int>(i));
+      EXPECT_EQ(d["helper_core"][i].get<int>(), pu->core);
+    }
+    EXPECT_TRUE(d["zeroer_on_measured_pus"].get<bool>());
+    EXPECT_EQ(d["busy_pus"].get<int>(), 8);
+    EXPECT_EQ(d["usable_pus"].get<int>(), 8);
+    EXPECT_EQ(d["nonzero_pages"].get<uint64_t>(), 0u);
+  }
+  {
+    // One measured thread per node, spare PUs on both: each node's zeroer on
+    // a spare PU of its own node.
+    SCOPED_TRACE("one thread per node");
+    const PointReport r =
+        RunIdleCpusBurst(*topo, {0, 4}, Protocol::kIdleBurst, &verify);
+    EXPECT_EQ(verify, "");
+    const auto& d = r.details;
+    EXPECT_EQ(d["zeroers"].get<int>(), 2);
+    EXPECT_EQ(d["helper_numa"], (std::vector<int>{0, 1}));
+    for (const auto& pu : d["helper_pu"]) {
+      EXPECT_NE(pu.get<int>(), 0);
+      EXPECT_NE(pu.get<int>(), 4);
+    }
+    EXPECT_FALSE(d["zeroer_on_measured_pus"].get<bool>());
+    EXPECT_EQ(d["nonzero_pages"].get<uint64_t>(), 0u);
+  }
+  {
+    // Measured threads on node 0 only: one zeroer, on node 0.
+    SCOPED_TRACE("node 0 only");
+    const PointReport r =
+        RunIdleCpusBurst(*topo, {0, 1}, Protocol::kIdleBurst, &verify);
+    EXPECT_EQ(verify, "");
+    EXPECT_EQ(r.details["helper_numa"], (std::vector<int>{0}));
+  }
+  // The placement alone: the least-loaded measured PU of a full node.
+  std::vector<PuInfo> chosen;
+  for (int os : {0, 1, 2, 3, 0}) chosen.push_back(*topo->FindPu(os));
+  const ThreadPlan over = PlanThreads(chosen, 5, true);
+  const auto places = prezero_bench::NodeZeroerPlaces(topo->usable_pus(), over);
+  ASSERT_EQ(places.size(), 1u);
+  EXPECT_NE(places[0].pu, 0);  // PU 0 carries two measured threads
+  EXPECT_NE(places[0].reason, "");
 }
 
 // ---- fault

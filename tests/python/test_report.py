@@ -200,6 +200,12 @@ def contract_run(tmp_path):
             {"protocol": "idle_burst", "zeroer": "idle_cpus", "burst_pages": str(burst),
              "pool_pages": "1024", "threads": 1}, 0,
             {"allocs_per_s": 5e5, "prezeroed_share": min(1.0, 1024 / burst)}))
+    # Steady-state prezero rows: every line of each page written (issue 23 item 5: labelled).
+    rows.append(_contract_row(
+        "prezero/mode:prezeroed_busy/method:memset/idle_us:0/threads:1", "prezero",
+        {"mode": "prezeroed_busy", "method": "memset", "idle_us": "0", "threads": 1}, 0,
+        {"allocs_per_s": 2e5, "prezeroed_share": 0.4},
+        {"touches": "all 64 lines of each page: the case the 2004 author excluded"}))
     rows.append(_contract_row("fault/mode:plain/tasks:threads/start:warm/mb:1024/threads:1",
                               "fault", {"mode": "plain", "tasks": "threads", "start": "warm",
                                         "mb": "1024", "threads": 1}, 0,
@@ -250,6 +256,10 @@ def test_other_helpers_rows_are_rendered(tmp_path):
     assert "rate &lt; 3e-06 per free (95 %, rule of three)" in q3
     q5 = text[text.index('<section id="q5">'):text.index('<section id="other">')]
     assert "burst B against pool P" in q5 and "<td>4</td>" in q5 and "<td>0.062</td>" in q5
+    # The steady-state rows carry the label the 2004 argument excluded them by.
+    steady = q5[q5.index("Pre-zeroing in steady state"):]
+    assert "<td>prezeroed_busy</td>" in steady
+    assert "all 64 lines of each page: the case the 2004 author excluded" in steady
     assert "Faults in the 2004 table" in q5 and "inconsistent" in q5
     for column in ("GB", "repetitions", "user s", "system s", "wall s", "faults/cpu/s",
                    "faults/wall-s"):
