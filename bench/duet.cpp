@@ -209,6 +209,7 @@ Variant MakeDuet(const DuetSpec& spec, const Variant& a, const Variant& b,
   for (const auto& kv : a.params)
     if (kv.first != spec.param) d.params.push_back(kv);
   d.suite = suite;
+  d.question = spec.question;
   d.quick_only = a.quick_only || b.quick_only;
   const std::string a_key = RowKey(spec.family, a.params, 0);
   const std::string b_key = RowKey(spec.family, b.params, 0);

@@ -30,8 +30,8 @@ double HarnessRepetitionCostS(int threads, int windows) {
          windows * 0.005 * std::min(threads, 3);
 }
 
-double PredictSeconds(const std::vector<BudgetPoint>& points,
-                      const RecordingCost& recording, double window_s) {
+std::vector<double> PredictPointSeconds(const std::vector<BudgetPoint>& points,
+                                        double window_s) {
   std::map<std::string, Scale> family;
   for (const BudgetPoint& p : points) {
     if (p.measured <= 0) continue;
@@ -39,8 +39,9 @@ double PredictSeconds(const std::vector<BudgetPoint>& points,
     f.measured += p.measured_s;
     f.declared += p.measured * p.declared_s;
   }
-  double seconds = 0, repetitions = 0;
-  for (const BudgetPoint& p : points) {
+  std::vector<double> out(points.size(), 0.0);
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    const BudgetPoint& p = points[i];
     if (p.repetitions_left <= 0) continue;
     double extra;
     if (p.measured > 0) {
@@ -57,8 +58,19 @@ double PredictSeconds(const std::vector<BudgetPoint>& points,
       windows_s = p.windows * BoundS(w);
     else
       windows_s = p.windows * w;
-    seconds += p.repetitions_left * (extra + windows_s);
-    repetitions += p.repetitions_left;
+    out[i] = p.repetitions_left * (extra + windows_s);
+  }
+  return out;
+}
+
+double PredictSeconds(const std::vector<BudgetPoint>& points,
+                      const RecordingCost& recording, double window_s) {
+  double seconds = 0, repetitions = 0;
+  const std::vector<double> each = PredictPointSeconds(points, window_s);
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    if (points[i].repetitions_left <= 0) continue;
+    seconds += each[i];
+    repetitions += points[i].repetitions_left;
   }
   // Rewrites after each of the R repetitions left, the file growing by
   // rows_per_repetition each time: per_row_s x sum of (rows + j x growth).

@@ -100,6 +100,13 @@ struct BudgetFit {
   bool met = true;  ///< false: over the budget even at the minimum window
 };
 
+/// Predicted seconds of each point's repetitions left (same order as
+/// `points`), without the file rewrites, when the points not started run
+/// windows of `window_s`: the per-point terms PredictSeconds sums (the plan's
+/// time per question, harness/main.cpp).
+std::vector<double> PredictPointSeconds(const std::vector<BudgetPoint>& points,
+                                        double window_s);
+
 /// Predicted seconds for every repetition left (`points`' repetitions_left
 /// plus the file rewrites after them) when the points not started run
 /// windows of `window_s`.

@@ -138,6 +138,10 @@ struct Variant {
   /// Of those thread counts (`threads`, or the run's list), run the largest
   /// only: a paired comparison asked at the contended end (bench/duet.cpp).
   bool largest_thread_count_only = false;
+  /// The seed question ("000".."004", plots/verdicts.py) whose verdict this
+  /// variant's rows give directly (the paired rows of bench/duet.cpp); "" for
+  /// rows that serve the figures. The plan prints the time per question.
+  std::string question;
   bool needs_spare_pu =
       false;  ///< the workload starts one helper thread on a PU of its own
   int windows =

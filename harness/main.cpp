@@ -221,18 +221,12 @@ json PlanOrderJson(const RunState& run) {
                      {"numa", p.numa},
                      {"package", p.package},
                      {"cpukind", p.cpukind}});
-  return {{"source", s.source},
-          {"packages", s.packages},
-          {"numa_nodes", s.numa_nodes},
-          {"l3s", s.l3s},
-          {"cores", s.cores},
-          {"pus", s.pus},
-          {"usable_pus", s.usable_pus},
-          {"pin", run.pin.text},
-          {"threads_list", run.counts},
-          {"padding", PaddingJson(run.opts)},
-          {"plans", PlansJson(run)},
-          {"order", order}};
+  return {{"source", s.source},         {"packages", s.packages},
+          {"numa_nodes", s.numa_nodes}, {"l3s", s.l3s},
+          {"cores", s.cores},           {"pus", s.pus},
+          {"usable_pus", s.usable_pus}, {"pin", run.pin.text},
+          {"threads_list", run.counts}, {"padding", PaddingJson(run.opts)},
+          {"plans", PlansJson(run)},    {"order", order}};
 }
 
 // `lockline predict ARGS`: runs PlotsDir()/predict.py ARGS (the model is
@@ -306,11 +300,12 @@ int Main(int argc, char** argv) {
   if (o.plan) {
     // The padding line goes under the topology line, before the table
     // (readers take every line after the table header as a row).
-    std::string plans = lockline::FormatPlans(*run.topo, run.pin, run.counts,
-                                              o.oversubscribe);
+    std::string plans =
+        lockline::FormatPlans(*run.topo, run.pin, run.counts, o.oversubscribe);
     const std::size_t first_line = plans.find('\n');
-    plans.insert(first_line == std::string::npos ? plans.size() : first_line + 1,
-                 PaddingLine(o) + "\n");
+    plans.insert(
+        first_line == std::string::npos ? plans.size() : first_line + 1,
+        PaddingLine(o) + "\n");
     std::cout << plans;
     if (run.topo->is_host()) std::cout << QuotaLine(run.counts) << "\n";
     return 0;
@@ -432,6 +427,24 @@ int Main(int argc, char** argv) {
       run.points.size(), o.repetitions, run.window_s * 1e3,
       lockline::FormatDuration(estimate).c_str(),
       lockline::FormatDuration(o.budget_s).c_str());
+  // The budget per question: the paired verdict rows of each seed question
+  // (bench/duet.cpp), then the figures' rows.
+  {
+    json per_q = json::array();
+    std::string line = "plan per question:";
+    for (const lockline::QuestionPlan& q : lockline::PlanPerQuestion(run)) {
+      line += "\n  " + q.title + ": " + std::to_string(q.points) +
+              (q.question.empty() ? " points, " : " paired points, ") +
+              lockline::FormatDuration(q.estimated_s);
+      per_q.push_back({{"question", q.question},
+                       {"title", q.title},
+                       {"points", q.points},
+                       {"estimated_s", q.estimated_s},
+                       {"actual_s", nullptr}});
+    }
+    std::printf("%s\n", line.c_str());
+    ctx["run_time"]["per_question"] = per_q;
+  }
   // Fixed work and overheads alone over the budget: say so now, not by
   // overrunning. (With --window the plan line's estimate says it.)
   if (o.window_s <= 0 && !run.fit.met) {
@@ -469,11 +482,24 @@ int Main(int argc, char** argv) {
       static_cast<double>(lockline::NowNs() - run.run_start_ns) / 1e9;
   ctx["run_time"]["actual_s"] = ran_s;
   ctx["run_time"]["elapsed_s"] = ran_s;
+  std::string per_q_line;
+  for (json& q : ctx["run_time"]["per_question"]) {
+    const auto it =
+        run.question_actual_s.find(q["question"].get<std::string>());
+    const double actual = it != run.question_actual_s.end() ? it->second : 0.0;
+    q["actual_s"] = actual;
+    per_q_line += (per_q_line.empty() ? "" : ", ") +
+                  (q["question"].get<std::string>().empty()
+                       ? std::string("figures")
+                       : q["question"].get<std::string>()) +
+                  " " + lockline::FormatDuration(actual) + " of " +
+                  lockline::FormatDuration(q["estimated_s"].get<double>());
+  }
   run.results->Flush();
-  std::printf("ran %s (estimated %s, budget %s)\n",
+  std::printf("ran %s (estimated %s, budget %s); per question: %s\n",
               lockline::FormatDuration(ran_s).c_str(),
               lockline::FormatDuration(estimate).c_str(),
-              lockline::FormatDuration(o.budget_s).c_str());
+              lockline::FormatDuration(o.budget_s).c_str(), per_q_line.c_str());
   std::fflush(stdout);
   const bool resolved_ok =
       o.until_resolved_s <= 0 || lockline::RunUntilResolved(run, reporter);

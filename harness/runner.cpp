@@ -259,6 +259,46 @@ double FitWindow(RunState& run) {
   return spent + run.fit.estimate_s;
 }
 
+std::string QuestionTitle(const std::string& question) {
+  static const std::map<std::string, std::string> titles = {
+      {"000", "000 pagevec size and alignment (LKML 2004)"},
+      {"001", "001 zone->lock placement (linux-mm 2015)"},
+      {"002", "002 put_page fast path (linux-mm 2006)"},
+      {"003", "003 a larger pagevec (LKML 2020)"},
+      {"004", "004 pre-zeroing (linux-mm 2004)"},
+      {"aa", "A/A rows (false-effect rate)"},
+      {"", "the figures' other rows"}};
+  const auto it = titles.find(question);
+  return it != titles.end() ? it->second : question;
+}
+
+std::vector<QuestionPlan> PlanPerQuestion(const RunState& run) {
+  std::map<std::string, QuestionPlan> by;
+  const std::vector<double> each =
+      PredictPointSeconds(run.budget, run.window_s);
+  double total = 0;
+  for (double s : each) total += s;
+  for (std::size_t i = 0; i < run.points.size() && i < each.size(); ++i) {
+    const std::string& q = run.points[i].variant->question;
+    QuestionPlan& qp = by[q];
+    qp.question = q;
+    ++qp.points;
+    qp.estimated_s += total > 0 ? each[i] / total * run.plan_estimate_s : 0.0;
+  }
+  std::vector<QuestionPlan> out;
+  for (auto& [q, qp] : by) {
+    if (q.empty()) continue;
+    qp.title = QuestionTitle(q);
+    out.push_back(qp);
+  }
+  if (by.count("")) {  // the figures last
+    QuestionPlan qp = by[""];
+    qp.title = QuestionTitle("");
+    out.push_back(qp);
+  }
+  return out;
+}
+
 void RegisterPoints(RunState& run) {
   for (const Point& p : run.points) {
     benchmark::RegisterBenchmark(
@@ -283,6 +323,8 @@ void AccountRepetition(RunState& run, const Point& point, const json& timing) {
   const double windows = b.fixed_work ? 0.0 : b.windows * b.window_s;
   ++b.measured;
   b.measured_s += std::max(0.0, wall - windows);
+  run.question_actual_s[point.variant->question] +=
+      wall + timing.value("gap_s", 0.0);
   run.recording_gap_s += timing.value("gap_s", 0.0);
   run.recording_rows +=
       static_cast<double>(run.results->doc()["benchmarks"].size());

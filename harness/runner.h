@@ -59,6 +59,9 @@ struct RunState {
   double recording_rows = 0;   ///< summed rows the file held at each gap
   BudgetFit fit;               ///< the last FitWindow
   double plan_estimate_s = 0;  ///< FitWindow's estimate at plan time
+  /// Seconds the run's repetitions took per question (Variant::question; ""
+  /// the figures' rows): wall_s + gap_s of their rows' timing.
+  std::map<std::string, double> question_actual_s;
   /// The longest window a refit may give: kMaxWindowGrowth x the plan-time
   /// window (set after the plan; kMaxFitWindowS before).
   double window_cap_s = kMaxFitWindowS;
@@ -106,6 +109,22 @@ void MeasureCoherenceBaselines(RunState& run);
 /// estimated seconds of the whole run (spent plus predicted). Called at plan
 /// time and after every planned repetition.
 double FitWindow(RunState& run);
+
+/// The plan's time per seed question: for each Variant::question ("" = the
+/// figures' other rows) the points, their repetitions and the seconds the
+/// plan predicts for them (each point's share of run.plan_estimate_s, file
+/// rewrites shared in proportion). Call after FitWindow at plan time.
+struct QuestionPlan {
+  std::string question;  ///< "000".."004", "aa", or "" (figures)
+  std::string title;     ///< "000 pagevec size and alignment (2004)"
+  int points = 0;
+  double estimated_s = 0;
+};
+std::vector<QuestionPlan> PlanPerQuestion(const RunState& run);
+
+/// Words for a question id: "000 pagevec size and alignment (LKML 2004)"; ""
+/// -> "the figures' other rows"; an unknown id itself.
+std::string QuestionTitle(const std::string& question);
 
 /// Registers every point with Google Benchmark (manual time, iterations =
 /// windows).

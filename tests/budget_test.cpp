@@ -56,6 +56,20 @@ TEST(RunnerBudget, PlanTimeFitHitsTheBudget) {
   EXPECT_NEAR(200 * (0.05 + 3 * fit.window_s) + 25 + rewrites, 120, 0.01);
 }
 
+TEST(RunnerBudget, PerPointSecondsSumToTheEstimateWithoutRewrites) {
+  std::vector<BudgetPoint> points;
+  for (int i = 0; i < 4; ++i) points.push_back(Timed("locks", 0.05));
+  points.push_back(FixedWork("fault", 1.0));
+  const std::vector<double> each = PredictPointSeconds(points, 0.01);
+  ASSERT_EQ(each.size(), points.size());
+  double sum = 0;
+  for (double s : each) sum += s;
+  EXPECT_NEAR(sum, PredictSeconds(points, NoRecording(), 0.01), 1e-9);
+  // By hand: 5 reps x (0.05 + 3 windows x 0.01) each; fixed work 5 x 1.0.
+  EXPECT_NEAR(each[0], 5 * (0.05 + 3 * 0.01), 1e-9);
+  EXPECT_NEAR(each[4], 5.0, 1e-9);
+}
+
 TEST(RunnerBudget, MeasuredOverheadRescalesItsFamilyAndShortensTheWindow) {
   std::vector<BudgetPoint> points;
   for (int i = 0; i < 20; ++i) points.push_back(Timed("kernel_zone", 0.1));
