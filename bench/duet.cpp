@@ -26,10 +26,11 @@
 namespace lockline {
 namespace {
 
-/// Measured window pairs per repetition, and discarded warm-up pairs before
-/// them. 12 pairs x 5 repetitions = 60 pairs a comparison by default.
-constexpr int kPairs = 12;
-constexpr int kWarmupPairs = 1;
+/// Measured window pairs per repetition when the harness does not plan them
+/// (--quick; outside it PlanPairs sizes them from --precision), and discarded
+/// warm-up pairs before them. 12 pairs x 5 repetitions = 60 pairs.
+constexpr int kPairs = kDuetMinPairs;
+constexpr int kWarmupPairs = kDuetWarmupPairs;
 
 /// One paired comparison: rows of `family` whose `param` is `a` (base) vs `b`,
 /// all other parameters equal; one duet per value of `group_by` (e.g. per lock
@@ -210,6 +211,7 @@ Variant MakeDuet(const DuetSpec& spec, const Variant& a, const Variant& b,
     if (kv.first != spec.param) d.params.push_back(kv);
   d.suite = suite;
   d.question = spec.question;
+  d.paired = true;
   d.quick_only = a.quick_only || b.quick_only;
   const std::string a_key = RowKey(spec.family, a.params, 0);
   const std::string b_key = RowKey(spec.family, b.params, 0);
@@ -250,8 +252,12 @@ Variant MakeDuet(const DuetSpec& spec, const Variant& a, const Variant& b,
         std::hash<std::string>{}(duet_key)*0x9E3779B97F4A7C15ull +
         static_cast<uint64_t>(env.threads) * 1000003ull +
         repetition[duet_key + std::to_string(env.threads)]++;
+    // The harness's plan (PointEnv::windows = 2 x (warm-up + pairs)).
+    const int pairs =
+        env.windows >= 2 * (kWarmupPairs + 1) ? env.windows / 2 - kWarmupPairs
+                                              : kPairs;
     return std::make_unique<DuetWorkload>(
-        make_a(env), make_b(env), DuetSchedule(kWarmupPairs, kPairs, seed), ka,
+        make_a(env), make_b(env), DuetSchedule(kWarmupPairs, pairs, seed), ka,
         kb);
   };
   return d;

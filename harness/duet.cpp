@@ -10,6 +10,27 @@
 
 namespace lockline {
 
+double PriorPairSpread(int threads) { return threads <= 1 ? 0.10 : 0.25; }
+
+PairPlan PlanPairs(double precision, int threads, int repetitions) {
+  if (!(precision > 0) || threads < 1 || repetitions < 1)
+    throw std::invalid_argument(
+        "PlanPairs: precision must be > 0, threads and repetitions >= 1");
+  constexpr double kZ = 1.959964, kMedianOverMean = 1.2533, kKept = 0.7;
+  PairPlan p;
+  p.spread = PriorPairSpread(threads);
+  const double per_pair = kZ * kMedianOverMean * p.spread;
+  const double target = std::log1p(precision);
+  p.pairs_needed =
+      static_cast<int>(std::ceil(per_pair * per_pair / (target * target) /
+                                 kKept));
+  const int per_rep = (p.pairs_needed + repetitions - 1) / repetitions;
+  p.pairs_per_repetition = std::clamp(per_rep, kDuetMinPairs, kDuetMaxPairs);
+  const double kept = kKept * p.pairs_per_repetition * repetitions;
+  p.expected_half_width = std::expm1(per_pair / std::sqrt(kept));
+  return p;
+}
+
 std::vector<DuetSide> DuetSchedule(int warmup_pairs, int pairs, uint64_t seed) {
   std::vector<DuetSide> out;
   out.reserve(2 * static_cast<size_t>(std::max(0, warmup_pairs + pairs)));

@@ -28,6 +28,47 @@
 
 namespace lockline {
 
+/// Discarded warm-up window pairs before each repetition's measured pairs.
+inline constexpr int kDuetWarmupPairs = 1;
+/// Measured pairs per repetition: at least kDuetMinPairs (the fewest that
+/// gives each repetition's pairs a usable median), at most kDuetMaxPairs (a
+/// repetition of 64 pairs of 5 ms windows lasts ~0.7 s, short against the few
+/// seconds between a VM's coherence-regime changes, so few repetitions are
+/// `mixed` and dropped).
+inline constexpr int kDuetMinPairs = 12;
+inline constexpr int kDuetMaxPairs = 64;
+/// --precision default: the half-width of a paired effect's 95 % interval the
+/// plan aims at, as a fraction (3 %).
+inline constexpr double kDefaultPrecision = 0.03;
+
+/// Prior spread of one window pair's log ratio ln(B/A) before a point has
+/// run, by thread count: the scaled MAD (1.4826 x median absolute deviation)
+/// measured on the 2-vCPU KVM guest's default-suite duet rows (2026-12-02,
+/// 5 ms windows): 0.09 at 1 thread (page_free), 0.06-0.6 at 2 threads
+/// (pagevec 0.06-0.37, zone_lock's saturated ticket lock 0.6); the plan uses
+/// 0.10 and 0.25. A machine with quieter windows needs fewer pairs than
+/// planned, a noisier one more (lockline --until-resolved continues them).
+double PriorPairSpread(int threads);
+
+/// How many window pairs a paired point plans per repetition to reach
+/// `precision` (half-width of the 95 % interval of the median log ratio,
+/// fraction of the effect: 0.03 = +-3 %) over `repetitions` repetitions:
+///   pairs needed  n = (1.96 x 1.2533 x spread / ln(1 + precision))^2 / 0.7
+/// (1.2533: the median's standard error over the mean's for normal data;
+/// 0.7: the share of pairs expected in the majority coherence regime), per
+/// repetition ceil(n / repetitions) clamped to [kDuetMinPairs,
+/// kDuetMaxPairs]. `expected_half_width` is the half-width those pairs give
+/// at the prior spread (above `precision` when the cap binds).
+/// Throws std::invalid_argument for precision <= 0, threads < 1 or
+/// repetitions < 1.
+struct PairPlan {
+  int pairs_per_repetition = kDuetMinPairs;
+  int pairs_needed = 0;        ///< n above, over all repetitions
+  double spread = 0;           ///< PriorPairSpread(threads)
+  double expected_half_width = 0;  ///< fraction
+};
+PairPlan PlanPairs(double precision, int threads, int repetitions);
+
 /// Which variant a window runs: kA, kB, or a discarded warm-up window of one.
 enum class DuetSide : uint8_t { kA = 0, kB = 1, kWarmupA = 2, kWarmupB = 3 };
 

@@ -112,6 +112,9 @@ struct PointEnv {
   const ThreadPlan* plan = nullptr;
   int threads = 1;
   uint64_t window_ns = 0;
+  /// Timed windows per repetition of this point (Variant::windows, or the
+  /// paired plan's 2 x (warm-up + measured pairs)).
+  int windows = 0;
   std::string mem_policy;  ///< --mem value
   bool quick = false;      ///< --quick run: keep sizes small
   /// --fault-sampling: task-clock sampling period of the fault family's
@@ -142,6 +145,10 @@ struct Variant {
   /// variant's rows give directly (the paired rows of bench/duet.cpp); "" for
   /// rows that serve the figures. The plan prints the time per question.
   std::string question;
+  /// Paired windows (bench/duet.cpp): the harness sets the point's windows
+  /// from --precision (PlanPairs, harness/duet.h) instead of `windows`, and
+  /// the factory reads them from PointEnv::windows.
+  bool paired = false;
   bool needs_spare_pu =
       false;  ///< the workload starts one helper thread on a PU of its own
   int windows =

@@ -436,14 +436,24 @@ int Main(int argc, char** argv) {
       line += "\n  " + q.title + ": " + std::to_string(q.points) +
               (q.question.empty() ? " points, " : " paired points, ") +
               lockline::FormatDuration(q.estimated_s);
+      if (q.pairs > 0) {
+        char buf[96];
+        std::snprintf(buf, sizeof buf,
+                      " (%d window pairs; expected +-%.1f %% at the widest)",
+                      q.pairs, q.expected_half_width * 100);
+        line += buf;
+      }
       per_q.push_back({{"question", q.question},
                        {"title", q.title},
                        {"points", q.points},
+                       {"pairs", q.pairs},
+                       {"expected_half_width", q.expected_half_width},
                        {"estimated_s", q.estimated_s},
                        {"actual_s", nullptr}});
     }
     std::printf("%s\n", line.c_str());
     ctx["run_time"]["per_question"] = per_q;
+    ctx["precision"] = o.precision;
   }
   // Fixed work and overheads alone over the budget: say so now, not by
   // overrunning. (With --window the plan line's estimate says it.)

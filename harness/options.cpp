@@ -29,6 +29,11 @@ Suite and time:
                           starting, with a line when fixed work alone exceeds it
   --window=DURATION       fixed window length (e.g. 50ms, 0.1ms to 10m); overrides the fit
                           to --budget
+  --precision=PCT         half-width of a paired comparison's 95 % interval the plan aims at
+                          (default 3): the seed comparisons' paired points get the window
+                          pairs that precision needs at this machine class's measured pair
+                          spread (12 to 64 a repetition); the plan prints, per question, the
+                          pairs and the half-width they are expected to give
   --out=DIR               run directory (default results/<host>-<UTC timestamp>/); must be
                           writable: checked before any point runs
   --until-resolved[=MAX_DURATION]
@@ -127,6 +132,19 @@ int ParsePositiveInt(const std::string& text, const std::string& flag) {
     throw UsageError("bad " + flag + " value '" + text +
                      "': accepted is a whole number 1-100000");
   return static_cast<int>(v);
+}
+
+// --precision=PCT: a percentage from 0.5 to 50, "3" or "3%".
+double ParsePrecision(const std::string& v) {
+  std::string t = v;
+  if (!t.empty() && t.back() == '%') t.pop_back();
+  char* end = nullptr;
+  const double pct = t.empty() ? 0 : std::strtod(t.c_str(), &end);
+  if (t.empty() || *end != '\0' || !(pct >= 0.5 && pct <= 50))
+    throw UsageError("--precision=" + v +
+                     ": accepted: a percentage from 0.5 to 50 (the half-width "
+                     "of a paired effect's 95 % interval), e.g. 3 or 3%");
+  return pct / 100;
 }
 
 // --padding=BYTES: a power of two from kMinSlotPadding to kMaxSlotPadding.
@@ -459,6 +477,8 @@ Options ParseOptions(int argc, char** argv) {
                            std::to_string(kMaxEvidenceWindows));
         o.evidence_windows = n;
       }
+    } else if (TakeValue(a, "--precision", &v)) {
+      o.precision = ParsePrecision(v);
     } else if (TakeValue(a, "--padding", &v)) {
       o.padding = ParsePadding(v);
       o.padding_given = true;

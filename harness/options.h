@@ -63,6 +63,9 @@ struct Options {
   /// --until-resolved[=MAX_DURATION]: extra seconds for unresolved
   /// comparisons (harness/until_resolved.h); 0: off (the fixed budget).
   double until_resolved_s = 0;
+  /// --precision=PCT: half-width of a paired effect's 95 % interval the plan
+  /// aims at, as a fraction (harness/duet.h PlanPairs).
+  double precision = 0.03;
   /// --fault-sampling=DURATION|off: the fault rows' kernel sampling period,
   /// seconds; 0: off (rows say clear_page_sampled "unavailable").
   double fault_sampling_s = kDefaultFaultSamplingS;

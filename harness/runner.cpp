@@ -181,6 +181,10 @@ void BuildPoints(RunState& run) {
                                 : (suite == Suite::kQuick  ? 2
                                    : suite == Suite::kFull ? 5
                                                            : 3);
+      if (v.paired && suite != Suite::kQuick) {
+        p.pairs = PlanPairs(run.opts.precision, n, run.opts.repetitions);
+        p.windows = 2 * (kDuetWarmupPairs + p.pairs->pairs_per_repetition);
+      }
       p.index = run.points.size();
       run.points.push_back(std::move(p));
     }
@@ -283,6 +287,11 @@ std::vector<QuestionPlan> PlanPerQuestion(const RunState& run) {
     QuestionPlan& qp = by[q];
     qp.question = q;
     ++qp.points;
+    if (const auto& pp = run.points[i].pairs) {
+      qp.pairs += pp->pairs_per_repetition * run.opts.repetitions;
+      qp.expected_half_width =
+          std::max(qp.expected_half_width, pp->expected_half_width);
+    }
     qp.estimated_s += total > 0 ? each[i] / total * run.plan_estimate_s : 0.0;
   }
   std::vector<QuestionPlan> out;
@@ -476,6 +485,7 @@ void RunPoint(benchmark::State& state, const Point& point, RunState& run) {
     env.plan = &point.plan;
     env.threads = point.threads;
     env.window_ns = window_ns;
+    env.windows = point.windows;
     env.mem_policy = run.opts.mem;
     env.quick = run.opts.suite == Suite::kQuick;
     env.fault_sample_period_ns =

@@ -4,6 +4,7 @@
 // point, progress on the console).
 #pragma once
 
+#include <optional>
 #include <benchmark/benchmark.h>
 
 #include <map>
@@ -12,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "harness/duet.h"
 #include "harness/budget.h"
 #include "harness/counters.h"
 #include "harness/family.h"
@@ -32,6 +34,9 @@ struct Point {
   ThreadPlan plan;
   int windows = 3;
   size_t index = 0;  ///< its position in RunState::points (and ::budget)
+  /// Paired points (Variant::paired) outside --quick: the pairs planned from
+  /// --precision (windows = 2 x (kDuetWarmupPairs + pairs_per_repetition)).
+  std::optional<PairPlan> pairs;
 };
 
 /// Everything shared by the points of one run.
@@ -119,6 +124,8 @@ struct QuestionPlan {
   std::string title;     ///< "000 pagevec size and alignment (2004)"
   int points = 0;
   double estimated_s = 0;
+  int pairs = 0;  ///< planned window pairs of its paired points, all reps
+  double expected_half_width = 0;  ///< the widest of them (PairPlan)
 };
 std::vector<QuestionPlan> PlanPerQuestion(const RunState& run);
 
