@@ -43,7 +43,7 @@ struct GridPoint {
   int batch;
   std::size_t line;
   ZoneConfig config;
-  bool per_numa;            ///< zones:per_numa (else zones:1)
+  bool per_numa;             ///< zones:per_numa (else zones:1)
   std::string work = "cal";  ///< work_ns: cal | 0
   bool stats = true;  ///< false: the uninstrumented twin (key ends stats:off)
 };
@@ -138,8 +138,8 @@ std::vector<Variant> ZoneLockVariants(const std::vector<PuInfo>& order) {
           for (const int batch : kPcpBatches) {
             for (const bool per_numa : {false, true}) {
               for (const char* work : kWork) {
-                const GridPoint gp{L::kName, P,    batch, kLine,
-                                   C,        per_numa, work, true};
+                const GridPoint gp{L::kName, P,        batch, kLine,
+                                   C,        per_numa, work,  true};
                 std::vector<GridPoint> points = {gp};
                 if (gp.work == "0" && IsQuestionPair(gp, multi_node)) {
                   GridPoint twin = gp;
@@ -160,9 +160,8 @@ std::vector<Variant> ZoneLockVariants(const std::vector<PuInfo>& order) {
                       std::string(PlacementDescription(P)) + "; " +
                       L::kDescription + "; " +
                       (batch == 0
-                           ? std::string(
-                                 "no pcp lists (counter-example: every "
-                                 "alloc and free takes zone->lock)")
+                           ? std::string("no pcp lists (counter-example: every "
+                                         "alloc and free takes zone->lock)")
                            : "pcp lists, batch " + std::to_string(batch) +
                                  ", high " +
                                  std::to_string(kPcpHighBatches * batch)) +
@@ -176,12 +175,12 @@ std::vector<Variant> ZoneLockVariants(const std::vector<PuInfo>& order) {
                            ? "calibrated fault-path work per page outside "
                              "zone->lock"
                            : "no work outside zone->lock (saturated)") +
-                      (p.stats ? ""
-                               : "; lock_stat off (uninstrumented twin)") +
+                      (p.stats ? "" : "; lock_stat off (uninstrumented twin)") +
                       "; ops_per_s counts alloc+free pairs of one order-0 "
                       "page";
-                  v.make = [batch, per_numa, p](const PointEnv& env)
-                      -> std::unique_ptr<Workload> {
+                  v.make =
+                      [batch, per_numa,
+                       p](const PointEnv& env) -> std::unique_ptr<Workload> {
                     const int zones =
                         per_numa && env.topology != nullptr
                             ? std::max(1, env.topology->summary().numa_nodes)

@@ -256,10 +256,10 @@ void ReportZoneLock(PointReport& out, double window_seconds, uint64_t ops,
 /// pool page unaccounted for, and `nr_free_stat` plus the zone's threads'
 /// unfolded diffs equal to `free_pages`. Returns "" or the first violation,
 /// prefixed "zone <zi>: ".
-std::string VerifyZoneThreads(
-    int zi, const Page* pages, unsigned long pool, long nr_free_stat,
-    long free_pages, std::vector<uint8_t>& seen,
-    const PaddedSlots<PerThread>& per_thread);
+std::string VerifyZoneThreads(int zi, const Page* pages, unsigned long pool,
+                              long nr_free_stat, long free_pages,
+                              std::vector<uint8_t>& seen,
+                              const PaddedSlots<PerThread>& per_thread);
 
 /// The workload of one variant: zone layout Zone<Lock, P, kLine, C>, pcp
 /// batch, one zone or one per NUMA node.
@@ -353,7 +353,8 @@ class ZoneLockWorkload final : public Workload {
   }
 
   void SetupThread(const ThreadCtx& ctx) override {
-    PerThread* me = &per_thread_.Emplace(ctx.index);  // first touch by its thread
+    PerThread* me =
+        &per_thread_.Emplace(ctx.index);  // first touch by its thread
     ListInit(&me->pcp_list);
     me->zone = ctx.numa >= 0 ? ctx.numa % static_cast<int>(zones_.size())
                              : ctx.index % static_cast<int>(zones_.size());
@@ -781,12 +782,9 @@ void ForEachConfig(F&& f) {
 /// again). Throws std::invalid_argument for a lock, line or config not in the
 /// table, and what ZoneLockWorkload's constructor throws.
 template <ZoneLockPlacement P>
-std::unique_ptr<Workload> MakeZoneLockWorkload(std::string_view lock,
-                                               std::size_t line,
-                                               ZoneConfig config,
-                                               const PointEnv& env, int batch,
-                                               int zones,
-                                               const Options& options = {}) {
+std::unique_ptr<Workload> MakeZoneLockWorkload(
+    std::string_view lock, std::size_t line, ZoneConfig config,
+    const PointEnv& env, int batch, int zones, const Options& options = {}) {
   std::unique_ptr<Workload> w;
   WithLock(lock, [&]<class L>() {
     ForEachLine([&]<std::size_t kLine>() {

@@ -1,10 +1,11 @@
-// The work a kernel path does per page outside its lock (issue 23 item 3), shared
-// by the families with a work_ns:cal|0 axis (pagevec: lru_lock; zone_lock:
-// zone->lock): the machine's anonymous fault path per page, measured once per
-// process, minus what the family's model already spends per page, clamped at 0.
-// The work zeroes one 4 KiB page of a per-thread ring (as clear_page touches a
-// page's lines) and spins in registers for the rest (ThinkNs). Rows record it
-// alike (WorkDetails: details.work, the same fields in every family).
+// The work a kernel path does per page outside its lock (issue 23 item 3),
+// shared by the families with a work_ns:cal|0 axis (pagevec: lru_lock;
+// zone_lock: zone->lock): the machine's anonymous fault path per page, measured
+// once per process, minus what the family's model already spends per page,
+// clamped at 0. The work zeroes one 4 KiB page of a per-thread ring (as
+// clear_page touches a page's lines) and spins in registers for the rest
+// (ThinkNs). Rows record it alike (WorkDetails: details.work, the same fields
+// in every family).
 #pragma once
 
 #include <sys/mman.h>

@@ -44,8 +44,7 @@ const Variant* FindVariant(const std::vector<Variant>& all,
                            int batch, int line,
                            const std::string& config = "cma",
                            const std::string& zones = "1",
-                           const std::string& work = "cal",
-                           bool stats = true) {
+                           const std::string& work = "cal", bool stats = true) {
   Params want = {{"layout", layout},
                  {"lock", lock},
                  {"pcp_batch", std::to_string(batch)},
@@ -133,9 +132,9 @@ TEST(ZoneLock, TableAndRowKeys) {
                   "work_ns:0/stats:off/threads:2");
     EXPECT_NE(twin->description.find("uninstrumented"), std::string::npos);
     // No twin at work_ns:cal.
-    EXPECT_EQ(FindVariant(all, layout, "ticket", 31, 64, "cma", "1", "cal",
-                          false),
-              nullptr);
+    EXPECT_EQ(
+        FindVariant(all, layout, "ticket", 31, 64, "cma", "1", "cal", false),
+        nullptr);
   }
   const Variant* own0 =
       FindVariant(all, "lock_own_line", "ticket", 31, 64, "cma", "1", "0");
@@ -419,8 +418,8 @@ TEST(ZoneLock, CalibratedWorkIsRecorded) {
 // takes without work (with and without pcp lists), every page of its ring is
 // zeroed, and the zone verifies.
 TEST(ZoneLock, WorkRunsOutsideTheLock) {
-  using W = ZoneLockWorkload<TicketLock, ZoneLockPlacement::kLockAfterFreeArea,
-                             64>;
+  using W =
+      ZoneLockWorkload<TicketLock, ZoneLockPlacement::kLockAfterFreeArea, 64>;
   for (int batch : {0, 31}) {
     SCOPED_TRACE(batch);
     const int burst = 16 * 31;

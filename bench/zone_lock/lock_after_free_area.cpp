@@ -32,8 +32,8 @@ double MeasureModelNsPerPage(bool quick) {
   for (int attempt = 0; attempt < 3; ++attempt) {
     const uint64_t t0 = NowNs();
     w.RunSteps(ctx, cycle);
-    const double ns = static_cast<double>(NowNs() - t0) /
-                      static_cast<double>(cycle / 2);
+    const double ns =
+        static_cast<double>(NowNs() - t0) / static_cast<double>(cycle / 2);
     if (attempt == 0 || ns < best) best = ns;
   }
   w.TeardownThread(ctx);

@@ -160,10 +160,10 @@ void ReportZoneLock(PointReport& out, double window_seconds, uint64_t ops,
                  {"fair_resets", sum.fair_resets}};
 }
 
-std::string VerifyZoneThreads(
-    int zi, const Page* pages, unsigned long pool, long nr_free_stat,
-    long free_pages, std::vector<uint8_t>& seen,
-    const PaddedSlots<PerThread>& per_thread) {
+std::string VerifyZoneThreads(int zi, const Page* pages, unsigned long pool,
+                              long nr_free_stat, long free_pages,
+                              std::vector<uint8_t>& seen,
+                              const PaddedSlots<PerThread>& per_thread) {
   const std::string zn = "zone " + std::to_string(zi) + ": ";
   long diffs = 0;
   for (std::size_t t = 0; t < per_thread.size(); ++t) {
