@@ -95,50 +95,6 @@
 namespace lockline {
 namespace pagevec_bench {
 
-/// The machine's anonymous fault path per 4 KiB page: a private anonymous
-/// mapping of 1024 pages (no THP) written once per page and unmapped, the
-/// minimum of 3 attempts (fault, clear_page, page tables, LRU add and the
-/// unmap's release per page). 0 when mmap fails.
-inline double MeasureFaultNsPerPage() {
-  constexpr std::size_t kPages = 1024;
-  const std::size_t bytes = kPages * kPageBytes;
-  double best = 0;
-  for (int attempt = 0; attempt < 3; ++attempt) {
-    void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) return 0;
-    madvise(p, bytes, MADV_NOHUGEPAGE);
-    auto* c = static_cast<volatile char*>(p);
-    const uint64_t t0 = NowNs();
-    for (std::size_t off = 0; off < bytes; off += kPageBytes) c[off] = 1;
-    munmap(p, bytes);
-    const double ns = static_cast<double>(NowNs() - t0) / kPages;
-    if (attempt == 0 || ns < best) best = ns;
-  }
-  return best;
-}
-
-/// memset of one 4 KiB page of a kWorkPages ring, ns (min of 3 passes).
-inline double MeasureZeroNsPerPage() {
-  std::unique_ptr<unsigned char[]> ring(
-      new unsigned char[kWorkPages * kPageBytes]);
-  std::memset(ring.get(), 1, kWorkPages * kPageBytes);
-  double best = 0;
-  for (int attempt = 0; attempt < 3; ++attempt) {
-    const uint64_t t0 = NowNs();
-    for (int rep = 0; rep < 8; ++rep) {
-      for (int i = 0; i < kWorkPages; ++i) {
-        unsigned char* page = ring.get() + i * kPageBytes;
-        std::memset(page, 0, kPageBytes);
-        asm volatile("" : : "r"(page) : "memory");
-      }
-    }
-    const double ns = static_cast<double>(NowNs() - t0) / (8 * kWorkPages);
-    if (attempt == 0 || ns < best) best = ns;
-  }
-  return best;
-}
-
 /// This model's own cost per page on one (unpinned) thread at work_ns:0:
 /// kernel `k`, 15 slots, release:unmap, the era's lock; min of 3 windows of
 /// 10 ms.
@@ -179,14 +135,7 @@ inline WorkCalibration CalibratedWork(Kernel k) {
   std::lock_guard<std::mutex> g(mu);
   const int i = k == Kernel::k269 ? 0 : 1;
   if (!done[i]) {
-    WorkCalibration c;
-    c.fault_ns_per_page = MeasureFaultNsPerPage();
-    c.model_ns_per_page = MeasureModelNsPerPage(k);
-    c.zero_ns_per_page = MeasureZeroNsPerPage();
-    c.work_ns =
-        c.fault_ns_per_page > c.model_ns_per_page
-            ? static_cast<uint64_t>(c.fault_ns_per_page - c.model_ns_per_page)
-            : 0;
+    const WorkCalibration c = CalibrateWork(MeasureModelNsPerPage(k));
     cache[i] = c;
     done[i] = true;
   }

@@ -32,6 +32,7 @@
 #include "harness/locks/lock_stat.h"
 #include "harness/memory.h"
 #include "harness/padded_slots.h"
+#include "harness/page_work.h"
 #include "harness/topology.h"
 #include "layouts/cacheline.h"
 #include "layouts/page.h"
@@ -253,16 +254,6 @@ inline void SmpMbAfterAtomic() {
 #endif
 }
 
-/// Work per page outside the lock (work_ns:cal), calibrated once per process
-/// and kernel: what a page costs the machine's real fault path, minus what
-/// the model already spends per page.
-struct WorkCalibration {
-  double fault_ns_per_page = 0;  ///< mmap + first write + munmap, per 4 KiB
-  double model_ns_per_page = 0;  ///< the model at work_ns:0, 1 thread
-  double zero_ns_per_page = 0;   ///< memset of one 4 KiB page of the ring
-  uint64_t work_ns = 0;          ///< max(0, fault - model): the calibrated work
-};
-
 /// The lock and the lists one lru_lock protects.
 ///   2.6.9: zone->lru_lock, zone->active_list and zone->nr_active, on one
 ///          line (the lock line is the list line), as in 2.6.9's struct zone.
@@ -353,11 +344,6 @@ struct Config {
   bool stats = true;  ///< lock_stat on lru_lock (false: plain lock/unlock)
 };
 
-/// Pages of the per-thread ring the work zeroes (64 x 4 KiB = 256 KiB: the
-/// page a fault clears is rarely in L1).
-inline constexpr int kWorkPages = 64;
-inline constexpr std::size_t kPageBytes = 4096;
-
 /// Storage for one pagevec at `offset` past a `line` boundary, with its own
 /// lines.
 inline std::size_t PvStride(std::size_t bytes, std::size_t offset,
@@ -396,8 +382,7 @@ struct alignas(kCacheLine) PerThread {
   std::vector<Page*> gather;
   int gather_nr = 0;
   /// work_ns: the ring of pages the work zeroes.
-  std::unique_ptr<unsigned char[]> work_pages;
-  int work_next = 0;
+  PageWorkRing work;
   int zone = 0;
   int index = 0;
   uint64_t ops = 0;         ///< pages added (= released) in windows
@@ -462,10 +447,7 @@ class PagevecWorkload : public Workload {
     me->zone = ctx.numa >= 0 ? ctx.numa % cfg_.zones : 0;
     me->index = ctx.index;
     me->gather.assign(static_cast<std::size_t>(std::max(g, 1)), nullptr);
-    if (cfg_.work_ns != 0) {
-      me->work_pages.reset(new unsigned char[kWorkPages * kPageBytes]);
-      std::memset(me->work_pages.get(), 1, kWorkPages * kPageBytes);
-    }
+    if (cfg_.work_ns != 0) me->work.Allocate();
     // A scanner sharing a measured PU makes the point oversubscribed: a
     // waiter spinning on lru_lock while the scanner holding it is preempted
     // would burn its whole time slice, so these waiters may yield (the row
@@ -567,30 +549,11 @@ class PagevecWorkload : public Workload {
                    : "one page added to the LRU (lru_cache_add) and one "
                      "released (release_pages); pages_per_s = ops_per_s"},
     };
-    nlohmann::json work = {
-        {"work_ns", cfg_.work_ns},
-        {"calibrated", cfg_.work_calibrated},
-        {"what",
-         cfg_.work_ns == 0
-             ? "none: the labelled saturated case (threads do nothing "
-               "between lru_lock holds)"
-             : "per page outside the lock: memset of one 4 KiB page of a "
-               "256 KiB per-thread ring (as clear_page touches a page's "
-               "lines), then a register spin for the rest of work_ns"},
-    };
-    if (cfg_.work_calibrated) {
-      work["fault_ns_per_page"] = cfg_.calibration.fault_ns_per_page;
-      work["model_ns_per_page"] = cfg_.calibration.model_ns_per_page;
-      work["zero_ns_per_page"] = cfg_.calibration.zero_ns_per_page;
-      work["method"] =
-          "once per process: an anonymous mapping of 1024 pages written "
-          "once per page and unmapped (the machine's fault + zeroing + "
-          "release per page, min of 3), minus this model's own cost per page "
-          "at work_ns:0 on one thread (kernel " +
-          std::string(KernelName(cfg_.kernel)) +
-          ", 15 slots, release:" + ReleaseName(cfg_.release) +
-          ", min of 3 x 10 ms)";
-    }
+    const nlohmann::json work = WorkDetails(
+        cfg_.work_ns, cfg_.work_calibrated, cfg_.calibration, "lru_lock",
+        "kernel " + std::string(KernelName(cfg_.kernel)) +
+            ", 15 slots, release:" + ReleaseName(cfg_.release) +
+            ", min of 3 x 10 ms");
     out.details["work"] = work;
     out.Metric("work_ns", static_cast<double>(cfg_.work_ns));
     out.details["formulas"] = {
@@ -954,17 +917,9 @@ class PagevecWorkload : public Workload {
   /// of the ring each, then spin for the rest of work_ns.
   void Work(PerThread<Pv>& me, int pages) {
     if (cfg_.work_ns == 0) return;
-    const uint64_t zero_ns =
-        static_cast<uint64_t>(cfg_.calibration.zero_ns_per_page);
-    const uint64_t spin = cfg_.work_ns > zero_ns ? cfg_.work_ns - zero_ns : 0;
-    for (int i = 0; i < pages; ++i) {
-      unsigned char* page = me.work_pages.get() +
-                            static_cast<std::size_t>(me.work_next) * kPageBytes;
-      me.work_next = (me.work_next + 1) % kWorkPages;
-      std::memset(page, 0, kPageBytes);
-      asm volatile("" : : "r"(page) : "memory");
-      ThinkNs(spin);
-    }
+    const uint64_t spin =
+        WorkSpinNs(cfg_.work_ns, cfg_.work_calibrated, cfg_.calibration);
+    for (int i = 0; i < pages; ++i) me.work.Page(spin);
   }
 
   /// The allocation's page state: an anonymous page (5.8 do_anonymous_page

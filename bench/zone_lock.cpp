@@ -2,6 +2,31 @@
 // order-0 allocation and free under zone->lock, the 3484b2de9499 regression
 // and its fix a368ab67aa55) is bench/zone_lock.h; its 112 zone layouts are
 // compiled in bench/zone_lock/.
+// work_ns:W is the work a kernel fault path does per page outside zone->lock
+// (page tables, clear_page, LRU add, the unmap): W = cal is calibrated on the
+// machine once per process (CalibratedWork, harness/page_work.h as pagevec's:
+// an anonymous fault-in + munmap per page, minus this model's own
+// single-thread cost per alloc+free pair at work_ns:0, clamped at 0), W = 0 is
+// the labelled saturated case (threads do nothing between zone->lock holds
+// but the pcp and fair-zone work). The work runs after each allocation,
+// outside the lock: it zeroes one 4 KiB page of a per-thread ring (memset, as
+// clear_page touches a page's lines) and spins in registers for the rest.
+// Known limit: the work runs on the allocation steps only, so at work_ns:cal a
+// burst's allocation phase (burst x (work_ns + the model's cost), over a second
+// with the default pool) outlasts a window: those windows time refills, not
+// drains (details.events says so), and ops_per_s counts steps / 2 of that
+// phase; pages_per_s is the per-page rate.
+// stats:off rows (the question pair at work_ns:0, default suite) take
+// zone->lock with plain lock()/unlock(), without lock_stat, to show what the
+// instrumentation costs.
+//
+// Row keys (every component key:value; parse by splitting on '/' then on the
+// first ':'):
+//   zone_lock/layout:P/lock:L/pcp_batch:B/line:S/config:C/zones:Z/work_ns:W[/stats:off]/threads:N
+//   P: lock_before_free_area (3484b2de9499) | lock_after_free_area
+//   (a368ab67aa55, v4.0) | lock_own_line | lock_in_readmostly_line; L: the
+//   lock table; B: 31 (4.0's) | 0 (counter-example) | 63; S: 64 | 128; C: cma
+//   | no_cma; Z: 1 | per_numa; W: cal | 0.
 #include "bench/zone_lock.h"
 
 #include <algorithm>
@@ -23,20 +48,17 @@ struct GridPoint {
   int batch;
   std::size_t line;
   ZoneConfig config;
-  bool per_numa;  ///< zones:per_numa (else zones:1)
+  bool per_numa;             ///< zones:per_numa (else zones:1)
+  std::string work = "cal";  ///< work_ns: cal | 0
+  bool stats = true;  ///< false: the uninstrumented twin (key ends stats:off)
 };
 
-/// Which suite a point belongs to. `multi_node`: the machine has more than
-/// one NUMA node, so zones:per_numa (the kernel's shape) is the default and
-/// zones:1 the labelled worst case; on one node the two are the same zone and
-/// only zones:1 runs outside full.
-///   quick:   ticket x {before, after} x pcp 31, cma, 64-byte lines;
-///   default: + the other two placements and qspinlock; pthread_mutex before/
-///            after; the counter-example pcp_batch:0 and the no_cma config for
-///            ticket before/after; on multi-node machines zones:1 for ticket
-///            before/after as the worst case;
-///   full:    every lock x placement x line x batch x config x zones.
-Suite SuiteOf(const GridPoint& p, bool multi_node) {
+/// The work_ns axis: calibrated fault-path work per page (the default), and
+/// none (the labelled saturated case).
+constexpr const char* kWork[] = {"cal", "0"};
+
+/// SuiteOf's answer for the point at work_ns:cal (see SuiteOf).
+Suite SuiteOfAtCal(const GridPoint& p, bool multi_node) {
   const bool main_zones = p.per_numa == multi_node;
   const bool ticket = p.lock == "ticket";
   const bool pair = p.placement == ZoneLockPlacement::kLockBeforeFreeArea ||
@@ -61,10 +83,56 @@ Suite SuiteOf(const GridPoint& p, bool multi_node) {
   return Suite::kFull;
 }
 
-/// The table: lock x placement x line x config x pcp_batch x zones, one Zone
-/// instantiation per lock x placement x line x config (pcp_batch and zones
-/// are run-time values). `order` is the run's usable PUs (for the NUMA node
-/// count).
+/// Which suite a point belongs to. `multi_node`: the machine has more than
+/// one NUMA node, so zones:per_numa (the kernel's shape) is the default and
+/// zones:1 the labelled worst case; on one node the two are the same zone and
+/// only zones:1 runs outside full. Every point below runs at work_ns:cal;
+/// only the question pair also runs at work_ns:0 outside full.
+///   quick:   ticket x {before, after} x pcp 31, cma, 64-byte lines (the
+///            question pair), work_ns:cal;
+///   default: + the question pair at work_ns:0 (saturated) and its stats:off
+///            twins (work_ns:0); the other two placements and qspinlock;
+///            pthread_mutex before/after; the counter-example pcp_batch:0 and
+///            the no_cma config for ticket before/after; on multi-node
+///            machines zones:1 for ticket before/after as the worst case;
+///   full:    every lock x placement x line x batch x config x zones x
+///            work_ns.
+Suite SuiteOf(const GridPoint& p, bool multi_node) {
+  if (!p.stats) return Suite::kDefault;  // only the twins are generated
+  const Suite at_cal = SuiteOfAtCal(p, multi_node);
+  if (p.work == "cal") return at_cal;
+  return at_cal == Suite::kQuick ? Suite::kDefault : Suite::kFull;
+}
+
+/// The point's key parameters (see the key in the file header).
+Params ParamsOf(const GridPoint& p) {
+  Params params = {{"layout", PlacementName(p.placement)},
+                   {"lock", p.lock},
+                   {"pcp_batch", std::to_string(p.batch)},
+                   {"line", std::to_string(p.line)},
+                   {"config", ZoneConfigName(p.config)},
+                   {"zones", p.per_numa ? "per_numa" : "1"},
+                   {"work_ns", p.work}};
+  if (!p.stats) params.emplace_back("stats", "off");
+  return params;
+}
+
+/// Whether `p` is one side of the question pair on the machine's main zones:
+/// ticket before/after free_area, pcp_batch 31, cma, 64-byte lines (the
+/// points whose stats:off twins the table adds, at work_ns:0).
+bool IsQuestionPair(const GridPoint& p, bool multi_node) {
+  return p.lock == "ticket" &&
+         (p.placement == ZoneLockPlacement::kLockBeforeFreeArea ||
+          p.placement == ZoneLockPlacement::kLockAfterFreeArea) &&
+         p.batch == kDefaultBatch && p.line == kCacheLine64 &&
+         p.config == ZoneConfig::kCma && p.per_numa == multi_node;
+}
+
+/// The table: lock x placement x line x config x pcp_batch x zones x work_ns,
+/// one Zone instantiation per lock x placement x line x config (pcp_batch,
+/// zones, work_ns and stats are run-time values), plus the stats:off twins of
+/// the question pair at work_ns:0. `order` is the run's usable PUs (for the
+/// NUMA node count).
 std::vector<Variant> ZoneLockVariants(const std::vector<PuInfo>& order) {
   const bool multi_node = CountNumaNodes(order) > 1;
   std::vector<Variant> out;
@@ -74,45 +142,67 @@ std::vector<Variant> ZoneLockVariants(const std::vector<PuInfo>& order) {
         ForEachConfig([&]<ZoneConfig C>() {
           for (const int batch : kPcpBatches) {
             for (const bool per_numa : {false, true}) {
-              const GridPoint gp{L::kName, P, batch, kLine, C, per_numa};
-              Variant v;
-              v.params = {{"layout", PlacementName(P)},
-                          {"lock", L::kName},
-                          {"pcp_batch", std::to_string(batch)},
-                          {"line", std::to_string(kLine)},
-                          {"config", ZoneConfigName(C)},
-                          {"zones", per_numa ? "per_numa" : "1"}};
-              v.suite = SuiteOf(gp, multi_node);
-              // For the budget: building the pool and its buddy lists, and
-              // the drain after the windows (2-vCPU VM, 0.2-0.4 s; a --quick
-              // run's 4 MiB of cold struct pages instead of 32, 0.03 s).
-              v.cost_s = 0.25;
-              v.quick_cost_fraction = 0.125;
-              v.description =
-                  std::string(PlacementDescription(P)) + "; " +
-                  L::kDescription + "; " +
-                  (batch == 0
-                       ? std::string("no pcp lists (counter-example: every "
-                                     "alloc and free takes zone->lock)")
-                       : "pcp lists, batch " + std::to_string(batch) +
-                             ", high " +
-                             std::to_string(kPcpHighBatches * batch)) +
-                  "; " + ZoneConfigDescription(C) + "; " +
-                  std::to_string(kLine) + "-byte lines; " +
-                  (per_numa ? "one zone per NUMA node, node-local pages"
-                            : "one zone for all threads (the worst case on "
-                              "a multi-node machine)") +
-                  "; ops_per_s counts alloc+free pairs of one order-0 page";
-              v.make = [batch, per_numa](
-                           const PointEnv& env) -> std::unique_ptr<Workload> {
-                const int zones =
-                    per_numa && env.topology != nullptr
-                        ? std::max(1, env.topology->summary().numa_nodes)
-                        : 1;
-                return MakeZoneLockWorkload<P>(L::kName, kLine, C, env, batch,
-                                               zones);
-              };
-              out.push_back(std::move(v));
+              for (const char* work : kWork) {
+                const GridPoint gp{L::kName, P,        batch, kLine,
+                                   C,        per_numa, work,  true};
+                std::vector<GridPoint> points = {gp};
+                if (gp.work == "0" && IsQuestionPair(gp, multi_node)) {
+                  GridPoint twin = gp;
+                  twin.stats = false;
+                  points.push_back(twin);
+                }
+                for (const GridPoint& p : points) {
+                  Variant v;
+                  v.params = ParamsOf(p);
+                  v.suite = SuiteOf(p, multi_node);
+                  // For the budget: building the pool and its buddy lists,
+                  // and the drain after the windows (2-vCPU VM, 0.2-0.4 s; a
+                  // --quick run's 4 MiB of cold struct pages instead of 32,
+                  // 0.03 s).
+                  v.cost_s = 0.25;
+                  v.quick_cost_fraction = 0.125;
+                  v.description =
+                      std::string(PlacementDescription(P)) + "; " +
+                      L::kDescription + "; " +
+                      (batch == 0
+                           ? std::string("no pcp lists (counter-example: every "
+                                         "alloc and free takes zone->lock)")
+                           : "pcp lists, batch " + std::to_string(batch) +
+                                 ", high " +
+                                 std::to_string(kPcpHighBatches * batch)) +
+                      "; " + ZoneConfigDescription(C) + "; " +
+                      std::to_string(kLine) + "-byte lines; " +
+                      (per_numa ? "one zone per NUMA node, node-local pages"
+                                : "one zone for all threads (the worst case "
+                                  "on a multi-node machine)") +
+                      "; " +
+                      (p.work == "cal"
+                           ? "calibrated fault-path work per page outside "
+                             "zone->lock"
+                           : "no work outside zone->lock (saturated)") +
+                      (p.stats ? "" : "; lock_stat off (uninstrumented twin)") +
+                      "; ops_per_s counts alloc+free pairs of one order-0 "
+                      "page";
+                  v.make =
+                      [batch, per_numa,
+                       p](const PointEnv& env) -> std::unique_ptr<Workload> {
+                    const int zones =
+                        per_numa && env.topology != nullptr
+                            ? std::max(1, env.topology->summary().numa_nodes)
+                            : 1;
+                    Options options;
+                    if (p.work == "cal") {
+                      options.calibration = CalibratedWork(env.quick);
+                      options.work_ns = options.calibration.work_ns;
+                      options.work_calibrated = true;
+                    }
+                    options.stats = p.stats;
+                    return MakeZoneLockWorkload<P>(L::kName, kLine, C, env,
+                                                   batch, zones, options);
+                  };
+                  out.push_back(std::move(v));
+                }
+              }
             }
           }
         });
@@ -128,7 +218,8 @@ LOCKLINE_REGISTER_FAMILY(Family{
         "order-0 page alloc/free the Linux 4.0 way (pcp lists, buddy "
         "allocator under zone->lock, lock-free fair-zone and watermark reads) "
         "for four lock placements x lock kind x pcp batch x line size x "
-        "config x zones: the 3484b2de9499 regression (v3.16-v3.19) and its "
+        "config x zones x work per page outside the lock (calibrated fault "
+        "path | none): the 3484b2de9499 regression (v3.16-v3.19) and its "
         "fix a368ab67aa55 (v4.0); ops_per_s counts alloc+free pairs",
     .variants = nullptr,
     .planned_variants = ZoneLockVariants,

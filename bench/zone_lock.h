@@ -8,7 +8,11 @@
 // allocator over free_area[0..10] of a pool whose struct pages do not fit in
 // cache (layouts/buddy.h): splits on refill, buddy checks and merges on
 // drain. pcp_batch:0 (a lock per alloc and per free) is a counter-example:
-// 4.0 has no such path for order-0 pages.
+// 4.0 has no such path for order-0 pages. After each allocation, outside the
+// lock, the thread does the fault path's work per page (Options::work_ns:
+// zero a page of its ring and spin, harness/page_work.h; work_ns:cal is
+// calibrated by CalibratedWork); Options::stats off takes the lock without
+// lock_stat (the uninstrumented twin rows).
 // Not measured: __rmqueue_fallback and MIGRATE_RESERVE (one migrate type),
 // the pageblock migratetype bitmap, zone_statistics' per-CPU NUMA counters,
 // reclaim and compaction, interrupts (4.0 runs these paths with irqs off).
@@ -45,6 +49,7 @@
 #include "harness/locks/lock_stat.h"
 #include "harness/memory.h"
 #include "harness/padded_slots.h"
+#include "harness/page_work.h"
 #include "harness/topology.h"
 #include "layouts/buddy.h"
 #include "layouts/page.h"
@@ -187,8 +192,29 @@ struct alignas(kCacheLine) PerThread {
   std::vector<Page*> held;  ///< allocated, not yet freed (a stack)
   bool freeing = false;     ///< burst phase: false = allocating
   uint64_t touch = 0;       ///< value written into each allocated page
+  PageWorkRing work;        ///< work_ns: the ring of pages the work zeroes
   Counters c;
 };
+
+/// What a point runs besides its layout, batch and zones: the work per page
+/// outside zone->lock (work_ns:cal|0) and whether the lock is instrumented.
+struct Options {
+  uint64_t work_ns = 0;          ///< per allocated page, outside the lock
+  bool work_calibrated = false;  ///< work_ns came from CalibratedWork
+  WorkCalibration calibration;   ///< when work_calibrated: its inputs
+  bool stats = true;  ///< lock_stat on zone->lock (false: plain lock/unlock)
+};
+
+/// This model's own cost per page (one alloc+free pair) at work_ns:0 on one
+/// unpinned thread: 4.0's configuration (ticket lock, lock_after_free_area,
+/// pcp_batch 31, cma, 64-byte lines, one zone; the cold pool of a --quick run
+/// when `quick`), the minimum over 3 whole burst cycles. Defined in
+/// bench/zone_lock/lock_after_free_area.cpp, which instantiates that layout.
+double MeasureModelNsPerPage(bool quick);
+
+/// work_ns:cal (harness/page_work.h CalibrateWork with MeasureModelNsPerPage),
+/// measured once per process (thread safe).
+WorkCalibration CalibratedWork(bool quick);
 
 /// The compile-time facts of one zone layout that its rows report.
 struct LayoutFacts {
@@ -221,7 +247,7 @@ void ReportZoneLock(PointReport& out, double window_seconds, uint64_t ops,
                     const LayoutFacts& layout,
                     const PaddedSlots<PerThread>& per_thread,
                     const std::vector<ZoneSnapshot>& zones, int batch, int high,
-                    int burst, uint64_t work_ns);
+                    int burst, const Options& options);
 
 /// The threads' part of ZoneLockWorkload::Verify for zone `zi`
 /// (bench/zone_lock/model.cpp): every pcp list well formed and as long as its
@@ -230,10 +256,10 @@ void ReportZoneLock(PointReport& out, double window_seconds, uint64_t ops,
 /// pool page unaccounted for, and `nr_free_stat` plus the zone's threads'
 /// unfolded diffs equal to `free_pages`. Returns "" or the first violation,
 /// prefixed "zone <zi>: ".
-std::string VerifyZoneThreads(
-    int zi, const Page* pages, unsigned long pool, long nr_free_stat,
-    long free_pages, std::vector<uint8_t>& seen,
-    const PaddedSlots<PerThread>& per_thread);
+std::string VerifyZoneThreads(int zi, const Page* pages, unsigned long pool,
+                              long nr_free_stat, long free_pages,
+                              std::vector<uint8_t>& seen,
+                              const PaddedSlots<PerThread>& per_thread);
 
 /// The workload of one variant: zone layout Zone<Lock, P, kLine, C>, pcp
 /// batch, one zone or one per NUMA node.
@@ -248,17 +274,22 @@ class ZoneLockWorkload final : public Workload {
 
   /// `batch` 0 (no pcp lists) or the pcp batch in pages; `zones` 1 or the
   /// machine's NUMA nodes (each zone and its struct pages bound to its node;
-  /// a thread uses zone ctx.numa % zones); `burst` > 0 overrides BurstPages
-  /// (tests). Throws std::invalid_argument for a negative batch or zones < 1,
-  /// std::bad_alloc when memory cannot be mapped.
+  /// a thread uses zone ctx.numa % zones); `options` the work per page and
+  /// lock_stat; `burst` > 0 overrides BurstPages (tests). Throws
+  /// std::invalid_argument for a negative batch or zones < 1, std::bad_alloc
+  /// when memory cannot be mapped.
   ZoneLockWorkload(const PointEnv& env, int batch, int zones = 1,
-                   uint64_t work_ns = 0, int burst = 0)
+                   const Options& options = {}, int burst = 0)
       : batch_(batch),
         high_(kPcpHighBatches * batch),
         burst_(burst > 0
                    ? burst
                    : BurstPages(env.threads, std::max(batch, 0), env.quick)),
-        work_ns_(work_ns),
+        work_ns_(options.work_ns),
+        work_spin_ns_(WorkSpinNs(options.work_ns, options.work_calibrated,
+                                 options.calibration)),
+        stats_(options.stats),
+        options_(options),
         per_thread_(static_cast<std::size_t>(env.threads), kDeferConstruction) {
     if (batch < 0) {
       throw std::invalid_argument("zone_lock: pcp_batch " +
@@ -322,12 +353,14 @@ class ZoneLockWorkload final : public Workload {
   }
 
   void SetupThread(const ThreadCtx& ctx) override {
-    PerThread* me = &per_thread_.Emplace(ctx.index);  // first touch by its thread
+    PerThread* me =
+        &per_thread_.Emplace(ctx.index);  // first touch by its thread
     ListInit(&me->pcp_list);
     me->zone = ctx.numa >= 0 ? ctx.numa % static_cast<int>(zones_.size())
                              : ctx.index % static_cast<int>(zones_.size());
     me->held.reserve(burst_);
     me->touch = static_cast<uint64_t>(ctx.index) << 48;
+    if (work_ns_ != 0) me->work.Allocate();
   }
 
   uint64_t RunWindow(const ThreadCtx& ctx,
@@ -346,6 +379,15 @@ class ZoneLockWorkload final : public Workload {
     return (me.c.steps - steps0) / 2;
   }
 
+  /// For tests and the calibration: exactly `steps` steps (allocations and
+  /// frees of the burst cycle) on the calling thread, as RunWindow runs them.
+  void RunSteps(const ThreadCtx& ctx, uint64_t steps) {
+    PerThread& me = per_thread_[ctx.index];
+    ZoneState& zs = *zones_[me.zone];
+    for (uint64_t i = 0; i < steps; ++i) Step(zs, me, ctx.index);
+    me.c.steps += steps;
+  }
+
   /// Gives every page back to the zone (held pages freed, the pcp list drained
   /// whole, the stat diffs folded), so that after the point every page is in
   /// the buddy allocator again. Lock statistics and counters cover the windows
@@ -361,9 +403,9 @@ class ZoneLockWorkload final : public Workload {
       FreePage(zs, me, ctx.index, page);
     }
     if (me.pcp_count > 0) {
-      LockWithStats(zs.zone->lock, *zs.side, me.stat, ctx.index);
+      Acquire(zs.zone->lock, *zs.side, me.stat, ctx.index);
       FreePcpBulk(zs, me, me.pcp_count);
-      UnlockWithStats(zs.zone->lock, me.stat);
+      Release(zs.zone->lock, me.stat);
     }
     FoldStats(zs, me);
     me.stat = stat;
@@ -389,7 +431,7 @@ class ZoneLockWorkload final : public Workload {
            zs->buddy->merges(), zs->buddy->splits()});
     }
     ReportZoneLock(out, window_seconds, ops, layout, per_thread_, zones, batch_,
-                   high_, burst_, work_ns_);
+                   high_, burst_, options_);
   }
 
   /// Page conservation, list integrity and the buddy invariants, per zone:
@@ -422,6 +464,7 @@ class ZoneLockWorkload final : public Workload {
   unsigned long pool_pages(int zi = 0) const { return zones_[zi]->pool; }
   Page* pages(int zi = 0) { return zones_[zi]->pages; }
   int burst_pages() const { return burst_; }
+  const PerThread& thread(int i) const { return per_thread_[i]; }
 
  private:
   /// One zone: the struct zone, its lock statistics side line, its struct
@@ -444,11 +487,11 @@ class ZoneLockWorkload final : public Workload {
       Page* page = AllocPage(zs, me, tid);
       if (page != nullptr) {
         // prep_new_page: the new owner writes the page (refcount, private),
-        // then its thread-private work.
+        // then the fault path's work outside zone->lock (work_ns).
         set_page_count(*page, 1);
         page->private_ = 0;
         page->index = ++me.touch;
-        if (work_ns_ != 0) ThinkNs(work_ns_);
+        if (work_ns_ != 0) me.work.Page(work_spin_ns_);
         me.held.push_back(page);
         ++me.c.allocs;
       } else {
@@ -467,6 +510,24 @@ class ZoneLockWorkload final : public Workload {
       FreePage(zs, me, tid, page);
       ++me.c.ops;
       if (me.held.empty()) me.freeing = false;
+    }
+  }
+
+  /// zone->lock with lock_stat (stats_) or plain (the uninstrumented twin
+  /// row; the acquisition count is a private counter either way).
+  void Acquire(Lock& lock, LockStatSide& side, LockStatThread& st, int tid) {
+    if (stats_) {
+      LockWithStats(lock, side, st, tid);
+    } else {
+      ++st.acquisitions;
+      lock.lock();
+    }
+  }
+  void Release(Lock& lock, LockStatThread& st) {
+    if (stats_) {
+      UnlockWithStats(lock, st);
+    } else {
+      lock.unlock();
     }
   }
 
@@ -562,7 +623,7 @@ class ZoneLockWorkload final : public Workload {
     Page* page = nullptr;
     if (batch_ == 0) {
       const bool timed = (me.c.allocs % kHoldTimeEvery) == 0;
-      LockWithStats(lock, *zs.side, me.stat, tid);
+      Acquire(lock, *zs.side, me.stat, tid);
       const uint64_t t0 = timed ? NowNs() : 0;
       page = zs.buddy->RmqueueSmallest(0, kMigratetype);
       if (page != nullptr) ModState(zs, me, &me.stat_diff, kNrFreePages, -1);
@@ -570,14 +631,14 @@ class ZoneLockWorkload final : public Workload {
         me.c.refill_hold_ns += NowNs() - t0;
         ++me.c.refill_hold_samples;
       }
-      UnlockWithStats(lock, me.stat);
+      Release(lock, me.stat);
       if (page == nullptr) return nullptr;
     } else {
       ReadPageset(z);
       if (me.pcp_count == 0) {
         const bool timed = (me.c.refills % kHoldTimeEvery) == 0;
         ++me.c.refills;
-        LockWithStats(lock, *zs.side, me.stat, tid);
+        Acquire(lock, *zs.side, me.stat, tid);
         const uint64_t t0 = timed ? NowNs() : 0;
         int got = 0;
         ListHead* list = &me.pcp_list;
@@ -595,7 +656,7 @@ class ZoneLockWorkload final : public Workload {
           me.c.refill_hold_ns += NowNs() - t0;
           ++me.c.refill_hold_samples;
         }
-        UnlockWithStats(lock, me.stat);
+        Release(lock, me.stat);
         me.pcp_count += got;
         if (got == 0) return nullptr;
       }
@@ -616,7 +677,7 @@ class ZoneLockWorkload final : public Workload {
     page->index = static_cast<unsigned long>(kMigratetype);  // set_freepage_mt
     if (batch_ == 0) {
       const bool timed = (me.c.ops % kHoldTimeEvery) == 0;
-      LockWithStats(lock, *zs.side, me.stat, tid);
+      Acquire(lock, *zs.side, me.stat, tid);
       const uint64_t t0 = timed ? NowNs() : 0;
       ReadPagesScanned(z);
       zs.buddy->FreeOne(page, 0, kMigratetype);
@@ -625,7 +686,7 @@ class ZoneLockWorkload final : public Workload {
         me.c.drain_hold_ns += NowNs() - t0;
         ++me.c.drain_hold_samples;
       }
-      UnlockWithStats(lock, me.stat);
+      Release(lock, me.stat);
       return;
     }
     ReadPageset(z);
@@ -633,14 +694,14 @@ class ZoneLockWorkload final : public Workload {
     if (++me.pcp_count >= high_) {
       const bool timed = (me.c.drains % kHoldTimeEvery) == 0;
       ++me.c.drains;
-      LockWithStats(lock, *zs.side, me.stat, tid);
+      Acquire(lock, *zs.side, me.stat, tid);
       const uint64_t t0 = timed ? NowNs() : 0;
       FreePcpBulk(zs, me, batch_);
       if (timed) {
         me.c.drain_hold_ns += NowNs() - t0;
         ++me.c.drain_hold_samples;
       }
-      UnlockWithStats(lock, me.stat);
+      Release(lock, me.stat);
     }
   }
 
@@ -675,6 +736,9 @@ class ZoneLockWorkload final : public Workload {
   const int high_;
   const int burst_;
   const uint64_t work_ns_;
+  const uint64_t work_spin_ns_;  ///< the register spin after the zeroing
+  const bool stats_;
+  const Options options_;
   std::vector<std::unique_ptr<ZoneState>> zones_;
   PaddedSlots<PerThread> per_thread_;
 };
@@ -718,11 +782,9 @@ void ForEachConfig(F&& f) {
 /// again). Throws std::invalid_argument for a lock, line or config not in the
 /// table, and what ZoneLockWorkload's constructor throws.
 template <ZoneLockPlacement P>
-std::unique_ptr<Workload> MakeZoneLockWorkload(std::string_view lock,
-                                               std::size_t line,
-                                               ZoneConfig config,
-                                               const PointEnv& env, int batch,
-                                               int zones) {
+std::unique_ptr<Workload> MakeZoneLockWorkload(
+    std::string_view lock, std::size_t line, ZoneConfig config,
+    const PointEnv& env, int batch, int zones, const Options& options = {}) {
   std::unique_ptr<Workload> w;
   WithLock(lock, [&]<class L>() {
     ForEachLine([&]<std::size_t kLine>() {
@@ -730,7 +792,7 @@ std::unique_ptr<Workload> MakeZoneLockWorkload(std::string_view lock,
       ForEachConfig([&]<ZoneConfig C>() {
         if (config != C) return;
         w = std::make_unique<ZoneLockWorkload<L, P, kLine, C>>(env, batch,
-                                                               zones);
+                                                               zones, options);
       });
     });
   });
@@ -746,7 +808,7 @@ std::unique_ptr<Workload> MakeZoneLockWorkload(std::string_view lock,
 #define LOCKLINE_ZONE_LOCK_FACTORY(P)                                   \
   std::unique_ptr<Workload> MakeZoneLockWorkload<ZoneLockPlacement::P>( \
       std::string_view lock, std::size_t line, ZoneConfig config,       \
-      const PointEnv& env, int batch, int zones)
+      const PointEnv& env, int batch, int zones, const Options& options)
 extern template LOCKLINE_ZONE_LOCK_FACTORY(kLockBeforeFreeArea);
 extern template LOCKLINE_ZONE_LOCK_FACTORY(kLockAfterFreeArea);
 extern template LOCKLINE_ZONE_LOCK_FACTORY(kLockOwnLine);

@@ -115,7 +115,9 @@ fi
 # The runs inside the guest: NAME SECONDS LOCKLINE_ARGS... (run NAME lands in OUT/NAME/, "main"
 # in OUT itself), each under its own busybox timeout. Chosen for what they exercise, not speed:
 #  - main: calibration's uncontended ops and shared-line atomics, locks with a sleeping and an
-#    unfair lock, zone_lock with pthread_mutex, pagevec zones:1 (pthread_mutex) and
+#    unfair lock, zone_lock with pthread_mutex at work_ns:0 (work_ns:cal's once-per-process
+#    calibration walks a 32 MiB pool three times, too slow under TCG), pagevec zones:1
+#    (pthread_mutex) and
 #    zones:per_numa (only swept with the ticket lock: 200 ns think time, 4 threads per zone), all over
 #    --threads=topo (1, 2, 4 = one node and package, 8, 16 on 4s4n). Fair spinlocks (ticket,
 #    MCS, qspinlock) at 16 vCPUs on 2 host CPUs are pathological (lock-holder preemption: one
@@ -133,7 +135,7 @@ fi
 #    finish in 140 s (the issue's "full c2c family stalled the guest for minutes"). The 32-vCPU
 #    shape, for longer local runs, uses all PUs (lockline then picks 64 pairs). Quick suite: 2
 #    windows of 1 ms per pair.
-main_filter="^(calibration/op:|locks/lock:(pthread_mutex/cs:0/stats:on/|tas/cs:0/stats:on/threads:(1|2|4|8)$)|zone_lock/layout:lock_before_free_area/lock:pthread_mutex/pcp_batch:0/line:64/|pagevec/mode:deferred/slots:15/offset:0/policy:fixed/lock:(pthread_mutex/work_ns:0/zones:1|ttas/work_ns:cal/zones:per_numa)/kernel:2.6.9/release:unmap/)"
+main_filter="^(calibration/op:|locks/lock:(pthread_mutex/cs:0/stats:on/|tas/cs:0/stats:on/threads:(1|2|4|8)$)|zone_lock/layout:lock_before_free_area/lock:pthread_mutex/pcp_batch:0/line:64/config:[^/]+/zones:[^/]+/work_ns:0/threads:|pagevec/mode:deferred/slots:15/offset:0/policy:fixed/lock:(pthread_mutex/work_ns:0/zones:1|ttas/work_ns:cal/zones:per_numa)/kernel:2.6.9/release:unmap/)"
 mem_filter="^pagevec/mode:deferred/slots:15/offset:0/policy:fixed/lock:pthread_mutex/work_ns:0/zones:1/kernel:2.6.9/"
 common=(--emulated --benchmark_repetitions=1 --events=none)
 runs=$(cat <<EOF

@@ -306,11 +306,15 @@ def seed_tables(run: Run, verdicts: Optional[List[Dict[str, Any]]] = None
                      f"{stat_text(summary_of(after, 'ops_per_s'))}", "-"])
         n = before[0].threads if before else None
         lock = before[0].params.get("lock") if before else None
+        # The verdict's work_ns group (cal, or 0: saturated), where the rows carry one.
+        work = before[0].params.get("work_ns") if before else None
         for label, extra in (("counter-example pcp_batch:0 (a lock per page, not 4.0's path)",
                               {"pcp_batch": "0", "line": "64"}),
                              ("config no_cma (the fixed lock shares the line of flags)",
                               {"pcp_batch": "31", "line": "64", "config": "no_cma"})):
-            where = {"lock": lock, **extra} if lock else extra
+            where = {"lock": lock, **extra} if lock else dict(extra)
+            if work:
+                where["work_ns"] = work
             b = select(run, "zone_lock", "ops_per_s", {"layout": "lock_before_free_area",
                                                        **where}, n if n else "max")
             a = _same_variant(b, select(run, "zone_lock", "ops_per_s",
@@ -320,6 +324,20 @@ def seed_tables(run: Run, verdicts: Optional[List[Dict[str, Any]]] = None
                 rows.append([f"fix, {label} (lock:{lock})", "-",
                              other_comparison_cell(b, a, "ops_per_s", label),
                              "none: not the seed's configuration"])
+    # What lock_stat costs: the question pair's uninstrumented twins (stats:off) against the
+    # same rows instrumented.
+    for layout in ("lock_before_free_area", "lock_after_free_area"):
+        off = select(run, "zone_lock", "ops_per_s", {"layout": layout, "stats": "off"})
+        if not off:
+            continue
+        same = {k: v for k, v in off[0].params.items() if k != "stats"}
+        on = [p for p in run.points if p.bench == "zone_lock" and p.aggregate is None
+              and p.params == same and p.threads == off[0].threads
+              and "ops_per_s" in p.metrics]
+        label = f"lock_stat on vs off ({layout})"
+        rows.append([f"instrumentation cost, {label}", "-",
+                     other_comparison_cell(off, on, "ops_per_s", label),
+                     "none: lockline's own instrumentation"])
     tables["q2"] = rows
 
     # 3. page free 2006

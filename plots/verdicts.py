@@ -41,7 +41,9 @@ class ComparisonSpec:
     these parameters (e.g. per lock kind). prefer: when several parameter combinations match,
     the one agreeing with most of these wins (then the first in sorted order). base_name /
     variant_name: words for the text ("lock before free_area"). only: rows must have these
-    parameter values (a what-if row's lock). seed: the seed discussion's
+    parameter values (a what-if row's lock). A `prefer` or `only` value "" means the rows
+    lack that parameter (("stats", ""): the instrumented row, not its stats:off twin).
+    seed: the seed discussion's
     figure for this comparison; comparable: how that figure relates to the model's (the same
     quantity, its direction only, or plainly none).
     """
@@ -80,8 +82,11 @@ PV_2004 = (("kernel", "2.6.9"), ("release", "unmap"), ("scanner", "off"), ("lock
            ("policy", "fixed"), ("mode", "deferred"))
 PV_2020 = (("kernel", "5.8"), ("release", "none"), ("scanner", "on"), ("lock", "qspinlock"),
            ("policy", "fixed"), ("mode", "deferred"))
+# zone_lock rows, like pagevec's, run calibrated fault-path work per page outside zone->lock
+# (work_ns:cal, the answer) and none (work_ns:0, the labelled saturated case): one verdict per
+# work_ns (group_by), from the instrumented rows (("stats", ""): never the stats:off twins).
 ZONE_PREFER = (("pcp_batch", "31"), ("config", "cma"), ("line", "64"), ("zones", "per_numa"),
-               ("work_ns", "cal"))
+               ("work_ns", "cal"), ("stats", ""))
 ZONE_SEED = ("3484b2de9499: aim7 152288 -> 81911 jobs/min (-46.2 %); its fix a368ab67aa55: "
              "84568 -> 164280 jobs/min (+94.3 %)")
 BURST = (("protocol", "idle_burst"), ("burst_pages", "4096"))
@@ -114,7 +119,7 @@ COMPARISONS: Tuple[ComparisonSpec, ...] = (
     # rows stay as labelled what-if verdicts.
     _spec("zone_lock_after_before", "001", "zone_lock", "layout", "lock_before_free_area",
           "lock_after_free_area", "lock before free_area (3484b2de9499, v3.16-v3.19)",
-          "lock after free_area (a368ab67aa55, v4.0)", ("ops_per_s",), "max", ("lock",),
+          "lock after free_area (a368ab67aa55, v4.0)", ("ops_per_s",), "max", ("lock", "work_ns"),
           ZONE_PREFER, ZONE_SEED,
           DIRECTION_ONLY + " (aim7 jobs/min vs zone->lock alloc/free ops/s)",
           (("lock", "ticket"),)),
@@ -122,7 +127,7 @@ COMPARISONS: Tuple[ComparisonSpec, ...] = (
             "lock_before_free_area", "lock_after_free_area",
             f"what-if {lock} (not 4.0's lock): lock before free_area",
             f"what-if {lock} (not 4.0's lock): lock after free_area", ("ops_per_s",), "max",
-            ("lock",), ZONE_PREFER, ZONE_SEED,
+            ("lock", "work_ns"), ZONE_PREFER, ZONE_SEED,
             "none: a what-if; 4.0 ran the ticket lock", (("lock", lock),))
       for lock in ("qspinlock", "pthread_mutex")),
     _spec("page_free_fast_atomic", "002", "page_free", "variant", "atomic", "fastpath",
@@ -190,7 +195,7 @@ def find_pairs(spec: ComparisonSpec, points: Sequence[Point]
         params = dict(variant)
         if params.get(spec.param) != spec.base:
             continue
-        if any(params.get(k) != v for k, v in spec.only):
+        if any(params.get(k, "") != v for k, v in spec.only):
             continue
         other = _swap(variant, spec.param, spec.variant)
         if other not in by_variant:
@@ -201,15 +206,38 @@ def find_pairs(spec: ComparisonSpec, points: Sequence[Point]
         group = tuple((k, params.get(k, "")) for k in spec.group_by)
         groups.setdefault(group, []).append(variant)
     out = []
-    for group, candidates in sorted(groups.items()):
+    for group, candidates in sorted(groups.items(), key=lambda item: _group_order(item[0])):
         def score(variant):
             params = dict(variant)
-            return (-sum(1 for k, v in spec.prefer if params.get(k) == v), variant)
+            return (-sum(1 for k, v in spec.prefer if params.get(k, "") == v), variant)
         best = min(candidates, key=score)
         other = _swap(best, spec.param, spec.variant)
         common = sorted(set(by_variant[best]) & set(by_variant[other]))
         n = common[-1] if spec.threads == "max" else common[0]
         out.append((metric, by_variant[best][n], by_variant[other][n], n, group))
+    return out
+
+
+def _group_order(group: Tuple) -> Tuple:
+    """Sort key of a comparison's group: in group_by order, work_ns:cal (the answer) before
+    work_ns:0 (the labelled saturated case), other values in sorted order."""
+    return tuple((k, 0 if (k, v) == ("work_ns", "cal") else 1, v) for k, v in group)
+
+
+def group_text(group: Tuple) -> List[str]:
+    """A group's parameters in a verdict's words: "work_ns:0" is labelled the saturated case
+    (no work outside the lock), "work_ns:cal" the calibrated fault-path work; parameters the
+    rows do not carry are left out."""
+    out = []
+    for k, v in group:
+        if v == "":
+            continue  # a parameter the rows do not carry (older files)
+        text = f"{k}:{v}"
+        if k == "work_ns" and v == "0":
+            text += " (saturated: no work outside the lock)"
+        elif k == "work_ns" and v == "cal":
+            text += " (calibrated fault-path work per page)"
+        out.append(text)
     return out
 
 
@@ -257,7 +285,7 @@ def verdict_record(spec: ComparisonSpec, metric: str, base: List[Point], variant
     params = base[0].params if base else {}
     departs = [f"{k}:{params[k]}" for k, v in spec.prefer if k in params and params[k] != v
                and k not in spec.group_by]
-    where = ", ".join([f"{k}:{v}" for k, v in group] + departs + [f"threads:{threads}"])
+    where = ", ".join(group_text(group) + departs + [f"threads:{threads}"])
     label = f"{spec.variant_name} ({where})"
     confidence = stats.sequential_confidence(look) if look > 0 else stats.CONFIDENCE
     unpaired = stats.compare_points(base, variant, metric, label, min_effect,

@@ -43,16 +43,18 @@ const Variant* FindVariant(const std::vector<Variant>& all,
                            const std::string& layout, const std::string& lock,
                            int batch, int line,
                            const std::string& config = "cma",
-                           const std::string& zones = "1") {
+                           const std::string& zones = "1",
+                           const std::string& work = "cal", bool stats = true) {
+  Params want = {{"layout", layout},
+                 {"lock", lock},
+                 {"pcp_batch", std::to_string(batch)},
+                 {"line", std::to_string(line)},
+                 {"config", config},
+                 {"zones", zones},
+                 {"work_ns", work}};
+  if (!stats) want.emplace_back("stats", "off");
   for (const Variant& v : all) {
-    if (v.params == Params{{"layout", layout},
-                           {"lock", lock},
-                           {"pcp_batch", std::to_string(batch)},
-                           {"line", std::to_string(line)},
-                           {"config", config},
-                           {"zones", zones}}) {
-      return &v;
-    }
+    if (v.params == want) return &v;
   }
   return nullptr;
 }
@@ -84,8 +86,9 @@ PointResult RunPoint(Workload& w, int threads, double seconds,
 
 TEST(ZoneLock, TableAndRowKeys) {
   const std::vector<Variant> all = Variants(1);
-  // Every lock x 4 placements x 2 lines x 2 configs x 3 batches x 2 zones.
-  EXPECT_EQ(all.size(), LockNames().size() * 4 * 2 * 2 * 3 * 2);
+  // Every lock x 4 placements x 2 lines x 2 configs x 3 batches x 2 zones x
+  // 2 work_ns, and the question pair's 2 stats:off twins.
+  EXPECT_EQ(all.size(), LockNames().size() * 4 * 2 * 2 * 3 * 2 * 2 + 2);
   std::set<std::string> keys;
   int quick = 0, deflt = 0;
   for (const Variant& v : all) {
@@ -98,17 +101,45 @@ TEST(ZoneLock, TableAndRowKeys) {
       EXPECT_EQ(v.suite, Suite::kFull);
     }
   }
-  EXPECT_EQ(quick, 2);  // ticket x {before, after}, pcp 31
+  EXPECT_EQ(quick, 2);  // ticket x {before, after}, pcp 31, work_ns:cal
   // + ticket/qspinlock x the other placements (2 + 4), pthread_mutex pair
-  // (2), pcp_batch:0 pair (2), no_cma pair (2).
-  EXPECT_EQ(deflt, 14);
+  // (2), pcp_batch:0 pair (2), no_cma pair (2), all at work_ns:cal; the
+  // question pair at work_ns:0 (2) and its stats:off twins (2).
+  EXPECT_EQ(deflt, 18);
   const Variant* v =
       FindVariant(all, "lock_before_free_area", "ticket", 31, 64);
   ASSERT_NE(v, nullptr);
   EXPECT_EQ(RowKey("zone_lock", v->params, 8),
             "zone_lock/layout:lock_before_free_area/lock:ticket/pcp_batch:31/"
-            "line:64/config:cma/zones:1/threads:8");
+            "line:64/config:cma/zones:1/work_ns:cal/threads:8");
   EXPECT_EQ(v->suite, Suite::kQuick);
+  EXPECT_NE(v->description.find("calibrated"), std::string::npos);
+  // The question pair at work_ns:0 (saturated) and its uninstrumented twins
+  // are in the default suite; other points at work_ns:0 only in full.
+  for (const char* layout : {"lock_before_free_area", "lock_after_free_area"}) {
+    const Variant* sat =
+        FindVariant(all, layout, "ticket", 31, 64, "cma", "1", "0");
+    ASSERT_NE(sat, nullptr);
+    EXPECT_EQ(sat->suite, Suite::kDefault);
+    EXPECT_NE(sat->description.find("saturated"), std::string::npos);
+    const Variant* twin =
+        FindVariant(all, layout, "ticket", 31, 64, "cma", "1", "0", false);
+    ASSERT_NE(twin, nullptr);
+    EXPECT_EQ(twin->suite, Suite::kDefault);
+    EXPECT_EQ(RowKey("zone_lock", twin->params, 2),
+              std::string("zone_lock/layout:") + layout +
+                  "/lock:ticket/pcp_batch:31/line:64/config:cma/zones:1/"
+                  "work_ns:0/stats:off/threads:2");
+    EXPECT_NE(twin->description.find("uninstrumented"), std::string::npos);
+    // No twin at work_ns:cal.
+    EXPECT_EQ(
+        FindVariant(all, layout, "ticket", 31, 64, "cma", "1", "cal", false),
+        nullptr);
+  }
+  const Variant* own0 =
+      FindVariant(all, "lock_own_line", "ticket", 31, 64, "cma", "1", "0");
+  ASSERT_NE(own0, nullptr);
+  EXPECT_EQ(own0->suite, Suite::kFull);
   const Variant* zero =
       FindVariant(all, "lock_before_free_area", "ticket", 0, 64);
   ASSERT_NE(zero, nullptr);
@@ -139,6 +170,18 @@ TEST(ZoneLock, PerNumaIsTheDefaultOnMultiNodeMachines) {
       FindVariant(all, "lock_own_line", "qspinlock", 31, 64, "cma", "1");
   ASSERT_NE(own, nullptr);
   EXPECT_EQ(own->suite, Suite::kFull);
+  // The twins are on the main zones; zones:1's worst case only at cal.
+  const Variant* twin = FindVariant(all, "lock_before_free_area", "ticket", 31,
+                                    64, "cma", "per_numa", "0", false);
+  ASSERT_NE(twin, nullptr);
+  EXPECT_EQ(twin->suite, Suite::kDefault);
+  EXPECT_EQ(FindVariant(all, "lock_before_free_area", "ticket", 31, 64, "cma",
+                        "1", "0", false),
+            nullptr);
+  const Variant* one0 = FindVariant(all, "lock_after_free_area", "ticket", 31,
+                                    64, "cma", "1", "0");
+  ASSERT_NE(one0, nullptr);
+  EXPECT_EQ(one0->suite, Suite::kFull);
 }
 
 TEST(ZoneLock, KernelBatchSizeOf40) {
@@ -231,7 +274,7 @@ TEST(ZoneLock, PerNumaZonesKeepTheirPages) {
 // One thread, pcp_batch:0: exactly one acquisition per alloc and one per free.
 TEST(ZoneLock, SingleThreadBookkeepingWithoutPcp) {
   ZoneLockWorkload<TicketLock, ZoneLockPlacement::kLockAfterFreeArea, 64> w(
-      TestEnv(1), 0, 1, 0, /*burst=*/64);
+      TestEnv(1), 0, 1, {}, /*burst=*/64);
   const PointResult r = RunPoint(w, 1, 0.02);
   ASSERT_GT(r.ops, 0u);
   const auto& ls = r.report.details["lock_stat"];
@@ -257,7 +300,7 @@ TEST(ZoneLock, SingleThreadBookkeepingWithPcp) {
   for (int batch : {31, 63}) {
     SCOPED_TRACE(batch);
     ZoneLockWorkload<QspinLock, ZoneLockPlacement::kLockBeforeFreeArea, 64> w(
-        TestEnv(1), batch, 1, 0, /*burst=*/16 * batch);
+        TestEnv(1), batch, 1, {}, /*burst=*/16 * batch);
     unsigned long out_of_zone = 0;  // pages on the pcp list or held
     const PointResult r = RunPoint(w, 1, 0.05, [&] {
       out_of_zone = w.pool_pages() - FreePagesInZone(w.zone());
@@ -333,6 +376,101 @@ TEST(ZoneLock, VerifyCatchesBrokenZones) {
     buddy::SetPageOrder(w.pages()[5], 0);
     EXPECT_NE(w.Verify().find("PageBuddy"), std::string::npos) << w.Verify();
   }
+}
+
+// work_ns:cal is measured once per process (the quick pool here) and
+// recorded in the row's details.work with pagevec's field names.
+TEST(ZoneLock, CalibratedWorkIsRecorded) {
+  const WorkCalibration c = CalibratedWork(/*quick=*/true);
+  EXPECT_GT(c.fault_ns_per_page, 0);
+  EXPECT_GT(c.model_ns_per_page, 0);
+  EXPECT_GT(c.zero_ns_per_page, 0);
+  EXPECT_EQ(c.work_ns, c.fault_ns_per_page > c.model_ns_per_page
+                           ? static_cast<uint64_t>(c.fault_ns_per_page -
+                                                   c.model_ns_per_page)
+                           : 0u);
+  EXPECT_EQ(CalibratedWork(true).work_ns, c.work_ns);  // once per process
+  const std::vector<Variant> all = Variants(1);
+  auto w = FindVariant(all, "lock_after_free_area", "ticket", 31, 64)
+               ->make(TestEnv(1));
+  const PointResult r = RunPoint(*w, 1, 0.02);
+  const auto& work = r.report.details["work"];
+  EXPECT_EQ(work["work_ns"], c.work_ns);
+  EXPECT_EQ(work["calibrated"], true);
+  EXPECT_EQ(work["fault_ns_per_page"], c.fault_ns_per_page);
+  EXPECT_EQ(work["model_ns_per_page"], c.model_ns_per_page);
+  EXPECT_EQ(work["zero_ns_per_page"], c.zero_ns_per_page);
+  EXPECT_TRUE(work.contains("method"));
+  EXPECT_EQ(MetricOf(r.report, "work_ns"), static_cast<double>(c.work_ns));
+  EXPECT_EQ(r.report.details["lock_stat_on"], true);
+  EXPECT_EQ(r.verify_after, "");
+  auto sat = FindVariant(all, "lock_after_free_area", "ticket", 31, 64, "cma",
+                         "1", "0")
+                 ->make(TestEnv(1));
+  const PointResult r0 = RunPoint(*sat, 1, 0.02);
+  EXPECT_EQ(r0.report.details["work"]["work_ns"], 0);
+  EXPECT_EQ(r0.report.details["work"]["calibrated"], false);
+  EXPECT_FALSE(r0.report.details["work"].contains("fault_ns_per_page"));
+}
+
+// The work runs outside zone->lock and does not change the allocator's
+// path: for the same steps, one thread takes exactly the acquisitions it
+// takes without work (with and without pcp lists), every page of its ring is
+// zeroed, and the zone verifies.
+TEST(ZoneLock, WorkRunsOutsideTheLock) {
+  using W =
+      ZoneLockWorkload<TicketLock, ZoneLockPlacement::kLockAfterFreeArea, 64>;
+  for (int batch : {0, 31}) {
+    SCOPED_TRACE(batch);
+    const int burst = 16 * 31;
+    const uint64_t steps = 10 * 2 * burst + 77;  // mid-burst at the end
+    uint64_t acquisitions[2] = {0, 0};
+    for (int with_work = 0; with_work < 2; ++with_work) {
+      Options options;
+      options.work_ns = with_work ? 300 : 0;
+      W w(TestEnv(1), batch, 1, options, burst);
+      ThreadCtx ctx;
+      w.SetupThread(ctx);
+      w.RunSteps(ctx, steps);
+      EXPECT_EQ(w.Verify(), "");
+      const PerThread& me = w.thread(0);
+      acquisitions[with_work] = me.stat.acquisitions;
+      EXPECT_EQ(me.c.allocs + me.c.ops, steps);
+      if (with_work) {
+        ASSERT_NE(me.work.pages, nullptr);
+        for (std::size_t i = 0; i < kWorkPages * kPageBytes; ++i) {
+          ASSERT_EQ(me.work.pages[i], 0) << "byte " << i;
+        }
+      } else {
+        EXPECT_EQ(me.work.pages, nullptr);  // no ring without work
+      }
+      w.TeardownThread(ctx);
+      EXPECT_EQ(w.Verify(), "");
+      EXPECT_EQ(FreePagesInZone(w.zone()), w.pool_pages());
+    }
+    EXPECT_GT(acquisitions[0], 0u);
+    EXPECT_EQ(acquisitions[1], acquisitions[0]);
+  }
+}
+
+// The stats:off twin takes zone->lock plainly: the same acquisitions are
+// counted (privately), lock_stat records no waits, and the zone verifies
+// after a contended run.
+TEST(ZoneLock, StatsOffTwinRuns) {
+  const std::vector<Variant> all = Variants(1);
+  const Variant* twin = FindVariant(all, "lock_before_free_area", "ticket", 31,
+                                    64, "cma", "1", "0", false);
+  ASSERT_NE(twin, nullptr);
+  auto w = twin->make(TestEnv(2));
+  const PointResult r = RunPoint(*w, 2, 0.05);
+  EXPECT_GT(r.ops, 0u);
+  EXPECT_EQ(r.verify_running, "");
+  EXPECT_EQ(r.verify_after, "");
+  EXPECT_EQ(r.report.details["lock_stat_on"], false);
+  const auto& ev = r.report.details["events"];
+  EXPECT_EQ(r.report.details["lock_stat"]["acquisitions"].get<uint64_t>(),
+            ev["refills"].get<uint64_t>() + ev["drains"].get<uint64_t>());
+  EXPECT_EQ(r.report.details["lock_stat"]["contended"].get<uint64_t>(), 0u);
 }
 
 TEST(ZoneLock, RejectsNegativeBatch) {

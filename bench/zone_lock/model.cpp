@@ -27,7 +27,7 @@ void ReportZoneLock(PointReport& out, double window_seconds, uint64_t ops,
                     const LayoutFacts& layout,
                     const PaddedSlots<PerThread>& per_thread,
                     const std::vector<ZoneSnapshot>& zones, int batch, int high,
-                    int burst, uint64_t work_ns) {
+                    int burst, const Options& options) {
   const std::string& name = layout.name;
   out.layouts.push_back(name);
   Counters sum;
@@ -139,7 +139,15 @@ void ReportZoneLock(PointReport& out, double window_seconds, uint64_t ops,
       "threads' bursts: far beyond L2, so buddy checks and list updates "
       "under the lock miss in cache";
   d["migratetype"] = MigrateTypeName(layout.config, kMigratetype);
-  d["work_ns"] = work_ns;
+  d["work_ns"] = options.work_ns;
+  d["work"] = WorkDetails(
+      options.work_ns, options.work_calibrated, options.calibration,
+      "zone->lock",
+      "Linux 4.0's configuration: ticket lock, lock_after_free_area, "
+      "pcp_batch 31, cma, 64-byte lines, one zone; min of 3 whole burst "
+      "cycles");
+  d["lock_stat_on"] = options.stats;
+  out.Metric("work_ns", static_cast<double>(options.work_ns));
   d["events"] = {{"ops", sum.ops},
                  {"allocs", sum.allocs},
                  {"refills", sum.refills},
@@ -152,10 +160,10 @@ void ReportZoneLock(PointReport& out, double window_seconds, uint64_t ops,
                  {"fair_resets", sum.fair_resets}};
 }
 
-std::string VerifyZoneThreads(
-    int zi, const Page* pages, unsigned long pool, long nr_free_stat,
-    long free_pages, std::vector<uint8_t>& seen,
-    const PaddedSlots<PerThread>& per_thread) {
+std::string VerifyZoneThreads(int zi, const Page* pages, unsigned long pool,
+                              long nr_free_stat, long free_pages,
+                              std::vector<uint8_t>& seen,
+                              const PaddedSlots<PerThread>& per_thread) {
   const std::string zn = "zone " + std::to_string(zi) + ": ";
   long diffs = 0;
   for (std::size_t t = 0; t < per_thread.size(); ++t) {

@@ -141,6 +141,42 @@ def test_list_shows_keys_of_every_family():
     assert {"calibration", "locks"} <= families
 
 
+ZONE_PAIR = (r"^zone_lock/layout:lock_(before|after)_free_area/lock:ticket/pcp_batch:31/line:64/"
+             r"config:cma/zones:[^/]+/")
+
+
+def _zone_pair_keys(*args):
+    """The zone_lock question pair's keys (ticket, before/after free_area, pcp 31, cma, 64-byte
+    lines) --list prints, without the thread count: {(layout, rest after zones:Z/)}."""
+    import re
+    p = run("--list", "--benchmark_filter=^zone_lock/", *args)
+    assert p.returncode == 0, p.stderr
+    out = set()
+    for line in p.stdout.splitlines():
+        m = re.match(ZONE_PAIR + r"(.*)/threads:\d+", line.split()[0] if line.strip() else "")
+        if m:
+            out.add((m.group(1), m.group(2)))
+    return out, p.stdout
+
+
+def test_list_shows_zone_lock_work_axis_and_stats_off_twins():
+    """Default suite: the question pair at work_ns:cal and work_ns:0 (saturated) and the
+    uninstrumented twins at work_ns:0 (key ends stats:off before threads); other zone_lock
+    points only at work_ns:cal. --quick: the pair at work_ns:cal only."""
+    keys, listing = _zone_pair_keys()
+    for layout in ("before", "after"):
+        assert (layout, "work_ns:cal") in keys, listing
+        assert (layout, "work_ns:0") in keys, listing
+        assert (layout, "work_ns:0/stats:off") in keys, listing
+    assert not any(rest.startswith("work_ns:cal/stats") for _, rest in keys)
+    others = [line for line in listing.splitlines() if line.startswith("zone_lock/")
+              and "/work_ns:0" in line and "lock:ticket/pcp_batch:31/line:64/config:cma/" not in line]
+    assert others == [], others
+    quick, listing = _zone_pair_keys("--quick")
+    assert quick == {("before", "work_ns:cal"), ("after", "work_ns:cal")}, listing
+    assert "/work_ns:0" not in listing
+
+
 def test_killed_run_keeps_its_finished_points(tmp_path):
     out = tmp_path / "run"
     proc = subprocess.Popen([BINARY, "--quick", "--window=20ms", "--benchmark_repetitions=3",

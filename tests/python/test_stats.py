@@ -168,6 +168,42 @@ def test_verdicts_json_follows_the_contract(tmp_path):
     assert v["text"] in p.stdout and "1 of 1 comparisons resolved" in p.stdout
 
 
+def test_zone_lock_verdict_per_work_ns_from_instrumented_rows(tmp_path):
+    """Question 001 gives one verdict per work_ns, work_ns:cal (the answer) first and
+    work_ns:0 labelled saturated, from the instrumented rows: the stats:off twins (here with
+    an opposite effect) are never the verdict's rows."""
+    rows = []
+    rng = np.random.default_rng(3)
+    base = "lock:ticket/pcp_batch:31/line:64/config:cma/zones:1"
+    for work, stats_off, effect in (("cal", False, 0.02), ("0", False, 0.10),
+                                    ("0", True, -0.30)):
+        for layout, scale in (("lock_before_free_area", 1.0),
+                              ("lock_after_free_area", 1 + effect)):
+            tail = f"work_ns:{work}" + ("/stats:off" if stats_off else "")
+            key = f"zone_lock/layout:{layout}/{base}/{tail}/threads:2"
+            params = {"layout": layout, "lock": "ticket", "pcp_batch": "31", "line": "64",
+                      "config": "cma", "zones": "1", "work_ns": work, "threads": 2}
+            if stats_off:
+                params["stats"] = "off"
+            for rep in range(6):
+                value = 3e7 * scale * (1 + 0.01 * rng.standard_normal())
+                rows.append(_row(key, "zone_lock", params, rep, value, "near"))
+    doc = {"context": {"host_name": "synthetic", "lockline": {"finished": True}},
+           "benchmarks": rows}
+    (tmp_path / "lockline.json").write_text(json.dumps(doc))
+    path, doc = verdicts.write_verdicts(str(tmp_path))
+    got = [v for v in doc["verdicts"] if v["id"].startswith("zone_lock_after_before[")]
+    assert [v["id"] for v in got] == ["zone_lock_after_before[lock:ticket work_ns:cal]",
+                                      "zone_lock_after_before[lock:ticket work_ns:0]"]
+    cal, sat = got
+    assert "/work_ns:cal/threads:2" in cal["base_key"] and "saturated" not in cal["comparison"]
+    assert "work_ns:0 (saturated" in sat["comparison"]
+    for v in got:
+        assert "stats:off" not in v["base_key"] and "stats:off" not in v["variant_key"]
+    assert sat["ci"][0] <= 0.10 <= sat["ci"][1]
+    assert cal["ci"][0] <= 0.02 <= cal["ci"][1]
+
+
 def test_verdicts_unresolved_and_bad_input(tmp_path):
     """Too few near repetitions: resolved false (what --until-resolved re-runs); a missing
     directory: exit 2, one line."""
