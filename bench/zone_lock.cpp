@@ -11,11 +11,11 @@
 // but the pcp and fair-zone work). The work runs after each allocation,
 // outside the lock: it zeroes one 4 KiB page of a per-thread ring (memset, as
 // clear_page touches a page's lines) and spins in registers for the rest.
-// Known limit: the work runs on the allocation steps only, so at work_ns:cal a
-// burst's allocation phase (burst x (work_ns + the model's cost), over a second
-// with the default pool) outlasts a window: those windows time refills, not
-// drains (details.events says so), and ops_per_s counts steps / 2 of that
-// phase; pages_per_s is the per-page rate.
+// With work (W > 0) a thread's burst is 16 pcp batches (WorkBurstPages, ~1 ms
+// of allocations at W = cal), so every window times whole alloc/free cycles,
+// refills and drains; the cold-struct-page burst of W = 0 would keep a window
+// inside one allocation phase. Simplified there: struct pages stay warmer
+// than the kernel's (the ring's zeroing stands for clear_page's traffic).
 // stats:off rows (the question pair at work_ns:0, default suite) take
 // zone->lock with plain lock()/unlock(), without lock_stat, to show what the
 // instrumentation costs.

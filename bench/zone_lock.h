@@ -134,6 +134,16 @@ inline int BurstPages(int threads, int batch, bool quick) {
   return std::max(16 * std::max(batch, 1), share);
 }
 
+/// Per-thread burst when work runs outside the lock (work_ns > 0): 16 pcp
+/// batches (496 pages at batch 31, above pcp high 186, so every cycle refills
+/// and drains), a cycle of about burst x work_ns (~1.3 ms at 2.6 us a page)
+/// so a window of a few ms times whole alloc/free cycles (a burst of the cold
+/// circulation's share, 256 Ki pages on 2 threads, would keep a window in one
+/// allocation phase: refills only). The cold struct pages of work_ns:0 are
+/// given up here; the work's zeroing of a page of its ring per allocation
+/// stands for clear_page's cache traffic.
+inline int WorkBurstPages(int batch) { return 16 * std::max(batch, 1); }
+
 /// Pool pages of a zone serving `zone_threads` threads: their bursts plus a
 /// quarter more (so NR_FREE_PAGES stays far above the watermarks), a full pcp
 /// list and one refill each, rounded up to MAX_ORDER_NR_PAGES.
@@ -282,8 +292,9 @@ class ZoneLockWorkload final : public Workload {
                    const Options& options = {}, int burst = 0)
       : batch_(batch),
         high_(kPcpHighBatches * batch),
-        burst_(burst > 0
-                   ? burst
+        burst_(burst > 0 ? burst
+               : options.work_ns > 0
+                   ? WorkBurstPages(batch)
                    : BurstPages(env.threads, std::max(batch, 0), env.quick)),
         work_ns_(options.work_ns),
         work_spin_ns_(WorkSpinNs(options.work_ns, options.work_calibrated,

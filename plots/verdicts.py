@@ -78,10 +78,12 @@ ALLOCS = ("allocs_per_s", "ops_per_s")
 # Each era's lock (issue 23): 2.6.9 / 2.6.16 x86 a test-and-test-and-set byte lock (ttas),
 # 4.0 the ticket lock, 5.8 qspinlock. pagevec rows run calibrated fault-path work per page
 # (work_ns:cal); the saturated case (work_ns:0) is its own labelled verdict (group_by work_ns).
+# ("stats", ""): the instrumented rows, never the stats:off twins (a prefer value "" matches
+# rows without the parameter).
 PV_2004 = (("kernel", "2.6.9"), ("release", "unmap"), ("scanner", "off"), ("lock", "ttas"),
-           ("policy", "fixed"), ("mode", "deferred"))
+           ("policy", "fixed"), ("mode", "deferred"), ("stats", ""))
 PV_2020 = (("kernel", "5.8"), ("release", "none"), ("scanner", "on"), ("lock", "qspinlock"),
-           ("policy", "fixed"), ("mode", "deferred"))
+           ("policy", "fixed"), ("mode", "deferred"), ("stats", ""))
 # zone_lock rows, like pagevec's, run calibrated fault-path work per page outside zone->lock
 # (work_ns:cal, the answer) and none (work_ns:0, the labelled saturated case): one verdict per
 # work_ns (group_by), from the instrumented rows (("stats", ""): never the stats:off twins).
