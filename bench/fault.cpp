@@ -1175,11 +1175,13 @@ Variant MakeVariant(Mode mode, Tasks tasks, Start start, std::size_t mb,
   v.windows = 1;
   v.fixed_work = true;
   // For the budget: MiB first touched per repetition, in 4 KiB write faults'
-  // worth (measured per mode on the 2-vCPU VM): the timed pass, and the
+  // worth (measured per mode on the quiet 2-vCPU VM, rows' timing.wall_s
+  // against timing.declared_s, 2026-12-02): the timed pass, and the
   // discarded warm-up pass of a warm start (read faults have none); THP
-  // faults 2 MiB at a time; populating in one call saves the trap per page.
+  // faults 2 MiB at a time but here took 13x the 4 KiB rate (huge page
+  // allocation and 2 MiB zeroing); read faults map the zero page.
   // A start after idle adds its 1.5 s idle period; processes their forks.
-  static const double kMibPerPass[] = {1.0, 0.8, 0.8, 0.35, 1.0};
+  static const double kMibPerPass[] = {1.15, 0.8, 1.15, 4.8, 0.6};
   const double passes = start == Start::kWarm && mode != Mode::kRead ? 2 : 1;
   v.cost_mib =
       kMibPerPass[static_cast<int>(mode)] * passes * static_cast<double>(mb);

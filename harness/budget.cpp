@@ -20,14 +20,11 @@ double BoundS(double window_s) { return std::max(10 * window_s, 2.0); }
 
 }  // namespace
 
-double HarnessRepetitionCostS(int threads, int windows) {
-  // Thread start, pinning, setup and teardown 6-9 ms; the two 1 ms probes
-  // 5-10 ms when vCPUs are shared; each window ends ~5 ms late a thread the
-  // scheduler has parked (at most 3 counted: a big idle machine ends its
-  // windows on time).
-  const double probes = threads > 1 ? 0.008 : 0.0;
-  return 0.006 + 0.001 * threads + probes +
-         windows * 0.005 * std::min(threads, 3);
+double HarnessRepetitionCostS(int threads, int windows, int usable_pus) {
+  const double probes = threads > 1 ? 0.002 : 0.0;
+  const bool filled = usable_pus > 0 ? threads >= usable_pus : threads > 1;
+  const double edge = filled ? 0.003 : 0.0001;
+  return 0.001 + 0.0005 * threads + probes + windows * edge;
 }
 
 std::vector<double> PredictPointSeconds(const std::vector<BudgetPoint>& points,

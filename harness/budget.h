@@ -51,13 +51,18 @@ inline constexpr double kMaxWindowGrowth = 4;
 /// Declared seconds the harness itself spends per repetition of a point with
 /// `threads` threads and `windows` timed windows outside the windows' planned
 /// length, before any measurement: creating, pinning and joining the
-/// threads, the two coherence probes (multi-threaded points), the windows'
-/// start and stop edges (a stop flag reaching threads the scheduler has
-/// parked) and recording the row, without the file rewrite (RecordingCost).
-/// From the rows' `timing` of the default suite on the 2-vCPU VM while other
-/// builds loaded it (load average 3-5): 20-25 ms for 1 thread and 3 windows
-/// of 5 ms, 35-60 ms for 2 threads. The run rescales it by what it measures.
-double HarnessRepetitionCostS(int threads, int windows);
+/// threads, the two coherence probes (multi-threaded points), recording the
+/// row (without the file rewrite: RecordingCost), and each window's stop
+/// edge. Measured from the rows' `timing` of two default-suite runs on the
+/// quiet 2-vCPU VM (2026-12-02; timing.declared_s beside wall_s): 1.5-2.5 ms
+/// a repetition at 1 thread, 4-5 ms at 2; a window ends 0.1 ms late while a
+/// PU is idle, but ~2.9 ms late when the threads fill every usable PU
+/// (`usable_pus`; 0: unknown, taken as filled), since the main thread that
+/// stops the window must wait for the scheduler to preempt a worker. On a
+/// loaded machine these grow (the earlier constants, from a VM with load
+/// 3-5, were 5-10x these); the run rescales them by what each family
+/// measures (FitWindow after every repetition).
+double HarnessRepetitionCostS(int threads, int windows, int usable_pus = 0);
 
 /// What the fit knows about one point.
 struct BudgetPoint {

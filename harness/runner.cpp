@@ -235,7 +235,8 @@ double FitWindow(RunState& run) {
       b.repetitions_left = run.opts.repetitions;
       b.declared_s =
           HarnessRepetitionCostS(p.threads,
-                                 p.variant->fixed_work ? 0 : p.windows) +
+                                 p.variant->fixed_work ? 0 : p.windows,
+                                 static_cast<int>(run.order.size())) +
           (p.variant->cost_s +
            p.variant->cost_mib * run.fault_s_per_mib * kWorkloadOverProbe) *
               (run.opts.suite == Suite::kQuick ? p.variant->quick_cost_fraction
@@ -467,6 +468,8 @@ void RunPoint(benchmark::State& state, const Point& point, RunState& run) {
     timing["setup_s"] = s(t_start, t_setup);
     timing["windows_s"] = s(t_loop0, t_loop1);
     timing["probes_s"] = probes_s;
+    if (point.index < run.budget.size())  // the plan's price of it
+      timing["declared_s"] = run.budget[point.index].declared_s;
     timing["teardown_s"] =
         std::max(0.0, s(t_start, t_end) - s(t_start, t_setup) -
                           s(t_loop0, t_loop1) - probes_s);
