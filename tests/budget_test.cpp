@@ -56,6 +56,16 @@ TEST(RunnerBudget, PlanTimeFitHitsTheBudget) {
   EXPECT_NEAR(200 * (0.05 + 3 * fit.window_s) + 25 + rewrites, 120, 0.01);
 }
 
+TEST(RunnerBudget, WindowEdgesCostOnlyWhenTheThreadsFillEveryPu) {
+  // A spare PU lets the main thread stop a window at once; threads on every
+  // usable PU make it wait for a preemption (~3 ms, measured).
+  const double spare = HarnessRepetitionCostS(2, 10, 4);
+  const double filled = HarnessRepetitionCostS(2, 10, 2);
+  EXPECT_NEAR(filled - spare, 10 * (0.003 - 0.0001), 1e-12);
+  EXPECT_LT(HarnessRepetitionCostS(1, 3, 2), 0.003);
+  EXPECT_GT(HarnessRepetitionCostS(2, 3), HarnessRepetitionCostS(1, 3));
+}
+
 TEST(RunnerBudget, PerPointSecondsSumToTheEstimateWithoutRewrites) {
   std::vector<BudgetPoint> points;
   for (int i = 0; i < 4; ++i) points.push_back(Timed("locks", 0.05));

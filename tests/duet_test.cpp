@@ -135,5 +135,30 @@ TEST(DuetWorkload, RefusesAFixedWorkSideBesideATimedOne) {
                std::invalid_argument);
 }
 
+TEST(PlanPairs, OneThreadReachesThePrecisionWithinTheCap) {
+  // (1.96 x 1.2533 x 0.10 / ln 1.03)^2 / 0.7 = 98.7 -> 99 pairs; 20 a rep.
+  const PairPlan p = PlanPairs(0.03, 1, 5);
+  EXPECT_EQ(p.pairs_needed, 99);
+  EXPECT_EQ(p.pairs_per_repetition, 20);
+  EXPECT_NEAR(p.expected_half_width, 0.0298, 0.0005);
+  EXPECT_LE(p.expected_half_width, 0.03);
+}
+
+TEST(PlanPairs, ContendedPointsAreCappedAndSayWhatTheyWillReach) {
+  // 0.25 spread: 617 pairs needed, 124 a repetition, capped at 64: +-4.2 %.
+  const PairPlan p = PlanPairs(0.03, 2, 5);
+  EXPECT_EQ(p.pairs_needed, 617);
+  EXPECT_EQ(p.pairs_per_repetition, kDuetMaxPairs);
+  EXPECT_NEAR(p.expected_half_width, 0.0419, 0.0005);
+  // A loose precision never plans fewer than the minimum.
+  EXPECT_EQ(PlanPairs(0.5, 1, 5).pairs_per_repetition, kDuetMinPairs);
+}
+
+TEST(PlanPairs, RefusesNonsense) {
+  EXPECT_THROW(PlanPairs(0, 1, 5), std::invalid_argument);
+  EXPECT_THROW(PlanPairs(0.03, 0, 5), std::invalid_argument);
+  EXPECT_THROW(PlanPairs(0.03, 1, 0), std::invalid_argument);
+}
+
 }  // namespace
 }  // namespace lockline

@@ -49,6 +49,9 @@ def usable_pus():
     (["--topology=synthetic:pack:x", "--plan"], "pack:x"),
     (["--benchmark_filter=^no_such_family/"], "no_such_family"),
     (["--quick", "--full"], "--quick"),
+    (["--precision=0"], "0"),
+    (["--precision=60%"], "60%"),
+    (["--precision=tight"], "tight"),
 ])
 def test_bad_input_is_one_clear_error(args, bad):
     p = run(*args)
