@@ -59,7 +59,8 @@ def check(run) -> Dict[str, Any]:
     ratios = [r["narrower"] for r in rows if r["narrower"]]
     return {"series": rows,
             "aa": {"series": len(aa),
-                   "false_effects": sum(1 for r in aa if r["paired"]["excludes_zero"])},
+                   "false_effects": sum(1 for r in aa
+                                        if stats.answer(r["paired"]["ci"]) == "effect")},
             "median_narrower": statistics.median(ratios) if ratios else None}
 
 

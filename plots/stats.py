@@ -302,7 +302,7 @@ class Comparison:
             return (f"{head}not resolved on this machine: interval [{pct(self.ci[0])}, "
                     f"{pct(self.ci[1])}] spans 0 (median {pct(self.effect)}, "
                     f"{self.counts_text()})")
-        if self.excludes_zero:
+        if self.excludes_zero and not self.equivalent:
             return f"{head}{self.interval_text()}, {self.counts_text()}"
         return (f"{head}no effect of {self.min_effect * 100:g} % or more: "
                 f"{self.interval_text()}, {self.counts_text()}")
@@ -324,16 +324,20 @@ def is_resolved(ci: Tuple[float, float], min_effect: float = MIN_EFFECT) -> bool
 
 
 def answer(ci: Optional[Tuple[float, float]], min_effect: float = MIN_EFFECT) -> str:
-    """Which of the three answers an interval gives: "effect" (it excludes 0), "equivalent"
-    (within +-min_effect: no change larger than min_effect), "not_resolved" (neither), or
-    "too_few" when there is no interval (None). An interval of exactly [0, 0] is
+    """Which of the three answers an interval gives: "equivalent" (within +-min_effect: no
+    change larger than min_effect, even when it also excludes 0), "effect" (it excludes 0 and
+    reaches past +-min_effect), "not_resolved" (neither), or "too_few" when there is no
+    interval (None). Equivalence comes first because two instances of one variant differ by
+    up to ~1 % (their memory at other addresses: A/A paired rows, 2026-12-02, 3 of 16
+    intervals of +-0.3-0.6 % excluded 0): an interval inside +-min_effect says the change is
+    smaller than what lockline can attribute to the variant. An interval of exactly [0, 0] is
     "equivalent", never an effect."""
     if ci is None:
         return "too_few"
-    if ci[0] > 0 or ci[1] < 0:
-        return "effect"
     if is_equivalent(ci, min_effect):
         return "equivalent"
+    if ci[0] > 0 or ci[1] < 0:
+        return "effect"
     return "not_resolved"
 
 
