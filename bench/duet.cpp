@@ -54,6 +54,10 @@ struct DuetSpec {
   /// kDefault: in the default suite (the questions' answers the report gives
   /// from pairs); kFull: measured with --full (or a filter) only.
   Suite suite = Suite::kFull;
+  /// The value `param` has in a row whose key leaves it out (stats: "on", the
+  /// instrumented rows; their twins end /stats:off): lets a duet pair a row
+  /// with its twin. "" for parameters every row names.
+  const char* absent = "";
 };
 
 const std::vector<DuetSpec>& Specs() {
@@ -159,6 +163,36 @@ const std::vector<DuetSpec>& Specs() {
        {{"method", "memset"}},
        {},
        DuetThreads::kMin},
+      // What lock_stat costs (issue 23 item 4): each family's contended
+      // question row instrumented (the key without stats) against its
+      // uninstrumented twin (/stats:off), paired, at work_ns:0 where the lock
+      // is busiest.
+      {"instr",
+       "pagevec",
+       "stats",
+       "on",
+       "off",
+       with(pv2004, {{"offset", "0"}, {"slots", "15"}, {"work_ns", "0"}}),
+       {"kernel"},
+       DuetThreads::kMax,
+       Suite::kDefault,
+       "on"},
+      {"instr",
+       "zone_lock",
+       "stats",
+       "on",
+       "off",
+       {{"layout", "lock_after_free_area"},
+        {"lock", "ticket"},
+        {"pcp_batch", "31"},
+        {"config", "cma"},
+        {"line", "64"},
+        {"zones", "per_numa"},
+        {"work_ns", "0"}},
+       {},
+       DuetThreads::kMax,
+       Suite::kDefault,
+       "on"},
       // A/A: the same variant on both sides (suite full), for the false
       // effect rate of the paired method across families and thread counts.
       {"aa",
@@ -208,10 +242,25 @@ std::string ParamOf(const Params& p, const std::string& k) {
   return "";
 }
 
+/// `p` with `k` set to `v`; a parameter `p` lacks is appended (a twin's
+/// /stats:off comes last before threads).
 Params WithParam(Params p, const std::string& k, const std::string& v) {
-  for (auto& [pk, pv] : p)
-    if (pk == k) pv = v;
+  for (auto& [pk, pv] : p) {
+    if (pk == k) {
+      pv = v;
+      return p;
+    }
+  }
+  p.emplace_back(k, v);
   return p;
+}
+
+/// The spec's parameter in `p`: its value, or spec.absent when the key
+/// leaves it out.
+std::string SpecParamOf(const DuetSpec& spec, const Params& p) {
+  for (const auto& [pk, pv] : p)
+    if (pk == spec.param) return pv;
+  return spec.absent;
 }
 
 /// The duet variant of a (base, variant) pair of one family.
@@ -286,7 +335,7 @@ std::vector<std::pair<const Variant*, const Variant*>> FindPairs(
     by_key[RowKey(spec.family, v->params, 0)] = v;
   std::map<std::string, std::vector<std::pair<int, std::string>>> groups;
   for (const auto& [key, v] : by_key) {
-    if (ParamOf(v->params, spec.param) != spec.a) continue;
+    if (SpecParamOf(spec, v->params) != spec.a) continue;
     const std::string other =
         RowKey(spec.family, WithParam(v->params, spec.param, spec.b), 0);
     if (!by_key.count(other)) continue;

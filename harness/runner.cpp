@@ -272,6 +272,7 @@ std::string QuestionTitle(const std::string& question) {
       {"003", "003 a larger pagevec (LKML 2020)"},
       {"004", "004 pre-zeroing (linux-mm 2004)"},
       {"aa", "A/A rows (false-effect rate)"},
+      {"instr", "lock_stat's own cost (instrumented vs /stats:off twin)"},
       {"", "the figures' other rows"}};
   const auto it = titles.find(question);
   return it != titles.end() ? it->second : question;
