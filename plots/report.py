@@ -30,7 +30,8 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from lockline_results import Point, ResultError, Run, Stat, load_runs, summarize  # noqa: E402
+from lockline_results import (Point, ResultError, Run, Stat, duet_pairs, load_runs,  # noqa: E402
+                              summarize)
 import stats  # noqa: E402
 
 NOT_RUN = "not run"
@@ -335,8 +336,22 @@ def seed_tables(run: Run, verdicts: Optional[List[Dict[str, Any]]] = None
               and p.params == same and p.threads == off[0].threads
               and "ops_per_s" in p.metrics]
         label = f"lock_stat on vs off ({layout})"
-        rows.append([f"instrumentation cost, {label}", "-",
-                     other_comparison_cell(off, on, "ops_per_s", label),
+        # Paired where the run holds the twin pair as a duet row (bench/duet.cpp "instr"):
+        # window pairs of one regime, not repetitions split across regimes.
+        want = {**same, "of": "zone_lock", "param": "stats", "a": "on", "b": "off"}
+        want.pop("layout", None)
+        want["layout"] = layout
+        duet = [p for p in run.points if p.bench == "duet" and p.aggregate is None
+                and p.params == want and p.threads == off[0].threads and not p.overrun]
+        if duet:
+            pairs = [(p.regime, a, b) for p in duet for a, b in duet_pairs(p)]
+            text = (f"other comparison, paired windows of {duet[0].key} (uninstrumented / "
+                    f"instrumented): {stats.compare_pairs(pairs).text()}")
+            cell = Cell(f'<span class="other" data-rows="{html.escape(duet[0].key)}">'
+                        f"{html.escape(text)}</span>")
+        else:
+            cell = other_comparison_cell(off, on, "ops_per_s", label)
+        rows.append([f"instrumentation cost, {label}", "-", cell,
                      "none: lockline's own instrumentation"])
     tables["q2"] = rows
 

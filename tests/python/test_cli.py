@@ -162,6 +162,30 @@ def _zone_pair_keys(*args):
     return out, p.stdout
 
 
+def test_default_suite_pairs_every_seed_comparison_and_each_twin():
+    """The default suite's duet rows: one per seed comparison a duet can hold (000, 001, 002,
+    003; the pre-zeroing bursts are fixed work and unpaired), each both sides of a row the
+    list has, and each family's instrumented row against its /stats:off twin."""
+    p = run("--list")
+    assert p.returncode == 0, p.stderr
+    keys = [line.split()[0] for line in p.stdout.splitlines() if line.strip()]
+    duets = [k for k in keys if k.startswith("duet/")]
+    described = {line.split("\t")[0]: line for line in p.stdout.splitlines() if "\t" in line}
+    questions = {described[k].split("question ")[1][:3] for k in duets if "question " in
+                 described[k]}
+    assert {"000", "001", "002", "003"} <= questions, duets
+    for param, family in (("slots", "pagevec"), ("layout", "pagevec"), ("offset", "pagevec"),
+                          ("layout", "zone_lock"), ("variant", "page_free")):
+        assert any(k.startswith(f"duet/of:{family}/param:{param}/") for k in duets), duets
+    twins = [k for k in duets if "/param:stats/a:on/b:off/" in k]
+    assert {k.split("/")[1] for k in twins} == {"of:pagevec", "of:zone_lock"}, twins
+    for k in twins:  # the twin the duet names is a row of the list
+        rest = k.split("/b:off/")[1]
+        family = k.split("/")[1][3:]
+        assert f"{family}/{rest.rsplit('/threads:', 1)[0]}/stats:off/threads:" + \
+            rest.rsplit("/threads:", 1)[1] in keys, k
+
+
 def test_list_shows_zone_lock_work_axis_and_stats_off_twins():
     """Default suite: the question pair at work_ns:cal and work_ns:0 (saturated) and the
     uninstrumented twins at work_ns:0 (key ends stats:off before threads); other zone_lock
