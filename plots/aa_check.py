@@ -43,11 +43,11 @@ import itertools
 import json
 import os
 import sys
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from lockline_results import (ResultError, Run, duet_pairs, load_runs,  # noqa: E402
+from lockline_results import (ResultError, Run, labelled_duet_pairs, load_runs,  # noqa: E402
                               row_identity)
 import stats  # noqa: E402
 
@@ -70,10 +70,6 @@ def _family(reps) -> str:
     return p.params.get("of", p.family) if p.bench == "duet" else p.family
 
 
-def _labelled_pairs(reps) -> List[Tuple[str, float, float]]:
-    return [(p.regime, a, b) for p in reps for a, b in duet_pairs(p)]
-
-
 def _record(comparison: stats.Comparison, source: str, key: str, family: str, threads: int,
             runs: str) -> Dict[str, Any]:
     return {"source": source, "key": key, "family": family, "threads": threads, "runs": runs,
@@ -90,7 +86,7 @@ def within_run(run: Run, min_effect: float) -> List[Dict[str, Any]]:
         p = reps[0]
         if p.bench != "duet" or p.params.get("a") is None or p.params.get("a") != p.params.get("b"):
             continue
-        pairs = _labelled_pairs(reps)
+        pairs = labelled_duet_pairs(reps)
         if not pairs:
             continue
         c = stats.compare_pairs(pairs, min_effect=min_effect)
@@ -111,7 +107,7 @@ def between_runs(base: Run, cur: Run, min_effect: float, metric: str,
                                     for x, y in zip(b, c)):
             skipped.append(key)
             continue
-        bp, cp = _labelled_pairs(b), _labelled_pairs(c)
+        bp, cp = labelled_duet_pairs(b), labelled_duet_pairs(c)
         if bp and cp:
             comp = stats.compare_pair_effects(bp, cp, min_effect=min_effect)
             source = "duet row, two runs"

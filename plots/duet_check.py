@@ -21,7 +21,7 @@ from typing import Any, Dict, List, Optional, Sequence
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from lockline_results import ResultError, duet_pairs, load_runs  # noqa: E402
+from lockline_results import ResultError, labelled_duet_pairs, load_runs  # noqa: E402
 import stats  # noqa: E402
 
 
@@ -39,7 +39,7 @@ def check(run) -> Dict[str, Any]:
             series.setdefault(p.key, []).append(p)
     rows = []
     for key, reps in sorted(series.items()):
-        pairs = [(p.regime, a, b) for p in reps for a, b in duet_pairs(p)]
+        pairs = labelled_duet_pairs(reps)
         paired = stats.compare_pairs(pairs)
         unpaired = stats.compare_samples([(lab, a) for lab, a, _ in pairs],
                                          [(lab, b) for lab, _, b in pairs])

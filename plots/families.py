@@ -785,7 +785,7 @@ def plot_duet(data: FamilyData) -> List[Tuple[str, Figure]]:
     """Paired windows (bench/duet.cpp): per comparison (of / param / a -> b, threads), each
     window pair's ratio B/A as a dot and the paired effect with its 95 % interval
     (stats.compare_pairs: the computation the verdicts use) as a bar, one panel per run."""
-    from lockline_results import duet_pairs
+    from lockline_results import labelled_duet_pairs
     runs = _runs_of(data)
     fig, axes = new_figure(len(data.runs), "duet: paired-window effect B / A - 1 (%)", runs,
                            cols=1, width=9.0, height=max(3.0, 0.45 * 12))
@@ -803,7 +803,7 @@ def plot_duet(data: FamilyData) -> List[Tuple[str, Figure]]:
             extra = "".join(f", {k}:{params[k]}" for k in ("lock", "kernel") if k in params)
             labels.append(f"{params.get('of')} {params.get('param')}: {params.get('a')} -> "
                           f"{params.get('b')} (threads:{threads}{extra})")
-            pairs = [(p.regime, a, b) for p in reps for a, b in duet_pairs(p)]
+            pairs = labelled_duet_pairs(reps)
             ratios = [b / a - 1 for _, a, b in pairs if a > 0 and b > 0]
             ax.scatter([100 * r for r in ratios], [y] * len(ratios), s=6, color="0.6",
                        alpha=0.5, zorder=1, label="one window pair" if y == 0 else None)

@@ -19,7 +19,7 @@ import json
 import math
 import os
 import re
-from typing import Any, Dict, Iterable, List, Optional, Tuple
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 # Seconds per Google Benchmark time unit.
 TIME_UNIT_SECONDS = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
@@ -265,6 +265,13 @@ def duet_pairs(point: Point) -> List[Tuple[float, float]]:
     B's ops/s) per measured pair, from `details.duet.pairs`; [] for any other row or a
     malformed one (row_duet_pairs of the point's raw row)."""
     return row_duet_pairs(point.row)
+
+
+def labelled_duet_pairs(points: Sequence[Point]) -> List[Tuple[str, float, float]]:
+    """The window pairs of paired-windows rows with the coherence regime of the repetition
+    each came from: (regime label, A's ops/s, B's ops/s), the input of stats.compare_pairs and
+    stats.compare_pair_effects."""
+    return [(p.regime, a, b) for p in points for a, b in duet_pairs(p)]
 
 
 def row_identity(row: Dict[str, Any]) -> str:

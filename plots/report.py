@@ -30,8 +30,8 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from lockline_results import (Point, ResultError, Run, Stat, duet_pairs, load_runs,  # noqa: E402
-                              summarize)
+from lockline_results import (Point, ResultError, Run, Stat, labelled_duet_pairs,  # noqa: E402
+                              load_runs, summarize)
 import stats  # noqa: E402
 
 NOT_RUN = "not run"
@@ -344,7 +344,7 @@ def seed_tables(run: Run, verdicts: Optional[List[Dict[str, Any]]] = None
         duet = [p for p in run.points if p.bench == "duet" and p.aggregate is None
                 and p.params == want and p.threads == off[0].threads and not p.overrun]
         if duet:
-            pairs = [(p.regime, a, b) for p in duet for a, b in duet_pairs(p)]
+            pairs = labelled_duet_pairs(duet)
             text = (f"other comparison, paired windows of {duet[0].key} (uninstrumented / "
                     f"instrumented): {stats.compare_pairs(pairs).text()}")
             cell = Cell(f'<span class="other" data-rows="{html.escape(duet[0].key)}">'

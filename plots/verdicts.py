@@ -24,7 +24,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from lockline_results import Point, ResultError, Run, duet_pairs, load_runs  # noqa: E402
+from lockline_results import Point, ResultError, Run, labelled_duet_pairs, load_runs  # noqa: E402
 import stats  # noqa: E402
 
 SCHEMA = 1
@@ -293,7 +293,7 @@ def verdict_record(spec: ComparisonSpec, metric: str, base: List[Point], variant
     unpaired = stats.compare_points(base, variant, metric, label, min_effect,
                                     confidence=confidence)
     comparison = unpaired
-    pairs = [(p.regime, a, b) for p in duet for a, b in duet_pairs(p)]
+    pairs = labelled_duet_pairs(duet)
     if pairs:
         comparison = stats.compare_pairs(pairs, label, min_effect, confidence=confidence)
         ns = [p.regime_ns for p in duet if comparison.regime and p.regime == comparison.regime
