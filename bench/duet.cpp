@@ -236,10 +236,13 @@ const std::vector<DuetSpec>& Specs() {
   return specs;
 }
 
-std::string ParamOf(const Params& p, const std::string& k) {
+/// The value of parameter `k` in `p`, or `absent` when the key leaves it out
+/// (DuetSpec::absent: stats "on").
+std::string ParamOf(const Params& p, const std::string& k,
+                    const std::string& absent = "") {
   for (const auto& [pk, pv] : p)
     if (pk == k) return pv;
-  return "";
+  return absent;
 }
 
 /// `p` with `k` set to `v`; a parameter `p` lacks is appended (a twin's
@@ -253,14 +256,6 @@ Params WithParam(Params p, const std::string& k, const std::string& v) {
   }
   p.emplace_back(k, v);
   return p;
-}
-
-/// The spec's parameter in `p`: its value, or spec.absent when the key
-/// leaves it out.
-std::string SpecParamOf(const DuetSpec& spec, const Params& p) {
-  for (const auto& [pk, pv] : p)
-    if (pk == spec.param) return pv;
-  return spec.absent;
 }
 
 /// The duet variant of a (base, variant) pair of one family.
@@ -335,7 +330,7 @@ std::vector<std::pair<const Variant*, const Variant*>> FindPairs(
     by_key[RowKey(spec.family, v->params, 0)] = v;
   std::map<std::string, std::vector<std::pair<int, std::string>>> groups;
   for (const auto& [key, v] : by_key) {
-    if (SpecParamOf(spec, v->params) != spec.a) continue;
+    if (ParamOf(v->params, spec.param, spec.absent) != spec.a) continue;
     const std::string other =
         RowKey(spec.family, WithParam(v->params, spec.param, spec.b), 0);
     if (!by_key.count(other)) continue;
