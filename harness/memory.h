@@ -58,6 +58,14 @@ std::vector<int> NodesOfRange(const void* ptr, std::size_t bytes);
 /// `topo` maps OS to logical numbers (null: logical = OS). Never throws.
 nlohmann::json SharedRegionsJson(const Topology* topo);
 
+/// The shortest of `attempts` timings, ns, of faulting in `bytes` of private
+/// anonymous memory mapped with MADV_NOHUGEPAGE, one write per 4 KiB page
+/// (the fault, the page's allocation and zeroing); `with_unmap`: the munmap
+/// (the pages' release and free) is timed too. 0 when a mapping fails. Never
+/// throws. Shared by the budget's probe (MeasureFaultInSecondsPerMiB) and the
+/// work calibration (harness/page_work.h MeasureFaultNsPerPage).
+double TimeAnonymousFaultInNs(std::size_t bytes, int attempts, bool with_unmap);
+
 /// Seconds one MiB of private anonymous memory takes to fault in at first
 /// touch (a write to each 4 KiB page: the fault, the page's allocation and
 /// zeroing) on this machine now, from `mib` MiB mapped with MADV_NOHUGEPAGE,

@@ -8,8 +8,6 @@
 // in every family).
 #pragma once
 
-#include <sys/mman.h>
-
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -18,6 +16,7 @@
 
 #include "harness/cpu.h"
 #include "harness/family.h"
+#include "harness/memory.h"
 
 namespace lockline {
 
@@ -42,21 +41,8 @@ struct WorkCalibration {
 /// allocation and the unmap's release and free per page). 0 when mmap fails.
 inline double MeasureFaultNsPerPage() {
   constexpr std::size_t kPages = 1024;
-  const std::size_t bytes = kPages * kPageBytes;
-  double best = 0;
-  for (int attempt = 0; attempt < 3; ++attempt) {
-    void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) return 0;
-    madvise(p, bytes, MADV_NOHUGEPAGE);
-    auto* c = static_cast<volatile char*>(p);
-    const uint64_t t0 = NowNs();
-    for (std::size_t off = 0; off < bytes; off += kPageBytes) c[off] = 1;
-    munmap(p, bytes);
-    const double ns = static_cast<double>(NowNs() - t0) / kPages;
-    if (attempt == 0 || ns < best) best = ns;
-  }
-  return best;
+  return TimeAnonymousFaultInNs(kPages * kPageBytes, 3, /*with_unmap=*/true) /
+         kPages;
 }
 
 /// memset of one 4 KiB page of a kWorkPages ring, ns (min of 3 passes).
