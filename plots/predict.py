@@ -57,6 +57,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 # Distance classes between two PUs, nearest first (bench/false_sharing.cpp PairClass).
 CLASSES = ("smt", "l2_shared", "l3_shared", "package_local", "package_remote")
 
+# Largest one-way transfer (ns) taken as one: longer c2c repetitions are a descheduled probe.
+MAX_TRANSFER_NS = 1e6
+
 # Used only for classes that neither --latencies nor this machine's c2c matrix gives; marked
 # "assumed" in predicted.json and the report. One-way core-to-core latencies of the order
 # published for current x86 servers (core-to-core latency charts of AnandTech and Chips and
@@ -105,13 +108,24 @@ def pair_class_from_placement(placement: Dict[str, Any]) -> Optional[str]:
     """Distance class of a 2-thread row from its placement summary (cores / L3s / packages
     spanned, SMT siblings). l2_shared cannot be told apart from l3_shared there (rows do not
     name the L2); such pairs count as l3_shared."""
-    if not placement:
+    if not isinstance(placement, dict) or not placement:
         return None
-    if placement.get("smt_siblings"):
+
+    def count(key: str) -> Optional[int]:
+        v = placement.get(key)
+        if v is None:
+            return 1
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+            return None
+        return int(v)
+    packages, l3s = count("packages"), count("l3s")
+    if packages is None or l3s is None:
+        return None  # a malformed placement summary: the row says nothing usable
+    if placement.get("smt_siblings") is True:
         return "smt"
-    if int(placement.get("packages") or 1) > 1:
+    if packages > 1:
         return "package_remote"
-    if int(placement.get("l3s") or 1) > 1:
+    if l3s > 1:
         return "package_local"
     return "l3_shared"
 
@@ -127,7 +141,8 @@ def c2c_by_class(run: Run, regime: str) -> Tuple[Dict[str, List[float]], Dict[st
             continue
         v = p.metrics.get("latency_ns")
         cls = pair_class_from_placement(p.placement)
-        if v is None or not math.isfinite(v) or v <= 0 or cls is None:
+        # > 1 ms one way is no line transfer (a descheduled probe, or a corrupt value).
+        if v is None or not math.isfinite(v) or v <= 0 or v > MAX_TRANSFER_NS or cls is None:
             continue
         raw.setdefault(cls, {}).setdefault(p.coherence or "unknown", []).append(float(v))
     out, used = {}, {}
@@ -139,9 +154,12 @@ def c2c_by_class(run: Run, regime: str) -> Tuple[Dict[str, List[float]], Dict[st
         if regime in by:
             out[cls], used[cls] = by[regime], regime
             continue
-        if regime == "lowest" or regime == "near":
-            label = min(by, key=lambda k: float(np.median(by[k])))
-            out[cls], used[cls] = by[label], label
+        # The regime asked for is absent for this class: the lowest one, said so (never a
+        # silent fall back to assumed figures).
+        label = min(by, key=lambda k: float(np.median(by[k])))
+        out[cls] = by[label]
+        used[cls] = label if regime in ("lowest", "near") else \
+            f"{label} (no '{regime}' rows for this class)"
     return out, used
 
 
@@ -154,6 +172,9 @@ def read_latencies(path: str) -> Dict[str, float]:
             data = json.load(handle)
     except (OSError, ValueError) as err:
         raise ValueError(f"--latencies={path}: cannot read a JSON object ({err})") from None
+    except RecursionError:
+        raise ValueError(f"--latencies={path}: nested too deeply; accepted: a flat JSON "
+                         "object of ns per class") from None
     if isinstance(data, dict) and isinstance(data.get("benchmarks"), list):
         try:
             run = load_run(path)
@@ -339,9 +360,14 @@ class VariantInputs:
 
 
 def _usable(p: Point) -> bool:
+    """The row carries the model's inputs with physical values (finite, >= 0, ns and ops/s
+    below 1e12, acquisitions per op below 1e6); a row with 1e308 or negative values is left
+    out, not propagated."""
     m = p.metrics
-    return all(k in m and math.isfinite(m[k]) for k in ("ns_per_op", "hold_ns",
-                                                         "acquisitions_per_op", "ops_per_s"))
+    lim = {"ns_per_op": 1e12, "hold_ns": 1e12, "acquisitions_per_op": 1e6, "ops_per_s": 1e12}
+    return all(k in m and isinstance(m[k], (int, float)) and math.isfinite(m[k]) and
+               (0 <= m[k] if k == "hold_ns" else 0 < m[k]) and m[k] <= top
+               for k, top in lim.items())
 
 
 def collect_variants(run: Run, fit_threads: Optional[Sequence[int]] = None
@@ -454,7 +480,11 @@ def fit_draws(v: VariantInputs, draws: int, rng: np.random.Generator, bias: floa
         cn = n * 1e9 / (m["ops"] * m["acq"])
         zn = cn * (1 - m["ws"]) - hc
         share = n / m["l3"]
-        if share > 1:
+        # A lock-bound row's sampled holds are stretched (clock read, spinners stealing the
+        # line): its outside work is not measured by this difference (L takes its
+        # throughput below).
+        ws_n = float(np.median([r.metrics.get("wait_share", 0.0) or 0.0 for r in v.reps[n]]))
+        if share > 1 and ws_n < 0.2:
             rs.append(zn / np.maximum(z1, 1e-9) - 1.0)
             gl.append(math.log2(share))
     lines = np.clip(np.mean(ls, axis=0), 0.0, 200.0) if ls else np.zeros_like(s1)
@@ -498,8 +528,9 @@ def fit_draws(v: VariantInputs, draws: int, rng: np.random.Generator, bias: floa
         d["a"] = a = match(n, "a", np.linspace(0.0, 3.0, 31))
         a_source = (f"fitted on the {n}-thread rows (throughput), grid 0..3 per bootstrap "
                     "draw")
+    d["noise"] = repetition_noise(v)
     v.fit_summary = {
-        "lines_source": lines_source,
+        "lines_source": lines_source, "median_noise_log": d["noise"],
         "clock_bias_ns": bias, "S1_ns": float(s1[0]), "Z1_ns": float(z1[0]),
         "lines_per_handoff": float(lines[0]),
         "lines_per_handoff_ci": [float(x) for x in np.percentile(lines[1:], [2.5, 97.5])],
@@ -507,6 +538,36 @@ def fit_draws(v: VariantInputs, draws: int, rng: np.random.Generator, bias: floa
         "waiter_source": a_source, "waiter_half": WAITER_HALF,
         "fit_threads": v.fit_counts()}
     return d
+
+
+def repetition_noise(v: VariantInputs) -> float:
+    """Standard deviation (log scale) of the median of r repetitions of one point, r = the
+    input's usual repetitions per point: 1.2533 x (1.4826 MAD of log ops_per_s within each
+    fit count, pooled) / sqrt(r). The measured median a prediction is judged by carries this
+    noise besides the model's parameter uncertainty."""
+    devs, sizes = [], []
+    for reps in v.reps.values():
+        x = np.log([r.metrics["ops_per_s"] for r in reps])
+        if x.size >= 2:
+            devs.extend(np.abs(x - np.median(x)).tolist())
+            sizes.append(x.size)
+    if not devs:
+        return 0.0
+    sigma = 1.4826 * float(np.median(devs))
+    return 1.2533 * sigma / math.sqrt(float(np.median(sizes)))
+
+
+def interval(ops: np.ndarray, noise: float) -> Tuple[float, float]:
+    """95 % interval of a predicted point for the median a run would measure: the bootstrap
+    percentiles of the model (draws 1..), widened in log space by the repetition noise of a
+    median (repetition_noise), the two half-widths added in quadrature. Contains ops[0]."""
+    p = float(ops[0])
+    lo, hi = (np.percentile(ops[1:], [2.5, 97.5]) if ops.size > 2 else (p, p))
+    lo, hi = min(float(lo), p), max(float(hi), p)
+    z = 1.96 * noise
+    wl = math.sqrt(math.log(p / lo) ** 2 + z * z) if lo > 0 else math.inf
+    wh = math.sqrt(math.log(hi / p) ** 2 + z * z)
+    return p * math.exp(-wl), p * math.exp(wh)
 
 
 def _lock_x(m: int, transfer, v: VariantInputs, d: Dict[str, np.ndarray],
@@ -682,10 +743,10 @@ def predict_variant(v: VariantInputs, order, counts, d) -> List[Dict[str, Any]]:
             x, waiting = x + xg, waiting + wg
         ops = x * 1e9 / d["acq"]
         share = waiting / n  # share of the threads' time spent waiting for the lock
-        lo, hi = np.percentile(ops[1:], [2.5, 97.5]) if ops.size > 2 else (ops[0], ops[0])
+        lo, hi = interval(ops, d.get("noise", 0.0))
         wlo, whi = np.percentile(share[1:], [2.5, 97.5]) if ops.size > 2 else (share[0],) * 2
-        rows.append({"threads": n, "ops_per_s": float(ops[0]), "lo": float(min(lo, ops[0])),
-                     "hi": float(max(hi, ops[0])), "wait_share": float(share[0]),
+        rows.append({"threads": n, "ops_per_s": float(ops[0]), "lo": float(lo),
+                     "hi": float(hi), "wait_share": float(share[0]),
                      "wait_share_ci": [float(wlo), float(whi)],
                      "lock_instances": len(groups), "_draws": ops})
     return rows
@@ -869,7 +930,7 @@ def measured_points(run: Run, counts: Optional[Sequence[int]]) -> Dict[str, Dict
         if counts is not None and p.threads not in counts:
             continue
         v = p.metrics.get("ops_per_s")
-        if v is None or not math.isfinite(v) or v <= 0:
+        if not isinstance(v, (int, float)) or not math.isfinite(v) or not 0 < v <= 1e12:
             continue
         reps.setdefault(variant_key(p), {}).setdefault(p.threads, []).append(p)
     return {k: {n: (float(np.median([r.metrics["ops_per_s"] for r in rs])), len(rs),
@@ -929,8 +990,7 @@ def validate_against(run_path: str, other_path: str, fit_threads: Optional[Seque
                 x = x + predict_lock(len(g), class_pair_counts(g), v, d,
                                      doublings=l3_doublings(pus))
             ops = x * 1e9 / d["acq"]
-            lo, hi = np.percentile(ops[1:], [2.5, 97.5])
-            lo, hi = min(lo, ops[0]), max(hi, ops[0])
+            lo, hi = interval(ops, d["noise"])
             draws_of[(v.key, n)] = ops
             rows.append({"key": v.key, "family": v.family, "lock": v.lock, "threads": n,
                          "predicted": float(ops[0]), "lo": float(lo), "hi": float(hi),
@@ -1036,6 +1096,8 @@ def read_run(path: str) -> Run:
         fail(str(err))
     except (OSError, EOFError, ValueError) as err:
         fail(f"{path}: cannot read a result file ({err})")
+    except RecursionError:
+        fail(f"{path}: nested too deeply to be a lockline result file")
     raise AssertionError("unreachable")
 
 
