@@ -810,8 +810,8 @@ def predicted_verdicts(variants: List[VariantInputs], curves: Dict[str, List[Dic
                                     reason=reason,
                                     text=f"{label}, {n} threads: not predicted ({reason})"))
                     continue
-                cb = {r["threads"]: r for r in curves[bk]}
-                cv = {r["threads"]: r for r in curves[vk]}
+                cb = {r["threads"]: r for r in curves.get(bk, [])}
+                cv = {r["threads"]: r for r in curves.get(vk, [])}
                 if n not in cb or n not in cv:
                     continue
                 eff = cv[n]["_draws"] / cb[n]["_draws"] - 1.0
