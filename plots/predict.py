@@ -447,7 +447,9 @@ def fit_draws(v: VariantInputs, draws: int, rng: np.random.Generator, bias: floa
       previous holder wrote; a hold after another thread's costs L transfers of the row's pair
       (`coherence.regime_ns`). Share of holds after another thread's: contended_share (a
       hand-off) + (1 - contended_share) (n - 1) / n (found free, last holder random).
-    - g, outside-work slowdown per doubling of the threads sharing an L3: from the outside work
+    - g, outside-work slowdown per further thread sharing the L3 (the USL/Amdahl contention
+      form Z1 (1 + g (k - 1)), k threads per L3: bounded throughput, no collapse): from the
+      outside work
       per acquisition at n (ns per acquisition x (1 - wait_share) - hold) against Z1.
     - a, the waiter term: the structural WAITER_PRIOR unless a fit row has >= 3 threads and a
       wait share >= 0.2; then the a in [0, 3] whose predicted throughput at the largest such
@@ -486,14 +488,14 @@ def fit_draws(v: VariantInputs, draws: int, rng: np.random.Generator, bias: floa
         ws_n = float(np.median([r.metrics.get("wait_share", 0.0) or 0.0 for r in v.reps[n]]))
         if share > 1 and ws_n < 0.2:
             rs.append(zn / np.maximum(z1, 1e-9) - 1.0)
-            gl.append(math.log2(share))
+            gl.append(share - 1.0)
     lines = np.clip(np.mean(ls, axis=0), 0.0, 200.0) if ls else np.zeros_like(s1)
     lines_source = "sampled hold_ns at the fit counts" if ls else "none (no multi-thread row)"
     if rs:
         gl_a = np.array(gl)[:, None]
         g = (np.array(rs) * gl_a).sum(axis=0) / (gl_a ** 2).sum()
         # Outside work too short to measure its slowdown (a lock-bound row): none assumed.
-        g = np.where(z1 < 0.25 * c1, 0.0, np.clip(g, 0.0, 1.0))
+        g = np.where(z1 < 0.25 * c1, 0.0, np.clip(g, 0.0, 2.0))
     else:
         g = np.zeros_like(s1)
     a = np.full_like(s1, WAITER_PRIOR.get(v.lock, 0.0))
@@ -510,7 +512,7 @@ def fit_draws(v: VariantInputs, draws: int, rng: np.random.Generator, bias: floa
         errs = []
         for val in grid:
             x = _lock_x(n, m["t"], v, dict(d, **{name: np.full_like(s1, val)}),
-                        math.log2(max(1.0, n / m["l3"])))
+                        max(0.0, n / m["l3"] - 1.0))
             errs.append(np.abs(np.log(x / meas)))
         return grid[np.argmin(np.array(errs), axis=0)]
     # A lock-bound row (wait share >= 0.2) is better measured by its throughput than by its
@@ -534,7 +536,7 @@ def fit_draws(v: VariantInputs, draws: int, rng: np.random.Generator, bias: floa
         "clock_bias_ns": bias, "S1_ns": float(s1[0]), "Z1_ns": float(z1[0]),
         "lines_per_handoff": float(lines[0]),
         "lines_per_handoff_ci": [float(x) for x in np.percentile(lines[1:], [2.5, 97.5])],
-        "outside_slowdown_per_doubling": float(g[0]), "waiter_coefficient": float(a[0]),
+        "outside_slowdown_per_neighbour": float(g[0]), "waiter_coefficient": float(a[0]),
         "waiter_source": a_source, "waiter_half": WAITER_HALF,
         "fit_threads": v.fit_counts()}
     return d
@@ -571,15 +573,16 @@ def interval(ops: np.ndarray, noise: float) -> Tuple[float, float]:
 
 
 def _lock_x(m: int, transfer, v: VariantInputs, d: Dict[str, np.ndarray],
-            l3_doublings: float, stats: bool = False):
+            l3_neighbours: float, stats: bool = False):
     """Acquisitions per ns of one lock instance shared by m threads (per draw): the closed
     network of plots/queueing.py with
     S(1) = S1 + (m - 1) / m L t                      (found free; last holder random)
     S(j >= 2) = S1 + L t + h t + q t [j >= 3] + a t k / (1 + k / WAITER_HALF), k = j - 2
-    (h: the lock kind's hand-off lines, q: qspinlock's MCS node), think Z1 (1 + g l3_doublings).
+    (h: the lock kind's hand-off lines, q: qspinlock's MCS node), think Z1 (1 + g neighbours),
+    neighbours = threads per L3 - 1.
     """
     t = np.asarray(transfer, dtype=float) * np.ones_like(d["s1"])
-    z = d["z1"] * (1.0 + d["g"] * l3_doublings)
+    z = d["z1"] * (1.0 + d["g"] * l3_neighbours)
     if m == 1:
         x = 1.0 / (z + d["s1"])
         return (x, np.zeros_like(x)) if stats else x
@@ -704,12 +707,12 @@ def latency_draws(lat: Dict[str, Dict[str, Any]], draws: int, rng: np.random.Gen
     return out
 
 
-def l3_doublings(pus: Sequence[Dict[str, Any]]) -> float:
-    """log2 of the threads per L3 among `pus` (>= 0): the neighbours that share a thread's
-    caches and memory path, the outside-work slowdown's argument (fit_draws: g)."""
+def l3_neighbours(pus: Sequence[Dict[str, Any]]) -> float:
+    """Threads per L3 among `pus` minus 1 (>= 0): the neighbours that share a thread's caches
+    and memory path, the outside-work slowdown's argument (fit_draws: g)."""
     l3s = {(p.get("package"), p.get("l3") if p.get("l3", -1) >= 0 else ("core", p.get("core")))
            for p in pus}
-    return math.log2(max(1.0, len(pus) / max(1, len(l3s))))
+    return max(0.0, len(pus) / max(1, len(l3s)) - 1.0)
 
 
 def group_transfer(pair_counts: Dict[str, float], d: Dict[str, np.ndarray]) -> np.ndarray:
@@ -722,10 +725,10 @@ def group_transfer(pair_counts: Dict[str, float], d: Dict[str, np.ndarray]) -> n
 
 
 def predict_lock(n: int, pair_counts: Dict[str, float], v: VariantInputs,
-                 d: Dict[str, np.ndarray], stats: bool = False, doublings: float = 0.0):
+                 d: Dict[str, np.ndarray], stats: bool = False, neighbours: float = 0.0):
     """Acquisitions per ns of one lock instance shared by n threads, per draw; stats=True:
     (X, mean threads waiting (not holding) for the lock). d: fit_draws plus lat_<class>."""
-    return _lock_x(n, group_transfer(pair_counts, d), v, d, doublings, stats=stats)
+    return _lock_x(n, group_transfer(pair_counts, d), v, d, neighbours, stats=stats)
 
 
 def predict_variant(v: VariantInputs, order, counts, d) -> List[Dict[str, Any]]:
@@ -734,12 +737,12 @@ def predict_variant(v: VariantInputs, order, counts, d) -> List[Dict[str, Any]]:
     rows = []
     for n in counts:
         groups = lock_groups(order, n, v.per_node)
-        dbl = l3_doublings(order[:n])
+        dbl = l3_neighbours(order[:n])
         x = np.zeros_like(d["s1"])
         waiting = np.zeros_like(d["s1"])
         for g in groups:
             xg, wg = predict_lock(len(g), class_pair_counts(g), v, d, stats=True,
-                                  doublings=dbl)
+                                  neighbours=dbl)
             x, waiting = x + xg, waiting + wg
         ops = x * 1e9 / d["acq"]
         share = waiting / n  # share of the threads' time spent waiting for the lock
@@ -988,7 +991,7 @@ def validate_against(run_path: str, other_path: str, fit_threads: Optional[Seque
             x = np.zeros_like(d["s1"])
             for g in groups:
                 x = x + predict_lock(len(g), class_pair_counts(g), v, d,
-                                     doublings=l3_doublings(pus))
+                                     neighbours=l3_neighbours(pus))
             ops = x * 1e9 / d["acq"]
             lo, hi = interval(ops, d["noise"])
             draws_of[(v.key, n)] = ops
@@ -1217,7 +1220,7 @@ def predict(run_dir: str, topology: str, latencies: Optional[str] = None,
                   "critical section + the lines the holder touches that the previous holder "
                   "wrote (fitted per variant on the input's multi-thread holds) moved at the "
                   "mean one-way latency between the plan's PUs, + the lock kind's hand-off "
-                  "lines, + a bounded waiter term; Z grows per doubling of the threads "
+                  "lines, + a bounded waiter term; Z grows linearly with the threads "
                   "sharing an L3 (fitted on the multi-thread rows); exact product-form "
                   "solution"),
         "simplifications": [
@@ -1226,8 +1229,8 @@ def predict(run_dir: str, topology: str, latencies: Optional[str] = None,
             "the waiter term is bounded (at most a x WAITER_HALF transfers per hand-off); "
             "without >= 3-thread input rows its coefficient is the lock kind's structural "
             "prior, not measured",
-            "outside-work slowdown is fitted per doubling of threads per L3 and extrapolated "
-            "logarithmically; no memory-bandwidth or interconnect saturation model",
+            "outside-work slowdown is fitted per further thread sharing an L3 and "
+            "extrapolated linearly (USL contention form); no memory-bandwidth or interconnect saturation model",
             "pagevec scanner threads and the page_free remote-free path are not modelled "
             "apart from their measured 1-thread wait; sleeping locks' wake-up is not modelled",
             "the input machine's critical-section and outside-work times are used on the "

@@ -134,7 +134,7 @@ def test_malformed_placements_do_not_raise():
     for bad in ({"packages": "two"}, {"l3s": [1]}, {"packages": float("nan")}, [], None):
         assert predict.pair_class_from_placement(bad) is None
     pus = predict.placement_pus({"packages": "x", "cores": None, "l3s": -3}, 4)
-    assert len(pus) == 4 and predict.l3_doublings(pus) >= 0
+    assert len(pus) == 4 and predict.l3_neighbours(pus) >= 0
 
 
 def test_bad_arguments_are_one_error_line(tmp_path):
