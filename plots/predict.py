@@ -303,7 +303,11 @@ WAITER_PRIOR = {"ticket": 1.0, "tas": 0.5, "ttas": 0.5, "pthread_spin": 0.5, "mc
 QUEUE_LINES = {"qspinlock": 1.0}
 
 # Families whose rows have no model input and are listed "not predicted" instead.
-NOT_PREDICTED_PARAMS = (("stats", "off", "stats:off rows record no hold time (no model input)"),)
+NOT_PREDICTED_PARAMS = (
+    ("stats", "off", "stats:off rows record no hold time (no model input)"),
+    ("slots", "auto", "the pagevec size follows the machine's CPU count (policy), so its "
+                      "acquisitions per op on the target are not the input's; not modelled"),
+)
 # Comparisons the model has no input for (verdicts.py ids).
 NOT_MODELLED_COMPARISONS = {
     "pv_offset_0_8": "alignment (offset) changes which lines a pagevec spans; the model has "
@@ -366,7 +370,8 @@ def _usable(p: Point) -> bool:
     m = p.metrics
     lim = {"ns_per_op": 1e12, "hold_ns": 1e12, "acquisitions_per_op": 1e6, "ops_per_s": 1e12}
     return all(k in m and isinstance(m[k], (int, float)) and math.isfinite(m[k]) and
-               (0 <= m[k] if k == "hold_ns" else 0 < m[k]) and m[k] <= top
+               (0 <= m[k] if k in ("hold_ns", "acquisitions_per_op") else 0 < m[k]) and
+               m[k] <= top
                for k, top in lim.items())
 
 
@@ -387,9 +392,6 @@ def collect_variants(run: Run, fit_threads: Optional[Sequence[int]] = None
             continue
         key = variant_key(p)
         why = next((w for k, v, w in NOT_PREDICTED_PARAMS if p.params.get(k) == v), None)
-        if why is None and p.metrics.get("acquisitions_per_op", 1.0) <= 0:
-            why = ("takes no lock (the lock-free fast path: acquisitions_per_op 0); not "
-                   "modelled")
         if why is not None:
             if key not in seen_skip:
                 seen_skip.add(key)
@@ -402,6 +404,15 @@ def collect_variants(run: Run, fit_threads: Optional[Sequence[int]] = None
     out = []
     for key in sorted(groups):
         p = first[key]
+        acq = [r.metrics["acquisitions_per_op"] for reps in groups[key].values() for r in reps]
+        if float(np.median(acq)) <= 0:
+            skipped.append(f"{key}: not predicted: takes no lock (the lock-free fast path: "
+                           "acquisitions_per_op 0); not modelled")
+            continue
+        # A repetition of a lock-taking variant that recorded no acquisition is no input.
+        groups[key] = {n: [r for r in reps if r.metrics["acquisitions_per_op"] > 0]
+                       for n, reps in groups[key].items()}
+        groups[key] = {n: reps for n, reps in groups[key].items() if reps}
         if 1 not in groups[key]:
             skipped.append(f"{key}: not predicted: no 1-thread row")
             continue
@@ -848,16 +859,17 @@ def write_figures(out_dir: str, title: str, variants, curves, assumed: str = "",
     for fam in fams:
         vs = [v for v in variants if v.family == fam]
         panels = [vs[i:i + PER_PANEL] for i in range(0, len(vs), PER_PANEL)]
-        cols = min(2, len(panels))
-        rows = (len(panels) + cols - 1) // cols
-        fig, axes = plt.subplots(rows, cols, figsize=(8 * cols, 4.6 * rows), squeeze=False)
+        cols, rows = 1, len(panels)
+        fig, axes = plt.subplots(rows, cols, figsize=(13, 4.0 * rows + 0.6), squeeze=False)
         for ax in axes.flat[len(panels):]:
             ax.set_visible(False)
+        common = set.intersection(*[set(v.key.split("/")[1:]) for v in vs])
         for pi, (ax, pv) in enumerate(zip(axes.flat, panels)):
             for v in pv:
                 c = curves[v.key]
                 t = [r["threads"] for r in c]
-                label = v.key[len(fam) + 1:]
+                label = "/".join(x for x in v.key.split("/")[1:] if x not in common) or \
+                    v.key[len(fam) + 1:]
                 line, = ax.plot(t, [r["ops_per_s"] for r in c], lw=1, label=label)
                 ax.fill_between(t, [r["lo"] for r in c], [r["hi"] for r in c],
                                 color=line.get_color(), alpha=0.15, lw=0)
@@ -867,16 +879,19 @@ def write_figures(out_dir: str, title: str, variants, curves, assumed: str = "",
             ax.set_ylabel("predicted ops/s")
             part = f" ({pi + 1}/{len(panels)})" if len(panels) > 1 else ""
             ax.set_title(f"{fam}{part}: PREDICTED", fontsize=9)
-            ax.legend(fontsize=5.5, loc="lower left")
+            ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5),
+                      frameon=False)
             ax.grid(True, which="both", alpha=0.3)
-        head = f"{fam}: PREDICTED for {title}" + (f", {date}" if date else "")
+        head = f"{fam}: PREDICTED for {title}" + (f", input run {date}" if date else "")
+        if common:
+            head += "\nall curves: " + "/".join(sorted(common))
         if assumed:
             head += "\n" + assumed
         fig.suptitle(head, fontsize=9)
         fig.tight_layout()
         name = f"predicted-{fam}.png"
         buf = io.BytesIO()
-        fig.savefig(buf, format="png", dpi=90)
+        fig.savefig(buf, format="png", dpi=90, bbox_inches="tight")  # legends outside
         plt.close(fig)
         write_file(os.path.join(out_dir, name), buf.getvalue())
         files.append(name)
