@@ -502,6 +502,7 @@ def fit_draws(v: VariantInputs, draws: int, rng: np.random.Generator, bias: floa
             gl.append(share - 1.0)
     lines = np.clip(np.mean(ls, axis=0), 0.0, 200.0) if ls else np.zeros_like(s1)
     lines_source = "sampled hold_ns at the fit counts" if ls else "none (no multi-thread row)"
+    g_measured = bool(rs)
     if rs:
         gl_a = np.array(gl)[:, None]
         g = (np.array(rs) * gl_a).sum(axis=0) / (gl_a ** 2).sum()
@@ -542,6 +543,7 @@ def fit_draws(v: VariantInputs, draws: int, rng: np.random.Generator, bias: floa
         a_source = (f"fitted on the {n}-thread rows (throughput), grid 0..3 per bootstrap "
                     "draw")
     d["noise"] = repetition_noise(v)
+    d["g_measured"] = g_measured
     v.fit_summary = {
         "lines_source": lines_source, "median_noise_log": d["noise"],
         "clock_bias_ns": bias, "S1_ns": float(s1[0]), "Z1_ns": float(z1[0]),
@@ -551,6 +553,36 @@ def fit_draws(v: VariantInputs, draws: int, rng: np.random.Generator, bias: floa
         "waiter_source": a_source, "waiter_half": WAITER_HALF,
         "fit_threads": v.fit_counts()}
     return d
+
+
+# Parameters naming the outside work of a variant (what its threads do between acquisitions):
+# variants that agree on these share one outside-work slowdown (fit_all).
+OUTSIDE_WORK_PARAMS = ("kernel", "work_ns", "release", "scanner", "mode", "config", "free_cpu",
+                       "on_lru_pct", "cs")
+
+
+def fit_all(variants: Sequence[VariantInputs], draws: int, rng: np.random.Generator,
+            bias: float, fallback_t: float, lat_d: Dict[str, np.ndarray]
+            ) -> Dict[str, Dict[str, Any]]:
+    """fit_draws for every variant, with the latency draws added; then the outside-work
+    slowdown g pooled (per draw, the median) over the variants of one family whose outside
+    work is the same (OUTSIDE_WORK_PARAMS) and whose g was measured: the slowdown is a
+    property of the work between acquisitions, not of the lock's layout, and one noisy
+    per-variant estimate extrapolated to many neighbours would decide a verdict."""
+    fits = {v.key: dict(fit_draws(v, draws, rng, bias, fallback_t),
+                        **{f"lat_{c}": lat_d[c] for c in CLASSES}) for v in variants}
+    groups: Dict[Tuple, List[VariantInputs]] = {}
+    for v in variants:
+        if fits[v.key]["g_measured"]:
+            key = (v.family,) + tuple(v.params.get(k, "") for k in OUTSIDE_WORK_PARAMS)
+            groups.setdefault(key, []).append(v)
+    for members in groups.values():
+        pooled = np.median(np.array([fits[v.key]["g"] for v in members]), axis=0)
+        for v in members:
+            fits[v.key]["g"] = pooled
+            v.fit_summary["outside_slowdown_per_neighbour"] = float(pooled[0])
+            v.fit_summary["outside_slowdown_pooled_over"] = len(members)
+    return fits
 
 
 def repetition_noise(v: VariantInputs) -> float:
@@ -1006,9 +1038,9 @@ def validate_against(run_path: str, other_path: str, fit_threads: Optional[Seque
     fallback = float(np.median(here.get("l3_shared") or here.get("package_local") or
                                [ASSUMED_NS["l3_shared"]]))
     rows, draws_of = [], {}
+    fits = fit_all(variants, draws, rng, bias, fallback, lat_d)
     for v in variants:
-        d = dict(fit_draws(v, draws, rng, bias, fallback), **{f"lat_{c}": lat_d[c]
-                                                               for c in CLASSES})
+        d = fits[v.key]
         for n, (m, reps, pl) in sorted(meas.get(v.key, {}).items()):
             if same and n in fitted:
                 continue
@@ -1210,10 +1242,9 @@ def predict(run_dir: str, topology: str, latencies: Optional[str] = None,
     fallback = float(np.median(here.get("l3_shared") or here.get("package_local") or
                                [ASSUMED_NS["l3_shared"]]))
     curves = {}
+    fits = fit_all(variants, draws, rng, bias, fallback, lat_d)
     for v in variants:
-        d = dict(fit_draws(v, draws, rng, bias, fallback), **{f"lat_{c}": lat_d[c]
-                                                               for c in CLASSES})
-        curves[v.key] = predict_variant(v, plan["order"], counts, d)
+        curves[v.key] = predict_variant(v, plan["order"], counts, fits[v.key])
     target_counts = [c for c in plan.get("threads_list", []) if c in counts]
     all_keys = sorted({variant_key(p) for p in run.points if p.family in LOCK_FAMILIES and
                        p.bench == p.family and not p.aggregate})
