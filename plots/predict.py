@@ -2,7 +2,9 @@
 """Predict a run's lock-bound families on another machine: `lockline predict`.
 
     lockline predict RUN_DIR --topology=FILE.xml|synthetic:DESC [--latencies=FILE] [-o OUT]
-    plots/predict.py  RUN_DIR --topology=...  (the same; `lockline predict` execs this)
+                     [--fit-threads=1,2] [--threads=112,224] [--arch=x86|other]
+    lockline predict RUN --validate-against=OTHER_RUN [--fit-threads=1,2] [--latencies=FILE]
+    plots/predict.py  RUN_DIR ...  (the same; `lockline predict` execs this)
 
 For every family and variant of the run that takes a lock and records lock statistics
 (`locks` stats:on, `zone_lock`, `pagevec`, `page_free`), predicts throughput against thread
@@ -13,21 +15,37 @@ OUT/predicted.json and OUT/predicted-<family>.png (OUT defaults to
 RUN_DIR/predicted-<topology name>/); plots/report.py shows them ("Predicted for TOPOLOGY").
 
 Inputs, all from the run (read with plots/lockline_results.py, the one reader of result files):
-per variant the 1-thread repetitions' `ns_per_op`, `hold_ns` and `acquisitions_per_op`
-(think time per acquisition = ns_per_op / acquisitions_per_op - hold_ns); the lock kind
-(`lock` parameter) and what the family's rows say about lines under the lock; and the
-calibration rows' core-to-core matrix (`calibration/c2c:pingpong/...`, `latency_ns`, one-way)
-reduced to a transfer cost per distance class (smt, l2_shared, l3_shared, package_local,
-package_remote; the classes of bench/false_sharing.cpp's PairClass) in one coherence regime
-(--regime, default the lowest: `near`). The target's class costs come from --latencies (a JSON
-object of ns per class, or a lockline.json of `--benchmark_filter=calibration/c2c` run on the
-target), else from this machine's classes; classes neither gives are filled from
-ASSUMED_NS and marked "assumed" with their source.
+per variant the repetitions at 1 thread and at the run's multi-thread counts (--fit-threads
+limits them: 2 on a small machine, up to 4 in the 16-core file; never the counts a prediction
+is judged by): `ops_per_s`, `ns_per_op`, `hold_ns`, `acquisitions_per_op`, `wait_share`,
+`contended_share` and the pair transfer of the row's coherence regime (`coherence.regime_ns`);
+the lock kind (`lock` parameter) and what the family's rows say about lines under the lock;
+and the calibration rows' core-to-core matrix (`calibration/c2c:pingpong/...`, `latency_ns`,
+one-way) reduced to a transfer cost per distance class (smt, l2_shared, l3_shared,
+package_local, package_remote; bench/false_sharing.cpp's PairClass) in one coherence regime
+(--regime: near (default), far, all, lowest). The target's class costs come from --latencies
+(a JSON object of ns per class, or a lockline.json of calibration/c2c rows run on the
+target), else from this machine's classes; classes neither gives are ASSUMED_NS, marked
+"assumed", and "assumed (x86 figures)" on a target that is not x86.
 
-The model: plots/queueing.py (a closed network per lock instance, exact MVA with a
-waiter-dependent hand-off term; per-node locks, `zones:per_numa`, are one network per NUMA
-node of the plan). Intervals: percentile bootstrap (fixed seed) over the input repetitions
-(1-thread rows and c2c rows), propagated through the model.
+The model (fit_draws, _lock_x): plots/queueing.py's closed network per lock instance, one per
+NUMA node of the target for the families whose kernel lock is per zone or per node
+(LOCK_SCOPE); threads placed by the planner's order. Fitted on the multi-thread rows: the
+lines the holder touches that the previous holder wrote (moved at the transfer between
+successive holders), the outside-work slowdown with neighbours sharing an L3 (pooled over the
+variants with the same outside work), and, with >= 3-thread rows, the bounded waiter term
+(else the lock kind's structural prior). Not predicted (listed with the reason): stats:off
+rows, the lock-free fast path, slots:auto policies, the alignment comparison.
+Intervals: percentile bootstrap (fixed seed) over the input repetitions and c2c repetitions,
+widened by the repetition noise of a measured median.
+
+`--validate-against=OTHER_RUN` predicts OTHER_RUN's lock-family points (at each row's own
+placement) from RUN and prints predicted vs measured per family and thread count, with the
+share inside the 95 % interval and the seed comparisons (validate_against).
+
+Outputs are written through a temporary file opened O_NOFOLLOW | O_EXCL and renamed (a planted
+symlink is replaced, never followed). A run made in an emulator is refused unless
+--allow-emulated (then labelled EMULATED).
 
 Exit 0; 2 with one `lockline: error:` line for bad input (before anything is written).
 """
