@@ -265,9 +265,21 @@ def family_lines(p: Point) -> Tuple[float, float, str]:
             f"{'shares' if nr_free else 'does not'}; a refill/drain moves {per_hold:g} pages "
             "through the list head (a write each); data lines = free list head + nr_free")
     if p.family == "pagevec":
-        return 2.0, 0.0, "assumed: the LRU list head line and the zone's LRU counters line"
+        acq = float(p.metrics.get("acquisitions_per_op") or 0.0)
+        if p.params.get("kernel") == "2.6.9" and acq > 0:
+            per_hold = 1.0 / acq  # pages per hold (an op is a page)
+            return 1.0, 2.0 * per_hold, (
+                "bench/pagevec.h LruZone: 2.6.9's lru_lock, active list head and nr_active "
+                f"share one line; a hold adds {per_hold:.1f} pages (list head + nr_active "
+                "written per page) on the lock's line; struct pages on their own lines")
+        return 3.0, 0.0, ("bench/pagevec.h LruZone: 5.8's lruvec lists, lru_zone_size and "
+                          "the LRU counters are on lines of their own (lock line: the lock)")
     if p.family == "page_free":
-        return 2.0, 0.0, "assumed: the LRU list head line and the zone's LRU counters line"
+        return 2.0, 3.0, (
+            "bench/page_free.cpp LruZone: lru_lock, the LRU list head and nr_lru share one "
+            "line (2.6.16's struct zone); a free writes nr_lru and the list through it, a "
+            "1-in-14 LRU add writes the head per page: about 3 writes per hold on the "
+            "lock's line")
     return 1.0, 0.0, "assumed: one data line"
 
 
