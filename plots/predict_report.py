@@ -40,6 +40,12 @@ def _table(header: List[str], rows: List[List[Any]]) -> str:
     return "".join(out) + "</table>"
 
 
+def _counts(counts: Any) -> str:
+    if isinstance(counts, list) and counts:
+        return ", ".join(str(c) for c in counts)
+    return "1"
+
+
 def _section(path: str) -> str:
     esc = html.escape
     try:
@@ -56,8 +62,15 @@ def _section(path: str) -> str:
     parts = [f'<section class="predicted" id="{esc(os.path.basename(d))}">',
              f"<h2>Predicted for {esc(title)}</h2>",
              '<p class="q">Every number in this section is PREDICTED by a queueing model from '
-             "this run's 1-thread rows and core-to-core latencies, not measured on the target. "
+             f"this run's rows at {esc(_counts(doc.get('fit_threads')))} threads and "
+             "core-to-core latencies, not measured on the target. "
              f"{esc(str(doc.get('model', '')))}.</p>"]
+    note = doc.get("latencies_assumed_note")
+    if note:
+        parts.append(f'<p class="warn">{esc(str(note))}</p>')
+    if doc.get("emulated_input"):
+        parts.append('<p class="warn">The input run was made in an EMULATOR: its timings are '
+                     "not a machine's.</p>")
     sims = doc.get("simplifications") or []
     if sims:
         parts.append("<p class=\"caption\">Simplifications: " +
@@ -70,7 +83,10 @@ def _section(path: str) -> str:
     verdicts = [v for v in doc.get("verdicts") or [] if isinstance(v, dict)]
     if verdicts:
         parts.append("<h3>Predicted seed verdicts at the target's thread counts</h3><ul>")
-        parts.extend(f"<li>{esc(str(v.get('text', '')))}</li>" for v in verdicts)
+        parts.extend(f"<li>{esc(str(v.get('text', '')))}</li>" for v in verdicts
+                     if v.get("predicted", True) is not False)
+        parts.extend(f"<li class=\"caption\">{esc(str(v.get('text', '')))}</li>"
+                     for v in verdicts if v.get("predicted", True) is False)
         parts.append("</ul>")
     for name in doc.get("figures") or []:
         fig = os.path.join(d, os.path.basename(str(name)))

@@ -204,25 +204,31 @@ def simulate(n: int, think: float, service: ServiceFn, completions: int = 100000
 
 
 def handoff_service(n: int, hold: float, transfer: float, handoff_lines: float,
-                    waiter_reads: float, spinners_steal: float, spin_cap: int) -> np.ndarray:
-    """Mean service time with j = 1..n threads at the lock (issue 26's hand-off model).
+                    waiter_reads: float, spinners_steal: float, spin_cap: int,
+                    waiter_half: float = 4.0) -> np.ndarray:
+    """Mean service time with j = 1..n threads at the lock (the hand-off model of issues 26
+    and 34).
 
     hold: the uncontended critical section (ns); transfer: mean one-way line transfer between
     two successive holders under the plan (ns); handoff_lines: lines that move to the next
     holder at a hand-off (lock line plus data lines written under the lock); waiter_reads:
-    extra transfers per additional waiter at a hand-off (1 for ticket/TAS/TTAS, whose every
-    spinning waiter re-reads the line; 0 for MCS/qspinlock, which hand to one waiter);
-    spinners_steal: holder writes per hold to the lock's own line that a spinning waiter has
-    re-read in between (each costs a transfer); spin_cap: most waiters spinning on the lock
-    line (n for ticket/TAS, 1 for qspinlock's head waiter, 0 for MCS).
+    extra transfers per further waiter at a hand-off (ticket/TAS/TTAS waiters re-read the
+    line; 0 for MCS/qspinlock, which hand to one waiter); spinners_steal: holder writes per
+    hold to the lock's own line that a spinning waiter has re-read in between (each costs a
+    transfer); spin_cap: most waiters spinning on the lock line.
 
     j = 1 (the lock found free) costs one transfer with probability (n - 1) / n (the last
-    holder was another thread); j >= 2 is a hand-off to a waiter with j - 2 others re-reading.
+    holder was another thread); j >= 2 is a hand-off to a waiter with k = j - 2 others. The
+    waiter term is bounded: k further waiters cost waiter_reads * k / (1 + k / waiter_half)
+    transfers, at most waiter_reads * waiter_half (reads of a released line are served in
+    parallel past a few readers; issue 34: an unbounded term gave 25-45 us per hand-off at
+    224 threads and collapse cliffs). waiter_half = inf gives the unbounded term.
     """
     j = np.arange(1, n + 1, dtype=float)
     waiters = j - 1
+    k = np.maximum(j - 2, 0)
     handoff = np.where(j == 1, (n - 1) / n if n > 0 else 0.0, 1.0) * handoff_lines
-    handoff = handoff + waiter_reads * np.maximum(j - 2, 0)
+    handoff = handoff + waiter_reads * k / (1.0 + k / waiter_half)
     spinners = np.minimum(waiters, spin_cap)
     steal = spinners_steal * (spinners > 0)
     return hold + transfer * (handoff + steal)

@@ -81,16 +81,22 @@ def test_load_dependent_mva_equals_the_birth_death_solution():
     assert np.all(np.isfinite(x)) and np.all(x > 0)
 
 
-def test_a_waiter_dependent_hand_off_collapses_and_a_queued_one_does_not():
+def test_a_waiter_dependent_hand_off_grows_bounded_and_a_queued_one_does_not():
     ticket = queueing.handoff_service(64, 10.0, 100.0, 1.0, 1.0, 1.0, 10**9)
     mcs = queueing.handoff_service(64, 10.0, 100.0, 2.0, 0.0, 0.0, 0)
     assert ticket[-1] > ticket[1] > ticket[0]
+    assert np.all(np.diff(ticket[1:]) >= 0)  # no cliff: monotone in the waiters
+    # Bounded (issue 34): at most waiter_reads * waiter_half transfers for the waiters.
+    assert ticket[-1] <= 10.0 + 100.0 * (1.0 + 1.0 + 4.0) + 1e-9
+    unbounded = queueing.handoff_service(64, 10.0, 100.0, 1.0, 1.0, 1.0, 10**9, math.inf)
+    assert unbounded[-1] == pytest.approx(10.0 + 100.0 * (1 + 62 + 1))
     assert mcs[-1] == mcs[1]
     x_ticket = [float(queueing.birth_death(n, 50.0, queueing.handoff_service(
         n, 10.0, 100.0, 1.0, 1.0, 1.0, 10**9))[0]) for n in (2, 8, 64)]
     x_mcs = [float(queueing.birth_death(n, 50.0, queueing.handoff_service(
         n, 10.0, 100.0, 2.0, 0.0, 0.0, 0))[0]) for n in (2, 8, 64)]
-    assert x_ticket[2] < x_ticket[1]  # throughput falls with more waiters
+    assert x_ticket[2] < x_ticket[1]  # throughput falls with more waiters...
+    assert x_ticket[2] > 0.5 * x_ticket[1]  # ...but does not collapse without bound
     assert x_mcs[2] >= x_mcs[1] * 0.999  # a queued lock stays at its plateau
 
 
