@@ -750,12 +750,32 @@ def false_sharing_verdicts(points, min_effect: Optional[float] = None) -> List[D
         elif kind(results[first]) == "slower":
             answer = (f"{smallest} B: the next closer distance ({first} B) is slower "
                       f"({results[first].interval_text()})") + tail
+        elif smallest == far:
+            # Nothing was shown free of slowdown: no "no slowdown down to <far>" (vacuous, and
+            # read as the opposite of rows whose medians are slower).
+            answer = (f"not resolved here: no distance closer than {far} B is told apart from "
+                      f"it (every interval is too wide)") + _median_words(results) + tail
         else:
-            answer = (f"not resolved here: no slowdown of {threshold * 100:g} % or more down "
-                      f"to {smallest} B; {first} B's interval is too wide to say") + tail
+            answer = (f"not resolved here: no slowdown of {threshold * 100:g} % or more from "
+                      f"{far} B down to {smallest} B; {first} B's interval is too wide to say"
+                      ) + _median_words(results) + tail
         effects = [f"{d} B: {results[d].interval_text()}" for d in sorted(results)]
         out.append({"pair": pair, "op": op, "effects": "; ".join(effects), "smallest": answer})
     return out
+
+
+def _median_words(results) -> str:
+    """'; medians: closer distances slower, up to +130 % (not resolved)' when the unresolved
+    comparisons' medians point one way, so the answer never reads against its rows."""
+    meds = [c.effect for c in results.values() if c.effect is not None
+            and (c.ci is None or not (c.ci[0] > 0 or c.ci[1] < 0))]
+    if not meds:
+        return ""
+    if all(m > 0 for m in meds):
+        return f"; medians: closer distances slower, up to {max(meds) * 100:+.0f} % (not resolved)"
+    if all(m < 0 for m in meds):
+        return f"; medians: closer distances faster, down to {min(meds) * 100:+.0f} % (not resolved)"
+    return "; medians point both ways"
 
 
 @register("false_sharing")

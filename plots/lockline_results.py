@@ -338,6 +338,32 @@ class Run:
         parts.append(f"commit {self.commit}")
         return ", ".join(parts)
 
+    def scale_text(self, threads: Optional[int] = None) -> str:
+        """The machine a result was measured on, in a few words (issue 35: every verdict says
+        its scale): "4 threads on 16 PUs (16 cores, no SMT), 1 NUMA node, 1 package, KVM
+        guest" from context.lockline.topology (hwloc counts: PU = hardware thread; SMT when
+        PUs > cores), the hypervisor from the kernel/CPU flags when the file names it, and
+        "emulated" for QEMU TCG rehearsals. Foreign files: "num_cpus CPUs (topology not
+        recorded)"."""
+        ll = self.lockline
+        topo = ll.get("topology") if isinstance(ll.get("topology"), dict) else {}
+        head = f"{threads} thread{'s' if threads != 1 else ''} on " if threads else ""
+        pus, cores = _number(topo.get("pus")), _number(topo.get("cores"))
+        if not pus:
+            cpus = _number(self.context.get("num_cpus"))
+            return head + (f"{int(cpus)} CPUs (topology not recorded)" if cpus
+                           else "a machine of unrecorded size")
+        smt = ("SMT" if cores and pus > cores else "no SMT") if cores else "SMT not recorded"
+        words = [f"{int(pus)} PUs ({int(cores) if cores else '?'} cores, {smt})"]
+        numa, pkgs = _number(topo.get("numa_nodes")), _number(topo.get("packages"))
+        if numa:
+            words.append(f"{int(numa)} NUMA node{'s' if numa != 1 else ''}")
+        if pkgs:
+            words.append(f"{int(pkgs)} package{'s' if pkgs != 1 else ''}")
+        if self.emulated:
+            words.append("emulated (QEMU TCG)")
+        return head + ", ".join(words)
+
     @property
     def finished(self) -> Optional[bool]:
         """context.lockline.finished (False: the run was interrupted), None when not said."""
@@ -786,3 +812,53 @@ def topology_markers(run: Run, thread_counts: Iterable[int]) -> List[Tuple[int, 
     for n, label in sorted(markers):
         merged.setdefault(n, []).append(label)
     return [(n, ", ".join(labels)) for n, labels in merged.items()]
+
+
+def summarize_in_regime(points: Iterable[Point], metric: str, regime: str) -> Optional[Stat]:
+    """The Stat of `metric` over the repetitions of `points` (one variant at one thread count)
+    that are in coherence regime `regime` ("" = all repetitions pooled: rows naming no
+    regime); overrun repetitions are dropped, as comparisons drop them. The repetitions in
+    other regimes go to Stat.others. None when no repetition of that regime carries `metric`.
+    Issue 35: two numbers set side by side come from one regime; callers choose the regime
+    once for every number of a table row, pair or figure (common_regime) and take each
+    number from it."""
+    pts = [p for p in points if p.aggregate is None and metric in p.metrics and not p.overrun]
+    chosen = [p for p in pts if not regime or p.regime == regime]
+    if not chosen:
+        return None
+    others = [p.metrics[metric] for p in pts if regime and p.regime != regime]
+    mean, std = _reduce([p.metrics[metric] for p in chosen])
+    return Stat(mean, std, len(chosen), bool(others), regime, others, False)
+
+
+def common_regime(groups: Sequence[Sequence[Point]], metric: str) -> str:
+    """The coherence regime shared by repetitions of every group in `groups` (each one variant
+    at one thread count) that is used to set their `metric` side by side: the regime holding
+    repetitions of the most groups, then the most repetitions of the group with fewest, then
+    the most in all, then the fastest (stats.regime_rank). For two groups this is the regime a
+    comparison of them uses (stats.select_regime). "" when the rows name no regime (foreign
+    files: all pooled) or a group has no labelled repetitions."""
+    from stats import MIXED, NO_REGIME, regime_rank  # local: stats imports nothing from here
+
+    labels = [[p.regime for p in g if p.aggregate is None and metric in p.metrics
+               and not p.overrun] for g in groups]
+    if not labels or any(not any(lab not in NO_REGIME for lab in g) for g in labels if g):
+        return ""
+    regimes = {lab for g in labels for lab in g if lab not in NO_REGIME and lab != MIXED}
+    if not regimes:
+        return ""
+
+    def score(regime: str):
+        counts = [sum(1 for lab in g if lab == regime) for g in labels if g]
+        return (-sum(1 for c in counts if c), -min(counts), -sum(counts), regime_rank(regime))
+    return min(regimes, key=score)
+
+
+def summarize_side_by_side(groups: Sequence[Sequence[Point]], metric: str
+                           ) -> Tuple[str, List[Optional[Stat]]]:
+    """(regime, one Stat per group) of `metric`, every Stat from the one regime
+    common_regime chooses, so numbers printed or drawn side by side (a "before -> after"
+    cell, adjacent table rows, bars of one panel) never come from two coherence regimes.
+    A group without repetitions in that regime gets None: say so instead of a number."""
+    regime = common_regime(groups, metric)
+    return regime, [summarize_in_regime(g, metric, regime) for g in groups]
