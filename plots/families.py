@@ -818,9 +818,13 @@ def plot_duet(data: FamilyData) -> List[Tuple[str, Figure]]:
             empty_panel(ax, run.host, "no paired-window rows")
             continue
         labels = []
+        # Every parameter that tells two series apart is in their labels (issue 35: three
+        # pairs of identical labels when work_ns was left out of a fixed list).
+        shown = [k for k in varying_keys(v for v, _ in series) if k not in ("of", "param",
+                                                                            "a", "b")]
         for y, ((variant, threads), reps) in enumerate(sorted(series.items())):
             params = dict(variant)
-            extra = "".join(f", {k}:{params[k]}" for k in ("lock", "kernel") if k in params)
+            extra = "".join(f", {k}:{params[k]}" for k in shown if k in params)
             labels.append(f"{params.get('of')} {params.get('param')}: {params.get('a')} -> "
                           f"{params.get('b')} (threads:{threads}{extra})")
             pairs = labelled_duet_pairs(reps)
@@ -837,12 +841,16 @@ def plot_duet(data: FamilyData) -> List[Tuple[str, Figure]]:
                             fmt="o", color=color, capsize=3, zorder=3)
             else:
                 ax.plot([100 * c.effect], [y], "o", mfc="none", color=color, zorder=3)
+        # Linear within +-100 %, logarithmic beyond: a +3700 % pair does not flatten -16 %
+        # and +44 % into the zero line.
+        ax.set_xscale("symlog", linthresh=100, linscale=2)
         ax.axvline(0, color="0.3", lw=0.8)
         for edge in (-100 * stats.MIN_EFFECT, 100 * stats.MIN_EFFECT):
             ax.axvline(edge, color="0.6", lw=0.6, ls=":")
         ax.set_yticks(range(len(labels)))
         ax.set_yticklabels(labels, fontsize=7)
-        ax.set_xlabel("B / A - 1 (%), B = the second named value")
+        ax.set_xlabel("B / A - 1 (%), B = the second named value (linear to +-100 %, "
+                      "logarithmic beyond)")
         ax.set_title(f"{run.host}: median pair ratio, 95 % paired-bootstrap interval "
                      f"(blue resolved, orange not); dotted: +-{100 * stats.MIN_EFFECT:g} %",
                      fontsize=9)

@@ -107,9 +107,55 @@ def new_figure(panels: int, title: str, runs: Sequence[Run], cols: int = 2,
     return fig, axes
 
 
+def _wrap_to_width(text_artist, inches: float) -> None:
+    """Wrap a title to `inches` (about 1.9 characters per point of font size per inch... the
+    Agg average glyph is ~0.55 em wide), so it is never clipped at the canvas edge."""
+    text = text_artist.get_text()
+    if not text:
+        return
+    size = text_artist.get_fontsize()
+    chars = max(12, int(inches * 72 / (0.58 * size)))
+    lines = [w for line in text.split("\n") for w in (textwrap.wrap(line, chars) or [""])]
+    text_artist.set_text("\n".join(lines))
+
+
+def _readable_axes(fig: Figure) -> None:
+    """The generic half of issue 35's 'plots that read', applied to every figure: titles
+    wrapped to their panel's (or the figure's) width; no '1e6' offset text (it collides with
+    titles and colour-bar labels): plain numbers with SI prefixes instead (EngFormatter) on
+    linear axes; category tick labels that would overlap are turned vertical."""
+    from matplotlib import ticker
+    fig_w = fig.get_figwidth()
+    if fig._suptitle is not None:
+        _wrap_to_width(fig._suptitle, fig_w * 0.95)
+    for ax in fig.axes:
+        pos = ax.get_position()
+        _wrap_to_width(ax.title, max(1.0, pos.width * fig_w * 1.05))
+        for axis in (ax.xaxis, ax.yaxis):
+            if axis.get_scale() == "linear" and isinstance(axis.get_major_formatter(),
+                                                           ticker.ScalarFormatter):
+                lo, hi = sorted(abs(v) for v in axis.get_view_interval())
+                if hi >= 1e4 or 0 < hi < 1e-3:
+                    axis.set_major_formatter(ticker.EngFormatter(sep=""))
+                else:
+                    axis.get_major_formatter().set_useOffset(False)
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    for ax in fig.axes:
+        labels = [t for t in ax.get_xticklabels() if t.get_visible() and t.get_text()]
+        boxes = [t.get_window_extent(renderer) for t in labels]
+        if any(a.x1 > b.x0 + 1 for a, b in zip(boxes, boxes[1:])):
+            for t in labels:
+                t.set_rotation(90)
+                t.set_ha("center")
+
+
 def finish(fig: Figure, runs: Sequence[Run]) -> Figure:
-    """Re-run the layout after drawing (legends change sizes), keeping room for the caption."""
+    """Re-run the layout after drawing (legends change sizes), keeping room for the caption;
+    wrap titles, drop offset texts and turn crowded tick labels (_readable_axes)."""
     bottom = getattr(fig, "_lockline_caption_frac", 0.03 + 0.025 * len(runs))
+    fig.tight_layout(rect=(0, bottom, 1, 0.95))
+    _readable_axes(fig)
     fig.tight_layout(rect=(0, bottom, 1, 0.95))
     return fig
 
@@ -208,6 +254,14 @@ def threads_panel(ax, data: FamilyData, figure: str, panel: str,
         empty_panel(ax, panel, f"metric '{metric}' not in these rows")
         return False
     multi = len(summaries) > 1
+    variants = [v for _, s in summaries for v in s]
+    if len(variants) > MAX_SERIES:
+        keep, fixed, left = narrow_variants(variants, MAX_SERIES // len(summaries) or 1)
+        summaries = [(run, {v: by for v, by in s.items() if v in keep}) for run, s in summaries]
+        summaries = [(run, s) for run, s in summaries if s]
+        ax.set_title(f"{panel} [only {' '.join(f'{k}:{v}' for k, v in fixed.items())}; "
+                     f"{left} other configuration{'s' if left != 1 else ''} not drawn]",
+                     fontsize=10)
     y_top = 0.0
     varying = varying_keys(v for _, s in summaries for v in s)
     style_cycle = ["-", "--", "-.", ":"]
@@ -282,6 +336,42 @@ def threads_panel(ax, data: FamilyData, figure: str, panel: str,
     ax.grid(True, alpha=0.3)
     outside_legend(ax)
     return True
+
+
+def narrow_variants(variants: Iterable[Tuple[Tuple[str, str], ...]], limit: int
+                    ) -> Tuple[set, Dict[str, str], int]:
+    """(variants kept, parameters fixed, number left out): the configurations of a panel
+    that would draw more than `limit` series, narrowed by fixing one varying parameter at a
+    time to the value most rows have ("-" = rows without the parameter, e.g. no stats:off;
+    ties: the first in natural order) until at most `limit` remain, so a panel draws one
+    configuration family instead of mixing pcp_batch, work_ns, stats and config rows
+    (issue 35: <= 8 series per panel)."""
+    allv = list(dict.fromkeys(variants))
+    keep = list(allv)
+    fixed: Dict[str, str] = {}
+    while len(keep) > limit:
+        best = None
+        for k in varying_keys(keep):
+            values: Dict[str, int] = {}
+            for v in keep:
+                value = dict(v).get(k, "-")
+                values[value] = values.get(value, 0) + 1
+            top = min(values, key=lambda x: (-values[x], _natural(x)))
+            if values[top] < len(keep) and (best is None or values[top] > best[2]):
+                best = (k, top, values[top])
+        if best is None:
+            break
+        k, top, _ = best
+        fixed[k] = top
+        keep = [v for v in keep if dict(v).get(k, "-") == top]
+    return set(keep), fixed, len(allv) - len(keep)
+
+
+def _natural(value: str) -> Tuple:
+    try:
+        return (0, float(value), "")
+    except ValueError:
+        return (1, 0.0, value)
 
 
 def param_panel(ax, data: FamilyData, figure: str, panel: str,
@@ -435,3 +525,72 @@ def write_csv(path: str, rows: List[Dict[str, Any]]) -> None:
     writer.writeheader()
     writer.writerows(rows)
     write_atomic(path, text.getvalue())
+
+
+MAX_SERIES = 8  # series (legend entries that name data) a panel may draw (project rule)
+
+
+def _panel_series(ax) -> List[str]:
+    """Labels of the data series drawn in `ax`: labelled lines, bar containers and
+    collections, without helper entries (ideal/USL lines, regime and overrun markers, fits)."""
+    helpers = ("ideal", "USL", "other coherence regime", "overrun window", "fit", "seed",
+               "interval", "model", "4·lg", "2^(")
+    _, labels = ax.get_legend_handles_labels()
+    return [lab for lab in labels if not any(lab.startswith(h) or h in lab for h in helpers)]
+
+
+def figure_problems(fig: Figure, name: str = "") -> List[str]:
+    """Readability problems of a drawn figure (issue 35), from the Agg renderer's text
+    extents (display pixels): text outside the canvas (clipped titles, captions), two visible
+    text boxes overlapping (tick labels, titles, bar labels, '1e6' offsets, colour-bar
+    labels, legends), more than MAX_SERIES series in one panel, a legend repeating a label.
+    Returns one sentence per problem ([] = readable)."""
+    from matplotlib.text import Text
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    width, height = fig.bbox.width, fig.bbox.height
+    problems: List[str] = []
+    boxes = []
+    for text in fig.findobj(Text):
+        if not text.get_visible() or not text.get_text().strip() or text.get_alpha() == 0:
+            continue
+        if text.axes is not None and text.get_clip_on() and text.get_clip_box() is not None:
+            # In-axes annotations clipped to the axes: only their visible part counts.
+            pass
+        try:
+            box = text.get_window_extent(renderer)
+        except (RuntimeError, ValueError):
+            continue
+        if box.width <= 0 or box.height <= 0:
+            continue
+        label = text.get_text().replace("\n", " ")[:60]
+        tol = 1.0
+        if box.x0 < -tol or box.y0 < -tol or box.x1 > width + tol or box.y1 > height + tol:
+            problems.append(f"{name}: text outside the canvas: {label!r}")
+        boxes.append((box, label, text))
+    for i in range(len(boxes)):
+        a, la, ta = boxes[i]
+        for j in range(i + 1, len(boxes)):
+            b, lb, tb = boxes[j]
+            w = min(a.x1, b.x1) - max(a.x0, b.x0)
+            h = min(a.y1, b.y1) - max(a.y0, b.y0)
+            # A pixel of touching is rounding, not overlap.
+            if w > 1.5 and h > 1.5:
+                problems.append(f"{name}: text boxes overlap: {la!r} and {lb!r}")
+    for k, ax in enumerate(fig.axes):
+        series = _panel_series(ax)
+        title = ax.get_title() or f"panel {k + 1}"
+        if len(series) > MAX_SERIES:
+            problems.append(f"{name}: {len(series)} series in panel {title!r} (> {MAX_SERIES})")
+        legend = ax.get_legend()
+        if legend is not None:
+            texts = [t.get_text() for t in legend.get_texts()]
+            dup = sorted({t for t in texts if texts.count(t) > 1})
+            if dup:
+                problems.append(f"{name}: legend of panel {title!r} repeats {dup}")
+    for legend in fig.legends:
+        texts = [t.get_text() for t in legend.get_texts()]
+        dup = sorted({t for t in texts if texts.count(t) > 1})
+        if dup:
+            problems.append(f"{name}: figure legend repeats {dup}")
+    return problems
