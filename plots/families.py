@@ -9,13 +9,15 @@ with a note, never an exception.
 
 from __future__ import annotations
 
+import math
 from typing import Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from figures import (THROUGHPUT_METRICS, FamilyData, Figure, axis_label, empty_panel, finish,
-                     new_figure, note, param_panel, params_json, plt, relative_panel,
-                     series_label, threads_panel, varying_keys)
+from figures import (MAX_SERIES, THROUGHPUT_METRICS, FamilyData, Figure, axis_label,
+                     empty_panel, finish, narrow_variants, new_figure, note, param_panel,
+                     params_json, plt, relative_panel, series_label, threads_panel,
+                     varying_keys)
 from lockline_results import Stat, summarize
 import stats
 
@@ -142,16 +144,28 @@ def bar_panel(ax, data: FamilyData, figure: str, panel: str, runs, metric: str) 
     if not labels:
         empty_panel(ax, panel, f"metric '{metric}' not in these rows")
         return
-    ax.bar(range(len(labels)), means, yerr=errs, capsize=3)
     positive = [m for m in means if m > 0]
-    if positive and max(positive) / min(positive) > 100:
-        ax.set_yscale("log")
-    ax.set_xticks(range(len(labels)))
-    ax.set_xticklabels(labels, fontsize=7, rotation=30 if len(labels) > 3 else 0,
-                       ha="right" if len(labels) > 3 else "center")
-    ax.set_ylabel(axis_label(metric))
+    log = bool(positive and max(positive) / min(positive) > 100)
+    if len(labels) > 3 or max(len(lab) for lab in labels) > 14:
+        # Many or long category names: horizontal bars, names on the y axis, read left to
+        # right (vertical names overlap or eat the panel).
+        ys = list(range(len(labels)))[::-1]
+        ax.barh(ys, means, xerr=errs, capsize=3)
+        if log:
+            ax.set_xscale("log")
+        ax.set_yticks(ys)
+        ax.set_yticklabels(labels, fontsize=7)
+        ax.set_xlabel(axis_label(metric))
+        ax.grid(True, axis="x", alpha=0.3)
+    else:
+        ax.bar(range(len(labels)), means, yerr=errs, capsize=3)
+        if log:
+            ax.set_yscale("log")
+        ax.set_xticks(range(len(labels)))
+        ax.set_xticklabels(labels, fontsize=7)
+        ax.set_ylabel(axis_label(metric))
+        ax.grid(True, axis="y", alpha=0.3)
     ax.set_title(panel, fontsize=10)
-    ax.grid(True, axis="y", alpha=0.3)
 
 
 def _relative(data: FamilyData, benches: List[str]) -> List[Tuple[str, Figure]]:
@@ -400,7 +414,11 @@ def _pagevec_wait(ax, data, run, sweep, words):
             data.record("pagevec", title, f"threads:{n}", run, "slots", s, "wait_share",
                         grid[(s, n)][0], params=params_json(grid[(s, n)][1]))
     ax.set_xscale("log", base=2)
-    ticks = sorted({s for s, _ in grid})
+    ticks = []
+    for t in sorted({s for s, _ in grid}):
+        # Neighbours closer than ~7 % on the log axis (31 and 32) would print over each other.
+        if not ticks or math.log2(t / ticks[-1]) >= 0.1:
+            ticks.append(t)
     ax.set_xticks(ticks)
     ax.set_xticklabels([str(t) for t in ticks], fontsize=7, rotation=90)
     ax.set_xlabel("pagevec slots")
@@ -457,15 +475,11 @@ def _race_panel(ax, data: FamilyData) -> None:
     if not verdicts:
         empty_panel(ax, "race test", "no page_free_race rows with violations")
         return
-    ax.axis("off")
-    table = ax.table(cellText=[[v["variant"] + (f" ({v['scanner']})" if v["scanner"] else ""),
-                                v["violations"], v["frees"], v["verdict"][:48]]
-                               for v in verdicts],
-                     colLabels=["variant", "violations", "frees", "verdict"], loc="center",
-                     colWidths=[0.25, 0.15, 0.15, 0.45], cellLoc="left")
-    table.auto_set_font_size(False)
-    table.set_fontsize(8)
-    ax.set_title("race test (page_free_race): lost references", fontsize=10)
+    # Violations per variant as bars (the verdict words are the report's q3 table: a
+    # matplotlib table overflowed its cells).
+    race = [(run, [p for p in pts if p.bench == "page_free_race"]) for run, pts in data.runs]
+    bar_panel(ax, data, data.family, "race test (page_free_race): lost references per "
+              "variant", race, "violations")
     for run, pts in data.runs:
         for variant, by_n in summarize([p for p in pts if p.bench == "page_free_race"],
                                        "violations").items():
@@ -478,11 +492,12 @@ def _race_panel(ax, data: FamilyData) -> None:
 def plot_page_free_race(data: FamilyData) -> List[Tuple[str, Figure]]:
     """page_free_race: verdict table and violations per million frees per variant and window."""
     runs = _runs_of(data)
-    fig, axes = new_figure(2, "page_free_race: lost references per variant (violations, per million frees)",
-                           runs)
-    _race_panel(axes[0], data)
     metric = "violations_per_million" if data.has_metric("violations_per_million") else "violations"
-    bar_panel(axes[1], data, data.family, axis_label(metric), data.runs, metric)
+    fig, axes = new_figure(1, "page_free_race: lost references per variant "
+                           f"({axis_label(metric)})", runs, width=10.0,
+                           height=max(4.4, 0.22 * len({(p.variant, p.threads) for _, pts in data.runs
+                                                        for p in pts}) + 1.5))
+    bar_panel(axes[0], data, data.family, axis_label(metric), data.runs, metric)
     return [("page_free_race", finish(fig, runs))]
 
 
@@ -505,6 +520,7 @@ def plot_page_free(data: FamilyData) -> List[Tuple[str, Figure]]:
             summary = summarize(sel, "ns_per_op")
             varying = [k for k in varying_keys(summary) if k not in ("on_lru_pct", "free_cpu")]
             by_series: Dict[str, Dict[float, Stat]] = {}
+            series_of: Dict[str, Tuple] = {}
             for variant, by_n in summary.items():
                 params = dict(variant)
                 try:
@@ -516,6 +532,12 @@ def plot_page_free(data: FamilyData) -> List[Tuple[str, Figure]]:
                     key = (series_label(rest, varying) + f" N={n}"
                            + (f" [{run.label}]" if len(cost) > 1 else ""))
                     by_series.setdefault(key, {})[pct] = stat
+                    series_of[key] = rest + (("threads", str(n)), ("run", run.label))
+            if len(by_series) > MAX_SERIES:
+                keep, fixed, left = narrow_variants(series_of.values(), MAX_SERIES)
+                by_series = {k: v for k, v in by_series.items() if series_of[k] in keep}
+                title += (f" [only {' '.join(f'{k}:{v}' for k, v in fixed.items())}; {left} "
+                          "other configurations not drawn]")
             for label, by_pct in sorted(by_series.items()):
                 xs = sorted(by_pct)
                 ax.errorbar(xs, [by_pct[x].mean for x in xs], yerr=[by_pct[x].std for x in xs],

@@ -505,7 +505,8 @@ def relative_panel(ax, data: FamilyData, figure: str, panel: str,
         ax.set_xticks(sorted(all_threads))
         ax.set_xticklabels([str(n) for n in sorted(all_threads)])
     ax.set_xlabel("threads")
-    ax.set_ylabel(f"{metric} / {key}:{baseline} (ratio, 95 % interval)")
+    ax.set_ylabel("\n".join(textwrap.wrap(f"{metric} / {key}:{baseline} (ratio, 95 % "
+                                          "interval)", 34)), fontsize=8)
     ax.grid(True, alpha=0.3)
     outside_legend(ax)
     return True
@@ -551,8 +552,19 @@ def figure_problems(fig: Figure, name: str = "") -> List[str]:
     width, height = fig.bbox.width, fig.bbox.height
     problems: List[str] = []
     boxes = []
+    # Tick labels exist for ticks outside the view limits too; matplotlib draws only those of
+    # the ticks _update_ticks returns.
+    tick_labels, drawn = set(), set()
+    for ax in fig.axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            for tick in axis.get_major_ticks() + axis.get_minor_ticks():
+                tick_labels.update((id(tick.label1), id(tick.label2)))
+            for tick in axis._update_ticks():
+                drawn.update((id(tick.label1), id(tick.label2)))
     for text in fig.findobj(Text):
         if not text.get_visible() or not text.get_text().strip() or text.get_alpha() == 0:
+            continue
+        if id(text) in tick_labels and id(text) not in drawn:
             continue
         if text.axes is not None and text.get_clip_on() and text.get_clip_box() is not None:
             # In-axes annotations clipped to the axes: only their visible part counts.
