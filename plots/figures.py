@@ -606,3 +606,57 @@ def figure_problems(fig: Figure, name: str = "") -> List[str]:
         if dup:
             problems.append(f"{name}: figure legend repeats {dup}")
     return problems
+
+
+def verdict_figure(run: Run, verdicts: Sequence[Dict[str, Any]], title: str
+                   ) -> Optional[Figure]:
+    """The figure of one question drawn from the rows its verdicts use (issue 35: a
+    question's figure draws its verdicts' rows, not the family's first configuration): one
+    small panel per verdict with two bars, its base_key and variant_key rows' metric, both
+    from the one coherence regime the comparison uses (summarize_side_by_side), error bars one
+    standard deviation, and the verdict's effect and interval in the panel title. Paired
+    (duet) verdicts draw the pairs' median ratio instead. None without verdicts."""
+    from lockline_results import summarize_side_by_side
+    if not verdicts:
+        return None
+    cols = min(2, len(verdicts))
+    fig, axes = new_figure(len(verdicts), title, [run], cols=cols, width=6.4, height=3.2)
+    for ax, v in zip(axes, verdicts):
+        metric = v.get("metric", "")
+        rows = {k: [p for p in run.points if p.key == v.get(k) and p.aggregate is None]
+                for k in ("base_key", "variant_key")}
+        regime, (base, variant) = summarize_side_by_side(
+            [rows["base_key"], rows["variant_key"]], metric)
+        effect = v.get("effect")
+        ci = v.get("ci")
+        words = ("no effect measured" if effect is None else
+                 f"{effect * 100:+.1f} %" + (f" [{ci[0] * 100:+.1f} %, {ci[1] * 100:+.1f} %]"
+                                             if ci else " (no interval)"))
+        ax.set_title(f"{v.get('comparison', v.get('id'))}: {words}", fontsize=8)
+        if base is None or variant is None:
+            note(ax, "paired windows (duet): see the verdict line" if v.get("method") ==
+                 "paired" else "the two rows share no coherence regime: not drawn side by side")
+            ax.set_xticks([])
+            ax.set_yticks([])
+            continue
+        names = [v.get("base_key", "base").split("/", 1)[0] + " base",
+                 "variant"]
+        ax.bar([0, 1], [base.mean, variant.mean], yerr=[base.std, variant.std], capsize=3,
+               color=["0.6", "tab:blue" if v.get("resolved") else "tab:orange"])
+        ax.set_xticks([0, 1])
+        diff = _key_difference(v.get("base_key", ""), v.get("variant_key", ""))
+        ax.set_xticklabels([diff[0] or names[0], diff[1] or names[1]], fontsize=7)
+        ax.set_ylabel(axis_label(metric), fontsize=8)
+        where = f"{regime}-regime " if regime else ""
+        ax.set_xlabel(f"{base.n} / {variant.n} {where}repetitions, {v.get('threads', '?')} "
+                      "threads; bars: means ± 1 sd, effect: ratio of medians", fontsize=7)
+        ax.grid(True, axis="y", alpha=0.3)
+    return finish(fig, [run])
+
+
+def _key_difference(a: str, b: str) -> Tuple[str, str]:
+    """The path components in which two row keys differ ('slots:16', 'slots:15')."""
+    pa, pb = a.split("/"), b.split("/")
+    da = " ".join(x for x in pa if x not in pb)
+    db = " ".join(x for x in pb if x not in pa)
+    return da, db

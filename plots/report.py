@@ -974,7 +974,7 @@ def build_html(run: Run, images: Dict[str, str],
         body.append(f'<section id="{qid}"><h2>{esc(qtitle)}</h2><p class="q">{esc(question)}</p>')
         body.append(f'<p class="caption scale">Measured here on {esc(run.scale_text())}; the '
                     "seed discussion's machine is not this one.</p>")
-        shown = [s for s in stems if s in images]
+        shown = [s for s in [f"verdicts_{qid}"] + stems if s in images]
         for stem in shown:
             body.append(_img(images[stem], f"{stem} figure"))
             used.add(stem)
@@ -1108,6 +1108,27 @@ def build_html(run: Run, images: Dict[str, str],
             + "\n</body></html>\n")
 
 
+def write_verdict_figures(run: Run, verdicts: List[Dict[str, Any]], plot_dir: str
+                          ) -> Dict[str, str]:
+    """plot_dir/verdicts_qN.png per question with verdicts (figures.verdict_figure: the rows
+    each verdict uses, both bars from one regime); returns {stem: path}."""
+    from figures import plt, verdict_figure
+    from outputs import write_atomic
+    from verdicts import QUESTION_SECTION
+    out = {}
+    for qid, qtitle, _, _ in QUESTIONS:
+        mine = [v for v in verdicts if QUESTION_SECTION.get(v.get("question")) == qid]
+        fig = verdict_figure(run, mine, f"{qtitle.split('(')[0].strip()}: the rows each "
+                             "verdict compares (one coherence regime per panel)")
+        if fig is None:
+            continue
+        path = os.path.join(plot_dir, f"verdicts_{qid}.png")
+        write_atomic(path, lambda handle, fig=fig: fig.savefig(handle, format="png", dpi=110))
+        plt.close(fig)
+        out[f"verdicts_{qid}"] = path
+    return out
+
+
 def write_report(run_dir: str, out: Optional[str] = None) -> str:
     """Plot the run in run_dir into run_dir/plots, write run_dir/verdicts.json and the report;
     return the report's path.
@@ -1129,6 +1150,7 @@ def write_report(run_dir: str, out: Optional[str] = None) -> str:
     written = plot_runs([run], plot_dir, formats=("png", "svg"))
     images = {os.path.splitext(os.path.basename(p))[0]: p for p in written if p.endswith(".png")}
     _, doc = write_verdicts(run_dir, run)
+    images.update(write_verdict_figures(run, doc["verdicts"], plot_dir))
     out = out or os.path.join(run_dir, "report.html")
     write_atomic(out, build_html(run, images, doc["verdicts"]))
     return out
