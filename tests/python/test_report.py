@@ -72,7 +72,9 @@ def test_seed_tables_hold_measured_values(report_a):
     q3 = text[text.index('<section id="q3">'):text.index('<section id="q4">')]
     assert "UNSAFE: 7 violations" in q3
     q1 = text[text.index('<section id="q1">'):text.index('<section id="q2">')]
-    assert re.search(r"N=1: 4, N=4: \d+, N=16: \d+, N=64: \d+<", q1)
+    # Two repetitions a side: no slot count is told apart from the best beyond noise, so the
+    # row says so instead of naming a best (issue 35).
+    assert re.search(r"N=1: none resolved \(every slot count within noise of 4\); N=4: ", q1)
     assert "<td>136</td>" in q1 and "<td>128</td>" in q1
 
 
