@@ -604,6 +604,7 @@ def load_run(path: str) -> Run:
                         "figures are made up")
     if not isinstance(context.get("lockline"), dict):
         _merge_single_point_families(points)
+        warnings += normalise_threaded_time(points, gb_library_version(context))
         idle = [p for p in points if p.threads > 1 and p.aggregate is None
                 and p.metrics.get("cpu_time_ns", math.inf)
                 < 0.5 * p.metrics.get("real_time_ns", 0.0) * p.threads]
@@ -615,6 +616,56 @@ def load_run(path: str) -> Run:
         warnings += _worker_argument_warnings(points)
     return Run(path=path, context=context, points=points, skipped_rows=skipped,
                warnings=warnings)
+
+
+# Google Benchmark 1.9.0 (PR #1836) stopped dividing a threaded run's accumulated real time
+# by the thread count: from 1.9.0 a threaded row's real_time is each thread's wall time per
+# iteration (`threads` times the older value for the same run) and its rates (items_per_second,
+# bytes_per_second) are per thread. ci/compare.py refuses time rows across the change.
+GB_THREADED_TIME_CHANGE = (1, 9, 0)
+_PER_THREAD_RATES = ("items_per_second", "bytes_per_second")
+
+
+def gb_library_version(context: Dict[str, Any]) -> Optional[Tuple[int, ...]]:
+    """The Google Benchmark version (int tuple) in a foreign file's context.library_version
+    ('v1.9.1', '1.8.3'); None when absent or unreadable (files before 1.8.4 do not write it:
+    they are on the old side of 1.9.0)."""
+    text = context.get("library_version") if isinstance(context, dict) else None
+    m = re.match(r"v?(\d+)\.(\d+)(?:\.(\d+))?", str(text or ""))
+    if not m:
+        return None
+    return tuple(int(x) for x in m.groups(default="0"))
+
+
+def normalise_threaded_time(points: List[Point], version: Optional[Tuple[int, ...]]
+                            ) -> List[str]:
+    """Put a >= 1.9.0 file's threaded rows (threads > 1) in the older time semantics, so
+    throughput is computed the same way for files of either side (issue 35): real_time_ns /
+    threads (the pre-1.9.0 average over threads), throughput_per_s recomputed from it,
+    items_per_second and bytes_per_second x threads (whole-run rates). cv aggregates are
+    ratios and stay. Returns one warning naming the change when a row was converted."""
+    if version is None or version < GB_THREADED_TIME_CHANGE:
+        return []
+    changed = 0
+    for p in points:
+        if p.threads <= 1 or p.aggregate == "cv":
+            continue
+        m = p.metrics
+        if "real_time_ns" in m:
+            m["real_time_ns"] /= p.threads
+            if "throughput_per_s" in m and m["real_time_ns"] > 0 and p.aggregate in (
+                    None, "mean", "median"):
+                m["throughput_per_s"] = 1e9 / m["real_time_ns"]
+        for rate in _PER_THREAD_RATES:
+            if rate in m:
+                m[rate] *= p.threads
+        changed += 1
+    if not changed:
+        return []
+    return [f"{changed} threaded row(s) of a Google Benchmark "
+            f"{'.'.join(map(str, version))} file: real_time divided by threads and "
+            "items/bytes per second multiplied by threads, to the pre-1.9.0 accounting, so "
+            "throughput compares with files of older versions"]
 
 
 # Argument or user-counter names that carry a worker count in foreign files, when the
@@ -641,25 +692,35 @@ def worker_count(p: Point) -> Optional[Tuple[str, float]]:
 
 
 def _worker_argument_warnings(points: List[Point]) -> List[str]:
-    """One warning when rows take their worker count from an argument or counter (threads 1)
-    and cpu_time is far below real_time x workers: Google Benchmark's cpu_time is then the
-    timing thread's only, not the workers'."""
+    """One warning when single-thread rows (Google Benchmark's `threads` is 1) report cpu_time
+    far below real_time x their worker count, whatever the argument is called: the worker
+    count is a recognised name (WORKER_NAMES) when the row has one, else 1 (an unnamed
+    argument `arg0`, a `green_threads` counter: issue 35, the warning must not depend on the
+    name). cpu_time is then the timing thread's only: it waited for workers it started, or
+    slept."""
     low = []
     for p in points:
-        workers = worker_count(p)
-        if workers is None or p.aggregate not in (None, "mean", "median"):
+        if p.threads != 1 or p.aggregate not in (None, "mean", "median"):
             continue
+        workers = worker_count(p) or ("", 1.0)
         cpu, real = p.metrics.get("cpu_time_ns"), p.metrics.get("real_time_ns")
         if cpu is not None and real and cpu < 0.5 * real * workers[1]:
             low.append((p, workers))
     if not low:
         return []
-    p, (name, count) = low[0]
-    return [f"{len(low)} row(s) take their worker count from '{name}' (threads is 1) and report "
-            f"cpu_time far below real_time x workers (e.g. {p.key}: cpu_time "
-            f"{p.metrics['cpu_time_ns']:.3g} ns, real_time {p.metrics['real_time_ns']:.3g} ns x "
-            f"{count:g} workers): cpu_time is the timing thread's only, not the workers' CPU "
-            "time"]
+    named = [(p, w) for p, w in low if w[0]]
+    p, (name, count) = (named or low)[0]
+    if name:
+        return [f"{len(low)} row(s) take their worker count from '{name}' (threads is 1) and "
+                f"report cpu_time far below real_time x workers (e.g. {p.key}: cpu_time "
+                f"{p.metrics['cpu_time_ns']:.3g} ns, real_time {p.metrics['real_time_ns']:.3g} "
+                f"ns x {count:g} workers): cpu_time is the timing thread's only, not the "
+                "workers' CPU time"]
+    return [f"{len(low)} single-thread row(s) report cpu_time far below real_time (e.g. "
+            f"{p.key}: cpu_time {p.metrics['cpu_time_ns']:.3g} ns, real_time "
+            f"{p.metrics['real_time_ns']:.3g} ns): the timing thread mostly waited (workers "
+            "it started, whatever the argument is called, or sleep); cpu_time is the timing "
+            "thread's only, not the workers' CPU time"]
 
 
 def load_runs(paths: Iterable[str]) -> List[Run]:
