@@ -903,7 +903,10 @@ def common_regime(groups: Sequence[Sequence[Point]], metric: str) -> str:
 
     labels = [[p.regime for p in g if p.aggregate is None and metric in p.metrics
                and not p.overrun] for g in groups]
-    if not labels or any(not any(lab not in NO_REGIME for lab in g) for g in labels if g):
+    # Groups whose rows name no regime (1-thread rows: no line moves between PUs) take no
+    # part in the choice; summarize_side_by_side pools them.
+    labels = [g for g in labels if any(lab not in NO_REGIME for lab in g)]
+    if not labels:
         return ""
     regimes = {lab for g in labels for lab in g if lab not in NO_REGIME and lab != MIXED}
     if not regimes:
@@ -920,6 +923,9 @@ def summarize_side_by_side(groups: Sequence[Sequence[Point]], metric: str
     """(regime, one Stat per group) of `metric`, every Stat from the one regime
     common_regime chooses, so numbers printed or drawn side by side (a "before -> after"
     cell, adjacent table rows, bars of one panel) never come from two coherence regimes.
-    A group without repetitions in that regime gets None: say so instead of a number."""
+    A group without repetitions in that regime gets None: say so instead of a number. A group
+    whose rows name no regime at all (uncontended 1-thread rows) is pooled."""
     regime = common_regime(groups, metric)
-    return regime, [summarize_in_regime(g, metric, regime) for g in groups]
+    return regime, [summarize_in_regime(g, metric, regime if any(
+        p.regime for p in g if p.aggregate is None and metric in p.metrics) else "")
+        for g in groups]

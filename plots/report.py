@@ -727,15 +727,32 @@ def kernel_rows(run: Run, benches: Sequence[str]) -> List[List[str]]:
     return out
 
 
+def _common_thread_rows(run: Run, bench: str, param: str
+                        ) -> List[Tuple[Tuple, int, List[Point]]]:
+    """(variant, threads, repetitions) of the `bench` rows carrying `param`, all at one thread
+    count (the largest that most variants have), so the rows of one table are read against
+    each other at the same N; variants without rows at that count are left out."""
+    by: Dict[Tuple, Dict[int, List[Point]]] = {}
+    for p in run.points:
+        if p.bench == bench and p.aggregate is None and param in p.params:
+            by.setdefault(p.variant, {}).setdefault(p.threads, []).append(p)
+    if not by:
+        return []
+    counts: Dict[int, int] = {}
+    for ns in by.values():
+        for n in ns:
+            counts[n] = counts.get(n, 0) + 1
+    n = max(counts, key=lambda k: (counts[k], k))
+    return [(v, n, ns[n]) for v, ns in sorted(by.items()) if n in ns]
+
+
 def prezero_burst_rows(run: Run) -> List[List[str]]:
     """Burst-protocol pre-zeroing rows (params protocol, zeroer, burst_pages, pool_pages):
     allocations/s and the share served pre-zeroed against the burst / pool ratio B/P (the
     2004 objection: pre-zeroing only helps while a burst fits the pool zeroed while idle)."""
     rows, groups = [], []
-    for variant, n, pts in _latest_rows(run, "prezero"):
+    for variant, n, pts in _common_thread_rows(run, "prezero", "protocol"):
         params = dict(variant)
-        if "protocol" not in params:
-            continue
         try:
             ratio = f"{float(params.get('burst_pages')) / float(params.get('pool_pages')):.2g}"
         except (TypeError, ValueError, ZeroDivisionError):
