@@ -384,8 +384,20 @@ def param_panel(ax, data: FamilyData, figure: str, panel: str,
     shifted_runs = []
     for run, pts in runs:
         moved = []
+        # A counter read per repetition (bytes touched, workers spawned) varies a little from
+        # one repetition to the next: each series' x is its repetitions' median, so one
+        # argument's repetitions stay one point of a line, not one-point series (issue 35).
+        counter_x: Dict[Tuple, float] = {}
+        if all(x_name not in p.params for p in pts):
+            seen: Dict[Tuple, List[float]] = {}
+            for p in pts:
+                if isinstance(p.metrics.get(x_name), (int, float)):
+                    seen.setdefault((p.variant, p.threads, p.aggregate), []).append(
+                        float(p.metrics[x_name]))
+            counter_x = {k: sorted(v)[len(v) // 2] for k, v in seen.items()}
         for p in pts:
-            raw = p.params.get(x_name, p.metrics.get(x_name))
+            raw = p.params.get(x_name, counter_x.get((p.variant, p.threads, p.aggregate),
+                                                     p.metrics.get(x_name)))
             try:
                 value = float(raw)
             except (TypeError, ValueError):

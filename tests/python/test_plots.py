@@ -467,3 +467,23 @@ def test_worker_warning_does_not_depend_on_the_argument_name(tmp_path, name, cou
     warnings = lr.load_run(path).warnings
     assert any("cpu_time far below real_time" in w and "timing thread" in w
                for w in warnings), warnings
+
+
+def test_x_arg_counter_that_varies_per_repetition_draws_one_line(tmp_path):
+    """--x-arg COUNTER where the counter differs slightly between repetitions (bytes read per
+    run): one line through the arguments, not one-point series."""
+    rows = []
+    for n in (1, 2, 4, 8):
+        for rep in range(3):
+            row = _row(f"BM_fill/{n}", 1, 1000.0 * n, 1000.0 * n, elements=1000 * n + rep)
+            row.update(repetitions=3, repetition_index=rep)
+            rows.append(row)
+    path = _gbench_file(tmp_path / "c.json", "v1.9.1", rows)
+    run = lr.load_run(path)
+    data = plot.family_data([run], "BM_fill", x_arg="elements")
+    (stem, fig), = families.plot_generic(data)
+    series = {r["series"] for r in data.csv_rows if r["x_name"] == "elements"}
+    assert len(series) == 1, series
+    assert sorted(float(r["x"]) for r in data.csv_rows
+                  if r["x_name"] == "elements") == [1001, 2001, 4001, 8001]
+    families.plt.close(fig)
