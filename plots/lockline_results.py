@@ -274,12 +274,20 @@ def labelled_duet_pairs(points: Sequence[Point]) -> List[Tuple[str, float, float
     return [(p.regime, a, b) for p in points for a, b in duet_pairs(p)]
 
 
-def row_identity(row: Dict[str, Any]) -> str:
+# The context fields that tell two measurements apart even when their rows are equal
+# (issue 35: two files with identical rows from another host, clock or date are not a copy).
+IDENTITY_CONTEXT = ("host_name", "mhz_per_cpu", "date", "executable", "num_cpus")
+
+
+def row_identity(row: Dict[str, Any], context: Optional[Dict[str, Any]] = None) -> str:
     """A digest of one raw row's whole content (every field, nested ones included; key order
-    and JSON formatting do not matter): two repetitions with the same identity are the same
-    measurement, e.g. the same run file given on both sides of ci/compare.py, or a copy of
-    it. Two different measurements never share one (their values, timings and counters
+    and JSON formatting do not matter) and, when given, of its file context's IDENTITY_CONTEXT
+    fields: two repetitions with the same identity are the same measurement, e.g. the same
+    run file given on both sides of ci/compare.py, or a copy of it. Two different
+    measurements never share one (their values, timings, counters or host / MHz / date
     differ)."""
+    if isinstance(context, dict):
+        row = {"row": row, "context": {k: context.get(k) for k in IDENTITY_CONTEXT}}
     text = json.dumps(row, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
