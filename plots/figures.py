@@ -108,8 +108,8 @@ def new_figure(panels: int, title: str, runs: Sequence[Run], cols: int = 2,
 
 
 def _wrap_to_width(text_artist, inches: float) -> None:
-    """Wrap a title to `inches` (about 1.9 characters per point of font size per inch... the
-    Agg average glyph is ~0.55 em wide), so it is never clipped at the canvas edge."""
+    """Wrap a title to `inches` of width (an average DejaVu glyph is about 0.58 em wide), so
+    it is never clipped at the canvas edge."""
     text = text_artist.get_text()
     if not text:
         return
@@ -578,9 +578,6 @@ def figure_problems(fig: Figure, name: str = "") -> List[str]:
             continue
         if id(text) in tick_labels and id(text) not in drawn:
             continue
-        if text.axes is not None and text.get_clip_on() and text.get_clip_box() is not None:
-            # In-axes annotations clipped to the axes: only their visible part counts.
-            pass
         try:
             box = text.get_window_extent(renderer)
         except (RuntimeError, ValueError):
