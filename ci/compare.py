@@ -253,7 +253,7 @@ def load_side(paths, label):
                 "placement": r.get("placement") if isinstance(r.get("placement"), dict) else None,
                 "layout": params.get("layout"),
                 "overrun": _row_overrun(r),
-                "identity": results.row_identity(r),
+                "identity": results.row_identity(r, doc.get("context")),
                 "pairs": results.row_duet_pairs(r),
             })
         if excluded:
@@ -757,7 +757,8 @@ def _versions_text(versions):
     return ", ".join(sorted(version_text(v) for v in versions))
 
 
-# Fewer repetitions a side than this and a claimed regression or improvement carries a caution:
+# Fewer repetitions a side than this and a claimed regression, improvement or equivalence ("no
+# change larger than T %") carries a caution:
 # with 8 or fewer, the 95 % interval of a median rests on its extreme order statistics (for
 # n <= 8 the distribution-free interval of a median is (min, max) or wider), so one outlier
 # moves it.
@@ -765,10 +766,10 @@ FEW_SAMPLES = 9
 
 
 def few_samples_cautions(rows):
-    """Add a warning to every regression or improvement claimed from fewer than FEW_SAMPLES
-    repetitions on a side (in place)."""
+    """Add a warning to every regression, improvement or equivalence ("no change") claimed from
+    fewer than FEW_SAMPLES repetitions on a side (in place)."""
     for r in rows:
-        if r["verdict"] in ("regression", "improvement") and r["paired"]:
+        if r["verdict"] in ("regression", "improvement", "no change") and r["paired"]:
             nb, nc = r["baseline"]["n"], r["current"]["n"]
             if min(nb, nc) < FEW_SAMPLES:
                 r["warnings"].append(f"{r['verdict']} claimed from {nb} / {nc} repetitions "

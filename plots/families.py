@@ -9,14 +9,16 @@ with a note, never an exception.
 
 from __future__ import annotations
 
+import math
 from typing import Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from figures import (THROUGHPUT_METRICS, FamilyData, Figure, axis_label, empty_panel, finish,
-                     new_figure, note, param_panel, params_json, plt, relative_panel,
-                     series_label, threads_panel, varying_keys)
-from lockline_results import Stat, summarize
+from figures import (MAX_SERIES, THROUGHPUT_METRICS, FamilyData, Figure, axis_label,
+                     empty_panel, finish, narrow_variants, new_figure, note, param_panel,
+                     params_json, plt, relative_panel, series_label, threads_panel,
+                     varying_keys)
+from lockline_results import Stat, summarize, summarize_side_by_side
 import stats
 
 Plotter = Callable[[FamilyData], List[Tuple[str, Figure]]]
@@ -142,16 +144,28 @@ def bar_panel(ax, data: FamilyData, figure: str, panel: str, runs, metric: str) 
     if not labels:
         empty_panel(ax, panel, f"metric '{metric}' not in these rows")
         return
-    ax.bar(range(len(labels)), means, yerr=errs, capsize=3)
     positive = [m for m in means if m > 0]
-    if positive and max(positive) / min(positive) > 100:
-        ax.set_yscale("log")
-    ax.set_xticks(range(len(labels)))
-    ax.set_xticklabels(labels, fontsize=7, rotation=30 if len(labels) > 3 else 0,
-                       ha="right" if len(labels) > 3 else "center")
-    ax.set_ylabel(axis_label(metric))
+    log = bool(positive and max(positive) / min(positive) > 100)
+    if len(labels) > 3 or max(len(lab) for lab in labels) > 14:
+        # Many or long category names: horizontal bars, names on the y axis, read left to
+        # right (vertical names overlap or eat the panel).
+        ys = list(range(len(labels)))[::-1]
+        ax.barh(ys, means, xerr=errs, capsize=3)
+        if log:
+            ax.set_xscale("log")
+        ax.set_yticks(ys)
+        ax.set_yticklabels(labels, fontsize=7)
+        ax.set_xlabel(axis_label(metric))
+        ax.grid(True, axis="x", alpha=0.3)
+    else:
+        ax.bar(range(len(labels)), means, yerr=errs, capsize=3)
+        if log:
+            ax.set_yscale("log")
+        ax.set_xticks(range(len(labels)))
+        ax.set_xticklabels(labels, fontsize=7)
+        ax.set_ylabel(axis_label(metric))
+        ax.grid(True, axis="y", alpha=0.3)
     ax.set_title(panel, fontsize=10)
-    ax.grid(True, axis="y", alpha=0.3)
 
 
 def _relative(data: FamilyData, benches: List[str]) -> List[Tuple[str, Figure]]:
@@ -366,18 +380,47 @@ def _pagevec_pairs(ax, data, run, pts, config):
         groups.append((f"layout:{layout}\noffset:0",
                        lambda p, l=layout: p.params.get("layout") == l
                        and p.params.get("offset", "0") == "0"))
+    sets = [(label, [p for p in chosen if p.threads == n_max and pred(p)])
+            for label, pred in groups]
+    if not any(pts_ and label.endswith("offset:8") for label, pts_ in sets):
+        # The sweep's configuration has no offset-8 row: draw the offset pair from the
+        # configuration that has one (the offset verdict's rows), labelled with what differs,
+        # so the panel never promises "offset 0 vs 8" without the offset-8 bar.
+        eight = sorted((p for p in pts if p.bench == "pagevec" and p.aggregate is None
+                        and p.params.get("offset") == "8" and "layout" not in p.params
+                        and "pages_per_s" in p.metrics),
+                       key=lambda p: (p.params.get("slots") != "16", -p.threads, p.key))
+        if eight:
+            want = {k: v for k, v in eight[0].params.items() if k != "offset"}
+            twin = [p for p in pts if p.bench == "pagevec" and p.aggregate is None
+                    and p.threads == eight[0].threads and "pages_per_s" in p.metrics
+                    and p.params.get("offset", "0") == "0" and "layout" not in p.params
+                    and {k: v for k, v in p.params.items() if k != "offset"} == want]
+            other = [p for p in eight if p.key == eight[0].key]
+            diff = " ".join(f"{k}:{v}" for k, v in sorted(want.items())
+                            if rest.get(k) != v and k != "slots")
+            tail = f"\n{diff}" if diff else ""
+            if twin:
+                sets += [(f"slots:{want.get('slots', '?')}\noffset:0{tail}", twin),
+                         (f"slots:{want.get('slots', '?')}\noffset:8{tail}", other)]
+    sets = [(label, pts_) for label, pts_ in sets if pts_]
+    # Bars of one panel are read against each other: one coherence regime for all of them.
+    regime, stats_ = summarize_side_by_side([pts_ for _, pts_ in sets], "pages_per_s")
     labels, means, errs = [], [], []
-    for label, pred in groups:
-        summary = summarize([p for p in chosen if p.threads == n_max and pred(p)], "pages_per_s")
-        if not summary:
+    for (label, pts_), stat in zip(sets, stats_):
+        if stat is None:
             continue
-        variant = sorted(summary)[0]
-        stat = summary[variant][n_max]
+        variant = sorted({p.variant for p in pts_})[0]
         labels.append(label)
         means.append(stat.mean)
         errs.append(stat.std)
-        data.record("pagevec", title, label.replace("\n", " "), run, "threads", n_max,
-                    "pages_per_s", stat, params=params_json(variant))
+        data.record("pagevec", title, label.replace("\n", " "), run, "threads",
+                    pts_[0].threads, "pages_per_s", stat, params=params_json(variant))
+    if not labels:
+        empty_panel(ax, title, "no rows of one coherence regime")
+        return
+    if not any("offset:8" in lab for lab in labels):
+        title = title.replace(", offset 0 vs 8", "")
     ax.bar(range(len(labels)), means, yerr=errs, capsize=3,
            color=[f"C{i % 10}" for i in range(len(labels))])
     ax.set_xticks(range(len(labels)))
@@ -400,7 +443,11 @@ def _pagevec_wait(ax, data, run, sweep, words):
             data.record("pagevec", title, f"threads:{n}", run, "slots", s, "wait_share",
                         grid[(s, n)][0], params=params_json(grid[(s, n)][1]))
     ax.set_xscale("log", base=2)
-    ticks = sorted({s for s, _ in grid})
+    ticks = []
+    for t in sorted({s for s, _ in grid}):
+        # Neighbours closer than ~7 % on the log axis (31 and 32) would print over each other.
+        if not ticks or math.log2(t / ticks[-1]) >= 0.1:
+            ticks.append(t)
     ax.set_xticks(ticks)
     ax.set_xticklabels([str(t) for t in ticks], fontsize=7, rotation=90)
     ax.set_xlabel("pagevec slots")
@@ -457,15 +504,11 @@ def _race_panel(ax, data: FamilyData) -> None:
     if not verdicts:
         empty_panel(ax, "race test", "no page_free_race rows with violations")
         return
-    ax.axis("off")
-    table = ax.table(cellText=[[v["variant"] + (f" ({v['scanner']})" if v["scanner"] else ""),
-                                v["violations"], v["frees"], v["verdict"][:48]]
-                               for v in verdicts],
-                     colLabels=["variant", "violations", "frees", "verdict"], loc="center",
-                     colWidths=[0.25, 0.15, 0.15, 0.45], cellLoc="left")
-    table.auto_set_font_size(False)
-    table.set_fontsize(8)
-    ax.set_title("race test (page_free_race): lost references", fontsize=10)
+    # Violations per variant as bars (the verdict words are the report's q3 table: a
+    # matplotlib table overflowed its cells).
+    race = [(run, [p for p in pts if p.bench == "page_free_race"]) for run, pts in data.runs]
+    bar_panel(ax, data, data.family, "race test (page_free_race): lost references per "
+              "variant", race, "violations")
     for run, pts in data.runs:
         for variant, by_n in summarize([p for p in pts if p.bench == "page_free_race"],
                                        "violations").items():
@@ -478,11 +521,12 @@ def _race_panel(ax, data: FamilyData) -> None:
 def plot_page_free_race(data: FamilyData) -> List[Tuple[str, Figure]]:
     """page_free_race: verdict table and violations per million frees per variant and window."""
     runs = _runs_of(data)
-    fig, axes = new_figure(2, "page_free_race: lost references per variant (violations, per million frees)",
-                           runs)
-    _race_panel(axes[0], data)
     metric = "violations_per_million" if data.has_metric("violations_per_million") else "violations"
-    bar_panel(axes[1], data, data.family, axis_label(metric), data.runs, metric)
+    fig, axes = new_figure(1, "page_free_race: lost references per variant "
+                           f"({axis_label(metric)})", runs, width=10.0,
+                           height=max(4.4, 0.22 * len({(p.variant, p.threads) for _, pts in data.runs
+                                                        for p in pts}) + 1.5))
+    bar_panel(axes[0], data, data.family, axis_label(metric), data.runs, metric)
     return [("page_free_race", finish(fig, runs))]
 
 
@@ -505,6 +549,7 @@ def plot_page_free(data: FamilyData) -> List[Tuple[str, Figure]]:
             summary = summarize(sel, "ns_per_op")
             varying = [k for k in varying_keys(summary) if k not in ("on_lru_pct", "free_cpu")]
             by_series: Dict[str, Dict[float, Stat]] = {}
+            series_of: Dict[str, Tuple] = {}
             for variant, by_n in summary.items():
                 params = dict(variant)
                 try:
@@ -516,6 +561,12 @@ def plot_page_free(data: FamilyData) -> List[Tuple[str, Figure]]:
                     key = (series_label(rest, varying) + f" N={n}"
                            + (f" [{run.label}]" if len(cost) > 1 else ""))
                     by_series.setdefault(key, {})[pct] = stat
+                    series_of[key] = rest + (("threads", str(n)), ("run", run.label))
+            if len(by_series) > MAX_SERIES:
+                keep, fixed, left = narrow_variants(series_of.values(), MAX_SERIES)
+                by_series = {k: v for k, v in by_series.items() if series_of[k] in keep}
+                title += (f" [only {' '.join(f'{k}:{v}' for k, v in fixed.items())}; {left} "
+                          "other configurations not drawn]")
             for label, by_pct in sorted(by_series.items()):
                 xs = sorted(by_pct)
                 ax.errorbar(xs, [by_pct[x].mean for x in xs], yerr=[by_pct[x].std for x in xs],
@@ -750,12 +801,32 @@ def false_sharing_verdicts(points, min_effect: Optional[float] = None) -> List[D
         elif kind(results[first]) == "slower":
             answer = (f"{smallest} B: the next closer distance ({first} B) is slower "
                       f"({results[first].interval_text()})") + tail
+        elif smallest == far:
+            # Nothing was shown free of slowdown: no "no slowdown down to <far>" (vacuous, and
+            # read as the opposite of rows whose medians are slower).
+            answer = (f"not resolved here: no distance closer than {far} B is told apart from "
+                      f"it (every interval is too wide)") + _median_words(results) + tail
         else:
-            answer = (f"not resolved here: no slowdown of {threshold * 100:g} % or more down "
-                      f"to {smallest} B; {first} B's interval is too wide to say") + tail
+            answer = (f"not resolved here: no slowdown of {threshold * 100:g} % or more from "
+                      f"{far} B down to {smallest} B; {first} B's interval is too wide to say"
+                      ) + _median_words(results) + tail
         effects = [f"{d} B: {results[d].interval_text()}" for d in sorted(results)]
         out.append({"pair": pair, "op": op, "effects": "; ".join(effects), "smallest": answer})
     return out
+
+
+def _median_words(results) -> str:
+    """'; medians: closer distances slower, up to +130 % (not resolved)' when the unresolved
+    comparisons' medians point one way, so the answer never reads against its rows."""
+    meds = [c.effect for c in results.values() if c.effect is not None
+            and (c.ci is None or not (c.ci[0] > 0 or c.ci[1] < 0))]
+    if not meds:
+        return ""
+    if all(m > 0 for m in meds):
+        return f"; medians: closer distances slower, up to {max(meds) * 100:+.0f} % (not resolved)"
+    if all(m < 0 for m in meds):
+        return f"; medians: closer distances faster, down to {min(meds) * 100:+.0f} % (not resolved)"
+    return "; medians point both ways"
 
 
 @register("false_sharing")
@@ -798,9 +869,13 @@ def plot_duet(data: FamilyData) -> List[Tuple[str, Figure]]:
             empty_panel(ax, run.host, "no paired-window rows")
             continue
         labels = []
+        # Every parameter that tells two series apart is in their labels (issue 35: three
+        # pairs of identical labels when work_ns was left out of a fixed list).
+        shown = [k for k in varying_keys(v for v, _ in series) if k not in ("of", "param",
+                                                                            "a", "b")]
         for y, ((variant, threads), reps) in enumerate(sorted(series.items())):
             params = dict(variant)
-            extra = "".join(f", {k}:{params[k]}" for k in ("lock", "kernel") if k in params)
+            extra = "".join(f", {k}:{params[k]}" for k in shown if k in params)
             labels.append(f"{params.get('of')} {params.get('param')}: {params.get('a')} -> "
                           f"{params.get('b')} (threads:{threads}{extra})")
             pairs = labelled_duet_pairs(reps)
@@ -817,12 +892,16 @@ def plot_duet(data: FamilyData) -> List[Tuple[str, Figure]]:
                             fmt="o", color=color, capsize=3, zorder=3)
             else:
                 ax.plot([100 * c.effect], [y], "o", mfc="none", color=color, zorder=3)
+        # Linear within +-100 %, logarithmic beyond: a +3700 % pair does not flatten -16 %
+        # and +44 % into the zero line.
+        ax.set_xscale("symlog", linthresh=100, linscale=2)
         ax.axvline(0, color="0.3", lw=0.8)
         for edge in (-100 * stats.MIN_EFFECT, 100 * stats.MIN_EFFECT):
             ax.axvline(edge, color="0.6", lw=0.6, ls=":")
         ax.set_yticks(range(len(labels)))
         ax.set_yticklabels(labels, fontsize=7)
-        ax.set_xlabel("B / A - 1 (%), B = the second named value")
+        ax.set_xlabel("B / A - 1 (%), B = the second named value (linear to +-100 %, "
+                      "logarithmic beyond)")
         ax.set_title(f"{run.host}: median pair ratio, 95 % paired-bootstrap interval "
                      f"(blue resolved, orange not); dotted: +-{100 * stats.MIN_EFFECT:g} %",
                      fontsize=9)

@@ -107,9 +107,55 @@ def new_figure(panels: int, title: str, runs: Sequence[Run], cols: int = 2,
     return fig, axes
 
 
+def _wrap_to_width(text_artist, inches: float) -> None:
+    """Wrap a title to `inches` of width (an average DejaVu glyph is about 0.58 em wide), so
+    it is never clipped at the canvas edge."""
+    text = text_artist.get_text()
+    if not text:
+        return
+    size = text_artist.get_fontsize()
+    chars = max(12, int(inches * 72 / (0.58 * size)))
+    lines = [w for line in text.split("\n") for w in (textwrap.wrap(line, chars) or [""])]
+    text_artist.set_text("\n".join(lines))
+
+
+def _readable_axes(fig: Figure) -> None:
+    """The generic half of issue 35's 'plots that read', applied to every figure: titles
+    wrapped to their panel's (or the figure's) width; no '1e6' offset text (it collides with
+    titles and colour-bar labels): plain numbers with SI prefixes instead (EngFormatter) on
+    linear axes; category tick labels that would overlap are turned vertical."""
+    from matplotlib import ticker
+    fig_w = fig.get_figwidth()
+    if fig._suptitle is not None:
+        _wrap_to_width(fig._suptitle, fig_w * 0.95)
+    for ax in fig.axes:
+        pos = ax.get_position()
+        _wrap_to_width(ax.title, max(1.0, pos.width * fig_w * 1.05))
+        for axis in (ax.xaxis, ax.yaxis):
+            if axis.get_scale() == "linear" and isinstance(axis.get_major_formatter(),
+                                                           ticker.ScalarFormatter):
+                lo, hi = sorted(abs(v) for v in axis.get_view_interval())
+                if hi >= 1e4 or 0 < hi < 1e-3:
+                    axis.set_major_formatter(ticker.EngFormatter(sep=""))
+                else:
+                    axis.get_major_formatter().set_useOffset(False)
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    for ax in fig.axes:
+        labels = [t for t in ax.get_xticklabels() if t.get_visible() and t.get_text()]
+        boxes = [t.get_window_extent(renderer) for t in labels]
+        if any(a.x1 > b.x0 + 1 for a, b in zip(boxes, boxes[1:])):
+            for t in labels:
+                t.set_rotation(90)
+                t.set_ha("center")
+
+
 def finish(fig: Figure, runs: Sequence[Run]) -> Figure:
-    """Re-run the layout after drawing (legends change sizes), keeping room for the caption."""
+    """Re-run the layout after drawing (legends change sizes), keeping room for the caption;
+    wrap titles, drop offset texts and turn crowded tick labels (_readable_axes)."""
     bottom = getattr(fig, "_lockline_caption_frac", 0.03 + 0.025 * len(runs))
+    fig.tight_layout(rect=(0, bottom, 1, 0.95))
+    _readable_axes(fig)
     fig.tight_layout(rect=(0, bottom, 1, 0.95))
     return fig
 
@@ -208,6 +254,14 @@ def threads_panel(ax, data: FamilyData, figure: str, panel: str,
         empty_panel(ax, panel, f"metric '{metric}' not in these rows")
         return False
     multi = len(summaries) > 1
+    variants = [v for _, s in summaries for v in s]
+    if len(variants) > MAX_SERIES:
+        keep, fixed, left = narrow_variants(variants, MAX_SERIES // len(summaries) or 1)
+        summaries = [(run, {v: by for v, by in s.items() if v in keep}) for run, s in summaries]
+        summaries = [(run, s) for run, s in summaries if s]
+        ax.set_title(f"{panel} [only {' '.join(f'{k}:{v}' for k, v in fixed.items())}; "
+                     f"{left} other configuration{'s' if left != 1 else ''} not drawn]",
+                     fontsize=10)
     y_top = 0.0
     varying = varying_keys(v for _, s in summaries for v in s)
     style_cycle = ["-", "--", "-.", ":"]
@@ -284,6 +338,42 @@ def threads_panel(ax, data: FamilyData, figure: str, panel: str,
     return True
 
 
+def narrow_variants(variants: Iterable[Tuple[Tuple[str, str], ...]], limit: int
+                    ) -> Tuple[set, Dict[str, str], int]:
+    """(variants kept, parameters fixed, number left out): the configurations of a panel
+    that would draw more than `limit` series, narrowed by fixing one varying parameter at a
+    time to the value most rows have ("-" = rows without the parameter, e.g. no stats:off;
+    ties: the first in natural order) until at most `limit` remain, so a panel draws one
+    configuration family instead of mixing pcp_batch, work_ns, stats and config rows
+    (issue 35: <= 8 series per panel)."""
+    allv = list(dict.fromkeys(variants))
+    keep = list(allv)
+    fixed: Dict[str, str] = {}
+    while len(keep) > limit:
+        best = None
+        for k in varying_keys(keep):
+            values: Dict[str, int] = {}
+            for v in keep:
+                value = dict(v).get(k, "-")
+                values[value] = values.get(value, 0) + 1
+            top = min(values, key=lambda x: (-values[x], _natural(x)))
+            if values[top] < len(keep) and (best is None or values[top] > best[2]):
+                best = (k, top, values[top])
+        if best is None:
+            break
+        k, top, _ = best
+        fixed[k] = top
+        keep = [v for v in keep if dict(v).get(k, "-") == top]
+    return set(keep), fixed, len(allv) - len(keep)
+
+
+def _natural(value: str) -> Tuple:
+    try:
+        return (0, float(value), "")
+    except ValueError:
+        return (1, 0.0, value)
+
+
 def param_panel(ax, data: FamilyData, figure: str, panel: str,
                 runs: List[Tuple[Run, List[Point]]], metric: str, x_name: str) -> bool:
     """`metric` against the numeric benchmark parameter `x_name` (a plain linear axis named
@@ -294,8 +384,20 @@ def param_panel(ax, data: FamilyData, figure: str, panel: str,
     shifted_runs = []
     for run, pts in runs:
         moved = []
+        # A counter read per repetition (bytes touched, workers spawned) varies a little from
+        # one repetition to the next: each series' x is its repetitions' median, so one
+        # argument's repetitions stay one point of a line, not one-point series (issue 35).
+        counter_x: Dict[Tuple, float] = {}
+        if all(x_name not in p.params for p in pts):
+            seen: Dict[Tuple, List[float]] = {}
+            for p in pts:
+                if isinstance(p.metrics.get(x_name), (int, float)):
+                    seen.setdefault((p.variant, p.threads, p.aggregate), []).append(
+                        float(p.metrics[x_name]))
+            counter_x = {k: sorted(v)[len(v) // 2] for k, v in seen.items()}
         for p in pts:
-            raw = p.params.get(x_name, p.metrics.get(x_name))
+            raw = p.params.get(x_name, counter_x.get((p.variant, p.threads, p.aggregate),
+                                                     p.metrics.get(x_name)))
             try:
                 value = float(raw)
             except (TypeError, ValueError):
@@ -415,7 +517,8 @@ def relative_panel(ax, data: FamilyData, figure: str, panel: str,
         ax.set_xticks(sorted(all_threads))
         ax.set_xticklabels([str(n) for n in sorted(all_threads)])
     ax.set_xlabel("threads")
-    ax.set_ylabel(f"{metric} / {key}:{baseline} (ratio, 95 % interval)")
+    ax.set_ylabel("\n".join(textwrap.wrap(f"{metric} / {key}:{baseline} (ratio, 95 % "
+                                          "interval)", 34)), fontsize=8)
     ax.grid(True, alpha=0.3)
     outside_legend(ax)
     return True
@@ -435,3 +538,134 @@ def write_csv(path: str, rows: List[Dict[str, Any]]) -> None:
     writer.writeheader()
     writer.writerows(rows)
     write_atomic(path, text.getvalue())
+
+
+MAX_SERIES = 8  # series (legend entries that name data) a panel may draw (project rule)
+
+
+def _panel_series(ax) -> List[str]:
+    """Labels of the data series drawn in `ax`: labelled lines, bar containers and
+    collections, without helper entries (ideal/USL lines, regime and overrun markers, fits)."""
+    helpers = ("ideal", "USL", "other coherence regime", "overrun window", "fit", "seed",
+               "interval", "model", "4·lg", "2^(")
+    _, labels = ax.get_legend_handles_labels()
+    return [lab for lab in labels if not any(lab.startswith(h) or h in lab for h in helpers)]
+
+
+def figure_problems(fig: Figure, name: str = "") -> List[str]:
+    """Readability problems of a drawn figure (issue 35), from the Agg renderer's text
+    extents (display pixels): text outside the canvas (clipped titles, captions), two visible
+    text boxes overlapping (tick labels, titles, bar labels, '1e6' offsets, colour-bar
+    labels, legends), more than MAX_SERIES series in one panel, a legend repeating a label.
+    Returns one sentence per problem ([] = readable)."""
+    from matplotlib.text import Text
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    width, height = fig.bbox.width, fig.bbox.height
+    problems: List[str] = []
+    boxes = []
+    # Tick labels exist for ticks outside the view limits too; matplotlib draws only those of
+    # the ticks _update_ticks returns.
+    tick_labels, drawn = set(), set()
+    for ax in fig.axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            for tick in axis.get_major_ticks() + axis.get_minor_ticks():
+                tick_labels.update((id(tick.label1), id(tick.label2)))
+            for tick in axis._update_ticks():
+                drawn.update((id(tick.label1), id(tick.label2)))
+    for text in fig.findobj(Text):
+        if not text.get_visible() or not text.get_text().strip() or text.get_alpha() == 0:
+            continue
+        if id(text) in tick_labels and id(text) not in drawn:
+            continue
+        try:
+            box = text.get_window_extent(renderer)
+        except (RuntimeError, ValueError):
+            continue
+        if box.width <= 0 or box.height <= 0:
+            continue
+        label = text.get_text().replace("\n", " ")[:60]
+        tol = 1.0
+        if box.x0 < -tol or box.y0 < -tol or box.x1 > width + tol or box.y1 > height + tol:
+            problems.append(f"{name}: text outside the canvas: {label!r}")
+        boxes.append((box, label, text))
+    for i in range(len(boxes)):
+        a, la, ta = boxes[i]
+        for j in range(i + 1, len(boxes)):
+            b, lb, tb = boxes[j]
+            w = min(a.x1, b.x1) - max(a.x0, b.x0)
+            h = min(a.y1, b.y1) - max(a.y0, b.y0)
+            # A pixel of touching is rounding, not overlap.
+            if w > 1.5 and h > 1.5:
+                problems.append(f"{name}: text boxes overlap: {la!r} and {lb!r}")
+    for k, ax in enumerate(fig.axes):
+        series = _panel_series(ax)
+        title = ax.get_title() or f"panel {k + 1}"
+        if len(series) > MAX_SERIES:
+            problems.append(f"{name}: {len(series)} series in panel {title!r} (> {MAX_SERIES})")
+        legend = ax.get_legend()
+        if legend is not None:
+            texts = [t.get_text() for t in legend.get_texts()]
+            dup = sorted({t for t in texts if texts.count(t) > 1})
+            if dup:
+                problems.append(f"{name}: legend of panel {title!r} repeats {dup}")
+    for legend in fig.legends:
+        texts = [t.get_text() for t in legend.get_texts()]
+        dup = sorted({t for t in texts if texts.count(t) > 1})
+        if dup:
+            problems.append(f"{name}: figure legend repeats {dup}")
+    return problems
+
+
+def verdict_figure(run: Run, verdicts: Sequence[Dict[str, Any]], title: str
+                   ) -> Optional[Figure]:
+    """The figure of one question drawn from the rows its verdicts use (issue 35: a
+    question's figure draws its verdicts' rows, not the family's first configuration): one
+    small panel per verdict with two bars, its base_key and variant_key rows' metric, both
+    from the one coherence regime the comparison uses (summarize_side_by_side), error bars one
+    standard deviation, and the verdict's effect and interval in the panel title. Paired
+    (duet) verdicts draw the pairs' median ratio instead. None without verdicts."""
+    from lockline_results import summarize_side_by_side
+    if not verdicts:
+        return None
+    cols = min(2, len(verdicts))
+    fig, axes = new_figure(len(verdicts), title, [run], cols=cols, width=6.4, height=3.2)
+    for ax, v in zip(axes, verdicts):
+        metric = v.get("metric", "")
+        rows = {k: [p for p in run.points if p.key == v.get(k) and p.aggregate is None]
+                for k in ("base_key", "variant_key")}
+        regime, (base, variant) = summarize_side_by_side(
+            [rows["base_key"], rows["variant_key"]], metric)
+        effect = v.get("effect")
+        ci = v.get("ci")
+        words = ("no effect measured" if effect is None else
+                 f"{effect * 100:+.1f} %" + (f" [{ci[0] * 100:+.1f} %, {ci[1] * 100:+.1f} %]"
+                                             if ci else " (no interval)"))
+        ax.set_title(f"{v.get('comparison', v.get('id'))}: {words}", fontsize=8)
+        if base is None or variant is None:
+            note(ax, "paired windows (duet): see the verdict line" if v.get("method") ==
+                 "paired" else "the two rows share no coherence regime: not drawn side by side")
+            ax.set_xticks([])
+            ax.set_yticks([])
+            continue
+        names = [v.get("base_key", "base").split("/", 1)[0] + " base",
+                 "variant"]
+        ax.bar([0, 1], [base.mean, variant.mean], yerr=[base.std, variant.std], capsize=3,
+               color=["0.6", "tab:blue" if v.get("resolved") else "tab:orange"])
+        ax.set_xticks([0, 1])
+        diff = _key_difference(v.get("base_key", ""), v.get("variant_key", ""))
+        ax.set_xticklabels([diff[0] or names[0], diff[1] or names[1]], fontsize=7)
+        ax.set_ylabel(axis_label(metric), fontsize=8)
+        where = f"{regime}-regime " if regime else ""
+        ax.set_xlabel(f"{base.n} / {variant.n} {where}repetitions, {v.get('threads', '?')} "
+                      "threads; bars: means ± 1 sd, effect: ratio of medians", fontsize=7)
+        ax.grid(True, axis="y", alpha=0.3)
+    return finish(fig, [run])
+
+
+def _key_difference(a: str, b: str) -> Tuple[str, str]:
+    """The path components in which two row keys differ ('slots:16', 'slots:15')."""
+    pa, pb = a.split("/"), b.split("/")
+    da = " ".join(x for x in pa if x not in pb)
+    db = " ".join(x for x in pb if x not in pa)
+    return da, db

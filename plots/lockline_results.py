@@ -274,12 +274,20 @@ def labelled_duet_pairs(points: Sequence[Point]) -> List[Tuple[str, float, float
     return [(p.regime, a, b) for p in points for a, b in duet_pairs(p)]
 
 
-def row_identity(row: Dict[str, Any]) -> str:
+# The context fields that tell two measurements apart even when their rows are equal
+# (issue 35: two files with identical rows from another host, clock or date are not a copy).
+IDENTITY_CONTEXT = ("host_name", "mhz_per_cpu", "date", "executable", "num_cpus")
+
+
+def row_identity(row: Dict[str, Any], context: Optional[Dict[str, Any]] = None) -> str:
     """A digest of one raw row's whole content (every field, nested ones included; key order
-    and JSON formatting do not matter): two repetitions with the same identity are the same
-    measurement, e.g. the same run file given on both sides of ci/compare.py, or a copy of
-    it. Two different measurements never share one (their values, timings and counters
+    and JSON formatting do not matter) and, when given, of its file context's IDENTITY_CONTEXT
+    fields: two repetitions with the same identity are the same measurement, e.g. the same
+    run file given on both sides of ci/compare.py, or a copy of it. Two different
+    measurements never share one (their values, timings, counters or host / MHz / date
     differ)."""
+    if isinstance(context, dict):
+        row = {"row": row, "context": {k: context.get(k) for k in IDENTITY_CONTEXT}}
     text = json.dumps(row, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
@@ -337,6 +345,32 @@ class Run:
         parts.append(f"pin {ll.get('pin', 'n/a')}")
         parts.append(f"commit {self.commit}")
         return ", ".join(parts)
+
+    def scale_text(self, threads: Optional[int] = None) -> str:
+        """The machine a result was measured on, in a few words (issue 35: every verdict says
+        its scale): "4 threads on 16 PUs (16 cores, no SMT), 1 NUMA node, 1 package, KVM
+        guest" from context.lockline.topology (hwloc counts: PU = hardware thread; SMT when
+        PUs > cores), the hypervisor from the kernel/CPU flags when the file names it, and
+        "emulated" for QEMU TCG rehearsals. Foreign files: "num_cpus CPUs (topology not
+        recorded)"."""
+        ll = self.lockline
+        topo = ll.get("topology") if isinstance(ll.get("topology"), dict) else {}
+        head = f"{threads} thread{'s' if threads != 1 else ''} on " if threads else ""
+        pus, cores = _number(topo.get("pus")), _number(topo.get("cores"))
+        if not pus:
+            cpus = _number(self.context.get("num_cpus"))
+            return head + (f"{int(cpus)} CPUs (topology not recorded)" if cpus
+                           else "a machine of unrecorded size")
+        smt = ("SMT" if cores and pus > cores else "no SMT") if cores else "SMT not recorded"
+        words = [f"{int(pus)} PUs ({int(cores) if cores else '?'} cores, {smt})"]
+        numa, pkgs = _number(topo.get("numa_nodes")), _number(topo.get("packages"))
+        if numa:
+            words.append(f"{int(numa)} NUMA node{'s' if numa != 1 else ''}")
+        if pkgs:
+            words.append(f"{int(pkgs)} package{'s' if pkgs != 1 else ''}")
+        if self.emulated:
+            words.append("emulated (QEMU TCG)")
+        return head + ", ".join(words)
 
     @property
     def finished(self) -> Optional[bool]:
@@ -578,6 +612,7 @@ def load_run(path: str) -> Run:
                         "figures are made up")
     if not isinstance(context.get("lockline"), dict):
         _merge_single_point_families(points)
+        warnings += normalise_threaded_time(points, gb_library_version(context))
         idle = [p for p in points if p.threads > 1 and p.aggregate is None
                 and p.metrics.get("cpu_time_ns", math.inf)
                 < 0.5 * p.metrics.get("real_time_ns", 0.0) * p.threads]
@@ -589,6 +624,56 @@ def load_run(path: str) -> Run:
         warnings += _worker_argument_warnings(points)
     return Run(path=path, context=context, points=points, skipped_rows=skipped,
                warnings=warnings)
+
+
+# Google Benchmark 1.9.0 (PR #1836) stopped dividing a threaded run's accumulated real time
+# by the thread count: from 1.9.0 a threaded row's real_time is each thread's wall time per
+# iteration (`threads` times the older value for the same run) and its rates (items_per_second,
+# bytes_per_second) are per thread. ci/compare.py refuses time rows across the change.
+GB_THREADED_TIME_CHANGE = (1, 9, 0)
+_PER_THREAD_RATES = ("items_per_second", "bytes_per_second")
+
+
+def gb_library_version(context: Dict[str, Any]) -> Optional[Tuple[int, ...]]:
+    """The Google Benchmark version (int tuple) in a foreign file's context.library_version
+    ('v1.9.1', '1.8.3'); None when absent or unreadable (files before 1.8.4 do not write it:
+    they are on the old side of 1.9.0)."""
+    text = context.get("library_version") if isinstance(context, dict) else None
+    m = re.match(r"v?(\d+)\.(\d+)(?:\.(\d+))?", str(text or ""))
+    if not m:
+        return None
+    return tuple(int(x) for x in m.groups(default="0"))
+
+
+def normalise_threaded_time(points: List[Point], version: Optional[Tuple[int, ...]]
+                            ) -> List[str]:
+    """Put a >= 1.9.0 file's threaded rows (threads > 1) in the older time semantics, so
+    throughput is computed the same way for files of either side (issue 35): real_time_ns /
+    threads (the pre-1.9.0 average over threads), throughput_per_s recomputed from it,
+    items_per_second and bytes_per_second x threads (whole-run rates). cv aggregates are
+    ratios and stay. Returns one warning naming the change when a row was converted."""
+    if version is None or version < GB_THREADED_TIME_CHANGE:
+        return []
+    changed = 0
+    for p in points:
+        if p.threads <= 1 or p.aggregate == "cv":
+            continue
+        m = p.metrics
+        if "real_time_ns" in m:
+            m["real_time_ns"] /= p.threads
+            if "throughput_per_s" in m and m["real_time_ns"] > 0 and p.aggregate in (
+                    None, "mean", "median"):
+                m["throughput_per_s"] = 1e9 / m["real_time_ns"]
+        for rate in _PER_THREAD_RATES:
+            if rate in m:
+                m[rate] *= p.threads
+        changed += 1
+    if not changed:
+        return []
+    return [f"{changed} threaded row(s) of a Google Benchmark "
+            f"{'.'.join(map(str, version))} file: real_time divided by threads and "
+            "items/bytes per second multiplied by threads, to the pre-1.9.0 accounting, so "
+            "throughput compares with files of older versions"]
 
 
 # Argument or user-counter names that carry a worker count in foreign files, when the
@@ -615,25 +700,35 @@ def worker_count(p: Point) -> Optional[Tuple[str, float]]:
 
 
 def _worker_argument_warnings(points: List[Point]) -> List[str]:
-    """One warning when rows take their worker count from an argument or counter (threads 1)
-    and cpu_time is far below real_time x workers: Google Benchmark's cpu_time is then the
-    timing thread's only, not the workers'."""
+    """One warning when single-thread rows (Google Benchmark's `threads` is 1) report cpu_time
+    far below real_time x their worker count, whatever the argument is called: the worker
+    count is a recognised name (WORKER_NAMES) when the row has one, else 1 (an unnamed
+    argument `arg0`, a `green_threads` counter: issue 35, the warning must not depend on the
+    name). cpu_time is then the timing thread's only: it waited for workers it started, or
+    slept."""
     low = []
     for p in points:
-        workers = worker_count(p)
-        if workers is None or p.aggregate not in (None, "mean", "median"):
+        if p.threads != 1 or p.aggregate not in (None, "mean", "median"):
             continue
+        workers = worker_count(p) or ("", 1.0)
         cpu, real = p.metrics.get("cpu_time_ns"), p.metrics.get("real_time_ns")
         if cpu is not None and real and cpu < 0.5 * real * workers[1]:
             low.append((p, workers))
     if not low:
         return []
-    p, (name, count) = low[0]
-    return [f"{len(low)} row(s) take their worker count from '{name}' (threads is 1) and report "
-            f"cpu_time far below real_time x workers (e.g. {p.key}: cpu_time "
-            f"{p.metrics['cpu_time_ns']:.3g} ns, real_time {p.metrics['real_time_ns']:.3g} ns x "
-            f"{count:g} workers): cpu_time is the timing thread's only, not the workers' CPU "
-            "time"]
+    named = [(p, w) for p, w in low if w[0]]
+    p, (name, count) = (named or low)[0]
+    if name:
+        return [f"{len(low)} row(s) take their worker count from '{name}' (threads is 1) and "
+                f"report cpu_time far below real_time x workers (e.g. {p.key}: cpu_time "
+                f"{p.metrics['cpu_time_ns']:.3g} ns, real_time {p.metrics['real_time_ns']:.3g} "
+                f"ns x {count:g} workers): cpu_time is the timing thread's only, not the "
+                "workers' CPU time"]
+    return [f"{len(low)} single-thread row(s) report cpu_time far below real_time (e.g. "
+            f"{p.key}: cpu_time {p.metrics['cpu_time_ns']:.3g} ns, real_time "
+            f"{p.metrics['real_time_ns']:.3g} ns): the timing thread mostly waited (workers "
+            "it started, whatever the argument is called, or sleep); cpu_time is the timing "
+            "thread's only, not the workers' CPU time"]
 
 
 def load_runs(paths: Iterable[str]) -> List[Run]:
@@ -786,3 +881,59 @@ def topology_markers(run: Run, thread_counts: Iterable[int]) -> List[Tuple[int, 
     for n, label in sorted(markers):
         merged.setdefault(n, []).append(label)
     return [(n, ", ".join(labels)) for n, labels in merged.items()]
+
+
+def summarize_in_regime(points: Iterable[Point], metric: str, regime: str) -> Optional[Stat]:
+    """The Stat of `metric` over the repetitions of `points` (one variant at one thread count)
+    that are in coherence regime `regime` ("" = all repetitions pooled: rows naming no
+    regime); overrun repetitions are dropped, as comparisons drop them. The repetitions in
+    other regimes go to Stat.others. None when no repetition of that regime carries `metric`.
+    Issue 35: two numbers set side by side come from one regime; callers choose the regime
+    once for every number of a table row, pair or figure (common_regime) and take each
+    number from it."""
+    pts = [p for p in points if p.aggregate is None and metric in p.metrics and not p.overrun]
+    chosen = [p for p in pts if not regime or p.regime == regime]
+    if not chosen:
+        return None
+    others = [p.metrics[metric] for p in pts if regime and p.regime != regime]
+    mean, std = _reduce([p.metrics[metric] for p in chosen])
+    return Stat(mean, std, len(chosen), bool(others), regime, others, False)
+
+
+def common_regime(groups: Sequence[Sequence[Point]], metric: str) -> str:
+    """The coherence regime shared by repetitions of every group in `groups` (each one variant
+    at one thread count) that is used to set their `metric` side by side: the regime holding
+    repetitions of the most groups, then the most repetitions of the group with fewest, then
+    the most in all, then the fastest (stats.regime_rank). For two groups this is the regime a
+    comparison of them uses (stats.select_regime). "" when the rows name no regime (foreign
+    files: all pooled) or a group has no labelled repetitions."""
+    from stats import MIXED, NO_REGIME, regime_rank  # local: stats imports nothing from here
+
+    labels = [[p.regime for p in g if p.aggregate is None and metric in p.metrics
+               and not p.overrun] for g in groups]
+    # Groups whose rows name no regime (1-thread rows: no line moves between PUs) take no
+    # part in the choice; summarize_side_by_side pools them.
+    labels = [g for g in labels if any(lab not in NO_REGIME for lab in g)]
+    if not labels:
+        return ""
+    regimes = {lab for g in labels for lab in g if lab not in NO_REGIME and lab != MIXED}
+    if not regimes:
+        return ""
+
+    def score(regime: str):
+        counts = [sum(1 for lab in g if lab == regime) for g in labels if g]
+        return (-sum(1 for c in counts if c), -min(counts), -sum(counts), regime_rank(regime))
+    return min(regimes, key=score)
+
+
+def summarize_side_by_side(groups: Sequence[Sequence[Point]], metric: str
+                           ) -> Tuple[str, List[Optional[Stat]]]:
+    """(regime, one Stat per group) of `metric`, every Stat from the one regime
+    common_regime chooses, so numbers printed or drawn side by side (a "before -> after"
+    cell, adjacent table rows, bars of one panel) never come from two coherence regimes.
+    A group without repetitions in that regime gets None: say so instead of a number. A group
+    whose rows name no regime at all (uncontended 1-thread rows) is pooled."""
+    regime = common_regime(groups, metric)
+    return regime, [summarize_in_regime(g, metric, regime if any(
+        p.regime for p in g if p.aggregate is None and metric in p.metrics) else "")
+        for g in groups]

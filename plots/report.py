@@ -31,7 +31,7 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from lockline_results import (Point, ResultError, Run, Stat, labelled_duet_pairs,  # noqa: E402
-                              load_runs, summarize)
+                              load_runs, summarize, summarize_side_by_side)
 import stats  # noqa: E402
 
 NOT_RUN = "not run"
@@ -76,7 +76,7 @@ QUESTIONS = [
      "What does the fast path (plain test of count == 1 && !PageLRU) save over the atomic "
      "decrement, and is it safe when reclaim takes a reference concurrently?",
      ["page_free", "page_free_race", "calibration"]),
-    ("q4", "4. pagevec size on large systems (LKML, June 2020)",
+    ("q4", "4. pagevec 15 vs 31 slots (seed: large systems, LKML, June 2020)",
      "Does going from 15 to 31 slots cut LRU lock contention and raise pages/s on a large "
      "machine, and at what memory cost per pagevec?",
      ["pagevec"]),
@@ -159,6 +159,35 @@ def stat_text(stat: Optional[Stat], unit: str = "", scale: float = 1.0) -> str:
     if stat.others:
         text += f"; {len(stat.others)} in other regimes not averaged"
     return text + ")"
+
+
+def side_by_side(groups: Sequence[List[Point]], metric: str, unit: str = "",
+                 scale: float = 1.0) -> List[str]:
+    """stat_text of each group's `metric`, all from the one coherence regime the groups share
+    (lockline_results.summarize_side_by_side): the numbers of a "before -> after" cell or of
+    adjacent table rows. A group without repetitions in that regime says so rather than
+    showing a number from another regime (issue 35: no arrow across regimes)."""
+    regime, stats_ = summarize_side_by_side(groups, metric)
+    out = []
+    for group, stat in zip(groups, stats_):
+        if stat is not None:
+            out.append(stat_text(stat, unit, scale))
+        elif any(metric in p.metrics for p in group):
+            out.append(f"no repetition in the {regime} regime of the rows beside it: not set "
+                       "side by side")
+        else:
+            out.append(NOT_RUN)
+    return out
+
+
+def arrow_text(base: List[Point], variant: List[Point], metric: str, unit: str = "") -> str:
+    """'A -> B' of `metric` from one coherence regime (side_by_side), or a sentence saying
+    the two sides share no regime (then no arrow is drawn)."""
+    a, b = side_by_side([base, variant], metric, unit)
+    if "not set side by side" in a or "not set side by side" in b or NOT_RUN in (a, b):
+        return ("not set side by side: the two rows have no coherence regime in common"
+                if NOT_RUN not in (a, b) else NOT_RUN)
+    return f"{a} -> {b}"
 
 
 def change(base: List[Point], variant: List[Point], metric: str,
@@ -253,6 +282,23 @@ def unanswered_note(verdicts: List[Dict[str, Any]], question: str) -> str:
             "suite), so not shown: " + "; ".join(missing) + ".")
 
 
+def verdict_table_rows(rows: List[List[Any]], has_verdicts: bool
+                       ) -> Tuple[List[List[Any]], List[str]]:
+    """(rows to show, names of rows left out) of a question's table: when the question has
+    verdicts, a row whose measured cell is "not run" is not set among them (issue 35: no "not
+    run" row in the same table as verdicts); its quantity is named below the table instead."""
+    if not has_verdicts:
+        return rows, []
+    keep, absent = [], []
+    for row in rows:
+        cell = row[2] if len(row) > 2 else ""
+        if not isinstance(cell, Cell) and str(cell).startswith(NOT_RUN):
+            absent.append(str(row[0]))
+        else:
+            keep.append(row)
+    return keep, absent
+
+
 def _of(verdicts: List[Dict[str, Any]], cid: str) -> List[Dict[str, Any]]:
     return [v for v in verdicts if v.get("id", "").split("[")[0] == cid]
 
@@ -273,10 +319,9 @@ def seed_tables(run: Run, verdicts: Optional[List[Dict[str, Any]]] = None
         rows = []
         for v in _of(verdicts, cid):
             base, variant = verdict_points(run, v)
-            for key, pts in ((v["base_key"], base), (v["variant_key"], variant)):
-                rows.append([f"{metric}, {key}", seed,
-                             stat_text(summary_of([p for p in pts if metric in p.metrics],
-                                                  metric), unit), comparable])
+            texts = side_by_side([base, variant], metric, unit)
+            for key, text in ((v["base_key"], texts[0]), (v["variant_key"], texts[1])):
+                rows.append([f"{metric}, {key}", seed, text, comparable])
         return rows
 
     # 1. pagevec 2004
@@ -303,8 +348,7 @@ def seed_tables(run: Run, verdicts: Optional[List[Dict[str, Any]]] = None
     for v in _of(verdicts, "zone_lock_after_before"):
         before, after = verdict_points(run, v)
         rows.append([f"ops/s, {v['base_key']} -> {v['variant_key']}", "-",
-                     f"{stat_text(summary_of(before, 'ops_per_s'))} -> "
-                     f"{stat_text(summary_of(after, 'ops_per_s'))}", "-"])
+                     arrow_text(before, after, "ops_per_s"), "-"])
         n = before[0].threads if before else None
         lock = before[0].params.get("lock") if before else None
         # The verdict's work_ns group (cal, or 0: saturated), where the rows carry one.
@@ -385,13 +429,10 @@ def seed_tables(run: Run, verdicts: Optional[List[Dict[str, Any]]] = None
     rows = comparison_rows(run, verdicts, "003")
     for v in _of(verdicts, "pv_slots_15_31"):
         base, variant = verdict_points(run, v)
-        w15 = summary_of([p for p in base if "wait_share" in p.metrics], "wait_share")
-        w31 = summary_of([p for p in variant if "wait_share" in p.metrics], "wait_share")
         rows.append([f"share of time waiting for lru_lock, {v['base_key']} -> "
                      f"{v['variant_key']}", "8.9 % -> 2.2 % of CPU cycles in lock contention "
                      "(pmbench, large machine)",
-                     f"{stat_text(w15, 'share waiting')} -> {stat_text(w31, 'share waiting')}"
-                     if w15 is not None and w31 is not None else NOT_RUN,
+                     arrow_text(base, variant, "wait_share", "share waiting"),
                      "none: the seed's is a share of all CPU cycles of a whole workload; the "
                      "model's is the share of a lock-bound loop's time spent waiting, which "
                      "nears 1 when the loop does little else"])
@@ -460,6 +501,12 @@ def prezero_faults_per_s(fault_ns: float, clear_share: Optional[float],
     return {"now": now, "bound": bound, "pool": est}
 
 
+PREZERO_BOUND_COMPARABLE = (
+    "not comparable: the seed's +238 % is the 2004 kernel's whole fault path with pre-zeroing; "
+    "here a bound and an estimate for this kernel, whose fault spends the sampled clear_page "
+    "share zeroing")
+
+
 def prezero_faults_per_s_row(run: Run, warm: Dict[str, str]) -> List[str]:
     """The q5 row answering in faults/s: the pool's zeroing saving combined with the fault
     family's per-fault cost and sampled clear_page share (method named in the row)."""
@@ -470,7 +517,7 @@ def prezero_faults_per_s_row(run: Run, warm: Dict[str, str]) -> List[str]:
     zoa = measure(run, "prezero", "alloc_ns", {"mode": "zero_on_alloc"}, 1)
     pre = measure(run, "prezero", "alloc_ns", {"mode": "prezeroed_idle"}, 1)
     if fault is None:
-        return [label, seed, NOT_RUN + " (needs the fault family)"]
+        return [label, seed, NOT_RUN + " (needs the fault family)", PREZERO_BOUND_COMPARABLE]
     saving = zoa.mean - pre.mean if zoa is not None and pre is not None else None
     r = prezero_faults_per_s(fault.mean, share.mean if share else None, saving)
     parts = [f"now {fmt(r['now'])} faults/CPU-s ({stat_text(fault, 'ns/fault')})"]
@@ -484,7 +531,7 @@ def prezero_faults_per_s_row(run: Run, warm: Dict[str, str]) -> List[str]:
     parts.append("method: fault family's CPU ns per fault and sampled clear_page share, "
                  "combined with the prezero pool's alloc_ns saving; derived from regime means, "
                  "no interval")
-    return [label, seed, "; ".join(parts)]
+    return [label, seed, "; ".join(parts), PREZERO_BOUND_COMPARABLE]
 
 
 def summary_of(points: List[Point], metric: str) -> Optional[Stat]:
@@ -512,6 +559,12 @@ def _best_slots(pts: List[Point]) -> str:
     """'N=1: 4, N=4: 8, ...' measured best slot count (max pages/s) per thread count over the
     rows of one pagevec configuration (families.pagevec_sweep: the heatmap's rows)."""
     best: Dict[int, tuple] = {}
+    by_slots: Dict[Tuple[int, int], List[Point]] = {}
+    for p in pts:
+        try:
+            by_slots.setdefault((p.threads, int(p.params["slots"])), []).append(p)
+        except (KeyError, ValueError):
+            continue
     for variant, by_n in summarize(pts, "pages_per_s").items():
         try:
             slots = int(dict(variant)["slots"])
@@ -520,7 +573,23 @@ def _best_slots(pts: List[Point]) -> str:
         for n, stat in by_n.items():
             if n not in best or stat.mean > best[n][0]:
                 best[n] = (stat.mean, slots)
-    return ", ".join(f"N={n}: {best[n][1]}" for n in sorted(best))
+    out = []
+    for n in sorted(best):
+        # A slot count is "best" only where it beats every other beyond noise: each other
+        # slot count is compared with it (plots/stats.py, one regime a pair).
+        top = by_slots[(n, best[n][1])]
+        ties = sorted(s for (m, s), other in by_slots.items()
+                      if m == n and s != best[n][1]
+                      and stats.compare_points(top, other, "pages_per_s").status != "resolved")
+        if not ties:
+            out.append(f"N={n}: {best[n][1]}")
+        elif len(ties) + 1 == len([1 for (m, _) in by_slots if m == n]):
+            out.append(f"N={n}: none resolved (every slot count within noise of "
+                       f"{best[n][1]})")
+        else:
+            out.append(f"N={n}: {best[n][1]} or " + ", ".join(map(str, ties))
+                       + " (not told apart)")
+    return "; ".join(out)
 
 
 def _img(path: str, alt: str) -> str:
@@ -658,25 +727,44 @@ def kernel_rows(run: Run, benches: Sequence[str]) -> List[List[str]]:
     return out
 
 
+def _common_thread_rows(run: Run, bench: str, param: str
+                        ) -> List[Tuple[Tuple, int, List[Point]]]:
+    """(variant, threads, repetitions) of the `bench` rows carrying `param`, all at one thread
+    count (the largest that most variants have), so the rows of one table are read against
+    each other at the same N; variants without rows at that count are left out."""
+    by: Dict[Tuple, Dict[int, List[Point]]] = {}
+    for p in run.points:
+        if p.bench == bench and p.aggregate is None and param in p.params:
+            by.setdefault(p.variant, {}).setdefault(p.threads, []).append(p)
+    if not by:
+        return []
+    counts: Dict[int, int] = {}
+    for ns in by.values():
+        for n in ns:
+            counts[n] = counts.get(n, 0) + 1
+    n = max(counts, key=lambda k: (counts[k], k))
+    return [(v, n, ns[n]) for v, ns in sorted(by.items()) if n in ns]
+
+
 def prezero_burst_rows(run: Run) -> List[List[str]]:
     """Burst-protocol pre-zeroing rows (params protocol, zeroer, burst_pages, pool_pages):
     allocations/s and the share served pre-zeroed against the burst / pool ratio B/P (the
     2004 objection: pre-zeroing only helps while a burst fits the pool zeroed while idle)."""
-    rows = []
-    for variant, n, pts in _latest_rows(run, "prezero"):
+    rows, groups = [], []
+    for variant, n, pts in _common_thread_rows(run, "prezero", "protocol"):
         params = dict(variant)
-        if "protocol" not in params:
-            continue
         try:
             ratio = f"{float(params.get('burst_pages')) / float(params.get('pool_pages')):.2g}"
         except (TypeError, ValueError, ZeroDivisionError):
             ratio = "?"
         rows.append([params.get("protocol", "?"), params.get("zeroer", "?"),
                      params.get("mode", "-"), params.get("burst_pages", "?"),
-                     params.get("pool_pages", "?"), ratio, str(n),
-                     stat_text(summary_of(pts, "allocs_per_s"), "allocs/s"),
-                     stat_text(summary_of(pts, "prezeroed_share"))])
-    return rows
+                     params.get("pool_pages", "?"), ratio, str(n)])
+        groups.append(pts)
+    # Adjacent rows are read against each other: every number of the table from one regime.
+    allocs = side_by_side(groups, "allocs_per_s", "allocs/s")
+    shares = side_by_side(groups, "prezeroed_share")
+    return [row + [a, s] for row, a, s in zip(rows, allocs, shares)]
 
 
 def prezero_steady_rows(run: Run) -> List[List[str]]:
@@ -685,17 +773,18 @@ def prezero_steady_rows(run: Run) -> List[List[str]]:
     page, the case the 2004 author excluded; rows written before the label carry the same
     label (the model always wrote every line)."""
     from verdicts import PREZERO_TOUCHES
-    rows = []
+    rows, groups = [], []
     for variant, n, pts in _latest_rows(run, "prezero"):
         params = dict(variant)
-        if "mode" not in params:
+        if "mode" not in params or "protocol" in params:
             continue
         touches = _dict(pts[0].row.get("details")).get("touches") or PREZERO_TOUCHES
         rows.append([params.get("mode", "?"), params.get("method", "?"),
-                     params.get("idle_us", "?"), str(n),
-                     stat_text(summary_of(pts, "allocs_per_s"), "allocs/s"),
-                     stat_text(summary_of(pts, "prezeroed_share")), str(touches)])
-    return rows
+                     params.get("idle_us", "?"), str(n), str(touches)])
+        groups.append(pts)
+    allocs = side_by_side(groups, "allocs_per_s", "allocs/s")
+    shares = side_by_side(groups, "prezeroed_share")
+    return [row[:4] + [a, s, row[4]] for row, a, s in zip(rows, allocs, shares)]
 
 
 FAULT_SEED_COLUMNS = ["row", "GB", "repetitions", "threads", "user s", "system s", "wall s",
@@ -795,16 +884,24 @@ def overrun_lines(run: Run) -> List[str]:
             for key in run.overrun_keys()]
 
 
-def verdict_html(verdicts: List[Dict[str, Any]]) -> str:
-    """The verdict lines of one question as an HTML list (class per status)."""
+def verdict_html(verdicts: List[Dict[str, Any]], run: Optional[Run] = None) -> str:
+    """The verdict lines of one question as an HTML list (class per status); each says the
+    machine it was measured on (Run.scale_text: threads, PUs, cores/SMT, NUMA nodes) so a
+    2-thread result of a small guest is never read as the seed's large machine."""
     if not verdicts:
         return "<p>verdict: not run (no rows answer this question in this run)</p>"
     items = []
     for v in verdicts:
         cls = {"resolved": "ok", "not_resolved": "warn", "too_few": "warn"}.get(v["status"], "")
+        scale = ""
+        if run is not None:
+            n = v.get("threads")
+            scale = ("measured with " + run.scale_text(n if isinstance(n, int) else None)
+                     + "; ")
         items.append(f'<li class="{cls}"><span class="cmp" data-comparison="'
                      f'{html.escape(v.get("id", ""))}">{html.escape(v["text"])}</span> '
-                     f'<span class="caption">({html.escape(v["metric"])}; rows '
+                     f'<span class="caption scale">({html.escape(scale)}'
+                     f'{html.escape(v["metric"])}; rows '
                      f'{html.escape(str(v.get("rows", "")))})</span></li>')
     return '<p><b>Verdict</b> (effect with 95 % interval from one coherence regime):</p><ul ' \
            'class="verdicts">' + "".join(items) + "</ul>"
@@ -892,21 +989,34 @@ def build_html(run: Run, images: Dict[str, str],
     used = set()
     for qid, qtitle, question, stems in QUESTIONS:
         body.append(f'<section id="{qid}"><h2>{esc(qtitle)}</h2><p class="q">{esc(question)}</p>')
-        shown = [s for s in stems if s in images]
+        body.append(f'<p class="caption scale">Measured here on {esc(run.scale_text())}; the '
+                    "seed discussion's machine is not this one.</p>")
+        shown = [s for s in [f"verdicts_{qid}"] + stems if s in images]
         for stem in shown:
             body.append(_img(images[stem], f"{stem} figure"))
             used.add(stem)
         if not shown:
             body.append(f"<p>{NOT_RUN}: no {esc(', '.join(stems))} results in this run.</p>")
-        body.append(verdict_html(by_section.get(qid, [])))
+        body.append(verdict_html(by_section.get(qid, []), run))
+        qrows, absent = verdict_table_rows(tables[qid], bool(by_section.get(qid)))
         body.append(_table(["quantity", "seed discussion", "measured here",
-                            "comparable with the seed?"], tables[qid]))
+                            "comparable with the seed?"], qrows))
+        if absent:
+            body.append('<p class="caption">Not measured in this run, so not in the table: '
+                        + esc("; ".join(absent)) + ".</p>")
         missing = unanswered_note(verdicts, {v: k for k, v in QUESTION_SECTION.items()}[qid])
         if missing:
             body.append(f'<p class="caption">{esc(missing)}</p>')
         krows = kernel_rows(run, KERNEL_FAMILIES.get(qid, []))
         if krows:
             body.append("<h3>The real kernel, measured the same way</h3>")
+            batch = _dict(_dict(ll.get("kernel_config")).get("folio_batch_size")).get("value")
+            if qid in ("q1", "q4"):
+                body.append('<p class="caption">The same kernel_lru rows under questions 1 '
+                            "and 4: this kernel's batch is fixed"
+                            + (f" (folio_batch of {esc(str(batch))} slots)" if batch else "")
+                            + ", so they show the real LRU path's cost at this batch, not a "
+                            "batch-size comparison.</p>")
             body.append(_table(["row", "threads", "throughput", "lock:contention_begin per op",
                                 "attribution", "sources"], krows))
         if qid == "q5":
@@ -1015,6 +1125,27 @@ def build_html(run: Run, images: Dict[str, str],
             + "\n</body></html>\n")
 
 
+def write_verdict_figures(run: Run, verdicts: List[Dict[str, Any]], plot_dir: str
+                          ) -> Dict[str, str]:
+    """plot_dir/verdicts_qN.png per question with verdicts (figures.verdict_figure: the rows
+    each verdict uses, both bars from one regime); returns {stem: path}."""
+    from figures import plt, verdict_figure
+    from outputs import write_atomic
+    from verdicts import QUESTION_SECTION
+    out = {}
+    for qid, qtitle, _, _ in QUESTIONS:
+        mine = [v for v in verdicts if QUESTION_SECTION.get(v.get("question")) == qid]
+        fig = verdict_figure(run, mine, f"{qtitle.split('(')[0].strip()}: the rows each "
+                             "verdict compares (one coherence regime per panel)")
+        if fig is None:
+            continue
+        path = os.path.join(plot_dir, f"verdicts_{qid}.png")
+        write_atomic(path, lambda handle, fig=fig: fig.savefig(handle, format="png", dpi=110))
+        plt.close(fig)
+        out[f"verdicts_{qid}"] = path
+    return out
+
+
 def write_report(run_dir: str, out: Optional[str] = None) -> str:
     """Plot the run in run_dir into run_dir/plots, write run_dir/verdicts.json and the report;
     return the report's path.
@@ -1036,6 +1167,7 @@ def write_report(run_dir: str, out: Optional[str] = None) -> str:
     written = plot_runs([run], plot_dir, formats=("png", "svg"))
     images = {os.path.splitext(os.path.basename(p))[0]: p for p in written if p.endswith(".png")}
     _, doc = write_verdicts(run_dir, run)
+    images.update(write_verdict_figures(run, doc["verdicts"], plot_dir))
     out = out or os.path.join(run_dir, "report.html")
     write_atomic(out, build_html(run, images, doc["verdicts"]))
     return out

@@ -163,3 +163,95 @@ def check_run(run_dir, render_first=True):
                                 f"({sorted({str(p.get(k)) for p in params})}) but no label "
                                 "names it")
     return problems
+
+
+# ---- issue 35: the page around the verdicts agrees with them --------------------------------
+
+REPS = re.compile(r"\((\d+) ([\w]+)-regime reps")
+TABLE = re.compile(r"<table>(.*?)</table>", re.S)
+ROW = re.compile(r"<tr>(.*?)</tr>", re.S)
+CELL = re.compile(r"<t[dh][^>]*>(.*?)</t[dh]>", re.S)
+
+
+def _plain(fragment):
+    import html as _html
+    return _html.unescape(re.sub(r"<[^>]+>", "", fragment))
+
+
+def _sections(text):
+    out = {}
+    for m in re.finditer(r'<section id="([^"]+)">(.*?)</section>', text, re.S):
+        out[m.group(1)] = m.group(2)
+    return out
+
+
+def check_classes(run_dir):
+    """Issue 35's classes on a rendered report (report.html, verdicts.json): returns
+    {class number: [problems]} (every list empty = the report agrees with its rows).
+
+    1 no arrow across regimes: an 'A -> B' cell's two numbers name one regime; the
+      pre-zeroing tables' rows (read against each other) name one regime per column.
+    2 each question with verdicts shows the figure of its verdicts' rows (verdicts_qN).
+    3/4 figures: checked by test_figures.py (figure_problems).
+    5 the cache-line cell never says 'no slowdown ... down to' the farthest distance itself.
+    6 no 'not run' row in a table of a question with verdicts.
+    7 every verdict line says the machine it was measured on; every question says its scale.
+    8 every seed figure beside a measured value has a comparability cell.
+    """
+    from verdicts import QUESTION_SECTION
+    with open(os.path.join(run_dir, "report.html"), encoding="utf-8") as handle:
+        text = handle.read()
+    with open(os.path.join(run_dir, "verdicts.json"), encoding="utf-8") as handle:
+        verdicts = json.load(handle)["verdicts"]
+    sections = _sections(text)
+    problems = {k: [] for k in (1, 2, 5, 6, 7, 8)}
+    answered = {QUESTION_SECTION.get(v["question"]) for v in verdicts}
+    for sid, body in sections.items():
+        for table in TABLE.findall(body):
+            rows = [[_plain(c) for c in CELL.findall(r)] for r in ROW.findall(table)]
+            header = rows[0] if rows else []
+            for row in rows[1:]:
+                for cell in row:
+                    if " -> " in cell:
+                        regimes = {m.group(2) for m in REPS.finditer(cell)}
+                        if len(regimes) > 1:
+                            problems[1].append(f"{sid}: arrow across regimes {sorted(regimes)}: "
+                                               f"{cell[:120]!r}")
+                if sid in answered and header[:1] == ["quantity"] and len(row) > 2 \
+                        and row[2].startswith("not run"):
+                    problems[6].append(f"{sid}: 'not run' row among verdicts: {row[0]!r}")
+                if header[:2] == ["quantity", "seed discussion"] and len(row) >= 2 \
+                        and row[1].strip() not in ("", "-") \
+                        and (len(row) < 4 or not row[3].strip() or row[3].strip() == "-"):
+                    problems[8].append(f"{sid}: seed figure without a comparability cell: "
+                                       f"{row[0]!r}")
+            if header[:2] in (["protocol", "zeroer"], ["mode", "method"]):
+                for col, name in enumerate(header):
+                    regimes = {m.group(2) for row in rows[1:] if col < len(row)
+                               for m in REPS.finditer(row[col])}
+                    if len(regimes) > 1:
+                        problems[1].append(f"{sid}: column {name!r} mixes regimes "
+                                           f"{sorted(regimes)}")
+        if sid in answered:
+            if f'alt="verdicts_{sid} figure"' not in body:
+                problems[2].append(f"{sid}: no figure of its verdicts' rows")
+            for li in re.findall(r"<li[^>]*>(.*?)</li>", body, re.S):
+                if "data-comparison" in li and "measured with" not in li:
+                    problems[7].append(f"{sid}: verdict line without its machine: "
+                                       f"{_plain(li)[:80]!r}")
+        if sid.startswith("q") and "Measured here on" not in body:
+            problems[7].append(f"{sid}: no scale line")
+    fs = sections.get("false_sharing", "")
+    for table in TABLE.findall(fs):
+        for row in ROW.findall(table)[1:]:
+            cells = [_plain(c) for c in CELL.findall(row)]
+            if len(cells) < 4:
+                continue
+            dists = [int(d) for d in re.findall(r"(\d+) B:", cells[3])]
+            m = re.search(r"no slowdown of [\d.]+ % or more (?:from \d+ B )?down to (\d+) B",
+                          cells[2])
+            if m and dists and int(m.group(1)) >= max(dists + [0]) and \
+                    int(m.group(1)) not in dists:
+                problems[5].append(f"false_sharing: 'no slowdown down to {m.group(1)} B' is the "
+                                   f"farthest distance itself: {cells[2][:100]!r}")
+    return problems

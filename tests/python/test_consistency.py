@@ -99,3 +99,96 @@ def test_recorded_run_is_consistent(name, tmp_path):
         pytest.skip(f"fixture {name} not recorded")
     run_dir = _copy(name, tmp_path)
     assert consistency.check_run(run_dir) == []
+
+
+# ---- issue 35: each class on recorded runs and on runs built to trigger it -------------------
+
+BIG = os.path.join(os.path.dirname(os.path.dirname(HERE)), "tests", "fixtures", "big-machine",
+                   "xeon-16c-lockline-threads1-4.json.gz")
+
+
+def _no_class_problems(run_dir):
+    found = consistency.check_classes(run_dir)
+    return {k: v for k, v in found.items() if v}
+
+
+@pytest.mark.parametrize("name", RECORDED + ("xeon-16c",))
+def test_recorded_run_has_no_issue35_class(name, tmp_path):
+    if name == "xeon-16c":
+        out = tmp_path / name
+        out.mkdir()
+        with gzip.open(BIG, "rb") as src, open(out / "lockline.json", "wb") as dst:
+            shutil.copyfileobj(src, dst)
+        run_dir = str(out)
+    else:
+        run_dir = _copy(name, tmp_path)
+    consistency.render(run_dir)
+    assert _no_class_problems(run_dir) == {}
+
+
+def test_synthetic_run_has_no_issue35_class(synthetic):
+    assert _no_class_problems(synthetic) == {}
+
+
+def _pts(bench, params, regimes, value, metric="ops_per_s", threads=2):
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "plots"))
+    from lockline_results import Point
+    key = bench + "/" + "/".join(f"{k}:{v}" for k, v in params.items()) + f"/threads:{threads}"
+    return [Point(bench, bench, dict(params), threads, {metric: value * (1 + 0.01 * i)},
+                  repetition=i, coherence=r, key=key) for i, r in enumerate(regimes)]
+
+
+def test_arrow_never_crosses_regimes():
+    """Class 1: base has 3 far + 1 near repetitions, variant 4 near: both numbers of the arrow
+    come from the near regime (the comparison's), never 3 far -> 4 near."""
+    import report
+    base = _pts("zone_lock", {"layout": "before"}, ["far"] * 3 + ["near"], 7.47e6) \
+        + _pts("zone_lock", {"layout": "before"}, ["near"] * 3, 30e6)
+    variant = _pts("zone_lock", {"layout": "after"}, ["near"] * 4, 36.1e6)
+    text = report.arrow_text(base, variant, "ops_per_s")
+    assert text.count("near-regime") == 2 and "far-regime" not in text, text
+    # No regime in common: no arrow at all.
+    far_only = _pts("zone_lock", {"layout": "before"}, ["far"] * 4, 7.47e6)
+    assert " -> " not in report.arrow_text(far_only, variant, "ops_per_s")
+    # Adjacent rows of a table: one regime for all of them.
+    rows = report.side_by_side([far_only + _pts("p", {}, ["near"], 1.0), variant],
+                               "ops_per_s")
+    assert all("near-regime" in r for r in rows), rows
+
+
+def test_checker_catches_each_class(synthetic, tmp_path):
+    """The class checker on a report edited to break each class."""
+    bad = tmp_path / "bad"
+    shutil.copytree(synthetic, bad)
+    text = (bad / "report.html").read_text()
+    # 1: an arrow across regimes.
+    text = text.replace("</table>", "<tr><td>x</td><td>-</td><td>1 (3 far-regime reps) -&gt; "
+                        "2 (4 near-regime reps)</td><td>-</td></tr></table>", 1)
+    # 2 and 7: the verdict figure and the machine words removed.
+    text = text.replace('alt="verdicts_q1 figure"', 'alt="x"')
+    text = text.replace("measured with", "with")
+    # 6 and 8: a 'not run' row among verdicts, a seed figure without comparability.
+    q1 = text.index('<section id="q1">')
+    first = text.index("</table>", text.index("<th>quantity</th>", q1))
+    text = text[:first] + ("<tr><td>y</td><td>seed 1 -&gt; 2</td><td>not run</td><td></td>"
+                           "</tr>") + text[first:]
+    (bad / "report.html").write_text(text)
+    found = consistency.check_classes(str(bad))
+    for k in (1, 2, 6, 7, 8):
+        assert found[k], (k, found)
+
+
+def test_cache_line_summary_agrees_with_slower_rows():
+    """Class 5: closer distances 13x slower by median but with intervals too wide: the answer
+    never says 'no slowdown down to 256 B'."""
+    from families import false_sharing_verdicts
+    pts = []
+    for d, v in ((8, 13.0), (32, 13.0), (64, 1.0), (128, 1.0), (256, 1.0)):
+        vals = [v * f for f in (0.2, 1.0, 3.0, 0.5, 2.0)]
+        for i, x in enumerate(vals):
+            pts += _pts("false_sharing", {"pair": "l3_shared", "op": "inc", "distance": str(d)},
+                        ["near"], x, metric="ns_per_op")
+            pts[-1].repetition = i
+    [row] = false_sharing_verdicts(pts)
+    assert "down to 256 B" not in row["smallest"], row["smallest"]
+    assert "slower" in row["smallest"], row["smallest"]

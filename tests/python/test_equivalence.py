@@ -365,3 +365,39 @@ def test_aa_simulation_duet_change_claims_few_effects():
     effects = sum(stats.compare_pair_effects(pairs(), pairs(), resamples=1000,
                                              seed=i).excludes_zero for i in range(200))
     assert effects / 200 <= 0.08
+
+
+# ---- issue 35: equal rows of different contexts; equivalence from few repetitions ------------
+
+
+def test_identical_rows_of_another_host_are_not_a_copy(tmp_path):
+    """Two files whose rows are byte-identical but whose context names another host, clock
+    and date are two measurements: compared as independent samples, never 'exact [0, 0]'."""
+    rng = np.random.default_rng(2)
+    rows = plain_rows("locks/lock:ticket/threads:1", 1e7, 0.03, 5, rng)
+    a = write_run(tmp_path / "a", rows)
+    b = write_run(tmp_path / "b", rows)
+    with open(os.path.join(b, "lockline.json")) as handle:
+        doc = json.load(handle)
+    doc["context"] = dict(doc["context"], host_name="other", mhz_per_cpu=3100,
+                          date="2026-12-03T00:00:00")
+    with open(os.path.join(b, "lockline.json"), "w") as handle:
+        json.dump(doc, handle)
+    code, out, _ = run_cli(a, b, "--format", "json")
+    row = json.loads(out)["rows"][0]
+    assert row["method"] == "unpaired" and not row.get("exact"), row
+    # The same file on both sides is still a copy.
+    code, out, _ = run_cli(a, a, "--format", "json")
+    assert json.loads(out)["rows"][0].get("exact")
+
+
+def test_equivalence_from_few_repetitions_carries_the_caution(tmp_path):
+    """'no change larger than 5 %' from 5 repetitions a side carries the same caution as a
+    regression would (fewer than 9 a side)."""
+    rng = np.random.default_rng(3)
+    a = write_run(tmp_path / "a", plain_rows("locks/lock:ticket/threads:1", 1e7, 0.001, 5, rng))
+    b = write_run(tmp_path / "b", plain_rows("locks/lock:ticket/threads:1", 1e7, 0.001, 5, rng))
+    code, out, _ = run_cli(a, b, "--format", "json")
+    row = json.loads(out)["rows"][0]
+    assert row["verdict"] == "no change", row
+    assert any("fewer than 9 a side" in w for w in row["warnings"]), row["warnings"]

@@ -406,3 +406,84 @@ def test_overrun_and_other_regime_points_are_marked(tmp_path):
     assert rows and rows[0]["overrun"] == "1" and rows[0]["regime"] == "near"
     assert int(rows[0]["other_regime_repetitions"]) == 1
     assert int(rows[0]["repetitions"]) == len(reps) - 1
+
+
+# ---- issue 35: foreign Google Benchmark files -------------------------------------------------
+
+def _gbench_file(path, version, rows, host="h"):
+    ctx = {"host_name": host, "date": "2026-12-01T00:00:00+00:00", "num_cpus": 8}
+    if version:
+        ctx["library_version"] = version
+    path.write_text(json.dumps({"context": ctx, "benchmarks": rows}))
+    return str(path)
+
+
+def _row(name, threads, real_ns, cpu_ns, **extra):
+    return {"name": name, "run_name": name, "run_type": "iteration", "repetitions": 1,
+            "repetition_index": 0, "threads": threads, "iterations": 10, "real_time": real_ns,
+            "cpu_time": cpu_ns, "time_unit": "ns", **extra}
+
+
+def test_threaded_time_computed_the_same_way_across_gb_1_9(tmp_path):
+    """One sleeping benchmark (20 ms per iteration per thread) at 1 and 8 threads: 1.7.1
+    reports real_time 20 ms / 8 at 8 threads, 1.9.1 reports 20 ms (PR #1836) and per-thread
+    items/s. Both files read as 50 -> 400 iterations/s."""
+    old = _gbench_file(tmp_path / "old.json", "v1.7.1", [
+        _row("BM_sleep/threads:1", 1, 20e6, 2e4, items_per_second=50.0),
+        _row("BM_sleep/threads:8", 8, 2.5e6, 2e4, items_per_second=400.0)])
+    new = _gbench_file(tmp_path / "new.json", "v1.9.1", [
+        _row("BM_sleep/threads:1", 1, 20e6, 2e4, items_per_second=50.0),
+        _row("BM_sleep/threads:8", 8, 20e6, 2e4, items_per_second=50.0)])
+    old2 = _gbench_file(tmp_path / "old2.json", "v1.7.1", [
+        _row("BM_sleep/threads:1", 1, 20e6, 2e4), _row("BM_sleep/threads:8", 8, 2.5e6, 2e4)])
+    new2 = _gbench_file(tmp_path / "new2.json", "v1.9.1", [
+        _row("BM_sleep/threads:1", 1, 20e6, 2e4), _row("BM_sleep/threads:8", 8, 20e6, 2e4)])
+    for first, second, metric in ((old, new, "items_per_second"),
+                                  (old2, new2, "throughput_per_s")):
+        a, b = lr.load_run(first), lr.load_run(second)
+        va = {p.threads: p.metrics[metric] for p in a.points}
+        vb = {p.threads: p.metrics[metric] for p in b.points}
+        assert va == pytest.approx(vb), (metric, va, vb)
+        assert vb[8] == pytest.approx(8 * vb[1])
+        assert any("1.9.1" in w and "pre-1.9.0" in w for w in b.warnings)
+
+
+def test_busy_1_9_threaded_row_is_not_called_idle(tmp_path):
+    """A 95 %-busy 4-thread row of a 1.9.1 file: cpu_time 0.95 x real_time (both per thread
+    since 1.9.0): no 'mostly idle' warning."""
+    path = _gbench_file(tmp_path / "busy.json", "v1.9.1", [
+        _row("BM_busy/threads:1", 1, 1000.0, 950.0),
+        _row("BM_busy/threads:4", 4, 1000.0, 950.0)])
+    assert not any("idle" in w for w in lr.load_run(path).warnings)
+
+
+@pytest.mark.parametrize("name,counter", [("BM_spawn/workers:8", None),
+                                          ("BM_spawn/8", None),
+                                          ("BM_spawn/8", "green_threads")])
+def test_worker_warning_does_not_depend_on_the_argument_name(tmp_path, name, counter):
+    extra = {counter: 8} if counter else {}
+    path = _gbench_file(tmp_path / "w.json", "v1.9.1",
+                        [_row(name, 1, 1e6, 1e4, **extra)])
+    warnings = lr.load_run(path).warnings
+    assert any("cpu_time far below real_time" in w and "timing thread" in w
+               for w in warnings), warnings
+
+
+def test_x_arg_counter_that_varies_per_repetition_draws_one_line(tmp_path):
+    """--x-arg COUNTER where the counter differs slightly between repetitions (bytes read per
+    run): one line through the arguments, not one-point series."""
+    rows = []
+    for n in (1, 2, 4, 8):
+        for rep in range(3):
+            row = _row(f"BM_fill/{n}", 1, 1000.0 * n, 1000.0 * n, elements=1000 * n + rep)
+            row.update(repetitions=3, repetition_index=rep)
+            rows.append(row)
+    path = _gbench_file(tmp_path / "c.json", "v1.9.1", rows)
+    run = lr.load_run(path)
+    data = plot.family_data([run], "BM_fill", x_arg="elements")
+    (stem, fig), = families.plot_generic(data)
+    series = {r["series"] for r in data.csv_rows if r["x_name"] == "elements"}
+    assert len(series) == 1, series
+    assert sorted(float(r["x"]) for r in data.csv_rows
+                  if r["x_name"] == "elements") == [1001, 2001, 4001, 8001]
+    families.plt.close(fig)
