@@ -16,6 +16,8 @@
 #include <thread>
 #include <vector>
 
+#include "harness/options.h"
+#include "harness/provenance.h"
 #include "harness/team.h"
 
 namespace lockline {
@@ -267,6 +269,19 @@ TEST(TopologyFixtures, UnrankedKindsAreSaidInThePlan) {
     EXPECT_EQ(UnrankedKindsWarning(r->summary()), "") << f;
   }
   EXPECT_EQ(UnrankedKindsWarning(Topology::Load(k256)->summary()), "");
+}
+
+// ... and in the run's warnings (the run context's provenance).
+TEST(TopologyFixtures, UnrankedKindsAreARunWarning) {
+  auto t = Topology::Load(kFixtures + "synthetic-2kinds-unranked-8c.xml");
+  const nlohmann::json p = CollectProvenance(Options{}, *t);
+  bool found = false;
+  for (const auto& w : p["warnings"])
+    found = found || w.get<std::string>() == UnrankedKindsWarning(t->summary());
+  EXPECT_TRUE(found) << p["warnings"].dump();
+  auto ranked = Topology::Load(kFixtures + "synthetic-arm-5kinds-2l3-12c.xml");
+  for (const auto& w : CollectProvenance(Options{}, *ranked)["warnings"])
+    EXPECT_EQ(w.get<std::string>().find("not ranked"), std::string::npos);
 }
 
 // Issue 36 item 6: the plan shows where each helper runs for each count, and
