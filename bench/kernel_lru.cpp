@@ -247,7 +247,7 @@ Variant MakeVariant(Case kind, bool shared_file, Tasks tasks, Suite suite,
   v.make = [=](const PointEnv& env) -> std::unique_ptr<Workload> {
     Config cfg{kind, shared_file, DefaultPages(kind), tasks};
     auto wl = std::make_unique<LruWorkload>(cfg, env.threads);
-    wl->SetEvidenceWindows(env.evidence_windows);
+    wl->SetEvidenceWindows(env);
     return wl;
   };
   return v;

@@ -333,7 +333,7 @@ Variant MakeVariant(Tasks tasks, Suite suite, std::vector<int> threads) {
   v.make = [=](const PointEnv& env) -> std::unique_ptr<Workload> {
     auto wl =
         std::make_unique<PutPageWorkload>(tasks, env.threads, kDefaultMsg);
-    wl->SetEvidenceWindows(env.evidence_windows);
+    wl->SetEvidenceWindows(env);
     return wl;
   };
   return v;

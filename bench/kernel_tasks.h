@@ -45,6 +45,7 @@
 #include "bench/child_task.h"
 #include "harness/cpu.h"
 #include "harness/family.h"
+#include "harness/helpers.h"
 #include "harness/kernel_probe.h"
 
 namespace lockline::kernel_tasks {
@@ -247,6 +248,27 @@ class KernelTaskWorkload : public Workload {
   /// Evidence windows per repetition (0: --evidence=off). Call before
   /// Prepare.
   void SetEvidenceWindows(int n) { evidence_windows_ = std::max(n, 0); }
+  /// SetEvidenceWindows(env.evidence_windows), and the evidence timer's PU by
+  /// the helper rule (harness/helpers.h; issue 36: the timer was started by
+  /// team thread 0 and inherited its measured PU). With no free PU (a point at
+  /// every usable PU, the families' default) the timer shares the least
+  /// loaded measured PU, said in the row's evidence_timer_note: it sleeps in
+  /// kLiveDrainNs slices and runs only in the evidence windows, never in a
+  /// timed one. Unbound off the host topology.
+  void SetEvidenceWindows(const PointEnv& env) {
+    SetEvidenceWindows(env.evidence_windows);
+    if (evidence_windows_ == 0 || env.topology == nullptr ||
+        env.plan == nullptr)
+      return;
+    HelperRule rule;
+    rule.topo = env.topology;
+    rule.allow_shared_pu = true;
+    const auto places =
+        PlaceHelpersNear(env.topology->usable_pus(), *env.plan, 1, rule);
+    if (places.empty()) return;
+    timer_place_ = places.front();
+    if (env.topology->is_host()) timer_topo_ = env.topology;
+  }
   int evidence_windows() const { return evidence_windows_; }
 
   /// The op loop of task `index` for one window: runs until `stop`, returns
@@ -394,6 +416,12 @@ class KernelTaskWorkload : public Workload {
       out.Metric("evidence_throughput_ratio",
                  e["overhead"]["ratio"].get<double>());
     }
+    const HelperColumns timer = HelperColumnsOf({timer_place_});
+    d["evidence_timer_pu"] = timer.pu[0];
+    d["evidence_timer_l3"] = timer.l3[0];
+    d["evidence_timer_kind"] = timer.kind[0];
+    if (!timer_place_.reason.empty())
+      d["evidence_timer_note"] = timer_place_.reason;
     d["evidence"] = e;
     evidence_.Report(d, out.metrics, evid_ops);
   }
@@ -509,6 +537,13 @@ class KernelTaskWorkload : public Workload {
   // draining the zone->lock rings, sets the stop flag, drains until every
   // task has ended its window, and drains once more.
   void TimeEvidenceWindow(uint64_t w) {
+    if (timer_topo_ != nullptr && timer_place_.pu >= 0) {
+      try {
+        BindThisThread(*timer_topo_, timer_place_.pu);
+      } catch (const std::exception&) {
+        timer_place_.reason += " (binding failed: inherited task 0's mask)";
+      }
+    }
     const uint64_t end = NowNs() + w;
     for (uint64_t now = NowNs(); now < end; now = NowNs()) {
       const uint64_t nap = std::min(end - now, kLiveDrainNs);
@@ -605,6 +640,8 @@ class KernelTaskWorkload : public Workload {
   int evidence_windows_ = kDefaultEvidenceWindows;
   child_task::TaskBarrier barrier_;
   std::thread timer_;
+  HelperPlace timer_place_;               // the evidence timer's PU (-1: none)
+  const Topology* timer_topo_ = nullptr;  // set on the host: bind the timer
   std::atomic<bool> estop_{false};
   std::atomic<int> tasks_done_{0};
 };

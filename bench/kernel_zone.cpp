@@ -241,7 +241,7 @@ Variant MakeVariant(const std::string& fraction, Tasks tasks, Suite suite,
   v.make = [=](const PointEnv& env) -> std::unique_ptr<Workload> {
     auto wl =
         std::make_unique<ZoneWorkload>(Config{fraction, tasks}, env.threads);
-    wl->SetEvidenceWindows(env.evidence_windows);
+    wl->SetEvidenceWindows(env);
     return wl;
   };
   return v;

@@ -351,11 +351,16 @@ class PrezeroWorkload : public Workload {
     d["helper_pu"] = {zeroer_place_.pu};
     d["helper_core"] = {zeroer_place_.core};
     d["helper_numa"] = {zeroer_place_.numa};
+    d["helper_l3"] = {zeroer_place_.l3};
+    d["helper_kind"] = {zeroer_place_.cpukind};
     if (!zeroer_place_.reason.empty()) d["helper_note"] = zeroer_place_.reason;
     d["zeroer_shares_pu"] = zeroer_shares_pu_;
     d["zeroer_policy"] =
         zeroer_shares_pu_
             ? "SCHED_IDLE on a shared PU: zeroes only in idle CPU time"
+        : zeroer_place_.smt_sibling_of_measured
+            ? "normal priority on an idle SMT sibling of a measured thread "
+              "(no free core on any node; helper_note says so)"
             : "normal priority on a spare PU (the idle CPU)";
     d["zeroer_note"] =
         "batches of 16 pages per lock round trip; frozen between windows";
@@ -399,16 +404,21 @@ class PrezeroWorkload : public Workload {
  private:
   AllocCounts Totals() const { return SumCounts(counts_); }
 
-  // The zeroer's PU by the helper rule (harness/helpers.h: own core, the
-  // measured threads' NUMA node, never an SMT sibling of a measured thread);
-  // with none free (an --oversubscribe run), the plan's last PU, shared
-  // (SCHED_IDLE then only takes its idle time; the row says so). -1 (unbound)
-  // without a host topology (tests).
+  // The zeroer's PU by the helper rule (harness/helpers.h PlaceHelpersNear:
+  // a free core of the measured threads' L3 / node, else of the nearest other
+  // node, else a flagged idle SMT sibling of a measured thread; issue 36: the
+  // measured threads filling their node used to put it on a measured PU);
+  // with no free PU at all (the runner runs such a point only under
+  // --oversubscribe: needs_spare_pu), the plan's last PU, shared (SCHED_IDLE
+  // then only takes its idle time; the row says so). -1 (unbound) without a
+  // host topology (tests).
   void PickZeroerPu() {
     if (env_.topology == nullptr || !env_.topology->is_host()) return;
     if (env_.plan == nullptr) return;
+    HelperRule rule;
+    rule.topo = env_.topology;
     const auto places =
-        PlaceHelpers(env_.topology->usable_pus(), *env_.plan, 1);
+        PlaceHelpersNear(env_.topology->usable_pus(), *env_.plan, 1, rule);
     if (!places.empty()) {
       zeroer_place_ = places.front();
       zeroer_pu_ = zeroer_place_.pu;
@@ -418,7 +428,11 @@ class PrezeroWorkload : public Workload {
       const PuInfo& pu = env_.plan->pus.back();
       zeroer_pu_ = pu.os_index;
       zeroer_place_ = {pu.os_index, pu.core, pu.numa, false,
-                       "shares a measured thread's PU (no PU meets the rule)"};
+                       "shares a measured thread's PU (no free PU: "
+                       "--oversubscribe)"};
+      zeroer_place_.shares_measured_pu = true;
+      zeroer_place_.l3 = pu.l3;
+      zeroer_place_.cpukind = pu.cpukind;
       zeroer_shares_pu_ = true;
     }
   }
@@ -829,6 +843,8 @@ class BurstWorkload : public Workload {
     d["helper_pu"] = cols.pu;
     d["helper_core"] = cols.core;
     d["helper_numa"] = cols.numa;
+    d["helper_l3"] = cols.l3;
+    d["helper_kind"] = cols.kind;
     std::string notes;  // helper_note: a string, as on every helper row
     for (std::size_t i = 0; i < places_.size(); ++i)
       if (!places_[i].reason.empty())
@@ -933,7 +949,10 @@ class BurstWorkload : public Workload {
       return;
     }
     if (zeroer_ == Zeroer::kEngine) {
-      places_ = PlaceHelpers(env_.topology->usable_pus(), *env_.plan, 1);
+      HelperRule rule;
+      rule.topo = env_.topology;
+      places_ =
+          PlaceHelpersNear(env_.topology->usable_pus(), *env_.plan, 1, rule);
       shares_.assign(places_.size(), false);
       return;
     }
@@ -1121,8 +1140,10 @@ Variant MakeVariant(Mode mode, ZeroMethod method, uint64_t idle_us,
   if (suite == Suite::kFull) v.threads = {};
   static const char* const kText[] = {
       "every allocation zeroes its page (no background zeroer)",
-      "background zeroer (own PU); allocations leave idle gaps",
-      "background zeroer (own PU); allocations back to back: the objection"};
+      "background zeroer (a free core, else an idle SMT sibling: "
+      "helper_note); allocations leave idle gaps",
+      "background zeroer (a free core, else an idle SMT sibling: "
+      "helper_note); allocations back to back: the objection"};
   v.description = std::string(kText[static_cast<int>(mode)]) + "; zeroing by " +
                   ZeroMethodName(method) + ", idle " + std::to_string(idle_us) +
                   " us; touches " + kTouchesAllLines;

@@ -1,5 +1,7 @@
 #include "harness/cgroup.h"
 
+#include <sys/stat.h>
+
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -34,10 +36,62 @@ std::string Join(const std::string& a, const std::string& b) {
   return b == "/" ? a : a + b;
 }
 
+bool IsDir(const std::string& path) {
+  struct stat st {};
+  return stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+// The root inside the hierarchy of the mount at `mount_point`
+// (/proc/self/mountinfo field 4 of the line whose field 5 is the mount
+// point; "" when absent). Octal escapes (\040) are kept: such paths do not
+// match and fall back to the mount root.
+std::string MountRoot(const std::string& mountinfo,
+                      const std::string& mount_point) {
+  std::istringstream lines(mountinfo);
+  std::string line;
+  std::string found;
+  while (std::getline(lines, line)) {
+    std::istringstream f(line);
+    std::string id, parent, devno, mroot, point;
+    if (!(f >> id >> parent >> devno >> mroot >> point)) continue;
+    if (point == mount_point) found = mroot;  // the last mount there wins
+  }
+  return found;
+}
+
+// `path` relative to the mount whose hierarchy root is `mount_root` ("/a/b"
+// under "/a" -> "/b"); `path` itself when it is not under it.
+std::string UnderMountRoot(const std::string& path,
+                           const std::string& mount_root) {
+  if (mount_root.empty() || mount_root == "/") return path;
+  if (path == mount_root) return "/";
+  if (path.size() > mount_root.size() &&
+      path.compare(0, mount_root.size(), mount_root) == 0 &&
+      path[mount_root.size()] == '/')
+    return path.substr(mount_root.size());
+  return path;
+}
+
+// Where the process's cgroup lies under `mount` (see ReadCgroupCpu): the path
+// relative to the mount root, else the mount root itself.
+std::string ProcessDir(const std::string& mount, const std::string& path,
+                       const std::string& mount_root, std::string* rel,
+                       std::string* note) {
+  *rel = UnderMountRoot(SelfAndAncestors(path)[0], mount_root);
+  const std::string dir = Join(mount, *rel);
+  if (IsDir(dir) || !IsDir(mount)) return dir;
+  *note = "cgroup path " + path + " is not visible under " + mount +
+          " (no cgroup namespace): counters read from the mount root, the "
+          "cgroup that holds the process";
+  *rel = "/";
+  return mount;
+}
+
 }  // namespace
 
 CgroupCpu ReadCgroupCpu(const std::string& proc_self_cgroup,
-                        const std::string& root) {
+                        const std::string& root,
+                        const std::string& proc_self_mountinfo) {
   CgroupCpu cg;
   std::istringstream lines(proc_self_cgroup);
   std::string line;
@@ -73,8 +127,10 @@ CgroupCpu ReadCgroupCpu(const std::string& proc_self_cgroup,
     cg.version = 1;
     cg.path = v1_path;
     const std::string mount = root + "/" + v1_controllers;
-    cg.dir = Join(mount, SelfAndAncestors(v1_path)[0]);
-    for (const std::string& p : SelfAndAncestors(v1_path)) {
+    std::string rel;
+    cg.dir = ProcessDir(mount, v1_path, MountRoot(proc_self_mountinfo, mount),
+                        &rel, &cg.dir_note);
+    for (const std::string& p : SelfAndAncestors(rel)) {
       const std::string dir = Join(mount, p);
       const long long quota =
           std::atoll(ReadFile(dir + "/cpu.cfs_quota_us").c_str());
@@ -87,8 +143,10 @@ CgroupCpu ReadCgroupCpu(const std::string& proc_self_cgroup,
   } else if (!v2_path.empty()) {
     cg.version = 2;
     cg.path = v2_path;
-    cg.dir = Join(root, SelfAndAncestors(v2_path)[0]);
-    for (const std::string& p : SelfAndAncestors(v2_path)) {
+    std::string rel;
+    cg.dir = ProcessDir(root, v2_path, MountRoot(proc_self_mountinfo, root),
+                        &rel, &cg.dir_note);
+    for (const std::string& p : SelfAndAncestors(rel)) {
       const std::string dir = Join(root, p);
       // "max 100000" (no limit) or "QUOTA PERIOD", microseconds.
       std::istringstream in(ReadFile(dir + "/cpu.max"));
@@ -104,7 +162,9 @@ CgroupCpu ReadCgroupCpu(const std::string& proc_self_cgroup,
 }
 
 const CgroupCpu& ProcessCgroupCpu() {
-  static const CgroupCpu cg = ReadCgroupCpu(ReadFile("/proc/self/cgroup"));
+  static const CgroupCpu cg =
+      ReadCgroupCpu(ReadFile("/proc/self/cgroup"), "/sys/fs/cgroup",
+                    ReadFile("/proc/self/mountinfo"));
   return cg;
 }
 
@@ -141,7 +201,9 @@ nlohmann::json CgroupJson(const CgroupCpu& cg) {
           {"path", cg.path},
           {"cpu_quota_cpus",
            cg.quota_cpus > 0 ? json(cg.quota_cpus) : json(nullptr)},
-          {"limited_by", cg.limited_by}};
+          {"limited_by", cg.limited_by},
+          {"stat_dir", cg.dir},
+          {"dir_note", cg.dir_note}};
 }
 
 }  // namespace lockline

@@ -17,6 +17,7 @@
 #include "harness/cgroup.h"
 #include "harness/counters.h"
 #include "harness/cpu.h"
+#include "harness/helpers.h"
 #include "harness/memory.h"
 #include "harness/options.h"
 #include "harness/padded_slots.h"
@@ -24,6 +25,7 @@
 #include "harness/restore.h"
 #include "harness/results.h"
 #include "harness/runner.h"
+#include "harness/team.h"
 #include "harness/topology.h"
 #include "harness/until_resolved.h"
 #include "layouts/report.h"
@@ -203,6 +205,8 @@ json PlansJson(const RunState& run) {
                                 {"packages", p.packages},
                                 {"smt_siblings", p.smt_siblings},
                                 {"oversubscribed", p.oversubscribed}};
+    plans[std::to_string(n)]["helpers"] =
+        lockline::HelperPlanJson(*run.topo, p, run.opts.oversubscribe);
   }
   return plans;
 }
@@ -280,7 +284,8 @@ int Main(int argc, char** argv) {
   }
   try {
     lockline::CheckMemPolicy(o.mem);
-    run.topo = lockline::Topology::Load(o.topology);
+    run.topo =
+        lockline::LoadTopologyWithin(o.topology, lockline::SetupTimeoutNs());
     CheckMemNode(o.mem, *run.topo);
     run.pin = lockline::ParsePinSpec(o.pin);
     run.order = lockline::PlacementOrder(*run.topo, run.pin);
@@ -291,7 +296,9 @@ int Main(int argc, char** argv) {
   }
   if (o.plan_json) {
     try {
-      std::cout << PlanOrderJson(run).dump(1) << "\n";
+      json plan = PlanOrderJson(run);
+      plan.update(lockline::CpuKindsJson(run.topo->summary()));
+      std::cout << plan.dump(1) << "\n";
     } catch (const std::exception& e) {
       return Fail(e.what());
     }

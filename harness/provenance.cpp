@@ -308,6 +308,9 @@ nlohmann::json CollectProvenance(const Options& opts, const Topology& topo) {
                        " PUs are usable (restricted by " +
                        (why.empty() ? "unknown" : why) + ")");
   }
+  // Issue 36: kinds hwloc cannot rank leave the sweep in OS order; say so.
+  if (const std::string kinds = UnrankedKindsWarning(t); !kinds.empty())
+    warnings.push_back(kinds);
   const CgroupCpu& cg = ProcessCgroupCpu();
   p["cgroup"] = CgroupJson(cg);
   if (cg.quota_cpus > 0 && cg.quota_cpus < t.usable_pus) {

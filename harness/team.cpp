@@ -164,6 +164,52 @@ uint64_t SetupTimeoutNs() {
   return ns;
 }
 
+std::unique_ptr<Topology> LoadTopologyWithin(
+    const std::string& spec, uint64_t limit_ns,
+    std::unique_ptr<Topology> (*load)(const std::string&)) {
+  // Shared with the loader thread, which may outlive this call (detached when
+  // it hangs): the process then exits without joining it.
+  struct State {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool done = false;
+    std::unique_ptr<Topology> topo;
+    std::exception_ptr error;
+  };
+  auto st = std::make_shared<State>();
+  std::thread loader([st, spec, load] {
+    std::unique_ptr<Topology> t;
+    std::exception_ptr e;
+    try {
+      t = load(spec);
+    } catch (...) {
+      e = std::current_exception();
+    }
+    std::lock_guard<std::mutex> lk(st->mu);
+    st->topo = std::move(t);
+    st->error = e;
+    st->done = true;
+    st->cv.notify_all();
+  });
+  std::unique_lock<std::mutex> lk(st->mu);
+  if (!st->cv.wait_for(lk, std::chrono::nanoseconds(limit_ns),
+                       [&] { return st->done; })) {
+    std::fprintf(stderr,
+                 "lockline: error: topology discovery of '%s' (hwloc, which "
+                 "binds a thread to each PU in turn) did not finish within "
+                 "%.1f s (LOCKLINE_SETUP_TIMEOUT sets the limit); exiting\n",
+                 spec.c_str(), static_cast<double>(limit_ns) / 1e9);
+    std::fflush(stderr);
+    RestoreAll();
+    UnmountWhatLocklineMounted();
+    std::_Exit(3);
+  }
+  lk.unlock();
+  loader.join();
+  if (st->error) std::rethrow_exception(st->error);
+  return std::move(st->topo);
+}
+
 WindowResult ThreadTeam::RunWindow(Workload& wl,
                                    const std::vector<ThreadCtx>& ctx,
                                    uint64_t duration_ns, uint64_t bound_ns,

@@ -127,6 +127,18 @@ class ThreadTeam {
 /// machines).
 uint64_t SetupTimeoutNs();
 
+/// Topology::Load(spec) on a helper thread, waiting at most `limit_ns`
+/// (SetupTimeoutNs() at start-up). hwloc's discovery of "host" binds a thread
+/// to each PU in turn (the x86 backend reads CPUID there): a binding that
+/// never returns used to hang lockline silently (issue 36). Past the limit the
+/// process prints one `lockline: error:` line naming the spec, the limit and
+/// LOCKLINE_SETUP_TIMEOUT, restores changed settings (RestoreAll) and exits
+/// with status 3, like a set-up step that never ends. Rethrows Load's
+/// TopologyError. `load` is Topology::Load unless a test injects a hang.
+std::unique_ptr<Topology> LoadTopologyWithin(
+    const std::string& spec, uint64_t limit_ns,
+    std::unique_ptr<Topology> (*load)(const std::string&) = &Topology::Load);
+
 /// The wall-clock bound of a window (ThreadTeam::RunWindow's `bound_ns`): past
 /// it the window is flagged overrun and its repetition is left out of
 /// comparisons. A timed window: 2 x its length + 20 ms (the slack covers a

@@ -22,6 +22,8 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "harness/helpers.h"
+
 namespace lockline {
 namespace {
 
@@ -567,6 +569,35 @@ std::unique_ptr<Topology> Topology::Load(const std::string& raw_spec) {
       s.restricted_by.push_back("affinity mask");
   }
   s.cpukinds = std::max(0, hwloc_cpukinds_get_nr(t->topo_, 0));
+  s.cpukinds_ranked = nr_kinds <= 1 || kinds_ranked;
+  // NUMA latencies (nearest node for helpers): the first latency matrix over
+  // NUMA nodes hwloc has (the OS's SLIT, or an XML's), by logical index.
+  {
+    unsigned nr = 1;
+    hwloc_distances_s* dist[1] = {nullptr};
+    if (hwloc_distances_get_by_type(t->topo_, HWLOC_OBJ_NUMANODE, &nr, dist,
+                                    HWLOC_DISTANCES_KIND_MEANS_LATENCY,
+                                    0) == 0 &&
+        nr >= 1 && dist[0] != nullptr) {
+      const unsigned n = dist[0]->nbobjs;
+      const int nodes = s.numa_nodes;
+      t->numa_distance_.assign(static_cast<size_t>(nodes) * nodes, -1);
+      t->numa_distance_n_ = nodes;
+      for (unsigned i = 0; i < n; ++i)
+        for (unsigned j = 0; j < n; ++j) {
+          const hwloc_obj_t a = dist[0]->objs[i], b = dist[0]->objs[j];
+          if (a == nullptr || b == nullptr ||
+              static_cast<int>(a->logical_index) >= nodes ||
+              static_cast<int>(b->logical_index) >= nodes)
+            continue;
+          t->numa_distance_[a->logical_index * static_cast<size_t>(nodes) +
+                            b->logical_index] =
+              static_cast<int>(std::min<hwloc_uint64_t>(
+                  dist[0]->values[i * n + j], 1u << 30));
+        }
+      hwloc_distances_release(t->topo_, dist[0]);
+    }
+  }
   // Coherence granularity: the L1 data cache's line size, else L2's (hwloc
   // leaves linesize 0 when the OS does not report it; synthetic topologies
   // report 64).
@@ -586,6 +617,20 @@ std::unique_ptr<Topology> Topology::Load(const std::string& raw_spec) {
 
 Topology::~Topology() {
   if (topo_ != nullptr) hwloc_topology_destroy(topo_);
+}
+
+int Topology::NumaDistance(int from, int to) const {
+  if (from < 0 || to < 0 || from >= numa_distance_n_ || to >= numa_distance_n_)
+    return -1;
+  return numa_distance_[static_cast<size_t>(from) * numa_distance_n_ +
+                        static_cast<size_t>(to)];
+}
+
+std::string UnrankedKindsWarning(const TopologySummary& s) {
+  if (s.cpukinds_ranked || s.cpukinds <= 1) return "";
+  return std::to_string(s.cpukinds) +
+         " CPU kinds found but not ranked: sweep order is by OS index; "
+         "--pin=LIST sets it";
 }
 
 const PuInfo* Topology::FindPu(int os_index) const {
@@ -843,6 +888,8 @@ std::string FormatPlans(const Topology& topo, const PinSpec& pin,
               : "unknown (assumed " + std::to_string(s.cache_line_bytes) +
                     " for padding)")
       << ", cpukinds " << s.cpukinds << "\n";
+  if (const std::string kinds = UnrankedKindsWarning(s); !kinds.empty())
+    out << "warning: " << kinds << "\n";
   out << "placement --pin="
       << (pin.text.empty() ? PolicyName(pin.policy) : pin.text)
       << (pin.policy == PinPolicy::kNone
@@ -873,6 +920,17 @@ std::string FormatPlans(const Topology& topo, const PinSpec& pin,
         << ", packages " << plan.packages
         << ", SMT siblings: " << (plan.smt_siblings ? "yes" : "no")
         << (plan.oversubscribed ? ", oversubscribed: yes" : "") << "\n";
+    // Where each helper thread of a point at this count would run, and why
+    // (issue 36): never a measured PU unless --oversubscribe.
+    HelperRule rule;
+    rule.topo = &topo;
+    rule.allow_shared_pu = oversubscribe;
+    const std::vector<std::string> helpers =
+        DescribeHelperPlaces(PlanHelperPlaces(topo, plan, oversubscribe),
+                             PlannedHelperCount(topo), rule);
+    for (size_t h = 0; h < helpers.size(); ++h)
+      out << "  helper " << h << " (" << HelperRole(static_cast<int>(h))
+          << "): " << helpers[h] << "\n";
   }
   const size_t rows = std::min(order.size(), static_cast<size_t>(largest));
   out << std::setw(7) << "thread" << std::setw(7) << "pu" << std::setw(7)

@@ -63,7 +63,16 @@ struct TopologySummary {
   /// exports): cache_line_bytes is then the assumed 64, not a measurement.
   bool cache_line_known = true;
   int cpukinds = 0;  ///< number of hwloc cpukinds (>1 on hybrid CPUs)
+  /// False when there are 2+ cpukinds and hwloc knows no efficiency for at
+  /// least one (no CoreType, no frequency): PuInfo::cpukind is then -1
+  /// everywhere and the `cores` order falls back to OS order (issue 36).
+  bool cpukinds_ranked = true;
 };
+
+/// "" when the CPU kinds are ranked (or there is one kind), else "N CPU kinds
+/// found but not ranked: sweep order is by OS index; --pin=LIST sets it", for
+/// the plan and the run's warnings.
+std::string UnrankedKindsWarning(const TopologySummary& s);
 
 /// A loaded hwloc topology. Not copyable.
 class Topology {
@@ -93,6 +102,10 @@ class Topology {
   const TopologySummary& summary() const { return summary_; }
   /// Looks up a usable PU by OS index; nullptr if not usable.
   const PuInfo* FindPu(int os_index) const;
+  /// Relative NUMA latency between the nodes of logical indices `from` and
+  /// `to` (hwloc's NUMANode latency matrix, e.g. the ACPI SLIT: 10 local);
+  /// -1 when the topology has no matrix or an index is out of range.
+  int NumaDistance(int from, int to) const;
 
  private:
   Topology() = default;
@@ -101,6 +114,9 @@ class Topology {
   std::vector<PuInfo> pus_;
   TopologySummary summary_;
   std::unordered_map<int, int> by_os_index_;  ///< OS index -> position in pus_
+  /// NUMA latency matrix by logical index, row-major; empty when unknown.
+  std::vector<int> numa_distance_;
+  int numa_distance_n_ = 0;
 };
 
 /// Largest topology lockline plans on, in PUs: 8192, Linux's largest

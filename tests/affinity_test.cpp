@@ -304,6 +304,60 @@ TEST(Cgroup, V1QuotaFromTheCpuController) {
   EXPECT_TRUE(CgroupJson(cg)["cpu_quota_cpus"].is_number());
 }
 
+// Issue 36: a container without a cgroup namespace. /proc/self/cgroup names
+// the host's path, but the container's /sys/fs/cgroup is its own cgroup: the
+// quota was found (the walk up reaches the mount root) while cpu.stat was read
+// from a directory that does not exist, so rows lost nr_throttled.
+TEST(Cgroup, V2NoNamespaceReadsTheMountRoot) {
+  TempDir root;
+  root.Write("cpu.max", "50000 100000\n");
+  root.Write("cpu.stat", "usage_usec 10\nnr_throttled 7\nthrottled_usec 9\n");
+  const CgroupCpu cg =
+      ReadCgroupCpu("0::/system.slice/docker-0123abcd.scope\n", root.path);
+  EXPECT_DOUBLE_EQ(cg.quota_cpus, 0.5);
+  EXPECT_EQ(cg.dir, root.path);
+  EXPECT_NE(cg.dir_note, "");
+  const CpuThrottle t = ReadCpuThrottle(cg);
+  ASSERT_TRUE(t.ok) << cg.dir;
+  EXPECT_EQ(t.nr_throttled, 7u);
+  EXPECT_EQ(t.throttled_usec, 9u);
+}
+
+TEST(Cgroup, V1NoNamespaceReadsTheMountRoot) {
+  TempDir root;
+  root.Write("cpu,cpuacct/cpu.cfs_quota_us", "150000\n");
+  root.Write("cpu,cpuacct/cpu.cfs_period_us", "100000\n");
+  root.Write("cpu,cpuacct/cpu.stat",
+             "nr_periods 9\nnr_throttled 4\nthrottled_time 7000000\n");
+  const CgroupCpu cg = ReadCgroupCpu(
+      "4:memory:/docker/abc\n3:cpu,cpuacct:/docker/abc\n", root.path);
+  EXPECT_DOUBLE_EQ(cg.quota_cpus, 1.5);
+  const CpuThrottle t = ReadCpuThrottle(cg);
+  ASSERT_TRUE(t.ok);
+  EXPECT_EQ(t.nr_throttled, 4u);
+}
+
+TEST(Cgroup, MountinfoRootIsStrippedFromThePath) {
+  // The mount shows /docker/abc of the hierarchy; the process is in its child
+  // "job": its counters are ROOT/job's, not the mount root's.
+  TempDir root;
+  root.Write("cpu.max", "max 100000\n");
+  root.Write("cpu.stat", "nr_throttled 1\nthrottled_usec 1\n");
+  root.Write("job/cpu.max", "25000 100000\n");
+  root.Write("job/cpu.stat", "nr_throttled 5\nthrottled_usec 6\n");
+  const std::string mountinfo =
+      "22 1 0:21 / /proc rw - proc proc rw\n"
+      "30 25 0:26 /docker/abc " +
+      root.path + " ro,nosuid - cgroup2 cgroup2 rw\n";
+  const CgroupCpu cg =
+      ReadCgroupCpu("0::/docker/abc/job\n", root.path, mountinfo);
+  EXPECT_EQ(cg.dir, root.path + "/job");
+  EXPECT_EQ(cg.dir_note, "");
+  EXPECT_DOUBLE_EQ(cg.quota_cpus, 0.25);
+  EXPECT_EQ(ReadCpuThrottle(cg).nr_throttled, 5u);
+  EXPECT_EQ(CgroupJson(cg)["stat_dir"], root.path + "/job");
+}
+
 TEST(Cgroup, NoQuotaAndGarbage) {
   TempDir root;
   root.Write("x/cpu.max", "max 100000\n");

@@ -16,6 +16,10 @@
 #include <thread>
 #include <vector>
 
+#include "harness/options.h"
+#include "harness/provenance.h"
+#include "harness/team.h"
+
 namespace lockline {
 namespace {
 
@@ -193,9 +197,10 @@ TEST(TopologySynthetic, Plans4096Pus) {
     std::string text = FormatPlans(*t, Pin(policy), counts, false);
     EXPECT_TRUE(Contains(text, "threads 4096: PUs 0-4095 |")) << policy;
     EXPECT_TRUE(Contains(text, "packages 8, SMT siblings: yes")) << policy;
-    // Header + placement line + one line per count + table header + 4096 rows.
+    // Header + placement line + per count one line and one per helper (one
+    // per NUMA node, issue 36) + table header + 4096 rows.
     EXPECT_EQ(std::count(text.begin(), text.end(), '\n'),
-              static_cast<long>(2 + counts.size() + 1 + 4096));
+              static_cast<long>(2 + counts.size() * (1 + 16) + 1 + 4096));
   }
   std::string cores = FormatPlans(*t, pin, {16}, false);
   EXPECT_TRUE(Contains(
@@ -241,6 +246,80 @@ TEST(TopologyFixtures, LakefieldHybridPCoreFirst) {
   // compact keeps topology order.
   EXPECT_EQ(Os(PlacementOrder(*t, Pin("compact"))),
             (std::vector<int>{0, 1, 2, 3, 4}));
+}
+
+// Issue 36: CPU kinds without efficiency or frequency (hand-made fixture,
+// tests/fixtures/README.md) left the sweep in OS order with no message.
+TEST(TopologyFixtures, UnrankedKindsAreSaidInThePlan) {
+  auto t = Topology::Load(kFixtures + "synthetic-2kinds-unranked-8c.xml");
+  EXPECT_EQ(t->summary().cpukinds, 2);
+  EXPECT_FALSE(t->summary().cpukinds_ranked);
+  const std::string want =
+      "2 CPU kinds found but not ranked: sweep order is by OS index; "
+      "--pin=LIST sets it";
+  EXPECT_EQ(UnrankedKindsWarning(t->summary()), want);
+  EXPECT_NE(FormatPlans(*t, Pin("cores"), {1, 8}, false).find(want),
+            std::string::npos);
+  for (const PuInfo& p : t->usable_pus()) EXPECT_EQ(p.cpukind, -1);
+  // Ranked kinds (Lakefield, the 5-kind Arm fixture) and one kind: no message.
+  for (const char* f : {"intel-lakefield-i5-l16g7-1p4e-hybrid.xml",
+                        "synthetic-arm-5kinds-2l3-12c.xml"}) {
+    auto r = Topology::Load(kFixtures + f);
+    EXPECT_TRUE(r->summary().cpukinds_ranked) << f;
+    EXPECT_EQ(UnrankedKindsWarning(r->summary()), "") << f;
+  }
+  EXPECT_EQ(UnrankedKindsWarning(Topology::Load(k256)->summary()), "");
+}
+
+// ... and in the run's warnings (the run context's provenance).
+TEST(TopologyFixtures, UnrankedKindsAreARunWarning) {
+  auto t = Topology::Load(kFixtures + "synthetic-2kinds-unranked-8c.xml");
+  const nlohmann::json p = CollectProvenance(Options{}, *t);
+  bool found = false;
+  for (const auto& w : p["warnings"])
+    found = found || w.get<std::string>() == UnrankedKindsWarning(t->summary());
+  EXPECT_TRUE(found) << p["warnings"].dump();
+  auto ranked = Topology::Load(kFixtures + "synthetic-arm-5kinds-2l3-12c.xml");
+  for (const auto& w : CollectProvenance(Options{}, *ranked)["warnings"])
+    EXPECT_EQ(w.get<std::string>().find("not ranked"), std::string::npos);
+}
+
+// Issue 36 item 6: the plan shows where each helper runs for each count, and
+// on the 2-socket SNC4 fixture never on a measured PU.
+TEST(TopologyFixtures, PlanShowsHelperPlacement) {
+  auto t = Topology::Load(kFixtures + "synthetic-spr-2p-snc4-224pu.xml");
+  const std::string text = FormatPlans(*t, Pin("cores"), {14, 112, 224}, false);
+  EXPECT_NE(text.find("threads 14:"), std::string::npos);
+  EXPECT_NE(text.find("  helper 0 (prezero zeroer"), std::string::npos)
+      << text.substr(0, 2000);
+  EXPECT_NE(text.find("nearest node to the measured ones (NUMA distance 12)"),
+            std::string::npos);
+  EXPECT_NE(text.find("idle SMT sibling of a measured thread"),
+            std::string::npos);
+  EXPECT_NE(text.find("none: every usable PU runs a measured thread; "
+                      "prezero's zeroer points are refused"),
+            std::string::npos);
+  EXPECT_EQ(text.find("own PU"), std::string::npos);
+}
+
+TEST(TopologyLoad, WithinTheSetUpLimit) {
+  auto t = LoadTopologyWithin(k256, 60'000'000'000ull);
+  EXPECT_EQ(t->summary().pus, 256);
+  EXPECT_THROW(LoadTopologyWithin("synthetic:pack:x", 60'000'000'000ull),
+               TopologyError);
+}
+
+// Issue 36 item 5: hwloc's discovery of "host" binds a thread to each PU; a
+// binding that never returns (injected here as a loader that never returns)
+// used to hang lockline silently. Now: one error line, exit 3.
+TEST(TopologyLoadDeathTest, HangInDiscoveryEndsTheRunWithOneLine) {
+  const auto hang = [](const std::string&) -> std::unique_ptr<Topology> {
+    for (;;) pause();
+  };
+  EXPECT_EXIT(LoadTopologyWithin("host", 200'000'000ull, hang),
+              ::testing::ExitedWithCode(3),
+              "lockline: error: topology discovery of 'host' .*did not finish "
+              "within 0.2 s \\(LOCKLINE_SETUP_TIMEOUT");
 }
 
 TEST(TopologyFixtures, CpusetRestrictedOpteronPlansOnlyAllowedPus) {
