@@ -282,6 +282,10 @@ struct alignas(kDestructiveLine) LruZone {
   /// release:none: workers waiting for reclaimed pages (kswapd's wakeup on
   /// low memory); written only on that slow path.
   std::atomic<int> reclaim_wanted{0};
+  /// The `added` count the scanner's cycles have covered (its scanned_mark),
+  /// published after each cycle: a worker ends its window only once reclaim
+  /// has caught up with the pages it added (within one cycle).
+  std::atomic<uint64_t> covered{0};
   LruZone() {
     ListInit(&lru);
     for (ListHead& h : lists58) ListInit(&h);
@@ -971,6 +975,22 @@ class PagevecWorkload : public Workload {
         n += s;
       }
     }
+    // The window holds the reclaim of the pages it added (issue 40 item 1):
+    // wait until the scanner's cycles cover them, less one partial cycle, so
+    // a short window does not end with reclaim owed for its pages.
+    if (cfg_.scanner) {
+      // The adds up to now (other workers' later adds are not waited for).
+      const uint64_t target = zone.added.load(std::memory_order_relaxed);
+      while (zone.covered.load(std::memory_order_acquire) + kSwapClusterMax <=
+                 target &&
+             !quit_.load(std::memory_order_relaxed)) {
+        if (scanner_shares_pu_) {
+          std::this_thread::yield();
+        } else {
+          CpuRelax();
+        }
+      }
+    }
     running_.fetch_sub(1, std::memory_order_relaxed);
     me.ops += n;
     return n;
@@ -1326,6 +1346,7 @@ class PagevecWorkload : public Workload {
                                     : SpinYield::kNever);
     LruZone<L>& zone = *zones_[s.zone];
     s.scanned_mark = zone.added.load(std::memory_order_relaxed);
+    zone.covered.store(s.scanned_mark, std::memory_order_release);
     while (!quit_.load(std::memory_order_relaxed)) {
       const uint64_t added = zone.added.load(std::memory_order_relaxed);
       const bool paced =
@@ -1341,10 +1362,12 @@ class PagevecWorkload : public Workload {
       if (paced) {
         s.scanned_mark += kSwapClusterMax;
         ScanCycle(s, zone);
+        zone.covered.store(s.scanned_mark, std::memory_order_release);
       } else {
         s.scanned_mark = added;  // an on-demand cycle (reclaim_wanted)
         ScanCycle(s, zone);
         ++s.on_demand_cycles;
+        zone.covered.store(s.scanned_mark, std::memory_order_release);
         // The request is served: its pages are back with their owners.
         zone.reclaim_wanted.store(0, std::memory_order_relaxed);
       }

@@ -75,7 +75,7 @@ def scanner_problems(row):
     it at its design rate (scanner_acquisitions_per_page within 10 % of
     scanner_design_acquisitions_per_page) on a PU no measured thread runs on, and say where."""
     sc = row.get("details", {}).get("scanner", {})
-    if not sc.get("on"):
+    if row.get("family") != "pagevec" or not isinstance(sc, dict) or not sc.get("on"):
         return []
     out = []
     if sc.get("shares_measured_pu"):
