@@ -58,13 +58,19 @@
 // scanner:on adds one reclaim scanner thread per lock (placed by the helper
 // rule, harness/helpers.h, on a PU no measured thread runs on: scanner rows
 // run only at thread counts that leave it one, Variant::needs_spare_pu; it
-// sleeps between cycles) that isolates and puts
-// back SWAP_CLUSTER_MAX = 32 pages from the LRU tail under the same lock, one
-// cycle per 32 pages the workers add (isolate_lru_pages / move_pages_to_lru
-// of mm/vmscan.c@v5.8.1, for both kernels). Simplified: shrink_page_list
-// frees without swap-out work, no active/inactive aging, no irq-off cost, no
-// icache misses, free_pages_and_swap_cache's lru_add_drain is not modelled,
-// the freed pages go back to a private pool (no buddy/pcp cost).
+// sleeps between cycles), one cycle per SWAP_CLUSTER_MAX = 32 pages the
+// workers add, under the same lock. kernel:5.8: shrink_active_list isolates
+// 32 pages from the LRU_ACTIVE_ANON tail, deactivates them outside the lock
+// and moves them to LRU_INACTIVE_ANON; shrink_inactive_list isolates them,
+// reclaims outside the lock and puts back the rest: 4 lru_lock holds per 32
+// pages (mm/vmscan.c@v5.8.1). kernel:2.6.9: one isolate and one putback, 2
+// holds. A worker short of free pages asks for one extra cycle, and a window
+// ends once the scanner has covered the pages it added (design rate:
+// scanner_design_acquisitions_per_page). Simplified: shrink_page_list frees
+// without swap-out work, page_referenced is not run (every anonymous page is
+// deactivated), no irq-off cost, no icache misses,
+// free_pages_and_swap_cache's lru_add_drain is not modelled, the freed pages
+// go back to a private pool (no buddy/pcp cost).
 //
 // Row keys (every component key:value; parse by splitting on '/' then on the
 // first ':'):
