@@ -129,8 +129,16 @@ struct alignas(kCacheLine) CostThread {
   int lru_acc = 0;  ///< on_lru_pct accumulator (Bresenham: exact share, no RNG)
   uint64_t frees = 0, fast_frees = 0, locked_frees = 0;
   uint64_t lru_adds = 0, remote_frees = 0, ring_overflows = 0, underflows = 0;
+  uint64_t bad_pages = 0;  ///< free_pages_check failures (never expected)
   LockStatThread lock_stat;
 };
+
+/// PAGE_FLAGS_CHECK_AT_FREE's bits the model's pages can carry: a page freed
+/// with any of them set is bad_page() in free_pages_check.
+inline constexpr unsigned long kFlagsCheckAtFree =
+    (1UL << kPgLru) | (1UL << kPgLocked) | (1UL << kPgActive) |
+    (1UL << kPgSlab) | (1UL << kPgPrivate) | (1UL << kPgWriteback) |
+    (1UL << kPgReserved);
 
 /// The context a policy runs in for the cost family (one per thread, on its
 /// stack).
@@ -161,9 +169,26 @@ struct CostCtx {
     ListDel(&page.lru);
     --zone.nr_lru;
   }
+  /// free_hot_page -> free_hot_cold_page (mm/page_alloc.c@v2.6.16; the same
+  /// body in 2.6.18): the common base every put_page variant pays once its
+  /// page is free (issue 40 item 9). PageAnon: mapping = NULL;
+  /// free_pages_check (mapcount, mapping, count and PAGE_FLAGS_CHECK_AT_FREE
+  /// read; bad_page counted); local_irq_save; __inc_page_state(pgfree) (the
+  /// thread's own counter); list_add on the hot list; local_irq_restore
+  /// (pushf/pop and push/popf, LocalIrqSave). The pcp high-water drain is not
+  /// reached (the hot list never overflows here).
   void FreeHot(Page& page) {
+    if (page.mapping != nullptr) page.mapping = nullptr;
+    const bool bad =
+        (page._mapcount.load(std::memory_order_relaxed) + 1) != 0 ||
+        page.mapping != nullptr || page_count(page) != 0 ||
+        (page.flags.load(std::memory_order_relaxed) & kFlagsCheckAtFree) != 0;
+    if (bad) [[unlikely]]
+      ++t.bad_pages;
+    const unsigned long flags = LocalIrqSave();
     ListAdd(&page.lru, &t.hot);
     ++t.nr_hot;
+    LocalIrqRestore(flags);
   }
   void RaceWindow() {}
   void RefUnderflow(Page&) { ++t.underflows; }
@@ -316,6 +341,12 @@ class CostWorkload : public Workload {
         "locked puts pay pushf/pop before lru_lock and push/popf after it "
         "(spin_lock_irqsave's flag save/restore); cli/sti are not available "
         "in user mode and are not modelled";
+    out.details["common_base"] =
+        "every variant's free ends in free_hot_cold_page "
+        "(mm/page_alloc.c@v2.6.16): PageAnon mapping = NULL, "
+        "free_pages_check (mapcount, mapping, count, flags), "
+        "local_irq_save/restore around the hot-list add: the base both sides "
+        "of a comparison pay, so ns/op differences are ns saved per free";
     out.details["batch"] = kBatch;
     out.details["pages_per_thread"] = kPagesPerThread;
     out.details["frees"] = frees;
@@ -344,6 +375,9 @@ class CostWorkload : public Workload {
       const CostThread* t = threads_.get(i);
       if (!t) return "thread " + std::to_string(i) + " was never set up";
       underflows += t->underflows;
+      if (t->bad_pages != 0)
+        return std::to_string(t->bad_pages) +
+               " pages failed free_pages_check on thread " + std::to_string(i);
       long n = 0;
       for (const ListHead* p = t->hot.next; p != &t->hot; p = p->next) {
         if (p->next->prev != p)

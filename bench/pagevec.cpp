@@ -56,13 +56,21 @@
 // what-if rows. stats:off rows (one contended pair in the default suite) take
 // lru_lock without lock_stat, to show what the instrumentation costs.
 // scanner:on adds one reclaim scanner thread per lock (placed by the helper
-// rule, harness/helpers.h; it sleeps between cycles) that isolates and puts
-// back SWAP_CLUSTER_MAX = 32 pages from the LRU tail under the same lock, one
-// cycle per 32 pages the workers add (isolate_lru_pages / move_pages_to_lru
-// of mm/vmscan.c@v5.8.1, for both kernels). Simplified: shrink_page_list
-// frees without swap-out work, no active/inactive aging, no irq-off cost, no
-// icache misses, free_pages_and_swap_cache's lru_add_drain is not modelled,
-// the freed pages go back to a private pool (no buddy/pcp cost).
+// rule, harness/helpers.h, on a PU no measured thread runs on: scanner rows
+// run only at thread counts that leave it one, Variant::needs_spare_pu; it
+// sleeps between cycles), one cycle per SWAP_CLUSTER_MAX = 32 pages the
+// workers add, under the same lock. kernel:5.8: shrink_active_list isolates
+// 32 pages from the LRU_ACTIVE_ANON tail, deactivates them outside the lock
+// and moves them to LRU_INACTIVE_ANON; shrink_inactive_list isolates them,
+// reclaims outside the lock and puts back the rest: 4 lru_lock holds per 32
+// pages (mm/vmscan.c@v5.8.1). kernel:2.6.9: one isolate and one putback, 2
+// holds. A worker short of free pages asks for one extra cycle, and a window
+// ends once the scanner has covered the pages it added (design rate:
+// scanner_design_acquisitions_per_page). Simplified: shrink_page_list frees
+// without swap-out work, page_referenced is not run (every anonymous page is
+// deactivated), no irq-off cost, no icache misses,
+// free_pages_and_swap_cache's lru_add_drain is not modelled, the freed pages
+// go back to a private pool (no buddy/pcp cost).
 //
 // Row keys (every component key:value; parse by splitting on '/' then on the
 // first ':'):
@@ -162,7 +170,9 @@ struct GridPoint {
 // combination of the axes with restrictions that keep it under 900 variants:
 // zones:per_numa only with the era locks (ttas, qspinlock); offsets other
 // than 0 only for the alignment question's sizes (14, 15, 16, 31 and the
-// named layouts) with lock:ttas (2.6.9's lock), work_ns:0, zones:1; the other
+// named layouts) with lock:ttas (2.6.9's lock), work_ns:0, zones:1, and
+// offset 8 at 16 slots with lock:ttas, work_ns:cal (the alignment question at
+// calibrated work, default suite: issue 40 item 7); the other
 // kernels, release paths and the scanner only in mode:deferred at offset 0
 // for the questions' sizes (15, 16, 31, the named 5.x layouts): 2.6.9's cases
 // under ttas and ticket, 5.8's under qspinlock and ticket.
@@ -234,7 +244,11 @@ inline Suite SuiteOf(const GridPoint& p, bool multi_node = false) {
       return Suite::kDefault;
     return Suite::kFull;
   }
-  if (p.offset != 0) return Suite::kFull;
+  if (p.offset != 0) {
+    // The alignment pair at calibrated work (issue 40 item 7).
+    return generic_fixed && p.offset == 8 && p.slots == 16 ? Suite::kDefault
+                                                           : Suite::kFull;
+  }
   if (!p.layout.empty())
     return p.layout.rfind("pagevec_5x", 0) == 0 ? Suite::kFull
                                                 : Suite::kDefault;
@@ -284,11 +298,16 @@ inline std::vector<GridPoint> GridPoints() {
             continue;
           const bool sweep_offsets = l == "ttas" && std::string(work) == "0" &&
                                      std::string(zones) == "1";
+          // The alignment question at calibrated work too (issue 40 item 7):
+          // 2.6.9's 16 slots at offset 8 under its lock.
+          const bool offset8_cal = l == "ttas" && std::string(work) == "cal";
           for (const std::size_t off : kOffsets) {
-            if (off != 0 && !sweep_offsets) continue;
+            if (off != 0 && !sweep_offsets && !(off == 8 && offset8_cal))
+              continue;
             for (const int s : kSlots) {
               if (off != 0 && s != 14 && s != 15 && s != 16 && s != 31)
                 continue;
+              if (off != 0 && !sweep_offsets && s != 16) continue;
               GridPoint p;
               p.mode = mode;
               p.slots = s;
@@ -300,6 +319,7 @@ inline std::vector<GridPoint> GridPoints() {
               push(p);
             }
             for (const NamedLayout& nl : kNamedLayouts) {
+              if (off != 0 && !sweep_offsets) continue;
               GridPoint p;
               p.mode = mode;
               p.layout = nl.name;
@@ -330,14 +350,19 @@ inline std::vector<GridPoint> GridPoints() {
   return out;
 }
 
-/// The stats:off twins of one contended pair per kernel, for a machine whose
-/// main zones are `main_zones`: 15 slots, work_ns:0, the era's lock.
+/// The stats:off twins of each kernel's question pair, for a machine whose
+/// main zones are `main_zones`: 15 and 16 slots (2.6.9), 15 and 31 (5.8),
+/// work_ns:0, the era's lock. Both sides of each question have a twin, so the
+/// paired instr duets show what lock_stat does to each side (issue 40 item
+/// 3).
 inline std::vector<GridPoint> StatsOffTwins(const std::string& main_zones) {
   std::vector<GridPoint> out;
-  for (const Kernel k : {Kernel::k269, Kernel::k58}) {
+  for (const auto& [k, slots] :
+       {std::pair{Kernel::k269, 15}, std::pair{Kernel::k269, 16},
+        std::pair{Kernel::k58, 15}, std::pair{Kernel::k58, 31}}) {
     GridPoint p;
     p.mode = "deferred";
-    p.slots = 15;
+    p.slots = slots;
     p.policy = "fixed";
     p.lock = EraLock(k);
     p.work = "0";
@@ -396,6 +421,11 @@ inline std::vector<Variant> PagevecVariants(const std::vector<PuInfo>& order) {
     Variant v;
     v.params = ParamsOf(p);
     v.suite = SuiteOf(p, multi_node);
+    // The reclaim scanner is a helper thread: its rows run only at thread
+    // counts that leave it a PU of its own (the runner refuses the others
+    // with the reason; --oversubscribe runs them, the row saying
+    // details.scanner.shares_measured_pu), issue 40 item 1.
+    v.needs_spare_pu = p.scanner;
     const Kernel k = p.kernel == "5.8" ? Kernel::k58 : Kernel::k269;
     v.description =
         p.mode + " pagevec (" +

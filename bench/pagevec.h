@@ -238,6 +238,9 @@ inline constexpr long kStatFold58 = 32;
 /// enum lru_list index of LRU_ACTIVE_ANON, where 5.8's new anonymous pages go
 /// (lru_cache_add_active_or_unevictable SetPageActive's them).
 inline constexpr int kLruActiveAnon = 1;
+/// LRU_INACTIVE_ANON: where 5.8 reclaim's shrink_active_list deactivates anon
+/// pages to, and shrink_inactive_list reclaims them from.
+inline constexpr int kLruInactiveAnon = 0;
 /// Lists of a 5.8 lruvec (LRU_INACTIVE_ANON .. LRU_UNEVICTABLE).
 inline constexpr int kNrLru58 = 5;
 /// ZONE_NORMAL's index in lru_zone_size[zid][lru].
@@ -279,6 +282,10 @@ struct alignas(kDestructiveLine) LruZone {
   /// release:none: workers waiting for reclaimed pages (kswapd's wakeup on
   /// low memory); written only on that slow path.
   std::atomic<int> reclaim_wanted{0};
+  /// The `added` count the scanner's cycles have covered (its scanned_mark),
+  /// published after each cycle: a worker ends its window only once reclaim
+  /// has caught up with the pages it added (within one cycle).
+  std::atomic<uint64_t> covered{0};
   LruZone() {
     ListInit(&lru);
     for (ListHead& h : lists58) ListInit(&h);
@@ -297,6 +304,12 @@ struct alignas(kDestructiveLine) LruZone {
   unsigned long Count(Kernel k) const {
     return k == Kernel::k269 ? nr_lru
                              : lru_zone_size[kZoneNormal][kLruActiveAnon];
+  }
+  /// 5.8's LRU_INACTIVE_ANON list and its memcg size (the reclaim scanner's).
+  ListHead* Inactive58() { return &lists58[kLruInactiveAnon]; }
+  const ListHead* Inactive58() const { return &lists58[kLruInactiveAnon]; }
+  unsigned long InactiveCount58() const {
+    return lru_zone_size[kZoneNormal][kLruInactiveAnon];
   }
 };
 
@@ -407,6 +420,37 @@ struct alignas(kCacheLine) PerThread {
 /// Extra pages each thread's pool has beyond its resident and pagevec pages:
 /// the scanner may hold up to SWAP_CLUSTER_MAX of them isolated.
 inline constexpr int kPoolSlack = 2 * kSwapClusterMax;
+
+/// lru_lock holds of one reclaim scanner cycle of SWAP_CLUSTER_MAX pages.
+/// 5.8: 4. New anonymous pages are on LRU_ACTIVE_ANON, so reclaiming them
+/// takes shrink_active_list (isolate_lru_pages under the lock; page_referenced
+/// and deactivation outside it; move_pages_to_lru of l_active and l_inactive
+/// under one more hold) and then shrink_inactive_list (isolate_lru_pages under
+/// the lock; shrink_page_list outside it; move_pages_to_lru under one more
+/// hold): mm/vmscan.c@v5.8.1 shrink_inactive_list ~1947-1990 and
+/// shrink_active_list ~2020-2087 (issue 40 item 2). 2.6.9: 2 (an isolate and
+/// a putback per cycle, a simplification of refill_inactive_zone +
+/// shrink_cache, labelled on the row).
+inline int ScannerHoldsPerCycle(Kernel k) { return k == Kernel::k58 ? 4 : 2; }
+/// The scanner's designed lru_lock acquisitions per page added: one cycle per
+/// SWAP_CLUSTER_MAX pages the workers add. A row off it by more than 10 %
+/// (ScannerRowProblem) measures a scanner running at another rate.
+inline double ScannerDesignAcquisitionsPerPage(Kernel k) {
+  return static_cast<double>(ScannerHoldsPerCycle(k)) / kSwapClusterMax;
+}
+/// The rate check of a scanner row (issue 40 item 1): "" when the scanner ran
+/// at its design (acquisitions per page within `tolerance` of
+/// ScannerDesignAcquisitionsPerPage) on a PU of its own, else why not.
+inline std::string ScannerRowProblem(double acquisitions_per_page,
+                                     double design, bool shares_measured_pu,
+                                     double tolerance = 0.10) {
+  if (shares_measured_pu) return "the scanner shares a measured PU";
+  if (design <= 0 || std::abs(acquisitions_per_page / design - 1) > tolerance)
+    return "scanner lru_lock acquisitions per page " +
+           std::to_string(acquisitions_per_page) + ", design " +
+           std::to_string(design) + " (more than 10 % off)";
+  return "";
+}
 
 /// The workload: `L` the lru_lock algorithm, `Pv` the pagevec kind.
 template <LockAlgorithm L, class Pv>
@@ -617,9 +661,10 @@ class PagevecWorkload : public Workload {
     };
     nlohmann::json sj = {{"on", cfg_.scanner}};
     if (cfg_.scanner) {
-      uint64_t cycles = 0, isolated = 0, freed = 0, acq = 0;
+      uint64_t cycles = 0, isolated = 0, freed = 0, acq = 0, on_demand = 0;
       nlohmann::json pus = nlohmann::json::array();
       for (const auto& sc : scanners_) {
+        on_demand += sc->on_demand_cycles;
         cycles += sc->cycles;
         isolated += sc->isolated;
         freed += sc->freed;
@@ -627,7 +672,21 @@ class PagevecWorkload : public Workload {
         pus.push_back(sc->pu);
       }
       sj["cycles"] = cycles;
+      sj["on_demand_cycles"] = on_demand;
       sj["pages_isolated"] = isolated;
+      sj["design_acquisitions_per_page"] =
+          ScannerDesignAcquisitionsPerPage(cfg_.kernel);
+      sj["holds_per_cycle"] = ScannerHoldsPerCycle(cfg_.kernel);
+      {
+        const HelperColumns cols = HelperColumnsOf(scanner_places_);
+        bool smt = false;
+        for (const HelperPlace& hp : scanner_places_)
+          smt = smt || hp.smt_sibling_of_measured;
+        sj["helper_pu"] = cols.pu;
+        sj["helper_core"] = cols.core;
+        sj["helper_numa"] = cols.numa;
+        sj["smt_sibling_of_measured"] = smt;
+      }
       sj["pages_freed_by_scanner"] = freed;
       sj["acquisitions"] = acq;
       sj["releases_handed_to_scanner"] = handed;
@@ -645,14 +704,31 @@ class PagevecWorkload : public Workload {
               : "each scanner on a spare PU outside the point's plan (or "
                 "unbound where the topology is not the host's)";
       sj["model"] =
-          "one cycle per 32 pages the workers add to its LRU: isolate 32 "
-          "pages from the tail (PageLRU, get_page_unless_zero, ClearPageLRU, "
-          "list_move, size -32) under lru_lock, unlock, relock and put them "
-          "back (SetPageLRU, list_add, size +32, put_page; a page whose last "
-          "reference that was is taken off the LRU and freed); "
-          "shrink_page_list is not run";
+          cfg_.kernel == Kernel::k58
+              ? "one cycle per 32 pages the workers add to its LRU, 4 "
+                "lru_lock holds (mm/vmscan.c@v5.8.1): shrink_active_list "
+                "isolates 32 pages from the LRU_ACTIVE_ANON tail (hold 1), "
+                "deactivates them outside the lock and puts them on "
+                "LRU_INACTIVE_ANON (hold 2); shrink_inactive_list isolates 32 "
+                "from the inactive tail (hold 3), reclaims outside the lock "
+                "(release:none: page_ref_freeze(2)) and puts back the rest "
+                "(hold 4); a page whose last reference a putback dropped is "
+                "freed"
+              : "one cycle per 32 pages the workers add to its LRU: isolate "
+                "32 pages from the tail (PageLRU, get_page_unless_zero, "
+                "ClearPageLRU, list_move, size -32) under lru_lock, unlock, "
+                "relock and put them back (SetPageLRU, list_add, size +32, "
+                "put_page; a page whose last reference that was is taken off "
+                "the LRU and freed); 2 holds per cycle, a simplification of "
+                "2.6.9's refill_inactive_zone + shrink_cache";
+      sj["on_demand_note"] =
+          "a worker short of free pages asks for one cycle before 32 pages "
+          "were added (kswapd's wakeup); the scanner consumes the request, "
+          "so it never cycles for a worker that is not waiting";
       out.Metric("scanner_acquisitions_per_page",
                  ops ? static_cast<double>(acq) / pages : 0);
+      out.Metric("scanner_design_acquisitions_per_page",
+                 ScannerDesignAcquisitionsPerPage(cfg_.kernel));
     }
     out.details["scanner"] = sj;
   }
@@ -675,9 +751,15 @@ class PagevecWorkload : public Workload {
     for (const auto& [base, i] : pools)
       on_list[i].assign(per_thread_[i].pool_size, 0);
 
-    for (int z = 0; z < cfg_.zones; ++z) {
-      const LruZone<L>& zone = *zones_[z];
-      const ListHead* head = zone.List(k);
+    // 5.8: LRU_ACTIVE_ANON, then LRU_INACTIVE_ANON (the scanner's deactivated
+    // pages); 2.6.9: the one list.
+    const int lists = k == Kernel::k58 ? 2 : 1;
+    for (int z = 0; z < cfg_.zones * lists; ++z) {
+      const bool inactive = z >= cfg_.zones;
+      const LruZone<L>& zone = *zones_[z % cfg_.zones];
+      const ListHead* head = inactive ? zone.Inactive58() : zone.List(k);
+      const unsigned long count =
+          inactive ? zone.InactiveCount58() : zone.Count(k);
       uint64_t walked = 0;
       const ListHead* prev = head;
       for (const ListHead* node = head->next; node != head; node = node->next) {
@@ -695,8 +777,10 @@ class PagevecWorkload : public Workload {
         const std::ptrdiff_t idx = page - it->first;
         if (idx < 0 || idx >= per_thread_[owner].pool_size)
           return Where(z, walked) + "node is not a pool page";
-        if (per_thread_[owner].zone != z)
+        if (per_thread_[owner].zone != z % cfg_.zones)
           return Where(z, walked) + "page of another zone";
+        if (PageActive(*page) == inactive)
+          return Where(z, walked) + "PG_active does not match the list";
         if (on_list[owner][idx]) return Where(z, walked) + "page listed twice";
         on_list[owner][idx] = 1;
         if (!PageLru(*page))
@@ -705,8 +789,8 @@ class PagevecWorkload : public Workload {
       }
       if (head->prev != prev)
         return Where(z, walked) + "head's prev is not the last node";
-      if (walked != zone.Count(k)) {
-        return Where(z, walked) + "LRU size " + std::to_string(zone.Count(k)) +
+      if (walked != count) {
+        return Where(z, walked) + "LRU size " + std::to_string(count) +
                " but " + std::to_string(walked) + " pages linked";
       }
     }
@@ -827,7 +911,8 @@ class PagevecWorkload : public Workload {
     alignas(kDestructiveLine) LockStatThread stat;
     LockStatSide* side = nullptr;
     uint64_t cycles = 0, isolated = 0, freed = 0;
-    uint64_t scanned_mark = 0;  ///< zone.added value covered by past cycles
+    uint64_t on_demand_cycles = 0;  ///< cycles for a waiting worker
+    uint64_t scanned_mark = 0;      ///< zone.added value covered by past cycles
     int pu = -1;
     int zone = 0;
     std::atomic<int> in_cycle{0};
@@ -890,6 +975,22 @@ class PagevecWorkload : public Workload {
         n += s;
       }
     }
+    // The window holds the reclaim of the pages it added (issue 40 item 1):
+    // wait until the scanner's cycles cover them, less one partial cycle, so
+    // a short window does not end with reclaim owed for its pages.
+    if (cfg_.scanner) {
+      // The adds up to now (other workers' later adds are not waited for).
+      const uint64_t target = zone.added.load(std::memory_order_relaxed);
+      while (zone.covered.load(std::memory_order_acquire) + kSwapClusterMax <=
+                 target &&
+             !quit_.load(std::memory_order_relaxed)) {
+        if (scanner_shares_pu_) {
+          std::this_thread::yield();
+        } else {
+          CpuRelax();
+        }
+      }
+    }
     running_.fetch_sub(1, std::memory_order_relaxed);
     me.ops += n;
     return n;
@@ -937,7 +1038,6 @@ class PagevecWorkload : public Workload {
   /// ring, waiting for them while fewer than `need` pages are free (they
   /// come back before the scanner releases the lock).
   void TakeReturned(PerThread<Pv>& me, int need) {
-    bool asked = false;
     while (true) {
       if (me.n_returned.load(std::memory_order_acquire) > 0) {
         std::lock_guard<std::mutex> g(me.returned_mu);
@@ -945,18 +1045,17 @@ class PagevecWorkload : public Workload {
         me.returned.clear();
         me.n_returned.store(0, std::memory_order_relaxed);
       }
-      if (me.free_pages.size() >= static_cast<std::size_t>(need)) {
-        if (asked)
-          zones_[me.zone]->reclaim_wanted.fetch_sub(1,
-                                                    std::memory_order_relaxed);
-        return;
-      }
-      if (!asked && cfg_.scanner) {
-        // Too few free pages: wake reclaim even if fewer than 32 pages were
-        // added since its last cycle (the window's end would otherwise leave
-        // this thread waiting for pages nobody adds).
-        zones_[me.zone]->reclaim_wanted.fetch_add(1, std::memory_order_relaxed);
-        asked = true;
+      if (me.free_pages.size() >= static_cast<std::size_t>(need)) return;
+      // Too few free pages, and no request pending: ask reclaim for one cycle
+      // even if fewer than 32 pages were added since its last (the window's
+      // end would otherwise leave this thread waiting for pages nobody adds).
+      // The scanner consumes the request (one cycle per request), so a
+      // worker descheduled while it waits no longer keeps the scanner
+      // cycling on an emptied LRU (issue 40 item 1: 30-1400 holds per page).
+      std::atomic<int>& wanted = zones_[me.zone]->reclaim_wanted;
+      if (cfg_.scanner && me.n_returned.load(std::memory_order_acquire) == 0 &&
+          wanted.load(std::memory_order_relaxed) == 0) {
+        wanted.store(1, std::memory_order_relaxed);
       }
       if (scanner_shares_pu_) {
         std::this_thread::yield();  // let the scanner reclaim
@@ -967,11 +1066,12 @@ class PagevecWorkload : public Workload {
   }
 
   /// update_lru_size (include/linux/mm_inline.h@v5.8.1) for `nr` pages of
-  /// LRU_ACTIVE_ANON: node, zone and memcg per-CPU diffs folded at
-  /// kStatFold58, and the memcg lru_zone_size written in place (caller holds
-  /// lru_lock).
+  /// list `lru` (LRU_ACTIVE_ANON unless said): node, zone and memcg per-CPU
+  /// diffs folded at kStatFold58, and the memcg lru_zone_size written in
+  /// place (caller holds lru_lock).
   static void UpdateLruSize58(LruZone<L>& zone, long* node_diff,
-                              long* zone_diff, long* memcg_diff, long nr) {
+                              long* zone_diff, long* memcg_diff, long nr,
+                              int lru = kLruActiveAnon) {
     const auto mod = [](long* diff, std::atomic<long>& total, long d) {
       long x = *diff + d;
       if (x > kStatFold58 || x < -kStatFold58) {
@@ -983,8 +1083,7 @@ class PagevecWorkload : public Workload {
     mod(node_diff, zone.node_lru, nr);
     mod(zone_diff, zone.zone_lru, nr);
     mod(memcg_diff, zone.memcg_lru, nr);
-    zone.lru_zone_size[kZoneNormal][kLruActiveAnon] +=
-        static_cast<unsigned long>(nr);
+    zone.lru_zone_size[kZoneNormal][lru] += static_cast<unsigned long>(nr);
   }
 
   /// The lru_add drain, one lru_lock acquisition for the batch:
@@ -1143,14 +1242,17 @@ class PagevecWorkload : public Workload {
           ClearPageFlagNonAtomic(*p, kPgLru);  // __ClearPageLRU
           // page_off_lru: PageUnevictable, page_lru_base_type, PageActive
           // (__ClearPageActive, non-atomic).
-          if (TestPageFlag(*p, kPgUnevictable) || !PageActive(*p) ||
-              !TestPageFlag(*p, kPgSwapBacked)) {
+          // A page the scanner deactivated is on LRU_INACTIVE_ANON.
+          if (TestPageFlag(*p, kPgUnevictable) ||
+              !TestPageFlag(*p, kPgSwapBacked) ||
+              (!PageActive(*p) && !cfg_.scanner)) {
             ++me.anomalies;
           }
+          const int lru = PageActive(*p) ? kLruActiveAnon : kLruInactiveAnon;
           ClearPageFlagNonAtomic(*p, kPgActive);
           ListDel(&p->lru);  // del_page_from_lru_list
           UpdateLruSize58(zone, &me.node_diff, &me.zone_diff, &me.memcg_diff,
-                          -1);
+                          -1, lru);
         } else {
           ++me.anomalies;
         }
@@ -1178,15 +1280,21 @@ class PagevecWorkload : public Workload {
   /// without a host topology (tests).
   void PickScannerPus() {
     for (auto& sc : scanners_) sc->pu = -1;
+    scanner_places_.clear();
     if (env_.topology == nullptr || !env_.topology->is_host()) return;
     if (env_.plan != nullptr) {
-      const std::vector<HelperPlace> places =
-          PlaceHelpers(env_.topology->usable_pus(), *env_.plan,
-                       static_cast<int>(scanners_.size()));
-      if (places.size() >= scanners_.size()) {
-        for (std::size_t i = 0; i < scanners_.size(); ++i)
-          scanners_[i]->pu = places[i].pu;
-        return;
+      // A core of its own first; else a spare PU on a measured thread's core
+      // (an SMT sibling, flagged), which still shares no measured PU.
+      for (const bool smt : {false, true}) {
+        std::vector<HelperPlace> places =
+            PlaceHelpers(env_.topology->usable_pus(), *env_.plan,
+                         static_cast<int>(scanners_.size()), smt);
+        if (places.size() >= scanners_.size()) {
+          for (std::size_t i = 0; i < scanners_.size(); ++i)
+            scanners_[i]->pu = places[i].pu;
+          scanner_places_ = std::move(places);
+          return;
+        }
       }
     }
     std::vector<int> used;
@@ -1238,6 +1346,7 @@ class PagevecWorkload : public Workload {
                                     : SpinYield::kNever);
     LruZone<L>& zone = *zones_[s.zone];
     s.scanned_mark = zone.added.load(std::memory_order_relaxed);
+    zone.covered.store(s.scanned_mark, std::memory_order_release);
     while (!quit_.load(std::memory_order_relaxed)) {
       const uint64_t added = zone.added.load(std::memory_order_relaxed);
       const bool paced =
@@ -1252,18 +1361,90 @@ class PagevecWorkload : public Workload {
       }
       if (paced) {
         s.scanned_mark += kSwapClusterMax;
+        ScanCycle(s, zone);
+        zone.covered.store(s.scanned_mark, std::memory_order_release);
       } else {
         s.scanned_mark = added;  // an on-demand cycle (reclaim_wanted)
+        ScanCycle(s, zone);
+        ++s.on_demand_cycles;
+        zone.covered.store(s.scanned_mark, std::memory_order_release);
+        // The request is served: its pages are back with their owners.
+        zone.reclaim_wanted.store(0, std::memory_order_relaxed);
       }
-      ScanCycle(s, zone);
     }
   }
 
-  /// isolate_lru_pages + move_pages_to_lru (mm/vmscan.c@v5.8.1) for up to
-  /// SWAP_CLUSTER_MAX pages from the tail of the inactive list.
+  /// 5.8's reclaim of SWAP_CLUSTER_MAX pages (ScannerHoldsPerCycle: 4 holds):
+  /// shrink_active_list moves them from LRU_ACTIVE_ANON to LRU_INACTIVE_ANON
+  /// (ShrinkActive58), then shrink_inactive_list reclaims from the inactive
+  /// tail (ScanCycleFrom on the inactive list).
   void ScanCycle(Scanner& s, LruZone<L>& zone) {
+    if (cfg_.kernel == Kernel::k58) {
+      ShrinkActive58(s, zone);
+      ScanCycleFrom(s, zone, zone.Inactive58(), kLruInactiveAnon);
+    } else {
+      ScanCycleFrom(s, zone, zone.List(cfg_.kernel), kLruActiveAnon);
+    }
+    ++s.cycles;
+  }
+
+  /// shrink_active_list (mm/vmscan.c@v5.8.1) for up to SWAP_CLUSTER_MAX pages:
+  /// isolate_lru_pages from the LRU_ACTIVE_ANON tail under lru_lock (hold 1);
+  /// outside it every anonymous page is deactivated (page_referenced keeps
+  /// only VM_EXEC file pages active: ClearPageActive, list_add to l_inactive);
+  /// move_pages_to_lru puts them on LRU_INACTIVE_ANON under hold 2, freeing a
+  /// page whose last reference that was.
+  void ShrinkActive58(Scanner& s, LruZone<L>& zone) {
+    ListHead* active = zone.List(Kernel::k58);
+    ListHead l_hold;
+    ListInit(&l_hold);
+    long nr = 0;
+    long node_diff = 0, zone_diff = 0, memcg_diff = 0;  // the scanner's CPU
+    Acquire(zone.lru_lock, *s.side, s.stat, kScannerIndex);
+    for (int scan = 0; scan < kSwapClusterMax && !ListEmpty(active); ++scan) {
+      Page* p = PageFromLru(active->prev);
+      if (!PageLru(*p) || !get_page_unless_zero(*p)) {
+        ListMove(&p->lru, active);
+        continue;
+      }
+      ClearPageLru(*p);
+      ListMove(&p->lru, &l_hold);
+      ++nr;
+    }
+    UpdateLruSize58(zone, &node_diff, &zone_diff, &memcg_diff, -nr,
+                    kLruActiveAnon);
+    Release(zone.lru_lock, s.stat);
+    // Deactivation, outside the lock.
+    for (ListHead* n = l_hold.next; n != &l_hold; n = n->next)
+      ClearPageActive(*PageFromLru(n));
+    Acquire(zone.lru_lock, *s.side, s.stat, kScannerIndex);
+    while (!ListEmpty(&l_hold)) {
+      Page* p = PageFromLru(l_hold.next);
+      SetPageLru(*p);
+      ListMove(&p->lru, zone.Inactive58());
+      UpdateLruSize58(zone, &node_diff, &zone_diff, &memcg_diff, 1,
+                      kLruInactiveAnon);
+      if (put_page_testzero(*p)) {
+        // The owner released it meanwhile: the scanner frees it.
+        ClearPageLru(*p);
+        ListDel(&p->lru);
+        UpdateLruSize58(zone, &node_diff, &zone_diff, &memcg_diff, -1,
+                        kLruInactiveAnon);
+        ReturnToOwner(p);
+        ++s.freed;
+      }
+    }
+    Release(zone.lru_lock, s.stat);
+    zone.node_lru.fetch_add(node_diff, std::memory_order_relaxed);
+    zone.zone_lru.fetch_add(zone_diff, std::memory_order_relaxed);
+    zone.memcg_lru.fetch_add(memcg_diff, std::memory_order_relaxed);
+  }
+
+  /// isolate_lru_pages + move_pages_to_lru (mm/vmscan.c@v5.8.1
+  /// shrink_inactive_list) for up to SWAP_CLUSTER_MAX pages from the tail of
+  /// `list` (5.8: LRU_INACTIVE_ANON, `lru` its index; 2.6.9: the one list).
+  void ScanCycleFrom(Scanner& s, LruZone<L>& zone, ListHead* list, int lru) {
     const Kernel k = cfg_.kernel;
-    ListHead* list = zone.List(k);
     ListHead isolated;
     ListInit(&isolated);
     long nr = 0;
@@ -1284,7 +1465,7 @@ class PagevecWorkload : public Workload {
     if (k == Kernel::k269) {
       zone.nr_lru -= static_cast<unsigned long>(nr);
     } else {
-      UpdateLruSize58(zone, &node_diff, &zone_diff, &memcg_diff, -nr);
+      UpdateLruSize58(zone, &node_diff, &zone_diff, &memcg_diff, -nr, lru);
     }
     Release(zone.lru_lock, s.stat);
     s.isolated += static_cast<uint64_t>(nr);
@@ -1322,7 +1503,7 @@ class PagevecWorkload : public Workload {
       if (k == Kernel::k269) {
         ++zone.nr_lru;
       } else {
-        UpdateLruSize58(zone, &node_diff, &zone_diff, &memcg_diff, 1);
+        UpdateLruSize58(zone, &node_diff, &zone_diff, &memcg_diff, 1, lru);
       }
       if (put_page_testzero(*p)) {
         // The owner released it meanwhile: the scanner frees it.
@@ -1332,7 +1513,7 @@ class PagevecWorkload : public Workload {
         if (k == Kernel::k269) {
           --zone.nr_lru;
         } else {
-          UpdateLruSize58(zone, &node_diff, &zone_diff, &memcg_diff, -1);
+          UpdateLruSize58(zone, &node_diff, &zone_diff, &memcg_diff, -1, lru);
         }
         ReturnToOwner(p);
         ++s.freed;
@@ -1343,7 +1524,6 @@ class PagevecWorkload : public Workload {
     zone.node_lru.fetch_add(node_diff, std::memory_order_relaxed);
     zone.zone_lru.fetch_add(zone_diff, std::memory_order_relaxed);
     zone.memcg_lru.fetch_add(memcg_diff, std::memory_order_relaxed);
-    ++s.cycles;
   }
 
   /// A page the scanner freed goes back to its owner's pool.
@@ -1361,6 +1541,7 @@ class PagevecWorkload : public Workload {
   std::vector<std::shared_ptr<LockStatSide>> sides_;
   PaddedSlots<PerThread<Pv>> per_thread_;
   std::vector<std::unique_ptr<Scanner>> scanners_;
+  std::vector<HelperPlace> scanner_places_;  ///< the helper rule's places
   bool scanner_shares_pu_ = false;
   std::atomic<bool> quit_{false};
   std::atomic<int> running_{0};

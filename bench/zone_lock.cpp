@@ -8,14 +8,16 @@
 // an anonymous fault-in + munmap per page, minus this model's own
 // single-thread cost per alloc+free pair at work_ns:0, clamped at 0), W = 0 is
 // the labelled saturated case (threads do nothing between zone->lock holds
-// but the pcp and fair-zone work). The work runs after each allocation,
-// outside the lock: it zeroes one 4 KiB page of a per-thread ring (memset, as
-// clear_page touches a page's lines) and spins in registers for the rest.
-// With work (W > 0) a thread's burst is 16 pcp batches (WorkBurstPages, ~1 ms
-// of allocations at W = cal), so every window times whole alloc/free cycles,
-// refills and drains; the cold-struct-page burst of W = 0 would keep a window
-// inside one allocation phase. Simplified there: struct pages stay warmer
-// than the kernel's (the ring's zeroing stands for clear_page's traffic).
+// but the pcp and fair-zone work). The work runs outside the lock, half after
+// each allocation (it zeroes one 4 KiB page of a per-thread ring, memset, as
+// clear_page touches a page's lines, and spins in registers) and half before
+// each free (a spin: the unmap's share), so both phases of a burst cost alike
+// per step (SplitWork). With work (W > 0) a thread's burst is 16384 pages
+// (kWorkBurstPages, 64 MiB: half of page_fault1's 128 MiB per task), so
+// zone->lock is taken once per 31 pages in each phase as page_fault1 takes it
+// (0.0640 holds per page against page_fault1's 0.0643; 16 batches took
+// 0.0445: issue 40 item 5). Simplified: the kernel's unmap phase is shorter
+// per page than its fault phase; struct pages are warmer than the kernel's.
 // stats:off rows (the question pair at work_ns:0, default suite) take
 // zone->lock with plain lock()/unlock(), without lock_stat, to show what the
 // instrumentation costs.

@@ -134,15 +134,49 @@ inline int BurstPages(int threads, int batch, bool quick) {
   return std::max(16 * std::max(batch, 1), share);
 }
 
-/// Per-thread burst when work runs outside the lock (work_ns > 0): 16 pcp
-/// batches (496 pages at batch 31, above pcp high 186, so every cycle refills
-/// and drains), a cycle of about burst x work_ns (~1.3 ms at 2.6 us a page)
-/// so a window of a few ms times whole alloc/free cycles (a burst of the cold
-/// circulation's share, 256 Ki pages on 2 threads, would keep a window in one
-/// allocation phase: refills only). The cold struct pages of work_ns:0 are
-/// given up here; the work's zeroing of a page of its ring per allocation
-/// stands for clear_page's cache traffic.
-inline int WorkBurstPages(int batch) { return 16 * std::max(batch, 1); }
+/// Per-thread burst when work runs outside the lock (work_ns > 0): 16384
+/// pages (64 MiB, half of will-it-scale page_fault1's 128 MiB mapping per
+/// task), so the pcp list's carry-over between a free phase and the next
+/// allocation phase (up to high = 186 pages that never reach zone->lock) is
+/// under 1 % of the cycle and zone->lock is taken once per `batch` pages in
+/// both phases, as page_fault1's cycle takes it: 0.0640 holds per page at
+/// batch 31 against page_fault1's 0.0643 and 2/31 = 0.0645 (issue 40 item 5:
+/// the former burst of 16 batches, 496 pages, recycled 186 of every 496
+/// pages through the pcp list and took 0.0445). The work per page is split
+/// between the allocation and the free step (WorkSplit), so every step costs
+/// alike and a window inside either phase times the cycle's mix of refills,
+/// drains and work.
+inline constexpr int kWorkBurstPages = 16384;
+/// The burst of a point with work, at least 16 batches (so a pcp_batch:63
+/// cycle still refills and drains).
+inline int WorkBurstPages(int batch) {
+  return std::max(kWorkBurstPages, 16 * std::max(batch, 1));
+}
+
+/// Where a page's work (work_ns) runs: half of it after the allocation (the
+/// zeroing of a page of the ring, clear_page's stand-in, and a spin), the
+/// rest as a spin before the free (the unmap's per-page work: zap_pte_range,
+/// page_remove_rmap, the TLB gather), so alloc and free steps cost alike.
+/// Simplified: the kernel's munmap phase is shorter per page than its fault
+/// phase; here both phases take the same time per page.
+struct WorkSplit {
+  uint64_t alloc_spin_ns = 0;  ///< spin after the zeroing, per allocation
+  uint64_t free_spin_ns = 0;   ///< spin before each free
+};
+/// The split of `work_ns` (zero_ns: the calibrated zeroing, 0 uncalibrated):
+/// the allocation step gets max(work/2, zero_ns) including the zeroing, the
+/// free step the rest.
+inline WorkSplit SplitWork(uint64_t work_ns, bool calibrated,
+                           const WorkCalibration& c) {
+  if (work_ns == 0) return {};
+  const uint64_t zero_ns =
+      calibrated ? static_cast<uint64_t>(c.zero_ns_per_page) : 0;
+  const uint64_t alloc_ns = std::min(work_ns, std::max(work_ns / 2, zero_ns));
+  WorkSplit w;
+  w.alloc_spin_ns = alloc_ns > zero_ns ? alloc_ns - zero_ns : 0;
+  w.free_spin_ns = work_ns - alloc_ns;
+  return w;
+}
 
 /// Pool pages of a zone serving `zone_threads` threads: their bursts plus a
 /// quarter more (so NR_FREE_PAGES stays far above the watermarks), a full pcp
@@ -186,6 +220,10 @@ struct Counters {
   uint64_t fair_depletions = 0;  ///< set_bit(ZONE_FAIR_DEPLETED)
   uint64_t refill_hold_ns = 0, refill_hold_samples = 0;
   uint64_t drain_hold_ns = 0, drain_hold_samples = 0;
+  /// Buddy merges (FreeOne) and splits (expand) this thread's holds did:
+  /// counted in locals under the lock and added here after the release, so
+  /// no line of ours is written inside a hold (issue 40 item 4).
+  uint64_t merges = 0, splits = 0;
 };
 
 /// One thread's private state, its slot of a PaddedSlots array (--padding
@@ -297,8 +335,8 @@ class ZoneLockWorkload final : public Workload {
                    ? WorkBurstPages(batch)
                    : BurstPages(env.threads, std::max(batch, 0), env.quick)),
         work_ns_(options.work_ns),
-        work_spin_ns_(WorkSpinNs(options.work_ns, options.work_calibrated,
-                                 options.calibration)),
+        work_split_(SplitWork(options.work_ns, options.work_calibrated,
+                              options.calibration)),
         stats_(options.stats),
         options_(options),
         per_thread_(static_cast<std::size_t>(env.threads), kDeferConstruction) {
@@ -434,12 +472,20 @@ class ZoneLockWorkload final : public Workload {
                              offsetof(Z, lock),
                              Lock::kDescription};
     std::vector<ZoneSnapshot> zones;
-    for (const auto& zs : zones_) {
+    for (std::size_t zi = 0; zi < zones_.size(); ++zi) {
+      const ZoneState& zs = *zones_[zi];
+      uint64_t merges = 0, splits = 0;  // the zone's threads', windows only
+      for (std::size_t i = 0; i < per_thread_.size(); ++i) {
+        const PerThread* t = per_thread_.get(i);
+        if (t == nullptr || t->zone != static_cast<int>(zi)) continue;
+        merges += t->c.merges;
+        splits += t->c.splits;
+      }
       zones.push_back(
-          {zs->pool, zs->threads, zs->zone->watermark[kWmarkLow],
-           zs->stat_threshold,
-           zs->zone->vm_stat[kNrFreePages].load(std::memory_order_relaxed),
-           zs->buddy->merges(), zs->buddy->splits()});
+          {zs.pool, zs.threads, zs.zone->watermark[kWmarkLow],
+           zs.stat_threshold,
+           zs.zone->vm_stat[kNrFreePages].load(std::memory_order_relaxed),
+           merges, splits});
     }
     ReportZoneLock(out, window_seconds, ops, layout, per_thread_, zones, batch_,
                    high_, burst_, options_);
@@ -475,6 +521,8 @@ class ZoneLockWorkload final : public Workload {
   unsigned long pool_pages(int zi = 0) const { return zones_[zi]->pool; }
   Page* pages(int zi = 0) { return zones_[zi]->pages; }
   int burst_pages() const { return burst_; }
+  /// For tests: the buddy allocator of a zone (read-only after construction).
+  const Buddy& buddy(int zi = 0) const { return *zones_[zi]->buddy; }
   const PerThread& thread(int i) const { return per_thread_[i]; }
 
  private:
@@ -502,7 +550,7 @@ class ZoneLockWorkload final : public Workload {
         set_page_count(*page, 1);
         page->private_ = 0;
         page->index = ++me.touch;
-        if (work_ns_ != 0) me.work.Page(work_spin_ns_);
+        if (work_ns_ != 0) me.work.Page(work_split_.alloc_spin_ns);
         me.held.push_back(page);
         ++me.c.allocs;
       } else {
@@ -513,6 +561,8 @@ class ZoneLockWorkload final : public Workload {
         me.freeing = true;
       }
     } else {
+      // The unmap's share of the page's work (WorkSplit), then the free.
+      if (work_ns_ != 0) ThinkNs(work_split_.free_spin_ns);
       Page* page = me.held.back();
       me.held.pop_back();
       // free_pages_prepare: the last reference goes, the page is checked.
@@ -634,27 +684,31 @@ class ZoneLockWorkload final : public Workload {
     Page* page = nullptr;
     if (batch_ == 0) {
       const bool timed = (me.c.allocs % kHoldTimeEvery) == 0;
+      unsigned splits = 0;
       Acquire(lock, *zs.side, me.stat, tid);
       const uint64_t t0 = timed ? NowNs() : 0;
-      page = zs.buddy->RmqueueSmallest(0, kMigratetype);
+      page = zs.buddy->RmqueueSmallest(0, kMigratetype, &splits);
       if (page != nullptr) ModState(zs, me, &me.stat_diff, kNrFreePages, -1);
+      const uint64_t t1 = timed ? NowNs() : 0;
+      Release(lock, me.stat);
       if (timed) {
-        me.c.refill_hold_ns += NowNs() - t0;
+        me.c.refill_hold_ns += t1 - t0;
         ++me.c.refill_hold_samples;
       }
-      Release(lock, me.stat);
+      me.c.splits += splits;
       if (page == nullptr) return nullptr;
     } else {
       ReadPageset(z);
       if (me.pcp_count == 0) {
         const bool timed = (me.c.refills % kHoldTimeEvery) == 0;
         ++me.c.refills;
+        unsigned splits = 0;
         Acquire(lock, *zs.side, me.stat, tid);
         const uint64_t t0 = timed ? NowNs() : 0;
         int got = 0;
         ListHead* list = &me.pcp_list;
         for (; got < batch_; ++got) {
-          Page* p = zs.buddy->RmqueueSmallest(0, kMigratetype);
+          Page* p = zs.buddy->RmqueueSmallest(0, kMigratetype, &splits);
           if (p == nullptr) break;
           // list_add(&page->lru, list); list = &page->lru: physical order.
           ListAdd(&p->lru, list);
@@ -663,11 +717,13 @@ class ZoneLockWorkload final : public Workload {
           benchmark::DoNotOptimize(p->index);
         }
         ModState(zs, me, &me.stat_diff, kNrFreePages, -got);
+        const uint64_t t1 = timed ? NowNs() : 0;
+        Release(lock, me.stat);
         if (timed) {
-          me.c.refill_hold_ns += NowNs() - t0;
+          me.c.refill_hold_ns += t1 - t0;
           ++me.c.refill_hold_samples;
         }
-        Release(lock, me.stat);
+        me.c.splits += splits;
         me.pcp_count += got;
         if (got == 0) return nullptr;
       }
@@ -691,13 +747,15 @@ class ZoneLockWorkload final : public Workload {
       Acquire(lock, *zs.side, me.stat, tid);
       const uint64_t t0 = timed ? NowNs() : 0;
       ReadPagesScanned(z);
-      zs.buddy->FreeOne(page, 0, kMigratetype);
+      const unsigned merges = zs.buddy->FreeOne(page, 0, kMigratetype);
       ModState(zs, me, &me.stat_diff, kNrFreePages, +1);
+      const uint64_t t1 = timed ? NowNs() : 0;
+      Release(lock, me.stat);
       if (timed) {
-        me.c.drain_hold_ns += NowNs() - t0;
+        me.c.drain_hold_ns += t1 - t0;
         ++me.c.drain_hold_samples;
       }
-      Release(lock, me.stat);
+      me.c.merges += merges;
       return;
     }
     ReadPageset(z);
@@ -707,12 +765,14 @@ class ZoneLockWorkload final : public Workload {
       ++me.c.drains;
       Acquire(lock, *zs.side, me.stat, tid);
       const uint64_t t0 = timed ? NowNs() : 0;
-      FreePcpBulk(zs, me, batch_);
+      const unsigned merges = FreePcpBulk(zs, me, batch_);
+      const uint64_t t1 = timed ? NowNs() : 0;
+      Release(lock, me.stat);
       if (timed) {
-        me.c.drain_hold_ns += NowNs() - t0;
+        me.c.drain_hold_ns += t1 - t0;
         ++me.c.drain_hold_samples;
       }
-      Release(lock, me.stat);
+      me.c.merges += merges;
     }
   }
 
@@ -725,9 +785,12 @@ class ZoneLockWorkload final : public Workload {
 
   /// free_pcppages_bulk (page_alloc.c@v4.0:694-745; caller holds the lock):
   /// `count` pages from the pcp list's cold end through __free_one_page.
-  void FreePcpBulk(ZoneState& zs, PerThread& me, int count) {
+  /// Returns the buddy merges done (for the caller to count after the
+  /// release).
+  unsigned FreePcpBulk(ZoneState& zs, PerThread& me, int count) {
     Z& z = *zs.zone;
     ReadPagesScanned(z);
+    unsigned merges = 0;
     for (int i = 0; i < count; ++i) {
       Page* page = PageFromLru(me.pcp_list.prev);
       ListDel(&page->lru);
@@ -737,17 +800,18 @@ class ZoneLockWorkload final : public Workload {
               &z.nr_isolate_pageblock) != 0) {
         mt = kMigratetype;
       }
-      zs.buddy->FreeOne(page, 0, mt);
+      merges += zs.buddy->FreeOne(page, 0, mt);
     }
     me.pcp_count -= count;
     ModState(zs, me, &me.stat_diff, kNrFreePages, count);
+    return merges;
   }
 
   const int batch_;
   const int high_;
   const int burst_;
   const uint64_t work_ns_;
-  const uint64_t work_spin_ns_;  ///< the register spin after the zeroing
+  const WorkSplit work_split_;  ///< the work's share per alloc / free step
   const bool stats_;
   const Options options_;
   std::vector<std::unique_ptr<ZoneState>> zones_;

@@ -138,8 +138,19 @@ void BuildPoints(RunState& run) {
   std::map<int, ThreadPlan> plans;
   for (const auto& [family, v] : run.variants_storage) {
     std::vector<int> counts = v.threads.empty() ? run.counts : v.threads;
-    if (v.largest_thread_count_only && !counts.empty())
-      counts = {*std::max_element(counts.begin(), counts.end())};
+    if (v.largest_thread_count_only && !counts.empty()) {
+      // The largest count that leaves the variant's helper its spare PU
+      // (issue 40: a question with a helper thread is asked at usable PUs
+      // minus its helpers), else the largest (refused below with the reason).
+      int best = -1;
+      for (int n : counts)
+        if ((run.opts.oversubscribe ||
+             n + (v.needs_spare_pu ? 1 : 0) <= usable) &&
+            n > best)
+          best = n;
+      counts = {best >= 0 ? best
+                          : *std::max_element(counts.begin(), counts.end())};
+    }
     for (int n : counts) {
       Point p;
       p.family = family;

@@ -63,7 +63,12 @@ inline unsigned long PageZoneId(const Page& p) {
 /// The buddy allocator over `nr` pages at `base` and the zone's free_area[]
 /// (FA = FreeAreaOf<MIGRATE_TYPES>). The caller holds zone->lock around every
 /// call except Init and Check, and keeps NR_FREE_PAGES itself (the counts are
-/// returned). Not thread-safe by itself.
+/// returned). Not thread-safe by itself. It writes nothing of its own: the
+/// object is read-only after construction (issue 40 item 4: merge and split
+/// counters in it were one more line written under every hold, in a heap
+/// object every thread of the zone shares, which the kernel does not write).
+/// Merges are FreeOne's returned order minus the order freed; splits are
+/// RmqueueSmallest's `splits` out-parameter (the caller's own variable).
 template <class FA>
 class BuddyAllocator {
  public:
@@ -121,7 +126,6 @@ class BuddyAllocator {
              (static_cast<long>(combined_idx) - static_cast<long>(page_idx));
       page_idx = combined_idx;
       ++order;
-      ++merges_;
     }
     SetPageOrder(*page, order);
     // The next-highest buddy check (page_alloc.c@v4.0:628-646).
@@ -147,8 +151,10 @@ class BuddyAllocator {
   /// (page_alloc.c@v4.0:900-928): the first block of free_list[mt] of the
   /// smallest order >= `order`, split down to `order` with the upper halves
   /// put on their lists; set_freepage_migratetype (page->index = mt). nullptr
-  /// when no list of the type has a block.
-  Page* RmqueueSmallest(unsigned order, int mt) {
+  /// when no list of the type has a block. `splits`, when given, is increased
+  /// by the blocks split (the order found minus `order`): the caller's own
+  /// variable, never a line of the zone.
+  Page* RmqueueSmallest(unsigned order, int mt, unsigned* splits = nullptr) {
     for (unsigned cur = order; cur < static_cast<unsigned>(kMaxOrder); ++cur) {
       FA* area = &area_[cur];
       if (ListEmpty(&area->free_list[mt])) continue;
@@ -157,17 +163,12 @@ class BuddyAllocator {
       RmvPageOrder(*page);
       --area->nr_free;
       Expand(page, order, cur, area, mt);
+      if (splits != nullptr) *splits += cur - order;
       page->index = static_cast<unsigned long>(mt);
       return page;
     }
     return nullptr;
   }
-
-  /// Buddy merges done by FreeOne since construction (a statistic).
-  uint64_t merges() const { return merges_; }
-  /// Splits done by RmqueueSmallest (upper halves put back) since
-  /// construction.
-  uint64_t splits() const { return splits_; }
 
   /// Index of `page` in the pool, or -1 for a pointer outside it.
   long IndexOf(const Page* page) const {
@@ -259,15 +260,12 @@ class BuddyAllocator {
       ListAdd(&page[size].lru, &area->free_list[mt]);
       ++area->nr_free;
       SetPageOrder(page[size], high);
-      ++splits_;
     }
   }
 
   Page* base_;
   unsigned long nr_;
   FA* area_;
-  uint64_t merges_ = 0;
-  uint64_t splits_ = 0;
 };
 
 }  // namespace lockline::buddy

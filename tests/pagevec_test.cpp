@@ -337,6 +337,92 @@ TEST(PagevecScanner, IsolatesAndPutsBackWithoutLosingPages) {
   }
 }
 
+// The scanner's holds per cycle are the kernel's (issue 40 item 2): 5.8
+// reclaims new anonymous pages through shrink_active_list then
+// shrink_inactive_list, 4 lru_lock holds per 32 pages; 2.6.9's model takes 2.
+// Exact: every cycle takes its holds whatever it isolates.
+TEST(PagevecScanner, ReclaimHoldsPer32PagesFollowTheKernel) {
+  for (const Kernel k : {Kernel::k58, Kernel::k269}) {
+    Config cfg;
+    cfg.slots = 15;
+    cfg.kernel = k;
+    cfg.scanner = true;
+    cfg.release = k == Kernel::k58 ? Release::kNone : Release::kUnmap;
+    cfg.work_ns = 500;
+    auto w = MakePagevecWorkload(TestEnv(1), EraLock(k), "", cfg);
+    const PointReport r = Drive(*w, 1, 0.2);
+    EXPECT_EQ(w->Verify(), "") << KernelName(k);
+    const auto& sc = r.details["scanner"];
+    const uint64_t cycles = sc["cycles"].get<uint64_t>();
+    EXPECT_GT(cycles, 10u) << KernelName(k);
+    EXPECT_EQ(sc["acquisitions"].get<uint64_t>(),
+              static_cast<uint64_t>(ScannerHoldsPerCycle(k)) * cycles)
+        << KernelName(k);
+    EXPECT_EQ(sc["holds_per_cycle"].get<int>(), k == Kernel::k58 ? 4 : 2);
+    EXPECT_DOUBLE_EQ(MetricOf(r, "scanner_design_acquisitions_per_page"),
+                     (k == Kernel::k58 ? 4.0 : 2.0) / 32);
+    if (k == Kernel::k58) {
+      // release:none: the pages went active -> inactive -> reclaimed.
+      EXPECT_GT(sc["pages_freed_by_scanner"].get<uint64_t>(), 0u);
+    }
+  }
+}
+
+// The row check of issue 40 item 1 (tests/smoke_run.py applies it to every
+// pagevec row of a real run): a scanner row is accepted only within 10 % of
+// its design rate and on a PU no measured thread runs on.
+TEST(PagevecScanner, RowProblemCatchesRateAndSharing) {
+  const double d = ScannerDesignAcquisitionsPerPage(Kernel::k58);
+  EXPECT_EQ(ScannerRowProblem(d, d, false), "");
+  EXPECT_EQ(ScannerRowProblem(d * 1.09, d, false), "");
+  EXPECT_EQ(ScannerRowProblem(d * 0.91, d, false), "");
+  EXPECT_NE(ScannerRowProblem(d * 1.11, d, false), "");
+  EXPECT_NE(ScannerRowProblem(d * 0.89, d, false), "");
+  EXPECT_NE(ScannerRowProblem(30.0, d, false), "");  // the issue's 30-104
+  EXPECT_NE(ScannerRowProblem(d, d, true), "");
+}
+
+// One worker and the scanner on a thread of its own (what a 2-PU machine runs
+// question 003 at): the scanner runs at its design rate, one cycle per 32
+// pages added, within 10 %, at calibrated-like work and at none.
+TEST(PagevecScanner, RunsAtItsDesignRateWithAThreadOfItsOwn) {
+  for (const uint64_t work : {1000ull, 0ull}) {
+    SCOPED_TRACE(work);
+    Config cfg;
+    cfg.slots = 15;
+    cfg.kernel = Kernel::k58;
+    cfg.release = Release::kNone;
+    cfg.scanner = true;
+    cfg.work_ns = work;
+    auto w = MakePagevecWorkload(TestEnv(1), "qspinlock", "", cfg);
+    const PointReport r = Drive(*w, 1, 0.3);
+    EXPECT_EQ(w->Verify(), "");
+    const auto& sc = r.details["scanner"];
+    EXPECT_FALSE(sc["shares_measured_pu"].get<bool>());
+    EXPECT_EQ(
+        ScannerRowProblem(MetricOf(r, "scanner_acquisitions_per_page"),
+                          MetricOf(r, "scanner_design_acquisitions_per_page"),
+                          sc["shares_measured_pu"].get<bool>()),
+        "")
+        << "cycles " << sc["cycles"] << ", on demand "
+        << sc["on_demand_cycles"];
+  }
+}
+
+// Scanner rows need a spare PU (the runner refuses their thread counts that
+// would leave none, issue 40 item 1); rows without the scanner do not.
+TEST(PagevecKeys, ScannerRowsNeedASparePu) {
+  int scanner_rows = 0;
+  for (const Variant& v : PagevecVariants(Machine(1))) {
+    bool scanner = false;
+    for (const auto& [k, val] : v.params)
+      scanner = scanner || (k == "scanner" && val == "on");
+    EXPECT_EQ(v.needs_spare_pu, scanner) << RowKey("pagevec", v.params, 0);
+    scanner_rows += scanner;
+  }
+  EXPECT_GT(scanner_rows, 0);
+}
+
 // The checker is not vacuous: a cleared PG_lru, a lost count and an extra link
 // are reported.
 TEST(PagevecVerify, DetectsCorruption) {
@@ -406,10 +492,12 @@ TEST(PagevecKeys, ShapesSuitesAndUniqueness) {
   // 4 slots (2.6.9); 15 and 31 slots (5.8, release:none, scanner), all at
   // work_ns:cal.
   EXPECT_EQ(quick, 3);
-  // work_ns:cal under 2.6.9 (ttas): 8 sizes + 3 layouts + 2 policies; the
-  // saturated case (work_ns:0): 15 and 16 slots at offsets 0 and 8; 5.8
-  // (qspinlock): 15 and 31 at cal and at 0; the two stats:off twins.
-  EXPECT_EQ(quick + dflt, 13 + 4 + 4 + 2);
+  // work_ns:cal under 2.6.9 (ttas): 8 sizes + 3 layouts + 2 policies, and 16
+  // slots at offset 8 (the alignment question at calibrated work, issue 40
+  // item 7); the saturated case (work_ns:0): 15 and 16 slots at offsets 0 and
+  // 8; 5.8 (qspinlock): 15 and 31 at cal and at 0; the four stats:off twins
+  // (both sides of each kernel's pair, issue 40 item 3).
+  EXPECT_EQ(quick + dflt, 13 + 1 + 4 + 4 + 4);
   for (const char* want :
        {"pagevec/mode:deferred/slots:15/offset:0/policy:fixed/lock:qspinlock/"
         "work_ns:cal/zones:1/kernel:5.8/release:none/scanner:on/threads:2",
@@ -417,6 +505,11 @@ TEST(PagevecKeys, ShapesSuitesAndUniqueness) {
         "work_ns:cal/zones:1/kernel:2.6.9/release:unmap/scanner:off/threads:2",
         "pagevec/mode:deferred/slots:16/offset:8/policy:fixed/lock:ttas/"
         "work_ns:0/zones:1/kernel:2.6.9/release:unmap/scanner:off/threads:2",
+        "pagevec/mode:deferred/slots:16/offset:8/policy:fixed/lock:ttas/"
+        "work_ns:cal/zones:1/kernel:2.6.9/release:unmap/scanner:off/threads:2",
+        "pagevec/mode:deferred/slots:31/offset:0/policy:fixed/lock:qspinlock/"
+        "work_ns:0/zones:1/kernel:5.8/release:none/scanner:on/stats:off/"
+        "threads:2",
         "pagevec/mode:deferred/slots:auto/offset:0/policy:4lg/lock:ttas/"
         "work_ns:cal/zones:1/kernel:2.6.9/release:unmap/scanner:off/threads:2",
         "pagevec/mode:deferred/layout:pagevec_v2_6_10/offset:0/lock:ttas/"
@@ -460,9 +553,11 @@ TEST(PagevecKeys, ShapesSuitesAndUniqueness) {
           << key;
     }
   }
-  // The offset sweep (alignment question) runs with zones:1 only, so on a
-  // multi-node machine its offset:8 points are in the full suite.
-  EXPECT_EQ(numa_default, 13 + 2 + 4 + 2);
+  // The saturated offset sweep (alignment question) runs with zones:1 only,
+  // so on a multi-node machine its offset:8 points are in the full suite; the
+  // calibrated offset-8 row (issue 40 item 7) runs on the main zones; the
+  // four stats:off twins too.
+  EXPECT_EQ(numa_default, 13 + 1 + 2 + 4 + 4);
   EXPECT_EQ(one_default, 2);
   // Policy rows resolve their slot count from the point's threads.
   for (const Variant& v : vs) {

@@ -66,7 +66,30 @@ def check(doc, regex):
                 problems.append(f"{name}: {metric} = {v!r}")
         if r.get("verify") != "ok":
             problems.append(f"{name}: verify = {r.get('verify')!r}")
+        problems += [f"{name}: {p}" for p in scanner_problems(r)]
     return problems
+
+
+def scanner_problems(row):
+    """Issue 40 item 1: a row with a reclaim scanner (pagevec details.scanner.on) must have run
+    it at its design rate (scanner_acquisitions_per_page within 10 % of
+    scanner_design_acquisitions_per_page) on a PU no measured thread runs on, and say where."""
+    sc = row.get("details", {}).get("scanner", {})
+    if row.get("family") != "pagevec" or not isinstance(sc, dict) or not sc.get("on"):
+        return []
+    out = []
+    if sc.get("shares_measured_pu"):
+        out.append(f"the scanner shares a measured PU (pus {sc.get('pus')})")
+    if "pus" not in sc:
+        out.append("the row does not record the scanner's PU")
+    got = row.get("scanner_acquisitions_per_page")
+    design = row.get("scanner_design_acquisitions_per_page")
+    if not isinstance(got, (int, float)) or not isinstance(design, (int, float)) or design <= 0:
+        out.append(f"scanner rate not recorded ({got!r} per page, design {design!r})")
+    elif abs(got / design - 1) > 0.10:
+        out.append(f"scanner {got:.4f} lru_lock acquisitions per page, design {design:.4f} "
+                   "(more than 10 % off)")
+    return out
 
 
 def main(argv):

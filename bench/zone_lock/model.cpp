@@ -146,8 +146,27 @@ void ReportZoneLock(PointReport& out, double window_seconds, uint64_t ops,
       "Linux 4.0's configuration: ticket lock, lock_after_free_area, "
       "pcp_batch 31, cma, 64-byte lines, one zone; min of 3 whole burst "
       "cycles");
+  if (options.work_ns != 0) {
+    const WorkSplit split = SplitWork(options.work_ns, options.work_calibrated,
+                                      options.calibration);
+    d["work"]["split"] = {
+        {"alloc_spin_ns", split.alloc_spin_ns},
+        {"free_spin_ns", split.free_spin_ns},
+        {"note",
+         "half the work after each allocation (zeroing + spin), the rest as "
+         "a spin before each free (the unmap's share), so both phases of a "
+         "burst cost alike per step"}};
+  }
   d["lock_stat_on"] = options.stats;
   out.Metric("work_ns", static_cast<double>(options.work_ns));
+  // zone->lock holds per page (one alloc+free pair): refills + drains per
+  // pair; page_fault1's 128 MiB cycle at batch 31 takes 0.0643 (2/31 less
+  // the pcp carry-over), issue 40 item 5.
+  if (sum.ops > 0 && batch > 0) {
+    out.Metric("zone_lock_holds_per_page",
+               static_cast<double>(sum.refills + sum.drains) /
+                   (static_cast<double>(sum.steps) / 2.0));
+  }
   d["events"] = {{"ops", sum.ops},
                  {"allocs", sum.allocs},
                  {"refills", sum.refills},
