@@ -263,11 +263,13 @@ def rows_text(spec: ComparisonSpec, base: Optional[Point] = None) -> str:
 def find_duet(spec: ComparisonSpec, base: List[Point], points: Sequence[Point]) -> List[Point]:
     """The paired-windows repetitions (family `duet`, bench/duet.cpp) of the same comparison as
     `base`'s rows: `of` = the spec's bench, `param` / `a` / `b` = the spec's parameter, base
-    and variant, every other parameter and the thread count equal to the base rows'."""
+    and variant, every other parameter and the thread count equal to the base rows'. Rows
+    with an overrun window are kept: only the pairs holding it are left out
+    (lockline_results.row_duet_pairs, issue 39)."""
     want = {k: v for k, v in base[0].params.items() if k != spec.param}
     want.update({"of": spec.bench, "param": spec.param, "a": spec.base, "b": spec.variant})
     return [p for p in points if p.bench == "duet" and p.aggregate is None
-            and p.threads == base[0].threads and p.params == want and not p.overrun]
+            and p.threads == base[0].threads and p.params == want]
 
 
 def verdict_record(spec: ComparisonSpec, metric: str, base: List[Point], variant: List[Point],
