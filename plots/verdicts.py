@@ -373,15 +373,19 @@ def _verdicts_document(run: Run, min_effect: float, look: int) -> Dict[str, Any]
     return {"schema": SCHEMA, "min_effect": min_effect,
             "rule": (f"effect = median(variant) / median(base) - 1 over the repetitions of one "
                      f"coherence regime; {int(stats.CONFIDENCE * 100)} % percentile bootstrap "
-                     f"interval ({stats.BOOTSTRAP_RESAMPLES} resamples, seed {stats.SEED}); "
+                     f"interval ({stats.BOOTSTRAP_RESAMPLES} resamples, seed {stats.SEED}) "
+                     f"widened for the few repetitions it rests on (expanded percentile); "
                      f"resolved when the interval excludes 0 or lies within +-min_effect "
                      f"(within it, the answer is 'no effect of min_effect or more' even when "
                      f"it excludes 0); "
                      f"at least {stats.MIN_REPETITIONS} same-regime repetitions a side. Where "
                      f"the run has the comparison as paired windows (family duet, method "
                      f"'paired'): effect = median over window pairs of B/A - 1, paired "
-                     f"percentile bootstrap over the pairs of one coherence regime, at least "
-                     f"{stats.MIN_PAIRS} pairs"),
+                     f"percentile bootstrap over the pairs of one coherence regime, "
+                     f"repetitions resampled first, then pairs within them (widened likewise), "
+                     f"at least {stats.MIN_PAIRS} pairs in {stats.MIN_PAIR_REPETITIONS} "
+                     f"repetitions; a pair holding an overrun window is left out, not its "
+                     f"repetition"),
             "verdicts": compute_verdicts(run, min_effect, look)}
 
 
