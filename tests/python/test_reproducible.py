@@ -318,3 +318,12 @@ def test_bad_runs_value_is_one_error_line_and_exit_2(tmp_path, value):
     if value:
         assert f"--runs={value}" in lines[0] and "1 to 20" in lines[0]
     assert not out.exists() and p.stdout == ""
+
+
+def test_paired_regime_is_the_one_with_most_repetitions():
+    """One near repetition of 64 pairs against three far repetitions of 12: the far regime is
+    used (repetitions are the units), not the one holding most pairs."""
+    near = [("near", 1e6, 1.2e6, "r0")] * 64
+    far = [("far", 1e6, 1.1e6 * (1 + 0.001 * k), f"r{1 + k % 3}") for k in range(36)]
+    c = stats.compare_pairs(near + far)
+    assert c.regime == "far" and c.units == 3 and c.n_base == 36 and c.dropped == 64
