@@ -120,7 +120,13 @@ std::size_t DrawOffset(std::size_t step, std::size_t bytes, long* index) {
   Sampler& s = TheSampler();
   *index = -1;
   if (!s.active || step == 0 || step >= LayoutSampling::kSpanBytes) return 0;
-  const std::size_t slots = LayoutSampling::kSpanBytes / step;
+  // A structure that fits in a page stays inside its page (the offsets move
+  // its lines' cache sets, not the number of pages it touches); a larger one
+  // may start anywhere on the page.
+  const std::size_t span = LayoutSampling::kSpanBytes;
+  const std::size_t lines = (bytes + step - 1) / step * step;
+  const std::size_t slots =
+      lines <= span ? (span - lines) / step + 1 : span / step;
   const std::size_t offset =
       std::uniform_int_distribution<std::size_t>(0, slots - 1)(s.rng) * step;
   s.draws.push_back(

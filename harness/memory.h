@@ -57,8 +57,8 @@ class LayoutSampling {
   nlohmann::json Json() const;
 };
 
-/// The offset, bytes, for a structure placed with `step`-byte granularity:
-/// uniform over {0, step, ..., kSpanBytes - step} from the live
+/// Offset (bytes) of a `bytes`-byte structure on `step`s: uniform over 0, step,
+/// ... up to the last that keeps it in its page (one larger: any step) from the
 /// LayoutSampling's generator, 0 without one (or for step 0 or a step of a
 /// page or more). Records the draw for LayoutSampling::Json with `bytes`.
 std::size_t SampleLayoutOffset(std::size_t step, std::size_t bytes);

@@ -47,7 +47,9 @@ TEST(LayoutSampling, OffsetsAreWithinThePageOnTheStepAndRecorded) {
     // every line offset inside the structure is kept.
     EXPECT_EQ(oa % kDestructiveLine, 0u);
     EXPECT_EQ(ob % 256, 0u);
-    EXPECT_LT(oa, LayoutSampling::kSpanBytes);
+    // Both fit in a page: they stay inside the page they start on.
+    EXPECT_LE(oa + sizeof(Small), LayoutSampling::kSpanBytes);
+    EXPECT_LE(ob + sizeof(Wide), LayoutSampling::kSpanBytes);
     EXPECT_EQ(a->word[0], 1u);  // constructed, usable across the page end
     b->bytes[299] = 7;
     offsets.insert(oa);
@@ -86,6 +88,13 @@ TEST(LayoutSampling, SameSeedSameOffsetsAndOneAtATime) {
   LayoutSampling s(5);
   EXPECT_EQ(SampleLayoutOffset(4096, 64), 0u);
   EXPECT_EQ(SampleLayoutOffset(0, 64), 0u);
+  // A structure of 4000 bytes on 128-byte steps fits at offset 0 only; one
+  // of 5000 bytes may start anywhere on the page.
+  for (int i = 0; i < 20; ++i) EXPECT_EQ(SampleLayoutOffset(128, 4000), 0u);
+  std::set<std::size_t> big;
+  for (int i = 0; i < 200; ++i) big.insert(SampleLayoutOffset(128, 5000));
+  EXPECT_GT(big.size(), 16u);
+  EXPECT_LT(*big.rbegin(), LayoutSampling::kSpanBytes);
 }
 
 TEST(LayoutSampling, PageAlignedAllocationsStayPageAligned) {
