@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # README's main command: installs whatever is missing, builds, runs lockline's default suite on this
 # machine and leaves a run directory with lockline.json, plots/ and report.html.
-# Extra arguments go to lockline (e.g. --quick, --full, --budget=20m, --benchmark_filter=zone_lock).
+# Extra arguments go to lockline (e.g. --quick, --full, --budget=20m, --benchmark_filter=zone_lock,
+# --runs=3: three independent runs, each the whole budget; the default is one run, ~3 minutes).
 # A run directory is written even when some points fail; the exit status is lockline's.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,5 +24,15 @@ if [[ -f "$out/lockline.json" ]]; then
   /usr/bin/python3 plots/plot.py "$out" -o "$out/plots"
   /usr/bin/python3 plots/report.py "$out"
   echo "lockline: run directory $out (report: $out/report.html)"
+elif [[ -f "$out/runs.json" ]]; then
+  # --runs=N: N whole runs in $out/run-K; lockline already wrote $out/verdicts.json (each verdict
+  # over all runs and in how many it held: plots/reproduce.py). Each run gets its plots and report.
+  for run in "$out"/run-*/; do
+    run=${run%/}
+    [[ -f "$run/lockline.json" ]] || continue
+    /usr/bin/python3 plots/plot.py "$run" -o "$run/plots"
+    /usr/bin/python3 plots/report.py "$run"
+  done
+  echo "lockline: run directory $out ($out/verdicts.json over every run; reports: $out/run-*/report.html)"
 fi
 exit "$rc"

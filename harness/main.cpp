@@ -25,6 +25,7 @@
 #include "harness/restore.h"
 #include "harness/results.h"
 #include "harness/runner.h"
+#include "harness/runs.h"
 #include "harness/team.h"
 #include "harness/topology.h"
 #include "harness/until_resolved.h"
@@ -346,6 +347,8 @@ int Main(int argc, char** argv) {
                 " (lockline --list shows the keys)");
   if (const std::string why = lockline::CheckUntilResolved(o); !why.empty())
     return Fail(why);
+  // --runs=N: N whole runs as child processes (harness/runs.h).
+  if (o.runs > 1) return lockline::RunIndependentProcesses(argc, argv, o);
 
   // Settings a run killed outright (SIGKILL, the OOM killer) left changed:
   // put back before anything is measured (issue 27 item 2).

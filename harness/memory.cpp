@@ -11,6 +11,7 @@
 #include <map>
 #include <mutex>
 #include <new>
+#include <random>
 #include <set>
 #include <stdexcept>
 
@@ -41,7 +42,24 @@ struct Region {
   std::size_t bytes = 0;
   std::string policy;
   std::vector<int> requested;  // hwloc logical NUMA nodes
+  std::size_t offset = 0;      // sampled placement past the page start
 };
+
+// The live LayoutSampling's state (at most one): its generator and draws.
+struct Sampler {
+  bool active = false;
+  uint64_t seed = 0;
+  std::mt19937_64 rng;
+  nlohmann::json draws = nlohmann::json::array();
+};
+std::mutex& SamplerMutex() {
+  static std::mutex mu;
+  return mu;
+}
+Sampler& TheSampler() {
+  static Sampler s;
+  return s;
+}
 std::mutex& RegionsMutex() {
   static std::mutex mu;
   return mu;
@@ -69,7 +87,58 @@ void SharedDeleter::operator()(void* p) const {
     std::lock_guard<std::mutex> lk(RegionsMutex());
     Regions().erase(p);
   }
-  munmap(p, bytes);
+  munmap(static_cast<char*>(p) - offset, bytes);
+}
+
+LayoutSampling::LayoutSampling(uint64_t seed) {
+  std::lock_guard<std::mutex> lk(SamplerMutex());
+  Sampler& s = TheSampler();
+  if (s.active)
+    throw std::logic_error("LayoutSampling: another one is already alive");
+  s.active = true;
+  s.seed = seed;
+  s.rng.seed(seed);
+  s.draws = nlohmann::json::array();
+}
+
+LayoutSampling::~LayoutSampling() {
+  std::lock_guard<std::mutex> lk(SamplerMutex());
+  TheSampler().active = false;
+}
+
+nlohmann::json LayoutSampling::Json() const {
+  std::lock_guard<std::mutex> lk(SamplerMutex());
+  const Sampler& s = TheSampler();
+  return {
+      {"seed", s.seed}, {"span_bytes", kSpanBytes}, {"allocations", s.draws}};
+}
+
+namespace {
+// SampleLayoutOffset, plus the index of its record in the draws (-1: none).
+std::size_t DrawOffset(std::size_t step, std::size_t bytes, long* index) {
+  std::lock_guard<std::mutex> lk(SamplerMutex());
+  Sampler& s = TheSampler();
+  *index = -1;
+  if (!s.active || step == 0 || step >= LayoutSampling::kSpanBytes) return 0;
+  // A structure that fits in a page stays inside its page (the offsets move
+  // its lines' cache sets, not the number of pages it touches); a larger one
+  // may start anywhere on the page.
+  const std::size_t span = LayoutSampling::kSpanBytes;
+  const std::size_t lines = (bytes + step - 1) / step * step;
+  const std::size_t slots =
+      lines <= span ? (span - lines) / step + 1 : span / step;
+  const std::size_t offset =
+      std::uniform_int_distribution<std::size_t>(0, slots - 1)(s.rng) * step;
+  s.draws.push_back(
+      {{"bytes", bytes}, {"step_bytes", step}, {"offset_bytes", offset}});
+  *index = static_cast<long>(s.draws.size()) - 1;
+  return offset;
+}
+}  // namespace
+
+std::size_t SampleLayoutOffset(std::size_t step, std::size_t bytes) {
+  long index = -1;
+  return DrawOffset(step, bytes, &index);
 }
 
 std::vector<int> NodesOfRange(const void* ptr, std::size_t bytes) {
@@ -98,7 +167,7 @@ nlohmann::json SharedRegionsJson(const Topology* topo) {
   nlohmann::json out = nlohmann::json::array();
   std::lock_guard<std::mutex> lk(RegionsMutex());
   for (const auto& [ptr, r] : Regions()) {
-    const std::vector<int> os = NodesOfRange(ptr, r.bytes);
+    const std::vector<int> os = NodesOfRange(ptr, r.bytes - r.offset);
     std::vector<int> logical;
     for (int n : os) {
       hwloc_obj_t obj = topo ? hwloc_get_numanode_obj_by_os_index(
@@ -107,6 +176,7 @@ nlohmann::json SharedRegionsJson(const Topology* topo) {
       logical.push_back(obj ? static_cast<int>(obj->logical_index) : n);
     }
     out.push_back({{"bytes", r.bytes},
+                   {"offset_bytes", r.offset},
                    {"policy", r.policy},
                    {"requested", r.requested},
                    {"nodes", logical},
@@ -130,14 +200,30 @@ void CheckMemPolicy(const std::string& policy) {
       "logical index), interleave");
 }
 
-SharedPtr AllocShared(std::size_t bytes, const PointEnv& env) {
-  const std::size_t len = RoundUp(bytes == 0 ? 1 : bytes, 4096);
+SharedPtr AllocShared(std::size_t bytes, const PointEnv& env,
+                      std::size_t sample_step) {
+  long draw = -1;
+  const std::size_t offset = DrawOffset(sample_step, bytes, &draw);
+  const std::size_t len = RoundUp((bytes == 0 ? 1 : bytes) + offset, 4096);
   void* p = mmap(nullptr, len, PROT_READ | PROT_WRITE,
                  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (p == MAP_FAILED) throw std::bad_alloc();
-  SharedPtr mem(p, SharedDeleter{len});
+  void* at = static_cast<char*>(p) + offset;
+  SharedPtr mem(at, SharedDeleter{len, offset});
+  if (draw >= 0) {
+    // The draw's address, for the row (address_layout.allocations[].address).
+    std::lock_guard<std::mutex> lk(SamplerMutex());
+    Sampler& s = TheSampler();
+    if (s.active && static_cast<std::size_t>(draw) < s.draws.size()) {
+      char buf[32];
+      std::snprintf(
+          buf, sizeof buf, "0x%llx",
+          static_cast<unsigned long long>(reinterpret_cast<uintptr_t>(at)));
+      s.draws[static_cast<std::size_t>(draw)]["address"] = buf;
+    }
+  }
   const std::string& policy = env.mem_policy;
-  Region region{len, policy.empty() ? "first-touch" : policy, {}};
+  Region region{len, policy.empty() ? "first-touch" : policy, {}, offset};
   if (!policy.empty() && policy != "first-touch" && env.topology &&
       env.topology->is_host()) {
     hwloc_topology_t topo = env.topology->raw();
@@ -180,7 +266,7 @@ SharedPtr AllocShared(std::size_t bytes, const PointEnv& env) {
       p, 0, len);  // first touch by the caller (or fault in on the bound node)
   {
     std::lock_guard<std::mutex> lk(RegionsMutex());
-    Regions()[p] = std::move(region);
+    Regions()[at] = std::move(region);
   }
   return mem;
 }

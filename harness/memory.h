@@ -4,18 +4,22 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
+#include "harness/cpu.h"
 #include "harness/family.h"
 
 namespace lockline {
 
-/// Frees memory from AllocShared.
+/// Frees memory from AllocShared: unmaps the `bytes` long mapping that starts
+/// `offset` bytes before the pointer (the sampled placement, LayoutSampling).
 struct SharedDeleter {
   std::size_t bytes = 0;
+  std::size_t offset = 0;
   void operator()(void* p) const;
 };
 using SharedPtr = std::unique_ptr<void, SharedDeleter>;
@@ -24,20 +28,64 @@ using SharedPtr = std::unique_ptr<void, SharedDeleter>;
 /// std::invalid_argument naming the value and the accepted forms.
 void CheckMemPolicy(const std::string& policy);
 
+/// Address-layout sampling (issue 39; after Stabilizer, Curtsinger and Berger,
+/// ASPLOS 2013, and Mytkowicz et al., "Producing wrong data", ASPLOS 2009):
+/// while one of these is alive, every MakeShared structure (the lock, the
+/// zone, the LRU: the structures under test) is placed at a random offset of
+/// the page its mapping starts on, a multiple of its step (max(alignof(T),
+/// kDestructiveLine = 128 bytes): every cache-line offset a model's layout
+/// names inside the structure is kept, and so is the layout question's own
+/// pagevec offset, which lives in thread-private storage), drawn from a
+/// generator seeded with `seed`. So repetitions sample the page-offset bits
+/// (L1 set index, 4 KiB aliasing between structures) instead of all sharing
+/// the one placement mmap happened to give the process. The runner opens one
+/// per repetition (harness/runner.cpp; the row's `address_layout`). One at a
+/// time per process; thread-safe draws. Without one, offsets are 0.
+class LayoutSampling {
+ public:
+  /// The span offsets are drawn from: [0, kSpanBytes), one 4 KiB page.
+  static constexpr std::size_t kSpanBytes = 4096;
+  /// Starts sampling with `seed`; throws std::logic_error when another
+  /// LayoutSampling is alive.
+  explicit LayoutSampling(uint64_t seed);
+  ~LayoutSampling();
+  LayoutSampling(const LayoutSampling&) = delete;
+  LayoutSampling& operator=(const LayoutSampling&) = delete;
+  /// The row's `address_layout`: {"seed", "span_bytes", "allocations": [
+  /// {"bytes", "step_bytes", "offset_bytes", "address"}]} for every sampled
+  /// allocation so far (address: hex string of the structure's first byte).
+  nlohmann::json Json() const;
+};
+
+/// Offset (bytes) of a `bytes`-byte structure on `step`s: uniform over 0, step,
+/// ... up to the last that keeps it in its page (one larger: any step) from the
+/// LayoutSampling's generator, 0 without one (or for step 0 or a step of a
+/// page or more). Records the draw for LayoutSampling::Json with `bytes`.
+std::size_t SampleLayoutOffset(std::size_t step, std::size_t bytes);
+
 /// Allocates `bytes` zeroed bytes aligned to at least 4096 (page), placed by
 /// env.mem_policy: first-touch (plain mmap, zeroed by the calling main thread:
 /// lands on its node), local (bound to the NUMA node of the point's first PU),
 /// node:N (hwloc logical NUMA node N), interleave (across the NUMA nodes the
 /// point spans). Falls back to first-touch, with a warning once per run, where
 /// binding is not supported; the point records the policy that took effect.
-/// Throws std::bad_alloc when the mapping fails.
-SharedPtr AllocShared(std::size_t bytes, const PointEnv& env);
+/// Throws std::bad_alloc when the mapping fails. `sample_step` > 0: the
+/// returned pointer is SampleLayoutOffset(sample_step, bytes) bytes past the
+/// page start instead (aligned to sample_step; the mapping grows to hold it).
+SharedPtr AllocShared(std::size_t bytes, const PointEnv& env,
+                      std::size_t sample_step = 0);
 
-/// Constructs a T in shared memory placed by the policy; destroyed and freed by
-/// the returned handle.
+/// Step of a sampled structure's offset: max(alignof(T), kDestructiveLine).
+inline constexpr std::size_t LayoutStep(std::size_t align) {
+  return align > kDestructiveLine ? align : kDestructiveLine;
+}
+
+/// Constructs a T in shared memory placed by the policy, at a sampled offset
+/// within its page while a LayoutSampling is alive (step LayoutStep(
+/// alignof(T))); destroyed and freed by the returned handle.
 template <class T, class... Args>
 std::shared_ptr<T> MakeShared(const PointEnv& env, Args&&... args) {
-  SharedPtr mem = AllocShared(sizeof(T), env);
+  SharedPtr mem = AllocShared(sizeof(T), env, LayoutStep(alignof(T)));
   T* obj = new (mem.get()) T(std::forward<Args>(args)...);
   auto holder = std::make_shared<SharedPtr>(std::move(mem));
   return std::shared_ptr<T>(obj, [holder](T* t) { t->~T(); });

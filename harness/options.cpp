@@ -36,6 +36,11 @@ Suite and time:
                           pairs and the half-width they are expected to give
   --out=DIR               run directory (default results/<host>-<UTC timestamp>/); must be
                           writable: checked before any point runs
+  --runs=N                N independent lockline processes (1 to 20, default 1), one after
+                          the other, each with the whole --budget, into DIR/run-1 .. run-N;
+                          then plots/reproduce.py writes DIR/verdicts.json: each verdict over
+                          all runs' repetitions and in how many runs it held (the time is N x
+                          one run's)
   --until-resolved[=MAX_DURATION]
                           after the planned repetitions, run plots/verdicts.py and re-run the
                           points of every unresolved comparison (interleaved, more repetitions
@@ -132,6 +137,19 @@ int ParsePositiveInt(const std::string& text, const std::string& flag) {
     throw UsageError("bad " + flag + " value '" + text +
                      "': accepted is a whole number 1-100000");
   return static_cast<int>(v);
+}
+
+// --runs=N: a whole number from 1 to kMaxRuns.
+int ParseRuns(const std::string& v) {
+  const bool digits = !v.empty() && v.size() <= 3 &&
+                      v.find_first_not_of("0123456789") == std::string::npos;
+  const int n = digits ? std::stoi(v) : 0;
+  if (n < 1 || n > kMaxRuns)
+    throw UsageError("--runs=" + v +
+                     ": accepted: a whole number of independent runs from 1 "
+                     "to " +
+                     std::to_string(kMaxRuns) + " (default 1)");
+  return n;
 }
 
 // --precision=PCT: a percentage from 0.5 to 50, "3" or "3%".
@@ -479,6 +497,8 @@ Options ParseOptions(int argc, char** argv) {
       }
     } else if (TakeValue(a, "--precision", &v)) {
       o.precision = ParsePrecision(v);
+    } else if (TakeValue(a, "--runs", &v)) {
+      o.runs = ParseRuns(v);
     } else if (TakeValue(a, "--padding", &v)) {
       o.padding = ParsePadding(v);
       o.padding_given = true;
@@ -510,6 +530,12 @@ Options ParseOptions(int argc, char** argv) {
     throw UsageError("--quick and --full exclude each other: pick one");
   o.suite = quick ? Suite::kQuick : full ? Suite::kFull : Suite::kDefault;
   if (o.budget_s == 0) o.budget_s = quick ? 30 : full ? 1800 : 120;
+  if (o.runs > 1)
+    for (const std::string& b : o.benchmark_args)
+      if (b.rfind("--benchmark_out=", 0) == 0)
+        throw UsageError("--runs=" + std::to_string(o.runs) + " and " + b +
+                         " exclude each other: every run writes its own "
+                         "lockline.json (RUN_DIR/run-K)");
   return o;
 }
 

@@ -35,6 +35,8 @@ inline constexpr double kMaxFaultSamplingS = 0.1;
 /// kMaxEvidenceWindows.
 inline constexpr int kDefaultEvidenceWindows = 2;
 inline constexpr int kMaxEvidenceWindows = 20;
+/// --runs=N: at most this many independent runs (each takes the whole budget).
+inline constexpr int kMaxRuns = 20;
 
 struct Options {
   std::string pin = "cores";
@@ -78,6 +80,10 @@ struct Options {
   /// given (padding_given says whether it was).
   std::size_t padding = 128;
   bool padding_given = false;
+  /// --runs=N: N independent lockline processes, one after the other, into
+  /// RUN_DIR/run-1 .. run-N, then plots/reproduce.py over them
+  /// (harness/runs.h); 1 (default): one run, as without the flag.
+  int runs = 1;
   std::vector<std::string> argv;  ///< the full command line, for provenance
 };
 

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <functional>
+#include <random>
 #include <regex>
 #include <set>
 
@@ -352,6 +354,46 @@ void AccountRepetition(RunState& run, const Point& point, const json& timing) {
       static_cast<double>(run.results->doc()["benchmarks"].size());
 }
 
+uint64_t RepetitionLayoutSeed(const std::string& key, int repetition) {
+  static const uint64_t process_nonce = [] {
+    std::random_device rd;
+    return (static_cast<uint64_t>(rd()) << 32) ^ rd() ^ NowNs();
+  }();
+  // splitmix64 of the three, so nearby inputs give unrelated seeds.
+  uint64_t z = process_nonce ^ std::hash<std::string>{}(key) ^
+               (static_cast<uint64_t>(repetition) * 0x9E3779B97F4A7C15ull);
+  z += 0x9E3779B97F4A7C15ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+int MarkOverrunPairs(json& duet, const json& windows) {
+  if (!duet.is_object() || !duet.contains("pairs") || !duet["pairs"].is_array())
+    return 0;
+  const json sides = duet.value("sides", json::array());
+  // The measured windows, in order: pair k is measured windows 2k and 2k+1.
+  std::vector<bool> measured_overrun;
+  const size_t n = std::min(sides.size(), windows.size());
+  for (size_t w = 0; w < n; ++w) {
+    const std::string side =
+        sides[w].is_string() ? sides[w].get<std::string>() : std::string();
+    if (side != "a" && side != "b") continue;
+    measured_overrun.push_back(windows[w].value("overrun", false));
+  }
+  int flagged = 0;
+  json& pairs = duet["pairs"];
+  for (size_t k = 0; k < pairs.size(); ++k) {
+    const bool over =
+        (2 * k < measured_overrun.size() && measured_overrun[2 * k]) ||
+        (2 * k + 1 < measured_overrun.size() && measured_overrun[2 * k + 1]);
+    if (pairs[k].is_object()) pairs[k]["overrun"] = over;
+    flagged += over ? 1 : 0;
+  }
+  duet["overrun_pairs"] = flagged;
+  return flagged;
+}
+
 // Appends one repetition of `point` to lockline.json at once (Google
 // Benchmark 1.7.1 reports an instance only after its last repetition, which
 // random interleaving may put at the end of the run), flushes the file and
@@ -508,6 +550,11 @@ void RunPoint(benchmark::State& state, const Point& point, RunState& run) {
             ? 0
             : static_cast<uint64_t>(run.opts.fault_sampling_s * 1e9 + 0.5);
     env.evidence_windows = run.opts.evidence_windows;
+    // Each repetition places the structures under test at fresh offsets
+    // (harness/memory.h LayoutSampling): its seed mixes a per-process random
+    // number, the key and the repetition, so repetitions and runs differ.
+    LayoutSampling layout(
+        RepetitionLayoutSeed(point.key, run.repetitions_done[point.key]));
     std::unique_ptr<Workload> wl = point.variant->make(env);
     timing["fixed_work"] = wl->fixed_work();
     std::vector<int> pus;
@@ -681,10 +728,15 @@ void RunPoint(benchmark::State& state, const Point& point, RunState& run) {
                         {"after_ns", after}};
     rec["windows"] = windows;
     rec["overrun"] = overrun;
+    rec["address_layout"] = layout.Json();
     rec["counters"] = counters;
     rec["details"] = rep.details;
     if (rec["details"].is_null()) rec["details"] = json::object();
     if (rec["details"].is_object()) rec["details"]["mem_nodes"] = mem_nodes;
+    // A paired row keeps its other pairs when one window overran: the pair
+    // holding it is flagged and left out (plots/stats.py), not the repetition.
+    if (rec["details"].is_object() && rec["details"].contains("duet"))
+      MarkOverrunPairs(rec["details"]["duet"], windows);
     rec["layouts"] = rep.layouts;
     rec["verify"] = broken.empty() ? "ok" : broken;
     json& layouts = run.results->lockline_context()["layouts"];

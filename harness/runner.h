@@ -4,18 +4,18 @@
 // point, progress on the console).
 #pragma once
 
-#include <optional>
 #include <benchmark/benchmark.h>
 
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
-#include "harness/duet.h"
 #include "harness/budget.h"
 #include "harness/counters.h"
+#include "harness/duet.h"
 #include "harness/family.h"
 #include "harness/options.h"
 #include "harness/results.h"
@@ -163,6 +163,21 @@ class LocklineReporter : public benchmark::BenchmarkReporter {
 
   RunState& run_;
 };
+
+/// The address-layout seed of repetition `repetition` of `key`
+/// (harness/memory.h LayoutSampling; the row's address_layout.seed): a
+/// splitmix64 mix of a random number drawn once per process, the key and the
+/// repetition, so every repetition of every run places its structures anew.
+uint64_t RepetitionLayoutSeed(const std::string& key, int repetition);
+
+/// Flags the window pairs of a paired row's details.duet (harness/duet.h)
+/// that hold an overrun window: `windows` is the row's per-window list
+/// (`overrun` each) in the order of duet["sides"]; measured pair k is the k-th
+/// two of its `a`/`b` windows. Sets pairs[k]["overrun"] (true/false) and
+/// duet["overrun_pairs"] (the count), returned. A malformed duet object is
+/// left alone (returns 0). Only those pairs leave the comparison
+/// (plots/stats.py), not the repetition (issue 39).
+int MarkOverrunPairs(nlohmann::json& duet, const nlohmann::json& windows);
 
 /// Formats seconds as "1m05s" / "42s" / "1h02m".
 std::string FormatDuration(double seconds);

@@ -35,14 +35,15 @@ def check(run) -> Dict[str, Any]:
     windows; plus the A/A summary and the median half-width ratio."""
     series: Dict[str, List] = {}
     for p in run.points:
-        if p.bench == "duet" and p.aggregate is None and not p.overrun:
+        # Rows with an overrun window stay: only its pairs are left out (issue 39).
+        if p.bench == "duet" and p.aggregate is None:
             series.setdefault(p.key, []).append(p)
     rows = []
     for key, reps in sorted(series.items()):
         pairs = labelled_duet_pairs(reps)
         paired = stats.compare_pairs(pairs)
-        unpaired = stats.compare_samples([(lab, a) for lab, a, _ in pairs],
-                                         [(lab, b) for lab, _, b in pairs])
+        unpaired = stats.compare_samples([(lab, a) for lab, a, *_ in pairs],
+                                         [(lab, b) for lab, _, b, *_ in pairs])
         params = reps[0].params
         hp, hu = half_width(paired), half_width(unpaired)
         rows.append({"key": key, "aa": params.get("a") == params.get("b"),

@@ -242,16 +242,42 @@ class Point:
         return tuple(sorted(self.params.items()))
 
 
-def row_duet_pairs(row: Dict[str, Any]) -> List[Tuple[float, float]]:
-    """The window pairs of one raw paired-windows row (family `duet`, harness/duet.h): (A's
-    ops/s, B's ops/s) per measured pair, in the row's order, from `details.duet.pairs`; [] for
-    any other row or a malformed one."""
+def overrun_pair_flags(row: Dict[str, Any]) -> List[bool]:
+    """Per measured window pair of a raw paired-windows row, whether one of its two windows
+    overran (issue 39): the pair's own `overrun` flag (harness/runner.cpp MarkOverrunPairs),
+    else, for files written before it, from the row's `windows[].overrun` and
+    `details.duet.sides` (measured pair k = the k-th two `a`/`b` windows). [] for any other
+    row."""
     details = row.get("details") if isinstance(row, dict) else None
     duet = details.get("duet") if isinstance(details, dict) else None
     pairs = duet.get("pairs") if isinstance(duet, dict) else None
+    if not isinstance(pairs, list):
+        return []
+    sides = duet.get("sides") if isinstance(duet.get("sides"), list) else []
+    windows = row.get("windows") if isinstance(row.get("windows"), list) else []
+    measured = [isinstance(w, dict) and w.get("overrun") is True
+                for side, w in zip(sides, windows) if side in ("a", "b")]
     out = []
-    for pair in pairs if isinstance(pairs, list) else []:
-        if not isinstance(pair, dict):
+    for k, pair in enumerate(pairs):
+        if isinstance(pair, dict) and isinstance(pair.get("overrun"), bool):
+            out.append(pair["overrun"])
+        else:
+            out.append(any(measured[2 * k:2 * k + 2]))
+    return out
+
+
+def row_duet_pairs(row: Dict[str, Any]) -> List[Tuple[float, float]]:
+    """The window pairs of one raw paired-windows row (family `duet`, harness/duet.h): (A's
+    ops/s, B's ops/s) per measured pair, in the row's order, from `details.duet.pairs`; [] for
+    any other row or a malformed one. A pair holding an overrun window is left out
+    (overrun_pair_flags), the row's other pairs kept (issue 39)."""
+    details = row.get("details") if isinstance(row, dict) else None
+    duet = details.get("duet") if isinstance(details, dict) else None
+    pairs = duet.get("pairs") if isinstance(duet, dict) else None
+    flags = overrun_pair_flags(row)
+    out = []
+    for k, pair in enumerate(pairs if isinstance(pairs, list) else []):
+        if not isinstance(pair, dict) or (k < len(flags) and flags[k]):
             continue
         a, b = pair.get("a_ops_per_s"), pair.get("b_ops_per_s")
         if isinstance(a, (int, float)) and isinstance(b, (int, float)) and \
@@ -267,11 +293,20 @@ def duet_pairs(point: Point) -> List[Tuple[float, float]]:
     return row_duet_pairs(point.row)
 
 
-def labelled_duet_pairs(points: Sequence[Point]) -> List[Tuple[str, float, float]]:
+def repetition_id(point: Point) -> str:
+    """Names the repetition a row was measured in, unique across the runs of a multi-run
+    directory (lockline --runs: the row's `run` field): "RUN/KEY/#REPETITION"."""
+    run = point.row.get("run", "") if isinstance(point.row, dict) else ""
+    return f"{run}/{point.key}/#{point.repetition}"
+
+
+def labelled_duet_pairs(points: Sequence[Point]) -> List[Tuple[str, float, float, str]]:
     """The window pairs of paired-windows rows with the coherence regime of the repetition
-    each came from: (regime label, A's ops/s, B's ops/s), the input of stats.compare_pairs and
-    stats.compare_pair_effects."""
-    return [(p.regime, a, b) for p in points for a, b in duet_pairs(p)]
+    each came from and that repetition: (regime label, A's ops/s, B's ops/s, repetition_id),
+    the input of stats.compare_pairs (which resamples the repetitions as units) and
+    stats.compare_pair_effects. Pairs holding an overrun window are left out (row_duet_pairs),
+    not their repetition."""
+    return [(p.regime, a, b, repetition_id(p)) for p in points for a, b in duet_pairs(p)]
 
 
 # The context fields that tell two measurements apart even when their rows are equal
@@ -549,14 +584,40 @@ def _merge_single_point_families(points: List[Point]) -> None:
             p.family = p.bench = "benchmarks"
 
 
+def multi_run_dirs(path: str) -> List[str]:
+    """The run directories of a `lockline --runs=N` directory (harness/runs.h): the `dirs` of
+    its runs.json that hold a lockline.json, else its run-K subdirectories with one, in K
+    order; [] for any other path (a directory with its own lockline.json included)."""
+    if not os.path.isdir(path) or os.path.isfile(os.path.join(path, "lockline.json")):
+        return []
+    names: List[str] = []
+    try:
+        with open(os.path.join(path, "runs.json"), encoding="utf-8") as f:
+            listed = json.load(f).get("dirs")
+        if isinstance(listed, list):
+            names = [str(d) for d in listed if isinstance(d, str) and "/" not in d]
+    except (OSError, ValueError, AttributeError):
+        names = []
+    if not names:
+        found = [d for d in os.listdir(path) if re.fullmatch(r"run-\d+", d)]
+        names = sorted(found, key=lambda d: int(d[4:]))
+    return [os.path.join(path, d) for d in names
+            if os.path.isfile(os.path.join(path, d, "lockline.json"))]
+
+
 def resolve_paths(paths: Iterable[str]) -> List[str]:
     """Expand run directories into their result JSON files.
 
-    A directory yields its `lockline.json` if present, else every `*.json` directly inside it.
+    A `lockline --runs=N` directory yields its runs' lockline.json files (multi_run_dirs); a
+    directory yields its `lockline.json` if present, else every `*.json` directly inside it.
     Raises ResultError for a missing path or a directory without JSON.
     """
     files: List[str] = []
     for path in paths:
+        if os.path.isdir(path) and multi_run_dirs(path):
+            # A `lockline --runs=N` directory: its runs, in order (issue 39).
+            files.extend(os.path.join(d, "lockline.json") for d in multi_run_dirs(path))
+            continue
         if os.path.isdir(path):
             main = os.path.join(path, "lockline.json")
             if os.path.isfile(main):

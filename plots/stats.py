@@ -20,6 +20,17 @@ workloads without a shared line, `unknown` for one thread, or no label at all) a
                    larger than 5 %" (ci/compare.py), as opposed to "an effect" (the interval
                    excludes 0) or "not resolved"
 
+Where the noise lives (issue 39): an interval must cover the next run, not only this one. Two
+default runs of one build disagreed beyond their intervals in 6 of 12 comparisons when window pairs
+were resampled as if independent: what changes from one repetition (and process) to the next
+(addresses, the vCPU pair the host gave, the page-cache state) was not in the interval. So the
+resampling unit is the repetition: compare_pairs resamples repetitions, then the window pairs
+within each (a two-level, hierarchical bootstrap; Davison and Hinkley 1997, section 3.8), and every
+interval is widened for the few units it rests on by the expanded percentile rule
+(small_sample_expansion: Hesterberg, "What teachers should know about the bootstrap", The
+American Statistician 69(4), 2015): with 5 repetitions the half-widths grow x1.58, with 3
+x2.69; under MIN_PAIR_REPETITIONS repetitions a paired comparison is "too few repetitions".
+
 Three ways to get the interval, by how the two sides' samples relate:
 
     compare_samples       independent repetitions of each side (above)
@@ -50,6 +61,7 @@ import numpy as np
 
 MIN_EFFECT = 0.05          # fraction: 5 %
 MIN_REPETITIONS = 4        # same-regime repetitions per side for an interval
+MIN_PAIR_REPETITIONS = 3   # repetitions (resampling units) holding a paired interval's pairs
 CONFIDENCE = 0.95
 BOOTSTRAP_RESAMPLES = 4000
 SEED = 20261201            # fixed: the same data always gives the same interval
@@ -172,6 +184,80 @@ def ratio_interval(base: Sequence[float], variant: Sequence[float],
     return ratio, float(min(lo, ratio)), float(max(hi, ratio))
 
 
+def small_sample_expansion(units: int, confidence: float = CONFIDENCE) -> float:
+    """Factor (>= 1) by which a percentile bootstrap interval resting on `units` independent
+    resampling units (repetitions) is widened on each side of its estimate: the expanded
+    percentile interval of Hesterberg (The American Statistician 69(4), 2015),
+
+        t_{units-1, 1-tail} * sqrt(units / (units - 1)) / z_{1-tail},   tail = (1 - confidence) / 2
+
+    the bootstrap's variance being short by (units - 1) / units and the normal quantile by the
+    t quantile for few units. 5 units: 1.58; 3: 2.69; 2: 9.2; 30: 1.06. Raises ValueError for
+    units < 2 (no spread can be estimated from one unit)."""
+    if units < 2:
+        raise ValueError(f"{units} resampling unit(s): an interval needs at least 2")
+    from scipy import stats as scipy_stats  # Debian python3-scipy (ci/install_deps.sh)
+    upper = 1.0 - (1.0 - confidence) / 2.0
+    t = float(scipy_stats.t.ppf(upper, units - 1))
+    z = statistics.NormalDist().inv_cdf(upper)
+    return max(1.0, t * math.sqrt(units / (units - 1.0)) / z)
+
+
+def _expand(med: float, lo: float, hi: float, factor: float) -> Tuple[float, float]:
+    """(lo, hi) with each half-width from `med` multiplied by `factor` (log space)."""
+    return med - factor * (med - lo), med + factor * (hi - med)
+
+
+def hierarchical_bootstrap_medians(groups: Sequence[np.ndarray], resamples: int,
+                                   rng: np.random.Generator) -> np.ndarray:
+    """`resamples` two-level bootstrap medians of the pooled values of `groups` (non-empty
+    numpy arrays, one per repetition): each draws len(groups) groups with replacement, then
+    within each drawn group as many values as it holds, with replacement, and takes the median
+    of everything drawn (each group keeps its own weight)."""
+    n_groups = len(groups)
+    sizes = np.asarray([a.size for a in groups])
+    width = int(sizes.max())
+    padded = np.full((n_groups, width), np.nan)
+    for i, a in enumerate(groups):
+        padded[i, :a.size] = a
+    chosen = rng.integers(0, n_groups, size=(resamples, n_groups))
+    size = sizes[chosen][:, :, None]
+    within = np.floor(rng.random((resamples, n_groups, width)) * size).astype(int)
+    values = padded[chosen[:, :, None], within]
+    values[np.arange(width)[None, None, :] >= size] = np.nan
+    return np.nanmedian(values.reshape(resamples, -1), axis=1)
+
+
+def hierarchical_median_interval(groups: Sequence[Sequence[float]],
+                                 confidence: float = CONFIDENCE,
+                                 resamples: int = BOOTSTRAP_RESAMPLES, seed: int = SEED,
+                                 expand: bool = True) -> Tuple[float, float, float]:
+    """(median, lo, hi) of the pooled values of `groups` (e.g. log pair ratios, one group per
+    repetition), with a two-level percentile bootstrap (hierarchical_bootstrap_medians:
+    repetitions drawn with replacement, then values within each drawn repetition),
+    `resamples` times, numpy generator seeded with `seed` (deterministic). So the interval
+    carries the spread between groups (what differs from one repetition to the next), not only
+    within them. expand: the half-widths are multiplied by small_sample_expansion(len(groups)).
+    The interval always contains the median; all values equal gives exactly (v, v, v). Raises
+    ValueError with no values, or one non-empty group when expand."""
+    arrays = [np.asarray(g, dtype=float) for g in groups if len(g)]
+    if not arrays:
+        raise ValueError("no values")
+    if expand and len(arrays) < 2:
+        raise ValueError("one repetition: an interval needs at least 2")
+    pooled = np.concatenate(arrays)
+    med = float(np.median(pooled))
+    if np.all(pooled == pooled[0]):
+        return med, med, med
+    boot = hierarchical_bootstrap_medians(arrays, resamples, np.random.default_rng(seed))
+    tail = (1.0 - confidence) / 2.0
+    lo, hi = (float(x) for x in np.quantile(boot, [tail, 1.0 - tail]))
+    lo, hi = min(lo, med), max(hi, med)
+    if expand:
+        lo, hi = _expand(med, lo, hi, small_sample_expansion(len(arrays), confidence))
+    return med, lo, hi
+
+
 def ns_text(ns: float) -> str:
     """A latency in ns for the text: 3 significant digits below 100 ns (32.4), whole ns above
     (156, 2354): never an exponent."""
@@ -220,6 +306,11 @@ class Comparison:
     # True when the interval is exact rather than estimated: identical sides (compare_matched,
     # compare_pair_effects(matched=True)) whose every paired difference is 0.
     exact: bool = False
+    # Independent resampling units the interval rests on (repetitions; for paired windows the
+    # repetitions holding the pairs used) and the expansion applied for their number
+    # (small_sample_expansion); None where not computed.
+    units: Optional[int] = None
+    expansion: Optional[float] = None
 
     @property
     def resolved(self) -> bool:
@@ -257,6 +348,8 @@ class Comparison:
         variant)', plus how many were dropped."""
         if self.method == "paired":
             text = f"{self.n_base} {self.regime_words()} window pairs (paired windows)"
+            if self.units and self.units != self.n_base:
+                text += f" in {self.units} repetitions (resampled by repetition)"
             if self.dropped:
                 text += f", {self.dropped} in other regimes dropped"
             return text
@@ -284,6 +377,12 @@ class Comparison:
         """The verdict line, e.g. 'lock after free_area: +6 % [+2 %, +10 %], 9 near-regime
         repetitions a side'."""
         head = f"{self.label}: " if self.label else ""
+        if (self.status == "too_few" and self.method == "paired" and self.units is not None
+                and self.units < MIN_PAIR_REPETITIONS and self.n_base >= MIN_PAIRS):
+            where = f" in the {self.regime} regime" if self.regime else ""
+            return (f"{head}not resolved here: too few repetitions ({self.units}{where}, "
+                    f"{self.n_base} window pairs; an interval that covers a rerun needs "
+                    f"{MIN_PAIR_REPETITIONS})")
         if self.status == "too_few" and self.method in ("paired", "pair_effects"):
             where = f" in the {self.regime} regime" if self.regime else ""
             have = min(self.n_base, self.n_variant)
@@ -377,10 +476,18 @@ def compare_samples(base: Sequence[Sample], variant: Sequence[Sample], label: st
         ratio, lo, hi = ratio_interval(choice.base, choice.variant, confidence=confidence)
     except ValueError:
         return Comparison(effect=None, ci=None, status="too_few", **common)
+    # Few repetitions: the percentile interval of a median is too narrow (issue 39: 34 % of
+    # A/A comparisons between two runs called an effect); widened for the smaller side.
+    units = min(len(choice.base), len(choice.variant))
+    factor = small_sample_expansion(units, confidence) if units >= 2 else 1.0
+    if lo > 0 and ratio > 0:
+        llo, lhi = _expand(math.log(ratio), math.log(lo), math.log(hi), factor)
+        lo, hi = math.exp(llo), math.exp(lhi)
     ci = (lo - 1.0, hi - 1.0)
     resolved = is_resolved(ci, min_effect)
     return Comparison(effect=ratio - 1.0, ci=ci,
-                      status="resolved" if resolved else "not_resolved", **common)
+                      status="resolved" if resolved else "not_resolved", units=units,
+                      expansion=factor, **common)
 
 
 def compare_points(base_points, variant_points, metric: str, label: str = "",
@@ -403,52 +510,72 @@ def compare_points(base_points, variant_points, metric: str, label: str = "",
 MIN_PAIRS = 8  # same-regime window pairs for a paired interval
 
 
-def compare_pairs(pairs: Sequence[Tuple[str, float, float]], label: str = "",
+def compare_pairs(pairs: Sequence[Tuple], label: str = "",
                   min_effect: float = MIN_EFFECT, min_pairs: int = MIN_PAIRS,
                   resamples: int = BOOTSTRAP_RESAMPLES, seed: int = SEED,
-                  confidence: float = CONFIDENCE) -> Comparison:
+                  confidence: float = CONFIDENCE,
+                  min_repetitions: int = MIN_PAIR_REPETITIONS) -> Comparison:
     """The effect of B against A from paired windows (harness/duet.h): `pairs` are
-    (coherence label of the repetition, A's ops/s, B's ops/s), one per window pair.
+    (coherence label of the repetition, A's ops/s, B's ops/s, repetition), one per window pair;
+    `repetition` is any hashable naming the repetition (and run) the pair was measured in
+    (lockline_results.labelled_duet_pairs). A 3-tuple (no repetition) is a unit of its own.
 
-        effect = exp(median(log(B / A))) - 1   (the median pair ratio)
+        effect = exp(median(log(B / A))) - 1   (the median pair ratio over all pairs used)
         interval (`confidence`, 95 % unless a sequential look asks more: sequential_confidence):
-                       percentile bootstrap of that median, pairs resampled with replacement
-                       (each pair keeps its two sides: a paired bootstrap), seeded
+                       hierarchical percentile bootstrap of that median (repetitions drawn with
+                       replacement, then each drawn repetition's pairs with replacement; every
+                       pair keeps its two sides), seeded, widened by
+                       small_sample_expansion(repetitions) (hierarchical_median_interval)
         resolved: is_resolved (interval excludes 0, or lies within +-min_effect)
 
-    Pairs of one coherence regime are used (the regime holding most pairs; `mixed`
-    repetitions dropped; unlabelled rows pooled), as for repetitions. Pairs with a side <= 0
-    or not finite are dropped (a window that did nothing). Returns a Comparison with
-    method "paired", n_base = n_variant = pairs used; status "too_few" under min_pairs.
+    Pairs of one coherence regime are used (the regime holding most repetitions, then most
+    pairs; `mixed` repetitions dropped; unlabelled rows pooled), as for repetitions. Pairs with
+    a side <= 0 or not finite are dropped (a window that did nothing). Returns a Comparison with
+    method "paired", n_base = n_variant = pairs used, units = repetitions holding them;
+    status "too_few" under min_pairs pairs or under min_repetitions repetitions (the text
+    then says "not resolved here: too few repetitions").
     """
-    good = [(lab, a, b) for lab, a, b in pairs
+    rows = []
+    for i, p in enumerate(pairs):
+        lab, a, b = p[0], p[1], p[2]
+        group = p[3] if len(p) > 3 else ("pair", i)
+        rows.append((lab, a, b, group))
+    good = [(lab, a, b, g) for lab, a, b, g in rows
             if math.isfinite(a) and math.isfinite(b) and a > 0 and b > 0]
-    labels = [lab for lab, _, _ in good]
-    regime = majority_regime(labels)
+    labels = [lab for lab, _, _, _ in good]
+    # The regime holding the most repetitions (the resampling units), then the most pairs,
+    # then the fastest: 64 pairs of one repetition do not outweigh 3 repetitions of 20.
+    units_of: dict = {}
+    for lab, _, _, g in good:
+        if lab not in NO_REGIME and lab != MIXED:
+            units_of.setdefault(lab, set()).add(g)
+    regime = min(units_of, key=lambda r: (-len(units_of[r]), -labels.count(r), regime_rank(r))
+                 ) if units_of else ""
     if regime:
-        used = [(a, b) for lab, a, b in good if lab == regime]
+        used = [(a, b, g) for lab, a, b, g in good if lab == regime]
     elif any(lab == MIXED for lab in labels):
-        used = [(a, b) for lab, a, b in good if lab != MIXED]
+        used = [(a, b, g) for lab, a, b, g in good if lab != MIXED]
     else:
-        used = [(a, b) for _, a, b in good]
+        used = [(a, b, g) for _, a, b, g in good]
+    groups: dict = {}
+    for a, b, g in used:
+        groups.setdefault(g, []).append(math.log(b / a))
     common = dict(label=label, regime=regime, n_base=len(used), n_variant=len(used),
                   dropped=len(pairs) - len(used), total_base=len(pairs),
-                  total_variant=len(pairs), min_effect=min_effect, method="paired")
-    if len(used) < max(1, min_pairs):
+                  total_variant=len(pairs), min_effect=min_effect, method="paired",
+                  units=len(groups))
+    if len(used) < max(1, min_pairs) or len(groups) < max(2, min_repetitions):
         effect = None
         if used:
-            effect = float(np.exp(np.median([math.log(b / a) for a, b in used]))) - 1.0
+            effect = float(np.exp(np.median([math.log(b / a) for a, b, _ in used]))) - 1.0
         return Comparison(effect=effect, ci=None, status="too_few", **common)
-    logs = np.log(np.asarray([b for _, b in used]) / np.asarray([a for a, _ in used]))
-    med = float(np.median(logs))
-    rng = np.random.default_rng(seed)
-    boot = np.median(logs[rng.integers(0, logs.size, size=(resamples, logs.size))], axis=1)
-    tail = (1.0 - confidence) / 2.0
-    lo, hi = np.quantile(boot, [tail, 1.0 - tail])
-    ci = (math.exp(min(float(lo), med)) - 1.0, math.exp(max(float(hi), med)) - 1.0)
+    med, lo, hi = hierarchical_median_interval(list(groups.values()), confidence, resamples,
+                                               seed)
+    ci = (math.exp(lo) - 1.0, math.exp(hi) - 1.0)
     resolved = is_resolved(ci, min_effect)
     return Comparison(effect=math.exp(med) - 1.0, ci=ci,
-                      status="resolved" if resolved else "not_resolved", **common)
+                      status="resolved" if resolved else "not_resolved",
+                      expansion=small_sample_expansion(len(groups), confidence), **common)
 
 
 def _bootstrap_median(values: np.ndarray, confidence: float, resamples: int,
@@ -560,8 +687,9 @@ def compare_pair_effects(base_pairs: Sequence[Tuple[str, float, float]],
                          seed: int = SEED) -> Comparison:
     """The change of a paired effect B/A between two runs: the duet rows of one key (family
     `duet`, harness/duet.h) in a baseline and a current run. `base_pairs`, `current_pairs`:
-    (coherence label of the repetition, A's ops/s, B's ops/s) per measured window pair
-    (lockline_results.duet_pairs), every repetition of the row in one list.
+    (coherence label of the repetition, A's ops/s, B's ops/s[, repetition]) per measured window
+    pair (lockline_results.labelled_duet_pairs; a 4th element is ignored here), every repetition
+    of the row in one list.
 
     Units: each run's paired effect is its median pair ratio B/A (compare_pairs), and the
     result is the relative change of that ratio, a fraction:
@@ -575,9 +703,12 @@ def compare_pair_effects(base_pairs: Sequence[Tuple[str, float, float]],
     Interval (`confidence`, 95 %), by percentile bootstrap on the log ratios, seeded
     (deterministic):
       matched=False (two runs): each run's pairs are resampled independently (a two-sample
-        bootstrap) and the difference of the two medians taken, `resamples` times. The window
-        pairs of one run and regime are treated as independent samples of that run's ratio
-        (as compare_pairs does); a shift common to a whole repetition is not modelled.
+        bootstrap) and the difference of the two medians taken, `resamples` times. With
+        4-tuples (the repetition of each pair: labelled_duet_pairs) each run's pairs are
+        resampled hierarchically, repetitions first (hierarchical_bootstrap_medians), and the
+        interval widened by small_sample_expansion(fewer repetitions of the two runs), so a
+        shift common to a whole repetition is in it (issue 39); 3-tuples: the pairs are
+        treated as independent samples, as before.
       matched=True (the same windows on both sides: the same rows, e.g. a run compared with
         itself): pair k of the baseline is pair k of the current run; the change is the
         median of the per-pair differences of log ratios, with a paired bootstrap. Identical
@@ -602,8 +733,9 @@ def compare_pair_effects(base_pairs: Sequence[Tuple[str, float, float]],
                              f"{len(current_pairs)})")
         if any(pb[0] != pc[0] for pb, pc in zip(base_pairs, current_pairs)):
             raise ValueError("matched runs need the same coherence label at every pair")
-        regime, index = _one_regime([lab for lab, _, _ in base_pairs])
-        rows = [(_pair_log_ratio(*base_pairs[i][1:]), _pair_log_ratio(*current_pairs[i][1:]))
+        regime, index = _one_regime([p[0] for p in base_pairs])
+        rows = [(_pair_log_ratio(*base_pairs[i][1:3]),
+                 _pair_log_ratio(*current_pairs[i][1:3]))
                 for i in index]
         rows = [(lb, lc) for lb, lc in rows if lb is not None and lc is not None]
         used = ([math.exp(lb) for lb, _ in rows], [math.exp(lc) for _, lc in rows])
@@ -620,12 +752,15 @@ def compare_pair_effects(base_pairs: Sequence[Tuple[str, float, float]],
     else:
         def logs(pairs):
             out = []
-            for lab, a, b in pairs:
+            for p in pairs:
+                lab, a, b = p[0], p[1], p[2]
                 lr = _pair_log_ratio(a, b)
                 if lr is not None:
-                    out.append((lab, lr))
+                    out.append((lab, lr, p[3] if len(p) > 3 else None))
             return out
-        choice = select_regime(logs(base_pairs), logs(current_pairs))
+        lbase, lcur = logs(base_pairs), logs(current_pairs)
+        choice = select_regime([(lab, lr) for lab, lr, _ in lbase],
+                               [(lab, lr) for lab, lr, _ in lcur])
         lb = np.asarray(choice.base, dtype=float)
         lc = np.asarray(choice.variant, dtype=float)
         common.update(regime=choice.regime, n_base=int(lb.size), n_variant=int(lc.size),
@@ -638,11 +773,31 @@ def compare_pair_effects(base_pairs: Sequence[Tuple[str, float, float]],
             return Comparison(effect=effect, ci=None, status="too_few", **common)
         med = float(np.median(lc) - np.median(lb))
         rng = np.random.default_rng(seed)
-        boot = (np.median(lc[rng.integers(0, lc.size, size=(resamples, lc.size))], axis=1)
-                - np.median(lb[rng.integers(0, lb.size, size=(resamples, lb.size))], axis=1))
+
+        def grouped(logs_of_run):
+            # The chosen regime's log ratios by repetition (issue 39); None without
+            # repetitions (3-tuples): pairs resampled as independent, as before.
+            if any(g is None for _, _, g in logs_of_run):
+                return None
+            out: dict = {}
+            for lab, lr, g in logs_of_run:
+                if not choice.regime or lab == choice.regime:  # as select_regime chose
+                    out.setdefault(g, []).append(lr)
+            return [np.asarray(v) for v in out.values()]
+        gb, gc = grouped(lbase), grouped(lcur)
+        if gb is not None and gc is not None and min(len(gb), len(gc)) >= 2:
+            boot = (hierarchical_bootstrap_medians(gc, resamples, rng)
+                    - hierarchical_bootstrap_medians(gb, resamples, rng))
+            factor = small_sample_expansion(min(len(gb), len(gc)), confidence)
+            common.update(units=min(len(gb), len(gc)), expansion=factor)
+        else:
+            boot = (np.median(lc[rng.integers(0, lc.size, size=(resamples, lc.size))], axis=1)
+                    - np.median(lb[rng.integers(0, lb.size, size=(resamples, lb.size))],
+                                axis=1))
+            factor = 1.0
         tail = (1.0 - confidence) / 2.0
         qlo, qhi = np.quantile(boot, [tail, 1.0 - tail])
-        lo, hi = min(float(qlo), med), max(float(qhi), med)
+        lo, hi = _expand(med, min(float(qlo), med), max(float(qhi), med), factor)
     ci = (math.exp(lo) - 1.0, math.exp(hi) - 1.0)
     return Comparison(effect=math.exp(med) - 1.0, ci=ci,
                       status="resolved" if is_resolved(ci, min_effect) else "not_resolved",
@@ -681,4 +836,6 @@ def stddev_from_aggregate(mean_time: float, stddev_time: float) -> Tuple[float, 
 __all__ = ["MIN_EFFECT", "MIN_REPETITIONS", "CONFIDENCE", "SEED", "Comparison", "RegimeChoice",
            "compare_samples", "compare_points", "compare_pairs", "MIN_PAIRS", "is_resolved", "select_regime", "majority_regime",
            "ratio_interval", "regime_rank", "pct", "stddev_from_aggregate", "is_equivalent", "answer",
-           "compare_matched", "compare_pair_effects", "wilson_interval"]
+           "compare_matched", "compare_pair_effects", "wilson_interval", "MIN_PAIR_REPETITIONS",
+           "small_sample_expansion", "hierarchical_median_interval",
+           "hierarchical_bootstrap_medians"]

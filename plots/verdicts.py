@@ -281,11 +281,13 @@ def rows_text(spec: ComparisonSpec, base: Optional[Point] = None) -> str:
 def find_duet(spec: ComparisonSpec, base: List[Point], points: Sequence[Point]) -> List[Point]:
     """The paired-windows repetitions (family `duet`, bench/duet.cpp) of the same comparison as
     `base`'s rows: `of` = the spec's bench, `param` / `a` / `b` = the spec's parameter, base
-    and variant, every other parameter and the thread count equal to the base rows'."""
+    and variant, every other parameter and the thread count equal to the base rows'. Rows
+    with an overrun window are kept: only the pairs holding it are left out
+    (lockline_results.row_duet_pairs, issue 39)."""
     want = {k: v for k, v in base[0].params.items() if k != spec.param}
     want.update({"of": spec.bench, "param": spec.param, "a": spec.base, "b": spec.variant})
     return [p for p in points if p.bench == "duet" and p.aggregate is None
-            and p.threads == base[0].threads and p.params == want and not p.overrun]
+            and p.threads == base[0].threads and p.params == want]
 
 
 def verdict_record(spec: ComparisonSpec, metric: str, base: List[Point], variant: List[Point],
@@ -413,15 +415,19 @@ def _verdicts_document(run: Run, min_effect: float, look: int) -> Dict[str, Any]
     return {"schema": SCHEMA, "min_effect": min_effect,
             "rule": (f"effect = median(variant) / median(base) - 1 over the repetitions of one "
                      f"coherence regime; {int(stats.CONFIDENCE * 100)} % percentile bootstrap "
-                     f"interval ({stats.BOOTSTRAP_RESAMPLES} resamples, seed {stats.SEED}); "
+                     f"interval ({stats.BOOTSTRAP_RESAMPLES} resamples, seed {stats.SEED}) "
+                     f"widened for the few repetitions it rests on (expanded percentile); "
                      f"resolved when the interval excludes 0 or lies within +-min_effect "
                      f"(within it, the answer is 'no effect of min_effect or more' even when "
                      f"it excludes 0); "
                      f"at least {stats.MIN_REPETITIONS} same-regime repetitions a side. Where "
                      f"the run has the comparison as paired windows (family duet, method "
                      f"'paired'): effect = median over window pairs of B/A - 1, paired "
-                     f"percentile bootstrap over the pairs of one coherence regime, at least "
-                     f"{stats.MIN_PAIRS} pairs"),
+                     f"percentile bootstrap over the pairs of one coherence regime, "
+                     f"repetitions resampled first, then pairs within them (widened likewise), "
+                     f"at least {stats.MIN_PAIRS} pairs in {stats.MIN_PAIR_REPETITIONS} "
+                     f"repetitions; a pair holding an overrun window is left out, not its "
+                     f"repetition"),
             "verdicts": compute_verdicts(run, min_effect, look)}
 
 

@@ -82,9 +82,9 @@ def test_is_resolved_is_the_one_rule():
     assert not stats.is_resolved((-0.049, 0.051))
 
 
-def _point(bench, params, threads, metrics, key, label="near", row=None):
+def _point(bench, params, threads, metrics, key, label="near", row=None, repetition=0):
     return Point(family=bench, bench=bench, params=params, threads=threads, metrics=metrics,
-                 coherence=label, key=key, row=row or {})
+                 coherence=label, key=key, row=row or {}, repetition=repetition)
 
 
 def _run_with_duet():
@@ -100,7 +100,7 @@ def _run_with_duet():
         pairs = [{"a_ops_per_s": a, "b_ops_per_s": b, "order": "ab"}
                  for _, a, b in _pairs(1.25, 12, 0.02, 50 + rep)]
         points.append(_point("duet", duet_params, 2, {"ops_per_s": 1.0}, "duet/zl", "near",
-                             {"details": {"duet": {"pairs": pairs}}}))
+                             {"details": {"duet": {"pairs": pairs}}}, repetition=rep))
     return Run(path="synthetic", context={}, points=points, skipped_rows=[])
 
 

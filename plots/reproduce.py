@@ -1,0 +1,138 @@
+#!/usr/bin/python3
+"""Verdicts over several independent runs, and in how many of them each held (issue 39).
+
+Usage: plots/reproduce.py RUN_DIR [--min-effect PCT] [--quiet]
+
+RUN_DIR is a `lockline --runs=N` directory (harness/runs.h: RUN_DIR/run-1 .. run-N, each a
+whole run; `lockline --runs=N` calls this tool at its end) or any directory of run-K
+subdirectories. Writes each run's own RUN_DIR/run-K/verdicts.json (plots/verdicts.py) and
+RUN_DIR/verdicts.json: every comparison computed ONCE over the repetitions of all runs (the
+same computation as one run's verdict, plots/verdicts.py and plots/stats.py: repetitions, now
+from N processes, are the resampling units, so the interval carries what changes from one
+process to the next), plus, per verdict (results/SCHEMA.md "Several runs"):
+
+    runs          N (runs holding the comparison)
+    held_in_runs  how many runs' own verdicts give the same answer (stats.answer: an effect of
+                  the same sign, "no effect of 5 % or more", not resolved, too few)
+    per_run       each run's own effect, interval, status and answer
+    reproduced    among the runs whose own verdict is resolved: does each one's interval
+                  contain every other one's effect (null with fewer than two resolved)
+
+Exit 0; 2 with one `reproduce.py: error:` line for a bad directory.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import Any, Dict, List, Optional, Sequence
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from lockline_results import ResultError, Run, load_runs, multi_run_dirs  # noqa: E402
+import stats  # noqa: E402
+import verdicts  # noqa: E402
+
+
+def answer_of(v: Dict[str, Any], min_effect: float = stats.MIN_EFFECT) -> str:
+    """A verdicts.json record's answer for "held": stats.answer of its interval ("equivalent",
+    "not_resolved", "too_few"), an effect with its sign ("effect+" / "effect-")."""
+    a = stats.answer(tuple(v["ci"]) if v.get("ci") else None, min_effect)
+    if a == "effect":
+        return "effect+" if (v.get("effect") or 0) > 0 else "effect-"
+    return a
+
+
+def _contains(ci: Sequence[float], value: Optional[float]) -> bool:
+    return value is not None and ci[0] <= value <= ci[1]
+
+
+def combine(runs: Sequence[Run], names: Sequence[str],
+            min_effect: float = stats.MIN_EFFECT) -> Dict[str, Any]:
+    """The verdicts.json document of several runs: verdicts over all runs' points (each row
+    tagged with its run, lockline_results.repetition_id), each with runs, held_in_runs,
+    per_run and reproduced; and each run's own verdicts (`per_run_documents`, by name)."""
+    own: List[Dict[str, Dict[str, Any]]] = []
+    docs = {}
+    for run, name in zip(runs, names):
+        for p in run.points:
+            if isinstance(p.row, dict):
+                p.row["run"] = name
+        doc = verdicts.verdicts_document(run, min_effect)
+        docs[name] = doc
+        own.append({v["id"]: v for v in doc["verdicts"]})
+    pooled = Run(path=",".join(r.path for r in runs), context=runs[0].context if runs else {},
+                 points=[p for r in runs for p in r.points], skipped_rows=[])
+    doc = verdicts.verdicts_document(pooled, min_effect)
+    for v in doc["verdicts"]:
+        mine = answer_of(v, min_effect)
+        per_run = []
+        for name, table in zip(names, own):
+            r = table.get(v["id"])
+            if r is None:
+                continue
+            per_run.append({"run": name, "effect": r["effect"], "ci": r["ci"],
+                            "status": r["status"], "answer": answer_of(r, min_effect)})
+        resolved = [r for r in per_run if r["status"] == "resolved" and r["ci"]]
+        reproduced = None
+        if len(resolved) >= 2:
+            reproduced = all(_contains(a["ci"], b["effect"])
+                             for a in resolved for b in resolved if a is not b)
+        held = sum(1 for r in per_run if r["answer"] == mine)
+        v.update(runs=len(per_run), held_in_runs=held, per_run=per_run, reproduced=reproduced)
+        v["text"] += f" (held in {held} of {len(per_run)} runs)"
+    doc["runs"] = list(names)
+    doc["rule"] += ("; several runs (lockline --runs): every verdict over the repetitions of "
+                    "all runs, repetitions resampled as units; held_in_runs counts the runs "
+                    "whose own verdict gives the same answer")
+    doc["per_run_documents"] = docs
+    return doc
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """CLI entry point; returns the exit status."""
+    parser = argparse.ArgumentParser(
+        description="Verdicts over the runs of a lockline --runs=N directory and in how many "
+                    "runs each held; writes RUN_DIR/verdicts.json and each run's own.")
+    parser.add_argument("run_dir", metavar="RUN_DIR")
+    parser.add_argument("--min-effect", type=float, default=stats.MIN_EFFECT * 100,
+                        metavar="PCT", help="minimum effect in percent (default 5)")
+    parser.add_argument("--quiet", action="store_true", help="do not print the verdict lines")
+    args = parser.parse_args(argv)
+    from outputs import write_atomic
+    try:
+        if not 0 < args.min_effect < 100:
+            raise ResultError(f"--min-effect {args.min_effect:g}: expected a percentage "
+                              "between 0 and 100")
+        dirs = multi_run_dirs(args.run_dir)
+        if not dirs:
+            raise ResultError(f"{args.run_dir}: no run-K/lockline.json inside (expected the "
+                              "directory of lockline --runs=N)")
+        runs = load_runs(dirs)
+        names = [os.path.basename(d) for d in dirs]
+        doc = combine(runs, names, args.min_effect / 100)
+        for name, d in zip(names, dirs):
+            write_atomic(os.path.join(d, "verdicts.json"),
+                         json.dumps(doc["per_run_documents"][name], indent=1) + "\n")
+        del doc["per_run_documents"]
+        path = os.path.join(args.run_dir, "verdicts.json")
+        write_atomic(path, json.dumps(doc, indent=1) + "\n")
+    except ResultError as err:
+        print(f"reproduce.py: error: {err}", file=sys.stderr)
+        return 2
+    except OSError as err:
+        print(f"reproduce.py: error: cannot write verdicts.json: {err}", file=sys.stderr)
+        return 2
+    if not args.quiet:
+        for v in doc["verdicts"]:
+            print(f"[{v['question']}] {v['text']}")
+        held = sum(1 for v in doc["verdicts"] if v["runs"] and v["held_in_runs"] == v["runs"])
+        print(f"{held} of {len(doc['verdicts'])} verdicts held in every one of {len(runs)} "
+              f"runs; wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
