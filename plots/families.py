@@ -863,7 +863,9 @@ def plot_duet(data: FamilyData) -> List[Tuple[str, Figure]]:
     for ax, (run, pts) in zip(axes, data.runs):
         series: Dict[Tuple, List] = {}
         for p in pts:
-            if p.aggregate is None and not p.overrun:
+            # Rows with an overrun window are kept: only its pairs are left out
+            # (row_duet_pairs), as the verdicts do (verdicts.find_duet, issue 39).
+            if p.aggregate is None:
                 series.setdefault((p.variant, p.threads), []).append(p)
         if not series:
             empty_panel(ax, run.host, "no paired-window rows")

@@ -381,12 +381,13 @@ def seed_tables(run: Run, verdicts: Optional[List[Dict[str, Any]]] = None
               and "ops_per_s" in p.metrics]
         label = f"lock_stat on vs off ({layout})"
         # Paired where the run holds the twin pair as a duet row (bench/duet.cpp "instr"):
-        # window pairs of one regime, not repetitions split across regimes.
+        # window pairs of one regime, not repetitions split across regimes. Rows with an
+        # overrun window are kept: only its pairs are left out (row_duet_pairs, as find_duet).
         want = {**same, "of": "zone_lock", "param": "stats", "a": "on", "b": "off"}
         want.pop("layout", None)
         want["layout"] = layout
         duet = [p for p in run.points if p.bench == "duet" and p.aggregate is None
-                and p.params == want and p.threads == off[0].threads and not p.overrun]
+                and p.params == want and p.threads == off[0].threads]
         if duet:
             pairs = labelled_duet_pairs(duet)
             text = (f"other comparison, paired windows of {duet[0].key} (uninstrumented / "
