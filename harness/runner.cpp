@@ -476,8 +476,32 @@ void RunPoint(benchmark::State& state, const Point& point, RunState& run) {
                           s(t_loop0, t_loop1) - probes_s);
     rec["timing"] = timing;
   };
+  // Google Benchmark 1.7.1 aggregates a point's repetitions (ComputeStats)
+  // only if every one ends with the planned iteration count (a repetition
+  // failing before its loop had 0: Check `run_iterations == run.iterations`,
+  // abort, exit 134) and the first one of the instance is not an error (its
+  // report has no statistics: SIGSEGV when later ones succeed). Either
+  // killed the run and every later point (issue 36 R1). So a failed
+  // repetition always ends its loop at the planned count, and the instance's
+  // first one is reported to Google Benchmark as a run labelled with the
+  // error (lockline's row says error_occurred; its aggregates, and
+  // lockline's, leave it out); later ones are SkipWithError.
+  if (run.gb_round != run.resolve_round) {
+    run.gb_round = run.resolve_round;
+    run.gb_runs.clear();
+  }
+  const bool first_of_instance = run.gb_runs[point.key]++ == 0;
+  bool loop_done = false;  // the window loop ran to its end
   const auto fail = [&](const std::string& why) {
-    state.SkipWithError(why.c_str());
+    if (!first_of_instance)
+      state.SkipWithError(why.c_str());
+    else
+      state.SetLabel("lockline error (row error_occurred): " + why);
+    // Started or not, the loop ends here with the planned count: after
+    // SkipWithError KeepRunning runs nothing more; without it the rest of
+    // the windows are counted at 1 ns each.
+    if (!loop_done)
+      while (state.KeepRunning()) state.SetIterationTime(1e-9);
     rec["error_message"] = why;
     finish_timing();
     RecordRepetition(run, point, rec, seconds, cpu_seconds, ops);
@@ -569,6 +593,7 @@ void RunPoint(benchmark::State& state, const Point& point, RunState& run) {
                          {"overrun", r.overrun}});
     }
     t_loop1 = NowNs();
+    loop_done = true;
     // CFS bandwidth throttling of lockline's cgroup during the windows.
     const CpuThrottle throttle1 = ReadCpuThrottle(ProcessCgroupCpu());
     if (throttle0.ok && throttle1.ok)
