@@ -1266,8 +1266,9 @@ def main(argv=None):
     args = build_parser().parse_args(argv)
     try:
         if not MIN_ALPHA <= args.alpha < 1:
-            raise InputError(f"--alpha {args.alpha:g}: must be between {MIN_ALPHA:g} and 1 "
-                             "(a smaller level needs more repetitions than any run holds)")
+            raise InputError(f"--alpha {args.alpha:g}: must be between 0 and 1, at least "
+                             f"{MIN_ALPHA:g} (a smaller level needs more repetitions than any "
+                             "run holds)")
         if not 0 <= args.min_effect < MAX_MIN_EFFECT_PCT:
             raise InputError(f"--min-effect {args.min_effect:g}: must be a finite percentage "
                              f"from 0 to below {MAX_MIN_EFFECT_PCT:g} (inf or nan would disable "
