@@ -104,3 +104,28 @@ def test_a_missing_lock_file_is_recreated_and_recovery_runs(tmp_path):
     assert (d / "sysctl.lock").exists()
     assert "not a setting lockline changes" in p.stdout
     assert not (d / "restore.state").exists()
+
+
+# ---- R13 -----------------------------------------------------------------------------------
+
+
+@pytest.mark.skipif(shutil.which("strace") is None, reason="needs strace (SIGKILL injection)")
+def test_a_sigkill_mid_write_leaves_no_file_a_reader_takes(tmp_path):
+    """strace kills lockline (SIGKILL: no handler runs) at its third rename(), the one that
+    would put a rewritten lockline.json in place. Before: lockline.json.tmp.XXXXXX was left
+    beside the result. Now the temporary name is hidden (.lockline.json.tmp.XXXXXX): no
+    visible file but lockline.json, and the reader takes only lockline.json."""
+    out = tmp_path / "run"
+    p = subprocess.run(["strace", "-f", "-o", "/dev/null", "-e", "trace=rename",
+                        "-e", "inject=rename:signal=SIGKILL:when=3", BINARY, *ONE_POINT,
+                        "--benchmark_repetitions=3", f"--out={out}"],
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode in (137, -9), p.stderr
+    left = sorted(os.listdir(out))
+    assert [f for f in left if not f.startswith(".")] == ["lockline.json"], left
+    assert any(f.startswith(".lockline.json.tmp.") for f in left), left  # the kill hit a write
+    import sys
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "plots"))
+    import lockline_results
+    assert [os.path.basename(f) for f in lockline_results.resolve_paths([str(out)])] == \
+        ["lockline.json"]
