@@ -129,3 +129,23 @@ def test_a_sigkill_mid_write_leaves_no_file_a_reader_takes(tmp_path):
     import lockline_results
     assert [os.path.basename(f) for f in lockline_results.resolve_paths([str(out)])] == \
         ["lockline.json"]
+
+
+# ---- R11 -----------------------------------------------------------------------------------
+
+
+def test_invalid_utf8_in_the_programs_own_path_is_refused_up_front(tmp_path):
+    """Before: exit 4 with "[json.exception.type_error.316] invalid UTF-8 byte" after the run
+    directory was created. Now: exit 2, one `lockline: error:` line, nothing created."""
+    bad = os.path.join(os.fsencode(str(tmp_path)), b"bin\xff")
+    os.mkdir(bad)
+    exe = os.path.join(bad, b"lockline")
+    shutil.copy(BINARY, exe)
+    out = tmp_path / "run"
+    p = subprocess.run([exe, *ONE_POINT, f"--out={out}"], capture_output=True, timeout=300)
+    err = p.stderr.decode("utf-8", "replace")
+    assert p.returncode == 2, err
+    lines = [l for l in err.splitlines() if l.strip()]
+    assert len(lines) == 1 and lines[0].startswith("lockline: error:"), err
+    assert "not valid UTF-8" in lines[0] and "\\xff" in lines[0]
+    assert not out.exists()
