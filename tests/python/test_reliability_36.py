@@ -174,3 +174,32 @@ def test_non_physical_metrics_never_crash_compare(tmp_path, values):
     p = cli(side(tmp_path, "a.json", 6, 1), cur)
     assert "Traceback" not in p.stderr, p.stderr
     assert p.returncode in (0, 1, 2, 3)
+
+
+@pytest.mark.parametrize("tool", [["plot.py", "-o", "{out}"], ["report.py", "-o", "{out}/r.html"],
+                                  ["aa_check.py"], ["duet_check.py"], ["verdicts.py"]])
+@pytest.mark.parametrize("case", ["huge", "subnormal", "pair_overflow"])
+def test_plot_tools_refuse_non_physical_values_in_one_line(tmp_path, tool, case):
+    """Before: 1e308 / 5e-324 rates and overflowing pair ratios gave tracebacks (OverflowError,
+    StopIteration from matplotlib) in plot.py and report.py. Now every reader of run
+    directories refuses them: one line, exit 2."""
+    rng = random.Random(4)
+    rows = [row(KEY, i, 4, 1e6 + rng.random() * 1e4) for i in range(4)]
+    pairs = [{"a_ops_per_s": 1e6, "b_ops_per_s": 1.1e6} for _ in range(12)]
+    if case == "huge":
+        rows[1]["ops_per_s"] = 1e308
+    elif case == "subnormal":
+        rows[2]["ops_per_s"] = 5e-324
+    else:
+        pairs[3] = {"a_ops_per_s": 5e-324, "b_ops_per_s": 1e308}
+    rows += [row(DUET, i, 2, 1e6, family="duet", details={"duet": {"pairs": pairs}})
+             for i in range(2)]
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "lockline.json").write_text(json.dumps(document(rows)))
+    out = tmp_path / "out"
+    args = [a.format(out=out) for a in tool[1:]]
+    p = subprocess.run([PYTHON, os.path.join(PLOTS, tool[0]), str(run), *args],
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 2, p.stdout + p.stderr
+    assert "is not a measurement" in one_line(p)
