@@ -630,7 +630,10 @@ void RunPoint(benchmark::State& state, const Point& point, RunState& run) {
 
     PointReport rep;
     wl->Report(rep, seconds, ops);
-    const std::string broken = wl->Verify();
+    // What stopped the point (a refused setup, a task that could not run) is
+    // said as such; only what remains is an invariant check (issue 36 R10).
+    const std::string not_run = wl->SetupError();
+    const std::string broken = not_run.empty() ? wl->Verify() : "";
 
     std::vector<std::pair<std::string, double>> metrics;
     const double ops_per_s =
@@ -711,14 +714,15 @@ void RunPoint(benchmark::State& state, const Point& point, RunState& run) {
         layouts[name] = j;
       }
     }
-    if (!broken.empty() || !mismatch.empty()) {
+    if (!not_run.empty() || !broken.empty() || !mismatch.empty()) {
       // The point's threads, tasks and descriptors go first: the result file
       // is written after them, so a tight fd limit fails the point, not the
       // write (issue 27 item 14).
       team_ptr.reset();
       wl.reset();
-      fail(!broken.empty() ? "invariant broken after the run: " + broken
-                           : mismatch);
+      fail(!not_run.empty()  ? "not measured: " + not_run
+           : !broken.empty() ? "invariant broken after the run: " + broken
+                             : mismatch);
       return;
     }
     std::string warning =
