@@ -72,6 +72,7 @@ void OnInterrupt(int sig) {
   static volatile sig_atomic_t handling = 0;
   if (handling) return;
   handling = 1;
+  lockline::KillVerdictsChild();
   lockline::RestoreAll();
   lockline::UnmountWhatLocklineMounted();
   lockline::RemovePendingTemp();

@@ -149,3 +149,108 @@ def test_invalid_utf8_in_the_programs_own_path_is_refused_up_front(tmp_path):
     assert len(lines) == 1 and lines[0].startswith("lockline: error:"), err
     assert "not valid UTF-8" in lines[0] and "\\xff" in lines[0]
     assert not out.exists()
+
+
+# ---- R10 -----------------------------------------------------------------------------------
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("setpriv") is None
+                    or not os.path.exists(SYSCTL),
+                    reason="needs root (to drop it with setpriv) and the pcp sysctl")
+def test_a_setup_refusal_is_not_called_a_broken_invariant(tmp_path):
+    """A high_fraction:8 point run without root refuses its setup ("needs root to write").
+    Before: the row said "invariant broken after the run: high_fraction:8 needs root ...".
+    Now: "not measured: ..." (compare.py's gate keys on "invariant broken")."""
+    listed = subprocess.run([BINARY, "--full", "--list"], capture_output=True, text=True,
+                            timeout=120).stdout.splitlines()
+    keys = [l.split("\t")[0] for l in listed
+            if l.startswith("kernel_zone/") and "high_fraction:8/" in l]
+    if not keys:
+        pytest.skip("no kernel_zone high_fraction:8 point")
+    import pathlib
+    import tempfile
+    work = pathlib.Path(tempfile.mkdtemp(prefix="lockline-r10-"))  # pytest's tree is 0700
+    os.chmod(work, 0o777)
+    out = work / "run"
+    p = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", BINARY,
+                        "--full", f"--benchmark_filter=^{keys[0]}$", "--window=5ms",
+                        "--events=none", "--evidence=off", "--benchmark_repetitions=1",
+                        f"--out={out}"], capture_output=True, text=True, timeout=300,
+                       env=dict(os.environ, LOCKLINE_STATE_DIR=str(work / "state")))
+    assert p.returncode == 1, p.stdout + p.stderr
+    rows = json.loads((out / "lockline.json").read_text())["benchmarks"]
+    errors = [r["error_message"] for r in rows if r.get("error_occurred")]
+    assert errors and all(e.startswith("not measured: ") and "needs root" in e
+                          for e in errors), errors
+    assert not any("invariant" in e for e in errors)
+
+
+# ---- R12 -----------------------------------------------------------------------------------
+
+
+def hanging_plots_dir(tmp_path):
+    """A plots/ directory whose verdicts.py never ends (a stand-in for a hung statistics
+    run)."""
+    d = tmp_path / "plots"
+    d.mkdir()
+    (d / "verdicts.py").write_text("import time\ntime.sleep(600)\n")
+    return d
+
+
+def verdicts_children(plots):
+    """pids of processes running plots/verdicts.py."""
+    found = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                cmd = f.read()
+        except OSError:
+            continue
+        if str(plots / "verdicts.py").encode() in cmd:
+            found.append(int(pid))
+    return found
+
+
+def test_until_resolved_limit_holds_for_a_hanging_verdicts_py(tmp_path):
+    """Before: --until-resolved=3s killed a hanging verdicts.py only after 63 s (a minute's
+    grace). Now at the limit."""
+    plots = hanging_plots_dir(tmp_path)
+    t0 = time.monotonic()
+    p = subprocess.run([BINARY, *ONE_POINT, "--until-resolved=3s", f"--out={tmp_path / 'run'}"],
+                       capture_output=True, text=True, timeout=300,
+                       env=dict(os.environ, LOCKLINE_PLOTS_DIR=str(plots)))
+    elapsed = time.monotonic() - t0
+    assert "still running at the --until-resolved time limit" in p.stderr, p.stderr
+    assert elapsed < 30, f"{elapsed:.0f} s for --until-resolved=3s"
+    assert not verdicts_children(plots)
+
+
+def test_sigterm_ends_the_verdicts_child(tmp_path):
+    """Before: SIGTERM to lockline left verdicts.py running, to write into the interrupted run
+    directory later. Now the child ends with lockline."""
+    plots = hanging_plots_dir(tmp_path)
+    proc = subprocess.Popen([BINARY, *ONE_POINT, "--until-resolved=120s",
+                             f"--out={tmp_path / 'run'}"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True,
+                            env=dict(os.environ, LOCKLINE_PLOTS_DIR=str(plots)))
+    try:
+        deadline = time.monotonic() + 120
+        while not verdicts_children(plots) and time.monotonic() < deadline:
+            assert proc.poll() is None, proc.communicate()
+            time.sleep(0.05)
+        children = verdicts_children(plots)
+        assert children
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=60)
+        assert proc.returncode == 143
+        deadline = time.monotonic() + 5
+        while verdicts_children(plots) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not verdicts_children(plots)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        for pid in verdicts_children(plots):
+            os.kill(pid, signal.SIGKILL)
