@@ -109,21 +109,10 @@ std::string RestoreStateDir() {
   return env != nullptr && *env != '\0' ? env : "/run/lockline";
 }
 
-void RegisterRestore(const std::string& path, const std::string& value) {
-  // A value read from /proc ends in a newline; the state file is one line per
-  // setting, so the value is kept without it (writing it back needs none).
-  std::string old_value = value;
-  while (!old_value.empty() && old_value.back() == '\n') old_value.pop_back();
-  if (path.size() >= kMaxPath || old_value.size() >= kMaxValue ||
-      path.find('\n') != std::string::npos ||
-      old_value.find('\n') != std::string::npos)
-    throw std::length_error(
-        "RegisterRestore: path or value too long or multi-line: " + path);
-  std::lock_guard<std::mutex> lock(g_register_mu);
-  for (Entry& e : g_entries)
-    if (e.state.load(std::memory_order_acquire) == 2 &&
-        path == std::string(e.path))
-      return;  // keep the original value
+namespace {
+
+// AcquireSettingsLock with g_register_mu held.
+void LockSettingsLocked(const std::string& path) {
   const std::string dir = RestoreStateDir();
   const std::string state = dir + "/restore.state";
   if (g_lock_fd.load() < 0) {
@@ -147,6 +136,32 @@ void RegisterRestore(const std::string& path, const std::string& value) {
     std::memcpy(g_state_path, state.c_str(), state.size() + 1);
     g_lock_fd.store(fd);
   }
+}
+
+}  // namespace
+
+void AcquireSettingsLock(const std::string& path) {
+  std::lock_guard<std::mutex> lock(g_register_mu);
+  LockSettingsLocked(path);
+}
+
+void RegisterRestore(const std::string& path, const std::string& value) {
+  // A value read from /proc ends in a newline; the state file is one line per
+  // setting, so the value is kept without it (writing it back needs none).
+  std::string old_value = value;
+  while (!old_value.empty() && old_value.back() == '\n') old_value.pop_back();
+  if (path.size() >= kMaxPath || old_value.size() >= kMaxValue ||
+      path.find('\n') != std::string::npos ||
+      old_value.find('\n') != std::string::npos)
+    throw std::length_error(
+        "RegisterRestore: path or value too long or multi-line: " + path);
+  std::lock_guard<std::mutex> lock(g_register_mu);
+  for (Entry& e : g_entries)
+    if (e.state.load(std::memory_order_acquire) == 2 &&
+        path == std::string(e.path))
+      return;  // keep the original value
+  const std::string state = RestoreStateDir() + "/restore.state";
+  LockSettingsLocked(path);
   for (Entry& e : g_entries) {
     int expected = 0;
     if (!e.state.compare_exchange_strong(expected, 1)) continue;

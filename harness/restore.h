@@ -48,6 +48,14 @@ std::string RestoreStateDir();
 /// async-signal-safe (call from normal code).
 void RegisterRestore(const std::string& path, const std::string& old_value);
 
+/// Takes the settings lock (as RegisterRestore does, non-blocking) without
+/// registering anything: a point reads a setting's value under it, so no other
+/// lockline run changes it between the read and the end of the point's
+/// windows (issue 36 R5). Released by RestoreAll. Throws SettingBusy (naming
+/// `path`) when another run holds it, std::runtime_error when the lock file
+/// cannot be opened. Not async-signal-safe.
+void AcquireSettingsLock(const std::string& path);
+
 /// Writes every registered old value back to its path (open O_WRONLY, write,
 /// close) and forgets it, so a second call does nothing; then removes the
 /// state file and releases the lock. Async-signal-safe: safe to call from a

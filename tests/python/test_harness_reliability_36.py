@@ -254,3 +254,38 @@ def test_sigterm_ends_the_verdicts_child(tmp_path):
             proc.kill()
         for pid in verdicts_children(plots):
             os.kill(pid, signal.SIGKILL)
+
+
+# ---- R5 ------------------------------------------------------------------------------------
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not os.path.exists(SYSCTL),
+                    reason="needs root and the pcp sysctl")
+def test_a_default_row_is_read_under_the_settings_lock(tmp_path):
+    """While another lockline run holds the settings lock (it may have the sysctl at 8), a
+    high_fraction:default point is not measured. Before: it was, and labelled default (at the
+    other run's 8). Unlocked, the row records the value in force during its windows."""
+    import fcntl
+    key = "kernel_zone/batch:2xhigh/high_fraction:default/tasks:threads/threads:1"
+    state = tmp_path / "state"
+    state.mkdir(mode=0o700)
+    args = [BINARY, f"--benchmark_filter=^{key}$", "--window=5ms", "--events=none",
+            "--evidence=off", "--benchmark_repetitions=1"]
+    env = dict(os.environ, LOCKLINE_STATE_DIR=str(state))
+    lock = os.open(state / "sysctl.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        p = subprocess.run(args + [f"--out={tmp_path / 'held'}"], capture_output=True,
+                           text=True, timeout=300, env=env)
+    finally:
+        os.close(lock)
+    rows = json.loads((tmp_path / "held" / "lockline.json").read_text())["benchmarks"]
+    reps = [r for r in rows if r.get("run_type") == "iteration"]
+    assert reps and all(r.get("error_occurred") and "holds" in r["error_message"]
+                        for r in reps), [r.get("error_message") for r in reps]
+    p = subprocess.run(args + [f"--out={tmp_path / 'free'}"], capture_output=True, text=True,
+                       timeout=300, env=env)
+    rows = json.loads((tmp_path / "free" / "lockline.json").read_text())["benchmarks"]
+    reps = [r for r in rows if r.get("run_type") == "iteration"]
+    assert reps and not any(r.get("error_occurred") for r in reps), p.stdout + p.stderr
+    assert reps[0]["details"]["high_fraction_in_windows"] == open(SYSCTL).read().strip()
