@@ -206,8 +206,21 @@ int RestorePending() {
   return n;
 }
 
+namespace {
+std::vector<std::string>& TestPaths() {
+  static std::vector<std::string> paths;
+  return paths;
+}
+}  // namespace
+
+void AddRecoverablePathForTests(const std::string& path) {
+  TestPaths().push_back(path);
+}
+
 bool RecoverablePath(const std::string& path) {
   for (const char* p : kRecoverablePaths)
+    if (path == p) return true;
+  for (const std::string& p : TestPaths())
     if (path == p) return true;
   return false;
 }

@@ -73,8 +73,13 @@ int RestorePending();
 inline constexpr const char* kRecoverablePaths[] = {
     "/proc/sys/vm/percpu_pagelist_high_fraction"};
 
-/// True when `path` is one of kRecoverablePaths.
+/// True when `path` is one of kRecoverablePaths (or was added by
+/// AddRecoverablePathForTests).
 bool RecoverablePath(const std::string& path);
+
+/// Tests only: lets recovery also write `path` (a stand-in file for a sysctl,
+/// so recovery is tested without changing the machine). Not thread-safe.
+void AddRecoverablePathForTests(const std::string& path);
 
 /// True when `value` is a setting value recovery may write back: 1 to 10
 /// decimal digits (every kRecoverablePaths setting is a number).
