@@ -7,8 +7,8 @@ run.iterations`): exit 134, no `lockline:` line, later points lost, finished fal
 here deterministically on a kernel_zone high_fraction:8 point as root: this test holds the
 settings lock (LOCKLINE_STATE_DIR/sysctl.lock) during the first repetition, so it fails with
 "another lockline run holds ..." before its windows, then releases it so the next ones succeed.
-Now: exit 1 (a point's error), every repetition kept (one error row, the others measured, the
-aggregates over them), finished true, the sysctl back.
+Now: exit 1 (a point's error), every repetition kept (the first repetition's error row, the others
+measured, the aggregates over them), finished true, the sysctl back.
 
 Usage: failed_repetition_test.py LOCKLINE_BINARY. Exit 77 (skipped) without root or the sysctl.
 Registered with RESOURCE_LOCK vm_pcp_sysctl: it changes vm.percpu_pagelist_high_fraction.
@@ -48,7 +48,7 @@ def main():
     fcntl.flock(lock, fcntl.LOCK_EX)
     proc = subprocess.Popen(
         [binary, "--full", f"--benchmark_filter=^{keys[0]}$", "--window=20ms", "--events=none",
-         "--evidence=off", "--benchmark_repetitions=3", f"--out={out}"],
+         "--evidence=off", "--benchmark_repetitions=8", f"--out={out}"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         env=dict(os.environ, LOCKLINE_STATE_DIR=state))
     path = os.path.join(out, "lockline.json")
@@ -85,9 +85,12 @@ def main():
         doc = {"benchmarks": [], "context": {}}
     reps = [r for r in doc["benchmarks"] if r.get("run_type") == "iteration"]
     errors = [r.get("error_message", "") for r in reps if r.get("error_occurred")]
-    if len(reps) != 3 or len(errors) != 1 or "holds" not in errors[0]:
-        failures.append(f"{len(reps)} repetition rows, errors {errors}: expected 3 rows, one "
-                        "error naming the held lock")
+    # The lock is released once the first error row is on disk: the next repetition or two
+    # may start before that and fail too; the later ones succeed.
+    if len(reps) != 8 or not errors or len(reps) - len(errors) < 2 or \
+            not reps[0].get("error_occurred") or not all("holds" in e for e in errors):
+        failures.append(f"{len(reps)} repetition rows, errors {errors}: expected 8 rows, the "
+                        "first an error naming the held lock, at least 2 measured")
     if not doc.get("context", {}).get("lockline", {}).get("finished"):
         failures.append("context.lockline.finished is not true")
     if read() != original:
