@@ -359,7 +359,9 @@ int Main(int argc, char** argv) {
 
   // Settings a run killed outright (SIGKILL, the OOM killer) left changed:
   // put back before anything is measured (issue 27 item 2).
-  const std::vector<std::string> recovered = lockline::RecoverPreviousRun();
+  std::vector<std::string> recovered = lockline::RecoverPreviousRun();
+  for (std::string& w : lockline::RecoverTracefsMount())
+    recovered.push_back(std::move(w));
   lockline::WatchTracefsMount();
   try {
     // Counters first: a bad --events list must not leave an empty run

@@ -364,6 +364,9 @@ namespace {
 constexpr const char* kTracefsPath = "/sys/kernel/tracing";
 constexpr long kTracefsMagic = 0x74726163;  // TRACEFS_MAGIC, linux/magic.h
 std::atomic<bool> g_unmount_tracefs{false};
+// The held record of a tracefs mount (RecordTracefsMount), for the handler.
+std::atomic<int> g_tracefs_fd{-1};
+char g_tracefs_state_path[4096];
 
 bool TracefsMounted() {
   struct statfs fs {};
@@ -376,9 +379,103 @@ void WatchTracefsMount() {
   g_unmount_tracefs.store(geteuid() == 0 && !TracefsMounted());
 }
 
+std::string RecordTracefsMount() {
+  const std::string dir = RestoreStateDir();
+  const std::string path = dir + "/tracefs.state";
+  mkdir(dir.c_str(), 0755);
+  const int fd =
+      open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+  if (fd < 0)
+    return "cannot record the mount in " + path + ": " + std::strerror(errno);
+  // Held until the unmount: a run that finds it free knows its writer died.
+  if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    close(fd);
+    return "another lockline run recorded a tracefs mount in " + path;
+  }
+  const std::string text = "pid " + std::to_string(getpid()) +
+                           "\nmount tracefs " + kTracefsPath + "\n";
+  if (ftruncate(fd, 0) != 0 ||
+      write(fd, text.data(), text.size()) !=
+          static_cast<ssize_t>(text.size()) ||
+      fsync(fd) != 0) {
+    const std::string err = std::strerror(errno);
+    unlink(path.c_str());
+    close(fd);
+    return "cannot record the mount in " + path + ": " + err;
+  }
+  if (path.size() < sizeof g_tracefs_state_path)
+    std::memcpy(g_tracefs_state_path, path.c_str(), path.size() + 1);
+  g_tracefs_fd.store(fd);
+  return "";
+}
+
+void NoteTracefsMounted(bool mounted) {
+  if (mounted) {
+    g_unmount_tracefs.store(true);
+    return;
+  }
+  const int fd = g_tracefs_fd.exchange(-1);
+  if (fd >= 0) {
+    unlink(g_tracefs_state_path);
+    close(fd);
+  }
+}
+
 bool UnmountWhatLocklineMounted() {
-  if (!g_unmount_tracefs.exchange(false)) return false;
-  return TracefsMounted() && umount2(kTracefsPath, MNT_DETACH) == 0;
+  bool done = false;
+  if (g_unmount_tracefs.exchange(false))
+    done = TracefsMounted() && umount2(kTracefsPath, MNT_DETACH) == 0;
+  NoteTracefsMounted(false);  // the record goes with the mount
+  return done;
+}
+
+std::vector<std::string> RecoverTracefsMount() {
+  std::vector<std::string> warnings;
+  const std::string dir = RestoreStateDir();
+  const std::string path = dir + "/tracefs.state";
+  struct stat st {
+  }, dst{};
+  if (lstat(path.c_str(), &st) != 0) return warnings;
+  std::string unsafe = lstat(dir.c_str(), &dst) != 0 || !S_ISDIR(dst.st_mode)
+                           ? dir + " is not a directory"
+                           : UnsafeOwner(dst, "the state directory " + dir);
+  if (unsafe.empty() && !S_ISREG(st.st_mode))
+    unsafe = path + " is not a regular file";
+  if (unsafe.empty()) unsafe = UnsafeOwner(st, path);
+  if (!unsafe.empty()) {
+    warnings.push_back("tracefs recovery skipped: " + unsafe);
+    return warnings;
+  }
+  const int fd = open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) return warnings;
+  if (flock(fd, LOCK_EX | LOCK_NB) != 0) {  // its run is alive
+    close(fd);
+    return warnings;
+  }
+  std::string pid = "?";
+  {
+    char buf[128] = {};
+    const ssize_t n = read(fd, buf, sizeof buf - 1);
+    std::istringstream in(std::string(buf, n > 0 ? static_cast<size_t>(n) : 0));
+    std::string word, value;
+    if (in >> word >> value && word == "pid" && RecoverableValue(value))
+      pid = value;
+  }
+  if (geteuid() == 0 && TracefsMounted()) {
+    if (umount2(kTracefsPath, MNT_DETACH) == 0)
+      warnings.push_back("a previous lockline run (pid " + pid +
+                         ") ended without unmounting the tracefs it mounted "
+                         "at " +
+                         kTracefsPath + ": unmounted");
+    else
+      warnings.push_back(
+          "a previous lockline run (pid " + pid + ") left tracefs mounted at " +
+          kTracefsPath +
+          " and it could not be unmounted: " + std::strerror(errno));
+  }
+  unlink(path.c_str());
+  close(fd);
+  return warnings;
 }
 
 }  // namespace lockline

@@ -106,6 +106,25 @@ std::vector<std::string> RecoverPreviousRun();
 /// it (issue 27: the machine is left as found).
 void WatchTracefsMount();
 
+/// Before lockline mounts tracefs (issue 36 R9): records the mount in
+/// STATE_DIR/tracefs.state ("pid N", "mount tracefs /sys/kernel/tracing"),
+/// held with flock until the unmount, so a run that dies outright (SIGKILL)
+/// leaves a record the next run acts on (RecoverTracefsMount). Returns "" or
+/// why it could not (then lockline does not mount).
+std::string RecordTracefsMount();
+
+/// After the mount attempt: `mounted` true marks tracefs as this process's
+/// own (UnmountWhatLocklineMounted removes it, whatever WatchTracefsMount saw
+/// at start: a second run that mounts it after the first unmounted it no
+/// longer leaves it); false drops the record. Async-signal-safe.
+void NoteTracefsMounted(bool mounted);
+
+/// At start-up: when STATE_DIR/tracefs.state records a mount by a run that is
+/// gone (its lock is free), unmounts tracefs at /sys/kernel/tracing (root)
+/// and removes the record; one warning per action. Refuses (one warning) a
+/// state directory or file not root's or writable by others. Never throws.
+std::vector<std::string> RecoverTracefsMount();
+
 /// Unmounts (umount2 MNT_DETACH) tracefs at /sys/kernel/tracing when
 /// WatchTracefsMount found it unmounted and it is mounted now; once.
 /// Async-signal-safe (statfs, umount2): called at the run's end and from the
