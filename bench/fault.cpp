@@ -1065,6 +1065,13 @@ class FaultWorkload : public Workload {
     d["per_task"] = per_task;
   }
 
+  /// The setup or a task failed (the point was not measured as planned).
+  std::string SetupError() override {
+    if (!setup_error_.empty()) return setup_error_;
+    const TaskResult total = Total();
+    return total.error[0] != 0 ? std::string(total.error) : "";
+  }
+
   std::string Verify() override {
     if (!setup_error_.empty()) return setup_error_;
     const TaskResult total = Total();

@@ -681,6 +681,9 @@ class KernelFamilyWorkload : public KernelTaskWorkload {
     ReportCommon(out, window_seconds, ops);
   }
 
+  /// The setup or a task failed (the point was not measured as planned).
+  std::string SetupError() final { return CommonErrors(); }
+
   std::string Verify() final {
     std::string e = CommonErrors();
     for (int i = 0; e.empty() && i < threads_; ++i)

@@ -116,6 +116,13 @@ class ZoneWorkload : public kernel_tasks::KernelFamilyWorkload {
   }
 
   void PrepareTasks(int /*threads*/) override {
+    // Every point, default too, reads and keeps the setting under the
+    // settings lock until its end (RestoreAll in the destructor): no other
+    // lockline run changes it between the read and the end of the windows,
+    // and a default row is never measured at another run's value (issue 36
+    // R5). Without root a default point cannot have changed anything itself.
+    if (geteuid() == 0 || cfg_.high_fraction != "default")
+      AcquireSettingsLock(kFractionPath);
     if (cfg_.high_fraction != "default") {
       old_fraction_ = ReadSmallFile(kFractionPath);
       if (old_fraction_.empty()) {
@@ -183,6 +190,9 @@ class ZoneWorkload : public kernel_tasks::KernelFamilyWorkload {
               std::to_string(batch_pages_) +
               " pages (2 x pcp high of the main zone; 2 x high_max on 6.7+)";
     d["high_fraction"] = cfg_.high_fraction;
+    // The value in force during the windows, read under the settings lock:
+    // what a default row was measured at.
+    d["high_fraction_in_windows"] = fraction_in_windows_;
     if (!size_note_.empty()) d["size_note"] = size_note_;
     if (set_here_) d["high_fraction_restored_to"] = old_fraction_;
     const std::string after = ReadSmallFile(kFractionPath);

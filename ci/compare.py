@@ -78,6 +78,10 @@ VERDICTS = ("regression", "broken", "improvement", "no change", "undecided",
 # would make every change "no change" and so switch the gate off silently (issue 27 item 10).
 MAX_MIN_EFFECT_PCT = 1e6
 
+# --alpha accepts MIN_ALPHA <= alpha < 1: below it (1e-320 is subnormal) Holm's threshold
+# alpha / m underflows and no run could reach it (issue 36 R8).
+MIN_ALPHA = 1e-12
+
 # Bad input: the reader's error, carrying the one-line message main() prints (exit 2).
 InputError = results.ResultError
 
@@ -201,6 +205,34 @@ def _row_overrun(row):
                                              for w in windows)
 
 
+INVARIANT_PREFIX = "invariant broken"
+
+
+def _usable_pair(a, b):
+    return a > 0 and b > 0 and math.isfinite(a) and math.isfinite(b) and math.isfinite(b / a)
+
+
+def invariant_broken(row, key):
+    """What makes one iteration row a broken measurement, or "" when nothing does: a row whose
+    verification failed (lockline's "verify" is not "ok", or its error message starts with
+    "invariant broken": e.g. mutual exclusion violated), or a duet row (key duet/...) whose
+    window pairs hold not one pair with both sides' ops/s positive and finite (an empty duet
+    is broken, not missing)."""
+    verify = row.get("verify")
+    if isinstance(verify, str) and verify not in ("", "ok"):
+        return f"invariant broken: {verify}"
+    message = row.get("error_message")
+    if isinstance(message, str) and message.startswith(INVARIANT_PREFIX):
+        return message
+    if (key.startswith("duet/") or row.get("family") == "duet") and \
+            not row.get("error_occurred") and not row.get("skipped"):
+        pairs = results.row_duet_pairs(row)
+        if not any(_usable_pair(a, b) for a, b in pairs):
+            return (f"empty duet: none of its {len(pairs)} window pairs has both sides' ops/s "
+                    "positive and finite")
+    return ""
+
+
 def load_side(paths, label):
     """Load and pool the result files of one side ("baseline" or "current").
 
@@ -209,11 +241,12 @@ def load_side(paths, label):
     (lockline_results.row_identity: equal for the same measurement), "pairs" (a duet row's
     window pairs, (A ops/s, B ops/s), else [])), "failed"
     (key -> error messages of its rows with error_occurred or skipped), "notes"
-    (excluded rows, aggregate fallbacks), "emulated" (one bool per file), "unfinished" (paths
+    (excluded rows, aggregate fallbacks), "invariant" (key -> what each of its repetitions
+    that broke an invariant says: invariant_broken), "emulated" (one bool per file), "unfinished" (paths
     of files with finished: false). Raises InputError for unreadable or malformed files.
     """
     side = {"label": label, "paths": list(paths), "contexts": [], "rows": {}, "notes": [],
-            "emulated": [], "unfinished": [], "failed": {}}
+            "emulated": [], "unfinished": [], "failed": {}, "invariant": {}}
     for path in paths:
         doc = read_json_file(path)
         side["contexts"].append(doc.get("context", {}))
@@ -236,11 +269,16 @@ def load_side(paths, label):
             if r.get("run_type") is None and r["name"].endswith("_mean") and \
                     r.get("aggregate_name") is None:
                 key = strip_decorations(r["name"][:-len("_mean")])
-            if r.get("error_occurred") or r.get("skipped"):
+            broken = invariant_broken(r, key)
+            if broken:
+                # Any repetition that broke an invariant (or a duet without one usable window
+                # pair) fails the gate, whatever its other repetitions measured (issue 36 R4).
+                side["invariant"].setdefault(key, []).append(broken)
+            if r.get("error_occurred") or r.get("skipped") or broken:
                 excluded += 1
                 # Kept per key: a baseline key whose current rows all failed is a broken point,
                 # never "only in baseline" (issue 27 item 4).
-                message = r.get("error_message")
+                message = broken or r.get("error_message")
                 side["failed"].setdefault(key, []).append(
                     message if isinstance(message, str) and message else "error_occurred")
                 continue
@@ -300,14 +338,27 @@ def min_attainable_p(n1, n2):
     9 vs 9: 4.1e-5."""
     if n1 < 1 or n2 < 1:
         return 1.0
-    return min(1.0, 2.0 / math.comb(n1 + n2, n1))
+    # In log space: C(n1+n2, n1) passes the float maximum beyond ~512 samples a side, where
+    # 2 / comb() raised OverflowError (issue 36 R2); the p-value then underflows to 0.0.
+    return math.exp(min(0.0, log_min_attainable_p(n1, n2)))
+
+
+def log_min_attainable_p(n1, n2):
+    """Natural log of 2 / C(n1+n2, n1) (lgamma: no overflow at any sample size); 0.0 when a
+    side is empty."""
+    if n1 < 1 or n2 < 1:
+        return 0.0
+    return (math.log(2.0) - math.lgamma(n1 + n2 + 1) + math.lgamma(n1 + 1)
+            + math.lgamma(n2 + 1))
 
 
 def repetitions_needed(alpha, m):
     """Smallest n such that n repetitions per side can reach significance for m rows under Holm:
-    2 / C(2n, n) <= alpha / m."""
+    2 / C(2n, n) <= alpha / m (compared in log space, so an alpha near the float minimum ends
+    the search instead of overflowing). alpha must be > 0."""
+    target = math.log(alpha) - math.log(max(m, 1))
     n = 1
-    while min_attainable_p(n, n) > alpha / max(m, 1):
+    while log_min_attainable_p(n, n) > target:
         n += 1
     return n
 
@@ -629,14 +680,30 @@ def compare(base, cur, options):
     unknown_versions = None in bver or None in cver
     declared = dict(options["metrics"])
     rows = []
+    invariant = cur.get("invariant", {})
     keys = sorted(set(base["rows"]) | set(cur["rows"]) |
-                  (set(cur.get("failed", {})) & set(base["rows"])))
+                  (set(cur.get("failed", {})) & set(base["rows"])) | set(invariant))
     if options["filter"] is not None:
         keys = [k for k in keys if options["filter"].search(k)]
     threaded_time_rows = 0
     for key in keys:
         bs, cs = base["rows"].get(key, []), cur["rows"].get(key, [])
         metrics = [m for m, _ in options["metrics"]] or [default_metric(bs, cs)]
+        if invariant.get(key):
+            # A current repetition broke an invariant: the point is broken, whatever its other
+            # repetitions, --threshold-only, --allow-undecided or --allow-missing say.
+            broken = invariant[key]
+            total = len(cs) + len(broken)
+            rows.append({"key": key, "metric": metrics[0],
+                         "direction": metric_direction(metrics[0], declared),
+                         "min_effect_pct": _min_effect_for(key, options),
+                         "notes": [f"{len(broken)} of {total} current repetitions broke an "
+                                   f"invariant (e.g. {broken[0]!r})"],
+                         "warnings": [], "regime": None, "dropped": 0, "ci_pct": None,
+                         "baseline": None, "current": None, "change_pct": None,
+                         "p_value": None, "p_adjusted": None, "min_p": None,
+                         "verdict": "broken", "paired": False})
+            continue
         for metric in metrics:
             bsamp = [s for s in bs if metric in s["values"]]
             csamp = [s for s in cs if metric in s["values"]]
@@ -948,7 +1015,7 @@ def finish(rows, warnings, notes, options):
         first = next(r for r in rows if r["verdict"] == "incomparable")
         message = (f"{counts['incomparable']} row(s) incomparable, e.g. {first['key']} "
                    f"{first['metric']}: {first['notes'][-1]}")
-    elif not m and not options.get("allow_empty"):
+    elif not m and not counts["broken"] and not options.get("allow_empty"):
         exit_code = EXIT_BAD_INPUT
         message = "no benchmark appears on both sides" + \
             (" after --filter" if options["filter"] is not None else "")
@@ -956,8 +1023,9 @@ def finish(rows, warnings, notes, options):
         exit_code = EXIT_REGRESSION
         if counts["broken"]:
             first = next(r for r in rows if r["verdict"] == "broken")
-            message = (f"{counts['broken']} broken row(s) (measured in the baseline, no usable "
-                       f"current repetition), e.g. {first['key']}: {first['notes'][-1]}")
+            message = (f"{counts['broken']} broken row(s) (a current repetition broke an "
+                       "invariant, or measured in the baseline with no usable current "
+                       f"repetition), e.g. {first['key']}: {first['notes'][-1]}")
     elif counts["undecided"] and not options.get("allow_undecided"):
         exit_code = EXIT_UNDECIDED
         message = (f"undecided: {counts['undecided']} rows; rerun with {need} repetitions a side "
@@ -1198,8 +1266,10 @@ def main(argv=None):
     stderr."""
     args = build_parser().parse_args(argv)
     try:
-        if not 0 < args.alpha < 1:
-            raise InputError(f"--alpha {args.alpha:g}: must be between 0 and 1")
+        if not MIN_ALPHA <= args.alpha < 1:
+            raise InputError(f"--alpha {args.alpha:g}: must be between 0 and 1, at least "
+                             f"{MIN_ALPHA:g} (a smaller level needs more repetitions than any "
+                             "run holds)")
         if not 0 <= args.min_effect < MAX_MIN_EFFECT_PCT:
             raise InputError(f"--min-effect {args.min_effect:g}: must be a finite percentage "
                              f"from 0 to below {MAX_MIN_EFFECT_PCT:g} (inf or nan would disable "

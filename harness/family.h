@@ -104,6 +104,11 @@ class Workload {
   /// intact, counts add up). Returns "" when correct, else a description; the
   /// harness marks the row as an error.
   virtual std::string Verify() { return ""; }
+  /// After Report, before Verify: "" when the point ran as planned, else
+  /// what stopped it before or during its windows (a refused setup such as
+  /// "needs root", a task that could not fork: "Too many open files"). The
+  /// harness reports it as such, not as a broken invariant (issue 36 R10).
+  virtual std::string SetupError() { return ""; }
 };
 
 /// Everything a workload factory may need about the run and the point.

@@ -22,6 +22,7 @@
 
 #include "harness/counters.h"
 #include "harness/provenance.h"
+#include "harness/restore.h"
 
 namespace lockline::kernel {
 namespace {
@@ -105,12 +106,20 @@ const TracepointInfo& ContentionTracepoints() {
           "(mount -t tracefs nodev /sys/kernel/tracing)";
       return t;
     }
+    // Recorded before the mount, so a run killed outright leaves a record
+    // the next run acts on (harness/restore.h, issue 36 R9).
+    if (const std::string why = RecordTracefsMount(); !why.empty()) {
+      t.reason = "tracefs is not mounted and lockline did not mount it: " + why;
+      return t;
+    }
     if (mount("nodev", "/sys/kernel/tracing", "tracefs", 0, nullptr) != 0) {
       t.reason =
           std::string("mounting tracefs at /sys/kernel/tracing failed: ") +
           std::strerror(errno);
+      NoteTracefsMounted(false);
       return t;
     }
+    NoteTracefsMounted(true);
     t = FindTracepointsIn("/sys/kernel/tracing");
     t.mounted_here = true;
     return t;

@@ -75,6 +75,7 @@ void OnInterrupt(int sig) {
   static volatile sig_atomic_t handling = 0;
   if (handling) return;
   handling = 1;
+  lockline::KillVerdictsChild();
   lockline::RestoreAll();
   lockline::UnmountWhatLocklineMounted();
   lockline::RemovePendingTemp();
@@ -272,6 +273,22 @@ int Main(int argc, char** argv) {
     std::fputs(lockline::kUsage, stdout);
     return 0;
   }
+  // The program's own path goes into the result file (context.executable,
+  // provenance): invalid UTF-8 there is bad input like an argument's, said
+  // before anything is created (issue 36 R11; it used to end the run with a
+  // raw JSON exception after the run directory existed).
+  {
+    char self[4096];
+    const ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+    const std::string exe =
+        n > 0 ? std::string(self, static_cast<size_t>(n)) : "";
+    for (const std::string& path : {std::string(argv[0]), exe})
+      if (!lockline::IsValidUtf8(path))
+        return Fail(
+            "the program's own path " + path +
+            " is not valid UTF-8 (it is recorded in the result "
+            "file); accepted: a path in UTF-8 (move the binary to one)");
+  }
   if (!o.layouts.empty()) {
     if (o.layouts == "json") {
       json all = json::array();
@@ -352,7 +369,9 @@ int Main(int argc, char** argv) {
 
   // Settings a run killed outright (SIGKILL, the OOM killer) left changed:
   // put back before anything is measured (issue 27 item 2).
-  const std::vector<std::string> recovered = lockline::RecoverPreviousRun();
+  std::vector<std::string> recovered = lockline::RecoverPreviousRun();
+  for (std::string& w : lockline::RecoverTracefsMount())
+    recovered.push_back(std::move(w));
   lockline::WatchTracefsMount();
   try {
     // Counters first: a bad --events list must not leave an empty run

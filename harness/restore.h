@@ -48,6 +48,14 @@ std::string RestoreStateDir();
 /// async-signal-safe (call from normal code).
 void RegisterRestore(const std::string& path, const std::string& old_value);
 
+/// Takes the settings lock (as RegisterRestore does, non-blocking) without
+/// registering anything: a point reads a setting's value under it, so no other
+/// lockline run changes it between the read and the end of the point's
+/// windows (issue 36 R5). Released by RestoreAll. Throws SettingBusy (naming
+/// `path`) when another run holds it, std::runtime_error when the lock file
+/// cannot be opened. Not async-signal-safe.
+void AcquireSettingsLock(const std::string& path);
+
 /// Writes every registered old value back to its path (open O_WRONLY, write,
 /// close) and forgets it, so a second call does nothing; then removes the
 /// state file and releases the lock. Async-signal-safe: safe to call from a
@@ -60,13 +68,35 @@ void RestoreAll();
 /// Number of registered entries not yet restored (for tests and reports).
 int RestorePending();
 
+/// The settings lockline itself changes, the only paths start-up recovery
+/// writes (issue 36 R3: the state file is data, never a list of targets).
+inline constexpr const char* kRecoverablePaths[] = {
+    "/proc/sys/vm/percpu_pagelist_high_fraction"};
+
+/// True when `path` is one of kRecoverablePaths (or was added by
+/// AddRecoverablePathForTests).
+bool RecoverablePath(const std::string& path);
+
+/// Tests only: lets recovery also write `path` (a stand-in file for a sysctl,
+/// so recovery is tested without changing the machine). Not thread-safe.
+void AddRecoverablePathForTests(const std::string& path);
+
+/// True when `value` is a setting value recovery may write back: 1 to 10
+/// decimal digits (every kRecoverablePaths setting is a number).
+bool RecoverableValue(const std::string& value);
+
 /// At start-up: when a previous run died with settings changed (its state
 /// file is there and its lock is free), writes the original values back and
 /// removes the state file. Returns one warning per setting it found changed
 /// ("a previous lockline run (pid N) ended without restoring PATH: it was
 /// CUR, restored to OLD", or why it could not be restored); empty when there
 /// was nothing to do or another run holds the lock (that run restores its
-/// own). Never throws.
+/// own). Only kRecoverablePaths with RecoverableValue values are written
+/// (O_NOFOLLOW, never created); a state directory or file not owned by root
+/// (or this user), writable by group or others, or a symlink is not acted on
+/// (one warning); a missing lock file is recreated. An entry refused (path,
+/// value, or by the kernel) warns once and the file goes; one not written for
+/// want of permission is kept for a run as root. Never throws.
 std::vector<std::string> RecoverPreviousRun();
 
 /// Call once at start-up: notes whether tracefs is mounted at
@@ -75,6 +105,25 @@ std::vector<std::string> RecoverPreviousRun();
 /// there at the end is lockline's own and UnmountWhatLocklineMounted removes
 /// it (issue 27: the machine is left as found).
 void WatchTracefsMount();
+
+/// Before lockline mounts tracefs (issue 36 R9): records the mount in
+/// STATE_DIR/tracefs.state ("pid N", "mount tracefs /sys/kernel/tracing"),
+/// held with flock until the unmount, so a run that dies outright (SIGKILL)
+/// leaves a record the next run acts on (RecoverTracefsMount). Returns "" or
+/// why it could not (then lockline does not mount).
+std::string RecordTracefsMount();
+
+/// After the mount attempt: `mounted` true marks tracefs as this process's
+/// own (UnmountWhatLocklineMounted removes it, whatever WatchTracefsMount saw
+/// at start: a second run that mounts it after the first unmounted it no
+/// longer leaves it); false drops the record. Async-signal-safe.
+void NoteTracefsMounted(bool mounted);
+
+/// At start-up: when STATE_DIR/tracefs.state records a mount by a run that is
+/// gone (its lock is free), unmounts tracefs at /sys/kernel/tracing (root)
+/// and removes the record; one warning per action. Refuses (one warning) a
+/// state directory or file not root's or writable by others. Never throws.
+std::vector<std::string> RecoverTracefsMount();
 
 /// Unmounts (umount2 MNT_DETACH) tracefs at /sys/kernel/tracing when
 /// WatchTracefsMount found it unmounted and it is mounted now; once.

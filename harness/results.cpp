@@ -58,7 +58,13 @@ long MeasuredRows(const nlohmann::json& doc) {
 void WriteFileAtomically(const std::string& path, const std::string& text,
                          long measured_rows) {
   g_rows_in_temp.store(-1);
-  const std::string templ = path + ".tmp.XXXXXX";
+  // A dot name beside the result: a temporary file a SIGKILL leaves behind
+  // (no handler runs to remove it) is hidden and never taken for a result by
+  // a reader (no *.json, no lockline.json prefix; issue 36 R13).
+  const std::filesystem::path p(path);
+  const std::string templ =
+      (p.has_parent_path() ? p.parent_path().string() + "/" : std::string()) +
+      "." + p.filename().string() + ".tmp.XXXXXX";
   if (templ.size() >= PATH_MAX)
     throw std::runtime_error("cannot write " + path + ": path too long");
   // mkstemp fills g_pending_temp in place, so a signal arriving at any point

@@ -529,8 +529,32 @@ void RunPoint(benchmark::State& state, const Point& point, RunState& run) {
                           s(t_loop0, t_loop1) - probes_s);
     rec["timing"] = timing;
   };
+  // Google Benchmark 1.7.1 aggregates a point's repetitions (ComputeStats)
+  // only if every one ends with the planned iteration count (a repetition
+  // failing before its loop had 0: Check `run_iterations == run.iterations`,
+  // abort, exit 134) and the first one of the instance is not an error (its
+  // report has no statistics: SIGSEGV when later ones succeed). Either
+  // killed the run and every later point (issue 36 R1). So a failed
+  // repetition always ends its loop at the planned count, and the instance's
+  // first one is reported to Google Benchmark as a run labelled with the
+  // error (lockline's row says error_occurred; its aggregates, and
+  // lockline's, leave it out); later ones are SkipWithError.
+  if (run.gb_round != run.resolve_round) {
+    run.gb_round = run.resolve_round;
+    run.gb_runs.clear();
+  }
+  const bool first_of_instance = run.gb_runs[point.key]++ == 0;
+  bool loop_done = false;  // the window loop ran to its end
   const auto fail = [&](const std::string& why) {
-    state.SkipWithError(why.c_str());
+    if (!first_of_instance)
+      state.SkipWithError(why.c_str());
+    else
+      state.SetLabel("lockline error (row error_occurred): " + why);
+    // Started or not, the loop ends here with the planned count: after
+    // SkipWithError KeepRunning runs nothing more; without it the rest of
+    // the windows are counted at 1 ns each.
+    if (!loop_done)
+      while (state.KeepRunning()) state.SetIterationTime(1e-9);
     rec["error_message"] = why;
     finish_timing();
     RecordRepetition(run, point, rec, seconds, cpu_seconds, ops);
@@ -627,6 +651,7 @@ void RunPoint(benchmark::State& state, const Point& point, RunState& run) {
                          {"overrun", r.overrun}});
     }
     t_loop1 = NowNs();
+    loop_done = true;
     // CFS bandwidth throttling of lockline's cgroup during the windows.
     const CpuThrottle throttle1 = ReadCpuThrottle(ProcessCgroupCpu());
     if (throttle0.ok && throttle1.ok)
@@ -663,7 +688,10 @@ void RunPoint(benchmark::State& state, const Point& point, RunState& run) {
 
     PointReport rep;
     wl->Report(rep, seconds, ops);
-    const std::string broken = wl->Verify();
+    // What stopped the point (a refused setup, a task that could not run) is
+    // said as such; only what remains is an invariant check (issue 36 R10).
+    const std::string not_run = wl->SetupError();
+    const std::string broken = not_run.empty() ? wl->Verify() : "";
 
     std::vector<std::pair<std::string, double>> metrics;
     const double ops_per_s =
@@ -749,14 +777,15 @@ void RunPoint(benchmark::State& state, const Point& point, RunState& run) {
         layouts[name] = j;
       }
     }
-    if (!broken.empty() || !mismatch.empty()) {
+    if (!not_run.empty() || !broken.empty() || !mismatch.empty()) {
       // The point's threads, tasks and descriptors go first: the result file
       // is written after them, so a tight fd limit fails the point, not the
       // write (issue 27 item 14).
       team_ptr.reset();
       wl.reset();
-      fail(!broken.empty() ? "invariant broken after the run: " + broken
-                           : mismatch);
+      fail(!not_run.empty()  ? "not measured: " + not_run
+           : !broken.empty() ? "invariant broken after the run: " + broken
+                             : mismatch);
       return;
     }
     std::string warning =

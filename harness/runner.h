@@ -92,6 +92,11 @@ struct RunState {
   /// (rows get `resolve_round`; Google Benchmark's aggregates of a round are
   /// ignored, lockline recomputes them over every repetition).
   int resolve_round = 0;
+  /// Google Benchmark runs of each key in its round (gb_round: the
+  /// resolve_round they belong to): RunPoint reports an instance's first
+  /// failed repetition differently (issue 36 R1).
+  int gb_round = -1;
+  std::map<std::string, int> gb_runs;
   /// Finalize() marks the file finished (false while extra rounds follow).
   bool finish_on_finalize = true;
   std::string progress_note;  ///< appended to progress lines, e.g. "3 open"

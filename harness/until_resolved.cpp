@@ -2,11 +2,13 @@
 
 #include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -32,40 +34,58 @@ using nlohmann::json;
 
 bool IsFile(const std::string& path) { return access(path.c_str(), R_OK) == 0; }
 
+// The running verdicts.py child (0: none), for KillVerdictsChild.
+std::atomic<pid_t> g_verdicts_pid{0};
+
 // Runs `python verdicts.py dir --look=K` with its stdout discarded (its
 // stderr is the user's); returns "" on exit status 0, else what went wrong.
 // Killed (SIGKILL) when still running at `deadline_ns` (NowNs clock): the
-// --until-resolved time limit covers the statistics too.
+// --until-resolved time limit covers the statistics too. The child dies with
+// lockline (PR_SET_PDEATHSIG; KillVerdictsChild from the signal handler).
 std::string RunVerdicts(const std::string& script, const std::string& dir,
                         int look, uint64_t deadline_ns) {
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
   std::vector<std::string> args = {kVerdictsPython, script, dir,
                                    "--look=" + std::to_string(look)};
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
-  pid_t pid = 0;
-  const int err =
-      posix_spawn(&pid, kVerdictsPython, &fa, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&fa);
-  if (err != 0) return std::string("cannot start ") + kVerdictsPython;
+  const pid_t parent = getpid();
+  // Only async-signal-safe calls between fork and execve.
+  const pid_t pid = fork();
+  if (pid < 0) return std::string("cannot start ") + kVerdictsPython;
+  if (pid == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(127);
+    const int null = open("/dev/null", O_WRONLY);
+    if (null >= 0) dup2(null, 1);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, nullptr);
+    execve(kVerdictsPython, argv.data(), environ);
+    _exit(127);
+  }
+  g_verdicts_pid.store(pid);
+  const auto reaped = [&] { g_verdicts_pid.store(0); };
   int status = 0;
   for (;;) {
     const pid_t r = waitpid(pid, &status, WNOHANG);
     if (r == pid) break;
-    if (r < 0 && errno != EINTR) return "waitpid failed";
+    if (r < 0 && errno != EINTR) {
+      reaped();
+      return "waitpid failed";
+    }
     if (NowNs() >= deadline_ns) {
       kill(pid, SIGKILL);
       while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
       }
+      reaped();
       return script +
              " was still running at the --until-resolved time limit "
              "(killed)";
     }
     usleep(20000);
   }
+  reaped();
   if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return "";
   return script + " exited with status " +
          std::to_string(WIFEXITED(status) ? WEXITSTATUS(status)
@@ -73,6 +93,11 @@ std::string RunVerdicts(const std::string& script, const std::string& dir,
 }
 
 }  // namespace
+
+void KillVerdictsChild() {
+  const pid_t pid = g_verdicts_pid.exchange(0);
+  if (pid > 0) kill(pid, SIGKILL);
+}
 
 std::string PlotsDir() {
   const char* env = std::getenv("LOCKLINE_PLOTS_DIR");
@@ -143,6 +168,7 @@ bool RunUntilResolved(RunState& run, benchmark::BenchmarkReporter& reporter) {
                            1e9 / run.progress_done
                      : 0.1;
   int extra = 0;
+  double verdicts_s = 0;  // the last verdicts.py run, seconds
   std::string stopped;
   VerdictSummary v;
   for (;;) {
@@ -150,11 +176,13 @@ bool RunUntilResolved(RunState& run, benchmark::BenchmarkReporter& reporter) {
     run.results->Flush();
     // Look k = round + 1 of the sequential design (plots/stats.py
     // sequential_confidence). The statistics count against the time limit,
-    // with a minute's grace so the last verdicts can be computed.
-    const uint64_t deadline =
-        start_ns + static_cast<uint64_t>((budget + 60.0) * 1e9);
+    // which holds (issue 36 R12: a hanging verdicts.py ran 60 s past it);
+    // each round leaves the time the last verdicts took for the next ones.
+    const uint64_t deadline = start_ns + static_cast<uint64_t>(budget * 1e9);
+    const uint64_t verdicts_start = NowNs();
     const std::string failed =
         RunVerdicts(script, dir, run.resolve_round + 1, deadline);
+    verdicts_s = static_cast<double>(NowNs() - verdicts_start) / 1e9;
     if (!failed.empty()) {
       stopped = "verdicts_failed";
       std::fprintf(stderr,
@@ -206,7 +234,7 @@ bool RunUntilResolved(RunState& run, benchmark::BenchmarkReporter& reporter) {
       break;
     }
     // As many repetitions per point as fit, up to the run's repetitions.
-    const double left = budget - spent;
+    const double left = budget - spent - verdicts_s;
     const int reps = std::min<int>(
         run.opts.repetitions,
         static_cast<int>(left / (rep_s * static_cast<double>(points.size()))));

@@ -24,6 +24,13 @@ inline constexpr const char* kVerdictsPython = "/usr/bin/python3";
 /// else the source tree's plots/ compiled in (LOCKLINE_PLOTS_DIR_DEFAULT).
 std::string PlotsDir();
 
+/// Async-signal-safe: SIGKILLs the verdicts.py child when one is running (the
+/// interrupt handler of harness/main.cpp calls it, so the child ends with
+/// lockline instead of writing into the interrupted run directory later;
+/// issue 36 R12). The child also gets SIGKILL should lockline die outright
+/// (PR_SET_PDEATHSIG).
+void KillVerdictsChild();
+
 /// Validation of --until-resolved before anything is created: "" when the run
 /// can use it (or the flag is off), else the `lockline: error:` message:
 /// PlotsDir()/verdicts.py or the interpreter missing, or --benchmark_out given

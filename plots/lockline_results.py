@@ -792,14 +792,47 @@ def _worker_argument_warnings(points: List[Point]) -> List[str]:
             "thread's only, not the workers' CPU time"]
 
 
+# The rates and times a tool computes with (ops/s, ns/op, Google Benchmark's times, a duet
+# pair's ops/s): |v| above PHYSICAL_MAX or non-zero below PHYSICAL_MIN is no measurement (1e308
+# and 5e-324 overflowed the plots' and report's sums and ratios: issue 36 R8).
+PHYSICAL_METRICS = ("ops_per_s", "ns_per_op", "real_time", "cpu_time")
+PHYSICAL_MAX, PHYSICAL_MIN = 1e15, 1e-200
+
+
+def _non_physical(value: float) -> bool:
+    v = abs(value)
+    return v > PHYSICAL_MAX or 0.0 < v < PHYSICAL_MIN
+
+
+def check_physical(run: Run) -> None:
+    """Raise ResultError naming the first repetition or aggregate of `run` whose rate or time
+    (PHYSICAL_METRICS, a duet row's window pairs) is not physical (_non_physical); non-finite
+    values are already missing (load_run)."""
+    for point in run.points:
+        values = [(m, point.metrics[m]) for m in PHYSICAL_METRICS if m in point.metrics]
+        for i, (a, b) in enumerate(row_duet_pairs(point.row)):
+            values += [(f"details.duet.pairs[{i}].a_ops_per_s", a),
+                       (f"details.duet.pairs[{i}].b_ops_per_s", b)]
+        for name, value in values:
+            if isinstance(value, (int, float)) and math.isfinite(value) and \
+                    _non_physical(value):
+                raise ResultError(
+                    f"{run.path}: {point.key or point.family} {name} = {value:g} is not a "
+                    f"measurement (accepted: 0, or {PHYSICAL_MIN:g} to {PHYSICAL_MAX:g} in "
+                    "magnitude)")
+
+
 def load_runs(paths: Iterable[str]) -> List[Run]:
-    """load_run over resolve_paths(paths); raises ResultError if no path is given. Runs that
-    would share a legend label (two files of one host and commit, two foreign files of one
-    name) get a `tag`: their date, else their position."""
+    """load_run over resolve_paths(paths); raises ResultError if no path is given or a rate or
+    time is not physical (check_physical). Runs that would share a legend label (two files of
+    one host and commit, two foreign files of one name) get a `tag`: their date, else their
+    position."""
     paths = list(paths)
     if not paths:
         raise ResultError("no result path given (expected run directories or result JSON files)")
     runs = [load_run(p) for p in resolve_paths(paths)]
+    for run in runs:
+        check_physical(run)
     for step in ("date", "position"):
         labels = [r.label for r in runs]
         for i, run in enumerate(runs):

@@ -73,6 +73,27 @@ MIXED = "mixed"
 Sample = Tuple[str, float]  # (coherence label, value)
 
 
+# The bootstrap draws at most this many resampled values at once (8 bytes each, plus as many
+# indices): 100k window pairs x 4000 resamples asked for 26.8 GiB at once (issue 36 R2).
+BOOTSTRAP_CHUNK_VALUES = 1 << 22
+
+
+def resampled_medians(values: np.ndarray, rng: np.random.Generator,
+                      resamples: int) -> np.ndarray:
+    """Medians of `resamples` resamples (with replacement, of values.size each) of `values`,
+    drawn from `rng`. Memory is bounded by BOOTSTRAP_CHUNK_VALUES: above it the resamples are
+    drawn in chunks of rows (the same distribution; below it the very draws of one call)."""
+    n = int(values.size)
+    if resamples * n <= BOOTSTRAP_CHUNK_VALUES:
+        return np.median(values[rng.integers(0, n, size=(resamples, n))], axis=1)
+    rows = max(1, BOOTSTRAP_CHUNK_VALUES // max(n, 1))
+    out = np.empty(resamples, dtype=float)
+    for start in range(0, resamples, rows):
+        k = min(rows, resamples - start)
+        out[start:start + k] = np.median(values[rng.integers(0, n, size=(k, n))], axis=1)
+    return out
+
+
 def regime_rank(label: str) -> Tuple[int, int, str]:
     """Sort key of a regime label, fastest (lowest latency) first: near, baseline (older
     files), far (the harness's second regime), regime3, regime4, ... (harness/coherence.h
@@ -174,11 +195,14 @@ def ratio_interval(base: Sequence[float], variant: Sequence[float],
         raise ValueError(f"base median {mb:g} is not positive")
     ratio = float(np.median(v)) / mb
     rng = np.random.default_rng(seed)
-    med_b = np.median(b[rng.integers(0, b.size, size=(resamples, b.size))], axis=1)
-    med_v = np.median(v[rng.integers(0, v.size, size=(resamples, v.size))], axis=1)
+    med_b = resampled_medians(b, rng, resamples)
+    med_v = resampled_medians(v, rng, resamples)
     with np.errstate(divide="ignore", invalid="ignore"):
         ratios = med_v / med_b
     ratios = ratios[np.isfinite(ratios)]
+    if ratios.size == 0 or not math.isfinite(ratio):
+        # Values near the float maximum: medians of two of them overflow (issue 36 R8).
+        raise ValueError("no finite ratio of medians (values near the float maximum)")
     tail = (1.0 - confidence) / 2.0
     lo, hi = np.quantile(ratios, [tail, 1.0 - tail])
     return ratio, float(min(lo, ratio)), float(max(hi, ratio))
@@ -220,12 +244,19 @@ def hierarchical_bootstrap_medians(groups: Sequence[np.ndarray], resamples: int,
     padded = np.full((n_groups, width), np.nan)
     for i, a in enumerate(groups):
         padded[i, :a.size] = a
-    chosen = rng.integers(0, n_groups, size=(resamples, n_groups))
-    size = sizes[chosen][:, :, None]
-    within = np.floor(rng.random((resamples, n_groups, width)) * size).astype(int)
-    values = padded[chosen[:, :, None], within]
-    values[np.arange(width)[None, None, :] >= size] = np.nan
-    return np.nanmedian(values.reshape(resamples, -1), axis=1)
+    # Drawn in chunks of resamples so memory stays bounded by BOOTSTRAP_CHUNK_VALUES (issue 36
+    # R2: 100k pairs, each its own unit, must not ask for gigabytes).
+    rows = max(1, BOOTSTRAP_CHUNK_VALUES // max(n_groups * width, 1))
+    out = np.empty(resamples, dtype=float)
+    for start in range(0, resamples, rows):
+        k = min(rows, resamples - start)
+        chosen = rng.integers(0, n_groups, size=(k, n_groups))
+        size = sizes[chosen][:, :, None]
+        within = np.floor(rng.random((k, n_groups, width)) * size).astype(int)
+        values = padded[chosen[:, :, None], within]
+        values[np.arange(width)[None, None, :] >= size] = np.nan
+        out[start:start + k] = np.nanmedian(values.reshape(k, -1), axis=1)
+    return out
 
 
 def hierarchical_median_interval(groups: Sequence[Sequence[float]],
@@ -587,8 +618,7 @@ def _bootstrap_median(values: np.ndarray, confidence: float, resamples: int,
     if np.all(values == values[0]):
         return med, med, med
     rng = np.random.default_rng(seed)
-    boot = np.median(values[rng.integers(0, values.size, size=(resamples, values.size))],
-                     axis=1)
+    boot = resampled_medians(values, rng, resamples)
     tail = (1.0 - confidence) / 2.0
     lo, hi = np.quantile(boot, [tail, 1.0 - tail])
     return med, min(float(lo), med), max(float(hi), med)
@@ -791,9 +821,8 @@ def compare_pair_effects(base_pairs: Sequence[Tuple[str, float, float]],
             factor = small_sample_expansion(min(len(gb), len(gc)), confidence)
             common.update(units=min(len(gb), len(gc)), expansion=factor)
         else:
-            boot = (np.median(lc[rng.integers(0, lc.size, size=(resamples, lc.size))], axis=1)
-                    - np.median(lb[rng.integers(0, lb.size, size=(resamples, lb.size))],
-                                axis=1))
+            boot = (resampled_medians(lc, rng, resamples)
+                    - resampled_medians(lb, rng, resamples))
             factor = 1.0
         tail = (1.0 - confidence) / 2.0
         qlo, qhi = np.quantile(boot, [tail, 1.0 - tail])

@@ -93,6 +93,9 @@ class Settings : public ::testing::Test {
     setenv("LOCKLINE_STATE_DIR", (dir_ + "/state").c_str(), 1);
     sysctl_ = dir_ + "/percpu_pagelist_high_fraction";
     Put(sysctl_, "0\n");
+    // Recovery writes only the settings lockline registers (issue 36 R3):
+    // this stand-in file is one for the test.
+    AddRecoverablePathForTests(sysctl_);
   }
   void TearDown() override {
     RestoreAll();

@@ -13,7 +13,10 @@ tracefs on the host meanwhile):
                /proc/self/mountinfo has no tracefs at /sys/kernel/tracing;
  - sigterm:    the same, SIGTERM once lockline has mounted it: exit 143, unmounted;
  - premounted: tracefs mounted in the namespace before the run: still mounted after it, and the
-               row does not claim lockline mounted it.
+               row does not claim lockline mounted it;
+ - sigkill:    SIGKILL once lockline has mounted it (no handler runs): the mount stays, and the
+               next run (a calibration point, no tracefs of its own) unmounts it and says so
+               (issue 36 R9; before: the next run left it mounted).
 Usage: tracefs_unmount_test.py LOCKLINE_BINARY. Exit 77 (ctest SKIP_RETURN_CODE) without root,
 without unshare or a kernel that lets it make a mount namespace, without tracefs support or
 without a kernel_lru point.
@@ -77,6 +80,8 @@ def inside(case, binary, key, out):
     if case == "premounted":
         subprocess.run(["mount", "-t", "tracefs", "nodev", TRACEFS], check=True)
     before = tracefs_mounted()
+    if case == "sigkill":
+        return sigkill_case(binary, key, out)
     args = [binary, f"--benchmark_filter=^{re.escape(key)}$", "--threads=1", "--window=2ms",
             "--events=none", f"--out={out}",
             "--benchmark_repetitions=" + ("400" if case == "sigterm" else "1")]
@@ -129,6 +134,43 @@ def inside(case, binary, key, out):
     return 1 if failures else 0
 
 
+def sigkill_case(binary, key, out):
+    """The sigkill case (inside the namespace): see the module docstring."""
+    env = dict(os.environ, LOCKLINE_STATE_DIR=tempfile.mkdtemp(prefix="lockline-state-"))
+    proc = subprocess.Popen([binary, f"--benchmark_filter=^{re.escape(key)}$", "--threads=1",
+                             "--window=2ms", "--events=none", f"--out={out}",
+                             "--benchmark_repetitions=400"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env)
+    deadline = time.monotonic() + 240
+    while not tracefs_mounted() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    if not tracefs_mounted():
+        proc.kill()
+        _, err = proc.communicate()
+        print(f"FAIL sigkill: lockline (exit {proc.returncode}) never mounted tracefs: {err}")
+        return 1
+    proc.send_signal(signal.SIGKILL)
+    proc.communicate(timeout=120)
+    left = tracefs_mounted()
+    nxt = subprocess.run([binary, "--benchmark_filter=^calibration/op:cas/line:private/threads:1$",
+                          "--quick", "--window=1ms", "--events=none",
+                          "--benchmark_repetitions=1", f"--out={out}-next"],
+                         capture_output=True, text=True, timeout=300, env=env)
+    after = tracefs_mounted()
+    print(f"sigkill: mounted after SIGKILL: {left}; after the next run: {after}; "
+          f"its warnings: {[l for l in nxt.stdout.splitlines() if 'tracefs' in l]}")
+    failures = []
+    if not left:
+        failures.append("tracefs was not left mounted by the killed run (nothing to recover)")
+    if after:
+        failures.append("the next run left the dead run's tracefs mounted")
+    if "without unmounting the tracefs" not in nxt.stdout:
+        failures.append("the next run did not say it unmounted the dead run's tracefs")
+    for f in failures:
+        print(f"FAIL sigkill: {f}")
+    return 1 if failures else 0
+
+
 def main():
     if len(sys.argv) == 6 and sys.argv[1] == "--inside":
         return inside(*sys.argv[2:])
@@ -161,7 +203,7 @@ def main():
     # runs in a mount namespace of its own before it touches a mount.
     print(f"point {key}; host: tracefs at {TRACEFS} mounted: {tracefs_mounted()} (untouched)")
     failed = []
-    for case in ("end", "sigterm", "premounted"):
+    for case in ("end", "sigterm", "premounted", "sigkill"):
         out = os.path.join(tempfile.mkdtemp(prefix=f"lockline-tracefs-{case}-"), "run")
         env = dict(os.environ, LOCKLINE_TEST_HOST_MNT_NS=os.readlink("/proc/self/ns/mnt"))
         r = subprocess.run(ns + [sys.executable, os.path.abspath(__file__), "--inside", case,
