@@ -444,10 +444,26 @@ void BuildDuetWorkload::Report(PointReport& out, double /*window_seconds*/,
   const std::vector<DuetPair> pairs = DuetPairs(schedule, ops, seconds);
   std::vector<double> logs;
   json pair_rows = json::array(), sides = json::array();
-  for (const DuetPair& p : pairs) {
+  // A pair with a window past its wall-clock bound (OverrunBoundNs; the old
+  // build's as its server flagged it) is marked: ci/compare.py --builds
+  // leaves it out.
+  const double bound_s =
+      static_cast<double>(OverrunBoundNs(window_ns_, local_->fixed_work())) /
+      1e9;
+  size_t warm = 0;
+  while (warm < ran && (schedule_[warm] == DuetSide::kWarmupA ||
+                        schedule_[warm] == DuetSide::kWarmupB))
+    ++warm;
+  for (size_t k = 0; k < pairs.size(); ++k) {
+    const DuetPair& p = pairs[k];
+    bool overrun = false;
+    for (size_t w = warm + 2 * k; w < warm + 2 * k + 2 && w < ran; ++w)
+      overrun |= IsLocal(schedule_[w]) ? seconds[w] > bound_s
+                                       : remote_[w].overrun;
     pair_rows.push_back({{"a_ops_per_s", p.a_ops_per_s},
                          {"b_ops_per_s", p.b_ops_per_s},
-                         {"order", p.b_first ? "ba" : "ab"}});
+                         {"order", p.b_first ? "ba" : "ab"},
+                         {"overrun", overrun}});
     if (p.a_ops_per_s > 0 && p.b_ops_per_s > 0)
       logs.push_back(std::log(p.b_ops_per_s / p.a_ops_per_s));
   }
