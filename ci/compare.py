@@ -1239,11 +1239,21 @@ def main(argv=None):
 # ---- paired builds (issue 38): one run of lockline --duet-with=OLD --------------------------------
 
 
-def load_build_pairs(paths):
+BUILD_RATES = {
+    # the rate a window pair is compared by: ops per second of the threads' CPU time (the
+    # default: what the code does while it runs; a preempted window's lost time is not in it)
+    # or of window wall time (preemption included: pairs with an overrun window are left out)
+    "cpu": ("a_ops_per_cpu_s", "b_ops_per_cpu_s"),
+    "wall": ("a_ops_per_s", "b_ops_per_s"),
+}
+
+
+def load_build_pairs(paths, rate="cpu"):
     """Read a build-duet run (lockline --duet-with=OLD; results/SCHEMA.md `details.build_duet`).
-    Returns a dict: "pairs" {key: [(coherence label, old ops/s, new ops/s), ...] over every
-    repetition, window pairs with an overrun window left out}, "overrun_pairs" {key: n left
-    out}, "failed" {key: [error messages]}, "repetitions" {key: n}, "notes", "old_binary".
+    Returns a dict: "pairs" {key: [(coherence label, old rate, new rate), ...] over every
+    repetition; `rate` (BUILD_RATES) "cpu": ops per CPU-second, "wall": ops/s with window pairs
+    holding an overrun window left out}, "overrun_pairs" {key: n with an overrun window},
+    "failed" {key: [error messages]}, "repetitions" {key: n}, "notes", "old_binary".
     Raises InputError (exit 2) for an unreadable file, an unfinished run (the caller may allow
     it) or a file without build-duet rows."""
     side = {"pairs": {}, "overrun_pairs": {}, "failed": {}, "repetitions": {}, "notes": [],
@@ -1281,13 +1291,14 @@ def load_build_pairs(paths):
             for pair in duet.get("pairs") if isinstance(duet.get("pairs"), list) else []:
                 if not isinstance(pair, dict):
                     continue
-                a, b = pair.get("a_ops_per_s"), pair.get("b_ops_per_s")
+                a, b = (pair.get(k) for k in BUILD_RATES[rate])
                 if not all(isinstance(x, (int, float)) and not isinstance(x, bool)
                            for x in (a, b)):
                     continue
                 if pair.get("overrun") is True:
                     side["overrun_pairs"][key] = side["overrun_pairs"].get(key, 0) + 1
-                    continue
+                    if rate == "wall":
+                        continue
                 got.append((label, float(a), float(b)))
     if not side["pairs"] and not side["failed"]:
         raise InputError(f"{', '.join(paths)}: no build-duet rows")
@@ -1328,8 +1339,11 @@ def compare_builds(side, options):
                "min_p": None, "verdict": None, "paired": False, "method": "build_pairs",
                "unit": "window pairs", "matched": False}
         over = side["overrun_pairs"].get(key, 0)
-        if over:
+        if over and options.get("rate") == "wall":
             row["warnings"].append(f"{over} window pair(s) with an overrun window left out")
+        elif over:
+            row["notes"].append(f"{over} window pair(s) with an overrun window (kept: compared "
+                                "per CPU-second)")
         if not pairs:
             failed = side["failed"].get(key, [])
             row["verdict"] = "broken" if failed else "undecided"
@@ -1397,7 +1411,8 @@ def compare_builds(side, options):
     result["summary"]["mode"] = "paired-builds"
     result["summary"]["rule"] = (
         f"rule: paired builds (lockline --duet-with): change = median window-pair ratio new/old "
-        f"- 1 over the pairs of one coherence regime, 95 % paired bootstrap interval; "
+        f"- 1 of ops per {'CPU-second' if options.get('rate') != 'wall' else 'second'} over "
+        f"the pairs of one coherence regime, 95 % paired bootstrap interval; "
         f"significance two-sided Wilcoxon signed-rank, Holm-corrected over {m} rows (alpha "
         f"{options['alpha']:g}); regression needs significance and at least the minimum effect "
         f"{options['min_effect']:g} %; 'no change larger than T %' needs the interval within "
@@ -1421,6 +1436,9 @@ def build_builds_parser():
     p.add_argument("--output", metavar="FILE")
     p.add_argument("--allow-undecided", action="store_true")
     p.add_argument("--allow-unfinished", action="store_true")
+    p.add_argument("--rate", choices=sorted(BUILD_RATES), default="cpu",
+                   help="compare pairs by ops per CPU-second of the windows' threads (cpu, the "
+                        "default) or per second of window wall time (wall)")
     return p
 
 
@@ -1437,8 +1455,9 @@ def main_builds(argv):
                    "overrides": [parse_override(o) for o in args.override],
                    "threshold_only": False, "metrics": [],
                    "filter": compile_regex(args.filter, "--filter") if args.filter else None,
-                   "allow_undecided": args.allow_undecided, "allow_missing": False}
-        side = load_build_pairs(expand_side_argument(args.run))
+                   "allow_undecided": args.allow_undecided, "allow_missing": False,
+                   "rate": args.rate}
+        side = load_build_pairs(expand_side_argument(args.run), args.rate)
         if not side["finished"] and not args.allow_unfinished:
             raise InputError(f"{args.run}: the run did not finish (finished: false); pass "
                              "--allow-unfinished to answer the rows it has")

@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -51,6 +52,14 @@ bool WriteAll(int fd, const std::string& text) {
     done += static_cast<size_t>(n);
   }
   return true;
+}
+
+/// The calling thread's CPU time, ns (CLOCK_THREAD_CPUTIME_ID).
+uint64_t ThreadCpuNs() {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull +
+         static_cast<uint64_t>(ts.tv_nsec);
 }
 
 /// One line of a protocol text without control characters (an error text).
@@ -292,8 +301,8 @@ RemoteWindow WindowClient::Window() {
   RemoteWindow w;
   unsigned long long ops = 0;
   int overrun = 0;
-  if (std::sscanf(a.c_str(), "done %llu %lf %d", &ops, &w.seconds, &overrun) !=
-      3)
+  if (std::sscanf(a.c_str(), "done %llu %lf %d %lf", &ops, &w.seconds, &overrun,
+                  &w.cpu_seconds) != 4)
     throw std::runtime_error("old build: unexpected answer to window: " + a);
   w.ops = ops;
   w.overrun = overrun != 0;
@@ -339,6 +348,7 @@ void BuildDuetWorkload::Prepare(int threads) {
     logs_[i].ops.assign(schedule_.size(), 0);
     logs_[i].start_ns.assign(schedule_.size(), 0);
     logs_[i].end_ns.assign(schedule_.size(), 0);
+    logs_[i].cpu_ns.assign(schedule_.size(), 0);
   }
   remote_.assign(schedule_.size(), RemoteWindow{});
   int side_windows = 0;
@@ -365,9 +375,11 @@ uint64_t BuildDuetWorkload::RunWindow(const ThreadCtx& ctx,
   // build alone, unrecorded.
   if (w >= schedule_.size()) return local_->RunWindow(ctx, stop);
   if (IsLocal(schedule_[w])) {
+    const uint64_t c0 = ThreadCpuNs();
     const uint64_t t0 = NowNs();
     const uint64_t ops = local_->RunWindow(ctx, stop);
     const uint64_t t1 = NowNs();
+    log.cpu_ns[w] = ThreadCpuNs() - c0;
     log.ops[w] = ops;
     log.start_ns[w] = t0;
     log.end_ns[w] = t1;
@@ -389,7 +401,7 @@ void BuildDuetWorkload::Report(PointReport& out, double /*window_seconds*/,
                                uint64_t /*ops*/) {
   const size_t n = schedule_.size();
   std::vector<uint64_t> ops(n, 0);
-  std::vector<double> seconds(n, 0);
+  std::vector<double> seconds(n, 0), cpu(n, 0);
   size_t ran = 0;
   uint64_t new_ops = 0, meas_ops[2] = {0, 0};
   double new_sec = 0, meas_sec[2] = {0, 0};
@@ -399,6 +411,7 @@ void BuildDuetWorkload::Report(PointReport& out, double /*window_seconds*/,
       uint64_t first = UINT64_MAX, last = 0;
       for (size_t i = 0; i < logs_.size(); ++i) {
         ops[w] += logs_[i].ops[w];
+        cpu[w] += static_cast<double>(logs_[i].cpu_ns[w]) / 1e9;
         if (logs_[i].end_ns[w] == 0) continue;
         first = std::min(first, logs_[i].start_ns[w]);
         last = std::max(last, logs_[i].end_ns[w]);
@@ -409,6 +422,7 @@ void BuildDuetWorkload::Report(PointReport& out, double /*window_seconds*/,
     } else {
       ops[w] = remote_[w].ops;
       seconds[w] = remote_[w].seconds;
+      cpu[w] = remote_[w].cpu_seconds;
       old_overruns += remote_[w].overrun ? 1 : 0;
     }
     if (seconds[w] > 0) ran = w + 1;
@@ -457,11 +471,17 @@ void BuildDuetWorkload::Report(PointReport& out, double /*window_seconds*/,
   for (size_t k = 0; k < pairs.size(); ++k) {
     const DuetPair& p = pairs[k];
     bool overrun = false;
-    for (size_t w = warm + 2 * k; w < warm + 2 * k + 2 && w < ran; ++w)
-      overrun |= IsLocal(schedule_[w]) ? seconds[w] > bound_s
-                                       : remote_[w].overrun;
+    double cpu_rate[2] = {0, 0};  // old, new: ops per CPU second
+    for (size_t w = warm + 2 * k; w < warm + 2 * k + 2 && w < ran; ++w) {
+      overrun |=
+          IsLocal(schedule_[w]) ? seconds[w] > bound_s : remote_[w].overrun;
+      cpu_rate[IsLocal(schedule_[w]) ? 1 : 0] =
+          cpu[w] > 0 ? static_cast<double>(ops[w]) / cpu[w] : 0.0;
+    }
     pair_rows.push_back({{"a_ops_per_s", p.a_ops_per_s},
                          {"b_ops_per_s", p.b_ops_per_s},
+                         {"a_ops_per_cpu_s", cpu_rate[0]},
+                         {"b_ops_per_cpu_s", cpu_rate[1]},
                          {"order", p.b_first ? "ba" : "ab"},
                          {"overrun", overrun}});
     if (p.a_ops_per_s > 0 && p.b_ops_per_s > 0)
@@ -686,10 +706,10 @@ int ServeWindows(RunState& run) {
                                                  bound + 120'000'000'000ull);
           seconds += r.seconds;
           total_ops += r.total_ops;
-          char buf[96];
-          std::snprintf(buf, sizeof buf, "done %llu %.9e %d",
+          char buf[128];
+          std::snprintf(buf, sizeof buf, "done %llu %.9e %d %.9e",
                         static_cast<unsigned long long>(r.total_ops), r.seconds,
-                        r.overrun ? 1 : 0);
+                        r.overrun ? 1 : 0, r.cpu_seconds);
           say(buf);
         } else if (cmd == "close") {
           if (!wl) throw std::runtime_error("close: no open point");

@@ -21,8 +21,10 @@
 //           where unpinned)
 //   server: "ok <fixed_work 0|1>" after creating the workload, its thread team
 //           on those PUs, Prepare and SetupThread; or "error <text>"
-//   client: "window"  ->  server: "done <ops> <seconds> <overrun 0|1>"
-//           (one window of its team, timed as ThreadTeam::RunWindow times one)
+//   client: "window"  ->  server: "done <ops> <seconds> <overrun 0|1>
+//           <cpu_seconds>" (one window of its team, timed as
+//           ThreadTeam::RunWindow times one; cpu_seconds: its threads' CPU
+//           time, CLOCK_THREAD_CPUTIME_ID)
 //   client: "close"   ->  server: "closed <json>" ({"verify": "", "metrics":
 //           {...}}: TeardownThread, Report, Verify), the team joined
 // and "quit" (or end of input) at the end. Only one side runs at a time: while
@@ -36,7 +38,11 @@
 // current build's own metrics and details, and adds `build_ratio` (median new/
 // old pair ratio of the repetition), `old_ops_per_s`, `new_ops_per_s` and
 // `details.build_duet` (results/SCHEMA.md); ci/compare.py --builds answers
-// each row from its pairs.
+// each row from its pairs. Each pair has two rates per side: operations per
+// second of window wall time, and per second of its threads' CPU time. The
+// second is the code's speed while it ran: on an oversubscribed machine a
+// window's wall-clock rate is mostly the CPU share the scheduler gave it,
+// which differs between the two windows of a pair; the CPU-time rate is not.
 #pragma once
 
 #include <atomic>
@@ -62,6 +68,7 @@ struct RemoteWindow {
   uint64_t ops = 0;      ///< operations of all its threads
   double seconds = 0;    ///< its first thread's start to its last thread's end
   bool overrun = false;  ///< past its wall-clock bound (OverrunBoundNs)
+  double cpu_seconds = 0;  ///< its threads' summed CPU time in the window
 };
 
 /// The client's end of a window server: the old binary as a child process on a
@@ -130,7 +137,7 @@ class BuildDuetWorkload : public Workload {
  private:
   struct ThreadLog {
     int next = 0;
-    std::vector<uint64_t> ops, start_ns, end_ns;
+    std::vector<uint64_t> ops, start_ns, end_ns, cpu_ns;
   };
   bool IsLocal(DuetSide s) const {
     return s == DuetSide::kB || s == DuetSide::kWarmupB;

@@ -4,13 +4,15 @@
 // LOCKLINE_PLANT_SLOWDOWN=FAMILY:PCT (e.g. "locks:10") makes every timed
 // window of FAMILY's points lose PCT % of its throughput: after the family's
 // own RunWindow returns, the thread spins (no memory traffic, no lock) for
-// elapsed x PCT / (100 - PCT), inside the window the harness times, so ops/s
+// its CPU time in the window x PCT / (100 - PCT), inside the window the
+// harness times, so ops per CPU-second (and ops/s, on a quiet machine)
 // becomes (1 - PCT/100) of what the workload did. Unset, empty or PCT 0: no
 // change (the binary then measures what lockline measures). A malformed value
 // is reported once on stderr and ignored.
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <memory>
 #include <string>
 
@@ -50,6 +52,14 @@ Plant ReadPlant() {
   return p;
 }
 
+/// The calling thread's CPU time, ns.
+uint64_t CpuNs() {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull +
+         static_cast<uint64_t>(ts.tv_nsec);
+}
+
 /// FAMILY's workload, each window stretched by `factor` of its own length.
 class Slowed : public Workload {
  public:
@@ -59,12 +69,15 @@ class Slowed : public Workload {
   void SetupThread(const ThreadCtx& ctx) override { inner_->SetupThread(ctx); }
   uint64_t RunWindow(const ThreadCtx& ctx,
                      const std::atomic<bool>& stop) override {
-    const uint64_t t0 = NowNs();
+    const uint64_t c0 = CpuNs();
     const uint64_t ops = inner_->RunWindow(ctx, stop);
-    const uint64_t t1 = NowNs();
+    const uint64_t c1 = CpuNs();
+    // In the thread's CPU time: the slowdown is then the same share of the
+    // wall-clock rate on a quiet machine and of the CPU-time rate on a
+    // loaded one (where the window's wall time is mostly waiting to run).
     const uint64_t until =
-        t1 + static_cast<uint64_t>(static_cast<double>(t1 - t0) * factor_);
-    while (NowNs() < until) CpuRelax();
+        c1 + static_cast<uint64_t>(static_cast<double>(c1 - c0) * factor_);
+    while (CpuNs() < until) CpuRelax();
     return ops;
   }
   void TeardownThread(const ThreadCtx& ctx) override {
