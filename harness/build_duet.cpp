@@ -1,5 +1,6 @@
 #include "harness/build_duet.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -27,6 +28,7 @@
 #include "harness/restore.h"
 #include "harness/results.h"
 #include "harness/runner.h"
+#include "harness/shared_calibration.h"
 #include "harness/team.h"
 
 namespace lockline {
@@ -549,6 +551,23 @@ void PrepareBuildDuet(RunState& run) {
   }
   std::vector<std::string> keys;
   for (const Point& p : run.points) keys.push_back(p.key);
+  // One value per calibration for both processes (harness/
+  // shared_calibration.h): a private directory, inherited by the server
+  // through the environment, removed when the client ends.
+  char dir[] = "/tmp/lockline-calibration-XXXXXX";
+  if (mkdtemp(dir) != nullptr) {
+    setenv(kSharedCalibrationEnv, dir, 1);
+    static const std::string kept = dir;
+    std::atexit([] {
+      const std::string cmd = kept;
+      if (DIR* d = opendir(cmd.c_str())) {
+        while (dirent* e = readdir(d))
+          if (e->d_name[0] != '.') unlink((cmd + "/" + e->d_name).c_str());
+        closedir(d);
+      }
+      rmdir(cmd.c_str());
+    });
+  }
   auto client = std::make_shared<WindowClient>(old, args, keys);
 
   for (Point& p : run.points)
