@@ -38,7 +38,7 @@ while (($#)); do
         exit 2
       fi ;;
     --) shift; compare_args=("$@"); break ;;
-    -h|--help) sed -n '2,26p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,24p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "regression.sh: unknown argument '$1' (accepted: --update-baseline," \
             "--against=OLD_BINARY, -- OPTIONS)" >&2
        exit 2 ;;
