@@ -143,7 +143,8 @@ inline WorkCalibration CalibratedWork(Kernel k) {
   std::lock_guard<std::mutex> g(mu);
   const int i = k == Kernel::k269 ? 0 : 1;
   if (!done[i]) {
-    const WorkCalibration c = CalibrateWork(MeasureModelNsPerPage(k));
+    const WorkCalibration c = CalibrateWork(
+        MeasureModelNsPerPage(k), i == 0 ? "pagevec:2.6.9" : "pagevec:5.8");
     cache[i] = c;
     done[i] = true;
   }

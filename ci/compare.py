@@ -1263,7 +1263,10 @@ def build_parser():
 
 def main(argv=None):
     """Run the command line; returns the exit status (0, 1, 2 or 3). Errors: one line on
-    stderr."""
+    stderr. `compare.py --builds RUN ...` answers a build-duet run (main_builds)."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv and argv[0] == "--builds":
+        return main_builds(argv[1:])
     args = build_parser().parse_args(argv)
     try:
         if not MIN_ALPHA <= args.alpha < 1:
@@ -1295,6 +1298,248 @@ def main(argv=None):
         try:
             # Created exclusively and renamed into place: a planted symlink at FILE is
             # replaced, never written through (plots/outputs.py; issue 27 item 10).
+            outputs.write_atomic(args.output, text)
+        except OSError as e:
+            print(f"compare.py: error: --output {args.output}: {e.strerror}", file=sys.stderr)
+            return EXIT_BAD_INPUT
+    if result["summary"]["message"]:
+        print(f"compare.py: error: {result['summary']['message']}", file=sys.stderr)
+    return result["summary"]["exit_code"]
+
+
+# ---- paired builds (issue 38): one run of lockline --duet-with=OLD --------------------------------
+
+
+BUILD_RATES = {
+    # the rate a window pair is compared by: ops per second of the threads' CPU time (the
+    # default: what the code does while it runs; a preempted window's lost time is not in it)
+    # or of window wall time (preemption included: pairs with an overrun window are left out)
+    "cpu": ("a_ops_per_cpu_s", "b_ops_per_cpu_s"),
+    "wall": ("a_ops_per_s", "b_ops_per_s"),
+}
+
+
+def load_build_pairs(paths, rate="cpu"):
+    """Read a build-duet run (lockline --duet-with=OLD; results/SCHEMA.md `details.build_duet`).
+    Returns a dict: "pairs" {key: [(coherence label, old rate, new rate), ...] over every
+    repetition; `rate` (BUILD_RATES) "cpu": ops per CPU-second, "wall": ops/s with window pairs
+    holding an overrun window left out}, "overrun_pairs" {key: n with an overrun window},
+    "failed" {key: [error messages]}, "repetitions" {key: n}, "notes", "old_binary".
+    Raises InputError (exit 2) for an unreadable file, an unfinished run (the caller may allow
+    it) or a file without build-duet rows."""
+    side = {"pairs": {}, "overrun_pairs": {}, "failed": {}, "repetitions": {}, "notes": [],
+            "old_binary": None, "finished": True}
+    for path in paths:
+        doc = results.read_document(path)
+        ctx = doc.get("context", {})
+        lctx = ctx.get("lockline") if isinstance(ctx.get("lockline"), dict) else {}
+        bd = lctx.get("build_duet") if isinstance(lctx.get("build_duet"), dict) else None
+        if bd is None:
+            raise InputError(f"{path}: not a build-duet run (context.lockline.build_duet "
+                             "missing); make one with lockline --duet-with=OLD_BINARY or "
+                             "ci/regression.sh --against=OLD_BINARY")
+        side["old_binary"] = bd.get("old_binary")
+        if lctx.get("finished") is not True:
+            side["finished"] = False
+        for r in doc["benchmarks"]:
+            if r.get("run_type") == "aggregate":
+                continue
+            key = results.row_key(r)
+            if r.get("error_occurred") or r.get("skipped"):
+                msg = r.get("error_message")
+                side["failed"].setdefault(key, []).append(
+                    msg if isinstance(msg, str) and msg else "error_occurred")
+                continue
+            details = r.get("details") if isinstance(r.get("details"), dict) else {}
+            duet = details.get("build_duet") if isinstance(details.get("build_duet"),
+                                                           dict) else None
+            if duet is None:
+                continue
+            coherence = r.get("coherence") if isinstance(r.get("coherence"), dict) else {}
+            label = coherence.get("label") if isinstance(coherence.get("label"), str) else ""
+            side["repetitions"][key] = side["repetitions"].get(key, 0) + 1
+            got = side["pairs"].setdefault(key, [])
+            for pair in duet.get("pairs") if isinstance(duet.get("pairs"), list) else []:
+                if not isinstance(pair, dict):
+                    continue
+                a, b = (pair.get(k) for k in BUILD_RATES[rate])
+                if not all(isinstance(x, (int, float)) and not isinstance(x, bool)
+                           for x in (a, b)):
+                    continue
+                if pair.get("overrun") is True:
+                    side["overrun_pairs"][key] = side["overrun_pairs"].get(key, 0) + 1
+                    if rate == "wall":
+                        continue
+                got.append((label, float(a), float(b)))
+    if not side["pairs"] and not side["failed"]:
+        raise InputError(f"{', '.join(paths)}: no build-duet rows")
+    return side
+
+
+def _builds_used_pairs(pairs):
+    """The pairs of one coherence regime, as stats.compare_pairs chooses them: [(old, new)]."""
+    good = [(lab, a, b) for lab, a, b in pairs
+            if math.isfinite(a) and math.isfinite(b) and a > 0 and b > 0]
+    regime = effects.majority_regime([lab for lab, _, _ in good])
+    if regime:
+        return regime, [(a, b) for lab, a, b in good if lab == regime]
+    return regime, [(a, b) for lab, a, b in good if lab != effects.MIXED]
+
+
+def compare_builds(side, options):
+    """Answer every row of a build-duet run from its window pairs (new build / old build).
+
+    Per row: the window pairs of every repetition, of one coherence regime
+    (stats.compare_pairs: the regime with most pairs; overrun pairs left out). The change is
+    the median pair ratio new/old - 1 with its 95 % paired bootstrap interval; significance is
+    the two-sided Wilcoxon signed-rank test of the pairs' log ratios, Holm-corrected over the
+    rows (alpha). Verdict: "regression" / "improvement" when significant and at least the
+    minimum effect T in that direction; "no change" (answer "no change larger than T %") when
+    the interval lies within +-T; else "undecided" (also under stats.MIN_PAIRS pairs).
+    A key whose every repetition failed is "broken". Returns the result dict of finish()."""
+    rows = []
+    keys = sorted(set(side["pairs"]) | set(side["failed"]))
+    if options["filter"] is not None:
+        keys = [k for k in keys if options["filter"].search(k)]
+    for key in keys:
+        pairs = side["pairs"].get(key, [])
+        row = {"key": key, "metric": "build_ratio", "direction": "higher",
+               "min_effect_pct": _min_effect_for(key, options), "notes": [], "warnings": [],
+               "regime": None, "dropped": 0, "ci_pct": None, "baseline": None,
+               "current": None, "change_pct": None, "p_value": None, "p_adjusted": None,
+               "min_p": None, "verdict": None, "paired": False, "method": "build_pairs",
+               "unit": "window pairs", "matched": False}
+        over = side["overrun_pairs"].get(key, 0)
+        if over and options.get("rate") == "wall":
+            row["warnings"].append(f"{over} window pair(s) with an overrun window left out")
+        elif over:
+            row["notes"].append(f"{over} window pair(s) with an overrun window (kept: compared "
+                                "per CPU-second)")
+        if not pairs:
+            failed = side["failed"].get(key, [])
+            row["verdict"] = "broken" if failed else "undecided"
+            row["notes"].append(f"every repetition failed, e.g. {failed[0]!r}" if failed
+                                else "no usable window pair")
+            rows.append(row)
+            continue
+        if side["failed"].get(key):
+            row["warnings"].append(f"{len(side['failed'][key])} repetition(s) failed, e.g. "
+                                   f"{side['failed'][key][0]!r}")
+        regime, used = _builds_used_pairs(pairs)
+        comp = effects.compare_pairs(pairs, label=key, min_effect=row["min_effect_pct"] / 100.0)
+        row["regime"] = regime or None
+        row["dropped"] = len(pairs) - len(used)
+        reps = side["repetitions"].get(key, 0)
+        for label, vals in (("baseline", [a for a, _ in used]), ("current", [b for _, b in used])):
+            if vals:
+                n, mean, sd = summarize(vals)
+                row[label] = {"n": n, "mean": mean, "stddev_pct": sd, "samples": vals,
+                              "median": statistics.median(vals), "repetitions": reps}
+        if not used:
+            row["verdict"] = "undecided"
+            row["notes"].append("no usable window pair")
+            rows.append(row)
+            continue
+        row["paired"] = True
+        if comp.effect is not None:
+            row["change_pct"] = comp.effect * 100.0
+        row["ci_pct"] = None if comp.ci is None else [comp.ci[0] * 100.0, comp.ci[1] * 100.0]
+        row["p_value"] = signed_rank_p([a for a, _ in used], [b for _, b in used])
+        if row["dropped"]:
+            row["notes"].append(f"{regime or 'pooled'}: {len(used)} of {len(pairs)} window pairs "
+                                "used (others in other coherence regimes)")
+        rows.append(row)
+    compared = [r for r in rows if r["verdict"] is None]
+    for r, adj in zip(compared, holm_adjust([r["p_value"] for r in compared])):
+        r["p_adjusted"] = adj
+    for r in compared:
+        ci, eff = r["ci_pct"], r["min_effect_pct"]
+        significant = r["p_adjusted"] <= options["alpha"] and ci is not None
+        if significant and abs(r["change_pct"]) >= eff:
+            r["verdict"] = _effect_verdict(r)
+        elif ci is not None and effects.is_equivalent((ci[0] / 100.0, ci[1] / 100.0),
+                                                      eff / 100.0):
+            r["verdict"] = "no change"
+            if significant:
+                r["notes"].append(f"significant change of {r['change_pct']:+.1f} %, below the "
+                                  f"{eff:g} % minimum effect")
+        else:
+            r["verdict"] = "undecided"
+            if ci is None:
+                r["notes"].append(f"{r['baseline']['n']} window pairs in one regime: an "
+                                  f"interval needs {effects.MIN_PAIRS}")
+            else:
+                r["notes"].append(f"the 95 % interval [{ci[0]:+.1f} %, {ci[1]:+.1f} %] is "
+                                  f"not within +-{eff:g} %" +
+                                  ("" if significant else " and the change is not significant"))
+    _mark_equivalence(rows)
+    notes = list(side["notes"])
+    if side["old_binary"]:
+        notes.append(f"paired builds: baseline = the old build {side['old_binary']}, current = "
+                     "this build, window by window on the same PUs")
+    result = finish(rows, [], notes, options)
+    m = result["summary"]["rows_compared"]
+    result["summary"]["mode"] = "paired-builds"
+    result["summary"]["rule"] = (
+        f"rule: paired builds (lockline --duet-with): change = median window-pair ratio new/old "
+        f"- 1 of ops per {'CPU-second' if options.get('rate') != 'wall' else 'second'} over "
+        f"the pairs of one coherence regime, 95 % paired bootstrap interval; "
+        f"significance two-sided Wilcoxon signed-rank, Holm-corrected over {m} rows (alpha "
+        f"{options['alpha']:g}); regression needs significance and at least the minimum effect "
+        f"{options['min_effect']:g} %; 'no change larger than T %' needs the interval within "
+        f"+-T")
+    return result
+
+
+def build_builds_parser():
+    """The parser of `compare.py --builds RUN [options]`."""
+    p = _Parser(prog="compare.py --builds",
+                description="Answer a build-duet run (lockline --duet-with=OLD, ci/regression.sh "
+                            "--against=OLD) from its window pairs: exit 0 every row decided and "
+                            "none regressed, 1 regression or broken row, 2 bad input, 3 "
+                            "undecided rows.")
+    p.add_argument("run", help="the run directory or its lockline.json")
+    p.add_argument("--alpha", type=float, default=0.05)
+    p.add_argument("--min-effect", type=float, default=5.0)
+    p.add_argument("--override", action="append", default=[], metavar="REGEX=PCT")
+    p.add_argument("--filter", metavar="REGEX")
+    p.add_argument("--format", choices=sorted(FORMATTERS), default="table")
+    p.add_argument("--output", metavar="FILE")
+    p.add_argument("--allow-undecided", action="store_true")
+    p.add_argument("--allow-unfinished", action="store_true")
+    p.add_argument("--rate", choices=sorted(BUILD_RATES), default="cpu",
+                   help="compare pairs by ops per CPU-second of the windows' threads (cpu, the "
+                        "default) or per second of window wall time (wall)")
+    return p
+
+
+def main_builds(argv):
+    """`compare.py --builds RUN [options]`: the paired-builds gate; returns the exit status."""
+    args = build_builds_parser().parse_args(argv)
+    try:
+        if not 0 < args.alpha < 1:
+            raise InputError(f"--alpha {args.alpha:g}: must be between 0 and 1")
+        if not 0 <= args.min_effect < MAX_MIN_EFFECT_PCT:
+            raise InputError(f"--min-effect {args.min_effect:g}: must be a finite percentage "
+                             f"from 0 to below {MAX_MIN_EFFECT_PCT:g}")
+        options = {"alpha": args.alpha, "min_effect": args.min_effect,
+                   "overrides": [parse_override(o) for o in args.override],
+                   "threshold_only": False, "metrics": [],
+                   "filter": compile_regex(args.filter, "--filter") if args.filter else None,
+                   "allow_undecided": args.allow_undecided, "allow_missing": False,
+                   "rate": args.rate}
+        side = load_build_pairs(expand_side_argument(args.run), args.rate)
+        if not side["finished"] and not args.allow_unfinished:
+            raise InputError(f"{args.run}: the run did not finish (finished: false); pass "
+                             "--allow-unfinished to answer the rows it has")
+        result = compare_builds(side, options)
+    except InputError as e:
+        print(f"compare.py: error: {e}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    text = FORMATTERS[args.format](result)
+    sys.stdout.write(text)
+    if args.output:
+        try:
             outputs.write_atomic(args.output, text)
         except OSError as e:
             print(f"compare.py: error: --output {args.output}: {e.strerror}", file=sys.stderr)

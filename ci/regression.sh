@@ -4,15 +4,20 @@
 # with ci/compare.py's status (0 every row decided and no regression, 1 regression, 2 bad or
 # incomparable input, 3 undecided rows: rerun with the repetitions it names).
 #
-# Usage: ci/regression.sh [--update-baseline] [-- COMPARE_OPTIONS...]
+# Usage: ci/regression.sh [--update-baseline | --against=OLD_BINARY] [-- COMPARE_OPTIONS...]
 #   --update-baseline   store this run as the baseline (replacing any) instead of gating; exit 0
+#   --against=OLD_BINARY  no baseline file: run the quick suite as a build duet with an earlier
+#                       lockline build (lockline --duet-with: the two builds' windows alternate on
+#                       the same PUs) and answer each row from its window pairs
+#                       (ci/compare.py --builds); for shared or noisy machines (ci/REGRESSION.md)
 #   after --             options passed to ci/compare.py (--min-effect, --override, ...)
 # Environment (all optional):
 #   BUILD     build directory holding the lockline binary     (default: build)
 #   LOCKLINE  the binary                                      (default: $BUILD/lockline)
 #   BASELINE  baseline result file  (default: results/baselines/quick-$(hostname -s).json)
 #   REPS      repetitions per point; 9 lets up to 1215 rows reach alpha 0.05 under Holm; on a VM
-#             whose coherence regime flips use 15+ (half land in each regime)  (default: 9)
+#             whose coherence regime flips use 15+ (half land in each regime)  (default: 9;
+#             with --against 3: each repetition holds 12 window pairs)
 #   FILTER    --benchmark_filter regex, also the compared subset (default: whole quick suite)
 #   OUT       run directory                               (default: $BUILD/regression-<date>)
 #   LOCKLINE_ARGS  extra lockline flags, e.g. "--budget=5m --pin=cores" (word-split)
@@ -21,22 +26,35 @@ set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 update=0
+against=""
 compare_args=()
 while (($#)); do
   case "$1" in
     --update-baseline) update=1 ;;
+    --against=*) against=${1#--against=}
+      if [[ -z "$against" || ! -f "$against" || ! -x "$against" ]]; then
+        echo "regression.sh: error: --against='$against' is not an executable file;" \
+             "accepted: the path of an earlier lockline binary" >&2
+        exit 2
+      fi ;;
     --) shift; compare_args=("$@"); break ;;
-    -h|--help) sed -n '2,19p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) echo "regression.sh: unknown argument '$1' (accepted: --update-baseline, -- OPTIONS)" >&2
+    -h|--help) sed -n '2,24p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "regression.sh: unknown argument '$1' (accepted: --update-baseline," \
+            "--against=OLD_BINARY, -- OPTIONS)" >&2
        exit 2 ;;
   esac
   shift
 done
 
+if ((update)) && [[ -n "$against" ]]; then
+  echo "regression.sh: error: --update-baseline and --against exclude each other (a build" \
+       "duet needs no baseline file)" >&2
+  exit 2
+fi
 BUILD=${BUILD:-$root/build}
 LOCKLINE=${LOCKLINE:-$BUILD/lockline}
 BASELINE=${BASELINE:-$root/results/baselines/quick-$(hostname -s).json}
-REPS=${REPS:-9}
+if [[ -n "$against" ]]; then REPS=${REPS:-3}; else REPS=${REPS:-9}; fi
 FILTER=${FILTER:-}
 OUT=${OUT:-$BUILD/regression-$(date -u +%Y%m%dT%H%M%SZ)}
 PYTHON=/usr/bin/python3   # Debian's interpreter: it sees python3-numpy/scipy
@@ -49,9 +67,42 @@ if ! [[ "$REPS" =~ ^[0-9]+$ ]] || ((REPS < 1)); then
   echo "regression.sh: REPS='$REPS' is not a positive integer" >&2
   exit 2
 fi
-if ((REPS < 9)) && [[ -z "$FILTER" ]]; then
+if ((REPS < 9)) && [[ -z "$FILTER" && -z "$against" ]]; then
   echo "regression.sh: warning: REPS=$REPS; the whole quick suite needs about 9 for the" \
        "corrected alpha to be reachable (rows will be undecided: exit 3)" >&2
+fi
+
+if [[ -n "$against" ]]; then
+  # The build duet: one run, both builds; the verdicts come from its window pairs.
+  run=("$LOCKLINE" --quick "--duet-with=$against" "--benchmark_repetitions=$REPS" "--out=$OUT")
+  [[ -n "$FILTER" ]] && run+=("--benchmark_filter=$FILTER")
+  # shellcheck disable=SC2206  # word splitting of LOCKLINE_ARGS is the point
+  [[ -n "${LOCKLINE_ARGS:-}" ]] && run+=(${LOCKLINE_ARGS})
+  echo "regression.sh: ${run[*]}"
+  rc=0
+  "${run[@]}" || rc=$?
+  # 2: refused before anything was created (another schema or suite); 1 (rows with errors) is
+  # answered per row ("broken") below.
+  if ((rc == 2)) || [[ ! -s "$OUT/lockline.json" ]]; then
+    echo "regression.sh: the build duet did not run (lockline exit $rc)" >&2
+    exit 2
+  fi
+  filter_args=()
+  [[ -n "$FILTER" ]] && filter_args=(--filter "$FILTER")
+  cmp=("$PYTHON" "$root/ci/compare.py" --builds "$OUT" ${filter_args[@]+"${filter_args[@]}"}
+       ${compare_args[@]+"${compare_args[@]}"})
+  "${cmp[@]}" --format markdown --output "$OUT/compare.md" >/dev/null 2>&1 || true
+  "${cmp[@]}" --format json --output "$OUT/compare.json" >/dev/null 2>&1 || true
+  status=0
+  "${cmp[@]}" --format table --output "$OUT/compare.txt" || status=$?
+  case $status in
+    0) echo "regression.sh: no regression against $against (paired builds)" ;;
+    1) echo "regression.sh: REGRESSION against $against (see the table above)" ;;
+    3) echo "regression.sh: UNDECIDED rows against $against: rerun with more repetitions" \
+            "(REPS=...) or pass -- --allow-undecided" ;;
+    *) echo "regression.sh: the comparison could not be made (exit $status)" ;;
+  esac
+  exit "$status"
 fi
 
 run=("$LOCKLINE" --quick "--benchmark_repetitions=$REPS" "--out=$OUT")

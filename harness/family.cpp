@@ -5,6 +5,7 @@
 #include <mutex>
 
 #include "harness/cpu.h"
+#include "harness/shared_calibration.h"
 
 namespace lockline {
 namespace {
@@ -25,7 +26,9 @@ inline uint64_t ThinkStep(uint64_t x) {
 // Steps per ns, calibrated once per process over ~5 ms with the clock (min of 5
 // trials, so a preempted trial does not inflate the rate).
 double StepsPerNs() {
-  static const double rate = [] {
+  // One value for both processes of a build duet
+  // (harness/shared_calibration.h).
+  static const double rate = SharedCalibration("think_steps_per_ns", [] {
     double best = 0;
     for (int trial = 0; trial < 5; ++trial) {
       const uint64_t steps = 1 << 18;
@@ -38,7 +41,7 @@ double StepsPerNs() {
           best, static_cast<double>(steps) / static_cast<double>(t1 - t0 + 1));
     }
     return best;
-  }();
+  });
   return rate;
 }
 

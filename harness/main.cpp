@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "harness/build_duet.h"
 #include "harness/cgroup.h"
 #include "harness/counters.h"
 #include "harness/cpu.h"
@@ -364,8 +365,20 @@ int Main(int argc, char** argv) {
                 " (lockline --list shows the keys)");
   if (const std::string why = lockline::CheckUntilResolved(o); !why.empty())
     return Fail(why);
-  // --runs=N: N whole runs as child processes (harness/runs.h).
+  // Test builds' wraps (the planted slowdown); none in lockline itself.
+  lockline::ApplyWorkloadWraps(run);
+  if (o.window_server) return lockline::ServeWindows(run);
+  // --runs=N: N whole runs as child processes (harness/runs.h); each child starts its own
+  // --duet-with partner.
   if (o.runs > 1) return lockline::RunIndependentProcesses(argc, argv, o);
+  if (!o.duet_with.empty()) {
+    // The old build is started and checked before anything is created.
+    try {
+      lockline::PrepareBuildDuet(run);
+    } catch (const std::exception& e) {
+      return Fail(e.what());
+    }
+  }
 
   // Settings a run killed outright (SIGKILL, the OOM killer) left changed:
   // put back before anything is measured (issue 27 item 2).
@@ -410,6 +423,10 @@ int Main(int argc, char** argv) {
   // (RecordRepetition), so no comparison mixes it with real runs.
   ctx["emulated"] = o.emulated || lockline::RunningUnderTcg();
   ctx["layouts"] = json::object();
+  // --duet-with: every row pairs this build's windows with the old build's.
+  if (!o.duet_with.empty())
+    ctx["build_duet"] = {{"old_binary", o.duet_with},
+                         {"protocol", lockline::kWindowServerProtocol}};
   for (const std::string& w : recovered) ctx["warnings"].push_back(w);
 
   std::printf("lockline %s: %s suite, %zu points, run directory %s\n",

@@ -96,6 +96,11 @@ Counters and layouts:
                           cpu-migrations,page-faults. Unavailable events are reported, never 0.
   --layouts[=text|json]   print the structure layouts (pahole style) and exit
   --list                  print the point keys of the selected suite and exit
+  --duet-with=OLD_BINARY  regression check on a noisy machine: every point runs its windows in
+                          alternation with the same point of OLD_BINARY (an earlier lockline
+                          build of the same result schema and suite keys), one at a time on the
+                          same PUs; rows add build_ratio (new/old) and details.build_duet's
+                          window pairs (ci/compare.py --builds RUN answers them)
   --help                  this text
 
 Google Benchmark flags that apply: --benchmark_filter=REGEX (matched against the keys --list
@@ -441,7 +446,15 @@ Options ParseOptions(int argc, char** argv) {
       o.plan = o.plan_json = true;
     else if (a == "--list")
       o.list = true;
-    else if (a == "--oversubscribe")
+    else if (a == "--window-server")
+      o.window_server = true;
+    else if (TakeValue(a, "--duet-with", &v)) {
+      if (v.empty() || access(v.c_str(), X_OK) != 0)
+        throw UsageError("--duet-with=" + v +
+                         ": not an executable file; accepted: the path of "
+                         "an earlier lockline binary");
+      o.duet_with = v;
+    } else if (a == "--oversubscribe")
       o.oversubscribe = true;
     else if (TakeValue(a, "--oversubscribe", &v)) {
       if (v != "force")
@@ -528,6 +541,10 @@ Options ParseOptions(int argc, char** argv) {
   }
   if (quick && full)
     throw UsageError("--quick and --full exclude each other: pick one");
+  if (!o.duet_with.empty() && o.until_resolved_s > 0)
+    throw UsageError(
+        "--duet-with and --until-resolved exclude each other: the build duet "
+        "runs a fixed number of window pairs per repetition");
   o.suite = quick ? Suite::kQuick : full ? Suite::kFull : Suite::kDefault;
   if (o.budget_s == 0) o.budget_s = quick ? 30 : full ? 1800 : 120;
   if (o.runs > 1)

@@ -85,6 +85,12 @@ struct Options {
   /// (harness/runs.h); 1 (default): one run, as without the flag.
   int runs = 1;
   std::vector<std::string> argv;  ///< the full command line, for provenance
+  /// --duet-with=OLD_BINARY: run every point in duet with that earlier build
+  /// (harness/build_duet.h); "" off.
+  std::string duet_with;
+  /// --window-server: serve windows to a --duet-with run on stdin/stdout
+  /// (internal; harness/build_duet.h).
+  bool window_server = false;
 };
 
 /// Parses argv. Throws UsageError for an unknown flag, a missing or malformed

@@ -17,6 +17,7 @@
 #include "harness/cpu.h"
 #include "harness/family.h"
 #include "harness/memory.h"
+#include "harness/shared_calibration.h"
 
 namespace lockline {
 
@@ -69,11 +70,20 @@ inline double MeasureZeroNsPerPage() {
 /// The calibration for a model whose own cost per page (work_ns:0, one
 /// thread) is `model_ns_per_page`: measures the fault path and the zeroing,
 /// work_ns = max(0, fault - model).
-inline WorkCalibration CalibrateWork(double model_ns_per_page) {
+/// In a build duet (harness/shared_calibration.h) both processes use one
+/// value of each: the fault and zeroing costs always, the model's own cost
+/// when the caller names it with `model_key` (e.g. "pagevec:2.6.9").
+inline WorkCalibration CalibrateWork(double model_ns_per_page,
+                                     const std::string& model_key = "") {
   WorkCalibration c;
-  c.fault_ns_per_page = MeasureFaultNsPerPage();
-  c.model_ns_per_page = model_ns_per_page;
-  c.zero_ns_per_page = MeasureZeroNsPerPage();
+  c.fault_ns_per_page =
+      SharedCalibration("fault_ns_per_page", MeasureFaultNsPerPage);
+  c.model_ns_per_page =
+      model_key.empty() ? model_ns_per_page
+                        : SharedCalibration("model_ns_per_page:" + model_key,
+                                            [&] { return model_ns_per_page; });
+  c.zero_ns_per_page =
+      SharedCalibration("zero_ns_per_page", MeasureZeroNsPerPage);
   c.work_ns =
       c.fault_ns_per_page > c.model_ns_per_page
           ? static_cast<uint64_t>(c.fault_ns_per_page - c.model_ns_per_page)

@@ -47,7 +47,8 @@ WorkCalibration CalibratedWork(bool quick) {
   std::lock_guard<std::mutex> g(mu);
   const int i = quick ? 1 : 0;
   if (!done[i]) {
-    cache[i] = CalibrateWork(MeasureModelNsPerPage(quick));
+    cache[i] = CalibrateWork(MeasureModelNsPerPage(quick),
+                             quick ? "zone_lock:quick" : "zone_lock");
     done[i] = true;
   }
   return cache[i];

@@ -1,0 +1,108 @@
+// A planted slowdown for testing the regression gate (issue 38), linked only
+// into the test target lockline_planted (CMakeLists.txt), never into lockline.
+//
+// LOCKLINE_PLANT_SLOWDOWN=FAMILY:PCT (e.g. "locks:10") makes every timed
+// window of FAMILY's points lose PCT % of its throughput: after the family's
+// own RunWindow returns, the thread spins (no memory traffic, no lock) for
+// its CPU time in the window x PCT / (100 - PCT), inside the window the
+// harness times, so ops per CPU-second (and ops/s, on a quiet machine)
+// becomes (1 - PCT/100) of what the workload did. Unset, empty or PCT 0: no
+// change (the binary then measures what lockline measures). A malformed value
+// is reported once on stderr and ignored.
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <memory>
+#include <string>
+
+#include "harness/build_duet.h"
+#include "harness/cpu.h"
+#include "harness/family.h"
+
+namespace lockline {
+namespace {
+
+struct Plant {
+  std::string family;
+  double pct = 0;
+};
+
+Plant ReadPlant() {
+  Plant p;
+  const char* env = std::getenv("LOCKLINE_PLANT_SLOWDOWN");
+  if (env == nullptr || *env == '\0') return p;
+  const std::string text = env;
+  const size_t colon = text.rfind(':');
+  char* end = nullptr;
+  const double pct = colon == std::string::npos
+                         ? -1
+                         : std::strtod(text.c_str() + colon + 1, &end);
+  if (colon == std::string::npos || colon == 0 || end == nullptr ||
+      *end != '\0' || !(pct >= 0 && pct < 90)) {
+    std::fprintf(
+        stderr,
+        "lockline_planted: LOCKLINE_PLANT_SLOWDOWN=%s ignored; accepted: "
+        "FAMILY:PCT with 0 <= PCT < 90\n",
+        env);
+    return p;
+  }
+  p.family = text.substr(0, colon);
+  p.pct = pct;
+  return p;
+}
+
+/// The calling thread's CPU time, ns.
+uint64_t CpuNs() {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull +
+         static_cast<uint64_t>(ts.tv_nsec);
+}
+
+/// FAMILY's workload, each window stretched by `factor` of its own length.
+class Slowed : public Workload {
+ public:
+  Slowed(std::unique_ptr<Workload> inner, double factor)
+      : inner_(std::move(inner)), factor_(factor) {}
+  void Prepare(int threads) override { inner_->Prepare(threads); }
+  void SetupThread(const ThreadCtx& ctx) override { inner_->SetupThread(ctx); }
+  uint64_t RunWindow(const ThreadCtx& ctx,
+                     const std::atomic<bool>& stop) override {
+    const uint64_t c0 = CpuNs();
+    const uint64_t ops = inner_->RunWindow(ctx, stop);
+    const uint64_t c1 = CpuNs();
+    // In the thread's CPU time: the slowdown is then the same share of the
+    // wall-clock rate on a quiet machine and of the CPU-time rate on a
+    // loaded one (where the window's wall time is mostly waiting to run).
+    const uint64_t until =
+        c1 + static_cast<uint64_t>(static_cast<double>(c1 - c0) * factor_);
+    while (CpuNs() < until) CpuRelax();
+    return ops;
+  }
+  void TeardownThread(const ThreadCtx& ctx) override {
+    inner_->TeardownThread(ctx);
+  }
+  bool fixed_work() const override { return inner_->fixed_work(); }
+  bool shares_lines() const override { return inner_->shares_lines(); }
+  void Report(PointReport& out, double window_seconds, uint64_t ops) override {
+    inner_->Report(out, window_seconds, ops);
+  }
+  std::string Verify() override { return inner_->Verify(); }
+
+ private:
+  std::unique_ptr<Workload> inner_;
+  double factor_;
+};
+
+const bool kRegistered = RegisterWorkloadWrap(
+    [](const std::string& family,
+       std::unique_ptr<Workload> inner) -> std::unique_ptr<Workload> {
+      static const Plant plant = ReadPlant();
+      if (plant.pct <= 0 || family != plant.family) return inner;
+      return std::make_unique<Slowed>(std::move(inner),
+                                      plant.pct / (100.0 - plant.pct));
+    });
+
+}  // namespace
+}  // namespace lockline

@@ -1,0 +1,276 @@
+"""Builds in duet (issue 38): lockline --duet-with=OLD (harness/build_duet.h), its window-server
+protocol, the refusal of an old build of another schema or suite, ci/compare.py --builds on
+synthetic window pairs, and (with the test target lockline_planted) the gate on a planted
+slowdown. Binaries: $LOCKLINE_BINARY (ctest sets it; default build/lockline) and
+lockline_planted beside it."""
+
+import json
+import math
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+sys.path.insert(0, os.path.join(ROOT, "ci"))
+
+import compare  # noqa: E402
+
+BINARY = os.environ.get("LOCKLINE_BINARY", os.path.join(ROOT, "build", "lockline"))
+PLANTED = os.path.join(os.path.dirname(BINARY), "lockline_planted")
+ONE_POINT = "calibration/op:plain_inc/line:private/threads:1"
+
+needs_binary = pytest.mark.skipif(not os.access(BINARY, os.X_OK), reason="lockline not built")
+needs_planted = pytest.mark.skipif(not os.access(PLANTED, os.X_OK),
+                                   reason="lockline_planted not built (LOCKLINE_BUILD_TESTS, "
+                                          "LOCKLINE_PLANTED_TARGET)")
+
+
+# ---- the window server ---------------------------------------------------------------------
+
+
+@needs_binary
+def test_window_server_protocol():
+    commands = (f"open {ONE_POINT} 2000000 3 -1 0\nwindow\nwindow\nwindow\nclose\n"
+                "bogus\nwindow\nquit\n")
+    out = subprocess.run([BINARY, "--window-server", "--quick",
+                          f"--benchmark_filter={ONE_POINT}", "--events=none"],
+                         input=commands, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[0] == "lockline-window-server proto=1 schema=1 points=1"
+    assert lines[1] == f"key {ONE_POINT}"
+    assert lines[2] == "end"
+    assert lines[3] == "ok 0"
+    for line in lines[4:7]:
+        word, ops, seconds, overrun, cpu = line.split()
+        assert word == "done" and int(ops) > 0 and float(seconds) > 0 and overrun in "01"
+        assert float(cpu) > 0
+    assert lines[7].startswith("closed ")
+    assert json.loads(lines[7][len("closed "):])["verify"] == ""
+    assert lines[8].startswith("error unknown command")
+    assert lines[9] == "error window: no open point"
+
+
+# ---- refusal of an old build that cannot be paired -------------------------------------------
+
+
+def _fake_old(tmp_path, body):
+    path = tmp_path / "old_lockline"
+    path.write_text("#!/bin/sh\n" + body)
+    path.chmod(0o755)
+    return str(path)
+
+
+def _duet_run(tmp_path, old):
+    out_dir = tmp_path / "run"
+    r = subprocess.run([BINARY, "--quick", f"--duet-with={old}", f"--benchmark_filter={ONE_POINT}",
+                        f"--out={out_dir}", "--events=none"],
+                       capture_output=True, text=True, timeout=120)
+    return r, out_dir
+
+
+def _one_error_line(r, out_dir):
+    assert r.returncode == 2, r.stdout + r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("lockline: error: --duet-with="), r.stderr
+    assert not out_dir.exists()
+    return lines[0]
+
+
+@needs_binary
+def test_refuses_another_result_schema(tmp_path):
+    old = _fake_old(tmp_path, "echo 'lockline-window-server proto=1 schema=2 points=1'\n"
+                              f"echo 'key {ONE_POINT}'\necho end\ncat >/dev/null\n")
+    line = _one_error_line(*_duet_run(tmp_path, old))
+    assert "result schema 2" in line and "schema 1" in line
+
+
+@needs_binary
+def test_refuses_other_suite_keys_and_names_them(tmp_path):
+    old = _fake_old(tmp_path, "echo 'lockline-window-server proto=1 schema=1 points=1'\n"
+                              "echo 'key calibration/op:renamed/line:private/threads:1'\n"
+                              "echo end\ncat >/dev/null\n")
+    line = _one_error_line(*_duet_run(tmp_path, old))
+    assert f"1 key(s) only in this build ({ONE_POINT})" in line
+    assert "1 only in the old build (calibration/op:renamed/line:private/threads:1)" in line
+
+
+@needs_binary
+def test_refuses_a_build_without_window_server(tmp_path):
+    # A build before issue 38 rejects --window-server as an unknown flag: its message is quoted
+    # in lockline's one line, not printed on its own.
+    old = _fake_old(tmp_path, "echo \"lockline: error: unknown flag '--window-server'\" >&2\n"
+                              "exit 2\n")
+    line = _one_error_line(*_duet_run(tmp_path, old))
+    assert "did not answer as a lockline window server (exit status 2" in line
+    assert "unknown flag" in line
+
+
+@needs_binary
+def test_refuses_a_missing_binary(tmp_path):
+    line = _one_error_line(*_duet_run(tmp_path, str(tmp_path / "nothing")))
+    assert "not an executable file" in line
+
+
+# ---- compare.py --builds on synthetic pairs ----------------------------------------------------
+
+
+def _pairs(ratio, n, noise, seed, common=0.5):
+    """n window pairs (old, new) whose new/old is `ratio` times lognormal noise `noise`, on a
+    common per-pair level (sd `common`) that moves both builds: what pairing cancels."""
+    rng = np.random.default_rng(seed)
+    level = np.exp(rng.normal(0, common, n)) * 1e7
+    old = level * np.exp(rng.normal(0, noise, n))
+    new = level * ratio * np.exp(rng.normal(0, noise, n))
+    return [{"a_ops_per_s": float(a), "b_ops_per_s": float(b), "a_ops_per_cpu_s": float(a),
+             "b_ops_per_cpu_s": float(b), "order": "ab", "overrun": False}
+            for a, b in zip(old, new)]
+
+
+def _run_file(tmp_path, rows, finished=True):
+    """A build-duet result file: rows = {key: [pairs of repetition 1, pairs of repetition 2,
+    ...]} (a repetition None: a failed one)."""
+    benchmarks = []
+    for key, reps in rows.items():
+        for pairs in reps:
+            row = {"name": key, "run_name": key, "run_type": "iteration", "lockline_key": key,
+                   "family": key.split("/")[0], "threads": 1, "iterations": 26,
+                   "real_time": 1.0, "cpu_time": 1.0, "time_unit": "ns",
+                   "coherence": {"label": "none"}}
+            if pairs is None:
+                row.update({"error_occurred": True, "error_message": "invariant broken"})
+            else:
+                row["details"] = {"build_duet": {"old_binary": "old", "pairs": pairs}}
+                row["build_ratio"] = 1.0
+            benchmarks.append(row)
+    doc = {"context": {"lockline": {"schema_version": 1, "finished": finished,
+                                    "build_duet": {"old_binary": "old", "protocol": 1}}},
+           "benchmarks": benchmarks}
+    path = tmp_path / "lockline.json"
+    path.write_text(json.dumps(doc))
+    return str(path)
+
+
+def _builds(path, *extra):
+    out = os.path.join(os.path.dirname(path), "out.json")
+    code = compare.main(["--builds", path, "--format", "json", "--output", out, *extra])
+    with open(out) as f:
+        result = json.load(f)
+    return code, {r["key"]: r for r in result["rows"]}, result
+
+
+def test_builds_gate_flags_a_ten_percent_slowdown_on_that_row_only(tmp_path):
+    rows = {"fam_a/x:1/threads:1": [_pairs(0.90, 12, 0.03, s) for s in (1, 2, 3)],
+            "fam_b/x:1/threads:1": [_pairs(1.00, 12, 0.03, s) for s in (4, 5, 6)],
+            "fam_b/x:2/threads:1": [_pairs(1.00, 12, 0.03, s) for s in (7, 8, 9)]}
+    code, by_key, result = _builds(_run_file(tmp_path, rows))
+    assert code == compare.EXIT_REGRESSION
+    a = by_key["fam_a/x:1/threads:1"]
+    assert a["verdict"] == "regression" and a["ci_pct"][1] < 0
+    assert abs(a["change_pct"] + 10) < 3
+    assert a["baseline"]["n"] == 36 and a["unit"] == "window pairs"
+    for key in ("fam_b/x:1/threads:1", "fam_b/x:2/threads:1"):
+        assert by_key[key]["answer"] == "no change larger than 5 %"
+    assert result["summary"]["mode"] == "paired-builds"
+
+
+def test_builds_gate_is_quiet_when_nothing_changed(tmp_path):
+    rows = {f"fam/x:{i}/threads:1": [_pairs(1.0, 12, 0.03, 10 * i + s) for s in range(3)]
+            for i in range(6)}
+    code, by_key, _ = _builds(_run_file(tmp_path, rows))
+    assert code == compare.EXIT_OK
+    assert all(r["answer"] == "no change larger than 5 %" for r in by_key.values())
+
+
+def test_builds_gate_says_undecided_when_the_interval_is_wide(tmp_path):
+    # A 3 % slowdown in noisy pairs: neither a regression of 5 % nor an interval within 5 %.
+    rows = {"fam/x:1/threads:1": [_pairs(0.97, 12, 0.25, s) for s in range(3)]}
+    code, by_key, _ = _builds(_run_file(tmp_path, rows))
+    r = by_key["fam/x:1/threads:1"]
+    assert r["verdict"] == "undecided" and code == compare.EXIT_UNDECIDED
+    assert not r["equivalent"]
+
+
+def test_builds_gate_drops_overrun_pairs_by_wall_time_and_flags_broken_rows(tmp_path):
+    pairs = _pairs(1.0, 12, 0.02, 1)
+    for p in pairs[:4]:
+        p["overrun"] = True
+        p["b_ops_per_s"] = 1.0  # an overrun window's wall-clock rate: left out, so harmless
+    rows = {"fam/x:1/threads:1": [pairs, _pairs(1.0, 12, 0.02, 2)],
+            "fam/x:2/threads:1": [None, None]}
+    path = _run_file(tmp_path, rows)
+    code, by_key, _ = _builds(path, "--rate", "wall")
+    ok = by_key["fam/x:1/threads:1"]
+    assert ok["baseline"]["n"] == 20 and ok["answer"] == "no change larger than 5 %"
+    assert any("4 window pair(s) with an overrun window" in w for w in ok["warnings"])
+    assert by_key["fam/x:2/threads:1"]["verdict"] == "broken"
+    assert code == compare.EXIT_REGRESSION
+    # Per CPU-second (the default) the overrun pairs are kept: their CPU-time rate is sound.
+    _, by_key, _ = _builds(path)
+    ok = by_key["fam/x:1/threads:1"]
+    assert ok["baseline"]["n"] == 24 and ok["answer"] == "no change larger than 5 %"
+    assert any("4 window pair(s) with an overrun window (kept" in n for n in ok["notes"])
+
+
+def test_builds_refuses_a_run_that_is_not_a_build_duet(tmp_path, capsys):
+    path = tmp_path / "plain.json"
+    path.write_text(json.dumps({"context": {"lockline": {"finished": True}},
+                                "benchmarks": []}))
+    assert compare.main(["--builds", str(path)]) == compare.EXIT_BAD_INPUT
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "not a build-duet run" in err[0]
+
+
+def test_builds_refuses_an_unfinished_run_unless_allowed(tmp_path):
+    rows = {"fam/x:1/threads:1": [_pairs(1.0, 12, 0.02, 1)]}
+    path = _run_file(tmp_path, rows, finished=False)
+    assert compare.main(["--builds", path]) == compare.EXIT_BAD_INPUT
+    assert compare.main(["--builds", path, "--allow-unfinished",
+                         "--allow-undecided"]) in (compare.EXIT_OK, compare.EXIT_UNDECIDED)
+
+
+# ---- the gate on a planted slowdown (measures: runs lockline_planted against lockline) -------
+
+# Two quiet one-thread points of two families whose timed code does not move with the binary's
+# code layout (memset and glibc's mutex live in libc): lockline_planted is another binary than
+# lockline, and a tight loop of our own (calibration's plain_inc) ran 24-32 % apart between the
+# two from code alignment alone. The slowdown is planted in zeroing.
+PLANT_FAMILY = "zeroing"
+PLANT_FILTER = "zeroing/method:memset/fill:zero|locks/lock:pthread_mutex/cs:0/stats:off/threads:1"
+
+
+def _gate(tmp_path, pct):
+    out_dir = tmp_path / f"run{pct}"
+    env = dict(os.environ, LOCKLINE_PLANT_SLOWDOWN=f"{PLANT_FAMILY}:{pct}")
+    r = subprocess.run([PLANTED, "--quick", f"--duet-with={BINARY}",
+                        f"--benchmark_filter={PLANT_FILTER}", "--benchmark_repetitions=5",
+                        "--window=5ms", f"--out={out_dir}", "--events=none"],
+                       capture_output=True, text=True, timeout=600, env=env)
+    assert r.returncode in (0, 1), r.stderr
+    out = str(tmp_path / f"cmp{pct}.json")
+    code = compare.main(["--builds", str(out_dir), "--format", "json", "--output", out])
+    with open(out) as f:
+        return code, {row["key"]: row for row in json.load(f)["rows"]}
+
+
+@needs_binary
+@needs_planted
+def test_planted_ten_percent_is_flagged_on_its_family_only(tmp_path):
+    code, rows = _gate(tmp_path, 10)
+    planted = [r for k, r in rows.items() if k.startswith(PLANT_FAMILY + "/")]
+    others = [r for k, r in rows.items() if not k.startswith(PLANT_FAMILY + "/")]
+    assert planted and others
+    assert code == compare.EXIT_REGRESSION
+    assert all(r["verdict"] == "regression" for r in planted), planted
+    assert all(r["verdict"] != "regression" for r in others), others
+
+
+@needs_binary
+@needs_planted
+def test_planted_zero_percent_stays_quiet(tmp_path):
+    code, rows = _gate(tmp_path, 0)
+    assert code in (compare.EXIT_OK, compare.EXIT_UNDECIDED)
+    assert all(r["verdict"] not in ("regression", "broken") for r in rows.values()), rows
