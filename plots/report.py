@@ -985,8 +985,8 @@ def build_html(run: Run, images: Dict[str, str],
                     "(verdicts.json).</p>")
     body.append('<p class="caption">"Seed discussion" figures are the numbers quoted in the '
                 "public Linux memory-management threads each question comes from (see "
-                "BACKGROUND.md): measured on other machines, decades apart; compare directions "
-                "and ratios, not absolute values.</p>")
+                "docs/experiments.md in the lockline repository): measured on other machines, "
+                "decades apart; compare directions and ratios, not absolute values.</p>")
     used = set()
     for qid, qtitle, question, stems in QUESTIONS:
         body.append(f'<section id="{qid}"><h2>{esc(qtitle)}</h2><p class="q">{esc(question)}</p>')
