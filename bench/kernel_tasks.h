@@ -251,10 +251,13 @@ class KernelTaskWorkload : public Workload {
   /// SetEvidenceWindows(env.evidence_windows), and the evidence timer's PU by
   /// the helper rule (harness/helpers.h; issue 36: the timer was started by
   /// team thread 0 and inherited its measured PU). With no free PU (a point at
-  /// every usable PU, the families' default) the timer shares the least
-  /// loaded measured PU, said in the row's evidence_timer_note: it sleeps in
-  /// kLiveDrainNs slices and runs only in the evidence windows, never in a
-  /// timed one. Unbound off the host topology.
+  /// every usable PU) the timer would share a measured PU and perturb the
+  /// evidence it drains (issue 36 item 1, issue 40: a helper never shares a
+  /// measured PU): the point then has no evidence windows, and the row says
+  /// why (evidence.off); its timed windows, which never run the timer, are
+  /// measured as usual. With --oversubscribe the timer shares the least
+  /// loaded measured PU, said in the row's evidence_timer_note. Unbound off
+  /// the host topology.
   void SetEvidenceWindows(const PointEnv& env) {
     SetEvidenceWindows(env.evidence_windows);
     if (evidence_windows_ == 0 || env.topology == nullptr ||
@@ -266,6 +269,17 @@ class KernelTaskWorkload : public Workload {
     const auto places =
         PlaceHelpersNear(env.topology->usable_pus(), *env.plan, 1, rule);
     if (places.empty()) return;
+    if (places.front().shares_measured_pu && !env.oversubscribe) {
+      evidence_windows_ = 0;
+      evidence_off_reason_ =
+          "no evidence windows at " + std::to_string(env.threads) +
+          " threads: the evidence timer has no PU of its own (every usable PU "
+          "runs a measured task) and would share measured PU " +
+          std::to_string(places.front().pu) +
+          "; the evidence comes from the points with fewer threads "
+          "(--oversubscribe lets it share, flagged)";
+      return;
+    }
     timer_place_ = places.front();
     if (env.topology->is_host()) timer_topo_ = env.topology;
   }
@@ -284,7 +298,9 @@ class KernelTaskWorkload : public Workload {
     threads_ = threads;
     barrier_.Reset(threads);
     if (evidence_windows_ == 0)
-      evidence_.SetOff("--evidence=off: no evidence windows");
+      evidence_.SetOff(evidence_off_reason_.empty()
+                           ? "--evidence=off: no evidence windows"
+                           : evidence_off_reason_);
     shared_ = static_cast<std::atomic<bool>*>(
         mmap(nullptr, SharedBytes(), PROT_READ | PROT_WRITE,
              MAP_SHARED | MAP_ANONYMOUS, -1, 0));
@@ -640,7 +656,9 @@ class KernelTaskWorkload : public Workload {
   int evidence_windows_ = kDefaultEvidenceWindows;
   child_task::TaskBarrier barrier_;
   std::thread timer_;
-  HelperPlace timer_place_;               // the evidence timer's PU (-1: none)
+  HelperPlace timer_place_;  // the evidence timer's PU (-1: none)
+  std::string
+      evidence_off_reason_;  // why SetEvidenceWindows(env) turned them off
   const Topology* timer_topo_ = nullptr;  // set on the host: bind the timer
   std::atomic<bool> estop_{false};
   std::atomic<int> tasks_done_{0};

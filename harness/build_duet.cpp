@@ -683,6 +683,7 @@ int ServeWindows(RunState& run) {
                   : static_cast<uint64_t>(run.opts.fault_sampling_s * 1e9 +
                                           0.5);
           env.evidence_windows = run.opts.evidence_windows;
+          env.oversubscribe = run.opts.oversubscribe;
           std::vector<int> pus;
           std::stringstream ps(pu_list);
           for (std::string item; std::getline(ps, item, ',');)

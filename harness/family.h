@@ -128,6 +128,9 @@ struct PointEnv {
   /// --evidence: evidence windows per repetition of the kernel_* families
   /// (bench/kernel_tasks.h), outside the timed windows; 0: off.
   int evidence_windows = 2;
+  /// --oversubscribe: a helper thread may share a measured PU (flagged in
+  /// the row) where no PU of its own is free.
+  bool oversubscribe = false;
 };
 
 /// One variant of a family: parameters plus a factory. The harness crosses it

@@ -574,6 +574,7 @@ void RunPoint(benchmark::State& state, const Point& point, RunState& run) {
             ? 0
             : static_cast<uint64_t>(run.opts.fault_sampling_s * 1e9 + 0.5);
     env.evidence_windows = run.opts.evidence_windows;
+    env.oversubscribe = run.opts.oversubscribe;
     // Each repetition places the structures under test at fresh offsets
     // (harness/memory.h LayoutSampling): its seed mixes a per-process random
     // number, the key and the repetition, so repetitions and runs differ.

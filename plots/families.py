@@ -822,10 +822,16 @@ def _median_words(results) -> str:
             and (c.ci is None or not (c.ci[0] > 0 or c.ci[1] < 0))]
     if not meds:
         return ""
-    if all(m > 0 for m in meds):
-        return f"; medians: closer distances slower, up to {max(meds) * 100:+.0f} % (not resolved)"
-    if all(m < 0 for m in meds):
-        return f"; medians: closer distances faster, down to {min(meds) * 100:+.0f} % (not resolved)"
+    # A median of exactly 0 (equal medians) points no way: it neither makes the closer
+    # distances "slower" nor turns the words into "both ways".
+    up = [m for m in meds if m > 0]
+    down = [m for m in meds if m < 0]
+    if up and not down:
+        return f"; medians: closer distances slower, up to {max(up) * 100:+.0f} % (not resolved)"
+    if down and not up:
+        return f"; medians: closer distances faster, down to {min(down) * 100:+.0f} % (not resolved)"
+    if not up and not down:
+        return "; medians: no difference (not resolved)"
     return "; medians point both ways"
 
 
@@ -881,7 +887,7 @@ def plot_duet(data: FamilyData) -> List[Tuple[str, Figure]]:
             labels.append(f"{params.get('of')} {params.get('param')}: {params.get('a')} -> "
                           f"{params.get('b')} (threads:{threads}{extra})")
             pairs = labelled_duet_pairs(reps)
-            ratios = [b / a - 1 for _, a, b in pairs if a > 0 and b > 0]
+            ratios = [p[2] / p[1] - 1 for p in pairs if p[1] > 0 and p[2] > 0]
             ax.scatter([100 * r for r in ratios], [y] * len(ratios), s=6, color="0.6",
                        alpha=0.5, zorder=1, label="one window pair" if y == 0 else None)
             c = stats.compare_pairs(pairs)
