@@ -1261,6 +1261,25 @@ def build_parser():
     return p
 
 
+def emit_result(result, args) -> int:
+    """Print `result` in args.format, write it to args.output when given, say the summary's
+    message on stderr, and return the exit code (EXIT_BAD_INPUT when --output cannot be
+    written). Shared by the run-vs-run and the build-duet (--builds) paths."""
+    text = FORMATTERS[args.format](result)
+    sys.stdout.write(text)
+    if args.output:
+        try:
+            # Created exclusively and renamed into place: a planted symlink at FILE is
+            # replaced, never written through (plots/outputs.py; issue 27 item 10).
+            outputs.write_atomic(args.output, text)
+        except OSError as e:
+            print(f"compare.py: error: --output {args.output}: {e.strerror}", file=sys.stderr)
+            return EXIT_BAD_INPUT
+    if result["summary"]["message"]:
+        print(f"compare.py: error: {result['summary']['message']}", file=sys.stderr)
+    return result["summary"]["exit_code"]
+
+
 def main(argv=None):
     """Run the command line; returns the exit status (0, 1, 2 or 3). Errors: one line on
     stderr. `compare.py --builds RUN ...` answers a build-duet run (main_builds)."""
@@ -1292,19 +1311,7 @@ def main(argv=None):
     except InputError as e:
         print(f"compare.py: error: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    text = FORMATTERS[args.format](result)
-    sys.stdout.write(text)
-    if args.output:
-        try:
-            # Created exclusively and renamed into place: a planted symlink at FILE is
-            # replaced, never written through (plots/outputs.py; issue 27 item 10).
-            outputs.write_atomic(args.output, text)
-        except OSError as e:
-            print(f"compare.py: error: --output {args.output}: {e.strerror}", file=sys.stderr)
-            return EXIT_BAD_INPUT
-    if result["summary"]["message"]:
-        print(f"compare.py: error: {result['summary']['message']}", file=sys.stderr)
-    return result["summary"]["exit_code"]
+    return emit_result(result, args)
 
 
 # ---- paired builds (issue 38): one run of lockline --duet-with=OLD --------------------------------
@@ -1536,17 +1543,7 @@ def main_builds(argv):
     except InputError as e:
         print(f"compare.py: error: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    text = FORMATTERS[args.format](result)
-    sys.stdout.write(text)
-    if args.output:
-        try:
-            outputs.write_atomic(args.output, text)
-        except OSError as e:
-            print(f"compare.py: error: --output {args.output}: {e.strerror}", file=sys.stderr)
-            return EXIT_BAD_INPUT
-    if result["summary"]["message"]:
-        print(f"compare.py: error: {result['summary']['message']}", file=sys.stderr)
-    return result["summary"]["exit_code"]
+    return emit_result(result, args)
 
 
 if __name__ == "__main__":
