@@ -9,12 +9,14 @@
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
+#include "harness/shared_calibration.h"
 #include "harness/until_resolved.h"
 
 namespace lockline {
@@ -137,10 +139,27 @@ int RunIndependentProcesses(int argc, char** argv, const Options& o) {
   sigemptyset(&sa.sa_mask);
   for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaction(sig, &sa, nullptr);
 
+  // The N runs time the same work: the per-process calibrations (ThinkNs,
+  // work_ns:cal's fault and model cost per page) are measured by the first
+  // run and read by the others (harness/shared_calibration.h), inside the run
+  // directory. Without it, two processes calibrate work ~10 % apart (1502 /
+  // 1655 / 1547 ns per page in three runs here), and every work_ns:cal row
+  // differs between runs by that much, which is not run-to-run noise of the
+  // measurement. Addresses, the host's vCPU pair and the page cache still
+  // change with each process.
+  std::string calibration;
+  if (std::getenv(kSharedCalibrationEnv) == nullptr) {
+    calibration = dir + "/calibration";
+    if (mkdir(calibration.c_str(), 0700) == 0)
+      setenv(kSharedCalibrationEnv, calibration.c_str(), 1);
+    else
+      calibration.clear();
+  }
   nlohmann::json doc = {{"runs", o.runs},
                         {"dirs", nlohmann::json::array()},
                         {"exit_status", nlohmann::json::array()},
-                        {"command_line", nlohmann::json(args)}};
+                        {"command_line", nlohmann::json(args)},
+                        {"shared_calibration", calibration}};
   const std::string runs_json = dir + "/runs.json";
   if (!WriteFile(runs_json, doc.dump(1) + "\n"))
     return Error("cannot write " + runs_json + ": " + std::strerror(errno));

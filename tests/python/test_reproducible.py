@@ -327,3 +327,28 @@ def test_paired_regime_is_the_one_with_most_repetitions():
     far = [("far", 1e6, 1.1e6 * (1 + 0.001 * k), f"r{1 + k % 3}") for k in range(36)]
     c = stats.compare_pairs(near + far)
     assert c.regime == "far" and c.units == 3 and c.n_base == 36 and c.dropped == 64
+
+
+@pytest.mark.skipif(not (BINARY and os.access(BINARY, os.X_OK)),
+                    reason=f"LOCKLINE_BINARY ({BINARY or 'unset'}) is not an executable")
+def test_runs_share_their_calibrations(tmp_path):
+    """--runs=2: the second run reads the first run's per-process calibrations from
+    RUN_DIR/calibration/, so both time the same work_ns:cal work (without it three runs here
+    calibrated 1502 / 1655 / 1547 ns per page and every such row moved ~9 % between runs)."""
+    out = tmp_path / "runs"
+    p = subprocess.run([BINARY, "--quick", "--runs=2", "--benchmark_repetitions=1",
+                        "--benchmark_filter=^zone_lock/layout:lock_after_free_area/lock:ticket/"
+                        "pcp_batch:31/.*work_ns:cal/threads:1$", f"--out={out}"],
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    doc = json.loads((out / "runs.json").read_text())
+    assert doc["shared_calibration"] == str(out / "calibration")
+    assert (out / "calibration" / "fault_ns_per_page").is_file()
+    work = []
+    for k in (1, 2):
+        rows = json.loads((out / f"run-{k}" / "lockline.json").read_text())["benchmarks"]
+        cal = [r["details"]["work"]["work_ns"] for r in rows
+               if "work_ns:cal" in r.get("name", "") and "work" in r.get("details", {})]
+        assert cal, f"run-{k} has no work_ns:cal row"
+        work.append(cal[0])
+    assert work[0] == work[1]
