@@ -114,22 +114,13 @@ void InstallInterruptHandlers() {
   }
 }
 
-std::string DefaultOutDir() {
-  char host[256] = "host";
-  gethostname(host, sizeof host - 1);
-  char stamp[32];
-  const time_t now = time(nullptr);
-  strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", gmtime(&now));
-  return std::string("results/") + host + "-" + stamp;
-}
-
 // Claims the run directory: --out as given (taken: exit 2), or the default
 // name with "-2", "-3" ... appended when another run started in the same
 // second holds it.
 std::unique_ptr<lockline::ResultFile> ClaimRunDirectory(
     const std::string& out) {
   if (!out.empty()) return std::make_unique<lockline::ResultFile>(out);
-  const std::string base = DefaultOutDir();
+  const std::string base = lockline::DefaultRunDir();
   for (int i = 1;; ++i) {
     try {
       return std::make_unique<lockline::ResultFile>(
@@ -368,7 +359,8 @@ int Main(int argc, char** argv) {
   // Test builds' wraps (the planted slowdown); none in lockline itself.
   lockline::ApplyWorkloadWraps(run);
   if (o.window_server) return lockline::ServeWindows(run);
-  // --runs=N: N whole runs as child processes (harness/runs.h); each child starts its own
+  // --runs=N: N whole runs as child processes (harness/runs.h); each child
+  // starts its own
   // --duet-with partner.
   if (o.runs > 1) return lockline::RunIndependentProcesses(argc, argv, o);
   if (!o.duet_with.empty()) {

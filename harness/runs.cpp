@@ -59,15 +59,6 @@ bool ClaimDir(const std::string& path, std::string* why) {
   return empty;
 }
 
-std::string DefaultDir() {
-  char host[256] = "host";
-  gethostname(host, sizeof host - 1);
-  char stamp[32];
-  const time_t now = time(nullptr);
-  strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", gmtime(&now));
-  return std::string("results/") + host + "-" + stamp;
-}
-
 // Runs argv0 `args` and waits; returns its exit status (128 + signal).
 int RunChild(const std::string& exe, const std::vector<std::string>& args) {
   std::vector<std::string> all = {exe};
@@ -102,6 +93,15 @@ bool WriteFile(const std::string& path, const std::string& text) {
 
 }  // namespace
 
+std::string DefaultRunDir() {
+  char host[256] = "host";
+  gethostname(host, sizeof host - 1);
+  char stamp[32];
+  const time_t now = time(nullptr);
+  strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", gmtime(&now));
+  return std::string("results/") + host + "-" + stamp;
+}
+
 std::vector<std::string> RunArguments(const std::vector<std::string>& args,
                                       const std::string& dir, int index) {
   std::vector<std::string> out;
@@ -120,7 +120,7 @@ int RunIndependentProcesses(int argc, char** argv, const Options& o) {
       return Error("--out=" + dir + ": cannot be the run directory of --runs=" +
                    std::to_string(o.runs) + ": " + why);
   } else {
-    const std::string base = DefaultDir();
+    const std::string base = DefaultRunDir();
     for (int i = 1;; ++i) {
       dir = i == 1 ? base : base + "-" + std::to_string(i);
       if (ClaimDir(dir, &why)) break;

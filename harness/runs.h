@@ -16,6 +16,11 @@
 
 namespace lockline {
 
+/// The default run directory, relative to the working directory:
+/// results/<host name>-<UTC time as YYYYMMDDTHHMMSSZ> ("host" when
+/// gethostname fails). Shared by a run and a --runs run.
+std::string DefaultRunDir();
+
 /// The arguments of run `index` (1-based) of a --runs run: `args` (argv[1..])
 /// without --runs=... and --out=..., plus --out=`dir`/run-`index`.
 std::vector<std::string> RunArguments(const std::vector<std::string>& args,

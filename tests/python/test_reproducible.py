@@ -9,7 +9,7 @@
 - bad --runs values: one `lockline: error:` line, exit 2, nothing created (needs
   LOCKLINE_BINARY; skipped otherwise).
 
-Synthetic data only: no test reads ../shared.
+Synthetic data only: no test reads the project's shared data directory.
 """
 import json
 import math
