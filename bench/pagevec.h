@@ -1388,6 +1388,29 @@ class PagevecWorkload : public Workload {
     ++s.cycles;
   }
 
+  /// isolate_lru_pages (mm/vmscan.c@v5.8.1, and 2.6.9's isolate_lru_pages):
+  /// up to SWAP_CLUSTER_MAX pages from the tail of `list` move to `into`,
+  /// PG_lru cleared, each with a reference taken; a page without PG_lru, or
+  /// whose owner dropped the last reference (being freed), is rotated to the
+  /// head and left. Returns the pages isolated. Called under lru_lock; writes
+  /// only the lines the kernel does (the pages' flags, refcounts and links).
+  long IsolateLruPages(ListHead* list, ListHead* into) {
+    long nr = 0;
+    for (int scan = 0; scan < kSwapClusterMax && !ListEmpty(list); ++scan) {
+      Page* p = PageFromLru(list->prev);
+      // __isolate_lru_page: PageLRU, then a reference unless the page is
+      // being freed (its owner dropped the last one: leave it, rotated).
+      if (!PageLru(*p) || !get_page_unless_zero(*p)) {
+        ListMove(&p->lru, list);
+        continue;
+      }
+      ClearPageLru(*p);
+      ListMove(&p->lru, into);
+      ++nr;
+    }
+    return nr;
+  }
+
   /// shrink_active_list (mm/vmscan.c@v5.8.1) for up to SWAP_CLUSTER_MAX pages:
   /// isolate_lru_pages from the LRU_ACTIVE_ANON tail under lru_lock (hold 1);
   /// outside it every anonymous page is deactivated (page_referenced keeps
@@ -1398,19 +1421,9 @@ class PagevecWorkload : public Workload {
     ListHead* active = zone.List(Kernel::k58);
     ListHead l_hold;
     ListInit(&l_hold);
-    long nr = 0;
     long node_diff = 0, zone_diff = 0, memcg_diff = 0;  // the scanner's CPU
     Acquire(zone.lru_lock, *s.side, s.stat, kScannerIndex);
-    for (int scan = 0; scan < kSwapClusterMax && !ListEmpty(active); ++scan) {
-      Page* p = PageFromLru(active->prev);
-      if (!PageLru(*p) || !get_page_unless_zero(*p)) {
-        ListMove(&p->lru, active);
-        continue;
-      }
-      ClearPageLru(*p);
-      ListMove(&p->lru, &l_hold);
-      ++nr;
-    }
+    const long nr = IsolateLruPages(active, &l_hold);
     UpdateLruSize58(zone, &node_diff, &zone_diff, &memcg_diff, -nr,
                     kLruActiveAnon);
     Release(zone.lru_lock, s.stat);
@@ -1447,21 +1460,9 @@ class PagevecWorkload : public Workload {
     const Kernel k = cfg_.kernel;
     ListHead isolated;
     ListInit(&isolated);
-    long nr = 0;
     long node_diff = 0, zone_diff = 0, memcg_diff = 0;  // the scanner's CPU
     Acquire(zone.lru_lock, *s.side, s.stat, kScannerIndex);
-    for (int scan = 0; scan < kSwapClusterMax && !ListEmpty(list); ++scan) {
-      Page* p = PageFromLru(list->prev);
-      // __isolate_lru_page: PageLRU, then a reference unless the page is
-      // being freed (its owner dropped the last one: leave it, rotated).
-      if (!PageLru(*p) || !get_page_unless_zero(*p)) {
-        ListMove(&p->lru, list);
-        continue;
-      }
-      ClearPageLru(*p);
-      ListMove(&p->lru, &isolated);
-      ++nr;
-    }
+    const long nr = IsolateLruPages(list, &isolated);
     if (k == Kernel::k269) {
       zone.nr_lru -= static_cast<unsigned long>(nr);
     } else {
