@@ -1326,15 +1326,27 @@ BUILD_RATES = {
 }
 
 
+# A window pair of a multi-thread row in which some thread of either window spent more than this
+# share of its window off its CPU (the pair's `off_cpu`: preempted, since the threads spin and
+# never sleep) is left out: a spinning waiter then burns its CPU time on a lock whose holder is
+# descheduled, which no rate of the pair corrects (issue 38: pair ratios of 0.05-38 on 2-thread
+# lock rows of an A/A duet under load). 2 % of a 5 ms window is 100 us: far above a wake-up of
+# another thread, far below a scheduler time slice.
+PREEMPTED_SHARE = 0.02
+
+
 def load_build_pairs(paths, rate="cpu"):
     """Read a build-duet run (lockline --duet-with=OLD; results/SCHEMA.md `details.build_duet`).
     Returns a dict: "pairs" {key: [(coherence label, old rate, new rate, repetition), ...] over
     every repetition (repetition: (file, repetition_index), the resampling unit); `rate` (BUILD_RATES) "cpu": ops per CPU-second, "wall": ops/s with window pairs
-    holding an overrun window left out}, "overrun_pairs" {key: n with an overrun window},
+    holding an overrun window left out; pairs of a multi-thread row with a window preempted for
+    more than PREEMPTED_SHARE of it left out}, "overrun_pairs" {key: n with an overrun window},
+    "preempted_pairs" {key: n left out as preempted},
     "failed" {key: [error messages]}, "repetitions" {key: n}, "notes", "old_binary".
     Raises InputError (exit 2) for an unreadable file, an unfinished run (the caller may allow
     it) or a file without build-duet rows."""
-    side = {"pairs": {}, "overrun_pairs": {}, "failed": {}, "repetitions": {}, "notes": [],
+    side = {"pairs": {}, "overrun_pairs": {}, "preempted_pairs": {}, "failed": {},
+            "repetitions": {}, "notes": [],
             "old_binary": None, "finished": True}
     for path in paths:
         doc = results.read_document(path)
@@ -1380,6 +1392,12 @@ def load_build_pairs(paths, rate="cpu"):
                     side["overrun_pairs"][key] = side["overrun_pairs"].get(key, 0) + 1
                     if rate == "wall":
                         continue
+                off = pair.get("off_cpu")
+                threads = r.get("threads")
+                if (isinstance(threads, int) and threads >= 2 and isinstance(off, (int, float))
+                        and not isinstance(off, bool) and off > PREEMPTED_SHARE):
+                    side["preempted_pairs"][key] = side["preempted_pairs"].get(key, 0) + 1
+                    continue
                 got.append((label, float(a), float(b), unit))
     if not side["pairs"] and not side["failed"]:
         raise InputError(f"{', '.join(paths)}: no build-duet rows")
@@ -1447,6 +1465,11 @@ def compare_builds(side, options):
         elif over:
             row["notes"].append(f"{over} window pair(s) with an overrun window (kept: compared "
                                 "per CPU-second)")
+        preempted = side.get("preempted_pairs", {}).get(key, 0)
+        if preempted:
+            row["notes"].append(f"{preempted} window pair(s) left out: a thread of a window was "
+                                f"off its CPU for more than {PREEMPTED_SHARE:.0%} of it "
+                                "(preempted while the others spun)")
         if not pairs:
             failed = side["failed"].get(key, [])
             row["verdict"] = "broken" if failed else "undecided"

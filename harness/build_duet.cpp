@@ -316,9 +316,12 @@ RemoteWindow WindowClient::Window() {
   RemoteWindow w;
   unsigned long long ops = 0;
   int overrun = 0;
-  if (std::sscanf(a.c_str(), "done %llu %lf %d %lf", &ops, &w.seconds, &overrun,
-                  &w.cpu_seconds) != 4)
+  const int got =
+      std::sscanf(a.c_str(), "done %llu %lf %d %lf %lf", &ops, &w.seconds,
+                  &overrun, &w.cpu_seconds, &w.max_off_cpu);
+  if (got < 4)
     throw std::runtime_error("old build: unexpected answer to window: " + a);
+  if (got == 4) w.max_off_cpu = -1;  // a server before off-CPU shares
   w.ops = ops;
   w.overrun = overrun != 0;
   return w;
@@ -417,6 +420,7 @@ void BuildDuetWorkload::Report(PointReport& out, double /*window_seconds*/,
   const size_t n = schedule_.size();
   std::vector<uint64_t> ops(n, 0);
   std::vector<double> seconds(n, 0), cpu(n, 0);
+  std::vector<double> off_cpu(n, -1);  // WindowResult::max_off_cpu per window
   size_t ran = 0;
   uint64_t new_ops = 0, meas_ops[2] = {0, 0};
   double new_sec = 0, meas_sec[2] = {0, 0};
@@ -432,12 +436,18 @@ void BuildDuetWorkload::Report(PointReport& out, double /*window_seconds*/,
         last = std::max(last, logs_[i].end_ns[w]);
       }
       if (last > first) seconds[w] = static_cast<double>(last - first) / 1e9;
+      off_cpu[w] = MaxOffCpuShare(
+          static_cast<int>(logs_.size()),
+          [&](int i) { return logs_[i].start_ns[w]; },
+          [&](int i) { return logs_[i].end_ns[w]; },
+          [&](int i) { return logs_[i].cpu_ns[w]; });
       new_ops += ops[w];
       new_sec += seconds[w];
     } else {
       ops[w] = remote_[w].ops;
       seconds[w] = remote_[w].seconds;
       cpu[w] = remote_[w].cpu_seconds;
+      off_cpu[w] = remote_[w].max_off_cpu;
       old_overruns += remote_[w].overrun ? 1 : 0;
     }
     if (seconds[w] > 0) ran = w + 1;
@@ -487,7 +497,9 @@ void BuildDuetWorkload::Report(PointReport& out, double /*window_seconds*/,
     const DuetPair& p = pairs[k];
     bool overrun = false;
     double cpu_rate[2] = {0, 0};  // old, new: ops per CPU second
+    double off = 0;  // the larger off-CPU share of the pair; -1: unknown
     for (size_t w = warm + 2 * k; w < warm + 2 * k + 2 && w < ran; ++w) {
+      off = off_cpu[w] < 0 || off < 0 ? -1 : std::max(off, off_cpu[w]);
       overrun |=
           IsLocal(schedule_[w]) ? seconds[w] > bound_s : remote_[w].overrun;
       cpu_rate[IsLocal(schedule_[w]) ? 1 : 0] =
@@ -498,7 +510,8 @@ void BuildDuetWorkload::Report(PointReport& out, double /*window_seconds*/,
                          {"a_ops_per_cpu_s", cpu_rate[0]},
                          {"b_ops_per_cpu_s", cpu_rate[1]},
                          {"order", p.b_first ? "ba" : "ab"},
-                         {"overrun", overrun}});
+                         {"overrun", overrun},
+                         {"off_cpu", off < 0 ? json(nullptr) : json(off)}});
     if (p.a_ops_per_s > 0 && p.b_ops_per_s > 0)
       logs.push_back(std::log(p.b_ops_per_s / p.a_ops_per_s));
   }
@@ -800,10 +813,10 @@ int ServeWindows(RunState& run) {
                                                  bound + 120'000'000'000ull);
           seconds += r.seconds;
           total_ops += r.total_ops;
-          char buf[128];
-          std::snprintf(buf, sizeof buf, "done %llu %.9e %d %.9e",
+          char buf[160];
+          std::snprintf(buf, sizeof buf, "done %llu %.9e %d %.9e %.6f",
                         static_cast<unsigned long long>(r.total_ops), r.seconds,
-                        r.overrun ? 1 : 0, r.cpu_seconds);
+                        r.overrun ? 1 : 0, r.cpu_seconds, r.max_off_cpu);
           say(buf);
         } else if (cmd == "close") {
           if (!wl) throw std::runtime_error("close: no open point");

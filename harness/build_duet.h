@@ -27,9 +27,10 @@
 //   server: "ok <fixed_work 0|1>" after creating the workload, its thread team
 //           on those PUs, Prepare and SetupThread; or "error <text>"
 //   client: "window"  ->  server: "done <ops> <seconds> <overrun 0|1>
-//           <cpu_seconds>" (one window of its team, timed as
+//           <cpu_seconds> [<max_off_cpu>]" (one window of its team, timed as
 //           ThreadTeam::RunWindow times one; cpu_seconds: its threads' CPU
-//           time, CLOCK_THREAD_CPUTIME_ID)
+//           time, CLOCK_THREAD_CPUTIME_ID; max_off_cpu: the largest share of
+//           the window a thread spent off its CPU, WindowResult::max_off_cpu)
 //   client: "close"   ->  server: "closed <json>" ({"verify": "", "metrics":
 //           {...}, "address_layout": {...} | null}: TeardownThread, Report,
 //           Verify; the offsets it sampled from the layout seed), the team
@@ -95,6 +96,9 @@ struct RemoteWindow {
   double seconds = 0;    ///< its first thread's start to its last thread's end
   bool overrun = false;  ///< past its wall-clock bound (OverrunBoundNs)
   double cpu_seconds = 0;  ///< its threads' summed CPU time in the window
+  /// WindowResult::max_off_cpu of the window; -1 from a server that does not
+  /// say (before off-CPU shares were reported).
+  double max_off_cpu = -1;
 };
 
 /// The client's end of a window server: the old binary as a child process on a

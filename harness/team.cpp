@@ -316,6 +316,10 @@ WindowResult ThreadTeam::RunWindow(Workload& wl,
   }
   r.seconds = static_cast<double>(last - first) / 1e9;
   r.overrun = overrun;
+  r.max_off_cpu = MaxOffCpuShare(
+      n, [&](int i) { return slots_[i].start_ns; },
+      [&](int i) { return slots_[i].end_ns; },
+      [&](int i) { return slots_[i].cpu_ns; });
   return r;
 }
 

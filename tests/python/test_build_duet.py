@@ -45,9 +45,9 @@ def test_window_server_protocol():
     assert lines[2] == "end"
     assert lines[3] == "ok 0"
     for line in lines[4:7]:
-        word, ops, seconds, overrun, cpu = line.split()
+        word, ops, seconds, overrun, cpu, off_cpu = line.split()
         assert word == "done" and int(ops) > 0 and float(seconds) > 0 and overrun in "01"
-        assert float(cpu) > 0
+        assert float(cpu) > 0 and 0 <= float(off_cpu) <= 1
     assert lines[7].startswith("closed ")
     assert json.loads(lines[7][len("closed "):])["verify"] == ""
     assert lines[8].startswith("error unknown command")
@@ -191,12 +191,13 @@ def _pairs(ratio, n, noise, seed, common=0.5):
 
 def _run_file(tmp_path, rows, finished=True):
     """A build-duet result file: rows = {key: [pairs of repetition 1, pairs of repetition 2,
-    ...]} (a repetition None: a failed one)."""
+    ...]} (a repetition None: a failed one); the key's threads:N gives the row's threads."""
     benchmarks = []
     for key, reps in rows.items():
+        threads = int(key.rsplit("threads:", 1)[1]) if "threads:" in key else 1
         for pairs in reps:
             row = {"name": key, "run_name": key, "run_type": "iteration", "lockline_key": key,
-                   "family": key.split("/")[0], "threads": 1, "iterations": 26,
+                   "family": key.split("/")[0], "threads": threads, "iterations": 26,
                    "real_time": 1.0, "cpu_time": 1.0, "time_unit": "ns",
                    "coherence": {"label": "none"}}
             if pairs is None:
@@ -265,6 +266,30 @@ def test_builds_gate_takes_the_repetition_as_the_unit(tmp_path):
     assert r["verdict"] == "undecided" and r["units"] == 5
     assert r["ci_pct"][0] < -5 or r["ci_pct"][1] > 5
     assert code == compare.EXIT_UNDECIDED
+
+
+def test_builds_gate_leaves_out_preempted_pairs_of_contended_rows(tmp_path):
+    """A pair whose window had a thread off its CPU for more than 2 % of it (off_cpu) is left
+    out of a multi-thread row, whose spinning waiters then burn CPU on a descheduled holder's
+    lock, and kept in a one-thread row, whose CPU-time rate is sound."""
+    def reps(seed):
+        out = []
+        for s in range(5):
+            pairs = _pairs(1.0, 12, 0.01, seed + s)
+            for p in pairs[:4]:
+                p["off_cpu"] = 0.4
+                p["b_ops_per_cpu_s"] *= 0.3  # what a descheduled holder does to a waiter
+            for p in pairs[4:]:
+                p["off_cpu"] = 0.001
+            out.append(pairs)
+        return out
+    rows = {"fam/x:1/threads:2": reps(10), "fam/x:1/threads:1": reps(20)}
+    _, by_key, _ = _builds(_run_file(tmp_path, rows))
+    two = by_key["fam/x:1/threads:2"]
+    assert two["baseline"]["n"] == 40 and two["answer"] == "no change larger than 5 %"
+    assert any("20 window pair(s) left out" in n for n in two["notes"])
+    one = by_key["fam/x:1/threads:1"]
+    assert one["baseline"]["n"] == 60
 
 
 def test_builds_gate_drops_overrun_pairs_by_wall_time_and_flags_broken_rows(tmp_path):
