@@ -1401,11 +1401,12 @@ Variant MakeBurstPairVariant(std::size_t burst, std::size_t pool, Suite suite,
   v.windows = 1;
   v.fixed_work = true;
   const int bursts = 2 * (kDuetWarmupPairs + kBurstPairs);
-  // For the budget: per burst its pages and (side A) the pool filled before
-  // it; plus ~3 ms per burst of resets and idle-period waits (2-vCPU VM).
+  // For the budget: the two pools, mapped and filled once per repetition
+  // (the bursts reuse their pages), and per burst ~6 ms of burst, reset and
+  // idle period (2-vCPU VM, 2 threads).
   v.cost_mib =
-      bursts * static_cast<double>(burst + pool / 2) * 4096 / (1 << 20);
-  v.cost_s = bursts * 0.003;
+      2 * static_cast<double>(std::max(burst, pool)) * 4096 / (1 << 20);
+  v.cost_s = bursts * 0.006;
   v.description =
       "paired bursts: " + std::to_string(kBurstPairs) +
       " pairs (after one warm-up pair) of protocol:idle_burst (idle period, "
