@@ -599,10 +599,10 @@ def _zeroing_panel(ax, data: FamilyData, runs) -> None:
 def _prezero_panels(axes, data: FamilyData, runs) -> None:
     """Faults/s (each allocation a modelled fault: bench/prezero.cpp FaultRest; allocations/s
     in files from before it) against threads per pre-zeroing mode, and the pre-zeroed share.
-    The paired-burst rows (protocol:idle_burst_vs_busy) have no rate of their own and are
-    left out (the prezero_burst_busy verdict reads their pairs)."""
-    runs = [(run, [p for p in pts if p.params.get("protocol") != "idle_burst_vs_busy"])
-            for run, pts in runs]
+    The paired-burst rows (protocol:idle_burst_vs_busy, zeroer:none_vs_...) have no rate of
+    their own and are left out (the 004 burst verdicts read their pairs)."""
+    runs = [(run, [p for p in pts if "_vs_" not in p.params.get("protocol", "")
+                   + p.params.get("zeroer", "")]) for run, pts in runs]
     faults = any("faults_per_s" in p.metrics for _, pts in runs for p in pts)
     metric = "faults_per_s" if faults else "allocs_per_s"
     threads_panel(axes[0], data, data.family,

@@ -701,8 +701,8 @@ def prezero_burst_rows(run: Run) -> List[List[str]]:
     rows, groups = [], []
     for variant, n, pts in _common_thread_rows(run, "prezero", "protocol"):
         params = dict(variant)
-        if params.get("protocol") == "idle_burst_vs_busy":
-            continue  # paired bursts: the prezero_burst_busy verdict reads them
+        if "_vs_" in params.get("protocol", "") + params.get("zeroer", ""):
+            continue  # paired bursts: the 004 burst verdicts read them
         try:
             ratio = f"{float(params.get('burst_pages')) / float(params.get('pool_pages')):.2g}"
         except (TypeError, ValueError, ZeroDivisionError):

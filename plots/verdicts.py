@@ -69,8 +69,8 @@ class ComparisonSpec:
     unit: str = "ratio"
     # A value of `param` whose rows hold this comparison as paired bursts of one team
     # (details.duet.pairs: A = base, B = variant), e.g. prezero protocol:idle_burst_vs_busy
-    # (bench/prezero.cpp BurstPairWorkload, issue 40 item 8): the verdict reads their pairs
-    # as it reads a duet row's. "" for none.
+    # or zeroer:none_vs_idle_cpus (bench/prezero.cpp BurstPairWorkload, issue 40 item 8):
+    # the verdict reads their pairs as it reads a duet row's. "" for none.
     paired_value: str = ""
 
 
@@ -186,10 +186,11 @@ COMPARISONS: Tuple[ComparisonSpec, ...] = (
     _spec("prezero_burst_engine", "004", "prezero", "zeroer", "none", "engine",
           "zero on allocation", "pre-zeroed after idle (engine, order >= 4 blocks)", FAULTS,
           "min", (), BURST, "Altix BTE zeroing engine, order >= 4 only: no figure",
-          "none: no seed figure"),
+          "none: no seed figure", paired_value="none_vs_engine"),
     _spec("prezero_burst_idle_cpus", "004", "prezero", "zeroer", "none", "idle_cpus",
           "zero on allocation", "pre-zeroed after idle (idle CPUs)", FAULTS, "min", (), BURST,
-          "faults/wall-s 90849 -> 306791 at 1 thread (+238 %)", PREZERO_FAULTS),
+          "faults/wall-s 90849 -> 306791 at 1 thread (+238 %)", PREZERO_FAULTS,
+          paired_value="none_vs_idle_cpus"),
     # Holt's busy machine against the idle one, at every usable PU: answered from the paired
     # bursts of protocol:idle_burst_vs_busy (one coherence regime per repetition) where the
     # run has them (issue 40 item 8: the separate rows' repetitions fell in too few of one

@@ -197,8 +197,10 @@ TEST(Prezero, VariantTableIsWellFormed) {
     EXPECT_TRUE(v.make);
     if (v.params[0].first == "protocol") {
       ASSERT_EQ(v.params.size(), 4u);
-      if (v.params[0].second == "idle_burst_vs_busy") {  // the paired bursts
-        EXPECT_EQ(v.params[1].second, "idle_cpus");
+      if (v.params[0].second.find("_vs_") != std::string::npos ||
+          v.params[1].second.find("_vs_") != std::string::npos) {  // pairs
+        EXPECT_EQ(v.needs_spare_pu,
+                  v.params[1].second.find("engine") != std::string::npos);
         EXPECT_TRUE(v.fixed_work);
         EXPECT_EQ(v.windows, 1);
         EXPECT_EQ(v.suite, Suite::kDefault);
@@ -221,7 +223,7 @@ TEST(Prezero, VariantTableIsWellFormed) {
   // burst/pool 0.5, 1, 2, 4 x (none + 2 zeroers x 2 protocols), and one
   // paired-burst row (idle_burst vs busy at every usable PU)
   EXPECT_EQ(burst_default, 4 * 5);
-  EXPECT_EQ(pair_default, 1);
+  EXPECT_EQ(pair_default, 3);
 }
 
 // The steady-state rows write every line of each page they are handed: their
@@ -258,6 +260,8 @@ TEST(Prezero, BusyRowsRunOnEveryUsablePu) {
       const std::string& zeroer = v.params[1].second;
       if (v.params[0].second == "idle_burst_vs_busy") {
         EXPECT_EQ(v.threads, std::vector<int>{usable});  // busy: every PU
+      } else if (zeroer.find("_vs_") != std::string::npos) {
+        EXPECT_EQ(v.threads, std::vector<int>{1});  // none vs a zeroer
       } else if (v.params[0].second == "busy") {
         ++busy;
         ASSERT_EQ(v.threads.size(), 1u);
@@ -397,8 +401,12 @@ TEST(PrezeroBurst, PairedBurstsOfIdleAndBusy) {
   PointEnv env;
   for (int threads : {1, 2}) {
     SCOPED_TRACE(std::to_string(threads) + " threads");
-    prezero_bench::BurstPairWorkload w(512, 256, env, /*seed=*/7, /*pairs=*/4,
-                                       /*idle_ms=*/20);
+    using S = prezero_bench::BurstPairWorkload::Side;
+    prezero_bench::BurstPairWorkload w(
+        S{prezero_bench::Protocol::kIdleBurst,
+          prezero_bench::Zeroer::kIdleCpus},
+        S{prezero_bench::Protocol::kBusy, prezero_bench::Zeroer::kIdleCpus},
+        512, 256, env, /*seed=*/7, /*pairs=*/4, /*idle_ms=*/20);
     testing::WorkloadDriver drv(w, threads);
     const uint64_t ops = drv.Window(1.0);  // fixed work: every burst
     EXPECT_EQ(ops, 512u * 2 * (4 + kDuetWarmupPairs));

@@ -1,8 +1,8 @@
 """Question 004 answers in faults/s with a 95 % interval, from rows the default suite runs
 (issue 40 item 8): every prezero allocation carries the rest of a calibrated fault
 (bench/prezero.cpp FaultRest), the steady state is paired in the default suite (bench/duet.cpp's
-004 duet) and the busy-machine burst comparison reads the paired bursts of
-protocol:idle_burst_vs_busy (BurstPairWorkload)."""
+004 duet) and the burst comparisons read the paired bursts of protocol:idle_burst_vs_busy and
+zeroer:none_vs_idle_cpus|none_vs_engine (BurstPairWorkload)."""
 
 import json
 import os
@@ -59,7 +59,13 @@ def default_run(tmp_path):
             rows.append(_row(f"prezero/protocol:idle_burst/zeroer:{zeroer}/burst_pages:4096/"
                              "pool_pages:4096/threads:1",
                              {"protocol": "idle_burst", "zeroer": zeroer, **burst}, rep,
-                             {"faults_per_s": rate * (1 + 0.01 * rep)}, label="unknown"))
+                             {"faults_per_s": rate * (1 + 0.3 * (rep % 2))}, label="unknown"))
+        for zeroer, ratio in (("idle_cpus", 1.1), ("engine", 1.08)):
+            rows.append(_row(f"prezero/protocol:idle_burst/zeroer:none_vs_{zeroer}/"
+                             "burst_pages:4096/pool_pages:4096/threads:1",
+                             {"protocol": "idle_burst", "zeroer": f"none_vs_{zeroer}", **burst},
+                             rep, {"a_faults_per_s": 5e5, "b_faults_per_s": 5e5 * ratio},
+                             _pairs(5.0e5, ratio), label="unknown"))
         for protocol, rate in (("idle_burst", 1.1e6), ("busy", 0.8e6)):
             # Mixed regimes across repetitions: unpaired, too few of one regime.
             rows.append(_row(f"prezero/protocol:{protocol}/zeroer:idle_cpus/burst_pages:4096/"
@@ -95,6 +101,10 @@ def test_faults_per_second_verdicts_have_intervals(tmp_path):
     assert busy["method"] == "paired" and busy["threads"] == 2
     assert abs(busy["effect"] + 0.28) < 0.02
     assert busy["unpaired"]["status"] != "resolved"  # what the separate rows gave
+    # Zero on allocation against each zeroer after idle: from their paired bursts.
+    for cid, effect in (("prezero_burst_idle_cpus", 0.10), ("prezero_burst_engine", 0.08)):
+        assert got[cid]["method"] == "paired", cid
+        assert abs(got[cid]["effect"] - effect) < 0.02, got[cid]["text"]
     # The steady-state label says what it measures, not "busy".
     steady = got["prezero_steady_own_pu"]["comparison"]
     assert "PU of its own" in steady and "never sleeps" in steady
@@ -135,7 +145,12 @@ def test_verdict_rows_are_in_the_default_suite(tmp_path):
         f"threads:{usable}",
         f"prezero/protocol:idle_burst_vs_busy/zeroer:idle_cpus/burst_pages:4096/"
         f"pool_pages:4096/threads:{usable}",
+        "prezero/protocol:idle_burst/zeroer:none_vs_idle_cpus/burst_pages:4096/"
+        "pool_pages:4096/threads:1",
     ]
+    if usable >= 2:  # the engine needs a PU of its own
+        want.append("prezero/protocol:idle_burst/zeroer:none_vs_engine/burst_pages:4096/"
+                    "pool_pages:4096/threads:1")
     if usable >= 2:
         want.append("prezero/protocol:idle_burst/zeroer:idle_cpus/burst_pages:4096/"
                     f"pool_pages:4096/threads:{usable}")
