@@ -272,8 +272,8 @@ Variant MakeVariant(const std::string& fraction, Tasks tasks, Suite suite,
   // = 1 timed window a repetition). For the budget: the tasks' setup and
   // teardown (forks, buffers, probes of kernel lock evidence), 0.1-0.2 s on
   // the 2-vCPU VM, plus the cycles themselves as first-touched memory: the
-  // timed window's and the evidence windows' (2 by default) batches, priced
-  // at the plan's fault-in rate. The batch is read at prepare time; the
+  // timed window's and the evidence window's (kMaxEvidenceWindows) batches,
+  // priced at the plan's fault-in rate. The batch is read at prepare time; the
   // plan prices it from /proc/zoneinfo now.
   v.fixed_work = true;
   v.windows = 1;
