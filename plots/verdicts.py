@@ -336,9 +336,8 @@ def verdict_record(spec: ComparisonSpec, metric: str, base: List[Point], variant
     params = base[0].params if base else {}
     departs = [f"{k}:{params[k]}" for k, v in spec.prefer if k in params and params[k] != v
                and k not in spec.group_by]
-    where = ", ".join(group_text(group) + departs + [f"threads:{threads}"]
-                      + [METRIC_WORDS[metric]] if metric in METRIC_WORDS else
-                      group_text(group) + departs + [f"threads:{threads}"])
+    unit = [METRIC_WORDS[metric]] if metric in METRIC_WORDS else []
+    where = ", ".join(group_text(group) + departs + [f"threads:{threads}"] + unit)
     label = f"{spec.variant_name} ({where})"
     confidence = stats.sequential_confidence(look) if look > 0 else stats.CONFIDENCE
     # Rerun intervals (stats.for_rerun, issue 39): a verdict promises where the next run's
