@@ -205,6 +205,12 @@ class ZoneWorkload : public kernel_tasks::KernelFamilyWorkload {
 
   bool fixed_work() const override { return true; }
 
+  /// A window's whole cycles at 50 us a page (about 25 x this VM's loaded
+  /// rate): a tasks:processes child slower than that counts as hung.
+  uint64_t FixedWorkLimitNs() const override {
+    return static_cast<uint64_t>(batch_pages_) * kCyclesPerWindow * 50'000;
+  }
+
   void ReportFamily(PointReport& out, const TaskWindow& total,
                     double window_seconds) override {
     ReportPagesPerSecond(out, total, window_seconds);
