@@ -294,6 +294,11 @@ class KernelTaskWorkload : public Workload {
   /// everything a child must inherit). Called from Prepare.
   virtual void PrepareTasks(int /*threads*/) {}
 
+  /// A family whose windows are fixed work (kernel_zone's whole cycles): how
+  /// long a task may take for one window's work before a tasks:processes
+  /// child counts as hung, ns (0: the window-based ChildReportLimitMs only).
+  virtual uint64_t FixedWorkLimitNs() const { return 0; }
+
   void Prepare(int threads) override {
     threads_ = threads;
     barrier_.Reset(threads);
@@ -642,7 +647,10 @@ class KernelTaskWorkload : public Workload {
       if (ppoll(&p, 1, &ts, nullptr) > 0) break;  // dead child: EOF
     }
     shared_[index].store(true, std::memory_order_relaxed);
-    e = t.child.AwaitFor(&r, ChildReportLimitMs(window_ns));
+    e = t.child.AwaitFor(
+        &r, std::max<int64_t>(
+                ChildReportLimitMs(window_ns),
+                static_cast<int64_t>(FixedWorkLimitNs() / 1'000'000)));
     if (!e.empty()) {
       r = TaskWindow{};
       fail(e);

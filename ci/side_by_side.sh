@@ -14,7 +14,9 @@
 # kernel_zone (high_fraction:default) and fault (mode:plain, warm) rows of
 # that shape, then page_fault1 again: each lockline rate is divided by the
 # mean of the two page_fault1 runs around it (kernel_zone: by page_fault1 runs
-# mapping kernel_zone's own batch, 2 x pcp high_max, around it) (interleaved, so a machine that
+# mapping kernel_zone's own batch, 2 x pcp high_max, around it; kernel_zone's
+# windows are whole alloc/free cycles of that batch, fixed work, so --window
+# does not apply to them) (interleaved, so a machine that
 # other work loads unevenly affects both sides alike). Rates: page_fault1's
 # pages/s; kernel_lru / kernel_zone ops_per_s (pages faulted and unmapped per
 # second, munmap included like page_fault1); fault pages_per_wall_s (populate
@@ -89,9 +91,9 @@ fi
 
 raw="$work/raw.tsv"
 : >"$raw"
-pf1() {  # mode tasks [pages] -> pages/s
+pf1() {  # mode tasks [pages] -> "pages/s,pages/CPU-s"
   "$work/page_fault1" -t "$2" -m "$1" -s "$seconds" $nohuge ${3:+-p "$3"} |
-    sed -n 's/^pages_per_s=\([0-9.]*\).*/\1/p'
+    sed -n 's/^pages_per_s=\([0-9.]*\).*pages_per_cpu_s=\([0-9.]*\).*/\1,\2/p'
 }
 
 # kernel_zone maps 2 x pcp high_max per batch, not page_fault1's 128 MiB: its rows are divided
@@ -164,10 +166,28 @@ sys.path.insert(0, sys.argv[2])
 from lockline_results import read_document  # the one reader of result files
 
 rows = {}
+CPU_METRIC = {"fault": "faults_per_cpu_s", "kernel_lru": "ops_per_cpu_s",
+              "kernel_zone": "ops_per_cpu_s"}
+
+
+def wall_cpu(pair):
+    """page_fault1's "pages/s,pages/CPU-s" (an older build printed pages/s alone)."""
+    wall, _, cpu = pair.partition(",")
+    return float(wall), float(cpu) if cpu else None
+
+
+def mean2(x, y):
+    return (x + y) / 2 if x is not None and y is not None else None
+
+
 for line in open(sys.argv[1]):
     rnd, mode, n, before, after, path, zbefore, zafter = line.rstrip("\n").split("\t")
-    pf128 = (float(before) + float(after)) / 2
-    pfzone = (float(zbefore) + float(zafter)) / 2 if zbefore and zafter else None
+    (bw, bc), (aw, ac) = wall_cpu(before), wall_cpu(after)
+    pf128, pf128cpu = (bw + aw) / 2, mean2(bc, ac)
+    pfzone = pfzonecpu = None
+    if zbefore and zafter:
+        (zbw, zbc), (zaw, zac) = wall_cpu(zbefore), wall_cpu(zafter)
+        pfzone, pfzonecpu = (zbw + zaw) / 2, mean2(zbc, zac)
     res = read_document(path)
     per_key = {}
     for b in res["benchmarks"]:
@@ -178,29 +198,41 @@ for line in open(sys.argv[1]):
         if not rate:
             continue
         e = b.get("evidence_throughput_ratio")
-        per_key.setdefault(fam, []).append((rate, e))
+        per_key.setdefault(fam, []).append((rate, e, b.get(CPU_METRIC.get(fam, ""))))
     for fam, vals in per_key.items():
         rate = statistics.mean(v[0] for v in vals)
         evs = [v[1] for v in vals if v[1]]
-        pf = pfzone if fam == "kernel_zone" and pfzone else pf128
+        cpus = [v[2] for v in vals if v[2]]
+        zone = fam == "kernel_zone" and pfzone
+        pf = pfzone if zone else pf128
+        pfcpu = pfzonecpu if zone else pf128cpu
+        cpu_ratio = statistics.mean(cpus) / pfcpu if cpus and pfcpu else None
         rows.setdefault((fam, mode, int(n)), []).append(
-            (rate, pf, rate / pf, statistics.mean(evs) if evs else None))
+            (rate, pf, rate / pf, statistics.mean(evs) if evs else None, cpu_ratio))
 
 print("lockline vs page_fault1 (ci/page_fault1.c), interleaved; ratio = lockline / "
       "mean(page_fault1 before, after)")
 print(f"{'family':<12}{'tasks':<11}{'n':>2}  {'lockline/s':>11}  {'pf1/s':>9}  "
-      f"{'ratio med':>9}  {'range':>13}  {'evidence':>9}  rounds")
+      f"{'ratio med':>9}  {'range':>13}  {'per CPU-s':>9}  {'range':>13}  {'evidence':>9}  "
+      "rounds")
 for key in sorted(rows):
     fam, mode, n = key
     v = rows[key]
     ratios = [x[2] for x in v]
     evs = [x[3] for x in v if x[3]]
     ev = f"{statistics.median(evs):.2f}x" if evs else "-"
+    cpu = [x[4] for x in v if x[4]]
+    cpu_med = f"{statistics.median(cpu):.2f}x" if cpu else "-"
+    cpu_rng = f"{min(cpu):.2f}-{max(cpu):.2f}x" if cpu else "-"
     print(f"{fam:<12}{mode:<11}{n:>2}  {statistics.median(x[0] for x in v):>11.0f}  "
           f"{statistics.median(x[1] for x in v):>9.0f}  {statistics.median(ratios):>8.2f}x  "
-          f"{min(ratios):>5.2f}-{max(ratios):<5.2f}x  {ev:>9}  {len(v)}")
+          f"{min(ratios):>5.2f}-{max(ratios):<5.2f}x  {cpu_med:>9}  {cpu_rng:>13}  {ev:>9}  "
+          f"{len(v)}")
 print("kernel_zone is divided by page_fault1 mapping kernel_zone's batch (2 x pcp high_max) "
       "instead of 128 MiB")
 print("evidence = the evidence windows' throughput over the timed windows' (same "
       "repetition); the timed windows carry no tracepoint and no sampling")
+print("per CPU-s = the same ratio per CPU-second of the tasks (lockline's ops_per_cpu_s or "
+      "faults_per_cpu_s, getrusage; page_fault1's pages_per_cpu_s, the tasks' thread CPU "
+      "clocks): what a loaded machine's CPU share does not change")
 PY

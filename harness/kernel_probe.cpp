@@ -590,13 +590,131 @@ void TaskContention::Collect(ContentionTally& tally) {
   });
 }
 
+int GapBin(uint64_t ns) {
+  if (ns <= 1) return 0;
+  // floor(4 x log2(ns)), exact at the bin edges GapBinEdgeNs gives.
+  int b = static_cast<int>(
+      std::floor(std::log2(static_cast<double>(ns)) * kGapBinsPerOctave));
+  while (b + 1 < kGapBins && ns >= GapBinEdgeNs(b + 1)) ++b;
+  while (b > 0 && ns < GapBinEdgeNs(b)) --b;
+  return std::clamp(b, 0, kGapBins - 1);
+}
+
+uint64_t GapBinEdgeNs(int b) {
+  return static_cast<uint64_t>(
+      std::ceil(std::exp2(static_cast<double>(b) / kGapBinsPerOctave)));
+}
+
 void ZoneLockTally::Add(const ZoneLockTally& o) {
   alloc_pages += o.alloc_pages;
-  alloc_holds += o.alloc_holds;
   drain_pages += o.drain_pages;
-  drain_holds += o.drain_holds;
+  alloc_starts += o.alloc_starts;
+  drain_starts += o.drain_starts;
   lost += o.lost;
-  for (int i = 0; i < 8; ++i) gap_hist[i] += o.gap_hist[i];
+  for (int i = 0; i < kGapBins; ++i) {
+    alloc_gaps[i] += o.alloc_gaps[i];
+    drain_gaps[i] += o.drain_gaps[i];
+  }
+}
+
+ZoneHoldSplit HoldSplitFromGaps(const uint64_t* hist) {
+  ZoneHoldSplit s;
+  const auto us = [](int bin) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.3g us",
+                  static_cast<double>(GapBinEdgeNs(bin)) / 1000.0);
+    return std::string(buf);
+  };
+  int mode = -1, lowest = -1, highest = -1;
+  for (int b = 0; b < kGapBins; ++b) {
+    if (hist[b] == 0) continue;
+    if (mode < 0 || hist[b] > hist[mode]) mode = b;
+    if (lowest < 0) lowest = b;
+    highest = b;
+  }
+  if (mode < 0) {
+    s.how = "no gaps: every event starts a hold";
+    return s;
+  }
+  if (GapBinEdgeNs(mode) >= kLoneBetweenHoldMinNs) {
+    // The most common gap is as long as several page faults: the gaps are
+    // between holds of one page each.
+    s.bin = lowest;
+    s.gap_ns = GapBinEdgeNs(lowest);
+    s.inter_mode_bin = mode;
+    s.how = "most common gap " + us(mode) +
+            " (>= 4 us: between holds, each hold one page): every gap starts "
+            "a hold (split at the lowest bin, " +
+            us(lowest) + ")";
+    return s;
+  }
+  s.intra_mode_bin = mode;
+  // The log histogram's shape: log(1 + count), smoothed over +-2 bins (half
+  // an octave each side) so single-bin noise makes no valley.
+  double smooth[kGapBins];
+  for (int b = 0; b < kGapBins; ++b) {
+    double sum = 0;
+    int n = 0;
+    for (int k = std::max(0, b - 2); k <= std::min(kGapBins - 1, b + 2); ++k) {
+      sum += std::log1p(static_cast<double>(hist[k]));
+      ++n;
+    }
+    smooth[b] = sum / n;
+  }
+  // The first local minimum above the mode that the longer gaps rise out of
+  // again by at least kValleyDepth, an octave or more further up (a second
+  // population, not the noise of the first one's bins).
+  int valley = -1;
+  for (int b = mode + 1; b < highest && valley < 0; ++b) {
+    if (!(smooth[b] <= smooth[b - 1] && smooth[b] < smooth[b + 1])) continue;
+    double above = 0;
+    for (int k = b + kGapBinsPerOctave; k <= highest; ++k)
+      above = std::max(above, smooth[k]);
+    if (above - smooth[b] >= kValleyDepth) valley = b;
+  }
+  if (valley < 0) {
+    s.bin = highest + 1;
+    s.how = "one population of gaps, mode " + us(mode) +
+            " (within holds), no valley above it: no gap between holds "
+            "observed, each hold is one start";
+    return s;
+  }
+  // The split: the emptiest bin within +-2 bins of the smoothed valley (the
+  // nearest it among equals, then the longer gap).
+  int best = valley;
+  for (int d = 1; d <= 2; ++d)
+    for (int k : {valley + d, valley - d})
+      if (k > mode && k < highest &&
+          (hist[k] < hist[best] ||
+           (hist[k] == hist[best] &&
+            std::abs(k - valley) == std::abs(best - valley) && k > best)))
+        best = k;
+  s.bin = best;
+  s.gap_ns = GapBinEdgeNs(best);
+  s.found = true;
+  for (int b = s.bin; b < kGapBins; ++b)
+    if (hist[b] > 0 &&
+        (s.inter_mode_bin < 0 || hist[b] > hist[s.inter_mode_bin]))
+      s.inter_mode_bin = b;
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%llu gaps",
+                static_cast<unsigned long long>(hist[best]));
+  s.how =
+      "first valley of the gaps' log histogram (4 bins per octave, "
+      "log(1 + count) smoothed over half an octave each side) above the "
+      "within-hold mode " +
+      us(mode) +
+      " out of which the longer gaps rise again (between-hold mode " +
+      us(s.inter_mode_bin) + "): split at its emptiest bin, " + us(best) +
+      " (" + buf + ")";
+  return s;
+}
+
+uint64_t HoldsAt(uint64_t starts, const uint64_t* hist,
+                 const ZoneHoldSplit& split) {
+  uint64_t n = starts;
+  for (int b = split.bin; b < kGapBins; ++b) n += hist[b];
+  return n;
 }
 
 ZoneLockCounter::~ZoneLockCounter() { Close(); }
@@ -648,29 +766,23 @@ void ZoneLockCounter::Disable() {
 }
 
 void ZoneLockCounter::Drain(ZoneLockTally& t) {
-  auto bucket = [](uint64_t gap) {
-    static const uint64_t kEdges[] = {250, 500, 1000, 2000, 4000, 16000, 64000};
-    int b = 0;
-    while (b < 7 && gap >= kEdges[b]) ++b;
-    return b;
-  };
-  auto count = [&](uint64_t* last, uint64_t* pages, uint64_t* holds) {
-    return [=, &t](const RingSample& s) {
+  auto count = [&](uint64_t* last, uint64_t* pages, uint64_t* starts,
+                   uint64_t* gaps) {
+    return [=](const RingSample& s) {
       ++*pages;
-      if (*last == 0 || s.time_ns < *last) {
-        ++*holds;
-      } else {
-        const uint64_t gap = s.time_ns - *last;
-        ++t.gap_hist[bucket(gap)];
-        if (gap >= kZoneHoldGapNs) ++*holds;
-      }
+      if (*last == 0 || s.time_ns < *last)
+        ++*starts;
+      else
+        ++gaps[GapBin(s.time_ns - *last)];
       *last = s.time_ns;
     };
   };
-  DrainRing(alloc_, &t.lost,
-            count(&last_alloc_ns_, &t.alloc_pages, &t.alloc_holds));
-  DrainRing(drain_, &t.lost,
-            count(&last_drain_ns_, &t.drain_pages, &t.drain_holds));
+  DrainRing(
+      alloc_, &t.lost,
+      count(&last_alloc_ns_, &t.alloc_pages, &t.alloc_starts, t.alloc_gaps));
+  DrainRing(
+      drain_, &t.lost,
+      count(&last_drain_ns_, &t.drain_pages, &t.drain_starts, t.drain_gaps));
 }
 
 std::map<std::string, uint64_t> ReadVmstat() {
@@ -1086,6 +1198,65 @@ ContentionTally KernelEvidence::Sum() const {
   return s;
 }
 
+ZoneHoldSplit ZoneSplitOf(const ZoneLockTally& z) {
+  uint64_t both[kGapBins];
+  for (int b = 0; b < kGapBins; ++b)
+    both[b] = z.alloc_gaps[b] + z.drain_gaps[b];
+  return HoldSplitFromGaps(both);
+}
+
+nlohmann::json ZoneLockJson(const ZoneLockTally& z, uint64_t ops) {
+  const ZoneHoldSplit split = ZoneSplitOf(z);
+  const uint64_t refills = HoldsAt(z.alloc_starts, z.alloc_gaps, split);
+  const uint64_t drains = HoldsAt(z.drain_starts, z.drain_gaps, split);
+  const uint64_t holds = refills + drains;
+  const auto per = [](uint64_t a, uint64_t b) -> nlohmann::json {
+    if (a == 0 || b == 0) return "not observed";
+    return static_cast<double>(a) / static_cast<double>(b);
+  };
+  // The log histogram, non-empty bins only: [lower edge ns, refill gaps,
+  // drain gaps].
+  nlohmann::json hist = nlohmann::json::array();
+  for (int b = 0; b < kGapBins; ++b)
+    if (z.alloc_gaps[b] + z.drain_gaps[b] > 0)
+      hist.push_back({GapBinEdgeNs(b), z.alloc_gaps[b], z.drain_gaps[b]});
+  nlohmann::json j = {
+      {"observed", holds > 0},
+      {"acquisitions", holds},
+      {"refill_acquisitions", refills},
+      {"refill_pages", z.alloc_pages},
+      {"drain_acquisitions", drains},
+      {"drain_pages", z.drain_pages},
+      {"acquisitions_per_op",
+       holds > 0 && ops > 0
+           ? per(holds, ops)
+           : nlohmann::json("not observed: no zone->lock event in the "
+                            "evidence windows (" +
+                            std::to_string(ops) + " ops)")},
+      {"pages_per_refill", per(z.alloc_pages, refills)},
+      {"pages_per_drain", per(z.drain_pages, drains)},
+      {"events_lost", z.lost},
+      {"hold_gap_ns", split.gap_ns},
+      {"hold_split",
+       {{"found", split.found},
+        {"bin_lower_edge_ns", split.gap_ns},
+        {"how", split.how}}},
+      {"gap_histogram_bins_per_octave", kGapBinsPerOctave},
+      {"gap_log_histogram", hist},
+      {"gap_log_histogram_columns",
+       {"lower_edge_ns", "refill_gaps", "drain_gaps"}},
+      {"method",
+       "kmem:mm_page_alloc_zone_locked (a page taken off the buddy lists "
+       "under zone->lock) and kmem:mm_page_pcpu_drain (a page "
+       "free_pcppages_bulk returns under zone->lock) sampled on every event "
+       "with a timestamp in the evidence windows; consecutive events of one "
+       "kind closer than hold_gap_ns are one acquisition, hold_gap_ns being "
+       "the valley of the gaps' log histogram between the within-hold and "
+       "the between-hold gaps (hold_split.how); a count with no event is "
+       "'not observed', never 0"}};
+  return j;
+}
+
 void KernelEvidence::Report(
     nlohmann::json& details,
     std::vector<std::pair<std::string, double>>& metrics, uint64_t ops) const {
@@ -1223,35 +1394,20 @@ void KernelEvidence::Report(
     k["sources"] = sources;
     if (ok) {
       const ZoneLockTally z = ZoneSum();
-      const uint64_t holds = z.alloc_holds + z.drain_holds;
-      const auto per = [](uint64_t a, uint64_t b) {
-        return b ? static_cast<double>(a) / static_cast<double>(b) : 0.0;
-      };
-      json hist = json::array();
-      for (uint64_t h : z.gap_hist) hist.push_back(h);
-      k["zone_lock"] = {
-          {"acquisitions", holds},
-          {"refill_acquisitions", z.alloc_holds},
-          {"refill_pages", z.alloc_pages},
-          {"drain_acquisitions", z.drain_holds},
-          {"drain_pages", z.drain_pages},
-          {"pages_per_refill", per(z.alloc_pages, z.alloc_holds)},
-          {"pages_per_drain", per(z.drain_pages, z.drain_holds)},
-          {"events_lost", z.lost},
-          {"hold_gap_ns", kZoneHoldGapNs},
-          {"gap_histogram_edges_ns",
-           {250, 500, 1000, 2000, 4000, 16000, 64000}},
-          {"gap_histogram", hist},
-          {"method",
-           "kmem:mm_page_alloc_zone_locked (a page taken off the buddy lists "
-           "under zone->lock) and kmem:mm_page_pcpu_drain (a page "
-           "free_pcppages_bulk returns under zone->lock) sampled on every "
-           "event with a timestamp in the evidence windows; events of one "
-           "kind less than hold_gap_ns apart count as one acquisition "
-           "(estimate; the gap histogram shows the split)"}};
-      metrics.emplace_back("zone_lock_acquisitions_per_op", per(holds, ops));
-      metrics.emplace_back("zone_lock_pages_per_acquisition",
-                           per(z.alloc_pages + z.drain_pages, holds));
+      k["zone_lock"] = ZoneLockJson(z, ops);
+      // No event at all: "not observed" (no metric), never 0.0 per op.
+      const ZoneHoldSplit split = ZoneSplitOf(z);
+      const uint64_t holds = HoldsAt(z.alloc_starts, z.alloc_gaps, split) +
+                             HoldsAt(z.drain_starts, z.drain_gaps, split);
+      if (holds > 0 && ops > 0) {
+        metrics.emplace_back(
+            "zone_lock_acquisitions_per_op",
+            static_cast<double>(holds) / static_cast<double>(ops));
+        metrics.emplace_back(
+            "zone_lock_pages_per_acquisition",
+            static_cast<double>(z.alloc_pages + z.drain_pages) /
+                static_cast<double>(holds));
+      }
     }
   }
   k["pcp"] = ZonePcpJson(pcp_);

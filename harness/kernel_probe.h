@@ -322,23 +322,80 @@ nlohmann::json KernelConfigFromText(const std::string& text);
 /// __rmqueue_smallest() takes off the buddy lists with zone->lock held (the
 /// pcp refill rmqueue_bulk() and rmqueue_buddy(), mm/page_alloc.c 6.x), and
 /// kmem:mm_page_pcpu_drain, one per page free_pcppages_bulk() returns under
-/// zone->lock. Events of one kind less than kZoneHoldGapNs apart are one hold
-/// of the lock (a hold moves its pages back to back with interrupts off;
-/// between two holds lie at least `batch` page faults or frees): an estimate,
-/// with the gap histogram on the row to check it. Pages freed one at a time
-/// through free_one_page() (not via the pcp lists) and drains of other CPUs'
-/// lists by workers are not the task's and are not counted.
+/// zone->lock. A hold moves its pages back to back with interrupts off;
+/// between two holds lie at least `batch` page faults or frees. So the gaps
+/// between consecutive events of one kind form two populations, and the
+/// split between them is derived from the gaps themselves (HoldSplitFromGaps:
+/// the valley of their log histogram, issue 40 item 10), not assumed: a gap
+/// at or above the split starts a new hold. The log histogram is kept (4
+/// bins per octave) and goes on the row. Pages freed one at a time through
+/// free_one_page() (not via the pcp lists) and drains of other CPUs' lists by
+/// workers are not the task's and are not counted.
+inline constexpr int kGapBinsPerOctave = 4;
+/// Log-histogram bins: bin b holds gaps in [2^(b/4), 2^((b+1)/4)) ns; the
+/// last bin everything from 2^36 ns (~69 s) up.
+inline constexpr int kGapBins = 36 * kGapBinsPerOctave + 1;
+/// A most common gap at least this long (ns) is taken as between holds
+/// (holds of one page each): a fault or a free takes ~0.3-3 us, so within-hold
+/// gaps are shorter and between-hold gaps (>= `batch` faults) far longer.
+inline constexpr uint64_t kLoneBetweenHoldMinNs = 4000;
+/// How far (natural log of count, smoothed) the longer gaps must rise out of
+/// a valley for it to separate two populations: ln 2.
+inline constexpr double kValleyDepth = 0.6931471805599453;
+/// The bin of a gap of `ns` nanoseconds (0 ns: bin 0).
+int GapBin(uint64_t ns);
+/// The lower edge of bin `b`, ns (rounded up to a whole ns): a gap is in bin
+/// b or above exactly when it is >= GapBinEdgeNs(b).
+uint64_t GapBinEdgeNs(int b);
+
 struct ZoneLockTally {
-  uint64_t alloc_pages = 0, alloc_holds = 0;  ///< refill side
-  uint64_t drain_pages = 0, drain_holds = 0;  ///< free side
-  uint64_t lost = 0;                          ///< events the rings dropped
-  /// Gaps between consecutive events of one kind: < 250 ns, < 500 ns,
-  /// < 1 us, < 2 us, < 4 us, < 16 us, < 64 us, >= 64 us.
-  uint64_t gap_hist[8] = {};
+  uint64_t alloc_pages = 0, drain_pages = 0;
+  /// Events with no earlier event of their kind on the task (each starts a
+  /// hold whatever the split).
+  uint64_t alloc_starts = 0, drain_starts = 0;
+  uint64_t lost = 0;  ///< events the rings dropped
+  /// Log histograms of the gaps between consecutive events of one kind.
+  uint64_t alloc_gaps[kGapBins] = {};
+  uint64_t drain_gaps[kGapBins] = {};
   void Add(const ZoneLockTally& o);
 };
-/// Gap between two events of one kind that starts a new zone->lock hold, ns.
-inline constexpr uint64_t kZoneHoldGapNs = 1000;
+
+/// Where the gaps between events split into within-hold and between-hold
+/// gaps.
+struct ZoneHoldSplit {
+  int bin = kGapBins;       ///< gaps in this bin or above start a hold
+  uint64_t gap_ns = 0;      ///< GapBinEdgeNs(bin); 0 when no split was found
+  bool found = false;       ///< a valley between two populations was found
+  int intra_mode_bin = -1;  ///< the within-hold population's mode
+  int inter_mode_bin = -1;  ///< the between-hold population's mode (-1: none)
+  std::string how;          ///< the derivation in words (for the row)
+};
+/// The split of a gap log histogram (`hist`, kGapBins bins, GapBin). The
+/// within-hold population holds the most common gap (a hold of k pages has
+/// k - 1 gaps within it and one before the next hold). Above it, on the
+/// histogram's shape (log(1 + count) smoothed over +-2 bins), the first
+/// local minimum out of which the longer gaps rise again by kValleyDepth at
+/// least an octave further up is the valley; the split is the emptiest bin
+/// within +-2 bins of it
+/// (`found`). Measured on the 2-vCPU VM (6.18): within-hold gaps 0.36-2 us,
+/// between-hold clusters at ~7 us (a hold's lock drop and re-take), 0.3 ms
+/// (drains) and 3 ms (refills); the split fell at 3.4-4.9 us. No valley: every
+/// gap is within a hold and each hold is one start (`found` false, split
+/// above every gap). A most common gap of kLoneBetweenHoldMinNs or more:
+/// every gap is between holds (holds of one page), split at the lowest bin.
+/// Empty histogram: found false, bin kGapBins.
+ZoneHoldSplit HoldSplitFromGaps(const uint64_t* hist);
+/// Holds of one kind at `split`: starts + gaps in split.bin or above.
+uint64_t HoldsAt(uint64_t starts, const uint64_t* hist,
+                 const ZoneHoldSplit& split);
+
+/// The split of a tally's gaps (refill and drain gaps together).
+ZoneHoldSplit ZoneSplitOf(const ZoneLockTally& z);
+/// details.kernel.zone_lock of a row whose evidence windows did `ops` ops:
+/// acquisitions at the derived split (ZoneSplitOf), pages per refill / drain,
+/// the split and the log histogram; per-op and per-acquisition values are
+/// "not observed" (a string) when no event was seen, never 0.
+nlohmann::json ZoneLockJson(const ZoneLockTally& z, uint64_t ops);
 
 /// The two zone->lock tracepoints of one task (ZoneLockTally), opened
 /// disabled on `pid` (a thread, a process, 0: the calling thread). Drain may

@@ -26,13 +26,15 @@ from lockline_results import Point, Run, Stat, summarize, topology_markers  # no
 UNITS = {
     "ops_per_s": "ops/s", "pages_per_s": "pages/s", "faults_per_wall_s": "faults/wall-s",
     "faults_per_cpu_s": "faults/CPU-s", "allocs_per_s": "allocations/s", "gb_per_s": "GB/s",
+    "faults_per_s": "faults/s",
     "ns_per_op": "ns/op", "latency_ns": "ns", "latency_min_ns": "ns", "wait_share": "share of time",
     "items_per_second": "items/s", "throughput_per_s": "iterations/s", "real_time_ns": "ns",
     "violations_per_million": "per million frees",
 }
 
 # Preferred throughput metrics, most specific first, for families without a dedicated plotter.
-THROUGHPUT_METRICS = ("ops_per_s", "pages_per_s", "faults_per_wall_s", "allocs_per_s",
+THROUGHPUT_METRICS = ("ops_per_s", "pages_per_s", "faults_per_wall_s", "faults_per_s",
+                      "allocs_per_s",
                       "items_per_second", "bytes_per_second", "gb_per_s", "throughput_per_s")
 
 

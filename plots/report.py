@@ -454,7 +454,6 @@ def seed_tables(run: Run, verdicts: Optional[List[Dict[str, Any]]] = None
                      stat_text(plain, "faults/wall-s"),
                      "same quantity for 'before' (this kernel does not pre-zero); 'after' has "
                      "no counterpart here"])
-    rows.append(prezero_faults_per_s_row(run, warm))
     cpu = measure(run, "fault", "faults_per_cpu_s", {"mode": "plain"}, 1, warm)
     idle_cpu = measure(run, "fault", "faults_per_cpu_s",
                        {"mode": "plain", "start": "after_idle"}, 1)
@@ -481,58 +480,6 @@ def _same_variant(reference: List[Point], points: List[Point], param: str) -> Li
     n = reference[0].threads
     return [p for p in points if p.threads == n
             and {k: v for k, v in p.params.items() if k != param} == want]
-
-
-def prezero_faults_per_s(fault_ns: float, clear_share: Optional[float],
-                         saving_ns: Optional[float]) -> Dict[str, Optional[float]]:
-    """Question 004 in faults per second (issue 23 item 5), one thread: `fault_ns` the fault
-    family's CPU ns per fault, `clear_share` its sampled clear_page share of fault time,
-    `saving_ns` the prezero pool's measured zeroing saving per allocation (zero on allocation
-    minus pre-zeroed alloc_ns). Returns faults/s now, the kernel-level bound if every
-    clear_page left the fault path (now / (1 - share)), and the pool-based estimate (1e9 /
-    (fault_ns - saving), never beyond the bound); None where an input is missing."""
-    now = 1e9 / fault_ns if fault_ns > 0 else None
-    bound = now / (1 - clear_share) if now and clear_share is not None and clear_share < 1 \
-        else None
-    est = None
-    if now and saving_ns is not None:
-        floor = fault_ns * (1 - clear_share) if clear_share is not None else 0.0
-        after = max(fault_ns - max(saving_ns, 0.0), floor)
-        est = 1e9 / after if after > 0 else None
-    return {"now": now, "bound": bound, "pool": est}
-
-
-PREZERO_BOUND_COMPARABLE = (
-    "not comparable: the seed's +238 % is the 2004 kernel's whole fault path with pre-zeroing; "
-    "here a bound and an estimate for this kernel, whose fault spends the sampled clear_page "
-    "share zeroing")
-
-
-def prezero_faults_per_s_row(run: Run, warm: Dict[str, str]) -> List[str]:
-    """The q5 row answering in faults/s: the pool's zeroing saving combined with the fault
-    family's per-fault cost and sampled clear_page share (method named in the row)."""
-    label = "1 thread: faults/s with pre-zeroed pages (the seed's unit)"
-    seed = "90,849 -> 306,791 faults/s (+238 %)"
-    fault = measure(run, "fault", "cpu_ns_per_fault", {"mode": "plain"}, 1, warm)
-    share = measure(run, "fault", "clear_page_sampled_share", {"mode": "plain"}, 1, warm)
-    zoa = measure(run, "prezero", "alloc_ns", {"mode": "zero_on_alloc"}, 1)
-    pre = measure(run, "prezero", "alloc_ns", {"mode": "prezeroed_idle"}, 1)
-    if fault is None:
-        return [label, seed, NOT_RUN + " (needs the fault family)", PREZERO_BOUND_COMPARABLE]
-    saving = zoa.mean - pre.mean if zoa is not None and pre is not None else None
-    r = prezero_faults_per_s(fault.mean, share.mean if share else None, saving)
-    parts = [f"now {fmt(r['now'])} faults/CPU-s ({stat_text(fault, 'ns/fault')})"]
-    if r["bound"]:
-        parts.append(f"kernel-level bound 1/(1 - clear_page share {share.mean * 100:.0f} %): "
-                     f"{fmt(r['bound'])} faults/s ({(r['bound'] / r['now'] - 1) * 100:+.0f} %)")
-    if r["pool"]:
-        parts.append(f"pool's measured zeroing saving {saving:.0f} ns per allocation taken off "
-                     f"the fault: {fmt(r['pool'])} faults/s "
-                     f"({(r['pool'] / r['now'] - 1) * 100:+.0f} %)")
-    parts.append("method: fault family's CPU ns per fault and sampled clear_page share, "
-                 "combined with the prezero pool's alloc_ns saving; derived from regime means, "
-                 "no interval")
-    return [label, seed, "; ".join(parts), PREZERO_BOUND_COMPARABLE]
 
 
 def summary_of(points: List[Point], metric: str) -> Optional[Stat]:
@@ -754,6 +701,8 @@ def prezero_burst_rows(run: Run) -> List[List[str]]:
     rows, groups = [], []
     for variant, n, pts in _common_thread_rows(run, "prezero", "protocol"):
         params = dict(variant)
+        if "_vs_" in params.get("protocol", "") + params.get("zeroer", ""):
+            continue  # paired bursts: the 004 burst verdicts read them
         try:
             ratio = f"{float(params.get('burst_pages')) / float(params.get('pool_pages')):.2g}"
         except (TypeError, ValueError, ZeroDivisionError):
@@ -763,9 +712,19 @@ def prezero_burst_rows(run: Run) -> List[List[str]]:
                      params.get("pool_pages", "?"), ratio, str(n)])
         groups.append(pts)
     # Adjacent rows are read against each other: every number of the table from one regime.
-    allocs = side_by_side(groups, "allocs_per_s", "allocs/s")
+    metric, unit = prezero_rate_metric(groups)
+    allocs = side_by_side(groups, metric, unit)
     shares = side_by_side(groups, "prezeroed_share")
     return [row + [a, s] for row, a, s in zip(rows, allocs, shares)]
+
+
+def prezero_rate_metric(groups: Sequence[Sequence[Point]]) -> Tuple[str, str]:
+    """The prezero rows' rate and its unit: faults_per_s (every allocation a modelled fault,
+    bench/prezero.cpp FaultRest; issue 40 item 8) when any row has it, else allocs_per_s
+    (files from before it)."""
+    if any("faults_per_s" in p.metrics for pts in groups for p in pts):
+        return "faults_per_s", "faults/s"
+    return "allocs_per_s", "allocs/s"
 
 
 def prezero_steady_rows(run: Run) -> List[List[str]]:
@@ -783,7 +742,8 @@ def prezero_steady_rows(run: Run) -> List[List[str]]:
         rows.append([params.get("mode", "?"), params.get("method", "?"),
                      params.get("idle_us", "?"), str(n), str(touches)])
         groups.append(pts)
-    allocs = side_by_side(groups, "allocs_per_s", "allocs/s")
+    metric, unit = prezero_rate_metric(groups)
+    allocs = side_by_side(groups, metric, unit)
     shares = side_by_side(groups, "prezeroed_share")
     return [row[:4] + [a, s, row[4]] for row, a, s in zip(rows, allocs, shares)]
 
@@ -1025,13 +985,13 @@ def build_html(run: Run, images: Dict[str, str],
             if burst:
                 body.append("<h3>Pre-zeroing with bursts: burst B against pool P</h3>")
                 body.append(_table(["protocol", "zeroer", "mode", "burst B (pages)",
-                                    "pool P (pages)", "B/P", "threads", "allocations/s",
+                                    "pool P (pages)", "B/P", "threads", "rate (faults/s)",
                                     "pre-zeroed share"], burst))
             steady = prezero_steady_rows(run)
             if steady:
                 body.append("<h3>Pre-zeroing in steady state: allocations that write every "
                             "line</h3>")
-                body.append(_table(["mode", "method", "idle (us)", "threads", "allocations/s",
+                body.append(_table(["mode", "method", "idle (us)", "threads", "rate (faults/s)",
                                     "pre-zeroed share", "touches"], steady))
             frows = fault_seed_rows(run)
             if frows:

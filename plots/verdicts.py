@@ -67,19 +67,28 @@ class ComparisonSpec:
     # saved per operation, base ns/op x (1 - 1 / (1 + effect)), its interval mapped from the
     # effect's: issue 40 item 9, question 002 in ns saved per free).
     unit: str = "ratio"
+    # A value of `param` whose rows hold this comparison as paired bursts of one team
+    # (details.duet.pairs: A = base, B = variant), e.g. prezero protocol:idle_burst_vs_busy
+    # or zeroer:none_vs_idle_cpus (bench/prezero.cpp BurstPairWorkload, issue 40 item 8):
+    # the verdict reads their pairs as it reads a duet row's. "" for none.
+    paired_value: str = ""
 
 
 def _spec(cid: str, question: str, bench: str, param: str, base: str, variant: str,
           base_name: str, variant_name: str, metrics: Tuple[str, ...], threads: str,
           group_by: Tuple[str, ...], prefer: Tuple[Tuple[str, str], ...], seed: str,
           comparable: str, only: Tuple[Tuple[str, str], ...] = (),
-          unit: str = "ratio") -> ComparisonSpec:
+          unit: str = "ratio", paired_value: str = "") -> ComparisonSpec:
     return ComparisonSpec(question, bench, param, base, variant, base_name, variant_name,
-                          metrics, threads, group_by, prefer, cid, seed, comparable, only, unit)
+                          metrics, threads, group_by, prefer, cid, seed, comparable, only, unit,
+                          paired_value)
 
 
 PAGES = ("pages_per_s", "ops_per_s")
-ALLOCS = ("allocs_per_s", "ops_per_s")
+# Question 004 answers in faults/s (issue 40 item 8): every prezero allocation carries the
+# rest of a calibrated anonymous fault (bench/prezero.cpp FaultRest), so its rows' rate is
+# faults/s; files from before that have allocs_per_s, compared as such and labelled so.
+FAULTS = ("faults_per_s", "allocs_per_s", "ops_per_s")
 # Each era's lock (issue 23): 2.6.9 / 2.6.16 x86 a test-and-test-and-set byte lock (ttas),
 # 4.0 the ticket lock, 5.8 qspinlock. pagevec rows run calibrated fault-path work per page
 # (work_ns:cal); the saturated case (work_ns:0) is its own labelled verdict (group_by work_ns).
@@ -102,6 +111,10 @@ BURST = (("protocol", "idle_burst"), ("burst_pages", "4096"))
 # of its new page. Their verdicts and report rows carry this label (issue 23 item 5).
 PREZERO_TOUCHES = ("touches all 64 lines of each page: the case the 2004 author excluded (his "
                    "argument assumed a fault touches few lines of the new page)")
+# How the 004 rows' faults/s relate to the seed's (bench/prezero.cpp FaultRest).
+PREZERO_FAULTS = ("direction only: both are faults/s, but the model's fault is this machine's "
+                  "anonymous fault path (calibrated, less its zeroing) plus the pool's own "
+                  "allocation and zeroing; the seed's a 2004 kernel on another machine")
 DIRECTION_ONLY = ("direction only: the seed measured a whole workload on another machine; "
                   "the model measures only the code path in question")
 
@@ -153,38 +166,46 @@ COMPARISONS: Tuple[ComparisonSpec, ...] = (
           "pmbench 88.8 -> 95.1 Mpages/s (+7.1 %)",
           "direction only: pages/s of a whole workload (pmbench) vs pages/s through lru_lock"),
     _spec("prezero_idle", "004", "prezero", "mode", "zero_on_alloc", "prezeroed_idle",
-          "zero on allocation", "pre-zeroed with idle time", ALLOCS, "max", (),
+          "zero on allocation", "pre-zeroed with idle time", FAULTS, "max", (),
           (("method", "memset"),), "faults/wall-s 90849 -> 306791 at 1 thread (+238 %)",
-          "direction only: the seed's faults/wall-s include the rest of the fault; the "
-          "model's allocations/s are mostly the zeroing; " + PREZERO_TOUCHES),
+          PREZERO_FAULTS + "; " + PREZERO_TOUCHES),
     # Issue 40 item 8: mode:prezeroed_busy is a steady state in which the allocator never
-    # sleeps and the zeroer has a PU of its own (nearly every page arrives pre-zeroed): it is
-    # not Holt's busy machine (every PU allocating: the burst protocol:busy verdict below), and
-    # its label says what it measures.
-    _spec("prezero_busy", "004", "prezero", "mode", "zero_on_alloc", "prezeroed_busy",
+    # sleeps and the zeroer has a PU of its own, so nearly every page arrives pre-zeroed
+    # (prezeroed_share on the rows): it is not Holt's busy machine (every PU allocating: the
+    # burst protocol:busy verdict below), and its id and label say what it measures. Paired
+    # in the default suite (bench/duet.cpp's 004 duet).
+    _spec("prezero_steady_own_pu", "004", "prezero", "mode", "zero_on_alloc", "prezeroed_busy",
           "zero on allocation",
-          "pre-zeroed by a zeroer on its own PU, allocator never idle (steady state)", ALLOCS,
+          "pre-zeroed by a zeroer on a PU of its own while the allocator never sleeps (steady "
+          "state, nearly every page pre-zeroed)", FAULTS,
           "max", (), (("method", "memset"),),
           "Holt: no pre-zeroed pages when the machine is busy",
           "none: an objection, not a measurement; this row is not Holt's busy machine (the "
           "zeroer has a PU of its own; see the burst verdict with every PU allocating); "
           + PREZERO_TOUCHES),
     _spec("prezero_burst_engine", "004", "prezero", "zeroer", "none", "engine",
-          "zero on allocation", "pre-zeroed after idle (engine, order >= 4 blocks)", ALLOCS,
+          "zero on allocation", "pre-zeroed after idle (engine, order >= 4 blocks)", FAULTS,
           "min", (), BURST, "Altix BTE zeroing engine, order >= 4 only: no figure",
-          "none: no seed figure"),
+          "none: no seed figure", paired_value="none_vs_engine"),
     _spec("prezero_burst_idle_cpus", "004", "prezero", "zeroer", "none", "idle_cpus",
-          "zero on allocation", "pre-zeroed after idle (idle CPUs)", ALLOCS, "min", (), BURST,
-          "faults/wall-s 90849 -> 306791 at 1 thread (+238 %)",
-          "direction only: the seed's faults/wall-s include the rest of the fault; the "
-          "model's allocations/s are mostly the zeroing"),
+          "zero on allocation", "pre-zeroed after idle (idle CPUs)", FAULTS, "min", (), BURST,
+          "faults/wall-s 90849 -> 306791 at 1 thread (+238 %)", PREZERO_FAULTS,
+          paired_value="none_vs_idle_cpus"),
+    # Holt's busy machine against the idle one, at every usable PU: answered from the paired
+    # bursts of protocol:idle_burst_vs_busy (one coherence regime per repetition) where the
+    # run has them (issue 40 item 8: the separate rows' repetitions fell in too few of one
+    # regime to resolve).
     _spec("prezero_burst_busy", "004", "prezero", "protocol", "idle_burst", "busy",
           "pre-zeroed after idle (idle CPUs)", "the same zeroer, every PU allocating (busy)",
-          ALLOCS, "min", (),
+          FAULTS, "min", (),
           (("zeroer", "idle_cpus"), ("burst_pages", "4096")),
           "Holt: no pre-zeroed pages when the machine is busy",
-          "none: an objection, not a measurement"),
+          "none: an objection, not a measurement", paired_value="idle_burst_vs_busy"),
 )
+
+# A compared metric named in the verdict's words where the question's unit is not ops/s.
+METRIC_WORDS = {"faults_per_s": "in faults/s",
+                "allocs_per_s": "in allocations/s (rows from before faults/s)"}
 
 # Report section of each question id.
 QUESTION_SECTION = {"000": "q1", "001": "q2", "002": "q3", "003": "q4", "004": "q5"}
@@ -281,9 +302,17 @@ def rows_text(spec: ComparisonSpec, base: Optional[Point] = None) -> str:
 def find_duet(spec: ComparisonSpec, base: List[Point], points: Sequence[Point]) -> List[Point]:
     """The paired-windows repetitions (family `duet`, bench/duet.cpp) of the same comparison as
     `base`'s rows: `of` = the spec's bench, `param` / `a` / `b` = the spec's parameter, base
-    and variant, every other parameter and the thread count equal to the base rows'. Rows
+    and variant, every other parameter and the thread count equal to the base rows'; for a
+    spec with `paired_value`, first the same bench's rows whose `param` is that value (paired
+    bursts, details.duet.pairs), every other parameter and the thread count equal. Rows
     with an overrun window are kept: only the pairs holding it are left out
     (lockline_results.row_duet_pairs, issue 39)."""
+    if spec.paired_value:
+        paired = {**base[0].params, spec.param: spec.paired_value}
+        rows = [p for p in points if p.bench == spec.bench and p.aggregate is None
+                and p.threads == base[0].threads and p.params == paired]
+        if rows:
+            return rows
     want = {k: v for k, v in base[0].params.items() if k != spec.param}
     want.update({"of": spec.bench, "param": spec.param, "a": spec.base, "b": spec.variant})
     return [p for p in points if p.bench == "duet" and p.aggregate is None
@@ -307,7 +336,8 @@ def verdict_record(spec: ComparisonSpec, metric: str, base: List[Point], variant
     params = base[0].params if base else {}
     departs = [f"{k}:{params[k]}" for k, v in spec.prefer if k in params and params[k] != v
                and k not in spec.group_by]
-    where = ", ".join(group_text(group) + departs + [f"threads:{threads}"])
+    unit = [METRIC_WORDS[metric]] if metric in METRIC_WORDS else []
+    where = ", ".join(group_text(group) + departs + [f"threads:{threads}"] + unit)
     label = f"{spec.variant_name} ({where})"
     confidence = stats.sequential_confidence(look) if look > 0 else stats.CONFIDENCE
     # Rerun intervals (stats.for_rerun, issue 39): a verdict promises where the next run's

@@ -192,11 +192,21 @@ TEST(Prezero, EveryPageHandedOutIsZeroAndSharesAddUp) {
 
 TEST(Prezero, VariantTableIsWellFormed) {
   auto variants = prezero_bench::Variants(testing::Machine(1));
-  int names = 0, burst_default = 0;
+  int names = 0, burst_default = 0, pair_default = 0;
   for (const auto& v : variants) {
     EXPECT_TRUE(v.make);
     if (v.params[0].first == "protocol") {
       ASSERT_EQ(v.params.size(), 4u);
+      if (v.params[0].second.find("_vs_") != std::string::npos ||
+          v.params[1].second.find("_vs_") != std::string::npos) {  // pairs
+        EXPECT_EQ(v.needs_spare_pu,
+                  v.params[1].second.find("engine") != std::string::npos);
+        EXPECT_TRUE(v.fixed_work);
+        EXPECT_EQ(v.windows, 1);
+        EXPECT_EQ(v.suite, Suite::kDefault);
+        ++pair_default;
+        continue;
+      }
       EXPECT_EQ(v.params[1].first, "zeroer");
       EXPECT_EQ(v.params[2].first, "burst_pages");
       EXPECT_EQ(v.params[3].first, "pool_pages");
@@ -210,8 +220,10 @@ TEST(Prezero, VariantTableIsWellFormed) {
     names += v.params[0].second == "prezeroed_busy";
   }
   EXPECT_GE(names, 1);
-  // burst/pool 0.5, 1, 2, 4 x (none + 2 zeroers x 2 protocols)
+  // burst/pool 0.5, 1, 2, 4 x (none + 2 zeroers x 2 protocols), and one
+  // paired-burst row (idle_burst vs busy at every usable PU)
   EXPECT_EQ(burst_default, 4 * 5);
+  EXPECT_EQ(pair_default, 3);
 }
 
 // The steady-state rows write every line of each page they are handed: their
@@ -246,7 +258,11 @@ TEST(Prezero, BusyRowsRunOnEveryUsablePu) {
       if (v.params[0].first != "protocol" || v.suite != Suite::kDefault)
         continue;
       const std::string& zeroer = v.params[1].second;
-      if (v.params[0].second == "busy") {
+      if (v.params[0].second == "idle_burst_vs_busy") {
+        EXPECT_EQ(v.threads, std::vector<int>{usable});  // busy: every PU
+      } else if (zeroer.find("_vs_") != std::string::npos) {
+        EXPECT_EQ(v.threads, std::vector<int>{1});  // none vs a zeroer
+      } else if (v.params[0].second == "busy") {
         ++busy;
         ASSERT_EQ(v.threads.size(), 1u);
         EXPECT_EQ(v.threads[0], zeroer == "engine" ? usable - 1 : usable);
@@ -370,10 +386,45 @@ TEST(PrezeroBurst, BurstProtocolConservesPoolPages) {
           EXPECT_EQ(d["nonzero_pages"].get<uint64_t>(), 0u);
           EXPECT_EQ(d["pool_lock"], "ttas");
           EXPECT_EQ(d["busy_pus"].get<int>(), threads);
-          EXPECT_GT(MetricOf(r, "allocs_per_s"), 0.0);
+          EXPECT_GT(MetricOf(r, "faults_per_s"), 0.0);
+          EXPECT_TRUE(d["fault_rest"].contains("rest_ns"));
         }
       }
     }
+  }
+}
+
+// protocol:idle_burst_vs_busy (issue 40 item 8): paired bursts on one team,
+// each burst on a reset pool; every burst's pages conserved and zero, each
+// pair timed on its own, and the row says where the zeroers ran.
+TEST(PrezeroBurst, PairedBurstsOfIdleAndBusy) {
+  PointEnv env;
+  for (int threads : {1, 2}) {
+    SCOPED_TRACE(std::to_string(threads) + " threads");
+    using S = prezero_bench::BurstPairWorkload::Side;
+    prezero_bench::BurstPairWorkload w(
+        S{prezero_bench::Protocol::kIdleBurst,
+          prezero_bench::Zeroer::kIdleCpus},
+        S{prezero_bench::Protocol::kBusy, prezero_bench::Zeroer::kIdleCpus},
+        512, 256, env, /*seed=*/7, /*pairs=*/4, /*idle_ms=*/20);
+    testing::WorkloadDriver drv(w, threads);
+    const uint64_t ops = drv.Window(1.0);  // fixed work: every burst
+    EXPECT_EQ(ops, 512u * 2 * (4 + kDuetWarmupPairs));
+    const PointReport r = drv.Report(drv.seconds(), ops);
+    EXPECT_EQ(w.Verify(), "");
+    const auto& pairs = r.details["duet"]["pairs"];
+    ASSERT_EQ(pairs.size(), 4u);
+    for (const auto& p : pairs) {
+      EXPECT_GT(p["a_ops_per_s"].get<double>(), 0);
+      EXPECT_GT(p["b_ops_per_s"].get<double>(), 0);
+    }
+    EXPECT_GT(MetricOf(r, "a_faults_per_s"), 0.0);
+    EXPECT_GT(MetricOf(r, "b_faults_per_s"), 0.0);
+    EXPECT_TRUE(r.details.contains("helper_pu"));
+    EXPECT_TRUE(r.details.contains("fault_rest"));
+    EXPECT_EQ(r.details["a_last_burst"]["protocol"], "idle_burst");
+    EXPECT_EQ(r.details["b_last_burst"]["protocol"], "busy");
+    EXPECT_EQ(r.details["a_last_burst"]["nonzero_pages"].get<uint64_t>(), 0u);
   }
 }
 

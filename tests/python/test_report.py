@@ -291,13 +291,3 @@ def test_verdict_lines_in_each_question(report_a):
     assert "comparisons resolved on this machine" in text
 
 
-def test_prezero_answer_in_faults_per_second():
-    """Question 004 in faults/s (issue 23): the bound is 1/(1 - clear_page share); the pool's
-    saving is taken off the fault's ns and never beyond that bound."""
-    r = report.prezero_faults_per_s(3000.0, 0.3, 500.0)
-    assert abs(r["now"] - 1e9 / 3000) < 1e-6
-    assert abs(r["bound"] - r["now"] / 0.7) < 1e-6
-    assert abs(r["pool"] - 1e9 / 2500) < 1e-6
-    capped = report.prezero_faults_per_s(3000.0, 0.1, 900.0)
-    assert abs(capped["pool"] - capped["bound"]) < 1e-6
-    assert report.prezero_faults_per_s(3000.0, None, None)["bound"] is None
