@@ -585,6 +585,7 @@ class PagevecWorkload : public Workload {
         {"lock", L::kName},
         {"lock_is_era_lock", std::string(L::kName) == EraLock(cfg_.kernel)},
         {"lock_stat", cfg_.stats},
+        {"lock_stat_clock_reads", LockStatClockReads(cfg_.stats)},
         {"window_acquisitions", acquisitions},
         {"setup_acquisitions", setup},
         {"op", cfg_.release == Release::kNone

@@ -105,10 +105,13 @@ constexpr int kNrPagesScanned = 27;
 /// a window holds whole pairs.
 constexpr int kStepsPerStopCheck = 16;
 static_assert(kStepsPerStopCheck % 2 == 0, "windows hold whole pairs");
-/// Every kHoldTimeEvery-th refill and drain is timed from acquisition to
-/// release (two NowNs, ~20-40 ns, inside the section timed): a 1-in-64
-/// sample, as lock_stat's hold sample, so the clock reads add < 1 ns to the
-/// mean hold (issue 23: every 4th inflated a quarter of the holds).
+/// On the instrumented rows (lock_stat on) every kHoldTimeEvery-th refill and
+/// drain is timed from acquisition to release (two NowNs, ~20-40 ns, inside
+/// the section timed): a 1-in-64 sample, as lock_stat's hold sample, so the
+/// clock reads add < 1 ns to the mean hold (issue 23: every 4th inflated a
+/// quarter of the holds). The uninstrumented twins (stats:off), which answer
+/// question 001, read no clock inside any hold (issue 40 item 3): they have
+/// no hold_ns_per_refill / hold_ns_per_drain.
 constexpr uint64_t kHoldTimeEvery = 64;
 
 /// zone_batchsize() of Linux 4.0 for a zone of `managed` pages (4 KiB pages).
@@ -683,7 +686,7 @@ class ZoneLockWorkload final : public Workload {
     Lock& lock = z.lock;
     Page* page = nullptr;
     if (batch_ == 0) {
-      const bool timed = (me.c.allocs % kHoldTimeEvery) == 0;
+      const bool timed = stats_ && (me.c.allocs % kHoldTimeEvery) == 0;
       unsigned splits = 0;
       Acquire(lock, *zs.side, me.stat, tid);
       const uint64_t t0 = timed ? NowNs() : 0;
@@ -700,7 +703,7 @@ class ZoneLockWorkload final : public Workload {
     } else {
       ReadPageset(z);
       if (me.pcp_count == 0) {
-        const bool timed = (me.c.refills % kHoldTimeEvery) == 0;
+        const bool timed = stats_ && (me.c.refills % kHoldTimeEvery) == 0;
         ++me.c.refills;
         unsigned splits = 0;
         Acquire(lock, *zs.side, me.stat, tid);
@@ -743,7 +746,7 @@ class ZoneLockWorkload final : public Workload {
     Lock& lock = z.lock;
     page->index = static_cast<unsigned long>(kMigratetype);  // set_freepage_mt
     if (batch_ == 0) {
-      const bool timed = (me.c.ops % kHoldTimeEvery) == 0;
+      const bool timed = stats_ && (me.c.ops % kHoldTimeEvery) == 0;
       Acquire(lock, *zs.side, me.stat, tid);
       const uint64_t t0 = timed ? NowNs() : 0;
       ReadPagesScanned(z);
@@ -761,7 +764,7 @@ class ZoneLockWorkload final : public Workload {
     ReadPageset(z);
     ListAdd(&page->lru, &me.pcp_list);
     if (++me.pcp_count >= high_) {
-      const bool timed = (me.c.drains % kHoldTimeEvery) == 0;
+      const bool timed = stats_ && (me.c.drains % kHoldTimeEvery) == 0;
       ++me.c.drains;
       Acquire(lock, *zs.side, me.stat, tid);
       const uint64_t t0 = timed ? NowNs() : 0;

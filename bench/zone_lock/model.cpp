@@ -158,6 +158,7 @@ void ReportZoneLock(PointReport& out, double window_seconds, uint64_t ops,
          "burst cost alike per step"}};
   }
   d["lock_stat_on"] = options.stats;
+  d["lock_stat_clock_reads"] = LockStatClockReads(options.stats);
   out.Metric("work_ns", static_cast<double>(options.work_ns));
   // zone->lock holds per page (one alloc+free pair): refills + drains per
   // pair; page_fault1's 128 MiB cycle at batch 31 takes 0.0643 (2/31 less
