@@ -9,8 +9,10 @@
 // single-thread cost per alloc+free pair at work_ns:0, clamped at 0), W = 0 is
 // the labelled saturated case (threads do nothing between zone->lock holds
 // but the pcp and fair-zone work). The work runs outside the lock, half after
-// each allocation (it zeroes one 4 KiB page of a per-thread ring, memset, as
-// clear_page touches a page's lines, and spins in registers) and half before
+// each allocation (it zeroes the next, cache-cold 4 KiB page of a per-thread
+// ring larger than the thread's share of the caches, memset, as clear_page
+// writes a page's lines, writes its page-table entry, and spins in
+// registers; harness/page_work.h, issue 40 item 6) and half before
 // each free (a spin: the unmap's share), so both phases of a burst cost alike
 // per step (SplitWork). With work (W > 0) a thread's burst is 16384 pages
 // (kWorkBurstPages, 64 MiB: half of page_fault1's 128 MiB per task), so

@@ -10,7 +10,8 @@
 // drain. pcp_batch:0 (a lock per alloc and per free) is a counter-example:
 // 4.0 has no such path for order-0 pages. After each allocation, outside the
 // lock, the thread does the fault path's work per page (Options::work_ns:
-// zero a page of its ring and spin, harness/page_work.h; work_ns:cal is
+// zero a cold page of its ring, write its page-table entry and spin,
+// harness/page_work.h; work_ns:cal is
 // calibrated by CalibratedWork); Options::stats off takes the lock without
 // lock_stat (the uninstrumented twin rows).
 // Not measured: __rmqueue_fallback and MIGRATE_RESERVE (one migrate type),
@@ -254,7 +255,21 @@ struct Options {
   bool work_calibrated = false;  ///< work_ns came from CalibratedWork
   WorkCalibration calibration;   ///< when work_calibrated: its inputs
   bool stats = true;  ///< lock_stat on zone->lock (false: plain lock/unlock)
+  /// With work: the caches the work's ring is sized from and its pages per
+  /// thread (harness/page_work.h WorkRingPages), set by the workload.
+  WorkCaches work_caches;
+  std::size_t work_ring_pages = 0;
 };
+
+/// `o` with its work ring sized for `env` (its topology's caches and thread
+/// count) when it has work; unchanged otherwise.
+inline Options WithWorkRing(Options o, const PointEnv& env) {
+  if (o.work_ns != 0) {
+    o.work_caches = ReadWorkCaches(env.topology);
+    o.work_ring_pages = WorkRingPages(o.work_caches, env.threads);
+  }
+  return o;
+}
 
 /// This model's own cost per page (one alloc+free pair) at work_ns:0 on one
 /// unpinned thread: 4.0's configuration (ticket lock, lock_after_free_area,
@@ -341,7 +356,7 @@ class ZoneLockWorkload final : public Workload {
         work_split_(SplitWork(options.work_ns, options.work_calibrated,
                               options.calibration)),
         stats_(options.stats),
-        options_(options),
+        options_(WithWorkRing(options, env)),
         per_thread_(static_cast<std::size_t>(env.threads), kDeferConstruction) {
     if (batch < 0) {
       throw std::invalid_argument("zone_lock: pcp_batch " +
@@ -412,7 +427,7 @@ class ZoneLockWorkload final : public Workload {
                              : ctx.index % static_cast<int>(zones_.size());
     me->held.reserve(burst_);
     me->touch = static_cast<uint64_t>(ctx.index) << 48;
-    if (work_ns_ != 0) me->work.Allocate();
+    if (work_ns_ != 0) me->work.Allocate(options_.work_ring_pages);
   }
 
   uint64_t RunWindow(const ThreadCtx& ctx,

@@ -145,7 +145,8 @@ void ReportZoneLock(PointReport& out, double window_seconds, uint64_t ops,
       "zone->lock",
       "Linux 4.0's configuration: ticket lock, lock_after_free_area, "
       "pcp_batch 31, cma, 64-byte lines, one zone; min of 3 whole burst "
-      "cycles");
+      "cycles",
+      options.work_ring_pages, options.work_caches);
   if (options.work_ns != 0) {
     const WorkSplit split = SplitWork(options.work_ns, options.work_calibrated,
                                       options.calibration);
