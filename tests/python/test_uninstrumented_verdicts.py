@@ -120,3 +120,28 @@ def test_an_instrumented_row_never_answers_when_its_twin_exists(tmp_path):
     (v,) = [v for v in verdicts.compute_verdicts(run) if v["question"] == "001"]
     assert v["base_key"].endswith("/zones:1/work_ns:cal/stats:off/threads:2")
     assert v["instrumented"] is False
+
+
+def test_report_names_answering_rows_and_evidence(tmp_path):
+    """The report's question sections say which rows answer (the stats:off twins) and which
+    give the wait share (the instrumented twins), and each verdict's evidence line names the
+    instrumented keys; never marked data-comparison (it is not the verdict)."""
+    import report
+    rows = []
+    for layout in ("lock_before_free_area", "lock_after_free_area"):
+        for stats in (None, "off"):
+            params = [("layout", layout), ("lock", "ticket"), ("pcp_batch", "31"),
+                      ("line", "64"), ("config", "cma"), ("zones", "1"), ("work_ns", "cal")]
+            if stats:
+                params.append(("stats", stats))
+            rows.append(("zone_lock", params, 2))
+    run = synthetic_run(rows, tmp_path)
+    got = verdicts.compute_verdicts(run)
+    note = report.rows_note(got, "001")
+    assert "1 of 1 verdicts are answered from the uninstrumented rows" in note
+    assert "wait share" in note and "instrumented twins" in note
+    html = report.verdict_html(got, run)
+    assert 'class="caption evidence"' in html
+    assert "lock_stat evidence from the instrumented twins zone_lock/layout:" in html
+    assert html.count("data-comparison") == 1
+    assert report.rows_note(got, "002") == ""
