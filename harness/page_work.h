@@ -15,6 +15,7 @@
 // family).
 #pragma once
 
+#include <sched.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -23,8 +24,10 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <new>
 #include <string>
+#include <vector>
 
 #include "harness/cpu.h"
 #include "harness/family.h"
@@ -99,38 +102,100 @@ inline std::size_t WorkRingPages(const WorkCaches& c, int threads) {
   return std::clamp(bytes / kPageBytes, kMinWorkPages, kMaxWorkPages);
 }
 
+/// Rings' memory kept for reuse within the process (issue 40 item 6: mapping
+/// and first-touching a ring of tens of MiB for every repetition of every
+/// work_ns:cal point doubled those points' setup time). A ring returned by a
+/// PageWorkRing is reused by the next one on the same NUMA node (the node of
+/// the CPU that asks: memory stays node-local) that needs no more pages; the
+/// pool holds at most what the process had mapped at once. Thread safe.
+class PageRingPool {
+ public:
+  struct Block {
+    unsigned char* pages = nullptr;
+    std::size_t capacity = 0;  ///< pages mapped
+    int node = -1;             ///< NUMA node of the CPU that first touched it
+  };
+  /// A block of at least `pages` pages for the calling thread's node: the
+  /// smallest free one that fits, else a new mapping (4 KiB pages, no THP,
+  /// every byte 1, first-touched by the caller). `fresh` says which. Throws
+  /// std::bad_alloc when mmap fails.
+  static Block Take(std::size_t pages, bool* fresh) {
+    const int node = CurrentNode();
+    {
+      std::lock_guard<std::mutex> g(Mutex());
+      auto& free = Free();
+      auto best = free.end();
+      for (auto it = free.begin(); it != free.end(); ++it)
+        if (it->node == node && it->capacity >= pages &&
+            (best == free.end() || it->capacity < best->capacity))
+          best = it;
+      if (best != free.end()) {
+        const Block b = *best;
+        free.erase(best);
+        *fresh = false;
+        return b;
+      }
+    }
+    const std::size_t bytes = pages * kPageBytes;
+    void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) throw std::bad_alloc();
+    madvise(p, bytes, MADV_NOHUGEPAGE);
+    std::memset(p, 1, bytes);
+    *fresh = true;
+    return Block{static_cast<unsigned char*>(p), pages, node};
+  }
+  /// Returns `b` for reuse.
+  static void Give(const Block& b) {
+    if (b.pages == nullptr) return;
+    std::lock_guard<std::mutex> g(Mutex());
+    Free().push_back(b);
+  }
+
+ private:
+  static int CurrentNode() {
+    unsigned cpu = 0, node = 0;
+    return getcpu(&cpu, &node) == 0 ? static_cast<int>(node) : -1;
+  }
+  static std::mutex& Mutex() {
+    static std::mutex mu;
+    return mu;
+  }
+  static std::vector<Block>& Free() {
+    static std::vector<Block>* free = new std::vector<Block>();
+    return *free;
+  }
+};
+
 /// One thread's ring of pages the work zeroes and its page-table-like array,
 /// and the work itself. Allocate() on the thread that runs the work (first
-/// touch, 4 KiB pages). Not copyable; the memory is unmapped on destruction.
+/// touch, 4 KiB pages). Not copyable; the memory goes back to PageRingPool.
 struct PageWorkRing {
   unsigned char* pages = nullptr;  ///< `count` pages, 4 KiB aligned
   uint64_t* ptes = nullptr;        ///< `count` 8-byte entries
   std::size_t count = 0;           ///< pages in the ring
   std::size_t next = 0;            ///< the next op's page
+  bool fresh = false;  ///< the pages were mapped for this ring (every byte 1)
 
   PageWorkRing() = default;
   PageWorkRing(const PageWorkRing&) = delete;
   PageWorkRing& operator=(const PageWorkRing&) = delete;
   ~PageWorkRing() { Free(); }
 
-  /// Maps and first-touches a ring of `ring_pages` pages (every byte 1) and
-  /// its entries (0), without transparent huge pages (each page its own 4 KiB
-  /// mapping, as a faulted page is). Throws std::bad_alloc when mmap fails.
+  /// A ring of `ring_pages` pages (PageRingPool: reused, or newly mapped and
+  /// first-touched with every byte 1) and its entries (0). Throws
+  /// std::bad_alloc when mmap fails.
   void Allocate(std::size_t ring_pages) {
     Free();
     count = std::max<std::size_t>(ring_pages, 1);
-    const std::size_t bytes = count * kPageBytes;
-    void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) throw std::bad_alloc();
-    madvise(p, bytes, MADV_NOHUGEPAGE);
-    pages = static_cast<unsigned char*>(p);
-    std::memset(pages, 1, bytes);
+    block_ = PageRingPool::Take(count, &fresh);
+    pages = block_.pages;
     ptes = new uint64_t[count]();
     next = 0;
   }
   void Free() {
-    if (pages != nullptr) munmap(pages, count * kPageBytes);
+    PageRingPool::Give(block_);
+    block_ = {};
     delete[] ptes;
     pages = nullptr;
     ptes = nullptr;
@@ -153,6 +218,9 @@ struct PageWorkRing {
     asm volatile("" : : "r"(page), "r"(ptes) : "memory");
     next = next + 1 == count ? 0 : next + 1;
   }
+
+ private:
+  PageRingPool::Block block_;
 };
 
 /// Work per page outside the lock (work_ns:cal), calibrated once per process:

@@ -5,6 +5,7 @@
 #include "harness/page_work.h"
 
 #include <gtest/gtest.h>
+#include <sched.h>
 
 #include <algorithm>
 #include <cstring>
@@ -57,8 +58,10 @@ TEST(PageWork, EachOpWritesAFreshPageAndItsPageTableEntry) {
   PageWorkRing ring;
   ring.Allocate(kRing);
   ASSERT_EQ(ring.count, kRing);
-  for (std::size_t i = 0; i < kRing * kPageBytes; ++i)
-    ASSERT_EQ(ring.pages[i], 1);
+  if (ring.fresh) {
+    for (std::size_t i = 0; i < kRing * kPageBytes; ++i)
+      ASSERT_EQ(ring.pages[i], 1);
+  }
   std::set<const void*> pte_lines;
   for (std::size_t op = 0; op < 2 * kRing + 3; ++op) {
     const std::size_t page = op % kRing;
@@ -85,6 +88,33 @@ TEST(PageWork, EachOpWritesAFreshPageAndItsPageTableEntry) {
   EXPECT_EQ(pte_lines.size(), (kRing + kPtesPerLine - 1) / kPtesPerLine);
   // The ring cycles in order.
   EXPECT_EQ(ring.next, (2 * kRing + 3) % kRing);
+}
+
+TEST(PageWork, RingMemoryIsReusedNotRemapped) {
+  // Stay on one CPU (so on one NUMA node: the pool is per node).
+  cpu_set_t old_mask, one;
+  ASSERT_EQ(sched_getaffinity(0, sizeof(old_mask), &old_mask), 0);
+  CPU_ZERO(&one);
+  CPU_SET(sched_getcpu(), &one);
+  ASSERT_EQ(sched_setaffinity(0, sizeof(one), &one), 0);
+  unsigned char* first = nullptr;
+  {
+    PageWorkRing a;
+    a.Allocate(300);
+    first = a.pages;
+    a.Touch();
+  }
+  PageWorkRing b;
+  b.Allocate(200);  // fits in the 300-page block just returned
+  EXPECT_FALSE(b.fresh);
+  EXPECT_EQ(b.pages, first);
+  EXPECT_EQ(b.count, 200u);
+  EXPECT_EQ(b.next, 0u);
+  PageWorkRing c;
+  c.Allocate(200);  // the block is taken: a new one
+  EXPECT_TRUE(c.fresh);
+  EXPECT_NE(c.pages, first);
+  sched_setaffinity(0, sizeof(old_mask), &old_mask);
 }
 
 }  // namespace
