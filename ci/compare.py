@@ -1326,15 +1326,27 @@ BUILD_RATES = {
 }
 
 
+# A window pair of a multi-thread row in which some thread of either window spent more than this
+# share of its window off its CPU (the pair's `off_cpu`: preempted, since the threads spin and
+# never sleep) is left out: a spinning waiter then burns its CPU time on a lock whose holder is
+# descheduled, which no rate of the pair corrects (issue 38: pair ratios of 0.05-38 on 2-thread
+# lock rows of an A/A duet under load). 2 % of a 5 ms window is 100 us: far above a wake-up of
+# another thread, far below a scheduler time slice.
+PREEMPTED_SHARE = 0.02
+
+
 def load_build_pairs(paths, rate="cpu"):
     """Read a build-duet run (lockline --duet-with=OLD; results/SCHEMA.md `details.build_duet`).
-    Returns a dict: "pairs" {key: [(coherence label, old rate, new rate), ...] over every
-    repetition; `rate` (BUILD_RATES) "cpu": ops per CPU-second, "wall": ops/s with window pairs
-    holding an overrun window left out}, "overrun_pairs" {key: n with an overrun window},
+    Returns a dict: "pairs" {key: [(coherence label, old rate, new rate, repetition), ...] over
+    every repetition (repetition: (file, repetition_index), the resampling unit); `rate` (BUILD_RATES) "cpu": ops per CPU-second, "wall": ops/s with window pairs
+    holding an overrun window left out; pairs of a multi-thread row with a window preempted for
+    more than PREEMPTED_SHARE of it left out}, "overrun_pairs" {key: n with an overrun window},
+    "preempted_pairs" {key: n left out as preempted},
     "failed" {key: [error messages]}, "repetitions" {key: n}, "notes", "old_binary".
     Raises InputError (exit 2) for an unreadable file, an unfinished run (the caller may allow
     it) or a file without build-duet rows."""
-    side = {"pairs": {}, "overrun_pairs": {}, "failed": {}, "repetitions": {}, "notes": [],
+    side = {"pairs": {}, "overrun_pairs": {}, "preempted_pairs": {}, "failed": {},
+            "repetitions": {}, "notes": [],
             "old_binary": None, "finished": True}
     for path in paths:
         doc = results.read_document(path)
@@ -1365,6 +1377,9 @@ def load_build_pairs(paths, rate="cpu"):
             coherence = r.get("coherence") if isinstance(r.get("coherence"), dict) else {}
             label = coherence.get("label") if isinstance(coherence.get("label"), str) else ""
             side["repetitions"][key] = side["repetitions"].get(key, 0) + 1
+            rep_index = r.get("repetition_index")
+            unit = (path, rep_index if isinstance(rep_index, int)
+                    else side["repetitions"][key])
             got = side["pairs"].setdefault(key, [])
             for pair in duet.get("pairs") if isinstance(duet.get("pairs"), list) else []:
                 if not isinstance(pair, dict):
@@ -1377,20 +1392,48 @@ def load_build_pairs(paths, rate="cpu"):
                     side["overrun_pairs"][key] = side["overrun_pairs"].get(key, 0) + 1
                     if rate == "wall":
                         continue
-                got.append((label, float(a), float(b)))
+                off = pair.get("off_cpu")
+                threads = r.get("threads")
+                if (isinstance(threads, int) and threads >= 2 and isinstance(off, (int, float))
+                        and not isinstance(off, bool) and off > PREEMPTED_SHARE):
+                    side["preempted_pairs"][key] = side["preempted_pairs"].get(key, 0) + 1
+                    continue
+                got.append((label, float(a), float(b), unit))
     if not side["pairs"] and not side["failed"]:
         raise InputError(f"{', '.join(paths)}: no build-duet rows")
     return side
 
 
-def _builds_used_pairs(pairs):
-    """The pairs of one coherence regime, as stats.compare_pairs chooses them: [(old, new)]."""
-    good = [(lab, a, b) for lab, a, b in pairs
+def _builds_used_pairs(pairs, regime):
+    """The pairs of coherence regime `regime` (stats.compare_pairs' choice; "" for pairs without
+    a label, `mixed` repetitions left out): [(old, new, repetition)]."""
+    good = [(lab, a, b, g) for lab, a, b, g in pairs
             if math.isfinite(a) and math.isfinite(b) and a > 0 and b > 0]
-    regime = effects.majority_regime([lab for lab, _, _ in good])
     if regime:
-        return regime, [(a, b) for lab, a, b in good if lab == regime]
-    return regime, [(a, b) for lab, a, b in good if lab != effects.MIXED]
+        return [(a, b, g) for lab, a, b, g in good if lab == regime]
+    return [(a, b, g) for lab, a, b, g in good if lab != effects.MIXED]
+
+
+def repetition_t_p(used):
+    """Two-sided p-value of a one-sample t test that the repetitions' median log pair ratios
+    (new/old) are centred on 0: the repetition, not the window pair, is the unit (issue 38:
+    the pairs of one repetition share its address layout and placement, so they are not
+    independent evidence). `used`: [(old, new, repetition)]. 1.0 with fewer than 2
+    repetitions or every repetition at exactly 0; 0.0 when they agree exactly on a non-zero
+    value."""
+    by = {}
+    for a, b, g in used:
+        by.setdefault(g, []).append(math.log(b / a))
+    meds = [statistics.median(v) for v in by.values()]
+    if len(meds) < 2 or not any(meds):
+        return 1.0
+    sd = statistics.stdev(meds)
+    mean = statistics.fmean(meds)
+    if sd == 0:
+        return 0.0
+    from scipy import stats  # pylint: disable=import-outside-toplevel
+    t = mean / (sd / math.sqrt(len(meds)))
+    return float(2.0 * stats.t.sf(abs(t), len(meds) - 1))
 
 
 def compare_builds(side, options):
@@ -1422,6 +1465,11 @@ def compare_builds(side, options):
         elif over:
             row["notes"].append(f"{over} window pair(s) with an overrun window (kept: compared "
                                 "per CPU-second)")
+        preempted = side.get("preempted_pairs", {}).get(key, 0)
+        if preempted:
+            row["notes"].append(f"{preempted} window pair(s) left out: a thread of a window was "
+                                f"off its CPU for more than {PREEMPTED_SHARE:.0%} of it "
+                                "(preempted while the others spun)")
         if not pairs:
             failed = side["failed"].get(key, [])
             row["verdict"] = "broken" if failed else "undecided"
@@ -1432,12 +1480,15 @@ def compare_builds(side, options):
         if side["failed"].get(key):
             row["warnings"].append(f"{len(side['failed'][key])} repetition(s) failed, e.g. "
                                    f"{side['failed'][key][0]!r}")
-        regime, used = _builds_used_pairs(pairs)
         comp = effects.compare_pairs(pairs, label=key, min_effect=row["min_effect_pct"] / 100.0)
+        regime = comp.regime
+        used = _builds_used_pairs(pairs, regime)
         row["regime"] = regime or None
         row["dropped"] = len(pairs) - len(used)
         reps = side["repetitions"].get(key, 0)
-        for label, vals in (("baseline", [a for a, _ in used]), ("current", [b for _, b in used])):
+        row["units"] = len({g for _, _, g in used})
+        for label, vals in (("baseline", [a for a, _, _ in used]),
+                            ("current", [b for _, b, _ in used])):
             if vals:
                 n, mean, sd = summarize(vals)
                 row[label] = {"n": n, "mean": mean, "stddev_pct": sd, "samples": vals,
@@ -1451,7 +1502,7 @@ def compare_builds(side, options):
         if comp.effect is not None:
             row["change_pct"] = comp.effect * 100.0
         row["ci_pct"] = None if comp.ci is None else [comp.ci[0] * 100.0, comp.ci[1] * 100.0]
-        row["p_value"] = signed_rank_p([a for a, _ in used], [b for _, b in used])
+        row["p_value"] = repetition_t_p(used)
         if row["dropped"]:
             row["notes"].append(f"{regime or 'pooled'}: {len(used)} of {len(pairs)} window pairs "
                                 "used (others in other coherence regimes)")
@@ -1473,8 +1524,10 @@ def compare_builds(side, options):
         else:
             r["verdict"] = "undecided"
             if ci is None:
-                r["notes"].append(f"{r['baseline']['n']} window pairs in one regime: an "
-                                  f"interval needs {effects.MIN_PAIRS}")
+                r["notes"].append(f"{r['baseline']['n']} window pairs of {r.get('units', 0)} "
+                                  f"repetition(s) in one regime: an interval needs "
+                                  f"{effects.MIN_PAIRS} pairs of {effects.MIN_PAIR_REPETITIONS} "
+                                  "repetitions")
             else:
                 r["notes"].append(f"the 95 % interval [{ci[0]:+.1f} %, {ci[1]:+.1f} %] is "
                                   f"not within +-{eff:g} %" +
@@ -1490,8 +1543,10 @@ def compare_builds(side, options):
     result["summary"]["rule"] = (
         f"rule: paired builds (lockline --duet-with): change = median window-pair ratio new/old "
         f"- 1 of ops per {'CPU-second' if options.get('rate') != 'wall' else 'second'} over "
-        f"the pairs of one coherence regime, 95 % paired bootstrap interval; "
-        f"significance two-sided Wilcoxon signed-rank, Holm-corrected over {m} rows (alpha "
+        f"the pairs of one coherence regime, 95 % interval from a two-level bootstrap "
+        f"(repetitions, then their pairs; widened for few repetitions); significance a "
+        f"two-sided one-sample t test over the repetitions' median log pair ratios, "
+        f"Holm-corrected over {m} rows (alpha "
         f"{options['alpha']:g}); regression needs significance and at least the minimum effect "
         f"{options['min_effect']:g} %; 'no change larger than T %' needs the interval within "
         f"+-T")

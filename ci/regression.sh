@@ -17,7 +17,7 @@
 #   BASELINE  baseline result file  (default: results/baselines/quick-$(hostname -s).json)
 #   REPS      repetitions per point; 9 lets up to 1215 rows reach alpha 0.05 under Holm; on a VM
 #             whose coherence regime flips use 15+ (half land in each regime)  (default: 9;
-#             with --against 3: each repetition holds 12 window pairs)
+#             with --against 5: each repetition holds 12 window pairs and is the unit)
 #   FILTER    --benchmark_filter regex, also the compared subset (default: whole quick suite)
 #   OUT       run directory                               (default: $BUILD/regression-<date>)
 #   LOCKLINE_ARGS  extra lockline flags, e.g. "--budget=5m --pin=cores" (word-split)
@@ -54,7 +54,7 @@ fi
 BUILD=${BUILD:-$root/build}
 LOCKLINE=${LOCKLINE:-$BUILD/lockline}
 BASELINE=${BASELINE:-$root/results/baselines/quick-$(hostname -s).json}
-if [[ -n "$against" ]]; then REPS=${REPS:-3}; else REPS=${REPS:-9}; fi
+if [[ -n "$against" ]]; then REPS=${REPS:-5}; else REPS=${REPS:-9}; fi
 FILTER=${FILTER:-}
 OUT=${OUT:-$BUILD/regression-$(date -u +%Y%m%dT%H%M%SZ)}
 PYTHON=/usr/bin/python3   # Debian's interpreter: it sees python3-numpy/scipy

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/personality.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -12,10 +13,12 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <stdexcept>
@@ -24,6 +27,7 @@
 #include "harness/counters.h"
 #include "harness/cpu.h"
 #include "harness/locks/spin_wait.h"
+#include "harness/memory.h"
 #include "harness/options.h"
 #include "harness/restore.h"
 #include "harness/results.h"
@@ -157,6 +161,7 @@ WindowClient::WindowClient(const std::string& binary,
                      std::to_string(kWindowServerProtocol) +
                      "); accepted: a build of the same result schema and "
                      "protocol");
+  layout_ = hello.find(" layout=1") != std::string::npos;
   std::set<std::string> theirs;
   for (;;) {
     const std::string line = ReadLine();
@@ -289,9 +294,17 @@ bool WindowClient::Open(const std::string& key, uint64_t window_ns, int windows,
   std::string list;
   for (size_t i = 0; i < pus.size(); ++i)
     list += (i ? "," : "") + std::to_string(pus[i]);
+  // The repetition's layout seed (harness/memory.h): the server places its
+  // structures at the offsets ours have, so each window pair compares the two
+  // builds at one address layout, and the layouts sampled from repetition to
+  // repetition vary both sides alike.
+  uint64_t seed = 0;
+  const std::string layout = layout_ && LiveLayoutSeed(&seed)
+                                 ? " layout=" + std::to_string(seed)
+                                 : std::string();
   const std::string a = Ask("open " + key + " " + std::to_string(window_ns) +
                             " " + std::to_string(windows) + " " + list + " " +
-                            (oversubscribed ? "1" : "0"));
+                            (oversubscribed ? "1" : "0") + layout);
   int fixed = 0;
   if (std::sscanf(a.c_str(), "ok %d", &fixed) != 1)
     throw std::runtime_error("old build: unexpected answer to open: " + a);
@@ -303,9 +316,12 @@ RemoteWindow WindowClient::Window() {
   RemoteWindow w;
   unsigned long long ops = 0;
   int overrun = 0;
-  if (std::sscanf(a.c_str(), "done %llu %lf %d %lf", &ops, &w.seconds, &overrun,
-                  &w.cpu_seconds) != 4)
+  const int got =
+      std::sscanf(a.c_str(), "done %llu %lf %d %lf %lf", &ops, &w.seconds,
+                  &overrun, &w.cpu_seconds, &w.max_off_cpu);
+  if (got < 4)
     throw std::runtime_error("old build: unexpected answer to window: " + a);
+  if (got == 4) w.max_off_cpu = -1;  // a server before off-CPU shares
   w.ops = ops;
   w.overrun = overrun != 0;
   return w;
@@ -404,6 +420,7 @@ void BuildDuetWorkload::Report(PointReport& out, double /*window_seconds*/,
   const size_t n = schedule_.size();
   std::vector<uint64_t> ops(n, 0);
   std::vector<double> seconds(n, 0), cpu(n, 0);
+  std::vector<double> off_cpu(n, -1);  // WindowResult::max_off_cpu per window
   size_t ran = 0;
   uint64_t new_ops = 0, meas_ops[2] = {0, 0};
   double new_sec = 0, meas_sec[2] = {0, 0};
@@ -419,12 +436,18 @@ void BuildDuetWorkload::Report(PointReport& out, double /*window_seconds*/,
         last = std::max(last, logs_[i].end_ns[w]);
       }
       if (last > first) seconds[w] = static_cast<double>(last - first) / 1e9;
+      off_cpu[w] = MaxOffCpuShare(
+          static_cast<int>(logs_.size()),
+          [&](int i) { return logs_[i].start_ns[w]; },
+          [&](int i) { return logs_[i].end_ns[w]; },
+          [&](int i) { return logs_[i].cpu_ns[w]; });
       new_ops += ops[w];
       new_sec += seconds[w];
     } else {
       ops[w] = remote_[w].ops;
       seconds[w] = remote_[w].seconds;
       cpu[w] = remote_[w].cpu_seconds;
+      off_cpu[w] = remote_[w].max_off_cpu;
       old_overruns += remote_[w].overrun ? 1 : 0;
     }
     if (seconds[w] > 0) ran = w + 1;
@@ -474,7 +497,9 @@ void BuildDuetWorkload::Report(PointReport& out, double /*window_seconds*/,
     const DuetPair& p = pairs[k];
     bool overrun = false;
     double cpu_rate[2] = {0, 0};  // old, new: ops per CPU second
+    double off = 0;  // the larger off-CPU share of the pair; -1: unknown
     for (size_t w = warm + 2 * k; w < warm + 2 * k + 2 && w < ran; ++w) {
+      off = off_cpu[w] < 0 || off < 0 ? -1 : std::max(off, off_cpu[w]);
       overrun |=
           IsLocal(schedule_[w]) ? seconds[w] > bound_s : remote_[w].overrun;
       cpu_rate[IsLocal(schedule_[w]) ? 1 : 0] =
@@ -485,7 +510,8 @@ void BuildDuetWorkload::Report(PointReport& out, double /*window_seconds*/,
                          {"a_ops_per_cpu_s", cpu_rate[0]},
                          {"b_ops_per_cpu_s", cpu_rate[1]},
                          {"order", p.b_first ? "ba" : "ab"},
-                         {"overrun", overrun}});
+                         {"overrun", overrun},
+                         {"off_cpu", off < 0 ? json(nullptr) : json(off)}});
     if (p.a_ops_per_s > 0 && p.b_ops_per_s > 0)
       logs.push_back(std::log(p.b_ops_per_s / p.a_ops_per_s));
   }
@@ -507,11 +533,19 @@ void BuildDuetWorkload::Report(PointReport& out, double /*window_seconds*/,
   if (!out.details.is_object()) out.details = json::object();
   out.details["build_duet"] = {
       {"old_binary", client_->binary()},
+      // "shared": the old build sampled the same structure offsets as this
+      // row's address_layout; "page_start": neither side sampled.
+      {"layout", client_->layout() ? "shared" : "page_start"},
       {"sides", sides},
       {"pairs", pair_rows},
       {"old_overrun_windows", old_overruns},
       {"old",
-       old_side.contains("metrics") ? old_side["metrics"] : json::object()}};
+       old_side.contains("metrics") ? old_side["metrics"] : json::object()},
+      // The old build's own draws (its "closed" answer): the same offsets as
+      // the row's address_layout when the layout is shared.
+      {"old_address_layout", old_side.contains("address_layout")
+                                 ? old_side["address_layout"]
+                                 : json(nullptr)}};
 }
 
 std::string BuildDuetWorkload::Verify() {
@@ -523,6 +557,30 @@ std::string BuildDuetWorkload::Verify() {
 }
 
 // ---- set-up of a duet run --------------------------------------------------
+
+std::string DisableAslrForDuet(char** argv) {
+  static const char kTried[] = "LOCKLINE_DUET_ASLR_REEXEC";
+  const int current = personality(0xffffffff);
+  if (current != -1 && (current & ADDR_NO_RANDOMIZE)) return "off";
+  const bool tried = std::getenv(kTried) != nullptr;
+  if (current != -1 && !tried &&
+      personality(static_cast<unsigned long>(current) | ADDR_NO_RANDOMIZE) !=
+          -1) {
+    setenv(kTried, "1", 1);
+    std::fflush(stdout);
+    std::fflush(stderr);
+    execv("/proc/self/exe", argv);
+    // exec failed: go on with randomization (the flag only acts on exec).
+    personality(static_cast<unsigned long>(current));
+  }
+  std::fprintf(stderr,
+               "lockline: warning: --duet-with: address-space randomization "
+               "stays on (personality(ADDR_NO_RANDOMIZE) %s): the two "
+               "processes' code and stacks lie at other addresses, which can "
+               "read as a constant difference of a few %% between builds\n",
+               tried ? "did not take effect" : std::strerror(errno));
+  return "on";
+}
 
 void PrepareBuildDuet(RunState& run) {
   const std::string& old = run.opts.duet_with;
@@ -569,9 +627,26 @@ void PrepareBuildDuet(RunState& run) {
     });
   }
   auto client = std::make_shared<WindowClient>(old, args, keys);
+  // Both sides at one address layout per repetition: an old build that
+  // cannot take the client's layout seed keeps its structures at the page
+  // start, and so does this side then.
+  run.sample_layout = client->layout();
+  if (!run.sample_layout)
+    std::fprintf(stderr,
+                 "lockline: warning: --duet-with=%s does not sample address "
+                 "layouts (a build before layout=1): both builds keep their "
+                 "structures at the page start\n",
+                 old.c_str());
 
-  for (Point& p : run.points)
+  for (Point& p : run.points) {
+    // A one-window point (fixed work: a fault pass, a burst) runs one pair
+    // per repetition, so it gets kBuildDuetOneWindowRepetitions of them:
+    // compare.py needs 8 pairs of one regime for an interval.
+    if (p.windows <= 1)
+      p.repetitions =
+          std::max(run.opts.repetitions, kBuildDuetOneWindowRepetitions);
     p.windows = p.windows <= 1 ? 2 : 2 * (kDuetWarmupPairs + kDuetMinPairs);
+  }
   const bool pin_all = run.pin.policy != PinPolicy::kNone;
   for (auto& [family, v] : run.variants_storage) {
     auto inner = v.make;
@@ -623,9 +698,11 @@ int ServeWindows(RunState& run) {
   const auto say = [out](const std::string& line) {
     return WriteAll(out, line + "\n");
   };
+  // layout=1: "open" may end with "layout=<seed>" (the client's repetition
+  // seed), and the server then samples the same structure offsets.
   say("lockline-window-server proto=" + std::to_string(kWindowServerProtocol) +
       " schema=" + std::to_string(kSchemaVersion) +
-      " points=" + std::to_string(run.points.size()));
+      " points=" + std::to_string(run.points.size()) + " layout=1");
   for (const Point& p : run.points) say("key " + p.key);
   say("end");
 
@@ -636,6 +713,7 @@ int ServeWindows(RunState& run) {
   uint64_t window_ns = 0;
   double seconds = 0;
   uint64_t total_ops = 0;
+  json open_layout;  // the open point's sampled offsets (closed's answer)
   const auto close_point = [&]() {
     if (team && wl) team->RunOnAll([&](int i) { wl->TeardownThread(ctx[i]); });
     team.reset();
@@ -666,6 +744,14 @@ int ServeWindows(RunState& run) {
           std::string key, pu_list;
           int windows = 0, oversub = 0;
           in >> key >> window_ns >> windows >> pu_list >> oversub;
+          // The client's layout seed (a build with layout sampling): this
+          // side's structures go to the same offsets as the client's.
+          std::optional<uint64_t> layout_seed;
+          for (std::string extra; in >> extra;)
+            if (extra.rfind("layout=", 0) == 0)
+              layout_seed = std::stoull(extra.substr(7));
+          std::optional<LayoutSampling> layout;
+          if (layout_seed) layout.emplace(*layout_seed);
           const auto it = points.find(key);
           if (it == points.end()) throw std::runtime_error("no point " + key);
           const Point& point = *it->second;
@@ -718,6 +804,7 @@ int ServeWindows(RunState& run) {
               SetupTimeoutNs(), key + ": the family's SetupThread");
           seconds = 0;
           total_ops = 0;
+          open_layout = layout ? layout->Json() : json(nullptr);
           say(std::string("ok ") + (wl->fixed_work() ? "1" : "0"));
         } else if (cmd == "window") {
           if (!team || !wl) throw std::runtime_error("window: no open point");
@@ -726,10 +813,10 @@ int ServeWindows(RunState& run) {
                                                  bound + 120'000'000'000ull);
           seconds += r.seconds;
           total_ops += r.total_ops;
-          char buf[128];
-          std::snprintf(buf, sizeof buf, "done %llu %.9e %d %.9e",
+          char buf[160];
+          std::snprintf(buf, sizeof buf, "done %llu %.9e %d %.9e %.6f",
                         static_cast<unsigned long long>(r.total_ops), r.seconds,
-                        r.overrun ? 1 : 0, r.cpu_seconds);
+                        r.overrun ? 1 : 0, r.cpu_seconds, r.max_off_cpu);
           say(buf);
         } else if (cmd == "close") {
           if (!wl) throw std::runtime_error("close: no open point");
@@ -741,8 +828,11 @@ int ServeWindows(RunState& run) {
           json metrics = json::object();
           for (const auto& [k, v] : rep.metrics)
             metrics[k] = std::isfinite(v) ? v : 0;
-          say("closed " + json{{"verify", broken}, {"metrics", metrics}}.dump(
-                              -1, ' ', true, json::error_handler_t::replace));
+          say("closed " +
+              json{{"verify", broken},
+                   {"metrics", metrics},
+                   {"address_layout", open_layout}}
+                  .dump(-1, ' ', true, json::error_handler_t::replace));
         } else {
           throw std::runtime_error("unknown command '" + OneLine(cmd) + "'");
         }

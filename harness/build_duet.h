@@ -10,23 +10,31 @@
 // starts OLD as `OLD --window-server <the run's selection flags>` on a Unix
 // socket pair (the server's stdin and stdout). The server selects the same
 // suite, then says hello and lists its point keys:
-//   server: "lockline-window-server proto=1 schema=<kSchemaVersion> points=N"
+//   server: "lockline-window-server proto=1 schema=<kSchemaVersion> points=N
+//           layout=1"
 //           N lines "key <row key>", then "end"
 // The client refuses (UsageError: one `lockline: error:` line, exit 2, before
 // the run directory exists) a server of another protocol or result schema, or
 // one whose keys differ from the client's, naming the keys only one side has.
 // Then per repetition of every point:
-//   client: "open <key> <window_ns> <windows> <pus> <oversubscribed>"
+//   client: "open <key> <window_ns> <windows> <pus> <oversubscribed>
+//           [layout=<seed>]"
 //           (<pus>: the client's planned OS PU indices, comma-separated, -1
-//           where unpinned)
+//           where unpinned; layout=: the repetition's LayoutSampling seed,
+//           sent when the server's hello ends "layout=1": the server places
+//           its structures at the offsets the client's have, so a window pair
+//           compares the builds at one address layout)
 //   server: "ok <fixed_work 0|1>" after creating the workload, its thread team
 //           on those PUs, Prepare and SetupThread; or "error <text>"
 //   client: "window"  ->  server: "done <ops> <seconds> <overrun 0|1>
-//           <cpu_seconds>" (one window of its team, timed as
+//           <cpu_seconds> [<max_off_cpu>]" (one window of its team, timed as
 //           ThreadTeam::RunWindow times one; cpu_seconds: its threads' CPU
-//           time, CLOCK_THREAD_CPUTIME_ID)
+//           time, CLOCK_THREAD_CPUTIME_ID; max_off_cpu: the largest share of
+//           the window a thread spent off its CPU, WindowResult::max_off_cpu)
 //   client: "close"   ->  server: "closed <json>" ({"verify": "", "metrics":
-//           {...}}: TeardownThread, Report, Verify), the team joined
+//           {...}, "address_layout": {...} | null}: TeardownThread, Report,
+//           Verify; the offsets it sampled from the layout seed), the team
+//           joined
 // and "quit" (or end of input) at the end. Only one side runs at a time: while
 // the server runs a window, the client's thread 0 sleeps in a read on the
 // socket and its other threads and main thread wait on condition variables.
@@ -63,12 +71,34 @@ struct RunState;
 /// Protocol version of the window server (the hello line's proto=).
 inline constexpr int kWindowServerProtocol = 1;
 
+/// Repetitions of a one-window (fixed-work) point in a build duet: one window
+/// pair each, and ci/compare.py --builds needs 8 pairs of one coherence regime
+/// for an interval; 10 leave room for a pair in another regime.
+inline constexpr int kBuildDuetOneWindowRepetitions = 10;
+
+/// Address-space randomization for a build duet: both processes should map
+/// their code, libraries and thread stacks at the same addresses, so that one
+/// binary against itself compares like with like (issue 38: with ASLR on, an
+/// A/A duet of 1-thread pthread_mutex rows read the two processes 3-8 % apart
+/// in every repetition, the sign set by where each process's code landed:
+/// branch predictors and 4 KiB aliasing see virtual addresses; with it off,
+/// -0.0 % [-0.3, +0.2]). When the personality flag ADDR_NO_RANDOMIZE (as
+/// `setarch -R`) is not set, sets it and re-executes /proc/self/exe with the
+/// same arguments (the old build, started later, inherits it); returns only
+/// when it is already set ("off") or cannot be set ("on": e.g. a container's
+/// seccomp profile refuses personality(2); a warning says so once). Called
+/// after every argument is checked and before anything is created.
+std::string DisableAslrForDuet(char** argv);
+
 /// One window of the old build as the server measured it.
 struct RemoteWindow {
   uint64_t ops = 0;      ///< operations of all its threads
   double seconds = 0;    ///< its first thread's start to its last thread's end
   bool overrun = false;  ///< past its wall-clock bound (OverrunBoundNs)
   double cpu_seconds = 0;  ///< its threads' summed CPU time in the window
+  /// WindowResult::max_off_cpu of the window; -1 from a server that does not
+  /// say (before off-CPU shares were reported).
+  double max_off_cpu = -1;
 };
 
 /// The client's end of a window server: the old binary as a child process on a
@@ -96,6 +126,10 @@ class WindowClient {
   /// Closes the open point: {"verify": "", "metrics": {...}} of its side.
   std::string Close();
   const std::string& binary() const { return binary_; }
+  /// True when the server samples structure offsets from the client's layout
+  /// seed (its hello said layout=1); an older server keeps offset 0, and the
+  /// client then does too (RunState::sample_layout).
+  bool layout() const { return layout_; }
 
  private:
   std::string Ask(const std::string& line);
@@ -108,6 +142,7 @@ class WindowClient {
   int err_fd_ = -1;  ///< the server's stderr
   int pid_ = -1;
   bool relay_ = false;
+  bool layout_ = false;
   std::string buffer_, err_text_;
 };
 

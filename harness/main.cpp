@@ -363,7 +363,10 @@ int Main(int argc, char** argv) {
   // starts its own
   // --duet-with partner.
   if (o.runs > 1) return lockline::RunIndependentProcesses(argc, argv, o);
+  std::string aslr;
   if (!o.duet_with.empty()) {
+    // Both builds without address-space randomization (re-executes once).
+    aslr = lockline::DisableAslrForDuet(argv);
     // The old build is started and checked before anything is created.
     try {
       lockline::PrepareBuildDuet(run);
@@ -417,8 +420,11 @@ int Main(int argc, char** argv) {
   ctx["layouts"] = json::object();
   // --duet-with: every row pairs this build's windows with the old build's.
   if (!o.duet_with.empty())
-    ctx["build_duet"] = {{"old_binary", o.duet_with},
-                         {"protocol", lockline::kWindowServerProtocol}};
+    ctx["build_duet"] = {
+        {"old_binary", o.duet_with},
+        {"protocol", lockline::kWindowServerProtocol},
+        {"aslr", aslr},
+        {"layout", run.sample_layout ? "shared" : "page_start"}};
   for (const std::string& w : recovered) ctx["warnings"].push_back(w);
 
   std::printf("lockline %s: %s suite, %zu points, run directory %s\n",

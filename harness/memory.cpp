@@ -48,6 +48,7 @@ struct Region {
 // The live LayoutSampling's state (at most one): its generator and draws.
 struct Sampler {
   bool active = false;
+  bool sample = true;
   uint64_t seed = 0;
   std::mt19937_64 rng;
   nlohmann::json draws = nlohmann::json::array();
@@ -90,12 +91,13 @@ void SharedDeleter::operator()(void* p) const {
   munmap(static_cast<char*>(p) - offset, bytes);
 }
 
-LayoutSampling::LayoutSampling(uint64_t seed) {
+LayoutSampling::LayoutSampling(uint64_t seed, bool sample) {
   std::lock_guard<std::mutex> lk(SamplerMutex());
   Sampler& s = TheSampler();
   if (s.active)
     throw std::logic_error("LayoutSampling: another one is already alive");
   s.active = true;
+  s.sample = sample;
   s.seed = seed;
   s.rng.seed(seed);
   s.draws = nlohmann::json::array();
@@ -109,8 +111,10 @@ LayoutSampling::~LayoutSampling() {
 nlohmann::json LayoutSampling::Json() const {
   std::lock_guard<std::mutex> lk(SamplerMutex());
   const Sampler& s = TheSampler();
-  return {
-      {"seed", s.seed}, {"span_bytes", kSpanBytes}, {"allocations", s.draws}};
+  return {{"seed", s.seed},
+          {"sampled", s.sample},
+          {"span_bytes", kSpanBytes},
+          {"allocations", s.draws}};
 }
 
 namespace {
@@ -119,7 +123,8 @@ std::size_t DrawOffset(std::size_t step, std::size_t bytes, long* index) {
   std::lock_guard<std::mutex> lk(SamplerMutex());
   Sampler& s = TheSampler();
   *index = -1;
-  if (!s.active || step == 0 || step >= LayoutSampling::kSpanBytes) return 0;
+  if (!s.active || !s.sample || step == 0 || step >= LayoutSampling::kSpanBytes)
+    return 0;
   // A structure that fits in a page stays inside its page (the offsets move
   // its lines' cache sets, not the number of pages it touches); a larger one
   // may start anywhere on the page.
@@ -135,6 +140,14 @@ std::size_t DrawOffset(std::size_t step, std::size_t bytes, long* index) {
   return offset;
 }
 }  // namespace
+
+bool LiveLayoutSeed(uint64_t* seed) {
+  std::lock_guard<std::mutex> lk(SamplerMutex());
+  const Sampler& s = TheSampler();
+  if (!s.active || !s.sample) return false;
+  *seed = s.seed;
+  return true;
+}
 
 std::size_t SampleLayoutOffset(std::size_t step, std::size_t bytes) {
   long index = -1;

@@ -46,8 +46,10 @@ class LayoutSampling {
   /// The span offsets are drawn from: [0, kSpanBytes), one 4 KiB page.
   static constexpr std::size_t kSpanBytes = 4096;
   /// Starts sampling with `seed`; throws std::logic_error when another
-  /// LayoutSampling is alive.
-  explicit LayoutSampling(uint64_t seed);
+  /// LayoutSampling is alive. `sample` false: every structure stays at offset
+  /// 0 (a build duet whose old build cannot sample: both sides then share the
+  /// page-start layout) and Json() says "sampled": false.
+  explicit LayoutSampling(uint64_t seed, bool sample = true);
   ~LayoutSampling();
   LayoutSampling(const LayoutSampling&) = delete;
   LayoutSampling& operator=(const LayoutSampling&) = delete;
@@ -56,6 +58,12 @@ class LayoutSampling {
   /// allocation so far (address: hex string of the structure's first byte).
   nlohmann::json Json() const;
 };
+
+/// The seed of the live LayoutSampling in `*seed`; false (and *seed untouched)
+/// when none is alive. The build duet (harness/build_duet.h) sends it to the
+/// old build, which samples the same offsets for the same repetition, so a
+/// window pair compares the two builds at one address layout.
+bool LiveLayoutSeed(uint64_t* seed);
 
 /// Offset (bytes) of a `bytes`-byte structure on `step`s: uniform over 0, step,
 /// ... up to the last that keeps it in its page (one larger: any step) from the

@@ -5,6 +5,7 @@
 #include <limits.h>
 #include <perfmon/pfmlib.h>
 #include <sys/klog.h>
+#include <sys/personality.h>
 #include <sys/utsname.h>
 
 #include <cerrno>
@@ -237,7 +238,12 @@ nlohmann::json CollectProvenance(const Options& opts, const Topology& topo) {
         "on huge page availability");
   const std::string aslr = ReadSmallFile("/proc/sys/kernel/randomize_va_space");
   env["aslr"] = aslr;
-  if (aslr != "0")
+  // This process's own personality (setarch -R, or a build duet's re-exec)
+  // turns it off for this process whatever the system setting.
+  const int persona = personality(0xffffffff);
+  env["aslr_process"] =
+      persona != -1 && (persona & ADDR_NO_RANDOMIZE) ? "off" : "on";
+  if (aslr != "0" && env["aslr_process"] == "on")
     warnings.push_back("ASLR is on (randomize_va_space=" + aslr +
                        "): cache-set and alignment effects vary run to run");
   const std::string paranoid =

@@ -245,7 +245,7 @@ double FitWindow(RunState& run) {
       BudgetPoint b;
       b.family = p.family;
       b.windows = p.windows;
-      b.repetitions_left = run.opts.repetitions;
+      b.repetitions_left = PointRepetitions(run, p);
       b.declared_s =
           HarnessRepetitionCostS(p.threads,
                                  p.variant->fixed_work ? 0 : p.windows,
@@ -303,7 +303,8 @@ std::vector<QuestionPlan> PlanPerQuestion(const RunState& run) {
     qp.question = q;
     ++qp.points;
     if (const auto& pp = run.points[i].pairs) {
-      qp.pairs += pp->pairs_per_repetition * run.opts.repetitions;
+      qp.pairs +=
+          pp->pairs_per_repetition * PointRepetitions(run, run.points[i]);
       qp.expected_half_width =
           std::max(qp.expected_half_width, pp->expected_half_width);
     }
@@ -325,12 +326,14 @@ std::vector<QuestionPlan> PlanPerQuestion(const RunState& run) {
 
 void RegisterPoints(RunState& run) {
   for (const Point& p : run.points) {
-    benchmark::RegisterBenchmark(
-        p.key.c_str(),
-        [&run, &p](benchmark::State& st) { RunPoint(st, p, run); })
-        ->UseManualTime()
-        ->Iterations(p.windows)
-        ->Unit(benchmark::kMillisecond);
+    benchmark::internal::Benchmark* b =
+        benchmark::RegisterBenchmark(
+            p.key.c_str(),
+            [&run, &p](benchmark::State& st) { RunPoint(st, p, run); })
+            ->UseManualTime()
+            ->Iterations(p.windows)
+            ->Unit(benchmark::kMillisecond);
+    if (p.repetitions > 0) b->Repetitions(p.repetitions);
   }
 }
 
@@ -416,7 +419,7 @@ void RecordRepetition(RunState& run, const Point& point, json rec,
   json row = {{"name", name},
               {"run_name", name},
               {"run_type", "iteration"},
-              {"repetitions", run.opts.repetitions},
+              {"repetitions", PointRepetitions(run, point)},
               {"repetition_index", run.repetitions_done[point.key]++},
               {"threads", point.threads}};
   SetPerOpTimes(row, seconds, cpu_seconds, ops);
@@ -579,7 +582,8 @@ void RunPoint(benchmark::State& state, const Point& point, RunState& run) {
     // (harness/memory.h LayoutSampling): its seed mixes a per-process random
     // number, the key and the repetition, so repetitions and runs differ.
     LayoutSampling layout(
-        RepetitionLayoutSeed(point.key, run.repetitions_done[point.key]));
+        RepetitionLayoutSeed(point.key, run.repetitions_done[point.key]),
+        run.sample_layout);
     std::unique_ptr<Workload> wl = point.variant->make(env);
     timing["fixed_work"] = wl->fixed_work();
     std::vector<int> pus;
@@ -806,8 +810,9 @@ void RunPoint(benchmark::State& state, const Point& point, RunState& run) {
 }
 
 LocklineReporter::LocklineReporter(RunState& run) : run_(run) {
-  run.progress_total =
-      static_cast<int>(run.points.size()) * run.opts.repetitions;
+  run.progress_total = 0;
+  for (const Point& p : run.points)
+    run.progress_total += PointRepetitions(run, p);
   run.progress_start_ns = NowNs();
 }
 

@@ -33,6 +33,10 @@ struct Point {
   const Variant* variant = nullptr;
   ThreadPlan plan;
   int windows = 3;
+  /// Repetitions of this point; 0: the run's (--benchmark_repetitions). A
+  /// build duet gives a one-window point more (PrepareBuildDuet), so its row
+  /// has the window pairs an interval needs.
+  int repetitions = 0;
   size_t index = 0;  ///< its position in RunState::points (and ::budget)
   /// Paired points (Variant::paired) outside --quick: the pairs planned from
   /// --precision (windows = 2 x (kDuetWarmupPairs + pairs_per_repetition)).
@@ -99,8 +103,17 @@ struct RunState {
   std::map<std::string, int> gb_runs;
   /// Finalize() marks the file finished (false while extra rounds follow).
   bool finish_on_finalize = true;
+  /// Each repetition samples its structures' offsets (harness/memory.h
+  /// LayoutSampling); false in a build duet whose old build cannot.
+  bool sample_layout = true;
   std::string progress_note;  ///< appended to progress lines, e.g. "3 open"
 };
+
+/// Repetitions `p` runs: its own (Point::repetitions) or the run's
+/// (--benchmark_repetitions).
+inline int PointRepetitions(const RunState& run, const Point& p) {
+  return p.repetitions > 0 ? p.repetitions : run.opts.repetitions;
+}
 
 /// Generates the points of the selected suite that match the --benchmark_filter
 /// regex (Google Benchmark's syntax: extended regex, a leading '-' negates).

@@ -1,15 +1,18 @@
 #include "harness/team.h"
 
 #include <sched.h>
+#include <sys/mman.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <new>
 #include <stdexcept>
 #include <system_error>
 
+#include "harness/memory.h"
 #include "harness/options.h"
 #include "harness/pingpong.h"
 #include "harness/restore.h"
@@ -25,6 +28,24 @@ uint64_t ThreadCpuNs() {
 }
 
 }  // namespace
+
+std::unique_ptr<ThreadTeam::Flags, ThreadTeam::FlagsDeleter>
+ThreadTeam::NewFlags() {
+  const std::size_t offset =
+      SampleLayoutOffset(kDestructiveLine, sizeof(Flags));
+  const std::size_t bytes = 2 * 4096;  // the offset plus the flags fit
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) throw std::bad_alloc();
+  Flags* f = new (static_cast<char*>(p) + offset) Flags();
+  return std::unique_ptr<Flags, FlagsDeleter>(f, FlagsDeleter{offset});
+}
+
+void ThreadTeam::FlagsDeleter::operator()(Flags* f) const {
+  if (!f) return;
+  f->~Flags();
+  munmap(reinterpret_cast<char*>(f) - offset, 2 * 4096);
+}
 
 ThreadTeam::ThreadTeam(const Topology* topo, std::vector<int> pus,
                        CounterSession* counters)
@@ -295,6 +316,10 @@ WindowResult ThreadTeam::RunWindow(Workload& wl,
   }
   r.seconds = static_cast<double>(last - first) / 1e9;
   r.overrun = overrun;
+  r.max_off_cpu = MaxOffCpuShare(
+      n, [&](int i) { return slots_[i].start_ns; },
+      [&](int i) { return slots_[i].end_ns; },
+      [&](int i) { return slots_[i].cpu_ns; });
   return r;
 }
 

@@ -4,6 +4,7 @@
 // labels.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
@@ -30,6 +31,11 @@ struct WindowResult {
   uint64_t total_ops = 0;
   double cpu_seconds = 0;  ///< summed thread CPU time (CLOCK_THREAD_CPUTIME_ID)
   bool overrun = false;    ///< ran past the wall-clock bound
+  /// The largest share of its window one thread spent off its CPU: (its wall
+  /// time - its CPU time) / its wall time, 0..1. A spinning thread never
+  /// sleeps, so this is the time it was preempted (a waiter then spins on a
+  /// lock its descheduled holder cannot release).
+  double max_off_cpu = 0;
   /// per thread: the OS PU it was on when its RunWindow returned
   /// (sched_getcpu; -1 where unknown)
   std::vector<int> last_cpus;
@@ -117,8 +123,26 @@ class ThreadTeam {
   std::function<void(int)> task_;
   std::exception_ptr error_;
 
-  alignas(kDestructiveLine) std::atomic<int> arrived_{0};
-  alignas(kDestructiveLine) std::atomic<bool> stop_{false};
+  /// The start barrier's count and the stop flag every RunWindow loop reads:
+  /// on a page of their own at the offset LayoutSampling draws (harness/
+  /// memory.h), not wherever this object lies on the heap. Two processes
+  /// (the build duet's two builds) then read their stop flags at the same page
+  /// offset, and the offset's 4 KiB aliasing with the structures under test
+  /// is sampled per repetition like theirs, instead of a fixed per-process
+  /// bias (issue 38: a 1-thread pthread_mutex row read 4-8 % faster in the
+  /// client than in the server in every repetition of an A/A duet).
+  struct Flags {
+    alignas(kDestructiveLine) std::atomic<int> arrived{0};
+    alignas(kDestructiveLine) std::atomic<bool> stop{false};
+  };
+  struct FlagsDeleter {
+    std::size_t offset = 0;
+    void operator()(Flags* f) const;
+  };
+  static std::unique_ptr<Flags, FlagsDeleter> NewFlags();
+  std::unique_ptr<Flags, FlagsDeleter> flags_ = NewFlags();
+  std::atomic<int>& arrived_ = flags_->arrived;
+  std::atomic<bool>& stop_ = flags_->stop;
 };
 
 /// How long thread set-up (ThreadTeam's binding and counters, a family's
@@ -138,6 +162,23 @@ uint64_t SetupTimeoutNs();
 std::unique_ptr<Topology> LoadTopologyWithin(
     const std::string& spec, uint64_t limit_ns,
     std::unique_ptr<Topology> (*load)(const std::string&) = &Topology::Load);
+
+/// The largest share of a window one of `n` threads spent off its CPU:
+/// max over threads i of (end(i) - start(i) - cpu(i)) / (end(i) - start(i)),
+/// clamped to [0, 1] (ns; a thread with no wall time counts 0). See
+/// WindowResult::max_off_cpu.
+template <class Start, class End, class Cpu>
+double MaxOffCpuShare(int n, Start start, End end, Cpu cpu) {
+  double worst = 0;
+  for (int i = 0; i < n; ++i) {
+    const uint64_t s = start(i), e = end(i), c = cpu(i);
+    if (e <= s) continue;
+    const double wall = static_cast<double>(e - s);
+    const double off = wall - static_cast<double>(c);
+    if (off > 0) worst = std::max(worst, std::min(1.0, off / wall));
+  }
+  return worst;
+}
 
 /// The wall-clock bound of a window (ThreadTeam::RunWindow's `bound_ns`): past
 /// it the window is flagged overrun and its repetition is left out of

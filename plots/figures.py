@@ -440,8 +440,9 @@ def find_baseline_key(points: Iterable[Point], baseline: str) -> Optional[str]:
 def relative_panel(ax, data: FamilyData, figure: str, panel: str,
                    runs: List[Tuple[Run, List[Point]]], metric: str, baseline: str) -> bool:
     """Draw each variant's `metric` as a ratio to the matching `baseline` variant (same other
-    params, same run, same thread count) against threads, with the ratio's 95 % interval from
-    the repetitions of one coherence regime (stats.compare_points: ratio of medians, bootstrap).
+    params, same run, same thread count) against threads, with the ratio's 95 % rerun interval
+    from the repetitions of one coherence regime (stats.compare_points: ratio of medians,
+    bootstrap; stats.for_rerun, as the verdicts give it).
     Points with too few same-regime repetitions are hollow and carry no interval. Returns
     False with a note when no series has the baseline value.
     """
@@ -476,7 +477,8 @@ def relative_panel(ax, data: FamilyData, figure: str, panel: str,
             index += 1
             xs, ys, lo, hi, hollow = [], [], [], [], []
             for n in ns:
-                c = stats.compare_points(base[n], by_n[n], metric)
+                # The verdicts' computation, rerun interval included (stats.for_rerun).
+                c = stats.for_rerun(stats.compare_points(base[n], by_n[n], metric))
                 if c.effect is None:
                     continue
                 ratio = 1.0 + c.effect
@@ -518,7 +520,7 @@ def relative_panel(ax, data: FamilyData, figure: str, panel: str,
         ax.set_xticklabels([str(n) for n in sorted(all_threads)])
     ax.set_xlabel("threads")
     ax.set_ylabel("\n".join(textwrap.wrap(f"{metric} / {key}:{baseline} (ratio, 95 % "
-                                          "interval)", 34)), fontsize=8)
+                                          "rerun interval)", 34)), fontsize=8)
     ax.grid(True, alpha=0.3)
     outside_legend(ax)
     return True

@@ -956,7 +956,7 @@ def verdict_html(verdicts: List[Dict[str, Any]], run: Optional[Run] = None) -> s
                      f'{html.escape(v["metric"])}; rows '
                      f'{html.escape(str(v.get("rows", "")))})</span>'
                      + evidence_html(v.get("evidence")) + '</li>')
-    return '<p><b>Verdict</b> (effect with 95 % interval from one coherence regime):</p><ul ' \
+    return '<p><b>Verdict</b> (effect with its 95 % rerun interval, where the estimate of a rerun falls, from one coherence regime):</p><ul ' \
            'class="verdicts">' + "".join(items) + "</ul>"
 
 

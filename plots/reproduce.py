@@ -15,8 +15,10 @@ process to the next), plus, per verdict (results/SCHEMA.md "Several runs"):
     held_in_runs  how many runs' own verdicts give the same answer (stats.answer: an effect of
                   the same sign, "no effect of 5 % or more", not resolved, too few)
     per_run       each run's own effect, interval, status and answer
-    reproduced    among the runs whose own verdict is resolved: does each one's interval
-                  contain every other one's effect (null with fewer than two resolved)
+    reproduced    among the runs whose own verdict is resolved in one coherence regime: does
+                  each one's (rerun) interval contain every other one's effect (null with
+                  fewer than two such runs)
+and `run_pairs` over all of them (compared, contained, other_regime, sign_flips).
 
 Exit 0; 2 with one `reproduce.py: error:` line for a bad directory.
 """
@@ -66,6 +68,7 @@ def combine(runs: Sequence[Run], names: Sequence[str],
     pooled = Run(path=",".join(r.path for r in runs), context=runs[0].context if runs else {},
                  points=[p for r in runs for p in r.points], skipped_rows=[])
     doc = verdicts.verdicts_document(pooled, min_effect)
+    totals = {"compared": 0, "contained": 0, "other_regime": 0, "sign_flips": 0}
     for v in doc["verdicts"]:
         mine = answer_of(v, min_effect)
         per_run = []
@@ -74,15 +77,34 @@ def combine(runs: Sequence[Run], names: Sequence[str],
             if r is None:
                 continue
             per_run.append({"run": name, "effect": r["effect"], "ci": r["ci"],
-                            "status": r["status"], "answer": answer_of(r, min_effect)})
+                            "status": r["status"], "answer": answer_of(r, min_effect),
+                            "regime": r.get("regime")})
         resolved = [r for r in per_run if r["status"] == "resolved" and r["ci"]]
+        # Ordered pairs of resolved runs: does a's interval hold b's estimate? Only runs whose
+        # verdicts come from one coherence regime are set against each other (a near-regime
+        # effect and a far-regime one are two answers, not one answer twice).
+        checks = [(a, b) for a in resolved for b in resolved
+                  if a is not b and a["regime"] == b["regime"]]
+        other_regime = sum(1 for a in resolved for b in resolved
+                           if a is not b and a["regime"] != b["regime"])
         reproduced = None
-        if len(resolved) >= 2:
-            reproduced = all(_contains(a["ci"], b["effect"])
-                             for a in resolved for b in resolved if a is not b)
+        if checks:
+            reproduced = all(_contains(a["ci"], b["effect"]) for a, b in checks)
+        totals["compared"] += len(checks)
+        totals["contained"] += sum(1 for a, b in checks if _contains(a["ci"], b["effect"]))
+        totals["other_regime"] += other_regime
+        totals["sign_flips"] += sum(
+            1 for a, b in checks if a is not b and (a["effect"] or 0) * (b["effect"] or 0) < 0
+            and answer_of(a, min_effect).startswith("effect")
+            and answer_of(b, min_effect).startswith("effect"))
         held = sum(1 for r in per_run if r["answer"] == mine)
         v.update(runs=len(per_run), held_in_runs=held, per_run=per_run, reproduced=reproduced)
         v["text"] += f" (held in {held} of {len(per_run)} runs)"
+    # Over every comparison: ordered pairs of runs that both resolved it in one regime, how
+    # many of them have the first run's interval holding the second's estimate, pairs left out
+    # as from two regimes, and opposite signs between two effects (each ordered pair counted).
+    totals["sign_flips"] //= 2
+    doc["run_pairs"] = totals
     doc["runs"] = list(names)
     doc["rule"] += ("; several runs (lockline --runs): every verdict over the repetitions of "
                     "all runs, repetitions resampled as units; held_in_runs counts the runs "
@@ -129,8 +151,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         for v in doc["verdicts"]:
             print(f"[{v['question']}] {v['text']}")
         held = sum(1 for v in doc["verdicts"] if v["runs"] and v["held_in_runs"] == v["runs"])
+        t = doc["run_pairs"]
         print(f"{held} of {len(doc['verdicts'])} verdicts held in every one of {len(runs)} "
-              f"runs; wrote {path}")
+              f"runs; {t['contained']} of {t['compared']} ordered run pairs that resolved a "
+              f"comparison in one regime have an interval holding the other run's estimate "
+              f"({t['other_regime']} pairs from two regimes not set against each other; "
+              f"{t['sign_flips']} sign flips); wrote {path}")
     return 0
 
 

@@ -383,12 +383,15 @@ def verdict_record(spec: ComparisonSpec, metric: str, base: List[Point], variant
     where = ", ".join(group_text(group) + departs + [f"threads:{threads}"])
     label = f"{spec.variant_name} ({where})"
     confidence = stats.sequential_confidence(look) if look > 0 else stats.CONFIDENCE
-    unpaired = stats.compare_points(base, variant, metric, label, min_effect,
-                                    confidence=confidence)
+    # Rerun intervals (stats.for_rerun, issue 39): a verdict promises where the next run's
+    # estimate falls, not only where this run's effect lies.
+    unpaired = stats.for_rerun(stats.compare_points(base, variant, metric, label, min_effect,
+                                                    confidence=confidence))
     comparison = unpaired
     pairs = labelled_duet_pairs(duet)
     if pairs:
-        comparison = stats.compare_pairs(pairs, label, min_effect, confidence=confidence)
+        comparison = stats.for_rerun(stats.compare_pairs(pairs, label, min_effect,
+                                                         confidence=confidence))
         ns = [p.regime_ns for p in duet if comparison.regime and p.regime == comparison.regime
               and p.regime_ns]
         comparison.regime_ns = sorted(ns)[len(ns) // 2] if ns else None
@@ -432,6 +435,10 @@ def verdict_record(spec: ComparisonSpec, metric: str, base: List[Point], variant
         "threads": threads,
         "effect": comparison.effect,
         "ci": list(comparison.ci) if comparison.ci else None,
+        # `ci` is a rerun interval (stats.for_rerun): where the next run's estimate falls, 95 %;
+        # `effect_ci` the effect's own 95 % confidence interval it was made from.
+        "interval": comparison.interval,
+        "effect_ci": list(comparison.effect_ci) if comparison.effect_ci else None,
         "regime": comparison.regime or "all",
         "regime_ns": comparison.regime_ns,
         "rows": rows_text(spec, base[0]),

@@ -40,18 +40,77 @@ def test_window_server_protocol():
                          input=commands, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
-    assert lines[0] == "lockline-window-server proto=1 schema=1 points=1"
+    assert lines[0] == "lockline-window-server proto=1 schema=1 points=1 layout=1"
     assert lines[1] == f"key {ONE_POINT}"
     assert lines[2] == "end"
     assert lines[3] == "ok 0"
     for line in lines[4:7]:
-        word, ops, seconds, overrun, cpu = line.split()
+        word, ops, seconds, overrun, cpu, off_cpu = line.split()
         assert word == "done" and int(ops) > 0 and float(seconds) > 0 and overrun in "01"
-        assert float(cpu) > 0
+        assert float(cpu) > 0 and 0 <= float(off_cpu) <= 1
     assert lines[7].startswith("closed ")
     assert json.loads(lines[7][len("closed "):])["verify"] == ""
     assert lines[8].startswith("error unknown command")
     assert lines[9] == "error window: no open point"
+
+
+@needs_binary
+def test_window_server_samples_the_offsets_of_the_clients_layout_seed():
+    """open ... layout=SEED: the server places its structures at the offsets LayoutSampling
+    draws from SEED, the same for the same seed, and says which in its closed answer."""
+    point = "locks/lock:ticket/cs:0/stats:off/threads:1"
+
+    def offsets(seed):
+        commands = f"open {point} 1000000 1 -1 0 layout={seed}\nwindow\nclose\nquit\n"
+        out = subprocess.run([BINARY, "--window-server", "--quick",
+                              f"--benchmark_filter={point}", "--events=none"],
+                             input=commands, capture_output=True, text=True, timeout=120)
+        assert out.returncode == 0, out.stderr
+        closed = [line for line in out.stdout.splitlines() if line.startswith("closed ")][0]
+        layout = json.loads(closed[len("closed "):])["address_layout"]
+        assert layout["seed"] == seed and layout["sampled"] is True
+        return [a["offset_bytes"] for a in layout["allocations"]]
+
+    first = offsets(12345)
+    assert first and first == offsets(12345)
+    assert any(offsets(s) != first for s in (1, 2, 3))
+
+
+@needs_binary
+def test_duet_shares_layouts_turns_aslr_off_and_repeats_one_window_points(tmp_path):
+    """A build against itself: both processes without address-space randomization (the run
+    re-executes itself with ADDR_NO_RANDOMIZE), each row's old side at the row's own sampled
+    offsets, and a one-window (fixed-work) point run kBuildDuetOneWindowRepetitions times so
+    its row has the pairs an interval needs."""
+    fixed = "prezero/protocol:idle_burst/zeroer:none/burst_pages:1024/pool_pages:512/threads:1"
+    out_dir = tmp_path / "run"
+    r = subprocess.run([BINARY, "--quick", f"--duet-with={BINARY}",
+                        f"--benchmark_filter=^({ONE_POINT}|{fixed})$",
+                        "--benchmark_repetitions=2", f"--out={out_dir}", "--events=none"],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    with open(out_dir / "lockline.json") as f:
+        doc = json.load(f)
+    duet_ctx = doc["context"]["lockline"]["build_duet"]
+    assert duet_ctx["layout"] == "shared"
+    if duet_ctx["aslr"] == "off":
+        assert "ASLR is on" not in r.stdout + r.stderr
+    else:  # a sandbox refusing personality(2) (e.g. Docker's default seccomp profile)
+        assert duet_ctx["aslr"] == "on"
+        assert "address-space randomization stays on" in r.stderr
+    rows = [b for b in doc["benchmarks"] if b.get("run_type") == "iteration"]
+    for row in rows:
+        mine = [a["offset_bytes"] for a in row["address_layout"]["allocations"]]
+        theirs = row["details"]["build_duet"]["old_address_layout"]
+        assert row["details"]["build_duet"]["layout"] == "shared"
+        assert [a["offset_bytes"] for a in theirs["allocations"]] == mine
+        assert theirs["seed"] == row["address_layout"]["seed"]
+    by_key = {}
+    for row in rows:
+        by_key.setdefault(row["name"].split("/manual_time")[0], []).append(row)
+    assert len(by_key[ONE_POINT]) == 2
+    assert len(by_key[fixed]) == 10
+    assert all(row["repetitions"] == 10 for row in by_key[fixed])
 
 
 # ---- refusal of an old build that cannot be paired -------------------------------------------
@@ -132,12 +191,13 @@ def _pairs(ratio, n, noise, seed, common=0.5):
 
 def _run_file(tmp_path, rows, finished=True):
     """A build-duet result file: rows = {key: [pairs of repetition 1, pairs of repetition 2,
-    ...]} (a repetition None: a failed one)."""
+    ...]} (a repetition None: a failed one); the key's threads:N gives the row's threads."""
     benchmarks = []
     for key, reps in rows.items():
+        threads = int(key.rsplit("threads:", 1)[1]) if "threads:" in key else 1
         for pairs in reps:
             row = {"name": key, "run_name": key, "run_type": "iteration", "lockline_key": key,
-                   "family": key.split("/")[0], "threads": 1, "iterations": 26,
+                   "family": key.split("/")[0], "threads": threads, "iterations": 26,
                    "real_time": 1.0, "cpu_time": 1.0, "time_unit": "ns",
                    "coherence": {"label": "none"}}
             if pairs is None:
@@ -163,22 +223,23 @@ def _builds(path, *extra):
 
 
 def test_builds_gate_flags_a_ten_percent_slowdown_on_that_row_only(tmp_path):
-    rows = {"fam_a/x:1/threads:1": [_pairs(0.90, 12, 0.03, s) for s in (1, 2, 3)],
-            "fam_b/x:1/threads:1": [_pairs(1.00, 12, 0.03, s) for s in (4, 5, 6)],
-            "fam_b/x:2/threads:1": [_pairs(1.00, 12, 0.03, s) for s in (7, 8, 9)]}
+    # Five repetitions of 12 pairs, as ci/regression.sh --against runs (REPS=5).
+    rows = {"fam_a/x:1/threads:1": [_pairs(0.90, 12, 0.03, s) for s in (1, 2, 3, 4, 5)],
+            "fam_b/x:1/threads:1": [_pairs(1.00, 12, 0.03, s) for s in (6, 7, 8, 9, 10)],
+            "fam_b/x:2/threads:1": [_pairs(1.00, 12, 0.03, s) for s in (11, 12, 13, 14, 15)]}
     code, by_key, result = _builds(_run_file(tmp_path, rows))
     assert code == compare.EXIT_REGRESSION
     a = by_key["fam_a/x:1/threads:1"]
     assert a["verdict"] == "regression" and a["ci_pct"][1] < 0
     assert abs(a["change_pct"] + 10) < 3
-    assert a["baseline"]["n"] == 36 and a["unit"] == "window pairs"
+    assert a["baseline"]["n"] == 60 and a["unit"] == "window pairs"
     for key in ("fam_b/x:1/threads:1", "fam_b/x:2/threads:1"):
         assert by_key[key]["answer"] == "no change larger than 5 %"
     assert result["summary"]["mode"] == "paired-builds"
 
 
 def test_builds_gate_is_quiet_when_nothing_changed(tmp_path):
-    rows = {f"fam/x:{i}/threads:1": [_pairs(1.0, 12, 0.03, 10 * i + s) for s in range(3)]
+    rows = {f"fam/x:{i}/threads:1": [_pairs(1.0, 12, 0.03, 10 * i + s) for s in range(5)]
             for i in range(6)}
     code, by_key, _ = _builds(_run_file(tmp_path, rows))
     assert code == compare.EXIT_OK
@@ -194,24 +255,61 @@ def test_builds_gate_says_undecided_when_the_interval_is_wide(tmp_path):
     assert not r["equivalent"]
 
 
+def test_builds_gate_takes_the_repetition_as_the_unit(tmp_path):
+    """Pairs of one repetition share its address layout and placement: a shift common to a
+    repetition (here +-6 %, opposite in two of them) is not evidence of a change, however
+    tight each repetition's pairs are. Pooled as independent pairs it read as significant."""
+    reps = [_pairs(ratio, 12, 0.005, s) for s, ratio in
+            enumerate((1.06, 0.94, 1.06, 0.94, 1.06))]
+    code, by_key, _ = _builds(_run_file(tmp_path, {"fam/x:1/threads:1": reps}))
+    r = by_key["fam/x:1/threads:1"]
+    assert r["verdict"] == "undecided" and r["units"] == 5
+    assert r["ci_pct"][0] < -5 or r["ci_pct"][1] > 5
+    assert code == compare.EXIT_UNDECIDED
+
+
+def test_builds_gate_leaves_out_preempted_pairs_of_contended_rows(tmp_path):
+    """A pair whose window had a thread off its CPU for more than 2 % of it (off_cpu) is left
+    out of a multi-thread row, whose spinning waiters then burn CPU on a descheduled holder's
+    lock, and kept in a one-thread row, whose CPU-time rate is sound."""
+    def reps(seed):
+        out = []
+        for s in range(5):
+            pairs = _pairs(1.0, 12, 0.01, seed + s)
+            for p in pairs[:4]:
+                p["off_cpu"] = 0.4
+                p["b_ops_per_cpu_s"] *= 0.3  # what a descheduled holder does to a waiter
+            for p in pairs[4:]:
+                p["off_cpu"] = 0.001
+            out.append(pairs)
+        return out
+    rows = {"fam/x:1/threads:2": reps(10), "fam/x:1/threads:1": reps(20)}
+    _, by_key, _ = _builds(_run_file(tmp_path, rows))
+    two = by_key["fam/x:1/threads:2"]
+    assert two["baseline"]["n"] == 40 and two["answer"] == "no change larger than 5 %"
+    assert any("20 window pair(s) left out" in n for n in two["notes"])
+    one = by_key["fam/x:1/threads:1"]
+    assert one["baseline"]["n"] == 60
+
+
 def test_builds_gate_drops_overrun_pairs_by_wall_time_and_flags_broken_rows(tmp_path):
     pairs = _pairs(1.0, 12, 0.02, 1)
     for p in pairs[:4]:
         p["overrun"] = True
         p["b_ops_per_s"] = 1.0  # an overrun window's wall-clock rate: left out, so harmless
-    rows = {"fam/x:1/threads:1": [pairs, _pairs(1.0, 12, 0.02, 2)],
+    rows = {"fam/x:1/threads:1": [pairs] + [_pairs(1.0, 12, 0.02, s) for s in (2, 3, 4, 5)],
             "fam/x:2/threads:1": [None, None]}
     path = _run_file(tmp_path, rows)
     code, by_key, _ = _builds(path, "--rate", "wall")
     ok = by_key["fam/x:1/threads:1"]
-    assert ok["baseline"]["n"] == 20 and ok["answer"] == "no change larger than 5 %"
+    assert ok["baseline"]["n"] == 56 and ok["answer"] == "no change larger than 5 %"
     assert any("4 window pair(s) with an overrun window" in w for w in ok["warnings"])
     assert by_key["fam/x:2/threads:1"]["verdict"] == "broken"
     assert code == compare.EXIT_REGRESSION
     # Per CPU-second (the default) the overrun pairs are kept: their CPU-time rate is sound.
     _, by_key, _ = _builds(path)
     ok = by_key["fam/x:1/threads:1"]
-    assert ok["baseline"]["n"] == 24 and ok["answer"] == "no change larger than 5 %"
+    assert ok["baseline"]["n"] == 60 and ok["answer"] == "no change larger than 5 %"
     assert any("4 window pair(s) with an overrun window (kept" in n for n in ok["notes"])
 
 
@@ -234,12 +332,15 @@ def test_builds_refuses_an_unfinished_run_unless_allowed(tmp_path):
 
 # ---- the gate on a planted slowdown (measures: runs lockline_planted against lockline) -------
 
-# Two quiet one-thread points of two families whose timed code does not move with the binary's
-# code layout (memset and glibc's mutex live in libc): lockline_planted is another binary than
-# lockline, and a tight loop of our own (calibration's plain_inc) ran 24-32 % apart between the
-# two from code alignment alone. The slowdown is planted in zeroing.
-PLANT_FAMILY = "zeroing"
-PLANT_FILTER = "zeroing/method:memset/fill:zero|locks/lock:pthread_mutex/cs:0/stats:off/threads:1"
+# Quiet one-thread points of two families. lockline_planted is another binary than lockline (one
+# more object linked); every function is 64-byte aligned (CMakeLists.txt), so our own tight loops
+# keep their alignment (before that, calibration's plain_inc ran 24-32 % apart between the two).
+# The slowdown is planted in locks; zeroing was tried first, but a memset of fresh pages differs
+# between two processes by their physical pages (repetitions 0.75-1.14 apart in an A/A duet).
+PLANT_FAMILY = "locks"
+PLANT_FILTER = ("locks/lock:(ticket|mcs)/cs:0/stats:off/threads:1|"
+                "page_free/variant:lru_check_first_2_6_18/on_lru_pct:0/free_cpu:same/lock:ttas/"
+                "threads:1|calibration/op:plain_inc/line:private/threads:1")
 
 
 def _gate(tmp_path, pct):
