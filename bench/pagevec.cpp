@@ -49,26 +49,32 @@
 // zeroing, page tables): W = cal is calibrated on the machine once per process
 // (WorkCalibration: an anonymous fault-in + munmap per page, minus the
 // model's own single-thread cost per page), W = 0 is the labelled saturated
-// case (every model saturates lru_lock at 2 threads). The work zeroes one
-// 4 KiB page of a per-thread ring (memset, as clear_page touches a page's
-// lines) and spins for the rest. The default lock is each era's: ttas for
-// 2.6.9 (x86 `lock; decb` byte lock), qspinlock for 5.8; other locks are
-// what-if rows. stats:off rows (one contended pair in the default suite) take
-// lru_lock without lock_stat, to show what the instrumentation costs.
-// scanner:on adds one reclaim scanner thread per lock (placed by the helper
-// rule, harness/helpers.h, on a PU no measured thread runs on: scanner rows
-// run only at thread counts that leave it one, Variant::needs_spare_pu; it
-// sleeps between cycles), one cycle per SWAP_CLUSTER_MAX = 32 pages the
-// workers add, under the same lock. kernel:5.8: shrink_active_list isolates
-// 32 pages from the LRU_ACTIVE_ANON tail, deactivates them outside the lock
-// and moves them to LRU_INACTIVE_ANON; shrink_inactive_list isolates them,
-// reclaims outside the lock and puts back the rest: 4 lru_lock holds per 32
-// pages (mm/vmscan.c@v5.8.1). kernel:2.6.9: one isolate and one putback, 2
-// holds. A worker short of free pages asks for one extra cycle, and a window
-// ends once the scanner has covered the pages it added (design rate:
-// scanner_design_acquisitions_per_page). Simplified: shrink_page_list frees
-// without swap-out work, page_referenced is not run (every anonymous page is
-// deactivated), no irq-off cost, no icache misses,
+// case (every model saturates lru_lock at 2 threads). The work touches what
+// a fault on a fresh page touches (harness/page_work.h, issue 40 item 6): it
+// zeroes the next 4 KiB page of a per-thread ring larger than the thread's
+// share of L2 and L3 (cold: memset, as clear_page writes its 64 lines) and
+// writes the page's page-table entry, then spins for the rest. The default lock
+// is each era's: ttas for 2.6.9 (x86 `lock; decb` byte lock), qspinlock
+// for 5.8; other locks are what-if rows. stats:off rows take lru_lock without
+// lock_stat: every side of a seed comparison (IsVerdictSide: both slot counts,
+// both layouts, offsets 0 and 8, work_ns cal and 0) has one in the suites it is
+// in, at the largest thread count only; the verdicts of questions 000 and 003
+// are answered from them (paired duets on stats:off both sides,
+// bench/duet.cpp), and the instrumented rows give the lock wait share beside
+// them (issue 40 item 3). scanner:on adds one reclaim scanner thread per lock
+// (placed by the helper rule, harness/helpers.h, on a PU no measured thread
+// runs on: scanner rows run only at thread counts that leave it one,
+// Variant::needs_spare_pu; it sleeps between cycles), one cycle per
+// SWAP_CLUSTER_MAX = 32 pages the workers add, under the same lock. kernel:5.8:
+// shrink_active_list isolates 32 pages from the LRU_ACTIVE_ANON tail,
+// deactivates them outside the lock and moves them to LRU_INACTIVE_ANON;
+// shrink_inactive_list isolates them, reclaims outside the lock and puts back
+// the rest: 4 lru_lock holds per 32 pages (mm/vmscan.c@v5.8.1). kernel:2.6.9:
+// one isolate and one putback, 2 holds. A worker short of free pages asks for
+// one extra cycle, and a window ends once the scanner has covered the pages it
+// added (design rate: scanner_design_acquisitions_per_page). Simplified:
+// shrink_page_list frees without swap-out work, page_referenced is not run
+// (every anonymous page is deactivated), no irq-off cost, no icache misses,
 // free_pages_and_swap_cache's lru_add_drain is not modelled, the freed pages
 // go back to a private pool (no buddy/pcp cost).
 //
@@ -226,7 +232,12 @@ inline Suite SuiteOf(const GridPoint& p, bool multi_node = false) {
   const bool generic_fixed = p.layout.empty() && p.policy == "fixed";
   const bool pair58 =
       generic_fixed && p.offset == 0 && (p.slots == 15 || p.slots == 31);
-  if (!p.stats) return Suite::kDefault;  // only the twins are generated
+  if (!p.stats) {
+    // A twin is in the suite of the point it twins (IsVerdictSide).
+    GridPoint on = p;
+    on.stats = true;
+    return SuiteOf(on, multi_node);
+  }
   if (multi_node && p.zones == "1" && p.mode == "deferred" && era &&
       p.work == "cal" && k58_q && pair58) {
     return Suite::kDefault;  // the single-lock worst case, labelled
@@ -351,30 +362,28 @@ inline std::vector<GridPoint> GridPoints() {
   return out;
 }
 
-/// The stats:off twins of each kernel's question pair, for a machine whose
-/// main zones are `main_zones`: 15 and 16 slots (2.6.9), 15 and 31 (5.8),
-/// work_ns:0, the era's lock. Both sides of each question have a twin, so the
-/// paired instr duets show what lock_stat does to each side (issue 40 item
-/// 3).
-inline std::vector<GridPoint> StatsOffTwins(const std::string& main_zones) {
-  std::vector<GridPoint> out;
-  for (const auto& [k, slots] :
-       {std::pair{Kernel::k269, 15}, std::pair{Kernel::k269, 16},
-        std::pair{Kernel::k58, 15}, std::pair{Kernel::k58, 31}}) {
-    GridPoint p;
-    p.mode = "deferred";
-    p.slots = slots;
-    p.policy = "fixed";
-    p.lock = EraLock(k);
-    p.work = "0";
-    p.zones = main_zones;
-    p.kernel = KernelName(k);
-    p.release = k == Kernel::k269 ? "unmap" : "none";
-    p.scanner = k == Kernel::k58;
-    p.stats = false;
-    out.push_back(p);
+/// Whether `p` is a side of a seed comparison whose verdict plots/verdicts.py
+/// gives (PV_2004 / PV_2020, issue 40 item 3): 2.6.9 (unmap, no scanner,
+/// ttas, deferred) 15 and 16 slots at offset 0 and 16 slots at offset 8, at
+/// work_ns cal and 0, and the 2.6.9 / 2.6.10 layouts at offset 0; 5.8
+/// (release:none, scanner, qspinlock) 15 and 31 slots at offset 0, at both
+/// work_ns. Those points get an uninstrumented twin (stats:off) in the suites
+/// they are in: the verdicts are answered from the twins, the instrumented
+/// rows give the wait share beside them.
+inline bool IsVerdictSide(const GridPoint& p) {
+  if (p.mode != "deferred" || !p.stats) return false;
+  const bool generic_fixed = p.layout.empty() && p.policy == "fixed";
+  if (p.kernel == "2.6.9" && p.release == "unmap" && !p.scanner &&
+      p.lock == "ttas") {
+    if (generic_fixed && p.offset == 0 && (p.slots == 15 || p.slots == 16))
+      return true;
+    if (generic_fixed && p.offset == 8 && p.slots == 16) return true;
+    return p.offset == 0 &&
+           (p.layout == "pagevec_v2_6_9" || p.layout == "pagevec_v2_6_10");
   }
-  return out;
+  return p.kernel == "5.8" && p.release == "none" && p.scanner &&
+         p.lock == "qspinlock" && generic_fixed && p.offset == 0 &&
+         (p.slots == 15 || p.slots == 31);
 }
 
 /// Row-key parameters of a grid point (see the file header for the three key
@@ -415,8 +424,16 @@ inline std::size_t LineOf(const PointEnv& env) {
 inline std::vector<Variant> PagevecVariants(const std::vector<PuInfo>& order) {
   const bool multi_node = CountNumaNodes(order) > 1;
   std::vector<GridPoint> points = GridPoints();
-  for (const GridPoint& t : StatsOffTwins(multi_node ? "per_numa" : "1"))
-    points.push_back(t);
+  // The uninstrumented twins of every verdict side outside the full suite.
+  const std::size_t grid = points.size();
+  for (std::size_t i = 0; i < grid; ++i) {
+    if (!IsVerdictSide(points[i]) ||
+        SuiteOf(points[i], multi_node) == Suite::kFull)
+      continue;
+    GridPoint twin = points[i];
+    twin.stats = false;
+    points.push_back(twin);
+  }
   std::vector<Variant> out;
   for (const GridPoint& p : points) {
     Variant v;
@@ -427,6 +444,9 @@ inline std::vector<Variant> PagevecVariants(const std::vector<PuInfo>& order) {
     // with the reason; --oversubscribe runs them, the row saying
     // details.scanner.shares_measured_pu), issue 40 item 1.
     v.needs_spare_pu = p.scanner;
+    // A twin answers its verdict at the contended end only (the verdict's
+    // thread count, verdicts.py threads "max"): one point, not one per count.
+    v.largest_thread_count_only = !p.stats;
     const Kernel k = p.kernel == "5.8" ? Kernel::k58 : Kernel::k269;
     v.description =
         p.mode + " pagevec (" +

@@ -355,6 +355,10 @@ struct Config {
   Release release = Release::kUnmap;  ///< where released pages come from
   bool scanner = false;               ///< one reclaim scanner thread per lock
   bool stats = true;  ///< lock_stat on lru_lock (false: plain lock/unlock)
+  /// With work: the caches the work's ring is sized from and its pages per
+  /// thread (harness/page_work.h WorkRingPages), set by the workload.
+  WorkCaches work_caches;
+  std::size_t work_ring_pages = 0;
 };
 
 /// Storage for one pagevec at `offset` past a `line` boundary, with its own
@@ -460,6 +464,10 @@ class PagevecWorkload : public Workload {
       : cfg_(cfg),
         env_(env),
         per_thread_(static_cast<std::size_t>(env.threads), kDeferConstruction) {
+    if (cfg_.work_ns != 0) {
+      cfg_.work_caches = ReadWorkCaches(env.topology);
+      cfg_.work_ring_pages = WorkRingPages(cfg_.work_caches, env.threads);
+    }
     const bool bind = cfg_.zones > 1 && env.topology != nullptr &&
                       env.topology->summary().numa_nodes >= cfg_.zones;
     for (int z = 0; z < cfg_.zones; ++z) {
@@ -491,7 +499,7 @@ class PagevecWorkload : public Workload {
     me->zone = ctx.numa >= 0 ? ctx.numa % cfg_.zones : 0;
     me->index = ctx.index;
     me->gather.assign(static_cast<std::size_t>(std::max(g, 1)), nullptr);
-    if (cfg_.work_ns != 0) me->work.Allocate();
+    if (cfg_.work_ns != 0) me->work.Allocate(cfg_.work_ring_pages);
     // A scanner sharing a measured PU makes the point oversubscribed: a
     // waiter spinning on lru_lock while the scanner holding it is preempted
     // would burn its whole time slice, so these waiters may yield (the row
@@ -585,6 +593,7 @@ class PagevecWorkload : public Workload {
         {"lock", L::kName},
         {"lock_is_era_lock", std::string(L::kName) == EraLock(cfg_.kernel)},
         {"lock_stat", cfg_.stats},
+        {"lock_stat_clock_reads", LockStatClockReads(cfg_.stats)},
         {"window_acquisitions", acquisitions},
         {"setup_acquisitions", setup},
         {"op", cfg_.release == Release::kNone
@@ -597,7 +606,8 @@ class PagevecWorkload : public Workload {
         cfg_.work_ns, cfg_.work_calibrated, cfg_.calibration, "lru_lock",
         "kernel " + std::string(KernelName(cfg_.kernel)) +
             ", 15 slots, release:" + ReleaseName(cfg_.release) +
-            ", min of 3 x 10 ms");
+            ", min of 3 x 10 ms",
+        cfg_.work_ring_pages, cfg_.work_caches);
     out.details["work"] = work;
     out.Metric("work_ns", static_cast<double>(cfg_.work_ns));
     out.details["formulas"] = {

@@ -9,8 +9,10 @@
 // single-thread cost per alloc+free pair at work_ns:0, clamped at 0), W = 0 is
 // the labelled saturated case (threads do nothing between zone->lock holds
 // but the pcp and fair-zone work). The work runs outside the lock, half after
-// each allocation (it zeroes one 4 KiB page of a per-thread ring, memset, as
-// clear_page touches a page's lines, and spins in registers) and half before
+// each allocation (it zeroes the next, cache-cold 4 KiB page of a per-thread
+// ring larger than the thread's share of the caches, memset, as clear_page
+// writes a page's lines, writes its page-table entry, and spins in
+// registers; harness/page_work.h, issue 40 item 6) and half before
 // each free (a spin: the unmap's share), so both phases of a burst cost alike
 // per step (SplitWork). With work (W > 0) a thread's burst is 16384 pages
 // (kWorkBurstPages, 64 MiB: half of page_fault1's 128 MiB per task), so
@@ -18,9 +20,13 @@
 // (0.0640 holds per page against page_fault1's 0.0643; 16 batches took
 // 0.0445: issue 40 item 5). Simplified: the kernel's unmap phase is shorter
 // per page than its fault phase; struct pages are warmer than the kernel's.
-// stats:off rows (the question pair at work_ns:0, default suite) take
-// zone->lock with plain lock()/unlock(), without lock_stat, to show what the
-// instrumentation costs.
+// stats:off rows take zone->lock with plain lock()/unlock(), without
+// lock_stat: every side of a question-001 verdict (before/after free_area,
+// pcp_batch 31, cma, 64-byte lines; each lock the verdicts use; work_ns cal
+// and 0) has one in the suites it is in, at the largest thread count only.
+// The verdicts are answered from them (paired duets on stats:off both sides,
+// bench/duet.cpp); the instrumented rows give zone->lock's wait share beside
+// them (issue 40 item 3).
 //
 // Row keys (every component key:value; parse by splitting on '/' then on the
 // first ':'):
@@ -91,16 +97,22 @@ Suite SuiteOfAtCal(const GridPoint& p, bool multi_node) {
 /// only zones:1 runs outside full. Every point below runs at work_ns:cal;
 /// only the question pair also runs at work_ns:0 outside full.
 ///   quick:   ticket x {before, after} x pcp 31, cma, 64-byte lines (the
-///            question pair), work_ns:cal;
-///   default: + the question pair at work_ns:0 (saturated) and its stats:off
-///            twins (work_ns:0); the other two placements and qspinlock;
-///            pthread_mutex before/after; the counter-example pcp_batch:0 and
-///            the no_cma config for ticket before/after; on multi-node
-///            machines zones:1 for ticket before/after as the worst case;
+///            question pair), work_ns:cal, and their stats:off twins;
+///   default: + the question pair at work_ns:0 (saturated); the stats:off
+///            twin of every verdict side (IsVerdictSide); the other two
+///            placements and qspinlock; pthread_mutex before/after; the
+///            counter-example pcp_batch:0 and the no_cma config for ticket
+///            before/after; on multi-node machines zones:1 for ticket
+///            before/after as the worst case;
 ///   full:    every lock x placement x line x batch x config x zones x
 ///            work_ns.
 Suite SuiteOf(const GridPoint& p, bool multi_node) {
-  if (!p.stats) return Suite::kDefault;  // only the twins are generated
+  if (!p.stats) {
+    // A twin is in the suite of the point it twins (IsVerdictSide).
+    GridPoint on = p;
+    on.stats = true;
+    return SuiteOf(on, multi_node);
+  }
   const Suite at_cal = SuiteOfAtCal(p, multi_node);
   if (p.work == "cal") return at_cal;
   return at_cal == Suite::kQuick ? Suite::kDefault : Suite::kFull;
@@ -119,22 +131,23 @@ Params ParamsOf(const GridPoint& p) {
   return params;
 }
 
-/// Whether `p` is one side of the question pair on the machine's main zones:
-/// ticket before/after free_area, pcp_batch 31, cma, 64-byte lines (the
-/// points whose stats:off twins the table adds, at work_ns:0).
-bool IsQuestionPair(const GridPoint& p, bool multi_node) {
-  return p.lock == "ticket" &&
+/// Whether `p` is a side of a question-001 verdict (plots/verdicts.py
+/// zone_lock_after_before and its what-ifs): before/after free_area, pcp
+/// batch 31, cma, 64-byte lines, any lock and work_ns. Such points outside
+/// the full suite get an uninstrumented twin (stats:off).
+bool IsVerdictSide(const GridPoint& p) {
+  return p.stats &&
          (p.placement == ZoneLockPlacement::kLockBeforeFreeArea ||
           p.placement == ZoneLockPlacement::kLockAfterFreeArea) &&
          p.batch == kDefaultBatch && p.line == kCacheLine64 &&
-         p.config == ZoneConfig::kCma && p.per_numa == multi_node;
+         p.config == ZoneConfig::kCma;
 }
 
 /// The table: lock x placement x line x config x pcp_batch x zones x work_ns,
 /// one Zone instantiation per lock x placement x line x config (pcp_batch,
 /// zones, work_ns and stats are run-time values), plus the stats:off twins of
-/// the question pair at work_ns:0. `order` is the run's usable PUs (for the
-/// NUMA node count).
+/// the verdict sides outside the full suite (IsVerdictSide). `order` is the
+/// run's usable PUs (for the NUMA node count).
 std::vector<Variant> ZoneLockVariants(const std::vector<PuInfo>& order) {
   const bool multi_node = CountNumaNodes(order) > 1;
   std::vector<Variant> out;
@@ -148,7 +161,8 @@ std::vector<Variant> ZoneLockVariants(const std::vector<PuInfo>& order) {
                 const GridPoint gp{L::kName, P,        batch, kLine,
                                    C,        per_numa, work,  true};
                 std::vector<GridPoint> points = {gp};
-                if (gp.work == "0" && IsQuestionPair(gp, multi_node)) {
+                if (IsVerdictSide(gp) &&
+                    SuiteOf(gp, multi_node) != Suite::kFull) {
                   GridPoint twin = gp;
                   twin.stats = false;
                   points.push_back(twin);
@@ -157,6 +171,8 @@ std::vector<Variant> ZoneLockVariants(const std::vector<PuInfo>& order) {
                   Variant v;
                   v.params = ParamsOf(p);
                   v.suite = SuiteOf(p, multi_node);
+                  // A twin answers its verdict at the contended end only.
+                  v.largest_thread_count_only = !p.stats;
                   // For the budget: building the pool and its buddy lists,
                   // and the drain after the windows: 10-15 ms a repetition
                   // with the harness's own on the quiet 2-vCPU VM (rows'

@@ -10,7 +10,8 @@
 // drain. pcp_batch:0 (a lock per alloc and per free) is a counter-example:
 // 4.0 has no such path for order-0 pages. After each allocation, outside the
 // lock, the thread does the fault path's work per page (Options::work_ns:
-// zero a page of its ring and spin, harness/page_work.h; work_ns:cal is
+// zero a cold page of its ring, write its page-table entry and spin,
+// harness/page_work.h; work_ns:cal is
 // calibrated by CalibratedWork); Options::stats off takes the lock without
 // lock_stat (the uninstrumented twin rows).
 // Not measured: __rmqueue_fallback and MIGRATE_RESERVE (one migrate type),
@@ -105,10 +106,13 @@ constexpr int kNrPagesScanned = 27;
 /// a window holds whole pairs.
 constexpr int kStepsPerStopCheck = 16;
 static_assert(kStepsPerStopCheck % 2 == 0, "windows hold whole pairs");
-/// Every kHoldTimeEvery-th refill and drain is timed from acquisition to
-/// release (two NowNs, ~20-40 ns, inside the section timed): a 1-in-64
-/// sample, as lock_stat's hold sample, so the clock reads add < 1 ns to the
-/// mean hold (issue 23: every 4th inflated a quarter of the holds).
+/// On the instrumented rows (lock_stat on) every kHoldTimeEvery-th refill and
+/// drain is timed from acquisition to release (two NowNs, ~20-40 ns, inside
+/// the section timed): a 1-in-64 sample, as lock_stat's hold sample, so the
+/// clock reads add < 1 ns to the mean hold (issue 23: every 4th inflated a
+/// quarter of the holds). The uninstrumented twins (stats:off), which answer
+/// question 001, read no clock inside any hold (issue 40 item 3): they have
+/// no hold_ns_per_refill / hold_ns_per_drain.
 constexpr uint64_t kHoldTimeEvery = 64;
 
 /// zone_batchsize() of Linux 4.0 for a zone of `managed` pages (4 KiB pages).
@@ -251,7 +255,21 @@ struct Options {
   bool work_calibrated = false;  ///< work_ns came from CalibratedWork
   WorkCalibration calibration;   ///< when work_calibrated: its inputs
   bool stats = true;  ///< lock_stat on zone->lock (false: plain lock/unlock)
+  /// With work: the caches the work's ring is sized from and its pages per
+  /// thread (harness/page_work.h WorkRingPages), set by the workload.
+  WorkCaches work_caches;
+  std::size_t work_ring_pages = 0;
 };
+
+/// `o` with its work ring sized for `env` (its topology's caches and thread
+/// count) when it has work; unchanged otherwise.
+inline Options WithWorkRing(Options o, const PointEnv& env) {
+  if (o.work_ns != 0) {
+    o.work_caches = ReadWorkCaches(env.topology);
+    o.work_ring_pages = WorkRingPages(o.work_caches, env.threads);
+  }
+  return o;
+}
 
 /// This model's own cost per page (one alloc+free pair) at work_ns:0 on one
 /// unpinned thread: 4.0's configuration (ticket lock, lock_after_free_area,
@@ -338,7 +356,7 @@ class ZoneLockWorkload final : public Workload {
         work_split_(SplitWork(options.work_ns, options.work_calibrated,
                               options.calibration)),
         stats_(options.stats),
-        options_(options),
+        options_(WithWorkRing(options, env)),
         per_thread_(static_cast<std::size_t>(env.threads), kDeferConstruction) {
     if (batch < 0) {
       throw std::invalid_argument("zone_lock: pcp_batch " +
@@ -409,7 +427,7 @@ class ZoneLockWorkload final : public Workload {
                              : ctx.index % static_cast<int>(zones_.size());
     me->held.reserve(burst_);
     me->touch = static_cast<uint64_t>(ctx.index) << 48;
-    if (work_ns_ != 0) me->work.Allocate();
+    if (work_ns_ != 0) me->work.Allocate(options_.work_ring_pages);
   }
 
   uint64_t RunWindow(const ThreadCtx& ctx,
@@ -683,7 +701,7 @@ class ZoneLockWorkload final : public Workload {
     Lock& lock = z.lock;
     Page* page = nullptr;
     if (batch_ == 0) {
-      const bool timed = (me.c.allocs % kHoldTimeEvery) == 0;
+      const bool timed = stats_ && (me.c.allocs % kHoldTimeEvery) == 0;
       unsigned splits = 0;
       Acquire(lock, *zs.side, me.stat, tid);
       const uint64_t t0 = timed ? NowNs() : 0;
@@ -700,7 +718,7 @@ class ZoneLockWorkload final : public Workload {
     } else {
       ReadPageset(z);
       if (me.pcp_count == 0) {
-        const bool timed = (me.c.refills % kHoldTimeEvery) == 0;
+        const bool timed = stats_ && (me.c.refills % kHoldTimeEvery) == 0;
         ++me.c.refills;
         unsigned splits = 0;
         Acquire(lock, *zs.side, me.stat, tid);
@@ -743,7 +761,7 @@ class ZoneLockWorkload final : public Workload {
     Lock& lock = z.lock;
     page->index = static_cast<unsigned long>(kMigratetype);  // set_freepage_mt
     if (batch_ == 0) {
-      const bool timed = (me.c.ops % kHoldTimeEvery) == 0;
+      const bool timed = stats_ && (me.c.ops % kHoldTimeEvery) == 0;
       Acquire(lock, *zs.side, me.stat, tid);
       const uint64_t t0 = timed ? NowNs() : 0;
       ReadPagesScanned(z);
@@ -761,7 +779,7 @@ class ZoneLockWorkload final : public Workload {
     ReadPageset(z);
     ListAdd(&page->lru, &me.pcp_list);
     if (++me.pcp_count >= high_) {
-      const bool timed = (me.c.drains % kHoldTimeEvery) == 0;
+      const bool timed = stats_ && (me.c.drains % kHoldTimeEvery) == 0;
       ++me.c.drains;
       Acquire(lock, *zs.side, me.stat, tid);
       const uint64_t t0 = timed ? NowNs() : 0;

@@ -870,6 +870,10 @@ def predicted_verdicts(variants: List[VariantInputs], curves: Dict[str, List[Dic
                 continue
             if any(params.get(k, "") != val for k, val in spec.only):
                 continue
+            # The measured verdicts of these questions come from the stats:off twins; the
+            # model's inputs are the instrumented rows' hold times (twins record none).
+            if getattr(spec, "uninstrumented", False) and params.get("stats") == "off":
+                continue
             other = dict(params, **{spec.param: spec.variant})
             vk = "/".join([fam] + [f"{k}:{val}" for k, val in sorted(other.items())])
             if vk not in parsed:

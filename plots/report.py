@@ -266,6 +266,29 @@ def comparison_rows(run: Run, verdicts: List[Dict[str, Any]], question: str
     return out
 
 
+def rows_note(verdicts: List[Dict[str, Any]], question: str) -> str:
+    """Which rows answer a question's verdicts and which give lock_stat's evidence (issue 40
+    item 3): the uninstrumented twins (stats:off) answer; the instrumented twins' wait share
+    and their effect are evidence beside it. Names any verdict this run could only answer from
+    instrumented rows. "" for questions not answered from uninstrumented rows."""
+    from verdicts import UNINSTRUMENTED_QUESTIONS
+    mine = [v for v in verdicts if v.get("question") == question]
+    if question not in UNINSTRUMENTED_QUESTIONS or not mine:
+        return ""
+    off = [v for v in mine if v.get("instrumented") is False]
+    on = [v for v in mine if v.get("instrumented")]
+    text = (f"Rows: {len(off)} of {len(mine)} verdicts are answered from the uninstrumented "
+            "rows (lock_stat off, keys ending /stats:off; paired windows on stats:off both "
+            "sides where the run holds the duet). The lock wait share (lock_stat) comes from "
+            "their instrumented twins (the same keys without /stats:off) and is evidence, not "
+            "the answer; each verdict's evidence also gives the same comparison on those "
+            "instrumented rows.")
+    if on:
+        text += (" From instrumented rows, because this run has no stats:off twins of them: "
+                 + "; ".join(v["id"] for v in on) + ".")
+    return text
+
+
 def unanswered_note(verdicts: List[Dict[str, Any]], question: str) -> str:
     """For a question some comparisons answer: the other COMPARISONS of it that have no rows
     in this run (another protocol or suite), named with the rows they need, so a reader never
@@ -372,7 +395,8 @@ def seed_tables(run: Run, verdicts: Optional[List[Dict[str, Any]]] = None
     # What lock_stat costs: the question pair's uninstrumented twins (stats:off) against the
     # same rows instrumented.
     for layout in ("lock_before_free_area", "lock_after_free_area"):
-        off = select(run, "zone_lock", "ops_per_s", {"layout": layout, "stats": "off"})
+        off = select(run, "zone_lock", "ops_per_s", {"layout": layout, "stats": "off"},
+                     prefer={"work_ns": "0", "lock": "ticket"})
         if not off:
             continue
         same = {k: v for k, v in off[0].params.items() if k != "stats"}
@@ -429,9 +453,19 @@ def seed_tables(run: Run, verdicts: Optional[List[Dict[str, Any]]] = None
     b31 = _mean(measure(run, "pagevec", "pagevec_bytes", {"slots": "31"}))
     rows = comparison_rows(run, verdicts, "003")
     for v in _of(verdicts, "pv_slots_15_31"):
-        base, variant = verdict_points(run, v)
-        rows.append([f"share of time waiting for lru_lock, {v['base_key']} -> "
-                     f"{v['variant_key']}", "8.9 % -> 2.2 % of CPU cycles in lock contention "
+        # The wait share is lock_stat's: from the verdict's instrumented twins (its evidence,
+        # issue 40 item 3), or its own rows where they are the instrumented ones.
+        ev = v.get("evidence") or {}
+        if ev:
+            base, variant = verdict_points(run, {"base_key": ev["base_key"],
+                                                 "variant_key": ev["variant_key"]})
+        else:
+            base, variant = verdict_points(run, v)
+        if not base or "stats:off" in base[0].key:
+            continue
+        rows.append([f"share of time waiting for lru_lock (lock_stat evidence), "
+                     f"{base[0].key} -> {variant[0].key}",
+                     "8.9 % -> 2.2 % of CPU cycles in lock contention "
                      "(pmbench, large machine)",
                      arrow_text(base, variant, "wait_share", "share waiting"),
                      "none: the seed's is a share of all CPU cycles of a whole workload; the "
@@ -845,6 +879,23 @@ def overrun_lines(run: Run) -> List[str]:
             for key in run.overrun_keys()]
 
 
+def evidence_html(evidence: Optional[Dict[str, Any]]) -> str:
+    """A verdict's lock_stat evidence (verdicts.evidence_record) under its line: the wait share
+    of each instrumented twin (one regime) and the same comparison on those rows, marked as
+    evidence (class "evidence", never data-comparison: it is not the verdict); "" without."""
+    if not evidence:
+        return ""
+    share = evidence.get("wait_share") or {}
+
+    def pct(side):
+        stat = share.get(side)
+        return "not measured" if not stat else f"{stat['mean'] * 100:.1f} % ({stat['n']} reps)"
+    text = (f"lock_stat evidence from the instrumented twins {evidence['base_key']} -> "
+            f"{evidence['variant_key']}: share of thread time waiting {pct('base')} -> "
+            f"{pct('variant')} ({share.get('regime', 'all')} regime); {evidence['text']}")
+    return f'<br><span class="caption evidence">{html.escape(text)}</span>'
+
+
 def verdict_html(verdicts: List[Dict[str, Any]], run: Optional[Run] = None) -> str:
     """The verdict lines of one question as an HTML list (class per status); each says the
     machine it was measured on (Run.scale_text: threads, PUs, cores/SMT, NUMA nodes) so a
@@ -863,7 +914,8 @@ def verdict_html(verdicts: List[Dict[str, Any]], run: Optional[Run] = None) -> s
                      f'{html.escape(v.get("id", ""))}">{html.escape(v["text"])}</span> '
                      f'<span class="caption scale">({html.escape(scale)}'
                      f'{html.escape(v["metric"])}; rows '
-                     f'{html.escape(str(v.get("rows", "")))})</span></li>')
+                     f'{html.escape(str(v.get("rows", "")))})</span>'
+                     + evidence_html(v.get("evidence")) + '</li>')
     return '<p><b>Verdict</b> (effect with its 95 % rerun interval, where the estimate of a rerun falls, from one coherence regime):</p><ul ' \
            'class="verdicts">' + "".join(items) + "</ul>"
 
@@ -965,6 +1017,9 @@ def build_html(run: Run, images: Dict[str, str],
         if absent:
             body.append('<p class="caption">Not measured in this run, so not in the table: '
                         + esc("; ".join(absent)) + ".</p>")
+        note = rows_note(verdicts, {v: k for k, v in QUESTION_SECTION.items()}[qid])
+        if note:
+            body.append(f'<p class="caption rows-note">{esc(note)}</p>')
         missing = unanswered_note(verdicts, {v: k for k, v in QUESTION_SECTION.items()}[qid])
         if missing:
             body.append(f'<p class="caption">{esc(missing)}</p>')

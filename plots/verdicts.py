@@ -72,6 +72,12 @@ class ComparisonSpec:
     # or zeroer:none_vs_idle_cpus (bench/prezero.cpp BurstPairWorkload, issue 40 item 8):
     # the verdict reads their pairs as it reads a duet row's. "" for none.
     paired_value: str = ""
+    # True: the rows answering are the uninstrumented twins (params stats:off, lock_stat off,
+    # issue 40 item 3): a base/variant pair of twins wins over any other, and the instrumented
+    # rows of the same point give the lock wait share as separate evidence (the record's
+    # `evidence`). A run without the twins (older files) is answered from the instrumented
+    # rows, and the record says so (`instrumented`, and the text).
+    uninstrumented: bool = False
 
 
 def _spec(cid: str, question: str, bench: str, param: str, base: str, variant: str,
@@ -81,7 +87,15 @@ def _spec(cid: str, question: str, bench: str, param: str, base: str, variant: s
           unit: str = "ratio", paired_value: str = "") -> ComparisonSpec:
     return ComparisonSpec(question, bench, param, base, variant, base_name, variant_name,
                           metrics, threads, group_by, prefer, cid, seed, comparable, only, unit,
-                          paired_value)
+                          paired_value=paired_value,
+                          uninstrumented=question in UNINSTRUMENTED_QUESTIONS)
+
+
+# The questions whose verdicts come from the uninstrumented twins (stats:off): their rows take
+# a lock lock_stat would instrument (lru_lock, zone->lock). Issue 40 item 3: the lock_stat path
+# (trylock, a clock read, then the lock; a clock read inside 1 hold in 64) slowed saturated
+# 2.6.9 rows by 17 %, so an answer from instrumented rows measures our instrumentation too.
+UNINSTRUMENTED_QUESTIONS = ("000", "001", "003")
 
 
 PAGES = ("pages_per_s", "ops_per_s")
@@ -92,17 +106,17 @@ FAULTS = ("faults_per_s", "allocs_per_s", "ops_per_s")
 # Each era's lock (issue 23): 2.6.9 / 2.6.16 x86 a test-and-test-and-set byte lock (ttas),
 # 4.0 the ticket lock, 5.8 qspinlock. pagevec rows run calibrated fault-path work per page
 # (work_ns:cal); the saturated case (work_ns:0) is its own labelled verdict (group_by work_ns).
-# ("stats", ""): the instrumented rows, never the stats:off twins (a prefer value "" matches
-# rows without the parameter).
+# ("stats", "off"): the uninstrumented twins answer (issue 40 item 3; see
+# UNINSTRUMENTED_QUESTIONS), the instrumented rows give the wait share as evidence.
 PV_2004 = (("kernel", "2.6.9"), ("release", "unmap"), ("scanner", "off"), ("lock", "ttas"),
-           ("policy", "fixed"), ("mode", "deferred"), ("stats", ""))
+           ("policy", "fixed"), ("mode", "deferred"), ("stats", "off"))
 PV_2020 = (("kernel", "5.8"), ("release", "none"), ("scanner", "on"), ("lock", "qspinlock"),
-           ("policy", "fixed"), ("mode", "deferred"), ("stats", ""))
+           ("policy", "fixed"), ("mode", "deferred"), ("stats", "off"))
 # zone_lock rows, like pagevec's, run calibrated fault-path work per page outside zone->lock
 # (work_ns:cal, the answer) and none (work_ns:0, the labelled saturated case): one verdict per
-# work_ns (group_by), from the instrumented rows (("stats", ""): never the stats:off twins).
+# work_ns (group_by), from the uninstrumented twins (("stats", "off"), issue 40 item 3).
 ZONE_PREFER = (("pcp_batch", "31"), ("config", "cma"), ("line", "64"), ("zones", "per_numa"),
-               ("work_ns", "cal"), ("stats", ""))
+               ("work_ns", "cal"), ("stats", "off"))
 ZONE_SEED = ("3484b2de9499: aim7 152288 -> 81911 jobs/min (-46.2 %); its fix a368ab67aa55: "
              "84568 -> 164280 jobs/min (+94.3 %)")
 BURST = (("protocol", "idle_burst"), ("burst_pages", "4096"))
@@ -250,7 +264,10 @@ def find_pairs(spec: ComparisonSpec, points: Sequence[Point]
     for group, candidates in sorted(groups.items(), key=lambda item: _group_order(item[0])):
         def score(variant):
             params = dict(variant)
-            return (-sum(1 for k, v in spec.prefer if params.get(k, "") == v), variant)
+            # Uninstrumented questions: a pair of stats:off twins wins first.
+            twin = spec.uninstrumented and params.get("stats") == "off"
+            return (not twin, -sum(1 for k, v in spec.prefer if params.get(k, "") == v),
+                    variant)
         best = min(candidates, key=score)
         other = _swap(best, spec.param, spec.variant)
         common = sorted(set(by_variant[best]) & set(by_variant[other]))
@@ -319,9 +336,62 @@ def find_duet(spec: ComparisonSpec, base: List[Point], points: Sequence[Point]) 
             and p.threads == base[0].threads and p.params == want]
 
 
+def instrumented_twins(spec: ComparisonSpec, rows: List[Point], points: Sequence[Point]
+                       ) -> List[Point]:
+    """The instrumented repetitions (lock_stat on: the key without stats) of the point whose
+    uninstrumented twin (stats:off) `rows` are: same family, parameters but stats, threads."""
+    if not rows or rows[0].params.get("stats") != "off":
+        return []
+    want = {k: v for k, v in rows[0].params.items() if k != "stats"}
+    return [p for p in points if p.bench == spec.bench and p.aggregate is None
+            and p.threads == rows[0].threads and p.params == want]
+
+
+def evidence_record(spec: ComparisonSpec, metric: str, base: List[Point],
+                    variant: List[Point], points: Sequence[Point], min_effect: float,
+                    confidence: float) -> Optional[Dict[str, Any]]:
+    """A verdict's lock_stat evidence (issue 40 item 3), from the instrumented twins of its
+    stats:off rows, never the verdict's answer: their keys, the lock wait share of each side
+    (summarize_side_by_side: the mean of one coherence regime, with that regime and its
+    repetitions), and the same comparison on the instrumented rows (paired where the run holds
+    their duet, else from repetitions) so a reader sees what lock_stat does to the effect.
+    None when the verdict's rows are not stats:off twins or the run lacks the instrumented
+    rows."""
+    from lockline_results import summarize_side_by_side
+    on_base = instrumented_twins(spec, base, points)
+    on_variant = instrumented_twins(spec, variant, points)
+    if not on_base or not on_variant:
+        return None
+    regime, shares = summarize_side_by_side([on_base, on_variant], "wait_share")
+    comparison = stats.compare_points(on_base, on_variant, metric, "instrumented rows",
+                                      min_effect, confidence=confidence)
+    duet = find_duet(spec, on_base, points)
+    pairs = labelled_duet_pairs(duet)
+    if pairs:
+        comparison = stats.compare_pairs(pairs, "instrumented rows", min_effect,
+                                         confidence=confidence)
+
+    def share(stat):
+        return None if stat is None else {"mean": stat.mean, "n": stat.n}
+    return {
+        "what": ("lock_stat evidence from the instrumented twins of the verdict's rows (not "
+                 "the verdict's rows: lock_stat's trylock and clock reads change the timing)"),
+        "base_key": on_base[0].key, "variant_key": on_variant[0].key,
+        "wait_share": {"base": share(shares[0]), "variant": share(shares[1]),
+                       "regime": regime or "all"},
+        "instrumented_effect": comparison.effect,
+        "instrumented_ci": list(comparison.ci) if comparison.ci else None,
+        "instrumented_method": comparison.method,
+        "instrumented_status": comparison.status,
+        "instrumented_duet_key": duet[0].key if pairs else None,
+        "text": f"the same comparison on the instrumented rows: {comparison.text()}",
+    }
+
+
 def verdict_record(spec: ComparisonSpec, metric: str, base: List[Point], variant: List[Point],
                    threads: int, group: Tuple, min_effect: float,
-                   duet: Sequence[Point] = (), look: int = 0) -> Dict[str, Any]:
+                   duet: Sequence[Point] = (), look: int = 0,
+                   points: Sequence[Point] = ()) -> Dict[str, Any]:
     """One verdicts.json entry (the contract's fields plus `id`, `threads`, `total_base`,
     `total_variant`, `regime_ns`, `rows`, `seed`, `comparable`, `method`) for a base/variant
     pair of repetitions: the one computation every rendering of this comparison (verdict line,
@@ -330,7 +400,10 @@ def verdict_record(spec: ComparisonSpec, metric: str, base: List[Point], variant
     effect of the repetitions is kept beside it (`unpaired`) for reference, never as the
     answer. `look` > 0: the sample is adaptively stopped (lockline --until-resolved) and this
     is its look-th verdict; the interval's confidence is stats.sequential_confidence(look) and
-    the record says so (`sequential`, and the text)."""
+    the record says so (`sequential`, and the text). For a spec answered from uninstrumented
+    rows (spec.uninstrumented): `instrumented` is whether the rows had lock_stat on (a run
+    without stats:off twins; the text then says so), and `evidence` (evidence_record, from
+    `points`) gives the instrumented twins' wait share beside the answer."""
     # Preferred parameters the chosen rows do not have are said in the text: the words of the
     # spec ("16 slots") must never describe rows they do not match.
     params = base[0].params if base else {}
@@ -367,6 +440,15 @@ def verdict_record(spec: ComparisonSpec, metric: str, base: List[Point], variant
             text = (f"{spec.variant_name} ({where}): {saved['ns']:.1f} ns saved per operation "
                     f"[{saved['ci'][0]:.1f}, {saved['ci'][1]:.1f}] on a base of "
                     f"{saved['base_ns']:.1f} ns (from: {text})")
+    if spec.uninstrumented:
+        instrumented = params.get("stats") != "off"
+        extra["instrumented"] = instrumented
+        extra["evidence"] = (None if instrumented else
+                             evidence_record(spec, metric, base, variant, points, min_effect,
+                                             confidence))
+        if instrumented:
+            text = ("from instrumented rows (lock_stat on; this run has no stats:off twins of "
+                    "them): " + text)
     if pairs:
         extra["duet_key"] = duet[0].key
         extra["unpaired"] = {"effect": unpaired.effect,
@@ -430,7 +512,7 @@ def compute_verdicts(run: Run, min_effect: float = stats.MIN_EFFECT, look: int =
         for metric, base, variant, n, group in find_pairs(spec, run.points):
             duet = find_duet(spec, base, run.points)
             out.append(verdict_record(spec, metric, base, variant, n, group, min_effect, duet,
-                                      look))
+                                      look, run.points))
     return out
 
 

@@ -490,14 +490,16 @@ TEST(PagevecKeys, ShapesSuitesAndUniqueness) {
   }
   EXPECT_LT(vs.size(), 900u);
   // 4 slots (2.6.9); 15 and 31 slots (5.8, release:none, scanner), all at
-  // work_ns:cal.
-  EXPECT_EQ(quick, 3);
+  // work_ns:cal, and the 5.8 pair's stats:off twins.
+  EXPECT_EQ(quick, 5);
   // work_ns:cal under 2.6.9 (ttas): 8 sizes + 3 layouts + 2 policies, and 16
   // slots at offset 8 (the alignment question at calibrated work, issue 40
   // item 7); the saturated case (work_ns:0): 15 and 16 slots at offsets 0 and
-  // 8; 5.8 (qspinlock): 15 and 31 at cal and at 0; the four stats:off twins
-  // (both sides of each kernel's pair, issue 40 item 3).
-  EXPECT_EQ(quick + dflt, 13 + 1 + 4 + 4 + 4);
+  // 8; 5.8 (qspinlock): 15 and 31 at cal and at 0; the stats:off twins of
+  // every verdict side (issue 40 item 3): 2.6.9 15 and 16 slots at offset 0
+  // and 16 at offset 8, each at cal and 0, the 2.6.9 and 2.6.10 layouts at
+  // cal; 5.8 15 and 31 at cal and 0.
+  EXPECT_EQ(quick + dflt, 13 + 1 + 4 + 4 + 12);
   for (const char* want :
        {"pagevec/mode:deferred/slots:15/offset:0/policy:fixed/lock:qspinlock/"
         "work_ns:cal/zones:1/kernel:5.8/release:none/scanner:on/threads:2",
@@ -556,9 +558,10 @@ TEST(PagevecKeys, ShapesSuitesAndUniqueness) {
   // The saturated offset sweep (alignment question) runs with zones:1 only,
   // so on a multi-node machine its offset:8 points are in the full suite; the
   // calibrated offset-8 row (issue 40 item 7) runs on the main zones; the
-  // four stats:off twins too.
-  EXPECT_EQ(numa_default, 13 + 1 + 2 + 4 + 4);
-  EXPECT_EQ(one_default, 2);
+  // stats:off twins of those verdict sides too (12 less the offset-8 one at
+  // work_ns:0), and of the 2020 pair's zones:1 rows.
+  EXPECT_EQ(numa_default, 13 + 1 + 2 + 4 + 11);
+  EXPECT_EQ(one_default, 4);
   // Policy rows resolve their slot count from the point's threads.
   for (const Variant& v : vs) {
     if (v.params[1].second != "auto" || v.suite == Suite::kFull) continue;

@@ -145,7 +145,8 @@ void ReportZoneLock(PointReport& out, double window_seconds, uint64_t ops,
       "zone->lock",
       "Linux 4.0's configuration: ticket lock, lock_after_free_area, "
       "pcp_batch 31, cma, 64-byte lines, one zone; min of 3 whole burst "
-      "cycles");
+      "cycles",
+      options.work_ring_pages, options.work_caches);
   if (options.work_ns != 0) {
     const WorkSplit split = SplitWork(options.work_ns, options.work_calibrated,
                                       options.calibration);
@@ -158,6 +159,7 @@ void ReportZoneLock(PointReport& out, double window_seconds, uint64_t ops,
          "burst cost alike per step"}};
   }
   d["lock_stat_on"] = options.stats;
+  d["lock_stat_clock_reads"] = LockStatClockReads(options.stats);
   out.Metric("work_ns", static_cast<double>(options.work_ns));
   // zone->lock holds per page (one alloc+free pair): refills + drains per
   // pair; page_fault1's 128 MiB cycle at batch 31 takes 0.0643 (2/31 less

@@ -168,10 +168,12 @@ def test_verdicts_json_follows_the_contract(tmp_path):
     assert v["text"] in p.stdout and "1 of 1 comparisons resolved" in p.stdout
 
 
-def test_zone_lock_verdict_per_work_ns_from_instrumented_rows(tmp_path):
+def test_zone_lock_verdict_per_work_ns_from_uninstrumented_rows(tmp_path):
     """Question 001 gives one verdict per work_ns, work_ns:cal (the answer) first and
-    work_ns:0 labelled saturated, from the instrumented rows: the stats:off twins (here with
-    an opposite effect) are never the verdict's rows."""
+    work_ns:0 labelled saturated, from the uninstrumented twins (stats:off, issue 40 item 3):
+    at work_ns:0 the twins (here with an opposite effect) are the verdict's rows and the
+    instrumented rows only its evidence; at work_ns:cal, where this run has no twins, the
+    verdict comes from the instrumented rows and says so."""
     rows = []
     rng = np.random.default_rng(3)
     base = "lock:ticket/pcp_batch:31/line:64/config:cma/zones:1"
@@ -198,9 +200,14 @@ def test_zone_lock_verdict_per_work_ns_from_instrumented_rows(tmp_path):
     cal, sat = got
     assert "/work_ns:cal/threads:2" in cal["base_key"] and "saturated" not in cal["comparison"]
     assert "work_ns:0 (saturated" in sat["comparison"]
-    for v in got:
-        assert "stats:off" not in v["base_key"] and "stats:off" not in v["variant_key"]
-    assert sat["ci"][0] <= 0.10 <= sat["ci"][1]
+    assert sat["base_key"].endswith("/stats:off/threads:2")
+    assert sat["variant_key"].endswith("/stats:off/threads:2")
+    assert sat["instrumented"] is False and sat["ci"][0] <= -0.30 <= sat["ci"][1]
+    ev = sat["evidence"]
+    assert ev["base_key"] == sat["base_key"].replace("/stats:off", "")
+    assert ev["instrumented_ci"][0] <= 0.10 <= ev["instrumented_ci"][1]
+    assert "stats:off" not in cal["base_key"] and cal["instrumented"] is True
+    assert cal["text"].startswith("from instrumented rows") and cal["evidence"] is None
     assert cal["ci"][0] <= 0.02 <= cal["ci"][1]
 
 
