@@ -153,10 +153,14 @@ class WindowClient {
 /// adds the pairs; Verify() checks both sides.
 class BuildDuetWorkload : public Workload {
  public:
+  /// `old_prepares_first`: the old build's point is opened (created,
+  /// prepared, set up) before this build's Prepare, else after it (drawn per
+  /// repetition: whoever prepares last finds caches and memory in its state).
   BuildDuetWorkload(std::unique_ptr<Workload> local,
                     std::shared_ptr<WindowClient> client, std::string key,
-                    std::vector<DuetSide> schedule, uint64_t window_ns,
-                    std::vector<int> pus, bool oversubscribed);
+                    std::vector<DuetSide> schedule, bool old_prepares_first,
+                    uint64_t window_ns, std::vector<int> pus,
+                    bool oversubscribed);
   ~BuildDuetWorkload() override;
 
   void Prepare(int threads) override;
@@ -181,6 +185,7 @@ class BuildDuetWorkload : public Workload {
   std::shared_ptr<WindowClient> client_;
   std::string key_;
   std::vector<DuetSide> schedule_;
+  bool old_prepares_first_;
   uint64_t window_ns_;
   std::vector<int> pus_;
   bool oversubscribed_;
