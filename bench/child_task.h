@@ -36,10 +36,10 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <condition_variable>
 #include <csignal>
 #include <cstdint>
 #include <cstring>
-#include <condition_variable>
 #include <ctime>
 #include <mutex>
 #include <string>
@@ -47,32 +47,13 @@
 #include <utility>
 #include <vector>
 
+#include "harness/barrier.h"
+
 namespace lockline::child_task {
 
-/// A reusable barrier of a point's tasks (the team threads that drive them
-/// block on it between a clean and an evidence window): Reset(n) before a
-/// round, then each of the n calls Wait(); the last one releases all.
-class TaskBarrier {
- public:
-  void Reset(int n) { n_ = n; }
-  void Wait() {
-    std::unique_lock<std::mutex> lk(mu_);
-    const uint64_t gen = gen_;
-    if (++count_ == n_) {
-      count_ = 0;
-      ++gen_;
-      cv_.notify_all();
-      return;
-    }
-    cv_.wait(lk, [&] { return gen_ != gen; });
-  }
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  int n_ = 1, count_ = 0;
-  uint64_t gen_ = 0;
-};
+/// The barrier of a point's tasks (the team threads that drive them block on
+/// it between a clean and an evidence window): harness/barrier.h.
+using TaskBarrier = SleepBarrier;
 
 /// tv as seconds.
 inline double TvSeconds(const timeval& tv) {

@@ -43,6 +43,7 @@
 #include <thread>
 #include <vector>
 
+#include "harness/barrier.h"
 #include "harness/cpu.h"
 #include "harness/duet.h"
 #include "harness/family.h"
@@ -1172,30 +1173,6 @@ class BurstWorkload : public Workload {
   alignas(kDestructiveLine) std::atomic<bool> quit_{false};
   alignas(kDestructiveLine) std::atomic<uint64_t> zeroer_pages_{0};
   alignas(kDestructiveLine) std::atomic<int> busy_{0};  ///< zeroers working
-};
-
-/// A sleeping barrier for the threads of one point (they must sleep, not
-/// spin, while a SCHED_IDLE zeroer sharing their PU fills the pool).
-class SleepBarrier {
- public:
-  void Reset(int n) { n_ = n; }
-  void Wait() {
-    std::unique_lock<std::mutex> lk(mu_);
-    const uint64_t gen = gen_;
-    if (++count_ == n_) {
-      count_ = 0;
-      ++gen_;
-      cv_.notify_all();
-      return;
-    }
-    cv_.wait(lk, [&] { return gen_ != gen; });
-  }
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  int n_ = 1, count_ = 0;
-  uint64_t gen_ = 0;
 };
 
 /// Burst pairs per repetition of protocol:idle_burst_vs_busy, after one

@@ -72,6 +72,27 @@ if ((REPS < 9)) && [[ -z "$FILTER" && -z "$against" ]]; then
        "corrected alpha to be reachable (rows will be undecided: exit 3)" >&2
 fi
 
+# compare_and_exit AGAINST NOTE HINT COMPARE_COMMAND...: the machine-readable copies first
+# (quietly, OUT/compare.md and OUT/compare.json), then the table on stdout (OUT/compare.txt),
+# whose status is the script's exit status, said in one line about AGAINST. NOTE follows
+# "no regression against AGAINST"; HINT follows "REPS=..." in the undecided line.
+compare_and_exit() {
+  local against=$1 note=$2 hint=$3
+  shift 3
+  "$@" --format markdown --output "$OUT/compare.md" >/dev/null 2>&1 || true
+  "$@" --format json --output "$OUT/compare.json" >/dev/null 2>&1 || true
+  local status=0
+  "$@" --format table --output "$OUT/compare.txt" || status=$?
+  case $status in
+    0) echo "regression.sh: no regression against $against$note" ;;
+    1) echo "regression.sh: REGRESSION against $against (see the table above)" ;;
+    3) echo "regression.sh: UNDECIDED rows against $against: rerun with more repetitions" \
+            "(REPS=...$hint) or pass -- --allow-undecided" ;;
+    *) echo "regression.sh: the comparison could not be made (exit $status)" ;;
+  esac
+  exit "$status"
+}
+
 if [[ -n "$against" ]]; then
   # The build duet: one run, both builds; the verdicts come from its window pairs.
   run=("$LOCKLINE" --quick "--duet-with=$against" "--benchmark_repetitions=$REPS" "--out=$OUT")
@@ -89,20 +110,9 @@ if [[ -n "$against" ]]; then
   fi
   filter_args=()
   [[ -n "$FILTER" ]] && filter_args=(--filter "$FILTER")
-  cmp=("$PYTHON" "$root/ci/compare.py" --builds "$OUT" ${filter_args[@]+"${filter_args[@]}"}
-       ${compare_args[@]+"${compare_args[@]}"})
-  "${cmp[@]}" --format markdown --output "$OUT/compare.md" >/dev/null 2>&1 || true
-  "${cmp[@]}" --format json --output "$OUT/compare.json" >/dev/null 2>&1 || true
-  status=0
-  "${cmp[@]}" --format table --output "$OUT/compare.txt" || status=$?
-  case $status in
-    0) echo "regression.sh: no regression against $against (paired builds)" ;;
-    1) echo "regression.sh: REGRESSION against $against (see the table above)" ;;
-    3) echo "regression.sh: UNDECIDED rows against $against: rerun with more repetitions" \
-            "(REPS=...) or pass -- --allow-undecided" ;;
-    *) echo "regression.sh: the comparison could not be made (exit $status)" ;;
-  esac
-  exit "$status"
+  compare_and_exit "$against" " (paired builds)" "" \
+    "$PYTHON" "$root/ci/compare.py" --builds "$OUT" ${filter_args[@]+"${filter_args[@]}"} \
+    ${compare_args[@]+"${compare_args[@]}"}
 fi
 
 run=("$LOCKLINE" --quick "--benchmark_repetitions=$REPS" "--out=$OUT")
@@ -133,18 +143,6 @@ fi
 
 filter_args=()
 [[ -n "$FILTER" ]] && filter_args=(--filter "$FILTER")
-cmp=("$PYTHON" "$root/ci/compare.py" "$BASELINE" "$current" ${filter_args[@]+"${filter_args[@]}"}
-     ${compare_args[@]+"${compare_args[@]}"})
-# Machine-readable copies first (quietly), then the table on stdout decides the exit status.
-"${cmp[@]}" --format markdown --output "$OUT/compare.md" >/dev/null 2>&1 || true
-"${cmp[@]}" --format json --output "$OUT/compare.json" >/dev/null 2>&1 || true
-status=0
-"${cmp[@]}" --format table --output "$OUT/compare.txt" || status=$?
-case $status in
-  0) echo "regression.sh: no regression against $BASELINE" ;;
-  1) echo "regression.sh: REGRESSION against $BASELINE (see the table above)" ;;
-  3) echo "regression.sh: UNDECIDED rows against $BASELINE: rerun with more repetitions" \
-          "(REPS=..., see the message above) or pass -- --allow-undecided" ;;
-  *) echo "regression.sh: the comparison could not be made (exit $status)" ;;
-esac
-exit "$status"
+compare_and_exit "$BASELINE" "" ", see the message above" \
+  "$PYTHON" "$root/ci/compare.py" "$BASELINE" "$current" ${filter_args[@]+"${filter_args[@]}"} \
+  ${compare_args[@]+"${compare_args[@]}"}

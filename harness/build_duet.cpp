@@ -60,14 +60,6 @@ bool WriteAll(int fd, const std::string& text) {
   return true;
 }
 
-/// The calling thread's CPU time, ns (CLOCK_THREAD_CPUTIME_ID).
-uint64_t ThreadCpuNs() {
-  timespec ts;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull +
-         static_cast<uint64_t>(ts.tv_nsec);
-}
-
 /// One line of a protocol text without control characters (an error text).
 std::string OneLine(std::string s) {
   for (char& c : s)

@@ -45,4 +45,15 @@ inline uint64_t NowNs() {
          static_cast<uint64_t>(ts.tv_nsec);
 }
 
+/// The calling thread's CPU time in ns (CLOCK_THREAD_CPUTIME_ID): what it ran,
+/// not what it waited. For windows' ops per CPU-second (harness/team.h,
+/// harness/build_duet.h); a syscall-free vDSO read on Linux, still never on a
+/// timed fast path.
+inline uint64_t ThreadCpuNs() {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull +
+         static_cast<uint64_t>(ts.tv_nsec);
+}
+
 }  // namespace lockline

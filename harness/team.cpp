@@ -20,12 +20,9 @@
 namespace lockline {
 namespace {
 
-uint64_t ThreadCpuNs() {
-  timespec ts;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull +
-         static_cast<uint64_t>(ts.tv_nsec);
-}
+/// The mapping that holds a team's Flags at their sampled offset (less than a
+/// page) plus the Flags themselves.
+constexpr std::size_t kFlagsMapBytes = 2 * 4096;
 
 }  // namespace
 
@@ -33,8 +30,7 @@ std::unique_ptr<ThreadTeam::Flags, ThreadTeam::FlagsDeleter>
 ThreadTeam::NewFlags() {
   const std::size_t offset =
       SampleLayoutOffset(kDestructiveLine, sizeof(Flags));
-  const std::size_t bytes = 2 * 4096;  // the offset plus the flags fit
-  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
+  void* p = mmap(nullptr, kFlagsMapBytes, PROT_READ | PROT_WRITE,
                  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (p == MAP_FAILED) throw std::bad_alloc();
   Flags* f = new (static_cast<char*>(p) + offset) Flags();
@@ -44,7 +40,7 @@ ThreadTeam::NewFlags() {
 void ThreadTeam::FlagsDeleter::operator()(Flags* f) const {
   if (!f) return;
   f->~Flags();
-  munmap(reinterpret_cast<char*>(f) - offset, 2 * 4096);
+  munmap(reinterpret_cast<char*>(f) - offset, kFlagsMapBytes);
 }
 
 ThreadTeam::ThreadTeam(const Topology* topo, std::vector<int> pus,

@@ -52,14 +52,6 @@ Plant ReadPlant() {
   return p;
 }
 
-/// The calling thread's CPU time, ns.
-uint64_t CpuNs() {
-  timespec ts;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull +
-         static_cast<uint64_t>(ts.tv_nsec);
-}
-
 /// FAMILY's workload, each window stretched by `factor` of its own length.
 class Slowed : public Workload {
  public:
@@ -69,15 +61,15 @@ class Slowed : public Workload {
   void SetupThread(const ThreadCtx& ctx) override { inner_->SetupThread(ctx); }
   uint64_t RunWindow(const ThreadCtx& ctx,
                      const std::atomic<bool>& stop) override {
-    const uint64_t c0 = CpuNs();
+    const uint64_t c0 = ThreadCpuNs();
     const uint64_t ops = inner_->RunWindow(ctx, stop);
-    const uint64_t c1 = CpuNs();
+    const uint64_t c1 = ThreadCpuNs();
     // In the thread's CPU time: the slowdown is then the same share of the
     // wall-clock rate on a quiet machine and of the CPU-time rate on a
     // loaded one (where the window's wall time is mostly waiting to run).
     const uint64_t until =
         c1 + static_cast<uint64_t>(static_cast<double>(c1 - c0) * factor_);
-    while (CpuNs() < until) CpuRelax();
+    while (ThreadCpuNs() < until) CpuRelax();
     return ops;
   }
   void TeardownThread(const ThreadCtx& ctx) override {
