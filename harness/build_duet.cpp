@@ -363,6 +363,7 @@ void BuildDuetWorkload::Prepare(int threads) {
     logs_[i].start_ns.assign(schedule_.size(), 0);
     logs_[i].end_ns.assign(schedule_.size(), 0);
     logs_[i].cpu_ns.assign(schedule_.size(), 0);
+    logs_[i].run_delay_ns.assign(schedule_.size(), kNoRunDelay);
   }
   remote_.assign(schedule_.size(), RemoteWindow{});
   int side_windows = 0;
@@ -390,11 +391,15 @@ uint64_t BuildDuetWorkload::RunWindow(const ThreadCtx& ctx,
   // build alone, unrecorded.
   if (w >= schedule_.size()) return local_->RunWindow(ctx, stop);
   if (IsLocal(schedule_[w])) {
+    const uint64_t d0 = ThreadRunDelayNs();
     const uint64_t c0 = ThreadCpuNs();
     const uint64_t t0 = NowNs();
     const uint64_t ops = local_->RunWindow(ctx, stop);
     const uint64_t t1 = NowNs();
     log.cpu_ns[w] = ThreadCpuNs() - c0;
+    const uint64_t d1 = ThreadRunDelayNs();
+    log.run_delay_ns[w] =
+        d0 == kNoRunDelay || d1 == kNoRunDelay ? kNoRunDelay : d1 - d0;
     log.ops[w] = ops;
     log.start_ns[w] = t0;
     log.end_ns[w] = t1;
@@ -437,7 +442,8 @@ void BuildDuetWorkload::Report(PointReport& out, double /*window_seconds*/,
           static_cast<int>(logs_.size()),
           [&](int i) { return logs_[i].start_ns[w]; },
           [&](int i) { return logs_[i].end_ns[w]; },
-          [&](int i) { return logs_[i].cpu_ns[w]; });
+          [&](int i) { return logs_[i].cpu_ns[w]; },
+          [&](int i) { return logs_[i].run_delay_ns[w]; });
       new_ops += ops[w];
       new_sec += seconds[w];
     } else {

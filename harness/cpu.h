@@ -4,8 +4,12 @@
 // needs an #ifdef.
 #pragma once
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <ctime>
 
 namespace lockline {
@@ -54,6 +58,39 @@ inline uint64_t ThreadCpuNs() {
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
   return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull +
          static_cast<uint64_t>(ts.tv_nsec);
+}
+
+/// ThreadRunDelayNs' answer where the kernel keeps no run delay.
+inline constexpr uint64_t kNoRunDelay = UINT64_MAX;
+
+/// The calling thread's run delay in ns: the time it has spent runnable on a
+/// run queue without running (the second field of /proc/thread-self/schedstat;
+/// Documentation/scheduler/sched-stats.rst, kernel/sched/stats.h
+/// sched_info_arrive). That is preemption and wake-up latency, not a voluntary
+/// sleep: a pthread_mutex waiter asleep in futex_wait adds nothing until it is
+/// woken. kNoRunDelay where the kernel has no schedstat (CONFIG_SCHED_INFO off)
+/// or /proc is not mounted. A pread(2) of a descriptor the thread keeps open
+/// for its lifetime: a syscall, read around windows, never inside one.
+inline uint64_t ThreadRunDelayNs() {
+  struct Fd {
+    int fd = open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
+    ~Fd() {
+      if (fd >= 0) close(fd);
+    }
+  };
+  thread_local Fd f;
+  if (f.fd < 0) return kNoRunDelay;
+  char buf[96];
+  const ssize_t n = pread(f.fd, buf, sizeof buf - 1, 0);
+  if (n <= 0) return kNoRunDelay;
+  buf[n] = '\0';
+  char* end = nullptr;
+  std::strtoull(buf, &end, 10);  // field 1: time on the CPU, ns
+  if (end == buf) return kNoRunDelay;
+  char* end2 = nullptr;
+  const unsigned long long delay = std::strtoull(end, &end2, 10);
+  if (end2 == end) return kNoRunDelay;
+  return static_cast<uint64_t>(delay);
 }
 
 }  // namespace lockline

@@ -240,6 +240,8 @@ WindowResult ThreadTeam::RunWindow(Workload& wl,
   std::unique_lock<std::mutex> lk(mu_);
   task_ = [this, &wl, &ctx, n](int i) {
     Slot& s = slots_[i];  // once, before the barrier and the window
+    // The run delay before the barrier: a pread, kept out of the window.
+    const uint64_t delay0 = ThreadRunDelayNs();
     // Start barrier: every thread spins until all have arrived, so they leave
     // together.
     arrived_.fetch_add(1, std::memory_order_acq_rel);
@@ -250,6 +252,10 @@ WindowResult ThreadTeam::RunWindow(Workload& wl,
     s.ops = wl.RunWindow(ctx[i], stop_);
     s.end_ns = NowNs();
     s.cpu_ns = ThreadCpuNs() - cpu0;
+    const uint64_t delay1 = ThreadRunDelayNs();
+    s.run_delay_ns = delay0 == kNoRunDelay || delay1 == kNoRunDelay
+                         ? kNoRunDelay
+                         : delay1 - delay0;
     s.last_cpu = sched_getcpu();
     if (s.counters) s.counters->Stop();
   };
@@ -315,7 +321,8 @@ WindowResult ThreadTeam::RunWindow(Workload& wl,
   r.max_off_cpu = MaxOffCpuShare(
       n, [&](int i) { return slots_[i].start_ns; },
       [&](int i) { return slots_[i].end_ns; },
-      [&](int i) { return slots_[i].cpu_ns; });
+      [&](int i) { return slots_[i].cpu_ns; },
+      [&](int i) { return slots_[i].run_delay_ns; });
   return r;
 }
 

@@ -31,10 +31,12 @@ struct WindowResult {
   uint64_t total_ops = 0;
   double cpu_seconds = 0;  ///< summed thread CPU time (CLOCK_THREAD_CPUTIME_ID)
   bool overrun = false;    ///< ran past the wall-clock bound
-  /// The largest share of its window one thread spent off its CPU: (its wall
-  /// time - its CPU time) / its wall time, 0..1. A spinning thread never
-  /// sleeps, so this is the time it was preempted (a waiter then spins on a
-  /// lock its descheduled holder cannot release).
+  /// The largest share of its window one thread spent preempted: its run
+  /// delay (runnable, not running; ThreadRunDelayNs) / its wall time, 0..1, or
+  /// where the kernel keeps no run delay (its wall time - its CPU time) / its
+  /// wall time (MaxOffCpuShare). A spinning waiter of a preempted holder spins
+  /// on a lock that cannot be released; a sleeping waiter (pthread_mutex in
+  /// futex_wait) is not counted.
   double max_off_cpu = 0;
   /// per thread: the OS PU it was on when its RunWindow returned
   /// (sched_getcpu; -1 where unknown)
@@ -103,6 +105,7 @@ class ThreadTeam {
     uint64_t ops = 0;
     uint64_t start_ns = 0, end_ns = 0;
     uint64_t cpu_ns = 0;
+    uint64_t run_delay_ns = kNoRunDelay;  // over the window
     int last_cpu = -1;  // sched_getcpu() when RunWindow returned
     std::unique_ptr<ThreadCounters> counters;
   };
@@ -163,18 +166,22 @@ std::unique_ptr<Topology> LoadTopologyWithin(
     const std::string& spec, uint64_t limit_ns,
     std::unique_ptr<Topology> (*load)(const std::string&) = &Topology::Load);
 
-/// The largest share of a window one of `n` threads spent off its CPU:
-/// max over threads i of (end(i) - start(i) - cpu(i)) / (end(i) - start(i)),
-/// clamped to [0, 1] (ns; a thread with no wall time counts 0). See
-/// WindowResult::max_off_cpu.
-template <class Start, class End, class Cpu>
-double MaxOffCpuShare(int n, Start start, End end, Cpu cpu) {
+/// The largest share of a window one of `n` threads spent off its CPU against
+/// its will: max over threads i of delay(i) / (end(i) - start(i)), where
+/// delay(i) is the thread's run delay over the window (ThreadRunDelayNs: time
+/// runnable but not running, i.e. preempted); where that is kNoRunDelay, of
+/// (end(i) - start(i) - cpu(i)) / (end(i) - start(i)), which also counts a
+/// voluntary sleep. Clamped to [0, 1] (ns; a thread with no wall time counts
+/// 0). See WindowResult::max_off_cpu.
+template <class Start, class End, class Cpu, class Delay>
+double MaxOffCpuShare(int n, Start start, End end, Cpu cpu, Delay delay) {
   double worst = 0;
   for (int i = 0; i < n; ++i) {
-    const uint64_t s = start(i), e = end(i), c = cpu(i);
+    const uint64_t s = start(i), e = end(i), c = cpu(i), d = delay(i);
     if (e <= s) continue;
     const double wall = static_cast<double>(e - s);
-    const double off = wall - static_cast<double>(c);
+    const double off = d != kNoRunDelay ? static_cast<double>(d)
+                                        : wall - static_cast<double>(c);
     if (off > 0) worst = std::max(worst, std::min(1.0, off / wall));
   }
   return worst;

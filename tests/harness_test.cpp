@@ -110,6 +110,43 @@ TEST(ThreadTeam, WallClockBoundFlagsOverrun) {
   EXPECT_EQ(r.total_ops, 2u);
 }
 
+// Issue 38: a window's off-CPU share is its run delay (preempted), not a
+// voluntary sleep; pthread_mutex waiters sleep in futex_wait, and counting
+// that as preemption left out 39 of 60 pairs of a quiet A/A duet's
+// pthread_mutex rows.
+TEST(OffCpu, RunDelayCountsPreemptionNotSleep) {
+  const auto wall = [](int) { return uint64_t{10'000'000}; };
+  const auto zero = [](int) { return uint64_t{0}; };
+  const auto cpu = [](int) { return uint64_t{2'000'000}; };  // slept 8 ms
+  // With a run delay: only it counts (1 ms of 10 ms).
+  EXPECT_DOUBLE_EQ(MaxOffCpuShare(1, zero, wall, cpu,
+                                  [](int) { return uint64_t{1'000'000}; }),
+                   0.1);
+  EXPECT_DOUBLE_EQ(MaxOffCpuShare(1, zero, wall, cpu, zero), 0.0);
+  // Without one (no schedstat): wall - CPU time, sleep included.
+  EXPECT_DOUBLE_EQ(
+      MaxOffCpuShare(1, zero, wall, cpu, [](int) { return kNoRunDelay; }), 0.8);
+  // The worst thread of two; a thread without wall time counts 0.
+  EXPECT_DOUBLE_EQ(
+      MaxOffCpuShare(
+          2, zero, [](int i) { return i ? uint64_t{0} : uint64_t{4}; }, zero,
+          [](int i) { return uint64_t(i + 1); }),
+      0.25);
+}
+
+TEST(OffCpu, ASleepingWindowIsNotPreempted) {
+  if (ThreadRunDelayNs() == kNoRunDelay)
+    GTEST_SKIP() << "no /proc/thread-self/schedstat (CONFIG_SCHED_INFO off)";
+  const uint64_t a = ThreadRunDelayNs();
+  EXPECT_LE(a, ThreadRunDelayNs());  // a counter: never goes back
+  ThreadTeam team(nullptr, {-1, -1}, nullptr);
+  SlowWorkload wl(30);  // sleeps 30 ms: off its CPU, not preempted
+  const WindowResult r = team.RunWindow(wl, Contexts(2), 1'000'000,
+                                        10'000'000'000, 60'000'000'000);
+  // Wall - CPU time would say ~1.0; the run delay is a wake-up's latency.
+  EXPECT_LT(r.max_off_cpu, 0.5);
+}
+
 TEST(ThreadTeam, ExceptionInAThreadReachesTheCaller) {
   ThreadTeam team(nullptr, {-1, -1}, nullptr);
   EXPECT_THROW(team.RunOnAll([](int i) {
