@@ -13,6 +13,8 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <map>
+#include <string>
 
 #include "tests/workload_driver.h"
 
@@ -33,16 +35,34 @@ TEST(PageFree, FamiliesRegisterTheirGrids) {
   ASSERT_NE(cost, nullptr);
   ASSERT_NE(race, nullptr);
   int cost_default = 0;
+  std::map<std::string, Suite> suite_of;  // row key without threads -> suite
   for (const Variant& v : cost->variants()) {
+    suite_of[RowKey("page_free", v.params, 0)] = v.suite;
     if (v.suite <= Suite::kDefault) {
       ++cost_default;
       EXPECT_EQ(v.params[2].second, "same");
       EXPECT_EQ(v.params[3].second, kDefaultLock);
     }
   }
-  // 4 variants x on_lru_pct {0, 100}, plus the stats:off twin of
-  // atomic / 100 %.
-  EXPECT_EQ(cost_default, 4 * 2 + 1);
+  // 4 variants x on_lru_pct {0, 100}, plus the stats:off twins of atomic and
+  // fastpath at 0 % (question 002's rows) and of atomic at 100 %.
+  EXPECT_EQ(cost_default, 4 * 2 + 3);
+  // Each twin is in the suite of its instrumented row (question 002's are in
+  // --quick, as the rows they replace in the verdict).
+  for (const char* key :
+       {"page_free/variant:atomic/on_lru_pct:0/free_cpu:same/lock:ttas",
+        "page_free/variant:fastpath/on_lru_pct:0/free_cpu:same/lock:ttas",
+        "page_free/variant:atomic/on_lru_pct:100/free_cpu:same/lock:ttas"}) {
+    const std::string on = std::string(key) + "/threads:0";
+    const std::string off = std::string(key) + "/stats:off/threads:0";
+    ASSERT_EQ(suite_of.count(on), 1u) << on;
+    ASSERT_EQ(suite_of.count(off), 1u) << off;
+    EXPECT_EQ(suite_of[off], suite_of[on]) << off;
+  }
+  EXPECT_EQ(
+      suite_of["page_free/variant:fastpath/on_lru_pct:0/free_cpu:same/lock:"
+               "ttas/stats:off/threads:0"],
+      Suite::kQuick);
   int race_default = 0, race_quick = 0;
   for (const Variant& v : race->variants()) {
     EXPECT_EQ(v.threads, std::vector<int>{2});
@@ -108,6 +128,31 @@ TEST(PageFree, VariantsReachIdenticalEndStatesSingleThreaded) {
       EXPECT_EQ(MetricOf(ra, "lru_lock_per_free"), 1.0);
     }
   }
+}
+
+// Question 002's uninstrumented twins (stats:off, issue 40 item 3): the same
+// frees as the instrumented rows (same end state, the atomic side still takes
+// lru_lock on every final put as 2.6.16's __page_cache_release does), with
+// lock_stat off in the row's details.
+TEST(PageFree, StatsOffTwinsOfQuestion002FreeAlikeWithoutLockStat) {
+  constexpr int kRounds = 7;
+  CostParams on{0, false};
+  CostParams off = on;
+  off.stats = false;
+  PointReport ra_on, ra_off, rf_on, rf_off;
+  const auto atomic_on = EndStateAfterRounds<AtomicPut>(on, kRounds, &ra_on);
+  const auto atomic_off = EndStateAfterRounds<AtomicPut>(off, kRounds, &ra_off);
+  const auto fast_on = EndStateAfterRounds<FastpathPut>(on, kRounds, &rf_on);
+  const auto fast_off = EndStateAfterRounds<FastpathPut>(off, kRounds, &rf_off);
+  EXPECT_EQ(atomic_on, atomic_off);
+  EXPECT_EQ(fast_on, fast_off);
+  EXPECT_EQ(atomic_off, fast_off);
+  EXPECT_EQ(ra_on.details["lock_stat"], true);
+  EXPECT_EQ(ra_off.details["lock_stat"], false);
+  EXPECT_EQ(rf_off.details["lock_stat"], false);
+  EXPECT_EQ(MetricOf(ra_off, "lru_lock_per_free"), 1.0);
+  EXPECT_EQ(MetricOf(rf_off, "lru_lock_per_free"), 0.0);
+  EXPECT_EQ(MetricOf(rf_off, "fastpath_share"), 1.0);
 }
 
 template <class V>
