@@ -48,3 +48,26 @@ def test_alignment_question_groups_by_work_ns_calibrated_first():
     order = sorted([(("work_ns", "0"),), (("work_ns", "cal"),)], key=verdicts._group_order)
     assert order[0] == (("work_ns", "cal"),)
     assert "saturated" in " ".join(verdicts.group_text((("work_ns", "0"),)))
+
+
+def test_paired_ns_saved_takes_its_base_from_the_duet_windows():
+    """The paired answer's ns saved uses its own duet's base windows, not the base rows'
+    repetitions (measured at other moments: under load they read 46 ns where the duet's
+    base windows read 19 ns)."""
+    base = [point("atomic", 1e9 / 46.0, r) for r in range(5)]  # the base rows: slow, loaded
+    var = [point("fastpath", 1e9 / 37.0, r) for r in range(5)]
+    duet = []
+    for r in range(5):
+        pairs = [{"a_ops_per_s": 1e9 / (20.0 * (1 + 0.002 * k)),
+                  "b_ops_per_s": 1e9 / (16.0 * (1 + 0.002 * k))} for k in range(12)]
+        duet.append(Point(family="duet", bench="duet", params={"of": "page_free"}, threads=1,
+                          metrics={"ops_per_s": 1e9 / 20.0}, repetition=r, coherence="unknown",
+                          key="duet/of:page_free", row={"details": {"duet": {"pairs": pairs}}}))
+    spec = next(s for s in verdicts.COMPARISONS if s.id == "page_free_fast_atomic")
+    rec = verdicts.verdict_record(spec, "ops_per_s", base, var, 1, (), 0.01, duet=duet)
+    saved = rec["ns_saved"]
+    assert saved["base_from"] == "duet windows"
+    assert abs(saved["base_ns"] - 20.0 * 1.011) < 0.1  # the median pair's base window
+    assert 3.8 < saved["ns"] < 4.2  # 20 ns -> 16 ns
+    alone = verdicts.ns_saved(base, 0.25, None)
+    assert alone["base_from"] == "base rows" and abs(alone["base_ns"] - 46.0) < 1e-9
