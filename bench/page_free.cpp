@@ -24,7 +24,9 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "harness/cpu.h"
@@ -123,7 +125,9 @@ static_assert(sizeof(PageRing) % kDestructiveLine == 0,
 /// by the thread. Its slot of a PaddedSlots array (--padding apart) keeps
 /// threads' counters on separate lines.
 struct alignas(kCacheLine) CostThread {
-  std::unique_ptr<Page[]> pages;  ///< kPagesPerThread descriptors, owned
+  /// kPagesPerThread descriptors on pages of their own at a sampled offset
+  /// (CostWorkload::Prepare), owned by the workload
+  Page* pages = nullptr;
   ListHead hot;  ///< free pages (LIFO, the hot end at hot.next)
   int nr_hot = 0;
   int lru_acc = 0;  ///< on_lru_pct accumulator (Bresenham: exact share, no RNG)
@@ -221,6 +225,16 @@ class CostWorkload : public Workload {
   void Prepare(int threads) override {
     threads_ = PaddedSlots<CostThread>(static_cast<std::size_t>(threads),
                                        kDeferConstruction);
+    // Each thread's struct pages, mapped here in thread order (so both builds
+    // of a duet draw the same offsets: harness/memory.h LayoutSampling) and
+    // first touched by their thread in SetupThread. On the heap they sat
+    // wherever that thread's malloc arena had got to, which differs between
+    // processes: an A/A build duet read the 1-thread atomic rows -3.9 %
+    // [-5.0, -1.5] (issue 38).
+    page_mem_.Reset();
+    for (int i = 0; i < threads; ++i)
+      page_mem_.mem.push_back(
+          AllocSampledObject(sizeof(Page) * kPagesPerThread, alignof(Page)));
     rings_.clear();
     if (params_.remote) {
       for (int i = 0; i < threads; ++i)
@@ -230,8 +244,10 @@ class CostWorkload : public Workload {
 
   void SetupThread(const ThreadCtx& ctx) override {
     CostThread* t = &threads_.Emplace(ctx.index);
-    t->pages = std::make_unique<Page[]>(
-        kPagesPerThread);  // first touch by this thread
+    t->pages =
+        static_cast<Page*>(page_mem_.mem[static_cast<size_t>(ctx.index)]);
+    for (int i = 0; i < kPagesPerThread; ++i)
+      new (&t->pages[i]) Page();  // first touch by this thread
     ListInit(&t->hot);
     for (int i = 0; i < kPagesPerThread; ++i)
       ListAddTail(&t->pages[i].lru, &t->hot);
@@ -448,7 +464,7 @@ class CostWorkload : public Workload {
       for (const ListHead* p = t->hot.next; p != &t->hot; p = p->next) {
         const Page* page = PageFromLru(const_cast<ListHead*>(p));
         mix(i);
-        mix(static_cast<uint64_t>(page - t->pages.get()));
+        mix(static_cast<uint64_t>(page - t->pages));
         mix(static_cast<uint64_t>(page_count(*page)));
         mix(page->flags.load());
         if (++hot > kPagesPerThread * static_cast<long>(threads_.size())) break;
@@ -462,6 +478,16 @@ class CostWorkload : public Workload {
             {"hash", hash}};
   }
 
+  /// Per thread: its Page[kPagesPerThread] (AllocSampledObject). The first
+  /// member, so destroyed last: the zone's lists and the rings point into it.
+  struct PageMemory {
+    std::vector<void*> mem;
+    void Reset() {
+      for (void* m : mem) FreeSampledObject(m);
+      mem.clear();
+    }
+    ~PageMemory() { Reset(); }
+  } page_mem_;
   PointEnv env_;
   CostParams params_;
   std::shared_ptr<LruZone<L>> zone_;
@@ -469,6 +495,8 @@ class CostWorkload : public Workload {
   PaddedSlots<CostThread> threads_;
   std::vector<std::shared_ptr<PageRing>> rings_;
 };
+static_assert(std::is_trivially_destructible_v<Page>,
+              "CostWorkload frees its struct pages without destroying them");
 
 /// lru_lock kind of the default suite; the full suite crosses every lock of the
 /// table (what-if rows). 2.6.16 on x86 had a byte lock taken with `lock; decb`

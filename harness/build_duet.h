@@ -154,7 +154,7 @@ class WindowClient {
 /// the order of `schedule`. The old side's windows run on the server; the
 /// local team's thread 0 waits for each (the others return at once). Report()
 /// adds the pairs; Verify() checks both sides.
-class BuildDuetWorkload : public Workload {
+class BuildDuetWorkload : public HeapPlacedWorkload {
  public:
   /// `old_prepares_first`: the old build's point is opened (created,
   /// prepared, set up) before this build's Prepare, else after it (drawn per

@@ -198,6 +198,74 @@ nlohmann::json SharedRegionsJson(const Topology* topo) {
   return out;
 }
 
+namespace {
+// Live AllocSampledObject allocations: object -> (mapping start, length).
+// Leaked on purpose: a workload freed during static destruction still finds
+// it.
+std::mutex& ObjectsMutex() {
+  static std::mutex* mu = new std::mutex;
+  return *mu;
+}
+std::map<const void*, std::pair<void*, std::size_t>>& Objects() {
+  static auto* objects =
+      new std::map<const void*, std::pair<void*, std::size_t>>;
+  return *objects;
+}
+}  // namespace
+
+void* AllocSampledObject(std::size_t bytes, std::size_t align) {
+  long draw = -1;
+  const std::size_t step = LayoutStep(align);
+  const std::size_t offset = DrawOffset(step, bytes, &draw);
+  const std::size_t len = RoundUp((bytes == 0 ? 1 : bytes) + offset, 4096);
+  void* p = mmap(nullptr, len, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) throw std::bad_alloc();
+  void* at = static_cast<char*>(p) + offset;
+  if (draw >= 0) {
+    std::lock_guard<std::mutex> lk(SamplerMutex());
+    Sampler& s = TheSampler();
+    if (s.active && static_cast<std::size_t>(draw) < s.draws.size()) {
+      char buf[32];
+      std::snprintf(
+          buf, sizeof buf, "0x%llx",
+          static_cast<unsigned long long>(reinterpret_cast<uintptr_t>(at)));
+      s.draws[static_cast<std::size_t>(draw)]["address"] = buf;
+      s.draws[static_cast<std::size_t>(draw)]["what"] = "workload object";
+    }
+  }
+  std::lock_guard<std::mutex> lk(ObjectsMutex());
+  Objects()[at] = {p, len};
+  return at;
+}
+
+void FreeSampledObject(void* p) noexcept {
+  if (p == nullptr) return;
+  std::pair<void*, std::size_t> region{nullptr, 0};
+  {
+    std::lock_guard<std::mutex> lk(ObjectsMutex());
+    auto it = Objects().find(p);
+    if (it == Objects().end()) return;
+    region = it->second;
+    Objects().erase(it);
+  }
+  munmap(region.first, region.second);
+}
+
+void* Workload::operator new(std::size_t bytes) {
+  return AllocSampledObject(bytes, alignof(std::max_align_t));
+}
+
+void* Workload::operator new(std::size_t bytes, std::align_val_t align) {
+  return AllocSampledObject(bytes, static_cast<std::size_t>(align));
+}
+
+void Workload::operator delete(void* p) noexcept { FreeSampledObject(p); }
+
+void Workload::operator delete(void* p, std::align_val_t) noexcept {
+  FreeSampledObject(p);
+}
+
 void CheckMemPolicy(const std::string& policy) {
   if (policy == "first-touch" || policy == "local" || policy == "interleave")
     return;

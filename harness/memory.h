@@ -83,6 +83,18 @@ std::size_t SampleLayoutOffset(std::size_t step, std::size_t bytes);
 SharedPtr AllocShared(std::size_t bytes, const PointEnv& env,
                       std::size_t sample_step = 0);
 
+/// Allocates `bytes` uninitialized bytes aligned to `align` (a power of two)
+/// on pages of their own, at SampleLayoutOffset(LayoutStep(align), bytes) past
+/// the first page's start (recorded with "what": "workload object" in the
+/// row's address_layout); at the page start without a live LayoutSampling.
+/// For Workload::operator new: the object every timed loop reads lies at the
+/// same page offset in both builds of a duet. Throws std::bad_alloc when the
+/// mapping fails. Free with FreeSampledObject.
+void* AllocSampledObject(std::size_t bytes, std::size_t align);
+
+/// Frees what AllocSampledObject returned (nullptr: nothing).
+void FreeSampledObject(void* p) noexcept;
+
 /// Step of a sampled structure's offset: max(alignof(T), kDestructiveLine).
 inline constexpr std::size_t LayoutStep(std::size_t align) {
   return align > kDestructiveLine ? align : kDestructiveLine;

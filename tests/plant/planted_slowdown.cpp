@@ -53,7 +53,7 @@ Plant ReadPlant() {
 }
 
 /// FAMILY's workload, each window stretched by `factor` of its own length.
-class Slowed : public Workload {
+class Slowed : public HeapPlacedWorkload {
  public:
   Slowed(std::unique_ptr<Workload> inner, double factor)
       : inner_(std::move(inner)), factor_(factor) {}
