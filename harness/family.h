@@ -188,6 +188,12 @@ struct Variant {
       false;  ///< the workload starts one helper thread on a PU of its own
   int windows =
       0;  ///< 0: the run's default; fixed-work variants usually want 1
+  /// Its points run this many times the run's repetitions
+  /// (--benchmark_repetitions): a comparison whose repetitions fall in one of
+  /// two modes needs enough of them for every run to see both (issue 39: the
+  /// 004 steady state, each repetition at about -3 % or -23 %, and a run of
+  /// five all at -23 % whose interval left out the next run's -3 %).
+  int repetition_factor = 1;
   /// Its workload's windows are fixed work (Workload::fixed_work()): their
   /// length does not follow the fitted window. For the budget's plan; the
   /// runner corrects it from the workload once the point has run.

@@ -160,6 +160,8 @@ void BuildPoints(RunState& run) {
       p.threads = n;
       p.variant = &v;
       p.key = RowKey(family, v.params, n);
+      if (v.repetition_factor > 1)
+        p.repetitions = v.repetition_factor * run.opts.repetitions;
       if (!MatchesFilter(run.opts.benchmark_filter, p.key)) continue;
       const int need = n + (v.needs_spare_pu ? 1 : 0);
       if (need > usable && !run.opts.oversubscribe) {

@@ -3,7 +3,9 @@
 // (harness/options.h, harness/runs.h).
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstdint>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <stdexcept>
@@ -69,6 +71,50 @@ TEST(LayoutSampling, OffsetsAreWithinThePageOnTheStepAndRecorded) {
   }
   // 40 draws of 32 offsets: more than a handful distinct (not stuck at 0).
   EXPECT_GT(offsets.size(), 10u);
+}
+
+// Issue 38: the workload object, read in every timed loop, is placed like
+// the structures under test: its own pages, the sampled offset, alike for one
+// seed (the two builds of a duet); a one-side wrapper draws nothing.
+class Probe : public Workload {
+ public:
+  uint64_t RunWindow(const ThreadCtx&, const std::atomic<bool>&) override {
+    return word;
+  }
+  uint64_t word = 5;
+};
+class OneSideWrapper : public HeapPlacedWorkload {
+ public:
+  uint64_t RunWindow(const ThreadCtx&, const std::atomic<bool>&) override {
+    return 0;
+  }
+};
+
+TEST(LayoutSampling, WorkloadObjectsTakeTheDrawnOffset) {
+  std::vector<uintptr_t> first, second;
+  for (auto* out : {&first, &second}) {
+    LayoutSampling sampling(99);
+    auto wrapper = std::make_unique<OneSideWrapper>();  // draws nothing
+    for (int i = 0; i < 6; ++i) {
+      std::unique_ptr<Workload> w = std::make_unique<Probe>();
+      const uintptr_t at = reinterpret_cast<uintptr_t>(w.get());
+      EXPECT_EQ(at % kDestructiveLine, 0u);
+      EXPECT_EQ(w->RunWindow(ThreadCtx{}, std::atomic<bool>{true}), 5u);
+      out->push_back(at % 4096);
+    }
+    const json j = sampling.Json();
+    ASSERT_EQ(j["allocations"].size(), 6u);
+    for (int i = 0; i < 6; ++i) {
+      EXPECT_EQ(j["allocations"][i]["what"], "workload object");
+      EXPECT_EQ(j["allocations"][i]["offset_bytes"], (*out)[i]);
+    }
+  }
+  EXPECT_EQ(first, second);
+  EXPECT_GT(std::set<uintptr_t>(first.begin(), first.end()).size(), 1u);
+  // Without a LayoutSampling: the page start.
+  std::unique_ptr<Workload> w = std::make_unique<Probe>();
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(w.get()) % 4096, 0u);
+  FreeSampledObject(nullptr);  // a no-op
 }
 
 TEST(LayoutSampling, SameSeedSameOffsetsAndOneAtATime) {
