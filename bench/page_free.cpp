@@ -233,8 +233,9 @@ class CostWorkload : public Workload {
     // [-5.0, -1.5] (issue 38).
     page_mem_.Reset();
     for (int i = 0; i < threads; ++i)
-      page_mem_.mem.push_back(
-          AllocSampledObject(sizeof(Page) * kPagesPerThread, alignof(Page)));
+      page_mem_.mem.push_back(AllocSampledObject(sizeof(Page) * kPagesPerThread,
+                                                 alignof(Page),
+                                                 "struct pages of a thread"));
     rings_.clear();
     if (params_.remote) {
       for (int i = 0; i < threads; ++i)

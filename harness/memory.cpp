@@ -213,7 +213,8 @@ std::map<const void*, std::pair<void*, std::size_t>>& Objects() {
 }
 }  // namespace
 
-void* AllocSampledObject(std::size_t bytes, std::size_t align) {
+void* AllocSampledObject(std::size_t bytes, std::size_t align,
+                         const char* what) {
   long draw = -1;
   const std::size_t step = LayoutStep(align);
   const std::size_t offset = DrawOffset(step, bytes, &draw);
@@ -231,7 +232,7 @@ void* AllocSampledObject(std::size_t bytes, std::size_t align) {
           buf, sizeof buf, "0x%llx",
           static_cast<unsigned long long>(reinterpret_cast<uintptr_t>(at)));
       s.draws[static_cast<std::size_t>(draw)]["address"] = buf;
-      s.draws[static_cast<std::size_t>(draw)]["what"] = "workload object";
+      s.draws[static_cast<std::size_t>(draw)]["what"] = what;
     }
   }
   std::lock_guard<std::mutex> lk(ObjectsMutex());

@@ -85,12 +85,13 @@ SharedPtr AllocShared(std::size_t bytes, const PointEnv& env,
 
 /// Allocates `bytes` uninitialized bytes aligned to `align` (a power of two)
 /// on pages of their own, at SampleLayoutOffset(LayoutStep(align), bytes) past
-/// the first page's start (recorded with "what": "workload object" in the
-/// row's address_layout); at the page start without a live LayoutSampling.
+/// the first page's start (recorded with "what": `what` in the row's
+/// address_layout); at the page start without a live LayoutSampling.
 /// For Workload::operator new: the object every timed loop reads lies at the
 /// same page offset in both builds of a duet. Throws std::bad_alloc when the
 /// mapping fails. Free with FreeSampledObject.
-void* AllocSampledObject(std::size_t bytes, std::size_t align);
+void* AllocSampledObject(std::size_t bytes, std::size_t align,
+                         const char* what = "workload object");
 
 /// Frees what AllocSampledObject returned (nullptr: nothing).
 void FreeSampledObject(void* p) noexcept;
