@@ -1443,7 +1443,6 @@ def repetition_t_p(used):
     return float(2.0 * stats.t.sf(abs(t), len(meds) - 1))
 
 
-
 def _regime_candidates(pairs, key, min_effect_pct):
     """One candidate answer per coherence regime of a build-duet row's pairs: [{"regime",
     "comp" (stats.compare_pairs over that regime's pairs), "used" [(old, new, repetition)],
@@ -1480,13 +1479,12 @@ def _answer_build_row(row, cands, total_pairs, reps, options):
         comp = c["comp"]
         if comp.ci is None:
             return "undecided"
-        ci = (comp.ci[0] * 100.0, comp.ci[1] * 100.0)
         change = comp.effect * 100.0
         significant = c["p_adjusted"] is not None and c["p_adjusted"] <= options["alpha"]
         if significant and abs(change) >= eff:
-            bad = change < 0 if row["direction"] == "higher" else change > 0
-            return "regression" if bad else "improvement"
-        if effects.is_equivalent((ci[0] / 100.0, ci[1] / 100.0), eff / 100.0):
+            return _effect_verdict({"change_pct": change, "min_effect_pct": eff,
+                                    "direction": row["direction"]})
+        if effects.is_equivalent(comp.ci, eff / 100.0):
             return "no change"
         return "undecided"
 
@@ -1558,6 +1556,7 @@ def compare_builds(side, options):
     first of regression, improvement, no change that a regime says (_answer_build_row).
     A key whose every repetition failed is "broken". Returns the result dict of finish()."""
     rows = []
+    pending = []  # (row, its regimes' candidates, its pairs, its repetitions)
     keys = sorted(set(side["pairs"]) | set(side["failed"]))
     if options["filter"] is not None:
         keys = [k for k in keys if options["filter"].search(k)]
@@ -1590,21 +1589,15 @@ def compare_builds(side, options):
         if side["failed"].get(key):
             row["warnings"].append(f"{len(side['failed'][key])} repetition(s) failed, e.g. "
                                    f"{side['failed'][key][0]!r}")
-        row["_candidates"] = _regime_candidates(pairs, key, row["min_effect_pct"])
-        row["_total_pairs"] = len(pairs)
-        row["_repetitions"] = side["repetitions"].get(key, 0)
+        pending.append((row, _regime_candidates(pairs, key, row["min_effect_pct"]),
+                        len(pairs), side["repetitions"].get(key, 0)))
         rows.append(row)
     # Holm over every regime's test of every row: a row answered in two regimes takes two tests.
-    tests = [c for r in rows for c in r.get("_candidates", []) if c["p"] is not None]
+    tests = [c for _, cands, _, _ in pending for c in cands if c["p"] is not None]
     for c, adj in zip(tests, holm_adjust([c["p"] for c in tests])):
         c["p_adjusted"] = adj
-    for r in rows:
-        cands = r.pop("_candidates", None)
-        total = r.pop("_total_pairs", 0)
-        reps = r.pop("_repetitions", 0)
-        if cands is None:
-            continue
-        _answer_build_row(r, cands, total, reps, options)
+    for row, cands, total, reps in pending:
+        _answer_build_row(row, cands, total, reps, options)
     _mark_equivalence(rows)
     notes = list(side["notes"])
     if side["old_binary"]:

@@ -397,9 +397,7 @@ uint64_t BuildDuetWorkload::RunWindow(const ThreadCtx& ctx,
     const uint64_t ops = local_->RunWindow(ctx, stop);
     const uint64_t t1 = NowNs();
     log.cpu_ns[w] = ThreadCpuNs() - c0;
-    const uint64_t d1 = ThreadRunDelayNs();
-    log.run_delay_ns[w] =
-        d0 == kNoRunDelay || d1 == kNoRunDelay ? kNoRunDelay : d1 - d0;
+    log.run_delay_ns[w] = RunDelayBetween(d0, ThreadRunDelayNs());
     log.ops[w] = ops;
     log.start_ns[w] = t0;
     log.end_ns[w] = t1;

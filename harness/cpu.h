@@ -93,4 +93,11 @@ inline uint64_t ThreadRunDelayNs() {
   return static_cast<uint64_t>(delay);
 }
 
+/// The run delay between two ThreadRunDelayNs readings `before` and `after`
+/// of one thread, ns; kNoRunDelay when either is.
+inline uint64_t RunDelayBetween(uint64_t before, uint64_t after) {
+  return before == kNoRunDelay || after == kNoRunDelay ? kNoRunDelay
+                                                       : after - before;
+}
+
 }  // namespace lockline

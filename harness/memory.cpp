@@ -199,6 +199,43 @@ nlohmann::json SharedRegionsJson(const Topology* topo) {
 }
 
 namespace {
+// A fresh anonymous mapping holding `bytes` at DrawOffset(step, bytes) past its
+// start: base, length, offset, and the structure's address `at`.
+struct SampledMapping {
+  void* base = nullptr;
+  std::size_t len = 0, offset = 0;
+  void* at = nullptr;
+};
+
+// Maps it (AllocShared, AllocSampledObject) and records the draw's address,
+// and `what` unless nullptr, for the row (address_layout.allocations[]).
+// Throws std::bad_alloc when the mapping fails.
+SampledMapping MapSampled(std::size_t bytes, std::size_t step,
+                          const char* what) {
+  long draw = -1;
+  SampledMapping m;
+  m.offset = DrawOffset(step, bytes, &draw);
+  m.len = RoundUp((bytes == 0 ? 1 : bytes) + m.offset, 4096);
+  m.base = mmap(nullptr, m.len, PROT_READ | PROT_WRITE,
+                MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (m.base == MAP_FAILED) throw std::bad_alloc();
+  m.at = static_cast<char*>(m.base) + m.offset;
+  if (draw >= 0) {
+    std::lock_guard<std::mutex> lk(SamplerMutex());
+    Sampler& s = TheSampler();
+    if (s.active && static_cast<std::size_t>(draw) < s.draws.size()) {
+      char buf[32];
+      std::snprintf(
+          buf, sizeof buf, "0x%llx",
+          static_cast<unsigned long long>(reinterpret_cast<uintptr_t>(m.at)));
+      s.draws[static_cast<std::size_t>(draw)]["address"] = buf;
+      if (what != nullptr)
+        s.draws[static_cast<std::size_t>(draw)]["what"] = what;
+    }
+  }
+  return m;
+}
+
 // Live AllocSampledObject allocations: object -> (mapping start, length).
 // Leaked on purpose: a workload freed during static destruction still finds
 // it.
@@ -215,29 +252,10 @@ std::map<const void*, std::pair<void*, std::size_t>>& Objects() {
 
 void* AllocSampledObject(std::size_t bytes, std::size_t align,
                          const char* what) {
-  long draw = -1;
-  const std::size_t step = LayoutStep(align);
-  const std::size_t offset = DrawOffset(step, bytes, &draw);
-  const std::size_t len = RoundUp((bytes == 0 ? 1 : bytes) + offset, 4096);
-  void* p = mmap(nullptr, len, PROT_READ | PROT_WRITE,
-                 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (p == MAP_FAILED) throw std::bad_alloc();
-  void* at = static_cast<char*>(p) + offset;
-  if (draw >= 0) {
-    std::lock_guard<std::mutex> lk(SamplerMutex());
-    Sampler& s = TheSampler();
-    if (s.active && static_cast<std::size_t>(draw) < s.draws.size()) {
-      char buf[32];
-      std::snprintf(
-          buf, sizeof buf, "0x%llx",
-          static_cast<unsigned long long>(reinterpret_cast<uintptr_t>(at)));
-      s.draws[static_cast<std::size_t>(draw)]["address"] = buf;
-      s.draws[static_cast<std::size_t>(draw)]["what"] = what;
-    }
-  }
+  const SampledMapping m = MapSampled(bytes, LayoutStep(align), what);
   std::lock_guard<std::mutex> lk(ObjectsMutex());
-  Objects()[at] = {p, len};
-  return at;
+  Objects()[m.at] = {m.base, m.len};
+  return m.at;
 }
 
 void FreeSampledObject(void* p) noexcept {
@@ -284,26 +302,11 @@ void CheckMemPolicy(const std::string& policy) {
 
 SharedPtr AllocShared(std::size_t bytes, const PointEnv& env,
                       std::size_t sample_step) {
-  long draw = -1;
-  const std::size_t offset = DrawOffset(sample_step, bytes, &draw);
-  const std::size_t len = RoundUp((bytes == 0 ? 1 : bytes) + offset, 4096);
-  void* p = mmap(nullptr, len, PROT_READ | PROT_WRITE,
-                 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (p == MAP_FAILED) throw std::bad_alloc();
-  void* at = static_cast<char*>(p) + offset;
+  const SampledMapping m = MapSampled(bytes, sample_step, nullptr);
+  void* p = m.base;
+  const std::size_t len = m.len, offset = m.offset;
+  void* at = m.at;
   SharedPtr mem(at, SharedDeleter{len, offset});
-  if (draw >= 0) {
-    // The draw's address, for the row (address_layout.allocations[].address).
-    std::lock_guard<std::mutex> lk(SamplerMutex());
-    Sampler& s = TheSampler();
-    if (s.active && static_cast<std::size_t>(draw) < s.draws.size()) {
-      char buf[32];
-      std::snprintf(
-          buf, sizeof buf, "0x%llx",
-          static_cast<unsigned long long>(reinterpret_cast<uintptr_t>(at)));
-      s.draws[static_cast<std::size_t>(draw)]["address"] = buf;
-    }
-  }
   const std::string& policy = env.mem_policy;
   Region region{len, policy.empty() ? "first-touch" : policy, {}, offset};
   if (!policy.empty() && policy != "first-touch" && env.topology &&

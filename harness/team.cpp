@@ -252,10 +252,7 @@ WindowResult ThreadTeam::RunWindow(Workload& wl,
     s.ops = wl.RunWindow(ctx[i], stop_);
     s.end_ns = NowNs();
     s.cpu_ns = ThreadCpuNs() - cpu0;
-    const uint64_t delay1 = ThreadRunDelayNs();
-    s.run_delay_ns = delay0 == kNoRunDelay || delay1 == kNoRunDelay
-                         ? kNoRunDelay
-                         : delay1 - delay0;
+    s.run_delay_ns = RunDelayBetween(delay0, ThreadRunDelayNs());
     s.last_cpu = sched_getcpu();
     if (s.counters) s.counters->Stop();
   };

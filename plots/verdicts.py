@@ -444,8 +444,8 @@ def verdict_record(spec: ComparisonSpec, metric: str, base: List[Point], variant
         # where the duet's own base windows read 19 ns.
         duet_base_ns = None
         if pairs:
-            rates = sorted(a for lab, a, _, _ in pairs
-                           if (not comparison.regime or lab == comparison.regime) and a > 0)
+            rates = [a for lab, a, _, _ in pairs
+                     if (not comparison.regime or lab == comparison.regime) and a > 0]
             if rates:
                 duet_base_ns = duet[0].threads * 1e9 / statistics.median(rates)
         saved = ns_saved(base, comparison.effect, comparison.ci, duet_base_ns)
@@ -512,11 +512,10 @@ def ns_saved(base: Sequence[Point], effect: Optional[float],
     source = "duet windows"
     if base_ns is None:
         source = "base rows"
-        ns = sorted(p.metrics["ns_per_op"] for p in base if "ns_per_op" in p.metrics)
+        ns = [p.metrics["ns_per_op"] for p in base if "ns_per_op" in p.metrics]
         if not ns:
             return None
-        mid = len(ns) // 2
-        base_ns = ns[mid] if len(ns) % 2 else (ns[mid - 1] + ns[mid]) / 2
+        base_ns = statistics.median(ns)
     if effect is None or not base_ns > 0:
         return None
 
