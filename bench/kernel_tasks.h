@@ -135,6 +135,91 @@ inline uint64_t AnonFaultBatch(std::size_t pages, const std::atomic<bool>& stop,
   return i;
 }
 
+/// A page_fault1 task's batch kept mapped between windows, half-touched, so
+/// the task can run out of phase with its siblings (PhasedAnonFaultCycle).
+struct PhasedBatch {
+  char* map = nullptr;      ///< the open batch, or null
+  std::size_t touched = 0;  ///< its pages [0, touched) are faulted in
+};
+
+/// One whole alloc/free cycle of a page_fault1 task `offset` pages into its
+/// cycle (0 <= offset < pages): faults in the rest of the open batch `b`
+/// (mapping one first when none is open), munmaps it, then maps the next
+/// batch and faults in its first `offset` pages, leaving it open for the next
+/// window. Every call after PrimePhasedBatch therefore faults in `pages` pages
+/// and frees `pages` pages (those of the batch it unmaps), as AnonFaultBatch
+/// does, but its munmap falls `offset` pages before the window's end: tasks
+/// with offsets spread over the batch unmap at different moments, as
+/// will-it-scale's free-running page_fault1 tasks do once they drift apart,
+/// instead of all at once (bench/kernel_zone.cpp). With offset 0 it is
+/// exactly AnonFaultBatch. Returns the pages faulted in, or 0 with `err` set.
+/// Async-signal-safe.
+inline uint64_t PhasedAnonFaultCycle(PhasedBatch& b, std::size_t pages,
+                                     std::size_t offset, char* err,
+                                     std::size_t errlen) {
+  const std::size_t bytes = pages * kPage;
+  const auto map = [&]() -> bool {
+    void* m = mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (m == MAP_FAILED) {
+      std::snprintf(err, errlen, "mmap of %zu bytes failed: %s", bytes,
+                    std::strerror(errno));
+      return false;
+    }
+    madvise(m, bytes, MADV_NOHUGEPAGE);
+    b.map = static_cast<char*>(m);
+    b.touched = 0;
+    return true;
+  };
+  const auto touch = [&](std::size_t to) {
+    for (std::size_t i = b.touched; i < to; ++i)
+      *reinterpret_cast<volatile char*>(b.map + i * kPage) = 1;
+    const uint64_t n = to - b.touched;
+    b.touched = to;
+    return n;
+  };
+  if (b.map == nullptr && !map()) return 0;
+  uint64_t n = touch(pages);
+  munmap(b.map, bytes);
+  b.map = nullptr;
+  if (offset > 0) {
+    if (!map()) return n;
+    n += touch(std::min(offset, pages));
+  }
+  return n;
+}
+
+/// Opens `b` `offset` pages into its cycle before the first window (untimed):
+/// maps a batch and faults in its first `offset` pages (nothing at offset 0
+/// or when a batch is open). Returns false with `err` set when mmap fails.
+/// Async-signal-safe.
+inline bool PrimePhasedBatch(PhasedBatch& b, std::size_t pages,
+                             std::size_t offset, char* err,
+                             std::size_t errlen) {
+  if (offset == 0 || b.map != nullptr) return true;
+  const std::size_t bytes = pages * kPage;
+  void* m = mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (m == MAP_FAILED) {
+    std::snprintf(err, errlen, "mmap of %zu bytes failed: %s", bytes,
+                  std::strerror(errno));
+    return false;
+  }
+  madvise(m, bytes, MADV_NOHUGEPAGE);
+  b.map = static_cast<char*>(m);
+  b.touched = 0;
+  for (std::size_t i = 0; i < offset && i < pages; ++i, ++b.touched)
+    *reinterpret_cast<volatile char*>(b.map + i * kPage) = 1;
+  return true;
+}
+
+/// Unmaps `b`'s open batch, if any.
+inline void ReleasePhasedBatch(PhasedBatch& b, std::size_t pages) {
+  if (b.map != nullptr) munmap(b.map, pages * kPage);
+  b.map = nullptr;
+  b.touched = 0;
+}
+
 /// Default length of an evidence window when the point's window is unknown
 /// (ctx.window_ns 0: a test driving SetupThread directly), ns.
 inline constexpr uint64_t kDefaultEvidenceWindowNs = 50'000'000;
@@ -294,6 +379,18 @@ class KernelTaskWorkload : public Workload {
   /// everything a child must inherit). Called from Prepare.
   virtual void PrepareTasks(int /*threads*/) {}
 
+  /// A family whose tasks keep state between windows (kernel_zone's batch
+  /// open out of phase) sets it up here, before the first window of the
+  /// point and untimed: on the task's team thread (tasks:threads) or in its
+  /// child (tasks:processes), from SetupThread. Errors go to `err`.
+  virtual void PrimeTask(int /*index*/, char* /*err*/, std::size_t /*errlen*/) {
+  }
+  /// Whether PrimeTask does anything (no child round trip otherwise).
+  virtual bool primes_tasks() const { return false; }
+  /// Undoes PrimeTask's state on a tasks:threads team thread (TeardownThread);
+  /// a child's state ends with the child.
+  virtual void ReleaseTask(int /*index*/) {}
+
   /// A family whose windows are fixed work (kernel_zone's whole cycles): how
   /// long a task may take for one window's work before a tasks:processes
   /// child counts as hung, ns (0: the window-based ChildReportLimitMs only).
@@ -315,7 +412,7 @@ class KernelTaskWorkload : public Workload {
                      std::strerror(errno);
       return;
     }
-    for (int i = 0; i < threads; ++i)
+    for (int i = 0; i < 2 * threads; ++i)
       new (&shared_[i]) std::atomic<bool>(false);
     PrepareTasks(threads);
   }
@@ -330,6 +427,7 @@ class KernelTaskWorkload : public Workload {
     } else if (evidence_windows_ > 0) {
       evidence_.OpenTask(ctx.index, 0);
     }
+    if (primes_tasks()) Prime(ctx.index, t);
     EvidenceWindows(ctx, (evidence_windows_ + 1) / 2);
   }
 
@@ -362,6 +460,7 @@ class KernelTaskWorkload : public Workload {
     if (setup_error_.empty()) EvidenceWindows(ctx, evidence_windows_ / 2);
     evidence_.CloseTask(ctx.index);
     state_[ctx.index].child.Stop();
+    if (tasks_ == Tasks::kThreads) ReleaseTask(ctx.index);
   }
 
   /// Sum of all tasks' clean (timed) windows so far.
@@ -582,8 +681,9 @@ class KernelTaskWorkload : public Workload {
     evidence_.DrainLive();
   }
 
+  // The shared page(s): a stop flag per task, then a prime flag per task.
   std::size_t SharedBytes() const {
-    return (static_cast<std::size_t>(threads_) * sizeof(std::atomic<bool>) +
+    return (2 * static_cast<std::size_t>(threads_) * sizeof(std::atomic<bool>) +
             kPage - 1) /
            kPage * kPage;
   }
@@ -599,10 +699,36 @@ class KernelTaskWorkload : public Workload {
     return r;
   }
 
+  // PrimeTask for task `index`: directly on this team thread, or as one
+  // priming run of its child (the prime flag set). Its error is the task's.
+  void Prime(int index, TaskState& t) {
+    if (tasks_ == Tasks::kThreads) {
+      PrimeTask(index, t.all.error, sizeof t.all.error);
+      return;
+    }
+    if (!t.child.started()) return;  // the first window reports it
+    shared_[threads_ + index].store(true, std::memory_order_relaxed);
+    TaskWindow p;
+    std::string e = t.child.Request();
+    if (e.empty())
+      e = t.child.AwaitFor(
+          &p, std::max<int64_t>(
+                  ChildReportLimitMs(kDefaultEvidenceWindowNs),
+                  static_cast<int64_t>(FixedWorkLimitNs() / 1'000'000)));
+    shared_[threads_ + index].store(false, std::memory_order_relaxed);
+    if (!e.empty()) std::snprintf(p.error, sizeof p.error, "%s", e.c_str());
+    child_task::KeepFirstError(t.all.error, p.error);
+  }
+
   // Forks the task's child (bench/child_task.h): each run is RunOps against
   // the task's shared stop flag.
   void StartChild(int index, TaskState& t) {
     const std::string e = t.child.Start([this, index] {
+      if (shared_[threads_ + index].load(std::memory_order_relaxed)) {
+        TaskWindow p;  // a priming run: no ops, only an error if any
+        PrimeTask(index, p.error, sizeof p.error);
+        return p;
+      }
       return MeasuredOps(index, RUSAGE_SELF, shared_[index]);
     });
     if (!e.empty())

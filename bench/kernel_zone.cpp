@@ -128,9 +128,14 @@ class ZoneWorkload : public kernel_tasks::KernelFamilyWorkload {
     // Normal end of the point: put the sysctl back (the signal handler does
     // the same on SIGINT / SIGTERM).
     RestoreAll();
+    for (auto& p : phase_)
+      kernel_tasks::ReleasePhasedBatch(p.batch, batch_pages_);
   }
 
-  void PrepareTasks(int /*threads*/) override {
+  void PrepareTasks(int threads) override {
+    // Sized before any child is forked: a child's RunOps writes its own copy
+    // of its element and allocates nothing.
+    phase_.assign(static_cast<std::size_t>(std::max(threads, 1)), {});
     // Every point, default too, reads and keeps the setting under the
     // settings lock until its end (RestoreAll in the destructor): no other
     // lockline run changes it between the read and the end of the windows,
@@ -190,17 +195,48 @@ class ZoneWorkload : public kernel_tasks::KernelFamilyWorkload {
   // 110-442 k page batch, which the pcp list absorbed: zone->lock was taken
   // in 8 of 20 repetitions) while the row named the batch. The windows are
   // fixed work (fixed_work()), `stop` is not read inside a cycle.
-  TaskWindow RunOps(int /*index*/, const std::atomic<bool>& /*stop*/) override {
+  //
+  // Task i runs its cycles i/n of a batch out of phase (PhaseOffset): its
+  // window faults in the rest of the batch it opened in the last window,
+  // unmaps it, maps the next and faults in its first offset pages. Each
+  // window is still one whole cycle per task (batch pages faulted in, batch
+  // pages freed), but the tasks' munmaps fall at different moments, as
+  // will-it-scale's page_fault1 tasks do once they drift apart. Started in
+  // phase (every task's munmap at the window's end, at the same moment),
+  // two threads of one mm read 0.83x page_fault1 (0.81-0.93, 3 rounds,
+  // docs/validation.md).
+  TaskWindow RunOps(int index, const std::atomic<bool>& /*stop*/) override {
     TaskWindow r;
-    static const std::atomic<bool> never{false};
+    if (static_cast<std::size_t>(index) >= phase_.size()) return r;
     for (int c = 0; c < kCyclesPerWindow; ++c) {
-      const uint64_t n = kernel_tasks::AnonFaultBatch(batch_pages_, never,
-                                                      r.error, sizeof r.error);
+      const uint64_t n = kernel_tasks::PhasedAnonFaultCycle(
+          phase_[index].batch, batch_pages_, PhaseOffset(index), r.error,
+          sizeof r.error);
       if (n == 0) break;
       r.ops += n;
       r.pages += n;
     }
     return r;
+  }
+
+  /// Pages task `index` runs into its cycle: index / threads of the batch,
+  /// rounded down to 64 pages (0 for task 0 and for a 1-task point).
+  std::size_t PhaseOffset(int index) const {
+    if (threads_ <= 1) return 0;
+    const std::size_t off = batch_pages_ * static_cast<std::size_t>(index) /
+                            static_cast<std::size_t>(threads_);
+    return off / 64 * 64;
+  }
+
+  bool primes_tasks() const override { return threads_ > 1; }
+  void PrimeTask(int index, char* err, std::size_t errlen) override {
+    if (static_cast<std::size_t>(index) < phase_.size())
+      kernel_tasks::PrimePhasedBatch(phase_[index].batch, batch_pages_,
+                                     PhaseOffset(index), err, errlen);
+  }
+  void ReleaseTask(int index) override {
+    if (static_cast<std::size_t>(index) < phase_.size())
+      kernel_tasks::ReleasePhasedBatch(phase_[index].batch, batch_pages_);
   }
 
   bool fixed_work() const override { return true; }
@@ -223,6 +259,15 @@ class ZoneWorkload : public kernel_tasks::KernelFamilyWorkload {
                   " whole alloc/free cycle(s) of the batch per task and "
                   "window, timed and evidence windows alike";
     d["cycles_per_window"] = kCyclesPerWindow;
+    nlohmann::json offsets = nlohmann::json::array();
+    for (int i = 0; i < threads_; ++i) offsets.push_back(PhaseOffset(i));
+    d["task_phase_pages"] = offsets;
+    d["task_phase"] =
+        "task i runs its cycle i/n of a batch out of phase (task_phase_pages): "
+        "a window faults in the rest of the batch the task opened in its last "
+        "window, unmaps it, then maps the next and faults in its first "
+        "task_phase_pages; so the tasks unmap at different moments, as "
+        "will-it-scale's free-running page_fault1 tasks do";
     d["evidence_windows_note"] =
         "at most " + std::to_string(kMaxEvidenceWindows) +
         " evidence window per repetition (each a whole cycle of the batch)";
@@ -264,6 +309,12 @@ class ZoneWorkload : public kernel_tasks::KernelFamilyWorkload {
   std::string old_fraction_, size_note_;
   std::string fraction_in_windows_;  ///< read before the windows
   bool set_here_ = false;
+  /// Each task's open batch, a cache line apiece (team threads write their
+  /// own at window boundaries).
+  struct alignas(64) TaskPhase {
+    kernel_tasks::PhasedBatch batch;
+  };
+  std::vector<TaskPhase> phase_;
 };
 
 Variant MakeVariant(const std::string& fraction, Tasks tasks, Suite suite,

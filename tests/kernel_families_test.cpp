@@ -8,6 +8,7 @@
 // no speed is asserted.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -98,6 +99,77 @@ TEST(KernelLru, FileCasesReleaseEveryPage) {
       EXPECT_GT(s.pages, 0u);
       EXPECT_EQ(s.bytes_sent, s.pages * kernel_tasks::kPage);
     }
+  }
+}
+
+// A task out of phase (issue 40 item 10): after priming, every cycle faults
+// in and frees exactly one batch, and leaves the next batch open with its
+// first `offset` pages faulted in; at offset 0 it is AnonFaultBatch.
+TEST(KernelTasks, PhasedCycleFaultsAndFreesOneBatchAndLeavesItsPhaseOpen) {
+  constexpr std::size_t kPages = 1024, kOffset = 256;
+  char err[160] = {};
+  kernel_tasks::PhasedBatch b;
+  ASSERT_TRUE(
+      kernel_tasks::PrimePhasedBatch(b, kPages, kOffset, err, sizeof err))
+      << err;
+  ASSERT_NE(b.map, nullptr);
+  EXPECT_EQ(b.touched, kOffset);
+  const auto resident = [&](std::size_t from, std::size_t to) {
+    std::vector<unsigned char> v(kPages);
+    EXPECT_EQ(mincore(b.map, kPages * kernel_tasks::kPage, v.data()), 0);
+    std::size_t n = 0;
+    for (std::size_t i = from; i < to; ++i) n += v[i] & 1;
+    return n;
+  };
+  EXPECT_EQ(resident(0, kOffset), kOffset);
+  EXPECT_EQ(resident(kOffset, kPages), 0u);
+  for (int cycle = 0; cycle < 3; ++cycle) {
+    char* const open = b.map;
+    rusage a{}, z{};
+    getrusage(RUSAGE_THREAD, &a);
+    const uint64_t n =
+        kernel_tasks::PhasedAnonFaultCycle(b, kPages, kOffset, err, sizeof err);
+    getrusage(RUSAGE_THREAD, &z);
+    EXPECT_EQ(n, kPages) << err;
+    const long faults = z.ru_minflt - a.ru_minflt;
+    EXPECT_GE(faults, static_cast<long>(kPages));
+    EXPECT_LE(faults,
+              static_cast<long>(kPages + kernel_tasks::kFaultSlackPerWindow));
+    ASSERT_NE(b.map, nullptr);
+    EXPECT_EQ(b.touched, kOffset);
+    EXPECT_EQ(resident(0, kOffset), kOffset);
+    EXPECT_EQ(resident(kOffset, kPages), 0u);
+    // The batch the cycle opened with is gone (its pages freed).
+    unsigned char v = 0;
+    if (open != b.map) {
+      EXPECT_EQ(mincore(open, kernel_tasks::kPage, &v), -1);
+    }
+  }
+  kernel_tasks::ReleasePhasedBatch(b, kPages);
+  EXPECT_EQ(b.map, nullptr);
+  // Offset 0: one whole batch mapped, faulted and unmapped, nothing left.
+  EXPECT_EQ(kernel_tasks::PhasedAnonFaultCycle(b, kPages, 0, err, sizeof err),
+            kPages);
+  EXPECT_EQ(b.map, nullptr);
+}
+
+// Two tasks run half a batch apart, as threads and as processes (the child
+// primes its own batch), and the fault accounting stays exact.
+TEST(KernelZone, TwoTasksRunHalfABatchApart) {
+  for (Tasks t : {Tasks::kThreads, Tasks::kProcesses}) {
+    kernel_zone::ZoneWorkload wl({"default", t}, 2);
+    wl.SetEvidenceWindows(0);
+    const Result r = Drive(wl, 2, 2, 0.1);
+    EXPECT_EQ(r.verify, "") << kernel_tasks::TasksName(t);
+    const auto& off = r.report.details["task_phase_pages"];
+    ASSERT_EQ(off.size(), 2u) << r.report.details.dump();
+    EXPECT_EQ(off[0], 0u);
+    EXPECT_EQ(off[1].get<std::size_t>(), wl.batch_pages() / 2 / 64 * 64);
+    const auto s = wl.Total();
+    EXPECT_EQ(s.pages, 2u * 2u * wl.batch_pages())
+        << kernel_tasks::TasksName(t);
+    EXPECT_GE(s.minflt, s.pages);
+    EXPECT_LE(s.minflt, s.pages + 8u * 4u);
   }
 }
 
