@@ -1174,6 +1174,12 @@ void KernelEvidence::CloseTask(int index) {
   t.zl.Close();
 }
 
+bool KernelEvidence::TaskOpen(int index) const {
+  const Task& t = tasks_[static_cast<std::size_t>(index)];
+  return t.zl.open() || t.tc.counting() || t.tc.sampling() ||
+         t.tc.spin_profiling();
+}
+
 void KernelEvidence::VmstatBegin() {
   vm_before_ = ReadVmstat();
   if (vm_before_.empty()) vm_ok_ = false;

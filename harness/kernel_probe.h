@@ -441,6 +441,9 @@ class KernelEvidence {
   void VmstatBegin();
   void VmstatEnd();
   void CloseTask(int index);
+  /// Whether any of task `index`'s perf events is open now (between OpenTask
+  /// and CloseTask).
+  bool TaskOpen(int index) const;
   /// Before OpenTask: also count zone->lock holds (ZoneLockCounter) per task.
   void CountZoneLock() { zone_lock_ = true; }
   /// Drains the zone->lock rings while the tasks run (one drainer thread).
