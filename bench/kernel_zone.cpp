@@ -340,8 +340,8 @@ Variant MakeVariant(const std::string& fraction, Tasks tasks, Suite suite,
   v.description =
       "order-0 alloc/free through pcp and zone->lock: fault in and munmap "
       "batches of 2 x pcp high (high_max on 6.7+) of private anon memory, "
-      "one whole batch cycle per task and window, zone->lock holds counted "
-      "per whole cycle; "
+      "one whole batch cycle per task and window (task i running i/n of a "
+      "batch out of phase), zone->lock holds counted per whole cycle; "
       "vm.percpu_pagelist_high_fraction " +
       (fraction == "default" ? std::string("untouched")
                              : fraction + " (root; restored)") +
