@@ -152,7 +152,8 @@ struct PhasedBatch {
 /// with offsets spread over the batch unmap at different moments, as
 /// will-it-scale's free-running page_fault1 tasks do once they drift apart,
 /// instead of all at once (bench/kernel_zone.cpp). With offset 0 it is
-/// exactly AnonFaultBatch. Returns the pages faulted in, or 0 with `err` set.
+/// exactly AnonFaultBatch. Returns the pages faulted in; when an mmap fails,
+/// `err` says so and the count is short (0 when no batch could be mapped).
 /// Async-signal-safe.
 inline uint64_t PhasedAnonFaultCycle(PhasedBatch& b, std::size_t pages,
                                      std::size_t offset, char* err,
@@ -427,10 +428,10 @@ class KernelTaskWorkload : public Workload {
       OpenEvidence(ctx.index, t);
       EvidenceWindows(ctx, before);
       // The timed windows run with none of the evidence's perf events open
-      // (not merely disabled): opened, a task's tracepoint and sampling
-      // events slowed kernel_zone's 1-task timed cycle by about 8 % on the
+      // (not merely disabled): left open, a task's tracepoint and sampling
+      // events slowed kernel_zone's 1-task timed cycle by about 5 % on the
       // 2-vCPU VM (tasks:processes, whose timed windows carry no other
-      // event; docs/validation.md).
+      // event: ~474 k pages/s open, ~496 k closed; docs/validation.md).
       evidence_.CloseTask(ctx.index);
     }
   }

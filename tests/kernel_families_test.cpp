@@ -745,7 +745,7 @@ TEST(KernelZone, CountsZoneLockAcquisitions) {
 }
 
 // The timed windows run with the evidence's perf events closed, not only
-// disabled (they slowed kernel_zone's 1-task timed cycle by about 8 %); they
+// disabled (they slowed kernel_zone's 1-task timed cycle by about 5 %); they
 // are open in the evidence windows, which still collect.
 TEST(KernelZone, EvidenceEventsAreClosedInTimedWindows) {
   for (Tasks t : {Tasks::kThreads, Tasks::kProcesses}) {
