@@ -798,7 +798,8 @@ int ServeWindows(RunState& run) {
             ctx.push_back(c);
           }
           team =
-              std::make_unique<ThreadTeam>(run.topo.get(), pus, counters.get());
+              std::make_unique<ThreadTeam>(run.topo.get(), pus, counters.get(),
+                                           wl->page_fault_counters_left_out());
           wl->Prepare(point.threads);
           team->RunOnAllWithin(
               [&](int i) {

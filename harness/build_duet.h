@@ -172,6 +172,9 @@ class BuildDuetWorkload : public HeapPlacedWorkload {
                      const std::atomic<bool>& stop) override;
   void TeardownThread(const ThreadCtx& ctx) override;
   bool fixed_work() const override { return local_->fixed_work(); }
+  std::string page_fault_counters_left_out() const override {
+    return local_->page_fault_counters_left_out();
+  }
   bool shares_lines() const override { return local_->shares_lines(); }
   void Report(PointReport& out, double window_seconds, uint64_t ops) override;
   std::string Verify() override;

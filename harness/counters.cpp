@@ -260,14 +260,34 @@ struct Unit {
   std::vector<Baseline> base;
 };
 
+// The page-fault software events (page-faults / faults, minor-faults,
+// major-faults, with any modifiers): perf runs a hook on every fault for them.
+bool IsPageFaultSoftwareEvent(const EventPlan& e) {
+  return e.software && e.attr.type == PERF_TYPE_SOFTWARE &&
+         (e.attr.config == PERF_COUNT_SW_PAGE_FAULTS ||
+          e.attr.config == PERF_COUNT_SW_PAGE_FAULTS_MIN ||
+          e.attr.config == PERF_COUNT_SW_PAGE_FAULTS_MAJ);
+}
+
 class ThreadCountersImpl final : public ThreadCounters {
  public:
-  explicit ThreadCountersImpl(std::shared_ptr<const SessionState> state)
-      : state_(std::move(state)), open_error_(state_->events.size()) {
+  /// `left_out_page_faults`: "" opens every available event; otherwise the
+  /// page-fault software events are not opened and read unavailable with this
+  /// reason.
+  explicit ThreadCountersImpl(std::shared_ptr<const SessionState> state,
+                              std::string left_out_page_faults = "")
+      : state_(std::move(state)),
+        open_error_(state_->events.size()),
+        left_out_(state_->events.size(), false),
+        left_out_reason_(std::move(left_out_page_faults)) {
     std::vector<size_t> hardware;
     for (size_t i = 0; i < state_->events.size(); ++i) {
       const EventPlan& e = state_->events[i];
       if (!e.available) continue;
+      if (!left_out_reason_.empty() && IsPageFaultSoftwareEvent(e)) {
+        left_out_[i] = true;
+        continue;
+      }
       if (!e.software && e.grouped) {
         hardware.push_back(i);
       } else {
@@ -319,7 +339,9 @@ class ThreadCountersImpl final : public ThreadCounters {
       const EventPlan& e = state_->events[i];
       out[i].name = e.avail.name;
       out[i].status = "unavailable";
-      out[i].reason = e.available ? open_error_[i] : e.avail.reason;
+      out[i].reason = left_out_[i]  ? left_out_reason_
+                      : e.available ? open_error_[i]
+                                    : e.avail.reason;
     }
     for (Unit& u : units_) {
       std::string error;
@@ -421,7 +443,9 @@ class ThreadCountersImpl final : public ThreadCounters {
 
   std::shared_ptr<const SessionState> state_;
   std::vector<std::string>
-      open_error_;  // per event, if its per-thread open failed
+      open_error_;              // per event, if its per-thread open failed
+  std::vector<bool> left_out_;  // per event: not opened for this point
+  std::string left_out_reason_;
   std::vector<Unit> units_;
 };
 
@@ -528,6 +552,11 @@ class CounterSessionImpl final : public CounterSession {
 
   std::unique_ptr<ThreadCounters> OpenForThisThread() override {
     return std::make_unique<ThreadCountersImpl>(state_);
+  }
+  std::unique_ptr<ThreadCounters> OpenForThisThreadWithoutPageFaults(
+      const std::string& why) override {
+    return std::make_unique<ThreadCountersImpl>(
+        state_, why.empty() ? std::string("left out") : why);
   }
 
   std::string SummaryLine() const override {

@@ -21,9 +21,8 @@ PairPlan PlanPairs(double precision, int threads, int repetitions) {
   p.spread = PriorPairSpread(threads);
   const double per_pair = kZ * kMedianOverMean * p.spread;
   const double target = std::log1p(precision);
-  p.pairs_needed =
-      static_cast<int>(std::ceil(per_pair * per_pair / (target * target) /
-                                 kKept));
+  p.pairs_needed = static_cast<int>(
+      std::ceil(per_pair * per_pair / (target * target) / kKept));
   const int per_rep = (p.pairs_needed + repetitions - 1) / repetitions;
   p.pairs_per_repetition = std::clamp(per_rep, kDuetMinPairs, kDuetMaxPairs);
   const double kept = kKept * p.pairs_per_repetition * repetitions;

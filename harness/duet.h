@@ -63,8 +63,8 @@ double PriorPairSpread(int threads);
 /// repetitions < 1.
 struct PairPlan {
   int pairs_per_repetition = kDuetMinPairs;
-  int pairs_needed = 0;        ///< n above, over all repetitions
-  double spread = 0;           ///< PriorPairSpread(threads)
+  int pairs_needed = 0;            ///< n above, over all repetitions
+  double spread = 0;               ///< PriorPairSpread(threads)
   double expected_half_width = 0;  ///< fraction
 };
 PairPlan PlanPairs(double precision, int threads, int repetitions);
@@ -115,6 +115,11 @@ class DuetWorkload : public Workload {
                      const std::atomic<bool>& stop) override;
   void TeardownThread(const ThreadCtx& ctx) override;
   bool fixed_work() const override { return a_->fixed_work(); }
+  /// Both sides' rule, or none (a duet's two sides count alike).
+  std::string page_fault_counters_left_out() const override {
+    const std::string a = a_->page_fault_counters_left_out();
+    return a == b_->page_fault_counters_left_out() ? a : "";
+  }
   bool shares_lines() const override {
     return a_->shares_lines() || b_->shares_lines();
   }

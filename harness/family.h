@@ -103,6 +103,11 @@ class Workload {
   virtual void TeardownThread(const ThreadCtx& /*ctx*/) {}
   /// True when a window is a fixed amount of work rather than a fixed duration.
   virtual bool fixed_work() const { return false; }
+  /// Non-empty when every operation is a page fault the workload counts
+  /// itself (getrusage minor faults): the harness then opens the point's
+  /// counters without the page-fault software events (perf runs a hook on
+  /// every fault for them) and their readings give this reason.
+  virtual std::string page_fault_counters_left_out() const { return ""; }
   /// True when the threads of a point write at least one cache line they share
   /// (a lock word, a counter, a list head), so the point's speed depends on how
   /// fast lines move between its PUs and the harness probes that before and

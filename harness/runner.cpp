@@ -607,7 +607,8 @@ void RunPoint(benchmark::State& state, const Point& point, RunState& run) {
       ctx.push_back(c);
     }
     auto team_ptr =
-        std::make_unique<ThreadTeam>(run.topo.get(), pus, run.counters.get());
+        std::make_unique<ThreadTeam>(run.topo.get(), pus, run.counters.get(),
+                                     wl->page_fault_counters_left_out());
     ThreadTeam& team = *team_ptr;
     wl->Prepare(point.threads);
     team.RunOnAllWithin(

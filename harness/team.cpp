@@ -44,10 +44,12 @@ void ThreadTeam::FlagsDeleter::operator()(Flags* f) const {
 }
 
 ThreadTeam::ThreadTeam(const Topology* topo, std::vector<int> pus,
-                       CounterSession* counters)
+                       CounterSession* counters,
+                       std::string no_page_fault_counters)
     : topo_(topo),
       pus_(std::move(pus)),
       counter_session_(counters),
+      no_page_fault_counters_(std::move(no_page_fault_counters)),
       slots_(pus_.size()) {
   threads_.reserve(pus_.size());
   for (int i = 0; i < size(); ++i) {
@@ -74,7 +76,11 @@ ThreadTeam::ThreadTeam(const Topology* topo, std::vector<int> pus,
           if (topo_ && topo_->is_host() && pus_[i] >= 0)
             BindThisThread(*topo_, pus_[i]);
           if (counter_session_)
-            slots_[i].counters = counter_session_->OpenForThisThread();
+            slots_[i].counters =
+                no_page_fault_counters_.empty()
+                    ? counter_session_->OpenForThisThread()
+                    : counter_session_->OpenForThisThreadWithoutPageFaults(
+                          no_page_fault_counters_);
         },
         SetupTimeoutNs(), "binding the threads and opening their counters");
   } catch (...) {

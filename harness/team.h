@@ -50,8 +50,11 @@ struct WindowResult {
 /// after joining the threads it started.
 class ThreadTeam {
  public:
+  /// `no_page_fault_counters`: "" opens every counter of the session;
+  /// otherwise the page-fault software events are left out, with this reason
+  /// (CounterSession::OpenForThisThreadWithoutPageFaults).
   ThreadTeam(const Topology* topo, std::vector<int> pus,
-             CounterSession* counters);
+             CounterSession* counters, std::string no_page_fault_counters = "");
   ~ThreadTeam();
   ThreadTeam(const ThreadTeam&) = delete;
   ThreadTeam& operator=(const ThreadTeam&) = delete;
@@ -115,6 +118,7 @@ class ThreadTeam {
   const Topology* topo_;
   std::vector<int> pus_;
   CounterSession* counter_session_;
+  std::string no_page_fault_counters_;  // "" or why they are left out
   std::vector<std::thread> threads_;
   PaddedSlots<Slot> slots_;
 

@@ -320,6 +320,38 @@ TEST(CountersLive, NoWindowIsNotCountedNotZero) {
   }
 }
 
+// A point whose ops are page faults it counts itself opens its counters
+// without the page-fault software events (their per-fault hook slowed
+// kernel_zone's cycle): they read unavailable with the point's reason, every
+// other event still counts.
+TEST(CountersLive, PageFaultEventsCanBeLeftOutOfAPoint) {
+  auto s = CounterSession::Create("page-faults,minor-faults,task-clock");
+  ASSERT_EQ(FindAvail(*s, "page-faults")->status, "available")
+      << s->SummaryLine();
+  auto c = s->OpenForThisThreadWithoutPageFaults("counted by getrusage");
+  constexpr size_t kPages = 64;
+  void* mem = mmap(nullptr, kPages * kPage, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(mem, MAP_FAILED);
+  volatile char* p = static_cast<volatile char*>(mem);
+  c->Start();
+  for (size_t i = 0; i < kPages; ++i) p[i * kPage] = 1;
+  c->Stop();
+  munmap(mem, kPages * kPage);
+  const auto rs = c->Read();
+  for (const char* name : {"page-faults", "minor-faults"}) {
+    const CounterReading* r = Find(rs, name);
+    ASSERT_NE(r, nullptr) << name;
+    EXPECT_EQ(r->status, "unavailable") << name;
+    EXPECT_EQ(r->reason, "counted by getrusage") << name;
+    EXPECT_EQ(r->raw, 0u) << name;
+  }
+  EXPECT_EQ(Find(rs, "task-clock")->status, "measured");
+  // The session itself still offers them to other points.
+  auto all = CountTouchingPages(*s, kPages);
+  EXPECT_EQ(Find(all, "page-faults")->status, "measured");
+}
+
 TEST(CountersLive, PageFaultsMatchTouchedPages) {
   auto s = CounterSession::Create("page-faults,task-clock");
   ASSERT_EQ(FindAvail(*s, "page-faults")->status, "available")
