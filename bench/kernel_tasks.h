@@ -105,6 +105,22 @@ struct TaskWindow {
 
 using child_task::TvSeconds;
 
+/// A fresh private anonymous mapping of `pages` 4 KiB pages, THP off
+/// (MADV_NOHUGEPAGE), nothing faulted in yet: what each page_fault1 batch maps.
+/// Null with `err` set when mmap fails. Async-signal-safe.
+inline char* MapAnonBatch(std::size_t pages, char* err, std::size_t errlen) {
+  const std::size_t bytes = pages * kPage;
+  void* m = mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (m == MAP_FAILED) {
+    std::snprintf(err, errlen, "mmap of %zu bytes failed: %s", bytes,
+                  std::strerror(errno));
+    return nullptr;
+  }
+  madvise(m, bytes, MADV_NOHUGEPAGE);
+  return static_cast<char*>(m);
+}
+
 /// Faults in `pages` 4 KiB pages of a fresh private anonymous mapping (THP
 /// off: MADV_NOHUGEPAGE) one store per page, then munmaps it: the
 /// page_fault1 loop of will-it-scale (tests/page_fault1.c), one op per page.
@@ -114,15 +130,8 @@ using child_task::TvSeconds;
 inline uint64_t AnonFaultBatch(std::size_t pages, const std::atomic<bool>& stop,
                                char* err, std::size_t errlen) {
   const std::size_t bytes = pages * kPage;
-  void* m = mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
-                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (m == MAP_FAILED) {
-    std::snprintf(err, errlen, "mmap of %zu bytes failed: %s", bytes,
-                  std::strerror(errno));
-    return 0;
-  }
-  madvise(m, bytes, MADV_NOHUGEPAGE);
-  char* p = static_cast<char*>(m);
+  char* const p = MapAnonBatch(pages, err, errlen);
+  if (p == nullptr) return 0;
   std::size_t i = 0;
   for (; i < pages; ++i) {
     *reinterpret_cast<volatile char*>(p + i * kPage) = 1;
@@ -131,7 +140,7 @@ inline uint64_t AnonFaultBatch(std::size_t pages, const std::atomic<bool>& stop,
       break;
     }
   }
-  munmap(m, bytes);
+  munmap(p, bytes);
   return i;
 }
 
@@ -141,6 +150,31 @@ struct PhasedBatch {
   char* map = nullptr;      ///< the open batch, or null
   std::size_t touched = 0;  ///< its pages [0, touched) are faulted in
 };
+
+/// Maps a fresh batch into `b` (MapAnonBatch), none of it faulted in. False
+/// with `err` set when mmap fails. Async-signal-safe.
+inline bool OpenPhasedBatch(PhasedBatch& b, std::size_t pages, char* err,
+                            std::size_t errlen) {
+  b.map = MapAnonBatch(pages, err, errlen);
+  b.touched = 0;
+  return b.map != nullptr;
+}
+
+/// Faults in `b`'s pages [touched, to), one store per page; returns how many.
+inline uint64_t FaultInTo(PhasedBatch& b, std::size_t to) {
+  for (std::size_t i = b.touched; i < to; ++i)
+    *reinterpret_cast<volatile char*>(b.map + i * kPage) = 1;
+  const uint64_t n = to - b.touched;
+  b.touched = to;
+  return n;
+}
+
+/// Unmaps `b`'s open batch, if any.
+inline void ReleasePhasedBatch(PhasedBatch& b, std::size_t pages) {
+  if (b.map != nullptr) munmap(b.map, pages * kPage);
+  b.map = nullptr;
+  b.touched = 0;
+}
 
 /// One whole alloc/free cycle of a page_fault1 task `offset` pages into its
 /// cycle (0 <= offset < pages): faults in the rest of the open batch `b`
@@ -158,34 +192,12 @@ struct PhasedBatch {
 inline uint64_t PhasedAnonFaultCycle(PhasedBatch& b, std::size_t pages,
                                      std::size_t offset, char* err,
                                      std::size_t errlen) {
-  const std::size_t bytes = pages * kPage;
-  const auto map = [&]() -> bool {
-    void* m = mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (m == MAP_FAILED) {
-      std::snprintf(err, errlen, "mmap of %zu bytes failed: %s", bytes,
-                    std::strerror(errno));
-      return false;
-    }
-    madvise(m, bytes, MADV_NOHUGEPAGE);
-    b.map = static_cast<char*>(m);
-    b.touched = 0;
-    return true;
-  };
-  const auto touch = [&](std::size_t to) {
-    for (std::size_t i = b.touched; i < to; ++i)
-      *reinterpret_cast<volatile char*>(b.map + i * kPage) = 1;
-    const uint64_t n = to - b.touched;
-    b.touched = to;
-    return n;
-  };
-  if (b.map == nullptr && !map()) return 0;
-  uint64_t n = touch(pages);
-  munmap(b.map, bytes);
-  b.map = nullptr;
+  if (b.map == nullptr && !OpenPhasedBatch(b, pages, err, errlen)) return 0;
+  uint64_t n = FaultInTo(b, pages);
+  ReleasePhasedBatch(b, pages);
   if (offset > 0) {
-    if (!map()) return n;
-    n += touch(std::min(offset, pages));
+    if (!OpenPhasedBatch(b, pages, err, errlen)) return n;
+    n += FaultInTo(b, std::min(offset, pages));
   }
   return n;
 }
@@ -198,27 +210,9 @@ inline bool PrimePhasedBatch(PhasedBatch& b, std::size_t pages,
                              std::size_t offset, char* err,
                              std::size_t errlen) {
   if (offset == 0 || b.map != nullptr) return true;
-  const std::size_t bytes = pages * kPage;
-  void* m = mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
-                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (m == MAP_FAILED) {
-    std::snprintf(err, errlen, "mmap of %zu bytes failed: %s", bytes,
-                  std::strerror(errno));
-    return false;
-  }
-  madvise(m, bytes, MADV_NOHUGEPAGE);
-  b.map = static_cast<char*>(m);
-  b.touched = 0;
-  for (std::size_t i = 0; i < offset && i < pages; ++i, ++b.touched)
-    *reinterpret_cast<volatile char*>(b.map + i * kPage) = 1;
+  if (!OpenPhasedBatch(b, pages, err, errlen)) return false;
+  FaultInTo(b, std::min(offset, pages));
   return true;
-}
-
-/// Unmaps `b`'s open batch, if any.
-inline void ReleasePhasedBatch(PhasedBatch& b, std::size_t pages) {
-  if (b.map != nullptr) munmap(b.map, pages * kPage);
-  b.map = nullptr;
-  b.touched = 0;
 }
 
 /// Default length of an evidence window when the point's window is unknown
@@ -718,6 +712,14 @@ class KernelTaskWorkload : public Workload {
     }
   }
 
+  // How long a child may take to report a run of a window of `window_ns`:
+  // ChildReportLimitMs, or the family's fixed-work limit when longer.
+  int64_t ChildLimitMs(uint64_t window_ns) const {
+    return std::max<int64_t>(
+        ChildReportLimitMs(window_ns),
+        static_cast<int64_t>(FixedWorkLimitNs() / 1'000'000));
+  }
+
   // PrimeTask for task `index`: directly on this team thread, or as one
   // priming run of its child (the prime flag set). Its error is the task's.
   void Prime(int index, TaskState& t) {
@@ -730,10 +732,7 @@ class KernelTaskWorkload : public Workload {
     TaskWindow p;
     std::string e = t.child.Request();
     if (e.empty())
-      e = t.child.AwaitFor(
-          &p, std::max<int64_t>(
-                  ChildReportLimitMs(kDefaultEvidenceWindowNs),
-                  static_cast<int64_t>(FixedWorkLimitNs() / 1'000'000)));
+      e = t.child.AwaitFor(&p, ChildLimitMs(kDefaultEvidenceWindowNs));
     shared_[threads_ + index].store(false, std::memory_order_relaxed);
     if (!e.empty()) std::snprintf(p.error, sizeof p.error, "%s", e.c_str());
     child_task::KeepFirstError(t.all.error, p.error);
@@ -792,10 +791,7 @@ class KernelTaskWorkload : public Workload {
       if (ppoll(&p, 1, &ts, nullptr) > 0) break;  // dead child: EOF
     }
     shared_[index].store(true, std::memory_order_relaxed);
-    e = t.child.AwaitFor(
-        &r, std::max<int64_t>(
-                ChildReportLimitMs(window_ns),
-                static_cast<int64_t>(FixedWorkLimitNs() / 1'000'000)));
+    e = t.child.AwaitFor(&r, ChildLimitMs(window_ns));
     if (!e.empty()) {
       r = TaskWindow{};
       fail(e);
