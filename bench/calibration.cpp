@@ -18,11 +18,11 @@
 #include <set>
 #include <vector>
 
-#include "harness/cpu.h"
 #include "harness/family.h"
-#include "harness/memory.h"
-#include "harness/padded_slots.h"
-#include "harness/pingpong.h"
+#include "harness/machine/cpu.h"
+#include "harness/machine/memory.h"
+#include "harness/machine/padded_slots.h"
+#include "harness/measure/pingpong.h"
 
 namespace lockline {
 namespace {
@@ -113,8 +113,8 @@ class OpWorkload : public Workload {
 };
 
 // Ping-pong between thread 0 (the initiator) and thread 1 (the responder) on
-// one line placed by --mem (harness/pingpong.h). One op = one round trip = two
-// line transfers.
+// one line placed by --mem (harness/measure/pingpong.h). One op = one round
+// trip = two line transfers.
 class PingPongWorkload : public Workload {
  public:
   explicit PingPongWorkload(const PointEnv& env)

@@ -47,12 +47,12 @@
 #include <utility>
 #include <vector>
 
-#include "harness/barrier.h"
+#include "harness/measure/barrier.h"
 
 namespace lockline::child_task {
 
 /// The barrier of a point's tasks (the team threads that drive them block on
-/// it between a clean and an evidence window): harness/barrier.h.
+/// it between a clean and an evidence window): harness/measure/barrier.h.
 using TaskBarrier = SleepBarrier;
 
 /// tv as seconds.

@@ -1,16 +1,17 @@
-// duet: the seed questions' comparisons as paired windows (harness/duet.h).
-// Each row holds two variants of one family that differ in one parameter (the
-// slot count, the zone->lock layout, the put_page variant, the pre-zeroing
-// mode ...) and runs them alternately on one thread team, window by
-// window, so each window pair is one sample of their ratio taken within
-// milliseconds; plots/verdicts.py answers a question from these pairs where a
-// duet row exists (method "paired windows"), else from repetitions.
-// Contention regime: each side's own (the family's key says it). Not measured
-// here: anything a side does not (both sides are the families' own workloads).
-// Not paired: workloads whose invariants assume one window per repetition (the
-// prezero burst protocols). A/A rows (the same variant on both sides, suite
-// full) measure how often the paired method finds an effect that is not there.
-#include "harness/duet.h"
+// duet: the seed questions' comparisons as paired windows
+// (harness/measure/duet.h). Each row holds two variants of one family that
+// differ in one parameter (the slot count, the zone->lock layout, the put_page
+// variant, the pre-zeroing mode ...) and runs them alternately on one thread
+// team, window by window, so each window pair is one sample of their ratio
+// taken within milliseconds; plots/verdicts.py answers a question from these
+// pairs where a duet row exists (method "paired windows"), else from
+// repetitions. Contention regime: each side's own (the family's key says it).
+// Not measured here: anything a side does not (both sides are the families' own
+// workloads). Not paired: workloads whose invariants assume one window per
+// repetition (the prezero burst protocols). A/A rows (the same variant on both
+// sides, suite full) measure how often the paired method finds an effect that
+// is not there.
+#include "harness/measure/duet.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -449,7 +450,7 @@ std::vector<Variant> DuetVariants(const std::vector<PuInfo>& order) {
 LOCKLINE_REGISTER_FAMILY(Family{
     "duet",
     "the seed comparisons as paired windows: two variants of one family "
-    "alternating window by window on one thread team (harness/duet.h)",
+    "alternating window by window on one thread team (harness/measure/duet.h)",
     nullptr, DuetVariants});
 
 }  // namespace

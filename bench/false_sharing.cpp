@@ -29,7 +29,7 @@
 #include <vector>
 
 #include "harness/family.h"
-#include "harness/memory.h"
+#include "harness/machine/memory.h"
 
 namespace lockline {
 namespace {

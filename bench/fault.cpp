@@ -53,10 +53,10 @@
 #include <vector>
 
 #include "bench/child_task.h"
-#include "harness/cpu.h"
 #include "harness/family.h"
-#include "harness/kernel_probe.h"
-#include "harness/zeroing.h"
+#include "harness/machine/cpu.h"
+#include "harness/measure/kernel_probe.h"
+#include "harness/measure/zeroing.h"
 
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23  // Linux 5.14 uapi value, for older libc headers

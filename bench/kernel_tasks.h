@@ -5,10 +5,11 @@
 // SetupThread so fork is not timed; the child inherits the thread's PU
 // binding). Each task runs its family's op loop for one window and reports an
 // exact op count plus its own getrusage (RUSAGE_THREAD for threads,
-// RUSAGE_SELF of the child). Kernel lock evidence (harness/kernel_probe.h) is
-// enabled only around the task's own work: a thread's counters are opened on
-// itself, a child's by its team thread (which owns the fds and the sample
-// ring), so no inherited counters and no decoding in the child.
+// RUSAGE_SELF of the child). Kernel lock evidence
+// (harness/measure/kernel_probe.h) is enabled only around the task's own work:
+// a thread's counters are opened on itself, a child's by its team thread (which
+// owns the fds and the sample ring), so no inherited counters and no decoding
+// in the child.
 //
 // Children run only async-signal-safe code (the op loops make syscalls and
 // touch memory prepared before fork), since the harness is multithreaded.
@@ -43,10 +44,10 @@
 #include <vector>
 
 #include "bench/child_task.h"
-#include "harness/cpu.h"
 #include "harness/family.h"
-#include "harness/helpers.h"
-#include "harness/kernel_probe.h"
+#include "harness/machine/cpu.h"
+#include "harness/machine/helpers.h"
+#include "harness/measure/kernel_probe.h"
 
 namespace lockline::kernel_tasks {
 
@@ -329,12 +330,12 @@ class KernelTaskWorkload : public Workload {
   /// Prepare.
   void SetEvidenceWindows(int n) { evidence_windows_ = std::max(n, 0); }
   /// SetEvidenceWindows(env.evidence_windows), and the evidence timer's PU by
-  /// the helper rule (harness/helpers.h; issue 36: the timer was started by
-  /// team thread 0 and inherited its measured PU). With no free PU (a point at
-  /// every usable PU) the timer would share a measured PU and perturb the
-  /// evidence it drains (issue 36 item 1, issue 40: a helper never shares a
-  /// measured PU): the point then has no evidence windows, and the row says
-  /// why (evidence.off); its timed windows, which never run the timer, are
+  /// the helper rule (harness/machine/helpers.h; issue 36: the timer was
+  /// started by team thread 0 and inherited its measured PU). With no free PU
+  /// (a point at every usable PU) the timer would share a measured PU and
+  /// perturb the evidence it drains (issue 36 item 1, issue 40: a helper never
+  /// shares a measured PU): the point then has no evidence windows, and the row
+  /// says why (evidence.off); its timed windows, which never run the timer, are
   /// measured as usual. With --oversubscribe the timer shares the least
   /// loaded measured PU, said in the row's evidence_timer_note. Unbound off
   /// the host topology.
@@ -578,7 +579,7 @@ class KernelTaskWorkload : public Workload {
   };
 
   // Per window k (over tasks): ops summed, seconds from the first task's
-  // start to the last task's end (as harness/team.cpp times a window).
+  // start to the last task's end (as harness/measure/team.cpp times a window).
   std::vector<std::pair<uint64_t, double>> Windows(
       std::vector<Span> TaskState::*which) const {
     std::vector<std::pair<uint64_t, double>> out;

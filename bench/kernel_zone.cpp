@@ -17,8 +17,8 @@
 // grows with pcp->free_count (nr_pcp_free()), so the lock is taken less often
 // than once per `batch` pages. The rows count the holds instead of assuming
 // them: the evidence windows sample kmem:mm_page_alloc_zone_locked and
-// kmem:mm_page_pcpu_drain (harness/kernel_probe.h ZoneLockCounter) and report
-// zone_lock_acquisitions_per_op, splitting the events into holds at the
+// kmem:mm_page_pcpu_drain (harness/measure/kernel_probe.h ZoneLockCounter) and
+// report zone_lock_acquisitions_per_op, splitting the events into holds at the
 // valley of their gaps' log histogram (HoldSplitFromGaps), and "not
 // observed" (no metric) where no event was seen. Every window, timed or
 // evidence, is fixed work: one whole alloc/free cycle of the batch per task
@@ -30,8 +30,8 @@
 // high_fraction: vm.percpu_pagelist_high_fraction (Linux 5.14+), "default"
 // leaves it alone (0: the kernel sizes and, 6.7+, auto-tunes pcp high between
 // high_min and high_max); a number sets it for the point (root only; the old
-// value is registered with harness/restore.h before the write and restored
-// when the point ends, and by the signal handler on SIGINT / SIGTERM).
+// value is registered with harness/machine/restore.h before the write and
+// restored when the point ends, and by the signal handler on SIGINT / SIGTERM).
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -43,9 +43,8 @@
 
 #include "bench/kernel_tasks.h"
 #include "harness/family.h"
-#include "harness/kernel_probe.h"
-#include "harness/provenance.h"
-#include "harness/restore.h"
+#include "harness/machine/restore.h"
+#include "harness/measure/kernel_probe.h"
 
 namespace lockline::kernel_zone {
 

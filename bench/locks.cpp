@@ -20,8 +20,8 @@
 #include "harness/family.h"
 #include "harness/locks/all_locks.h"
 #include "harness/locks/lock_stat.h"
-#include "harness/memory.h"
-#include "harness/padded_slots.h"
+#include "harness/machine/memory.h"
+#include "harness/machine/padded_slots.h"
 
 namespace lockline {
 namespace {
@@ -54,8 +54,8 @@ class LockWorkload : public Workload {
       : cs_ns_(cs_ns),
         guarded_(MakeShared<Guarded<L>>(env)),
         side_(MakeShared<LockStatSide>(env)),
-        per_thread_(static_cast<std::size_t>(env.threads),
-                    kDeferConstruction) {}
+        per_thread_(static_cast<std::size_t>(env.threads), kDeferConstruction) {
+  }
 
   void SetupThread(const ThreadCtx& ctx) override {
     per_thread_.Emplace(ctx.index);  // first touch by its thread

@@ -29,12 +29,12 @@
 #include <type_traits>
 #include <vector>
 
-#include "harness/cpu.h"
 #include "harness/family.h"
 #include "harness/locks/all_locks.h"
 #include "harness/locks/lock_stat.h"
-#include "harness/memory.h"
-#include "harness/padded_slots.h"
+#include "harness/machine/cpu.h"
+#include "harness/machine/memory.h"
+#include "harness/machine/padded_slots.h"
 #include "layouts/page.h"
 
 namespace lockline {
@@ -226,8 +226,8 @@ class CostWorkload : public Workload {
     threads_ = PaddedSlots<CostThread>(static_cast<std::size_t>(threads),
                                        kDeferConstruction);
     // Each thread's struct pages, mapped here in thread order (so both builds
-    // of a duet draw the same offsets: harness/memory.h LayoutSampling) and
-    // first touched by their thread in SetupThread. On the heap they sat
+    // of a duet draw the same offsets: harness/machine/memory.h LayoutSampling)
+    // and first touched by their thread in SetupThread. On the heap they sat
     // wherever that thread's malloc arena had got to, which differs between
     // processes: an A/A build duet read the 1-thread atomic rows -3.9 %
     // [-5.0, -1.5] (issue 38).

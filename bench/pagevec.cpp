@@ -50,11 +50,11 @@
 // (WorkCalibration: an anonymous fault-in + munmap per page, minus the
 // model's own single-thread cost per page), W = 0 is the labelled saturated
 // case (every model saturates lru_lock at 2 threads). The work touches what
-// a fault on a fresh page touches (harness/page_work.h, issue 40 item 6): it
-// zeroes the next 4 KiB page of a per-thread ring larger than the thread's
-// share of L2 and L3 (cold: memset, as clear_page writes its 64 lines) and
-// writes the page's page-table entry, then spins for the rest. The default lock
-// is each era's: ttas for 2.6.9 (x86 `lock; decb` byte lock), qspinlock
+// a fault on a fresh page touches (harness/measure/page_work.h, issue 40 item
+// 6): it zeroes the next 4 KiB page of a per-thread ring larger than the
+// thread's share of L2 and L3 (cold: memset, as clear_page writes its 64 lines)
+// and writes the page's page-table entry, then spins for the rest. The default
+// lock is each era's: ttas for 2.6.9 (x86 `lock; decb` byte lock), qspinlock
 // for 5.8; other locks are what-if rows. stats:off rows take lru_lock without
 // lock_stat: every side of a seed comparison (IsVerdictSide: both slot counts,
 // both layouts, offsets 0 and 8, work_ns cal and 0) has one in the suites it is
@@ -62,8 +62,8 @@
 // are answered from them (paired duets on stats:off both sides,
 // bench/duet.cpp), and the instrumented rows give the lock wait share beside
 // them (issue 40 item 3). scanner:on adds one reclaim scanner thread per lock
-// (placed by the helper rule, harness/helpers.h, on a PU no measured thread
-// runs on: scanner rows run only at thread counts that leave it one,
+// (placed by the helper rule, harness/machine/helpers.h, on a PU no measured
+// thread runs on: scanner rows run only at thread counts that leave it one,
 // Variant::needs_spare_pu; it sleeps between cycles), one cycle per
 // SWAP_CLUSTER_MAX = 32 pages the workers add, under the same lock. kernel:5.8:
 // shrink_active_list isolates 32 pages from the LRU_ACTIVE_ANON tail,

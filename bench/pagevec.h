@@ -25,15 +25,15 @@
 #include <utility>
 #include <vector>
 
-#include "harness/cpu.h"
 #include "harness/family.h"
-#include "harness/helpers.h"
 #include "harness/locks/all_locks.h"
 #include "harness/locks/lock_stat.h"
-#include "harness/memory.h"
-#include "harness/padded_slots.h"
-#include "harness/page_work.h"
-#include "harness/topology.h"
+#include "harness/machine/cpu.h"
+#include "harness/machine/helpers.h"
+#include "harness/machine/memory.h"
+#include "harness/machine/padded_slots.h"
+#include "harness/machine/topology.h"
+#include "harness/measure/page_work.h"
 #include "layouts/cacheline.h"
 #include "layouts/page.h"
 #include "layouts/pagevec.h"
@@ -356,7 +356,7 @@ struct Config {
   bool scanner = false;               ///< one reclaim scanner thread per lock
   bool stats = true;  ///< lock_stat on lru_lock (false: plain lock/unlock)
   /// With work: the caches the work's ring is sized from and its pages per
-  /// thread (harness/page_work.h WorkRingPages), set by the workload.
+  /// thread (harness/measure/page_work.h WorkRingPages), set by the workload.
   WorkCaches work_caches;
   std::size_t work_ring_pages = 0;
 };
@@ -1284,8 +1284,8 @@ class PagevecWorkload : public Workload {
 
   // ---- the reclaim scanner ----------------------------------------------
 
-  /// The scanners' PUs by the helper rule (harness/helpers.h: a core of its
-  /// own on the measured threads' NUMA node); when the rule places fewer
+  /// The scanners' PUs by the helper rule (harness/machine/helpers.h: a core of
+  /// its own on the measured threads' NUMA node); when the rule places fewer
   /// than zones, each scanner shares the plan's last PU(s). -1 (unbound)
   /// without a host topology (tests).
   void PickScannerPus() {

@@ -17,11 +17,11 @@
 // machine's anonymous fault path (calibrated, less its zeroing: FaultRest)
 // runs as a spin outside the pool lock, so the rows' rate, faults_per_s, is
 // question 004's unit (issue 40 item 8).
-// Helper threads are placed by harness/helpers.h (own core, the measured
-// threads' NUMA node, never an SMT sibling of a measured thread; the burst
-// protocol's idle-CPU zeroers one per NUMA node, NodeZeroerPlaces) and rows
-// record helper_pu / helper_core / helper_numa. Contention regime: the pool
-// lock (PoolLock: zone->lock, a spinlock), held only to pop / push. Not
+// Helper threads are placed by harness/machine/helpers.h (own core, the
+// measured threads' NUMA node, never an SMT sibling of a measured thread; the
+// burst protocol's idle-CPU zeroers one per NUMA node, NodeZeroerPlaces) and
+// rows record helper_pu / helper_core / helper_numa. Contention regime: the
+// pool lock (PoolLock: zone->lock, a spinlock), held only to pop / push. Not
 // measured: the kernel's buddy allocator and fault path (see the `fault`
 // family).
 #include <benchmark/benchmark.h>
@@ -43,16 +43,16 @@
 #include <thread>
 #include <vector>
 
-#include "harness/barrier.h"
-#include "harness/cpu.h"
-#include "harness/duet.h"
 #include "harness/family.h"
-#include "harness/helpers.h"
 #include "harness/locks/tas_lock.h"
-#include "harness/padded_slots.h"
-#include "harness/page_work.h"
-#include "harness/shared_calibration.h"
-#include "harness/zeroing.h"
+#include "harness/machine/cpu.h"
+#include "harness/machine/helpers.h"
+#include "harness/machine/padded_slots.h"
+#include "harness/measure/barrier.h"
+#include "harness/measure/duet.h"
+#include "harness/measure/page_work.h"
+#include "harness/measure/shared_calibration.h"
+#include "harness/measure/zeroing.h"
 
 namespace lockline::prezero_bench {
 
@@ -242,14 +242,15 @@ inline void DirtyPage(char* p) {
 /// both protocols is followed by `rest_ns` of register spin (ThinkNs) outside
 /// the pool lock, so an allocation is a modelled fault and allocations/s are
 /// faults/s. rest_ns = the machine's anonymous fault path per 4 KiB page
-/// (harness/page_work.h MeasureFaultNsPerPage: mmap, first write, munmap; it
-/// includes clear_page) minus one page's zeroing (MeasureZeroNsPerPage: memset
-/// of an L2-resident page), clamped at 0; measured once per process under
-/// the same calibration names as work_ns:cal (SharedCalibration), so a build
-/// duet's two processes use one value. What the model does per allocation
-/// (take, zero or not, check, touch, free) stands for the fault's page
-/// allocation and clear_page; the spin for everything else (page tables, LRU
-/// add, the unmap's release), which pre-zeroing does not change.
+/// (harness/measure/page_work.h MeasureFaultNsPerPage: mmap, first write,
+/// munmap; it includes clear_page) minus one page's zeroing
+/// (MeasureZeroNsPerPage: memset of an L2-resident page), clamped at 0;
+/// measured once per process under the same calibration names as work_ns:cal
+/// (SharedCalibration), so a build duet's two processes use one value. What the
+/// model does per allocation (take, zero or not, check, touch, free) stands for
+/// the fault's page allocation and clear_page; the spin for everything else
+/// (page tables, LRU add, the unmap's release), which pre-zeroing does not
+/// change.
 struct FaultRest {
   double fault_ns_per_page = 0;
   double zero_ns_per_page = 0;
@@ -471,11 +472,12 @@ class PrezeroWorkload : public Workload {
  private:
   AllocCounts Totals() const { return SumCounts(counts_); }
 
-  // The zeroer's PU by the helper rule (harness/helpers.h PlaceHelpersNear:
-  // a free core of the measured threads' L3 / node, else of the nearest other
-  // node, else a flagged idle SMT sibling of a measured thread; issue 36: the
-  // measured threads filling their node used to put it on a measured PU);
-  // with no free PU at all (the runner runs such a point only under
+  // The zeroer's PU by the helper rule (harness/machine/helpers.h
+  // PlaceHelpersNear: a free core of the measured threads' L3 / node, else of
+  // the nearest other node, else a flagged idle SMT sibling of a measured
+  // thread; issue 36: the measured threads filling their node used to put it on
+  // a measured PU); with no free PU at all (the runner runs such a point only
+  // under
   // --oversubscribe: needs_spare_pu), the plan's last PU, shared (SCHED_IDLE
   // then only takes its idle time; the row says so). -1 (unbound) without a
   // host topology (tests).
@@ -760,11 +762,11 @@ class BurstPool {
 /// The zeroer:idle_cpus places: one zeroer per NUMA node of the measured
 /// threads (in plan order), the shape of the 2004 scrubd patch (one kernel
 /// thread per node, run on the node's most idle CPU). Within each node, the
-/// helper rule (harness/helpers.h PlaceHelpers on that node's PUs): a spare PU
-/// on a core of its own; with none (every PU of the node measured), the node's
-/// least-loaded measured PU (fewest measured threads; the last in plan order
-/// among equals), shared at SCHED_IDLE (reason says so). Measured PUs of
-/// unknown node (-1) count as one node. Never throws.
+/// helper rule (harness/machine/helpers.h PlaceHelpers on that node's PUs): a
+/// spare PU on a core of its own; with none (every PU of the node measured),
+/// the node's least-loaded measured PU (fewest measured threads; the last in
+/// plan order among equals), shared at SCHED_IDLE (reason says so). Measured
+/// PUs of unknown node (-1) count as one node. Never throws.
 inline std::vector<HelperPlace> NodeZeroerPlaces(
     const std::vector<PuInfo>& usable, const ThreadPlan& plan) {
   std::vector<int> nodes;
@@ -829,7 +831,7 @@ class BurstWorkload : public Workload {
     if (zeroer_ == Zeroer::kEngine && places_.empty()) {
       setup_error_ =
           "skipped: zeroer:engine needs a spare PU on its own core on the "
-          "measured threads' NUMA node (harness/helpers.h); none here";
+          "measured threads' NUMA node (harness/machine/helpers.h); none here";
       return;
     }
     StartZeroers();
@@ -1185,11 +1187,11 @@ inline constexpr int kBurstPairs = 16;
 /// protocol:idle_burst (the idle period, then the burst), side B
 /// protocol:busy (no idle period, the zeroers start with the burst), both
 /// zeroer:idle_cpus with the same places, in a seeded random order within
-/// each pair (harness/duet.h DuetSchedule). Before each burst thread 0 resets
-/// that side's pool (BurstWorkload::PrepareBurst: every page dirty again, and
-/// A's idle period) while the other threads sleep in a barrier; each burst is
-/// timed by its threads (first start to last end), so the idle periods and
-/// resets are outside the pairs' faults/s. The pairs are the row's
+/// each pair (harness/measure/duet.h DuetSchedule). Before each burst thread 0
+/// resets that side's pool (BurstWorkload::PrepareBurst: every page dirty
+/// again, and A's idle period) while the other threads sleep in a barrier; each
+/// burst is timed by its threads (first start to last end), so the idle periods
+/// and resets are outside the pairs' faults/s. The pairs are the row's
 /// details.duet.pairs (A and B faults/s), read by plots/verdicts.py as
 /// paired windows of one coherence regime: the repetitions of the separate
 /// idle_burst and busy rows fell in different regimes too often to resolve

@@ -5,7 +5,7 @@
 // special-cases zero lines), so the result is fill throughput of a value, not
 // memory bandwidth; the row says so and fill:pattern is the control. Not
 // measured: page faults (see `fault`).
-#include "harness/zeroing.h"
+#include "harness/measure/zeroing.h"
 
 #include <benchmark/benchmark.h>
 #include <sys/mman.h>

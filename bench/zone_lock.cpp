@@ -4,15 +4,15 @@
 // compiled in bench/zone_lock/.
 // work_ns:W is the work a kernel fault path does per page outside zone->lock
 // (page tables, clear_page, LRU add, the unmap): W = cal is calibrated on the
-// machine once per process (CalibratedWork, harness/page_work.h as pagevec's:
-// an anonymous fault-in + munmap per page, minus this model's own
+// machine once per process (CalibratedWork, harness/measure/page_work.h as
+// pagevec's: an anonymous fault-in + munmap per page, minus this model's own
 // single-thread cost per alloc+free pair at work_ns:0, clamped at 0), W = 0 is
 // the labelled saturated case (threads do nothing between zone->lock holds
 // but the pcp and fair-zone work). The work runs outside the lock, half after
 // each allocation (it zeroes the next, cache-cold 4 KiB page of a per-thread
 // ring larger than the thread's share of the caches, memset, as clear_page
 // writes a page's lines, writes its page-table entry, and spins in
-// registers; harness/page_work.h, issue 40 item 6) and half before
+// registers; harness/measure/page_work.h, issue 40 item 6) and half before
 // each free (a spin: the unmap's share), so both phases of a burst cost alike
 // per step (SplitWork). With work (W > 0) a thread's burst is 16384 pages
 // (kWorkBurstPages, 64 MiB: half of page_fault1's 128 MiB per task), so
@@ -44,7 +44,7 @@
 
 #include "harness/family.h"
 #include "harness/locks/all_locks.h"
-#include "harness/topology.h"
+#include "harness/machine/topology.h"
 #include "layouts/zone.h"
 
 namespace lockline::zone_lock {

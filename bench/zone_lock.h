@@ -11,7 +11,7 @@
 // 4.0 has no such path for order-0 pages. After each allocation, outside the
 // lock, the thread does the fault path's work per page (Options::work_ns:
 // zero a cold page of its ring, write its page-table entry and spin,
-// harness/page_work.h; work_ns:cal is
+// harness/measure/page_work.h; work_ns:cal is
 // calibrated by CalibratedWork); Options::stats off takes the lock without
 // lock_stat (the uninstrumented twin rows).
 // Not measured: __rmqueue_fallback and MIGRATE_RESERVE (one migrate type),
@@ -44,14 +44,14 @@
 #include <utility>
 #include <vector>
 
-#include "harness/cpu.h"
 #include "harness/family.h"
 #include "harness/locks/all_locks.h"
 #include "harness/locks/lock_stat.h"
-#include "harness/memory.h"
-#include "harness/padded_slots.h"
-#include "harness/page_work.h"
-#include "harness/topology.h"
+#include "harness/machine/cpu.h"
+#include "harness/machine/memory.h"
+#include "harness/machine/padded_slots.h"
+#include "harness/machine/topology.h"
+#include "harness/measure/page_work.h"
 #include "layouts/buddy.h"
 #include "layouts/page.h"
 #include "layouts/report.h"
@@ -256,7 +256,7 @@ struct Options {
   WorkCalibration calibration;   ///< when work_calibrated: its inputs
   bool stats = true;  ///< lock_stat on zone->lock (false: plain lock/unlock)
   /// With work: the caches the work's ring is sized from and its pages per
-  /// thread (harness/page_work.h WorkRingPages), set by the workload.
+  /// thread (harness/measure/page_work.h WorkRingPages), set by the workload.
   WorkCaches work_caches;
   std::size_t work_ring_pages = 0;
 };
@@ -278,8 +278,8 @@ inline Options WithWorkRing(Options o, const PointEnv& env) {
 /// bench/zone_lock/lock_after_free_area.cpp, which instantiates that layout.
 double MeasureModelNsPerPage(bool quick);
 
-/// work_ns:cal (harness/page_work.h CalibrateWork with MeasureModelNsPerPage),
-/// measured once per process (thread safe).
+/// work_ns:cal (harness/measure/page_work.h CalibrateWork with
+/// MeasureModelNsPerPage), measured once per process (thread safe).
 WorkCalibration CalibratedWork(bool quick);
 
 /// The compile-time facts of one zone layout that its rows report.

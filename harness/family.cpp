@@ -4,8 +4,8 @@
 #include <chrono>
 #include <mutex>
 
-#include "harness/cpu.h"
-#include "harness/shared_calibration.h"
+#include "harness/machine/cpu.h"
+#include "harness/measure/shared_calibration.h"
 
 namespace lockline {
 namespace {
@@ -27,7 +27,7 @@ inline uint64_t ThinkStep(uint64_t x) {
 // trials, so a preempted trial does not inflate the rate).
 double StepsPerNs() {
   // One value for both processes of a build duet
-  // (harness/shared_calibration.h).
+  // (harness/measure/shared_calibration.h).
   static const double rate = SharedCalibration("think_steps_per_ns", [] {
     double best = 0;
     for (int trial = 0; trial < 5; ++trial) {

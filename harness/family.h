@@ -29,7 +29,7 @@
 #include <utility>
 #include <vector>
 
-#include "harness/topology.h"
+#include "harness/machine/topology.h"
 
 namespace lockline {
 
@@ -79,8 +79,8 @@ class Workload {
   /// where the heap put the object moved its cache set and its 4 KiB aliasing
   /// with the lock line from one process to the other: an A/A build duet read
   /// a 1-thread ticket lock with lock_stat -5.4 % [-5.8, -5.0] and -5.3 % in
-  /// two runs. Allocated by AllocSampledObject (harness/memory.h): its own
-  /// pages, at the page offset the live LayoutSampling draws, which both
+  /// two runs. Allocated by AllocSampledObject (harness/machine/memory.h): its
+  /// own pages, at the page offset the live LayoutSampling draws, which both
   /// builds of a duet draw alike. A wrapper that exists on one side only
   /// (the build duet's, a test build's planted slowdown) is a
   /// HeapPlacedWorkload, so both sides draw the same sequence.
@@ -112,10 +112,10 @@ class Workload {
   /// (a lock word, a counter, a list head), so the point's speed depends on how
   /// fast lines move between its PUs and the harness probes that before and
   /// after it (a coherence regime label: near, far, ...; see
-  /// harness/coherence.h). Workloads whose threads only touch private memory
-  /// (page faults on private mappings, zeroing a private buffer, an atomic on a
-  /// private line) return false: their rows carry the label "none" and no
-  /// probe is run.
+  /// harness/measure/coherence.h). Workloads whose threads only touch private
+  /// memory (page faults on private mappings, zeroing a private buffer, an
+  /// atomic on a private line) return false: their rows carry the label "none"
+  /// and no probe is run.
   virtual bool shares_lines() const { return true; }
   /// After all windows, on the main thread: add metrics and details.
   /// `window_seconds` is the summed wall time of all windows, `ops` the summed
@@ -186,8 +186,8 @@ struct Variant {
   /// rows that serve the figures. The plan prints the time per question.
   std::string question;
   /// Paired windows (bench/duet.cpp): the harness sets the point's windows
-  /// from --precision (PlanPairs, harness/duet.h) instead of `windows`, and
-  /// the factory reads them from PointEnv::windows.
+  /// from --precision (PlanPairs, harness/measure/duet.h) instead of `windows`,
+  /// and the factory reads them from PointEnv::windows.
   bool paired = false;
   bool needs_spare_pu =
       false;  ///< the workload starts one helper thread on a PU of its own
@@ -204,9 +204,9 @@ struct Variant {
   /// runner corrects it from the workload once the point has run.
   bool fixed_work = false;
   /// What one repetition costs besides its timed windows and the harness's
-  /// own per-point work (harness/budget.h HarnessRepetitionCostS), for fitting
-  /// the window to --budget only (the run rescales it by what each family's
-  /// points measure): `cost_mib` MiB of anonymous memory first touched
+  /// own per-point work (harness/run/budget.h HarnessRepetitionCostS), for
+  /// fitting the window to --budget only (the run rescales it by what each
+  /// family's points measure): `cost_mib` MiB of anonymous memory first touched
   /// (faulted in and zeroed: a pool filled in setup, a warm-up pass, the pages
   /// of fixed-work windows; priced at plan time by
   /// MeasureFaultInSecondsPerMiB), plus `cost_s` seconds of anything else

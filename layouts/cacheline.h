@@ -17,7 +17,7 @@ namespace lockline {
 /// most ARM cores; 128 is POWER, some ARM server parts, and effectively Intel
 /// with adjacent-line prefetch (which pulls lines in 128-byte pairs). Padding
 /// in every model is a template parameter taking one of these, never a hidden
-/// default (harness/cpu.h's kCacheLine is the harness's own padding).
+/// default (harness/machine/cpu.h's kCacheLine is the harness's own padding).
 inline constexpr std::size_t kCacheLine64 = 64;
 inline constexpr std::size_t kCacheLine128 = 128;
 

@@ -244,7 +244,7 @@ class Point:
 
 def overrun_pair_flags(row: Dict[str, Any]) -> List[bool]:
     """Per measured window pair of a raw paired-windows row, whether one of its two windows
-    overran (issue 39): the pair's own `overrun` flag (harness/runner.cpp MarkOverrunPairs),
+    overran (issue 39): the pair's own `overrun` flag (harness/run/runner.cpp MarkOverrunPairs),
     else, for files written before it, from the row's `windows[].overrun` and
     `details.duet.sides` (measured pair k = the k-th two `a`/`b` windows). [] for any other
     row."""
@@ -267,7 +267,7 @@ def overrun_pair_flags(row: Dict[str, Any]) -> List[bool]:
 
 
 def row_duet_pairs(row: Dict[str, Any]) -> List[Tuple[float, float]]:
-    """The window pairs of one raw paired-windows row (family `duet`, harness/duet.h): (A's
+    """The window pairs of one raw paired-windows row (family `duet`, harness/measure/duet.h): (A's
     ops/s, B's ops/s) per measured pair, in the row's order, from `details.duet.pairs`; [] for
     any other row or a malformed one. A pair holding an overrun window is left out
     (overrun_pair_flags), the row's other pairs kept (issue 39)."""
@@ -287,7 +287,7 @@ def row_duet_pairs(row: Dict[str, Any]) -> List[Tuple[float, float]]:
 
 
 def duet_pairs(point: Point) -> List[Tuple[float, float]]:
-    """The window pairs of a paired-windows row (family `duet`, harness/duet.h): (A's ops/s,
+    """The window pairs of a paired-windows row (family `duet`, harness/measure/duet.h): (A's ops/s,
     B's ops/s) per measured pair, from `details.duet.pairs`; [] for any other row or a
     malformed one (row_duet_pairs of the point's raw row)."""
     return row_duet_pairs(point.row)
@@ -585,7 +585,7 @@ def _merge_single_point_families(points: List[Point]) -> None:
 
 
 def multi_run_dirs(path: str) -> List[str]:
-    """The run directories of a `lockline --runs=N` directory (harness/runs.h): the `dirs` of
+    """The run directories of a `lockline --runs=N` directory (harness/run/runs.h): the `dirs` of
     its runs.json that hold a lockline.json, else its run-K subdirectories with one, in K
     order; [] for any other path (a directory with its own lockline.json included)."""
     if not os.path.isdir(path) or os.path.isfile(os.path.join(path, "lockline.json")):

@@ -3,7 +3,7 @@
 
 Usage: plots/reproduce.py RUN_DIR [--min-effect PCT] [--quiet]
 
-RUN_DIR is a `lockline --runs=N` directory (harness/runs.h: RUN_DIR/run-1 .. run-N, each a
+RUN_DIR is a `lockline --runs=N` directory (harness/run/runs.h: RUN_DIR/run-1 .. run-N, each a
 whole run; `lockline --runs=N` calls this tool at its end) or any directory of run-K
 subdirectories. Writes each run's own RUN_DIR/run-K/verdicts.json (plots/verdicts.py) and
 RUN_DIR/verdicts.json: every comparison computed ONCE over the repetitions of all runs (the

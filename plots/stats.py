@@ -96,7 +96,7 @@ def resampled_medians(values: np.ndarray, rng: np.random.Generator,
 
 def regime_rank(label: str) -> Tuple[int, int, str]:
     """Sort key of a regime label, fastest (lowest latency) first: near, baseline (older
-    files), far (the harness's second regime), regime3, regime4, ... (harness/coherence.h
+    files), far (the harness's second regime), regime3, regime4, ... (harness/measure/coherence.h
     numbers regimes by latency rank), shifted, then anything else by name."""
     if label == "near":
         return (0, 1, label)
@@ -591,7 +591,7 @@ def compare_pairs(pairs: Sequence[Tuple], label: str = "",
                   resamples: int = BOOTSTRAP_RESAMPLES, seed: int = SEED,
                   confidence: float = CONFIDENCE,
                   min_repetitions: int = MIN_PAIR_REPETITIONS) -> Comparison:
-    """The effect of B against A from paired windows (harness/duet.h): `pairs` are
+    """The effect of B against A from paired windows (harness/measure/duet.h): `pairs` are
     (coherence label of the repetition, A's ops/s, B's ops/s, repetition), one per window pair;
     `repetition` is any hashable naming the repetition (and run) the pair was measured in
     (lockline_results.labelled_duet_pairs). A 3-tuple (no repetition) is a unit of its own.
@@ -761,7 +761,7 @@ def compare_pair_effects(base_pairs: Sequence[Tuple[str, float, float]],
                          resamples: int = BOOTSTRAP_RESAMPLES,
                          seed: int = SEED) -> Comparison:
     """The change of a paired effect B/A between two runs: the duet rows of one key (family
-    `duet`, harness/duet.h) in a baseline and a current run. `base_pairs`, `current_pairs`:
+    `duet`, harness/measure/duet.h) in a baseline and a current run. `base_pairs`, `current_pairs`:
     (coherence label of the repetition, A's ops/s, B's ops/s[, repetition]) per measured window
     pair (lockline_results.labelled_duet_pairs; a 4th element is ignored here), every repetition
     of the row in one list.

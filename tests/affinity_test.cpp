@@ -16,11 +16,11 @@
 #include <string>
 #include <vector>
 
-#include "harness/cgroup.h"
-#include "harness/options.h"
-#include "harness/results.h"
-#include "harness/team.h"
-#include "harness/topology.h"
+#include "harness/machine/cgroup.h"
+#include "harness/machine/topology.h"
+#include "harness/measure/team.h"
+#include "harness/record/results.h"
+#include "harness/run/options.h"
 
 namespace lockline {
 namespace {

@@ -1,9 +1,9 @@
-// The budget fit (harness/budget.h): given points with declared and measured
-// costs, the fitted window makes the predicted run hit the budget; the window
-// clamps; fixed work that alone exceeds the budget is said at plan time; and a
-// simulated run that refits after every repetition ends near its budget. No
-// clocks: every cost is a number the test makes up.
-#include "harness/budget.h"
+// The budget fit (harness/run/budget.h): given points with declared and
+// measured costs, the fitted window makes the predicted run hit the budget; the
+// window clamps; fixed work that alone exceeds the budget is said at plan time;
+// and a simulated run that refits after every repetition ends near its budget.
+// No clocks: every cost is a number the test makes up.
+#include "harness/run/budget.h"
 
 #include <gtest/gtest.h>
 

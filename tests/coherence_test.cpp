@@ -1,8 +1,9 @@
-// Coherence regimes on synthetic probe latencies (harness/coherence.h), the
-// per-operation Google Benchmark times and lockline's aggregates on synthetic
-// rows (harness/rows.h), and the verdicts.json reader of --until-resolved
-// (harness/until_resolved.h). No timing: every input is made up.
-#include "harness/coherence.h"
+// Coherence regimes on synthetic probe latencies (harness/measure/coherence.h),
+// the per-operation Google Benchmark times and lockline's aggregates on
+// synthetic rows (harness/record/rows.h), and the verdicts.json reader of
+// --until-resolved (harness/run/until_resolved.h). No timing: every input is
+// made up.
+#include "harness/measure/coherence.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -13,8 +14,8 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
-#include "harness/rows.h"
-#include "harness/until_resolved.h"
+#include "harness/record/rows.h"
+#include "harness/run/until_resolved.h"
 
 namespace lockline {
 namespace {

@@ -2,7 +2,7 @@
 // pages, no migrations when pinned), hardware events are honest about a missing
 // PMU, bad input is reported, and the unprivileged (perf_event_paranoid) case
 // marks kernel-only events unavailable instead of reading 0.
-#include "harness/counters.h"
+#include "harness/measure/counters.h"
 
 #include <gtest/gtest.h>
 #include <linux/filter.h>

@@ -1,7 +1,7 @@
-// Paired windows (harness/duet.h): the schedule, the pairing of windows, and
-// that a DuetWorkload runs each side exactly in its scheduled windows and
-// reports both. Correctness only: no speed is asserted here.
-#include "harness/duet.h"
+// Paired windows (harness/measure/duet.h): the schedule, the pairing of
+// windows, and that a DuetWorkload runs each side exactly in its scheduled
+// windows and reports both. Correctness only: no speed is asserted here.
+#include "harness/measure/duet.h"
 
 #include <gtest/gtest.h>
 

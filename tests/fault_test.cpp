@@ -1,9 +1,9 @@
-// Tests of the fault, prezero and zeroing families and harness/zeroing.h: every
-// page handed out is all zeros, the pre-zeroed share adds up, fault counts
-// match each mode's expectation, and a clzero request on a CPU without it is a
-// clean skip. The families' sources are included so their workload types can be
-// driven on the harness's thread team without the runner
-// (tests/workload_driver.h).
+// Tests of the fault, prezero and zeroing families and
+// harness/measure/zeroing.h: every page handed out is all zeros, the pre-zeroed
+// share adds up, fault counts match each mode's expectation, and a clzero
+// request on a CPU without it is a clean skip. The families' sources are
+// included so their workload types can be driven on the harness's thread team
+// without the runner (tests/workload_driver.h).
 #include "bench/fault.cpp"
 
 #include <gtest/gtest.h>
@@ -13,7 +13,7 @@
 
 #include "bench/prezero.cpp"
 #include "bench/zeroing.cpp"
-#include "harness/zeroing.h"
+#include "harness/measure/zeroing.h"
 #include "tests/workload_driver.h"
 
 namespace lockline {
@@ -44,7 +44,7 @@ RunResult Drive(Workload& wl, int threads, int windows = 1,
   return res;
 }
 
-// ---- harness/zeroing.h
+// ---- harness/measure/zeroing.h
 // ------------------------------------------------------------------------
 
 TEST(ZeroingMethods, EveryMethodZeroesAndFillsUnalignedRanges) {

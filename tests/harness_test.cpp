@@ -11,10 +11,10 @@
 #include <thread>
 
 #include "harness/family.h"
-#include "harness/memory.h"
-#include "harness/options.h"
-#include "harness/results.h"
-#include "harness/team.h"
+#include "harness/machine/memory.h"
+#include "harness/measure/team.h"
+#include "harness/record/results.h"
+#include "harness/run/options.h"
 
 namespace lockline {
 namespace {

@@ -1,10 +1,10 @@
-// Tests of harness/helpers.h (issues 14, 27, 36): helper threads are placed
-// like measured threads -- a core of their own, the measured threads' L3 and
-// NUMA node first, then the nearest node, an idle SMT sibling only when no core
-// is free, never a measured PU unless --oversubscribe -- on synthetic
+// Tests of harness/machine/helpers.h (issues 14, 27, 36): helper threads are
+// placed like measured threads -- a core of their own, the measured threads' L3
+// and NUMA node first, then the nearest node, an idle SMT sibling only when no
+// core is free, never a measured PU unless --oversubscribe -- on synthetic
 // topologies and the fixtures in tests/fixtures/topologies (no host
 // dependence).
-#include "harness/helpers.h"
+#include "harness/machine/helpers.h"
 
 #include <gtest/gtest.h>
 

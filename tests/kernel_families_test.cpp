@@ -1,11 +1,11 @@
 // Tests of the kernel_* families (issue 18) and their harness pieces
-// (harness/kernel_probe.h, harness/restore.h): exact op accounting (minor
-// faults == pages touched, bytes received == bytes sent, memfds empty after
-// truncate / punch), contention tracepoints read when tracefs has
-// lock:contention_begin (skipped with the reason elsewhere), the parsers of
-// /proc/zoneinfo, kallsyms and kernel config text, callchain attribution, and
-// RestoreAll writing registered values back. Windows are short (50-100 ms);
-// no speed is asserted.
+// (harness/measure/kernel_probe.h, harness/machine/restore.h): exact op
+// accounting (minor faults == pages touched, bytes received == bytes sent,
+// memfds empty after truncate / punch), contention tracepoints read when
+// tracefs has lock:contention_begin (skipped with the reason elsewhere), the
+// parsers of /proc/zoneinfo, kallsyms and kernel config text, callchain
+// attribution, and RestoreAll writing registered values back. Windows are short
+// (50-100 ms); no speed is asserted.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -25,18 +25,18 @@
 #include "bench/kernel_lru.cpp"
 #include "bench/kernel_put_page.cpp"
 #include "bench/kernel_zone.cpp"
-#include "harness/kernel_probe.h"
-#include "harness/restore.h"
+#include "harness/machine/restore.h"
+#include "harness/measure/kernel_probe.h"
 #include "tests/workload_driver.h"
 
 namespace lockline {
 namespace {
 
 // As root, the probes mount tracefs at /sys/kernel/tracing when nothing is
-// mounted there (harness/kernel_probe.cpp), as a lockline run does; lockline
-// unmounts it when the run ends, and this binary does the same when its tests
-// end, so a test run leaves the machine as found (issue 27: before, ctest left
-// tracefs mounted on the host).
+// mounted there (harness/measure/kernel_probe.cpp), as a lockline run does;
+// lockline unmounts it when the run ends, and this binary does the same when
+// its tests end, so a test run leaves the machine as found (issue 27: before,
+// ctest left tracefs mounted on the host).
 class TracefsAsFound : public ::testing::Environment {
  public:
   void SetUp() override { WatchTracefsMount(); }
@@ -244,7 +244,8 @@ TEST(KernelZone, RowSaysWhenHighFractionMovedDuringWindows) {
 }
 
 // SIGTERM in the middle of a sweep point: the harness's handler puts
-// vm.percpu_pagelist_high_fraction back (harness/restore.h) before exiting.
+// vm.percpu_pagelist_high_fraction back (harness/machine/restore.h) before
+// exiting.
 TEST(KernelZone, SigtermRestoresHighFraction) {
   if (geteuid() != 0)
     GTEST_SKIP() << "needs root to write " << kernel_zone::kFractionPath;

@@ -1,9 +1,10 @@
-// Tests of harness/padded_slots.h (issue 27: --padding=BYTES): the stride is
-// round_up(max(sizeof(T), padding), padding), the block is padding-aligned,
-// neighbouring slots of a small T are exactly `padding` bytes apart (so no two
-// threads' slots share a line), every T is constructed and destroyed exactly
-// once, and --padding accepts only powers of two from 64 to 4096.
-#include "harness/padded_slots.h"
+// Tests of harness/machine/padded_slots.h (issue 27: --padding=BYTES): the
+// stride is round_up(max(sizeof(T), padding), padding), the block is
+// padding-aligned, neighbouring slots of a small T are exactly `padding` bytes
+// apart (so no two threads' slots share a line), every T is constructed and
+// destroyed exactly once, and --padding accepts only powers of two from 64 to
+// 4096.
+#include "harness/machine/padded_slots.h"
 
 #include <gtest/gtest.h>
 
@@ -14,7 +15,7 @@
 #include <thread>
 #include <vector>
 
-#include "harness/options.h"
+#include "harness/run/options.h"
 
 namespace lockline {
 namespace {
@@ -29,7 +30,9 @@ struct alignas(kCacheLine) Big {  // 200 bytes of payload, 256 with alignment
   unsigned char bytes[200] = {};
 };
 
-std::uintptr_t Addr(const void* p) { return reinterpret_cast<std::uintptr_t>(p); }
+std::uintptr_t Addr(const void* p) {
+  return reinterpret_cast<std::uintptr_t>(p);
+}
 
 TEST(PaddedSlots, StrideIsSizeRoundedUpToThePadding) {
   EXPECT_EQ(PaddedSlots<Small>::StrideFor(64), 64u);
@@ -55,7 +58,8 @@ TEST(PaddedSlots, BlockAndEverySlotArePaddingAligned) {
     PaddedSlots<Small> slots(9, pad);
     ASSERT_EQ(slots.size(), 9u);
     for (std::size_t i = 0; i < slots.size(); ++i)
-      EXPECT_EQ(Addr(&slots[i]) % pad, 0u) << "padding " << pad << " slot " << i;
+      EXPECT_EQ(Addr(&slots[i]) % pad, 0u)
+          << "padding " << pad << " slot " << i;
   }
 }
 

@@ -1,8 +1,9 @@
-// The work outside the lock of pagevec and zone_lock (harness/page_work.h,
-// issue 40 item 6): each op touches a fresh page's 64 lines and the line of
-// its page-table entry, in ring order, and the ring is sized beyond the
-// thread's share of the caches. Correctness only, never speed.
-#include "harness/page_work.h"
+// The work outside the lock of pagevec and zone_lock
+// (harness/measure/page_work.h, issue 40 item 6): each op touches a fresh
+// page's 64 lines and the line of its page-table entry, in ring order, and the
+// ring is sized beyond the thread's share of the caches. Correctness only,
+// never speed.
+#include "harness/measure/page_work.h"
 
 #include <gtest/gtest.h>
 #include <sched.h>

@@ -13,11 +13,12 @@
 #include <vector>
 
 #include "harness/family.h"
-#include "harness/memory.h"
-#include "harness/options.h"
-#include "harness/provenance.h"
-#include "harness/team.h"
-#include "harness/topology.h"
+#include "harness/machine/memory.h"
+#include "harness/machine/restore.h"
+#include "harness/machine/topology.h"
+#include "harness/measure/team.h"
+#include "harness/record/provenance.h"
+#include "harness/run/options.h"
 
 namespace lockline {
 namespace {

@@ -1,6 +1,6 @@
-// Issue 39: address-layout sampling (harness/memory.h LayoutSampling), the
-// duet's overrun pairs (harness/runner.h MarkOverrunPairs) and --runs
-// (harness/options.h, harness/runs.h).
+// Issue 39: address-layout sampling (harness/machine/memory.h LayoutSampling),
+// the duet's overrun pairs (harness/run/runner.h MarkOverrunPairs) and --runs
+// (harness/run/options.h, harness/run/runs.h).
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -12,10 +12,10 @@
 #include <string>
 #include <vector>
 
-#include "harness/memory.h"
-#include "harness/options.h"
-#include "harness/runner.h"
-#include "harness/runs.h"
+#include "harness/machine/memory.h"
+#include "harness/run/options.h"
+#include "harness/run/runner.h"
+#include "harness/run/runs.h"
 
 namespace lockline {
 namespace {

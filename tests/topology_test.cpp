@@ -2,7 +2,7 @@
 // synthetic topologies, the real machines' XML fixtures in
 // LOCKLINE_FIXTURES_DIR/topologies (tests/fixtures), a /sys dump loaded through
 // HWLOC_FSROOT, and (binding only) this host.
-#include "harness/topology.h"
+#include "harness/machine/topology.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -16,9 +16,9 @@
 #include <thread>
 #include <vector>
 
-#include "harness/options.h"
-#include "harness/provenance.h"
-#include "harness/team.h"
+#include "harness/measure/team.h"
+#include "harness/record/provenance.h"
+#include "harness/run/options.h"
 
 namespace lockline {
 namespace {

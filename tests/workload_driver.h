@@ -1,7 +1,7 @@
 // Drives one lockline::Workload in a test the way the harness's runner
-// (harness/runner.cpp) does, on the harness's own thread team
-// (harness/team.h), so the family tests exercise the same code path as real
-// runs: Prepare on the calling thread, SetupThread on every team thread,
+// (harness/run/runner.cpp) does, on the harness's own thread team
+// (harness/measure/team.h), so the family tests exercise the same code path as
+// real runs: Prepare on the calling thread, SetupThread on every team thread,
 // windows through ThreadTeam::RunWindow (start barrier, stop flag set `seconds`
 // after the last thread arrives, fixed-work windows run to completion), then
 // TeardownThread on the same threads, Report and Verify.
@@ -23,9 +23,9 @@
 #include <string>
 #include <vector>
 
-#include "harness/cpu.h"
 #include "harness/family.h"
-#include "harness/team.h"
+#include "harness/machine/cpu.h"
+#include "harness/measure/team.h"
 
 namespace lockline::testing {
 

@@ -29,9 +29,9 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
-#include "harness/cpu.h"
 #include "harness/family.h"
 #include "harness/locks/lock.h"
+#include "harness/machine/cpu.h"
 
 namespace lockline {
 
@@ -46,7 +46,7 @@ inline constexpr int kWaitBuckets = 40;
 inline constexpr uint64_t kHoldSampleEvery = 64;
 
 /// One thread's statistics for one lock, aligned to one line; it lives in its
-/// thread's slot of a PaddedSlots array (harness/padded_slots.h), whose
+/// thread's slot of a PaddedSlots array (harness/machine/padded_slots.h), whose
 /// --padding stride keeps threads off each other's lines. Written only by its
 /// thread; read by the main thread after the windows (thread join or the
 /// harness's end barrier orders the reads).

@@ -8,8 +8,8 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "harness/cpu.h"
 #include "harness/locks/spin_wait.h"
+#include "harness/machine/cpu.h"
 
 namespace lockline {
 

@@ -10,8 +10,8 @@
 #include <mutex>
 #include <vector>
 
-#include "harness/cpu.h"
 #include "harness/locks/spin_wait.h"
+#include "harness/machine/cpu.h"
 
 namespace lockline {
 

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <thread>
 
-#include "harness/cpu.h"
+#include "harness/machine/cpu.h"
 
 namespace lockline {
 

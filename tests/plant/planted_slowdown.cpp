@@ -16,9 +16,9 @@
 #include <memory>
 #include <string>
 
-#include "harness/build_duet.h"
-#include "harness/cpu.h"
 #include "harness/family.h"
+#include "harness/machine/cpu.h"
+#include "harness/run/build_duet.h"
 
 namespace lockline {
 namespace {

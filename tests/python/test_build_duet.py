@@ -1,4 +1,4 @@
-"""Builds in duet (issue 38): lockline --duet-with=OLD (harness/build_duet.h), its window-server
+"""Builds in duet (issue 38): lockline --duet-with=OLD (harness/run/build_duet.h), its window-server
 protocol, the refusal of an old build of another schema or suite, ci/compare.py --builds on
 synthetic window pairs, and (with the test target lockline_planted) the gate on a planted
 slowdown. Binaries: $LOCKLINE_BINARY (ctest sets it; default build/lockline) and

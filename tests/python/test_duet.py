@@ -1,4 +1,4 @@
-"""Paired windows (bench/duet.cpp, harness/duet.h): the paired effect of plots/stats.py and
+"""Paired windows (bench/duet.cpp, harness/measure/duet.h): the paired effect of plots/stats.py and
 its use by plots/verdicts.py. Synthetic pairs with known effects; no timing."""
 
 import math

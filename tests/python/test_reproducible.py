@@ -152,7 +152,7 @@ def duet_row(pairs, overrun_window=None, flags=False, key="duet/x", rep=0):
 @pytest.mark.parametrize("flags", [False, True])
 def test_one_overrun_pair_keeps_the_rest(flags):
     """Pair 4 (windows 10, 11) overran: the row keeps 11 of its 12 pairs (with per-pair flags
-    from harness/runner.cpp MarkOverrunPairs, or derived from windows + sides for older
+    from harness/run/runner.cpp MarkOverrunPairs, or derived from windows + sides for older
     files)."""
     pairs = [(1e6, 1.1e6 + k) for k in range(12)]
     row = duet_row(pairs, overrun_window=11, flags=flags)

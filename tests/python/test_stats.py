@@ -329,6 +329,6 @@ def test_mixed_repetitions_are_dropped_never_pooled():
 
 
 def test_regime_rank_follows_the_harness_numbering():
-    """harness/coherence.h ranks regimes by latency: near (1), far (2), regime3, ..."""
+    """harness/measure/coherence.h ranks regimes by latency: near (1), far (2), regime3, ..."""
     order = sorted(["regime4", "far", "regime3", "near"], key=stats.regime_rank)
     assert order == ["near", "far", "regime3", "regime4"]

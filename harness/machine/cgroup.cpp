@@ -1,0 +1,209 @@
+#include "harness/machine/cgroup.h"
+
+#include <sys/stat.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <vector>
+
+namespace lockline {
+namespace {
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return "";
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// PATH, then its ancestors up to "/" ("/a/b" -> "/a/b", "/a", "/").
+std::vector<std::string> SelfAndAncestors(std::string path) {
+  std::vector<std::string> out;
+  if (path.empty() || path[0] != '/') path = "/" + path;
+  while (path.size() > 1 && path.back() == '/') path.pop_back();
+  for (;;) {
+    out.push_back(path);
+    if (path == "/") break;
+    const size_t slash = path.rfind('/');
+    path = slash == 0 ? "/" : path.substr(0, slash);
+  }
+  return out;
+}
+
+std::string Join(const std::string& a, const std::string& b) {
+  return b == "/" ? a : a + b;
+}
+
+bool IsDir(const std::string& path) {
+  struct stat st {};
+  return stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+// The root inside the hierarchy of the mount at `mount_point`
+// (/proc/self/mountinfo field 4 of the line whose field 5 is the mount
+// point; "" when absent). Octal escapes (\040) are kept: such paths do not
+// match and fall back to the mount root.
+std::string MountRoot(const std::string& mountinfo,
+                      const std::string& mount_point) {
+  std::istringstream lines(mountinfo);
+  std::string line;
+  std::string found;
+  while (std::getline(lines, line)) {
+    std::istringstream f(line);
+    std::string id, parent, devno, mroot, point;
+    if (!(f >> id >> parent >> devno >> mroot >> point)) continue;
+    if (point == mount_point) found = mroot;  // the last mount there wins
+  }
+  return found;
+}
+
+// `path` relative to the mount whose hierarchy root is `mount_root` ("/a/b"
+// under "/a" -> "/b"); `path` itself when it is not under it.
+std::string UnderMountRoot(const std::string& path,
+                           const std::string& mount_root) {
+  if (mount_root.empty() || mount_root == "/") return path;
+  if (path == mount_root) return "/";
+  if (path.size() > mount_root.size() &&
+      path.compare(0, mount_root.size(), mount_root) == 0 &&
+      path[mount_root.size()] == '/')
+    return path.substr(mount_root.size());
+  return path;
+}
+
+// Where the process's cgroup lies under `mount` (see ReadCgroupCpu): the path
+// relative to the mount root, else the mount root itself.
+std::string ProcessDir(const std::string& mount, const std::string& path,
+                       const std::string& mount_root, std::string* rel,
+                       std::string* note) {
+  *rel = UnderMountRoot(SelfAndAncestors(path)[0], mount_root);
+  const std::string dir = Join(mount, *rel);
+  if (IsDir(dir) || !IsDir(mount)) return dir;
+  *note = "cgroup path " + path + " is not visible under " + mount +
+          " (no cgroup namespace): counters read from the mount root, the "
+          "cgroup that holds the process";
+  *rel = "/";
+  return mount;
+}
+
+}  // namespace
+
+CgroupCpu ReadCgroupCpu(const std::string& proc_self_cgroup,
+                        const std::string& root,
+                        const std::string& proc_self_mountinfo) {
+  CgroupCpu cg;
+  std::istringstream lines(proc_self_cgroup);
+  std::string line;
+  std::string v2_path, v1_path, v1_controllers;
+  while (std::getline(lines, line)) {
+    // hierarchy-ID:controller-list:cgroup-path
+    const size_t a = line.find(':');
+    const size_t b = a == std::string::npos ? a : line.find(':', a + 1);
+    if (b == std::string::npos) continue;
+    const std::string id = line.substr(0, a);
+    const std::string controllers = line.substr(a + 1, b - a - 1);
+    const std::string path = line.substr(b + 1);
+    if (id == "0" && controllers.empty()) {
+      v2_path = path;
+      continue;
+    }
+    std::istringstream names(controllers);
+    std::string name;
+    while (std::getline(names, name, ','))
+      if (name == "cpu") {
+        v1_path = path;
+        v1_controllers = controllers;
+      }
+  }
+  double best = 0;
+  const auto consider = [&](double cpus, const std::string& file) {
+    if (cpus > 0 && (best == 0 || cpus < best)) {
+      best = cpus;
+      cg.limited_by = file;
+    }
+  };
+  if (!v1_path.empty()) {
+    cg.version = 1;
+    cg.path = v1_path;
+    const std::string mount = root + "/" + v1_controllers;
+    std::string rel;
+    cg.dir = ProcessDir(mount, v1_path, MountRoot(proc_self_mountinfo, mount),
+                        &rel, &cg.dir_note);
+    for (const std::string& p : SelfAndAncestors(rel)) {
+      const std::string dir = Join(mount, p);
+      const long long quota =
+          std::atoll(ReadFile(dir + "/cpu.cfs_quota_us").c_str());
+      const long long period =
+          std::atoll(ReadFile(dir + "/cpu.cfs_period_us").c_str());
+      if (quota > 0 && period > 0)
+        consider(static_cast<double>(quota) / static_cast<double>(period),
+                 dir + "/cpu.cfs_quota_us");
+    }
+  } else if (!v2_path.empty()) {
+    cg.version = 2;
+    cg.path = v2_path;
+    std::string rel;
+    cg.dir = ProcessDir(root, v2_path, MountRoot(proc_self_mountinfo, root),
+                        &rel, &cg.dir_note);
+    for (const std::string& p : SelfAndAncestors(rel)) {
+      const std::string dir = Join(root, p);
+      // "max 100000" (no limit) or "QUOTA PERIOD", microseconds.
+      std::istringstream in(ReadFile(dir + "/cpu.max"));
+      std::string quota;
+      long long period = 0;
+      if (in >> quota >> period && quota != "max" && period > 0)
+        consider(std::atof(quota.c_str()) / static_cast<double>(period),
+                 dir + "/cpu.max");
+    }
+  }
+  cg.quota_cpus = best;
+  return cg;
+}
+
+const CgroupCpu& ProcessCgroupCpu() {
+  static const CgroupCpu cg =
+      ReadCgroupCpu(ReadFile("/proc/self/cgroup"), "/sys/fs/cgroup",
+                    ReadFile("/proc/self/mountinfo"));
+  return cg;
+}
+
+CpuThrottle ParseCpuStat(const std::string& text) {
+  CpuThrottle t;
+  std::istringstream in(text);
+  std::string key;
+  unsigned long long value = 0;
+  bool have_nr = false, have_time = false;
+  while (in >> key >> value) {
+    if (key == "nr_throttled") {
+      t.nr_throttled = value;
+      have_nr = true;
+    } else if (key == "throttled_usec") {
+      t.throttled_usec = value;
+      have_time = true;
+    } else if (key == "throttled_time") {  // v1: nanoseconds
+      t.throttled_usec = value / 1000;
+      have_time = true;
+    }
+  }
+  t.ok = have_nr && have_time;
+  return t;
+}
+
+CpuThrottle ReadCpuThrottle(const CgroupCpu& cg) {
+  if (cg.version == 0) return {};
+  return ParseCpuStat(ReadFile(cg.dir + "/cpu.stat"));
+}
+
+nlohmann::json CgroupJson(const CgroupCpu& cg) {
+  using nlohmann::json;
+  return {{"version", cg.version},
+          {"path", cg.path},
+          {"cpu_quota_cpus",
+           cg.quota_cpus > 0 ? json(cg.quota_cpus) : json(nullptr)},
+          {"limited_by", cg.limited_by},
+          {"stat_dir", cg.dir},
+          {"dir_note", cg.dir_note}};
+}
+
+}  // namespace lockline

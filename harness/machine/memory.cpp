@@ -1,0 +1,383 @@
+#include "harness/machine/memory.h"
+
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <new>
+#include <random>
+#include <set>
+#include <stdexcept>
+
+#include "harness/machine/cpu.h"
+
+namespace lockline {
+namespace {
+
+std::size_t RoundUp(std::size_t n, std::size_t to) {
+  return (n + to - 1) / to * to;
+}
+
+void WarnOnce(const std::string& what) {
+  static std::atomic<bool> warned{false};
+  if (!warned.exchange(true))
+    std::fprintf(stderr, "lockline: warning: %s\n", what.c_str());
+}
+
+// hwloc object of the point's first PU's NUMA node, or of logical node `n`.
+hwloc_obj_t NumaNode(const PointEnv& env, int logical) {
+  if (!env.topology) return nullptr;
+  return hwloc_get_obj_by_type(env.topology->raw(), HWLOC_OBJ_NUMANODE,
+                               logical);
+}
+
+// Live AllocShared allocations (for SharedRegionsJson): address -> region.
+struct Region {
+  std::size_t bytes = 0;
+  std::string policy;
+  std::vector<int> requested;  // hwloc logical NUMA nodes
+  std::size_t offset = 0;      // sampled placement past the page start
+};
+
+// The live LayoutSampling's state (at most one): its generator and draws.
+struct Sampler {
+  bool active = false;
+  bool sample = true;
+  uint64_t seed = 0;
+  std::mt19937_64 rng;
+  nlohmann::json draws = nlohmann::json::array();
+};
+std::mutex& SamplerMutex() {
+  static std::mutex mu;
+  return mu;
+}
+Sampler& TheSampler() {
+  static Sampler s;
+  return s;
+}
+std::mutex& RegionsMutex() {
+  static std::mutex mu;
+  return mu;
+}
+std::map<const void*, Region>& Regions() {
+  static std::map<const void*, Region> regions;
+  return regions;
+}
+
+// Logical indices of the NUMA nodes in `set` (a nodeset).
+std::vector<int> LogicalNodes(hwloc_topology_t topo, hwloc_const_bitmap_t set) {
+  std::vector<int> out;
+  hwloc_obj_t node = nullptr;
+  while ((node = hwloc_get_next_obj_by_type(topo, HWLOC_OBJ_NUMANODE, node)))
+    if (hwloc_bitmap_isincluded(node->nodeset, set))
+      out.push_back(static_cast<int>(node->logical_index));
+  return out;
+}
+
+}  // namespace
+
+void SharedDeleter::operator()(void* p) const {
+  if (!p) return;
+  {
+    std::lock_guard<std::mutex> lk(RegionsMutex());
+    Regions().erase(p);
+  }
+  munmap(static_cast<char*>(p) - offset, bytes);
+}
+
+LayoutSampling::LayoutSampling(uint64_t seed, bool sample) {
+  std::lock_guard<std::mutex> lk(SamplerMutex());
+  Sampler& s = TheSampler();
+  if (s.active)
+    throw std::logic_error("LayoutSampling: another one is already alive");
+  s.active = true;
+  s.sample = sample;
+  s.seed = seed;
+  s.rng.seed(seed);
+  s.draws = nlohmann::json::array();
+}
+
+LayoutSampling::~LayoutSampling() {
+  std::lock_guard<std::mutex> lk(SamplerMutex());
+  TheSampler().active = false;
+}
+
+nlohmann::json LayoutSampling::Json() const {
+  std::lock_guard<std::mutex> lk(SamplerMutex());
+  const Sampler& s = TheSampler();
+  return {{"seed", s.seed},
+          {"sampled", s.sample},
+          {"span_bytes", kSpanBytes},
+          {"allocations", s.draws}};
+}
+
+namespace {
+// SampleLayoutOffset, plus the index of its record in the draws (-1: none).
+std::size_t DrawOffset(std::size_t step, std::size_t bytes, long* index) {
+  std::lock_guard<std::mutex> lk(SamplerMutex());
+  Sampler& s = TheSampler();
+  *index = -1;
+  if (!s.active || !s.sample || step == 0 || step >= LayoutSampling::kSpanBytes)
+    return 0;
+  // A structure that fits in a page stays inside its page (the offsets move
+  // its lines' cache sets, not the number of pages it touches); a larger one
+  // may start anywhere on the page.
+  const std::size_t span = LayoutSampling::kSpanBytes;
+  const std::size_t lines = (bytes + step - 1) / step * step;
+  const std::size_t slots =
+      lines <= span ? (span - lines) / step + 1 : span / step;
+  const std::size_t offset =
+      std::uniform_int_distribution<std::size_t>(0, slots - 1)(s.rng) * step;
+  s.draws.push_back(
+      {{"bytes", bytes}, {"step_bytes", step}, {"offset_bytes", offset}});
+  *index = static_cast<long>(s.draws.size()) - 1;
+  return offset;
+}
+}  // namespace
+
+bool LiveLayoutSeed(uint64_t* seed) {
+  std::lock_guard<std::mutex> lk(SamplerMutex());
+  const Sampler& s = TheSampler();
+  if (!s.active || !s.sample) return false;
+  *seed = s.seed;
+  return true;
+}
+
+std::size_t SampleLayoutOffset(std::size_t step, std::size_t bytes) {
+  long index = -1;
+  return DrawOffset(step, bytes, &index);
+}
+
+std::vector<int> NodesOfRange(const void* ptr, std::size_t bytes) {
+  const long page = sysconf(_SC_PAGESIZE);
+  if (!ptr || bytes == 0 || page <= 0) return {};
+  const uintptr_t first = reinterpret_cast<uintptr_t>(ptr) /
+                          static_cast<uintptr_t>(page) *
+                          static_cast<uintptr_t>(page);
+  const uintptr_t end = reinterpret_cast<uintptr_t>(ptr) + bytes;
+  const std::size_t pages = (end - first + page - 1) / page;
+  const std::size_t asked = std::min<std::size_t>(pages, 1024);
+  std::vector<void*> addrs(asked);
+  for (std::size_t i = 0; i < asked; ++i)
+    addrs[i] = reinterpret_cast<void*>(first + (i * pages / asked) * page);
+  std::vector<int> status(asked, -1);
+  if (syscall(SYS_move_pages, 0, static_cast<unsigned long>(asked),
+              addrs.data(), nullptr, status.data(), 0) != 0)
+    return {};
+  std::set<int> nodes;
+  for (int s : status)
+    if (s >= 0) nodes.insert(s);
+  return {nodes.begin(), nodes.end()};
+}
+
+nlohmann::json SharedRegionsJson(const Topology* topo) {
+  nlohmann::json out = nlohmann::json::array();
+  std::lock_guard<std::mutex> lk(RegionsMutex());
+  for (const auto& [ptr, r] : Regions()) {
+    const std::vector<int> os = NodesOfRange(ptr, r.bytes - r.offset);
+    std::vector<int> logical;
+    for (int n : os) {
+      hwloc_obj_t obj = topo ? hwloc_get_numanode_obj_by_os_index(
+                                   topo->raw(), static_cast<unsigned>(n))
+                             : nullptr;
+      logical.push_back(obj ? static_cast<int>(obj->logical_index) : n);
+    }
+    out.push_back({{"bytes", r.bytes},
+                   {"offset_bytes", r.offset},
+                   {"policy", r.policy},
+                   {"requested", r.requested},
+                   {"nodes", logical},
+                   {"os_nodes", os}});
+  }
+  return out;
+}
+
+namespace {
+// A fresh anonymous mapping holding `bytes` at DrawOffset(step, bytes) past its
+// start: base, length, offset, and the structure's address `at`.
+struct SampledMapping {
+  void* base = nullptr;
+  std::size_t len = 0, offset = 0;
+  void* at = nullptr;
+};
+
+// Maps it (AllocShared, AllocSampledObject) and records the draw's address,
+// and `what` unless nullptr, for the row (address_layout.allocations[]).
+// Throws std::bad_alloc when the mapping fails.
+SampledMapping MapSampled(std::size_t bytes, std::size_t step,
+                          const char* what) {
+  long draw = -1;
+  SampledMapping m;
+  m.offset = DrawOffset(step, bytes, &draw);
+  m.len = RoundUp((bytes == 0 ? 1 : bytes) + m.offset, 4096);
+  m.base = mmap(nullptr, m.len, PROT_READ | PROT_WRITE,
+                MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (m.base == MAP_FAILED) throw std::bad_alloc();
+  m.at = static_cast<char*>(m.base) + m.offset;
+  if (draw >= 0) {
+    std::lock_guard<std::mutex> lk(SamplerMutex());
+    Sampler& s = TheSampler();
+    if (s.active && static_cast<std::size_t>(draw) < s.draws.size()) {
+      char buf[32];
+      std::snprintf(
+          buf, sizeof buf, "0x%llx",
+          static_cast<unsigned long long>(reinterpret_cast<uintptr_t>(m.at)));
+      s.draws[static_cast<std::size_t>(draw)]["address"] = buf;
+      if (what != nullptr)
+        s.draws[static_cast<std::size_t>(draw)]["what"] = what;
+    }
+  }
+  return m;
+}
+
+// Live AllocSampledObject allocations: object -> (mapping start, length).
+// Leaked on purpose: a workload freed during static destruction still finds
+// it.
+std::mutex& ObjectsMutex() {
+  static std::mutex* mu = new std::mutex;
+  return *mu;
+}
+std::map<const void*, std::pair<void*, std::size_t>>& Objects() {
+  static auto* objects =
+      new std::map<const void*, std::pair<void*, std::size_t>>;
+  return *objects;
+}
+}  // namespace
+
+void* AllocSampledObject(std::size_t bytes, std::size_t align,
+                         const char* what) {
+  const SampledMapping m = MapSampled(bytes, LayoutStep(align), what);
+  std::lock_guard<std::mutex> lk(ObjectsMutex());
+  Objects()[m.at] = {m.base, m.len};
+  return m.at;
+}
+
+void FreeSampledObject(void* p) noexcept {
+  if (p == nullptr) return;
+  std::pair<void*, std::size_t> region{nullptr, 0};
+  {
+    std::lock_guard<std::mutex> lk(ObjectsMutex());
+    auto it = Objects().find(p);
+    if (it == Objects().end()) return;
+    region = it->second;
+    Objects().erase(it);
+  }
+  munmap(region.first, region.second);
+}
+
+void* Workload::operator new(std::size_t bytes) {
+  return AllocSampledObject(bytes, alignof(std::max_align_t));
+}
+
+void* Workload::operator new(std::size_t bytes, std::align_val_t align) {
+  return AllocSampledObject(bytes, static_cast<std::size_t>(align));
+}
+
+void Workload::operator delete(void* p) noexcept { FreeSampledObject(p); }
+
+void Workload::operator delete(void* p, std::align_val_t) noexcept {
+  FreeSampledObject(p);
+}
+
+void CheckMemPolicy(const std::string& policy) {
+  if (policy == "first-touch" || policy == "local" || policy == "interleave")
+    return;
+  if (policy.rfind("node:", 0) == 0) {
+    const std::string n = policy.substr(5);
+    if (!n.empty() && n.size() < 6 &&
+        n.find_first_not_of("0123456789") == std::string::npos)
+      return;
+  }
+  throw std::invalid_argument(
+      "bad --mem value '" + policy +
+      "': accepted are first-touch, local, node:N (N a NUMA node "
+      "logical index), interleave");
+}
+
+SharedPtr AllocShared(std::size_t bytes, const PointEnv& env,
+                      std::size_t sample_step) {
+  const SampledMapping m = MapSampled(bytes, sample_step, nullptr);
+  void* p = m.base;
+  const std::size_t len = m.len, offset = m.offset;
+  void* at = m.at;
+  SharedPtr mem(at, SharedDeleter{len, offset});
+  const std::string& policy = env.mem_policy;
+  Region region{len, policy.empty() ? "first-touch" : policy, {}, offset};
+  if (!policy.empty() && policy != "first-touch" && env.topology &&
+      env.topology->is_host()) {
+    hwloc_topology_t topo = env.topology->raw();
+    hwloc_bitmap_t set = hwloc_bitmap_alloc();
+    hwloc_membind_policy_t mp = HWLOC_MEMBIND_BIND;
+    if (policy == "local") {
+      int node =
+          (env.plan && !env.plan->pus.empty()) ? env.plan->pus[0].numa : 0;
+      if (hwloc_obj_t obj = NumaNode(env, node < 0 ? 0 : node))
+        hwloc_bitmap_copy(set, obj->nodeset);
+    } else if (policy == "interleave") {
+      mp = HWLOC_MEMBIND_INTERLEAVE;
+      if (env.plan)
+        for (const PuInfo& pu : env.plan->pus)
+          if (hwloc_obj_t obj = NumaNode(env, pu.numa < 0 ? 0 : pu.numa))
+            hwloc_bitmap_or(set, set, obj->nodeset);
+    } else {  // node:N
+      const int n = std::stoi(policy.substr(5));
+      hwloc_obj_t obj = NumaNode(env, n);
+      if (!obj) {
+        hwloc_bitmap_free(set);
+        throw std::invalid_argument(
+            "--mem=" + policy + ": this machine has NUMA nodes 0-" +
+            std::to_string(env.topology->summary().numa_nodes - 1));
+      }
+      hwloc_bitmap_copy(set, obj->nodeset);
+    }
+    region.requested = LogicalNodes(topo, set);
+    if (!hwloc_bitmap_iszero(set) &&
+        hwloc_set_area_membind(
+            topo, p, len, set, mp,
+            HWLOC_MEMBIND_BYNODESET | HWLOC_MEMBIND_MIGRATE) != 0) {
+      WarnOnce("--mem=" + policy + " not supported here (" +
+               std::strerror(errno) +
+               "); shared memory falls back to first-touch");
+    }
+    hwloc_bitmap_free(set);
+  }
+  std::memset(
+      p, 0, len);  // first touch by the caller (or fault in on the bound node)
+  {
+    std::lock_guard<std::mutex> lk(RegionsMutex());
+    Regions()[at] = std::move(region);
+  }
+  return mem;
+}
+
+double TimeAnonymousFaultInNs(std::size_t bytes, int attempts,
+                              bool with_unmap) {
+  double best = 0;
+  for (int attempt = 0; attempt < attempts; ++attempt) {
+    void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) return 0;
+    madvise(p, bytes, MADV_NOHUGEPAGE);
+    auto* bytes_p = static_cast<volatile char*>(p);
+    const uint64_t t0 = NowNs();
+    for (std::size_t off = 0; off < bytes; off += 4096) bytes_p[off] = 1;
+    if (with_unmap) munmap(p, bytes);
+    const double ns = static_cast<double>(NowNs() - t0);
+    if (!with_unmap) munmap(p, bytes);
+    if (attempt == 0 || ns < best) best = ns;
+  }
+  return best;
+}
+
+double MeasureFaultInSecondsPerMiB(std::size_t mib) {
+  return TimeAnonymousFaultInNs(mib << 20, 2, false) / 1e9 /
+         static_cast<double>(mib);
+}
+
+}  // namespace lockline

@@ -1,0 +1,1009 @@
+// Topology loading, placement orders, thread-count lists and plans on top of
+// hwloc 2.9's C API.
+//
+// Every hwloc call that can fail is checked: hwloc 2.9 keeps its default (host)
+// discovery when hwloc_topology_set_xml() or hwloc_topology_set_synthetic()
+// fails, so an unchecked error would silently plan a 1024-PU run on the 2 PUs
+// of the machine the planner runs on.
+#include "harness/machine/topology.h"
+
+#include <sched.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iomanip>
+#include <limits>
+#include <map>
+#include <sstream>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "harness/machine/helpers.h"
+
+namespace lockline {
+namespace {
+
+// Largest CPU number / thread count a list may name: far above any machine
+// (Linux NR_CPUS is at most 8192) but small enough that a typo like
+// "1-99999999" is rejected instead of allocating.
+constexpr long kMaxListValue = 1 << 20;
+
+std::string Trim(const std::string& s) {
+  const char* ws = " \t\r\n";
+  size_t b = s.find_first_not_of(ws);
+  if (b == std::string::npos) return "";
+  size_t e = s.find_last_not_of(ws);
+  return s.substr(b, e - b + 1);
+}
+
+// Strips one pair of matching surrounding quotes (shells and config files leave
+// them in).
+std::string StripQuotes(std::string s) {
+  s = Trim(s);
+  if (s.size() >= 2 && (s.front() == '"' || s.front() == '\'') &&
+      s.back() == s.front()) {
+    s = Trim(s.substr(1, s.size() - 2));
+  }
+  return s;
+}
+
+// RAII for an hwloc bitmap.
+struct Bitmap {
+  Bitmap() : b(hwloc_bitmap_alloc()) {
+    if (b == nullptr)
+      throw TopologyError("hwloc_bitmap_alloc failed (out of memory)");
+  }
+  ~Bitmap() { hwloc_bitmap_free(b); }
+  Bitmap(const Bitmap&) = delete;
+  Bitmap& operator=(const Bitmap&) = delete;
+  hwloc_bitmap_t b;
+};
+
+// Parses a non-negative decimal integer of at most kMaxListValue; false for
+// anything else.
+bool ParseNumber(const std::string& s, long* out) {
+  if (s.empty() || s.size() > 9) return false;
+  long v = 0;
+  for (char c : s) {
+    if (c < '0' || c > '9') return false;
+    v = v * 10 + (c - '0');
+  }
+  if (v > kMaxListValue) return false;
+  *out = v;
+  return true;
+}
+
+// Grammar shared by CPU lists and thread-count lists: comma-separated items,
+// each N, A-B (A <= B) or A-B:S (every S-th from A to B, util-linux taskset
+// syntax). `what` names the option in errors. Values are returned in the order
+// given; duplicates are rejected.
+std::vector<int> ParseIntList(const std::string& raw, const std::string& what) {
+  const std::string text = Trim(raw);
+  const std::string accepted =
+      "; accepted: comma-separated non-negative numbers and ranges such as "
+      "0,2,4-7 or 0-14:2 "
+      "(no duplicates)";
+  if (text.empty()) throw TopologyError(what + " is empty" + accepted);
+  std::vector<int> out;
+  std::unordered_set<int> seen;
+  std::stringstream ss(text);
+  std::string item;
+  size_t items = 0;
+  size_t commas =
+      static_cast<size_t>(std::count(text.begin(), text.end(), ','));
+  while (std::getline(ss, item, ',')) {
+    ++items;
+    item = Trim(item);
+    auto bad = [&](const std::string& why) {
+      return TopologyError(what + " '" + text + "': item '" + item + "' " +
+                           why + accepted);
+    };
+    if (item.empty()) throw bad("is empty");
+    long lo = 0, hi = 0, stride = 1;
+    size_t dash = item.find('-');
+    if (dash == std::string::npos) {
+      if (!ParseNumber(item, &lo)) throw bad("is not a non-negative number");
+      hi = lo;
+    } else {
+      std::string a = item.substr(0, dash), rest = item.substr(dash + 1);
+      std::string b = rest;
+      size_t colon = rest.find(':');
+      if (colon != std::string::npos) {
+        b = rest.substr(0, colon);
+        if (!ParseNumber(rest.substr(colon + 1), &stride) || stride == 0) {
+          throw bad("has a bad stride (want a positive number after ':')");
+        }
+      }
+      if (a.empty())
+        throw bad("has no range start (negative numbers are not accepted)");
+      if (b.empty()) throw bad("has no range end");
+      if (!ParseNumber(a, &lo) || !ParseNumber(b, &hi))
+        throw bad("is not a range A-B of numbers");
+      if (lo > hi) throw bad("is a reversed range (start above end)");
+    }
+    for (long v = lo; v <= hi; v += stride) {
+      if (!seen.insert(static_cast<int>(v)).second) {
+        throw bad("repeats " + std::to_string(v));
+      }
+      out.push_back(static_cast<int>(v));
+    }
+  }
+  // getline drops a trailing empty field ("1,2,").
+  if (items != commas + 1)
+    throw TopologyError(what + " '" + text + "' has an empty item" + accepted);
+  return out;
+}
+
+// The first "<topology ...>" element's version attribute ("" if none, as in
+// hwloc 1.x XML).
+std::string XmlTopologyVersion(const std::string& head) {
+  size_t pos = 0;
+  while ((pos = head.find("<topology", pos)) != std::string::npos) {
+    char next = pos + 9 < head.size() ? head[pos + 9] : '>';
+    if (next == ' ' || next == '>' || next == '\t' || next == '\n' ||
+        next == '\r')
+      break;
+    pos += 9;
+  }
+  if (pos == std::string::npos) return "";
+  size_t end = head.find('>', pos);
+  std::string tag = head.substr(
+      pos, end == std::string::npos ? std::string::npos : end - pos);
+  size_t v = tag.find("version=");
+  if (v == std::string::npos || v + 9 > tag.size()) return "";
+  char quote = tag[v + 8];
+  size_t close = tag.find(quote, v + 9);
+  if (close == std::string::npos) return "";
+  return tag.substr(v + 9, close - v - 9);
+}
+
+// Checks that `path` is a readable regular file that hwloc 2.x can parse,
+// before handing it to hwloc (whose only diagnostic for most of these is
+// EINVAL).
+void CheckXmlFile(const std::string& path) {
+  const std::string accepted =
+      "; accepted: host, synthetic:DESCRIPTION, or the path of an hwloc "
+      "1.x/2.x XML file";
+  struct stat st {};
+  if (stat(path.c_str(), &st) != 0) {
+    throw TopologyError("topology '" + path + "': cannot open (" +
+                        std::strerror(errno) + ")" + accepted);
+  }
+  if (S_ISDIR(st.st_mode)) {
+    throw TopologyError("topology '" + path +
+                        "' is a directory, not an XML file" + accepted);
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    throw TopologyError("topology '" + path + "': cannot read (" +
+                        std::strerror(errno) + ")" + accepted);
+  }
+  std::string head(8192, '\0');
+  in.read(head.data(), static_cast<std::streamsize>(head.size()));
+  head.resize(static_cast<size_t>(in.gcount()));
+  if (head.find("<topology") == std::string::npos) {
+    throw TopologyError(
+        "topology '" + path +
+        "' is not an hwloc XML file (no <topology> element in its first " +
+        std::to_string(head.size()) + " bytes)" + accepted);
+  }
+  const std::string version = XmlTopologyVersion(head);
+  if (!version.empty() && std::atoi(version.c_str()) >= 3) {
+    throw TopologyError(
+        "topology '" + path + "' was written by hwloc " + version +
+        " (<topology version=\"" + version +
+        "\">); this build uses hwloc " HWLOC_VERSION
+        " and hwloc 2.x cannot read hwloc 3 XML: re-export it with hwloc 2's "
+        "`lstopo --of xml FILE` or pass a file written by hwloc 2.x");
+  }
+}
+
+int LogicalOrMinus1(hwloc_obj_t obj) {
+  return obj ? static_cast<int>(obj->logical_index) : -1;
+}
+
+// Key that identifies a PU's core even on topologies without a Core level (each
+// PU is then its own core).
+long CoreKey(const PuInfo& pu) {
+  return pu.core >= 0 ? pu.core : (1L << 32) + pu.logical_index;
+}
+
+// Scatter: at `level` (0 package, 1 NUMA node, 2 L3, 3 core) the PUs are
+// grouped by that level's object in first-occurrence order, each group is
+// ordered recursively, and the groups are merged round-robin (the first of
+// every group, then the second of every group, ...).
+std::vector<PuInfo> RoundRobin(const std::vector<PuInfo>& pus, int level) {
+  if (level == 4 || pus.size() <= 1) return pus;
+  auto key = [level](const PuInfo& p) -> long {
+    switch (level) {
+      case 0:
+        return p.package;
+      case 1:
+        return p.numa;
+      case 2:
+        return p.l3;
+      default:
+        return CoreKey(p);
+    }
+  };
+  std::vector<std::vector<PuInfo>> groups;
+  std::unordered_map<long, size_t> index;
+  for (const PuInfo& p : pus) {
+    auto [it, inserted] = index.emplace(key(p), groups.size());
+    if (inserted) groups.emplace_back();
+    groups[it->second].push_back(p);
+  }
+  size_t longest = 0;
+  for (auto& g : groups) {
+    g = RoundRobin(g, level + 1);
+    longest = std::max(longest, g.size());
+  }
+  std::vector<PuInfo> out;
+  out.reserve(pus.size());
+  for (size_t i = 0; i < longest; ++i) {
+    for (const auto& g : groups) {
+      if (i < g.size()) out.push_back(g[i]);
+    }
+  }
+  return out;
+}
+
+std::vector<int> OsIndices(const std::vector<PuInfo>& pus) {
+  std::vector<int> out;
+  out.reserve(pus.size());
+  for (const PuInfo& p : pus) out.push_back(p.os_index);
+  return out;
+}
+
+// Length of the initial run of `order` whose elements share order[0]'s value of
+// `field`.
+int InitialRun(const std::vector<PuInfo>& order, int PuInfo::*field) {
+  size_t n = 1;
+  while (n < order.size() && order[n].*field == order[0].*field) ++n;
+  return static_cast<int>(n);
+}
+
+const char* PolicyName(PinPolicy p) {
+  switch (p) {
+    case PinPolicy::kCores:
+      return "cores";
+    case PinPolicy::kCompact:
+      return "compact";
+    case PinPolicy::kScatter:
+      return "scatter";
+    case PinPolicy::kNone:
+      return "none";
+    case PinPolicy::kList:
+      return "list";
+    case PinPolicy::kPerL3:
+      return "per-l3";
+    case PinPolicy::kPerNuma:
+      return "per-numa";
+  }
+  return "?";
+}
+
+std::string UsableList(const Topology& topo) {
+  return FormatCpuList(OsIndices(topo.usable_pus()));
+}
+
+}  // namespace
+
+std::string FormatCpuList(std::vector<int> cpus) {
+  std::sort(cpus.begin(), cpus.end());
+  cpus.erase(std::unique(cpus.begin(), cpus.end()), cpus.end());
+  std::string out;
+  size_t i = 0;
+  while (i < cpus.size()) {
+    if (!out.empty()) out += ',';
+    // Longest arithmetic run starting at i; contiguous runs print as A-B, runs
+    // of >= 3 with a larger step as A-B:S (util-linux taskset and ParseCpuList
+    // accept both).
+    size_t j = i + 1;
+    if (j < cpus.size()) {
+      const int step = cpus[j] - cpus[i];
+      while (j + 1 < cpus.size() && cpus[j + 1] - cpus[j] == step) ++j;
+      const size_t len = j - i + 1;
+      if (step == 1 && len >= 2) {
+        out += std::to_string(cpus[i]) + "-" + std::to_string(cpus[j]);
+        i = j + 1;
+        continue;
+      }
+      if (len >= 3) {
+        out += std::to_string(cpus[i]) + "-" + std::to_string(cpus[j]) + ":" +
+               std::to_string(step);
+        i = j + 1;
+        continue;
+      }
+    }
+    out += std::to_string(cpus[i]);
+    ++i;
+  }
+  return out;
+}
+
+std::unique_ptr<Topology> Topology::Load(const std::string& raw_spec) {
+  const std::string spec = Trim(raw_spec);
+  std::unique_ptr<Topology> t(new Topology());
+  if (hwloc_topology_init(&t->topo_) != 0) {
+    t->topo_ = nullptr;
+    throw TopologyError(std::string("hwloc_topology_init failed: ") +
+                        std::strerror(errno));
+  }
+  // Without HWLOC_TOPOLOGY_FLAG_INCLUDE_DISALLOWED hwloc drops PUs outside the
+  // process's cpuset (host, HWLOC_FSROOT dumps) and keeps an XML's
+  // allowed_cpuset, so the topology's PUs intersected with
+  // hwloc_topology_get_allowed_cpuset() are exactly the usable ones. hwloc 2
+  // never lists offline PUs as PU objects.
+  unsigned long flags = 0;
+  std::string source = spec;
+  const std::string synthetic_prefix = "synthetic:";
+  if (spec == "host") {
+    // These variables make "host" discovery read something other than this
+    // machine (a /sys dump, an XML, a description): binding through such a
+    // topology must be refused.
+    const char* fsroot = std::getenv("HWLOC_FSROOT");
+    bool redirected =
+        fsroot != nullptr && *fsroot != '\0' && std::string(fsroot) != "/";
+    if (redirected) source = std::string("host (HWLOC_FSROOT=") + fsroot + ")";
+    for (const char* var :
+         {"HWLOC_XMLFILE", "HWLOC_SYNTHETIC", "HWLOC_CPUID_PATH"}) {
+      const char* v = std::getenv(var);
+      if (v != nullptr && *v != '\0') {
+        redirected = true;
+        source += std::string(" (") + var + "=" + v + ")";
+      }
+    }
+    if (!redirected) flags |= HWLOC_TOPOLOGY_FLAG_IS_THISSYSTEM;
+  } else if (spec.compare(0, synthetic_prefix.size(), synthetic_prefix) == 0) {
+    const std::string desc = StripQuotes(spec.substr(synthetic_prefix.size()));
+    source = synthetic_prefix + desc;
+    // Refuse giant descriptions before hwloc allocates them.
+    double total = 1;
+    {
+      std::istringstream levels(desc);
+      std::string level;
+      while (levels >> level) {
+        const size_t colon = level.find(':');
+        if (colon == std::string::npos) continue;
+        const double n = std::strtod(level.c_str() + colon + 1, nullptr);
+        if (n > 0) total *= n;
+      }
+    }
+    if (total > kMaxTopologyPus) {
+      throw TopologyError(
+          "synthetic topology '" + desc + "' has " +
+          std::to_string(static_cast<long long>(std::min(total, 1e18))) +
+          " PUs; accepted: up to " + std::to_string(kMaxTopologyPus) + " PUs");
+    }
+    if (desc.empty() ||
+        hwloc_topology_set_synthetic(t->topo_, desc.c_str()) != 0) {
+      throw TopologyError("bad synthetic topology '" + desc +
+                          "': hwloc_topology_set_synthetic rejected it; "
+                          "accepted: hwloc synthetic "
+                          "syntax, levels TYPE:COUNT from the top, e.g. "
+                          "synthetic:\"pack:4 numa:2 core:16 pu:2\"");
+    }
+  } else {
+    if (spec.empty()) {
+      throw TopologyError(
+          "topology spec is empty; accepted: host, synthetic:DESCRIPTION, or "
+          "an hwloc XML path");
+    }
+    CheckXmlFile(spec);
+    if (hwloc_topology_set_xml(t->topo_, spec.c_str()) != 0) {
+      throw TopologyError(
+          "topology '" + spec +
+          "': hwloc " HWLOC_VERSION
+          " cannot parse it as hwloc XML (hwloc_topology_set_xml: " +
+          std::strerror(errno) +
+          "); accepted: an XML written by hwloc 1.x/2.x "
+          "`lstopo --of xml`");
+    }
+  }
+  if (hwloc_topology_set_flags(t->topo_, flags) != 0) {
+    throw TopologyError(std::string("hwloc_topology_set_flags failed: ") +
+                        std::strerror(errno));
+  }
+  if (hwloc_topology_load(t->topo_) != 0) {
+    throw TopologyError("topology '" + source +
+                        "': hwloc_topology_load failed (" +
+                        std::strerror(errno) + ")");
+  }
+  t->is_host_ = spec == "host" && hwloc_topology_is_thissystem(t->topo_) != 0;
+
+  const int complete_pus =
+      hwloc_bitmap_weight(hwloc_topology_get_complete_cpuset(t->topo_));
+  if (complete_pus > kMaxTopologyPus ||
+      hwloc_get_nbobjs_by_type(t->topo_, HWLOC_OBJ_PU) > kMaxTopologyPus) {
+    throw TopologyError(
+        "topology '" + source + "' has " + std::to_string(complete_pus) +
+        " PUs; accepted: up to " + std::to_string(kMaxTopologyPus) + " PUs");
+  }
+
+  // Usable PUs, in hwloc logical order.
+  hwloc_const_cpuset_t allowed = hwloc_topology_get_allowed_cpuset(t->topo_);
+  hwloc_const_cpuset_t present = hwloc_topology_get_topology_cpuset(t->topo_);
+  // The affinity mask this process started with (taskset, numactl, a
+  // container runtime's cpuset): hwloc's allowed cpuset is the cgroup's, and
+  // sched_setaffinity may widen a thread's mask to anything the cgroup allows,
+  // so a PU outside it would bind (and read back) fine yet break the user's
+  // restriction.
+  Bitmap affinity;
+  bool have_affinity = false;
+  if (t->is_host_) {
+    for (size_t ncpus = 1024; ncpus <= (1u << 20) && !have_affinity;
+         ncpus *= 2) {
+      cpu_set_t* set = CPU_ALLOC(ncpus);
+      if (set == nullptr) break;
+      const size_t bytes = CPU_ALLOC_SIZE(ncpus);
+      if (sched_getaffinity(0, bytes, set) == 0) {
+        have_affinity = true;
+        for (size_t c = 0; c < ncpus; ++c)
+          if (CPU_ISSET_S(c, bytes, set))
+            hwloc_bitmap_set(affinity.b, static_cast<unsigned>(c));
+      }
+      CPU_FREE(set);
+      if (!have_affinity && errno != EINVAL) break;
+    }
+  }
+  // Online PUs: sysfs on the host (hwloc drops disallowed PUs from its own
+  // sets), the topology cpuset otherwise.
+  Bitmap online;
+  hwloc_bitmap_copy(online.b, present);
+  if (t->is_host_) {
+    std::ifstream in("/sys/devices/system/cpu/online");
+    std::string text;
+    if (in && std::getline(in, text) &&
+        hwloc_bitmap_list_sscanf(online.b, Trim(text).c_str()) != 0) {
+      hwloc_bitmap_copy(online.b, present);
+    }
+  }
+  // cpukind indices are ordered by efficiency only when hwloc knows every
+  // kind's efficiency (from CoreType/frequency or the OS); otherwise the index
+  // says nothing about performance and PUs report -1, so placement does not
+  // prefer an arbitrary kind.
+  const int nr_kinds = hwloc_cpukinds_get_nr(t->topo_, 0);
+  bool kinds_ranked = nr_kinds >= 1;
+  for (int k = 0; nr_kinds > 1 && k < nr_kinds; ++k) {
+    int efficiency = -1;
+    if (hwloc_cpukinds_get_info(t->topo_, static_cast<unsigned>(k), nullptr,
+                                &efficiency, nullptr, nullptr, 0) != 0 ||
+        efficiency < 0) {
+      kinds_ranked = false;
+    }
+  }
+  std::unordered_map<int, int>
+      usable_in_core;  // core logical index -> usable PUs seen so far
+  for (hwloc_obj_t pu =
+           hwloc_get_next_obj_by_type(t->topo_, HWLOC_OBJ_PU, nullptr);
+       pu != nullptr;
+       pu = hwloc_get_next_obj_by_type(t->topo_, HWLOC_OBJ_PU, pu)) {
+    if (!hwloc_bitmap_isset(allowed, pu->os_index) ||
+        !hwloc_bitmap_isset(present, pu->os_index) ||
+        (have_affinity && !hwloc_bitmap_isset(affinity.b, pu->os_index))) {
+      continue;
+    }
+    PuInfo info;
+    info.os_index = static_cast<int>(pu->os_index);
+    info.logical_index = static_cast<int>(pu->logical_index);
+    info.core = LogicalOrMinus1(
+        hwloc_get_ancestor_obj_by_type(t->topo_, HWLOC_OBJ_CORE, pu));
+    // Rank among the core's usable PUs, so a core whose first hardware thread
+    // is disallowed still gets a rank-0 thread in the `cores` order.
+    if (info.core >= 0) info.smt_rank = usable_in_core[info.core]++;
+    info.l2 = LogicalOrMinus1(
+        hwloc_get_ancestor_obj_by_type(t->topo_, HWLOC_OBJ_L2CACHE, pu));
+    info.l3 = LogicalOrMinus1(
+        hwloc_get_ancestor_obj_by_type(t->topo_, HWLOC_OBJ_L3CACHE, pu));
+    info.package = LogicalOrMinus1(
+        hwloc_get_ancestor_obj_by_type(t->topo_, HWLOC_OBJ_PACKAGE, pu));
+    // NUMA nodes are memory children, not ancestors: the PU's nodeset lists the
+    // nodes in its locality; take the lowest OS index (a PU with no allowed
+    // local node gets -1).
+    int node_os = hwloc_bitmap_first(pu->nodeset);
+    if (node_os >= 0) {
+      info.numa = LogicalOrMinus1(hwloc_get_numanode_obj_by_os_index(
+          t->topo_, static_cast<unsigned>(node_os)));
+    }
+    info.cpukind = kinds_ranked
+                       ? hwloc_cpukinds_get_by_cpuset(t->topo_, pu->cpuset, 0)
+                       : -1;
+    if (info.cpukind < 0) info.cpukind = -1;
+    t->pus_.push_back(info);
+  }
+  if (t->pus_.empty()) {
+    throw TopologyError("topology '" + source +
+                        "' has no usable PU (the allowed cpuset, the online "
+                        "PUs and the affinity mask do not intersect)");
+  }
+  for (size_t i = 0; i < t->pus_.size(); ++i) {
+    t->by_os_index_[t->pus_[i].os_index] = static_cast<int>(i);
+  }
+
+  TopologySummary& s = t->summary_;
+  s.source = source;
+  auto count = [&](hwloc_obj_type_t type) {
+    int n = hwloc_get_nbobjs_by_type(t->topo_, type);
+    return n < 0 ? 0 : n;
+  };
+  s.packages = count(HWLOC_OBJ_PACKAGE);
+  s.numa_nodes = count(HWLOC_OBJ_NUMANODE);
+  s.l3s = count(HWLOC_OBJ_L3CACHE);
+  s.cores = count(HWLOC_OBJ_CORE);
+  // A description without a core level (synthetic "pack:1 pu:4"): every PU
+  // is its own core, as the plans count them (issue 27 item 15: the header
+  // said "0 cores" where the rows said 1-2).
+  if (s.cores == 0) s.cores = count(HWLOC_OBJ_PU);
+  s.pus = count(HWLOC_OBJ_PU);
+  s.usable_pus = static_cast<int>(t->pus_.size());
+  s.complete_pus = std::max(complete_pus, s.pus);
+  s.complete_pus = std::max(s.complete_pus, hwloc_bitmap_weight(online.b));
+  s.online_pus = hwloc_bitmap_weight(online.b);
+  s.allowed_pus = hwloc_bitmap_weight(allowed);
+  s.affinity_pus = have_affinity ? hwloc_bitmap_weight(affinity.b) : -1;
+  {
+    // Which restriction removed PUs, in the order they apply.
+    Bitmap set;
+    hwloc_bitmap_and(set.b, online.b, present);
+    if (t->is_host_) {
+      if (s.online_pus < s.complete_pus) s.restricted_by.push_back("online");
+      // hwloc drops disallowed PUs from its topology cpuset on the host.
+      if (!hwloc_bitmap_isincluded(set.b, allowed) ||
+          hwloc_bitmap_weight(present) < s.online_pus)
+        s.restricted_by.push_back("allowed cpuset");
+    } else {
+      // A file records PUs missing from its cpuset but not whether they were
+      // offline or outside the cpuset of the machine it was taken on.
+      if (hwloc_bitmap_weight(present) < s.complete_pus)
+        s.restricted_by.push_back("offline or allowed cpuset");
+      if (!hwloc_bitmap_isincluded(present, allowed))
+        s.restricted_by.push_back("allowed cpuset");
+    }
+    hwloc_bitmap_and(set.b, set.b, allowed);
+    if (have_affinity && !hwloc_bitmap_isincluded(set.b, affinity.b))
+      s.restricted_by.push_back("affinity mask");
+  }
+  s.cpukinds = std::max(0, hwloc_cpukinds_get_nr(t->topo_, 0));
+  s.cpukinds_ranked = nr_kinds <= 1 || kinds_ranked;
+  // NUMA latencies (nearest node for helpers): the first latency matrix over
+  // NUMA nodes hwloc has (the OS's SLIT, or an XML's), by logical index.
+  {
+    unsigned nr = 1;
+    hwloc_distances_s* dist[1] = {nullptr};
+    if (hwloc_distances_get_by_type(t->topo_, HWLOC_OBJ_NUMANODE, &nr, dist,
+                                    HWLOC_DISTANCES_KIND_MEANS_LATENCY,
+                                    0) == 0 &&
+        nr >= 1 && dist[0] != nullptr) {
+      const unsigned n = dist[0]->nbobjs;
+      const int nodes = s.numa_nodes;
+      t->numa_distance_.assign(static_cast<size_t>(nodes) * nodes, -1);
+      t->numa_distance_n_ = nodes;
+      for (unsigned i = 0; i < n; ++i)
+        for (unsigned j = 0; j < n; ++j) {
+          const hwloc_obj_t a = dist[0]->objs[i], b = dist[0]->objs[j];
+          if (a == nullptr || b == nullptr ||
+              static_cast<int>(a->logical_index) >= nodes ||
+              static_cast<int>(b->logical_index) >= nodes)
+            continue;
+          t->numa_distance_[a->logical_index * static_cast<size_t>(nodes) +
+                            b->logical_index] =
+              static_cast<int>(std::min<hwloc_uint64_t>(
+                  dist[0]->values[i * n + j], 1u << 30));
+        }
+      hwloc_distances_release(t->topo_, dist[0]);
+    }
+  }
+  // Coherence granularity: the L1 data cache's line size, else L2's (hwloc
+  // leaves linesize 0 when the OS does not report it; synthetic topologies
+  // report 64).
+  s.cache_line_bytes = 64;
+  s.cache_line_known = false;
+  for (hwloc_obj_type_t type :
+       {HWLOC_OBJ_L1CACHE, HWLOC_OBJ_L2CACHE, HWLOC_OBJ_L3CACHE}) {
+    hwloc_obj_t c = hwloc_get_obj_by_type(t->topo_, type, 0);
+    if (c != nullptr && c->attr != nullptr && c->attr->cache.linesize > 0) {
+      s.cache_line_bytes = static_cast<int>(c->attr->cache.linesize);
+      s.cache_line_known = true;
+      break;
+    }
+  }
+  return t;
+}
+
+Topology::~Topology() {
+  if (topo_ != nullptr) hwloc_topology_destroy(topo_);
+}
+
+int Topology::NumaDistance(int from, int to) const {
+  if (from < 0 || to < 0 || from >= numa_distance_n_ || to >= numa_distance_n_)
+    return -1;
+  return numa_distance_[static_cast<size_t>(from) * numa_distance_n_ +
+                        static_cast<size_t>(to)];
+}
+
+std::string UnrankedKindsWarning(const TopologySummary& s) {
+  if (s.cpukinds_ranked || s.cpukinds <= 1) return "";
+  return std::to_string(s.cpukinds) +
+         " CPU kinds found but not ranked: sweep order is by OS index; "
+         "--pin=LIST sets it";
+}
+
+const PuInfo* Topology::FindPu(int os_index) const {
+  auto it = by_os_index_.find(os_index);
+  return it == by_os_index_.end() ? nullptr
+                                  : &pus_[static_cast<size_t>(it->second)];
+}
+
+std::vector<int> ParseCpuList(const std::string& text) {
+  return ParseIntList(text, "CPU list");
+}
+
+PinSpec ParsePinSpec(const std::string& raw) {
+  PinSpec pin;
+  pin.text = Trim(raw);
+  const std::string& t = pin.text;
+  if (t == "cores") {
+    pin.policy = PinPolicy::kCores;
+  } else if (t == "compact") {
+    pin.policy = PinPolicy::kCompact;
+  } else if (t == "scatter") {
+    pin.policy = PinPolicy::kScatter;
+  } else if (t == "none") {
+    pin.policy = PinPolicy::kNone;
+  } else if (t == "per-l3") {
+    pin.policy = PinPolicy::kPerL3;
+  } else if (t == "per-numa") {
+    pin.policy = PinPolicy::kPerNuma;
+  } else if (!t.empty() && t[0] >= '0' && t[0] <= '9') {
+    pin.policy = PinPolicy::kList;
+    try {
+      pin.list = ParseIntList(t, "--pin CPU list");
+    } catch (const TopologyError& e) {
+      throw TopologyError(
+          std::string(e.what()) +
+          "; --pin also accepts cores, compact, scatter, per-l3, per-numa or "
+          "none");
+    }
+  } else {
+    throw TopologyError("--pin='" + t +
+                        "' is not a placement; accepted: cores, compact, "
+                        "scatter, per-l3, per-numa, none, or a CPU "
+                        "list of OS indices such as 0,2,4-7");
+  }
+  return pin;
+}
+
+std::vector<PuInfo> PlacementOrder(const Topology& topo, const PinSpec& pin) {
+  const std::vector<PuInfo>& pus =
+      topo.usable_pus();  // logical (depth-first tree) order
+  switch (pin.policy) {
+    case PinPolicy::kCompact:
+      return pus;
+    case PinPolicy::kPerL3:
+    case PinPolicy::kPerNuma: {
+      // The first usable PU of each L3 / node in logical order: a rank-0
+      // thread of the object's first core with a usable PU.
+      const bool l3 = pin.policy == PinPolicy::kPerL3;
+      std::vector<PuInfo> out;
+      std::unordered_set<int> seen;
+      for (const PuInfo& p : pus) {
+        const int obj = l3 ? p.l3 : p.numa;
+        if (obj >= 0 && seen.insert(obj).second) out.push_back(p);
+      }
+      if (out.empty()) {
+        throw TopologyError(
+            "--pin=" + pin.text + ": topology '" + topo.summary().source +
+            "' has no " + (l3 ? "L3 cache" : "NUMA node") +
+            " level over its usable PUs; accepted there: cores, compact, "
+            "scatter, none or a CPU list");
+      }
+      return out;
+    }
+    case PinPolicy::kList: {
+      std::vector<PuInfo> out;
+      out.reserve(pin.list.size());
+      for (int os : pin.list) {
+        const PuInfo* p = topo.FindPu(os);
+        if (p == nullptr) {
+          throw TopologyError(
+              "--pin='" + pin.text + "': PU " + std::to_string(os) +
+              " is not usable on " + topo.summary().source +
+              "; usable PUs (allowed, online and in the affinity mask "
+              "lockline started with): " +
+              UsableList(topo));
+        }
+        out.push_back(*p);
+      }
+      if (out.empty()) throw TopologyError("--pin CPU list is empty");
+      return out;
+    }
+    case PinPolicy::kScatter:
+    case PinPolicy::kCores:
+    case PinPolicy::kNone: {
+      // Rounds: every core's first usable thread, then every core's second,
+      // ...; within a round the most performant cpukind first. Logical order
+      // inside a round is depth-first, so `cores` fills an L3, then a NUMA
+      // node, then a package before the next.
+      std::vector<PuInfo> out = pus;
+      std::stable_sort(out.begin(), out.end(),
+                       [](const PuInfo& a, const PuInfo& b) {
+                         if (a.smt_rank != b.smt_rank)
+                           return a.smt_rank < b.smt_rank;
+                         return a.cpukind > b.cpukind;
+                       });
+      if (pin.policy != PinPolicy::kScatter) return out;
+      // Scatter: within each (smt_rank, cpukind) round, round-robin across
+      // packages, then NUMA nodes within a package, then L3s within a node,
+      // then cores (see RoundRobin).
+      std::vector<PuInfo> scattered;
+      scattered.reserve(out.size());
+      size_t i = 0;
+      while (i < out.size()) {
+        size_t j = i;
+        while (j < out.size() && out[j].smt_rank == out[i].smt_rank &&
+               out[j].cpukind == out[i].cpukind) {
+          ++j;
+        }
+        std::vector<PuInfo> round(out.begin() + static_cast<long>(i),
+                                  out.begin() + static_cast<long>(j));
+        for (const PuInfo& p : RoundRobin(round, 0)) scattered.push_back(p);
+        i = j;
+      }
+      return scattered;
+    }
+  }
+  return pus;
+}
+
+ThreadPlan PlanThreads(const std::vector<PuInfo>& order, int threads,
+                       bool oversubscribe) {
+  if (threads <= 0) {
+    throw TopologyError("thread count " + std::to_string(threads) +
+                        " is not positive");
+  }
+  if (order.empty())
+    throw TopologyError("cannot plan threads on an empty placement order");
+  const size_t n = order.size();
+  if (static_cast<size_t>(threads) > n && !oversubscribe) {
+    throw TopologyError(std::to_string(threads) + " threads exceed the " +
+                        std::to_string(n) + " usable PUs of the placement (" +
+                        FormatCpuList(OsIndices(order)) +
+                        "); pass --oversubscribe to run more threads than PUs");
+  }
+  ThreadPlan plan;
+  plan.threads = threads;
+  plan.oversubscribed = static_cast<size_t>(threads) > n;
+  plan.pus.reserve(static_cast<size_t>(threads));
+  std::unordered_map<long, int>
+      core_first_pu;  // core -> OS index of the first PU used on it
+  std::unordered_set<int> l3s, nodes, packages;
+  for (int i = 0; i < threads; ++i) {
+    const PuInfo& p = order[static_cast<size_t>(i) % n];
+    plan.pus.push_back(p);
+    auto [it, inserted] = core_first_pu.emplace(CoreKey(p), p.os_index);
+    if (!inserted && it->second != p.os_index) plan.smt_siblings = true;
+    if (p.l3 >= 0) l3s.insert(p.l3);
+    if (p.numa >= 0) nodes.insert(p.numa);
+    if (p.package >= 0) packages.insert(p.package);
+  }
+  plan.cores = static_cast<int>(core_first_pu.size());
+  plan.l3s = static_cast<int>(l3s.size());
+  plan.numa_nodes = static_cast<int>(nodes.size());
+  plan.packages = static_cast<int>(packages.size());
+  return plan;
+}
+
+int CountNumaNodes(const std::vector<PuInfo>& pus) {
+  std::unordered_set<int> nodes;
+  for (const PuInfo& p : pus)
+    if (p.numa >= 0) nodes.insert(p.numa);
+  return static_cast<int>(nodes.size());
+}
+
+std::vector<int> ParseThreadCounts(const std::string& raw,
+                                   const std::vector<PuInfo>& order,
+                                   bool oversubscribe, bool force) {
+  const std::string text = Trim(raw);
+  if (order.empty())
+    throw TopologyError("cannot choose thread counts: no usable PU");
+  const int n = static_cast<int>(order.size());
+  std::vector<int> counts;
+  if (text == "max") return {n};
+  if (text == "pow2" || text == "topo") {
+    for (long c = 1; c <= n; c *= 2) counts.push_back(static_cast<int>(c));
+    counts.push_back(n);  // the whole placement is always measured
+    if (text == "topo") {
+      // Where the placement order's prefix fills the first L3 / NUMA node /
+      // package (the initial run of threads in order[0]'s object), every core
+      // once, and every PU.
+      if (order[0].l3 >= 0) counts.push_back(InitialRun(order, &PuInfo::l3));
+      if (order[0].numa >= 0)
+        counts.push_back(InitialRun(order, &PuInfo::numa));
+      if (order[0].package >= 0)
+        counts.push_back(InitialRun(order, &PuInfo::package));
+      std::unordered_set<long> cores;
+      for (const PuInfo& p : order) cores.insert(CoreKey(p));
+      counts.push_back(static_cast<int>(cores.size()));
+    }
+    std::sort(counts.begin(), counts.end());
+    counts.erase(std::unique(counts.begin(), counts.end()), counts.end());
+    return counts;
+  }
+  if (text.empty() || text[0] < '0' || text[0] > '9') {
+    throw TopologyError(
+        "--threads='" + text +
+        "' is not accepted; accepted: max, pow2, topo, or a list of positive "
+        "counts such as 1,2,8 or 1-4");
+  }
+  counts = ParseIntList(text, "--threads list");
+  for (int c : counts) {
+    if (c == 0) {
+      throw TopologyError("--threads='" + text +
+                          "': 0 threads; counts must be at least 1");
+    }
+    if (c > n && oversubscribe && !force &&
+        c > static_cast<long>(kMaxOversubscription) * n) {
+      throw TopologyError(
+          "--threads='" + text + "': " + std::to_string(c) + " threads are " +
+          "more than " + std::to_string(kMaxOversubscription) + "x the " +
+          std::to_string(n) + " usable PUs of the placement (at most " +
+          std::to_string(kMaxOversubscription * n) +
+          " with --oversubscribe); pass --oversubscribe=force to run them");
+    }
+    if (c > n && !oversubscribe) {
+      throw TopologyError(
+          "--threads='" + text + "': " + std::to_string(c) +
+          " threads exceed the " + std::to_string(n) +
+          " usable PUs of the placement (" + FormatCpuList(OsIndices(order)) +
+          "); pass --oversubscribe to run more threads than PUs");
+    }
+  }
+  std::sort(counts.begin(), counts.end());
+  return counts;
+}
+
+std::string FormatPlans(const Topology& topo, const PinSpec& pin,
+                        const std::vector<int>& counts, bool oversubscribe) {
+  const std::vector<PuInfo> order = PlacementOrder(topo, pin);
+  const TopologySummary& s = topo.summary();
+  std::ostringstream out;
+  out << "topology " << s.source << ": " << s.packages << " packages, "
+      << s.numa_nodes << " NUMA nodes, " << s.l3s << " L3s, " << s.cores
+      << " cores, " << s.pus << " PUs (" << s.usable_pus << " of "
+      << s.complete_pus << " usable: " << UsableList(topo)
+      << (s.restricted_by.empty() ? "" : "; restricted by ") <<
+      [&] {
+        std::string r;
+        for (const auto& w : s.restricted_by) r += (r.empty() ? "" : ", ") + w;
+        return r;
+      }()
+      << "), cache line "
+      << (s.cache_line_known
+              ? std::to_string(s.cache_line_bytes) + " bytes"
+              : "unknown (assumed " + std::to_string(s.cache_line_bytes) +
+                    " for padding)")
+      << ", cpukinds " << s.cpukinds << "\n";
+  if (const std::string kinds = UnrankedKindsWarning(s); !kinds.empty())
+    out << "warning: " << kinds << "\n";
+  out << "placement --pin="
+      << (pin.text.empty() ? PolicyName(pin.policy) : pin.text)
+      << (pin.policy == PinPolicy::kNone
+              ? " (threads not bound; cores order shown)"
+              : "")
+      << ": thread i runs on row i of the table below; N threads use rows "
+         "0..N-1"
+      << (oversubscribe ? " (wrapping around when N exceeds the rows)" : "")
+      << "\n";
+  int largest = 0;
+  for (int c : counts) {
+    const ThreadPlan plan = PlanThreads(order, c, oversubscribe);
+    largest = std::max(largest, c);
+    // Irregular sets (e.g. every core's two threads on half the machine) make
+    // cpulists of thousands of characters; past kMaxListChars the table's rows
+    // 0..c-1 are the reference.
+    constexpr size_t kMaxListChars = 96;
+    std::string list = FormatCpuList(OsIndices(plan.pus));
+    if (list.size() > kMaxListChars) {
+      size_t cut = list.rfind(',', kMaxListChars);
+      list = list.substr(0, cut == std::string::npos ? kMaxListChars : cut) +
+             ",... (table rows 0-" +
+             std::to_string(std::min(c, static_cast<int>(order.size())) - 1) +
+             ")";
+    }
+    out << "threads " << c << ": PUs " << list << " | cores " << plan.cores
+        << ", L3s " << plan.l3s << ", NUMA nodes " << plan.numa_nodes
+        << ", packages " << plan.packages
+        << ", SMT siblings: " << (plan.smt_siblings ? "yes" : "no")
+        << (plan.oversubscribed ? ", oversubscribed: yes" : "") << "\n";
+    // Where each helper thread of a point at this count would run, and why
+    // (issue 36): never a measured PU unless --oversubscribe.
+    HelperRule rule;
+    rule.topo = &topo;
+    rule.allow_shared_pu = oversubscribe;
+    const std::vector<std::string> helpers =
+        DescribeHelperPlaces(PlanHelperPlaces(topo, plan, oversubscribe),
+                             PlannedHelperCount(topo), rule);
+    for (size_t h = 0; h < helpers.size(); ++h)
+      out << "  helper " << h << " (" << HelperRole(static_cast<int>(h))
+          << "): " << helpers[h] << "\n";
+  }
+  const size_t rows = std::min(order.size(), static_cast<size_t>(largest));
+  out << std::setw(7) << "thread" << std::setw(7) << "pu" << std::setw(7)
+      << "core" << std::setw(5) << "smt" << std::setw(6) << "L3" << std::setw(6)
+      << "NUMA" << std::setw(8) << "package" << std::setw(6) << "kind"
+      << "\n";
+  for (size_t i = 0; i < rows; ++i) {
+    const PuInfo& p = order[i];
+    out << std::setw(7) << i << std::setw(7) << p.os_index << std::setw(7)
+        << p.core << std::setw(5) << p.smt_rank << std::setw(6) << p.l3
+        << std::setw(6) << p.numa << std::setw(8) << p.package << std::setw(6)
+        << p.cpukind << "\n";
+  }
+  return out.str();
+}
+
+void BindThisThread(const Topology& topo, int os_index) {
+  const std::string what = "binding to PU " + std::to_string(os_index);
+  if (!topo.is_host()) {
+    throw TopologyError(
+        what + ": topology '" + topo.summary().source +
+        "' is not this machine's (XML, synthetic or HWLOC_FSROOT); binding "
+        "needs --topology=host");
+  }
+  if (topo.FindPu(os_index) == nullptr) {
+    throw TopologyError(what +
+                        ": PU is not usable; usable PUs: " + UsableList(topo));
+  }
+  // sched_setaffinity with a mask on the stack, not hwloc_set_cpubind:
+  // hwloc's Linux backend allocates the kernel mask and does not check the
+  // allocation, so near an address-space limit (ulimit -v) a 16-thread point
+  // crashed with SIGSEGV in hwloc_linux_set_tid_cpubind (issue 27 item 5).
+  // Nothing here allocates except the error messages.
+  constexpr int kBits = kMaxTopologyPus;
+  constexpr size_t kWordBits = 8 * sizeof(unsigned long);
+  unsigned long mask[kBits / kWordBits] = {};
+  if (os_index < 0 || os_index >= kBits)
+    throw TopologyError(what + ": OS index outside 0-" +
+                        std::to_string(kBits - 1));
+  mask[os_index / kWordBits] = 1ul << (os_index % kWordBits);
+  if (sched_setaffinity(0, sizeof mask, reinterpret_cast<cpu_set_t*>(mask)) !=
+      0) {
+    const int err = errno;
+    throw TopologyError(what + ": sched_setaffinity failed (errno " +
+                        std::to_string(err) + ", " + std::strerror(err) + ")");
+  }
+  unsigned long got[kBits / kWordBits] = {};
+  if (sched_getaffinity(0, sizeof got, reinterpret_cast<cpu_set_t*>(got)) < 0) {
+    const int err = errno;
+    throw TopologyError(what + ": sched_getaffinity failed (errno " +
+                        std::to_string(err) + ", " + std::strerror(err) + ")");
+  }
+  bool same = true;
+  for (size_t w = 0; w < kBits / kWordBits; ++w) same &= got[w] == mask[w];
+  if (!same) {
+    std::vector<int> pus;
+    for (int c = 0; c < kBits; ++c)
+      if (got[c / kWordBits] >> (c % kWordBits) & 1ul) pus.push_back(c);
+    throw TopologyError(what + ": read-back binding is PUs " +
+                        FormatCpuList(pus) +
+                        " (errno 0: the kernel or a cgroup changed the mask)");
+  }
+}
+
+int CurrentPu(const Topology& topo) {
+  Bitmap where;
+  if (hwloc_get_last_cpu_location(topo.raw(), where.b, HWLOC_CPUBIND_THREAD) !=
+      0) {
+    const int err = errno;
+    throw TopologyError("hwloc_get_last_cpu_location failed (errno " +
+                        std::to_string(err) + ", " + std::strerror(err) + ")");
+  }
+  return hwloc_bitmap_first(where.b);
+}
+
+}  // namespace lockline

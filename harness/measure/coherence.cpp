@@ -1,0 +1,415 @@
+#include "harness/measure/coherence.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <map>
+#include <string>
+#include <utility>
+
+namespace lockline {
+namespace {
+
+using nlohmann::json;
+
+/// Kernel bandwidth in ln(ns): probes within ~15 % of each other are one state.
+const double kBandwidth = std::log(1.15);
+/// Modes closer than this ratio are one regime.
+const double kMinModeGap = std::log(1.4);
+/// Modes whose valley is above this share of the smaller peak are one regime.
+constexpr double kValleyShare = 0.5;
+/// A cluster with at least this share of the probes (and kMinProbes) is a
+/// regime on its own.
+constexpr double kMinShare = 0.05;
+constexpr int kMinProbes = 2;
+/// Density grid: bins per bandwidth, kernel cut-off in bandwidths.
+constexpr int kBinsPerBandwidth = 4;
+constexpr int kKernelBandwidths = 4;
+
+double Median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+double ProbeValue(const json& j) {
+  return j.is_number() ? j.get<double>() : 0.0;
+}
+
+/// One measured core-to-core class of the machine: a PU pair's latency from
+/// the run itself (ns).
+struct MeasuredClass {
+  std::string name;  ///< "start_of_run:0-1" or "c2c:0-64"
+  double ns = 0;     ///< median one-way latency, ns
+};
+
+/// The machine's core-to-core latencies measured in this run: every PU pair's
+/// start-of-run probes (context.lockline.coherence_baseline) and every
+/// calibration c2c ping-pong point (params c2c:pingpong, pu_a, pu_b; median
+/// latency_ns of its repetitions).
+std::vector<MeasuredClass> MeasuredClasses(const json& doc) {
+  std::vector<MeasuredClass> out;
+  const auto pus = [](const json& a, const json& b) {
+    return a.dump() + "-" + b.dump();
+  };
+  if (doc.contains("context") && doc["context"].is_object() &&
+      doc["context"].contains("lockline") &&
+      doc["context"]["lockline"].is_object()) {
+    const json& ctx = doc["context"]["lockline"];
+    if (ctx.contains("coherence_baseline") &&
+        ctx["coherence_baseline"].is_array())
+      for (const json& b : ctx["coherence_baseline"]) {
+        if (!b.is_object()) continue;
+        const json p = b.value("pus", json());
+        const json ns = b.value("ns", json());
+        if (!p.is_array() || p.size() != 2 || !ns.is_number() ||
+            !(ns.get<double>() > 0))
+          continue;
+        out.push_back({"start_of_run:" + pus(p[0], p[1]), ns.get<double>()});
+      }
+  }
+  std::map<std::string, std::vector<double>> c2c;
+  for (const json& row : doc["benchmarks"]) {
+    if (!row.is_object() || !row.contains("params") ||
+        !row["params"].is_object())
+      continue;
+    const json& params = row["params"];
+    if (params.value("c2c", json()) != "pingpong") continue;
+    const json ns = row.value("latency_ns", json());
+    if (!ns.is_number() || !(ns.get<double>() > 0)) continue;
+    const auto text = [](const json& v) {
+      return v.is_string() ? v.get<std::string>() : v.dump();
+    };
+    c2c["c2c:" + text(params.value("pu_a", json())) + "-" +
+        text(params.value("pu_b", json()))]
+        .push_back(ns.get<double>());
+  }
+  for (const auto& [name, values] : c2c) out.push_back({name, Median(values)});
+  return out;
+}
+
+/// The measured class within kMinModeGap (1.4x, the clustering's own
+/// "one regime" ratio) of `ns`, the nearest in log distance; nullptr when
+/// none is that close.
+const MeasuredClass* MatchClass(const std::vector<MeasuredClass>& classes,
+                                double ns) {
+  const MeasuredClass* best = nullptr;
+  double best_gap = kMinModeGap;
+  for (const MeasuredClass& c : classes) {
+    const double gap = std::fabs(std::log(ns / c.ns));
+    if (gap <= best_gap) {
+      best_gap = gap;
+      best = &c;
+    }
+  }
+  return best;
+}
+
+/// Text of a latency in ns, never with an exponent: 3 significant digits
+/// below 100 ns (32.4, 2.3), whole ns above (156, 2354).
+std::string NsText(double ns) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, ns < 100 ? "%.3g" : "%.0f", ns);
+  return buf;
+}
+
+/// "near 32 ns (start_of_run:0-1 21 ns)" / "far 156 ns (no measured
+/// core-to-core class within 1.4x)": what a regime label stands for.
+std::string RegimeName(const CoherenceRegime& r, const MeasuredClass* match) {
+  std::string text = r.label + " " + NsText(r.ns) + " ns (";
+  if (match)
+    text += "matches " + match->name + " " + NsText(match->ns) + " ns)";
+  else
+    text += "no measured core-to-core class within 1.4x)";
+  return text;
+}
+
+}  // namespace
+
+std::string RegimeLabel(int rank) {
+  if (rank == 1) return "near";
+  if (rank == 2) return "far";
+  return "regime" + std::to_string(rank);
+}
+
+std::vector<CoherenceRegime> ClusterLatencies(const std::vector<double>& ns) {
+  std::vector<double> x;
+  for (double v : ns)
+    if (v > 0 && std::isfinite(v)) x.push_back(std::log(v));
+  if (x.empty()) return {};
+  std::sort(x.begin(), x.end());
+  const int n = static_cast<int>(x.size());
+
+  // Binned Gaussian kernel density of ln(latency).
+  const double w = kBandwidth / kBinsPerBandwidth;
+  const double origin = x.front() - kKernelBandwidths * kBandwidth;
+  const int bins =
+      static_cast<int>(std::ceil(
+          (x.back() - x.front() + 2 * kKernelBandwidths * kBandwidth) / w)) +
+      1;
+  std::vector<double> counts(bins, 0), density(bins, 0);
+  for (double v : x)
+    counts[std::clamp(static_cast<int>(std::lround((v - origin) / w)), 0,
+                      bins - 1)] += 1;
+  const int reach = kBinsPerBandwidth * kKernelBandwidths;
+  std::vector<double> kernel(2 * reach + 1);
+  for (int d = -reach; d <= reach; ++d)
+    kernel[d + reach] = std::exp(
+        -0.5 * std::pow(d / static_cast<double>(kBinsPerBandwidth), 2));
+  for (int j = 0; j < bins; ++j) {
+    if (counts[j] == 0) continue;
+    for (int d = -reach; d <= reach; ++d)
+      if (j + d >= 0 && j + d < bins)
+        density[j + d] += counts[j] * kernel[d + reach];
+  }
+
+  // Modes (first bin of a plateau), then merge the least separated neighbours
+  // until every pair of neighbours is separated.
+  std::vector<int> peaks;
+  for (int j = 0; j < bins; ++j) {
+    const double left = j > 0 ? density[j - 1] : -1;
+    const double right = j + 1 < bins ? density[j + 1] : -1;
+    if (density[j] > left && density[j] >= right && density[j] > 0)
+      peaks.push_back(j);
+  }
+  const auto valley = [&](int a, int b) {
+    int at = a;
+    for (int j = a; j <= b; ++j)
+      if (density[j] < density[at]) at = j;
+    return at;
+  };
+  for (;;) {
+    int worst = -1;
+    double worst_score = 0;
+    for (size_t i = 0; i + 1 < peaks.size(); ++i) {
+      const int a = peaks[i], b = peaks[i + 1];
+      const double low = std::min(density[a], density[b]);
+      const double share = density[valley(a, b)] / low;
+      const bool close = (b - a) * w < kMinModeGap;
+      if (share > kValleyShare || close) {
+        const double score = share + (close ? 1 : 0);
+        if (worst < 0 || score > worst_score) {
+          worst = static_cast<int>(i);
+          worst_score = score;
+        }
+      }
+    }
+    if (worst < 0) break;
+    // Keep the higher peak of the pair.
+    if (density[peaks[worst]] >= density[peaks[worst + 1]])
+      peaks.erase(peaks.begin() + worst + 1);
+    else
+      peaks.erase(peaks.begin() + worst);
+  }
+
+  // Clusters between the valleys; boundaries in ln(ns).
+  struct Cluster {
+    double lo, hi;  // ln(ns), (lo, hi]
+    std::vector<double> members;
+  };
+  std::vector<Cluster> clusters;
+  double lo = -std::numeric_limits<double>::infinity();
+  for (size_t i = 0; i < peaks.size(); ++i) {
+    const double hi = i + 1 < peaks.size()
+                          ? origin + valley(peaks[i], peaks[i + 1]) * w
+                          : std::numeric_limits<double>::infinity();
+    clusters.push_back({lo, hi, {}});
+    lo = hi;
+  }
+  for (double v : x)
+    for (Cluster& c : clusters)
+      if (v > c.lo && v <= c.hi) {
+        c.members.push_back(v);
+        break;
+      }
+  clusters.erase(
+      std::remove_if(clusters.begin(), clusters.end(),
+                     [](const Cluster& c) { return c.members.empty(); }),
+      clusters.end());
+  // Keep the boundaries contiguous after dropping empty clusters.
+  for (size_t i = 0; i + 1 < clusters.size(); ++i)
+    clusters[i + 1].lo = clusters[i].hi;
+  if (!clusters.empty())
+    clusters.front().lo = -std::numeric_limits<double>::infinity();
+
+  // Which clusters are regimes of their own.
+  const int need = std::max<int>(n >= kMinProbes ? kMinProbes : 1,
+                                 static_cast<int>(std::ceil(kMinShare * n)));
+  std::vector<bool> major(clusters.size(), false);
+  size_t largest = 0;
+  for (size_t i = 0; i < clusters.size(); ++i) {
+    major[i] = static_cast<int>(clusters[i].members.size()) >= need;
+    if (clusters[i].members.size() > clusters[largest].members.size())
+      largest = i;
+  }
+  major[largest] = true;
+  size_t top_major = 0;
+  for (size_t i = 0; i < clusters.size(); ++i)
+    if (major[i]) top_major = i;
+  // A slow state seen briefly is a regime (a far point is not near), but one
+  // probe alone is not a state: a preempted probe reads slow too.
+  for (size_t i = top_major + 1; i < clusters.size(); ++i)
+    major[i] =
+        static_cast<int>(clusters[i].members.size()) >= std::min(kMinProbes, n);
+
+  // Each minor cluster joins the nearest regime (by ln distance of medians).
+  std::vector<size_t> owner(clusters.size());
+  for (size_t i = 0; i < clusters.size(); ++i) {
+    if (major[i]) {
+      owner[i] = i;
+      continue;
+    }
+    const double m = Median(clusters[i].members);
+    double best = std::numeric_limits<double>::infinity();
+    for (size_t j = 0; j < clusters.size(); ++j)
+      if (major[j] && std::abs(Median(clusters[j].members) - m) < best) {
+        best = std::abs(Median(clusters[j].members) - m);
+        owner[i] = j;
+      }
+  }
+  std::vector<CoherenceRegime> out;
+  std::map<size_t, size_t> slot;  // major cluster -> index in out
+  std::vector<std::vector<double>> members;
+  for (size_t i = 0; i < clusters.size(); ++i) {
+    const size_t o = owner[i];
+    if (!slot.count(o)) {
+      slot[o] = out.size();
+      out.push_back({});
+      members.push_back({});
+      out.back().lo_ns = std::exp(clusters[i].lo);
+    }
+    CoherenceRegime& r = out[slot[o]];
+    r.hi_ns = std::exp(clusters[i].hi);
+    for (double v : clusters[i].members) members[slot[o]].push_back(v);
+  }
+  for (size_t k = 0; k < out.size(); ++k) {
+    out[k].rank = static_cast<int>(k) + 1;
+    out[k].label = RegimeLabel(out[k].rank);
+    out[k].ns = std::exp(Median(members[k]));
+    out[k].probes = static_cast<int>(members[k].size());
+  }
+  return out;
+}
+
+int ClassifyLatency(const std::vector<CoherenceRegime>& regimes, double ns) {
+  if (!(ns > 0)) return -1;
+  for (size_t i = 0; i < regimes.size(); ++i)
+    if (ns > regimes[i].lo_ns && ns <= regimes[i].hi_ns)
+      return static_cast<int>(i);
+  return regimes.empty() ? -1 : static_cast<int>(regimes.size()) - 1;
+}
+
+std::vector<size_t> RelabelCoherence(json& doc) {
+  std::vector<size_t> changed;
+  if (!doc.contains("benchmarks") || !doc["benchmarks"].is_array())
+    return changed;
+  using Pair = std::pair<int, int>;
+  const auto pair_of = [](const json& p) -> std::pair<bool, Pair> {
+    if (!p.is_array() || p.size() != 2 || !p[0].is_number_integer() ||
+        !p[1].is_number_integer())
+      return {false, {}};
+    return {true, {p[0].get<int>(), p[1].get<int>()}};
+  };
+  std::map<Pair, std::vector<double>> probes;
+  const json* ctx = nullptr;
+  if (doc.contains("context") && doc["context"].contains("lockline"))
+    ctx = &doc["context"]["lockline"];
+  if (ctx && ctx->contains("coherence_baseline") &&
+      (*ctx)["coherence_baseline"].is_array())
+    for (const json& b : (*ctx)["coherence_baseline"]) {
+      const auto [ok, pr] = pair_of(b.value("pus", json()));
+      if (!ok) continue;
+      if (b.contains("probes_ns") && b["probes_ns"].is_array())
+        for (const json& v : b["probes_ns"])
+          probes[pr].push_back(ProbeValue(v));
+      else
+        probes[pr].push_back(ProbeValue(b.value("ns", json())));
+    }
+  const auto sharing = [](const json& c) {
+    return c.value("shares_lines", true);
+  };
+  for (const json& row : doc["benchmarks"]) {
+    if (!row.contains("coherence") || !row["coherence"].is_object()) continue;
+    const json& c = row["coherence"];
+    if (!sharing(c)) continue;
+    const auto [ok, pr] = pair_of(c.value("pair", json()));
+    if (!ok) continue;
+    probes[pr].push_back(ProbeValue(c.value("before_ns", json())));
+    probes[pr].push_back(ProbeValue(c.value("after_ns", json())));
+  }
+  std::map<Pair, std::vector<CoherenceRegime>> regimes;
+  const std::vector<MeasuredClass> classes = MeasuredClasses(doc);
+  json summary = json::array();
+  for (const auto& [pr, v] : probes) {
+    regimes[pr] = ClusterLatencies(v);
+    json rs = json::array();
+    for (const CoherenceRegime& r : regimes[pr]) {
+      const MeasuredClass* match = MatchClass(classes, r.ns);
+      rs.push_back({{"label", r.label},
+                    {"regime", r.rank},
+                    {"ns", r.ns},
+                    {"lo_ns", r.lo_ns},
+                    {"hi_ns", std::isfinite(r.hi_ns) ? json(r.hi_ns) : json()},
+                    {"probes", r.probes},
+                    {"matches", match ? json(match->name) : json()},
+                    {"name", RegimeName(r, match)}});
+    }
+    summary.push_back({{"pus", {pr.first, pr.second}}, {"regimes", rs}});
+  }
+  if (ctx) doc["context"]["lockline"]["coherence_regimes"] = summary;
+
+  json& rows = doc["benchmarks"];
+  for (size_t row_index = 0; row_index < rows.size(); ++row_index) {
+    json& row = rows[row_index];
+    if (!row.contains("coherence") || !row["coherence"].is_object()) continue;
+    json& c = row["coherence"];
+    // Compared after relabelling: most rows keep their label.
+    const json before = c;
+    const auto note_change = [&] {
+      if (c != before) changed.push_back(row_index);
+    };
+    c["regime"] = nullptr;
+    c["regime_ns"] = nullptr;
+    c["regime_name"] = nullptr;
+    c["matches"] = nullptr;
+    if (!sharing(c)) {
+      c["label"] = "none";
+      note_change();
+      continue;
+    }
+    const auto [ok, pr] = pair_of(c.value("pair", json()));
+    const std::vector<CoherenceRegime>* rs = ok ? &regimes[pr] : nullptr;
+    int idx[2] = {-1, -1};
+    if (rs) {
+      idx[0] = ClassifyLatency(*rs, ProbeValue(c.value("before_ns", json())));
+      idx[1] = ClassifyLatency(*rs, ProbeValue(c.value("after_ns", json())));
+    }
+    if (idx[0] < 0) std::swap(idx[0], idx[1]);
+    json probe_labels = json::array();
+    for (const char* k : {"before_ns", "after_ns"}) {
+      const int i =
+          rs ? ClassifyLatency(*rs, ProbeValue(c.value(k, json()))) : -1;
+      probe_labels.push_back(i < 0 ? json() : json((*rs)[i].label));
+    }
+    c["probe_labels"] = probe_labels;
+    if (idx[0] < 0) {
+      c["label"] = "unknown";
+    } else if (idx[1] >= 0 && idx[1] != idx[0]) {
+      c["label"] = "mixed";
+    } else {
+      const CoherenceRegime& r = (*rs)[idx[0]];
+      c["label"] = r.label;
+      c["regime"] = r.rank;
+      c["regime_ns"] = r.ns;
+      const MeasuredClass* match = MatchClass(classes, r.ns);
+      c["regime_name"] = RegimeName(r, match);
+      c["matches"] = match ? json(match->name) : json();
+    }
+    note_change();
+  }
+  return changed;
+}
+
+}  // namespace lockline

@@ -1,0 +1,1340 @@
+// Per-thread perf counters: libpfm4 encodes, perf_event_open(2) counts, and
+// every event that could not be counted says why (see counters.h).
+//
+// Measurement model. Each measured thread opens its own counters (pid 0, cpu
+// -1, no inherit), disabled. Hardware events share one group led by the first
+// hardware event, so they are scheduled onto the PMU together and their ratios
+// (cycles/instructions) are taken over the same time; if the PMU refuses the
+// group (EINVAL / ENOSPC: more events than counters) only cycles and
+// instructions stay grouped, the others are singletons and may be multiplexed.
+// Software events are singletons (always schedulable). Start()/Stop()
+// enable/disable with ioctl, so only the windows are counted. Reset() does not
+// use PERF_EVENT_IOC_RESET: that ioctl zeroes the count but not time_enabled /
+// time_running, which would corrupt the scaling; instead Reset() snapshots all
+// three and Read() reports deltas.
+#include "harness/measure/counters.h"
+
+#include <dlfcn.h>
+#include <perfmon/pfmlib_perf_event.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <set>
+#include <sstream>
+
+namespace lockline {
+namespace {
+
+constexpr const char* kSysPmuDir = "/sys/bus/event_source/devices";
+
+// ---- small helpers
+// ----------------------------------------------------------------------------
+
+std::string LowerAscii(std::string s) {
+  for (char& c : s)
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+std::string ErrnoName(int err) {
+  switch (err) {
+    case ENOENT:
+      return "ENOENT";
+    case EOPNOTSUPP:
+      return "EOPNOTSUPP";
+    case ENODEV:
+      return "ENODEV";
+    case EACCES:
+      return "EACCES";
+    case EPERM:
+      return "EPERM";
+    case EINVAL:
+      return "EINVAL";
+    case ENOSPC:
+      return "ENOSPC";
+    case EBUSY:
+      return "EBUSY";
+    case EMFILE:
+      return "EMFILE";
+    case ENFILE:
+      return "ENFILE";
+    case E2BIG:
+      return "E2BIG";
+    case ESRCH:
+      return "ESRCH";
+    case ENOSYS:
+      return "ENOSYS";
+    default:
+      return "errno " + std::to_string(err);
+  }
+}
+
+std::string ParanoidText(int paranoid) {
+  return paranoid == kParanoidUnreadable ? std::string("unreadable")
+                                         : std::to_string(paranoid);
+}
+
+// Effective capability bits from /proc/self/status (CapEff, hex).
+uint64_t EffectiveCaps() {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("CapEff:", 0) == 0)
+      return std::strtoull(line.c_str() + 7, nullptr, 16);
+  }
+  return 0;
+}
+
+// "Privileged" for perf: effective uid 0, or CAP_PERFMON (38, Linux 5.8) or
+// CAP_SYS_ADMIN (21), which the kernel's perfmon_capable() accepts in place of
+// perf_event_paranoid.
+bool PerfPrivileged() {
+  constexpr int kCapSysAdmin = 21, kCapPerfmon = 38;
+  const uint64_t caps = EffectiveCaps();
+  return geteuid() == 0 || (caps >> kCapPerfmon & 1) ||
+         (caps >> kCapSysAdmin & 1);
+}
+
+int OpenEvent(perf_event_attr* attr, int group_fd) {
+  return static_cast<int>(
+      perf_event_open(attr, 0, -1, group_fd, PERF_FLAG_FD_CLOEXEC));
+}
+
+bool IsSoftware(const perf_event_attr& attr) {
+  return attr.type == PERF_TYPE_SOFTWARE || attr.type == PERF_TYPE_TRACEPOINT;
+}
+
+// task-clock and cpu-clock add up the thread's run time (linux
+// kernel/events/core.c task_clock_event_update / cpu_clock_event_update):
+// exclude_user / exclude_kernel do not split them.
+bool IsSoftwareClock(const perf_event_attr& attr) {
+  return attr.type == PERF_TYPE_SOFTWARE &&
+         (attr.config == PERF_COUNT_SW_TASK_CLOCK ||
+          attr.config == PERF_COUNT_SW_CPU_CLOCK);
+}
+
+// context-switches and cpu-migrations are counted from kernel context (the
+// scheduler), so with exclude_kernel they open fine and always read 0 (checked
+// on this VM, Linux 6.18).
+bool CountsOnlyInKernel(const perf_event_attr& attr) {
+  return attr.type == PERF_TYPE_SOFTWARE &&
+         (attr.config == PERF_COUNT_SW_CONTEXT_SWITCHES ||
+          attr.config == PERF_COUNT_SW_CPU_MIGRATIONS);
+}
+
+// cycles and instructions cannot be 0 over a window that counted user mode: at
+// least the return from the enabling ioctl runs. A 0 there is a broken
+// (virtual) PMU, not a result.
+bool MustBeNonZero(const perf_event_attr& attr) {
+  return attr.type == PERF_TYPE_HARDWARE && !attr.exclude_user &&
+         (attr.config == PERF_COUNT_HW_INSTRUCTIONS ||
+          attr.config == PERF_COUNT_HW_CPU_CYCLES);
+}
+
+std::once_flag pfm_once;
+int pfm_init_status = PFM_SUCCESS;
+
+int EnsurePfmInitialized() {
+  std::call_once(pfm_once, [] { pfm_init_status = pfm_initialize(); });
+  return pfm_init_status;
+}
+
+// Present libpfm4 PMUs of the given type, joined by '/' (e.g.
+// "amd64_fam19h_zen4").
+std::string PresentPmus(int type) {
+  std::string out;
+  int i;
+  pfm_for_all_pmus(i) {
+    pfm_pmu_info_t info;
+    std::memset(&info, 0, sizeof(info));
+    info.size = sizeof(info);
+    if (pfm_get_pmu_info(static_cast<pfm_pmu_t>(i), &info) != PFM_SUCCESS)
+      continue;
+    if (!info.is_present || (type >= 0 && info.type != type)) continue;
+    if (!out.empty()) out += type >= 0 ? "/" : ", ";
+    out += info.name;
+  }
+  return out;
+}
+
+// Modifiers (attributes) libpfm4 accepts for the event `name` resolves to, for
+// error messages.
+std::string AcceptedModifiers(const std::string& base_name) {
+  pfm_perf_encode_arg_t arg;
+  perf_event_attr attr;
+  std::memset(&arg, 0, sizeof(arg));
+  std::memset(&attr, 0, sizeof(attr));
+  arg.attr = &attr;
+  arg.size = sizeof(arg);
+  if (pfm_get_os_event_encoding(base_name.c_str(), PFM_PLM0 | PFM_PLM3,
+                                PFM_OS_PERF_EVENT_EXT, &arg) != PFM_SUCCESS) {
+    return "u, k";
+  }
+  pfm_event_info_t info;
+  std::memset(&info, 0, sizeof(info));
+  info.size = sizeof(info);
+  if (pfm_get_event_info(arg.idx, PFM_OS_PERF_EVENT_EXT, &info) != PFM_SUCCESS)
+    return "u, k";
+  std::string out;
+  for (int a = 0; a < info.nattrs; ++a) {
+    pfm_event_attr_info_t ai;
+    std::memset(&ai, 0, sizeof(ai));
+    ai.size = sizeof(ai);
+    if (pfm_get_event_attr_info(info.idx, a, PFM_OS_PERF_EVENT_EXT, &ai) !=
+        PFM_SUCCESS)
+      continue;
+    if (!out.empty()) out += ", ";
+    out += ai.name;
+    if (ai.type != PFM_ATTR_UMASK && ai.type != PFM_ATTR_MOD_BOOL) out += "=N";
+  }
+  return out;
+}
+
+// One requested event, decided at Create().
+struct EventPlan {
+  EventAvailability avail;
+  perf_event_attr attr{};  // ready to open; only meaningful if available
+  bool available = false;
+  bool software = true;
+  bool must_be_nonzero = false;
+  bool grouped = false;  // member of the hardware group (DecideGrouping)
+};
+
+// Event name without a "pmu::" prefix and modifiers, lower case; its
+// modifiers (defined with the public helpers below).
+std::string BaseName(const std::string& name);
+std::string Modifiers(const std::string& name);
+
+// State shared by the session and every thread's counters (so counters outlive
+// the session).
+struct SessionState {
+  std::vector<EventPlan> events;
+  // Available hardware events opened as one group (EventPlan::grouped: all of
+  // them, or cycles + instructions when the PMU refuses them all).
+  bool group_hardware = false;
+  std::string group_note;  // why they are not (all) grouped, if so
+  std::string fake_pmu;    // the test shim's description, if it is loaded
+  bool kernel_has_hw_pmu = false;
+  int paranoid = kParanoidUnreadable;
+  bool privileged = false;
+  std::string cpu_pmu;  // libpfm4's CPU PMU model (from CPUID)
+
+  mutable std::mutex mu;
+  mutable std::set<std::string> reported;  // "event: cause" already reported
+  mutable std::vector<nlohmann::json> problems;
+
+  // Reports a run-time problem once per (event, cause) for the whole run.
+  void ReportOnce(const std::string& event, const std::string& cause) const {
+    std::lock_guard<std::mutex> lock(mu);
+    if (!reported.insert(event + ": " + cause).second) return;
+    problems.push_back({{"event", event}, {"cause", cause}});
+    std::fprintf(stderr, "lockline: counters: %s: %s\n", event.c_str(),
+                 cause.c_str());
+  }
+};
+
+// ---- per-thread counters
+// ----------------------------------------------------------------------
+
+struct Baseline {
+  uint64_t raw = 0, enabled = 0, running = 0;
+};
+
+// A leader fd with its members (one member for a singleton). Members index
+// SessionState::events.
+struct Unit {
+  bool grouped = false;
+  std::vector<int> fds;  // fds[0] is the leader
+  std::vector<size_t> events;
+  std::vector<Baseline> base;
+};
+
+// The page-fault software events (page-faults / faults, minor-faults,
+// major-faults, with any modifiers): perf runs a hook on every fault for them.
+bool IsPageFaultSoftwareEvent(const EventPlan& e) {
+  return e.software && e.attr.type == PERF_TYPE_SOFTWARE &&
+         (e.attr.config == PERF_COUNT_SW_PAGE_FAULTS ||
+          e.attr.config == PERF_COUNT_SW_PAGE_FAULTS_MIN ||
+          e.attr.config == PERF_COUNT_SW_PAGE_FAULTS_MAJ);
+}
+
+class ThreadCountersImpl final : public ThreadCounters {
+ public:
+  /// `left_out_page_faults`: "" opens every available event; otherwise the
+  /// page-fault software events are not opened and read unavailable with this
+  /// reason.
+  explicit ThreadCountersImpl(std::shared_ptr<const SessionState> state,
+                              std::string left_out_page_faults = "")
+      : state_(std::move(state)),
+        open_error_(state_->events.size()),
+        left_out_(state_->events.size(), false),
+        left_out_reason_(std::move(left_out_page_faults)) {
+    std::vector<size_t> hardware;
+    for (size_t i = 0; i < state_->events.size(); ++i) {
+      const EventPlan& e = state_->events[i];
+      if (!e.available) continue;
+      if (!left_out_reason_.empty() && IsPageFaultSoftwareEvent(e)) {
+        left_out_[i] = true;
+        continue;
+      }
+      if (!e.software && e.grouped) {
+        hardware.push_back(i);
+      } else {
+        OpenSingle(i);
+      }
+    }
+    if (!hardware.empty()) OpenGroup(hardware);
+    // Hardware last on Start and first on Stop, so the window they see is the
+    // tightest.
+    std::stable_partition(units_.begin(), units_.end(), [&](const Unit& u) {
+      return state_->events[u.events[0]].software;
+    });
+    Reset();
+  }
+
+  ~ThreadCountersImpl() override {
+    for (Unit& u : units_) {
+      // Members before the leader: closing a leader first turns its
+      // enabled members into singletons that count until closed.
+      for (auto it = u.fds.rbegin(); it != u.fds.rend(); ++it) close(*it);
+    }
+  }
+
+  void Start() override {
+    for (Unit& u : units_) {
+      ioctl(u.fds[0], PERF_EVENT_IOC_ENABLE,
+            u.grouped ? PERF_IOC_FLAG_GROUP : 0);
+    }
+  }
+
+  void Stop() override {
+    for (auto it = units_.rbegin(); it != units_.rend(); ++it) {
+      ioctl(it->fds[0], PERF_EVENT_IOC_DISABLE,
+            it->grouped ? PERF_IOC_FLAG_GROUP : 0);
+    }
+  }
+
+  void Reset() override {
+    for (Unit& u : units_) {
+      std::string error;
+      std::vector<Baseline> now = ReadUnit(u, &error);
+      if (error.empty()) u.base = now;
+    }
+  }
+
+  std::vector<CounterReading> Read() override {
+    std::vector<CounterReading> out(state_->events.size());
+    for (size_t i = 0; i < state_->events.size(); ++i) {
+      const EventPlan& e = state_->events[i];
+      out[i].name = e.avail.name;
+      out[i].status = "unavailable";
+      out[i].reason = left_out_[i]  ? left_out_reason_
+                      : e.available ? open_error_[i]
+                                    : e.avail.reason;
+    }
+    for (Unit& u : units_) {
+      std::string error;
+      std::vector<Baseline> now = ReadUnit(u, &error);
+      for (size_t m = 0; m < u.events.size(); ++m) {
+        const size_t i = u.events[m];
+        const EventPlan& e = state_->events[i];
+        if (!error.empty()) {
+          out[i].reason = error;
+          state_->ReportOnce(e.avail.name, error);
+          continue;
+        }
+        const Baseline& b = u.base[m];
+        CounterReading r = ClassifyReading(
+            e.avail.name, now[m].raw - b.raw, now[m].enabled - b.enabled,
+            now[m].running - b.running, e.must_be_nonzero);
+        // A window that ran but was not counted is a problem; no window yet is
+        // not.
+        if (r.status == "unavailable" && r.time_enabled_ns > 0) {
+          state_->ReportOnce(e.avail.name, r.reason);
+        }
+        out[i] = r;
+      }
+    }
+    return out;
+  }
+
+ private:
+  static constexpr uint64_t kReadFormat =
+      PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING;
+
+  void OpenFailed(size_t i, int err) {
+    const EventPlan& e = state_->events[i];
+    open_error_[i] =
+        "per-thread open failed: " +
+        ExplainPerfOpenError(err, !e.software, !e.attr.exclude_kernel,
+                             state_->kernel_has_hw_pmu, state_->paranoid);
+    state_->ReportOnce(e.avail.name, open_error_[i]);
+  }
+
+  void OpenSingle(size_t i) {
+    perf_event_attr attr = state_->events[i].attr;
+    attr.disabled = 1;
+    attr.read_format = kReadFormat;
+    const int fd = OpenEvent(&attr, -1);
+    if (fd < 0) return OpenFailed(i, errno);
+    units_.push_back(Unit{false, {fd}, {i}, {Baseline{}}});
+  }
+
+  // Leader opened disabled, members enabled: enabling the leader starts the
+  // whole group.
+  void OpenGroup(const std::vector<size_t>& members) {
+    Unit u;
+    u.grouped = true;
+    for (size_t i : members) {
+      perf_event_attr attr = state_->events[i].attr;
+      attr.disabled = u.fds.empty() ? 1 : 0;
+      attr.read_format = kReadFormat | PERF_FORMAT_GROUP;
+      const int fd = OpenEvent(&attr, u.fds.empty() ? -1 : u.fds[0]);
+      if (fd < 0) {
+        OpenFailed(i, errno);
+        continue;
+      }
+      u.fds.push_back(fd);
+      u.events.push_back(i);
+      u.base.push_back(Baseline{});
+    }
+    if (!u.fds.empty()) units_.push_back(std::move(u));
+  }
+
+  // Current (raw, enabled, running) of each member, or *error set.
+  std::vector<Baseline> ReadUnit(const Unit& u, std::string* error) {
+    std::vector<Baseline> out(u.events.size());
+    if (u.grouped) {
+      // PERF_FORMAT_GROUP layout: nr, time_enabled, time_running, value[nr].
+      std::vector<uint64_t> buf(3 + u.fds.size());
+      const ssize_t n =
+          read(u.fds[0], buf.data(), buf.size() * sizeof(uint64_t));
+      if (n != static_cast<ssize_t>(buf.size() * sizeof(uint64_t)) ||
+          buf[0] != u.fds.size()) {
+        *error = "group read failed: " +
+                 std::string(n < 0 ? std::strerror(errno) : "short read");
+        return out;
+      }
+      for (size_t m = 0; m < u.fds.size(); ++m)
+        out[m] = {buf[3 + m], buf[1], buf[2]};
+    } else {
+      uint64_t buf[3];
+      const ssize_t n = read(u.fds[0], buf, sizeof(buf));
+      if (n != static_cast<ssize_t>(sizeof(buf))) {
+        *error = "read failed: " +
+                 std::string(n < 0 ? std::strerror(errno) : "short read");
+        return out;
+      }
+      out[0] = {buf[0], buf[1], buf[2]};
+    }
+    return out;
+  }
+
+  std::shared_ptr<const SessionState> state_;
+  std::vector<std::string>
+      open_error_;              // per event, if its per-thread open failed
+  std::vector<bool> left_out_;  // per event: not opened for this point
+  std::string left_out_reason_;
+  std::vector<Unit> units_;
+};
+
+// ---- the session
+// ------------------------------------------------------------------------------
+
+// Rewrites perf's combined privilege modifiers (":uk", ":ku") into libpfm4's
+// ":u:k" and reports whether the user chose the privilege levels explicitly.
+std::string NormalizeModifiers(const std::string& name, bool* explicit_plm) {
+  *explicit_plm = false;
+  const size_t pmu_sep = name.find("::");
+  const size_t event_start = pmu_sep == std::string::npos ? 0 : pmu_sep + 2;
+  std::string out = name.substr(0, event_start);
+  std::stringstream rest(name.substr(event_start));
+  std::string tok;
+  bool first = true;
+  while (std::getline(rest, tok, ':')) {
+    if (!first) {
+      if (tok == "uk" || tok == "ku") tok = "u:k";
+      if (tok == "u" || tok == "k" || tok == "u:k") *explicit_plm = true;
+      out += ':';
+    }
+    out += tok;
+    first = false;
+  }
+  return out;
+}
+
+// Encodes `name` for perf_event with the given default privilege levels.
+// Returns the libpfm4 error; on success fills attr, the PMU name and the fully
+// qualified encoding string.
+int Encode(const std::string& name, int dfl_plm, perf_event_attr* attr,
+           std::string* pmu, std::string* fstr_out) {
+  std::memset(attr, 0, sizeof(*attr));
+  char* fstr = nullptr;
+  pfm_perf_encode_arg_t arg;
+  std::memset(&arg, 0, sizeof(arg));
+  arg.attr = attr;
+  arg.size = sizeof(arg);
+  arg.fstr = &fstr;
+  const int ret = pfm_get_os_event_encoding(name.c_str(), dfl_plm,
+                                            PFM_OS_PERF_EVENT_EXT, &arg);
+  if (ret != PFM_SUCCESS) return ret;
+  *fstr_out = fstr != nullptr ? fstr : "";
+  std::free(fstr);
+  pfm_event_info_t info;
+  std::memset(&info, 0, sizeof(info));
+  info.size = sizeof(info);
+  pfm_pmu_info_t pinfo;
+  std::memset(&pinfo, 0, sizeof(pinfo));
+  pinfo.size = sizeof(pinfo);
+  if (pfm_get_event_info(arg.idx, PFM_OS_PERF_EVENT_EXT, &info) ==
+          PFM_SUCCESS &&
+      pfm_get_pmu_info(info.pmu, &pinfo) == PFM_SUCCESS) {
+    *pmu = pinfo.name;
+  }
+  attr->size = sizeof(*attr);
+  return PFM_SUCCESS;
+}
+
+// Opens `attr` once on this thread and closes it; returns 0 or errno.
+int ProbeOpen(perf_event_attr attr) {
+  attr.disabled = 1;
+  attr.read_format =
+      PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING;
+  const int fd = OpenEvent(&attr, -1);
+  if (fd < 0) return errno;
+  close(fd);
+  return 0;
+}
+
+class CounterSessionImpl final : public CounterSession {
+ public:
+  explicit CounterSessionImpl(const std::vector<std::string>& names)
+      : state_(std::make_shared<SessionState>()) {
+    SessionState& s = *state_;
+    s.kernel_has_hw_pmu = KernelHasHardwarePmu();
+    s.fake_pmu = FakePmuDescription();
+    s.paranoid = PerfEventParanoid();
+    s.privileged = PerfPrivileged();
+    const int pfm = names.empty() ? PFM_SUCCESS : EnsurePfmInitialized();
+    if (pfm == PFM_SUCCESS) s.cpu_pmu = PresentPmus(PFM_PMU_TYPE_CORE);
+    for (const std::string& name : names) {
+      EventPlan e;
+      e.avail.name = name;
+      e.avail.status = "unavailable";
+      if (pfm != PFM_SUCCESS) {
+        e.avail.reason =
+            std::string("libpfm4 initialization failed: ") + pfm_strerror(pfm);
+      } else {
+        Plan(&e);
+      }
+      if (e.available) e.avail.status = "available";
+      s.events.push_back(std::move(e));
+    }
+    DecideGrouping();
+    availability_.reserve(s.events.size());
+    for (const EventPlan& e : s.events) availability_.push_back(e.avail);
+  }
+
+  const std::vector<EventAvailability>& availability() const override {
+    return availability_;
+  }
+
+  std::unique_ptr<ThreadCounters> OpenForThisThread() override {
+    return std::make_unique<ThreadCountersImpl>(state_);
+  }
+  std::unique_ptr<ThreadCounters> OpenForThisThreadWithoutPageFaults(
+      const std::string& why) override {
+    return std::make_unique<ThreadCountersImpl>(
+        state_, why.empty() ? std::string("left out") : why);
+  }
+
+  std::string SummaryLine() const override {
+    if (availability_.empty()) return "counters: none requested";
+    // "available", "available user-only (why)", then "unavailable (why)"
+    // grouped by reason.
+    std::vector<std::pair<std::string, std::string>>
+        groups;  // (label, names), in order
+    for (const EventAvailability& a : availability_) {
+      std::string label = a.status;
+      if (!a.reason.empty()) label += " (" + a.reason + ")";
+      auto it = std::find_if(groups.begin(), groups.end(),
+                             [&](const auto& g) { return g.first == label; });
+      if (it == groups.end()) {
+        groups.emplace_back(label, a.name);
+      } else {
+        it->second += " " + a.name;
+      }
+    }
+    std::stable_partition(groups.begin(), groups.end(), [](const auto& g) {
+      return g.first.rfind("available", 0) == 0;
+    });
+    std::string line = "counters:";
+    for (size_t i = 0; i < groups.size(); ++i) {
+      line += (i == 0 ? " " : "; ") + groups[i].second + " " + groups[i].first;
+    }
+    if (!state_->group_note.empty()) line += "; " + state_->group_note;
+    if (!state_->fake_pmu.empty())
+      line += "; FAKE PMU (test shim, not this CPU): " + state_->fake_pmu;
+    return line;
+  }
+
+  nlohmann::json AvailabilityJson() const override {
+    const SessionState& s = *state_;
+    nlohmann::json events = nlohmann::json::array();
+    for (const EventPlan& e : s.events) {
+      nlohmann::json j = {{"name", e.avail.name},
+                          {"status", e.avail.status},
+                          {"reason", e.avail.reason},
+                          {"pmu", e.avail.pmu},
+                          {"exclude_kernel", e.avail.exclude_kernel},
+                          {"exclude_user", e.avail.exclude_user},
+                          {"encoding", e.avail.encoding}};
+      if (!e.avail.via.empty()) j["via"] = e.avail.via;
+      if (e.available) j["grouped"] = e.grouped;
+      events.push_back(std::move(j));
+    }
+    nlohmann::json out = {
+        {"events", events},
+        {"kernel_hardware_pmu", s.kernel_has_hw_pmu},
+        {"libpfm4_cpu_pmu", s.cpu_pmu},
+        {"perf_event_paranoid", s.paranoid == kParanoidUnreadable
+                                    ? nlohmann::json()
+                                    : nlohmann::json(s.paranoid)},
+        {"perf_privileged", s.privileged},
+        {"hardware_group", s.group_hardware},
+    };
+    if (!s.group_note.empty()) out["hardware_group_note"] = s.group_note;
+    if (!s.fake_pmu.empty()) out["fake_pmu"] = s.fake_pmu;
+    std::lock_guard<std::mutex> lock(s.mu);
+    out["problems"] = s.problems;
+    return out;
+  }
+
+ private:
+  // Encodes and probes one event, filling e->avail, e->attr and e->available.
+  void Plan(EventPlan* e) {
+    SessionState& s = *state_;
+    bool explicit_plm = false;
+    const std::string name = NormalizeModifiers(e->avail.name, &explicit_plm);
+    int ret = Encode(name, PFM_PLM0 | PFM_PLM3, &e->attr, &e->avail.pmu,
+                     &e->avail.encoding);
+    bool portable = false;
+    if (ret == PFM_ERR_NOTFOUND) {
+      ret = EncodePortable(name, PFM_PLM0 | PFM_PLM3, &e->attr, &e->avail.pmu,
+                           &e->avail.encoding, &e->avail.via);
+      portable = ret != PFM_ERR_NOTFOUND;
+    }
+    if (ret == PFM_ERR_NOTFOUND) {
+      const size_t sep = name.find("::");
+      const std::string pmu =
+          sep == std::string::npos ? s.cpu_pmu : name.substr(0, sep);
+      e->avail.reason =
+          "unknown event " + e->avail.name + " for PMU " +
+          (pmu.empty() ? std::string("(none detected)") : pmu) +
+          " (libpfm4: event not found; PMUs detected: " + PresentPmus(-1) + ")";
+      return;
+    }
+    if (ret == PFM_ERR_ATTR || ret == PFM_ERR_ATTR_VAL ||
+        ret == PFM_ERR_ATTR_SET || ret == PFM_ERR_UMASK ||
+        ret == PFM_ERR_FEATCOMB) {
+      const size_t sep = name.find("::");
+      const std::string base = name.substr(
+          0, name.find(':', sep == std::string::npos ? 0 : sep + 2));
+      throw CounterSpecError("--events: bad modifier in '" + e->avail.name +
+                             "' (libpfm4: " + pfm_strerror(ret) +
+                             "); accepted modifiers for " + base + ": " +
+                             AcceptedModifiers(base) +
+                             " (u = user only, k = kernel only, u:k = both)");
+    }
+    if (ret != PFM_SUCCESS) {
+      e->avail.reason =
+          std::string("libpfm4 cannot encode it: ") + pfm_strerror(ret);
+      return;
+    }
+    e->software = IsSoftware(e->attr);
+    // A clock cannot be split into user and kernel time (issue 14): refuse the
+    // half rather than report the whole under its name.
+    if (IsSoftwareClock(e->attr) && explicit_plm &&
+        e->attr.exclude_user != e->attr.exclude_kernel) {
+      const std::string base = name.substr(0, name.find(':'));
+      throw CounterSpecError(
+          "--events: '" + e->avail.name + "': " + base +
+          " is a software clock: the kernel adds up the thread's whole run "
+          "time (user and kernel) whatever :u / :k say, so it cannot count "
+          "one mode only; accepted: " +
+          base + " or " + base + ":u:k (user + kernel)");
+    }
+    int err = ProbeOpen(e->attr);
+    std::string refused;  // set if kernel counting was refused and we fell back
+                          // to user only
+    if (err == EACCES && !explicit_plm && !e->attr.exclude_kernel) {
+      std::string pmu, via;
+      if ((portable ? EncodePortable(name, PFM_PLM3, &e->attr, &pmu,
+                                     &e->avail.encoding, &via)
+                    : Encode(name, PFM_PLM3, &e->attr, &pmu,
+                             &e->avail.encoding)) == PFM_SUCCESS) {
+        refused = ExplainPerfOpenError(EACCES, !e->software, true,
+                                       s.kernel_has_hw_pmu, s.paranoid);
+        err = ProbeOpen(e->attr);
+      }
+    }
+    e->avail.exclude_kernel = e->attr.exclude_kernel;
+    e->avail.exclude_user = e->attr.exclude_user;
+    if (err != 0) {
+      e->avail.reason =
+          ExplainPerfOpenError(err, !e->software, !e->attr.exclude_kernel,
+                               s.kernel_has_hw_pmu, s.paranoid);
+      return;
+    }
+    if (CountsOnlyInKernel(e->attr) && e->attr.exclude_kernel) {
+      e->avail.reason =
+          (refused.empty() ? std::string("user mode only (:u)") : refused) +
+          "; user-only it opens but always reads 0 (the scheduler counts it in "
+          "kernel mode)";
+      return;
+    }
+    e->available = true;
+    // The portable cycles / instructions are the model's raw events: the same
+    // "cannot be 0 in user mode" check applies.
+    const std::string base = LowerAscii(name.substr(0, name.find(':')));
+    e->must_be_nonzero =
+        MustBeNonZero(e->attr) ||
+        (portable && !e->attr.exclude_user &&
+         (base == "cycles" || base == "cpu-cycles" || base == "instructions"));
+    if (!refused.empty()) {
+      e->avail.reason =
+          IsSoftwareClock(e->attr)
+              ? "counts user + kernel time all the same (a software clock "
+                "ignores exclude_kernel, set only to pass the permission "
+                "check): " +
+                    refused
+              : "user mode only: " + refused;
+    }
+  }
+
+  // Second chance for a name libpfm4 did not find: perf's generic software
+  // events (encoded here) and the portable hardware names on the core PMU.
+  // Returns PFM_ERR_NOTFOUND if `name` is neither.
+  int EncodePortable(const std::string& name, int dfl_plm,
+                     perf_event_attr* attr, std::string* pmu, std::string* fstr,
+                     std::string* via) {
+    if (name.find("::") != std::string::npos) return PFM_ERR_NOTFOUND;
+    const size_t colon = name.find(':');
+    const std::string base = name.substr(0, colon);
+    const std::string mods =
+        colon == std::string::npos ? "" : name.substr(colon + 1);
+    const int sw = GenericSoftwareEvent(base);
+    if (sw >= 0) {
+      bool u = false, k = false;
+      std::stringstream in(mods);
+      std::string tok;
+      while (!mods.empty() && std::getline(in, tok, ':')) {
+        if (tok == "u") {
+          u = true;
+        } else if (tok == "k") {
+          k = true;
+        } else {
+          return PFM_ERR_ATTR;
+        }
+      }
+      if (!u && !k) {
+        u = (dfl_plm & PFM_PLM3) != 0;
+        k = (dfl_plm & PFM_PLM0) != 0;
+      }
+      std::memset(attr, 0, sizeof(*attr));
+      attr->size = sizeof(*attr);
+      attr->type = PERF_TYPE_SOFTWARE;
+      attr->config = static_cast<uint64_t>(sw);
+      attr->exclude_user = !u;
+      attr->exclude_kernel = !k;
+      *pmu = "perf";
+      *fstr =
+          "perf::" + base + ":u=" + (u ? "1" : "0") + ":k=" + (k ? "1" : "0");
+      *via =
+          "generic software event encoded by lockline (PERF_TYPE_SOFTWARE "
+          "config " +
+          std::to_string(sw) + "): libpfm4's perf PMU is not active";
+      return PFM_SUCCESS;
+    }
+    const std::string core =
+        state_->cpu_pmu.substr(0, state_->cpu_pmu.find('/'));
+    int first_error = PFM_ERR_NOTFOUND;
+    for (const std::string& cand : PortableEventCandidates(base, core)) {
+      std::string p;
+      const int ret = Encode(cand + (mods.empty() ? "" : ":" + mods), dfl_plm,
+                             attr, &p, fstr);
+      if (ret == PFM_SUCCESS) {
+        *pmu = p;
+        *via = "portable name " + base + " = " + cand + " on PMU " + core;
+        return PFM_SUCCESS;
+      }
+      // A candidate this PMU has, rejecting the user's modifier: say so.
+      perf_event_attr probe;
+      std::string ignore_pmu, ignore_fstr;
+      if (first_error == PFM_ERR_NOTFOUND && !mods.empty() &&
+          Encode(cand, dfl_plm, &probe, &ignore_pmu, &ignore_fstr) ==
+              PFM_SUCCESS) {
+        first_error = ret;
+      }
+    }
+    return first_error;
+  }
+
+  // Groups the available hardware events if the PMU accepts them as one group.
+  // If it refuses (EINVAL / ENOSPC: more events than counters), cycles and
+  // instructions stay a group (IPC over the same time) and the rest are
+  // singletons the kernel multiplexes: split and reported, never dropped. Not
+  // the largest group that fits: the kernel schedules flexible groups in list
+  // order and stops at the first that does not fit (linux
+  // kernel/events/core.c group_can_go_on), so a group as large as the PMU is
+  // on it only while it heads the rotated list: nine events on 4 counters
+  // under the test shim, a group of 4 + 5 singletons gave the group a scaling
+  // factor of 7.5; the pair + 7 singletons gives every event 2.0-2.7.
+  void DecideGrouping() {
+    SessionState& s = *state_;
+    std::vector<EventPlan*> hw;
+    for (EventPlan& e : s.events) {
+      if (e.available && !e.software) hw.push_back(&e);
+    }
+    if (hw.empty()) return;
+    const int err = hw.size() == 1 ? 0 : TryGroup(hw);
+    if (err == 0) {
+      for (EventPlan* e : hw) e->grouped = true;
+      s.group_hardware = true;
+      return;
+    }
+    const auto first = [&](std::initializer_list<const char*> names,
+                           const std::string* mods) -> EventPlan* {
+      for (EventPlan* e : hw) {
+        for (const char* n : names) {
+          if (BaseName(e->avail.name) == n &&
+              (mods == nullptr || Modifiers(e->avail.name) == *mods))
+            return e;
+        }
+      }
+      return nullptr;
+    };
+    EventPlan* instructions = first({"instructions"}, nullptr);
+    EventPlan* cycles = nullptr;
+    if (instructions != nullptr) {
+      const std::string mods = Modifiers(instructions->avail.name);
+      cycles = first({"cycles", "cpu-cycles"}, &mods);
+      if (cycles == nullptr) cycles = first({"cycles", "cpu-cycles"}, nullptr);
+    }
+    const std::string refused =
+        "the PMU refused all " + std::to_string(hw.size()) +
+        " hardware events as one group (" + ErrnoName(err) + ")";
+    if (cycles != nullptr && TryGroup({cycles, instructions}) == 0) {
+      cycles->grouped = instructions->grouped = true;
+      s.group_hardware = true;
+      s.group_note = refused + ": " + cycles->avail.name + " and " +
+                     instructions->avail.name +
+                     " are grouped (IPC over the same time), the others are "
+                     "counted separately, so they may be multiplexed";
+      return;
+    }
+    s.group_note = refused +
+                   ": hardware events counted separately, so they may be "
+                   "multiplexed";
+  }
+
+  // Opens `hw` (in order, the first as leader) as one group and closes it; 0
+  // or errno.
+  static int TryGroup(const std::vector<EventPlan*>& hw) {
+    std::vector<int> fds;
+    int err = 0;
+    for (const EventPlan* e : hw) {
+      perf_event_attr attr = e->attr;
+      attr.disabled = fds.empty() ? 1 : 0;
+      attr.read_format = PERF_FORMAT_TOTAL_TIME_ENABLED |
+                         PERF_FORMAT_TOTAL_TIME_RUNNING | PERF_FORMAT_GROUP;
+      const int fd = OpenEvent(&attr, fds.empty() ? -1 : fds[0]);
+      if (fd < 0) {
+        err = errno;
+        break;
+      }
+      fds.push_back(fd);
+    }
+    for (auto it = fds.rbegin(); it != fds.rend(); ++it) close(*it);
+    return err;
+  }
+
+  std::shared_ptr<SessionState> state_;
+  std::vector<EventAvailability> availability_;
+};
+
+bool ValidNameChar(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' ||
+         c == ':' || c == '=' || c == '-';
+}
+
+}  // namespace
+
+// ---- public functions
+// -------------------------------------------------------------------------
+
+std::vector<std::string> ParseEventList(const std::string& spec) {
+  const std::string accepted =
+      "accepted: default, none, or a comma-separated list of libpfm4 / perf "
+      "list event names "
+      "with optional :u / :k modifiers (e.g. "
+      "cycles,instructions:u,page-faults)";
+  std::vector<std::string> items;
+  std::stringstream in(spec);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    const size_t b = item.find_first_not_of(" \t");
+    const size_t e = item.find_last_not_of(" \t");
+    items.push_back(b == std::string::npos ? "" : item.substr(b, e - b + 1));
+  }
+  if (spec.empty() || spec.back() == ',') items.push_back("");
+  std::vector<std::string> out;
+  for (const std::string& name : items) {
+    if (name.empty()) {
+      throw CounterSpecError("--events='" + spec + "': empty event name; " +
+                             accepted);
+    }
+    if (name == "none") {
+      if (items.size() != 1) {
+        throw CounterSpecError("--events='" + spec +
+                               "': 'none' cannot be combined with events; " +
+                               accepted);
+      }
+      return {};
+    }
+    if (name == "default") {
+      for (const char* d : kDefaultEvents) {
+        if (std::find(out.begin(), out.end(), d) != out.end()) {
+          throw CounterSpecError("--events='" + spec + "': event '" + d +
+                                 "' listed twice; " + accepted);
+        }
+        out.push_back(d);
+      }
+      continue;
+    }
+    for (char c : name) {
+      if (!ValidNameChar(c)) {
+        throw CounterSpecError("--events: bad character '" + std::string(1, c) +
+                               "' in '" + name + "'; " + accepted);
+      }
+    }
+    // "pmu::event" is libpfm4's PMU prefix; any other empty ':' field is a
+    // typo.
+    const size_t pmu_sep = name.find("::");
+    const std::string event =
+        pmu_sep == std::string::npos ? name : name.substr(pmu_sep + 2);
+    if ((pmu_sep == 0) || event.empty() || event.front() == ':' ||
+        event.back() == ':' || event.find("::") != std::string::npos) {
+      throw CounterSpecError("--events: empty event name or modifier in '" +
+                             name + "'; " + accepted);
+    }
+    if (std::find(out.begin(), out.end(), name) != out.end()) {
+      throw CounterSpecError("--events='" + spec + "': event '" + name +
+                             "' listed twice; " + accepted);
+    }
+    out.push_back(name);
+  }
+  return out;
+}
+
+CounterReading ClassifyReading(const std::string& name, uint64_t raw,
+                               uint64_t time_enabled_ns,
+                               uint64_t time_running_ns, bool zero_is_error) {
+  CounterReading r;
+  r.name = name;
+  r.raw = raw;
+  r.time_enabled_ns = time_enabled_ns;
+  r.time_running_ns = time_running_ns;
+  if (time_running_ns == 0) {
+    r.status = "unavailable";
+    r.reason = time_enabled_ns == 0
+                   ? "not counted (time_running 0: no window since Reset)"
+                   : "not counted (time_running 0: never scheduled on the PMU)";
+  } else if (zero_is_error && raw == 0) {
+    r.status = "unavailable";
+    r.reason =
+        "counted 0 over a window with time_running > 0: impossible for " +
+        name + " in user mode, the (virtual) PMU is not really counting";
+  } else if (time_running_ns >= time_enabled_ns) {
+    r.status = "measured";
+    r.value = static_cast<double>(raw);
+  } else {
+    r.status = "scaled";
+    r.value = static_cast<double>(raw) * static_cast<double>(time_enabled_ns) /
+              static_cast<double>(time_running_ns);
+  }
+  return r;
+}
+
+std::vector<CounterReading> SumReadings(
+    const std::vector<std::vector<CounterReading>>& per_thread) {
+  if (per_thread.empty()) return {};
+  auto rank = [](const std::string& status) {
+    return status == "unavailable" ? 2 : status == "scaled" ? 1 : 0;
+  };
+  std::vector<CounterReading> sum = per_thread[0];
+  for (size_t t = 1; t < per_thread.size(); ++t) {
+    if (per_thread[t].size() != sum.size()) {
+      throw std::invalid_argument(
+          "SumReadings: threads read different numbers of events");
+    }
+    for (size_t i = 0; i < sum.size(); ++i) {
+      const CounterReading& r = per_thread[t][i];
+      if (r.name != sum[i].name) {
+        throw std::invalid_argument("SumReadings: event " + r.name + " vs " +
+                                    sum[i].name);
+      }
+      sum[i].value += r.value;
+      sum[i].raw += r.raw;
+      sum[i].time_enabled_ns += r.time_enabled_ns;
+      sum[i].time_running_ns += r.time_running_ns;
+      if (rank(r.status) > rank(sum[i].status)) {
+        sum[i].status = r.status;
+        sum[i].reason = r.reason;
+      }
+    }
+  }
+  return sum;
+}
+
+nlohmann::json ReadingsJson(const std::vector<CounterReading>& readings) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const CounterReading& r : readings) {
+    nlohmann::json j = {
+        {"name", r.name},
+        {"status", r.status},
+        {"value", r.status == "unavailable" ? nlohmann::json()
+                                            : nlohmann::json(r.value)},
+        {"raw", r.raw},
+        {"time_enabled_ns", r.time_enabled_ns},
+        {"time_running_ns", r.time_running_ns}};
+    if (!r.reason.empty()) j["reason"] = r.reason;
+    out.push_back(std::move(j));
+  }
+  return out;
+}
+
+namespace {
+
+// The shim's exported functions (tests/fake_pmu), or nullptr in a normal run.
+template <typename Fn>
+Fn FakePmuFunction(const char* symbol) {
+  return reinterpret_cast<Fn>(dlsym(RTLD_DEFAULT, symbol));
+}
+
+std::string Lower(const std::string& s) { return LowerAscii(s); }
+
+// Event name without a "pmu::" prefix and without modifiers, lower case.
+std::string BaseName(const std::string& name) {
+  const size_t sep = name.find("::");
+  const std::string event =
+      sep == std::string::npos ? name : name.substr(sep + 2);
+  return Lower(event.substr(0, event.find(':')));
+}
+
+// The modifiers of `name` ("" or ":u" ...), to pair events counted alike.
+std::string Modifiers(const std::string& name) {
+  const size_t sep = name.find("::");
+  const size_t start = sep == std::string::npos ? 0 : sep + 2;
+  const size_t colon = name.find(':', start);
+  return colon == std::string::npos ? "" : name.substr(colon);
+}
+
+}  // namespace
+
+std::string FakePmuDescription() {
+  using Fn = const char* (*)();
+  const Fn fn = FakePmuFunction<Fn>("lockline_fake_pmu_description");
+  const char* d = fn != nullptr ? fn() : nullptr;
+  return d != nullptr ? d : "";
+}
+
+int GenericSoftwareEvent(const std::string& base) {
+  static const std::map<std::string, int> kSoftware = {
+      {"cpu-clock", PERF_COUNT_SW_CPU_CLOCK},
+      {"task-clock", PERF_COUNT_SW_TASK_CLOCK},
+      {"page-faults", PERF_COUNT_SW_PAGE_FAULTS},
+      {"faults", PERF_COUNT_SW_PAGE_FAULTS},
+      {"context-switches", PERF_COUNT_SW_CONTEXT_SWITCHES},
+      {"cs", PERF_COUNT_SW_CONTEXT_SWITCHES},
+      {"cpu-migrations", PERF_COUNT_SW_CPU_MIGRATIONS},
+      {"migrations", PERF_COUNT_SW_CPU_MIGRATIONS},
+      {"minor-faults", PERF_COUNT_SW_PAGE_FAULTS_MIN},
+      {"major-faults", PERF_COUNT_SW_PAGE_FAULTS_MAJ},
+      {"alignment-faults", PERF_COUNT_SW_ALIGNMENT_FAULTS},
+      {"emulation-faults", PERF_COUNT_SW_EMULATION_FAULTS}};
+  const auto it = kSoftware.find(Lower(base));
+  return it == kSoftware.end() ? -1 : it->second;
+}
+
+std::vector<std::string> PortableEventCandidates(const std::string& base,
+                                                 const std::string& pmu) {
+  if (pmu.empty()) return {};
+  const std::string b = Lower(base);
+  const bool amd = pmu.rfind("amd64_fam17h", 0) == 0 ||
+                   pmu.rfind("amd64_fam19h", 0) == 0 ||
+                   pmu.rfind("amd64_fam1ah", 0) == 0;
+  // Intel: the kernel's intel_perfmon_event_map (linux
+  // arch/x86/events/intel/core.c): cycles 0x003c, instructions 0x00c0,
+  // cache-references 0x4f2e, cache-misses 0x412e, branches 0x00c4,
+  // branch-misses 0x00c5; the architectural names (LLC_MISSES ...) last.
+  static const std::map<std::string, std::vector<std::string>> kIntel = {
+      {"cycles", {"UNHALTED_CORE_CYCLES"}},
+      {"cpu-cycles", {"UNHALTED_CORE_CYCLES"}},
+      {"instructions", {"INSTRUCTION_RETIRED"}},
+      {"cache-references", {"LONGEST_LAT_CACHE:REFERENCE", "LLC_REFERENCES"}},
+      {"cache-misses", {"LONGEST_LAT_CACHE:MISS", "LLC_MISSES"}},
+      {"branches",
+       {"BR_INST_RETIRED:ALL_BRANCHES", "BRANCH_INSTRUCTIONS_RETIRED"}},
+      {"branch-instructions",
+       {"BR_INST_RETIRED:ALL_BRANCHES", "BRANCH_INSTRUCTIONS_RETIRED"}},
+      {"branch-misses",
+       {"BR_MISP_RETIRED:ALL_BRANCHES", "MISPREDICTED_BRANCH_RETIRED"}},
+      {"llc-load-misses",
+       {"MEM_LOAD_RETIRED:L3_MISS", "MEM_LOAD_UOPS_RETIRED:L3_MISS",
+        "LONGEST_LAT_CACHE:MISS"}},
+      // Loads that hit a modified line in another core's cache: named
+      // XSNP_HITM up to Ice Lake (MEM_LOAD_UOPS_* before Skylake), XSNP_FWD
+      // from Sapphire Rapids on.
+      {"hitm",
+       {"MEM_LOAD_L3_HIT_RETIRED:XSNP_HITM", "MEM_LOAD_L3_HIT_RETIRED:XSNP_FWD",
+        "MEM_LOAD_UOPS_L3_HIT_RETIRED:XSNP_HITM",
+        "MEM_LOAD_UOPS_LLC_HIT_RETIRED:XSNP_HITM"}},
+  };
+  // AMD Zen: amd_zen2_perfmon_event_map (linux arch/x86/events/amd/core.c):
+  // cycles 0x0076, instructions 0x00c0, cache-references 0xff60,
+  // cache-misses 0x0964, branches 0x00c2, branch-misses 0x00c3. Zen has no
+  // HITM event in the core PMU: `hitm` is the demand fills from another CCX's
+  // cache (cache-to-cache, clean or modified).
+  static const std::map<std::string, std::vector<std::string>> kAmd = {
+      {"cycles", {"CYCLES_NOT_IN_HALT"}},
+      {"cpu-cycles", {"CYCLES_NOT_IN_HALT"}},
+      {"instructions", {"RETIRED_INSTRUCTIONS"}},
+      {"cache-references",
+       {"REQUESTS_TO_L2_GROUP1:RD_BLK_L:RD_BLK_X:LS_RD_BLK_C_S:CACHEABLE_IC_"
+        "READ:CHANGE_TO_X:PREFETCH_L2_CMD:L2_HW_PF:MISC"}},
+      {"cache-misses",
+       {"CORE_TO_L2_CACHEABLE_REQUEST_ACCESS_STATUS:LS_RD_BLK_C:IC_FILL_MISS"}},
+      {"branches", {"RETIRED_BRANCH_INSTRUCTIONS"}},
+      {"branch-instructions", {"RETIRED_BRANCH_INSTRUCTIONS"}},
+      {"branch-misses", {"RETIRED_BRANCH_INSTRUCTIONS_MISPREDICTED"}},
+      {"llc-load-misses",
+       {"DEMAND_DATA_CACHE_FILLS_FROM_SYSTEM:NEAR_CACHE_NEAR_FAR:DRAM_IO_NEAR:"
+        "FAR_CACHE_NEAR_FAR:DRAM_IO_FAR",
+        "DEMAND_DATA_CACHE_FILLS_FROM_SYSTEM:EXT_CACHE_LCL:MEM_IO_LCL:EXT_"
+        "CACHE_RMT:MEM_IO_RMT",
+        "DATA_CACHE_REFILLS_FROM_SYSTEM:LS_MABRESP_LCL_CACHE:LS_MABRESP_LCL_"
+        "DRAM:LS_MABRESP_RMT_CACHE:LS_MABRESP_RMT_DRAM"}},
+      {"hitm",
+       {"DEMAND_DATA_CACHE_FILLS_FROM_SYSTEM:NEAR_CACHE_NEAR_FAR:FAR_CACHE_"
+        "NEAR_FAR",
+        "DEMAND_DATA_CACHE_FILLS_FROM_SYSTEM:EXT_CACHE_LCL:EXT_CACHE_RMT",
+        // Zen 2 (fam17h): data-cache refills from another CCX's cache.
+        "DATA_CACHE_REFILLS_FROM_SYSTEM:LS_MABRESP_LCL_CACHE:LS_MABRESP_RMT_"
+        "CACHE"}},
+  };
+  const auto& table = amd ? kAmd : kIntel;
+  const auto it = table.find(b);
+  if (it == table.end()) return {};
+  std::vector<std::string> out;
+  for (const std::string& c : it->second) out.push_back(pmu + "::" + c);
+  return out;
+}
+
+CounterRow CountersForRow(
+    const std::vector<std::vector<CounterReading>>& per_thread, uint64_t ops) {
+  using nlohmann::json;
+  CounterRow row;
+  json status = json::object(), per_op = json::object(),
+       scaling = json::object(), derived = json::object(),
+       threads = json::array();
+  for (const auto& readings : per_thread) {
+    json t = json::object();
+    for (const CounterReading& r : readings)
+      t[r.name] = r.status == "unavailable" ? json() : json(r.value);
+    threads.push_back(std::move(t));
+  }
+  std::vector<CounterReading> sum;
+  try {
+    sum = SumReadings(per_thread);
+  } catch (const std::invalid_argument&) {
+    sum.clear();  // threads disagree: cannot happen with one session
+  }
+  const double n_ops = static_cast<double>(ops);
+  for (const CounterReading& r : sum) {
+    status[r.name] = r.status;
+    if (r.status == "unavailable") {
+      status[r.name + ":reason"] = r.reason;
+      continue;
+    }
+    if (r.status == "scaled") {
+      scaling[r.name] = static_cast<double>(r.time_enabled_ns) /
+                        static_cast<double>(r.time_running_ns);
+    }
+    const double v = ops ? r.value / n_ops : 0;
+    per_op[r.name] = v;
+    row.metrics.emplace_back(r.name + "/op", v);
+  }
+  // Derived metrics: the first requested event of each kind.
+  const auto find = [&](auto pred,
+                        const std::string& mods) -> const CounterReading* {
+    for (const CounterReading& r : sum)
+      if (pred(r.name) && (mods == "*" || Modifiers(r.name) == mods)) return &r;
+    return nullptr;
+  };
+  const auto is = [](std::initializer_list<const char*> names) {
+    return [names](const std::string& n) {
+      const std::string b = BaseName(n);
+      for (const char* x : names)
+        if (b == Lower(x)) return true;
+      return false;
+    };
+  };
+  // One derived metric: num / den (den == nullptr: num / ops). `missing`
+  // says which event was not requested.
+  const auto put = [&](const std::string& metric, const CounterReading* num,
+                       const CounterReading* den, bool per_operation,
+                       const std::string& missing) {
+    json d = {{"status", "unavailable"}, {"value", nullptr}};
+    const CounterReading* lost = nullptr;
+    for (const CounterReading* r : {num, den})
+      if (r != nullptr && r->status == "unavailable" && lost == nullptr)
+        lost = r;
+    if (!missing.empty()) {
+      d["reason"] = missing;
+    } else if (lost != nullptr) {
+      d["reason"] = lost->name + " unavailable: " + lost->reason;
+    } else if (den != nullptr && den->value <= 0) {
+      d["reason"] = den->name + " counted 0";
+    } else if (per_operation && ops == 0) {
+      d["reason"] = "no operations counted";
+    } else {
+      const double v = num->value / (den != nullptr ? den->value : n_ops);
+      const bool scaled = num->status == "scaled" ||
+                          (den != nullptr && den->status == "scaled");
+      d = {{"status", scaled ? "scaled" : "measured"}, {"value", v}};
+      // An event literally named "cache-misses" already gave this metric.
+      const bool have =
+          std::any_of(row.metrics.begin(), row.metrics.end(),
+                      [&](const auto& m) { return m.first == metric; });
+      if (!have) row.metrics.emplace_back(metric, v);
+    }
+    derived[metric] = std::move(d);
+  };
+  const CounterReading* instr = find(is({"instructions"}), "*");
+  const CounterReading* cyc =
+      instr != nullptr
+          ? find(is({"cycles", "cpu-cycles"}), Modifiers(instr->name))
+          : nullptr;
+  if (cyc == nullptr) cyc = find(is({"cycles", "cpu-cycles"}), "*");
+  put("IPC", instr, cyc, false,
+      instr == nullptr ? "instructions not requested (--events)"
+      : cyc == nullptr ? "cycles not requested (--events)"
+                       : "");
+  const CounterReading* misses = find(is({"cache-misses"}), "*");
+  put("cache-misses/op", misses, nullptr, true,
+      misses == nullptr ? "cache-misses not requested (--events)" : "");
+  const CounterReading* hitm = find(
+      [](const std::string& n) {
+        const std::string u = Lower(n);
+        return BaseName(n) == "hitm" || u.find("hitm") != std::string::npos ||
+               u.find("xsnp_fwd") != std::string::npos;
+      },
+      "*");
+  put("hitm/op", hitm, nullptr, true,
+      hitm == nullptr
+          ? "no HITM-type event requested (e.g. --events=default,hitm)"
+          : "");
+  row.counters = {{"per_op", per_op},
+                  {"status", status},
+                  {"scaling", scaling},
+                  {"derived", derived},
+                  {"per_thread", threads}};
+  return row;
+}
+
+bool KernelHasHardwarePmu() {
+  using Fn = int (*)();
+  if (const Fn fake = FakePmuFunction<Fn>("lockline_fake_pmu_present"))
+    return fake() != 0;
+  std::error_code ec;
+  for (const auto& entry :
+       std::filesystem::directory_iterator(kSysPmuDir, ec)) {
+    const std::string n = entry.path().filename().string();
+    if (n == "cpu" || n.rfind("cpu_", 0) == 0 || n.rfind("armv8_", 0) == 0 ||
+        n.rfind("armv7_", 0) == 0 || n == "cpum_cf") {
+      return true;
+    }
+  }
+  return false;
+}
+
+int PerfEventParanoid() {
+  std::ifstream in("/proc/sys/kernel/perf_event_paranoid");
+  int value;
+  if (in >> value) return value;
+  return kParanoidUnreadable;
+}
+
+std::string ExplainPerfOpenError(int err, bool hardware, bool kernel_counting,
+                                 bool kernel_has_hw_pmu, int paranoid) {
+  const std::string code = ErrnoName(err);
+  switch (err) {
+    case ENOENT:
+    case EOPNOTSUPP:
+    case ENODEV:
+      if (hardware && !kernel_has_hw_pmu) {
+        return "no hardware PMU exposed by the kernel (VM without vPMU?): "
+               "perf_event_open " +
+               code + " and no " + std::string(kSysPmuDir) + "/cpu";
+      }
+      return "the kernel does not support this event on this machine "
+             "(perf_event_open " +
+             code + ")";
+    case EACCES:
+      if (kernel_counting) {
+        return "kernel counting refused (EACCES): perf_event_paranoid=" +
+               ParanoidText(paranoid) +
+               "; counting the kernel needs perf_event_paranoid <= 1 or "
+               "CAP_PERFMON";
+      }
+      return "perf_event_open refused even user-only (EACCES): "
+             "perf_event_paranoid=" +
+             ParanoidText(paranoid) +
+             " (3 forbids unprivileged perf on Debian kernels; needs <= 2 "
+             "or CAP_PERFMON)";
+    case EPERM:
+      return "perf_event_open refused (EPERM): seccomp filter (a container's "
+             "default profile "
+             "blocks it) or missing CAP_PERFMON / CAP_SYS_ADMIN in a container";
+    case EMFILE:
+    case ENFILE:
+      return "out of file descriptors (" + code +
+             "): raise ulimit -n (one fd per event per thread)";
+    case EBUSY:
+      return "PMU busy (EBUSY): another user holds the counters exclusively";
+    case ENOSYS:
+      return "perf_event_open not implemented by this kernel (ENOSYS)";
+    default:
+      return "perf_event_open failed (" + code + ": " + std::strerror(err) +
+             ")";
+  }
+}
+
+std::unique_ptr<CounterSession> CounterSession::Create(
+    const std::string& spec) {
+  return std::make_unique<CounterSessionImpl>(ParseEventList(spec));
+}
+
+}  // namespace lockline

@@ -1,0 +1,223 @@
+#include "harness/measure/duet.h"
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <stdexcept>
+#include <utility>
+
+#include "harness/machine/cpu.h"
+
+namespace lockline {
+
+double PriorPairSpread(int threads) { return threads <= 1 ? 0.10 : 0.25; }
+
+PairPlan PlanPairs(double precision, int threads, int repetitions) {
+  if (!(precision > 0) || threads < 1 || repetitions < 1)
+    throw std::invalid_argument(
+        "PlanPairs: precision must be > 0, threads and repetitions >= 1");
+  constexpr double kZ = 1.959964, kMedianOverMean = 1.2533, kKept = 0.7;
+  PairPlan p;
+  p.spread = PriorPairSpread(threads);
+  const double per_pair = kZ * kMedianOverMean * p.spread;
+  const double target = std::log1p(precision);
+  p.pairs_needed = static_cast<int>(
+      std::ceil(per_pair * per_pair / (target * target) / kKept));
+  const int per_rep = (p.pairs_needed + repetitions - 1) / repetitions;
+  p.pairs_per_repetition = std::clamp(per_rep, kDuetMinPairs, kDuetMaxPairs);
+  const double kept = kKept * p.pairs_per_repetition * repetitions;
+  p.expected_half_width = std::expm1(per_pair / std::sqrt(kept));
+  return p;
+}
+
+std::vector<DuetSide> DuetSchedule(int warmup_pairs, int pairs, uint64_t seed) {
+  std::vector<DuetSide> out;
+  out.reserve(2 * static_cast<size_t>(std::max(0, warmup_pairs + pairs)));
+  for (int i = 0; i < warmup_pairs; ++i) {
+    out.push_back(DuetSide::kWarmupA);
+    out.push_back(DuetSide::kWarmupB);
+  }
+  std::mt19937_64 rng(seed);
+  for (int i = 0; i < pairs; ++i) {
+    const bool b_first = (rng() >> 63) != 0;
+    out.push_back(b_first ? DuetSide::kB : DuetSide::kA);
+    out.push_back(b_first ? DuetSide::kA : DuetSide::kB);
+  }
+  return out;
+}
+
+std::vector<DuetPair> DuetPairs(const std::vector<DuetSide>& schedule,
+                                const std::vector<uint64_t>& ops,
+                                const std::vector<double>& seconds) {
+  std::vector<DuetPair> out;
+  const size_t n = std::min({schedule.size(), ops.size(), seconds.size()});
+  const auto rate = [&](size_t i) {
+    return seconds[i] > 0 ? static_cast<double>(ops[i]) / seconds[i] : 0.0;
+  };
+  for (size_t i = 0; i + 1 < n; i += 2) {
+    const DuetSide first = schedule[i], second = schedule[i + 1];
+    if (first == DuetSide::kA && second == DuetSide::kB)
+      out.push_back({rate(i), rate(i + 1), false});
+    else if (first == DuetSide::kB && second == DuetSide::kA)
+      out.push_back({rate(i + 1), rate(i), true});
+  }
+  return out;
+}
+
+DuetWorkload::DuetWorkload(std::unique_ptr<Workload> a,
+                           std::unique_ptr<Workload> b,
+                           std::vector<DuetSide> schedule, std::string a_key,
+                           std::string b_key)
+    : a_(std::move(a)),
+      b_(std::move(b)),
+      schedule_(std::move(schedule)),
+      a_key_(std::move(a_key)),
+      b_key_(std::move(b_key)) {
+  if (a_->fixed_work() != b_->fixed_work())
+    throw std::invalid_argument(
+        "duet: " + a_key_ + " and " + b_key_ +
+        " cannot be paired: one is fixed work, the other a timed window");
+}
+
+void DuetWorkload::Prepare(int threads) {
+  a_->Prepare(threads);
+  b_->Prepare(threads);
+  logs_ = PaddedSlots<ThreadLog>(static_cast<size_t>(threads));
+  for (size_t i = 0; i < logs_.size(); ++i) {
+    ThreadLog& log = logs_[i];
+    log.ops.assign(schedule_.size(), 0);
+    log.start_ns.assign(schedule_.size(), 0);
+    log.end_ns.assign(schedule_.size(), 0);
+  }
+}
+
+void DuetWorkload::SetupThread(const ThreadCtx& ctx) {
+  a_->SetupThread(ctx);
+  b_->SetupThread(ctx);
+}
+
+uint64_t DuetWorkload::RunWindow(const ThreadCtx& ctx,
+                                 const std::atomic<bool>& stop) {
+  ThreadLog& log = logs_[static_cast<size_t>(ctx.index)];
+  const size_t w = static_cast<size_t>(log.next++);
+  // More windows than the schedule (Google Benchmark ran extra iterations):
+  // keep alternating, unrecorded.
+  const DuetSide side = w < schedule_.size()
+                            ? schedule_[w]
+                            : (w % 2 ? DuetSide::kB : DuetSide::kA);
+  // The clock is read outside both workloads' operations: before the first
+  // and after the last, never inside a critical section.
+  const uint64_t t0 = NowNs();
+  const uint64_t ops = Side(side).RunWindow(ctx, stop);
+  const uint64_t t1 = NowNs();
+  if (w < schedule_.size()) {
+    log.ops[w] = ops;
+    log.start_ns[w] = t0;
+    log.end_ns[w] = t1;
+  }
+  return ops;
+}
+
+void DuetWorkload::TeardownThread(const ThreadCtx& ctx) {
+  a_->TeardownThread(ctx);
+  b_->TeardownThread(ctx);
+}
+
+void DuetWorkload::Report(PointReport& out, double /*window_seconds*/,
+                          uint64_t /*ops*/) {
+  // Per window: operations of all threads over the window's wall time (first
+  // thread's start to last thread's end), as the harness measures a window.
+  const size_t n = schedule_.size();
+  std::vector<uint64_t> ops(n, 0);
+  std::vector<double> seconds(n, 0);
+  size_t ran = 0;
+  for (size_t w = 0; w < n; ++w) {
+    uint64_t first = UINT64_MAX, last = 0;
+    for (size_t i = 0; i < logs_.size(); ++i) {
+      const ThreadLog& log = logs_[i];
+      ops[w] += log.ops[w];
+      if (log.end_ns[w] == 0) continue;
+      first = std::min(first, log.start_ns[w]);
+      last = std::max(last, log.end_ns[w]);
+    }
+    if (last > first) {
+      seconds[w] = static_cast<double>(last - first) / 1e9;
+      ran = w + 1;
+    }
+  }
+  std::vector<DuetSide> schedule(schedule_.begin(), schedule_.begin() + ran);
+  const std::vector<DuetPair> pairs = DuetPairs(schedule, ops, seconds);
+
+  double sec[2] = {0, 0};
+  uint64_t side_ops[2] = {0, 0};
+  for (size_t w = 0; w < ran; ++w) {
+    const int s = static_cast<int>(schedule_[w]) & 1;  // warm-ups included
+    sec[s] += seconds[w];
+    side_ops[s] += ops[w];
+  }
+  PointReport ra, rb;
+  a_->Report(ra, sec[0], side_ops[0]);
+  b_->Report(rb, sec[1], side_ops[1]);
+
+  double meas_sec[2] = {0, 0};
+  uint64_t meas_ops[2] = {0, 0};
+  nlohmann::json sides = nlohmann::json::array();
+  for (size_t w = 0; w < ran; ++w) {
+    static const char* kNames[] = {"a", "b", "warmup_a", "warmup_b"};
+    sides.push_back(kNames[static_cast<int>(schedule_[w])]);
+    if (schedule_[w] == DuetSide::kA || schedule_[w] == DuetSide::kB) {
+      const int s = static_cast<int>(schedule_[w]);
+      meas_sec[s] += seconds[w];
+      meas_ops[s] += ops[w];
+    }
+  }
+  const auto rate = [](uint64_t o, double s) {
+    return s > 0 ? static_cast<double>(o) / s : 0.0;
+  };
+  out.Metric("a_ops_per_s", rate(meas_ops[0], meas_sec[0]));
+  out.Metric("b_ops_per_s", rate(meas_ops[1], meas_sec[1]));
+  std::vector<double> log_ratios;
+  nlohmann::json pair_rows = nlohmann::json::array();
+  for (const DuetPair& p : pairs) {
+    pair_rows.push_back({{"a_ops_per_s", p.a_ops_per_s},
+                         {"b_ops_per_s", p.b_ops_per_s},
+                         {"order", p.b_first ? "ba" : "ab"}});
+    if (p.a_ops_per_s > 0 && p.b_ops_per_s > 0)
+      log_ratios.push_back(std::log(p.b_ops_per_s / p.a_ops_per_s));
+  }
+  // The median pair ratio of this repetition alone (the verdict pools the
+  // pairs of every repetition of one coherence regime: plots/stats.py).
+  double median_ratio = 0;
+  if (!log_ratios.empty()) {
+    std::sort(log_ratios.begin(), log_ratios.end());
+    const size_t m = log_ratios.size() / 2;
+    const double med = log_ratios.size() % 2
+                           ? log_ratios[m]
+                           : 0.5 * (log_ratios[m - 1] + log_ratios[m]);
+    median_ratio = std::exp(med);
+  }
+  out.Metric("pair_ratio", median_ratio);
+  const auto side_json = [](const PointReport& r) {
+    nlohmann::json metrics = nlohmann::json::object();
+    for (const auto& [k, v] : r.metrics) metrics[k] = std::isfinite(v) ? v : 0;
+    return nlohmann::json{{"metrics", metrics}, {"details", r.details}};
+  };
+  out.details["duet"] = {{"a_key", a_key_},    {"b_key", b_key_},
+                         {"sides", sides},     {"pairs", pair_rows},
+                         {"a", side_json(ra)}, {"b", side_json(rb)}};
+  for (const auto& l : ra.layouts) out.layouts.push_back(l);
+  for (const auto& l : rb.layouts)
+    if (std::find(out.layouts.begin(), out.layouts.end(), l) ==
+        out.layouts.end())
+      out.layouts.push_back(l);
+}
+
+std::string DuetWorkload::Verify() {
+  std::string a = a_->Verify(), b = b_->Verify();
+  if (!a.empty()) a = "side a (" + a_key_ + "): " + a;
+  if (!b.empty()) b = "side b (" + b_key_ + "): " + b;
+  if (!a.empty() && !b.empty()) return a + "; " + b;
+  return a.empty() ? b : a;
+}
+
+}  // namespace lockline

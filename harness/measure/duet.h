@@ -1,0 +1,146 @@
+// Paired ("duet") windows: one thread team on one placement alternates two
+// variants A and B window by window, so that each window pair is one sample of
+// the ratio B/A taken within milliseconds. On a machine whose coherence regime
+// or clock changes every few seconds (a cloud VM, a CI runner), a change hits
+// both sides of a pair instead of one side of a comparison made from
+// repetitions seconds apart: after duet benchmarking (Bulej et al., ICPE 2020),
+// but inside one process, so the two variants share the threads, their PUs and
+// the NUMA node of their memory.
+//
+// Protocol of one repetition (DuetSchedule): `warmup_pairs` window pairs whose
+// windows are discarded, then `pairs` pairs, each in a random order (A then B,
+// or B then A; seeded, recorded on the row). Both variants' workloads are
+// created, prepared and set up once, before the first window, each with its
+// own memory at the offsets its key names; neither is torn down before the
+// last window. The row (results/SCHEMA.md, family `duet`) records per window
+// which side ran, and per pair both sides' ops/s; plots/stats.py computes the
+// paired effect (median of the log pair ratios, paired bootstrap interval).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "harness/family.h"
+#include "harness/machine/padded_slots.h"
+
+namespace lockline {
+
+/// Discarded warm-up window pairs before each repetition's measured pairs.
+inline constexpr int kDuetWarmupPairs = 1;
+/// Measured pairs per repetition: at least kDuetMinPairs (the fewest that
+/// gives each repetition's pairs a usable median), at most kDuetMaxPairs (a
+/// repetition of 64 pairs of 5 ms windows lasts ~0.7 s, short against the few
+/// seconds between a VM's coherence-regime changes, so few repetitions are
+/// `mixed` and dropped).
+inline constexpr int kDuetMinPairs = 12;
+inline constexpr int kDuetMaxPairs = 64;
+/// --precision default: the half-width of a paired effect's 95 % interval the
+/// plan aims at, as a fraction (3 %).
+inline constexpr double kDefaultPrecision = 0.03;
+
+/// Prior spread of one window pair's log ratio ln(B/A) before a point has
+/// run, by thread count: the scaled MAD (1.4826 x median absolute deviation)
+/// measured on the 2-vCPU KVM guest's default-suite duet rows (2026-12-02,
+/// 5 ms windows): 0.09 at 1 thread (page_free), 0.06-0.6 at 2 threads
+/// (pagevec 0.06-0.37, zone_lock's saturated ticket lock 0.6); the plan uses
+/// 0.10 and 0.25. A machine with quieter windows needs fewer pairs than
+/// planned, a noisier one more (lockline --until-resolved continues them).
+double PriorPairSpread(int threads);
+
+/// How many window pairs a paired point plans per repetition to reach
+/// `precision` (half-width of the 95 % interval of the median log ratio,
+/// fraction of the effect: 0.03 = +-3 %) over `repetitions` repetitions:
+///   pairs needed  n = (1.96 x 1.2533 x spread / ln(1 + precision))^2 / 0.7
+/// (1.2533: the median's standard error over the mean's for normal data;
+/// 0.7: the share of pairs expected in the majority coherence regime), per
+/// repetition ceil(n / repetitions) clamped to [kDuetMinPairs,
+/// kDuetMaxPairs]. `expected_half_width` is the half-width those pairs give
+/// at the prior spread (above `precision` when the cap binds).
+/// Throws std::invalid_argument for precision <= 0, threads < 1 or
+/// repetitions < 1.
+struct PairPlan {
+  int pairs_per_repetition = kDuetMinPairs;
+  int pairs_needed = 0;            ///< n above, over all repetitions
+  double spread = 0;               ///< PriorPairSpread(threads)
+  double expected_half_width = 0;  ///< fraction
+};
+PairPlan PlanPairs(double precision, int threads, int repetitions);
+
+/// Which variant a window runs: kA, kB, or a discarded warm-up window of one.
+enum class DuetSide : uint8_t { kA = 0, kB = 1, kWarmupA = 2, kWarmupB = 3 };
+
+/// The window order of one repetition: `warmup_pairs` (A, B) warm-up pairs,
+/// then `pairs` measured pairs, each (A, B) or (B, A) with probability 1/2
+/// from a generator seeded with `seed` (the same seed gives the same order).
+/// Size: 2 * (warmup_pairs + pairs) windows.
+std::vector<DuetSide> DuetSchedule(int warmup_pairs, int pairs, uint64_t seed);
+
+/// One measured window pair: each side's throughput, operations per second of
+/// window wall time (all threads), and which ran first.
+struct DuetPair {
+  double a_ops_per_s = 0;
+  double b_ops_per_s = 0;
+  bool b_first = false;
+};
+
+/// Pairs of a schedule from per-window (operations, seconds), in schedule
+/// order; warm-up windows are skipped. Windows of zero length or zero
+/// operations give a pair with a zero side (the caller decides; plots/stats.py
+/// drops pairs with a side <= 0).
+std::vector<DuetPair> DuetPairs(const std::vector<DuetSide>& schedule,
+                                const std::vector<uint64_t>& ops,
+                                const std::vector<double>& seconds);
+
+/// A Workload that runs `a` and `b` alternately, one window each, in the
+/// order of `schedule` (see the file comment). Both must agree on fixed_work();
+/// the point shares lines when either does. Report() adds both sides'
+/// throughput and the pairs (details.duet), and each side's own report under
+/// details.duet.a / .b; Verify() checks both. Not thread-safe beyond the
+/// Workload contract: every thread calls RunWindow once per window, in step.
+class DuetWorkload : public Workload {
+ public:
+  /// `a_key` / `b_key`: the two variants' row keys without threads (for the
+  /// row's details). Throws std::invalid_argument when the two sides disagree
+  /// on fixed_work().
+  DuetWorkload(std::unique_ptr<Workload> a, std::unique_ptr<Workload> b,
+               std::vector<DuetSide> schedule, std::string a_key,
+               std::string b_key);
+
+  void Prepare(int threads) override;
+  void SetupThread(const ThreadCtx& ctx) override;
+  uint64_t RunWindow(const ThreadCtx& ctx,
+                     const std::atomic<bool>& stop) override;
+  void TeardownThread(const ThreadCtx& ctx) override;
+  bool fixed_work() const override { return a_->fixed_work(); }
+  /// Both sides' rule, or none (a duet's two sides count alike).
+  std::string page_fault_counters_left_out() const override {
+    const std::string a = a_->page_fault_counters_left_out();
+    return a == b_->page_fault_counters_left_out() ? a : "";
+  }
+  bool shares_lines() const override {
+    return a_->shares_lines() || b_->shares_lines();
+  }
+  void Report(PointReport& out, double window_seconds, uint64_t ops) override;
+  std::string Verify() override;
+
+ private:
+  /// Per thread: its window counter and, per window, its operations and its
+  /// start and end time (ns); a slot each of a PaddedSlots array (--padding
+  /// apart), written only by the thread, read after the last window.
+  struct ThreadLog {
+    int next = 0;
+    std::vector<uint64_t> ops, start_ns, end_ns;
+  };
+  Workload& Side(DuetSide s) {
+    return (s == DuetSide::kA || s == DuetSide::kWarmupA) ? *a_ : *b_;
+  }
+  std::unique_ptr<Workload> a_, b_;
+  std::vector<DuetSide> schedule_;
+  std::string a_key_, b_key_;
+  PaddedSlots<ThreadLog> logs_;
+};
+
+}  // namespace lockline

@@ -1,0 +1,1422 @@
+#include "harness/measure/kernel_probe.h"
+
+#include <fcntl.h>
+#include <linux/perf_event.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+
+#include "harness/machine/restore.h"
+#include "harness/measure/counters.h"
+
+namespace lockline::kernel {
+namespace {
+
+constexpr std::size_t kRingDataPages = 16;  // 64 KiB of samples per task
+constexpr uint16_t kMaxStack = 32;
+
+bool StartsWith(const std::string& s, const char* p) {
+  return s.rfind(p, 0) == 0;
+}
+
+int ReadIdFile(const std::string& path) {
+  const std::string s = ReadSmallFile(path);
+  if (s.empty()) return -1;
+  try {
+    return std::stoi(s);
+  } catch (...) {
+    return -1;
+  }
+}
+
+bool IsDir(const std::string& p) {
+  struct stat st {};
+  return stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+// True when `dir` is a mounted tracefs (it has events/).
+bool HasEvents(const std::string& dir) { return IsDir(dir + "/events"); }
+
+long PerfOpen(perf_event_attr* attr, pid_t pid, int group) {
+  return syscall(SYS_perf_event_open, attr, pid, -1, group,
+                 PERF_FLAG_FD_CLOEXEC);
+}
+
+perf_event_attr TracepointAttr(int id) {
+  perf_event_attr a{};
+  a.size = sizeof(a);
+  a.type = PERF_TYPE_TRACEPOINT;
+  a.config = static_cast<uint64_t>(id);
+  a.disabled = 1;
+  a.exclude_hv = 1;
+  return a;
+}
+
+}  // namespace
+
+TracepointInfo FindTracepointsIn(const std::string& dir) {
+  TracepointInfo t;
+  t.tracefs = dir;
+  const std::string base = dir + "/events/lock/";
+  if (!IsDir(base + "contention_begin")) {
+    t.reason = "no lock:contention_begin under " + dir +
+               "/events (kernel before 5.19, or tracepoints compiled out)";
+    return t;
+  }
+  t.begin_id = ReadIdFile(base + "contention_begin/id");
+  t.end_id = ReadIdFile(base + "contention_end/id");
+  if (!t.available()) {
+    t.begin_id = t.end_id = -1;
+    t.reason = "cannot read " + base + "contention_begin/id (tracefs is " +
+               "readable by root only)";
+  }
+  return t;
+}
+
+const TracepointInfo& ContentionTracepoints() {
+  static const TracepointInfo info = [] {
+    TracepointInfo t;
+    for (const char* d : {"/sys/kernel/tracing", "/sys/kernel/debug/tracing"}) {
+      if (HasEvents(d)) return FindTracepointsIn(d);
+      if (errno == EACCES) {
+        t.reason = std::string(d) +
+                   " is not accessible: permission denied (tracefs is "
+                   "root-only; run as root)";
+        return t;
+      }
+    }
+    if (geteuid() != 0) {
+      t.reason =
+          "tracefs is not mounted and mounting it needs root "
+          "(mount -t tracefs nodev /sys/kernel/tracing)";
+      return t;
+    }
+    // Recorded before the mount, so a run killed outright leaves a record
+    // the next run acts on (harness/machine/restore.h, issue 36 R9).
+    if (const std::string why = RecordTracefsMount(); !why.empty()) {
+      t.reason = "tracefs is not mounted and lockline did not mount it: " + why;
+      return t;
+    }
+    if (mount("nodev", "/sys/kernel/tracing", "tracefs", 0, nullptr) != 0) {
+      t.reason =
+          std::string("mounting tracefs at /sys/kernel/tracing failed: ") +
+          std::strerror(errno);
+      NoteTracefsMounted(false);
+      return t;
+    }
+    NoteTracefsMounted(true);
+    t = FindTracepointsIn("/sys/kernel/tracing");
+    t.mounted_here = true;
+    return t;
+  }();
+  return info;
+}
+
+LockClass ClassifyChain(const std::vector<std::string>& chain,
+                        std::string* caller) {
+  static const char* const kSkip[] = {"_raw_spin",     "_raw_read",
+                                      "_raw_write",    "queued_",
+                                      "native_queued", "__pv_queued",
+                                      "pv_queued",     "do_raw_",
+                                      "perf_",         "__perf",
+                                      "trace_",        "__trace",
+                                      "__bpf_trace",   "__traceiter",
+                                      "rwsem_down",    "__rwsem",
+                                      "down_read",     "down_write",
+                                      "__down",        "mutex_lock",
+                                      "__mutex_lock",  "mutex_spin_on_owner",
+                                      "osq_lock",      "rt_spin",
+                                      "rwbase_",       "lock_contended",
+                                      "__lock_text",   "preempt_schedule",
+                                      "asm_",          "spin_lock",
+                                      "rt_mutex",      "percpu_down"};
+  // mm/page_alloc.c (6.x): the zone->lock holders.
+  static const char* const kZone[] = {"rmqueue_bulk",
+                                      "rmqueue_buddy",
+                                      "__rmqueue_pcplist",
+                                      "rmqueue_pcplist",
+                                      "free_pcppages_bulk",
+                                      "free_one_page",
+                                      "__free_pages_ok",
+                                      "free_unref_page",
+                                      "free_frozen_page",
+                                      "__free_one_page",
+                                      "drain_zone_pages",
+                                      "drain_pages_zone",
+                                      "decay_pcp_high",
+                                      "alloc_pages_bulk",
+                                      "__alloc_pages_bulk",
+                                      "reserve_highatomic",
+                                      "unreserve_highatomic",
+                                      "steal_suitable",
+                                      "move_freepages",
+                                      "__rmqueue",
+                                      "rmqueue"};
+  // mm/swap.c, mm/memcontrol.c, mm/vmscan.c (6.x): lruvec->lru_lock holders.
+  static const char* const kLru[] = {
+      "folio_lruvec_lock",    "folio_lruvec_relock",
+      "lruvec_lock",          "lru_add",
+      "folio_batch_move_lru", "folios_put_refs",
+      "release_pages",        "__page_cache_release",
+      "page_cache_release",   "lru_note_cost",
+      "isolate_lru_folios",   "folio_isolate_lru",
+      "move_folios_to_lru",   "shrink_active_list",
+      "shrink_inactive_list", "lru_move_tail",
+      "lru_deactivate",       "lru_activate",
+      "lru_lazyfree",         "__munlock",
+      "mlock_folio",          "lru_gen_",
+      "__folio_put",          "folio_activate"};
+  std::size_t i = 0;
+  while (i < chain.size()) {
+    bool skip = false;
+    for (const char* p : kSkip)
+      if (StartsWith(chain[i], p)) skip = true;
+    if (!skip) break;
+    ++i;
+  }
+  if (caller) *caller = i < chain.size() ? chain[i] : "";
+  for (std::size_t j = i; j < chain.size(); ++j) {
+    for (const char* p : kZone)
+      if (StartsWith(chain[j], p)) return LockClass::kZone;
+    for (const char* p : kLru)
+      if (StartsWith(chain[j], p)) return LockClass::kLru;
+  }
+  return LockClass::kOther;
+}
+
+KernelSymbols::KernelSymbols(const std::string& text) {
+  std::istringstream in(text);
+  std::string line;
+  std::vector<std::pair<uint64_t, std::string>> syms;
+  bool all_zero = true;
+  while (std::getline(in, line)) {
+    char type = 0;
+    char name[256];
+    unsigned long long addr = 0;
+    if (std::sscanf(line.c_str(), "%llx %c %255s", &addr, &type, name) != 3)
+      continue;
+    if (addr != 0) all_zero = false;
+    if (type != 't' && type != 'T' && type != 'W' && type != 'w') continue;
+    syms.emplace_back(addr, name);
+  }
+  if (syms.empty() || all_zero) {
+    reason_ = syms.empty() ? "no text symbols in /proc/kallsyms"
+                           : "/proc/kallsyms shows 0 addresses "
+                             "(kptr_restrict; readable as root)";
+    return;
+  }
+  std::sort(syms.begin(), syms.end());
+  for (auto& [a, n] : syms) {
+    addrs_.push_back(a);
+    names_.push_back(std::move(n));
+  }
+}
+
+const KernelSymbols& KernelSymbols::Get() {
+  static const KernelSymbols syms = [] {
+    std::ifstream in("/proc/kallsyms");
+    if (!in) {
+      KernelSymbols s;
+      s.reason_ = "cannot read /proc/kallsyms";
+      return s;
+    }
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return KernelSymbols(ss.str());
+  }();
+  return syms;
+}
+
+bool KernelSymbols::Contains(const std::string& name) const {
+  return std::find(names_.begin(), names_.end(), name) != names_.end();
+}
+
+const std::string& KernelSymbols::Lookup(uint64_t addr) const {
+  static const std::string unknown = "?";
+  auto it = std::upper_bound(addrs_.begin(), addrs_.end(), addr);
+  if (it == addrs_.begin()) return unknown;
+  return names_[static_cast<std::size_t>(it - addrs_.begin()) - 1];
+}
+
+void ContentionTally::Add(const ContentionTally& o) {
+  begin += o.begin;
+  end += o.end;
+  samples += o.samples;
+  lost += o.lost;
+  zone += o.zone;
+  lru += o.lru;
+  other += o.other;
+  for (const auto& [k, v] : o.callers) callers[k] += v;
+  clock_samples += o.clock_samples;
+  clock_kernel += o.clock_kernel;
+  spin_zone += o.spin_zone;
+  spin_lru += o.spin_lru;
+  spin_other += o.spin_other;
+  for (const auto& [k, v] : o.spin_callers) spin_callers[k] += v;
+}
+
+bool IsSpinChain(const std::vector<std::string>& chain) {
+  static const char* const kSpin[] = {"native_queued_spin_lock_slowpath",
+                                      "__pv_queued_spin_lock_slowpath",
+                                      "queued_spin_lock_slowpath",
+                                      "pv_queued_spin_lock_slowpath",
+                                      "queued_read_lock_slowpath",
+                                      "queued_write_lock_slowpath",
+                                      "virt_spin_lock"};
+  for (std::size_t i = 0; i < chain.size() && i < 3; ++i)
+    for (const char* p : kSpin)
+      if (StartsWith(chain[i], p)) return true;
+  return false;
+}
+
+namespace {
+
+constexpr const char* kMmapPrefix = "mmap of the sample ring: ";
+
+void CloseRing(SampleRing& r) {
+  if (r.map) munmap(r.map, r.bytes);
+  r.map = nullptr;
+  if (r.fd >= 0) close(r.fd);
+  r.fd = -1;
+}
+
+// Opens `a` for `pid` with a ring of `pages` data pages; "" or why not.
+std::string OpenRing(perf_event_attr& a, pid_t pid, std::size_t pages,
+                     SampleRing* r) {
+  r->fd = static_cast<int>(PerfOpen(&a, pid, -1));
+  if (r->fd < 0) {
+    const int err = errno;
+    return ExplainPerfOpenError(err, false, true, KernelHasHardwarePmu(),
+                                PerfEventParanoid());
+  }
+  r->bytes = (pages + 1) * static_cast<std::size_t>(getpagesize());
+  r->map =
+      mmap(nullptr, r->bytes, PROT_READ | PROT_WRITE, MAP_SHARED, r->fd, 0);
+  if (r->map == MAP_FAILED) {
+    r->map = nullptr;
+    const int err = errno;
+    CloseRing(*r);
+    return kMmapPrefix + std::string(std::strerror(err));
+  }
+  return "";
+}
+
+// Reads every record in the ring and frees its space: each sample
+// (PERF_SAMPLE_IP, PERF_SAMPLE_TIME and PERF_SAMPLE_CALLCHAIN as r.sample_type
+// says, in that order: perf_event_open(2), "PERF_RECORD_SAMPLE") goes to
+// `on_sample` with its kernel frames resolved through /proc/kallsyms; lost
+// records add to *lost.
+template <typename F>
+void DrainRing(SampleRing& r, uint64_t* lost, F on_sample) {
+  if (!r.map) return;
+  auto* meta = static_cast<perf_event_mmap_page*>(r.map);
+  const uint64_t page = static_cast<uint64_t>(getpagesize());
+  const uint64_t size = meta->data_size ? meta->data_size : r.bytes - page;
+  const uint64_t off = meta->data_offset ? meta->data_offset : page;
+  const char* data = static_cast<const char*>(r.map) + off;
+  const uint64_t head = __atomic_load_n(&meta->data_head, __ATOMIC_ACQUIRE);
+  uint64_t tail = meta->data_tail;
+  const KernelSymbols& syms = KernelSymbols::Get();
+  std::vector<char> rec;
+  RingSample s;
+  while (tail < head) {
+    perf_event_header h{};
+    for (std::size_t i = 0; i < sizeof h; ++i)
+      reinterpret_cast<char*>(&h)[i] = data[(tail + i) % size];
+    if (h.size < sizeof h) break;
+    rec.resize(h.size);
+    for (std::size_t i = 0; i < h.size; ++i) rec[i] = data[(tail + i) % size];
+    tail += h.size;
+    if (h.type == PERF_RECORD_LOST && h.size >= sizeof h + 16) {
+      uint64_t n = 0;
+      std::memcpy(&n, rec.data() + sizeof h + 8, 8);
+      *lost += n;
+      continue;
+    }
+    if (h.type != PERF_RECORD_SAMPLE) continue;
+    std::size_t at = sizeof h;
+    auto next = [&](uint64_t* v) {
+      if (at + 8 > h.size) return false;
+      std::memcpy(v, rec.data() + at, 8);
+      at += 8;
+      return true;
+    };
+    s.in_kernel =
+        (h.misc & PERF_RECORD_MISC_CPUMODE_MASK) == PERF_RECORD_MISC_KERNEL;
+    s.ip = s.time_ns = 0;
+    s.frames.clear();
+    s.innermost.clear();
+    if ((r.sample_type & PERF_SAMPLE_IP) && !next(&s.ip)) continue;
+    if ((r.sample_type & PERF_SAMPLE_TIME) && !next(&s.time_ns)) continue;
+    uint64_t nr = 0;
+    if ((r.sample_type & PERF_SAMPLE_CALLCHAIN) && next(&nr)) {
+      nr = std::min<uint64_t>(nr, (h.size - at) / 8);
+      for (uint64_t i = 0; i < nr; ++i) {
+        uint64_t ip = 0;
+        next(&ip);
+        if (ip >= PERF_CONTEXT_MAX) {
+          if (ip == PERF_CONTEXT_USER) break;
+          continue;
+        }
+        s.frames.push_back(syms.Lookup(ip));
+      }
+    }
+    if (s.in_kernel) {
+      if (r.sample_type & PERF_SAMPLE_IP)
+        s.innermost = syms.Lookup(s.ip);
+      else if (!s.frames.empty())
+        s.innermost = s.frames.front();
+    }
+    on_sample(s);
+  }
+  __atomic_store_n(&meta->data_tail, tail, __ATOMIC_RELEASE);
+}
+
+}  // namespace
+
+TaskClockSampler::~TaskClockSampler() { Close(); }
+
+void TaskClockSampler::Close() {
+  CloseRing(ring_);
+  ring_pages_ = 0;
+}
+
+std::string TaskClockSampler::Open(pid_t pid, const Config& config) {
+  Close();
+  config_ = config;
+  const KernelSymbols& syms = KernelSymbols::Get();
+  if (!syms.usable()) return syms.reason();
+  perf_event_attr c{};
+  c.size = sizeof c;
+  c.type = PERF_TYPE_SOFTWARE;
+  c.config = PERF_COUNT_SW_TASK_CLOCK;
+  c.disabled = 1;
+  c.exclude_hv = 1;
+  c.sample_period = config.period_ns;
+  c.sample_type = PERF_SAMPLE_CALLCHAIN;
+  if (config.ip_and_time) {
+    c.sample_type |= PERF_SAMPLE_IP | PERF_SAMPLE_TIME;
+    c.use_clockid = 1;
+    c.clockid = CLOCK_MONOTONIC;
+  }
+  c.exclude_callchain_user = 1;
+  c.sample_max_stack = config.max_stack;
+  c.wakeup_events = 1u << 30;  // nobody polls: no wakeups
+  std::string e;
+  for (std::size_t pages = std::max<std::size_t>(config.ring_pages, 8);
+       pages >= 8; pages /= 2) {
+    e = OpenRing(c, pid, pages, &ring_);
+    ring_pages_ = pages;
+    // perf_event_mlock_kb caps an unprivileged user's rings: try smaller.
+    if (e != kMmapPrefix + std::string(std::strerror(EPERM))) break;
+  }
+  if (!e.empty()) {
+    ring_pages_ = 0;
+    return "perf_event_open(task-clock sampling): " + e;
+  }
+  ring_.sample_type = c.sample_type;
+  return "";
+}
+
+void TaskClockSampler::Enable() {
+  if (ring_.fd >= 0) ioctl(ring_.fd, PERF_EVENT_IOC_ENABLE, 0);
+}
+
+void TaskClockSampler::Disable() {
+  if (ring_.fd >= 0) ioctl(ring_.fd, PERF_EVENT_IOC_DISABLE, 0);
+}
+
+void TaskClockSampler::Drain(
+    uint64_t* lost, const std::function<void(const RingSample&)>& on_sample) {
+  DrainRing(ring_, lost, on_sample);
+}
+
+const std::vector<std::string>& ClearPageSymbolNames() {
+  static const std::vector<std::string> names = {
+      "clear_page_erms",  "clear_page_rep",  "clear_page_orig",
+      "clear_pages_erms", "clear_pages_rep", "clear_pages_orig",
+      "clear_page_c",     "clear_page_c_e",  "clear_page"};
+  return names;
+}
+
+bool IsClearPageSymbol(const std::string& fn) {
+  for (const std::string& n : ClearPageSymbolNames())
+    if (fn == n) return true;
+  return false;
+}
+
+Proportion95 Wilson95(uint64_t k, uint64_t n) {
+  if (n == 0) return {};
+  constexpr double z = 1.959963984540054;
+  const double nn = static_cast<double>(n);
+  const double p = static_cast<double>(std::min(k, n)) / nn;
+  const double denom = 1 + z * z / nn;
+  const double center = (p + z * z / (2 * nn)) / denom;
+  const double half =
+      z * std::sqrt(p * (1 - p) / nn + z * z / (4 * nn * nn)) / denom;
+  return {std::max(0.0, center - half), std::min(1.0, center + half)};
+}
+
+TaskContention::~TaskContention() { Close(); }
+
+void TaskContention::Close() {
+  CloseRing(sample_);
+  clock_.Close();
+  for (int* fd : {&begin_fd_, &end_fd_}) {
+    if (*fd >= 0) close(*fd);
+    *fd = -1;
+  }
+}
+
+std::string TaskContention::Open(pid_t pid, uint64_t sample_period,
+                                 uint64_t spin_period_ns) {
+  Close();
+  last_begin_ = last_end_ = 0;
+  const KernelSymbols& syms = KernelSymbols::Get();
+  // The spin profile does not need tracefs.
+  if (spin_period_ns == 0) {
+    spin_reason_ = "spin profile off";
+  } else {
+    TaskClockSampler::Config c;
+    c.period_ns = spin_period_ns;
+    c.ring_pages = 4 * kRingDataPages;
+    c.max_stack = kMaxStack;
+    spin_reason_ = clock_.Open(pid, c);
+  }
+  const TracepointInfo& tp = ContentionTracepoints();
+  if (!tp.available()) {
+    sampling_reason_ = tp.reason;
+    return tp.reason;
+  }
+  perf_event_attr a = TracepointAttr(tp.begin_id);
+  begin_fd_ = static_cast<int>(PerfOpen(&a, pid, -1));
+  std::string why;
+  if (begin_fd_ < 0) {
+    const int err = errno;
+    why = "perf_event_open(lock:contention_begin): " +
+          ExplainPerfOpenError(err, false, true, KernelHasHardwarePmu(),
+                               PerfEventParanoid());
+  } else {
+    a = TracepointAttr(tp.end_id);
+    end_fd_ = static_cast<int>(PerfOpen(&a, pid, -1));
+    if (end_fd_ < 0) {
+      const int err = errno;
+      close(begin_fd_);
+      begin_fd_ = -1;
+      why = "perf_event_open(lock:contention_end): " +
+            ExplainPerfOpenError(err, false, true, KernelHasHardwarePmu(),
+                                 PerfEventParanoid());
+    }
+  }
+  if (!why.empty()) {
+    sampling_reason_ = why;
+    return why;
+  }
+  if (sample_period == 0) {
+    sampling_reason_ = "sampling off";
+  } else if (!syms.usable()) {
+    sampling_reason_ = syms.reason();
+  } else {
+    a = TracepointAttr(tp.begin_id);
+    a.sample_period = sample_period;
+    a.sample_type = PERF_SAMPLE_CALLCHAIN;
+    a.exclude_callchain_user = 1;
+    a.sample_max_stack = kMaxStack;
+    a.wakeup_events = 1u << 30;  // nobody polls: no wakeups
+    const std::string e = OpenRing(a, pid, kRingDataPages, &sample_);
+    sample_.sample_type = a.sample_type;
+    sampling_reason_ = e.empty() ? "" : "perf_event_open(sampling): " + e;
+  }
+  return "";
+}
+
+void TaskContention::Enable() {
+  for (int fd : {begin_fd_, end_fd_, sample_.fd})
+    if (fd >= 0) ioctl(fd, PERF_EVENT_IOC_ENABLE, 0);
+  clock_.Enable();
+}
+
+void TaskContention::Disable() {
+  for (int fd : {begin_fd_, end_fd_, sample_.fd})
+    if (fd >= 0) ioctl(fd, PERF_EVENT_IOC_DISABLE, 0);
+  clock_.Disable();
+}
+
+void TaskContention::Collect(ContentionTally& tally) {
+  uint64_t v = 0;
+  if (begin_fd_ >= 0 && read(begin_fd_, &v, sizeof v) == sizeof v) {
+    tally.begin += v - last_begin_;
+    last_begin_ = v;
+  }
+  if (end_fd_ >= 0 && read(end_fd_, &v, sizeof v) == sizeof v) {
+    tally.end += v - last_end_;
+    last_end_ = v;
+  }
+  // The tally field of a lock class, of three.
+  auto by_class = [](LockClass c, uint64_t& zone, uint64_t& lru,
+                     uint64_t& other) -> uint64_t& {
+    return c == LockClass::kZone ? zone : c == LockClass::kLru ? lru : other;
+  };
+  std::string caller;
+  DrainRing(sample_, &tally.lost, [&](const RingSample& s) {
+    ++by_class(ClassifyChain(s.frames, &caller), tally.zone, tally.lru,
+               tally.other);
+    ++tally.samples;
+    ++tally.callers[caller.empty() ? "?" : caller];
+  });
+  clock_.Drain(&tally.lost, [&](const RingSample& s) {
+    ++tally.clock_samples;
+    if (!s.in_kernel || s.frames.empty()) return;
+    ++tally.clock_kernel;
+    if (!IsSpinChain(s.frames)) return;
+    ++by_class(ClassifyChain(s.frames, &caller), tally.spin_zone,
+               tally.spin_lru, tally.spin_other);
+    ++tally.spin_callers[caller.empty() ? "?" : caller];
+  });
+}
+
+int GapBin(uint64_t ns) {
+  if (ns <= 1) return 0;
+  // floor(4 x log2(ns)), exact at the bin edges GapBinEdgeNs gives.
+  int b = static_cast<int>(
+      std::floor(std::log2(static_cast<double>(ns)) * kGapBinsPerOctave));
+  while (b + 1 < kGapBins && ns >= GapBinEdgeNs(b + 1)) ++b;
+  while (b > 0 && ns < GapBinEdgeNs(b)) --b;
+  return std::clamp(b, 0, kGapBins - 1);
+}
+
+uint64_t GapBinEdgeNs(int b) {
+  return static_cast<uint64_t>(
+      std::ceil(std::exp2(static_cast<double>(b) / kGapBinsPerOctave)));
+}
+
+void ZoneLockTally::Add(const ZoneLockTally& o) {
+  alloc_pages += o.alloc_pages;
+  drain_pages += o.drain_pages;
+  alloc_starts += o.alloc_starts;
+  drain_starts += o.drain_starts;
+  lost += o.lost;
+  for (int i = 0; i < kGapBins; ++i) {
+    alloc_gaps[i] += o.alloc_gaps[i];
+    drain_gaps[i] += o.drain_gaps[i];
+  }
+}
+
+ZoneHoldSplit HoldSplitFromGaps(const uint64_t* hist) {
+  ZoneHoldSplit s;
+  const auto us = [](int bin) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.3g us",
+                  static_cast<double>(GapBinEdgeNs(bin)) / 1000.0);
+    return std::string(buf);
+  };
+  int mode = -1, lowest = -1, highest = -1;
+  for (int b = 0; b < kGapBins; ++b) {
+    if (hist[b] == 0) continue;
+    if (mode < 0 || hist[b] > hist[mode]) mode = b;
+    if (lowest < 0) lowest = b;
+    highest = b;
+  }
+  if (mode < 0) {
+    s.how = "no gaps: every event starts a hold";
+    return s;
+  }
+  if (GapBinEdgeNs(mode) >= kLoneBetweenHoldMinNs) {
+    // The most common gap is as long as several page faults: the gaps are
+    // between holds of one page each.
+    s.bin = lowest;
+    s.gap_ns = GapBinEdgeNs(lowest);
+    s.inter_mode_bin = mode;
+    s.how = "most common gap " + us(mode) +
+            " (>= 4 us: between holds, each hold one page): every gap starts "
+            "a hold (split at the lowest bin, " +
+            us(lowest) + ")";
+    return s;
+  }
+  s.intra_mode_bin = mode;
+  // The log histogram's shape: log(1 + count), smoothed over +-2 bins (half
+  // an octave each side) so single-bin noise makes no valley.
+  double smooth[kGapBins];
+  for (int b = 0; b < kGapBins; ++b) {
+    double sum = 0;
+    int n = 0;
+    for (int k = std::max(0, b - 2); k <= std::min(kGapBins - 1, b + 2); ++k) {
+      sum += std::log1p(static_cast<double>(hist[k]));
+      ++n;
+    }
+    smooth[b] = sum / n;
+  }
+  // The first local minimum above the mode that the longer gaps rise out of
+  // again by at least kValleyDepth, an octave or more further up (a second
+  // population, not the noise of the first one's bins).
+  int valley = -1;
+  for (int b = mode + 1; b < highest && valley < 0; ++b) {
+    if (!(smooth[b] <= smooth[b - 1] && smooth[b] < smooth[b + 1])) continue;
+    double above = 0;
+    for (int k = b + kGapBinsPerOctave; k <= highest; ++k)
+      above = std::max(above, smooth[k]);
+    if (above - smooth[b] >= kValleyDepth) valley = b;
+  }
+  if (valley < 0) {
+    s.bin = highest + 1;
+    s.how = "one population of gaps, mode " + us(mode) +
+            " (within holds), no valley above it: no gap between holds "
+            "observed, each hold is one start";
+    return s;
+  }
+  // The split: the emptiest bin within +-2 bins of the smoothed valley (the
+  // nearest it among equals, then the longer gap).
+  int best = valley;
+  for (int d = 1; d <= 2; ++d)
+    for (int k : {valley + d, valley - d})
+      if (k > mode && k < highest &&
+          (hist[k] < hist[best] ||
+           (hist[k] == hist[best] &&
+            std::abs(k - valley) == std::abs(best - valley) && k > best)))
+        best = k;
+  s.bin = best;
+  s.gap_ns = GapBinEdgeNs(best);
+  s.found = true;
+  for (int b = s.bin; b < kGapBins; ++b)
+    if (hist[b] > 0 &&
+        (s.inter_mode_bin < 0 || hist[b] > hist[s.inter_mode_bin]))
+      s.inter_mode_bin = b;
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%llu gaps",
+                static_cast<unsigned long long>(hist[best]));
+  s.how =
+      "first valley of the gaps' log histogram (4 bins per octave, "
+      "log(1 + count) smoothed over half an octave each side) above the "
+      "within-hold mode " +
+      us(mode) +
+      " out of which the longer gaps rise again (between-hold mode " +
+      us(s.inter_mode_bin) + "): split at its emptiest bin, " + us(best) +
+      " (" + buf + ")";
+  return s;
+}
+
+uint64_t HoldsAt(uint64_t starts, const uint64_t* hist,
+                 const ZoneHoldSplit& split) {
+  uint64_t n = starts;
+  for (int b = split.bin; b < kGapBins; ++b) n += hist[b];
+  return n;
+}
+
+ZoneLockCounter::~ZoneLockCounter() { Close(); }
+
+void ZoneLockCounter::Close() {
+  CloseRing(alloc_);
+  CloseRing(drain_);
+}
+
+std::string ZoneLockCounter::Open(pid_t pid, std::size_t ring_pages) {
+  Close();
+  last_alloc_ns_ = last_drain_ns_ = 0;
+  const TracepointInfo& tp = ContentionTracepoints();
+  if (tp.tracefs.empty()) return tp.reason.empty() ? "no tracefs" : tp.reason;
+  const std::string base = tp.tracefs + "/events/kmem/";
+  struct Want {
+    const char* name;
+    SampleRing* ring;
+  };
+  for (const Want& w : {Want{"mm_page_alloc_zone_locked", &alloc_},
+                        Want{"mm_page_pcpu_drain", &drain_}}) {
+    const int id = ReadIdFile(base + w.name + "/id");
+    if (id < 0) {
+      Close();
+      return "cannot read " + base + w.name + "/id (tracepoint missing)";
+    }
+    perf_event_attr a = TracepointAttr(id);
+    a.sample_period = 1;
+    a.sample_type = PERF_SAMPLE_TIME;
+    a.wakeup_events = 1u << 30;  // nobody polls: no wakeups
+    const std::string e = OpenRing(a, pid, ring_pages, w.ring);
+    if (!e.empty()) {
+      Close();
+      return std::string("perf_event_open(kmem:") + w.name + "): " + e;
+    }
+    w.ring->sample_type = a.sample_type;
+  }
+  return "";
+}
+
+void ZoneLockCounter::Enable() {
+  for (int fd : {alloc_.fd, drain_.fd})
+    if (fd >= 0) ioctl(fd, PERF_EVENT_IOC_ENABLE, 0);
+}
+
+void ZoneLockCounter::Disable() {
+  for (int fd : {alloc_.fd, drain_.fd})
+    if (fd >= 0) ioctl(fd, PERF_EVENT_IOC_DISABLE, 0);
+}
+
+void ZoneLockCounter::Drain(ZoneLockTally& t) {
+  auto count = [&](uint64_t* last, uint64_t* pages, uint64_t* starts,
+                   uint64_t* gaps) {
+    return [=](const RingSample& s) {
+      ++*pages;
+      if (*last == 0 || s.time_ns < *last)
+        ++*starts;
+      else
+        ++gaps[GapBin(s.time_ns - *last)];
+      *last = s.time_ns;
+    };
+  };
+  DrainRing(
+      alloc_, &t.lost,
+      count(&last_alloc_ns_, &t.alloc_pages, &t.alloc_starts, t.alloc_gaps));
+  DrainRing(
+      drain_, &t.lost,
+      count(&last_drain_ns_, &t.drain_pages, &t.drain_starts, t.drain_gaps));
+}
+
+std::map<std::string, uint64_t> ReadVmstat() {
+  std::map<std::string, uint64_t> m;
+  std::ifstream in("/proc/vmstat");
+  std::string k;
+  uint64_t v = 0;
+  while (in >> k >> v) m[k] = v;
+  return m;
+}
+
+nlohmann::json VmstatDelta(const std::map<std::string, uint64_t>& a,
+                           const std::map<std::string, uint64_t>& b) {
+  static const char* const kPrefixes[] = {"pgalloc_",
+                                          "pgfree",
+                                          "pgfault",
+                                          "pgmajfault",
+                                          "pgactivate",
+                                          "pgdeactivate",
+                                          "pglazyfree",
+                                          "pgrefill",
+                                          "pgsteal_",
+                                          "pgscan_",
+                                          "thp_fault_alloc",
+                                          "thp_fault_fallback",
+                                          "pgpromote_",
+                                          "pgdemote_",
+                                          "compact_stall",
+                                          "allocstall_",
+                                          "pgskip_",
+                                          "workingset_refault_anon",
+                                          "workingset_refault_file"};
+  nlohmann::json out = nlohmann::json::object();
+  for (const auto& [k, vb] : b) {
+    bool want = false;
+    for (const char* p : kPrefixes)
+      if (StartsWith(k, p)) want = true;
+    if (!want) continue;
+    auto it = a.find(k);
+    if (it == a.end()) continue;
+    if (vb != it->second) out[k] = static_cast<int64_t>(vb - it->second);
+  }
+  return out;
+}
+
+std::vector<ZonePcp> ParseZonePcp(const std::string& text) {
+  std::vector<ZonePcp> zones;
+  std::istringstream in(text);
+  std::string line;
+  ZonePcp cur;
+  bool have = false, first_cpu = false;
+  auto flush = [&] {
+    if (have && cur.managed > 0) zones.push_back(cur);
+    have = false;
+  };
+  while (std::getline(in, line)) {
+    int node = 0;
+    char zname[32];
+    if (std::sscanf(line.c_str(), "Node %d, zone %31s", &node, zname) == 2) {
+      flush();
+      cur = ZonePcp{};
+      cur.node = node;
+      cur.zone = zname;
+      have = true;
+      first_cpu = false;
+      continue;
+    }
+    if (!have) continue;
+    std::istringstream ls(line);
+    std::string key;
+    ls >> key;
+    uint64_t v = 0;
+    if (key == "managed") {
+      ls >> cur.managed;
+    } else if (key == "pages") {
+      std::string w;
+      ls >> w >> v;
+      if (w == "free") cur.free = v;
+    } else if (key == "cpu:") {
+      int cpu = -1;
+      ls >> cpu;
+      first_cpu = cpu == 0;
+    } else if (key == "high:") {
+      ls >> v;
+      if (first_cpu) cur.high = v;
+      cur.high_max_cpu = std::max(cur.high_max_cpu, v);
+    } else if (key == "batch:") {
+      ls >> v;
+      if (first_cpu) cur.batch = v;
+    } else if (key == "high_min:") {
+      ls >> v;
+      if (first_cpu) cur.high_min = static_cast<int64_t>(v);
+    } else if (key == "high_max:") {
+      ls >> v;
+      if (first_cpu) cur.high_max = static_cast<int64_t>(v);
+    }
+  }
+  flush();
+  return zones;
+}
+
+std::vector<ZonePcp> ReadZonePcp() {
+  std::ifstream in("/proc/zoneinfo");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ParseZonePcp(ss.str());
+}
+
+const ZonePcp* MainZone(const std::vector<ZonePcp>& zones) {
+  const ZonePcp* best = nullptr;
+  for (const auto& z : zones)
+    if (!best || z.managed > best->managed) best = &z;
+  return best;
+}
+
+nlohmann::json ZonePcpJson(const std::vector<ZonePcp>& zones) {
+  nlohmann::json out = nlohmann::json::object();
+  for (const auto& z : zones) {
+    nlohmann::json j = {
+        {"node", z.node},       {"managed_pages", z.managed},
+        {"free_pages", z.free}, {"high", z.high},
+        {"batch", z.batch},     {"high_max_over_cpus", z.high_max_cpu}};
+    if (z.high_min >= 0) j["high_min"] = z.high_min;
+    if (z.high_max >= 0) j["high_max"] = z.high_max;
+    out[z.node == 0 ? z.zone : std::to_string(z.node) + ":" + z.zone] = j;
+  }
+  return out;
+}
+
+std::string LockStatStatus(std::string* reason) {
+  if (access("/proc/lock_stat", F_OK) != 0) {
+    *reason = "no /proc/lock_stat (kernel built without CONFIG_LOCK_STAT)";
+    return "unavailable";
+  }
+  if (access("/proc/lock_stat", R_OK) != 0) {
+    *reason = "/proc/lock_stat is not readable (root only)";
+    return "unavailable";
+  }
+  reason->clear();
+  return "measured";
+}
+
+nlohmann::json KernelConfigFromText(const std::string& text) {
+  static const char* const kKeys[] = {"CONFIG_NR_CPUS",
+                                      "CONFIG_CMA",
+                                      "CONFIG_MEMCG",
+                                      "CONFIG_LOCK_STAT",
+                                      "CONFIG_LOCKDEP",
+                                      "CONFIG_TRANSPARENT_HUGEPAGE",
+                                      "CONFIG_TRANSPARENT_HUGEPAGE_ALWAYS",
+                                      "CONFIG_TRANSPARENT_HUGEPAGE_MADVISE",
+                                      "CONFIG_NUMA",
+                                      "CONFIG_PREEMPT",
+                                      "CONFIG_PREEMPT_DYNAMIC",
+                                      "CONFIG_LRU_GEN",
+                                      "CONFIG_PARAVIRT_SPINLOCKS"};
+  nlohmann::json out = nlohmann::json::object();
+  for (const char* k : kKeys) out[k] = "n";
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    for (const char* k : kKeys) {
+      const std::string key(k);
+      if (StartsWith(line, (key + "=").c_str())) {
+        std::string v = line.substr(key.size() + 1);
+        if (v.size() >= 2 && v.front() == '"' && v.back() == '"')
+          v = v.substr(1, v.size() - 2);
+        out[k] = v;
+      }
+    }
+  }
+  return out;
+}
+
+int64_t BtfArrayMember(const std::string& btf, const std::string& strct,
+                       const std::string& member) {
+  struct Hdr {
+    uint16_t magic;
+    uint8_t version, flags;
+    uint32_t hdr_len, type_off, type_len, str_off, str_len;
+  } h{};
+  if (btf.size() < sizeof h) return -1;
+  std::memcpy(&h, btf.data(), sizeof h);
+  if (h.magic != 0xeB9F) return -1;
+  const std::size_t types = h.hdr_len + h.type_off;
+  const std::size_t strs = h.hdr_len + h.str_off;
+  if (types + h.type_len > btf.size() || strs + h.str_len > btf.size())
+    return -1;
+  auto u32 = [&](std::size_t at) {
+    uint32_t v = 0;
+    std::memcpy(&v, btf.data() + at, 4);
+    return v;
+  };
+  auto name = [&](uint32_t off) -> std::string {
+    if (off >= h.str_len) return "";
+    return std::string(btf.c_str() + strs + off);
+  };
+  // Type ids start at 1: offsets of each type record, then look-ups.
+  std::vector<std::size_t> at(1, 0);
+  std::size_t p = types;
+  const std::size_t end = types + h.type_len;
+  while (p + 12 <= end) {
+    at.push_back(p);
+    const uint32_t info = u32(p + 4);
+    const uint32_t vlen = info & 0xffff, kind = (info >> 24) & 0x1f;
+    std::size_t extra = 0;
+    // Bytes after the 12-byte btf_type, by kind (include/uapi/linux/btf.h).
+    switch (kind) {
+      case 1:   // INT
+      case 14:  // VAR
+      case 17:  // DECL_TAG
+        extra = 4;
+        break;
+      case 3:  // ARRAY
+        extra = 12;
+        break;
+      case 4:   // STRUCT
+      case 5:   // UNION
+      case 15:  // DATASEC
+      case 19:  // ENUM64
+        extra = 12u * vlen;
+        break;
+      case 6:   // ENUM
+      case 13:  // FUNC_PROTO
+        extra = 8u * vlen;
+        break;
+      default:
+        extra = 0;
+    }
+    p += 12 + extra;
+  }
+  for (std::size_t id = 1; id < at.size(); ++id) {
+    const std::size_t t = at[id];
+    const uint32_t info = u32(t + 4);
+    if (((info >> 24) & 0x1f) != 4 || name(u32(t)) != strct) continue;
+    const uint32_t vlen = info & 0xffff;
+    for (uint32_t m = 0; m < vlen; ++m) {
+      const std::size_t mm = t + 12 + 12u * m;
+      if (name(u32(mm)) != member) continue;
+      uint32_t ty = u32(mm + 4);
+      for (int hops = 0; hops < 8 && ty > 0 && ty < at.size(); ++hops) {
+        const std::size_t a = at[ty];
+        const uint32_t k = (u32(a + 4) >> 24) & 0x1f;
+        if (k == 3) return u32(a + 20);  // btf_array.nelems
+        if (k < 8 || k > 11) break;      // through typedef / qualifiers only
+        ty = u32(a + 8);
+      }
+      return -1;
+    }
+  }
+  return -1;
+}
+
+nlohmann::json FolioBatchSize(const std::string& release) {
+  nlohmann::json j;
+  std::string btf;
+  {
+    std::ifstream in("/sys/kernel/btf/vmlinux", std::ios::binary);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    btf = ss.str();
+  }
+  for (const auto& [strct, member] :
+       {std::pair<const char*, const char*>{"folio_batch", "folios"},
+        {"pagevec", "pages"}}) {
+    const int64_t n = BtfArrayMember(btf, strct, member);
+    if (n > 0) {
+      j["value"] = n;
+      j["source"] = std::string("/sys/kernel/btf/vmlinux: struct ") + strct +
+                    "." + member + "[]";
+      return j;
+    }
+  }
+  // Mainline by version: PAGEVEC_SIZE 14 from 2.6.10, 15 from 4.15
+  // (include/linux/pagevec.h), FOLIO_BATCH_SIZE 15, then 31 from 6.9
+  // (include/linux/pagevec.h@6.9: "mm: increase folio batch size").
+  int major = 0, minor = 0;
+  std::sscanf(release.c_str(), "%d.%d", &major, &minor);
+  const int v = major * 1000 + minor;
+  if (v >= 6009)
+    j["value"] = 31;
+  else if (v >= 4015)
+    j["value"] = 15;
+  else if (v >= 2006)
+    j["value"] = 14;
+  else
+    j["value"] = nullptr;
+  j["source"] =
+      "mainline value for the release (no BTF with struct folio_batch): a "
+      "distribution kernel may differ";
+  return j;
+}
+
+nlohmann::json KernelConfig() {
+  nlohmann::json out;
+  utsname u{};
+  const std::string release = uname(&u) == 0 ? u.release : "";
+  out["release"] = release;
+  std::string text, source;
+  if (!release.empty()) {
+    text = ReadSmallFile("/boot/config-" + release);
+    if (!text.empty()) source = "/boot/config-" + release;
+  }
+  if (text.empty() && access("/proc/config.gz", R_OK) == 0) {
+    if (FILE* f = popen("gzip -dc /proc/config.gz 2>/dev/null", "r")) {
+      char buf[65536];
+      std::size_t n = 0;
+      while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) text.append(buf, n);
+      pclose(f);
+      if (!text.empty()) source = "/proc/config.gz";
+    }
+  }
+  if (text.empty()) {
+    out["source"] = nullptr;
+    out["reason"] = "no /boot/config-" + release +
+                    " and no readable /proc/config.gz (CONFIG_IKCONFIG_PROC)";
+  } else {
+    const nlohmann::json cfg = KernelConfigFromText(text);
+    for (auto it = cfg.begin(); it != cfg.end(); ++it) out[it.key()] = *it;
+    out["source"] = source;
+  }
+  auto selected = [](const std::string& s) {
+    const auto l = s.find('['), r = s.find(']');
+    return l == std::string::npos || r == std::string::npos || r < l
+               ? s
+               : s.substr(l + 1, r - l - 1);
+  };
+  const std::string thp =
+      ReadSmallFile("/sys/kernel/mm/transparent_hugepage/enabled");
+  const std::string defrag =
+      ReadSmallFile("/sys/kernel/mm/transparent_hugepage/defrag");
+  out["thp_enabled"] = thp.empty() ? "unavailable" : selected(thp);
+  out["thp_defrag"] = defrag.empty() ? "unavailable" : selected(defrag);
+  const std::string frac =
+      ReadSmallFile("/proc/sys/vm/percpu_pagelist_high_fraction");
+  out["percpu_pagelist_high_fraction"] = frac.empty() ? "unavailable" : frac;
+  out["folio_batch_size"] = FolioBatchSize(release);
+  return out;
+}
+
+KernelEvidence::KernelEvidence(int tasks, uint64_t sample_period,
+                               uint64_t spin_period_ns)
+    : tasks_(static_cast<std::size_t>(tasks)),
+      sample_period_(sample_period),
+      spin_period_ns_(spin_period_ns) {
+  pcp_ = ReadZonePcp();
+}
+
+void KernelEvidence::OpenTask(int index, pid_t pid) {
+  Task& t = tasks_[static_cast<std::size_t>(index)];
+  if (zone_lock_) {
+    t.zreason = t.zl.Open(pid);
+    t.zopened = t.zl.open();
+  }
+  t.reason = t.tc.Open(pid, sample_period_, spin_period_ns_);
+  t.counted = t.tc.counting();
+  t.sampled = t.tc.sampling();
+  t.spun = t.tc.spin_profiling();
+  t.sampling_reason = t.tc.sampling_reason();
+  t.spin_reason = t.tc.spin_reason();
+}
+
+void KernelEvidence::Begin(int index) {
+  Task& t = tasks_[static_cast<std::size_t>(index)];
+  t.zl.Enable();
+  t.tc.Enable();
+}
+
+void KernelEvidence::End(int index) {
+  Task& t = tasks_[static_cast<std::size_t>(index)];
+  t.tc.Disable();
+  t.zl.Disable();
+  t.tc.Collect(t.tally);
+}
+
+void KernelEvidence::DrainLive() {
+  for (Task& t : tasks_) t.zl.Drain(t.ztally);
+}
+
+ZoneLockTally KernelEvidence::ZoneSum() const {
+  ZoneLockTally s;
+  for (const Task& t : tasks_) s.Add(t.ztally);
+  return s;
+}
+
+void KernelEvidence::CloseTask(int index) {
+  Task& t = tasks_[static_cast<std::size_t>(index)];
+  t.tc.Close();
+  t.zl.Close();
+}
+
+bool KernelEvidence::TaskOpen(int index) const {
+  const Task& t = tasks_[static_cast<std::size_t>(index)];
+  return t.zl.open() || t.tc.counting() || t.tc.sampling() ||
+         t.tc.spin_profiling();
+}
+
+void KernelEvidence::VmstatBegin() {
+  vm_before_ = ReadVmstat();
+  if (vm_before_.empty()) vm_ok_ = false;
+}
+
+void KernelEvidence::VmstatEnd() {
+  const auto after = ReadVmstat();
+  if (after.empty() || vm_before_.empty()) {
+    vm_ok_ = false;
+    return;
+  }
+  for (const auto& [k, v] : after) {
+    auto it = vm_before_.find(k);
+    if (it != vm_before_.end()) vm_sum_[k] += v - it->second;
+  }
+  vm_before_.clear();
+}
+
+ContentionTally KernelEvidence::Sum() const {
+  ContentionTally s;
+  for (const Task& t : tasks_) s.Add(t.tally);
+  return s;
+}
+
+ZoneHoldSplit ZoneSplitOf(const ZoneLockTally& z) {
+  uint64_t both[kGapBins];
+  for (int b = 0; b < kGapBins; ++b)
+    both[b] = z.alloc_gaps[b] + z.drain_gaps[b];
+  return HoldSplitFromGaps(both);
+}
+
+nlohmann::json ZoneLockJson(const ZoneLockTally& z, uint64_t ops) {
+  const ZoneHoldSplit split = ZoneSplitOf(z);
+  const uint64_t refills = HoldsAt(z.alloc_starts, z.alloc_gaps, split);
+  const uint64_t drains = HoldsAt(z.drain_starts, z.drain_gaps, split);
+  const uint64_t holds = refills + drains;
+  const auto per = [](uint64_t a, uint64_t b) -> nlohmann::json {
+    if (a == 0 || b == 0) return "not observed";
+    return static_cast<double>(a) / static_cast<double>(b);
+  };
+  // The log histogram, non-empty bins only: [lower edge ns, refill gaps,
+  // drain gaps].
+  nlohmann::json hist = nlohmann::json::array();
+  for (int b = 0; b < kGapBins; ++b)
+    if (z.alloc_gaps[b] + z.drain_gaps[b] > 0)
+      hist.push_back({GapBinEdgeNs(b), z.alloc_gaps[b], z.drain_gaps[b]});
+  nlohmann::json j = {
+      {"observed", holds > 0},
+      {"acquisitions", holds},
+      {"refill_acquisitions", refills},
+      {"refill_pages", z.alloc_pages},
+      {"drain_acquisitions", drains},
+      {"drain_pages", z.drain_pages},
+      {"acquisitions_per_op",
+       holds > 0 && ops > 0
+           ? per(holds, ops)
+           : nlohmann::json("not observed: no zone->lock event in the "
+                            "evidence windows (" +
+                            std::to_string(ops) + " ops)")},
+      {"pages_per_refill", per(z.alloc_pages, refills)},
+      {"pages_per_drain", per(z.drain_pages, drains)},
+      {"events_lost", z.lost},
+      {"hold_gap_ns", split.gap_ns},
+      {"hold_split",
+       {{"found", split.found},
+        {"bin_lower_edge_ns", split.gap_ns},
+        {"how", split.how}}},
+      {"gap_histogram_bins_per_octave", kGapBinsPerOctave},
+      {"gap_log_histogram", hist},
+      {"gap_log_histogram_columns",
+       {"lower_edge_ns", "refill_gaps", "drain_gaps"}},
+      {"method",
+       "kmem:mm_page_alloc_zone_locked (a page taken off the buddy lists "
+       "under zone->lock) and kmem:mm_page_pcpu_drain (a page "
+       "free_pcppages_bulk returns under zone->lock) sampled on every event "
+       "with a timestamp in the evidence windows; consecutive events of one "
+       "kind closer than hold_gap_ns are one acquisition, hold_gap_ns being "
+       "the valley of the gaps' log histogram between the within-hold and "
+       "the between-hold gaps (hold_split.how); a count with no event is "
+       "'not observed', never 0"}};
+  return j;
+}
+
+void KernelEvidence::Report(
+    nlohmann::json& details,
+    std::vector<std::pair<std::string, double>>& metrics, uint64_t ops) const {
+  using nlohmann::json;
+  total_ = Sum();
+  if (!off_reason_.empty()) {
+    json k = json::object();
+    json sources = json::object();
+    for (const char* name :
+         {"tracepoints", "callchains", "spin_profile", "vmstat", "lock_stat"}) {
+      sources[name] = "off";
+      sources[std::string(name) + ":reason"] = off_reason_;
+    }
+    if (zone_lock_) {
+      sources["zone_lock"] = "off";
+      sources["zone_lock:reason"] = off_reason_;
+    }
+    sources["pcp"] = pcp_.empty() ? "unavailable" : "measured";
+    k["sources"] = sources;
+    k["pcp"] = ZonePcpJson(pcp_);
+    details["kernel"] = k;
+    return;
+  }
+  json sources = json::object();
+  bool counted = !tasks_.empty(), sampled = !tasks_.empty(),
+       spun = !tasks_.empty();
+  std::string tp_reason, sample_reason, spin_reason;
+  auto first = [](std::string& keep, const std::string& r) {
+    if (keep.empty()) keep = r.empty() ? "task not started" : r;
+  };
+  for (const Task& t : tasks_) {
+    if (!t.counted) counted = false, first(tp_reason, t.reason);
+    if (!t.sampled) sampled = false, first(sample_reason, t.sampling_reason);
+    if (!t.spun) spun = false, first(spin_reason, t.spin_reason);
+  }
+  auto source = [&](const char* name, bool ok, const std::string& why) {
+    sources[name] = ok ? "measured" : "unavailable";
+    if (!ok) sources[std::string(name) + ":reason"] = why;
+  };
+  source("tracepoints", counted, tp_reason);
+  source("callchains", sampled, sample_reason);
+  source("spin_profile", spun, spin_reason);
+  const bool vm = vm_ok_ && !vm_sum_.empty();
+  source("vmstat", vm, "/proc/vmstat unreadable");
+  std::string ls_reason;
+  source("lock_stat", LockStatStatus(&ls_reason) == "measured", ls_reason);
+  source("pcp", !pcp_.empty(), "/proc/zoneinfo unreadable");
+
+  json k = json::object();
+  k["sources"] = sources;
+  const TracepointInfo& tp = ContentionTracepoints();
+  if (tp.mounted_here) k["tracefs_mounted_by_lockline"] = tp.tracefs;
+  auto top = [](const std::map<std::string, uint64_t>& m) {
+    std::vector<std::pair<uint64_t, std::string>> v;
+    for (const auto& [name, n] : m) v.emplace_back(n, name);
+    std::sort(v.rbegin(), v.rend());
+    json out = json::object();
+    for (std::size_t i = 0; i < v.size() && i < 8; ++i)
+      out[v[i].second] = v[i].first;
+    return out;
+  };
+  if (counted) {
+    k["contention_begin"] = total_.begin;
+    k["contention_end"] = total_.end;
+    metrics.emplace_back(
+        "kernel_contention_per_op",
+        ops ? static_cast<double>(total_.begin) / static_cast<double>(ops)
+            : 0.0);
+    k["tracepoint_note"] =
+        "qspinlock fires lock:contention_begin only when a waiter joins the "
+        "MCS queue (kernel/locking/qspinlock.c since 5.19): a single spinning "
+        "waiter (pending bit) and every waiter of a guest without paravirt "
+        "spinlocks (virt_spin_lock, test-and-set) are not traced; the spin "
+        "profile sees them";
+  }
+  if (sampled) {
+    k["attribution"] = {{"zone_lock", total_.zone},
+                        {"lru_lock", total_.lru},
+                        {"other", total_.other}};
+    k["samples"] = total_.samples;
+    k["sample_period"] = sample_period_;
+    k["top_callers"] = top(total_.callers);
+    if (total_.samples > 0) {
+      const double n = static_cast<double>(total_.samples);
+      metrics.emplace_back("kernel_contention_zone_share",
+                           static_cast<double>(total_.zone) / n);
+      metrics.emplace_back("kernel_contention_lru_share",
+                           static_cast<double>(total_.lru) / n);
+    }
+  }
+  if (sampled || spun) k["samples_lost"] = total_.lost;
+  if (spun) {
+    const uint64_t spin =
+        total_.spin_zone + total_.spin_lru + total_.spin_other;
+    k["spin"] = {{"period_ns", spin_period_ns_},
+                 {"samples", total_.clock_samples},
+                 {"kernel_samples", total_.clock_kernel},
+                 {"spinning", spin},
+                 {"zone_lock", total_.spin_zone},
+                 {"lru_lock", total_.spin_lru},
+                 {"other", total_.spin_other},
+                 {"top_callers", top(total_.spin_callers)},
+                 {"note",
+                  "task-clock samples of the point's tasks with kernel "
+                  "callchains; a sample inside a spinlock slow path is "
+                  "attributed by the function that asked for the lock"}};
+    if (total_.clock_samples > 0) {
+      const double n = static_cast<double>(total_.clock_samples);
+      metrics.emplace_back("kernel_spin_share", static_cast<double>(spin) / n);
+      metrics.emplace_back("kernel_spin_zone_share",
+                           static_cast<double>(total_.spin_zone) / n);
+      metrics.emplace_back("kernel_spin_lru_share",
+                           static_cast<double>(total_.spin_lru) / n);
+    }
+  }
+  if (vm) {
+    std::map<std::string, uint64_t> zero;
+    for (const auto& [key, v] : vm_sum_) zero[key] = 0;
+    k["vmstat_delta"] = VmstatDelta(zero, vm_sum_);
+    k["vmstat_note"] =
+        "system-wide counters over the windows: other processes' activity is "
+        "included";
+  }
+  if (zone_lock_) {
+    bool ok = !tasks_.empty();
+    std::string why;
+    for (const Task& t : tasks_)
+      if (!t.zopened) {
+        ok = false;
+        if (why.empty())
+          why = t.zreason.empty() ? "task not started" : t.zreason;
+      }
+    sources["zone_lock"] = ok ? "measured" : "unavailable";
+    if (!ok) sources["zone_lock:reason"] = why;
+    k["sources"] = sources;
+    if (ok) {
+      const ZoneLockTally z = ZoneSum();
+      k["zone_lock"] = ZoneLockJson(z, ops);
+      // No event at all: "not observed" (no metric), never 0.0 per op.
+      const ZoneHoldSplit split = ZoneSplitOf(z);
+      const uint64_t holds = HoldsAt(z.alloc_starts, z.alloc_gaps, split) +
+                             HoldsAt(z.drain_starts, z.drain_gaps, split);
+      if (holds > 0 && ops > 0) {
+        metrics.emplace_back(
+            "zone_lock_acquisitions_per_op",
+            static_cast<double>(holds) / static_cast<double>(ops));
+        metrics.emplace_back(
+            "zone_lock_pages_per_acquisition",
+            static_cast<double>(z.alloc_pages + z.drain_pages) /
+                static_cast<double>(holds));
+      }
+    }
+  }
+  k["pcp"] = ZonePcpJson(pcp_);
+  details["kernel"] = k;
+}
+
+}  // namespace lockline::kernel

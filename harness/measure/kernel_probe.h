@@ -1,0 +1,488 @@
+// Kernel-side lock evidence for the kernel_* families (issue 18): what the
+// running kernel says about its own locks while lockline's tasks drive it.
+// Never required: every source is "measured" or "unavailable" with a reason,
+// like the hardware counters (harness/measure/counters.h).
+//
+// Sources, per point:
+// - tracepoints: lock:contention_begin / lock:contention_end (Linux 5.19+,
+//   kernel/locking/*: trace_contention_begin() is called on every slow path
+//   of spinlocks, rwlocks, mutexes and rwsems), opened with perf_event_open
+//   (PERF_TYPE_TRACEPOINT, id from tracefs events/lock/<name>/id; tracefs is
+//   mounted at /sys/kernel/tracing when root and not mounted) on each task
+//   (a team thread's tid, or the pid of the child process it forked), enabled
+//   only while the task works in a window. contention_begin is also sampled
+//   with kernel callchains (PERF_SAMPLE_CALLCHAIN into an mmap ring, every
+//   `sample_period`-th event) and each sample is attributed by the kernel
+//   functions on its chain (names from /proc/kallsyms, which shows addresses
+//   to root only) to zone->lock, the LRU lock, or other.
+// - vmstat: /proc/vmstat deltas (pgalloc_*, pgfree, pgfault, ...) over the
+//   windows. System-wide: other processes' activity is included.
+// - pcp: batch / high (and high_min / high_max, 6.7+) of each populated zone
+//   from /proc/zoneinfo.
+// - lock_stat: /proc/lock_stat, present only with CONFIG_LOCK_STAT.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace lockline::kernel {
+
+/// Where lock:contention_begin / contention_end live on this kernel. Decided
+/// once per process (ContentionTracepoints()).
+struct TracepointInfo {
+  int begin_id = -1, end_id = -1;  ///< tracefs event ids, -1 unavailable
+  std::string tracefs;             ///< mount point used ("" none)
+  bool mounted_here = false;       ///< lockline mounted tracefs itself
+  std::string reason;              ///< why unavailable ("" when available)
+  bool available() const { return begin_id >= 0 && end_id >= 0; }
+};
+
+/// Finds the lock contention tracepoints: tracefs at /sys/kernel/tracing or
+/// /sys/kernel/debug/tracing; when neither is mounted and the process is
+/// root, mounts tracefs at /sys/kernel/tracing (left mounted: it is the
+/// systemd default and harmless). Unavailable reasons: not root and tracefs
+/// not mounted, ids unreadable (tracefs is root-only), kernel before 5.19 (no
+/// events/lock/contention_begin). Thread-safe; computed on first call.
+const TracepointInfo& ContentionTracepoints();
+
+/// Testable core of the above: looks for events/lock/contention_{begin,end}/id
+/// under `tracefs_dir`.
+TracepointInfo FindTracepointsIn(const std::string& tracefs_dir);
+
+/// Which lock a contention sample is attributed to.
+enum class LockClass { kZone, kLru, kOther };
+
+/// Attributes one contention_begin callchain (kernel function names,
+/// innermost first) to a lock. Frames of the lock primitives and of perf /
+/// tracing themselves (_raw_spin_lock*, queued_spin_lock_slowpath,
+/// rwsem_down_*, mutex_*, perf_*, trace_*) are skipped; the chain is then
+/// searched innermost-first for a function that takes zone->lock
+/// (rmqueue_bulk, rmqueue_buddy, __rmqueue_pcplist, free_pcppages_bulk,
+/// free_one_page, __free_pages_ok, ... as in mm/page_alloc.c, Linux 6.x) or
+/// an LRU lock (folio_lruvec_lock*, folio_lruvec_relock*, lru_add*,
+/// folio_batch_move_lru, folios_put_refs, release_pages, __page_cache_release,
+/// lru_note_cost, isolate_lru_folios, ... mm/swap.c, mm/memcontrol.c,
+/// mm/vmscan.c). `*caller` receives the first frame after the skipped ones
+/// ("" if none): the function that asked for the lock.
+LockClass ClassifyChain(const std::vector<std::string>& innermost_first,
+                        std::string* caller);
+
+/// Kernel text symbols from /proc/kallsyms, for resolving callchain
+/// addresses. Loaded once per process (Get()); usable() is false, with a
+/// reason, when addresses read as 0 (kptr_restrict, not root).
+class KernelSymbols {
+ public:
+  static const KernelSymbols& Get();
+  /// Parses kallsyms text ("addr type name [module]" per line).
+  explicit KernelSymbols(const std::string& kallsyms_text);
+  KernelSymbols() = default;
+  bool usable() const { return !addrs_.empty(); }
+  const std::string& reason() const { return reason_; }
+  /// The function containing `addr` (the highest symbol <= addr), or "?".
+  const std::string& Lookup(uint64_t addr) const;
+  /// True when a text symbol of that exact name exists (linear scan).
+  bool Contains(const std::string& name) const;
+
+ private:
+  std::vector<uint64_t> addrs_;
+  std::vector<std::string> names_;
+  std::string reason_;
+};
+
+/// Contention evidence summed over tasks and windows.
+struct ContentionTally {
+  uint64_t begin = 0, end = 0;  ///< tracepoint counts
+  uint64_t samples = 0;         ///< contention_begin callchain samples read
+  uint64_t lost = 0;            ///< samples the rings dropped (both rings)
+  uint64_t zone = 0, lru = 0, other = 0;    ///< samples per lock class
+  std::map<std::string, uint64_t> callers;  ///< first non-lock frame -> n
+  /// Spin profile (task-clock samples with kernel callchains).
+  uint64_t clock_samples = 0;  ///< all samples
+  uint64_t clock_kernel = 0;   ///< samples in the kernel
+  uint64_t spin_zone = 0, spin_lru = 0, spin_other = 0;  ///< in a spin loop
+  std::map<std::string, uint64_t> spin_callers;  ///< who asked for the lock
+  void Add(const ContentionTally& o);
+};
+
+/// True when a kernel callchain (innermost first) was sampled inside a
+/// spinlock's slow path: its innermost frames are
+/// native_queued_spin_lock_slowpath / __pv_queued_spin_lock_slowpath /
+/// queued_spin_lock_slowpath (x86 guests without paravirt spinlocks spin in
+/// virt_spin_lock(), inlined there) or queued_{read,write}_lock_slowpath. A
+/// sample in an uncontended fast path (_raw_spin_lock itself) is no spin.
+bool IsSpinChain(const std::vector<std::string>& innermost_first);
+
+/// One perf event with an mmap'ed sample ring. `sample_type` is the event's
+/// PERF_SAMPLE_* mask (the drain decodes PERF_SAMPLE_IP, PERF_SAMPLE_TIME and
+/// PERF_SAMPLE_CALLCHAIN, in the kernel's record order).
+struct SampleRing {
+  int fd = -1;
+  void* map = nullptr;
+  std::size_t bytes = 0;
+  uint64_t sample_type = 0;
+};
+
+/// One sample read from a SampleRing.
+struct RingSample {
+  /// The sample was taken in the kernel (record misc cpumode
+  /// PERF_RECORD_MISC_KERNEL).
+  bool in_kernel = false;
+  uint64_t ip = 0;       ///< PERF_SAMPLE_IP, else 0
+  uint64_t time_ns = 0;  ///< PERF_SAMPLE_TIME in the event's clock, else 0
+  /// Kernel callchain as function names (/proc/kallsyms), innermost first;
+  /// user frames and context markers dropped. Empty for user-mode samples.
+  std::vector<std::string> frames;
+  /// The function the sample hit: the symbol of `ip` when it was sampled in
+  /// the kernel with PERF_SAMPLE_IP, else frames[0], else "" (user mode).
+  std::string innermost;
+};
+
+/// Task-clock sampling of one task with kernel callchains (PERF_TYPE_SOFTWARE
+/// / PERF_COUNT_SW_TASK_CLOCK, perf_event_open(2)): a sample every
+/// `period_ns` of the task's CPU time, written to an mmap ring the owner
+/// drains. Needs kernel symbols (/proc/kallsyms with addresses: root, or
+/// kptr_restrict 0) and kernel sampling rights (root / CAP_PERFMON, or
+/// perf_event_paranoid <= 1). The one sampler of lockline: the kernel
+/// families' spin profile (TaskContention) and the fault family's sampled
+/// clear_page share (bench/fault.cpp) both use it. Not thread-safe; one owner.
+class TaskClockSampler {
+ public:
+  struct Config {
+    uint64_t period_ns = 100'000;  ///< task-clock ns between samples
+    /// Data pages of the ring (a power of two); halved down to 8 while
+    /// mmap is refused with EPERM (perf_event_mlock_kb for non-root).
+    std::size_t ring_pages = 64;
+    uint16_t max_stack = 32;  ///< kernel frames kept per sample
+    /// PERF_SAMPLE_IP | PERF_SAMPLE_TIME (CLOCK_MONOTONIC, comparable with
+    /// clock_gettime) on top of PERF_SAMPLE_CALLCHAIN.
+    bool ip_and_time = false;
+  };
+  TaskClockSampler() = default;
+  TaskClockSampler(const TaskClockSampler&) = delete;
+  TaskClockSampler& operator=(const TaskClockSampler&) = delete;
+  ~TaskClockSampler();
+  /// Opens the event, disabled, on `pid` (a thread id, a process id, or 0:
+  /// the calling thread; no inheritance). Returns "" or why not: kallsyms
+  /// unusable (KernelSymbols::reason()), or "perf_event_open(task-clock
+  /// sampling): " + the errno explained (ExplainPerfOpenError: EACCES names
+  /// perf_event_paranoid, EPERM seccomp / capabilities), or the ring's mmap
+  /// error.
+  std::string Open(pid_t pid, const Config& config);
+  bool open() const { return ring_.fd >= 0; }
+  const Config& config() const { return config_; }
+  /// Data pages of the ring actually mapped (after any EPERM halving).
+  std::size_t ring_pages() const { return ring_pages_; }
+  /// Starts / stops sampling (ioctl; cheap).
+  void Enable();
+  void Disable();
+  /// Hands every sample in the ring to `on_sample` and frees its space; adds
+  /// the samples the kernel dropped on a full ring (PERF_RECORD_LOST) to
+  /// *lost. May run while the event is enabled.
+  void Drain(uint64_t* lost,
+             const std::function<void(const RingSample&)>& on_sample);
+  void Close();
+
+ private:
+  SampleRing ring_;
+  Config config_;
+  std::size_t ring_pages_ = 0;
+};
+
+/// True when `fn` (a kernel function name) is an architecture's page-clearing
+/// primitive: x86-64 clear_page_erms / clear_page_rep / clear_page_orig
+/// (arch/x86/lib/clear_page_64.S, 4.x to 6.18; clear_page() in
+/// arch/x86/include/asm/page_64.h picks one with alternative_call_2), the
+/// clear_pages_erms / _rep / _orig of the 2025 multi-page clearing series
+/// (not in 6.18), clear_page_c / clear_page_c_e (x86-64 before 4.x), and
+/// plain clear_page (arm64 arch/arm64/lib/clear_page.S and most other
+/// architectures). Exact names: clear_page_dirty_for_io (page cache
+/// writeback) and clear_user / rep_stos_alternative (zeroing user memory for
+/// read() and friends) are not page clearing.
+bool IsClearPageSymbol(const std::string& fn);
+/// The names IsClearPageSymbol accepts.
+const std::vector<std::string>& ClearPageSymbolNames();
+
+/// A binomial proportion's 95 % Wilson score interval for k successes in n
+/// trials (z = 1.959964): {0, 0} when n is 0.
+struct Proportion95 {
+  double lo = 0, hi = 0;
+};
+Proportion95 Wilson95(uint64_t k, uint64_t n);
+
+/// The contention counters of one task: a thread (its tid, or 0 = the calling
+/// thread) or a child process (its pid; opened by the parent, which owns the
+/// file descriptors and the rings). Not thread-safe; one owner.
+///
+/// Two independent sources: (1) lock:contention_begin / end counted, and
+/// contention_begin sampled with callchains; (2) a spin profile: the task's
+/// task-clock sampled every `spin_period_ns` with kernel callchains, each
+/// sample in a spinlock slow path attributed like a contention sample. (2)
+/// exists because qspinlock (kernel/locking/qspinlock.c, 5.19+) fires
+/// contention_begin only once a waiter queues on the MCS list: a lone waiter
+/// spinning on the pending bit, and every waiter in a guest without paravirt
+/// spinlocks (virt_spin_lock(), a test-and-set lock), are never traced.
+class TaskContention {
+ public:
+  TaskContention() = default;
+  TaskContention(const TaskContention&) = delete;
+  TaskContention& operator=(const TaskContention&) = delete;
+  ~TaskContention();
+  /// Opens the sources, disabled. Returns "" when the tracepoints are
+  /// counted, else why not; sampling_reason() / spin_reason() say why the
+  /// other sources are missing (perf_event_open errno explained). With
+  /// sample_period 0 or spin_period_ns 0 that source is off.
+  std::string Open(pid_t pid, uint64_t sample_period, uint64_t spin_period_ns);
+  bool counting() const { return begin_fd_ >= 0; }
+  bool sampling() const { return sample_.fd >= 0; }
+  bool spin_profiling() const { return clock_.open(); }
+  const std::string& sampling_reason() const { return sampling_reason_; }
+  const std::string& spin_reason() const { return spin_reason_; }
+  /// Starts / stops every source (ioctl on each fd; cheap).
+  void Enable();
+  void Disable();
+  /// Adds the counts since the previous Collect and the drained samples.
+  void Collect(ContentionTally& tally);
+  void Close();
+
+ private:
+  int begin_fd_ = -1, end_fd_ = -1;
+  uint64_t last_begin_ = 0, last_end_ = 0;
+  SampleRing sample_;
+  TaskClockSampler clock_;
+  std::string sampling_reason_, spin_reason_;
+};
+
+/// /proc/vmstat as name -> value ({} when unreadable).
+std::map<std::string, uint64_t> ReadVmstat();
+
+/// b - a for the keys kernel families report: pgalloc_* (every zone),
+/// pgfree, pgfault, pgmajfault, pgactivate, pgdeactivate, pglazyfreed,
+/// pgrefill, pgsteal_*, pgscan_*, thp_fault_alloc, nr_... are excluded
+/// (gauges). Keys missing on either side, and zero deltas, are left out.
+nlohmann::json VmstatDelta(const std::map<std::string, uint64_t>& a,
+                           const std::map<std::string, uint64_t>& b);
+
+/// pcp lists of one populated zone (values of CPU 0's pageset and the largest
+/// high over CPUs), from /proc/zoneinfo.
+struct ZonePcp {
+  int node = 0;
+  std::string zone;                      ///< DMA, DMA32, Normal, ...
+  uint64_t managed = 0, free = 0;        ///< pages
+  uint64_t high = 0, batch = 0;          ///< CPU 0's pcp high / batch
+  uint64_t high_max_cpu = 0;             ///< largest `high` over CPUs
+  int64_t high_min = -1, high_max = -1;  ///< 6.7+ auto-tuning bounds, -1 absent
+};
+
+/// Parses /proc/zoneinfo text; zones without managed pages are left out.
+std::vector<ZonePcp> ParseZonePcp(const std::string& zoneinfo);
+/// Reads and parses /proc/zoneinfo.
+std::vector<ZonePcp> ReadZonePcp();
+/// The zone order-0 anonymous allocations are served from first: the
+/// populated zone with most managed pages (Normal on x86-64 with > 4 GiB),
+/// or nullptr when there is none.
+const ZonePcp* MainZone(const std::vector<ZonePcp>& zones);
+/// {"Normal": {"node":0,"managed":...,"high":...,"batch":...}, ...}.
+nlohmann::json ZonePcpJson(const std::vector<ZonePcp>& zones);
+
+/// /proc/lock_stat: "measured" when it exists and is readable, else
+/// "unavailable" with *reason (CONFIG_LOCK_STAT off, or not readable).
+std::string LockStatStatus(std::string* reason);
+
+/// context.lockline.kernel_config: {"source": path, "CONFIG_NR_CPUS": "256",
+/// "CONFIG_CMA": "y", "CONFIG_MEMCG": "y", "CONFIG_LOCK_STAT": "n",
+/// "CONFIG_TRANSPARENT_HUGEPAGE": "y", "CONFIG_TRANSPARENT_HUGEPAGE_ALWAYS":
+/// ..., "thp_enabled": "madvise", "thp_defrag": ..., "release": uname -r}
+/// from /boot/config-$(uname -r), else /proc/config.gz (decompressed with
+/// `gzip -dc`); an option that is "not set" is "n"; with no config readable,
+/// "source" is null and "reason" says why. Never throws.
+nlohmann::json KernelConfig();
+/// The running kernel's pagevec / folio_batch size (PAGEVEC_SIZE,
+/// FOLIO_BATCH_SIZE: 31 in mainline since 6.9): {"value": 31, "source":
+/// ...} from BTF (/sys/kernel/btf/vmlinux, struct folio_batch's `folios`
+/// array, else struct pagevec's `pages`), else the mainline value for
+/// `release` (uname -r), said so. KernelConfig() records it as
+/// "folio_batch_size".
+nlohmann::json FolioBatchSize(const std::string& release);
+/// The element count of array member `member` of struct `strct` in raw BTF
+/// data (the kernel's BTF format, include/uapi/linux/btf.h), or -1.
+int64_t BtfArrayMember(const std::string& btf, const std::string& strct,
+                       const std::string& member);
+/// The same from a config file's text (testable).
+nlohmann::json KernelConfigFromText(const std::string& text);
+
+/// zone->lock acquisitions of one task, counted from two tracepoints sampled
+/// on every event with a timestamp (perf_event_open(2), PERF_TYPE_TRACEPOINT,
+/// PERF_SAMPLE_TIME): kmem:mm_page_alloc_zone_locked, one event per page
+/// __rmqueue_smallest() takes off the buddy lists with zone->lock held (the
+/// pcp refill rmqueue_bulk() and rmqueue_buddy(), mm/page_alloc.c 6.x), and
+/// kmem:mm_page_pcpu_drain, one per page free_pcppages_bulk() returns under
+/// zone->lock. A hold moves its pages back to back with interrupts off;
+/// between two holds lie at least `batch` page faults or frees. So the gaps
+/// between consecutive events of one kind form two populations, and the
+/// split between them is derived from the gaps themselves (HoldSplitFromGaps:
+/// the valley of their log histogram, issue 40 item 10), not assumed: a gap
+/// at or above the split starts a new hold. The log histogram is kept (4
+/// bins per octave) and goes on the row. Pages freed one at a time through
+/// free_one_page() (not via the pcp lists) and drains of other CPUs' lists by
+/// workers are not the task's and are not counted.
+inline constexpr int kGapBinsPerOctave = 4;
+/// Log-histogram bins: bin b holds gaps in [2^(b/4), 2^((b+1)/4)) ns; the
+/// last bin everything from 2^36 ns (~69 s) up.
+inline constexpr int kGapBins = 36 * kGapBinsPerOctave + 1;
+/// A most common gap at least this long (ns) is taken as between holds
+/// (holds of one page each): a fault or a free takes ~0.3-3 us, so within-hold
+/// gaps are shorter and between-hold gaps (>= `batch` faults) far longer.
+inline constexpr uint64_t kLoneBetweenHoldMinNs = 4000;
+/// How far (natural log of count, smoothed) the longer gaps must rise out of
+/// a valley for it to separate two populations: ln 2.
+inline constexpr double kValleyDepth = 0.6931471805599453;
+/// The bin of a gap of `ns` nanoseconds (0 ns: bin 0).
+int GapBin(uint64_t ns);
+/// The lower edge of bin `b`, ns (rounded up to a whole ns): a gap is in bin
+/// b or above exactly when it is >= GapBinEdgeNs(b).
+uint64_t GapBinEdgeNs(int b);
+
+struct ZoneLockTally {
+  uint64_t alloc_pages = 0, drain_pages = 0;
+  /// Events with no earlier event of their kind on the task (each starts a
+  /// hold whatever the split).
+  uint64_t alloc_starts = 0, drain_starts = 0;
+  uint64_t lost = 0;  ///< events the rings dropped
+  /// Log histograms of the gaps between consecutive events of one kind.
+  uint64_t alloc_gaps[kGapBins] = {};
+  uint64_t drain_gaps[kGapBins] = {};
+  void Add(const ZoneLockTally& o);
+};
+
+/// Where the gaps between events split into within-hold and between-hold
+/// gaps.
+struct ZoneHoldSplit {
+  int bin = kGapBins;       ///< gaps in this bin or above start a hold
+  uint64_t gap_ns = 0;      ///< GapBinEdgeNs(bin); 0 when no split was found
+  bool found = false;       ///< a valley between two populations was found
+  int intra_mode_bin = -1;  ///< the within-hold population's mode
+  int inter_mode_bin = -1;  ///< the between-hold population's mode (-1: none)
+  std::string how;          ///< the derivation in words (for the row)
+};
+/// The split of a gap log histogram (`hist`, kGapBins bins, GapBin). The
+/// within-hold population holds the most common gap (a hold of k pages has
+/// k - 1 gaps within it and one before the next hold). Above it, on the
+/// histogram's shape (log(1 + count) smoothed over +-2 bins), the first
+/// local minimum out of which the longer gaps rise again by kValleyDepth at
+/// least an octave further up is the valley; the split is the emptiest bin
+/// within +-2 bins of it
+/// (`found`). Measured on the 2-vCPU VM (6.18): within-hold gaps 0.36-2 us,
+/// between-hold clusters at ~7 us (a hold's lock drop and re-take), 0.3 ms
+/// (drains) and 3 ms (refills); the split fell at 3.4-4.9 us. No valley: every
+/// gap is within a hold and each hold is one start (`found` false, split
+/// above every gap). A most common gap of kLoneBetweenHoldMinNs or more:
+/// every gap is between holds (holds of one page), split at the lowest bin.
+/// Empty histogram: found false, bin kGapBins.
+ZoneHoldSplit HoldSplitFromGaps(const uint64_t* hist);
+/// Holds of one kind at `split`: starts + gaps in split.bin or above.
+uint64_t HoldsAt(uint64_t starts, const uint64_t* hist,
+                 const ZoneHoldSplit& split);
+
+/// The split of a tally's gaps (refill and drain gaps together).
+ZoneHoldSplit ZoneSplitOf(const ZoneLockTally& z);
+/// details.kernel.zone_lock of a row whose evidence windows did `ops` ops:
+/// acquisitions at the derived split (ZoneSplitOf), pages per refill / drain,
+/// the split and the log histogram; per-op and per-acquisition values are
+/// "not observed" (a string) when no event was seen, never 0.
+nlohmann::json ZoneLockJson(const ZoneLockTally& z, uint64_t ops);
+
+/// The two zone->lock tracepoints of one task (ZoneLockTally), opened
+/// disabled on `pid` (a thread, a process, 0: the calling thread). Drain may
+/// run on another thread than Enable / Disable (one drainer at a time).
+class ZoneLockCounter {
+ public:
+  ZoneLockCounter() = default;
+  ZoneLockCounter(const ZoneLockCounter&) = delete;
+  ZoneLockCounter& operator=(const ZoneLockCounter&) = delete;
+  ~ZoneLockCounter();
+  /// "" or why not (no tracefs / not root, tracepoints missing, perf error).
+  std::string Open(pid_t pid, std::size_t ring_pages = 64);
+  bool open() const { return alloc_.fd >= 0 && drain_.fd >= 0; }
+  void Enable();
+  void Disable();
+  /// Moves the events in both rings into `t`.
+  void Drain(ZoneLockTally& t);
+  void Close();
+
+ private:
+  SampleRing alloc_, drain_;
+  uint64_t last_alloc_ns_ = 0, last_drain_ns_ = 0;
+};
+
+/// Per-point evidence for a family: one TaskContention per task plus vmstat
+/// snapshots around each window. Tasks call Begin / End (enable / disable and
+/// collect) themselves or from the team thread that owns a child; the first
+/// task also brackets vmstat. Report() writes the `kernel_contention_per_op`
+/// metric (only when counted) and details.kernel.
+class KernelEvidence {
+ public:
+  /// `sample_period`: sample every n-th contention_begin (0: no sampling);
+  /// `spin_period_ns`: task-clock sampling period of the spin profile (0:
+  /// off).
+  KernelEvidence(int tasks, uint64_t sample_period, uint64_t spin_period_ns);
+  /// Opens task `index`'s counters for `pid` (0: calling thread); call from
+  /// the thread that will Begin / End it.
+  void OpenTask(int index, pid_t pid);
+  void Begin(int index);
+  void End(int index);
+  /// vmstat snapshots: call once before and once after each window's work
+  /// (task 0 does).
+  void VmstatBegin();
+  void VmstatEnd();
+  void CloseTask(int index);
+  /// Whether any of task `index`'s perf events is open now (between OpenTask
+  /// and CloseTask).
+  bool TaskOpen(int index) const;
+  /// Before OpenTask: also count zone->lock holds (ZoneLockCounter) per task.
+  void CountZoneLock() { zone_lock_ = true; }
+  /// Drains the zone->lock rings while the tasks run (one drainer thread).
+  void DrainLive();
+  /// Marks the evidence as not collected (--evidence=off): Report says so.
+  void SetOff(const std::string& why) { off_reason_ = why; }
+  const ContentionTally& tally() const { return total_; }
+  /// zone->lock holds summed over tasks (after DrainLive).
+  ZoneLockTally ZoneSum() const;
+  /// Contention counts summed so far over tasks (after End).
+  ContentionTally Sum() const;
+  /// Adds kernel_contention_per_op (begin events / ops) when measured, and
+  /// details["kernel"] = {"sources": {...}, "attribution": {...},
+  /// "vmstat_delta": {...}, "pcp": {...}, ...} as in results/SCHEMA.md.
+  void Report(nlohmann::json& details,
+              std::vector<std::pair<std::string, double>>& metrics,
+              uint64_t ops) const;
+
+ private:
+  struct Task {
+    TaskContention tc;
+    ContentionTally tally;
+    std::string reason;
+    bool counted = false, sampled = false, spun = false;  // as opened
+    std::string sampling_reason, spin_reason;
+    ZoneLockCounter zl;
+    ZoneLockTally ztally;
+    std::string zreason;
+    bool zopened = false;  // as opened
+  };
+  bool zone_lock_ = false;
+  std::string off_reason_;
+  std::vector<Task> tasks_;
+  uint64_t sample_period_, spin_period_ns_;
+  std::map<std::string, uint64_t> vm_before_;
+  std::map<std::string, uint64_t> vm_sum_;  // summed deltas
+  bool vm_ok_ = true;
+  mutable ContentionTally total_;
+  std::vector<ZonePcp> pcp_;
+};
+
+}  // namespace lockline::kernel

@@ -1,0 +1,387 @@
+// The work a kernel path does per page outside its lock (issue 23 item 3),
+// shared by the families with a work_ns:cal|0 axis (pagevec: lru_lock;
+// zone_lock: zone->lock): the machine's anonymous fault path per page, measured
+// once per process, minus what the family's model already spends per page,
+// clamped at 0. What the work touches (issue 40 item 6) is what a fault on a
+// fresh page touches at that size: clear_page's 64 lines of a page that is
+// cold in every cache (the next page of a per-thread ring larger than the
+// thread's share of the last-level cache, read from hwloc, cycled in order so
+// each op's page was last written a whole ring ago; 4 KiB pages, no THP), and
+// the page-table entry that maps it (an 8-byte store into a per-thread
+// page-table-like array, 512 entries a page, consecutive pages' entries
+// adjacent, as set_pte_at writes them; a new line every 8 pages, as in the
+// kernel's PTE page). The rest of work_ns is a register spin (ThinkNs).
+// Rows record it alike (WorkDetails: details.work, the same fields in every
+// family).
+#pragma once
+
+#include <sched.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <new>
+#include <string>
+#include <vector>
+
+#include "harness/family.h"
+#include "harness/machine/cpu.h"
+#include "harness/machine/memory.h"
+#include "harness/machine/topology.h"
+#include "harness/measure/shared_calibration.h"
+
+namespace lockline {
+
+inline constexpr std::size_t kPageBytes = 4096;
+/// Cache lines of a page clear_page writes (64-byte lines).
+inline constexpr std::size_t kPageLines = kPageBytes / 64;
+/// Page-table entries per page-table page (x86-64 PTRS_PER_PTE, 8-byte
+/// entries): eight per 64-byte line.
+inline constexpr std::size_t kPtesPerLine = 8;
+/// Smallest ring, pages (the whole ring of issue 23's work: 256 KiB).
+inline constexpr std::size_t kMinWorkPages = 64;
+/// Largest ring per thread, pages (256 MiB): a machine whose cache share
+/// would ask for more gets this, and details.work says the ring's size.
+inline constexpr std::size_t kMaxWorkPages = std::size_t{256} << 20 >> 12;
+
+/// Cache sizes the ring is sized from: the largest L2 and L3 (or last-level)
+/// cache of the topology, bytes, and how many PUs share that L3; where they
+/// come from ("hwloc", "sysconf" or "assumed").
+struct WorkCaches {
+  std::size_t l2_bytes = 0;
+  std::size_t l3_bytes = 0;
+  int l3_pus = 1;  ///< PUs under that L3 (threads that can share it)
+  std::string source;
+};
+
+/// The caches of `topology` (hwloc: the first L2 and L3 objects' sizes, the
+/// L3's PU count), else of this machine (sysconf _SC_LEVEL2/3_CACHE_SIZE),
+/// else an assumed 1 MiB L2 and 32 MiB L3.
+inline WorkCaches ReadWorkCaches(const Topology* topology) {
+  WorkCaches c;
+  if (topology != nullptr && topology->raw() != nullptr) {
+    hwloc_topology_t t = topology->raw();
+    hwloc_obj_t l2 = hwloc_get_obj_by_type(t, HWLOC_OBJ_L2CACHE, 0);
+    hwloc_obj_t l3 = hwloc_get_obj_by_type(t, HWLOC_OBJ_L3CACHE, 0);
+    if (l2 != nullptr && l2->attr != nullptr) c.l2_bytes = l2->attr->cache.size;
+    if (l3 != nullptr && l3->attr != nullptr) {
+      c.l3_bytes = l3->attr->cache.size;
+      if (l3->cpuset != nullptr)
+        c.l3_pus = std::max(1, hwloc_bitmap_weight(l3->cpuset));
+    }
+    if (c.l2_bytes != 0 || c.l3_bytes != 0) c.source = "hwloc";
+  }
+  if (c.source.empty()) {
+    const long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+    const long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
+    if (l2 > 0) c.l2_bytes = static_cast<std::size_t>(l2);
+    if (l3 > 0) c.l3_bytes = static_cast<std::size_t>(l3);
+    if (l2 > 0 || l3 > 0) c.source = "sysconf";
+  }
+  if (c.source.empty()) {
+    c.l2_bytes = std::size_t{1} << 20;
+    c.l3_bytes = std::size_t{32} << 20;
+    c.source = "assumed (no cache sizes from hwloc or sysconf)";
+  }
+  return c;
+}
+
+/// Pages of one thread's ring when `threads` threads run the work: large
+/// enough that each op's page is cold: twice the L2 (private to a core), and
+/// together with the rings of the threads sharing the L3 (at most its PUs)
+/// twice the L3; at least kMinWorkPages, at most kMaxWorkPages.
+inline std::size_t WorkRingPages(const WorkCaches& c, int threads) {
+  const std::size_t sharing = static_cast<std::size_t>(
+      std::max(1, std::min(std::max(threads, 1), c.l3_pus)));
+  const std::size_t bytes = std::max(2 * c.l2_bytes, 2 * c.l3_bytes / sharing);
+  return std::clamp(bytes / kPageBytes, kMinWorkPages, kMaxWorkPages);
+}
+
+/// Rings' memory kept for reuse within the process (issue 40 item 6: mapping
+/// and first-touching a ring of tens of MiB for every repetition of every
+/// work_ns:cal point doubled those points' setup time). A ring returned by a
+/// PageWorkRing is reused by the next one on the same NUMA node (the node of
+/// the CPU that asks: memory stays node-local) that needs no more pages; the
+/// pool holds at most what the process had mapped at once. Thread safe.
+class PageRingPool {
+ public:
+  struct Block {
+    unsigned char* pages = nullptr;
+    std::size_t capacity = 0;  ///< pages mapped
+    int node = -1;             ///< NUMA node of the CPU that first touched it
+  };
+  /// A block of at least `pages` pages for the calling thread's node: the
+  /// smallest free one that fits, else a new mapping (4 KiB pages, no THP,
+  /// every byte 1, first-touched by the caller). `fresh` says which. Throws
+  /// std::bad_alloc when mmap fails.
+  static Block Take(std::size_t pages, bool* fresh) {
+    const int node = CurrentNode();
+    {
+      std::lock_guard<std::mutex> g(Mutex());
+      auto& free = Free();
+      auto best = free.end();
+      for (auto it = free.begin(); it != free.end(); ++it)
+        if (it->node == node && it->capacity >= pages &&
+            (best == free.end() || it->capacity < best->capacity))
+          best = it;
+      if (best != free.end()) {
+        const Block b = *best;
+        free.erase(best);
+        *fresh = false;
+        return b;
+      }
+    }
+    const std::size_t bytes = pages * kPageBytes;
+    void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) throw std::bad_alloc();
+    madvise(p, bytes, MADV_NOHUGEPAGE);
+    std::memset(p, 1, bytes);
+    *fresh = true;
+    return Block{static_cast<unsigned char*>(p), pages, node};
+  }
+  /// Returns `b` for reuse.
+  static void Give(const Block& b) {
+    if (b.pages == nullptr) return;
+    std::lock_guard<std::mutex> g(Mutex());
+    Free().push_back(b);
+  }
+
+ private:
+  static int CurrentNode() {
+    unsigned cpu = 0, node = 0;
+    return getcpu(&cpu, &node) == 0 ? static_cast<int>(node) : -1;
+  }
+  static std::mutex& Mutex() {
+    static std::mutex mu;
+    return mu;
+  }
+  static std::vector<Block>& Free() {
+    static std::vector<Block>* free = new std::vector<Block>();
+    return *free;
+  }
+};
+
+/// One thread's ring of pages the work zeroes and its page-table-like array,
+/// and the work itself. Allocate() on the thread that runs the work (first
+/// touch, 4 KiB pages). Not copyable; the memory goes back to PageRingPool.
+struct PageWorkRing {
+  unsigned char* pages = nullptr;  ///< `count` pages, 4 KiB aligned
+  uint64_t* ptes = nullptr;        ///< `count` 8-byte entries
+  std::size_t count = 0;           ///< pages in the ring
+  std::size_t next = 0;            ///< the next op's page
+  bool fresh = false;  ///< the pages were mapped for this ring (every byte 1)
+
+  PageWorkRing() = default;
+  PageWorkRing(const PageWorkRing&) = delete;
+  PageWorkRing& operator=(const PageWorkRing&) = delete;
+  ~PageWorkRing() { Free(); }
+
+  /// A ring of `ring_pages` pages (PageRingPool: reused, or newly mapped and
+  /// first-touched with every byte 1) and its entries (0). Throws
+  /// std::bad_alloc when mmap fails.
+  void Allocate(std::size_t ring_pages) {
+    Free();
+    count = std::max<std::size_t>(ring_pages, 1);
+    block_ = PageRingPool::Take(count, &fresh);
+    pages = block_.pages;
+    ptes = new uint64_t[count]();
+    next = 0;
+  }
+  void Free() {
+    PageRingPool::Give(block_);
+    block_ = {};
+    delete[] ptes;
+    pages = nullptr;
+    ptes = nullptr;
+    count = 0;
+    next = 0;
+  }
+  /// One page's work: zero the ring's next page (its 64 lines, cold: the
+  /// ring was cycled since it was last written) and write its page-table
+  /// entry (the page's address, present bit set, as set_pte_at stores a
+  /// pte), then spin `spin_ns`.
+  void Page(uint64_t spin_ns) {
+    Touch();
+    ThinkNs(spin_ns);
+  }
+  /// The memory part of Page: the zeroing and the entry.
+  void Touch() {
+    unsigned char* page = pages + next * kPageBytes;
+    std::memset(page, 0, kPageBytes);
+    ptes[next] = reinterpret_cast<uintptr_t>(page) | 1;
+    asm volatile("" : : "r"(page), "r"(ptes) : "memory");
+    next = next + 1 == count ? 0 : next + 1;
+  }
+
+ private:
+  PageRingPool::Block block_;
+};
+
+/// Work per page outside the lock (work_ns:cal), calibrated once per process:
+/// what a page costs the machine's real fault path, minus what the model
+/// already spends per page.
+struct WorkCalibration {
+  double fault_ns_per_page = 0;  ///< mmap + first write + munmap, per 4 KiB
+  double model_ns_per_page = 0;  ///< the model at work_ns:0, 1 thread
+  /// The work's memory touch per page (PageWorkRing::Touch: a cold page of
+  /// the ring zeroed and its page-table entry written), ns.
+  double zero_ns_per_page = 0;
+  uint64_t work_ns = 0;  ///< max(0, fault - model): the calibrated work
+};
+
+/// The machine's anonymous fault path per 4 KiB page: a private anonymous
+/// mapping of 1024 pages (no THP) written once per page and unmapped, the
+/// minimum of 3 attempts (fault, clear_page, page tables, LRU add, the page
+/// allocation and the unmap's release and free per page). 0 when mmap fails.
+inline double MeasureFaultNsPerPage() {
+  constexpr std::size_t kPages = 1024;
+  return TimeAnonymousFaultInNs(kPages * kPageBytes, 3, /*with_unmap=*/true) /
+         kPages;
+}
+
+/// The work's memory touch per page (PageWorkRing::Touch: a cold page
+/// zeroed and its entry written), ns: a one-thread ring on this machine
+/// (WorkRingPages of its sysconf caches: twice the L3), first-touched in
+/// order, then three passes of up to 1024 pages each from the ring's start,
+/// pages the fill of the rest has evicted; the minimum of the three.
+inline double MeasureZeroNsPerPage() {
+  PageWorkRing ring;
+  ring.Allocate(WorkRingPages(ReadWorkCaches(nullptr), 1));
+  const std::size_t pass = std::min<std::size_t>(1024, ring.count / 4);
+  double best = 0;
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    const uint64_t t0 = NowNs();
+    for (std::size_t i = 0; i < pass; ++i) ring.Touch();
+    const double ns = static_cast<double>(NowNs() - t0) / pass;
+    if (attempt == 0 || ns < best) best = ns;
+  }
+  return best;
+}
+
+/// The calibration for a model whose own cost per page (work_ns:0, one
+/// thread) is `model_ns_per_page`: measures the fault path and the zeroing,
+/// work_ns = max(0, fault - model).
+/// In a build duet (harness/measure/shared_calibration.h) both processes use
+/// one value of each: the fault and zeroing costs always, the model's own cost
+/// when the caller names it with `model_key` (e.g. "pagevec:2.6.9").
+inline WorkCalibration CalibrateWork(double model_ns_per_page,
+                                     const std::string& model_key = "") {
+  WorkCalibration c;
+  c.fault_ns_per_page =
+      SharedCalibration("fault_ns_per_page", MeasureFaultNsPerPage);
+  c.model_ns_per_page =
+      model_key.empty() ? model_ns_per_page
+                        : SharedCalibration("model_ns_per_page:" + model_key,
+                                            [&] { return model_ns_per_page; });
+  // A new key (issue 40 item 6): a build duet with an older build must not
+  // share its zero_ns_per_page (a warm page, no entry) for this touch.
+  c.zero_ns_per_page =
+      SharedCalibration("touch_ns_per_page:cold_ring", MeasureZeroNsPerPage);
+  c.work_ns =
+      c.fault_ns_per_page > c.model_ns_per_page
+          ? static_cast<uint64_t>(c.fault_ns_per_page - c.model_ns_per_page)
+          : 0;
+  return c;
+}
+
+/// The register spin after the zeroing, for `work_ns` per page: work_ns less
+/// the calibrated zeroing time (0 when not calibrated), at least 0.
+inline uint64_t WorkSpinNs(uint64_t work_ns, bool calibrated,
+                           const WorkCalibration& c) {
+  const uint64_t zero_ns =
+      calibrated ? static_cast<uint64_t>(c.zero_ns_per_page) : 0;
+  return work_ns > zero_ns ? work_ns - zero_ns : 0;
+}
+
+/// details.work of a row (the same fields in every family): work_ns,
+/// calibrated, what; with work the ring (`ring_pages` pages a thread,
+/// `lines_per_op`, the caches it was sized from); when calibrated
+/// fault_ns_per_page, model_ns_per_page, zero_ns_per_page and method
+/// (`model_text`: which model configuration was timed at work_ns:0). `lock`
+/// names the lock the saturated case saturates.
+inline nlohmann::json WorkDetails(uint64_t work_ns, bool calibrated,
+                                  const WorkCalibration& c,
+                                  const std::string& lock,
+                                  const std::string& model_text,
+                                  std::size_t ring_pages = 0,
+                                  const WorkCaches& caches = {}) {
+  nlohmann::json work = {
+      {"work_ns", work_ns},
+      {"calibrated", calibrated},
+      {"what",
+       work_ns == 0
+           ? "none: the labelled saturated case (threads do nothing "
+             "between " +
+                 lock + " holds)"
+           : std::string(
+                 "per page outside the lock, what a fault on a fresh page "
+                 "touches: memset of the next 4 KiB page (64 lines) of a "
+                 "per-thread ring larger than the thread's share of the "
+                 "caches, cycled in order so the page is cold (clear_page), "
+                 "and an 8-byte page-table entry for it (set_pte_at; 8 "
+                 "entries a line, a new line every 8 pages), then a register "
+                 "spin for the rest of work_ns (the calibrated total stays "
+                 "the measured fault path less the model's own cost)")},
+  };
+  if (work_ns != 0 && ring_pages != 0) {
+    work["ring"] = {
+        {"pages_per_thread", ring_pages},
+        {"bytes_per_thread", ring_pages * kPageBytes},
+        {"lines_per_op", kPageLines},
+        {"pte_lines_per_op", 1.0 / kPtesPerLine},
+        {"l2_bytes", caches.l2_bytes},
+        {"l3_bytes", caches.l3_bytes},
+        {"l3_pus", caches.l3_pus},
+        {"caches_from", caches.source},
+        {"sizing",
+         "max(2 x L2, 2 x L3 / threads sharing it), 64 pages to 256 MiB; "
+         "4 KiB pages (MADV_NOHUGEPAGE)"}};
+  }
+  if (calibrated) {
+    work["fault_ns_per_page"] = c.fault_ns_per_page;
+    work["model_ns_per_page"] = c.model_ns_per_page;
+    work["zero_ns_per_page"] = c.zero_ns_per_page;
+    work["method"] =
+        "once per process: an anonymous mapping of 1024 pages written "
+        "once per page and unmapped (the machine's fault + zeroing + "
+        "release per page, min of 3), minus this model's own cost per page "
+        "at work_ns:0 on one thread (" +
+        model_text +
+        "); zero_ns_per_page: the ring's touch per page (a cold page zeroed "
+        "and its entry written, min of 3 passes of 1024 pages), the spin is "
+        "the rest";
+  }
+  return work;
+}
+
+/// details.*.lock_stat_clock_reads of a pagevec or zone_lock row: where the
+/// row reads the clock around its lock (issue 40 item 3). `stats`: the row
+/// takes the lock through lock_stat (harness/locks/lock_stat.h; the
+/// instrumented rows, evidence of the wait share), else plainly (the stats:off
+/// twins, which answer the seed questions).
+inline std::string LockStatClockReads(bool stats) {
+  if (!stats)
+    return "none: the lock is taken with plain lock()/unlock() (no trylock "
+           "first, no clock read, no hold sample); this row answers the seed "
+           "comparison";
+  return "lock_stat (evidence row; the seed comparison is answered from its "
+         "stats:off twin): trylock first; a contended acquisition reads the "
+         "clock before lock() and after unlock(), outside the hold; every "
+         "64th acquisition (kHoldSampleEvery) reads it right after acquiring "
+         "and right before releasing, inside that hold (~20-40 ns, under 1 ns "
+         "per hold on average), and zone_lock times 1 refill or drain in 64 "
+         "the same way (hold_ns_per_refill / _drain). The in-hold sample is "
+         "inherent to lock_stat's model: the wait of a contended unsampled "
+         "acquisition is its span less the mean sampled hold, and Linux's "
+         "CONFIG_LOCK_STAT reads the clock inside every hold "
+         "(kernel/locking/lockdep.c: __lock_acquired sets holdtime_stamp, "
+         "lock_release_holdtime reads lockstat_clock() before the release)";
+}
+
+}  // namespace lockline

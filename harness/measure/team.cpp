@@ -1,0 +1,398 @@
+#include "harness/measure/team.h"
+
+#include <sched.h>
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <stdexcept>
+#include <system_error>
+
+#include "harness/machine/memory.h"
+#include "harness/machine/restore.h"
+#include "harness/measure/pingpong.h"
+#include "harness/run/options.h"
+
+namespace lockline {
+namespace {
+
+/// The mapping that holds a team's Flags at their sampled offset (less than a
+/// page) plus the Flags themselves.
+constexpr std::size_t kFlagsMapBytes = 2 * 4096;
+
+}  // namespace
+
+std::unique_ptr<ThreadTeam::Flags, ThreadTeam::FlagsDeleter>
+ThreadTeam::NewFlags() {
+  const std::size_t offset =
+      SampleLayoutOffset(kDestructiveLine, sizeof(Flags));
+  void* p = mmap(nullptr, kFlagsMapBytes, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) throw std::bad_alloc();
+  Flags* f = new (static_cast<char*>(p) + offset) Flags();
+  return std::unique_ptr<Flags, FlagsDeleter>(f, FlagsDeleter{offset});
+}
+
+void ThreadTeam::FlagsDeleter::operator()(Flags* f) const {
+  if (!f) return;
+  f->~Flags();
+  munmap(reinterpret_cast<char*>(f) - offset, kFlagsMapBytes);
+}
+
+ThreadTeam::ThreadTeam(const Topology* topo, std::vector<int> pus,
+                       CounterSession* counters,
+                       std::string no_page_fault_counters)
+    : topo_(topo),
+      pus_(std::move(pus)),
+      counter_session_(counters),
+      no_page_fault_counters_(std::move(no_page_fault_counters)),
+      slots_(pus_.size()) {
+  threads_.reserve(pus_.size());
+  for (int i = 0; i < size(); ++i) {
+    try {
+      threads_.emplace_back([this, i] { ThreadMain(i); });
+    } catch (const std::system_error& e) {
+      // The threads already started wait on cv_: stop and join them before
+      // the members they use go away.
+      Shutdown();
+      const int err = e.code().value();
+      const char* name = strerrorname_np(err);
+      throw std::runtime_error(
+          "cannot create thread " + std::to_string(i) + " of " +
+          std::to_string(size()) + ": " + (name ? name : "error") + " (" +
+          std::strerror(err) +
+          "; a process / thread limit (ulimit -u, pids.max, pid_max) or "
+          "address space (ulimit -v) ran out)");
+    }
+  }
+  // Bind each thread and open its counters on it; a failure surfaces here.
+  try {
+    RunOnAllWithin(
+        [this](int i) {
+          if (topo_ && topo_->is_host() && pus_[i] >= 0)
+            BindThisThread(*topo_, pus_[i]);
+          if (counter_session_)
+            slots_[i].counters =
+                no_page_fault_counters_.empty()
+                    ? counter_session_->OpenForThisThread()
+                    : counter_session_->OpenForThisThreadWithoutPageFaults(
+                          no_page_fault_counters_);
+        },
+        SetupTimeoutNs(), "binding the threads and opening their counters");
+  } catch (...) {
+    Shutdown();
+    throw;
+  }
+}
+
+ThreadTeam::~ThreadTeam() { Shutdown(); }
+
+void ThreadTeam::Shutdown() {
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (quit_) return;
+    quit_ = true;
+  }
+  cv_.notify_all();
+  for (auto& t : threads_)
+    if (t.joinable()) t.join();
+}
+
+void ThreadTeam::ThreadMain(int index) {
+  uint64_t seen = 0;
+  for (;;) {
+    std::function<void(int)> task;
+    {
+      std::unique_lock<std::mutex> lk(mu_);
+      cv_.wait(lk, [&] { return quit_ || generation_ != seen; });
+      if (quit_) return;
+      seen = generation_;
+      task = task_;
+    }
+    try {
+      task(index);
+    } catch (...) {
+      std::lock_guard<std::mutex> lk(mu_);
+      if (!error_) error_ = std::current_exception();
+    }
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      ++done_;
+    }
+    done_cv_.notify_all();
+  }
+}
+
+void ThreadTeam::RunOnAll(const std::function<void(int)>& fn) {
+  std::unique_lock<std::mutex> lk(mu_);
+  task_ = fn;
+  done_ = 0;
+  error_ = nullptr;
+  ++generation_;
+  cv_.notify_all();
+  done_cv_.wait(lk, [&] { return done_ == size(); });
+  if (error_) {
+    auto e = error_;
+    error_ = nullptr;
+    std::rethrow_exception(e);
+  }
+}
+
+void ThreadTeam::RunOnAllWithin(const std::function<void(int)>& fn,
+                                uint64_t limit_ns, const std::string& what) {
+  std::unique_lock<std::mutex> lk(mu_);
+  task_ = fn;
+  done_ = 0;
+  error_ = nullptr;
+  ++generation_;
+  cv_.notify_all();
+  if (!done_cv_.wait_for(lk, std::chrono::nanoseconds(limit_ns),
+                         [&] { return done_ == size(); })) {
+    std::fprintf(stderr,
+                 "lockline: error: thread set-up (%s) did not finish within "
+                 "%.1f s (%d of %d threads done: a thread is blocked); "
+                 "exiting. Results of finished points are kept.\n",
+                 what.c_str(), static_cast<double>(limit_ns) / 1e9, done_,
+                 size());
+    std::fflush(stderr);
+    RestoreAll();
+    UnmountWhatLocklineMounted();
+    std::_Exit(3);
+  }
+  if (error_) {
+    auto e = error_;
+    error_ = nullptr;
+    std::rethrow_exception(e);
+  }
+}
+
+uint64_t SetupTimeoutNs() {
+  static const uint64_t ns = []() -> uint64_t {
+    const char* env = std::getenv("LOCKLINE_SETUP_TIMEOUT");
+    if (env != nullptr && *env != '\0') {
+      try {
+        return static_cast<uint64_t>(
+            ParseDurationSeconds(env, "LOCKLINE_SETUP_TIMEOUT", 1e-3, 3600) *
+            1e9);
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "lockline: warning: %s; using 120 s\n", e.what());
+      }
+    }
+    return 120'000'000'000ull;
+  }();
+  return ns;
+}
+
+std::unique_ptr<Topology> LoadTopologyWithin(
+    const std::string& spec, uint64_t limit_ns,
+    std::unique_ptr<Topology> (*load)(const std::string&)) {
+  // Shared with the loader thread, which may outlive this call (detached when
+  // it hangs): the process then exits without joining it.
+  struct State {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool done = false;
+    std::unique_ptr<Topology> topo;
+    std::exception_ptr error;
+  };
+  auto st = std::make_shared<State>();
+  std::thread loader([st, spec, load] {
+    std::unique_ptr<Topology> t;
+    std::exception_ptr e;
+    try {
+      t = load(spec);
+    } catch (...) {
+      e = std::current_exception();
+    }
+    std::lock_guard<std::mutex> lk(st->mu);
+    st->topo = std::move(t);
+    st->error = e;
+    st->done = true;
+    st->cv.notify_all();
+  });
+  std::unique_lock<std::mutex> lk(st->mu);
+  if (!st->cv.wait_for(lk, std::chrono::nanoseconds(limit_ns),
+                       [&] { return st->done; })) {
+    std::fprintf(stderr,
+                 "lockline: error: topology discovery of '%s' (hwloc, which "
+                 "binds a thread to each PU in turn) did not finish within "
+                 "%.1f s (LOCKLINE_SETUP_TIMEOUT sets the limit); exiting\n",
+                 spec.c_str(), static_cast<double>(limit_ns) / 1e9);
+    std::fflush(stderr);
+    RestoreAll();
+    UnmountWhatLocklineMounted();
+    std::_Exit(3);
+  }
+  lk.unlock();
+  loader.join();
+  if (st->error) std::rethrow_exception(st->error);
+  return std::move(st->topo);
+}
+
+WindowResult ThreadTeam::RunWindow(Workload& wl,
+                                   const std::vector<ThreadCtx>& ctx,
+                                   uint64_t duration_ns, uint64_t bound_ns,
+                                   uint64_t hard_limit_ns) {
+  const int n = size();
+  arrived_.store(0, std::memory_order_relaxed);
+  stop_.store(false, std::memory_order_relaxed);
+  for (int i = 0; i < n; ++i) slots_[i].ops = 0;
+  const bool fixed = wl.fixed_work();
+
+  std::unique_lock<std::mutex> lk(mu_);
+  task_ = [this, &wl, &ctx, n](int i) {
+    Slot& s = slots_[i];  // once, before the barrier and the window
+    // The run delay before the barrier: a pread, kept out of the window.
+    const uint64_t delay0 = ThreadRunDelayNs();
+    // Start barrier: every thread spins until all have arrived, so they leave
+    // together.
+    arrived_.fetch_add(1, std::memory_order_acq_rel);
+    while (arrived_.load(std::memory_order_acquire) < n) CpuRelax();
+    if (s.counters) s.counters->Start();
+    const uint64_t cpu0 = ThreadCpuNs();
+    s.start_ns = NowNs();
+    s.ops = wl.RunWindow(ctx[i], stop_);
+    s.end_ns = NowNs();
+    s.cpu_ns = ThreadCpuNs() - cpu0;
+    s.run_delay_ns = RunDelayBetween(delay0, ThreadRunDelayNs());
+    s.last_cpu = sched_getcpu();
+    if (s.counters) s.counters->Stop();
+  };
+  done_ = 0;
+  error_ = nullptr;
+  ++generation_;
+  cv_.notify_all();
+  lk.unlock();
+
+  // The window's clock starts when the last thread arrives at the barrier.
+  while (arrived_.load(std::memory_order_acquire) < n)
+    std::this_thread::yield();
+  const uint64_t released = NowNs();
+  bool overrun = false;
+  lk.lock();
+  if (!fixed) {
+    done_cv_.wait_for(lk, std::chrono::nanoseconds(duration_ns),
+                      [&] { return done_ == n; });
+    // Release store: the workers' relaxed loads see it promptly; join via the
+    // mutex orders it.
+    stop_.store(true, std::memory_order_release);
+  }
+  const auto until = [&](uint64_t limit) {
+    const uint64_t now = NowNs() - released;
+    return std::chrono::nanoseconds(limit > now ? limit - now : 0);
+  };
+  if (!done_cv_.wait_for(lk, until(bound_ns), [&] { return done_ == n; })) {
+    overrun = true;
+    if (!done_cv_.wait_for(lk, until(hard_limit_ns),
+                           [&] { return done_ == n; })) {
+      std::fprintf(stderr,
+                   "lockline: error: a window is still running %.1f s after "
+                   "its start (threads "
+                   "that never return from RunWindow, or a lock that never "
+                   "hands over); exiting. "
+                   "Results of finished points are kept.\n",
+                   static_cast<double>(hard_limit_ns) / 1e9);
+      std::fflush(stderr);
+      RestoreAll();
+      UnmountWhatLocklineMounted();
+      std::_Exit(3);
+    }
+  }
+  if (error_) {
+    auto e = error_;
+    error_ = nullptr;
+    std::rethrow_exception(e);
+  }
+  lk.unlock();
+
+  WindowResult r;
+  uint64_t first = UINT64_MAX, last = 0;
+  for (int i = 0; i < n; ++i) {
+    r.ops.push_back(slots_[i].ops);
+    r.total_ops += slots_[i].ops;
+    r.cpu_seconds += static_cast<double>(slots_[i].cpu_ns) / 1e9;
+    r.last_cpus.push_back(slots_[i].last_cpu);
+    first = std::min(first, slots_[i].start_ns);
+    last = std::max(last, slots_[i].end_ns);
+  }
+  r.seconds = static_cast<double>(last - first) / 1e9;
+  r.overrun = overrun;
+  r.max_off_cpu = MaxOffCpuShare(
+      n, [&](int i) { return slots_[i].start_ns; },
+      [&](int i) { return slots_[i].end_ns; },
+      [&](int i) { return slots_[i].cpu_ns; },
+      [&](int i) { return slots_[i].run_delay_ns; });
+  return r;
+}
+
+std::vector<std::vector<CounterReading>> ThreadTeam::ReadCounters() {
+  std::vector<std::vector<CounterReading>> out(size());
+  RunOnAll([&](int i) {
+    if (slots_[i].counters) out[i] = slots_[i].counters->Read();
+  });
+  return out;
+}
+
+void ThreadTeam::ResetCounters() {
+  RunOnAll([&](int i) {
+    if (slots_[i].counters) slots_[i].counters->Reset();
+  });
+}
+
+std::vector<std::vector<int>> ThreadTeam::BoundPus() {
+  std::vector<std::vector<int>> out(size());
+  RunOnAll([&](int i) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof set, &set) != 0) return;
+    for (int c = 0; c < CPU_SETSIZE; ++c)
+      if (CPU_ISSET(c, &set)) out[i].push_back(c);
+  });
+  return out;
+}
+
+std::pair<double, double> ThreadTeam::PingPong(int a, int b,
+                                               uint64_t budget_ns) {
+  if (a == b || a < 0 || b < 0 || a >= size() || b >= size()) return {0, 0};
+  PingPongLine line;
+  std::vector<double> samples;
+  RunOnAll([&](int i) {
+    if (i == a) {
+      const uint64_t deadline = NowNs() + budget_ns;
+      // At least 5 samples for a median; at most 100000 (a budget far too
+      // long).
+      line.Initiate(
+          [&] {
+            return (NowNs() < deadline || samples.size() < 5) &&
+                   samples.size() <= 100000;
+          },
+          samples);
+    } else if (i == b) {
+      line.Respond();
+    }
+  });
+  if (samples.empty()) return {0, 0};
+  std::sort(samples.begin(), samples.end());
+  return {samples[samples.size() / 2], samples.front()};
+}
+
+uint64_t OverrunBoundNs(uint64_t window_ns, bool fixed_work) {
+  if (fixed_work) return 60'000'000'000ull;
+  return 2 * window_ns + 20'000'000ull;
+}
+
+std::string CoherenceLabel(int threads, double baseline_ns, double before_ns,
+                           double after_ns, double tolerance) {
+  if (threads < 2 || baseline_ns <= 0 || before_ns <= 0 || after_ns <= 0)
+    return "unknown";
+  const auto within = [&](double v) {
+    return v <= baseline_ns * tolerance && v >= baseline_ns / tolerance;
+  };
+  return within(before_ns) && within(after_ns) ? "baseline" : "shifted";
+}
+
+}  // namespace lockline

@@ -1,0 +1,330 @@
+#include "harness/record/provenance.h"
+
+#include <dlfcn.h>
+#include <gnu/libc-version.h>
+#include <limits.h>
+#include <perfmon/pfmlib.h>
+#include <sys/klog.h>
+#include <sys/personality.h>
+#include <sys/utsname.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "harness/machine/cgroup.h"
+#include "harness/measure/kernel_probe.h"
+#include "lockline_version.h"
+
+namespace lockline {
+namespace {
+
+std::string CpuInfoField(const std::string& key) {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(key, 0) == 0) {
+      const auto colon = line.find(':');
+      if (colon != std::string::npos) {
+        std::string v = line.substr(colon + 1);
+        v.erase(0, v.find_first_not_of(" \t"));
+        return v;
+      }
+    }
+  }
+  return "";
+}
+
+// The hypervisor's CPUID vendor signature (leaf 0x40000000: "KVMKVMKVM",
+// "Microsoft Hv", "VMwareVMware", "XenVMMXenVMM", ...), or "" where there is
+// none or the CPU is not x86.
+std::string HypervisorSignature() {
+#if defined(__x86_64__) || defined(__i386__)
+  unsigned a = 0x40000000, b = 0, c = 0, d = 0;
+  asm volatile("cpuid" : "+a"(a), "=b"(b), "=c"(c), "=d"(d));
+  char sig[13] = {};
+  std::memcpy(sig, &b, 4);
+  std::memcpy(sig + 4, &c, 4);
+  std::memcpy(sig + 8, &d, 4);
+  std::string s(sig);
+  while (!s.empty() && (s.back() == '\0' || s.back() == ' ')) s.pop_back();
+  return s;
+#else
+  return "";
+#endif
+}
+
+// What the running kernel's log says it detected at boot: the name of its
+// "Hypervisor detected: <name>" line (arch/x86/kernel/cpu/hypervisor.c,
+// init_hypervisor_platform; e.g. "KVM", "PVM"), read with klogctl
+// (SYSLOG_ACTION_READ_ALL). Sets `why` and returns "" when the log cannot be
+// read (dmesg_restrict without CAP_SYSLOG) or no longer holds the boot lines.
+std::string KernelLogHypervisor(std::string* why) {
+  const int size = klogctl(10 /* SYSLOG_ACTION_SIZE_BUFFER */, nullptr, 0);
+  if (size <= 0) {
+    *why = std::string("kernel log size unknown: ") + std::strerror(errno);
+    return "";
+  }
+  std::string buf(static_cast<std::size_t>(size), '\0');
+  const int n = klogctl(3 /* SYSLOG_ACTION_READ_ALL */, buf.data(), size);
+  if (n < 0) {
+    *why = std::string(
+               "kernel log not readable (kernel.dmesg_restrict needs "
+               "CAP_SYSLOG): ") +
+           std::strerror(errno);
+    return "";
+  }
+  buf.resize(static_cast<std::size_t>(n));
+  static const std::string kLine = "Hypervisor detected: ";
+  const auto at = buf.find(kLine);
+  if (at == std::string::npos) {
+    *why = "the kernel log holds no \"" + kLine +
+           "\" line (none detected, or the boot lines were overwritten)";
+    return "";
+  }
+  const auto from = at + kLine.size();
+  return buf.substr(from, buf.find('\n', from) - from);
+}
+
+// The bracketed choice in a sysfs "a [b] c" file.
+std::string Selected(const std::string& text) {
+  const auto l = text.find('['), r = text.find(']');
+  if (l == std::string::npos || r == std::string::npos || r < l) return text;
+  return text.substr(l + 1, r - l - 1);
+}
+
+std::string KernelCmdlineValue(const std::string& key) {
+  std::istringstream in(ReadSmallFile("/proc/cmdline"));
+  std::string tok;
+  while (in >> tok)
+    if (tok.rfind(key + "=", 0) == 0) return tok.substr(key.size() + 1);
+  return "";
+}
+
+}  // namespace
+
+std::string LibraryFileVersion(void* symbol) {
+  Dl_info info{};
+  if (dladdr(symbol, &info) == 0 || info.dli_fname == nullptr) return "unknown";
+  char resolved[PATH_MAX];
+  const char* path = realpath(info.dli_fname, resolved);
+  const std::string file = path ? path : info.dli_fname;
+  const size_t so = file.rfind(".so.");
+  if (so == std::string::npos) return "unknown (" + file + ")";
+  const std::string v = file.substr(so + 4);
+  if (v.empty() || v.find_first_not_of("0123456789.") != std::string::npos)
+    return "unknown (" + file + ")";
+  return v;
+}
+
+bool RunningUnderTcg() {
+  return CpuInfoField("flags").find(" hypervisor") != std::string::npos &&
+         HypervisorSignature() == "TCGTCGTCGTCG";
+}
+
+nlohmann::json CollectProvenance(const Options& opts, const Topology& topo) {
+  using nlohmann::json;
+  json p;
+  p["version"] = LOCKLINE_VERSION;
+  p["git_commit"] = LOCKLINE_GIT_COMMIT;
+  p["compiler"] = LOCKLINE_COMPILER;
+  p["cxx_flags"] = LOCKLINE_CXX_FLAGS;
+  p["build_type"] = LOCKLINE_BUILD_TYPE;
+  p["command_line"] = opts.argv;
+  // hwloc_get_api_version() is the library's (runtime) API version;
+  // HWLOC_API_VERSION and HWLOC_VERSION are the headers' we compiled against.
+  // hwloc 2.9 has no runtime function for its release number.
+  const auto dotted = [](unsigned v) {
+    return std::to_string(v >> 16) + "." + std::to_string((v >> 8) & 0xff) +
+           "." + std::to_string(v & 0xff);
+  };
+  const unsigned hw = hwloc_get_api_version();
+  const int pfm = pfm_get_version();
+  p["versions"] = {{"google_benchmark", LOCKLINE_GBENCH_VERSION},
+                   {"hwloc", HWLOC_VERSION},
+                   {"hwloc_api_runtime", dotted(hw)},
+                   {"hwloc_api_header", dotted(HWLOC_API_VERSION)},
+                   // pfm_get_version() is the API version (4.0 for every
+                   // libpfm4 release); the package version is the loaded
+                   // library file's (libpfm.so.4.13.0 -> 4.13.0).
+                   {"libpfm4_api", std::to_string(PFM_MAJ_VERSION(pfm)) + "." +
+                                       std::to_string(PFM_MIN_VERSION(pfm))},
+                   {"libpfm4", LibraryFileVersion(
+                                   reinterpret_cast<void*>(&pfm_get_version))},
+                   {"glibc", gnu_get_libc_version()}};
+  utsname u{};
+  if (uname(&u) == 0)
+    p["kernel"] = std::string(u.sysname) + " " + u.release + " " + u.version +
+                  " " + u.machine;
+  p["kernel_config"] = kernel::KernelConfig();  // issue 18
+  p["cpu_model"] = CpuInfoField("model name");
+  p["microcode"] = CpuInfoField("microcode");
+  const TopologySummary& t = topo.summary();
+  p["topology"] = {{"source", t.source},
+                   {"packages", t.packages},
+                   {"numa_nodes", t.numa_nodes},
+                   {"l3s", t.l3s},
+                   {"cores", t.cores},
+                   {"pus", t.pus},
+                   {"usable_pus", t.usable_pus},
+                   {"cache_line_bytes", t.cache_line_bytes},
+                   {"cache_line_known", t.cache_line_known},
+                   {"cpukinds", t.cpukinds}};
+  p["topology"]["complete_pus"] = t.complete_pus;
+  p["topology"]["online_pus"] = t.online_pus;
+  p["topology"]["allowed_pus"] = t.allowed_pus;
+  p["topology"]["affinity_pus"] =
+      t.affinity_pus < 0 ? json(nullptr) : json(t.affinity_pus);
+  p["topology"]["restricted_by"] = t.restricted_by;
+  p["topology"]["usable"] = std::to_string(t.usable_pus) + " of " +
+                            std::to_string(t.complete_pus) + " PUs usable";
+  // Per-kind facts (hybrid CPUs): efficiency rank, PUs and hwloc's infos
+  // (FrequencyMaxMHz, FrequencyBaseMHz, CoreType, ...).
+  json kinds = json::array();
+  const int nr_kinds = hwloc_cpukinds_get_nr(topo.raw(), 0);
+  for (int k = 0; k < nr_kinds; ++k) {
+    hwloc_bitmap_t set = hwloc_bitmap_alloc();
+    int efficiency = -1;
+    unsigned nr_infos = 0;
+    hwloc_info_s* infos = nullptr;
+    if (set != nullptr &&
+        hwloc_cpukinds_get_info(topo.raw(), static_cast<unsigned>(k), set,
+                                &efficiency, &nr_infos, &infos, 0) == 0) {
+      char* list = nullptr;
+      hwloc_bitmap_list_asprintf(&list, set);
+      json info = json::object();
+      for (unsigned i = 0; i < nr_infos; ++i)
+        info[infos[i].name ? infos[i].name : "?"] =
+            infos[i].value ? infos[i].value : "";
+      kinds.push_back({{"index", k},
+                       {"efficiency", efficiency},
+                       {"pus", list ? list : ""},
+                       {"infos", info}});
+      std::free(list);
+    }
+    hwloc_bitmap_free(set);
+  }
+  p["topology"]["cpukinds_info"] = kinds;
+
+  json env;
+  json warnings = json::array();
+  const std::string governor =
+      ReadSmallFile("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor");
+  env["governor"] = governor.empty() ? "unknown (no cpufreq)" : governor;
+  if (!governor.empty() && governor != "performance")
+    warnings.push_back("CPU frequency governor is '" + governor +
+                       "', not 'performance': clock changes move results");
+  const std::string smt = ReadSmallFile("/sys/devices/system/cpu/smt/control");
+  env["smt"] = smt.empty() ? "unknown" : smt;
+  const std::string thp =
+      Selected(ReadSmallFile("/sys/kernel/mm/transparent_hugepage/enabled"));
+  env["thp"] = thp.empty() ? "unknown" : thp;
+  if (thp == "always")
+    warnings.push_back(
+        "transparent huge pages are 'always': fault and zeroing results depend "
+        "on huge page availability");
+  const std::string aslr = ReadSmallFile("/proc/sys/kernel/randomize_va_space");
+  env["aslr"] = aslr;
+  // This process's own personality (setarch -R, or a build duet's re-exec)
+  // turns it off for this process whatever the system setting.
+  const int persona = personality(0xffffffff);
+  env["aslr_process"] =
+      persona != -1 && (persona & ADDR_NO_RANDOMIZE) ? "off" : "on";
+  if (aslr != "0" && env["aslr_process"] == "on")
+    warnings.push_back("ASLR is on (randomize_va_space=" + aslr +
+                       "): cache-set and alignment effects vary run to run");
+  const std::string paranoid =
+      ReadSmallFile("/proc/sys/kernel/perf_event_paranoid");
+  env["perf_event_paranoid"] =
+      paranoid.empty() ? json(nullptr) : json(std::stoi(paranoid));
+  env["isolcpus"] = KernelCmdlineValue("isolcpus");
+  env["nohz_full"] = KernelCmdlineValue("nohz_full");
+  std::string hypervisor;
+  json hv_sources = nullptr;
+  if (CpuInfoField("flags").find(" hypervisor") != std::string::npos) {
+    // Each source says what it says; they can disagree (a PVM guest on this
+    // project's CI VM: CPUID leaf 0x40000000 says "bhyve bhyve", the kernel
+    // says PVM), so all are recorded and `hypervisor` names both.
+    const std::string sig = HypervisorSignature();
+    static const std::pair<const char*, const char*> kNames[] = {
+        {"KVMKVMKVM", "KVM"},         {"Microsoft Hv", "Hyper-V"},
+        {"VMwareVMware", "VMware"},   {"XenVMMXenVMM", "Xen"},
+        {"TCGTCGTCGTCG", "QEMU TCG"}, {"bhyve bhyve", "bhyve"},
+        {"ACRNACRNACRN", "ACRN"},     {"VBoxVBoxVBox", "VirtualBox"}};
+    std::string cpuid_name;
+    for (const auto& [cpuid, name] : kNames)
+      if (sig == cpuid) cpuid_name = name;
+    std::string klog_why;
+    const std::string klog = KernelLogHypervisor(&klog_why);
+    const std::string sys_type = ReadSmallFile("/sys/hypervisor/type");
+    const std::string dmi = ReadSmallFile("/sys/class/dmi/id/sys_vendor");
+    const auto or_null = [](const std::string& v) {
+      return v.empty() ? json(nullptr) : json(v);
+    };
+    hv_sources = {
+        {"cpuid_signature", or_null(sig)},
+        {"cpuid_name", or_null(cpuid_name)},
+        {"kernel_log", or_null(klog)},
+        {"sys_hypervisor_type", or_null(sys_type)},
+        {"dmi_sys_vendor", or_null(dmi)},
+        {"note",
+         "cpuid_*: leaf 0x40000000 as the VM presents it to user space; "
+         "kernel_log: the running kernel's \"Hypervisor detected:\" boot line "
+         "(what it detected and runs paravirtualised for); "
+         "sys_hypervisor_type: /sys/hypervisor/type; dmi_sys_vendor: "
+         "/sys/class/dmi/id/sys_vendor; null: the source says nothing"}};
+    if (!klog_why.empty()) hv_sources["kernel_log_unavailable"] = klog_why;
+    if (!cpuid_name.empty())
+      hypervisor = cpuid_name + " (CPUID signature " + sig + ")";
+    if (hypervisor.empty() && !sig.empty())
+      hypervisor = "CPUID signature " + sig;
+    if (!klog.empty() && klog != cpuid_name) {
+      hypervisor += (hypervisor.empty() ? "" : "; ") + std::string("kernel: ") +
+                    klog + " (kernel log \"Hypervisor detected: " + klog +
+                    "\")";
+    }
+    if (hypervisor.empty()) hypervisor = sys_type;
+    if (hypervisor.empty()) hypervisor = dmi;
+    if (hypervisor.empty()) hypervisor = "yes (unknown type)";
+    warnings.push_back(
+        "running under a hypervisor (" + hypervisor +
+        "): vCPUs move between host cores; contended numbers carry coherence "
+        "labels for this reason");
+  }
+  env["hypervisor"] = hypervisor.empty() ? json(nullptr) : json(hypervisor);
+  env["hypervisor_sources"] = hv_sources;
+  if (t.usable_pus < t.complete_pus) {
+    std::string why;
+    for (const auto& r : t.restricted_by) why += (why.empty() ? "" : ", ") + r;
+    warnings.push_back("only " + std::to_string(t.usable_pus) + " of " +
+                       std::to_string(t.complete_pus) +
+                       " PUs are usable (restricted by " +
+                       (why.empty() ? "unknown" : why) + ")");
+  }
+  // Issue 36: kinds hwloc cannot rank leave the sweep in OS order; say so.
+  if (const std::string kinds = UnrankedKindsWarning(t); !kinds.empty())
+    warnings.push_back(kinds);
+  const CgroupCpu& cg = ProcessCgroupCpu();
+  p["cgroup"] = CgroupJson(cg);
+  if (cg.quota_cpus > 0 && cg.quota_cpus < t.usable_pus) {
+    char q[32];
+    std::snprintf(q, sizeof q, "%.2f", cg.quota_cpus);
+    // The quota itself is the threshold, not ceil(quota): at 1.5 CPUs a
+    // 2-thread point is throttled, at 0.5 CPUs a 1-thread point (issue 27).
+    const int first = static_cast<int>(std::floor(cg.quota_cpus)) + 1;
+    warnings.push_back(
+        std::string("cgroup CPU quota is ") + q + " CPUs (" + cg.limited_by +
+        ") for " + std::to_string(t.usable_pus) + " usable PUs: points of " +
+        std::to_string(first) + " or more thread" + (first == 1 ? "" : "s") +
+        " exceed it and measure throttling (each such row says so in "
+        "cgroup.over_quota and its warning; rows carry cgroup.nr_throttled)");
+  }
+  p["environment"] = env;
+  p["warnings"] = warnings;
+  return p;
+}
+
+}  // namespace lockline

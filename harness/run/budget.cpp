@@ -1,0 +1,133 @@
+#include "harness/run/budget.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+
+#include "harness/run/runner.h"
+
+namespace lockline {
+namespace {
+
+struct Scale {
+  double measured = 0, declared = 0;
+  double Ratio() const { return declared > 0 ? measured / declared : 1.0; }
+};
+
+// Seconds one oversubscribed window may take: its wall-clock bound (RunPoint).
+double BoundS(double window_s) { return std::max(10 * window_s, 2.0); }
+
+}  // namespace
+
+double HarnessRepetitionCostS(int threads, int windows, int usable_pus) {
+  const double probes = threads > 1 ? 0.002 : 0.0;
+  const bool filled = usable_pus > 0 ? threads >= usable_pus : threads > 1;
+  const double edge = filled ? 0.003 : 0.0001;
+  return 0.001 + 0.0005 * threads + probes + windows * edge;
+}
+
+std::vector<double> PredictPointSeconds(const std::vector<BudgetPoint>& points,
+                                        double window_s) {
+  std::map<std::string, Scale> family;
+  for (const BudgetPoint& p : points) {
+    if (p.measured <= 0) continue;
+    Scale& f = family[p.family];
+    f.measured += p.measured_s;
+    f.declared += p.measured * p.declared_s;
+  }
+  std::vector<double> out(points.size(), 0.0);
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    const BudgetPoint& p = points[i];
+    if (p.repetitions_left <= 0) continue;
+    double extra;
+    if (p.measured > 0) {
+      extra = p.measured_s / p.measured;
+    } else {
+      const auto it = family.find(p.family);
+      extra = p.declared_s * (it != family.end() ? it->second.Ratio() : 1.0);
+    }
+    const double w = p.window_s > 0 ? p.window_s : window_s;
+    double windows_s = 0;
+    if (p.fixed_work)
+      windows_s = 0;
+    else if (p.oversubscribed && p.measured == 0)
+      windows_s = p.windows * BoundS(w);
+    else
+      windows_s = p.windows * w;
+    out[i] = p.repetitions_left * (extra + windows_s);
+  }
+  return out;
+}
+
+double PredictSeconds(const std::vector<BudgetPoint>& points,
+                      const RecordingCost& recording, double window_s) {
+  double seconds = 0, repetitions = 0;
+  const std::vector<double> each = PredictPointSeconds(points, window_s);
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    if (points[i].repetitions_left <= 0) continue;
+    seconds += each[i];
+    repetitions += points[i].repetitions_left;
+  }
+  // Rewrites after each of the R repetitions left, the file growing by
+  // rows_per_repetition each time: per_row_s x sum of (rows + j x growth).
+  seconds +=
+      recording.per_row_s * (repetitions * recording.rows +
+                             recording.rows_per_repetition * repetitions *
+                                 std::max(0.0, repetitions - 1) / 2);
+  return seconds;
+}
+
+BudgetFit FitBudget(const std::vector<BudgetPoint>& points,
+                    const RecordingCost& recording, double budget_left_s,
+                    double fixed_window_s, double min_window_s,
+                    double max_window_s) {
+  BudgetFit fit;
+  fit.floor_s = PredictSeconds(points, recording, min_window_s);
+  if (fixed_window_s > 0) {
+    fit.window_s = fixed_window_s;
+    fit.estimate_s = PredictSeconds(points, recording, fixed_window_s);
+    fit.met = fit.estimate_s <= budget_left_s;
+    return fit;
+  }
+  if (fit.floor_s > budget_left_s) {
+    fit.window_s = min_window_s;
+    fit.estimate_s = fit.floor_s;
+    fit.met = false;
+    return fit;
+  }
+  // PredictSeconds is non-decreasing in the window (piecewise linear with
+  // the oversubscribed bound): bisect for the longest window that fits.
+  double lo = min_window_s, hi = max_window_s;
+  if (PredictSeconds(points, recording, hi) <= budget_left_s) {
+    lo = hi;
+  } else {
+    for (int i = 0; i < 60 && hi - lo > 1e-9; ++i) {
+      const double mid = (lo + hi) / 2;
+      (PredictSeconds(points, recording, mid) <= budget_left_s ? lo : hi) = mid;
+    }
+  }
+  fit.window_s = lo;
+  fit.estimate_s = PredictSeconds(points, recording, lo);
+  return fit;
+}
+
+std::string BudgetWarning(double budget_s, double spent_s,
+                          const BudgetFit& fit) {
+  if (fit.met) return "";
+  char buf[256];
+  std::snprintf(buf, sizeof buf,
+                "budget %s cannot be met: fixed work and per-point overheads "
+                "alone are about %s at the minimum window (%.1f ms)",
+                FormatDuration(budget_s).c_str(),
+                FormatDuration(spent_s + fit.floor_s).c_str(),
+                fit.window_s * 1e3);
+  return buf;
+}
+
+double RecordingPerRowS(double gap_s, double rows, double prior_per_row_s) {
+  constexpr double kPriorRows = 500;
+  return (gap_s + prior_per_row_s * kPriorRows) / (rows + kPriorRows);
+}
+
+}  // namespace lockline

@@ -1,0 +1,227 @@
+// Builds in duet (issue 38): the current lockline binary and an earlier build
+// run every point's windows in alternation on the same PUs, so that a swing of
+// the machine (a coherence-regime change, a noisy neighbour, a frequency step)
+// hits both builds of a window pair instead of one side of a comparison made
+// from runs minutes apart. It is harness/measure/duet.h's paired-window method
+// with the two sides in two processes: each side runs its own threads and its
+// own model code (the old build's workload is the old build's).
+//
+// Protocol (`lockline --duet-with=OLD ...`): the current binary (the client)
+// starts OLD as `OLD --window-server <the run's selection flags>` on a Unix
+// socket pair (the server's stdin and stdout). The server selects the same
+// suite, then says hello and lists its point keys:
+//   server: "lockline-window-server proto=1 schema=<kSchemaVersion> points=N
+//           layout=1"
+//           N lines "key <row key>", then "end"
+// The client refuses (UsageError: one `lockline: error:` line, exit 2, before
+// the run directory exists) a server of another protocol or result schema, or
+// one whose keys differ from the client's, naming the keys only one side has.
+// Then per repetition of every point:
+//   client: "open <key> <window_ns> <windows> <pus> <oversubscribed>
+//           [layout=<seed>]"
+//           (<pus>: the client's planned OS PU indices, comma-separated, -1
+//           where unpinned; layout=: the repetition's LayoutSampling seed,
+//           sent when the server's hello ends "layout=1": the server places
+//           its structures at the offsets the client's have, so a window pair
+//           compares the builds at one address layout)
+//   server: "ok <fixed_work 0|1>" after creating the workload, its thread team
+//           on those PUs, Prepare and SetupThread; or "error <text>"
+//   client: "window"  ->  server: "done <ops> <seconds> <overrun 0|1>
+//           <cpu_seconds> [<max_off_cpu>]" (one window of its team, timed as
+//           ThreadTeam::RunWindow times one; cpu_seconds: its threads' CPU
+//           time, CLOCK_THREAD_CPUTIME_ID; max_off_cpu: the largest share of
+//           the window a thread spent preempted, WindowResult::max_off_cpu;
+//           servers before the run-delay reading sent wall - CPU time)
+//   client: "close"   ->  server: "closed <json>" ({"verify": "", "metrics":
+//           {...}, "address_layout": {...} | null}: TeardownThread, Report,
+//           Verify; the offsets it sampled from the layout seed), the team
+//           joined
+// and "quit" (or end of input) at the end. Only one side runs at a time: while
+// the server runs a window, the client's thread 0 sleeps in a read on the
+// socket and its other threads and main thread wait on condition variables.
+//
+// Each repetition follows a DuetSchedule (harness/measure/duet.h): one warm-up
+// pair, then kDuetMinPairs pairs in a seeded random order (A = the old build, B
+// = the current one). A variant of one window per repetition (fixed-work
+// protocols) runs one pair per repetition without warm-up. The row keeps the
+// current build's own metrics and details, and adds `build_ratio` (median new/
+// old pair ratio of the repetition), `old_ops_per_s`, `new_ops_per_s` and
+// `details.build_duet` (results/SCHEMA.md); ci/compare.py --builds answers
+// each row from its pairs. Each pair has two rates per side: operations per
+// second of window wall time, and per second of its threads' CPU time. The
+// second is the code's speed while it ran: on an oversubscribed machine a
+// window's wall-clock rate is mostly the CPU share the scheduler gave it,
+// which differs between the two windows of a pair; the CPU-time rate is not.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "harness/family.h"
+#include "harness/machine/padded_slots.h"
+#include "harness/measure/duet.h"
+
+namespace lockline {
+
+struct RunState;
+
+/// Protocol version of the window server (the hello line's proto=).
+inline constexpr int kWindowServerProtocol = 1;
+
+/// Repetitions of a one-window (fixed-work) point in a build duet: one window
+/// pair each, and ci/compare.py --builds needs 8 pairs of one coherence regime
+/// for an interval. 20: on this 2-vCPU VM a 2-thread point's repetitions split
+/// between the near and the far regime, and 10 left 4-7 in the larger one
+/// (issue 38).
+inline constexpr int kBuildDuetOneWindowRepetitions = 20;
+
+/// Address-space randomization for a build duet: both processes should map
+/// their code, libraries and thread stacks at the same addresses, so that one
+/// binary against itself compares like with like (issue 38: with ASLR on, an
+/// A/A duet of 1-thread pthread_mutex rows read the two processes 3-8 % apart
+/// in every repetition, the sign set by where each process's code landed:
+/// branch predictors and 4 KiB aliasing see virtual addresses; with it off,
+/// -0.0 % [-0.3, +0.2]). When the personality flag ADDR_NO_RANDOMIZE (as
+/// `setarch -R`) is not set, sets it and re-executes /proc/self/exe with the
+/// same arguments (the old build, started later, inherits it); returns only
+/// when it is already set ("off") or cannot be set ("on": e.g. a container's
+/// seccomp profile refuses personality(2); a warning says so once). Called
+/// after every argument is checked and before anything is created.
+std::string DisableAslrForDuet(char** argv);
+
+/// One window of the old build as the server measured it.
+struct RemoteWindow {
+  uint64_t ops = 0;      ///< operations of all its threads
+  double seconds = 0;    ///< its first thread's start to its last thread's end
+  bool overrun = false;  ///< past its wall-clock bound (OverrunBoundNs)
+  double cpu_seconds = 0;  ///< its threads' summed CPU time in the window
+  /// WindowResult::max_off_cpu of the window; -1 from a server that does not
+  /// say (before off-CPU shares were reported).
+  double max_off_cpu = -1;
+};
+
+/// The client's end of a window server: the old binary as a child process on a
+/// Unix socket pair. Methods are called from one thread at a time (the main
+/// thread, or a team's thread 0 while the others wait). Throws
+/// std::runtime_error when the server exits or answers out of protocol.
+class WindowClient {
+ public:
+  /// Starts `binary --window-server args...`; its stderr is copied to ours,
+  /// each line prefixed "old build: ". Throws UsageError
+  /// (harness/run/options.h) when it does not start or does not answer the
+  /// hello, or its schema, protocol or point keys differ from `keys` (naming
+  /// the keys only one side has).
+  WindowClient(const std::string& binary, const std::vector<std::string>& args,
+               const std::vector<std::string>& keys);
+  ~WindowClient();
+  WindowClient(const WindowClient&) = delete;
+  WindowClient& operator=(const WindowClient&) = delete;
+
+  /// Opens point `key` on the server; returns its workload's fixed_work().
+  bool Open(const std::string& key, uint64_t window_ns, int windows,
+            const std::vector<int>& pus, bool oversubscribed);
+  /// Runs one window of the open point.
+  RemoteWindow Window();
+  /// Closes the open point: {"verify": "", "metrics": {...}} of its side.
+  std::string Close();
+  const std::string& binary() const { return binary_; }
+  /// True when the server samples structure offsets from the client's layout
+  /// seed (its hello said layout=1); an older server keeps offset 0, and the
+  /// client then does too (RunState::sample_layout).
+  bool layout() const { return layout_; }
+
+ private:
+  std::string Ask(const std::string& line);
+  std::string ReadLine();
+  /// Reads what the server wrote to its stderr: kept in err_text_ until the
+  /// keys are checked, then copied to ours.
+  void DrainErr(int timeout_ms);
+  std::string binary_;
+  int fd_ = -1;      ///< the socket: the server's stdin and stdout
+  int err_fd_ = -1;  ///< the server's stderr
+  int pid_ = -1;
+  bool relay_ = false;
+  bool layout_ = false;
+  std::string buffer_, err_text_;
+};
+
+/// A Workload that pairs the current build's workload (`local`, side B) with
+/// the old build's of the same key on `client` (side A), window by window in
+/// the order of `schedule`. The old side's windows run on the server; the
+/// local team's thread 0 waits for each (the others return at once). Report()
+/// adds the pairs; Verify() checks both sides.
+class BuildDuetWorkload : public HeapPlacedWorkload {
+ public:
+  /// `old_prepares_first`: the old build's point is opened (created,
+  /// prepared, set up) before this build's Prepare, else after it (drawn per
+  /// repetition: whoever prepares last finds caches and memory in its state).
+  BuildDuetWorkload(std::unique_ptr<Workload> local,
+                    std::shared_ptr<WindowClient> client, std::string key,
+                    std::vector<DuetSide> schedule, bool old_prepares_first,
+                    uint64_t window_ns, std::vector<int> pus,
+                    bool oversubscribed);
+  ~BuildDuetWorkload() override;
+
+  void Prepare(int threads) override;
+  void SetupThread(const ThreadCtx& ctx) override;
+  uint64_t RunWindow(const ThreadCtx& ctx,
+                     const std::atomic<bool>& stop) override;
+  void TeardownThread(const ThreadCtx& ctx) override;
+  bool fixed_work() const override { return local_->fixed_work(); }
+  std::string page_fault_counters_left_out() const override {
+    return local_->page_fault_counters_left_out();
+  }
+  bool shares_lines() const override { return local_->shares_lines(); }
+  void Report(PointReport& out, double window_seconds, uint64_t ops) override;
+  std::string Verify() override;
+
+ private:
+  struct ThreadLog {
+    int next = 0;
+    std::vector<uint64_t> ops, start_ns, end_ns, cpu_ns, run_delay_ns;
+  };
+  bool IsLocal(DuetSide s) const {
+    return s == DuetSide::kB || s == DuetSide::kWarmupB;
+  }
+  std::unique_ptr<Workload> local_;
+  std::shared_ptr<WindowClient> client_;
+  std::string key_;
+  std::vector<DuetSide> schedule_;
+  bool old_prepares_first_;
+  uint64_t window_ns_;
+  std::vector<int> pus_;
+  bool oversubscribed_;
+  bool open_ = false;
+  std::string remote_verify_;
+  PaddedSlots<ThreadLog> logs_;
+  std::vector<RemoteWindow> remote_;  ///< per window, written by thread 0
+};
+
+/// `lockline --duet-with=OLD`: starts OLD's window server with the run's
+/// selection flags, checks it (see WindowClient), and makes every point of
+/// `run` a build duet (its windows 2 x (warm-up + pairs), its workload a
+/// BuildDuetWorkload). Call after BuildPoints, before the run directory is
+/// claimed. Throws UsageError on refusal.
+void PrepareBuildDuet(RunState& run);
+
+/// `lockline --window-server`: serves windows of run.points on stdin/stdout
+/// until "quit" or end of input (see the file comment). Returns the exit
+/// status (0; 2 on a protocol error).
+int ServeWindows(RunState& run);
+
+/// A wrapper around a family's workloads, registered by test builds (the
+/// planted slowdown of tests/plant/planted_slowdown.cpp, which only the
+/// lockline_planted target links); lockline itself registers none.
+using WorkloadWrap = std::function<std::unique_ptr<Workload>(
+    const std::string& family, std::unique_ptr<Workload> inner)>;
+/// Registers `wrap` (call from a static initializer). Returns true.
+bool RegisterWorkloadWrap(WorkloadWrap wrap);
+/// Applies the registered wraps to every variant of `run` (after BuildPoints,
+/// in every mode: a run, a duet client, a window server).
+void ApplyWorkloadWraps(RunState& run);
+
+}  // namespace lockline

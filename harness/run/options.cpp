@@ -1,0 +1,559 @@
+#include "harness/run/options.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <regex>
+
+#include "harness/machine/padded_slots.h"
+
+namespace lockline {
+
+const char* const kUsage = R"(usage: lockline [flags] [--benchmark_* flags]
+       lockline predict RUN_DIR --topology=FILE.xml [--latencies=FILE] (plots/predict.py --help)
+
+lockline runs lock-contention and cache-line-layout experiments (see README.md). It owns its
+threads: each point starts pinned threads that run fixed-duration measurement windows; one Google
+Benchmark iteration is one window, reported as manual time.
+
+Suite and time:
+  --quick                 smoke-sized suite (seconds; CI)
+  --full                  every axis of every family (default: the declared default subset)
+  --budget=DURATION       target wall time of the run, e.g. 90s, 20m, 1h (default: quick 30s,
+                          default 2m, full 30m); the window length is fitted to it (and
+                          refitted after every repetition) and the estimate printed before
+                          starting, with a line when fixed work alone exceeds it
+  --window=DURATION       fixed window length (e.g. 50ms, 0.1ms to 10m); overrides the fit
+                          to --budget
+  --precision=PCT         half-width of a paired comparison's 95 % interval the plan aims at
+                          (default 3): the seed comparisons' paired points get the window
+                          pairs that precision needs at this machine class's measured pair
+                          spread (12 to 64 a repetition); the plan prints, per question, the
+                          pairs and the half-width they are expected to give
+  --out=DIR               run directory (default results/<host>-<UTC timestamp>/); must be
+                          writable: checked before any point runs
+  --runs=N                N independent lockline processes (1 to 20, default 1), one after
+                          the other, each with the whole --budget, into DIR/run-1 .. run-N;
+                          then plots/reproduce.py writes DIR/verdicts.json: each verdict over
+                          all runs' repetitions and in how many runs it held (the time is N x
+                          one run's)
+  --until-resolved[=MAX_DURATION]
+                          after the planned repetitions, run plots/verdicts.py and re-run the
+                          points of every unresolved comparison (interleaved, more repetitions
+                          in the same lockline.json) until all are resolved or MAX_DURATION
+                          (default 5m) of extra time is spent; needs /usr/bin/python3 and
+                          verdicts.py ($LOCKLINE_PLOTS_DIR overrides the source tree's plots/)
+
+Placement:
+  --pin=cores|compact|scatter|per-l3|per-numa|none|LIST
+                          cores (default): one PU per core, filling an L3, a NUMA node, then a
+                          package; SMT siblings last; hybrid CPUs: fastest kind first.
+                          compact: topology order, siblings adjacent. scatter: round-robin across
+                          packages, NUMA nodes, L3s. per-l3 / per-numa: one PU per L3 / NUMA
+                          node, in topology order. none: no binding. LIST: OS indices "0,2,4-7".
+                          Usable PUs: hwloc's allowed cpuset, online, and in the affinity mask
+                          lockline starts with (taskset, numactl, container)
+  --threads=LIST|pow2|topo|max
+                          thread counts (default topo: 1,2,4,... plus every topology boundary)
+  --oversubscribe         allow more threads than usable PUs, up to 8x the PUs of the placement
+  --oversubscribe=force   no cap (thread creation may then fail: the point reports
+                          "cannot create thread N: EAGAIN")
+  --mem=first-touch|local|node:N|interleave
+                          where shared structures (locks, zone, LRU) live (hwloc membind)
+  --padding=BYTES         distance between per-thread slots (each thread's counters, lock
+                          statistics and private state): a power of two from 64 to 4096
+                          (default 128: two lines, for the adjacent-line prefetcher); the
+                          kernel-structure layouts keep the kernel's own padding
+  --topology=host|FILE.xml|synthetic:STRING
+                          topology to plan on; benchmarks only run on host
+  --plan                  print the placement of every thread count and exit
+  --plan=json             the same as JSON: every thread count's plan and the placement order
+                          with each PU's core, L2, L3, NUMA node and package (plots/predict.py)
+  --emulated              mark the run and every row "emulated" (set on its own under QEMU
+                          TCG): timing means nothing there, and no comparison mixes it with
+                          real runs (ci/rehearse.sh)
+
+Counters and layouts:
+  --fault-sampling=DURATION|off
+                          task-clock sampling period of the fault rows' sampled clear_page
+                          share (kernel callchains; needs root or perf_event_paranoid <= 1):
+                          100us to 100ms (default 2ms); off: no sampling (the rows say
+                          clear_page_sampled is unavailable: sampling off)
+  --evidence=on|off|N
+                          kernel evidence of the kernel_* rows (lock:contention_* counts and
+                          callchains, spin profile, vmstat, kernel_zone's zone->lock holds)
+                          is collected in N evidence windows per repetition (on: 2, one
+                          before and one after the timed windows), never in the timed
+                          windows; rows give the evidence windows' throughput ratio. off:
+                          no evidence windows, no perf events, and no fault-row sampling
+  --events=LIST|default|none
+                          perf events (libpfm4 / perf list names, :u / :k modifiers); default:
+                          cycles,instructions,cache-misses,task-clock,context-switches,
+                          cpu-migrations,page-faults. Unavailable events are reported, never 0.
+  --layouts[=text|json]   print the structure layouts (pahole style) and exit
+  --list                  print the point keys of the selected suite and exit
+  --duet-with=OLD_BINARY  regression check on a noisy machine: every point runs its windows in
+                          alternation with the same point of OLD_BINARY (an earlier lockline
+                          build of the same result schema and suite keys), one at a time on the
+                          same PUs; rows add build_ratio (new/old) and details.build_duet's
+                          window pairs (ci/compare.py --builds RUN answers them)
+  --help                  this text
+
+Google Benchmark flags that apply: --benchmark_filter=REGEX (matched against the keys --list
+prints), --benchmark_repetitions=N (default 5: an effect's interval needs 4
+same-regime repetitions a side), --benchmark_enable_random_interleaving (default on), --benchmark_report_aggregates_only, --benchmark_display_aggregates_only,
+--benchmark_out=FILE and --benchmark_out_format=json|console|csv (Google Benchmark's own output,
+in its 1.7.1 semantics: threads is always 1 there; lockline.json is the full record),
+--benchmark_context=KEY=VALUE.
+Flags that do not apply, and are refused: --benchmark_min_time and --benchmark_min_warmup_time
+(windows are fixed: use --window or --budget), --benchmark_perf_counters (Debian's 1.7.1 has no
+libpfm: use --events), --benchmark_format, --benchmark_color and --benchmark_counters_tabular
+(the console shows lockline's own progress lines), --benchmark_time_unit (lockline.json rows are in ns; Google Benchmark's own
+--benchmark_out file keeps ms),
+--benchmark_list_tests (use --list).
+
+Exit status: 0 every point ran; 1 some point reported an error; 2 bad input (nothing created);
+3 a window never ended; 4 a result could not be written (disk full, read-only, out of file descriptors: the message
+says which); 128 + N
+ended by signal N: 130 / 143 SIGINT / SIGTERM, likewise SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2,
+SIGPIPE, SIGALRM (lockline.json keeps every finished point; changed sysctls are restored, and a
+run killed outright is undone by the next run's start, from /run/lockline/restore.state).
+)";
+
+namespace {
+
+bool TakeValue(const std::string& arg, const std::string& flag,
+               std::string* value) {
+  if (arg.rfind(flag + "=", 0) != 0) return false;
+  *value = arg.substr(flag.size() + 1);
+  if (value->empty())
+    throw UsageError(flag + " needs a value: " + flag + "=VALUE (see --help)");
+  return true;
+}
+
+int ParsePositiveInt(const std::string& text, const std::string& flag) {
+  char* end = nullptr;
+  const long v = std::strtol(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || v < 1 || v > 100000)
+    throw UsageError("bad " + flag + " value '" + text +
+                     "': accepted is a whole number 1-100000");
+  return static_cast<int>(v);
+}
+
+// --runs=N: a whole number from 1 to kMaxRuns.
+int ParseRuns(const std::string& v) {
+  const bool digits = !v.empty() && v.size() <= 3 &&
+                      v.find_first_not_of("0123456789") == std::string::npos;
+  const int n = digits ? std::stoi(v) : 0;
+  if (n < 1 || n > kMaxRuns)
+    throw UsageError("--runs=" + v +
+                     ": accepted: a whole number of independent runs from 1 "
+                     "to " +
+                     std::to_string(kMaxRuns) + " (default 1)");
+  return n;
+}
+
+// --precision=PCT: a percentage from 0.5 to 50, "3" or "3%".
+double ParsePrecision(const std::string& v) {
+  std::string t = v;
+  if (!t.empty() && t.back() == '%') t.pop_back();
+  char* end = nullptr;
+  const double pct = t.empty() ? 0 : std::strtod(t.c_str(), &end);
+  if (t.empty() || *end != '\0' || !(pct >= 0.5 && pct <= 50))
+    throw UsageError("--precision=" + v +
+                     ": accepted: a percentage from 0.5 to 50 (the half-width "
+                     "of a paired effect's 95 % interval), e.g. 3 or 3%");
+  return pct / 100;
+}
+
+// --padding=BYTES: a power of two from kMinSlotPadding to kMaxSlotPadding.
+std::size_t ParsePadding(const std::string& v) {
+  const auto bad = [&](const std::string& why) {
+    return UsageError("--padding=" + v + ": " + why +
+                      "; accepted: a power of two from " +
+                      std::to_string(kMinSlotPadding) + " to " +
+                      std::to_string(kMaxSlotPadding) + " bytes");
+  };
+  if (v.empty() || v.size() > 6 ||
+      v.find_first_not_of("0123456789") != std::string::npos)
+    throw bad("not a whole number of bytes");
+  const std::size_t n = std::stoul(v);
+  if (n < kMinSlotPadding) throw bad("less than one 64-byte cache line");
+  if (n > kMaxSlotPadding) throw bad("more than one 4096-byte page");
+  if (!IsValidSlotPadding(n)) throw bad("not a power of two");
+  return n;
+}
+
+}  // namespace
+
+bool IsValidUtf8(const std::string& text) {
+  const auto* p = reinterpret_cast<const unsigned char*>(text.data());
+  const size_t n = text.size();
+  for (size_t i = 0; i < n;) {
+    const unsigned char c = p[i];
+    size_t len = 0;
+    uint32_t cp = 0;
+    if (c < 0x80) {
+      ++i;
+      continue;
+    } else if ((c & 0xE0) == 0xC0) {
+      len = 2;
+      cp = c & 0x1F;
+    } else if ((c & 0xF0) == 0xE0) {
+      len = 3;
+      cp = c & 0x0F;
+    } else if ((c & 0xF8) == 0xF0) {
+      len = 4;
+      cp = c & 0x07;
+    } else {
+      return false;
+    }
+    if (i + len > n) return false;
+    for (size_t k = 1; k < len; ++k) {
+      if ((p[i + k] & 0xC0) != 0x80) return false;
+      cp = (cp << 6) | (p[i + k] & 0x3F);
+    }
+    // Overlong forms, surrogates and code points past U+10FFFF.
+    if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) ||
+        (len == 4 && cp < 0x10000) || cp > 0x10FFFF ||
+        (cp >= 0xD800 && cp <= 0xDFFF))
+      return false;
+    i += len;
+  }
+  return true;
+}
+
+std::string EscapeForMessage(const std::string& text) {
+  std::string out;
+  const auto hex = [&](unsigned char c) {
+    char buf[8];
+    std::snprintf(buf, sizeof buf, "\\x%02x", c);
+    out += buf;
+  };
+  for (size_t i = 0; i < text.size();) {
+    const unsigned char c = static_cast<unsigned char>(text[i]);
+    if (c < 0x20 || c == 0x7f) {
+      hex(c);
+      ++i;
+    } else if (c < 0x80) {
+      out += static_cast<char>(c);
+      ++i;
+    } else {
+      // A valid UTF-8 sequence is kept; any other byte is escaped.
+      size_t len = (c & 0xE0) == 0xC0   ? 2
+                   : (c & 0xF0) == 0xE0 ? 3
+                   : (c & 0xF8) == 0xF0 ? 4
+                                        : 0;
+      if (len && i + len <= text.size() && IsValidUtf8(text.substr(i, len))) {
+        out += text.substr(i, len);
+        i += len;
+      } else {
+        hex(c);
+        ++i;
+      }
+    }
+  }
+  return out;
+}
+
+double ParseDurationSeconds(const std::string& text, const std::string& flag,
+                            double min_s, double max_s) {
+  const auto bad = [&](const std::string& why) {
+    char range[96];
+    std::snprintf(range, sizeof range, "%g s to %g s", min_s, max_s);
+    return UsageError("bad " + flag + " value '" + text + "'" + why +
+                      ": accepted is a duration from " + range +
+                      " like 90s, 500ms, 20m, 1h (a bare number is seconds)");
+  };
+  // Decimal only: strtod alone would take hex ("0x10"), inf and nan.
+  static const std::regex kNumber(
+      R"(([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][-+]?[0-9]+)?([a-z]*))");
+  std::smatch m;
+  if (!std::regex_match(text, m, kNumber)) throw bad("");
+  const double v = std::strtod(text.c_str(), nullptr);
+  const std::string unit = m[4].str();
+  double scale = -1;
+  if (unit.empty() || unit == "s")
+    scale = 1;
+  else if (unit == "ms")
+    scale = 1e-3;
+  else if (unit == "us")
+    scale = 1e-6;
+  else if (unit == "m" || unit == "min")
+    scale = 60;
+  else if (unit == "h")
+    scale = 3600;
+  if (scale < 0) throw bad(" (unknown unit '" + unit + "')");
+  const double s = v * scale;
+  if (!std::isfinite(s) || s < min_s || s > max_s) throw bad(" (out of range)");
+  return s;
+}
+
+namespace {
+
+// Google Benchmark 1.7.1's flags and what lockline does with them.
+const char* const kGbApplies[] = {"benchmark_filter",
+                                  "benchmark_repetitions",
+                                  "benchmark_enable_random_interleaving",
+                                  "benchmark_report_aggregates_only",
+                                  "benchmark_display_aggregates_only",
+                                  "benchmark_out",
+                                  "benchmark_out_format",
+                                  "benchmark_context"};
+const std::pair<const char*, const char*> kGbRefused[] = {
+    {"benchmark_min_time", "windows are fixed: use --window or --budget"},
+    {"benchmark_min_warmup_time",
+     "windows are fixed: use --window or --budget"},
+    {"benchmark_perf_counters", "Debian's 1.7.1 has no libpfm: use --events"},
+    {"benchmark_format", "the console shows lockline's own progress lines"},
+    {"benchmark_color", "the console shows lockline's own progress lines"},
+    {"benchmark_counters_tabular",
+     "the console shows lockline's own progress lines"},
+    {"benchmark_time_unit",
+     "lockline.json rows are reported in ns; Google Benchmark's own "
+     "--benchmark_out file keeps ms"},
+    {"benchmark_list_tests", "use --list"}};
+const char* const kGbBool[] = {"benchmark_enable_random_interleaving",
+                               "benchmark_report_aggregates_only",
+                               "benchmark_display_aggregates_only"};
+
+// Checks one --benchmark_* argument; throws UsageError naming it.
+void CheckBenchmarkFlag(const std::string& arg, Options* o) {
+  const size_t eq = arg.find('=');
+  const std::string name =
+      arg.substr(2, eq == std::string::npos ? std::string::npos : eq - 2);
+  const std::string value = eq == std::string::npos ? "" : arg.substr(eq + 1);
+  for (const auto& [refused, why] : kGbRefused)
+    if (name == refused)
+      throw UsageError("--" + name + " does not apply to lockline (" + why +
+                       "); see lockline --help");
+  bool known = false;
+  for (const char* f : kGbApplies) known |= name == f;
+  if (!known) {
+    std::string list;
+    for (const char* f : kGbApplies)
+      list += std::string(list.empty() ? "" : ", ") + "--" + f;
+    throw UsageError("unknown Google Benchmark flag '" + arg +
+                     "'; accepted: " + list);
+  }
+  for (const char* f : kGbBool) {
+    if (name != f) continue;
+    static const char* const kValues[] = {"",    "true", "false", "1",  "0",
+                                          "yes", "no",   "on",    "off"};
+    bool ok = false;
+    for (const char* v : kValues) ok |= value == v;
+    if (!ok || (eq != std::string::npos && value.empty()))
+      throw UsageError("bad --" + name + " value '" + value +
+                       "': accepted are true, false, yes, no, on, off, 1, 0");
+    return;
+  }
+  if (eq == std::string::npos || value.empty())
+    throw UsageError("--" + name + " needs a value: --" + name +
+                     "=VALUE (see --help)");
+  if (name == "benchmark_filter") {
+    const std::string re = value[0] == '-' ? value.substr(1) : value;
+    try {
+      std::regex check(re, std::regex::extended);
+    } catch (const std::regex_error& e) {
+      throw UsageError("bad --benchmark_filter '" + value +
+                       "': not an extended regular expression (" + e.what() +
+                       "); accepted: a regex over the keys --list prints, a "
+                       "leading '-' negates");
+    }
+    o->benchmark_filter = value;
+  } else if (name == "benchmark_repetitions") {
+    o->repetitions = ParsePositiveInt(value, "--benchmark_repetitions");
+  } else if (name == "benchmark_out_format") {
+    if (value != "json" && value != "console" && value != "csv")
+      throw UsageError("bad --benchmark_out_format value '" + value +
+                       "': accepted are json, console, csv");
+  } else if (name == "benchmark_out") {
+    const size_t slash = value.rfind('/');
+    const std::string dir = slash == std::string::npos ? "."
+                            : slash == 0               ? "/"
+                                                       : value.substr(0, slash);
+    struct stat st {};
+    if (slash == value.size() - 1 ||
+        (stat(value.c_str(), &st) == 0 && S_ISDIR(st.st_mode)))
+      throw UsageError("bad --benchmark_out value '" + value +
+                       "': it names a directory; accepted: a file path");
+    // Google Benchmark writes the file at the end and does not check the
+    // write: /dev/full or a FIFO lost the output with exit 0 (issue 27
+    // item 8).
+    if (stat(value.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
+      throw UsageError("bad --benchmark_out value '" + value +
+                       "': it exists and is not a regular file (a device, "
+                       "FIFO or socket); accepted: a new or regular file");
+    if (access(dir.c_str(), W_OK | X_OK) != 0)
+      throw UsageError(
+          "bad --benchmark_out value '" + value + "': directory " + dir + " " +
+          (errno == ENOENT ? "does not exist" : "is not writable") +
+          "; accepted: a file in an existing writable directory");
+    o->benchmark_out = value;
+  } else if (name == "benchmark_context") {
+    // Every comma-separated part is KEY=VALUE with a non-empty key: Google
+    // Benchmark 1.7.1 aborts on "a=b,c" after lockline claimed the run
+    // directory (issue 27 item 8).
+    size_t start = 0;
+    for (;;) {
+      const size_t comma = value.find(',', start);
+      const std::string part =
+          value.substr(start, comma == std::string::npos ? std::string::npos
+                                                         : comma - start);
+      const size_t eq_at = part.find('=');
+      if (eq_at == std::string::npos || eq_at == 0)
+        throw UsageError("bad --benchmark_context value '" + value +
+                         "': part '" + part +
+                         "' is not KEY=VALUE; accepted: "
+                         "KEY=VALUE[,KEY=VALUE...]");
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
+  }
+}
+
+}  // namespace
+
+Options ParseOptions(int argc, char** argv) {
+  Options o;
+  for (int i = 0; i < argc; ++i) o.argv.push_back(argv[i]);
+  // Every argument is recorded in lockline.json (context.lockline.argv, and
+  // --out, the filter and --benchmark_context elsewhere): JSON is UTF-8, and
+  // invalid bytes failed the first write with exit 4 after the run directory
+  // was claimed (issue 27 item 6). Refused here, before anything exists.
+  for (int i = 1; i < argc; ++i)
+    if (!IsValidUtf8(argv[i]))
+      throw UsageError("argument '" + EscapeForMessage(argv[i]) +
+                       "' is not valid UTF-8 (the result file is JSON, which "
+                       "is UTF-8); accepted: UTF-8 text");
+  bool quick = false, full = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    std::string v;
+    if (a == "--help" || a == "-h")
+      o.help = true;
+    else if (a == "--quick")
+      quick = true;
+    else if (a == "--full")
+      full = true;
+    else if (a == "--plan")
+      o.plan = true;
+    else if (a == "--plan=json")
+      o.plan = o.plan_json = true;
+    else if (a == "--list")
+      o.list = true;
+    else if (a == "--window-server")
+      o.window_server = true;
+    else if (TakeValue(a, "--duet-with", &v)) {
+      if (v.empty() || access(v.c_str(), X_OK) != 0)
+        throw UsageError("--duet-with=" + v +
+                         ": not an executable file; accepted: the path of "
+                         "an earlier lockline binary");
+      o.duet_with = v;
+    } else if (a == "--oversubscribe")
+      o.oversubscribe = true;
+    else if (TakeValue(a, "--oversubscribe", &v)) {
+      if (v != "force")
+        throw UsageError("bad --oversubscribe value '" + v +
+                         "': accepted are --oversubscribe (up to 8x the "
+                         "usable PUs) and --oversubscribe=force (no cap)");
+      o.oversubscribe = o.oversubscribe_force = true;
+    } else if (a == "--emulated") {
+      o.emulated = true;
+    } else if (a == "--layouts")
+      o.layouts = "text";
+    else if (TakeValue(a, "--layouts", &v)) {
+      if (v != "text" && v != "json")
+        throw UsageError("bad --layouts value '" + v +
+                         "': accepted are text and json");
+      o.layouts = v;
+    } else if (TakeValue(a, "--pin", &o.pin) ||
+               TakeValue(a, "--threads", &o.threads) ||
+               TakeValue(a, "--mem", &o.mem) ||
+               TakeValue(a, "--topology", &o.topology) ||
+               TakeValue(a, "--events", &o.events) ||
+               TakeValue(a, "--out", &o.out)) {
+    } else if (TakeValue(a, "--budget", &v)) {
+      o.budget_s = ParseDurationSeconds(v, "--budget", kMinBudgetSeconds,
+                                        kMaxBudgetSeconds);
+    } else if (a == "--until-resolved") {
+      o.until_resolved_s = kDefaultUntilResolvedS;
+    } else if (TakeValue(a, "--until-resolved", &v)) {
+      o.until_resolved_s = ParseDurationSeconds(
+          v, "--until-resolved", kMinBudgetSeconds, kMaxBudgetSeconds);
+    } else if (TakeValue(a, "--fault-sampling", &v)) {
+      o.fault_sampling_s =
+          v == "off"
+              ? 0
+              : ParseDurationSeconds(v, "--fault-sampling (or off)",
+                                     kMinFaultSamplingS, kMaxFaultSamplingS);
+    } else if (TakeValue(a, "--evidence", &v)) {
+      if (v == "on") {
+        o.evidence_windows = kDefaultEvidenceWindows;
+      } else if (v == "off") {
+        o.evidence_windows = 0;
+      } else {
+        const bool digits =
+            !v.empty() && v.size() <= 3 &&
+            v.find_first_not_of("0123456789") == std::string::npos;
+        const int n = digits ? std::stoi(v) : 0;
+        if (n < 1 || n > kMaxEvidenceWindows)
+          throw UsageError("--evidence=" + v +
+                           ": expected on, off, or a number of evidence "
+                           "windows from 1 to " +
+                           std::to_string(kMaxEvidenceWindows));
+        o.evidence_windows = n;
+      }
+    } else if (TakeValue(a, "--precision", &v)) {
+      o.precision = ParsePrecision(v);
+    } else if (TakeValue(a, "--runs", &v)) {
+      o.runs = ParseRuns(v);
+    } else if (TakeValue(a, "--padding", &v)) {
+      o.padding = ParsePadding(v);
+      o.padding_given = true;
+    } else if (TakeValue(a, "--window", &v)) {
+      o.window_s = ParseDurationSeconds(v, "--window", kMinWindowSeconds,
+                                        kMaxWindowSeconds);
+    } else if (a.rfind("--benchmark_", 0) == 0) {
+      CheckBenchmarkFlag(a, &o);
+      // lockline selects the points by key itself (BuildPoints): Google
+      // Benchmark's internal names carry "/iterations:N/manual_time" (the
+      // rows' names do not), so a $-anchored filter passed on would select
+      // nothing there.
+      if (a.rfind("--benchmark_filter=", 0) != 0) o.benchmark_args.push_back(a);
+    } else if (a.rfind("--v=", 0) == 0) {
+      // Google Benchmark's verbosity: an integer (1.7.1 aborts on "abc" after
+      // the run directory was claimed; issue 27 item 8).
+      static const std::regex kInt("-?[0-9]{1,9}");
+      if (!std::regex_match(a.substr(4), kInt))
+        throw UsageError("bad --v value '" + a.substr(4) +
+                         "': accepted is a whole number (Google Benchmark's "
+                         "log verbosity, e.g. --v=1)");
+      o.benchmark_args.push_back(a);
+    } else {
+      throw UsageError("unknown flag '" + a +
+                       "' (see lockline --help for the accepted flags)");
+    }
+  }
+  if (quick && full)
+    throw UsageError("--quick and --full exclude each other: pick one");
+  if (!o.duet_with.empty() && o.until_resolved_s > 0)
+    throw UsageError(
+        "--duet-with and --until-resolved exclude each other: the build duet "
+        "runs a fixed number of window pairs per repetition");
+  o.suite = quick ? Suite::kQuick : full ? Suite::kFull : Suite::kDefault;
+  if (o.budget_s == 0) o.budget_s = quick ? 30 : full ? 1800 : 120;
+  if (o.runs > 1)
+    for (const std::string& b : o.benchmark_args)
+      if (b.rfind("--benchmark_out=", 0) == 0)
+        throw UsageError("--runs=" + std::to_string(o.runs) + " and " + b +
+                         " exclude each other: every run writes its own "
+                         "lockline.json (RUN_DIR/run-K)");
+  return o;
+}
+
+}  // namespace lockline

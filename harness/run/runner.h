@@ -1,0 +1,204 @@
+// The run: points from the registered families, registration with Google
+// Benchmark, the per-point measurement (team, windows, probes, counters,
+// verification) and lockline's reporter (rows into lockline.json after every
+// point, progress on the console).
+#pragma once
+
+#include <benchmark/benchmark.h>
+
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "harness/family.h"
+#include "harness/machine/topology.h"
+#include "harness/measure/counters.h"
+#include "harness/measure/duet.h"
+#include "harness/record/results.h"
+#include "harness/run/budget.h"
+#include "harness/run/options.h"
+
+namespace lockline {
+
+/// One point: a family's variant at one thread count, planned.
+struct Point {
+  std::string
+      key;  ///< family/k:v/.../threads:N (the registered benchmark name)
+  std::string family;
+  Params params;
+  int threads = 1;
+  const Variant* variant = nullptr;
+  ThreadPlan plan;
+  int windows = 3;
+  /// Repetitions of this point; 0: the run's (--benchmark_repetitions). A
+  /// build duet gives a one-window point more (PrepareBuildDuet), so its row
+  /// has the window pairs an interval needs.
+  int repetitions = 0;
+  size_t index = 0;  ///< its position in RunState::points (and ::budget)
+  /// Paired points (Variant::paired) outside --quick: the pairs planned from
+  /// --precision (windows = 2 x (kDuetWarmupPairs + pairs_per_repetition)).
+  std::optional<PairPlan> pairs;
+};
+
+/// Everything shared by the points of one run.
+struct RunState {
+  Options opts;
+  std::unique_ptr<Topology> topo;
+  PinSpec pin;
+  std::vector<PuInfo> order;
+  std::vector<int> counts;
+  std::unique_ptr<CounterSession> counters;
+  std::unique_ptr<ResultFile> results;
+  /// (family name, variant) of the selected suite; owns the variants the points
+  /// point to.
+  std::vector<std::pair<std::string, Variant>> variants_storage;
+  std::vector<Point> points;
+  std::vector<std::string> skipped;  ///< points not run, with the reason
+  /// The window a point gets when its first repetition starts (FitWindow
+  /// refits it after every repetition; a started point keeps its own).
+  double window_s = 0.05;
+  /// Per point (same index as `points`): declared cost, its window once
+  /// started, what its repetitions measured (harness/run/budget.h).
+  std::vector<BudgetPoint> budget;
+  RecordingCost recording;
+  double recording_gap_s = 0;  ///< summed timing.gap_s of the repetitions
+  double recording_rows = 0;   ///< summed rows the file held at each gap
+  BudgetFit fit;               ///< the last FitWindow
+  double plan_estimate_s = 0;  ///< FitWindow's estimate at plan time
+  /// Seconds the run's repetitions took per question (Variant::question; ""
+  /// the figures' rows): wall_s + gap_s of their rows' timing.
+  std::map<std::string, double> question_actual_s;
+  /// The longest window a refit may give: kMaxWindowGrowth x the plan-time
+  /// window (set after the plan; kMaxFitWindowS before).
+  double window_cap_s = kMaxFitWindowS;
+  /// MeasureFaultInSecondsPerMiB at plan time: prices Variant::cost_mib.
+  double fault_s_per_mib = 0;
+  std::map<std::pair<int, int>, double>
+      baseline_ns;  ///< PU pair -> one-way latency, ns
+  std::map<std::string, int> repetitions_done;  ///< key -> repetitions recorded
+  std::map<std::string, std::vector<size_t>>
+      row_index;  ///< key -> its rows in the file
+  std::map<std::string, size_t>
+      rows_reported;  ///< key -> rows Google Benchmark reported
+  int progress_done = 0, progress_total = 0;
+  uint64_t progress_start_ns = 0;
+  /// NowNs() when the last repetition's measured part ended (0: none yet);
+  /// the next row's timing.gap_s is measured from it.
+  uint64_t last_repetition_end_ns = 0;
+  /// NowNs() when the run started (before the coherence baselines): the
+  /// budget covers the run from here to the end of the planned repetitions.
+  uint64_t run_start_ns = 0;
+  std::map<std::string, const Point*> by_key;
+  /// --until-resolved: 0 during the planned repetitions, then the extra round
+  /// (rows get `resolve_round`; Google Benchmark's aggregates of a round are
+  /// ignored, lockline recomputes them over every repetition).
+  int resolve_round = 0;
+  /// Google Benchmark runs of each key in its round (gb_round: the
+  /// resolve_round they belong to): RunPoint reports an instance's first
+  /// failed repetition differently (issue 36 R1).
+  int gb_round = -1;
+  std::map<std::string, int> gb_runs;
+  /// Finalize() marks the file finished (false while extra rounds follow).
+  bool finish_on_finalize = true;
+  /// Each repetition samples its structures' offsets (harness/machine/memory.h
+  /// LayoutSampling); false in a build duet whose old build cannot.
+  bool sample_layout = true;
+  std::string progress_note;  ///< appended to progress lines, e.g. "3 open"
+};
+
+/// Repetitions `p` runs: its own (Point::repetitions) or the run's
+/// (--benchmark_repetitions).
+inline int PointRepetitions(const RunState& run, const Point& p) {
+  return p.repetitions > 0 ? p.repetitions : run.opts.repetitions;
+}
+
+/// Generates the points of the selected suite that match the --benchmark_filter
+/// regex (Google Benchmark's syntax: extended regex, a leading '-' negates).
+/// Variants whose fixed thread count or spare-PU need cannot be met are listed
+/// in run.skipped with the reason.
+void BuildPoints(RunState& run);
+
+/// Measures the one-way core-to-core latency of every PU pair the points probe,
+/// before any point runs (the coherence baseline).
+void MeasureCoherenceBaselines(RunState& run);
+
+/// Fits run.window_s, the window of the points not started yet, to the budget
+/// left (--budget minus the seconds since run.run_start_ns), from the points'
+/// declared costs and what the run has measured so far (harness/run/budget.h);
+/// keeps --window when given. Stores the fit in run.fit and returns the
+/// estimated seconds of the whole run (spent plus predicted). Called at plan
+/// time and after every planned repetition.
+double FitWindow(RunState& run);
+
+/// The plan's time per seed question: for each Variant::question ("" = the
+/// figures' other rows) the points, their repetitions and the seconds the
+/// plan predicts for them (each point's share of run.plan_estimate_s, file
+/// rewrites shared in proportion). Call after FitWindow at plan time.
+struct QuestionPlan {
+  std::string question;  ///< "000".."004", "aa", or "" (figures)
+  std::string title;     ///< "000 pagevec size and alignment (2004)"
+  int points = 0;
+  double estimated_s = 0;
+  int pairs = 0;  ///< planned window pairs of its paired points, all reps
+  double expected_half_width = 0;  ///< the widest of them (PairPlan)
+};
+std::vector<QuestionPlan> PlanPerQuestion(const RunState& run);
+
+/// Words for a question id: "000 pagevec size and alignment (LKML 2004)"; ""
+/// -> "the figures' other rows"; an unknown id itself.
+std::string QuestionTitle(const std::string& question);
+
+/// Registers every point with Google Benchmark (manual time, iterations =
+/// windows).
+void RegisterPoints(RunState& run);
+
+/// The per-point benchmark body: one Google Benchmark repetition of `point`.
+void RunPoint(benchmark::State& state, const Point& point, RunState& run);
+
+/// Google Benchmark reporter: adds Google Benchmark's indices to the rows
+/// RunPoint wrote after each repetition, and lockline's aggregate rows (mean,
+/// median, stddev, cv over its own repetition rows: harness/record/rows.h) once
+/// an instance's repetitions are done. Finalize relabels the coherence regimes
+/// over the whole run (harness/measure/coherence.h).
+class LocklineReporter : public benchmark::BenchmarkReporter {
+ public:
+  explicit LocklineReporter(RunState& run);
+  bool ReportContext(const Context& context) override;
+  void ReportRuns(
+      const std::vector<benchmark::BenchmarkReporter::Run>& runs) override;
+  void Finalize() override;
+
+ private:
+  // ReportRuns' changes to the rows: Google Benchmark's indices on the
+  // repetition rows, lockline's aggregates of the instances that finished.
+  // Returns the indices of the rows changed in place.
+  std::vector<size_t> AddIndicesAndAggregates(
+      nlohmann::json& doc,
+      const std::vector<benchmark::BenchmarkReporter::Run>& runs);
+
+  RunState& run_;
+};
+
+/// The address-layout seed of repetition `repetition` of `key`
+/// (harness/machine/memory.h LayoutSampling; the row's address_layout.seed): a
+/// splitmix64 mix of a random number drawn once per process, the key and the
+/// repetition, so every repetition of every run places its structures anew.
+uint64_t RepetitionLayoutSeed(const std::string& key, int repetition);
+
+/// Flags the window pairs of a paired row's details.duet
+/// (harness/measure/duet.h) that hold an overrun window: `windows` is the row's
+/// per-window list
+/// (`overrun` each) in the order of duet["sides"]; measured pair k is the k-th
+/// two of its `a`/`b` windows. Sets pairs[k]["overrun"] (true/false) and
+/// duet["overrun_pairs"] (the count), returned. A malformed duet object is
+/// left alone (returns 0). Only those pairs leave the comparison
+/// (plots/stats.py), not the repetition (issue 39).
+int MarkOverrunPairs(nlohmann::json& duet, const nlohmann::json& windows);
+
+/// Formats seconds as "1m05s" / "42s" / "1h02m".
+std::string FormatDuration(double seconds);
+
+}  // namespace lockline

@@ -1,0 +1,190 @@
+#include "harness/run/runs.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "harness/measure/shared_calibration.h"
+#include "harness/run/until_resolved.h"
+
+namespace lockline {
+namespace {
+
+volatile sig_atomic_t g_child = 0;
+volatile sig_atomic_t g_stop = 0;
+
+void ForwardSignal(int sig) {
+  g_stop = 1;
+  if (g_child > 0) kill(static_cast<pid_t>(g_child), sig);
+}
+
+int Error(const std::string& msg) {
+  std::fprintf(stderr, "lockline: error: %s\n", EscapeForMessage(msg).c_str());
+  return 2;
+}
+
+// mkdir -p of `path`'s parents, then `path` itself; true when it was created
+// now or exists empty.
+bool ClaimDir(const std::string& path, std::string* why) {
+  for (size_t i = 1; i < path.size(); ++i)
+    if (path[i] == '/') mkdir(path.substr(0, i).c_str(), 0777);
+  if (mkdir(path.c_str(), 0777) == 0) return true;
+  if (errno != EEXIST) {
+    *why = std::strerror(errno);
+    return false;
+  }
+  DIR* d = opendir(path.c_str());
+  if (!d) {
+    *why = std::strerror(errno);
+    return false;
+  }
+  bool empty = true;
+  while (dirent* e = readdir(d))
+    if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0)
+      empty = false;
+  closedir(d);
+  if (!empty) *why = "it exists and is not empty";
+  return empty;
+}
+
+// Runs argv0 `args` and waits; returns its exit status (128 + signal).
+int RunChild(const std::string& exe, const std::vector<std::string>& args) {
+  std::vector<std::string> all = {exe};
+  all.insert(all.end(), args.begin(), args.end());
+  std::vector<char*> cargs;
+  for (auto& a : all) cargs.push_back(a.data());
+  cargs.push_back(nullptr);
+  std::fflush(stdout);
+  std::fflush(stderr);
+  const pid_t pid = fork();
+  if (pid < 0) return 1;
+  if (pid == 0) {
+    execv(exe.c_str(), cargs.data());
+    std::fprintf(stderr, "lockline: error: cannot run %s: %s\n", exe.c_str(),
+                 std::strerror(errno));
+    _exit(127);
+  }
+  g_child = pid;
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  g_child = 0;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+bool WriteFile(const std::string& path, const std::string& text) {
+  FILE* f = std::fopen(path.c_str(), "w");
+  if (!f) return false;
+  const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+  return std::fclose(f) == 0 && ok;
+}
+
+}  // namespace
+
+std::string DefaultRunDir() {
+  char host[256] = "host";
+  gethostname(host, sizeof host - 1);
+  char stamp[32];
+  const time_t now = time(nullptr);
+  strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", gmtime(&now));
+  return std::string("results/") + host + "-" + stamp;
+}
+
+std::vector<std::string> RunArguments(const std::vector<std::string>& args,
+                                      const std::string& dir, int index) {
+  std::vector<std::string> out;
+  for (const std::string& a : args)
+    if (a.rfind("--runs=", 0) != 0 && a.rfind("--out=", 0) != 0)
+      out.push_back(a);
+  out.push_back("--out=" + dir + "/run-" + std::to_string(index));
+  return out;
+}
+
+int RunIndependentProcesses(int argc, char** argv, const Options& o) {
+  std::string dir = o.out;
+  std::string why;
+  if (!dir.empty()) {
+    if (!ClaimDir(dir, &why))
+      return Error("--out=" + dir + ": cannot be the run directory of --runs=" +
+                   std::to_string(o.runs) + ": " + why);
+  } else {
+    const std::string base = DefaultRunDir();
+    for (int i = 1;; ++i) {
+      dir = i == 1 ? base : base + "-" + std::to_string(i);
+      if (ClaimDir(dir, &why)) break;
+      if (i >= 1000)
+        return Error("cannot create a run directory " + base + ": " + why);
+    }
+  }
+  char self[4096];
+  const ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+  const std::string exe =
+      n > 0 ? std::string(self, static_cast<size_t>(n)) : std::string(argv[0]);
+  std::vector<std::string> args(argv + 1, argv + argc);
+
+  struct sigaction sa {};
+  sa.sa_handler = ForwardSignal;
+  sigemptyset(&sa.sa_mask);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaction(sig, &sa, nullptr);
+
+  // The N runs time the same work: the per-process calibrations (ThinkNs,
+  // work_ns:cal's fault and model cost per page) are measured by the first
+  // run and read by the others (harness/measure/shared_calibration.h), inside
+  // the run directory. Without it, two processes calibrate work ~10 % apart
+  // (1502 / 1655 / 1547 ns per page in three runs here), and every work_ns:cal
+  // row differs between runs by that much, which is not run-to-run noise of the
+  // measurement. Addresses, the host's vCPU pair and the page cache still
+  // change with each process.
+  std::string calibration;
+  if (std::getenv(kSharedCalibrationEnv) == nullptr) {
+    calibration = dir + "/calibration";
+    if (mkdir(calibration.c_str(), 0700) == 0)
+      setenv(kSharedCalibrationEnv, calibration.c_str(), 1);
+    else
+      calibration.clear();
+  }
+  nlohmann::json doc = {{"runs", o.runs},
+                        {"dirs", nlohmann::json::array()},
+                        {"exit_status", nlohmann::json::array()},
+                        {"command_line", nlohmann::json(args)},
+                        {"shared_calibration", calibration}};
+  const std::string runs_json = dir + "/runs.json";
+  if (!WriteFile(runs_json, doc.dump(1) + "\n"))
+    return Error("cannot write " + runs_json + ": " + std::strerror(errno));
+  std::printf(
+      "lockline: %d independent runs into %s (each a whole run with the "
+      "whole budget, one after the other)\n",
+      o.runs, dir.c_str());
+  int first_bad = 0;
+  for (int k = 1; k <= o.runs && !g_stop; ++k) {
+    std::printf("lockline: run %d of %d\n", k, o.runs);
+    const int rc = RunChild(exe, RunArguments(args, dir, k));
+    doc["dirs"].push_back("run-" + std::to_string(k));
+    doc["exit_status"].push_back(rc);
+    WriteFile(runs_json, doc.dump(1) + "\n");
+    if (rc != 0 && first_bad == 0) first_bad = rc;
+  }
+  if (g_stop) {
+    std::printf("lockline: interrupted; %s keeps the runs finished so far\n",
+                dir.c_str());
+    return first_bad ? first_bad : 130;
+  }
+  const std::string script = PlotsDir() + "/reproduce.py";
+  const int rc = RunChild(kVerdictsPython, {script, dir});
+  if (first_bad) return first_bad;
+  return rc == 0 ? 0 : 1;
+}
+
+}  // namespace lockline
