@@ -12,7 +12,7 @@ rehearsal=${LOCKLINE_REHEARSAL:-1}
 LOCKLINE_WITH_TEST_EXTRAS=1 LOCKLINE_WITH_REHEARSAL=$rehearsal bash ci/install_deps.sh
 build=${LOCKLINE_BUILD_DIR:-build}
 jobs=$(nproc)
-bash ci/configure.sh "$build"
+bash ci/configure.sh "$build" --werror
 cmake --build "$build" -j"$jobs"
 status=0
 ctest --test-dir "$build" --output-on-failure --timeout 900 -j"$jobs" || status=$?
