@@ -197,11 +197,9 @@ struct ClearPageTally {
     ++callers[c.caller];
   }
   void Add(const ClearPageTally& o) {
-    samples += o.samples;
-    kernel += o.kernel;
-    clear_page += o.clear_page;
-    untimed += o.untimed;
-    lost += o.lost;
+    child_task::AddFields(*this, o, &ClearPageTally::samples,
+                          &ClearPageTally::kernel, &ClearPageTally::clear_page,
+                          &ClearPageTally::untimed, &ClearPageTally::lost);
     for (const auto& [k, v] : o.symbols) symbols[k] += v;
     for (const auto& [k, v] : o.callers) callers[k] += v;
     for (const auto& [k, v] : o.functions) functions[k] += v;
