@@ -80,6 +80,13 @@ void KeepFirstError(char (&to)[N], const char (&from)[N]) {
   if (to[0] == 0 && from[0] != 0) std::memcpy(to, from, N);
 }
 
+/// Adds each of `fields` (pointers to members) of `from` to `to`'s: a task's
+/// result summed over windows or over tasks.
+template <typename T, typename... Field>
+void AddFields(T& to, const T& from, Field... fields) {
+  ((to.*fields += from.*fields), ...);
+}
+
 /// How a reaped child ended, from its waitpid status: "task died: signal 9
 /// (Killed)", "task exited with status 1" (a child that could not send its
 /// result), "task exited" (status 0).
@@ -244,14 +251,6 @@ class ChildTask {
   }
   std::string AwaitFor(Result* r, int64_t timeout_ms) {
     return AwaitFor(r, timeout_ms, -1, [] {});
-  }
-  /// AwaitFor without a time limit, as a bool (true: *r holds the result).
-  template <typename F>
-  bool Await(Result* r, int poll_ms, F while_waiting) {
-    return AwaitFor(r, -1, poll_ms, while_waiting).empty();
-  }
-  bool Await(Result* r) {
-    return Await(r, -1, [] {});
   }
 
   /// Parent: tells the child to exit, reaps it (SIGKILL when it has not

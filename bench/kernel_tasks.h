@@ -84,14 +84,10 @@ struct TaskWindow {
   char error[160] = {};
 
   void Add(const TaskWindow& o) {
-    ops += o.ops;
-    pages += o.pages;
-    minflt += o.minflt;
-    bytes_sent += o.bytes_sent;
-    bytes_received += o.bytes_received;
-    checked += o.checked;
-    user_s += o.user_s;
-    sys_s += o.sys_s;
+    child_task::AddFields(*this, o, &TaskWindow::ops, &TaskWindow::pages,
+                          &TaskWindow::minflt, &TaskWindow::bytes_sent,
+                          &TaskWindow::bytes_received, &TaskWindow::checked,
+                          &TaskWindow::user_s, &TaskWindow::sys_s);
     child_task::KeepFirstError(error, o.error);
   }
   /// Sets minflt, user_s and sys_s from getrusage readings around the op
@@ -103,8 +99,6 @@ struct TaskWindow {
     sys_s = u.sys_s;
   }
 };
-
-using child_task::TvSeconds;
 
 /// A fresh private anonymous mapping of `pages` 4 KiB pages, THP off
 /// (MADV_NOHUGEPAGE), nothing faulted in yet: what each page_fault1 batch maps.

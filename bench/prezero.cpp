@@ -23,30 +23,24 @@
 // rows record helper_pu / helper_core / helper_numa. Contention regime: the
 // pool lock (PoolLock: zone->lock, a spinlock), held only to pop / push. Not
 // measured: the kernel's buddy allocator and fault path (see the `fault`
-// family).
+// family). The model (the pools, zone->lock, the zeroers) is
+// bench/prezero/model.h; this file is the experiment: the allocating
+// threads, the grid, the rows' report and the checks.
 #include <benchmark/benchmark.h>
-#include <pthread.h>
-#include <sched.h>
-#include <sys/mman.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
-#include <cstring>
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "bench/prezero/model.h"
 #include "harness/family.h"
-#include "harness/locks/tas_lock.h"
-#include "harness/machine/cpu.h"
-#include "harness/machine/helpers.h"
 #include "harness/machine/padded_slots.h"
 #include "harness/measure/barrier.h"
 #include "harness/measure/duet.h"
@@ -55,72 +49,6 @@
 #include "harness/measure/zeroing.h"
 
 namespace lockline::prezero_bench {
-
-inline constexpr std::size_t kPage = 4096;
-/// Pool size: 16 MiB, past the L2 of any current core and about one L3 slice,
-/// so pages are not all cache-resident (a real free list is far larger still).
-inline constexpr std::size_t kPoolPages = 4096;
-/// Pages the zeroer takes per lock acquisition: 16 (64 KiB, a few µs of
-/// zeroing), small against the pool so allocators still find dirty pages to
-/// self-zero when it falls behind.
-inline constexpr std::size_t kZeroerBatch = 16;
-/// Byte freshly mapped pool pages are filled with, so an unzeroed hand-out is
-/// detectable.
-inline constexpr uint8_t kDirtyByte = 0x5a;
-
-/// The pool lock of both protocols: zone->lock, a spinlock. 2.6.9 / 2.6.10 on
-/// x86 (the kernels of the 2004 thread) took it with spin_lock, a
-/// test-and-test-and-set byte lock: TtasLock (harness/locks/tas_lock.h, row
-/// name `ttas`). Held only to pop / push a few pointers, as the kernel holds
-/// zone->lock only to unlink / link pages.
-///
-/// One difference the model needs: the kernel's holder cannot be preempted
-/// (spin_lock disables preemption), a user-space one can. An allocating thread
-/// sharing its PU with a SCHED_IDLE zeroer (SetSharesPuWithZeroer) would spin
-/// forever on a lock that zeroer holds while it waits for that very PU, so such
-/// a thread, after kSpinsBeforeSleep failed tries, sleeps 1 us per retry; the
-/// zeroer runs, finishes its few-pointer critical section and releases. Every
-/// other thread spins as the harness set it (harness/locks/spin_wait.h).
-class PoolLock {
- public:
-  static constexpr const char* kName = TtasLock::kName;
-  static constexpr const char* kStandsFor =
-      "zone->lock: 2.6.9/2.6.10 x86 spin_lock, a test-and-test-and-set byte "
-      "lock (harness/locks/tas_lock.h TtasLock)";
-  static constexpr uint32_t kSpinsBeforeSleep = 1024;
-
-  void lock() {
-    if (!shares_pu_with_zeroer()) {
-      lock_.lock();
-      return;
-    }
-    uint32_t tries = 0;
-    while (!lock_.try_lock()) {
-      if (++tries < kSpinsBeforeSleep) {
-        CpuRelax();
-      } else {
-        std::this_thread::sleep_for(std::chrono::microseconds(1));
-      }
-    }
-  }
-  bool try_lock() { return lock_.try_lock(); }
-  void unlock() { lock_.unlock(); }
-
-  /// Marks the calling thread as sharing its PU with a SCHED_IDLE zeroer
-  /// (see the class comment); returns the previous value.
-  static bool SetSharesPuWithZeroer(bool shares) {
-    const bool old = shares_pu_with_zeroer();
-    shares_pu_with_zeroer() = shares;
-    return old;
-  }
-
- private:
-  static bool& shares_pu_with_zeroer() {
-    static thread_local bool shares = false;
-    return shares;
-  }
-  TtasLock lock_;
-};
 
 /// Every allocating thread of a point: what they write into each page they are
 /// handed. The steady-state modes write every cache line (DirtyPage); the 2004
@@ -132,101 +60,10 @@ inline constexpr const char* kTouchesAllLines =
 enum class Mode { kZeroOnAlloc, kPrezeroedIdle, kPrezeroedBusy };
 
 inline const char* ModeName(Mode m) {
-  switch (m) {
-    case Mode::kZeroOnAlloc:
-      return "zero_on_alloc";
-    case Mode::kPrezeroedIdle:
-      return "prezeroed_idle";
-    case Mode::kPrezeroedBusy:
-      return "prezeroed_busy";
-  }
-  return "?";
+  static const char* const kNames[] = {"zero_on_alloc", "prezeroed_idle",
+                                       "prezeroed_busy"};
+  return kNames[static_cast<int>(m)];
 }
-
-/// The page pool: a dirty stack (freed pages) and a zeroed stack (pages the
-/// zeroer cleaned), both LIFO so recently used pages are reused first, under
-/// one PoolLock (zone->lock, a spinlock) held only to pop or push. Invariant
-/// (when no thread holds a page): dirty + zeroed == pages.
-class PagePool {
- public:
-  /// Maps `pages` pages, fills them with kDirtyByte and puts them all on the
-  /// dirty stack. Throws std::bad_alloc when the mapping fails.
-  explicit PagePool(std::size_t pages) : pages_(pages) {
-    void* p = mmap(nullptr, pages * kPage, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) throw std::bad_alloc();
-    base_ = static_cast<char*>(p);
-    std::memset(base_, kDirtyByte, pages * kPage);
-    dirty_.reserve(pages);
-    zeroed_.reserve(pages);  // reserved: pushes never allocate under the lock
-    for (std::size_t i = 0; i < pages; ++i) dirty_.push_back(base_ + i * kPage);
-    dirty_hint_.store(pages);
-  }
-  ~PagePool() { munmap(base_, pages_ * kPage); }
-  PagePool(const PagePool&) = delete;
-  PagePool& operator=(const PagePool&) = delete;
-
-  /// A page for an allocation: a zeroed one when available (*prezeroed = true),
-  /// else a dirty one the caller must zero; nullptr when both stacks are empty
-  /// (every page is held).
-  char* Take(bool* prezeroed) {
-    std::lock_guard<PoolLock> g(mu_);
-    *prezeroed = !zeroed_.empty();
-    auto& from = *prezeroed ? zeroed_ : dirty_;
-    if (from.empty()) return nullptr;
-    char* p = from.back();
-    from.pop_back();
-    dirty_hint_.store(dirty_.size(), std::memory_order_relaxed);
-    return p;
-  }
-  /// Returns a used (dirty) page.
-  void Free(char* page) {
-    std::lock_guard<PoolLock> g(mu_);
-    dirty_.push_back(page);
-    dirty_hint_.store(dirty_.size(), std::memory_order_relaxed);
-  }
-  /// The zeroer's side: up to `max` dirty pages to clean into out[], returns
-  /// how many. Batched (one lock round trip per batch, like the kernel's
-  /// per-cpu list refills) and preceded by a lock-free peek, so an idle zeroer
-  /// does not take the allocators' lock.
-  std::size_t TakeDirty(char** out, std::size_t max) {
-    if (dirty_hint_.load(std::memory_order_relaxed) == 0) return 0;
-    std::lock_guard<PoolLock> g(mu_);
-    std::size_t n = 0;
-    while (n < max && !dirty_.empty()) {
-      out[n++] = dirty_.back();
-      dirty_.pop_back();
-    }
-    dirty_hint_.store(dirty_.size(), std::memory_order_relaxed);
-    return n;
-  }
-  /// Puts `n` cleaned pages on the zeroed stack.
-  void PutZeroed(char* const* pages, std::size_t n) {
-    std::lock_guard<PoolLock> g(mu_);
-    for (std::size_t i = 0; i < n; ++i) zeroed_.push_back(pages[i]);
-  }
-  std::size_t dirty_count() {
-    std::lock_guard<PoolLock> g(mu_);
-    return dirty_.size();
-  }
-  std::size_t zeroed_count() {
-    std::lock_guard<PoolLock> g(mu_);
-    return zeroed_.size();
-  }
-  std::size_t pages() const { return pages_; }
-  /// True when `p` is one of the pool's page addresses.
-  bool Owns(const char* p) const {
-    return p >= base_ && p < base_ + pages_ * kPage && (p - base_) % kPage == 0;
-  }
-
- private:
-  PoolLock mu_;
-  std::vector<char*> dirty_, zeroed_;
-  std::atomic<std::size_t> dirty_hint_{
-      0};  // dirty_.size() as of the last change (a hint)
-  char* base_ = nullptr;
-  std::size_t pages_;
-};
 
 /// Uses a page like a workload would: one non-zero store per cache line plus
 /// the last word (so both words the cheap check reads are dirtied).
@@ -260,16 +97,12 @@ struct FaultRest {
 /// The process's FaultRest (measured at the first call, ~0.1 s).
 inline const FaultRest& FaultRestCalibration() {
   static const FaultRest rest = [] {
-    FaultRest r;
-    r.fault_ns_per_page =
+    const double fault =
         SharedCalibration("fault_ns_per_page", MeasureFaultNsPerPage);
-    r.zero_ns_per_page =
+    const double zero =
         SharedCalibration("zero_ns_per_page", MeasureZeroNsPerPage);
-    r.rest_ns =
-        r.fault_ns_per_page > r.zero_ns_per_page
-            ? static_cast<uint64_t>(r.fault_ns_per_page - r.zero_ns_per_page)
-            : 0;
-    return r;
+    return FaultRest{fault, zero,
+                     static_cast<uint64_t>(std::max(fault - zero, 0.0))};
   }();
   return rest;
 }
@@ -312,6 +145,28 @@ inline AllocCounts SumCounts(const PaddedSlots<AllocCounts>& counts) {
   return t;
 }
 
+/// The details every prezero row has: the pool lock, the counts `t`, the
+/// pages the zeroers cleaned, their places and the rest of the fault.
+inline void ReportPoolDetails(nlohmann::json& d, const AllocCounts& t,
+                              uint64_t zeroer_pages,
+                              const std::vector<HelperPlace>& places,
+                              const FaultRest& rest) {
+  d["pool_lock"] = PoolLock::kName;
+  d["pool_lock_stands_for"] = PoolLock::kStandsFor;
+  d["allocs"] = t.allocs;
+  d["prezeroed"] = t.prezeroed;
+  d["self_zeroed"] = t.self_zeroed;
+  d["nonzero_pages"] = t.nonzero;
+  d["zeroer_pages"] = zeroer_pages;
+  const HelperColumns cols = HelperColumnsOf(places);
+  d["helper_pu"] = cols.pu;
+  d["helper_core"] = cols.core;
+  d["helper_numa"] = cols.numa;
+  d["helper_l3"] = cols.l3;
+  d["helper_kind"] = cols.kind;
+  d["fault_rest"] = FaultRestJson(rest);
+}
+
 /// The point's workload: see the file comment.
 class PrezeroWorkload : public Workload {
  public:
@@ -332,7 +187,6 @@ class PrezeroWorkload : public Workload {
 
   void Prepare(int threads) override {
     counts_ = PaddedSlots<AllocCounts>(static_cast<std::size_t>(threads));
-    threads_ = threads;
     if (!unsupported_.empty()) return;
     pool_ = std::make_unique<PagePool>(kPoolPages);
     if (mode_ != Mode::kZeroOnAlloc) StartZeroer();
@@ -406,20 +260,9 @@ class PrezeroWorkload : public Workload {
     d["method_native"] = FillMethodIsNative(method_);
     d["idle_us"] = idle_us_;
     d["pool_pages"] = kPoolPages;
-    d["pool_lock"] = PoolLock::kName;
-    d["pool_lock_stands_for"] = PoolLock::kStandsFor;
     d["touches"] = kTouchesAllLines;
-    d["allocs"] = t.allocs;
-    d["prezeroed"] = t.prezeroed;
-    d["self_zeroed"] = t.self_zeroed;
-    d["zeroer_pages"] = zeroer_pages_.load();
-    d["nonzero_pages"] = t.nonzero;
+    ReportPoolDetails(d, t, zeroer_pages_.load(), {zeroer_place_}, rest_);
     d["zeroer_pu"] = zeroer_pu_;
-    d["helper_pu"] = {zeroer_place_.pu};
-    d["helper_core"] = {zeroer_place_.core};
-    d["helper_numa"] = {zeroer_place_.numa};
-    d["helper_l3"] = {zeroer_place_.l3};
-    d["helper_kind"] = {zeroer_place_.cpukind};
     if (!zeroer_place_.reason.empty()) d["helper_note"] = zeroer_place_.reason;
     d["zeroer_shares_pu"] = zeroer_shares_pu_;
     d["zeroer_policy"] =
@@ -433,7 +276,6 @@ class PrezeroWorkload : public Workload {
         "batches of 16 pages per lock round trip; frozen between windows";
     d["alloc_ns_note"] =
         "take + (self-)zero per allocation, two clock reads included";
-    d["fault_rest"] = FaultRestJson(rest_);
     if (!unsupported_.empty()) d["skipped"] = unsupported_;
   }
 
@@ -466,9 +308,6 @@ class PrezeroWorkload : public Workload {
     return "";
   }
 
-  /// Pool, for tests (nullptr before Prepare or when skipped).
-  PagePool* pool() { return pool_.get(); }
-
  private:
   AllocCounts Totals() const { return SumCounts(counts_); }
 
@@ -477,10 +316,9 @@ class PrezeroWorkload : public Workload {
   // the nearest other node, else a flagged idle SMT sibling of a measured
   // thread; issue 36: the measured threads filling their node used to put it on
   // a measured PU); with no free PU at all (the runner runs such a point only
-  // under
-  // --oversubscribe: needs_spare_pu), the plan's last PU, shared (SCHED_IDLE
-  // then only takes its idle time; the row says so). -1 (unbound) without a
-  // host topology (tests).
+  // under --oversubscribe: needs_spare_pu), the plan's last PU, shared
+  // (SCHED_IDLE then only takes its idle time; the row says so). -1 (unbound)
+  // without a host topology (tests).
   void PickZeroerPu() {
     if (env_.topology == nullptr || !env_.topology->is_host()) return;
     if (env_.plan == nullptr) return;
@@ -509,42 +347,14 @@ class PrezeroWorkload : public Workload {
   void StartZeroer() {
     PickZeroerPu();
     zeroer_ = std::thread([this] {
-      if (zeroer_pu_ >= 0) {
-        try {
-          BindThisThread(*env_.topology, zeroer_pu_);
-        } catch (const std::exception&) {
-          zeroer_pu_ = -1;  // reported as unbound; the model still holds
-        }
-      }
-      if (zeroer_shares_pu_) {
-        // Sharing an allocator's PU: zero only in CPU time nothing else wants,
-        // as the 2004 proposal's idle-CPU zeroer. On a spare PU it keeps normal
-        // priority: that PU is the idle CPU, and SCHED_IDLE there would only
-        // let unrelated load preempt it while it holds the pool lock (priority
-        // inversion on a shared machine).
-        sched_param sp{};
-        sp.sched_priority = 0;
-        pthread_setschedparam(pthread_self(), SCHED_IDLE, &sp);
-      }
-      char* batch[kZeroerBatch];
-      while (!quit_.load(std::memory_order_acquire)) {
-        if (active_.load(std::memory_order_acquire) == 0) {
-          // Between windows: frozen, so the first allocations of a window do
-          // not find a pool pre-zeroed in time the workload never gave.
-          std::this_thread::sleep_for(std::chrono::microseconds(50));
-          continue;
-        }
-        const std::size_t n = pool_->TakeDirty(batch, kZeroerBatch);
-        if (n == 0) {
-          CpuRelax();
-          continue;
-        }
-        for (std::size_t i = 0; i < n; ++i) ZeroWith(method_, batch[i], kPage);
-        pool_->PutZeroed(
-            batch,
-            n);  // the lock release publishes the zeroes (NT: SFENCE first)
-        zeroer_pages_.fetch_add(n, std::memory_order_relaxed);
-      }
+      // Sharing an allocator's PU: zero only in CPU time nothing else wants,
+      // as the 2004 proposal's idle-CPU zeroer (SCHED_IDLE). On a spare PU it
+      // keeps normal priority: that PU is the idle CPU, and SCHED_IDLE there
+      // would only let unrelated load preempt it while it holds the pool lock
+      // (priority inversion on a shared machine).
+      if (!EnterZeroerPlace(env_.topology, zeroer_pu_, zeroer_shares_pu_))
+        zeroer_pu_ = -1;  // reported as unbound; the model still holds
+      RunPoolZeroer(*pool_, method_, active_, quit_, zeroer_pages_);
     });
   }
 
@@ -561,7 +371,6 @@ class PrezeroWorkload : public Workload {
   bool full_check_;
   std::string unsupported_;
   FaultRest rest_;
-  int threads_ = 0;
   PaddedSlots<AllocCounts> counts_;
   std::unique_ptr<PagePool> pool_;
   std::thread zeroer_;
@@ -607,8 +416,6 @@ class PrezeroWorkload : public Workload {
 // the buddy allocator's merging (freed pages are not re-merged: one burst per
 // point).
 
-/// Pages per order-4 block (the engine zeroes only whole blocks).
-inline constexpr std::size_t kBlockPages = 16;
 /// Idle period T of protocol:idle_burst, ms: an upper bound; it ends early
 /// once the pool is full (an unloaded zeroer fills 16 MiB in a few ms).
 inline constexpr uint64_t kIdleMs = 100;
@@ -620,186 +427,8 @@ inline const char* ProtocolName(Protocol p) {
   return p == Protocol::kIdleBurst ? "idle_burst" : "busy";
 }
 inline const char* ZeroerName(Zeroer z) {
-  switch (z) {
-    case Zeroer::kNone:
-      return "none";
-    case Zeroer::kIdleCpus:
-      return "idle_cpus";
-    case Zeroer::kEngine:
-      return "engine";
-  }
-  return "?";
-}
-
-/// Free memory of the burst protocol: intact dirty order-4 blocks, dirty
-/// pages of split blocks, and the pre-zeroed pool (at most `cap` pages), under
-/// one PoolLock (zone->lock, a ttas spinlock as 2.6.9's spin_lock). Invariant:
-/// 16 x blocks + partial + zeroed + pages held by allocators + pages being
-/// zeroed == pages().
-class BurstPool {
- public:
-  /// Maps `pages` (rounded up to whole blocks) dirty pages; the pre-zeroed
-  /// pool holds at most `cap` pages. Throws std::bad_alloc when mmap fails.
-  BurstPool(std::size_t pages, std::size_t cap)
-      : pages_((pages + kBlockPages - 1) / kBlockPages * kBlockPages),
-        cap_(cap) {
-    void* p = mmap(nullptr, pages_ * kPage, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) throw std::bad_alloc();
-    base_ = static_cast<char*>(p);
-    std::memset(base_, kDirtyByte, pages_ * kPage);
-    blocks_.reserve(pages_ / kBlockPages);
-    partial_.reserve(pages_);
-    zeroed_.reserve(pages_);
-    for (std::size_t b = pages_ / kBlockPages; b-- > 0;)
-      blocks_.push_back(base_ + b * kBlockPages * kPage);
-  }
-  ~BurstPool() { munmap(base_, pages_ * kPage); }
-  BurstPool(const BurstPool&) = delete;
-  BurstPool& operator=(const BurstPool&) = delete;
-
-  /// An allocation: a pre-zeroed page when there is one (*prezeroed = true),
-  /// else a dirty one (splitting a block when no split block has pages left);
-  /// nullptr when every page is held or being zeroed.
-  char* Take(bool* prezeroed) {
-    std::lock_guard<PoolLock> g(mu_);
-    *prezeroed = !zeroed_.empty();
-    if (*prezeroed) return Pop(zeroed_);
-    if (partial_.empty()) {
-      if (blocks_.empty()) return nullptr;
-      char* block = Pop(blocks_);
-      for (std::size_t i = kBlockPages; i-- > 1;)
-        partial_.push_back(block + i * kPage);
-      return block;
-    }
-    return Pop(partial_);
-  }
-  /// A zeroer's share: up to kBlockPages dirty pages into out[] while the pool
-  /// (with pages being zeroed) is below its cap. `whole_blocks`: only an intact
-  /// order-4 block (the engine). Returns how many.
-  std::size_t TakeDirty(char** out, bool whole_blocks) {
-    std::lock_guard<PoolLock> g(mu_);
-    const std::size_t have = zeroed_.size() + zeroing_;
-    if (have >= cap_) return 0;
-    const std::size_t room = std::min(cap_ - have, kBlockPages);
-    std::size_t n = 0;
-    if (whole_blocks) {
-      if (room < kBlockPages || blocks_.empty()) return 0;
-      char* block = Pop(blocks_);
-      for (; n < kBlockPages; ++n) out[n] = block + n * kPage;
-    } else {
-      while (n < room) {
-        if (partial_.empty()) {  // split a block (order 4 -> 16 x order 0)
-          if (blocks_.empty()) break;
-          char* block = Pop(blocks_);
-          for (std::size_t i = kBlockPages; i-- > 0;)
-            partial_.push_back(block + i * kPage);
-        }
-        out[n++] = Pop(partial_);
-      }
-    }
-    zeroing_ += n;
-    return n;
-  }
-  /// Puts `n` pages a zeroer cleaned into the pre-zeroed pool.
-  void PutZeroed(char* const* pages, std::size_t n) {
-    std::lock_guard<PoolLock> g(mu_);
-    for (std::size_t i = 0; i < n; ++i) zeroed_.push_back(pages[i]);
-    zeroing_ -= n;
-  }
-  /// Returns a used page (dirty).
-  void Free(char* page) {
-    std::lock_guard<PoolLock> g(mu_);
-    partial_.push_back(page);
-  }
-  /// Free pages (dirty blocks, dirty split pages, pre-zeroed) and pages being
-  /// zeroed.
-  std::size_t free_pages() {
-    std::lock_guard<PoolLock> g(mu_);
-    return blocks_.size() * kBlockPages + partial_.size() + zeroed_.size() +
-           zeroing_;
-  }
-  std::size_t zeroed_count() {
-    std::lock_guard<PoolLock> g(mu_);
-    return zeroed_.size();
-  }
-  /// Between bursts (no page held, no zeroer working): every page free and
-  /// dirty again, in intact order-4 blocks, as after construction; each
-  /// page's first and last words (what the hand-out check reads) are dirtied.
-  void Reset() {
-    std::lock_guard<PoolLock> g(mu_);
-    blocks_.clear();
-    partial_.clear();
-    zeroed_.clear();
-    zeroing_ = 0;
-    for (std::size_t b = pages_ / kBlockPages; b-- > 0;)
-      blocks_.push_back(base_ + b * kBlockPages * kPage);
-    for (std::size_t i = 0; i < pages_; ++i) {
-      char* p = base_ + i * kPage;
-      std::memset(p, kDirtyByte, 8);
-      std::memset(p + kPage - 8, kDirtyByte, 8);
-    }
-  }
-  std::size_t pages() const { return pages_; }
-  std::size_t cap() const { return cap_; }
-  bool Owns(const char* p) const {
-    return p >= base_ && p < base_ + pages_ * kPage && (p - base_) % kPage == 0;
-  }
-
- private:
-  static char* Pop(std::vector<char*>& v) {
-    char* p = v.back();
-    v.pop_back();
-    return p;
-  }
-  PoolLock mu_;
-  std::vector<char*> blocks_, partial_, zeroed_;
-  std::size_t zeroing_ = 0;
-  char* base_ = nullptr;
-  std::size_t pages_, cap_;
-};
-
-/// The zeroer:idle_cpus places: one zeroer per NUMA node of the measured
-/// threads (in plan order), the shape of the 2004 scrubd patch (one kernel
-/// thread per node, run on the node's most idle CPU). Within each node, the
-/// helper rule (harness/machine/helpers.h PlaceHelpers on that node's PUs): a
-/// spare PU on a core of its own; with none (every PU of the node measured),
-/// the node's least-loaded measured PU (fewest measured threads; the last in
-/// plan order among equals), shared at SCHED_IDLE (reason says so). Measured
-/// PUs of unknown node (-1) count as one node. Never throws.
-inline std::vector<HelperPlace> NodeZeroerPlaces(
-    const std::vector<PuInfo>& usable, const ThreadPlan& plan) {
-  std::vector<int> nodes;
-  for (const PuInfo& pu : plan.pus)
-    if (std::find(nodes.begin(), nodes.end(), pu.numa) == nodes.end())
-      nodes.push_back(pu.numa);
-  std::vector<HelperPlace> out;
-  for (int node : nodes) {
-    std::vector<PuInfo> mine;
-    for (const PuInfo& pu : usable)
-      if (pu.numa == node) mine.push_back(pu);
-    std::vector<HelperPlace> spare = PlaceHelpers(mine, plan, 1);
-    if (!spare.empty() && spare.front().numa == node) {
-      out.push_back(spare.front());
-      continue;
-    }
-    const PuInfo* least = nullptr;
-    int least_load = 0;
-    for (const PuInfo& pu : plan.pus) {
-      if (pu.numa != node) continue;
-      int load = 0;
-      for (const PuInfo& q : plan.pus) load += q.os_index == pu.os_index;
-      if (least == nullptr || load <= least_load) {
-        least = &pu;
-        least_load = load;
-      }
-    }
-    if (least == nullptr) continue;  // not reached: the node is measured
-    out.push_back({least->os_index, least->core, least->numa, false,
-                   "SCHED_IDLE on the node's least-loaded measured PU (no "
-                   "spare PU on the node)"});
-  }
-  return out;
+  static const char* const kNames[] = {"none", "idle_cpus", "engine"};
+  return kNames[static_cast<int>(z)];
 }
 
 /// One burst point: see the section comment.
@@ -909,21 +538,11 @@ class BurstWorkload : public Workload {
     d["idle_ms"] = protocol_ == Protocol::kIdleBurst ? idle_ms_ : 0;
     d["idle_used_ms"] = idle_used_ms_;
     d["zeroed_at_burst_start"] = zeroed_at_start_;
-    d["allocs"] = t.allocs;
-    d["prezeroed"] = t.prezeroed;
-    d["self_zeroed"] = t.self_zeroed;
-    d["nonzero_pages"] = t.nonzero;
-    d["zeroer_pages"] = zp;
+    ReportPoolDetails(d, t, zp, places_, rest_);
     d["self_zero_method"] = ZeroMethodName(ZeroMethod::kRepStosb);
     d["zeroer_method"] = zeroer_ == Zeroer::kEngine
                              ? ZeroMethodName(ZeroMethod::kNonTemporal)
                              : ZeroMethodName(ZeroMethod::kRepStosb);
-    const HelperColumns cols = HelperColumnsOf(places_);
-    d["helper_pu"] = cols.pu;
-    d["helper_core"] = cols.core;
-    d["helper_numa"] = cols.numa;
-    d["helper_l3"] = cols.l3;
-    d["helper_kind"] = cols.kind;
     std::string notes;  // helper_note: a string, as on every helper row
     for (std::size_t i = 0; i < places_.size(); ++i)
       if (!places_[i].reason.empty())
@@ -932,8 +551,6 @@ class BurstWorkload : public Workload {
     if (!notes.empty()) d["helper_note"] = notes;
     d["zeroer_on_measured_pus"] = on_measured_;
     d["zeroers"] = zeroer_ == Zeroer::kNone ? 0 : places_.size();
-    d["pool_lock"] = PoolLock::kName;
-    d["pool_lock_stands_for"] = PoolLock::kStandsFor;
     // Busy PUs: every allocating thread runs its share of the burst without
     // sleeping (under protocol:busy from the start; under idle_burst after the
     // idle period, in which they sleep).
@@ -965,7 +582,6 @@ class BurstWorkload : public Workload {
         "faults_per_s is the burst alone (the idle period is in Prepare, not "
         "the window); it falls towards zeroer:none's rate once burst_pages "
         "exceeds what the pool held (pool_fill_at_burst x pool_pages)";
-    d["fault_rest"] = FaultRestJson(rest_);
     if (!setup_error_.empty()) d["skipped"] = setup_error_;
   }
 
@@ -978,8 +594,6 @@ class BurstWorkload : public Workload {
     StopZeroers();
     return CheckBurst();
   }
-
-  BurstPool* pool() { return pool_.get(); }
 
   // ---- several bursts on one workload (BurstPairWorkload) ----
 
@@ -1070,7 +684,6 @@ class BurstWorkload : public Workload {
     if (!planned) {
       places_.push_back(HelperPlace{});
       places_.back().reason = "unbound (no host topology)";
-      shares_.push_back(false);
       return;
     }
     if (zeroer_ == Zeroer::kEngine) {
@@ -1078,7 +691,6 @@ class BurstWorkload : public Workload {
       rule.topo = env_.topology;
       places_ =
           PlaceHelpersNear(env_.topology->usable_pus(), *env_.plan, 1, rule);
-      shares_.assign(places_.size(), false);
       return;
     }
     places_ = NodeZeroerPlaces(env_.topology->usable_pus(), *env_.plan);
@@ -1086,7 +698,6 @@ class BurstWorkload : public Workload {
       bool on_measured = false;
       for (const PuInfo& pu : env_.plan->pus)
         on_measured = on_measured || pu.os_index == h.pu;
-      shares_.push_back(on_measured);
       shared_pus_.insert(h.pu);
       on_measured_ = on_measured_ || on_measured;
     }
@@ -1097,48 +708,10 @@ class BurstWorkload : public Workload {
     const bool bind = env_.topology != nullptr && env_.topology->is_host();
     for (const HelperPlace& place : places_) {
       zeroers_.emplace_back([this, place, engine, bind] {
-        if (bind && place.pu >= 0) {
-          try {
-            BindThisThread(*env_.topology, place.pu);
-          } catch (const std::exception&) {
-            // unbound: the row's helper_pu still names the intended PU
-          }
-        }
-        if (!engine) {
-          sched_param sp{};
-          pthread_setschedparam(pthread_self(), SCHED_IDLE, &sp);
-        }
-        char* batch[kBlockPages];
-        while (!quit_.load(std::memory_order_acquire)) {
-          if (!run_.load(std::memory_order_acquire)) {
-            std::this_thread::sleep_for(std::chrono::microseconds(50));
-            continue;
-          }
-          // busy_ around the work, re-checking run_ after the increment:
-          // PauseZeroers (run_ = false, then waits for busy_ == 0) never
-          // returns while a batch is being zeroed.
-          busy_.fetch_add(1, std::memory_order_seq_cst);
-          if (!run_.load(std::memory_order_seq_cst)) {
-            busy_.fetch_sub(1, std::memory_order_seq_cst);
-            continue;
-          }
-          const std::size_t n = pool_->TakeDirty(batch, engine);
-          if (n == 0) {
-            busy_.fetch_sub(1, std::memory_order_seq_cst);
-            std::this_thread::sleep_for(std::chrono::microseconds(20));
-            continue;
-          }
-          const ZeroMethod m =
-              engine ? ZeroMethod::kNonTemporal : ZeroMethod::kRepStosb;
-          if (engine && n == kBlockPages) {
-            ZeroWith(m, batch[0], kBlockPages * kPage);  // one contiguous block
-          } else {
-            for (std::size_t i = 0; i < n; ++i) ZeroWith(m, batch[i], kPage);
-          }
-          pool_->PutZeroed(batch, n);  // the lock release publishes the zeroes
-          zeroer_pages_.fetch_add(n, std::memory_order_relaxed);
-          busy_.fetch_sub(1, std::memory_order_seq_cst);
-        }
+        // Unbound when binding fails: the row's helper_pu still names the
+        // intended PU.
+        EnterZeroerPlace(bind ? env_.topology : nullptr, place.pu, !engine);
+        RunBurstZeroer(*pool_, engine, run_, quit_, busy_, zeroer_pages_);
       });
     }
   }
@@ -1163,7 +736,6 @@ class BurstWorkload : public Workload {
   PaddedSlots<std::vector<char*>> held_;
   std::unique_ptr<BurstPool> pool_;
   std::vector<HelperPlace> places_;
-  std::vector<bool> shares_;  ///< per place: on a measured PU
   std::set<int> shared_pus_;  ///< OS indices of the idle_cpus zeroers' PUs
   bool on_measured_ = false;
   std::vector<std::thread> zeroers_;
@@ -1469,8 +1041,6 @@ std::vector<Variant> BurstVariants(int usable) {
       }
     }
   }
-  // The busy-machine comparison (idle_burst vs busy at every usable PU) as
-  // paired bursts of one regime (issue 40 item 8).
   // The question's comparisons at B = P as paired bursts of one team (issue
   // 40 item 8): zero on allocation against each zeroer after idle (1
   // thread), and the busy machine against the idle one (every usable PU).
