@@ -301,9 +301,9 @@ def plot_pagevec(data: FamilyData) -> List[Tuple[str, Figure]]:
     return [("pagevec", finish(fig, runs))]
 
 
-def _grid(points, metric):
+def _grid(ax, points, metric, title, why):
     """{(slots, threads): (Stat, variant)} over points that have `metric` and an integer slots
-    param."""
+    param; when there are none, the panel `ax` is marked empty with `why`."""
     out = {}
     for variant, by_n in summarize(points, metric).items():
         try:
@@ -312,14 +312,15 @@ def _grid(points, metric):
             continue
         for n, stat in by_n.items():
             out[(slots, n)] = (stat, variant)
+    if not out:
+        empty_panel(ax, title, why)
     return out
 
 
 def _pagevec_heatmap(ax, data, run, sweep, words):
     title = f"pages/s, slots x threads ({words}, offset 0)"
-    grid = _grid(sweep, "pages_per_s")
+    grid = _grid(ax, sweep, "pages_per_s", title, "no pages_per_s rows with a slots parameter")
     if not grid:
-        empty_panel(ax, title, "no pages_per_s rows with a slots parameter")
         return
     slots = sorted({s for s, _ in grid})
     threads = sorted({n for _, n in grid})
@@ -432,9 +433,8 @@ def _pagevec_pairs(ax, data, run, pts, config):
 
 def _pagevec_wait(ax, data, run, sweep, words):
     title = f"lock wait share against slots ({words})"
-    grid = _grid(sweep, "wait_share")
+    grid = _grid(ax, sweep, "wait_share", title, "no wait_share metric")
     if not grid:
-        empty_panel(ax, title, "no wait_share metric")
         return
     for n in sorted({n for _, n in grid}):
         xs = sorted(s for s, m in grid if m == n)

@@ -296,23 +296,8 @@ def threads_panel(ax, data: FamilyData, figure: str, panel: str,
                 ax.plot(ns, [by_n[1].mean * n for n in ns], linestyle=":", color=color,
                         linewidth=0.8, alpha=0.7)
             if fit_usl:
-                try:
-                    fit = usl_mod.fit_usl(ns, ys)
-                except usl_mod.UslError as err:
-                    unfitted.append(f"{full}: {err}")
-                    continue
-                grid = [ns[0] * (ns[-1] / ns[0]) ** (i / 100) for i in range(101)]
-                ax.plot(grid, usl_mod.usl(grid, fit.lam, fit.sigma, fit.kappa), linestyle="--",
-                        color=color, linewidth=1, alpha=0.8, label=f"USL {fit.summary()}")
-                data.usl_rows.append({
-                    "figure": figure, "panel": panel, "series": full, "run": run.label,
-                    "metric": metric, "lambda": fit.lam, "sigma": fit.sigma,
-                    "sigma_lo": fit.sigma_ci[0], "sigma_hi": fit.sigma_ci[1], "kappa": fit.kappa,
-                    "kappa_lo": fit.kappa_ci[0], "kappa_hi": fit.kappa_ci[1],
-                    "peak_threads": fit.peak_threads,
-                    "peak_threads_lo": fit.peak_threads_ci[0] if fit.peak_threads_ci else None,
-                    "peak_threads_hi": fit.peak_threads_ci[1] if fit.peak_threads_ci else None,
-                    "peak_throughput": fit.peak_throughput})
+                _usl_overlay(ax, data, (figure, panel, full), run, metric, ns, ys, color,
+                             unfitted)
         for n, text in (topology_markers(run, all_threads) if x_name == "threads" else []):
             ax.axvline(n, color="0.5", linewidth=0.8, linestyle="-.")
             # Labels sit at the bottom: legends live top-left, curves rarely reach the bottom
@@ -338,6 +323,31 @@ def threads_panel(ax, data: FamilyData, figure: str, panel: str,
     ax.grid(True, alpha=0.3)
     outside_legend(ax)
     return True
+
+
+def _usl_overlay(ax, data: FamilyData, names: Tuple[str, str, str], run: Run, metric: str,
+                 ns: List[int], ys: List[float], color: str, unfitted: List[str]) -> None:
+    """A series' USL fit (usl.fit_usl) drawn dashed over `ns` with σ, κ and the predicted
+    peak in the legend and recorded in data.usl_rows; `names` = (figure, panel, series). A
+    series the fit refuses is appended to `unfitted` with the reason."""
+    figure, panel, full = names
+    try:
+        fit = usl_mod.fit_usl(ns, ys)
+    except usl_mod.UslError as err:
+        unfitted.append(f"{full}: {err}")
+        return
+    grid = [ns[0] * (ns[-1] / ns[0]) ** (i / 100) for i in range(101)]
+    ax.plot(grid, usl_mod.usl(grid, fit.lam, fit.sigma, fit.kappa), linestyle="--",
+            color=color, linewidth=1, alpha=0.8, label=f"USL {fit.summary()}")
+    data.usl_rows.append({
+        "figure": figure, "panel": panel, "series": full, "run": run.label,
+        "metric": metric, "lambda": fit.lam, "sigma": fit.sigma,
+        "sigma_lo": fit.sigma_ci[0], "sigma_hi": fit.sigma_ci[1], "kappa": fit.kappa,
+        "kappa_lo": fit.kappa_ci[0], "kappa_hi": fit.kappa_ci[1],
+        "peak_threads": fit.peak_threads,
+        "peak_threads_lo": fit.peak_threads_ci[0] if fit.peak_threads_ci else None,
+        "peak_threads_hi": fit.peak_threads_ci[1] if fit.peak_threads_ci else None,
+        "peak_throughput": fit.peak_throughput})
 
 
 def narrow_variants(variants: Iterable[Tuple[Tuple[str, str], ...]], limit: int

@@ -118,23 +118,18 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(
         description="Verdicts over the runs of a lockline --runs=N directory and in how many "
                     "runs each held; writes RUN_DIR/verdicts.json and each run's own.")
-    parser.add_argument("run_dir", metavar="RUN_DIR")
-    parser.add_argument("--min-effect", type=float, default=stats.MIN_EFFECT * 100,
-                        metavar="PCT", help="minimum effect in percent (default 5)")
-    parser.add_argument("--quiet", action="store_true", help="do not print the verdict lines")
+    verdicts.add_run_options(parser)
     args = parser.parse_args(argv)
     from outputs import write_atomic
     try:
-        if not 0 < args.min_effect < 100:
-            raise ResultError(f"--min-effect {args.min_effect:g}: expected a percentage "
-                              "between 0 and 100")
+        min_effect = verdicts.min_effect_of(args.min_effect)
         dirs = multi_run_dirs(args.run_dir)
         if not dirs:
             raise ResultError(f"{args.run_dir}: no run-K/lockline.json inside (expected the "
                               "directory of lockline --runs=N)")
         runs = load_runs(dirs)
         names = [os.path.basename(d) for d in dirs]
-        doc = combine(runs, names, args.min_effect / 100)
+        doc = combine(runs, names, min_effect)
         for name, d in zip(names, dirs):
             write_atomic(os.path.join(d, "verdicts.json"),
                          json.dumps(doc["per_run_documents"][name], indent=1) + "\n")

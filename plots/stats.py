@@ -386,22 +386,13 @@ class Comparison:
             text = f"{self.n_base} {self.regime_words()} window pairs (paired windows)"
             if self.units and self.units != self.n_base:
                 text += f" in {self.units} repetitions (resampled by repetition)"
-            if self.dropped:
-                text += f", {self.dropped} in other regimes dropped"
-            return text
-        if self.method == "matched":
+        elif self.method == "matched":
             text = (f"{self.n_base} {self.regime_words()} repetitions matched one to one"
                     + (" (identical: exact)" if self.exact else ""))
-            if self.dropped:
-                text += f", {self.dropped} in other regimes dropped"
-            return text
-        if self.method == "pair_effects":
+        elif self.method == "pair_effects":
             text = (f"{self.n_base} / {self.n_variant} {self.regime_words()} window pairs "
                     "(change of the paired effect B/A)")
-            if self.dropped:
-                text += f", {self.dropped} in other regimes dropped"
-            return text
-        if self.n_base == self.n_variant:
+        elif self.n_base == self.n_variant:
             text = f"{self.n_base} {self.regime_words()} repetitions a side"
         else:
             text = f"{self.n_base} / {self.n_variant} {self.regime_words()} repetitions"
@@ -647,11 +638,17 @@ def compare_pairs(pairs: Sequence[Tuple], label: str = "",
         return Comparison(effect=effect, ci=None, status="too_few", **common)
     med, lo, hi = hierarchical_median_interval(list(groups.values()), confidence, resamples,
                                                seed)
+    return _from_logs(med, lo, hi, expansion=small_sample_expansion(len(groups), confidence),
+                      **common)
+
+
+def _from_logs(med: float, lo: float, hi: float, **common) -> Comparison:
+    """The Comparison of a median log ratio `med` with its interval [lo, hi] (log space):
+    effect and interval as fractions, "resolved" or "not_resolved" by is_resolved at
+    common["min_effect"]."""
     ci = (math.exp(lo) - 1.0, math.exp(hi) - 1.0)
-    resolved = is_resolved(ci, min_effect)
-    return Comparison(effect=math.exp(med) - 1.0, ci=ci,
-                      status="resolved" if resolved else "not_resolved",
-                      expansion=small_sample_expansion(len(groups), confidence), **common)
+    status = "resolved" if is_resolved(ci, common["min_effect"]) else "not_resolved"
+    return Comparison(effect=math.exp(med) - 1.0, ci=ci, status=status, **common)
 
 
 def _bootstrap_median(values: np.ndarray, confidence: float, resamples: int,
@@ -739,11 +736,7 @@ def compare_matched(base: Sequence[Sample], variant: Sequence[Sample], label: st
     if logs.size < max(1, min_repetitions):
         effect = float(math.exp(np.median(logs))) - 1.0 if logs.size else None
         return Comparison(effect=effect, ci=None, status="too_few", **common)
-    med, lo, hi = _bootstrap_median(logs, confidence, resamples, seed)
-    ci = (math.exp(lo) - 1.0, math.exp(hi) - 1.0)
-    return Comparison(effect=math.exp(med) - 1.0, ci=ci,
-                      status="resolved" if is_resolved(ci, min_effect) else "not_resolved",
-                      **common)
+    return _from_logs(*_bootstrap_median(logs, confidence, resamples, seed), **common)
 
 
 def _pair_log_ratio(a: float, b: float) -> Optional[float]:
@@ -803,78 +796,93 @@ def compare_pair_effects(base_pairs: Sequence[Tuple[str, float, float]],
     common = dict(label=label, min_effect=min_effect, method="pair_effects",
                   total_base=len(base_pairs), total_variant=len(current_pairs))
     if matched:
-        if len(base_pairs) != len(current_pairs):
-            raise ValueError(f"matched runs need the same window pairs ({len(base_pairs)} vs "
-                             f"{len(current_pairs)})")
-        if any(pb[0] != pc[0] for pb, pc in zip(base_pairs, current_pairs)):
-            raise ValueError("matched runs need the same coherence label at every pair")
-        regime, index = _one_regime([p[0] for p in base_pairs])
-        rows = [(_pair_log_ratio(*base_pairs[i][1:3]),
-                 _pair_log_ratio(*current_pairs[i][1:3]))
-                for i in index]
-        rows = [(lb, lc) for lb, lc in rows if lb is not None and lc is not None]
-        used = ([math.exp(lb) for lb, _ in rows], [math.exp(lc) for _, lc in rows])
-        common.update(regime=regime, n_base=len(rows), n_variant=len(rows),
-                      dropped=len(base_pairs) + len(current_pairs) - 2 * len(rows), used=used)
-        diffs = np.asarray([lc - lb for lb, lc in rows], dtype=float)
-        if diffs.size and bool(np.all(diffs == 0.0)):
-            return Comparison(effect=0.0, ci=(0.0, 0.0), status="resolved", exact=True,
-                              **common)
-        if diffs.size < max(1, min_pairs):
-            effect = float(math.exp(np.median(diffs))) - 1.0 if diffs.size else None
-            return Comparison(effect=effect, ci=None, status="too_few", **common)
-        med, lo, hi = _bootstrap_median(diffs, confidence, resamples, seed)
-    else:
-        def logs(pairs):
-            out = []
-            for p in pairs:
-                lab, a, b = p[0], p[1], p[2]
-                lr = _pair_log_ratio(a, b)
-                if lr is not None:
-                    out.append((lab, lr, p[3] if len(p) > 3 else None))
-            return out
-        lbase, lcur = logs(base_pairs), logs(current_pairs)
-        choice = select_regime([(lab, lr) for lab, lr, _ in lbase],
-                               [(lab, lr) for lab, lr, _ in lcur])
-        lb = np.asarray(choice.base, dtype=float)
-        lc = np.asarray(choice.variant, dtype=float)
-        common.update(regime=choice.regime, n_base=int(lb.size), n_variant=int(lc.size),
-                      dropped=len(base_pairs) + len(current_pairs) - int(lb.size + lc.size),
-                      used=([math.exp(x) for x in lb], [math.exp(x) for x in lc]))
-        if min(lb.size, lc.size) < max(1, min_pairs):
-            effect = None
-            if lb.size and lc.size:
-                effect = float(math.exp(np.median(lc) - np.median(lb))) - 1.0
-            return Comparison(effect=effect, ci=None, status="too_few", **common)
-        med = float(np.median(lc) - np.median(lb))
-        rng = np.random.default_rng(seed)
+        return _matched_pair_effects(base_pairs, current_pairs, min_pairs, confidence,
+                                     resamples, seed, common)
+    return _unmatched_pair_effects(base_pairs, current_pairs, min_pairs, confidence,
+                                   resamples, seed, common)
 
-        def grouped(logs_of_run):
-            # The chosen regime's log ratios by repetition (issue 39); None without
-            # repetitions (3-tuples): pairs resampled as independent, as before.
-            if any(g is None for _, _, g in logs_of_run):
-                return None
-            out: dict = {}
-            for lab, lr, g in logs_of_run:
-                if not choice.regime or lab == choice.regime:  # as select_regime chose
-                    out.setdefault(g, []).append(lr)
-            return [np.asarray(v) for v in out.values()]
-        gb, gc = grouped(lbase), grouped(lcur)
-        if gb is not None and gc is not None and min(len(gb), len(gc)) >= 2:
-            boot = (hierarchical_bootstrap_medians(gc, resamples, rng)
-                    - hierarchical_bootstrap_medians(gb, resamples, rng))
-            factor = small_sample_expansion(min(len(gb), len(gc)), confidence)
-            common.update(units=min(len(gb), len(gc)), expansion=factor)
-        else:
-            boot = (resampled_medians(lc, rng, resamples)
-                    - resampled_medians(lb, rng, resamples))
-            factor = 1.0
-        tail = (1.0 - confidence) / 2.0
-        qlo, qhi = np.quantile(boot, [tail, 1.0 - tail])
-        lo, hi = _expand(med, min(float(qlo), med), max(float(qhi), med), factor)
-    ci = (math.exp(lo) - 1.0, math.exp(hi) - 1.0)
-    return Comparison(effect=math.exp(med) - 1.0, ci=ci,
-                      status="resolved" if is_resolved(ci, min_effect) else "not_resolved",
+
+def _matched_pair_effects(base_pairs: Sequence[Tuple], current_pairs: Sequence[Tuple],
+                          min_pairs: int, confidence: float, resamples: int, seed: int,
+                          common: dict) -> Comparison:
+    """compare_pair_effects(matched=True): pair k of the baseline is pair k of the current
+    run; the median of the per-pair differences of log ratios, paired bootstrap."""
+    if len(base_pairs) != len(current_pairs):
+        raise ValueError(f"matched runs need the same window pairs ({len(base_pairs)} vs "
+                         f"{len(current_pairs)})")
+    if any(pb[0] != pc[0] for pb, pc in zip(base_pairs, current_pairs)):
+        raise ValueError("matched runs need the same coherence label at every pair")
+    regime, index = _one_regime([p[0] for p in base_pairs])
+    rows = [(_pair_log_ratio(*base_pairs[i][1:3]),
+             _pair_log_ratio(*current_pairs[i][1:3]))
+            for i in index]
+    rows = [(lb, lc) for lb, lc in rows if lb is not None and lc is not None]
+    used = ([math.exp(lb) for lb, _ in rows], [math.exp(lc) for _, lc in rows])
+    common.update(regime=regime, n_base=len(rows), n_variant=len(rows),
+                  dropped=len(base_pairs) + len(current_pairs) - 2 * len(rows), used=used)
+    diffs = np.asarray([lc - lb for lb, lc in rows], dtype=float)
+    if diffs.size and bool(np.all(diffs == 0.0)):
+        return Comparison(effect=0.0, ci=(0.0, 0.0), status="resolved", exact=True,
+                          **common)
+    if diffs.size < max(1, min_pairs):
+        effect = float(math.exp(np.median(diffs))) - 1.0 if diffs.size else None
+        return Comparison(effect=effect, ci=None, status="too_few", **common)
+    return _from_logs(*_bootstrap_median(diffs, confidence, resamples, seed), **common)
+
+
+def _unmatched_pair_effects(base_pairs: Sequence[Tuple], current_pairs: Sequence[Tuple],
+                            min_pairs: int, confidence: float, resamples: int, seed: int,
+                            common: dict) -> Comparison:
+    """compare_pair_effects(matched=False): each run's pairs of the chosen regime resampled
+    independently (hierarchically, repetitions first, when the pairs name them), the
+    difference of the two median log ratios."""
+    def logs(pairs):
+        out = []
+        for p in pairs:
+            lab, a, b = p[0], p[1], p[2]
+            lr = _pair_log_ratio(a, b)
+            if lr is not None:
+                out.append((lab, lr, p[3] if len(p) > 3 else None))
+        return out
+    lbase, lcur = logs(base_pairs), logs(current_pairs)
+    choice = select_regime([(lab, lr) for lab, lr, _ in lbase],
+                           [(lab, lr) for lab, lr, _ in lcur])
+    lb = np.asarray(choice.base, dtype=float)
+    lc = np.asarray(choice.variant, dtype=float)
+    common.update(regime=choice.regime, n_base=int(lb.size), n_variant=int(lc.size),
+                  dropped=len(base_pairs) + len(current_pairs) - int(lb.size + lc.size),
+                  used=([math.exp(x) for x in lb], [math.exp(x) for x in lc]))
+    if min(lb.size, lc.size) < max(1, min_pairs):
+        effect = None
+        if lb.size and lc.size:
+            effect = float(math.exp(np.median(lc) - np.median(lb))) - 1.0
+        return Comparison(effect=effect, ci=None, status="too_few", **common)
+    med = float(np.median(lc) - np.median(lb))
+    rng = np.random.default_rng(seed)
+
+    def grouped(logs_of_run):
+        # The chosen regime's log ratios by repetition (issue 39); None without
+        # repetitions (3-tuples): pairs resampled as independent, as before.
+        if any(g is None for _, _, g in logs_of_run):
+            return None
+        out: dict = {}
+        for lab, lr, g in logs_of_run:
+            if not choice.regime or lab == choice.regime:  # as select_regime chose
+                out.setdefault(g, []).append(lr)
+        return [np.asarray(v) for v in out.values()]
+    gb, gc = grouped(lbase), grouped(lcur)
+    if gb is not None and gc is not None and min(len(gb), len(gc)) >= 2:
+        boot = (hierarchical_bootstrap_medians(gc, resamples, rng)
+                - hierarchical_bootstrap_medians(gb, resamples, rng))
+        factor = small_sample_expansion(min(len(gb), len(gc)), confidence)
+        common.update(units=min(len(gb), len(gc)), expansion=factor)
+    else:
+        boot = (resampled_medians(lc, rng, resamples)
+                - resampled_medians(lb, rng, resamples))
+        factor = 1.0
+    tail = (1.0 - confidence) / 2.0
+    qlo, qhi = np.quantile(boot, [tail, 1.0 - tail])
+    return _from_logs(med, *_expand(med, min(float(qlo), med), max(float(qhi), med), factor),
                       **common)
 
 

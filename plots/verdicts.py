@@ -439,17 +439,7 @@ def verdict_record(spec: ComparisonSpec, metric: str, base: List[Point], variant
                  "interval)")
     extra: Dict[str, Any] = {"method": comparison.method}
     if spec.unit == "ns_saved":
-        # A paired answer's base is its own duet's base windows (the regime it used): the base
-        # rows' repetitions ran at other moments, and under load their median ns/op read 46 ns
-        # where the duet's own base windows read 19 ns.
-        duet_base_ns = None
-        if pairs:
-            rates = [a for lab, a, _, _ in pairs
-                     if (not comparison.regime or lab == comparison.regime) and a > 0]
-            if rates:
-                duet_base_ns = duet[0].threads * 1e9 / statistics.median(rates)
-        saved = ns_saved(base, comparison.effect, comparison.ci, duet_base_ns)
-        extra["ns_saved"] = saved
+        extra["ns_saved"] = saved = _ns_saved_of(base, comparison, pairs, duet)
         if saved is not None and comparison.ci and comparison.resolved:
             text = (f"{spec.variant_name} ({where}): {saved['ns']:.1f} ns saved per operation "
                     f"[{saved['ci'][0]:.1f}, {saved['ci'][1]:.1f}] on a base of "
@@ -469,6 +459,31 @@ def verdict_record(spec: ComparisonSpec, metric: str, base: List[Point], variant
                              "ci": list(unpaired.ci) if unpaired.ci else None,
                              "regime": unpaired.regime or "all", "n_base": unpaired.n_base,
                              "n_variant": unpaired.n_variant, "status": unpaired.status}
+    return _record(spec, group, where, metric, base, variant, threads, comparison, sequential,
+                   text, extra)
+
+
+def _ns_saved_of(base: List[Point], comparison: stats.Comparison, pairs: Sequence[Tuple],
+                 duet: Sequence[Point]) -> Optional[Dict[str, Any]]:
+    """ns_saved of a comparison answered in ns saved per operation (spec.unit "ns_saved")."""
+    # A paired answer's base is its own duet's base windows (the regime it used): the base
+    # rows' repetitions ran at other moments, and under load their median ns/op read 46 ns
+    # where the duet's own base windows read 19 ns.
+    duet_base_ns = None
+    if pairs:
+        rates = [a for lab, a, _, _ in pairs
+                 if (not comparison.regime or lab == comparison.regime) and a > 0]
+        if rates:
+            duet_base_ns = duet[0].threads * 1e9 / statistics.median(rates)
+    return ns_saved(base, comparison.effect, comparison.ci, duet_base_ns)
+
+
+def _record(spec: ComparisonSpec, group: Tuple, where: str, metric: str, base: List[Point],
+            variant: List[Point], threads: int, comparison: stats.Comparison,
+            sequential: Optional[Dict[str, Any]], text: str, extra: Dict[str, Any]
+            ) -> Dict[str, Any]:
+    """The verdicts.json entry of verdict_record: `extra` first, then the contract's fields
+    in their fixed order."""
     return {**extra,
         "id": comparison_id(spec, group),
         "question": spec.question,
@@ -589,27 +604,37 @@ def write_verdicts(run_dir: str, run: Optional[Run] = None,
     return path, doc
 
 
+def add_run_options(parser: argparse.ArgumentParser) -> None:
+    """RUN_DIR, --min-effect PCT and --quiet: the options of verdicts.py and reproduce.py."""
+    parser.add_argument("run_dir", metavar="RUN_DIR")
+    parser.add_argument("--min-effect", type=float, default=stats.MIN_EFFECT * 100,
+                        metavar="PCT", help="minimum effect in percent (default 5)")
+    parser.add_argument("--quiet", action="store_true", help="do not print the verdict lines")
+
+
+def min_effect_of(percent: float) -> float:
+    """--min-effect PCT as a fraction; ResultError unless 0 < PCT < 100."""
+    if not 0 < percent < 100:
+        raise ResultError(f"--min-effect {percent:g}: expected a percentage between 0 and 100")
+    return percent / 100
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """CLI entry point; returns the exit status."""
     parser = argparse.ArgumentParser(
         description="Write RUN_DIR/verdicts.json: the five seed questions' effects with 95 % "
                     "intervals from one coherence regime.")
-    parser.add_argument("run_dir", metavar="RUN_DIR")
-    parser.add_argument("--min-effect", type=float, default=stats.MIN_EFFECT * 100,
-                        metavar="PCT", help="minimum effect in percent (default 5)")
-    parser.add_argument("--quiet", action="store_true", help="do not print the verdict lines")
+    add_run_options(parser)
     parser.add_argument("--look", type=int, default=0, metavar="K",
                         help="the K-th look at an adaptively stopped sample (lockline "
                              "--until-resolved): intervals at 1 - 5 %% x 6 / (pi^2 K^2) "
                              "confidence (default 0: one fixed-size sample, 95 %%)")
     args = parser.parse_args(argv)
     try:
-        if not 0 < args.min_effect < 100:
-            raise ResultError(f"--min-effect {args.min_effect:g}: expected a percentage "
-                              "between 0 and 100")
+        min_effect = min_effect_of(args.min_effect)
         if args.look < 0:
             raise ResultError(f"--look {args.look}: expected 0 or a look number from 1")
-        path, doc = write_verdicts(args.run_dir, min_effect=args.min_effect / 100,
+        path, doc = write_verdicts(args.run_dir, min_effect=min_effect,
                                    look=args.look)
     except ResultError as err:
         print(f"verdicts.py: error: {err}", file=sys.stderr)

@@ -141,17 +141,17 @@ def _pts(bench, params, regimes, value, metric="ops_per_s", threads=2):
 def test_arrow_never_crosses_regimes():
     """Class 1: base has 3 far + 1 near repetitions, variant 4 near: both numbers of the arrow
     come from the near regime (the comparison's), never 3 far -> 4 near."""
-    import report
+    import report_tables
     base = _pts("zone_lock", {"layout": "before"}, ["far"] * 3 + ["near"], 7.47e6) \
         + _pts("zone_lock", {"layout": "before"}, ["near"] * 3, 30e6)
     variant = _pts("zone_lock", {"layout": "after"}, ["near"] * 4, 36.1e6)
-    text = report.arrow_text(base, variant, "ops_per_s")
+    text = report_tables.arrow_text(base, variant, "ops_per_s")
     assert text.count("near-regime") == 2 and "far-regime" not in text, text
     # No regime in common: no arrow at all.
     far_only = _pts("zone_lock", {"layout": "before"}, ["far"] * 4, 7.47e6)
-    assert " -> " not in report.arrow_text(far_only, variant, "ops_per_s")
+    assert " -> " not in report_tables.arrow_text(far_only, variant, "ops_per_s")
     # Adjacent rows of a table: one regime for all of them.
-    rows = report.side_by_side([far_only + _pts("p", {}, ["near"], 1.0), variant],
+    rows = report_tables.side_by_side([far_only + _pts("p", {}, ["near"], 1.0), variant],
                                "ops_per_s")
     assert all("near-regime" in r for r in rows), rows
 

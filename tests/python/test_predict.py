@@ -21,6 +21,7 @@ sys.path.insert(0, os.path.join(ROOT, "plots"))
 
 import queueing  # noqa: E402
 import predict  # noqa: E402
+import predict_fit  # noqa: E402
 import predict_report  # noqa: E402
 
 BINARY = os.environ.get("LOCKLINE_BINARY", "")
@@ -133,14 +134,14 @@ def test_pair_classes_of_a_plan():
 def test_latencies_file_is_checked(tmp_path):
     good = tmp_path / "lat.json"
     good.write_text(json.dumps({"package_remote": 180, "l3_shared": 25}))
-    assert predict.read_latencies(str(good)) == {"package_remote": 180.0, "l3_shared": 25.0}
+    assert predict_fit.read_latencies(str(good)) == {"package_remote": 180.0, "l3_shared": 25.0}
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({"hops": 3}))
     with pytest.raises(ValueError, match="unknown class 'hops'"):
-        predict.read_latencies(str(bad))
+        predict_fit.read_latencies(str(bad))
     bad.write_text(json.dumps({"smt": -1}))
     with pytest.raises(ValueError, match="accepted: ns > 0"):
-        predict.read_latencies(str(bad))
+        predict_fit.read_latencies(str(bad))
 
 
 def _predict_cli(*args, cwd=None):

@@ -27,6 +27,8 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "plots"))
 
 import predict  # noqa: E402
+import predict_fit  # noqa: E402
+import predict_output  # noqa: E402
 
 BIG = os.path.join(ROOT, "tests", "fixtures", "big-machine")
 RUN = os.path.join(BIG, "xeon-16c-lockline-threads1-4.json.gz")
@@ -119,11 +121,11 @@ def test_verdicts_are_labelled_with_their_own_lock_and_not_predicted_without_inp
 
 
 def test_lock_scope_follows_the_kernel_version():
-    assert predict.lock_scope("pagevec", {"kernel": "5.8"})[0] == "node"
-    assert "pgdat->lru_lock" in predict.lock_scope("pagevec", {"kernel": "5.8"})[1]
-    assert "zone->lru_lock" in predict.lock_scope("pagevec", {"kernel": "2.6.9"})[1]
-    assert predict.lock_scope("zone_lock", {"zones": "1"})[0] == "node"
-    assert predict.lock_scope("locks", {})[0] == "machine"
+    assert predict_fit.lock_scope("pagevec", {"kernel": "5.8"})[0] == "node"
+    assert "pgdat->lru_lock" in predict_fit.lock_scope("pagevec", {"kernel": "5.8"})[1]
+    assert "zone->lru_lock" in predict_fit.lock_scope("pagevec", {"kernel": "2.6.9"})[1]
+    assert predict_fit.lock_scope("zone_lock", {"zones": "1"})[0] == "node"
+    assert predict_fit.lock_scope("locks", {})[0] == "machine"
     order = [{"pu": i, "core": i, "l2": i, "l3": i // 4, "numa": i // 8, "package": i // 8}
              for i in range(16)]
     assert [len(g) for g in predict.lock_groups(order, 16, True)] == [8, 8]
@@ -132,7 +134,7 @@ def test_lock_scope_follows_the_kernel_version():
 
 def test_malformed_placements_do_not_raise():
     for bad in ({"packages": "two"}, {"l3s": [1]}, {"packages": float("nan")}, [], None):
-        assert predict.pair_class_from_placement(bad) is None
+        assert predict_fit.pair_class_from_placement(bad) is None
     pus = predict.placement_pus({"packages": "x", "cores": None, "l3s": -3}, 4)
     assert len(pus) == 4 and predict.l3_neighbours(pus) >= 0
 
@@ -229,9 +231,9 @@ def test_many_curves_are_small_multiples_with_legends(tmp_path):
     vs = [V(i) for i in range(20)]
     curves = {v.key: [{"threads": n, "ops_per_s": 1e6 / n, "lo": 0.9e6 / n,
                        "hi": 1.1e6 / n} for n in (1, 2, 4)] for v in vs}
-    files = predict.write_figures(str(tmp_path), "t", vs, curves, "assumed note", "2026-12-04")
+    files = predict_output.write_figures(str(tmp_path), "t", vs, curves, "assumed note", "2026-12-04")
     assert files == ["predicted-fam.png"] and (tmp_path / files[0]).stat().st_size > 0
-    assert predict.PER_PANEL <= 8
+    assert predict_output.PER_PANEL <= 8
 
 
 def test_interval_contains_the_point_and_widens_with_noise():

@@ -1,0 +1,655 @@
+"""The report's tables as rows (plots/report.py renders them as HTML): per seed question the
+seed discussion's figures beside the ones measured here (seed_tables), and the kernel, pre-
+zeroing, fault and derived-counter tables.
+
+Every comparison of plots/verdicts.py's COMPARISONS is shown from its verdicts.json entry
+(comparison_cell), never recomputed; other comparisons name their own rows. Measured values
+are the mean of one coherence regime with spread and count (stat_text, side_by_side).
+"""
+
+from __future__ import annotations
+
+import html
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+from lockline_results import (Point, Run, Stat, labelled_duet_pairs, summarize,
+                              summarize_side_by_side)
+import stats
+
+NOT_RUN = "not run"
+
+
+def fmt(value: Optional[float], digits: int = 3) -> str:
+    """Number with `digits` significant digits and thousands separators; NOT_RUN for None."""
+    if value is None:
+        return NOT_RUN
+    if value == 0:
+        return "0"
+    if abs(value) >= 1000:
+        return f"{value:,.0f}"
+    return f"{value:.{digits}g}"
+
+
+def select(run: Run, bench: str, metric: str, where: Dict[str, str], threads: Any = "max",
+           prefer: Optional[Dict[str, str]] = None) -> List[Point]:
+    """Repetitions of one variant at one thread count: rows whose key starts with `bench` (the
+    family, or a sub-benchmark such as page_free_race), that carry `metric` and whose params
+    include `where`.
+
+    prefer: extra params used when some rows match them (e.g. {"line": "private"}), ignored
+    otherwise, so older files without that parameter still match. threads: an int, "max"
+    (largest thread count measured) or "min". When several variants still match, the first in
+    sorted order is used. [] when nothing matches.
+    """
+    pts = [p for p in run.points if p.bench == bench and metric in p.metrics
+           and p.aggregate is None and all(p.params.get(k) == v for k, v in where.items())]
+    if prefer:
+        narrowed = [p for p in pts if all(p.params.get(k) == v for k, v in prefer.items())]
+        pts = narrowed or pts
+    if not pts:
+        return []
+    variant = sorted({p.variant for p in pts})[0]
+    pts = [p for p in pts if p.variant == variant]
+    ns = sorted({p.threads for p in pts})
+    n = ns[-1] if threads == "max" else ns[0] if threads == "min" else threads
+    return [p for p in pts if p.threads == n]
+
+
+def measure(run: Run, bench: str, metric: str, where: Dict[str, str],
+            threads: Any = "max", prefer: Optional[Dict[str, str]] = None) -> Optional[Stat]:
+    """Stat of `metric` (mean of one coherence regime, see lockline_results.summarize) of the
+    rows select() picks; None when nothing matches."""
+    pts = select(run, bench, metric, where, threads, prefer)
+    if not pts:
+        return None
+    summary = summarize(pts, metric)
+    by_n = summary[sorted(summary)[0]]
+    return next(iter(by_n.values()))
+
+
+def _mean(stat: Optional[Stat], scale: float = 1.0) -> Optional[float]:
+    return None if stat is None else stat.mean * scale
+
+
+def stat_text(stat: Optional[Stat], unit: str = "", scale: float = 1.0) -> str:
+    """'1.23e+07 ops/s ± 2 % (5 near-regime reps)': the mean of one coherence regime with its
+    spread and count, never a bare median of mixed states; NOT_RUN for None."""
+    if stat is None:
+        return NOT_RUN
+    text = fmt(stat.mean * scale) + (f" {unit}" if unit else "")
+    if stat.n > 1 and stat.mean:
+        text += f" ± {abs(stat.std / stat.mean) * 100:.0f} %"
+    where = f"{stat.regime}-regime " if stat.regime else ""
+    text += f" ({stat.n} {where}rep{'s' if stat.n != 1 else ''}"
+    if stat.others:
+        text += f"; {len(stat.others)} in other regimes not averaged"
+    return text + ")"
+
+
+def side_by_side(groups: Sequence[List[Point]], metric: str, unit: str = "",
+                 scale: float = 1.0) -> List[str]:
+    """stat_text of each group's `metric`, all from the one coherence regime the groups share
+    (lockline_results.summarize_side_by_side): the numbers of a "before -> after" cell or of
+    adjacent table rows. A group without repetitions in that regime says so rather than
+    showing a number from another regime (issue 35: no arrow across regimes)."""
+    regime, stats_ = summarize_side_by_side(groups, metric)
+    out = []
+    for group, stat in zip(groups, stats_):
+        if stat is not None:
+            out.append(stat_text(stat, unit, scale))
+        elif any(metric in p.metrics for p in group):
+            out.append(f"no repetition in the {regime} regime of the rows beside it: not set "
+                       "side by side")
+        else:
+            out.append(NOT_RUN)
+    return out
+
+
+def arrow_text(base: List[Point], variant: List[Point], metric: str, unit: str = "") -> str:
+    """'A -> B' of `metric` from one coherence regime (side_by_side), or a sentence saying
+    the two sides share no regime (then no arrow is drawn)."""
+    a, b = side_by_side([base, variant], metric, unit)
+    if "not set side by side" in a or "not set side by side" in b or NOT_RUN in (a, b):
+        return ("not set side by side: the two rows have no coherence regime in common"
+                if NOT_RUN not in (a, b) else NOT_RUN)
+    return f"{a} -> {b}"
+
+
+class Cell(str):
+    """A table cell that is already HTML (a rendering of a comparison with its data-
+    attributes); _table inserts it unescaped. Plain str cells are escaped."""
+
+
+def comparison_cell(verdict: Optional[Dict[str, Any]], cid: str, missing: str = "") -> Cell:
+    """The one rendering of a verdicts.json entry in a table cell: its `text`, marked
+    data-comparison=ID (the consistency test compares every such mark with verdicts.json); for
+    a comparison without a verdict, 'not run: <missing>' with the same mark."""
+    if verdict is None:
+        text = NOT_RUN + (f": {missing}" if missing else "")
+    else:
+        text = verdict["text"]
+    return Cell(f'<span class="cmp" data-comparison="{html.escape(cid)}">'
+                f"{html.escape(text)}</span>")
+
+
+def other_comparison_cell(base: List[Point], variant: List[Point], metric: str,
+                          what: str) -> Cell:
+    """A comparison that is not a verdicts.json entry, labelled with its own rows (base and
+    variant keys) so it is never read as one: 'other comparison, rows A vs B: +3 % [...]'."""
+    if not base or not variant:
+        return Cell(html.escape(f"{what}: no such rows in this run"))
+    rows = f"{base[0].key} vs {variant[0].key}"
+    text = f"other comparison, rows {rows}: {stats.compare_points(base, variant, metric).text()}"
+    return Cell(f'<span class="other" data-rows="{html.escape(rows)}">{html.escape(text)}'
+                "</span>")
+
+
+def verdict_points(run: Run, verdict: Dict[str, Any]) -> Tuple[List[Point], List[Point]]:
+    """The repetitions a verdict used (its base_key and variant_key rows)."""
+    def rows(key):
+        return [p for p in run.points if p.key == key and p.aggregate is None]
+    return rows(verdict["base_key"]), rows(verdict["variant_key"])
+
+
+def comparison_rows(run: Run, verdicts: List[Dict[str, Any]], question: str
+                    ) -> List[List[Any]]:
+    """Table rows [comparison, seed discussion, measured here, comparable?] of every
+    COMPARISONS entry of `question`: one per verdict (its text, the same computation as the
+    verdict line), or 'not run' naming the rows the comparison needs when the run has none."""
+    from verdicts import COMPARISONS, rows_text
+    out: List[List[Any]] = []
+    answered = any(v.get("question") == question for v in verdicts)
+    for spec in COMPARISONS:
+        if spec.question != question:
+            continue
+        mine = [v for v in verdicts if v.get("id", "").split("[")[0] == spec.id]
+        for v in mine:
+            out.append([v["comparison"], spec.seed, comparison_cell(v, v["id"]),
+                        spec.comparable])
+        if not mine and not answered:
+            out.append([f"{spec.variant_name} vs {spec.base_name}", spec.seed,
+                        comparison_cell(None, spec.id, f"no {rows_text(spec)} rows in this run"),
+                        spec.comparable])
+    return out
+
+
+def _of(verdicts: List[Dict[str, Any]], cid: str) -> List[Dict[str, Any]]:
+    return [v for v in verdicts if v.get("id", "").split("[")[0] == cid]
+
+
+def seed_tables(run: Run, verdicts: Optional[List[Dict[str, Any]]] = None
+                ) -> Dict[str, List[List[Any]]]:
+    """Per question id, table rows [quantity, seed figure, measured here, comparable?]. Every
+    comparison of COMPARISONS is rendered from its verdicts.json entry (comparison_rows), so a
+    table never recomputes what a verdict line says; other comparisons name their rows.
+    Measured values are the mean of one coherence regime with spread and count, taken from the
+    rows a verdict used where one applies."""
+    from verdicts import compute_verdicts
+    if verdicts is None:
+        verdicts = compute_verdicts(run)
+    return {"q1": _pagevec_2004_rows(run, verdicts), "q2": _zone_lock_rows(run, verdicts),
+            "q3": _page_free_rows(run, verdicts), "q4": _pagevec_2020_rows(run, verdicts),
+            "q5": _prezero_rows(run, verdicts)}
+
+
+def _verdict_stats(run: Run, verdicts: List[Dict[str, Any]], cid: str, metric: str, unit: str,
+                   seed: str = "-", comparable: str = "-") -> List[List[Any]]:
+    """A row per side of each verdict of `cid`: `metric` of its rows (side_by_side)."""
+    rows = []
+    for v in _of(verdicts, cid):
+        base, variant = verdict_points(run, v)
+        texts = side_by_side([base, variant], metric, unit)
+        for key, text in ((v["base_key"], texts[0]), (v["variant_key"], texts[1])):
+            rows.append([f"{metric}, {key}", seed, text, comparable])
+    return rows
+
+
+def _pagevec_2004_rows(run: Run, verdicts: List[Dict[str, Any]]) -> List[List[Any]]:
+    """Question 1 (pagevec 2004): struct sizes, the verdicts, the best slot count per N."""
+    from families import pagevec_sweep
+    b16 = _mean(measure(run, "pagevec", "pagevec_bytes", {"slots": "16"}))
+    b15 = _mean(measure(run, "pagevec", "pagevec_bytes", {"slots": "15"}))
+    config, sweep = pagevec_sweep(run.points)
+    best = _best_slots(sweep)
+    where = " ".join(f"{k}:{v}" for k, v in config.items())
+    return [
+        ["struct pagevec bytes, 16 slots (2.6.9)", "136 on LP64 (140 quoted)", fmt(b16),
+         "same quantity"],
+        ["struct pagevec bytes, 15 slots (proposed)", "128 on LP64 (124 quoted)", fmt(b15),
+         "same quantity"],
+    ] + comparison_rows(run, verdicts, "000") + _verdict_stats(
+        run, verdicts, "pv_slots_16_15", "pages_per_s", "pages/s") + [
+        [f"best slot count per thread count (pagevec {where or 'all rows'}, offset 0)",
+         "4·lg N (4 on UP), later 2^(2.5·√lg N − 1): 4 CPUs -> 6, 16 -> 16, 1024 -> 120",
+         best or NOT_RUN, "same quantity (a slot count)"],
+    ]
+
+
+def _zone_lock_rows(run: Run, verdicts: List[Dict[str, Any]]) -> List[List[Any]]:
+    """Question 2 (zone->lock 2015): the verdicts, each one's ops/s before -> after and the
+    fix in other configurations, then what lock_stat costs."""
+    rows = comparison_rows(run, verdicts, "001")
+    for v in _of(verdicts, "zone_lock_after_before"):
+        before, after = verdict_points(run, v)
+        rows.append([f"ops/s, {v['base_key']} -> {v['variant_key']}", "-",
+                     arrow_text(before, after, "ops_per_s"), "-"])
+        rows += _zone_fix_rows(run, before)
+    return rows + _instrumentation_cost_rows(run)
+
+
+def _zone_fix_rows(run: Run, before: List[Point]) -> List[List[Any]]:
+    """The zone->lock fix (lock after free_area) in the counter-example configurations, at the
+    verdict's lock, thread count and work_ns: other comparisons, labelled as such."""
+    rows = []
+    n = before[0].threads if before else None
+    lock = before[0].params.get("lock") if before else None
+    # The verdict's work_ns group (cal, or 0: saturated), where the rows carry one.
+    work = before[0].params.get("work_ns") if before else None
+    for label, extra in (("counter-example pcp_batch:0 (a lock per page, not 4.0's path)",
+                          {"pcp_batch": "0", "line": "64"}),
+                         ("config no_cma (the fixed lock shares the line of flags)",
+                          {"pcp_batch": "31", "line": "64", "config": "no_cma"})):
+        where = {"lock": lock, **extra} if lock else dict(extra)
+        if work:
+            where["work_ns"] = work
+        b = select(run, "zone_lock", "ops_per_s", {"layout": "lock_before_free_area",
+                                                   **where}, n if n else "max")
+        a = _same_variant(b, select(run, "zone_lock", "ops_per_s",
+                                    {"layout": "lock_after_free_area", **where},
+                                    n if n else "max"), "layout")
+        if b and a:
+            rows.append([f"fix, {label} (lock:{lock})", "-",
+                         other_comparison_cell(b, a, "ops_per_s", label),
+                         "none: not the seed's configuration"])
+    return rows
+
+
+def _instrumentation_cost_rows(run: Run) -> List[List[Any]]:
+    """What lock_stat costs: the question pair's uninstrumented twins (stats:off) against the
+    same rows instrumented, paired where the run holds the twins as a duet row."""
+    rows = []
+    for layout in ("lock_before_free_area", "lock_after_free_area"):
+        off = select(run, "zone_lock", "ops_per_s", {"layout": layout, "stats": "off"},
+                     prefer={"work_ns": "0", "lock": "ticket"})
+        if not off:
+            continue
+        same = {k: v for k, v in off[0].params.items() if k != "stats"}
+        on = [p for p in run.points if p.bench == "zone_lock" and p.aggregate is None
+              and p.params == same and p.threads == off[0].threads
+              and "ops_per_s" in p.metrics]
+        label = f"lock_stat on vs off ({layout})"
+        # Paired where the run holds the twin pair as a duet row (bench/duet.cpp "instr"):
+        # window pairs of one regime, not repetitions split across regimes. Rows with an
+        # overrun window are kept: only its pairs are left out (row_duet_pairs, as find_duet).
+        want = {**same, "of": "zone_lock", "param": "stats", "a": "on", "b": "off"}
+        want.pop("layout", None)
+        want["layout"] = layout
+        duet = [p for p in run.points if p.bench == "duet" and p.aggregate is None
+                and p.params == want and p.threads == off[0].threads]
+        if duet:
+            pairs = labelled_duet_pairs(duet)
+            text = (f"other comparison, paired windows of {duet[0].key} (uninstrumented / "
+                    f"instrumented): {stats.compare_pairs(pairs).text()}")
+            cell = Cell(f'<span class="other" data-rows="{html.escape(duet[0].key)}">'
+                        f"{html.escape(text)}</span>")
+        else:
+            cell = other_comparison_cell(off, on, "ops_per_s", label)
+        rows.append([f"instrumentation cost, {label}", "-", cell,
+                     "none: lockline's own instrumentation"])
+    return rows
+
+
+def _page_free_rows(run: Run, verdicts: List[Dict[str, Any]]) -> List[List[Any]]:
+    """Question 3 (page free 2006): the locked and plain instructions, the verdicts, the race
+    test's verdicts."""
+    from families import race_verdicts
+    private = {"line": "private"}
+    atomic_op = measure(run, "calibration", "ns_per_op", {"op": "atomic_fetch_add"},
+                        prefer=private)
+    plain_op = measure(run, "calibration", "ns_per_op", {"op": "plain_inc"}, prefer=private)
+    races = race_verdicts(run.points)
+    rows = [
+        ["locked instruction (atomic_fetch_add)",
+         "~17 cycles (Pentium 4), more with another in flight", stat_text(atomic_op, "ns"),
+         "same quantity in other units (cycles of a 2006 CPU vs ns here)"],
+        ["plain test / increment", "1-2 cycles", stat_text(plain_op, "ns"),
+         "same quantity in other units"],
+    ] + comparison_rows(run, verdicts, "002") + _verdict_stats(
+        run, verdicts, "page_free_fast_atomic", "ns_per_op", "ns/op", "-",
+        "none: netperf reports Mbit/s, not time per free")
+    for v in races or [{"variant": "fastpath", "verdict": NOT_RUN}]:
+        seed = ("racy: reclaim can take a reference between the two tests"
+                if v["variant"] == "fastpath" else "-")
+        what = f"race test, variant {v['variant']}"
+        if v.get("scanner"):
+            what += f", scanner {v['scanner']}"
+        rows.append([what, seed, v["verdict"], "same question (safety), no seed figure"])
+    return rows
+
+
+def _pagevec_2020_rows(run: Run, verdicts: List[Dict[str, Any]]) -> List[List[Any]]:
+    """Question 4 (pagevec 2020): the verdicts, lock_stat's wait share of their instrumented
+    twins, the memory cost."""
+    b15 = _mean(measure(run, "pagevec", "pagevec_bytes", {"slots": "15"}))
+    b31 = _mean(measure(run, "pagevec", "pagevec_bytes", {"slots": "31"}))
+    rows = comparison_rows(run, verdicts, "003")
+    for v in _of(verdicts, "pv_slots_15_31"):
+        # The wait share is lock_stat's: from the verdict's instrumented twins (its evidence,
+        # issue 40 item 3), or its own rows where they are the instrumented ones.
+        ev = v.get("evidence") or {}
+        if ev:
+            base, variant = verdict_points(run, {"base_key": ev["base_key"],
+                                                 "variant_key": ev["variant_key"]})
+        else:
+            base, variant = verdict_points(run, v)
+        if not base or "stats:off" in base[0].key:
+            continue
+        rows.append([f"share of time waiting for lru_lock (lock_stat evidence), "
+                     f"{base[0].key} -> {variant[0].key}",
+                     "8.9 % -> 2.2 % of CPU cycles in lock contention "
+                     "(pmbench, large machine)",
+                     arrow_text(base, variant, "wait_share", "share waiting"),
+                     "none: the seed's is a share of all CPU cycles of a whole workload; the "
+                     "model's is the share of a lock-bound loop's time spent waiting, which "
+                     "nears 1 when the loop does little else"])
+    rows.append(["pagevec memory, 15 -> 31 slots", "128 -> 256 bytes of page pointers",
+                 f"{fmt(b15)} -> {fmt(b31)} bytes (whole struct)" if b15 and b31 else NOT_RUN,
+                 "same quantity (the model's is the whole struct)"])
+    return rows
+
+
+def _prezero_rows(run: Run, verdicts: List[Dict[str, Any]]) -> List[List[Any]]:
+    """Question 5 (pre-zeroing 2004): the verdicts, faults per wall and CPU second against the
+    2004 table, the zeroing bandwidth per method."""
+    seed_before = {1: 90849, 2: 115679, 4: 152067, 8: 167449}
+    seed_after = {1: 306791, 2: 283594, 4: 354015, 8: 279197}
+    rows = comparison_rows(run, verdicts, "004")
+    warm = {"tasks": "threads", "start": "warm"}
+    for n in (1, 2, 4, 8):
+        plain = measure(run, "fault", "faults_per_wall_s", {"mode": "plain"}, n, warm)
+        rows.append([f"{n} threads: faults per wall second (fault mode:plain, this kernel)",
+                     f"{seed_before[n]:,} before, {seed_after[n]:,} after",
+                     stat_text(plain, "faults/wall-s"),
+                     "same quantity for 'before' (this kernel does not pre-zero); 'after' has "
+                     "no counterpart here"])
+    cpu = measure(run, "fault", "faults_per_cpu_s", {"mode": "plain"}, 1, warm)
+    idle_cpu = measure(run, "fault", "faults_per_cpu_s",
+                       {"mode": "plain", "start": "after_idle"}, 1)
+    rows.append(["1 thread: faults per CPU-second", "90933 -> 307839",
+                 f"plain warm {stat_text(cpu)}, after idle {stat_text(idle_cpu)}" if cpu
+                 else NOT_RUN, "same quantity for 'before'"])
+    gbs = {}
+    for method in ("memset", "rep_stosb", "nt_store", "clzero"):
+        gbs[method] = measure(run, "zeroing", "gb_per_s", {"method": method},
+                              prefer={"fill": "zero"})
+    rows.append(["zeroing bandwidth per method", "hardware (Altix BTE) only for order >= 4",
+                 "; ".join(f"{m} {stat_text(v, 'GB/s')}" for m, v in gbs.items()
+                           if v is not None) or NOT_RUN, "none: no seed figure"])
+    return rows
+
+
+def _same_variant(reference: List[Point], points: List[Point], param: str) -> List[Point]:
+    """The rows of `points` whose parameters equal the reference rows' except `param`, at the
+    same thread count ([] when none): the variant side of a comparison built by select()."""
+    if not reference:
+        return []
+    want = {k: v for k, v in reference[0].params.items() if k != param}
+    n = reference[0].threads
+    return [p for p in points if p.threads == n
+            and {k: v for k, v in p.params.items() if k != param} == want]
+
+
+def summary_of(points: List[Point], metric: str) -> Optional[Stat]:
+    """The one Stat of repetitions of one variant at one thread count; None for []."""
+    if not points:
+        return None
+    summary = summarize(points, metric)
+    return next(iter(summary[sorted(summary)[0]].values())) if summary else None
+
+
+def _best_slots(pts: List[Point]) -> str:
+    """'N=1: 4, N=4: 8, ...' measured best slot count (max pages/s) per thread count over the
+    rows of one pagevec configuration (families.pagevec_sweep: the heatmap's rows)."""
+    best: Dict[int, tuple] = {}
+    by_slots: Dict[Tuple[int, int], List[Point]] = {}
+    for p in pts:
+        try:
+            by_slots.setdefault((p.threads, int(p.params["slots"])), []).append(p)
+        except (KeyError, ValueError):
+            continue
+    for variant, by_n in summarize(pts, "pages_per_s").items():
+        try:
+            slots = int(dict(variant)["slots"])
+        except ValueError:
+            continue
+        for n, stat in by_n.items():
+            if n not in best or stat.mean > best[n][0]:
+                best[n] = (stat.mean, slots)
+    out = []
+    for n in sorted(best):
+        # A slot count is "best" only where it beats every other beyond noise: each other
+        # slot count is compared with it (plots/stats.py, one regime a pair).
+        top = by_slots[(n, best[n][1])]
+        ties = sorted(s for (m, s), other in by_slots.items()
+                      if m == n and s != best[n][1]
+                      and stats.compare_points(top, other, "pages_per_s").status != "resolved")
+        if not ties:
+            out.append(f"N={n}: {best[n][1]}")
+        elif len(ties) + 1 == len([1 for (m, _) in by_slots if m == n]):
+            out.append(f"N={n}: none resolved (every slot count within noise of "
+                       f"{best[n][1]})")
+        else:
+            out.append(f"N={n}: {best[n][1]} or " + ", ".join(map(str, ties))
+                       + " (not told apart)")
+    return "; ".join(out)
+
+
+# Kernel-side rows (helper k18's families) shown beside the model's figures per question.
+KERNEL_FAMILIES = {"q1": ["kernel_lru"], "q2": ["kernel_zone"], "q3": ["kernel_put_page"],
+                   "q4": ["kernel_lru"], "q5": []}
+KERNEL_METRICS = ("pages_per_s", "ops_per_s", "MB_per_s")
+DERIVED_COUNTERS = ("IPC", "cache-misses/op", "hitm/op")
+
+
+def _latest_rows(run: Run, bench: str) -> List[Tuple[Tuple, int, List[Point]]]:
+    """(variant, largest thread count, its repetitions) per variant of rows keyed `bench`."""
+    by: Dict[Tuple, Dict[int, List[Point]]] = {}
+    for p in run.points:
+        if p.bench == bench and p.aggregate is None:
+            by.setdefault(p.variant, {}).setdefault(p.threads, []).append(p)
+    return [(v, max(ns), ns[max(ns)]) for v, ns in sorted(by.items())]
+
+
+def _dict(value: Any) -> Dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def kernel_rows(run: Run, benches: Sequence[str]) -> List[List[str]]:
+    """Rows [row, threads, throughput, lock:contention_begin per op, attribution, sources] of
+    the kernel families (kernel_lru / kernel_zone / kernel_put_page: the real kernel measured
+    the way the model is), at each variant's largest thread count. Missing figures say why
+    (the row's details.kernel.sources reasons)."""
+    out = []
+    for bench in benches:
+        for variant, n, pts in _latest_rows(run, bench):
+            metric = next((m for m in KERNEL_METRICS if any(m in p.metrics for p in pts)), None)
+            kernel = _dict(_dict(pts[0].row.get("details")).get("kernel"))
+            sources = _dict(kernel.get("sources"))
+            value = stat_text(summary_of(pts, metric), metric.replace("_per_s", "/s")) \
+                if metric else "no throughput metric"
+            if any("kernel_contention_per_op" in p.metrics for p in pts):
+                contention = stat_text(summary_of(pts, "kernel_contention_per_op"), "events/op")
+            else:
+                reason = sources.get("tracepoints:reason") or sources.get("tracepoints") or \
+                    "not on the row"
+                contention = f"unavailable ({reason})"
+            attribution = _dict(kernel.get("attribution"))
+            attr = ", ".join(f"{k} {v}" for k, v in attribution.items()) or "-"
+            src = ", ".join(f"{k}: {v}" for k, v in sources.items() if ":" not in k) or "-"
+            out.append([f"{bench}/" + " ".join(f"{k}:{v}" for k, v in variant), str(n), value,
+                        contention, attr, src])
+    return out
+
+
+def _common_thread_rows(run: Run, bench: str, param: str
+                        ) -> List[Tuple[Tuple, int, List[Point]]]:
+    """(variant, threads, repetitions) of the `bench` rows carrying `param`, all at one thread
+    count (the largest that most variants have), so the rows of one table are read against
+    each other at the same N; variants without rows at that count are left out."""
+    by: Dict[Tuple, Dict[int, List[Point]]] = {}
+    for p in run.points:
+        if p.bench == bench and p.aggregate is None and param in p.params:
+            by.setdefault(p.variant, {}).setdefault(p.threads, []).append(p)
+    if not by:
+        return []
+    counts: Dict[int, int] = {}
+    for ns in by.values():
+        for n in ns:
+            counts[n] = counts.get(n, 0) + 1
+    n = max(counts, key=lambda k: (counts[k], k))
+    return [(v, n, ns[n]) for v, ns in sorted(by.items()) if n in ns]
+
+
+def prezero_burst_rows(run: Run) -> List[List[str]]:
+    """Burst-protocol pre-zeroing rows (params protocol, zeroer, burst_pages, pool_pages):
+    allocations/s and the share served pre-zeroed against the burst / pool ratio B/P (the
+    2004 objection: pre-zeroing only helps while a burst fits the pool zeroed while idle)."""
+    rows, groups = [], []
+    for variant, n, pts in _common_thread_rows(run, "prezero", "protocol"):
+        params = dict(variant)
+        if "_vs_" in params.get("protocol", "") + params.get("zeroer", ""):
+            continue  # paired bursts: the 004 burst verdicts read them
+        try:
+            ratio = f"{float(params.get('burst_pages')) / float(params.get('pool_pages')):.2g}"
+        except (TypeError, ValueError, ZeroDivisionError):
+            ratio = "?"
+        rows.append([params.get("protocol", "?"), params.get("zeroer", "?"),
+                     params.get("mode", "-"), params.get("burst_pages", "?"),
+                     params.get("pool_pages", "?"), ratio, str(n)])
+        groups.append(pts)
+    # Adjacent rows are read against each other: every number of the table from one regime.
+    metric, unit = prezero_rate_metric(groups)
+    allocs = side_by_side(groups, metric, unit)
+    shares = side_by_side(groups, "prezeroed_share")
+    return [row + [a, s] for row, a, s in zip(rows, allocs, shares)]
+
+
+def prezero_rate_metric(groups: Sequence[Sequence[Point]]) -> Tuple[str, str]:
+    """The prezero rows' rate and its unit: faults_per_s (every allocation a modelled fault,
+    bench/prezero.cpp FaultRest; issue 40 item 8) when any row has it, else allocs_per_s
+    (files from before it)."""
+    if any("faults_per_s" in p.metrics for pts in groups for p in pts):
+        return "faults_per_s", "faults/s"
+    return "allocs_per_s", "allocs/s"
+
+
+def prezero_steady_rows(run: Run) -> List[List[str]]:
+    """Steady-state pre-zeroing rows (param `mode`: zero_on_alloc, prezeroed_idle,
+    prezeroed_busy) with what each allocation touches (details.touches): every line of the
+    page, the case the 2004 author excluded; rows written before the label carry the same
+    label (the model always wrote every line)."""
+    from verdicts import PREZERO_TOUCHES
+    rows, groups = [], []
+    for variant, n, pts in _latest_rows(run, "prezero"):
+        params = dict(variant)
+        if "mode" not in params or "protocol" in params:
+            continue
+        touches = _dict(pts[0].row.get("details")).get("touches") or PREZERO_TOUCHES
+        rows.append([params.get("mode", "?"), params.get("method", "?"),
+                     params.get("idle_us", "?"), str(n), str(touches)])
+        groups.append(pts)
+    metric, unit = prezero_rate_metric(groups)
+    allocs = side_by_side(groups, metric, unit)
+    shares = side_by_side(groups, "prezeroed_share")
+    return [row[:4] + [a, s, row[4]] for row, a, s in zip(rows, allocs, shares)]
+
+
+FAULT_SEED_COLUMNS = ["row", "GB", "repetitions", "threads", "user s", "system s", "wall s",
+                      "faults/cpu/s", "faults/wall-s", "zeroing share (modelled)",
+                      "clear_page share (sampled)"]
+
+
+def _sampled_share_text(pts: List[Point]) -> str:
+    """The sampled clear_page share of fault rows (metric clear_page_sampled_share, the
+    share of task-clock samples of the timed phases whose innermost kernel function is a
+    clear_page variant): mean over repetitions with the first row's Wilson 95 % interval
+    when one repetition was sampled, else 'unavailable (reason)' from
+    details.clear_page_sampled, '-' for rows written before the field existed."""
+    stat = summary_of([p for p in pts if "clear_page_sampled_share" in p.metrics],
+                      "clear_page_sampled_share")
+    sampled = [_dict(_dict(p.row.get("details")).get("clear_page_sampled")) for p in pts]
+    if stat is not None:
+        text = fmt(stat.mean)
+        measured = [s for s in sampled if s.get("status") == "measured"]
+        ci = measured[0].get("share_ci95") if len(measured) == 1 else None
+        if isinstance(ci, list) and len(ci) == 2 and all(isinstance(x, (int, float))
+                                                          for x in ci):
+            text += f" [{fmt(ci[0])}, {fmt(ci[1])}]"
+        return text
+    reasons = [str(s.get("reason")) for s in sampled if s.get("reason")]
+    return f"unavailable ({reasons[0]})" if reasons else "-"
+
+
+def fault_seed_rows(run: Run) -> List[List[str]]:
+    """Fault rows in the columns of the 2004 table (GB, repetitions, threads, user s, system
+    s, wall s, faults/cpu/s, faults/wall-s), means of one coherence regime; GB from
+    details.seed_columns.gb, else the row's mb / 1024; then zeroing's share of the fault
+    time twice: modelled (zeroing_share) and sampled from the kernel (_sampled_share_text)."""
+    rows = []
+    for variant, n, pts in _latest_rows(run, "fault"):
+        if not any("faults_per_wall_s" in p.metrics for p in pts):
+            continue
+        params = dict(variant)
+        seed = _dict(_dict(pts[0].row.get("details")).get("seed_columns"))
+        gb = seed.get("gb")
+        if gb is None:
+            try:
+                gb = float(params.get("mb", "")) / 1024
+            except ValueError:
+                gb = None
+
+        def mean(metric):
+            stat = summary_of([p for p in pts if metric in p.metrics], metric)
+            return fmt(stat.mean) if stat else "-"
+        rows.append([" ".join(f"{k}:{v}" for k, v in variant), fmt(gb) if gb else "?",
+                     str(len(pts)), str(n), mean("user_s"), mean("sys_s"), mean("wall_s"),
+                     mean("faults_per_cpu_s"), mean("faults_per_wall_s"),
+                     mean("zeroing_share"), _sampled_share_text(pts)])
+    return rows
+
+
+def derived_counter_rows(run: Run) -> List[List[str]]:
+    """Per family and variant at its largest thread count: IPC, cache-misses/op, hitm/op when
+    rows carry them (marked 'scaled' when multiplexed, with time_enabled/time_running), else
+    'unavailable (reason)' from counters.status."""
+    rows = []
+    families: Dict[str, None] = {}
+    for p in run.points:
+        families.setdefault(p.bench, None)
+    for bench in families:
+        for variant, n, pts in _latest_rows(run, bench):
+            counters = _dict(pts[0].row.get("counters"))
+            status = _dict(counters.get("status"))
+            scaling = _dict(counters.get("scaling"))
+            cells, any_value = [], False
+            for name in DERIVED_COUNTERS:
+                stat = summary_of([p for p in pts if name in p.metrics], name)
+                if stat is not None:
+                    any_value = True
+                    text = fmt(stat.mean)
+                    scaled = [e for e, st in status.items() if st == "scaled"]
+                    if scaled:
+                        text += " (scaled: " + ", ".join(
+                            f"{e} x{scaling[e]:.3g}" if isinstance(scaling.get(e), (int, float))
+                            else e for e in scaled) + ")"
+                    cells.append(text)
+                else:
+                    reasons = [str(v) for k, v in status.items() if k.endswith(":reason")]
+                    cells.append(f"unavailable ({reasons[0]})" if reasons else "unavailable")
+            if any_value or status:
+                rows.append([f"{bench}/" + " ".join(f"{k}:{v}" for k, v in variant), str(n)]
+                            + cells)
+    # One line per distinct unavailability is enough when nothing was measured anywhere.
+    if rows and not any(not c.startswith("unavailable") for r in rows for c in r[2:]):
+        return [["all rows", "-"] + [rows[0][2 + i] for i in range(len(DERIVED_COUNTERS))]]
+    return rows
