@@ -5,7 +5,9 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/personality.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -41,9 +43,79 @@ namespace {
 using nlohmann::json;
 
 /// How long the client waits for one answer of the server: longer than a
-/// window's hard limit (ThreadTeam: bound + 120 s), so a server that hangs is
-/// reported rather than waited for forever.
-constexpr int kAnswerTimeoutMs = 300'000;
+/// window's hard limit (ThreadTeam: bound + 120 s), so a server that hangs,
+/// or writes without ever ending its line, is reported rather than waited for
+/// forever. $LOCKLINE_DUET_ANSWER_TIMEOUT (a duration, e.g. "2s") sets it,
+/// for tests.
+double AnswerTimeoutSeconds() {
+  static const double s = [] {
+    const char* env = std::getenv("LOCKLINE_DUET_ANSWER_TIMEOUT");
+    return env && *env ? ParseDurationSeconds(
+                             env, "LOCKLINE_DUET_ANSWER_TIMEOUT", 1e-3, 3600)
+                       : 300.0;
+  }();
+  return s;
+}
+
+/// The longest answer line the client takes (a "closed" answer is a few KiB):
+/// a server writing without a newline is refused, not buffered without bound.
+constexpr size_t kMaxLineBytes = 16u << 20;
+/// The deepest nesting of a "closed" answer the client takes (its own is 4
+/// deep): a deeper one is refused before it is copied (recursively) into the
+/// row.
+constexpr int kMaxJsonDepth = 32;
+
+/// Async-signal-safe: removes `dir` and the files in it (the calibration
+/// directory: no subdirectories).
+void RemoveFlatDir(const char* dir) {
+  const int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd >= 0) {
+    // linux_dirent64: d_reclen at offset 16, d_name at 19.
+    char buf[4096];
+    for (long n; (n = syscall(SYS_getdents64, fd, buf, sizeof buf)) > 0;)
+      for (long off = 0; off < n;) {
+        unsigned short len = 0;
+        std::memcpy(&len, buf + off + 16, sizeof len);
+        if (buf[off + 19] != '.') unlinkat(fd, buf + off + 19, 0);
+        off += len;
+      }
+    close(fd);
+  }
+  rmdir(dir);
+}
+
+/// Forks a watchdog that outlives this process: when the pipe it reads ends
+/// (lockline exits on any path: a signal, exit 3 or 4, a crash), it kills the
+/// old build's process group `group` unless told the group was reaped ("R"),
+/// and removes the calibration directory `dir` (nullptr: none). Returns the
+/// pipe's write end (-1: no watchdog).
+int StartWatchdog(pid_t group, const char* dir) {
+  int p[2];
+  if (pipe2(p, O_CLOEXEC) != 0) return -1;
+  const pid_t pid = fork();
+  if (pid == 0) {
+    // Only async-signal-safe calls here: lockline may have threads.
+    struct sigaction ignore {};
+    ignore.sa_handler = SIG_IGN;
+    for (int sig = 1; sig < 32; ++sig)
+      if (sig != SIGKILL && sig != SIGSTOP) sigaction(sig, &ignore, nullptr);
+    for (int fd = 3; fd < 65536; ++fd)
+      if (fd != p[0]) close(fd);
+    bool reaped = false;
+    char c = 0;
+    for (ssize_t n; (n = read(p[0], &c, 1)) != 0;) {
+      if (n < 0 && errno != EINTR) break;
+      reaped |= n == 1 && c == 'R';
+    }
+    if (!reaped) kill(-group, SIGKILL);
+    if (dir != nullptr) RemoveFlatDir(dir);
+    _exit(0);
+  }
+  close(p[0]);
+  if (pid > 0) return p[1];
+  close(p[1]);
+  return -1;
+}
 
 bool WriteAll(int fd, const std::string& text) {
   size_t done = 0;
@@ -159,11 +231,49 @@ class WindowClient {
                const std::vector<std::string>& keys)
       : binary_(binary) {
     Start(args);
+    try {
+      Handshake(keys);
+    } catch (...) {
+      Kill();
+      throw;
+    }
+    // From here on the old build's messages go to our stderr as they come.
+    if (!err_text_.empty())
+      std::fprintf(stderr, "old build: %s", err_text_.c_str());
+    err_text_.clear();
+    relay_ = true;
+    const char* dir = std::getenv(kSharedCalibrationEnv);
+    watchdog_ = StartWatchdog(pid_, dir && *dir ? dir : nullptr);
+  }
+
+  ~WindowClient() {
+    if (fd_ >= 0) {
+      WriteAll(fd_, "quit\n");
+      close(fd_);
+      fd_ = -1;
+    }
+    // The server leaves at "quit" or end of input; one stuck in a window is
+    // killed after 10 s.
+    if (pid_ > 0 && !ReapWithin(10'000)) Kill();
+    if (watchdog_ >= 0) {
+      WriteAll(watchdog_, "R");
+      close(watchdog_);
+    }
+    if (err_fd_ >= 0) {
+      DrainErr(0);
+      close(err_fd_);
+    }
+  }
+  WindowClient(const WindowClient&) = delete;
+  WindowClient& operator=(const WindowClient&) = delete;
+
+  /// The hello and the point keys; throws UsageError (see the constructor).
+  void Handshake(const std::vector<std::string>& keys) {
     std::string hello;
     try {
       hello = ReadLine();
-    } catch (const std::exception&) {
-      hello.clear();
+    } catch (const std::exception& e) {
+      hello_error_ = e.what();
     }
     if (hello.rfind("lockline-window-server ", 0) != 0) RefuseSilentServer();
     CheckHello(binary_, hello);
@@ -175,58 +285,26 @@ class WindowClient {
       theirs.insert(line.substr(4));
     }
     CheckKeys(binary_, keys, theirs);
-    // From here on the old build's messages go to our stderr as they come.
-    if (!err_text_.empty())
-      std::fprintf(stderr, "old build: %s", err_text_.c_str());
-    err_text_.clear();
-    relay_ = true;
   }
-
-  ~WindowClient() {
-    if (fd_ >= 0) {
-      WriteAll(fd_, "quit\n");
-      close(fd_);
-    }
-    if (pid_ > 0) {
-      // The server leaves at "quit" or end of input; one stuck in a window is
-      // killed after 10 s.
-      int status = 0;
-      for (int i = 0; i < 1000; ++i) {
-        if (waitpid(pid_, &status, WNOHANG) == pid_) {
-          pid_ = -1;
-          break;
-        }
-        usleep(10'000);
-      }
-      if (pid_ > 0) {
-        kill(pid_, SIGKILL);
-        waitpid(pid_, &status, 0);
-      }
-    }
-    if (err_fd_ >= 0) {
-      DrainErr(0);
-      close(err_fd_);
-    }
-  }
-  WindowClient(const WindowClient&) = delete;
-  WindowClient& operator=(const WindowClient&) = delete;
 
   /// Opens point `key` on the server; returns its workload's fixed_work().
   bool Open(const std::string& key, uint64_t window_ns, int windows,
             const std::vector<int>& pus, bool oversubscribed) {
-    std::string list;
+    // Appended piece by piece: GCC 12's -Wrestrict misreads a chain of
+    // operator+ at -O3.
+    std::string line = "open ";
+    line.append(key).append(" ").append(std::to_string(window_ns));
+    line.append(" ").append(std::to_string(windows)).append(" ");
     for (size_t i = 0; i < pus.size(); ++i)
-      list += (i ? "," : "") + std::to_string(pus[i]);
+      line.append(i ? "," : "").append(std::to_string(pus[i]));
+    line.append(oversubscribed ? " 1" : " 0");
     uint64_t seed = 0;
-    const std::string layout = layout_ && LiveLayoutSeed(&seed)
-                                   ? " layout=" + std::to_string(seed)
-                                   : std::string();
-    const std::string a = Ask("open " + key + " " + std::to_string(window_ns) +
-                              " " + std::to_string(windows) + " " + list + " " +
-                              (oversubscribed ? "1" : "0") + layout);
+    if (layout_ && LiveLayoutSeed(&seed))
+      line.append(" layout=").append(std::to_string(seed));
+    const std::string a = Ask(line);
     int fixed = 0;
     if (std::sscanf(a.c_str(), "ok %d", &fixed) != 1)
-      throw std::runtime_error("old build: unexpected answer to open: " + a);
+      Stop("unexpected answer to open: " + a);
     return fixed != 0;
   }
 
@@ -239,8 +317,7 @@ class WindowClient {
     const int got =
         std::sscanf(a.c_str(), "done %llu %lf %d %lf %lf", &ops, &w.seconds,
                     &overrun, &w.cpu_seconds, &w.max_off_cpu);
-    if (got < 4)
-      throw std::runtime_error("old build: unexpected answer to window: " + a);
+    if (got < 4) Stop("unexpected answer to window: " + a);
     if (got == 4) w.max_off_cpu = -1;  // a server before off-CPU shares
     w.ops = ops;
     w.overrun = overrun != 0;
@@ -250,9 +327,32 @@ class WindowClient {
   /// Closes the open point: {"verify": "", "metrics": {...}} of its side.
   std::string Close() {
     const std::string a = Ask("close");
-    if (a.rfind("closed ", 0) != 0)
-      throw std::runtime_error("old build: unexpected answer to close: " + a);
+    if (a.rfind("closed ", 0) != 0) Stop("unexpected answer to close: " + a);
     return a.substr(7);
+  }
+
+  /// Ends the run on an answer out of protocol, once the old build is
+  /// accepted (before, throws std::runtime_error(why): the hello's refusal
+  /// quotes it): one `lockline: error:` line, the rows written so far kept
+  /// (an unfinished run: ci/compare.py --builds refuses it), the old build
+  /// killed, exit 3.
+  [[noreturn]] void Stop(const std::string& why) {
+    if (!relay_) throw std::runtime_error(why);
+    const std::string path = KeptResultPath();
+    const std::string kept = path.empty() ? " (no result file was written yet)"
+                                          : ": " + path + " keeps the " +
+                                                std::to_string(KeptRows()) +
+                                                " measured rows written before";
+    std::fflush(stdout);
+    std::fprintf(stderr,
+                 "lockline: error: --duet-with=%s: %s; stopping the run%s\n",
+                 EscapeForMessage(binary_).c_str(),
+                 EscapeForMessage(why).c_str(), kept.c_str());
+    std::fflush(stderr);
+    Kill();
+    RestoreAll();
+    UnmountWhatLocklineMounted();
+    _exit(3);
   }
 
   const std::string& binary() const { return binary_; }
@@ -274,11 +374,18 @@ class WindowClient {
     std::vector<char*> cargv;
     for (auto& a : argv) cargv.push_back(a.data());
     cargv.push_back(nullptr);
+    AnswerTimeoutSeconds();  // a bad $LOCKLINE_DUET_ANSWER_TIMEOUT: refused
+    const pid_t parent = getpid();
     const pid_t pid = fork();
     if (pid < 0)
       throw Refusal(binary_,
                     std::string("cannot fork: ") + std::strerror(errno));
     if (pid == 0) {
+      // Its own process group, killed as one (Kill, the watchdog), and
+      // SIGKILLed should lockline die before it.
+      setpgid(0, 0);
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (getppid() != parent) _exit(127);
       dup2(sv[1], 0);
       dup2(sv[1], 1);
       dup2(ep[1], 2);
@@ -287,6 +394,7 @@ class WindowClient {
       _exit(127);
     }
     pid_ = pid;
+    setpgid(pid, pid);
     close(sv[1]);
     close(ep[1]);
     fd_ = sv[0];
@@ -299,18 +407,20 @@ class WindowClient {
   /// Refuses a binary that did not say the hello: waits for it and quotes its
   /// exit status and what it said.
   [[noreturn]] void RefuseSilentServer() {
-    int status = 0;
     close(fd_);
     fd_ = -1;
-    waitpid(pid_, &status, 0);
-    pid_ = -1;
-    std::string said = OneLine(err_text_);
+    // One that neither answers nor exits is killed (after the answer
+    // timeout, hello_error_).
+    const bool exited = ReapWithin(2'000);
+    if (!exited) Kill();
+    std::string said = EscapeForMessage(OneLine(err_text_));
     if (said.size() > 200) said = said.substr(0, 200) + "...";
     throw Refusal(
         binary_,
         "it did not answer as a lockline window server (" +
-            (WIFEXITED(status)
-                 ? "exit status " + std::to_string(WEXITSTATUS(status))
+            (!exited ? EscapeForMessage(hello_error_) + "; killed"
+             : WIFEXITED(status_)
+                 ? "exit status " + std::to_string(WEXITSTATUS(status_))
                  : std::string("killed by a signal")) +
             (said.empty() ? "" : ", it said: " + said) +
             "); accepted: a lockline build with --window-server (issue 38 "
@@ -318,26 +428,59 @@ class WindowClient {
             std::to_string(kSchemaVersion));
   }
 
+  /// True when the server exited within `ms` (its status in status_).
+  bool ReapWithin(int ms) {
+    for (int waited = 0; pid_ > 0; waited += 10) {
+      if (waitpid(pid_, &status_, WNOHANG) == pid_) pid_ = -1;
+      if (pid_ > 0 && waited >= ms) return false;
+      if (pid_ > 0) usleep(10'000);
+    }
+    return true;
+  }
+
+  /// Kills the server's process group and reaps the server.
+  void Kill() {
+    if (pid_ <= 0) return;
+    kill(-pid_, SIGKILL);
+    kill(pid_, SIGKILL);
+    waitpid(pid_, &status_, 0);
+    pid_ = -1;
+  }
+
+  /// The answer to `line`; an "error <text>" answer (the old build could not
+  /// carry the command out) throws std::runtime_error, its text escaped.
   std::string Ask(const std::string& line) {
     if (fd_ < 0 || !WriteAll(fd_, line + "\n"))
-      throw std::runtime_error("the old build's window server (" + binary_ +
-                               ") is gone");
+      Stop("the old build's window server (" + binary_ + ") is gone");
     std::string answer = ReadLine();
     if (answer.rfind("error ", 0) == 0)
-      throw std::runtime_error("old build: " + answer.substr(6));
+      throw std::runtime_error("old build: " +
+                               EscapeForMessage(answer.substr(6)));
     return answer;
   }
 
+  /// The next answer line; Stop when the server is gone, answers nothing
+  /// within the timeout, or writes a line longer than kMaxLineBytes.
   std::string ReadLine() {
     const uint64_t deadline =
-        NowNs() + static_cast<uint64_t>(kAnswerTimeoutMs) * 1'000'000ull;
+        NowNs() + static_cast<uint64_t>(AnswerTimeoutSeconds() * 1e9);
     for (std::string line;;) {
       if (TakeLine(buffer_, &line)) return line;
-      if (fd_ < 0) throw std::runtime_error("the old build's server is gone");
+      if (buffer_.size() > kMaxLineBytes)
+        Stop("the old build's window server (" + binary_ +
+             ") wrote a line longer than " +
+             std::to_string(kMaxLineBytes >> 20) + " MiB");
+      if (NowNs() > deadline) {
+        char limit[32];
+        std::snprintf(limit, sizeof limit, "%g s", AnswerTimeoutSeconds());
+        Stop("the old build's window server (" + binary_ +
+             ") did not answer within " + limit);
+      }
+      if (fd_ < 0) Stop("the old build's server is gone");
       pollfd p[2] = {{fd_, POLLIN, 0}, {err_fd_, POLLIN, 0}};
-      const int n = poll(p, err_fd_ >= 0 ? 2 : 1, 1000);
+      const int n = poll(p, err_fd_ >= 0 ? 2 : 1, 100);
       if (n < 0 && errno != EINTR)
-        throw std::runtime_error(std::string("poll: ") + std::strerror(errno));
+        Stop(std::string("poll: ") + std::strerror(errno));
       if (err_fd_ >= 0 && n > 0 && (p[1].revents & (POLLIN | POLLHUP)))
         DrainErr(0);
       if (n > 0 && (p[0].revents & (POLLIN | POLLHUP | POLLERR))) {
@@ -346,19 +489,12 @@ class WindowClient {
         if (r < 0 && errno == EINTR) continue;
         if (r <= 0) {
           DrainErr(100);
-          throw std::runtime_error(
-              "the old build's window server (" + binary_ +
-              ") closed the connection" +
-              (err_text_.empty() ? "" : ": " + OneLine(err_text_)));
+          Stop("the old build's window server (" + binary_ +
+               ") closed the connection" +
+               (err_text_.empty() ? "" : ": " + OneLine(err_text_)));
         }
         buffer_.append(buf, static_cast<size_t>(r));
-        continue;
       }
-      if (NowNs() > deadline)
-        throw std::runtime_error("the old build's window server (" + binary_ +
-                                 ") did not answer within " +
-                                 std::to_string(kAnswerTimeoutMs / 1000) +
-                                 " s");
     }
   }
 
@@ -386,12 +522,14 @@ class WindowClient {
   }
 
   std::string binary_;
-  int fd_ = -1;      ///< the socket: the server's stdin and stdout
-  int err_fd_ = -1;  ///< the server's stderr
-  int pid_ = -1;
+  int fd_ = -1;        ///< the socket: the server's stdin and stdout
+  int err_fd_ = -1;    ///< the server's stderr
+  int pid_ = -1;       ///< the server, leader of its own process group
+  int status_ = 0;     ///< its wait status once reaped
+  int watchdog_ = -1;  ///< StartWatchdog's pipe
   bool relay_ = false;
   bool layout_ = false;
-  std::string buffer_, err_text_;
+  std::string buffer_, err_text_, hello_error_;
 };
 
 // ---- the paired workload -------------------------------------------------
@@ -635,12 +773,23 @@ class BuildDuetWorkload : public HeapPlacedWorkload {
     json old_side = json::object();
     if (closed.empty()) return old_side;
     try {
-      old_side = json::parse(closed);
-      if (old_side.contains("verify") && old_side["verify"].is_string())
-        remote_verify_ = old_side["verify"].get<std::string>();
+      old_side = json::parse(closed, [](int depth, json::parse_event_t, json&) {
+        if (depth > kMaxJsonDepth)
+          throw std::length_error("nested deeper than " +
+                                  std::to_string(kMaxJsonDepth) + " levels");
+        return true;
+      });
+    } catch (const std::length_error& e) {
+      client_->Stop(std::string("its closed answer is ") + e.what());
     } catch (const std::exception&) {
       remote_verify_ = "the old build's report is not JSON";
+      return json::object();
     }
+    if (!old_side.is_object() ||
+        (old_side.contains("verify") && !old_side["verify"].is_string()))
+      client_->Stop("its closed answer is not {\"verify\": <text>, ...}");
+    if (old_side.contains("verify"))
+      remote_verify_ = EscapeForMessage(old_side["verify"].get<std::string>());
     return old_side;
   }
 
@@ -755,20 +904,14 @@ std::vector<std::string> ServerArgs(const RunState& run) {
 
 /// One value per calibration for both processes (harness/
 /// shared_calibration.h): a private directory, inherited by the server
-/// through the environment, removed when the client ends.
+/// through the environment, removed when the client ends (by the watchdog
+/// when it ends otherwise than by returning from main).
 void ShareCalibrations() {
   char dir[] = "/tmp/lockline-calibration-XXXXXX";
   if (mkdtemp(dir) == nullptr) return;
   setenv(kSharedCalibrationEnv, dir, 1);
   static const std::string kept = dir;
-  std::atexit([] {
-    if (DIR* d = opendir(kept.c_str())) {
-      while (dirent* e = readdir(d))
-        if (e->d_name[0] != '.') unlink((kept + "/" + e->d_name).c_str());
-      closedir(d);
-    }
-    rmdir(kept.c_str());
-  });
+  std::atexit([] { RemoveFlatDir(kept.c_str()); });
 }
 
 /// `variant`'s workloads as build duets with `client`'s old build.

@@ -36,9 +36,15 @@
 //           {...}, "address_layout": {...} | null}: TeardownThread, Report,
 //           Verify; the offsets it sampled from the layout seed), the team
 //           joined
-// and "quit" (or end of input) at the end. Only one side runs at a time: while
-// the server runs a window, the client's thread 0 sleeps in a read on the
-// socket and its other threads and main thread wait on condition variables.
+// and "quit" (or end of input) at the end. An answer out of protocol (none
+// within 300 s, $LOCKLINE_DUET_ANSWER_TIMEOUT; a line over 16 MiB; a "closed"
+// JSON nested over 32 deep or whose verify is not a string; the connection
+// closed) stops the run: one `lockline: error:` line, exit 3, the rows written
+// before kept; the old build runs in its own process group, killed on every
+// way lockline ends (a watchdog process kills it should lockline die). Only one
+// side runs at a time: while the server runs a window, the client's thread 0
+// sleeps in a read on the socket and its other threads and main thread wait on
+// condition variables.
 //
 // Each repetition follows a DuetSchedule (harness/measure/duet.h): one warm-up
 // pair, then kDuetMinPairs pairs in a seeded random order (A = the old build, B
