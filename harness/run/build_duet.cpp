@@ -99,7 +99,9 @@ int StartWatchdog(pid_t group, const char* dir) {
     ignore.sa_handler = SIG_IGN;
     for (int sig = 1; sig < 32; ++sig)
       if (sig != SIGKILL && sig != SIGSTOP) sigaction(sig, &ignore, nullptr);
-    for (int fd = 3; fd < 65536; ++fd)
+    // Nothing of lockline's held open (its stdout: a reader waits for its
+    // end), but the pipe.
+    for (int fd = 0; fd < 65536; ++fd)
       if (fd != p[0]) close(fd);
     bool reaped = false;
     char c = 0;
@@ -464,8 +466,12 @@ class WindowClient {
   std::string ReadLine() {
     const uint64_t deadline =
         NowNs() + static_cast<uint64_t>(AnswerTimeoutSeconds() * 1e9);
+    // Searched for a newline only when new bytes brought one: a long line
+    // costs one pass.
+    bool complete = true;
     for (std::string line;;) {
-      if (TakeLine(buffer_, &line)) return line;
+      if (complete && TakeLine(buffer_, &line)) return line;
+      complete = false;
       if (buffer_.size() > kMaxLineBytes)
         Stop("the old build's window server (" + binary_ +
              ") wrote a line longer than " +
@@ -484,7 +490,7 @@ class WindowClient {
       if (err_fd_ >= 0 && n > 0 && (p[1].revents & (POLLIN | POLLHUP)))
         DrainErr(0);
       if (n > 0 && (p[0].revents & (POLLIN | POLLHUP | POLLERR))) {
-        char buf[4096];
+        char buf[16384];
         const ssize_t r = read(fd_, buf, sizeof buf);
         if (r < 0 && errno == EINTR) continue;
         if (r <= 0) {
@@ -494,6 +500,7 @@ class WindowClient {
                (err_text_.empty() ? "" : ": " + OneLine(err_text_)));
         }
         buffer_.append(buf, static_cast<size_t>(r));
+        complete = std::memchr(buf, '\n', static_cast<size_t>(r)) != nullptr;
       }
     }
   }
