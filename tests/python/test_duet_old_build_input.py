@@ -149,3 +149,24 @@ def test_invalid_utf8_in_the_old_builds_error_is_escaped(tmp_path):
     assert rows and all(r.get("error_occurred") for r in rows)
     assert all("\\xff\\xfe not UTF-8" in r["error_message"] for r in rows), rows
     _nothing_left(state)
+
+
+RACE_POINT = "page_free_race/variant:atomic/scanner:2.6.16/race_window_ns:2000/threads:2"
+
+
+@pytest.mark.parametrize("planted", ["fifo", "nan", "-1", "5e9"])
+def test_a_shared_calibration_is_checked_before_it_is_used(tmp_path, planted):
+    """The old build (here lockline itself, after planting a value) shares the calibration
+    directory: a FIFO in place of think_steps_per_ns hung both processes' open, and NaN, -1 or
+    5e9 steps per ns were used as measured. Each is said and measured anew."""
+    old = tmp_path / "old_lockline"
+    target = '"$LOCKLINE_SHARED_CALIBRATION/think_steps_per_ns"'
+    plant = f"mkfifo {target}" if planted == "fifo" else f"echo {planted} > {target}"
+    old.write_text(f"#!/bin/sh\n{plant}\nexec {BINARY} \"$@\"\n")
+    old.chmod(0o755)
+    out_dir = tmp_path / "run"
+    r = subprocess.run([BINARY, "--quick", f"--duet-with={old}", f"--benchmark_filter={RACE_POINT}",
+                        "--benchmark_repetitions=1", "--window=1ms", f"--out={out_dir}",
+                        "--events=none"], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "think_steps_per_ns holds no valid value" in r.stderr, r.stderr
