@@ -1,9 +1,11 @@
 #include "harness/measure/shared_calibration.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cctype>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -20,15 +22,32 @@ double SharedCalibration(const std::string& name,
           c == ':' || c == '-'))
       c = '_';
   const std::string path = std::string(dir) + "/" + file;
+  // What another process left is input (issue 48): a regular file (a FIFO in
+  // its place would block the open) holding a finite value in (0, 1e7] (every
+  // calibration is a rate or a cost per page well inside it); anything else
+  // is said and measured here instead.
   const auto read_value = [&](double* out) {
-    FILE* f = std::fopen(path.c_str(), "r");
-    if (f == nullptr) return false;
-    const bool ok = std::fscanf(f, "%lf", out) == 1;
-    std::fclose(f);
-    return ok;
+    const int fd = open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) return false;
+    struct stat st {};
+    char buf[64] = {};
+    const bool regular = fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+    const ssize_t n = regular ? read(fd, buf, sizeof buf - 1) : -1;
+    close(fd);
+    char* end = buf;
+    const double v = n > 0 ? std::strtod(buf, &end) : 0;
+    if (end == buf || !std::isfinite(v) || v <= 0 || v > 1e7) return false;
+    *out = v;
+    return true;
   };
   double value = 0;
-  if (read_value(&value)) return value;
+  if (access(path.c_str(), F_OK) == 0) {
+    if (read_value(&value)) return value;
+    std::fprintf(stderr,
+                 "lockline: warning: shared calibration %s holds no valid "
+                 "value; this process measures its own\n",
+                 path.c_str());
+  }
   value = measure();
   // Written to a temporary name, then linked into place: a reader never sees
   // a half-written value, and when both processes measured, the first link

@@ -5,7 +5,9 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/personality.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -41,9 +43,81 @@ namespace {
 using nlohmann::json;
 
 /// How long the client waits for one answer of the server: longer than a
-/// window's hard limit (ThreadTeam: bound + 120 s), so a server that hangs is
-/// reported rather than waited for forever.
-constexpr int kAnswerTimeoutMs = 300'000;
+/// window's hard limit (ThreadTeam: bound + 120 s), so a server that hangs,
+/// or writes without ever ending its line, is reported rather than waited for
+/// forever. $LOCKLINE_DUET_ANSWER_TIMEOUT (a duration, e.g. "2s") sets it,
+/// for tests.
+double AnswerTimeoutSeconds() {
+  static const double s = [] {
+    const char* env = std::getenv("LOCKLINE_DUET_ANSWER_TIMEOUT");
+    return env && *env ? ParseDurationSeconds(
+                             env, "LOCKLINE_DUET_ANSWER_TIMEOUT", 1e-3, 3600)
+                       : 300.0;
+  }();
+  return s;
+}
+
+/// The longest answer line the client takes (a "closed" answer is a few KiB):
+/// a server writing without a newline is refused, not buffered without bound.
+constexpr size_t kMaxLineBytes = 16u << 20;
+/// The deepest nesting of a "closed" answer the client takes (its own is 4
+/// deep): a deeper one is refused before it is copied (recursively) into the
+/// row.
+constexpr int kMaxJsonDepth = 32;
+
+/// Async-signal-safe: removes `dir` and the files in it (the calibration
+/// directory: no subdirectories).
+void RemoveFlatDir(const char* dir) {
+  const int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd >= 0) {
+    // linux_dirent64: d_reclen at offset 16, d_name at 19.
+    char buf[4096];
+    for (long n; (n = syscall(SYS_getdents64, fd, buf, sizeof buf)) > 0;)
+      for (long off = 0; off < n;) {
+        unsigned short len = 0;
+        std::memcpy(&len, buf + off + 16, sizeof len);
+        if (buf[off + 19] != '.') unlinkat(fd, buf + off + 19, 0);
+        off += len;
+      }
+    close(fd);
+  }
+  rmdir(dir);
+}
+
+/// Forks a watchdog that outlives this process: when the pipe it reads ends
+/// (lockline exits on any path: a signal, exit 3 or 4, a crash), it kills the
+/// old build's process group `group` unless told the group was reaped ("R"),
+/// and removes the calibration directory `dir` (nullptr: none). Returns the
+/// pipe's write end (-1: no watchdog).
+int StartWatchdog(pid_t group, const char* dir) {
+  int p[2];
+  if (pipe2(p, O_CLOEXEC) != 0) return -1;
+  const pid_t pid = fork();
+  if (pid == 0) {
+    // Only async-signal-safe calls here: lockline may have threads.
+    struct sigaction ignore {};
+    ignore.sa_handler = SIG_IGN;
+    for (int sig = 1; sig < 32; ++sig)
+      if (sig != SIGKILL && sig != SIGSTOP) sigaction(sig, &ignore, nullptr);
+    // Nothing of lockline's held open (its stdout: a reader waits for its
+    // end), but the pipe.
+    for (int fd = 0; fd < 65536; ++fd)
+      if (fd != p[0]) close(fd);
+    bool reaped = false;
+    char c = 0;
+    for (ssize_t n; (n = read(p[0], &c, 1)) != 0;) {
+      if (n < 0 && errno != EINTR) break;
+      reaped |= n == 1 && c == 'R';
+    }
+    if (!reaped) kill(-group, SIGKILL);
+    if (dir != nullptr) RemoveFlatDir(dir);
+    _exit(0);
+  }
+  close(p[0]);
+  if (pid > 0) return p[1];
+  close(p[1]);
+  return -1;
+}
 
 bool WriteAll(int fd, const std::string& text) {
   size_t done = 0;
@@ -57,6 +131,16 @@ bool WriteAll(int fd, const std::string& text) {
     if (n <= 0) return false;
     done += static_cast<size_t>(n);
   }
+  return true;
+}
+
+/// Moves the first complete line of `buffer` (without its newline) to `line`;
+/// false while `buffer` holds none.
+bool TakeLine(std::string& buffer, std::string* line) {
+  const size_t nl = buffer.find('\n');
+  if (nl == std::string::npos) return false;
+  *line = buffer.substr(0, nl);
+  buffer.erase(0, nl + 1);
   return true;
 }
 
@@ -76,487 +160,698 @@ std::string Join(const std::vector<std::string>& v, size_t limit) {
   return out;
 }
 
-}  // namespace
+/// The refusal of the old build `binary`: one `lockline: error:` line.
+UsageError Refusal(const std::string& binary, const std::string& why) {
+  return UsageError("--duet-with=" + binary + ": " + why);
+}
 
-// ---- client --------------------------------------------------------------
-
-WindowClient::WindowClient(const std::string& binary,
-                           const std::vector<std::string>& args,
-                           const std::vector<std::string>& keys)
-    : binary_(binary) {
-  int sv[2], ep[2];
-  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0 ||
-      pipe2(ep, O_CLOEXEC) != 0)
-    throw UsageError("--duet-with=" + binary +
-                     ": cannot create a socket: " + std::strerror(errno));
-  std::vector<std::string> argv = {binary, "--window-server"};
-  argv.insert(argv.end(), args.begin(), args.end());
-  std::vector<char*> cargv;
-  for (auto& a : argv) cargv.push_back(a.data());
-  cargv.push_back(nullptr);
-  const pid_t pid = fork();
-  if (pid < 0)
-    throw UsageError("--duet-with=" + binary +
-                     ": cannot fork: " + std::strerror(errno));
-  if (pid == 0) {
-    dup2(sv[1], 0);
-    dup2(sv[1], 1);
-    dup2(ep[1], 2);
-    execv(binary.c_str(), cargv.data());
-    std::fprintf(stderr, "cannot execute: %s\n", std::strerror(errno));
-    _exit(127);
-  }
-  pid_ = pid;
-  close(sv[1]);
-  close(ep[1]);
-  fd_ = sv[0];
-  // The old build's stderr: kept until its point keys are checked (its error
-  // line is quoted in ours), then copied to ours whenever the client waits
-  // for an answer (ReadLine), so no thread is needed.
-  err_fd_ = ep[0];
-  std::string hello;
-  try {
-    hello = ReadLine();
-  } catch (const std::exception&) {
-    hello.clear();
-  }
-  if (hello.rfind("lockline-window-server ", 0) != 0) {
-    int status = 0;
-    close(fd_);
-    fd_ = -1;
-    waitpid(pid_, &status, 0);
-    pid_ = -1;
-    std::string said = OneLine(err_text_);
-    if (said.size() > 200) said = said.substr(0, 200) + "...";
-    throw UsageError(
-        "--duet-with=" + binary + ": it did not answer as a lockline window " +
-        "server (" +
-        (WIFEXITED(status)
-             ? "exit status " + std::to_string(WEXITSTATUS(status))
-             : std::string("killed by a signal")) +
-        (said.empty() ? "" : ", it said: " + said) +
-        "); accepted: a lockline build with --window-server (issue 38 and " +
-        "later) of result schema " + std::to_string(kSchemaVersion));
-  }
+/// Refuses a hello of another protocol or result schema.
+void CheckHello(const std::string& binary, const std::string& hello) {
   int proto = 0, schema = 0;
   size_t npoints = 0;
   if (std::sscanf(hello.c_str(),
                   "lockline-window-server proto=%d schema=%d points=%zu",
                   &proto, &schema, &npoints) != 3)
-    throw UsageError("--duet-with=" + binary + ": malformed hello '" +
-                     OneLine(hello) + "'");
+    throw Refusal(binary, "malformed hello '" + OneLine(hello) + "'");
   if (schema != kSchemaVersion || proto != kWindowServerProtocol)
-    throw UsageError("--duet-with=" + binary + ": it writes result schema " +
-                     std::to_string(schema) + " (window protocol " +
-                     std::to_string(proto) + "), this build schema " +
-                     std::to_string(kSchemaVersion) + " (protocol " +
-                     std::to_string(kWindowServerProtocol) +
-                     "); accepted: a build of the same result schema and "
-                     "protocol");
-  layout_ = hello.find(" layout=1") != std::string::npos;
-  std::set<std::string> theirs;
-  for (;;) {
-    const std::string line = ReadLine();
-    if (line == "end") break;
-    if (line.rfind("key ", 0) != 0)
-      throw UsageError("--duet-with=" + binary + ": malformed key line '" +
-                       OneLine(line) + "'");
-    theirs.insert(line.substr(4));
-  }
+    throw Refusal(binary, "it writes result schema " + std::to_string(schema) +
+                              " (window protocol " + std::to_string(proto) +
+                              "), this build schema " +
+                              std::to_string(kSchemaVersion) + " (protocol " +
+                              std::to_string(kWindowServerProtocol) +
+                              "); accepted: a build of the same result "
+                              "schema and protocol");
+}
+
+/// Refuses an old build whose point keys differ from ours, naming the keys
+/// only one side has.
+void CheckKeys(const std::string& binary, const std::vector<std::string>& keys,
+               const std::set<std::string>& theirs) {
   const std::set<std::string> ours(keys.begin(), keys.end());
   std::vector<std::string> only_ours, only_theirs;
   for (const auto& k : ours)
     if (!theirs.count(k)) only_ours.push_back(k);
   for (const auto& k : theirs)
     if (!ours.count(k)) only_theirs.push_back(k);
-  if (!only_ours.empty() || !only_theirs.empty())
-    throw UsageError(
-        "--duet-with=" + binary + ": the two builds' suites differ: " +
-        std::to_string(only_ours.size()) + " key(s) only in this build" +
-        (only_ours.empty() ? "" : " (" + Join(only_ours, 4) + ")") + ", " +
-        std::to_string(only_theirs.size()) + " only in the old build" +
-        (only_theirs.empty() ? "" : " (" + Join(only_theirs, 4) + ")") +
-        "; accepted: builds with the same point keys for the selected suite "
-        "(narrow both with --benchmark_filter)");
-  // From here on the old build's messages go to our stderr as they come.
-  if (!err_text_.empty())
-    std::fprintf(stderr, "old build: %s", err_text_.c_str());
-  err_text_.clear();
-  relay_ = true;
+  if (only_ours.empty() && only_theirs.empty()) return;
+  throw Refusal(
+      binary,
+      "the two builds' suites differ: " + std::to_string(only_ours.size()) +
+          " key(s) only in this build" +
+          (only_ours.empty() ? "" : " (" + Join(only_ours, 4) + ")") + ", " +
+          std::to_string(only_theirs.size()) + " only in the old build" +
+          (only_theirs.empty() ? "" : " (" + Join(only_theirs, 4) + ")") +
+          "; accepted: builds with the same point keys for the selected suite "
+          "(narrow both with --benchmark_filter)");
 }
 
-WindowClient::~WindowClient() {
-  if (fd_ >= 0) {
-    WriteAll(fd_, "quit\n");
-    close(fd_);
+// ---- client --------------------------------------------------------------
+
+/// One window of the old build as the server measured it.
+struct RemoteWindow {
+  uint64_t ops = 0;      ///< operations of all its threads
+  double seconds = 0;    ///< its first thread's start to its last thread's end
+  bool overrun = false;  ///< past its wall-clock bound (OverrunBoundNs)
+  double cpu_seconds = 0;  ///< its threads' summed CPU time in the window
+  /// WindowResult::max_off_cpu of the window; -1 from a server that does not
+  /// say (before off-CPU shares were reported).
+  double max_off_cpu = -1;
+};
+
+/// The client's end of a window server: the old binary as a child process on a
+/// Unix socket pair. Methods are called from one thread at a time (the main
+/// thread, or a team's thread 0 while the others wait). Throws
+/// std::runtime_error when the server exits or answers out of protocol.
+class WindowClient {
+ public:
+  /// Starts `binary --window-server args...`; its stderr is copied to ours,
+  /// each line prefixed "old build: ". Throws UsageError
+  /// (harness/run/options.h) when it does not start or does not answer the
+  /// hello, or its schema, protocol or point keys differ from `keys` (naming
+  /// the keys only one side has).
+  WindowClient(const std::string& binary, const std::vector<std::string>& args,
+               const std::vector<std::string>& keys)
+      : binary_(binary) {
+    Start(args);
+    try {
+      Handshake(keys);
+    } catch (...) {
+      Kill();
+      throw;
+    }
+    // From here on the old build's messages go to our stderr as they come.
+    if (!err_text_.empty())
+      std::fprintf(stderr, "old build: %s", err_text_.c_str());
+    err_text_.clear();
+    relay_ = true;
+    const char* dir = std::getenv(kSharedCalibrationEnv);
+    watchdog_ = StartWatchdog(pid_, dir && *dir ? dir : nullptr);
   }
-  if (pid_ > 0) {
+
+  ~WindowClient() {
+    if (fd_ >= 0) {
+      WriteAll(fd_, "quit\n");
+      close(fd_);
+      fd_ = -1;
+    }
     // The server leaves at "quit" or end of input; one stuck in a window is
     // killed after 10 s.
-    int status = 0;
-    for (int i = 0; i < 1000; ++i) {
-      if (waitpid(pid_, &status, WNOHANG) == pid_) {
-        pid_ = -1;
-        break;
-      }
-      usleep(10'000);
+    if (pid_ > 0 && !ReapWithin(10'000)) Kill();
+    if (watchdog_ >= 0) {
+      WriteAll(watchdog_, "R");
+      close(watchdog_);
     }
-    if (pid_ > 0) {
-      kill(pid_, SIGKILL);
-      waitpid(pid_, &status, 0);
-    }
-  }
-  if (err_fd_ >= 0) {
-    DrainErr(0);
-    close(err_fd_);
-  }
-}
-
-void WindowClient::DrainErr(int timeout_ms) {
-  if (err_fd_ < 0) return;
-  pollfd p{err_fd_, POLLIN, 0};
-  while (poll(&p, 1, timeout_ms) > 0 && (p.revents & (POLLIN | POLLHUP))) {
-    char buf[4096];
-    const ssize_t n = read(err_fd_, buf, sizeof buf);
-    if (n <= 0) {
-      close(err_fd_);
-      err_fd_ = -1;
-      return;
-    }
-    if (relay_) {
-      std::string text(buf, static_cast<size_t>(n));
-      std::fprintf(stderr, "old build: %s", text.c_str());
-    } else if (err_text_.size() < 65536) {
-      err_text_.append(buf, static_cast<size_t>(n));
-    }
-    timeout_ms = 0;
-  }
-}
-
-std::string WindowClient::ReadLine() {
-  const uint64_t deadline =
-      NowNs() + static_cast<uint64_t>(kAnswerTimeoutMs) * 1'000'000ull;
-  for (;;) {
-    const size_t nl = buffer_.find('\n');
-    if (nl != std::string::npos) {
-      std::string line = buffer_.substr(0, nl);
-      buffer_.erase(0, nl + 1);
-      return line;
-    }
-    if (fd_ < 0) throw std::runtime_error("the old build's server is gone");
-    pollfd p[2] = {{fd_, POLLIN, 0}, {err_fd_, POLLIN, 0}};
-    const int n = poll(p, err_fd_ >= 0 ? 2 : 1, 1000);
-    if (n < 0 && errno != EINTR)
-      throw std::runtime_error(std::string("poll: ") + std::strerror(errno));
-    if (err_fd_ >= 0 && n > 0 && (p[1].revents & (POLLIN | POLLHUP)))
+    if (err_fd_ >= 0) {
       DrainErr(0);
-    if (n > 0 && (p[0].revents & (POLLIN | POLLHUP | POLLERR))) {
-      char buf[4096];
-      const ssize_t r = read(fd_, buf, sizeof buf);
-      if (r < 0 && errno == EINTR) continue;
-      if (r <= 0) {
-        DrainErr(100);
-        throw std::runtime_error(
-            "the old build's window server (" + binary_ +
-            ") closed the connection" +
-            (err_text_.empty() ? "" : ": " + OneLine(err_text_)));
-      }
-      buffer_.append(buf, static_cast<size_t>(r));
-      continue;
+      close(err_fd_);
     }
-    if (NowNs() > deadline)
-      throw std::runtime_error("the old build's window server (" + binary_ +
-                               ") did not answer within " +
-                               std::to_string(kAnswerTimeoutMs / 1000) + " s");
   }
-}
+  WindowClient(const WindowClient&) = delete;
+  WindowClient& operator=(const WindowClient&) = delete;
 
-std::string WindowClient::Ask(const std::string& line) {
-  if (fd_ < 0 || !WriteAll(fd_, line + "\n"))
-    throw std::runtime_error("the old build's window server (" + binary_ +
-                             ") is gone");
-  std::string answer = ReadLine();
-  if (answer.rfind("error ", 0) == 0)
-    throw std::runtime_error("old build: " + answer.substr(6));
-  return answer;
-}
+  /// The hello and the point keys; throws UsageError (see the constructor).
+  void Handshake(const std::vector<std::string>& keys) {
+    std::string hello;
+    try {
+      hello = ReadLine();
+    } catch (const std::exception& e) {
+      hello_error_ = e.what();
+    }
+    if (hello.rfind("lockline-window-server ", 0) != 0) RefuseSilentServer();
+    CheckHello(binary_, hello);
+    layout_ = hello.find(" layout=1") != std::string::npos;
+    std::set<std::string> theirs;
+    for (std::string line; (line = ReadLine()) != "end";) {
+      if (line.rfind("key ", 0) != 0)
+        throw Refusal(binary_, "malformed key line '" + OneLine(line) + "'");
+      theirs.insert(line.substr(4));
+    }
+    CheckKeys(binary_, keys, theirs);
+  }
 
-bool WindowClient::Open(const std::string& key, uint64_t window_ns, int windows,
-                        const std::vector<int>& pus, bool oversubscribed) {
-  std::string list;
-  for (size_t i = 0; i < pus.size(); ++i)
-    list += (i ? "," : "") + std::to_string(pus[i]);
-  // The repetition's layout seed (harness/machine/memory.h): the server places
-  // its structures at the offsets ours have, so each window pair compares the
-  // two builds at one address layout, and the layouts sampled from repetition
-  // to repetition vary both sides alike.
-  uint64_t seed = 0;
-  const std::string layout = layout_ && LiveLayoutSeed(&seed)
-                                 ? " layout=" + std::to_string(seed)
-                                 : std::string();
-  const std::string a = Ask("open " + key + " " + std::to_string(window_ns) +
-                            " " + std::to_string(windows) + " " + list + " " +
-                            (oversubscribed ? "1" : "0") + layout);
-  int fixed = 0;
-  if (std::sscanf(a.c_str(), "ok %d", &fixed) != 1)
-    throw std::runtime_error("old build: unexpected answer to open: " + a);
-  return fixed != 0;
-}
+  /// Opens point `key` on the server; returns its workload's fixed_work().
+  bool Open(const std::string& key, uint64_t window_ns, int windows,
+            const std::vector<int>& pus, bool oversubscribed) {
+    // Appended piece by piece: GCC 12's -Wrestrict misreads a chain of
+    // operator+ at -O3.
+    std::string line = "open ";
+    line.append(key).append(" ").append(std::to_string(window_ns));
+    line.append(" ").append(std::to_string(windows)).append(" ");
+    for (size_t i = 0; i < pus.size(); ++i)
+      line.append(i ? "," : "").append(std::to_string(pus[i]));
+    line.append(oversubscribed ? " 1" : " 0");
+    uint64_t seed = 0;
+    if (layout_ && LiveLayoutSeed(&seed))
+      line.append(" layout=").append(std::to_string(seed));
+    const std::string a = Ask(line);
+    int fixed = 0;
+    if (std::sscanf(a.c_str(), "ok %d", &fixed) != 1)
+      Stop("unexpected answer to open: " + a);
+    return fixed != 0;
+  }
 
-RemoteWindow WindowClient::Window() {
-  const std::string a = Ask("window");
-  RemoteWindow w;
-  unsigned long long ops = 0;
-  int overrun = 0;
-  const int got =
-      std::sscanf(a.c_str(), "done %llu %lf %d %lf %lf", &ops, &w.seconds,
-                  &overrun, &w.cpu_seconds, &w.max_off_cpu);
-  if (got < 4)
-    throw std::runtime_error("old build: unexpected answer to window: " + a);
-  if (got == 4) w.max_off_cpu = -1;  // a server before off-CPU shares
-  w.ops = ops;
-  w.overrun = overrun != 0;
-  return w;
-}
+  /// Runs one window of the open point.
+  RemoteWindow Window() {
+    const std::string a = Ask("window");
+    RemoteWindow w;
+    unsigned long long ops = 0;
+    int overrun = 0;
+    const int got =
+        std::sscanf(a.c_str(), "done %llu %lf %d %lf %lf", &ops, &w.seconds,
+                    &overrun, &w.cpu_seconds, &w.max_off_cpu);
+    if (got < 4) Stop("unexpected answer to window: " + a);
+    if (got == 4) w.max_off_cpu = -1;  // a server before off-CPU shares
+    w.ops = ops;
+    w.overrun = overrun != 0;
+    return w;
+  }
 
-std::string WindowClient::Close() {
-  const std::string a = Ask("close");
-  if (a.rfind("closed ", 0) != 0)
-    throw std::runtime_error("old build: unexpected answer to close: " + a);
-  return a.substr(7);
-}
+  /// Closes the open point: {"verify": "", "metrics": {...}} of its side.
+  std::string Close() {
+    const std::string a = Ask("close");
+    if (a.rfind("closed ", 0) != 0) Stop("unexpected answer to close: " + a);
+    return a.substr(7);
+  }
+
+  /// Ends the run on an answer out of protocol, once the old build is
+  /// accepted (before, throws std::runtime_error(why): the hello's refusal
+  /// quotes it): one `lockline: error:` line, the rows written so far kept
+  /// (an unfinished run: ci/compare.py --builds refuses it), the old build
+  /// killed, exit 3.
+  [[noreturn]] void Stop(const std::string& why) {
+    if (!relay_) throw std::runtime_error(why);
+    const std::string path = KeptResultPath();
+    const std::string kept = path.empty() ? " (no result file was written yet)"
+                                          : ": " + path + " keeps the " +
+                                                std::to_string(KeptRows()) +
+                                                " measured rows written before";
+    std::fflush(stdout);
+    std::fprintf(stderr,
+                 "lockline: error: --duet-with=%s: %s; stopping the run%s\n",
+                 EscapeForMessage(binary_).c_str(),
+                 EscapeForMessage(why).c_str(), kept.c_str());
+    std::fflush(stderr);
+    Kill();
+    RestoreAll();
+    UnmountWhatLocklineMounted();
+    _exit(3);
+  }
+
+  const std::string& binary() const { return binary_; }
+  /// True when the server samples structure offsets from the client's layout
+  /// seed (its hello said layout=1); an older server keeps offset 0, and the
+  /// client then does too (RunState::sample_layout).
+  bool layout() const { return layout_; }
+
+ private:
+  /// Forks and executes `binary_ --window-server args...` on the socket.
+  void Start(const std::vector<std::string>& args) {
+    int sv[2], ep[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0 ||
+        pipe2(ep, O_CLOEXEC) != 0)
+      throw Refusal(binary_, std::string("cannot create a socket: ") +
+                                 std::strerror(errno));
+    std::vector<std::string> argv = {binary_, "--window-server"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    std::vector<char*> cargv;
+    for (auto& a : argv) cargv.push_back(a.data());
+    cargv.push_back(nullptr);
+    AnswerTimeoutSeconds();  // a bad $LOCKLINE_DUET_ANSWER_TIMEOUT: refused
+    const pid_t parent = getpid();
+    const pid_t pid = fork();
+    if (pid < 0)
+      throw Refusal(binary_,
+                    std::string("cannot fork: ") + std::strerror(errno));
+    if (pid == 0) {
+      // Its own process group, killed as one (Kill, the watchdog), and
+      // SIGKILLed should lockline die before it.
+      setpgid(0, 0);
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (getppid() != parent) _exit(127);
+      dup2(sv[1], 0);
+      dup2(sv[1], 1);
+      dup2(ep[1], 2);
+      execv(binary_.c_str(), cargv.data());
+      std::fprintf(stderr, "cannot execute: %s\n", std::strerror(errno));
+      _exit(127);
+    }
+    pid_ = pid;
+    setpgid(pid, pid);
+    close(sv[1]);
+    close(ep[1]);
+    fd_ = sv[0];
+    // The old build's stderr: kept until its point keys are checked (its
+    // error line is quoted in ours), then copied to ours whenever the client
+    // waits for an answer (ReadLine), so no thread is needed.
+    err_fd_ = ep[0];
+  }
+
+  /// Refuses a binary that did not say the hello: waits for it and quotes its
+  /// exit status and what it said.
+  [[noreturn]] void RefuseSilentServer() {
+    close(fd_);
+    fd_ = -1;
+    // One that neither answers nor exits is killed (after the answer
+    // timeout, hello_error_).
+    const bool exited = ReapWithin(2'000);
+    if (!exited) Kill();
+    std::string said = EscapeForMessage(OneLine(err_text_));
+    if (said.size() > 200) said = said.substr(0, 200) + "...";
+    throw Refusal(
+        binary_,
+        "it did not answer as a lockline window server (" +
+            (!exited ? EscapeForMessage(hello_error_) + "; killed"
+             : WIFEXITED(status_)
+                 ? "exit status " + std::to_string(WEXITSTATUS(status_))
+                 : std::string("killed by a signal")) +
+            (said.empty() ? "" : ", it said: " + said) +
+            "); accepted: a lockline build with --window-server (issue 38 "
+            "and later) of result schema " +
+            std::to_string(kSchemaVersion));
+  }
+
+  /// True when the server exited within `ms` (its status in status_).
+  bool ReapWithin(int ms) {
+    for (int waited = 0; pid_ > 0; waited += 10) {
+      if (waitpid(pid_, &status_, WNOHANG) == pid_) pid_ = -1;
+      if (pid_ > 0 && waited >= ms) return false;
+      if (pid_ > 0) usleep(10'000);
+    }
+    return true;
+  }
+
+  /// Kills the server's process group and reaps the server.
+  void Kill() {
+    if (pid_ <= 0) return;
+    kill(-pid_, SIGKILL);
+    kill(pid_, SIGKILL);
+    waitpid(pid_, &status_, 0);
+    pid_ = -1;
+  }
+
+  /// The answer to `line`; an "error <text>" answer (the old build could not
+  /// carry the command out) throws std::runtime_error, its text escaped.
+  std::string Ask(const std::string& line) {
+    if (fd_ < 0 || !WriteAll(fd_, line + "\n"))
+      Stop("the old build's window server (" + binary_ + ") is gone");
+    std::string answer = ReadLine();
+    if (answer.rfind("error ", 0) == 0)
+      throw std::runtime_error("old build: " +
+                               EscapeForMessage(answer.substr(6)));
+    return answer;
+  }
+
+  /// The next answer line; Stop when the server is gone, answers nothing
+  /// within the timeout, or writes a line longer than kMaxLineBytes.
+  std::string ReadLine() {
+    const uint64_t deadline =
+        NowNs() + static_cast<uint64_t>(AnswerTimeoutSeconds() * 1e9);
+    // Searched for a newline only when new bytes brought one: a long line
+    // costs one pass.
+    bool complete = true;
+    for (std::string line;;) {
+      if (complete && TakeLine(buffer_, &line)) return line;
+      complete = false;
+      if (buffer_.size() > kMaxLineBytes)
+        Stop("the old build's window server (" + binary_ +
+             ") wrote a line longer than " +
+             std::to_string(kMaxLineBytes >> 20) + " MiB");
+      if (NowNs() > deadline) {
+        char limit[32];
+        std::snprintf(limit, sizeof limit, "%g s", AnswerTimeoutSeconds());
+        Stop("the old build's window server (" + binary_ +
+             ") did not answer within " + limit);
+      }
+      if (fd_ < 0) Stop("the old build's server is gone");
+      pollfd p[2] = {{fd_, POLLIN, 0}, {err_fd_, POLLIN, 0}};
+      const int n = poll(p, err_fd_ >= 0 ? 2 : 1, 100);
+      if (n < 0 && errno != EINTR)
+        Stop(std::string("poll: ") + std::strerror(errno));
+      if (err_fd_ >= 0 && n > 0 && (p[1].revents & (POLLIN | POLLHUP)))
+        DrainErr(0);
+      if (n > 0 && (p[0].revents & (POLLIN | POLLHUP | POLLERR))) {
+        char buf[16384];
+        const ssize_t r = read(fd_, buf, sizeof buf);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) {
+          DrainErr(100);
+          Stop("the old build's window server (" + binary_ +
+               ") closed the connection" +
+               (err_text_.empty() ? "" : ": " + OneLine(err_text_)));
+        }
+        buffer_.append(buf, static_cast<size_t>(r));
+        complete = std::memchr(buf, '\n', static_cast<size_t>(r)) != nullptr;
+      }
+    }
+  }
+
+  /// Reads what the server wrote to its stderr: kept in err_text_ until the
+  /// keys are checked, then copied to ours.
+  void DrainErr(int timeout_ms) {
+    if (err_fd_ < 0) return;
+    pollfd p{err_fd_, POLLIN, 0};
+    while (poll(&p, 1, timeout_ms) > 0 && (p.revents & (POLLIN | POLLHUP))) {
+      char buf[4096];
+      const ssize_t n = read(err_fd_, buf, sizeof buf);
+      if (n <= 0) {
+        close(err_fd_);
+        err_fd_ = -1;
+        return;
+      }
+      if (relay_) {
+        std::string text(buf, static_cast<size_t>(n));
+        std::fprintf(stderr, "old build: %s", text.c_str());
+      } else if (err_text_.size() < 65536) {
+        err_text_.append(buf, static_cast<size_t>(n));
+      }
+      timeout_ms = 0;
+    }
+  }
+
+  std::string binary_;
+  int fd_ = -1;        ///< the socket: the server's stdin and stdout
+  int err_fd_ = -1;    ///< the server's stderr
+  int pid_ = -1;       ///< the server, leader of its own process group
+  int status_ = 0;     ///< its wait status once reaped
+  int watchdog_ = -1;  ///< StartWatchdog's pipe
+  bool relay_ = false;
+  bool layout_ = false;
+  std::string buffer_, err_text_, hello_error_;
+};
 
 // ---- the paired workload -------------------------------------------------
 
-BuildDuetWorkload::BuildDuetWorkload(
-    std::unique_ptr<Workload> local, std::shared_ptr<WindowClient> client,
-    std::string key, std::vector<DuetSide> schedule, bool old_prepares_first,
-    uint64_t window_ns, std::vector<int> pus, bool oversubscribed)
-    : local_(std::move(local)),
-      client_(std::move(client)),
-      key_(std::move(key)),
-      schedule_(std::move(schedule)),
-      old_prepares_first_(old_prepares_first),
-      window_ns_(window_ns),
-      pus_(std::move(pus)),
-      oversubscribed_(oversubscribed) {}
+/// One repetition of a build duet: the point's key, the window order (A = the
+/// old build, B = this one), which build prepares first (see Prepare), and
+/// what the old build's point is opened with.
+struct DuetRepetition {
+  std::string key;
+  std::vector<DuetSide> schedule;
+  bool old_prepares_first = false;
+  uint64_t window_ns = 0;
+  std::vector<int> pus;
+  bool oversubscribed = false;
+};
 
-BuildDuetWorkload::~BuildDuetWorkload() {
-  if (open_) {
+/// A Workload that pairs the current build's workload (`local`, side B) with
+/// the old build's of the same key on `client` (side A), window by window in
+/// the order of the schedule. The old side's windows run on the server; the
+/// local team's thread 0 waits for each (the others return at once). Report()
+/// adds the pairs; Verify() checks both sides.
+class BuildDuetWorkload : public HeapPlacedWorkload {
+ public:
+  BuildDuetWorkload(std::unique_ptr<Workload> local,
+                    std::shared_ptr<WindowClient> client, DuetRepetition rep)
+      : local_(std::move(local)),
+        client_(std::move(client)),
+        rep_(std::move(rep)) {}
+  ~BuildDuetWorkload() override {
+    if (!open_) return;
     try {
       client_->Close();
     } catch (...) {
     }
   }
-}
 
-void BuildDuetWorkload::Prepare(int threads) {
-  // Which build prepares first is drawn per repetition (half each): set-up
-  // leaves caches and memory in the state of whoever prepared last, and a
-  // one-window (fixed-work) point has no warm-up pair to wash it out. With the
-  // current build always first, an A/A duet read idle_burst rows 10-23 %
-  // slower on the current side in every repetition (issue 38).
-  if (!old_prepares_first_) local_->Prepare(threads);
-  logs_ = PaddedSlots<ThreadLog>(static_cast<size_t>(threads));
-  for (size_t i = 0; i < logs_.size(); ++i) {
-    logs_[i].ops.assign(schedule_.size(), 0);
-    logs_[i].start_ns.assign(schedule_.size(), 0);
-    logs_[i].end_ns.assign(schedule_.size(), 0);
-    logs_[i].cpu_ns.assign(schedule_.size(), 0);
-    logs_[i].run_delay_ns.assign(schedule_.size(), kNoRunDelay);
+  void Prepare(int threads) override {
+    // Which build prepares first is drawn per repetition (half each): set-up
+    // leaves caches and memory in the state of whoever prepared last, and a
+    // one-window (fixed-work) point has no warm-up pair to wash it out. With
+    // the current build always first, an A/A duet read idle_burst rows 10-23
+    // % slower on the current side in every repetition (issue 38).
+    if (!rep_.old_prepares_first) local_->Prepare(threads);
+    logs_ = PaddedSlots<ThreadLog>(static_cast<size_t>(threads));
+    for (size_t i = 0; i < logs_.size(); ++i)
+      logs_[i].windows.assign(rep_.schedule.size(), LocalWindow{});
+    remote_.assign(rep_.schedule.size(), RemoteWindow{});
+    const auto old_windows =
+        std::count_if(rep_.schedule.begin(), rep_.schedule.end(),
+                      [](DuetSide s) { return !IsLocal(s); });
+    const bool fixed =
+        client_->Open(rep_.key, rep_.window_ns, static_cast<int>(old_windows),
+                      rep_.pus, rep_.oversubscribed);
+    open_ = true;
+    if (rep_.old_prepares_first) local_->Prepare(threads);
+    if (fixed != local_->fixed_work())
+      throw std::runtime_error(
+          "build duet: " + rep_.key +
+          " is fixed work in one build and a timed window in the other");
   }
-  remote_.assign(schedule_.size(), RemoteWindow{});
-  int side_windows = 0;
-  for (DuetSide s : schedule_)
-    if (!IsLocal(s)) ++side_windows;
-  const bool fixed =
-      client_->Open(key_, window_ns_, side_windows, pus_, oversubscribed_);
-  open_ = true;
-  if (old_prepares_first_) local_->Prepare(threads);
-  if (fixed != local_->fixed_work())
-    throw std::runtime_error(
-        "build duet: " + key_ +
-        " is fixed work in one build and a timed window in the other");
-}
 
-void BuildDuetWorkload::SetupThread(const ThreadCtx& ctx) {
-  local_->SetupThread(ctx);
-}
+  void SetupThread(const ThreadCtx& ctx) override { local_->SetupThread(ctx); }
 
-uint64_t BuildDuetWorkload::RunWindow(const ThreadCtx& ctx,
-                                      const std::atomic<bool>& stop) {
-  ThreadLog& log = logs_[static_cast<size_t>(ctx.index)];
-  const size_t w = static_cast<size_t>(log.next++);
-  // Past the schedule (Google Benchmark ran extra iterations): the current
-  // build alone, unrecorded.
-  if (w >= schedule_.size()) return local_->RunWindow(ctx, stop);
-  if (IsLocal(schedule_[w])) {
-    const uint64_t d0 = ThreadRunDelayNs();
-    const uint64_t c0 = ThreadCpuNs();
-    const uint64_t t0 = NowNs();
-    const uint64_t ops = local_->RunWindow(ctx, stop);
-    const uint64_t t1 = NowNs();
-    log.cpu_ns[w] = ThreadCpuNs() - c0;
-    log.run_delay_ns[w] = RunDelayBetween(d0, ThreadRunDelayNs());
-    log.ops[w] = ops;
-    log.start_ns[w] = t0;
-    log.end_ns[w] = t1;
-    return ops;
+  uint64_t RunWindow(const ThreadCtx& ctx,
+                     const std::atomic<bool>& stop) override {
+    ThreadLog& log = logs_[static_cast<size_t>(ctx.index)];
+    const size_t w = static_cast<size_t>(log.next++);
+    // Past the schedule (Google Benchmark ran extra iterations): the current
+    // build alone, unrecorded.
+    if (w >= rep_.schedule.size()) return local_->RunWindow(ctx, stop);
+    if (IsLocal(rep_.schedule[w])) {
+      LocalWindow& mine = log.windows[w];
+      const uint64_t d0 = ThreadRunDelayNs();
+      const uint64_t c0 = ThreadCpuNs();
+      mine.start_ns = NowNs();
+      mine.ops = local_->RunWindow(ctx, stop);
+      mine.end_ns = NowNs();
+      mine.cpu_ns = ThreadCpuNs() - c0;
+      mine.run_delay_ns = RunDelayBetween(d0, ThreadRunDelayNs());
+      return mine.ops;
+    }
+    // The old build's window: thread 0 asks the server and sleeps in the
+    // read; the other threads return at once and wait on the team's condition
+    // variable, so the old build's threads have the PUs to themselves.
+    if (ctx.index != 0) return 0;
+    remote_[w] = client_->Window();
+    return remote_[w].ops;
   }
-  // The old build's window: thread 0 asks the server and sleeps in the read;
-  // the other threads return at once and wait on the team's condition
-  // variable, so the old build's threads have the PUs to themselves.
-  if (ctx.index != 0) return 0;
-  remote_[w] = client_->Window();
-  return remote_[w].ops;
-}
 
-void BuildDuetWorkload::TeardownThread(const ThreadCtx& ctx) {
-  local_->TeardownThread(ctx);
-}
+  void TeardownThread(const ThreadCtx& ctx) override {
+    local_->TeardownThread(ctx);
+  }
+  bool fixed_work() const override { return local_->fixed_work(); }
+  std::string page_fault_counters_left_out() const override {
+    return local_->page_fault_counters_left_out();
+  }
+  bool shares_lines() const override { return local_->shares_lines(); }
 
-void BuildDuetWorkload::Report(PointReport& out, double /*window_seconds*/,
-                               uint64_t /*ops*/) {
-  const size_t n = schedule_.size();
-  std::vector<uint64_t> ops(n, 0);
-  std::vector<double> seconds(n, 0), cpu(n, 0);
-  std::vector<double> off_cpu(n, -1);  // WindowResult::max_off_cpu per window
-  size_t ran = 0;
-  uint64_t new_ops = 0, meas_ops[2] = {0, 0};
-  double new_sec = 0, meas_sec[2] = {0, 0};
-  int old_overruns = 0;
-  for (size_t w = 0; w < n; ++w) {
-    if (IsLocal(schedule_[w])) {
-      uint64_t first = UINT64_MAX, last = 0;
-      for (size_t i = 0; i < logs_.size(); ++i) {
-        ops[w] += logs_[i].ops[w];
-        cpu[w] += static_cast<double>(logs_[i].cpu_ns[w]) / 1e9;
-        if (logs_[i].end_ns[w] == 0) continue;
-        first = std::min(first, logs_[i].start_ns[w]);
-        last = std::max(last, logs_[i].end_ns[w]);
+  void Report(PointReport& out, double /*window_seconds*/,
+              uint64_t /*ops*/) override {
+    const Windows t = CollectWindows();
+    // The old side's own report and verification, then the current side's.
+    const json old_side = CloseOldSide();
+    local_->Report(out, t.new_sec, t.new_ops);
+    std::vector<double> logs;
+    const json pairs = PairRows(t, &logs);
+    json sides = json::array();
+    static const char* kNames[] = {"old", "new", "warmup_old", "warmup_new"};
+    for (size_t w = 0; w < t.ran; ++w)
+      sides.push_back(kNames[static_cast<int>(rep_.schedule[w])]);
+    double ratio = 0;  // the median pair ratio new/old
+    if (!logs.empty()) {
+      std::sort(logs.begin(), logs.end());
+      const size_t m = logs.size() / 2;
+      ratio =
+          std::exp(logs.size() % 2 ? logs[m] : 0.5 * (logs[m - 1] + logs[m]));
+    }
+    const auto rate = [](uint64_t o, double s) {
+      return s > 0 ? static_cast<double>(o) / s : 0.0;
+    };
+    out.Metric("build_ratio", ratio);
+    out.Metric("old_ops_per_s", rate(t.measured_ops[0], t.measured_sec[0]));
+    out.Metric("new_ops_per_s", rate(t.measured_ops[1], t.measured_sec[1]));
+    if (!out.details.is_object()) out.details = json::object();
+    out.details["build_duet"] = {
+        {"old_binary", client_->binary()},
+        // "shared": the old build sampled the same structure offsets as this
+        // row's address_layout; "page_start": neither side sampled.
+        {"layout", client_->layout() ? "shared" : "page_start"},
+        {"prepared_first", rep_.old_prepares_first ? "old" : "new"},
+        {"sides", sides},
+        {"pairs", pairs},
+        {"old_overrun_windows", t.old_overruns},
+        {"old",
+         old_side.contains("metrics") ? old_side["metrics"] : json::object()},
+        // The old build's own draws (its "closed" answer): the same offsets
+        // as the row's address_layout when the layout is shared.
+        {"old_address_layout", old_side.contains("address_layout")
+                                   ? old_side["address_layout"]
+                                   : json(nullptr)}};
+  }
+
+  std::string Verify() override {
+    std::string mine = local_->Verify();
+    std::string theirs =
+        remote_verify_.empty() ? "" : "old build: " + remote_verify_;
+    if (!mine.empty() && !theirs.empty()) return mine + "; " + theirs;
+    return mine.empty() ? theirs : mine;
+  }
+
+ private:
+  /// One window of this build's thread: its operations, start and end time
+  /// and CPU time (ns), and time waiting to run (kNoRunDelay: unknown).
+  struct LocalWindow {
+    uint64_t ops = 0, start_ns = 0, end_ns = 0, cpu_ns = 0;
+    uint64_t run_delay_ns = kNoRunDelay;
+  };
+  struct ThreadLog {
+    int next = 0;
+    std::vector<LocalWindow> windows;
+  };
+  /// The windows of the repetition as they ran, both sides: per window its
+  /// operations, seconds, threads' CPU seconds and largest off-CPU share (-1:
+  /// unknown), and the sums Report needs.
+  struct Windows {
+    std::vector<uint64_t> ops;
+    std::vector<double> seconds, cpu, off_cpu;
+    size_t ran = 0;  ///< the schedule's windows up to the last that ran
+    uint64_t new_ops = 0, measured_ops[2] = {0, 0};  ///< by DuetSide kA, kB
+    double new_sec = 0, measured_sec[2] = {0, 0};
+    int old_overruns = 0;
+  };
+
+  static bool IsLocal(DuetSide s) {
+    return s == DuetSide::kB || s == DuetSide::kWarmupB;
+  }
+
+  Windows CollectWindows() const {
+    const size_t n = rep_.schedule.size();
+    Windows t;
+    t.ops.assign(n, 0);
+    t.seconds.assign(n, 0);
+    t.cpu.assign(n, 0);
+    t.off_cpu.assign(n, -1);
+    for (size_t w = 0; w < n; ++w) {
+      if (IsLocal(rep_.schedule[w])) {
+        CollectLocal(w, t);
+      } else {
+        t.ops[w] = remote_[w].ops;
+        t.seconds[w] = remote_[w].seconds;
+        t.cpu[w] = remote_[w].cpu_seconds;
+        t.off_cpu[w] = remote_[w].max_off_cpu;
+        t.old_overruns += remote_[w].overrun ? 1 : 0;
       }
-      if (last > first) seconds[w] = static_cast<double>(last - first) / 1e9;
-      off_cpu[w] = MaxOffCpuShare(
-          static_cast<int>(logs_.size()),
-          [&](int i) { return logs_[i].start_ns[w]; },
-          [&](int i) { return logs_[i].end_ns[w]; },
-          [&](int i) { return logs_[i].cpu_ns[w]; },
-          [&](int i) { return logs_[i].run_delay_ns[w]; });
-      new_ops += ops[w];
-      new_sec += seconds[w];
-    } else {
-      ops[w] = remote_[w].ops;
-      seconds[w] = remote_[w].seconds;
-      cpu[w] = remote_[w].cpu_seconds;
-      off_cpu[w] = remote_[w].max_off_cpu;
-      old_overruns += remote_[w].overrun ? 1 : 0;
+      if (t.seconds[w] > 0) t.ran = w + 1;
+      if (rep_.schedule[w] == DuetSide::kA ||
+          rep_.schedule[w] == DuetSide::kB) {
+        t.measured_ops[static_cast<int>(rep_.schedule[w])] += t.ops[w];
+        t.measured_sec[static_cast<int>(rep_.schedule[w])] += t.seconds[w];
+      }
     }
-    if (seconds[w] > 0) ran = w + 1;
-    if (schedule_[w] == DuetSide::kA || schedule_[w] == DuetSide::kB) {
-      meas_ops[static_cast<int>(schedule_[w])] += ops[w];
-      meas_sec[static_cast<int>(schedule_[w])] += seconds[w];
+    return t;
+  }
+
+  /// This build's window `w`: its threads' operations and CPU time, first
+  /// start to last end, and largest off-CPU share.
+  void CollectLocal(size_t w, Windows& t) const {
+    const auto at = [&](int i) -> const LocalWindow& {
+      return logs_[static_cast<size_t>(i)].windows[w];
+    };
+    const int threads = static_cast<int>(logs_.size());
+    uint64_t first = UINT64_MAX, last = 0;
+    for (int i = 0; i < threads; ++i) {
+      t.ops[w] += at(i).ops;
+      t.cpu[w] += static_cast<double>(at(i).cpu_ns) / 1e9;
+      if (at(i).end_ns == 0) continue;
+      first = std::min(first, at(i).start_ns);
+      last = std::max(last, at(i).end_ns);
     }
+    if (last > first) t.seconds[w] = static_cast<double>(last - first) / 1e9;
+    t.off_cpu[w] = MaxOffCpuShare(
+        threads, [&](int i) { return at(i).start_ns; },
+        [&](int i) { return at(i).end_ns; },
+        [&](int i) { return at(i).cpu_ns; },
+        [&](int i) { return at(i).run_delay_ns; });
+    t.new_ops += t.ops[w];
+    t.new_sec += t.seconds[w];
   }
-  // The old side's own report and verification, then the current side's.
-  std::string closed;
-  try {
-    closed = client_->Close();
-    open_ = false;
-  } catch (const std::exception& e) {
-    open_ = false;
-    remote_verify_ =
-        std::string("cannot close the old build's point: ") + e.what();
-  }
-  json old_side = json::object();
-  if (!closed.empty()) {
+
+  /// The old side's "closed" answer, its verification kept in remote_verify_.
+  json CloseOldSide() {
+    std::string closed;
     try {
-      old_side = json::parse(closed);
-      if (old_side.contains("verify") && old_side["verify"].is_string())
-        remote_verify_ = old_side["verify"].get<std::string>();
+      closed = client_->Close();
+      open_ = false;
+    } catch (const std::exception& e) {
+      open_ = false;
+      remote_verify_ =
+          std::string("cannot close the old build's point: ") + e.what();
+    }
+    json old_side = json::object();
+    if (closed.empty()) return old_side;
+    try {
+      old_side = json::parse(closed, [](int depth, json::parse_event_t, json&) {
+        if (depth > kMaxJsonDepth)
+          throw std::length_error("nested deeper than " +
+                                  std::to_string(kMaxJsonDepth) + " levels");
+        return true;
+      });
+    } catch (const std::length_error& e) {
+      client_->Stop(std::string("its closed answer is ") + e.what());
     } catch (const std::exception&) {
       remote_verify_ = "the old build's report is not JSON";
+      return json::object();
     }
+    if (!old_side.is_object() ||
+        (old_side.contains("verify") && !old_side["verify"].is_string()))
+      client_->Stop("its closed answer is not {\"verify\": <text>, ...}");
+    if (old_side.contains("verify"))
+      remote_verify_ = EscapeForMessage(old_side["verify"].get<std::string>());
+    return old_side;
   }
-  local_->Report(out, new_sec, new_ops);
 
-  const std::vector<DuetSide> schedule(schedule_.begin(),
-                                       schedule_.begin() + ran);
-  const std::vector<DuetPair> pairs = DuetPairs(schedule, ops, seconds);
-  std::vector<double> logs;
-  json pair_rows = json::array(), sides = json::array();
-  // A pair with a window past its wall-clock bound (OverrunBoundNs; the old
-  // build's as its server flagged it) is marked: ci/compare.py --builds
-  // leaves it out.
-  const double bound_s =
-      static_cast<double>(OverrunBoundNs(window_ns_, local_->fixed_work())) /
-      1e9;
-  size_t warm = 0;
-  while (warm < ran && (schedule_[warm] == DuetSide::kWarmupA ||
-                        schedule_[warm] == DuetSide::kWarmupB))
-    ++warm;
-  for (size_t k = 0; k < pairs.size(); ++k) {
-    const DuetPair& p = pairs[k];
-    bool overrun = false;
-    double cpu_rate[2] = {0, 0};  // old, new: ops per CPU second
-    double off = 0;  // the larger off-CPU share of the pair; -1: unknown
-    for (size_t w = warm + 2 * k; w < warm + 2 * k + 2 && w < ran; ++w) {
-      off = off_cpu[w] < 0 || off < 0 ? -1 : std::max(off, off_cpu[w]);
-      overrun |=
-          IsLocal(schedule_[w]) ? seconds[w] > bound_s : remote_[w].overrun;
-      cpu_rate[IsLocal(schedule_[w]) ? 1 : 0] =
-          cpu[w] > 0 ? static_cast<double>(ops[w]) / cpu[w] : 0.0;
+  /// The measured pairs' rows (details.build_duet.pairs), and their log
+  /// ratios new/old where both sides ran.
+  json PairRows(const Windows& t, std::vector<double>* log_ratios) const {
+    const std::vector<DuetSide> schedule(rep_.schedule.begin(),
+                                         rep_.schedule.begin() + t.ran);
+    const std::vector<DuetPair> pairs = DuetPairs(schedule, t.ops, t.seconds);
+    // A pair with a window past its wall-clock bound (OverrunBoundNs; the old
+    // build's as its server flagged it) is marked: ci/compare.py --builds
+    // leaves it out.
+    const double bound_s = static_cast<double>(OverrunBoundNs(
+                               rep_.window_ns, local_->fixed_work())) /
+                           1e9;
+    size_t warm = 0;
+    while (warm < t.ran && (rep_.schedule[warm] == DuetSide::kWarmupA ||
+                            rep_.schedule[warm] == DuetSide::kWarmupB))
+      ++warm;
+    json rows = json::array();
+    for (size_t k = 0; k < pairs.size(); ++k) {
+      const DuetPair& p = pairs[k];
+      bool overrun = false;
+      double cpu_rate[2] = {0, 0};  // old, new: ops per CPU second
+      double off = 0;  // the larger off-CPU share of the pair; -1: unknown
+      for (size_t w = warm + 2 * k; w < warm + 2 * k + 2 && w < t.ran; ++w) {
+        off = t.off_cpu[w] < 0 || off < 0 ? -1 : std::max(off, t.off_cpu[w]);
+        overrun |= IsLocal(rep_.schedule[w]) ? t.seconds[w] > bound_s
+                                             : remote_[w].overrun;
+        cpu_rate[IsLocal(rep_.schedule[w]) ? 1 : 0] =
+            t.cpu[w] > 0 ? static_cast<double>(t.ops[w]) / t.cpu[w] : 0.0;
+      }
+      rows.push_back({{"a_ops_per_s", p.a_ops_per_s},
+                      {"b_ops_per_s", p.b_ops_per_s},
+                      {"a_ops_per_cpu_s", cpu_rate[0]},
+                      {"b_ops_per_cpu_s", cpu_rate[1]},
+                      {"order", p.b_first ? "ba" : "ab"},
+                      {"overrun", overrun},
+                      {"off_cpu", off < 0 ? json(nullptr) : json(off)}});
+      if (p.a_ops_per_s > 0 && p.b_ops_per_s > 0)
+        log_ratios->push_back(std::log(p.b_ops_per_s / p.a_ops_per_s));
     }
-    pair_rows.push_back({{"a_ops_per_s", p.a_ops_per_s},
-                         {"b_ops_per_s", p.b_ops_per_s},
-                         {"a_ops_per_cpu_s", cpu_rate[0]},
-                         {"b_ops_per_cpu_s", cpu_rate[1]},
-                         {"order", p.b_first ? "ba" : "ab"},
-                         {"overrun", overrun},
-                         {"off_cpu", off < 0 ? json(nullptr) : json(off)}});
-    if (p.a_ops_per_s > 0 && p.b_ops_per_s > 0)
-      logs.push_back(std::log(p.b_ops_per_s / p.a_ops_per_s));
+    return rows;
   }
-  static const char* kNames[] = {"old", "new", "warmup_old", "warmup_new"};
-  for (size_t w = 0; w < ran; ++w)
-    sides.push_back(kNames[static_cast<int>(schedule_[w])]);
-  double ratio = 0;
-  if (!logs.empty()) {
-    std::sort(logs.begin(), logs.end());
-    const size_t m = logs.size() / 2;
-    ratio = std::exp(logs.size() % 2 ? logs[m] : 0.5 * (logs[m - 1] + logs[m]));
-  }
-  const auto rate = [](uint64_t o, double s) {
-    return s > 0 ? static_cast<double>(o) / s : 0.0;
-  };
-  out.Metric("build_ratio", ratio);
-  out.Metric("old_ops_per_s", rate(meas_ops[0], meas_sec[0]));
-  out.Metric("new_ops_per_s", rate(meas_ops[1], meas_sec[1]));
-  if (!out.details.is_object()) out.details = json::object();
-  out.details["build_duet"] = {
-      {"old_binary", client_->binary()},
-      // "shared": the old build sampled the same structure offsets as this
-      // row's address_layout; "page_start": neither side sampled.
-      {"layout", client_->layout() ? "shared" : "page_start"},
-      {"prepared_first", old_prepares_first_ ? "old" : "new"},
-      {"sides", sides},
-      {"pairs", pair_rows},
-      {"old_overrun_windows", old_overruns},
-      {"old",
-       old_side.contains("metrics") ? old_side["metrics"] : json::object()},
-      // The old build's own draws (its "closed" answer): the same offsets as
-      // the row's address_layout when the layout is shared.
-      {"old_address_layout", old_side.contains("address_layout")
-                                 ? old_side["address_layout"]
-                                 : json(nullptr)}};
-}
 
-std::string BuildDuetWorkload::Verify() {
-  std::string mine = local_->Verify();
-  std::string theirs =
-      remote_verify_.empty() ? "" : "old build: " + remote_verify_;
-  if (!mine.empty() && !theirs.empty()) return mine + "; " + theirs;
-  return mine.empty() ? theirs : mine;
-}
+  std::unique_ptr<Workload> local_;
+  std::shared_ptr<WindowClient> client_;
+  const DuetRepetition rep_;
+  bool open_ = false;
+  std::string remote_verify_;
+  PaddedSlots<ThreadLog> logs_;
+  std::vector<RemoteWindow> remote_;  ///< per window, written by thread 0
+};
+
+}  // namespace
 
 // ---- set-up of a duet run --------------------------------------------------
 
@@ -584,10 +879,12 @@ std::string DisableAslrForDuet(char** argv) {
   return "on";
 }
 
-void PrepareBuildDuet(RunState& run) {
-  const std::string& old = run.opts.duet_with;
-  // The server selects its suite from the same flags; the rest (run
-  // directory, budget, repetitions, counters) are the client's.
+namespace {
+
+/// The run's selection flags, passed to the old build's server: it selects
+/// its suite from them; the rest (run directory, budget, repetitions,
+/// counters) are the client's.
+std::vector<std::string> ServerArgs(const RunState& run) {
   static const char* const kPassed[] = {"--quick",
                                         "--full",
                                         "--pin=",
@@ -609,26 +906,60 @@ void PrepareBuildDuet(RunState& run) {
         break;
       }
   }
+  return args;
+}
+
+/// One value per calibration for both processes (harness/
+/// shared_calibration.h): a private directory, inherited by the server
+/// through the environment, removed when the client ends (by the watchdog
+/// when it ends otherwise than by returning from main).
+void ShareCalibrations() {
+  char dir[] = "/tmp/lockline-calibration-XXXXXX";
+  if (mkdtemp(dir) == nullptr) return;
+  setenv(kSharedCalibrationEnv, dir, 1);
+  static const std::string kept = dir;
+  std::atexit([] { RemoveFlatDir(kept.c_str()); });
+}
+
+/// `variant`'s workloads as build duets with `client`'s old build.
+void PairWithOldBuild(const std::string& family, Variant& v,
+                      std::shared_ptr<WindowClient> client, bool pinned) {
+  v.make = [inner = v.make, client, family, params = v.params,
+            pinned](const PointEnv& env) {
+    const std::string key = RowKey(family, params, env.threads);
+    static std::map<std::string, uint64_t> repetition;
+    const uint64_t seed =
+        std::hash<std::string>{}(key)*0x9E3779B97F4A7C15ull + repetition[key]++;
+    const bool one = env.windows <= 2;
+    DuetRepetition rep;
+    rep.key = key;
+    rep.schedule = one ? DuetSchedule(0, 1, seed)
+                       : DuetSchedule(kDuetWarmupPairs,
+                                      env.windows / 2 - kDuetWarmupPairs, seed);
+    // The prepare order: a bit of the seed the window order does not use
+    // (DuetSchedule draws from an mt19937_64 seeded with it).
+    rep.old_prepares_first = ((seed * 0xD1B54A32D192ED03ull) >> 63) != 0;
+    rep.window_ns = env.window_ns;
+    for (int i = 0; i < env.threads && env.plan; ++i)
+      rep.pus.push_back(pinned && static_cast<size_t>(i) < env.plan->pus.size()
+                            ? env.plan->pus[i].os_index
+                            : -1);
+    rep.oversubscribed = env.plan && env.plan->oversubscribed;
+    PointEnv mine = env;
+    mine.windows = env.windows / 2;  // the current build's share
+    return std::make_unique<BuildDuetWorkload>(inner(mine), client,
+                                               std::move(rep));
+  };
+}
+
+}  // namespace
+
+void PrepareBuildDuet(RunState& run) {
   std::vector<std::string> keys;
   for (const Point& p : run.points) keys.push_back(p.key);
-  // One value per calibration for both processes (harness/
-  // shared_calibration.h): a private directory, inherited by the server
-  // through the environment, removed when the client ends.
-  char dir[] = "/tmp/lockline-calibration-XXXXXX";
-  if (mkdtemp(dir) != nullptr) {
-    setenv(kSharedCalibrationEnv, dir, 1);
-    static const std::string kept = dir;
-    std::atexit([] {
-      const std::string cmd = kept;
-      if (DIR* d = opendir(cmd.c_str())) {
-        while (dirent* e = readdir(d))
-          if (e->d_name[0] != '.') unlink((cmd + "/" + e->d_name).c_str());
-        closedir(d);
-      }
-      rmdir(cmd.c_str());
-    });
-  }
-  auto client = std::make_shared<WindowClient>(old, args, keys);
+  ShareCalibrations();
+  auto client =
+      std::make_shared<WindowClient>(run.opts.duet_with, ServerArgs(run), keys);
   // Both sides at one address layout per repetition: an old build that
   // cannot take the client's layout seed keeps its structures at the page
   // start, and so does this side then.
@@ -638,8 +969,7 @@ void PrepareBuildDuet(RunState& run) {
                  "lockline: warning: --duet-with=%s does not sample address "
                  "layouts (a build before layout=1): both builds keep their "
                  "structures at the page start\n",
-                 old.c_str());
-
+                 run.opts.duet_with.c_str());
   for (Point& p : run.points) {
     // A one-window point (fixed work: a fault pass, a burst) runs one pair
     // per repetition, so it gets kBuildDuetOneWindowRepetitions of them:
@@ -650,209 +980,224 @@ void PrepareBuildDuet(RunState& run) {
     p.windows = p.windows <= 1 ? 2 : 2 * (kDuetWarmupPairs + kDuetMinPairs);
   }
   const bool pin_all = run.pin.policy != PinPolicy::kNone;
-  for (auto& [family, v] : run.variants_storage) {
-    auto inner = v.make;
-    const std::string fam = family;
-    const Params params = v.params;
-    const bool pinned = pin_all || !v.pus.empty();
-    v.make = [inner, client, fam, params, pinned](const PointEnv& env) {
-      const std::string key = RowKey(fam, params, env.threads);
-      static std::map<std::string, uint64_t> repetition;
-      const uint64_t seed =
-          std::hash<std::string>{}(key)*0x9E3779B97F4A7C15ull +
-          repetition[key]++;
-      const bool one = env.windows <= 2;
-      std::vector<DuetSide> schedule =
-          one ? DuetSchedule(0, 1, seed)
-              : DuetSchedule(kDuetWarmupPairs,
-                             env.windows / 2 - kDuetWarmupPairs, seed);
-      PointEnv mine = env;
-      mine.windows = env.windows / 2;  // the current build's share
-      std::vector<int> pus;
-      for (int i = 0; i < env.threads && env.plan; ++i)
-        pus.push_back(pinned && static_cast<size_t>(i) < env.plan->pus.size()
-                          ? env.plan->pus[i].os_index
-                          : -1);
-      // The prepare order: a bit of the seed the window order does not use
-      // (DuetSchedule draws from an mt19937_64 seeded with it).
-      const bool old_first = ((seed * 0xD1B54A32D192ED03ull) >> 63) != 0;
-      return std::make_unique<BuildDuetWorkload>(
-          inner(mine), client, key, std::move(schedule), old_first,
-          env.window_ns, std::move(pus), env.plan && env.plan->oversubscribed);
-    };
-  }
+  for (auto& [family, v] : run.variants_storage)
+    PairWithOldBuild(family, v, client, pin_all || !v.pus.empty());
 }
 
 // ---- the server ----------------------------------------------------------
+
+namespace {
+
+/// The server's open point (its workload, thread team and threads' contexts)
+/// and the commands that act on it; answers go to `out`.
+class WindowServer {
+ public:
+  WindowServer(RunState& run, int out) : run_(run), out_(out) {
+    for (const Point& p : run.points) points_[p.key] = &p;
+    // The same perf events as the client's threads count (--events is passed
+    // on): both builds' windows then pay the same counting cost.
+    try {
+      counters_ = CounterSession::Create(run.opts.events);
+    } catch (const std::exception&) {
+      counters_.reset();
+    }
+  }
+  ~WindowServer() { ClosePoint(); }
+
+  /// The hello and the point keys (see build_duet.h's file comment).
+  void SayHello() const {
+    Say("lockline-window-server proto=" +
+        std::to_string(kWindowServerProtocol) +
+        " schema=" + std::to_string(kSchemaVersion) +
+        " points=" + std::to_string(run_.points.size()) + " layout=1");
+    for (const Point& p : run_.points) Say("key " + p.key);
+    Say("end");
+  }
+
+  /// Answers one command line; false at "quit".
+  bool Answer(const std::string& line) {
+    std::istringstream in(line);
+    std::string cmd;
+    in >> cmd;
+    try {
+      if (cmd == "quit") return false;
+      if (cmd == "open")
+        Open(in);
+      else if (cmd == "window")
+        RunOneWindow();
+      else if (cmd == "close")
+        Close();
+      else
+        throw std::runtime_error("unknown command '" + OneLine(cmd) + "'");
+    } catch (const std::exception& e) {
+      Say("error " + OneLine(e.what()));
+    }
+    return true;
+  }
+
+ private:
+  bool Say(const std::string& line) const {
+    return WriteAll(out_, line + "\n");
+  }
+
+  /// "open": the point's workload and team, Prepare and SetupThread; its
+  /// structures at the offsets of the client's layout seed when it sent one.
+  void Open(std::istringstream& in) {
+    ClosePoint();
+    wl_.reset();
+    std::string key, pu_list;
+    int windows = 0, oversub = 0;
+    in >> key >> window_ns_ >> windows >> pu_list >> oversub;
+    std::optional<uint64_t> layout_seed;
+    for (std::string extra; in >> extra;)
+      if (extra.rfind("layout=", 0) == 0)
+        layout_seed = std::stoull(extra.substr(7));
+    std::optional<LayoutSampling> layout;
+    if (layout_seed) layout.emplace(*layout_seed);
+    const auto it = points_.find(key);
+    if (it == points_.end()) throw std::runtime_error("no point " + key);
+    const Point& point = *it->second;
+    std::vector<int> pus;
+    std::stringstream ps(pu_list);
+    for (std::string item; std::getline(ps, item, ',');)
+      pus.push_back(std::stoi(item));
+    if (static_cast<int>(pus.size()) != point.threads)
+      throw std::runtime_error("open " + key + ": " +
+                               std::to_string(pus.size()) + " PUs for " +
+                               std::to_string(point.threads) + " threads");
+    wl_ = point.variant->make(Env(point, windows));
+    StartTeam(point, pus, oversub != 0);
+    seconds_ = 0;
+    total_ops_ = 0;
+    open_layout_ = layout ? layout->Json() : json(nullptr);
+    Say(std::string("ok ") + (wl_->fixed_work() ? "1" : "0"));
+  }
+
+  PointEnv Env(const Point& point, int windows) const {
+    const Options& o = run_.opts;
+    PointEnv env;
+    env.topology = run_.topo.get();
+    env.plan = &point.plan;
+    env.threads = point.threads;
+    env.window_ns = window_ns_;
+    env.windows = windows;
+    env.mem_policy = o.mem;
+    env.quick = o.suite == Suite::kQuick;
+    env.fault_sample_period_ns =
+        o.evidence_windows == 0
+            ? 0
+            : static_cast<uint64_t>(o.fault_sampling_s * 1e9 + 0.5);
+    env.evidence_windows = o.evidence_windows;
+    env.oversubscribe = o.oversubscribe;
+    return env;
+  }
+
+  void StartTeam(const Point& point, const std::vector<int>& pus,
+                 bool oversubscribed) {
+    ctx_.clear();
+    for (int i = 0; i < point.threads; ++i) {
+      ThreadCtx c;
+      c.index = i;
+      c.threads = point.threads;
+      c.pu = pus[i];
+      c.numa = point.plan.pus.size() > static_cast<size_t>(i)
+                   ? point.plan.pus[i].numa
+                   : -1;
+      c.window_ns = window_ns_;
+      c.oversubscribed = oversubscribed;
+      ctx_.push_back(c);
+    }
+    team_ = std::make_unique<ThreadTeam>(run_.topo.get(), pus, counters_.get(),
+                                         wl_->page_fault_counters_left_out());
+    wl_->Prepare(point.threads);
+    team_->RunOnAllWithin(
+        [&](int i) {
+          SetSpinYield(ctx_[i].oversubscribed ? SpinYield::kAfterSpins
+                                              : SpinYield::kNever);
+          wl_->SetupThread(ctx_[i]);
+        },
+        SetupTimeoutNs(), point.key + ": the family's SetupThread");
+  }
+
+  void RunOneWindow() {
+    if (!team_ || !wl_) throw std::runtime_error("window: no open point");
+    const uint64_t bound = OverrunBoundNs(window_ns_, wl_->fixed_work());
+    const WindowResult r = team_->RunWindow(*wl_, ctx_, window_ns_, bound,
+                                            bound + 120'000'000'000ull);
+    seconds_ += r.seconds;
+    total_ops_ += r.total_ops;
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "done %llu %.9e %d %.9e %.6f",
+                  static_cast<unsigned long long>(r.total_ops), r.seconds,
+                  r.overrun ? 1 : 0, r.cpu_seconds, r.max_off_cpu);
+    Say(buf);
+  }
+
+  void Close() {
+    if (!wl_) throw std::runtime_error("close: no open point");
+    ClosePoint();
+    PointReport rep;
+    wl_->Report(rep, seconds_, total_ops_);
+    const std::string broken = wl_->Verify();
+    wl_.reset();
+    json metrics = json::object();
+    for (const auto& [k, v] : rep.metrics)
+      metrics[k] = std::isfinite(v) ? v : 0;
+    Say("closed " + json{{"verify", broken},
+                         {"metrics", metrics},
+                         {"address_layout", open_layout_}}
+                        .dump(-1, ' ', true, json::error_handler_t::replace));
+  }
+
+  /// Tears the open point's threads down and joins them.
+  void ClosePoint() {
+    if (team_ && wl_)
+      team_->RunOnAll([&](int i) { wl_->TeardownThread(ctx_[i]); });
+    team_.reset();
+  }
+
+  RunState& run_;
+  const int out_;
+  std::map<std::string, const Point*> points_;
+  std::unique_ptr<CounterSession> counters_;
+  std::unique_ptr<Workload> wl_;
+  std::unique_ptr<ThreadTeam> team_;
+  std::vector<ThreadCtx> ctx_;
+  uint64_t window_ns_ = 0;
+  double seconds_ = 0;
+  uint64_t total_ops_ = 0;
+  json open_layout_;  ///< the open point's sampled offsets (closed's answer)
+};
+
+/// The next command line on stdin into `line`; false at end of input.
+bool ReadCommand(std::string& buffer, std::string* line) {
+  while (!TakeLine(buffer, line)) {
+    char buf[4096];
+    const ssize_t n = read(0, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    buffer.append(buf, static_cast<size_t>(n));
+  }
+  return true;
+}
+
+}  // namespace
 
 int ServeWindows(RunState& run) {
   // The protocol owns the socket on fd 0 / fd 1; anything the families or the
   // harness print to stdout goes to stderr instead.
   const int out = dup(1);
   dup2(2, 1);
-  std::map<std::string, const Point*> points;
-  for (const Point& p : run.points) points[p.key] = &p;
-  // The same perf events as the client's threads count (--events is passed
-  // on): both builds' windows then pay the same counting cost.
-  std::unique_ptr<CounterSession> counters;
-  try {
-    counters = CounterSession::Create(run.opts.events);
-  } catch (const std::exception&) {
-    counters.reset();
-  }
-  const auto say = [out](const std::string& line) {
-    return WriteAll(out, line + "\n");
-  };
-  // layout=1: "open" may end with "layout=<seed>" (the client's repetition
-  // seed), and the server then samples the same structure offsets.
-  say("lockline-window-server proto=" + std::to_string(kWindowServerProtocol) +
-      " schema=" + std::to_string(kSchemaVersion) +
-      " points=" + std::to_string(run.points.size()) + " layout=1");
-  for (const Point& p : run.points) say("key " + p.key);
-  say("end");
-
-  // The open point: its workload, team and threads' contexts.
-  std::unique_ptr<Workload> wl;
-  std::unique_ptr<ThreadTeam> team;
-  std::vector<ThreadCtx> ctx;
-  uint64_t window_ns = 0;
-  double seconds = 0;
-  uint64_t total_ops = 0;
-  json open_layout;  // the open point's sampled offsets (closed's answer)
-  const auto close_point = [&]() {
-    if (team && wl) team->RunOnAll([&](int i) { wl->TeardownThread(ctx[i]); });
-    team.reset();
-  };
-
-  std::string buffer;
-  int status = 0;
-  for (;;) {
-    size_t nl;
-    while ((nl = buffer.find('\n')) == std::string::npos) {
-      char buf[4096];
-      const ssize_t n = read(0, buf, sizeof buf);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) goto done;
-      buffer.append(buf, static_cast<size_t>(n));
-    }
-    {
-      const std::string line = buffer.substr(0, nl);
-      buffer.erase(0, nl + 1);
-      std::istringstream in(line);
-      std::string cmd;
-      in >> cmd;
-      try {
-        if (cmd == "quit") break;
-        if (cmd == "open") {
-          close_point();
-          wl.reset();
-          std::string key, pu_list;
-          int windows = 0, oversub = 0;
-          in >> key >> window_ns >> windows >> pu_list >> oversub;
-          // The client's layout seed (a build with layout sampling): this
-          // side's structures go to the same offsets as the client's.
-          std::optional<uint64_t> layout_seed;
-          for (std::string extra; in >> extra;)
-            if (extra.rfind("layout=", 0) == 0)
-              layout_seed = std::stoull(extra.substr(7));
-          std::optional<LayoutSampling> layout;
-          if (layout_seed) layout.emplace(*layout_seed);
-          const auto it = points.find(key);
-          if (it == points.end()) throw std::runtime_error("no point " + key);
-          const Point& point = *it->second;
-          PointEnv env;
-          env.topology = run.topo.get();
-          env.plan = &point.plan;
-          env.threads = point.threads;
-          env.window_ns = window_ns;
-          env.windows = windows;
-          env.mem_policy = run.opts.mem;
-          env.quick = run.opts.suite == Suite::kQuick;
-          env.fault_sample_period_ns =
-              run.opts.evidence_windows == 0
-                  ? 0
-                  : static_cast<uint64_t>(run.opts.fault_sampling_s * 1e9 +
-                                          0.5);
-          env.evidence_windows = run.opts.evidence_windows;
-          env.oversubscribe = run.opts.oversubscribe;
-          std::vector<int> pus;
-          std::stringstream ps(pu_list);
-          for (std::string item; std::getline(ps, item, ',');)
-            pus.push_back(std::stoi(item));
-          if (static_cast<int>(pus.size()) != point.threads)
-            throw std::runtime_error(
-                "open " + key + ": " + std::to_string(pus.size()) +
-                " PUs for " + std::to_string(point.threads) + " threads");
-          wl = point.variant->make(env);
-          ctx.clear();
-          for (int i = 0; i < point.threads; ++i) {
-            ThreadCtx c;
-            c.index = i;
-            c.threads = point.threads;
-            c.pu = pus[i];
-            c.numa = point.plan.pus.size() > static_cast<size_t>(i)
-                         ? point.plan.pus[i].numa
-                         : -1;
-            c.window_ns = window_ns;
-            c.oversubscribed = oversub != 0;
-            ctx.push_back(c);
-          }
-          team =
-              std::make_unique<ThreadTeam>(run.topo.get(), pus, counters.get(),
-                                           wl->page_fault_counters_left_out());
-          wl->Prepare(point.threads);
-          team->RunOnAllWithin(
-              [&](int i) {
-                SetSpinYield(ctx[i].oversubscribed ? SpinYield::kAfterSpins
-                                                   : SpinYield::kNever);
-                wl->SetupThread(ctx[i]);
-              },
-              SetupTimeoutNs(), key + ": the family's SetupThread");
-          seconds = 0;
-          total_ops = 0;
-          open_layout = layout ? layout->Json() : json(nullptr);
-          say(std::string("ok ") + (wl->fixed_work() ? "1" : "0"));
-        } else if (cmd == "window") {
-          if (!team || !wl) throw std::runtime_error("window: no open point");
-          const uint64_t bound = OverrunBoundNs(window_ns, wl->fixed_work());
-          const WindowResult r = team->RunWindow(*wl, ctx, window_ns, bound,
-                                                 bound + 120'000'000'000ull);
-          seconds += r.seconds;
-          total_ops += r.total_ops;
-          char buf[160];
-          std::snprintf(buf, sizeof buf, "done %llu %.9e %d %.9e %.6f",
-                        static_cast<unsigned long long>(r.total_ops), r.seconds,
-                        r.overrun ? 1 : 0, r.cpu_seconds, r.max_off_cpu);
-          say(buf);
-        } else if (cmd == "close") {
-          if (!wl) throw std::runtime_error("close: no open point");
-          close_point();
-          PointReport rep;
-          wl->Report(rep, seconds, total_ops);
-          const std::string broken = wl->Verify();
-          wl.reset();
-          json metrics = json::object();
-          for (const auto& [k, v] : rep.metrics)
-            metrics[k] = std::isfinite(v) ? v : 0;
-          say("closed " +
-              json{{"verify", broken},
-                   {"metrics", metrics},
-                   {"address_layout", open_layout}}
-                  .dump(-1, ' ', true, json::error_handler_t::replace));
-        } else {
-          throw std::runtime_error("unknown command '" + OneLine(cmd) + "'");
-        }
-      } catch (const std::exception& e) {
-        say("error " + OneLine(e.what()));
-      }
+  {
+    WindowServer server(run, out);
+    server.SayHello();
+    std::string buffer, line;
+    while (ReadCommand(buffer, &line) && server.Answer(line)) {
     }
   }
-done:
-  close_point();
-  wl.reset();
   RestoreAll();
   close(out);
-  return status;
+  return 0;
 }
 
 // ---- test-build wraps ------------------------------------------------------

@@ -36,9 +36,15 @@
 //           {...}, "address_layout": {...} | null}: TeardownThread, Report,
 //           Verify; the offsets it sampled from the layout seed), the team
 //           joined
-// and "quit" (or end of input) at the end. Only one side runs at a time: while
-// the server runs a window, the client's thread 0 sleeps in a read on the
-// socket and its other threads and main thread wait on condition variables.
+// and "quit" (or end of input) at the end. An answer out of protocol (none
+// within 300 s, $LOCKLINE_DUET_ANSWER_TIMEOUT; a line over 16 MiB; a "closed"
+// JSON nested over 32 deep or whose verify is not a string; the connection
+// closed) stops the run: one `lockline: error:` line, exit 3, the rows written
+// before kept; the old build runs in its own process group, killed on every
+// way lockline ends (a watchdog process kills it should lockline die). Only one
+// side runs at a time: while the server runs a window, the client's thread 0
+// sleeps in a read on the socket and its other threads and main thread wait on
+// condition variables.
 //
 // Each repetition follows a DuetSchedule (harness/measure/duet.h): one warm-up
 // pair, then kDuetMinPairs pairs in a seeded random order (A = the old build, B
@@ -54,16 +60,11 @@
 // which differs between the two windows of a pair; the CPU-time rate is not.
 #pragma once
 
-#include <atomic>
-#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
-#include <vector>
 
 #include "harness/family.h"
-#include "harness/machine/padded_slots.h"
-#include "harness/measure/duet.h"
 
 namespace lockline {
 
@@ -93,124 +94,17 @@ inline constexpr int kBuildDuetOneWindowRepetitions = 20;
 /// after every argument is checked and before anything is created.
 std::string DisableAslrForDuet(char** argv);
 
-/// One window of the old build as the server measured it.
-struct RemoteWindow {
-  uint64_t ops = 0;      ///< operations of all its threads
-  double seconds = 0;    ///< its first thread's start to its last thread's end
-  bool overrun = false;  ///< past its wall-clock bound (OverrunBoundNs)
-  double cpu_seconds = 0;  ///< its threads' summed CPU time in the window
-  /// WindowResult::max_off_cpu of the window; -1 from a server that does not
-  /// say (before off-CPU shares were reported).
-  double max_off_cpu = -1;
-};
-
-/// The client's end of a window server: the old binary as a child process on a
-/// Unix socket pair. Methods are called from one thread at a time (the main
-/// thread, or a team's thread 0 while the others wait). Throws
-/// std::runtime_error when the server exits or answers out of protocol.
-class WindowClient {
- public:
-  /// Starts `binary --window-server args...`; its stderr is copied to ours,
-  /// each line prefixed "old build: ". Throws UsageError
-  /// (harness/run/options.h) when it does not start or does not answer the
-  /// hello, or its schema, protocol or point keys differ from `keys` (naming
-  /// the keys only one side has).
-  WindowClient(const std::string& binary, const std::vector<std::string>& args,
-               const std::vector<std::string>& keys);
-  ~WindowClient();
-  WindowClient(const WindowClient&) = delete;
-  WindowClient& operator=(const WindowClient&) = delete;
-
-  /// Opens point `key` on the server; returns its workload's fixed_work().
-  bool Open(const std::string& key, uint64_t window_ns, int windows,
-            const std::vector<int>& pus, bool oversubscribed);
-  /// Runs one window of the open point.
-  RemoteWindow Window();
-  /// Closes the open point: {"verify": "", "metrics": {...}} of its side.
-  std::string Close();
-  const std::string& binary() const { return binary_; }
-  /// True when the server samples structure offsets from the client's layout
-  /// seed (its hello said layout=1); an older server keeps offset 0, and the
-  /// client then does too (RunState::sample_layout).
-  bool layout() const { return layout_; }
-
- private:
-  std::string Ask(const std::string& line);
-  std::string ReadLine();
-  /// Reads what the server wrote to its stderr: kept in err_text_ until the
-  /// keys are checked, then copied to ours.
-  void DrainErr(int timeout_ms);
-  std::string binary_;
-  int fd_ = -1;      ///< the socket: the server's stdin and stdout
-  int err_fd_ = -1;  ///< the server's stderr
-  int pid_ = -1;
-  bool relay_ = false;
-  bool layout_ = false;
-  std::string buffer_, err_text_;
-};
-
-/// A Workload that pairs the current build's workload (`local`, side B) with
-/// the old build's of the same key on `client` (side A), window by window in
-/// the order of `schedule`. The old side's windows run on the server; the
-/// local team's thread 0 waits for each (the others return at once). Report()
-/// adds the pairs; Verify() checks both sides.
-class BuildDuetWorkload : public HeapPlacedWorkload {
- public:
-  /// `old_prepares_first`: the old build's point is opened (created,
-  /// prepared, set up) before this build's Prepare, else after it (drawn per
-  /// repetition: whoever prepares last finds caches and memory in its state).
-  BuildDuetWorkload(std::unique_ptr<Workload> local,
-                    std::shared_ptr<WindowClient> client, std::string key,
-                    std::vector<DuetSide> schedule, bool old_prepares_first,
-                    uint64_t window_ns, std::vector<int> pus,
-                    bool oversubscribed);
-  ~BuildDuetWorkload() override;
-
-  void Prepare(int threads) override;
-  void SetupThread(const ThreadCtx& ctx) override;
-  uint64_t RunWindow(const ThreadCtx& ctx,
-                     const std::atomic<bool>& stop) override;
-  void TeardownThread(const ThreadCtx& ctx) override;
-  bool fixed_work() const override { return local_->fixed_work(); }
-  std::string page_fault_counters_left_out() const override {
-    return local_->page_fault_counters_left_out();
-  }
-  bool shares_lines() const override { return local_->shares_lines(); }
-  void Report(PointReport& out, double window_seconds, uint64_t ops) override;
-  std::string Verify() override;
-
- private:
-  struct ThreadLog {
-    int next = 0;
-    std::vector<uint64_t> ops, start_ns, end_ns, cpu_ns, run_delay_ns;
-  };
-  bool IsLocal(DuetSide s) const {
-    return s == DuetSide::kB || s == DuetSide::kWarmupB;
-  }
-  std::unique_ptr<Workload> local_;
-  std::shared_ptr<WindowClient> client_;
-  std::string key_;
-  std::vector<DuetSide> schedule_;
-  bool old_prepares_first_;
-  uint64_t window_ns_;
-  std::vector<int> pus_;
-  bool oversubscribed_;
-  bool open_ = false;
-  std::string remote_verify_;
-  PaddedSlots<ThreadLog> logs_;
-  std::vector<RemoteWindow> remote_;  ///< per window, written by thread 0
-};
-
 /// `lockline --duet-with=OLD`: starts OLD's window server with the run's
-/// selection flags, checks it (see WindowClient), and makes every point of
-/// `run` a build duet (its windows 2 x (warm-up + pairs), its workload a
-/// BuildDuetWorkload). Call after BuildPoints, before the run directory is
-/// claimed. Throws UsageError on refusal.
+/// selection flags, checks it (build_duet.cpp's WindowClient), and makes
+/// every point of `run` a build duet (its windows 2 x (warm-up + pairs), its
+/// workload a BuildDuetWorkload: this build's workload paired window by
+/// window with the old build's). Call after BuildPoints, before the run
+/// directory is claimed. Throws UsageError on refusal.
 void PrepareBuildDuet(RunState& run);
 
 /// `lockline --window-server`: serves windows of run.points on stdin/stdout
-/// until "quit" or end of input (see the file comment). Returns the exit
-/// status (0; 2 on a protocol error).
+/// until "quit" or end of input (see the file comment), answering "error
+/// <text>" to a command it cannot carry out. Returns 0.
 int ServeWindows(RunState& run);
 
 /// A wrapper around a family's workloads, registered by test builds (the
