@@ -1,32 +1,23 @@
 #!/usr/bin/python3
 """Decide whether CURRENT regressed against BASELINE: lockline's CI regression check.
 
-Two gates, one command line (ci/REGRESSION.md has the reasoning):
+Two gates, one command line (ci/REGRESSION.md says how each decides, and why):
 - `compare.py BASELINE CURRENT [options]` (gate_runs.py): BASELINE and CURRENT are each a
   Google Benchmark JSON file (lockline's or any other), a comma-separated list of such files
   (their repetitions are pooled), or a run directory holding lockline.json. A row regresses
-  when its change is in the metric's bad direction, statistically significant (two-sided
-  Mann-Whitney U over the repetitions, Holm-corrected over all rows compared, alpha 0.05) AND
-  at least the minimum effect T (5 % by default). A row whose 95 % bootstrap interval of the
-  change lies within +-T answers "no change larger than T %" (verdict "no change"). A row that
-  is neither is "undecided" (too few repetitions, too much noise, or no common coherence
-  regime), and the gate does not pass it silently. Improvements are reported, never fail.
-  Follows pyperf / gbench compare.py (significance plus a minimum effect) and lkp-tests'
-  compare table layout. A benchmark the baseline measured whose current repetitions all
-  failed (e.g. "mutual exclusion violated") or all overran is "broken" and fails the gate like
-  a regression; one missing from the current side is "only in baseline" and counts as
-  undecided (exit 3) unless --allow-missing.
+  when its change is in the metric's bad direction, significant (Mann-Whitney U, Holm over the
+  rows, alpha 0.05) and at least the minimum effect T (5 %); it answers "no change larger than
+  T %" when the 95 % interval of its change lies within +-T; else it is "undecided".
 - `compare.py --builds RUN [options]` (gate_builds.py): one run of lockline --duet-with=OLD,
-  answered from its window pairs of the two builds.
-Files are read through plots/lockline_results.py (the project's one reader of result files);
-effects and intervals come from plots/stats.py. What the gates share: gate_common.py.
+  answered from the window pairs of the two builds.
+What they share (statistics, verdicts, exit status, output): gate_common.py.
 
 Exit status: 0 every row decided and no regression, 1 regression or broken row, 2 bad or
-incomparable input (one line on stderr), 3 undecided rows ("undecided: N rows; rerun with M
-repetitions a side"; --allow-undecided turns it into 0) or baseline rows missing from the current
-side (--allow-missing turns it into 0). `--builds` lets undecided rows pass while they are at most
---max-undecided % of the rows (default 10): a build duet on a noisy machine decides most rows,
-rarely all, and each undecided row is listed with why.
+incomparable input (one line on stderr), 3 undecided rows (--allow-undecided turns it into 0) or
+baseline rows missing from the current side (--allow-missing). `--builds` lets undecided rows
+pass while they are at most --max-undecided % of the rows (default 10). `--filter` takes
+lockline's --benchmark_filter syntax (`--filter=-X`: all but X); `compare.py --check-filter=X`
+says whether it would (exit 0 or 2).
 """
 
 import os
@@ -36,9 +27,21 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 # The names the tests and other tools use through this module.
 from gate_common import (EXIT_BAD_INPUT, EXIT_OK, EXIT_REGRESSION,  # noqa: E402,F401
-                         EXIT_UNDECIDED, min_attainable_p, repetitions_needed)
+                         EXIT_UNDECIDED, InputError, KeyFilter, min_attainable_p,
+                         repetitions_needed)
 from gate_runs import compare, main_runs  # noqa: E402,F401
 from gate_builds import main_builds  # noqa: E402
+
+
+def check_filter(text):
+    """`compare.py --check-filter=REGEX`: exit 0 when --filter takes REGEX, else 2 with one
+    error line (ci/regression.sh asks before its run)."""
+    try:
+        KeyFilter(text)
+    except InputError as e:
+        print(f"compare.py: error: {e}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    return EXIT_OK
 
 
 def main(argv=None):
@@ -46,6 +49,8 @@ def main(argv=None):
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv and argv[0] == "--builds":
         return main_builds(argv[1:])
+    if len(argv) == 1 and argv[0].startswith("--check-filter="):
+        return check_filter(argv[0][len("--check-filter="):])
     return main_runs(argv)
 
 

@@ -5,10 +5,10 @@ old (issue 38; ci/REGRESSION.md, "The old build in duet")."""
 import math
 import statistics
 
-from gate_common import (MAX_MIN_EFFECT_PCT, FORMATTERS, InputError, Parser,
-                         compile_regex, effect_verdict, effects, expand_side_argument,
-                         failure_message, finish, holm_adjust, mark_equivalence,
-                         min_effect_for, new_row, parse_override, results, run_gate,
+from gate_common import (MAX_MIN_EFFECT_PCT, add_gate_options, InputError, Parser,
+                         effect_verdict, effects, expand_side_argument,
+                         failure_message, finish, invariant_broken, physical_check, holm_adjust, mark_equivalence,
+                         min_effect_for, new_row, parse_override, results, key_filter, run_gate,
                          scipy_stats, side_summary)
 
 BUILD_RATES = {
@@ -44,10 +44,10 @@ def load_build_pairs(paths, rate="cpu"):
     every repetition (repetition: (file, repetition_index), the resampling unit; the rate
     BUILD_RATES[rate])}, "overrun_pairs" {key: n with an overrun window}, "preempted_pairs"
     {key: n left out as preempted}, "failed" {key: [error messages]}, "repetitions" {key: n},
-    "old_binary", "finished". Raises InputError (exit 2) for an unreadable file or a file
+    "invariant" {key: what its broken repetitions say}, "old_binary", "finished". Raises InputError (exit 2) for an unreadable file or a file
     without build-duet rows."""
     side = {"pairs": {}, "overrun_pairs": {}, "preempted_pairs": {}, "failed": {},
-            "repetitions": {}, "old_binary": None, "finished": True}
+            "repetitions": {}, "invariant": {}, "old_binary": None, "finished": True}
     for path in paths:
         doc = results.read_document(path)
         lctx = _dict(_dict(doc.get("context")).get("lockline"))
@@ -69,8 +69,13 @@ def load_build_pairs(paths, rate="cpu"):
 def _add_repetition(side, r, path, rate):
     """Add one repetition's window pairs (or its failure) to `side` (load_build_pairs)."""
     key = results.row_key(r)
-    if r.get("error_occurred") or r.get("skipped"):
-        side["failed"].setdefault(key, []).append(failure_message(r))
+    broken = invariant_broken(r, key)
+    if broken:
+        # Any repetition of either build that broke an invariant fails the gate, whatever its
+        # other repetitions measured (as run against run: issue 36 R4).
+        side["invariant"].setdefault(key, []).append(broken)
+    if r.get("error_occurred") or r.get("skipped") or broken:
+        side["failed"].setdefault(key, []).append(broken or failure_message(r))
         return
     duet = _dict(r.get("details")).get("build_duet")
     if not isinstance(duet, dict):
@@ -82,12 +87,14 @@ def _add_repetition(side, r, path, rate):
     unit = (path, rep_index if isinstance(rep_index, int) else side["repetitions"][key])
     got = side["pairs"].setdefault(key, [])
     threads = r.get("threads")
-    for pair in duet.get("pairs") if isinstance(duet.get("pairs"), list) else []:
+    for i, pair in enumerate(duet.get("pairs") if isinstance(duet.get("pairs"), list) else []):
         if not isinstance(pair, dict):
             continue
         a, b = (pair.get(k) for k in BUILD_RATES[rate])
         if not (_number(a) and _number(b)):
             continue
+        physical_check(path, key, f"window pair {i} {BUILD_RATES[rate][0]} (old build)", a)
+        physical_check(path, key, f"window pair {i} {BUILD_RATES[rate][1]} (new build)", b)
         if pair.get("overrun") is True:
             side["overrun_pairs"][key] = side["overrun_pairs"].get(key, 0) + 1
             if rate == "wall":
@@ -233,18 +240,11 @@ def _verdict_note(row, options):
 
 
 def compare_builds(side, options):
-    """Answer every row of a build-duet run from its window pairs (new build / old build).
-
-    Per row and coherence regime: the window pairs of that regime's repetitions (overrun
-    pairs kept per CPU-second, preempted pairs of multi-thread rows left out). The change is
-    the median pair ratio new/old - 1 with its 95 % two-level bootstrap interval
-    (stats.compare_pairs); significance a two-sided t test over the repetitions' median log
-    ratios (repetition_t_p), Holm-corrected over every regime of every row (alpha). Each
-    regime says "regression" / "improvement" when significant and at least the minimum effect
-    T in that direction, "no change" (answer "no change larger than T %") when its interval
-    lies within +-T, else "undecided" (also under stats.MIN_PAIRS pairs); the row takes the
-    first of regression, improvement, no change that a regime says (_answer_build_row).
-    A key whose every repetition failed is "broken". Returns the result dict of finish()."""
+    """Answer every row of a build-duet run from its window pairs (new build / old build):
+    per row and coherence regime the change is the median pair ratio new/old - 1 with its 95 %
+    two-level bootstrap interval (stats.compare_pairs), significance a t test over the
+    repetitions' median log ratios (repetition_t_p), Holm-corrected over every regime of every
+    row; each regime answers (_regime_state) and the row takes one (_answer_build_row)."""
     rows = []
     pending = []  # (row, its regimes' candidates, its pairs, its repetitions)
     keys = sorted(set(side["pairs"]) | set(side["failed"]))
@@ -255,10 +255,10 @@ def compare_builds(side, options):
         rows.append(row)
         pairs = side["pairs"].get(key, [])
         failed = side["failed"].get(key, [])
-        if not pairs:
-            row["verdict"] = "broken" if failed else "undecided"
-            row["notes"].append(f"every repetition failed, e.g. {failed[0]!r}" if failed
-                                else "no usable window pair")
+        broken = _broken_note(key, side, pairs)
+        if broken:
+            row["verdict"] = "broken"
+            row["notes"].append(broken)
             continue
         if failed:
             row["warnings"].append(f"{len(failed)} repetition(s) failed, e.g. {failed[0]!r}")
@@ -277,6 +277,22 @@ def compare_builds(side, options):
                      "this build, window by window on the same PUs")
     return finish(rows, [], notes, options, "paired-builds",
                   lambda m: builds_rule_text(options, m))
+
+
+def _broken_note(key, side, pairs):
+    """Why a build-duet row is broken, or "": a repetition of either build broke an invariant
+    (e.g. mutual exclusion violated), every repetition failed, or not one window pair has both
+    builds' rates positive and finite (the new build did no operation in any window)."""
+    broken, failed = side["invariant"].get(key), side["failed"].get(key, [])
+    if broken:
+        return (f"{len(broken)} of {side['repetitions'].get(key, 0) + len(failed)} repetitions "
+                f"broke an invariant (e.g. {broken[0]!r})")
+    if not pairs and failed:
+        return f"every repetition failed, e.g. {failed[0]!r}"
+    if not any(a > 0 and b > 0 and math.isfinite(b / a) for _, a, b, _ in pairs):
+        return (f"no usable window pair: none of its {len(pairs)} window pairs has both builds' "
+                "rates positive and finite")
+    return ""
 
 
 def _new_build_row(key, side, options):
@@ -324,18 +340,11 @@ def build_builds_parser():
                             "and at most --max-undecided %% of the rows undecided, 1 "
                             "regression or broken row, 2 bad input, 3 more rows undecided.")
     p.add_argument("run", help="the run directory or its lockline.json")
-    p.add_argument("--alpha", type=float, default=0.05)
-    p.add_argument("--min-effect", type=float, default=5.0)
-    p.add_argument("--override", action="append", default=[], metavar="REGEX=PCT")
-    p.add_argument("--filter", metavar="REGEX")
-    p.add_argument("--format", choices=sorted(FORMATTERS), default="table")
-    p.add_argument("--output", metavar="FILE")
-    p.add_argument("--allow-undecided", action="store_true")
+    add_gate_options(p)
     p.add_argument("--max-undecided", type=float, default=10.0, metavar="PCT",
                    help="undecided rows pass the gate (exit 0) while they are at most PCT %% "
                         "of the rows compared and no row regressed (default 10; 0: every row "
                         "must be decided)")
-    p.add_argument("--allow-unfinished", action="store_true")
     p.add_argument("--rate", choices=sorted(BUILD_RATES), default="cpu",
                    help="compare pairs by ops per CPU-second of the windows' threads (cpu, the "
                         "default) or per second of window wall time (wall)")
@@ -358,7 +367,7 @@ def main_builds(argv):
         options = {"alpha": args.alpha, "min_effect": args.min_effect,
                    "overrides": [parse_override(o) for o in args.override],
                    "threshold_only": False, "metrics": [],
-                   "filter": compile_regex(args.filter, "--filter") if args.filter else None,
+                   "filter": key_filter(args.filter),
                    "allow_undecided": args.allow_undecided, "allow_missing": False,
                    "rate": args.rate, "max_undecided_pct": args.max_undecided}
         side = load_build_pairs(expand_side_argument(args.run), args.rate)

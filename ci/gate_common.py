@@ -60,6 +60,23 @@ def compile_regex(pattern, option):
         raise InputError(f"{option} {pattern!r}: bad regular expression: {e}") from None
 
 
+class KeyFilter:
+    """--filter REGEX in lockline's --benchmark_filter syntax: the keys REGEX finds (re.search),
+    or with a leading '-' every key but those the rest finds (--filter=-zone_lock)."""
+
+    def __init__(self, text):
+        self.negated = text.startswith("-")
+        self.regex = compile_regex(text[1:] if self.negated else text, "--filter")
+
+    def search(self, key):
+        return (self.regex.search(key) is None) == self.negated
+
+
+def key_filter(text):
+    """The --filter option's KeyFilter, None when no filter is given."""
+    return KeyFilter(text) if text else None
+
+
 def min_effect_for(key, options):
     """The minimum effect (percent) for benchmark `key`: the first --override whose regex
     matches (re.search), else --min-effect."""
@@ -88,6 +105,46 @@ def failure_message(row):
     """What a row with error_occurred or skipped says about it."""
     message = row.get("error_message")
     return message if isinstance(message, str) and message else "error_occurred"
+
+
+INVARIANT_PREFIX = "invariant broken"
+
+
+def _usable_pair(a, b):
+    return a > 0 and b > 0 and math.isfinite(a) and math.isfinite(b) and math.isfinite(b / a)
+
+
+def invariant_broken(row, key):
+    """What makes one iteration row a broken measurement, or "" when nothing does: a row whose
+    verification failed (lockline's "verify" is not "ok", or its error message starts with
+    "invariant broken": e.g. mutual exclusion violated), or a duet row (key duet/...) whose
+    window pairs hold not one pair with both sides' ops/s positive and finite (an empty duet
+    is broken, not missing)."""
+    verify = row.get("verify")
+    if isinstance(verify, str) and verify not in ("", "ok"):
+        return f"invariant broken: {verify}"
+    message = row.get("error_message")
+    if isinstance(message, str) and message.startswith(INVARIANT_PREFIX):
+        return message
+    if (key.startswith("duet/") or row.get("family") == "duet") and \
+            not row.get("error_occurred") and not row.get("skipped"):
+        pairs = results.row_duet_pairs(row)
+        if not any(_usable_pair(a, b) for a, b in pairs):
+            return (f"empty duet: none of its {len(pairs)} window pairs has both sides' ops/s "
+                    "positive and finite")
+    return ""
+
+
+def physical_check(path, key, name, value):
+    """Refuse (InputError, exit 2) a rate or time that is no measurement: non-finite, or
+    outside lockline_results' physical range (the plots and the report refuse it too)."""
+    if isinstance(value, (int, float)) and (not math.isfinite(value) or (
+            abs(value) > results.PHYSICAL_MAX or 0 < abs(value) < results.PHYSICAL_MIN)):
+        raise InputError(f"{path}: {key} {name} = {value:g} is not a measurement (accepted: 0, "
+                         f"or {results.PHYSICAL_MIN:g} to {results.PHYSICAL_MAX:g} in "
+                         "magnitude)")
+
+
 
 
 def new_row(key, metric, direction, min_effect_pct, **fields):
@@ -166,13 +223,9 @@ def repetitions_needed(alpha, m):
 
 
 def holm_adjust(pvalues):
-    """Holm-Bonferroni step-down adjusted p-values, in input order.
-
-    For p sorted ascending p_(1..m): adj_(i) = max_{j<=i} min(1, (m-j+1) p_(j)). A row is
-    significant at family-wise level alpha iff its adjusted p <= alpha. (scipy 1.10 has no
-    false_discovery_control, and Holm controls the family-wise error, which is what a CI gate
-    that fails a build needs.)
-    """
+    """Holm-Bonferroni step-down adjusted p-values, in input order: for p ascending,
+    adj_(i) = max_{j<=i} min(1, (m-j+1) p_(j)); significant at family-wise level alpha iff
+    adj <= alpha. Holm controls the family-wise error, which a gate that fails builds needs."""
     m = len(pvalues)
     order = sorted(range(m), key=lambda i: pvalues[i])
     adjusted = [1.0] * m
@@ -218,8 +271,10 @@ def mark_equivalence(rows):
 def repetitions_to_decide(rows, options):
     """Repetitions a side that would likely decide every undecided row: enough for the exact U
     test to reach the Holm threshold, at least stats.MIN_REPETITIONS, and, for a row whose
-    interval is too wide, n x (width / minimum effect)^2 (intervals shrink as 1/sqrt(n));
-    capped at 200."""
+    interval is too wide, n x (half width / room)^2 (intervals shrink as 1/sqrt(n)); room is
+    what lies between the interval's centre and +-T (the half width that answers "no change
+    larger than T %"), or from a centre beyond T to 0 (the half width that makes the change
+    significant); capped at MAX_REPETITIONS_ADVISED."""
     compared = [r for r in rows if r["paired"]]
     need = max(repetitions_needed(options["alpha"], len(compared)), effects.MIN_REPETITIONS)
     for r in rows:
@@ -230,12 +285,24 @@ def repetitions_to_decide(rows, options):
         n = max(r["baseline"].get("repetitions", r["baseline"]["n"]),
                 r["current"].get("repetitions", r["current"]["n"]))
         if r["ci_pct"] is not None:
-            width = r["ci_pct"][1] - r["ci_pct"][0]
-            ratio = width / max(r["min_effect_pct"], 0.1)
-            # An unbounded interval (values near the float maximum) needs the cap.
-            need = max(need, n + 1, 200 if not math.isfinite(ratio) or ratio > 1e3 else
-                       math.ceil(n * ratio ** 2))
-    return min(need, 200)
+            lo, hi = r["ci_pct"]
+            centre, half = (lo + hi) / 2.0, (hi - lo) / 2.0
+            room = max(r["min_effect_pct"] - abs(centre), abs(centre), 1e-9)
+            ratio = half / room
+            # An unbounded interval needs the cap.
+            need = max(need, n + 1, MAX_REPETITIONS_ADVISED if not math.isfinite(ratio) or
+                       ratio > 1e3 else math.ceil(n * ratio ** 2))
+    return min(need, MAX_REPETITIONS_ADVISED)
+
+
+# The most repetitions a side the undecided advice names: past it, more of the same run is not
+# the answer ("at least 200": a quieter machine, or the build duet, is).
+MAX_REPETITIONS_ADVISED = 200
+
+
+def _rerun_text(need):
+    at_least = "at least " if need >= MAX_REPETITIONS_ADVISED else ""
+    return f"rerun with {at_least}{need} repetitions a side"
 
 
 def _goodness(row):
@@ -257,7 +324,7 @@ def _exit_status(rows, counts, m, need, options):
         first = _first(rows, "incomparable")
         return EXIT_BAD_INPUT, (f"{counts['incomparable']} row(s) incomparable, e.g. "
                                 f"{first['key']} {first['metric']}: {first['notes'][-1]}")
-    if not m and not counts["broken"] and not options.get("allow_empty"):
+    if not m and not counts["broken"]:
         return EXIT_BAD_INPUT, ("no benchmark appears on both sides" +
                                 (" after --filter" if options["filter"] is not None else ""))
     if counts["regression"] or counts["broken"]:
@@ -270,8 +337,8 @@ def _exit_status(rows, counts, m, need, options):
                                  f"{first['notes'][-1]}")
     if (counts["undecided"] and not options.get("allow_undecided") and
             100.0 * counts["undecided"] > options.get("max_undecided_pct", 0.0) * max(m, 1)):
-        message = (f"undecided: {counts['undecided']} rows; rerun with {need} repetitions a "
-                   "side (or pass --allow-undecided)")
+        message = (f"undecided: {counts['undecided']} rows; {_rerun_text(need)} (or pass "
+                   "--allow-undecided)")
         if options.get("max_undecided_pct"):
             message += (f"; more than the {options['max_undecided_pct']:g} % of {m} rows "
                         "--max-undecided lets pass")
@@ -291,7 +358,9 @@ def finish(rows, warnings, notes, options, mode, rule):
     `mode` names the gate's method, `rule(m)` says its rule for m rows compared."""
     rows.sort(key=_goodness)
     counts = {v: sum(1 for r in rows if r["verdict"] == v) for v in VERDICTS}
-    m = sum(1 for r in rows if r["paired"])
+    # Rows compared: every row with samples on both sides, and every undecided row (one
+    # without a usable pair is still a row the gate could not decide).
+    m = sum(1 for r in rows if r["paired"] or r["verdict"] == "undecided")
     need = None
     if counts["undecided"]:
         need = repetitions_to_decide(rows, options)
@@ -300,7 +369,7 @@ def finish(rows, warnings, notes, options, mode, rule):
                        if r["verdict"] == "undecided" and r["paired"]})
         warnings.append(f"{counts['undecided']} row(s) undecided "
                         f"({', '.join(f'{a}/{b}' for a, b in have)} repetitions "
-                        f"baseline/current): rerun with {need} repetitions a side, compare "
+                        f"baseline/current): {_rerun_text(need)}, compare "
                         "fewer rows (--filter), or use --threshold-only")
     exit_code, message = _exit_status(rows, counts, m, need, options)
     summary = dict(counts)
@@ -464,6 +533,24 @@ class Parser(argparse.ArgumentParser):
     def error(self, message):
         print(f"compare.py: error: {message} (see --help)", file=sys.stderr)
         sys.exit(EXIT_BAD_INPUT)
+
+
+def add_gate_options(p):
+    """The options both gates take."""
+    p.add_argument("--alpha", type=float, default=0.05,
+                   help="family-wise significance level, Holm-corrected (default 0.05)")
+    p.add_argument("--min-effect", type=float, default=5.0,
+                   help="minimum change in percent for a regression, and the equivalence bound "
+                        "T of 'no change larger than T %%' (default 5)")
+    p.add_argument("--override", action="append", default=[], metavar="REGEX=PCT",
+                   help="per-benchmark minimum effect; first matching regex wins (repeatable)")
+    p.add_argument("--filter", metavar="REGEX", help="compare only benchmarks matching REGEX")
+    p.add_argument("--format", choices=sorted(FORMATTERS), default="table")
+    p.add_argument("--output", metavar="FILE", help="also write the output to FILE")
+    p.add_argument("--allow-undecided", action="store_true",
+                   help="exit 0 (not 3) when rows are undecided and nothing regressed")
+    p.add_argument("--allow-unfinished", action="store_true",
+                   help="compare files of runs that did not finish (finished: false)")
 
 
 def run_gate(args, compute):

@@ -1,21 +1,8 @@
-"""compare.py's run-against-run gate: `compare.py BASELINE CURRENT`, two sides' repetitions of
-each row (ci/REGRESSION.md, "What counts as a regression").
-
-Each row compares the repetitions of ONE coherence regime (the regime with most repetitions on
-both sides; rows naming no regime are pooled); repetitions whose window overran are dropped. How
-the two sides' samples are paired (issue 24), per row:
-- the same repetitions on both sides (every row identical, in the same order: a run compared
-  with itself, or with a copy): matched one to one (plots/stats.compare_matched; Wilcoxon
-  signed-rank instead of Mann-Whitney). Identical values differ by exactly 0: the interval is
-  [0, 0], so `compare.py RUN RUN` answers "no change larger than 5 %" for every row it can
-  compare, with any number of repetitions;
-- duet rows (family `duet`, key `duet/...`: two variants A and B alternating window by window,
-  results/SCHEMA.md) are compared by their paired effect, metric `pair_ratio` (B's ops/s over
-  A's, higher is better): the change of the median pair ratio B/A between the runs, its
-  interval a two-sample bootstrap over both runs' window pairs of one coherence regime
-  (plots/stats.compare_pair_effects). The machine's swings cancel within each pair, so two runs
-  of the same build can answer equality where the sides' own ops/s cannot;
-- every other row: the repetitions of each side as independent samples.
+"""compare.py's run-against-run gate, `compare.py BASELINE CURRENT`: each row compares the
+repetitions of one coherence regime of the two sides, matched one to one when both sides hold
+the same repetitions, by their paired effect B/A for duet rows, else as independent samples
+(ci/REGRESSION.md: "What counts as a regression", "Pairing (issue 24)", "One coherence regime
+per row").
 """
 
 import argparse
@@ -24,14 +11,20 @@ import math
 import re
 
 from gate_common import (MAX_MIN_EFFECT_PCT, TIME_METRICS, InputError, Parser,
-                         compile_regex, effects, expand_side_argument, failure_message,
-                         finish, holm_adjust, mark_equivalence, min_attainable_p, scipy_stats,
+                         effects, expand_side_argument, failure_message,
+                         finish, holm_adjust, invariant_broken, physical_check, mark_equivalence, min_attainable_p, scipy_stats,
                          effect_verdict, min_effect_for, new_row, parse_override, results,
-                         run_gate, side_summary, FORMATTERS)
+                         key_filter, run_gate, side_summary, add_gate_options)
 
-# Google Benchmark 1.9.0 changed how time is accounted for threaded runs, so time-based rows from
-# either side of it do not compare (rate counters such as ops_per_s are unaffected).
+# Google Benchmark 1.9.0 changed how time is accounted for threaded runs, and made a threaded
+# row's items/bytes per second and every user rate counter per thread: time-based rows and a
+# foreign file's threaded rates from either side of it do not compare. items_per_second and
+# bytes_per_second of a file from 1.9.0 on are converted back (x threads, as
+# lockline_results.normalise_threaded_time does); other rates cannot be told from plain
+# counters in the JSON and are treated like times. lockline's own counters (ops_per_s, ...) are
+# plain counters, never per thread.
 GB_TIME_SEMANTICS_CHANGE = (1, 9, 0)
+GB_PER_THREAD_RATES = ("items_per_second", "bytes_per_second")
 
 # --alpha accepts MIN_ALPHA <= alpha < 1: below it (1e-320 is subnormal) Holm's threshold
 # alpha / m underflows and no run could reach it (issue 36 R8).
@@ -41,16 +34,10 @@ MIN_ALPHA = 1e-12
 
 
 def metric_direction(name, declared=None):
-    """Return "higher" or "lower" (the good direction of metric `name`), or None if unknown.
-
-    `declared` maps names to directions given with --metric and wins over the built-in table,
-    which follows results/SCHEMA.md: names ending in _per_s, _per_wall_s, _per_cpu_s or /s
-    (faults_per_wall_s, the 2004 pre-zeroing table's column) and IPC (instructions per cycle)
-    are higher-is-better; ns_per_op, real_time, cpu_time, wait_share, violations_per_million, *_ns and */op are
-    lower-is-better. pair_ratio (a duet row's paired effect: B's ops/s over A's) is
-    higher-is-better: a fall means B lost ground on A. Directions are declared, never guessed
-    from the data.
-    """
+    """"higher" or "lower" (the good direction of metric `name`), or None if unknown:
+    `declared` (--metric) first, then the table of results/SCHEMA.md. faults_per_wall_s is the
+    2004 pre-zeroing table's column; pair_ratio is a duet row's B/A (a fall: B lost ground on
+    A). Directions are declared, never guessed from the data."""
     if declared and name in declared:
         return declared[name]
     if name.endswith(("_per_s", "_per_wall_s", "_per_cpu_s", "/s")) or name in ("IPC",
@@ -63,11 +50,7 @@ def metric_direction(name, declared=None):
 
 
 def parse_metric_option(text):
-    """Parse a --metric value "NAME" or "NAME:higher|lower" into (name, direction).
-
-    Raises InputError when the direction is neither higher nor lower, or when NAME has no
-    direction in the built-in table and none is given.
-    """
+    """Parse a --metric value "NAME" or "NAME:higher|lower" into (name, direction)."""
     name, sep, direction = text.rpartition(":")
     if not sep or direction not in ("higher", "lower"):
         name, direction = text, metric_direction(text)
@@ -93,8 +76,7 @@ def parse_version(text):
 
 
 def read_json_file(path):
-    """Read one result file through lockline_results.read_document, refusing an empty
-    "benchmarks" array. Raises InputError (= ResultError) naming the file."""
+    """Read one result file (lockline_results.read_document), refusing an empty one."""
     doc = results.read_document(path)
     if not doc["benchmarks"]:
         raise InputError(f"{path}: the \"benchmarks\" array is empty (did the run finish?)")
@@ -123,34 +105,6 @@ def _row_overrun(row):
                                              for w in windows)
 
 
-INVARIANT_PREFIX = "invariant broken"
-
-
-def _usable_pair(a, b):
-    return a > 0 and b > 0 and math.isfinite(a) and math.isfinite(b) and math.isfinite(b / a)
-
-
-def invariant_broken(row, key):
-    """What makes one iteration row a broken measurement, or "" when nothing does: a row whose
-    verification failed (lockline's "verify" is not "ok", or its error message starts with
-    "invariant broken": e.g. mutual exclusion violated), or a duet row (key duet/...) whose
-    window pairs hold not one pair with both sides' ops/s positive and finite (an empty duet
-    is broken, not missing)."""
-    verify = row.get("verify")
-    if isinstance(verify, str) and verify not in ("", "ok"):
-        return f"invariant broken: {verify}"
-    message = row.get("error_message")
-    if isinstance(message, str) and message.startswith(INVARIANT_PREFIX):
-        return message
-    if (key.startswith("duet/") or row.get("family") == "duet") and \
-            not row.get("error_occurred") and not row.get("skipped"):
-        pairs = results.row_duet_pairs(row)
-        if not any(_usable_pair(a, b) for a, b in pairs):
-            return (f"empty duet: none of its {len(pairs)} window pairs has both sides' ops/s "
-                    "positive and finite")
-    return ""
-
-
 def _file_samples(doc, path, side):
     """A file's iteration rows; a file of aggregates only gives its mean rows, with a note."""
     rows = doc["benchmarks"]
@@ -174,12 +128,26 @@ def _sample_key(r):
     return results.row_key(r)
 
 
-def _sample(r, path, context):
-    """One repetition as a side holds it (see load_side)."""
+def _sample(r, key, path, context):
+    """One repetition as a side holds it (see load_side); a rate or time that is no
+    measurement is bad input (physical_check)."""
+    values = results.row_values(r, path)
+    for name in results.PHYSICAL_METRICS:
+        physical_check(path, key, name, values.get(name))
+    for i, (a, b) in enumerate(results.row_duet_pairs(r)):
+        physical_check(path, key, f"window pair {i} A ops/s", a)
+        physical_check(path, key, f"window pair {i} B ops/s", b)
     params = r.get("params") if isinstance(r.get("params"), dict) else {}
     coherence = r.get("coherence")
-    return {"values": results.row_values(r, path),
-            "threads": r.get("threads", params.get("threads", 1)),
+    threads = r.get("threads", params.get("threads", 1))
+    foreign = not isinstance(_context_value(context, "lockline"), dict)
+    version = file_gb_version(context or {})
+    if foreign and isinstance(threads, int) and threads > 1 and version is not None and \
+            version >= GB_TIME_SEMANTICS_CHANGE:
+        for name in GB_PER_THREAD_RATES:
+            if name in values:
+                values[name] *= threads  # per thread from 1.9.0: back to the whole run's
+    return {"values": values, "threads": threads, "foreign": foreign,
             "coherence": coherence.get("label") if isinstance(coherence, dict) else None,
             "placement": r.get("placement") if isinstance(r.get("placement"), dict) else None,
             "layout": params.get("layout"), "overrun": _row_overrun(r),
@@ -220,7 +188,7 @@ def load_side(paths, label):
                 # never "only in baseline" (issue 27 item 4).
                 side["failed"].setdefault(key, []).append(broken or failure_message(r))
                 continue
-            side["rows"].setdefault(key, []).append(_sample(r, path, doc.get("context")))
+            side["rows"].setdefault(key, []).append(_sample(r, key, path, doc.get("context")))
         if excluded:
             side["notes"].append(f"{path}: {excluded} row(s) with error_occurred or skipped "
                                  "excluded")
@@ -337,13 +305,8 @@ def _short_diff(a, b, prefix="", limit=3):
 
 
 def context_warnings(base, cur):
-    """Warnings about run contexts that make the sides less comparable: a different host, CPU
-    count, topology, compiler, placement policy, kernel release, CPU model, MHz, library
-    versions; and layouts whose definition changed. None of these is an error.
-
-    Returns (warnings, changed_layouts) where changed_layouts is the set of layout keys (from
-    context.lockline.layouts) whose content differs between the sides.
-    """
+    """(warnings, changed layout keys): what in the two runs' contexts makes the sides less
+    comparable (none of it an error), and the layouts whose definition changed."""
     warnings = []
     bc, cc = base["contexts"][0], cur["contexts"][0]
     for side, ctx in (("baseline", bc), ("current", cc)):
@@ -436,26 +399,20 @@ def check_sides(base, cur, options):
 
 
 def matched_sides(bsamp, csamp):
-    """True when the two sides hold the same repetitions in the same order: as many on each
-    side and, at every position, the same row identity (lockline_results.row_identity: the
-    same measurement, e.g. a run compared with itself or with a copy). Such sides are compared
-    repetition by repetition (stats.compare_matched); any other pair of runs is compared as
-    independent samples."""
+    """True when the two sides hold the same repetitions in the same order (at every position
+    the same lockline_results.row_identity: a run compared with itself or with a copy)."""
     return bool(bsamp) and len(bsamp) == len(csamp) and all(
         b.get("identity") is not None and b.get("identity") == c.get("identity")
         for b, c in zip(bsamp, csamp))
 
 
 def choose_samples(bsamp, csamp, metric, min_effect):
-    """The values a row compares, and how (min_effect a fraction). Returns a dict:
-    "method": "unpaired" (independent repetitions, one coherence regime: stats.select_regime;
-    the interval is computed later by decide()), "matched" (the same repetitions on both sides:
-    stats.compare_matched) or "pair_effects" (a duet row, metric pair_ratio, every repetition
-    with its window pairs: the change of the paired effect B/A, stats.compare_pair_effects,
-    matched when both sides hold the same rows); "unit" ("repetitions" or "window pairs");
-    "base", "variant" (values used: the metric, or B/A per window pair), "all_base",
-    "all_variant" (every value, whatever its regime), "regime", "dropped", "total_base",
-    "total_variant" and "comparison" (the stats.Comparison, None for unpaired)."""
+    """The values a row compares, and how (min_effect a fraction): "method" "unpaired"
+    (stats.select_regime; decide() computes the interval), "matched" (stats.compare_matched)
+    or "pair_effects" (a duet row by pair_ratio: stats.compare_pair_effects); "unit"; "base",
+    "variant" (the values used: the metric, or B/A per window pair), "all_base", "all_variant"
+    (whatever their regime), "regime", "dropped", "total_base", "total_variant", "matched" and
+    "comparison" (the stats.Comparison, None for unpaired)."""
     matched = matched_sides(bsamp, csamp)
     if metric == "pair_ratio" and bsamp + csamp and all(x["pairs"] for x in bsamp + csamp):
         bp = [(_regime_label(x), a, b) for x in bsamp for a, b in x["pairs"]]
@@ -493,14 +450,10 @@ def _method_note(choice, nb, nc):
 
 
 def compare(base, cur, options):
-    """Compare two loaded sides (see load_side) and decide a verdict per benchmark and metric.
-
-    `options`: alpha, min_effect (percent), overrides [(regex, pct)], threshold_only (bool),
-    metrics [(name, direction)] (empty: default metric), filter (regex or None), and optional
-    allow_undecided, allow_unfinished, allow_missing, allow_gb_straddle, allow_empty (bools).
-    Returns the result dict of finish(). Raises InputError for sides that must not be compared
-    (check_sides).
-    """
+    """Compare two loaded sides (load_side): a verdict per benchmark and metric, the result
+    dict of finish(). `options`: alpha, min_effect (percent), overrides [(regex, pct)],
+    threshold_only, metrics [(name, direction)] (empty: default metric), filter (regex or
+    None), and optional allow_undecided, allow_unfinished, allow_missing, allow_gb_straddle."""
     check_sides(base, cur, options)
     warnings, changed_layouts = context_warnings(base, cur)
     notes = base["notes"] + cur["notes"]
@@ -575,15 +528,28 @@ def _metric_row(key, metric, bs, cs, ctx):
     failed = ctx["cur"].get("failed", {}).get(key, [])
     if bsamp and not csamp and (failed or measured):
         return _no_usable_current(row, [x["values"][metric] for x in bsamp], failed, measured)
+    if _stopped(metric, bsamp, csamp):
+        row.update(verdict="broken", baseline=side_summary([x["values"][metric] for x in bsamp]))
+        row["notes"].append(f"every current repetition ({len(csamp)}) did no operation "
+                            f"({metric} 0) where the baseline's did")
+        return row
     if not _fill_samples(row, bsamp, csamp, bs and cs):
         return row
-    _time_semantics(row, bs + cs, ctx)
+    _gb_semantics(row, bs + cs, ctx)
     _comparability_warnings(row, bs, cs, ctx["changed_layouts"])
     if row["direction"] is None:
         row["verdict"] = "incomparable"
         row["notes"].append(f"metric {metric} has no declared direction; use --metric "
                             f"{metric}:higher|lower")
     return row
+
+
+def _stopped(metric, bsamp, csamp):
+    """True when the current side's rate is 0 in every repetition and the baseline's is not:
+    the point stopped working, whatever --allow-undecided says (issue 48)."""
+    rate = metric_direction(metric) == "higher"
+    return rate and bool(csamp) and all(x["values"][metric] == 0 for x in csamp) and any(
+        x["values"][metric] > 0 for x in bsamp)
 
 
 def _no_usable_current(row, base_values, failed, measured):
@@ -647,19 +613,31 @@ def _fill_change(row, choice, nb, nc):
         row["notes"].append(_method_note(choice, nb, nc))
 
 
-def _time_semantics(row, samples, ctx):
-    """A time-based row across Google Benchmark 1.9.0 is incomparable (or compared with a
-    warning under --allow-gb-straddle); a threaded one from an unknown version is counted
-    for a warning."""
-    if row["metric"] not in TIME_METRICS:
-        return
+def _gb_rate(metric, samples, threads):
+    """True for a threaded foreign row's rate that Google Benchmark 1.9.0 made per thread and
+    that was not converted back (GB_PER_THREAD_RATES are)."""
+    rate = metric.endswith(("per_second", "/s")) or metric_direction(metric) == "higher"
+    return (rate and threads > 1 and metric not in GB_PER_THREAD_RATES and
+            any(s.get("foreign") for s in samples))
+
+
+def _gb_semantics(row, samples, ctx):
+    """A time-based row, or a threaded foreign rate (_gb_rate), across Google Benchmark 1.9.0
+    is incomparable (or compared with a warning under --allow-gb-straddle); a threaded one
+    from an unknown version is counted for a warning."""
     threads = max([s["threads"] for s in samples if isinstance(s["threads"], int)], default=1)
+    rate = _gb_rate(row["metric"], samples, threads)
+    if row["metric"] not in TIME_METRICS and not rate:
+        return
+    what = "threaded rate" if rate else "time-based row"
     if ctx["straddle"] and not ctx["options"].get("allow_gb_straddle"):
         row["verdict"] = "incomparable"
-        row["notes"].append("time-based row from Google Benchmark versions on both sides of "
-                            "1.9.0 (threaded time semantics changed; baseline "
-                            f"{_versions_text(ctx['bver'])}, current "
-                            f"{_versions_text(ctx['cver'])}); compare ops_per_s or pass "
+        change = "threaded rates became per thread" if rate else \
+            "threaded time semantics changed"
+        row["notes"].append(f"{what} from Google Benchmark versions on both sides of 1.9.0 "
+                            f"({change}; baseline {_versions_text(ctx['bver'])}, current "
+                            f"{_versions_text(ctx['cver'])}); compare "
+                            f"{'a rate lockline computes' if rate else 'ops_per_s'} or pass "
                             "--allow-gb-straddle")
     elif ctx["straddle"]:
         row["warnings"].append("Google Benchmark versions straddle 1.9.0: time semantics of "
@@ -715,15 +693,10 @@ def _interval(row):
 
 
 def decide(rows, options):
-    """Fill p_value, p_adjusted, min_p, ci_pct and verdict of every compared row (in place).
-
-    Compared rows are those with samples on both sides and no verdict yet. Statistical mode:
-    Holm over the compared rows' Mann-Whitney p-values; a row is a regression (improvement)
-    when significant, in the bad (good) direction and |change| >= its minimum effect
-    ("no change" when significant but smaller). A row that is not significant is "no change"
-    only when its 95 % interval lies within +-minimum effect, else "undecided" (with why).
-    --threshold-only: the minimum effect alone decides every row.
-    """
+    """Fill p_value, p_adjusted, min_p, ci_pct and verdict of every row with samples on both
+    sides and no verdict yet (in place): significant (Holm over their Mann-Whitney or signed-rank
+    p-values) decides by the minimum effect (effect_verdict); else "no change" needs the 95 %
+    interval within +-T, else "undecided". --threshold-only: the minimum effect alone decides."""
     for r in rows:
         if r["paired"]:
             r["min_p"] = min_attainable_p(r["baseline"]["n"], r["current"]["n"])
@@ -807,31 +780,18 @@ def build_parser():
                "both runs' window pairs. Details: ci/REGRESSION.md.")
     p.add_argument("baseline", help="baseline file, comma-separated files, or a run directory")
     p.add_argument("current", help="current file, comma-separated files, or a run directory")
-    p.add_argument("--alpha", type=float, default=0.05,
-                   help="family-wise significance level, Holm-corrected (default 0.05)")
-    p.add_argument("--min-effect", type=float, default=5.0,
-                   help="minimum change in percent for a regression, and the equivalence bound "
-                        "T of 'no change larger than T %%' (default 5)")
-    p.add_argument("--override", action="append", default=[], metavar="REGEX=PCT",
-                   help="per-benchmark minimum effect; first matching regex wins (repeatable)")
+    add_gate_options(p)
     p.add_argument("--threshold-only", action="store_true",
                    help="decide on the minimum effect alone, without statistics (fallback for "
                         "too few repetitions)")
-    p.add_argument("--format", choices=sorted(FORMATTERS), default="table")
-    p.add_argument("--output", metavar="FILE", help="also write the output to FILE")
     p.add_argument("--metric", action="append", default=[], metavar="NAME[:higher|lower]",
                    help="compare this metric instead of the default (pair_ratio for duet rows, "
                         "else ops_per_s, else real_time); repeatable; unknown metrics need a "
                         "direction")
-    p.add_argument("--filter", metavar="REGEX", help="compare only benchmarks matching REGEX")
-    p.add_argument("--allow-undecided", action="store_true",
-                   help="exit 0 (not 3) when rows are undecided and nothing regressed")
     p.add_argument("--allow-missing", action="store_true",
                    help="exit 0 (not 3) when benchmarks of the baseline are missing from the "
                         "current side (rows whose current repetitions all failed or overran "
                         "are 'broken' and fail regardless)")
-    p.add_argument("--allow-unfinished", action="store_true",
-                   help="compare files of runs that did not finish (finished: false)")
     p.add_argument("--allow-gb-straddle", action="store_true",
                    help="compare time-based rows across Google Benchmark 1.9.0 anyway")
     return p
@@ -854,7 +814,7 @@ def main_runs(argv):
                    "overrides": [parse_override(o) for o in args.override],
                    "threshold_only": args.threshold_only,
                    "metrics": [parse_metric_option(m) for m in args.metric],
-                   "filter": compile_regex(args.filter, "--filter") if args.filter else None,
+                   "filter": key_filter(args.filter),
                    "allow_undecided": args.allow_undecided,
                    "allow_unfinished": args.allow_unfinished,
                    "allow_missing": args.allow_missing,
