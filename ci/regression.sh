@@ -20,7 +20,8 @@
 #             whose coherence regime flips use 15+ (half land in each regime)  (default: 9;
 #             with --against 10: each repetition holds 12 window pairs and is the unit, and
 #             each regime of a 2-thread row needs 3 of them)
-#   FILTER    --benchmark_filter regex, also the compared subset (default: whole quick suite)
+#   FILTER    --benchmark_filter regex ('-REGEX': all but), also the compared subset
+#             (default: whole quick suite)
 #   OUT       run directory                               (default: $BUILD/regression-<date>)
 #   LOCKLINE_ARGS  extra lockline flags, e.g. "--budget=5m --pin=cores" (word-split)
 # Writes OUT/lockline.json, OUT/compare.txt, OUT/compare.md (for a CI comment), OUT/compare.json.
@@ -40,7 +41,7 @@ while (($#)); do
         exit 2
       fi ;;
     --) shift; compare_args=("$@"); break ;;
-    -h|--help) sed -n '2,26p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,27p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "regression.sh: unknown argument '$1' (accepted: --update-baseline," \
             "--against=OLD_BINARY, -- OPTIONS)" >&2
        exit 2 ;;
@@ -95,13 +96,24 @@ compare_and_exit() {
   exit "$status"
 }
 
+# FILTER is lockline's --benchmark_filter syntax (a leading '-': every point but those matching
+# the rest), which compare.py --filter reads the same way: refused before the run when it is not.
+filter_args=()
+if [[ -n "$FILTER" ]]; then
+  filter_args=("--filter=$FILTER")
+  if ! error=$("$PYTHON" "$root/ci/compare.py" --check-filter="$FILTER" 2>&1); then
+    echo "regression.sh: error: FILTER='$FILTER': ${error#compare.py: error: }" >&2
+    exit 2
+  fi
+fi
+run=("$LOCKLINE" --quick "--benchmark_repetitions=$REPS" "--out=$OUT")
+[[ -n "$against" ]] && run+=("--duet-with=$against")
+[[ -n "$FILTER" ]] && run+=("--benchmark_filter=$FILTER")
+# shellcheck disable=SC2206  # word splitting of LOCKLINE_ARGS is the point
+[[ -n "${LOCKLINE_ARGS:-}" ]] && run+=(${LOCKLINE_ARGS})
+echo "regression.sh: ${run[*]}"
 if [[ -n "$against" ]]; then
   # The build duet: one run, both builds; the verdicts come from its window pairs.
-  run=("$LOCKLINE" --quick "--duet-with=$against" "--benchmark_repetitions=$REPS" "--out=$OUT")
-  [[ -n "$FILTER" ]] && run+=("--benchmark_filter=$FILTER")
-  # shellcheck disable=SC2206  # word splitting of LOCKLINE_ARGS is the point
-  [[ -n "${LOCKLINE_ARGS:-}" ]] && run+=(${LOCKLINE_ARGS})
-  echo "regression.sh: ${run[*]}"
   rc=0
   "${run[@]}" || rc=$?
   # 2: refused before anything was created (another schema or suite); 1 (rows with errors) is
@@ -110,18 +122,10 @@ if [[ -n "$against" ]]; then
     echo "regression.sh: the build duet did not run (lockline exit $rc)" >&2
     exit 2
   fi
-  filter_args=()
-  [[ -n "$FILTER" ]] && filter_args=(--filter "$FILTER")
   compare_and_exit "$against" " (paired builds)" "" \
     "$PYTHON" "$root/ci/compare.py" --builds "$OUT" ${filter_args[@]+"${filter_args[@]}"} \
     ${compare_args[@]+"${compare_args[@]}"}
 fi
-
-run=("$LOCKLINE" --quick "--benchmark_repetitions=$REPS" "--out=$OUT")
-[[ -n "$FILTER" ]] && run+=("--benchmark_filter=$FILTER")
-# shellcheck disable=SC2206  # word splitting of LOCKLINE_ARGS is the point
-[[ -n "${LOCKLINE_ARGS:-}" ]] && run+=(${LOCKLINE_ARGS})
-echo "regression.sh: ${run[*]}"
 "${run[@]}"
 current=$OUT/lockline.json
 if [[ ! -s "$current" ]]; then
@@ -143,8 +147,6 @@ if [[ ! -e "$BASELINE" ]]; then
   exit 0
 fi
 
-filter_args=()
-[[ -n "$FILTER" ]] && filter_args=(--filter "$FILTER")
 compare_and_exit "$BASELINE" "" ", see the message above" \
   "$PYTHON" "$root/ci/compare.py" "$BASELINE" "$current" ${filter_args[@]+"${filter_args[@]}"} \
   ${compare_args[@]+"${compare_args[@]}"}

@@ -30,6 +30,9 @@ REGRESSED = "zone_lock/layout:lock_after_free_area/lock:ticket/threads:2"
 _spec = importlib.util.spec_from_file_location("lockline_compare", COMPARE)
 compare = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(compare)
+import gate_common  # noqa: E402  (compare.py put ci/ on the path)
+import gate_runs  # noqa: E402
+results = gate_runs.results
 
 
 def fixture_pair(name):
@@ -67,7 +70,7 @@ def verdicts(result):
 
 def test_strip_decorations():
     """Google Benchmark's decorations go, arguments and thread counts stay."""
-    s = compare.strip_decorations
+    s = results.strip_decorations
     assert s("BM_x/8/repeats:5/manual_time") == "BM_x/8"
     assert s("BM_x/min_time:0.500/threads:4") == "BM_x/threads:4"
     assert s("BM_x/real_time") == "BM_x"
@@ -79,7 +82,7 @@ def test_strip_decorations():
 
 def test_metric_directions_declared_not_guessed():
     """The direction table of results/SCHEMA.md; unknown metrics have none unless declared."""
-    d = compare.metric_direction
+    d = gate_runs.metric_direction
     for name in ("ops_per_s", "pages_per_s", "gb_per_s", "bytes/s", "IPC"):
         assert d(name) == "higher", name
     for name in ("ns_per_op", "real_time", "cpu_time", "wait_share", "violations_per_million",
@@ -87,10 +90,10 @@ def test_metric_directions_declared_not_guessed():
         assert d(name) == "lower", name
     assert d("fairness_cv") is None
     assert d("fairness_cv", {"fairness_cv": "lower"}) == "lower"
-    assert compare.parse_metric_option("fairness_cv:lower") == ("fairness_cv", "lower")
-    assert compare.parse_metric_option("ns_per_op") == ("ns_per_op", "lower")
-    with pytest.raises(compare.InputError, match="unknown metric direction"):
-        compare.parse_metric_option("fairness_cv")
+    assert gate_runs.parse_metric_option("fairness_cv:lower") == ("fairness_cv", "lower")
+    assert gate_runs.parse_metric_option("ns_per_op") == ("ns_per_op", "lower")
+    with pytest.raises(gate_common.InputError, match="unknown metric direction"):
+        gate_runs.parse_metric_option("fairness_cv")
 
 
 def test_min_attainable_p_and_repetitions_needed():
@@ -108,9 +111,9 @@ def test_min_attainable_p_and_repetitions_needed():
 def test_exact_mann_whitney_reaches_the_minimum_on_separation():
     """Completely separated samples give exactly 2/C(n1+n2, n1)."""
     a, b = [1.0, 2.0, 3.0, 4.0, 5.0], [6.0, 7.0, 8.0, 9.0, 10.0]
-    assert compare.mann_whitney_p(a, b) == pytest.approx(compare.min_attainable_p(5, 5))
-    assert compare.mann_whitney_p([1.0], [2.0]) == 1.0
-    assert compare.mann_whitney_p([3.0, 3.0], [3.0, 3.0]) == 1.0
+    assert gate_runs.mann_whitney_p(a, b) == pytest.approx(compare.min_attainable_p(5, 5))
+    assert gate_runs.mann_whitney_p([1.0], [2.0]) == 1.0
+    assert gate_runs.mann_whitney_p([3.0, 3.0], [3.0, 3.0]) == 1.0
 
 
 def holm_reference(pvalues, alpha):
@@ -126,32 +129,32 @@ def holm_reference(pvalues, alpha):
 
 def test_holm_adjust_matches_step_down_definition():
     """Adjusted p <= alpha exactly for the hypotheses Holm's procedure rejects."""
-    assert compare.holm_adjust([0.01, 0.04, 0.03, 0.005]) == pytest.approx(
+    assert gate_common.holm_adjust([0.01, 0.04, 0.03, 0.005]) == pytest.approx(
         [0.03, 0.06, 0.06, 0.02])
-    assert compare.holm_adjust([]) == []
+    assert gate_common.holm_adjust([]) == []
     grid = [0.001, 0.0125, 0.02, 0.04, 0.3]
     for ps in itertools.product(grid, repeat=4):
-        adj = compare.holm_adjust(list(ps))
+        adj = gate_common.holm_adjust(list(ps))
         assert {i for i, p in enumerate(adj) if p <= 0.05} == holm_reference(list(ps), 0.05)
 
 
 def test_time_units_normalized_to_ns():
     """ms, us and s become ns; an unknown unit is an input error naming it."""
     row = {"name": "x", "real_time": 1.5, "cpu_time": 2, "time_unit": "ms", "iterations": 7}
-    v = compare.row_values(row, "f.json")
+    v = results.row_values(row, "f.json")
     assert v["real_time"] == pytest.approx(1.5e6) and v["cpu_time"] == pytest.approx(2e6)
     assert "iterations" not in v
-    assert compare.row_values(dict(row, time_unit="us"), "f")["real_time"] == pytest.approx(1500)
-    assert compare.row_values(dict(row, time_unit="s"), "f")["real_time"] == pytest.approx(1.5e9)
-    with pytest.raises(compare.InputError, match="time_unit 'min'"):
-        compare.row_values(dict(row, time_unit="min"), "f.json")
+    assert results.row_values(dict(row, time_unit="us"), "f")["real_time"] == pytest.approx(1500)
+    assert results.row_values(dict(row, time_unit="s"), "f")["real_time"] == pytest.approx(1.5e9)
+    with pytest.raises(gate_common.InputError, match="time_unit 'min'"):
+        results.row_values(dict(row, time_unit="min"), "f.json")
 
 
 def test_units_fixture_same_times_in_ms_and_us():
     """Baseline in ms and current in us: identical means after normalization, no change."""
     base, cur = fixture_pair("units")
-    b = compare.load_side([base], "baseline")
-    c = compare.load_side([cur], "current")
+    b = gate_runs.load_side([base], "baseline")
+    c = gate_runs.load_side([cur], "current")
     result = compare.compare(b, c, options())
     assert result["rows"]
     for r in result["rows"]:
@@ -183,7 +186,7 @@ def test_regression_table_and_summary_line():
     p = run_cli(*fixture_pair("regress"))
     assert p.returncode == 1
     lines = p.stdout.splitlines()
-    assert lines[0].split() == compare.TABLE_HEADER
+    assert lines[0].split() == gate_common.TABLE_HEADER
     assert "regression" in lines[1] and REGRESSED in lines[1]
     assert lines[-1].startswith("1 regression, 0 improvements, 5 no change, 0 undecided")
     assert lines[-1].endswith("(of 6 rows compared)")
@@ -256,7 +259,7 @@ def test_holm_rank_decides_or_leaves_undecided():
     twelve are not (0.008 > 0.05/12) and their interval is not within +-5 %: undecided, exit
     3, with a repetition count that would decide."""
     base, cur = _side("baseline", 1.0), _side("current", 0.8)
-    one = compare.compare(base, cur, options(filter=compare.compile_regex("^b0$", "--filter")))
+    one = compare.compare(base, cur, options(filter=compare.KeyFilter("^b0$")))
     assert [r["verdict"] for r in one["rows"]] == ["regression"]
     many = compare.compare(base, cur, options())
     assert {r["verdict"] for r in many["rows"]} == {"undecided"}
@@ -333,11 +336,11 @@ def test_foreign_library_version_straddle_is_refused():
 
 
 def test_foreign_version_parsing():
-    assert compare.file_gb_version({"library_version": "v1.9.1"}) == (1, 9, 1)
-    assert compare.file_gb_version({}) < (1, 8, 4)
-    assert compare.version_text(compare.file_gb_version({})).startswith("before 1.8.4")
-    assert compare.file_gb_version({"lockline": {}}) is None
-    assert compare.file_gb_version({"lockline": {"versions": {"google_benchmark": "1.7.1"}}}) \
+    assert gate_runs.file_gb_version({"library_version": "v1.9.1"}) == (1, 9, 1)
+    assert gate_runs.file_gb_version({}) < (1, 8, 4)
+    assert gate_runs.version_text(gate_runs.file_gb_version({})).startswith("before 1.8.4")
+    assert gate_runs.file_gb_version({"lockline": {}}) is None
+    assert gate_runs.file_gb_version({"lockline": {"versions": {"google_benchmark": "1.7.1"}}}) \
         == (1, 7, 1)
 
 
@@ -418,7 +421,7 @@ def test_markdown_and_output_file(tmp_path):
 
 def test_old_format_file_parses(tmp_path):
     """2016 format: no run_type, complexity rows (no real_time) skipped, a row in seconds."""
-    side = compare.load_side([GB_OLD], "baseline")
+    side = gate_runs.load_side([GB_OLD], "baseline")
     assert "MyComplexityTest" not in side["rows"]
     assert not any(k.endswith(("_BigO", "_RMS")) for k in side["rows"])
     assert len(side["rows"]) == 14
@@ -438,7 +441,7 @@ def test_old_format_file_parses(tmp_path):
 
 def test_libfork_file_parses_aggregates_skipped():
     """Modern format with aggregates: 12 benchmarks, 5 iteration samples each, in ns."""
-    side = compare.load_side([LIBFORK], "baseline")
+    side = gate_runs.load_side([LIBFORK], "baseline")
     assert len(side["rows"]) == 12
     assert {len(s) for s in side["rows"].values()} == {5}
     assert "matmul_omp/2" in side["rows"]         # /real_time stripped
@@ -459,7 +462,7 @@ def test_aggregates_only_file_uses_means(tmp_path):
     doc["benchmarks"] = [r for r in doc["benchmarks"] if r.get("run_type") == "aggregate"]
     path = tmp_path / "agg.json"
     path.write_text(json.dumps(doc))
-    side = compare.load_side([str(path)], "current")
+    side = gate_runs.load_side([str(path)], "current")
     assert len(side["rows"]) == 12 and {len(s) for s in side["rows"].values()} == {1}
     assert any("only aggregate rows" in n for n in side["notes"])
     code, result, _ = run_json(str(path), str(path), "--threshold-only")
@@ -482,7 +485,7 @@ def test_lockline_aggregates_pair_with_iteration_rows(tmp_path):
 def test_non_finite_metrics_are_missing_not_numbers():
     """NaN or inf (a metric that could not be measured) is no sample."""
     row = {"name": "x", "ops_per_s": float("nan"), "ns_per_op": 3.0, "real_time": float("inf")}
-    assert compare.row_values(row, "f") == {"ns_per_op": 3.0}
+    assert results.row_values(row, "f") == {"ns_per_op": 3.0}
 
 
 # ---- bad input: exit 2, one clear line, no traceback --------------------------------------------
@@ -605,7 +608,7 @@ def test_quick_suite_twice_compared(tmp_path, capsys):
         print("\n[quick suite run twice, not gated]\n" + p.stdout + p.stderr)
     assert p.returncode in (0, 1, 3), p.stderr     # 3: undecided rows (3 repetitions)
     lines = p.stdout.splitlines()
-    assert lines[0].split() == compare.TABLE_HEADER
+    assert lines[0].split() == gate_common.TABLE_HEADER
     assert "rows compared" in lines[-1]
     code, result, _ = run_json(str(tmp_path / "a"), str(tmp_path / "b"))
     assert code in (0, 1, 3) and result["summary"]["rows_compared"] >= 1
@@ -748,7 +751,8 @@ def test_gate_fails_a_baseline_key_whose_current_rows_failed(tmp_path, how, code
 
 def test_values_near_the_float_maximum_give_no_traceback(tmp_path):
     """Issue 27 item 10: "ops_per_s": 1e308 on some rows gave an OverflowError traceback and
-    exit 1 (the regression code); now the rows are compared (or undecided) without one."""
+    exit 1 (the regression code); issue 48 S9: it is no measurement, refused as bad input in
+    one line (exit 2), as the plots and the report refuse it."""
     base, cur = fixture_pair("noise")
 
     def huge(doc):
@@ -759,7 +763,8 @@ def test_values_near_the_float_maximum_give_no_traceback(tmp_path):
     for fmt in ("table", "json", "markdown"):
         p = run_cli(base, path, "--format", fmt)
         assert "Traceback" not in p.stderr, p.stderr
-        assert p.returncode == 3, p.stderr
+        assert p.returncode == 2 and p.stderr.count("\n") == 1, p.stderr
+        assert "ops_per_s = 1e+308 is not a measurement" in p.stderr
 
 
 @pytest.mark.parametrize("args", [["--min-effect=nan"], ["--min-effect=inf"],

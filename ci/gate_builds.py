@@ -1,0 +1,379 @@
+"""compare.py's build-duet gate: `compare.py --builds RUN`, one run of lockline
+--duet-with=OLD (ci/regression.sh --against=OLD) answered from its window pairs, new build over
+old (issue 38; ci/REGRESSION.md, "The old build in duet")."""
+
+import math
+import statistics
+
+from gate_common import (MAX_MIN_EFFECT_PCT, add_gate_options, InputError, Parser,
+                         effect_verdict, effects, expand_side_argument,
+                         failure_message, finish, invariant_broken, physical_check, holm_adjust, mark_equivalence,
+                         min_effect_for, new_row, parse_override, results, key_filter, run_gate,
+                         scipy_stats, side_summary)
+
+BUILD_RATES = {
+    # the rate a window pair is compared by: ops per second of the threads' CPU time (the
+    # default: what the code does while it runs; a preempted window's lost time is not in it)
+    # or of window wall time (preemption included: pairs with an overrun window are left out)
+    "cpu": ("a_ops_per_cpu_s", "b_ops_per_cpu_s"),
+    "wall": ("a_ops_per_s", "b_ops_per_s"),
+}
+
+
+# A window pair of a multi-thread row in which some thread of either window spent more than this
+# share of its window preempted (the pair's `off_cpu`: its run delay, runnable but not running,
+# from /proc/thread-self/schedstat; a pthread_mutex waiter asleep in futex_wait is not counted) is
+# left out: a spinning waiter then burns its CPU time on a lock whose holder is
+# descheduled, which no rate of the pair corrects (issue 38: pair ratios of 0.05-38 on 2-thread
+# lock rows of an A/A duet under load). 2 % of a 5 ms window is 100 us: far above a wake-up of
+# another thread, far below a scheduler time slice.
+PREEMPTED_SHARE = 0.02
+
+
+def _number(x):
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+def _dict(x):
+    return x if isinstance(x, dict) else {}
+
+
+def load_build_pairs(paths, rate="cpu"):
+    """Read a build-duet run (lockline --duet-with=OLD; results/SCHEMA.md `details.build_duet`).
+    Returns a dict: "pairs" {key: [(coherence label, old rate, new rate, repetition), ...] over
+    every repetition (repetition: (file, repetition_index), the resampling unit; the rate
+    BUILD_RATES[rate])}, "overrun_pairs" {key: n with an overrun window}, "preempted_pairs"
+    {key: n left out as preempted}, "failed" {key: [error messages]}, "repetitions" {key: n},
+    "invariant" {key: what its broken repetitions say}, "old_binary", "finished". Raises InputError (exit 2) for an unreadable file or a file
+    without build-duet rows."""
+    side = {"pairs": {}, "overrun_pairs": {}, "preempted_pairs": {}, "failed": {},
+            "repetitions": {}, "invariant": {}, "old_binary": None, "finished": True}
+    for path in paths:
+        doc = results.read_document(path)
+        lctx = _dict(_dict(doc.get("context")).get("lockline"))
+        if not isinstance(lctx.get("build_duet"), dict):
+            raise InputError(f"{path}: not a build-duet run (context.lockline.build_duet "
+                             "missing); make one with lockline --duet-with=OLD_BINARY or "
+                             "ci/regression.sh --against=OLD_BINARY")
+        side["old_binary"] = lctx["build_duet"].get("old_binary")
+        if lctx.get("finished") is not True:
+            side["finished"] = False
+        for r in doc["benchmarks"]:
+            if r.get("run_type") != "aggregate":
+                _add_repetition(side, r, path, rate)
+    if not side["pairs"] and not side["failed"]:
+        raise InputError(f"{', '.join(paths)}: no build-duet rows")
+    return side
+
+
+def _add_repetition(side, r, path, rate):
+    """Add one repetition's window pairs (or its failure) to `side` (load_build_pairs)."""
+    key = results.row_key(r)
+    broken = invariant_broken(r, key)
+    if broken:
+        # Any repetition of either build that broke an invariant fails the gate, whatever its
+        # other repetitions measured (as run against run: issue 36 R4).
+        side["invariant"].setdefault(key, []).append(broken)
+    if r.get("error_occurred") or r.get("skipped") or broken:
+        side["failed"].setdefault(key, []).append(broken or failure_message(r))
+        return
+    duet = _dict(r.get("details")).get("build_duet")
+    if not isinstance(duet, dict):
+        return
+    label = _dict(r.get("coherence")).get("label")
+    label = label if isinstance(label, str) else ""
+    side["repetitions"][key] = side["repetitions"].get(key, 0) + 1
+    rep_index = r.get("repetition_index")
+    unit = (path, rep_index if isinstance(rep_index, int) else side["repetitions"][key])
+    got = side["pairs"].setdefault(key, [])
+    threads = r.get("threads")
+    for i, pair in enumerate(duet.get("pairs") if isinstance(duet.get("pairs"), list) else []):
+        if not isinstance(pair, dict):
+            continue
+        a, b = (pair.get(k) for k in BUILD_RATES[rate])
+        if not (_number(a) and _number(b)):
+            continue
+        physical_check(path, key, f"window pair {i} {BUILD_RATES[rate][0]} (old build)", a)
+        physical_check(path, key, f"window pair {i} {BUILD_RATES[rate][1]} (new build)", b)
+        if pair.get("overrun") is True:
+            side["overrun_pairs"][key] = side["overrun_pairs"].get(key, 0) + 1
+            if rate == "wall":
+                continue
+        off = pair.get("off_cpu")
+        if isinstance(threads, int) and threads >= 2 and _number(off) and off > PREEMPTED_SHARE:
+            side["preempted_pairs"][key] = side["preempted_pairs"].get(key, 0) + 1
+            continue
+        got.append((label, float(a), float(b), unit))
+
+
+def _builds_used_pairs(pairs, regime):
+    """The pairs of coherence regime `regime` (stats.compare_pairs' choice; "" for pairs without
+    a label, `mixed` repetitions left out): [(old, new, repetition)]."""
+    good = [(lab, a, b, g) for lab, a, b, g in pairs
+            if math.isfinite(a) and math.isfinite(b) and a > 0 and b > 0]
+    if regime:
+        return [(a, b, g) for lab, a, b, g in good if lab == regime]
+    return [(a, b, g) for lab, a, b, g in good if lab != effects.MIXED]
+
+
+def repetition_t_p(used):
+    """Two-sided p-value of a one-sample t test that the repetitions' median log pair ratios
+    (new/old) are centred on 0: the repetition, not the window pair, is the unit (issue 38:
+    the pairs of one repetition share its address layout and placement, so they are not
+    independent evidence). `used`: [(old, new, repetition)]. 1.0 with fewer than 2
+    repetitions or every repetition at exactly 0; 0.0 when they agree exactly on a non-zero
+    value."""
+    by = {}
+    for a, b, g in used:
+        by.setdefault(g, []).append(math.log(b / a))
+    meds = [statistics.median(v) for v in by.values()]
+    if len(meds) < 2 or not any(meds):
+        return 1.0
+    sd = statistics.stdev(meds)
+    mean = statistics.fmean(meds)
+    if sd == 0:
+        return 0.0
+    t = mean / (sd / math.sqrt(len(meds)))
+    return float(2.0 * scipy_stats().t.sf(abs(t), len(meds) - 1))
+
+
+def _regime_candidates(pairs, key, min_effect_pct):
+    """One candidate answer per coherence regime of a build-duet row's pairs: [{"regime",
+    "comp" (stats.compare_pairs over that regime's pairs), "used" [(old, new, repetition)],
+    "p" (repetition_t_p, None without an interval)}], the regime with most repetitions first.
+    Pairs without a regime label (one-thread rows: "none"/"unknown") are one candidate;
+    `mixed` repetitions none."""
+    labels = {lab for lab, _, _, _ in pairs}
+    regimes = sorted(lab for lab in labels if lab not in effects.NO_REGIME and lab != effects.MIXED)
+    out = []
+    for regime in regimes or [""]:
+        sub = pairs if not regime else [p for p in pairs if p[0] == regime]
+        comp = effects.compare_pairs(sub, label=key, min_effect=min_effect_pct / 100.0)
+        used = _builds_used_pairs(sub, comp.regime)
+        out.append({"regime": comp.regime, "comp": comp, "used": used,
+                    "p": repetition_t_p(used) if comp.ci is not None else None,
+                    "p_adjusted": None})
+    out.sort(key=lambda c: (-len({g for _, _, g in c["used"]}), -len(c["used"]),
+                            effects.regime_rank(c["regime"])))
+    return out
+
+
+def _regime_state(c, row, options):
+    """What one regime's candidate says: regression / improvement when its change is
+    significant (Holm) and at least the minimum effect, "no change" when its interval lies
+    within +-T, else "undecided"."""
+    comp, eff = c["comp"], row["min_effect_pct"]
+    if comp.ci is None:
+        return "undecided"
+    change = comp.effect * 100.0
+    significant = c["p_adjusted"] is not None and c["p_adjusted"] <= options["alpha"]
+    if significant and abs(change) >= eff:
+        return effect_verdict({"change_pct": change, "min_effect_pct": eff,
+                               "direction": row["direction"]})
+    if effects.is_equivalent(comp.ci, eff / 100.0):
+        return "no change"
+    return "undecided"
+
+
+def _answer_build_row(row, cands, total_pairs, reps, options):
+    """Answer one build-duet row (in place) from its regimes' candidates (_regime_candidates,
+    p_adjusted set): the first of regression (which wins over an improvement), improvement,
+    "no change" that a regime says (the regime with most repetitions among them), else
+    "undecided" from the regime with most repetitions. On this VM the far regime's 2-thread
+    rows differ by process (per repetition 0.72-1.10 of the old build, against 0.98-1.01
+    near: issue 38), so a row the near regime decides is not held undecided by the far one;
+    the row names its regime and what the others said."""
+    states = [_regime_state(c, row, options) for c in cands]
+    chosen = 0
+    for wanted in ("regression", "improvement", "no change"):
+        if wanted in states:
+            chosen = states.index(wanted)
+            break
+    c = cands[chosen]
+    comp, used = c["comp"], c["used"]
+    row["regime"] = c["regime"] or None
+    row["dropped"] = total_pairs - len(used)
+    row["units"] = len({g for _, _, g in used})
+    for label, vals in (("baseline", [a for a, _, _ in used]),
+                        ("current", [b for _, b, _ in used])):
+        if vals:
+            row[label] = side_summary(vals, repetitions=reps)
+    if not used:
+        row["verdict"] = "undecided"
+        row["notes"].append("no usable window pair")
+        return
+    row["paired"] = True
+    if comp.effect is not None:
+        row["change_pct"] = comp.effect * 100.0
+    row["ci_pct"] = None if comp.ci is None else [comp.ci[0] * 100.0, comp.ci[1] * 100.0]
+    row["p_value"] = c["p"] if c["p"] is not None else repetition_t_p(used)
+    row["p_adjusted"] = c["p_adjusted"] if c["p_adjusted"] is not None else 1.0
+    if row["dropped"]:
+        row["notes"].append(f"{c['regime'] or 'pooled'}: {len(used)} of {total_pairs} window "
+                            "pairs used (others in other coherence regimes)")
+    others = [f"{o['regime']}: {st}" for i, (o, st) in enumerate(zip(cands, states))
+              if i != chosen and o["regime"]]
+    if others:
+        row["regimes"] = {o["regime"]: st for o, st in zip(cands, states) if o["regime"]}
+        row["notes"].append("other regimes: " + "; ".join(others))
+    row["verdict"] = states[chosen]
+    _verdict_note(row, options)
+
+
+def _verdict_note(row, options):
+    """Why a build-duet row's "no change" is not a significant change, or why it is
+    undecided."""
+    ci, eff = row["ci_pct"], row["min_effect_pct"]
+    significant = row["p_adjusted"] <= options["alpha"]
+    if row["verdict"] == "no change" and significant:
+        row["notes"].append(f"significant change of {row['change_pct']:+.1f} %, below the "
+                            f"{eff:g} % minimum effect")
+    elif row["verdict"] == "undecided" and ci is None:
+        row["notes"].append(f"{row['baseline']['n']} window pairs of {row['units']} "
+                            f"repetition(s) in one regime: an interval needs "
+                            f"{effects.MIN_PAIRS} pairs of {effects.MIN_PAIR_REPETITIONS} "
+                            "repetitions")
+    elif row["verdict"] == "undecided":
+        row["notes"].append(f"the 95 % interval [{ci[0]:+.1f} %, {ci[1]:+.1f} %] is not "
+                            f"within +-{eff:g} %" +
+                            ("" if significant else " and the change is not significant"))
+
+
+def compare_builds(side, options):
+    """Answer every row of a build-duet run from its window pairs (new build / old build):
+    per row and coherence regime the change is the median pair ratio new/old - 1 with its 95 %
+    two-level bootstrap interval (stats.compare_pairs), significance a t test over the
+    repetitions' median log ratios (repetition_t_p), Holm-corrected over every regime of every
+    row; each regime answers (_regime_state) and the row takes one (_answer_build_row)."""
+    rows = []
+    pending = []  # (row, its regimes' candidates, its pairs, its repetitions)
+    keys = sorted(set(side["pairs"]) | set(side["failed"]))
+    if options["filter"] is not None:
+        keys = [k for k in keys if options["filter"].search(k)]
+    for key in keys:
+        row = _new_build_row(key, side, options)
+        rows.append(row)
+        pairs = side["pairs"].get(key, [])
+        failed = side["failed"].get(key, [])
+        broken = _broken_note(key, side, pairs)
+        if broken:
+            row["verdict"] = "broken"
+            row["notes"].append(broken)
+            continue
+        if failed:
+            row["warnings"].append(f"{len(failed)} repetition(s) failed, e.g. {failed[0]!r}")
+        pending.append((row, _regime_candidates(pairs, key, row["min_effect_pct"]),
+                        len(pairs), side["repetitions"].get(key, 0)))
+    # Holm over every regime's test of every row: a row answered in two regimes takes two tests.
+    tests = [c for _, cands, _, _ in pending for c in cands if c["p"] is not None]
+    for c, adj in zip(tests, holm_adjust([c["p"] for c in tests])):
+        c["p_adjusted"] = adj
+    for row, cands, total, reps in pending:
+        _answer_build_row(row, cands, total, reps, options)
+    mark_equivalence(rows)
+    notes = []
+    if side["old_binary"]:
+        notes.append(f"paired builds: baseline = the old build {side['old_binary']}, current = "
+                     "this build, window by window on the same PUs")
+    return finish(rows, [], notes, options, "paired-builds",
+                  lambda m: builds_rule_text(options, m))
+
+
+def _broken_note(key, side, pairs):
+    """Why a build-duet row is broken, or "": a repetition of either build broke an invariant
+    (e.g. mutual exclusion violated), every repetition failed, or not one window pair has both
+    builds' rates positive and finite (the new build did no operation in any window)."""
+    broken, failed = side["invariant"].get(key), side["failed"].get(key, [])
+    if broken:
+        return (f"{len(broken)} of {side['repetitions'].get(key, 0) + len(failed)} repetitions "
+                f"broke an invariant (e.g. {broken[0]!r})")
+    if not pairs and failed:
+        return f"every repetition failed, e.g. {failed[0]!r}"
+    if not any(a > 0 and b > 0 and math.isfinite(b / a) for _, a, b, _ in pairs):
+        return (f"no usable window pair: none of its {len(pairs)} window pairs has both builds' "
+                "rates positive and finite")
+    return ""
+
+
+def _new_build_row(key, side, options):
+    """A build-duet row before it is answered, with notes on the pairs left out."""
+    row = new_row(key, "build_ratio", "higher", min_effect_for(key, options),
+                  method="build_pairs", unit="window pairs", matched=False)
+    over = side["overrun_pairs"].get(key, 0)
+    if over and options.get("rate") == "wall":
+        row["warnings"].append(f"{over} window pair(s) with an overrun window left out")
+    elif over:
+        row["notes"].append(f"{over} window pair(s) with an overrun window (kept: compared "
+                            "per CPU-second)")
+    preempted = side["preempted_pairs"].get(key, 0)
+    if preempted:
+        row["notes"].append(f"{preempted} window pair(s) left out: a thread of a window was "
+                            f"off its CPU for more than {PREEMPTED_SHARE:.0%} of it "
+                            "(preempted while the others spun)")
+    return row
+
+
+def builds_rule_text(options, m):
+    """The build-duet gate's rule in one line, for the console and the JSON summary."""
+    rule = (
+        f"rule: paired builds (lockline --duet-with): change = median window-pair ratio new/old "
+        f"- 1 of ops per {'CPU-second' if options.get('rate') != 'wall' else 'second'} over "
+        f"the pairs of one coherence regime, 95 % interval from a two-level bootstrap "
+        f"(repetitions, then their pairs; widened for few repetitions); significance a "
+        f"two-sided one-sample t test over the repetitions' median log pair ratios, "
+        f"Holm-corrected over every regime of {m} rows (alpha "
+        f"{options['alpha']:g}); regression needs significance and at least the minimum effect "
+        f"{options['min_effect']:g} %; 'no change larger than T %' needs the interval within "
+        f"+-T; a row answered in several regimes takes the first of regression, improvement, "
+        f"no change that one of them says")
+    if options.get("max_undecided_pct"):
+        rule += (f"; up to {options['max_undecided_pct']:g} % of the rows undecided pass the "
+                 "gate (--max-undecided)")
+    return rule
+
+
+def build_builds_parser():
+    """The parser of `compare.py --builds RUN [options]`."""
+    p = Parser(prog="compare.py --builds",
+                description="Answer a build-duet run (lockline --duet-with=OLD, ci/regression.sh "
+                            "--against=OLD) from its window pairs: exit 0 no row regressed "
+                            "and at most --max-undecided %% of the rows undecided, 1 "
+                            "regression or broken row, 2 bad input, 3 more rows undecided.")
+    p.add_argument("run", help="the run directory or its lockline.json")
+    add_gate_options(p)
+    p.add_argument("--max-undecided", type=float, default=10.0, metavar="PCT",
+                   help="undecided rows pass the gate (exit 0) while they are at most PCT %% "
+                        "of the rows compared and no row regressed (default 10; 0: every row "
+                        "must be decided)")
+    p.add_argument("--rate", choices=sorted(BUILD_RATES), default="cpu",
+                   help="compare pairs by ops per CPU-second of the windows' threads (cpu, the "
+                        "default) or per second of window wall time (wall)")
+    return p
+
+
+def main_builds(argv):
+    """`compare.py --builds RUN [options]`: the paired-builds gate; returns the exit status."""
+    args = build_builds_parser().parse_args(argv)
+
+    def gate():
+        if not 0 < args.alpha < 1:
+            raise InputError(f"--alpha {args.alpha:g}: must be between 0 and 1")
+        if not 0 <= args.min_effect < MAX_MIN_EFFECT_PCT:
+            raise InputError(f"--min-effect {args.min_effect:g}: must be a finite percentage "
+                             f"from 0 to below {MAX_MIN_EFFECT_PCT:g}")
+        if not 0 <= args.max_undecided <= 100:
+            raise InputError(f"--max-undecided {args.max_undecided:g}: must be a percentage "
+                             "from 0 to 100")
+        options = {"alpha": args.alpha, "min_effect": args.min_effect,
+                   "overrides": [parse_override(o) for o in args.override],
+                   "threshold_only": False, "metrics": [],
+                   "filter": key_filter(args.filter),
+                   "allow_undecided": args.allow_undecided, "allow_missing": False,
+                   "rate": args.rate, "max_undecided_pct": args.max_undecided}
+        side = load_build_pairs(expand_side_argument(args.run), args.rate)
+        if not side["finished"] and not args.allow_unfinished:
+            raise InputError(f"{args.run}: the run did not finish (finished: false); pass "
+                             "--allow-unfinished to answer the rows it has")
+        return compare_builds(side, options)
+
+    return run_gate(args, gate)

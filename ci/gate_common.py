@@ -1,0 +1,578 @@
+"""What ci/compare.py's two gates share: run against run (gate_runs.py) and the build duet's
+window pairs (gate_builds.py). Exit codes and option checks, the statistics both use, a row's
+verdict and answer, the summary with its exit status (finish), and the table / markdown / JSON
+output. The gates' rules: ci/REGRESSION.md."""
+
+import argparse
+import json
+import math
+import os
+import re
+import statistics
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                "plots"))
+
+import lockline_results as results  # noqa: E402  (the one reader of result files)
+import stats as effects  # noqa: E402  (effects with intervals from one coherence regime)
+import outputs  # noqa: E402  (the atomic writer of every tool's output files)
+
+EXIT_OK, EXIT_REGRESSION, EXIT_BAD_INPUT, EXIT_UNDECIDED = 0, 1, 2, 3
+
+TIME_METRICS = ("real_time", "cpu_time")
+
+VERDICTS = ("regression", "broken", "improvement", "no change", "undecided",
+            "only in baseline", "only in current", "incomparable")
+
+# --min-effect / --override accept 0 <= PCT < this: a larger (or inf, or nan) minimum effect
+# would make every change "no change" and so switch the gate off silently (issue 27 item 10).
+MAX_MIN_EFFECT_PCT = 1e6
+
+# Bad input: the reader's error, carrying the one-line message main() prints (exit 2).
+InputError = results.ResultError
+
+
+# ---- options and inputs -------------------------------------------------------------------------
+
+
+def parse_override(text):
+    """Parse an --override value "REGEX=PCT" into (compiled regex, percent as float)."""
+    pattern, sep, pct = text.rpartition("=")
+    if not sep or not pattern:
+        raise InputError(f"--override {text!r}: expected REGEX=PCT, e.g. 'zone_lock/.*=10'")
+    try:
+        value = float(pct)
+    except ValueError:
+        raise InputError(f"--override {text!r}: {pct!r} is not a number of percent") from None
+    if not 0 <= value < MAX_MIN_EFFECT_PCT:
+        raise InputError(f"--override {text!r}: the minimum effect must be a finite percentage "
+                         f"from 0 to below {MAX_MIN_EFFECT_PCT:g} (inf or nan would disable the "
+                         "gate)")
+    return compile_regex(pattern, "--override"), value
+
+
+def compile_regex(pattern, option):
+    """Compile `pattern`, turning a syntax error into an InputError naming `option`."""
+    try:
+        return re.compile(pattern)
+    except re.error as e:
+        raise InputError(f"{option} {pattern!r}: bad regular expression: {e}") from None
+
+
+class KeyFilter:
+    """--filter REGEX in lockline's --benchmark_filter syntax: the keys REGEX finds (re.search),
+    or with a leading '-' every key but those the rest finds (--filter=-zone_lock)."""
+
+    def __init__(self, text):
+        self.negated = text.startswith("-")
+        self.regex = compile_regex(text[1:] if self.negated else text, "--filter")
+
+    def search(self, key):
+        return (self.regex.search(key) is None) == self.negated
+
+
+def key_filter(text):
+    """The --filter option's KeyFilter, None when no filter is given."""
+    return KeyFilter(text) if text else None
+
+
+def min_effect_for(key, options):
+    """The minimum effect (percent) for benchmark `key`: the first --override whose regex
+    matches (re.search), else --min-effect."""
+    for regex, pct in options["overrides"]:
+        if regex.search(key):
+            return pct
+    return options["min_effect"]
+
+
+def expand_side_argument(arg):
+    """Turn a BASELINE/CURRENT/RUN argument into a list of file paths: comma-separated lists
+    are split, and a directory means its lockline.json."""
+    paths = []
+    for part in arg.split(","):
+        if not part:
+            continue
+        if os.path.isdir(part):
+            part = os.path.join(part, "lockline.json")
+        paths.append(part)
+    if not paths:
+        raise InputError(f"{arg!r}: no result file given")
+    return paths
+
+
+def failure_message(row):
+    """What a row with error_occurred or skipped says about it."""
+    message = row.get("error_message")
+    return message if isinstance(message, str) and message else "error_occurred"
+
+
+INVARIANT_PREFIX = "invariant broken"
+
+
+def _usable_pair(a, b):
+    return a > 0 and b > 0 and math.isfinite(a) and math.isfinite(b) and math.isfinite(b / a)
+
+
+def invariant_broken(row, key):
+    """What makes one iteration row a broken measurement, or "" when nothing does: a row whose
+    verification failed (lockline's "verify" is not "ok", or its error message starts with
+    "invariant broken": e.g. mutual exclusion violated), or a duet row (key duet/...) whose
+    window pairs hold not one pair with both sides' ops/s positive and finite (an empty duet
+    is broken, not missing)."""
+    verify = row.get("verify")
+    if isinstance(verify, str) and verify not in ("", "ok"):
+        return f"invariant broken: {verify}"
+    message = row.get("error_message")
+    if isinstance(message, str) and message.startswith(INVARIANT_PREFIX):
+        return message
+    if (key.startswith("duet/") or row.get("family") == "duet") and \
+            not row.get("error_occurred") and not row.get("skipped"):
+        pairs = results.row_duet_pairs(row)
+        if not any(_usable_pair(a, b) for a, b in pairs):
+            return (f"empty duet: none of its {len(pairs)} window pairs has both sides' ops/s "
+                    "positive and finite")
+    return ""
+
+
+def physical_check(path, key, name, value):
+    """Refuse (InputError, exit 2) a rate or time that is no measurement: non-finite, or
+    outside lockline_results' physical range (the plots and the report refuse it too)."""
+    if isinstance(value, (int, float)) and (not math.isfinite(value) or (
+            abs(value) > results.PHYSICAL_MAX or 0 < abs(value) < results.PHYSICAL_MIN)):
+        raise InputError(f"{path}: {key} {name} = {value:g} is not a measurement (accepted: 0, "
+                         f"or {results.PHYSICAL_MIN:g} to {results.PHYSICAL_MAX:g} in "
+                         "magnitude)")
+
+
+
+
+def new_row(key, metric, direction, min_effect_pct, **fields):
+    """A result row before it is compared: every field the output reads, set to "not yet"."""
+    row = {"key": key, "metric": metric, "direction": direction,
+           "min_effect_pct": min_effect_pct, "notes": [], "warnings": [], "regime": None,
+           "dropped": 0, "ci_pct": None, "baseline": None, "current": None, "change_pct": None,
+           "p_value": None, "p_adjusted": None, "min_p": None, "verdict": None, "paired": False}
+    row.update(fields)
+    return row
+
+
+# ---- statistics ---------------------------------------------------------------------------------
+
+
+def scipy_stats():
+    """scipy.stats, imported where a test runs: it takes a second or two to load, and input
+    errors and --threshold-only answer without it."""
+    try:
+        from scipy import stats  # pylint: disable=import-outside-toplevel
+    except ImportError as e:
+        raise InputError(f"scipy is missing ({e}): run with Debian's /usr/bin/python3 "
+                         "(apt-get install python3-scipy)") from e
+    return stats
+
+
+def summarize(samples):
+    """Return (n, mean, sample stddev (ddof 1; 0 for one sample) as % of the mean; NaN % for a
+    mean of 0)."""
+    n = len(samples)
+    # Scaled by the largest magnitude: values near the float maximum (a hostile or broken
+    # "ops_per_s": 1e308) would overflow the sums of fmean / stdev (issue 27 item 10).
+    scale = max((abs(x) for x in samples), default=0.0) or 1.0
+    scaled = [x / scale for x in samples]
+    mean = statistics.fmean(scaled) * scale
+    sd = statistics.stdev(scaled) * scale if n > 1 else 0.0
+    pct = sd / abs(mean) * 100.0 if mean != 0 and math.isfinite(mean) else float("nan")
+    return n, mean, pct
+
+
+def side_summary(values, **extra):
+    """A row's "baseline" or "current": n, mean, stddev_pct, samples, median (and `extra`)."""
+    n, mean, sd = summarize(values)
+    out = {"n": n, "mean": mean, "stddev_pct": sd, "samples": values,
+           "median": statistics.median(values)}
+    out.update(extra)
+    return out
+
+
+def min_attainable_p(n1, n2):
+    """Smallest two-sided p-value an exact Mann-Whitney U test can give for sample sizes n1, n2:
+    2 / C(n1+n2, n1) (complete separation), capped at 1. 3 vs 3: 0.1; 5 vs 5: 0.0079;
+    9 vs 9: 4.1e-5."""
+    # In log space: C(n1+n2, n1) passes the float maximum beyond ~512 samples a side, where
+    # 2 / comb() raised OverflowError (issue 36 R2); the p-value then underflows to 0.0.
+    return math.exp(min(0.0, log_min_attainable_p(n1, n2)))
+
+
+def log_min_attainable_p(n1, n2):
+    """Natural log of 2 / C(n1+n2, n1) (lgamma: no overflow); 0.0 when a side is empty."""
+    if n1 < 1 or n2 < 1:
+        return 0.0
+    return (math.log(2.0) - math.lgamma(n1 + n2 + 1) + math.lgamma(n1 + 1)
+            + math.lgamma(n2 + 1))
+
+
+def repetitions_needed(alpha, m):
+    """Smallest n such that n repetitions per side can reach significance for m rows under Holm:
+    2 / C(2n, n) <= alpha / m (compared in log space, so an alpha near the float minimum ends
+    the search instead of overflowing). alpha must be > 0."""
+    target = math.log(alpha) - math.log(max(m, 1))
+    n = 1
+    while log_min_attainable_p(n, n) > target:
+        n += 1
+    return n
+
+
+def holm_adjust(pvalues):
+    """Holm-Bonferroni step-down adjusted p-values, in input order: for p ascending,
+    adj_(i) = max_{j<=i} min(1, (m-j+1) p_(j)); significant at family-wise level alpha iff
+    adj <= alpha. Holm controls the family-wise error, which a gate that fails builds needs."""
+    m = len(pvalues)
+    order = sorted(range(m), key=lambda i: pvalues[i])
+    adjusted = [1.0] * m
+    running = 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (m - rank) * pvalues[i]))
+        adjusted[i] = running
+    return adjusted
+
+
+# ---- verdicts and the summary -------------------------------------------------------------------
+
+
+def effect_verdict(row):
+    """"regression" or "improvement" by the direction of the row's change when it reaches the
+    row's minimum effect, else "no change"."""
+    change = row["change_pct"]
+    if abs(change) < row["min_effect_pct"]:
+        return "no change"
+    bad = change < 0 if row["direction"] == "higher" else change > 0
+    return "regression" if bad else "improvement"
+
+
+def equivalence_text(min_effect_pct):
+    """The equivalence answer for a minimum effect in percent: 'no change larger than 5 %'."""
+    return f"no change larger than {min_effect_pct:g} %"
+
+
+def mark_equivalence(rows):
+    """Set every row's "equivalent" (bool) and "answer" (in place): a "no change" row whose 95 %
+    interval lies within +-its minimum effect (stats.is_equivalent) answers "no change larger
+    than T %"; every other row's answer is its verdict. A "no change" without such an interval
+    (significant but below the minimum effect, or --threshold-only) keeps the plain "no
+    change"."""
+    for r in rows:
+        ci = r.get("ci_pct")
+        r["equivalent"] = bool(
+            r["verdict"] == "no change" and ci is not None and
+            effects.is_equivalent((ci[0] / 100.0, ci[1] / 100.0), r["min_effect_pct"] / 100.0))
+        r["answer"] = equivalence_text(r["min_effect_pct"]) if r["equivalent"] else r["verdict"]
+
+
+def repetitions_to_decide(rows, options):
+    """Repetitions a side that would likely decide every undecided row: enough for the exact U
+    test to reach the Holm threshold, at least stats.MIN_REPETITIONS, and, for a row whose
+    interval is too wide, n x (half width / room)^2 (intervals shrink as 1/sqrt(n)); room is
+    what lies between the interval's centre and +-T (the half width that answers "no change
+    larger than T %"), or from a centre beyond T to 0 (the half width that makes the change
+    significant); capped at MAX_REPETITIONS_ADVISED."""
+    compared = [r for r in rows if r["paired"]]
+    need = max(repetitions_needed(options["alpha"], len(compared)), effects.MIN_REPETITIONS)
+    for r in rows:
+        if r["verdict"] != "undecided" or not r["paired"]:
+            continue
+        # In repetitions a side (a duet row's n counts window pairs; its width shrinks with
+        # the repetitions just the same).
+        n = max(r["baseline"].get("repetitions", r["baseline"]["n"]),
+                r["current"].get("repetitions", r["current"]["n"]))
+        if r["ci_pct"] is not None:
+            lo, hi = r["ci_pct"]
+            centre, half = (lo + hi) / 2.0, (hi - lo) / 2.0
+            room = max(r["min_effect_pct"] - abs(centre), abs(centre), 1e-9)
+            ratio = half / room
+            # An unbounded interval needs the cap.
+            need = max(need, n + 1, MAX_REPETITIONS_ADVISED if not math.isfinite(ratio) or
+                       ratio > 1e3 else math.ceil(n * ratio ** 2))
+    return min(need, MAX_REPETITIONS_ADVISED)
+
+
+# The most repetitions a side the undecided advice names: past it, more of the same run is not
+# the answer ("at least 200": a quieter machine, or the build duet, is).
+MAX_REPETITIONS_ADVISED = 200
+
+
+def _rerun_text(need):
+    at_least = "at least " if need >= MAX_REPETITIONS_ADVISED else ""
+    return f"rerun with {at_least}{need} repetitions a side"
+
+
+def _goodness(row):
+    """Sort key: the change signed so that negative is worse (rows without a change last)."""
+    if row["change_pct"] is None:
+        return (1, 0.0, row["key"])
+    sign = 1.0 if row["direction"] != "lower" else -1.0
+    return (0, sign * row["change_pct"], row["key"])
+
+
+def _first(rows, verdict):
+    return next(r for r in rows if r["verdict"] == verdict)
+
+
+def _exit_status(rows, counts, m, need, options):
+    """The exit code and the one-line message of a comparison (see the module docstring of
+    compare.py): bad input, regression or broken row, undecided, missing rows, or 0."""
+    if counts["incomparable"]:
+        first = _first(rows, "incomparable")
+        return EXIT_BAD_INPUT, (f"{counts['incomparable']} row(s) incomparable, e.g. "
+                                f"{first['key']} {first['metric']}: {first['notes'][-1]}")
+    if not m and not counts["broken"]:
+        return EXIT_BAD_INPUT, ("no benchmark appears on both sides" +
+                                (" after --filter" if options["filter"] is not None else ""))
+    if counts["regression"] or counts["broken"]:
+        if not counts["broken"]:
+            return EXIT_REGRESSION, ""
+        first = _first(rows, "broken")
+        return EXIT_REGRESSION, (f"{counts['broken']} broken row(s) (a current repetition broke "
+                                 "an invariant, or measured in the baseline with no usable "
+                                 f"current repetition), e.g. {first['key']}: "
+                                 f"{first['notes'][-1]}")
+    if (counts["undecided"] and not options.get("allow_undecided") and
+            100.0 * counts["undecided"] > options.get("max_undecided_pct", 0.0) * max(m, 1)):
+        message = (f"undecided: {counts['undecided']} rows; {_rerun_text(need)} (or pass "
+                   "--allow-undecided)")
+        if options.get("max_undecided_pct"):
+            message += (f"; more than the {options['max_undecided_pct']:g} % of {m} rows "
+                        "--max-undecided lets pass")
+        return EXIT_UNDECIDED, message
+    if counts["only in baseline"] and not options.get("allow_missing"):
+        # A point the current run lost is not a pass (issue 27 item 4): undecided.
+        first = _first(rows, "only in baseline")
+        return EXIT_UNDECIDED, (f"{counts['only in baseline']} row(s) only in the baseline "
+                                f"(missing from the current run), e.g. {first['key']}; run "
+                                "those points, restrict the comparison with --filter, or pass "
+                                "--allow-missing")
+    return EXIT_OK, ""
+
+
+def finish(rows, warnings, notes, options, mode, rule):
+    """Sort rows worst first, count verdicts, add the repetitions advice and the exit code.
+    `mode` names the gate's method, `rule(m)` says its rule for m rows compared."""
+    rows.sort(key=_goodness)
+    counts = {v: sum(1 for r in rows if r["verdict"] == v) for v in VERDICTS}
+    # Rows compared: every row with samples on both sides, and every undecided row (one
+    # without a usable pair is still a row the gate could not decide).
+    m = sum(1 for r in rows if r["paired"] or r["verdict"] == "undecided")
+    need = None
+    if counts["undecided"]:
+        need = repetitions_to_decide(rows, options)
+        have = sorted({(r["baseline"].get("repetitions", r["baseline"]["n"]),
+                        r["current"].get("repetitions", r["current"]["n"])) for r in rows
+                       if r["verdict"] == "undecided" and r["paired"]})
+        warnings.append(f"{counts['undecided']} row(s) undecided "
+                        f"({', '.join(f'{a}/{b}' for a, b in have)} repetitions "
+                        f"baseline/current): {_rerun_text(need)}, compare "
+                        "fewer rows (--filter), or use --threshold-only")
+    exit_code, message = _exit_status(rows, counts, m, need, options)
+    summary = dict(counts)
+    summary.update({"equivalent": sum(1 for r in rows if r.get("equivalent")),
+                    "rows_compared": m, "exit_code": exit_code, "message": message,
+                    "mode": mode, "rule": rule(m), "repetitions_needed": need,
+                    "alpha": options["alpha"], "min_effect_pct": options["min_effect"]})
+    return {"rows": rows, "warnings": warnings, "notes": notes, "summary": summary}
+
+
+# ---- output -------------------------------------------------------------------------------------
+
+
+def fmt_number(v):
+    """A median for the table: integers from 1e5, 6 significant digits below, an exponent
+    outside [1e-3, 1e10)."""
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "-"
+    if abs(v) >= 1e10 or (v != 0 and abs(v) < 1e-3):
+        return f"{v:.4e}"
+    if abs(v) >= 1e5:
+        return f"{v:.0f}"
+    return f"{v:.6g}"
+
+
+def fmt_pct(v, signed=False):
+    """A percentage ("±2%" style stddev, or "+5.1%" change), "-" when missing."""
+    if v is None or math.isnan(v):
+        return "-"
+    if math.isinf(v):
+        return "+inf%" if v > 0 else "-inf%"
+    return f"{v:+.1f}%" if signed else f"±{v:.1f}%"
+
+
+def equivalence_line(result):
+    """'equivalence: 49 of 49 rows compared show no change larger than their minimum effect
+    (5 %) ...', or "" when no row is equivalent."""
+    s = result["summary"]
+    if not s.get("equivalent"):
+        return ""
+    pcts = sorted({r["min_effect_pct"] for r in result["rows"] if r.get("equivalent")})
+    what = (equivalence_text(pcts[0]) if len(pcts) == 1 else
+            "no change larger than their minimum effect")
+    return (f"equivalence: {s['equivalent']} of {s['rows_compared']} rows compared show {what}"
+            " (95 % interval of the change within +-minimum effect)")
+
+
+def summary_line(result):
+    """One line: "2 regressions, 1 improvement, 40 no change, 3 undecided (of 46 rows
+    compared)", followed by the other verdicts when present."""
+    s = result["summary"]
+
+    def plural(n, word):
+        return f"{n} {word}" + ("s" if n != 1 and word in ("regression", "improvement") else "")
+
+    parts = [plural(s["regression"], "regression"), plural(s["improvement"], "improvement"),
+             f"{s['no change']} no change", f"{s['undecided']} undecided"]
+    line = ", ".join(parts) + f" (of {s['rows_compared']} rows compared"
+    extra = [f"{s[v]} {v}" for v in ("only in baseline", "only in current", "incomparable")
+             if s[v]]
+    line += ("; " + ", ".join(extra) if extra else "") + ")"
+    if s["mode"] == "threshold-only":
+        line += f"; threshold only ({s['min_effect_pct']:g} %), no statistics"
+    return line
+
+
+def _table_cells(r):
+    """The display cells of one row, in TABLE_HEADER's order (reps: repetitions or window
+    pairs used baseline/current, and the regime)."""
+    b, c = r["baseline"] or {}, r["current"] or {}
+    ci = r.get("ci_pct")
+    interval = f"[{ci[0]:+.1f},{ci[1]:+.1f}]%" if ci else "-"
+    if r.get("unit") == "window pairs":
+        reps = f"{b.get('n', 0)}p/{c.get('n', 0)}p"
+    elif r.get("method") == "matched":
+        reps = f"{b.get('n', 0)}={c.get('n', 0)}"
+    else:
+        reps = f"{b.get('n', 0)}/{c.get('n', 0)}"
+    reps += f"@{r['regime']}" if r.get("regime") else ""
+    return [fmt_number(b.get("median", b.get("mean"))), fmt_pct(b.get("stddev_pct")),
+            fmt_pct(r["change_pct"], signed=True), interval,
+            fmt_number(c.get("median", c.get("mean"))), fmt_pct(c.get("stddev_pct")), reps,
+            r.get("answer") or r["verdict"],
+            r["metric"] + ("[ns]" if r["metric"] in TIME_METRICS else ""), r["key"]]
+
+
+TABLE_HEADER = ["baseline", "%stddev", "%change", "interval", "current", "%stddev", "reps",
+                "verdict", "metric", "name"]
+
+
+def format_table(result):
+    """lkp-tests style plain-text table: numbers right-aligned, one row per benchmark and metric,
+    worst change first, then notes, warnings and the summary line."""
+    widths = [14, 9, 9, 19, 15, 9, 16]
+    verdict_width = max([16] + [len(_table_cells(r)[7]) for r in result["rows"]])
+
+    def line(cells):
+        head = "".join(f"{c:>{w}}" for c, w in zip(cells[:7], widths))
+        return f"{head}  {cells[7]:<{verdict_width}} {cells[8]}  {cells[9]}"
+
+    lines = [line(TABLE_HEADER)] + [line(_table_cells(r)) for r in result["rows"]]
+    lines += [f"note: {r['key']} {r['metric']}: {n}" for r in result["rows"] for n in r["notes"]]
+    lines += [f"note: {n}" for n in result["notes"]]
+    lines += [f"warning: {r['key']} {r['metric']}: {w}" for r in result["rows"]
+              for w in r["warnings"]]
+    lines += [f"warning: {w}" for w in result["warnings"]]
+    lines.append(result["summary"]["rule"] + "; reps = repetitions used baseline/current"
+                 "@coherence regime (N=N: the same repetitions matched one to one; Np: window "
+                 "pairs of a duet row)")
+    if equivalence_line(result):
+        lines.append(equivalence_line(result))
+    lines.append(summary_line(result))
+    return "\n".join(lines) + "\n"
+
+
+def format_markdown(result):
+    """Markdown for a CI comment: summary, the table (regressions in bold), warnings, notes."""
+    out = [f"**lockline regression check:** {summary_line(result)}", ""]
+    out.append("| " + " | ".join(TABLE_HEADER) + " |")
+    out.append("|" + "---:|" * 7 + ":---|:---|:---|")
+    for r in result["rows"]:
+        cells = _table_cells(r)
+        cells[9] = "`" + cells[9].replace("|", "\\|") + "`"
+        if r["verdict"] == "regression":
+            cells[7] = "**regression**"
+        out.append("| " + " | ".join(cells) + " |")
+    extra = [f"- warning: {w}" for w in result["warnings"]]
+    extra += [f"- warning: `{r['key']}` {r['metric']}: {w}" for r in result["rows"]
+              for w in r["warnings"]]
+    extra += [f"- note: `{r['key']}` {r['metric']}: {n}" for r in result["rows"]
+              for n in r["notes"]]
+    extra += [f"- note: {n}" for n in result["notes"]]
+    extra.append(f"- {result['summary']['rule']}")
+    if equivalence_line(result):
+        extra.append(f"- {equivalence_line(result)}")
+    return "\n".join(out + [""] + extra) + "\n"
+
+
+def format_json(result):
+    """The full result as JSON (rows with samples, p-values and notes; warnings; summary)."""
+    def clean(v):
+        if isinstance(v, float) and (math.isnan(v) or math.isinf(v)):
+            return None
+        if isinstance(v, dict):
+            return {k: clean(x) for k, x in v.items()}
+        if isinstance(v, list):
+            return [clean(x) for x in v]
+        return v
+    return json.dumps(clean(result), indent=1) + "\n"
+
+
+FORMATTERS = {"table": format_table, "markdown": format_markdown, "json": format_json}
+
+
+# ---- command line -------------------------------------------------------------------------------
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line on stderr (exit 2) like every other input error."""
+
+    def error(self, message):
+        print(f"compare.py: error: {message} (see --help)", file=sys.stderr)
+        sys.exit(EXIT_BAD_INPUT)
+
+
+def add_gate_options(p):
+    """The options both gates take."""
+    p.add_argument("--alpha", type=float, default=0.05,
+                   help="family-wise significance level, Holm-corrected (default 0.05)")
+    p.add_argument("--min-effect", type=float, default=5.0,
+                   help="minimum change in percent for a regression, and the equivalence bound "
+                        "T of 'no change larger than T %%' (default 5)")
+    p.add_argument("--override", action="append", default=[], metavar="REGEX=PCT",
+                   help="per-benchmark minimum effect; first matching regex wins (repeatable)")
+    p.add_argument("--filter", metavar="REGEX", help="compare only benchmarks matching REGEX")
+    p.add_argument("--format", choices=sorted(FORMATTERS), default="table")
+    p.add_argument("--output", metavar="FILE", help="also write the output to FILE")
+    p.add_argument("--allow-undecided", action="store_true",
+                   help="exit 0 (not 3) when rows are undecided and nothing regressed")
+    p.add_argument("--allow-unfinished", action="store_true",
+                   help="compare files of runs that did not finish (finished: false)")
+
+
+def run_gate(args, compute):
+    """Run `compute()` (the gate: returns a result of finish()), print the result in
+    args.format, write it to args.output when given, say the summary's message on stderr, and
+    return the exit code. An InputError, or an --output that cannot be written, is one
+    `compare.py: error:` line and EXIT_BAD_INPUT."""
+    try:
+        result = compute()
+    except InputError as e:
+        print(f"compare.py: error: {e}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    text = FORMATTERS[args.format](result)
+    sys.stdout.write(text)
+    if args.output:
+        try:
+            # Created exclusively and renamed into place: a planted symlink at FILE is
+            # replaced, never written through (plots/outputs.py; issue 27 item 10).
+            outputs.write_atomic(args.output, text)
+        except OSError as e:
+            print(f"compare.py: error: --output {args.output}: {e.strerror}", file=sys.stderr)
+            return EXIT_BAD_INPUT
+    if result["summary"]["message"]:
+        print(f"compare.py: error: {result['summary']['message']}", file=sys.stderr)
+    return result["summary"]["exit_code"]
