@@ -66,8 +66,7 @@
 namespace lockline {
 namespace pagevec_bench {
 
-// ---- sizing policies (LKML, September 2004)
-// ----------------------------------------------------
+// ---- sizing policies (LKML, September 2004) ---------------------------------
 
 /// PAGEVEC_SIZE = 4 * lg(NR_CPUS), 4 on UP, with wli's lg the integer
 /// ceil(log2(n)) of the compile-time NR_CPUS: 4 at n = 1 and 2, 8 at 3 and 4,

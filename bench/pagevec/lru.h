@@ -35,8 +35,7 @@ inline constexpr int kMaxSlots = 255;
 /// it would in a real workload. Fixed for every slot count (it must hold 3
 /// batches of the largest pagevec) so points differ only in the batch.
 inline constexpr int kResidentPages = 3 * kMaxSlots + 3;
-// ---- pagevec kinds: one small interface over the layout models
-// ---------------------------------
+// ---- pagevec kinds: one small interface over the layout models -------------
 //
 // A kind has Handle (what the code holds), Bytes(slots), Place(at, slots)
 // (construct an empty pagevec at `at`), Add(h, page) -> space left (0 = full),
@@ -76,8 +75,7 @@ struct NamedPv {
   static std::string Name(int /*slots*/) { return PV::kName; }
 };
 
-// ---- the LRU and the per-thread state
-// --------------------------------------------------------
+// ---- the LRU and the per-thread state ---------------------------------------
 
 /// Which kernel's per-page work runs under lru_lock.
 enum class Kernel { k269, k58 };
@@ -252,13 +250,11 @@ class PageRing {
 /// One point's configuration, resolved (slots from the policy, zones from the
 /// topology).
 struct Config {
-  bool rapid =
-      false;       ///< mode:rapid (on-stack) instead of mode:deferred (per-CPU)
-  int slots = 15;  ///< resolved slot count
-  std::size_t offset =
-      0;  ///< bytes past a line boundary where each pagevec starts
-  std::size_t line = 64;  ///< line size the offset and lines_spanned refer to
-  uint64_t work_ns = 0;   ///< work per page outside the lock (0: none)
+  bool rapid = false;      ///< mode:rapid (on-stack), else deferred (per-CPU)
+  int slots = 15;          ///< resolved slot count
+  std::size_t offset = 0;  ///< bytes past a line boundary of each pagevec
+  std::size_t line = 64;   ///< line size the offset and lines_spanned refer to
+  uint64_t work_ns = 0;    ///< work per page outside the lock (0: none)
   bool work_calibrated = false;  ///< work_ns came from WorkCalibration
   WorkCalibration calibration;   ///< when work_calibrated: its inputs
   int zones = 1;  ///< zones (lru_locks); threads use zone numa % zones
@@ -296,8 +292,7 @@ struct alignas(kCacheLine) PerThread {
   PerThread(const PerThread&) = delete;
   PerThread& operator=(const PerThread&) = delete;
 
-  LockStatThread
-      stat;  ///< window acquisitions only (setup uses the plain lock)
+  LockStatThread stat;  ///< window acquisitions (setup takes the plain lock)
   std::unique_ptr<Page[]> pool;  ///< this thread's struct pages
   int pool_size = 0;
   PageRing free_pages;  ///< off the LRU, refcount 0
@@ -319,10 +314,10 @@ struct alignas(kCacheLine) PerThread {
   /// The kernel's holds for the window's flushes (ReleaseFlushLocks).
   uint64_t expected_release_locks = 0;
   uint64_t setup_acquisitions = 0;
-  uint64_t anomalies =
-      0;  ///< PG_lru already set on add / clear on release, bad refcount
-  uint64_t handed_to_scanner =
-      0;  ///< releases whose last put was the scanner's
+  /// PG_lru already set on add / clear on release, bad refcount.
+  uint64_t anomalies = 0;
+  /// Releases whose last put was the scanner's.
+  uint64_t handed_to_scanner = 0;
   uint64_t release_lock_skips = 0;  ///< expected acquisitions not taken
   /// 5.8 per-CPU diffs of the node, zone and memcg LRU counters.
   long node_diff = 0, zone_diff = 0, memcg_diff = 0;
@@ -355,6 +350,7 @@ inline int ScannerHoldsPerCycle(Kernel k) { return k == Kernel::k58 ? 4 : 2; }
 inline double ScannerDesignAcquisitionsPerPage(Kernel k) {
   return static_cast<double>(ScannerHoldsPerCycle(k)) / kSwapClusterMax;
 }
+
 /// A page a thread holds, where it should be and its expected refcount.
 struct HeldPage {
   const Page* page;

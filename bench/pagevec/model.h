@@ -43,16 +43,9 @@
 //             move_pages_to_lru still retakes the lock, mm/vmscan.c@v5.8.1:
 //             1967).
 // lru_lock acquisitions per page without the scanner are exactly 1/S plus the
-// release side's holds (KernelAcquisitionsPerPage): 2.6.9 unmap 0.126 at 16
-// slots, 0.191 at 15 (per 16-page chunk: 0.125 / 0.192); 5.8 unmap 0.098 at
-// 15, 0.064 at 31.
-// scanner:on adds one reclaim scanner thread per lock, one cycle per
-// SWAP_CLUSTER_MAX = 32 pages the workers add, under the same lock.
-// kernel:5.8: shrink_active_list isolates 32 pages from the LRU_ACTIVE_ANON
-// tail, deactivates them outside the lock and moves them to LRU_INACTIVE_ANON;
-// shrink_inactive_list isolates them, reclaims outside the lock and puts back
-// the rest: 4 lru_lock holds per 32 pages (mm/vmscan.c@v5.8.1). kernel:2.6.9:
-// one isolate and one putback, 2 holds. Simplified: shrink_page_list frees
+// release side's holds (KernelAcquisitionsPerPage). scanner:on adds a reclaim
+// scanner per lock, under the same lock (ScannerHoldsPerCycle: 4 holds per 32
+// pages added for 5.8, 2 for 2.6.9). Simplified: shrink_page_list frees
 // without swap-out work, page_referenced is not run (every anonymous page is
 // deactivated), no irq-off cost, no icache misses, free_pages_and_swap_cache's
 // lru_add_drain is not modelled, the freed pages go back to a private pool (no
