@@ -1,50 +1,8 @@
 // pagevec: pages/s, lru_lock acquisitions per page and lock wait share against
 // the pagevec's batching factor, line offset and sizing formula (BACKGROUND.md
-// sections 1 and 4; issues 7, 16 and 23). Threads push their own pages through
-// lru_cache_add and release them on a shared LRU. The per-page work under the
-// lock follows the kernel the row names (checked in the trees named):
-//   kernel:2.6.9  anonymous pages go through lru_cache_add_active
-//                 (mm/memory.c@v2.6.9:1450) -> __pagevec_lru_add_active
-//                 (mm/swap.c@v2.6.9:316): TestSetPageLRU, TestSetPageActive,
-//                 add_page_to_active_list, nr_active++; release_pages
-//                 (swap.c@v2.6.9:207): TestClearPageLRU, del_page_from_lru
-//                 (list_del, ClearPageActive, nr_active--), the lock dropped
-//                 when its own pages_to_free pagevec (PAGEVEC_SIZE = the
-//                 swept slot count) fills;
-//   kernel:5.8    anonymous pages are SetPageActive'd by
-//                 lru_cache_add_active_or_unevictable (mm/swap.c@v5.8.1:488)
-//                 outside the lock; __pagevec_lru_add_fn (swap.c@v5.8.1:969):
-//                 TestClearPageUnevictable, SetPageLRU, smp_mb__after_atomic
-//                 (empty on x86, arch/x86/include/asm/barrier.h@v5.8.1:83: a
-//                 compiler barrier here, a real fence on weakly ordered CPUs),
-//                 page_evictable, update_lru_size (node, zone and memcg
-//                 per-CPU counters, memcg lru_zone_size), list_add on the
-//                 memcg lruvec's LRU_ACTIVE_ANON; release_pages
-//                 (swap.c@v5.8.1:827): __ClearPageLRU, page_off_lru
-//                 (__ClearPageActive), del_page_from_lru_list, the lock dropped
-//                 every SWAP_CLUSTER_MAX = 32 pages (swap.c@v5.8.1:844).
-// release:R says where released pages come from (issue 23 item 1):
-//   unmap     exit/munmap. 2.6.9: the mmu_gather collects FREE_PTE_NR = 506
-//             pages (include/asm-generic/tlb.h@v2.6.9:26), then
-//             free_pages_and_swap_cache hands release_pages chunks of 16
-//             (mm/swap_state.c@v2.6.9:288-304): ceil(16 / S) holds per 16
-//             pages. 5.8: tlb_batch_pages_flush (mm/mmu_gather.c@v5.8.1:44)
-//             hands release_pages a whole batch of MAX_GATHER_BATCH = 510
-//             pages (include/asm-generic/tlb.h@v5.8.1:232), one hold per 32.
-//             Both are independent of the add side's S except 2.6.9's
-//             pages_to_free;
-//   truncate  pagevec_release of an S-page pagevec (truncate_inode_pages'
-//             shape; lockline's release side before issue 23): one
-//             release_pages call per S pages;
-//   none      the 2020 pmbench case: nothing is released per operation; the
-//             reclaim scanner (scanner:on required) isolates pages from the
-//             LRU tail and frees them (shrink_page_list reclaims every page;
-//             move_pages_to_lru still retakes the lock, mm/vmscan.c@v5.8.1:
-//             1967).
-// lru_lock acquisitions per page without the scanner are exactly 1/S plus the
-// release side's holds (KernelAcquisitionsPerPage): 2.6.9 unmap 0.126 at 16
-// slots, 0.191 at 15 (per 16-page chunk: 0.125 / 0.192); 5.8 unmap 0.098 at
-// 15, 0.064 at 31.
+// sections 1 and 4; issues 7, 16 and 23): the experiment run on the model of
+// bench/pagevec/model.h (what lru_cache_add, release_pages and reclaim do
+// under lru_lock in Linux 2.6.9 and 5.8): its grid, its report and its checks.
 // work_ns:W is the work a kernel path does per page outside the lock (fault,
 // zeroing, page tables): W = cal is calibrated on the machine once per process
 // (WorkCalibration: an anonymous fault-in + munmap per page, minus the
@@ -64,19 +22,10 @@
 // them (issue 40 item 3). scanner:on adds one reclaim scanner thread per lock
 // (placed by the helper rule, harness/machine/helpers.h, on a PU no measured
 // thread runs on: scanner rows run only at thread counts that leave it one,
-// Variant::needs_spare_pu; it sleeps between cycles), one cycle per
-// SWAP_CLUSTER_MAX = 32 pages the workers add, under the same lock. kernel:5.8:
-// shrink_active_list isolates 32 pages from the LRU_ACTIVE_ANON tail,
-// deactivates them outside the lock and moves them to LRU_INACTIVE_ANON;
-// shrink_inactive_list isolates them, reclaims outside the lock and puts back
-// the rest: 4 lru_lock holds per 32 pages (mm/vmscan.c@v5.8.1). kernel:2.6.9:
-// one isolate and one putback, 2 holds. A worker short of free pages asks for
-// one extra cycle, and a window ends once the scanner has covered the pages it
-// added (design rate: scanner_design_acquisitions_per_page). Simplified:
-// shrink_page_list frees without swap-out work, page_referenced is not run
-// (every anonymous page is deactivated), no irq-off cost, no icache misses,
-// free_pages_and_swap_cache's lru_add_drain is not modelled, the freed pages
-// go back to a private pool (no buddy/pcp cost).
+// Variant::needs_spare_pu; it sleeps between cycles). A worker short of free
+// pages asks for one extra cycle, and a window ends once the scanner has
+// covered the pages it added (design rate:
+// scanner_design_acquisitions_per_page).
 //
 // Row keys (every component key:value; parse by splitting on '/' then on the
 // first ':'):
@@ -103,11 +52,94 @@
 // add drain per S pages (Verify checks the acquisitions exactly).
 #include "bench/pagevec.h"
 
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstdio>
 #include <iterator>
+#include <mutex>
+#include <optional>
 #include <string_view>
+
+#include "layouts/report.h"
 
 namespace lockline {
 namespace pagevec_bench {
+
+// ---- sizing policies (LKML, September 2004) ---------------------------------
+
+/// PAGEVEC_SIZE = 4 * lg(NR_CPUS), 4 on UP, with wli's lg the integer
+/// ceil(log2(n)) of the compile-time NR_CPUS: 4 at n = 1 and 2, 8 at 3 and 4,
+/// 12 at 5..8, 16 at 16, 40 at 1024; clamped to 1..255. n < 1 counts as 1.
+inline int FourLgSlots(int n) {
+  if (n <= 2) return 4;
+  const int lg = static_cast<int>(
+      std::bit_width(static_cast<unsigned>(n) - 1));  // ceil(log2 n)
+  return std::clamp(4 * lg, 1, kMaxSlots);
+}
+
+/// The possible CPUs of this machine (/sys/devices/system/cpu/possible, what
+/// a boot-time sizing would see), or `fallback` when it cannot be read.
+inline int PossibleCpus(int fallback) {
+  std::FILE* f = std::fopen("/sys/devices/system/cpu/possible", "r");
+  if (f == nullptr) return fallback;
+  int n = 0, lo = 0, hi = 0;
+  char sep = 0;
+  while (std::fscanf(f, "%d", &lo) == 1) {
+    hi = lo;
+    if (std::fscanf(f, "%c", &sep) == 1 && sep == '-') {
+      if (std::fscanf(f, "%d", &hi) != 1) break;
+      if (std::fscanf(f, "%c", &sep) != 1) sep = 0;
+    }
+    n += hi - lo + 1;
+    if (sep != ',') break;
+  }
+  std::fclose(f);
+  return n > 0 ? n : fallback;
+}
+
+/// The gentler proposal 2^(2.5 * sqrt(lg n) - 1), rounded to the nearest
+/// integer (std::lround, halves away from zero): n = 1 -> 1 (2^-1 rounds up), 2
+/// -> 3 (2.83), 4 -> 6 (5.66), 16 -> 16, 1024 -> 120 (119.6), clamped
+/// to 1..255. n < 1 counts as 1.
+inline int SqrtLgSlots(int n) {
+  const double lg = std::log2(static_cast<double>(std::max(n, 1)));
+  const long v = std::lround(std::exp2(2.5 * std::sqrt(lg) - 1.0));
+  return static_cast<int>(std::clamp<long>(v, 1, kMaxSlots));
+}
+
+/// Slot count for `policy` ("fixed": `fixed_slots`; "4lg", "sqrtlg": the
+/// formulas above with n = `threads`). Throws std::invalid_argument naming a
+/// bad policy or a fixed count outside 1..255.
+inline int ResolveSlots(const std::string& policy, int fixed_slots,
+                        int threads) {
+  if (policy == "fixed") {
+    if (fixed_slots < 1 || fixed_slots > kMaxSlots) {
+      throw std::invalid_argument("pagevec: slots " +
+                                  std::to_string(fixed_slots) +
+                                  " out of range: accepted 1..255");
+    }
+    return fixed_slots;
+  }
+  if (policy == "4lg") return FourLgSlots(threads);
+  if (policy == "sqrtlg") return SqrtLgSlots(threads);
+  throw std::invalid_argument("pagevec: unknown policy '" + policy +
+                              "': accepted are fixed, 4lg, sqrtlg");
+}
+
+/// The rate check of a scanner row (issue 40 item 1): "" when the scanner ran
+/// at its design (acquisitions per page within `tolerance` of
+/// ScannerDesignAcquisitionsPerPage) on a PU of its own, else why not.
+inline std::string ScannerRowProblem(double acquisitions_per_page,
+                                     double design, bool shares_measured_pu,
+                                     double tolerance = 0.10) {
+  if (shares_measured_pu) return "the scanner shares a measured PU";
+  if (design <= 0 || std::abs(acquisitions_per_page / design - 1) > tolerance)
+    return "scanner lru_lock acquisitions per page " +
+           std::to_string(acquisitions_per_page) + ", design " +
+           std::to_string(design) + " (more than 10 % off)";
+  return "";
+}
 
 /// This model's own cost per page on one (unpinned) thread at work_ns:0:
 /// kernel `k`, 15 slots, release:unmap, the era's lock; min of 3 windows of
@@ -144,17 +176,14 @@ inline double MeasureModelNsPerPage(Kernel k) {
 /// safe): fault ns per page minus the model's own ns per page, at least 0.
 inline WorkCalibration CalibratedWork(Kernel k) {
   static std::mutex mu;
-  static WorkCalibration cache[2];
-  static bool done[2] = {false, false};
+  static std::optional<WorkCalibration> cache[2];
   std::lock_guard<std::mutex> g(mu);
-  const int i = k == Kernel::k269 ? 0 : 1;
-  if (!done[i]) {
-    const WorkCalibration c = CalibrateWork(
-        MeasureModelNsPerPage(k), i == 0 ? "pagevec:2.6.9" : "pagevec:5.8");
-    cache[i] = c;
-    done[i] = true;
+  std::optional<WorkCalibration>& c = cache[k == Kernel::k269 ? 0 : 1];
+  if (!c) {
+    c = CalibrateWork(MeasureModelNsPerPage(k),
+                      std::string("pagevec:") + KernelName(k));
   }
-  return cache[i];
+  return *c;
 }
 
 /// One point of the grid before thread counts.
@@ -305,54 +334,42 @@ inline std::vector<GridPoint> GridPoints() {
     for (const char* lock : kLocks) {
       for (const char* work : kWork) {
         for (const char* zones : kZones) {
-          const std::string l = lock;
-          if (std::string(zones) != "1" && l != "ttas" && l != "qspinlock")
-            continue;
-          const bool sweep_offsets = l == "ttas" && std::string(work) == "0" &&
-                                     std::string(zones) == "1";
+          const std::string l = lock, w = work, z = zones;
+          if (z != "1" && l != "ttas" && l != "qspinlock") continue;
+          const bool sweep_offsets = l == "ttas" && w == "0" && z == "1";
           // The alignment question at calibrated work too (issue 40 item 7):
           // 2.6.9's 16 slots at offset 8 under its lock.
-          const bool offset8_cal = l == "ttas" && std::string(work) == "cal";
+          const bool offset8_cal = l == "ttas" && w == "cal";
+          GridPoint base;
+          base.mode = mode;
+          base.lock = lock;
+          base.work = work;
+          base.zones = zones;
           for (const std::size_t off : kOffsets) {
             if (off != 0 && !sweep_offsets && !(off == 8 && offset8_cal))
               continue;
+            base.offset = off;
             for (const int s : kSlots) {
               if (off != 0 && s != 14 && s != 15 && s != 16 && s != 31)
                 continue;
               if (off != 0 && !sweep_offsets && s != 16) continue;
-              GridPoint p;
-              p.mode = mode;
+              GridPoint p = base;
               p.slots = s;
-              p.offset = off;
               p.policy = "fixed";
-              p.lock = lock;
-              p.work = work;
-              p.zones = zones;
               push(p);
             }
             for (const NamedLayout& nl : kNamedLayouts) {
               if (off != 0 && !sweep_offsets) continue;
-              GridPoint p;
-              p.mode = mode;
+              GridPoint p = base;
               p.layout = nl.name;
               p.slots = nl.slots;
-              p.offset = off;
-              p.lock = lock;
-              p.work = work;
-              p.zones = zones;
               push(p);
             }
-            if (off == 0) {
-              for (const char* pol : kPolicies) {
-                GridPoint p;
-                p.mode = mode;
-                p.offset = off;
-                p.policy = pol;
-                p.lock = lock;
-                p.work = work;
-                p.zones = zones;
-                push(p);
-              }
+            for (const char* pol : kPolicies) {
+              if (off != 0) continue;
+              GridPoint p = base;
+              p.policy = pol;
+              push(p);
             }
           }
         }
@@ -417,6 +434,384 @@ inline std::size_t LineOf(const PointEnv& env) {
   return (line == 32 || line == 64 || line == 128 || line == 256)
              ? static_cast<std::size_t>(line)
              : kCacheLine64;
+}
+
+// ---- the row (PagevecWorkload::Report) --------------------------------------
+
+/// details.pagevec: the pagevec's size and placement, the lock and the op.
+nlohmann::json PagevecDetails(const PagevecFacts& f, const std::string& layout,
+                              uint64_t acquisitions, uint64_t setup) {
+  const Config& cfg = f.cfg;
+  return {
+      {"mode", cfg.rapid ? "rapid" : "deferred"},
+      {"layout", layout},
+      {"slots", cfg.slots},
+      {"policy", cfg.policy},
+      {"offset", cfg.offset},
+      {"line", cfg.line},
+      {"bytes", f.pv_bytes},
+      {"lines_spanned", LinesSpanned(cfg.offset, f.pv_bytes, cfg.line)},
+      {"zones", cfg.zones},
+      {"work_ns", cfg.work_ns},
+      {"resident_pages_per_thread", kResidentPages},
+      {"lock", f.lock},
+      {"lock_is_era_lock", std::string(f.lock) == EraLock(cfg.kernel)},
+      {"lock_stat", cfg.stats},
+      {"lock_stat_clock_reads", LockStatClockReads(cfg.stats)},
+      {"window_acquisitions", acquisitions},
+      {"setup_acquisitions", setup},
+      {"op", cfg.release == Release::kNone
+                 ? "one page added to the LRU (lru_cache_add); reclaim (the "
+                   "scanner) frees it; pages_per_s = ops_per_s"
+                 : "one page added to the LRU (lru_cache_add) and one "
+                   "released (release_pages); pages_per_s = ops_per_s"},
+  };
+}
+
+/// details.formulas: the 2004 sizing formulas for the point's threads and
+/// for the machine's possible CPUs.
+nlohmann::json FormulaDetails(const PointEnv& env) {
+  const int possible = PossibleCpus(
+      env.topology != nullptr ? env.topology->summary().pus : env.threads);
+  return {
+      {"four_lg_threads", FourLgSlots(env.threads)},
+      {"four_lg_possible_cpus", FourLgSlots(possible)},
+      {"possible_cpus", possible},
+      {"sqrt_lg_threads", SqrtLgSlots(env.threads)},
+      {"sqrt_lg_possible_cpus", SqrtLgSlots(possible)},
+      {"note",
+       "4*lg is wli's 4 * ceil(log2 NR_CPUS) of the compile-time config; "
+       "here evaluated for the point's threads and for the machine's "
+       "possible CPUs (what a boot-time sizing would use); policy:4lg rows "
+       "run the threads value"},
+  };
+}
+
+/// details.kernel: the modelled kernel's per-page work and release path.
+nlohmann::json KernelDetails(const Config& cfg) {
+  const char* release_path =
+      cfg.release == Release::kNone
+          ? "none: reclaim (the scanner) frees the pages (pmbench, 2020)"
+          : (cfg.release == Release::kTruncate
+                 ? "truncate: release_pages of an S-page pagevec"
+                 : (cfg.kernel == Kernel::k269
+                        ? "unmap: mmu_gather of 506 pages, "
+                          "free_pages_and_swap_cache hands release_pages "
+                          "chunks of 16, the lock dropped when the S-slot "
+                          "pages_to_free pagevec fills"
+                        : "unmap: tlb_batch_pages_flush hands "
+                          "release_pages batches of 510, the lock dropped "
+                          "every 32 pages"));
+  return {
+      {"version", KernelName(cfg.kernel)},
+      {"era_lock", EraLock(cfg.kernel)},
+      {"per_page_work",
+       cfg.kernel == Kernel::k269
+           ? "2.6.9 lru_cache_add_active -> __pagevec_lru_add_active: "
+             "TestSetPageLRU, TestSetPageActive, add_page_to_active_list, "
+             "nr_active++; release_pages: TestClearPageLRU, "
+             "del_page_from_lru (list_del, ClearPageActive, nr_active--)"
+           : "5.8 lru_cache_add_active_or_unevictable (SetPageActive "
+             "outside the lock) -> __pagevec_lru_add_fn: "
+             "TestClearPageUnevictable, SetPageLRU, smp_mb__after_atomic "
+             "(compiler barrier on x86), page_evictable, update_lru_size "
+             "(node/zone/memcg per-CPU diffs, memcg lru_zone_size), "
+             "list_add to LRU_ACTIVE_ANON; release_pages: __ClearPageLRU, "
+             "page_off_lru (__ClearPageActive), del_page_from_lru_list"},
+      {"release", ReleaseName(cfg.release)},
+      {"release_path", release_path},
+      {"release_gather_pages", GatherPages(cfg.kernel, cfg.release, cfg.slots)},
+      {"release_call_pages",
+       ReleaseCallPages(cfg.kernel, cfg.release, cfg.slots)},
+      {"release_hold_pages", ReleaseHoldPages(cfg.kernel, cfg.slots)},
+      {"kernel_acquisitions_per_page",
+       KernelAcquisitionsPerPage(cfg.kernel, cfg.release, cfg.slots)},
+      {"lru_lock_scope", cfg.kernel == Kernel::k269
+                             ? "zone->lru_lock (per zone)"
+                             : "pgdat->lru_lock (per NUMA node)"},
+      {"simplified",
+       "no active/inactive aging, no irq-off cost, no icache misses, "
+       "free_pages_and_swap_cache's lru_add_drain not modelled, freed "
+       "pages return to a private pool (no pcp/buddy cost); the scanner "
+       "frees without swap-out work"},
+  };
+}
+
+/// details.scanner of a row with the reclaim scanner, and its metrics.
+nlohmann::json ScannerDetails(PointReport& out, const PagevecFacts& f,
+                              uint64_t ops, uint64_t handed) {
+  ScannerFacts sum{};
+  nlohmann::json pus = nlohmann::json::array();
+  for (const ScannerFacts& sc : f.scanners) {
+    sum.on_demand_cycles += sc.on_demand_cycles;
+    sum.cycles += sc.cycles;
+    sum.isolated += sc.isolated;
+    sum.freed += sc.freed;
+    sum.acquisitions += sc.acquisitions;
+    pus.push_back(sc.pu);
+  }
+  const Kernel k = f.cfg.kernel;
+  const HelperColumns cols = HelperColumnsOf(f.scanner_places);
+  bool smt = false;
+  for (const HelperPlace& hp : f.scanner_places)
+    smt = smt || hp.smt_sibling_of_measured;
+  nlohmann::json sj = {
+      {"on", true},
+      {"cycles", sum.cycles},
+      {"on_demand_cycles", sum.on_demand_cycles},
+      {"pages_isolated", sum.isolated},
+      {"design_acquisitions_per_page", ScannerDesignAcquisitionsPerPage(k)},
+      {"holds_per_cycle", ScannerHoldsPerCycle(k)},
+      {"helper_pu", cols.pu},
+      {"helper_core", cols.core},
+      {"helper_numa", cols.numa},
+      {"smt_sibling_of_measured", smt},
+      {"pages_freed_by_scanner", sum.freed},
+      {"acquisitions", sum.acquisitions},
+      {"releases_handed_to_scanner", handed},
+      {"pus", pus},
+      {"shares_measured_pu", f.scanner_shares_pu},
+  };
+  sj["workers_spin_yield"] = f.scanner_shares_pu
+                                 ? "after_1024_pauses (the scanner shares a "
+                                   "measured PU: oversubscribed)"
+                                 : "as placement.spin_yield";
+  sj["placement"] =
+      f.scanner_shares_pu
+          ? "no spare PU: each scanner shares a measured thread's PU "
+            "(it sleeps between cycles; its CPU time is taken from that "
+            "thread)"
+          : "each scanner on a spare PU outside the point's plan (or "
+            "unbound where the topology is not the host's)";
+  sj["model"] =
+      k == Kernel::k58
+          ? "one cycle per 32 pages the workers add to its LRU, 4 "
+            "lru_lock holds (mm/vmscan.c@v5.8.1): shrink_active_list "
+            "isolates 32 pages from the LRU_ACTIVE_ANON tail (hold 1), "
+            "deactivates them outside the lock and puts them on "
+            "LRU_INACTIVE_ANON (hold 2); shrink_inactive_list isolates 32 "
+            "from the inactive tail (hold 3), reclaims outside the lock "
+            "(release:none: page_ref_freeze(2)) and puts back the rest "
+            "(hold 4); a page whose last reference a putback dropped is "
+            "freed"
+          : "one cycle per 32 pages the workers add to its LRU: isolate "
+            "32 pages from the tail (PageLRU, get_page_unless_zero, "
+            "ClearPageLRU, list_move, size -32) under lru_lock, unlock, "
+            "relock and put them back (SetPageLRU, list_add, size +32, "
+            "put_page; a page whose last reference that was is taken off "
+            "the LRU and freed); 2 holds per cycle, a simplification of "
+            "2.6.9's refill_inactive_zone + shrink_cache";
+  sj["on_demand_note"] =
+      "a worker short of free pages asks for one cycle before 32 pages "
+      "were added (kswapd's wakeup); the scanner consumes the request, "
+      "so it never cycles for a worker that is not waiting";
+  out.Metric("scanner_acquisitions_per_page",
+             ops ? static_cast<double>(sum.acquisitions) / ops : 0);
+  out.Metric("scanner_design_acquisitions_per_page",
+             ScannerDesignAcquisitionsPerPage(k));
+  return sj;
+}
+
+void ReportPagevec(PointReport& out, double window_seconds, uint64_t ops,
+                   const PagevecFacts& f) {
+  const Config& cfg = f.cfg;
+  std::vector<const LockStatThread*> stats;
+  uint64_t acquisitions = 0, setup = 0, handed = 0;
+  for (const ThreadFacts& t : f.threads) {
+    stats.push_back(t.stat);
+    acquisitions += t.stat ? t.stat->acquisitions : 0;
+    setup += t.setup_acquisitions;
+    handed += t.handed_to_scanner;
+  }
+  const double thread_seconds =
+      window_seconds * static_cast<double>(f.threads.size());
+  AddLockStatMetrics(out, SummarizeLockStats(stats, thread_seconds, ops));
+  const double pages = static_cast<double>(ops);
+  out.Metric("pages_per_s", window_seconds > 0 ? pages / window_seconds : 0);
+  out.Metric("acquisitions_per_page",
+             ops ? static_cast<double>(acquisitions) / pages : 0);
+  out.Metric("pagevec_bytes", static_cast<double>(f.pv_bytes));
+  out.Metric("lines_spanned", LinesSpanned(cfg.offset, f.pv_bytes, cfg.line));
+  out.Metric("slots_resolved", cfg.slots);
+  const std::string layout = PagevecLayoutName(f.pv_name, cfg.offset, cfg.line);
+  if (FindLayout(layout) != nullptr) out.layouts.push_back(layout);
+  out.details["pagevec"] = PagevecDetails(f, layout, acquisitions, setup);
+  out.details["work"] =
+      WorkDetails(cfg.work_ns, cfg.work_calibrated, cfg.calibration, "lru_lock",
+                  "kernel " + std::string(KernelName(cfg.kernel)) +
+                      ", 15 slots, release:" + ReleaseName(cfg.release) +
+                      ", min of 3 x 10 ms",
+                  cfg.work_ring_pages, cfg.work_caches);
+  out.Metric("work_ns", static_cast<double>(cfg.work_ns));
+  out.details["formulas"] = FormulaDetails(*f.env);
+  out.details["kernel"] = KernelDetails(cfg);
+  out.details["scanner"] = cfg.scanner ? ScannerDetails(out, f, ops, handed)
+                                       : nlohmann::json{{"on", false}};
+}
+
+// ---- the checks (PagevecWorkload::Verify) -----------------------------------
+
+/// Whether each pool page is linked on an LRU list, by thread, then page.
+using OnList = std::vector<std::vector<char>>;
+
+std::string Where(std::size_t z, uint64_t n) {
+  return "zone " + std::to_string(z) + " LRU, node " + std::to_string(n) + ": ";
+}
+
+/// Walks list `z` of f.lists (the zones' new-page lists, then 5.8's
+/// inactive ones): links, PG_lru and PG_active, the page's owner and zone,
+/// its size; marks its pages in `on_list`. `pools`: (pool, thread) by address.
+std::string WalkLru(const PagevecFacts& f, std::size_t z,
+                    const std::vector<std::pair<const Page*, int>>& pools,
+                    uint64_t total_pages, OnList& on_list) {
+  const std::size_t zones = static_cast<std::size_t>(f.cfg.zones);
+  const bool inactive = z >= zones;
+  const ListHead* head = f.lists[z].head;
+  uint64_t walked = 0;
+  const ListHead* prev = head;
+  for (const ListHead* node = head->next; node != head; node = node->next) {
+    if (node->prev != prev) return Where(z, walked) + "broken prev link";
+    if (++walked > total_pages)
+      return Where(z, walked) + "longer than all pages (a cycle)";
+    const Page* page = PageFromLru(node);
+    auto it = std::upper_bound(
+        pools.begin(), pools.end(),
+        std::make_pair(page, static_cast<int>(f.threads.size())));
+    if (it == pools.begin())
+      return Where(z, walked) + "node is not a pool page";
+    --it;
+    const ThreadFacts& owner = f.threads[it->second];
+    const std::ptrdiff_t idx = page - it->first;
+    if (idx < 0 || idx >= owner.pool_size)
+      return Where(z, walked) + "node is not a pool page";
+    if (static_cast<std::size_t>(owner.zone) != z % zones)
+      return Where(z, walked) + "page of another zone";
+    if (PageActive(*page) == inactive)
+      return Where(z, walked) + "PG_active does not match the list";
+    if (on_list[it->second][idx]) return Where(z, walked) + "page listed twice";
+    on_list[it->second][idx] = 1;
+    if (!PageLru(*page))
+      return Where(z, walked) + "page on the LRU without PG_lru";
+    prev = node;
+  }
+  if (head->prev != prev)
+    return Where(z, walked) + "head's prev is not the last node";
+  if (walked != f.lists[z].count) {
+    return Where(z, walked) + "LRU size " + std::to_string(f.lists[z].count) +
+           " but " + std::to_string(walked) + " pages linked";
+  }
+  return "";
+}
+
+/// Every page of thread `t` in exactly one place (free or returned by the
+/// scanner, on the LRU: FIFO or release gather, add pagevec) with the
+/// refcount and PG_lru of that place.
+std::string CheckPlaces(const PagevecFacts& f, const ThreadFacts& t,
+                        const std::vector<char>& on_list,
+                        const std::string& who) {
+  std::vector<char> seen(t.pool_size, 0);
+  auto place = [&](const Page* p, bool on_lru, int ref) -> std::string {
+    const std::ptrdiff_t idx = p - t.pool;
+    if (idx < 0 || idx >= t.pool_size)
+      return who + "foreign page in its structures";
+    if (seen[idx]++) return who + "page held twice";
+    if (static_cast<bool>(on_list[idx]) != on_lru)
+      return who + (on_lru ? "page should be on the LRU but is not linked"
+                           : "page linked on the LRU but held off it");
+    if (PageLru(*p) != on_lru)
+      return who + "PG_lru does not match LRU membership";
+    if (page_count(*p) != ref)
+      return who + "refcount " + std::to_string(page_count(*p));
+    return "";
+  };
+  std::string err;
+  for (std::size_t i = 0; i < t.held.size() && err.empty(); ++i)
+    err = place(t.held[i].page, t.held[i].on_lru, t.held[i].ref);
+  std::size_t held = t.held.size();
+  if (f.cfg.release == Release::kNone) {
+    // The LRU's pages (the mapping's reference) are nobody's to hold.
+    for (int idx = 0; idx < t.pool_size && err.empty(); ++idx) {
+      if (!on_list[idx] || seen[idx]) continue;
+      err = place(&t.pool[idx], true, 1);
+      ++held;
+    }
+  }
+  if (!err.empty()) return err;
+  if (held != static_cast<std::size_t>(t.pool_size)) {
+    return who + std::to_string(held) + " pages accounted of " +
+           std::to_string(t.pool_size);
+  }
+  return "";
+}
+
+/// Windows end on batch boundaries: exactly one add drain per S pages, and
+/// the release flushes took the kernel's holds (ReleaseFlushLocks).
+std::string CheckAcquisitions(const Config& cfg, const ThreadFacts& t,
+                              const std::string& who) {
+  if (t.ops % cfg.slots != 0)
+    return who + std::to_string(t.ops) +
+           " pages is not a whole number of batches";
+  const uint64_t batches = t.ops / cfg.slots;
+  if (t.add_drains != batches) {
+    return who + std::to_string(t.add_drains) + " add drains for " +
+           std::to_string(batches) + " batches";
+  }
+  const uint64_t expected = batches + t.expected_release_locks;
+  if (t.stat->acquisitions + t.release_lock_skips != expected) {
+    return who + std::to_string(t.stat->acquisitions) +
+           " lru_lock acquisitions (+ " + std::to_string(t.release_lock_skips) +
+           " skipped) for " + std::to_string(t.ops) + " pages at " +
+           std::to_string(cfg.slots) + " slots (expected " +
+           std::to_string(batches) + " add drains + " +
+           std::to_string(t.expected_release_locks) +
+           " release holds = " + std::to_string(expected) + ")";
+  }
+  if (!cfg.scanner && (t.release_lock_skips != 0 || t.handed_to_scanner != 0))
+    return who + "releases skipped the lock without a scanner";
+  return "";
+}
+
+std::string VerifyPagevec(const PagevecFacts& f) {
+  uint64_t total_pages = 0;
+  // Owner lookup: pools sorted by address.
+  std::vector<std::pair<const Page*, int>> pools;
+  OnList on_list(f.threads.size());
+  for (std::size_t i = 0; i < f.threads.size(); ++i) {
+    total_pages += f.threads[i].pool_size;
+    if (f.threads[i].stat == nullptr) continue;
+    pools.emplace_back(f.threads[i].pool, static_cast<int>(i));
+    on_list[i].assign(f.threads[i].pool_size, 0);
+  }
+  std::sort(pools.begin(), pools.end());
+  for (std::size_t z = 0; z < f.lists.size(); ++z) {
+    const std::string err = WalkLru(f, z, pools, total_pages, on_list);
+    if (!err.empty()) return err;
+  }
+  uint64_t ops = 0, handed = 0, freed = 0;
+  for (std::size_t i = 0; i < f.threads.size(); ++i) {
+    const ThreadFacts& t = f.threads[i];
+    if (t.stat == nullptr) continue;
+    const std::string who = "thread " + std::to_string(i) + ": ";
+    if (t.anomalies != 0)
+      return who + std::to_string(t.anomalies) + " flag/refcount anomalies";
+    std::string err = CheckPlaces(f, t, on_list[i], who);
+    if (err.empty()) err = CheckAcquisitions(f.cfg, t, who);
+    if (!err.empty()) return err;
+    ops += t.ops;
+    handed += t.handed_to_scanner;
+  }
+  if (ops != f.harness_ops) {
+    return "threads counted " + std::to_string(ops) + " pages, harness " +
+           std::to_string(f.harness_ops);
+  }
+  // Every release whose last put was the scanner's was freed by it.
+  for (const ScannerFacts& sc : f.scanners) freed += sc.freed;
+  if (f.cfg.release != Release::kNone && handed != freed) {
+    return std::to_string(handed) +
+           " releases left the last reference to the scanner, which freed " +
+           std::to_string(freed) + " pages";
+  }
+  return "";
 }
 
 /// The grid for a machine whose usable PUs are `order` (its NUMA node count

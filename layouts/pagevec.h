@@ -5,14 +5,12 @@
 // LP64 sizes (pointer = 8 bytes, so every variant is padded to a multiple of
 // 8):
 //
-//   variant                 header                                  slots
-//   (2.6.10-4.x: unsigned long nr, cold; (16 B) 14 slots, 128 bytes, 2 lines
-//   at offset 0, 3 at offset 8: PagevecV2610)
-//   sizeof  lines@0 @8 2.6.9                   unsigned nr; int cold; (8 B) 16
-//   136     3       3 2004 proposal           unsigned short nr, cold; +4 pad
-//   (8 B)   15     128     2       3 5.x (PAGEVEC_SIZE 15)   unsigned char nr;
-//   bool drained; +6 pad  15     128     2       3 5.x, 31 slots (2020)    same
-//   header                             31     256     4       5
+//   variant             header (bytes)                slots sizeof lines@0 @8
+//   2.6.9               unsigned nr; int cold (8)        16    136       3  3
+//   2.6.10-4.x          unsigned long nr, cold (16)      14    128       2  3
+//   2004 proposal       unsigned short nr, cold (4+4)    15    128       2  3
+//   5.x (PAGEVEC_SIZE)  unsigned char nr; bool (2+6)     15    128       2  3
+//   5.x, 31 slots 2020  same header                      31    256       4  5
 //
 // The 2004 proposal shrinks the header from 8 to 4 bytes, but the pointer array
 // must start at an 8-byte offset, so the 4 bytes come back as padding: on LP64,
@@ -22,11 +20,9 @@
 // 64 bytes (PagevecV269Ilp32 / PagevecProposal2004Ilp32 model that).
 //
 // Line diagram, 2.6.9 at offset 0 of a 64-byte line:
-//   line 0 [nr cold | pages[0..6] ]   line 1 [pages[7..14]]   line 2
-//   [pages[15]]  <- 8 bytes
-// 2004 proposal / 5.x-15 at offset 0:
-//   line 0 [nr cold pad | pages[0..6]]   line 1 [pages[7..14]] (exactly 2
-//   lines)
+//   line 0 [nr cold | pages[0..6]]  line 1 [pages[7..14]]  line 2 [pages[15]]
+// 2004 proposal / 5.x-15 at offset 0, exactly 2 lines:
+//   line 0 [nr cold pad | pages[0..6]]  line 1 [pages[7..14]]
 // At offset 8 the same 128 bytes straddle three lines: "fits in two lines"
 // needs alignment.
 #pragma once
@@ -43,6 +39,14 @@
 
 namespace lockline {
 
+/// The LP64 facts checked of each struct: a standard layout (so offsetof is
+/// well-defined), its size and where its pointer array starts.
+template <class PV>
+constexpr bool Lp64Layout(std::size_t size, std::size_t pages_at) {
+  return std::is_standard_layout_v<PV> && sizeof(PV) == size &&
+         offsetof(PV, pages) == pages_at;
+}
+
 /// Linux 2.6.9 `struct pagevec` (PAGEVEC_SIZE 16): 136 bytes on LP64.
 struct PagevecV269 {
   static constexpr int kSlots = 16;
@@ -51,11 +55,8 @@ struct PagevecV269 {
   int cold;  ///< pages are cache-cold: free to the cold end of the per-CPU list
   Page* pages[kSlots];
 };
-static_assert(std::is_standard_layout_v<PagevecV269>,
-              "offsetof must be well-defined");
-static_assert(sizeof(PagevecV269) == 136, "8-byte header + 16 pointers (LP64)");
-static_assert(offsetof(PagevecV269, pages) == 8,
-              "pointer array right after the 8-byte header");
+static_assert(Lp64Layout<PagevecV269>(136, 8),
+              "8-byte header + 16 pointers (LP64), the array right after it");
 
 /// Linux 2.6.10 `struct pagevec` (PAGEVEC_SIZE 14, 2.6.10 to 4.x): `unsigned
 /// long nr; unsigned long cold; struct page *pages[14];` = 128 bytes on LP64
@@ -69,12 +70,8 @@ struct PagevecV2610 {
   unsigned long cold;  ///< as in 2.6.9: free to the cold end of the pcp list
   Page* pages[kSlots];
 };
-static_assert(std::is_standard_layout_v<PagevecV2610>,
-              "offsetof must be well-defined");
-static_assert(sizeof(PagevecV2610) == 128,
-              "16-byte header + 14 pointers (LP64)");
-static_assert(offsetof(PagevecV2610, pages) == 16,
-              "pointer array after two unsigned longs");
+static_assert(Lp64Layout<PagevecV2610>(128, 16),
+              "two unsigned longs, then 14 pointers (LP64)");
 
 /// The September 2004 proposal: `unsigned short nr, cold; struct page
 /// *pages[15];` 128 bytes on LP64 (4 header bytes + 4 bytes of alignment
@@ -86,12 +83,8 @@ struct PagevecProposal2004 {
   unsigned short cold;
   Page* pages[kSlots];
 };
-static_assert(std::is_standard_layout_v<PagevecProposal2004>,
-              "offsetof must be well-defined");
-static_assert(sizeof(PagevecProposal2004) == 128,
-              "not 124: pointers force 8-byte alignment");
-static_assert(offsetof(PagevecProposal2004, pages) == 8,
-              "4-byte header padded to 8 on LP64");
+static_assert(Lp64Layout<PagevecProposal2004>(128, 8),
+              "not 124: the 4-byte header is padded to 8 for the pointers");
 
 namespace detail {
 /// "pagevec_5x" followed by the decimal slot count, at compile time.
@@ -127,9 +120,7 @@ struct Pagevec5x {
 };
 using Pagevec5x15 = Pagevec5x<15>;
 using Pagevec5x31 = Pagevec5x<31>;
-static_assert(std::is_standard_layout_v<Pagevec5x15>,
-              "offsetof must be well-defined");
-static_assert(sizeof(Pagevec5x15) == 128,
+static_assert(Lp64Layout<Pagevec5x15>(128, 8),
               "2-byte header padded to 8 + 15 pointers");
 static_assert(sizeof(Pagevec5x31) == 256,
               "doubling the slots doubles the stack cost (2020)");
