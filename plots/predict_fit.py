@@ -209,10 +209,10 @@ def family_lines(p: Point) -> Tuple[float, float, str]:
         if p.params.get("kernel") == "2.6.9" and acq > 0:
             per_hold = 1.0 / acq  # pages per hold (an op is a page)
             return 1.0, 2.0 * per_hold, (
-                "bench/pagevec.h LruZone: 2.6.9's lru_lock, active list head and nr_active "
+                "bench/pagevec/lru.h LruZone: 2.6.9's lru_lock, active list head and nr_active "
                 f"share one line; a hold adds {per_hold:.1f} pages (list head + nr_active "
                 "written per page) on the lock's line; struct pages on their own lines")
-        return 3.0, 0.0, ("bench/pagevec.h LruZone: 5.8's lruvec lists, lru_zone_size and "
+        return 3.0, 0.0, ("bench/pagevec/lru.h LruZone: 5.8's lruvec lists, lru_zone_size and "
                           "the LRU counters are on lines of their own (lock line: the lock)")
     if p.family == "page_free":
         return 2.0, 3.0, (
