@@ -425,11 +425,13 @@ double PlanRunTime(RunState& run) {
 // (later wins; never --benchmark_filter: ParseOptions). False when Google
 // Benchmark does not take them.
 bool InitializeGoogleBenchmark(const RunState& run, char* argv0) {
-  std::vector<std::string> gb_args = {
-      argv0, "--benchmark_repetitions=5",
-      "--benchmark_enable_random_interleaving=true"};
+  // Google Benchmark keeps pointers into them (Context::executable_name, in
+  // the context of every round): they live as long as the process.
+  static std::vector<std::string> gb_args;
+  static std::vector<char*> gb_argv;
+  gb_args = {argv0, "--benchmark_repetitions=5",
+             "--benchmark_enable_random_interleaving=true"};
   for (const auto& a : run.opts.benchmark_args) gb_args.push_back(a);
-  std::vector<char*> gb_argv;
   for (auto& a : gb_args) gb_argv.push_back(a.data());
   int gb_argc = static_cast<int>(gb_argv.size());
   gb_argv.push_back(nullptr);

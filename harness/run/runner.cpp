@@ -180,13 +180,9 @@ void BuildPoints(RunState& run) {
         }
         p.plan = PlanThreads(chosen, n, false);
       } else if (!run.opts.list) {
-        auto it = plans.find(n);
-        if (it == plans.end())
-          it =
-              plans
-                  .emplace(n, PlanThreads(run.order, n, run.opts.oversubscribe))
-                  .first;
-        p.plan = it->second;
+        if (!plans.count(n))
+          plans[n] = PlanThreads(run.order, n, run.opts.oversubscribe);
+        p.plan = plans[n];
       }
       p.windows = v.windows > 0 ? v.windows
                                 : (suite == Suite::kQuick  ? 2
@@ -213,14 +209,12 @@ void MeasureCoherenceBaselines(RunState& run) {
     if (a >= 0) pairs.insert({p.plan.pus[a].os_index, p.plan.pus[b].os_index});
   }
   json out = json::array();
+  const uint64_t probe_ns = static_cast<uint64_t>(kBaselineProbeSeconds * 1e9);
   for (const auto& pr : pairs) {
     ThreadTeam team(run.topo.get(), {pr.first, pr.second}, nullptr);
     std::vector<double> medians;
     for (int i = 0; i < 3; ++i)
-      medians.push_back(
-          team.PingPong(0, 1,
-                        static_cast<uint64_t>(kBaselineProbeSeconds * 1e9))
-              .first);
+      medians.push_back(team.PingPong(0, 1, probe_ns).first);
     std::vector<double> sorted = medians;
     std::sort(sorted.begin(), sorted.end());
     run.baseline_ns[pr] = sorted[1];
