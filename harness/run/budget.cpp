@@ -40,21 +40,14 @@ std::vector<double> PredictPointSeconds(const std::vector<BudgetPoint>& points,
   for (std::size_t i = 0; i < points.size(); ++i) {
     const BudgetPoint& p = points[i];
     if (p.repetitions_left <= 0) continue;
-    double extra;
-    if (p.measured > 0) {
-      extra = p.measured_s / p.measured;
-    } else {
-      const auto it = family.find(p.family);
-      extra = p.declared_s * (it != family.end() ? it->second.Ratio() : 1.0);
-    }
+    // Measured, or declared at the family's scale so far.
+    const double extra = p.measured > 0
+                             ? p.measured_s / p.measured
+                             : p.declared_s * family[p.family].Ratio();
     const double w = p.window_s > 0 ? p.window_s : window_s;
-    double windows_s = 0;
-    if (p.fixed_work)
-      windows_s = 0;
-    else if (p.oversubscribed && p.measured == 0)
-      windows_s = p.windows * BoundS(w);
-    else
-      windows_s = p.windows * w;
+    const double window_each =
+        p.oversubscribed && p.measured == 0 ? BoundS(w) : w;
+    const double windows_s = p.fixed_work ? 0.0 : p.windows * window_each;
     out[i] = p.repetitions_left * (extra + windows_s);
   }
   return out;

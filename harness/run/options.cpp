@@ -144,11 +144,16 @@ int ParsePositiveInt(const std::string& text, const std::string& flag) {
   return static_cast<int>(v);
 }
 
-// --runs=N: a whole number from 1 to kMaxRuns.
-int ParseRuns(const std::string& v) {
+// `v` as a whole number of at most three digits; 0 when it is not one.
+int SmallWholeNumber(const std::string& v) {
   const bool digits = !v.empty() && v.size() <= 3 &&
                       v.find_first_not_of("0123456789") == std::string::npos;
-  const int n = digits ? std::stoi(v) : 0;
+  return digits ? std::stoi(v) : 0;
+}
+
+// --runs=N: a whole number from 1 to kMaxRuns.
+int ParseRuns(const std::string& v) {
+  const int n = SmallWholeNumber(v);
   if (n < 1 || n > kMaxRuns)
     throw UsageError("--runs=" + v +
                      ": accepted: a whole number of independent runs from 1 "
@@ -188,40 +193,36 @@ std::size_t ParsePadding(const std::string& v) {
   return n;
 }
 
+// The length of the well-formed UTF-8 sequence at text[i] (1 for ASCII); 0
+// when the bytes there are not one.
+size_t Utf8Length(const std::string& text, size_t i) {
+  const auto* p = reinterpret_cast<const unsigned char*>(text.data());
+  const unsigned char c = p[i];
+  if (c < 0x80) return 1;
+  const size_t len = (c & 0xE0) == 0xC0   ? 2
+                     : (c & 0xF0) == 0xE0 ? 3
+                     : (c & 0xF8) == 0xF0 ? 4
+                                          : 0;
+  if (len == 0 || i + len > text.size()) return 0;
+  uint32_t cp = c & (0x7F >> len);
+  for (size_t k = 1; k < len; ++k) {
+    if ((p[i + k] & 0xC0) != 0x80) return 0;
+    cp = (cp << 6) | (p[i + k] & 0x3F);
+  }
+  // Overlong forms, surrogates and code points past U+10FFFF.
+  if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) ||
+      (len == 4 && cp < 0x10000) || cp > 0x10FFFF ||
+      (cp >= 0xD800 && cp <= 0xDFFF))
+    return 0;
+  return len;
+}
+
 }  // namespace
 
 bool IsValidUtf8(const std::string& text) {
-  const auto* p = reinterpret_cast<const unsigned char*>(text.data());
-  const size_t n = text.size();
-  for (size_t i = 0; i < n;) {
-    const unsigned char c = p[i];
-    size_t len = 0;
-    uint32_t cp = 0;
-    if (c < 0x80) {
-      ++i;
-      continue;
-    } else if ((c & 0xE0) == 0xC0) {
-      len = 2;
-      cp = c & 0x1F;
-    } else if ((c & 0xF0) == 0xE0) {
-      len = 3;
-      cp = c & 0x0F;
-    } else if ((c & 0xF8) == 0xF0) {
-      len = 4;
-      cp = c & 0x07;
-    } else {
-      return false;
-    }
-    if (i + len > n) return false;
-    for (size_t k = 1; k < len; ++k) {
-      if ((p[i + k] & 0xC0) != 0x80) return false;
-      cp = (cp << 6) | (p[i + k] & 0x3F);
-    }
-    // Overlong forms, surrogates and code points past U+10FFFF.
-    if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) ||
-        (len == 4 && cp < 0x10000) || cp > 0x10FFFF ||
-        (cp >= 0xD800 && cp <= 0xDFFF))
-      return false;
+  for (size_t i = 0; i < text.size();) {
+    const size_t len = Utf8Length(text, i);
+    if (len == 0) return false;
     i += len;
   }
   return true;
@@ -229,35 +230,28 @@ bool IsValidUtf8(const std::string& text) {
 
 std::string EscapeForMessage(const std::string& text) {
   std::string out;
-  const auto hex = [&](unsigned char c) {
-    char buf[8];
-    std::snprintf(buf, sizeof buf, "\\x%02x", c);
-    out += buf;
-  };
   for (size_t i = 0; i < text.size();) {
     const unsigned char c = static_cast<unsigned char>(text[i]);
-    if (c < 0x20 || c == 0x7f) {
-      hex(c);
-      ++i;
-    } else if (c < 0x80) {
-      out += static_cast<char>(c);
-      ++i;
+    // A valid UTF-8 sequence is kept; control characters and any other byte
+    // are escaped.
+    const size_t len = c < 0x20 || c == 0x7f ? 0 : Utf8Length(text, i);
+    if (len > 0) {
+      out += text.substr(i, len);
+      i += len;
     } else {
-      // A valid UTF-8 sequence is kept; any other byte is escaped.
-      size_t len = (c & 0xE0) == 0xC0   ? 2
-                   : (c & 0xF0) == 0xE0 ? 3
-                   : (c & 0xF8) == 0xF0 ? 4
-                                        : 0;
-      if (len && i + len <= text.size() && IsValidUtf8(text.substr(i, len))) {
-        out += text.substr(i, len);
-        i += len;
-      } else {
-        hex(c);
-        ++i;
-      }
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02x", c);
+      out += buf;
+      ++i;
     }
   }
   return out;
+}
+
+int FailWithError(const std::string& message) {
+  std::fprintf(stderr, "lockline: error: %s\n",
+               EscapeForMessage(message).c_str());
+  return 2;
 }
 
 double ParseDurationSeconds(const std::string& text, const std::string& flag,
@@ -393,33 +387,168 @@ void CheckBenchmarkFlag(const std::string& arg, Options* o) {
           "bad --benchmark_out value '" + value + "': directory " + dir + " " +
           (errno == ENOENT ? "does not exist" : "is not writable") +
           "; accepted: a file in an existing writable directory");
-    o->benchmark_out = value;
   } else if (name == "benchmark_context") {
     // Every comma-separated part is KEY=VALUE with a non-empty key: Google
     // Benchmark 1.7.1 aborts on "a=b,c" after lockline claimed the run
     // directory (issue 27 item 8).
-    size_t start = 0;
-    for (;;) {
-      const size_t comma = value.find(',', start);
-      const std::string part =
-          value.substr(start, comma == std::string::npos ? std::string::npos
-                                                         : comma - start);
+    for (size_t start = 0, comma = 0; comma != std::string::npos;
+         start = comma + 1) {
+      comma = value.find(',', start);
+      const std::string part = value.substr(start, comma - start);
       const size_t eq_at = part.find('=');
       if (eq_at == std::string::npos || eq_at == 0)
         throw UsageError("bad --benchmark_context value '" + value +
                          "': part '" + part +
                          "' is not KEY=VALUE; accepted: "
                          "KEY=VALUE[,KEY=VALUE...]");
-      if (comma == std::string::npos) break;
-      start = comma + 1;
     }
+  }
+}
+
+// The flags as they are parsed: the options, and --quick / --full until the
+// suite is chosen.
+struct Parsed {
+  Options o;
+  bool quick = false, full = false;
+};
+using V = const std::string&;
+
+void SetDuetWith(Parsed& p, V v) {
+  if (v.empty() || access(v.c_str(), X_OK) != 0)
+    throw UsageError("--duet-with=" + v +
+                     ": not an executable file; accepted: the path of "
+                     "an earlier lockline binary");
+  p.o.duet_with = v;
+}
+
+void SetOversubscribeForce(Parsed& p, V v) {
+  if (v != "force")
+    throw UsageError("bad --oversubscribe value '" + v +
+                     "': accepted are --oversubscribe (up to 8x the "
+                     "usable PUs) and --oversubscribe=force (no cap)");
+  p.o.oversubscribe = p.o.oversubscribe_force = true;
+}
+
+void SetLayouts(Parsed& p, V v) {
+  if (v != "text" && v != "json")
+    throw UsageError("bad --layouts value '" + v +
+                     "': accepted are text and json");
+  p.o.layouts = v;
+}
+
+void SetEvidence(Parsed& p, V v) {
+  if (v == "on" || v == "off") {
+    p.o.evidence_windows = v == "on" ? kDefaultEvidenceWindows : 0;
+    return;
+  }
+  const int n = SmallWholeNumber(v);
+  if (n < 1 || n > kMaxEvidenceWindows)
+    throw UsageError("--evidence=" + v +
+                     ": expected on, off, or a number of evidence "
+                     "windows from 1 to " +
+                     std::to_string(kMaxEvidenceWindows));
+  p.o.evidence_windows = n;
+}
+
+// lockline's own flags: a switch (the argument is exactly `name`) or a valued
+// flag (`name`=VALUE, the value not empty: TakeValue). `set` takes the value
+// ("" for a switch) and throws UsageError naming a bad one.
+struct Flag {
+  const char* name;
+  bool valued;
+  void (*set)(Parsed&, V);
+};
+const Flag kFlags[] = {
+    {"--help", false, [](Parsed& p, V) { p.o.help = true; }},
+    {"-h", false, [](Parsed& p, V) { p.o.help = true; }},
+    {"--quick", false, [](Parsed& p, V) { p.quick = true; }},
+    {"--full", false, [](Parsed& p, V) { p.full = true; }},
+    {"--plan", false, [](Parsed& p, V) { p.o.plan = true; }},
+    {"--plan=json", false,
+     [](Parsed& p, V) { p.o.plan = p.o.plan_json = true; }},
+    {"--list", false, [](Parsed& p, V) { p.o.list = true; }},
+    {"--window-server", false, [](Parsed& p, V) { p.o.window_server = true; }},
+    {"--duet-with", true, SetDuetWith},
+    {"--oversubscribe", false, [](Parsed& p, V) { p.o.oversubscribe = true; }},
+    {"--oversubscribe", true, SetOversubscribeForce},
+    {"--emulated", false, [](Parsed& p, V) { p.o.emulated = true; }},
+    {"--layouts", false, [](Parsed& p, V) { p.o.layouts = "text"; }},
+    {"--layouts", true, SetLayouts},
+    {"--pin", true, [](Parsed& p, V v) { p.o.pin = v; }},
+    {"--threads", true, [](Parsed& p, V v) { p.o.threads = v; }},
+    {"--mem", true, [](Parsed& p, V v) { p.o.mem = v; }},
+    {"--topology", true, [](Parsed& p, V v) { p.o.topology = v; }},
+    {"--events", true, [](Parsed& p, V v) { p.o.events = v; }},
+    {"--out", true, [](Parsed& p, V v) { p.o.out = v; }},
+    {"--budget", true,
+     [](Parsed& p, V v) {
+       p.o.budget_s = ParseDurationSeconds(v, "--budget", kMinBudgetSeconds,
+                                           kMaxBudgetSeconds);
+     }},
+    {"--until-resolved", false,
+     [](Parsed& p, V) { p.o.until_resolved_s = kDefaultUntilResolvedS; }},
+    {"--until-resolved", true,
+     [](Parsed& p, V v) {
+       p.o.until_resolved_s = ParseDurationSeconds(
+           v, "--until-resolved", kMinBudgetSeconds, kMaxBudgetSeconds);
+     }},
+    {"--fault-sampling", true,
+     [](Parsed& p, V v) {
+       p.o.fault_sampling_s =
+           v == "off"
+               ? 0
+               : ParseDurationSeconds(v, "--fault-sampling (or off)",
+                                      kMinFaultSamplingS, kMaxFaultSamplingS);
+     }},
+    {"--evidence", true, SetEvidence},
+    {"--precision", true,
+     [](Parsed& p, V v) { p.o.precision = ParsePrecision(v); }},
+    {"--runs", true, [](Parsed& p, V v) { p.o.runs = ParseRuns(v); }},
+    {"--padding", true,
+     [](Parsed& p, V v) {
+       p.o.padding = ParsePadding(v);
+       p.o.padding_given = true;
+     }},
+    {"--window", true,
+     [](Parsed& p, V v) {
+       p.o.window_s = ParseDurationSeconds(v, "--window", kMinWindowSeconds,
+                                           kMaxWindowSeconds);
+     }},
+};
+
+// One argument: a flag of kFlags, a Google Benchmark flag (checked here,
+// passed on), or an unknown flag (UsageError).
+void ParseArgument(const std::string& a, Parsed& p) {
+  std::string v;
+  for (const Flag& f : kFlags)
+    if (f.valued ? TakeValue(a, f.name, &v) : a == f.name) return f.set(p, v);
+  if (a.rfind("--benchmark_", 0) == 0) {
+    CheckBenchmarkFlag(a, &p.o);
+    // lockline selects the points by key itself (BuildPoints): Google
+    // Benchmark's internal names carry "/iterations:N/manual_time" (the
+    // rows' names do not), so a $-anchored filter passed on would select
+    // nothing there.
+    if (a.rfind("--benchmark_filter=", 0) != 0) p.o.benchmark_args.push_back(a);
+  } else if (a.rfind("--v=", 0) == 0) {
+    // Google Benchmark's verbosity: an integer (1.7.1 aborts on "abc" after
+    // the run directory was claimed; issue 27 item 8).
+    static const std::regex kInt("-?[0-9]{1,9}");
+    if (!std::regex_match(a.substr(4), kInt))
+      throw UsageError("bad --v value '" + a.substr(4) +
+                       "': accepted is a whole number (Google Benchmark's "
+                       "log verbosity, e.g. --v=1)");
+    p.o.benchmark_args.push_back(a);
+  } else {
+    throw UsageError("unknown flag '" + a +
+                     "' (see lockline --help for the accepted flags)");
   }
 }
 
 }  // namespace
 
 Options ParseOptions(int argc, char** argv) {
-  Options o;
+  Parsed p;
+  Options& o = p.o;
   for (int i = 0; i < argc; ++i) o.argv.push_back(argv[i]);
   // Every argument is recorded in lockline.json (context.lockline.argv, and
   // --out, the filter and --benchmark_context elsewhere): JSON is UTF-8, and
@@ -430,123 +559,15 @@ Options ParseOptions(int argc, char** argv) {
       throw UsageError("argument '" + EscapeForMessage(argv[i]) +
                        "' is not valid UTF-8 (the result file is JSON, which "
                        "is UTF-8); accepted: UTF-8 text");
-  bool quick = false, full = false;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    std::string v;
-    if (a == "--help" || a == "-h")
-      o.help = true;
-    else if (a == "--quick")
-      quick = true;
-    else if (a == "--full")
-      full = true;
-    else if (a == "--plan")
-      o.plan = true;
-    else if (a == "--plan=json")
-      o.plan = o.plan_json = true;
-    else if (a == "--list")
-      o.list = true;
-    else if (a == "--window-server")
-      o.window_server = true;
-    else if (TakeValue(a, "--duet-with", &v)) {
-      if (v.empty() || access(v.c_str(), X_OK) != 0)
-        throw UsageError("--duet-with=" + v +
-                         ": not an executable file; accepted: the path of "
-                         "an earlier lockline binary");
-      o.duet_with = v;
-    } else if (a == "--oversubscribe")
-      o.oversubscribe = true;
-    else if (TakeValue(a, "--oversubscribe", &v)) {
-      if (v != "force")
-        throw UsageError("bad --oversubscribe value '" + v +
-                         "': accepted are --oversubscribe (up to 8x the "
-                         "usable PUs) and --oversubscribe=force (no cap)");
-      o.oversubscribe = o.oversubscribe_force = true;
-    } else if (a == "--emulated") {
-      o.emulated = true;
-    } else if (a == "--layouts")
-      o.layouts = "text";
-    else if (TakeValue(a, "--layouts", &v)) {
-      if (v != "text" && v != "json")
-        throw UsageError("bad --layouts value '" + v +
-                         "': accepted are text and json");
-      o.layouts = v;
-    } else if (TakeValue(a, "--pin", &o.pin) ||
-               TakeValue(a, "--threads", &o.threads) ||
-               TakeValue(a, "--mem", &o.mem) ||
-               TakeValue(a, "--topology", &o.topology) ||
-               TakeValue(a, "--events", &o.events) ||
-               TakeValue(a, "--out", &o.out)) {
-    } else if (TakeValue(a, "--budget", &v)) {
-      o.budget_s = ParseDurationSeconds(v, "--budget", kMinBudgetSeconds,
-                                        kMaxBudgetSeconds);
-    } else if (a == "--until-resolved") {
-      o.until_resolved_s = kDefaultUntilResolvedS;
-    } else if (TakeValue(a, "--until-resolved", &v)) {
-      o.until_resolved_s = ParseDurationSeconds(
-          v, "--until-resolved", kMinBudgetSeconds, kMaxBudgetSeconds);
-    } else if (TakeValue(a, "--fault-sampling", &v)) {
-      o.fault_sampling_s =
-          v == "off"
-              ? 0
-              : ParseDurationSeconds(v, "--fault-sampling (or off)",
-                                     kMinFaultSamplingS, kMaxFaultSamplingS);
-    } else if (TakeValue(a, "--evidence", &v)) {
-      if (v == "on") {
-        o.evidence_windows = kDefaultEvidenceWindows;
-      } else if (v == "off") {
-        o.evidence_windows = 0;
-      } else {
-        const bool digits =
-            !v.empty() && v.size() <= 3 &&
-            v.find_first_not_of("0123456789") == std::string::npos;
-        const int n = digits ? std::stoi(v) : 0;
-        if (n < 1 || n > kMaxEvidenceWindows)
-          throw UsageError("--evidence=" + v +
-                           ": expected on, off, or a number of evidence "
-                           "windows from 1 to " +
-                           std::to_string(kMaxEvidenceWindows));
-        o.evidence_windows = n;
-      }
-    } else if (TakeValue(a, "--precision", &v)) {
-      o.precision = ParsePrecision(v);
-    } else if (TakeValue(a, "--runs", &v)) {
-      o.runs = ParseRuns(v);
-    } else if (TakeValue(a, "--padding", &v)) {
-      o.padding = ParsePadding(v);
-      o.padding_given = true;
-    } else if (TakeValue(a, "--window", &v)) {
-      o.window_s = ParseDurationSeconds(v, "--window", kMinWindowSeconds,
-                                        kMaxWindowSeconds);
-    } else if (a.rfind("--benchmark_", 0) == 0) {
-      CheckBenchmarkFlag(a, &o);
-      // lockline selects the points by key itself (BuildPoints): Google
-      // Benchmark's internal names carry "/iterations:N/manual_time" (the
-      // rows' names do not), so a $-anchored filter passed on would select
-      // nothing there.
-      if (a.rfind("--benchmark_filter=", 0) != 0) o.benchmark_args.push_back(a);
-    } else if (a.rfind("--v=", 0) == 0) {
-      // Google Benchmark's verbosity: an integer (1.7.1 aborts on "abc" after
-      // the run directory was claimed; issue 27 item 8).
-      static const std::regex kInt("-?[0-9]{1,9}");
-      if (!std::regex_match(a.substr(4), kInt))
-        throw UsageError("bad --v value '" + a.substr(4) +
-                         "': accepted is a whole number (Google Benchmark's "
-                         "log verbosity, e.g. --v=1)");
-      o.benchmark_args.push_back(a);
-    } else {
-      throw UsageError("unknown flag '" + a +
-                       "' (see lockline --help for the accepted flags)");
-    }
-  }
-  if (quick && full)
+  for (int i = 1; i < argc; ++i) ParseArgument(argv[i], p);
+  if (p.quick && p.full)
     throw UsageError("--quick and --full exclude each other: pick one");
   if (!o.duet_with.empty() && o.until_resolved_s > 0)
     throw UsageError(
         "--duet-with and --until-resolved exclude each other: the build duet "
         "runs a fixed number of window pairs per repetition");
-  o.suite = quick ? Suite::kQuick : full ? Suite::kFull : Suite::kDefault;
-  if (o.budget_s == 0) o.budget_s = quick ? 30 : full ? 1800 : 120;
+  o.suite = p.quick ? Suite::kQuick : p.full ? Suite::kFull : Suite::kDefault;
+  if (o.budget_s == 0) o.budget_s = p.quick ? 30 : p.full ? 1800 : 120;
   if (o.runs > 1)
     for (const std::string& b : o.benchmark_args)
       if (b.rfind("--benchmark_out=", 0) == 0)

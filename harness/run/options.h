@@ -1,6 +1,5 @@
 // lockline's command line: its own flags (documented in kUsage and README) and
-// the
-// --benchmark_* flags passed through to Google Benchmark.
+// the --benchmark_* flags passed through to Google Benchmark.
 #pragma once
 
 #include <cstddef>
@@ -60,7 +59,6 @@ struct Options {
   std::vector<std::string>
       benchmark_args;            ///< --benchmark_* passed to Google Benchmark
   std::string benchmark_filter;  ///< value of --benchmark_filter, if given
-  std::string benchmark_out;     ///< value of --benchmark_out, if given
   int repetitions = 5;           ///< from --benchmark_repetitions, default 5
   /// --until-resolved[=MAX_DURATION]: extra seconds for unresolved
   /// comparisons (harness/run/until_resolved.h); 0: off (the fixed budget).
@@ -117,6 +115,10 @@ bool IsValidUtf8(const std::string& text);
 /// `text` for an error line: control characters (below 0x20, 0x7f) and bytes
 /// that are not part of valid UTF-8 become "\xNN"; the rest is kept.
 std::string EscapeForMessage(const std::string& text);
+
+/// Prints "lockline: error: MESSAGE" to stderr, escaped (EscapeForMessage:
+/// one line, nothing a terminal interprets; issue 27 item 15); returns 2.
+int FailWithError(const std::string& message);
 
 /// Accepted --window range, seconds: 0.1 ms to 10 min.
 inline constexpr double kMinWindowSeconds = 1e-4;

@@ -4,9 +4,11 @@
 #include <cmath>
 #include <cstdio>
 #include <functional>
+#include <optional>
 #include <random>
 #include <regex>
 #include <set>
+#include <tuple>
 
 #include "harness/locks/spin_wait.h"
 #include "harness/machine/cgroup.h"
@@ -33,8 +35,7 @@ constexpr double kBaselineProbeSeconds =
 constexpr double kWorkloadOverProbe = 1.1;
 
 // Google Benchmark's filter semantics (1.7.1): extended regex searched in the
-// name; a leading
-// '-' selects the names that do NOT match.
+// name; a leading '-' selects the names that do NOT match.
 bool MatchesFilter(const std::string& filter, const std::string& name) {
   if (filter.empty() || filter == "all" || filter == ".") return true;
   const bool negate = filter[0] == '-';
@@ -52,18 +53,12 @@ std::pair<int, int> ProbeThreads(const Point& p) {
 }
 
 json PlacementJson(const Point& p, const RunState& run) {
-  json pus = json::array();
-  for (const PuInfo& pu : p.plan.pus) pus.push_back(pu.os_index);
-  return {{"pin", run.pin.text},
-          {"pus", pus},
-          {"cores", p.plan.cores},
-          {"l3s", p.plan.l3s},
-          {"numa_nodes", p.plan.numa_nodes},
-          {"packages", p.plan.packages},
-          {"smt_siblings", p.plan.smt_siblings},
-          {"oversubscribed", p.plan.oversubscribed},
-          {"spin_yield", p.plan.oversubscribed ? "after_1024_pauses" : "never"},
-          {"mem", run.opts.mem}};
+  json placement = ThreadPlanJson(p.plan);
+  placement["pin"] = run.pin.text;
+  placement["spin_yield"] =
+      p.plan.oversubscribed ? "after_1024_pauses" : "never";
+  placement["mem"] = run.opts.mem;
+  return placement;
 }
 
 // What the kernel says about the point's placement, for checking the plan:
@@ -111,19 +106,19 @@ json ParamsJson(const Point& p) {
   return o;
 }
 
-// Per-op counter metrics, derived metrics (IPC, cache-misses/op, hitm/op) and
-// the counters object of a row (see CountersForRow in
-// harness/measure/counters.h).
-void AddCounters(const std::vector<std::vector<CounterReading>>& per_thread,
-                 uint64_t ops,
-                 std::vector<std::pair<std::string, double>>& metrics,
-                 json& out) {
-  CounterRow row = CountersForRow(per_thread, ops);
-  for (auto& m : row.metrics) metrics.push_back(std::move(m));
-  out = std::move(row.counters);
-}
-
 }  // namespace
+
+json ThreadPlanJson(const ThreadPlan& plan) {
+  json pus = json::array();
+  for (const PuInfo& pu : plan.pus) pus.push_back(pu.os_index);
+  return {{"pus", pus},
+          {"cores", plan.cores},
+          {"l3s", plan.l3s},
+          {"numa_nodes", plan.numa_nodes},
+          {"packages", plan.packages},
+          {"smt_siblings", plan.smt_siblings},
+          {"oversubscribed", plan.oversubscribed}};
+}
 
 void BuildPoints(RunState& run) {
   const Suite suite = run.opts.suite;
@@ -185,13 +180,9 @@ void BuildPoints(RunState& run) {
         }
         p.plan = PlanThreads(chosen, n, false);
       } else if (!run.opts.list) {
-        auto it = plans.find(n);
-        if (it == plans.end())
-          it =
-              plans
-                  .emplace(n, PlanThreads(run.order, n, run.opts.oversubscribe))
-                  .first;
-        p.plan = it->second;
+        if (!plans.count(n))
+          plans[n] = PlanThreads(run.order, n, run.opts.oversubscribe);
+        p.plan = plans[n];
       }
       p.windows = v.windows > 0 ? v.windows
                                 : (suite == Suite::kQuick  ? 2
@@ -218,14 +209,12 @@ void MeasureCoherenceBaselines(RunState& run) {
     if (a >= 0) pairs.insert({p.plan.pus[a].os_index, p.plan.pus[b].os_index});
   }
   json out = json::array();
+  const uint64_t probe_ns = static_cast<uint64_t>(kBaselineProbeSeconds * 1e9);
   for (const auto& pr : pairs) {
     ThreadTeam team(run.topo.get(), {pr.first, pr.second}, nullptr);
     std::vector<double> medians;
     for (int i = 0; i < 3; ++i)
-      medians.push_back(
-          team.PingPong(0, 1,
-                        static_cast<uint64_t>(kBaselineProbeSeconds * 1e9))
-              .first);
+      medians.push_back(team.PingPong(0, 1, probe_ns).first);
     std::vector<double> sorted = medians;
     std::sort(sorted.begin(), sorted.end());
     run.baseline_ns[pr] = sorted[1];
@@ -280,6 +269,10 @@ double FitWindow(RunState& run) {
   return spent + run.fit.estimate_s;
 }
 
+namespace {
+
+// Words for a question id: "000 pagevec size and alignment (LKML 2004)"; ""
+// -> "the figures' other rows"; an unknown id itself.
 std::string QuestionTitle(const std::string& question) {
   static const std::map<std::string, std::string> titles = {
       {"000", "000 pagevec size and alignment (LKML 2004)"},
@@ -293,6 +286,8 @@ std::string QuestionTitle(const std::string& question) {
   const auto it = titles.find(question);
   return it != titles.end() ? it->second : question;
 }
+
+}  // namespace
 
 std::vector<QuestionPlan> PlanPerQuestion(const RunState& run) {
   std::map<std::string, QuestionPlan> by;
@@ -327,17 +322,15 @@ std::vector<QuestionPlan> PlanPerQuestion(const RunState& run) {
   return out;
 }
 
-void RegisterPoints(RunState& run) {
-  for (const Point& p : run.points) {
-    benchmark::internal::Benchmark* b =
-        benchmark::RegisterBenchmark(
-            p.key.c_str(),
-            [&run, &p](benchmark::State& st) { RunPoint(st, p, run); })
-            ->UseManualTime()
-            ->Iterations(p.windows)
-            ->Unit(benchmark::kMillisecond);
-    if (p.repetitions > 0) b->Repetitions(p.repetitions);
-  }
+void RegisterPoint(RunState& run, const Point& p, int repetitions) {
+  benchmark::internal::Benchmark* b =
+      benchmark::RegisterBenchmark(
+          p.key.c_str(),
+          [&run, &p](benchmark::State& st) { RunPoint(st, p, run); })
+          ->UseManualTime()
+          ->Iterations(p.windows)
+          ->Unit(benchmark::kMillisecond);
+  if (repetitions > 0) b->Repetitions(repetitions);
 }
 
 // What a repetition of `point` cost (its row's `timing`), for FitWindow:
@@ -400,49 +393,443 @@ int MarkOverrunPairs(json& duet, const json& windows) {
   return flagged;
 }
 
-// Appends one repetition of `point` to lockline.json at once (Google
-// Benchmark 1.7.1 reports an instance only after its last repetition, which
-// random interleaving may put at the end of the run), flushes the file and
-// prints progress. `rec` holds lockline's fields and flat metrics.
-// Google Benchmark's time fields are per operation (iterations = operations:
-// harness/record/rows.h), so its tools compare throughput; relabels the
-// coherence regimes of every row over the run so far
+namespace {
+
+// One repetition of a point on its way through RunPoint's stages: what each
+// stage leaves for the next. Members go in reverse order: the team before the
+// workload, the workload before its environment and layout sampling.
+struct PointRun {
+  PointRun(benchmark::State& s, const Point& p, RunState& r)
+      : state(s), point(p), run(r) {}
+  benchmark::State& state;
+  const Point& point;
+  RunState& run;
+  json rec;     // the row's lockline fields (RecordRepetition adds the rest)
+  json timing;  // the row's `timing`
+  // Where the repetition's wall time goes (row `timing`, results/SCHEMA.md):
+  // the budget's estimate is only as good as its model of these.
+  uint64_t t_start = 0, t_setup = 0, t_loop0 = 0, t_loop1 = 0;
+  double probes_s = 0;
+  uint64_t window_ns = 0;
+  bool first_of_instance = false;  // Google Benchmark's first run of the key
+  bool loop_done = false;          // the window loop ran to its end
+  PointEnv env;                    // outlives the workload made from it
+  std::optional<LayoutSampling> layout;
+  std::unique_ptr<Workload> wl;
+  std::vector<int> pus;  // each thread's PU; -1: not bound (--pin=none)
+  std::vector<ThreadCtx> ctx;
+  std::unique_ptr<ThreadTeam> team;
+  int probe_a = -1, probe_b = -1;  // the coherence probe's threads
+  bool shares = false, probing = false;
+  double before_ns = 0, after_ns = 0;
+  double seconds = 0, cpu_seconds = 0;
+  uint64_t ops = 0;
+  std::vector<uint64_t> per_thread;     // operations of each thread
+  std::vector<std::set<int>> seen_pus;  // PUs each thread ended a window on
+  bool overrun = false;
+  json windows = json::array();
+  std::string quota_warning;
+  std::vector<std::vector<CounterReading>> readings;
+  PointReport report;
+  json mem_nodes;
+  std::string broken;   // Workload::Verify's complaint
+  std::string failure;  // why the repetition failed; "": it did not
+};
+
+// Stage 1, the window. Starts the repetition's clock and row, and gives the
+// point its window: the run's fit when its first repetition starts, then the
+// same for every later one (its repetitions are compared with each other;
+// harness/run/budget.h on windows differing between points). Counts the
+// key's runs in this Google Benchmark round for FailRepetition.
+void PlanWindow(PointRun& pr) {
+  const Point& point = pr.point;
+  RunState& run = pr.run;
+  pr.rec = {{"lockline_key", point.key},
+            {"family", point.family},
+            {"params", ParamsJson(point)},
+            {"description", point.variant->description},
+            {"placement", PlacementJson(point, run)}};
+  pr.t_start = pr.t_setup = pr.t_loop0 = pr.t_loop1 = NowNs();
+  if (run.budget.size() != run.points.size()) FitWindow(run);
+  BudgetPoint& budget = run.budget[point.index];
+  if (budget.window_s <= 0) budget.window_s = run.window_s;
+  pr.window_ns = static_cast<uint64_t>(budget.window_s * 1e9);
+  pr.timing = {
+      {"window_s", budget.window_s},
+      {"gap_s",
+       run.last_repetition_end_ns
+           ? static_cast<double>(pr.t_start - run.last_repetition_end_ns) / 1e9
+           : 0.0}};
+  if (run.gb_round != run.resolve_round) {
+    run.gb_round = run.resolve_round;
+    run.gb_runs.clear();
+  }
+  pr.first_of_instance = run.gb_runs[point.key]++ == 0;
+}
+
+PointEnv MakePointEnv(const Point& point, const RunState& run,
+                      uint64_t window_ns) {
+  PointEnv env;
+  env.topology = run.topo.get();
+  env.plan = &point.plan;
+  env.threads = point.threads;
+  env.window_ns = window_ns;
+  env.windows = point.windows;
+  env.mem_policy = run.opts.mem;
+  env.quick = run.opts.suite == Suite::kQuick;
+  env.fault_sample_period_ns =
+      run.opts.evidence_windows == 0
+          ? 0
+          : static_cast<uint64_t>(run.opts.fault_sampling_s * 1e9 + 0.5);
+  env.evidence_windows = run.opts.evidence_windows;
+  env.oversubscribe = run.opts.oversubscribe;
+  return env;
+}
+
+// Stage 2, preparation. Opens the repetition's address-layout sampling (the
+// structures under test at fresh offsets, harness/machine/memory.h
+// LayoutSampling; its seed mixes a per-process random number, the key and the
+// repetition, so repetitions and runs differ), makes the workload, binds each
+// thread to its planned PU and has the family set every thread up on it.
+void Prepare(PointRun& pr) {
+  const Point& point = pr.point;
+  RunState& run = pr.run;
+  pr.layout.emplace(
+      RepetitionLayoutSeed(point.key, run.repetitions_done[point.key]),
+      run.sample_layout);
+  pr.env = MakePointEnv(point, run, pr.window_ns);
+  pr.wl = point.variant->make(pr.env);
+  pr.timing["fixed_work"] = pr.wl->fixed_work();
+  // Explicit PUs (a latency pair) are always bound; otherwise --pin=none
+  // leaves threads free.
+  const bool pinned =
+      run.pin.policy != PinPolicy::kNone || !point.variant->pus.empty();
+  for (int i = 0; i < point.threads; ++i) {
+    const PuInfo& pu = point.plan.pus[i];
+    pr.pus.push_back(pinned ? pu.os_index : -1);
+    ThreadCtx c;
+    c.index = i;
+    c.threads = point.threads;
+    c.pu = pr.pus.back();
+    c.numa = pu.numa;
+    c.window_ns = pr.window_ns;
+    c.oversubscribed = point.plan.oversubscribed;
+    pr.ctx.push_back(c);
+  }
+  pr.team =
+      std::make_unique<ThreadTeam>(run.topo.get(), pr.pus, run.counters.get(),
+                                   pr.wl->page_fault_counters_left_out());
+  pr.wl->Prepare(point.threads);
+  pr.team->RunOnAllWithin(
+      [&](int i) {
+        // Kernel spinlock waiters never yield; only an oversubscribed
+        // point's do.
+        SetSpinYield(pr.ctx[i].oversubscribed ? SpinYield::kAfterSpins
+                                              : SpinYield::kNever);
+        pr.wl->SetupThread(pr.ctx[i]);
+      },
+      SetupTimeoutNs(), point.key + ": the family's SetupThread");
+}
+
+// The CFS bandwidth throttling of lockline's cgroup during the windows
+// (`before` read at their start). A point with more threads than the quota
+// measures the CFS bandwidth controller: said on the row (issue 27), also
+// when nothing was throttled in this repetition.
+void NoteThrottling(PointRun& pr, const CpuThrottle& before) {
+  const CpuThrottle after = ReadCpuThrottle(ProcessCgroupCpu());
+  if (before.ok && after.ok)
+    pr.rec["cgroup"] = {
+        {"nr_throttled", after.nr_throttled - before.nr_throttled},
+        {"throttled_usec", after.throttled_usec - before.throttled_usec}};
+  const CgroupCpu& cg = ProcessCgroupCpu();
+  if (cg.quota_cpus <= 0 || pr.point.threads <= cg.quota_cpus) return;
+  char q[32];
+  std::snprintf(q, sizeof q, "%.2f", cg.quota_cpus);
+  pr.rec["cgroup"]["quota_cpus"] = cg.quota_cpus;
+  pr.rec["cgroup"]["over_quota"] = true;
+  pr.quota_warning = std::to_string(pr.point.threads) +
+                     " threads exceed the cgroup CPU quota of " + q +
+                     " CPUs (" + cg.limited_by +
+                     "): the point measures throttling";
+}
+
+// Stage 3, the windows: one Google Benchmark iteration each, between two
+// coherence probes of the point's PU pair (none for a workload without a
+// shared line: its label is "none"). A window may run long when a preempted
+// waiter holds up a FIFO lock (oversubscribed) or a fixed-work window is big:
+// it is flagged past the bound, and the run gives up (exits) past the hard
+// limit.
+void RunWindows(PointRun& pr) {
+  const int threads = pr.point.threads;
+  ThreadTeam& team = *pr.team;
+  std::tie(pr.probe_a, pr.probe_b) = ProbeThreads(pr.point);
+  const uint64_t probe_ns = static_cast<uint64_t>(kProbeSeconds * 1e9);
+  pr.shares = pr.wl->shares_lines();
+  pr.probing = pr.shares && pr.probe_a >= 0 && pr.pus[pr.probe_a] >= 0 &&
+               pr.pus[pr.probe_b] >= 0;
+  pr.t_setup = NowNs();
+  if (pr.probing)
+    pr.before_ns = team.PingPong(pr.probe_a, pr.probe_b, probe_ns).first;
+  team.ResetCounters();
+  const uint64_t bound_ns = OverrunBoundNs(pr.window_ns, pr.wl->fixed_work());
+  const uint64_t hard_ns = bound_ns + 120'000'000'000ull;
+  pr.per_thread.assign(threads, 0);
+  pr.seen_pus.resize(threads);
+  const CpuThrottle throttle0 = ReadCpuThrottle(ProcessCgroupCpu());
+  pr.probes_s += static_cast<double>(NowNs() - pr.t_setup) / 1e9;
+  pr.t_loop0 = NowNs();
+  for (auto _ : pr.state) {
+    const WindowResult r =
+        team.RunWindow(*pr.wl, pr.ctx, pr.window_ns, bound_ns, hard_ns);
+    pr.state.SetIterationTime(std::max(r.seconds, 1e-9));
+    pr.seconds += r.seconds;
+    pr.cpu_seconds += r.cpu_seconds;
+    pr.ops += r.total_ops;
+    pr.overrun |= r.overrun;
+    for (int i = 0; i < threads; ++i) {
+      pr.per_thread[i] += r.ops[i];
+      if (r.last_cpus[i] >= 0) pr.seen_pus[i].insert(r.last_cpus[i]);
+    }
+    pr.windows.push_back(
+        {{"seconds", r.seconds}, {"ops", r.total_ops}, {"overrun", r.overrun}});
+  }
+  pr.t_loop1 = NowNs();
+  pr.loop_done = true;
+  NoteThrottling(pr, throttle0);
+  if (pr.probing)
+    pr.after_ns = team.PingPong(pr.probe_a, pr.probe_b, probe_ns).first;
+  pr.probes_s += static_cast<double>(NowNs() - pr.t_loop1) / 1e9;
+}
+
+// Stage 4, verification. Reads the counters and the placement the kernel
+// reports, tears the threads down and takes the workload's report. Sets
+// pr.failure: what stopped the point (a refused setup, a task that could not
+// run) said as such, then a broken invariant (issue 36 R10), then a pinned
+// thread found on, or bound to, another PU than planned: it measured another
+// placement, so the row is kept, marked as an error, and so left out of every
+// comparison and plot (issue 27).
+void Verify(PointRun& pr) {
+  pr.readings = pr.team->ReadCounters();
+  json& placement = pr.rec["placement"];
+  AddObservedPlacement(*pr.team, pr.seen_pus, placement);
+  const std::string mismatch =
+      PlacementMismatch(pr.pus, placement["bound_pus"], pr.seen_pus);
+  pr.mem_nodes = SharedRegionsJson(pr.run.topo.get());
+  pr.team->RunOnAll([&](int i) { pr.wl->TeardownThread(pr.ctx[i]); });
+  pr.wl->Report(pr.report, pr.seconds, pr.ops);
+  const std::string not_run = pr.wl->SetupError();
+  pr.broken = not_run.empty() ? pr.wl->Verify() : "";
+  pr.failure = !not_run.empty() ? "not measured: " + not_run
+               : !pr.broken.empty()
+                   ? "invariant broken after the run: " + pr.broken
+                   : mismatch;
+}
+
+// The flat metrics of the row and of Google Benchmark's counters: throughput,
+// per-op time and CPU use, the counters' per-op and derived metrics (IPC,
+// cache-misses/op, hitm/op: CountersForRow in harness/measure/counters.h),
+// then the family's own, none of which may shadow a row key of the schema
+// (results/SCHEMA.md). Sets the row's `counters` too.
+void AddMetrics(PointRun& pr) {
+  static const std::set<std::string> kReserved = {
+      "name",         "run_name",         "run_type",      "threads",
+      "iterations",   "real_time",        "cpu_time",      "time_unit",
+      "repetitions",  "repetition_index", "family",        "params",
+      "placement",    "coherence",        "fairness",      "windows",
+      "counters",     "details",          "layouts",       "verify",
+      "lockline_key", "error_occurred",   "error_message", "ops_per_s",
+      "ns_per_op",    "cpu_util",         "resolve_round", "timing"};
+  const double seconds = pr.seconds, threads = pr.point.threads;
+  const double ops = static_cast<double>(pr.ops);
+  std::vector<std::pair<std::string, double>> metrics = {
+      {"ops_per_s", seconds > 0 ? ops / seconds : 0},
+      {"ns_per_op", pr.ops ? seconds * threads * 1e9 / ops : 0},
+      {"cpu_util", seconds > 0 ? pr.cpu_seconds / (seconds * threads) : 0}};
+  CounterRow counters = CountersForRow(pr.readings, pr.ops);
+  for (auto& m : counters.metrics) metrics.push_back(std::move(m));
+  for (const auto& m : pr.report.metrics) {
+    if (kReserved.count(m.first))
+      throw std::logic_error("family metric '" + m.first +
+                             "' shadows a result-file key");
+    metrics.push_back(m);
+  }
+  for (const auto& [name, value] : metrics) {
+    const double v = std::isfinite(value) ? value : 0;
+    pr.state.counters[name] = benchmark::Counter(v);
+    pr.rec[name] = v;
+  }
+  pr.rec["counters"] = std::move(counters.counters);
+}
+
+// Fairness: per-thread operation counts (an unfair lock can look fast while
+// starving).
+json FairnessJson(const std::vector<uint64_t>& per_thread, uint64_t ops) {
+  const double n = static_cast<double>(per_thread.size());
+  double mean = static_cast<double>(ops) / n, var = 0;
+  for (uint64_t c : per_thread) var += (c - mean) * (c - mean);
+  var /= n;
+  return {{"per_thread_ops", per_thread},
+          {"min", *std::min_element(per_thread.begin(), per_thread.end())},
+          {"max", *std::max_element(per_thread.begin(), per_thread.end())},
+          {"cv", mean > 0 ? std::sqrt(var) / mean : 0}};
+}
+
+// The row's coherence object. The label is provisional here:
+// RecordRepetition relabels every row from the regimes of all probes so far
 // (harness/measure/coherence.h).
-void RecordRepetition(RunState& run, const Point& point, json rec,
-                      double seconds, double cpu_seconds, uint64_t ops) {
-  // The next repetition's timing.gap_s starts here: it covers recording this
-  // one (the file rewrite below) and Google Benchmark's bookkeeping.
-  run.last_repetition_end_ns = NowNs();
-  // Google Benchmark's own name for the run is "<key>/iterations:W/manual_time"
-  // (W = windows: 2 in --quick, 3 by default, 5 in --full); the rows leave W
-  // out, so the same point has the same name in every suite and Google's
-  // tools/compare.py, which pairs rows by name, pairs a --quick run with a
-  // default one (issue 28). len(windows) keeps W.
-  const std::string name = point.key + "/manual_time";
-  AccountRepetition(run, point, rec.value("timing", json::object()));
+json CoherenceJson(const PointRun& pr) {
+  double base = 0;
+  json pair = nullptr;
+  if (pr.probing) {
+    const std::pair<int, int> pus{pr.point.plan.pus[pr.probe_a].os_index,
+                                  pr.point.plan.pus[pr.probe_b].os_index};
+    pair = {pus.first, pus.second};
+    if (const auto it = pr.run.baseline_ns.find(pus);
+        it != pr.run.baseline_ns.end())
+      base = it->second;
+  }
+  return {{"label", pr.shares ? "unknown" : "none"},
+          {"regime", nullptr},
+          {"regime_ns", nullptr},
+          {"shares_lines", pr.shares},
+          {"pair", pair},
+          {"baseline_ns", base},
+          {"before_ns", pr.before_ns},
+          {"after_ns", pr.after_ns}};
+}
+
+// The pahole-style report of every layout a row names, once per run
+// (context.lockline.layouts).
+void AddLayoutReports(RunState& run, const std::vector<std::string>& names) {
+  json& layouts = run.results->lockline_context()["layouts"];
+  if (!layouts.is_object()) layouts = json::object();
+  for (const std::string& name : names) {
+    if (layouts.contains(name)) continue;
+    if (const LayoutInfo* info = FindLayout(name)) {
+      json j = LayoutToJson(*info);
+      j["pahole"] = FormatPahole(*info);
+      layouts[name] = j;
+    }
+  }
+}
+
+// Stage 5, the row's fields: metrics, fairness, coherence, the windows, the
+// address layout, the family's details and layouts, the verification.
+void FillRow(PointRun& pr) {
+  json& rec = pr.rec;
+  AddMetrics(pr);
+  rec["fairness"] = FairnessJson(pr.per_thread, pr.ops);
+  rec["coherence"] = CoherenceJson(pr);
+  rec["windows"] = pr.windows;
+  rec["overrun"] = pr.overrun;
+  rec["address_layout"] = pr.layout->Json();
+  json& details = rec["details"] = pr.report.details;
+  if (details.is_null()) details = json::object();
+  if (details.is_object()) details["mem_nodes"] = pr.mem_nodes;
+  // A paired row keeps its other pairs when one window overran: the pair
+  // holding it is flagged and left out (plots/stats.py), not the repetition.
+  if (details.is_object() && details.contains("duet"))
+    MarkOverrunPairs(details["duet"], pr.windows);
+  rec["layouts"] = pr.report.layouts;
+  rec["verify"] = pr.broken.empty() ? "ok" : pr.broken;
+  AddLayoutReports(pr.run, pr.report.layouts);
+}
+
+void FinishTiming(PointRun& pr) {
+  const uint64_t t_end = NowNs();
+  const auto s = [](uint64_t a, uint64_t b) {
+    return b > a ? static_cast<double>(b - a) / 1e9 : 0.0;
+  };
+  json& timing = pr.timing;
+  timing["wall_s"] = s(pr.t_start, t_end);
+  timing["setup_s"] = s(pr.t_start, pr.t_setup);
+  timing["windows_s"] = s(pr.t_loop0, pr.t_loop1);
+  timing["probes_s"] = pr.probes_s;
+  if (pr.point.index < pr.run.budget.size())  // the plan's price of it
+    timing["declared_s"] = pr.run.budget[pr.point.index].declared_s;
+  timing["teardown_s"] =
+      std::max(0.0, s(pr.t_start, t_end) - s(pr.t_start, pr.t_setup) -
+                        s(pr.t_loop0, pr.t_loop1) - pr.probes_s);
+  pr.rec["timing"] = timing;
+}
+
+// Google Benchmark's own name for the run is "<key>/iterations:W/manual_time"
+// (W = windows: 2 in --quick, 3 by default, 5 in --full); the rows leave W
+// out, so the same point has the same name in every suite and Google's
+// tools/compare.py, which pairs rows by name, pairs a --quick run with a
+// default one (issue 28). len(windows) keeps W. Google Benchmark's time fields
+// are per operation (iterations = operations: harness/record/rows.h), so its
+// tools compare throughput.
+json RowOf(PointRun& pr) {
+  RunState& run = pr.run;
+  const std::string name = pr.point.key + "/manual_time";
   json row = {{"name", name},
               {"run_name", name},
               {"run_type", "iteration"},
-              {"repetitions", PointRepetitions(run, point)},
-              {"repetition_index", run.repetitions_done[point.key]++},
-              {"threads", point.threads}};
-  SetPerOpTimes(row, seconds, cpu_seconds, ops);
+              {"repetitions", PointRepetitions(run, pr.point)},
+              {"repetition_index", run.repetitions_done[pr.point.key]++},
+              {"threads", pr.point.threads}};
+  SetPerOpTimes(row, pr.seconds, pr.cpu_seconds, pr.ops);
   if (run.resolve_round > 0) row["resolve_round"] = run.resolve_round;
-  for (auto& [k, v] : rec.items()) row[k] = std::move(v);
-  if (run.results->lockline_context().value("emulated", false))
-    row["emulated"] = true;
+  for (auto& [k, v] : pr.rec.items()) row[k] = v;
+  const json& context = run.results->lockline_context();
+  if (context.value("emulated", false)) row["emulated"] = true;
   // Counters from the test shim (tests/fake_pmu) are not this CPU's: every
   // row says so, not only the context (results/SCHEMA.md).
-  {
-    const json& counters =
-        run.results->lockline_context().value("counters", json::object());
-    if (counters.is_object() && counters.contains("fake_pmu"))
-      row["fake_pmu"] = true;
-  }
+  const json counters = context.value("counters", json::object());
+  if (counters.is_object() && counters.contains("fake_pmu"))
+    row["fake_pmu"] = true;
   const bool error = row.contains("error_message");
   row["error_occurred"] = error;
   if (!error) row["error_message"] = "";
-  run.row_index[point.key].push_back(run.results->doc()["benchmarks"].size());
+  return row;
+}
+
+// The console line of a recorded repetition: its throughput and coherence
+// label, or its error; the time elapsed and left (`left` < 0: from the mean
+// repetition so far).
+void PrintProgress(RunState& run, const Point& point, const json& row,
+                   const std::string& label, double left) {
+  ++run.progress_done;
+  const double elapsed =
+      static_cast<double>(NowNs() - run.progress_start_ns) / 1e9;
+  if (left < 0)
+    left =
+        elapsed / run.progress_done * (run.progress_total - run.progress_done);
+  std::string what;
+  if (row["error_occurred"].get<bool>()) {
+    what = "ERROR: " + row["error_message"].get<std::string>();
+  } else {
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "%11.4g ops/s %9.1f ns/op  %s",
+                  row.value("ops_per_s", 0.0), row.value("ns_per_op", 0.0),
+                  label.c_str());
+    what = buf;
+  }
+  if (row.value("overrun", false))
+    what += "  OVERRUN (a window ran past its bound)";
+  std::printf("[%d/%d] %s  %s  (%s elapsed, ~%s left%s)\n", run.progress_done,
+              run.progress_total, point.key.c_str(), what.c_str(),
+              FormatDuration(elapsed).c_str(), FormatDuration(left).c_str(),
+              run.progress_note.c_str());
+  std::fflush(stdout);
+}
+
+// Appends the repetition's row to lockline.json at once (Google Benchmark
+// 1.7.1 reports an instance only after its last repetition, which random
+// interleaving may put at the end of the run), relabels the coherence regimes
+// of every row over the run so far (harness/measure/coherence.h), refits the
+// budget, flushes the file and prints progress.
+void RecordRepetition(PointRun& pr) {
+  FinishTiming(pr);
+  RunState& run = pr.run;
+  const std::string& key = pr.point.key;
+  // The next repetition's timing.gap_s starts here: it covers recording this
+  // one (the file rewrite below) and Google Benchmark's bookkeeping.
+  run.last_repetition_end_ns = NowNs();
+  AccountRepetition(run, pr.point, pr.timing);
+  const json row = RowOf(pr);
+  run.row_index[key].push_back(run.results->doc()["benchmarks"].size());
   run.results->AddRow(row);
   run.results->EditRows(RelabelCoherence);
   // An extra round of --until-resolved: the key's aggregates follow every new
@@ -450,7 +837,7 @@ void RecordRepetition(RunState& run, const Point& point, json rec,
   // its iteration rows (issue 27 item 7: 12 vs 13 repetitions).
   if (run.resolve_round > 0)
     run.results->EditRows(
-        [&](json& doc) { return UpdateAggregates(doc, point.key); });
+        [&](json& doc) { return UpdateAggregates(doc, key); });
   // The planned repetitions: refit the window of the points not started from
   // what this one cost; the fit's prediction is what is left. (Extra rounds
   // of --until-resolved have their own time: harness/run/until_resolved.h.)
@@ -465,353 +852,77 @@ void RecordRepetition(RunState& run, const Point& point, json rec,
         static_cast<double>(NowNs() - run.run_start_ns) / 1e9;
     if (left >= 0) run_time["left_s"] = left;
   }
-  const json& coherence = run.results->doc()["benchmarks"].back().value(
-      "coherence", json::object());
+  const std::string label = run.results->doc()["benchmarks"]
+                                .back()
+                                .value("coherence", json::object())
+                                .value("label", "unknown");
   run.results->Flush();  // never throws: a failed write stops the run
-
-  ++run.progress_done;
-  const double elapsed =
-      static_cast<double>(NowNs() - run.progress_start_ns) / 1e9;
-  if (left < 0)
-    left =
-        elapsed / run.progress_done * (run.progress_total - run.progress_done);
-  std::string what;
-  if (error) {
-    what = "ERROR: " + row["error_message"].get<std::string>();
-  } else {
-    char buf[160];
-    std::snprintf(buf, sizeof buf, "%11.4g ops/s %9.1f ns/op  %s",
-                  row.value("ops_per_s", 0.0), row.value("ns_per_op", 0.0),
-                  coherence.value("label", "unknown").c_str());
-    what = buf;
-  }
-  if (row.value("overrun", false))
-    what += "  OVERRUN (a window ran past its bound)";
-  std::printf("[%d/%d] %s  %s  (%s elapsed, ~%s left%s)\n", run.progress_done,
-              run.progress_total, point.key.c_str(), what.c_str(),
-              FormatDuration(elapsed).c_str(), FormatDuration(left).c_str(),
-              run.progress_note.c_str());
-  std::fflush(stdout);
+  PrintProgress(run, pr.point, row, label, left);
 }
 
+// A failed repetition, under Google Benchmark's failure rules. Google
+// Benchmark 1.7.1 aggregates a point's repetitions (ComputeStats) only if
+// every one ends with the planned iteration count (a repetition failing
+// before its loop had 0: Check `run_iterations == run.iterations`, abort,
+// exit 134) and the first one of the instance is not an error (its report has
+// no statistics: SIGSEGV when later ones succeed). Either killed the run and
+// every later point (issue 36 R1). So a failed repetition always ends its loop
+// at the planned count, and the instance's first one is reported to Google
+// Benchmark as a run labelled with the error (lockline's row says
+// error_occurred; its aggregates, and lockline's, leave it out); later ones
+// are SkipWithError.
+void FailRepetition(PointRun& pr, const std::string& why) {
+  if (!pr.first_of_instance)
+    pr.state.SkipWithError(why.c_str());
+  else
+    pr.state.SetLabel("lockline error (row error_occurred): " + why);
+  // Started or not, the loop ends here with the planned count: after
+  // SkipWithError KeepRunning runs nothing more; without it the rest of the
+  // windows are counted at 1 ns each.
+  if (!pr.loop_done)
+    while (pr.state.KeepRunning()) pr.state.SetIterationTime(1e-9);
+  pr.rec["error_message"] = why;
+  RecordRepetition(pr);
+}
+
+// Stage 6, the record. The point's threads, tasks and descriptors go first:
+// joining the threads and freeing the workload (unmapping, reaping forked
+// tasks) is part of the repetition's cost, and the result file is written
+// after them, so a tight fd limit fails the point, not the write (issue 27
+// item 14). Then the row: an error (FailRepetition) or the measurement with
+// its warnings.
+void RecordRow(PointRun& pr) {
+  pr.team.reset();
+  pr.wl.reset();
+  if (!pr.failure.empty()) return FailRepetition(pr, pr.failure);
+  std::string warning =
+      pr.overrun ? "a window ran past its wall-clock bound" : "";
+  if (!pr.quota_warning.empty())
+    warning += (warning.empty() ? "" : "; ") + pr.quota_warning;
+  if (!warning.empty()) pr.rec["warning"] = warning;
+  RecordRepetition(pr);
+}
+
+}  // namespace
+
+// A point's path: plan its window, prepare its team and workload, run the
+// windows, verify, record. A stage that throws fails the repetition with its
+// message, once the team, workload and layout sampling are gone (in that
+// order, as unwinding would).
 void RunPoint(benchmark::State& state, const Point& point, RunState& run) {
-  json rec = {{"lockline_key", point.key},
-              {"family", point.family},
-              {"params", ParamsJson(point)},
-              {"description", point.variant->description},
-              {"placement", PlacementJson(point, run)}};
-  double seconds = 0, cpu_seconds = 0;
-  uint64_t ops = 0;
-  // Where the repetition's wall time goes (row `timing`, results/SCHEMA.md):
-  // the budget's estimate is only as good as its model of these.
-  const uint64_t t_start = NowNs();
-  uint64_t t_setup = t_start, t_loop0 = t_start, t_loop1 = t_start;
-  double probes_s = 0;
-  // The point's window: the run's fit when its first repetition starts, then
-  // the same for every later one (its repetitions are compared with each
-  // other; harness/run/budget.h on windows differing between points).
-  if (run.budget.size() != run.points.size()) FitWindow(run);
-  BudgetPoint& budget = run.budget[point.index];
-  if (budget.window_s <= 0) budget.window_s = run.window_s;
-  const double window_s = budget.window_s;
-  json timing = {
-      {"window_s", window_s},
-      {"gap_s",
-       run.last_repetition_end_ns
-           ? static_cast<double>(t_start - run.last_repetition_end_ns) / 1e9
-           : 0.0}};
-  const auto finish_timing = [&] {
-    const uint64_t t_end = NowNs();
-    const auto s = [](uint64_t a, uint64_t b) {
-      return b > a ? static_cast<double>(b - a) / 1e9 : 0.0;
-    };
-    timing["wall_s"] = s(t_start, t_end);
-    timing["setup_s"] = s(t_start, t_setup);
-    timing["windows_s"] = s(t_loop0, t_loop1);
-    timing["probes_s"] = probes_s;
-    if (point.index < run.budget.size())  // the plan's price of it
-      timing["declared_s"] = run.budget[point.index].declared_s;
-    timing["teardown_s"] =
-        std::max(0.0, s(t_start, t_end) - s(t_start, t_setup) -
-                          s(t_loop0, t_loop1) - probes_s);
-    rec["timing"] = timing;
-  };
-  // Google Benchmark 1.7.1 aggregates a point's repetitions (ComputeStats)
-  // only if every one ends with the planned iteration count (a repetition
-  // failing before its loop had 0: Check `run_iterations == run.iterations`,
-  // abort, exit 134) and the first one of the instance is not an error (its
-  // report has no statistics: SIGSEGV when later ones succeed). Either
-  // killed the run and every later point (issue 36 R1). So a failed
-  // repetition always ends its loop at the planned count, and the instance's
-  // first one is reported to Google Benchmark as a run labelled with the
-  // error (lockline's row says error_occurred; its aggregates, and
-  // lockline's, leave it out); later ones are SkipWithError.
-  if (run.gb_round != run.resolve_round) {
-    run.gb_round = run.resolve_round;
-    run.gb_runs.clear();
-  }
-  const bool first_of_instance = run.gb_runs[point.key]++ == 0;
-  bool loop_done = false;  // the window loop ran to its end
-  const auto fail = [&](const std::string& why) {
-    if (!first_of_instance)
-      state.SkipWithError(why.c_str());
-    else
-      state.SetLabel("lockline error (row error_occurred): " + why);
-    // Started or not, the loop ends here with the planned count: after
-    // SkipWithError KeepRunning runs nothing more; without it the rest of
-    // the windows are counted at 1 ns each.
-    if (!loop_done)
-      while (state.KeepRunning()) state.SetIterationTime(1e-9);
-    rec["error_message"] = why;
-    finish_timing();
-    RecordRepetition(run, point, rec, seconds, cpu_seconds, ops);
-  };
+  PointRun pr(state, point, run);
+  PlanWindow(pr);
   try {
-    const uint64_t window_ns = static_cast<uint64_t>(window_s * 1e9);
-    PointEnv env;
-    env.topology = run.topo.get();
-    env.plan = &point.plan;
-    env.threads = point.threads;
-    env.window_ns = window_ns;
-    env.windows = point.windows;
-    env.mem_policy = run.opts.mem;
-    env.quick = run.opts.suite == Suite::kQuick;
-    env.fault_sample_period_ns =
-        run.opts.evidence_windows == 0
-            ? 0
-            : static_cast<uint64_t>(run.opts.fault_sampling_s * 1e9 + 0.5);
-    env.evidence_windows = run.opts.evidence_windows;
-    env.oversubscribe = run.opts.oversubscribe;
-    // Each repetition places the structures under test at fresh offsets
-    // (harness/machine/memory.h LayoutSampling): its seed mixes a per-process
-    // random number, the key and the repetition, so repetitions and runs
-    // differ.
-    LayoutSampling layout(
-        RepetitionLayoutSeed(point.key, run.repetitions_done[point.key]),
-        run.sample_layout);
-    std::unique_ptr<Workload> wl = point.variant->make(env);
-    timing["fixed_work"] = wl->fixed_work();
-    std::vector<int> pus;
-    std::vector<ThreadCtx> ctx;
-    for (int i = 0; i < point.threads; ++i) {
-      const PuInfo& pu = point.plan.pus[i];
-      // Explicit PUs (a latency pair) are always bound; otherwise --pin=none
-      // leaves threads free.
-      const bool pinned =
-          run.pin.policy != PinPolicy::kNone || !point.variant->pus.empty();
-      pus.push_back(pinned ? pu.os_index : -1);
-      ThreadCtx c;
-      c.index = i;
-      c.threads = point.threads;
-      c.pu = pinned ? pu.os_index : -1;
-      c.numa = pu.numa;
-      c.window_ns = window_ns;
-      c.oversubscribed = point.plan.oversubscribed;
-      ctx.push_back(c);
-    }
-    auto team_ptr =
-        std::make_unique<ThreadTeam>(run.topo.get(), pus, run.counters.get(),
-                                     wl->page_fault_counters_left_out());
-    ThreadTeam& team = *team_ptr;
-    wl->Prepare(point.threads);
-    team.RunOnAllWithin(
-        [&](int i) {
-          // Kernel spinlock waiters never yield; only an oversubscribed
-          // point's do.
-          SetSpinYield(ctx[i].oversubscribed ? SpinYield::kAfterSpins
-                                             : SpinYield::kNever);
-          wl->SetupThread(ctx[i]);
-        },
-        SetupTimeoutNs(), point.key + ": the family's SetupThread");
-
-    const auto [pa, pb] = ProbeThreads(point);
-    const uint64_t probe_ns = static_cast<uint64_t>(kProbeSeconds * 1e9);
-    // No probe for a workload without a shared line: its label is "none".
-    const bool shares = wl->shares_lines();
-    const bool probing = shares && pa >= 0 && pus[pa] >= 0 && pus[pb] >= 0;
-    t_setup = NowNs();
-    const double before = probing ? team.PingPong(pa, pb, probe_ns).first : 0;
-    team.ResetCounters();
-
-    // A window may run long when a preempted waiter holds up a FIFO lock
-    // (oversubscribed) or a fixed-work window is big: flag past the bound, give
-    // up (exit) past the hard limit.
-    const uint64_t bound_ns = OverrunBoundNs(window_ns, wl->fixed_work());
-    const uint64_t hard_ns = bound_ns + 120'000'000'000ull;
-    std::vector<uint64_t> per_thread(point.threads, 0);
-    std::vector<std::set<int>> seen_pus(point.threads);
-    bool overrun = false;
-    json windows = json::array();
-    const CpuThrottle throttle0 = ReadCpuThrottle(ProcessCgroupCpu());
-    probes_s += static_cast<double>(NowNs() - t_setup) / 1e9;
-    t_loop0 = NowNs();
-    for (auto _ : state) {
-      const WindowResult r =
-          team.RunWindow(*wl, ctx, window_ns, bound_ns, hard_ns);
-      state.SetIterationTime(std::max(r.seconds, 1e-9));
-      seconds += r.seconds;
-      cpu_seconds += r.cpu_seconds;
-      ops += r.total_ops;
-      overrun |= r.overrun;
-      for (int i = 0; i < point.threads; ++i) {
-        per_thread[i] += r.ops[i];
-        if (r.last_cpus[i] >= 0) seen_pus[i].insert(r.last_cpus[i]);
-      }
-      windows.push_back({{"seconds", r.seconds},
-                         {"ops", r.total_ops},
-                         {"overrun", r.overrun}});
-    }
-    t_loop1 = NowNs();
-    loop_done = true;
-    // CFS bandwidth throttling of lockline's cgroup during the windows.
-    const CpuThrottle throttle1 = ReadCpuThrottle(ProcessCgroupCpu());
-    if (throttle0.ok && throttle1.ok)
-      rec["cgroup"] = {
-          {"nr_throttled", throttle1.nr_throttled - throttle0.nr_throttled},
-          {"throttled_usec",
-           throttle1.throttled_usec - throttle0.throttled_usec}};
-    // A point with more threads than the quota measures the CFS bandwidth
-    // controller: said on the row (issue 27), also when nothing was throttled
-    // in this repetition.
-    std::string quota_warning;
-    if (const CgroupCpu& cg = ProcessCgroupCpu();
-        cg.quota_cpus > 0 && point.threads > cg.quota_cpus) {
-      char q[32];
-      std::snprintf(q, sizeof q, "%.2f", cg.quota_cpus);
-      rec["cgroup"]["quota_cpus"] = cg.quota_cpus;
-      rec["cgroup"]["over_quota"] = true;
-      quota_warning = std::to_string(point.threads) +
-                      " threads exceed the cgroup CPU quota of " + q +
-                      " CPUs (" + cg.limited_by +
-                      "): the point measures throttling";
-    }
-    const double after = probing ? team.PingPong(pa, pb, probe_ns).first : 0;
-    probes_s += static_cast<double>(NowNs() - t_loop1) / 1e9;
-    const auto readings = team.ReadCounters();
-    AddObservedPlacement(team, seen_pus, rec["placement"]);
-    // A pinned thread found on, or bound to, another PU than planned measured
-    // another placement: the row is kept, marked as an error, and so left out
-    // of every comparison and plot (issue 27).
-    const std::string mismatch =
-        PlacementMismatch(pus, rec["placement"]["bound_pus"], seen_pus);
-    const json mem_nodes = SharedRegionsJson(run.topo.get());
-    team.RunOnAll([&](int i) { wl->TeardownThread(ctx[i]); });
-
-    PointReport rep;
-    wl->Report(rep, seconds, ops);
-    // What stopped the point (a refused setup, a task that could not run) is
-    // said as such; only what remains is an invariant check (issue 36 R10).
-    const std::string not_run = wl->SetupError();
-    const std::string broken = not_run.empty() ? wl->Verify() : "";
-
-    std::vector<std::pair<std::string, double>> metrics;
-    const double ops_per_s =
-        seconds > 0 ? static_cast<double>(ops) / seconds : 0;
-    metrics.emplace_back("ops_per_s", ops_per_s);
-    metrics.emplace_back(
-        "ns_per_op",
-        ops ? seconds * point.threads * 1e9 / static_cast<double>(ops) : 0);
-    metrics.emplace_back(
-        "cpu_util", seconds > 0 ? cpu_seconds / (seconds * point.threads) : 0);
-    json counters;
-    AddCounters(readings, ops, metrics, counters);
-    // A family metric must not shadow a row key of the schema
-    // (results/SCHEMA.md).
-    static const std::set<std::string> kReserved = {
-        "name",         "run_name",         "run_type",      "threads",
-        "iterations",   "real_time",        "cpu_time",      "time_unit",
-        "repetitions",  "repetition_index", "family",        "params",
-        "placement",    "coherence",        "fairness",      "windows",
-        "counters",     "details",          "layouts",       "verify",
-        "lockline_key", "error_occurred",   "error_message", "ops_per_s",
-        "ns_per_op",    "cpu_util",         "resolve_round", "timing"};
-    for (const auto& m : rep.metrics) {
-      if (kReserved.count(m.first))
-        throw std::logic_error("family metric '" + m.first +
-                               "' shadows a result-file key");
-      metrics.push_back(m);
-    }
-    for (const auto& [name, value] : metrics) {
-      const double v = std::isfinite(value) ? value : 0;
-      state.counters[name] = benchmark::Counter(v);
-      rec[name] = v;
-    }
-
-    // Fairness: per-thread operation counts (an unfair lock can look fast while
-    // starving).
-    double mean = static_cast<double>(ops) / point.threads, var = 0;
-    for (uint64_t c : per_thread) var += (c - mean) * (c - mean);
-    var /= point.threads;
-    rec["fairness"] = {
-        {"per_thread_ops", per_thread},
-        {"min", *std::min_element(per_thread.begin(), per_thread.end())},
-        {"max", *std::max_element(per_thread.begin(), per_thread.end())},
-        {"cv", mean > 0 ? std::sqrt(var) / mean : 0}};
-    double base = 0;
-    json pair = nullptr;
-    if (probing) {
-      const std::pair<int, int> pr{point.plan.pus[pa].os_index,
-                                   point.plan.pus[pb].os_index};
-      pair = {pr.first, pr.second};
-      if (run.baseline_ns.count(pr)) base = run.baseline_ns[pr];
-    }
-    // The label is provisional here: RecordRepetition relabels every row from
-    // the regimes of all probes so far (harness/measure/coherence.h).
-    rec["coherence"] = {{"label", shares ? "unknown" : "none"},
-                        {"regime", nullptr},
-                        {"regime_ns", nullptr},
-                        {"shares_lines", shares},
-                        {"pair", pair},
-                        {"baseline_ns", base},
-                        {"before_ns", before},
-                        {"after_ns", after}};
-    rec["windows"] = windows;
-    rec["overrun"] = overrun;
-    rec["address_layout"] = layout.Json();
-    rec["counters"] = counters;
-    rec["details"] = rep.details;
-    if (rec["details"].is_null()) rec["details"] = json::object();
-    if (rec["details"].is_object()) rec["details"]["mem_nodes"] = mem_nodes;
-    // A paired row keeps its other pairs when one window overran: the pair
-    // holding it is flagged and left out (plots/stats.py), not the repetition.
-    if (rec["details"].is_object() && rec["details"].contains("duet"))
-      MarkOverrunPairs(rec["details"]["duet"], windows);
-    rec["layouts"] = rep.layouts;
-    rec["verify"] = broken.empty() ? "ok" : broken;
-    json& layouts = run.results->lockline_context()["layouts"];
-    if (!layouts.is_object()) layouts = json::object();
-    for (const std::string& name : rep.layouts) {
-      if (layouts.contains(name)) continue;
-      if (const LayoutInfo* info = FindLayout(name)) {
-        json j = LayoutToJson(*info);
-        j["pahole"] = FormatPahole(*info);
-        layouts[name] = j;
-      }
-    }
-    if (!not_run.empty() || !broken.empty() || !mismatch.empty()) {
-      // The point's threads, tasks and descriptors go first: the result file
-      // is written after them, so a tight fd limit fails the point, not the
-      // write (issue 27 item 14).
-      team_ptr.reset();
-      wl.reset();
-      fail(!not_run.empty()  ? "not measured: " + not_run
-           : !broken.empty() ? "invariant broken after the run: " + broken
-                             : mismatch);
-      return;
-    }
-    std::string warning =
-        overrun ? "a window ran past its wall-clock bound" : "";
-    if (!quota_warning.empty())
-      warning += (warning.empty() ? "" : "; ") + quota_warning;
-    if (!warning.empty()) rec["warning"] = warning;
-    // Joining the threads and freeing the workload (unmapping, reaping forked
-    // tasks) is part of the repetition's cost: done before it is timed.
-    team_ptr.reset();
-    wl.reset();
-    finish_timing();
-    RecordRepetition(run, point, rec, seconds, cpu_seconds, ops);
+    Prepare(pr);
+    RunWindows(pr);
+    Verify(pr);
+    FillRow(pr);
+    RecordRow(pr);
   } catch (const std::exception& e) {
-    fail(e.what());
+    pr.team.reset();
+    pr.wl.reset();
+    pr.layout.reset();
+    FailRepetition(pr, e.what());
   }
 }
 

@@ -1,7 +1,7 @@
 // The run: points from the registered families, registration with Google
-// Benchmark, the per-point measurement (team, windows, probes, counters,
-// verification) and lockline's reporter (rows into lockline.json after every
-// point, progress on the console).
+// Benchmark, a point's path in named stages (RunPoint: plan the window,
+// prepare the team, run the windows, verify, record) and lockline's reporter
+// (rows into lockline.json after every point, progress on the console).
 #pragma once
 
 #include <benchmark/benchmark.h>
@@ -147,13 +147,13 @@ struct QuestionPlan {
 };
 std::vector<QuestionPlan> PlanPerQuestion(const RunState& run);
 
-/// Words for a question id: "000 pagevec size and alignment (LKML 2004)"; ""
-/// -> "the figures' other rows"; an unknown id itself.
-std::string QuestionTitle(const std::string& question);
+/// A thread plan as the run records it (context.plans, a row's placement):
+/// its PUs (OS indices) and what they span.
+nlohmann::json ThreadPlanJson(const ThreadPlan& plan);
 
-/// Registers every point with Google Benchmark (manual time, iterations =
-/// windows).
-void RegisterPoints(RunState& run);
+/// Registers `p` with Google Benchmark: manual time, iterations = windows,
+/// `repetitions` (0: --benchmark_repetitions).
+void RegisterPoint(RunState& run, const Point& p, int repetitions);
 
 /// The per-point benchmark body: one Google Benchmark repetition of `point`.
 void RunPoint(benchmark::State& state, const Point& point, RunState& run);
@@ -190,12 +190,11 @@ uint64_t RepetitionLayoutSeed(const std::string& key, int repetition);
 
 /// Flags the window pairs of a paired row's details.duet
 /// (harness/measure/duet.h) that hold an overrun window: `windows` is the row's
-/// per-window list
-/// (`overrun` each) in the order of duet["sides"]; measured pair k is the k-th
-/// two of its `a`/`b` windows. Sets pairs[k]["overrun"] (true/false) and
-/// duet["overrun_pairs"] (the count), returned. A malformed duet object is
-/// left alone (returns 0). Only those pairs leave the comparison
-/// (plots/stats.py), not the repetition (issue 39).
+/// per-window list (`overrun` each) in the order of duet["sides"]; measured
+/// pair k is the k-th two of its `a`/`b` windows. Sets pairs[k]["overrun"]
+/// (true/false) and duet["overrun_pairs"] (the count), returned. A malformed
+/// duet object is left alone (returns 0). Only those pairs leave the
+/// comparison (plots/stats.py), not the repetition (issue 39).
 int MarkOverrunPairs(nlohmann::json& duet, const nlohmann::json& windows);
 
 /// Formats seconds as "1m05s" / "42s" / "1h02m".

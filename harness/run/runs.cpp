@@ -30,11 +30,6 @@ void ForwardSignal(int sig) {
   if (g_child > 0) kill(static_cast<pid_t>(g_child), sig);
 }
 
-int Error(const std::string& msg) {
-  std::fprintf(stderr, "lockline: error: %s\n", EscapeForMessage(msg).c_str());
-  return 2;
-}
-
 // mkdir -p of `path`'s parents, then `path` itself; true when it was created
 // now or exists empty.
 bool ClaimDir(const std::string& path, std::string* why) {
@@ -102,6 +97,12 @@ std::string DefaultRunDir() {
   return std::string("results/") + host + "-" + stamp;
 }
 
+std::string SelfPath() {
+  char self[4096];
+  const ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+  return n > 0 ? std::string(self, static_cast<size_t>(n)) : "";
+}
+
 std::vector<std::string> RunArguments(const std::vector<std::string>& args,
                                       const std::string& dir, int index) {
   std::vector<std::string> out;
@@ -117,21 +118,21 @@ int RunIndependentProcesses(int argc, char** argv, const Options& o) {
   std::string why;
   if (!dir.empty()) {
     if (!ClaimDir(dir, &why))
-      return Error("--out=" + dir + ": cannot be the run directory of --runs=" +
-                   std::to_string(o.runs) + ": " + why);
+      return FailWithError("--out=" + dir +
+                           ": cannot be the run directory of --runs=" +
+                           std::to_string(o.runs) + ": " + why);
   } else {
     const std::string base = DefaultRunDir();
     for (int i = 1;; ++i) {
       dir = i == 1 ? base : base + "-" + std::to_string(i);
       if (ClaimDir(dir, &why)) break;
       if (i >= 1000)
-        return Error("cannot create a run directory " + base + ": " + why);
+        return FailWithError("cannot create a run directory " + base + ": " +
+                             why);
     }
   }
-  char self[4096];
-  const ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-  const std::string exe =
-      n > 0 ? std::string(self, static_cast<size_t>(n)) : std::string(argv[0]);
+  std::string exe = SelfPath();
+  if (exe.empty()) exe = argv[0];
   std::vector<std::string> args(argv + 1, argv + argc);
 
   struct sigaction sa {};
@@ -162,7 +163,8 @@ int RunIndependentProcesses(int argc, char** argv, const Options& o) {
                         {"shared_calibration", calibration}};
   const std::string runs_json = dir + "/runs.json";
   if (!WriteFile(runs_json, doc.dump(1) + "\n"))
-    return Error("cannot write " + runs_json + ": " + std::strerror(errno));
+    return FailWithError("cannot write " + runs_json + ": " +
+                         std::strerror(errno));
   std::printf(
       "lockline: %d independent runs into %s (each a whole run with the "
       "whole budget, one after the other)\n",

@@ -21,6 +21,9 @@ namespace lockline {
 /// gethostname fails). Shared by a run and a --runs run.
 std::string DefaultRunDir();
 
+/// The path of this executable (/proc/self/exe); "" when it cannot be read.
+std::string SelfPath();
+
 /// The arguments of run `index` (1-based) of a --runs run: `args` (argv[1..])
 /// without --runs=... and --out=..., plus --out=`dir`/run-`index`.
 std::vector<std::string> RunArguments(const std::vector<std::string>& args,

@@ -157,43 +157,24 @@ VerdictSummary ReadVerdicts(const std::string& path) {
   return s;
 }
 
-bool RunUntilResolved(RunState& run, benchmark::BenchmarkReporter& reporter) {
-  const std::string script = PlotsDir() + "/verdicts.py";
+namespace {
+
+// Look k = round + 1 of the sequential design (plots/stats.py
+// sequential_confidence): runs verdicts.py on the run directory (killed at
+// `deadline_ns`) and reads its verdicts into `v`; those of the planned
+// repetitions alone are kept as verdicts_planned.json, for comparison with
+// the final ones. Sets `verdicts_s` to the seconds verdicts.py took. False,
+// said on stderr, when it failed.
+bool LookAtVerdicts(const RunState& run, uint64_t deadline_ns,
+                    VerdictSummary& v, double& verdicts_s) {
   const std::string dir = run.results->dir();
-  const uint64_t start_ns = NowNs();
-  const double budget = run.opts.until_resolved_s;
-  // Seconds per repetition, from the planned pass, then from each round.
-  double rep_s = run.progress_done > 0
-                     ? static_cast<double>(start_ns - run.progress_start_ns) /
-                           1e9 / run.progress_done
-                     : 0.1;
-  int extra = 0;
-  double verdicts_s = 0;  // the last verdicts.py run, seconds
-  std::string stopped;
-  VerdictSummary v;
-  for (;;) {
-    RelabelCoherence(run.results->doc_mutable());
-    run.results->Flush();
-    // Look k = round + 1 of the sequential design (plots/stats.py
-    // sequential_confidence). The statistics count against the time limit,
-    // which holds (issue 36 R12: a hanging verdicts.py ran 60 s past it);
-    // each round leaves the time the last verdicts took for the next ones.
-    const uint64_t deadline = start_ns + static_cast<uint64_t>(budget * 1e9);
-    const uint64_t verdicts_start = NowNs();
-    const std::string failed =
-        RunVerdicts(script, dir, run.resolve_round + 1, deadline);
-    verdicts_s = static_cast<double>(NowNs() - verdicts_start) / 1e9;
-    if (!failed.empty()) {
-      stopped = "verdicts_failed";
-      std::fprintf(stderr,
-                   "lockline: until-resolved: %s; no more repetitions\n",
-                   failed.c_str());
-      break;
-    }
+  const uint64_t start = NowNs();
+  std::string failed = RunVerdicts(PlotsDir() + "/verdicts.py", dir,
+                                   run.resolve_round + 1, deadline_ns);
+  verdicts_s = static_cast<double>(NowNs() - start) / 1e9;
+  if (failed.empty()) {
     try {
       v = ReadVerdicts(dir + "/verdicts.json");
-      // The verdicts of the planned repetitions alone, for comparison with the
-      // final ones.
       if (run.resolve_round == 0) {
         std::ifstream in(dir + "/verdicts.json");
         WriteFileAtomically(
@@ -201,15 +182,108 @@ bool RunUntilResolved(RunState& run, benchmark::BenchmarkReporter& reporter) {
             std::string(std::istreambuf_iterator<char>(in), {}));
       }
     } catch (const std::exception& e) {
-      stopped = "verdicts_failed";
-      std::fprintf(stderr,
-                   "lockline: until-resolved: %s; no more repetitions\n",
-                   e.what());
+      failed = e.what();
+    }
+  }
+  if (failed.empty()) return true;
+  std::fprintf(stderr, "lockline: until-resolved: %s; no more repetitions\n",
+               failed.c_str());
+  return false;
+}
+
+// Extra round run.resolve_round + 1: `reps` more repetitions of each of
+// `points` through Google Benchmark (random interleaving; `reporter` records
+// them), then their aggregates over every repetition. Returns the seconds a
+// repetition took.
+double RunExtraRound(RunState& run, benchmark::BenchmarkReporter& reporter,
+                     const std::vector<const Point*>& points, int reps,
+                     const VerdictSummary& v) {
+  const int repetitions = reps * static_cast<int>(points.size());
+  ++run.resolve_round;
+  run.progress_total += repetitions;
+  run.progress_note = ", " + std::to_string(v.open) + " of " +
+                      std::to_string(v.total) + " comparisons open";
+  benchmark::ClearRegisteredBenchmarks();
+  for (const Point* p : points) RegisterPoint(run, *p, reps);
+  const uint64_t round_start = NowNs();
+  benchmark::RunSpecifiedBenchmarks(&reporter, ".");
+  for (const Point* p : points)
+    UpdateAggregates(run.results->doc_mutable(), p->key);
+  return static_cast<double>(NowNs() - round_start) / 1e9 / repetitions;
+}
+
+// How the extra rounds ended, as context.lockline.until_resolved records it.
+struct Outcome {
+  uint64_t start_ns = 0;
+  int extra = 0;  // extra repetitions run
+  VerdictSummary v;
+  std::string stopped;  // resolved, verdicts_failed, no_runnable_points...
+};
+
+// Records the outcome in the context, marks the file finished and prints
+// the last line. When verdicts.py failed, how many comparisons are open is
+// not known: null, never 0 (issue 27 item 7: it recorded open 0 and exited
+// 0); returns false then.
+bool RecordOutcome(RunState& run, const Outcome& out) {
+  run.progress_note.clear();
+  RelabelCoherence(run.results->doc_mutable());
+  const bool known = out.stopped != "verdicts_failed";
+  run.results->lockline_context()["until_resolved"] = {
+      {"max_s", run.opts.until_resolved_s},
+      {"spent_s", static_cast<double>(NowNs() - out.start_ns) / 1e9},
+      {"rounds", run.resolve_round},
+      {"extra_repetitions", out.extra},
+      {"comparisons", known ? json(out.v.total) : json(nullptr)},
+      {"open", known ? json(out.v.open) : json(nullptr)},
+      {"looks", run.resolve_round + 1},
+      {"design",
+       "sequential: the interval at look k has confidence 1 - 5 % x 6 / "
+       "(pi^2 k^2) (alpha spending; plots/stats.py sequential_confidence)"},
+      {"stopped", out.stopped}};
+  run.results->lockline_context()["finished"] = true;
+  run.results->Flush();
+  if (known)
+    std::printf(
+        "until-resolved: %d extra repetitions in %d rounds; %d of %d "
+        "comparisons still open (%s)\n",
+        out.extra, run.resolve_round, out.v.open, out.v.total,
+        out.stopped.c_str());
+  else
+    std::printf(
+        "until-resolved: %d extra repetitions in %d rounds; which comparisons "
+        "are open is unknown (verdicts.py failed)\n",
+        out.extra, run.resolve_round);
+  std::fflush(stdout);
+  return known;
+}
+
+}  // namespace
+
+bool RunUntilResolved(RunState& run, benchmark::BenchmarkReporter& reporter) {
+  Outcome out;
+  out.start_ns = NowNs();
+  const double budget = run.opts.until_resolved_s;
+  // The statistics count against the time limit, which holds (issue 36 R12:
+  // a hanging verdicts.py ran 60 s past it); each round leaves the time the
+  // last verdicts took for the next ones.
+  const uint64_t deadline = out.start_ns + static_cast<uint64_t>(budget * 1e9);
+  // Seconds per repetition, from the planned pass, then from each round.
+  double rep_s =
+      run.progress_done > 0
+          ? static_cast<double>(out.start_ns - run.progress_start_ns) / 1e9 /
+                run.progress_done
+          : 0.1;
+  double verdicts_s = 0;  // the last verdicts.py run, seconds
+  for (;;) {
+    RelabelCoherence(run.results->doc_mutable());
+    run.results->Flush();
+    if (!LookAtVerdicts(run, deadline, out.v, verdicts_s)) {
+      out.stopped = "verdicts_failed";
       break;
     }
-    const double spent = static_cast<double>(NowNs() - start_ns) / 1e9;
+    const double spent = static_cast<double>(NowNs() - out.start_ns) / 1e9;
     std::vector<const Point*> points;
-    for (const std::string& k : v.keys)
+    for (const std::string& k : out.v.keys)
       if (const auto it = run.by_key.find(k); it != run.by_key.end())
         points.push_back(it->second);
     const std::string after =
@@ -219,15 +293,15 @@ bool RunUntilResolved(RunState& run, benchmark::BenchmarkReporter& reporter) {
     std::printf(
         "until-resolved: %d of %d comparisons open after %s (%s of %s "
         "spent)\n",
-        v.open, v.total, after.c_str(), FormatDuration(spent).c_str(),
+        out.v.open, out.v.total, after.c_str(), FormatDuration(spent).c_str(),
         FormatDuration(budget).c_str());
     std::fflush(stdout);
-    if (v.open == 0) {
-      stopped = "resolved";
+    if (out.v.open == 0) {
+      out.stopped = "resolved";
       break;
     }
     if (points.empty()) {
-      stopped = "no_runnable_points";
+      out.stopped = "no_runnable_points";
       std::printf(
           "until-resolved: the open comparisons' points are not in "
           "this run (filtered out)\n");
@@ -239,62 +313,13 @@ bool RunUntilResolved(RunState& run, benchmark::BenchmarkReporter& reporter) {
         run.opts.repetitions,
         static_cast<int>(left / (rep_s * static_cast<double>(points.size()))));
     if (reps < 1) {
-      stopped = "time_spent";
+      out.stopped = "time_spent";
       break;
     }
-    ++run.resolve_round;
-    run.progress_total += reps * static_cast<int>(points.size());
-    run.progress_note = ", " + std::to_string(v.open) + " of " +
-                        std::to_string(v.total) + " comparisons open";
-    benchmark::ClearRegisteredBenchmarks();
-    for (const Point* p : points) {
-      benchmark::RegisterBenchmark(
-          p->key.c_str(),
-          [&run, p](benchmark::State& st) { RunPoint(st, *p, run); })
-          ->UseManualTime()
-          ->Iterations(p->windows)
-          ->Repetitions(reps)
-          ->Unit(benchmark::kMillisecond);
-    }
-    const uint64_t round_start = NowNs();
-    benchmark::RunSpecifiedBenchmarks(&reporter, ".");
-    for (const Point* p : points)
-      UpdateAggregates(run.results->doc_mutable(), p->key);
-    const int done = reps * static_cast<int>(points.size());
-    extra += done;
-    rep_s = static_cast<double>(NowNs() - round_start) / 1e9 / done;
+    rep_s = RunExtraRound(run, reporter, points, reps, out.v);
+    out.extra += reps * static_cast<int>(points.size());
   }
-  run.progress_note.clear();
-  RelabelCoherence(run.results->doc_mutable());
-  // When verdicts.py failed, how many comparisons are open is not known: null,
-  // never 0 (issue 27 item 7: it recorded open 0 and exited 0).
-  const bool known = stopped != "verdicts_failed";
-  run.results->lockline_context()["until_resolved"] = {
-      {"max_s", budget},
-      {"spent_s", static_cast<double>(NowNs() - start_ns) / 1e9},
-      {"rounds", run.resolve_round},
-      {"extra_repetitions", extra},
-      {"comparisons", known ? json(v.total) : json(nullptr)},
-      {"open", known ? json(v.open) : json(nullptr)},
-      {"looks", run.resolve_round + 1},
-      {"design",
-       "sequential: the interval at look k has confidence 1 - 5 % x 6 / "
-       "(pi^2 k^2) (alpha spending; plots/stats.py sequential_confidence)"},
-      {"stopped", stopped}};
-  run.results->lockline_context()["finished"] = true;
-  run.results->Flush();
-  if (known)
-    std::printf(
-        "until-resolved: %d extra repetitions in %d rounds; %d of %d "
-        "comparisons still open (%s)\n",
-        extra, run.resolve_round, v.open, v.total, stopped.c_str());
-  else
-    std::printf(
-        "until-resolved: %d extra repetitions in %d rounds; which comparisons "
-        "are open is unknown (verdicts.py failed)\n",
-        extra, run.resolve_round);
-  std::fflush(stdout);
-  return known;
+  return RecordOutcome(run, out);
 }
 
 }  // namespace lockline
