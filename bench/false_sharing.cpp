@@ -98,10 +98,11 @@ class FalseSharingWorkload : public Workload {
 #endif
     out.details["op"] = op_ == Op::kInc ? "plain load/add/store" : "lock xadd";
     out.details["shares"] =
-        distance_ == 0    ? "one counter (true sharing)"
-        : distance_ < 64  ? "one 64-byte line"
-        : distance_ < 128 ? "one 128-byte adjacent-line pair"
-        : distance_ < 256 ? "one 256-byte line (POWER-style, if any)"
+        distance_ == 0   ? "one counter (true sharing)"
+        : distance_ < 64 ? "one 64-byte line"
+        : distance_ < 128
+            ? "one 128-byte line (POWER) or adjacent-line pair (x86)"
+        : distance_ < 256 ? "one 256-byte line (IBM Z, if any)"
                           : "nothing below 512 bytes";
   }
 

@@ -98,7 +98,10 @@ def interval(ops: np.ndarray, noise: float) -> Tuple[float, float]:
 
 def find_lockline(explicit: Optional[str]) -> str:
     """The lockline binary that plans the target: --lockline, $LOCKLINE_BIN (set by
-    `lockline predict`), the source tree's build/lockline, or `lockline` on PATH."""
+    `lockline predict`), the source tree's build/lockline, or `lockline` on PATH. An explicit
+    --lockline that is not an executable file is an error, never replaced by another binary."""
+    if explicit and not (os.path.isfile(explicit) and os.access(explicit, os.X_OK)):
+        fail(f"--lockline={explicit}: not an executable file (accepted: a lockline binary)")
     for cand in (explicit, os.environ.get("LOCKLINE_BIN"),
                  os.path.join(os.path.dirname(HERE), "build", "lockline"),
                  shutil.which("lockline")):

@@ -547,10 +547,11 @@ void NoteThrottling(PointRun& pr, const CpuThrottle& before) {
   std::snprintf(q, sizeof q, "%.2f", cg.quota_cpus);
   pr.rec["cgroup"]["quota_cpus"] = cg.quota_cpus;
   pr.rec["cgroup"]["over_quota"] = true;
-  pr.quota_warning = std::to_string(pr.point.threads) +
-                     " threads exceed the cgroup CPU quota of " + q +
-                     " CPUs (" + cg.limited_by +
-                     "): the point measures throttling";
+  pr.quota_warning =
+      std::to_string(pr.point.threads) +
+      (pr.point.threads == 1 ? " thread exceeds" : " threads exceed") +
+      " the cgroup CPU quota of " + q + " CPUs (" + cg.limited_by +
+      "): the point measures throttling";
 }
 
 // Stage 3, the windows: one Google Benchmark iteration each, between two

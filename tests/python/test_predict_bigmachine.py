@@ -241,3 +241,12 @@ def test_interval_contains_the_point_and_widens_with_noise():
     lo0, hi0 = predict.interval(ops, 0.0)
     lo1, hi1 = predict.interval(ops, 0.05)
     assert lo1 < lo0 <= 100 <= hi0 < hi1
+
+
+def test_an_explicit_lockline_that_is_missing_is_an_error_not_another_binary(tmp_path):
+    """Issue 48 R7: --lockline=/nonexistent used to fall back silently to build/lockline."""
+    out = tmp_path / "pred"
+    res = _cli(SMALL, f"--topology={TOPO}", f"--out={out}", "--lockline=/nonexistent",
+               binary=False)
+    _one_error_line(res, "--lockline=/nonexistent")
+    assert not out.exists()
