@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -25,8 +26,9 @@ namespace {
 volatile sig_atomic_t g_child = 0;
 volatile sig_atomic_t g_stop = 0;
 
+// The signal that stopped the runs (0: none), so the parent exits 128 + it.
 void ForwardSignal(int sig) {
-  g_stop = 1;
+  g_stop = sig;
   if (g_child > 0) kill(static_cast<pid_t>(g_child), sig);
 }
 
@@ -63,9 +65,15 @@ int RunChild(const std::string& exe, const std::vector<std::string>& args) {
   cargs.push_back(nullptr);
   std::fflush(stdout);
   std::fflush(stderr);
+  const pid_t parent = getpid();
   const pid_t pid = fork();
   if (pid < 0) return 1;
   if (pid == 0) {
+    // A parent killed outright (SIGKILL, the OOM killer) must not leave its
+    // current run measuring on: the child gets SIGTERM when the parent dies
+    // (issue 48 S7), and ends now if that happened before prctl.
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (getppid() != parent) _exit(128 + SIGTERM);
     execv(exe.c_str(), cargs.data());
     std::fprintf(stderr, "lockline: error: cannot run %s: %s\n", exe.c_str(),
                  std::strerror(errno));
@@ -177,11 +185,19 @@ int RunIndependentProcesses(int argc, char** argv, const Options& o) {
     doc["exit_status"].push_back(rc);
     WriteFile(runs_json, doc.dump(1) + "\n");
     if (rc != 0 && first_bad == 0) first_bad = rc;
+    // Exit 4 (a result could not be written) and 3 (a window never ended)
+    // would repeat in every later run: stop here.
+    if (rc == 3 || rc == 4) {
+      std::printf(
+          "lockline: run %d exited %d; the later runs are not started\n", k,
+          rc);
+      return rc;
+    }
   }
   if (g_stop) {
     std::printf("lockline: interrupted; %s keeps the runs finished so far\n",
                 dir.c_str());
-    return first_bad ? first_bad : 130;
+    return first_bad ? first_bad : 128 + g_stop;
   }
   const std::string script = PlotsDir() + "/reproduce.py";
   const int rc = RunChild(kVerdictsPython, {script, dir});

@@ -16,6 +16,7 @@ import math
 import os
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -352,3 +353,39 @@ def test_runs_share_their_calibrations(tmp_path):
         assert cal, f"run-{k} has no work_ns:cal row"
         work.append(cal[0])
     assert work[0] == work[1]
+
+
+@pytest.mark.skipif(not (BINARY and os.access(BINARY, os.X_OK)),
+                    reason=f"LOCKLINE_BINARY ({BINARY or 'unset'}) is not an executable")
+def test_a_killed_runs_parent_leaves_no_run_measuring(tmp_path):
+    """Issue 48 S7: SIGKILL to the --runs parent left its current child run going."""
+    out = tmp_path / "runs"
+    parent = subprocess.Popen(
+        [BINARY, "--quick", "--runs=2", "--window=1s", "--benchmark_repetitions=20",
+         "--benchmark_filter=^locks/lock:ticket/cs:0/stats:off/threads:1$", f"--out={out}"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    children_file = f"/proc/{parent.pid}/task/{parent.pid}/children"
+    child = 0
+    for _ in range(300):
+        try:
+            kids = open(children_file).read().split()
+        except OSError:
+            kids = []
+        if kids:
+            child = int(kids[0])
+            break
+        time.sleep(0.1)
+    assert child, "the --runs parent started no child run"
+    parent.kill()
+    parent.wait(timeout=30)
+    for _ in range(100):
+        try:
+            state = open(f"/proc/{child}/stat").read().split(")")[-1].split()[0]
+        except OSError:
+            break  # gone
+        if state == "Z":
+            break
+        time.sleep(0.1)
+    else:
+        os.kill(child, 9)
+        pytest.fail("the child run kept measuring after its --runs parent was killed")
