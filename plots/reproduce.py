@@ -109,6 +109,10 @@ def combine(runs: Sequence[Run], names: Sequence[str],
     doc["rule"] += ("; several runs (lockline --runs): every verdict over the repetitions of "
                     "all runs, repetitions resampled as units; held_in_runs counts the runs "
                     "whose own verdict gives the same answer")
+    # Pooled as they are, but said (issue 48): an interrupted run's finished points, and an
+    # emulated run's, whose timings mean nothing.
+    doc["unfinished_runs"] = [n for r, n in zip(runs, names) if r.finished is False]
+    doc["emulated_runs"] = [n for r, n in zip(runs, names) if r.emulated]
     doc["per_run_documents"] = docs
     return doc
 
@@ -142,6 +146,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except OSError as err:
         print(f"reproduce.py: error: cannot write verdicts.json: {err}", file=sys.stderr)
         return 2
+    for key, what in (("unfinished_runs", "did not finish (interrupted): its finished points "
+                       "are pooled"),
+                      ("emulated_runs", "ran emulated (QEMU TCG): its timings mean nothing, "
+                       "and they are pooled")):
+        for name in doc[key]:
+            print(f"reproduce.py: warning: {name} {what}", file=sys.stderr)
     if not args.quiet:
         for v in doc["verdicts"]:
             print(f"[{v['question']}] {v['text']}")

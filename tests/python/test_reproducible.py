@@ -274,6 +274,21 @@ def test_reproduce_says_in_how_many_runs_each_verdict_held(tmp_path, capsys):
         assert "held_in_runs" not in own["verdicts"][0]
 
 
+def test_reproduce_says_when_it_pools_an_unfinished_or_emulated_run(tmp_path, capsys):
+    """Issue 48: an interrupted or emulated run used to be pooled without a word."""
+    top = _multi_run_dir(tmp_path)
+    for k, flag in ((2, {"finished": False}), (3, {"emulated": True})):
+        path = top / f"run-{k}" / "lockline.json"
+        doc = json.loads(path.read_text())
+        doc["context"]["lockline"].update(flag)
+        path.write_text(json.dumps(doc))
+    assert reproduce.main([str(top), "--quiet"]) == 0
+    err = capsys.readouterr().err
+    assert "warning: run-2 did not finish" in err and "warning: run-3 ran emulated" in err
+    doc = json.loads((top / "verdicts.json").read_text())
+    assert doc["unfinished_runs"] == ["run-2"] and doc["emulated_runs"] == ["run-3"]
+
+
 def test_reproduce_refuses_a_directory_without_runs(tmp_path, capsys):
     assert reproduce.main([str(tmp_path)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
