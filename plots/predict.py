@@ -684,6 +684,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if read_run(a.run_dir).emulated and not a.allow_emulated:
         fail(f"{a.run_dir}: the run was made in an emulator (its timings are not a "
              "machine's); accepted: a run on real hardware, or --allow-emulated")
+    if a.validate_against and read_run(a.validate_against).emulated and not a.allow_emulated:
+        fail(f"--validate-against={a.validate_against}: the run was made in an emulator (its "
+             "timings are not a machine's to check against); accepted: a run on real "
+             "hardware, or --allow-emulated")
     if a.validate_against:
         print(validation_report(validate_against(result_path(a.run_dir),
                                                  result_path(a.validate_against), fit,

@@ -158,6 +158,9 @@ def test_an_emulated_run_is_refused(tmp_path):
     _one_error_line(_cli(str(tmp_path), "--topology=synthetic:pack:1 core:2 pu:1",
                          f"-o={out}", binary=False), "emulator")
     assert not out.exists()
+    # Issue 48: an emulated run to validate against was accepted silently.
+    _one_error_line(_cli(SMALL, f"--validate-against={tmp_path}", binary=False),
+                    "--validate-against")
 
 
 @needs_binary
