@@ -267,23 +267,16 @@ int InitialRun(const std::vector<PuInfo>& order, int PuInfo::*field) {
   return static_cast<int>(n);
 }
 
+// The --pin policies by name (kList has no name of its own: "list").
+constexpr std::pair<const char*, PinPolicy> kPolicyNames[] = {
+    {"cores", PinPolicy::kCores},     {"compact", PinPolicy::kCompact},
+    {"scatter", PinPolicy::kScatter}, {"none", PinPolicy::kNone},
+    {"list", PinPolicy::kList},       {"per-l3", PinPolicy::kPerL3},
+    {"per-numa", PinPolicy::kPerNuma}};
+
 const char* PolicyName(PinPolicy p) {
-  switch (p) {
-    case PinPolicy::kCores:
-      return "cores";
-    case PinPolicy::kCompact:
-      return "compact";
-    case PinPolicy::kScatter:
-      return "scatter";
-    case PinPolicy::kNone:
-      return "none";
-    case PinPolicy::kList:
-      return "list";
-    case PinPolicy::kPerL3:
-      return "per-l3";
-    case PinPolicy::kPerNuma:
-      return "per-numa";
-  }
+  for (const auto& [name, policy] : kPolicyNames)
+    if (policy == p) return name;
   return "?";
 }
 
@@ -711,18 +704,11 @@ PinSpec ParsePinSpec(const std::string& raw) {
   PinSpec pin;
   pin.text = Trim(raw);
   const std::string& t = pin.text;
-  if (t == "cores") {
-    pin.policy = PinPolicy::kCores;
-  } else if (t == "compact") {
-    pin.policy = PinPolicy::kCompact;
-  } else if (t == "scatter") {
-    pin.policy = PinPolicy::kScatter;
-  } else if (t == "none") {
-    pin.policy = PinPolicy::kNone;
-  } else if (t == "per-l3") {
-    pin.policy = PinPolicy::kPerL3;
-  } else if (t == "per-numa") {
-    pin.policy = PinPolicy::kPerNuma;
+  const auto named =
+      std::find_if(std::begin(kPolicyNames), std::end(kPolicyNames),
+                   [&](const auto& n) { return t == n.first && t != "list"; });
+  if (named != std::end(kPolicyNames)) {
+    pin.policy = named->second;
   } else if (!t.empty() && t[0] >= '0' && t[0] <= '9') {
     pin.policy = PinPolicy::kList;
     try {

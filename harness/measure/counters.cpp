@@ -39,7 +39,6 @@ namespace {
 constexpr const char* kSysPmuDir = "/sys/bus/event_source/devices";
 
 // ---- small helpers
-// ----------------------------------------------------------------------------
 
 std::string LowerAscii(std::string s) {
   for (char& c : s)
@@ -48,36 +47,15 @@ std::string LowerAscii(std::string s) {
 }
 
 std::string ErrnoName(int err) {
-  switch (err) {
-    case ENOENT:
-      return "ENOENT";
-    case EOPNOTSUPP:
-      return "EOPNOTSUPP";
-    case ENODEV:
-      return "ENODEV";
-    case EACCES:
-      return "EACCES";
-    case EPERM:
-      return "EPERM";
-    case EINVAL:
-      return "EINVAL";
-    case ENOSPC:
-      return "ENOSPC";
-    case EBUSY:
-      return "EBUSY";
-    case EMFILE:
-      return "EMFILE";
-    case ENFILE:
-      return "ENFILE";
-    case E2BIG:
-      return "E2BIG";
-    case ESRCH:
-      return "ESRCH";
-    case ENOSYS:
-      return "ENOSYS";
-    default:
-      return "errno " + std::to_string(err);
-  }
+  static const std::pair<int, const char*> kNames[] = {
+      {ENOENT, "ENOENT"}, {EOPNOTSUPP, "EOPNOTSUPP"}, {ENODEV, "ENODEV"},
+      {EACCES, "EACCES"}, {EPERM, "EPERM"},           {EINVAL, "EINVAL"},
+      {ENOSPC, "ENOSPC"}, {EBUSY, "EBUSY"},           {EMFILE, "EMFILE"},
+      {ENFILE, "ENFILE"}, {E2BIG, "E2BIG"},           {ESRCH, "ESRCH"},
+      {ENOSYS, "ENOSYS"}};
+  for (const auto& [code, name] : kNames)
+    if (err == code) return name;
+  return "errno " + std::to_string(err);
 }
 
 std::string ParanoidText(int paranoid) {
@@ -246,7 +224,6 @@ struct SessionState {
 };
 
 // ---- per-thread counters
-// ----------------------------------------------------------------------
 
 struct Baseline {
   uint64_t raw = 0, enabled = 0, running = 0;
@@ -451,7 +428,6 @@ class ThreadCountersImpl final : public ThreadCounters {
 };
 
 // ---- the session
-// ------------------------------------------------------------------------------
 
 // Rewrites perf's combined privilege modifiers (":uk", ":ku") into libpfm4's
 // ":u:k" and reports whether the user chose the privilege levels explicitly.
@@ -883,7 +859,6 @@ bool ValidNameChar(char c) {
 }  // namespace
 
 // ---- public functions
-// -------------------------------------------------------------------------
 
 std::vector<std::string> ParseEventList(const std::string& spec) {
   const std::string accepted =

@@ -1,3 +1,4 @@
+// ParseDuration: the one parser of "90s" / "500ms" durations (duration.h).
 #include "harness/measure/duration.h"
 
 #include <cmath>

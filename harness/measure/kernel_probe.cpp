@@ -1,3 +1,6 @@
+// Kernel lock evidence for the kernel_* families (see kernel_probe.h): the
+// contention tracepoints and their callchains, the task-clock spin profile,
+// the zone->lock hold counter, their sample rings, and the row's report.
 #include "harness/measure/kernel_probe.h"
 
 #include <fcntl.h>
@@ -18,6 +21,7 @@
 #include <fstream>
 #include <mutex>
 #include <sstream>
+#include <tuple>
 
 #include "harness/machine/restore.h"
 #include "harness/measure/counters.h"
@@ -53,6 +57,12 @@ bool HasEvents(const std::string& dir) { return IsDir(dir + "/events"); }
 long PerfOpen(perf_event_attr* attr, pid_t pid, int group) {
   return syscall(SYS_perf_event_open, attr, pid, -1, group,
                  PERF_FLAG_FD_CLOEXEC);
+}
+
+// PERF_EVENT_IOC_ENABLE / _DISABLE on every open descriptor of `fds`.
+void IoctlAll(std::initializer_list<int> fds, unsigned long request) {
+  for (int fd : fds)
+    if (fd >= 0) ioctl(fd, request, 0);
 }
 
 perf_event_attr TracepointAttr(int id) {
@@ -423,12 +433,10 @@ std::string TaskClockSampler::Open(pid_t pid, const Config& config) {
   return "";
 }
 
-void TaskClockSampler::Enable() {
-  if (ring_.fd >= 0) ioctl(ring_.fd, PERF_EVENT_IOC_ENABLE, 0);
-}
+void TaskClockSampler::Enable() { IoctlAll({ring_.fd}, PERF_EVENT_IOC_ENABLE); }
 
 void TaskClockSampler::Disable() {
-  if (ring_.fd >= 0) ioctl(ring_.fd, PERF_EVENT_IOC_DISABLE, 0);
+  IoctlAll({ring_.fd}, PERF_EVENT_IOC_DISABLE);
 }
 
 void TaskClockSampler::Drain(
@@ -493,36 +501,28 @@ std::string TaskContention::Open(pid_t pid, uint64_t sample_period,
     sampling_reason_ = tp.reason;
     return tp.reason;
   }
-  perf_event_attr a = TracepointAttr(tp.begin_id);
-  begin_fd_ = static_cast<int>(PerfOpen(&a, pid, -1));
-  std::string why;
-  if (begin_fd_ < 0) {
-    const int err = errno;
-    why = "perf_event_open(lock:contention_begin): " +
+  for (const auto& [fd, id, name] :
+       {std::tuple{&begin_fd_, tp.begin_id, "lock:contention_begin"},
+        std::tuple{&end_fd_, tp.end_id, "lock:contention_end"}}) {
+    perf_event_attr a = TracepointAttr(id);
+    *fd = static_cast<int>(PerfOpen(&a, pid, -1));
+    if (*fd < 0) {
+      const int err = errno;
+      if (begin_fd_ >= 0) close(begin_fd_);
+      begin_fd_ = -1;
+      sampling_reason_ =
+          std::string("perf_event_open(") + name + "): " +
           ExplainPerfOpenError(err, false, true, KernelHasHardwarePmu(),
                                PerfEventParanoid());
-  } else {
-    a = TracepointAttr(tp.end_id);
-    end_fd_ = static_cast<int>(PerfOpen(&a, pid, -1));
-    if (end_fd_ < 0) {
-      const int err = errno;
-      close(begin_fd_);
-      begin_fd_ = -1;
-      why = "perf_event_open(lock:contention_end): " +
-            ExplainPerfOpenError(err, false, true, KernelHasHardwarePmu(),
-                                 PerfEventParanoid());
+      return sampling_reason_;
     }
-  }
-  if (!why.empty()) {
-    sampling_reason_ = why;
-    return why;
   }
   if (sample_period == 0) {
     sampling_reason_ = "sampling off";
   } else if (!syms.usable()) {
     sampling_reason_ = syms.reason();
   } else {
-    a = TracepointAttr(tp.begin_id);
+    perf_event_attr a = TracepointAttr(tp.begin_id);
     a.sample_period = sample_period;
     a.sample_type = PERF_SAMPLE_CALLCHAIN;
     a.exclude_callchain_user = 1;
@@ -536,14 +536,12 @@ std::string TaskContention::Open(pid_t pid, uint64_t sample_period,
 }
 
 void TaskContention::Enable() {
-  for (int fd : {begin_fd_, end_fd_, sample_.fd})
-    if (fd >= 0) ioctl(fd, PERF_EVENT_IOC_ENABLE, 0);
+  IoctlAll({begin_fd_, end_fd_, sample_.fd}, PERF_EVENT_IOC_ENABLE);
   clock_.Enable();
 }
 
 void TaskContention::Disable() {
-  for (int fd : {begin_fd_, end_fd_, sample_.fd})
-    if (fd >= 0) ioctl(fd, PERF_EVENT_IOC_DISABLE, 0);
+  IoctlAll({begin_fd_, end_fd_, sample_.fd}, PERF_EVENT_IOC_DISABLE);
   clock_.Disable();
 }
 
@@ -744,13 +742,11 @@ std::string ZoneLockCounter::Open(pid_t pid, std::size_t ring_pages) {
 }
 
 void ZoneLockCounter::Enable() {
-  for (int fd : {alloc_.fd, drain_.fd})
-    if (fd >= 0) ioctl(fd, PERF_EVENT_IOC_ENABLE, 0);
+  IoctlAll({alloc_.fd, drain_.fd}, PERF_EVENT_IOC_ENABLE);
 }
 
 void ZoneLockCounter::Disable() {
-  for (int fd : {alloc_.fd, drain_.fd})
-    if (fd >= 0) ioctl(fd, PERF_EVENT_IOC_DISABLE, 0);
+  IoctlAll({alloc_.fd, drain_.fd}, PERF_EVENT_IOC_DISABLE);
 }
 
 void ZoneLockCounter::Drain(ZoneLockTally& t) {

@@ -1,3 +1,6 @@
+// The thread team: its threads bound to the plan's PUs, the start barrier and
+// where a window is timed (RunWindow), with limits on set-up and windows that
+// never end.
 #include "harness/measure/team.h"
 
 #include <sched.h>
