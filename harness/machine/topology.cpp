@@ -280,6 +280,17 @@ const char* PolicyName(PinPolicy p) {
   return "?";
 }
 
+// "N threads exceed the M usable PUs of the placement (LIST); pass
+// --oversubscribe ...", after `prefix`.
+TopologyError TooManyThreads(const std::string& prefix, int threads,
+                             const std::vector<PuInfo>& order) {
+  return TopologyError(prefix + std::to_string(threads) +
+                       " threads exceed the " + std::to_string(order.size()) +
+                       " usable PUs of the placement (" +
+                       FormatCpuList(OsIndices(order)) +
+                       "); pass --oversubscribe to run more threads than PUs");
+}
+
 std::string UsableList(const Topology& topo) {
   return FormatCpuList(OsIndices(topo.usable_pus()));
 }
@@ -820,10 +831,7 @@ ThreadPlan PlanThreads(const std::vector<PuInfo>& order, int threads,
     throw TopologyError("cannot plan threads on an empty placement order");
   const size_t n = order.size();
   if (static_cast<size_t>(threads) > n && !oversubscribe) {
-    throw TopologyError(std::to_string(threads) + " threads exceed the " +
-                        std::to_string(n) + " usable PUs of the placement (" +
-                        FormatCpuList(OsIndices(order)) +
-                        "); pass --oversubscribe to run more threads than PUs");
+    throw TooManyThreads("", threads, order);
   }
   ThreadPlan plan;
   plan.threads = threads;
@@ -906,11 +914,7 @@ std::vector<int> ParseThreadCounts(const std::string& raw,
           " with --oversubscribe); pass --oversubscribe=force to run them");
     }
     if (c > n && !oversubscribe) {
-      throw TopologyError(
-          "--threads='" + text + "': " + std::to_string(c) +
-          " threads exceed the " + std::to_string(n) +
-          " usable PUs of the placement (" + FormatCpuList(OsIndices(order)) +
-          "); pass --oversubscribe to run more threads than PUs");
+      throw TooManyThreads("--threads='" + text + "': ", c, order);
     }
   }
   std::sort(counts.begin(), counts.end());

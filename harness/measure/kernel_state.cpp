@@ -121,10 +121,7 @@ std::vector<ZonePcp> ParseZonePcp(const std::string& text) {
 }
 
 std::vector<ZonePcp> ReadZonePcp() {
-  std::ifstream in("/proc/zoneinfo");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ParseZonePcp(ss.str());
+  return ParseZonePcp(ReadSmallFile("/proc/zoneinfo"));
 }
 
 const ZonePcp* MainZone(const std::vector<ZonePcp>& zones) {
