@@ -1,3 +1,5 @@
+// Where helper threads go: the free PU nearest the measured threads they
+// serve (PlaceHelpersNear), and the columns a row records of them.
 #include "harness/machine/helpers.h"
 
 #include <algorithm>
@@ -35,67 +37,120 @@ std::string NodeList(const std::vector<int>& nodes) {
   return s;
 }
 
-}  // namespace
+// A helper on `pu`, its place columns filled.
+HelperPlace PlaceOn(const PuInfo& pu) {
+  HelperPlace h;
+  h.pu = pu.os_index;
+  h.core = pu.core;
+  h.numa = pu.numa;
+  h.l3 = pu.l3;
+  h.cpukind = pu.cpukind;
+  h.package = pu.package;
+  return h;
+}
 
-std::vector<HelperPlace> PlaceHelpersNear(const std::vector<PuInfo>& usable,
-                                          const ThreadPlan& plan, int count,
-                                          const HelperRule& rule) {
-  IndexSet measured_pus, measured_cores;
-  // The measured threads' NUMA nodes, in plan order (issue 27: the first
-  // thread's node alone gave a 16-thread point on an 8-node machine no helper
-  // although ~200 PUs of its other nodes were free).
-  std::vector<int> nodes;
-  std::map<int, std::set<int>> node_l3s;  // measured node -> its threads' L3s
-  std::map<int, int> node_kind;           // measured node -> fastest kind
-  IndexSet measured_packages;
-  std::map<int, int> load;  // measured PU -> threads on it
-  for (const PuInfo& pu : plan.pus) {
-    measured_pus.insert(pu.os_index);
-    ++load[pu.os_index];
-    if (pu.core >= 0) measured_cores.insert(pu.core);
-    if (pu.package >= 0) measured_packages.insert(pu.package);
-    if (std::find(nodes.begin(), nodes.end(), pu.numa) == nodes.end())
-      nodes.push_back(pu.numa);
-    if (pu.l3 >= 0) node_l3s[pu.numa].insert(pu.l3);
-    auto [it, fresh] = node_kind.emplace(pu.numa, pu.cpukind);
-    if (!fresh) it->second = std::max(it->second, pu.cpukind);
-  }
-  std::vector<int> known_nodes;
-  IndexSet known_node_set;
-  for (int n : nodes)
-    if (n >= 0) {
-      known_nodes.push_back(n);
-      known_node_set.insert(n);
+// The steps of PlaceHelpersNear: what the measured threads occupy, then the
+// helpers placed one by one on the best free PU.
+class HelperPlacer {
+ public:
+  HelperPlacer(const ThreadPlan& plan, const HelperRule& rule) : rule_(rule) {
+    for (const PuInfo& pu : plan.pus) {
+      measured_pus_.insert(pu.os_index);
+      ++load_[pu.os_index];
+      if (pu.core >= 0) measured_cores_.insert(pu.core);
+      if (pu.package >= 0) measured_packages_.insert(pu.package);
+      if (std::find(nodes_.begin(), nodes_.end(), pu.numa) == nodes_.end())
+        nodes_.push_back(pu.numa);
+      if (pu.l3 >= 0) node_l3s_[pu.numa].insert(pu.l3);
+      auto [it, fresh] = node_kind_.emplace(pu.numa, pu.cpukind);
+      if (!fresh) it->second = std::max(it->second, pu.cpukind);
     }
+    for (int n : nodes_)
+      if (n >= 0) {
+        known_nodes_.push_back(n);
+        known_node_set_.insert(n);
+      }
+  }
+
+  // Pass 0 free cores, then (when the rule allows) pass 1 idle SMT siblings
+  // of measured threads, until `count` helpers are placed. Helper i serves
+  // the i-th measured node, round-robin.
+  void PlaceOnFreePus(const std::vector<PuInfo>& usable, int count) {
+    for (int pass = 0; pass < (rule_.allow_smt_sibling ? 2 : 1); ++pass) {
+      while (static_cast<int>(out.size()) < count) {
+        const int i = static_cast<int>(out.size());
+        const int own = nodes_.empty()
+                            ? -1
+                            : nodes_[static_cast<size_t>(i) % nodes_.size()];
+        const PuInfo* pu = Pick(usable, pass, own);
+        if (pu == nullptr) break;
+        out.push_back(Describe(*pu, own, pass));
+        if (pu->core >= 0) taken_cores_.insert(pu->core);
+        taken_pus_.insert(pu->os_index);
+      }
+    }
+  }
+
+  // Allowed by the caller (--oversubscribe, or a helper outside the timed
+  // windows): share the least-loaded measured PU, the last in plan order
+  // among equals (SCHED_IDLE is the caller's business).
+  void ShareMeasuredPus(const ThreadPlan& plan, int count) {
+    while (rule_.allow_shared_pu && static_cast<int>(out.size()) < count &&
+           !plan.pus.empty()) {
+      const PuInfo* least = nullptr;
+      int least_load = INT_MAX;
+      for (const PuInfo& pu : plan.pus) {
+        const int l = load_[pu.os_index];
+        if (l <= least_load) {
+          least = &pu;
+          least_load = l;
+        }
+      }
+      ++load_[least->os_index];
+      HelperPlace h = PlaceOn(*least);
+      h.shares_measured_pu = true;
+      h.reason = "shares measured PU " + std::to_string(least->os_index) +
+                 " (no free PU; allowed by the caller)";
+      h.why = h.reason;
+      out.push_back(h);
+    }
+  }
+
+  std::vector<HelperPlace> out;
+
+ private:
   // Distance from measured node `from` to node `to`: the topology's matrix,
   // else 0 same node, 1 a measured package, 2 any other (unknown: 2).
-  const auto distance = [&](int from, const PuInfo& to) -> int {
+  int Distance(int from, const PuInfo& to) const {
     if (from >= 0 && to.numa == from) return 0;
-    if (rule.topo != nullptr && from >= 0 && to.numa >= 0) {
-      const int d = rule.topo->NumaDistance(from, to.numa);
+    if (rule_.topo != nullptr && from >= 0 && to.numa >= 0) {
+      const int d = rule_.topo->NumaDistance(from, to.numa);
       if (d >= 0) return d;
     }
-    return to.package >= 0 && measured_packages.count(to.package) ? 1 : 2;
-  };
-  IndexSet taken_cores, taken_pus;
-  std::vector<HelperPlace> out;
+    return to.package >= 0 && measured_packages_.count(to.package) ? 1 : 2;
+  }
+
+  int KindOf(int node) {
+    return node_kind_.count(node) ? node_kind_[node] : -1;
+  }
+
   // Best PU for a helper serving measured node `node` in `pass`: 0 a free
   // core, 1 an idle sibling of a measured thread. Lexicographic preference:
   // the served threads' L3, their node, any measured node, a kind no slower,
   // NUMA distance, the closest kind, logical order.
-  const auto pick = [&](int pass, int node) -> const PuInfo* {
-    const std::set<int>& l3s = node_l3s[node];
-    const int kind = node_kind.count(node) ? node_kind[node] : -1;
+  const PuInfo* Pick(const std::vector<PuInfo>& usable, int pass, int node) {
+    const std::set<int>& l3s = node_l3s_[node];
+    const int kind = KindOf(node);
     const PuInfo* best = nullptr;
     std::tuple<int, int, int, int, int> best_key{};
     for (const PuInfo& pu : usable) {
-      if (measured_pus.count(pu.os_index) || taken_pus.count(pu.os_index))
+      if (measured_pus_.count(pu.os_index) || taken_pus_.count(pu.os_index))
         continue;
       const bool on_measured_core =
-          pu.core >= 0 && measured_cores.count(pu.core);
+          pu.core >= 0 && measured_cores_.count(pu.core);
       if (on_measured_core != (pass == 1)) continue;
-      if (pu.core >= 0 && taken_cores.count(pu.core)) continue;
-      const bool measured_node = known_node_set.count(pu.numa) != 0;
+      if (pu.core >= 0 && taken_cores_.count(pu.core)) continue;
+      const bool measured_node = known_node_set_.count(pu.numa) != 0;
       const int node_rank = node >= 0 && pu.numa == node ? 0
                             : measured_node              ? 1
                                                          : 2;
@@ -104,28 +159,24 @@ std::vector<HelperPlace> PlaceHelpersNear(const std::vector<PuInfo>& usable,
           kind >= 0 && pu.cpukind >= 0 ? std::abs(pu.cpukind - kind) : 0;
       const auto key =
           std::make_tuple(pu.l3 >= 0 && l3s.count(pu.l3) ? 0 : 1, node_rank,
-                          slower ? 1 : 0, distance(node, pu), kind_gap);
+                          slower ? 1 : 0, Distance(node, pu), kind_gap);
       if (best == nullptr || key < best_key) {  // ties: logical order
         best = &pu;
         best_key = key;
       }
     }
     return best;
-  };
-  const auto describe = [&](const PuInfo& pu, int node, int pass) {
-    HelperPlace h;
-    h.pu = pu.os_index;
-    h.core = pu.core;
-    h.numa = pu.numa;
-    h.l3 = pu.l3;
-    h.cpukind = pu.cpukind;
-    h.package = pu.package;
+  }
+
+  // The helper on `pu` serving `node`, with why it sits there.
+  HelperPlace Describe(const PuInfo& pu, int node, int pass) {
+    HelperPlace h = PlaceOn(pu);
     h.smt_sibling_of_measured = pass == 1;
-    const bool same_l3 = pu.l3 >= 0 && node_l3s[node].count(pu.l3);
+    const bool same_l3 = pu.l3 >= 0 && node_l3s_[node].count(pu.l3);
     const bool measured_node =
-        pu.numa < 0 || std::find(known_nodes.begin(), known_nodes.end(),
-                                 pu.numa) != known_nodes.end();
-    const int kind = node_kind.count(node) ? node_kind[node] : -1;
+        pu.numa < 0 || std::find(known_nodes_.begin(), known_nodes_.end(),
+                                 pu.numa) != known_nodes_.end();
+    const int kind = KindOf(node);
     std::string where =
         same_l3 ? "in the measured threads' L3 " + std::to_string(pu.l3)
                 : "outside the measured threads' L3";
@@ -139,63 +190,46 @@ std::vector<HelperPlace> PlaceHelpersNear(const std::vector<PuInfo>& usable,
     if (pass == 0 && measured_node) {
       h.why = "free core " + where;
     } else if (pass == 0) {
-      const int d = distance(node, pu);
+      const int d = Distance(node, pu);
       h.why =
           "free core " + where + ", nearest node to the measured ones (" +
-          (rule.topo != nullptr && rule.topo->NumaDistance(node, pu.numa) >= 0
+          (rule_.topo != nullptr && rule_.topo->NumaDistance(node, pu.numa) >= 0
                ? "NUMA distance " + std::to_string(d)
                : std::string(d == 1 ? "same package" : "other package")) +
           ")";
       h.reason = "free core on node " + std::to_string(pu.numa) +
-                 ": the measured threads fill node(s) " + NodeList(known_nodes);
+                 ": the measured threads fill node(s) " +
+                 NodeList(known_nodes_);
     } else {
       h.why = "idle SMT sibling of a measured thread " + where +
               ": no free core on any node";
       h.reason = "idle SMT sibling of a measured thread (no free core)";
     }
     return h;
-  };
-  for (int pass = 0; pass < (rule.allow_smt_sibling ? 2 : 1); ++pass) {
-    while (static_cast<int>(out.size()) < count) {
-      const int i = static_cast<int>(out.size());
-      const int own =
-          nodes.empty() ? -1 : nodes[static_cast<size_t>(i) % nodes.size()];
-      const PuInfo* pu = pick(pass, own);
-      if (pu == nullptr) break;
-      out.push_back(describe(*pu, own, pass));
-      if (pu->core >= 0) taken_cores.insert(pu->core);
-      taken_pus.insert(pu->os_index);
-    }
   }
-  // Allowed by the caller (--oversubscribe, or a helper outside the timed
-  // windows): share the least-loaded measured PU, the last in plan order among
-  // equals (SCHED_IDLE is the caller's business).
-  while (rule.allow_shared_pu && static_cast<int>(out.size()) < count &&
-         !plan.pus.empty()) {
-    const PuInfo* least = nullptr;
-    int least_load = INT_MAX;
-    for (const PuInfo& pu : plan.pus) {
-      const int l = load[pu.os_index];
-      if (l <= least_load) {
-        least = &pu;
-        least_load = l;
-      }
-    }
-    ++load[least->os_index];
-    HelperPlace h;
-    h.pu = least->os_index;
-    h.core = least->core;
-    h.numa = least->numa;
-    h.l3 = least->l3;
-    h.cpukind = least->cpukind;
-    h.package = least->package;
-    h.shares_measured_pu = true;
-    h.reason = "shares measured PU " + std::to_string(least->os_index) +
-               " (no free PU; allowed by the caller)";
-    h.why = h.reason;
-    out.push_back(h);
-  }
-  return out;
+
+  const HelperRule& rule_;
+  IndexSet measured_pus_, measured_cores_, measured_packages_;
+  // The measured threads' NUMA nodes, in plan order (issue 27: the first
+  // thread's node alone gave a 16-thread point on an 8-node machine no helper
+  // although ~200 PUs of its other nodes were free).
+  std::vector<int> nodes_, known_nodes_;
+  IndexSet known_node_set_;
+  std::map<int, std::set<int>> node_l3s_;  // measured node -> its threads' L3s
+  std::map<int, int> node_kind_;           // measured node -> fastest kind
+  std::map<int, int> load_;                // measured PU -> threads on it
+  IndexSet taken_cores_, taken_pus_;
+};
+
+}  // namespace
+
+std::vector<HelperPlace> PlaceHelpersNear(const std::vector<PuInfo>& usable,
+                                          const ThreadPlan& plan, int count,
+                                          const HelperRule& rule) {
+  HelperPlacer placer(plan, rule);
+  placer.PlaceOnFreePus(usable, count);
+  placer.ShareMeasuredPus(plan, count);
+  return placer.out;
 }
 
 std::vector<HelperPlace> PlaceHelpers(const std::vector<PuInfo>& usable,

@@ -1,3 +1,6 @@
+// Settings lockline changes (sysctls, sysfs knobs, a tracefs mount), put back
+// on every exit: registered before the write, recorded in a state file a
+// later run acts on when this one is killed outright.
 #include "harness/machine/restore.h"
 
 #include <fcntl.h>
@@ -38,18 +41,6 @@ std::mutex g_register_mu;  // RegisterRestore callers among themselves only
 // descriptor is published only once locked, the path before the first write.
 std::atomic<int> g_lock_fd{-1};
 char g_state_path[4096];
-
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-std::string Trimmed(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
-  return s;
-}
 
 // The state file's text: "pid N" then "path P" / "value V" per entry.
 std::string StateText() {
@@ -96,7 +87,7 @@ int OpenLock(const std::string& dir) {
 }
 
 std::string HolderPid(const std::string& dir) {
-  std::istringstream in(ReadAll(dir + "/restore.state"));
+  std::istringstream in(ReadSmallFile(dir + "/restore.state"));
   std::string word, pid;
   if (in >> word >> pid && word == "pid") return pid;
   return "";
@@ -334,13 +325,13 @@ std::vector<std::string> RecoverPreviousRun() {
         path.clear();
         continue;
       }
-      const std::string now = Trimmed(ReadAll(path));
+      const std::string now = ReadSmallFile(path);
       if (now == old) {
         path.clear();
         continue;
       }
       const std::string err = WriteSetting(path, old);
-      if (err.empty() && Trimmed(ReadAll(path)) == old) {
+      if (err.empty() && ReadSmallFile(path) == old) {
         warnings.push_back(head + ": it was " + now + ", restored to " + old);
       } else {
         const bool permission =

@@ -267,24 +267,28 @@ int InitialRun(const std::vector<PuInfo>& order, int PuInfo::*field) {
   return static_cast<int>(n);
 }
 
+// The --pin policies by name (kList has no name of its own: "list").
+constexpr std::pair<const char*, PinPolicy> kPolicyNames[] = {
+    {"cores", PinPolicy::kCores},     {"compact", PinPolicy::kCompact},
+    {"scatter", PinPolicy::kScatter}, {"none", PinPolicy::kNone},
+    {"list", PinPolicy::kList},       {"per-l3", PinPolicy::kPerL3},
+    {"per-numa", PinPolicy::kPerNuma}};
+
 const char* PolicyName(PinPolicy p) {
-  switch (p) {
-    case PinPolicy::kCores:
-      return "cores";
-    case PinPolicy::kCompact:
-      return "compact";
-    case PinPolicy::kScatter:
-      return "scatter";
-    case PinPolicy::kNone:
-      return "none";
-    case PinPolicy::kList:
-      return "list";
-    case PinPolicy::kPerL3:
-      return "per-l3";
-    case PinPolicy::kPerNuma:
-      return "per-numa";
-  }
+  for (const auto& [name, policy] : kPolicyNames)
+    if (policy == p) return name;
   return "?";
+}
+
+// "N threads exceed the M usable PUs of the placement (LIST); pass
+// --oversubscribe ...", after `prefix`.
+TopologyError TooManyThreads(const std::string& prefix, int threads,
+                             const std::vector<PuInfo>& order) {
+  return TopologyError(prefix + std::to_string(threads) +
+                       " threads exceed the " + std::to_string(order.size()) +
+                       " usable PUs of the placement (" +
+                       FormatCpuList(OsIndices(order)) +
+                       "); pass --oversubscribe to run more threads than PUs");
 }
 
 std::string UsableList(const Topology& topo) {
@@ -326,6 +330,310 @@ std::string FormatCpuList(std::vector<int> cpus) {
   return out;
 }
 
+namespace {
+
+// "host" discovery reads something other than this machine when one of these
+// variables is set (a /sys dump, an XML, a description): binding through such
+// a topology must be refused. Returns the source's name for messages; sets
+// HWLOC_TOPOLOGY_FLAG_IS_THISSYSTEM in *flags only when nothing redirects it.
+std::string HostSource(unsigned long* flags) {
+  std::string source = "host";
+  const char* fsroot = std::getenv("HWLOC_FSROOT");
+  bool redirected =
+      fsroot != nullptr && *fsroot != '\0' && std::string(fsroot) != "/";
+  if (redirected) source = std::string("host (HWLOC_FSROOT=") + fsroot + ")";
+  for (const char* var :
+       {"HWLOC_XMLFILE", "HWLOC_SYNTHETIC", "HWLOC_CPUID_PATH"}) {
+    const char* v = std::getenv(var);
+    if (v != nullptr && *v != '\0') {
+      redirected = true;
+      source += std::string(" (") + var + "=" + v + ")";
+    }
+  }
+  if (!redirected) *flags |= HWLOC_TOPOLOGY_FLAG_IS_THISSYSTEM;
+  return source;
+}
+
+// Hands hwloc a synthetic description, refusing giant ones before hwloc
+// allocates them. Returns "synthetic:DESCRIPTION".
+std::string SetSynthetic(hwloc_topology_t topo, const std::string& desc) {
+  double total = 1;
+  std::istringstream levels(desc);
+  std::string level;
+  while (levels >> level) {
+    const size_t colon = level.find(':');
+    if (colon == std::string::npos) continue;
+    const double n = std::strtod(level.c_str() + colon + 1, nullptr);
+    if (n > 0) total *= n;
+  }
+  if (total > kMaxTopologyPus) {
+    throw TopologyError(
+        "synthetic topology '" + desc + "' has " +
+        std::to_string(static_cast<long long>(std::min(total, 1e18))) +
+        " PUs; accepted: up to " + std::to_string(kMaxTopologyPus) + " PUs");
+  }
+  if (desc.empty() || hwloc_topology_set_synthetic(topo, desc.c_str()) != 0) {
+    throw TopologyError("bad synthetic topology '" + desc +
+                        "': hwloc_topology_set_synthetic rejected it; "
+                        "accepted: hwloc synthetic "
+                        "syntax, levels TYPE:COUNT from the top, e.g. "
+                        "synthetic:\"pack:4 numa:2 core:16 pu:2\"");
+  }
+  return "synthetic:" + desc;
+}
+
+// Hands hwloc an XML file, checked first (CheckXmlFile). Returns the path.
+std::string SetXml(hwloc_topology_t topo, const std::string& path) {
+  if (path.empty()) {
+    throw TopologyError(
+        "topology spec is empty; accepted: host, synthetic:DESCRIPTION, or "
+        "an hwloc XML path");
+  }
+  CheckXmlFile(path);
+  if (hwloc_topology_set_xml(topo, path.c_str()) != 0) {
+    throw TopologyError(
+        "topology '" + path +
+        "': hwloc " HWLOC_VERSION
+        " cannot parse it as hwloc XML (hwloc_topology_set_xml: " +
+        std::strerror(errno) +
+        "); accepted: an XML written by hwloc 1.x/2.x "
+        "`lstopo --of xml`");
+  }
+  return path;
+}
+
+// Sets the flags, loads, and refuses a topology of more than kMaxTopologyPus
+// PUs. Returns the PUs of its complete cpuset.
+//
+// Without HWLOC_TOPOLOGY_FLAG_INCLUDE_DISALLOWED hwloc drops PUs outside the
+// process's cpuset (host, HWLOC_FSROOT dumps) and keeps an XML's
+// allowed_cpuset, so the topology's PUs intersected with
+// hwloc_topology_get_allowed_cpuset() are exactly the usable ones. hwloc 2
+// never lists offline PUs as PU objects.
+int LoadChecked(hwloc_topology_t topo, unsigned long flags,
+                const std::string& source) {
+  if (hwloc_topology_set_flags(topo, flags) != 0) {
+    throw TopologyError(std::string("hwloc_topology_set_flags failed: ") +
+                        std::strerror(errno));
+  }
+  if (hwloc_topology_load(topo) != 0) {
+    throw TopologyError("topology '" + source +
+                        "': hwloc_topology_load failed (" +
+                        std::strerror(errno) + ")");
+  }
+  const int complete_pus =
+      hwloc_bitmap_weight(hwloc_topology_get_complete_cpuset(topo));
+  if (complete_pus > kMaxTopologyPus ||
+      hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_PU) > kMaxTopologyPus) {
+    throw TopologyError(
+        "topology '" + source + "' has " + std::to_string(complete_pus) +
+        " PUs; accepted: up to " + std::to_string(kMaxTopologyPus) + " PUs");
+  }
+  return complete_pus;
+}
+
+// The affinity mask this process started with (taskset, numactl, a container
+// runtime's cpuset) into *affinity; false when unreadable. hwloc's allowed
+// cpuset is the cgroup's, and sched_setaffinity may widen a thread's mask to
+// anything the cgroup allows, so a PU outside it would bind (and read back)
+// fine yet break the user's restriction.
+bool StartAffinity(Bitmap* affinity) {
+  bool have = false;
+  for (size_t ncpus = 1024; ncpus <= (1u << 20) && !have; ncpus *= 2) {
+    cpu_set_t* set = CPU_ALLOC(ncpus);
+    if (set == nullptr) break;
+    const size_t bytes = CPU_ALLOC_SIZE(ncpus);
+    if (sched_getaffinity(0, bytes, set) == 0) {
+      have = true;
+      for (size_t c = 0; c < ncpus; ++c)
+        if (CPU_ISSET_S(c, bytes, set))
+          hwloc_bitmap_set(affinity->b, static_cast<unsigned>(c));
+    }
+    CPU_FREE(set);
+    if (!have && errno != EINVAL) break;
+  }
+  return have;
+}
+
+// Online PUs: sysfs on the host (hwloc drops disallowed PUs from its own
+// sets), the topology cpuset otherwise.
+void OnlinePus(bool is_host, hwloc_const_cpuset_t present, Bitmap* online) {
+  hwloc_bitmap_copy(online->b, present);
+  if (!is_host) return;
+  std::ifstream in("/sys/devices/system/cpu/online");
+  std::string text;
+  if (in && std::getline(in, text) &&
+      hwloc_bitmap_list_sscanf(online->b, Trim(text).c_str()) != 0) {
+    hwloc_bitmap_copy(online->b, present);
+  }
+}
+
+// cpukind indices are ordered by efficiency only when hwloc knows every
+// kind's efficiency (from CoreType/frequency or the OS); otherwise the index
+// says nothing about performance and PUs report -1, so placement does not
+// prefer an arbitrary kind.
+bool KindsRanked(hwloc_topology_t topo) {
+  const int nr_kinds = hwloc_cpukinds_get_nr(topo, 0);
+  bool ranked = nr_kinds >= 1;
+  for (int k = 0; nr_kinds > 1 && k < nr_kinds; ++k) {
+    int efficiency = -1;
+    if (hwloc_cpukinds_get_info(topo, static_cast<unsigned>(k), nullptr,
+                                &efficiency, nullptr, nullptr, 0) != 0 ||
+        efficiency < 0) {
+      ranked = false;
+    }
+  }
+  return ranked;
+}
+
+// One usable PU and the objects containing it. `usable_in_core` counts the
+// usable PUs seen so far per core logical index.
+PuInfo DescribePu(hwloc_topology_t topo, hwloc_obj_t pu, bool kinds_ranked,
+                  std::unordered_map<int, int>& usable_in_core) {
+  const auto ancestor = [&](hwloc_obj_type_t type) {
+    return LogicalOrMinus1(hwloc_get_ancestor_obj_by_type(topo, type, pu));
+  };
+  PuInfo info;
+  info.os_index = static_cast<int>(pu->os_index);
+  info.logical_index = static_cast<int>(pu->logical_index);
+  info.core = ancestor(HWLOC_OBJ_CORE);
+  // Rank among the core's usable PUs, so a core whose first hardware thread
+  // is disallowed still gets a rank-0 thread in the `cores` order.
+  if (info.core >= 0) info.smt_rank = usable_in_core[info.core]++;
+  info.l2 = ancestor(HWLOC_OBJ_L2CACHE);
+  info.l3 = ancestor(HWLOC_OBJ_L3CACHE);
+  info.package = ancestor(HWLOC_OBJ_PACKAGE);
+  // NUMA nodes are memory children, not ancestors: the PU's nodeset lists the
+  // nodes in its locality; take the lowest OS index (a PU with no allowed
+  // local node gets -1).
+  int node_os = hwloc_bitmap_first(pu->nodeset);
+  if (node_os >= 0) {
+    info.numa = LogicalOrMinus1(hwloc_get_numanode_obj_by_os_index(
+        topo, static_cast<unsigned>(node_os)));
+  }
+  info.cpukind =
+      kinds_ranked ? hwloc_cpukinds_get_by_cpuset(topo, pu->cpuset, 0) : -1;
+  if (info.cpukind < 0) info.cpukind = -1;
+  return info;
+}
+
+// The usable PUs in hwloc logical order: allowed, present and (when known)
+// in the start affinity mask. Throws when there is none.
+std::vector<PuInfo> UsablePus(hwloc_topology_t topo,
+                              hwloc_const_cpuset_t allowed,
+                              hwloc_const_cpuset_t present,
+                              const Bitmap* affinity, bool kinds_ranked,
+                              const std::string& source) {
+  std::vector<PuInfo> out;
+  std::unordered_map<int, int> usable_in_core;
+  for (hwloc_obj_t pu = hwloc_get_next_obj_by_type(topo, HWLOC_OBJ_PU, nullptr);
+       pu != nullptr; pu = hwloc_get_next_obj_by_type(topo, HWLOC_OBJ_PU, pu)) {
+    if (hwloc_bitmap_isset(allowed, pu->os_index) &&
+        hwloc_bitmap_isset(present, pu->os_index) &&
+        (affinity == nullptr || hwloc_bitmap_isset(affinity->b, pu->os_index)))
+      out.push_back(DescribePu(topo, pu, kinds_ranked, usable_in_core));
+  }
+  if (out.empty()) {
+    throw TopologyError("topology '" + source +
+                        "' has no usable PU (the allowed cpuset, the online "
+                        "PUs and the affinity mask do not intersect)");
+  }
+  return out;
+}
+
+// Which restriction removed PUs from the complete set, in the order they
+// apply (TopologySummary::restricted_by).
+std::vector<std::string> RestrictedBy(const TopologySummary& s, bool is_host,
+                                      const Bitmap& online,
+                                      hwloc_const_cpuset_t present,
+                                      hwloc_const_cpuset_t allowed,
+                                      const Bitmap* affinity) {
+  std::vector<std::string> out;
+  Bitmap set;
+  hwloc_bitmap_and(set.b, online.b, present);
+  if (is_host) {
+    if (s.online_pus < s.complete_pus) out.push_back("online");
+    // hwloc drops disallowed PUs from its topology cpuset on the host.
+    if (!hwloc_bitmap_isincluded(set.b, allowed) ||
+        hwloc_bitmap_weight(present) < s.online_pus)
+      out.push_back("allowed cpuset");
+  } else {
+    // A file records PUs missing from its cpuset but not whether they were
+    // offline or outside the cpuset of the machine it was taken on.
+    if (hwloc_bitmap_weight(present) < s.complete_pus)
+      out.push_back("offline or allowed cpuset");
+    if (!hwloc_bitmap_isincluded(present, allowed))
+      out.push_back("allowed cpuset");
+  }
+  hwloc_bitmap_and(set.b, set.b, allowed);
+  if (affinity != nullptr && !hwloc_bitmap_isincluded(set.b, affinity->b))
+    out.push_back("affinity mask");
+  return out;
+}
+
+// The counts of the levels that matter for placement.
+void CountLevels(hwloc_topology_t topo, TopologySummary* s) {
+  auto count = [&](hwloc_obj_type_t type) {
+    int n = hwloc_get_nbobjs_by_type(topo, type);
+    return n < 0 ? 0 : n;
+  };
+  s->packages = count(HWLOC_OBJ_PACKAGE);
+  s->numa_nodes = count(HWLOC_OBJ_NUMANODE);
+  s->l3s = count(HWLOC_OBJ_L3CACHE);
+  s->cores = count(HWLOC_OBJ_CORE);
+  // A description without a core level (synthetic "pack:1 pu:4"): every PU
+  // is its own core, as the plans count them (issue 27 item 15: the header
+  // said "0 cores" where the rows said 1-2).
+  if (s->cores == 0) s->cores = count(HWLOC_OBJ_PU);
+  s->pus = count(HWLOC_OBJ_PU);
+}
+
+// NUMA latencies (nearest node for helpers): the first latency matrix over
+// NUMA nodes hwloc has (the OS's SLIT, or an XML's), by logical index,
+// row-major over `nodes` nodes; empty when hwloc has none.
+std::vector<int> NumaLatencies(hwloc_topology_t topo, int nodes) {
+  unsigned nr = 1;
+  hwloc_distances_s* dist[1] = {nullptr};
+  if (hwloc_distances_get_by_type(topo, HWLOC_OBJ_NUMANODE, &nr, dist,
+                                  HWLOC_DISTANCES_KIND_MEANS_LATENCY, 0) != 0 ||
+      nr < 1 || dist[0] == nullptr)
+    return {};
+  std::vector<int> out(static_cast<size_t>(nodes) * nodes, -1);
+  const unsigned n = dist[0]->nbobjs;
+  for (unsigned i = 0; i < n; ++i)
+    for (unsigned j = 0; j < n; ++j) {
+      const hwloc_obj_t a = dist[0]->objs[i], b = dist[0]->objs[j];
+      if (a == nullptr || b == nullptr ||
+          static_cast<int>(a->logical_index) >= nodes ||
+          static_cast<int>(b->logical_index) >= nodes)
+        continue;
+      out[a->logical_index * static_cast<size_t>(nodes) + b->logical_index] =
+          static_cast<int>(
+              std::min<hwloc_uint64_t>(dist[0]->values[i * n + j], 1u << 30));
+    }
+  hwloc_distances_release(topo, dist[0]);
+  return out;
+}
+
+// Coherence granularity: the L1 data cache's line size, else L2's (hwloc
+// leaves linesize 0 when the OS does not report it; synthetic topologies
+// report 64).
+void CacheLine(hwloc_topology_t topo, TopologySummary* s) {
+  s->cache_line_bytes = 64;
+  s->cache_line_known = false;
+  for (hwloc_obj_type_t type :
+       {HWLOC_OBJ_L1CACHE, HWLOC_OBJ_L2CACHE, HWLOC_OBJ_L3CACHE}) {
+    hwloc_obj_t c = hwloc_get_obj_by_type(topo, type, 0);
+    if (c != nullptr && c->attr != nullptr && c->attr->cache.linesize > 0) {
+      s->cache_line_bytes = static_cast<int>(c->attr->cache.linesize);
+      s->cache_line_known = true;
+      return;
+    }
+  }
+}
+
+}  // namespace
+
 std::unique_ptr<Topology> Topology::Load(const std::string& raw_spec) {
   const std::string spec = Trim(raw_spec);
   std::unique_ptr<Topology> t(new Topology());
@@ -334,284 +642,44 @@ std::unique_ptr<Topology> Topology::Load(const std::string& raw_spec) {
     throw TopologyError(std::string("hwloc_topology_init failed: ") +
                         std::strerror(errno));
   }
-  // Without HWLOC_TOPOLOGY_FLAG_INCLUDE_DISALLOWED hwloc drops PUs outside the
-  // process's cpuset (host, HWLOC_FSROOT dumps) and keeps an XML's
-  // allowed_cpuset, so the topology's PUs intersected with
-  // hwloc_topology_get_allowed_cpuset() are exactly the usable ones. hwloc 2
-  // never lists offline PUs as PU objects.
   unsigned long flags = 0;
-  std::string source = spec;
-  const std::string synthetic_prefix = "synthetic:";
-  if (spec == "host") {
-    // These variables make "host" discovery read something other than this
-    // machine (a /sys dump, an XML, a description): binding through such a
-    // topology must be refused.
-    const char* fsroot = std::getenv("HWLOC_FSROOT");
-    bool redirected =
-        fsroot != nullptr && *fsroot != '\0' && std::string(fsroot) != "/";
-    if (redirected) source = std::string("host (HWLOC_FSROOT=") + fsroot + ")";
-    for (const char* var :
-         {"HWLOC_XMLFILE", "HWLOC_SYNTHETIC", "HWLOC_CPUID_PATH"}) {
-      const char* v = std::getenv(var);
-      if (v != nullptr && *v != '\0') {
-        redirected = true;
-        source += std::string(" (") + var + "=" + v + ")";
-      }
-    }
-    if (!redirected) flags |= HWLOC_TOPOLOGY_FLAG_IS_THISSYSTEM;
-  } else if (spec.compare(0, synthetic_prefix.size(), synthetic_prefix) == 0) {
-    const std::string desc = StripQuotes(spec.substr(synthetic_prefix.size()));
-    source = synthetic_prefix + desc;
-    // Refuse giant descriptions before hwloc allocates them.
-    double total = 1;
-    {
-      std::istringstream levels(desc);
-      std::string level;
-      while (levels >> level) {
-        const size_t colon = level.find(':');
-        if (colon == std::string::npos) continue;
-        const double n = std::strtod(level.c_str() + colon + 1, nullptr);
-        if (n > 0) total *= n;
-      }
-    }
-    if (total > kMaxTopologyPus) {
-      throw TopologyError(
-          "synthetic topology '" + desc + "' has " +
-          std::to_string(static_cast<long long>(std::min(total, 1e18))) +
-          " PUs; accepted: up to " + std::to_string(kMaxTopologyPus) + " PUs");
-    }
-    if (desc.empty() ||
-        hwloc_topology_set_synthetic(t->topo_, desc.c_str()) != 0) {
-      throw TopologyError("bad synthetic topology '" + desc +
-                          "': hwloc_topology_set_synthetic rejected it; "
-                          "accepted: hwloc synthetic "
-                          "syntax, levels TYPE:COUNT from the top, e.g. "
-                          "synthetic:\"pack:4 numa:2 core:16 pu:2\"");
-    }
-  } else {
-    if (spec.empty()) {
-      throw TopologyError(
-          "topology spec is empty; accepted: host, synthetic:DESCRIPTION, or "
-          "an hwloc XML path");
-    }
-    CheckXmlFile(spec);
-    if (hwloc_topology_set_xml(t->topo_, spec.c_str()) != 0) {
-      throw TopologyError(
-          "topology '" + spec +
-          "': hwloc " HWLOC_VERSION
-          " cannot parse it as hwloc XML (hwloc_topology_set_xml: " +
-          std::strerror(errno) +
-          "); accepted: an XML written by hwloc 1.x/2.x "
-          "`lstopo --of xml`");
-    }
-  }
-  if (hwloc_topology_set_flags(t->topo_, flags) != 0) {
-    throw TopologyError(std::string("hwloc_topology_set_flags failed: ") +
-                        std::strerror(errno));
-  }
-  if (hwloc_topology_load(t->topo_) != 0) {
-    throw TopologyError("topology '" + source +
-                        "': hwloc_topology_load failed (" +
-                        std::strerror(errno) + ")");
-  }
+  const std::string synthetic = "synthetic:";
+  const std::string source =
+      spec == "host" ? HostSource(&flags)
+      : spec.compare(0, synthetic.size(), synthetic) == 0
+          ? SetSynthetic(t->topo_, StripQuotes(spec.substr(synthetic.size())))
+          : SetXml(t->topo_, spec);
+  const int complete_pus = LoadChecked(t->topo_, flags, source);
   t->is_host_ = spec == "host" && hwloc_topology_is_thissystem(t->topo_) != 0;
-
-  const int complete_pus =
-      hwloc_bitmap_weight(hwloc_topology_get_complete_cpuset(t->topo_));
-  if (complete_pus > kMaxTopologyPus ||
-      hwloc_get_nbobjs_by_type(t->topo_, HWLOC_OBJ_PU) > kMaxTopologyPus) {
-    throw TopologyError(
-        "topology '" + source + "' has " + std::to_string(complete_pus) +
-        " PUs; accepted: up to " + std::to_string(kMaxTopologyPus) + " PUs");
-  }
-
-  // Usable PUs, in hwloc logical order.
   hwloc_const_cpuset_t allowed = hwloc_topology_get_allowed_cpuset(t->topo_);
   hwloc_const_cpuset_t present = hwloc_topology_get_topology_cpuset(t->topo_);
-  // The affinity mask this process started with (taskset, numactl, a
-  // container runtime's cpuset): hwloc's allowed cpuset is the cgroup's, and
-  // sched_setaffinity may widen a thread's mask to anything the cgroup allows,
-  // so a PU outside it would bind (and read back) fine yet break the user's
-  // restriction.
-  Bitmap affinity;
-  bool have_affinity = false;
-  if (t->is_host_) {
-    for (size_t ncpus = 1024; ncpus <= (1u << 20) && !have_affinity;
-         ncpus *= 2) {
-      cpu_set_t* set = CPU_ALLOC(ncpus);
-      if (set == nullptr) break;
-      const size_t bytes = CPU_ALLOC_SIZE(ncpus);
-      if (sched_getaffinity(0, bytes, set) == 0) {
-        have_affinity = true;
-        for (size_t c = 0; c < ncpus; ++c)
-          if (CPU_ISSET_S(c, bytes, set))
-            hwloc_bitmap_set(affinity.b, static_cast<unsigned>(c));
-      }
-      CPU_FREE(set);
-      if (!have_affinity && errno != EINVAL) break;
-    }
-  }
-  // Online PUs: sysfs on the host (hwloc drops disallowed PUs from its own
-  // sets), the topology cpuset otherwise.
-  Bitmap online;
-  hwloc_bitmap_copy(online.b, present);
-  if (t->is_host_) {
-    std::ifstream in("/sys/devices/system/cpu/online");
-    std::string text;
-    if (in && std::getline(in, text) &&
-        hwloc_bitmap_list_sscanf(online.b, Trim(text).c_str()) != 0) {
-      hwloc_bitmap_copy(online.b, present);
-    }
-  }
-  // cpukind indices are ordered by efficiency only when hwloc knows every
-  // kind's efficiency (from CoreType/frequency or the OS); otherwise the index
-  // says nothing about performance and PUs report -1, so placement does not
-  // prefer an arbitrary kind.
-  const int nr_kinds = hwloc_cpukinds_get_nr(t->topo_, 0);
-  bool kinds_ranked = nr_kinds >= 1;
-  for (int k = 0; nr_kinds > 1 && k < nr_kinds; ++k) {
-    int efficiency = -1;
-    if (hwloc_cpukinds_get_info(t->topo_, static_cast<unsigned>(k), nullptr,
-                                &efficiency, nullptr, nullptr, 0) != 0 ||
-        efficiency < 0) {
-      kinds_ranked = false;
-    }
-  }
-  std::unordered_map<int, int>
-      usable_in_core;  // core logical index -> usable PUs seen so far
-  for (hwloc_obj_t pu =
-           hwloc_get_next_obj_by_type(t->topo_, HWLOC_OBJ_PU, nullptr);
-       pu != nullptr;
-       pu = hwloc_get_next_obj_by_type(t->topo_, HWLOC_OBJ_PU, pu)) {
-    if (!hwloc_bitmap_isset(allowed, pu->os_index) ||
-        !hwloc_bitmap_isset(present, pu->os_index) ||
-        (have_affinity && !hwloc_bitmap_isset(affinity.b, pu->os_index))) {
-      continue;
-    }
-    PuInfo info;
-    info.os_index = static_cast<int>(pu->os_index);
-    info.logical_index = static_cast<int>(pu->logical_index);
-    info.core = LogicalOrMinus1(
-        hwloc_get_ancestor_obj_by_type(t->topo_, HWLOC_OBJ_CORE, pu));
-    // Rank among the core's usable PUs, so a core whose first hardware thread
-    // is disallowed still gets a rank-0 thread in the `cores` order.
-    if (info.core >= 0) info.smt_rank = usable_in_core[info.core]++;
-    info.l2 = LogicalOrMinus1(
-        hwloc_get_ancestor_obj_by_type(t->topo_, HWLOC_OBJ_L2CACHE, pu));
-    info.l3 = LogicalOrMinus1(
-        hwloc_get_ancestor_obj_by_type(t->topo_, HWLOC_OBJ_L3CACHE, pu));
-    info.package = LogicalOrMinus1(
-        hwloc_get_ancestor_obj_by_type(t->topo_, HWLOC_OBJ_PACKAGE, pu));
-    // NUMA nodes are memory children, not ancestors: the PU's nodeset lists the
-    // nodes in its locality; take the lowest OS index (a PU with no allowed
-    // local node gets -1).
-    int node_os = hwloc_bitmap_first(pu->nodeset);
-    if (node_os >= 0) {
-      info.numa = LogicalOrMinus1(hwloc_get_numanode_obj_by_os_index(
-          t->topo_, static_cast<unsigned>(node_os)));
-    }
-    info.cpukind = kinds_ranked
-                       ? hwloc_cpukinds_get_by_cpuset(t->topo_, pu->cpuset, 0)
-                       : -1;
-    if (info.cpukind < 0) info.cpukind = -1;
-    t->pus_.push_back(info);
-  }
-  if (t->pus_.empty()) {
-    throw TopologyError("topology '" + source +
-                        "' has no usable PU (the allowed cpuset, the online "
-                        "PUs and the affinity mask do not intersect)");
-  }
+  Bitmap affinity, online;
+  const bool have_affinity = t->is_host_ && StartAffinity(&affinity);
+  OnlinePus(t->is_host_, present, &online);
+  const bool kinds_ranked = KindsRanked(t->topo_);
+  t->pus_ =
+      UsablePus(t->topo_, allowed, present, have_affinity ? &affinity : nullptr,
+                kinds_ranked, source);
   for (size_t i = 0; i < t->pus_.size(); ++i) {
     t->by_os_index_[t->pus_[i].os_index] = static_cast<int>(i);
   }
 
   TopologySummary& s = t->summary_;
   s.source = source;
-  auto count = [&](hwloc_obj_type_t type) {
-    int n = hwloc_get_nbobjs_by_type(t->topo_, type);
-    return n < 0 ? 0 : n;
-  };
-  s.packages = count(HWLOC_OBJ_PACKAGE);
-  s.numa_nodes = count(HWLOC_OBJ_NUMANODE);
-  s.l3s = count(HWLOC_OBJ_L3CACHE);
-  s.cores = count(HWLOC_OBJ_CORE);
-  // A description without a core level (synthetic "pack:1 pu:4"): every PU
-  // is its own core, as the plans count them (issue 27 item 15: the header
-  // said "0 cores" where the rows said 1-2).
-  if (s.cores == 0) s.cores = count(HWLOC_OBJ_PU);
-  s.pus = count(HWLOC_OBJ_PU);
+  CountLevels(t->topo_, &s);
   s.usable_pus = static_cast<int>(t->pus_.size());
   s.complete_pus = std::max(complete_pus, s.pus);
   s.complete_pus = std::max(s.complete_pus, hwloc_bitmap_weight(online.b));
   s.online_pus = hwloc_bitmap_weight(online.b);
   s.allowed_pus = hwloc_bitmap_weight(allowed);
   s.affinity_pus = have_affinity ? hwloc_bitmap_weight(affinity.b) : -1;
-  {
-    // Which restriction removed PUs, in the order they apply.
-    Bitmap set;
-    hwloc_bitmap_and(set.b, online.b, present);
-    if (t->is_host_) {
-      if (s.online_pus < s.complete_pus) s.restricted_by.push_back("online");
-      // hwloc drops disallowed PUs from its topology cpuset on the host.
-      if (!hwloc_bitmap_isincluded(set.b, allowed) ||
-          hwloc_bitmap_weight(present) < s.online_pus)
-        s.restricted_by.push_back("allowed cpuset");
-    } else {
-      // A file records PUs missing from its cpuset but not whether they were
-      // offline or outside the cpuset of the machine it was taken on.
-      if (hwloc_bitmap_weight(present) < s.complete_pus)
-        s.restricted_by.push_back("offline or allowed cpuset");
-      if (!hwloc_bitmap_isincluded(present, allowed))
-        s.restricted_by.push_back("allowed cpuset");
-    }
-    hwloc_bitmap_and(set.b, set.b, allowed);
-    if (have_affinity && !hwloc_bitmap_isincluded(set.b, affinity.b))
-      s.restricted_by.push_back("affinity mask");
-  }
+  s.restricted_by = RestrictedBy(s, t->is_host_, online, present, allowed,
+                                 have_affinity ? &affinity : nullptr);
   s.cpukinds = std::max(0, hwloc_cpukinds_get_nr(t->topo_, 0));
-  s.cpukinds_ranked = nr_kinds <= 1 || kinds_ranked;
-  // NUMA latencies (nearest node for helpers): the first latency matrix over
-  // NUMA nodes hwloc has (the OS's SLIT, or an XML's), by logical index.
-  {
-    unsigned nr = 1;
-    hwloc_distances_s* dist[1] = {nullptr};
-    if (hwloc_distances_get_by_type(t->topo_, HWLOC_OBJ_NUMANODE, &nr, dist,
-                                    HWLOC_DISTANCES_KIND_MEANS_LATENCY,
-                                    0) == 0 &&
-        nr >= 1 && dist[0] != nullptr) {
-      const unsigned n = dist[0]->nbobjs;
-      const int nodes = s.numa_nodes;
-      t->numa_distance_.assign(static_cast<size_t>(nodes) * nodes, -1);
-      t->numa_distance_n_ = nodes;
-      for (unsigned i = 0; i < n; ++i)
-        for (unsigned j = 0; j < n; ++j) {
-          const hwloc_obj_t a = dist[0]->objs[i], b = dist[0]->objs[j];
-          if (a == nullptr || b == nullptr ||
-              static_cast<int>(a->logical_index) >= nodes ||
-              static_cast<int>(b->logical_index) >= nodes)
-            continue;
-          t->numa_distance_[a->logical_index * static_cast<size_t>(nodes) +
-                            b->logical_index] =
-              static_cast<int>(std::min<hwloc_uint64_t>(
-                  dist[0]->values[i * n + j], 1u << 30));
-        }
-      hwloc_distances_release(t->topo_, dist[0]);
-    }
-  }
-  // Coherence granularity: the L1 data cache's line size, else L2's (hwloc
-  // leaves linesize 0 when the OS does not report it; synthetic topologies
-  // report 64).
-  s.cache_line_bytes = 64;
-  s.cache_line_known = false;
-  for (hwloc_obj_type_t type :
-       {HWLOC_OBJ_L1CACHE, HWLOC_OBJ_L2CACHE, HWLOC_OBJ_L3CACHE}) {
-    hwloc_obj_t c = hwloc_get_obj_by_type(t->topo_, type, 0);
-    if (c != nullptr && c->attr != nullptr && c->attr->cache.linesize > 0) {
-      s.cache_line_bytes = static_cast<int>(c->attr->cache.linesize);
-      s.cache_line_known = true;
-      break;
-    }
-  }
+  s.cpukinds_ranked = s.cpukinds <= 1 || kinds_ranked;
+  t->numa_distance_ = NumaLatencies(t->topo_, s.numa_nodes);
+  if (!t->numa_distance_.empty()) t->numa_distance_n_ = s.numa_nodes;
+  CacheLine(t->topo_, &s);
   return t;
 }
 
@@ -647,18 +715,11 @@ PinSpec ParsePinSpec(const std::string& raw) {
   PinSpec pin;
   pin.text = Trim(raw);
   const std::string& t = pin.text;
-  if (t == "cores") {
-    pin.policy = PinPolicy::kCores;
-  } else if (t == "compact") {
-    pin.policy = PinPolicy::kCompact;
-  } else if (t == "scatter") {
-    pin.policy = PinPolicy::kScatter;
-  } else if (t == "none") {
-    pin.policy = PinPolicy::kNone;
-  } else if (t == "per-l3") {
-    pin.policy = PinPolicy::kPerL3;
-  } else if (t == "per-numa") {
-    pin.policy = PinPolicy::kPerNuma;
+  const auto named =
+      std::find_if(std::begin(kPolicyNames), std::end(kPolicyNames),
+                   [&](const auto& n) { return t == n.first && t != "list"; });
+  if (named != std::end(kPolicyNames)) {
+    pin.policy = named->second;
   } else if (!t.empty() && t[0] >= '0' && t[0] <= '9') {
     pin.policy = PinPolicy::kList;
     try {
@@ -770,10 +831,7 @@ ThreadPlan PlanThreads(const std::vector<PuInfo>& order, int threads,
     throw TopologyError("cannot plan threads on an empty placement order");
   const size_t n = order.size();
   if (static_cast<size_t>(threads) > n && !oversubscribe) {
-    throw TopologyError(std::to_string(threads) + " threads exceed the " +
-                        std::to_string(n) + " usable PUs of the placement (" +
-                        FormatCpuList(OsIndices(order)) +
-                        "); pass --oversubscribe to run more threads than PUs");
+    throw TooManyThreads("", threads, order);
   }
   ThreadPlan plan;
   plan.threads = threads;
@@ -856,11 +914,7 @@ std::vector<int> ParseThreadCounts(const std::string& raw,
           " with --oversubscribe); pass --oversubscribe=force to run them");
     }
     if (c > n && !oversubscribe) {
-      throw TopologyError(
-          "--threads='" + text + "': " + std::to_string(c) +
-          " threads exceed the " + std::to_string(n) +
-          " usable PUs of the placement (" + FormatCpuList(OsIndices(order)) +
-          "); pass --oversubscribe to run more threads than PUs");
+      throw TooManyThreads("--threads='" + text + "': ", c, order);
     }
   }
   std::sort(counts.begin(), counts.end());

@@ -1,3 +1,5 @@
+// Coherence regimes: the run's probes clustered per PU pair, and each
+// contended row labelled with the regime it ran in (see coherence.h).
 #include "harness/measure/coherence.h"
 
 #include <algorithm>
@@ -126,68 +128,62 @@ std::string RegimeName(const CoherenceRegime& r, const MeasuredClass* match) {
   return text;
 }
 
-}  // namespace
+// A binned Gaussian kernel density of sorted ln(latency) values `x`.
+struct Density {
+  double origin = 0, w = 0;  // ln(ns) of bin 0, bin width
+  std::vector<double> at;    // per bin
 
-std::string RegimeLabel(int rank) {
-  if (rank == 1) return "near";
-  if (rank == 2) return "far";
-  return "regime" + std::to_string(rank);
-}
-
-std::vector<CoherenceRegime> ClusterLatencies(const std::vector<double>& ns) {
-  std::vector<double> x;
-  for (double v : ns)
-    if (v > 0 && std::isfinite(v)) x.push_back(std::log(v));
-  if (x.empty()) return {};
-  std::sort(x.begin(), x.end());
-  const int n = static_cast<int>(x.size());
-
-  // Binned Gaussian kernel density of ln(latency).
-  const double w = kBandwidth / kBinsPerBandwidth;
-  const double origin = x.front() - kKernelBandwidths * kBandwidth;
-  const int bins =
-      static_cast<int>(std::ceil(
-          (x.back() - x.front() + 2 * kKernelBandwidths * kBandwidth) / w)) +
-      1;
-  std::vector<double> counts(bins, 0), density(bins, 0);
-  for (double v : x)
-    counts[std::clamp(static_cast<int>(std::lround((v - origin) / w)), 0,
-                      bins - 1)] += 1;
-  const int reach = kBinsPerBandwidth * kKernelBandwidths;
-  std::vector<double> kernel(2 * reach + 1);
-  for (int d = -reach; d <= reach; ++d)
-    kernel[d + reach] = std::exp(
-        -0.5 * std::pow(d / static_cast<double>(kBinsPerBandwidth), 2));
-  for (int j = 0; j < bins; ++j) {
-    if (counts[j] == 0) continue;
+  explicit Density(const std::vector<double>& x)
+      : origin(x.front() - kKernelBandwidths * kBandwidth),
+        w(kBandwidth / kBinsPerBandwidth) {
+    const int bins =
+        static_cast<int>(std::ceil(
+            (x.back() - x.front() + 2 * kKernelBandwidths * kBandwidth) / w)) +
+        1;
+    std::vector<double> counts(bins, 0);
+    at.assign(bins, 0);
+    for (double v : x)
+      counts[std::clamp(static_cast<int>(std::lround((v - origin) / w)), 0,
+                        bins - 1)] += 1;
+    const int reach = kBinsPerBandwidth * kKernelBandwidths;
+    std::vector<double> kernel(2 * reach + 1);
     for (int d = -reach; d <= reach; ++d)
-      if (j + d >= 0 && j + d < bins)
-        density[j + d] += counts[j] * kernel[d + reach];
+      kernel[d + reach] = std::exp(
+          -0.5 * std::pow(d / static_cast<double>(kBinsPerBandwidth), 2));
+    for (int j = 0; j < bins; ++j) {
+      if (counts[j] == 0) continue;
+      for (int d = -reach; d <= reach; ++d)
+        if (j + d >= 0 && j + d < bins)
+          at[j + d] += counts[j] * kernel[d + reach];
+    }
   }
-
-  // Modes (first bin of a plateau), then merge the least separated neighbours
-  // until every pair of neighbours is separated.
-  std::vector<int> peaks;
-  for (int j = 0; j < bins; ++j) {
-    const double left = j > 0 ? density[j - 1] : -1;
-    const double right = j + 1 < bins ? density[j + 1] : -1;
-    if (density[j] > left && density[j] >= right && density[j] > 0)
-      peaks.push_back(j);
-  }
-  const auto valley = [&](int a, int b) {
-    int at = a;
+  int bins() const { return static_cast<int>(at.size()); }
+  // The lowest bin between bins a and b.
+  int Valley(int a, int b) const {
+    int low = a;
     for (int j = a; j <= b; ++j)
-      if (density[j] < density[at]) at = j;
-    return at;
-  };
+      if (at[j] < at[low]) low = j;
+    return low;
+  }
+};
+
+// The density's modes (first bin of a plateau), the least separated
+// neighbours merged until every pair of neighbours is separated.
+std::vector<int> SeparatedModes(const Density& d) {
+  std::vector<int> peaks;
+  for (int j = 0; j < d.bins(); ++j) {
+    const double left = j > 0 ? d.at[j - 1] : -1;
+    const double right = j + 1 < d.bins() ? d.at[j + 1] : -1;
+    if (d.at[j] > left && d.at[j] >= right && d.at[j] > 0) peaks.push_back(j);
+  }
   for (;;) {
     int worst = -1;
     double worst_score = 0;
     for (size_t i = 0; i + 1 < peaks.size(); ++i) {
       const int a = peaks[i], b = peaks[i + 1];
-      const double low = std::min(density[a], density[b]);
-      const double share = density[valley(a, b)] / low;
-      const bool close = (b - a) * w < kMinModeGap;
+      const double low = std::min(d.at[a], d.at[b]);
+      const double share = d.at[d.Valley(a, b)] / low;
+      const bool close = (b - a) * d.w < kMinModeGap;
       if (share > kValleyShare || close) {
         const double score = share + (close ? 1 : 0);
         if (worst < 0 || score > worst_score) {
@@ -196,25 +192,32 @@ std::vector<CoherenceRegime> ClusterLatencies(const std::vector<double>& ns) {
         }
       }
     }
-    if (worst < 0) break;
+    if (worst < 0) return peaks;
     // Keep the higher peak of the pair.
-    if (density[peaks[worst]] >= density[peaks[worst + 1]])
+    if (d.at[peaks[worst]] >= d.at[peaks[worst + 1]])
       peaks.erase(peaks.begin() + worst + 1);
     else
       peaks.erase(peaks.begin() + worst);
   }
+}
 
-  // Clusters between the valleys; boundaries in ln(ns).
-  struct Cluster {
-    double lo, hi;  // ln(ns), (lo, hi]
-    std::vector<double> members;
-  };
+struct Cluster {
+  double lo, hi;  // ln(ns), (lo, hi]
+  std::vector<double> members;
+};
+
+// The non-empty clusters of `x` between the valleys of the modes `peaks`,
+// their boundaries (ln(ns)) contiguous.
+std::vector<Cluster> ClustersBetween(const Density& d,
+                                     const std::vector<int>& peaks,
+                                     const std::vector<double>& x) {
+  constexpr double kInf = std::numeric_limits<double>::infinity();
   std::vector<Cluster> clusters;
-  double lo = -std::numeric_limits<double>::infinity();
+  double lo = -kInf;
   for (size_t i = 0; i < peaks.size(); ++i) {
     const double hi = i + 1 < peaks.size()
-                          ? origin + valley(peaks[i], peaks[i + 1]) * w
-                          : std::numeric_limits<double>::infinity();
+                          ? d.origin + d.Valley(peaks[i], peaks[i + 1]) * d.w
+                          : kInf;
     clusters.push_back({lo, hi, {}});
     lo = hi;
   }
@@ -228,13 +231,16 @@ std::vector<CoherenceRegime> ClusterLatencies(const std::vector<double>& ns) {
       std::remove_if(clusters.begin(), clusters.end(),
                      [](const Cluster& c) { return c.members.empty(); }),
       clusters.end());
-  // Keep the boundaries contiguous after dropping empty clusters.
   for (size_t i = 0; i + 1 < clusters.size(); ++i)
     clusters[i + 1].lo = clusters[i].hi;
-  if (!clusters.empty())
-    clusters.front().lo = -std::numeric_limits<double>::infinity();
+  if (!clusters.empty()) clusters.front().lo = -kInf;
+  return clusters;
+}
 
-  // Which clusters are regimes of their own.
+// For each cluster, the cluster whose regime it belongs to: itself when it
+// is a regime of its own, else the nearest regime (by ln distance of
+// medians). `n`: the probes in all.
+std::vector<size_t> RegimeOwners(const std::vector<Cluster>& clusters, int n) {
   const int need = std::max<int>(n >= kMinProbes ? kMinProbes : 1,
                                  static_cast<int>(std::ceil(kMinShare * n)));
   std::vector<bool> major(clusters.size(), false);
@@ -253,8 +259,6 @@ std::vector<CoherenceRegime> ClusterLatencies(const std::vector<double>& ns) {
   for (size_t i = top_major + 1; i < clusters.size(); ++i)
     major[i] =
         static_cast<int>(clusters[i].members.size()) >= std::min(kMinProbes, n);
-
-  // Each minor cluster joins the nearest regime (by ln distance of medians).
   std::vector<size_t> owner(clusters.size());
   for (size_t i = 0; i < clusters.size(); ++i) {
     if (major[i]) {
@@ -269,6 +273,115 @@ std::vector<CoherenceRegime> ClusterLatencies(const std::vector<double>& ns) {
         owner[i] = j;
       }
   }
+  return owner;
+}
+
+using Pair = std::pair<int, int>;
+
+// A PU pair from a JSON [a, b] of integers; false when it is not one.
+std::pair<bool, Pair> PairOf(const json& p) {
+  if (!p.is_array() || p.size() != 2 || !p[0].is_number_integer() ||
+      !p[1].is_number_integer())
+    return {false, {}};
+  return {true, {p[0].get<int>(), p[1].get<int>()}};
+}
+
+bool SharesLines(const json& c) { return c.value("shares_lines", true); }
+
+// Every probe of the run per PU pair: the start-of-run baseline's and each
+// line-sharing row's before / after probe.
+std::map<Pair, std::vector<double>> ProbesByPair(const json& doc,
+                                                 const json* ctx) {
+  std::map<Pair, std::vector<double>> probes;
+  if (ctx && ctx->contains("coherence_baseline") &&
+      (*ctx)["coherence_baseline"].is_array())
+    for (const json& b : (*ctx)["coherence_baseline"]) {
+      const auto [ok, pr] = PairOf(b.value("pus", json()));
+      if (!ok) continue;
+      if (b.contains("probes_ns") && b["probes_ns"].is_array())
+        for (const json& v : b["probes_ns"])
+          probes[pr].push_back(ProbeValue(v));
+      else
+        probes[pr].push_back(ProbeValue(b.value("ns", json())));
+    }
+  for (const json& row : doc["benchmarks"]) {
+    if (!row.contains("coherence") || !row["coherence"].is_object()) continue;
+    const json& c = row["coherence"];
+    if (!SharesLines(c)) continue;
+    const auto [ok, pr] = PairOf(c.value("pair", json()));
+    if (!ok) continue;
+    probes[pr].push_back(ProbeValue(c.value("before_ns", json())));
+    probes[pr].push_back(ProbeValue(c.value("after_ns", json())));
+  }
+  return probes;
+}
+
+// One pair's regimes for context.lockline.coherence_regimes.
+json RegimesJson(const std::vector<CoherenceRegime>& regimes,
+                 const std::vector<MeasuredClass>& classes) {
+  json rs = json::array();
+  for (const CoherenceRegime& r : regimes) {
+    const MeasuredClass* match = MatchClass(classes, r.ns);
+    rs.push_back({{"label", r.label},
+                  {"regime", r.rank},
+                  {"ns", r.ns},
+                  {"lo_ns", r.lo_ns},
+                  {"hi_ns", std::isfinite(r.hi_ns) ? json(r.hi_ns) : json()},
+                  {"probes", r.probes},
+                  {"matches", match ? json(match->name) : json()},
+                  {"name", RegimeName(r, match)}});
+  }
+  return rs;
+}
+
+// Labels one row's coherence object (`rs`: its pair's regimes, nullptr when
+// it names no pair).
+void LabelRow(json& c, const std::vector<CoherenceRegime>* rs,
+              const std::vector<MeasuredClass>& classes) {
+  int idx[2] = {-1, -1};
+  if (rs) {
+    idx[0] = ClassifyLatency(*rs, ProbeValue(c.value("before_ns", json())));
+    idx[1] = ClassifyLatency(*rs, ProbeValue(c.value("after_ns", json())));
+  }
+  json probe_labels = json::array();
+  for (int i : idx)
+    probe_labels.push_back(i < 0 ? json() : json((*rs)[i].label));
+  c["probe_labels"] = probe_labels;
+  if (idx[0] < 0) std::swap(idx[0], idx[1]);
+  if (idx[0] < 0) {
+    c["label"] = "unknown";
+  } else if (idx[1] >= 0 && idx[1] != idx[0]) {
+    c["label"] = "mixed";
+  } else {
+    const CoherenceRegime& r = (*rs)[idx[0]];
+    c["label"] = r.label;
+    c["regime"] = r.rank;
+    c["regime_ns"] = r.ns;
+    const MeasuredClass* match = MatchClass(classes, r.ns);
+    c["regime_name"] = RegimeName(r, match);
+    c["matches"] = match ? json(match->name) : json();
+  }
+}
+
+}  // namespace
+
+std::string RegimeLabel(int rank) {
+  if (rank == 1) return "near";
+  if (rank == 2) return "far";
+  return "regime" + std::to_string(rank);
+}
+
+std::vector<CoherenceRegime> ClusterLatencies(const std::vector<double>& ns) {
+  std::vector<double> x;
+  for (double v : ns)
+    if (v > 0 && std::isfinite(v)) x.push_back(std::log(v));
+  if (x.empty()) return {};
+  std::sort(x.begin(), x.end());
+  const Density density(x);
+  const std::vector<Cluster> clusters =
+      ClustersBetween(density, SeparatedModes(density), x);
+  const std::vector<size_t> owner =
+      RegimeOwners(clusters, static_cast<int>(x.size()));
   std::vector<CoherenceRegime> out;
   std::map<size_t, size_t> slot;  // major cluster -> index in out
   std::vector<std::vector<double>> members;
@@ -305,61 +418,18 @@ std::vector<size_t> RelabelCoherence(json& doc) {
   std::vector<size_t> changed;
   if (!doc.contains("benchmarks") || !doc["benchmarks"].is_array())
     return changed;
-  using Pair = std::pair<int, int>;
-  const auto pair_of = [](const json& p) -> std::pair<bool, Pair> {
-    if (!p.is_array() || p.size() != 2 || !p[0].is_number_integer() ||
-        !p[1].is_number_integer())
-      return {false, {}};
-    return {true, {p[0].get<int>(), p[1].get<int>()}};
-  };
-  std::map<Pair, std::vector<double>> probes;
   const json* ctx = nullptr;
   if (doc.contains("context") && doc["context"].contains("lockline"))
     ctx = &doc["context"]["lockline"];
-  if (ctx && ctx->contains("coherence_baseline") &&
-      (*ctx)["coherence_baseline"].is_array())
-    for (const json& b : (*ctx)["coherence_baseline"]) {
-      const auto [ok, pr] = pair_of(b.value("pus", json()));
-      if (!ok) continue;
-      if (b.contains("probes_ns") && b["probes_ns"].is_array())
-        for (const json& v : b["probes_ns"])
-          probes[pr].push_back(ProbeValue(v));
-      else
-        probes[pr].push_back(ProbeValue(b.value("ns", json())));
-    }
-  const auto sharing = [](const json& c) {
-    return c.value("shares_lines", true);
-  };
-  for (const json& row : doc["benchmarks"]) {
-    if (!row.contains("coherence") || !row["coherence"].is_object()) continue;
-    const json& c = row["coherence"];
-    if (!sharing(c)) continue;
-    const auto [ok, pr] = pair_of(c.value("pair", json()));
-    if (!ok) continue;
-    probes[pr].push_back(ProbeValue(c.value("before_ns", json())));
-    probes[pr].push_back(ProbeValue(c.value("after_ns", json())));
-  }
   std::map<Pair, std::vector<CoherenceRegime>> regimes;
   const std::vector<MeasuredClass> classes = MeasuredClasses(doc);
   json summary = json::array();
-  for (const auto& [pr, v] : probes) {
+  for (const auto& [pr, v] : ProbesByPair(doc, ctx)) {
     regimes[pr] = ClusterLatencies(v);
-    json rs = json::array();
-    for (const CoherenceRegime& r : regimes[pr]) {
-      const MeasuredClass* match = MatchClass(classes, r.ns);
-      rs.push_back({{"label", r.label},
-                    {"regime", r.rank},
-                    {"ns", r.ns},
-                    {"lo_ns", r.lo_ns},
-                    {"hi_ns", std::isfinite(r.hi_ns) ? json(r.hi_ns) : json()},
-                    {"probes", r.probes},
-                    {"matches", match ? json(match->name) : json()},
-                    {"name", RegimeName(r, match)}});
-    }
-    summary.push_back({{"pus", {pr.first, pr.second}}, {"regimes", rs}});
+    summary.push_back({{"pus", {pr.first, pr.second}},
+                       {"regimes", RegimesJson(regimes[pr], classes)}});
   }
   if (ctx) doc["context"]["lockline"]["coherence_regimes"] = summary;
-
   json& rows = doc["benchmarks"];
   for (size_t row_index = 0; row_index < rows.size(); ++row_index) {
     json& row = rows[row_index];
@@ -367,47 +437,17 @@ std::vector<size_t> RelabelCoherence(json& doc) {
     json& c = row["coherence"];
     // Compared after relabelling: most rows keep their label.
     const json before = c;
-    const auto note_change = [&] {
-      if (c != before) changed.push_back(row_index);
-    };
     c["regime"] = nullptr;
     c["regime_ns"] = nullptr;
     c["regime_name"] = nullptr;
     c["matches"] = nullptr;
-    if (!sharing(c)) {
+    if (!SharesLines(c)) {
       c["label"] = "none";
-      note_change();
-      continue;
-    }
-    const auto [ok, pr] = pair_of(c.value("pair", json()));
-    const std::vector<CoherenceRegime>* rs = ok ? &regimes[pr] : nullptr;
-    int idx[2] = {-1, -1};
-    if (rs) {
-      idx[0] = ClassifyLatency(*rs, ProbeValue(c.value("before_ns", json())));
-      idx[1] = ClassifyLatency(*rs, ProbeValue(c.value("after_ns", json())));
-    }
-    if (idx[0] < 0) std::swap(idx[0], idx[1]);
-    json probe_labels = json::array();
-    for (const char* k : {"before_ns", "after_ns"}) {
-      const int i =
-          rs ? ClassifyLatency(*rs, ProbeValue(c.value(k, json()))) : -1;
-      probe_labels.push_back(i < 0 ? json() : json((*rs)[i].label));
-    }
-    c["probe_labels"] = probe_labels;
-    if (idx[0] < 0) {
-      c["label"] = "unknown";
-    } else if (idx[1] >= 0 && idx[1] != idx[0]) {
-      c["label"] = "mixed";
     } else {
-      const CoherenceRegime& r = (*rs)[idx[0]];
-      c["label"] = r.label;
-      c["regime"] = r.rank;
-      c["regime_ns"] = r.ns;
-      const MeasuredClass* match = MatchClass(classes, r.ns);
-      c["regime_name"] = RegimeName(r, match);
-      c["matches"] = match ? json(match->name) : json();
+      const auto [ok, pr] = PairOf(c.value("pair", json()));
+      LabelRow(c, ok ? &regimes[pr] : nullptr, classes);
     }
-    note_change();
+    if (c != before) changed.push_back(row_index);
   }
   return changed;
 }

@@ -39,7 +39,6 @@ namespace {
 constexpr const char* kSysPmuDir = "/sys/bus/event_source/devices";
 
 // ---- small helpers
-// ----------------------------------------------------------------------------
 
 std::string LowerAscii(std::string s) {
   for (char& c : s)
@@ -48,36 +47,15 @@ std::string LowerAscii(std::string s) {
 }
 
 std::string ErrnoName(int err) {
-  switch (err) {
-    case ENOENT:
-      return "ENOENT";
-    case EOPNOTSUPP:
-      return "EOPNOTSUPP";
-    case ENODEV:
-      return "ENODEV";
-    case EACCES:
-      return "EACCES";
-    case EPERM:
-      return "EPERM";
-    case EINVAL:
-      return "EINVAL";
-    case ENOSPC:
-      return "ENOSPC";
-    case EBUSY:
-      return "EBUSY";
-    case EMFILE:
-      return "EMFILE";
-    case ENFILE:
-      return "ENFILE";
-    case E2BIG:
-      return "E2BIG";
-    case ESRCH:
-      return "ESRCH";
-    case ENOSYS:
-      return "ENOSYS";
-    default:
-      return "errno " + std::to_string(err);
-  }
+  static const std::pair<int, const char*> kNames[] = {
+      {ENOENT, "ENOENT"}, {EOPNOTSUPP, "EOPNOTSUPP"}, {ENODEV, "ENODEV"},
+      {EACCES, "EACCES"}, {EPERM, "EPERM"},           {EINVAL, "EINVAL"},
+      {ENOSPC, "ENOSPC"}, {EBUSY, "EBUSY"},           {EMFILE, "EMFILE"},
+      {ENFILE, "ENFILE"}, {E2BIG, "E2BIG"},           {ESRCH, "ESRCH"},
+      {ENOSYS, "ENOSYS"}};
+  for (const auto& [code, name] : kNames)
+    if (err == code) return name;
+  return "errno " + std::to_string(err);
 }
 
 std::string ParanoidText(int paranoid) {
@@ -140,6 +118,12 @@ bool MustBeNonZero(const perf_event_attr& attr) {
   return attr.type == PERF_TYPE_HARDWARE && !attr.exclude_user &&
          (attr.config == PERF_COUNT_HW_INSTRUCTIONS ||
           attr.config == PERF_COUNT_HW_CPU_CYCLES);
+}
+
+// The shim's exported functions (tests/fake_pmu), or nullptr in a normal run.
+template <typename Fn>
+Fn FakePmuFunction(const char* symbol) {
+  return reinterpret_cast<Fn>(dlsym(RTLD_DEFAULT, symbol));
 }
 
 std::once_flag pfm_once;
@@ -211,11 +195,6 @@ struct EventPlan {
   bool grouped = false;  // member of the hardware group (DecideGrouping)
 };
 
-// Event name without a "pmu::" prefix and modifiers, lower case; its
-// modifiers (defined with the public helpers below).
-std::string BaseName(const std::string& name);
-std::string Modifiers(const std::string& name);
-
 // State shared by the session and every thread's counters (so counters outlive
 // the session).
 struct SessionState {
@@ -245,7 +224,6 @@ struct SessionState {
 };
 
 // ---- per-thread counters
-// ----------------------------------------------------------------------
 
 struct Baseline {
   uint64_t raw = 0, enabled = 0, running = 0;
@@ -450,7 +428,6 @@ class ThreadCountersImpl final : public ThreadCounters {
 };
 
 // ---- the session
-// ------------------------------------------------------------------------------
 
 // Rewrites perf's combined privilege modifiers (":uk", ":ku") into libpfm4's
 // ":u:k" and reports whether the user chose the privilege levels explicitly.
@@ -818,8 +795,8 @@ class CounterSessionImpl final : public CounterSession {
                            const std::string* mods) -> EventPlan* {
       for (EventPlan* e : hw) {
         for (const char* n : names) {
-          if (BaseName(e->avail.name) == n &&
-              (mods == nullptr || Modifiers(e->avail.name) == *mods))
+          if (EventBaseName(e->avail.name) == n &&
+              (mods == nullptr || EventModifiers(e->avail.name) == *mods))
             return e;
         }
       }
@@ -828,7 +805,7 @@ class CounterSessionImpl final : public CounterSession {
     EventPlan* instructions = first({"instructions"}, nullptr);
     EventPlan* cycles = nullptr;
     if (instructions != nullptr) {
-      const std::string mods = Modifiers(instructions->avail.name);
+      const std::string mods = EventModifiers(instructions->avail.name);
       cycles = first({"cycles", "cpu-cycles"}, &mods);
       if (cycles == nullptr) cycles = first({"cycles", "cpu-cycles"}, nullptr);
     }
@@ -882,7 +859,6 @@ bool ValidNameChar(char c) {
 }  // namespace
 
 // ---- public functions
-// -------------------------------------------------------------------------
 
 std::vector<std::string> ParseEventList(const std::string& spec) {
   const std::string accepted =
@@ -948,110 +924,19 @@ std::vector<std::string> ParseEventList(const std::string& spec) {
   return out;
 }
 
-CounterReading ClassifyReading(const std::string& name, uint64_t raw,
-                               uint64_t time_enabled_ns,
-                               uint64_t time_running_ns, bool zero_is_error) {
-  CounterReading r;
-  r.name = name;
-  r.raw = raw;
-  r.time_enabled_ns = time_enabled_ns;
-  r.time_running_ns = time_running_ns;
-  if (time_running_ns == 0) {
-    r.status = "unavailable";
-    r.reason = time_enabled_ns == 0
-                   ? "not counted (time_running 0: no window since Reset)"
-                   : "not counted (time_running 0: never scheduled on the PMU)";
-  } else if (zero_is_error && raw == 0) {
-    r.status = "unavailable";
-    r.reason =
-        "counted 0 over a window with time_running > 0: impossible for " +
-        name + " in user mode, the (virtual) PMU is not really counting";
-  } else if (time_running_ns >= time_enabled_ns) {
-    r.status = "measured";
-    r.value = static_cast<double>(raw);
-  } else {
-    r.status = "scaled";
-    r.value = static_cast<double>(raw) * static_cast<double>(time_enabled_ns) /
-              static_cast<double>(time_running_ns);
-  }
-  return r;
-}
-
-std::vector<CounterReading> SumReadings(
-    const std::vector<std::vector<CounterReading>>& per_thread) {
-  if (per_thread.empty()) return {};
-  auto rank = [](const std::string& status) {
-    return status == "unavailable" ? 2 : status == "scaled" ? 1 : 0;
-  };
-  std::vector<CounterReading> sum = per_thread[0];
-  for (size_t t = 1; t < per_thread.size(); ++t) {
-    if (per_thread[t].size() != sum.size()) {
-      throw std::invalid_argument(
-          "SumReadings: threads read different numbers of events");
-    }
-    for (size_t i = 0; i < sum.size(); ++i) {
-      const CounterReading& r = per_thread[t][i];
-      if (r.name != sum[i].name) {
-        throw std::invalid_argument("SumReadings: event " + r.name + " vs " +
-                                    sum[i].name);
-      }
-      sum[i].value += r.value;
-      sum[i].raw += r.raw;
-      sum[i].time_enabled_ns += r.time_enabled_ns;
-      sum[i].time_running_ns += r.time_running_ns;
-      if (rank(r.status) > rank(sum[i].status)) {
-        sum[i].status = r.status;
-        sum[i].reason = r.reason;
-      }
-    }
-  }
-  return sum;
-}
-
-nlohmann::json ReadingsJson(const std::vector<CounterReading>& readings) {
-  nlohmann::json out = nlohmann::json::array();
-  for (const CounterReading& r : readings) {
-    nlohmann::json j = {
-        {"name", r.name},
-        {"status", r.status},
-        {"value", r.status == "unavailable" ? nlohmann::json()
-                                            : nlohmann::json(r.value)},
-        {"raw", r.raw},
-        {"time_enabled_ns", r.time_enabled_ns},
-        {"time_running_ns", r.time_running_ns}};
-    if (!r.reason.empty()) j["reason"] = r.reason;
-    out.push_back(std::move(j));
-  }
-  return out;
-}
-
-namespace {
-
-// The shim's exported functions (tests/fake_pmu), or nullptr in a normal run.
-template <typename Fn>
-Fn FakePmuFunction(const char* symbol) {
-  return reinterpret_cast<Fn>(dlsym(RTLD_DEFAULT, symbol));
-}
-
-std::string Lower(const std::string& s) { return LowerAscii(s); }
-
-// Event name without a "pmu::" prefix and without modifiers, lower case.
-std::string BaseName(const std::string& name) {
+std::string EventBaseName(const std::string& name) {
   const size_t sep = name.find("::");
   const std::string event =
       sep == std::string::npos ? name : name.substr(sep + 2);
-  return Lower(event.substr(0, event.find(':')));
+  return LowerAscii(event.substr(0, event.find(':')));
 }
 
-// The modifiers of `name` ("" or ":u" ...), to pair events counted alike.
-std::string Modifiers(const std::string& name) {
+std::string EventModifiers(const std::string& name) {
   const size_t sep = name.find("::");
   const size_t start = sep == std::string::npos ? 0 : sep + 2;
   const size_t colon = name.find(':', start);
   return colon == std::string::npos ? "" : name.substr(colon);
 }
-
-}  // namespace
 
 std::string FakePmuDescription() {
   using Fn = const char* (*)();
@@ -1074,14 +959,14 @@ int GenericSoftwareEvent(const std::string& base) {
       {"major-faults", PERF_COUNT_SW_PAGE_FAULTS_MAJ},
       {"alignment-faults", PERF_COUNT_SW_ALIGNMENT_FAULTS},
       {"emulation-faults", PERF_COUNT_SW_EMULATION_FAULTS}};
-  const auto it = kSoftware.find(Lower(base));
+  const auto it = kSoftware.find(LowerAscii(base));
   return it == kSoftware.end() ? -1 : it->second;
 }
 
 std::vector<std::string> PortableEventCandidates(const std::string& base,
                                                  const std::string& pmu) {
   if (pmu.empty()) return {};
-  const std::string b = Lower(base);
+  const std::string b = LowerAscii(base);
   const bool amd = pmu.rfind("amd64_fam17h", 0) == 0 ||
                    pmu.rfind("amd64_fam19h", 0) == 0 ||
                    pmu.rfind("amd64_fam1ah", 0) == 0;
@@ -1150,118 +1035,6 @@ std::vector<std::string> PortableEventCandidates(const std::string& base,
   std::vector<std::string> out;
   for (const std::string& c : it->second) out.push_back(pmu + "::" + c);
   return out;
-}
-
-CounterRow CountersForRow(
-    const std::vector<std::vector<CounterReading>>& per_thread, uint64_t ops) {
-  using nlohmann::json;
-  CounterRow row;
-  json status = json::object(), per_op = json::object(),
-       scaling = json::object(), derived = json::object(),
-       threads = json::array();
-  for (const auto& readings : per_thread) {
-    json t = json::object();
-    for (const CounterReading& r : readings)
-      t[r.name] = r.status == "unavailable" ? json() : json(r.value);
-    threads.push_back(std::move(t));
-  }
-  std::vector<CounterReading> sum;
-  try {
-    sum = SumReadings(per_thread);
-  } catch (const std::invalid_argument&) {
-    sum.clear();  // threads disagree: cannot happen with one session
-  }
-  const double n_ops = static_cast<double>(ops);
-  for (const CounterReading& r : sum) {
-    status[r.name] = r.status;
-    if (r.status == "unavailable") {
-      status[r.name + ":reason"] = r.reason;
-      continue;
-    }
-    if (r.status == "scaled") {
-      scaling[r.name] = static_cast<double>(r.time_enabled_ns) /
-                        static_cast<double>(r.time_running_ns);
-    }
-    const double v = ops ? r.value / n_ops : 0;
-    per_op[r.name] = v;
-    row.metrics.emplace_back(r.name + "/op", v);
-  }
-  // Derived metrics: the first requested event of each kind.
-  const auto find = [&](auto pred,
-                        const std::string& mods) -> const CounterReading* {
-    for (const CounterReading& r : sum)
-      if (pred(r.name) && (mods == "*" || Modifiers(r.name) == mods)) return &r;
-    return nullptr;
-  };
-  const auto is = [](std::initializer_list<const char*> names) {
-    return [names](const std::string& n) {
-      const std::string b = BaseName(n);
-      for (const char* x : names)
-        if (b == Lower(x)) return true;
-      return false;
-    };
-  };
-  // One derived metric: num / den (den == nullptr: num / ops). `missing`
-  // says which event was not requested.
-  const auto put = [&](const std::string& metric, const CounterReading* num,
-                       const CounterReading* den, bool per_operation,
-                       const std::string& missing) {
-    json d = {{"status", "unavailable"}, {"value", nullptr}};
-    const CounterReading* lost = nullptr;
-    for (const CounterReading* r : {num, den})
-      if (r != nullptr && r->status == "unavailable" && lost == nullptr)
-        lost = r;
-    if (!missing.empty()) {
-      d["reason"] = missing;
-    } else if (lost != nullptr) {
-      d["reason"] = lost->name + " unavailable: " + lost->reason;
-    } else if (den != nullptr && den->value <= 0) {
-      d["reason"] = den->name + " counted 0";
-    } else if (per_operation && ops == 0) {
-      d["reason"] = "no operations counted";
-    } else {
-      const double v = num->value / (den != nullptr ? den->value : n_ops);
-      const bool scaled = num->status == "scaled" ||
-                          (den != nullptr && den->status == "scaled");
-      d = {{"status", scaled ? "scaled" : "measured"}, {"value", v}};
-      // An event literally named "cache-misses" already gave this metric.
-      const bool have =
-          std::any_of(row.metrics.begin(), row.metrics.end(),
-                      [&](const auto& m) { return m.first == metric; });
-      if (!have) row.metrics.emplace_back(metric, v);
-    }
-    derived[metric] = std::move(d);
-  };
-  const CounterReading* instr = find(is({"instructions"}), "*");
-  const CounterReading* cyc =
-      instr != nullptr
-          ? find(is({"cycles", "cpu-cycles"}), Modifiers(instr->name))
-          : nullptr;
-  if (cyc == nullptr) cyc = find(is({"cycles", "cpu-cycles"}), "*");
-  put("IPC", instr, cyc, false,
-      instr == nullptr ? "instructions not requested (--events)"
-      : cyc == nullptr ? "cycles not requested (--events)"
-                       : "");
-  const CounterReading* misses = find(is({"cache-misses"}), "*");
-  put("cache-misses/op", misses, nullptr, true,
-      misses == nullptr ? "cache-misses not requested (--events)" : "");
-  const CounterReading* hitm = find(
-      [](const std::string& n) {
-        const std::string u = Lower(n);
-        return BaseName(n) == "hitm" || u.find("hitm") != std::string::npos ||
-               u.find("xsnp_fwd") != std::string::npos;
-      },
-      "*");
-  put("hitm/op", hitm, nullptr, true,
-      hitm == nullptr
-          ? "no HITM-type event requested (e.g. --events=default,hitm)"
-          : "");
-  row.counters = {{"per_op", per_op},
-                  {"status", status},
-                  {"scaling", scaling},
-                  {"derived", derived},
-                  {"per_thread", threads}};
-  return row;
 }
 
 bool KernelHasHardwarePmu() {

@@ -222,6 +222,13 @@ std::vector<CounterReading> SumReadings(
 /// the run's metadata). An unavailable reading has "value": null, never 0.
 nlohmann::json ReadingsJson(const std::vector<CounterReading>& readings);
 
+/// An event name without its "pmu::" prefix and modifiers, lower case
+/// ("cpu_core::Cycles:u" -> "cycles").
+std::string EventBaseName(const std::string& name);
+/// The modifiers of an event name ("" or ":u" ...), to pair events counted
+/// alike.
+std::string EventModifiers(const std::string& name);
+
 /// The kernel's answer to "is there a hardware PMU": true if
 /// /sys/bus/event_source/devices has a core PMU (`cpu`, hybrid `cpu_core` /
 /// `cpu_atom`, arm `armv8_*` / `armv7_*`, s390 `cpum_cf`). libpfm4 cannot say:

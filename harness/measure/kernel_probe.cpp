@@ -1,3 +1,6 @@
+// Kernel lock evidence for the kernel_* families (see kernel_probe.h): the
+// contention tracepoints and their callchains, the task-clock spin profile,
+// the zone->lock hold counter, their sample rings, and the row's report.
 #include "harness/measure/kernel_probe.h"
 
 #include <fcntl.h>
@@ -7,7 +10,6 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
-#include <sys/utsname.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -19,6 +21,7 @@
 #include <fstream>
 #include <mutex>
 #include <sstream>
+#include <tuple>
 
 #include "harness/machine/restore.h"
 #include "harness/measure/counters.h"
@@ -54,6 +57,12 @@ bool HasEvents(const std::string& dir) { return IsDir(dir + "/events"); }
 long PerfOpen(perf_event_attr* attr, pid_t pid, int group) {
   return syscall(SYS_perf_event_open, attr, pid, -1, group,
                  PERF_FLAG_FD_CLOEXEC);
+}
+
+// PERF_EVENT_IOC_ENABLE / _DISABLE on every open descriptor of `fds`.
+void IoctlAll(std::initializer_list<int> fds, unsigned long request) {
+  for (int fd : fds)
+    if (fd >= 0) ioctl(fd, request, 0);
 }
 
 perf_event_attr TracepointAttr(int id) {
@@ -253,19 +262,11 @@ const std::string& KernelSymbols::Lookup(uint64_t addr) const {
 }
 
 void ContentionTally::Add(const ContentionTally& o) {
-  begin += o.begin;
-  end += o.end;
-  samples += o.samples;
-  lost += o.lost;
-  zone += o.zone;
-  lru += o.lru;
-  other += o.other;
+  using T = ContentionTally;
+  AddFields(*this, o, &T::begin, &T::end, &T::samples, &T::lost, &T::zone,
+            &T::lru, &T::other, &T::clock_samples, &T::clock_kernel,
+            &T::spin_zone, &T::spin_lru, &T::spin_other);
   for (const auto& [k, v] : o.callers) callers[k] += v;
-  clock_samples += o.clock_samples;
-  clock_kernel += o.clock_kernel;
-  spin_zone += o.spin_zone;
-  spin_lru += o.spin_lru;
-  spin_other += o.spin_other;
   for (const auto& [k, v] : o.spin_callers) spin_callers[k] += v;
 }
 
@@ -432,12 +433,10 @@ std::string TaskClockSampler::Open(pid_t pid, const Config& config) {
   return "";
 }
 
-void TaskClockSampler::Enable() {
-  if (ring_.fd >= 0) ioctl(ring_.fd, PERF_EVENT_IOC_ENABLE, 0);
-}
+void TaskClockSampler::Enable() { IoctlAll({ring_.fd}, PERF_EVENT_IOC_ENABLE); }
 
 void TaskClockSampler::Disable() {
-  if (ring_.fd >= 0) ioctl(ring_.fd, PERF_EVENT_IOC_DISABLE, 0);
+  IoctlAll({ring_.fd}, PERF_EVENT_IOC_DISABLE);
 }
 
 void TaskClockSampler::Drain(
@@ -502,36 +501,28 @@ std::string TaskContention::Open(pid_t pid, uint64_t sample_period,
     sampling_reason_ = tp.reason;
     return tp.reason;
   }
-  perf_event_attr a = TracepointAttr(tp.begin_id);
-  begin_fd_ = static_cast<int>(PerfOpen(&a, pid, -1));
-  std::string why;
-  if (begin_fd_ < 0) {
-    const int err = errno;
-    why = "perf_event_open(lock:contention_begin): " +
+  for (const auto& [fd, id, name] :
+       {std::tuple{&begin_fd_, tp.begin_id, "lock:contention_begin"},
+        std::tuple{&end_fd_, tp.end_id, "lock:contention_end"}}) {
+    perf_event_attr a = TracepointAttr(id);
+    *fd = static_cast<int>(PerfOpen(&a, pid, -1));
+    if (*fd < 0) {
+      const int err = errno;
+      if (begin_fd_ >= 0) close(begin_fd_);
+      begin_fd_ = -1;
+      sampling_reason_ =
+          std::string("perf_event_open(") + name + "): " +
           ExplainPerfOpenError(err, false, true, KernelHasHardwarePmu(),
                                PerfEventParanoid());
-  } else {
-    a = TracepointAttr(tp.end_id);
-    end_fd_ = static_cast<int>(PerfOpen(&a, pid, -1));
-    if (end_fd_ < 0) {
-      const int err = errno;
-      close(begin_fd_);
-      begin_fd_ = -1;
-      why = "perf_event_open(lock:contention_end): " +
-            ExplainPerfOpenError(err, false, true, KernelHasHardwarePmu(),
-                                 PerfEventParanoid());
+      return sampling_reason_;
     }
-  }
-  if (!why.empty()) {
-    sampling_reason_ = why;
-    return why;
   }
   if (sample_period == 0) {
     sampling_reason_ = "sampling off";
   } else if (!syms.usable()) {
     sampling_reason_ = syms.reason();
   } else {
-    a = TracepointAttr(tp.begin_id);
+    perf_event_attr a = TracepointAttr(tp.begin_id);
     a.sample_period = sample_period;
     a.sample_type = PERF_SAMPLE_CALLCHAIN;
     a.exclude_callchain_user = 1;
@@ -545,14 +536,12 @@ std::string TaskContention::Open(pid_t pid, uint64_t sample_period,
 }
 
 void TaskContention::Enable() {
-  for (int fd : {begin_fd_, end_fd_, sample_.fd})
-    if (fd >= 0) ioctl(fd, PERF_EVENT_IOC_ENABLE, 0);
+  IoctlAll({begin_fd_, end_fd_, sample_.fd}, PERF_EVENT_IOC_ENABLE);
   clock_.Enable();
 }
 
 void TaskContention::Disable() {
-  for (int fd : {begin_fd_, end_fd_, sample_.fd})
-    if (fd >= 0) ioctl(fd, PERF_EVENT_IOC_DISABLE, 0);
+  IoctlAll({begin_fd_, end_fd_, sample_.fd}, PERF_EVENT_IOC_DISABLE);
   clock_.Disable();
 }
 
@@ -605,11 +594,9 @@ uint64_t GapBinEdgeNs(int b) {
 }
 
 void ZoneLockTally::Add(const ZoneLockTally& o) {
-  alloc_pages += o.alloc_pages;
-  drain_pages += o.drain_pages;
-  alloc_starts += o.alloc_starts;
-  drain_starts += o.drain_starts;
-  lost += o.lost;
+  using T = ZoneLockTally;
+  AddFields(*this, o, &T::alloc_pages, &T::drain_pages, &T::alloc_starts,
+            &T::drain_starts, &T::lost);
   for (int i = 0; i < kGapBins; ++i) {
     alloc_gaps[i] += o.alloc_gaps[i];
     drain_gaps[i] += o.drain_gaps[i];
@@ -755,13 +742,11 @@ std::string ZoneLockCounter::Open(pid_t pid, std::size_t ring_pages) {
 }
 
 void ZoneLockCounter::Enable() {
-  for (int fd : {alloc_.fd, drain_.fd})
-    if (fd >= 0) ioctl(fd, PERF_EVENT_IOC_ENABLE, 0);
+  IoctlAll({alloc_.fd, drain_.fd}, PERF_EVENT_IOC_ENABLE);
 }
 
 void ZoneLockCounter::Disable() {
-  for (int fd : {alloc_.fd, drain_.fd})
-    if (fd >= 0) ioctl(fd, PERF_EVENT_IOC_DISABLE, 0);
+  IoctlAll({alloc_.fd, drain_.fd}, PERF_EVENT_IOC_DISABLE);
 }
 
 void ZoneLockCounter::Drain(ZoneLockTally& t) {
@@ -782,344 +767,6 @@ void ZoneLockCounter::Drain(ZoneLockTally& t) {
   DrainRing(
       drain_, &t.lost,
       count(&last_drain_ns_, &t.drain_pages, &t.drain_starts, t.drain_gaps));
-}
-
-std::map<std::string, uint64_t> ReadVmstat() {
-  std::map<std::string, uint64_t> m;
-  std::ifstream in("/proc/vmstat");
-  std::string k;
-  uint64_t v = 0;
-  while (in >> k >> v) m[k] = v;
-  return m;
-}
-
-nlohmann::json VmstatDelta(const std::map<std::string, uint64_t>& a,
-                           const std::map<std::string, uint64_t>& b) {
-  static const char* const kPrefixes[] = {"pgalloc_",
-                                          "pgfree",
-                                          "pgfault",
-                                          "pgmajfault",
-                                          "pgactivate",
-                                          "pgdeactivate",
-                                          "pglazyfree",
-                                          "pgrefill",
-                                          "pgsteal_",
-                                          "pgscan_",
-                                          "thp_fault_alloc",
-                                          "thp_fault_fallback",
-                                          "pgpromote_",
-                                          "pgdemote_",
-                                          "compact_stall",
-                                          "allocstall_",
-                                          "pgskip_",
-                                          "workingset_refault_anon",
-                                          "workingset_refault_file"};
-  nlohmann::json out = nlohmann::json::object();
-  for (const auto& [k, vb] : b) {
-    bool want = false;
-    for (const char* p : kPrefixes)
-      if (StartsWith(k, p)) want = true;
-    if (!want) continue;
-    auto it = a.find(k);
-    if (it == a.end()) continue;
-    if (vb != it->second) out[k] = static_cast<int64_t>(vb - it->second);
-  }
-  return out;
-}
-
-std::vector<ZonePcp> ParseZonePcp(const std::string& text) {
-  std::vector<ZonePcp> zones;
-  std::istringstream in(text);
-  std::string line;
-  ZonePcp cur;
-  bool have = false, first_cpu = false;
-  auto flush = [&] {
-    if (have && cur.managed > 0) zones.push_back(cur);
-    have = false;
-  };
-  while (std::getline(in, line)) {
-    int node = 0;
-    char zname[32];
-    if (std::sscanf(line.c_str(), "Node %d, zone %31s", &node, zname) == 2) {
-      flush();
-      cur = ZonePcp{};
-      cur.node = node;
-      cur.zone = zname;
-      have = true;
-      first_cpu = false;
-      continue;
-    }
-    if (!have) continue;
-    std::istringstream ls(line);
-    std::string key;
-    ls >> key;
-    uint64_t v = 0;
-    if (key == "managed") {
-      ls >> cur.managed;
-    } else if (key == "pages") {
-      std::string w;
-      ls >> w >> v;
-      if (w == "free") cur.free = v;
-    } else if (key == "cpu:") {
-      int cpu = -1;
-      ls >> cpu;
-      first_cpu = cpu == 0;
-    } else if (key == "high:") {
-      ls >> v;
-      if (first_cpu) cur.high = v;
-      cur.high_max_cpu = std::max(cur.high_max_cpu, v);
-    } else if (key == "batch:") {
-      ls >> v;
-      if (first_cpu) cur.batch = v;
-    } else if (key == "high_min:") {
-      ls >> v;
-      if (first_cpu) cur.high_min = static_cast<int64_t>(v);
-    } else if (key == "high_max:") {
-      ls >> v;
-      if (first_cpu) cur.high_max = static_cast<int64_t>(v);
-    }
-  }
-  flush();
-  return zones;
-}
-
-std::vector<ZonePcp> ReadZonePcp() {
-  std::ifstream in("/proc/zoneinfo");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ParseZonePcp(ss.str());
-}
-
-const ZonePcp* MainZone(const std::vector<ZonePcp>& zones) {
-  const ZonePcp* best = nullptr;
-  for (const auto& z : zones)
-    if (!best || z.managed > best->managed) best = &z;
-  return best;
-}
-
-nlohmann::json ZonePcpJson(const std::vector<ZonePcp>& zones) {
-  nlohmann::json out = nlohmann::json::object();
-  for (const auto& z : zones) {
-    nlohmann::json j = {
-        {"node", z.node},       {"managed_pages", z.managed},
-        {"free_pages", z.free}, {"high", z.high},
-        {"batch", z.batch},     {"high_max_over_cpus", z.high_max_cpu}};
-    if (z.high_min >= 0) j["high_min"] = z.high_min;
-    if (z.high_max >= 0) j["high_max"] = z.high_max;
-    out[z.node == 0 ? z.zone : std::to_string(z.node) + ":" + z.zone] = j;
-  }
-  return out;
-}
-
-std::string LockStatStatus(std::string* reason) {
-  if (access("/proc/lock_stat", F_OK) != 0) {
-    *reason = "no /proc/lock_stat (kernel built without CONFIG_LOCK_STAT)";
-    return "unavailable";
-  }
-  if (access("/proc/lock_stat", R_OK) != 0) {
-    *reason = "/proc/lock_stat is not readable (root only)";
-    return "unavailable";
-  }
-  reason->clear();
-  return "measured";
-}
-
-nlohmann::json KernelConfigFromText(const std::string& text) {
-  static const char* const kKeys[] = {"CONFIG_NR_CPUS",
-                                      "CONFIG_CMA",
-                                      "CONFIG_MEMCG",
-                                      "CONFIG_LOCK_STAT",
-                                      "CONFIG_LOCKDEP",
-                                      "CONFIG_TRANSPARENT_HUGEPAGE",
-                                      "CONFIG_TRANSPARENT_HUGEPAGE_ALWAYS",
-                                      "CONFIG_TRANSPARENT_HUGEPAGE_MADVISE",
-                                      "CONFIG_NUMA",
-                                      "CONFIG_PREEMPT",
-                                      "CONFIG_PREEMPT_DYNAMIC",
-                                      "CONFIG_LRU_GEN",
-                                      "CONFIG_PARAVIRT_SPINLOCKS"};
-  nlohmann::json out = nlohmann::json::object();
-  for (const char* k : kKeys) out[k] = "n";
-  std::istringstream in(text);
-  std::string line;
-  while (std::getline(in, line)) {
-    for (const char* k : kKeys) {
-      const std::string key(k);
-      if (StartsWith(line, (key + "=").c_str())) {
-        std::string v = line.substr(key.size() + 1);
-        if (v.size() >= 2 && v.front() == '"' && v.back() == '"')
-          v = v.substr(1, v.size() - 2);
-        out[k] = v;
-      }
-    }
-  }
-  return out;
-}
-
-int64_t BtfArrayMember(const std::string& btf, const std::string& strct,
-                       const std::string& member) {
-  struct Hdr {
-    uint16_t magic;
-    uint8_t version, flags;
-    uint32_t hdr_len, type_off, type_len, str_off, str_len;
-  } h{};
-  if (btf.size() < sizeof h) return -1;
-  std::memcpy(&h, btf.data(), sizeof h);
-  if (h.magic != 0xeB9F) return -1;
-  const std::size_t types = h.hdr_len + h.type_off;
-  const std::size_t strs = h.hdr_len + h.str_off;
-  if (types + h.type_len > btf.size() || strs + h.str_len > btf.size())
-    return -1;
-  auto u32 = [&](std::size_t at) {
-    uint32_t v = 0;
-    std::memcpy(&v, btf.data() + at, 4);
-    return v;
-  };
-  auto name = [&](uint32_t off) -> std::string {
-    if (off >= h.str_len) return "";
-    return std::string(btf.c_str() + strs + off);
-  };
-  // Type ids start at 1: offsets of each type record, then look-ups.
-  std::vector<std::size_t> at(1, 0);
-  std::size_t p = types;
-  const std::size_t end = types + h.type_len;
-  while (p + 12 <= end) {
-    at.push_back(p);
-    const uint32_t info = u32(p + 4);
-    const uint32_t vlen = info & 0xffff, kind = (info >> 24) & 0x1f;
-    std::size_t extra = 0;
-    // Bytes after the 12-byte btf_type, by kind (include/uapi/linux/btf.h).
-    switch (kind) {
-      case 1:   // INT
-      case 14:  // VAR
-      case 17:  // DECL_TAG
-        extra = 4;
-        break;
-      case 3:  // ARRAY
-        extra = 12;
-        break;
-      case 4:   // STRUCT
-      case 5:   // UNION
-      case 15:  // DATASEC
-      case 19:  // ENUM64
-        extra = 12u * vlen;
-        break;
-      case 6:   // ENUM
-      case 13:  // FUNC_PROTO
-        extra = 8u * vlen;
-        break;
-      default:
-        extra = 0;
-    }
-    p += 12 + extra;
-  }
-  for (std::size_t id = 1; id < at.size(); ++id) {
-    const std::size_t t = at[id];
-    const uint32_t info = u32(t + 4);
-    if (((info >> 24) & 0x1f) != 4 || name(u32(t)) != strct) continue;
-    const uint32_t vlen = info & 0xffff;
-    for (uint32_t m = 0; m < vlen; ++m) {
-      const std::size_t mm = t + 12 + 12u * m;
-      if (name(u32(mm)) != member) continue;
-      uint32_t ty = u32(mm + 4);
-      for (int hops = 0; hops < 8 && ty > 0 && ty < at.size(); ++hops) {
-        const std::size_t a = at[ty];
-        const uint32_t k = (u32(a + 4) >> 24) & 0x1f;
-        if (k == 3) return u32(a + 20);  // btf_array.nelems
-        if (k < 8 || k > 11) break;      // through typedef / qualifiers only
-        ty = u32(a + 8);
-      }
-      return -1;
-    }
-  }
-  return -1;
-}
-
-nlohmann::json FolioBatchSize(const std::string& release) {
-  nlohmann::json j;
-  std::string btf;
-  {
-    std::ifstream in("/sys/kernel/btf/vmlinux", std::ios::binary);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    btf = ss.str();
-  }
-  for (const auto& [strct, member] :
-       {std::pair<const char*, const char*>{"folio_batch", "folios"},
-        {"pagevec", "pages"}}) {
-    const int64_t n = BtfArrayMember(btf, strct, member);
-    if (n > 0) {
-      j["value"] = n;
-      j["source"] = std::string("/sys/kernel/btf/vmlinux: struct ") + strct +
-                    "." + member + "[]";
-      return j;
-    }
-  }
-  // Mainline by version: PAGEVEC_SIZE 14 from 2.6.10, 15 from 4.15
-  // (include/linux/pagevec.h), FOLIO_BATCH_SIZE 15, then 31 from 6.9
-  // (include/linux/pagevec.h@6.9: "mm: increase folio batch size").
-  int major = 0, minor = 0;
-  std::sscanf(release.c_str(), "%d.%d", &major, &minor);
-  const int v = major * 1000 + minor;
-  if (v >= 6009)
-    j["value"] = 31;
-  else if (v >= 4015)
-    j["value"] = 15;
-  else if (v >= 2006)
-    j["value"] = 14;
-  else
-    j["value"] = nullptr;
-  j["source"] =
-      "mainline value for the release (no BTF with struct folio_batch): a "
-      "distribution kernel may differ";
-  return j;
-}
-
-nlohmann::json KernelConfig() {
-  nlohmann::json out;
-  utsname u{};
-  const std::string release = uname(&u) == 0 ? u.release : "";
-  out["release"] = release;
-  std::string text, source;
-  if (!release.empty()) {
-    text = ReadSmallFile("/boot/config-" + release);
-    if (!text.empty()) source = "/boot/config-" + release;
-  }
-  if (text.empty() && access("/proc/config.gz", R_OK) == 0) {
-    if (FILE* f = popen("gzip -dc /proc/config.gz 2>/dev/null", "r")) {
-      char buf[65536];
-      std::size_t n = 0;
-      while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) text.append(buf, n);
-      pclose(f);
-      if (!text.empty()) source = "/proc/config.gz";
-    }
-  }
-  if (text.empty()) {
-    out["source"] = nullptr;
-    out["reason"] = "no /boot/config-" + release +
-                    " and no readable /proc/config.gz (CONFIG_IKCONFIG_PROC)";
-  } else {
-    const nlohmann::json cfg = KernelConfigFromText(text);
-    for (auto it = cfg.begin(); it != cfg.end(); ++it) out[it.key()] = *it;
-    out["source"] = source;
-  }
-  auto selected = [](const std::string& s) {
-    const auto l = s.find('['), r = s.find(']');
-    return l == std::string::npos || r == std::string::npos || r < l
-               ? s
-               : s.substr(l + 1, r - l - 1);
-  };
-  const std::string thp =
-      ReadSmallFile("/sys/kernel/mm/transparent_hugepage/enabled");
-  const std::string defrag =
-      ReadSmallFile("/sys/kernel/mm/transparent_hugepage/defrag");
-  out["thp_enabled"] = thp.empty() ? "unavailable" : selected(thp);
-  out["thp_defrag"] = defrag.empty() ? "unavailable" : selected(defrag);
-  const std::string frac =
-      ReadSmallFile("/proc/sys/vm/percpu_pagelist_high_fraction");
-  out["percpu_pagelist_high_fraction"] = frac.empty() ? "unavailable" : frac;
-  out["folio_batch_size"] = FolioBatchSize(release);
-  return out;
 }
 
 KernelEvidence::KernelEvidence(int tasks, uint64_t sample_period,
@@ -1262,68 +909,64 @@ nlohmann::json ZoneLockJson(const ZoneLockTally& z, uint64_t ops) {
   return j;
 }
 
-void KernelEvidence::Report(
-    nlohmann::json& details,
-    std::vector<std::pair<std::string, double>>& metrics, uint64_t ops) const {
-  using nlohmann::json;
-  total_ = Sum();
-  if (!off_reason_.empty()) {
-    json k = json::object();
-    json sources = json::object();
-    for (const char* name :
-         {"tracepoints", "callchains", "spin_profile", "vmstat", "lock_stat"}) {
-      sources[name] = "off";
-      sources[std::string(name) + ":reason"] = off_reason_;
-    }
-    if (zone_lock_) {
-      sources["zone_lock"] = "off";
-      sources["zone_lock:reason"] = off_reason_;
-    }
-    sources["pcp"] = pcp_.empty() ? "unavailable" : "measured";
-    k["sources"] = sources;
-    k["pcp"] = ZonePcpJson(pcp_);
-    details["kernel"] = k;
-    return;
-  }
+namespace {
+
+using nlohmann::json;
+
+// The 8 most frequent callers of `m`, as {name: count}.
+json TopCallers(const std::map<std::string, uint64_t>& m) {
+  std::vector<std::pair<uint64_t, std::string>> v;
+  for (const auto& [name, n] : m) v.emplace_back(n, name);
+  std::sort(v.rbegin(), v.rend());
+  json out = json::object();
+  for (std::size_t i = 0; i < v.size() && i < 8; ++i)
+    out[v[i].second] = v[i].first;
+  return out;
+}
+
+// sources[name] = "measured", or "unavailable" with name:reason = why.
+void PutSource(json& sources, const char* name, bool ok,
+               const std::string& why) {
+  sources[name] = ok ? "measured" : "unavailable";
+  if (!ok) sources[std::string(name) + ":reason"] = why;
+}
+
+}  // namespace
+
+json KernelEvidence::OffJson() const {
   json sources = json::object();
-  bool counted = !tasks_.empty(), sampled = !tasks_.empty(),
-       spun = !tasks_.empty();
-  std::string tp_reason, sample_reason, spin_reason;
+  for (const char* name :
+       {"tracepoints", "callchains", "spin_profile", "vmstat", "lock_stat"}) {
+    sources[name] = "off";
+    sources[std::string(name) + ":reason"] = off_reason_;
+  }
+  if (zone_lock_) {
+    sources["zone_lock"] = "off";
+    sources["zone_lock:reason"] = off_reason_;
+  }
+  sources["pcp"] = pcp_.empty() ? "unavailable" : "measured";
+  return {{"sources", sources}, {"pcp", ZonePcpJson(pcp_)}};
+}
+
+KernelEvidence::Sources KernelEvidence::OpenedSources() const {
+  Sources o;
+  o.counted = o.sampled = o.spun = !tasks_.empty();
+  // The first task's reason stands for all.
   auto first = [](std::string& keep, const std::string& r) {
     if (keep.empty()) keep = r.empty() ? "task not started" : r;
   };
   for (const Task& t : tasks_) {
-    if (!t.counted) counted = false, first(tp_reason, t.reason);
-    if (!t.sampled) sampled = false, first(sample_reason, t.sampling_reason);
-    if (!t.spun) spun = false, first(spin_reason, t.spin_reason);
+    if (!t.counted) o.counted = false, first(o.tp_reason, t.reason);
+    if (!t.sampled)
+      o.sampled = false, first(o.sample_reason, t.sampling_reason);
+    if (!t.spun) o.spun = false, first(o.spin_reason, t.spin_reason);
   }
-  auto source = [&](const char* name, bool ok, const std::string& why) {
-    sources[name] = ok ? "measured" : "unavailable";
-    if (!ok) sources[std::string(name) + ":reason"] = why;
-  };
-  source("tracepoints", counted, tp_reason);
-  source("callchains", sampled, sample_reason);
-  source("spin_profile", spun, spin_reason);
-  const bool vm = vm_ok_ && !vm_sum_.empty();
-  source("vmstat", vm, "/proc/vmstat unreadable");
-  std::string ls_reason;
-  source("lock_stat", LockStatStatus(&ls_reason) == "measured", ls_reason);
-  source("pcp", !pcp_.empty(), "/proc/zoneinfo unreadable");
+  return o;
+}
 
-  json k = json::object();
-  k["sources"] = sources;
-  const TracepointInfo& tp = ContentionTracepoints();
-  if (tp.mounted_here) k["tracefs_mounted_by_lockline"] = tp.tracefs;
-  auto top = [](const std::map<std::string, uint64_t>& m) {
-    std::vector<std::pair<uint64_t, std::string>> v;
-    for (const auto& [name, n] : m) v.emplace_back(n, name);
-    std::sort(v.rbegin(), v.rend());
-    json out = json::object();
-    for (std::size_t i = 0; i < v.size() && i < 8; ++i)
-      out[v[i].second] = v[i].first;
-    return out;
-  };
-  if (counted) {
+void KernelEvidence::ReportTracepoints(const Sources& o, json& k,
+                                       Metrics& metrics, uint64_t ops) const {
+  if (o.counted) {
     k["contention_begin"] = total_.begin;
     k["contention_end"] = total_.end;
     metrics.emplace_back(
@@ -1337,13 +980,13 @@ void KernelEvidence::Report(
         "spinlocks (virt_spin_lock, test-and-set) are not traced; the spin "
         "profile sees them";
   }
-  if (sampled) {
+  if (o.sampled) {
     k["attribution"] = {{"zone_lock", total_.zone},
                         {"lru_lock", total_.lru},
                         {"other", total_.other}};
     k["samples"] = total_.samples;
     k["sample_period"] = sample_period_;
-    k["top_callers"] = top(total_.callers);
+    k["top_callers"] = TopCallers(total_.callers);
     if (total_.samples > 0) {
       const double n = static_cast<double>(total_.samples);
       metrics.emplace_back("kernel_contention_zone_share",
@@ -1352,31 +995,82 @@ void KernelEvidence::Report(
                            static_cast<double>(total_.lru) / n);
     }
   }
-  if (sampled || spun) k["samples_lost"] = total_.lost;
-  if (spun) {
-    const uint64_t spin =
-        total_.spin_zone + total_.spin_lru + total_.spin_other;
-    k["spin"] = {{"period_ns", spin_period_ns_},
-                 {"samples", total_.clock_samples},
-                 {"kernel_samples", total_.clock_kernel},
-                 {"spinning", spin},
-                 {"zone_lock", total_.spin_zone},
-                 {"lru_lock", total_.spin_lru},
-                 {"other", total_.spin_other},
-                 {"top_callers", top(total_.spin_callers)},
-                 {"note",
-                  "task-clock samples of the point's tasks with kernel "
-                  "callchains; a sample inside a spinlock slow path is "
-                  "attributed by the function that asked for the lock"}};
-    if (total_.clock_samples > 0) {
-      const double n = static_cast<double>(total_.clock_samples);
-      metrics.emplace_back("kernel_spin_share", static_cast<double>(spin) / n);
-      metrics.emplace_back("kernel_spin_zone_share",
-                           static_cast<double>(total_.spin_zone) / n);
-      metrics.emplace_back("kernel_spin_lru_share",
-                           static_cast<double>(total_.spin_lru) / n);
-    }
+  if (o.sampled || o.spun) k["samples_lost"] = total_.lost;
+}
+
+void KernelEvidence::ReportSpin(json& k, Metrics& metrics) const {
+  const uint64_t spin = total_.spin_zone + total_.spin_lru + total_.spin_other;
+  k["spin"] = {{"period_ns", spin_period_ns_},
+               {"samples", total_.clock_samples},
+               {"kernel_samples", total_.clock_kernel},
+               {"spinning", spin},
+               {"zone_lock", total_.spin_zone},
+               {"lru_lock", total_.spin_lru},
+               {"other", total_.spin_other},
+               {"top_callers", TopCallers(total_.spin_callers)},
+               {"note",
+                "task-clock samples of the point's tasks with kernel "
+                "callchains; a sample inside a spinlock slow path is "
+                "attributed by the function that asked for the lock"}};
+  if (total_.clock_samples > 0) {
+    const double n = static_cast<double>(total_.clock_samples);
+    metrics.emplace_back("kernel_spin_share", static_cast<double>(spin) / n);
+    metrics.emplace_back("kernel_spin_zone_share",
+                         static_cast<double>(total_.spin_zone) / n);
+    metrics.emplace_back("kernel_spin_lru_share",
+                         static_cast<double>(total_.spin_lru) / n);
   }
+}
+
+void KernelEvidence::ReportZoneLock(json& sources, json& k, Metrics& metrics,
+                                    uint64_t ops) const {
+  bool ok = !tasks_.empty();
+  std::string why;
+  for (const Task& t : tasks_)
+    if (!t.zopened) {
+      ok = false;
+      if (why.empty()) why = t.zreason.empty() ? "task not started" : t.zreason;
+    }
+  PutSource(sources, "zone_lock", ok, why);
+  if (!ok) return;
+  const ZoneLockTally z = ZoneSum();
+  k["zone_lock"] = ZoneLockJson(z, ops);
+  // No event at all: "not observed" (no metric), never 0.0 per op.
+  const ZoneHoldSplit split = ZoneSplitOf(z);
+  const uint64_t holds = HoldsAt(z.alloc_starts, z.alloc_gaps, split) +
+                         HoldsAt(z.drain_starts, z.drain_gaps, split);
+  if (holds > 0 && ops > 0) {
+    metrics.emplace_back("zone_lock_acquisitions_per_op",
+                         static_cast<double>(holds) / static_cast<double>(ops));
+    metrics.emplace_back("zone_lock_pages_per_acquisition",
+                         static_cast<double>(z.alloc_pages + z.drain_pages) /
+                             static_cast<double>(holds));
+  }
+}
+
+void KernelEvidence::Report(json& details, Metrics& metrics,
+                            uint64_t ops) const {
+  total_ = Sum();
+  if (!off_reason_.empty()) {
+    details["kernel"] = OffJson();
+    return;
+  }
+  const Sources o = OpenedSources();
+  json sources = json::object();
+  PutSource(sources, "tracepoints", o.counted, o.tp_reason);
+  PutSource(sources, "callchains", o.sampled, o.sample_reason);
+  PutSource(sources, "spin_profile", o.spun, o.spin_reason);
+  const bool vm = vm_ok_ && !vm_sum_.empty();
+  PutSource(sources, "vmstat", vm, "/proc/vmstat unreadable");
+  std::string ls_reason;
+  PutSource(sources, "lock_stat", LockStatStatus(&ls_reason) == "measured",
+            ls_reason);
+  PutSource(sources, "pcp", !pcp_.empty(), "/proc/zoneinfo unreadable");
+  json k = json::object();
+  const TracepointInfo& tp = ContentionTracepoints();
+  if (tp.mounted_here) k["tracefs_mounted_by_lockline"] = tp.tracefs;
+  ReportTracepoints(o, k, metrics, ops);
+  if (o.spun) ReportSpin(k, metrics);
   if (vm) {
     std::map<std::string, uint64_t> zero;
     for (const auto& [key, v] : vm_sum_) zero[key] = 0;
@@ -1385,36 +1079,8 @@ void KernelEvidence::Report(
         "system-wide counters over the windows: other processes' activity is "
         "included";
   }
-  if (zone_lock_) {
-    bool ok = !tasks_.empty();
-    std::string why;
-    for (const Task& t : tasks_)
-      if (!t.zopened) {
-        ok = false;
-        if (why.empty())
-          why = t.zreason.empty() ? "task not started" : t.zreason;
-      }
-    sources["zone_lock"] = ok ? "measured" : "unavailable";
-    if (!ok) sources["zone_lock:reason"] = why;
-    k["sources"] = sources;
-    if (ok) {
-      const ZoneLockTally z = ZoneSum();
-      k["zone_lock"] = ZoneLockJson(z, ops);
-      // No event at all: "not observed" (no metric), never 0.0 per op.
-      const ZoneHoldSplit split = ZoneSplitOf(z);
-      const uint64_t holds = HoldsAt(z.alloc_starts, z.alloc_gaps, split) +
-                             HoldsAt(z.drain_starts, z.drain_gaps, split);
-      if (holds > 0 && ops > 0) {
-        metrics.emplace_back(
-            "zone_lock_acquisitions_per_op",
-            static_cast<double>(holds) / static_cast<double>(ops));
-        metrics.emplace_back(
-            "zone_lock_pages_per_acquisition",
-            static_cast<double>(z.alloc_pages + z.drain_pages) /
-                static_cast<double>(holds));
-      }
-    }
-  }
+  if (zone_lock_) ReportZoneLock(sources, k, metrics, ops);
+  k["sources"] = sources;
   k["pcp"] = ZonePcpJson(pcp_);
   details["kernel"] = k;
 }

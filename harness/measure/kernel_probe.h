@@ -95,6 +95,13 @@ class KernelSymbols {
   std::string reason_;
 };
 
+/// Adds the listed fields of `from` to those of `to`: the Add of a plain
+/// tally (ContentionTally, ZoneLockTally, the kernel families' task results).
+template <typename T, typename... M>
+void AddFields(T& to, const T& from, M T::*... fields) {
+  ((to.*fields += from.*fields), ...);
+}
+
 /// Contention evidence summed over tasks and windows.
 struct ContentionTally {
   uint64_t begin = 0, end = 0;  ///< tracepoint counts
@@ -257,6 +264,12 @@ class TaskContention {
   TaskClockSampler clock_;
   std::string sampling_reason_, spin_reason_;
 };
+
+// ---- kernel_state.cpp: what the kernel reports about its memory and build
+
+/// The bracketed choice in a sysfs "a [b] c" file ("b"); the text itself
+/// when it has none.
+std::string SelectedChoice(const std::string& text);
 
 /// /proc/vmstat as name -> value ({} when unreadable).
 std::map<std::string, uint64_t> ReadVmstat();
@@ -458,11 +471,25 @@ class KernelEvidence {
   /// Adds kernel_contention_per_op (begin events / ops) when measured, and
   /// details["kernel"] = {"sources": {...}, "attribution": {...},
   /// "vmstat_delta": {...}, "pcp": {...}, ...} as in results/SCHEMA.md.
-  void Report(nlohmann::json& details,
-              std::vector<std::pair<std::string, double>>& metrics,
-              uint64_t ops) const;
+  using Metrics = std::vector<std::pair<std::string, double>>;
+  void Report(nlohmann::json& details, Metrics& metrics, uint64_t ops) const;
 
  private:
+  // Which per-task sources every task opened, and the first reason not.
+  struct Sources {
+    bool counted = false, sampled = false, spun = false;
+    std::string tp_reason, sample_reason, spin_reason;
+  };
+  // Report's steps: details.kernel under --evidence=off; the sources as
+  // opened; the tracepoint counts and callchain attribution; the spin
+  // profile; the zone->lock holds.
+  nlohmann::json OffJson() const;
+  Sources OpenedSources() const;
+  void ReportTracepoints(const Sources& o, nlohmann::json& k, Metrics& metrics,
+                         uint64_t ops) const;
+  void ReportSpin(nlohmann::json& k, Metrics& metrics) const;
+  void ReportZoneLock(nlohmann::json& sources, nlohmann::json& k,
+                      Metrics& metrics, uint64_t ops) const;
   struct Task {
     TaskContention tc;
     ContentionTally tally;

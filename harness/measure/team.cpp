@@ -1,3 +1,6 @@
+// The thread team: its threads bound to the plan's PUs, the start barrier and
+// where a window is timed (RunWindow), with limits on set-up and windows that
+// never end.
 #include "harness/measure/team.h"
 
 #include <sched.h>
@@ -5,6 +8,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -14,8 +18,8 @@
 
 #include "harness/machine/memory.h"
 #include "harness/machine/restore.h"
+#include "harness/measure/duration.h"
 #include "harness/measure/pingpong.h"
-#include "harness/run/options.h"
 
 namespace lockline {
 namespace {
@@ -23,6 +27,20 @@ namespace {
 /// The mapping that holds a team's Flags at their sampled offset (less than a
 /// page) plus the Flags themselves.
 constexpr std::size_t kFlagsMapBytes = 2 * 4096;
+
+// Prints one `lockline: error:` line (printf `fmt`), restores what the run
+// changed and exits with status 3: a set-up step or a window that never ends.
+[[noreturn]] __attribute__((format(printf, 1, 2))) void ExitStuck(
+    const char* fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  std::vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  std::fflush(stderr);
+  RestoreAll();
+  UnmountWhatLocklineMounted();
+  std::_Exit(3);
+}
 
 }  // namespace
 
@@ -127,14 +145,15 @@ void ThreadTeam::ThreadMain(int index) {
   }
 }
 
-void ThreadTeam::RunOnAll(const std::function<void(int)>& fn) {
-  std::unique_lock<std::mutex> lk(mu_);
+void ThreadTeam::Post(const std::function<void(int)>& fn) {
   task_ = fn;
   done_ = 0;
   error_ = nullptr;
   ++generation_;
   cv_.notify_all();
-  done_cv_.wait(lk, [&] { return done_ == size(); });
+}
+
+void ThreadTeam::RethrowError() {
   if (error_) {
     auto e = error_;
     error_ = nullptr;
@@ -142,32 +161,26 @@ void ThreadTeam::RunOnAll(const std::function<void(int)>& fn) {
   }
 }
 
+void ThreadTeam::RunOnAll(const std::function<void(int)>& fn) {
+  std::unique_lock<std::mutex> lk(mu_);
+  Post(fn);
+  done_cv_.wait(lk, [&] { return done_ == size(); });
+  RethrowError();
+}
+
 void ThreadTeam::RunOnAllWithin(const std::function<void(int)>& fn,
                                 uint64_t limit_ns, const std::string& what) {
   std::unique_lock<std::mutex> lk(mu_);
-  task_ = fn;
-  done_ = 0;
-  error_ = nullptr;
-  ++generation_;
-  cv_.notify_all();
+  Post(fn);
   if (!done_cv_.wait_for(lk, std::chrono::nanoseconds(limit_ns),
                          [&] { return done_ == size(); })) {
-    std::fprintf(stderr,
-                 "lockline: error: thread set-up (%s) did not finish within "
-                 "%.1f s (%d of %d threads done: a thread is blocked); "
-                 "exiting. Results of finished points are kept.\n",
-                 what.c_str(), static_cast<double>(limit_ns) / 1e9, done_,
-                 size());
-    std::fflush(stderr);
-    RestoreAll();
-    UnmountWhatLocklineMounted();
-    std::_Exit(3);
+    ExitStuck(
+        "lockline: error: thread set-up (%s) did not finish within "
+        "%.1f s (%d of %d threads done: a thread is blocked); "
+        "exiting. Results of finished points are kept.\n",
+        what.c_str(), static_cast<double>(limit_ns) / 1e9, done_, size());
   }
-  if (error_) {
-    auto e = error_;
-    error_ = nullptr;
-    std::rethrow_exception(e);
-  }
+  RethrowError();
 }
 
 uint64_t SetupTimeoutNs() {
@@ -176,8 +189,7 @@ uint64_t SetupTimeoutNs() {
     if (env != nullptr && *env != '\0') {
       try {
         return static_cast<uint64_t>(
-            ParseDurationSeconds(env, "LOCKLINE_SETUP_TIMEOUT", 1e-3, 3600) *
-            1e9);
+            ParseDuration(env, "LOCKLINE_SETUP_TIMEOUT", 1e-3, 3600) * 1e9);
       } catch (const std::exception& e) {
         std::fprintf(stderr, "lockline: warning: %s; using 120 s\n", e.what());
       }
@@ -217,15 +229,11 @@ std::unique_ptr<Topology> LoadTopologyWithin(
   std::unique_lock<std::mutex> lk(st->mu);
   if (!st->cv.wait_for(lk, std::chrono::nanoseconds(limit_ns),
                        [&] { return st->done; })) {
-    std::fprintf(stderr,
-                 "lockline: error: topology discovery of '%s' (hwloc, which "
-                 "binds a thread to each PU in turn) did not finish within "
-                 "%.1f s (LOCKLINE_SETUP_TIMEOUT sets the limit); exiting\n",
-                 spec.c_str(), static_cast<double>(limit_ns) / 1e9);
-    std::fflush(stderr);
-    RestoreAll();
-    UnmountWhatLocklineMounted();
-    std::_Exit(3);
+    ExitStuck(
+        "lockline: error: topology discovery of '%s' (hwloc, which "
+        "binds a thread to each PU in turn) did not finish within "
+        "%.1f s (LOCKLINE_SETUP_TIMEOUT sets the limit); exiting\n",
+        spec.c_str(), static_cast<double>(limit_ns) / 1e9);
   }
   lk.unlock();
   loader.join();
@@ -244,7 +252,7 @@ WindowResult ThreadTeam::RunWindow(Workload& wl,
   const bool fixed = wl.fixed_work();
 
   std::unique_lock<std::mutex> lk(mu_);
-  task_ = [this, &wl, &ctx, n](int i) {
+  Post([this, &wl, &ctx, n](int i) {
     Slot& s = slots_[i];  // once, before the barrier and the window
     // The run delay before the barrier: a pread, kept out of the window.
     const uint64_t delay0 = ThreadRunDelayNs();
@@ -261,11 +269,7 @@ WindowResult ThreadTeam::RunWindow(Workload& wl,
     s.run_delay_ns = RunDelayBetween(delay0, ThreadRunDelayNs());
     s.last_cpu = sched_getcpu();
     if (s.counters) s.counters->Stop();
-  };
-  done_ = 0;
-  error_ = nullptr;
-  ++generation_;
-  cv_.notify_all();
+  });
   lk.unlock();
 
   // The window's clock starts when the last thread arrives at the barrier.
@@ -289,24 +293,16 @@ WindowResult ThreadTeam::RunWindow(Workload& wl,
     overrun = true;
     if (!done_cv_.wait_for(lk, until(hard_limit_ns),
                            [&] { return done_ == n; })) {
-      std::fprintf(stderr,
-                   "lockline: error: a window is still running %.1f s after "
-                   "its start (threads "
-                   "that never return from RunWindow, or a lock that never "
-                   "hands over); exiting. "
-                   "Results of finished points are kept.\n",
-                   static_cast<double>(hard_limit_ns) / 1e9);
-      std::fflush(stderr);
-      RestoreAll();
-      UnmountWhatLocklineMounted();
-      std::_Exit(3);
+      ExitStuck(
+          "lockline: error: a window is still running %.1f s after "
+          "its start (threads "
+          "that never return from RunWindow, or a lock that never "
+          "hands over); exiting. "
+          "Results of finished points are kept.\n",
+          static_cast<double>(hard_limit_ns) / 1e9);
     }
   }
-  if (error_) {
-    auto e = error_;
-    error_ = nullptr;
-    std::rethrow_exception(e);
-  }
+  RethrowError();
   lk.unlock();
 
   WindowResult r;

@@ -114,6 +114,9 @@ class ThreadTeam {
   };
   void ThreadMain(int index);
   void Shutdown();  // joins every thread; idempotent
+  // With mu_ held: hands `fn` to every thread / rethrows a thread's error.
+  void Post(const std::function<void(int)>& fn);
+  void RethrowError();
 
   const Topology* topo_;
   std::vector<int> pus_;

@@ -1,3 +1,5 @@
+// The run's provenance: the build, the libraries, the kernel, the CPU and its
+// topology, and the settings that move results, each with a warning.
 #include "harness/record/provenance.h"
 
 #include <dlfcn.h>
@@ -89,13 +91,6 @@ std::string KernelLogHypervisor(std::string* why) {
   return buf.substr(from, buf.find('\n', from) - from);
 }
 
-// The bracketed choice in a sysfs "a [b] c" file.
-std::string Selected(const std::string& text) {
-  const auto l = text.find('['), r = text.find(']');
-  if (l == std::string::npos || r == std::string::npos || r < l) return text;
-  return text.substr(l + 1, r - l - 1);
-}
-
 std::string KernelCmdlineValue(const std::string& key) {
   std::istringstream in(ReadSmallFile("/proc/cmdline"));
   std::string tok;
@@ -104,85 +99,36 @@ std::string KernelCmdlineValue(const std::string& key) {
   return "";
 }
 
-}  // namespace
+using nlohmann::json;
 
-std::string LibraryFileVersion(void* symbol) {
-  Dl_info info{};
-  if (dladdr(symbol, &info) == 0 || info.dli_fname == nullptr) return "unknown";
-  char resolved[PATH_MAX];
-  const char* path = realpath(info.dli_fname, resolved);
-  const std::string file = path ? path : info.dli_fname;
-  const size_t so = file.rfind(".so.");
-  if (so == std::string::npos) return "unknown (" + file + ")";
-  const std::string v = file.substr(so + 4);
-  if (v.empty() || v.find_first_not_of("0123456789.") != std::string::npos)
-    return "unknown (" + file + ")";
-  return v;
-}
-
-bool RunningUnderTcg() {
-  return CpuInfoField("flags").find(" hypervisor") != std::string::npos &&
-         HypervisorSignature() == "TCGTCGTCGTCG";
-}
-
-nlohmann::json CollectProvenance(const Options& opts, const Topology& topo) {
-  using nlohmann::json;
-  json p;
-  p["version"] = LOCKLINE_VERSION;
-  p["git_commit"] = LOCKLINE_GIT_COMMIT;
-  p["compiler"] = LOCKLINE_COMPILER;
-  p["cxx_flags"] = LOCKLINE_CXX_FLAGS;
-  p["build_type"] = LOCKLINE_BUILD_TYPE;
-  p["command_line"] = opts.argv;
-  // hwloc_get_api_version() is the library's (runtime) API version;
-  // HWLOC_API_VERSION and HWLOC_VERSION are the headers' we compiled against.
-  // hwloc 2.9 has no runtime function for its release number.
+// The versions of the libraries lockline runs with. hwloc_get_api_version()
+// is the library's (runtime) API version; HWLOC_API_VERSION and HWLOC_VERSION
+// are the headers' we compiled against. hwloc 2.9 has no runtime function for
+// its release number.
+json LibraryVersions() {
   const auto dotted = [](unsigned v) {
     return std::to_string(v >> 16) + "." + std::to_string((v >> 8) & 0xff) +
            "." + std::to_string(v & 0xff);
   };
   const unsigned hw = hwloc_get_api_version();
   const int pfm = pfm_get_version();
-  p["versions"] = {{"google_benchmark", LOCKLINE_GBENCH_VERSION},
-                   {"hwloc", HWLOC_VERSION},
-                   {"hwloc_api_runtime", dotted(hw)},
-                   {"hwloc_api_header", dotted(HWLOC_API_VERSION)},
-                   // pfm_get_version() is the API version (4.0 for every
-                   // libpfm4 release); the package version is the loaded
-                   // library file's (libpfm.so.4.13.0 -> 4.13.0).
-                   {"libpfm4_api", std::to_string(PFM_MAJ_VERSION(pfm)) + "." +
-                                       std::to_string(PFM_MIN_VERSION(pfm))},
-                   {"libpfm4", LibraryFileVersion(
-                                   reinterpret_cast<void*>(&pfm_get_version))},
-                   {"glibc", gnu_get_libc_version()}};
-  utsname u{};
-  if (uname(&u) == 0)
-    p["kernel"] = std::string(u.sysname) + " " + u.release + " " + u.version +
-                  " " + u.machine;
-  p["kernel_config"] = kernel::KernelConfig();  // issue 18
-  p["cpu_model"] = CpuInfoField("model name");
-  p["microcode"] = CpuInfoField("microcode");
-  const TopologySummary& t = topo.summary();
-  p["topology"] = {{"source", t.source},
-                   {"packages", t.packages},
-                   {"numa_nodes", t.numa_nodes},
-                   {"l3s", t.l3s},
-                   {"cores", t.cores},
-                   {"pus", t.pus},
-                   {"usable_pus", t.usable_pus},
-                   {"cache_line_bytes", t.cache_line_bytes},
-                   {"cache_line_known", t.cache_line_known},
-                   {"cpukinds", t.cpukinds}};
-  p["topology"]["complete_pus"] = t.complete_pus;
-  p["topology"]["online_pus"] = t.online_pus;
-  p["topology"]["allowed_pus"] = t.allowed_pus;
-  p["topology"]["affinity_pus"] =
-      t.affinity_pus < 0 ? json(nullptr) : json(t.affinity_pus);
-  p["topology"]["restricted_by"] = t.restricted_by;
-  p["topology"]["usable"] = std::to_string(t.usable_pus) + " of " +
-                            std::to_string(t.complete_pus) + " PUs usable";
-  // Per-kind facts (hybrid CPUs): efficiency rank, PUs and hwloc's infos
-  // (FrequencyMaxMHz, FrequencyBaseMHz, CoreType, ...).
+  return {{"google_benchmark", LOCKLINE_GBENCH_VERSION},
+          {"hwloc", HWLOC_VERSION},
+          {"hwloc_api_runtime", dotted(hw)},
+          {"hwloc_api_header", dotted(HWLOC_API_VERSION)},
+          // pfm_get_version() is the API version (4.0 for every libpfm4
+          // release); the package version is the loaded library file's
+          // (libpfm.so.4.13.0 -> 4.13.0).
+          {"libpfm4_api", std::to_string(PFM_MAJ_VERSION(pfm)) + "." +
+                              std::to_string(PFM_MIN_VERSION(pfm))},
+          {"libpfm4",
+           LibraryFileVersion(reinterpret_cast<void*>(&pfm_get_version))},
+          {"glibc", gnu_get_libc_version()}};
+}
+
+// Per-kind facts (hybrid CPUs): efficiency rank, PUs and hwloc's infos
+// (FrequencyMaxMHz, FrequencyBaseMHz, CoreType, ...).
+json CpuKindsJson(const Topology& topo) {
   json kinds = json::array();
   const int nr_kinds = hwloc_cpukinds_get_nr(topo.raw(), 0);
   for (int k = 0; k < nr_kinds; ++k) {
@@ -207,10 +153,35 @@ nlohmann::json CollectProvenance(const Options& opts, const Topology& topo) {
     }
     hwloc_bitmap_free(set);
   }
-  p["topology"]["cpukinds_info"] = kinds;
+  return kinds;
+}
 
-  json env;
-  json warnings = json::array();
+json TopologyJson(const Topology& topo) {
+  const TopologySummary& t = topo.summary();
+  return {{"source", t.source},
+          {"packages", t.packages},
+          {"numa_nodes", t.numa_nodes},
+          {"l3s", t.l3s},
+          {"cores", t.cores},
+          {"pus", t.pus},
+          {"usable_pus", t.usable_pus},
+          {"cache_line_bytes", t.cache_line_bytes},
+          {"cache_line_known", t.cache_line_known},
+          {"cpukinds", t.cpukinds},
+          {"complete_pus", t.complete_pus},
+          {"online_pus", t.online_pus},
+          {"allowed_pus", t.allowed_pus},
+          {"affinity_pus",
+           t.affinity_pus < 0 ? json(nullptr) : json(t.affinity_pus)},
+          {"restricted_by", t.restricted_by},
+          {"usable", std::to_string(t.usable_pus) + " of " +
+                         std::to_string(t.complete_pus) + " PUs usable"},
+          {"cpukinds_info", CpuKindsJson(topo)}};
+}
+
+// Governor, SMT, THP, ASLR, perf_event_paranoid, isolcpus and nohz_full into
+// `env`, with a warning for each setting that moves results.
+void ReadSettings(json& env, json& warnings) {
   const std::string governor =
       ReadSmallFile("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor");
   env["governor"] = governor.empty() ? "unknown (no cpufreq)" : governor;
@@ -219,8 +190,8 @@ nlohmann::json CollectProvenance(const Options& opts, const Topology& topo) {
                        "', not 'performance': clock changes move results");
   const std::string smt = ReadSmallFile("/sys/devices/system/cpu/smt/control");
   env["smt"] = smt.empty() ? "unknown" : smt;
-  const std::string thp =
-      Selected(ReadSmallFile("/sys/kernel/mm/transparent_hugepage/enabled"));
+  const std::string thp = kernel::SelectedChoice(
+      ReadSmallFile("/sys/kernel/mm/transparent_hugepage/enabled"));
   env["thp"] = thp.empty() ? "unknown" : thp;
   if (thp == "always")
     warnings.push_back(
@@ -242,60 +213,69 @@ nlohmann::json CollectProvenance(const Options& opts, const Topology& topo) {
       paranoid.empty() ? json(nullptr) : json(std::stoi(paranoid));
   env["isolcpus"] = KernelCmdlineValue("isolcpus");
   env["nohz_full"] = KernelCmdlineValue("nohz_full");
+}
+
+// The hypervisor, when the CPU says there is one: env["hypervisor"] names it
+// and env["hypervisor_sources"] keeps what each source says. They can
+// disagree (a PVM guest on this project's CI VM: CPUID leaf 0x40000000 says
+// "bhyve bhyve", the kernel says PVM), so all are recorded and `hypervisor`
+// names both.
+void DetectHypervisor(json& env, json& warnings) {
+  env["hypervisor"] = nullptr;
+  env["hypervisor_sources"] = nullptr;
+  if (CpuInfoField("flags").find(" hypervisor") == std::string::npos) return;
+  const std::string sig = HypervisorSignature();
+  static const std::pair<const char*, const char*> kNames[] = {
+      {"KVMKVMKVM", "KVM"},         {"Microsoft Hv", "Hyper-V"},
+      {"VMwareVMware", "VMware"},   {"XenVMMXenVMM", "Xen"},
+      {"TCGTCGTCGTCG", "QEMU TCG"}, {"bhyve bhyve", "bhyve"},
+      {"ACRNACRNACRN", "ACRN"},     {"VBoxVBoxVBox", "VirtualBox"}};
+  std::string cpuid_name;
+  for (const auto& [cpuid, name] : kNames)
+    if (sig == cpuid) cpuid_name = name;
+  std::string klog_why;
+  const std::string klog = KernelLogHypervisor(&klog_why);
+  const std::string sys_type = ReadSmallFile("/sys/hypervisor/type");
+  const std::string dmi = ReadSmallFile("/sys/class/dmi/id/sys_vendor");
+  const auto or_null = [](const std::string& v) {
+    return v.empty() ? json(nullptr) : json(v);
+  };
+  json sources = {
+      {"cpuid_signature", or_null(sig)},
+      {"cpuid_name", or_null(cpuid_name)},
+      {"kernel_log", or_null(klog)},
+      {"sys_hypervisor_type", or_null(sys_type)},
+      {"dmi_sys_vendor", or_null(dmi)},
+      {"note",
+       "cpuid_*: leaf 0x40000000 as the VM presents it to user space; "
+       "kernel_log: the running kernel's \"Hypervisor detected:\" boot line "
+       "(what it detected and runs paravirtualised for); "
+       "sys_hypervisor_type: /sys/hypervisor/type; dmi_sys_vendor: "
+       "/sys/class/dmi/id/sys_vendor; null: the source says nothing"}};
+  if (!klog_why.empty()) sources["kernel_log_unavailable"] = klog_why;
   std::string hypervisor;
-  json hv_sources = nullptr;
-  if (CpuInfoField("flags").find(" hypervisor") != std::string::npos) {
-    // Each source says what it says; they can disagree (a PVM guest on this
-    // project's CI VM: CPUID leaf 0x40000000 says "bhyve bhyve", the kernel
-    // says PVM), so all are recorded and `hypervisor` names both.
-    const std::string sig = HypervisorSignature();
-    static const std::pair<const char*, const char*> kNames[] = {
-        {"KVMKVMKVM", "KVM"},         {"Microsoft Hv", "Hyper-V"},
-        {"VMwareVMware", "VMware"},   {"XenVMMXenVMM", "Xen"},
-        {"TCGTCGTCGTCG", "QEMU TCG"}, {"bhyve bhyve", "bhyve"},
-        {"ACRNACRNACRN", "ACRN"},     {"VBoxVBoxVBox", "VirtualBox"}};
-    std::string cpuid_name;
-    for (const auto& [cpuid, name] : kNames)
-      if (sig == cpuid) cpuid_name = name;
-    std::string klog_why;
-    const std::string klog = KernelLogHypervisor(&klog_why);
-    const std::string sys_type = ReadSmallFile("/sys/hypervisor/type");
-    const std::string dmi = ReadSmallFile("/sys/class/dmi/id/sys_vendor");
-    const auto or_null = [](const std::string& v) {
-      return v.empty() ? json(nullptr) : json(v);
-    };
-    hv_sources = {
-        {"cpuid_signature", or_null(sig)},
-        {"cpuid_name", or_null(cpuid_name)},
-        {"kernel_log", or_null(klog)},
-        {"sys_hypervisor_type", or_null(sys_type)},
-        {"dmi_sys_vendor", or_null(dmi)},
-        {"note",
-         "cpuid_*: leaf 0x40000000 as the VM presents it to user space; "
-         "kernel_log: the running kernel's \"Hypervisor detected:\" boot line "
-         "(what it detected and runs paravirtualised for); "
-         "sys_hypervisor_type: /sys/hypervisor/type; dmi_sys_vendor: "
-         "/sys/class/dmi/id/sys_vendor; null: the source says nothing"}};
-    if (!klog_why.empty()) hv_sources["kernel_log_unavailable"] = klog_why;
-    if (!cpuid_name.empty())
-      hypervisor = cpuid_name + " (CPUID signature " + sig + ")";
-    if (hypervisor.empty() && !sig.empty())
-      hypervisor = "CPUID signature " + sig;
-    if (!klog.empty() && klog != cpuid_name) {
-      hypervisor += (hypervisor.empty() ? "" : "; ") + std::string("kernel: ") +
-                    klog + " (kernel log \"Hypervisor detected: " + klog +
-                    "\")";
-    }
-    if (hypervisor.empty()) hypervisor = sys_type;
-    if (hypervisor.empty()) hypervisor = dmi;
-    if (hypervisor.empty()) hypervisor = "yes (unknown type)";
-    warnings.push_back(
-        "running under a hypervisor (" + hypervisor +
-        "): vCPUs move between host cores; contended numbers carry coherence "
-        "labels for this reason");
+  if (!cpuid_name.empty())
+    hypervisor = cpuid_name + " (CPUID signature " + sig + ")";
+  if (hypervisor.empty() && !sig.empty()) hypervisor = "CPUID signature " + sig;
+  if (!klog.empty() && klog != cpuid_name) {
+    hypervisor += (hypervisor.empty() ? "" : "; ") + std::string("kernel: ") +
+                  klog + " (kernel log \"Hypervisor detected: " + klog + "\")";
   }
-  env["hypervisor"] = hypervisor.empty() ? json(nullptr) : json(hypervisor);
-  env["hypervisor_sources"] = hv_sources;
+  if (hypervisor.empty()) hypervisor = sys_type;
+  if (hypervisor.empty()) hypervisor = dmi;
+  if (hypervisor.empty()) hypervisor = "yes (unknown type)";
+  warnings.push_back(
+      "running under a hypervisor (" + hypervisor +
+      "): vCPUs move between host cores; contended numbers carry coherence "
+      "labels for this reason");
+  env["hypervisor"] = hypervisor;
+  env["hypervisor_sources"] = sources;
+}
+
+// Warnings about the PUs a run may use: fewer usable than present, CPU kinds
+// hwloc cannot rank, a cgroup CPU quota below the usable PUs.
+void PlacementWarnings(const TopologySummary& t, const CgroupCpu& cg,
+                       json& warnings) {
   if (t.usable_pus < t.complete_pus) {
     std::string why;
     for (const auto& r : t.restricted_by) why += (why.empty() ? "" : ", ") + r;
@@ -307,8 +287,6 @@ nlohmann::json CollectProvenance(const Options& opts, const Topology& topo) {
   // Issue 36: kinds hwloc cannot rank leave the sweep in OS order; say so.
   if (const std::string kinds = UnrankedKindsWarning(t); !kinds.empty())
     warnings.push_back(kinds);
-  const CgroupCpu& cg = ProcessCgroupCpu();
-  p["cgroup"] = CgroupJson(cg);
   if (cg.quota_cpus > 0 && cg.quota_cpus < t.usable_pus) {
     char q[32];
     std::snprintf(q, sizeof q, "%.2f", cg.quota_cpus);
@@ -322,6 +300,52 @@ nlohmann::json CollectProvenance(const Options& opts, const Topology& topo) {
         " exceed it and measure throttling (each such row says so in "
         "cgroup.over_quota and its warning; rows carry cgroup.nr_throttled)");
   }
+}
+
+}  // namespace
+
+std::string LibraryFileVersion(void* symbol) {
+  Dl_info info{};
+  if (dladdr(symbol, &info) == 0 || info.dli_fname == nullptr) return "unknown";
+  char resolved[PATH_MAX];
+  const char* path = realpath(info.dli_fname, resolved);
+  const std::string file = path ? path : info.dli_fname;
+  const size_t so = file.rfind(".so.");
+  if (so == std::string::npos) return "unknown (" + file + ")";
+  const std::string v = file.substr(so + 4);
+  if (v.empty() || v.find_first_not_of("0123456789.") != std::string::npos)
+    return "unknown (" + file + ")";
+  return v;
+}
+
+bool RunningUnderTcg() {
+  return CpuInfoField("flags").find(" hypervisor") != std::string::npos &&
+         HypervisorSignature() == "TCGTCGTCGTCG";
+}
+
+nlohmann::json CollectProvenance(const Options& opts, const Topology& topo) {
+  json p;
+  p["version"] = LOCKLINE_VERSION;
+  p["git_commit"] = LOCKLINE_GIT_COMMIT;
+  p["compiler"] = LOCKLINE_COMPILER;
+  p["cxx_flags"] = LOCKLINE_CXX_FLAGS;
+  p["build_type"] = LOCKLINE_BUILD_TYPE;
+  p["command_line"] = opts.argv;
+  p["versions"] = LibraryVersions();
+  utsname u{};
+  if (uname(&u) == 0)
+    p["kernel"] = std::string(u.sysname) + " " + u.release + " " + u.version +
+                  " " + u.machine;
+  p["kernel_config"] = kernel::KernelConfig();  // issue 18
+  p["cpu_model"] = CpuInfoField("model name");
+  p["microcode"] = CpuInfoField("microcode");
+  p["topology"] = TopologyJson(topo);
+  json env, warnings = json::array();
+  ReadSettings(env, warnings);
+  DetectHypervisor(env, warnings);
+  const CgroupCpu& cg = ProcessCgroupCpu();
+  p["cgroup"] = CgroupJson(cg);
+  PlacementWarnings(topo.summary(), cg, warnings);
   p["environment"] = env;
   p["warnings"] = warnings;
   return p;

@@ -28,8 +28,6 @@ ALLOWED = {
 EXCEPTIONS = {
     # CollectProvenance records the run's Options as given on the command line.
     ("harness/record/provenance.h", "run/options"),
-    # LOCKLINE_SETUP_TIMEOUT is read with the parser --budget and --window use.
-    ("harness/measure/team.cpp", "run/options"),
 }
 
 

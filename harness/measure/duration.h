@@ -1,0 +1,16 @@
+// Durations as lockline's flags and LOCKLINE_SETUP_TIMEOUT write them ("90s",
+// "500ms"): one parser for run/options.cpp and the team's set-up limit.
+#pragma once
+
+#include <string>
+
+namespace lockline {
+
+/// Parses a duration: "90" or "90s", "500ms", "20m", "1h" (decimal digits with
+/// an optional fraction and exponent; no hex, inf or nan). Throws
+/// std::invalid_argument naming `flag` and the accepted range when the text is
+/// malformed or the value lies outside [min_s, max_s] seconds.
+double ParseDuration(const std::string& text, const std::string& flag,
+                     double min_s, double max_s);
+
+}  // namespace lockline
