@@ -457,8 +457,8 @@ PointReport RunIdleCpusBurst(const Topology& topo, const std::vector<int>& pus,
 // handed out is zero and the pool conserves its pages either way.
 TEST(PrezeroBurst, OneIdleZeroerPerNumaNode) {
   using prezero_bench::Protocol;
-  // 2 NUMA nodes x 4 cores x 1 PU: OS 0-3 node 0, 4-7 node 1.
-  auto topo = Topology::Load("synthetic:pack:1 numa:2 core:4 pu:1");
+  // 2 NUMA nodes x 4 cores x 1 PU: OS 0-3 node 0, 4-7 node 1, an L3 each.
+  auto topo = Topology::Load("synthetic:pack:1 numa:2 l3:1 core:4 pu:1");
   ASSERT_EQ(topo->usable_pus().size(), 8u);
   std::vector<int> all;
   for (const PuInfo& pu : topo->usable_pus()) all.push_back(pu.os_index);
@@ -477,6 +477,10 @@ TEST(PrezeroBurst, OneIdleZeroerPerNumaNode) {
       ASSERT_NE(pu, nullptr);
       EXPECT_EQ(pu->numa, static_cast<int>(i));
       EXPECT_EQ(d["helper_core"][i].get<int>(), pu->core);
+      // Issue 48: a zeroer on a measured PU used to write -1 for both.
+      EXPECT_EQ(d["helper_l3"][i].get<int>(), pu->l3);
+      EXPECT_GE(pu->l3, 0);
+      EXPECT_EQ(d["helper_kind"][i].get<int>(), pu->cpukind);
     }
     EXPECT_TRUE(d["zeroer_on_measured_pus"].get<bool>());
     EXPECT_EQ(d["busy_pus"].get<int>(), 8);

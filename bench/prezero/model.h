@@ -356,6 +356,10 @@ inline std::vector<HelperPlace> NodeZeroerPlaces(
     out.push_back({least->os_index, least->core, least->numa, false,
                    "SCHED_IDLE on the node's least-loaded measured PU (no "
                    "spare PU on the node)"});
+    // The row's helper_l3 / helper_kind say where it ran (issue 48).
+    out.back().l3 = least->l3;
+    out.back().cpukind = least->cpukind;
+    out.back().package = least->package;
   }
   return out;
 }
