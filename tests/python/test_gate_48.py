@@ -10,13 +10,7 @@ import subprocess
 import pytest
 
 from test_build_duet import _pairs, _per_process, _run_file
-
-SOURCE_DIR = os.environ.get(
-    "LOCKLINE_SOURCE_DIR",
-    os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-COMPARE = os.path.join(SOURCE_DIR, "ci", "compare.py")
-REGRESSION_SH = os.path.join(SOURCE_DIR, "ci", "regression.sh")
-FIXTURES = os.path.join(SOURCE_DIR, "tests", "python", "fixtures", "compare")
+from test_compare import COMPARE, FIXTURES, REGRESSION_SH
 BASE = os.path.join(FIXTURES, "BASE_noise.json")
 CUR = os.path.join(FIXTURES, "CUR_noise.json")
 PYTHON = "/usr/bin/python3"
