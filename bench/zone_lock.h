@@ -209,6 +209,11 @@ inline int StatThreshold(int threads, unsigned long pages) {
       2 * fls(static_cast<unsigned long>(threads)) * (1 + fls(mem_128mb)));
 }
 
+/// The sampled zone->lock holds of one kind (refills or drains).
+struct HoldTimes {
+  uint64_t ns = 0, samples = 0;
+};
+
 /// Per-thread event counts (windows only; teardown's drain is not counted).
 struct Counters {
   uint64_t ops = 0;      ///< frees (alloc+free pairs completed)
@@ -221,9 +226,8 @@ struct Counters {
                                     ///< still proceeds: no reclaim modelled)
   uint64_t stat_folds = 0;   ///< per-thread vm_stat diffs folded into the zone
   uint64_t fair_resets = 0;  ///< reset_alloc_batches (clear_bit on flags)
-  uint64_t fair_depletions = 0;  ///< set_bit(ZONE_FAIR_DEPLETED)
-  uint64_t refill_hold_ns = 0, refill_hold_samples = 0;
-  uint64_t drain_hold_ns = 0, drain_hold_samples = 0;
+  uint64_t fair_depletions = 0;       ///< set_bit(ZONE_FAIR_DEPLETED)
+  HoldTimes refill_hold, drain_hold;  ///< ZoneLockWorkload::Hold's samples
   /// Buddy merges (FreeOne) and splits (expand) this thread's holds did:
   /// counted in locals under the lock and added here after the release, so
   /// no line of ours is written inside a hold (issue 40 item 4).
@@ -610,6 +614,24 @@ class ZoneLockWorkload final : public Workload {
     }
   }
 
+  /// One hold of zone->lock around `section`. On the instrumented rows every
+  /// kHoldTimeEvery-th hold (by `count`, the caller's count of such holds) is
+  /// timed from acquisition to release into `times`.
+  template <class Section>
+  void Hold(ZoneState& zs, PerThread& me, int tid, uint64_t count,
+            HoldTimes& times, Section section) {
+    const bool timed = stats_ && (count % kHoldTimeEvery) == 0;
+    Acquire(zs.zone->lock, *zs.side, me.stat, tid);
+    const uint64_t t0 = timed ? NowNs() : 0;
+    section();
+    const uint64_t t1 = timed ? NowNs() : 0;
+    Release(zs.zone->lock, me.stat);
+    if (timed) {
+      times.ns += t1 - t0;
+      ++times.samples;
+    }
+  }
+
   /// test_bit on zone->flags, lock-free (an atomic read of the flags word).
   static bool TestZoneFlag(Z& z, int bit) {
     return (std::atomic_ref<unsigned long>(z.flags).load(
@@ -698,49 +720,33 @@ class ZoneLockWorkload final : public Workload {
   Page* AllocPage(ZoneState& zs, PerThread& me, int tid) {
     PreAllocReads(zs, me);
     Z& z = *zs.zone;
-    Lock& lock = z.lock;
     Page* page = nullptr;
     if (batch_ == 0) {
-      const bool timed = stats_ && (me.c.allocs % kHoldTimeEvery) == 0;
       unsigned splits = 0;
-      Acquire(lock, *zs.side, me.stat, tid);
-      const uint64_t t0 = timed ? NowNs() : 0;
-      page = zs.buddy->RmqueueSmallest(0, kMigratetype, &splits);
-      if (page != nullptr) ModState(zs, me, &me.stat_diff, kNrFreePages, -1);
-      const uint64_t t1 = timed ? NowNs() : 0;
-      Release(lock, me.stat);
-      if (timed) {
-        me.c.refill_hold_ns += t1 - t0;
-        ++me.c.refill_hold_samples;
-      }
+      Hold(zs, me, tid, me.c.allocs, me.c.refill_hold, [&] {
+        page = zs.buddy->RmqueueSmallest(0, kMigratetype, &splits);
+        if (page != nullptr) ModState(zs, me, &me.stat_diff, kNrFreePages, -1);
+      });
       me.c.splits += splits;
       if (page == nullptr) return nullptr;
     } else {
       ReadPageset(z);
       if (me.pcp_count == 0) {
-        const bool timed = stats_ && (me.c.refills % kHoldTimeEvery) == 0;
-        ++me.c.refills;
         unsigned splits = 0;
-        Acquire(lock, *zs.side, me.stat, tid);
-        const uint64_t t0 = timed ? NowNs() : 0;
         int got = 0;
-        ListHead* list = &me.pcp_list;
-        for (; got < batch_; ++got) {
-          Page* p = zs.buddy->RmqueueSmallest(0, kMigratetype, &splits);
-          if (p == nullptr) break;
-          // list_add(&page->lru, list); list = &page->lru: physical order.
-          ListAdd(&p->lru, list);
-          list = &p->lru;
-          // is_migrate_cma(get_freepage_migratetype(page)).
-          benchmark::DoNotOptimize(p->index);
-        }
-        ModState(zs, me, &me.stat_diff, kNrFreePages, -got);
-        const uint64_t t1 = timed ? NowNs() : 0;
-        Release(lock, me.stat);
-        if (timed) {
-          me.c.refill_hold_ns += t1 - t0;
-          ++me.c.refill_hold_samples;
-        }
+        Hold(zs, me, tid, me.c.refills++, me.c.refill_hold, [&] {
+          ListHead* list = &me.pcp_list;
+          for (; got < batch_; ++got) {
+            Page* p = zs.buddy->RmqueueSmallest(0, kMigratetype, &splits);
+            if (p == nullptr) break;
+            // list_add(&page->lru, list); list = &page->lru: physical order.
+            ListAdd(&p->lru, list);
+            list = &p->lru;
+            // is_migrate_cma(get_freepage_migratetype(page)).
+            benchmark::DoNotOptimize(p->index);
+          }
+          ModState(zs, me, &me.stat_diff, kNrFreePages, -got);
+        });
         me.c.splits += splits;
         me.pcp_count += got;
         if (got == 0) return nullptr;
@@ -758,38 +764,22 @@ class ZoneLockWorkload final : public Workload {
   /// batch under one acquisition once count >= high.
   void FreePage(ZoneState& zs, PerThread& me, int tid, Page* page) {
     Z& z = *zs.zone;
-    Lock& lock = z.lock;
     page->index = static_cast<unsigned long>(kMigratetype);  // set_freepage_mt
+    unsigned merges = 0;
     if (batch_ == 0) {
-      const bool timed = stats_ && (me.c.ops % kHoldTimeEvery) == 0;
-      Acquire(lock, *zs.side, me.stat, tid);
-      const uint64_t t0 = timed ? NowNs() : 0;
-      ReadPagesScanned(z);
-      const unsigned merges = zs.buddy->FreeOne(page, 0, kMigratetype);
-      ModState(zs, me, &me.stat_diff, kNrFreePages, +1);
-      const uint64_t t1 = timed ? NowNs() : 0;
-      Release(lock, me.stat);
-      if (timed) {
-        me.c.drain_hold_ns += t1 - t0;
-        ++me.c.drain_hold_samples;
-      }
+      Hold(zs, me, tid, me.c.ops, me.c.drain_hold, [&] {
+        ReadPagesScanned(z);
+        merges = zs.buddy->FreeOne(page, 0, kMigratetype);
+        ModState(zs, me, &me.stat_diff, kNrFreePages, +1);
+      });
       me.c.merges += merges;
       return;
     }
     ReadPageset(z);
     ListAdd(&page->lru, &me.pcp_list);
     if (++me.pcp_count >= high_) {
-      const bool timed = stats_ && (me.c.drains % kHoldTimeEvery) == 0;
-      ++me.c.drains;
-      Acquire(lock, *zs.side, me.stat, tid);
-      const uint64_t t0 = timed ? NowNs() : 0;
-      const unsigned merges = FreePcpBulk(zs, me, batch_);
-      const uint64_t t1 = timed ? NowNs() : 0;
-      Release(lock, me.stat);
-      if (timed) {
-        me.c.drain_hold_ns += t1 - t0;
-        ++me.c.drain_hold_samples;
-      }
+      Hold(zs, me, tid, me.c.drains++, me.c.drain_hold,
+           [&] { merges = FreePcpBulk(zs, me, batch_); });
       me.c.merges += merges;
     }
   }
@@ -836,34 +826,15 @@ class ZoneLockWorkload final : public Workload {
   PaddedSlots<PerThread> per_thread_;
 };
 
-/// Calls f.template operator()<P>() for every placement of
-/// kAllZoneLockPlacements, in table order.
-template <class F, std::size_t... I>
-void ForEachPlacementImpl(F& f, std::index_sequence<I...>) {
-  (f.template operator()<kAllZoneLockPlacements[I]>(), ...);
-}
-template <class F>
-void ForEachPlacement(F&& f) {
-  ForEachPlacementImpl(
-      f, std::make_index_sequence<std::size(kAllZoneLockPlacements)>{});
-}
-/// Calls f.template operator()<kLine>() for every line size of kLines.
-template <class F, std::size_t... I>
-void ForEachLineImpl(F& f, std::index_sequence<I...>) {
-  (f.template operator()<kLines[I]>(), ...);
-}
-template <class F>
-void ForEachLine(F&& f) {
-  ForEachLineImpl(f, std::make_index_sequence<std::size(kLines)>{});
-}
-/// Calls f.template operator()<C>() for every config of kAllZoneConfigs.
-template <class F, std::size_t... I>
-void ForEachConfigImpl(F& f, std::index_sequence<I...>) {
-  (f.template operator()<kAllZoneConfigs[I]>(), ...);
-}
-template <class F>
-void ForEachConfig(F&& f) {
-  ForEachConfigImpl(f, std::make_index_sequence<std::size(kAllZoneConfigs)>{});
+/// Calls f.template operator()<kValues[i]>() for every element of the
+/// constexpr array kValues, in order: the placements (kAllZoneLockPlacements),
+/// line sizes (kLines) and configs (kAllZoneConfigs) of the layouts.
+template <const auto& kValues, class F>
+void ForEachOf(F&& f) {
+  [&]<std::size_t... I>(std::index_sequence<I...>) {
+    (f.template operator()<kValues[I]>(), ...);
+  }
+  (std::make_index_sequence<std::size(kValues)>{});
 }
 
 /// The workload of lock `lock` (a kName of the lock table), placement P, line
@@ -880,9 +851,9 @@ std::unique_ptr<Workload> MakeZoneLockWorkload(
     const PointEnv& env, int batch, int zones, const Options& options = {}) {
   std::unique_ptr<Workload> w;
   WithLock(lock, [&]<class L>() {
-    ForEachLine([&]<std::size_t kLine>() {
+    ForEachOf<kLines>([&]<std::size_t kLine>() {
       if (line != kLine) return;
-      ForEachConfig([&]<ZoneConfig C>() {
+      ForEachOf<kAllZoneConfigs>([&]<ZoneConfig C>() {
         if (config != C) return;
         w = std::make_unique<ZoneLockWorkload<L, P, kLine, C>>(env, batch,
                                                                zones, options);
