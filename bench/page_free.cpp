@@ -808,31 +808,22 @@ class RaceWorkload : public Workload {
 
   std::string Verdict(const RaceCounters& sum, double upper,
                       const MemoryModel& mm) const {
-    char buf[480];
+    using std::to_string;
+    const std::string window = to_string(window_ns_);
     if (sum.incidents) {
-      std::snprintf(buf, sizeof(buf),
-                    "unsafe: %llu violations (%llu freed while referenced, "
-                    "%llu freed while on the LRU) in %llu frees, race window "
-                    "%llu ns, scanner %s, %s",
-                    static_cast<unsigned long long>(sum.incidents),
-                    static_cast<unsigned long long>(sum.incidents_referenced),
-                    static_cast<unsigned long long>(sum.incidents_on_lru),
-                    static_cast<unsigned long long>(sum.frees),
-                    static_cast<unsigned long long>(window_ns_), S::kName,
-                    mm.arch);
-    } else {
-      std::snprintf(buf, sizeof(buf),
-                    "no violation in %llu frees at race window %llu ns, "
-                    "scanner %s: rate < %.3g per million frees (95 %%, rule "
-                    "of three); %s%s",
-                    static_cast<unsigned long long>(sum.frees),
-                    static_cast<unsigned long long>(window_ns_), S::kName,
-                    upper * 1e6, mm.arch,
-                    mm.loads_may_reorder ? ""
-                                         : " (TSO: load reordering not "
-                                           "tested)");
+      return "unsafe: " + to_string(sum.incidents) + " violations (" +
+             to_string(sum.incidents_referenced) + " freed while referenced, " +
+             to_string(sum.incidents_on_lru) + " freed while on the LRU) in " +
+             to_string(sum.frees) + " frees, race window " + window +
+             " ns, scanner " + S::kName + ", " + mm.arch;
     }
-    return buf;
+    char rate[32];
+    std::snprintf(rate, sizeof(rate), "%.3g", upper * 1e6);
+    return "no violation in " + to_string(sum.frees) +
+           " frees at race window " + window + " ns, scanner " + S::kName +
+           ": rate < " + rate + " per million frees (95 %, rule of three); " +
+           mm.arch +
+           (mm.loads_may_reorder ? "" : " (TSO: load reordering not tested)");
   }
 
   // Records one symptom; the first symptom of an incident counts the incident
