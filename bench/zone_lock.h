@@ -227,7 +227,7 @@ struct Counters {
   uint64_t stat_folds = 0;   ///< per-thread vm_stat diffs folded into the zone
   uint64_t fair_resets = 0;  ///< reset_alloc_batches (clear_bit on flags)
   uint64_t fair_depletions = 0;       ///< set_bit(ZONE_FAIR_DEPLETED)
-  HoldTimes refill_hold, drain_hold;  ///< ZoneLockWorkload::Hold's samples
+  HoldTimes refill_hold, drain_hold;  ///< sampled holds (kHoldTimeEvery)
   /// Buddy merges (FreeOne) and splits (expand) this thread's holds did:
   /// counted in locals under the lock and added here after the release, so
   /// no line of ours is written inside a hold (issue 40 item 4).
@@ -614,24 +614,6 @@ class ZoneLockWorkload final : public Workload {
     }
   }
 
-  /// One hold of zone->lock around `section`. On the instrumented rows every
-  /// kHoldTimeEvery-th hold (by `count`, the caller's count of such holds) is
-  /// timed from acquisition to release into `times`.
-  template <class Section>
-  void Hold(ZoneState& zs, PerThread& me, int tid, uint64_t count,
-            HoldTimes& times, Section section) {
-    const bool timed = stats_ && (count % kHoldTimeEvery) == 0;
-    Acquire(zs.zone->lock, *zs.side, me.stat, tid);
-    const uint64_t t0 = timed ? NowNs() : 0;
-    section();
-    const uint64_t t1 = timed ? NowNs() : 0;
-    Release(zs.zone->lock, me.stat);
-    if (timed) {
-      times.ns += t1 - t0;
-      ++times.samples;
-    }
-  }
-
   /// test_bit on zone->flags, lock-free (an atomic read of the flags word).
   static bool TestZoneFlag(Z& z, int bit) {
     return (std::atomic_ref<unsigned long>(z.flags).load(
@@ -720,33 +702,49 @@ class ZoneLockWorkload final : public Workload {
   Page* AllocPage(ZoneState& zs, PerThread& me, int tid) {
     PreAllocReads(zs, me);
     Z& z = *zs.zone;
+    Lock& lock = z.lock;
     Page* page = nullptr;
     if (batch_ == 0) {
+      const bool timed = stats_ && (me.c.allocs % kHoldTimeEvery) == 0;
       unsigned splits = 0;
-      Hold(zs, me, tid, me.c.allocs, me.c.refill_hold, [&] {
-        page = zs.buddy->RmqueueSmallest(0, kMigratetype, &splits);
-        if (page != nullptr) ModState(zs, me, &me.stat_diff, kNrFreePages, -1);
-      });
+      Acquire(lock, *zs.side, me.stat, tid);
+      const uint64_t t0 = timed ? NowNs() : 0;
+      page = zs.buddy->RmqueueSmallest(0, kMigratetype, &splits);
+      if (page != nullptr) ModState(zs, me, &me.stat_diff, kNrFreePages, -1);
+      const uint64_t t1 = timed ? NowNs() : 0;
+      Release(lock, me.stat);
+      if (timed) {
+        me.c.refill_hold.ns += t1 - t0;
+        ++me.c.refill_hold.samples;
+      }
       me.c.splits += splits;
       if (page == nullptr) return nullptr;
     } else {
       ReadPageset(z);
       if (me.pcp_count == 0) {
+        const bool timed = stats_ && (me.c.refills % kHoldTimeEvery) == 0;
+        ++me.c.refills;
         unsigned splits = 0;
+        Acquire(lock, *zs.side, me.stat, tid);
+        const uint64_t t0 = timed ? NowNs() : 0;
         int got = 0;
-        Hold(zs, me, tid, me.c.refills++, me.c.refill_hold, [&] {
-          ListHead* list = &me.pcp_list;
-          for (; got < batch_; ++got) {
-            Page* p = zs.buddy->RmqueueSmallest(0, kMigratetype, &splits);
-            if (p == nullptr) break;
-            // list_add(&page->lru, list); list = &page->lru: physical order.
-            ListAdd(&p->lru, list);
-            list = &p->lru;
-            // is_migrate_cma(get_freepage_migratetype(page)).
-            benchmark::DoNotOptimize(p->index);
-          }
-          ModState(zs, me, &me.stat_diff, kNrFreePages, -got);
-        });
+        ListHead* list = &me.pcp_list;
+        for (; got < batch_; ++got) {
+          Page* p = zs.buddy->RmqueueSmallest(0, kMigratetype, &splits);
+          if (p == nullptr) break;
+          // list_add(&page->lru, list); list = &page->lru: physical order.
+          ListAdd(&p->lru, list);
+          list = &p->lru;
+          // is_migrate_cma(get_freepage_migratetype(page)).
+          benchmark::DoNotOptimize(p->index);
+        }
+        ModState(zs, me, &me.stat_diff, kNrFreePages, -got);
+        const uint64_t t1 = timed ? NowNs() : 0;
+        Release(lock, me.stat);
+        if (timed) {
+          me.c.refill_hold.ns += t1 - t0;
+          ++me.c.refill_hold.samples;
+        }
         me.c.splits += splits;
         me.pcp_count += got;
         if (got == 0) return nullptr;
@@ -764,22 +762,38 @@ class ZoneLockWorkload final : public Workload {
   /// batch under one acquisition once count >= high.
   void FreePage(ZoneState& zs, PerThread& me, int tid, Page* page) {
     Z& z = *zs.zone;
+    Lock& lock = z.lock;
     page->index = static_cast<unsigned long>(kMigratetype);  // set_freepage_mt
-    unsigned merges = 0;
     if (batch_ == 0) {
-      Hold(zs, me, tid, me.c.ops, me.c.drain_hold, [&] {
-        ReadPagesScanned(z);
-        merges = zs.buddy->FreeOne(page, 0, kMigratetype);
-        ModState(zs, me, &me.stat_diff, kNrFreePages, +1);
-      });
+      const bool timed = stats_ && (me.c.ops % kHoldTimeEvery) == 0;
+      Acquire(lock, *zs.side, me.stat, tid);
+      const uint64_t t0 = timed ? NowNs() : 0;
+      ReadPagesScanned(z);
+      const unsigned merges = zs.buddy->FreeOne(page, 0, kMigratetype);
+      ModState(zs, me, &me.stat_diff, kNrFreePages, +1);
+      const uint64_t t1 = timed ? NowNs() : 0;
+      Release(lock, me.stat);
+      if (timed) {
+        me.c.drain_hold.ns += t1 - t0;
+        ++me.c.drain_hold.samples;
+      }
       me.c.merges += merges;
       return;
     }
     ReadPageset(z);
     ListAdd(&page->lru, &me.pcp_list);
     if (++me.pcp_count >= high_) {
-      Hold(zs, me, tid, me.c.drains++, me.c.drain_hold,
-           [&] { merges = FreePcpBulk(zs, me, batch_); });
+      const bool timed = stats_ && (me.c.drains % kHoldTimeEvery) == 0;
+      ++me.c.drains;
+      Acquire(lock, *zs.side, me.stat, tid);
+      const uint64_t t0 = timed ? NowNs() : 0;
+      const unsigned merges = FreePcpBulk(zs, me, batch_);
+      const uint64_t t1 = timed ? NowNs() : 0;
+      Release(lock, me.stat);
+      if (timed) {
+        me.c.drain_hold.ns += t1 - t0;
+        ++me.c.drain_hold.samples;
+      }
       me.c.merges += merges;
     }
   }
