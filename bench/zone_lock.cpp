@@ -208,7 +208,7 @@ std::vector<Variant> ZoneLockVariants(const std::vector<PuInfo>& order) {
   const bool multi_node = CountNumaNodes(order) > 1;
   std::vector<Variant> out;
   ForEachLock([&]<class L>() {
-    ForEachOf<kAllZoneLockPlacements>([&]<ZoneLockPlacement P>() {
+    ForEachPlacement([&]<ZoneLockPlacement P>() {
       for (const std::size_t line : kLines) {
         for (const ZoneConfig config : kAllZoneConfigs) {
           for (const int batch : kPcpBatches) {

@@ -840,15 +840,34 @@ class ZoneLockWorkload final : public Workload {
   PaddedSlots<PerThread> per_thread_;
 };
 
-/// Calls f.template operator()<kValues[i]>() for every element of the
-/// constexpr array kValues, in order: the placements (kAllZoneLockPlacements),
-/// line sizes (kLines) and configs (kAllZoneConfigs) of the layouts.
-template <const auto& kValues, class F>
-void ForEachOf(F&& f) {
-  [&]<std::size_t... I>(std::index_sequence<I...>) {
-    (f.template operator()<kValues[I]>(), ...);
-  }
-  (std::make_index_sequence<std::size(kValues)>{});
+/// Calls f.template operator()<P>() for every placement of
+/// kAllZoneLockPlacements, in table order.
+template <class F, std::size_t... I>
+void ForEachPlacementImpl(F& f, std::index_sequence<I...>) {
+  (f.template operator()<kAllZoneLockPlacements[I]>(), ...);
+}
+template <class F>
+void ForEachPlacement(F&& f) {
+  ForEachPlacementImpl(
+      f, std::make_index_sequence<std::size(kAllZoneLockPlacements)>{});
+}
+/// Calls f.template operator()<kLine>() for every line size of kLines.
+template <class F, std::size_t... I>
+void ForEachLineImpl(F& f, std::index_sequence<I...>) {
+  (f.template operator()<kLines[I]>(), ...);
+}
+template <class F>
+void ForEachLine(F&& f) {
+  ForEachLineImpl(f, std::make_index_sequence<std::size(kLines)>{});
+}
+/// Calls f.template operator()<C>() for every config of kAllZoneConfigs.
+template <class F, std::size_t... I>
+void ForEachConfigImpl(F& f, std::index_sequence<I...>) {
+  (f.template operator()<kAllZoneConfigs[I]>(), ...);
+}
+template <class F>
+void ForEachConfig(F&& f) {
+  ForEachConfigImpl(f, std::make_index_sequence<std::size(kAllZoneConfigs)>{});
 }
 
 /// The workload of lock `lock` (a kName of the lock table), placement P, line
@@ -865,9 +884,9 @@ std::unique_ptr<Workload> MakeZoneLockWorkload(
     const PointEnv& env, int batch, int zones, const Options& options = {}) {
   std::unique_ptr<Workload> w;
   WithLock(lock, [&]<class L>() {
-    ForEachOf<kLines>([&]<std::size_t kLine>() {
+    ForEachLine([&]<std::size_t kLine>() {
       if (line != kLine) return;
-      ForEachOf<kAllZoneConfigs>([&]<ZoneConfig C>() {
+      ForEachConfig([&]<ZoneConfig C>() {
         if (config != C) return;
         w = std::make_unique<ZoneLockWorkload<L, P, kLine, C>>(env, batch,
                                                                zones, options);
