@@ -193,33 +193,29 @@ std::vector<Variant> CalibrationVariants(const std::vector<PuInfo>& order) {
   struct OpRow {
     const char* name;
     Op op;
+    bool shared;  ///< one line for all threads (else private, threads:1)
     const char* description;
   };
   static const OpRow kOps[] = {
-      {"plain_inc", Op::kPlainInc, "plain load/add/store on a private line"},
-      {"atomic_fetch_add", Op::kAtomicFetchAdd, "lock xadd on a private line"},
-      {"cas", Op::kCas, "compare-exchange loop on a private line"},
+      {"plain_inc", Op::kPlainInc, false,
+       "plain load/add/store on a private line"},
+      {"atomic_fetch_add", Op::kAtomicFetchAdd, false,
+       "lock xadd on a private line"},
+      {"cas", Op::kCas, false, "compare-exchange loop on a private line"},
+      {"atomic_fetch_add", Op::kAtomicFetchAdd, true,
+       "lock xadd on one line shared by all threads"},
   };
   for (const OpRow& row : kOps) {
     Variant v;
-    v.params = {{"op", row.name}, {"line", "private"}};
+    v.params = {{"op", row.name}, {"line", row.shared ? "shared" : "private"}};
     v.suite = Suite::kQuick;
     v.description = row.description;
-    v.threads = {1};
-    const Op op = row.op;
-    v.make = [op](const PointEnv& env) {
-      return std::make_unique<OpWorkload>(op, false, env);
+    if (!row.shared) v.threads = {1};
+    v.make = [row](const PointEnv& env) {
+      return std::make_unique<OpWorkload>(row.op, row.shared, env);
     };
     out.push_back(std::move(v));
   }
-  Variant shared;
-  shared.params = {{"op", "atomic_fetch_add"}, {"line", "shared"}};
-  shared.suite = Suite::kQuick;
-  shared.description = "lock xadd on one line shared by all threads";
-  shared.make = [](const PointEnv& env) {
-    return std::make_unique<OpWorkload>(Op::kAtomicFetchAdd, true, env);
-  };
-  out.push_back(std::move(shared));
   for (const auto& [a, b] : LatencyPairs(order)) {
     Variant v;
     v.params = {{"c2c", "pingpong"},

@@ -44,13 +44,15 @@ constexpr int kWarmupPairs = kDuetWarmupPairs;
 enum class DuetThreads { kAll, kMin, kMax };
 
 struct DuetSpec {
-  const char* question;
-  const char* family;
-  const char* param;
-  const char* a;
-  const char* b;
-  std::vector<std::pair<std::string, std::string>> prefer;
-  std::vector<std::string> group_by = {};
+  std::string question;
+  std::string family;
+  std::string param;
+  std::string a;
+  std::string b;
+  /// "k:v/k:v", a row key's own syntax ("k:" is k with the value "").
+  std::string prefer;
+  /// Parameter names, '/'-separated.
+  std::string group_by = "";
   DuetThreads threads = DuetThreads::kAll;
   /// kDefault: in the default suite (the questions' answers the report gives
   /// from pairs); kFull: measured with --full (or a filter) only.
@@ -58,228 +60,126 @@ struct DuetSpec {
   /// The value `param` has in a row whose key leaves it out (stats: "on", the
   /// instrumented rows; their twins end /stats:off): lets a duet pair a row
   /// with its twin. "" for parameters every row names.
-  const char* absent = "";
-  /// Parameters a side must have (ParamOf with `absent` ""), e.g. policy
-  /// fixed: rows without the parameter (the named layouts) are not sides.
-  std::vector<std::pair<std::string, std::string>> only = {};
+  std::string absent = "";
+  /// Parameters a side must have ("k:v/k:v", ParamOf with `absent` ""), e.g.
+  /// policy fixed: rows without the parameter (the named layouts) are not
+  /// sides.
+  std::string only = "";
   /// Variant::repetition_factor of the duet's points.
   int repetition_factor = 1;
 };
+
+/// The '/'-separated parts of `s` (none for "").
+std::vector<std::string> Split(const std::string& s) {
+  std::vector<std::string> out;
+  for (std::size_t at = 0; at < s.size();) {
+    const std::size_t end = std::min(s.find('/', at), s.size());
+    out.push_back(s.substr(at, end - at));
+    at = end + 1;
+  }
+  return out;
+}
+
+/// "k:v/k:v" as (k, v) pairs.
+Params KeyValues(const std::string& s) {
+  Params out;
+  for (const std::string& kv : Split(s)) {
+    const std::size_t colon = kv.find(':');
+    out.emplace_back(kv.substr(0, colon), kv.substr(colon + 1));
+  }
+  return out;
+}
+
+constexpr DuetThreads kMin = DuetThreads::kMin, kMax = DuetThreads::kMax;
+constexpr Suite kDefault = Suite::kDefault, kFull = Suite::kFull;
+
+/// `specs` and, after them, the questions' duets (000-003) on the
+/// instrumented rows (stats absent), suite full: the same comparisons with
+/// lock_stat on both sides, so a --full run (or a filter) shows what the
+/// instrumentation does to each effect.
+std::vector<DuetSpec> WithInstrumentedTwins(
+    const std::vector<DuetSpec>& specs) {
+  std::vector<DuetSpec> out = specs;
+  for (const DuetSpec& s : specs) {
+    const std::string& q = s.question;
+    if (q != "000" && q != "001" && q != "002" && q != "003") continue;
+    DuetSpec on = s;
+    const std::size_t at = on.prefer.find("stats:off");
+    if (at != std::string::npos) on.prefer.erase(at + 6, 3);  // "stats:"
+    on.suite = Suite::kFull;
+    out.push_back(std::move(on));
+  }
+  return out;
+}
 
 const std::vector<DuetSpec>& Specs() {
   // The 2004 and 2020 pagevec rows (verdicts.py PV_2004 / PV_2020): each era's
   // kernel, release path and lock; one duet per work_ns (cal, and the
   // labelled saturated 0) as the verdicts group them. The questions' duets
   // pair the uninstrumented twins (stats:off both sides, issue 40 item 3);
-  // their instrumented counterparts (added at the end) are suite full.
-  const std::vector<std::pair<std::string, std::string>> pv2004 = {
-      {"kernel", "2.6.9"}, {"release", "unmap"}, {"scanner", "off"},
-      {"lock", "ttas"},    {"policy", "fixed"},  {"mode", "deferred"},
-      {"stats", "off"}};
-  const std::vector<std::pair<std::string, std::string>> pv2020 = {
-      {"kernel", "5.8"},     {"release", "none"}, {"scanner", "on"},
-      {"lock", "qspinlock"}, {"policy", "fixed"}, {"mode", "deferred"},
-      {"stats", "off"}};
-  const auto with = [](std::vector<std::pair<std::string, std::string>> base,
-                       std::vector<std::pair<std::string, std::string>> more) {
-    base.insert(base.end(), more.begin(), more.end());
-    return base;
-  };
-  static const std::vector<DuetSpec> specs = {
-      {"000",
-       "pagevec",
-       "slots",
-       "16",
-       "15",
-       with(pv2004, {{"offset", "0"}}),
-       {"work_ns"},
-       DuetThreads::kMax,
-       Suite::kDefault},
-      {"000",
-       "pagevec",
-       "layout",
-       "pagevec_v2_6_9",
-       "pagevec_v2_6_10",
-       with(pv2004, {{"offset", "0"}}),
-       {"work_ns"},
-       DuetThreads::kMax,
-       Suite::kDefault},
-      {"000",
-       "pagevec",
-       "offset",
-       "0",
-       "8",
-       with(pv2004, {{"slots", "16"}}),
-       {"work_ns"},
-       DuetThreads::kMax,
-       Suite::kDefault},
+  // their instrumented counterparts (WithInstrumentedTwins) are suite full.
+  const std::string pv2004 =
+      "kernel:2.6.9/release:unmap/scanner:off/lock:ttas/policy:fixed/"
+      "mode:deferred/stats:off";
+  const std::string pv2020 =
+      "kernel:5.8/release:none/scanner:on/lock:qspinlock/policy:fixed/"
+      "mode:deferred/stats:off";
+  const std::string zone = "pcp_batch:31/config:cma/line:64/zones:per_numa/";
+  static const std::vector<DuetSpec> specs = WithInstrumentedTwins({
+      {"000", "pagevec", "slots", "16", "15", pv2004 + "/offset:0", "work_ns",
+       kMax, kDefault},
+      {"000", "pagevec", "layout", "pagevec_v2_6_9", "pagevec_v2_6_10",
+       pv2004 + "/offset:0", "work_ns", kMax, kDefault},
+      {"000", "pagevec", "offset", "0", "8", pv2004 + "/slots:16", "work_ns",
+       kMax, kDefault},
       // 2015 is answered by the ticket lock of 4.0 (default suite); the other
       // locks are what-ifs (suite full). One duet per work_ns for 4.0's lock
       // (cal: the answer; 0: the labelled saturated case), the what-ifs at
       // work_ns:cal; all on the uninstrumented twins (stats:off).
-      {"001",
-       "zone_lock",
-       "layout",
-       "lock_before_free_area",
-       "lock_after_free_area",
-       {{"lock", "ticket"},
-        {"pcp_batch", "31"},
-        {"config", "cma"},
-        {"line", "64"},
-        {"zones", "per_numa"},
-        {"work_ns", "cal"},
-        {"stats", "off"}},
-       {"work_ns"},
-       DuetThreads::kMax,
-       Suite::kDefault},
-      {"001",
-       "zone_lock",
-       "layout",
-       "lock_before_free_area",
-       "lock_after_free_area",
-       {{"pcp_batch", "31"},
-        {"config", "cma"},
-        {"line", "64"},
-        {"zones", "per_numa"},
-        {"work_ns", "cal"},
-        {"stats", "off"}},
-       {"lock"}},
+      {"001", "zone_lock", "layout", "lock_before_free_area",
+       "lock_after_free_area", "lock:ticket/" + zone + "work_ns:cal/stats:off",
+       "work_ns", kMax, kDefault},
+      {"001", "zone_lock", "layout", "lock_before_free_area",
+       "lock_after_free_area", zone + "work_ns:cal/stats:off", "lock"},
       // 002 at one thread, on the uninstrumented twins (stats:off) too:
       // 2.6.16's put_page takes lru_lock on every final put
       // (__page_cache_release, mm/swap.c@v2.6.16), the fast path at 0 % never
       // does, so lock_stat's path on the atomic side alone biased the pair.
-      {"002",
-       "page_free",
-       "variant",
-       "atomic",
-       "fastpath",
-       {{"on_lru_pct", "0"},
-        {"free_cpu", "same"},
-        {"lock", "ttas"},
-        {"stats", "off"}},
-       {},
-       DuetThreads::kMin,
-       Suite::kDefault},
-      {"003",
-       "pagevec",
-       "slots",
-       "15",
-       "31",
-       with(pv2020, {{"offset", "0"}}),
-       {"work_ns"},
-       DuetThreads::kMax,
-       Suite::kDefault},
+      {"002", "page_free", "variant", "atomic", "fastpath",
+       "on_lru_pct:0/free_cpu:same/lock:ttas/stats:off", "", kMin, kDefault},
+      {"003", "pagevec", "slots", "15", "31", pv2020 + "/offset:0", "work_ns",
+       kMax, kDefault},
       // 004 in the default suite (issue 40 item 8): the steady-state verdict
       // (zeroer on a PU of its own, allocator never sleeps) from pairs. Twice
       // the repetitions: each falls at about -3 % or -23 % (issue 39), and a
       // run needs both modes for an interval the next run falls in.
-      {"004",
-       "prezero",
-       "mode",
-       "zero_on_alloc",
-       "prezeroed_busy",
-       {{"method", "memset"}},
-       {},
-       DuetThreads::kMin,
-       Suite::kDefault,
-       "",
-       {},
-       2},
+      {"004", "prezero", "mode", "zero_on_alloc", "prezeroed_busy",
+       "method:memset", "", kMin, kDefault, "", "", 2},
       // What lock_stat costs (issue 23 item 4): each family's contended
       // question rows instrumented (the key without stats) against their
       // uninstrumented twins (/stats:off), paired, at work_ns:0 where the lock
       // is busiest: both sides of each question (issue 40 item 3: 15 and 16
       // slots for 2.6.9, 15 and 31 for 5.8, both zone->lock layouts), so the
       // instrumentation's effect on each side can be compared.
-      {"instr",
-       "pagevec",
-       "stats",
-       "on",
-       "off",
-       with(pv2004, {{"offset", "0"}, {"work_ns", "0"}}),
-       {"kernel", "slots"},
-       DuetThreads::kMax,
-       Suite::kDefault,
-       "on",
-       {{"policy", "fixed"}, {"work_ns", "0"}, {"offset", "0"}}},
-      {"instr",
-       "zone_lock",
-       "stats",
-       "on",
-       "off",
-       {{"lock", "ticket"},
-        {"pcp_batch", "31"},
-        {"config", "cma"},
-        {"line", "64"},
-        {"zones", "per_numa"},
-        {"work_ns", "0"}},
-       {"layout"},
-       DuetThreads::kMax,
-       Suite::kDefault,
-       "on",
-       {{"work_ns", "0"}}},
+      {"instr", "pagevec", "stats", "on", "off", pv2004 + "/offset:0/work_ns:0",
+       "kernel/slots", kMax, kDefault, "on", "policy:fixed/work_ns:0/offset:0"},
+      {"instr", "zone_lock", "stats", "on", "off",
+       "lock:ticket/" + zone + "work_ns:0", "layout", kMax, kDefault, "on",
+       "work_ns:0"},
       // A/A: the same variant on both sides (suite full), for the false
       // effect rate of the paired method across families and thread counts.
-      {"aa",
-       "pagevec",
-       "slots",
-       "15",
-       "15",
-       {{"kernel", "2.6.9"},
-        {"scanner", "off"},
-        {"offset", "0"},
-        {"stats", ""}}},
-      {"aa",
-       "zone_lock",
-       "layout",
+      {"aa", "pagevec", "slots", "15", "15",
+       "kernel:2.6.9/scanner:off/offset:0/stats:"},
+      {"aa", "zone_lock", "layout", "lock_after_free_area",
        "lock_after_free_area",
-       "lock_after_free_area",
-       {{"pcp_batch", "31"},
-        {"config", "cma"},
-        {"lock", "ticket"},
-        {"work_ns", "cal"},
-        {"stats", ""}},
-       {},
-       DuetThreads::kAll,
-       Suite::kFull},
+       "pcp_batch:31/config:cma/lock:ticket/work_ns:cal/stats:"},
       // The instrumented rows, as before 002's stats:off twins existed (a
       // twin's key sorts first and would otherwise win the tie).
-      {"aa",
-       "page_free",
-       "variant",
-       "atomic",
-       "atomic",
-       {{"on_lru_pct", "0"}, {"free_cpu", "same"}, {"stats", ""}},
-       {},
-       DuetThreads::kAll,
-       Suite::kFull},
-      {"aa",
-       "locks",
-       "lock",
-       "ticket",
-       "ticket",
-       {{"cs", "0"}, {"stats", "off"}},
-       {},
-       DuetThreads::kAll,
-       Suite::kFull},
-  };
-  // The questions' duets on the instrumented rows (stats absent), suite full:
-  // the same comparisons with lock_stat on both sides, so a --full run (or a
-  // filter) shows what the instrumentation does to each effect.
-  static const std::vector<DuetSpec> all = [] {
-    std::vector<DuetSpec> out = specs;
-    for (const DuetSpec& s : specs) {
-      const std::string q = s.question;
-      if (q != "000" && q != "001" && q != "002" && q != "003") continue;
-      DuetSpec on = s;
-      for (auto& [k, v] : on.prefer)
-        if (k == "stats") v = "";
-      on.suite = Suite::kFull;
-      out.push_back(std::move(on));
-    }
-    return out;
-  }();
-  return all;
+      {"aa", "page_free", "variant", "atomic", "atomic",
+       "on_lru_pct:0/free_cpu:same/stats:"},
+      {"aa", "locks", "lock", "ticket", "ticket", "cs:0/stats:off"},
+  });
+  return specs;
 }
 
 /// The value of parameter `k` in `p`, or `absent` when the key leaves it out
@@ -382,15 +282,16 @@ std::vector<std::pair<const Variant*, const Variant*>> FindPairs(
         RowKey(spec.family, WithParam(v->params, spec.param, spec.b), 0);
     if (!by_key.count(other)) continue;
     bool fits = true;
-    for (const auto& [k, val] : spec.only)
+    for (const auto& [k, val] : KeyValues(spec.only))
       fits = fits && ParamOf(v->params, k) == val;
     if (!fits) continue;
     std::string group;
-    for (const auto& g : spec.group_by) group += ParamOf(v->params, g) + "/";
+    for (const auto& g : Split(spec.group_by))
+      group += ParamOf(v->params, g) + "/";
     int score = 0;
     // A pair of stats:off twins wins first where the spec prefers them, as
     // verdicts.py find_pairs chooses the twins of questions 000-003.
-    for (const auto& [k, val] : spec.prefer)
+    for (const auto& [k, val] : KeyValues(spec.prefer))
       if (ParamOf(v->params, k) == val)
         score += k == "stats" && val == "off" ? 1000 : 1;
     groups[group].push_back({-score, key});

@@ -10,11 +10,9 @@
 // isolating pages in the 2.6.16 or the 2.6.18 order (scanner:) on a few shared
 // pages; counts pages freed while referenced and freed while on the LRU. The
 // policies and scanner orders, with their kernel sources, are in
-// bench/page_free.h. Not measured: the buddy allocator (the hot lists never run
-// dry or overflow), interrupts (Linux takes lru_lock with irqs off), memcg,
-// compound pages, the active / inactive split (one LRU list).
-#include "bench/page_free.h"
-
+// bench/page_free/model.h. Not measured: the buddy allocator (the hot lists
+// never run dry or overflow), interrupts (Linux takes lru_lock with irqs off),
+// memcg, compound pages, the active / inactive split (one LRU list).
 #include <algorithm>
 #include <array>
 #include <atomic>
@@ -29,6 +27,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "bench/page_free/model.h"
 #include "harness/family.h"
 #include "harness/locks/all_locks.h"
 #include "harness/locks/lock_stat.h"
@@ -80,12 +79,6 @@ struct alignas(kDestructiveLine) LruZone {
   ListHead lru;
   long nr_lru = 0;  ///< pages on `lru` (under lru_lock)
   LruZone() { ListInit(&lru); }
-};
-
-/// Lock statistics side line of lru_lock (kept apart so the zone model keeps
-/// its shape).
-struct LruStatSide {
-  LockStatSide side;
 };
 
 /// Single-producer / single-consumer ring of page pointers (after rigtorp's
@@ -196,10 +189,6 @@ struct CostCtx {
   }
   void RaceWindow() {}
   void RefUnderflow(Page&) { ++t.underflows; }
-  void PutRef(Page& page) {
-    if (page._refcount.fetch_sub(1, std::memory_order_seq_cst) <= 0)
-      ++t.underflows;
-  }
 };
 
 /// Parameters of one cost point.
@@ -217,10 +206,10 @@ template <class V, LockAlgorithm L>
 class CostWorkload : public Workload {
  public:
   CostWorkload(const PointEnv& env, CostParams params)
-      : env_(env),
-        params_(params),
-        zone_(MakeShared<LruZone<L>>(env)),
-        side_(MakeShared<LruStatSide>(env)) {}
+      : zone_(MakeShared<LruZone<L>>(env)),
+        side_(MakeShared<LockStatSide>(env)),
+        env_(env),
+        params_(params) {}
 
   void Prepare(int threads) override {
     threads_ = PaddedSlots<CostThread>(static_cast<std::size_t>(threads),
@@ -261,7 +250,7 @@ class CostWorkload : public Workload {
   uint64_t RunWindow(const ThreadCtx& ctx,
                      const std::atomic<bool>& stop) override {
     CostThread& t = threads_[ctx.index];  // once, outside the timed loop
-    CostCtx<L> c{*zone_, side_->side, t, ctx.index, params_.stats};
+    CostCtx<L> c{*zone_, *side_, t, ctx.index, params_.stats};
     PageRing* in = params_.remote ? rings_[ctx.index].get() : nullptr;
     PageRing* out =
         params_.remote ? rings_[(ctx.index + 1) % ctx.threads].get() : nullptr;
@@ -489,10 +478,11 @@ class CostWorkload : public Workload {
     }
     ~PageMemory() { Reset(); }
   } page_mem_;
+  std::shared_ptr<LruZone<L>> zone_;
+  /// lru_lock's lock statistics, off the zone's lines (its shape is 2.6.16's)
+  std::shared_ptr<LockStatSide> side_;
   PointEnv env_;
   CostParams params_;
-  std::shared_ptr<LruZone<L>> zone_;
-  std::shared_ptr<LruStatSide> side_;
   PaddedSlots<CostThread> threads_;
   std::vector<std::shared_ptr<PageRing>> rings_;
 };
@@ -526,43 +516,43 @@ inline bool IsTwinned(const std::string& variant, int on_lru_pct) {
   return on_lru_pct == 100 && variant == "atomic";
 }
 
+/// The cost row of policy V on lock L at `cp`; with cp.stats false, the
+/// uninstrumented twin (key ending stats:off) in its instrumented row's suite.
+template <class V, LockAlgorithm L>
+Variant CostVariant(const CostParams& cp) {
+  const int pct = cp.on_lru_pct;
+  const bool base = std::string(L::kName) == kDefaultLock && !cp.remote;
+  Variant v;
+  v.params = {{"variant", V::kName},
+              {"on_lru_pct", std::to_string(pct)},
+              {"free_cpu", cp.remote ? "remote" : "same"},
+              {"lock", L::kName}};
+  v.suite = base && pct == 0     ? Suite::kQuick
+            : base && pct == 100 ? Suite::kDefault
+                                 : Suite::kFull;
+  v.description = std::string(V::kDescription) + "; " + std::to_string(pct) +
+                  "% of pages on the LRU when freed; final put on " +
+                  (cp.remote ? "the next thread" : "the allocating thread");
+  if (!cp.stats) {
+    v.params.emplace_back("stats", "off");
+    v.description += "; lock_stat off (uninstrumented twin)";
+  }
+  v.make = [cp](const PointEnv& env) -> std::unique_ptr<Workload> {
+    return std::make_unique<CostWorkload<V, L>>(env, cp);
+  };
+  return v;
+}
+
 std::vector<Variant> CostVariants() {
   std::vector<Variant> out;
   ForEachVariant([&]<class V>() {
     ForEachLock([&]<class L>() {
       for (int pct : {0, 50, 100}) {
         for (bool remote : {false, true}) {
+          out.push_back(CostVariant<V, L>({pct, remote}));
           const bool base = std::string(L::kName) == kDefaultLock && !remote;
-          Variant v;
-          v.params = {{"variant", V::kName},
-                      {"on_lru_pct", std::to_string(pct)},
-                      {"free_cpu", remote ? "remote" : "same"},
-                      {"lock", L::kName}};
-          v.suite = base && pct == 0     ? Suite::kQuick
-                    : base && pct == 100 ? Suite::kDefault
-                                         : Suite::kFull;
-          v.description =
-              std::string(V::kDescription) + "; " + std::to_string(pct) +
-              "% of pages on the LRU when freed; final put on " +
-              (remote ? "the next thread" : "the allocating thread");
-          const CostParams cp{pct, remote};
-          v.make = [cp](const PointEnv& env) -> std::unique_ptr<Workload> {
-            return std::make_unique<CostWorkload<V, L>>(env, cp);
-          };
-          const bool twinned = base && IsTwinned(V::kName, pct);
-          out.push_back(std::move(v));
-          if (twinned) {
-            Variant twin = out.back();
-            twin.params.emplace_back("stats", "off");
-            twin.description += "; lock_stat off (uninstrumented twin)";
-            CostParams off = cp;
-            off.stats = false;
-            twin.make =
-                [off](const PointEnv& env) -> std::unique_ptr<Workload> {
-              return std::make_unique<CostWorkload<V, L>>(env, off);
-            };
-            out.push_back(std::move(twin));
-          }
+          if (base && IsTwinned(V::kName, pct))
+            out.push_back(CostVariant<V, L>({pct, remote, false}));
         }
       }
     });
@@ -575,7 +565,7 @@ std::vector<Variant> CostVariants() {
 // Measurement model. Thread 0 allocates pages, adds them to the LRU, keeps
 // kLiveDepth of them and frees the oldest with the variant's put_page. Thread 1
 // isolates the LRU tail under lru_lock in the scanner order S (bench/
-// page_free.h), holds the page kScanHoldNs, puts it back and drops its
+// page_free/model.h), holds the page kScanHoldNs, puts it back and drops its
 // reference with the same put_page. race_window_ns widens both parties' racy
 // gaps by the same delay: the freer's (between its two unsynchronised steps)
 // and the scanner's (between its two steps). A lost reference shows as a
@@ -698,10 +688,6 @@ class RaceWorkload : public Workload {
     void RefUnderflow(Page&) {
       w.Symptom(n, n.underflow, Kind::kFreedReferenced);
     }
-    void PutRef(Page& page) {
-      if (page._refcount.fetch_sub(1, std::memory_order_seq_cst) <= 0)
-        RefUnderflow(page);
-    }
   };
 
   uint64_t RunWindow(const ThreadCtx& ctx,
@@ -822,31 +808,22 @@ class RaceWorkload : public Workload {
 
   std::string Verdict(const RaceCounters& sum, double upper,
                       const MemoryModel& mm) const {
-    char buf[480];
+    using std::to_string;
+    const std::string window = to_string(window_ns_);
     if (sum.incidents) {
-      std::snprintf(buf, sizeof(buf),
-                    "unsafe: %llu violations (%llu freed while referenced, "
-                    "%llu freed while on the LRU) in %llu frees, race window "
-                    "%llu ns, scanner %s, %s",
-                    static_cast<unsigned long long>(sum.incidents),
-                    static_cast<unsigned long long>(sum.incidents_referenced),
-                    static_cast<unsigned long long>(sum.incidents_on_lru),
-                    static_cast<unsigned long long>(sum.frees),
-                    static_cast<unsigned long long>(window_ns_), S::kName,
-                    mm.arch);
-    } else {
-      std::snprintf(buf, sizeof(buf),
-                    "no violation in %llu frees at race window %llu ns, "
-                    "scanner %s: rate < %.3g per million frees (95 %%, rule "
-                    "of three); %s%s",
-                    static_cast<unsigned long long>(sum.frees),
-                    static_cast<unsigned long long>(window_ns_), S::kName,
-                    upper * 1e6, mm.arch,
-                    mm.loads_may_reorder ? ""
-                                         : " (TSO: load reordering not "
-                                           "tested)");
+      return "unsafe: " + to_string(sum.incidents) + " violations (" +
+             to_string(sum.incidents_referenced) + " freed while referenced, " +
+             to_string(sum.incidents_on_lru) + " freed while on the LRU) in " +
+             to_string(sum.frees) + " frees, race window " + window +
+             " ns, scanner " + S::kName + ", " + mm.arch;
     }
-    return buf;
+    char rate[32];
+    std::snprintf(rate, sizeof(rate), "%.3g", upper * 1e6);
+    return "no violation in " + to_string(sum.frees) +
+           " frees at race window " + window + " ns, scanner " + S::kName +
+           ": rate < " + rate + " per million frees (95 %, rule of three); " +
+           mm.arch +
+           (mm.loads_may_reorder ? "" : " (TSO: load reordering not tested)");
   }
 
   // Records one symptom; the first symptom of an incident counts the incident

@@ -143,6 +143,62 @@ bool IsVerdictSide(const GridPoint& p) {
          p.config == ZoneConfig::kCma;
 }
 
+/// The row description of point `p` on a lock described by
+/// `lock_description`.
+std::string DescriptionOf(const GridPoint& p, const char* lock_description) {
+  return std::string(PlacementDescription(p.placement)) + "; " +
+         lock_description + "; " +
+         (p.batch == 0
+              ? std::string("no pcp lists (counter-example: every "
+                            "alloc and free takes zone->lock)")
+              : "pcp lists, batch " + std::to_string(p.batch) + ", high " +
+                    std::to_string(kPcpHighBatches * p.batch)) +
+         "; " + ZoneConfigDescription(p.config) + "; " +
+         std::to_string(p.line) + "-byte lines; " +
+         (p.per_numa ? "one zone per NUMA node, node-local pages"
+                     : "one zone for all threads (the worst case on a "
+                       "multi-node machine)") +
+         "; " +
+         (p.work == "cal"
+              ? "calibrated fault-path work per page outside zone->lock"
+              : "no work outside zone->lock (saturated)") +
+         (p.stats ? "" : "; lock_stat off (uninstrumented twin)") +
+         "; ops_per_s counts alloc+free pairs of one order-0 page";
+}
+
+/// The row of point `p` (lock L, placement P): its workload is built by the
+/// run-time dispatch to the layout of p's lock, line and config.
+template <class L, ZoneLockPlacement P>
+Variant VariantOf(const GridPoint& p, bool multi_node) {
+  Variant v;
+  v.params = ParamsOf(p);
+  v.suite = SuiteOf(p, multi_node);
+  // A twin answers its verdict at the contended end only.
+  v.largest_thread_count_only = !p.stats;
+  // For the budget: building the pool and its buddy lists, and the drain
+  // after the windows: 10-15 ms a repetition with the harness's own on the
+  // quiet 2-vCPU VM (rows' timing, 2026-12-02; 0.2-0.4 s was measured under
+  // load 3-5, and the run rescales by what it measures).
+  v.cost_s = 0.012;
+  v.quick_cost_fraction = 0.125;
+  v.description = DescriptionOf(p, L::kDescription);
+  v.make = [p](const PointEnv& env) -> std::unique_ptr<Workload> {
+    const int zones = p.per_numa && env.topology != nullptr
+                          ? std::max(1, env.topology->summary().numa_nodes)
+                          : 1;
+    Options options;
+    if (p.work == "cal") {
+      options.calibration = CalibratedWork(env.quick);
+      options.work_ns = options.calibration.work_ns;
+      options.work_calibrated = true;
+    }
+    options.stats = p.stats;
+    return MakeZoneLockWorkload<P>(L::kName, p.line, p.config, env, p.batch,
+                                   zones, options);
+  };
+  return v;
+}
+
 /// The table: lock x placement x line x config x pcp_batch x zones x work_ns,
 /// one Zone instantiation per lock x placement x line x config (pcp_batch,
 /// zones, work_ns and stats are run-time values), plus the stats:off twins of
@@ -153,79 +209,23 @@ std::vector<Variant> ZoneLockVariants(const std::vector<PuInfo>& order) {
   std::vector<Variant> out;
   ForEachLock([&]<class L>() {
     ForEachPlacement([&]<ZoneLockPlacement P>() {
-      ForEachLine([&]<std::size_t kLine>() {
-        ForEachConfig([&]<ZoneConfig C>() {
+      for (const std::size_t line : kLines) {
+        for (const ZoneConfig config : kAllZoneConfigs) {
           for (const int batch : kPcpBatches) {
             for (const bool per_numa : {false, true}) {
               for (const char* work : kWork) {
-                const GridPoint gp{L::kName, P,        batch, kLine,
-                                   C,        per_numa, work,  true};
-                std::vector<GridPoint> points = {gp};
-                if (IsVerdictSide(gp) &&
-                    SuiteOf(gp, multi_node) != Suite::kFull) {
-                  GridPoint twin = gp;
-                  twin.stats = false;
-                  points.push_back(twin);
-                }
-                for (const GridPoint& p : points) {
-                  Variant v;
-                  v.params = ParamsOf(p);
-                  v.suite = SuiteOf(p, multi_node);
-                  // A twin answers its verdict at the contended end only.
-                  v.largest_thread_count_only = !p.stats;
-                  // For the budget: building the pool and its buddy lists,
-                  // and the drain after the windows: 10-15 ms a repetition
-                  // with the harness's own on the quiet 2-vCPU VM (rows'
-                  // timing, 2026-12-02; 0.2-0.4 s was measured under load
-                  // 3-5, and the run rescales by what it measures).
-                  v.cost_s = 0.012;
-                  v.quick_cost_fraction = 0.125;
-                  v.description =
-                      std::string(PlacementDescription(P)) + "; " +
-                      L::kDescription + "; " +
-                      (batch == 0
-                           ? std::string("no pcp lists (counter-example: every "
-                                         "alloc and free takes zone->lock)")
-                           : "pcp lists, batch " + std::to_string(batch) +
-                                 ", high " +
-                                 std::to_string(kPcpHighBatches * batch)) +
-                      "; " + ZoneConfigDescription(C) + "; " +
-                      std::to_string(kLine) + "-byte lines; " +
-                      (per_numa ? "one zone per NUMA node, node-local pages"
-                                : "one zone for all threads (the worst case "
-                                  "on a multi-node machine)") +
-                      "; " +
-                      (p.work == "cal"
-                           ? "calibrated fault-path work per page outside "
-                             "zone->lock"
-                           : "no work outside zone->lock (saturated)") +
-                      (p.stats ? "" : "; lock_stat off (uninstrumented twin)") +
-                      "; ops_per_s counts alloc+free pairs of one order-0 "
-                      "page";
-                  v.make =
-                      [batch, per_numa,
-                       p](const PointEnv& env) -> std::unique_ptr<Workload> {
-                    const int zones =
-                        per_numa && env.topology != nullptr
-                            ? std::max(1, env.topology->summary().numa_nodes)
-                            : 1;
-                    Options options;
-                    if (p.work == "cal") {
-                      options.calibration = CalibratedWork(env.quick);
-                      options.work_ns = options.calibration.work_ns;
-                      options.work_calibrated = true;
-                    }
-                    options.stats = p.stats;
-                    return MakeZoneLockWorkload<P>(L::kName, kLine, C, env,
-                                                   batch, zones, options);
-                  };
-                  out.push_back(std::move(v));
+                GridPoint p{L::kName, P, batch, line, config, per_numa, work};
+                out.push_back(VariantOf<L, P>(p, multi_node));
+                if (IsVerdictSide(p) &&
+                    SuiteOf(p, multi_node) != Suite::kFull) {
+                  p.stats = false;
+                  out.push_back(VariantOf<L, P>(p, multi_node));
                 }
               }
             }
           }
-        });
-      });
+        }
+      }
     });
   });
   return out;

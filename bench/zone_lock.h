@@ -209,6 +209,11 @@ inline int StatThreshold(int threads, unsigned long pages) {
       2 * fls(static_cast<unsigned long>(threads)) * (1 + fls(mem_128mb)));
 }
 
+/// The sampled zone->lock holds of one kind (refills or drains).
+struct HoldTimes {
+  uint64_t ns = 0, samples = 0;
+};
+
 /// Per-thread event counts (windows only; teardown's drain is not counted).
 struct Counters {
   uint64_t ops = 0;      ///< frees (alloc+free pairs completed)
@@ -221,9 +226,8 @@ struct Counters {
                                     ///< still proceeds: no reclaim modelled)
   uint64_t stat_folds = 0;   ///< per-thread vm_stat diffs folded into the zone
   uint64_t fair_resets = 0;  ///< reset_alloc_batches (clear_bit on flags)
-  uint64_t fair_depletions = 0;  ///< set_bit(ZONE_FAIR_DEPLETED)
-  uint64_t refill_hold_ns = 0, refill_hold_samples = 0;
-  uint64_t drain_hold_ns = 0, drain_hold_samples = 0;
+  uint64_t fair_depletions = 0;       ///< set_bit(ZONE_FAIR_DEPLETED)
+  HoldTimes refill_hold, drain_hold;  ///< sampled holds (kHoldTimeEvery)
   /// Buddy merges (FreeOne) and splits (expand) this thread's holds did:
   /// counted in locals under the lock and added here after the release, so
   /// no line of ours is written inside a hold (issue 40 item 4).
@@ -710,8 +714,8 @@ class ZoneLockWorkload final : public Workload {
       const uint64_t t1 = timed ? NowNs() : 0;
       Release(lock, me.stat);
       if (timed) {
-        me.c.refill_hold_ns += t1 - t0;
-        ++me.c.refill_hold_samples;
+        me.c.refill_hold.ns += t1 - t0;
+        ++me.c.refill_hold.samples;
       }
       me.c.splits += splits;
       if (page == nullptr) return nullptr;
@@ -738,8 +742,8 @@ class ZoneLockWorkload final : public Workload {
         const uint64_t t1 = timed ? NowNs() : 0;
         Release(lock, me.stat);
         if (timed) {
-          me.c.refill_hold_ns += t1 - t0;
-          ++me.c.refill_hold_samples;
+          me.c.refill_hold.ns += t1 - t0;
+          ++me.c.refill_hold.samples;
         }
         me.c.splits += splits;
         me.pcp_count += got;
@@ -770,8 +774,8 @@ class ZoneLockWorkload final : public Workload {
       const uint64_t t1 = timed ? NowNs() : 0;
       Release(lock, me.stat);
       if (timed) {
-        me.c.drain_hold_ns += t1 - t0;
-        ++me.c.drain_hold_samples;
+        me.c.drain_hold.ns += t1 - t0;
+        ++me.c.drain_hold.samples;
       }
       me.c.merges += merges;
       return;
@@ -787,8 +791,8 @@ class ZoneLockWorkload final : public Workload {
       const uint64_t t1 = timed ? NowNs() : 0;
       Release(lock, me.stat);
       if (timed) {
-        me.c.drain_hold_ns += t1 - t0;
-        ++me.c.drain_hold_samples;
+        me.c.drain_hold.ns += t1 - t0;
+        ++me.c.drain_hold.samples;
       }
       me.c.merges += merges;
     }

@@ -196,15 +196,14 @@ std::string FormatPahole(const LayoutInfo& info) {
 }
 
 nlohmann::json LayoutToJson(const LayoutInfo& info) {
-  nlohmann::json j;
-  j["name"] = info.name;
-  j["kernel"] = info.kernel;
-  j["note"] = info.note;
-  j["size"] = info.size;
-  j["align"] = info.align;
-  j["line"] = info.line;
-  j["base_offset"] = info.base_offset;
-  j["lines_spanned"] = LinesSpanned(info);
+  nlohmann::json j = {{"name", info.name},
+                      {"kernel", info.kernel},
+                      {"note", info.note},
+                      {"size", info.size},
+                      {"align", info.align},
+                      {"line", info.line},
+                      {"base_offset", info.base_offset},
+                      {"lines_spanned", LinesSpanned(info)}};
   nlohmann::json fields = nlohmann::json::array();
   for (const FieldInfo& f : info.fields) {
     const auto lines = LineRange(info, f.offset, f.size);
@@ -362,22 +361,15 @@ std::vector<LayoutInfo> BuildAllLayouts() {
   // zone_lock rows of earlier runs use), then the same for no_cma.
   const auto zones = [&]<ZoneConfig C>() {
     ForEachLock([&]<class L>() {
-      all.push_back(DescribeZone<L, ZoneLockPlacement::kLockBeforeFreeArea,
-                                 kCacheLine64, C>());
-      all.push_back(DescribeZone<L, ZoneLockPlacement::kLockAfterFreeArea,
-                                 kCacheLine64, C>());
-      all.push_back(
-          DescribeZone<L, ZoneLockPlacement::kLockOwnLine, kCacheLine64, C>());
-      all.push_back(DescribeZone<L, ZoneLockPlacement::kLockInReadmostlyLine,
-                                 kCacheLine64, C>());
-      all.push_back(DescribeZone<L, ZoneLockPlacement::kLockBeforeFreeArea,
-                                 kCacheLine128, C>());
-      all.push_back(DescribeZone<L, ZoneLockPlacement::kLockAfterFreeArea,
-                                 kCacheLine128, C>());
-      all.push_back(
-          DescribeZone<L, ZoneLockPlacement::kLockOwnLine, kCacheLine128, C>());
-      all.push_back(DescribeZone<L, ZoneLockPlacement::kLockInReadmostlyLine,
-                                 kCacheLine128, C>());
+      const auto placements = [&]<std::size_t kLine>() {
+        using enum ZoneLockPlacement;
+        all.push_back(DescribeZone<L, kLockBeforeFreeArea, kLine, C>());
+        all.push_back(DescribeZone<L, kLockAfterFreeArea, kLine, C>());
+        all.push_back(DescribeZone<L, kLockOwnLine, kLine, C>());
+        all.push_back(DescribeZone<L, kLockInReadmostlyLine, kLine, C>());
+      };
+      placements.template operator()<kCacheLine64>();
+      placements.template operator()<kCacheLine128>();
     });
   };
   zones.template operator()<ZoneConfig::kCma>();

@@ -268,7 +268,9 @@ struct Zone;
   bool compact_blockskip_flush;                \
   alignas(kLine) std::atomic<long> vm_stat[kNrVmZoneStatItems];
 
-#define LOCKLINE_ZONE_COMMON_CHECKS                                           \
+// The placement P, the checks and the layout's constants of every variant.
+#define LOCKLINE_ZONE_COMMON(placement)                                       \
+  static constexpr ZoneLockPlacement P = ZoneLockPlacement::placement;        \
   static_assert(kLine >= 64 && (kLine & (kLine - 1)) == 0,                    \
                 "line size: a power of two >= 64 (64, 128, 256 are real)");   \
   static_assert(                                                              \
@@ -285,8 +287,7 @@ struct Zone;
 template <LockAlgorithm Lock, std::size_t kLine, ZoneConfig C>
 struct alignas(
     kLine) Zone<Lock, ZoneLockPlacement::kLockBeforeFreeArea, kLine, C> {
-  static constexpr ZoneLockPlacement P = ZoneLockPlacement::kLockBeforeFreeArea;
-  LOCKLINE_ZONE_COMMON_CHECKS
+  LOCKLINE_ZONE_COMMON(kLockBeforeFreeArea)
   unsigned long watermark[kNrWmark];
   LOCKLINE_ZONE_READMOSTLY_AFTER_WATERMARK
   alignas(kLine) Lock lock;  // ZONE_PADDING(_pad1_)
@@ -300,8 +301,7 @@ struct alignas(
 template <LockAlgorithm Lock, std::size_t kLine, ZoneConfig C>
 struct alignas(
     kLine) Zone<Lock, ZoneLockPlacement::kLockAfterFreeArea, kLine, C> {
-  static constexpr ZoneLockPlacement P = ZoneLockPlacement::kLockAfterFreeArea;
-  LOCKLINE_ZONE_COMMON_CHECKS
+  LOCKLINE_ZONE_COMMON(kLockAfterFreeArea)
   unsigned long watermark[kNrWmark];
   LOCKLINE_ZONE_READMOSTLY_AFTER_WATERMARK
   alignas(kLine) FreeAreaT free_area[kMaxOrder];  // ZONE_PADDING(_pad1_)
@@ -313,8 +313,7 @@ struct alignas(
 /// The lock alone on a line: free_area starts on the next line.
 template <LockAlgorithm Lock, std::size_t kLine, ZoneConfig C>
 struct alignas(kLine) Zone<Lock, ZoneLockPlacement::kLockOwnLine, kLine, C> {
-  static constexpr ZoneLockPlacement P = ZoneLockPlacement::kLockOwnLine;
-  LOCKLINE_ZONE_COMMON_CHECKS
+  LOCKLINE_ZONE_COMMON(kLockOwnLine)
   unsigned long watermark[kNrWmark];
   LOCKLINE_ZONE_READMOSTLY_AFTER_WATERMARK
   alignas(kLine) Lock lock;                       // ZONE_PADDING(_pad1_)
@@ -328,9 +327,7 @@ struct alignas(kLine) Zone<Lock, ZoneLockPlacement::kLockOwnLine, kLine, C> {
 template <LockAlgorithm Lock, std::size_t kLine, ZoneConfig C>
 struct alignas(
     kLine) Zone<Lock, ZoneLockPlacement::kLockInReadmostlyLine, kLine, C> {
-  static constexpr ZoneLockPlacement P =
-      ZoneLockPlacement::kLockInReadmostlyLine;
-  LOCKLINE_ZONE_COMMON_CHECKS
+  LOCKLINE_ZONE_COMMON(kLockInReadmostlyLine)
   unsigned long watermark[kNrWmark];
   Lock lock;
   LOCKLINE_ZONE_READMOSTLY_AFTER_WATERMARK
@@ -341,7 +338,7 @@ struct alignas(
 
 #undef LOCKLINE_ZONE_READMOSTLY_AFTER_WATERMARK
 #undef LOCKLINE_ZONE_RECLAIM_AND_STATS
-#undef LOCKLINE_ZONE_COMMON_CHECKS
+#undef LOCKLINE_ZONE_COMMON
 
 /// Byte offset of the hot order-0 list head,
 /// free_area[0].free_list[MIGRATE_UNMOVABLE] (the first byte of free_area[],

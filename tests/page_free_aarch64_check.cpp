@@ -1,10 +1,10 @@
 // Compile-only check that the put_page policies and scanner orders of the
-// page_free families (bench/page_free.h) build for aarch64, where the fast
-// path's two relaxed loads may be reordered (issue 17): run by ctest as
+// page_free families (bench/page_free/model.h) build for aarch64, where the
+// fast path's two relaxed loads may be reordered (issue 17): run by ctest as
 // `aarch64-linux-gnu-g++ -fsyntax-only`, like locks_aarch64_check.cpp. Not
 // linked or run. Every policy is instantiated against every scanner order with
 // a minimal context.
-#include "bench/page_free.h"
+#include "bench/page_free/model.h"
 
 #if !defined(__aarch64__)
 #error "this file is compiled with the aarch64 cross compiler only"
@@ -21,9 +21,6 @@ struct CheckCtx {
   void RaceWindow() {}
   void ScanGap() {}
   void RefUnderflow(Page&) { ++underflows; }
-  void PutRef(Page& page) {
-    if (page._refcount.fetch_sub(1) <= 0) ++underflows;
-  }
 };
 
 int CheckAllPolicies() {

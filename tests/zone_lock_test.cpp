@@ -85,6 +85,17 @@ PointResult RunPoint(Workload& w, int threads, double seconds,
   return r;
 }
 
+/// RunPoint of variant `v`'s workload on `threads` threads, expecting ops
+/// and a zone that verifies both while running and after the teardown.
+PointResult RunVerified(const Variant& v, int threads, double seconds) {
+  auto w = v.make(TestEnv(threads));
+  PointResult r = RunPoint(*w, threads, seconds);
+  EXPECT_GT(r.ops, 0u);
+  EXPECT_EQ(r.verify_running, "");
+  EXPECT_EQ(r.verify_after, "");
+  return r;
+}
+
 TEST(ZoneLock, TableAndRowKeys) {
   const std::vector<Variant> all = Variants(1);
   // Every lock x 4 placements x 2 lines x 2 configs x 3 batches x 2 zones x
@@ -244,11 +255,7 @@ TEST(ZoneLock, PagesConservedAfterMultiThreadedRuns) {
           const Variant* v =
               FindVariant(all, PlacementName(p), lock, batch, 64, config);
           ASSERT_NE(v, nullptr);
-          auto w = v->make(TestEnv(4));
-          const PointResult r = RunPoint(*w, 4, 0.1);
-          EXPECT_GT(r.ops, 0u);
-          EXPECT_EQ(r.verify_running, "");
-          EXPECT_EQ(r.verify_after, "");
+          const PointResult r = RunVerified(*v, 4, 0.1);
           const auto& ev = r.report.details["events"];
           EXPECT_EQ(ev["alloc_failures"], 0);
           // The harness counts steps / 2 (an alloc and a free per op).
@@ -481,11 +488,7 @@ TEST(ZoneLock, StatsOffTwinRuns) {
   const Variant* twin = FindVariant(all, "lock_before_free_area", "ticket", 31,
                                     64, "cma", "1", "0", false);
   ASSERT_NE(twin, nullptr);
-  auto w = twin->make(TestEnv(2));
-  const PointResult r = RunPoint(*w, 2, 0.05);
-  EXPECT_GT(r.ops, 0u);
-  EXPECT_EQ(r.verify_running, "");
-  EXPECT_EQ(r.verify_after, "");
+  const PointResult r = RunVerified(*twin, 2, 0.05);
   EXPECT_EQ(r.report.details["lock_stat_on"], false);
   const auto& ev = r.report.details["events"];
   EXPECT_EQ(r.report.details["lock_stat"]["acquisitions"].get<uint64_t>(),

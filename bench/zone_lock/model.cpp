@@ -21,17 +21,11 @@ long PoolIndexOf(const Page* base, unsigned long nr, const Page* page) {
   return idx < nr ? static_cast<long>(idx) : -1;
 }
 
-}  // namespace
-
-void ReportZoneLock(PointReport& out, double window_seconds, uint64_t ops,
-                    const LayoutFacts& layout,
-                    const PaddedSlots<PerThread>& per_thread,
-                    const std::vector<ZoneSnapshot>& zones, int batch, int high,
-                    int burst, const Options& options) {
-  const std::string& name = layout.name;
-  out.layouts.push_back(name);
+/// The threads' counters summed, and their lock statistics (nullptr for a
+/// thread never set up) into `stats`.
+Counters SumCounters(const PaddedSlots<PerThread>& per_thread,
+                     std::vector<const LockStatThread*>& stats) {
   Counters sum;
-  std::vector<const LockStatThread*> stats;
   for (std::size_t i = 0; i < per_thread.size(); ++i) {
     const PerThread* t = per_thread.get(i);
     stats.push_back(t ? &t->stat : nullptr);
@@ -47,30 +41,17 @@ void ReportZoneLock(PointReport& out, double window_seconds, uint64_t ops,
     sum.stat_folds += c.stat_folds;
     sum.fair_resets += c.fair_resets;
     sum.fair_depletions += c.fair_depletions;
-    sum.refill_hold_ns += c.refill_hold_ns;
-    sum.refill_hold_samples += c.refill_hold_samples;
-    sum.drain_hold_ns += c.drain_hold_ns;
-    sum.drain_hold_samples += c.drain_hold_samples;
+    sum.refill_hold.ns += c.refill_hold.ns;
+    sum.refill_hold.samples += c.refill_hold.samples;
+    sum.drain_hold.ns += c.drain_hold.ns;
+    sum.drain_hold.samples += c.drain_hold.samples;
   }
-  const double thread_seconds =
-      window_seconds * static_cast<double>(per_thread.size());
-  AddLockStatMetrics(out, SummarizeLockStats(stats, thread_seconds, ops));
-  out.Metric("pages_per_s",
-             window_seconds > 0
-                 ? static_cast<double>(sum.allocs) / window_seconds
-                 : 0.0);
-  const auto mean = [](uint64_t ns, uint64_t n) {
-    return n ? static_cast<double>(ns) / static_cast<double>(n) : 0.0;
-  };
-  if (sum.refill_hold_samples > 0) {
-    out.Metric("hold_ns_per_refill",
-               mean(sum.refill_hold_ns, sum.refill_hold_samples));
-  }
-  if (sum.drain_hold_samples > 0) {
-    out.Metric("hold_ns_per_drain",
-               mean(sum.drain_hold_ns, sum.drain_hold_samples));
-  }
-  nlohmann::json& d = out.details;
+  return sum;
+}
+
+/// The model, and the layout's facts and line sharing.
+void AddLayoutDetails(nlohmann::json& d, const LayoutFacts& layout) {
+  const std::string& name = layout.name;
   d["op"] =
       "one op = one order-0 page allocated and one freed (two steps of a "
       "thread's burst cycle): ops_per_s counts alloc+free pairs; "
@@ -109,6 +90,11 @@ void ReportZoneLock(PointReport& out, double window_seconds, uint64_t ops,
   } else {
     d["layout_error"] = "FindLayout does not know " + name;
   }
+}
+
+/// The pcp lists, the zones' state and the pool.
+void AddZoneDetails(nlohmann::json& d, const std::vector<ZoneSnapshot>& zones,
+                    int batch, int high, int burst) {
   d["pcp"] = {{"batch", batch},
               {"high", high},
               {"kernel_batch_for_this_zone", KernelBatchSize(zones[0].pool)},
@@ -138,7 +124,10 @@ void ReportZoneLock(PointReport& out, double window_seconds, uint64_t ops,
       "each zone's struct pages (pool_pages x 64 B) circulate through the "
       "threads' bursts: far beyond L2, so buddy checks and list updates "
       "under the lock miss in cache";
-  d["migratetype"] = MigrateTypeName(layout.config, kMigratetype);
+}
+
+/// The work per page outside zone->lock, and its split (WorkSplit).
+void AddWorkDetails(nlohmann::json& d, const Options& options) {
   d["work_ns"] = options.work_ns;
   d["work"] = WorkDetails(
       options.work_ns, options.work_calibrated, options.calibration,
@@ -158,6 +147,41 @@ void ReportZoneLock(PointReport& out, double window_seconds, uint64_t ops,
          "a spin before each free (the unmap's share), so both phases of a "
          "burst cost alike per step"}};
   }
+}
+
+}  // namespace
+
+void ReportZoneLock(PointReport& out, double window_seconds, uint64_t ops,
+                    const LayoutFacts& layout,
+                    const PaddedSlots<PerThread>& per_thread,
+                    const std::vector<ZoneSnapshot>& zones, int batch, int high,
+                    int burst, const Options& options) {
+  out.layouts.push_back(layout.name);
+  std::vector<const LockStatThread*> stats;
+  const Counters sum = SumCounters(per_thread, stats);
+  const double thread_seconds =
+      window_seconds * static_cast<double>(per_thread.size());
+  AddLockStatMetrics(out, SummarizeLockStats(stats, thread_seconds, ops));
+  out.Metric("pages_per_s",
+             window_seconds > 0
+                 ? static_cast<double>(sum.allocs) / window_seconds
+                 : 0.0);
+  const auto mean = [](uint64_t ns, uint64_t n) {
+    return n ? static_cast<double>(ns) / static_cast<double>(n) : 0.0;
+  };
+  if (sum.refill_hold.samples > 0) {
+    out.Metric("hold_ns_per_refill",
+               mean(sum.refill_hold.ns, sum.refill_hold.samples));
+  }
+  if (sum.drain_hold.samples > 0) {
+    out.Metric("hold_ns_per_drain",
+               mean(sum.drain_hold.ns, sum.drain_hold.samples));
+  }
+  nlohmann::json& d = out.details;
+  AddLayoutDetails(d, layout);
+  AddZoneDetails(d, zones, batch, high, burst);
+  d["migratetype"] = MigrateTypeName(layout.config, kMigratetype);
+  AddWorkDetails(d, options);
   d["lock_stat_on"] = options.stats;
   d["lock_stat_clock_reads"] = LockStatClockReads(options.stats);
   out.Metric("work_ns", static_cast<double>(options.work_ns));

@@ -97,6 +97,23 @@ bool DecAndTest(Page& page, Ctx& ctx) {
   return old == 1;
 }
 
+/// The locked end of 2.6.16's __page_cache_release, shared by the policies
+/// that keep its re-check: lru_lock with irqs saved, `unlink` (the policy's
+/// PG_lru test and del_page_from_lru), the re-check page_count != 0 under the
+/// lock (a scanner may have resurrected the page), then free_hot_page.
+template <class Ctx, class Unlink>
+PutResult UnlinkAndRecheckLocked(Page& page, Ctx& ctx, Unlink unlink) {
+  const unsigned long flags = LocalIrqSave();
+  ctx.LockLru();
+  unlink();
+  const bool resurrected = page_count(page) != 0;
+  ctx.UnlockLru();
+  LocalIrqRestore(flags);
+  if (resurrected) return PutResult::kKeptByRecheck;
+  ctx.FreeHot(page);
+  return PutResult::kFreedLocked;
+}
+
 /// 2.6.16's put_page (mm/swap.c@2.6.11:178-191, unchanged in 2.6.16):
 /// atomic_dec_and_test; at zero __page_cache_release takes lru_lock
 /// unconditionally, TestClearPageLRU + unlink, and re-checks page_count != 0
@@ -112,15 +129,9 @@ struct AtomicPut {
   static PutResult PutPage(Page& page, Ctx& ctx) {
     if (!DecAndTest(page, ctx)) return PutResult::kLive;
     ctx.RaceWindow();
-    const unsigned long flags = LocalIrqSave();
-    ctx.LockLru();
-    if (TestClearPageLru(page)) ctx.LruDel(page);
-    const bool resurrected = page_count(page) != 0;
-    ctx.UnlockLru();
-    LocalIrqRestore(flags);
-    if (resurrected) return PutResult::kKeptByRecheck;
-    ctx.FreeHot(page);
-    return PutResult::kFreedLocked;
+    return UnlinkAndRecheckLocked(page, ctx, [&] {
+      if (TestClearPageLru(page)) ctx.LruDel(page);
+    });
   }
 };
 
@@ -174,15 +185,7 @@ struct LruCheckFirstProposal {
       ctx.FreeHot(page);
       return PutResult::kFreedNoLock;
     }
-    const unsigned long flags = LocalIrqSave();
-    ctx.LockLru();
-    ctx.LruDel(page);
-    const bool resurrected = page_count(page) != 0;
-    ctx.UnlockLru();
-    LocalIrqRestore(flags);
-    if (resurrected) return PutResult::kKeptByRecheck;
-    ctx.FreeHot(page);
-    return PutResult::kFreedLocked;
+    return UnlinkAndRecheckLocked(page, ctx, [&] { ctx.LruDel(page); });
   }
 };
 
@@ -249,8 +252,8 @@ void ForEachVariant(F&& f) {
 // A scanner order is a type with kName, kDescription and
 //   template <class Ctx> static Isolation Isolate(Page& page, Ctx& ctx);
 // called with lru_lock held on the page at the LRU tail. Ctx hooks: ScanGap()
-// (the race family's widening of the gap between the two steps), PutRef(page)
-// (__put_page: drop the reference just taken, checking for underflow).
+// (the race family's widening of the gap between the two steps), and the
+// policies' RefUnderflow(page) (__put_page is DecAndTest).
 
 /// What an isolation attempt did.
 enum class Isolation {
@@ -274,8 +277,8 @@ struct Scanner2616 {
     if (!TestClearPageLru(page)) return Isolation::kNotOnLru;
     ctx.ScanGap();  // 2.6.11 shrink_cache does list_del(&page->lru) here
     const int old = page._refcount.fetch_add(1, std::memory_order_seq_cst);
-    if (old == 0) {  // get_page_testone: it is being freed elsewhere
-      ctx.PutRef(page);
+    if (old == 0) {           // get_page_testone: it is being freed elsewhere
+      DecAndTest(page, ctx);  // __put_page: drop the reference just taken
       SetPageLru(page);
       return Isolation::kBeingFreed;
     }
