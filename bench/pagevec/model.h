@@ -602,9 +602,10 @@ class PagevecWorkload : public Workload {
       // A core of its own first; else a spare PU on a measured thread's core
       // (an SMT sibling, flagged), which still shares no measured PU.
       for (const bool smt : {false, true}) {
-        std::vector<HelperPlace> places =
-            PlaceHelpers(env_.topology->usable_pus(), *env_.plan,
-                         static_cast<int>(scanners_.size()), smt);
+        std::vector<HelperPlace> places = PlaceHelpersNear(
+            env_.topology->usable_pus(), *env_.plan,
+            static_cast<int>(scanners_.size()), {.allow_smt_sibling = smt});
+
         if (places.size() >= scanners_.size()) {
           for (std::size_t i = 0; i < scanners_.size(); ++i)
             scanners_[i]->pu = places[i].pu;

@@ -320,8 +320,8 @@ class BurstPool {
 /// The zeroer:idle_cpus places: one zeroer per NUMA node of the measured
 /// threads (in plan order), the shape of the 2004 scrubd patch (one kernel
 /// thread per node, run on the node's most idle CPU). Within each node, the
-/// helper rule (harness/machine/helpers.h PlaceHelpers on that node's PUs): a
-/// spare PU on a core of its own; with none (every PU of the node measured),
+/// helper rule (harness/machine/helpers.h PlaceHelpersNear on that node's PUs):
+/// a spare PU on a core of its own; with none (every PU of the node measured),
 /// the node's least-loaded measured PU (fewest measured threads; the last in
 /// plan order among equals), shared at SCHED_IDLE (reason says so). Measured
 /// PUs of unknown node (-1) count as one node. Never throws.
@@ -336,7 +336,9 @@ inline std::vector<HelperPlace> NodeZeroerPlaces(
     std::vector<PuInfo> mine;
     for (const PuInfo& pu : usable)
       if (pu.numa == node) mine.push_back(pu);
-    std::vector<HelperPlace> spare = PlaceHelpers(mine, plan, 1);
+    std::vector<HelperPlace> spare =
+        PlaceHelpersNear(mine, plan, 1, {.allow_smt_sibling = false});
+
     if (!spare.empty() && spare.front().numa == node) {
       out.push_back(spare.front());
       continue;

@@ -232,14 +232,6 @@ std::vector<HelperPlace> PlaceHelpersNear(const std::vector<PuInfo>& usable,
   return placer.out;
 }
 
-std::vector<HelperPlace> PlaceHelpers(const std::vector<PuInfo>& usable,
-                                      const ThreadPlan& plan, int count,
-                                      bool allow_smt_sibling) {
-  HelperRule rule;
-  rule.allow_smt_sibling = allow_smt_sibling;
-  return PlaceHelpersNear(usable, plan, count, rule);
-}
-
 HelperColumns HelperColumnsOf(const std::vector<HelperPlace>& places) {
   HelperColumns c;
   for (const HelperPlace& h : places) {

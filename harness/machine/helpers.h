@@ -26,16 +26,6 @@ namespace lockline {
 /// Where one helper thread runs. pu/core/numa are -1 when the helper is
 /// unbound (no host topology, or no PU met the rule); `reason` then says why.
 struct HelperPlace {
-  HelperPlace() = default;
-  /// The fields every caller before issue 36 gave (brace-initialized);
-  /// l3, cpukind, package and why stay unknown / empty.
-  HelperPlace(int pu_, int core_, int numa_, bool smt_sibling,
-              std::string reason_)
-      : pu(pu_),
-        core(core_),
-        numa(numa_),
-        smt_sibling_of_measured(smt_sibling),
-        reason(std::move(reason_)) {}
   int pu = -1;    ///< OS index (the one BindThisThread takes)
   int core = -1;  ///< logical index of its core
   int numa = -1;  ///< logical index of its NUMA node
@@ -76,14 +66,6 @@ struct HelperRule {
 std::vector<HelperPlace> PlaceHelpersNear(const std::vector<PuInfo>& usable,
                                           const ThreadPlan& plan, int count,
                                           const HelperRule& rule);
-
-/// The rule of PlaceHelpersNear without NUMA distances and without sharing a
-/// measured PU; idle SMT siblings only with `allow_smt_sibling`. Kept for
-/// callers written before issue 36 (they now also get other nodes' free
-/// cores when the measured threads fill their nodes).
-std::vector<HelperPlace> PlaceHelpers(const std::vector<PuInfo>& usable,
-                                      const ThreadPlan& plan, int count,
-                                      bool allow_smt_sibling = false);
 
 /// The row's record of helpers: {"helper_pu": [..], "helper_core": [..],
 /// "helper_numa": [..], "helper_l3": [..], "helper_kind": [..]} as JSON-ready

@@ -1049,15 +1049,4 @@ void BindThisThread(const Topology& topo, int os_index) {
   }
 }
 
-int CurrentPu(const Topology& topo) {
-  Bitmap where;
-  if (hwloc_get_last_cpu_location(topo.raw(), where.b, HWLOC_CPUBIND_THREAD) !=
-      0) {
-    const int err = errno;
-    throw TopologyError("hwloc_get_last_cpu_location failed (errno " +
-                        std::to_string(err) + ", " + std::strerror(err) + ")");
-  }
-  return hwloc_bitmap_first(where.b);
-}
-
 }  // namespace lockline

@@ -232,9 +232,4 @@ std::string FormatPlans(const Topology& topo, const PinSpec& pin,
 /// below kMaxTopologyPus.
 void BindThisThread(const Topology& topo, int os_index);
 
-/// The OS index of the PU the calling thread last ran on
-/// (hwloc_get_last_cpu_location); throws TopologyError naming errno if hwloc
-/// cannot tell.
-int CurrentPu(const Topology& topo);
-
 }  // namespace lockline

@@ -217,11 +217,6 @@ CounterReading ClassifyReading(const std::string& name, uint64_t raw,
 std::vector<CounterReading> SumReadings(
     const std::vector<std::vector<CounterReading>>& per_thread);
 
-/// One thread's readings as a JSON array of {name, status, value, raw,
-/// time_enabled_ns, time_running_ns[, reason]} (for the per-thread breakdown in
-/// the run's metadata). An unavailable reading has "value": null, never 0.
-nlohmann::json ReadingsJson(const std::vector<CounterReading>& readings);
-
 /// An event name without its "pmu::" prefix and modifiers, lower case
 /// ("cpu_core::Cycles:u" -> "cycles").
 std::string EventBaseName(const std::string& name);

@@ -203,11 +203,4 @@ double MaxOffCpuShare(int n, Start start, End end, Cpu cpu, Delay delay) {
 /// length: 60 s.
 uint64_t OverrunBoundNs(uint64_t window_ns, bool fixed_work);
 
-/// Coherence label of a multi-threaded point: "baseline" when both probes are
-/// within `tolerance` (1.5x, either direction) of the pair's baseline,
-/// "shifted" otherwise, "unknown" for one thread or when a value is missing (<=
-/// 0).
-std::string CoherenceLabel(int threads, double baseline_ns, double before_ns,
-                           double after_ns, double tolerance = 1.5);
-
 }  // namespace lockline
