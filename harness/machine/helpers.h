@@ -1,9 +1,9 @@
 // Placement of a workload's helper threads (prezero's zeroer, pagevec's
 // reclaim scanner, the kernel families' evidence timer): the rule measured
-// threads follow, applied to the PUs the point leaves free (issue 14). A
-// helper gets a core of its own, never a measured thread's PU.
+// threads follow, applied to the PUs the point leaves free. A helper gets a
+// core of its own, never a measured thread's PU.
 //
-// Order of preference (issue 36): a free core (no measured thread, no earlier
+// Order of preference: a free core (no measured thread, no earlier
 // helper) in the L3 of the measured threads it serves, then on their NUMA
 // node, then on another measured node, then on the nearest other node (NUMA
 // distance when the topology has a matrix, else the same package first); at

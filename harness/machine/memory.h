@@ -28,7 +28,7 @@ using SharedPtr = std::unique_ptr<void, SharedDeleter>;
 /// std::invalid_argument naming the value and the accepted forms.
 void CheckMemPolicy(const std::string& policy);
 
-/// Address-layout sampling (issue 39; after Stabilizer, Curtsinger and Berger,
+/// Address-layout sampling (after Stabilizer, Curtsinger and Berger,
 /// ASPLOS 2013, and Mytkowicz et al., "Producing wrong data", ASPLOS 2009):
 /// while one of these is alive, every MakeShared structure (the lock, the
 /// zone, the LRU: the structures under test) is placed at a random offset of

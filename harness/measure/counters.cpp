@@ -640,8 +640,8 @@ class CounterSessionImpl final : public CounterSession {
       return;
     }
     e->software = IsSoftware(e->attr);
-    // A clock cannot be split into user and kernel time (issue 14): refuse the
-    // half rather than report the whole under its name.
+    // A clock cannot be split into user and kernel time: refuse the half
+    // rather than report the whole under its name.
     if (IsSoftwareClock(e->attr) && explicit_plm &&
         e->attr.exclude_user != e->attr.exclude_kernel) {
       const std::string base = name.substr(0, name.find(':'));

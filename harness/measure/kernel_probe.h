@@ -1,4 +1,4 @@
-// Kernel-side lock evidence for the kernel_* families (issue 18): what the
+// Kernel-side lock evidence for the kernel_* families: what the
 // running kernel says about its own locks while lockline's tasks drive it.
 // Never required: every source is "measured" or "unavailable" with a reason,
 // like the hardware counters (harness/measure/counters.h).
@@ -339,7 +339,7 @@ nlohmann::json KernelConfigFromText(const std::string& text);
 /// between two holds lie at least `batch` page faults or frees. So the gaps
 /// between consecutive events of one kind form two populations, and the
 /// split between them is derived from the gaps themselves (HoldSplitFromGaps:
-/// the valley of their log histogram, issue 40 item 10), not assumed: a gap
+/// the valley of their log histogram), not assumed: a gap
 /// at or above the split starts a new hold. The log histogram is kept (4
 /// bins per octave) and goes on the row. Pages freed one at a time through
 /// free_one_page() (not via the pcp lists) and drains of other CPUs' lists by

@@ -576,9 +576,7 @@ class BuildDuetWorkload : public HeapPlacedWorkload {
   void Prepare(int threads) override {
     // Which build prepares first is drawn per repetition (half each): set-up
     // leaves caches and memory in the state of whoever prepared last, and a
-    // one-window (fixed-work) point has no warm-up pair to wash it out. With
-    // the current build always first, an A/A duet read idle_burst rows 10-23
-    // % slower on the current side in every repetition (issue 38).
+    // one-window (fixed-work) point has no warm-up pair to wash it out.
     if (!rep_.old_prepares_first) local_->Prepare(threads);
     logs_ = PaddedSlots<ThreadLog>(static_cast<size_t>(threads));
     for (size_t i = 0; i < logs_.size(); ++i)

@@ -130,16 +130,15 @@ void BuildPoints(RunState& run) {
           (!v.quick_only || suite == Suite::kQuick))
         run.variants_storage.push_back({fam.name, std::move(v)});
   // variants_storage no longer grows: points may point into it from here on.
-  // One plan per thread count, copied into its points (issue 27 item 13: on
-  // 8192 PUs the full suite's 25000 points planned each count again);
-  // --list needs no plans at all.
+  // One plan per thread count, copied into its points (planning each point
+  // again is slow on thousands of PUs); --list needs no plans at all.
   std::map<int, ThreadPlan> plans;
   for (const auto& [family, v] : run.variants_storage) {
     std::vector<int> counts = v.threads.empty() ? run.counts : v.threads;
     if (v.largest_thread_count_only && !counts.empty()) {
-      // The largest count that leaves the variant's helper its spare PU
-      // (issue 40: a question with a helper thread is asked at usable PUs
-      // minus its helpers), else the largest (refused below with the reason).
+      // The largest count that leaves the variant's helper its spare PU (a
+      // question with a helper thread is asked at usable PUs minus its
+      // helpers), else the largest (refused below with the reason).
       int best = -1;
       for (int n : counts)
         if ((run.opts.oversubscribe ||
@@ -533,8 +532,8 @@ void Prepare(PointRun& pr) {
 
 // The CFS bandwidth throttling of lockline's cgroup during the windows
 // (`before` read at their start). A point with more threads than the quota
-// measures the CFS bandwidth controller: said on the row (issue 27), also
-// when nothing was throttled in this repetition.
+// measures the CFS bandwidth controller: said on the row, also when nothing
+// was throttled in this repetition.
 void NoteThrottling(PointRun& pr, const CpuThrottle& before) {
   const CpuThrottle after = ReadCpuThrottle(ProcessCgroupCpu());
   if (before.ok && after.ok)
@@ -605,10 +604,10 @@ void RunWindows(PointRun& pr) {
 // Stage 4, verification. Reads the counters and the placement the kernel
 // reports, tears the threads down and takes the workload's report. Sets
 // pr.failure: what stopped the point (a refused setup, a task that could not
-// run) said as such, then a broken invariant (issue 36 R10), then a pinned
-// thread found on, or bound to, another PU than planned: it measured another
-// placement, so the row is kept, marked as an error, and so left out of every
-// comparison and plot (issue 27).
+// run) said as such, then a broken invariant, then a pinned thread found on,
+// or bound to, another PU than planned: it measured another placement, so the
+// row is kept, marked as an error, and so left out of every comparison and
+// plot.
 void Verify(PointRun& pr) {
   pr.readings = pr.team->ReadCounters();
   json& placement = pr.rec["placement"];
@@ -758,9 +757,9 @@ void FinishTiming(PointRun& pr) {
 // (W = windows: 2 in --quick, 3 by default, 5 in --full); the rows leave W
 // out, so the same point has the same name in every suite and Google's
 // tools/compare.py, which pairs rows by name, pairs a --quick run with a
-// default one (issue 28). len(windows) keeps W. Google Benchmark's time fields
-// are per operation (iterations = operations: harness/record/rows.h), so its
-// tools compare throughput.
+// default one. len(windows) keeps W. Google Benchmark's time fields are per
+// operation (iterations = operations: harness/record/rows.h), so its tools
+// compare throughput.
 json RowOf(PointRun& pr) {
   RunState& run = pr.run;
   const std::string name = pr.point.key + "/manual_time";
@@ -835,7 +834,7 @@ void RecordRepetition(PointRun& pr) {
   run.results->EditRows(RelabelCoherence);
   // An extra round of --until-resolved: the key's aggregates follow every new
   // repetition, so a run interrupted mid-round has aggregates that agree with
-  // its iteration rows (issue 27 item 7: 12 vs 13 repetitions).
+  // its iteration rows.
   if (run.resolve_round > 0)
     run.results->EditRows(
         [&](json& doc) { return UpdateAggregates(doc, key); });
@@ -866,12 +865,11 @@ void RecordRepetition(PointRun& pr) {
 // every one ends with the planned iteration count (a repetition failing
 // before its loop had 0: Check `run_iterations == run.iterations`, abort,
 // exit 134) and the first one of the instance is not an error (its report has
-// no statistics: SIGSEGV when later ones succeed). Either killed the run and
-// every later point (issue 36 R1). So a failed repetition always ends its loop
-// at the planned count, and the instance's first one is reported to Google
-// Benchmark as a run labelled with the error (lockline's row says
-// error_occurred; its aggregates, and lockline's, leave it out); later ones
-// are SkipWithError.
+// no statistics: SIGSEGV when later ones succeed). So a failed repetition
+// always ends its loop at the planned count, and the instance's first one is
+// reported to Google Benchmark as a run labelled with the error (lockline's
+// row says error_occurred; its aggregates, and lockline's, leave it out);
+// later ones are SkipWithError.
 void FailRepetition(PointRun& pr, const std::string& why) {
   if (!pr.first_of_instance)
     pr.state.SkipWithError(why.c_str());
@@ -889,9 +887,8 @@ void FailRepetition(PointRun& pr, const std::string& why) {
 // Stage 6, the record. The point's threads, tasks and descriptors go first:
 // joining the threads and freeing the workload (unmapping, reaping forked
 // tasks) is part of the repetition's cost, and the result file is written
-// after them, so a tight fd limit fails the point, not the write (issue 27
-// item 14). Then the row: an error (FailRepetition) or the measurement with
-// its warnings.
+// after them, so a tight fd limit fails the point, not the write. Then the
+// row: an error (FailRepetition) or the measurement with its warnings.
 void RecordRow(PointRun& pr) {
   pr.team.reset();
   pr.wl.reset();

@@ -98,7 +98,7 @@ struct RunState {
   int resolve_round = 0;
   /// Google Benchmark runs of each key in its round (gb_round: the
   /// resolve_round they belong to): RunPoint reports an instance's first
-  /// failed repetition differently (issue 36 R1).
+  /// failed repetition differently (FailRepetition).
   int gb_round = -1;
   std::map<std::string, int> gb_runs;
   /// Finalize() marks the file finished (false while extra rounds follow).
@@ -194,7 +194,7 @@ uint64_t RepetitionLayoutSeed(const std::string& key, int repetition);
 /// pair k is the k-th two of its `a`/`b` windows. Sets pairs[k]["overrun"]
 /// (true/false) and duet["overrun_pairs"] (the count), returned. A malformed
 /// duet object is left alone (returns 0). Only those pairs leave the
-/// comparison (plots/stats.py), not the repetition (issue 39).
+/// comparison (plots/stats.py), not the repetition.
 int MarkOverrunPairs(nlohmann::json& duet, const nlohmann::json& windows);
 
 /// Formats seconds as "1m05s" / "42s" / "1h02m".

@@ -70,8 +70,8 @@ int RunChild(const std::string& exe, const std::vector<std::string>& args) {
   if (pid < 0) return 1;
   if (pid == 0) {
     // A parent killed outright (SIGKILL, the OOM killer) must not leave its
-    // current run measuring on: the child gets SIGTERM when the parent dies
-    // (issue 48 S7), and ends now if that happened before prctl.
+    // current run measuring on: the child gets SIGTERM when the parent dies,
+    // and ends now if that happened before prctl.
     prctl(PR_SET_PDEATHSIG, SIGTERM);
     if (getppid() != parent) _exit(128 + SIGTERM);
     execv(exe.c_str(), cargs.data());
