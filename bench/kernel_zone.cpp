@@ -23,7 +23,7 @@
 // observed" (no metric) where no event was seen. Every window, timed or
 // evidence, is fixed work: one whole alloc/free cycle of the batch per task
 // (kCyclesPerWindow), so what a row times and counts is the cycle its key
-// names, not the pcp-only start of one (issue 40 item 10). Tasks as threads
+// names, not the pcp-only start of one. Tasks as threads
 // also share one mm (mmap_lock, page-table locks); as processes only the
 // allocator.
 //
@@ -189,21 +189,19 @@ class ZoneWorkload : public kernel_tasks::KernelFamilyWorkload {
   }
 
   // One whole alloc/free cycle of the batch per window, timed and evidence
-  // windows alike (issue 40 item 10): a window shorter than a cycle timed a
-  // pcp-only fault+free loop (at 5 ms a task touched 1.6-6.4 k pages of a
-  // 110-442 k page batch, which the pcp list absorbed: zone->lock was taken
-  // in 8 of 20 repetitions) while the row named the batch. The windows are
-  // fixed work (fixed_work()), `stop` is not read inside a cycle.
+  // windows alike: a window shorter than a cycle would time a pcp-only
+  // fault+free loop the pcp list absorbs while the row names the batch. The
+  // windows are fixed work (fixed_work()), `stop` is not read inside a cycle.
   //
   // Task i runs its cycles i/n of a batch out of phase (PhaseOffset): its
   // window faults in the rest of the batch it opened in the last window,
   // unmaps it, maps the next and faults in its first offset pages. Each
   // window is still one whole cycle per task (batch pages faulted in, batch
   // pages freed), but the tasks' munmaps fall at different moments, as
-  // will-it-scale's page_fault1 tasks do once they drift apart. Started in
-  // phase (every task's munmap at the window's end, at the same moment),
-  // two threads of one mm read 0.83x page_fault1 (0.81-0.93, 3 rounds,
-  // docs/validation.md).
+  // will-it-scale's page_fault1 tasks do once they drift apart (started in
+  // phase, every task's munmap at the same moment, they read below
+  // page_fault1: docs/validation.md).
+
   TaskWindow RunOps(int index, const std::atomic<bool>& /*stop*/) override {
     TaskWindow r;
     if (static_cast<std::size_t>(index) >= phase_.size()) return r;

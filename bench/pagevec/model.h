@@ -236,7 +236,7 @@ class PagevecWorkload : public Workload {
     uint64_t scanned_mark = 0;      ///< zone.added value covered by past cycles
     int pu = -1;
     int zone = 0;
-    std::atomic<int> in_cycle{0};
+
   };
 
   /// The operation loop: batches of S pages while more() says so.

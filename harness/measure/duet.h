@@ -37,9 +37,6 @@ inline constexpr int kDuetWarmupPairs = 1;
 /// `mixed` and dropped).
 inline constexpr int kDuetMinPairs = 12;
 inline constexpr int kDuetMaxPairs = 64;
-/// --precision default: the half-width of a paired effect's 95 % interval the
-/// plan aims at, as a fraction (3 %).
-inline constexpr double kDefaultPrecision = 0.03;
 
 /// Prior spread of one window pair's log ratio ln(B/A) before a point has
 /// run, by thread count: the scaled MAD (1.4826 x median absolute deviation)
