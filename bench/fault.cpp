@@ -439,7 +439,7 @@ class FaultWorkload : public Workload {
       gap_ns_ = static_cast<int64_t>(NowNs() - prepare_end_ns_);
     }
     if (!setup_error_.empty()) return 0;
-    // Timed windows are never sampled (issue 28): the sampled clear_page
+    // Timed windows are never sampled: the sampled clear_page
     // share comes from the evidence pass in TeardownThread.
     WindowWork w;
     const std::string died = RunPass(t, false, &w);
@@ -731,7 +731,7 @@ class FaultWorkload : public Workload {
   }
 
   // details.evidence: the sampled share comes from an evidence pass after
-  // the timed window (issue 28); its throughput beside the timed window's is
+  // the timed window; its throughput beside the timed window's is
   // what the sampling cost.
   nlohmann::json EvidencePass(PointReport& out, const Sums& s) const {
     TaskResult evid;

@@ -138,8 +138,8 @@ class ZoneWorkload : public kernel_tasks::KernelFamilyWorkload {
     // Every point, default too, reads and keeps the setting under the
     // settings lock until its end (RestoreAll in the destructor): no other
     // lockline run changes it between the read and the end of the windows,
-    // and a default row is never measured at another run's value (issue 36
-    // R5). Without root a default point cannot have changed anything itself.
+    // and a default row is never measured at another run's value. Without
+    // root a default point cannot have changed anything itself.
     if (geteuid() == 0 || cfg_.high_fraction != "default")
       AcquireSettingsLock(kFractionPath);
     if (cfg_.high_fraction != "default") {

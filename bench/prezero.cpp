@@ -1,5 +1,5 @@
 // prezero: a userspace model of the 2004 background page pre-zeroing proposal
-// (BACKGROUND.md section 5, issue 17). Two protocols share one idea -- pages
+// (BACKGROUND.md section 5). Two protocols share one idea -- pages
 // handed out must be zero, a freed page is dirty, a zeroer may clean pages
 // outside the allocation path:
 //   the burst protocol (default; protocol:idle_burst|busy, zeroer:none|
@@ -16,7 +16,7 @@
 // Every allocation is a modelled page fault: after it, the rest of this
 // machine's anonymous fault path (calibrated, less its zeroing: FaultRest)
 // runs as a spin outside the pool lock, so the rows' rate, faults_per_s, is
-// question 004's unit (issue 40 item 8).
+// question 004's unit.
 // Helper threads are placed by harness/machine/helpers.h (own core, the
 // measured threads' NUMA node, never an SMT sibling of a measured thread; the
 // burst protocol's idle-CPU zeroers one per NUMA node, NodeZeroerPlaces) and
@@ -74,8 +74,8 @@ inline void DirtyPage(char* p) {
   *reinterpret_cast<uint64_t*>(p + kPage - 8) = 1;
 }
 
-/// The rest of an anonymous page fault besides its zeroing (issue 40 item 8:
-/// question 004 answers in faults/s, the seed's unit): every allocation of
+/// The rest of an anonymous page fault besides its zeroing (question 004
+/// answers in faults/s, the seed's unit): every allocation of
 /// both protocols is followed by `rest_ns` of register spin (ThinkNs) outside
 /// the pool lock, so an allocation is a modelled fault and allocations/s are
 /// faults/s. rest_ns = the machine's anonymous fault path per 4 KiB page
@@ -314,8 +314,7 @@ class PrezeroWorkload : public Workload {
   // The zeroer's PU by the helper rule (harness/machine/helpers.h
   // PlaceHelpersNear: a free core of the measured threads' L3 / node, else of
   // the nearest other node, else a flagged idle SMT sibling of a measured
-  // thread; issue 36: the measured threads filling their node used to put it on
-  // a measured PU); with no free PU at all (the runner runs such a point only
+  // thread); with no free PU at all (the runner runs such a point only
   // under --oversubscribe: needs_spare_pu), the plan's last PU, shared
   // (SCHED_IDLE then only takes its idle time; the row says so). -1 (unbound)
   // without a host topology (tests).
@@ -382,8 +381,7 @@ class PrezeroWorkload : public Workload {
   alignas(kDestructiveLine) std::atomic<uint64_t> zeroer_pages_{0};
 };
 
-// ---- the burst protocol (issue 17)
-// -------------------------------------------
+// ---- the burst protocol -----------------------------------------------------
 //
 // The 2004 argument as it was made: Christoph Lameter's favourable case is a
 // pool of pre-zeroed pages filled while the machine sits idle, then a burst of
@@ -753,7 +751,7 @@ class BurstWorkload : public Workload {
 /// discarded warm-up pair.
 inline constexpr int kBurstPairs = 16;
 
-/// protocol:idle_burst_vs_busy (issue 40 item 8): the busy-machine
+/// protocol:idle_burst_vs_busy: the busy-machine
 /// comparison as paired bursts. One repetition (one window, fixed work) runs
 /// 1 + kBurstPairs pairs of bursts on one thread team: side A is
 /// protocol:idle_burst (the idle period, then the burst), side B

@@ -1,5 +1,5 @@
 // prezero's model: what the 2004 background pre-zeroing proposal
-// (BACKGROUND.md section 5, issue 17) puts around the 2.6.9-era page
+// (BACKGROUND.md section 5) puts around the 2.6.9-era page
 // allocator, in user space. Free pages sit in pools under one zone->lock
 // (PoolLock, a 2.6.9 x86 spin_lock); a freed page is dirty; a zeroer cleans
 // dirty pages outside the allocation path and puts them back pre-zeroed:
@@ -358,7 +358,7 @@ inline std::vector<HelperPlace> NodeZeroerPlaces(
     out.push_back({least->os_index, least->core, least->numa, false,
                    "SCHED_IDLE on the node's least-loaded measured PU (no "
                    "spare PU on the node)"});
-    // The row's helper_l3 / helper_kind say where it ran (issue 48).
+    // The row's helper_l3 / helper_kind say where it ran.
     out.back().l3 = least->l3;
     out.back().cpukind = least->cpukind;
     out.back().package = least->package;

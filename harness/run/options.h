@@ -117,7 +117,7 @@ bool IsValidUtf8(const std::string& text);
 std::string EscapeForMessage(const std::string& text);
 
 /// Prints "lockline: error: MESSAGE" to stderr, escaped (EscapeForMessage:
-/// one line, nothing a terminal interprets; issue 27 item 15); returns 2.
+/// one line, nothing a terminal interprets); returns 2.
 int FailWithError(const std::string& message);
 
 /// Accepted --window range, seconds: 0.1 ms to 10 min.
