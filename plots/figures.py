@@ -122,7 +122,7 @@ def _wrap_to_width(text_artist, inches: float) -> None:
 
 
 def _readable_axes(fig: Figure) -> None:
-    """The generic half of issue 35's 'plots that read', applied to every figure: titles
+    """The generic rules of 'plots that read', applied to every figure: titles
     wrapped to their panel's (or the figure's) width; no '1e6' offset text (it collides with
     titles and colour-bar labels): plain numbers with SI prefixes instead (EngFormatter) on
     linear axes; category tick labels that would overlap are turned vertical."""
@@ -357,7 +357,7 @@ def narrow_variants(variants: Iterable[Tuple[Tuple[str, str], ...]], limit: int
     time to the value most rows have ("-" = rows without the parameter, e.g. no stats:off;
     ties: the first in natural order) until at most `limit` remain, so a panel draws one
     configuration family instead of mixing pcp_batch, work_ns, stats and config rows
-    (issue 35: <= 8 series per panel)."""
+    (at most MAX_SERIES series per panel)."""
     allv = list(dict.fromkeys(variants))
     keep = list(allv)
     fixed: Dict[str, str] = {}
@@ -398,7 +398,7 @@ def param_panel(ax, data: FamilyData, figure: str, panel: str,
         moved = []
         # A counter read per repetition (bytes touched, workers spawned) varies a little from
         # one repetition to the next: each series' x is its repetitions' median, so one
-        # argument's repetitions stay one point of a line, not one-point series (issue 35).
+        # argument's repetitions stay one point of a line, not one-point series.
         counter_x: Dict[Tuple, float] = {}
         if all(x_name not in p.params for p in pts):
             seen: Dict[Tuple, List[float]] = {}
@@ -567,7 +567,7 @@ def _panel_series(ax) -> List[str]:
 
 
 def figure_problems(fig: Figure, name: str = "") -> List[str]:
-    """Readability problems of a drawn figure (issue 35), from the Agg renderer's text
+    """Readability problems of a drawn figure, from the Agg renderer's text
     extents (display pixels): text outside the canvas (clipped titles, captions), two visible
     text boxes overlapping (tick labels, titles, bar labels, '1e6' offsets, colour-bar
     labels, legends), more than MAX_SERIES series in one panel, a legend repeating a label.
@@ -633,10 +633,11 @@ def figure_problems(fig: Figure, name: str = "") -> List[str]:
 
 def verdict_figure(run: Run, verdicts: Sequence[Dict[str, Any]], title: str
                    ) -> Optional[Figure]:
-    """The figure of one question drawn from the rows its verdicts use (issue 35: a
-    question's figure draws its verdicts' rows, not the family's first configuration): one
-    small panel per verdict with two bars, its base_key and variant_key rows' metric, both
-    from the one coherence regime the comparison uses (summarize_side_by_side), error bars one
+    """The figure of one question drawn from the rows its verdicts use (not the family's
+    first configuration): one small panel per verdict with two bars, its base_key and
+    variant_key rows' metric, both from the one coherence regime the comparison uses
+    (summarize_side_by_side), error bars one
+
     standard deviation, and the verdict's effect and interval in the panel title. Paired
     (duet) verdicts draw the pairs' median ratio instead. None without verdicts."""
     from lockline_results import summarize_side_by_side

@@ -1,6 +1,6 @@
 """A lock as a closed queueing network: exact mean-value analysis and a discrete-event check.
 
-The model (issue 26; the ticket-lock Markov model of Boyd-Wickizer, Kaashoek, Morris and
+The model (the ticket-lock Markov model of Boyd-Wickizer, Kaashoek, Morris and
 Zeldovich, "Non-scalable locks are dangerous", Linux Symposium 2012, generalised):
 N threads share one lock. Each thread alternates between thinking (work outside the lock,
 mean `think` ns) and holding the lock; the lock is a single FCFS server whose mean service time
