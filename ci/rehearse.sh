@@ -51,7 +51,7 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
 # One optional argument: an empty one is a mistake (an unset variable), not the default shape,
-# and extra ones were silently ignored (issue 27 item 11).
+# and extra ones are refused rather than ignored.
 if (($# > 1)); then
   echo "rehearse.sh: error: $# arguments ('$*'); accepted: one TOPOLOGY (4s4n, 2s2n-smt2, 32)" \
        "or none" >&2
@@ -266,8 +266,8 @@ console=$OUT/console.log
 # two parallel builds in about 30.
 BOOT_TIMEOUT=${REHEARSAL_BOOT_TIMEOUT:-150}
 # QEMU runs under `timeout`, which puts it in a process group of its own: a Ctrl-C on the
-# terminal or a TERM to this script does not reach it, and it ran on for up to CAP + 120 s
-# (issue 27 item 11). On INT / TERM / HUP / exit, stop it (timeout passes the TERM on to QEMU).
+# terminal or a TERM to this script does not reach it. On INT / TERM / HUP / exit, stop it
+# (timeout passes the TERM on to QEMU).
 qemu_pid=
 stop_guest() {
   if [[ -n "$qemu_pid" ]] && kill -0 "$qemu_pid" 2>/dev/null; then
