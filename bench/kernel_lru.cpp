@@ -228,7 +228,7 @@ Variant MakeVariant(Case kind, bool shared_file, Tasks tasks, Suite suite,
   v.suite = suite;
   v.threads = std::move(threads);
   // For the budget: the tasks' setup and teardown (forks, buffers, probes
-  // of kernel lock evidence), 0.1-0.2 s on the 2-vCPU VM.
+  // of kernel lock evidence), about 0.1 s.
   v.cost_s = 0.1;
   v.description =
       std::string(kind == Case::kAnonFault

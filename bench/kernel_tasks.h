@@ -416,9 +416,7 @@ class KernelTaskWorkload : public Workload {
       EvidenceWindows(ctx, before);
       // The timed windows run with none of the evidence's perf events open
       // (not merely disabled): left open, a task's tracepoint and sampling
-      // events slowed kernel_zone's 1-task timed cycle by about 5 % on the
-      // 2-vCPU VM (tasks:processes, whose timed windows carry no other
-      // event: ~474 k pages/s open, ~496 k closed; docs/validation.md).
+      // events slow the timed cycle measurably (docs/validation.md).
       evidence_.CloseTask(ctx.index);
     }
   }

@@ -61,7 +61,7 @@ inline constexpr std::size_t kFallbackBatchPages = 2048;
 inline constexpr int kCyclesPerWindow = 1;
 /// Evidence windows per repetition at most (the harness's default is 2, one
 /// before and one after the timed window): each is a whole cycle of a batch
-/// of up to ~1.8 GiB (~1 s on the 2-vCPU VM) and holds ~1000 zone->lock
+/// of up to ~1.8 GiB and holds ~1000 zone->lock
 /// acquisitions, so one, before the timed window, is enough.
 inline constexpr int kMaxEvidenceWindows = 1;
 
@@ -240,14 +240,14 @@ class ZoneWorkload : public kernel_tasks::KernelFamilyWorkload {
 
   /// Every op is a page fault, counted exactly by getrusage (minor_faults,
   /// VerifyTask): the page-faults software event would only add its per-fault
-  /// hook to the timed cycle (about 5 % on the 2-vCPU VM, docs/validation.md).
+  /// hook to the timed cycle (docs/validation.md).
   std::string page_fault_counters_left_out() const override {
     return "left out of kernel_zone's timed windows: every op is a page fault, "
            "counted by getrusage (minor_faults); the software event's "
            "per-fault hook would slow the cycle it counts";
   }
 
-  /// A window's whole cycles at 50 us a page (about 25 x this VM's loaded
+  /// A window's whole cycles at 50 us a page (many times a loaded machine's
   /// rate): a tasks:processes child slower than that counts as hung.
   uint64_t FixedWorkLimitNs() const override {
     return static_cast<uint64_t>(batch_pages_) * kCyclesPerWindow * 50'000;
@@ -333,8 +333,8 @@ Variant MakeVariant(const std::string& fraction, Tasks tasks, Suite suite,
   v.threads = std::move(threads);
   // Fixed work: one whole cycle of the batch per task and window (windows
   // = 1 timed window a repetition). For the budget: the tasks' setup and
-  // teardown (forks, buffers, probes of kernel lock evidence), 0.1-0.2 s on
-  // the 2-vCPU VM, plus the cycles themselves as first-touched memory: the
+  // teardown (forks, buffers, probes of kernel lock evidence), about 0.1 s,
+  // plus the cycles themselves as first-touched memory: the
   // timed window's and the evidence window's (kMaxEvidenceWindows) batches,
   // priced at the plan's fault-in rate. The batch is read at prepare time; the
   // plan prices it from /proc/zoneinfo now.

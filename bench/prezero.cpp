@@ -930,7 +930,7 @@ Variant MakeBurstVariant(Protocol protocol, Zeroer zeroer, std::size_t burst,
   v.windows = 1;
   v.fixed_work = true;
   // For the budget: the burst's pages and the pool filled before it (about
-  // half of them fault in again per repetition, measured on the 2-vCPU VM).
+  // half of them fault in again per repetition).
   v.cost_mib = static_cast<double>(burst + pool / 2) * 4096 / (1 << 20);
   v.needs_spare_pu = zeroer == Zeroer::kEngine;
   v.description =
@@ -977,7 +977,7 @@ Variant MakeBurstPairVariant(BurstPairWorkload::Side a,
   const int bursts = 2 * (kDuetWarmupPairs + kBurstPairs);
   // For the budget: the two pools, mapped and filled once per repetition
   // (the bursts reuse their pages), and per burst ~6 ms of burst, reset and
-  // idle period (2-vCPU VM).
+  // idle period.
   v.cost_mib =
       2 * static_cast<double>(std::max(burst, pool)) * 4096 / (1 << 20);
   v.cost_s = bursts * 0.006;

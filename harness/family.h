@@ -208,8 +208,7 @@ struct Variant {
   /// (faulted in and zeroed: a pool filled in setup, a warm-up pass, the pages
   /// of fixed-work windows; priced at plan time by
   /// MeasureFaultInSecondsPerMiB), plus `cost_s` seconds of anything else
-  /// (building a model, forking tasks, an idle period), as measured on the
-  /// 2-vCPU VM the README's timings are from.
+  /// (building a model, forking tasks, an idle period).
   double cost_mib = 0;
   double cost_s = 0;
   /// The share of cost_mib and cost_s left in a --quick run, for a workload

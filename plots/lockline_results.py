@@ -615,7 +615,7 @@ def resolve_paths(paths: Iterable[str]) -> List[str]:
     files: List[str] = []
     for path in paths:
         if os.path.isdir(path) and multi_run_dirs(path):
-            # A `lockline --runs=N` directory: its runs, in order (issue 39).
+            # A `lockline --runs=N` directory: its runs, in order.
             files.extend(os.path.join(d, "lockline.json") for d in multi_run_dirs(path))
             continue
         if os.path.isdir(path):

@@ -438,9 +438,8 @@ class Comparison:
 
 
 # Half-width floor (log of the ratio) of a rerun interval: two instances of one variant in one
-# process differ by up to ~1 % (A/A paired rows, 2026-12-02: 3 of 16 intervals excluded 0 at
-# +-0.3-0.6 %), and two processes' memory lies at other addresses, so no rerun is expected
-# closer than that, however tight one run's pairs are.
+# process differ by up to ~1 % (A/A paired rows), and two processes' memory lies at other
+# addresses, so no rerun is expected closer than that, however tight one run's pairs are.
 RERUN_FLOOR = 0.01
 
 

@@ -103,8 +103,7 @@ bool IsSoftwareClock(const perf_event_attr& attr) {
 }
 
 // context-switches and cpu-migrations are counted from kernel context (the
-// scheduler), so with exclude_kernel they open fine and always read 0 (checked
-// on this VM, Linux 6.18).
+// scheduler), so with exclude_kernel they open fine and always read 0.
 bool CountsOnlyInKernel(const perf_event_attr& attr) {
   return attr.type == PERF_TYPE_SOFTWARE &&
          (attr.config == PERF_COUNT_SW_CONTEXT_SWITCHES ||

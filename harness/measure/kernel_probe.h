@@ -389,11 +389,9 @@ struct ZoneHoldSplit {
 /// histogram's shape (log(1 + count) smoothed over +-2 bins), the first
 /// local minimum out of which the longer gaps rise again by kValleyDepth at
 /// least an octave further up is the valley; the split is the emptiest bin
-/// within +-2 bins of it
-/// (`found`). Measured on the 2-vCPU VM (6.18): within-hold gaps 0.36-2 us,
-/// between-hold clusters at ~7 us (a hold's lock drop and re-take), 0.3 ms
-/// (drains) and 3 ms (refills); the split fell at 3.4-4.9 us. No valley: every
-/// gap is within a hold and each hold is one start (`found` false, split
+/// (`found`). Between-hold gaps (a hold's lock drop and re-take, drains,
+/// refills) sit octaves above within-hold ones, so the split falls between
+/// them. No valley: every
 /// above every gap). A most common gap of kLoneBetweenHoldMinNs or more:
 /// every gap is between holds (holds of one page), split at the lowest bin.
 /// Empty histogram: found false, bin kGapBins.

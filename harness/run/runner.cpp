@@ -29,9 +29,8 @@ constexpr double kProbeSeconds =
 constexpr double kBaselineProbeSeconds =
     0.002;  // each of the 3 baseline probes of a pair
 // The families' first touch of hundreds of MiB (fault, prezero, zeroing)
-// cost 0.9-1.4x a MiB of MeasureFaultInSecondsPerMiB's 16 MiB in two default
-// suites on the 2-vCPU VM (the probe: 4.1-4.3 ms a MiB both times, while the
-// machine's load, and the families' cost, changed by 1.6x between them).
+// costs about a MiB of MeasureFaultInSecondsPerMiB's 16 MiB probe each, and
+// the two follow the machine's load together.
 constexpr double kWorkloadOverProbe = 1.1;
 
 // Google Benchmark's filter semantics (1.7.1): extended regex searched in the
