@@ -333,12 +333,15 @@ class PrezeroWorkload : public Workload {
     if (!env_.plan->pus.empty()) {
       const PuInfo& pu = env_.plan->pus.back();
       zeroer_pu_ = pu.os_index;
-      zeroer_place_ = {pu.os_index, pu.core, pu.numa, false,
-                       "shares a measured thread's PU (no free PU: "
-                       "--oversubscribe)"};
-      zeroer_place_.shares_measured_pu = true;
-      zeroer_place_.l3 = pu.l3;
-      zeroer_place_.cpukind = pu.cpukind;
+      zeroer_place_ = {.pu = pu.os_index,
+                       .core = pu.core,
+                       .numa = pu.numa,
+                       .reason =
+                           "shares a measured thread's PU (no free PU: "
+                           "--oversubscribe)",
+                       .l3 = pu.l3,
+                       .cpukind = pu.cpukind,
+                       .shares_measured_pu = true};
       zeroer_shares_pu_ = true;
     }
   }
@@ -680,8 +683,8 @@ class BurstWorkload : public Workload {
   void PlaceZeroers() {
     const bool planned = env_.topology != nullptr && env_.plan != nullptr;
     if (!planned) {
-      places_.push_back(HelperPlace{});
-      places_.back().reason = "unbound (no host topology)";
+      places_.push_back({.reason = "unbound (no host topology)"});
+
       return;
     }
     if (zeroer_ == Zeroer::kEngine) {

@@ -492,10 +492,10 @@ def answer(ci: Optional[Tuple[float, float]], min_effect: float = MIN_EFFECT) ->
     change larger than min_effect, even when it also excludes 0), "effect" (it excludes 0 and
     reaches past +-min_effect), "not_resolved" (neither), or "too_few" when there is no
     interval (None). Equivalence comes first because two instances of one variant differ by
-    up to ~1 % (their memory at other addresses: A/A paired rows, 2026-12-02, 3 of 16
-    intervals of +-0.3-0.6 % excluded 0): an interval inside +-min_effect says the change is
-    smaller than what lockline can attribute to the variant. An interval of exactly [0, 0] is
-    "equivalent", never an effect."""
+    up to ~1 % (their memory at other addresses): an interval inside +-min_effect says the
+    change is smaller than what lockline can attribute to the variant. An interval of exactly
+    [0, 0] is "equivalent", never an effect."""
+
     if ci is None:
         return "too_few"
     if is_equivalent(ci, min_effect):

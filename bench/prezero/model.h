@@ -355,13 +355,15 @@ inline std::vector<HelperPlace> NodeZeroerPlaces(
       }
     }
     if (least == nullptr) continue;  // not reached: the node is measured
-    out.push_back({least->os_index, least->core, least->numa, false,
-                   "SCHED_IDLE on the node's least-loaded measured PU (no "
-                   "spare PU on the node)"});
     // The row's helper_l3 / helper_kind say where it ran.
-    out.back().l3 = least->l3;
-    out.back().cpukind = least->cpukind;
-    out.back().package = least->package;
+    out.push_back({.pu = least->os_index,
+                   .core = least->core,
+                   .numa = least->numa,
+                   .reason = "SCHED_IDLE on the node's least-loaded measured "
+                             "PU (no spare PU on the node)",
+                   .l3 = least->l3,
+                   .cpukind = least->cpukind,
+                   .package = least->package});
   }
   return out;
 }
