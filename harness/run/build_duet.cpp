@@ -1063,31 +1063,14 @@ class WindowServer {
       throw std::runtime_error("open " + key + ": " +
                                std::to_string(pus.size()) + " PUs for " +
                                std::to_string(point.threads) + " threads");
-    wl_ = point.variant->make(Env(point, windows));
+    PointEnv env = MakePointEnv(point, run_, window_ns_);
+    env.windows = windows;  // the client's windows of this repetition
+    wl_ = point.variant->make(env);
     StartTeam(point, pus, oversub != 0);
     seconds_ = 0;
     total_ops_ = 0;
     open_layout_ = layout ? layout->Json() : json(nullptr);
     Say(std::string("ok ") + (wl_->fixed_work() ? "1" : "0"));
-  }
-
-  PointEnv Env(const Point& point, int windows) const {
-    const Options& o = run_.opts;
-    PointEnv env;
-    env.topology = run_.topo.get();
-    env.plan = &point.plan;
-    env.threads = point.threads;
-    env.window_ns = window_ns_;
-    env.windows = windows;
-    env.mem_policy = o.mem;
-    env.quick = o.suite == Suite::kQuick;
-    env.fault_sample_period_ns =
-        o.evidence_windows == 0
-            ? 0
-            : static_cast<uint64_t>(o.fault_sampling_s * 1e9 + 0.5);
-    env.evidence_windows = o.evidence_windows;
-    env.oversubscribe = o.oversubscribe;
-    return env;
   }
 
   void StartTeam(const Point& point, const std::vector<int>& pus,

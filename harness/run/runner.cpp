@@ -465,25 +465,6 @@ void PlanWindow(PointRun& pr) {
   pr.first_of_instance = run.gb_runs[point.key]++ == 0;
 }
 
-PointEnv MakePointEnv(const Point& point, const RunState& run,
-                      uint64_t window_ns) {
-  PointEnv env;
-  env.topology = run.topo.get();
-  env.plan = &point.plan;
-  env.threads = point.threads;
-  env.window_ns = window_ns;
-  env.windows = point.windows;
-  env.mem_policy = run.opts.mem;
-  env.quick = run.opts.suite == Suite::kQuick;
-  env.fault_sample_period_ns =
-      run.opts.evidence_windows == 0
-          ? 0
-          : static_cast<uint64_t>(run.opts.fault_sampling_s * 1e9 + 0.5);
-  env.evidence_windows = run.opts.evidence_windows;
-  env.oversubscribe = run.opts.oversubscribe;
-  return env;
-}
-
 // Stage 2, preparation. Opens the repetition's address-layout sampling (the
 // structures under test at fresh offsets, harness/machine/memory.h
 // LayoutSampling; its seed mixes a per-process random number, the key and the
@@ -901,6 +882,25 @@ void RecordRow(PointRun& pr) {
 }
 
 }  // namespace
+
+PointEnv MakePointEnv(const Point& point, const RunState& run,
+                      uint64_t window_ns) {
+  PointEnv env;
+  env.topology = run.topo.get();
+  env.plan = &point.plan;
+  env.threads = point.threads;
+  env.window_ns = window_ns;
+  env.windows = point.windows;
+  env.mem_policy = run.opts.mem;
+  env.quick = run.opts.suite == Suite::kQuick;
+  env.fault_sample_period_ns =
+      run.opts.evidence_windows == 0
+          ? 0
+          : static_cast<uint64_t>(run.opts.fault_sampling_s * 1e9 + 0.5);
+  env.evidence_windows = run.opts.evidence_windows;
+  env.oversubscribe = run.opts.oversubscribe;
+  return env;
+}
 
 // A point's path: plan its window, prepare its team and workload, run the
 // windows, verify, record. A stage that throws fails the repetition with its

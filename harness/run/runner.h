@@ -188,6 +188,13 @@ class LocklineReporter : public benchmark::BenchmarkReporter {
 /// repetition, so every repetition of every run places its structures anew.
 uint64_t RepetitionLayoutSeed(const std::string& key, int repetition);
 
+/// What `point`'s workload is made with (Variant::make) for windows of
+/// `window_ns`: its topology, plan, threads and windows, and the run's options
+/// that reach the families (--mem, --quick, --fault-sampling, --evidence,
+/// --oversubscribe). The build duet's server makes its side's workload with it.
+PointEnv MakePointEnv(const Point& point, const RunState& run,
+                      uint64_t window_ns);
+
 /// Flags the window pairs of a paired row's details.duet
 /// (harness/measure/duet.h) that hold an overrun window: `windows` is the row's
 /// per-window list (`overrun` each) in the order of duet["sides"]; measured
