@@ -26,7 +26,6 @@
 #include <stdexcept>
 #include <utility>
 
-#include "harness/locks/spin_wait.h"
 #include "harness/machine/cpu.h"
 #include "harness/machine/memory.h"
 #include "harness/machine/restore.h"
@@ -1066,38 +1065,12 @@ class WindowServer {
     PointEnv env = MakePointEnv(point, run_, window_ns_);
     env.windows = windows;  // the client's windows of this repetition
     wl_ = point.variant->make(env);
-    StartTeam(point, pus, oversub != 0);
+    team_ = StartThreads(run_, point, pus, window_ns_, oversub != 0,
+                         counters_.get(), *wl_, &ctx_);
     seconds_ = 0;
     total_ops_ = 0;
     open_layout_ = layout ? layout->Json() : json(nullptr);
     Say(std::string("ok ") + (wl_->fixed_work() ? "1" : "0"));
-  }
-
-  void StartTeam(const Point& point, const std::vector<int>& pus,
-                 bool oversubscribed) {
-    ctx_.clear();
-    for (int i = 0; i < point.threads; ++i) {
-      ThreadCtx c;
-      c.index = i;
-      c.threads = point.threads;
-      c.pu = pus[i];
-      c.numa = point.plan.pus.size() > static_cast<size_t>(i)
-                   ? point.plan.pus[i].numa
-                   : -1;
-      c.window_ns = window_ns_;
-      c.oversubscribed = oversubscribed;
-      ctx_.push_back(c);
-    }
-    team_ = std::make_unique<ThreadTeam>(run_.topo.get(), pus, counters_.get(),
-                                         wl_->page_fault_counters_left_out());
-    wl_->Prepare(point.threads);
-    team_->RunOnAllWithin(
-        [&](int i) {
-          SetSpinYield(ctx_[i].oversubscribed ? SpinYield::kAfterSpins
-                                              : SpinYield::kNever);
-          wl_->SetupThread(ctx_[i]);
-        },
-        SetupTimeoutNs(), point.key + ": the family's SetupThread");
   }
 
   void RunOneWindow() {

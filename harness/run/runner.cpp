@@ -483,31 +483,11 @@ void Prepare(PointRun& pr) {
   // leaves threads free.
   const bool pinned =
       run.pin.policy != PinPolicy::kNone || !point.variant->pus.empty();
-  for (int i = 0; i < point.threads; ++i) {
-    const PuInfo& pu = point.plan.pus[i];
-    pr.pus.push_back(pinned ? pu.os_index : -1);
-    ThreadCtx c;
-    c.index = i;
-    c.threads = point.threads;
-    c.pu = pr.pus.back();
-    c.numa = pu.numa;
-    c.window_ns = pr.window_ns;
-    c.oversubscribed = point.plan.oversubscribed;
-    pr.ctx.push_back(c);
-  }
+  for (int i = 0; i < point.threads; ++i)
+    pr.pus.push_back(pinned ? point.plan.pus[i].os_index : -1);
   pr.team =
-      std::make_unique<ThreadTeam>(run.topo.get(), pr.pus, run.counters.get(),
-                                   pr.wl->page_fault_counters_left_out());
-  pr.wl->Prepare(point.threads);
-  pr.team->RunOnAllWithin(
-      [&](int i) {
-        // Kernel spinlock waiters never yield; only an oversubscribed
-        // point's do.
-        SetSpinYield(pr.ctx[i].oversubscribed ? SpinYield::kAfterSpins
-                                              : SpinYield::kNever);
-        pr.wl->SetupThread(pr.ctx[i]);
-      },
-      SetupTimeoutNs(), point.key + ": the family's SetupThread");
+      StartThreads(run, point, pr.pus, pr.window_ns, point.plan.oversubscribed,
+                   run.counters.get(), *pr.wl, &pr.ctx);
 }
 
 // The CFS bandwidth throttling of lockline's cgroup during the windows
@@ -883,7 +863,40 @@ void RecordRow(PointRun& pr) {
 
 }  // namespace
 
+std::unique_ptr<ThreadTeam> StartThreads(
+    const RunState& run, const Point& point, const std::vector<int>& pus,
+    uint64_t window_ns, bool oversubscribed, CounterSession* counters,
+    Workload& wl, std::vector<ThreadCtx>* ctx) {
+  ctx->clear();
+  for (int i = 0; i < point.threads; ++i) {
+    ThreadCtx c;
+    c.index = i;
+    c.threads = point.threads;
+    c.pu = pus[i];
+    c.numa = point.plan.pus.size() > static_cast<size_t>(i)
+                 ? point.plan.pus[i].numa
+                 : -1;
+    c.window_ns = window_ns;
+    c.oversubscribed = oversubscribed;
+    ctx->push_back(c);
+  }
+  auto team = std::make_unique<ThreadTeam>(run.topo.get(), pus, counters,
+                                           wl.page_fault_counters_left_out());
+  wl.Prepare(point.threads);
+  team->RunOnAllWithin(
+      [&](int i) {
+        // Kernel spinlock waiters never yield; only an oversubscribed
+        // point's do.
+        SetSpinYield((*ctx)[i].oversubscribed ? SpinYield::kAfterSpins
+                                              : SpinYield::kNever);
+        wl.SetupThread((*ctx)[i]);
+      },
+      SetupTimeoutNs(), point.key + ": the family's SetupThread");
+  return team;
+}
+
 PointEnv MakePointEnv(const Point& point, const RunState& run,
+
                       uint64_t window_ns) {
   PointEnv env;
   env.topology = run.topo.get();

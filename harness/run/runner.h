@@ -23,7 +23,10 @@
 
 namespace lockline {
 
+class ThreadTeam;
+
 /// One point: a family's variant at one thread count, planned.
+
 struct Point {
   std::string
       key;  ///< family/k:v/.../threads:N (the registered benchmark name)
@@ -194,6 +197,16 @@ uint64_t RepetitionLayoutSeed(const std::string& key, int repetition);
 /// --oversubscribe). The build duet's server makes its side's workload with it.
 PointEnv MakePointEnv(const Point& point, const RunState& run,
                       uint64_t window_ns);
+
+/// `point`'s thread contexts (into `ctx`) on `pus` (OS indices, -1:
+/// unpinned) for windows of `window_ns`, its thread team counting
+/// `counters`' events, and `wl`'s Prepare and every thread's SetupThread
+/// (bounded by SetupTimeoutNs). Used by a point's repetition and by the build
+/// duet's server, so both sides of a duet start their threads alike.
+std::unique_ptr<ThreadTeam> StartThreads(
+    const RunState& run, const Point& point, const std::vector<int>& pus,
+    uint64_t window_ns, bool oversubscribed, CounterSession* counters,
+    Workload& wl, std::vector<ThreadCtx>* ctx);
 
 /// Flags the window pairs of a paired row's details.duet
 /// (harness/measure/duet.h) that hold an overrun window: `windows` is the row's
