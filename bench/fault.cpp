@@ -804,7 +804,6 @@ Variant MakeVariant(Mode mode, Tasks tasks, Start start, std::size_t mb,
   // the timed pass, and the discarded warm-up pass of a warm start (read
   // faults have none); THP faults 2 MiB at a time but cost more per MiB (huge
   // page allocation and 2 MiB zeroing); read faults map the zero page.
-
   // A start after idle adds its 1.5 s idle period; processes their forks.
   static const double kMibPerPass[] = {1.15, 0.8, 1.15, 4.8, 0.6};
   const double passes = start == Start::kWarm && mode != Mode::kRead ? 2 : 1;

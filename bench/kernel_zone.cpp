@@ -201,7 +201,6 @@ class ZoneWorkload : public kernel_tasks::KernelFamilyWorkload {
   // will-it-scale's page_fault1 tasks do once they drift apart (started in
   // phase, every task's munmap at the same moment, they read below
   // page_fault1: docs/validation.md).
-
   TaskWindow RunOps(int index, const std::atomic<bool>& /*stop*/) override {
     TaskWindow r;
     if (static_cast<std::size_t>(index) >= phase_.size()) return r;

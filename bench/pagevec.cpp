@@ -209,6 +209,7 @@ struct GridPoint {
 // named layouts) with lock:ttas (2.6.9's lock), work_ns:0, zones:1, and
 // offset 8 at 16 slots with lock:ttas, work_ns:cal (the alignment question at
 // calibrated work, default suite); the other
+// kernels, release paths and the scanner only in mode:deferred at offset 0
 // for the questions' sizes (15, 16, 31, the named 5.x layouts): 2.6.9's cases
 // under ttas and ticket, 5.8's under qspinlock and ticket.
 inline constexpr const char* kModes[] = {"deferred", "rapid"};

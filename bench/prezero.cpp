@@ -684,7 +684,6 @@ class BurstWorkload : public Workload {
     const bool planned = env_.topology != nullptr && env_.plan != nullptr;
     if (!planned) {
       places_.push_back({.reason = "unbound (no host topology)"});
-
       return;
     }
     if (zeroer_ == Zeroer::kEngine) {

@@ -26,7 +26,6 @@ BUILD_RATES = {
 # left out: a spinning waiter then burns its CPU time on a lock whose holder is
 # descheduled, which no rate of the pair corrects. 2 % of a 5 ms window is 100 us: far above a
 # wake-up of another thread, far below a scheduler time slice.
-# another thread, far below a scheduler time slice.
 PREEMPTED_SHARE = 0.02
 
 
@@ -182,7 +181,6 @@ def _answer_build_row(row, cands, total_pairs, reps, options):
     "undecided" from the regime with most repetitions. On a VM the far regime's rows may
     differ by process while the near regime's agree, so a row the near regime decides is not
     held undecided by the far one; the row names its regime and what the others said."""
-
     states = [_regime_state(c, row, options) for c in cands]
     chosen = 0
     for wanted in ("regression", "improvement", "no change"):

@@ -134,7 +134,6 @@ fi
 #    host, so all 120 pairs of 16 PUs would not finish within the cap. The 32-vCPU shape, for
 #    longer local runs, uses all PUs (lockline then picks 64 pairs). Quick suite: 2 windows of
 #    1 ms per pair.
-
 main_filter="^(calibration/op:|locks/lock:(pthread_mutex/cs:0/stats:on/|tas/cs:0/stats:on/threads:(1|2|4|8)$)|zone_lock/layout:lock_before_free_area/lock:pthread_mutex/pcp_batch:0/line:64/config:[^/]+/zones:[^/]+/work_ns:0/threads:|pagevec/mode:deferred/slots:15/offset:0/policy:fixed/lock:(pthread_mutex/work_ns:0/zones:1|ttas/work_ns:cal/zones:per_numa)/kernel:2.6.9/release:unmap/)"
 mem_filter="^pagevec/mode:deferred/slots:15/offset:0/policy:fixed/lock:pthread_mutex/work_ns:0/zones:1/kernel:2.6.9/"
 common=(--emulated --benchmark_repetitions=1 --events=none)

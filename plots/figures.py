@@ -636,10 +636,9 @@ def verdict_figure(run: Run, verdicts: Sequence[Dict[str, Any]], title: str
     """The figure of one question drawn from the rows its verdicts use (not the family's
     first configuration): one small panel per verdict with two bars, its base_key and
     variant_key rows' metric, both from the one coherence regime the comparison uses
-    (summarize_side_by_side), error bars one
-
-    standard deviation, and the verdict's effect and interval in the panel title. Paired
-    (duet) verdicts draw the pairs' median ratio instead. None without verdicts."""
+    (summarize_side_by_side), error bars one standard deviation, and the verdict's effect
+    and interval in the panel title. Paired (duet) verdicts draw the pairs' median ratio
+    instead. None without verdicts."""
     from lockline_results import summarize_side_by_side
     if not verdicts:
         return None

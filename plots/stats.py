@@ -24,7 +24,6 @@ Where the noise lives: an interval must cover the next run, not only this one, a
 from one repetition (and process) to the next (addresses, the vCPU pair the host gave, the
 page-cache state) is not in window pairs resampled as if independent. So the
 resampling unit is the repetition: compare_pairs resamples repetitions, then the window pairs
-
 within each (a two-level, hierarchical bootstrap; Davison and Hinkley 1997, section 3.8), and every
 interval is widened for the few units it rests on by the expanded percentile rule
 (small_sample_expansion: Hesterberg, "What teachers should know about the bootstrap", The
@@ -495,7 +494,6 @@ def answer(ci: Optional[Tuple[float, float]], min_effect: float = MIN_EFFECT) ->
     up to ~1 % (their memory at other addresses): an interval inside +-min_effect says the
     change is smaller than what lockline can attribute to the variant. An interval of exactly
     [0, 0] is "equivalent", never an effect."""
-
     if ci is None:
         return "too_few"
     if is_equivalent(ci, min_effect):

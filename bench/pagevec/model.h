@@ -603,7 +603,6 @@ class PagevecWorkload : public Workload {
         std::vector<HelperPlace> places = PlaceHelpersNear(
             env_.topology->usable_pus(), *env_.plan,
             static_cast<int>(scanners_.size()), {.allow_smt_sibling = smt});
-
         if (places.size() >= scanners_.size()) {
           for (std::size_t i = 0; i < scanners_.size(); ++i)
             scanners_[i]->pu = places[i].pu;

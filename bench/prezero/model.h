@@ -338,7 +338,6 @@ inline std::vector<HelperPlace> NodeZeroerPlaces(
       if (pu.numa == node) mine.push_back(pu);
     std::vector<HelperPlace> spare =
         PlaceHelpersNear(mine, plan, 1, {.allow_smt_sibling = false});
-
     if (!spare.empty() && spare.front().numa == node) {
       out.push_back(spare.front());
       continue;

@@ -123,13 +123,14 @@ inline uint32_t ThreadId() {
 /// and pending are both 0. Who should use it: everyone who needs a 4-byte
 /// fair-ish spinlock that scales (Linux does); the byte- and half-word accesses
 /// are mixed-size atomics, which C++ leaves undefined and GCC/Clang on x86-64
+/// and aarch64 implement as the kernel relies on (via __atomic builtins on a
+/// may_alias view of the word).
 /// Size: 4 bytes, plus 4 x 128 bytes of thread-local queue nodes per thread.
 /// Cost note: the fast path's 32-bit CAS cannot take its value from the
 /// previous unlock's still-buffered 1-byte store (a store-to-load forwarding
 /// failure), so back-to-back uncontended lock+unlock by one thread costs a
 /// little more than a TAS lock's (the rows
 /// locks/lock:*/cs:0/stats:off/threads:1 measure it). Linux pays the same
-
 /// with the same access sizes; any work between unlock and the next lock
 /// hides it. Not modelled: the paravirt hooks (pv_wait / pv_kick) and the
 /// NUMA-aware CNA variant. As in Linux, a queue node is free again once its

@@ -43,7 +43,6 @@ struct CgroupCpu {
 /// cgroup as /sys/fs/cgroup). When the directory is still not there, the mount
 /// root itself holds the process: `dir` is the mount root and `dir_note` says
 /// so.
-
 CgroupCpu ReadCgroupCpu(const std::string& proc_self_cgroup,
                         const std::string& root = "/sys/fs/cgroup",
                         const std::string& proc_self_mountinfo = "");

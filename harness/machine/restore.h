@@ -15,7 +15,6 @@
 // STATE_DIR/sysctl.lock, held from the first registration to RestoreAll: a
 // second run's RegisterRestore refuses (SettingBusy) instead of measuring at
 // the other run's value. STATE_DIR is $LOCKLINE_STATE_DIR, else /run/lockline.
-
 #pragma once
 
 #include <stdexcept>

@@ -112,6 +112,7 @@ class CounterSession {
   /// minor-faults, major-faults and their :u / :k forms): they are not
   /// opened, and their readings are "unavailable" with reason `why`. For a
   /// point whose every operation is a page fault and which counts its faults
+  /// itself (getrusage): the software event runs a hook on every fault
   /// (perf_sw_event), which slows such a point's timed cycle measurably.
   virtual std::unique_ptr<ThreadCounters> OpenForThisThreadWithoutPageFaults(
       const std::string& why) = 0;

@@ -389,10 +389,11 @@ struct ZoneHoldSplit {
 /// histogram's shape (log(1 + count) smoothed over +-2 bins), the first
 /// local minimum out of which the longer gaps rise again by kValleyDepth at
 /// least an octave further up is the valley; the split is the emptiest bin
-/// (`found`). Between-hold gaps (a hold's lock drop and re-take, drains,
-/// refills) sit octaves above within-hold ones, so the split falls between
-/// them. No valley: every
-/// above every gap). A most common gap of kLoneBetweenHoldMinNs or more:
+/// within +-2 bins of it (`found`). Between-hold gaps (a hold's lock drop and
+/// re-take, drains, refills) sit octaves above within-hold ones, so the split
+/// falls between them. No valley: every gap is within a hold and each hold is
+/// one start (`found` false, split above every gap). A most common gap of
+/// kLoneBetweenHoldMinNs or more:
 /// every gap is between holds (holds of one page), split at the lowest bin.
 /// Empty histogram: found false, bin kGapBins.
 ZoneHoldSplit HoldSplitFromGaps(const uint64_t* hist);

@@ -46,7 +46,6 @@ inline constexpr double kMaxFitWindowS = 1.0;
 /// of a run is small against its fixed work, so a few seconds of slack would
 /// stretch the last points' windows many times); the run then ends a little
 /// early instead.
-
 inline constexpr double kMaxWindowGrowth = 4;
 
 /// Declared seconds the harness itself spends per repetition of a point with

@@ -82,11 +82,10 @@ inline constexpr int kBuildDuetOneWindowRepetitions = 20;
 /// Address-space randomization for a build duet: both processes should map
 /// their code, libraries and thread stacks at the same addresses, so that one
 /// binary against itself compares like with like (branch predictors and 4 KiB
-/// aliasing see virtual addresses). When the personality flag ADDR_NO_RANDOMIZE
-/// (as
-
-/// `setarch -R`) is not set, sets it and re-executes /proc/self/exe with the
-/// same arguments (the old build, started later, inherits it); returns only
+/// aliasing see virtual addresses). When the personality flag
+/// ADDR_NO_RANDOMIZE (as `setarch -R`) is not set, sets it and re-executes
+/// /proc/self/exe with the same arguments (the old build, started later,
+/// inherits it); returns only
 /// when it is already set ("off") or cannot be set ("on": e.g. a container's
 /// seccomp profile refuses personality(2); a warning says so once). Called
 /// after every argument is checked and before anything is created.

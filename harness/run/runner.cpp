@@ -896,7 +896,6 @@ std::unique_ptr<ThreadTeam> StartThreads(
 }
 
 PointEnv MakePointEnv(const Point& point, const RunState& run,
-
                       uint64_t window_ns) {
   PointEnv env;
   env.topology = run.topo.get();

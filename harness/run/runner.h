@@ -26,7 +26,6 @@ namespace lockline {
 class ThreadTeam;
 
 /// One point: a family's variant at one thread count, planned.
-
 struct Point {
   std::string
       key;  ///< family/k:v/.../threads:N (the registered benchmark name)

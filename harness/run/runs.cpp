@@ -155,7 +155,6 @@ int RunIndependentProcesses(int argc, char** argv, const Options& o) {
   // apart and every work_ns:cal row differs between runs by that much, which
   // is not run-to-run noise of the measurement. Addresses, the host's vCPU
   // pair and the page cache still change with each process.
-
   std::string calibration;
   if (std::getenv(kSharedCalibrationEnv) == nullptr) {
     calibration = dir + "/calibration";
