@@ -33,7 +33,7 @@ struct HelperPlace {
   bool smt_sibling_of_measured = false;
   /// "" when placed on a free core of a measured node, else how and why (an
   /// other node's core, an idle sibling, a shared measured PU).
-  std::string reason;
+  std::string reason{};
   int l3 = -1;       ///< logical index of its L3 (-1: none)
   int cpukind = -1;  ///< its PuInfo::cpukind (-1: unknown or unranked)
   int package = -1;  ///< logical index of its package
@@ -41,7 +41,7 @@ struct HelperPlace {
   bool shares_measured_pu = false;
   /// Why this PU, always set when placed (for --plan): e.g. "free core in the
   /// measured threads' L3 0, node 0".
-  std::string why;
+  std::string why{};
 };
 
 /// Options of PlaceHelpersNear.
