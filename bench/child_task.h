@@ -10,14 +10,14 @@
 // word (kRun / kExit); on kRun the child runs its job once and sends the
 // job's result, a trivially copyable struct, as one message. Both sides send
 // with MSG_NOSIGNAL: a dead peer is EPIPE, never SIGPIPE, whatever the
-// process's SIGPIPE disposition is (issue 27: a child killed by the OOM
-// killer or SIGKILL used to kill the parent with SIGPIPE). The parent's end
+// process's SIGPIPE disposition is (a child killed by the OOM killer or
+// SIGKILL must not kill the parent with SIGPIPE). The parent's end
 // is Request (send kRun), AwaitFor (read the result with a time limit,
 // optionally doing other work while it waits, such as draining a sample ring
 // of the child; EOF is a dead child, reaped and described: "task died:
 // signal 9 (Killed)") and Stop (kExit, reap; SIGKILL after kStopGraceMs).
 //
-// Hygiene in the child (issue 27): every signal handler the parent installed
+// Hygiene in the child: every signal handler the parent installed
 // (SIGINT / SIGTERM restore handlers and the like) is reset to the default and
 // the signal mask cleared, so a signal to one child kills that child only and
 // the parent reports it; the parent's ends of its siblings' sockets (forks

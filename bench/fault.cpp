@@ -1,5 +1,5 @@
 // fault: real anonymous page faults on this kernel, after the 2004 linux-mm
-// pre-zeroing thread (BACKGROUND.md section 5, issues 15 and 17): a mapping of
+// pre-zeroing thread (BACKGROUND.md section 5): a mapping of
 // `mb` MiB split across `threads` tasks, each touching one byte per 4 KiB page
 // of its share, in as many passes as make a point big enough to time (a THP
 // pass of 256 MiB is only 128 faults). A write fault allocates and zeroes a
@@ -9,18 +9,17 @@
 // one address space); as processes they share only the zone / buddy
 // allocator; no task writes a line another reads (shares_lines() is false).
 // Not measured: unmapping (MADV_DONTNEED / munmap between passes, outside the
-// timed part; will-it-scale's page_fault1 times its munmap, about 3 % of its
-// loop on the project's 2-vCPU VM, so its faults/s are ~3 % below a
-// touch-only rate), file faults, major faults. Rows carry the seed table's
-// columns (GB, repetitions, threads, user s, system s, wall s, faults/cpu/s,
-// faults/wall-s) in details.seed_columns, cost per fault and per KiB zeroed,
-// and zeroing's share of the fault time at this machine's measured clear
-// rate (modelled: zeroing_share) next to the share the kernel itself shows
-// (sampled: each task's task-clock sampled every --fault-sampling, default
-// 2 ms, with kernel callchains during the timed phases of an evidence pass,
-// the share of samples whose innermost kernel function is a clear_page
+// timed part; will-it-scale's page_fault1 times its munmap, so its faults/s
+// are a little below a touch-only rate), file faults, major faults. Rows carry
+// the seed table's columns (GB, repetitions, threads, user s, system s, wall s,
+// faults/cpu/s, faults/wall-s) in details.seed_columns, cost per fault and per
+// KiB zeroed, and zeroing's share of the fault time at this machine's measured
+// clear rate (modelled: zeroing_share) next to the share the kernel itself
+// shows (sampled: each task's task-clock sampled every --fault-sampling,
+// default 2 ms, with kernel callchains during the timed phases of an evidence
+// pass, the share of samples whose innermost kernel function is a clear_page
 // variant; "unavailable" with the reason where kernel sampling is refused or
-// --evidence=off). The timed window is never sampled (issue 28): the
+// --evidence=off). The timed window is never sampled: the
 // evidence pass, the same passes on the same tasks, runs after it (in
 // TeardownThread) and the row gives its throughput ratio to the timed one.
 // Fault counts come from getrusage minor faults and are checked against what
@@ -115,10 +114,8 @@ inline double ClearRateBytesPerS() {
 /// (--fault-sampling, PointEnv::fault_sample_period_ns): 2 ms of the task's
 /// CPU time, 500 samples per task-second (a 1 GiB point gets about 2000).
 /// Each sample is a timer interrupt plus a kernel stack walk of at most
-/// kClearPageMaxStack frames, which is not cheap in this project's KVM/PVM
-/// guest: at 500 us the faults' CPU time grew 6-9 % (median of 8
-/// repetitions, sampling on against off, 4 KiB and THP points), at 2 ms it
-/// was within the +-7 % run-to-run noise.
+/// kClearPageMaxStack frames, which is not cheap in a KVM guest: 2 ms keeps
+/// the sampling's cost on the faults' CPU time within run-to-run noise.
 inline constexpr uint64_t kDefaultClearPageSamplePeriodNs = 2'000'000;
 static_assert(Config{}.sample_period_ns == kDefaultClearPageSamplePeriodNs &&
               PointEnv{}.fault_sample_period_ns ==
@@ -442,7 +439,7 @@ class FaultWorkload : public Workload {
       gap_ns_ = static_cast<int64_t>(NowNs() - prepare_end_ns_);
     }
     if (!setup_error_.empty()) return 0;
-    // Timed windows are never sampled (issue 28): the sampled clear_page
+    // Timed windows are never sampled: the sampled clear_page
     // share comes from the evidence pass in TeardownThread.
     WindowWork w;
     const std::string died = RunPass(t, false, &w);
@@ -734,7 +731,7 @@ class FaultWorkload : public Workload {
   }
 
   // details.evidence: the sampled share comes from an evidence pass after
-  // the timed window (issue 28); its throughput beside the timed window's is
+  // the timed window; its throughput beside the timed window's is
   // what the sampling cost.
   nlohmann::json EvidencePass(PointReport& out, const Sums& s) const {
     TaskResult evid;
@@ -803,11 +800,10 @@ Variant MakeVariant(Mode mode, Tasks tasks, Start start, std::size_t mb,
   v.windows = 1;
   v.fixed_work = true;
   // For the budget: MiB first touched per repetition, in 4 KiB write faults'
-  // worth (measured per mode on the quiet 2-vCPU VM, rows' timing.wall_s
-  // against timing.declared_s, 2026-12-02): the timed pass, and the
-  // discarded warm-up pass of a warm start (read faults have none); THP
-  // faults 2 MiB at a time but here took 13x the 4 KiB rate (huge page
-  // allocation and 2 MiB zeroing); read faults map the zero page.
+  // worth (per mode, from rows' timing.wall_s against timing.declared_s):
+  // the timed pass, and the discarded warm-up pass of a warm start (read
+  // faults have none); THP faults 2 MiB at a time but cost more per MiB (huge
+  // page allocation and 2 MiB zeroing); read faults map the zero page.
   // A start after idle adds its 1.5 s idle period; processes their forks.
   static const double kMibPerPass[] = {1.15, 0.8, 1.15, 4.8, 0.6};
   const double passes = start == Start::kWarm && mode != Mode::kRead ? 2 : 1;

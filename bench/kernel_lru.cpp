@@ -12,7 +12,7 @@
 //   tests/page_fault1.c), so a row compares with will-it-scale's one for
 //   one (ci/side_by_side.sh): with tasks as threads one mm maps and unmaps
 //   128 MiB at a time, not 1 MiB, so mmap_lock and the TLB-shootdown IPIs of
-//   munmap are paid once per 32768 pages instead of once per 256 (issue 23).
+//   munmap are paid once per 32768 pages instead of once per 256.
 //   128 MiB is above pcp high on most machines, so the page allocator's
 //   zone->lock is taken too, as in page_fault1 (kernel_zone isolates it).
 // - case:file_truncate / file_punch: fallocate1-like (will-it-scale
@@ -228,7 +228,7 @@ Variant MakeVariant(Case kind, bool shared_file, Tasks tasks, Suite suite,
   v.suite = suite;
   v.threads = std::move(threads);
   // For the budget: the tasks' setup and teardown (forks, buffers, probes
-  // of kernel lock evidence), 0.1-0.2 s on the 2-vCPU VM.
+  // of kernel lock evidence), about 0.1 s.
   v.cost_s = 0.1;
   v.description =
       std::string(kind == Case::kAnonFault

@@ -323,7 +323,7 @@ Variant MakeVariant(Tasks tasks, Suite suite, std::vector<int> threads) {
   v.suite = suite;
   v.threads = std::move(threads);
   // For the budget: the tasks' setup and teardown (forks, buffers, probes
-  // of kernel lock evidence), 0.1-0.2 s on the 2-vCPU VM.
+  // of kernel lock evidence), about 0.1 s.
   v.cost_s = 0.1;
   v.description =
       "netperf TCP_STREAM shape over 127.0.0.1: 16 KiB messages, sender and "

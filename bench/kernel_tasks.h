@@ -1,4 +1,4 @@
-// Shared machinery of the kernel_* families (issue 18): will-it-scale-style
+// Shared machinery of the kernel_* families: will-it-scale-style
 // tasks run by lockline's own pinned team threads (`tasks:threads`, one mm) or
 // by one child process per team thread (`tasks:processes`, the fork-child
 // protocol of bench/child_task.h, shared with the fault family: forked in
@@ -324,15 +324,13 @@ class KernelTaskWorkload : public Workload {
   /// Prepare.
   void SetEvidenceWindows(int n) { evidence_windows_ = std::max(n, 0); }
   /// SetEvidenceWindows(env.evidence_windows), and the evidence timer's PU by
-  /// the helper rule (harness/machine/helpers.h; issue 36: the timer was
-  /// started by team thread 0 and inherited its measured PU). With no free PU
-  /// (a point at every usable PU) the timer would share a measured PU and
-  /// perturb the evidence it drains (issue 36 item 1, issue 40: a helper never
-  /// shares a measured PU): the point then has no evidence windows, and the row
-  /// says why (evidence.off); its timed windows, which never run the timer, are
-  /// measured as usual. With --oversubscribe the timer shares the least
-  /// loaded measured PU, said in the row's evidence_timer_note. Unbound off
-  /// the host topology.
+  /// the helper rule (harness/machine/helpers.h), never a measured thread's.
+  /// With no free PU (a point at every usable PU) the timer would share a
+  /// measured PU and perturb the evidence it drains: the point then has no
+  /// evidence windows, and the row says why (evidence.off); its timed windows,
+  /// which never run the timer, are measured as usual. With --oversubscribe
+  /// the timer shares the least loaded measured PU, said in the row's
+  /// evidence_timer_note. Unbound off the host topology.
   void SetEvidenceWindows(const PointEnv& env) {
     SetEvidenceWindows(env.evidence_windows);
     if (evidence_windows_ == 0 || env.topology == nullptr ||
@@ -418,9 +416,7 @@ class KernelTaskWorkload : public Workload {
       EvidenceWindows(ctx, before);
       // The timed windows run with none of the evidence's perf events open
       // (not merely disabled): left open, a task's tracepoint and sampling
-      // events slowed kernel_zone's 1-task timed cycle by about 5 % on the
-      // 2-vCPU VM (tasks:processes, whose timed windows carry no other
-      // event: ~474 k pages/s open, ~496 k closed; docs/validation.md).
+      // events slow the timed cycle measurably (docs/validation.md).
       evidence_.CloseTask(ctx.index);
     }
   }

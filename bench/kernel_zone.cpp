@@ -23,7 +23,7 @@
 // observed" (no metric) where no event was seen. Every window, timed or
 // evidence, is fixed work: one whole alloc/free cycle of the batch per task
 // (kCyclesPerWindow), so what a row times and counts is the cycle its key
-// names, not the pcp-only start of one (issue 40 item 10). Tasks as threads
+// names, not the pcp-only start of one. Tasks as threads
 // also share one mm (mmap_lock, page-table locks); as processes only the
 // allocator.
 //
@@ -61,7 +61,7 @@ inline constexpr std::size_t kFallbackBatchPages = 2048;
 inline constexpr int kCyclesPerWindow = 1;
 /// Evidence windows per repetition at most (the harness's default is 2, one
 /// before and one after the timed window): each is a whole cycle of a batch
-/// of up to ~1.8 GiB (~1 s on the 2-vCPU VM) and holds ~1000 zone->lock
+/// of up to ~1.8 GiB and holds ~1000 zone->lock
 /// acquisitions, so one, before the timed window, is enough.
 inline constexpr int kMaxEvidenceWindows = 1;
 
@@ -138,8 +138,8 @@ class ZoneWorkload : public kernel_tasks::KernelFamilyWorkload {
     // Every point, default too, reads and keeps the setting under the
     // settings lock until its end (RestoreAll in the destructor): no other
     // lockline run changes it between the read and the end of the windows,
-    // and a default row is never measured at another run's value (issue 36
-    // R5). Without root a default point cannot have changed anything itself.
+    // and a default row is never measured at another run's value. Without
+    // root a default point cannot have changed anything itself.
     if (geteuid() == 0 || cfg_.high_fraction != "default")
       AcquireSettingsLock(kFractionPath);
     if (cfg_.high_fraction != "default") {
@@ -189,21 +189,18 @@ class ZoneWorkload : public kernel_tasks::KernelFamilyWorkload {
   }
 
   // One whole alloc/free cycle of the batch per window, timed and evidence
-  // windows alike (issue 40 item 10): a window shorter than a cycle timed a
-  // pcp-only fault+free loop (at 5 ms a task touched 1.6-6.4 k pages of a
-  // 110-442 k page batch, which the pcp list absorbed: zone->lock was taken
-  // in 8 of 20 repetitions) while the row named the batch. The windows are
-  // fixed work (fixed_work()), `stop` is not read inside a cycle.
+  // windows alike: a window shorter than a cycle would time a pcp-only
+  // fault+free loop the pcp list absorbs while the row names the batch. The
+  // windows are fixed work (fixed_work()), `stop` is not read inside a cycle.
   //
   // Task i runs its cycles i/n of a batch out of phase (PhaseOffset): its
   // window faults in the rest of the batch it opened in the last window,
   // unmaps it, maps the next and faults in its first offset pages. Each
   // window is still one whole cycle per task (batch pages faulted in, batch
   // pages freed), but the tasks' munmaps fall at different moments, as
-  // will-it-scale's page_fault1 tasks do once they drift apart. Started in
-  // phase (every task's munmap at the window's end, at the same moment),
-  // two threads of one mm read 0.83x page_fault1 (0.81-0.93, 3 rounds,
-  // docs/validation.md).
+  // will-it-scale's page_fault1 tasks do once they drift apart (started in
+  // phase, every task's munmap at the same moment, they read below
+  // page_fault1: docs/validation.md).
   TaskWindow RunOps(int index, const std::atomic<bool>& /*stop*/) override {
     TaskWindow r;
     if (static_cast<std::size_t>(index) >= phase_.size()) return r;
@@ -242,14 +239,14 @@ class ZoneWorkload : public kernel_tasks::KernelFamilyWorkload {
 
   /// Every op is a page fault, counted exactly by getrusage (minor_faults,
   /// VerifyTask): the page-faults software event would only add its per-fault
-  /// hook to the timed cycle (about 5 % on the 2-vCPU VM, docs/validation.md).
+  /// hook to the timed cycle (docs/validation.md).
   std::string page_fault_counters_left_out() const override {
     return "left out of kernel_zone's timed windows: every op is a page fault, "
            "counted by getrusage (minor_faults); the software event's "
            "per-fault hook would slow the cycle it counts";
   }
 
-  /// A window's whole cycles at 50 us a page (about 25 x this VM's loaded
+  /// A window's whole cycles at 50 us a page (many times a loaded machine's
   /// rate): a tasks:processes child slower than that counts as hung.
   uint64_t FixedWorkLimitNs() const override {
     return static_cast<uint64_t>(batch_pages_) * kCyclesPerWindow * 50'000;
@@ -335,8 +332,8 @@ Variant MakeVariant(const std::string& fraction, Tasks tasks, Suite suite,
   v.threads = std::move(threads);
   // Fixed work: one whole cycle of the batch per task and window (windows
   // = 1 timed window a repetition). For the budget: the tasks' setup and
-  // teardown (forks, buffers, probes of kernel lock evidence), 0.1-0.2 s on
-  // the 2-vCPU VM, plus the cycles themselves as first-touched memory: the
+  // teardown (forks, buffers, probes of kernel lock evidence), about 0.1 s,
+  // plus the cycles themselves as first-touched memory: the
   // timed window's and the evidence window's (kMaxEvidenceWindows) batches,
   // priced at the plan's fault-in rate. The batch is read at prepare time; the
   // plan prices it from /proc/zoneinfo now.

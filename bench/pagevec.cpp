@@ -1,6 +1,6 @@
 // pagevec: pages/s, lru_lock acquisitions per page and lock wait share against
 // the pagevec's batching factor, line offset and sizing formula (BACKGROUND.md
-// sections 1 and 4; issues 7, 16 and 23): the experiment run on the model of
+// sections 1 and 4): the experiment run on the model of
 // bench/pagevec/model.h (what lru_cache_add, release_pages and reclaim do
 // under lru_lock in Linux 2.6.9 and 5.8): its grid, its report and its checks.
 // work_ns:W is the work a kernel path does per page outside the lock (fault,
@@ -8,8 +8,8 @@
 // (WorkCalibration: an anonymous fault-in + munmap per page, minus the
 // model's own single-thread cost per page), W = 0 is the labelled saturated
 // case (every model saturates lru_lock at 2 threads). The work touches what
-// a fault on a fresh page touches (harness/measure/page_work.h, issue 40 item
-// 6): it zeroes the next 4 KiB page of a per-thread ring larger than the
+// a fault on a fresh page touches (harness/measure/page_work.h): it zeroes
+// the next 4 KiB page of a per-thread ring larger than the
 // thread's share of L2 and L3 (cold: memset, as clear_page writes its 64 lines)
 // and writes the page's page-table entry, then spins for the rest. The default
 // lock is each era's: ttas for 2.6.9 (x86 `lock; decb` byte lock), qspinlock
@@ -19,7 +19,7 @@
 // in, at the largest thread count only; the verdicts of questions 000 and 003
 // are answered from them (paired duets on stats:off both sides,
 // bench/duet.cpp), and the instrumented rows give the lock wait share beside
-// them (issue 40 item 3). scanner:on adds one reclaim scanner thread per lock
+// them. scanner:on adds one reclaim scanner thread per lock
 // (placed by the helper rule, harness/machine/helpers.h, on a PU no measured
 // thread runs on: scanner rows run only at thread counts that leave it one,
 // Variant::needs_spare_pu; it sleeps between cycles). A worker short of free
@@ -127,7 +127,7 @@ inline int ResolveSlots(const std::string& policy, int fixed_slots,
                               "': accepted are fixed, 4lg, sqrtlg");
 }
 
-/// The rate check of a scanner row (issue 40 item 1): "" when the scanner ran
+/// The rate check of a scanner row: "" when the scanner ran
 /// at its design (acquisitions per page within `tolerance` of
 /// ScannerDesignAcquisitionsPerPage) on a PU of its own, else why not.
 inline std::string ScannerRowProblem(double acquisitions_per_page,
@@ -208,7 +208,7 @@ struct GridPoint {
 // than 0 only for the alignment question's sizes (14, 15, 16, 31 and the
 // named layouts) with lock:ttas (2.6.9's lock), work_ns:0, zones:1, and
 // offset 8 at 16 slots with lock:ttas, work_ns:cal (the alignment question at
-// calibrated work, default suite: issue 40 item 7); the other
+// calibrated work, default suite); the other
 // kernels, release paths and the scanner only in mode:deferred at offset 0
 // for the questions' sizes (15, 16, 31, the named 5.x layouts): 2.6.9's cases
 // under ttas and ticket, 5.8's under qspinlock and ticket.
@@ -286,7 +286,7 @@ inline Suite SuiteOf(const GridPoint& p, bool multi_node = false) {
     return Suite::kFull;
   }
   if (p.offset != 0) {
-    // The alignment pair at calibrated work (issue 40 item 7).
+    // The alignment pair at calibrated work.
     return generic_fixed && p.offset == 8 && p.slots == 16 ? Suite::kDefault
                                                            : Suite::kFull;
   }
@@ -337,7 +337,7 @@ inline std::vector<GridPoint> GridPoints() {
           const std::string l = lock, w = work, z = zones;
           if (z != "1" && l != "ttas" && l != "qspinlock") continue;
           const bool sweep_offsets = l == "ttas" && w == "0" && z == "1";
-          // The alignment question at calibrated work too (issue 40 item 7):
+          // The alignment question at calibrated work too:
           // 2.6.9's 16 slots at offset 8 under its lock.
           const bool offset8_cal = l == "ttas" && w == "cal";
           GridPoint base;
@@ -380,7 +380,7 @@ inline std::vector<GridPoint> GridPoints() {
 }
 
 /// Whether `p` is a side of a seed comparison whose verdict plots/verdicts.py
-/// gives (PV_2004 / PV_2020, issue 40 item 3): 2.6.9 (unmap, no scanner,
+/// gives (PV_2004 / PV_2020): 2.6.9 (unmap, no scanner,
 /// ttas, deferred) 15 and 16 slots at offset 0 and 16 slots at offset 8, at
 /// work_ns cal and 0, and the 2.6.9 / 2.6.10 layouts at offset 0; 5.8
 /// (release:none, scanner, qspinlock) 15 and 31 slots at offset 0, at both
@@ -839,7 +839,7 @@ inline std::vector<Variant> PagevecVariants(const std::vector<PuInfo>& order) {
     // The reclaim scanner is a helper thread: its rows run only at thread
     // counts that leave it a PU of its own (the runner refuses the others
     // with the reason; --oversubscribe runs them, the row saying
-    // details.scanner.shares_measured_pu), issue 40 item 1.
+    // details.scanner.shares_measured_pu).
     v.needs_spare_pu = p.scanner;
     // A twin answers its verdict at the contended end only (the verdict's
     // thread count, verdicts.py threads "max"): one point, not one per count.

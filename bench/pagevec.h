@@ -1,7 +1,6 @@
 // pagevec's lock x layout axis: the workloads of the model (bench/pagevec/
 // model.h) the grid (bench/pagevec.cpp) runs, one group of locks per unit in
-// bench/pagevec/*.cpp so a small CI runner's cores compile them in parallel
-// (issue 28).
+// bench/pagevec/*.cpp so a small CI runner's cores compile them in parallel.
 #pragma once
 
 #include <memory>
@@ -42,7 +41,7 @@ inline constexpr const auto& kNamedLayouts = PagevecLayouts::kLayouts;
 /// Creates the workload for lock L x `layout` ("" = the generic 5.x header).
 /// Throws std::invalid_argument for an unknown layout. Explicitly instantiated
 /// once per lock in bench/pagevec/*.cpp, so the 30 lock x layout workloads
-/// compile in three units in parallel (issue 28) instead of one.
+/// compile in three units in parallel instead of one.
 template <LockAlgorithm L>
 std::unique_ptr<Workload> MakePagevecWorkloadFor(const PointEnv& env,
                                                  const std::string& layout,
@@ -60,7 +59,7 @@ std::unique_ptr<Workload> MakePagevecWorkloadFor(const PointEnv& env,
 /// pagevec's lock axis: the eras' locks (ttas for 2.6.9, qspinlock for 5.8),
 /// ticket, mcs and pthread_mutex; kLocks in bench/pagevec.cpp names the same
 /// five (static_assert there). tas and pthread_spin are not on it, so their 12
-/// workloads are not compiled (issue 28: the first build).
+/// workloads are not compiled (they would only lengthen the build).
 using PagevecLocks =
     LockList<TtasLock, TicketLock, QspinLock, McsLock, PthreadMutexLock>;
 

@@ -1,5 +1,5 @@
 // prezero: a userspace model of the 2004 background page pre-zeroing proposal
-// (BACKGROUND.md section 5, issue 17). Two protocols share one idea -- pages
+// (BACKGROUND.md section 5). Two protocols share one idea -- pages
 // handed out must be zero, a freed page is dirty, a zeroer may clean pages
 // outside the allocation path:
 //   the burst protocol (default; protocol:idle_burst|busy, zeroer:none|
@@ -16,7 +16,7 @@
 // Every allocation is a modelled page fault: after it, the rest of this
 // machine's anonymous fault path (calibrated, less its zeroing: FaultRest)
 // runs as a spin outside the pool lock, so the rows' rate, faults_per_s, is
-// question 004's unit (issue 40 item 8).
+// question 004's unit.
 // Helper threads are placed by harness/machine/helpers.h (own core, the
 // measured threads' NUMA node, never an SMT sibling of a measured thread; the
 // burst protocol's idle-CPU zeroers one per NUMA node, NodeZeroerPlaces) and
@@ -74,8 +74,8 @@ inline void DirtyPage(char* p) {
   *reinterpret_cast<uint64_t*>(p + kPage - 8) = 1;
 }
 
-/// The rest of an anonymous page fault besides its zeroing (issue 40 item 8:
-/// question 004 answers in faults/s, the seed's unit): every allocation of
+/// The rest of an anonymous page fault besides its zeroing (question 004
+/// answers in faults/s, the seed's unit): every allocation of
 /// both protocols is followed by `rest_ns` of register spin (ThinkNs) outside
 /// the pool lock, so an allocation is a modelled fault and allocations/s are
 /// faults/s. rest_ns = the machine's anonymous fault path per 4 KiB page
@@ -314,8 +314,7 @@ class PrezeroWorkload : public Workload {
   // The zeroer's PU by the helper rule (harness/machine/helpers.h
   // PlaceHelpersNear: a free core of the measured threads' L3 / node, else of
   // the nearest other node, else a flagged idle SMT sibling of a measured
-  // thread; issue 36: the measured threads filling their node used to put it on
-  // a measured PU); with no free PU at all (the runner runs such a point only
+  // thread); with no free PU at all (the runner runs such a point only
   // under --oversubscribe: needs_spare_pu), the plan's last PU, shared
   // (SCHED_IDLE then only takes its idle time; the row says so). -1 (unbound)
   // without a host topology (tests).
@@ -334,12 +333,15 @@ class PrezeroWorkload : public Workload {
     if (!env_.plan->pus.empty()) {
       const PuInfo& pu = env_.plan->pus.back();
       zeroer_pu_ = pu.os_index;
-      zeroer_place_ = {pu.os_index, pu.core, pu.numa, false,
-                       "shares a measured thread's PU (no free PU: "
-                       "--oversubscribe)"};
-      zeroer_place_.shares_measured_pu = true;
-      zeroer_place_.l3 = pu.l3;
-      zeroer_place_.cpukind = pu.cpukind;
+      zeroer_place_ = {.pu = pu.os_index,
+                       .core = pu.core,
+                       .numa = pu.numa,
+                       .reason =
+                           "shares a measured thread's PU (no free PU: "
+                           "--oversubscribe)",
+                       .l3 = pu.l3,
+                       .cpukind = pu.cpukind,
+                       .shares_measured_pu = true};
       zeroer_shares_pu_ = true;
     }
   }
@@ -382,8 +384,7 @@ class PrezeroWorkload : public Workload {
   alignas(kDestructiveLine) std::atomic<uint64_t> zeroer_pages_{0};
 };
 
-// ---- the burst protocol (issue 17)
-// -------------------------------------------
+// ---- the burst protocol -----------------------------------------------------
 //
 // The 2004 argument as it was made: Christoph Lameter's favourable case is a
 // pool of pre-zeroed pages filled while the machine sits idle, then a burst of
@@ -682,8 +683,7 @@ class BurstWorkload : public Workload {
   void PlaceZeroers() {
     const bool planned = env_.topology != nullptr && env_.plan != nullptr;
     if (!planned) {
-      places_.push_back(HelperPlace{});
-      places_.back().reason = "unbound (no host topology)";
+      places_.push_back({.reason = "unbound (no host topology)"});
       return;
     }
     if (zeroer_ == Zeroer::kEngine) {
@@ -753,7 +753,7 @@ class BurstWorkload : public Workload {
 /// discarded warm-up pair.
 inline constexpr int kBurstPairs = 16;
 
-/// protocol:idle_burst_vs_busy (issue 40 item 8): the busy-machine
+/// protocol:idle_burst_vs_busy: the busy-machine
 /// comparison as paired bursts. One repetition (one window, fixed work) runs
 /// 1 + kBurstPairs pairs of bursts on one thread team: side A is
 /// protocol:idle_burst (the idle period, then the burst), side B
@@ -932,7 +932,7 @@ Variant MakeBurstVariant(Protocol protocol, Zeroer zeroer, std::size_t burst,
   v.windows = 1;
   v.fixed_work = true;
   // For the budget: the burst's pages and the pool filled before it (about
-  // half of them fault in again per repetition, measured on the 2-vCPU VM).
+  // half of them fault in again per repetition).
   v.cost_mib = static_cast<double>(burst + pool / 2) * 4096 / (1 << 20);
   v.needs_spare_pu = zeroer == Zeroer::kEngine;
   v.description =
@@ -979,7 +979,7 @@ Variant MakeBurstPairVariant(BurstPairWorkload::Side a,
   const int bursts = 2 * (kDuetWarmupPairs + kBurstPairs);
   // For the budget: the two pools, mapped and filled once per repetition
   // (the bursts reuse their pages), and per burst ~6 ms of burst, reset and
-  // idle period (2-vCPU VM).
+  // idle period.
   v.cost_mib =
       2 * static_cast<double>(std::max(burst, pool)) * 4096 / (1 << 20);
   v.cost_s = bursts * 0.006;

@@ -4,9 +4,9 @@
 # Usage: bash ci/configure.sh BUILD_DIR [--werror]   (from the source tree's root)
 # A new build directory uses Ninja when it is installed: it compiles the families while the
 # harness library is still compiling, where Make finishes one target before starting the next
-# (issue 28: the first build). An existing build directory keeps its generator, and its own
+# (a faster first build). An existing build directory keeps its generator, and its own
 # LOCKLINE_WERROR and CMAKE_BUILD_TYPE unless --werror is given (ci/test.sh: the tests build
-# warning-free): a user's Release build that warns must still build for ci/run_suite.sh (issue 48).
+# warning-free): a user's Release build that warns must still build for ci/run_suite.sh.
 set -euo pipefail
 build=${1:?usage: ci/configure.sh BUILD_DIR [--werror]}
 werror=${2:-}

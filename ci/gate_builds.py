@@ -1,6 +1,6 @@
 """compare.py's build-duet gate: `compare.py --builds RUN`, one run of lockline
 --duet-with=OLD (ci/regression.sh --against=OLD) answered from its window pairs, new build over
-old (issue 38; ci/REGRESSION.md, "The old build in duet")."""
+old (ci/REGRESSION.md, "The old build in duet")."""
 
 import math
 import statistics
@@ -24,9 +24,8 @@ BUILD_RATES = {
 # share of its window preempted (the pair's `off_cpu`: its run delay, runnable but not running,
 # from /proc/thread-self/schedstat; a pthread_mutex waiter asleep in futex_wait is not counted) is
 # left out: a spinning waiter then burns its CPU time on a lock whose holder is
-# descheduled, which no rate of the pair corrects (issue 38: pair ratios of 0.05-38 on 2-thread
-# lock rows of an A/A duet under load). 2 % of a 5 ms window is 100 us: far above a wake-up of
-# another thread, far below a scheduler time slice.
+# descheduled, which no rate of the pair corrects. 2 % of a 5 ms window is 100 us: far above a
+# wake-up of another thread, far below a scheduler time slice.
 PREEMPTED_SHARE = 0.02
 
 
@@ -72,7 +71,7 @@ def _add_repetition(side, r, path, rate):
     broken = invariant_broken(r, key)
     if broken:
         # Any repetition of either build that broke an invariant fails the gate, whatever its
-        # other repetitions measured (as run against run: issue 36 R4).
+        # other repetitions measured (as run against run).
         side["invariant"].setdefault(key, []).append(broken)
     if r.get("error_occurred") or r.get("skipped") or broken:
         side["failed"].setdefault(key, []).append(broken or failure_message(r))
@@ -118,8 +117,8 @@ def _builds_used_pairs(pairs, regime):
 
 def repetition_t_p(used):
     """Two-sided p-value of a one-sample t test that the repetitions' median log pair ratios
-    (new/old) are centred on 0: the repetition, not the window pair, is the unit (issue 38:
-    the pairs of one repetition share its address layout and placement, so they are not
+    (new/old) are centred on 0: the repetition, not the window pair, is the unit (the pairs
+    of one repetition share its address layout and placement, so they are not
     independent evidence). `used`: [(old, new, repetition)]. 1.0 with fewer than 2
     repetitions or every repetition at exactly 0; 0.0 when they agree exactly on a non-zero
     value."""
@@ -179,10 +178,9 @@ def _answer_build_row(row, cands, total_pairs, reps, options):
     """Answer one build-duet row (in place) from its regimes' candidates (_regime_candidates,
     p_adjusted set): the first of regression (which wins over an improvement), improvement,
     "no change" that a regime says (the regime with most repetitions among them), else
-    "undecided" from the regime with most repetitions. On this VM the far regime's 2-thread
-    rows differ by process (per repetition 0.72-1.10 of the old build, against 0.98-1.01
-    near: issue 38), so a row the near regime decides is not held undecided by the far one;
-    the row names its regime and what the others said."""
+    "undecided" from the regime with most repetitions. On a VM the far regime's rows may
+    differ by process while the near regime's agree, so a row the near regime decides is not
+    held undecided by the far one; the row names its regime and what the others said."""
     states = [_regime_state(c, row, options) for c in cands]
     chosen = 0
     for wanted in ("regression", "improvement", "no change"):

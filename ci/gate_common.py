@@ -26,7 +26,7 @@ VERDICTS = ("regression", "broken", "improvement", "no change", "undecided",
             "only in baseline", "only in current", "incomparable")
 
 # --min-effect / --override accept 0 <= PCT < this: a larger (or inf, or nan) minimum effect
-# would make every change "no change" and so switch the gate off silently (issue 27 item 10).
+# would make every change "no change" and so switch the gate off silently.
 MAX_MIN_EFFECT_PCT = 1e6
 
 # Bad input: the reader's error, carrying the one-line message main() prints (exit 2).
@@ -176,7 +176,7 @@ def summarize(samples):
     mean of 0)."""
     n = len(samples)
     # Scaled by the largest magnitude: values near the float maximum (a hostile or broken
-    # "ops_per_s": 1e308) would overflow the sums of fmean / stdev (issue 27 item 10).
+    # "ops_per_s": 1e308) would overflow the sums of fmean / stdev.
     scale = max((abs(x) for x in samples), default=0.0) or 1.0
     scaled = [x / scale for x in samples]
     mean = statistics.fmean(scaled) * scale
@@ -199,7 +199,7 @@ def min_attainable_p(n1, n2):
     2 / C(n1+n2, n1) (complete separation), capped at 1. 3 vs 3: 0.1; 5 vs 5: 0.0079;
     9 vs 9: 4.1e-5."""
     # In log space: C(n1+n2, n1) passes the float maximum beyond ~512 samples a side, where
-    # 2 / comb() raised OverflowError (issue 36 R2); the p-value then underflows to 0.0.
+    # 2 / comb() would raise OverflowError; the p-value then underflows to 0.0.
     return math.exp(min(0.0, log_min_attainable_p(n1, n2)))
 
 
@@ -344,7 +344,7 @@ def _exit_status(rows, counts, m, need, options):
                         "--max-undecided lets pass")
         return EXIT_UNDECIDED, message
     if counts["only in baseline"] and not options.get("allow_missing"):
-        # A point the current run lost is not a pass (issue 27 item 4): undecided.
+        # A point the current run lost is not a pass: undecided.
         first = _first(rows, "only in baseline")
         return EXIT_UNDECIDED, (f"{counts['only in baseline']} row(s) only in the baseline "
                                 f"(missing from the current run), e.g. {first['key']}; run "
@@ -568,7 +568,7 @@ def run_gate(args, compute):
     if args.output:
         try:
             # Created exclusively and renamed into place: a planted symlink at FILE is
-            # replaced, never written through (plots/outputs.py; issue 27 item 10).
+            # replaced, never written through (plots/outputs.py).
             outputs.write_atomic(args.output, text)
         except OSError as e:
             print(f"compare.py: error: --output {args.output}: {e.strerror}", file=sys.stderr)

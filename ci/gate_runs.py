@@ -27,7 +27,7 @@ GB_TIME_SEMANTICS_CHANGE = (1, 9, 0)
 GB_PER_THREAD_RATES = ("items_per_second", "bytes_per_second")
 
 # --alpha accepts MIN_ALPHA <= alpha < 1: below it (1e-320 is subnormal) Holm's threshold
-# alpha / m underflows and no run could reach it (issue 36 R8).
+# alpha / m underflows and no run could reach it.
 MIN_ALPHA = 1e-12
 
 # ---- metrics ------------------------------------------------------------------------------------
@@ -180,12 +180,12 @@ def load_side(paths, label):
             broken = invariant_broken(r, key)
             if broken:
                 # Any repetition that broke an invariant (or a duet without one usable window
-                # pair) fails the gate, whatever its other repetitions measured (issue 36 R4).
+                # pair) fails the gate, whatever its other repetitions measured.
                 side["invariant"].setdefault(key, []).append(broken)
             if r.get("error_occurred") or r.get("skipped") or broken:
                 excluded += 1
                 # Kept per key: a baseline key whose current rows all failed is a broken point,
-                # never "only in baseline" (issue 27 item 4).
+                # never "only in baseline".
                 side["failed"].setdefault(key, []).append(broken or failure_message(r))
                 continue
             side["rows"].setdefault(key, []).append(_sample(r, key, path, doc.get("context")))
@@ -546,7 +546,7 @@ def _metric_row(key, metric, bs, cs, ctx):
 
 def _stopped(metric, bsamp, csamp):
     """True when the current side's rate is 0 in every repetition and the baseline's is not:
-    the point stopped working, whatever --allow-undecided says (issue 48)."""
+    the point stopped working, whatever --allow-undecided says."""
     rate = metric_direction(metric) == "higher"
     return rate and bool(csamp) and all(x["values"][metric] == 0 for x in csamp) and any(
         x["values"][metric] > 0 for x in bsamp)

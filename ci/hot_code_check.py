@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Compares the machine code of the timed functions of two lockline binaries (issue 28).
+"""Compares the machine code of the timed functions of two lockline binaries.
 
 A change to the build (how the models are split into translation units, inlining parameters,
 debug information) must not change what a timed window executes. This tool disassembles both

@@ -4,7 +4,7 @@
 set -euo pipefail
 pkgs=(
   build-essential cmake pkg-config git    # toolchain; git for the commit in provenance
-  ninja-build                              # builds the first time faster than Make (issue 28)
+  ninja-build                              # builds the first time faster than Make
   libbenchmark-dev                         # Google Benchmark 1.7.1: registration, reporting
   libhwloc-dev hwloc                       # topology, thread and memory binding; lstopo for users
   libpfm4-dev                              # perf event encoding

@@ -51,7 +51,7 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
 # One optional argument: an empty one is a mistake (an unset variable), not the default shape,
-# and extra ones were silently ignored (issue 27 item 11).
+# and extra ones are refused rather than ignored.
 if (($# > 1)); then
   echo "rehearse.sh: error: $# arguments ('$*'); accepted: one TOPOLOGY (4s4n, 2s2n-smt2, 32)" \
        "or none" >&2
@@ -117,24 +117,23 @@ fi
 #  - main: calibration's uncontended ops and shared-line atomics, locks with a sleeping and an
 #    unfair lock, zone_lock with pthread_mutex at work_ns:0 (work_ns:cal's once-per-process
 #    calibration walks a 32 MiB pool three times, too slow under TCG), pagevec zones:1
-#    (pthread_mutex) and
-#    zones:per_numa (only swept with the ticket lock: 200 ns think time, 4 threads per zone), all over
+#    (pthread_mutex) and zones:per_numa (only swept with the ticket lock: 200 ns think time,
+#    4 threads per zone), all over
 #    --threads=topo (1, 2, 4 = one node and package, 8, 16 on 4s4n). Fair spinlocks (ticket,
-#    MCS, qspinlock) at 16 vCPUs on 2 host CPUs are pathological (lock-holder preemption: one
-#    20 ms window took a minute), so contended points use locks that do not hand over in FIFO
-#    order, and the test-and-set lock stops at 8 threads (at 16 one 2 ms window took 56 s).
+#    MCS, qspinlock) at 16 vCPUs on 2 host CPUs are pathological (lock-holder preemption turns
+#    milliseconds into minutes), so contended points use locks that do not hand over in FIFO
+#    order, and the test-and-set lock stops at 8 threads.
 #    One repetition, 2 ms windows, no counters (TCG has no PMU).
 #  - mem-node (node 2 of 4, 1 of 2) / mem-interleave / mem-local: one pagevec point per policy at 1 thread and at
 #    the one-node count, where the shared structures' pages are checked against the policy.
 #  - c2c: the core-to-core matrix on its own and last, with its own cap, over the PUs of
 #    c2c_pus (a cgroup cpuset: lockline's usable PUs are hwloc's allowed cpuset): 8 PUs on two
 #    NUMA nodes (4s4n: 0-7; 2s2n-smt2: 0-3,8-11, SMT siblings included), an 8 x 8 matrix of
-#    28 pairs with near and far pairs. Under
-#    TCG a ping-pong needs both vCPU threads on host CPUs at once; each pair takes 7 probes of
-#    >= 320 round trips, ~1 ms each on a loaded 2-CPU host, and all 120 pairs of 16 PUs did not
-#    finish in 140 s (the issue's "full c2c family stalled the guest for minutes"). The 32-vCPU
-#    shape, for longer local runs, uses all PUs (lockline then picks 64 pairs). Quick suite: 2
-#    windows of 1 ms per pair.
+#    28 pairs with near and far pairs. Under TCG a ping-pong needs both vCPU threads on host
+#    CPUs at once; each pair takes 7 probes of >= 320 round trips, ~1 ms each on a loaded 2-CPU
+#    host, so all 120 pairs of 16 PUs would not finish within the cap. The 32-vCPU shape, for
+#    longer local runs, uses all PUs (lockline then picks 64 pairs). Quick suite: 2 windows of
+#    1 ms per pair.
 main_filter="^(calibration/op:|locks/lock:(pthread_mutex/cs:0/stats:on/|tas/cs:0/stats:on/threads:(1|2|4|8)$)|zone_lock/layout:lock_before_free_area/lock:pthread_mutex/pcp_batch:0/line:64/config:[^/]+/zones:[^/]+/work_ns:0/threads:|pagevec/mode:deferred/slots:15/offset:0/policy:fixed/lock:(pthread_mutex/work_ns:0/zones:1|ttas/work_ns:cal/zones:per_numa)/kernel:2.6.9/release:unmap/)"
 mem_filter="^pagevec/mode:deferred/slots:15/offset:0/policy:fixed/lock:pthread_mutex/work_ns:0/zones:1/kernel:2.6.9/"
 common=(--emulated --benchmark_repetitions=1 --events=none)
@@ -250,7 +249,7 @@ echo "rehearse.sh: initramfs $(du -h "$initrd" | cut -f1) ($(($(date +%s) - t0))
 
 # ---- the guest ---------------------------------------------------------------------------------
 # loglevel=6: the kernel's boot messages reach console.log, so a guest that hangs while booting
-# shows where (CI printed nothing at all for a guest that never reached init in 360 s).
+# shows where.
 append="console=ttyS0 panic=-1 nowatchdog nmi_watchdog=0 nosoftlockup"
 append+=" rcupdate.rcu_cpu_stall_suppress=1 rcupdate.rcu_cpu_stall_timeout=300"
 append+=" rcupdate.rcu_task_stall_timeout=0 tsc=reliable clocksource=tsc"
@@ -262,12 +261,11 @@ append+=" lpj=8000000"
 data=$work/serial1.txt
 console=$OUT/console.log
 # A boot that has not reached init (the "rehearsal: guest up" line) within BOOT_TIMEOUT host
-# seconds is stopped and tried once more; idle, this host boots the guest in about 11 s, under
-# two parallel builds in about 30.
+# seconds is stopped and tried once more (an idle host boots the guest in seconds).
 BOOT_TIMEOUT=${REHEARSAL_BOOT_TIMEOUT:-150}
 # QEMU runs under `timeout`, which puts it in a process group of its own: a Ctrl-C on the
-# terminal or a TERM to this script does not reach it, and it ran on for up to CAP + 120 s
-# (issue 27 item 11). On INT / TERM / HUP / exit, stop it (timeout passes the TERM on to QEMU).
+# terminal or a TERM to this script does not reach it. On INT / TERM / HUP / exit, stop it
+# (timeout passes the TERM on to QEMU).
 qemu_pid=
 stop_guest() {
   if [[ -n "$qemu_pid" ]] && kill -0 "$qemu_pid" 2>/dev/null; then

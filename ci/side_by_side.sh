@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Side by side: lockline's real-kernel fault rows against will-it-scale's
-# page_fault1, interleaved in one session (issue 28). Not a unit test: it
+# page_fault1, interleaved in one session. Not a unit test: it
 # measures, takes minutes, and prints a table for a person to read.
 #
 # will-it-scale is not a Debian package (`apt-cache search will-it-scale`

@@ -129,7 +129,7 @@ class Workload {
   /// After Report, before Verify: "" when the point ran as planned, else
   /// what stopped it before or during its windows (a refused setup such as
   /// "needs root", a task that could not fork: "Too many open files"). The
-  /// harness reports it as such, not as a broken invariant (issue 36 R10).
+  /// harness reports it as such, not as a broken invariant.
   virtual std::string SetupError() { return ""; }
 };
 
@@ -195,9 +195,7 @@ struct Variant {
       0;  ///< 0: the run's default; fixed-work variants usually want 1
   /// Its points run this many times the run's repetitions
   /// (--benchmark_repetitions): a comparison whose repetitions fall in one of
-  /// two modes needs enough of them for every run to see both (issue 39: the
-  /// 004 steady state, each repetition at about -3 % or -23 %, and a run of
-  /// five all at -23 % whose interval left out the next run's -3 %).
+  /// two modes needs enough of them for every run to see both.
   int repetition_factor = 1;
   /// Its workload's windows are fixed work (Workload::fixed_work()): their
   /// length does not follow the fitted window. For the budget's plan; the
@@ -210,8 +208,7 @@ struct Variant {
   /// (faulted in and zeroed: a pool filled in setup, a warm-up pass, the pages
   /// of fixed-work windows; priced at plan time by
   /// MeasureFaultInSecondsPerMiB), plus `cost_s` seconds of anything else
-  /// (building a model, forking tasks, an idle period), as measured on the
-  /// 2-vCPU VM the README's timings are from.
+  /// (building a model, forking tasks, an idle period).
   double cost_mib = 0;
   double cost_s = 0;
   /// The share of cost_mib and cost_s left in a --quick run, for a workload

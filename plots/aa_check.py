@@ -8,8 +8,7 @@ A `lockline --runs=N` directory counts as its N runs (RUN_DIR/run-1 .. run-N, in
 The output ends with the within-run false-effect rate (A/A duet rows) and the between-run one
 (keys compared between runs), each with its Wilson interval (JSON: `within_run`,
 `between_run`): an interval that covers only its own run keeps the first low and the second
-high (issue 39: 34 % between two quiet default runs before repetitions became the resampling
-unit).
+high.
 
 An A/A comparison compares two things that do not differ, so every "an effect" it answers is a
 false one. Two sources, both counted:
@@ -250,7 +249,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(f"family {family}: {count_text(c, min_effect)}")
     for note in doc["notes"]:
         print(f"note: {note}")
-    # The two rates side by side (issue 39): an interval that only covers its own run shows a
+    # The two rates side by side: an interval that only covers its own run shows a
     # low within-run rate and a high between-run one.
     print(f"within-run (A/A duet rows of each run): "
           f"{count_text(doc['within_run'], min_effect)}")

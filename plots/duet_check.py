@@ -35,7 +35,7 @@ def check(run) -> Dict[str, Any]:
     windows; plus the A/A summary and the median half-width ratio."""
     series: Dict[str, List] = {}
     for p in run.points:
-        # Rows with an overrun window stay: only its pairs are left out (issue 39).
+        # Rows with an overrun window stay: only its pairs are left out.
         if p.bench == "duet" and p.aggregate is None:
             series.setdefault(p.key, []).append(p)
     rows = []

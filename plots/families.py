@@ -879,15 +879,14 @@ def plot_duet(data: FamilyData) -> List[Tuple[str, Figure]]:
         series: Dict[Tuple, List] = {}
         for p in pts:
             # Rows with an overrun window are kept: only its pairs are left out
-            # (row_duet_pairs), as the verdicts do (verdicts.find_duet, issue 39).
+            # (row_duet_pairs), as the verdicts do (verdicts.find_duet).
             if p.aggregate is None:
                 series.setdefault((p.variant, p.threads), []).append(p)
         if not series:
             empty_panel(ax, run.host, "no paired-window rows")
             continue
         labels = []
-        # Every parameter that tells two series apart is in their labels (issue 35: three
-        # pairs of identical labels when work_ns was left out of a fixed list).
+        # Every parameter that tells two series apart is in their labels.
         shown = [k for k in varying_keys(v for v, _ in series) if k not in ("of", "param",
                                                                             "a", "b")]
         for y, ((variant, threads), reps) in enumerate(sorted(series.items())):

@@ -122,7 +122,7 @@ def _wrap_to_width(text_artist, inches: float) -> None:
 
 
 def _readable_axes(fig: Figure) -> None:
-    """The generic half of issue 35's 'plots that read', applied to every figure: titles
+    """The generic rules of 'plots that read', applied to every figure: titles
     wrapped to their panel's (or the figure's) width; no '1e6' offset text (it collides with
     titles and colour-bar labels): plain numbers with SI prefixes instead (EngFormatter) on
     linear axes; category tick labels that would overlap are turned vertical."""
@@ -357,7 +357,7 @@ def narrow_variants(variants: Iterable[Tuple[Tuple[str, str], ...]], limit: int
     time to the value most rows have ("-" = rows without the parameter, e.g. no stats:off;
     ties: the first in natural order) until at most `limit` remain, so a panel draws one
     configuration family instead of mixing pcp_batch, work_ns, stats and config rows
-    (issue 35: <= 8 series per panel)."""
+    (at most MAX_SERIES series per panel)."""
     allv = list(dict.fromkeys(variants))
     keep = list(allv)
     fixed: Dict[str, str] = {}
@@ -398,7 +398,7 @@ def param_panel(ax, data: FamilyData, figure: str, panel: str,
         moved = []
         # A counter read per repetition (bytes touched, workers spawned) varies a little from
         # one repetition to the next: each series' x is its repetitions' median, so one
-        # argument's repetitions stay one point of a line, not one-point series (issue 35).
+        # argument's repetitions stay one point of a line, not one-point series.
         counter_x: Dict[Tuple, float] = {}
         if all(x_name not in p.params for p in pts):
             seen: Dict[Tuple, List[float]] = {}
@@ -557,88 +557,14 @@ def write_csv(path: str, rows: List[Dict[str, Any]]) -> None:
 MAX_SERIES = 8  # series (legend entries that name data) a panel may draw (project rule)
 
 
-def _panel_series(ax) -> List[str]:
-    """Labels of the data series drawn in `ax`: labelled lines, bar containers and
-    collections, without helper entries (ideal/USL lines, regime and overrun markers, fits)."""
-    helpers = ("ideal", "USL", "other coherence regime", "overrun window", "fit", "seed",
-               "interval", "model", "4·lg", "2^(")
-    _, labels = ax.get_legend_handles_labels()
-    return [lab for lab in labels if not any(lab.startswith(h) or h in lab for h in helpers)]
-
-
-def figure_problems(fig: Figure, name: str = "") -> List[str]:
-    """Readability problems of a drawn figure (issue 35), from the Agg renderer's text
-    extents (display pixels): text outside the canvas (clipped titles, captions), two visible
-    text boxes overlapping (tick labels, titles, bar labels, '1e6' offsets, colour-bar
-    labels, legends), more than MAX_SERIES series in one panel, a legend repeating a label.
-    Returns one sentence per problem ([] = readable)."""
-    from matplotlib.text import Text
-    fig.canvas.draw()
-    renderer = fig.canvas.get_renderer()
-    width, height = fig.bbox.width, fig.bbox.height
-    problems: List[str] = []
-    boxes = []
-    # Tick labels exist for ticks outside the view limits too; matplotlib draws only those of
-    # the ticks _update_ticks returns.
-    tick_labels, drawn = set(), set()
-    for ax in fig.axes:
-        for axis in (ax.xaxis, ax.yaxis):
-            for tick in axis.get_major_ticks() + axis.get_minor_ticks():
-                tick_labels.update((id(tick.label1), id(tick.label2)))
-            for tick in axis._update_ticks():
-                drawn.update((id(tick.label1), id(tick.label2)))
-    for text in fig.findobj(Text):
-        if not text.get_visible() or not text.get_text().strip() or text.get_alpha() == 0:
-            continue
-        if id(text) in tick_labels and id(text) not in drawn:
-            continue
-        try:
-            box = text.get_window_extent(renderer)
-        except (RuntimeError, ValueError):
-            continue
-        if box.width <= 0 or box.height <= 0:
-            continue
-        label = text.get_text().replace("\n", " ")[:60]
-        tol = 1.0
-        if box.x0 < -tol or box.y0 < -tol or box.x1 > width + tol or box.y1 > height + tol:
-            problems.append(f"{name}: text outside the canvas: {label!r}")
-        boxes.append((box, label, text))
-    for i in range(len(boxes)):
-        a, la, ta = boxes[i]
-        for j in range(i + 1, len(boxes)):
-            b, lb, tb = boxes[j]
-            w = min(a.x1, b.x1) - max(a.x0, b.x0)
-            h = min(a.y1, b.y1) - max(a.y0, b.y0)
-            # A pixel of touching is rounding, not overlap.
-            if w > 1.5 and h > 1.5:
-                problems.append(f"{name}: text boxes overlap: {la!r} and {lb!r}")
-    for k, ax in enumerate(fig.axes):
-        series = _panel_series(ax)
-        title = ax.get_title() or f"panel {k + 1}"
-        if len(series) > MAX_SERIES:
-            problems.append(f"{name}: {len(series)} series in panel {title!r} (> {MAX_SERIES})")
-        legend = ax.get_legend()
-        if legend is not None:
-            texts = [t.get_text() for t in legend.get_texts()]
-            dup = sorted({t for t in texts if texts.count(t) > 1})
-            if dup:
-                problems.append(f"{name}: legend of panel {title!r} repeats {dup}")
-    for legend in fig.legends:
-        texts = [t.get_text() for t in legend.get_texts()]
-        dup = sorted({t for t in texts if texts.count(t) > 1})
-        if dup:
-            problems.append(f"{name}: figure legend repeats {dup}")
-    return problems
-
-
 def verdict_figure(run: Run, verdicts: Sequence[Dict[str, Any]], title: str
                    ) -> Optional[Figure]:
-    """The figure of one question drawn from the rows its verdicts use (issue 35: a
-    question's figure draws its verdicts' rows, not the family's first configuration): one
-    small panel per verdict with two bars, its base_key and variant_key rows' metric, both
-    from the one coherence regime the comparison uses (summarize_side_by_side), error bars one
-    standard deviation, and the verdict's effect and interval in the panel title. Paired
-    (duet) verdicts draw the pairs' median ratio instead. None without verdicts."""
+    """The figure of one question drawn from the rows its verdicts use (not the family's
+    first configuration): one small panel per verdict with two bars, its base_key and
+    variant_key rows' metric, both from the one coherence regime the comparison uses
+    (summarize_side_by_side), error bars one standard deviation, and the verdict's effect
+    and interval in the panel title. Paired (duet) verdicts draw the pairs' median ratio
+    instead. None without verdicts."""
     from lockline_results import summarize_side_by_side
     if not verdicts:
         return None

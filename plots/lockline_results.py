@@ -244,7 +244,7 @@ class Point:
 
 def overrun_pair_flags(row: Dict[str, Any]) -> List[bool]:
     """Per measured window pair of a raw paired-windows row, whether one of its two windows
-    overran (issue 39): the pair's own `overrun` flag (harness/run/runner.cpp MarkOverrunPairs),
+    overran: the pair's own `overrun` flag (harness/run/runner.cpp MarkOverrunPairs),
     else, for files written before it, from the row's `windows[].overrun` and
     `details.duet.sides` (measured pair k = the k-th two `a`/`b` windows). [] for any other
     row."""
@@ -270,7 +270,7 @@ def row_duet_pairs(row: Dict[str, Any]) -> List[Tuple[float, float]]:
     """The window pairs of one raw paired-windows row (family `duet`, harness/measure/duet.h): (A's
     ops/s, B's ops/s) per measured pair, in the row's order, from `details.duet.pairs`; [] for
     any other row or a malformed one. A pair holding an overrun window is left out
-    (overrun_pair_flags), the row's other pairs kept (issue 39)."""
+    (overrun_pair_flags), the row's other pairs kept."""
     details = row.get("details") if isinstance(row, dict) else None
     duet = details.get("duet") if isinstance(details, dict) else None
     pairs = duet.get("pairs") if isinstance(duet, dict) else None
@@ -310,7 +310,7 @@ def labelled_duet_pairs(points: Sequence[Point]) -> List[Tuple[str, float, float
 
 
 # The context fields that tell two measurements apart even when their rows are equal
-# (issue 35: two files with identical rows from another host, clock or date are not a copy).
+# (two files with identical rows from another host, clock or date are not a copy).
 IDENTITY_CONTEXT = ("host_name", "mhz_per_cpu", "date", "executable", "num_cpus")
 
 
@@ -382,7 +382,7 @@ class Run:
         return ", ".join(parts)
 
     def scale_text(self, threads: Optional[int] = None) -> str:
-        """The machine a result was measured on, in a few words (issue 35: every verdict says
+        """The machine a result was measured on, in a few words (every verdict says
         its scale): "4 threads on 16 PUs (16 cores, no SMT), 1 NUMA node, 1 package, KVM
         guest" from context.lockline.topology (hwloc counts: PU = hardware thread; SMT when
         PUs > cores), the hypervisor from the kernel/CPU flags when the file names it, and
@@ -615,7 +615,7 @@ def resolve_paths(paths: Iterable[str]) -> List[str]:
     files: List[str] = []
     for path in paths:
         if os.path.isdir(path) and multi_run_dirs(path):
-            # A `lockline --runs=N` directory: its runs, in order (issue 39).
+            # A `lockline --runs=N` directory: its runs, in order.
             files.extend(os.path.join(d, "lockline.json") for d in multi_run_dirs(path))
             continue
         if os.path.isdir(path):
@@ -709,7 +709,7 @@ def gb_library_version(context: Dict[str, Any]) -> Optional[Tuple[int, ...]]:
 def normalise_threaded_time(points: List[Point], version: Optional[Tuple[int, ...]]
                             ) -> List[str]:
     """Put a >= 1.9.0 file's threaded rows (threads > 1) in the older time semantics, so
-    throughput is computed the same way for files of either side (issue 35): real_time_ns /
+    throughput is computed the same way for files of either side: real_time_ns /
     threads (the pre-1.9.0 average over threads), throughput_per_s recomputed from it,
     items_per_second and bytes_per_second x threads (whole-run rates). cv aggregates are
     ratios and stay. Returns one warning naming the change when a row was converted."""
@@ -764,7 +764,7 @@ def _worker_argument_warnings(points: List[Point]) -> List[str]:
     """One warning when single-thread rows (Google Benchmark's `threads` is 1) report cpu_time
     far below real_time x their worker count, whatever the argument is called: the worker
     count is a recognised name (WORKER_NAMES) when the row has one, else 1 (an unnamed
-    argument `arg0`, a `green_threads` counter: issue 35, the warning must not depend on the
+    argument `arg0`, a `green_threads` counter: the warning must not depend on the
     name). cpu_time is then the timing thread's only: it waited for workers it started, or
     slept."""
     low = []
@@ -793,8 +793,8 @@ def _worker_argument_warnings(points: List[Point]) -> List[str]:
 
 
 # The rates and times a tool computes with (ops/s, ns/op, Google Benchmark's times, a duet
-# pair's ops/s): |v| above PHYSICAL_MAX or non-zero below PHYSICAL_MIN is no measurement (1e308
-# and 5e-324 overflowed the plots' and report's sums and ratios: issue 36 R8).
+# pair's ops/s): |v| above PHYSICAL_MAX or non-zero below PHYSICAL_MIN is no measurement (it
+# would overflow the plots' and report's sums and ratios).
 PHYSICAL_METRICS = ("ops_per_s", "ns_per_op", "real_time", "cpu_time")
 PHYSICAL_MAX, PHYSICAL_MIN = 1e15, 1e-200
 
@@ -982,7 +982,7 @@ def summarize_in_regime(points: Iterable[Point], metric: str, regime: str) -> Op
     that are in coherence regime `regime` ("" = all repetitions pooled: rows naming no
     regime); overrun repetitions are dropped, as comparisons drop them. The repetitions in
     other regimes go to Stat.others. None when no repetition of that regime carries `metric`.
-    Issue 35: two numbers set side by side come from one regime; callers choose the regime
+    Two numbers set side by side come from one regime; callers choose the regime
     once for every number of a table row, pair or figure (common_regime) and take each
     number from it."""
     pts = [p for p in points if p.aggregate is None and metric in p.metrics and not p.overrun]

@@ -1,4 +1,4 @@
-"""Write output files so that a planted symlink can never redirect them (issue 14).
+"""Write output files so that a planted symlink can never redirect them.
 
 Every file plot.py, report.py and verdicts.py write is first created exclusively as a fresh
 temporary file in the destination directory (tempfile.mkstemp: O_CREAT|O_EXCL|O_NOFOLLOW, a

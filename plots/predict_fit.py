@@ -257,7 +257,7 @@ def lock_scope(family: str, params: Dict[str, str]) -> Tuple[str, str]:
 # The waiter term (extra transfers per hand-off for each further spinning waiter) is bounded:
 # k further waiters cost a * k / (1 + k / WAITER_HALF) transfers, at most a * WAITER_HALF. The
 # reads of a line the holder released are served by the shared cache in parallel past a few
-# readers; an unbounded term predicted 25-45 us per hand-off at 224 threads (issue 34).
+# readers, so an unbounded term would predict collapse cliffs at high thread counts.
 WAITER_HALF = 4.0
 
 # Structural waiter coefficient per lock kind (transfers per further waiter) used when the

@@ -1,4 +1,4 @@
-"""The report's "Predicted for TOPOLOGY" sections (issue 26), from RUN_DIR/predicted-*/.
+"""The report's "Predicted for TOPOLOGY" sections, from RUN_DIR/predicted-*/.
 
 `predicted_sections(run_dir)` returns HTML fragments, one <section> per predicted.json that
 plots/predict.py wrote into the run directory (none when there is none). Every number shown is

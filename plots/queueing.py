@@ -1,6 +1,6 @@
 """A lock as a closed queueing network: exact mean-value analysis and a discrete-event check.
 
-The model (issue 26; the ticket-lock Markov model of Boyd-Wickizer, Kaashoek, Morris and
+The model (the ticket-lock Markov model of Boyd-Wickizer, Kaashoek, Morris and
 Zeldovich, "Non-scalable locks are dangerous", Linux Symposium 2012, generalised):
 N threads share one lock. Each thread alternates between thinking (work outside the lock,
 mean `think` ns) and holding the lock; the lock is a single FCFS server whose mean service time
@@ -34,7 +34,7 @@ from __future__ import annotations
 import heapq
 import math
 import random
-from typing import Callable, List, Sequence, Tuple
+from typing import Callable, List, Tuple
 
 import numpy as np
 
@@ -201,50 +201,3 @@ def simulate(n: int, think: float, service: ServiceFn, completions: int = 100000
             queue.append(who)
             start_service()  # j changed: redraw the holder's remaining service
     return completions / (now - t_start)
-
-
-def handoff_service(n: int, hold: float, transfer: float, handoff_lines: float,
-                    waiter_reads: float, spinners_steal: float, spin_cap: int,
-                    waiter_half: float = 4.0) -> np.ndarray:
-    """Mean service time with j = 1..n threads at the lock (the hand-off model of issues 26
-    and 34).
-
-    hold: the uncontended critical section (ns); transfer: mean one-way line transfer between
-    two successive holders under the plan (ns); handoff_lines: lines that move to the next
-    holder at a hand-off (lock line plus data lines written under the lock); waiter_reads:
-    extra transfers per further waiter at a hand-off (ticket/TAS/TTAS waiters re-read the
-    line; 0 for MCS/qspinlock, which hand to one waiter); spinners_steal: holder writes per
-    hold to the lock's own line that a spinning waiter has re-read in between (each costs a
-    transfer); spin_cap: most waiters spinning on the lock line.
-
-    j = 1 (the lock found free) costs one transfer with probability (n - 1) / n (the last
-    holder was another thread); j >= 2 is a hand-off to a waiter with k = j - 2 others. The
-    waiter term is bounded: k further waiters cost waiter_reads * k / (1 + k / waiter_half)
-    transfers, at most waiter_reads * waiter_half (reads of a released line are served in
-    parallel past a few readers; issue 34: an unbounded term gave 25-45 us per hand-off at
-    224 threads and collapse cliffs). waiter_half = inf gives the unbounded term.
-    """
-    j = np.arange(1, n + 1, dtype=float)
-    waiters = j - 1
-    k = np.maximum(j - 2, 0)
-    handoff = np.where(j == 1, (n - 1) / n if n > 0 else 0.0, 1.0) * handoff_lines
-    handoff = handoff + waiter_reads * k / (1.0 + k / waiter_half)
-    spinners = np.minimum(waiters, spin_cap)
-    steal = spinners_steal * (spinners > 0)
-    return hold + transfer * (handoff + steal)
-
-
-def grid_check(ns: Sequence[int], thinks: Sequence[float], services: Sequence[float],
-               completions: int = 40000, seed: int = 7) -> List[Tuple[int, float, float, float,
-                                                                      float]]:
-    """Simulator against MVA on a grid: [(n, think, service, X_mva, X_sim)] for a
-    waiter-dependent service service(j) = service * (1 + 0.25 (j - 1))."""
-    rows = []
-    for n in ns:
-        for z in thinks:
-            for s in services:
-                fn = (lambda j, s=s: s * (1 + 0.25 * (j - 1)))
-                x_mva = mva_load_dependent(n, z, fn)[0]
-                x_sim = simulate(n, z, fn, completions=completions, seed=seed)
-                rows.append((n, z, s, x_mva, x_sim))
-    return rows

@@ -89,8 +89,8 @@ QUESTIONS = [
 
 
 def rows_note(verdicts: List[Dict[str, Any]], question: str) -> str:
-    """Which rows answer a question's verdicts and which give lock_stat's evidence (issue 40
-    item 3): the uninstrumented twins (stats:off) answer; the instrumented twins' wait share
+    """Which rows answer a question's verdicts and which give lock_stat's evidence: the
+    uninstrumented twins (stats:off) answer; the instrumented twins' wait share
     and their effect are evidence beside it. Names any verdict this run could only answer from
     instrumented rows. "" for questions not answered from uninstrumented rows."""
     from verdicts import UNINSTRUMENTED_QUESTIONS
@@ -130,8 +130,8 @@ def unanswered_note(verdicts: List[Dict[str, Any]], question: str) -> str:
 def verdict_table_rows(rows: List[List[Any]], has_verdicts: bool
                        ) -> Tuple[List[List[Any]], List[str]]:
     """(rows to show, names of rows left out) of a question's table: when the question has
-    verdicts, a row whose measured cell is "not run" is not set among them (issue 35: no "not
-    run" row in the same table as verdicts); its quantity is named below the table instead."""
+    verdicts, a row whose measured cell is "not run" is not set among them; its quantity is
+    named below the table instead."""
     if not has_verdicts:
         return rows, []
     keep, absent = [], []
@@ -324,7 +324,7 @@ def build_html(run: Run, images: Dict[str, str],
                verdicts: Optional[List[Dict[str, Any]]] = None) -> str:
     """The report as one HTML string; `images` maps figure stem -> PNG path; `verdicts` the
     verdicts.json records (computed when None)."""
-    from predict_report import predicted_sections  # issue 26: lockline predict's output
+    from predict_report import predicted_sections
     from verdicts import compute_verdicts
     if verdicts is None:
         verdicts = compute_verdicts(run)

@@ -91,7 +91,7 @@ def side_by_side(groups: Sequence[List[Point]], metric: str, unit: str = "",
     """stat_text of each group's `metric`, all from the one coherence regime the groups share
     (lockline_results.summarize_side_by_side): the numbers of a "before -> after" cell or of
     adjacent table rows. A group without repetitions in that regime says so rather than
-    showing a number from another regime (issue 35: no arrow across regimes)."""
+    showing a number from another regime (no arrow across regimes)."""
     regime, stats_ = summarize_side_by_side(groups, metric)
     out = []
     for group, stat in zip(groups, stats_):
@@ -334,8 +334,8 @@ def _pagevec_2020_rows(run: Run, verdicts: List[Dict[str, Any]]) -> List[List[An
     b31 = _mean(measure(run, "pagevec", "pagevec_bytes", {"slots": "31"}))
     rows = comparison_rows(run, verdicts, "003")
     for v in _of(verdicts, "pv_slots_15_31"):
-        # The wait share is lock_stat's: from the verdict's instrumented twins (its evidence,
-        # issue 40 item 3), or its own rows where they are the instrumented ones.
+        # The wait share is lock_stat's: from the verdict's instrumented twins (its
+        # evidence), or its own rows where they are the instrumented ones.
         ev = v.get("evidence") or {}
         if ev:
             base, variant = verdict_points(run, {"base_key": ev["base_key"],
@@ -536,7 +536,7 @@ def prezero_burst_rows(run: Run) -> List[List[str]]:
 
 def prezero_rate_metric(groups: Sequence[Sequence[Point]]) -> Tuple[str, str]:
     """The prezero rows' rate and its unit: faults_per_s (every allocation a modelled fault,
-    bench/prezero.cpp FaultRest; issue 40 item 8) when any row has it, else allocs_per_s
+    bench/prezero.cpp FaultRest) when any row has it, else allocs_per_s
     (files from before it)."""
     if any("faults_per_s" in p.metrics for pts in groups for p in pts):
         return "faults_per_s", "faults/s"

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Verdicts over several independent runs, and in how many of them each held (issue 39).
+"""Verdicts over several independent runs, and in how many of them each held.
 
 Usage: plots/reproduce.py RUN_DIR [--min-effect PCT] [--quiet]
 
@@ -109,7 +109,7 @@ def combine(runs: Sequence[Run], names: Sequence[str],
     doc["rule"] += ("; several runs (lockline --runs): every verdict over the repetitions of "
                     "all runs, repetitions resampled as units; held_in_runs counts the runs "
                     "whose own verdict gives the same answer")
-    # Pooled as they are, but said (issue 48): an interrupted run's finished points, and an
+    # Pooled as they are, but said: an interrupted run's finished points, and an
     # emulated run's, whose timings mean nothing.
     doc["unfinished_runs"] = [n for r, n in zip(runs, names) if r.finished is False]
     doc["emulated_runs"] = [n for r, n in zip(runs, names) if r.emulated]

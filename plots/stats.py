@@ -20,10 +20,9 @@ workloads without a shared line, `unknown` for one thread, or no label at all) a
                    larger than 5 %" (ci/compare.py), as opposed to "an effect" (the interval
                    excludes 0) or "not resolved"
 
-Where the noise lives (issue 39): an interval must cover the next run, not only this one. Two
-default runs of one build disagreed beyond their intervals in 6 of 12 comparisons when window pairs
-were resampled as if independent: what changes from one repetition (and process) to the next
-(addresses, the vCPU pair the host gave, the page-cache state) was not in the interval. So the
+Where the noise lives: an interval must cover the next run, not only this one, and what changes
+from one repetition (and process) to the next (addresses, the vCPU pair the host gave, the
+page-cache state) is not in window pairs resampled as if independent. So the
 resampling unit is the repetition: compare_pairs resamples repetitions, then the window pairs
 within each (a two-level, hierarchical bootstrap; Davison and Hinkley 1997, section 3.8), and every
 interval is widened for the few units it rests on by the expanded percentile rule
@@ -74,7 +73,7 @@ Sample = Tuple[str, float]  # (coherence label, value)
 
 
 # The bootstrap draws at most this many resampled values at once (8 bytes each, plus as many
-# indices): 100k window pairs x 4000 resamples asked for 26.8 GiB at once (issue 36 R2).
+# indices), so 100k window pairs x 4000 resamples do not ask for tens of GiB.
 BOOTSTRAP_CHUNK_VALUES = 1 << 22
 
 
@@ -201,7 +200,7 @@ def ratio_interval(base: Sequence[float], variant: Sequence[float],
         ratios = med_v / med_b
     ratios = ratios[np.isfinite(ratios)]
     if ratios.size == 0 or not math.isfinite(ratio):
-        # Values near the float maximum: medians of two of them overflow (issue 36 R8).
+        # Values near the float maximum: medians of two of them overflow.
         raise ValueError("no finite ratio of medians (values near the float maximum)")
     tail = (1.0 - confidence) / 2.0
     lo, hi = np.quantile(ratios, [tail, 1.0 - tail])
@@ -244,8 +243,7 @@ def hierarchical_bootstrap_medians(groups: Sequence[np.ndarray], resamples: int,
     padded = np.full((n_groups, width), np.nan)
     for i, a in enumerate(groups):
         padded[i, :a.size] = a
-    # Drawn in chunks of resamples so memory stays bounded by BOOTSTRAP_CHUNK_VALUES (issue 36
-    # R2: 100k pairs, each its own unit, must not ask for gigabytes).
+    # Drawn in chunks of resamples so memory stays bounded by BOOTSTRAP_CHUNK_VALUES.
     rows = max(1, BOOTSTRAP_CHUNK_VALUES // max(n_groups * width, 1))
     out = np.empty(resamples, dtype=float)
     for start in range(0, resamples, rows):
@@ -439,9 +437,8 @@ class Comparison:
 
 
 # Half-width floor (log of the ratio) of a rerun interval: two instances of one variant in one
-# process differ by up to ~1 % (A/A paired rows, 2026-12-02: 3 of 16 intervals excluded 0 at
-# +-0.3-0.6 %), and two processes' memory lies at other addresses, so no rerun is expected
-# closer than that, however tight one run's pairs are.
+# process differ by up to ~1 % (A/A paired rows), and two processes' memory lies at other
+# addresses, so no rerun is expected closer than that, however tight one run's pairs are.
 RERUN_FLOOR = 0.01
 
 
@@ -454,7 +451,7 @@ def for_rerun(comp: Comparison) -> Comparison:
     and Maillardet, "Confidence intervals and replication: where will the next mean fall?",
     Psychological Methods 11(3), 2006). The rerun interval is the estimate +- max(sqrt(2) h,
     RERUN_FLOOR) on each side, in log space; status is recomputed from it (is_resolved), so a
-    comparison that only its own run resolves says "not resolved here" (issue 39). The
+    comparison that only its own run resolves says "not resolved here". The
     effect's own interval is kept in `effect_ci`. A comparison without an interval, or an
     exact one (identical sides), is returned unchanged but for `interval`."""
     out = dataclasses.replace(comp, interval="rerun", effect_ci=comp.ci)
@@ -494,10 +491,9 @@ def answer(ci: Optional[Tuple[float, float]], min_effect: float = MIN_EFFECT) ->
     change larger than min_effect, even when it also excludes 0), "effect" (it excludes 0 and
     reaches past +-min_effect), "not_resolved" (neither), or "too_few" when there is no
     interval (None). Equivalence comes first because two instances of one variant differ by
-    up to ~1 % (their memory at other addresses: A/A paired rows, 2026-12-02, 3 of 16
-    intervals of +-0.3-0.6 % excluded 0): an interval inside +-min_effect says the change is
-    smaller than what lockline can attribute to the variant. An interval of exactly [0, 0] is
-    "equivalent", never an effect."""
+    up to ~1 % (their memory at other addresses): an interval inside +-min_effect says the
+    change is smaller than what lockline can attribute to the variant. An interval of exactly
+    [0, 0] is "equivalent", never an effect."""
     if ci is None:
         return "too_few"
     if is_equivalent(ci, min_effect):
@@ -512,8 +508,8 @@ def sequential_confidence(look: int, alpha: float = 1.0 - CONFIDENCE) -> float:
     (lockline --until-resolved): alpha spending alpha_k = alpha * 6 / (pi^2 k^2), whose sum over
     every look is alpha, so the chance that any look ends "resolved" with a spurious effect stays
     at most alpha however many looks are taken (a Bonferroni bound over looks). Look 1: 97.0 %,
-    2: 99.2 %, 3: 99.7 %. Issue 27: a fixed 95 % interval at every look resolved A/A
-    comparisons with a spurious effect 7-14 % of the time."""
+    2: 99.2 %, 3: 99.7 % (a fixed 95 % interval at every look would resolve A/A comparisons
+    with a spurious effect far more often than 5 %)."""
     if look < 1:
         raise ValueError("look counts from 1")
     return 1.0 - alpha * 6.0 / (math.pi ** 2 * look ** 2)
@@ -543,8 +539,8 @@ def compare_samples(base: Sequence[Sample], variant: Sequence[Sample], label: st
         ratio, lo, hi = ratio_interval(choice.base, choice.variant, confidence=confidence)
     except ValueError:
         return Comparison(effect=None, ci=None, status="too_few", **common)
-    # Few repetitions: the percentile interval of a median is too narrow (issue 39: 34 % of
-    # A/A comparisons between two runs called an effect); widened for the smaller side.
+    # Few repetitions: the percentile interval of a median is too narrow; widened for the
+    # smaller side.
     units = min(len(choice.base), len(choice.variant))
     factor = small_sample_expansion(units, confidence) if units >= 2 else 1.0
     if lo > 0 and ratio > 0:
@@ -775,7 +771,7 @@ def compare_pair_effects(base_pairs: Sequence[Tuple[str, float, float]],
         4-tuples (the repetition of each pair: labelled_duet_pairs) each run's pairs are
         resampled hierarchically, repetitions first (hierarchical_bootstrap_medians), and the
         interval widened by small_sample_expansion(fewer repetitions of the two runs), so a
-        shift common to a whole repetition is in it (issue 39); 3-tuples: the pairs are
+        shift common to a whole repetition is in it; 3-tuples: the pairs are
         treated as independent samples, as before.
       matched=True (the same windows on both sides: the same rows, e.g. a run compared with
         itself): pair k of the baseline is pair k of the current run; the change is the
@@ -861,7 +857,7 @@ def _unmatched_pair_effects(base_pairs: Sequence[Tuple], current_pairs: Sequence
     rng = np.random.default_rng(seed)
 
     def grouped(logs_of_run):
-        # The chosen regime's log ratios by repetition (issue 39); None without
+        # The chosen regime's log ratios by repetition; None without
         # repetitions (3-tuples): pairs resampled as independent, as before.
         if any(g is None for _, _, g in logs_of_run):
             return None

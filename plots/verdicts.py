@@ -66,15 +66,15 @@ class ComparisonSpec:
     only: Tuple[Tuple[str, str], ...] = ()
     # "ratio" (the effect variant / base - 1 is the answer) or "ns_saved" (the answer is ns
     # saved per operation, base ns/op x (1 - 1 / (1 + effect)), its interval mapped from the
-    # effect's: issue 40 item 9, question 002 in ns saved per free).
+    # effect's: question 002 in ns saved per free).
     unit: str = "ratio"
     # A value of `param` whose rows hold this comparison as paired bursts of one team
     # (details.duet.pairs: A = base, B = variant), e.g. prezero protocol:idle_burst_vs_busy
-    # or zeroer:none_vs_idle_cpus (bench/prezero.cpp BurstPairWorkload, issue 40 item 8):
+    # or zeroer:none_vs_idle_cpus (bench/prezero.cpp BurstPairWorkload):
     # the verdict reads their pairs as it reads a duet row's. "" for none.
     paired_value: str = ""
-    # True: the rows answering are the uninstrumented twins (params stats:off, lock_stat off,
-    # issue 40 item 3): a base/variant pair of twins wins over any other, and the instrumented
+    # True: the rows answering are the uninstrumented twins (params stats:off, lock_stat
+    # off): a base/variant pair of twins wins over any other, and the instrumented
     # rows of the same point give the lock wait share as separate evidence (the record's
     # `evidence`). A run without the twins (older files) is answered from the instrumented
     # rows, and the record says so (`instrumented`, and the text).
@@ -93,32 +93,32 @@ def _spec(cid: str, question: str, bench: str, param: str, base: str, variant: s
 
 
 # The questions whose verdicts come from the uninstrumented twins (stats:off): their rows take
-# a lock lock_stat would instrument (lru_lock, zone->lock). Issue 40 item 3: the lock_stat path
-# (trylock, a clock read, then the lock; a clock read inside 1 hold in 64) slowed saturated
-# 2.6.9 rows by 17 %, so an answer from instrumented rows measures our instrumentation too.
+# a lock lock_stat would instrument (lru_lock, zone->lock). The lock_stat path
+# (trylock, a clock read, then the lock; a clock read inside 1 hold in 64) slows saturated
+# rows measurably, so an answer from instrumented rows measures our instrumentation too.
 # 002: 2.6.16's put_page takes lru_lock on every final put (__page_cache_release,
 # mm/swap.c@v2.6.16) while the fast path at on_lru_pct:0 never does, so lock_stat's path sat on
-# the atomic side only (about 0.6 ns per free at 1 thread, counted as saved by the fast path).
+# the atomic side only (counted as saved by the fast path).
 UNINSTRUMENTED_QUESTIONS = ("000", "001", "002", "003")
 
 
 PAGES = ("pages_per_s", "ops_per_s")
-# Question 004 answers in faults/s (issue 40 item 8): every prezero allocation carries the
+# Question 004 answers in faults/s: every prezero allocation carries the
 # rest of a calibrated anonymous fault (bench/prezero.cpp FaultRest), so its rows' rate is
 # faults/s; files from before that have allocs_per_s, compared as such and labelled so.
 FAULTS = ("faults_per_s", "allocs_per_s", "ops_per_s")
-# Each era's lock (issue 23): 2.6.9 / 2.6.16 x86 a test-and-test-and-set byte lock (ttas),
+# Each era's lock: 2.6.9 / 2.6.16 x86 a test-and-test-and-set byte lock (ttas),
 # 4.0 the ticket lock, 5.8 qspinlock. pagevec rows run calibrated fault-path work per page
 # (work_ns:cal); the saturated case (work_ns:0) is its own labelled verdict (group_by work_ns).
-# ("stats", "off"): the uninstrumented twins answer (issue 40 item 3; see
-# UNINSTRUMENTED_QUESTIONS), the instrumented rows give the wait share as evidence.
+# ("stats", "off"): the uninstrumented twins answer (see UNINSTRUMENTED_QUESTIONS), the
+# instrumented rows give the wait share as evidence.
 PV_2004 = (("kernel", "2.6.9"), ("release", "unmap"), ("scanner", "off"), ("lock", "ttas"),
            ("policy", "fixed"), ("mode", "deferred"), ("stats", "off"))
 PV_2020 = (("kernel", "5.8"), ("release", "none"), ("scanner", "on"), ("lock", "qspinlock"),
            ("policy", "fixed"), ("mode", "deferred"), ("stats", "off"))
 # zone_lock rows, like pagevec's, run calibrated fault-path work per page outside zone->lock
 # (work_ns:cal, the answer) and none (work_ns:0, the labelled saturated case): one verdict per
-# work_ns (group_by), from the uninstrumented twins (("stats", "off"), issue 40 item 3).
+# work_ns (group_by), from the uninstrumented twins (("stats", "off")).
 ZONE_PREFER = (("pcp_batch", "31"), ("config", "cma"), ("line", "64"), ("zones", "per_numa"),
                ("work_ns", "cal"), ("stats", "off"))
 ZONE_SEED = ("3484b2de9499: aim7 152288 -> 81911 jobs/min (-46.2 %); its fix a368ab67aa55: "
@@ -126,7 +126,7 @@ ZONE_SEED = ("3484b2de9499: aim7 152288 -> 81911 jobs/min (-46.2 %); its fix a36
 BURST = (("protocol", "idle_burst"), ("burst_pages", "4096"))
 # The steady-state prezero rows (param `mode`) write every cache line of each page they are
 # handed (bench/prezero.cpp DirtyPage); the 2004 argument assumed a fault touches few lines
-# of its new page. Their verdicts and report rows carry this label (issue 23 item 5).
+# of its new page. Their verdicts and report rows carry this label.
 PREZERO_TOUCHES = ("touches all 64 lines of each page: the case the 2004 author excluded (his "
                    "argument assumed a fault touches few lines of the new page)")
 # How the 004 rows' faults/s relate to the seed's (bench/prezero.cpp FaultRest).
@@ -150,7 +150,7 @@ COMPARISONS: Tuple[ComparisonSpec, ...] = (
           PV_2004 + (("offset", "0"),),
           "the 2.6.10 layout shipped; the thread measured the 2004 proposal (15 slots)",
           "none: no seed figure for the shipped layout"),
-    # One verdict per work_ns (issue 40 item 7): calibrated work (the answer) first, the
+    # One verdict per work_ns: calibrated work (the answer) first, the
     # saturated case (work_ns:0) labelled as such by group_text.
     _spec("pv_offset_0_8", "000", "pagevec", "offset", "0", "8", "offset 0 (aligned)",
           "offset 8 (misaligned)", PAGES, "max", ("work_ns",), PV_2004 + (("slots", "16"),),
@@ -170,7 +170,7 @@ COMPARISONS: Tuple[ComparisonSpec, ...] = (
             ("lock", "work_ns"), ZONE_PREFER, ZONE_SEED,
             "none: a what-if; 4.0 ran the ticket lock", (("lock", lock),))
       for lock in ("qspinlock", "pthread_mutex")),
-    # 002 in ns saved per free (issue 40 item 9): both sides end in free_hot_cold_page's
+    # 002 in ns saved per free: both sides end in free_hot_cold_page's
     # common base (irq save/restore, free_pages_check), bench/page_free.cpp CostCtx::FreeHot.
     # From the uninstrumented twins (("stats", "off"), see UNINSTRUMENTED_QUESTIONS).
     _spec("page_free_fast_atomic", "002", "page_free", "variant", "atomic", "fastpath",
@@ -188,7 +188,7 @@ COMPARISONS: Tuple[ComparisonSpec, ...] = (
           "zero on allocation", "pre-zeroed with idle time", FAULTS, "max", (),
           (("method", "memset"),), "faults/wall-s 90849 -> 306791 at 1 thread (+238 %)",
           PREZERO_FAULTS + "; " + PREZERO_TOUCHES),
-    # Issue 40 item 8: mode:prezeroed_busy is a steady state in which the allocator never
+    # mode:prezeroed_busy is a steady state in which the allocator never
     # sleeps and the zeroer has a PU of its own, so nearly every page arrives pre-zeroed
     # (prezeroed_share on the rows): it is not Holt's busy machine (every PU allocating: the
     # burst protocol:busy verdict below), and its id and label say what it measures. Paired
@@ -212,8 +212,7 @@ COMPARISONS: Tuple[ComparisonSpec, ...] = (
           paired_value="none_vs_idle_cpus"),
     # Holt's busy machine against the idle one, at every usable PU: answered from the paired
     # bursts of protocol:idle_burst_vs_busy (one coherence regime per repetition) where the
-    # run has them (issue 40 item 8: the separate rows' repetitions fell in too few of one
-    # regime to resolve).
+    # run has them (the separate rows' repetitions fall in too few of one regime to resolve).
     _spec("prezero_burst_busy", "004", "prezero", "protocol", "idle_burst", "busy",
           "pre-zeroed after idle (idle CPUs)", "the same zeroer, every PU allocating (busy)",
           FAULTS, "min", (),
@@ -328,7 +327,7 @@ def find_duet(spec: ComparisonSpec, base: List[Point], points: Sequence[Point]) 
     spec with `paired_value`, first the same bench's rows whose `param` is that value (paired
     bursts, details.duet.pairs), every other parameter and the thread count equal. Rows
     with an overrun window are kept: only the pairs holding it are left out
-    (lockline_results.row_duet_pairs, issue 39)."""
+    (lockline_results.row_duet_pairs)."""
     if spec.paired_value:
         paired = {**base[0].params, spec.param: spec.paired_value}
         rows = [p for p in points if p.bench == spec.bench and p.aggregate is None
@@ -355,7 +354,7 @@ def instrumented_twins(spec: ComparisonSpec, rows: List[Point], points: Sequence
 def evidence_record(spec: ComparisonSpec, metric: str, base: List[Point],
                     variant: List[Point], points: Sequence[Point], min_effect: float,
                     confidence: float) -> Optional[Dict[str, Any]]:
-    """A verdict's lock_stat evidence (issue 40 item 3), from the instrumented twins of its
+    """A verdict's lock_stat evidence, from the instrumented twins of its
     stats:off rows, never the verdict's answer: their keys, the lock wait share of each side
     (summarize_side_by_side: the mean of one coherence regime, with that regime and its
     repetitions), and the same comparison on the instrumented rows (paired where the run holds
@@ -418,7 +417,7 @@ def verdict_record(spec: ComparisonSpec, metric: str, base: List[Point], variant
     where = ", ".join(group_text(group) + departs + [f"threads:{threads}"] + unit)
     label = f"{spec.variant_name} ({where})"
     confidence = stats.sequential_confidence(look) if look > 0 else stats.CONFIDENCE
-    # Rerun intervals (stats.for_rerun, issue 39): a verdict promises where the next run's
+    # Rerun intervals (stats.for_rerun): a verdict promises where the next run's
     # estimate falls, not only where this run's effect lies.
     unpaired = stats.for_rerun(stats.compare_points(base, variant, metric, label, min_effect,
                                                     confidence=confidence))

@@ -118,17 +118,6 @@ TEST(ZeroingMethods, ClzeroOnCpuWithoutItIsACleanSkip) {
   EXPECT_NE(rp.verify.find("skipped: clzero"), std::string::npos) << rp.verify;
 }
 
-TEST(ZeroingMethods, BadMethodNameIsNamed) {
-  try {
-    ParseZeroMethod("avx9");
-    FAIL() << "no exception";
-  } catch (const std::invalid_argument& e) {
-    EXPECT_NE(std::string(e.what()).find("'avx9'"), std::string::npos);
-    EXPECT_NE(std::string(e.what()).find("rep_stosb"), std::string::npos);
-  }
-  EXPECT_EQ(ParseZeroMethod("nt_store"), ZeroMethod::kNonTemporal);
-}
-
 // ---- prezero
 // ----------------------------------------------------------------------------------
 

@@ -185,18 +185,6 @@ TEST(ThreadTeam, PingPongMeasuresAPositiveLatency) {
             0.0);  // a PU with itself: no probe
 }
 
-TEST(Coherence, LabelsFollowTheToleranceBothWays) {
-  EXPECT_EQ(CoherenceLabel(1, 20, 20, 20), "unknown");
-  EXPECT_EQ(CoherenceLabel(2, 0, 20, 20), "unknown");
-  EXPECT_EQ(CoherenceLabel(2, 20, 20, 29), "baseline");
-  EXPECT_EQ(CoherenceLabel(2, 20, 14, 20), "baseline");
-  EXPECT_EQ(CoherenceLabel(2, 20, 20, 31),
-            "shifted");  // far placement after a near baseline
-  EXPECT_EQ(CoherenceLabel(2, 80, 20, 80),
-            "shifted");  // near placement after a far baseline
-  EXPECT_EQ(CoherenceLabel(8, 20, 70, 90), "shifted");
-}
-
 TEST(Family, RowKeysReadFamilyKeyValueThreads) {
   EXPECT_EQ(
       RowKey("zone_lock",

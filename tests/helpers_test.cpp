@@ -26,7 +26,8 @@ TEST(HelperPlacement, OwnCoreSameNodeNeverASibling) {
   const ThreadPlan plan = Plan(*topo, 2);
   std::set<int> measured_cores;
   for (const PuInfo& pu : plan.pus) measured_cores.insert(pu.core);
-  const auto places = PlaceHelpers(topo->usable_pus(), plan, 8);
+  const auto places = PlaceHelpersNear(topo->usable_pus(), plan, 8,
+                                       {.allow_smt_sibling = false});
   // Node 0 has 4 cores, 2 measured: the first two helpers take its free
   // cores; the next four node 1's (issue 36), said in `reason`; none shares a
   // core.
@@ -48,9 +49,12 @@ TEST(HelperPlacement, OwnCoreSameNodeNeverASibling) {
 TEST(HelperPlacement, NoPlaceWhenEveryCoreIsMeasured) {
   auto topo = Topology::Load("synthetic:pack:1 numa:1 core:2 pu:2");
   const ThreadPlan plan = Plan(*topo, 2);  // both cores hold a measured thread
-  EXPECT_TRUE(PlaceHelpers(topo->usable_pus(), plan, 1).empty());
+  EXPECT_TRUE(PlaceHelpersNear(topo->usable_pus(), plan, 1,
+                               {.allow_smt_sibling = false})
+                  .empty());
   // Allowed explicitly: a sibling, flagged so the row says so.
-  const auto sib = PlaceHelpers(topo->usable_pus(), plan, 1, true);
+  const auto sib = PlaceHelpersNear(topo->usable_pus(), plan, 1,
+                                    {.allow_smt_sibling = true});
   ASSERT_EQ(sib.size(), 1u);
   EXPECT_TRUE(sib[0].smt_sibling_of_measured);
   EXPECT_NE(sib[0].reason, "");
@@ -61,7 +65,8 @@ TEST(HelperPlacement, LowestFreePuByOsIndexIsNotEnough) {
   // by OS index may be core 0's sibling; the helper must go to core 1.
   auto topo = Topology::Load("synthetic:pack:1 numa:1 core:4 pu:2");
   const ThreadPlan plan = Plan(*topo, 1);
-  const auto places = PlaceHelpers(topo->usable_pus(), plan, 1);
+  const auto places = PlaceHelpersNear(topo->usable_pus(), plan, 1,
+                                       {.allow_smt_sibling = false});
   ASSERT_EQ(places.size(), 1u);
   EXPECT_NE(places[0].core, plan.pus[0].core);
 }
@@ -80,7 +85,8 @@ void ExpectHelpersOnMeasuredNodes(const Topology& topo, int threads,
     measured_nodes.insert(pu.numa);
   }
   ASSERT_GT(measured_nodes.size(), 1u) << "the point must span nodes";
-  const auto places = PlaceHelpers(topo.usable_pus(), plan, helpers);
+  const auto places = PlaceHelpersNear(topo.usable_pus(), plan, helpers,
+                                       {.allow_smt_sibling = false});
   ASSERT_EQ(static_cast<int>(places.size()), helpers);
   std::set<int> cores, nodes_served;
   for (const HelperPlace& h : places) {
@@ -120,7 +126,8 @@ TEST(HelperPlacement, VendoredEightNodeOpteron) {
   // none, and prezero's zeroer then shared a measured PU), said in `reason`.
   PinSpec pin;
   const ThreadPlan full = PlanThreads(PlacementOrder(*topo, pin), 16, false);
-  const auto off = PlaceHelpers(topo->usable_pus(), full, 1);
+  const auto off = PlaceHelpersNear(topo->usable_pus(), full, 1,
+                                    {.allow_smt_sibling = false});
   ASSERT_EQ(off.size(), 1u);
   EXPECT_EQ(MeasuredPus(full).count(off[0].pu), 0u);
   EXPECT_GE(off[0].numa, 2);
@@ -157,7 +164,8 @@ TEST(HelperPlacement36, SprSnc4FullNodeSendsTheHelperToTheNearestNode) {
   EXPECT_EQ(topo->NumaDistance(0, 4), 21);
   const ThreadPlan plan = Plan(*topo, 14);
   ASSERT_EQ(plan.numa_nodes, 1);
-  const auto places = PlaceHelpers(topo->usable_pus(), plan, 1);
+  const auto places = PlaceHelpersNear(topo->usable_pus(), plan, 1,
+                                       {.allow_smt_sibling = false});
   ASSERT_EQ(places.size(), 1u) << "no helper place beside a full node";
   EXPECT_EQ(MeasuredPus(plan).count(places[0].pu), 0u);
   EXPECT_FALSE(places[0].smt_sibling_of_measured);
@@ -240,14 +248,16 @@ TEST(HelperPlacement36, HybridPrefersTheMeasuredL3ThenANoSlowerKind) {
   const ThreadPlan one = Plan(*topo, 1);
   ASSERT_EQ(one.pus[0].os_index, 11);
   ASSERT_EQ(one.pus[0].cpukind, 4);
-  auto places = PlaceHelpers(topo->usable_pus(), one, 1);
+  auto places = PlaceHelpersNear(topo->usable_pus(), one, 1,
+                                 {.allow_smt_sibling = false});
   ASSERT_EQ(places.size(), 1u);
   EXPECT_EQ(places[0].l3, one.pus[0].l3) << "helper left the measured L3";
   EXPECT_EQ(places[0].cpukind, 3) << "the fastest free kind of the L3";
   EXPECT_EQ(places[0].pu, 8);
   // 6 threads fill L3 1: the helper goes to L3 0's fastest kind (1), said.
   const ThreadPlan six = Plan(*topo, 6);
-  places = PlaceHelpers(topo->usable_pus(), six, 1);
+  places = PlaceHelpersNear(topo->usable_pus(), six, 1,
+                            {.allow_smt_sibling = false});
   ASSERT_EQ(places.size(), 1u);
   EXPECT_EQ(places[0].cpukind, 1);
   EXPECT_NE(places[0].why.find("slower kind"), std::string::npos)

@@ -509,7 +509,7 @@ TEST(TopologyHost, LoadsAndBindsWithReadBack) {
       }
       // The thread is bound to exactly this PU, so wherever it last ran, it is
       // this one.
-      int now = CurrentPu(*t);
+      int now = sched_getcpu();
       if (now != pu.os_index) {
         failures.push_back("bound to " + std::to_string(pu.os_index) +
                            " but on " + std::to_string(now));

@@ -339,7 +339,7 @@ inline constexpr int kPoolSlack = 2 * kSwapClusterMax;
 /// under one more hold) and then shrink_inactive_list (isolate_lru_pages under
 /// the lock; shrink_page_list outside it; move_pages_to_lru under one more
 /// hold): mm/vmscan.c@v5.8.1 shrink_inactive_list ~1947-1990 and
-/// shrink_active_list ~2020-2087 (issue 40 item 2). 2.6.9: 2 (an isolate and
+/// shrink_active_list ~2020-2087. 2.6.9: 2 (an isolate and
 /// a putback per cycle, a simplification of refill_inactive_zone +
 /// shrink_cache, labelled on the row).
 inline int ScannerHoldsPerCycle(Kernel k) { return k == Kernel::k58 ? 4 : 2; }

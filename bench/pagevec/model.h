@@ -24,7 +24,7 @@
 //                 (swap.c@v5.8.1:827): __ClearPageLRU, page_off_lru
 //                 (__ClearPageActive), del_page_from_lru_list, the lock dropped
 //                 every SWAP_CLUSTER_MAX = 32 pages (swap.c@v5.8.1:844).
-// release:R says where released pages come from (issue 23 item 1):
+// release:R says where released pages come from:
 //   unmap     exit/munmap. 2.6.9: the mmu_gather collects FREE_PTE_NR = 506
 //             pages (include/asm-generic/tlb.h@v2.6.9:26), then
 //             free_pages_and_swap_cache hands release_pages chunks of 16
@@ -35,8 +35,7 @@
 //             Both are independent of the add side's S except 2.6.9's
 //             pages_to_free;
 //   truncate  pagevec_release of an S-page pagevec (truncate_inode_pages'
-//             shape; lockline's release side before issue 23): one
-//             release_pages call per S pages;
+//             shape): one release_pages call per S pages;
 //   none      the 2020 pmbench case: nothing is released per operation; the
 //             reclaim scanner (scanner:on required) isolates pages from the
 //             LRU tail and frees them (shrink_page_list reclaims every page;
@@ -53,7 +52,7 @@
 //
 // A header so that the 5 locks x 6 layouts compile in bench/pagevec/*.cpp in
 // parallel on a small CI runner's cores (bench/pagevec.h), and
-// tests/pagevec_test.cpp links the same objects (issue 28). What is not timed
+// tests/pagevec_test.cpp links the same objects. What is not timed
 // (Report's and Verify's bodies) is compiled once, in bench/pagevec.cpp.
 #pragma once
 
@@ -236,7 +235,6 @@ class PagevecWorkload : public Workload {
     uint64_t scanned_mark = 0;      ///< zone.added value covered by past cycles
     int pu = -1;
     int zone = 0;
-    std::atomic<int> in_cycle{0};
   };
 
   /// The operation loop: batches of S pages while more() says so.
@@ -291,7 +289,7 @@ class PagevecWorkload : public Workload {
         n += s;
       }
     }
-    // The window holds the reclaim of the pages it added (issue 40 item 1):
+    // The window holds the reclaim of the pages it added:
     // wait until the scanner's cycles cover them, less one partial cycle, so
     // a short window does not end with reclaim owed for its pages.
     if (cfg_.scanner) {
@@ -366,8 +364,8 @@ class PagevecWorkload : public Workload {
       // even if fewer than 32 pages were added since its last (the window's
       // end would otherwise leave this thread waiting for pages nobody adds).
       // The scanner consumes the request (one cycle per request), so a
-      // worker descheduled while it waits no longer keeps the scanner
-      // cycling on an emptied LRU (issue 40 item 1: 30-1400 holds per page).
+      // worker descheduled while it waits does not keep the scanner
+      // cycling on an emptied LRU.
       std::atomic<int>& wanted = zones_[me.zone]->reclaim_wanted;
       if (cfg_.scanner && me.n_returned.load(std::memory_order_acquire) == 0 &&
           wanted.load(std::memory_order_relaxed) == 0) {
@@ -602,9 +600,9 @@ class PagevecWorkload : public Workload {
       // A core of its own first; else a spare PU on a measured thread's core
       // (an SMT sibling, flagged), which still shares no measured PU.
       for (const bool smt : {false, true}) {
-        std::vector<HelperPlace> places =
-            PlaceHelpers(env_.topology->usable_pus(), *env_.plan,
-                         static_cast<int>(scanners_.size()), smt);
+        std::vector<HelperPlace> places = PlaceHelpersNear(
+            env_.topology->usable_pus(), *env_.plan,
+            static_cast<int>(scanners_.size()), {.allow_smt_sibling = smt});
         if (places.size() >= scanners_.size()) {
           for (std::size_t i = 0; i < scanners_.size(); ++i)
             scanners_[i]->pu = places[i].pu;
@@ -671,7 +669,7 @@ class PagevecWorkload : public Workload {
           zone.reclaim_wanted.load(std::memory_order_relaxed) > 0;
       if (running_.load(std::memory_order_relaxed) == 0 ||
           (!paced && !wanted)) {
-        // Sleep, as kswapd does, rather than PAUSE-poll (issue 23 item 6).
+        // Sleep, as kswapd does, rather than PAUSE-poll.
         std::this_thread::sleep_for(std::chrono::microseconds(20));
         continue;
       }

@@ -1,6 +1,6 @@
 // pagevec's workloads (bench/pagevec.h) for glibc's pthread mutex, every
 // layout. One group of locks per translation unit, so the cores of the build
-// compile them in parallel (issue 28).
+// compile them in parallel.
 #include "bench/pagevec.h"
 
 namespace lockline::pagevec_bench {

@@ -1,5 +1,5 @@
 // prezero's model: what the 2004 background pre-zeroing proposal
-// (BACKGROUND.md section 5, issue 17) puts around the 2.6.9-era page
+// (BACKGROUND.md section 5) puts around the 2.6.9-era page
 // allocator, in user space. Free pages sit in pools under one zone->lock
 // (PoolLock, a 2.6.9 x86 spin_lock); a freed page is dirty; a zeroer cleans
 // dirty pages outside the allocation path and puts them back pre-zeroed:
@@ -320,8 +320,8 @@ class BurstPool {
 /// The zeroer:idle_cpus places: one zeroer per NUMA node of the measured
 /// threads (in plan order), the shape of the 2004 scrubd patch (one kernel
 /// thread per node, run on the node's most idle CPU). Within each node, the
-/// helper rule (harness/machine/helpers.h PlaceHelpers on that node's PUs): a
-/// spare PU on a core of its own; with none (every PU of the node measured),
+/// helper rule (harness/machine/helpers.h PlaceHelpersNear on that node's PUs):
+/// a spare PU on a core of its own; with none (every PU of the node measured),
 /// the node's least-loaded measured PU (fewest measured threads; the last in
 /// plan order among equals), shared at SCHED_IDLE (reason says so). Measured
 /// PUs of unknown node (-1) count as one node. Never throws.
@@ -336,7 +336,8 @@ inline std::vector<HelperPlace> NodeZeroerPlaces(
     std::vector<PuInfo> mine;
     for (const PuInfo& pu : usable)
       if (pu.numa == node) mine.push_back(pu);
-    std::vector<HelperPlace> spare = PlaceHelpers(mine, plan, 1);
+    std::vector<HelperPlace> spare =
+        PlaceHelpersNear(mine, plan, 1, {.allow_smt_sibling = false});
     if (!spare.empty() && spare.front().numa == node) {
       out.push_back(spare.front());
       continue;
@@ -353,13 +354,15 @@ inline std::vector<HelperPlace> NodeZeroerPlaces(
       }
     }
     if (least == nullptr) continue;  // not reached: the node is measured
-    out.push_back({least->os_index, least->core, least->numa, false,
-                   "SCHED_IDLE on the node's least-loaded measured PU (no "
-                   "spare PU on the node)"});
-    // The row's helper_l3 / helper_kind say where it ran (issue 48).
-    out.back().l3 = least->l3;
-    out.back().cpukind = least->cpukind;
-    out.back().package = least->package;
+    // The row's helper_l3 / helper_kind say where it ran.
+    out.push_back({.pu = least->os_index,
+                   .core = least->core,
+                   .numa = least->numa,
+                   .reason = "SCHED_IDLE on the node's least-loaded measured "
+                             "PU (no spare PU on the node)",
+                   .l3 = least->l3,
+                   .cpukind = least->cpukind,
+                   .package = least->package});
   }
   return out;
 }

@@ -2,7 +2,7 @@
 // Documentation/locking/lockstat.rst): acquisitions, contentions, wait and hold
 // time, hand-offs and a log2 histogram of wait times.
 //
-// Measurement model (issue 23 item 4: nothing of ours under the lock).
+// Measurement model (nothing of ours under the lock).
 // LockWithStats tries the lock first (Linux LOCK_CONTENDED: trylock, then the
 // real lock only if it failed). A failed first try counts as contended: the
 // clock is read before lock() (t0, outside the critical section) and again
@@ -70,8 +70,8 @@ struct alignas(kCacheLine) LockStatThread {
 };
 
 /// Per-lock side data for the statistics, on its own line (never inside a
-/// modelled structure). Empty since issue 23: no statistic writes a shared
-/// line; kept so the families' signatures and allocations stay as they were.
+/// modelled structure). Empty: no statistic writes a shared line; kept so the
+/// families' signatures and allocations stay as they are.
 struct alignas(kDestructiveLine) LockStatSide {};
 
 /// Bucket of a wait of `ns` nanoseconds in LockStatThread::wait_hist.
@@ -88,8 +88,7 @@ inline void RecordWait(LockStatThread& st, uint64_t wait) {
 }
 
 /// Acquires `lock`, recording the acquisition in `st` (see the measurement
-/// model above). `side` and `thread_index` are unused since issue 23 (kept for
-/// the callers).
+/// model above). `side` and `thread_index` are unused (kept for the callers).
 template <LockAlgorithm L>
 void LockWithStats(L& lock, LockStatSide& /*side*/, LockStatThread& st,
                    int /*thread_index*/) {

@@ -129,19 +129,13 @@ inline uint32_t ThreadId() {
 /// Cost note: the fast path's 32-bit CAS cannot take its value from the
 /// previous unlock's still-buffered 1-byte store (a store-to-load forwarding
 /// failure), so back-to-back uncontended lock+unlock by one thread costs a
-/// little more than a TAS lock's. Measured (2-vCPU AMD EPYC Zen 4 VM, PVM
-/// guest, 2026-12, issue 28): lockline's rows
-/// locks/lock:*/cs:0/stats:off/threads:1, 7 interleaved repetitions of 100 ms,
-/// median CPU ns per lock+unlock: qspinlock 7.8, tas 7.2, ttas 7.2, ticket
-/// 7.4 (loop included), i.e. ~0.6 ns more than TAS; hand-written reference
-/// loops there put the byte-store unlock at 0.7-1.4 ns more than a word
-/// store. (An earlier note here said ~12-16 ns against ~2 ns for TAS; that did
-/// not hold on this machine.) Linux pays the same with the same access sizes;
-/// any work between unlock and the next lock hides it. Not modelled: the
-/// paravirt hooks (pv_wait / pv_kick) and the NUMA-aware CNA variant. As in
-/// Linux, a queue node is free again once its thread holds the lock (McsLock
-/// keeps it until unlock), so the nesting limit counts only locks being waited
-/// for.
+/// little more than a TAS lock's (the rows
+/// locks/lock:*/cs:0/stats:off/threads:1 measure it). Linux pays the same
+/// with the same access sizes; any work between unlock and the next lock
+/// hides it. Not modelled: the paravirt hooks (pv_wait / pv_kick) and the
+/// NUMA-aware CNA variant. As in Linux, a queue node is free again once its
+/// thread holds the lock (McsLock keeps it until unlock), so the nesting limit
+/// counts only locks being waited for.
 class QspinLock {
  public:
   static constexpr const char* kName = "qspinlock";

@@ -38,11 +38,11 @@ struct CgroupCpu {
 /// The process's own directory (`dir`, whose cpu.stat the rows read) is where
 /// its path lies under the mount. `proc_self_mountinfo` (the text of
 /// /proc/self/mountinfo; "" skips it) gives the mount's root inside the
-/// hierarchy: a path under it is taken relative to it (issue 36: a container
-/// without a cgroup namespace shows "0::/system.slice/docker-ID.scope" but
-/// mounts that cgroup as /sys/fs/cgroup). When the directory is still not
-/// there, the mount root itself holds the process: `dir` is the mount root
-/// and `dir_note` says so.
+/// hierarchy: a path under it is taken relative to it (a container without a
+/// cgroup namespace shows "0::/system.slice/docker-ID.scope" but mounts that
+/// cgroup as /sys/fs/cgroup). When the directory is still not there, the mount
+/// root itself holds the process: `dir` is the mount root and `dir_note` says
+/// so.
 CgroupCpu ReadCgroupCpu(const std::string& proc_self_cgroup,
                         const std::string& root = "/sys/fs/cgroup",
                         const std::string& proc_self_mountinfo = "");

@@ -210,9 +210,8 @@ class HelperPlacer {
 
   const HelperRule& rule_;
   IndexSet measured_pus_, measured_cores_, measured_packages_;
-  // The measured threads' NUMA nodes, in plan order (issue 27: the first
-  // thread's node alone gave a 16-thread point on an 8-node machine no helper
-  // although ~200 PUs of its other nodes were free).
+  // The measured threads' NUMA nodes, in plan order: a point spanning several
+  // nodes serves helpers from all of them.
   std::vector<int> nodes_, known_nodes_;
   IndexSet known_node_set_;
   std::map<int, std::set<int>> node_l3s_;  // measured node -> its threads' L3s
@@ -230,14 +229,6 @@ std::vector<HelperPlace> PlaceHelpersNear(const std::vector<PuInfo>& usable,
   placer.PlaceOnFreePus(usable, count);
   placer.ShareMeasuredPus(plan, count);
   return placer.out;
-}
-
-std::vector<HelperPlace> PlaceHelpers(const std::vector<PuInfo>& usable,
-                                      const ThreadPlan& plan, int count,
-                                      bool allow_smt_sibling) {
-  HelperRule rule;
-  rule.allow_smt_sibling = allow_smt_sibling;
-  return PlaceHelpersNear(usable, plan, count, rule);
 }
 
 HelperColumns HelperColumnsOf(const std::vector<HelperPlace>& places) {

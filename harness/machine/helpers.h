@@ -1,9 +1,9 @@
 // Placement of a workload's helper threads (prezero's zeroer, pagevec's
 // reclaim scanner, the kernel families' evidence timer): the rule measured
-// threads follow, applied to the PUs the point leaves free (issue 14). A
-// helper gets a core of its own, never a measured thread's PU.
+// threads follow, applied to the PUs the point leaves free. A helper gets a
+// core of its own, never a measured thread's PU.
 //
-// Order of preference (issue 36): a free core (no measured thread, no earlier
+// Order of preference: a free core (no measured thread, no earlier
 // helper) in the L3 of the measured threads it serves, then on their NUMA
 // node, then on another measured node, then on the nearest other node (NUMA
 // distance when the topology has a matrix, else the same package first); at
@@ -26,16 +26,6 @@ namespace lockline {
 /// Where one helper thread runs. pu/core/numa are -1 when the helper is
 /// unbound (no host topology, or no PU met the rule); `reason` then says why.
 struct HelperPlace {
-  HelperPlace() = default;
-  /// The fields every caller before issue 36 gave (brace-initialized);
-  /// l3, cpukind, package and why stay unknown / empty.
-  HelperPlace(int pu_, int core_, int numa_, bool smt_sibling,
-              std::string reason_)
-      : pu(pu_),
-        core(core_),
-        numa(numa_),
-        smt_sibling_of_measured(smt_sibling),
-        reason(std::move(reason_)) {}
   int pu = -1;    ///< OS index (the one BindThisThread takes)
   int core = -1;  ///< logical index of its core
   int numa = -1;  ///< logical index of its NUMA node
@@ -43,7 +33,7 @@ struct HelperPlace {
   bool smt_sibling_of_measured = false;
   /// "" when placed on a free core of a measured node, else how and why (an
   /// other node's core, an idle sibling, a shared measured PU).
-  std::string reason;
+  std::string reason{};
   int l3 = -1;       ///< logical index of its L3 (-1: none)
   int cpukind = -1;  ///< its PuInfo::cpukind (-1: unknown or unranked)
   int package = -1;  ///< logical index of its package
@@ -51,7 +41,7 @@ struct HelperPlace {
   bool shares_measured_pu = false;
   /// Why this PU, always set when placed (for --plan): e.g. "free core in the
   /// measured threads' L3 0, node 0".
-  std::string why;
+  std::string why{};
 };
 
 /// Options of PlaceHelpersNear.
@@ -76,14 +66,6 @@ struct HelperRule {
 std::vector<HelperPlace> PlaceHelpersNear(const std::vector<PuInfo>& usable,
                                           const ThreadPlan& plan, int count,
                                           const HelperRule& rule);
-
-/// The rule of PlaceHelpersNear without NUMA distances and without sharing a
-/// measured PU; idle SMT siblings only with `allow_smt_sibling`. Kept for
-/// callers written before issue 36 (they now also get other nodes' free
-/// cores when the measured threads fill their nodes).
-std::vector<HelperPlace> PlaceHelpers(const std::vector<PuInfo>& usable,
-                                      const ThreadPlan& plan, int count,
-                                      bool allow_smt_sibling = false);
 
 /// The row's record of helpers: {"helper_pu": [..], "helper_core": [..],
 /// "helper_numa": [..], "helper_l3": [..], "helper_kind": [..]} as JSON-ready

@@ -28,7 +28,7 @@ using SharedPtr = std::unique_ptr<void, SharedDeleter>;
 /// std::invalid_argument naming the value and the accepted forms.
 void CheckMemPolicy(const std::string& policy);
 
-/// Address-layout sampling (issue 39; after Stabilizer, Curtsinger and Berger,
+/// Address-layout sampling (after Stabilizer, Curtsinger and Berger,
 /// ASPLOS 2013, and Mytkowicz et al., "Producing wrong data", ASPLOS 2009):
 /// while one of these is alive, every MakeShared structure (the lock, the
 /// zone, the LRU: the structures under test) is placed at a random offset of
@@ -139,8 +139,8 @@ double TimeAnonymousFaultInNs(std::size_t bytes, int attempts, bool with_unmap);
 /// touch (a write to each 4 KiB page: the fault, the page's allocation and
 /// zeroing) on this machine now, from `mib` MiB mapped with MADV_NOHUGEPAGE,
 /// touched and unmapped, the faster of two tries. For pricing the run's
-/// fixed work at plan time (Variant::cost_mib); about 7 ms on the loaded
-/// 2-vCPU VM. 0 when the mapping fails. Never throws.
+/// fixed work at plan time (Variant::cost_mib). 0 when the mapping fails.
+/// Never throws.
 double MeasureFaultInSecondsPerMiB(std::size_t mib = 16);
 
 }  // namespace lockline

@@ -258,7 +258,7 @@ std::vector<std::string> RecoverPreviousRun() {
   if (lstat(state.c_str(), &st) != 0) return warnings;
   // The state file is acted on as root: its directory and itself must be
   // root's (or this user's) and writable by no one else, and it must be a
-  // regular file, not a symlink (issue 36 R3).
+  // regular file, not a symlink.
   struct stat dst {};
   std::string unsafe = lstat(dir.c_str(), &dst) != 0 || !S_ISDIR(dst.st_mode)
                            ? dir + " is not a directory"

@@ -8,14 +8,13 @@
 // restore time.
 //
 // Exits no handler sees (SIGKILL, the OOM killer, a power cut) are covered by
-// a state file (issue 27 item 2): RegisterRestore writes the original values
-// to STATE_DIR/restore.state before the change, RestoreAll removes it, and
+// a state file: RegisterRestore writes the original values to
+// STATE_DIR/restore.state before the change, RestoreAll removes it, and
 // RecoverPreviousRun() at the next start writes back what a dead run left
-// changed. Two runs at once (issue 27 item 3) are kept apart by an exclusive
-// flock(2) on STATE_DIR/sysctl.lock, held from the first registration to
-// RestoreAll: a second run's RegisterRestore refuses (SettingBusy) instead of
-// measuring at the other run's value. STATE_DIR is $LOCKLINE_STATE_DIR, else
-// /run/lockline.
+// changed. Two runs at once are kept apart by an exclusive flock(2) on
+// STATE_DIR/sysctl.lock, held from the first registration to RestoreAll: a
+// second run's RegisterRestore refuses (SettingBusy) instead of measuring at
+// the other run's value. STATE_DIR is $LOCKLINE_STATE_DIR, else /run/lockline.
 #pragma once
 
 #include <stdexcept>
@@ -55,9 +54,9 @@ void RegisterRestore(const std::string& path, const std::string& old_value);
 /// Takes the settings lock (as RegisterRestore does, non-blocking) without
 /// registering anything: a point reads a setting's value under it, so no other
 /// lockline run changes it between the read and the end of the point's
-/// windows (issue 36 R5). Released by RestoreAll. Throws SettingBusy (naming
-/// `path`) when another run holds it, std::runtime_error when the lock file
-/// cannot be opened. Not async-signal-safe.
+/// windows. Released by RestoreAll. Throws SettingBusy (naming `path`) when
+/// another run holds it, std::runtime_error when the lock file cannot be
+/// opened. Not async-signal-safe.
 void AcquireSettingsLock(const std::string& path);
 
 /// Writes every registered old value back to its path (open O_WRONLY, write,
@@ -73,7 +72,7 @@ void RestoreAll();
 int RestorePending();
 
 /// The settings lockline itself changes, the only paths start-up recovery
-/// writes (issue 36 R3: the state file is data, never a list of targets).
+/// writes (the state file is data, never a list of targets).
 inline constexpr const char* kRecoverablePaths[] = {
     "/proc/sys/vm/percpu_pagelist_high_fraction"};
 
@@ -107,10 +106,10 @@ std::vector<std::string> RecoverPreviousRun();
 /// /sys/kernel/tracing. When it is not (and lockline runs as root, so a
 /// kernel family may mount it: harness/measure/kernel_probe.cpp), the mount
 /// found there at the end is lockline's own and UnmountWhatLocklineMounted
-/// removes it (issue 27: the machine is left as found).
+/// removes it (the machine is left as found).
 void WatchTracefsMount();
 
-/// Before lockline mounts tracefs (issue 36 R9): records the mount in
+/// Before lockline mounts tracefs: records the mount in
 /// STATE_DIR/tracefs.state ("pid N", "mount tracefs /sys/kernel/tracing"),
 /// held with flock until the unmount, so a run that dies outright (SIGKILL)
 /// leaves a record the next run acts on (RecoverTracefsMount). Returns "" or

@@ -582,8 +582,7 @@ void CountLevels(hwloc_topology_t topo, TopologySummary* s) {
   s->l3s = count(HWLOC_OBJ_L3CACHE);
   s->cores = count(HWLOC_OBJ_CORE);
   // A description without a core level (synthetic "pack:1 pu:4"): every PU
-  // is its own core, as the plans count them (issue 27 item 15: the header
-  // said "0 cores" where the rows said 1-2).
+  // is its own core, as the plans count them.
   if (s->cores == 0) s->cores = count(HWLOC_OBJ_PU);
   s->pus = count(HWLOC_OBJ_PU);
 }
@@ -974,8 +973,8 @@ std::string FormatPlans(const Topology& topo, const PinSpec& pin,
         << ", packages " << plan.packages
         << ", SMT siblings: " << (plan.smt_siblings ? "yes" : "no")
         << (plan.oversubscribed ? ", oversubscribed: yes" : "") << "\n";
-    // Where each helper thread of a point at this count would run, and why
-    // (issue 36): never a measured PU unless --oversubscribe.
+    // Where each helper thread of a point at this count would run, and why:
+    // never a measured PU unless --oversubscribe.
     HelperRule rule;
     rule.topo = &topo;
     rule.allow_shared_pu = oversubscribe;
@@ -1015,9 +1014,8 @@ void BindThisThread(const Topology& topo, int os_index) {
   }
   // sched_setaffinity with a mask on the stack, not hwloc_set_cpubind:
   // hwloc's Linux backend allocates the kernel mask and does not check the
-  // allocation, so near an address-space limit (ulimit -v) a 16-thread point
-  // crashed with SIGSEGV in hwloc_linux_set_tid_cpubind (issue 27 item 5).
-  // Nothing here allocates except the error messages.
+  // allocation, so near an address-space limit (ulimit -v) it crashes with
+  // SIGSEGV. Nothing here allocates except the error messages.
   constexpr int kBits = kMaxTopologyPus;
   constexpr size_t kWordBits = 8 * sizeof(unsigned long);
   unsigned long mask[kBits / kWordBits] = {};
@@ -1047,17 +1045,6 @@ void BindThisThread(const Topology& topo, int os_index) {
                         FormatCpuList(pus) +
                         " (errno 0: the kernel or a cgroup changed the mask)");
   }
-}
-
-int CurrentPu(const Topology& topo) {
-  Bitmap where;
-  if (hwloc_get_last_cpu_location(topo.raw(), where.b, HWLOC_CPUBIND_THREAD) !=
-      0) {
-    const int err = errno;
-    throw TopologyError("hwloc_get_last_cpu_location failed (errno " +
-                        std::to_string(err) + ", " + std::strerror(err) + ")");
-  }
-  return hwloc_bitmap_first(where.b);
 }
 
 }  // namespace lockline

@@ -65,7 +65,7 @@ struct TopologySummary {
   int cpukinds = 0;  ///< number of hwloc cpukinds (>1 on hybrid CPUs)
   /// False when there are 2+ cpukinds and hwloc knows no efficiency for at
   /// least one (no CoreType, no frequency): PuInfo::cpukind is then -1
-  /// everywhere and the `cores` order falls back to OS order (issue 36).
+  /// everywhere and the `cores` order falls back to OS order.
   bool cpukinds_ranked = true;
 };
 
@@ -120,9 +120,8 @@ class Topology {
 };
 
 /// Largest topology lockline plans on, in PUs: 8192, Linux's largest
-/// NR_CPUS (x86-64 MAXSMP; arm64 allows 4096). Issue 27 item 13: 65536 was
-/// accepted, but `--list --full` did not finish in 5 minutes there (4.9 GB)
-/// and `--plan` took 26 s; the limit is the largest machine Linux runs on.
+/// NR_CPUS (x86-64 MAXSMP; arm64 allows 4096), the largest machine Linux
+/// runs on; planning far beyond it (`--list --full`, `--plan`) takes minutes.
 inline constexpr int kMaxTopologyPus = 8192;
 
 /// --oversubscribe runs at most this many threads per PU of the placement;
@@ -231,10 +230,5 @@ std::string FormatPlans(const Topology& topo, const PinSpec& pin,
 /// fails (naming the PU and errno). Only valid on a host topology; OS indices
 /// below kMaxTopologyPus.
 void BindThisThread(const Topology& topo, int os_index);
-
-/// The OS index of the PU the calling thread last ran on
-/// (hwloc_get_last_cpu_location); throws TopologyError naming errno if hwloc
-/// cannot tell.
-int CurrentPu(const Topology& topo);
 
 }  // namespace lockline

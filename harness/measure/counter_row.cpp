@@ -69,23 +69,6 @@ std::vector<CounterReading> SumReadings(
   return sum;
 }
 
-nlohmann::json ReadingsJson(const std::vector<CounterReading>& readings) {
-  nlohmann::json out = nlohmann::json::array();
-  for (const CounterReading& r : readings) {
-    nlohmann::json j = {
-        {"name", r.name},
-        {"status", r.status},
-        {"value", r.status == "unavailable" ? nlohmann::json()
-                                            : nlohmann::json(r.value)},
-        {"raw", r.raw},
-        {"time_enabled_ns", r.time_enabled_ns},
-        {"time_running_ns", r.time_running_ns}};
-    if (!r.reason.empty()) j["reason"] = r.reason;
-    out.push_back(std::move(j));
-  }
-  return out;
-}
-
 namespace {
 
 using nlohmann::json;

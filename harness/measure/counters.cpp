@@ -103,8 +103,7 @@ bool IsSoftwareClock(const perf_event_attr& attr) {
 }
 
 // context-switches and cpu-migrations are counted from kernel context (the
-// scheduler), so with exclude_kernel they open fine and always read 0 (checked
-// on this VM, Linux 6.18).
+// scheduler), so with exclude_kernel they open fine and always read 0.
 bool CountsOnlyInKernel(const perf_event_attr& attr) {
   return attr.type == PERF_TYPE_SOFTWARE &&
          (attr.config == PERF_COUNT_SW_CONTEXT_SWITCHES ||
@@ -640,8 +639,8 @@ class CounterSessionImpl final : public CounterSession {
       return;
     }
     e->software = IsSoftware(e->attr);
-    // A clock cannot be split into user and kernel time (issue 14): refuse the
-    // half rather than report the whole under its name.
+    // A clock cannot be split into user and kernel time: refuse the half
+    // rather than report the whole under its name.
     if (IsSoftwareClock(e->attr) && explicit_plm &&
         e->attr.exclude_user != e->attr.exclude_kernel) {
       const std::string base = name.substr(0, name.find(':'));

@@ -113,8 +113,7 @@ class CounterSession {
   /// opened, and their readings are "unavailable" with reason `why`. For a
   /// point whose every operation is a page fault and which counts its faults
   /// itself (getrusage): the software event runs a hook on every fault
-  /// (perf_sw_event), which cost kernel_zone's timed cycle about 5 % on the
-  /// 2-vCPU VM.
+  /// (perf_sw_event), which slows such a point's timed cycle measurably.
   virtual std::unique_ptr<ThreadCounters> OpenForThisThreadWithoutPageFaults(
       const std::string& why) = 0;
   /// One console line: "counters: task-clock page-faults measured; cycles
@@ -216,11 +215,6 @@ CounterReading ClassifyReading(const std::string& name, uint64_t raw,
 /// threads; throws std::invalid_argument if threads disagree on the event list.
 std::vector<CounterReading> SumReadings(
     const std::vector<std::vector<CounterReading>>& per_thread);
-
-/// One thread's readings as a JSON array of {name, status, value, raw,
-/// time_enabled_ns, time_running_ns[, reason]} (for the per-thread breakdown in
-/// the run's metadata). An unavailable reading has "value": null, never 0.
-nlohmann::json ReadingsJson(const std::vector<CounterReading>& readings);
 
 /// An event name without its "pmu::" prefix and modifiers, lower case
 /// ("cpu_core::Cycles:u" -> "cycles").

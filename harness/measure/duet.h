@@ -37,17 +37,13 @@ inline constexpr int kDuetWarmupPairs = 1;
 /// `mixed` and dropped).
 inline constexpr int kDuetMinPairs = 12;
 inline constexpr int kDuetMaxPairs = 64;
-/// --precision default: the half-width of a paired effect's 95 % interval the
-/// plan aims at, as a fraction (3 %).
-inline constexpr double kDefaultPrecision = 0.03;
 
 /// Prior spread of one window pair's log ratio ln(B/A) before a point has
 /// run, by thread count: the scaled MAD (1.4826 x median absolute deviation)
-/// measured on the 2-vCPU KVM guest's default-suite duet rows (2026-12-02,
-/// 5 ms windows): 0.09 at 1 thread (page_free), 0.06-0.6 at 2 threads
-/// (pagevec 0.06-0.37, zone_lock's saturated ticket lock 0.6); the plan uses
-/// 0.10 and 0.25. A machine with quieter windows needs fewer pairs than
-/// planned, a noisier one more (lockline --until-resolved continues them).
+/// of default-suite duet rows on a 2-vCPU KVM guest (5 ms windows) is about
+/// 0.1 at 1 thread and up to 0.6 at 2; the plan uses 0.10 and 0.25. A machine
+/// with quieter windows needs fewer pairs than planned, a noisier one more
+/// (lockline --until-resolved continues them).
 double PriorPairSpread(int threads);
 
 /// How many window pairs a paired point plans per repetition to reach

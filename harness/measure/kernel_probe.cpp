@@ -115,7 +115,7 @@ const TracepointInfo& ContentionTracepoints() {
       return t;
     }
     // Recorded before the mount, so a run killed outright leaves a record
-    // the next run acts on (harness/machine/restore.h, issue 36 R9).
+    // the next run acts on (harness/machine/restore.h).
     if (const std::string why = RecordTracefsMount(); !why.empty()) {
       t.reason = "tracefs is not mounted and lockline did not mount it: " + why;
       return t;

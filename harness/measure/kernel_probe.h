@@ -1,4 +1,4 @@
-// Kernel-side lock evidence for the kernel_* families (issue 18): what the
+// Kernel-side lock evidence for the kernel_* families: what the
 // running kernel says about its own locks while lockline's tasks drive it.
 // Never required: every source is "measured" or "unavailable" with a reason,
 // like the hardware counters (harness/measure/counters.h).
@@ -339,7 +339,7 @@ nlohmann::json KernelConfigFromText(const std::string& text);
 /// between two holds lie at least `batch` page faults or frees. So the gaps
 /// between consecutive events of one kind form two populations, and the
 /// split between them is derived from the gaps themselves (HoldSplitFromGaps:
-/// the valley of their log histogram, issue 40 item 10), not assumed: a gap
+/// the valley of their log histogram), not assumed: a gap
 /// at or above the split starts a new hold. The log histogram is kept (4
 /// bins per octave) and goes on the row. Pages freed one at a time through
 /// free_one_page() (not via the pcp lists) and drains of other CPUs' lists by
@@ -389,12 +389,11 @@ struct ZoneHoldSplit {
 /// histogram's shape (log(1 + count) smoothed over +-2 bins), the first
 /// local minimum out of which the longer gaps rise again by kValleyDepth at
 /// least an octave further up is the valley; the split is the emptiest bin
-/// within +-2 bins of it
-/// (`found`). Measured on the 2-vCPU VM (6.18): within-hold gaps 0.36-2 us,
-/// between-hold clusters at ~7 us (a hold's lock drop and re-take), 0.3 ms
-/// (drains) and 3 ms (refills); the split fell at 3.4-4.9 us. No valley: every
-/// gap is within a hold and each hold is one start (`found` false, split
-/// above every gap). A most common gap of kLoneBetweenHoldMinNs or more:
+/// within +-2 bins of it (`found`). Between-hold gaps (a hold's lock drop and
+/// re-take, drains, refills) sit octaves above within-hold ones, so the split
+/// falls between them. No valley: every gap is within a hold and each hold is
+/// one start (`found` false, split above every gap). A most common gap of
+/// kLoneBetweenHoldMinNs or more:
 /// every gap is between holds (holds of one page), split at the lowest bin.
 /// Empty histogram: found false, bin kGapBins.
 ZoneHoldSplit HoldSplitFromGaps(const uint64_t* hist);

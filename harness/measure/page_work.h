@@ -1,18 +1,17 @@
-// The work a kernel path does per page outside its lock (issue 23 item 3),
-// shared by the families with a work_ns:cal|0 axis (pagevec: lru_lock;
-// zone_lock: zone->lock): the machine's anonymous fault path per page, measured
-// once per process, minus what the family's model already spends per page,
-// clamped at 0. What the work touches (issue 40 item 6) is what a fault on a
-// fresh page touches at that size: clear_page's 64 lines of a page that is
-// cold in every cache (the next page of a per-thread ring larger than the
-// thread's share of the last-level cache, read from hwloc, cycled in order so
-// each op's page was last written a whole ring ago; 4 KiB pages, no THP), and
-// the page-table entry that maps it (an 8-byte store into a per-thread
-// page-table-like array, 512 entries a page, consecutive pages' entries
-// adjacent, as set_pte_at writes them; a new line every 8 pages, as in the
-// kernel's PTE page). The rest of work_ns is a register spin (ThinkNs).
-// Rows record it alike (WorkDetails: details.work, the same fields in every
-// family).
+// The work a kernel path does per page outside its lock, shared by the
+// families with a work_ns:cal|0 axis (pagevec: lru_lock; zone_lock:
+// zone->lock): the machine's anonymous fault path per page, measured once per
+// process, minus what the family's model already spends per page, clamped at
+// 0. What the work touches is what a fault on a fresh page touches at that
+// size: clear_page's 64 lines of a page that is cold in every cache (the next
+// page of a per-thread ring larger than the thread's share of the last-level
+// cache, read from hwloc, cycled in order so each op's page was last written a
+// whole ring ago; 4 KiB pages, no THP), and the page-table entry that maps it
+// (an 8-byte store into a per-thread page-table-like array, 512 entries a
+// page, consecutive pages' entries adjacent, as set_pte_at writes them; a new
+// line every 8 pages, as in the kernel's PTE page). The rest of work_ns is a
+// register spin (ThinkNs). Rows record it alike (WorkDetails: details.work,
+// the same fields in every family).
 #pragma once
 
 #include <sched.h>
@@ -43,7 +42,7 @@ inline constexpr std::size_t kPageLines = kPageBytes / 64;
 /// Page-table entries per page-table page (x86-64 PTRS_PER_PTE, 8-byte
 /// entries): eight per 64-byte line.
 inline constexpr std::size_t kPtesPerLine = 8;
-/// Smallest ring, pages (the whole ring of issue 23's work: 256 KiB).
+/// Smallest ring, pages (256 KiB).
 inline constexpr std::size_t kMinWorkPages = 64;
 /// Largest ring per thread, pages (256 MiB): a machine whose cache share
 /// would ask for more gets this, and details.work says the ring's size.
@@ -102,12 +101,12 @@ inline std::size_t WorkRingPages(const WorkCaches& c, int threads) {
   return std::clamp(bytes / kPageBytes, kMinWorkPages, kMaxWorkPages);
 }
 
-/// Rings' memory kept for reuse within the process (issue 40 item 6: mapping
-/// and first-touching a ring of tens of MiB for every repetition of every
-/// work_ns:cal point doubled those points' setup time). A ring returned by a
-/// PageWorkRing is reused by the next one on the same NUMA node (the node of
-/// the CPU that asks: memory stays node-local) that needs no more pages; the
-/// pool holds at most what the process had mapped at once. Thread safe.
+/// Rings' memory kept for reuse within the process (mapping and
+/// first-touching a ring of tens of MiB for every repetition would dominate a
+/// point's setup). A ring returned by a PageWorkRing is reused by the next one
+/// on the same NUMA node (the node of the CPU that asks: memory stays
+/// node-local) that needs no more pages; the pool holds at most what the
+/// process had mapped at once. Thread safe.
 class PageRingPool {
  public:
   struct Block {
@@ -279,8 +278,8 @@ inline WorkCalibration CalibrateWork(double model_ns_per_page,
       model_key.empty() ? model_ns_per_page
                         : SharedCalibration("model_ns_per_page:" + model_key,
                                             [&] { return model_ns_per_page; });
-  // A new key (issue 40 item 6): a build duet with an older build must not
-  // share its zero_ns_per_page (a warm page, no entry) for this touch.
+  // A key of its own: a build duet with an older build must not share its
+  // zero_ns_per_page (a warm page, no entry) for this touch.
   c.zero_ns_per_page =
       SharedCalibration("touch_ns_per_page:cold_ring", MeasureZeroNsPerPage);
   c.work_ns =
@@ -361,7 +360,7 @@ inline nlohmann::json WorkDetails(uint64_t work_ns, bool calibrated,
 }
 
 /// details.*.lock_stat_clock_reads of a pagevec or zone_lock row: where the
-/// row reads the clock around its lock (issue 40 item 3). `stats`: the row
+/// row reads the clock around its lock. `stats`: the row
 /// takes the lock through lock_stat (harness/locks/lock_stat.h; the
 /// instrumented rows, evidence of the wait share), else plainly (the stats:off
 /// twins, which answer the seed questions).

@@ -22,7 +22,7 @@ double SharedCalibration(const std::string& name,
           c == ':' || c == '-'))
       c = '_';
   const std::string path = std::string(dir) + "/" + file;
-  // What another process left is input (issue 48): a regular file (a FIFO in
+  // What another process left is input: a regular file (a FIFO in
   // its place would block the open) holding a finite value in (0, 1e7] (every
   // calibration is a rate or a cost per page well inside it); anything else
   // is said and measured here instead.

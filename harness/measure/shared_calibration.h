@@ -1,5 +1,5 @@
-// Calibrations shared between the two processes of a build duet (issue 38,
-// harness/run/build_duet.h). lockline calibrates some work once per process
+// Calibrations shared between the two processes of a build duet
+// (harness/run/build_duet.h). lockline calibrates some work once per process
 // (the ThinkNs rate, work_ns:cal's fault and zeroing cost per page and the
 // models' own cost per page). Two processes on a loaded machine measure them
 // differently, and the difference would show as a change between the builds

@@ -381,14 +381,4 @@ uint64_t OverrunBoundNs(uint64_t window_ns, bool fixed_work) {
   return 2 * window_ns + 20'000'000ull;
 }
 
-std::string CoherenceLabel(int threads, double baseline_ns, double before_ns,
-                           double after_ns, double tolerance) {
-  if (threads < 2 || baseline_ns <= 0 || before_ns <= 0 || after_ns <= 0)
-    return "unknown";
-  const auto within = [&](double v) {
-    return v <= baseline_ns * tolerance && v >= baseline_ns / tolerance;
-  };
-  return within(before_ns) && within(after_ns) ? "baseline" : "shifted";
-}
-
 }  // namespace lockline

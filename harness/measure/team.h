@@ -70,7 +70,7 @@ class ThreadTeam {
   /// cannot be joined, so the process prints one `lockline: error:` line
   /// naming `what` and the limit, restores changed settings (RestoreAll) and
   /// exits with status 3, like a window that never ends; results already
-  /// written are kept (issue 27: set-up used to wait without limit).
+  /// written are kept.
   void RunOnAllWithin(const std::function<void(int)>& fn, uint64_t limit_ns,
                       const std::string& what);
 
@@ -139,8 +139,7 @@ class ThreadTeam {
   /// (the build duet's two builds) then read their stop flags at the same page
   /// offset, and the offset's 4 KiB aliasing with the structures under test
   /// is sampled per repetition like theirs, instead of a fixed per-process
-  /// bias (issue 38: a 1-thread pthread_mutex row read 4-8 % faster in the
-  /// client than in the server in every repetition of an A/A duet).
+  /// bias.
   struct Flags {
     alignas(kDestructiveLine) std::atomic<int> arrived{0};
     alignas(kDestructiveLine) std::atomic<bool> stop{false};
@@ -163,12 +162,12 @@ uint64_t SetupTimeoutNs();
 
 /// Topology::Load(spec) on a helper thread, waiting at most `limit_ns`
 /// (SetupTimeoutNs() at start-up). hwloc's discovery of "host" binds a thread
-/// to each PU in turn (the x86 backend reads CPUID there): a binding that
-/// never returns used to hang lockline silently (issue 36). Past the limit the
-/// process prints one `lockline: error:` line naming the spec, the limit and
-/// LOCKLINE_SETUP_TIMEOUT, restores changed settings (RestoreAll) and exits
-/// with status 3, like a set-up step that never ends. Rethrows Load's
-/// TopologyError. `load` is Topology::Load unless a test injects a hang.
+/// to each PU in turn (the x86 backend reads CPUID there), and a binding may
+/// never return. Past the limit the process prints one `lockline: error:`
+/// line naming the spec, the limit and LOCKLINE_SETUP_TIMEOUT, restores
+/// changed settings (RestoreAll) and exits with status 3, like a set-up step
+/// that never ends. Rethrows Load's TopologyError. `load` is Topology::Load
+/// unless a test injects a hang.
 std::unique_ptr<Topology> LoadTopologyWithin(
     const std::string& spec, uint64_t limit_ns,
     std::unique_ptr<Topology> (*load)(const std::string&) = &Topology::Load);
@@ -197,17 +196,8 @@ double MaxOffCpuShare(int n, Start start, End end, Cpu cpu, Delay delay) {
 /// The wall-clock bound of a window (ThreadTeam::RunWindow's `bound_ns`): past
 /// it the window is flagged overrun and its repetition is left out of
 /// comparisons. A timed window: 2 x its length + 20 ms (the slack covers a
-/// loaded machine's scheduling delay of the stop, not a window that ran on);
-/// before issue 27 it was max(10 x window, 2 s), so 5 ms windows that ran
-/// 0.2-1.9 s counted as clean repetitions. A fixed-work window has no planned
-/// length: 60 s.
+/// loaded machine's scheduling delay of the stop, not a window that ran on).
+/// A fixed-work window has no planned length: 60 s.
 uint64_t OverrunBoundNs(uint64_t window_ns, bool fixed_work);
-
-/// Coherence label of a multi-threaded point: "baseline" when both probes are
-/// within `tolerance` (1.5x, either direction) of the pair's baseline,
-/// "shifted" otherwise, "unknown" for one thread or when a value is missing (<=
-/// 0).
-std::string CoherenceLabel(int threads, double baseline_ns, double before_ns,
-                           double after_ns, double tolerance = 1.5);
 
 }  // namespace lockline

@@ -76,17 +76,6 @@ inline std::vector<ZeroMethod> AllZeroMethods() {
           ZeroMethod::kClzero};
 }
 
-/// Parses a method name (as ZeroMethodName spells it). Throws
-/// std::invalid_argument naming the value and the accepted names.
-inline ZeroMethod ParseZeroMethod(const std::string& name) {
-  for (ZeroMethod m : AllZeroMethods()) {
-    if (name == ZeroMethodName(m)) return m;
-  }
-  throw std::invalid_argument(
-      "unknown zeroing method '" + name +
-      "' (accepted: memset, rep_stosb, nt_store, clzero)");
-}
-
 /// "" when `m` can fill with `value` on `cpu`; else why not (clzero on a CPU
 /// without it, or a non-zero fill with clzero, which only writes zeros).
 /// rep_stosb and nt_store are always usable (memset stands in off x86-64;

@@ -284,14 +284,14 @@ void PlacementWarnings(const TopologySummary& t, const CgroupCpu& cg,
                        " PUs are usable (restricted by " +
                        (why.empty() ? "unknown" : why) + ")");
   }
-  // Issue 36: kinds hwloc cannot rank leave the sweep in OS order; say so.
+  // Kinds hwloc cannot rank leave the sweep in OS order; say so.
   if (const std::string kinds = UnrankedKindsWarning(t); !kinds.empty())
     warnings.push_back(kinds);
   if (cg.quota_cpus > 0 && cg.quota_cpus < t.usable_pus) {
     char q[32];
     std::snprintf(q, sizeof q, "%.2f", cg.quota_cpus);
     // The quota itself is the threshold, not ceil(quota): at 1.5 CPUs a
-    // 2-thread point is throttled, at 0.5 CPUs a 1-thread point (issue 27).
+    // 2-thread point is throttled, at 0.5 CPUs a 1-thread point.
     const int first = static_cast<int>(std::floor(cg.quota_cpus)) + 1;
     warnings.push_back(
         std::string("cgroup CPU quota is ") + q + " CPUs (" + cg.limited_by +
@@ -336,7 +336,7 @@ nlohmann::json CollectProvenance(const Options& opts, const Topology& topo) {
   if (uname(&u) == 0)
     p["kernel"] = std::string(u.sysname) + " " + u.release + " " + u.version +
                   " " + u.machine;
-  p["kernel_config"] = kernel::KernelConfig();  // issue 18
+  p["kernel_config"] = kernel::KernelConfig();
   p["cpu_model"] = CpuInfoField("model name");
   p["microcode"] = CpuInfoField("microcode");
   p["topology"] = TopologyJson(topo);

@@ -60,7 +60,7 @@ void WriteFileAtomically(const std::string& path, const std::string& text,
   g_rows_in_temp.store(-1);
   // A dot name beside the result: a temporary file a SIGKILL leaves behind
   // (no handler runs to remove it) is hidden and never taken for a result by
-  // a reader (no *.json, no lockline.json prefix; issue 36 R13).
+  // a reader (no *.json, no lockline.json prefix).
   const std::filesystem::path p(path);
   const std::string templ =
       (p.has_parent_path() ? p.parent_path().string() + "/" : std::string()) +
@@ -135,10 +135,9 @@ ResultFile::ResultFile(const std::string& dir) : dir_(dir) {
              {{"schema_version", kSchemaVersion}, {"finished", false}}}}},
           {"benchmarks", nlohmann::json::array()}};
   // The claim: exactly one run creates lockline.json, and it never exists
-  // empty. The initial document is written to a temporary file first and
-  // hard-linked to lockline.json (link fails with EEXIST when another run holds
-  // it): a signal between claiming and writing used to leave a 0-byte
-  // lockline.json that blocked a rerun with the same --out (issue 27 item 12).
+  // empty (a 0-byte one would block a rerun with the same --out). The initial
+  // document is written to a temporary file first and hard-linked to
+  // lockline.json (link fails with EEXIST when another run holds it).
   const std::string text = doc_.dump(1) + "\n";
   const std::string templ = dir + "/.lockline.json.claim.XXXXXX";
   if (templ.size() >= PATH_MAX)
@@ -230,7 +229,7 @@ void ResultFile::Flush() {
     if (std::strstr(e.what(), std::strerror(EMFILE)) != nullptr) err = EMFILE;
     if (std::strstr(e.what(), std::strerror(ENFILE)) != nullptr) err = ENFILE;
     std::fflush(stdout);
-    // Out of descriptors is not a disk problem: say so (issue 27 item 14).
+    // Out of descriptors is not a disk problem: say so.
     std::string why;
     if (err == EMFILE || err == ENFILE) {
       rlimit lim{};

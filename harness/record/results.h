@@ -58,9 +58,8 @@ class ResultFile {
   /// changed in place (rows it appends need not be listed); the other rows
   /// keep the text the last Flush serialized for them, so the rewrite after
   /// every repetition costs the new and changed rows, not the whole file (a
-  /// full rewrite of the default suite's 1700 rows took 0.3 s on the 2-vCPU
-  /// VM, a quarter of the run's time in total). The context is always
-  /// serialized again.
+  /// full rewrite of a large file after every repetition would dominate the
+  /// run's time). The context is always serialized again.
   void EditRows(
       const std::function<std::vector<size_t>(nlohmann::json&)>& edit);
 

@@ -43,9 +43,9 @@ inline constexpr double kMaxFitWindowS = 1.0;
 /// A refit during the run gives the points not started at most this many
 /// times the plan-time window. When the plan overestimated, the slack would
 /// otherwise go to the last few points to start (the window-dependent part
-/// of a run is small against its fixed work, so a few seconds of slack over
-/// a few points made 250 ms windows next to 8 ms ones in the quick suite);
-/// the run then ends a little early instead.
+/// of a run is small against its fixed work, so a few seconds of slack would
+/// stretch the last points' windows many times); the run then ends a little
+/// early instead.
 inline constexpr double kMaxWindowGrowth = 4;
 
 /// Declared seconds the harness itself spends per repetition of a point with
@@ -53,14 +53,11 @@ inline constexpr double kMaxWindowGrowth = 4;
 /// length, before any measurement: creating, pinning and joining the
 /// threads, the two coherence probes (multi-threaded points), recording the
 /// row (without the file rewrite: RecordingCost), and each window's stop
-/// edge. Measured from the rows' `timing` of two default-suite runs on the
-/// quiet 2-vCPU VM (2026-12-02; timing.declared_s beside wall_s): 1.5-2.5 ms
-/// a repetition at 1 thread, 4-5 ms at 2; a window ends 0.1 ms late while a
-/// PU is idle, but ~2.9 ms late when the threads fill every usable PU
+/// edge, from the rows' `timing` (timing.declared_s beside wall_s) on a quiet
+/// machine. A window ends later when the threads fill every usable PU
 /// (`usable_pus`; 0: unknown, taken as filled), since the main thread that
 /// stops the window must wait for the scheduler to preempt a worker. On a
-/// loaded machine these grow (the earlier constants, from a VM with load
-/// 3-5, were 5-10x these); the run rescales them by what each family
+/// loaded machine these grow; the run rescales them by what each family
 /// measures (FitWindow after every repetition).
 double HarnessRepetitionCostS(int threads, int windows, int usable_pus = 0);
 
@@ -87,11 +84,10 @@ struct BudgetPoint {
 /// last, with its aggregate rows): about `per_row_s` seconds per row the file
 /// holds then. Each repetition adds `rows_per_repetition` rows.
 struct RecordingCost {
-  /// Before any measurement: 2.5e-5 s in the default suite on the quiet
-  /// 2-vCPU VM (2026-12-02: 29 s of gaps over 1145 repetitions of a file
-  /// growing to 2061 rows), 5-9e-5 s on it loaded (only new and changed rows
-  /// are serialized; the write and fsync of the whole file stay). The run
-  /// refits it from the gaps it measures (RecordingPerRowS).
+  /// Before any measurement: between a quiet and a loaded machine's cost in
+  /// the default suite (only new and changed rows are serialized; the write
+  /// and fsync of the whole file stay). The run refits it from the gaps it
+  /// measures (RecordingPerRowS).
   double per_row_s = 3e-5;
   double rows = 0;                   ///< rows in the file now
   double rows_per_repetition = 1.8;  ///< 1 + 4 aggregates / 5 repetitions

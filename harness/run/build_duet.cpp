@@ -26,7 +26,6 @@
 #include <stdexcept>
 #include <utility>
 
-#include "harness/locks/spin_wait.h"
 #include "harness/machine/cpu.h"
 #include "harness/machine/memory.h"
 #include "harness/machine/restore.h"
@@ -576,9 +575,7 @@ class BuildDuetWorkload : public HeapPlacedWorkload {
   void Prepare(int threads) override {
     // Which build prepares first is drawn per repetition (half each): set-up
     // leaves caches and memory in the state of whoever prepared last, and a
-    // one-window (fixed-work) point has no warm-up pair to wash it out. With
-    // the current build always first, an A/A duet read idle_burst rows 10-23
-    // % slower on the current side in every repetition (issue 38).
+    // one-window (fixed-work) point has no warm-up pair to wash it out.
     if (!rep_.old_prepares_first) local_->Prepare(threads);
     logs_ = PaddedSlots<ThreadLog>(static_cast<size_t>(threads));
     for (size_t i = 0; i < logs_.size(); ++i)
@@ -1065,58 +1062,15 @@ class WindowServer {
       throw std::runtime_error("open " + key + ": " +
                                std::to_string(pus.size()) + " PUs for " +
                                std::to_string(point.threads) + " threads");
-    wl_ = point.variant->make(Env(point, windows));
-    StartTeam(point, pus, oversub != 0);
+    PointEnv env = MakePointEnv(point, run_, window_ns_);
+    env.windows = windows;  // the client's windows of this repetition
+    wl_ = point.variant->make(env);
+    team_ = StartThreads(run_, point, pus, window_ns_, oversub != 0,
+                         counters_.get(), *wl_, &ctx_);
     seconds_ = 0;
     total_ops_ = 0;
     open_layout_ = layout ? layout->Json() : json(nullptr);
     Say(std::string("ok ") + (wl_->fixed_work() ? "1" : "0"));
-  }
-
-  PointEnv Env(const Point& point, int windows) const {
-    const Options& o = run_.opts;
-    PointEnv env;
-    env.topology = run_.topo.get();
-    env.plan = &point.plan;
-    env.threads = point.threads;
-    env.window_ns = window_ns_;
-    env.windows = windows;
-    env.mem_policy = o.mem;
-    env.quick = o.suite == Suite::kQuick;
-    env.fault_sample_period_ns =
-        o.evidence_windows == 0
-            ? 0
-            : static_cast<uint64_t>(o.fault_sampling_s * 1e9 + 0.5);
-    env.evidence_windows = o.evidence_windows;
-    env.oversubscribe = o.oversubscribe;
-    return env;
-  }
-
-  void StartTeam(const Point& point, const std::vector<int>& pus,
-                 bool oversubscribed) {
-    ctx_.clear();
-    for (int i = 0; i < point.threads; ++i) {
-      ThreadCtx c;
-      c.index = i;
-      c.threads = point.threads;
-      c.pu = pus[i];
-      c.numa = point.plan.pus.size() > static_cast<size_t>(i)
-                   ? point.plan.pus[i].numa
-                   : -1;
-      c.window_ns = window_ns_;
-      c.oversubscribed = oversubscribed;
-      ctx_.push_back(c);
-    }
-    team_ = std::make_unique<ThreadTeam>(run_.topo.get(), pus, counters_.get(),
-                                         wl_->page_fault_counters_left_out());
-    wl_->Prepare(point.threads);
-    team_->RunOnAllWithin(
-        [&](int i) {
-          SetSpinYield(ctx_[i].oversubscribed ? SpinYield::kAfterSpins
-                                              : SpinYield::kNever);
-          wl_->SetupThread(ctx_[i]);
-        },
-        SetupTimeoutNs(), point.key + ": the family's SetupThread");
   }
 
   void RunOneWindow() {

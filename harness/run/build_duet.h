@@ -1,4 +1,4 @@
-// Builds in duet (issue 38): the current lockline binary and an earlier build
+// Builds in duet: the current lockline binary and an earlier build
 // run every point's windows in alternation on the same PUs, so that a swing of
 // the machine (a coherence-regime change, a noisy neighbour, a frequency step)
 // hits both builds of a window pair instead of one side of a comparison made
@@ -75,20 +75,17 @@ inline constexpr int kWindowServerProtocol = 1;
 
 /// Repetitions of a one-window (fixed-work) point in a build duet: one window
 /// pair each, and ci/compare.py --builds needs 8 pairs of one coherence regime
-/// for an interval. 20: on this 2-vCPU VM a 2-thread point's repetitions split
-/// between the near and the far regime, and 10 left 4-7 in the larger one
-/// (issue 38).
+/// for an interval. 20: a 2-thread point's repetitions may split between the
+/// near and the far regime, and 10 can leave fewer than 8 in the larger one.
 inline constexpr int kBuildDuetOneWindowRepetitions = 20;
 
 /// Address-space randomization for a build duet: both processes should map
 /// their code, libraries and thread stacks at the same addresses, so that one
-/// binary against itself compares like with like (issue 38: with ASLR on, an
-/// A/A duet of 1-thread pthread_mutex rows read the two processes 3-8 % apart
-/// in every repetition, the sign set by where each process's code landed:
-/// branch predictors and 4 KiB aliasing see virtual addresses; with it off,
-/// -0.0 % [-0.3, +0.2]). When the personality flag ADDR_NO_RANDOMIZE (as
-/// `setarch -R`) is not set, sets it and re-executes /proc/self/exe with the
-/// same arguments (the old build, started later, inherits it); returns only
+/// binary against itself compares like with like (branch predictors and 4 KiB
+/// aliasing see virtual addresses). When the personality flag
+/// ADDR_NO_RANDOMIZE (as `setarch -R`) is not set, sets it and re-executes
+/// /proc/self/exe with the same arguments (the old build, started later,
+/// inherits it); returns only
 /// when it is already set ("off") or cannot be set ("on": e.g. a container's
 /// seccomp profile refuses personality(2); a warning says so once). Called
 /// after every argument is checked and before anything is created.

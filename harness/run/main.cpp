@@ -37,8 +37,8 @@ namespace {
 
 using nlohmann::json;
 
-// The signals that end a run like SIGTERM does (issue 27 item 2): each one
-// restores the settings, and the name printed for it.
+// The signals that end a run like SIGTERM does: each one restores the
+// settings, and the name printed for it.
 constexpr std::pair<int, const char*> kEndSignals[] = {
     {SIGINT, "SIGINT"},   {SIGTERM, "SIGTERM"}, {SIGHUP, "SIGHUP"},
     {SIGQUIT, "SIGQUIT"}, {SIGUSR1, "SIGUSR1"}, {SIGUSR2, "SIGUSR2"},
@@ -140,7 +140,7 @@ const char* SuiteName(Suite s) {
 }
 
 // --plan's line on the cgroup CPU quota of this process: the quota and the
-// thread counts that exceed it (issue 27).
+// thread counts that exceed it.
 std::string QuotaLine(const std::vector<int>& counts) {
   const CgroupCpu& cg = ProcessCgroupCpu();
   if (cg.quota_cpus <= 0)
@@ -316,7 +316,7 @@ void WriteRunContext(RunState& run, const std::string& aslr,
   // harness/machine/padded_slots.h: every array indexed by thread), where it
   // came from and what it applies to; the compile-time padding of singleton
   // shared fields (harness/machine/cpu.h kDestructiveLine) and the line sizes
-  // beside it (issue 27).
+  // beside it.
   ctx["padding"] = PaddingJson(o);
   ctx["padding"]["shared_field_bytes"] = kDestructiveLine;
   ctx["padding"]["cache_line_bytes"] = kCacheLine;
@@ -502,7 +502,7 @@ int MeasurePoints(RunState& run, char** argv) {
     }
   }
   // Settings a run killed outright (SIGKILL, the OOM killer) left changed:
-  // put back before anything is measured (issue 27 item 2).
+  // put back before anything is measured.
   std::vector<std::string> recovered = RecoverPreviousRun();
   for (std::string& w : RecoverTracefsMount())
     recovered.push_back(std::move(w));
@@ -572,8 +572,7 @@ int Main(int argc, char** argv) {
   }
   // The program's own path goes into the result file (context.executable,
   // provenance): invalid UTF-8 there is bad input like an argument's, said
-  // before anything is created (issue 36 R11; it used to end the run with a
-  // raw JSON exception after the run directory existed).
+  // before anything is created.
   for (const std::string& path : {std::string(argv[0]), SelfPath()})
     if (!IsValidUtf8(path))
       return FailWithError(

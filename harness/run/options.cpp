@@ -353,8 +353,7 @@ void CheckBenchmarkFlag(const std::string& arg, Options* o) {
       throw UsageError("bad --benchmark_out value '" + value +
                        "': it names a directory; accepted: a file path");
     // Google Benchmark writes the file at the end and does not check the
-    // write: /dev/full or a FIFO lost the output with exit 0 (issue 27
-    // item 8).
+    // write: /dev/full or a FIFO would lose the output with exit 0.
     if (stat(value.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
       throw UsageError("bad --benchmark_out value '" + value +
                        "': it exists and is not a regular file (a device, "
@@ -366,8 +365,7 @@ void CheckBenchmarkFlag(const std::string& arg, Options* o) {
           "; accepted: a file in an existing writable directory");
   } else if (name == "benchmark_context") {
     // Every comma-separated part is KEY=VALUE with a non-empty key: Google
-    // Benchmark 1.7.1 aborts on "a=b,c" after lockline claimed the run
-    // directory (issue 27 item 8).
+    // Benchmark 1.7.1 aborts on "a=b,c" after the run directory is claimed.
     for (size_t start = 0, comma = 0; comma != std::string::npos;
          start = comma + 1) {
       comma = value.find(',', start);
@@ -508,7 +506,7 @@ void ParseArgument(const std::string& a, Parsed& p) {
     if (a.rfind("--benchmark_filter=", 0) != 0) p.o.benchmark_args.push_back(a);
   } else if (a.rfind("--v=", 0) == 0) {
     // Google Benchmark's verbosity: an integer (1.7.1 aborts on "abc" after
-    // the run directory was claimed; issue 27 item 8).
+    // the run directory is claimed).
     static const std::regex kInt("-?[0-9]{1,9}");
     if (!std::regex_match(a.substr(4), kInt))
       throw UsageError("bad --v value '" + a.substr(4) +
@@ -528,9 +526,8 @@ Options ParseOptions(int argc, char** argv) {
   Options& o = p.o;
   for (int i = 0; i < argc; ++i) o.argv.push_back(argv[i]);
   // Every argument is recorded in lockline.json (context.lockline.argv, and
-  // --out, the filter and --benchmark_context elsewhere): JSON is UTF-8, and
-  // invalid bytes failed the first write with exit 4 after the run directory
-  // was claimed (issue 27 item 6). Refused here, before anything exists.
+  // --out, the filter and --benchmark_context elsewhere): JSON is UTF-8, so
+  // invalid bytes are refused here, before anything exists.
   for (int i = 1; i < argc; ++i)
     if (!IsValidUtf8(argv[i]))
       throw UsageError("argument '" + EscapeForMessage(argv[i]) +

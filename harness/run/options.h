@@ -22,9 +22,9 @@ class UsageError : public std::runtime_error {
 inline constexpr double kDefaultUntilResolvedS = 300;
 
 /// --fault-sampling: task-clock sampling period of the fault family's sampled
-/// clear_page share (bench/fault.cpp), seconds. The default, 2 ms, costs
-/// this project's 2-vCPU KVM guest a few per cent of the faults' CPU time;
-/// accepted 100 us to 100 ms, or off.
+/// clear_page share (bench/fault.cpp), seconds. The default, 2 ms, costs a
+/// KVM guest a few per cent of the faults' CPU time; accepted 100 us to 100
+/// ms, or off.
 inline constexpr double kDefaultFaultSamplingS = 2e-3;
 inline constexpr double kMinFaultSamplingS = 1e-4;
 inline constexpr double kMaxFaultSamplingS = 0.1;
@@ -117,7 +117,7 @@ bool IsValidUtf8(const std::string& text);
 std::string EscapeForMessage(const std::string& text);
 
 /// Prints "lockline: error: MESSAGE" to stderr, escaped (EscapeForMessage:
-/// one line, nothing a terminal interprets; issue 27 item 15); returns 2.
+/// one line, nothing a terminal interprets); returns 2.
 int FailWithError(const std::string& message);
 
 /// Accepted --window range, seconds: 0.1 ms to 10 min.

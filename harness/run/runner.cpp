@@ -29,9 +29,8 @@ constexpr double kProbeSeconds =
 constexpr double kBaselineProbeSeconds =
     0.002;  // each of the 3 baseline probes of a pair
 // The families' first touch of hundreds of MiB (fault, prezero, zeroing)
-// cost 0.9-1.4x a MiB of MeasureFaultInSecondsPerMiB's 16 MiB in two default
-// suites on the 2-vCPU VM (the probe: 4.1-4.3 ms a MiB both times, while the
-// machine's load, and the families' cost, changed by 1.6x between them).
+// costs about a MiB of MeasureFaultInSecondsPerMiB's 16 MiB probe each, and
+// the two follow the machine's load together.
 constexpr double kWorkloadOverProbe = 1.1;
 
 // Google Benchmark's filter semantics (1.7.1): extended regex searched in the
@@ -130,16 +129,15 @@ void BuildPoints(RunState& run) {
           (!v.quick_only || suite == Suite::kQuick))
         run.variants_storage.push_back({fam.name, std::move(v)});
   // variants_storage no longer grows: points may point into it from here on.
-  // One plan per thread count, copied into its points (issue 27 item 13: on
-  // 8192 PUs the full suite's 25000 points planned each count again);
-  // --list needs no plans at all.
+  // One plan per thread count, copied into its points (planning each point
+  // again is slow on thousands of PUs); --list needs no plans at all.
   std::map<int, ThreadPlan> plans;
   for (const auto& [family, v] : run.variants_storage) {
     std::vector<int> counts = v.threads.empty() ? run.counts : v.threads;
     if (v.largest_thread_count_only && !counts.empty()) {
-      // The largest count that leaves the variant's helper its spare PU
-      // (issue 40: a question with a helper thread is asked at usable PUs
-      // minus its helpers), else the largest (refused below with the reason).
+      // The largest count that leaves the variant's helper its spare PU (a
+      // question with a helper thread is asked at usable PUs minus its
+      // helpers), else the largest (refused below with the reason).
       int best = -1;
       for (int n : counts)
         if ((run.opts.oversubscribe ||
@@ -467,25 +465,6 @@ void PlanWindow(PointRun& pr) {
   pr.first_of_instance = run.gb_runs[point.key]++ == 0;
 }
 
-PointEnv MakePointEnv(const Point& point, const RunState& run,
-                      uint64_t window_ns) {
-  PointEnv env;
-  env.topology = run.topo.get();
-  env.plan = &point.plan;
-  env.threads = point.threads;
-  env.window_ns = window_ns;
-  env.windows = point.windows;
-  env.mem_policy = run.opts.mem;
-  env.quick = run.opts.suite == Suite::kQuick;
-  env.fault_sample_period_ns =
-      run.opts.evidence_windows == 0
-          ? 0
-          : static_cast<uint64_t>(run.opts.fault_sampling_s * 1e9 + 0.5);
-  env.evidence_windows = run.opts.evidence_windows;
-  env.oversubscribe = run.opts.oversubscribe;
-  return env;
-}
-
 // Stage 2, preparation. Opens the repetition's address-layout sampling (the
 // structures under test at fresh offsets, harness/machine/memory.h
 // LayoutSampling; its seed mixes a per-process random number, the key and the
@@ -504,37 +483,17 @@ void Prepare(PointRun& pr) {
   // leaves threads free.
   const bool pinned =
       run.pin.policy != PinPolicy::kNone || !point.variant->pus.empty();
-  for (int i = 0; i < point.threads; ++i) {
-    const PuInfo& pu = point.plan.pus[i];
-    pr.pus.push_back(pinned ? pu.os_index : -1);
-    ThreadCtx c;
-    c.index = i;
-    c.threads = point.threads;
-    c.pu = pr.pus.back();
-    c.numa = pu.numa;
-    c.window_ns = pr.window_ns;
-    c.oversubscribed = point.plan.oversubscribed;
-    pr.ctx.push_back(c);
-  }
+  for (int i = 0; i < point.threads; ++i)
+    pr.pus.push_back(pinned ? point.plan.pus[i].os_index : -1);
   pr.team =
-      std::make_unique<ThreadTeam>(run.topo.get(), pr.pus, run.counters.get(),
-                                   pr.wl->page_fault_counters_left_out());
-  pr.wl->Prepare(point.threads);
-  pr.team->RunOnAllWithin(
-      [&](int i) {
-        // Kernel spinlock waiters never yield; only an oversubscribed
-        // point's do.
-        SetSpinYield(pr.ctx[i].oversubscribed ? SpinYield::kAfterSpins
-                                              : SpinYield::kNever);
-        pr.wl->SetupThread(pr.ctx[i]);
-      },
-      SetupTimeoutNs(), point.key + ": the family's SetupThread");
+      StartThreads(run, point, pr.pus, pr.window_ns, point.plan.oversubscribed,
+                   run.counters.get(), *pr.wl, &pr.ctx);
 }
 
 // The CFS bandwidth throttling of lockline's cgroup during the windows
 // (`before` read at their start). A point with more threads than the quota
-// measures the CFS bandwidth controller: said on the row (issue 27), also
-// when nothing was throttled in this repetition.
+// measures the CFS bandwidth controller: said on the row, also when nothing
+// was throttled in this repetition.
 void NoteThrottling(PointRun& pr, const CpuThrottle& before) {
   const CpuThrottle after = ReadCpuThrottle(ProcessCgroupCpu());
   if (before.ok && after.ok)
@@ -605,10 +564,10 @@ void RunWindows(PointRun& pr) {
 // Stage 4, verification. Reads the counters and the placement the kernel
 // reports, tears the threads down and takes the workload's report. Sets
 // pr.failure: what stopped the point (a refused setup, a task that could not
-// run) said as such, then a broken invariant (issue 36 R10), then a pinned
-// thread found on, or bound to, another PU than planned: it measured another
-// placement, so the row is kept, marked as an error, and so left out of every
-// comparison and plot (issue 27).
+// run) said as such, then a broken invariant, then a pinned thread found on,
+// or bound to, another PU than planned: it measured another placement, so the
+// row is kept, marked as an error, and so left out of every comparison and
+// plot.
 void Verify(PointRun& pr) {
   pr.readings = pr.team->ReadCounters();
   json& placement = pr.rec["placement"];
@@ -758,9 +717,9 @@ void FinishTiming(PointRun& pr) {
 // (W = windows: 2 in --quick, 3 by default, 5 in --full); the rows leave W
 // out, so the same point has the same name in every suite and Google's
 // tools/compare.py, which pairs rows by name, pairs a --quick run with a
-// default one (issue 28). len(windows) keeps W. Google Benchmark's time fields
-// are per operation (iterations = operations: harness/record/rows.h), so its
-// tools compare throughput.
+// default one. len(windows) keeps W. Google Benchmark's time fields are per
+// operation (iterations = operations: harness/record/rows.h), so its tools
+// compare throughput.
 json RowOf(PointRun& pr) {
   RunState& run = pr.run;
   const std::string name = pr.point.key + "/manual_time";
@@ -835,7 +794,7 @@ void RecordRepetition(PointRun& pr) {
   run.results->EditRows(RelabelCoherence);
   // An extra round of --until-resolved: the key's aggregates follow every new
   // repetition, so a run interrupted mid-round has aggregates that agree with
-  // its iteration rows (issue 27 item 7: 12 vs 13 repetitions).
+  // its iteration rows.
   if (run.resolve_round > 0)
     run.results->EditRows(
         [&](json& doc) { return UpdateAggregates(doc, key); });
@@ -866,12 +825,11 @@ void RecordRepetition(PointRun& pr) {
 // every one ends with the planned iteration count (a repetition failing
 // before its loop had 0: Check `run_iterations == run.iterations`, abort,
 // exit 134) and the first one of the instance is not an error (its report has
-// no statistics: SIGSEGV when later ones succeed). Either killed the run and
-// every later point (issue 36 R1). So a failed repetition always ends its loop
-// at the planned count, and the instance's first one is reported to Google
-// Benchmark as a run labelled with the error (lockline's row says
-// error_occurred; its aggregates, and lockline's, leave it out); later ones
-// are SkipWithError.
+// no statistics: SIGSEGV when later ones succeed). So a failed repetition
+// always ends its loop at the planned count, and the instance's first one is
+// reported to Google Benchmark as a run labelled with the error (lockline's
+// row says error_occurred; its aggregates, and lockline's, leave it out);
+// later ones are SkipWithError.
 void FailRepetition(PointRun& pr, const std::string& why) {
   if (!pr.first_of_instance)
     pr.state.SkipWithError(why.c_str());
@@ -889,9 +847,8 @@ void FailRepetition(PointRun& pr, const std::string& why) {
 // Stage 6, the record. The point's threads, tasks and descriptors go first:
 // joining the threads and freeing the workload (unmapping, reaping forked
 // tasks) is part of the repetition's cost, and the result file is written
-// after them, so a tight fd limit fails the point, not the write (issue 27
-// item 14). Then the row: an error (FailRepetition) or the measurement with
-// its warnings.
+// after them, so a tight fd limit fails the point, not the write. Then the
+// row: an error (FailRepetition) or the measurement with its warnings.
 void RecordRow(PointRun& pr) {
   pr.team.reset();
   pr.wl.reset();
@@ -905,6 +862,57 @@ void RecordRow(PointRun& pr) {
 }
 
 }  // namespace
+
+std::unique_ptr<ThreadTeam> StartThreads(
+    const RunState& run, const Point& point, const std::vector<int>& pus,
+    uint64_t window_ns, bool oversubscribed, CounterSession* counters,
+    Workload& wl, std::vector<ThreadCtx>* ctx) {
+  ctx->clear();
+  for (int i = 0; i < point.threads; ++i) {
+    ThreadCtx c;
+    c.index = i;
+    c.threads = point.threads;
+    c.pu = pus[i];
+    c.numa = point.plan.pus.size() > static_cast<size_t>(i)
+                 ? point.plan.pus[i].numa
+                 : -1;
+    c.window_ns = window_ns;
+    c.oversubscribed = oversubscribed;
+    ctx->push_back(c);
+  }
+  auto team = std::make_unique<ThreadTeam>(run.topo.get(), pus, counters,
+                                           wl.page_fault_counters_left_out());
+  wl.Prepare(point.threads);
+  team->RunOnAllWithin(
+      [&](int i) {
+        // Kernel spinlock waiters never yield; only an oversubscribed
+        // point's do.
+        SetSpinYield((*ctx)[i].oversubscribed ? SpinYield::kAfterSpins
+                                              : SpinYield::kNever);
+        wl.SetupThread((*ctx)[i]);
+      },
+      SetupTimeoutNs(), point.key + ": the family's SetupThread");
+  return team;
+}
+
+PointEnv MakePointEnv(const Point& point, const RunState& run,
+                      uint64_t window_ns) {
+  PointEnv env;
+  env.topology = run.topo.get();
+  env.plan = &point.plan;
+  env.threads = point.threads;
+  env.window_ns = window_ns;
+  env.windows = point.windows;
+  env.mem_policy = run.opts.mem;
+  env.quick = run.opts.suite == Suite::kQuick;
+  env.fault_sample_period_ns =
+      run.opts.evidence_windows == 0
+          ? 0
+          : static_cast<uint64_t>(run.opts.fault_sampling_s * 1e9 + 0.5);
+  env.evidence_windows = run.opts.evidence_windows;
+  env.oversubscribe = run.opts.oversubscribe;
+  return env;
+}
 
 // A point's path: plan its window, prepare its team and workload, run the
 // windows, verify, record. A stage that throws fails the repetition with its

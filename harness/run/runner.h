@@ -23,6 +23,8 @@
 
 namespace lockline {
 
+class ThreadTeam;
+
 /// One point: a family's variant at one thread count, planned.
 struct Point {
   std::string
@@ -98,7 +100,7 @@ struct RunState {
   int resolve_round = 0;
   /// Google Benchmark runs of each key in its round (gb_round: the
   /// resolve_round they belong to): RunPoint reports an instance's first
-  /// failed repetition differently (issue 36 R1).
+  /// failed repetition differently (FailRepetition).
   int gb_round = -1;
   std::map<std::string, int> gb_runs;
   /// Finalize() marks the file finished (false while extra rounds follow).
@@ -188,13 +190,30 @@ class LocklineReporter : public benchmark::BenchmarkReporter {
 /// repetition, so every repetition of every run places its structures anew.
 uint64_t RepetitionLayoutSeed(const std::string& key, int repetition);
 
+/// What `point`'s workload is made with (Variant::make) for windows of
+/// `window_ns`: its topology, plan, threads and windows, and the run's options
+/// that reach the families (--mem, --quick, --fault-sampling, --evidence,
+/// --oversubscribe). The build duet's server makes its side's workload with it.
+PointEnv MakePointEnv(const Point& point, const RunState& run,
+                      uint64_t window_ns);
+
+/// `point`'s thread contexts (into `ctx`) on `pus` (OS indices, -1:
+/// unpinned) for windows of `window_ns`, its thread team counting
+/// `counters`' events, and `wl`'s Prepare and every thread's SetupThread
+/// (bounded by SetupTimeoutNs). Used by a point's repetition and by the build
+/// duet's server, so both sides of a duet start their threads alike.
+std::unique_ptr<ThreadTeam> StartThreads(
+    const RunState& run, const Point& point, const std::vector<int>& pus,
+    uint64_t window_ns, bool oversubscribed, CounterSession* counters,
+    Workload& wl, std::vector<ThreadCtx>* ctx);
+
 /// Flags the window pairs of a paired row's details.duet
 /// (harness/measure/duet.h) that hold an overrun window: `windows` is the row's
 /// per-window list (`overrun` each) in the order of duet["sides"]; measured
 /// pair k is the k-th two of its `a`/`b` windows. Sets pairs[k]["overrun"]
 /// (true/false) and duet["overrun_pairs"] (the count), returned. A malformed
 /// duet object is left alone (returns 0). Only those pairs leave the
-/// comparison (plots/stats.py), not the repetition (issue 39).
+/// comparison (plots/stats.py), not the repetition.
 int MarkOverrunPairs(nlohmann::json& duet, const nlohmann::json& windows);
 
 /// Formats seconds as "1m05s" / "42s" / "1h02m".

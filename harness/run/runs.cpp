@@ -70,8 +70,8 @@ int RunChild(const std::string& exe, const std::vector<std::string>& args) {
   if (pid < 0) return 1;
   if (pid == 0) {
     // A parent killed outright (SIGKILL, the OOM killer) must not leave its
-    // current run measuring on: the child gets SIGTERM when the parent dies
-    // (issue 48 S7), and ends now if that happened before prctl.
+    // current run measuring on: the child gets SIGTERM when the parent dies,
+    // and ends now if that happened before prctl.
     prctl(PR_SET_PDEATHSIG, SIGTERM);
     if (getppid() != parent) _exit(128 + SIGTERM);
     execv(exe.c_str(), cargs.data());
@@ -151,11 +151,10 @@ int RunIndependentProcesses(int argc, char** argv, const Options& o) {
   // The N runs time the same work: the per-process calibrations (ThinkNs,
   // work_ns:cal's fault and model cost per page) are measured by the first
   // run and read by the others (harness/measure/shared_calibration.h), inside
-  // the run directory. Without it, two processes calibrate work ~10 % apart
-  // (1502 / 1655 / 1547 ns per page in three runs here), and every work_ns:cal
-  // row differs between runs by that much, which is not run-to-run noise of the
-  // measurement. Addresses, the host's vCPU pair and the page cache still
-  // change with each process.
+  // the run directory. Without it, processes calibrate work several per cent
+  // apart and every work_ns:cal row differs between runs by that much, which
+  // is not run-to-run noise of the measurement. Addresses, the host's vCPU
+  // pair and the page cache still change with each process.
   std::string calibration;
   if (std::getenv(kSharedCalibrationEnv) == nullptr) {
     calibration = dir + "/calibration";

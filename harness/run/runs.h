@@ -1,4 +1,4 @@
-// --runs=N (issue 39): a reproducibility check users can run. N independent
+// --runs=N: a reproducibility check users can run. N independent
 // lockline processes, one after the other, each a whole run (its own
 // coherence baselines, calibration, address layouts and --budget) into
 // RUN_DIR/run-1 .. RUN_DIR/run-N; then plots/reproduce.py computes every

@@ -222,8 +222,7 @@ struct Outcome {
 
 // Records the outcome in the context, marks the file finished and prints
 // the last line. When verdicts.py failed, how many comparisons are open is
-// not known: null, never 0 (issue 27 item 7: it recorded open 0 and exited
-// 0); returns false then.
+// not known: null, never 0; returns false then.
 bool RecordOutcome(RunState& run, const Outcome& out) {
   run.progress_note.clear();
   RelabelCoherence(run.results->doc_mutable());
@@ -263,9 +262,8 @@ bool RunUntilResolved(RunState& run, benchmark::BenchmarkReporter& reporter) {
   Outcome out;
   out.start_ns = NowNs();
   const double budget = run.opts.until_resolved_s;
-  // The statistics count against the time limit, which holds (issue 36 R12:
-  // a hanging verdicts.py ran 60 s past it); each round leaves the time the
-  // last verdicts took for the next ones.
+  // The statistics count against the time limit, which holds; each round
+  // leaves the time the last verdicts took for the next ones.
   const uint64_t deadline = out.start_ns + static_cast<uint64_t>(budget * 1e9);
   // Seconds per repetition, from the planned pass, then from each round.
   double rep_s =

@@ -26,9 +26,8 @@ std::string PlotsDir();
 
 /// Async-signal-safe: SIGKILLs the verdicts.py child when one is running (the
 /// interrupt handler of harness/run/main.cpp calls it, so the child ends with
-/// lockline instead of writing into the interrupted run directory later;
-/// issue 36 R12). The child also gets SIGKILL should lockline die outright
-/// (PR_SET_PDEATHSIG).
+/// lockline instead of writing into the interrupted run directory later).
+/// The child also gets SIGKILL should lockline die outright (PR_SET_PDEATHSIG).
 void KillVerdictsChild();
 
 /// Validation of --until-resolved before anything is created: "" when the run

@@ -1,6 +1,6 @@
 """Issue 35: figures that read. Every figure of a recorded default-suite run (this VM's,
 tests/python/fixtures/consistency/vm-default) and of the 16-core run (tests/fixtures/
-big-machine, README there) is drawn and checked with figures.figure_problems, which measures
+big-machine, README there) is drawn and checked with figure_problems (below), which measures
 every text's extent with matplotlib's Agg renderer: no text outside the canvas, no two text
 boxes overlapping, at most 8 series in one panel, no repeated legend label. The checker itself
 is tested on figures built to break each rule."""
@@ -16,9 +16,84 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "plots"))
 
-from figures import (MAX_SERIES, figure_problems, narrow_variants, new_figure,  # noqa: E402
-                     plt, verdict_figure)
+from figures import (MAX_SERIES, Figure, narrow_variants, new_figure, plt,  # noqa: E402
+                     verdict_figure)
 from lockline_results import Point, load_runs  # noqa: E402
+
+
+def _panel_series(ax) -> list:
+    """Labels of the data series drawn in `ax`: labelled lines, bar containers and
+    collections, without helper entries (ideal/USL lines, regime and overrun markers, fits)."""
+    helpers = ("ideal", "USL", "other coherence regime", "overrun window", "fit", "seed",
+               "interval", "model", "4·lg", "2^(")
+    _, labels = ax.get_legend_handles_labels()
+    return [lab for lab in labels if not any(lab.startswith(h) or h in lab for h in helpers)]
+
+
+def figure_problems(fig: Figure, name: str = "") -> list:
+    """Readability problems of a drawn figure, from the Agg renderer's text
+    extents (display pixels): text outside the canvas (clipped titles, captions), two visible
+    text boxes overlapping (tick labels, titles, bar labels, '1e6' offsets, colour-bar
+    labels, legends), more than MAX_SERIES series in one panel, a legend repeating a label.
+    Returns one sentence per problem ([] = readable)."""
+    from matplotlib.text import Text
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    width, height = fig.bbox.width, fig.bbox.height
+    problems: list = []
+    boxes = []
+    # Tick labels exist for ticks outside the view limits too; matplotlib draws only those of
+    # the ticks _update_ticks returns.
+    tick_labels, drawn = set(), set()
+    for ax in fig.axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            for tick in axis.get_major_ticks() + axis.get_minor_ticks():
+                tick_labels.update((id(tick.label1), id(tick.label2)))
+            for tick in axis._update_ticks():
+                drawn.update((id(tick.label1), id(tick.label2)))
+    for text in fig.findobj(Text):
+        if not text.get_visible() or not text.get_text().strip() or text.get_alpha() == 0:
+            continue
+        if id(text) in tick_labels and id(text) not in drawn:
+            continue
+        try:
+            box = text.get_window_extent(renderer)
+        except (RuntimeError, ValueError):
+            continue
+        if box.width <= 0 or box.height <= 0:
+            continue
+        label = text.get_text().replace("\n", " ")[:60]
+        tol = 1.0
+        if box.x0 < -tol or box.y0 < -tol or box.x1 > width + tol or box.y1 > height + tol:
+            problems.append(f"{name}: text outside the canvas: {label!r}")
+        boxes.append((box, label, text))
+    for i in range(len(boxes)):
+        a, la, ta = boxes[i]
+        for j in range(i + 1, len(boxes)):
+            b, lb, tb = boxes[j]
+            w = min(a.x1, b.x1) - max(a.x0, b.x0)
+            h = min(a.y1, b.y1) - max(a.y0, b.y0)
+            # A pixel of touching is rounding, not overlap.
+            if w > 1.5 and h > 1.5:
+                problems.append(f"{name}: text boxes overlap: {la!r} and {lb!r}")
+    for k, ax in enumerate(fig.axes):
+        series = _panel_series(ax)
+        title = ax.get_title() or f"panel {k + 1}"
+        if len(series) > MAX_SERIES:
+            problems.append(f"{name}: {len(series)} series in panel {title!r} (> {MAX_SERIES})")
+        legend = ax.get_legend()
+        if legend is not None:
+            texts = [t.get_text() for t in legend.get_texts()]
+            dup = sorted({t for t in texts if texts.count(t) > 1})
+            if dup:
+                problems.append(f"{name}: legend of panel {title!r} repeats {dup}")
+    for legend in fig.legends:
+        texts = [t.get_text() for t in legend.get_texts()]
+        dup = sorted({t for t in texts if texts.count(t) > 1})
+        if dup:
+            problems.append(f"{name}: figure legend repeats {dup}")
+    return problems
+
 
 RUNS = {
     "vm-default": os.path.join(HERE, "fixtures", "consistency", "vm-default",
