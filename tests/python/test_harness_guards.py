@@ -188,7 +188,9 @@ def test_quota_warns_for_every_point_above_it(tmp_path, version, quota, over):
             flagged = r.get("cgroup", {}).get("over_quota", False)
             assert flagged == (r["threads"] in over), r["lockline_key"]
             if flagged:
-                assert "exceed the cgroup CPU quota" in r["warning"]
+                n = r["threads"]  # issue 48: "1 thread exceeds", not "1 threads exceed"
+                verb = "1 thread exceeds" if n == 1 else f"{n} threads exceed"
+                assert f"{verb} the cgroup CPU quota" in r["warning"]
     finally:
         for _ in range(50):
             try:
