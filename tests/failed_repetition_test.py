@@ -21,6 +21,8 @@ import sys
 import tempfile
 import time
 
+from sysctl_restore_test import high_fraction_8_keys
+
 SYSCTL = "/proc/sys/vm/percpu_pagelist_high_fraction"
 
 
@@ -94,10 +96,7 @@ def main():
     if os.geteuid() != 0 or not os.path.exists(SYSCTL):
         print(f"skipped: needs root and {SYSCTL}")
         return 77
-    keys = [line.split("\t")[0] for line in subprocess.run(
-        [binary, "--full", "--list"], capture_output=True, text=True).stdout.splitlines()
-        if line.startswith("kernel_zone/") and "high_fraction:8/" in line
-        and "tasks:threads" in line]
+    keys = high_fraction_8_keys(binary, "tasks:threads")
     if not keys:
         print("skipped: no kernel_zone high_fraction:8 threads point")
         return 77

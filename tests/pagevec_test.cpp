@@ -314,14 +314,20 @@ TEST(PagevecKernel58, LruSizesAndCountersAddUp) {
   }
 }
 
+// A 15-slot pagevec of kernel `k` with the reclaim scanner on.
+Config ScannerConfig(Kernel k) {
+  Config cfg;
+  cfg.slots = 15;
+  cfg.kernel = k;
+  cfg.scanner = true;
+  return cfg;
+}
+
 // The reclaim scanner: 4 threads and a scanner on one lock, both kernels;
 // pages conserved, every release it took over freed, its cycles counted.
 TEST(PagevecScanner, IsolatesAndPutsBackWithoutLosingPages) {
   for (const Kernel k : {Kernel::k269, Kernel::k58}) {
-    Config cfg;
-    cfg.slots = 15;
-    cfg.kernel = k;
-    cfg.scanner = true;
+    const Config cfg = ScannerConfig(k);
     auto w = MakePagevecWorkload(TestEnv(4), "ticket", "", cfg);
     const PointReport r = Drive(*w, 4, 0.2);
     EXPECT_EQ(w->Verify(), "") << KernelName(k);
@@ -332,6 +338,8 @@ TEST(PagevecScanner, IsolatesAndPutsBackWithoutLosingPages) {
     EXPECT_GE(sc["acquisitions"].get<uint64_t>(),
               2 * sc["cycles"].get<uint64_t>());
     EXPECT_GT(MetricOf(r, "scanner_acquisitions_per_page"), 0.0);
+    // Where the scanner ran, down to its L3 and CPU kind (issue 48).
+    EXPECT_TRUE(sc.contains("helper_l3") && sc.contains("helper_kind"));
   }
 }
 
@@ -341,10 +349,7 @@ TEST(PagevecScanner, IsolatesAndPutsBackWithoutLosingPages) {
 // Exact: every cycle takes its holds whatever it isolates.
 TEST(PagevecScanner, ReclaimHoldsPer32PagesFollowTheKernel) {
   for (const Kernel k : {Kernel::k58, Kernel::k269}) {
-    Config cfg;
-    cfg.slots = 15;
-    cfg.kernel = k;
-    cfg.scanner = true;
+    Config cfg = ScannerConfig(k);
     cfg.release = k == Kernel::k58 ? Release::kNone : Release::kUnmap;
     cfg.work_ns = 500;
     auto w = MakePagevecWorkload(TestEnv(1), EraLock(k), "", cfg);

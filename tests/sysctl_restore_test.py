@@ -23,14 +23,22 @@ def read():
         return f.read().strip()
 
 
+def high_fraction_8_keys(binary, *parts):
+    """The --full suite's kernel_zone keys that set high_fraction 8 and hold every one of
+    `parts` (failed_repetition_test.py uses it too)."""
+    listed = subprocess.run([binary, "--full", "--list"], capture_output=True,
+                            text=True).stdout.splitlines()
+    return [line.split("\t")[0] for line in listed
+            if line.startswith("kernel_zone/") and "high_fraction:8/" in line
+            and all(p in line for p in parts)]
+
+
 def main():
     binary = sys.argv[1]
     if os.geteuid() != 0 or not os.path.exists(SYSCTL):
         print(f"skipped: needs root and {SYSCTL}")
         return 77
-    keys = [line.split("\t")[0] for line in subprocess.run(
-        [binary, "--full", "--list"], capture_output=True, text=True).stdout.splitlines()
-        if line.startswith("kernel_zone/") and "high_fraction:8/" in line]
+    keys = high_fraction_8_keys(binary)
     if not keys:
         print("skipped: no kernel_zone high_fraction:8 point")
         return 77

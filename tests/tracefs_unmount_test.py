@@ -52,6 +52,22 @@ def tracefs_mounted():
     return any(point == TRACEFS and fstype == "tracefs" for point, fstype in mounts())
 
 
+def start_until_mounted(args, case, env=None):
+    """Starts lockline and waits (up to 240 s) until it has mounted tracefs; None, with a FAIL
+    line, when it exits or times out first."""
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=env)
+    deadline = time.monotonic() + 240
+    while not tracefs_mounted() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    if tracefs_mounted():
+        return proc
+    proc.kill()
+    _, err = proc.communicate()
+    print(f"FAIL {case}: lockline (exit {proc.returncode}) never mounted tracefs: {err}")
+    return None
+
+
 def unmount_all(point):
     """Unmounts every mount stacked on `point` (in this namespace only)."""
     while any(p == point for p, _ in mounts()):
@@ -86,14 +102,8 @@ def inside(case, binary, key, out):
             "--events=none", f"--out={out}",
             "--benchmark_repetitions=" + ("400" if case == "sigterm" else "1")]
     if case == "sigterm":
-        proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        deadline = time.monotonic() + 240
-        while not tracefs_mounted() and proc.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.01)
-        if not tracefs_mounted():
-            proc.kill()
-            _, err = proc.communicate()
-            print(f"FAIL sigterm: lockline (exit {proc.returncode}) never mounted tracefs: {err}")
+        proc = start_until_mounted(args, "sigterm")
+        if proc is None:
             return 1
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=120)
@@ -137,17 +147,10 @@ def inside(case, binary, key, out):
 def sigkill_case(binary, key, out):
     """The sigkill case (inside the namespace): see the module docstring."""
     env = dict(os.environ, LOCKLINE_STATE_DIR=tempfile.mkdtemp(prefix="lockline-state-"))
-    proc = subprocess.Popen([binary, f"--benchmark_filter=^{re.escape(key)}$", "--threads=1",
-                             "--window=2ms", "--events=none", f"--out={out}",
-                             "--benchmark_repetitions=400"], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=env)
-    deadline = time.monotonic() + 240
-    while not tracefs_mounted() and proc.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.01)
-    if not tracefs_mounted():
-        proc.kill()
-        _, err = proc.communicate()
-        print(f"FAIL sigkill: lockline (exit {proc.returncode}) never mounted tracefs: {err}")
+    proc = start_until_mounted([binary, f"--benchmark_filter=^{re.escape(key)}$",
+                                "--threads=1", "--window=2ms", "--events=none", f"--out={out}",
+                                "--benchmark_repetitions=400"], "sigkill", env)
+    if proc is None:
         return 1
     proc.send_signal(signal.SIGKILL)
     proc.communicate(timeout=120)
