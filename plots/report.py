@@ -5,7 +5,7 @@
 
 Draws the run's figures into RUN_DIR/plots/ (plot.py's functions), writes RUN_DIR/verdicts.json
 (plots/verdicts.py) and then RUN_DIR/report.html: one section per seed question of
-BACKGROUND.md (the question, its verdict lines: effects with 95 % intervals from one coherence
+docs/experiments.md (the question, its verdict lines: effects with 95 % intervals from one coherence
 regime, or "not resolved on this machine" / "too few same-regime repetitions"; its figure; a
 table of the seed discussion's figures next to the ones measured here, "not run" where the
 family is absent; the real kernel's rows beside the model's; for pre-zeroing the burst/pool

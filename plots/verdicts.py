@@ -4,11 +4,11 @@
     plots/verdicts.py RUN_DIR [--min-effect PCT] [--quiet]
 
 COMPARISONS below is the one place that says which row keys answer which of the five seed
-questions (BACKGROUND.md; question ids "000".."004" = report sections q1..q5). For each
+questions (docs/experiments.md; question ids "000".."004" = report sections q1..q5). For each
 comparison present in the run, the effect of the variant against the base at one thread count
 comes from plots/stats.py (ratio of medians with a 95 % bootstrap interval from the
-repetitions of one coherence regime). Writes RUN_DIR/verdicts.json (format in HELPERS.md's
-contract and results/SCHEMA.md), prints one verdict line per comparison, and exits 0; 2 with
+repetitions of one coherence regime). Writes RUN_DIR/verdicts.json (format in
+results/SCHEMA.md), prints one verdict line per comparison, and exits 0; 2 with
 one `verdicts.py: error:` line on bad input. `lockline --until-resolved` re-runs the base_key
 and variant_key of every verdict whose `resolved` is false.
 """
