@@ -609,7 +609,7 @@ def load_run(path: str) -> Run:
 # iteration (`threads` times the older value for the same run) and its rates (items_per_second,
 # bytes_per_second) are per thread. ci/compare.py refuses time rows across the change.
 GB_THREADED_TIME_CHANGE = (1, 9, 0)
-_PER_THREAD_RATES = ("items_per_second", "bytes_per_second")
+PER_THREAD_RATES = ("items_per_second", "bytes_per_second")
 
 
 def gb_library_version(context: Dict[str, Any]) -> Optional[Tuple[int, ...]]:
@@ -625,7 +625,7 @@ def gb_library_version(context: Dict[str, Any]) -> Optional[Tuple[int, ...]]:
 def normalise_threaded_time(points: List[Point], version: Optional[Tuple[int, ...]]
                             ) -> List[str]:
     """Put a >= 1.9.0 file's threaded rows in the older semantics: real_time_ns / threads,
-    throughput_per_s from it, _PER_THREAD_RATES x threads (cv aggregates are ratios and stay).
+    throughput_per_s from it, PER_THREAD_RATES x threads (cv aggregates are ratios and stay).
     Returns one warning when a row was converted."""
     if version is None or version < GB_THREADED_TIME_CHANGE:
         return []
@@ -639,7 +639,7 @@ def normalise_threaded_time(points: List[Point], version: Optional[Tuple[int, ..
             if "throughput_per_s" in m and m["real_time_ns"] > 0 and p.aggregate in (
                     None, "mean", "median"):
                 m["throughput_per_s"] = 1e9 / m["real_time_ns"]
-        for rate in _PER_THREAD_RATES:
+        for rate in PER_THREAD_RATES:
             if rate in m:
                 m[rate] *= p.threads
         changed += 1
