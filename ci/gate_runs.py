@@ -84,11 +84,6 @@ def file_finished(doc):
     return value if isinstance(value, bool) else None
 
 
-def _row_overrun(row):
-    windows = row.get("windows") if isinstance(row.get("windows"), list) else []
-    return row.get("overrun") is True or any(isinstance(w, dict) and w.get("overrun") is True
-                                             for w in windows)
-
 
 def _file_samples(doc, path, side):
     """A file's iteration rows; a file of aggregates only gives its mean rows, with a note."""
@@ -133,7 +128,7 @@ def _sample(r, key, path, context):
     return {"values": values, "threads": threads, "foreign": foreign,
             "coherence": coherence.get("label") if isinstance(coherence, dict) else None,
             "placement": r.get("placement") if isinstance(r.get("placement"), dict) else None,
-            "layout": params.get("layout"), "overrun": _row_overrun(r),
+            "layout": params.get("layout"), "overrun": results.row_overrun(r),
             "identity": results.row_identity(r, context),
             "pairs": results.row_duet_pairs(r)}
 

@@ -360,17 +360,10 @@ class Run:
         return self.lockline.get("emulated") is True or any(p.emulated for p in self.points)
 
     def overrun_keys(self) -> List[str]:
-        seen: Dict[str, None] = {}
-        for p in self.points:
-            if p.overrun:
-                seen.setdefault(p.key, None)
-        return list(seen)
+        return list(dict.fromkeys(p.key for p in self.points if p.overrun))
 
     def families(self) -> List[str]:
-        seen: Dict[str, None] = {}
-        for p in self.points:
-            seen.setdefault(p.family, None)
-        return list(seen)
+        return list(dict.fromkeys(p.family for p in self.points))
 
 
 def _number(value: Any) -> Optional[float]:
@@ -476,9 +469,6 @@ def _point_from_row(row: Dict[str, Any]) -> Optional[Point]:
         return None
     coherence = row.get("coherence")
     regime_ns = _number(coherence.get("regime_ns")) if isinstance(coherence, dict) else None
-    windows = row.get("windows") if isinstance(row.get("windows"), list) else []
-    overrun = bool(row.get("overrun") is True or any(
-        isinstance(w, dict) and w.get("overrun") is True for w in windows))
     label = coherence.get("label") if isinstance(coherence, dict) else None
     return Point(
         family=family,
@@ -492,10 +482,17 @@ def _point_from_row(row: Dict[str, Any]) -> Optional[Point]:
         coherence=label if isinstance(label, str) else "unknown",
         regime_ns=regime_ns,
         key=row_key(row),
-        overrun=overrun,
+        overrun=row_overrun(row),
         emulated=row.get("emulated") is True,
         row=row,
     )
+
+
+def row_overrun(row: Dict[str, Any]) -> bool:
+    """The row, or one of its windows, overran its bound."""
+    windows = row.get("windows") if isinstance(row.get("windows"), list) else []
+    return row.get("overrun") is True or any(isinstance(w, dict) and w.get("overrun") is True
+                                             for w in windows)
 
 
 def _merge_single_point_families(points: List[Point]) -> None:

@@ -3,22 +3,12 @@
 
 Usage: plots/reproduce.py RUN_DIR [--min-effect PCT] [--quiet]
 
-RUN_DIR is a `lockline --runs=N` directory (harness/run/runs.h: RUN_DIR/run-1 .. run-N, each a
-whole run; `lockline --runs=N` calls this tool at its end) or any directory of run-K
-subdirectories. Writes each run's own RUN_DIR/run-K/verdicts.json (plots/verdicts.py) and
-RUN_DIR/verdicts.json: every comparison computed ONCE over the repetitions of all runs (the
-same computation as one run's verdict, plots/verdicts.py and plots/stats.py: repetitions, now
-from N processes, are the resampling units, so the interval carries what changes from one
-process to the next), plus, per verdict (results/SCHEMA.md "Several runs"):
-
-    runs          N (runs holding the comparison)
-    held_in_runs  how many runs' own verdicts give the same answer (stats.answer: an effect of
-                  the same sign, "no effect of 5 % or more", not resolved, too few)
-    per_run       each run's own effect, interval, status and answer
-    reproduced    among the runs whose own verdict is resolved in one coherence regime: does
-                  each one's (rerun) interval contain every other one's effect (null with
-                  fewer than two such runs)
-and `run_pairs` over all of them (compared, contained, other_regime, sign_flips).
+RUN_DIR is a `lockline --runs=N` directory (harness/run/runs.h; lockline calls this tool at its
+end) or any directory of run-K subdirectories. Writes each run's own RUN_DIR/run-K/verdicts.json
+and RUN_DIR/verdicts.json: every comparison computed ONCE over the repetitions of all runs (as
+one run's verdict: repetitions, now from N processes, are the resampling units, so the interval
+carries what changes from one process to the next), with how many runs' own verdicts agree
+(results/SCHEMA.md "Several runs": runs, held_in_runs, per_run, reproduced, run_pairs).
 
 Exit 0; 2 with one `reproduce.py: error:` line for a bad directory.
 """

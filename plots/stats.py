@@ -87,18 +87,13 @@ def resampled_medians(values: np.ndarray, rng: np.random.Generator,
 def regime_rank(label: str) -> Tuple[int, int, str]:
     """Sort key of a regime label, fastest first: near, baseline (older files), far, regime3,
     ... (harness/measure/coherence.h ranks them by latency), shifted, then by name."""
-    if label == "near":
-        return (0, 1, label)
-    if label == "baseline":
-        return (1, 0, label)
-    if label == "far":
-        return (2, 2, label)
     match = re.fullmatch(r"regime(\d+)", label)
-    if match:
-        return (2, int(match.group(1)), label)
-    if label == "shifted":
-        return (4, 0, label)
-    return (5, 0, label)
+    if label in _RANKS:
+        return _RANKS[label] + (label,)
+    return (2, int(match.group(1)), label) if match else (5, 0, label)
+
+
+_RANKS = {"near": (0, 1), "baseline": (1, 0), "far": (2, 2), "shifted": (4, 0)}
 
 
 def majority_regime(labels: Iterable[str]) -> str:
@@ -346,24 +341,20 @@ class Comparison:
 
     def text(self) -> str:
         head = f"{self.label}: " if self.label else ""
-        if (self.status == "too_few" and self.method == "paired" and self.units is not None
-                and self.units < MIN_PAIR_REPETITIONS and self.n_base >= MIN_PAIRS):
-            where = f" in the {self.regime} regime" if self.regime else ""
-            return (f"{head}not resolved here: too few repetitions ({self.units}{where}, "
-                    f"{self.n_base} window pairs; an interval that covers a rerun needs "
-                    f"{MIN_PAIR_REPETITIONS})")
-        if self.status == "too_few" and self.method in ("paired", "pair_effects"):
-            where = f" in the {self.regime} regime" if self.regime else ""
-            have = min(self.n_base, self.n_variant)
-            total = max(self.total_base, self.total_variant)
-            return (f"{head}too few window pairs ({have} of {total}{where}; "
-                    f"an interval needs {MIN_PAIRS})")
         if self.status == "too_few":
+            where = f" in the {self.regime} regime" if self.regime else ""
             have = min(self.n_base, self.n_variant)
             total = max(self.total_base, self.total_variant)
-            where = (f" in the {self.regime} regime" + (f" ({ns_text(self.regime_ns)} ns)"
-                                                        if self.regime_ns else "")
-                     if self.regime else "")
+            if (self.method == "paired" and self.units is not None
+                    and self.units < MIN_PAIR_REPETITIONS and self.n_base >= MIN_PAIRS):
+                return (f"{head}not resolved here: too few repetitions ({self.units}{where}, "
+                        f"{self.n_base} window pairs; an interval that covers a rerun needs "
+                        f"{MIN_PAIR_REPETITIONS})")
+            if self.method in ("paired", "pair_effects"):
+                return (f"{head}too few window pairs ({have} of {total}{where}; "
+                        f"an interval needs {MIN_PAIRS})")
+            if self.regime and self.regime_ns:
+                where += f" ({ns_text(self.regime_ns)} ns)"
             return (f"{head}too few same-regime repetitions ({have} of {total}{where}; an "
                     f"interval needs {MIN_REPETITIONS} a side)")
         rerun = self.interval == "rerun"
@@ -636,10 +627,16 @@ def compare_matched(base: Sequence[Sample], variant: Sequence[Sample], label: st
                   total_variant=len(variant), min_effect=min_effect, method="matched",
                   used=([b for b, _, _ in used], [v for _, v, _ in used]))
     logs = np.asarray([lr for _, _, lr in used], dtype=float)
-    exact = logs.size > 0 and bool(np.all(logs == 0.0))
-    if exact:
+    return _matched_result(logs, min_repetitions, confidence, resamples, seed, common)
+
+
+def _matched_result(logs: np.ndarray, min_n: int, confidence: float, resamples: int,
+                    seed: int, common: dict) -> Comparison:
+    """Every log ratio 0 (identical sides): exactly 0 and [0, 0], whatever their number;
+    under min_n: too few; else the bootstrap of their median."""
+    if logs.size and bool(np.all(logs == 0.0)):
         return Comparison(effect=0.0, ci=(0.0, 0.0), status="resolved", exact=True, **common)
-    if logs.size < max(1, min_repetitions):
+    if logs.size < max(1, min_n):
         effect = float(math.exp(np.median(logs))) - 1.0 if logs.size else None
         return Comparison(effect=effect, ci=None, status="too_few", **common)
     return _from_logs(*_bootstrap_median(logs, confidence, resamples, seed), **common)
@@ -711,13 +708,7 @@ def _matched_pair_effects(base_pairs: Sequence[Tuple], current_pairs: Sequence[T
     common.update(regime=regime, n_base=len(rows), n_variant=len(rows),
                   dropped=len(base_pairs) + len(current_pairs) - 2 * len(rows), used=used)
     diffs = np.asarray([lc - lb for lb, lc in rows], dtype=float)
-    if diffs.size and bool(np.all(diffs == 0.0)):
-        return Comparison(effect=0.0, ci=(0.0, 0.0), status="resolved", exact=True,
-                          **common)
-    if diffs.size < max(1, min_pairs):
-        effect = float(math.exp(np.median(diffs))) - 1.0 if diffs.size else None
-        return Comparison(effect=effect, ci=None, status="too_few", **common)
-    return _from_logs(*_bootstrap_median(diffs, confidence, resamples, seed), **common)
+    return _matched_result(diffs, min_pairs, confidence, resamples, seed, common)
 
 
 def _unmatched_pair_effects(base_pairs: Sequence[Tuple], current_pairs: Sequence[Tuple],
