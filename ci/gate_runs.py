@@ -65,26 +65,6 @@ def parse_version(text):
 # ---- loading ------------------------------------------------------------------------------------
 
 
-def read_json_file(path):
-    doc = results.read_document(path)
-    if not doc["benchmarks"]:
-        raise InputError(f"{path}: the \"benchmarks\" array is empty (did the run finish?)")
-    return doc
-
-
-def file_emulated(doc):
-    ll = doc.get("context", {}).get("lockline")
-    return (isinstance(ll, dict) and ll.get("emulated") is True) or any(
-        r.get("emulated") is True for r in doc["benchmarks"])
-
-
-def file_finished(doc):
-    ll = doc.get("context", {}).get("lockline")
-    value = ll.get("finished") if isinstance(ll, dict) else None
-    return value if isinstance(value, bool) else None
-
-
-
 def _file_samples(doc, path, side):
     """A file's iteration rows; a file of aggregates only gives its mean rows, with a note."""
     rows = doc["benchmarks"]
@@ -140,10 +120,15 @@ def load_side(paths, label):
     side = {"label": label, "paths": list(paths), "contexts": [], "rows": {}, "notes": [],
             "emulated": [], "unfinished": [], "failed": {}, "invariant": {}}
     for path in paths:
-        doc = read_json_file(path)
+        doc = results.read_document(path)
+        if not doc["benchmarks"]:
+            raise InputError(f"{path}: the \"benchmarks\" array is empty (did the run finish?)")
         side["contexts"].append(doc.get("context", {}))
-        side["emulated"].append(file_emulated(doc))
-        if file_finished(doc) is False:
+        ll = _context_value(doc, "context", "lockline")
+        ll = ll if isinstance(ll, dict) else {}
+        side["emulated"].append(ll.get("emulated") is True or any(
+            r.get("emulated") is True for r in doc["benchmarks"]))
+        if ll.get("finished") is False:
             side["unfinished"].append(path)
         excluded = 0
         for r in _file_samples(doc, path, side):
@@ -235,9 +220,6 @@ def version_text(version):
         return "before 1.8.4 (no library_version)"
     return ".".join(str(v) for v in version[:3])
 
-
-def side_gb_versions(side):
-    return {file_gb_version(c) for c in side["contexts"]}
 
 
 def straddles_gb_19(base_versions, cur_versions):
@@ -398,7 +380,7 @@ def compare(base, cur, options):
     check_sides(base, cur, options)
     warnings, changed_layouts = context_warnings(base, cur)
     notes = base["notes"] + cur["notes"]
-    bver, cver = side_gb_versions(base), side_gb_versions(cur)
+    bver, cver = ({file_gb_version(c) for c in s["contexts"]} for s in (base, cur))
     ctx = {"options": options, "declared": dict(options["metrics"]), "cur": cur,
            "changed_layouts": changed_layouts, "bver": bver, "cver": cver,
            "straddle": straddles_gb_19(bver, cver),
