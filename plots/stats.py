@@ -515,11 +515,7 @@ def compare_pairs(pairs: Sequence[Tuple], label: str = "",
     pairs); pairs with a side <= 0 or not finite are dropped. "too_few" under min_pairs pairs
     or min_repetitions repetitions.
     """
-    rows = []
-    for i, p in enumerate(pairs):
-        lab, a, b = p[0], p[1], p[2]
-        group = p[3] if len(p) > 3 else ("pair", i)
-        rows.append((lab, a, b, group))
+    rows = [(p[0], p[1], p[2], p[3] if len(p) > 3 else ("pair", i)) for i, p in enumerate(pairs)]
     good = [(lab, a, b, g) for lab, a, b, g in rows
             if math.isfinite(a) and math.isfinite(b) and a > 0 and b > 0]
     labels = [lab for lab, _, _, _ in good]
@@ -715,13 +711,8 @@ def _unmatched_pair_effects(base_pairs: Sequence[Tuple], current_pairs: Sequence
                             min_pairs: int, confidence: float, resamples: int, seed: int,
                             common: dict) -> Comparison:
     def logs(pairs):
-        out = []
-        for p in pairs:
-            lab, a, b = p[0], p[1], p[2]
-            lr = _pair_log_ratio(a, b)
-            if lr is not None:
-                out.append((lab, lr, p[3] if len(p) > 3 else None))
-        return out
+        out = [(p[0], _pair_log_ratio(p[1], p[2]), p[3] if len(p) > 3 else None) for p in pairs]
+        return [x for x in out if x[1] is not None]
     lbase, lcur = logs(base_pairs), logs(current_pairs)
     choice = select_regime([(lab, lr) for lab, lr, _ in lbase],
                            [(lab, lr) for lab, lr, _ in lcur])
