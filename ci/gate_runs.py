@@ -28,7 +28,7 @@ MIN_ALPHA = 1e-12
 
 def metric_direction(name, declared=None):
     """"higher", "lower" or None: `declared` (--metric) first, then results/SCHEMA.md's
-    table; never guessed from the data."""
+    table (pair_ratio: a duet row's B/A); never guessed from the data."""
     if declared and name in declared:
         return declared[name]
     if name.endswith(("_per_s", "_per_wall_s", "_per_cpu_s", "/s")) or name in ("IPC",
