@@ -45,7 +45,6 @@ def check_filter(text):
 
 
 def main(argv=None):
-    """Run the command line; returns the exit status (0, 1, 2 or 3)."""
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv and argv[0] == "--builds":
         return main_builds(argv[1:])

@@ -38,13 +38,11 @@ def _dict(x):
 
 
 def load_build_pairs(paths, rate="cpu"):
-    """Read a build-duet run (lockline --duet-with=OLD; results/SCHEMA.md `details.build_duet`).
-    Returns a dict: "pairs" {key: [(coherence label, old rate, new rate, repetition), ...] over
-    every repetition (repetition: (file, repetition_index), the resampling unit; the rate
-    BUILD_RATES[rate])}, "overrun_pairs" {key: n with an overrun window}, "preempted_pairs"
-    {key: n left out as preempted}, "failed" {key: [error messages]}, "repetitions" {key: n},
-    "invariant" {key: what its broken repetitions say}, "old_binary", "finished". Raises InputError (exit 2) for an unreadable file or a file
-    without build-duet rows."""
+    """Read a build-duet run (results/SCHEMA.md `details.build_duet`): "pairs" {key: [(label,
+    old rate, new rate, repetition)]} (the repetition, (file, repetition_index), is the
+    resampling unit), per-key counts of overrun and preempted pairs and repetitions, "failed"
+    and "invariant" messages, "old_binary", "finished". Raises InputError for an unreadable
+    file or one without build-duet rows."""
     side = {"pairs": {}, "overrun_pairs": {}, "preempted_pairs": {}, "failed": {},
             "repetitions": {}, "invariant": {}, "old_binary": None, "finished": True}
     for path in paths:
@@ -66,12 +64,9 @@ def load_build_pairs(paths, rate="cpu"):
 
 
 def _add_repetition(side, r, path, rate):
-    """Add one repetition's window pairs (or its failure) to `side` (load_build_pairs)."""
     key = results.row_key(r)
     broken = invariant_broken(r, key)
     if broken:
-        # Any repetition of either build that broke an invariant fails the gate, whatever its
-        # other repetitions measured (as run against run).
         side["invariant"].setdefault(key, []).append(broken)
     if r.get("error_occurred") or r.get("skipped") or broken:
         side["failed"].setdefault(key, []).append(broken or failure_message(r))
@@ -106,8 +101,7 @@ def _add_repetition(side, r, path, rate):
 
 
 def _builds_used_pairs(pairs, regime):
-    """The pairs of coherence regime `regime` (stats.compare_pairs' choice; "" for pairs without
-    a label, `mixed` repetitions left out): [(old, new, repetition)]."""
+    """[(old, new, repetition)] of `regime` (stats.compare_pairs' choice; "": all but mixed)."""
     good = [(lab, a, b, g) for lab, a, b, g in pairs
             if math.isfinite(a) and math.isfinite(b) and a > 0 and b > 0]
     if regime:
@@ -118,10 +112,8 @@ def _builds_used_pairs(pairs, regime):
 def repetition_t_p(used):
     """Two-sided p-value of a one-sample t test that the repetitions' median log pair ratios
     (new/old) are centred on 0: the repetition, not the window pair, is the unit (the pairs
-    of one repetition share its address layout and placement, so they are not
-    independent evidence). `used`: [(old, new, repetition)]. 1.0 with fewer than 2
-    repetitions or every repetition at exactly 0; 0.0 when they agree exactly on a non-zero
-    value."""
+    of one repetition share its address layout and placement, so they are not independent
+    evidence). 1.0 with fewer than 2 repetitions or all at 0; 0.0 when all agree elsewhere."""
     by = {}
     for a, b, g in used:
         by.setdefault(g, []).append(math.log(b / a))
@@ -137,11 +129,8 @@ def repetition_t_p(used):
 
 
 def _regime_candidates(pairs, key, min_effect_pct):
-    """One candidate answer per coherence regime of a build-duet row's pairs: [{"regime",
-    "comp" (stats.compare_pairs over that regime's pairs), "used" [(old, new, repetition)],
-    "p" (repetition_t_p, None without an interval)}], the regime with most repetitions first.
-    Pairs without a regime label (one-thread rows: "none"/"unknown") are one candidate;
-    `mixed` repetitions none."""
+    """One candidate per coherence regime ("": unlabelled pairs): its stats.compare_pairs,
+    pairs used and repetition_t_p; the regime with most repetitions first."""
     labels = {lab for lab, _, _, _ in pairs}
     regimes = sorted(lab for lab in labels if lab not in effects.NO_REGIME and lab != effects.MIXED)
     out = []
@@ -158,9 +147,6 @@ def _regime_candidates(pairs, key, min_effect_pct):
 
 
 def _regime_state(c, row, options):
-    """What one regime's candidate says: regression / improvement when its change is
-    significant (Holm) and at least the minimum effect, "no change" when its interval lies
-    within +-T, else "undecided"."""
     comp, eff = c["comp"], row["min_effect_pct"]
     if comp.ci is None:
         return "undecided"
@@ -175,12 +161,10 @@ def _regime_state(c, row, options):
 
 
 def _answer_build_row(row, cands, total_pairs, reps, options):
-    """Answer one build-duet row (in place) from its regimes' candidates (_regime_candidates,
-    p_adjusted set): the first of regression (which wins over an improvement), improvement,
-    "no change" that a regime says (the regime with most repetitions among them), else
-    "undecided" from the regime with most repetitions. On a VM the far regime's rows may
-    differ by process while the near regime's agree, so a row the near regime decides is not
-    held undecided by the far one; the row names its regime and what the others said."""
+    """Answer one build-duet row: the first of regression, improvement, "no change" that a
+    regime says, else "undecided" from the regime with most repetitions. On a VM the far
+    regime's rows may differ by process while the near regime's agree, so the far one does not
+    hold a row the near one decides; the row names what the others said."""
     states = [_regime_state(c, row, options) for c in cands]
     chosen = 0
     for wanted in ("regression", "improvement", "no change"):
@@ -219,8 +203,6 @@ def _answer_build_row(row, cands, total_pairs, reps, options):
 
 
 def _verdict_note(row, options):
-    """Why a build-duet row's "no change" is not a significant change, or why it is
-    undecided."""
     ci, eff = row["ci_pct"], row["min_effect_pct"]
     significant = row["p_adjusted"] <= options["alpha"]
     if row["verdict"] == "no change" and significant:
@@ -238,11 +220,8 @@ def _verdict_note(row, options):
 
 
 def compare_builds(side, options):
-    """Answer every row of a build-duet run from its window pairs (new build / old build):
-    per row and coherence regime the change is the median pair ratio new/old - 1 with its 95 %
-    two-level bootstrap interval (stats.compare_pairs), significance a t test over the
-    repetitions' median log ratios (repetition_t_p), Holm-corrected over every regime of every
-    row; each regime answers (_regime_state) and the row takes one (_answer_build_row)."""
+    """Answer every row of a build-duet run: per row and regime stats.compare_pairs of new/old
+    and repetition_t_p, Holm-corrected over every regime of every row (builds_rule_text)."""
     rows = []
     pending = []  # (row, its regimes' candidates, its pairs, its repetitions)
     keys = sorted(set(side["pairs"]) | set(side["failed"]))
@@ -278,9 +257,8 @@ def compare_builds(side, options):
 
 
 def _broken_note(key, side, pairs):
-    """Why a build-duet row is broken, or "": a repetition of either build broke an invariant
-    (e.g. mutual exclusion violated), every repetition failed, or not one window pair has both
-    builds' rates positive and finite (the new build did no operation in any window)."""
+    """Why a build-duet row is broken, or "": a broken invariant, every repetition failed, or
+    no usable window pair."""
     broken, failed = side["invariant"].get(key), side["failed"].get(key, [])
     if broken:
         return (f"{len(broken)} of {side['repetitions'].get(key, 0) + len(failed)} repetitions "
@@ -294,7 +272,6 @@ def _broken_note(key, side, pairs):
 
 
 def _new_build_row(key, side, options):
-    """A build-duet row before it is answered, with notes on the pairs left out."""
     row = new_row(key, "build_ratio", "higher", min_effect_for(key, options),
                   method="build_pairs", unit="window pairs", matched=False)
     over = side["overrun_pairs"].get(key, 0)
@@ -312,7 +289,6 @@ def _new_build_row(key, side, options):
 
 
 def builds_rule_text(options, m):
-    """The build-duet gate's rule in one line, for the console and the JSON summary."""
     rule = (
         f"rule: paired builds (lockline --duet-with): change = median window-pair ratio new/old "
         f"- 1 of ops per {'CPU-second' if options.get('rate') != 'wall' else 'second'} over "
@@ -331,7 +307,6 @@ def builds_rule_text(options, m):
 
 
 def build_builds_parser():
-    """The parser of `compare.py --builds RUN [options]`."""
     p = Parser(prog="compare.py --builds",
                 description="Answer a build-duet run (lockline --duet-with=OLD, ci/regression.sh "
                             "--against=OLD) from its window pairs: exit 0 no row regressed "
@@ -350,7 +325,6 @@ def build_builds_parser():
 
 
 def main_builds(argv):
-    """`compare.py --builds RUN [options]`: the paired-builds gate; returns the exit status."""
     args = build_builds_parser().parse_args(argv)
 
     def gate():

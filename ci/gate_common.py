@@ -14,9 +14,9 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                                 "plots"))
 
-import lockline_results as results  # noqa: E402  (the one reader of result files)
-import stats as effects  # noqa: E402  (effects with intervals from one coherence regime)
-import outputs  # noqa: E402  (the atomic writer of every tool's output files)
+import lockline_results as results  # noqa: E402
+import stats as effects  # noqa: E402
+import outputs  # noqa: E402
 
 EXIT_OK, EXIT_REGRESSION, EXIT_BAD_INPUT, EXIT_UNDECIDED = 0, 1, 2, 3
 
@@ -29,7 +29,6 @@ VERDICTS = ("regression", "broken", "improvement", "no change", "undecided",
 # would make every change "no change" and so switch the gate off silently.
 MAX_MIN_EFFECT_PCT = 1e6
 
-# Bad input: the reader's error, carrying the one-line message main() prints (exit 2).
 InputError = results.ResultError
 
 
@@ -37,7 +36,7 @@ InputError = results.ResultError
 
 
 def parse_override(text):
-    """Parse an --override value "REGEX=PCT" into (compiled regex, percent as float)."""
+    """"REGEX=PCT" -> (compiled regex, percent)."""
     pattern, sep, pct = text.rpartition("=")
     if not sep or not pattern:
         raise InputError(f"--override {text!r}: expected REGEX=PCT, e.g. 'zone_lock/.*=10'")
@@ -53,7 +52,6 @@ def parse_override(text):
 
 
 def compile_regex(pattern, option):
-    """Compile `pattern`, turning a syntax error into an InputError naming `option`."""
     try:
         return re.compile(pattern)
     except re.error as e:
@@ -73,13 +71,11 @@ class KeyFilter:
 
 
 def key_filter(text):
-    """The --filter option's KeyFilter, None when no filter is given."""
     return KeyFilter(text) if text else None
 
 
 def min_effect_for(key, options):
-    """The minimum effect (percent) for benchmark `key`: the first --override whose regex
-    matches (re.search), else --min-effect."""
+    """The first matching --override's percent for `key`, else --min-effect."""
     for regex, pct in options["overrides"]:
         if regex.search(key):
             return pct
@@ -87,8 +83,7 @@ def min_effect_for(key, options):
 
 
 def expand_side_argument(arg):
-    """Turn a BASELINE/CURRENT/RUN argument into a list of file paths: comma-separated lists
-    are split, and a directory means its lockline.json."""
+    """A BASELINE/CURRENT/RUN argument's files: comma-separated, a directory's lockline.json."""
     paths = []
     for part in arg.split(","):
         if not part:
@@ -102,7 +97,6 @@ def expand_side_argument(arg):
 
 
 def failure_message(row):
-    """What a row with error_occurred or skipped says about it."""
     message = row.get("error_message")
     return message if isinstance(message, str) and message else "error_occurred"
 
@@ -115,11 +109,9 @@ def _usable_pair(a, b):
 
 
 def invariant_broken(row, key):
-    """What makes one iteration row a broken measurement, or "" when nothing does: a row whose
-    verification failed (lockline's "verify" is not "ok", or its error message starts with
-    "invariant broken": e.g. mutual exclusion violated), or a duet row (key duet/...) whose
-    window pairs hold not one pair with both sides' ops/s positive and finite (an empty duet
-    is broken, not missing)."""
+    """Why one iteration row is a broken measurement, or "": its "verify" is not "ok", its
+    error message starts with "invariant broken", or it is a duet row without one usable
+    window pair (an empty duet is broken, not missing)."""
     verify = row.get("verify")
     if isinstance(verify, str) and verify not in ("", "ok"):
         return f"invariant broken: {verify}"
@@ -136,8 +128,7 @@ def invariant_broken(row, key):
 
 
 def physical_check(path, key, name, value):
-    """Refuse (InputError, exit 2) a rate or time that is no measurement: non-finite, or
-    outside lockline_results' physical range (the plots and the report refuse it too)."""
+    """Refuse a rate or time that is non-finite or outside lockline_results' physical range."""
     if isinstance(value, (int, float)) and (not math.isfinite(value) or (
             abs(value) > results.PHYSICAL_MAX or 0 < abs(value) < results.PHYSICAL_MIN)):
         raise InputError(f"{path}: {key} {name} = {value:g} is not a measurement (accepted: 0, "
@@ -145,10 +136,7 @@ def physical_check(path, key, name, value):
                          "magnitude)")
 
 
-
-
 def new_row(key, metric, direction, min_effect_pct, **fields):
-    """A result row before it is compared: every field the output reads, set to "not yet"."""
     row = {"key": key, "metric": metric, "direction": direction,
            "min_effect_pct": min_effect_pct, "notes": [], "warnings": [], "regime": None,
            "dropped": 0, "ci_pct": None, "baseline": None, "current": None, "change_pct": None,
@@ -161,8 +149,7 @@ def new_row(key, metric, direction, min_effect_pct, **fields):
 
 
 def scipy_stats():
-    """scipy.stats, imported where a test runs: it takes a second or two to load, and input
-    errors and --threshold-only answer without it."""
+    """scipy.stats, imported late: it takes seconds to load, and bad input needs none."""
     try:
         from scipy import stats  # pylint: disable=import-outside-toplevel
     except ImportError as e:
@@ -172,11 +159,9 @@ def scipy_stats():
 
 
 def summarize(samples):
-    """Return (n, mean, sample stddev (ddof 1; 0 for one sample) as % of the mean; NaN % for a
-    mean of 0)."""
+    """(n, mean, sample stddev as % of the mean; NaN % for a mean of 0)."""
     n = len(samples)
-    # Scaled by the largest magnitude: values near the float maximum (a hostile or broken
-    # "ops_per_s": 1e308) would overflow the sums of fmean / stdev.
+    # Scaled: values near the float maximum would overflow the sums of fmean / stdev.
     scale = max((abs(x) for x in samples), default=0.0) or 1.0
     scaled = [x / scale for x in samples]
     mean = statistics.fmean(scaled) * scale
@@ -186,7 +171,6 @@ def summarize(samples):
 
 
 def side_summary(values, **extra):
-    """A row's "baseline" or "current": n, mean, stddev_pct, samples, median (and `extra`)."""
     n, mean, sd = summarize(values)
     out = {"n": n, "mean": mean, "stddev_pct": sd, "samples": values,
            "median": statistics.median(values)}
@@ -195,16 +179,13 @@ def side_summary(values, **extra):
 
 
 def min_attainable_p(n1, n2):
-    """Smallest two-sided p-value an exact Mann-Whitney U test can give for sample sizes n1, n2:
-    2 / C(n1+n2, n1) (complete separation), capped at 1. 3 vs 3: 0.1; 5 vs 5: 0.0079;
-    9 vs 9: 4.1e-5."""
-    # In log space: C(n1+n2, n1) passes the float maximum beyond ~512 samples a side, where
-    # 2 / comb() would raise OverflowError; the p-value then underflows to 0.0.
+    """Smallest two-sided p-value of an exact Mann-Whitney U test for sizes n1, n2:
+    2 / C(n1+n2, n1) (complete separation). 3 vs 3: 0.1; 5 vs 5: 0.0079; 9 vs 9: 4.1e-5.
+    In log space: C(n1+n2, n1) overflows beyond ~512 samples a side."""
     return math.exp(min(0.0, log_min_attainable_p(n1, n2)))
 
 
 def log_min_attainable_p(n1, n2):
-    """Natural log of 2 / C(n1+n2, n1) (lgamma: no overflow); 0.0 when a side is empty."""
     if n1 < 1 or n2 < 1:
         return 0.0
     return (math.log(2.0) - math.lgamma(n1 + n2 + 1) + math.lgamma(n1 + 1)
@@ -212,9 +193,7 @@ def log_min_attainable_p(n1, n2):
 
 
 def repetitions_needed(alpha, m):
-    """Smallest n such that n repetitions per side can reach significance for m rows under Holm:
-    2 / C(2n, n) <= alpha / m (compared in log space, so an alpha near the float minimum ends
-    the search instead of overflowing). alpha must be > 0."""
+    """Smallest n with 2 / C(2n, n) <= alpha / m (Holm over m rows; alpha > 0)."""
     target = math.log(alpha) - math.log(max(m, 1))
     n = 1
     while log_min_attainable_p(n, n) > target:
@@ -223,9 +202,9 @@ def repetitions_needed(alpha, m):
 
 
 def holm_adjust(pvalues):
-    """Holm-Bonferroni step-down adjusted p-values, in input order: for p ascending,
-    adj_(i) = max_{j<=i} min(1, (m-j+1) p_(j)); significant at family-wise level alpha iff
-    adj <= alpha. Holm controls the family-wise error, which a gate that fails builds needs."""
+    """Holm-Bonferroni adjusted p-values, in input order: for p ascending,
+    adj_(i) = max_{j<=i} min(1, (m-j+1) p_(j)). Holm controls the family-wise error, which a
+    gate that fails builds needs."""
     m = len(pvalues)
     order = sorted(range(m), key=lambda i: pvalues[i])
     adjusted = [1.0] * m
@@ -240,8 +219,6 @@ def holm_adjust(pvalues):
 
 
 def effect_verdict(row):
-    """"regression" or "improvement" by the direction of the row's change when it reaches the
-    row's minimum effect, else "no change"."""
     change = row["change_pct"]
     if abs(change) < row["min_effect_pct"]:
         return "no change"
@@ -250,16 +227,12 @@ def effect_verdict(row):
 
 
 def equivalence_text(min_effect_pct):
-    """The equivalence answer for a minimum effect in percent: 'no change larger than 5 %'."""
     return f"no change larger than {min_effect_pct:g} %"
 
 
 def mark_equivalence(rows):
-    """Set every row's "equivalent" (bool) and "answer" (in place): a "no change" row whose 95 %
-    interval lies within +-its minimum effect (stats.is_equivalent) answers "no change larger
-    than T %"; every other row's answer is its verdict. A "no change" without such an interval
-    (significant but below the minimum effect, or --threshold-only) keeps the plain "no
-    change"."""
+    """Set every row's "equivalent" and "answer": "no change larger than T %" for a "no change"
+    row whose interval is stats.is_equivalent, else its verdict."""
     for r in rows:
         ci = r.get("ci_pct")
         r["equivalent"] = bool(
@@ -270,18 +243,15 @@ def mark_equivalence(rows):
 
 def repetitions_to_decide(rows, options):
     """Repetitions a side that would likely decide every undecided row: enough for the exact U
-    test to reach the Holm threshold, at least stats.MIN_REPETITIONS, and, for a row whose
-    interval is too wide, n x (half width / room)^2 (intervals shrink as 1/sqrt(n)); room is
-    what lies between the interval's centre and +-T (the half width that answers "no change
-    larger than T %"), or from a centre beyond T to 0 (the half width that makes the change
-    significant); capped at MAX_REPETITIONS_ADVISED."""
+    test to reach the Holm threshold, and for a too wide interval n x (half width / room)^2
+    (intervals shrink as 1/sqrt(n)); room: from the centre to +-T, or from a centre beyond T
+    to 0."""
     compared = [r for r in rows if r["paired"]]
     need = max(repetitions_needed(options["alpha"], len(compared)), effects.MIN_REPETITIONS)
     for r in rows:
         if r["verdict"] != "undecided" or not r["paired"]:
             continue
-        # In repetitions a side (a duet row's n counts window pairs; its width shrinks with
-        # the repetitions just the same).
+        # In repetitions (a duet row's n counts window pairs).
         n = max(r["baseline"].get("repetitions", r["baseline"]["n"]),
                 r["current"].get("repetitions", r["current"]["n"]))
         if r["ci_pct"] is not None:
@@ -289,7 +259,6 @@ def repetitions_to_decide(rows, options):
             centre, half = (lo + hi) / 2.0, (hi - lo) / 2.0
             room = max(r["min_effect_pct"] - abs(centre), abs(centre), 1e-9)
             ratio = half / room
-            # An unbounded interval needs the cap.
             need = max(need, n + 1, MAX_REPETITIONS_ADVISED if not math.isfinite(ratio) or
                        ratio > 1e3 else math.ceil(n * ratio ** 2))
     return min(need, MAX_REPETITIONS_ADVISED)
@@ -306,7 +275,6 @@ def _rerun_text(need):
 
 
 def _goodness(row):
-    """Sort key: the change signed so that negative is worse (rows without a change last)."""
     if row["change_pct"] is None:
         return (1, 0.0, row["key"])
     sign = 1.0 if row["direction"] != "lower" else -1.0
@@ -318,8 +286,7 @@ def _first(rows, verdict):
 
 
 def _exit_status(rows, counts, m, need, options):
-    """The exit code and the one-line message of a comparison (see the module docstring of
-    compare.py): bad input, regression or broken row, undecided, missing rows, or 0."""
+    """(exit code, one-line message): see compare.py's docstring."""
     if counts["incomparable"]:
         first = _first(rows, "incomparable")
         return EXIT_BAD_INPUT, (f"{counts['incomparable']} row(s) incomparable, e.g. "
@@ -344,7 +311,6 @@ def _exit_status(rows, counts, m, need, options):
                         "--max-undecided lets pass")
         return EXIT_UNDECIDED, message
     if counts["only in baseline"] and not options.get("allow_missing"):
-        # A point the current run lost is not a pass: undecided.
         first = _first(rows, "only in baseline")
         return EXIT_UNDECIDED, (f"{counts['only in baseline']} row(s) only in the baseline "
                                 f"(missing from the current run), e.g. {first['key']}; run "
@@ -354,12 +320,11 @@ def _exit_status(rows, counts, m, need, options):
 
 
 def finish(rows, warnings, notes, options, mode, rule):
-    """Sort rows worst first, count verdicts, add the repetitions advice and the exit code.
-    `mode` names the gate's method, `rule(m)` says its rule for m rows compared."""
+    """Sort rows worst first, count verdicts, add the advice and the exit code; `rule(m)`
+    says the gate's rule for m rows compared."""
     rows.sort(key=_goodness)
     counts = {v: sum(1 for r in rows if r["verdict"] == v) for v in VERDICTS}
-    # Rows compared: every row with samples on both sides, and every undecided row (one
-    # without a usable pair is still a row the gate could not decide).
+    # An undecided row without a usable pair is still a row compared.
     m = sum(1 for r in rows if r["paired"] or r["verdict"] == "undecided")
     need = None
     if counts["undecided"]:
@@ -384,8 +349,6 @@ def finish(rows, warnings, notes, options, mode, rule):
 
 
 def fmt_number(v):
-    """A median for the table: integers from 1e5, 6 significant digits below, an exponent
-    outside [1e-3, 1e10)."""
     if v is None or (isinstance(v, float) and math.isnan(v)):
         return "-"
     if abs(v) >= 1e10 or (v != 0 and abs(v) < 1e-3):
@@ -396,7 +359,6 @@ def fmt_number(v):
 
 
 def fmt_pct(v, signed=False):
-    """A percentage ("±2%" style stddev, or "+5.1%" change), "-" when missing."""
     if v is None or math.isnan(v):
         return "-"
     if math.isinf(v):
@@ -405,8 +367,6 @@ def fmt_pct(v, signed=False):
 
 
 def equivalence_line(result):
-    """'equivalence: 49 of 49 rows compared show no change larger than their minimum effect
-    (5 %) ...', or "" when no row is equivalent."""
     s = result["summary"]
     if not s.get("equivalent"):
         return ""
@@ -418,8 +378,7 @@ def equivalence_line(result):
 
 
 def summary_line(result):
-    """One line: "2 regressions, 1 improvement, 40 no change, 3 undecided (of 46 rows
-    compared)", followed by the other verdicts when present."""
+    """"2 regressions, 1 improvement, 40 no change, 3 undecided (of 46 rows compared)"."""
     s = result["summary"]
 
     def plural(n, word):
@@ -437,8 +396,6 @@ def summary_line(result):
 
 
 def _table_cells(r):
-    """The display cells of one row, in TABLE_HEADER's order (reps: repetitions or window
-    pairs used baseline/current, and the regime)."""
     b, c = r["baseline"] or {}, r["current"] or {}
     ci = r.get("ci_pct")
     interval = f"[{ci[0]:+.1f},{ci[1]:+.1f}]%" if ci else "-"
@@ -461,8 +418,7 @@ TABLE_HEADER = ["baseline", "%stddev", "%change", "interval", "current", "%stdde
 
 
 def format_table(result):
-    """lkp-tests style plain-text table: numbers right-aligned, one row per benchmark and metric,
-    worst change first, then notes, warnings and the summary line."""
+    """lkp-tests style plain-text table, then notes, warnings and the summary."""
     widths = [14, 9, 9, 19, 15, 9, 16]
     verdict_width = max([16] + [len(_table_cells(r)[7]) for r in result["rows"]])
 
@@ -486,7 +442,6 @@ def format_table(result):
 
 
 def format_markdown(result):
-    """Markdown for a CI comment: summary, the table (regressions in bold), warnings, notes."""
     out = [f"**lockline regression check:** {summary_line(result)}", ""]
     out.append("| " + " | ".join(TABLE_HEADER) + " |")
     out.append("|" + "---:|" * 7 + ":---|:---|:---|")
@@ -509,7 +464,6 @@ def format_markdown(result):
 
 
 def format_json(result):
-    """The full result as JSON (rows with samples, p-values and notes; warnings; summary)."""
     def clean(v):
         if isinstance(v, float) and (math.isnan(v) or math.isinf(v)):
             return None
@@ -528,7 +482,7 @@ FORMATTERS = {"table": format_table, "markdown": format_markdown, "json": format
 
 
 class Parser(argparse.ArgumentParser):
-    """argparse, but a usage error is one line on stderr (exit 2) like every other input error."""
+    """A usage error is one line on stderr (exit 2) like every other input error."""
 
     def error(self, message):
         print(f"compare.py: error: {message} (see --help)", file=sys.stderr)
@@ -536,7 +490,6 @@ class Parser(argparse.ArgumentParser):
 
 
 def add_gate_options(p):
-    """The options both gates take."""
     p.add_argument("--alpha", type=float, default=0.05,
                    help="family-wise significance level, Holm-corrected (default 0.05)")
     p.add_argument("--min-effect", type=float, default=5.0,
@@ -554,10 +507,8 @@ def add_gate_options(p):
 
 
 def run_gate(args, compute):
-    """Run `compute()` (the gate: returns a result of finish()), print the result in
-    args.format, write it to args.output when given, say the summary's message on stderr, and
-    return the exit code. An InputError, or an --output that cannot be written, is one
-    `compare.py: error:` line and EXIT_BAD_INPUT."""
+    """Run the gate `compute()`, print and write (--output) its result, say its message on
+    stderr; return the exit code (EXIT_BAD_INPUT for an InputError or an unwritable file)."""
     try:
         result = compute()
     except InputError as e:
@@ -567,8 +518,6 @@ def run_gate(args, compute):
     sys.stdout.write(text)
     if args.output:
         try:
-            # Created exclusively and renamed into place: a planted symlink at FILE is
-            # replaced, never written through (plots/outputs.py).
             outputs.write_atomic(args.output, text)
         except OSError as e:
             print(f"compare.py: error: --output {args.output}: {e.strerror}", file=sys.stderr)

@@ -1,9 +1,5 @@
 """compare.py's run-against-run gate, `compare.py BASELINE CURRENT`: each row compares the
-repetitions of one coherence regime of the two sides, matched one to one when both sides hold
-the same repetitions, by their paired effect B/A for duet rows, else as independent samples
-(ci/REGRESSION.md: "What counts as a regression", "Pairing (issue 24)", "One coherence regime
-per row").
-"""
+repetitions of one coherence regime of the two sides (ci/REGRESSION.md)."""
 
 import argparse
 import json
@@ -16,15 +12,12 @@ from gate_common import (MAX_MIN_EFFECT_PCT, TIME_METRICS, InputError, Parser,
                          effect_verdict, min_effect_for, new_row, parse_override, results,
                          key_filter, run_gate, side_summary, add_gate_options)
 
-# Google Benchmark 1.9.0 changed how time is accounted for threaded runs, and made a threaded
-# row's items/bytes per second and every user rate counter per thread: time-based rows and a
-# foreign file's threaded rates from either side of it do not compare. items_per_second and
-# bytes_per_second of a file from 1.9.0 on are converted back (x threads, as
-# lockline_results.normalise_threaded_time does); other rates cannot be told from plain
-# counters in the JSON and are treated like times. lockline's own counters (ops_per_s, ...) are
-# plain counters, never per thread.
-GB_TIME_SEMANTICS_CHANGE = (1, 9, 0)
-GB_PER_THREAD_RATES = ("items_per_second", "bytes_per_second")
+# Google Benchmark 1.9.0 changed threaded time and made threaded rates per thread: time rows
+# and a foreign file's threaded rates across it do not compare. items/bytes_per_second are
+# converted back (lockline_results.normalise_threaded_time); other user rates cannot be told
+# from plain counters and are treated like times. lockline's counters are never per thread.
+GB_TIME_SEMANTICS_CHANGE = results.GB_THREADED_TIME_CHANGE
+GB_PER_THREAD_RATES = results.PER_THREAD_RATES
 
 # --alpha accepts MIN_ALPHA <= alpha < 1: below it (1e-320 is subnormal) Holm's threshold
 # alpha / m underflows and no run could reach it.
@@ -34,10 +27,8 @@ MIN_ALPHA = 1e-12
 
 
 def metric_direction(name, declared=None):
-    """"higher" or "lower" (the good direction of metric `name`), or None if unknown:
-    `declared` (--metric) first, then the table of results/SCHEMA.md. faults_per_wall_s is the
-    2004 pre-zeroing table's column; pair_ratio is a duet row's B/A (a fall: B lost ground on
-    A). Directions are declared, never guessed from the data."""
+    """"higher", "lower" or None: `declared` (--metric) first, then results/SCHEMA.md's
+    table (pair_ratio: a duet row's B/A); never guessed from the data."""
     if declared and name in declared:
         return declared[name]
     if name.endswith(("_per_s", "_per_wall_s", "_per_cpu_s", "/s")) or name in ("IPC",
@@ -50,7 +41,6 @@ def metric_direction(name, declared=None):
 
 
 def parse_metric_option(text):
-    """Parse a --metric value "NAME" or "NAME:higher|lower" into (name, direction)."""
     name, sep, direction = text.rpartition(":")
     if not sep or direction not in ("higher", "lower"):
         name, direction = text, metric_direction(text)
@@ -63,7 +53,7 @@ def parse_metric_option(text):
 
 
 def parse_version(text):
-    """Parse a version string like "1.7.1" or "v1.9.0-rc1" into an int tuple, or None."""
+    """"v1.9.0-rc1" -> (1, 9, 0), or None."""
     if not isinstance(text, str):
         return None
     m = re.match(r"v?(\d+)(?:\.(\d+))?(?:\.(\d+))?", text.strip())
@@ -73,36 +63,6 @@ def parse_version(text):
 
 
 # ---- loading ------------------------------------------------------------------------------------
-
-
-def read_json_file(path):
-    """Read one result file (lockline_results.read_document), refusing an empty one."""
-    doc = results.read_document(path)
-    if not doc["benchmarks"]:
-        raise InputError(f"{path}: the \"benchmarks\" array is empty (did the run finish?)")
-    return doc
-
-
-def file_emulated(doc):
-    """True when a result file comes from an emulated machine (context.lockline.emulated or
-    any row's "emulated": true; see results/SCHEMA.md)."""
-    ll = doc.get("context", {}).get("lockline")
-    return (isinstance(ll, dict) and ll.get("emulated") is True) or any(
-        r.get("emulated") is True for r in doc["benchmarks"])
-
-
-def file_finished(doc):
-    """context.lockline.finished: False for an interrupted run, None when the file says nothing
-    (foreign files)."""
-    ll = doc.get("context", {}).get("lockline")
-    value = ll.get("finished") if isinstance(ll, dict) else None
-    return value if isinstance(value, bool) else None
-
-
-def _row_overrun(row):
-    windows = row.get("windows") if isinstance(row.get("windows"), list) else []
-    return row.get("overrun") is True or any(isinstance(w, dict) and w.get("overrun") is True
-                                             for w in windows)
 
 
 def _file_samples(doc, path, side):
@@ -129,8 +89,6 @@ def _sample_key(r):
 
 
 def _sample(r, key, path, context):
-    """One repetition as a side holds it (see load_side); a rate or time that is no
-    measurement is bad input (physical_check)."""
     values = results.row_values(r, path)
     for name in results.PHYSICAL_METRICS:
         physical_check(path, key, name, values.get(name))
@@ -150,42 +108,37 @@ def _sample(r, key, path, context):
     return {"values": values, "threads": threads, "foreign": foreign,
             "coherence": coherence.get("label") if isinstance(coherence, dict) else None,
             "placement": r.get("placement") if isinstance(r.get("placement"), dict) else None,
-            "layout": params.get("layout"), "overrun": _row_overrun(r),
+            "layout": params.get("layout"), "overrun": results.row_overrun(r),
             "identity": results.row_identity(r, context),
             "pairs": results.row_duet_pairs(r)}
 
 
 def load_side(paths, label):
-    """Load and pool the result files of one side ("baseline" or "current").
-
-    Returns a dict: "label", "paths", "contexts" (one per file), "rows" (key -> list of sample
-    dicts with "values", "threads", "coherence", "placement", "layout", "overrun", "identity"
-    (lockline_results.row_identity: equal for the same measurement), "pairs" (a duet row's
-    window pairs, (A ops/s, B ops/s), else [])), "failed" (key -> error messages of its rows
-    with error_occurred or skipped), "notes" (excluded rows, aggregate fallbacks), "invariant"
-    (key -> what each of its repetitions that broke an invariant says: invariant_broken),
-    "emulated" (one bool per file), "unfinished" (paths of files with finished: false).
-    """
+    """Load and pool the result files of one side: "rows" (key -> samples, _sample), "failed"
+    and "invariant" (key -> messages of its failed or broken rows), "contexts", "emulated"
+    (per file), "unfinished" (paths), "notes"."""
     side = {"label": label, "paths": list(paths), "contexts": [], "rows": {}, "notes": [],
             "emulated": [], "unfinished": [], "failed": {}, "invariant": {}}
     for path in paths:
-        doc = read_json_file(path)
+        doc = results.read_document(path)
+        if not doc["benchmarks"]:
+            raise InputError(f"{path}: the \"benchmarks\" array is empty (did the run finish?)")
         side["contexts"].append(doc.get("context", {}))
-        side["emulated"].append(file_emulated(doc))
-        if file_finished(doc) is False:
+        ll = _context_value(doc, "context", "lockline")
+        ll = ll if isinstance(ll, dict) else {}
+        side["emulated"].append(ll.get("emulated") is True or any(
+            r.get("emulated") is True for r in doc["benchmarks"]))
+        if ll.get("finished") is False:
             side["unfinished"].append(path)
         excluded = 0
         for r in _file_samples(doc, path, side):
             key = _sample_key(r)
             broken = invariant_broken(r, key)
             if broken:
-                # Any repetition that broke an invariant (or a duet without one usable window
-                # pair) fails the gate, whatever its other repetitions measured.
                 side["invariant"].setdefault(key, []).append(broken)
             if r.get("error_occurred") or r.get("skipped") or broken:
                 excluded += 1
-                # Kept per key: a baseline key whose current rows all failed is a broken point,
-                # never "only in baseline".
+                # A baseline key whose current rows all failed is broken, not "only in baseline".
                 side["failed"].setdefault(key, []).append(broken or failure_message(r))
                 continue
             side["rows"].setdefault(key, []).append(_sample(r, key, path, doc.get("context")))
@@ -199,7 +152,6 @@ def load_side(paths, label):
 
 
 def _two_sided_p(test):
-    """The p-value of `test(scipy.stats)`; 1.0 when the test is undefined (ValueError, NaN)."""
     stats = scipy_stats()
     try:
         p = float(test(stats).pvalue)
@@ -209,9 +161,8 @@ def _two_sided_p(test):
 
 
 def mann_whitney_p(a, b):
-    """Two-sided Mann-Whitney U p-value of samples a and b. Exact when there are no ties and
-    both samples are small (<= 30), else scipy's "auto". 1.0 when undefined (e.g. one sample
-    per side or all values equal)."""
+    """Two-sided Mann-Whitney U p-value: exact without ties up to 30 a side, else scipy's
+    "auto"; 1.0 when undefined."""
     if len(a) < 1 or len(b) < 1:
         return 1.0
     ties = len(set(a) | set(b)) < len(a) + len(b)
@@ -220,9 +171,8 @@ def mann_whitney_p(a, b):
 
 
 def signed_rank_p(a, b):
-    """Two-sided Wilcoxon signed-rank p-value of matched samples a[i], b[i] (the same
-    repetitions or window pairs on both sides), on log(b[i] / a[i]) (equal values: 0). 1.0
-    when every difference is 0 (identical sides: nothing to test) or the test is undefined."""
+    """Two-sided Wilcoxon signed-rank p-value of log(b[i] / a[i]) of matched samples; 1.0
+    when every difference is 0 or the test is undefined."""
     diffs = []
     for x, y in zip(a, b):
         if x == y:
@@ -238,7 +188,6 @@ def signed_rank_p(a, b):
 
 
 def _context_value(ctx, *path):
-    """Return ctx[path[0]][path[1]]... or None when any level is missing."""
     for p in path:
         if not isinstance(ctx, dict) or p not in ctx:
             return None
@@ -246,17 +195,13 @@ def _context_value(ctx, *path):
     return ctx
 
 
-# A plain Google Benchmark file without context.library_version was written by a version that
-# did not write it yet (before 1.8.4): older than the 1.9.0 change, so it is known to be on the
-# old side. Compares below (1, 8, 4) and (1, 9, 0); version_text() names it.
+# A plain file without context.library_version is from before 1.8.4: the old side of 1.9.0.
 BEFORE_LIBRARY_VERSION = (1, 8, 3, "before 1.8.4")
 
 
 def file_gb_version(ctx):
-    """The Google Benchmark version (int tuple) that wrote one file's context: lockline files'
-    context.lockline.versions.google_benchmark (None when a lockline file does not say), plain
-    Google Benchmark files' context.library_version, and BEFORE_LIBRARY_VERSION for a plain
-    file without it (Google Benchmark writes library_version since 1.8.4)."""
+    """The Google Benchmark version of one file: context.lockline.versions.google_benchmark,
+    a plain file's context.library_version, else BEFORE_LIBRARY_VERSION; None if unreadable."""
     lockline = _context_value(ctx, "lockline")
     if isinstance(lockline, dict):
         return parse_version(_context_value(lockline, "versions", "google_benchmark"))
@@ -269,7 +214,6 @@ def file_gb_version(ctx):
 
 
 def version_text(version):
-    """'1.9.1', 'before 1.8.4 (no library_version)' or 'unknown'."""
     if version is None:
         return "unknown"
     if version == BEFORE_LIBRARY_VERSION:
@@ -277,22 +221,14 @@ def version_text(version):
     return ".".join(str(v) for v in version[:3])
 
 
-def side_gb_versions(side):
-    """Return the set of Google Benchmark versions (int tuples, file_gb_version) of a side's
-    files, with None for a file that does not say in a readable way."""
-    return {file_gb_version(c) for c in side["contexts"]}
-
 
 def straddles_gb_19(base_versions, cur_versions):
-    """True when known versions lie on both sides of Google Benchmark 1.9.0 (between or within
-    the two sides); unknown versions (None) never count."""
     known = {v for v in base_versions | cur_versions if v is not None}
     return (any(v < GB_TIME_SEMANTICS_CHANGE for v in known) and
             any(v >= GB_TIME_SEMANTICS_CHANGE for v in known))
 
 
 def _short_diff(a, b, prefix="", limit=3):
-    """List up to `limit` "path: a -> b" strings where the JSON values a and b differ."""
     if isinstance(a, dict) and isinstance(b, dict):
         out = []
         for k in sorted(set(a) | set(b), key=str):
@@ -305,8 +241,7 @@ def _short_diff(a, b, prefix="", limit=3):
 
 
 def context_warnings(base, cur):
-    """(warnings, changed layout keys): what in the two runs' contexts makes the sides less
-    comparable (none of it an error), and the layouts whose definition changed."""
+    """(warnings, changed layout keys): what in the contexts makes the sides less comparable."""
     warnings = []
     bc, cc = base["contexts"][0], cur["contexts"][0]
     for side, ctx in (("baseline", bc), ("current", cc)):
@@ -341,9 +276,8 @@ def context_warnings(base, cur):
 
 
 def default_metric(base_samples, cur_samples):
-    """The metric compared when no --metric is given: pair_ratio for a duet row (every sample of
-    both sides has it: the row's own ops_per_s mixes its two sides), else ops_per_s if any
-    sample of either side has it (higher is better), else real_time in ns (lower is better)."""
+    """Without --metric: pair_ratio for a duet row (its own ops_per_s mixes its two sides),
+    else ops_per_s if any sample has it, else real_time."""
     both = base_samples + cur_samples
     if both and all("pair_ratio" in s["values"] for s in both):
         return "pair_ratio"
@@ -354,11 +288,8 @@ def default_metric(base_samples, cur_samples):
 
 
 def _comparability_warnings(row, bs, cs, changed_layouts):
-    """Add to row["warnings"] what makes this row's two sides less comparable: a different
-    coherence label (cache-line transfer cost between the measured CPUs), a different placement,
-    a layout whose definition changed. `bs`, `cs`: the row's samples per side. Different
-    labels are not warned about when the row compares one regime both sides share (a note says
-    how many repetitions that dropped)."""
+    """Warn of a different coherence label (unless the row compares one shared regime),
+    placement, or changed layout between the row's sides."""
     blabels = sorted({str(s["coherence"]) for s in bs if s["coherence"] is not None})
     clabels = sorted({str(s["coherence"]) for s in cs if s["coherence"] is not None})
     one_regime = row["verdict"] is None and row.get("regime")
@@ -382,9 +313,8 @@ def _regime_label(sample):
 
 
 def check_sides(base, cur, options):
-    """Refuse inputs that must not be compared (raises InputError, exit 2): an emulated file
-    against a non-emulated one (QEMU/TCG timings are not a machine's), and files of runs that
-    did not finish (context.lockline.finished false) unless options["allow_unfinished"]."""
+    """Refuse an emulated file against a non-emulated one, and unfinished runs unless
+    --allow-unfinished."""
     flags = set(base.get("emulated", [])) | set(cur.get("emulated", []))
     if flags == {True, False}:
         which = [f"{p} ({'emulated' if e else 'not emulated'})" for side in (base, cur)
@@ -399,20 +329,16 @@ def check_sides(base, cur, options):
 
 
 def matched_sides(bsamp, csamp):
-    """True when the two sides hold the same repetitions in the same order (at every position
-    the same lockline_results.row_identity: a run compared with itself or with a copy)."""
+    """True when both sides hold the same repetitions in the same order (row_identity)."""
     return bool(bsamp) and len(bsamp) == len(csamp) and all(
         b.get("identity") is not None and b.get("identity") == c.get("identity")
         for b, c in zip(bsamp, csamp))
 
 
 def choose_samples(bsamp, csamp, metric, min_effect):
-    """The values a row compares, and how (min_effect a fraction): "method" "unpaired"
-    (stats.select_regime; decide() computes the interval), "matched" (stats.compare_matched)
-    or "pair_effects" (a duet row by pair_ratio: stats.compare_pair_effects); "unit"; "base",
-    "variant" (the values used: the metric, or B/A per window pair), "all_base", "all_variant"
-    (whatever their regime), "regime", "dropped", "total_base", "total_variant", "matched" and
-    "comparison" (the stats.Comparison, None for unpaired)."""
+    """The values a row compares and how: "method" "unpaired" (stats.select_regime; decide()
+    computes the interval), "matched" (stats.compare_matched) or "pair_effects" (a duet row by
+    pair_ratio), with the values used, all values, regime, counts and the stats.Comparison."""
     matched = matched_sides(bsamp, csamp)
     if metric == "pair_ratio" and bsamp + csamp and all(x["pairs"] for x in bsamp + csamp):
         bp = [(_regime_label(x), a, b) for x in bsamp for a, b in x["pairs"]]
@@ -441,7 +367,6 @@ def choose_samples(bsamp, csamp, metric, min_effect):
 
 
 def _method_note(choice, nb, nc):
-    """The note naming how a duet row was compared."""
     how = ("the same window pairs on both sides (identical rows), compared pair by pair"
            if choice["matched"] else
            "B/A per window pair, two-sample bootstrap of the change of the median")
@@ -450,15 +375,12 @@ def _method_note(choice, nb, nc):
 
 
 def compare(base, cur, options):
-    """Compare two loaded sides (load_side): a verdict per benchmark and metric, the result
-    dict of finish(). `options`: alpha, min_effect (percent), overrides [(regex, pct)],
-    threshold_only, metrics [(name, direction)] (empty: default metric), filter (regex or
-    None), and optional allow_undecided, allow_unfinished, allow_missing, allow_gb_straddle."""
+    """A verdict per benchmark and metric of two loaded sides: finish()'s result. `options`:
+    main_runs' dict."""
     check_sides(base, cur, options)
     warnings, changed_layouts = context_warnings(base, cur)
     notes = base["notes"] + cur["notes"]
-    bver, cver = side_gb_versions(base), side_gb_versions(cur)
-    # What every row of this comparison is judged against.
+    bver, cver = ({file_gb_version(c) for c in s["contexts"]} for s in (base, cur))
     ctx = {"options": options, "declared": dict(options["metrics"]), "cur": cur,
            "changed_layouts": changed_layouts, "bver": bver, "cver": cver,
            "straddle": straddles_gb_19(bver, cver),
@@ -484,8 +406,6 @@ def compare(base, cur, options):
 
 
 def _compared_keys(base, cur, options):
-    """Every key of either side, a baseline key whose current repetitions all failed, and a key
-    with a repetition that broke an invariant; those --filter keeps."""
     keys = sorted(set(base["rows"]) | set(cur["rows"]) |
                   (set(cur.get("failed", {})) & set(base["rows"])) |
                   set(cur.get("invariant", {})))
@@ -495,9 +415,8 @@ def _compared_keys(base, cur, options):
 
 
 def _key_rows(key, bs, cs, ctx):
-    """The rows of one key (`bs`, `cs`: its samples per side): one per metric compared, or one
-    "broken" row when a current repetition broke an invariant (whatever its other
-    repetitions, --threshold-only, --allow-undecided or --allow-missing say)."""
+    """One row per metric of one key, or one "broken" row when a current repetition broke an
+    invariant (whatever the options say)."""
     options = ctx["options"]
     metrics = [m for m, _ in options["metrics"]] or [default_metric(bs, cs)]
     broken = ctx["cur"].get("invariant", {}).get(key)
@@ -511,7 +430,6 @@ def _key_rows(key, bs, cs, ctx):
 
 
 def _metric_row(key, metric, bs, cs, ctx):
-    """The row of `metric` of `key` from the samples that have it, None when no side has."""
     bsamp = [s for s in bs if metric in s["values"]]
     csamp = [s for s in cs if metric in s["values"]]
     if not bsamp and not csamp:
@@ -545,16 +463,12 @@ def _metric_row(key, metric, bs, cs, ctx):
 
 
 def _stopped(metric, bsamp, csamp):
-    """True when the current side's rate is 0 in every repetition and the baseline's is not:
-    the point stopped working, whatever --allow-undecided says."""
     rate = metric_direction(metric) == "higher"
     return rate and bool(csamp) and all(x["values"][metric] == 0 for x in csamp) and any(
         x["values"][metric] > 0 for x in bsamp)
 
 
 def _no_usable_current(row, base_values, failed, measured):
-    """The baseline measured the row; the current run did not give one usable repetition: it
-    is broken (its repetitions failed, or every one of the `measured` overran)."""
     row["verdict"] = "broken"
     row["notes"].append(f"every current repetition failed ({len(failed)} with an error, e.g. "
                         f"{failed[0]!r})" if failed else
@@ -564,14 +478,12 @@ def _no_usable_current(row, base_values, failed, measured):
 
 
 def _fill_samples(row, bsamp, csamp, both_measured):
-    """Choose the row's samples (choose_samples) and fill its sides, change and interval.
-    False when one side has none (verdict "only in current" / "only in baseline")."""
+    """Fill the row's sides, change and interval; False when one side has none."""
     choice = choose_samples(bsamp, csamp, row["metric"], row["min_effect_pct"] / 100.0)
     row.update(method=choice["method"], unit=choice["unit"], matched=choice["matched"],
                regime=choice["regime"], dropped=choice["dropped"])
     bvals, cvals = choice["base"], choice["variant"]
     if bsamp and csamp and (not bvals or not cvals):
-        # Both sides measured, but in no common coherence regime.
         bvals, cvals = choice["all_base"], choice["all_variant"]
         choice["comparison"] = None
         row["verdict"] = "undecided"
@@ -596,8 +508,8 @@ def _fill_samples(row, bsamp, csamp, both_measured):
 
 
 def _fill_change(row, choice, nb, nc):
-    """The change of medians in percent; for matched repetitions or a duet row the change and
-    its interval from plots/stats.py (decide() does not recompute them)."""
+    """The change of medians in percent; matched or duet rows take change and interval from
+    plots/stats.py."""
     bm, cm = row["baseline"]["median"], row["current"]["median"]
     row["change_pct"] = (cm - bm) / abs(bm) * 100.0 if bm != 0 else \
         (0.0 if cm == 0 else math.copysign(float("inf"), cm))
@@ -614,17 +526,14 @@ def _fill_change(row, choice, nb, nc):
 
 
 def _gb_rate(metric, samples, threads):
-    """True for a threaded foreign row's rate that Google Benchmark 1.9.0 made per thread and
-    that was not converted back (GB_PER_THREAD_RATES are)."""
     rate = metric.endswith(("per_second", "/s")) or metric_direction(metric) == "higher"
     return (rate and threads > 1 and metric not in GB_PER_THREAD_RATES and
             any(s.get("foreign") for s in samples))
 
 
 def _gb_semantics(row, samples, ctx):
-    """A time-based row, or a threaded foreign rate (_gb_rate), across Google Benchmark 1.9.0
-    is incomparable (or compared with a warning under --allow-gb-straddle); a threaded one
-    from an unknown version is counted for a warning."""
+    """A time row or threaded foreign rate across Google Benchmark 1.9.0 is incomparable
+    (unless --allow-gb-straddle); one of an unknown version is counted for a warning."""
     threads = max([s["threads"] for s in samples if isinstance(s["threads"], int)], default=1)
     rate = _gb_rate(row["metric"], samples, threads)
     if row["metric"] not in TIME_METRICS and not rate:
@@ -650,17 +559,12 @@ def _versions_text(versions):
     return ", ".join(sorted(version_text(v) for v in versions))
 
 
-# Fewer repetitions a side than this and a claimed regression, improvement or equivalence ("no
-# change larger than T %") carries a caution:
-# with 8 or fewer, the 95 % interval of a median rests on its extreme order statistics (for
-# n <= 8 the distribution-free interval of a median is (min, max) or wider), so one outlier
-# moves it.
+# Fewer repetitions a side and a claimed answer carries a caution: for n <= 8 the
+# distribution-free 95 % interval of a median is (min, max) or wider, so one outlier moves it.
 FEW_SAMPLES = 9
 
 
 def few_samples_cautions(rows):
-    """Add a warning to every regression, improvement or equivalence ("no change") claimed from
-    fewer than FEW_SAMPLES repetitions on a side (in place)."""
     for r in rows:
         if r["verdict"] in ("regression", "improvement", "no change") and r["paired"]:
             nb, nc = r["baseline"]["n"], r["current"]["n"]
@@ -680,8 +584,7 @@ def _regime_counts(samples):
 
 
 def _interval(row):
-    """95 % bootstrap interval of the change in percent (plots/stats.ratio_interval), or None
-    with fewer than stats.MIN_REPETITIONS repetitions a side or a non-positive base."""
+    """The bootstrap interval of the change in percent (stats.ratio_interval), or None."""
     b, c = row["baseline"]["samples"], row["current"]["samples"]
     if min(len(b), len(c)) < effects.MIN_REPETITIONS:
         return None
@@ -693,10 +596,9 @@ def _interval(row):
 
 
 def decide(rows, options):
-    """Fill p_value, p_adjusted, min_p, ci_pct and verdict of every row with samples on both
-    sides and no verdict yet (in place): significant (Holm over their Mann-Whitney or signed-rank
-    p-values) decides by the minimum effect (effect_verdict); else "no change" needs the 95 %
-    interval within +-T, else "undecided". --threshold-only: the minimum effect alone decides."""
+    """The verdict of every row not yet decided: significant (Holm over Mann-Whitney or
+    signed-rank p-values) decides by the minimum effect; else "no change" needs the interval
+    within +-T, else "undecided". --threshold-only: the minimum effect alone."""
     for r in rows:
         if r["paired"]:
             r["min_p"] = min_attainable_p(r["baseline"]["n"], r["current"]["n"])
@@ -735,8 +637,6 @@ def decide(rows, options):
 
 
 def _undecided_note(r):
-    """Why a row compared is undecided: too few samples for an interval, or an interval wider
-    than +-its minimum effect."""
     ci = r["ci_pct"]
     if ci is None and r.get("unit") == "window pairs":
         return (f"{r['baseline']['n']} / {r['current']['n']} window pairs in one regime: an "
@@ -749,7 +649,6 @@ def _undecided_note(r):
 
 
 def rule_text(options, m):
-    """The decision rule in one line, for the console and the JSON summary."""
     if options["threshold_only"]:
         return (f"rule: threshold only (|change of medians| >= {options['min_effect']:g} %), no "
                 "statistics")
@@ -763,7 +662,6 @@ def rule_text(options, m):
 
 
 def build_parser():
-    """The argparse parser of the command line (see the module docstring)."""
     p = Parser(
         description="Compare Google Benchmark / lockline result files and fail on a real "
                     "regression (exit 0 every row decided, no regression; 1 regression; 2 bad "
@@ -798,7 +696,6 @@ def build_parser():
 
 
 def main_runs(argv):
-    """`compare.py BASELINE CURRENT [options]`: the run-against-run gate; the exit status."""
     args = build_parser().parse_args(argv)
 
     def gate():

@@ -1,18 +1,10 @@
 #!/usr/bin/python3
 """Compares the machine code of the timed functions of two lockline binaries.
 
-A change to the build (how the models are split into translation units, inlining parameters,
-debug information) must not change what a timed window executes. This tool disassembles both
-binaries with objdump, keeps the functions whose demangled names match the pattern, normalizes
-what differs between any two links (absolute addresses, RIP-relative and TLS offsets) and
-reports, per function, whether the instruction sequences are identical.
-
-Usage:
-  ci/hot_code_check.py OLD_BINARY NEW_BINARY [--pattern REGEX] [--show NAME_REGEX]
-
-The default pattern selects the timed code of pagevec and zone_lock: PagevecWorkload's Run /
-RunWindow / ReleasePages / TakeReturned / FreePagevec / Acquire / Release / Work and
-ZoneLockWorkload's RunWindow / AllocPage / FreePage / TeardownThread.
+A change to the build (translation units, inlining, debug information) must not change what a
+timed window executes: the functions whose demangled names match the pattern (by default the
+timed code of pagevec and zone_lock) are disassembled with objdump, what differs between any
+two links (absolute addresses, RIP-relative and TLS offsets) normalized, and compared.
 
 Exit status: 0 when every matched function is identical, 1 when any differs or is missing,
 2 on bad input (a binary that does not exist, objdump missing, a pattern that matches nothing).
@@ -30,7 +22,6 @@ DEFAULT_PATTERN = (r"PagevecWorkload<.*>::(Run<|RunWindow|ReleasePages|TakeRetur
 
 
 def functions(binary, pattern):
-    """Demangled name -> list of normalized instructions, for functions matching pattern."""
     out = subprocess.run(["objdump", "-d", "--no-show-raw-insn", "-C", binary],
                          capture_output=True, text=True, check=True).stdout
     result, current = {}, None

@@ -75,10 +75,8 @@ if ((REPS < 9)) && [[ -z "$FILTER" && -z "$against" ]]; then
        "corrected alpha to be reachable (rows will be undecided: exit 3)" >&2
 fi
 
-# compare_and_exit AGAINST NOTE HINT COMPARE_COMMAND...: the machine-readable copies first
-# (quietly, OUT/compare.md and OUT/compare.json), then the table on stdout (OUT/compare.txt),
-# whose status is the script's exit status, said in one line about AGAINST. NOTE follows
-# "no regression against AGAINST"; HINT follows "REPS=..." in the undecided line.
+# compare_and_exit AGAINST NOTE HINT COMPARE_COMMAND...: writes OUT/compare.{md,json,txt}; the
+# table's status is the script's exit status.
 compare_and_exit() {
   local against=$1 note=$2 hint=$3
   shift 3
@@ -113,7 +111,6 @@ run=("$LOCKLINE" --quick "--benchmark_repetitions=$REPS" "--out=$OUT")
 [[ -n "${LOCKLINE_ARGS:-}" ]] && run+=(${LOCKLINE_ARGS})
 echo "regression.sh: ${run[*]}"
 if [[ -n "$against" ]]; then
-  # The build duet: one run, both builds; the verdicts come from its window pairs.
   rc=0
   "${run[@]}" || rc=$?
   # 2: refused before anything was created (another schema or suite); 1 (rows with errors) is

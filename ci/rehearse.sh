@@ -50,8 +50,6 @@ set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
-# One optional argument: an empty one is a mistake (an unset variable), not the default shape,
-# and extra ones are refused rather than ignored.
 if (($# > 1)); then
   echo "rehearse.sh: error: $# arguments ('$*'); accepted: one TOPOLOGY (4s4n, 2s2n-smt2, 32)" \
        "or none" >&2
@@ -180,8 +178,7 @@ initrd=$work/initramfs.cpio.gz
   cp "$BUSYBOX" bin/busybox
   # Stripped: the debug info is 90 % of the binary and only slows the boot.
   strip -o lockline "$LOCKLINE"
-  # Exactly the libraries the dynamic loader resolves for lockline (and the loader itself),
-  # at the same paths.
+  # The libraries the dynamic loader resolves for lockline, and the loader, at their paths.
   ldd "$LOCKLINE" | awk '/=> \//{print $3} /^[[:space:]]*\//{print $1}' | sort -u |
     while read -r lib; do
       mkdir -p ".$(dirname "$lib")"

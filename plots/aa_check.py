@@ -4,42 +4,17 @@
 Usage: plots/aa_check.py RUN_DIR [RUN_DIR ...] [--min-effect PCT] [--metric NAME]
                          [--all-pairs] [--json]
 
-A `lockline --runs=N` directory counts as its N runs (RUN_DIR/run-1 .. run-N, in order).
-The output ends with the within-run false-effect rate (A/A duet rows) and the between-run one
-(keys compared between runs), each with its Wilson interval (JSON: `within_run`,
-`between_run`): an interval that covers only its own run keeps the first low and the second
-high.
+An A/A comparison compares two things that do not differ, so every "an effect" is false. Two
+sources: the A/A duet rows of each run (a = b, bench/duet.cpp's `aa` specs; stats.compare_pairs
+as plots/verdicts.py), and keys measured in two runs of one build (disjoint pairs of runs in
+the order given, a --runs directory as its runs; duet rows by stats.compare_pair_effects as
+ci/compare.py, others by stats.compare_points; the same rows on both sides are skipped: they
+measure nothing). The false-effect rate is effects / comparisons with an interval, with its
+Wilson 95 % interval; it treats comparisons as independent, but rows of one run pair share
+that pair's machine state, so read it as a rough bound when one pair dominates. An interval
+that covers only its own run shows a low within-run and a high between-run rate.
 
-An A/A comparison compares two things that do not differ, so every "an effect" it answers is a
-false one. Two sources, both counted:
-
-- A/A duet rows of each run (family `duet` with a = b: bench/duet.cpp's `aa` specs, suite
-  full): the paired effect B/A over the row's window pairs (stats.compare_pairs, as
-  plots/verdicts.py computes a verdict).
-- Two runs of the same build (give two or more run directories): every key measured in both is
-  compared between them, the runs taken in the order given, in disjoint pairs (1 vs 2, 3 vs
-  4, ...; an odd last run is left out, and a note says so; --all-pairs compares every pair
-  i < j instead, whose comparisons share runs and so are not independent). Duet rows (with
-  window pairs) are compared by the change of their paired effect B/A
-  (stats.compare_pair_effects, as ci/compare.py does); other rows by their repetitions of one
-  coherence regime, unpaired (stats.compare_points on --metric, default ops_per_s). A key
-  whose repetitions are the same rows in both runs (the same run given twice) is skipped and
-  counted apart: it measures nothing.
-
-Each comparison gets one answer (stats.answer with the 95 % interval): "an effect" (the
-interval excludes 0: a false effect), "equal" (the interval lies within +-min effect: no change
-larger than it), "not resolved" (neither), or "too few" (no interval). The false-effect rate is
-effects / comparisons with an interval, printed with its Wilson 95 % interval
-(stats.wilson_interval). The Wilson interval treats comparisons as independent; rows of one
-run pair share that pair's machine state, so read it as a rough bound when one pair of runs
-dominates the count.
-
-plots/duet_check.py shows one run's paired against unpaired interval widths (and how many of
-its A/A duet rows exclude 0); this tool counts A/A answers over many runs, with an interval.
-
-Output: one line per source and per family, then the total. Exit 0 (also when the rate is
-high: this is a measurement, not a gate); 2 with one `aa_check.py: error:` line on a bad run
-directory or option.
+Exit 0 (a measurement, not a gate); 2 with one `aa_check.py: error:` line on bad input.
 """
 
 from __future__ import annotations
@@ -62,8 +37,8 @@ ANSWER_WORDS = {"effect": "an effect", "equivalent": "equal", "not_resolved": "n
 
 
 def _series(run: Run) -> Dict[str, List[Any]]:
-    """Repetitions per key (no aggregates; no repetitions with an overrun window, but a duet
-    row keeps its other window pairs: lockline_results.row_duet_pairs), in file order."""
+    """Repetitions per key, without aggregates or overrun ones (a duet row keeps its other
+    window pairs)."""
     out: Dict[str, List[Any]] = {}
     for p in run.points:
         if p.aggregate is None and (p.bench == "duet" or not p.overrun):
@@ -72,7 +47,6 @@ def _series(run: Run) -> Dict[str, List[Any]]:
 
 
 def _family(reps) -> str:
-    """The family a row measures: a duet row's `of`, else its own family."""
     p = reps[0]
     return p.params.get("of", p.family) if p.bench == "duet" else p.family
 
@@ -87,7 +61,6 @@ def _record(comparison: stats.Comparison, source: str, key: str, family: str, th
 
 
 def within_run(run: Run, min_effect: float) -> List[Dict[str, Any]]:
-    """The A/A duet rows of one run (a = b), each compared by its paired effect."""
     out = []
     for key, reps in sorted(_series(run).items()):
         p = reps[0]
@@ -103,8 +76,8 @@ def within_run(run: Run, min_effect: float) -> List[Dict[str, Any]]:
 
 def between_runs(base: Run, cur: Run, min_effect: float, metric: str,
                  skipped: List[str]) -> List[Dict[str, Any]]:
-    """Every key of both runs compared between them (the two runs are of the same build, so
-    each is an A/A comparison). Keys with identical rows in both are appended to `skipped`."""
+    """Every key of both runs compared between them; keys with identical rows go to
+    `skipped`."""
     out = []
     bs, cs = _series(base), _series(cur)
     runs = f"{base.path} vs {cur.path}"
@@ -128,8 +101,6 @@ def between_runs(base: Run, cur: Run, min_effect: float, metric: str,
 
 
 def count(records: Sequence[Dict[str, Any]]) -> Dict[str, Any]:
-    """Counts of the answers and the false-effect rate with its Wilson 95 % interval (None
-    without a comparison that has an interval)."""
     n = {a: sum(1 for r in records if r["answer"] == a) for a in ANSWER_WORDS}
     decided = n["effect"] + n["equivalent"] + n["not_resolved"]
     rate = n["effect"] / decided if decided else None
@@ -141,9 +112,7 @@ def count(records: Sequence[Dict[str, Any]]) -> Dict[str, Any]:
 
 def check(runs: Sequence[Run], min_effect: float = stats.MIN_EFFECT, metric: str = "ops_per_s",
           all_pairs: bool = False) -> Dict[str, Any]:
-    """Every A/A comparison of `runs` (within-run A/A duet rows; between runs in disjoint
-    consecutive pairs, or every pair with all_pairs) with its answer, and the counts: total,
-    per source, per family."""
+    """Every A/A comparison of `runs` with its answer, and the counts."""
     records: List[Dict[str, Any]] = []
     notes: List[str] = []
     seen = set()
@@ -181,8 +150,6 @@ def check(runs: Sequence[Run], min_effect: float = stats.MIN_EFFECT, metric: str
 
 
 def count_text(c: Dict[str, Any], min_effect: float) -> str:
-    """'40 comparisons: 2 an effect (false-effect rate 5.0 %, Wilson 95 % [1.4 %, 16.5 %]), 30
-    equal (no change larger than 5 %), 8 not resolved, 0 too few'."""
     if c["with_interval"]:
         lo, hi = c["wilson95"]
         rate = (f"false-effect rate {100 * c['false_effect_rate']:.1f} %, Wilson 95 % "
@@ -195,7 +162,6 @@ def count_text(c: Dict[str, Any], min_effect: float) -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The command line (see the module docstring)."""
     p = argparse.ArgumentParser(
         prog="aa_check.py",
         description="Count A/A comparisons (A/A duet rows of each run; keys compared between "
@@ -222,7 +188,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    """CLI entry point; returns the exit status (0, or 2 on bad input)."""
     args = build_parser().parse_args(argv)
     if not 0 <= args.min_effect < 1e6:
         print(f"aa_check.py: error: --min-effect {args.min_effect:g}: must be a percentage "
@@ -249,8 +214,6 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(f"family {family}: {count_text(c, min_effect)}")
     for note in doc["notes"]:
         print(f"note: {note}")
-    # The two rates side by side: an interval that only covers its own run shows a
-    # low within-run rate and a high between-run one.
     print(f"within-run (A/A duet rows of each run): "
           f"{count_text(doc['within_run'], min_effect)}")
     print(f"between-run ({doc['pairs_of_runs']} pair(s) of runs of one build): "

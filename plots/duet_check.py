@@ -26,13 +26,11 @@ import stats  # noqa: E402
 
 
 def half_width(c: stats.Comparison) -> Optional[float]:
-    """Half the interval's width in effect units (fraction), None without an interval."""
     return None if c.ci is None else (c.ci[1] - c.ci[0]) / 2.0
 
 
 def check(run) -> Dict[str, Any]:
-    """Per duet series (key without repetition): paired and unpaired comparisons of the same
-    windows; plus the A/A summary and the median half-width ratio."""
+    """Per duet series: paired and unpaired comparisons of the same windows; the A/A summary."""
     series: Dict[str, List] = {}
     for p in run.points:
         # Rows with an overrun window stay: only its pairs are left out.
@@ -66,7 +64,6 @@ def check(run) -> Dict[str, Any]:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    """CLI entry point; returns the exit status."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[1])
     parser.add_argument("run_dir", metavar="RUN_DIR")
     parser.add_argument("--json", action="store_true", help="print the result as JSON")

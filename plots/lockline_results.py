@@ -1,14 +1,9 @@
 """Load lockline result files (and any Google Benchmark JSON) into plain Python records.
 
-lockline writes Google Benchmark's JSON format with additions (results/SCHEMA.md): each row has
-`family`, `params`, `threads`, `placement`, `coherence` and flat metrics such as `ops_per_s`.
-Files from plain Google Benchmark runs lack all of that, and older or newer library versions
-differ (no `family_index`, `repetitions: 0`, `error_occurred` vs `skipped`, mixed `time_unit`,
-aggregate rows in percent, thread counts passed as a benchmark argument). This module turns
-either into `Point` records so the plotting code never looks at raw JSON.
-
-Errors: every problem with an input file raises `ResultError` with one line naming the file and
-what was wrong; callers print it and exit 2.
+lockline writes Google Benchmark's JSON with additions (results/SCHEMA.md: `family`, `params`,
+`threads`, `placement`, `coherence`, flat metrics such as `ops_per_s`); plain Google Benchmark
+files of any version lack them and differ among themselves. Both become `Point` records.
+Every problem with an input file raises a one-line `ResultError`; callers exit 2.
 """
 
 from __future__ import annotations
@@ -21,10 +16,8 @@ import os
 import re
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
-# Seconds per Google Benchmark time unit.
 TIME_UNIT_SECONDS = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
 
-# Name segments Google Benchmark appends that are not parameters of the benchmark.
 _GB_MODIFIER = re.compile(
     r"^(real_time|manual_time|process_time|iterations:\d+|repeats:\d+|min_time:[\d.]+s?|"
     r"min_warmup_time:[\d.]+s?)$")
@@ -35,33 +28,28 @@ class ResultError(Exception):
     """A result file cannot be read or holds nothing plottable (one-line message)."""
 
 
-# Longest integer literal accepted in a result file: a float holds about 308 decimal digits;
-# anything near that is a corrupt or hostile file, not a measurement.
+# Longer integer literals or deeper nesting is a corrupt or hostile file (a float holds about
+# 308 digits; lockline writes about 6 levels).
 MAX_INT_DIGITS = 40
-# Deepest nesting of arrays/objects accepted (lockline writes about 6 levels).
 MAX_DEPTH = 64
 
-# Row fields that, when present, must be strings (a list or object there is a broken file).
 STRING_FIELDS = ("name", "run_name", "lockline_key", "family", "run_type", "aggregate_name",
                  "aggregate_unit", "time_unit", "error_message", "skip_message", "label",
                  "description")
-# Run-name decorations Google Benchmark appends that do not change what is measured.
 _DECORATION_RE = re.compile(
     r"/(manual_time|real_time|repeats:\d+|iterations:\d+|min_time:[^/]+|min_warmup_time:[^/]+)"
     r"(?=/|$)")
 _AGGREGATE_SUFFIXES = ("_mean", "_median", "_stddev", "_cv", "_BigO", "_RMS")
-# Google Benchmark time units in nanoseconds.
 TIME_UNIT_NS = {"ns": 1.0, "us": 1e3, "ms": 1e6, "s": 1e9}
 # Coherence labels that name no regime: such rows are pooled (see stats.select_regime).
 NO_REGIME = ("none", "unknown", "")
 
 
 class _BigInt(ValueError):
-    """An integer literal with more than MAX_INT_DIGITS digits (raised by the JSON parser)."""
+    pass
 
 
 def _parse_int(text: str) -> int:
-    """json's parse_int hook: int(text), or _BigInt beyond MAX_INT_DIGITS digits."""
     digits = len(text.lstrip("-"))
     if digits > MAX_INT_DIGITS:
         raise _BigInt(f"an integer of {digits} digits")
@@ -69,14 +57,9 @@ def _parse_int(text: str) -> int:
 
 
 def read_document(path: str) -> Dict[str, Any]:
-    """Parse one result file safely and check its shape: the one parser of result files.
-
-    Returns the top-level object (with `benchmarks` a list of objects, each with a string
-    `name`, known string fields strings, `context` an object). Raises ResultError (one line
-    naming the file and the problem) for an unreadable file, text that is not JSON, integers
-    longer than MAX_INT_DIGITS digits, nesting deeper than MAX_DEPTH, or a wrong shape; never
-    OverflowError, RecursionError or TypeError. An empty `benchmarks` list is allowed here.
-    """
+    """Parse one result file and check its shape (`benchmarks` a list of objects with a string
+    `name`, `context` an object; the list may be empty): the one parser of result files.
+    Raises ResultError only, never OverflowError, RecursionError or TypeError."""
     try:
         with open(path, "rb") as handle:
             raw = handle.read()
@@ -105,8 +88,6 @@ def read_document(path: str) -> Dict[str, Any]:
         raise ResultError(f"{path}: {err} (a result file holds at most {MAX_INT_DIGITS}-digit "
                           "integers)") from None
     except json.JSONDecodeError as err:
-        # Some of json's messages end in "at" ("Unterminated string starting at"): the
-        # position follows them without a second "at".
         where = "" if err.msg.endswith(" at") else " at"
         raise ResultError(f"{path}: not valid JSON ({err.msg}{where} line {err.lineno} column "
                           f"{err.colno})") from None
@@ -135,9 +116,7 @@ def read_document(path: str) -> Dict[str, Any]:
 
 
 def strip_decorations(name: str) -> str:
-    """Strip Google Benchmark's run-name decorations (/manual_time, /real_time, /repeats:N,
-    /iterations:N, /min_time:X, /min_warmup_time:X) so runs that differ only in how they were
-    driven pair up. Example: "BM_x/8/repeats:5/manual_time" -> "BM_x/8"."""
+    """"BM_x/8/repeats:5/manual_time" -> "BM_x/8": runs driven differently pair up."""
     return _DECORATION_RE.sub("", name)
 
 
@@ -154,9 +133,8 @@ def row_key(row: Dict[str, Any]) -> str:
 
 
 def is_aggregate(row: Dict[str, Any], names) -> bool:
-    """True when a raw row is an aggregate (mean/median/stddev/cv, _BigO/_RMS) rather than one
-    repetition. `names`: the set of row names in the file (old files without run_type are
-    recognised by an aggregate suffix on a name whose base is also a row)."""
+    """True for an aggregate row. `names`: the file's row names (old files without run_type:
+    an aggregate suffix on a name whose base is also a row)."""
     run_type = row.get("run_type")
     if run_type is not None:
         return run_type == "aggregate"
@@ -170,11 +148,8 @@ def is_aggregate(row: Dict[str, Any], names) -> bool:
 
 
 def row_values(row: Dict[str, Any], path: str) -> Dict[str, float]:
-    """Numeric metrics of one raw row as {name: float}; real_time / cpu_time in ns.
-
-    Every top-level finite number except bookkeeping fields is a metric; nested objects are
-    not. Raises ResultError on an unknown time_unit or a non-numeric time.
-    """
+    """Top-level finite numbers of one raw row except bookkeeping, real_time / cpu_time in ns.
+    Raises ResultError on an unknown time_unit or a non-numeric time."""
     skip = {"iterations", "threads", "repetitions", "repetition_index", "family_index",
             "per_family_instance_index", "error_occurred"}
     out = {}
@@ -202,18 +177,11 @@ def row_values(row: Dict[str, Any], path: str) -> Dict[str, float]:
 
 @dataclasses.dataclass
 class Point:
-    """One measured row, normalised.
-
-    family: lockline family (`zone_lock`) or, for foreign files, the benchmark name's first
-        segment without template arguments.
-    bench: first segment of the row key (`page_free_race` inside family `page_free`).
-    params: parameters other than the thread count, as strings (`{"layout": "...", "lock": ...}`).
-    threads: thread (or worker) count, >= 1.
-    metrics: flat numeric metrics; time-like values from foreign files are converted to
-        `real_time_ns`/`cpu_time_ns`, and `throughput_per_s` (iterations/s) is added when the
-        row has no `ops_per_s`/`items_per_second`.
-    aggregate: None for a repetition, else the aggregate name (`mean`, `stddev`, ...).
-    """
+    """One measured row, normalised. family: lockline's, or a foreign name's first segment
+    without template arguments; bench: the key's first segment; params: all but threads, as
+    strings; metrics: times as `real_time_ns`/`cpu_time_ns`, plus `throughput_per_s`
+    (iterations/s) when the row has no `ops_per_s`/`items_per_second`; aggregate: None for a
+    repetition, else `mean`, `stddev`, ..."""
 
     family: str
     bench: str
@@ -232,22 +200,18 @@ class Point:
 
     @property
     def regime(self) -> str:
-        """Coherence regime of this repetition (`near`, `far`, `regime2`, ... or the older
-        `baseline`/`shifted`); "" when the row names none (`none`, `unknown`, absent)."""
+        """`near`, `far`, ...; "" when the row names none."""
         return "" if self.coherence in NO_REGIME else self.coherence
 
     @property
     def variant(self) -> Tuple[Tuple[str, str], ...]:
-        """Sorted (key, value) pairs identifying the series this point belongs to."""
         return tuple(sorted(self.params.items()))
 
 
 def overrun_pair_flags(row: Dict[str, Any]) -> List[bool]:
-    """Per measured window pair of a raw paired-windows row, whether one of its two windows
-    overran: the pair's own `overrun` flag (harness/run/runner.cpp MarkOverrunPairs),
-    else, for files written before it, from the row's `windows[].overrun` and
-    `details.duet.sides` (measured pair k = the k-th two `a`/`b` windows). [] for any other
-    row."""
+    """Per window pair of a duet row, whether a window overran: the pair's `overrun`
+    (harness/run/runner.cpp MarkOverrunPairs), else (older files) `windows[].overrun` of the
+    k-th two `a`/`b` windows of `details.duet.sides`. [] for any other row."""
     details = row.get("details") if isinstance(row, dict) else None
     duet = details.get("duet") if isinstance(details, dict) else None
     pairs = duet.get("pairs") if isinstance(duet, dict) else None
@@ -267,10 +231,8 @@ def overrun_pair_flags(row: Dict[str, Any]) -> List[bool]:
 
 
 def row_duet_pairs(row: Dict[str, Any]) -> List[Tuple[float, float]]:
-    """The window pairs of one raw paired-windows row (family `duet`, harness/measure/duet.h): (A's
-    ops/s, B's ops/s) per measured pair, in the row's order, from `details.duet.pairs`; [] for
-    any other row or a malformed one. A pair holding an overrun window is left out
-    (overrun_pair_flags), the row's other pairs kept."""
+    """(A's ops/s, B's ops/s) per window pair of a duet row (harness/measure/duet.h), pairs
+    with an overrun window left out; [] for any other or a malformed row."""
     details = row.get("details") if isinstance(row, dict) else None
     duet = details.get("duet") if isinstance(details, dict) else None
     pairs = duet.get("pairs") if isinstance(duet, dict) else None
@@ -287,25 +249,18 @@ def row_duet_pairs(row: Dict[str, Any]) -> List[Tuple[float, float]]:
 
 
 def duet_pairs(point: Point) -> List[Tuple[float, float]]:
-    """The window pairs of a paired-windows row (family `duet`, harness/measure/duet.h): (A's ops/s,
-    B's ops/s) per measured pair, from `details.duet.pairs`; [] for any other row or a
-    malformed one (row_duet_pairs of the point's raw row)."""
     return row_duet_pairs(point.row)
 
 
 def repetition_id(point: Point) -> str:
-    """Names the repetition a row was measured in, unique across the runs of a multi-run
-    directory (lockline --runs: the row's `run` field): "RUN/KEY/#REPETITION"."""
+    """"RUN/KEY/#REPETITION", unique across the runs of a lockline --runs directory."""
     run = point.row.get("run", "") if isinstance(point.row, dict) else ""
     return f"{run}/{point.key}/#{point.repetition}"
 
 
 def labelled_duet_pairs(points: Sequence[Point]) -> List[Tuple[str, float, float, str]]:
-    """The window pairs of paired-windows rows with the coherence regime of the repetition
-    each came from and that repetition: (regime label, A's ops/s, B's ops/s, repetition_id),
-    the input of stats.compare_pairs (which resamples the repetitions as units) and
-    stats.compare_pair_effects. Pairs holding an overrun window are left out (row_duet_pairs),
-    not their repetition."""
+    """(regime, A's ops/s, B's ops/s, repetition_id) per window pair: the input of
+    stats.compare_pairs (the repetitions are its resampling units) and compare_pair_effects."""
     return [(p.regime, a, b, repetition_id(p)) for p in points for a, b in duet_pairs(p)]
 
 
@@ -315,12 +270,9 @@ IDENTITY_CONTEXT = ("host_name", "mhz_per_cpu", "date", "executable", "num_cpus"
 
 
 def row_identity(row: Dict[str, Any], context: Optional[Dict[str, Any]] = None) -> str:
-    """A digest of one raw row's whole content (every field, nested ones included; key order
-    and JSON formatting do not matter) and, when given, of its file context's IDENTITY_CONTEXT
-    fields: two repetitions with the same identity are the same measurement, e.g. the same
-    run file given on both sides of ci/compare.py, or a copy of it. Two different
-    measurements never share one (their values, timings, counters or host / MHz / date
-    differ)."""
+    """A digest of a raw row's whole content (key order aside) and of its context's
+    IDENTITY_CONTEXT: equal only for the same measurement (one file on both sides of
+    ci/compare.py, or a copy)."""
     if isinstance(context, dict):
         row = {"row": row, "context": {k: context.get(k) for k in IDENTITY_CONTEXT}}
     text = json.dumps(row, sort_keys=True, separators=(",", ":"), default=str)
@@ -329,7 +281,6 @@ def row_identity(row: Dict[str, Any], context: Optional[Dict[str, Any]] = None) 
 
 @dataclasses.dataclass
 class Run:
-    """One result file: its context (machine, provenance) and its points."""
 
     path: str
     context: Dict[str, Any]
@@ -339,27 +290,22 @@ class Run:
 
     @property
     def lockline(self) -> Dict[str, Any]:
-        """lockline's own context block (empty dict for foreign files)."""
         value = self.context.get("lockline")
         return value if isinstance(value, dict) else {}
 
     @property
     def host(self) -> str:
-        """Host name, or the file name when the context has none."""
         return str(self.context.get("host_name") or os.path.basename(self.path))
 
     @property
     def commit(self) -> str:
-        """Short lockline git commit, or '?' for foreign files."""
         return str(self.lockline.get("git_commit") or "?")[:12]
 
     tag: str = ""
 
     @property
     def label(self) -> str:
-        """`host@commit` for lockline files, `host@file name` for foreign ones (they have no
-        commit), plus `tag` (load_runs sets it when two runs would otherwise share a label):
-        tells runs apart in overlaid figures' legends."""
+        """`host@commit` (foreign: `host@file name`) plus `tag`: the legend label."""
         if self.lockline:
             base = f"{self.host}@{self.commit}"
         else:
@@ -382,12 +328,9 @@ class Run:
         return ", ".join(parts)
 
     def scale_text(self, threads: Optional[int] = None) -> str:
-        """The machine a result was measured on, in a few words (every verdict says
-        its scale): "4 threads on 16 PUs (16 cores, no SMT), 1 NUMA node, 1 package, KVM
-        guest" from context.lockline.topology (hwloc counts: PU = hardware thread; SMT when
-        PUs > cores), the hypervisor from the kernel/CPU flags when the file names it, and
-        "emulated" for QEMU TCG rehearsals. Foreign files: "num_cpus CPUs (topology not
-        recorded)"."""
+        """"4 threads on 16 PUs (16 cores, no SMT), 1 NUMA node, 1 package" from
+        context.lockline.topology (hwloc: PU = hardware thread; SMT when PUs > cores); every
+        verdict says its scale."""
         ll = self.lockline
         topo = ll.get("topology") if isinstance(ll.get("topology"), dict) else {}
         head = f"{threads} thread{'s' if threads != 1 else ''} on " if threads else ""
@@ -409,34 +352,21 @@ class Run:
 
     @property
     def finished(self) -> Optional[bool]:
-        """context.lockline.finished (False: the run was interrupted), None when not said."""
         value = self.lockline.get("finished")
         return value if isinstance(value, bool) else None
 
     @property
     def emulated(self) -> bool:
-        """True for a run inside an emulator (context.lockline.emulated, or any row's)."""
         return self.lockline.get("emulated") is True or any(p.emulated for p in self.points)
 
     def overrun_keys(self) -> List[str]:
-        """Keys of points with an overrun window (first-seen order, each once)."""
-        seen: Dict[str, None] = {}
-        for p in self.points:
-            if p.overrun:
-                seen.setdefault(p.key, None)
-        return list(seen)
+        return list(dict.fromkeys(p.key for p in self.points if p.overrun))
 
     def families(self) -> List[str]:
-        """Families present, in first-seen order."""
-        seen: Dict[str, None] = {}
-        for p in self.points:
-            seen.setdefault(p.family, None)
-        return list(seen)
+        return list(dict.fromkeys(p.family for p in self.points))
 
 
 def _number(value: Any) -> Optional[float]:
-    """`value` as a finite float, or None (bools, strings, NaN and out-of-range are not
-    metrics)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
     try:
@@ -447,11 +377,7 @@ def _number(value: Any) -> Optional[float]:
 
 
 def _parse_name(name: str) -> Tuple[str, Dict[str, str], List[int]]:
-    """Split a Google Benchmark name into (first segment, key:value params, positional ints).
-
-    `BM_x<T>/8/real_time` -> ("BM_x<T>", {}, [8]); lockline keys give key:value params.
-    Template arguments may contain '/', so splitting respects angle-bracket depth.
-    """
+    """`BM_x<T>/8/real_time` -> ("BM_x<T>", {}, [8]); '/' inside <...> does not split."""
     segments, depth, cur = [], 0, ""
     for ch in name:
         if ch == "<":
@@ -479,7 +405,6 @@ def _parse_name(name: str) -> Tuple[str, Dict[str, str], List[int]]:
 
 
 def _family_of(head: str, params: Dict[str, str]) -> str:
-    """Family of a foreign row: `name<T, U>` -> family `name`, params['template'] = 'T, U'."""
     match = re.match(r"^([^<]*)<(.*)>$", head)
     if match:
         params["template"] = match.group(2)
@@ -488,7 +413,6 @@ def _family_of(head: str, params: Dict[str, str]) -> str:
 
 
 def _point_from_row(row: Dict[str, Any]) -> Optional[Point]:
-    """Normalise one benchmark row; None for rows that carry no plottable value."""
     name = str(row.get("lockline_key") or row.get("run_name") or row.get("name") or "")
     if not name:
         return None
@@ -499,7 +423,6 @@ def _point_from_row(row: Dict[str, Any]) -> Optional[Point]:
             return None  # a coefficient of variation is not a throughput
         name = _AGGREGATE_SUFFIX.sub("", name)
     elif _AGGREGATE_SUFFIX.search(name) and "run_type" not in row:
-        # Old format: aggregates recognised only by the name suffix.
         aggregate = _AGGREGATE_SUFFIX.search(name).group(1)
         name = _AGGREGATE_SUFFIX.sub("", name)
     if aggregate in ("BigO", "RMS", "cv"):
@@ -546,9 +469,6 @@ def _point_from_row(row: Dict[str, Any]) -> Optional[Point]:
         return None
     coherence = row.get("coherence")
     regime_ns = _number(coherence.get("regime_ns")) if isinstance(coherence, dict) else None
-    windows = row.get("windows") if isinstance(row.get("windows"), list) else []
-    overrun = bool(row.get("overrun") is True or any(
-        isinstance(w, dict) and w.get("overrun") is True for w in windows))
     label = coherence.get("label") if isinstance(coherence, dict) else None
     return Point(
         family=family,
@@ -562,16 +482,22 @@ def _point_from_row(row: Dict[str, Any]) -> Optional[Point]:
         coherence=label if isinstance(label, str) else "unknown",
         regime_ns=regime_ns,
         key=row_key(row),
-        overrun=overrun,
+        overrun=row_overrun(row),
         emulated=row.get("emulated") is True,
         row=row,
     )
 
 
+def row_overrun(row: Dict[str, Any]) -> bool:
+    """The row, or one of its windows, overran its bound."""
+    windows = row.get("windows") if isinstance(row.get("windows"), list) else []
+    return row.get("overrun") is True or any(isinstance(w, dict) and w.get("overrun") is True
+                                             for w in windows)
+
+
 def _merge_single_point_families(points: List[Point]) -> None:
-    """In foreign files, fold families with one variant at one thread count (plain
-    `BM_Foo` benchmarks) into one family `benchmarks` (param `benchmark`), so they share one
-    figure instead of one figure each."""
+    """Fold foreign families of one variant at one thread count into one family
+    `benchmarks`, so they share one figure."""
     shapes: Dict[str, set] = {}
     for p in points:
         shapes.setdefault(p.family, set()).add((p.variant, p.threads))
@@ -585,9 +511,8 @@ def _merge_single_point_families(points: List[Point]) -> None:
 
 
 def multi_run_dirs(path: str) -> List[str]:
-    """The run directories of a `lockline --runs=N` directory (harness/run/runs.h): the `dirs` of
-    its runs.json that hold a lockline.json, else its run-K subdirectories with one, in K
-    order; [] for any other path (a directory with its own lockline.json included)."""
+    """The run directories of a `lockline --runs=N` directory (harness/run/runs.h): runs.json's
+    `dirs`, else its run-K subdirectories in K order; [] for any other path."""
     if not os.path.isdir(path) or os.path.isfile(os.path.join(path, "lockline.json")):
         return []
     names: List[str] = []
@@ -606,16 +531,11 @@ def multi_run_dirs(path: str) -> List[str]:
 
 
 def resolve_paths(paths: Iterable[str]) -> List[str]:
-    """Expand run directories into their result JSON files.
-
-    A `lockline --runs=N` directory yields its runs' lockline.json files (multi_run_dirs); a
-    directory yields its `lockline.json` if present, else every `*.json` directly inside it.
-    Raises ResultError for a missing path or a directory without JSON.
-    """
+    """Result files of `paths`: a --runs directory's runs', a run directory's lockline.json,
+    else every `*.json` in it. Raises ResultError for a missing path or no JSON."""
     files: List[str] = []
     for path in paths:
         if os.path.isdir(path) and multi_run_dirs(path):
-            # A `lockline --runs=N` directory: its runs, in order.
             files.extend(os.path.join(d, "lockline.json") for d in multi_run_dirs(path))
             continue
         if os.path.isdir(path):
@@ -636,13 +556,8 @@ def resolve_paths(paths: Iterable[str]) -> List[str]:
 
 
 def load_run(path: str) -> Run:
-    """Read one result JSON (lockline or any Google Benchmark version) into a Run.
-
-    Raises ResultError (via read_document) when the file is not JSON, is hostile (huge
-    integers, deep nesting, a list where a string belongs), has no `benchmarks` list, or no row
-    has a usable value. Rows with `error_occurred` or `skipped` set are dropped and listed in
-    `Run.skipped_rows`.
-    """
+    """Read one result JSON into a Run; rows with `error_occurred` or `skipped` go to
+    `skipped_rows`. Raises ResultError (read_document's, or no row has a usable value)."""
     data = read_document(path)
     context = data.get("context") if isinstance(data.get("context"), dict) else {}
     points, skipped = [], []
@@ -655,7 +570,6 @@ def load_run(path: str) -> Run:
         try:
             point = _point_from_row(row)
         except (TypeError, ValueError, AttributeError, OverflowError) as err:
-            # A row shaped by some other tool (params a list, threads a string, ...).
             skipped.append(f"{row.get('name', '?')}: malformed row ({err})")
             continue
         if point is not None:
@@ -692,13 +606,12 @@ def load_run(path: str) -> Run:
 # iteration (`threads` times the older value for the same run) and its rates (items_per_second,
 # bytes_per_second) are per thread. ci/compare.py refuses time rows across the change.
 GB_THREADED_TIME_CHANGE = (1, 9, 0)
-_PER_THREAD_RATES = ("items_per_second", "bytes_per_second")
+PER_THREAD_RATES = ("items_per_second", "bytes_per_second")
 
 
 def gb_library_version(context: Dict[str, Any]) -> Optional[Tuple[int, ...]]:
-    """The Google Benchmark version (int tuple) in a foreign file's context.library_version
-    ('v1.9.1', '1.8.3'); None when absent or unreadable (files before 1.8.4 do not write it:
-    they are on the old side of 1.9.0)."""
+    """context.library_version ('v1.9.1') as an int tuple; None when absent (before 1.8.4,
+    so on the old side of 1.9.0) or unreadable."""
     text = context.get("library_version") if isinstance(context, dict) else None
     m = re.match(r"v?(\d+)\.(\d+)(?:\.(\d+))?", str(text or ""))
     if not m:
@@ -708,11 +621,9 @@ def gb_library_version(context: Dict[str, Any]) -> Optional[Tuple[int, ...]]:
 
 def normalise_threaded_time(points: List[Point], version: Optional[Tuple[int, ...]]
                             ) -> List[str]:
-    """Put a >= 1.9.0 file's threaded rows (threads > 1) in the older time semantics, so
-    throughput is computed the same way for files of either side: real_time_ns /
-    threads (the pre-1.9.0 average over threads), throughput_per_s recomputed from it,
-    items_per_second and bytes_per_second x threads (whole-run rates). cv aggregates are
-    ratios and stay. Returns one warning naming the change when a row was converted."""
+    """Put a >= 1.9.0 file's threaded rows in the older semantics: real_time_ns / threads,
+    throughput_per_s from it, PER_THREAD_RATES x threads (cv aggregates are ratios and stay).
+    Returns one warning when a row was converted."""
     if version is None or version < GB_THREADED_TIME_CHANGE:
         return []
     changed = 0
@@ -725,7 +636,7 @@ def normalise_threaded_time(points: List[Point], version: Optional[Tuple[int, ..
             if "throughput_per_s" in m and m["real_time_ns"] > 0 and p.aggregate in (
                     None, "mean", "median"):
                 m["throughput_per_s"] = 1e9 / m["real_time_ns"]
-        for rate in _PER_THREAD_RATES:
+        for rate in PER_THREAD_RATES:
             if rate in m:
                 m[rate] *= p.threads
         changed += 1
@@ -744,9 +655,8 @@ WORKER_NAMES = ("workers", "worker", "threads", "nthreads", "num_threads", "jobs
 
 
 def worker_count(p: Point) -> Optional[Tuple[str, float]]:
-    """(name, count) of a foreign row whose worker count is a benchmark argument
-    (`BM_x/workers:8`) or a user counter (`"workers": 8`) while `threads` is 1; None
-    otherwise."""
+    """(name, count) of a 1-thread foreign row whose worker count is an argument
+    (`BM_x/workers:8`) or a user counter; None otherwise."""
     if p.threads != 1:
         return None
     for name in WORKER_NAMES:
@@ -761,12 +671,9 @@ def worker_count(p: Point) -> Optional[Tuple[str, float]]:
 
 
 def _worker_argument_warnings(points: List[Point]) -> List[str]:
-    """One warning when single-thread rows (Google Benchmark's `threads` is 1) report cpu_time
-    far below real_time x their worker count, whatever the argument is called: the worker
-    count is a recognised name (WORKER_NAMES) when the row has one, else 1 (an unnamed
-    argument `arg0`, a `green_threads` counter: the warning must not depend on the
-    name). cpu_time is then the timing thread's only: it waited for workers it started, or
-    slept."""
+    """One warning when 1-thread rows report cpu_time far below real_time x their worker
+    count (worker_count, else 1: the warning must not depend on the argument's name): cpu_time
+    is then the timing thread's only."""
     low = []
     for p in points:
         if p.threads != 1 or p.aggregate not in (None, "mean", "median"):
@@ -805,9 +712,8 @@ def _non_physical(value: float) -> bool:
 
 
 def check_physical(run: Run) -> None:
-    """Raise ResultError naming the first repetition or aggregate of `run` whose rate or time
-    (PHYSICAL_METRICS, a duet row's window pairs) is not physical (_non_physical); non-finite
-    values are already missing (load_run)."""
+    """Raise ResultError naming the first row of `run` whose rate or time (PHYSICAL_METRICS,
+    a duet row's window pairs) is not physical."""
     for point in run.points:
         values = [(m, point.metrics[m]) for m in PHYSICAL_METRICS if m in point.metrics]
         for i, (a, b) in enumerate(row_duet_pairs(point.row)):
@@ -823,10 +729,8 @@ def check_physical(run: Run) -> None:
 
 
 def load_runs(paths: Iterable[str]) -> List[Run]:
-    """load_run over resolve_paths(paths); raises ResultError if no path is given or a rate or
-    time is not physical (check_physical). Runs that would share a legend label (two files of
-    one host and commit, two foreign files of one name) get a `tag`: their date, else their
-    position."""
+    """load_run and check_physical over resolve_paths(paths). Runs that would share a legend
+    label get a `tag`: their date, else their position."""
     paths = list(paths)
     if not paths:
         raise ResultError("no result path given (expected run directories or result JSON files)")
@@ -848,16 +752,9 @@ def load_runs(paths: Iterable[str]) -> List[Run]:
 
 @dataclasses.dataclass
 class Stat:
-    """Mean and standard deviation over the repetitions of one coherence regime (std 0 for a
-    single value).
-
-    regime: the regime the mean comes from ("" when the rows name none: all pooled);
-    others: values of repetitions in other regimes (drawn as hollow markers, not averaged in);
-    shifted: True when such other-regime repetitions exist; overrun: some repetition's window
-    overran; n: repetitions in the mean (for a value taken from aggregate rows, the aggregate
-    row's `repetitions`, 0 when it does not say); from_aggregates: the value is an aggregate
-    row's (mean or median), not computed here.
-    """
+    """Mean and standard deviation over the repetitions of one coherence regime ("": pooled).
+    others: values of other regimes (hollow markers, not averaged in); n: repetitions in the
+    mean (from aggregate rows: their `repetitions`, else 0)."""
 
     mean: float
     std: float
@@ -870,7 +767,6 @@ class Stat:
 
 
 def _reduce(values: List[float]) -> Tuple[float, float]:
-    """(mean, sample standard deviation) of a non-empty list; std 0 for one value."""
     mean = sum(values) / len(values)
     std = (math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1))
            if len(values) > 1 else 0.0)
@@ -878,17 +774,10 @@ def _reduce(values: List[float]) -> Tuple[float, float]:
 
 
 def summarize(points: Iterable[Point], metric: str) -> Dict[Tuple, Dict[int, Stat]]:
-    """Group points by variant and thread count and reduce `metric` over repetitions.
-
-    Returns {variant: {threads: Stat}}. The mean and standard deviation come from the
-    repetitions of one coherence regime, the one most repetitions of that point are in
-    (stats.majority_regime: ties go to the fastest; rows naming no regime are pooled);
-    repetitions in other regimes are kept apart in `Stat.others`. Repetition rows are preferred;
-    aggregate rows are used only for series that have no repetition rows: `mean` (or
-    `median`) with the `stddev` aggregate as the spread; a time-only foreign file's derived
-    `throughput_per_s` gets its spread from the time stddev by the delta method
-    (stats.stddev_from_aggregate), never 1/stddev. Points without the metric are ignored.
-    """
+    """{variant: {threads: Stat}} of `metric`, over the repetitions of the regime most of a
+    point's are in (stats.majority_regime). Aggregate rows only for series without repetition
+    rows: `mean` (or `median`) with `stddev` as the spread; a derived `throughput_per_s` gets
+    its spread from the time stddev by the delta method (stats.stddev_from_aggregate)."""
     from stats import majority_regime  # local: stats imports nothing from here
 
     reps: Dict[Tuple, Dict[int, List[Point]]] = {}
@@ -936,12 +825,9 @@ def summarize(points: Iterable[Point], metric: str) -> Dict[Tuple, Dict[int, Sta
 
 
 def topology_markers(run: Run, thread_counts: Iterable[int]) -> List[Tuple[int, str]]:
-    """Thread counts where the placement first uses SMT siblings, spans >1 L3/NUMA/package, or
-    oversubscribes (more threads than usable PUs).
-
-    Read from `context.lockline.plans` (thread count -> plan); falls back to the rows'
-    `placement`. Returns [(threads, label)] sorted by threads, e.g. [(65, "2 L3s")].
-    """
+    """[(threads, label)] where the placement (context.lockline.plans, else the rows'
+    `placement`) first uses SMT siblings, spans >1 L3/NUMA/package or oversubscribes, e.g.
+    [(65, "2 L3s")]."""
     plans: Dict[int, Dict[str, Any]] = {}
     raw = run.lockline.get("plans")
     if isinstance(raw, dict):
@@ -978,13 +864,9 @@ def topology_markers(run: Run, thread_counts: Iterable[int]) -> List[Tuple[int, 
 
 
 def summarize_in_regime(points: Iterable[Point], metric: str, regime: str) -> Optional[Stat]:
-    """The Stat of `metric` over the repetitions of `points` (one variant at one thread count)
-    that are in coherence regime `regime` ("" = all repetitions pooled: rows naming no
-    regime); overrun repetitions are dropped, as comparisons drop them. The repetitions in
-    other regimes go to Stat.others. None when no repetition of that regime carries `metric`.
-    Two numbers set side by side come from one regime; callers choose the regime
-    once for every number of a table row, pair or figure (common_regime) and take each
-    number from it."""
+    """The Stat of `metric` over the non-overrun repetitions of `points` in `regime` ("":
+    all); None when none carries `metric`. Numbers set side by side take one regime
+    (common_regime)."""
     pts = [p for p in points if p.aggregate is None and metric in p.metrics and not p.overrun]
     chosen = [p for p in pts if not regime or p.regime == regime]
     if not chosen:
@@ -995,18 +877,15 @@ def summarize_in_regime(points: Iterable[Point], metric: str, regime: str) -> Op
 
 
 def common_regime(groups: Sequence[Sequence[Point]], metric: str) -> str:
-    """The coherence regime shared by repetitions of every group in `groups` (each one variant
-    at one thread count) that is used to set their `metric` side by side: the regime holding
-    repetitions of the most groups, then the most repetitions of the group with fewest, then
-    the most in all, then the fastest (stats.regime_rank). For two groups this is the regime a
-    comparison of them uses (stats.select_regime). "" when the rows name no regime (foreign
-    files: all pooled) or a group has no labelled repetitions."""
+    """The regime `groups` (each one variant at one thread count) are set side by side in:
+    the one holding repetitions of the most groups, then most in the group with fewest, then
+    most in all, then the fastest (for two groups: stats.select_regime's). "" when no row
+    names a regime."""
     from stats import MIXED, NO_REGIME, regime_rank  # local: stats imports nothing from here
 
     labels = [[p.regime for p in g if p.aggregate is None and metric in p.metrics
                and not p.overrun] for g in groups]
-    # Groups whose rows name no regime (1-thread rows: no line moves between PUs) take no
-    # part in the choice; summarize_side_by_side pools them.
+    # Groups naming no regime (1-thread rows) take no part; summarize_side_by_side pools them.
     labels = [g for g in labels if any(lab not in NO_REGIME for lab in g)]
     if not labels:
         return ""
@@ -1022,11 +901,9 @@ def common_regime(groups: Sequence[Sequence[Point]], metric: str) -> str:
 
 def summarize_side_by_side(groups: Sequence[Sequence[Point]], metric: str
                            ) -> Tuple[str, List[Optional[Stat]]]:
-    """(regime, one Stat per group) of `metric`, every Stat from the one regime
-    common_regime chooses, so numbers printed or drawn side by side (a "before -> after"
-    cell, adjacent table rows, bars of one panel) never come from two coherence regimes.
-    A group without repetitions in that regime gets None: say so instead of a number. A group
-    whose rows name no regime at all (uncontended 1-thread rows) is pooled."""
+    """(regime, one Stat per group) of `metric`, all from common_regime's regime so numbers
+    side by side never mix regimes; None for a group without repetitions in it; a group
+    naming no regime is pooled."""
     regime = common_regime(groups, metric)
     return regime, [summarize_in_regime(g, metric, regime if any(
         p.regime for p in g if p.aggregate is None and metric in p.metrics) else "")

@@ -23,8 +23,7 @@ def _umask() -> int:
 
 
 def ensure_dir(path: str) -> str:
-    """Create directory `path` (parents too) unless it exists; refuse a symlink or non-directory
-    there with ResultError. Returns the path."""
+    """Create directory `path` unless it exists; ResultError for a symlink or non-directory."""
     if os.path.islink(path):
         raise ResultError(f"{path}: is a symbolic link; refusing to write through it (remove "
                           "it or choose another output directory)")
@@ -35,12 +34,9 @@ def ensure_dir(path: str) -> str:
 
 
 def write_atomic(path: str, content: Union[str, bytes, Callable[[IO[bytes]], None]]) -> str:
-    """Write `content` (text, bytes, or a function given the open binary file) to `path` via an
-    exclusively created temporary file in the same directory, then rename it into place.
-
-    The file gets mode 0666 minus the umask. On any error the temporary file is removed and the
-    error (OSError, or the writer's) propagates. Returns path.
-    """
+    """Write `content` (text, bytes, or a function given the open binary file) to `path`
+    through a temporary file renamed into place (mode 0666 minus the umask); on error the
+    temporary file is removed and the error propagates."""
     directory = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(dir=directory, prefix="." + os.path.basename(path) + ".",
                                suffix=".tmp")

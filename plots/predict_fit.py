@@ -1,11 +1,5 @@
-"""The fit of `lockline predict` (plots/predict.py): the run's inputs per lock variant and
-the model's parameters fitted on them, with bootstrap draws.
-
-What is read from the run (c2c classes, the lock families' 1-thread and multi-thread rows, the
-lock kind and lines under the lock), what is fitted (lines per hand-off, outside-work slowdown,
-waiter term) and the closed network per lock instance they enter (_lock_x) are described in
-plots/predict.py's docstring; the target's side (placement, lock instances) is there too.
-"""
+"""The fit of `lockline predict`: the run's inputs per lock variant and the model's parameters
+fitted on them, with bootstrap draws (the model: plots/predict.py's docstring and _lock_x)."""
 
 from __future__ import annotations
 
@@ -63,9 +57,8 @@ LOCK_FAMILIES = ("locks", "zone_lock", "pagevec", "page_free")
 # ----------------------------------------------------------------------------- inputs
 
 def pair_class_from_placement(placement: Dict[str, Any]) -> Optional[str]:
-    """Distance class of a 2-thread row from its placement summary (cores / L3s / packages
-    spanned, SMT siblings). l2_shared cannot be told apart from l3_shared there (rows do not
-    name the L2); such pairs count as l3_shared."""
+    """Distance class of a 2-thread row from its placement summary; rows do not name the L2,
+    so l2_shared pairs count as l3_shared."""
     if not isinstance(placement, dict) or not placement:
         return None
 
@@ -78,7 +71,7 @@ def pair_class_from_placement(placement: Dict[str, Any]) -> Optional[str]:
         return int(v)
     packages, l3s = count("packages"), count("l3s")
     if packages is None or l3s is None:
-        return None  # a malformed placement summary: the row says nothing usable
+        return None
     if placement.get("smt_siblings") is True:
         return "smt"
     if packages > 1:
@@ -89,17 +82,14 @@ def pair_class_from_placement(placement: Dict[str, Any]) -> Optional[str]:
 
 
 def c2c_by_class(run: Run, regime: str) -> Tuple[Dict[str, List[float]], Dict[str, str]]:
-    """The run's c2c repetitions (`latency_ns`) per distance class in one coherence regime.
-
-    regime: a label (`near`, `far`, ...), `all` (pooled) or `lowest` (the lowest-latency
-    regime each class has). Returns ({class: [ns, ...]}, {class: regime used})."""
+    """({class: [latency_ns of the c2c repetitions]}, {class: regime used}) in `regime`: a
+    label, `all` (pooled) or `lowest` (each class's lowest-latency regime)."""
     raw: Dict[str, Dict[str, List[float]]] = {}
     for p in run.points:
         if p.family != "calibration" or p.params.get("c2c") != "pingpong" or p.aggregate:
             continue
         v = p.metrics.get("latency_ns")
         cls = pair_class_from_placement(p.placement)
-        # > 1 ms one way is no line transfer (a descheduled probe, or a corrupt value).
         if v is None or not math.isfinite(v) or v <= 0 or v > MAX_TRANSFER_NS or cls is None:
             continue
         raw.setdefault(cls, {}).setdefault(p.coherence or "unknown", []).append(float(v))
@@ -112,8 +102,7 @@ def c2c_by_class(run: Run, regime: str) -> Tuple[Dict[str, List[float]], Dict[st
         if regime in by:
             out[cls], used[cls] = by[regime], regime
             continue
-        # The regime asked for is absent for this class: the lowest one, said so (never a
-        # silent fall back to assumed figures).
+        # Absent for this class: the lowest one, said so (never a silent assumed figure).
         label = min(by, key=lambda k: float(np.median(by[k])))
         out[cls] = by[label]
         used[cls] = label if regime in ("lowest", "near") else \
@@ -164,7 +153,6 @@ def read_latencies(path: str) -> Dict[str, float]:
 def target_latencies(given: Dict[str, float], here: Dict[str, List[float]],
                      here_regime: Dict[str, str], source: str
                      ) -> Dict[str, Dict[str, Any]]:
-    """Per class: {"ns", "source" (given|measured|assumed), "why", "samples" (measured only)}."""
     out: Dict[str, Dict[str, Any]] = {}
     for cls in CLASSES:
         if cls in given:
@@ -180,7 +168,6 @@ def target_latencies(given: Dict[str, float], here: Dict[str, List[float]],
 
 
 def variant_key(p: Point) -> str:
-    """`family/k:v/...` without the thread count (the row key's stem)."""
     return "/".join([p.bench] + [f"{k}:{v}" for k, v in sorted(p.params.items())])
 
 
@@ -334,9 +321,7 @@ class VariantInputs:
 
 
 def _usable(p: Point) -> bool:
-    """The row carries the model's inputs with physical values (finite, >= 0, ns and ops/s
-    below 1e12, acquisitions per op below 1e6); a row with 1e308 or negative values is left
-    out, not propagated."""
+    """The row carries the model's inputs, finite and in range (1e308 or negative: left out)."""
     m = p.metrics
     lim = {"ns_per_op": 1e12, "hold_ns": 1e12, "acquisitions_per_op": 1e6, "ops_per_s": 1e12}
     return all(k in m and isinstance(m[k], (int, float)) and math.isfinite(m[k]) and
@@ -347,10 +332,8 @@ def _usable(p: Point) -> bool:
 
 def collect_variants(run: Run, fit_threads: Optional[Sequence[int]] = None
                      ) -> Tuple[List[VariantInputs], List[str]]:
-    """Variants of the lock families with usable 1-thread repetitions, with their
-    repetitions at the fit thread counts (fit_threads: the counts the model may be fitted on;
-    None = every count the run has); and notes on the variants not predicted (stats:off rows,
-    the lock-free fast path, an unknown lock kind)."""
+    """Variants of the lock families with usable 1-thread repetitions, with their repetitions
+    at `fit_threads` (None: all), and notes on the variants not predicted."""
     groups: Dict[str, Dict[int, List[Point]]] = {}
     first: Dict[str, Point] = {}
     skipped: List[str] = []
@@ -379,7 +362,6 @@ def collect_variants(run: Run, fit_threads: Optional[Sequence[int]] = None
             skipped.append(f"{key}: not predicted: takes no lock (the lock-free fast path: "
                            "acquisitions_per_op 0); not modelled")
             continue
-        # A repetition of a lock-taking variant that recorded no acquisition is no input.
         groups[key] = {n: [r for r in reps if r.metrics["acquisitions_per_op"] > 0]
                        for n, reps in groups[key].items()}
         groups[key] = {n: reps for n, reps in groups[key].items() if reps}
@@ -409,8 +391,7 @@ def clock_bias_ns(run: Run) -> Tuple[float, str]:
 
 
 def row_transfer_ns(p: Point, fallback: float) -> float:
-    """One-way transfer between the row's PUs: the c2c probe of its pair in its coherence
-    regime (`coherence.regime_ns`), else `fallback` (the run's l3_shared or nearest class)."""
+    """One-way transfer between the row's PUs: `coherence.regime_ns`, else `fallback`."""
     t = p.regime_ns
     if t is not None and math.isfinite(t) and 0 < t < 1e5:
         return float(t)
@@ -419,10 +400,8 @@ def row_transfer_ns(p: Point, fallback: float) -> float:
 
 def _boot_count(reps: List[Point], draws: int, rng: np.random.Generator,
                 fallback_t: float) -> Dict[str, Any]:
-    """Bootstrap medians (draw 0: all repetitions) of one thread count's repetitions, each
-    resample the same rows for every metric: ops/s, acquisitions per op, hold ns, wait share,
-    contended share (1 where not recorded), the pair transfer ns (row_transfer_ns); `l3`: the
-    median number of L3s the rows span (>= 1)."""
+    """Bootstrap medians (draw 0: all repetitions) of one thread count's metrics, each resample
+    the same rows for every metric; `l3`: the median number of L3s the rows span."""
     idx = rng.integers(0, len(reps), size=(draws, len(reps)))
 
     def boot(f) -> np.ndarray:
@@ -441,8 +420,7 @@ def _boot_count(reps: List[Point], draws: int, rng: np.random.Generator,
 def _hold_fit(v: VariantInputs, b: Dict[int, Dict[str, Any]], s1: np.ndarray,
               z1: np.ndarray, c1: np.ndarray, bias: float, ws_of: Dict[int, float]
               ) -> Tuple[np.ndarray, np.ndarray, bool]:
-    """(L, g, whether g was measured) per draw from the fit counts' sampled holds and outside
-    work (fit_draws); `b`: _boot_count per thread count, `ws_of`: median wait share per count."""
+    """(L, g, whether g was measured) per draw from the fit counts' holds (fit_draws)."""
     ls, rs, gl = [], [], []
     for n in v.fit_counts():
         m = b[n]
@@ -469,8 +447,7 @@ def _hold_fit(v: VariantInputs, b: Dict[int, Dict[str, Any]], s1: np.ndarray,
 
 def _match(v: VariantInputs, m: Dict[str, Any], n: int, d: Dict[str, np.ndarray], name: str,
            grid: np.ndarray) -> np.ndarray:
-    """Per draw the grid value of d[name] whose predicted throughput at n threads (the
-    row's pair transfer and threads per L3; `m`: _boot_count of the n-thread rows) is nearest
+    """Per draw the grid value of d[name] whose predicted throughput at n threads is nearest
     the measured one (log scale)."""
     meas = m["ops"] * m["acq"] / 1e9  # acquisitions per ns
     errs = []
@@ -551,11 +528,10 @@ OUTSIDE_WORK_PARAMS = ("kernel", "work_ns", "release", "scanner", "mode", "confi
 def fit_all(variants: Sequence[VariantInputs], draws: int, rng: np.random.Generator,
             bias: float, fallback_t: float, lat_d: Dict[str, np.ndarray]
             ) -> Dict[str, Dict[str, Any]]:
-    """fit_draws for every variant, with the latency draws added; then the outside-work
-    slowdown g pooled (per draw, the median) over the variants of one family whose outside
-    work is the same (OUTSIDE_WORK_PARAMS) and whose g was measured: the slowdown is a
-    property of the work between acquisitions, not of the lock's layout, and one noisy
-    per-variant estimate extrapolated to many neighbours would decide a verdict."""
+    """fit_draws for every variant; the outside-work slowdown g is pooled (per draw, the
+    median) over a family's variants of the same outside work: it is a property of the work
+    between acquisitions, not of the lock's layout, and one noisy per-variant estimate
+    extrapolated to many neighbours would decide a verdict."""
     fits = {v.key: dict(fit_draws(v, draws, rng, bias, fallback_t),
                         **{f"lat_{c}": lat_d[c] for c in CLASSES}) for v in variants}
     groups: Dict[Tuple, List[VariantInputs]] = {}
@@ -587,7 +563,6 @@ def repetition_noise(v: VariantInputs) -> float:
         return 0.0
     sigma = 1.4826 * float(np.median(devs))
     return 1.2533 * sigma / math.sqrt(float(np.median(sizes)))
-
 
 
 def _lock_x(m: int, transfer, v: VariantInputs, d: Dict[str, np.ndarray],

@@ -1,9 +1,5 @@
 """The output of `lockline predict` (plots/predict.py): predicted.json, one figure per
-family, and the predicted-vs-measured table of --validate-against.
-
-Files are written through outputs.write_atomic: a new temporary file beside the target
-(O_CREAT | O_EXCL | O_NOFOLLOW), then renamed over it (rename replaces a planted symlink
-itself, never its target).
+family, and the predicted-vs-measured table of --validate-against (via outputs.write_atomic).
 """
 
 from __future__ import annotations
@@ -50,10 +46,7 @@ def predicted_document(run, path: str, plan: Dict[str, Any], title: str, x86, as
                        lat: Dict[str, Dict[str, Any]], regime: str, bias: Tuple[float, str],
                        variants, curves, verdicts, skipped, draws: int, seed: int
                        ) -> Dict[str, Any]:
-    """The predicted.json document (schema SCHEMA): the target, the input run, the target's
-    latencies per class (ns, source), the model and its simplifications, the bootstrap, and per
-    variant its inputs and predicted curve (ops/s with 95 % interval per thread count); an
-    emulated input run is said first and in the title."""
+    """The predicted.json document (schema SCHEMA)."""
     emulated = run.emulated
     return {
         "schema": SCHEMA, "predicted": True,
@@ -94,10 +87,8 @@ PER_PANEL = 8
 
 def write_figures(out_dir: str, title: str, variants, curves, assumed: str = "",
                   date: str = "") -> List[str]:
-    """One PNG per family: predicted ops/s against threads, a 95 % band per variant; at most
-    PER_PANEL curves per panel (small multiples past that), every panel with its legend;
-    `assumed` (a note that the target's latencies are assumed x86 figures) is printed on the
-    figure. Written through outputs.write_atomic (no symlink followed)."""
+    """One PNG per family: predicted ops/s against threads with a 95 % band per variant, at
+    most PER_PANEL curves per panel; `assumed` (latencies assumed) is printed on it."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -146,9 +137,8 @@ def write_figures(out_dir: str, title: str, variants, curves, assumed: str = "",
 
 
 def validation_report(res: Dict[str, Any]) -> str:
-    """Markdown of validate_against: per family and thread count the median error, median
-    |error| and how many measured points fall inside the predicted 95 % interval; then every
-    point; then the seed comparisons."""
+    """Markdown of validate_against: errors per family and thread count, every point, then
+    the seed comparisons."""
     rows = res["rows"]
     lines = ["predicted vs measured (error = predicted / measured - 1; measured = median ops/s "
              "of the repetitions; inside = in the predicted 95 % interval)", ""]

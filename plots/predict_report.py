@@ -1,10 +1,7 @@
 """The report's "Predicted for TOPOLOGY" sections, from RUN_DIR/predicted-*/.
 
-`predicted_sections(run_dir)` returns HTML fragments, one <section> per predicted.json that
-plots/predict.py wrote into the run directory (none when there is none). Every number shown is
-labelled predicted, next to the inputs it came from (1-thread rows, c2c classes and their
-source: measured / given / assumed). A predicted.json that cannot be read gives a one-line
-section saying so instead of failing the report.
+Every number shown is labelled predicted, next to the inputs it came from; a predicted.json
+that cannot be read gives a one-line section instead of failing the report.
 """
 
 from __future__ import annotations
@@ -124,7 +121,7 @@ def _section(path: str) -> str:
 
 
 def predicted_sections(run_dir: str) -> List[str]:
-    """One HTML <section> per RUN_DIR/predicted-*/predicted.json, sorted by directory name."""
+    """One HTML <section> per RUN_DIR/predicted-*/predicted.json, by directory name."""
     if os.path.isfile(run_dir):
         run_dir = os.path.dirname(run_dir)
     paths = sorted(glob.glob(os.path.join(glob.escape(run_dir), "predicted-*", "predicted.json")))

@@ -12,17 +12,10 @@ lock to one waiter and the cost does not grow.
 
 Times are in any one unit (the callers use ns); throughput is per that unit.
 
-Solvers:
-- `mva`: exact MVA (Reiser and Lavenberg 1980) for a load-independent server and a delay
-  station: X(n) = n / (Z + R(n)), R(n) = S (1 + Q(n - 1)), Q(n) = X(n) R(n).
-- `mva_load_dependent`: exact MVA with a load-dependent server (marginal queue-length
-  probabilities, Reiser and Lavenberg's load-dependent recursion).
-- `birth_death`: the same product-form solution computed directly, vectorised over input
-  draws (numpy); what `predict.py` uses for curves and bootstrap intervals.
-- `machine_repairman`: the closed form for a load-independent exponential server (the
-  M/M/1//N "machine repairman" model), for tests.
-- `simulate`: a discrete-event simulation of N threads with exponential think and service
-  times and FCFS hand-off, fixed seed; checks the analytic solutions.
+Solvers: exact MVA (Reiser and Lavenberg 1980) with a load-independent (`mva`) or
+load-dependent server (`mva_load_dependent`); `birth_death`, the same product-form solution
+vectorised over draws (what predict.py uses); `machine_repairman` (M/M/1//N closed form) and
+`simulate` (discrete-event, fixed seed) check them.
 
 Simplifications (stated wherever predictions are shown): exponential times (the product-form
 solution is insensitive to the think-time distribution, not to the service distribution);
@@ -42,12 +35,9 @@ ServiceFn = Callable[[int], float]
 
 
 def mva(n_max: int, think: float, service: float) -> List[Tuple[float, float, float]]:
-    """Exact MVA of one load-independent FCFS server plus a delay (think) station.
-
-    Returns [(X, R, Q)] for n = 1..n_max: throughput (completions per time unit), mean
-    residence time at the lock (waiting + service) and mean number of threads at the lock.
-    Raises ValueError for n_max < 1, a negative think time or a service time <= 0.
-    """
+    """[(X, R, Q)] for n = 1..n_max of one FCFS server plus a delay station: throughput, mean
+    residence time at the lock and mean number of threads at it:
+    X(n) = n / (Z + R(n)), R(n) = S (1 + Q(n - 1)), Q(n) = X(n) R(n)."""
     if n_max < 1 or think < 0 or service <= 0:
         raise ValueError(f"mva: need n_max >= 1, think >= 0, service > 0 (got {n_max}, "
                          f"{think}, {service})")
@@ -68,7 +58,7 @@ def mva_load_dependent(n: int, think: float, service: ServiceFn) -> Tuple[float,
     Recursion over populations k = 1..n with the marginal probabilities p(j | k):
     R(k) = sum_j j * service(j) * p(j - 1 | k - 1), X(k) = k / (think + R(k)),
     p(j | k) = X(k) * service(j) * p(j - 1 | k - 1), p(0 | k) = 1 - sum_{j>=1} p(j | k).
-    Returns (X, R, Q) at population n. Raises ValueError for n < 1 or think < 0.
+    Returns (X, R, Q) at population n.
     """
     if n < 1 or think < 0:
         raise ValueError(f"mva_load_dependent: need n >= 1 and think >= 0 (got {n}, {think})")
@@ -128,12 +118,8 @@ def birth_death(n: int, think, service_of_j, stats: bool = False):
 
 
 def machine_repairman(n: int, think: float, service: float) -> float:
-    """Closed-form throughput of the machine-repairman model (M/M/1//N): n machines that fail
-    after mean `think`, one repairman with mean repair time `service`.
-
-    p0 = 1 / sum_{k=0..n} n! / (n - k)! * (service / think)^k, X = (1 - p0) / service.
-    think == 0 gives X = 1 / service. Raises ValueError for n < 1 or service <= 0.
-    """
+    """Throughput of the machine-repairman model (M/M/1//N):
+    p0 = 1 / sum_{k=0..n} n! / (n - k)! * (service / think)^k, X = (1 - p0) / service."""
     if n < 1 or service <= 0 or think < 0:
         raise ValueError("machine_repairman: need n >= 1, service > 0, think >= 0")
     if think == 0:
@@ -150,14 +136,9 @@ def machine_repairman(n: int, think: float, service: float) -> float:
 
 def simulate(n: int, think: float, service: ServiceFn, completions: int = 100000,
              seed: int = 1, warmup: int = 2000) -> float:
-    """Discrete-event simulation of the model; returns throughput (completions per time unit).
-
-    n threads, each with its own think-completion event (exponential, mean `think`); the lock
-    serves its FCFS queue one thread at a time with exponential service of mean `service(j)`,
-    j = threads at the lock. When j changes during a service the remaining service is redrawn
-    at the new rate (exact for exponential service: memoryless). Deterministic for a given
-    seed. Raises ValueError for n < 1, think < 0 or completions < 1.
-    """
+    """Discrete-event simulation of the model (seeded); returns throughput. When j changes
+    during a service the remaining service is redrawn at the new rate (exact for exponential
+    service: memoryless)."""
     if n < 1 or think < 0 or completions < 1:
         raise ValueError("simulate: need n >= 1, think >= 0, completions >= 1")
     rng = random.Random(seed)

@@ -3,22 +3,12 @@
 
 Usage: plots/reproduce.py RUN_DIR [--min-effect PCT] [--quiet]
 
-RUN_DIR is a `lockline --runs=N` directory (harness/run/runs.h: RUN_DIR/run-1 .. run-N, each a
-whole run; `lockline --runs=N` calls this tool at its end) or any directory of run-K
-subdirectories. Writes each run's own RUN_DIR/run-K/verdicts.json (plots/verdicts.py) and
-RUN_DIR/verdicts.json: every comparison computed ONCE over the repetitions of all runs (the
-same computation as one run's verdict, plots/verdicts.py and plots/stats.py: repetitions, now
-from N processes, are the resampling units, so the interval carries what changes from one
-process to the next), plus, per verdict (results/SCHEMA.md "Several runs"):
-
-    runs          N (runs holding the comparison)
-    held_in_runs  how many runs' own verdicts give the same answer (stats.answer: an effect of
-                  the same sign, "no effect of 5 % or more", not resolved, too few)
-    per_run       each run's own effect, interval, status and answer
-    reproduced    among the runs whose own verdict is resolved in one coherence regime: does
-                  each one's (rerun) interval contain every other one's effect (null with
-                  fewer than two such runs)
-and `run_pairs` over all of them (compared, contained, other_regime, sign_flips).
+RUN_DIR is a `lockline --runs=N` directory (harness/run/runs.h; lockline calls this tool at its
+end) or any directory of run-K subdirectories. Writes each run's own RUN_DIR/run-K/verdicts.json
+and RUN_DIR/verdicts.json: every comparison computed ONCE over the repetitions of all runs (as
+one run's verdict: repetitions, now from N processes, are the resampling units, so the interval
+carries what changes from one process to the next), with how many runs' own verdicts agree
+(results/SCHEMA.md "Several runs": runs, held_in_runs, per_run, reproduced, run_pairs).
 
 Exit 0; 2 with one `reproduce.py: error:` line for a bad directory.
 """
@@ -39,8 +29,7 @@ import verdicts  # noqa: E402
 
 
 def answer_of(v: Dict[str, Any], min_effect: float = stats.MIN_EFFECT) -> str:
-    """A verdicts.json record's answer for "held": stats.answer of its interval ("equivalent",
-    "not_resolved", "too_few"), an effect with its sign ("effect+" / "effect-")."""
+    """stats.answer of a verdicts.json record, an effect with its sign ("effect+"/"effect-")."""
     a = stats.answer(tuple(v["ci"]) if v.get("ci") else None, min_effect)
     if a == "effect":
         return "effect+" if (v.get("effect") or 0) > 0 else "effect-"
@@ -53,9 +42,8 @@ def _contains(ci: Sequence[float], value: Optional[float]) -> bool:
 
 def combine(runs: Sequence[Run], names: Sequence[str],
             min_effect: float = stats.MIN_EFFECT) -> Dict[str, Any]:
-    """The verdicts.json document of several runs: verdicts over all runs' points (each row
-    tagged with its run, lockline_results.repetition_id), each with runs, held_in_runs,
-    per_run and reproduced; and each run's own verdicts (`per_run_documents`, by name)."""
+    """The verdicts.json document of several runs (the module docstring), plus each run's own
+    (`per_run_documents`, by name)."""
     own: List[Dict[str, Dict[str, Any]]] = []
     docs = {}
     for run, name in zip(runs, names):
@@ -100,17 +88,13 @@ def combine(runs: Sequence[Run], names: Sequence[str],
         held = sum(1 for r in per_run if r["answer"] == mine)
         v.update(runs=len(per_run), held_in_runs=held, per_run=per_run, reproduced=reproduced)
         v["text"] += f" (held in {held} of {len(per_run)} runs)"
-    # Over every comparison: ordered pairs of runs that both resolved it in one regime, how
-    # many of them have the first run's interval holding the second's estimate, pairs left out
-    # as from two regimes, and opposite signs between two effects (each ordered pair counted).
+    # Each sign flip was counted in both orders.
     totals["sign_flips"] //= 2
     doc["run_pairs"] = totals
     doc["runs"] = list(names)
     doc["rule"] += ("; several runs (lockline --runs): every verdict over the repetitions of "
                     "all runs, repetitions resampled as units; held_in_runs counts the runs "
                     "whose own verdict gives the same answer")
-    # Pooled as they are, but said: an interrupted run's finished points, and an
-    # emulated run's, whose timings mean nothing.
     doc["unfinished_runs"] = [n for r, n in zip(runs, names) if r.finished is False]
     doc["emulated_runs"] = [n for r, n in zip(runs, names) if r.emulated]
     doc["per_run_documents"] = docs
@@ -118,7 +102,6 @@ def combine(runs: Sequence[Run], names: Sequence[str],
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    """CLI entry point; returns the exit status."""
     parser = argparse.ArgumentParser(
         description="Verdicts over the runs of a lockline --runs=N directory and in how many "
                     "runs each held; writes RUN_DIR/verdicts.json and each run's own.")

@@ -30,17 +30,10 @@ interval is widened for the few units it rests on by the expanded percentile rul
 American Statistician 69(4), 2015): with 5 repetitions the half-widths grow x1.58, with 3
 x2.69; under MIN_PAIR_REPETITIONS repetitions a paired comparison is "too few repetitions".
 
-Three ways to get the interval, by how the two sides' samples relate:
-
-    compare_samples       independent repetitions of each side (above)
-    compare_matched       repetitions that correspond one to one: the same measurements on both
-                          sides (a run compared with itself); paired log ratios, and identical
-                          sides give exactly [0, 0]
-    compare_pairs         paired windows of one run (family `duet`): the effect B/A
-    compare_pair_effects  the CHANGE of a paired effect B/A between two runs (duet rows of a
-                          baseline and a current run)
-
-aa_rate / wilson_interval count how often A/A comparisons (no true effect) claim one.
+By how the two sides' samples relate: compare_samples (independent repetitions),
+compare_matched (the same repetitions on both sides: identical sides give exactly [0, 0]),
+compare_pairs (a duet row's window pairs: the effect B/A), compare_pair_effects (the change of
+B/A between two runs).
 
 MIN_REPETITIONS is 4 because 4 a side is the fewest with which an exact two-sided
 Mann-Whitney test can reach p < 0.05 at all (2 / C(8, 4) = 0.029); with 3 (lockline's default)
@@ -66,8 +59,7 @@ BOOTSTRAP_RESAMPLES = 4000
 SEED = 20261201            # fixed: the same data always gives the same interval
 
 NO_REGIME = ("none", "unknown", "")
-# Label of a repetition whose before/after probes fell in different regimes.
-MIXED = "mixed"
+MIXED = "mixed"  # the probes before and after the repetition fell in different regimes
 
 Sample = Tuple[str, float]  # (coherence label, value)
 
@@ -79,9 +71,8 @@ BOOTSTRAP_CHUNK_VALUES = 1 << 22
 
 def resampled_medians(values: np.ndarray, rng: np.random.Generator,
                       resamples: int) -> np.ndarray:
-    """Medians of `resamples` resamples (with replacement, of values.size each) of `values`,
-    drawn from `rng`. Memory is bounded by BOOTSTRAP_CHUNK_VALUES: above it the resamples are
-    drawn in chunks of rows (the same distribution; below it the very draws of one call)."""
+    """Medians of `resamples` resamples of `values` with replacement, drawn in chunks above
+    BOOTSTRAP_CHUNK_VALUES (below it the very draws of one call)."""
     n = int(values.size)
     if resamples * n <= BOOTSTRAP_CHUNK_VALUES:
         return np.median(values[rng.integers(0, n, size=(resamples, n))], axis=1)
@@ -94,26 +85,19 @@ def resampled_medians(values: np.ndarray, rng: np.random.Generator,
 
 
 def regime_rank(label: str) -> Tuple[int, int, str]:
-    """Sort key of a regime label, fastest (lowest latency) first: near, baseline (older
-    files), far (the harness's second regime), regime3, regime4, ... (harness/measure/coherence.h
-    numbers regimes by latency rank), shifted, then anything else by name."""
-    if label == "near":
-        return (0, 1, label)
-    if label == "baseline":
-        return (1, 0, label)
-    if label == "far":
-        return (2, 2, label)
+    """Sort key of a regime label, fastest first: near, baseline (older files), far, regime3,
+    ... (harness/measure/coherence.h ranks them by latency), shifted, then by name."""
     match = re.fullmatch(r"regime(\d+)", label)
-    if match:
-        return (2, int(match.group(1)), label)
-    if label == "shifted":
-        return (4, 0, label)
-    return (5, 0, label)
+    if label in _RANKS:
+        return _RANKS[label] + (label,)
+    return (2, int(match.group(1)), label) if match else (5, 0, label)
+
+
+_RANKS = {"near": (0, 1), "baseline": (1, 0), "far": (2, 2), "shifted": (4, 0)}
 
 
 def majority_regime(labels: Iterable[str]) -> str:
-    """The regime label held by most of `labels` (ties: the fastest by regime_rank); "" when
-    no label names a regime (all pooled)."""
+    """The regime held by most of `labels` (ties: the fastest); "" when none names one."""
     counts = {}
     for label in labels:
         if label not in NO_REGIME and label != MIXED:
@@ -125,11 +109,8 @@ def majority_regime(labels: Iterable[str]) -> str:
 
 @dataclasses.dataclass
 class RegimeChoice:
-    """Repetitions of two variants restricted to one coherence regime.
-
-    regime: the label used, "" when the rows name no regime (all repetitions pooled).
-    base, variant: the values used. total_base, total_variant: repetitions before selection.
-    """
+    """The values of two variants in one coherence regime ("": all pooled); the totals are
+    before selection."""
 
     regime: str
     base: List[float]
@@ -139,28 +120,20 @@ class RegimeChoice:
 
     @property
     def dropped(self) -> int:
-        """Repetitions of either side not used (other regimes or unlabelled among labelled)."""
         return self.total_base + self.total_variant - len(self.base) - len(self.variant)
 
 
 def select_regime(base: Sequence[Sample], variant: Sequence[Sample]) -> RegimeChoice:
-    """Choose the coherence regime with the most repetitions of both sides (maximise
-    min(n_base, n_variant), then their sum, then the fastest regime) and return its values.
-
-    When no sample of one side names a regime (foreign files, aggregate rows), every sample is
-    used (regime ""). Otherwise samples whose label names no regime are dropped.
-    """
-    # "mixed": the probes before and after the repetition fell in different regimes; such a
-    # repetition belongs to no regime, is never pooled with one, and is always dropped.
+    """The regime maximising min(n_base, n_variant), then their sum, then the fastest, and its
+    values. A side naming no regime (foreign files, aggregate rows): all pooled (regime "");
+    otherwise unlabelled samples are dropped, and `mixed` ones always."""
     regimes = {lab for lab, _ in list(base) + list(variant)
                if lab not in NO_REGIME and lab != MIXED}
     labelled_b = any(lab not in NO_REGIME for lab, _ in base)
     labelled_v = any(lab not in NO_REGIME for lab, _ in variant)
     if labelled_b and labelled_v and not regimes:
-        # Every labelled repetition is mixed: nothing measured in one state.
         return RegimeChoice(MIXED, [], [], len(base), len(variant))
     if not regimes or not (labelled_b and labelled_v):
-        # Nothing to choose from, or one side (a foreign file, aggregate rows) has no labels.
         return RegimeChoice("", [v for _, v in base], [v for _, v in variant], len(base),
                             len(variant))
 
@@ -177,12 +150,9 @@ def select_regime(base: Sequence[Sample], variant: Sequence[Sample]) -> RegimeCh
 def ratio_interval(base: Sequence[float], variant: Sequence[float],
                    confidence: float = CONFIDENCE, resamples: int = BOOTSTRAP_RESAMPLES,
                    seed: int = SEED) -> Tuple[float, float, float]:
-    """(ratio of medians, interval low, interval high) of variant over base.
-
-    Percentile bootstrap: both sides resampled with replacement independently `resamples`
-    times (numpy, seeded: deterministic). Raises ValueError for an empty side or a base whose
-    median is not positive (a ratio of throughputs or times needs positive values).
-    """
+    """(ratio of medians, lo, hi) of variant over base: percentile bootstrap, each side
+    resampled independently (seeded). Raises ValueError for an empty side or a base median
+    that is not positive."""
     b = np.asarray(base, dtype=float)
     v = np.asarray(variant, dtype=float)
     if b.size == 0 or v.size == 0:
@@ -200,7 +170,6 @@ def ratio_interval(base: Sequence[float], variant: Sequence[float],
         ratios = med_v / med_b
     ratios = ratios[np.isfinite(ratios)]
     if ratios.size == 0 or not math.isfinite(ratio):
-        # Values near the float maximum: medians of two of them overflow.
         raise ValueError("no finite ratio of medians (values near the float maximum)")
     tail = (1.0 - confidence) / 2.0
     lo, hi = np.quantile(ratios, [tail, 1.0 - tail])
@@ -227,23 +196,20 @@ def small_sample_expansion(units: int, confidence: float = CONFIDENCE) -> float:
 
 
 def _expand(med: float, lo: float, hi: float, factor: float) -> Tuple[float, float]:
-    """(lo, hi) with each half-width from `med` multiplied by `factor` (log space)."""
     return med - factor * (med - lo), med + factor * (hi - med)
 
 
 def hierarchical_bootstrap_medians(groups: Sequence[np.ndarray], resamples: int,
                                    rng: np.random.Generator) -> np.ndarray:
-    """`resamples` two-level bootstrap medians of the pooled values of `groups` (non-empty
-    numpy arrays, one per repetition): each draws len(groups) groups with replacement, then
-    within each drawn group as many values as it holds, with replacement, and takes the median
-    of everything drawn (each group keeps its own weight)."""
+    """`resamples` two-level bootstrap medians of the pooled `groups` (one array per
+    repetition): draw len(groups) groups with replacement, then within each drawn group as
+    many values as it holds (each group keeps its own weight)."""
     n_groups = len(groups)
     sizes = np.asarray([a.size for a in groups])
     width = int(sizes.max())
     padded = np.full((n_groups, width), np.nan)
     for i, a in enumerate(groups):
         padded[i, :a.size] = a
-    # Drawn in chunks of resamples so memory stays bounded by BOOTSTRAP_CHUNK_VALUES.
     rows = max(1, BOOTSTRAP_CHUNK_VALUES // max(n_groups * width, 1))
     out = np.empty(resamples, dtype=float)
     for start in range(0, resamples, rows):
@@ -261,14 +227,10 @@ def hierarchical_median_interval(groups: Sequence[Sequence[float]],
                                  confidence: float = CONFIDENCE,
                                  resamples: int = BOOTSTRAP_RESAMPLES, seed: int = SEED,
                                  expand: bool = True) -> Tuple[float, float, float]:
-    """(median, lo, hi) of the pooled values of `groups` (e.g. log pair ratios, one group per
-    repetition), with a two-level percentile bootstrap (hierarchical_bootstrap_medians:
-    repetitions drawn with replacement, then values within each drawn repetition),
-    `resamples` times, numpy generator seeded with `seed` (deterministic). So the interval
-    carries the spread between groups (what differs from one repetition to the next), not only
-    within them. expand: the half-widths are multiplied by small_sample_expansion(len(groups)).
-    The interval always contains the median; all values equal gives exactly (v, v, v). Raises
-    ValueError with no values, or one non-empty group when expand."""
+    """(median, lo, hi) of the pooled `groups` (one per repetition) by a seeded two-level
+    percentile bootstrap, so the interval carries the spread between repetitions, not only
+    within them; expand: widened by small_sample_expansion(len(groups)). All values equal:
+    exactly (v, v, v). Raises ValueError with no values, or one group when expand."""
     arrays = [np.asarray(g, dtype=float) for g in groups if len(g)]
     if not arrays:
         raise ValueError("no values")
@@ -288,13 +250,12 @@ def hierarchical_median_interval(groups: Sequence[Sequence[float]],
 
 
 def ns_text(ns: float) -> str:
-    """A latency in ns for the text: 3 significant digits below 100 ns (32.4), whole ns above
-    (156, 2354): never an exponent."""
+    """32.4, 156, 2354: never an exponent."""
     return f"{ns:.3g}" if abs(ns) < 100 else f"{ns:.0f}"
 
 
 def pct(fraction: Optional[float]) -> str:
-    """A fraction as a signed percentage: '+6 %', '-0.8 %', '+35 %' (one decimal below 10 %)."""
+    """'+6 %', '-0.8 %', '+35 %' (one decimal below 10 %)."""
     if fraction is None or not math.isfinite(fraction):
         return "?"
     value = fraction * 100.0
@@ -303,14 +264,9 @@ def pct(fraction: Optional[float]) -> str:
 
 @dataclasses.dataclass
 class Comparison:
-    """The effect of a variant against a base at one point, with its interval.
-
-    effect: median(variant) / median(base) - 1 (None when a side has no repetition); ci: (lo, hi) of the same,
-    95 %; regime: the coherence regime used ("" pooled); n_base / n_variant: repetitions used;
-    dropped: repetitions of either side not used; status: "resolved", "not_resolved" or
-    "too_few"; resolved: status == "resolved"; total_base / total_variant: repetitions before
-    the regime was chosen; label: what is compared, for the text.
-    """
+    """The effect (median(variant) / median(base) - 1, None without data) of a variant against
+    a base at one point, its interval `ci`, the regime ("" pooled), the units used and dropped,
+    and status "resolved", "not_resolved" or "too_few"."""
 
     label: str
     effect: Optional[float]
@@ -327,59 +283,44 @@ class Comparison:
     # "unpaired" repetitions (compare_samples), "paired" windows (compare_pairs), "matched"
     # repetitions (compare_matched) or "pair_effects" (compare_pair_effects).
     method: str = "unpaired"
-    # The values the interval was computed from, base side and variant side (for summaries:
-    # compare_matched's repetitions, compare_pair_effects' B/A per window pair); None when the
-    # function does not keep them.
+    # The values the interval rests on (compare_matched, compare_pair_effects), for summaries.
     used: Optional[Tuple[List[float], List[float]]] = dataclasses.field(default=None,
                                                                         repr=False)
-    # True when the interval is exact rather than estimated: identical sides (compare_matched,
-    # compare_pair_effects(matched=True)) whose every paired difference is 0.
+    # Identical matched sides: every paired difference 0, the interval exactly [0, 0].
     exact: bool = False
-    # Independent resampling units the interval rests on (repetitions; for paired windows the
-    # repetitions holding the pairs used) and the expansion applied for their number
-    # (small_sample_expansion); None where not computed.
+    # Resampling units (repetitions) and small_sample_expansion's factor for them.
     units: Optional[int] = None
     expansion: Optional[float] = None
-    # What the interval covers: "effect" (the effect's 95 % confidence interval) or "rerun"
-    # (where a rerun's estimate falls, for_rerun); the verdicts give "rerun".
+    # "effect" (a confidence interval) or "rerun" (for_rerun; effect_ci keeps the effect's).
     interval: str = "effect"
-    # The effect's own confidence interval when `ci` is a rerun interval (for_rerun).
     effect_ci: Optional[Tuple[float, float]] = None
 
     @property
     def resolved(self) -> bool:
-        """True when the interval excludes 0 or lies within +-min_effect (is_resolved)."""
         return self.status == "resolved"
 
     @property
     def excludes_zero(self) -> bool:
-        """True when the interval lies entirely on one side of 0."""
         return self.ci is not None and (self.ci[0] > 0 or self.ci[1] < 0)
 
     @property
     def equivalent(self) -> bool:
-        """True when the interval lies within +-min_effect (is_equivalent): "no change larger
-        than min_effect"."""
         return self.ci is not None and is_equivalent(self.ci, self.min_effect)
 
     def regime_words(self) -> str:
-        """'near-regime (32 ns)' / 'pooled' (rows without a regime) for the text. A label
-        ranks regimes within one run only, so the regime's ns (results/SCHEMA.md
-        coherence.regime_ns) is said with it when the rows carry it."""
+        """'near-regime (32 ns)' / 'pooled'. A label ranks regimes within one run only, so
+        the regime's ns is said with it when the rows carry it."""
         if not self.regime:
             return "pooled"
         return f"{self.regime}-regime" + (f" ({ns_text(self.regime_ns)} ns)"
                                           if self.regime_ns else "")
 
     def interval_text(self) -> str:
-        """'+6 % [+2 %, +10 %]', or 'too few repetitions'."""
         if self.ci is None:
             return "too few repetitions"
         return f"{pct(self.effect)} [{pct(self.ci[0])}, {pct(self.ci[1])}]"
 
     def counts_text(self) -> str:
-        """'9 near-regime repetitions a side' or '9 / 7 near-regime repetitions (base /
-        variant)', plus how many were dropped."""
         if self.method == "paired":
             text = f"{self.n_base} {self.regime_words()} window pairs (paired windows)"
             if self.units and self.units != self.n_base:
@@ -399,27 +340,21 @@ class Comparison:
         return text
 
     def text(self) -> str:
-        """The verdict line, e.g. 'lock after free_area: +6 % [+2 %, +10 %], 9 near-regime
-        repetitions a side'."""
         head = f"{self.label}: " if self.label else ""
-        if (self.status == "too_few" and self.method == "paired" and self.units is not None
-                and self.units < MIN_PAIR_REPETITIONS and self.n_base >= MIN_PAIRS):
-            where = f" in the {self.regime} regime" if self.regime else ""
-            return (f"{head}not resolved here: too few repetitions ({self.units}{where}, "
-                    f"{self.n_base} window pairs; an interval that covers a rerun needs "
-                    f"{MIN_PAIR_REPETITIONS})")
-        if self.status == "too_few" and self.method in ("paired", "pair_effects"):
-            where = f" in the {self.regime} regime" if self.regime else ""
-            have = min(self.n_base, self.n_variant)
-            total = max(self.total_base, self.total_variant)
-            return (f"{head}too few window pairs ({have} of {total}{where}; "
-                    f"an interval needs {MIN_PAIRS})")
         if self.status == "too_few":
+            where = f" in the {self.regime} regime" if self.regime else ""
             have = min(self.n_base, self.n_variant)
             total = max(self.total_base, self.total_variant)
-            where = (f" in the {self.regime} regime" + (f" ({ns_text(self.regime_ns)} ns)"
-                                                        if self.regime_ns else "")
-                     if self.regime else "")
+            if (self.method == "paired" and self.units is not None
+                    and self.units < MIN_PAIR_REPETITIONS and self.n_base >= MIN_PAIRS):
+                return (f"{head}not resolved here: too few repetitions ({self.units}{where}, "
+                        f"{self.n_base} window pairs; an interval that covers a rerun needs "
+                        f"{MIN_PAIR_REPETITIONS})")
+            if self.method in ("paired", "pair_effects"):
+                return (f"{head}too few window pairs ({have} of {total}{where}; "
+                        f"an interval needs {MIN_PAIRS})")
+            if self.regime and self.regime_ns:
+                where += f" ({ns_text(self.regime_ns)} ns)"
             return (f"{head}too few same-regime repetitions ({have} of {total}{where}; an "
                     f"interval needs {MIN_REPETITIONS} a side)")
         rerun = self.interval == "rerun"
@@ -428,7 +363,6 @@ class Comparison:
             return (f"{head}not resolved on this machine: {kind} [{pct(self.ci[0])}, "
                     f"{pct(self.ci[1])}] spans 0 (median {pct(self.effect)}, "
                     f"{self.counts_text()})")
-        # A rerun interval says so once: "[lo, hi] for a rerun".
         shown = self.interval_text() + (" for a rerun" if rerun else "")
         if self.excludes_zero and not self.equivalent:
             return f"{head}{shown}, {self.counts_text()}"
@@ -450,10 +384,8 @@ def for_rerun(comp: Comparison) -> Comparison:
     so a 95 % confidence interval captures a rerun's estimate only ~83 % of the time (Cumming
     and Maillardet, "Confidence intervals and replication: where will the next mean fall?",
     Psychological Methods 11(3), 2006). The rerun interval is the estimate +- max(sqrt(2) h,
-    RERUN_FLOOR) on each side, in log space; status is recomputed from it (is_resolved), so a
-    comparison that only its own run resolves says "not resolved here". The
-    effect's own interval is kept in `effect_ci`. A comparison without an interval, or an
-    exact one (identical sides), is returned unchanged but for `interval`."""
+    RERUN_FLOOR) on each side, in log space, and status is recomputed from it. Without an
+    interval, or exact, only `interval` changes."""
     out = dataclasses.replace(comp, interval="rerun", effect_ci=comp.ci)
     if comp.ci is None or comp.effect is None or comp.exact or comp.effect <= -1.0:
         return out
@@ -472,28 +404,21 @@ def for_rerun(comp: Comparison) -> Comparison:
 
 
 def is_equivalent(ci: Tuple[float, float], min_effect: float = MIN_EFFECT) -> bool:
-    """The equivalence rule: the interval (lo, hi) of the effect (fractions) lies within
-    +-min_effect, bounds included, so the answer is "no change larger than min_effect" (a
-    two one-sided tests equivalence at the interval's confidence). An interval of exactly
-    [0, 0] (identical sides) is equivalent for any min_effect >= 0."""
+    """The interval of the effect lies within +-min_effect, bounds included: "no change larger
+    than min_effect" (two one-sided tests at the interval's confidence)."""
     return -min_effect <= ci[0] and ci[1] <= min_effect
 
 
 def is_resolved(ci: Tuple[float, float], min_effect: float = MIN_EFFECT) -> bool:
-    """The one rule for a resolved comparison: the interval (lo, hi) of the effect excludes 0
-    (an effect), or lies within +-min_effect (an equivalence: "no effect of 5 % or more";
-    is_equivalent)."""
+    """The one rule: the interval excludes 0 (an effect) or is_equivalent."""
     return ci[0] > 0 or ci[1] < 0 or is_equivalent(ci, min_effect)
 
 
 def answer(ci: Optional[Tuple[float, float]], min_effect: float = MIN_EFFECT) -> str:
-    """Which of the three answers an interval gives: "equivalent" (within +-min_effect: no
-    change larger than min_effect, even when it also excludes 0), "effect" (it excludes 0 and
-    reaches past +-min_effect), "not_resolved" (neither), or "too_few" when there is no
-    interval (None). Equivalence comes first because two instances of one variant differ by
-    up to ~1 % (their memory at other addresses): an interval inside +-min_effect says the
-    change is smaller than what lockline can attribute to the variant. An interval of exactly
-    [0, 0] is "equivalent", never an effect."""
+    """"equivalent", "effect" (excludes 0, reaches past +-min_effect), "not_resolved" or
+    "too_few" (no interval). Equivalence comes first: two instances of one variant differ by
+    up to ~1 % (their memory at other addresses), so an interval inside +-min_effect is smaller
+    than what lockline can attribute to the variant."""
     if ci is None:
         return "too_few"
     if is_equivalent(ci, min_effect):
@@ -519,12 +444,8 @@ def compare_samples(base: Sequence[Sample], variant: Sequence[Sample], label: st
                     min_effect: float = MIN_EFFECT,
                     min_repetitions: int = MIN_REPETITIONS,
                     confidence: float = CONFIDENCE) -> Comparison:
-    """Compare two variants from their (coherence label, value) repetitions: choose the regime
-    (select_regime), then the ratio of medians and its bootstrap interval (ratio_interval).
-
-    Returns a Comparison with status "too_few" when a side has fewer than min_repetitions in
-    the chosen regime (or a non-positive base median), else "resolved" / "not_resolved".
-    """
+    """Compare (coherence label, value) repetitions: select_regime, then ratio_interval;
+    "too_few" under min_repetitions a side in that regime or a non-positive base median."""
     choice = select_regime(base, variant)
     common = dict(label=label, regime=choice.regime, n_base=len(choice.base),
                   n_variant=len(choice.variant), dropped=choice.dropped,
@@ -555,8 +476,7 @@ def compare_samples(base: Sequence[Sample], variant: Sequence[Sample], label: st
 
 def compare_points(base_points, variant_points, metric: str, label: str = "",
                    min_effect: float = MIN_EFFECT, confidence: float = CONFIDENCE) -> Comparison:
-    """compare_samples over lockline_results.Point repetitions (aggregate rows and rows
-    without `metric` are ignored; overrun repetitions are dropped: their window ran long)."""
+    """compare_samples over Point repetitions (overrun ones dropped)."""
     def used(points):
         return [p for p in points
                 if p.aggregate is None and metric in p.metrics and not p.overrun]
@@ -592,17 +512,10 @@ def compare_pairs(pairs: Sequence[Tuple], label: str = "",
         resolved: is_resolved (interval excludes 0, or lies within +-min_effect)
 
     Pairs of one coherence regime are used (the regime holding most repetitions, then most
-    pairs; `mixed` repetitions dropped; unlabelled rows pooled), as for repetitions. Pairs with
-    a side <= 0 or not finite are dropped (a window that did nothing). Returns a Comparison with
-    method "paired", n_base = n_variant = pairs used, units = repetitions holding them;
-    status "too_few" under min_pairs pairs or under min_repetitions repetitions (the text
-    then says "not resolved here: too few repetitions").
+    pairs); pairs with a side <= 0 or not finite are dropped. "too_few" under min_pairs pairs
+    or min_repetitions repetitions.
     """
-    rows = []
-    for i, p in enumerate(pairs):
-        lab, a, b = p[0], p[1], p[2]
-        group = p[3] if len(p) > 3 else ("pair", i)
-        rows.append((lab, a, b, group))
+    rows = [(p[0], p[1], p[2], p[3] if len(p) > 3 else ("pair", i)) for i, p in enumerate(pairs)]
     good = [(lab, a, b, g) for lab, a, b, g in rows
             if math.isfinite(a) and math.isfinite(b) and a > 0 and b > 0]
     labels = [lab for lab, _, _, _ in good]
@@ -639,9 +552,7 @@ def compare_pairs(pairs: Sequence[Tuple], label: str = "",
 
 
 def _from_logs(med: float, lo: float, hi: float, **common) -> Comparison:
-    """The Comparison of a median log ratio `med` with its interval [lo, hi] (log space):
-    effect and interval as fractions, "resolved" or "not_resolved" by is_resolved at
-    common["min_effect"]."""
+    """The Comparison of a median log ratio and its interval (log space)."""
     ci = (math.exp(lo) - 1.0, math.exp(hi) - 1.0)
     status = "resolved" if is_resolved(ci, common["min_effect"]) else "not_resolved"
     return Comparison(effect=math.exp(med) - 1.0, ci=ci, status=status, **common)
@@ -649,9 +560,7 @@ def _from_logs(med: float, lo: float, hi: float, **common) -> Comparison:
 
 def _bootstrap_median(values: np.ndarray, confidence: float, resamples: int,
                       seed: int) -> Tuple[float, float, float]:
-    """(median, lo, hi) of `values`: percentile bootstrap of the median, values resampled
-    with replacement `resamples` times (seeded); the interval always contains the median. All
-    values equal: exactly (v, v, v), whatever the resampling."""
+    """(median, lo, hi): seeded percentile bootstrap of the median; all equal: (v, v, v)."""
     med = float(np.median(values))
     if np.all(values == values[0]):
         return med, med, med
@@ -674,9 +583,7 @@ def _matched_log_ratio(base: float, variant: float) -> Optional[float]:
 
 
 def _one_regime(labels: Sequence[str]) -> Tuple[str, List[int]]:
-    """(regime, indexes used) for samples that share one label per index (matched sides,
-    window pairs): the majority regime (majority_regime), or, when no label names a regime,
-    every index but the `mixed` ones."""
+    """(regime, indexes used): the majority regime, else every index but the `mixed` ones."""
     regime = majority_regime(labels)
     if regime:
         return regime, [i for i, lab in enumerate(labels) if lab == regime]
@@ -688,11 +595,8 @@ def compare_matched(base: Sequence[Sample], variant: Sequence[Sample], label: st
                     min_repetitions: int = MIN_REPETITIONS,
                     confidence: float = CONFIDENCE, resamples: int = BOOTSTRAP_RESAMPLES,
                     seed: int = SEED) -> Comparison:
-    """Compare two sides whose repetitions correspond one to one: repetition i of `base` and
-    repetition i of `variant` are the same measurement, or were taken together (ci/compare.py
-    uses it only when both sides hold the same rows in the same order: a run compared with
-    itself, or with a copy of itself). `base`, `variant`: (coherence label, value) per
-    repetition, same length and the same label at each index.
+    """Compare two sides whose repetitions correspond one to one (ci/compare.py: both sides
+    hold the same rows in the same order, a run compared with itself or a copy).
 
         effect   = exp(median_i log(variant_i / base_i)) - 1   (fraction; the median ratio)
         interval = percentile bootstrap of that median, the pairs resampled with replacement
@@ -702,15 +606,8 @@ def compare_matched(base: Sequence[Sample], variant: Sequence[Sample], label: st
                    sides are the same measurements and differ by nothing, no sampling error
                    enters, and min_repetitions does not apply.
 
-    Units: the values' own (any positive metric; equal values, zeros included, give a log
-    ratio of 0). One coherence regime: the majority regime of the labels (mixed repetitions
-    dropped; unlabelled pooled), as compare_pairs. A pair whose ratio is undefined (a side
-    <= 0 or not finite and the two differ) is dropped. Returns a Comparison with method
-    "matched", n_base = n_variant = pairs used and `used` = (base values, variant values)
-    used; status "too_few" under min_repetitions pairs unless exact.
-
-    Raises ValueError when the sides differ in length or in their label at some index (not
-    matched: use compare_samples).
+    One coherence regime (_one_regime); a pair whose ratio is undefined is dropped. Raises
+    ValueError when the sides differ in length or in their label at some index.
     """
     if len(base) != len(variant):
         raise ValueError(f"matched sides need the same number of repetitions ({len(base)} vs "
@@ -726,18 +623,22 @@ def compare_matched(base: Sequence[Sample], variant: Sequence[Sample], label: st
                   total_variant=len(variant), min_effect=min_effect, method="matched",
                   used=([b for b, _, _ in used], [v for _, v, _ in used]))
     logs = np.asarray([lr for _, _, lr in used], dtype=float)
-    exact = logs.size > 0 and bool(np.all(logs == 0.0))
-    if exact:
+    return _matched_result(logs, min_repetitions, confidence, resamples, seed, common)
+
+
+def _matched_result(logs: np.ndarray, min_n: int, confidence: float, resamples: int,
+                    seed: int, common: dict) -> Comparison:
+    """Every log ratio 0 (identical sides): exactly 0 and [0, 0], whatever their number;
+    under min_n: too few; else the bootstrap of their median."""
+    if logs.size and bool(np.all(logs == 0.0)):
         return Comparison(effect=0.0, ci=(0.0, 0.0), status="resolved", exact=True, **common)
-    if logs.size < max(1, min_repetitions):
+    if logs.size < max(1, min_n):
         effect = float(math.exp(np.median(logs))) - 1.0 if logs.size else None
         return Comparison(effect=effect, ci=None, status="too_few", **common)
     return _from_logs(*_bootstrap_median(logs, confidence, resamples, seed), **common)
 
 
 def _pair_log_ratio(a: float, b: float) -> Optional[float]:
-    """log(B / A) of one window pair; None when a side is <= 0 or not finite (a window that
-    did nothing), as compare_pairs drops it."""
     if not (math.isfinite(a) and math.isfinite(b)) or a <= 0 or b <= 0:
         return None
     return math.log(b / a)
@@ -749,14 +650,8 @@ def compare_pair_effects(base_pairs: Sequence[Tuple[str, float, float]],
                          matched: bool = False, confidence: float = CONFIDENCE,
                          resamples: int = BOOTSTRAP_RESAMPLES,
                          seed: int = SEED) -> Comparison:
-    """The change of a paired effect B/A between two runs: the duet rows of one key (family
-    `duet`, harness/measure/duet.h) in a baseline and a current run. `base_pairs`, `current_pairs`:
-    (coherence label of the repetition, A's ops/s, B's ops/s[, repetition]) per measured window
-    pair (lockline_results.labelled_duet_pairs; a 4th element is ignored here), every repetition
-    of the row in one list.
-
-    Units: each run's paired effect is its median pair ratio B/A (compare_pairs), and the
-    result is the relative change of that ratio, a fraction:
+    """The change of a paired effect B/A between the duet rows of one key in two runs; pairs
+    as labelled_duet_pairs gives them. A fraction:
 
         change = exp(median(log(B/A) of current pairs) - median(log(B/A) of baseline pairs)) - 1
 
@@ -778,16 +673,10 @@ def compare_pair_effects(base_pairs: Sequence[Tuple[str, float, float]],
         median of the per-pair differences of log ratios, with a paired bootstrap. Identical
         pairs give exactly 0 and [0, 0] (exact = True), whatever their number.
 
-    One coherence regime: unmatched, the regime with most pairs on both sides (select_regime
-    over the pairs' labels: mixed dropped; unlabelled pooled; no regime in common gives
-    "too_few" with regime "mixed" or the chosen one and a side of 0 pairs); matched, the
-    majority regime of the (identical) labels. Pairs with a side <= 0 or not finite are
-    dropped (matched: from both sides).
-
-    Returns a Comparison with method "pair_effects", n_base / n_variant = pairs used per run,
-    `used` = (baseline B/A ratios, current B/A ratios) used; status "too_few" when a run has
-    fewer than min_pairs pairs (unless exact), else "resolved" (is_resolved) or
-    "not_resolved". Raises ValueError for matched sides of different lengths or labels.
+    One coherence regime: unmatched, select_regime over the pairs' labels; matched, the
+    majority regime. Pairs with a side <= 0 or not finite are dropped. "too_few" under
+    min_pairs pairs a run (unless exact). Raises ValueError for matched sides of different
+    lengths or labels.
     """
     common = dict(label=label, min_effect=min_effect, method="pair_effects",
                   total_base=len(base_pairs), total_variant=len(current_pairs))
@@ -801,8 +690,6 @@ def compare_pair_effects(base_pairs: Sequence[Tuple[str, float, float]],
 def _matched_pair_effects(base_pairs: Sequence[Tuple], current_pairs: Sequence[Tuple],
                           min_pairs: int, confidence: float, resamples: int, seed: int,
                           common: dict) -> Comparison:
-    """compare_pair_effects(matched=True): pair k of the baseline is pair k of the current
-    run; the median of the per-pair differences of log ratios, paired bootstrap."""
     if len(base_pairs) != len(current_pairs):
         raise ValueError(f"matched runs need the same window pairs ({len(base_pairs)} vs "
                          f"{len(current_pairs)})")
@@ -817,29 +704,15 @@ def _matched_pair_effects(base_pairs: Sequence[Tuple], current_pairs: Sequence[T
     common.update(regime=regime, n_base=len(rows), n_variant=len(rows),
                   dropped=len(base_pairs) + len(current_pairs) - 2 * len(rows), used=used)
     diffs = np.asarray([lc - lb for lb, lc in rows], dtype=float)
-    if diffs.size and bool(np.all(diffs == 0.0)):
-        return Comparison(effect=0.0, ci=(0.0, 0.0), status="resolved", exact=True,
-                          **common)
-    if diffs.size < max(1, min_pairs):
-        effect = float(math.exp(np.median(diffs))) - 1.0 if diffs.size else None
-        return Comparison(effect=effect, ci=None, status="too_few", **common)
-    return _from_logs(*_bootstrap_median(diffs, confidence, resamples, seed), **common)
+    return _matched_result(diffs, min_pairs, confidence, resamples, seed, common)
 
 
 def _unmatched_pair_effects(base_pairs: Sequence[Tuple], current_pairs: Sequence[Tuple],
                             min_pairs: int, confidence: float, resamples: int, seed: int,
                             common: dict) -> Comparison:
-    """compare_pair_effects(matched=False): each run's pairs of the chosen regime resampled
-    independently (hierarchically, repetitions first, when the pairs name them), the
-    difference of the two median log ratios."""
     def logs(pairs):
-        out = []
-        for p in pairs:
-            lab, a, b = p[0], p[1], p[2]
-            lr = _pair_log_ratio(a, b)
-            if lr is not None:
-                out.append((lab, lr, p[3] if len(p) > 3 else None))
-        return out
+        out = [(p[0], _pair_log_ratio(p[1], p[2]), p[3] if len(p) > 3 else None) for p in pairs]
+        return [x for x in out if x[1] is not None]
     lbase, lcur = logs(base_pairs), logs(current_pairs)
     choice = select_regime([(lab, lr) for lab, lr, _ in lbase],
                            [(lab, lr) for lab, lr, _ in lcur])
@@ -857,8 +730,7 @@ def _unmatched_pair_effects(base_pairs: Sequence[Tuple], current_pairs: Sequence
     rng = np.random.default_rng(seed)
 
     def grouped(logs_of_run):
-        # The chosen regime's log ratios by repetition; None without
-        # repetitions (3-tuples): pairs resampled as independent, as before.
+        # The chosen regime's log ratios by repetition; None for 3-tuples.
         if any(g is None for _, _, g in logs_of_run):
             return None
         out: dict = {}
@@ -884,10 +756,8 @@ def _unmatched_pair_effects(base_pairs: Sequence[Tuple], current_pairs: Sequence
 
 def wilson_interval(successes: int, trials: int,
                     confidence: float = CONFIDENCE) -> Tuple[float, float]:
-    """Wilson score interval (lo, hi) of a proportion successes / trials at `confidence`
-    (fractions in [0, 1]). Better than the normal (Wald) interval near 0 and for small
-    trials: with 0 of 40 it is [0, 8.8 %], not [0, 0]. Raises ValueError for trials < 1 or
-    successes outside [0, trials]."""
+    """Wilson score interval (lo, hi) of successes / trials: unlike Wald's, 0 of 40 gives
+    [0, 8.8 %], not [0, 0]. Raises ValueError for trials < 1 or successes outside."""
     if trials < 1:
         raise ValueError("a proportion needs at least one trial")
     if not 0 <= successes <= trials:
@@ -903,17 +773,8 @@ def wilson_interval(successes: int, trials: int,
 
 
 def stddev_from_aggregate(mean_time: float, stddev_time: float) -> Tuple[float, float]:
-    """Throughput mean and spread (per second) from a time-per-iteration mean and stddev (in
-    seconds), by the delta method: rate = 1 / t, sd(rate) ~= sd(t) / t^2. Used for
-    aggregate-only foreign files (1 / stddev is not a spread)."""
+    """Rate mean and spread (1/s) from a time mean and stddev (s) by the delta method:
+    sd(1 / t) ~= sd(t) / t^2 (1 / stddev is not a spread)."""
     if mean_time <= 0:
         raise ValueError("mean time must be positive")
     return 1.0 / mean_time, stddev_time / (mean_time * mean_time)
-
-
-__all__ = ["MIN_EFFECT", "MIN_REPETITIONS", "CONFIDENCE", "SEED", "Comparison", "RegimeChoice",
-           "compare_samples", "compare_points", "compare_pairs", "MIN_PAIRS", "is_resolved", "select_regime", "majority_regime",
-           "ratio_interval", "regime_rank", "pct", "stddev_from_aggregate", "is_equivalent", "answer",
-           "compare_matched", "compare_pair_effects", "wilson_interval", "MIN_PAIR_REPETITIONS",
-           "small_sample_expansion", "hierarchical_median_interval",
-           "hierarchical_bootstrap_medians"]

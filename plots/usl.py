@@ -22,7 +22,6 @@ MIN_POINTS = 4  # three parameters need at least one degree of freedom.
 
 
 def usl(n, lam, sigma, kappa):
-    """USL throughput at n threads (n scalar or numpy array)."""
     n = np.asarray(n, dtype=float)
     return lam * n / (1.0 + sigma * (n - 1.0) + kappa * n * (n - 1.0))
 
@@ -42,7 +41,6 @@ class UslFit:
     peak_throughput_ci: Optional[tuple]
 
     def summary(self) -> str:
-        """One-line human summary for legends and tables."""
         text = f"σ={self.sigma:.3g} [{self.sigma_ci[0]:.2g},{self.sigma_ci[1]:.2g}] " \
                f"κ={self.kappa:.3g} [{self.kappa_ci[0]:.2g},{self.kappa_ci[1]:.2g}]"
         if self.peak_threads is not None:
@@ -57,11 +55,7 @@ class UslError(ValueError):
 
 
 def fit_usl(threads: Sequence[float], throughput: Sequence[float]) -> UslFit:
-    """Fit the USL to (threads, throughput) pairs; repeated thread counts are allowed.
-
-    Raises UslError with fewer than MIN_POINTS distinct thread counts, non-positive values, or
-    when curve_fit does not converge.
-    """
+    """Fit the USL to (threads, throughput) pairs; raises UslError when it cannot."""
     n = np.asarray(threads, dtype=float)
     x = np.asarray(throughput, dtype=float)
     if len(set(n.tolist())) < MIN_POINTS:
