@@ -737,9 +737,20 @@ def c2c_figure(data: FamilyData) -> Optional[Figure]:
     return finish(fig, runs)
 
 
+# None, or the list report.py collects every drawn figure's readability problems in
+# (report_checks.figure_problems).
+FIGURE_PROBLEMS: Optional[List[str]] = None
+
+
 def plot_family(data: FamilyData) -> List[Tuple[str, Figure]]:
-    """Dispatch to the family's registered plotter, falling back to plot_generic."""
-    return FAMILY_PLOTTERS.get(data.family, plot_generic)(data)
+    """Dispatch to the family's registered plotter, falling back to plot_generic; each figure
+    is checked into FIGURE_PROBLEMS when report.py collects them."""
+    out = FAMILY_PLOTTERS.get(data.family, plot_generic)(data)
+    if FIGURE_PROBLEMS is not None:
+        from report_checks import figure_problems
+        for stem, fig in out:
+            FIGURE_PROBLEMS.extend(figure_problems(fig, stem))
+    return out
 
 
 __all__ = ["FAMILY_PLOTTERS", "register", "plot_family", "plot_generic", "c2c_figure",
@@ -871,10 +882,12 @@ def plot_duet(data: FamilyData) -> List[Tuple[str, Figure]]:
     """Paired windows (bench/duet.cpp): per comparison (of / param / a -> b, threads), each
     window pair's ratio B/A as a dot and the paired effect with its 95 % interval
     (stats.compare_pairs: the computation the verdicts use) as a bar, one panel per run."""
+    import textwrap
     from lockline_results import labelled_duet_pairs
     runs = _runs_of(data)
+    count = max(len({(p.variant, p.threads) for p in pts}) for _, pts in data.runs)
     fig, axes = new_figure(len(data.runs), "duet: paired-window effect B / A - 1 (%)", runs,
-                           cols=1, width=9.0, height=max(3.0, 0.45 * 12))
+                           cols=1, width=9.0, height=max(3.0, 0.7 * count + 1.5))
     for ax, (run, pts) in zip(axes, data.runs):
         series: Dict[Tuple, List] = {}
         for p in pts:
@@ -886,18 +899,20 @@ def plot_duet(data: FamilyData) -> List[Tuple[str, Figure]]:
             empty_panel(ax, run.host, "no paired-window rows")
             continue
         labels = []
-        # Every parameter that tells two series apart is in their labels.
+        # Every parameter that tells two series apart is in their labels (wrapped).
         shown = [k for k in varying_keys(v for v, _ in series) if k not in ("of", "param",
                                                                             "a", "b")]
         for y, ((variant, threads), reps) in enumerate(sorted(series.items())):
             params = dict(variant)
-            extra = "".join(f", {k}:{params[k]}" for k in shown if k in params)
-            labels.append(f"{params.get('of')} {params.get('param')}: {params.get('a')} -> "
-                          f"{params.get('b')} (threads:{threads}{extra})")
+            extra = " ".join([f"threads:{threads}"] + [f"{k}:{params[k]}" for k in shown
+                                                        if k in params])
+            labels.append("\n".join(textwrap.wrap(
+                f"{params.get('of')} {params.get('param')}: {params.get('a')} -> "
+                f"{params.get('b')}", 40) + textwrap.wrap(extra, 40)))
             pairs = labelled_duet_pairs(reps)
             ratios = [p[2] / p[1] - 1 for p in pairs if p[1] > 0 and p[2] > 0]
             ax.scatter([100 * r for r in ratios], [y] * len(ratios), s=6, color="0.6",
-                       alpha=0.5, zorder=1, label="one window pair" if y == 0 else None)
+                       alpha=0.5, zorder=1)
             c = stats.compare_pairs(pairs)
             if c.effect is None:
                 continue
@@ -916,10 +931,9 @@ def plot_duet(data: FamilyData) -> List[Tuple[str, Figure]]:
             ax.axvline(edge, color="0.6", lw=0.6, ls=":")
         ax.set_yticks(range(len(labels)))
         ax.set_yticklabels(labels, fontsize=7)
-        ax.set_xlabel("B / A - 1 (%), B = the second named value (linear to +-100 %, "
-                      "logarithmic beyond)")
-        ax.set_title(f"{run.host}: median pair ratio, 95 % paired-bootstrap interval "
-                     f"(blue resolved, orange not); dotted: +-{100 * stats.MIN_EFFECT:g} %",
-                     fontsize=9)
-        ax.legend(fontsize=7, loc="lower right")
+        ax.set_ylim(-0.6, len(labels) - 0.4)
+        ax.set_xlabel("B / A - 1 (%) of each window pair (grey), B the second value named; "
+                      "log beyond +-100 %", fontsize=8)
+        ax.set_title(f"{run.host}: median pair ratio and 95 % interval (blue resolved, "
+                     f"orange not); dotted: +-{100 * stats.MIN_EFFECT:g} %", fontsize=9)
     return [("duet", finish(fig, runs))]

@@ -489,8 +489,10 @@ def relative_panel(ax, data: FamilyData, figure: str, panel: str,
             index += 1
             xs, ys, lo, hi, hollow = [], [], [], [], []
             for n in ns:
-                # The verdicts' computation, rerun interval included (stats.for_rerun).
-                c = stats.for_rerun(stats.compare_points(base[n], by_n[n], metric))
+                # The verdict of these rows where there is one (paired where the run has their
+                # duet), else the verdicts' computation, rerun interval included.
+                c = _verdict_of(run, base[n][0].key, by_n[n][0].key, metric) or \
+                    stats.for_rerun(stats.compare_points(base[n], by_n[n], metric))
                 if c.effect is None:
                     continue
                 ratio = 1.0 + c.effect
@@ -538,6 +540,22 @@ def relative_panel(ax, data: FamilyData, figure: str, panel: str,
     return True
 
 
+def _verdict_of(run: Run, base_key: str, variant_key: str, metric: str):
+    """The verdicts.json record of a comparison of exactly these rows, as a stats.Comparison
+    (effect, ci, status, counts), or None; the run's verdicts are computed once."""
+    import stats
+    if not hasattr(run, "_verdicts"):
+        from verdicts import compute_verdicts
+        run._verdicts = compute_verdicts(run)
+    for v in run._verdicts:
+        if (v["base_key"], v["variant_key"], v["metric"]) == (base_key, variant_key, metric):
+            return stats.Comparison(v["comparison"], v["effect"],
+                                    tuple(v["ci"]) if v["ci"] else None,
+                                    "" if v["regime"] == "all" else v["regime"], v["n_base"],
+                                    v["n_variant"], v["dropped"], v["status"])
+    return None
+
+
 def write_csv(path: str, rows: List[Dict[str, Any]]) -> None:
     """Write dict rows with the union of their keys as header (first-seen order), through an
     exclusively created temporary file renamed into place (outputs.write_atomic)."""
@@ -558,54 +576,70 @@ MAX_SERIES = 8  # series (legend entries that name data) a panel may draw (proje
 
 
 def verdict_figure(run: Run, verdicts: Sequence[Dict[str, Any]], title: str
-                   ) -> Optional[Figure]:
-    """The figure of one question drawn from the rows its verdicts use (not the family's
-    first configuration): one small panel per verdict with two bars, its base_key and
-    variant_key rows' metric, both from the one coherence regime the comparison uses
-    (summarize_side_by_side), error bars one standard deviation, and the verdict's effect
-    and interval in the panel title. Paired (duet) verdicts draw the pairs' median ratio
-    instead. None without verdicts."""
-    from lockline_results import summarize_side_by_side
+                   ) -> Tuple[Optional[Figure], Dict[str, Dict[str, Any]]]:
+    """The figure of one question drawn from its verdicts' own samples
+    (verdicts.verdict_samples), one panel per verdict: a paired verdict's window-pair ratios
+    B/A - 1 of its regime, an unpaired verdict's base and variant repetitions of its regime
+    (as % of the base median); the effect they give as a line, the verdict's rerun interval as
+    a band; other regimes' samples hollow, labelled, never joined. Returns (figure, drawn):
+    drawn[id] = the effect, interval and sample count the panel draws (the report records them
+    and its checks compare them with verdicts.json); (None, {}) without verdicts."""
+    from verdicts import verdict_samples
     if not verdicts:
-        return None
-    cols = min(2, len(verdicts))
-    fig, axes = new_figure(len(verdicts), title, [run], cols=cols, width=6.4, height=3.2)
+        return None, {}
+    fig, axes = new_figure(len(verdicts), title, [run], cols=min(2, len(verdicts)), width=6.4,
+                           height=3.2)
+    drawn: Dict[str, Dict[str, Any]] = {}
     for ax, v in zip(axes, verdicts):
-        metric = v.get("metric", "")
-        rows = {k: [p for p in run.points if p.key == v.get(k) and p.aggregate is None]
-                for k in ("base_key", "variant_key")}
-        regime, (base, variant) = summarize_side_by_side(
-            [rows["base_key"], rows["variant_key"]], metric)
-        effect = v.get("effect")
+        s = verdict_samples(run.points, v)
         ci = v.get("ci")
-        words = ("no effect measured" if effect is None else
-                 f"{effect * 100:+.1f} %" + (f" [{ci[0] * 100:+.1f} %, {ci[1] * 100:+.1f} %]"
-                                             if ci else " (no interval)"))
-        ax.set_title(f"{v.get('comparison', v.get('id'))}: {words}", fontsize=8)
-        if base is None or variant is None:
-            note(ax, "paired windows (duet): see the verdict line" if v.get("method") ==
-                 "paired" else "the two rows share no coherence regime: not drawn side by side")
-            ax.set_xticks([])
-            ax.set_yticks([])
-            continue
-        names = [v.get("base_key", "base").split("/", 1)[0] + " base",
-                 "variant"]
-        ax.bar([0, 1], [base.mean, variant.mean], yerr=[base.std, variant.std], capsize=3,
-               color=["0.6", "tab:blue" if v.get("resolved") else "tab:orange"])
-        ax.set_xticks([0, 1])
-        diff = _key_difference(v.get("base_key", ""), v.get("variant_key", ""))
-        ax.set_xticklabels([diff[0] or names[0], diff[1] or names[1]], fontsize=7)
-        ax.set_ylabel(axis_label(metric), fontsize=8)
-        where = f"{regime}-regime " if regime else ""
-        ax.set_xlabel(f"{base.n} / {variant.n} {where}repetitions, {v.get('threads', '?')} "
-                      "threads; bars: means ± 1 sd, effect: ratio of medians", fontsize=7)
+        words = ("no effect measured" if v.get("effect") is None else
+                 f"{v['effect'] * 100:+.1f} %" + (f" [{ci[0] * 100:+.1f}, {ci[1] * 100:+.1f}]"
+                                                  if ci else " (no interval)"))
+        ax.set_title(f"{v.get('id')}: {words}", fontsize=8)
+        where = f"{s['regime']}-regime " if s["regime"] else ""
+        if s["kind"] == "paired":
+            cols = [("window pairs", s["used"])]
+            others = [(0, lab, r) for _, lab, r in s["others"]]
+            xlabel = f"{len(s['used'])} {where}window pairs (paired windows): B / A"
+        else:
+            base = s["base_median"] or 1.0
+            a, b = (v.get(k, "").split("/") for k in ("base_key", "variant_key"))
+            cols = [(" ".join(x for x in a if x not in b) or "base", [x / base for x in s["base"]]),
+                    (" ".join(x for x in b if x not in a) or "variant",
+                     [x / base for x in s["variant"]])]
+            others = [(int(side == "variant"), lab, x / base) for side, lab, x in s["others"]]
+            xlabel = (f"{len(s['base'])} / {len(s['variant'])} {where}repetitions: "
+                      "% of the base median")
+        for i, (_, ys) in enumerate(cols):
+            xs = [i + 0.3 * (k / max(1, len(ys) - 1) - 0.5) for k in range(len(ys))]
+            ax.scatter(xs, [100 * (y - 1) for y in ys], s=10, color="tab:blue", zorder=3)
+        for k, lab in enumerate(sorted({lab for _, lab, _ in others})):
+            pts = [(i, y) for i, la, y in others if la == lab]
+            ax.scatter([i + 0.2 for i, _ in pts], [100 * (y - 1) for _, y in pts], s=18,
+                       facecolors="none", edgecolors=f"C{k + 1}", zorder=2,
+                       label=f"other regime {lab}: not in the effect")
+        x1 = len(cols) - 1
+        if s["effect"] is not None:
+            ax.hlines(100 * s["effect"], x1 - 0.35, x1 + 0.35, color="black", lw=1.5,
+                      label="effect (median)", zorder=4)
+        if ci:
+            ax.fill_between([x1 - 0.35, x1 + 0.35], 100 * ci[0], 100 * ci[1], color="0.5",
+                            alpha=0.25, label="95 % rerun interval")
+        ax.axhline(0, color="0.3", lw=0.6)
+        ax.set_xticks(range(len(cols)))
+        ax.set_xticklabels([name for name, _ in cols], fontsize=7)
+        ax.set_xlim(-0.6, len(cols) - 0.4)
+        ys = [100 * (y - 1) for _, c in cols for y in c] + [100 * (y - 1) for _, _, y in others]
+        ys += [0.0] + [100 * c for c in (ci or [])]
+        ax.set_ylim(min(ys) - 0.1 * (max(ys) - min(ys)) - 1, max(ys) * 1.15 + 1)
+        if max(abs(y) for y in ys) > 300:
+            ax.set_yscale("symlog", linthresh=100)
+        ax.set_ylabel("effect (%)", fontsize=8)
+        ax.set_xlabel(xlabel, fontsize=7)
         ax.grid(True, axis="y", alpha=0.3)
-    return finish(fig, [run])
-
-
-def _key_difference(a: str, b: str) -> Tuple[str, str]:
-    """The path components in which two row keys differ ('slots:16', 'slots:15')."""
-    pa, pb = a.split("/"), b.split("/")
-    da = " ".join(x for x in pa if x not in pb)
-    db = " ".join(x for x in pb if x not in pa)
-    return da, db
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=6, loc="best")
+        drawn[v["id"]] = {"effect": s["effect"], "ci": ci, "regime": s["regime"],
+                          "n": len(s.get("used", s.get("variant", [])))}
+    return finish(fig, [run]), drawn

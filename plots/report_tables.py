@@ -192,16 +192,38 @@ def seed_tables(run: Run, verdicts: Optional[List[Dict[str, Any]]] = None
             "q5": _prezero_rows(run, verdicts)}
 
 
-def _verdict_stats(run: Run, verdicts: List[Dict[str, Any]], cid: str, metric: str, unit: str,
-                   seed: str = "-", comparable: str = "-") -> List[List[Any]]:
-    """A row per side of each verdict of `cid`: `metric` of its rows (side_by_side)."""
-    rows = []
-    for v in _of(verdicts, cid):
-        base, variant = verdict_points(run, v)
-        texts = side_by_side([base, variant], metric, unit)
-        for key, text in ((v["base_key"], texts[0]), (v["variant_key"], texts[1])):
-            rows.append([f"{metric}, {key}", seed, text, comparable])
-    return rows
+def sides_cell(run: Run, verdict: Dict[str, Any]) -> Cell:
+    """A verdict's two sides in its own numbers (marked data-sides=ID): the base median of its
+    samples in its regime (verdicts.verdict_samples; a paired verdict's A windows) -> that
+    base x (1 + the verdict's effect); for an answer in ns saved, its base ns/op -> base / (1 +
+    effect) and its ns saved. Never the two rows' own means: those may come from other
+    repetitions than the verdict's pairs."""
+    from verdicts import verdict_samples
+    s = verdict_samples(run.points, verdict)
+    effect, saved = verdict["effect"], verdict.get("ns_saved")
+    what = ("the median window pair ratio applied" if s["kind"] == "paired"
+            else "medians of the repetitions")
+    where = f"{s['regime']}-regime" if s["regime"] else "pooled"
+    if effect is None or not s["base_median"]:
+        text = f"no effect: {verdict['status']}"
+    elif saved:
+        text = (f"{saved['base_ns']:.1f} -> {saved['base_ns'] / (1 + effect):.1f} ns/op: "
+                f"{saved['ns']:.1f} ns saved ({saved['base_from']}, {where})")
+    else:
+        text = (f"{fmt(s['base_median'])} -> {fmt(s['base_median'] * (1 + effect))} "
+                f"{UNIT.get(verdict['metric'], verdict['metric'])}: {where}, {what}")
+    return Cell(f'<span class="sides" data-sides="{html.escape(verdict["id"])}">'
+                f"{html.escape(text)}</span>")
+
+
+UNIT = {"ops_per_s": "ops/s", "pages_per_s": "pages/s", "faults_per_s": "faults/s",
+        "allocs_per_s": "allocations/s"}
+
+
+def _verdict_sides(run: Run, verdicts: List[Dict[str, Any]], cid: str) -> List[List[Any]]:
+    """A row per verdict of `cid`: its two sides (sides_cell)."""
+    return [[f"base -> variant of {v['id']} (the verdict's own samples)", "-",
+             sides_cell(run, v), "-"] for v in _of(verdicts, cid)]
 
 
 def _pagevec_2004_rows(run: Run, verdicts: List[Dict[str, Any]]) -> List[List[Any]]:
@@ -217,8 +239,7 @@ def _pagevec_2004_rows(run: Run, verdicts: List[Dict[str, Any]]) -> List[List[An
          "same quantity"],
         ["struct pagevec bytes, 15 slots (proposed)", "128 on LP64 (124 quoted)", fmt(b15),
          "same quantity"],
-    ] + comparison_rows(run, verdicts, "000") + _verdict_stats(
-        run, verdicts, "pv_slots_16_15", "pages_per_s", "pages/s") + [
+    ] + comparison_rows(run, verdicts, "000") + _verdict_sides(run, verdicts, "pv_slots_16_15") + [
         [f"best slot count per thread count (pagevec {where or 'all rows'}, offset 0)",
          "4·lg N (4 on UP), later 2^(2.5·√lg N − 1): 4 CPUs -> 6, 16 -> 16, 1024 -> 120",
          best or NOT_RUN, "same quantity (a slot count)"],
@@ -230,10 +251,9 @@ def _zone_lock_rows(run: Run, verdicts: List[Dict[str, Any]]) -> List[List[Any]]
     fix in other configurations, then what lock_stat costs."""
     rows = comparison_rows(run, verdicts, "001")
     for v in _of(verdicts, "zone_lock_after_before"):
-        before, after = verdict_points(run, v)
-        rows.append([f"ops/s, {v['base_key']} -> {v['variant_key']}", "-",
-                     arrow_text(before, after, "ops_per_s"), "-"])
-        rows += _zone_fix_rows(run, before)
+        rows.append([f"base -> variant of {v['id']} (the verdict's own samples)", "-",
+                     sides_cell(run, v), "-"])
+        rows += _zone_fix_rows(run, verdict_points(run, v)[0])
     return rows + _instrumentation_cost_rows(run)
 
 
@@ -314,9 +334,8 @@ def _page_free_rows(run: Run, verdicts: List[Dict[str, Any]]) -> List[List[Any]]
          "same quantity in other units (cycles of a 2006 CPU vs ns here)"],
         ["plain test / increment", "1-2 cycles", stat_text(plain_op, "ns"),
          "same quantity in other units"],
-    ] + comparison_rows(run, verdicts, "002") + _verdict_stats(
-        run, verdicts, "page_free_fast_atomic", "ns_per_op", "ns/op", "-",
-        "none: netperf reports Mbit/s, not time per free")
+    ] + comparison_rows(run, verdicts, "002") + _verdict_sides(run, verdicts,
+                                                               "page_free_fast_atomic")
     for v in races or [{"variant": "fastpath", "verdict": NOT_RUN}]:
         seed = ("racy: reclaim can take a reference between the two tests"
                 if v["variant"] == "fastpath" else "-")
@@ -348,7 +367,9 @@ def _pagevec_2020_rows(run: Run, verdicts: List[Dict[str, Any]]) -> List[List[An
                      f"{base[0].key} -> {variant[0].key}",
                      "8.9 % -> 2.2 % of CPU cycles in lock contention "
                      "(pmbench, large machine)",
-                     arrow_text(base, variant, "wait_share", "share waiting"),
+                     Cell(f'<span class="other" data-rows="{html.escape(base[0].key)}">'
+                          + html.escape(arrow_text(base, variant, "wait_share",
+                                                   "share waiting")) + "</span>"),
                      "none: the seed's is a share of all CPU cycles of a whole workload; the "
                      "model's is the share of a lock-bound loop's time spent waiting, which "
                      "nears 1 when the loop does little else"])

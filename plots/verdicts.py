@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import math
 import os
 import statistics
 import sys
@@ -512,6 +513,44 @@ def _record(spec: ComparisonSpec, group: Tuple, where: str, metric: str, base: L
         "sequential": sequential,
         "text": text,
     }
+
+
+def verdict_samples(points: Sequence[Point], verdict: Dict[str, Any]) -> Dict[str, Any]:
+    """The samples a verdict's effect is the median of. Paired (method "paired"): `used`, the
+    B/A ratio of each window pair of its duet_key rows in its regime (stats.compare_pairs'
+    rule); unpaired: `base` and `variant`, its base_key and variant_key rows' metric in its
+    regime (stats.compare_points' rule: no aggregates, no overrun repetitions;
+    stats.select_regime). `effect` is recomputed from those samples alone (the figure and the
+    tables show it; it equals the verdict's), `others` holds (side, regime, value) of the other
+    regimes, `base_median` the base side's median (a paired verdict's: its A windows')."""
+    regime = "" if verdict.get("regime") in ("all", None) else verdict["regime"]
+    if verdict.get("method") == "paired":
+        rows = [p for p in points if p.key == verdict.get("duet_key") and p.aggregate is None]
+        good = [(lab, a, b) for lab, a, b, _ in labelled_duet_pairs(rows)
+                if math.isfinite(a) and math.isfinite(b) and a > 0 and b > 0]
+
+        def mine(lab):
+            return lab == regime if regime else lab != stats.MIXED
+        used = [(a, b) for lab, a, b in good if mine(lab)]
+        logs = [math.log(b / a) for a, b in used]
+        return {"kind": "paired", "regime": regime, "used": [b / a for a, b in used],
+                "others": [("pair", lab, b / a) for lab, a, b in good if not mine(lab)],
+                "effect": math.exp(statistics.median(logs)) - 1 if logs else None,
+                "base_median": statistics.median([a for a, _ in used]) if used else None}
+    metric = verdict["metric"]
+
+    def side(key):
+        return [(p.regime, p.metrics[metric]) for p in points if p.key == key
+                and p.aggregate is None and metric in p.metrics and not p.overrun]
+    base, variant = side(verdict.get("base_key")), side(verdict.get("variant_key"))
+    choice = stats.select_regime(base, variant)
+    b_med = statistics.median(choice.base) if choice.base else None
+    return {"kind": "unpaired", "regime": choice.regime, "base": choice.base,
+            "variant": choice.variant, "base_median": b_med,
+            "others": [(name, lab, v) for name, rows in (("base", base), ("variant", variant))
+                       for lab, v in rows if lab != choice.regime and choice.regime],
+            "effect": (statistics.median(choice.variant) / b_med - 1
+                       if b_med and choice.variant else None)}
 
 
 def ns_saved(base: Sequence[Point], effect: Optional[float],
