@@ -163,9 +163,10 @@ def finish(fig: Figure, runs: Sequence[Run]) -> Figure:
 
 
 def note(ax, text: str) -> None:
-    """A small grey note in the panel's lower-left corner (missing metric, no USL fit, ...)."""
-    ax.text(0.01, 0.01, text, transform=ax.transAxes, fontsize=7, color="0.35", va="bottom",
-            ha="left", wrap=True)
+    """A small grey note in the panel's upper-left corner (missing metric, no USL fit, ...):
+    the topology markers' labels sit at the bottom."""
+    ax.text(0.01, 0.98, "\n".join(textwrap.wrap(text, 36)),
+            transform=ax.transAxes, fontsize=7, color="0.35", va="top", ha="left")
 
 
 def empty_panel(ax, title: str, why: str) -> None:

@@ -212,6 +212,8 @@ def sides_cell(run: Run, verdict: Dict[str, Any]) -> Cell:
     else:
         text = (f"{fmt(s['base_median'])} -> {fmt(s['base_median'] * (1 + effect))} "
                 f"{UNIT.get(verdict['metric'], verdict['metric'])}: {where}, {what}")
+    if effect is not None and verdict["status"] != "resolved":
+        text += f" (the verdict: {verdict['status'].replace('_', ' ')}, not an answer)"
     return Cell(f'<span class="sides" data-sides="{html.escape(verdict["id"])}">'
                 f"{html.escape(text)}</span>")
 
