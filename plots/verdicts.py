@@ -447,12 +447,24 @@ def verdict_record(spec: ComparisonSpec, metric: str, base: List[Point], variant
     if spec.uninstrumented:
         instrumented = params.get("stats") != "off"
         extra["instrumented"] = instrumented
-        extra["evidence"] = (None if instrumented else
-                             evidence_record(spec, metric, base, variant, points, min_effect,
-                                             confidence))
+        extra["evidence"] = ev = (None if instrumented else
+                                  evidence_record(spec, metric, base, variant, points,
+                                                  min_effect, confidence))
         if instrumented:
             text = ("from instrumented rows (lock_stat on; this run has no stats:off twins of "
                     "them): " + text)
+        shares = [(ev or {}).get("wait_share", {}).get(k) for k in ("base", "variant")]
+        if comparison.equivalent and all(shares) and max(x["mean"] for x in shares) < 0.05:
+            text += (f"; the lock is nearly idle here (lock_stat wait share "
+                     f"{shares[0]['mean'] * 100:.1f} % -> {shares[1]['mean'] * 100:.1f} %), so "
+                     "no effect is what a placement change can show at this load")
+    if spec.unit == "ns_saved" and extra.get("ns_saved"):
+        extra["lru_lock_part"] = part = _without_lru_lock(base, points, min_effect)
+        if part is not None and comparison.resolved:
+            text += (f"; against the 2.6.18-style rows (PageLRU tested first: no lru_lock at "
+                     f"on_lru_pct:0; lock_stat on both sides) the fast path saves "
+                     f"{part['ns']:.1f} ns [{part['ci'][0]:.1f}, {part['ci'][1]:.1f}], so the "
+                     "rest is 2.6.16's lru_lock round trip on every final put, not the atomic")
     if pairs:
         extra["duet_key"] = duet[0].key
         extra["unpaired"] = {"effect": unpaired.effect,
@@ -461,6 +473,25 @@ def verdict_record(spec: ComparisonSpec, metric: str, base: List[Point], variant
                              "n_variant": unpaired.n_variant, "status": unpaired.status}
     return _record(spec, group, where, metric, base, variant, threads, comparison, sequential,
                    text, extra)
+
+
+def _without_lru_lock(base: List[Point], points: Sequence[Point], min_effect: float
+                      ) -> Optional[Dict[str, Any]]:
+    """002's effect without 2.6.16's lru_lock round trip: the fast path against the 2.6.18
+    put_page (lru_check_first_2_6_18: the atomic decrement, lru_lock only for a page on the
+    LRU, mm/swap.c@v2.6.18:233-242) at the verdict's parameters, both instrumented rows (the
+    2.6.18 rows have no stats:off twins), in ns saved per free; None without those rows."""
+    want = {k: v for k, v in base[0].params.items() if k not in ("stats", "variant")}
+
+    def rows(variant):
+        return [p for p in points if p.bench == "page_free" and p.aggregate is None
+                and p.threads == base[0].threads and p.params == {**want, "variant": variant}]
+    old, fast = rows("lru_check_first_2_6_18"), rows("fastpath")
+    if not old or not fast:
+        return None
+    c = stats.for_rerun(stats.compare_points(old, fast, "ops_per_s", "", min_effect))
+    saved = ns_saved(old, c.effect, c.ci)
+    return saved if saved and saved["ci"] else None
 
 
 def _ns_saved_of(base: List[Point], comparison: stats.Comparison, pairs: Sequence[Tuple],
