@@ -282,7 +282,8 @@ def plot_pagevec(data: FamilyData) -> List[Tuple[str, Figure]]:
     slots; pages/s against threads for the seed slot counts. Every panel uses the rows of one
     configuration (pagevec_sweep), named in its title."""
     runs = _runs_of(data)
-    fig, axes = new_figure(4, "pagevec: pages/s by batch size (slots) and alignment, lock wait share", runs)
+    fig, axes = new_figure(5, "pagevec: pages/s by batch size (slots) and alignment, lock wait "
+                           "share; the 2020 question's 5.8 rows", runs)
     run, pts = data.runs[0]
     config, sweep = pagevec_sweep(pts)
     words = _config_words(config)
@@ -295,6 +296,14 @@ def plot_pagevec(data: FamilyData) -> List[Tuple[str, Figure]]:
                   data.select(lambda p: p.bench == "pagevec" and p.params.get("slots") in seeds
                               and "layout" not in p.params
                               and {k: v for k, v in p.params.items() if k != "slots"} == same),
+                  "pages_per_s")
+    from verdicts import PV_2020
+    want = {k: v for k, v in PV_2020 if k not in ("stats", "offset")}
+    threads_panel(axes[4], data, "pagevec", "pages/s, 15 vs 31 slots (the 2020 question: "
+                  + " ".join(f"{k}:{v}" for k, v in want.items()) + ")",
+                  data.select(lambda p: p.bench == "pagevec" and p.params.get("slots") in
+                              ("15", "31") and p.params.get("offset", "0") == "0"
+                              and all(p.params.get(k) == v for k, v in want.items())),
                   "pages_per_s")
     if len(data.runs) > 1:
         note(axes[0], f"heatmap: first run only ({run.label})")
@@ -317,6 +326,30 @@ def _grid(ax, points, metric, title, why):
     return out
 
 
+def best_slots(pts) -> Dict[int, Tuple[int, List[int], int]]:
+    """{threads: (slot count of the largest mean pages/s, the slot counts not told apart from it,
+    slot counts measured)} over the rows of one pagevec configuration (pagevec_sweep). A slot
+    count is the best only where it beats every other beyond noise (stats.compare_points, one
+    regime a pair); the heatmap stars only those."""
+    by_slots: Dict[Tuple[int, int], List] = {}
+    for p in pts:
+        if p.params.get("slots", "").isdigit():
+            by_slots.setdefault((p.threads, int(p.params["slots"])), []).append(p)
+    best: Dict[int, tuple] = {}
+    for variant, by_n in summarize(pts, "pages_per_s").items():
+        slots = dict(variant).get("slots", "")
+        for n, stat in by_n.items():
+            if slots.isdigit() and (n not in best or stat.mean > best[n][0]):
+                best[n] = (stat.mean, int(slots))
+    out = {}
+    for n, (_, top) in best.items():
+        ties = sorted(s for (m, s), other in by_slots.items() if m == n and s != top and
+                      stats.compare_points(by_slots[(n, top)], other, "pages_per_s").status
+                      != "resolved")
+        out[n] = (top, ties, sum(1 for m, _ in by_slots if m == n))
+    return out
+
+
 def _pagevec_heatmap(ax, data, run, sweep, words):
     title = f"pages/s, slots x threads ({words}, offset 0)"
     grid = _grid(ax, sweep, "pages_per_s", title, "no pages_per_s rows with a slots parameter")
@@ -332,14 +365,13 @@ def _pagevec_heatmap(ax, data, run, sweep, words):
     mesh = ax.pcolormesh(np.arange(len(threads) + 1) - 0.5, np.arange(len(slots) + 1) - 0.5,
                          np.ma.masked_invalid(values), shading="flat", cmap="viridis")
     plt.colorbar(mesh, ax=ax, label="pages/s")
-    best = [slots[int(np.nanargmax(values[:, j]))] if np.any(np.isfinite(values[:, j])) else None
-            for j in range(len(threads))]
-    idx = [slots.index(b) if b is not None else np.nan for b in best]
-    ax.plot(range(len(threads)), idx, "w*", ms=10, label="measured best slots")
-    for j, b in enumerate(best):
-        if b is not None:
-            data.record("pagevec", title, "best_slots", run, "threads", threads[j], "slots",
-                        Stat(b, 0.0, 1))
+    resolved = {n: b for n, (b, ties, _) in best_slots(sweep).items() if not ties}
+    if resolved:
+        ax.plot([threads.index(n) for n in resolved], [slots.index(b) for b in
+                                                        resolved.values()], "w*", ms=10,
+                label="best slots (resolved)")
+    for n, b in resolved.items():
+        data.record("pagevec", title, "best_slots", run, "threads", n, "slots", Stat(b, 0.0, 1))
     # Formulas, mapped onto the categorical slot axis by interpolating in log2(slots).
     f1, f2 = pagevec_formulas(np.array(threads, dtype=float))
     log_slots = np.log2(slots)
@@ -597,19 +629,30 @@ def _zeroing_panel(ax, data: FamilyData, runs) -> None:
 
 
 def _prezero_panels(axes, data: FamilyData, runs) -> None:
-    """Faults/s (each allocation a modelled fault: bench/prezero.cpp FaultRest; allocations/s
-    in files from before it) against threads per pre-zeroing mode, and the pre-zeroed share.
-    The paired-burst rows (protocol:idle_burst_vs_busy, zeroer:none_vs_...) have no rate of
-    their own and are left out (the 004 burst verdicts read their pairs)."""
+    """Three panels: faults/s (each allocation a modelled fault: bench/prezero.cpp FaultRest;
+    allocations/s in files from before it) against threads of the burst rows at the 004
+    verdicts' burst size (zeroer none / idle_cpus / engine, protocol idle_burst / busy), of the
+    steady-state rows (mode), and the pre-zeroed share. The paired-burst rows
+    (protocol:idle_burst_vs_busy, zeroer:none_vs_...) have no rate of their own (the 004 burst
+    verdicts read their pairs) and are left out."""
     runs = [(run, [p for p in pts if "_vs_" not in p.params.get("protocol", "")
                    + p.params.get("zeroer", "")]) for run, pts in runs]
-    faults = any("faults_per_s" in p.metrics for _, pts in runs for p in pts)
-    metric = "faults_per_s" if faults else "allocs_per_s"
-    threads_panel(axes[0], data, data.family,
-                  "pre-zeroing: faults/s" if faults else "pre-zeroing: allocations/s", runs,
-                  metric)
-    threads_panel(axes[1], data, data.family, "share of allocations given a pre-zeroed page",
+    metric = "faults_per_s" if any("faults_per_s" in p.metrics for _, pts in runs
+                                   for p in pts) else "allocs_per_s"
+    sizes = [p.params.get("burst_pages") for _, pts in runs for p in pts if "protocol" in p.params]
+    size = "4096" if "4096" in sizes else max(set(sizes), key=sizes.count, default=None)
+    for ax, title, pred in (
+            (axes[0], f"bursts of {size} pages: {UNITS_OF.get(metric, metric)}",
+             lambda p: p.params.get("burst_pages") == size),
+            (axes[1], f"steady state: {UNITS_OF.get(metric, metric)}",
+             lambda p: "mode" in p.params and "protocol" not in p.params)):
+        threads_panel(ax, data, data.family, title,
+                      [(run, [p for p in pts if pred(p)]) for run, pts in runs], metric)
+    threads_panel(axes[2], data, data.family, "share of allocations given a pre-zeroed page",
                   runs, "prezeroed_share", fit_usl=False, ideal=False)
+
+
+UNITS_OF = {"faults_per_s": "faults/s", "allocs_per_s": "allocations/s"}
 
 
 @register("fault")
@@ -621,7 +664,7 @@ def plot_fault(data: FamilyData) -> List[Tuple[str, Figure]]:
     prezero = data.select(lambda p: p.bench == "prezero")
     zeroing = data.select(lambda p: p.bench == "zeroing")
     tasks = sorted({p.params.get("tasks", "threads") for _, pts in faults for p in pts}) or ["threads"]
-    panels = len(tasks) + 2 * bool(prezero) + bool(zeroing)
+    panels = len(tasks) + 3 * bool(prezero) + bool(zeroing)
     fig, axes = new_figure(panels, "fault: page faults per wall second (faults/s) against tasks", runs)
     for ax, kind in zip(axes, tasks):
         threads_panel(ax, data, "fault", f"faults/wall-s, tasks:{kind}",
@@ -629,8 +672,8 @@ def plot_fault(data: FamilyData) -> List[Tuple[str, Figure]]:
                                   and p.params.get("tasks", "threads") == k), "faults_per_wall_s")
     i = len(tasks)
     if prezero:
-        _prezero_panels(axes[i:i + 2], data, prezero)
-        i += 2
+        _prezero_panels(axes[i:i + 3], data, prezero)
+        i += 3
     if zeroing:
         _zeroing_panel(axes[i], data, zeroing)
     return [("fault", finish(fig, runs))]
@@ -641,7 +684,7 @@ def plot_prezero(data: FamilyData) -> List[Tuple[str, Figure]]:
     """pre-zeroing model: allocations/s against threads per mode (zero on alloc, pre-zeroed
     with idle time, pre-zeroed while busy) and the share of pre-zeroed pages."""
     runs = _runs_of(data)
-    fig, axes = new_figure(2, "prezero: faults/s with and without pre-zeroed pages", runs)
+    fig, axes = new_figure(3, "prezero: faults/s with and without pre-zeroed pages", runs)
     _prezero_panels(axes, data, data.runs)
     return [("prezero", finish(fig, runs))]
 
@@ -699,9 +742,14 @@ def c2c_figure(data: FamilyData) -> Optional[Figure]:
     if not c2c:
         return None
     runs = [run for run, _ in c2c]
-    fig, axes = new_figure(len(c2c), "core-to-core latency (median, ns)", runs, width=6.0,
-                           height=5.2)
-    for ax, (run, pts) in zip(axes, c2c):
+    # One panel per run and coherence regime: a median over two regimes (31 ns and 175 ns)
+    # is a latency no pair has.
+    panels = [(run, regime, [p for p in pts if p.regime == regime])
+              for run, pts in c2c for regime in sorted({p.regime for p in pts},
+                                                       key=stats.regime_rank)]
+    fig, axes = new_figure(len(panels), "core-to-core latency (median, ns), per coherence "
+                           "regime", runs, width=6.0, height=5.2)
+    for ax, (run, regime, pts) in zip(axes, panels):
         cells: Dict[Tuple[int, int], List[float]] = {}
         for p in pts:
             try:
@@ -715,8 +763,9 @@ def c2c_figure(data: FamilyData) -> Optional[Figure]:
             # A ping-pong measures both directions of a pair: fill the mirror cell too.
             matrix[pus.index(a), pus.index(b)] = float(np.median(values))
             matrix[pus.index(b), pus.index(a)] = float(np.median(values))
-            data.record("c2c_latency", run.label, f"pu_a:{a}", run, "pu_b", b, "latency_ns",
-                        Stat(float(np.median(values)), float(np.std(values)), len(values)))
+            data.record("c2c_latency", f"{run.label} {regime}", f"pu_a:{a}", run, "pu_b", b,
+                        "latency_ns", Stat(float(np.median(values)), float(np.std(values)),
+                                           len(values), regime=regime))
         im = ax.imshow(np.ma.masked_invalid(matrix), cmap="magma_r", interpolation="nearest")
         plt.colorbar(im, ax=ax, label="latency (ns)")
         step = max(1, len(pus) // 16)
@@ -726,7 +775,7 @@ def c2c_figure(data: FamilyData) -> Optional[Figure]:
         ax.set_yticklabels([str(p) for p in pus[::step]], fontsize=7)
         ax.set_xlabel("PU b (os index)")
         ax.set_ylabel("PU a (os index)")
-        ax.set_title(run.label, fontsize=10)
+        ax.set_title(f"{run.label}, {regime or 'no'} regime", fontsize=10)
         if len(pus) <= 12:
             for i in range(len(pus)):
                 for j in range(len(pus)):

@@ -431,39 +431,17 @@ def summary_of(points: List[Point], metric: str) -> Optional[Stat]:
 
 
 def _best_slots(pts: List[Point]) -> str:
-    """'N=1: 4, N=4: 8, ...' measured best slot count (max pages/s) per thread count over the
-    rows of one pagevec configuration (families.pagevec_sweep: the heatmap's rows)."""
-    best: Dict[int, tuple] = {}
-    by_slots: Dict[Tuple[int, int], List[Point]] = {}
-    for p in pts:
-        try:
-            by_slots.setdefault((p.threads, int(p.params["slots"])), []).append(p)
-        except (KeyError, ValueError):
-            continue
-    for variant, by_n in summarize(pts, "pages_per_s").items():
-        try:
-            slots = int(dict(variant)["slots"])
-        except ValueError:
-            continue
-        for n, stat in by_n.items():
-            if n not in best or stat.mean > best[n][0]:
-                best[n] = (stat.mean, slots)
+    """'N=1: 4, N=4: 8, ...' measured best slot count per thread count over the rows of one
+    pagevec configuration (families.best_slots: the heatmap's stars)."""
+    from families import best_slots
     out = []
-    for n in sorted(best):
-        # A slot count is "best" only where it beats every other beyond noise: each other
-        # slot count is compared with it (plots/stats.py, one regime a pair).
-        top = by_slots[(n, best[n][1])]
-        ties = sorted(s for (m, s), other in by_slots.items()
-                      if m == n and s != best[n][1]
-                      and stats.compare_points(top, other, "pages_per_s").status != "resolved")
+    for n, (best, ties, total) in sorted(best_slots(pts).items()):
         if not ties:
-            out.append(f"N={n}: {best[n][1]}")
-        elif len(ties) + 1 == len([1 for (m, _) in by_slots if m == n]):
-            out.append(f"N={n}: none resolved (every slot count within noise of "
-                       f"{best[n][1]})")
+            out.append(f"N={n}: {best}")
+        elif len(ties) + 1 == total:
+            out.append(f"N={n}: none resolved (every slot count within noise of {best})")
         else:
-            out.append(f"N={n}: {best[n][1]} or " + ", ".join(map(str, ties))
-                       + " (not told apart)")
+            out.append(f"N={n}: {best} or " + ", ".join(map(str, ties)) + " (not told apart)")
     return "; ".join(out)
 
 
