@@ -415,27 +415,6 @@ def _pagevec_pairs(ax, data, run, pts, config):
                        and p.params.get("offset", "0") == "0"))
     sets = [(label, [p for p in chosen if p.threads == n_max and pred(p)])
             for label, pred in groups]
-    if not any(pts_ and label.endswith("offset:8") for label, pts_ in sets):
-        # The sweep's configuration has no offset-8 row: draw the offset pair from the
-        # configuration that has one (the offset verdict's rows), labelled with what differs,
-        # so the panel never promises "offset 0 vs 8" without the offset-8 bar.
-        eight = sorted((p for p in pts if p.bench == "pagevec" and p.aggregate is None
-                        and p.params.get("offset") == "8" and "layout" not in p.params
-                        and "pages_per_s" in p.metrics),
-                       key=lambda p: (p.params.get("slots") != "16", -p.threads, p.key))
-        if eight:
-            want = {k: v for k, v in eight[0].params.items() if k != "offset"}
-            twin = [p for p in pts if p.bench == "pagevec" and p.aggregate is None
-                    and p.threads == eight[0].threads and "pages_per_s" in p.metrics
-                    and p.params.get("offset", "0") == "0" and "layout" not in p.params
-                    and {k: v for k, v in p.params.items() if k != "offset"} == want]
-            other = [p for p in eight if p.key == eight[0].key]
-            diff = " ".join(f"{k}:{v}" for k, v in sorted(want.items())
-                            if rest.get(k) != v and k != "slots")
-            tail = f"\n{diff}" if diff else ""
-            if twin:
-                sets += [(f"slots:{want.get('slots', '?')}\noffset:0{tail}", twin),
-                         (f"slots:{want.get('slots', '?')}\noffset:8{tail}", other)]
     sets = [(label, pts_) for label, pts_ in sets if pts_]
     # Bars of one panel are read against each other: one coherence regime for all of them.
     regime, stats_ = summarize_side_by_side([pts_ for _, pts_ in sets], "pages_per_s")
@@ -541,12 +520,6 @@ def _race_panel(ax, data: FamilyData) -> None:
     race = [(run, [p for p in pts if p.bench == "page_free_race"]) for run, pts in data.runs]
     bar_panel(ax, data, data.family, "race test (page_free_race): lost references per "
               "variant", race, "violations")
-    for run, pts in data.runs:
-        for variant, by_n in summarize([p for p in pts if p.bench == "page_free_race"],
-                                       "violations").items():
-            for n, stat in by_n.items():
-                data.record(data.family, "race test", " ".join(f"{k}:{v}" for k, v in variant),
-                            run, "threads", n, "violations", stat)
 
 
 @register("page_free_race")
@@ -800,10 +773,6 @@ def plot_family(data: FamilyData) -> List[Tuple[str, Figure]]:
         for stem, fig in out:
             FIGURE_PROBLEMS.extend(figure_problems(fig, stem))
     return out
-
-
-__all__ = ["FAMILY_PLOTTERS", "register", "plot_family", "plot_generic", "c2c_figure",
-           "race_verdicts", "pagevec_formulas", "DEFAULT_BASELINES"]
 
 
 FALSE_SHARING_CLASSES = ("smt", "l2_shared", "l3_shared", "package_local", "package_remote")
