@@ -204,3 +204,26 @@ def test_cache_line_summary_agrees_with_slower_rows():
     [row] = false_sharing_verdicts(pts)
     assert "down to 256 B" not in row["smallest"], row["smallest"]
     assert "slower" in row["smallest"], row["smallest"]
+
+
+def test_checker_catches_a_figure_or_table_off_its_verdict(synthetic, tmp_path):
+    """Issue 47: a verdict figure drawing another effect, or a table's sides whose ratio is not
+    the verdict's, are reported."""
+    import csv
+    bad = tmp_path / "bad47"
+    shutil.copytree(synthetic, bad)
+    path = bad / "plots" / "verdicts.csv"
+    with open(path, newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    rows[0]["effect"] = str(float(rows[0]["effect"]) + 0.1)
+    with open(path, "w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    text = (bad / "report.html").read_text()
+    start = text.index('class="sides"')
+    end = text.index(" -&gt; ", start)
+    (bad / "report.html").write_text(text[:end] + "0" + text[end:])
+    problems = "\n".join(check_run(str(bad)))
+    assert f"{rows[0]['id']}: its figure draws" in problems, problems
+    assert "its verdict" in problems, problems
