@@ -614,15 +614,19 @@ def _prezero_panels(axes, data: FamilyData, runs) -> None:
                                    for p in pts) else "allocs_per_s"
     sizes = [p.params.get("burst_pages") for _, pts in runs for p in pts if "protocol" in p.params]
     size = "4096" if "4096" in sizes else max(set(sizes), key=sizes.count, default=None)
-    for ax, title, pred in (
-            (axes[0], f"bursts of {size} pages: {UNITS_OF.get(metric, metric)}",
-             lambda p: p.params.get("burst_pages") == size),
-            (axes[1], f"steady state: {UNITS_OF.get(metric, metric)}",
-             lambda p: "mode" in p.params and "protocol" not in p.params)):
-        threads_panel(ax, data, data.family, title,
-                      [(run, [p for p in pts if pred(p)]) for run, pts in runs], metric)
-    threads_panel(axes[2], data, data.family, "share of allocations given a pre-zeroed page",
-                  runs, "prezeroed_share", fit_usl=False, ideal=False)
+    def burst(p):
+        return p.params.get("burst_pages") == size
+
+    def steady(p):
+        return "mode" in p.params and "protocol" not in p.params
+    for ax, title, pred, m in (
+            (axes[0], f"bursts of {size} pages: {UNITS_OF.get(metric, metric)}", burst, metric),
+            (axes[1], f"steady state: {UNITS_OF.get(metric, metric)}", steady, metric),
+            (axes[2], f"share of allocations given a pre-zeroed page (bursts of {size} pages, "
+             "steady state)", lambda p: burst(p) or steady(p), "prezeroed_share")):
+        threads_panel(ax, data, data.family, title, [(run, [p for p in pts if pred(p)])
+                                                     for run, pts in runs], m,
+                      fit_usl=m == metric, ideal=m == metric)
 
 
 UNITS_OF = {"faults_per_s": "faults/s", "allocs_per_s": "allocations/s"}

@@ -57,9 +57,12 @@ window.addEventListener('load', function () {
     var bad = imgs.filter(function (i) { return !i.complete || i.naturalWidth === 0; });
     document.body.setAttribute('data-images', bad.length ? 'broken:' + bad.length : 'ok');
     document.body.setAttribute('data-image-count', String(imgs.length));
-    var widths = Array.prototype.map.call(document.querySelectorAll('table'),
-                                          function (t) { return t.offsetWidth; });
-    document.body.setAttribute('data-widest-table', String(Math.max.apply(null, [0].concat(widths))));
+    ['Width', 'Height'].forEach(function (d) {
+      var sizes = Array.prototype.map.call(document.querySelectorAll('table'),
+                                           function (t) { return t['offset' + d]; });
+      document.body.setAttribute('data-largest-table-' + d.toLowerCase(),
+                                 String(Math.max.apply(null, [0].concat(sizes))));
+    });
   } catch (e) {
     document.body.setAttribute('data-images', 'script-error');
   }

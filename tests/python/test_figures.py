@@ -8,6 +8,7 @@ effect. The checker itself is tested on figures built to break each rule."""
 
 import gzip
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -95,10 +96,22 @@ def test_every_verdict_figure_reads_and_draws_its_verdict(run_dir):
     assert problems == []
 
 
-def test_report_of_the_run_finds_no_problem(run_dir):
-    """report.py's own checks (figures, verdict lines, tables, verdict figures) on the run."""
+def test_report_of_the_run_finds_no_problem(run_dir, tmp_path):
+    """report.py's own checks (figures, verdict lines, tables, verdict figures) on the run, and
+    no table wider than a 1400 px window in headless Chromium (the report's script measures
+    them), when it is installed."""
     import report
-    assert report.write_report(run_dir)[1] == []
+    path, problems = report.write_report(run_dir)
+    assert problems == []
+    if not os.access("/usr/bin/chromium", os.X_OK):
+        return
+    proc = subprocess.run(["/usr/bin/chromium", "--headless", "--no-sandbox", "--disable-gpu",
+                           "--no-first-run", "--window-size=1400,900",
+                           f"--user-data-dir={tmp_path / 'profile'}",
+                           "--virtual-time-budget=5000", "--dump-dom", "file://" + path],
+                          capture_output=True, text=True, timeout=180)
+    width = re.search(r'data-largest-table-width="(\d+)"', proc.stdout)
+    assert width and int(width.group(1)) <= 1400, proc.stdout[:300]
 
 
 def _run():

@@ -131,7 +131,7 @@ def test_renders_in_headless_chromium(report_a, tmp_path):
     cmd = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
            "--no-first-run", "--disable-background-networking", "--disable-component-update",
            "--disable-sync", f"--user-data-dir={tmp_path / 'profile'}", "--enable-logging=stderr",
-           "--v=0", "--virtual-time-budget=5000", "--dump-dom",
+           "--v=0", "--virtual-time-budget=5000", "--window-size=1400,900", "--dump-dom",
            "file://" + str(run_dir / "report.html")]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=180)
     assert proc.returncode == 0, proc.stderr[-2000:]
@@ -141,6 +141,8 @@ def test_renders_in_headless_chromium(report_a, tmp_path):
     body = re.search(r"<body[^>]*>", dom).group(0)
     assert 'data-images="ok"' in body, body
     assert f'data-image-count="{text.count("<img ")}"' in body, body
+    # No table wider than the page's 1400 px (cells wrap anywhere: long row keys included).
+    assert int(re.search(r'data-largest-table-width="(\d+)"', body).group(1)) <= 1400, body
     console = [line for line in proc.stderr.splitlines() if ":CONSOLE" in line or "Uncaught" in line]
     assert not console, console
 
