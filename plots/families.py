@@ -14,10 +14,10 @@ from typing import Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from figures import (MAX_SERIES, THROUGHPUT_METRICS, FamilyData, Figure, axis_label,
-                     empty_panel, finish, narrow_variants, new_figure, note, param_panel,
-                     params_json, plt, relative_panel, series_label, threads_panel,
-                     varying_keys)
+from figures import (MAX_SERIES, THROUGHPUT_METRICS, UNITS, FamilyData, Figure, _natural,
+                     axis_label, empty_panel, finish, narrow_variants, new_figure, note,
+                     param_panel, params_json, plt, relative_panel, series_label,
+                     threads_panel, varying_keys)
 from lockline_results import Stat, summarize, summarize_side_by_side
 import stats
 
@@ -116,13 +116,7 @@ def _x_axis(data: FamilyData, selected) -> Optional[str]:
 
 def natural_key(variant) -> Tuple:
     """Sort key of a variant whose numeric values sort as numbers (1, 2, 16, not 1, 16, 2)."""
-    out = []
-    for k, v in variant:
-        try:
-            out.append((k, 0, float(v), ""))
-        except ValueError:
-            out.append((k, 1, 0.0, v))
-    return tuple(out)
+    return tuple((k,) + _natural(v) for k, v in variant)
 
 
 def bar_panel(ax, data: FamilyData, figure: str, panel: str, runs, metric: str) -> None:
@@ -291,11 +285,10 @@ def plot_pagevec(data: FamilyData) -> List[Tuple[str, Figure]]:
     _pagevec_pairs(axes[1], data, run, pts, config)
     _pagevec_wait(axes[2], data, run, sweep, words)
     seeds = {"15", "16", "31"}
-    same = {k: v for k, v in config.items()}
     threads_panel(axes[3], data, "pagevec", f"pages/s for 15, 16, 31 slots ({words}, offset 0)",
                   data.select(lambda p: p.bench == "pagevec" and p.params.get("slots") in seeds
                               and "layout" not in p.params
-                              and {k: v for k, v in p.params.items() if k != "slots"} == same),
+                              and {k: v for k, v in p.params.items() if k != "slots"} == config),
                   "pages_per_s")
     from verdicts import PV_2020
     want = {k: v for k, v in PV_2020 if k not in ("stats", "offset")}
@@ -509,19 +502,6 @@ def race_verdicts(points) -> List[Dict[str, str]]:
     return rows
 
 
-def _race_panel(ax, data: FamilyData) -> None:
-    """The race test's verdict per variant, as a table."""
-    verdicts = race_verdicts(p for _, pts in data.runs for p in pts)
-    if not verdicts:
-        empty_panel(ax, "race test", "no page_free_race rows with violations")
-        return
-    # Violations per variant as bars (the verdict words are the report's q3 table: a
-    # matplotlib table overflowed its cells).
-    race = [(run, [p for p in pts if p.bench == "page_free_race"]) for run, pts in data.runs]
-    bar_panel(ax, data, data.family, "race test (page_free_race): lost references per "
-              "variant", race, "violations")
-
-
 @register("page_free_race")
 def plot_page_free_race(data: FamilyData) -> List[Tuple[str, Figure]]:
     """page_free_race: verdict table and violations per million frees per variant and window."""
@@ -589,15 +569,15 @@ def plot_page_free(data: FamilyData) -> List[Tuple[str, Figure]]:
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=6)
     if has_race:
-        _race_panel(axes[-1], data)
+        # Violations per variant as bars (the verdict words are the report's q3 table).
+        bar_panel(axes[-1], data, data.family, "race test (page_free_race): lost references "
+                  "per variant", data.select(lambda p: p.bench == "page_free_race"),
+                  "violations")
     return [("page_free", finish(fig, runs))]
 
 
 def _zeroing_panel(ax, data: FamilyData, runs) -> None:
     """Zeroing bandwidth (GB/s) per method and fill, as bars."""
-    if not any("gb_per_s" in p.metrics for _, pts in runs for p in pts):
-        empty_panel(ax, "zeroing bandwidth", "no zeroing rows with gb_per_s")
-        return
     bar_panel(ax, data, data.family, "zeroing bandwidth per method (GB/s)", runs, "gb_per_s")
 
 
@@ -620,16 +600,13 @@ def _prezero_panels(axes, data: FamilyData, runs) -> None:
     def steady(p):
         return "mode" in p.params and "protocol" not in p.params
     for ax, title, pred, m in (
-            (axes[0], f"bursts of {size} pages: {UNITS_OF.get(metric, metric)}", burst, metric),
-            (axes[1], f"steady state: {UNITS_OF.get(metric, metric)}", steady, metric),
+            (axes[0], f"bursts of {size} pages: {UNITS[metric]}", burst, metric),
+            (axes[1], f"steady state: {UNITS[metric]}", steady, metric),
             (axes[2], f"share of allocations given a pre-zeroed page (bursts of {size} pages, "
              "steady state)", lambda p: burst(p) or steady(p), "prezeroed_share")):
         threads_panel(ax, data, data.family, title, [(run, [p for p in pts if pred(p)])
                                                      for run, pts in runs], m,
                       fit_usl=m == metric, ideal=m == metric)
-
-
-UNITS_OF = {"faults_per_s": "faults/s", "allocs_per_s": "allocations/s"}
 
 
 @register("fault")

@@ -59,12 +59,7 @@ def measure(run: Run, bench: str, metric: str, where: Dict[str, str],
             threads: Any = "max", prefer: Optional[Dict[str, str]] = None) -> Optional[Stat]:
     """Stat of `metric` (mean of one coherence regime, see lockline_results.summarize) of the
     rows select() picks; None when nothing matches."""
-    pts = select(run, bench, metric, where, threads, prefer)
-    if not pts:
-        return None
-    summary = summarize(pts, metric)
-    by_n = summary[sorted(summary)[0]]
-    return next(iter(by_n.values()))
+    return summary_of(select(run, bench, metric, where, threads, prefer), metric)
 
 
 def _mean(stat: Optional[Stat], scale: float = 1.0) -> Optional[float]:
@@ -198,6 +193,7 @@ def sides_cell(run: Run, verdict: Dict[str, Any]) -> Cell:
     base x (1 + the verdict's effect); for an answer in ns saved, its base ns/op -> base / (1 +
     effect) and its ns saved. Never the two rows' own means: those may come from other
     repetitions than the verdict's pairs."""
+    from figures import UNITS
     from verdicts import verdict_samples
     s = verdict_samples(run.points, verdict)
     effect, saved = verdict["effect"], verdict.get("ns_saved")
@@ -211,15 +207,11 @@ def sides_cell(run: Run, verdict: Dict[str, Any]) -> Cell:
                 f"{saved['ns']:.1f} ns saved ({saved['base_from']}, {where})")
     else:
         text = (f"{fmt(s['base_median'])} -> {fmt(s['base_median'] * (1 + effect))} "
-                f"{UNIT.get(verdict['metric'], verdict['metric'])}: {where}, {what}")
+                f"{UNITS.get(verdict['metric'], verdict['metric'])}: {where}, {what}")
     if effect is not None and verdict["status"] != "resolved":
         text += f" (the verdict: {verdict['status'].replace('_', ' ')}, not an answer)"
     return Cell(f'<span class="sides" data-sides="{html.escape(verdict["id"])}">'
                 f"{html.escape(text)}</span>")
-
-
-UNIT = {"ops_per_s": "ops/s", "pages_per_s": "pages/s", "faults_per_s": "faults/s",
-        "allocs_per_s": "allocations/s"}
 
 
 def _verdict_sides(run: Run, verdicts: List[Dict[str, Any]], cid: str) -> List[List[Any]]:
@@ -253,8 +245,7 @@ def _zone_lock_rows(run: Run, verdicts: List[Dict[str, Any]]) -> List[List[Any]]
     fix in other configurations, then what lock_stat costs."""
     rows = comparison_rows(run, verdicts, "001")
     for v in _of(verdicts, "zone_lock_after_before"):
-        rows.append([f"base -> variant of {v['id']} (the verdict's own samples)", "-",
-                     sides_cell(run, v), "-"])
+        rows += _verdict_sides(run, [v], v["id"].split("[")[0])
         rows += _zone_fix_rows(run, verdict_points(run, v)[0])
     return rows + _instrumentation_cost_rows(run)
 
