@@ -633,9 +633,12 @@ def verdict_figure(run: Run, verdicts: Sequence[Dict[str, Any]], title: str
         ax.set_xlim(-0.6, len(cols) - 0.4)
         ys = [100 * (y - 1) for _, c in cols for y in c] + [100 * (y - 1) for _, _, y in others]
         ys += [0.0] + [100 * c for c in (ci or [])]
-        ax.set_ylim(min(ys) - 0.1 * (max(ys) - min(ys)) - 1, max(ys) * 1.15 + 1)
+        lo, hi = min(ys) - 0.1 * (max(ys) - min(ys)) - 1, max(ys) * 1.15 + 1
         if max(abs(y) for y in ys) > 300:
+            # Linear within +-100 %, logarithmic beyond; a factor of 2 of room at the ends.
             ax.set_yscale("symlog", linthresh=100)
+            lo, hi = min(lo, 2 * min(ys)), max(hi, 2 * max(ys))
+        ax.set_ylim(lo, hi)
         ax.set_ylabel("effect (%)", fontsize=8)
         ax.set_xlabel(xlabel, fontsize=7)
         ax.grid(True, axis="y", alpha=0.3)
