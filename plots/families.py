@@ -569,16 +569,10 @@ def plot_page_free(data: FamilyData) -> List[Tuple[str, Figure]]:
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=6)
     if has_race:
-        # Violations per variant as bars (the verdict words are the report's q3 table).
         bar_panel(axes[-1], data, data.family, "race test (page_free_race): lost references "
                   "per variant", data.select(lambda p: p.bench == "page_free_race"),
                   "violations")
     return [("page_free", finish(fig, runs))]
-
-
-def _zeroing_panel(ax, data: FamilyData, runs) -> None:
-    """Zeroing bandwidth (GB/s) per method and fill, as bars."""
-    bar_panel(ax, data, data.family, "zeroing bandwidth per method (GB/s)", runs, "gb_per_s")
 
 
 def _prezero_panels(axes, data: FamilyData, runs) -> None:
@@ -609,6 +603,9 @@ def _prezero_panels(axes, data: FamilyData, runs) -> None:
                       fit_usl=m == metric, ideal=m == metric)
 
 
+ZEROING = "zeroing bandwidth per method (GB/s)"
+
+
 @register("fault")
 def plot_fault(data: FamilyData) -> List[Tuple[str, Figure]]:
     """faults: faults per wall second against tasks per mode (a panel per threads/processes);
@@ -629,7 +626,7 @@ def plot_fault(data: FamilyData) -> List[Tuple[str, Figure]]:
         _prezero_panels(axes[i:i + 3], data, prezero)
         i += 3
     if zeroing:
-        _zeroing_panel(axes[i], data, zeroing)
+        bar_panel(axes[i], data, data.family, ZEROING, zeroing, "gb_per_s")
     return [("fault", finish(fig, runs))]
 
 
@@ -648,7 +645,7 @@ def plot_zeroing(data: FamilyData) -> List[Tuple[str, Figure]]:
     """zeroing: fill throughput (GB/s) per method, zero and pattern fills."""
     runs = _runs_of(data)
     fig, axes = new_figure(1, "zeroing: fill throughput per method (GB/s)", runs, cols=1)
-    _zeroing_panel(axes[0], data, data.runs)
+    bar_panel(axes[0], data, data.family, ZEROING, data.runs, "gb_per_s")
     return [("zeroing", finish(fig, runs))]
 
 

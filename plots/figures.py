@@ -21,6 +21,7 @@ from matplotlib.figure import Figure  # noqa: E402
 
 import usl as usl_mod  # noqa: E402
 from lockline_results import Point, Run, Stat, summarize, topology_markers  # noqa: E402
+from stats import majority_regime  # noqa: E402
 
 # Units for the y axis, by metric name (anything else is printed as the bare name).
 UNITS = {
@@ -266,6 +267,8 @@ def threads_panel(ax, data: FamilyData, figure: str, panel: str,
                      f"{left} other configuration{'s' if left != 1 else ''} not drawn]",
                      fontsize=10)
     y_top = 0.0
+    regime = majority_regime(st.regime for _, s in summaries for by_n in s.values()
+                             for st in by_n.values() if st.regime)
     varying = varying_keys(v for _, s in summaries for v in s)
     style_cycle = ["-", "--", "-.", ":"]
     unfitted = []
@@ -284,8 +287,17 @@ def threads_panel(ax, data: FamilyData, figure: str, panel: str,
             errs = [by_n[n].std for n in ns]
             y_top = max([y_top] + [y + e for y, e in zip(ys, errs)]
                         + [max(by_n[n].others, default=0.0) for n in ns])
-            ax.errorbar(ns, ys, yerr=errs, marker=marker, ms=4, capsize=2, color=color,
-                        linestyle=style_cycle[run_idx % len(style_cycle)], label=full)
+            # A point whose mean is of another regime than most of the panel's is drawn
+            # hollow, never joined to the others by a line.
+            joined = [i for i, n in enumerate(ns) if by_n[n].regime in ("", regime)]
+            ax.errorbar([ns[i] for i in joined], [ys[i] for i in joined],
+                        yerr=[errs[i] for i in joined], marker=marker, ms=4, capsize=2,
+                        color=color, linestyle=style_cycle[run_idx % len(style_cycle)],
+                        label=full)
+            apart = [i for i in range(len(ns)) if i not in joined]
+            ax.scatter([ns[i] for i in apart], [ys[i] for i in apart], s=28, marker=marker,
+                       facecolors="none", edgecolors=color, zorder=4)
+            any_other |= bool(apart)
             for n in ns:
                 mark_other_regimes(ax, n, by_n[n], color)
                 any_other |= bool(by_n[n].others)
@@ -441,15 +453,6 @@ def param_panel(ax, data: FamilyData, figure: str, panel: str,
                          ideal=False, x_name=x_name)
 
 
-def find_baseline_key(points: Iterable[Point], baseline: str) -> Optional[str]:
-    """The param key that has value `baseline` in some point (e.g. 'layout'), else None."""
-    for p in points:
-        for k, v in p.params.items():
-            if v == baseline:
-                return k
-    return None
-
-
 def relative_panel(ax, data: FamilyData, figure: str, panel: str,
                    runs: List[Tuple[Run, List[Point]]], metric: str, baseline: str) -> bool:
     """Draw each variant's `metric` as a ratio to the matching `baseline` variant (same other
@@ -461,7 +464,9 @@ def relative_panel(ax, data: FamilyData, figure: str, panel: str,
     """
     import stats
     ax.set_title(panel, fontsize=10)
-    key = find_baseline_key((p for _, pts in runs for p in pts), baseline)
+    # The parameter that has value `baseline` in some row (e.g. 'layout').
+    key = next((k for _, pts in runs for p in pts for k, v in p.params.items()
+                if v == baseline), None)
     if key is None:
         empty_panel(ax, panel, f"no variant named '{baseline}'")
         return False

@@ -575,10 +575,7 @@ def write_verdict_figures(run: Run, verdicts: List[Dict[str, Any]], plot_dir: st
         write_atomic(path, lambda handle, fig=fig: fig.savefig(handle, format="png", dpi=110))
         plt.close(fig)
         out[f"verdicts_{qid}"] = path
-        rows += [{"figure": f"verdicts_{qid}", "id": cid, "effect": d["effect"],
-                  "ci_lo": d["ci"][0] if d["ci"] else None,
-                  "ci_hi": d["ci"][1] if d["ci"] else None, "regime": d["regime"],
-                  "samples": d["n"]} for cid, d in drawn.items()]
+        rows += [{"figure": f"verdicts_{qid}", "id": cid, **d} for cid, d in drawn.items()]
     if rows:
         write_csv(os.path.join(plot_dir, "verdicts.csv"), rows)
     return out

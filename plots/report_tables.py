@@ -443,13 +443,18 @@ KERNEL_METRICS = ("pages_per_s", "ops_per_s", "MB_per_s")
 DERIVED_COUNTERS = ("IPC", "cache-misses/op", "hitm/op")
 
 
-def _latest_rows(run: Run, bench: str) -> List[Tuple[Tuple, int, List[Point]]]:
-    """(variant, largest thread count, its repetitions) per variant of rows keyed `bench`."""
+def _by_variant(run: Run, bench: str, param: str = "") -> Dict[Tuple, Dict[int, List[Point]]]:
+    """{variant: {threads: repetitions}} of the `bench` rows (carrying `param` when given)."""
     by: Dict[Tuple, Dict[int, List[Point]]] = {}
     for p in run.points:
-        if p.bench == bench and p.aggregate is None:
+        if p.bench == bench and p.aggregate is None and (not param or param in p.params):
             by.setdefault(p.variant, {}).setdefault(p.threads, []).append(p)
-    return [(v, max(ns), ns[max(ns)]) for v, ns in sorted(by.items())]
+    return by
+
+
+def _latest_rows(run: Run, bench: str) -> List[Tuple[Tuple, int, List[Point]]]:
+    """(variant, largest thread count, its repetitions) per variant of rows keyed `bench`."""
+    return [(v, max(ns), ns[max(ns)]) for v, ns in sorted(_by_variant(run, bench).items())]
 
 
 def _dict(value: Any) -> Dict[str, Any]:
@@ -488,17 +493,11 @@ def _common_thread_rows(run: Run, bench: str, param: str
     """(variant, threads, repetitions) of the `bench` rows carrying `param`, all at one thread
     count (the largest that most variants have), so the rows of one table are read against
     each other at the same N; variants without rows at that count are left out."""
-    by: Dict[Tuple, Dict[int, List[Point]]] = {}
-    for p in run.points:
-        if p.bench == bench and p.aggregate is None and param in p.params:
-            by.setdefault(p.variant, {}).setdefault(p.threads, []).append(p)
-    if not by:
+    by = _by_variant(run, bench, param)
+    counts = [n for ns in by.values() for n in ns]
+    if not counts:
         return []
-    counts: Dict[int, int] = {}
-    for ns in by.values():
-        for n in ns:
-            counts[n] = counts.get(n, 0) + 1
-    n = max(counts, key=lambda k: (counts[k], k))
+    n = max(counts, key=lambda k: (counts.count(k), k))
     return [(v, n, ns[n]) for v, ns in sorted(by.items()) if n in ns]
 
 
