@@ -14,10 +14,10 @@ from typing import Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from figures import (MAX_SERIES, THROUGHPUT_METRICS, FamilyData, Figure, axis_label,
-                     empty_panel, finish, narrow_variants, new_figure, note, param_panel,
-                     params_json, plt, relative_panel, series_label, threads_panel,
-                     varying_keys)
+from figures import (MAX_SERIES, THROUGHPUT_METRICS, UNITS, FamilyData, Figure, _natural,
+                     axis_label, empty_panel, finish, narrow_variants, new_figure, note,
+                     param_panel, params_json, plt, relative_panel, series_label,
+                     threads_panel, varying_keys)
 from lockline_results import Stat, summarize, summarize_side_by_side
 import stats
 
@@ -116,13 +116,7 @@ def _x_axis(data: FamilyData, selected) -> Optional[str]:
 
 def natural_key(variant) -> Tuple:
     """Sort key of a variant whose numeric values sort as numbers (1, 2, 16, not 1, 16, 2)."""
-    out = []
-    for k, v in variant:
-        try:
-            out.append((k, 0, float(v), ""))
-        except ValueError:
-            out.append((k, 1, 0.0, v))
-    return tuple(out)
+    return tuple((k,) + _natural(v) for k, v in variant)
 
 
 def bar_panel(ax, data: FamilyData, figure: str, panel: str, runs, metric: str) -> None:
@@ -282,7 +276,8 @@ def plot_pagevec(data: FamilyData) -> List[Tuple[str, Figure]]:
     slots; pages/s against threads for the seed slot counts. Every panel uses the rows of one
     configuration (pagevec_sweep), named in its title."""
     runs = _runs_of(data)
-    fig, axes = new_figure(4, "pagevec: pages/s by batch size (slots) and alignment, lock wait share", runs)
+    fig, axes = new_figure(5, "pagevec: pages/s by batch size (slots) and alignment, lock wait "
+                           "share; the 2020 question's 5.8 rows", runs)
     run, pts = data.runs[0]
     config, sweep = pagevec_sweep(pts)
     words = _config_words(config)
@@ -290,11 +285,18 @@ def plot_pagevec(data: FamilyData) -> List[Tuple[str, Figure]]:
     _pagevec_pairs(axes[1], data, run, pts, config)
     _pagevec_wait(axes[2], data, run, sweep, words)
     seeds = {"15", "16", "31"}
-    same = {k: v for k, v in config.items()}
     threads_panel(axes[3], data, "pagevec", f"pages/s for 15, 16, 31 slots ({words}, offset 0)",
                   data.select(lambda p: p.bench == "pagevec" and p.params.get("slots") in seeds
                               and "layout" not in p.params
-                              and {k: v for k, v in p.params.items() if k != "slots"} == same),
+                              and {k: v for k, v in p.params.items() if k != "slots"} == config),
+                  "pages_per_s")
+    from verdicts import PV_2020
+    want = {k: v for k, v in PV_2020 if k not in ("stats", "offset")}
+    threads_panel(axes[4], data, "pagevec", "pages/s, 15 vs 31 slots (the 2020 question: "
+                  + " ".join(f"{k}:{v}" for k, v in want.items()) + ")",
+                  data.select(lambda p: p.bench == "pagevec" and p.params.get("slots") in
+                              ("15", "31") and p.params.get("offset", "0") == "0"
+                              and all(p.params.get(k) == v for k, v in want.items())),
                   "pages_per_s")
     if len(data.runs) > 1:
         note(axes[0], f"heatmap: first run only ({run.label})")
@@ -317,6 +319,30 @@ def _grid(ax, points, metric, title, why):
     return out
 
 
+def best_slots(pts) -> Dict[int, Tuple[int, List[int], int]]:
+    """{threads: (slot count of the largest mean pages/s, the slot counts not told apart from it,
+    slot counts measured)} over the rows of one pagevec configuration (pagevec_sweep). A slot
+    count is the best only where it beats every other beyond noise (stats.compare_points, one
+    regime a pair); the heatmap stars only those."""
+    by_slots: Dict[Tuple[int, int], List] = {}
+    for p in pts:
+        if p.params.get("slots", "").isdigit():
+            by_slots.setdefault((p.threads, int(p.params["slots"])), []).append(p)
+    best: Dict[int, tuple] = {}
+    for variant, by_n in summarize(pts, "pages_per_s").items():
+        slots = dict(variant).get("slots", "")
+        for n, stat in by_n.items():
+            if slots.isdigit() and (n not in best or stat.mean > best[n][0]):
+                best[n] = (stat.mean, int(slots))
+    out = {}
+    for n, (_, top) in best.items():
+        ties = sorted(s for (m, s), other in by_slots.items() if m == n and s != top and
+                      stats.compare_points(by_slots[(n, top)], other, "pages_per_s").status
+                      != "resolved")
+        out[n] = (top, ties, sum(1 for m, _ in by_slots if m == n))
+    return out
+
+
 def _pagevec_heatmap(ax, data, run, sweep, words):
     title = f"pages/s, slots x threads ({words}, offset 0)"
     grid = _grid(ax, sweep, "pages_per_s", title, "no pages_per_s rows with a slots parameter")
@@ -332,14 +358,13 @@ def _pagevec_heatmap(ax, data, run, sweep, words):
     mesh = ax.pcolormesh(np.arange(len(threads) + 1) - 0.5, np.arange(len(slots) + 1) - 0.5,
                          np.ma.masked_invalid(values), shading="flat", cmap="viridis")
     plt.colorbar(mesh, ax=ax, label="pages/s")
-    best = [slots[int(np.nanargmax(values[:, j]))] if np.any(np.isfinite(values[:, j])) else None
-            for j in range(len(threads))]
-    idx = [slots.index(b) if b is not None else np.nan for b in best]
-    ax.plot(range(len(threads)), idx, "w*", ms=10, label="measured best slots")
-    for j, b in enumerate(best):
-        if b is not None:
-            data.record("pagevec", title, "best_slots", run, "threads", threads[j], "slots",
-                        Stat(b, 0.0, 1))
+    resolved = {n: b for n, (b, ties, _) in best_slots(sweep).items() if not ties}
+    if resolved:
+        ax.plot([threads.index(n) for n in resolved], [slots.index(b) for b in
+                                                        resolved.values()], "w*", ms=10,
+                label="best slots (resolved)")
+    for n, b in resolved.items():
+        data.record("pagevec", title, "best_slots", run, "threads", n, "slots", Stat(b, 0.0, 1))
     # Formulas, mapped onto the categorical slot axis by interpolating in log2(slots).
     f1, f2 = pagevec_formulas(np.array(threads, dtype=float))
     log_slots = np.log2(slots)
@@ -383,27 +408,6 @@ def _pagevec_pairs(ax, data, run, pts, config):
                        and p.params.get("offset", "0") == "0"))
     sets = [(label, [p for p in chosen if p.threads == n_max and pred(p)])
             for label, pred in groups]
-    if not any(pts_ and label.endswith("offset:8") for label, pts_ in sets):
-        # The sweep's configuration has no offset-8 row: draw the offset pair from the
-        # configuration that has one (the offset verdict's rows), labelled with what differs,
-        # so the panel never promises "offset 0 vs 8" without the offset-8 bar.
-        eight = sorted((p for p in pts if p.bench == "pagevec" and p.aggregate is None
-                        and p.params.get("offset") == "8" and "layout" not in p.params
-                        and "pages_per_s" in p.metrics),
-                       key=lambda p: (p.params.get("slots") != "16", -p.threads, p.key))
-        if eight:
-            want = {k: v for k, v in eight[0].params.items() if k != "offset"}
-            twin = [p for p in pts if p.bench == "pagevec" and p.aggregate is None
-                    and p.threads == eight[0].threads and "pages_per_s" in p.metrics
-                    and p.params.get("offset", "0") == "0" and "layout" not in p.params
-                    and {k: v for k, v in p.params.items() if k != "offset"} == want]
-            other = [p for p in eight if p.key == eight[0].key]
-            diff = " ".join(f"{k}:{v}" for k, v in sorted(want.items())
-                            if rest.get(k) != v and k != "slots")
-            tail = f"\n{diff}" if diff else ""
-            if twin:
-                sets += [(f"slots:{want.get('slots', '?')}\noffset:0{tail}", twin),
-                         (f"slots:{want.get('slots', '?')}\noffset:8{tail}", other)]
     sets = [(label, pts_) for label, pts_ in sets if pts_]
     # Bars of one panel are read against each other: one coherence regime for all of them.
     regime, stats_ = summarize_side_by_side([pts_ for _, pts_ in sets], "pages_per_s")
@@ -498,25 +502,6 @@ def race_verdicts(points) -> List[Dict[str, str]]:
     return rows
 
 
-def _race_panel(ax, data: FamilyData) -> None:
-    """The race test's verdict per variant, as a table."""
-    verdicts = race_verdicts(p for _, pts in data.runs for p in pts)
-    if not verdicts:
-        empty_panel(ax, "race test", "no page_free_race rows with violations")
-        return
-    # Violations per variant as bars (the verdict words are the report's q3 table: a
-    # matplotlib table overflowed its cells).
-    race = [(run, [p for p in pts if p.bench == "page_free_race"]) for run, pts in data.runs]
-    bar_panel(ax, data, data.family, "race test (page_free_race): lost references per "
-              "variant", race, "violations")
-    for run, pts in data.runs:
-        for variant, by_n in summarize([p for p in pts if p.bench == "page_free_race"],
-                                       "violations").items():
-            for n, stat in by_n.items():
-                data.record(data.family, "race test", " ".join(f"{k}:{v}" for k, v in variant),
-                            run, "threads", n, "violations", stat)
-
-
 @register("page_free_race")
 def plot_page_free_race(data: FamilyData) -> List[Tuple[str, Figure]]:
     """page_free_race: verdict table and violations per million frees per variant and window."""
@@ -584,32 +569,41 @@ def plot_page_free(data: FamilyData) -> List[Tuple[str, Figure]]:
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=6)
     if has_race:
-        _race_panel(axes[-1], data)
+        bar_panel(axes[-1], data, data.family, "race test (page_free_race): lost references "
+                  "per variant", data.select(lambda p: p.bench == "page_free_race"),
+                  "violations")
     return [("page_free", finish(fig, runs))]
 
 
-def _zeroing_panel(ax, data: FamilyData, runs) -> None:
-    """Zeroing bandwidth (GB/s) per method and fill, as bars."""
-    if not any("gb_per_s" in p.metrics for _, pts in runs for p in pts):
-        empty_panel(ax, "zeroing bandwidth", "no zeroing rows with gb_per_s")
-        return
-    bar_panel(ax, data, data.family, "zeroing bandwidth per method (GB/s)", runs, "gb_per_s")
-
-
 def _prezero_panels(axes, data: FamilyData, runs) -> None:
-    """Faults/s (each allocation a modelled fault: bench/prezero.cpp FaultRest; allocations/s
-    in files from before it) against threads per pre-zeroing mode, and the pre-zeroed share.
-    The paired-burst rows (protocol:idle_burst_vs_busy, zeroer:none_vs_...) have no rate of
-    their own and are left out (the 004 burst verdicts read their pairs)."""
+    """Three panels: faults/s (each allocation a modelled fault: bench/prezero.cpp FaultRest;
+    allocations/s in files from before it) against threads of the burst rows at the 004
+    verdicts' burst size (zeroer none / idle_cpus / engine, protocol idle_burst / busy), of the
+    steady-state rows (mode), and the pre-zeroed share. The paired-burst rows
+    (protocol:idle_burst_vs_busy, zeroer:none_vs_...) have no rate of their own (the 004 burst
+    verdicts read their pairs) and are left out."""
     runs = [(run, [p for p in pts if "_vs_" not in p.params.get("protocol", "")
                    + p.params.get("zeroer", "")]) for run, pts in runs]
-    faults = any("faults_per_s" in p.metrics for _, pts in runs for p in pts)
-    metric = "faults_per_s" if faults else "allocs_per_s"
-    threads_panel(axes[0], data, data.family,
-                  "pre-zeroing: faults/s" if faults else "pre-zeroing: allocations/s", runs,
-                  metric)
-    threads_panel(axes[1], data, data.family, "share of allocations given a pre-zeroed page",
-                  runs, "prezeroed_share", fit_usl=False, ideal=False)
+    metric = "faults_per_s" if any("faults_per_s" in p.metrics for _, pts in runs
+                                   for p in pts) else "allocs_per_s"
+    sizes = [p.params.get("burst_pages") for _, pts in runs for p in pts if "protocol" in p.params]
+    size = "4096" if "4096" in sizes else max(set(sizes), key=sizes.count, default=None)
+    def burst(p):
+        return p.params.get("burst_pages") == size
+
+    def steady(p):
+        return "mode" in p.params and "protocol" not in p.params
+    for ax, title, pred, m in (
+            (axes[0], f"bursts of {size} pages: {UNITS[metric]}", burst, metric),
+            (axes[1], f"steady state: {UNITS[metric]}", steady, metric),
+            (axes[2], f"share of allocations given a pre-zeroed page (bursts of {size} pages, "
+             "steady state)", lambda p: burst(p) or steady(p), "prezeroed_share")):
+        threads_panel(ax, data, data.family, title, [(run, [p for p in pts if pred(p)])
+                                                     for run, pts in runs], m,
+                      fit_usl=m == metric, ideal=m == metric)
+
+
+ZEROING = "zeroing bandwidth per method (GB/s)"
 
 
 @register("fault")
@@ -621,7 +615,7 @@ def plot_fault(data: FamilyData) -> List[Tuple[str, Figure]]:
     prezero = data.select(lambda p: p.bench == "prezero")
     zeroing = data.select(lambda p: p.bench == "zeroing")
     tasks = sorted({p.params.get("tasks", "threads") for _, pts in faults for p in pts}) or ["threads"]
-    panels = len(tasks) + 2 * bool(prezero) + bool(zeroing)
+    panels = len(tasks) + 3 * bool(prezero) + bool(zeroing)
     fig, axes = new_figure(panels, "fault: page faults per wall second (faults/s) against tasks", runs)
     for ax, kind in zip(axes, tasks):
         threads_panel(ax, data, "fault", f"faults/wall-s, tasks:{kind}",
@@ -629,10 +623,10 @@ def plot_fault(data: FamilyData) -> List[Tuple[str, Figure]]:
                                   and p.params.get("tasks", "threads") == k), "faults_per_wall_s")
     i = len(tasks)
     if prezero:
-        _prezero_panels(axes[i:i + 2], data, prezero)
-        i += 2
+        _prezero_panels(axes[i:i + 3], data, prezero)
+        i += 3
     if zeroing:
-        _zeroing_panel(axes[i], data, zeroing)
+        bar_panel(axes[i], data, data.family, ZEROING, zeroing, "gb_per_s")
     return [("fault", finish(fig, runs))]
 
 
@@ -641,7 +635,7 @@ def plot_prezero(data: FamilyData) -> List[Tuple[str, Figure]]:
     """pre-zeroing model: allocations/s against threads per mode (zero on alloc, pre-zeroed
     with idle time, pre-zeroed while busy) and the share of pre-zeroed pages."""
     runs = _runs_of(data)
-    fig, axes = new_figure(2, "prezero: faults/s with and without pre-zeroed pages", runs)
+    fig, axes = new_figure(3, "prezero: faults/s with and without pre-zeroed pages", runs)
     _prezero_panels(axes, data, data.runs)
     return [("prezero", finish(fig, runs))]
 
@@ -651,7 +645,7 @@ def plot_zeroing(data: FamilyData) -> List[Tuple[str, Figure]]:
     """zeroing: fill throughput (GB/s) per method, zero and pattern fills."""
     runs = _runs_of(data)
     fig, axes = new_figure(1, "zeroing: fill throughput per method (GB/s)", runs, cols=1)
-    _zeroing_panel(axes[0], data, data.runs)
+    bar_panel(axes[0], data, data.family, ZEROING, data.runs, "gb_per_s")
     return [("zeroing", finish(fig, runs))]
 
 
@@ -699,9 +693,14 @@ def c2c_figure(data: FamilyData) -> Optional[Figure]:
     if not c2c:
         return None
     runs = [run for run, _ in c2c]
-    fig, axes = new_figure(len(c2c), "core-to-core latency (median, ns)", runs, width=6.0,
-                           height=5.2)
-    for ax, (run, pts) in zip(axes, c2c):
+    # One panel per run and coherence regime: a median over two regimes (31 ns and 175 ns)
+    # is a latency no pair has.
+    panels = [(run, regime, [p for p in pts if p.regime == regime])
+              for run, pts in c2c for regime in sorted({p.regime for p in pts},
+                                                       key=stats.regime_rank)]
+    fig, axes = new_figure(len(panels), "core-to-core latency (median, ns), per coherence "
+                           "regime", runs, width=6.0, height=5.2)
+    for ax, (run, regime, pts) in zip(axes, panels):
         cells: Dict[Tuple[int, int], List[float]] = {}
         for p in pts:
             try:
@@ -715,8 +714,9 @@ def c2c_figure(data: FamilyData) -> Optional[Figure]:
             # A ping-pong measures both directions of a pair: fill the mirror cell too.
             matrix[pus.index(a), pus.index(b)] = float(np.median(values))
             matrix[pus.index(b), pus.index(a)] = float(np.median(values))
-            data.record("c2c_latency", run.label, f"pu_a:{a}", run, "pu_b", b, "latency_ns",
-                        Stat(float(np.median(values)), float(np.std(values)), len(values)))
+            data.record("c2c_latency", f"{run.label} {regime}", f"pu_a:{a}", run, "pu_b", b,
+                        "latency_ns", Stat(float(np.median(values)), float(np.std(values)),
+                                           len(values), regime=regime))
         im = ax.imshow(np.ma.masked_invalid(matrix), cmap="magma_r", interpolation="nearest")
         plt.colorbar(im, ax=ax, label="latency (ns)")
         step = max(1, len(pus) // 16)
@@ -726,7 +726,7 @@ def c2c_figure(data: FamilyData) -> Optional[Figure]:
         ax.set_yticklabels([str(p) for p in pus[::step]], fontsize=7)
         ax.set_xlabel("PU b (os index)")
         ax.set_ylabel("PU a (os index)")
-        ax.set_title(run.label, fontsize=10)
+        ax.set_title(f"{run.label}, {regime or 'no'} regime", fontsize=10)
         if len(pus) <= 12:
             for i in range(len(pus)):
                 for j in range(len(pus)):
@@ -737,13 +737,20 @@ def c2c_figure(data: FamilyData) -> Optional[Figure]:
     return finish(fig, runs)
 
 
+# None, or the list report.py collects every drawn figure's readability problems in
+# (report_checks.figure_problems).
+FIGURE_PROBLEMS: Optional[List[str]] = None
+
+
 def plot_family(data: FamilyData) -> List[Tuple[str, Figure]]:
-    """Dispatch to the family's registered plotter, falling back to plot_generic."""
-    return FAMILY_PLOTTERS.get(data.family, plot_generic)(data)
-
-
-__all__ = ["FAMILY_PLOTTERS", "register", "plot_family", "plot_generic", "c2c_figure",
-           "race_verdicts", "pagevec_formulas", "DEFAULT_BASELINES"]
+    """Dispatch to the family's registered plotter, falling back to plot_generic; each figure
+    is checked into FIGURE_PROBLEMS when report.py collects them."""
+    out = FAMILY_PLOTTERS.get(data.family, plot_generic)(data)
+    if FIGURE_PROBLEMS is not None:
+        from report_checks import figure_problems
+        for stem, fig in out:
+            FIGURE_PROBLEMS.extend(figure_problems(fig, stem))
+    return out
 
 
 FALSE_SHARING_CLASSES = ("smt", "l2_shared", "l3_shared", "package_local", "package_remote")
@@ -871,10 +878,12 @@ def plot_duet(data: FamilyData) -> List[Tuple[str, Figure]]:
     """Paired windows (bench/duet.cpp): per comparison (of / param / a -> b, threads), each
     window pair's ratio B/A as a dot and the paired effect with its 95 % interval
     (stats.compare_pairs: the computation the verdicts use) as a bar, one panel per run."""
+    import textwrap
     from lockline_results import labelled_duet_pairs
     runs = _runs_of(data)
+    count = max(len({(p.variant, p.threads) for p in pts}) for _, pts in data.runs)
     fig, axes = new_figure(len(data.runs), "duet: paired-window effect B / A - 1 (%)", runs,
-                           cols=1, width=9.0, height=max(3.0, 0.45 * 12))
+                           cols=1, width=9.0, height=max(3.0, 0.7 * count + 1.5))
     for ax, (run, pts) in zip(axes, data.runs):
         series: Dict[Tuple, List] = {}
         for p in pts:
@@ -886,18 +895,20 @@ def plot_duet(data: FamilyData) -> List[Tuple[str, Figure]]:
             empty_panel(ax, run.host, "no paired-window rows")
             continue
         labels = []
-        # Every parameter that tells two series apart is in their labels.
+        # Every parameter that tells two series apart is in their labels (wrapped).
         shown = [k for k in varying_keys(v for v, _ in series) if k not in ("of", "param",
                                                                             "a", "b")]
         for y, ((variant, threads), reps) in enumerate(sorted(series.items())):
             params = dict(variant)
-            extra = "".join(f", {k}:{params[k]}" for k in shown if k in params)
-            labels.append(f"{params.get('of')} {params.get('param')}: {params.get('a')} -> "
-                          f"{params.get('b')} (threads:{threads}{extra})")
+            extra = " ".join([f"threads:{threads}"] + [f"{k}:{params[k]}" for k in shown
+                                                        if k in params])
+            labels.append("\n".join(textwrap.wrap(
+                f"{params.get('of')} {params.get('param')}: {params.get('a')} -> "
+                f"{params.get('b')}", 40) + textwrap.wrap(extra, 40)))
             pairs = labelled_duet_pairs(reps)
             ratios = [p[2] / p[1] - 1 for p in pairs if p[1] > 0 and p[2] > 0]
             ax.scatter([100 * r for r in ratios], [y] * len(ratios), s=6, color="0.6",
-                       alpha=0.5, zorder=1, label="one window pair" if y == 0 else None)
+                       alpha=0.5, zorder=1)
             c = stats.compare_pairs(pairs)
             if c.effect is None:
                 continue
@@ -916,10 +927,9 @@ def plot_duet(data: FamilyData) -> List[Tuple[str, Figure]]:
             ax.axvline(edge, color="0.6", lw=0.6, ls=":")
         ax.set_yticks(range(len(labels)))
         ax.set_yticklabels(labels, fontsize=7)
-        ax.set_xlabel("B / A - 1 (%), B = the second named value (linear to +-100 %, "
-                      "logarithmic beyond)")
-        ax.set_title(f"{run.host}: median pair ratio, 95 % paired-bootstrap interval "
-                     f"(blue resolved, orange not); dotted: +-{100 * stats.MIN_EFFECT:g} %",
-                     fontsize=9)
-        ax.legend(fontsize=7, loc="lower right")
+        ax.set_ylim(-0.6, len(labels) - 0.4)
+        ax.set_xlabel("B / A - 1 (%) of each window pair (grey), B the second value named; "
+                      "log beyond +-100 %", fontsize=8)
+        ax.set_title(f"{run.host}: median pair ratio and 95 % interval (blue resolved, "
+                     f"orange not); dotted: +-{100 * stats.MIN_EFFECT:g} %", fontsize=9)
     return [("duet", finish(fig, runs))]

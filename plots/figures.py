@@ -21,6 +21,7 @@ from matplotlib.figure import Figure  # noqa: E402
 
 import usl as usl_mod  # noqa: E402
 from lockline_results import Point, Run, Stat, summarize, topology_markers  # noqa: E402
+from stats import majority_regime  # noqa: E402
 
 # Units for the y axis, by metric name (anything else is printed as the bare name).
 UNITS = {
@@ -163,9 +164,10 @@ def finish(fig: Figure, runs: Sequence[Run]) -> Figure:
 
 
 def note(ax, text: str) -> None:
-    """A small grey note in the panel's lower-left corner (missing metric, no USL fit, ...)."""
-    ax.text(0.01, 0.01, text, transform=ax.transAxes, fontsize=7, color="0.35", va="bottom",
-            ha="left", wrap=True)
+    """A small grey note in the panel's upper-left corner (missing metric, no USL fit, ...):
+    the topology markers' labels sit at the bottom."""
+    ax.text(0.01, 0.98, "\n".join(textwrap.wrap(text, 36)),
+            transform=ax.transAxes, fontsize=7, color="0.35", va="top", ha="left")
 
 
 def empty_panel(ax, title: str, why: str) -> None:
@@ -265,6 +267,8 @@ def threads_panel(ax, data: FamilyData, figure: str, panel: str,
                      f"{left} other configuration{'s' if left != 1 else ''} not drawn]",
                      fontsize=10)
     y_top = 0.0
+    regime = majority_regime(st.regime for _, s in summaries for by_n in s.values()
+                             for st in by_n.values() if st.regime)
     varying = varying_keys(v for _, s in summaries for v in s)
     style_cycle = ["-", "--", "-.", ":"]
     unfitted = []
@@ -283,8 +287,17 @@ def threads_panel(ax, data: FamilyData, figure: str, panel: str,
             errs = [by_n[n].std for n in ns]
             y_top = max([y_top] + [y + e for y, e in zip(ys, errs)]
                         + [max(by_n[n].others, default=0.0) for n in ns])
-            ax.errorbar(ns, ys, yerr=errs, marker=marker, ms=4, capsize=2, color=color,
-                        linestyle=style_cycle[run_idx % len(style_cycle)], label=full)
+            # A point whose mean is of another regime than most of the panel's is drawn
+            # hollow, never joined to the others by a line.
+            joined = [i for i, n in enumerate(ns) if by_n[n].regime in ("", regime)]
+            ax.errorbar([ns[i] for i in joined], [ys[i] for i in joined],
+                        yerr=[errs[i] for i in joined], marker=marker, ms=4, capsize=2,
+                        color=color, linestyle=style_cycle[run_idx % len(style_cycle)],
+                        label=full)
+            apart = [i for i in range(len(ns)) if i not in joined]
+            ax.scatter([ns[i] for i in apart], [ys[i] for i in apart], s=28, marker=marker,
+                       facecolors="none", edgecolors=color, zorder=4)
+            any_other |= bool(apart)
             for n in ns:
                 mark_other_regimes(ax, n, by_n[n], color)
                 any_other |= bool(by_n[n].others)
@@ -440,15 +453,6 @@ def param_panel(ax, data: FamilyData, figure: str, panel: str,
                          ideal=False, x_name=x_name)
 
 
-def find_baseline_key(points: Iterable[Point], baseline: str) -> Optional[str]:
-    """The param key that has value `baseline` in some point (e.g. 'layout'), else None."""
-    for p in points:
-        for k, v in p.params.items():
-            if v == baseline:
-                return k
-    return None
-
-
 def relative_panel(ax, data: FamilyData, figure: str, panel: str,
                    runs: List[Tuple[Run, List[Point]]], metric: str, baseline: str) -> bool:
     """Draw each variant's `metric` as a ratio to the matching `baseline` variant (same other
@@ -460,7 +464,9 @@ def relative_panel(ax, data: FamilyData, figure: str, panel: str,
     """
     import stats
     ax.set_title(panel, fontsize=10)
-    key = find_baseline_key((p for _, pts in runs for p in pts), baseline)
+    # The parameter that has value `baseline` in some row (e.g. 'layout').
+    key = next((k for _, pts in runs for p in pts for k, v in p.params.items()
+                if v == baseline), None)
     if key is None:
         empty_panel(ax, panel, f"no variant named '{baseline}'")
         return False
@@ -489,8 +495,10 @@ def relative_panel(ax, data: FamilyData, figure: str, panel: str,
             index += 1
             xs, ys, lo, hi, hollow = [], [], [], [], []
             for n in ns:
-                # The verdicts' computation, rerun interval included (stats.for_rerun).
-                c = stats.for_rerun(stats.compare_points(base[n], by_n[n], metric))
+                # The verdict of these rows where there is one (paired where the run has their
+                # duet), else the verdicts' computation, rerun interval included.
+                c = _verdict_of(run, base[n][0].key, by_n[n][0].key, metric) or \
+                    stats.for_rerun(stats.compare_points(base[n], by_n[n], metric))
                 if c.effect is None:
                     continue
                 ratio = 1.0 + c.effect
@@ -538,6 +546,22 @@ def relative_panel(ax, data: FamilyData, figure: str, panel: str,
     return True
 
 
+def _verdict_of(run: Run, base_key: str, variant_key: str, metric: str):
+    """The verdicts.json record of a comparison of exactly these rows, as a stats.Comparison
+    (effect, ci, status, counts), or None; the run's verdicts are computed once."""
+    import stats
+    if not hasattr(run, "_verdicts"):
+        from verdicts import compute_verdicts
+        run._verdicts = compute_verdicts(run)
+    for v in run._verdicts:
+        if (v["base_key"], v["variant_key"], v["metric"]) == (base_key, variant_key, metric):
+            return stats.Comparison(v["comparison"], v["effect"],
+                                    tuple(v["ci"]) if v["ci"] else None,
+                                    "" if v["regime"] == "all" else v["regime"], v["n_base"],
+                                    v["n_variant"], v["dropped"], v["status"])
+    return None
+
+
 def write_csv(path: str, rows: List[Dict[str, Any]]) -> None:
     """Write dict rows with the union of their keys as header (first-seen order), through an
     exclusively created temporary file renamed into place (outputs.write_atomic)."""
@@ -558,54 +582,73 @@ MAX_SERIES = 8  # series (legend entries that name data) a panel may draw (proje
 
 
 def verdict_figure(run: Run, verdicts: Sequence[Dict[str, Any]], title: str
-                   ) -> Optional[Figure]:
-    """The figure of one question drawn from the rows its verdicts use (not the family's
-    first configuration): one small panel per verdict with two bars, its base_key and
-    variant_key rows' metric, both from the one coherence regime the comparison uses
-    (summarize_side_by_side), error bars one standard deviation, and the verdict's effect
-    and interval in the panel title. Paired (duet) verdicts draw the pairs' median ratio
-    instead. None without verdicts."""
-    from lockline_results import summarize_side_by_side
+                   ) -> Tuple[Optional[Figure], Dict[str, Dict[str, Any]]]:
+    """The figure of one question drawn from its verdicts' own samples
+    (verdicts.verdict_samples), one panel per verdict: a paired verdict's window-pair ratios
+    B/A - 1 of its regime, an unpaired verdict's base and variant repetitions of its regime
+    (as % of the base median); the effect they give as a line, the verdict's rerun interval as
+    a band; other regimes' samples hollow, labelled, never joined. Returns (figure, drawn):
+    drawn[id] = the effect, interval and sample count the panel draws (the report records them
+    and its checks compare them with verdicts.json); (None, {}) without verdicts."""
+    from verdicts import verdict_samples
     if not verdicts:
-        return None
-    cols = min(2, len(verdicts))
-    fig, axes = new_figure(len(verdicts), title, [run], cols=cols, width=6.4, height=3.2)
+        return None, {}
+    fig, axes = new_figure(len(verdicts), title, [run], cols=min(2, len(verdicts)), width=6.4,
+                           height=3.2)
+    drawn: Dict[str, Dict[str, Any]] = {}
     for ax, v in zip(axes, verdicts):
-        metric = v.get("metric", "")
-        rows = {k: [p for p in run.points if p.key == v.get(k) and p.aggregate is None]
-                for k in ("base_key", "variant_key")}
-        regime, (base, variant) = summarize_side_by_side(
-            [rows["base_key"], rows["variant_key"]], metric)
-        effect = v.get("effect")
+        s = verdict_samples(run.points, v)
         ci = v.get("ci")
-        words = ("no effect measured" if effect is None else
-                 f"{effect * 100:+.1f} %" + (f" [{ci[0] * 100:+.1f} %, {ci[1] * 100:+.1f} %]"
-                                             if ci else " (no interval)"))
-        ax.set_title(f"{v.get('comparison', v.get('id'))}: {words}", fontsize=8)
-        if base is None or variant is None:
-            note(ax, "paired windows (duet): see the verdict line" if v.get("method") ==
-                 "paired" else "the two rows share no coherence regime: not drawn side by side")
-            ax.set_xticks([])
-            ax.set_yticks([])
-            continue
-        names = [v.get("base_key", "base").split("/", 1)[0] + " base",
-                 "variant"]
-        ax.bar([0, 1], [base.mean, variant.mean], yerr=[base.std, variant.std], capsize=3,
-               color=["0.6", "tab:blue" if v.get("resolved") else "tab:orange"])
-        ax.set_xticks([0, 1])
-        diff = _key_difference(v.get("base_key", ""), v.get("variant_key", ""))
-        ax.set_xticklabels([diff[0] or names[0], diff[1] or names[1]], fontsize=7)
-        ax.set_ylabel(axis_label(metric), fontsize=8)
-        where = f"{regime}-regime " if regime else ""
-        ax.set_xlabel(f"{base.n} / {variant.n} {where}repetitions, {v.get('threads', '?')} "
-                      "threads; bars: means ± 1 sd, effect: ratio of medians", fontsize=7)
+        words = ("no effect measured" if v.get("effect") is None else
+                 f"{v['effect'] * 100:+.1f} %" + (f" [{ci[0] * 100:+.1f}, {ci[1] * 100:+.1f}]"
+                                                  if ci else " (no interval)"))
+        ax.set_title(f"{v.get('id')}: {words}", fontsize=8)
+        where = f"{s['regime']}-regime " if s["regime"] else ""
+        if s["kind"] == "paired":
+            cols = [("window pairs", s["used"])]
+            others = [(0, lab, r) for _, lab, r in s["others"]]
+            xlabel = f"{len(s['used'])} {where}window pairs (paired windows): B / A"
+        else:
+            base = s["base_median"] or 1.0
+            a, b = (v.get(k, "").split("/") for k in ("base_key", "variant_key"))
+            cols = [(" ".join(x for x in a if x not in b) or "base", [x / base for x in s["base"]]),
+                    (" ".join(x for x in b if x not in a) or "variant",
+                     [x / base for x in s["variant"]])]
+            others = [(int(side == "variant"), lab, x / base) for side, lab, x in s["others"]]
+            xlabel = (f"{len(s['base'])} / {len(s['variant'])} {where}repetitions: "
+                      "% of the base median")
+        for i, (_, ys) in enumerate(cols):
+            xs = [i + 0.3 * (k / max(1, len(ys) - 1) - 0.5) for k in range(len(ys))]
+            ax.scatter(xs, [100 * (y - 1) for y in ys], s=10, color="tab:blue", zorder=3)
+        for k, lab in enumerate(sorted({lab for _, lab, _ in others})):
+            pts = [(i, y) for i, la, y in others if la == lab]
+            ax.scatter([i + 0.2 for i, _ in pts], [100 * (y - 1) for _, y in pts], s=18,
+                       facecolors="none", edgecolors=f"C{k + 1}", zorder=2,
+                       label=f"other regime {lab}: not in the effect")
+        x1 = len(cols) - 1
+        if s["effect"] is not None:
+            ax.hlines(100 * s["effect"], x1 - 0.35, x1 + 0.35, color="black", lw=1.5,
+                      label="effect (median)", zorder=4)
+        if ci:
+            ax.fill_between([x1 - 0.35, x1 + 0.35], 100 * ci[0], 100 * ci[1], color="0.5",
+                            alpha=0.25, label="95 % rerun interval")
+        ax.axhline(0, color="0.3", lw=0.6)
+        ax.set_xticks(range(len(cols)))
+        ax.set_xticklabels([name for name, _ in cols], fontsize=7)
+        ax.set_xlim(-0.6, len(cols) - 0.4)
+        ys = [100 * (y - 1) for _, c in cols for y in c] + [100 * (y - 1) for _, _, y in others]
+        ys += [0.0] + [100 * c for c in (ci or [])]
+        lo, hi = min(ys) - 0.1 * (max(ys) - min(ys)) - 1, max(ys) * 1.15 + 1
+        if max(abs(y) for y in ys) > 300:
+            # Linear within +-100 %, logarithmic beyond; a factor of 2 of room at the ends.
+            ax.set_yscale("symlog", linthresh=100)
+            lo, hi = min(lo, 2 * min(ys)), max(hi, 2 * max(ys))
+        ax.set_ylim(lo, hi)
+        ax.set_ylabel("effect (%)", fontsize=8)
+        ax.set_xlabel(xlabel, fontsize=7)
         ax.grid(True, axis="y", alpha=0.3)
-    return finish(fig, [run])
-
-
-def _key_difference(a: str, b: str) -> Tuple[str, str]:
-    """The path components in which two row keys differ ('slots:16', 'slots:15')."""
-    pa, pb = a.split("/"), b.split("/")
-    da = " ".join(x for x in pa if x not in pb)
-    db = " ".join(x for x in pb if x not in pa)
-    return da, db
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=6, loc="best")
+        drawn[v["id"]] = {"effect": s["effect"], "ci": ci, "regime": s["regime"],
+                          "n": len(s.get("used", s.get("variant", [])))}
+    return finish(fig, [run]), drawn

@@ -43,7 +43,7 @@ h1{font-size:1.5em}h2{border-bottom:1px solid #ccc;padding-bottom:.2em;margin-to
 table{border-collapse:collapse;margin:.6em 0;font-size:.9em}
 th,td{border:1px solid #bbb;padding:.25em .5em;text-align:left;vertical-align:top}
 th{background:#f0f0f0}td.num{text-align:right;font-variant-numeric:tabular-nums}
-img{max-width:100%;height:auto;border:1px solid #eee}
+td{overflow-wrap:anywhere}img{max-width:100%;height:auto;border:1px solid #eee}
 pre{background:#f7f7f7;padding:.5em;overflow-x:auto;font-size:.85em}
 .q{font-style:italic;color:#444}.warn{color:#a40}.ok{color:#060}.caption{font-size:.85em;color:#555}
 """
@@ -57,6 +57,12 @@ window.addEventListener('load', function () {
     var bad = imgs.filter(function (i) { return !i.complete || i.naturalWidth === 0; });
     document.body.setAttribute('data-images', bad.length ? 'broken:' + bad.length : 'ok');
     document.body.setAttribute('data-image-count', String(imgs.length));
+    ['Width', 'Height'].forEach(function (d) {
+      var sizes = Array.prototype.map.call(document.querySelectorAll('table'),
+                                           function (t) { return t['offset' + d]; });
+      document.body.setAttribute('data-largest-table-' + d.toLowerCase(),
+                                 String(Math.max.apply(null, [0].concat(sizes))));
+    });
   } catch (e) {
     document.body.setAttribute('data-images', 'script-error');
   }
@@ -317,7 +323,8 @@ def coherence_note(run: Run, families: Optional[Sequence[str]] = None) -> str:
 # The sections after the questions, in the table of contents: id and title.
 TAIL_SECTIONS = (("false_sharing", "Cache-line distance"), ("other", "Other figures"),
                  ("machine", "Machine and provenance"), ("plans", "Placement"),
-                 ("counters", "Counters"), ("warnings", "Warnings"), ("layouts", "Layouts"))
+                 ("counters", "Counters"), ("warnings", "Warnings"), ("layouts", "Layouts"),
+                 ("checks", "Checks of this report"))
 
 
 def build_html(run: Run, images: Dict[str, str],
@@ -546,38 +553,58 @@ def warning_lines(run: Run) -> List[str]:
                        for key in run.overrun_keys()]
 
 
-def write_verdict_figures(run: Run, verdicts: List[Dict[str, Any]], plot_dir: str
-                          ) -> Dict[str, str]:
-    """plot_dir/verdicts_qN.png per question with verdicts (figures.verdict_figure: the rows
-    each verdict uses, both bars from one regime); returns {stem: path}."""
-    from figures import plt, verdict_figure
+def write_verdict_figures(run: Run, verdicts: List[Dict[str, Any]], plot_dir: str,
+                          problems: List[str]) -> Dict[str, str]:
+    """plot_dir/verdicts_qN.png per question with verdicts (figures.verdict_figure: each
+    verdict's own samples) and plot_dir/verdicts.csv, what each panel draws (the checks compare
+    it with verdicts.json); the figures' readability problems are added to `problems`.
+    Returns {stem: path}."""
+    from figures import plt, verdict_figure, write_csv
     from outputs import write_atomic
+    from report_checks import figure_problems
     from verdicts import QUESTION_SECTION
-    out = {}
+    out, rows = {}, []
     for qid, qtitle, _, _ in QUESTIONS:
         mine = [v for v in verdicts if QUESTION_SECTION.get(v.get("question")) == qid]
-        fig = verdict_figure(run, mine, f"{qtitle.split('(')[0].strip()}: the rows each "
-                             "verdict compares (one coherence regime per panel)")
+        fig, drawn = verdict_figure(run, mine, f"{qtitle.split('(')[0].strip()}: each "
+                                    "verdict's own samples (one coherence regime per panel)")
         if fig is None:
             continue
+        problems += figure_problems(fig, f"verdicts_{qid}")
         path = os.path.join(plot_dir, f"verdicts_{qid}.png")
         write_atomic(path, lambda handle, fig=fig: fig.savefig(handle, format="png", dpi=110))
         plt.close(fig)
         out[f"verdicts_{qid}"] = path
+        rows += [{"figure": f"verdicts_{qid}", "id": cid, **d} for cid, d in drawn.items()]
+    if rows:
+        write_csv(os.path.join(plot_dir, "verdicts.csv"), rows)
     return out
 
 
-def write_report(run_dir: str, out: Optional[str] = None) -> str:
-    """Plot the run in run_dir into run_dir/plots, write run_dir/verdicts.json and the report;
-    return the report's path.
+def checks_html(problems: List[str]) -> str:
+    """The report's own checks (report_checks) as its last section."""
+    items = "".join(f'<li class="warn">{html.escape(p)}</li>' for p in problems)
+    return ('<section id="checks"><h2>Checks of this report</h2><p>The figures were measured '
+            "for clipped and overlapping text and crowded panels, and the page was read "
+            "against verdicts.json (verdict lines, tables, relative plots, verdict figures): "
+            + (f"{len(problems)} problems.</p><ul>{items}</ul>" if problems else
+               "no problem found.</p>") + "</section>")
+
+
+def write_report(run_dir: str, out: Optional[str] = None) -> Tuple[str, List[str]]:
+    """Plot the run in run_dir into run_dir/plots, write run_dir/verdicts.json and the report,
+    check them (report_checks) and show what the checks found in the report; return the
+    report's path and the problems found.
 
     Every file is created exclusively and renamed into place (plots/outputs.py), so a symlink
     planted at report.html, report.html.tmp or a plot name never redirects a write; a
     symlinked plots/ directory is refused. Raises ResultError for a bad run directory or
     result file.
     """
+    import families
     from outputs import write_atomic
     from plot import plot_runs
+    from report_checks import all_problems, read_run_dir
     from verdicts import write_verdicts
 
     if not os.path.isdir(run_dir):
@@ -585,13 +612,20 @@ def write_report(run_dir: str, out: Optional[str] = None) -> str:
     runs = load_runs([run_dir])
     run = runs[0]
     plot_dir = os.path.join(run_dir, "plots")
-    written = plot_runs([run], plot_dir, formats=("png", "svg"))
+    problems: List[str] = []
+    families.FIGURE_PROBLEMS = problems
+    try:
+        written = plot_runs([run], plot_dir, formats=("png", "svg"))
+    finally:
+        families.FIGURE_PROBLEMS = None
     images = {os.path.splitext(os.path.basename(p))[0]: p for p in written if p.endswith(".png")}
     _, doc = write_verdicts(run_dir, run)
-    images.update(write_verdict_figures(run, doc["verdicts"], plot_dir))
+    images.update(write_verdict_figures(run, doc["verdicts"], plot_dir, problems))
     out = out or os.path.join(run_dir, "report.html")
-    write_atomic(out, build_html(run, images, doc["verdicts"]))
-    return out
+    page = build_html(run, images, doc["verdicts"])
+    problems += all_problems(page, doc["verdicts"], read_run_dir(run_dir, page)[2])
+    write_atomic(out, page.replace("</body>", checks_html(problems) + "\n</body>"))
+    return out, problems
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -601,7 +635,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("-o", "--out", metavar="FILE", help="report path (default RUN_DIR/report.html)")
     args = parser.parse_args(argv)
     try:
-        path = write_report(args.run_dir, args.out)
+        path, problems = write_report(args.run_dir, args.out)
     except ResultError as err:
         print(f"report.py: error: {err}", file=sys.stderr)
         return 2
@@ -609,6 +643,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(f"report.py: error: cannot write the report: {err}", file=sys.stderr)
         return 2
     print(path)
+    print(f"report.py: checks: {len(problems) or 'no'} problem{'s' if len(problems) != 1 else ''}"
+          " in the figures and the page" + "".join(f"\n  {p}" for p in problems))
     return 0
 
 

@@ -59,12 +59,7 @@ def measure(run: Run, bench: str, metric: str, where: Dict[str, str],
             threads: Any = "max", prefer: Optional[Dict[str, str]] = None) -> Optional[Stat]:
     """Stat of `metric` (mean of one coherence regime, see lockline_results.summarize) of the
     rows select() picks; None when nothing matches."""
-    pts = select(run, bench, metric, where, threads, prefer)
-    if not pts:
-        return None
-    summary = summarize(pts, metric)
-    by_n = summary[sorted(summary)[0]]
-    return next(iter(by_n.values()))
+    return summary_of(select(run, bench, metric, where, threads, prefer), metric)
 
 
 def _mean(stat: Optional[Stat], scale: float = 1.0) -> Optional[float]:
@@ -192,16 +187,37 @@ def seed_tables(run: Run, verdicts: Optional[List[Dict[str, Any]]] = None
             "q5": _prezero_rows(run, verdicts)}
 
 
-def _verdict_stats(run: Run, verdicts: List[Dict[str, Any]], cid: str, metric: str, unit: str,
-                   seed: str = "-", comparable: str = "-") -> List[List[Any]]:
-    """A row per side of each verdict of `cid`: `metric` of its rows (side_by_side)."""
-    rows = []
-    for v in _of(verdicts, cid):
-        base, variant = verdict_points(run, v)
-        texts = side_by_side([base, variant], metric, unit)
-        for key, text in ((v["base_key"], texts[0]), (v["variant_key"], texts[1])):
-            rows.append([f"{metric}, {key}", seed, text, comparable])
-    return rows
+def sides_cell(run: Run, verdict: Dict[str, Any]) -> Cell:
+    """A verdict's two sides in its own numbers (marked data-sides=ID): the base median of its
+    samples in its regime (verdicts.verdict_samples; a paired verdict's A windows) -> that
+    base x (1 + the verdict's effect); for an answer in ns saved, its base ns/op -> base / (1 +
+    effect) and its ns saved. Never the two rows' own means: those may come from other
+    repetitions than the verdict's pairs."""
+    from figures import UNITS
+    from verdicts import verdict_samples
+    s = verdict_samples(run.points, verdict)
+    effect, saved = verdict["effect"], verdict.get("ns_saved")
+    what = ("the median window pair ratio applied" if s["kind"] == "paired"
+            else "medians of the repetitions")
+    where = f"{s['regime']}-regime" if s["regime"] else "pooled"
+    if effect is None or not s["base_median"]:
+        text = f"no effect: {verdict['status']}"
+    elif saved:
+        text = (f"{saved['base_ns']:.1f} -> {saved['base_ns'] / (1 + effect):.1f} ns/op: "
+                f"{saved['ns']:.1f} ns saved ({saved['base_from']}, {where})")
+    else:
+        text = (f"{fmt(s['base_median'])} -> {fmt(s['base_median'] * (1 + effect))} "
+                f"{UNITS.get(verdict['metric'], verdict['metric'])}: {where}, {what}")
+    if effect is not None and verdict["status"] != "resolved":
+        text += f" (the verdict: {verdict['status'].replace('_', ' ')}, not an answer)"
+    return Cell(f'<span class="sides" data-sides="{html.escape(verdict["id"])}">'
+                f"{html.escape(text)}</span>")
+
+
+def _verdict_sides(run: Run, verdicts: List[Dict[str, Any]], cid: str) -> List[List[Any]]:
+    """A row per verdict of `cid`: its two sides (sides_cell)."""
+    return [[f"base -> variant of {v['id']} (the verdict's own samples)", "-",
+             sides_cell(run, v), "-"] for v in _of(verdicts, cid)]
 
 
 def _pagevec_2004_rows(run: Run, verdicts: List[Dict[str, Any]]) -> List[List[Any]]:
@@ -217,8 +233,7 @@ def _pagevec_2004_rows(run: Run, verdicts: List[Dict[str, Any]]) -> List[List[An
          "same quantity"],
         ["struct pagevec bytes, 15 slots (proposed)", "128 on LP64 (124 quoted)", fmt(b15),
          "same quantity"],
-    ] + comparison_rows(run, verdicts, "000") + _verdict_stats(
-        run, verdicts, "pv_slots_16_15", "pages_per_s", "pages/s") + [
+    ] + comparison_rows(run, verdicts, "000") + _verdict_sides(run, verdicts, "pv_slots_16_15") + [
         [f"best slot count per thread count (pagevec {where or 'all rows'}, offset 0)",
          "4·lg N (4 on UP), later 2^(2.5·√lg N − 1): 4 CPUs -> 6, 16 -> 16, 1024 -> 120",
          best or NOT_RUN, "same quantity (a slot count)"],
@@ -230,10 +245,8 @@ def _zone_lock_rows(run: Run, verdicts: List[Dict[str, Any]]) -> List[List[Any]]
     fix in other configurations, then what lock_stat costs."""
     rows = comparison_rows(run, verdicts, "001")
     for v in _of(verdicts, "zone_lock_after_before"):
-        before, after = verdict_points(run, v)
-        rows.append([f"ops/s, {v['base_key']} -> {v['variant_key']}", "-",
-                     arrow_text(before, after, "ops_per_s"), "-"])
-        rows += _zone_fix_rows(run, before)
+        rows += _verdict_sides(run, [v], v["id"].split("[")[0])
+        rows += _zone_fix_rows(run, verdict_points(run, v)[0])
     return rows + _instrumentation_cost_rows(run)
 
 
@@ -314,9 +327,8 @@ def _page_free_rows(run: Run, verdicts: List[Dict[str, Any]]) -> List[List[Any]]
          "same quantity in other units (cycles of a 2006 CPU vs ns here)"],
         ["plain test / increment", "1-2 cycles", stat_text(plain_op, "ns"),
          "same quantity in other units"],
-    ] + comparison_rows(run, verdicts, "002") + _verdict_stats(
-        run, verdicts, "page_free_fast_atomic", "ns_per_op", "ns/op", "-",
-        "none: netperf reports Mbit/s, not time per free")
+    ] + comparison_rows(run, verdicts, "002") + _verdict_sides(run, verdicts,
+                                                               "page_free_fast_atomic")
     for v in races or [{"variant": "fastpath", "verdict": NOT_RUN}]:
         seed = ("racy: reclaim can take a reference between the two tests"
                 if v["variant"] == "fastpath" else "-")
@@ -348,7 +360,9 @@ def _pagevec_2020_rows(run: Run, verdicts: List[Dict[str, Any]]) -> List[List[An
                      f"{base[0].key} -> {variant[0].key}",
                      "8.9 % -> 2.2 % of CPU cycles in lock contention "
                      "(pmbench, large machine)",
-                     arrow_text(base, variant, "wait_share", "share waiting"),
+                     Cell(f'<span class="other" data-rows="{html.escape(base[0].key)}">'
+                          + html.escape(arrow_text(base, variant, "wait_share",
+                                                   "share waiting")) + "</span>"),
                      "none: the seed's is a share of all CPU cycles of a whole workload; the "
                      "model's is the share of a lock-bound loop's time spent waiting, which "
                      "nears 1 when the loop does little else"])
@@ -408,39 +422,17 @@ def summary_of(points: List[Point], metric: str) -> Optional[Stat]:
 
 
 def _best_slots(pts: List[Point]) -> str:
-    """'N=1: 4, N=4: 8, ...' measured best slot count (max pages/s) per thread count over the
-    rows of one pagevec configuration (families.pagevec_sweep: the heatmap's rows)."""
-    best: Dict[int, tuple] = {}
-    by_slots: Dict[Tuple[int, int], List[Point]] = {}
-    for p in pts:
-        try:
-            by_slots.setdefault((p.threads, int(p.params["slots"])), []).append(p)
-        except (KeyError, ValueError):
-            continue
-    for variant, by_n in summarize(pts, "pages_per_s").items():
-        try:
-            slots = int(dict(variant)["slots"])
-        except ValueError:
-            continue
-        for n, stat in by_n.items():
-            if n not in best or stat.mean > best[n][0]:
-                best[n] = (stat.mean, slots)
+    """'N=1: 4, N=4: 8, ...' measured best slot count per thread count over the rows of one
+    pagevec configuration (families.best_slots: the heatmap's stars)."""
+    from families import best_slots
     out = []
-    for n in sorted(best):
-        # A slot count is "best" only where it beats every other beyond noise: each other
-        # slot count is compared with it (plots/stats.py, one regime a pair).
-        top = by_slots[(n, best[n][1])]
-        ties = sorted(s for (m, s), other in by_slots.items()
-                      if m == n and s != best[n][1]
-                      and stats.compare_points(top, other, "pages_per_s").status != "resolved")
+    for n, (best, ties, total) in sorted(best_slots(pts).items()):
         if not ties:
-            out.append(f"N={n}: {best[n][1]}")
-        elif len(ties) + 1 == len([1 for (m, _) in by_slots if m == n]):
-            out.append(f"N={n}: none resolved (every slot count within noise of "
-                       f"{best[n][1]})")
+            out.append(f"N={n}: {best}")
+        elif len(ties) + 1 == total:
+            out.append(f"N={n}: none resolved (every slot count within noise of {best})")
         else:
-            out.append(f"N={n}: {best[n][1]} or " + ", ".join(map(str, ties))
-                       + " (not told apart)")
+            out.append(f"N={n}: {best} or " + ", ".join(map(str, ties)) + " (not told apart)")
     return "; ".join(out)
 
 
@@ -451,13 +443,18 @@ KERNEL_METRICS = ("pages_per_s", "ops_per_s", "MB_per_s")
 DERIVED_COUNTERS = ("IPC", "cache-misses/op", "hitm/op")
 
 
-def _latest_rows(run: Run, bench: str) -> List[Tuple[Tuple, int, List[Point]]]:
-    """(variant, largest thread count, its repetitions) per variant of rows keyed `bench`."""
+def _by_variant(run: Run, bench: str, param: str = "") -> Dict[Tuple, Dict[int, List[Point]]]:
+    """{variant: {threads: repetitions}} of the `bench` rows (carrying `param` when given)."""
     by: Dict[Tuple, Dict[int, List[Point]]] = {}
     for p in run.points:
-        if p.bench == bench and p.aggregate is None:
+        if p.bench == bench and p.aggregate is None and (not param or param in p.params):
             by.setdefault(p.variant, {}).setdefault(p.threads, []).append(p)
-    return [(v, max(ns), ns[max(ns)]) for v, ns in sorted(by.items())]
+    return by
+
+
+def _latest_rows(run: Run, bench: str) -> List[Tuple[Tuple, int, List[Point]]]:
+    """(variant, largest thread count, its repetitions) per variant of rows keyed `bench`."""
+    return [(v, max(ns), ns[max(ns)]) for v, ns in sorted(_by_variant(run, bench).items())]
 
 
 def _dict(value: Any) -> Dict[str, Any]:
@@ -496,17 +493,11 @@ def _common_thread_rows(run: Run, bench: str, param: str
     """(variant, threads, repetitions) of the `bench` rows carrying `param`, all at one thread
     count (the largest that most variants have), so the rows of one table are read against
     each other at the same N; variants without rows at that count are left out."""
-    by: Dict[Tuple, Dict[int, List[Point]]] = {}
-    for p in run.points:
-        if p.bench == bench and p.aggregate is None and param in p.params:
-            by.setdefault(p.variant, {}).setdefault(p.threads, []).append(p)
-    if not by:
+    by = _by_variant(run, bench, param)
+    counts = [n for ns in by.values() for n in ns]
+    if not counts:
         return []
-    counts: Dict[int, int] = {}
-    for ns in by.values():
-        for n in ns:
-            counts[n] = counts.get(n, 0) + 1
-    n = max(counts, key=lambda k: (counts[k], k))
+    n = max(counts, key=lambda k: (counts.count(k), k))
     return [(v, n, ns[n]) for v, ns in sorted(by.items()) if n in ns]
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import math
 import os
 import statistics
 import sys
@@ -446,12 +447,24 @@ def verdict_record(spec: ComparisonSpec, metric: str, base: List[Point], variant
     if spec.uninstrumented:
         instrumented = params.get("stats") != "off"
         extra["instrumented"] = instrumented
-        extra["evidence"] = (None if instrumented else
-                             evidence_record(spec, metric, base, variant, points, min_effect,
-                                             confidence))
+        extra["evidence"] = ev = (None if instrumented else
+                                  evidence_record(spec, metric, base, variant, points,
+                                                  min_effect, confidence))
         if instrumented:
             text = ("from instrumented rows (lock_stat on; this run has no stats:off twins of "
                     "them): " + text)
+        shares = [(ev or {}).get("wait_share", {}).get(k) for k in ("base", "variant")]
+        if comparison.equivalent and all(shares) and max(x["mean"] for x in shares) < 0.05:
+            text += (f"; the lock is nearly idle here (lock_stat wait share "
+                     f"{shares[0]['mean'] * 100:.1f} % -> {shares[1]['mean'] * 100:.1f} %), so "
+                     "no effect is what a placement change can show at this load")
+    if spec.unit == "ns_saved" and extra.get("ns_saved"):
+        extra["lru_lock_part"] = part = _without_lru_lock(base, points, min_effect)
+        if part is not None and comparison.resolved:
+            text += (f"; against the 2.6.18-style rows (PageLRU tested first: no lru_lock at "
+                     f"on_lru_pct:0; lock_stat on both sides) the fast path saves "
+                     f"{part['ns']:.1f} ns [{part['ci'][0]:.1f}, {part['ci'][1]:.1f}], so the "
+                     "rest is 2.6.16's lru_lock round trip on every final put, not the atomic")
     if pairs:
         extra["duet_key"] = duet[0].key
         extra["unpaired"] = {"effect": unpaired.effect,
@@ -460,6 +473,25 @@ def verdict_record(spec: ComparisonSpec, metric: str, base: List[Point], variant
                              "n_variant": unpaired.n_variant, "status": unpaired.status}
     return _record(spec, group, where, metric, base, variant, threads, comparison, sequential,
                    text, extra)
+
+
+def _without_lru_lock(base: List[Point], points: Sequence[Point], min_effect: float
+                      ) -> Optional[Dict[str, Any]]:
+    """002's effect without 2.6.16's lru_lock round trip: the fast path against the 2.6.18
+    put_page (lru_check_first_2_6_18: the atomic decrement, lru_lock only for a page on the
+    LRU, mm/swap.c@v2.6.18:233-242) at the verdict's parameters, both instrumented rows (the
+    2.6.18 rows have no stats:off twins), in ns saved per free; None without those rows."""
+    want = {k: v for k, v in base[0].params.items() if k not in ("stats", "variant")}
+
+    def rows(variant):
+        return [p for p in points if p.bench == "page_free" and p.aggregate is None
+                and p.threads == base[0].threads and p.params == {**want, "variant": variant}]
+    old, fast = rows("lru_check_first_2_6_18"), rows("fastpath")
+    if not old or not fast:
+        return None
+    c = stats.for_rerun(stats.compare_points(old, fast, "ops_per_s", "", min_effect))
+    saved = ns_saved(old, c.effect, c.ci)
+    return saved if saved and saved["ci"] else None
 
 
 def _ns_saved_of(base: List[Point], comparison: stats.Comparison, pairs: Sequence[Tuple],
@@ -512,6 +544,44 @@ def _record(spec: ComparisonSpec, group: Tuple, where: str, metric: str, base: L
         "sequential": sequential,
         "text": text,
     }
+
+
+def verdict_samples(points: Sequence[Point], verdict: Dict[str, Any]) -> Dict[str, Any]:
+    """The samples a verdict's effect is the median of. Paired (method "paired"): `used`, the
+    B/A ratio of each window pair of its duet_key rows in its regime (stats.compare_pairs'
+    rule); unpaired: `base` and `variant`, its base_key and variant_key rows' metric in its
+    regime (stats.compare_points' rule: no aggregates, no overrun repetitions;
+    stats.select_regime). `effect` is recomputed from those samples alone (the figure and the
+    tables show it; it equals the verdict's), `others` holds (side, regime, value) of the other
+    regimes, `base_median` the base side's median (a paired verdict's: its A windows')."""
+    regime = "" if verdict.get("regime") in ("all", None) else verdict["regime"]
+    if verdict.get("method") == "paired":
+        rows = [p for p in points if p.key == verdict.get("duet_key") and p.aggregate is None]
+        good = [(lab, a, b) for lab, a, b, _ in labelled_duet_pairs(rows)
+                if math.isfinite(a) and math.isfinite(b) and a > 0 and b > 0]
+
+        def mine(lab):
+            return lab == regime if regime else lab != stats.MIXED
+        used = [(a, b) for lab, a, b in good if mine(lab)]
+        logs = [math.log(b / a) for a, b in used]
+        return {"kind": "paired", "regime": regime, "used": [b / a for a, b in used],
+                "others": [("pair", lab, b / a) for lab, a, b in good if not mine(lab)],
+                "effect": math.exp(statistics.median(logs)) - 1 if logs else None,
+                "base_median": statistics.median([a for a, _ in used]) if used else None}
+    metric = verdict["metric"]
+
+    def side(key):
+        return [(p.regime, p.metrics[metric]) for p in points if p.key == key
+                and p.aggregate is None and metric in p.metrics and not p.overrun]
+    base, variant = side(verdict.get("base_key")), side(verdict.get("variant_key"))
+    choice = stats.select_regime(base, variant)
+    b_med = statistics.median(choice.base) if choice.base else None
+    return {"kind": "unpaired", "regime": choice.regime, "base": choice.base,
+            "variant": choice.variant, "base_median": b_med,
+            "others": [(name, lab, v) for name, rows in (("base", base), ("variant", variant))
+                       for lab, v in rows if lab != choice.regime and choice.regime],
+            "effect": (statistics.median(choice.variant) / b_med - 1
+                       if b_med and choice.variant else None)}
 
 
 def ns_saved(base: Sequence[Point], effect: Optional[float],

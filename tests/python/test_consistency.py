@@ -1,6 +1,7 @@
 """Issue 25: one report, one truth. The report of three recorded runs (this VM's default run,
 the emulated 4-node rehearsal, a synthetic run with known effects) is rendered and checked by
-parsing report.html, verdicts.json and the plots' CSV files (tests/python/consistency.py):
+parsing report.html, verdicts.json and the plots' CSV files (plots/report_checks.py, the
+checks report.py runs on every report):
 every comparison mentioned twice carries the same numbers, every "not run" has no verdict,
 relative plots draw the verdicts' effects, and every figure's series come from rows that
 differ only in the plotted parameters. Fixtures: tests/python/fixtures/consistency (README)."""
@@ -16,9 +17,19 @@ import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FIX = os.path.join(HERE, "fixtures", "consistency")
-sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "plots"))
 
-import consistency  # noqa: E402
+import report  # noqa: E402
+from report_checks import class_problems, page_problems, read_run_dir  # noqa: E402
+
+
+def render(run_dir):
+    """Write plots, verdicts.json and report.html; returns the problems report.py found."""
+    return report.write_report(run_dir)[1]
+
+
+def check_run(run_dir):
+    return page_problems(*read_run_dir(run_dir))
 
 RECORDED = ("vm-default", "rehearsal-4s4n")
 
@@ -38,12 +49,12 @@ def synthetic(tmp_path_factory):
     out = tmp_path_factory.mktemp("synthetic")
     subprocess.run(["/usr/bin/python3", os.path.join(FIX, "make_synthetic.py"), str(out)],
                    check=True, timeout=120)
-    consistency.render(str(out))
+    render(str(out))
     return str(out)
 
 
 def test_synthetic_run_is_consistent(synthetic):
-    assert consistency.check_run(synthetic, render_first=False) == []
+    assert check_run(synthetic) == []
 
 
 def test_synthetic_run_verdicts_find_the_known_effects(synthetic):
@@ -89,7 +100,7 @@ def test_checker_catches_a_contradiction(synthetic, tmp_path):
     last = text.rindex(escaped)
     (bad / "report.html").write_text(text[:last] + escaped.replace("+", "-", 1)
                                      + text[last + len(escaped):])
-    problems = consistency.check_run(str(bad), render_first=False)
+    problems = check_run(str(bad))
     assert any(first["id"] in p for p in problems), problems
 
 
@@ -98,7 +109,8 @@ def test_recorded_run_is_consistent(name, tmp_path):
     if not os.path.isfile(os.path.join(FIX, name, "lockline.json.gz")):
         pytest.skip(f"fixture {name} not recorded")
     run_dir = _copy(name, tmp_path)
-    assert consistency.check_run(run_dir) == []
+    assert render(run_dir) == []
+    assert check_run(run_dir) == []
 
 
 # ---- issue 35: each class on recorded runs and on runs built to trigger it -------------------
@@ -108,7 +120,7 @@ BIG = os.path.join(os.path.dirname(os.path.dirname(HERE)), "tests", "fixtures", 
 
 
 def _no_class_problems(run_dir):
-    found = consistency.check_classes(run_dir)
+    found = class_problems(*read_run_dir(run_dir)[:2])
     return {k: v for k, v in found.items() if v}
 
 
@@ -122,7 +134,7 @@ def test_recorded_run_has_no_issue35_class(name, tmp_path):
         run_dir = str(out)
     else:
         run_dir = _copy(name, tmp_path)
-    consistency.render(run_dir)
+    render(run_dir)
     assert _no_class_problems(run_dir) == {}
 
 
@@ -173,7 +185,7 @@ def test_checker_catches_each_class(synthetic, tmp_path):
     text = text[:first] + ("<tr><td>y</td><td>seed 1 -&gt; 2</td><td>not run</td><td></td>"
                            "</tr>") + text[first:]
     (bad / "report.html").write_text(text)
-    found = consistency.check_classes(str(bad))
+    found = class_problems(*read_run_dir(str(bad))[:2])
     for k in (1, 2, 6, 7, 8):
         assert found[k], (k, found)
 
@@ -192,3 +204,26 @@ def test_cache_line_summary_agrees_with_slower_rows():
     [row] = false_sharing_verdicts(pts)
     assert "down to 256 B" not in row["smallest"], row["smallest"]
     assert "slower" in row["smallest"], row["smallest"]
+
+
+def test_checker_catches_a_figure_or_table_off_its_verdict(synthetic, tmp_path):
+    """Issue 47: a verdict figure drawing another effect, or a table's sides whose ratio is not
+    the verdict's, are reported."""
+    import csv
+    bad = tmp_path / "bad47"
+    shutil.copytree(synthetic, bad)
+    path = bad / "plots" / "verdicts.csv"
+    with open(path, newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    rows[0]["effect"] = str(float(rows[0]["effect"]) + 0.1)
+    with open(path, "w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    text = (bad / "report.html").read_text()
+    start = text.index('class="sides"')
+    end = text.index(" -&gt; ", start)
+    (bad / "report.html").write_text(text[:end] + "0" + text[end:])
+    problems = "\n".join(check_run(str(bad)))
+    assert f"{rows[0]['id']}: its figure draws" in problems, problems
+    assert "its verdict" in problems, problems

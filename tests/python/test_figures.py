@@ -1,14 +1,18 @@
-"""Issue 35: figures that read. Every figure of a recorded default-suite run (this VM's,
-tests/python/fixtures/consistency/vm-default) and of the 16-core run (tests/fixtures/
-big-machine, README there) is drawn and checked with figure_problems (below), which measures
-every text's extent with matplotlib's Agg renderer: no text outside the canvas, no two text
-boxes overlapping, at most 8 series in one panel, no repeated legend label. The checker itself
-is tested on figures built to break each rule."""
+"""Figures that read and draw their verdicts. Every figure of two recorded runs (this VM's
+quick run, tests/python/fixtures/consistency/vm-default, and the 16-core run of tests/fixtures/
+big-machine, README there) and of a tiny run of the built binary made here is drawn and
+checked with plots/report_checks.figure_problems (every text's extent measured with
+matplotlib's Agg renderer: no text outside the canvas, no two text boxes overlapping, at most
+8 series in one panel, no repeated legend label), and each verdict figure draws its verdict's
+effect. The checker itself is tested on figures built to break each rule."""
 
 import gzip
 import os
+import re
 import shutil
+import subprocess
 import sys
+import time
 
 import pytest
 
@@ -16,83 +20,19 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "plots"))
 
-from figures import (MAX_SERIES, Figure, narrow_variants, new_figure, plt,  # noqa: E402
-                     verdict_figure)
+from figures import MAX_SERIES, narrow_variants, new_figure, plt, verdict_figure  # noqa: E402
 from lockline_results import Point, load_runs  # noqa: E402
+from report_checks import figure_problems  # noqa: E402
 
-
-def _panel_series(ax) -> list:
-    """Labels of the data series drawn in `ax`: labelled lines, bar containers and
-    collections, without helper entries (ideal/USL lines, regime and overrun markers, fits)."""
-    helpers = ("ideal", "USL", "other coherence regime", "overrun window", "fit", "seed",
-               "interval", "model", "4·lg", "2^(")
-    _, labels = ax.get_legend_handles_labels()
-    return [lab for lab in labels if not any(lab.startswith(h) or h in lab for h in helpers)]
-
-
-def figure_problems(fig: Figure, name: str = "") -> list:
-    """Readability problems of a drawn figure, from the Agg renderer's text
-    extents (display pixels): text outside the canvas (clipped titles, captions), two visible
-    text boxes overlapping (tick labels, titles, bar labels, '1e6' offsets, colour-bar
-    labels, legends), more than MAX_SERIES series in one panel, a legend repeating a label.
-    Returns one sentence per problem ([] = readable)."""
-    from matplotlib.text import Text
-    fig.canvas.draw()
-    renderer = fig.canvas.get_renderer()
-    width, height = fig.bbox.width, fig.bbox.height
-    problems: list = []
-    boxes = []
-    # Tick labels exist for ticks outside the view limits too; matplotlib draws only those of
-    # the ticks _update_ticks returns.
-    tick_labels, drawn = set(), set()
-    for ax in fig.axes:
-        for axis in (ax.xaxis, ax.yaxis):
-            for tick in axis.get_major_ticks() + axis.get_minor_ticks():
-                tick_labels.update((id(tick.label1), id(tick.label2)))
-            for tick in axis._update_ticks():
-                drawn.update((id(tick.label1), id(tick.label2)))
-    for text in fig.findobj(Text):
-        if not text.get_visible() or not text.get_text().strip() or text.get_alpha() == 0:
-            continue
-        if id(text) in tick_labels and id(text) not in drawn:
-            continue
-        try:
-            box = text.get_window_extent(renderer)
-        except (RuntimeError, ValueError):
-            continue
-        if box.width <= 0 or box.height <= 0:
-            continue
-        label = text.get_text().replace("\n", " ")[:60]
-        tol = 1.0
-        if box.x0 < -tol or box.y0 < -tol or box.x1 > width + tol or box.y1 > height + tol:
-            problems.append(f"{name}: text outside the canvas: {label!r}")
-        boxes.append((box, label, text))
-    for i in range(len(boxes)):
-        a, la, ta = boxes[i]
-        for j in range(i + 1, len(boxes)):
-            b, lb, tb = boxes[j]
-            w = min(a.x1, b.x1) - max(a.x0, b.x0)
-            h = min(a.y1, b.y1) - max(a.y0, b.y0)
-            # A pixel of touching is rounding, not overlap.
-            if w > 1.5 and h > 1.5:
-                problems.append(f"{name}: text boxes overlap: {la!r} and {lb!r}")
-    for k, ax in enumerate(fig.axes):
-        series = _panel_series(ax)
-        title = ax.get_title() or f"panel {k + 1}"
-        if len(series) > MAX_SERIES:
-            problems.append(f"{name}: {len(series)} series in panel {title!r} (> {MAX_SERIES})")
-        legend = ax.get_legend()
-        if legend is not None:
-            texts = [t.get_text() for t in legend.get_texts()]
-            dup = sorted({t for t in texts if texts.count(t) > 1})
-            if dup:
-                problems.append(f"{name}: legend of panel {title!r} repeats {dup}")
-    for legend in fig.legends:
-        texts = [t.get_text() for t in legend.get_texts()]
-        dup = sorted({t for t in texts if texts.count(t) > 1})
-        if dup:
-            problems.append(f"{name}: figure legend repeats {dup}")
-    return problems
+BINARY = os.environ.get("LOCKLINE_BINARY", os.path.join(ROOT, "build", "lockline"))
+# A tiny run of the default suite's rows of two questions, paired (duet) and unpaired, and the
+# core-to-core matrix: 0.2 ms windows, 4 repetitions (an interval's minimum): well under a
+# minute of lockline.
+TINY = ["--window=0.2ms", "--benchmark_repetitions=4",
+        "--benchmark_filter=^(page_free/variant:(atomic|fastpath)/on_lru_pct:0/.*stats:off|"
+        "duet/of:page_free|duet/of:zone_lock/param:layout/.*work_ns:0|zone_lock/layout:"
+        "lock_(before|after)_free_area/lock:ticket/pcp_batch:31/line:64/config:cma/zones:1/"
+        "work_ns:0|calibration/c2c)"]
 
 
 RUNS = {
@@ -103,9 +43,18 @@ RUNS = {
 }
 
 
-@pytest.fixture(scope="module", params=sorted(RUNS))
+@pytest.fixture(scope="module", params=sorted(RUNS) + ["tiny"])
 def run_dir(request, tmp_path_factory):
     out = tmp_path_factory.mktemp(request.param)
+    if request.param == "tiny":
+        if not os.access(BINARY, os.X_OK):
+            pytest.skip(f"{BINARY} not built")
+        start = time.monotonic()
+        proc = subprocess.run([BINARY, *TINY, f"--out={out}"], capture_output=True, text=True,
+                              timeout=180)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        assert time.monotonic() - start < 90, "the tiny run took too long"
+        return str(out)
     with gzip.open(RUNS[request.param], "rb") as src, open(out / "lockline.json", "wb") as dst:
         shutil.copyfileobj(src, dst)
     return str(out)
@@ -121,22 +70,48 @@ def test_every_figure_reads(run_dir):
             problems += figure_problems(fig, stem)
             drawn += 1
             plt.close(fig)
-    assert drawn >= 8
+    assert drawn >= (4 if run_dir.rstrip("/").endswith("tiny0") else 8)
     assert problems == []
 
 
-def test_every_verdict_figure_reads(run_dir):
+def test_every_verdict_figure_reads_and_draws_its_verdict(run_dir):
+    """Each verdict figure's drawn effect (the median of the samples it draws) is its
+    verdict's effect, and its interval the verdict's."""
     from verdicts import QUESTION_SECTION, compute_verdicts
     run = load_runs([run_dir])[0]
     verdicts = compute_verdicts(run)
-    problems = []
+    problems, compared = [], 0
     for qid in ("q1", "q2", "q3", "q4", "q5"):
-        fig = verdict_figure(run, [v for v in verdicts
-                                   if QUESTION_SECTION.get(v["question"]) == qid], qid)
+        mine = [v for v in verdicts if QUESTION_SECTION.get(v["question"]) == qid]
+        fig, drawn = verdict_figure(run, mine, qid)
         if fig is not None:
             problems += figure_problems(fig, f"verdicts_{qid}")
             plt.close(fig)
+        for v in mine:
+            assert drawn[v["id"]]["ci"] == v["ci"]
+            if v["effect"] is not None:
+                assert drawn[v["id"]]["effect"] == pytest.approx(v["effect"], rel=1e-9), v["id"]
+                compared += 1
+    assert compared >= 1
     assert problems == []
+
+
+def test_report_of_the_run_finds_no_problem(run_dir, tmp_path):
+    """report.py's own checks (figures, verdict lines, tables, verdict figures) on the run, and
+    no table wider than a 1400 px window in headless Chromium (the report's script measures
+    them), when it is installed."""
+    import report
+    path, problems = report.write_report(run_dir)
+    assert problems == []
+    if not os.access("/usr/bin/chromium", os.X_OK):
+        return
+    proc = subprocess.run(["/usr/bin/chromium", "--headless", "--no-sandbox", "--disable-gpu",
+                           "--no-first-run", "--window-size=1400,900",
+                           f"--user-data-dir={tmp_path / 'profile'}",
+                           "--virtual-time-budget=5000", "--dump-dom", "file://" + path],
+                          capture_output=True, text=True, timeout=180)
+    width = re.search(r'data-largest-table-width="(\d+)"', proc.stdout)
+    assert width and int(width.group(1)) <= 1400, proc.stdout[:300]
 
 
 def _run():

@@ -307,14 +307,9 @@ def test_c2c_matrix_leaves_missing_pairs_blank(out_a):
 def test_pagevec_best_slots_and_formulas(out_a):
     rows = read_csv(out_a / "pagevec.csv")
     best = {int(r["x"]): float(r["y"]) for r in rows if r["series"] == "best_slots"}
-    heat = [r for r in rows if r["series"].startswith("slots:") and r["y_name"] == "pages_per_s"
-            and r["panel"].startswith("pages/s, slots x threads")]
-    expected = {}
-    for n in {int(r["x"]) for r in heat}:
-        top = max((r for r in heat if int(r["x"]) == n), key=lambda r: float(r["y"]))
-        expected[n] = float(top["series"].split(":")[1])
-    assert best == expected and sorted(best) == [1, 4, 16, 64]
-    assert best[1] == 4  # fixture optimum grows with N; 1 thread is clearly best at 4 slots
+    # A star only where the best slot count is told apart from every other (issue 47): with
+    # two repetitions a side none is (the report's cell says "none resolved").
+    assert best == {}
     f1, f2 = families.pagevec_formulas(np.array([1.0, 4.0, 16.0, 1024.0]))
     assert list(f1) == [4, 8, 16, 40]
     assert np.allclose(f2[1:], [2 ** (2.5 * np.sqrt(2) - 1), 16, 2 ** (2.5 * np.sqrt(10) - 1)])
