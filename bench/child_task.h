@@ -80,13 +80,6 @@ void KeepFirstError(char (&to)[N], const char (&from)[N]) {
   if (to[0] == 0 && from[0] != 0) std::memcpy(to, from, N);
 }
 
-/// Adds each of `fields` (pointers to members) of `from` to `to`'s: a task's
-/// result summed over windows or over tasks.
-template <typename T, typename... Field>
-void AddFields(T& to, const T& from, Field... fields) {
-  ((to.*fields += from.*fields), ...);
-}
-
 /// How a reaped child ended, from its waitpid status: "task died: signal 9
 /// (Killed)", "task exited with status 1" (a child that could not send its
 /// result), "task exited" (status 0).

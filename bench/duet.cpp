@@ -116,8 +116,8 @@ const std::vector<DuetSpec>& Specs() {
   // The 2004 and 2020 pagevec rows (verdicts.py PV_2004 / PV_2020): each era's
   // kernel, release path and lock; one duet per work_ns (cal, and the
   // labelled saturated 0) as the verdicts group them. The questions' duets
-  // pair the uninstrumented twins (stats:off both sides, issue 40 item 3);
-  // their instrumented counterparts (WithInstrumentedTwins) are suite full.
+  // pair the uninstrumented twins (stats:off both sides); their instrumented
+  // counterparts (WithInstrumentedTwins) are suite full.
   const std::string pv2004 =
       "kernel:2.6.9/release:unmap/scanner:off/lock:ttas/policy:fixed/"
       "mode:deferred/stats:off";
@@ -149,18 +149,17 @@ const std::vector<DuetSpec>& Specs() {
        "on_lru_pct:0/free_cpu:same/lock:ttas/stats:off", "", kMin, kDefault},
       {"003", "pagevec", "slots", "15", "31", pv2020 + "/offset:0", "work_ns",
        kMax, kDefault},
-      // 004 in the default suite (issue 40 item 8): the steady-state verdict
-      // (zeroer on a PU of its own, allocator never sleeps) from pairs. Twice
-      // the repetitions: each falls at about -3 % or -23 % (issue 39), and a
-      // run needs both modes for an interval the next run falls in.
+      // 004: the steady-state verdict (zeroer on a PU of its own, allocator
+      // never sleeps) from pairs. Twice the repetitions: each falls at about
+      // -3 % or -23 %, and a run needs both modes for an interval the next
+      // run falls in.
       {"004", "prezero", "mode", "zero_on_alloc", "prezeroed_busy",
        "method:memset", "", kMin, kDefault, "", "", 2},
-      // What lock_stat costs (issue 23 item 4): each family's contended
-      // question rows instrumented (the key without stats) against their
-      // uninstrumented twins (/stats:off), paired, at work_ns:0 where the lock
-      // is busiest: both sides of each question (issue 40 item 3: 15 and 16
-      // slots for 2.6.9, 15 and 31 for 5.8, both zone->lock layouts), so the
-      // instrumentation's effect on each side can be compared.
+      // What lock_stat costs: each family's contended question rows
+      // instrumented against their uninstrumented twins (/stats:off), paired,
+      // at work_ns:0 where the lock is busiest: both sides of each question
+      // (15 and 16 slots for 2.6.9, 15 and 31 for 5.8, both zone->lock
+      // layouts), so the instrumentation's effect on each side can be compared.
       {"instr", "pagevec", "stats", "on", "off", pv2004 + "/offset:0/work_ns:0",
        "kernel/slots", kMax, kDefault, "on", "policy:fixed/work_ns:0/offset:0"},
       {"instr", "zone_lock", "stats", "on", "off",
@@ -173,8 +172,8 @@ const std::vector<DuetSpec>& Specs() {
       {"aa", "zone_lock", "layout", "lock_after_free_area",
        "lock_after_free_area",
        "pcp_batch:31/config:cma/lock:ticket/work_ns:cal/stats:"},
-      // The instrumented rows, as before 002's stats:off twins existed (a
-      // twin's key sorts first and would otherwise win the tie).
+      // The instrumented rows (a twin's key sorts first and would otherwise
+      // win the tie).
       {"aa", "page_free", "variant", "atomic", "atomic",
        "on_lru_pct:0/free_cpu:same/stats:"},
       {"aa", "locks", "lock", "ticket", "ticket", "cs:0/stats:off"},

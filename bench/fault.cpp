@@ -11,16 +11,12 @@
 // Not measured: unmapping (MADV_DONTNEED / munmap between passes, outside the
 // timed part; will-it-scale's page_fault1 times its munmap, so its faults/s
 // are a little below a touch-only rate), file faults, major faults. Rows carry
-// the seed table's columns (GB, repetitions, threads, user s, system s, wall s,
-// faults/cpu/s, faults/wall-s) in details.seed_columns, cost per fault and per
+// the seed table's columns in details.seed_columns, cost per fault and per
 // KiB zeroed, and zeroing's share of the fault time at this machine's measured
 // clear rate (modelled: zeroing_share) next to the share the kernel itself
-// shows (sampled: each task's task-clock sampled every --fault-sampling,
-// default 2 ms, with kernel callchains during the timed phases of an evidence
-// pass, the share of samples whose innermost kernel function is a clear_page
-// variant; "unavailable" with the reason where kernel sampling is refused or
-// --evidence=off). The timed window is never sampled: the
-// evidence pass, the same passes on the same tasks, runs after it (in
+// shows (sampled: ClearPageJson; "unavailable" with the reason where kernel
+// sampling is refused or --evidence=off). The timed window is never sampled:
+// the evidence pass, the same passes on the same tasks, runs after it (in
 // TeardownThread) and the row gives its throughput ratio to the timed one.
 // Fault counts come from getrusage minor faults and are checked against what
 // each mode must produce. Tasks as processes use the fork-child protocol of
@@ -194,9 +190,9 @@ struct ClearPageTally {
     ++callers[c.caller];
   }
   void Add(const ClearPageTally& o) {
-    child_task::AddFields(*this, o, &ClearPageTally::samples,
-                          &ClearPageTally::kernel, &ClearPageTally::clear_page,
-                          &ClearPageTally::untimed, &ClearPageTally::lost);
+    kernel::AddFields(*this, o, &ClearPageTally::samples,
+                      &ClearPageTally::kernel, &ClearPageTally::clear_page,
+                      &ClearPageTally::untimed, &ClearPageTally::lost);
     for (const auto& [k, v] : o.symbols) symbols[k] += v;
     for (const auto& [k, v] : o.callers) callers[k] += v;
     for (const auto& [k, v] : o.functions) functions[k] += v;
@@ -260,6 +256,9 @@ class PhaseSampler {
   uint64_t lost_ = 0;
 };
 
+/// a / b, 0 when b is not positive.
+inline double Ratio(double a, double b) { return b > 0 ? a / b : 0.0; }
+
 /// details.clear_page_sampled of a fault row: "measured" with the counts,
 /// the share of clear_page samples among all samples of the timed phases and
 /// its Wilson 95 % interval, or "unavailable" with `reason` (sampling could
@@ -309,10 +308,8 @@ inline nlohmann::json ClearPageJson(const std::string& reason,
   j["share"] = static_cast<double>(total.clear_page) /
                static_cast<double>(total.samples);
   j["share_ci95"] = {ci.lo, ci.hi};
-  j["share_of_kernel"] = total.kernel > 0
-                             ? static_cast<double>(total.clear_page) /
-                                   static_cast<double>(total.kernel)
-                             : 0.0;
+  j["share_of_kernel"] = Ratio(static_cast<double>(total.clear_page),
+                               static_cast<double>(total.kernel));
   j["untimed_samples"] = total.untimed;
   j["lost_samples"] = total.lost;
   j["symbols"] = top(total.symbols, 16);
@@ -336,9 +333,6 @@ inline nlohmann::json ClearPageJson(const std::string& reason,
       "Wilson score interval, samples taken as independent Bernoulli trials";
   return j;
 }
-
-/// a / b, 0 when b is not positive.
-inline double Ratio(double a, double b) { return b > 0 ? a / b : 0.0; }
 
 /// The point's workload: see the file comment. tasks:threads touches one
 /// shared mapping (task i its i-th share, 2 MiB-aligned), emptying its share

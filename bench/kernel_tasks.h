@@ -84,10 +84,10 @@ struct TaskWindow {
   char error[160] = {};
 
   void Add(const TaskWindow& o) {
-    child_task::AddFields(*this, o, &TaskWindow::ops, &TaskWindow::pages,
-                          &TaskWindow::minflt, &TaskWindow::bytes_sent,
-                          &TaskWindow::bytes_received, &TaskWindow::checked,
-                          &TaskWindow::user_s, &TaskWindow::sys_s);
+    kernel::AddFields(*this, o, &TaskWindow::ops, &TaskWindow::pages,
+                      &TaskWindow::minflt, &TaskWindow::bytes_sent,
+                      &TaskWindow::bytes_received, &TaskWindow::checked,
+                      &TaskWindow::user_s, &TaskWindow::sys_s);
     child_task::KeepFirstError(error, o.error);
   }
   /// Sets minflt, user_s and sys_s from getrusage readings around the op

@@ -34,6 +34,7 @@
 #include "harness/machine/cpu.h"
 #include "harness/machine/memory.h"
 #include "harness/machine/padded_slots.h"
+#include "harness/measure/kernel_probe.h"
 #include "layouts/page.h"
 
 namespace lockline {
@@ -168,7 +169,7 @@ struct CostCtx {
   }
   /// free_hot_page -> free_hot_cold_page (mm/page_alloc.c@v2.6.16; the same
   /// body in 2.6.18): the common base every put_page variant pays once its
-  /// page is free (issue 40 item 9). PageAnon: mapping = NULL;
+  /// page is free. PageAnon: mapping = NULL;
   /// free_pages_check (mapcount, mapping, count and PAGE_FLAGS_CHECK_AT_FREE
   /// read; bad_page counted); local_irq_save; __inc_page_state(pgfree) (the
   /// thread's own counter); list_add on the hot list; local_irq_restore
@@ -215,11 +216,9 @@ class CostWorkload : public Workload {
     threads_ = PaddedSlots<CostThread>(static_cast<std::size_t>(threads),
                                        kDeferConstruction);
     // Each thread's struct pages, mapped here in thread order (so both builds
-    // of a duet draw the same offsets: harness/machine/memory.h LayoutSampling)
-    // and first touched by their thread in SetupThread. On the heap they sat
-    // wherever that thread's malloc arena had got to, which differs between
-    // processes: an A/A build duet read the 1-thread atomic rows -3.9 %
-    // [-5.0, -1.5] (issue 38).
+    // of a duet draw the same offsets: harness/machine/memory.h LayoutSampling,
+    // not wherever a thread's malloc arena had got to) and first touched by
+    // their thread in SetupThread.
     page_mem_.Reset();
     for (int i = 0; i < threads; ++i)
       page_mem_.mem.push_back(AllocSampledObject(sizeof(Page) * kPagesPerThread,
@@ -316,26 +315,25 @@ class CostWorkload : public Workload {
   }
 
   void Report(PointReport& out, double window_seconds, uint64_t ops) override {
-    uint64_t frees = 0, fast = 0, locked = 0, lru_adds = 0, remote = 0,
-             overflows = 0;
+    using T = CostThread;
+    T sum;
     std::vector<const LockStatThread*> stats;
     for (std::size_t i = 0; i < threads_.size(); ++i) {
       const CostThread* t = threads_.get(i);
       if (!t) continue;
-      frees += t->frees;
-      fast += t->fast_frees;
-      locked += t->locked_frees;
-      lru_adds += t->lru_adds;
-      remote += t->remote_frees;
-      overflows += t->ring_overflows;
+      kernel::AddFields(sum, *t, &T::frees, &T::fast_frees, &T::locked_frees,
+                        &T::lru_adds, &T::remote_frees, &T::ring_overflows);
       stats.push_back(&t->lock_stat);
     }
+    const uint64_t frees = sum.frees, fast = sum.fast_frees,
+                   locked = sum.locked_frees;
     const auto share = [](uint64_t a, uint64_t b) {
       return b ? static_cast<double>(a) / static_cast<double>(b) : 0.0;
     };
     out.Metric("fastpath_share", share(fast, frees));
     out.Metric("lru_lock_per_free", share(locked, frees));
-    if (params_.remote) out.Metric("remote_free_share", share(remote, frees));
+    if (params_.remote)
+      out.Metric("remote_free_share", share(sum.remote_frees, frees));
     const double thread_seconds =
         window_seconds * static_cast<double>(threads_.size());
     AddLockStatMetrics(out, SummarizeLockStats(stats, thread_seconds, ops));
@@ -358,10 +356,10 @@ class CostWorkload : public Workload {
     out.details["frees"] = frees;
     out.details["fast_frees"] = fast;
     out.details["frees_taking_lru_lock"] = locked;
-    out.details["lru_adds"] = lru_adds;
+    out.details["lru_adds"] = sum.lru_adds;
     if (params_.remote) {
-      out.details["remote_frees"] = remote;
-      out.details["ring_overflows"] = overflows;
+      out.details["remote_frees"] = sum.remote_frees;
+      out.details["ring_overflows"] = sum.ring_overflows;
     }
     out.details["end_state"] = EndState();
     out.details["scanner"] =
@@ -501,16 +499,9 @@ inline constexpr const char* kDefaultLock = "ttas";
 /// without lock_stat; CostParams::stats false) in the suite of its
 /// instrumented row:
 ///  - atomic and fastpath at 0 %: question 002's rows (plots/verdicts.py
-///    page_free_fast_atomic, issue 40 item 3). 2.6.16's put_page takes
-///    lru_lock at zero whether or not the page is on the LRU
-///    (__page_cache_release, mm/swap.c@v2.6.16), so the atomic side pays
-///    lock_stat's trylock + clock read on every free while the fast path at
-///    0 % never takes the lock: the instrumented pair is biased toward the
-///    fast path (about 0.6 ns at 1 thread). The verdict and its duet
-///    (bench/duet.cpp) take the twins; the instrumented rows stay as
-///    lock_stat evidence (wait share).
+///    page_free_fast_atomic; why they need twins: docs/experiments.md);
 ///  - atomic at 100 %: the contended point (every free takes lru_lock), what
-///    lock_stat costs there (issue 23 item 4).
+///    lock_stat costs there.
 inline bool IsTwinned(const std::string& variant, int on_lru_pct) {
   if (on_lru_pct == 0) return variant == "atomic" || variant == "fastpath";
   return on_lru_pct == 100 && variant == "atomic";
@@ -787,22 +778,13 @@ class RaceWorkload : public Workload {
 
   RaceCounters Sum() const {
     RaceCounters sum;
-    for (const RaceCounters* c : {&freer_, &scanner_}) {
-      sum.frees += c->frees;
-      sum.fast_frees += c->fast_frees;
-      sum.recheck_kept += c->recheck_kept;
-      sum.freed_under_ref += c->freed_under_ref;
-      sum.underflow += c->underflow;
-      sum.double_free += c->double_free;
-      sum.freed_on_lru += c->freed_on_lru;
-      sum.free_page_on_lru += c->free_page_on_lru;
-      sum.bad_list_op += c->bad_list_op;
-      sum.incidents += c->incidents;
-      sum.incidents_referenced += c->incidents_referenced;
-      sum.incidents_on_lru += c->incidents_on_lru;
-      sum.isolations += c->isolations;
-      sum.being_freed += c->being_freed;
-    }
+    using R = RaceCounters;
+    for (const RaceCounters* c : {&freer_, &scanner_})
+      kernel::AddFields(sum, *c, &R::frees, &R::fast_frees, &R::recheck_kept,
+                        &R::freed_under_ref, &R::underflow, &R::double_free,
+                        &R::freed_on_lru, &R::free_page_on_lru, &R::bad_list_op,
+                        &R::incidents, &R::incidents_referenced,
+                        &R::incidents_on_lru, &R::isolations, &R::being_freed);
     return sum;
   }
 

@@ -1,50 +1,14 @@
 // pagevec: pages/s, lru_lock acquisitions per page and lock wait share against
 // the pagevec's batching factor, line offset and sizing formula (BACKGROUND.md
-// sections 1 and 4): the experiment run on the model of
-// bench/pagevec/model.h (what lru_cache_add, release_pages and reclaim do
-// under lru_lock in Linux 2.6.9 and 5.8): its grid, its report and its checks.
-// work_ns:W is the work a kernel path does per page outside the lock (fault,
-// zeroing, page tables): W = cal is calibrated on the machine once per process
-// (WorkCalibration: an anonymous fault-in + munmap per page, minus the
-// model's own single-thread cost per page), W = 0 is the labelled saturated
-// case (every model saturates lru_lock at 2 threads). The work touches what
-// a fault on a fresh page touches (harness/measure/page_work.h): it zeroes
-// the next 4 KiB page of a per-thread ring larger than the
-// thread's share of L2 and L3 (cold: memset, as clear_page writes its 64 lines)
-// and writes the page's page-table entry, then spins for the rest. The default
-// lock is each era's: ttas for 2.6.9 (x86 `lock; decb` byte lock), qspinlock
-// for 5.8; other locks are what-if rows. stats:off rows take lru_lock without
-// lock_stat: every side of a seed comparison (IsVerdictSide: both slot counts,
-// both layouts, offsets 0 and 8, work_ns cal and 0) has one in the suites it is
-// in, at the largest thread count only; the verdicts of questions 000 and 003
-// are answered from them (paired duets on stats:off both sides,
-// bench/duet.cpp), and the instrumented rows give the lock wait share beside
-// them. scanner:on adds one reclaim scanner thread per lock
-// (placed by the helper rule, harness/machine/helpers.h, on a PU no measured
-// thread runs on: scanner rows run only at thread counts that leave it one,
-// Variant::needs_spare_pu; it sleeps between cycles). A worker short of free
-// pages asks for one extra cycle, and a window ends once the scanner has
-// covered the pages it added (design rate:
-// scanner_design_acquisitions_per_page).
-//
-// Row keys (every component key:value; parse by splitting on '/' then on the
-// first ':'):
-//   pagevec/mode:M/slots:S/offset:O/policy:fixed/lock:L/work_ns:W/zones:Z/kernel:K/release:R/scanner:C[/stats:off]/threads:N
-//       generic Linux 5.x header (Pagevec5x layout, run-time slot count S
-//       = 1..255);
-//   pagevec/mode:M/slots:auto/offset:O/policy:4lg|sqrtlg/lock:L/work_ns:W/zones:Z/kernel:K/release:R/scanner:C/threads:N
-//       the 2004 sizing formulas resolved for N = the point's thread count
-//       (metric slots_resolved and details.slots give the count used;
-//       details.formulas the 4lg value for the machine's possible CPUs too);
-//   pagevec/mode:M/layout:K/offset:O/lock:L/work_ns:W/zones:Z/kernel:K/release:R/scanner:C/threads:N
-//       a named struct at its native slot count: K = pagevec_v2_6_9 (16),
-//       pagevec_v2_6_10 (14), pagevec_2004_proposal (15), pagevec_5x15,
-//       pagevec_5x31 (no slots param, so sweeps over slots do not mix them in).
-//   M: deferred (per-CPU pagevec, pages trickle in) | rapid (on-stack pagevec
-//   filled and drained at once); O: bytes past a cache-line boundary; W: cal |
-//   0; Z: 1 (one lock for all threads) | per_numa (one lru_lock per NUMA node,
-//   threads on their local one: the default on multi-node machines); K: 2.6.9
-//   | 5.8; R: unmap | truncate | none; C: off | on.
+// sections 1 and 4): the experiment run on the model of bench/pagevec/model.h
+// (what lru_cache_add, release_pages and reclaim do under lru_lock in Linux
+// 2.6.9 and 5.8): its grid, its report and its checks. work_ns:W, the stats:off
+// twins and scanner:on are described in docs/experiments.md, the row keys'
+// components there too. The default lock is each era's: ttas for 2.6.9 (x86
+// `lock; decb` byte lock), qspinlock for 5.8; other locks are what-if rows.
+// Scanner rows run only at thread counts that leave the scanner a PU
+// (Variant::needs_spare_pu); a worker short of free pages asks for one extra
+// cycle, and a window ends once the scanner has covered the pages it added.
 //
 // Operation: one page added to the LRU (lru_cache_add) and, unless
 // release:none, one page released; pages_per_s = ops_per_s. A thread checks
@@ -380,13 +344,9 @@ inline std::vector<GridPoint> GridPoints() {
 }
 
 /// Whether `p` is a side of a seed comparison whose verdict plots/verdicts.py
-/// gives (PV_2004 / PV_2020): 2.6.9 (unmap, no scanner,
-/// ttas, deferred) 15 and 16 slots at offset 0 and 16 slots at offset 8, at
-/// work_ns cal and 0, and the 2.6.9 / 2.6.10 layouts at offset 0; 5.8
-/// (release:none, scanner, qspinlock) 15 and 31 slots at offset 0, at both
-/// work_ns. Those points get an uninstrumented twin (stats:off) in the suites
-/// they are in: the verdicts are answered from the twins, the instrumented
-/// rows give the wait share beside them.
+/// gives (PV_2004 / PV_2020). Those points get an uninstrumented twin
+/// (stats:off) in the suites they are in: the verdicts are answered from the
+/// twins, the instrumented rows give the wait share beside them.
 inline bool IsVerdictSide(const GridPoint& p) {
   if (p.mode != "deferred" || !p.stats) return false;
   const bool generic_fixed = p.layout.empty() && p.policy == "fixed";
@@ -403,8 +363,8 @@ inline bool IsVerdictSide(const GridPoint& p) {
          (p.slots == 15 || p.slots == 31);
 }
 
-/// Row-key parameters of a grid point (see the file header for the three key
-/// shapes).
+/// Row-key parameters of a grid point (the three key shapes:
+/// docs/experiments.md).
 inline Params ParamsOf(const GridPoint& p) {
   Params params = {{"mode", p.mode}};
   if (!p.layout.empty()) {
@@ -551,7 +511,6 @@ nlohmann::json ScannerDetails(PointReport& out, const PagevecFacts& f,
     pus.push_back(sc.pu);
   }
   const Kernel k = f.cfg.kernel;
-  const HelperColumns cols = HelperColumnsOf(f.scanner_places);
   bool smt = false;
   for (const HelperPlace& hp : f.scanner_places)
     smt = smt || hp.smt_sibling_of_measured;
@@ -562,11 +521,6 @@ nlohmann::json ScannerDetails(PointReport& out, const PagevecFacts& f,
       {"pages_isolated", sum.isolated},
       {"design_acquisitions_per_page", ScannerDesignAcquisitionsPerPage(k)},
       {"holds_per_cycle", ScannerHoldsPerCycle(k)},
-      {"helper_pu", cols.pu},
-      {"helper_core", cols.core},
-      {"helper_numa", cols.numa},
-      {"helper_l3", cols.l3},
-      {"helper_kind", cols.kind},
       {"smt_sibling_of_measured", smt},
       {"pages_freed_by_scanner", sum.freed},
       {"acquisitions", sum.acquisitions},
@@ -574,6 +528,7 @@ nlohmann::json ScannerDetails(PointReport& out, const PagevecFacts& f,
       {"pus", pus},
       {"shares_measured_pu", f.scanner_shares_pu},
   };
+  AddHelperColumnsJson(sj, f.scanner_places);
   sj["workers_spin_yield"] = f.scanner_shares_pu
                                  ? "after_1024_pauses (the scanner shares a "
                                    "measured PU: oversubscribed)"

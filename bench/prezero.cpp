@@ -1,31 +1,18 @@
-// prezero: a userspace model of the 2004 background page pre-zeroing proposal
-// (BACKGROUND.md section 5). Two protocols share one idea -- pages
-// handed out must be zero, a freed page is dirty, a zeroer may clean pages
-// outside the allocation path:
+// prezero: the experiment of the 2004 background page pre-zeroing proposal
+// (BACKGROUND.md section 5; the model, pools, zone->lock and zeroers, is
+// bench/prezero/model.h). Two protocols:
 //   the burst protocol (default; protocol:idle_burst|busy, zeroer:none|
-//     idle_cpus|engine): an idle period in which the zeroer fills a pool of P
-//     pre-zeroed pages, then a burst of B allocations at full speed; see the
-//     section comment at BurstWorkload;
+//     idle_cpus|engine): see the section comment at BurstWorkload;
+//     protocol:idle_burst_vs_busy runs its two sides as paired bursts of one
+//     thread team (BurstPairWorkload);
 //   the steady-state modes (mode:zero_on_alloc|prezeroed_idle|prezeroed_busy;
 //     quick and full): allocations and frees in a loop, with `idle_us` of sleep
 //     between allocations or none, and a zeroer on its own PU (prezeroed_busy
 //     is that steady state with an allocator that never sleeps, not a busy
-//     machine);
-//   protocol:idle_burst_vs_busy: the burst protocol's two sides as paired
-//     bursts of one thread team (BurstPairWorkload).
-// Every allocation is a modelled page fault: after it, the rest of this
-// machine's anonymous fault path (calibrated, less its zeroing: FaultRest)
-// runs as a spin outside the pool lock, so the rows' rate, faults_per_s, is
-// question 004's unit.
-// Helper threads are placed by harness/machine/helpers.h (own core, the
-// measured threads' NUMA node, never an SMT sibling of a measured thread; the
-// burst protocol's idle-CPU zeroers one per NUMA node, NodeZeroerPlaces) and
-// rows record helper_pu / helper_core / helper_numa. Contention regime: the
-// pool lock (PoolLock: zone->lock, a spinlock), held only to pop / push. Not
-// measured: the kernel's buddy allocator and fault path (see the `fault`
-// family). The model (the pools, zone->lock, the zeroers) is
-// bench/prezero/model.h; this file is the experiment: the allocating
-// threads, the grid, the rows' report and the checks.
+//     machine).
+// Every allocation is a modelled page fault (FaultRest), so the rows' rate,
+// faults_per_s, is question 004's unit. Not measured: the kernel's buddy
+// allocator and fault path (see the `fault` family).
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -138,6 +125,9 @@ struct alignas(kCacheLine) AllocCounts {
   }
 };
 
+/// a / b, or 0 when b is not positive.
+inline double Ratio(double a, double b) { return b > 0 ? a / b : 0.0; }
+
 /// The sum of every thread's counts.
 inline AllocCounts SumCounts(const PaddedSlots<AllocCounts>& counts) {
   AllocCounts t;
@@ -158,12 +148,7 @@ inline void ReportPoolDetails(nlohmann::json& d, const AllocCounts& t,
   d["self_zeroed"] = t.self_zeroed;
   d["nonzero_pages"] = t.nonzero;
   d["zeroer_pages"] = zeroer_pages;
-  const HelperColumns cols = HelperColumnsOf(places);
-  d["helper_pu"] = cols.pu;
-  d["helper_core"] = cols.core;
-  d["helper_numa"] = cols.numa;
-  d["helper_l3"] = cols.l3;
-  d["helper_kind"] = cols.kind;
+  AddHelperColumnsJson(d, places);
   d["fault_rest"] = FaultRestJson(rest);
 }
 
@@ -239,21 +224,15 @@ class PrezeroWorkload : public Workload {
   void Report(PointReport& out, double window_seconds, uint64_t ops) override {
     StopZeroer();  // quiescent pool for Report and Verify
     const AllocCounts t = Totals();
+    const auto allocs = static_cast<double>(t.allocs);
     // One allocation = one modelled fault (FaultRest): faults/s.
-    out.Metric("faults_per_s", window_seconds > 0
-                                   ? static_cast<double>(ops) / window_seconds
-                                   : 0);
-    out.Metric("prezeroed_share", t.allocs > 0
-                                      ? static_cast<double>(t.prezeroed) /
-                                            static_cast<double>(t.allocs)
-                                      : 0);
-    out.Metric("zeroer_pages_per_s",
-               window_seconds > 0
-                   ? static_cast<double>(zeroer_pages_.load()) / window_seconds
-                   : 0);
-    out.Metric("alloc_ns", t.allocs > 0 ? static_cast<double>(t.alloc_ns) /
-                                              static_cast<double>(t.allocs)
-                                        : 0);
+    out.Metric("faults_per_s", Ratio(static_cast<double>(ops), window_seconds));
+    out.Metric("prezeroed_share",
+               Ratio(static_cast<double>(t.prezeroed), allocs));
+    out.Metric(
+        "zeroer_pages_per_s",
+        Ratio(static_cast<double>(zeroer_pages_.load()), window_seconds));
+    out.Metric("alloc_ns", Ratio(static_cast<double>(t.alloc_ns), allocs));
     auto& d = out.details;
     d["mode"] = ModeName(mode_);
     d["method"] = ZeroMethodName(method_);
@@ -311,13 +290,9 @@ class PrezeroWorkload : public Workload {
  private:
   AllocCounts Totals() const { return SumCounts(counts_); }
 
-  // The zeroer's PU by the helper rule (harness/machine/helpers.h
-  // PlaceHelpersNear: a free core of the measured threads' L3 / node, else of
-  // the nearest other node, else a flagged idle SMT sibling of a measured
-  // thread); with no free PU at all (the runner runs such a point only
-  // under --oversubscribe: needs_spare_pu), the plan's last PU, shared
-  // (SCHED_IDLE then only takes its idle time; the row says so). -1 (unbound)
-  // without a host topology (tests).
+  // The zeroer's PU by the helper rule (PlaceHelpersNear); with no free PU
+  // at all (only under --oversubscribe: needs_spare_pu), the plan's last PU,
+  // shared at SCHED_IDLE. -1 (unbound) without a host topology (tests).
   void PickZeroerPu() {
     if (env_.topology == nullptr || !env_.topology->is_host()) return;
     if (env_.plan == nullptr) return;
@@ -390,32 +365,25 @@ class PrezeroWorkload : public Workload {
 // pool of pre-zeroed pages filled while the machine sits idle, then a burst of
 // faults; Robin Holt's objection is that a busy machine never has an idle
 // period, so the pool is empty. One point = one repetition = one protocol run:
-//   Prepare: free memory of max(B, P) pages, all dirty, in order-4 blocks
-//     (16 pages, 64 KiB, the buddy order the Altix BTE was limited to);
-//     protocol:idle_burst: the zeroer(s) fill the pre-zeroed pool (at most P
-//     pages) during an idle period of up to kIdleMs while the measured threads
-//     sleep (ended early once the pool is full); protocol:busy: no idle period,
-//     the zeroer(s) start with the burst.
+//   Prepare: free memory of max(B, P) dirty pages in order-4 blocks
+//     (BurstPool); protocol:idle_burst: the zeroer(s) fill the pre-zeroed pool
+//     (at most P pages) during an idle period of up to kIdleMs while the
+//     measured threads sleep (ended early once the pool is full);
+//     protocol:busy: no idle period, the zeroer(s) start with the burst.
 //   The window: a burst of B allocations at full speed by N threads: a page
 //     from the pre-zeroed pool when there is one, else a dirty page zeroed by
 //     the allocating thread (rep stosb, the clear_page_erms analogue); every
 //     page is checked zero, touched and held (a burst of faults keeps its
 //     memory).
 // allocs/s therefore falls towards the zero-on-alloc rate (zeroer:none) once B
-// exceeds what the pool held. Who zeroes: zeroer:idle_cpus, one SCHED_IDLE
-// thread per NUMA node of the measured threads (scrubd's shape: one kernel
-// thread per node on its most idle CPU), on a spare PU of the node by the
-// helper rule, else sharing the node's least-loaded measured PU (it then runs
-// only while that PU's measured thread sleeps: the idle period); nothing is
-// zeroed where every PU is busy. protocol:busy (Holt's objection, a busy
-// machine) runs an allocating thread on every usable PU of the run (all but
-// one under zeroer:engine, whose thread stands for the engine). zeroer:engine,
-// one dedicated helper thread (the Altix block-transfer engine analogue) at
-// normal priority on a spare PU meeting the helper rule, zeroing only whole
-// order-4 blocks with non-temporal stores (they bypass the caches as a DMA
-// engine's writes do). Not modelled: the engine's own bandwidth and setup cost,
-// the buddy allocator's merging (freed pages are not re-merged: one burst per
-// point).
+// exceeds what the pool held. zeroer:idle_cpus: one SCHED_IDLE zeroer per NUMA
+// node (NodeZeroerPlaces). protocol:busy (Holt's busy machine) runs an
+// allocating thread on every usable PU of the run (all but one under
+// zeroer:engine). zeroer:engine: one dedicated helper (the Altix
+// block-transfer engine analogue) at normal priority on a spare PU, zeroing
+// only whole order-4 blocks with non-temporal stores (they bypass the caches
+// as a DMA engine's writes do). Not modelled: the engine's own bandwidth and
+// setup cost, the buddy allocator's merging (one burst per point).
 
 /// Idle period T of protocol:idle_burst, ms: an upper bound; it ends early
 /// once the pool is full (an unloaded zeroer fills 16 MiB in a few ms).
@@ -515,16 +483,14 @@ class BurstWorkload : public Workload {
   void Report(PointReport& out, double window_seconds, uint64_t ops) override {
     StopZeroers();
     const AllocCounts t = Totals();
-    const auto ratio = [](double a, double b) { return b > 0 ? a / b : 0.0; };
+    const auto pool = static_cast<double>(pool_pages_);
     // One allocation = one modelled fault (FaultRest): faults/s.
-    out.Metric("faults_per_s", ratio(static_cast<double>(ops), window_seconds));
-    out.Metric("prezeroed_share", ratio(static_cast<double>(t.prezeroed),
+    out.Metric("faults_per_s", Ratio(static_cast<double>(ops), window_seconds));
+    out.Metric("prezeroed_share", Ratio(static_cast<double>(t.prezeroed),
                                         static_cast<double>(t.allocs)));
-    out.Metric("burst_over_pool", ratio(static_cast<double>(burst_),
-                                        static_cast<double>(pool_pages_)));
+    out.Metric("burst_over_pool", Ratio(static_cast<double>(burst_), pool));
     out.Metric("pool_fill_at_burst",
-               ratio(static_cast<double>(zeroed_at_start_),
-                     static_cast<double>(pool_pages_)));
+               Ratio(static_cast<double>(zeroed_at_start_), pool));
     const uint64_t zp = zeroer_pages_.load();
     out.Metric("zeroer_pages_idle", static_cast<double>(zeroer_pages_idle_));
     out.Metric("zeroer_pages_burst",
@@ -708,8 +674,7 @@ class BurstWorkload : public Workload {
     const bool bind = env_.topology != nullptr && env_.topology->is_host();
     for (const HelperPlace& place : places_) {
       zeroers_.emplace_back([this, place, engine, bind] {
-        // Unbound when binding fails: the row's helper_pu still names the
-        // intended PU.
+        // Unbound when binding fails (helper_pu names the intended PU).
         EnterZeroerPlace(bind ? env_.topology : nullptr, place.pu, !engine);
         RunBurstZeroer(*pool_, engine, run_, quit_, busy_, zeroer_pages_);
       });
@@ -753,22 +718,16 @@ class BurstWorkload : public Workload {
 /// discarded warm-up pair.
 inline constexpr int kBurstPairs = 16;
 
-/// protocol:idle_burst_vs_busy: the busy-machine
-/// comparison as paired bursts. One repetition (one window, fixed work) runs
-/// 1 + kBurstPairs pairs of bursts on one thread team: side A is
-/// protocol:idle_burst (the idle period, then the burst), side B
-/// protocol:busy (no idle period, the zeroers start with the burst), both
-/// zeroer:idle_cpus with the same places, in a seeded random order within
-/// each pair (harness/measure/duet.h DuetSchedule). Before each burst thread 0
-/// resets that side's pool (BurstWorkload::PrepareBurst: every page dirty
-/// again, and A's idle period) while the other threads sleep in a barrier; each
-/// burst is timed by its threads (first start to last end), so the idle periods
-/// and resets are outside the pairs' faults/s. The pairs are the row's
-/// details.duet.pairs (A and B faults/s), read by plots/verdicts.py as
-/// paired windows of one coherence regime: the repetitions of the separate
-/// idle_burst and busy rows fell in different regimes too often to resolve
-/// (\"too few same-regime repetitions\"). The row's own ops_per_s includes
-/// the idle periods and resets: not a rate of either side.
+/// Paired bursts of two sides (e.g. protocol:idle_burst_vs_busy). One
+/// repetition (one window, fixed work) runs 1 + kBurstPairs pairs of bursts on
+/// one thread team, A and B in a seeded random order within each pair
+/// (harness/measure/duet.h DuetSchedule). Before each burst thread 0 resets
+/// that side's pool (BurstWorkload::PrepareBurst, with its idle period) while
+/// the other threads sleep in a barrier; each burst is timed by its threads
+/// (first start to last end), so the idle periods and resets are outside the
+/// pairs' faults/s. The pairs are the row's details.duet.pairs, read by
+/// plots/verdicts.py as paired windows of one coherence regime (the separate
+/// rows' repetitions fell in different regimes too often to resolve).
 class BurstPairWorkload : public Workload {
  public:
   /// One side of a pair: a burst protocol and its zeroer.
@@ -789,7 +748,6 @@ class BurstPairWorkload : public Workload {
     return std::string("protocol:") + ProtocolName(s.protocol) +
            " zeroer:" + ZeroerName(s.zeroer);
   }
-  ~BurstPairWorkload() override = default;
 
   bool fixed_work() const override { return true; }
 
@@ -1041,8 +999,8 @@ std::vector<Variant> BurstVariants(int usable) {
       }
     }
   }
-  // The question's comparisons at B = P as paired bursts of one team (issue
-  // 40 item 8): zero on allocation against each zeroer after idle (1
+  // The question's comparisons at B = P as paired bursts of one team:
+  // zero on allocation against each zeroer after idle (1
   // thread), and the busy machine against the idle one (every usable PU).
   using S = BurstPairWorkload::Side;
   v.push_back(MakeBurstPairVariant(S{Protocol::kIdleBurst, Zeroer::kNone},

@@ -1,40 +1,12 @@
 // zone_lock: the family's table and registration. The model (Linux 4.0's
 // order-0 allocation and free under zone->lock, the 3484b2de9499 regression
 // and its fix a368ab67aa55) is bench/zone_lock.h; its 112 zone layouts are
-// compiled in bench/zone_lock/.
-// work_ns:W is the work a kernel fault path does per page outside zone->lock
-// (page tables, clear_page, LRU add, the unmap): W = cal is calibrated on the
-// machine once per process (CalibratedWork, harness/measure/page_work.h as
-// pagevec's: an anonymous fault-in + munmap per page, minus this model's own
-// single-thread cost per alloc+free pair at work_ns:0, clamped at 0), W = 0 is
-// the labelled saturated case (threads do nothing between zone->lock holds
-// but the pcp and fair-zone work). The work runs outside the lock, half after
-// each allocation (it zeroes the next, cache-cold 4 KiB page of a per-thread
-// ring larger than the thread's share of the caches, memset, as clear_page
-// writes a page's lines, writes its page-table entry, and spins in
-// registers; harness/measure/page_work.h, issue 40 item 6) and half before
-// each free (a spin: the unmap's share), so both phases of a burst cost alike
-// per step (SplitWork). With work (W > 0) a thread's burst is 16384 pages
-// (kWorkBurstPages, 64 MiB: half of page_fault1's 128 MiB per task), so
-// zone->lock is taken once per 31 pages in each phase as page_fault1 takes it
-// (0.0640 holds per page against page_fault1's 0.0643; 16 batches took
-// 0.0445: issue 40 item 5). Simplified: the kernel's unmap phase is shorter
-// per page than its fault phase; struct pages are warmer than the kernel's.
-// stats:off rows take zone->lock with plain lock()/unlock(), without
-// lock_stat: every side of a question-001 verdict (before/after free_area,
-// pcp_batch 31, cma, 64-byte lines; each lock the verdicts use; work_ns cal
-// and 0) has one in the suites it is in, at the largest thread count only.
-// The verdicts are answered from them (paired duets on stats:off both sides,
-// bench/duet.cpp); the instrumented rows give zone->lock's wait share beside
-// them (issue 40 item 3).
-//
-// Row keys (every component key:value; parse by splitting on '/' then on the
-// first ':'):
-//   zone_lock/layout:P/lock:L/pcp_batch:B/line:S/config:C/zones:Z/work_ns:W[/stats:off]/threads:N
-//   P: lock_before_free_area (3484b2de9499) | lock_after_free_area
-//   (a368ab67aa55, v4.0) | lock_own_line | lock_in_readmostly_line; L: the
-//   lock table; B: 31 (4.0's) | 0 (counter-example) | 63; S: 64 | 128; C: cma
-//   | no_cma; Z: 1 | per_numa; W: cal | 0.
+// compiled in bench/zone_lock/. work_ns:W (the fault path's work per page
+// outside zone->lock: cal or the labelled saturated 0) is split between
+// allocation and free (SplitWork) over a burst of kWorkBurstPages; stats:off
+// rows (plain lock()/unlock(), without lock_stat) exist for every side of a
+// question-001 verdict, at the largest thread count only: docs/experiments.md
+// describes both, and the row keys.
 #include "bench/zone_lock.h"
 
 #include <algorithm>
@@ -118,7 +90,7 @@ Suite SuiteOf(const GridPoint& p, bool multi_node) {
   return at_cal == Suite::kQuick ? Suite::kDefault : Suite::kFull;
 }
 
-/// The point's key parameters (see the key in the file header).
+/// The point's key parameters (the key: docs/experiments.md).
 Params ParamsOf(const GridPoint& p) {
   Params params = {{"layout", PlacementName(p.placement)},
                    {"lock", p.lock},
@@ -208,7 +180,7 @@ std::vector<Variant> ZoneLockVariants(const std::vector<PuInfo>& order) {
   const bool multi_node = CountNumaNodes(order) > 1;
   std::vector<Variant> out;
   ForEachLock([&]<class L>() {
-    ForEachPlacement([&]<ZoneLockPlacement P>() {
+    ForEachOf<kAllZoneLockPlacements>([&]<ZoneLockPlacement P>() {
       for (const std::size_t line : kLines) {
         for (const ZoneConfig config : kAllZoneConfigs) {
           for (const int batch : kPcpBatches) {

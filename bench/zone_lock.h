@@ -109,10 +109,9 @@ static_assert(kStepsPerStopCheck % 2 == 0, "windows hold whole pairs");
 /// On the instrumented rows (lock_stat on) every kHoldTimeEvery-th refill and
 /// drain is timed from acquisition to release (two NowNs, ~20-40 ns, inside
 /// the section timed): a 1-in-64 sample, as lock_stat's hold sample, so the
-/// clock reads add < 1 ns to the mean hold (issue 23: every 4th inflated a
-/// quarter of the holds). The uninstrumented twins (stats:off), which answer
-/// question 001, read no clock inside any hold (issue 40 item 3): they have
-/// no hold_ns_per_refill / hold_ns_per_drain.
+/// clock reads add < 1 ns to the mean hold (every 4th inflated a quarter of
+/// the holds). The uninstrumented twins (stats:off), which answer question
+/// 001, read no clock inside any hold: no hold_ns_per_refill / _per_drain.
 constexpr uint64_t kHoldTimeEvery = 64;
 
 /// zone_batchsize() of Linux 4.0 for a zone of `managed` pages (4 KiB pages).
@@ -144,12 +143,10 @@ inline int BurstPages(int threads, int batch, bool quick) {
 /// allocation phase (up to high = 186 pages that never reach zone->lock) is
 /// under 1 % of the cycle and zone->lock is taken once per `batch` pages in
 /// both phases, as page_fault1's cycle takes it: 0.0640 holds per page at
-/// batch 31 against page_fault1's 0.0643 and 2/31 = 0.0645 (issue 40 item 5:
-/// the former burst of 16 batches, 496 pages, recycled 186 of every 496
-/// pages through the pcp list and took 0.0445). The work per page is split
-/// between the allocation and the free step (WorkSplit), so every step costs
-/// alike and a window inside either phase times the cycle's mix of refills,
-/// drains and work.
+/// batch 31 against page_fault1's 0.0643 and 2/31 = 0.0645 (a burst of 16
+/// batches recycled 186 of every 496 pages through the pcp list: 0.0445). The
+/// work per page is split between the allocation and the free step
+/// (WorkSplit), so a window inside either phase times the cycle's mix.
 inline constexpr int kWorkBurstPages = 16384;
 /// The burst of a point with work, at least 16 batches (so a pcp_batch:63
 /// cycle still refills and drains).
@@ -230,7 +227,7 @@ struct Counters {
   HoldTimes refill_hold, drain_hold;  ///< sampled holds (kHoldTimeEvery)
   /// Buddy merges (FreeOne) and splits (expand) this thread's holds did:
   /// counted in locals under the lock and added here after the release, so
-  /// no line of ours is written inside a hold (issue 40 item 4).
+  /// no line of ours is written inside a hold.
   uint64_t merges = 0, splits = 0;
 };
 
@@ -513,13 +510,8 @@ class ZoneLockWorkload final : public Workload {
                    high_, burst_, options_);
   }
 
-  /// Page conservation, list integrity and the buddy invariants, per zone:
-  /// the buddy allocator's lists pass buddy::BuddyAllocator::Check (well-formed
-  /// circles, PageBuddy heads of the right order and alignment, nr_free
-  /// matching, no unmerged free buddies); every page of the pool is in exactly
-  /// one free block, one thread's pcp list (its length = pcp_count, entries not
-  /// PageBuddy) or held by one thread; vm_stat[NR_FREE_PAGES] plus the zone's
-  /// threads' unfolded diffs equals the pages in free blocks. Call with the
+  /// Page conservation, list integrity and the buddy invariants, per zone
+  /// (buddy::BuddyAllocator::Check, then VerifyZoneThreads). Call with the
   /// threads quiescent.
   std::string Verify() override {
     for (std::size_t zi = 0; zi < zones_.size(); ++zi) {
@@ -840,34 +832,15 @@ class ZoneLockWorkload final : public Workload {
   PaddedSlots<PerThread> per_thread_;
 };
 
-/// Calls f.template operator()<P>() for every placement of
-/// kAllZoneLockPlacements, in table order.
-template <class F, std::size_t... I>
-void ForEachPlacementImpl(F& f, std::index_sequence<I...>) {
-  (f.template operator()<kAllZoneLockPlacements[I]>(), ...);
+/// Calls f.template operator()<kTable[i]>() for every entry of kTable, in
+/// table order (kAllZoneLockPlacements, kLines, kAllZoneConfigs).
+template <const auto& kTable, class F, std::size_t... I>
+void ForEachOfImpl(F& f, std::index_sequence<I...>) {
+  (f.template operator()<kTable[I]>(), ...);
 }
-template <class F>
-void ForEachPlacement(F&& f) {
-  ForEachPlacementImpl(
-      f, std::make_index_sequence<std::size(kAllZoneLockPlacements)>{});
-}
-/// Calls f.template operator()<kLine>() for every line size of kLines.
-template <class F, std::size_t... I>
-void ForEachLineImpl(F& f, std::index_sequence<I...>) {
-  (f.template operator()<kLines[I]>(), ...);
-}
-template <class F>
-void ForEachLine(F&& f) {
-  ForEachLineImpl(f, std::make_index_sequence<std::size(kLines)>{});
-}
-/// Calls f.template operator()<C>() for every config of kAllZoneConfigs.
-template <class F, std::size_t... I>
-void ForEachConfigImpl(F& f, std::index_sequence<I...>) {
-  (f.template operator()<kAllZoneConfigs[I]>(), ...);
-}
-template <class F>
-void ForEachConfig(F&& f) {
-  ForEachConfigImpl(f, std::make_index_sequence<std::size(kAllZoneConfigs)>{});
+template <const auto& kTable, class F>
+void ForEachOf(F&& f) {
+  ForEachOfImpl<kTable>(f, std::make_index_sequence<std::size(kTable)>{});
 }
 
 /// The workload of lock `lock` (a kName of the lock table), placement P, line
@@ -884,9 +857,9 @@ std::unique_ptr<Workload> MakeZoneLockWorkload(
     const PointEnv& env, int batch, int zones, const Options& options = {}) {
   std::unique_ptr<Workload> w;
   WithLock(lock, [&]<class L>() {
-    ForEachLine([&]<std::size_t kLine>() {
+    ForEachOf<kLines>([&]<std::size_t kLine>() {
       if (line != kLine) return;
-      ForEachConfig([&]<ZoneConfig C>() {
+      ForEachOf<kAllZoneConfigs>([&]<ZoneConfig C>() {
         if (config != C) return;
         w = std::make_unique<ZoneLockWorkload<L, P, kLine, C>>(env, batch,
                                                                zones, options);

@@ -64,9 +64,8 @@ inline unsigned long PageZoneId(const Page& p) {
 /// (FA = FreeAreaOf<MIGRATE_TYPES>). The caller holds zone->lock around every
 /// call except Init and Check, and keeps NR_FREE_PAGES itself (the counts are
 /// returned). Not thread-safe by itself. It writes nothing of its own: the
-/// object is read-only after construction (issue 40 item 4: merge and split
-/// counters in it were one more line written under every hold, in a heap
-/// object every thread of the zone shares, which the kernel does not write).
+/// object is read-only after construction (counters in it would be one more
+/// shared line written under every hold, which the kernel does not write).
 /// Merges are FreeOne's returned order minus the order freed; splits are
 /// RmqueueSmallest's `splits` out-parameter (the caller's own variable).
 template <class FA>

@@ -86,20 +86,10 @@ inline void ListDel(ListHead* entry) {
   entry->next = ListPoison1();
   entry->prev = ListPoison2();
 }
-/// list_del_init: unlink and leave the entry as an empty list.
-inline void ListDelInit(ListHead* entry) {
-  ListUnlink(entry);
-  ListInit(entry);
-}
 /// list_move: unlink from its list and add after `head`.
 inline void ListMove(ListHead* entry, ListHead* head) {
   ListUnlink(entry);
   ListAdd(entry, head);
-}
-/// list_move_tail: unlink from its list and add before `head`.
-inline void ListMoveTail(ListHead* entry, ListHead* head) {
-  ListUnlink(entry);
-  ListAddTail(entry, head);
 }
 /// list_empty.
 inline bool ListEmpty(const ListHead* head) { return head->next == head; }
@@ -221,14 +211,6 @@ inline bool PageActive(const Page& page) {
 }
 inline void SetPageActive(Page& page) { SetPageFlag(page, kPgActive); }
 inline void ClearPageActive(Page& page) { ClearPageFlag(page, kPgActive); }
-/// PageReferenced / SetPageReferenced / ClearPageReferenced.
-inline bool PageReferenced(const Page& page) {
-  return TestPageFlag(page, kPgReferenced);
-}
-inline void SetPageReferenced(Page& page) { SetPageFlag(page, kPgReferenced); }
-inline void ClearPageReferenced(Page& page) {
-  ClearPageFlag(page, kPgReferenced);
-}
 
 // Reference count (include/linux/mm.h, 4.0). atomic_read/atomic_set are plain
 // accesses; atomic_inc has no ordering; atomic_dec_and_test and

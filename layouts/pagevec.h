@@ -194,8 +194,8 @@ inline int pagevec_add(PV& pv, Page* page) {
 /// Runtime-sized 5.x pagevec for batch-size sweeps (1..255 slots): the same
 /// bytes as Pagevec5x<N> (nr at 0, percpu_pvec_drained at 1, pages at 8) in
 /// caller-provided storage of Pagevec5xBytes(slots) bytes, 8-byte aligned
-/// (place it with AlignedWithOffset / PlacedAt-style buffers to choose its line
-/// offset). The view itself is a handle, not the pagevec.
+/// (place it with AlignedWithOffset to choose its line offset). The view itself
+/// is a handle, not the pagevec.
 struct PagevecView {
   unsigned char* nr = nullptr;
   bool* percpu_pvec_drained = nullptr;

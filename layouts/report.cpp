@@ -418,7 +418,7 @@ const LayoutInfo* FindLayout(const std::string& name) {
   static std::mutex mu;
   static std::deque<LayoutInfo> sweeps;
   // pagevec_5x(\d{1,3})/offset:(\d{1,4})/line:(\d{1,4}), parsed by hand:
-  // <regex> alone was a third of this file's compile time (issue 28).
+  // <regex> alone was a third of this file's compile time.
   std::string_view rest = name;
   std::size_t slots = 0, offset = 0, line = 0;
   if (!TakePrefix(rest, "pagevec_5x") || !TakeDigits(rest, 3, &slots) ||

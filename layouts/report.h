@@ -60,13 +60,9 @@ std::vector<std::string> FieldsSharingLine(const LayoutInfo& info,
 bool SharesLine(const LayoutInfo& info, const std::string& a,
                 const std::string& b);
 
-/// pahole-style text: `struct name {`, one member per line with `/* offset size
-/// */`,
-/// `/* --- cacheline N boundary (B bytes) --- */` markers, `/* XXX N bytes hole
-/// */`, then
-/// `/* size: S, cachelines: C, members: M */`, padding, and for a lock-carrying
-/// layout
-/// `/* lock line shares with: a, b */`.
+/// pahole-style text: one member per line with its offset and size, cacheline
+/// boundary and hole markers, then size / cachelines / members, padding, and
+/// for a lock-carrying layout the fields sharing the lock's line.
 std::string FormatPahole(const LayoutInfo& info);
 
 /// Machine-readable form: name, kernel, note, size, align, line, base_offset,

@@ -102,16 +102,6 @@ constexpr const char* ZoneConfigDescription(ZoneConfig c) {
              : "CONFIG_CMA=n: MIGRATE_TYPES 5, free_area 88 bytes (the fixed "
                "lock shares the line of flags)";
 }
-/// Parses "cma" / "no_cma"; false (and `out` untouched) for anything else.
-inline bool ParseZoneConfig(std::string_view name, ZoneConfig* out) {
-  for (ZoneConfig c : kAllZoneConfigs) {
-    if (name == ZoneConfigName(c)) {
-      *out = c;
-      return true;
-    }
-  }
-  return false;
-}
 /// MIGRATE_TYPES of a config: 6 with CMA, 5 without.
 constexpr int MigrateTypesOf(ZoneConfig c) {
   return c == ZoneConfig::kCma ? 6 : 5;
@@ -203,17 +193,6 @@ constexpr const char* PlacementDescription(ZoneLockPlacement p) {
              "(counter-example)";
   }
   return "?";
-}
-/// Parses a placement name; false (and `out` untouched) for anything else.
-/// Accepted names are those of PlacementName.
-inline bool ParsePlacement(std::string_view name, ZoneLockPlacement* out) {
-  for (ZoneLockPlacement p : kAllZoneLockPlacements) {
-    if (name == PlacementName(p)) {
-      *out = p;
-      return true;
-    }
-  }
-  return false;
 }
 
 /// `struct zone`, Linux 4.0, with `Lock` as spinlock_t (both zone->lock and

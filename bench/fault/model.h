@@ -25,6 +25,7 @@
 
 #include "bench/child_task.h"
 #include "harness/machine/restore.h"
+#include "harness/measure/kernel_probe.h"
 
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23  // Linux 5.14 uapi value, for older libc headers
@@ -81,10 +82,10 @@ struct TaskResult {
   char error[160] = {};          ///< failing call, or empty
 
   void Add(const TaskResult& o) {
-    child_task::AddFields(*this, o, &TaskResult::user_s, &TaskResult::sys_s,
-                          &TaskResult::wall_s, &TaskResult::passes,
-                          &TaskResult::pages, &TaskResult::populate_faults,
-                          &TaskResult::touch_faults);
+    kernel::AddFields(*this, o, &TaskResult::user_s, &TaskResult::sys_s,
+                      &TaskResult::wall_s, &TaskResult::passes,
+                      &TaskResult::pages, &TaskResult::populate_faults,
+                      &TaskResult::touch_faults);
     child_task::KeepFirstError(error, o.error);
   }
 };

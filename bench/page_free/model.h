@@ -24,7 +24,7 @@
 //     get_page_unless_zero first, ClearPageLRU only after ("the page release
 //     code relies on it"); 2.6.18 mm/swap.c:233-242 __page_cache_release:
 //     lru_lock (irqsave) only `if (PageLRU(page))`, __ClearPageLRU, no
-//     re-check (re-read in rocklee104/linux-2.6.18 for issue 23); 2.6.18
+//     re-check (read in rocklee104/linux-2.6.18); 2.6.18
 //     include/linux/mm.h:308-311 get_page_unless_zero = atomic_inc_not_zero.
 // The model's refcount is unbiased (0 = free); get_page_testone(p) is
 // "increment, and the old count was 0".

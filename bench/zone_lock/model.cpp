@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "bench/zone_lock.h"
+#include "harness/measure/kernel_probe.h"
 
 namespace lockline::zone_lock {
 namespace {
@@ -30,21 +31,12 @@ Counters SumCounters(const PaddedSlots<PerThread>& per_thread,
     const PerThread* t = per_thread.get(i);
     stats.push_back(t ? &t->stat : nullptr);
     if (!t) continue;
-    const Counters& c = t->c;
-    sum.ops += c.ops;
-    sum.steps += c.steps;
-    sum.allocs += c.allocs;
-    sum.refills += c.refills;
-    sum.drains += c.drains;
-    sum.alloc_failures += c.alloc_failures;
-    sum.watermark_failures += c.watermark_failures;
-    sum.stat_folds += c.stat_folds;
-    sum.fair_resets += c.fair_resets;
-    sum.fair_depletions += c.fair_depletions;
-    sum.refill_hold.ns += c.refill_hold.ns;
-    sum.refill_hold.samples += c.refill_hold.samples;
-    sum.drain_hold.ns += c.drain_hold.ns;
-    sum.drain_hold.samples += c.drain_hold.samples;
+    using C = Counters;
+    kernel::AddFields(sum, t->c, &C::ops, &C::steps, &C::allocs, &C::refills,
+                      &C::drains, &C::alloc_failures, &C::watermark_failures,
+                      &C::stat_folds, &C::fair_resets, &C::fair_depletions);
+    for (auto h : {&C::refill_hold, &C::drain_hold})
+      kernel::AddFields(sum.*h, t->c.*h, &HoldTimes::ns, &HoldTimes::samples);
   }
   return sum;
 }
@@ -187,7 +179,7 @@ void ReportZoneLock(PointReport& out, double window_seconds, uint64_t ops,
   out.Metric("work_ns", static_cast<double>(options.work_ns));
   // zone->lock holds per page (one alloc+free pair): refills + drains per
   // pair; page_fault1's 128 MiB cycle at batch 31 takes 0.0643 (2/31 less
-  // the pcp carry-over), issue 40 item 5.
+  // the pcp carry-over).
   if (sum.ops > 0 && batch > 0) {
     out.Metric("zone_lock_holds_per_page",
                static_cast<double>(sum.refills + sum.drains) /

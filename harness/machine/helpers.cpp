@@ -327,4 +327,14 @@ nlohmann::json CpuKindsJson(const TopologySummary& s) {
            w.empty() ? nlohmann::json::array() : nlohmann::json::array({w})}};
 }
 
+void AddHelperColumnsJson(nlohmann::json& d,
+                          const std::vector<HelperPlace>& places) {
+  const HelperColumns cols = HelperColumnsOf(places);
+  d["helper_pu"] = cols.pu;
+  d["helper_core"] = cols.core;
+  d["helper_numa"] = cols.numa;
+  d["helper_l3"] = cols.l3;
+  d["helper_kind"] = cols.kind;
+}
+
 }  // namespace lockline

@@ -108,4 +108,9 @@ nlohmann::json HelperPlanJson(const Topology& topo, const ThreadPlan& plan,
 /// [UnrankedKindsWarning] or []}.
 nlohmann::json CpuKindsJson(const TopologySummary& s);
 
+/// Writes HelperColumnsOf(places) into `d` as "helper_pu", "helper_core",
+/// "helper_numa", "helper_l3" and "helper_kind".
+void AddHelperColumnsJson(nlohmann::json& d,
+                          const std::vector<HelperPlace>& places);
+
 }  // namespace lockline
