@@ -1,12 +1,7 @@
-// Machine topology through hwloc: loading (host, XML file, synthetic
-// description), the usable PUs (allowed cpuset intersected with online PUs and,
-// on the host, with the affinity mask the process started with),
-// placement orders (--pin), thread-count lists
-// (--threads), per-thread-count plans (--plan) and thread binding with
-// read-back.
-//
-// Everything except BindThisThread works on any loaded topology, so a 1024-PU
-// plan is unit tested on a 2-core machine.
+// Machine topology through hwloc: loading (host, XML file, synthetic), the
+// usable PUs, placement orders (--pin), thread-count lists (--threads), plans
+// (--plan) and thread binding with read-back. Everything but BindThisThread
+// works on any loaded topology, so a 1024-PU plan is tested on 2 cores.
 #pragma once
 
 #include <hwloc.h>
@@ -33,17 +28,13 @@ class TopologyError : public std::runtime_error {
 struct PuInfo {
   int os_index = -1;
   int logical_index = -1;
-  int core = -1;  ///< logical index of the Core
-  int smt_rank =
-      0;  ///< 0 for the first PU of its core, 1 for its first sibling, ...
-  int l2 = -1;       ///< logical index of the L2 cache (or -1); shared by
-                     ///< cores on E-core clusters and Bulldozer modules
-  int l3 = -1;       ///< logical index of the L3 cache (or -1)
-  int numa = -1;     ///< logical index of the first NUMA node in its locality
-  int package = -1;  ///< logical index of the Package
-  int cpukind =
-      -1;  ///< hwloc cpukind index, higher = more performant; -1 if unknown
-           ///< (also when hwloc does not know every kind's efficiency)
+  int core = -1;
+  int smt_rank = 0;  ///< 0 for its core's first PU, 1 for the next, ...
+  int l2 = -1;       ///< shared by E-core clusters and Bulldozer modules
+  int l3 = -1;
+  int numa = -1;  ///< the first NUMA node in its locality
+  int package = -1;
+  int cpukind = -1;  ///< higher = more performant; -1 unknown or unranked
 };
 
 /// Counts of the levels that matter for placement.
@@ -51,9 +42,8 @@ struct TopologySummary {
   std::string source;  ///< "host", the XML path, or "synthetic:..."
   int packages = 0, numa_nodes = 0, l3s = 0, cores = 0, pus = 0;
   int usable_pus = 0;  ///< allowed, online and (host) in the start affinity
-  /// PUs hwloc knows of including disallowed and offline ones (complete
-  /// cpuset), the allowed ones, the online ones, and (host only, else -1) the
-  /// CPUs of the affinity mask the process started with (sched_getaffinity).
+  /// PUs of the complete cpuset, allowed, online, and (host only, else -1)
+  /// in the start affinity mask.
   int complete_pus = 0, allowed_pus = 0, online_pus = 0, affinity_pus = -1;
   /// Which of "allowed cpuset", "online", "affinity mask" removed PUs from the
   /// complete set (empty when every PU is usable).
@@ -181,12 +171,10 @@ std::vector<PuInfo> PlacementOrder(const Topology& topo, const PinSpec& pin);
 /// The placement of one thread count.
 struct ThreadPlan {
   int threads = 0;
-  std::vector<PuInfo>
-      pus;  ///< size threads; wraps around the order when oversubscribed
+  std::vector<PuInfo> pus;    ///< wraps around the order when oversubscribed
   bool smt_siblings = false;  ///< two threads on PUs of one core
   bool oversubscribed = false;
-  int cores = 0, l3s = 0, numa_nodes = 0,
-      packages = 0;  ///< distinct objects spanned
+  int cores = 0, l3s = 0, numa_nodes = 0, packages = 0;  ///< spanned
 };
 
 /// Plans `threads` threads on `order`. Throws TopologyError if threads exceeds
@@ -195,9 +183,7 @@ struct ThreadPlan {
 ThreadPlan PlanThreads(const std::vector<PuInfo>& order, int threads,
                        bool oversubscribe);
 
-/// Distinct NUMA nodes among `pus` (PuInfo::numa; PUs whose node is unknown,
-/// -1, are not counted): how many nodes a placement order or plan spans, e.g.
-/// for a family's planned_variants to tell a multi-node machine.
+/// Distinct NUMA nodes among `pus` (unknown, -1, not counted).
 int CountNumaNodes(const std::vector<PuInfo>& pus);
 
 /// Parses --threads=LIST|pow2|topo|max against `order` (the placement order).
