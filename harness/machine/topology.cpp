@@ -114,9 +114,8 @@ std::vector<int> ParseIntList(const std::string& raw, const std::string& what) {
       size_t colon = rest.find(':');
       if (colon != std::string::npos) {
         b = rest.substr(0, colon);
-        if (!ParseNumber(rest.substr(colon + 1), &stride) || stride == 0) {
+        if (!ParseNumber(rest.substr(colon + 1), &stride) || stride == 0)
           throw bad("has a bad stride (want a positive number after ':')");
-        }
       }
       if (a.empty())
         throw bad("has no range start (negative numbers are not accepted)");
@@ -126,9 +125,8 @@ std::vector<int> ParseIntList(const std::string& raw, const std::string& what) {
       if (lo > hi) throw bad("is a reversed range (start above end)");
     }
     for (long v = lo; v <= hi; v += stride) {
-      if (!seen.insert(static_cast<int>(v)).second) {
+      if (!seen.insert(static_cast<int>(v)).second)
         throw bad("repeats " + std::to_string(v));
-      }
       out.push_back(static_cast<int>(v));
     }
   }
@@ -169,37 +167,32 @@ void CheckXmlFile(const std::string& path) {
       "; accepted: host, synthetic:DESCRIPTION, or the path of an hwloc "
       "1.x/2.x XML file";
   struct stat st {};
-  if (stat(path.c_str(), &st) != 0) {
+  if (stat(path.c_str(), &st) != 0)
     throw TopologyError("topology '" + path + "': cannot open (" +
                         std::strerror(errno) + ")" + accepted);
-  }
-  if (S_ISDIR(st.st_mode)) {
+  if (S_ISDIR(st.st_mode))
     throw TopologyError("topology '" + path +
                         "' is a directory, not an XML file" + accepted);
-  }
   std::ifstream in(path, std::ios::binary);
-  if (!in) {
+  if (!in)
     throw TopologyError("topology '" + path + "': cannot read (" +
                         std::strerror(errno) + ")" + accepted);
-  }
   std::string head(8192, '\0');
   in.read(head.data(), static_cast<std::streamsize>(head.size()));
   head.resize(static_cast<size_t>(in.gcount()));
-  if (head.find("<topology") == std::string::npos) {
+  if (head.find("<topology") == std::string::npos)
     throw TopologyError(
         "topology '" + path +
         "' is not an hwloc XML file (no <topology> element in its first " +
         std::to_string(head.size()) + " bytes)" + accepted);
-  }
   const std::string version = XmlTopologyVersion(head);
-  if (!version.empty() && std::atoi(version.c_str()) >= 3) {
+  if (!version.empty() && std::atoi(version.c_str()) >= 3)
     throw TopologyError(
         "topology '" + path + "' was written by hwloc " + version +
         " (<topology version=\"" + version +
         "\">); this build uses hwloc " HWLOC_VERSION
         " and hwloc 2.x cannot read hwloc 3 XML: re-export it with hwloc 2's "
         "`lstopo --of xml FILE` or pass a file written by hwloc 2.x");
-  }
 }
 
 int LogicalOrMinus1(hwloc_obj_t obj) {
@@ -366,31 +359,28 @@ std::string SetSynthetic(hwloc_topology_t topo, const std::string& desc) {
     const double n = std::strtod(level.c_str() + colon + 1, nullptr);
     if (n > 0) total *= n;
   }
-  if (total > kMaxTopologyPus) {
+  if (total > kMaxTopologyPus)
     throw TopologyError(
         "synthetic topology '" + desc + "' has " +
         std::to_string(static_cast<long long>(std::min(total, 1e18))) +
         " PUs; accepted: up to " + std::to_string(kMaxTopologyPus) + " PUs");
-  }
-  if (desc.empty() || hwloc_topology_set_synthetic(topo, desc.c_str()) != 0) {
+  if (desc.empty() || hwloc_topology_set_synthetic(topo, desc.c_str()) != 0)
     throw TopologyError("bad synthetic topology '" + desc +
                         "': hwloc_topology_set_synthetic rejected it; "
                         "accepted: hwloc synthetic "
                         "syntax, levels TYPE:COUNT from the top, e.g. "
                         "synthetic:\"pack:4 numa:2 core:16 pu:2\"");
-  }
   return "synthetic:" + desc;
 }
 
 // Hands hwloc an XML file, checked first (CheckXmlFile). Returns the path.
 std::string SetXml(hwloc_topology_t topo, const std::string& path) {
-  if (path.empty()) {
+  if (path.empty())
     throw TopologyError(
         "topology spec is empty; accepted: host, synthetic:DESCRIPTION, or "
         "an hwloc XML path");
-  }
   CheckXmlFile(path);
-  if (hwloc_topology_set_xml(topo, path.c_str()) != 0) {
+  if (hwloc_topology_set_xml(topo, path.c_str()) != 0)
     throw TopologyError(
         "topology '" + path +
         "': hwloc " HWLOC_VERSION
@@ -398,7 +388,6 @@ std::string SetXml(hwloc_topology_t topo, const std::string& path) {
         std::strerror(errno) +
         "); accepted: an XML written by hwloc 1.x/2.x "
         "`lstopo --of xml`");
-  }
   return path;
 }
 
@@ -412,15 +401,13 @@ std::string SetXml(hwloc_topology_t topo, const std::string& path) {
 // never lists offline PUs as PU objects.
 int LoadChecked(hwloc_topology_t topo, unsigned long flags,
                 const std::string& source) {
-  if (hwloc_topology_set_flags(topo, flags) != 0) {
+  if (hwloc_topology_set_flags(topo, flags) != 0)
     throw TopologyError(std::string("hwloc_topology_set_flags failed: ") +
                         std::strerror(errno));
-  }
-  if (hwloc_topology_load(topo) != 0) {
+  if (hwloc_topology_load(topo) != 0)
     throw TopologyError("topology '" + source +
                         "': hwloc_topology_load failed (" +
                         std::strerror(errno) + ")");
-  }
   const int complete_pus =
       hwloc_bitmap_weight(hwloc_topology_get_complete_cpuset(topo));
   if (complete_pus > kMaxTopologyPus ||
@@ -507,10 +494,9 @@ PuInfo DescribePu(hwloc_topology_t topo, hwloc_obj_t pu, bool kinds_ranked,
   // nodes in its locality; take the lowest OS index (a PU with no allowed
   // local node gets -1).
   int node_os = hwloc_bitmap_first(pu->nodeset);
-  if (node_os >= 0) {
+  if (node_os >= 0)
     info.numa = LogicalOrMinus1(hwloc_get_numanode_obj_by_os_index(
         topo, static_cast<unsigned>(node_os)));
-  }
   info.cpukind =
       kinds_ranked ? hwloc_cpukinds_get_by_cpuset(topo, pu->cpuset, 0) : -1;
   if (info.cpukind < 0) info.cpukind = -1;
@@ -533,11 +519,10 @@ std::vector<PuInfo> UsablePus(hwloc_topology_t topo,
         (affinity == nullptr || hwloc_bitmap_isset(affinity->b, pu->os_index)))
       out.push_back(DescribePu(topo, pu, kinds_ranked, usable_in_core));
   }
-  if (out.empty()) {
+  if (out.empty())
     throw TopologyError("topology '" + source +
                         "' has no usable PU (the allowed cpuset, the online "
                         "PUs and the affinity mask do not intersect)");
-  }
   return out;
 }
 
@@ -659,9 +644,8 @@ std::unique_ptr<Topology> Topology::Load(const std::string& raw_spec) {
   t->pus_ =
       UsablePus(t->topo_, allowed, present, have_affinity ? &affinity : nullptr,
                 kinds_ranked, source);
-  for (size_t i = 0; i < t->pus_.size(); ++i) {
+  for (size_t i = 0; i < t->pus_.size(); ++i)
     t->by_os_index_[t->pus_[i].os_index] = static_cast<int>(i);
-  }
 
   TopologySummary& s = t->summary_;
   s.source = source;
@@ -755,13 +739,12 @@ std::vector<PuInfo> PlacementOrder(const Topology& topo, const PinSpec& pin) {
         const int obj = l3 ? p.l3 : p.numa;
         if (obj >= 0 && seen.insert(obj).second) out.push_back(p);
       }
-      if (out.empty()) {
+      if (out.empty())
         throw TopologyError(
             "--pin=" + pin.text + ": topology '" + topo.summary().source +
             "' has no " + (l3 ? "L3 cache" : "NUMA node") +
             " level over its usable PUs; accepted there: cores, compact, "
             "scatter, none or a CPU list");
-      }
       return out;
     }
     case PinPolicy::kList: {
@@ -769,14 +752,13 @@ std::vector<PuInfo> PlacementOrder(const Topology& topo, const PinSpec& pin) {
       out.reserve(pin.list.size());
       for (int os : pin.list) {
         const PuInfo* p = topo.FindPu(os);
-        if (p == nullptr) {
+        if (p == nullptr)
           throw TopologyError(
               "--pin='" + pin.text + "': PU " + std::to_string(os) +
               " is not usable on " + topo.summary().source +
               "; usable PUs (allowed, online and in the affinity mask "
               "lockline started with): " +
               UsableList(topo));
-        }
         out.push_back(*p);
       }
       if (out.empty()) throw TopologyError("--pin CPU list is empty");
@@ -822,16 +804,14 @@ std::vector<PuInfo> PlacementOrder(const Topology& topo, const PinSpec& pin) {
 
 ThreadPlan PlanThreads(const std::vector<PuInfo>& order, int threads,
                        bool oversubscribe) {
-  if (threads <= 0) {
+  if (threads <= 0)
     throw TopologyError("thread count " + std::to_string(threads) +
                         " is not positive");
-  }
   if (order.empty())
     throw TopologyError("cannot plan threads on an empty placement order");
   const size_t n = order.size();
-  if (static_cast<size_t>(threads) > n && !oversubscribe) {
+  if (static_cast<size_t>(threads) > n && !oversubscribe)
     throw TooManyThreads("", threads, order);
-  }
   ThreadPlan plan;
   plan.threads = threads;
   plan.oversubscribed = static_cast<size_t>(threads) > n;
@@ -891,18 +871,16 @@ std::vector<int> ParseThreadCounts(const std::string& raw,
     counts.erase(std::unique(counts.begin(), counts.end()), counts.end());
     return counts;
   }
-  if (text.empty() || text[0] < '0' || text[0] > '9') {
+  if (text.empty() || text[0] < '0' || text[0] > '9')
     throw TopologyError(
         "--threads='" + text +
         "' is not accepted; accepted: max, pow2, topo, or a list of positive "
         "counts such as 1,2,8 or 1-4");
-  }
   counts = ParseIntList(text, "--threads list");
   for (int c : counts) {
-    if (c == 0) {
+    if (c == 0)
       throw TopologyError("--threads='" + text +
                           "': 0 threads; counts must be at least 1");
-    }
     if (c > n && oversubscribe && !force &&
         c > static_cast<long>(kMaxOversubscription) * n) {
       throw TopologyError(
@@ -912,9 +890,8 @@ std::vector<int> ParseThreadCounts(const std::string& raw,
           std::to_string(kMaxOversubscription * n) +
           " with --oversubscribe); pass --oversubscribe=force to run them");
     }
-    if (c > n && !oversubscribe) {
+    if (c > n && !oversubscribe)
       throw TooManyThreads("--threads='" + text + "': ", c, order);
-    }
   }
   std::sort(counts.begin(), counts.end());
   return counts;
@@ -1002,16 +979,14 @@ std::string FormatPlans(const Topology& topo, const PinSpec& pin,
 
 void BindThisThread(const Topology& topo, int os_index) {
   const std::string what = "binding to PU " + std::to_string(os_index);
-  if (!topo.is_host()) {
+  if (!topo.is_host())
     throw TopologyError(
         what + ": topology '" + topo.summary().source +
         "' is not this machine's (XML, synthetic or HWLOC_FSROOT); binding "
         "needs --topology=host");
-  }
-  if (topo.FindPu(os_index) == nullptr) {
+  if (topo.FindPu(os_index) == nullptr)
     throw TopologyError(what +
                         ": PU is not usable; usable PUs: " + UsableList(topo));
-  }
   // sched_setaffinity with a mask on the stack, not hwloc_set_cpubind:
   // hwloc's Linux backend allocates the kernel mask and does not check the
   // allocation, so near an address-space limit (ulimit -v) it crashes with
