@@ -45,9 +45,8 @@ std::string Trim(const std::string& s) {
 std::string StripQuotes(std::string s) {
   s = Trim(s);
   if (s.size() >= 2 && (s.front() == '"' || s.front() == '\'') &&
-      s.back() == s.front()) {
+      s.back() == s.front())
     s = Trim(s.substr(1, s.size() - 2));
-  }
   return s;
 }
 
@@ -411,11 +410,10 @@ int LoadChecked(hwloc_topology_t topo, unsigned long flags,
   const int complete_pus =
       hwloc_bitmap_weight(hwloc_topology_get_complete_cpuset(topo));
   if (complete_pus > kMaxTopologyPus ||
-      hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_PU) > kMaxTopologyPus) {
+      hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_PU) > kMaxTopologyPus)
     throw TopologyError(
         "topology '" + source + "' has " + std::to_string(complete_pus) +
         " PUs; accepted: up to " + std::to_string(kMaxTopologyPus) + " PUs");
-  }
   return complete_pus;
 }
 
@@ -450,9 +448,8 @@ void OnlinePus(bool is_host, hwloc_const_cpuset_t present, Bitmap* online) {
   std::ifstream in("/sys/devices/system/cpu/online");
   std::string text;
   if (in && std::getline(in, text) &&
-      hwloc_bitmap_list_sscanf(online->b, Trim(text).c_str()) != 0) {
+      hwloc_bitmap_list_sscanf(online->b, Trim(text).c_str()) != 0)
     hwloc_bitmap_copy(online->b, present);
-  }
 }
 
 // cpukind indices are ordered by efficiency only when hwloc knows every
@@ -466,9 +463,8 @@ bool KindsRanked(hwloc_topology_t topo) {
     int efficiency = -1;
     if (hwloc_cpukinds_get_info(topo, static_cast<unsigned>(k), nullptr,
                                 &efficiency, nullptr, nullptr, 0) != 0 ||
-        efficiency < 0) {
+        efficiency < 0)
       ranked = false;
-    }
   }
   return ranked;
 }
@@ -788,9 +784,8 @@ std::vector<PuInfo> PlacementOrder(const Topology& topo, const PinSpec& pin) {
       while (i < out.size()) {
         size_t j = i;
         while (j < out.size() && out[j].smt_rank == out[i].smt_rank &&
-               out[j].cpukind == out[i].cpukind) {
+               out[j].cpukind == out[i].cpukind)
           ++j;
-        }
         std::vector<PuInfo> round(out.begin() + static_cast<long>(i),
                                   out.begin() + static_cast<long>(j));
         for (const PuInfo& p : RoundRobin(round, 0)) scattered.push_back(p);
@@ -882,14 +877,13 @@ std::vector<int> ParseThreadCounts(const std::string& raw,
       throw TopologyError("--threads='" + text +
                           "': 0 threads; counts must be at least 1");
     if (c > n && oversubscribe && !force &&
-        c > static_cast<long>(kMaxOversubscription) * n) {
+        c > static_cast<long>(kMaxOversubscription) * n)
       throw TopologyError(
           "--threads='" + text + "': " + std::to_string(c) + " threads are " +
           "more than " + std::to_string(kMaxOversubscription) + "x the " +
           std::to_string(n) + " usable PUs of the placement (at most " +
           std::to_string(kMaxOversubscription * n) +
           " with --oversubscribe); pass --oversubscribe=force to run them");
-    }
     if (c > n && !oversubscribe)
       throw TooManyThreads("--threads='" + text + "': ", c, order);
   }
