@@ -1,10 +1,7 @@
-// Topology loading, placement orders, thread-count lists and plans on top of
-// hwloc 2.9's C API.
-//
-// Every hwloc call that can fail is checked: hwloc 2.9 keeps its default (host)
-// discovery when hwloc_topology_set_xml() or hwloc_topology_set_synthetic()
-// fails, so an unchecked error would silently plan a 1024-PU run on the 2 PUs
-// of the machine the planner runs on.
+// Topology loading, placement orders, thread-count lists and plans on hwloc
+// 2.9's C API. Every hwloc call that can fail is checked: hwloc keeps its host
+// discovery when set_xml() or set_synthetic() fails, so an unchecked error
+// would silently plan a 1024-PU run on the planner's 2 PUs.
 #include "harness/machine/topology.h"
 
 #include <sched.h>
@@ -40,8 +37,7 @@ std::string Trim(const std::string& s) {
   return s.substr(b, e - b + 1);
 }
 
-// Strips one pair of matching surrounding quotes (shells and config files leave
-// them in).
+// Strips one pair of matching surrounding quotes.
 std::string StripQuotes(std::string s) {
   s = Trim(s);
   if (s.size() >= 2 && (s.front() == '"' || s.front() == '\'') &&
@@ -62,8 +58,7 @@ struct Bitmap {
   hwloc_bitmap_t b;
 };
 
-// Parses a non-negative decimal integer of at most kMaxListValue; false for
-// anything else.
+// A non-negative decimal integer of at most kMaxListValue, else false.
 bool ParseNumber(const std::string& s, long* out) {
   if (s.empty() || s.size() > 9) return false;
   long v = 0;
@@ -76,10 +71,9 @@ bool ParseNumber(const std::string& s, long* out) {
   return true;
 }
 
-// Grammar shared by CPU lists and thread-count lists: comma-separated items,
-// each N, A-B (A <= B) or A-B:S (every S-th from A to B, util-linux taskset
-// syntax). `what` names the option in errors. Values are returned in the order
-// given; duplicates are rejected.
+// CPU lists and thread-count lists: comma-separated N, A-B or A-B:S (every
+// S-th, util-linux taskset syntax), in the order given, no duplicates. `what`
+// names the option in errors.
 std::vector<int> ParseIntList(const std::string& raw, const std::string& what) {
   const std::string text = Trim(raw);
   const std::string accepted =
@@ -158,9 +152,8 @@ std::string XmlTopologyVersion(const std::string& head) {
   return tag.substr(v + 9, close - v - 9);
 }
 
-// Checks that `path` is a readable regular file that hwloc 2.x can parse,
-// before handing it to hwloc (whose only diagnostic for most of these is
-// EINVAL).
+// Checks that `path` is a readable file hwloc 2.x can parse (hwloc's only
+// diagnostic for most of these is EINVAL).
 void CheckXmlFile(const std::string& path) {
   const std::string accepted =
       "; accepted: host, synthetic:DESCRIPTION, or the path of an hwloc "
@@ -198,8 +191,7 @@ int LogicalOrMinus1(hwloc_obj_t obj) {
   return obj ? static_cast<int>(obj->logical_index) : -1;
 }
 
-// Key that identifies a PU's core even on topologies without a Core level (each
-// PU is then its own core).
+// A PU's core, also without a Core level (each PU its own core).
 long CoreKey(const PuInfo& pu) {
   return pu.core >= 0 ? pu.core : (1L << 32) + pu.logical_index;
 }
@@ -324,9 +316,8 @@ std::string FormatCpuList(std::vector<int> cpus) {
 
 namespace {
 
-// "host" discovery reads something other than this machine when one of these
-// variables is set (a /sys dump, an XML, a description): binding through such
-// a topology must be refused. Returns the source's name for messages; sets
+// "host" discovery reads another machine when one of these variables is set
+// (binding must then be refused): the source's name; sets
 // HWLOC_TOPOLOGY_FLAG_IS_THISSYSTEM in *flags only when nothing redirects it.
 std::string HostSource(unsigned long* flags) {
   std::string source = "host";
@@ -390,14 +381,11 @@ std::string SetXml(hwloc_topology_t topo, const std::string& path) {
   return path;
 }
 
-// Sets the flags, loads, and refuses a topology of more than kMaxTopologyPus
-// PUs. Returns the PUs of its complete cpuset.
-//
-// Without HWLOC_TOPOLOGY_FLAG_INCLUDE_DISALLOWED hwloc drops PUs outside the
-// process's cpuset (host, HWLOC_FSROOT dumps) and keeps an XML's
-// allowed_cpuset, so the topology's PUs intersected with
-// hwloc_topology_get_allowed_cpuset() are exactly the usable ones. hwloc 2
-// never lists offline PUs as PU objects.
+// Sets the flags, loads, refuses more than kMaxTopologyPus PUs; returns the
+// PUs of its complete cpuset. Without ..._INCLUDE_DISALLOWED hwloc drops PUs
+// outside the process's cpuset and keeps an XML's allowed_cpuset, so the PUs
+// within the allowed cpuset are exactly the usable ones (offline PUs are never
+// PU objects in hwloc 2).
 int LoadChecked(hwloc_topology_t topo, unsigned long flags,
                 const std::string& source) {
   if (hwloc_topology_set_flags(topo, flags) != 0)
@@ -417,11 +405,9 @@ int LoadChecked(hwloc_topology_t topo, unsigned long flags,
   return complete_pus;
 }
 
-// The affinity mask this process started with (taskset, numactl, a container
-// runtime's cpuset) into *affinity; false when unreadable. hwloc's allowed
-// cpuset is the cgroup's, and sched_setaffinity may widen a thread's mask to
-// anything the cgroup allows, so a PU outside it would bind (and read back)
-// fine yet break the user's restriction.
+// The affinity mask this process started with (taskset, numactl, a container)
+// into *affinity; false when unreadable. hwloc's allowed cpuset is the
+// cgroup's, wider than the user's restriction.
 bool StartAffinity(Bitmap* affinity) {
   bool have = false;
   for (size_t ncpus = 1024; ncpus <= (1u << 20) && !have; ncpus *= 2) {
@@ -452,10 +438,8 @@ void OnlinePus(bool is_host, hwloc_const_cpuset_t present, Bitmap* online) {
     hwloc_bitmap_copy(online->b, present);
 }
 
-// cpukind indices are ordered by efficiency only when hwloc knows every
-// kind's efficiency (from CoreType/frequency or the OS); otherwise the index
-// says nothing about performance and PUs report -1, so placement does not
-// prefer an arbitrary kind.
+// cpukind indices rank performance only when hwloc knows every kind's
+// efficiency; otherwise PUs report -1, so placement prefers no arbitrary kind.
 bool KindsRanked(hwloc_topology_t topo) {
   const int nr_kinds = hwloc_cpukinds_get_nr(topo, 0);
   bool ranked = nr_kinds >= 1;
@@ -469,8 +453,7 @@ bool KindsRanked(hwloc_topology_t topo) {
   return ranked;
 }
 
-// One usable PU and the objects containing it. `usable_in_core` counts the
-// usable PUs seen so far per core logical index.
+// One usable PU; `usable_in_core` counts the usable PUs seen per core.
 PuInfo DescribePu(hwloc_topology_t topo, hwloc_obj_t pu, bool kinds_ranked,
                   std::unordered_map<int, int>& usable_in_core) {
   const auto ancestor = [&](hwloc_obj_type_t type) {
@@ -499,8 +482,7 @@ PuInfo DescribePu(hwloc_topology_t topo, hwloc_obj_t pu, bool kinds_ranked,
   return info;
 }
 
-// The usable PUs in hwloc logical order: allowed, present and (when known)
-// in the start affinity mask. Throws when there is none.
+// The usable PUs in hwloc logical order; throws when there is none.
 std::vector<PuInfo> UsablePus(hwloc_topology_t topo,
                               hwloc_const_cpuset_t allowed,
                               hwloc_const_cpuset_t present,
@@ -552,7 +534,6 @@ std::vector<std::string> RestrictedBy(const TopologySummary& s, bool is_host,
   return out;
 }
 
-// The counts of the levels that matter for placement.
 void CountLevels(hwloc_topology_t topo, TopologySummary* s) {
   auto count = [&](hwloc_obj_type_t type) {
     int n = hwloc_get_nbobjs_by_type(topo, type);
@@ -568,9 +549,8 @@ void CountLevels(hwloc_topology_t topo, TopologySummary* s) {
   s->pus = count(HWLOC_OBJ_PU);
 }
 
-// NUMA latencies (nearest node for helpers): the first latency matrix over
-// NUMA nodes hwloc has (the OS's SLIT, or an XML's), by logical index,
-// row-major over `nodes` nodes; empty when hwloc has none.
+// hwloc's first NUMA latency matrix (the SLIT, or an XML's), row-major by
+// logical index; empty when none.
 std::vector<int> NumaLatencies(hwloc_topology_t topo, int nodes) {
   unsigned nr = 1;
   hwloc_distances_s* dist[1] = {nullptr};
@@ -595,9 +575,7 @@ std::vector<int> NumaLatencies(hwloc_topology_t topo, int nodes) {
   return out;
 }
 
-// Coherence granularity: the L1 data cache's line size, else L2's (hwloc
-// leaves linesize 0 when the OS does not report it; synthetic topologies
-// report 64).
+// Coherence granularity: the first cache level reporting a line size.
 void CacheLine(hwloc_topology_t topo, TopologySummary* s) {
   s->cache_line_bytes = 64;
   s->cache_line_known = false;
