@@ -129,14 +129,12 @@ struct RingSample {
   std::string innermost;
 };
 
-/// Task-clock sampling of one task with kernel callchains (PERF_TYPE_SOFTWARE
-/// / PERF_COUNT_SW_TASK_CLOCK, perf_event_open(2)): a sample every
-/// `period_ns` of the task's CPU time, written to an mmap ring the owner
-/// drains. Needs kernel symbols (/proc/kallsyms with addresses: root, or
-/// kptr_restrict 0) and kernel sampling rights (root / CAP_PERFMON, or
-/// perf_event_paranoid <= 1). The one sampler of lockline: the kernel
-/// families' spin profile (TaskContention) and the fault family's sampled
-/// clear_page share (bench/fault.cpp) both use it. Not thread-safe; one owner.
+/// Task-clock sampling of one task with kernel callchains
+/// (PERF_COUNT_SW_TASK_CLOCK): a sample every `period_ns` of its CPU time into
+/// an mmap ring the owner drains. Needs kallsyms addresses (root or
+/// kptr_restrict 0) and kernel sampling rights (CAP_PERFMON or paranoid <= 1).
+/// Used by the spin profile (TaskContention) and bench/fault.cpp's sampled
+/// clear_page share. Not thread-safe; one owner.
 class TaskClockSampler {
  public:
   struct Config {
@@ -194,18 +192,14 @@ struct Proportion95 {
 };
 Proportion95 Wilson95(uint64_t k, uint64_t n);
 
-/// The contention counters of one task: a thread (its tid, or 0 = the calling
-/// thread) or a child process (its pid; opened by the parent, which owns the
-/// file descriptors and the rings). Not thread-safe; one owner.
-///
-/// Two independent sources: (1) lock:contention_begin / end counted, and
-/// contention_begin sampled with callchains; (2) a spin profile: the task's
-/// task-clock sampled every `spin_period_ns` with kernel callchains, each
-/// sample in a spinlock slow path attributed like a contention sample. (2)
-/// exists because qspinlock (kernel/locking/qspinlock.c, 5.19+) fires
-/// contention_begin only once a waiter queues on the MCS list: a lone waiter
-/// spinning on the pending bit, and every waiter in a guest without paravirt
-/// spinlocks (virt_spin_lock(), a test-and-set lock), are never traced.
+/// The contention counters of one task (a tid, 0 = the calling thread, or a
+/// child's pid). Not thread-safe; one owner. Two sources: (1) contention_begin
+/// / end counted, begin sampled with callchains; (2) a spin profile: the
+/// task-clock sampled every `spin_period_ns`, each sample in a spinlock slow
+/// path attributed like a contention sample. (2) exists because qspinlock
+/// (kernel/locking/qspinlock.c, 5.19+) fires contention_begin only when a
+/// waiter queues: a lone waiter on the pending bit, and every waiter in a guest
+/// without paravirt spinlocks (virt_spin_lock), are never traced.
 class TaskContention {
  public:
   TaskContention() = default;
@@ -280,12 +274,10 @@ nlohmann::json ZonePcpJson(const std::vector<ZonePcp>& zones);
 std::string LockStatStatus(std::string* reason);
 
 /// context.lockline.kernel_config: {"source": path, "CONFIG_NR_CPUS": "256",
-/// "CONFIG_CMA": "y", "CONFIG_MEMCG": "y", "CONFIG_LOCK_STAT": "n",
-/// "CONFIG_TRANSPARENT_HUGEPAGE": "y", "CONFIG_TRANSPARENT_HUGEPAGE_ALWAYS":
-/// ..., "thp_enabled": "madvise", "thp_defrag": ..., "release": uname -r}
-/// from /boot/config-$(uname -r), else /proc/config.gz (decompressed with
-/// `gzip -dc`); an option that is "not set" is "n"; with no config readable,
-/// "source" is null and "reason" says why. Never throws.
+/// ... (the options results/SCHEMA.md lists; "not set" is "n"),
+/// "thp_enabled", "thp_defrag", "release": uname -r} from /boot/config-RELEASE,
+/// else /proc/config.gz (`gzip -dc`); unreadable: "source" null and "reason".
+/// Never throws.
 nlohmann::json KernelConfig();
 /// The running kernel's pagevec / folio_batch size (PAGEVEC_SIZE,
 /// FOLIO_BATCH_SIZE: 31 in mainline since 6.9): {"value": 31, "source":
@@ -394,10 +386,8 @@ class ZoneLockCounter {
 };
 
 /// Per-point evidence for a family: one TaskContention per task plus vmstat
-/// snapshots around each window. Tasks call Begin / End (enable / disable and
-/// collect) themselves or from the team thread that owns a child; the first
-/// task also brackets vmstat. Report() writes the `kernel_contention_per_op`
-/// metric (only when counted) and details.kernel.
+/// snapshots around each window. Tasks call Begin / End themselves (or the
+/// team thread owning a child does); the first task also brackets vmstat.
 class KernelEvidence {
  public:
   /// `sample_period`: sample every n-th contention_begin (0: no sampling);
