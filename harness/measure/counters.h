@@ -1,9 +1,8 @@
-// Per-thread perf counters around measurement windows: events named as libpfm4
-// / perf list spell them, encoded with libpfm4's perf_event OS layer, opened
-// per thread with perf_event_open, enabled only inside windows, read with
-// time_enabled / time_running. Honest about what could not be counted: every
-// event is `measured`, `scaled` (multiplexed) or `unavailable` with a reason; a
-// missing counter is never reported as 0.
+// Per-thread perf counters around measurement windows: libpfm4 / perf list
+// names encoded by libpfm4, opened per thread with perf_event_open, enabled
+// only inside windows, read with time_enabled / time_running. Every event is
+// `measured`, `scaled` (multiplexed) or `unavailable` with a reason: a missing
+// counter is never 0.
 #pragma once
 
 #include <cstdint>
@@ -26,21 +25,14 @@ class CounterSpecError : public std::runtime_error {
 struct EventAvailability {
   std::string name;    ///< as requested, e.g. "cycles:u"
   std::string status;  ///< "available" or "unavailable"
-  /// Why unavailable (no PMU, unknown event for PMU X, EACCES ...); for an
-  /// available event, a caveat such as "user mode only: kernel counting
-  /// refused (EACCES): perf_event_paranoid=2 ...".
+  /// Why unavailable; for an available event a caveat ("user mode only: ...").
   std::string reason;
-  /// libpfm4 PMU that encoded it ("perf" for generic and software events,
-  /// "amd64_fam19h_zen4" for raw ones); not proof that the kernel has it.
-  std::string pmu;
+  std::string
+      pmu;  ///< libpfm4's PMU that encoded it (not proof the kernel has it)
   bool exclude_kernel = false;
   bool exclude_user = false;
-  /// libpfm4's fully qualified encoding of what is counted, e.g.
-  /// "perf::PERF_COUNT_SW_PAGE_FAULTS:u=1:k=1:..." (empty if not encoded).
-  std::string encoding;
-  /// How a name libpfm4 could not encode as typed was resolved (empty when
-  /// libpfm4 knew it): "portable name: ..." (see PortableEventCandidates).
-  std::string via;
+  std::string encoding;  ///< libpfm4's fully qualified encoding, or ""
+  std::string via;  ///< how a name libpfm4 did not know was resolved, or ""
 };
 
 /// One event's reading for one thread over the windows since the last Reset().
@@ -183,11 +175,9 @@ std::string EventBaseName(const std::string& name);
 /// alike.
 std::string EventModifiers(const std::string& name);
 
-/// The kernel's answer to "is there a hardware PMU": true if
-/// /sys/bus/event_source/devices has a core PMU (`cpu`, hybrid `cpu_core` /
-/// `cpu_atom`, arm `armv8_*` / `armv7_*`, s390 `cpum_cf`). libpfm4 cannot say:
-/// it names the CPU's PMU model from CPUID even in a VM without a vPMU. Under
-/// the test shim (FakePmuDescription() non-empty) the shim's answer.
+/// True if /sys/bus/event_source/devices has a core PMU (cpu, cpu_core,
+/// armv8_*, cpum_cf, ...): libpfm4 names a PMU from CPUID even in a VM without
+/// a vPMU. Under the test shim, the shim's answer.
 bool KernelHasHardwarePmu();
 
 /// Value PerfEventParanoid() returns when procfs cannot be read.
