@@ -39,39 +39,30 @@ namespace lockline {
 /// (bucket 0: w == 0). 40 buckets reach 2^39 ns (~9 minutes); longer waits land
 /// in the last one.
 inline constexpr int kWaitBuckets = 40;
-/// Hold time is timed on every contended acquisition and on every 64th
-/// uncontended one: a 1/64 sample keeps the mean within a few percent after a
-/// few thousand acquisitions while the other 63 uncontended acquisitions pay no
-/// clock read.
+/// Hold time is timed on every 64th acquisition: the mean is within a few
+/// percent after a few thousand, and the other 63 pay no clock read.
 inline constexpr uint64_t kHoldSampleEvery = 64;
 
-/// One thread's statistics for one lock, aligned to one line; it lives in its
-/// thread's slot of a PaddedSlots array (harness/machine/padded_slots.h), whose
-/// --padding stride keeps threads off each other's lines. Written only by its
-/// thread; read by the main thread after the windows (thread join or the
-/// harness's end barrier orders the reads).
+/// One thread's statistics for one lock, in its thread's PaddedSlots slot.
+/// Written only by its thread; read by the main thread after the windows (the
+/// join or the harness's end barrier orders the reads).
 struct alignas(kCacheLine) LockStatThread {
   uint64_t acquisitions = 0;  ///< successful lock() calls
   uint64_t contended = 0;     ///< acquisitions whose first try_lock failed
   uint64_t wait_ns = 0;       ///< summed wait of contended acquisitions, ns
   uint64_t max_wait_ns = 0;   ///< longest single wait, ns
-  uint64_t hold_ns = 0;  ///< summed hold time of the sampled acquisitions, ns
+  uint64_t hold_ns = 0;       ///< summed hold of the sampled acquisitions, ns
   uint64_t hold_samples = 0;  ///< acquisitions whose hold time was measured
-  uint64_t handoffs =
-      0;  ///< acquisitions where another thread held the lock last
-  uint64_t wait_hist[kWaitBuckets] =
-      {};  ///< log2 histogram of contended waits (see above)
-  uint64_t hold_start_ns =
-      0;  ///< internal: timestamp of a sampled acquisition, 0 = none
-  uint64_t wait_start_ns =
-      0;  ///< internal: t0 of a contended, unsampled acquisition, 0 = none
+  uint64_t handoffs = 0;      ///< after another thread's hold (a lower bound)
+  uint64_t wait_hist[kWaitBuckets] = {};  ///< log2 histogram of waits
+  uint64_t hold_start_ns = 0;             ///< a sampled hold's start, 0 = none
+  uint64_t wait_start_ns = 0;  ///< a contended unsampled span's t0, 0 = none
 
   void Reset() { *this = LockStatThread{}; }
 };
 
-/// Per-lock side data for the statistics, on its own line (never inside a
-/// modelled structure). Empty: no statistic writes a shared line; kept so the
-/// families' signatures and allocations stay as they are.
+/// Per-lock side data, on its own line. Empty (no statistic writes a shared
+/// line); kept for the families' signatures.
 struct alignas(kDestructiveLine) LockStatSide {};
 
 /// Bucket of a wait of `ns` nanoseconds in LockStatThread::wait_hist.
@@ -131,31 +122,20 @@ void UnlockWithStats(L& lock, LockStatThread& st) {
   }
 }
 
-/// Merges per-thread statistics of one lock into a JSON summary:
-///   acquisitions, contended, handoffs, wait_ns, hold_samples (totals);
-///   contended_share = contended / acquisitions; handoff_share = handoffs /
-///   acquisitions (a lower bound: contended acquisitions only, see above);
-///   wait_share = wait_ns / (thread_seconds * 1e9), the share of all thread
-///   time spent waiting
-///     (thread_seconds = window seconds x threads; the "lock contention as a
-///     share of CPU cycles" figure);
-///   wait_mean_ns (per contended acquisition), wait_p50_ns / wait_p99_ns (upper
-///   edge of the
-///     log2 bucket holding that quantile of contended waits, capped at the max:
-///     within 2x), wait_max_ns; hold_ns = mean sampled hold time;
-///     acquisitions_per_op = acquisitions / ops;
-///   jain_fairness = Jain's index of per-thread acquisitions (1 = equal shares,
-///   1/n = one thread); wait_histogram = [{"le_ns": upper edge, "count": n}]
-///   for non-empty buckets; per_thread = [{acquisitions, contended, wait_ns,
-///   max_wait_ns, hold_ns, handoffs}].
+/// Merges per-thread statistics of one lock into a JSON summary: the totals;
+/// contended_share and handoff_share (per acquisition); wait_share = wait_ns /
+/// (thread_seconds x 1e9) (thread_seconds = window seconds x threads: lock
+/// contention as a share of CPU time); wait_mean_ns, wait_p50_ns / wait_p99_ns
+/// (upper edge of the quantile's log2 bucket, capped at the max: within 2x),
+/// wait_max_ns; hold_ns (mean sampled hold); acquisitions_per_op;
+/// jain_fairness (Jain's index of per-thread acquisitions, 1 = equal);
+/// wait_histogram [{"le_ns", "count"}] of non-empty buckets; per_thread.
 /// Null entries in `threads` are skipped; zero denominators give 0.
 nlohmann::json SummarizeLockStats(
     const std::vector<const LockStatThread*>& threads, double thread_seconds,
     uint64_t ops);
 
-/// Adds the summary's flat metrics to a row (wait_share, handoff_share,
-/// contended_share, wait_p50_ns, wait_p99_ns, wait_max_ns, hold_ns,
-/// acquisitions_per_op, jain_fairness) and the whole summary as
+/// Adds the summary's flat metrics to a row and the whole summary as
 /// out.details["lock_stat"].
 void AddLockStatMetrics(PointReport& out, const nlohmann::json& summary);
 

@@ -12,18 +12,13 @@ namespace lockline {
 
 /// Whether the spinning waiters of the calling thread may give up the CPU.
 enum class SpinYield : uint8_t {
-  /// Spin with CpuRelax forever, as kernel ticket and queued spinlock waiters
-  /// do (with interrupts off, they never schedule): every waiter keeps polling
-  /// the lock line, which is the cache-line traffic the experiments measure.
-  /// The harness sets it on every thread of a point that has no more threads
-  /// than usable PUs.
+  /// Spin with CpuRelax forever, as kernel spinlock waiters do (interrupts
+  /// off, they never schedule): the line traffic the experiments measure.
   kNever,
   /// Spin kSpinsBeforeYield relaxes, then sched_yield() on every further
-  /// relax. For oversubscribed points (more threads than PUs): there a
-  /// user-space holder or next ticket owner can be preempted, and a pure
-  /// spinner would burn its whole time slice waiting for it. Also the default
-  /// of threads the harness did not start (unit tests), whose
-  /// oversubscription it cannot know.
+  /// relax: for oversubscribed points, where a preempted holder would make a
+  /// pure spinner burn its time slice. The default of threads the harness did
+  /// not start (unit tests).
   kAfterSpins,
 };
 
@@ -35,9 +30,8 @@ inline thread_local SpinYield tls_policy = SpinYield::kAfterSpins;
 inline thread_local uint64_t tls_yields = 0;
 }  // namespace spin_wait_detail
 
-/// Sets the calling thread's spin policy; locks constructed-and-waited on this
-/// thread afterwards follow it. The runner calls it on every thread of a point
-/// before SetupThread: kAfterSpins iff the point is oversubscribed.
+/// Sets the calling thread's spin policy (the runner: kAfterSpins iff the
+/// point is oversubscribed, before SetupThread).
 inline void SetSpinYield(SpinYield policy) {
   spin_wait_detail::tls_policy = policy;
 }
@@ -48,11 +42,9 @@ inline uint64_t SpinYieldsOnThisThread() {
   return spin_wait_detail::tls_yields;
 }
 
-/// Relaxes in a busy-wait loop: every call executes one CpuRelax (PAUSE on
-/// x86-64, YIELD on aarch64), except that under SpinYield::kAfterSpins calls
-/// after the first kSpinsBeforeYield call sched_yield() instead. The policy is
-/// read once, when the SpinWait is constructed (one thread-local load per
-/// wait, not per relax).
+/// Relaxes in a busy-wait loop: one CpuRelax per call, or under kAfterSpins
+/// sched_yield() after the first kSpinsBeforeYield calls. The policy is read
+/// once, at construction (one thread-local load per wait).
 class SpinWait {
  public:
   /// 1024 relaxes: ~10-60 us depending on the PAUSE latency of the core (Zen 4

@@ -22,27 +22,19 @@ struct CgroupCpu {
   std::string dir;   ///< its directory under the cgroup mount (cpu.stat)
   double quota_cpus = 0;   ///< quota / period, in CPUs; 0 = no quota
   std::string limited_by;  ///< the cpu.max / cfs_quota_us file that sets it
-  /// How `dir` was found when `path` is not visible under the mount (a
-  /// container without a cgroup namespace: /proc/self/cgroup names the host's
-  /// path, the mount shows only the container's cgroup); "" when it is.
+  /// How `dir` was found when `path` is not visible under the mount; "" when
+  /// it is.
   std::string dir_note;
 };
 
 /// Reads the quota of the cgroup named in `proc_self_cgroup` (the text of
-/// /proc/self/cgroup) under the mount `root` ("/sys/fs/cgroup"): v2 ("0::PATH")
-/// reads ROOT/PATH/cpu.max and every ancestor's up to ROOT, v1 (a line whose
-/// controllers include "cpu") ROOT/<controllers>/PATH/cpu.cfs_quota_us and
-/// cpu.cfs_period_us, also up the tree; the smallest quota wins. Never throws:
-/// unreadable files mean no quota.
-///
-/// The process's own directory (`dir`, whose cpu.stat the rows read) is where
-/// its path lies under the mount. `proc_self_mountinfo` (the text of
-/// /proc/self/mountinfo; "" skips it) gives the mount's root inside the
-/// hierarchy: a path under it is taken relative to it (a container without a
-/// cgroup namespace shows "0::/system.slice/docker-ID.scope" but mounts that
-/// cgroup as /sys/fs/cgroup). When the directory is still not there, the mount
-/// root itself holds the process: `dir` is the mount root and `dir_note` says
-/// so.
+/// /proc/self/cgroup) under the mount `root`: v2 ROOT/PATH/cpu.max, v1
+/// ROOT/<controllers>/PATH/cpu.cfs_quota_us / cfs_period_us, each up to ROOT;
+/// the smallest quota wins; unreadable files mean no quota. `dir` is the
+/// process's path under the mount, relative to the mount's root in the
+/// hierarchy from `proc_self_mountinfo` ("" skips it: a container without a
+/// cgroup namespace shows the host's path but mounts its own cgroup); when
+/// still missing, the mount root itself (said in `dir_note`). Never throws.
 CgroupCpu ReadCgroupCpu(const std::string& proc_self_cgroup,
                         const std::string& root = "/sys/fs/cgroup",
                         const std::string& proc_self_mountinfo = "");

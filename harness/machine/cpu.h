@@ -49,10 +49,8 @@ inline uint64_t NowNs() {
          static_cast<uint64_t>(ts.tv_nsec);
 }
 
-/// The calling thread's CPU time in ns (CLOCK_THREAD_CPUTIME_ID): what it ran,
-/// not what it waited. For windows' ops per CPU-second (harness/measure/team.h,
-/// harness/run/build_duet.h); a syscall-free vDSO read on Linux, still never on
-/// a timed fast path.
+/// The calling thread's CPU time in ns (CLOCK_THREAD_CPUTIME_ID, vDSO), for
+/// ops per CPU-second; never on a timed fast path.
 inline uint64_t ThreadCpuNs() {
   timespec ts;
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
@@ -93,8 +91,7 @@ inline uint64_t ThreadRunDelayNs() {
   return static_cast<uint64_t>(delay);
 }
 
-/// The run delay between two ThreadRunDelayNs readings `before` and `after`
-/// of one thread, ns; kNoRunDelay when either is.
+/// after - before of two ThreadRunDelayNs readings; kNoRunDelay if either is.
 inline uint64_t RunDelayBetween(uint64_t before, uint64_t after) {
   return before == kNoRunDelay || after == kNoRunDelay ? kNoRunDelay
                                                        : after - before;

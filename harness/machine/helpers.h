@@ -23,35 +23,25 @@
 
 namespace lockline {
 
-/// Where one helper thread runs. pu/core/numa are -1 when the helper is
-/// unbound (no host topology, or no PU met the rule); `reason` then says why.
+/// Where one helper thread runs: PuInfo's indices, -1 when unbound (no host
+/// topology, or no PU met the rule; `reason` says why).
 struct HelperPlace {
-  int pu = -1;    ///< OS index (the one BindThisThread takes)
-  int core = -1;  ///< logical index of its core
-  int numa = -1;  ///< logical index of its NUMA node
-  /// Shares a core with a measured thread (an idle SMT sibling, flagged).
-  bool smt_sibling_of_measured = false;
-  /// "" when placed on a free core of a measured node, else how and why (an
-  /// other node's core, an idle sibling, a shared measured PU).
+  int pu = -1, core = -1, numa = -1;
+  bool smt_sibling_of_measured = false;  ///< an idle SMT sibling
+  /// "" on a free core of a measured node, else how and why.
   std::string reason{};
-  int l3 = -1;       ///< logical index of its L3 (-1: none)
-  int cpukind = -1;  ///< its PuInfo::cpukind (-1: unknown or unranked)
-  int package = -1;  ///< logical index of its package
-  /// Runs on a measured thread's PU (only when the caller allows sharing).
-  bool shares_measured_pu = false;
-  /// Why this PU, always set when placed (for --plan): e.g. "free core in the
-  /// measured threads' L3 0, node 0".
-  std::string why{};
+  int l3 = -1, cpukind = -1, package = -1;
+  bool shares_measured_pu = false;  ///< only when the caller allows it
+  std::string why{};                ///< always set when placed (--plan)
 };
 
 /// Options of PlaceHelpersNear.
 struct HelperRule {
   /// After every free core of every node: idle SMT siblings of measured
-  /// threads (flagged smt_sibling_of_measured).
+  /// threads.
   bool allow_smt_sibling = true;
-  /// Last resort (--oversubscribe, or a helper outside the timed windows such
-  /// as the evidence timer): a measured PU, the least loaded, the last in
-  /// plan order among equals (flagged shares_measured_pu, said in reason).
+  /// Last resort (--oversubscribe, or a helper outside the timed windows): the
+  /// least loaded measured PU, the last in plan order among equals.
   bool allow_shared_pu = false;
   /// NUMA distances for "nearest node" (Topology::NumaDistance); nullptr:
   /// nodes of a measured thread's package count as nearer than others.

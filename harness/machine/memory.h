@@ -28,19 +28,15 @@ using SharedPtr = std::unique_ptr<void, SharedDeleter>;
 /// std::invalid_argument naming the value and the accepted forms.
 void CheckMemPolicy(const std::string& policy);
 
-/// Address-layout sampling (after Stabilizer, Curtsinger and Berger,
-/// ASPLOS 2013, and Mytkowicz et al., "Producing wrong data", ASPLOS 2009):
-/// while one of these is alive, every MakeShared structure (the lock, the
-/// zone, the LRU: the structures under test) is placed at a random offset of
-/// the page its mapping starts on, a multiple of its step (max(alignof(T),
-/// kDestructiveLine = 128 bytes): every cache-line offset a model's layout
-/// names inside the structure is kept, and so is the layout question's own
-/// pagevec offset, which lives in thread-private storage), drawn from a
-/// generator seeded with `seed`. So repetitions sample the page-offset bits
-/// (L1 set index, 4 KiB aliasing between structures) instead of all sharing
-/// the one placement mmap happened to give the process. The runner opens one
-/// per repetition (harness/run/runner.cpp; the row's `address_layout`). One at
-/// a time per process; thread-safe draws. Without one, offsets are 0.
+/// Address-layout sampling (after Stabilizer, Curtsinger and Berger, ASPLOS
+/// 2013, and Mytkowicz et al., "Producing wrong data", ASPLOS 2009): while one
+/// is alive, every MakeShared structure under test is placed at a random
+/// offset of its mapping's first page, a multiple of LayoutStep (every
+/// cache-line offset a model's layout names is kept), drawn from a generator
+/// seeded with `seed`. Repetitions so sample the page-offset bits (L1 set
+/// index, 4 KiB aliasing) instead of sharing the placement mmap gave the
+/// process. The runner opens one per repetition (the row's `address_layout`).
+/// One at a time per process; thread-safe draws. Without one, offsets are 0.
 class LayoutSampling {
  public:
   /// The span offsets are drawn from: [0, kSpanBytes), one 4 KiB page.
@@ -59,10 +55,8 @@ class LayoutSampling {
   nlohmann::json Json() const;
 };
 
-/// The seed of the live LayoutSampling in `*seed`; false (and *seed untouched)
-/// when none is alive. The build duet (harness/run/build_duet.h) sends it to
-/// the old build, which samples the same offsets for the same repetition, so a
-/// window pair compares the two builds at one address layout.
+/// The seed of the live LayoutSampling in `*seed`; false when none is alive.
+/// The build duet sends it to the old build, which samples the same offsets.
 bool LiveLayoutSeed(uint64_t* seed);
 
 /// Offset (bytes) of a `bytes`-byte structure on `step`s: uniform over 0, step,
@@ -85,11 +79,9 @@ SharedPtr AllocShared(std::size_t bytes, const PointEnv& env,
 
 /// Allocates `bytes` uninitialized bytes aligned to `align` (a power of two)
 /// on pages of their own, at SampleLayoutOffset(LayoutStep(align), bytes) past
-/// the first page's start (recorded with "what": `what` in the row's
-/// address_layout); at the page start without a live LayoutSampling.
-/// For Workload::operator new: the object every timed loop reads lies at the
-/// same page offset in both builds of a duet. Throws std::bad_alloc when the
-/// mapping fails. Free with FreeSampledObject.
+/// the first page's start (recorded as `what`). For Workload::operator new:
+/// the object every timed loop reads lies at the same page offset in both
+/// builds of a duet. Throws std::bad_alloc. Free with FreeSampledObject.
 void* AllocSampledObject(std::size_t bytes, std::size_t align,
                          const char* what = "workload object");
 
@@ -135,12 +127,9 @@ nlohmann::json SharedRegionsJson(const Topology* topo);
 /// work calibration (harness/measure/page_work.h MeasureFaultNsPerPage).
 double TimeAnonymousFaultInNs(std::size_t bytes, int attempts, bool with_unmap);
 
-/// Seconds one MiB of private anonymous memory takes to fault in at first
-/// touch (a write to each 4 KiB page: the fault, the page's allocation and
-/// zeroing) on this machine now, from `mib` MiB mapped with MADV_NOHUGEPAGE,
-/// touched and unmapped, the faster of two tries. For pricing the run's
-/// fixed work at plan time (Variant::cost_mib). 0 when the mapping fails.
-/// Never throws.
+/// Seconds one MiB takes to fault in now (TimeAnonymousFaultInNs of `mib` MiB
+/// with the unmap, the faster of two), for pricing Variant::cost_mib at plan
+/// time. 0 when the mapping fails. Never throws.
 double MeasureFaultInSecondsPerMiB(std::size_t mib = 16);
 
 }  // namespace lockline

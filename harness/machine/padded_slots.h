@@ -1,16 +1,8 @@
-// Per-thread slots a runtime distance apart: the container behind --padding.
-//
-// --padding=BYTES is "the distance between per-thread slots": the stride of
-// every array a family or the harness indexes by thread (a thread's lock
-// statistics and counters, its pcp list, its window log, the team's
-// per-thread window record). It is not a kernel layout knob: the userspace
-// models of kernel structures (layouts/zone.h, struct page, the pagevecs, the
-// LRU zones) keep the padding the kernel gives them (ZONE_PADDING,
-// ____cacheline_aligned_in_smp, at their own compile-time line size), and
-// singleton shared fields (one lock, one counter, a stop flag, the ping-pong
-// word) keep harness/machine/cpu.h's kDestructiveLine. Only the per-thread
-// arrays follow --padding (the fault and kernel_* families' per-task records
-// are written once per window, not per operation, and are left as they are).
+// Per-thread slots a runtime distance apart: the container behind --padding,
+// the stride of every array indexed by thread (kSlotPaddingAppliesTo). Not a
+// kernel layout knob: the models of kernel structures keep the kernel's
+// padding (ZONE_PADDING, ____cacheline_aligned_in_smp), and singleton shared
+// fields keep cpu.h's kDestructiveLine.
 #pragma once
 
 #include <sys/mman.h>
@@ -79,26 +71,16 @@ inline void SetSlotPadding(std::size_t bytes) {
 struct DeferConstruction {};
 inline constexpr DeferConstruction kDeferConstruction{};
 
-/// `n` objects of type T, slot i at base + i x stride(), where
-///   stride() = round_up(max(sizeof(T), padding), padding) bytes
-/// on a block aligned to `padding` (it is an anonymous mapping: page-aligned,
-/// zero, and not touched until a slot is constructed, so a slot built by its
-/// own thread is first-touched there; slots closer than a page share their
-/// page with their neighbours, which then lands on the NUMA node of whichever
-/// slot is built first). So for a T of at most `padding` bytes, &slots[i] and
-/// &slots[i + 1] are exactly `padding` bytes apart and no two threads' slots
-/// share a line (or, at 128, an adjacent-line pair).
-///
-/// Units: `padding` and stride() are bytes. Errors: std::invalid_argument for
-/// a padding IsValidSlotPadding refuses; std::bad_alloc when the mapping
-/// fails; an exception from T's constructor propagates (the slots built so far
-/// are destroyed). T's alignment must be at most kMinSlotPadding (64): give
-/// per-thread types alignas(kCacheLine) at most, so the runtime padding, not
-/// the type, sets the distance.
-///
-/// Indexing costs a multiply by the runtime stride: take a slot's reference
-/// once per thread (outside a timed loop), as every RunWindow here does.
-/// Slots are constructed and destroyed in place; not copyable, movable.
+/// `n` objects of type T, slot i at base + i x stride() bytes (StrideFor), on
+/// an anonymous mapping not touched until a slot is constructed (a slot built
+/// by its own thread is first-touched there; slots sharing a page land on the
+/// node of the first built). For a T of at most `padding` bytes, neighbours
+/// are exactly `padding` apart: no two threads share a line (or, at 128, an
+/// adjacent-line pair). Errors: std::invalid_argument for a refused padding,
+/// std::bad_alloc when the mapping fails; T's constructor's exception
+/// propagates. T may align to 64 at most, so --padding sets the distance.
+/// Indexing multiplies by the runtime stride: take a slot's reference once per
+/// thread, outside a timed loop. Not copyable, movable.
 template <class T>
 class PaddedSlots {
   static_assert(alignof(T) <= kMinSlotPadding,

@@ -236,6 +236,20 @@ std::string UnsafeOwner(const struct stat& st, const std::string& what) {
   return "";
 }
 
+// A state file is acted on as root: "" when its directory `dir` and itself
+// (`path`, lstat `st`) are root's (or this user's), writable by no one else,
+// and it is a regular file, not a symlink; else why not.
+std::string UnsafeStateFile(const std::string& dir, const std::string& path,
+                            const struct stat& st) {
+  struct stat dst {};
+  if (lstat(dir.c_str(), &dst) != 0 || !S_ISDIR(dst.st_mode))
+    return dir + " is not a directory";
+  std::string unsafe = UnsafeOwner(dst, "the state directory " + dir);
+  if (unsafe.empty() && !S_ISREG(st.st_mode))
+    unsafe = path + " is not a regular file";
+  return unsafe.empty() ? UnsafeOwner(st, path) : unsafe;
+}
+
 // Writes `value` to a registered /proc/sys path: O_NOFOLLOW, never creating
 // it. "" or the error.
 std::string WriteSetting(const std::string& path, const std::string& value) {
@@ -256,17 +270,8 @@ std::vector<std::string> RecoverPreviousRun() {
   const std::string state = dir + "/restore.state";
   struct stat st {};
   if (lstat(state.c_str(), &st) != 0) return warnings;
-  // The state file is acted on as root: its directory and itself must be
-  // root's (or this user's) and writable by no one else, and it must be a
-  // regular file, not a symlink.
-  struct stat dst {};
-  std::string unsafe = lstat(dir.c_str(), &dst) != 0 || !S_ISDIR(dst.st_mode)
-                           ? dir + " is not a directory"
-                           : UnsafeOwner(dst, "the state directory " + dir);
-  if (unsafe.empty() && !S_ISREG(st.st_mode))
-    unsafe = state + " is not a regular file";
-  if (unsafe.empty()) unsafe = UnsafeOwner(st, state);
-  if (!unsafe.empty()) {
+  if (const std::string unsafe = UnsafeStateFile(dir, state, st);
+      !unsafe.empty()) {
     warnings.push_back("settings recovery skipped: " + unsafe +
                        "; nothing restored (check " + dir +
                        ", or set LOCKLINE_STATE_DIR to a directory only "
@@ -424,16 +429,10 @@ std::vector<std::string> RecoverTracefsMount() {
   std::vector<std::string> warnings;
   const std::string dir = RestoreStateDir();
   const std::string path = dir + "/tracefs.state";
-  struct stat st {
-  }, dst{};
+  struct stat st {};
   if (lstat(path.c_str(), &st) != 0) return warnings;
-  std::string unsafe = lstat(dir.c_str(), &dst) != 0 || !S_ISDIR(dst.st_mode)
-                           ? dir + " is not a directory"
-                           : UnsafeOwner(dst, "the state directory " + dir);
-  if (unsafe.empty() && !S_ISREG(st.st_mode))
-    unsafe = path + " is not a regular file";
-  if (unsafe.empty()) unsafe = UnsafeOwner(st, path);
-  if (!unsafe.empty()) {
+  if (const std::string unsafe = UnsafeStateFile(dir, path, st);
+      !unsafe.empty()) {
     warnings.push_back("tracefs recovery skipped: " + unsafe);
     return warnings;
   }

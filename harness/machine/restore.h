@@ -1,20 +1,14 @@
 // Restoring system settings a family changed for a sweep (a sysctl such as
 // vm.percpu_pagelist_high_fraction): the family registers the file and its old
-// value before writing the new one; RestoreAll() writes every old value back.
-// It runs at the workload's normal end (its destructor) and from the signal
-// handler of harness/run/main.cpp (SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1,
-// SIGUSR2, SIGPIPE, SIGALRM), so it is async-signal-safe: a fixed-size static
-// table filled before the change, and only open / write / close / unlink at
-// restore time.
-//
+// value before writing the new one; RestoreAll() writes every old value back,
+// at the workload's end and from main.cpp's signal handler, so it is
+// async-signal-safe (a fixed static table; open / write / close / unlink).
 // Exits no handler sees (SIGKILL, the OOM killer, a power cut) are covered by
-// a state file: RegisterRestore writes the original values to
-// STATE_DIR/restore.state before the change, RestoreAll removes it, and
-// RecoverPreviousRun() at the next start writes back what a dead run left
-// changed. Two runs at once are kept apart by an exclusive flock(2) on
-// STATE_DIR/sysctl.lock, held from the first registration to RestoreAll: a
-// second run's RegisterRestore refuses (SettingBusy) instead of measuring at
-// the other run's value. STATE_DIR is $LOCKLINE_STATE_DIR, else /run/lockline.
+// STATE_DIR/restore.state, written before the change, removed by RestoreAll,
+// acted on by RecoverPreviousRun() at the next start. An exclusive flock(2) on
+// STATE_DIR/sysctl.lock, held from the first registration to RestoreAll, makes
+// a second run refuse (SettingBusy) rather than measure at the other's value.
+// STATE_DIR is $LOCKLINE_STATE_DIR, else /run/lockline.
 #pragma once
 
 #include <stdexcept>
@@ -23,9 +17,8 @@
 
 namespace lockline {
 
-/// Another lockline process holds the settings lock (it is changing a setting
-/// now); what() names the lock file, the holder's pid when known, and what to
-/// do.
+/// Another lockline process holds the settings lock; what() names the lock
+/// file, the holder's pid when known, and what to do.
 class SettingBusy : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
@@ -35,37 +28,27 @@ class SettingBusy : public std::runtime_error {
 /// unreadable.
 std::string ReadSmallFile(const std::string& path);
 
-/// The directory of the state and lock files: $LOCKLINE_STATE_DIR when set
-/// and not empty, else /run/lockline.
+/// STATE_DIR (see above).
 std::string RestoreStateDir();
 
-/// Records that `path` (e.g. "/proc/sys/vm/percpu_pagelist_high_fraction")
-/// held `old_value` before this process changed it. Call before writing the
-/// new value. The first registration takes the settings lock (non-blocking)
-/// and every registration rewrites the state file (atomically, fsynced).
-/// Registering a path again keeps the first (original) value. Throws
-/// SettingBusy when another run holds the lock, std::runtime_error when the
-/// state file cannot be written (naming it and errno), std::length_error
-/// beyond 16 paths of up to 255 bytes / values of up to 63 bytes or a value
-/// with a newline; the caller must then not change the setting. Not
-/// async-signal-safe (call from normal code).
+/// Records that `path` held `old_value`; call before writing the new value.
+/// The first registration takes the settings lock (non-blocking); each
+/// rewrites the state file (atomically, fsynced); a path registered again
+/// keeps its first value. Throws SettingBusy (lock held elsewhere),
+/// std::runtime_error (state file unwritable, naming it and errno),
+/// std::length_error (over 16 paths of 255 bytes / values of 63, or a newline):
+/// the caller must then not change the setting. Not async-signal-safe.
 void RegisterRestore(const std::string& path, const std::string& old_value);
 
-/// Takes the settings lock (as RegisterRestore does, non-blocking) without
-/// registering anything: a point reads a setting's value under it, so no other
-/// lockline run changes it between the read and the end of the point's
-/// windows. Released by RestoreAll. Throws SettingBusy (naming `path`) when
-/// another run holds it, std::runtime_error when the lock file cannot be
-/// opened. Not async-signal-safe.
+/// Takes the settings lock without registering anything, so no other run
+/// changes a setting a point read until RestoreAll. Throws SettingBusy (naming
+/// `path`) or std::runtime_error (lock file unopenable).
 void AcquireSettingsLock(const std::string& path);
 
-/// Writes every registered old value back to its path (open O_WRONLY, write,
-/// close) and forgets it, so a second call does nothing; then removes the
-/// state file and releases the lock. Async-signal-safe: safe to call from a
-/// signal handler, also while RegisterRestore runs on another thread (an
-/// entry is used only once fully written). Errors are ignored (nothing can be
-/// reported from a handler); RestorePending() says whether anything is still
-/// registered.
+/// Writes every registered old value back and forgets it (a second call does
+/// nothing), removes the state file, releases the lock. Async-signal-safe,
+/// also while RegisterRestore runs on another thread (an entry is used only
+/// once fully written). Errors are ignored (a handler cannot report them).
 void RestoreAll();
 
 /// Number of registered entries not yet restored (for tests and reports).
@@ -103,10 +86,8 @@ bool RecoverableValue(const std::string& value);
 std::vector<std::string> RecoverPreviousRun();
 
 /// Call once at start-up: notes whether tracefs is mounted at
-/// /sys/kernel/tracing. When it is not (and lockline runs as root, so a
-/// kernel family may mount it: harness/measure/kernel_probe.cpp), the mount
-/// found there at the end is lockline's own and UnmountWhatLocklineMounted
-/// removes it (the machine is left as found).
+/// /sys/kernel/tracing; if not, a mount found there at the end is lockline's
+/// (kernel_probe.cpp) and UnmountWhatLocklineMounted removes it.
 void WatchTracefsMount();
 
 /// Before lockline mounts tracefs: records the mount in
@@ -116,10 +97,9 @@ void WatchTracefsMount();
 /// why it could not (then lockline does not mount).
 std::string RecordTracefsMount();
 
-/// After the mount attempt: `mounted` true marks tracefs as this process's
-/// own (UnmountWhatLocklineMounted removes it, whatever WatchTracefsMount saw
-/// at start: a second run that mounts it after the first unmounted it no
-/// longer leaves it); false drops the record. Async-signal-safe.
+/// After the mount attempt: `mounted` marks tracefs as this process's own
+/// (unmounted at the end whatever WatchTracefsMount saw); false drops the
+/// record. Async-signal-safe.
 void NoteTracefsMounted(bool mounted);
 
 /// At start-up: when STATE_DIR/tracefs.state records a mount by a run that is

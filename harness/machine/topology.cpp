@@ -1,10 +1,7 @@
-// Topology loading, placement orders, thread-count lists and plans on top of
-// hwloc 2.9's C API.
-//
-// Every hwloc call that can fail is checked: hwloc 2.9 keeps its default (host)
-// discovery when hwloc_topology_set_xml() or hwloc_topology_set_synthetic()
-// fails, so an unchecked error would silently plan a 1024-PU run on the 2 PUs
-// of the machine the planner runs on.
+// Topology loading, placement orders, thread-count lists and plans on hwloc
+// 2.9's C API. Every hwloc call that can fail is checked: hwloc keeps its host
+// discovery when set_xml() or set_synthetic() fails, so an unchecked error
+// would silently plan a 1024-PU run on the planner's 2 PUs.
 #include "harness/machine/topology.h"
 
 #include <sched.h>
@@ -40,14 +37,12 @@ std::string Trim(const std::string& s) {
   return s.substr(b, e - b + 1);
 }
 
-// Strips one pair of matching surrounding quotes (shells and config files leave
-// them in).
+// Strips one pair of matching surrounding quotes.
 std::string StripQuotes(std::string s) {
   s = Trim(s);
   if (s.size() >= 2 && (s.front() == '"' || s.front() == '\'') &&
-      s.back() == s.front()) {
+      s.back() == s.front())
     s = Trim(s.substr(1, s.size() - 2));
-  }
   return s;
 }
 
@@ -63,8 +58,7 @@ struct Bitmap {
   hwloc_bitmap_t b;
 };
 
-// Parses a non-negative decimal integer of at most kMaxListValue; false for
-// anything else.
+// A non-negative decimal integer of at most kMaxListValue, else false.
 bool ParseNumber(const std::string& s, long* out) {
   if (s.empty() || s.size() > 9) return false;
   long v = 0;
@@ -77,10 +71,9 @@ bool ParseNumber(const std::string& s, long* out) {
   return true;
 }
 
-// Grammar shared by CPU lists and thread-count lists: comma-separated items,
-// each N, A-B (A <= B) or A-B:S (every S-th from A to B, util-linux taskset
-// syntax). `what` names the option in errors. Values are returned in the order
-// given; duplicates are rejected.
+// CPU lists and thread-count lists: comma-separated N, A-B or A-B:S (every
+// S-th, util-linux taskset syntax), in the order given, no duplicates. `what`
+// names the option in errors.
 std::vector<int> ParseIntList(const std::string& raw, const std::string& what) {
   const std::string text = Trim(raw);
   const std::string accepted =
@@ -114,9 +107,8 @@ std::vector<int> ParseIntList(const std::string& raw, const std::string& what) {
       size_t colon = rest.find(':');
       if (colon != std::string::npos) {
         b = rest.substr(0, colon);
-        if (!ParseNumber(rest.substr(colon + 1), &stride) || stride == 0) {
+        if (!ParseNumber(rest.substr(colon + 1), &stride) || stride == 0)
           throw bad("has a bad stride (want a positive number after ':')");
-        }
       }
       if (a.empty())
         throw bad("has no range start (negative numbers are not accepted)");
@@ -126,9 +118,8 @@ std::vector<int> ParseIntList(const std::string& raw, const std::string& what) {
       if (lo > hi) throw bad("is a reversed range (start above end)");
     }
     for (long v = lo; v <= hi; v += stride) {
-      if (!seen.insert(static_cast<int>(v)).second) {
+      if (!seen.insert(static_cast<int>(v)).second)
         throw bad("repeats " + std::to_string(v));
-      }
       out.push_back(static_cast<int>(v));
     }
   }
@@ -161,53 +152,46 @@ std::string XmlTopologyVersion(const std::string& head) {
   return tag.substr(v + 9, close - v - 9);
 }
 
-// Checks that `path` is a readable regular file that hwloc 2.x can parse,
-// before handing it to hwloc (whose only diagnostic for most of these is
-// EINVAL).
+// Checks that `path` is a readable file hwloc 2.x can parse (hwloc's only
+// diagnostic for most of these is EINVAL).
 void CheckXmlFile(const std::string& path) {
   const std::string accepted =
       "; accepted: host, synthetic:DESCRIPTION, or the path of an hwloc "
       "1.x/2.x XML file";
   struct stat st {};
-  if (stat(path.c_str(), &st) != 0) {
+  if (stat(path.c_str(), &st) != 0)
     throw TopologyError("topology '" + path + "': cannot open (" +
                         std::strerror(errno) + ")" + accepted);
-  }
-  if (S_ISDIR(st.st_mode)) {
+  if (S_ISDIR(st.st_mode))
     throw TopologyError("topology '" + path +
                         "' is a directory, not an XML file" + accepted);
-  }
   std::ifstream in(path, std::ios::binary);
-  if (!in) {
+  if (!in)
     throw TopologyError("topology '" + path + "': cannot read (" +
                         std::strerror(errno) + ")" + accepted);
-  }
   std::string head(8192, '\0');
   in.read(head.data(), static_cast<std::streamsize>(head.size()));
   head.resize(static_cast<size_t>(in.gcount()));
-  if (head.find("<topology") == std::string::npos) {
+  if (head.find("<topology") == std::string::npos)
     throw TopologyError(
         "topology '" + path +
         "' is not an hwloc XML file (no <topology> element in its first " +
         std::to_string(head.size()) + " bytes)" + accepted);
-  }
   const std::string version = XmlTopologyVersion(head);
-  if (!version.empty() && std::atoi(version.c_str()) >= 3) {
+  if (!version.empty() && std::atoi(version.c_str()) >= 3)
     throw TopologyError(
         "topology '" + path + "' was written by hwloc " + version +
         " (<topology version=\"" + version +
         "\">); this build uses hwloc " HWLOC_VERSION
         " and hwloc 2.x cannot read hwloc 3 XML: re-export it with hwloc 2's "
         "`lstopo --of xml FILE` or pass a file written by hwloc 2.x");
-  }
 }
 
 int LogicalOrMinus1(hwloc_obj_t obj) {
   return obj ? static_cast<int>(obj->logical_index) : -1;
 }
 
-// Key that identifies a PU's core even on topologies without a Core level (each
-// PU is then its own core).
+// A PU's core, also without a Core level (each PU its own core).
 long CoreKey(const PuInfo& pu) {
   return pu.core >= 0 ? pu.core : (1L << 32) + pu.logical_index;
 }
@@ -332,9 +316,8 @@ std::string FormatCpuList(std::vector<int> cpus) {
 
 namespace {
 
-// "host" discovery reads something other than this machine when one of these
-// variables is set (a /sys dump, an XML, a description): binding through such
-// a topology must be refused. Returns the source's name for messages; sets
+// "host" discovery reads another machine when one of these variables is set
+// (binding must then be refused): the source's name; sets
 // HWLOC_TOPOLOGY_FLAG_IS_THISSYSTEM in *flags only when nothing redirects it.
 std::string HostSource(unsigned long* flags) {
   std::string source = "host";
@@ -366,31 +349,28 @@ std::string SetSynthetic(hwloc_topology_t topo, const std::string& desc) {
     const double n = std::strtod(level.c_str() + colon + 1, nullptr);
     if (n > 0) total *= n;
   }
-  if (total > kMaxTopologyPus) {
+  if (total > kMaxTopologyPus)
     throw TopologyError(
         "synthetic topology '" + desc + "' has " +
         std::to_string(static_cast<long long>(std::min(total, 1e18))) +
         " PUs; accepted: up to " + std::to_string(kMaxTopologyPus) + " PUs");
-  }
-  if (desc.empty() || hwloc_topology_set_synthetic(topo, desc.c_str()) != 0) {
+  if (desc.empty() || hwloc_topology_set_synthetic(topo, desc.c_str()) != 0)
     throw TopologyError("bad synthetic topology '" + desc +
                         "': hwloc_topology_set_synthetic rejected it; "
                         "accepted: hwloc synthetic "
                         "syntax, levels TYPE:COUNT from the top, e.g. "
                         "synthetic:\"pack:4 numa:2 core:16 pu:2\"");
-  }
   return "synthetic:" + desc;
 }
 
 // Hands hwloc an XML file, checked first (CheckXmlFile). Returns the path.
 std::string SetXml(hwloc_topology_t topo, const std::string& path) {
-  if (path.empty()) {
+  if (path.empty())
     throw TopologyError(
         "topology spec is empty; accepted: host, synthetic:DESCRIPTION, or "
         "an hwloc XML path");
-  }
   CheckXmlFile(path);
-  if (hwloc_topology_set_xml(topo, path.c_str()) != 0) {
+  if (hwloc_topology_set_xml(topo, path.c_str()) != 0)
     throw TopologyError(
         "topology '" + path +
         "': hwloc " HWLOC_VERSION
@@ -398,45 +378,36 @@ std::string SetXml(hwloc_topology_t topo, const std::string& path) {
         std::strerror(errno) +
         "); accepted: an XML written by hwloc 1.x/2.x "
         "`lstopo --of xml`");
-  }
   return path;
 }
 
-// Sets the flags, loads, and refuses a topology of more than kMaxTopologyPus
-// PUs. Returns the PUs of its complete cpuset.
-//
-// Without HWLOC_TOPOLOGY_FLAG_INCLUDE_DISALLOWED hwloc drops PUs outside the
-// process's cpuset (host, HWLOC_FSROOT dumps) and keeps an XML's
-// allowed_cpuset, so the topology's PUs intersected with
-// hwloc_topology_get_allowed_cpuset() are exactly the usable ones. hwloc 2
-// never lists offline PUs as PU objects.
+// Sets the flags, loads, refuses more than kMaxTopologyPus PUs; returns the
+// PUs of its complete cpuset. Without ..._INCLUDE_DISALLOWED hwloc drops PUs
+// outside the process's cpuset and keeps an XML's allowed_cpuset, so the PUs
+// within the allowed cpuset are exactly the usable ones (offline PUs are never
+// PU objects in hwloc 2).
 int LoadChecked(hwloc_topology_t topo, unsigned long flags,
                 const std::string& source) {
-  if (hwloc_topology_set_flags(topo, flags) != 0) {
+  if (hwloc_topology_set_flags(topo, flags) != 0)
     throw TopologyError(std::string("hwloc_topology_set_flags failed: ") +
                         std::strerror(errno));
-  }
-  if (hwloc_topology_load(topo) != 0) {
+  if (hwloc_topology_load(topo) != 0)
     throw TopologyError("topology '" + source +
                         "': hwloc_topology_load failed (" +
                         std::strerror(errno) + ")");
-  }
   const int complete_pus =
       hwloc_bitmap_weight(hwloc_topology_get_complete_cpuset(topo));
   if (complete_pus > kMaxTopologyPus ||
-      hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_PU) > kMaxTopologyPus) {
+      hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_PU) > kMaxTopologyPus)
     throw TopologyError(
         "topology '" + source + "' has " + std::to_string(complete_pus) +
         " PUs; accepted: up to " + std::to_string(kMaxTopologyPus) + " PUs");
-  }
   return complete_pus;
 }
 
-// The affinity mask this process started with (taskset, numactl, a container
-// runtime's cpuset) into *affinity; false when unreadable. hwloc's allowed
-// cpuset is the cgroup's, and sched_setaffinity may widen a thread's mask to
-// anything the cgroup allows, so a PU outside it would bind (and read back)
-// fine yet break the user's restriction.
+// The affinity mask this process started with (taskset, numactl, a container)
+// into *affinity; false when unreadable. hwloc's allowed cpuset is the
+// cgroup's, wider than the user's restriction.
 bool StartAffinity(Bitmap* affinity) {
   bool have = false;
   for (size_t ncpus = 1024; ncpus <= (1u << 20) && !have; ncpus *= 2) {
@@ -463,15 +434,12 @@ void OnlinePus(bool is_host, hwloc_const_cpuset_t present, Bitmap* online) {
   std::ifstream in("/sys/devices/system/cpu/online");
   std::string text;
   if (in && std::getline(in, text) &&
-      hwloc_bitmap_list_sscanf(online->b, Trim(text).c_str()) != 0) {
+      hwloc_bitmap_list_sscanf(online->b, Trim(text).c_str()) != 0)
     hwloc_bitmap_copy(online->b, present);
-  }
 }
 
-// cpukind indices are ordered by efficiency only when hwloc knows every
-// kind's efficiency (from CoreType/frequency or the OS); otherwise the index
-// says nothing about performance and PUs report -1, so placement does not
-// prefer an arbitrary kind.
+// cpukind indices rank performance only when hwloc knows every kind's
+// efficiency; otherwise PUs report -1, so placement prefers no arbitrary kind.
 bool KindsRanked(hwloc_topology_t topo) {
   const int nr_kinds = hwloc_cpukinds_get_nr(topo, 0);
   bool ranked = nr_kinds >= 1;
@@ -479,15 +447,13 @@ bool KindsRanked(hwloc_topology_t topo) {
     int efficiency = -1;
     if (hwloc_cpukinds_get_info(topo, static_cast<unsigned>(k), nullptr,
                                 &efficiency, nullptr, nullptr, 0) != 0 ||
-        efficiency < 0) {
+        efficiency < 0)
       ranked = false;
-    }
   }
   return ranked;
 }
 
-// One usable PU and the objects containing it. `usable_in_core` counts the
-// usable PUs seen so far per core logical index.
+// One usable PU; `usable_in_core` counts the usable PUs seen per core.
 PuInfo DescribePu(hwloc_topology_t topo, hwloc_obj_t pu, bool kinds_ranked,
                   std::unordered_map<int, int>& usable_in_core) {
   const auto ancestor = [&](hwloc_obj_type_t type) {
@@ -507,18 +473,16 @@ PuInfo DescribePu(hwloc_topology_t topo, hwloc_obj_t pu, bool kinds_ranked,
   // nodes in its locality; take the lowest OS index (a PU with no allowed
   // local node gets -1).
   int node_os = hwloc_bitmap_first(pu->nodeset);
-  if (node_os >= 0) {
+  if (node_os >= 0)
     info.numa = LogicalOrMinus1(hwloc_get_numanode_obj_by_os_index(
         topo, static_cast<unsigned>(node_os)));
-  }
   info.cpukind =
       kinds_ranked ? hwloc_cpukinds_get_by_cpuset(topo, pu->cpuset, 0) : -1;
   if (info.cpukind < 0) info.cpukind = -1;
   return info;
 }
 
-// The usable PUs in hwloc logical order: allowed, present and (when known)
-// in the start affinity mask. Throws when there is none.
+// The usable PUs in hwloc logical order; throws when there is none.
 std::vector<PuInfo> UsablePus(hwloc_topology_t topo,
                               hwloc_const_cpuset_t allowed,
                               hwloc_const_cpuset_t present,
@@ -533,11 +497,10 @@ std::vector<PuInfo> UsablePus(hwloc_topology_t topo,
         (affinity == nullptr || hwloc_bitmap_isset(affinity->b, pu->os_index)))
       out.push_back(DescribePu(topo, pu, kinds_ranked, usable_in_core));
   }
-  if (out.empty()) {
+  if (out.empty())
     throw TopologyError("topology '" + source +
                         "' has no usable PU (the allowed cpuset, the online "
                         "PUs and the affinity mask do not intersect)");
-  }
   return out;
 }
 
@@ -571,7 +534,6 @@ std::vector<std::string> RestrictedBy(const TopologySummary& s, bool is_host,
   return out;
 }
 
-// The counts of the levels that matter for placement.
 void CountLevels(hwloc_topology_t topo, TopologySummary* s) {
   auto count = [&](hwloc_obj_type_t type) {
     int n = hwloc_get_nbobjs_by_type(topo, type);
@@ -587,9 +549,8 @@ void CountLevels(hwloc_topology_t topo, TopologySummary* s) {
   s->pus = count(HWLOC_OBJ_PU);
 }
 
-// NUMA latencies (nearest node for helpers): the first latency matrix over
-// NUMA nodes hwloc has (the OS's SLIT, or an XML's), by logical index,
-// row-major over `nodes` nodes; empty when hwloc has none.
+// hwloc's first NUMA latency matrix (the SLIT, or an XML's), row-major by
+// logical index; empty when none.
 std::vector<int> NumaLatencies(hwloc_topology_t topo, int nodes) {
   unsigned nr = 1;
   hwloc_distances_s* dist[1] = {nullptr};
@@ -614,9 +575,7 @@ std::vector<int> NumaLatencies(hwloc_topology_t topo, int nodes) {
   return out;
 }
 
-// Coherence granularity: the L1 data cache's line size, else L2's (hwloc
-// leaves linesize 0 when the OS does not report it; synthetic topologies
-// report 64).
+// Coherence granularity: the first cache level reporting a line size.
 void CacheLine(hwloc_topology_t topo, TopologySummary* s) {
   s->cache_line_bytes = 64;
   s->cache_line_known = false;
@@ -659,9 +618,8 @@ std::unique_ptr<Topology> Topology::Load(const std::string& raw_spec) {
   t->pus_ =
       UsablePus(t->topo_, allowed, present, have_affinity ? &affinity : nullptr,
                 kinds_ranked, source);
-  for (size_t i = 0; i < t->pus_.size(); ++i) {
+  for (size_t i = 0; i < t->pus_.size(); ++i)
     t->by_os_index_[t->pus_[i].os_index] = static_cast<int>(i);
-  }
 
   TopologySummary& s = t->summary_;
   s.source = source;
@@ -755,13 +713,12 @@ std::vector<PuInfo> PlacementOrder(const Topology& topo, const PinSpec& pin) {
         const int obj = l3 ? p.l3 : p.numa;
         if (obj >= 0 && seen.insert(obj).second) out.push_back(p);
       }
-      if (out.empty()) {
+      if (out.empty())
         throw TopologyError(
             "--pin=" + pin.text + ": topology '" + topo.summary().source +
             "' has no " + (l3 ? "L3 cache" : "NUMA node") +
             " level over its usable PUs; accepted there: cores, compact, "
             "scatter, none or a CPU list");
-      }
       return out;
     }
     case PinPolicy::kList: {
@@ -769,14 +726,13 @@ std::vector<PuInfo> PlacementOrder(const Topology& topo, const PinSpec& pin) {
       out.reserve(pin.list.size());
       for (int os : pin.list) {
         const PuInfo* p = topo.FindPu(os);
-        if (p == nullptr) {
+        if (p == nullptr)
           throw TopologyError(
               "--pin='" + pin.text + "': PU " + std::to_string(os) +
               " is not usable on " + topo.summary().source +
               "; usable PUs (allowed, online and in the affinity mask "
               "lockline started with): " +
               UsableList(topo));
-        }
         out.push_back(*p);
       }
       if (out.empty()) throw TopologyError("--pin CPU list is empty");
@@ -806,9 +762,8 @@ std::vector<PuInfo> PlacementOrder(const Topology& topo, const PinSpec& pin) {
       while (i < out.size()) {
         size_t j = i;
         while (j < out.size() && out[j].smt_rank == out[i].smt_rank &&
-               out[j].cpukind == out[i].cpukind) {
+               out[j].cpukind == out[i].cpukind)
           ++j;
-        }
         std::vector<PuInfo> round(out.begin() + static_cast<long>(i),
                                   out.begin() + static_cast<long>(j));
         for (const PuInfo& p : RoundRobin(round, 0)) scattered.push_back(p);
@@ -822,16 +777,14 @@ std::vector<PuInfo> PlacementOrder(const Topology& topo, const PinSpec& pin) {
 
 ThreadPlan PlanThreads(const std::vector<PuInfo>& order, int threads,
                        bool oversubscribe) {
-  if (threads <= 0) {
+  if (threads <= 0)
     throw TopologyError("thread count " + std::to_string(threads) +
                         " is not positive");
-  }
   if (order.empty())
     throw TopologyError("cannot plan threads on an empty placement order");
   const size_t n = order.size();
-  if (static_cast<size_t>(threads) > n && !oversubscribe) {
+  if (static_cast<size_t>(threads) > n && !oversubscribe)
     throw TooManyThreads("", threads, order);
-  }
   ThreadPlan plan;
   plan.threads = threads;
   plan.oversubscribed = static_cast<size_t>(threads) > n;
@@ -891,30 +844,26 @@ std::vector<int> ParseThreadCounts(const std::string& raw,
     counts.erase(std::unique(counts.begin(), counts.end()), counts.end());
     return counts;
   }
-  if (text.empty() || text[0] < '0' || text[0] > '9') {
+  if (text.empty() || text[0] < '0' || text[0] > '9')
     throw TopologyError(
         "--threads='" + text +
         "' is not accepted; accepted: max, pow2, topo, or a list of positive "
         "counts such as 1,2,8 or 1-4");
-  }
   counts = ParseIntList(text, "--threads list");
   for (int c : counts) {
-    if (c == 0) {
+    if (c == 0)
       throw TopologyError("--threads='" + text +
                           "': 0 threads; counts must be at least 1");
-    }
     if (c > n && oversubscribe && !force &&
-        c > static_cast<long>(kMaxOversubscription) * n) {
+        c > static_cast<long>(kMaxOversubscription) * n)
       throw TopologyError(
           "--threads='" + text + "': " + std::to_string(c) + " threads are " +
           "more than " + std::to_string(kMaxOversubscription) + "x the " +
           std::to_string(n) + " usable PUs of the placement (at most " +
           std::to_string(kMaxOversubscription * n) +
           " with --oversubscribe); pass --oversubscribe=force to run them");
-    }
-    if (c > n && !oversubscribe) {
+    if (c > n && !oversubscribe)
       throw TooManyThreads("--threads='" + text + "': ", c, order);
-    }
   }
   std::sort(counts.begin(), counts.end());
   return counts;
@@ -1002,16 +951,14 @@ std::string FormatPlans(const Topology& topo, const PinSpec& pin,
 
 void BindThisThread(const Topology& topo, int os_index) {
   const std::string what = "binding to PU " + std::to_string(os_index);
-  if (!topo.is_host()) {
+  if (!topo.is_host())
     throw TopologyError(
         what + ": topology '" + topo.summary().source +
         "' is not this machine's (XML, synthetic or HWLOC_FSROOT); binding "
         "needs --topology=host");
-  }
-  if (topo.FindPu(os_index) == nullptr) {
+  if (topo.FindPu(os_index) == nullptr)
     throw TopologyError(what +
                         ": PU is not usable; usable PUs: " + UsableList(topo));
-  }
   // sched_setaffinity with a mask on the stack, not hwloc_set_cpubind:
   // hwloc's Linux backend allocates the kernel mask and does not check the
   // allocation, so near an address-space limit (ulimit -v) it crashes with

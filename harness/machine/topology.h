@@ -1,12 +1,7 @@
-// Machine topology through hwloc: loading (host, XML file, synthetic
-// description), the usable PUs (allowed cpuset intersected with online PUs and,
-// on the host, with the affinity mask the process started with),
-// placement orders (--pin), thread-count lists
-// (--threads), per-thread-count plans (--plan) and thread binding with
-// read-back.
-//
-// Everything except BindThisThread works on any loaded topology, so a 1024-PU
-// plan is unit tested on a 2-core machine.
+// Machine topology through hwloc: loading (host, XML file, synthetic), the
+// usable PUs, placement orders (--pin), thread-count lists (--threads), plans
+// (--plan) and thread binding with read-back. Everything but BindThisThread
+// works on any loaded topology, so a 1024-PU plan is tested on 2 cores.
 #pragma once
 
 #include <hwloc.h>
@@ -33,17 +28,13 @@ class TopologyError : public std::runtime_error {
 struct PuInfo {
   int os_index = -1;
   int logical_index = -1;
-  int core = -1;  ///< logical index of the Core
-  int smt_rank =
-      0;  ///< 0 for the first PU of its core, 1 for its first sibling, ...
-  int l2 = -1;       ///< logical index of the L2 cache (or -1); shared by
-                     ///< cores on E-core clusters and Bulldozer modules
-  int l3 = -1;       ///< logical index of the L3 cache (or -1)
-  int numa = -1;     ///< logical index of the first NUMA node in its locality
-  int package = -1;  ///< logical index of the Package
-  int cpukind =
-      -1;  ///< hwloc cpukind index, higher = more performant; -1 if unknown
-           ///< (also when hwloc does not know every kind's efficiency)
+  int core = -1;
+  int smt_rank = 0;  ///< 0 for its core's first PU, 1 for the next, ...
+  int l2 = -1;       ///< shared by E-core clusters and Bulldozer modules
+  int l3 = -1;
+  int numa = -1;  ///< the first NUMA node in its locality
+  int package = -1;
+  int cpukind = -1;  ///< higher = more performant; -1 unknown or unranked
 };
 
 /// Counts of the levels that matter for placement.
@@ -51,9 +42,8 @@ struct TopologySummary {
   std::string source;  ///< "host", the XML path, or "synthetic:..."
   int packages = 0, numa_nodes = 0, l3s = 0, cores = 0, pus = 0;
   int usable_pus = 0;  ///< allowed, online and (host) in the start affinity
-  /// PUs hwloc knows of including disallowed and offline ones (complete
-  /// cpuset), the allowed ones, the online ones, and (host only, else -1) the
-  /// CPUs of the affinity mask the process started with (sched_getaffinity).
+  /// PUs of the complete cpuset, allowed, online, and (host only, else -1)
+  /// in the start affinity mask.
   int complete_pus = 0, allowed_pus = 0, online_pus = 0, affinity_pus = -1;
   /// Which of "allowed cpuset", "online", "affinity mask" removed PUs from the
   /// complete set (empty when every PU is usable).
@@ -77,18 +67,13 @@ std::string UnrankedKindsWarning(const TopologySummary& s);
 /// A loaded hwloc topology. Not copyable.
 class Topology {
  public:
-  /// Loads `spec`: "host"; a path to an hwloc XML file; or
-  /// "synthetic:DESCRIPTION" (hwloc synthetic syntax, e.g. "pack:4 numa:2
-  /// core:16 pu:2"). Throws TopologyError for a missing or unreadable file, an
-  /// invalid one, a file written by hwloc 3.x (2.9 cannot read it; the XML's
-  /// version attribute is checked first), or a bad synthetic string. Never
-  /// falls back silently to the host topology. "host" honours HWLOC_FSROOT (a
-  /// /sys dump, e.g. hwloc's test tarballs): such a topology has is_host()
-  /// false and refuses binding. On the host, PUs outside the calling thread's
-  /// affinity mask (sched_getaffinity: taskset, numactl, a container runtime)
-  /// are not usable; call Load before any thread binds itself. Topologies of
-  /// more than kMaxTopologyPus PUs are refused (TopologyError naming the
-  /// count and the limit).
+  /// Loads "host", an hwloc XML file, or "synthetic:DESCRIPTION" (e.g.
+  /// "pack:4 numa:2 core:16 pu:2"), never falling back to the host. Throws
+  /// TopologyError for a missing, unreadable or invalid file, one written by
+  /// hwloc 3.x, a bad synthetic string, or more than kMaxTopologyPus PUs.
+  /// "host" honours HWLOC_FSROOT (then is_host() is false: no binding). On
+  /// the host, PUs outside the start affinity mask are not usable: call Load
+  /// before any thread binds itself.
   static std::unique_ptr<Topology> Load(const std::string& spec);
   ~Topology();
   Topology(const Topology&) = delete;
@@ -128,19 +113,13 @@ inline constexpr int kMaxTopologyPus = 8192;
 /// --oversubscribe=force lifts the cap.
 inline constexpr int kMaxOversubscription = 8;
 
-/// --pin policies. kCores: one PU per core, filling an L3, then a NUMA node,
-/// then a package before the next; SMT siblings only once every core has a
-/// thread; on hybrid CPUs the most performant cpukind first. kCompact: topology
-/// order, siblings adjacent. kScatter: the kCores rounds (every core's first
-/// usable thread, then every core's second, ...; within a round the most
-/// performant cpukind first), each round ordered by a recursive round-robin:
-/// PUs are grouped by package, a package's PUs by NUMA node, a node's by L3, an
-/// L3's by core; each group is ordered the same way and groups are merged
-/// taking the first of every group, then the second of every group, ... (so
-/// threads 0..P-1 land on P packages). kNone: threads are not bound (reported
-/// in the kCores order). kList: explicit OS indices, in the order given.
-/// kPerL3 / kPerNuma: one PU per L3 cache / NUMA node (the first usable PU of
-/// each, in hwloc logical order), so N threads cover N L3s / nodes.
+/// --pin policies. kCores: one PU per core, filling an L3, a NUMA node, then a
+/// package; SMT siblings once every core has a thread; the most performant
+/// cpukind first. kCompact: topology order. kScatter: the kCores rounds, each
+/// ordered round-robin over packages, then nodes, L3s and cores (threads
+/// 0..P-1 land on P packages). kNone: not bound (kCores order reported).
+/// kList: OS indices as given. kPerL3 / kPerNuma: the first usable PU of each
+/// L3 / NUMA node.
 enum class PinPolicy {
   kCores,
   kCompact,
@@ -171,22 +150,18 @@ std::string FormatCpuList(std::vector<int> cpus);
 /// TopologyError naming the bad value.
 PinSpec ParsePinSpec(const std::string& text);
 
-/// The usable PUs in the order threads are placed by `pin` (thread i goes on
-/// element i). For kList, throws TopologyError if a listed PU is not usable
-/// (naming it and the usable set). For kNone, returns the kCores order (used
-/// for reporting only; threads are not bound). For kPerL3 / kPerNuma, throws
-/// TopologyError when the topology has no L3 / NUMA level.
+/// The usable PUs in the order threads are placed by `pin` (thread i on
+/// element i). Throws TopologyError for a listed PU that is not usable, or
+/// kPerL3 / kPerNuma without that level.
 std::vector<PuInfo> PlacementOrder(const Topology& topo, const PinSpec& pin);
 
 /// The placement of one thread count.
 struct ThreadPlan {
   int threads = 0;
-  std::vector<PuInfo>
-      pus;  ///< size threads; wraps around the order when oversubscribed
+  std::vector<PuInfo> pus;    ///< wraps around the order when oversubscribed
   bool smt_siblings = false;  ///< two threads on PUs of one core
   bool oversubscribed = false;
-  int cores = 0, l3s = 0, numa_nodes = 0,
-      packages = 0;  ///< distinct objects spanned
+  int cores = 0, l3s = 0, numa_nodes = 0, packages = 0;  ///< spanned
 };
 
 /// Plans `threads` threads on `order`. Throws TopologyError if threads exceeds
@@ -195,40 +170,28 @@ struct ThreadPlan {
 ThreadPlan PlanThreads(const std::vector<PuInfo>& order, int threads,
                        bool oversubscribe);
 
-/// Distinct NUMA nodes among `pus` (PuInfo::numa; PUs whose node is unknown,
-/// -1, are not counted): how many nodes a placement order or plan spans, e.g.
-/// for a family's planned_variants to tell a multi-node machine.
+/// Distinct NUMA nodes among `pus` (unknown, -1, not counted).
 int CountNumaNodes(const std::vector<PuInfo>& pus);
 
-/// Parses --threads=LIST|pow2|topo|max against `order` (the placement order).
-/// max: order.size(). pow2: 1, 2, 4, ... up to order.size(), plus order.size()
-/// itself (the whole placement is always measured). topo: pow2 plus every
-/// topology boundary of the order: the length of the order's initial run inside
-/// order[0]'s L3, NUMA node and package (under kCores: cores per L3 / node /
-/// package; under kCompact: PUs per L3 / node / package) and the number of
-/// distinct cores; de-duplicated, sorted. LIST: "1,2,8", "1-4", sorted
-/// ascending. Throws TopologyError for a malformed list, 0, a count above
-/// order.size() without oversubscribe, or above kMaxOversubscription x
-/// order.size() without `force` (naming --oversubscribe=force).
+/// Parses --threads=LIST|pow2|topo|max against the placement `order`. max:
+/// its size; pow2: 1, 2, 4, ... plus its size; topo: pow2 plus where the
+/// order's prefix fills order[0]'s L3, NUMA node and package, and the distinct
+/// cores; LIST: "1,2,8", "1-4"; sorted. Throws TopologyError for a malformed
+/// list, 0, a count above the size without oversubscribe, or above
+/// kMaxOversubscription x the size without `force`.
 std::vector<int> ParseThreadCounts(const std::string& text,
                                    const std::vector<PuInfo>& order,
                                    bool oversubscribe, bool force = false);
 
-/// Human-readable plan of every thread count: per count one line with the PU
-/// set as a cpulist (cut after ~96 characters) and the cores / L3s / NUMA nodes
-/// / packages spanned and whether SMT siblings share a core; then one table,
-/// thread i -> PU and its core, SMT rank, L3, NUMA node, package and cpukind,
-/// for the largest count (every count uses a prefix of the same order). Throws
-/// like PlanThreads. 4096 PUs format in ~20 ms.
+/// The --plan text: per thread count its PUs (a cpulist, cut after ~96
+/// characters), what they span and its helpers; then one table, thread i -> PU
+/// and its objects, for the largest count. Throws like PlanThreads.
 std::string FormatPlans(const Topology& topo, const PinSpec& pin,
                         const std::vector<int>& counts, bool oversubscribe);
 
-/// Binds the calling thread to the PU with OS index `os_index`
-/// (sched_setaffinity with an 8 KiB mask on the stack: it allocates nothing,
-/// so it cannot crash near an address-space limit as hwloc_set_cpubind did),
-/// reads the binding back, and throws TopologyError if it differs or the call
-/// fails (naming the PU and errno). Only valid on a host topology; OS indices
-/// below kMaxTopologyPus.
+/// Binds the calling thread to OS PU `os_index` and reads the binding back;
+/// throws TopologyError (naming the PU and errno) if it fails or differs.
+/// Host topologies only.
 void BindThisThread(const Topology& topo, int os_index);
 
 }  // namespace lockline

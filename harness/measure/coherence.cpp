@@ -47,10 +47,8 @@ struct MeasuredClass {
   double ns = 0;     ///< median one-way latency, ns
 };
 
-/// The machine's core-to-core latencies measured in this run: every PU pair's
-/// start-of-run probes (context.lockline.coherence_baseline) and every
-/// calibration c2c ping-pong point (params c2c:pingpong, pu_a, pu_b; median
-/// latency_ns of its repetitions).
+/// The machine's core-to-core latencies measured in this run: the start-of-run
+/// probes and the calibration c2c:pingpong points (median of repetitions).
 std::vector<MeasuredClass> MeasuredClasses(const json& doc) {
   std::vector<MeasuredClass> out;
   const auto pus = [](const json& a, const json& b) {
@@ -92,9 +90,7 @@ std::vector<MeasuredClass> MeasuredClasses(const json& doc) {
   return out;
 }
 
-/// The measured class within kMinModeGap (1.4x, the clustering's own
-/// "one regime" ratio) of `ns`, the nearest in log distance; nullptr when
-/// none is that close.
+/// The nearest measured class within kMinModeGap of `ns`, or nullptr.
 const MeasuredClass* MatchClass(const std::vector<MeasuredClass>& classes,
                                 double ns) {
   const MeasuredClass* best = nullptr;

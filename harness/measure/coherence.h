@@ -1,12 +1,10 @@
 // Coherence regimes: which state of the machine a contended point was measured
-// in. On a VM the host moves vCPUs, so one PU pair's cache-line transfer
-// latency switches between a few levels (on the 2-vCPU KVM guest ~32 ns
-// "near" and ~156 ns "far", every few seconds) and contended throughput
-// switches 4-7x with it. Every multi-threaded point that shares a line is
-// probed before and after (ThreadTeam::PingPong); here the probes of the whole
-// run are clustered per PU pair into regimes, and each point is labelled with
-// the regime its probes fall in. Labels name the regime (`near` = the pair's
-// lowest), so they do not depend on which state the run started in.
+// in. On a VM one PU pair's line transfer latency switches between a few
+// levels (2-vCPU KVM guest: ~32 ns "near", ~156 ns "far", every few seconds)
+// and contended throughput 4-7x with it. Every point that shares a line is
+// probed before and after (ThreadTeam::PingPong); the run's probes are
+// clustered per PU pair into regimes (`near` = the pair's lowest), and each
+// point is labelled with the regime its probes fall in.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -45,30 +43,19 @@ std::vector<CoherenceRegime> ClusterLatencies(const std::vector<double>& ns);
 /// regimes.
 int ClassifyLatency(const std::vector<CoherenceRegime>& regimes, double ns);
 
-/// Relabels every iteration row of a lockline.json document (results/SCHEMA.md)
-/// from the probes of the whole run: per PU pair, the start-of-run probes in
-/// context.lockline.coherence_baseline[].probes_ns and every row's
-/// coherence.before_ns / after_ns are clustered (ClusterLatencies) and each
-/// row's coherence gets `label`, `regime` (rank, or null), `regime_ns`
-/// (the regime's median probe, ns, or null), `matches` and `regime_name`:
-/// `label` ranks regimes within this run only (a run whose only regime is
-/// 227 ns calls it `near`), so `regime_name` says what the label is:
-/// "near 32 ns (matches start_of_run:0-1 30 ns)": the regime's ns and the
-/// machine's measured core-to-core class it matches (`matches`: the nearest
-/// within 1.4x of the run's start-of-run probe medians per PU pair,
-/// "start_of_run:A-B", and calibration c2c ping-pong points, "c2c:A-B"; null
-/// when none is that close). Labels:
-///  - `none` when coherence.shares_lines is false (no shared line, no probe);
-///  - `unknown` without probes (1 thread, unpinned threads);
-///  - the regime's label when both probes fall in one regime;
-///  - `mixed` when the two probes fall in different regimes (the state changed
-///    during the point).
-/// Writes the regimes per pair to context.lockline.coherence_regimes (each
-/// with the same `matches` and `name`). Called
-/// after every repetition (so an interrupted run is labelled) and at the end;
-/// earlier rows may change label as the run's distribution fills in. Rows
-/// without a coherence object are left alone. Returns the indices of the rows
-/// whose coherence object changed (for ResultFile::EditRows).
+/// Relabels every iteration row of a lockline.json document from the whole
+/// run's probes: per PU pair, the start-of-run probes
+/// (context.lockline.coherence_baseline[].probes_ns) and every row's
+/// before_ns / after_ns are clustered and each row's coherence gets `label`,
+/// `regime` (rank or null), `regime_ns` (median probe or null), `matches` and
+/// `regime_name`, e.g. "near 32 ns (matches start_of_run:0-1 30 ns)": `label`
+/// ranks regimes within this run only, `matches` names the nearest measured
+/// core-to-core class within 1.4x ("start_of_run:A-B", calibration "c2c:A-B";
+/// null when none). Labels: `none` (shares_lines false), `unknown` (no
+/// probes), the regime's when both probes fall in one, `mixed` when not.
+/// Writes context.lockline.coherence_regimes too. Called after every
+/// repetition and at the end (earlier rows may change label). Returns the
+/// indices of the rows whose coherence changed (ResultFile::EditRows).
 std::vector<size_t> RelabelCoherence(nlohmann::json& doc);
 
 }  // namespace lockline

@@ -46,16 +46,14 @@ std::vector<CounterReading> SumReadings(
   };
   std::vector<CounterReading> sum = per_thread[0];
   for (size_t t = 1; t < per_thread.size(); ++t) {
-    if (per_thread[t].size() != sum.size()) {
+    if (per_thread[t].size() != sum.size())
       throw std::invalid_argument(
           "SumReadings: threads read different numbers of events");
-    }
     for (size_t i = 0; i < sum.size(); ++i) {
       const CounterReading& r = per_thread[t][i];
-      if (r.name != sum[i].name) {
+      if (r.name != sum[i].name)
         throw std::invalid_argument("SumReadings: event " + r.name + " vs " +
                                     sum[i].name);
-      }
       sum[i].value += r.value;
       sum[i].raw += r.raw;
       sum[i].time_enabled_ns += r.time_enabled_ns;
@@ -195,10 +193,9 @@ CounterRow CountersForRow(
       status[r.name + ":reason"] = r.reason;
       continue;
     }
-    if (r.status == "scaled") {
+    if (r.status == "scaled")
       scaling[r.name] = static_cast<double>(r.time_enabled_ns) /
                         static_cast<double>(r.time_running_ns);
-    }
     const double v = ops ? r.value / static_cast<double>(ops) : 0;
     per_op[r.name] = v;
     row.metrics.emplace_back(r.name + "/op", v);

@@ -337,9 +337,8 @@ class ThreadCountersImpl final : public ThreadCounters {
             now[m].running - b.running, e.must_be_nonzero);
         // A window that ran but was not counted is a problem; no window yet is
         // not.
-        if (r.status == "unavailable" && r.time_enabled_ns > 0) {
+        if (r.status == "unavailable" && r.time_enabled_ns > 0)
           state_->ReportOnce(e.avail.name, r.reason);
-        }
         out[i] = r;
       }
     }
@@ -556,9 +555,8 @@ class CounterSessionImpl final : public CounterSession {
       return g.first.rfind("available", 0) == 0;
     });
     std::string line = "counters:";
-    for (size_t i = 0; i < groups.size(); ++i) {
+    for (size_t i = 0; i < groups.size(); ++i)
       line += (i == 0 ? " " : "; ") + groups[i].second + " " + groups[i].first;
-    }
     if (!state_->group_note.empty()) line += "; " + state_->group_note;
     if (!state_->fake_pmu.empty())
       line += "; FAKE PMU (test shim, not this CPU): " + state_->fake_pmu;
@@ -688,7 +686,7 @@ class CounterSessionImpl final : public CounterSession {
         MustBeNonZero(e->attr) ||
         (portable && !e->attr.exclude_user &&
          (base == "cycles" || base == "cpu-cycles" || base == "instructions"));
-    if (!refused.empty()) {
+    if (!refused.empty())
       e->avail.reason =
           IsSoftwareClock(e->attr)
               ? "counts user + kernel time all the same (a software clock "
@@ -696,7 +694,6 @@ class CounterSessionImpl final : public CounterSession {
                 "check): " +
                     refused
               : "user mode only: " + refused;
-    }
   }
 
   // Second chance for a name libpfm4 did not find: perf's generic software
@@ -876,33 +873,29 @@ std::vector<std::string> ParseEventList(const std::string& spec) {
   if (spec.empty() || spec.back() == ',') items.push_back("");
   std::vector<std::string> out;
   for (const std::string& name : items) {
-    if (name.empty()) {
+    if (name.empty())
       throw CounterSpecError("--events='" + spec + "': empty event name; " +
                              accepted);
-    }
     if (name == "none") {
-      if (items.size() != 1) {
+      if (items.size() != 1)
         throw CounterSpecError("--events='" + spec +
                                "': 'none' cannot be combined with events; " +
                                accepted);
-      }
       return {};
     }
     if (name == "default") {
       for (const char* d : kDefaultEvents) {
-        if (std::find(out.begin(), out.end(), d) != out.end()) {
+        if (std::find(out.begin(), out.end(), d) != out.end())
           throw CounterSpecError("--events='" + spec + "': event '" + d +
                                  "' listed twice; " + accepted);
-        }
         out.push_back(d);
       }
       continue;
     }
     for (char c : name) {
-      if (!ValidNameChar(c)) {
+      if (!ValidNameChar(c))
         throw CounterSpecError("--events: bad character '" + std::string(1, c) +
                                "' in '" + name + "'; " + accepted);
-      }
     }
     // "pmu::event" is libpfm4's PMU prefix; any other empty ':' field is a
     // typo.
@@ -914,10 +907,9 @@ std::vector<std::string> ParseEventList(const std::string& spec) {
       throw CounterSpecError("--events: empty event name or modifier in '" +
                              name + "'; " + accepted);
     }
-    if (std::find(out.begin(), out.end(), name) != out.end()) {
+    if (std::find(out.begin(), out.end(), name) != out.end())
       throw CounterSpecError("--events='" + spec + "': event '" + name +
                              "' listed twice; " + accepted);
-    }
     out.push_back(name);
   }
   return out;
@@ -1066,21 +1058,19 @@ std::string ExplainPerfOpenError(int err, bool hardware, bool kernel_counting,
     case ENOENT:
     case EOPNOTSUPP:
     case ENODEV:
-      if (hardware && !kernel_has_hw_pmu) {
+      if (hardware && !kernel_has_hw_pmu)
         return "no hardware PMU exposed by the kernel (VM without vPMU?): "
                "perf_event_open " +
                code + " and no " + std::string(kSysPmuDir) + "/cpu";
-      }
       return "the kernel does not support this event on this machine "
              "(perf_event_open " +
              code + ")";
     case EACCES:
-      if (kernel_counting) {
+      if (kernel_counting)
         return "kernel counting refused (EACCES): perf_event_paranoid=" +
                ParanoidText(paranoid) +
                "; counting the kernel needs perf_event_paranoid <= 1 or "
                "CAP_PERFMON";
-      }
       return "perf_event_open refused even user-only (EACCES): "
              "perf_event_paranoid=" +
              ParanoidText(paranoid) +

@@ -1,9 +1,8 @@
-// Per-thread perf counters around measurement windows: events named as libpfm4
-// / perf list spell them, encoded with libpfm4's perf_event OS layer, opened
-// per thread with perf_event_open, enabled only inside windows, read with
-// time_enabled / time_running. Honest about what could not be counted: every
-// event is `measured`, `scaled` (multiplexed) or `unavailable` with a reason; a
-// missing counter is never reported as 0.
+// Per-thread perf counters around measurement windows: libpfm4 / perf list
+// names encoded by libpfm4, opened per thread with perf_event_open, enabled
+// only inside windows, read with time_enabled / time_running. Every event is
+// `measured`, `scaled` (multiplexed) or `unavailable` with a reason: a missing
+// counter is never 0.
 #pragma once
 
 #include <cstdint>
@@ -26,33 +25,24 @@ class CounterSpecError : public std::runtime_error {
 struct EventAvailability {
   std::string name;    ///< as requested, e.g. "cycles:u"
   std::string status;  ///< "available" or "unavailable"
-  /// Why unavailable (no PMU, unknown event for PMU X, EACCES ...); for an
-  /// available event, a caveat such as "user mode only: kernel counting
-  /// refused (EACCES): perf_event_paranoid=2 ...".
+  /// Why unavailable; for an available event a caveat ("user mode only: ...").
   std::string reason;
-  /// libpfm4 PMU that encoded it ("perf" for generic and software events,
-  /// "amd64_fam19h_zen4" for raw ones); not proof that the kernel has it.
-  std::string pmu;
+  std::string
+      pmu;  ///< libpfm4's PMU that encoded it (not proof the kernel has it)
   bool exclude_kernel = false;
   bool exclude_user = false;
-  /// libpfm4's fully qualified encoding of what is counted, e.g.
-  /// "perf::PERF_COUNT_SW_PAGE_FAULTS:u=1:k=1:..." (empty if not encoded).
-  std::string encoding;
-  /// How a name libpfm4 could not encode as typed was resolved (empty when
-  /// libpfm4 knew it): "portable name: ..." (see PortableEventCandidates).
-  std::string via;
+  std::string encoding;  ///< libpfm4's fully qualified encoding, or ""
+  std::string via;  ///< how a name libpfm4 did not know was resolved, or ""
 };
 
 /// One event's reading for one thread over the windows since the last Reset().
 struct CounterReading {
   std::string name;
   std::string status;  ///< "measured", "scaled" (multiplexed) or "unavailable"
-  double value = 0;  ///< scaled value (raw * enabled / running); meaningless if
-                     ///< unavailable
+  double value = 0;    ///< raw * enabled / running; meaningless if unavailable
   uint64_t raw = 0;
   uint64_t time_enabled_ns = 0, time_running_ns = 0;
-  std::string
-      reason;  ///< for unavailable (incl. "time_running 0: not counted")
+  std::string reason;  ///< why unavailable
 };
 
 /// The counters of one thread. Created and used on that (pinned) thread only.
@@ -71,49 +61,29 @@ class ThreadCounters {
 /// The run's counter configuration (one per process).
 class CounterSession {
  public:
-  /// Parses --events=LIST|default|none (comma-separated names, optional :u /
-  /// :k) and probes availability once. Throws CounterSpecError for a malformed
-  /// list or modifier. Unknown events, a missing PMU, or refused permissions do
-  /// not throw: the event is marked unavailable and the run goes on.
-  ///
-  /// Modifier policy: a modifier libpfm4 rejects for an event it knows
-  /// (`cycles:x`, a unit mask the event lacks) throws CounterSpecError listing
-  /// the event's accepted modifiers, so a typo fails fast instead of silently
-  /// dropping a counter; an event name libpfm4 does not know (e.g. Intel's
-  /// MEM_LOAD_L3_HIT_RETIRED:XSNP_HITM on AMD) is only marked unavailable, so
-  /// one list can be used on several machines. Without :u / :k the kernel is
-  /// counted too; if that is refused (EACCES, perf_event_paranoid >= 2
-  /// unprivileged) the event falls back to user only (exclude_kernel) and says
-  /// so; context-switches and cpu-migrations are then unavailable, because they
-  /// happen in the kernel and always read 0 user-only. Probing opens each event
-  /// once on the calling thread (pid 0, cpu -1).
-  ///
-  /// Software clocks (task-clock, cpu-clock) count the thread's whole CPU time
-  /// whatever exclude_user / exclude_kernel say (the kernel ignores both for
-  /// them), so `task-clock:u` or `:k` throws CounterSpecError instead of
-  /// reporting the whole as a half (`:u:k` is accepted); when kernel counting
-  /// is refused, a clock is opened with exclude_kernel only to pass the
-  /// permission check and its reason says it still counts user + kernel time.
-  ///
-  /// Names libpfm4 cannot find as typed get a second chance through
-  /// PortableEventCandidates (perf's generic names when libpfm4's perf PMU is
-  /// not active, e.g. under LIBPFM_FORCE_PMU, and lockline's `hitm`).
+  /// Parses --events (ParseEventList) and probes each event once on the
+  /// calling thread. Throws CounterSpecError for a malformed list, for a
+  /// modifier libpfm4 rejects on an event it knows (naming the accepted ones:
+  /// a typo fails fast), and for `task-clock:u` / `:k` (a software clock
+  /// counts the whole CPU time whatever the modifier; `:u:k` is accepted).
+  /// Unknown events (one list serves several machines), a missing PMU or
+  /// refused permissions only mark the event unavailable. Without :u / :k the
+  /// kernel is counted too; when that is refused (EACCES, paranoid >= 2) the
+  /// event falls back to user only and says so (context-switches and
+  /// cpu-migrations, counted in the kernel, are then unavailable; a clock
+  /// still counts user + kernel). A name libpfm4 cannot find as typed gets a
+  /// second chance through PortableEventCandidates / GenericSoftwareEvent.
   static std::unique_ptr<CounterSession> Create(const std::string& spec);
   virtual ~CounterSession() = default;
   virtual const std::vector<EventAvailability>& availability() const = 0;
-  /// Opens this thread's counters (call on the thread to be measured, after
-  /// pinning). Counters count this thread only (no inherit), are opened
-  /// disabled and keep working if the session object is destroyed first. A
-  /// per-thread open failure marks that event unavailable in this thread's
-  /// readings and is reported once per run (stderr and AvailabilityJson
-  /// "problems").
+  /// Opens this thread's counters (on the measured thread, after pinning):
+  /// this thread only, disabled, valid after the session is destroyed. A
+  /// per-thread open failure marks the event unavailable in its readings and
+  /// is reported once per run (stderr and AvailabilityJson "problems").
   virtual std::unique_ptr<ThreadCounters> OpenForThisThread() = 0;
-  /// OpenForThisThread without the page-fault software events (page-faults,
-  /// minor-faults, major-faults and their :u / :k forms): they are not
-  /// opened, and their readings are "unavailable" with reason `why`. For a
-  /// point whose every operation is a page fault and which counts its faults
-  /// itself (getrusage): the software event runs a hook on every fault
-  /// (perf_sw_event), which slows such a point's timed cycle measurably.
+  /// The same without the page-fault software events (unavailable, reason
+  /// `why`): for a point whose every operation is a fault it counts itself,
+  /// where perf_sw_event's hook on every fault slows the timed cycle.
   virtual std::unique_ptr<ThreadCounters> OpenForThisThreadWithoutPageFaults(
       const std::string& why) = 0;
   /// One console line: "counters: task-clock page-faults measured; cycles
@@ -123,17 +93,12 @@ class CounterSession {
   virtual nlohmann::json AvailabilityJson() const = 0;
 };
 
-/// Splits --events=LIST|default|none into event names, without consulting
-/// libpfm4 or the kernel. "none" gives {}; "default" (also usable as one list
-/// item, e.g. "default,MEM_LOAD_L3_HIT_RETIRED") expands to kDefaultEvents.
-/// Names are libpfm4 / `perf list` spellings with optional ':'-separated
-/// modifiers; perf's combined privilege modifiers `:uk` / `:ku` are rewritten
-/// to libpfm4's `:u:k`. Modifier semantics (libpfm4's): `:u` counts user only,
-/// `:k` kernel only, `:u:k` both (same as no modifier when permitted). Throws
-/// CounterSpecError for an empty list or item, an empty modifier
-/// ("cycles::u" is allowed only as libpfm4's PMU prefix "pmu::event"),
-/// characters outside [A-Za-z0-9_.:=-], "none" mixed with other names, or a
-/// name listed twice.
+/// Splits --events=LIST|default|none into libpfm4 / `perf list` names with
+/// optional ':' modifiers (:u user, :k kernel, :u:k both), without consulting
+/// libpfm4 or the kernel. "none" gives {}; "default" (also as one item)
+/// expands to kDefaultEvents. Throws CounterSpecError for an empty list, item
+/// or modifier ("::" only as libpfm4's "pmu::event"), characters outside
+/// [A-Za-z0-9_.:=-], "none" with other names, or a name listed twice.
 std::vector<std::string> ParseEventList(const std::string& spec);
 
 /// The issue's default set, in this order.
@@ -141,24 +106,15 @@ inline constexpr const char* kDefaultEvents[] = {
     "cycles",           "instructions",   "cache-misses", "task-clock",
     "context-switches", "cpu-migrations", "page-faults"};
 
-/// libpfm4 event strings to try, in order, for a portable name on the core PMU
-/// `pmu` (a libpfm4 PMU name such as "spr", "icl", "skx",
-/// "amd64_fam19h_zen4"); {} if `base` (an event name without modifiers,
-/// case-insensitive) is not portable or the PMU family is unknown.
-///
-/// Portable names are perf's generic hardware names -- cycles, instructions,
-/// cache-references, cache-misses, branches / branch-instructions,
-/// branch-misses, LLC-load-misses -- mapped as the kernel maps them for that
-/// PMU (Intel: linux arch/x86/events/intel/core.c intel_perfmon_event_map,
-/// cache-misses = LONGEST_LAT_CACHE.MISS 0x412e; AMD Zen:
-/// arch/x86/events/amd/core.c amd_zen2_perfmon_event_map, cache-misses =
-/// 0x0964 L2 misses), used only when libpfm4's own `perf` PMU is not active
-/// (LIBPFM_FORCE_PMU activates the forced model only), and lockline's `hitm`:
-/// loads served by a modified line in another core's cache -- Intel
-/// MEM_LOAD_L3_HIT_RETIRED.XSNP_HITM (skx, icl; named XSNP_FWD from spr on),
-/// AMD Zen 2/3/4 demand data-cache fills from another CCX's cache
-/// (DEMAND_DATA_CACHE_FILLS_FROM_SYSTEM near/far cache: cache-to-cache
-/// transfers, clean or modified: Zen has no HITM event in its core PMU).
+/// libpfm4 event strings to try, in order, for a portable name `base`
+/// (case-insensitive, no modifiers) on the core PMU `pmu` ("spr", "icl",
+/// "amd64_fam19h_zen4", ...); {} if not portable or the PMU is unknown.
+/// Portable: perf's generic hardware names (cycles, instructions,
+/// cache-references, cache-misses, branches, branch-misses, LLC-load-misses),
+/// mapped as the kernel maps them (the tables in counters.cpp), used when
+/// libpfm4's own `perf` PMU is not active (LIBPFM_FORCE_PMU); and lockline's
+/// `hitm`: loads served by a modified line in another core's cache (on AMD
+/// Zen, which has no HITM event: fills from another CCX's cache).
 std::vector<std::string> PortableEventCandidates(const std::string& base,
                                                  const std::string& pmu);
 
@@ -175,17 +131,13 @@ int GenericSoftwareEvent(const std::string& base);
 /// it records `counters.fake_pmu` in the context and says so on the console.
 std::string FakePmuDescription();
 
-/// A row's counter fields from every thread's readings (outer index = thread,
-/// as SumReadings takes them) over `ops` operations. `counters` is the row's
-/// "counters" object: {"per_op": {event: value / ops}, "status": {event:
-/// measured|scaled|unavailable, "event:reason": why}, "scaling": {event:
-/// time_enabled / time_running} for scaled events, "derived": {metric:
-/// {"status", "value" (null if unavailable), "reason"}} for IPC,
-/// cache-misses/op and hitm/op, "per_thread": [{event: value or null}]}.
-/// `metrics` gets "<event>/op" for every counted event plus the derived
-/// metrics that could be computed (IPC = instructions / cycles over the same
-/// windows; cache-misses/op; hitm/op from the `hitm` event or an event whose
-/// name has HITM / XSNP_FWD). An unavailable count is never turned into 0.
+/// A row's counter fields from every thread's readings (outer index = thread)
+/// over `ops` operations: `counters` is the row's "counters" object (per_op,
+/// status with "event:reason", scaling for scaled events, derived IPC /
+/// cache-misses/op / hitm/op with status, value or null, and reason;
+/// per_thread: results/SCHEMA.md), `metrics` "<event>/op" for every counted
+/// event plus the derived metrics that could be computed (hitm/op from `hitm`
+/// or an event named *HITM / XSNP_FWD). An unavailable count is never 0.
 struct CounterRow {
   nlohmann::json counters;
   std::vector<std::pair<std::string, double>> metrics;
@@ -223,11 +175,9 @@ std::string EventBaseName(const std::string& name);
 /// alike.
 std::string EventModifiers(const std::string& name);
 
-/// The kernel's answer to "is there a hardware PMU": true if
-/// /sys/bus/event_source/devices has a core PMU (`cpu`, hybrid `cpu_core` /
-/// `cpu_atom`, arm `armv8_*` / `armv7_*`, s390 `cpum_cf`). libpfm4 cannot say:
-/// it names the CPU's PMU model from CPUID even in a VM without a vPMU. Under
-/// the test shim (FakePmuDescription() non-empty) the shim's answer.
+/// True if /sys/bus/event_source/devices has a core PMU (cpu, cpu_core,
+/// armv8_*, cpum_cf, ...): libpfm4 names a PMU from CPUID even in a VM without
+/// a vPMU. Under the test shim, the shim's answer.
 bool KernelHasHardwarePmu();
 
 /// Value PerfEventParanoid() returns when procfs cannot be read.

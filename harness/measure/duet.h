@@ -1,20 +1,13 @@
 // Paired ("duet") windows: one thread team on one placement alternates two
-// variants A and B window by window, so that each window pair is one sample of
-// the ratio B/A taken within milliseconds. On a machine whose coherence regime
-// or clock changes every few seconds (a cloud VM, a CI runner), a change hits
-// both sides of a pair instead of one side of a comparison made from
-// repetitions seconds apart: after duet benchmarking (Bulej et al., ICPE 2020),
-// but inside one process, so the two variants share the threads, their PUs and
-// the NUMA node of their memory.
-//
-// Protocol of one repetition (DuetSchedule): `warmup_pairs` window pairs whose
-// windows are discarded, then `pairs` pairs, each in a random order (A then B,
-// or B then A; seeded, recorded on the row). Both variants' workloads are
-// created, prepared and set up once, before the first window, each with its
-// own memory at the offsets its key names; neither is torn down before the
-// last window. The row (results/SCHEMA.md, family `duet`) records per window
-// which side ran, and per pair both sides' ops/s; plots/stats.py computes the
-// paired effect (median of the log pair ratios, paired bootstrap interval).
+// variants A and B window by window, so each window pair samples the ratio B/A
+// within milliseconds, and a change of coherence regime or clock (a cloud VM,
+// a CI runner) hits both sides of a pair: after duet benchmarking (Bulej et
+// al., ICPE 2020), inside one process, so both share threads, PUs and NUMA
+// node. A repetition (DuetSchedule) runs discarded warm-up pairs, then pairs
+// in a seeded random order; both workloads are set up before the first window
+// and torn down after the last. The row records per window which side ran and
+// per pair both sides' ops/s; plots/stats.py computes the paired effect
+// (median log pair ratio, paired bootstrap interval).
 #pragma once
 
 #include <atomic>
@@ -30,20 +23,16 @@ namespace lockline {
 
 /// Discarded warm-up window pairs before each repetition's measured pairs.
 inline constexpr int kDuetWarmupPairs = 1;
-/// Measured pairs per repetition: at least kDuetMinPairs (the fewest that
-/// gives each repetition's pairs a usable median), at most kDuetMaxPairs (a
-/// repetition of 64 pairs of 5 ms windows lasts ~0.7 s, short against the few
-/// seconds between a VM's coherence-regime changes, so few repetitions are
-/// `mixed` and dropped).
+/// Measured pairs per repetition: at least enough for a usable median; at
+/// most 64 (64 pairs of 5 ms windows, ~0.7 s, are short against the seconds
+/// between a VM's regime changes, so few repetitions are `mixed`).
 inline constexpr int kDuetMinPairs = 12;
 inline constexpr int kDuetMaxPairs = 64;
 
-/// Prior spread of one window pair's log ratio ln(B/A) before a point has
-/// run, by thread count: the scaled MAD (1.4826 x median absolute deviation)
-/// of default-suite duet rows on a 2-vCPU KVM guest (5 ms windows) is about
-/// 0.1 at 1 thread and up to 0.6 at 2; the plan uses 0.10 and 0.25. A machine
-/// with quieter windows needs fewer pairs than planned, a noisier one more
-/// (lockline --until-resolved continues them).
+/// Prior spread of one window pair's log ratio ln(B/A), by thread count: the
+/// scaled MAD of default-suite duet rows on a 2-vCPU KVM guest (5 ms windows)
+/// is ~0.1 at 1 thread and up to 0.6 at 2; the plan uses 0.10 and 0.25
+/// (--until-resolved continues a noisier machine's pairs).
 double PriorPairSpread(int threads);
 
 /// How many window pairs a paired point plans per repetition to reach
@@ -69,38 +58,29 @@ PairPlan PlanPairs(double precision, int threads, int repetitions);
 enum class DuetSide : uint8_t { kA = 0, kB = 1, kWarmupA = 2, kWarmupB = 3 };
 
 /// The window order of one repetition: `warmup_pairs` (A, B) warm-up pairs,
-/// then `pairs` measured pairs, each (A, B) or (B, A) with probability 1/2
-/// from a generator seeded with `seed` (the same seed gives the same order).
-/// Size: 2 * (warmup_pairs + pairs) windows.
+/// then `pairs` pairs, each (A, B) or (B, A) with probability 1/2, seeded.
 std::vector<DuetSide> DuetSchedule(int warmup_pairs, int pairs, uint64_t seed);
 
-/// One measured window pair: each side's throughput, operations per second of
-/// window wall time (all threads), and which ran first.
+/// One measured window pair: each side's ops per second of wall time.
 struct DuetPair {
   double a_ops_per_s = 0;
   double b_ops_per_s = 0;
   bool b_first = false;
 };
 
-/// Pairs of a schedule from per-window (operations, seconds), in schedule
-/// order; warm-up windows are skipped. Windows of zero length or zero
-/// operations give a pair with a zero side (the caller decides; plots/stats.py
-/// drops pairs with a side <= 0).
+/// Pairs of a schedule from per-window (operations, seconds), warm-ups
+/// skipped; an empty window gives a zero side (plots/stats.py drops it).
 std::vector<DuetPair> DuetPairs(const std::vector<DuetSide>& schedule,
                                 const std::vector<uint64_t>& ops,
                                 const std::vector<double>& seconds);
 
 /// A Workload that runs `a` and `b` alternately, one window each, in the
-/// order of `schedule` (see the file comment). Both must agree on fixed_work();
-/// the point shares lines when either does. Report() adds both sides'
-/// throughput and the pairs (details.duet), and each side's own report under
-/// details.duet.a / .b; Verify() checks both. Not thread-safe beyond the
-/// Workload contract: every thread calls RunWindow once per window, in step.
+/// order of `schedule`. Report() adds both sides' throughput and the pairs
+/// (details.duet, each side's own report under .a / .b); Verify() checks both.
 class DuetWorkload : public Workload {
  public:
-  /// `a_key` / `b_key`: the two variants' row keys without threads (for the
-  /// row's details). Throws std::invalid_argument when the two sides disagree
-  /// on fixed_work().
+  /// `a_key` / `b_key`: the variants' row keys without threads. Throws
+  /// std::invalid_argument when the sides disagree on fixed_work().
   DuetWorkload(std::unique_ptr<Workload> a, std::unique_ptr<Workload> b,
                std::vector<DuetSide> schedule, std::string a_key,
                std::string b_key);
@@ -123,9 +103,8 @@ class DuetWorkload : public Workload {
   std::string Verify() override;
 
  private:
-  /// Per thread: its window counter and, per window, its operations and its
-  /// start and end time (ns); a slot each of a PaddedSlots array (--padding
-  /// apart), written only by the thread, read after the last window.
+  /// Per thread, written only by it: its window counter and per window its
+  /// operations, start and end (ns).
   struct ThreadLog {
     int next = 0;
     std::vector<uint64_t> ops, start_ns, end_ns;

@@ -634,7 +634,6 @@ ZoneHoldSplit HoldSplitFromGaps(const uint64_t* hist) {
             us(lowest) + ")";
     return s;
   }
-  s.intra_mode_bin = mode;
   // The log histogram's shape: log(1 + count), smoothed over +-2 bins (half
   // an octave each side) so single-bin noise makes no valley.
   double smooth[kGapBins];

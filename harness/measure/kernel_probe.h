@@ -1,24 +1,14 @@
-// Kernel-side lock evidence for the kernel_* families: what the
-// running kernel says about its own locks while lockline's tasks drive it.
-// Never required: every source is "measured" or "unavailable" with a reason,
-// like the hardware counters (harness/measure/counters.h).
-//
-// Sources, per point:
-// - tracepoints: lock:contention_begin / lock:contention_end (Linux 5.19+,
-//   kernel/locking/*: trace_contention_begin() is called on every slow path
-//   of spinlocks, rwlocks, mutexes and rwsems), opened with perf_event_open
-//   (PERF_TYPE_TRACEPOINT, id from tracefs events/lock/<name>/id; tracefs is
-//   mounted at /sys/kernel/tracing when root and not mounted) on each task
-//   (a team thread's tid, or the pid of the child process it forked), enabled
-//   only while the task works in a window. contention_begin is also sampled
-//   with kernel callchains (PERF_SAMPLE_CALLCHAIN into an mmap ring, every
-//   `sample_period`-th event) and each sample is attributed by the kernel
-//   functions on its chain (names from /proc/kallsyms, which shows addresses
-//   to root only) to zone->lock, the LRU lock, or other.
-// - vmstat: /proc/vmstat deltas (pgalloc_*, pgfree, pgfault, ...) over the
-//   windows. System-wide: other processes' activity is included.
-// - pcp: batch / high (and high_min / high_max, 6.7+) of each populated zone
-//   from /proc/zoneinfo.
+// Kernel-side lock evidence for the kernel_* families: what the running
+// kernel says about its own locks while lockline's tasks drive it. Never
+// required: every source is "measured" or "unavailable" with a reason.
+// - tracepoints: lock:contention_begin / _end (Linux 5.19+, called on every
+//   slow path in kernel/locking/*), perf_event_open'ed per task (a team
+//   thread's tid or a forked child's pid) and enabled only in its windows;
+//   contention_begin is also sampled with kernel callchains, each sample
+//   attributed (names from /proc/kallsyms) to zone->lock, the LRU lock or
+//   other.
+// - vmstat: /proc/vmstat deltas over the windows (system-wide).
+// - pcp: batch / high (high_min / high_max, 6.7+) per zone, /proc/zoneinfo.
 // - lock_stat: /proc/lock_stat, present only with CONFIG_LOCK_STAT.
 #pragma once
 
@@ -59,17 +49,10 @@ TracepointInfo FindTracepointsIn(const std::string& tracefs_dir);
 enum class LockClass { kZone, kLru, kOther };
 
 /// Attributes one contention_begin callchain (kernel function names,
-/// innermost first) to a lock. Frames of the lock primitives and of perf /
-/// tracing themselves (_raw_spin_lock*, queued_spin_lock_slowpath,
-/// rwsem_down_*, mutex_*, perf_*, trace_*) are skipped; the chain is then
-/// searched innermost-first for a function that takes zone->lock
-/// (rmqueue_bulk, rmqueue_buddy, __rmqueue_pcplist, free_pcppages_bulk,
-/// free_one_page, __free_pages_ok, ... as in mm/page_alloc.c, Linux 6.x) or
-/// an LRU lock (folio_lruvec_lock*, folio_lruvec_relock*, lru_add*,
-/// folio_batch_move_lru, folios_put_refs, release_pages, __page_cache_release,
-/// lru_note_cost, isolate_lru_folios, ... mm/swap.c, mm/memcontrol.c,
-/// mm/vmscan.c). `*caller` receives the first frame after the skipped ones
-/// ("" if none): the function that asked for the lock.
+/// innermost first) to a lock: the lock primitives' and perf / tracing frames
+/// are skipped, then the first function that takes zone->lock (mm/page_alloc.c)
+/// or an LRU lock (mm/swap.c, mm/memcontrol.c, mm/vmscan.c; Linux 6.x) decides.
+/// `*caller`: the first frame after the skipped ones ("" if none).
 LockClass ClassifyChain(const std::vector<std::string>& innermost_first,
                         std::string* caller);
 
@@ -118,11 +101,9 @@ struct ContentionTally {
 };
 
 /// True when a kernel callchain (innermost first) was sampled inside a
-/// spinlock's slow path: its innermost frames are
-/// native_queued_spin_lock_slowpath / __pv_queued_spin_lock_slowpath /
-/// queued_spin_lock_slowpath (x86 guests without paravirt spinlocks spin in
-/// virt_spin_lock(), inlined there) or queued_{read,write}_lock_slowpath. A
-/// sample in an uncontended fast path (_raw_spin_lock itself) is no spin.
+/// spinlock's slow path (*queued_spin_lock_slowpath, virt_spin_lock for x86
+/// guests without paravirt spinlocks, queued_{read,write}_lock_slowpath); the
+/// uncontended fast path (_raw_spin_lock itself) is no spin.
 bool IsSpinChain(const std::vector<std::string>& innermost_first);
 
 /// One perf event with an mmap'ed sample ring. `sample_type` is the event's
@@ -137,11 +118,9 @@ struct SampleRing {
 
 /// One sample read from a SampleRing.
 struct RingSample {
-  /// The sample was taken in the kernel (record misc cpumode
-  /// PERF_RECORD_MISC_KERNEL).
-  bool in_kernel = false;
-  uint64_t ip = 0;       ///< PERF_SAMPLE_IP, else 0
-  uint64_t time_ns = 0;  ///< PERF_SAMPLE_TIME in the event's clock, else 0
+  bool in_kernel = false;  ///< record misc cpumode PERF_RECORD_MISC_KERNEL
+  uint64_t ip = 0;         ///< PERF_SAMPLE_IP, else 0
+  uint64_t time_ns = 0;    ///< PERF_SAMPLE_TIME in the event's clock, else 0
   /// Kernel callchain as function names (/proc/kallsyms), innermost first;
   /// user frames and context markers dropped. Empty for user-mode samples.
   std::vector<std::string> frames;
@@ -150,14 +129,12 @@ struct RingSample {
   std::string innermost;
 };
 
-/// Task-clock sampling of one task with kernel callchains (PERF_TYPE_SOFTWARE
-/// / PERF_COUNT_SW_TASK_CLOCK, perf_event_open(2)): a sample every
-/// `period_ns` of the task's CPU time, written to an mmap ring the owner
-/// drains. Needs kernel symbols (/proc/kallsyms with addresses: root, or
-/// kptr_restrict 0) and kernel sampling rights (root / CAP_PERFMON, or
-/// perf_event_paranoid <= 1). The one sampler of lockline: the kernel
-/// families' spin profile (TaskContention) and the fault family's sampled
-/// clear_page share (bench/fault.cpp) both use it. Not thread-safe; one owner.
+/// Task-clock sampling of one task with kernel callchains
+/// (PERF_COUNT_SW_TASK_CLOCK): a sample every `period_ns` of its CPU time into
+/// an mmap ring the owner drains. Needs kallsyms addresses (root or
+/// kptr_restrict 0) and kernel sampling rights (CAP_PERFMON or paranoid <= 1).
+/// Used by the spin profile (TaskContention) and bench/fault.cpp's sampled
+/// clear_page share. Not thread-safe; one owner.
 class TaskClockSampler {
  public:
   struct Config {
@@ -174,12 +151,10 @@ class TaskClockSampler {
   TaskClockSampler(const TaskClockSampler&) = delete;
   TaskClockSampler& operator=(const TaskClockSampler&) = delete;
   ~TaskClockSampler();
-  /// Opens the event, disabled, on `pid` (a thread id, a process id, or 0:
-  /// the calling thread; no inheritance). Returns "" or why not: kallsyms
-  /// unusable (KernelSymbols::reason()), or "perf_event_open(task-clock
-  /// sampling): " + the errno explained (ExplainPerfOpenError: EACCES names
-  /// perf_event_paranoid, EPERM seccomp / capabilities), or the ring's mmap
-  /// error.
+  /// Opens the event, disabled, on `pid` (a tid, a pid, or 0: the calling
+  /// thread; no inheritance). Returns "" or why not: KernelSymbols::reason(),
+  /// or "perf_event_open(task-clock sampling): " + ExplainPerfOpenError's
+  /// text or the ring's mmap error.
   std::string Open(pid_t pid, const Config& config);
   bool open() const { return ring_.fd >= 0; }
   const Config& config() const { return config_; }
@@ -201,18 +176,13 @@ class TaskClockSampler {
   std::size_t ring_pages_ = 0;
 };
 
-/// True when `fn` (a kernel function name) is an architecture's page-clearing
-/// primitive: x86-64 clear_page_erms / clear_page_rep / clear_page_orig
-/// (arch/x86/lib/clear_page_64.S, 4.x to 6.18; clear_page() in
-/// arch/x86/include/asm/page_64.h picks one with alternative_call_2), the
-/// clear_pages_erms / _rep / _orig of the 2025 multi-page clearing series
-/// (not in 6.18), clear_page_c / clear_page_c_e (x86-64 before 4.x), and
-/// plain clear_page (arm64 arch/arm64/lib/clear_page.S and most other
-/// architectures). Exact names: clear_page_dirty_for_io (page cache
-/// writeback) and clear_user / rep_stos_alternative (zeroing user memory for
-/// read() and friends) are not page clearing.
+/// True when `fn` is an architecture's page-clearing primitive, by exact name
+/// (ClearPageSymbolNames): x86-64 clear_page_{erms,rep,orig}
+/// (arch/x86/lib/clear_page_64.S, 4.x to 6.18, picked by clear_page()'s
+/// alternative_call_2), clear_pages_* of the 2025 multi-page series,
+/// clear_page_c{,_e} (before 4.x), plain clear_page (arm64 and most others).
+/// clear_page_dirty_for_io and clear_user / rep_stos_alternative are not.
 bool IsClearPageSymbol(const std::string& fn);
-/// The names IsClearPageSymbol accepts.
 const std::vector<std::string>& ClearPageSymbolNames();
 
 /// A binomial proportion's 95 % Wilson score interval for k successes in n
@@ -222,18 +192,14 @@ struct Proportion95 {
 };
 Proportion95 Wilson95(uint64_t k, uint64_t n);
 
-/// The contention counters of one task: a thread (its tid, or 0 = the calling
-/// thread) or a child process (its pid; opened by the parent, which owns the
-/// file descriptors and the rings). Not thread-safe; one owner.
-///
-/// Two independent sources: (1) lock:contention_begin / end counted, and
-/// contention_begin sampled with callchains; (2) a spin profile: the task's
-/// task-clock sampled every `spin_period_ns` with kernel callchains, each
-/// sample in a spinlock slow path attributed like a contention sample. (2)
-/// exists because qspinlock (kernel/locking/qspinlock.c, 5.19+) fires
-/// contention_begin only once a waiter queues on the MCS list: a lone waiter
-/// spinning on the pending bit, and every waiter in a guest without paravirt
-/// spinlocks (virt_spin_lock(), a test-and-set lock), are never traced.
+/// The contention counters of one task (a tid, 0 = the calling thread, or a
+/// child's pid). Not thread-safe; one owner. Two sources: (1) contention_begin
+/// / end counted, begin sampled with callchains; (2) a spin profile: the
+/// task-clock sampled every `spin_period_ns`, each sample in a spinlock slow
+/// path attributed like a contention sample. (2) exists because qspinlock
+/// (kernel/locking/qspinlock.c, 5.19+) fires contention_begin only when a
+/// waiter queues: a lone waiter on the pending bit, and every waiter in a guest
+/// without paravirt spinlocks (virt_spin_lock), are never traced.
 class TaskContention {
  public:
   TaskContention() = default;
@@ -308,12 +274,10 @@ nlohmann::json ZonePcpJson(const std::vector<ZonePcp>& zones);
 std::string LockStatStatus(std::string* reason);
 
 /// context.lockline.kernel_config: {"source": path, "CONFIG_NR_CPUS": "256",
-/// "CONFIG_CMA": "y", "CONFIG_MEMCG": "y", "CONFIG_LOCK_STAT": "n",
-/// "CONFIG_TRANSPARENT_HUGEPAGE": "y", "CONFIG_TRANSPARENT_HUGEPAGE_ALWAYS":
-/// ..., "thp_enabled": "madvise", "thp_defrag": ..., "release": uname -r}
-/// from /boot/config-$(uname -r), else /proc/config.gz (decompressed with
-/// `gzip -dc`); an option that is "not set" is "n"; with no config readable,
-/// "source" is null and "reason" says why. Never throws.
+/// ... (the options results/SCHEMA.md lists; "not set" is "n"),
+/// "thp_enabled", "thp_defrag", "release": uname -r} from /boot/config-RELEASE,
+/// else /proc/config.gz (`gzip -dc`); unreadable: "source" null and "reason".
+/// Never throws.
 nlohmann::json KernelConfig();
 /// The running kernel's pagevec / folio_batch size (PAGEVEC_SIZE,
 /// FOLIO_BATCH_SIZE: 31 in mainline since 6.9): {"value": 31, "source":
@@ -329,21 +293,16 @@ int64_t BtfArrayMember(const std::string& btf, const std::string& strct,
 /// The same from a config file's text (testable).
 nlohmann::json KernelConfigFromText(const std::string& text);
 
-/// zone->lock acquisitions of one task, counted from two tracepoints sampled
-/// on every event with a timestamp (perf_event_open(2), PERF_TYPE_TRACEPOINT,
-/// PERF_SAMPLE_TIME): kmem:mm_page_alloc_zone_locked, one event per page
-/// __rmqueue_smallest() takes off the buddy lists with zone->lock held (the
-/// pcp refill rmqueue_bulk() and rmqueue_buddy(), mm/page_alloc.c 6.x), and
+/// zone->lock acquisitions of one task, from two tracepoints sampled on every
+/// event with a timestamp: kmem:mm_page_alloc_zone_locked, one per page
+/// __rmqueue_smallest() takes off the buddy lists under zone->lock (the pcp
+/// refill rmqueue_bulk() and rmqueue_buddy(), mm/page_alloc.c 6.x), and
 /// kmem:mm_page_pcpu_drain, one per page free_pcppages_bulk() returns under
-/// zone->lock. A hold moves its pages back to back with interrupts off;
-/// between two holds lie at least `batch` page faults or frees. So the gaps
-/// between consecutive events of one kind form two populations, and the
-/// split between them is derived from the gaps themselves (HoldSplitFromGaps:
-/// the valley of their log histogram), not assumed: a gap
-/// at or above the split starts a new hold. The log histogram is kept (4
-/// bins per octave) and goes on the row. Pages freed one at a time through
-/// free_one_page() (not via the pcp lists) and drains of other CPUs' lists by
-/// workers are not the task's and are not counted.
+/// it. A hold moves its pages back to back with interrupts off; between two
+/// holds lie at least `batch` faults or frees. So the gaps between events of
+/// one kind form two populations, split where their log histogram (kept, on
+/// the row) has its valley (HoldSplitFromGaps): a gap at or above the split
+/// starts a hold. free_one_page() and other CPUs' drains are not counted.
 inline constexpr int kGapBinsPerOctave = 4;
 /// Log-histogram bins: bin b holds gaps in [2^(b/4), 2^((b+1)/4)) ns; the
 /// last bin everything from 2^36 ns (~69 s) up.
@@ -379,23 +338,17 @@ struct ZoneHoldSplit {
   int bin = kGapBins;       ///< gaps in this bin or above start a hold
   uint64_t gap_ns = 0;      ///< GapBinEdgeNs(bin); 0 when no split was found
   bool found = false;       ///< a valley between two populations was found
-  int intra_mode_bin = -1;  ///< the within-hold population's mode
   int inter_mode_bin = -1;  ///< the between-hold population's mode (-1: none)
   std::string how;          ///< the derivation in words (for the row)
 };
-/// The split of a gap log histogram (`hist`, kGapBins bins, GapBin). The
-/// within-hold population holds the most common gap (a hold of k pages has
-/// k - 1 gaps within it and one before the next hold). Above it, on the
-/// histogram's shape (log(1 + count) smoothed over +-2 bins), the first
-/// local minimum out of which the longer gaps rise again by kValleyDepth at
-/// least an octave further up is the valley; the split is the emptiest bin
-/// within +-2 bins of it (`found`). Between-hold gaps (a hold's lock drop and
-/// re-take, drains, refills) sit octaves above within-hold ones, so the split
-/// falls between them. No valley: every gap is within a hold and each hold is
-/// one start (`found` false, split above every gap). A most common gap of
-/// kLoneBetweenHoldMinNs or more:
-/// every gap is between holds (holds of one page), split at the lowest bin.
-/// Empty histogram: found false, bin kGapBins.
+/// The split of a gap log histogram (`hist`, kGapBins bins). The most common
+/// gap is within holds (a hold of k pages has k - 1 gaps in it, one after).
+/// Above it, on log(1 + count) smoothed over +-2 bins, the first local minimum
+/// the longer gaps rise out of by kValleyDepth an octave or more further up
+/// is the valley; the split is the emptiest bin within +-2 of it (`found`).
+/// No valley: each hold is one start (split above every gap). A most common
+/// gap >= kLoneBetweenHoldMinNs: every gap is between holds (split at the
+/// lowest bin). Empty histogram: bin kGapBins.
 ZoneHoldSplit HoldSplitFromGaps(const uint64_t* hist);
 /// Holds of one kind at `split`: starts + gaps in split.bin or above.
 uint64_t HoldsAt(uint64_t starts, const uint64_t* hist,
@@ -433,10 +386,8 @@ class ZoneLockCounter {
 };
 
 /// Per-point evidence for a family: one TaskContention per task plus vmstat
-/// snapshots around each window. Tasks call Begin / End (enable / disable and
-/// collect) themselves or from the team thread that owns a child; the first
-/// task also brackets vmstat. Report() writes the `kernel_contention_per_op`
-/// metric (only when counted) and details.kernel.
+/// snapshots around each window. Tasks call Begin / End themselves (or the
+/// team thread owning a child does); the first task also brackets vmstat.
 class KernelEvidence {
  public:
   /// `sample_period`: sample every n-th contention_begin (0: no sampling);
@@ -479,9 +430,6 @@ class KernelEvidence {
     bool counted = false, sampled = false, spun = false;
     std::string tp_reason, sample_reason, spin_reason;
   };
-  // Report's steps: details.kernel under --evidence=off; the sources as
-  // opened; the tracepoint counts and callchain attribution; the spin
-  // profile; the zone->lock holds.
   nlohmann::json OffJson() const;
   Sources OpenedSources() const;
   void ReportTracepoints(const Sources& o, nlohmann::json& k, Metrics& metrics,

@@ -31,16 +31,11 @@ struct WindowResult {
   uint64_t total_ops = 0;
   double cpu_seconds = 0;  ///< summed thread CPU time (CLOCK_THREAD_CPUTIME_ID)
   bool overrun = false;    ///< ran past the wall-clock bound
-  /// The largest share of its window one thread spent preempted: its run
-  /// delay (runnable, not running; ThreadRunDelayNs) / its wall time, 0..1, or
-  /// where the kernel keeps no run delay (its wall time - its CPU time) / its
-  /// wall time (MaxOffCpuShare). A spinning waiter of a preempted holder spins
-  /// on a lock that cannot be released; a sleeping waiter (pthread_mutex in
-  /// futex_wait) is not counted.
+  /// The largest share of its window one thread spent preempted
+  /// (MaxOffCpuShare): a spinning waiter of a preempted holder spins on a lock
+  /// that cannot be released; a sleeping waiter (futex_wait) is not counted.
   double max_off_cpu = 0;
-  /// per thread: the OS PU it was on when its RunWindow returned
-  /// (sched_getcpu; -1 where unknown)
-  std::vector<int> last_cpus;
+  std::vector<int> last_cpus;  ///< sched_getcpu at RunWindow's return, or -1
 };
 
 /// Team of `pus.size()` threads; thread i binds itself to OS PU pus[i] (no
@@ -65,21 +60,16 @@ class ThreadTeam {
   /// exception.
   void RunOnAll(const std::function<void(int)>& fn);
 
-  /// RunOnAll for set-up steps (binding, opening counters, a family's
-  /// SetupThread), waiting at most `limit_ns`: a thread still inside fn then
-  /// cannot be joined, so the process prints one `lockline: error:` line
-  /// naming `what` and the limit, restores changed settings (RestoreAll) and
-  /// exits with status 3, like a window that never ends; results already
-  /// written are kept.
+  /// RunOnAll for set-up steps, waiting at most `limit_ns`: past it (a thread
+  /// that cannot be joined) one `lockline: error:` line naming `what` and the
+  /// limit, RestoreAll, exit 3; results already written are kept.
   void RunOnAllWithin(const std::function<void(int)>& fn, uint64_t limit_ns,
                       const std::string& what);
 
   /// One window of `wl`: threads leave a spin barrier together, counters start,
   /// RunWindow runs until the stop flag (set `duration_ns` after release) or,
-  /// for fixed-work workloads, until every thread returns. If the window is
-  /// still running `bound_ns` after release it is flagged overrun; if it is
-  /// still running at `hard_limit_ns` the process exits with an error (results
-  /// already written are kept) rather than hang.
+  /// for fixed work, until every thread returns. Still running `bound_ns`
+  /// after release: flagged overrun; at `hard_limit_ns`: exit with an error.
   WindowResult RunWindow(Workload& wl, const std::vector<ThreadCtx>& ctx,
                          uint64_t duration_ns, uint64_t bound_ns,
                          uint64_t hard_limit_ns);
@@ -94,10 +84,9 @@ class ThreadTeam {
   /// for an unreadable mask (that thread's list is empty).
   std::vector<std::vector<int>> BoundPus();
 
-  /// One-way core-to-core latency between team threads a and b, ns: ping-pong
-  /// of one cache line for about `budget_ns`, in batches of 64 round trips;
-  /// returns {median, min} of the batches' one-way (round trip / 2) latency.
-  /// Other threads idle. Source: the classic c2c ping-pong (e.g.
+  /// One-way core-to-core latency between team threads a and b, ns: one cache
+  /// line ping-ponged for about `budget_ns` in batches of 64 round trips;
+  /// {median, min} of the batches' round trip / 2 (as
   /// nviennot/core-to-core-latency).
   std::pair<double, double> PingPong(int a, int b, uint64_t budget_ns);
 
@@ -133,13 +122,10 @@ class ThreadTeam {
   std::function<void(int)> task_;
   std::exception_ptr error_;
 
-  /// The start barrier's count and the stop flag every RunWindow loop reads:
-  /// on a page of their own at the offset LayoutSampling draws (harness/
-  /// memory.h), not wherever this object lies on the heap. Two processes
-  /// (the build duet's two builds) then read their stop flags at the same page
-  /// offset, and the offset's 4 KiB aliasing with the structures under test
-  /// is sampled per repetition like theirs, instead of a fixed per-process
-  /// bias.
+  /// The start barrier's count and the stop flag every RunWindow loop reads,
+  /// on a page of their own at the offset LayoutSampling draws: a duet's two
+  /// builds read them at one page offset, and their 4 KiB aliasing with the
+  /// structures under test is sampled per repetition, not a per-process bias.
   struct Flags {
     alignas(kDestructiveLine) std::atomic<int> arrived{0};
     alignas(kDestructiveLine) std::atomic<bool> stop{false};
@@ -160,25 +146,19 @@ class ThreadTeam {
 /// machines).
 uint64_t SetupTimeoutNs();
 
-/// Topology::Load(spec) on a helper thread, waiting at most `limit_ns`
-/// (SetupTimeoutNs() at start-up). hwloc's discovery of "host" binds a thread
-/// to each PU in turn (the x86 backend reads CPUID there), and a binding may
-/// never return. Past the limit the process prints one `lockline: error:`
-/// line naming the spec, the limit and LOCKLINE_SETUP_TIMEOUT, restores
-/// changed settings (RestoreAll) and exits with status 3, like a set-up step
-/// that never ends. Rethrows Load's TopologyError. `load` is Topology::Load
-/// unless a test injects a hang.
+/// Topology::Load(spec) on a helper thread, waiting at most `limit_ns`:
+/// hwloc's "host" discovery binds a thread to each PU in turn (CPUID on x86),
+/// and a binding may never return. Past the limit: one `lockline: error:` line
+/// naming the spec, the limit and LOCKLINE_SETUP_TIMEOUT, RestoreAll, exit 3.
+/// Rethrows Load's TopologyError. `load`: a test may inject a hang.
 std::unique_ptr<Topology> LoadTopologyWithin(
     const std::string& spec, uint64_t limit_ns,
     std::unique_ptr<Topology> (*load)(const std::string&) = &Topology::Load);
 
 /// The largest share of a window one of `n` threads spent off its CPU against
-/// its will: max over threads i of delay(i) / (end(i) - start(i)), where
-/// delay(i) is the thread's run delay over the window (ThreadRunDelayNs: time
-/// runnable but not running, i.e. preempted); where that is kNoRunDelay, of
-/// (end(i) - start(i) - cpu(i)) / (end(i) - start(i)), which also counts a
-/// voluntary sleep. Clamped to [0, 1] (ns; a thread with no wall time counts
-/// 0). See WindowResult::max_off_cpu.
+/// its will: max over i of delay(i) / (end(i) - start(i)), delay being the run
+/// delay (ThreadRunDelayNs: runnable, not running); where that is kNoRunDelay,
+/// wall - cpu(i) instead (which counts a voluntary sleep too). In [0, 1].
 template <class Start, class End, class Cpu, class Delay>
 double MaxOffCpuShare(int n, Start start, End end, Cpu cpu, Delay delay) {
   double worst = 0;

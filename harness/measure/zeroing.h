@@ -1,14 +1,9 @@
-// Page-zeroing methods behind portable functions, for the `prezero` and
-// `zeroing` families: memset, `rep stosb` (x86-64 "enhanced REP MOVSB/STOSB"),
-// non-temporal stores (SSE2 MOVNTDQ + SFENCE: lines bypass the caches, as a
-// background zeroer should) and AMD's CLZERO (zeroes one 64-byte line without
-// reading it; detected at run time with CPUID Fn8000_0008 EBX[0], AMD APM vol.
-// 3). On other architectures every method but clzero falls back to memset and
-// clzero reports itself unsupported, so callers never need an #ifdef.
-//
-// A request for an unsupported method is not a crash:
-// ZeroMethodUnsupportedReason() names why, and the families turn it into a
-// skipped row with that message.
+// Page-zeroing methods for the `prezero` and `zeroing` families: memset,
+// `rep stosb` (x86-64 ERMS), non-temporal stores (MOVNTDQ + SFENCE: lines
+// bypass the caches, as a background zeroer should) and AMD's CLZERO (a line
+// zeroed without reading it; CPUID Fn8000_0008 EBX[0], AMD APM vol. 3). Off
+// x86-64 every method but clzero falls back to memset; an unsupported method
+// is a skipped row (ZeroMethodUnsupportedReason), never a crash.
 #pragma once
 
 #include <cstddef>

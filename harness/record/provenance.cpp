@@ -257,10 +257,9 @@ void DetectHypervisor(json& env, json& warnings) {
   if (!cpuid_name.empty())
     hypervisor = cpuid_name + " (CPUID signature " + sig + ")";
   if (hypervisor.empty() && !sig.empty()) hypervisor = "CPUID signature " + sig;
-  if (!klog.empty() && klog != cpuid_name) {
+  if (!klog.empty() && klog != cpuid_name)
     hypervisor += (hypervisor.empty() ? "" : "; ") + std::string("kernel: ") +
                   klog + " (kernel log \"Hypervisor detected: " + klog + "\")";
-  }
   if (hypervisor.empty()) hypervisor = sys_type;
   if (hypervisor.empty()) hypervisor = dmi;
   if (hypervisor.empty()) hypervisor = "yes (unknown type)";

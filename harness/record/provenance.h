@@ -13,14 +13,9 @@
 namespace lockline {
 
 /// Facts about the build and the machine for the result file's lockline
-/// context: keys "version", "git_commit", "compiler", "cxx_flags",
-/// "build_type", "versions" (google_benchmark, hwloc, libpfm4, glibc),
-/// "kernel", "cpu_model", "microcode", "topology", "environment" (governor,
-/// smt, thp, aslr, perf_event_paranoid, isolcpus, nohz_full, hypervisor,
-/// hypervisor_sources: what CPUID, the kernel log, /sys/hypervisor and DMI
-/// each say, since they can disagree) and
-/// "warnings" (one string per environment problem). Never throws: unreadable
-/// facts are "unknown".
+/// context (results/SCHEMA.md: version, compiler, library versions, kernel,
+/// CPU, topology, environment with every hypervisor source, and one warning
+/// per environment problem). Never throws: unreadable facts are "unknown".
 nlohmann::json CollectProvenance(const Options& opts, const Topology& topo);
 
 /// True when this process runs in an emulated CPU: QEMU's TCG, whose CPUID

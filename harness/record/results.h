@@ -30,14 +30,11 @@ class RunDirTaken : public std::runtime_error {
 /// The result file of one run directory.
 class ResultFile {
  public:
-  /// Creates `dir` (and parents) and claims it: the initial file (an empty
-  /// benchmark list) is written to an exclusively created temporary file and
-  /// hard-linked to lockline.json (link(2) fails on any existing name, a
-  /// symlink too), so of two runs given one directory exactly one gets it and
-  /// lockline.json never exists empty, even when a signal lands mid-claim.
-  /// Throws RunDirTaken when lockline.json exists, std::runtime_error naming
-  /// the directory and errno when it cannot be created or written: call before
-  /// any point runs.
+  /// Creates `dir` (and parents) and claims it: the initial file is written to
+  /// an exclusive temporary file and hard-linked to lockline.json (link(2)
+  /// fails on any existing name), so of two runs given one directory one gets
+  /// it, and lockline.json never exists empty. Throws RunDirTaken when it
+  /// exists, std::runtime_error (naming the directory and errno) otherwise.
   explicit ResultFile(const std::string& dir);
 
   const std::string& dir() const { return dir_; }
@@ -54,25 +51,18 @@ class ResultFile {
     row_text_.clear();
     return doc_;
   }
-  /// Runs `edit` on the document. `edit` returns the indices of the rows it
-  /// changed in place (rows it appends need not be listed); the other rows
-  /// keep the text the last Flush serialized for them, so the rewrite after
-  /// every repetition costs the new and changed rows, not the whole file (a
-  /// full rewrite of a large file after every repetition would dominate the
-  /// run's time). The context is always serialized again.
+  /// Runs `edit`, which returns the indices of the rows it changed in place
+  /// (appended rows need not be listed): the others keep their serialized
+  /// text, so a rewrite costs the new and changed rows, not the whole file.
   void EditRows(
       const std::function<std::vector<size_t>(nlohmann::json&)>& edit);
 
-  /// Atomically replaces the file with the current document
-  /// (WriteFileAtomically): the context indented, one row per line.
-  /// On failure (full disk, read-only file system ...) the run stops: one
-  /// `lockline: error:` line naming the file, errno and the rows the file
-  /// keeps, RestoreAll(), exit status kExitWriteFailed. Never throws.
+  /// Atomically replaces the file (the context indented, one row per line).
+  /// On failure the run stops: one `lockline: error:` line naming the file,
+  /// errno and the rows it keeps, RestoreAll(), exit kExitWriteFailed.
   void Flush();
 
  private:
-  // The document as JSON text, rows from the cache (row_text_[i], when
-  // row_fresh_[i]) and the rest serialized now.
   std::string Text();
 
   std::string dir_;
@@ -90,16 +80,12 @@ class ResultFile {
 void WriteFileAtomically(const std::string& path, const std::string& text,
                          long measured_rows = -1);
 
-/// Async-signal-safe: unlinks the temporary file WriteFileAtomically is
-/// writing, if any; when it is already gone because rename() put it in
-/// place, KeptRows() becomes the rows it held (a signal between rename() and
-/// the count's update still reports what the file holds).
+/// Async-signal-safe: unlinks WriteFileAtomically's temporary file, if any;
+/// when rename() already put it in place, KeptRows() becomes its rows.
 void RemovePendingTemp();
 
-/// Async-signal-safe: the path of the last lockline.json written
-/// (NUL-terminated,
-/// "" before the first) and the number of measured rows (run_type iteration) it
-/// holds.
+/// Async-signal-safe: the last lockline.json written ("" before the first)
+/// and the measured rows (run_type iteration) it holds.
 const char* KeptResultPath();
 long KeptRows();
 

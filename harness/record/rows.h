@@ -14,11 +14,8 @@
 namespace lockline {
 
 /// Sets a repetition row's Google Benchmark time fields: `iterations` = `ops`
-/// (all threads' operations), `real_time` = window wall time / ops and
-/// `cpu_time` = the worker threads' summed CPU time / ops, both in ns
-/// (`time_unit` "ns"). So real_time is 1e9 / ops_per_s and two rows' real_time
-/// ratio is the inverse of their throughput ratio. With ops == 0 both times
-/// are 0 and iterations 0 (the row is an error or did no work).
+/// (all threads'), `real_time` = wall time / ops, `cpu_time` = the workers'
+/// CPU time / ops, in ns: real_time is 1e9 / ops_per_s. ops == 0: all 0.
 void SetPerOpTimes(nlohmann::json& row, double wall_seconds, double cpu_seconds,
                    uint64_t ops);
 

@@ -18,16 +18,12 @@
 // another's, e.g. cheap lock points about 1 GiB of page faults), and once the
 // point has run, the mean of what it measured.
 //
-// A point's window is fixed when its first repetition starts and never
-// changes after (BudgetPoint::window_s): the statistics compare repetitions of
-// one point, so they all run the same window. Points started later may run
-// another window than points started earlier; comparisons between points
-// (ops/s, ns/op, the family metrics) are per operation or per second, which a
-// window's length does not change beyond its start and stop edges, and those
-// are a few microseconds of a window of at least kMinFitWindowS. Warm-up
-// transients (a cold cache, a pool refilled between windows) weigh more in a
-// short window than in a long one, so refits keep the windows within
-// kMaxWindowGrowth of the plan's.
+// A point's window is fixed when its first repetition starts
+// (BudgetPoint::window_s): its repetitions are compared, so they run alike.
+// Points started later may run another window; comparisons between points are
+// per operation or per second, which a window's length changes only by its
+// start and stop edges (microseconds of >= kMinFitWindowS). Warm-up transients
+// weigh more in short windows, so refits stay within kMaxWindowGrowth.
 #pragma once
 
 #include <string>
@@ -40,25 +36,18 @@ namespace lockline {
 /// small against it; above 1 s nothing is gained for the statistics.
 inline constexpr double kMinFitWindowS = 0.005;
 inline constexpr double kMaxFitWindowS = 1.0;
-/// A refit during the run gives the points not started at most this many
-/// times the plan-time window. When the plan overestimated, the slack would
-/// otherwise go to the last few points to start (the window-dependent part
-/// of a run is small against its fixed work, so a few seconds of slack would
-/// stretch the last points' windows many times); the run then ends a little
-/// early instead.
+/// A refit gives the points not started at most this many times the
+/// plan-time window: an overestimated plan's slack would otherwise stretch the
+/// last points' windows many times; the run ends a little early instead.
 inline constexpr double kMaxWindowGrowth = 4;
 
-/// Declared seconds the harness itself spends per repetition of a point with
-/// `threads` threads and `windows` timed windows outside the windows' planned
-/// length, before any measurement: creating, pinning and joining the
-/// threads, the two coherence probes (multi-threaded points), recording the
-/// row (without the file rewrite: RecordingCost), and each window's stop
-/// edge, from the rows' `timing` (timing.declared_s beside wall_s) on a quiet
-/// machine. A window ends later when the threads fill every usable PU
-/// (`usable_pus`; 0: unknown, taken as filled), since the main thread that
-/// stops the window must wait for the scheduler to preempt a worker. On a
-/// loaded machine these grow; the run rescales them by what each family
-/// measures (FitWindow after every repetition).
+/// Declared seconds the harness spends per repetition of a point with
+/// `threads` threads and `windows` timed windows besides the windows' planned
+/// length (threads, probes, the row without the file rewrite, each window's
+/// stop edge), from the rows' `timing` on a quiet machine. A window ends later
+/// when the threads fill every usable PU (`usable_pus`; 0: taken as filled):
+/// the main thread stopping it waits for a worker's preemption. The run
+/// rescales these by what each family measures.
 double HarnessRepetitionCostS(int threads, int windows, int usable_pus = 0);
 
 /// What the fit knows about one point.
@@ -66,17 +55,14 @@ struct BudgetPoint {
   std::string family;
   int windows = 1;           ///< windows per repetition
   int repetitions_left = 0;  ///< repetitions not yet run
-  /// Declared seconds per repetition besides its timed windows:
-  /// HarnessRepetitionCostS + the variant's cost_s (for a fixed-work variant
-  /// its work included).
+  /// Declared seconds per repetition besides its timed windows.
   double declared_s = 0;
   bool fixed_work = false;      ///< windows are fixed work: ignore w
   bool oversubscribed = false;  ///< windows counted at their bound
   /// > 0 once the point has started: the window all its repetitions use.
   double window_s = 0;
   int measured = 0;  ///< repetitions measured so far
-  /// Their summed cost besides windows x window_s (for fixed work: their
-  /// whole cost), seconds, without the file rewrite.
+  /// Their summed cost besides windows x window_s, without the file rewrite.
   double measured_s = 0;
 };
 
@@ -84,10 +70,8 @@ struct BudgetPoint {
 /// last, with its aggregate rows): about `per_row_s` seconds per row the file
 /// holds then. Each repetition adds `rows_per_repetition` rows.
 struct RecordingCost {
-  /// Before any measurement: between a quiet and a loaded machine's cost in
-  /// the default suite (only new and changed rows are serialized; the write
-  /// and fsync of the whole file stay). The run refits it from the gaps it
-  /// measures (RecordingPerRowS).
+  /// The prior, between a quiet and a loaded machine's cost in the default
+  /// suite; refitted by RecordingPerRowS.
   double per_row_s = 3e-5;
   double rows = 0;                   ///< rows in the file now
   double rows_per_repetition = 1.8;  ///< 1 + 4 aggregates / 5 repetitions
@@ -103,10 +87,8 @@ struct BudgetFit {
   bool met = true;  ///< false: over the budget even at the minimum window
 };
 
-/// Predicted seconds of each point's repetitions left (same order as
-/// `points`), without the file rewrites, when the points not started run
-/// windows of `window_s`: the per-point terms PredictSeconds sums (the plan's
-/// time per question, harness/run/main.cpp).
+/// Predicted seconds of each point's repetitions left, without the file
+/// rewrites, at windows of `window_s`: the terms PredictSeconds sums.
 std::vector<double> PredictPointSeconds(const std::vector<BudgetPoint>& points,
                                         double window_s);
 

@@ -41,11 +41,9 @@ namespace {
 
 using nlohmann::json;
 
-/// How long the client waits for one answer of the server: longer than a
-/// window's hard limit (ThreadTeam: bound + 120 s), so a server that hangs,
-/// or writes without ever ending its line, is reported rather than waited for
-/// forever. $LOCKLINE_DUET_ANSWER_TIMEOUT (a duration, e.g. "2s") sets it,
-/// for tests.
+/// How long the client waits for one answer: longer than a window's hard
+/// limit (bound + 120 s), so a hung server is reported, not waited for.
+/// $LOCKLINE_DUET_ANSWER_TIMEOUT (a duration, e.g. "2s") sets it, for tests.
 double AnswerTimeoutSeconds() {
   static const double s = [] {
     const char* env = std::getenv("LOCKLINE_DUET_ANSWER_TIMEOUT");
@@ -56,12 +54,10 @@ double AnswerTimeoutSeconds() {
   return s;
 }
 
-/// The longest answer line the client takes (a "closed" answer is a few KiB):
-/// a server writing without a newline is refused, not buffered without bound.
+/// The longest answer line the client takes (a "closed" answer is a few KiB).
 constexpr size_t kMaxLineBytes = 16u << 20;
-/// The deepest nesting of a "closed" answer the client takes (its own is 4
-/// deep): a deeper one is refused before it is copied (recursively) into the
-/// row.
+/// The deepest "closed" answer the client takes (its own is 4 deep), refused
+/// before it is copied (recursively) into the row.
 constexpr int kMaxJsonDepth = 32;
 
 /// Async-signal-safe: removes `dir` and the files in it (the calibration
@@ -217,17 +213,13 @@ struct RemoteWindow {
   double max_off_cpu = -1;
 };
 
-/// The client's end of a window server: the old binary as a child process on a
-/// Unix socket pair. Methods are called from one thread at a time (the main
-/// thread, or a team's thread 0 while the others wait). Throws
-/// std::runtime_error when the server exits or answers out of protocol.
+/// The client's end of a window server (the old binary as a child process on
+/// a socket pair), used by one thread at a time (main, or a team's thread 0).
 class WindowClient {
  public:
-  /// Starts `binary --window-server args...`; its stderr is copied to ours,
-  /// each line prefixed "old build: ". Throws UsageError
-  /// (harness/run/options.h) when it does not start or does not answer the
-  /// hello, or its schema, protocol or point keys differ from `keys` (naming
-  /// the keys only one side has).
+  /// Starts `binary --window-server args...`, its stderr copied to ours as
+  /// "old build: " lines. Throws UsageError when it does not start or answer
+  /// the hello, or its schema, protocol or point keys differ from `keys`.
   WindowClient(const std::string& binary, const std::vector<std::string>& args,
                const std::vector<std::string>& keys)
       : binary_(binary) {
@@ -268,7 +260,6 @@ class WindowClient {
   WindowClient(const WindowClient&) = delete;
   WindowClient& operator=(const WindowClient&) = delete;
 
-  /// The hello and the point keys; throws UsageError (see the constructor).
   void Handshake(const std::vector<std::string>& keys) {
     std::string hello;
     try {
@@ -332,11 +323,8 @@ class WindowClient {
     return a.substr(7);
   }
 
-  /// Ends the run on an answer out of protocol, once the old build is
-  /// accepted (before, throws std::runtime_error(why): the hello's refusal
-  /// quotes it): one `lockline: error:` line, the rows written so far kept
-  /// (an unfinished run: ci/compare.py --builds refuses it), the old build
-  /// killed, exit 3.
+  /// Ends the run on an answer out of protocol (see build_duet.h; before the
+  /// old build is accepted, throws std::runtime_error(why) for the refusal).
   [[noreturn]] void Stop(const std::string& why) {
     if (!relay_) throw std::runtime_error(why);
     const std::string path = KeptResultPath();
@@ -357,13 +345,10 @@ class WindowClient {
   }
 
   const std::string& binary() const { return binary_; }
-  /// True when the server samples structure offsets from the client's layout
-  /// seed (its hello said layout=1); an older server keeps offset 0, and the
-  /// client then does too (RunState::sample_layout).
+  /// The server samples offsets from the client's layout seed (layout=1).
   bool layout() const { return layout_; }
 
  private:
-  /// Forks and executes `binary_ --window-server args...` on the socket.
   void Start(const std::vector<std::string>& args) {
     int sv[2], ep[2];
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0 ||
@@ -399,14 +384,12 @@ class WindowClient {
     close(sv[1]);
     close(ep[1]);
     fd_ = sv[0];
-    // The old build's stderr: kept until its point keys are checked (its
-    // error line is quoted in ours), then copied to ours whenever the client
-    // waits for an answer (ReadLine), so no thread is needed.
+    // Its stderr: kept until the keys are checked (a refusal quotes it),
+    // then copied to ours while the client waits in ReadLine.
     err_fd_ = ep[0];
   }
 
-  /// Refuses a binary that did not say the hello: waits for it and quotes its
-  /// exit status and what it said.
+  /// Refuses a binary that did not say the hello, quoting its exit and words.
   [[noreturn]] void RefuseSilentServer() {
     close(fd_);
     fd_ = -1;
@@ -504,8 +487,7 @@ class WindowClient {
     }
   }
 
-  /// Reads what the server wrote to its stderr: kept in err_text_ until the
-  /// keys are checked, then copied to ours.
+  /// Reads the server's stderr (kept in err_text_ until relay_).
   void DrainErr(int timeout_ms) {
     if (err_fd_ < 0) return;
     pollfd p{err_fd_, POLLIN, 0};
@@ -541,8 +523,7 @@ class WindowClient {
 // ---- the paired workload -------------------------------------------------
 
 /// One repetition of a build duet: the point's key, the window order (A = the
-/// old build, B = this one), which build prepares first (see Prepare), and
-/// what the old build's point is opened with.
+/// old build, B = this one), which build prepares first, and the open's args.
 struct DuetRepetition {
   std::string key;
   std::vector<DuetSide> schedule;
@@ -685,8 +666,7 @@ class BuildDuetWorkload : public HeapPlacedWorkload {
   }
 
  private:
-  /// One window of this build's thread: its operations, start and end time
-  /// and CPU time (ns), and time waiting to run (kNoRunDelay: unknown).
+  /// One window of this build's thread (ns; kNoRunDelay: unknown).
   struct LocalWindow {
     uint64_t ops = 0, start_ns = 0, end_ns = 0, cpu_ns = 0;
     uint64_t run_delay_ns = kNoRunDelay;
@@ -695,9 +675,8 @@ class BuildDuetWorkload : public HeapPlacedWorkload {
     int next = 0;
     std::vector<LocalWindow> windows;
   };
-  /// The windows of the repetition as they ran, both sides: per window its
-  /// operations, seconds, threads' CPU seconds and largest off-CPU share (-1:
-  /// unknown), and the sums Report needs.
+  /// The repetition's windows as they ran, both sides (off_cpu -1: unknown),
+  /// and the sums Report needs.
   struct Windows {
     std::vector<uint64_t> ops;
     std::vector<double> seconds, cpu, off_cpu;
@@ -738,8 +717,6 @@ class BuildDuetWorkload : public HeapPlacedWorkload {
     return t;
   }
 
-  /// This build's window `w`: its threads' operations and CPU time, first
-  /// start to last end, and largest off-CPU share.
   void CollectLocal(size_t w, Windows& t) const {
     const auto at = [&](int i) -> const LocalWindow& {
       return logs_[static_cast<size_t>(i)].windows[w];
@@ -803,9 +780,8 @@ class BuildDuetWorkload : public HeapPlacedWorkload {
     const std::vector<DuetSide> schedule(rep_.schedule.begin(),
                                          rep_.schedule.begin() + t.ran);
     const std::vector<DuetPair> pairs = DuetPairs(schedule, t.ops, t.seconds);
-    // A pair with a window past its wall-clock bound (OverrunBoundNs; the old
-    // build's as its server flagged it) is marked: ci/compare.py --builds
-    // leaves it out.
+    // A pair with a window past its bound is marked (compare.py leaves it
+    // out).
     const double bound_s = static_cast<double>(OverrunBoundNs(
                                rep_.window_ns, local_->fixed_work())) /
                            1e9;
@@ -878,9 +854,8 @@ std::string DisableAslrForDuet(char** argv) {
 
 namespace {
 
-/// The run's selection flags, passed to the old build's server: it selects
-/// its suite from them; the rest (run directory, budget, repetitions,
-/// counters) are the client's.
+/// The run's selection flags, passed to the old build's server; the rest
+/// (run directory, budget, repetitions, counters) are the client's.
 std::vector<std::string> ServerArgs(const RunState& run) {
   static const char* const kPassed[] = {"--quick",
                                         "--full",
@@ -906,10 +881,9 @@ std::vector<std::string> ServerArgs(const RunState& run) {
   return args;
 }
 
-/// One value per calibration for both processes (harness/
-/// shared_calibration.h): a private directory, inherited by the server
-/// through the environment, removed when the client ends (by the watchdog
-/// when it ends otherwise than by returning from main).
+/// One value per calibration for both processes (shared_calibration.h): a
+/// directory the server inherits through the environment, removed at exit
+/// (or by the watchdog).
 void ShareCalibrations() {
   char dir[] = "/tmp/lockline-calibration-XXXXXX";
   if (mkdtemp(dir) == nullptr) return;
@@ -957,9 +931,6 @@ void PrepareBuildDuet(RunState& run) {
   ShareCalibrations();
   auto client =
       std::make_shared<WindowClient>(run.opts.duet_with, ServerArgs(run), keys);
-  // Both sides at one address layout per repetition: an old build that
-  // cannot take the client's layout seed keeps its structures at the page
-  // start, and so does this side then.
   run.sample_layout = client->layout();
   if (!run.sample_layout)
     std::fprintf(stderr,
@@ -968,9 +939,7 @@ void PrepareBuildDuet(RunState& run) {
                  "structures at the page start\n",
                  run.opts.duet_with.c_str());
   for (Point& p : run.points) {
-    // A one-window point (fixed work: a fault pass, a burst) runs one pair
-    // per repetition, so it gets kBuildDuetOneWindowRepetitions of them:
-    // compare.py needs 8 pairs of one regime for an interval.
+    // A one-window (fixed-work) point: one pair per repetition.
     if (p.windows <= 1)
       p.repetitions =
           std::max(run.opts.repetitions, kBuildDuetOneWindowRepetitions);
@@ -985,8 +954,7 @@ void PrepareBuildDuet(RunState& run) {
 
 namespace {
 
-/// The server's open point (its workload, thread team and threads' contexts)
-/// and the commands that act on it; answers go to `out`.
+/// The server's open point and the commands that act on it; answers to `out`.
 class WindowServer {
  public:
   WindowServer(RunState& run, int out) : run_(run), out_(out) {
@@ -1001,7 +969,6 @@ class WindowServer {
   }
   ~WindowServer() { ClosePoint(); }
 
-  /// The hello and the point keys (see build_duet.h's file comment).
   void SayHello() const {
     Say("lockline-window-server proto=" +
         std::to_string(kWindowServerProtocol) +
@@ -1037,8 +1004,6 @@ class WindowServer {
     return WriteAll(out_, line + "\n");
   }
 
-  /// "open": the point's workload and team, Prepare and SetupThread; its
-  /// structures at the offsets of the client's layout seed when it sent one.
   void Open(std::istringstream& in) {
     ClosePoint();
     wl_.reset();
@@ -1103,7 +1068,6 @@ class WindowServer {
                         .dump(-1, ' ', true, json::error_handler_t::replace));
   }
 
-  /// Tears the open point's threads down and joins them.
   void ClosePoint() {
     if (team_ && wl_)
       team_->RunOnAll([&](int i) { wl_->TeardownThread(ctx_[i]); });
@@ -1123,7 +1087,6 @@ class WindowServer {
   json open_layout_;  ///< the open point's sampled offsets (closed's answer)
 };
 
-/// The next command line on stdin into `line`; false at end of input.
 bool ReadCommand(std::string& buffer, std::string* line) {
   while (!TakeLine(buffer, line)) {
     char buf[4096];

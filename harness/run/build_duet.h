@@ -1,63 +1,45 @@
-// Builds in duet: the current lockline binary and an earlier build
-// run every point's windows in alternation on the same PUs, so that a swing of
-// the machine (a coherence-regime change, a noisy neighbour, a frequency step)
-// hits both builds of a window pair instead of one side of a comparison made
-// from runs minutes apart. It is harness/measure/duet.h's paired-window method
-// with the two sides in two processes: each side runs its own threads and its
-// own model code (the old build's workload is the old build's).
+// Builds in duet: the current lockline binary and an earlier build run every
+// point's windows in alternation on the same PUs, so a swing of the machine (a
+// coherence-regime change, a noisy neighbour, a frequency step) hits both
+// builds of a window pair, not one side of runs minutes apart. It is
+// harness/measure/duet.h's paired-window method with the sides in two
+// processes, each with its own threads and model code.
 //
-// Protocol (`lockline --duet-with=OLD ...`): the current binary (the client)
-// starts OLD as `OLD --window-server <the run's selection flags>` on a Unix
-// socket pair (the server's stdin and stdout). The server selects the same
-// suite, then says hello and lists its point keys:
-//   server: "lockline-window-server proto=1 schema=<kSchemaVersion> points=N
-//           layout=1"
-//           N lines "key <row key>", then "end"
+// Protocol (`lockline --duet-with=OLD ...`): the client (this binary) starts
+// `OLD --window-server <the run's selection flags>` on a Unix socket pair (its
+// stdin and stdout). The server selects the same suite and says
+//   "lockline-window-server proto=1 schema=<kSchemaVersion> points=N layout=1",
+//   N lines "key <row key>", then "end".
 // The client refuses (UsageError: one `lockline: error:` line, exit 2, before
-// the run directory exists) a server of another protocol or result schema, or
-// one whose keys differ from the client's, naming the keys only one side has.
-// Then per repetition of every point:
-//   client: "open <key> <window_ns> <windows> <pus> <oversubscribed>
-//           [layout=<seed>]"
-//           (<pus>: the client's planned OS PU indices, comma-separated, -1
-//           where unpinned; layout=: the repetition's LayoutSampling seed,
-//           sent when the server's hello ends "layout=1": the server places
-//           its structures at the offsets the client's have, so a window pair
-//           compares the builds at one address layout)
-//   server: "ok <fixed_work 0|1>" after creating the workload, its thread team
-//           on those PUs, Prepare and SetupThread; or "error <text>"
-//   client: "window"  ->  server: "done <ops> <seconds> <overrun 0|1>
-//           <cpu_seconds> [<max_off_cpu>]" (one window of its team, timed as
-//           ThreadTeam::RunWindow times one; cpu_seconds: its threads' CPU
-//           time, CLOCK_THREAD_CPUTIME_ID; max_off_cpu: the largest share of
-//           the window a thread spent preempted, WindowResult::max_off_cpu;
-//           servers before the run-delay reading sent wall - CPU time)
-//   client: "close"   ->  server: "closed <json>" ({"verify": "", "metrics":
-//           {...}, "address_layout": {...} | null}: TeardownThread, Report,
-//           Verify; the offsets it sampled from the layout seed), the team
-//           joined
-// and "quit" (or end of input) at the end. An answer out of protocol (none
-// within 300 s, $LOCKLINE_DUET_ANSWER_TIMEOUT; a line over 16 MiB; a "closed"
-// JSON nested over 32 deep or whose verify is not a string; the connection
-// closed) stops the run: one `lockline: error:` line, exit 3, the rows written
-// before kept; the old build runs in its own process group, killed on every
-// way lockline ends (a watchdog process kills it should lockline die). Only one
-// side runs at a time: while the server runs a window, the client's thread 0
-// sleeps in a read on the socket and its other threads and main thread wait on
-// condition variables.
+// the run directory exists) another protocol or result schema, or other keys
+// (naming the keys only one side has). Then per repetition of every point:
+//   "open <key> <window_ns> <windows> <pus> <oversubscribed> [layout=<seed>]"
+//     (<pus>: planned OS PU indices, comma-separated, -1 unpinned; layout=:
+//     the repetition's LayoutSampling seed, sent when the hello ends
+//     "layout=1", so both builds place their structures at one layout)
+//     -> "ok <fixed_work 0|1>" (workload, team on those PUs, Prepare,
+//     SetupThread) or "error <text>";
+//   "window" -> "done <ops> <seconds> <overrun 0|1> <cpu_seconds>
+//     [<max_off_cpu>]" (one ThreadTeam::RunWindow; cpu_seconds: its threads'
+//     CLOCK_THREAD_CPUTIME_ID; max_off_cpu: WindowResult::max_off_cpu);
+//   "close" -> "closed <json>" ({"verify": "", "metrics": {...},
+//     "address_layout": {...} | null} after TeardownThread, Report, Verify);
+// and "quit" (or end of input). An answer out of protocol (none within 300 s,
+// $LOCKLINE_DUET_ANSWER_TIMEOUT; a line over 16 MiB; a "closed" JSON nested
+// over 32 deep or whose verify is not a string; the connection closed) stops
+// the run: one `lockline: error:` line, exit 3, the rows written kept. The old
+// build runs in its own process group, killed however lockline ends (by a
+// watchdog process should lockline die). One side runs at a time: during a
+// server window the client's thread 0 sleeps in a read on the socket.
 //
-// Each repetition follows a DuetSchedule (harness/measure/duet.h): one warm-up
-// pair, then kDuetMinPairs pairs in a seeded random order (A = the old build, B
-// = the current one). A variant of one window per repetition (fixed-work
-// protocols) runs one pair per repetition without warm-up. The row keeps the
-// current build's own metrics and details, and adds `build_ratio` (median new/
-// old pair ratio of the repetition), `old_ops_per_s`, `new_ops_per_s` and
-// `details.build_duet` (results/SCHEMA.md); ci/compare.py --builds answers
-// each row from its pairs. Each pair has two rates per side: operations per
-// second of window wall time, and per second of its threads' CPU time. The
-// second is the code's speed while it ran: on an oversubscribed machine a
-// window's wall-clock rate is mostly the CPU share the scheduler gave it,
-// which differs between the two windows of a pair; the CPU-time rate is not.
+// Each repetition follows a DuetSchedule (harness/measure/duet.h; A = the old
+// build, B = this one); a one-window (fixed-work) variant runs one pair per
+// repetition without warm-up. The row keeps this build's metrics and details
+// and adds `build_ratio` (median new/old pair ratio), `old_ops_per_s`,
+// `new_ops_per_s` and `details.build_duet` (results/SCHEMA.md), answered by
+// ci/compare.py --builds. Each pair has two rates per side: per second of wall
+// time and per second of its threads' CPU time; on an oversubscribed machine
+// the wall-clock rate is mostly the scheduler's CPU share, the CPU rate is not.
 #pragma once
 
 #include <functional>
@@ -79,16 +61,12 @@ inline constexpr int kWindowServerProtocol = 1;
 /// near and the far regime, and 10 can leave fewer than 8 in the larger one.
 inline constexpr int kBuildDuetOneWindowRepetitions = 20;
 
-/// Address-space randomization for a build duet: both processes should map
-/// their code, libraries and thread stacks at the same addresses, so that one
-/// binary against itself compares like with like (branch predictors and 4 KiB
-/// aliasing see virtual addresses). When the personality flag
-/// ADDR_NO_RANDOMIZE (as `setarch -R`) is not set, sets it and re-executes
-/// /proc/self/exe with the same arguments (the old build, started later,
-/// inherits it); returns only
-/// when it is already set ("off") or cannot be set ("on": e.g. a container's
-/// seccomp profile refuses personality(2); a warning says so once). Called
-/// after every argument is checked and before anything is created.
+/// Address-space randomization off for a build duet, so both processes map
+/// code, libraries and stacks alike (branch predictors and 4 KiB aliasing see
+/// virtual addresses): sets ADDR_NO_RANDOMIZE (as `setarch -R`) and
+/// re-executes /proc/self/exe (the old build inherits it); returns when it is
+/// already set ("off") or cannot be set ("on", with a warning: e.g. seccomp
+/// refuses personality(2)). Call after the arguments are checked.
 std::string DisableAslrForDuet(char** argv);
 
 /// `lockline --duet-with=OLD`: starts OLD's window server with the run's

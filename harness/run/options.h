@@ -21,17 +21,13 @@ class UsageError : public std::runtime_error {
 /// Extra time of --until-resolved given without a value, seconds.
 inline constexpr double kDefaultUntilResolvedS = 300;
 
-/// --fault-sampling: task-clock sampling period of the fault family's sampled
-/// clear_page share (bench/fault.cpp), seconds. The default, 2 ms, costs a
-/// KVM guest a few per cent of the faults' CPU time; accepted 100 us to 100
-/// ms, or off.
+/// --fault-sampling period, seconds: 2 ms costs a KVM guest a few per cent of
+/// the faults' CPU time.
 inline constexpr double kDefaultFaultSamplingS = 2e-3;
 inline constexpr double kMinFaultSamplingS = 1e-4;
 inline constexpr double kMaxFaultSamplingS = 0.1;
 
-/// --evidence=on: evidence windows per repetition of the kernel_* families
-/// (one before the timed windows, one after); --evidence=N takes 1 to
-/// kMaxEvidenceWindows.
+/// --evidence=on: one window before the timed ones, one after.
 inline constexpr int kDefaultEvidenceWindows = 2;
 inline constexpr int kMaxEvidenceWindows = 20;
 /// --runs=N: at most this many independent runs (each takes the whole budget).
@@ -50,55 +46,33 @@ struct Options {
   bool plan = false;
   bool plan_json = false;  ///< --plan=json: the plan as JSON (plots/predict.py)
   bool list = false;
-  bool oversubscribe =
-      false;  ///< --oversubscribe: up to kMaxOversubscription x
+  bool oversubscribe = false;        ///< up to kMaxOversubscription x
   bool oversubscribe_force = false;  ///< --oversubscribe=force: no cap
   bool help = false;
   bool emulated = false;  ///< --emulated: mark the run and every row emulated
   std::string layouts;    ///< "", "text" or "json"
-  std::vector<std::string>
-      benchmark_args;            ///< --benchmark_* passed to Google Benchmark
+  std::vector<std::string> benchmark_args;  ///< passed to Google Benchmark
   std::string benchmark_filter;  ///< value of --benchmark_filter, if given
   int repetitions = 5;           ///< from --benchmark_repetitions, default 5
-  /// --until-resolved[=MAX_DURATION]: extra seconds for unresolved
-  /// comparisons (harness/run/until_resolved.h); 0: off (the fixed budget).
-  double until_resolved_s = 0;
-  /// --precision=PCT: half-width of a paired effect's 95 % interval the plan
-  /// aims at, as a fraction (harness/measure/duet.h PlanPairs).
-  double precision = 0.03;
-  /// --fault-sampling=DURATION|off: the fault rows' kernel sampling period,
-  /// seconds; 0: off (rows say clear_page_sampled "unavailable").
-  double fault_sampling_s = kDefaultFaultSamplingS;
-  /// --evidence=on|off|N: evidence windows per repetition of the kernel_*
-  /// families (on: kDefaultEvidenceWindows; off: 0, which also turns the
-  /// fault rows' sampling off). Timed windows never collect evidence.
+  double until_resolved_s = 0;   ///< extra seconds (until_resolved.h); 0 off
+  double precision = 0.03;  ///< paired 95 % half-width aimed at (PlanPairs)
+  double fault_sampling_s = kDefaultFaultSamplingS;  ///< 0: off
+  /// Evidence windows of the kernel_* families (0, off, also turns the fault
+  /// rows' sampling off). Timed windows never collect evidence.
   int evidence_windows = kDefaultEvidenceWindows;
-  /// --padding=BYTES: the distance between per-thread slots
-  /// (harness/machine/padded_slots.h), a power of two from 64 to 4096; 128
-  /// unless given (padding_given says whether it was).
-  std::size_t padding = 128;
+  std::size_t padding = 128;  ///< padded_slots.h
   bool padding_given = false;
-  /// --runs=N: N independent lockline processes, one after the other, into
-  /// RUN_DIR/run-1 .. run-N, then plots/reproduce.py over them
-  /// (harness/run/runs.h); 1 (default): one run, as without the flag.
-  int runs = 1;
+  int runs = 1;                   ///< --runs: independent processes (runs.h)
   std::vector<std::string> argv;  ///< the full command line, for provenance
-  /// --duet-with=OLD_BINARY: run every point in duet with that earlier build
-  /// (harness/run/build_duet.h); "" off.
-  std::string duet_with;
-  /// --window-server: serve windows to a --duet-with run on stdin/stdout
-  /// (internal; harness/run/build_duet.h).
-  bool window_server = false;
+  std::string duet_with;          ///< --duet-with (build_duet.h); "" off
+  bool window_server = false;     ///< --window-server (internal)
 };
 
 /// Parses argv. Throws UsageError for an unknown flag, a missing or malformed
-/// value (naming it and the accepted forms). Google Benchmark's flags are
-/// checked here too, before any run directory exists: an unknown or misspelt
-/// --benchmark_* flag, one --help says does not apply, a bad boolean or
-/// --benchmark_out_format, a --benchmark_out whose directory does not exist or
-/// is not writable, and a --benchmark_filter that is not an extended regular
-/// expression are all UsageErrors. Does not touch the topology (see
-/// harness/machine/topology.h for --pin, --threads and --topology checks).
+/// value (naming it and the accepted forms), Google Benchmark's too (an
+/// unknown or inapplicable --benchmark_* flag, a bad boolean or format, an
+/// unwritable --benchmark_out directory, a filter that is not an extended
+/// regex). The topology's flags are checked in topology.h.
 Options ParseOptions(int argc, char** argv);
 
 /// Parses a duration: "90" or "90s", "500ms", "20m", "1h" (decimal digits with

@@ -24,13 +24,10 @@ namespace {
 
 using nlohmann::json;
 
-constexpr double kProbeSeconds =
-    0.001;  // per-point ping-pong probe (before and after)
-constexpr double kBaselineProbeSeconds =
-    0.002;  // each of the 3 baseline probes of a pair
-// The families' first touch of hundreds of MiB (fault, prezero, zeroing)
-// costs about a MiB of MeasureFaultInSecondsPerMiB's 16 MiB probe each, and
-// the two follow the machine's load together.
+constexpr double kProbeSeconds = 0.001;          // a point's, before and after
+constexpr double kBaselineProbeSeconds = 0.002;  // each of a pair's 3
+// The families' first touch of hundreds of MiB costs about a MiB of
+// MeasureFaultInSecondsPerMiB's probe each, and both follow the machine's load.
 constexpr double kWorkloadOverProbe = 1.1;
 
 // Google Benchmark's filter semantics (1.7.1): extended regex searched in the
@@ -60,10 +57,8 @@ json PlacementJson(const Point& p, const RunState& run) {
   return placement;
 }
 
-// What the kernel says about the point's placement, for checking the plan:
-// placement.bound_pus (each thread's affinity, read back) and
-// placement.observed_pus (the PUs each thread was on at the end of its
-// windows, from sched_getcpu).
+// placement.bound_pus (each thread's affinity, read back) and observed_pus
+// (the PUs each thread ended a window on).
 void AddObservedPlacement(ThreadTeam& team,
                           const std::vector<std::set<int>>& seen_pus,
                           json& placement) {
@@ -135,9 +130,8 @@ void BuildPoints(RunState& run) {
   for (const auto& [family, v] : run.variants_storage) {
     std::vector<int> counts = v.threads.empty() ? run.counts : v.threads;
     if (v.largest_thread_count_only && !counts.empty()) {
-      // The largest count that leaves the variant's helper its spare PU (a
-      // question with a helper thread is asked at usable PUs minus its
-      // helpers), else the largest (refused below with the reason).
+      // The largest count that leaves the helper its spare PU, else the
+      // largest (refused below with the reason).
       int best = -1;
       for (int n : counts)
         if ((run.opts.oversubscribe ||
@@ -331,10 +325,8 @@ void RegisterPoint(RunState& run, const Point& p, int repetitions) {
   if (repetitions > 0) b->Repetitions(repetitions);
 }
 
-// What a repetition of `point` cost (its row's `timing`), for FitWindow:
-// its cost besides the windows' planned length, whether its windows were
-// fixed work, and the rewrite of the file (with the previous repetition) it
-// waited for.
+// What a repetition of `point` cost besides its windows (its row's `timing`),
+// for FitWindow.
 void AccountRepetition(RunState& run, const Point& point, const json& timing) {
   if (point.index >= run.budget.size()) return;
   BudgetPoint& b = run.budget[point.index];
@@ -404,8 +396,7 @@ struct PointRun {
   RunState& run;
   json rec;     // the row's lockline fields (RecordRepetition adds the rest)
   json timing;  // the row's `timing`
-  // Where the repetition's wall time goes (row `timing`, results/SCHEMA.md):
-  // the budget's estimate is only as good as its model of these.
+  // Where the repetition's wall time goes (row `timing`).
   uint64_t t_start = 0, t_setup = 0, t_loop0 = 0, t_loop1 = 0;
   double probes_s = 0;
   uint64_t window_ns = 0;
@@ -435,10 +426,8 @@ struct PointRun {
 };
 
 // Stage 1, the window. Starts the repetition's clock and row, and gives the
-// point its window: the run's fit when its first repetition starts, then the
-// same for every later one (its repetitions are compared with each other;
-// harness/run/budget.h on windows differing between points). Counts the
-// key's runs in this Google Benchmark round for FailRepetition.
+// point its window: the run's fit at its first repetition, the same for every
+// later one (they are compared with each other: budget.h).
 void PlanWindow(PointRun& pr) {
   const Point& point = pr.point;
   RunState& run = pr.run;
@@ -465,11 +454,9 @@ void PlanWindow(PointRun& pr) {
   pr.first_of_instance = run.gb_runs[point.key]++ == 0;
 }
 
-// Stage 2, preparation. Opens the repetition's address-layout sampling (the
-// structures under test at fresh offsets, harness/machine/memory.h
-// LayoutSampling; its seed mixes a per-process random number, the key and the
-// repetition, so repetitions and runs differ), makes the workload, binds each
-// thread to its planned PU and has the family set every thread up on it.
+// Stage 2, preparation. Opens the repetition's LayoutSampling (seeded per
+// process, key and repetition), makes the workload, binds each thread to its
+// planned PU and has the family set every thread up on it.
 void Prepare(PointRun& pr) {
   const Point& point = pr.point;
   RunState& run = pr.run;
@@ -479,8 +466,7 @@ void Prepare(PointRun& pr) {
   pr.env = MakePointEnv(point, run, pr.window_ns);
   pr.wl = point.variant->make(pr.env);
   pr.timing["fixed_work"] = pr.wl->fixed_work();
-  // Explicit PUs (a latency pair) are always bound; otherwise --pin=none
-  // leaves threads free.
+  // Explicit PUs (a latency pair) are bound even under --pin=none.
   const bool pinned =
       run.pin.policy != PinPolicy::kNone || !point.variant->pus.empty();
   for (int i = 0; i < point.threads; ++i)
@@ -490,10 +476,9 @@ void Prepare(PointRun& pr) {
                    run.counters.get(), *pr.wl, &pr.ctx);
 }
 
-// The CFS bandwidth throttling of lockline's cgroup during the windows
-// (`before` read at their start). A point with more threads than the quota
-// measures the CFS bandwidth controller: said on the row, also when nothing
-// was throttled in this repetition.
+// The CFS bandwidth throttling of lockline's cgroup during the windows. A
+// point with more threads than the quota measures the controller: said on the
+// row, also when nothing was throttled.
 void NoteThrottling(PointRun& pr, const CpuThrottle& before) {
   const CpuThrottle after = ReadCpuThrottle(ProcessCgroupCpu());
   if (before.ok && after.ok)
@@ -514,11 +499,9 @@ void NoteThrottling(PointRun& pr, const CpuThrottle& before) {
 }
 
 // Stage 3, the windows: one Google Benchmark iteration each, between two
-// coherence probes of the point's PU pair (none for a workload without a
-// shared line: its label is "none"). A window may run long when a preempted
-// waiter holds up a FIFO lock (oversubscribed) or a fixed-work window is big:
-// it is flagged past the bound, and the run gives up (exits) past the hard
-// limit.
+// coherence probes of the point's PU pair (none without a shared line). A
+// window past its bound (a preempted FIFO waiter, a big fixed-work window) is
+// flagged; past the hard limit the run exits.
 void RunWindows(PointRun& pr) {
   const int threads = pr.point.threads;
   ThreadTeam& team = *pr.team;
@@ -561,13 +544,10 @@ void RunWindows(PointRun& pr) {
   pr.probes_s += static_cast<double>(NowNs() - pr.t_loop1) / 1e9;
 }
 
-// Stage 4, verification. Reads the counters and the placement the kernel
-// reports, tears the threads down and takes the workload's report. Sets
-// pr.failure: what stopped the point (a refused setup, a task that could not
-// run) said as such, then a broken invariant, then a pinned thread found on,
-// or bound to, another PU than planned: it measured another placement, so the
-// row is kept, marked as an error, and so left out of every comparison and
-// plot.
+// Stage 4, verification. Reads the counters and the placement, tears the
+// threads down and takes the workload's report. pr.failure: a refused setup,
+// else a broken invariant, else a thread off its planned PU (another
+// placement: the row is kept as an error, out of every comparison and plot).
 void Verify(PointRun& pr) {
   pr.readings = pr.team->ReadCounters();
   json& placement = pr.rec["placement"];
@@ -586,10 +566,8 @@ void Verify(PointRun& pr) {
 }
 
 // The flat metrics of the row and of Google Benchmark's counters: throughput,
-// per-op time and CPU use, the counters' per-op and derived metrics (IPC,
-// cache-misses/op, hitm/op: CountersForRow in harness/measure/counters.h),
-// then the family's own, none of which may shadow a row key of the schema
-// (results/SCHEMA.md). Sets the row's `counters` too.
+// per-op time, CPU use, CountersForRow's, then the family's own (none may
+// shadow a row key of results/SCHEMA.md). Sets the row's `counters` too.
 void AddMetrics(PointRun& pr) {
   static const std::set<std::string> kReserved = {
       "name",         "run_name",         "run_type",      "threads",
@@ -713,13 +691,9 @@ void FinishTiming(PointRun& pr) {
   pr.rec["timing"] = timing;
 }
 
-// Google Benchmark's own name for the run is "<key>/iterations:W/manual_time"
-// (W = windows: 2 in --quick, 3 by default, 5 in --full); the rows leave W
-// out, so the same point has the same name in every suite and Google's
-// tools/compare.py, which pairs rows by name, pairs a --quick run with a
-// default one. len(windows) keeps W. Google Benchmark's time fields are per
-// operation (iterations = operations: harness/record/rows.h), so its tools
-// compare throughput.
+// Google Benchmark names the run "<key>/iterations:W/manual_time"; the rows
+// leave W (the suite's windows) out, so Google's tools/compare.py pairs a
+// point's rows across suites. Its time fields are per operation (rows.h).
 json RowOf(PointRun& pr) {
   RunState& run = pr.run;
   const std::string name = pr.point.key + "/manual_time";
@@ -734,8 +708,7 @@ json RowOf(PointRun& pr) {
   for (auto& [k, v] : pr.rec.items()) row[k] = v;
   const json& context = run.results->lockline_context();
   if (context.value("emulated", false)) row["emulated"] = true;
-  // Counters from the test shim (tests/fake_pmu) are not this CPU's: every
-  // row says so, not only the context (results/SCHEMA.md).
+  // Counters from the test shim are not this CPU's: every row says so.
   const json counters = context.value("counters", json::object());
   if (counters.is_object() && counters.contains("fake_pmu"))
     row["fake_pmu"] = true;
@@ -784,23 +757,19 @@ void RecordRepetition(PointRun& pr) {
   FinishTiming(pr);
   RunState& run = pr.run;
   const std::string& key = pr.point.key;
-  // The next repetition's timing.gap_s starts here: it covers recording this
-  // one (the file rewrite below) and Google Benchmark's bookkeeping.
+  // The next repetition's timing.gap_s starts here (recording this one).
   run.last_repetition_end_ns = NowNs();
   AccountRepetition(run, pr.point, pr.timing);
   const json row = RowOf(pr);
   run.row_index[key].push_back(run.results->doc()["benchmarks"].size());
   run.results->AddRow(row);
   run.results->EditRows(RelabelCoherence);
-  // An extra round of --until-resolved: the key's aggregates follow every new
-  // repetition, so a run interrupted mid-round has aggregates that agree with
-  // its iteration rows.
+  // In an --until-resolved round the aggregates follow every repetition, so
+  // an interrupted run's agree with its rows.
   if (run.resolve_round > 0)
     run.results->EditRows(
         [&](json& doc) { return UpdateAggregates(doc, key); });
-  // The planned repetitions: refit the window of the points not started from
-  // what this one cost; the fit's prediction is what is left. (Extra rounds
-  // of --until-resolved have their own time: harness/run/until_resolved.h.)
+  // Planned repetitions refit the window of the points not started.
   double left = -1;
   if (run.resolve_round == 0) {
     FitWindow(run);
@@ -844,11 +813,9 @@ void FailRepetition(PointRun& pr, const std::string& why) {
   RecordRepetition(pr);
 }
 
-// Stage 6, the record. The point's threads, tasks and descriptors go first:
-// joining the threads and freeing the workload (unmapping, reaping forked
-// tasks) is part of the repetition's cost, and the result file is written
-// after them, so a tight fd limit fails the point, not the write. Then the
-// row: an error (FailRepetition) or the measurement with its warnings.
+// Stage 6, the record. The threads, tasks and descriptors go first (their
+// teardown is the repetition's cost, and a tight fd limit then fails the
+// point, not the write); then the row: an error or the measurement.
 void RecordRow(PointRun& pr) {
   pr.team.reset();
   pr.wl.reset();
@@ -944,8 +911,7 @@ LocklineReporter::LocklineReporter(RunState& run) : run_(run) {
 
 bool LocklineReporter::ReportContext(const Context& context) {
   json& c = run_.results->context();
-  // Google Benchmark reports the context again for every extra round of
-  // --until-resolved: the run's context is the first one.
+  // Reported again every --until-resolved round: the first one stands.
   if (c.contains("host_name")) return true;
   c["date"] = [] {
     char buf[64];
@@ -989,9 +955,8 @@ std::vector<size_t> LocklineReporter::AddIndicesAndAggregates(
     const bool aggregate =
         r.run_type == benchmark::BenchmarkReporter::Run::RT_Aggregate;
     if (!aggregate) {
-      // RecordRepetition wrote this repetition already: add Google Benchmark's
-      // indices (an extra round's registration numbers families anew: keep
-      // the planned repetitions' indices so every row of a key agrees).
+      // Written by RecordRepetition: add Google Benchmark's indices (the
+      // first row's, so an extra round's renumbering does not split a key).
       auto& indices = run_.row_index[key];
       size_t& next = run_.rows_reported[key];
       if (next < indices.size()) {
@@ -1008,11 +973,8 @@ std::vector<size_t> LocklineReporter::AddIndicesAndAggregates(
       }
       continue;
     }
-    // Google Benchmark's own aggregates are over its window-based times and
-    // the main thread's CPU time, and write cv as a percentage of the adjusted
-    // time: lockline computes them from its repetition rows instead
-    // (harness/record/rows.h), after an extra round for all repetitions at
-    // once.
+    // Google Benchmark's aggregates use the main thread's CPU time and cv in
+    // percent: lockline computes its own from the rows (rows.h).
     if (run_.resolve_round == 0 && run_.by_key.count(key))
       aggregated.insert(key);
   }

@@ -27,21 +27,17 @@ class ThreadTeam;
 
 /// One point: a family's variant at one thread count, planned.
 struct Point {
-  std::string
-      key;  ///< family/k:v/.../threads:N (the registered benchmark name)
+  std::string key;  ///< family/k:v/.../threads:N (the benchmark's name)
   std::string family;
   Params params;
   int threads = 1;
   const Variant* variant = nullptr;
   ThreadPlan plan;
   int windows = 3;
-  /// Repetitions of this point; 0: the run's (--benchmark_repetitions). A
-  /// build duet gives a one-window point more (PrepareBuildDuet), so its row
-  /// has the window pairs an interval needs.
+  /// Repetitions of this point; 0: the run's (--benchmark_repetitions).
   int repetitions = 0;
   size_t index = 0;  ///< its position in RunState::points (and ::budget)
-  /// Paired points (Variant::paired) outside --quick: the pairs planned from
-  /// --precision (windows = 2 x (kDuetWarmupPairs + pairs_per_repetition)).
+  /// Paired points outside --quick: the pairs planned from --precision.
   std::optional<PairPlan> pairs;
 };
 
@@ -54,59 +50,44 @@ struct RunState {
   std::vector<int> counts;
   std::unique_ptr<CounterSession> counters;
   std::unique_ptr<ResultFile> results;
-  /// (family name, variant) of the selected suite; owns the variants the points
-  /// point to.
+  /// (family, variant) of the selected suite; points point into it.
   std::vector<std::pair<std::string, Variant>> variants_storage;
   std::vector<Point> points;
   std::vector<std::string> skipped;  ///< points not run, with the reason
-  /// The window a point gets when its first repetition starts (FitWindow
-  /// refits it after every repetition; a started point keeps its own).
+  /// The window a point gets when its first repetition starts (FitWindow).
   double window_s = 0.05;
-  /// Per point (same index as `points`): declared cost, its window once
-  /// started, what its repetitions measured (harness/run/budget.h).
+  /// Per point (same index as `points`).
   std::vector<BudgetPoint> budget;
   RecordingCost recording;
   double recording_gap_s = 0;  ///< summed timing.gap_s of the repetitions
   double recording_rows = 0;   ///< summed rows the file held at each gap
   BudgetFit fit;               ///< the last FitWindow
   double plan_estimate_s = 0;  ///< FitWindow's estimate at plan time
-  /// Seconds the run's repetitions took per question (Variant::question; ""
-  /// the figures' rows): wall_s + gap_s of their rows' timing.
+  /// Seconds the repetitions took per Variant::question (wall_s + gap_s).
   std::map<std::string, double> question_actual_s;
-  /// The longest window a refit may give: kMaxWindowGrowth x the plan-time
-  /// window (set after the plan; kMaxFitWindowS before).
+  /// The longest window a refit may give (kMaxWindowGrowth x the plan's).
   double window_cap_s = kMaxFitWindowS;
   /// MeasureFaultInSecondsPerMiB at plan time: prices Variant::cost_mib.
   double fault_s_per_mib = 0;
-  std::map<std::pair<int, int>, double>
-      baseline_ns;  ///< PU pair -> one-way latency, ns
+  std::map<std::pair<int, int>, double> baseline_ns;  ///< PU pair -> one-way
   std::map<std::string, int> repetitions_done;  ///< key -> repetitions recorded
-  std::map<std::string, std::vector<size_t>>
-      row_index;  ///< key -> its rows in the file
-  std::map<std::string, size_t>
-      rows_reported;  ///< key -> rows Google Benchmark reported
+  std::map<std::string, std::vector<size_t>> row_index;  ///< key -> its rows
+  std::map<std::string, size_t> rows_reported;  ///< key -> rows GB reported
   int progress_done = 0, progress_total = 0;
   uint64_t progress_start_ns = 0;
-  /// NowNs() when the last repetition's measured part ended (0: none yet);
-  /// the next row's timing.gap_s is measured from it.
+  /// NowNs() when the last repetition's measured part ended (timing.gap_s).
   uint64_t last_repetition_end_ns = 0;
-  /// NowNs() when the run started (before the coherence baselines): the
-  /// budget covers the run from here to the end of the planned repetitions.
+  /// NowNs() when the run started (before the coherence baselines).
   uint64_t run_start_ns = 0;
   std::map<std::string, const Point*> by_key;
-  /// --until-resolved: 0 during the planned repetitions, then the extra round
-  /// (rows get `resolve_round`; Google Benchmark's aggregates of a round are
-  /// ignored, lockline recomputes them over every repetition).
+  /// --until-resolved: 0 during the planned repetitions, then the extra round.
   int resolve_round = 0;
-  /// Google Benchmark runs of each key in its round (gb_round: the
-  /// resolve_round they belong to): RunPoint reports an instance's first
-  /// failed repetition differently (FailRepetition).
+  /// Google Benchmark runs of each key in round gb_round (FailRepetition).
   int gb_round = -1;
   std::map<std::string, int> gb_runs;
   /// Finalize() marks the file finished (false while extra rounds follow).
   bool finish_on_finalize = true;
-  /// Each repetition samples its structures' offsets (harness/machine/memory.h
-  /// LayoutSampling); false in a build duet whose old build cannot.
+  /// Repetitions sample offsets (false: a duet's old build cannot).
   bool sample_layout = true;
   std::string progress_note;  ///< appended to progress lines, e.g. "3 open"
 };

@@ -1,12 +1,9 @@
-// --runs=N: a reproducibility check users can run. N independent
-// lockline processes, one after the other, each a whole run (its own
-// coherence baselines, calibration, address layouts and --budget) into
-// RUN_DIR/run-1 .. RUN_DIR/run-N; then plots/reproduce.py computes every
-// verdict over the repetitions of all runs (repetitions resampled as units:
-// plots/stats.py) and says in how many runs it held (RUN_DIR/verdicts.json,
-// results/SCHEMA.md "Several runs"). Processes, not repetitions in one
-// process, because what differs between runs (ASLR and heap addresses, the
-// vCPUs the host gives, the page cache) only changes across processes.
+// --runs=N: a reproducibility check. N independent lockline processes, one
+// after the other, each a whole run into RUN_DIR/run-1 .. run-N; then
+// plots/reproduce.py computes every verdict over all runs' repetitions and
+// says in how many runs it held (results/SCHEMA.md "Several runs"). Processes,
+// because what differs between runs (ASLR, the host's vCPUs, the page cache)
+// only changes across processes.
 #pragma once
 
 #include <string>
@@ -29,15 +26,12 @@ std::string SelfPath();
 std::vector<std::string> RunArguments(const std::vector<std::string>& args,
                                       const std::string& dir, int index);
 
-/// Runs `o.runs` independent lockline processes (this executable,
-/// /proc/self/exe, with RunArguments) one after the other into `o.out` (or
-/// results/<host>-<UTC time>), which must not exist yet or be empty; writes
-/// RUN_DIR/runs.json ({"runs", "dirs", "exit_status", "command_line"}) and
-/// runs PlotsDir()/reproduce.py RUN_DIR. SIGINT/SIGTERM/SIGHUP are passed to
-/// the running child and no further run starts. Returns the exit status:
-/// 2 (with one `lockline: error:` line) when the directory is taken or
-/// cannot be created, else the first nonzero child status, else 1 when
-/// reproduce.py failed, else 0.
+/// Runs `o.runs` processes of this executable (RunArguments) into `o.out` (or
+/// DefaultRunDir()), which must be new or empty; writes RUN_DIR/runs.json and
+/// runs PlotsDir()/reproduce.py RUN_DIR. SIGINT/SIGTERM/SIGHUP go to the
+/// running child and stop further runs. Returns 2 (one `lockline: error:`
+/// line) when the directory is taken or uncreatable, else the first nonzero
+/// child status, else 1 when reproduce.py failed, else 0.
 int RunIndependentProcesses(int argc, char** argv, const Options& o);
 
 }  // namespace lockline

@@ -37,11 +37,9 @@ bool IsFile(const std::string& path) { return access(path.c_str(), R_OK) == 0; }
 // The running verdicts.py child (0: none), for KillVerdictsChild.
 std::atomic<pid_t> g_verdicts_pid{0};
 
-// Runs `python verdicts.py dir --look=K` with its stdout discarded (its
-// stderr is the user's); returns "" on exit status 0, else what went wrong.
-// Killed (SIGKILL) when still running at `deadline_ns` (NowNs clock): the
-// --until-resolved time limit covers the statistics too. The child dies with
-// lockline (PR_SET_PDEATHSIG; KillVerdictsChild from the signal handler).
+// Runs `python verdicts.py dir --look=K`, stdout discarded; "" on exit status
+// 0, else what went wrong. SIGKILLed at `deadline_ns` (the time limit covers
+// the statistics too) and with lockline.
 std::string RunVerdicts(const std::string& script, const std::string& dir,
                         int look, uint64_t deadline_ns) {
   std::vector<std::string> args = {kVerdictsPython, script, dir,
@@ -159,12 +157,9 @@ VerdictSummary ReadVerdicts(const std::string& path) {
 
 namespace {
 
-// Look k = round + 1 of the sequential design (plots/stats.py
-// sequential_confidence): runs verdicts.py on the run directory (killed at
-// `deadline_ns`) and reads its verdicts into `v`; those of the planned
-// repetitions alone are kept as verdicts_planned.json, for comparison with
-// the final ones. Sets `verdicts_s` to the seconds verdicts.py took. False,
-// said on stderr, when it failed.
+// Look round + 1 of the sequential design: runs verdicts.py and reads its
+// verdicts into `v` (the planned repetitions' kept as verdicts_planned.json);
+// `verdicts_s`: the seconds it took. False, said on stderr, when it failed.
 bool LookAtVerdicts(const RunState& run, uint64_t deadline_ns,
                     VerdictSummary& v, double& verdicts_s) {
   const std::string dir = run.results->dir();
@@ -192,9 +187,7 @@ bool LookAtVerdicts(const RunState& run, uint64_t deadline_ns,
 }
 
 // Extra round run.resolve_round + 1: `reps` more repetitions of each of
-// `points` through Google Benchmark (random interleaving; `reporter` records
-// them), then their aggregates over every repetition. Returns the seconds a
-// repetition took.
+// `points`, then their aggregates. Returns the seconds a repetition took.
 double RunExtraRound(RunState& run, benchmark::BenchmarkReporter& reporter,
                      const std::vector<const Point*>& points, int reps,
                      const VerdictSummary& v) {
@@ -220,9 +213,8 @@ struct Outcome {
   std::string stopped;  // resolved, verdicts_failed, no_runnable_points...
 };
 
-// Records the outcome in the context, marks the file finished and prints
-// the last line. When verdicts.py failed, how many comparisons are open is
-// not known: null, never 0; returns false then.
+// Records the outcome, marks the file finished and prints the last line;
+// after a failed verdicts.py `open` is null, never 0, and returns false.
 bool RecordOutcome(RunState& run, const Outcome& out) {
   run.progress_note.clear();
   RelabelCoherence(run.results->doc_mutable());

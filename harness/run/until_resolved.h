@@ -24,10 +24,8 @@ inline constexpr const char* kVerdictsPython = "/usr/bin/python3";
 /// else the source tree's plots/ compiled in (LOCKLINE_PLOTS_DIR_DEFAULT).
 std::string PlotsDir();
 
-/// Async-signal-safe: SIGKILLs the verdicts.py child when one is running (the
-/// interrupt handler of harness/run/main.cpp calls it, so the child ends with
-/// lockline instead of writing into the interrupted run directory later).
-/// The child also gets SIGKILL should lockline die outright (PR_SET_PDEATHSIG).
+/// Async-signal-safe: SIGKILLs the verdicts.py child when one is running, so
+/// it ends with lockline (PR_SET_PDEATHSIG covers lockline dying outright).
 void KillVerdictsChild();
 
 /// Validation of --until-resolved before anything is created: "" when the run
@@ -51,22 +49,16 @@ struct VerdictSummary {
 /// naming the path when it is missing or malformed.
 VerdictSummary ReadVerdicts(const std::string& path);
 
-/// After the planned repetitions (run.finish_on_finalize false): relabels the
-/// coherence regimes, runs verdicts.py on the run directory, and while some
-/// comparison is open and the extra time (opts.until_resolved_s) is not
-/// spent, re-runs the open points' repetitions in rounds through Google
-/// Benchmark (random interleaving, `reporter` records them; rows carry
-/// resolve_round), then recomputes their aggregates, marks the file finished
-/// and records context.lockline.until_resolved. The verdicts after the planned
-/// repetitions are kept as RUN_DIR/verdicts_planned.json. Prints one line per
-/// round with the comparisons still open. verdicts.py runs with --look=K (K =
-/// round + 1): a sequential design whose intervals widen with every look
-/// (alpha spending, plots/stats.py sequential_confidence), so stopping when
-/// resolved keeps the false-resolution rate at 5 %; the verdicts say the
-/// sample was adaptively stopped. verdicts.py is killed when it runs past the
-/// time limit plus 60 s. Never throws for a failing verdicts.py: it reports
-/// it, stops adding repetitions (results are kept), records `open` as null and
-/// returns false (main exits 1).
+/// After the planned repetitions (run.finish_on_finalize false): while some
+/// comparison is open and opts.until_resolved_s is not spent, re-runs the
+/// open points' repetitions in rounds through Google Benchmark (rows carry
+/// resolve_round), one console line per round; then recomputes aggregates,
+/// marks the file finished and records context.lockline.until_resolved
+/// (RUN_DIR/verdicts_planned.json keeps the planned verdicts). verdicts.py
+/// runs with --look=round+1: intervals widen with every look (alpha spending,
+/// plots/stats.py), so stopping when resolved keeps the false-resolution rate
+/// at 5 %; it is killed past the time limit plus 60 s. A failing verdicts.py
+/// is reported, stops the rounds, records `open` null and returns false.
 bool RunUntilResolved(RunState& run, benchmark::BenchmarkReporter& reporter);
 
 }  // namespace lockline
