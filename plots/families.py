@@ -290,8 +290,7 @@ def plot_pagevec(data: FamilyData) -> List[Tuple[str, Figure]]:
                               and "layout" not in p.params
                               and {k: v for k, v in p.params.items() if k != "slots"} == config),
                   "pages_per_s")
-    # The 2020 question's panel draws the rows its verdicts chose (verdicts.find_pairs: a
-    # run without 5.8 qspinlock rows answers from its nearest ones, and so does this panel).
+    # The rows the 2020 verdicts chose (find_pairs falls back from 5.8 qspinlock as they do).
     from verdicts import COMPARISONS, PV_2020, find_pairs
     spec = next(c for c in COMPARISONS if c.id == "pv_slots_15_31")
     configs = [{k: v for k, v in base[0].params.items() if k not in ("slots", "stats")}
@@ -311,10 +310,8 @@ def plot_pagevec(data: FamilyData) -> List[Tuple[str, Figure]]:
 
 def _grid(ax, points, metric, title, why):
     """{(slots, threads): (Stat, variant)} over points that have `metric` and an integer slots
-    param, every slot count of one thread count from one coherence regime
-    (summarize_side_by_side: the heatmap's column and the wait-share line are read across slot
-    counts); a slot count without repetitions in it is left out. When there are none, the
-    panel `ax` is marked empty with `why`."""
+    param, one coherence regime per thread count (summarize_side_by_side; a slot count without
+    repetitions in it left out); when there are none, `ax` is marked empty with `why`."""
     cells: Dict[Tuple[int, int], List] = {}
     for p in points:
         if p.aggregate is None and metric in p.metrics and p.params.get("slots", "").isdigit():
@@ -381,8 +378,7 @@ def _pagevec_heatmap(ax, data, run, sweep, words):
     f1, f2 = pagevec_formulas(np.array(threads, dtype=float))
     log_slots = np.log2(slots)
     for values_f, style, label in ((f1, "r--", "4·lg N"), (f2, "m:", "2^(2.5·√lg N − 1)")):
-        # Outside the measured slot counts np.interp would pin the formula to the first or
-        # last row (4 drawn at 15 where only 15 and 31 ran): not drawn there.
+        # Not drawn outside the measured slots (np.interp would pin 4 to a 15 row).
         ys = np.interp(np.log2(values_f), log_slots, range(len(slots)))
         ys[(values_f < slots[0] * 0.99) | (values_f > slots[-1] * 1.01)] = np.nan
         ax.plot(range(len(threads)), ys, style, marker="o", ms=3, linewidth=1.5, label=label)
@@ -681,8 +677,6 @@ def plot_calibration(data: FamilyData) -> List[Tuple[str, Figure]]:
             varying = varying_keys(summary)
             for variant, by_n in sorted(summary.items()):
                 for n, stat in sorted(by_n.items()):
-                    # A shared line is also run at 2 threads (the line bouncing): say so, or
-                    # two bars read as the same 1-thread cost.
                     label = (series_label(variant, varying).replace(" ", "\n")
                              + (f"\n{n} threads" if n != 1 else "")
                              + (f"\n{run.label}" if len(ops) > 1 else ""))
@@ -709,9 +703,8 @@ def c2c_figure(data: FamilyData) -> Optional[Figure]:
     not measured stay blank. None when no run has c2c rows."""
     c2c = data.select(lambda p: "pu_a" in p.params and "pu_b" in p.params
                       and "latency_ns" in p.metrics)
-    # Repetitions only, overrun ones left out as comparisons leave them out: the mean / median /
-    # stddev aggregate rows name no regime and would make a panel of their own. A file holding
-    # only aggregates draws its `median` rows.
+    # Repetitions, not overrun ones (aggregates name no regime: a panel of stddevs); a file
+    # of aggregates only draws its `median` rows.
     c2c = [(run, [p for p in pts if p.aggregate is None and not p.overrun]
             or [p for p in pts if p.aggregate == "median"]) for run, pts in c2c]
     c2c = [(run, pts) for run, pts in c2c if pts]
