@@ -290,13 +290,18 @@ def plot_pagevec(data: FamilyData) -> List[Tuple[str, Figure]]:
                               and "layout" not in p.params
                               and {k: v for k, v in p.params.items() if k != "slots"} == config),
                   "pages_per_s")
-    from verdicts import PV_2020
-    want = {k: v for k, v in PV_2020 if k not in ("stats", "offset")}
-    threads_panel(axes[4], data, "pagevec", "pages/s, 15 vs 31 slots (the 2020 question: "
-                  + " ".join(f"{k}:{v}" for k, v in want.items()) + ")",
+    # The rows the 2020 verdicts chose (find_pairs falls back from 5.8 qspinlock as they do).
+    from verdicts import COMPARISONS, PV_2020, find_pairs
+    spec = next(c for c in COMPARISONS if c.id == "pv_slots_15_31")
+    configs = [{k: v for k, v in base[0].params.items() if k not in ("slots", "stats")}
+               for _, base, _, _, _ in find_pairs(spec, pts)] or [
+        {k: v for k, v in PV_2020 + (("offset", "0"),) if k != "stats"}]
+    want = {k: v for k, v in configs[0].items() if all(c.get(k) == v for c in configs)}
+    threads_panel(axes[4], data, "pagevec", "pages/s, 15 vs 31 slots (the 2020 question's "
+                  "rows: " + _config_words(want) + ")",
                   data.select(lambda p: p.bench == "pagevec" and p.params.get("slots") in
-                              ("15", "31") and p.params.get("offset", "0") == "0"
-                              and all(p.params.get(k) == v for k, v in want.items())),
+                              ("15", "31") and {k: v for k, v in p.params.items()
+                                                if k not in ("slots", "stats")} in configs),
                   "pages_per_s")
     if len(data.runs) > 1:
         note(axes[0], f"heatmap: first run only ({run.label})")
@@ -305,15 +310,19 @@ def plot_pagevec(data: FamilyData) -> List[Tuple[str, Figure]]:
 
 def _grid(ax, points, metric, title, why):
     """{(slots, threads): (Stat, variant)} over points that have `metric` and an integer slots
-    param; when there are none, the panel `ax` is marked empty with `why`."""
+    param, one coherence regime per thread count (summarize_side_by_side; a slot count without
+    repetitions in it left out); when there are none, `ax` is marked empty with `why`."""
+    cells: Dict[Tuple[int, int], List] = {}
+    for p in points:
+        if p.aggregate is None and metric in p.metrics and p.params.get("slots", "").isdigit():
+            cells.setdefault((int(p.params["slots"]), p.threads), []).append(p)
     out = {}
-    for variant, by_n in summarize(points, metric).items():
-        try:
-            slots = int(dict(variant)["slots"])
-        except (KeyError, ValueError):
-            continue
-        for n, stat in by_n.items():
-            out[(slots, n)] = (stat, variant)
+    for n in sorted({n for _, n in cells}):
+        keys = sorted(k for k in cells if k[1] == n)
+        _, stats_ = summarize_side_by_side([cells[k] for k in keys], metric)
+        for key, stat in zip(keys, stats_):
+            if stat is not None:
+                out[key] = (stat, cells[key][0].variant)
     if not out:
         empty_panel(ax, title, why)
     return out
@@ -369,8 +378,10 @@ def _pagevec_heatmap(ax, data, run, sweep, words):
     f1, f2 = pagevec_formulas(np.array(threads, dtype=float))
     log_slots = np.log2(slots)
     for values_f, style, label in ((f1, "r--", "4·lg N"), (f2, "m:", "2^(2.5·√lg N − 1)")):
-        ax.plot(range(len(threads)), np.interp(np.log2(values_f), log_slots, range(len(slots))),
-                style, linewidth=1.5, label=label)
+        # Not drawn outside the measured slots (np.interp would pin 4 to a 15 row).
+        ys = np.interp(np.log2(values_f), log_slots, range(len(slots)))
+        ys[(values_f < slots[0] * 0.99) | (values_f > slots[-1] * 1.01)] = np.nan
+        ax.plot(range(len(threads)), ys, style, marker="o", ms=3, linewidth=1.5, label=label)
     ax.set_xticks(range(len(threads)))
     ax.set_xticklabels([str(n) for n in threads])
     ax.set_yticks(range(len(slots)))
@@ -656,7 +667,8 @@ def plot_calibration(data: FamilyData) -> List[Tuple[str, Figure]]:
     runs = _runs_of(data)
     out = []
     ops = data.select(lambda p: "op" in p.params and "ns_per_op" in p.metrics)
-    fig, axes = new_figure(1, "calibration: cost of one operation (ns/op, 1 thread)", runs, cols=1)
+    fig, axes = new_figure(1, "calibration: cost of one operation (ns/op, 1 thread unless "
+                           "labelled)", runs, cols=1)
     ax = axes[0]
     if ops:
         labels, means, errs = [], [], []
@@ -666,6 +678,7 @@ def plot_calibration(data: FamilyData) -> List[Tuple[str, Figure]]:
             for variant, by_n in sorted(summary.items()):
                 for n, stat in sorted(by_n.items()):
                     label = (series_label(variant, varying).replace(" ", "\n")
+                             + (f"\n{n} threads" if n != 1 else "")
                              + (f"\n{run.label}" if len(ops) > 1 else ""))
                     labels.append(label)
                     means.append(stat.mean)
@@ -690,6 +703,11 @@ def c2c_figure(data: FamilyData) -> Optional[Figure]:
     not measured stay blank. None when no run has c2c rows."""
     c2c = data.select(lambda p: "pu_a" in p.params and "pu_b" in p.params
                       and "latency_ns" in p.metrics)
+    # Repetitions, not overrun ones (aggregates name no regime: a panel of stddevs); a file
+    # of aggregates only draws its `median` rows.
+    c2c = [(run, [p for p in pts if p.aggregate is None and not p.overrun]
+            or [p for p in pts if p.aggregate == "median"]) for run, pts in c2c]
+    c2c = [(run, pts) for run, pts in c2c if pts]
     if not c2c:
         return None
     runs = [run for run, _ in c2c]

@@ -599,7 +599,9 @@ def verdict_figure(run: Run, verdicts: Sequence[Dict[str, Any]], title: str
     for ax, v in zip(axes, verdicts):
         s = verdict_samples(run.points, v)
         ci = v.get("ci")
-        words = ("no effect measured" if v.get("effect") is None else
+        # "no effect measured" read as a finding; the verdict's status says why there is none.
+        words = (f"no effect computed ({str(v.get('status')).replace('_', ' ')})"
+                 if v.get("effect") is None else
                  f"{v['effect'] * 100:+.1f} %" + (f" [{ci[0] * 100:+.1f}, {ci[1] * 100:+.1f}]"
                                                   if ci else " (no interval)"))
         ax.set_title(f"{v.get('id')}: {words}", fontsize=8)
