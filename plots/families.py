@@ -728,7 +728,13 @@ def c2c_figure(data: FamilyData) -> Optional[Figure]:
             cells.setdefault((a, b), []).append(p.metrics["latency_ns"])
         pus = sorted({a for a, _ in cells} | {b for _, b in cells})
         matrix = np.full((len(pus), len(pus)), np.nan)
+        spread = []
         for (a, b), values in cells.items():
+            # Repetitions a factor 4 apart under one probe label (224 ns and 11.5 ms: a
+            # preempted pair) have no latency between them: the cell stays blank, marked.
+            if min(values) <= 0 or max(values) > 4 * min(values):
+                spread.append((pus.index(a), pus.index(b)))
+                continue
             # A ping-pong measures both directions of a pair: fill the mirror cell too.
             matrix[pus.index(a), pus.index(b)] = float(np.median(values))
             matrix[pus.index(b), pus.index(a)] = float(np.median(values))
@@ -736,7 +742,8 @@ def c2c_figure(data: FamilyData) -> Optional[Figure]:
                         "latency_ns", Stat(float(np.median(values)), float(np.std(values)),
                                            len(values), regime=regime))
         im = ax.imshow(np.ma.masked_invalid(matrix), cmap="magma_r", interpolation="nearest")
-        plt.colorbar(im, ax=ax, label="latency (ns)")
+        if np.isfinite(matrix).any():
+            plt.colorbar(im, ax=ax, label="latency (ns)")
         step = max(1, len(pus) // 16)
         ax.set_xticks(range(0, len(pus), step))
         ax.set_xticklabels([str(p) for p in pus[::step]], fontsize=7)
@@ -744,7 +751,12 @@ def c2c_figure(data: FamilyData) -> Optional[Figure]:
         ax.set_yticklabels([str(p) for p in pus[::step]], fontsize=7)
         ax.set_xlabel("PU b (os index)")
         ax.set_ylabel("PU a (os index)")
-        ax.set_title(f"{run.label}, {regime or 'no'} regime", fontsize=10)
+        ax.set_title(f"{run.label}, {regime or 'no'} regime"
+                     + ("\nx: repetitions over 4x apart, no latency" if spread else ""),
+                     fontsize=10)
+        if spread:
+            ax.scatter([j for i, j in spread] + [i for i, j in spread],
+                       [i for i, j in spread] + [j for i, j in spread], marker="x", color="red")
         if len(pus) <= 12:
             for i in range(len(pus)):
                 for j in range(len(pus)):
