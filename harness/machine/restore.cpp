@@ -14,6 +14,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <fstream>
 #include <mutex>
 #include <sstream>
@@ -380,8 +381,18 @@ std::string RecordTracefsMount() {
     return "cannot record the mount in " + path + ": " + std::strerror(errno);
   // Held until the unmount: a run that finds it free knows its writer died.
   if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    // Who holds it and since when: its "pid N" line, the file's mtime.
+    struct stat st {};
+    char since[32] = "an unknown time";
+    if (fstat(fd, &st) == 0)
+      std::strftime(since, sizeof since, "%Y-%m-%dT%H:%M:%SZ",
+                    gmtime(&st.st_mtime));
     close(fd);
-    return "another lockline run recorded a tracefs mount in " + path;
+    std::istringstream in(ReadSmallFile(path));
+    std::string word, pid = "?";
+    if (!(in >> word >> pid) || word != "pid") pid = "?";
+    return "another lockline run (pid " + pid + ") has held " + path +
+           " since " + since + " (it mounts tracefs)";
   }
   const std::string text = "pid " + std::to_string(getpid()) +
                            "\nmount tracefs " + kTracefsPath + "\n";
