@@ -172,3 +172,30 @@ def test_side_by_side_keeps_its_table_when_a_concurrent_run_holds_the_settings_l
     table = [l for l in p.stdout.splitlines() if l.startswith("fault ")]
     assert [l.split()[1:3] for l in table] == [["threads", "1"], ["threads", "2"]], p.stdout
     assert "0.50x" in table[0], table
+
+
+# ---- the 1.9.0 note names a metric the files have --------------------------------------------
+
+def _gb_time_file(path, version, items):
+    rows = [{"name": "BM_q/threads:4", "run_name": "BM_q/threads:4", "run_type": "iteration",
+             "repetitions": 9, "repetition_index": i, "threads": 4, "iterations": 1000,
+             "real_time": 100.0 + i, "cpu_time": 400.0, "time_unit": "ns",
+             **({"items_per_second": 1e6} if items else {})} for i in range(9)]
+    path.write_text(json.dumps({"context": {"library_version": version} if version else {},
+                                "benchmarks": rows}))
+    return str(path)
+
+
+@pytest.mark.parametrize("items", [True, False])
+def test_gb_19_time_note_names_a_metric_the_files_have(tmp_path, items):
+    """Before: "compare ops_per_s or pass --allow-gb-straddle" for Google Benchmark files,
+    which have no ops_per_s."""
+    old = _gb_time_file(tmp_path / "old.json", None, items)
+    new = _gb_time_file(tmp_path / "new.json", "v1.9.1", items)
+    p = subprocess.run(["/usr/bin/python3", os.path.join(SOURCE, "ci", "compare.py"), old, new],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 2, p.stdout + p.stderr
+    assert "ops_per_s or" not in p.stdout + p.stderr
+    want = ("compare items_per_second (--metric items_per_second:higher)" if items else
+            "these files have no metric that reads the same across it")
+    assert want in p.stderr, p.stderr
