@@ -199,3 +199,38 @@ def test_gb_19_time_note_names_a_metric_the_files_have(tmp_path, items):
     want = ("compare items_per_second (--metric items_per_second:higher)" if items else
             "these files have no metric that reads the same across it")
     assert want in p.stderr, p.stderr
+
+
+# ---- lockline predict from an unpinned run ---------------------------------------------------
+
+PREDICT_FIXTURE = os.path.join(os.path.dirname(__file__), "fixtures", "predict", "run",
+                               "lockline.json")
+
+
+@needs_binary
+def test_predict_from_an_unpinned_run_names_placements_and_drops_time_shared_rows(tmp_path):
+    """Before: a --pin=none run whose 2-thread rows show both threads on one PU was fitted as
+    L3-sharing pairs and predicted as if pinned in cores order, with no word of either."""
+    doc = json.load(open(PREDICT_FIXTURE))
+    doc["context"]["lockline"]["pin"] = "none"
+    shared = 0
+    for r in doc["benchmarks"]:
+        if isinstance(r.get("placement"), dict):
+            r["placement"]["pin"] = "none"
+            if r.get("threads") == 2 and r.get("run_type") == "iteration":
+                r["placement"]["observed_pus"] = [[1], [1]]
+                shared += 1
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "lockline.json").write_text(json.dumps(doc))
+    out = tmp_path / "out"
+    p = subprocess.run(["/usr/bin/python3", os.path.join(SOURCE, "plots", "predict.py"), str(run),
+                        "--topology=synthetic:pack:2 l3:2 core:4 pu:1", f"-o={out}",
+                        "--draws=40", "--no-figures", f"--lockline={BINARY}"],
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    assert "placement: input run --pin=none, target --pin=none (" in p.stdout, p.stdout
+    assert "as if pinned" in p.stdout, p.stdout
+    assert f"{shared} multi-thread repetition(s) not fitted" in p.stdout, p.stdout
+    result = json.loads((out / "predicted.json").read_text())
+    assert 2 not in result["fit_threads"], result["fit_threads"]
