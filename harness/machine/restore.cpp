@@ -87,8 +87,8 @@ int OpenLock(const std::string& dir) {
               O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
 }
 
-std::string HolderPid(const std::string& dir) {
-  std::istringstream in(ReadSmallFile(dir + "/restore.state"));
+std::string HolderPid(const std::string& file) {
+  std::istringstream in(ReadSmallFile(file));
   std::string word, pid;
   if (in >> word >> pid && word == "pid") return pid;
   return "";
@@ -115,7 +115,7 @@ void LockSettingsLocked(const std::string& path) {
                                " (the setting is not changed)");
     if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
       close(fd);
-      const std::string pid = HolderPid(dir);
+      const std::string pid = HolderPid(state);
       throw SettingBusy(
           "another lockline run" + (pid.empty() ? "" : " (pid " + pid + ")") +
           " holds " + dir +
@@ -237,6 +237,20 @@ std::string UnsafeOwner(const struct stat& st, const std::string& what) {
   return "";
 }
 
+// "" when the state directory `dir` and its `file` (lstat'ed into `st`) are
+// safe to act on as root: a directory and a regular file (not a symlink), both
+// UnsafeOwner-safe; else why not.
+std::string UnsafeStateFile(const std::string& dir, const std::string& file,
+                            const struct stat& st) {
+  struct stat dst {};
+  if (lstat(dir.c_str(), &dst) != 0 || !S_ISDIR(dst.st_mode))
+    return dir + " is not a directory";
+  std::string unsafe = UnsafeOwner(dst, "the state directory " + dir);
+  if (unsafe.empty() && !S_ISREG(st.st_mode))
+    unsafe = file + " is not a regular file";
+  return unsafe.empty() ? UnsafeOwner(st, file) : unsafe;
+}
+
 // Writes `value` to a registered /proc/sys path: O_NOFOLLOW, never creating
 // it. "" or the error.
 std::string WriteSetting(const std::string& path, const std::string& value) {
@@ -258,16 +272,9 @@ std::vector<std::string> RecoverPreviousRun() {
   struct stat st {};
   if (lstat(state.c_str(), &st) != 0) return warnings;
   // The state file is acted on as root: its directory and itself must be
-  // root's (or this user's) and writable by no one else, and it must be a
-  // regular file, not a symlink.
-  struct stat dst {};
-  std::string unsafe = lstat(dir.c_str(), &dst) != 0 || !S_ISDIR(dst.st_mode)
-                           ? dir + " is not a directory"
-                           : UnsafeOwner(dst, "the state directory " + dir);
-  if (unsafe.empty() && !S_ISREG(st.st_mode))
-    unsafe = state + " is not a regular file";
-  if (unsafe.empty()) unsafe = UnsafeOwner(st, state);
-  if (!unsafe.empty()) {
+  // root's (or this user's) and writable by no one else.
+  if (const std::string unsafe = UnsafeStateFile(dir, state, st);
+      !unsafe.empty()) {
     warnings.push_back("settings recovery skipped: " + unsafe +
                        "; nothing restored (check " + dir +
                        ", or set LOCKLINE_STATE_DIR to a directory only "
@@ -388,11 +395,9 @@ std::string RecordTracefsMount() {
       std::strftime(since, sizeof since, "%Y-%m-%dT%H:%M:%SZ",
                     gmtime(&st.st_mtime));
     close(fd);
-    std::istringstream in(ReadSmallFile(path));
-    std::string word, pid = "?";
-    if (!(in >> word >> pid) || word != "pid") pid = "?";
-    return "another lockline run (pid " + pid + ") has held " + path +
-           " since " + since + " (it mounts tracefs)";
+    const std::string pid = HolderPid(path);
+    return "another lockline run (pid " + (pid.empty() ? "?" : pid) +
+           ") has held " + path + " since " + since + " (it mounts tracefs)";
   }
   const std::string text = "pid " + std::to_string(getpid()) +
                            "\nmount tracefs " + kTracefsPath + "\n";
@@ -435,16 +440,10 @@ std::vector<std::string> RecoverTracefsMount() {
   std::vector<std::string> warnings;
   const std::string dir = RestoreStateDir();
   const std::string path = dir + "/tracefs.state";
-  struct stat st {
-  }, dst{};
+  struct stat st {};
   if (lstat(path.c_str(), &st) != 0) return warnings;
-  std::string unsafe = lstat(dir.c_str(), &dst) != 0 || !S_ISDIR(dst.st_mode)
-                           ? dir + " is not a directory"
-                           : UnsafeOwner(dst, "the state directory " + dir);
-  if (unsafe.empty() && !S_ISREG(st.st_mode))
-    unsafe = path + " is not a regular file";
-  if (unsafe.empty()) unsafe = UnsafeOwner(st, path);
-  if (!unsafe.empty()) {
+  if (const std::string unsafe = UnsafeStateFile(dir, path, st);
+      !unsafe.empty()) {
     warnings.push_back("tracefs recovery skipped: " + unsafe);
     return warnings;
   }
