@@ -608,13 +608,9 @@ def drop_time_shared(run: Run) -> Tuple[Run, int]:
 
 def placement_policies(run_pin: str, target_pin: str) -> Dict[str, str]:
     """The input run's and the target's placement policy, and what the prediction assumes."""
-    note = ""
-    if target_pin == "none":
-        note = ("the input run's threads were not pinned; the target's threads are laid out in "
-                "cores order as if pinned, where an unpinned run goes where its scheduler puts "
-                "it")
-    elif run_pin != target_pin:
-        note = f"the run's --pin={run_pin} names its own machine's PUs; the target uses cores"
+    note = ("the input run's threads were not pinned; the target's are laid out in cores "
+            "order as if pinned, where an unpinned run goes where its scheduler puts it"
+            if target_pin == "none" else "")
     return {"input": run_pin, "target": target_pin, "note": note}
 
 

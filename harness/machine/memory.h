@@ -28,13 +28,10 @@ struct SharedDeleter {
 };
 using SharedPtr = std::unique_ptr<void, SharedDeleter>;
 
-/// What could not be mapped, why and the limit, for an error message: "mmap of
-/// N bytes failed: ENOMEM (Cannot allocate memory); the address-space limit
-/// (RLIMIT_AS, ulimit -v) is M bytes" (or "is unlimited"). `err`: the errno.
+/// "mmap of N bytes failed: ENOMEM (Cannot allocate memory); " and
+/// AddressSpaceLimit(): "the address-space limit (RLIMIT_AS, ulimit -v) is M
+/// bytes" (or "is unlimited"). `err`: the errno.
 std::string MapFailure(std::size_t bytes, int err);
-
-/// "the address-space limit (RLIMIT_AS, ulimit -v) is M bytes" (or "is
-/// unlimited"): what a failed allocation ran into, where the size is unknown.
 std::string AddressSpaceLimit();
 
 /// A failed mapping, as std::bad_alloc with MapFailure's text as what().
@@ -47,14 +44,12 @@ class MapFailed : public std::bad_alloc {
   std::string what_;
 };
 
-/// A thread that could not be created, for an error message: "cannot create
-/// thread <what>: EAGAIN (...)" and the limits that bound it (address space,
-/// stack size, processes: pthread_create says EAGAIN for each).
+/// "cannot create thread <what>: EAGAIN (...)" and the limits that bound it
+/// (address space, stack size, processes: pthread_create says EAGAIN for each).
 std::string ThreadFailure(const std::string& what, int err);
 
 /// std::thread running `f`; a creation failure throws std::runtime_error with
-/// ThreadFailure(what, errno) instead of a bare "Resource temporarily
-/// unavailable".
+/// ThreadFailure(what, errno), not a bare "Resource temporarily unavailable".
 template <class F>
 std::thread StartThread(const std::string& what, F&& f) {
   try {
