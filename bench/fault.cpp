@@ -41,6 +41,7 @@
 #include "bench/fault/model.h"
 #include "harness/family.h"
 #include "harness/machine/cpu.h"
+#include "harness/machine/memory.h"
 #include "harness/measure/kernel_probe.h"
 #include "harness/measure/zeroing.h"
 
@@ -376,8 +377,7 @@ class FaultWorkload : public Workload {
     if (cfg_.tasks == Tasks::kThreads && cfg_.mode != Mode::kMapPopulate) {
       region_ = MapAligned(cfg_.bytes);
       if (region_ == nullptr) {
-        setup_error_ = "mmap of " + std::to_string(cfg_.bytes) +
-                       " bytes failed: " + std::strerror(errno);
+        setup_error_ = MapFailure(cfg_.bytes, errno);
         return;
       }
       madvise(region_, cfg_.bytes, AdviceFor(cfg_.mode));

@@ -28,6 +28,7 @@
 
 #include "bench/prezero/model.h"
 #include "harness/family.h"
+#include "harness/machine/memory.h"
 #include "harness/machine/padded_slots.h"
 #include "harness/measure/barrier.h"
 #include "harness/measure/duet.h"
@@ -323,7 +324,7 @@ class PrezeroWorkload : public Workload {
 
   void StartZeroer() {
     PickZeroerPu();
-    zeroer_ = std::thread([this] {
+    zeroer_ = StartThread("zeroer", [this] {
       // Sharing an allocator's PU: zero only in CPU time nothing else wants,
       // as the 2004 proposal's idle-CPU zeroer (SCHED_IDLE). On a spare PU it
       // keeps normal priority: that PU is the idle CPU, and SCHED_IDLE there
@@ -673,11 +674,12 @@ class BurstWorkload : public Workload {
     const bool engine = zeroer_ == Zeroer::kEngine;
     const bool bind = env_.topology != nullptr && env_.topology->is_host();
     for (const HelperPlace& place : places_) {
-      zeroers_.emplace_back([this, place, engine, bind] {
-        // Unbound when binding fails (helper_pu names the intended PU).
+      zeroers_.push_back(StartThread("zeroer", [this, place, engine, bind] {
+        // Unbound when binding fails: the row's helper_pu still names the
+        // intended PU.
         EnterZeroerPlace(bind ? env_.topology : nullptr, place.pu, !engine);
         RunBurstZeroer(*pool_, engine, run_, quit_, busy_, zeroer_pages_);
-      });
+      }));
     }
   }
 

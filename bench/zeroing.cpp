@@ -11,12 +11,14 @@
 #include <sys/mman.h>
 
 #include <atomic>
+#include <cerrno>
 #include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "harness/family.h"
+#include "harness/machine/memory.h"
 
 namespace lockline::zeroing_bench {
 
@@ -50,7 +52,7 @@ class ZeroingWorkload : public Workload {
     void* p = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) {
-      unsupported_ = "mmap of " + std::to_string(bytes_) + " bytes failed";
+      map_error_ = MapFailure(bytes_, errno);
       return;
     }
     buf_ = static_cast<char*>(p);
@@ -93,6 +95,9 @@ class ZeroingWorkload : public Workload {
     if (!unsupported_.empty()) d["skipped"] = unsupported_;
   }
 
+  // A failed mapping: not measured (not a broken invariant).
+  std::string SetupError() override { return map_error_; }
+
   std::string Verify() override {
     if (!unsupported_.empty()) return unsupported_;
     // The buffer must hold the fill value (checked on a sample: first, middle
@@ -113,7 +118,7 @@ class ZeroingWorkload : public Workload {
   ZeroMethod method_;
   uint8_t value_;
   std::size_t bytes_;
-  std::string unsupported_;
+  std::string unsupported_, map_error_;
   char* buf_ = nullptr;
   uint64_t bytes_filled_ = 0;
 };

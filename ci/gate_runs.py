@@ -391,7 +391,8 @@ def compare(base, cur, options):
     if ctx["threaded_time_rows"]:
         warnings.append(f"Google Benchmark version unknown for a side: "
                         f"{ctx['threaded_time_rows']} time-based row(s) with threads > 1 may not "
-                        "be comparable (1.9.0 changed threaded time semantics); prefer ops_per_s")
+                        "be comparable (1.9.0 changed threaded time semantics); "
+                        f"{ctx['instead']}")
     decide(rows, options)
     few_samples_cautions(rows)
     matched = [r for r in rows if r.get("matched") and r["paired"]]
@@ -531,6 +532,20 @@ def _gb_rate(metric, samples, threads):
             any(s.get("foreign") for s in samples))
 
 
+def _same_across_19(samples):
+    """A metric every sample has that reads the same on both sides of 1.9.0, for the notes:
+    lockline's own ops_per_s, or a foreign file's items/bytes_per_second (converted back in
+    _sample); None when the files have none."""
+    names = GB_PER_THREAD_RATES if any(s.get("foreign") for s in samples) else ("ops_per_s",)
+    return next((n for n in names if all(n in s["values"] for s in samples)), None)
+
+
+def _instead(metric):
+    return (f"compare {metric} (--metric {metric}:higher)" if metric else
+            "these files have no metric that reads the same across it (no ops_per_s, "
+            "items_per_second or bytes_per_second): rerun both with one version")
+
+
 def _gb_semantics(row, samples, ctx):
     """A time row or threaded foreign rate across Google Benchmark 1.9.0 is incomparable
     (unless --allow-gb-straddle); one of an unknown version is counted for a warning."""
@@ -545,14 +560,14 @@ def _gb_semantics(row, samples, ctx):
             "threaded time semantics changed"
         row["notes"].append(f"{what} from Google Benchmark versions on both sides of 1.9.0 "
                             f"({change}; baseline {_versions_text(ctx['bver'])}, current "
-                            f"{_versions_text(ctx['cver'])}); compare "
-                            f"{'a rate lockline computes' if rate else 'ops_per_s'} or pass "
-                            "--allow-gb-straddle")
+                            f"{_versions_text(ctx['cver'])}); "
+                            f"{_instead(_same_across_19(samples))} or pass --allow-gb-straddle")
     elif ctx["straddle"]:
         row["warnings"].append("Google Benchmark versions straddle 1.9.0: time semantics of "
                                "threaded rows differ (compared on request)")
     elif ctx["unknown_versions"] and threads > 1:
         ctx["threaded_time_rows"] += 1
+        ctx["instead"] = _instead(_same_across_19(samples))
 
 
 def _versions_text(versions):

@@ -90,6 +90,7 @@ if grep -q '\[always\]' /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null;
 fi
 
 raw="$work/raw.tsv"
+unmeasured=0
 : >"$raw"
 pf1() {  # mode tasks [pages] -> "pages/s,pages/CPU-s"
   "$work/page_fault1" -t "$2" -m "$1" -s "$seconds" $nohuge ${3:+-p "$3"} |
@@ -148,9 +149,26 @@ for round in $(seq 1 "$rounds"); do
       "$lockline" --full --threads=1,2 --window="$window" \
         --benchmark_repetitions=2 --benchmark_filter="$filter" \
         --out="$out" >"$out.log" 2>&1 || {
-        echo "side_by_side.sh: lockline failed (round $round, $mode, $n):" >&2
-        tail -5 "$out.log" >&2
-        exit 1
+        status=$?
+        # Exit 1 with a result file: some rows are errors (e.g. a concurrent run holds
+        # sysctl.lock), the others measured. Say which and why, keep the rest for the table
+        # (waiting could take a --full run's hours); anything else ends the script.
+        if [[ $status -ne 1 || ! -s "$out/lockline.json" ]]; then
+          echo "side_by_side.sh: lockline failed (round $round, $mode, $n):" >&2
+          tail -5 "$out.log" >&2
+          exit 1
+        fi
+        unmeasured=1
+        echo "side_by_side.sh: round $round, $mode, $n: rows not measured (the table has the" \
+          "others):" >&2
+        /usr/bin/python3 -c '
+import sys
+sys.path.insert(0, sys.argv[1])
+from lockline_results import read_document
+for b in read_document(sys.argv[2])["benchmarks"]:
+    if b.get("error_occurred"):
+        print("  " + b["name"] + ": " + str(b.get("error_message", "")))' "$root/plots" \
+          "$out/lockline.json" >&2 || true
       }
       after=$(pf1 "$mode" "$n")
       zafter=""
@@ -236,3 +254,7 @@ print("per CPU-s = the same ratio per CPU-second of the tasks (lockline's ops_pe
       "faults_per_cpu_s, getrusage; page_fault1's pages_per_cpu_s, the tasks' thread CPU "
       "clocks): what a loaded machine's CPU share does not change")
 PY
+if ((unmeasured)); then
+  echo "side_by_side.sh: some rows were not measured (said above); the table lacks them" >&2
+  exit 1
+fi

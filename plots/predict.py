@@ -53,6 +53,7 @@ Exit 0; 2 with one `lockline: error:` line for bad input (before anything is wri
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import os
@@ -539,8 +540,12 @@ def predict(run_dir: str, topology: str, latencies: Optional[str] = None,
     1-thread rows, a topology the planner refuses, a bad --latencies file, an output path that
     is not a directory we may create."""
     path = result_path(run_dir)
-    run = read_run(path)
+    run, shared = drop_time_shared(read_run(path))
     variants, skipped = collect_variants(run, fit_threads)
+    if shared:
+        skipped.append(f"{shared} multi-thread repetition(s) not fitted: their threads were "
+                       "seen on fewer PUs than threads (placement.observed_pus), taking turns "
+                       "on a PU, not sharing an L3 side by side")
     if not variants:
         fail(f"{path}: no 1-thread row of {', '.join(LOCK_FAMILIES)} with hold_ns and "
              "acquisitions_per_op (the model's inputs)")
@@ -573,6 +578,7 @@ def predict(run_dir: str, topology: str, latencies: Optional[str] = None,
             r["text"] += " (latencies assumed: x86 figures)"
     doc = predicted_document(run, path, plan, title, x86, assumed_note, lat, regime, bias,
                              variants, curves, verdicts, skipped, draws, seed)
+    doc["placement"] = placement_policies(str(run.lockline.get("pin") or "cores"), pin)
     try:
         doc["figures"] = write_figures(out_dir, doc["title"], variants, curves, assumed_note,
                                        str(run.context.get("date") or "")[:10]) \
@@ -583,6 +589,29 @@ def predict(run_dir: str, topology: str, latencies: Optional[str] = None,
     doc["_out_dir"] = out_dir
     doc["_curves"] = curves
     return doc
+
+
+def drop_time_shared(run: Run) -> Tuple[Run, int]:
+    """`run` without the multi-thread repetitions whose threads were seen on fewer distinct
+    PUs than there are threads (placement.observed_pus; an unpinned run's threads taking turns
+    on one PU): their slowdown is time slicing, not the L3 sharing the fit reads into it.
+    Returns (run, how many were dropped)."""
+    def shared(p: Point) -> bool:
+        seen = p.placement.get("observed_pus") if isinstance(p.placement, dict) else None
+        if p.aggregate or p.threads < 2 or not isinstance(seen, list):
+            return False
+        pus = {pu for t in seen if isinstance(t, list) for pu in t if isinstance(pu, int)}
+        return 0 < len(pus) < p.threads
+    kept = [p for p in run.points if not shared(p)]
+    return dataclasses.replace(run, points=kept), len(run.points) - len(kept)
+
+
+def placement_policies(run_pin: str, target_pin: str) -> Dict[str, str]:
+    """The input run's and the target's placement policy, and what the prediction assumes."""
+    note = ("the input run's threads were not pinned; the target's are laid out in cores "
+            "order as if pinned, where an unpinned run goes where its scheduler puts it"
+            if target_pin == "none" else "")
+    return {"input": run_pin, "target": target_pin, "note": note}
 
 
 def assume_x86_latencies(lat: Dict[str, Dict[str, Any]]) -> str:
@@ -698,6 +727,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                   arch=a.arch)
     print(f"predicted for {doc['title']}: {len(doc['variants'])} variants, "
           f"{len(doc['verdicts'])} verdicts -> {doc['_out_dir']}/predicted.json")
+    pl = doc["placement"]
+    print(f"  placement: input run --pin={pl['input']}, target --pin={pl['target']}"
+          + (f" ({pl['note']})" if pl["note"] else ""))
+    for s in doc["skipped"]:
+        if "not fitted" in s:
+            print("  " + s)
     for c in CLASSES:
         lat = doc["latencies_ns"][c]
         print(f"  {c:15s} {lat['ns']:8.1f} ns  {lat['source']}")

@@ -633,7 +633,7 @@ class PagevecWorkload : public Workload {
     if (env_.topology == nullptr) scanner_shares_pu_ = false;
     for (auto& sc : scanners_) {
       Scanner* s = sc.get();
-      s->thread = std::thread([this, s] { ScannerMain(*s); });
+      s->thread = StartThread("scanner", [this, s] { ScannerMain(*s); });
     }
   }
 

@@ -1,6 +1,7 @@
 #include "harness/machine/memory.h"
 
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -22,6 +23,21 @@ namespace {
 
 std::size_t RoundUp(std::size_t n, std::size_t to) {
   return (n + to - 1) / to * to;
+}
+
+// "the <what> limit (RLIMIT_X, ulimit -y) is N<unit>" or "... is unlimited".
+std::string Limit(int resource, const char* what, const char* unit) {
+  struct rlimit rl {};
+  std::string v = "unknown";
+  if (getrlimit(resource, &rl) == 0)
+    v = rl.rlim_cur == RLIM_INFINITY ? "unlimited"
+                                     : std::to_string(rl.rlim_cur) + unit;
+  return std::string(what) + " is " + v;
+}
+
+std::string ErrnoText(int err) {
+  const char* name = strerrorname_np(err);
+  return std::string(name ? name : "error") + " (" + std::strerror(err) + ")";
 }
 
 void WarnOnce(const std::string& what) {
@@ -218,7 +234,7 @@ SampledMapping MapSampled(std::size_t bytes, std::size_t step,
   m.len = RoundUp((bytes == 0 ? 1 : bytes) + m.offset, 4096);
   m.base = mmap(nullptr, m.len, PROT_READ | PROT_WRITE,
                 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (m.base == MAP_FAILED) throw std::bad_alloc();
+  if (m.base == MAP_FAILED) throw MapFailed(m.len, errno);
   m.at = static_cast<char*>(m.base) + m.offset;
   if (draw >= 0) {
     std::lock_guard<std::mutex> lk(SamplerMutex());
@@ -283,6 +299,28 @@ void Workload::operator delete(void* p) noexcept { FreeSampledObject(p); }
 
 void Workload::operator delete(void* p, std::align_val_t) noexcept {
   FreeSampledObject(p);
+}
+
+std::string AddressSpaceLimit() {
+  return Limit(RLIMIT_AS, "the address-space limit (RLIMIT_AS, ulimit -v)",
+               " bytes");
+}
+
+std::string MapFailure(std::size_t bytes, int err) {
+  return "mmap of " + std::to_string(bytes) +
+         " bytes failed: " + ErrnoText(err) + "; " + AddressSpaceLimit();
+}
+
+std::string ThreadFailure(const std::string& what, int err) {
+  return "cannot create thread " + what + ": " + ErrnoText(err) + "; limits: " +
+         Limit(RLIMIT_AS, "address space (RLIMIT_AS, ulimit -v)", " bytes") +
+         ", " +
+         Limit(RLIMIT_STACK, "each thread's stack (RLIMIT_STACK, ulimit -s)",
+               " bytes") +
+         ", " +
+         Limit(RLIMIT_NPROC, "processes of this user (RLIMIT_NPROC, ulimit -u)",
+               "") +
+         " (the cgroup's pids.max and kernel.pid_max bound them too)";
 }
 
 void CheckMemPolicy(const std::string& policy) {

@@ -6,8 +6,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <new>
 #include <nlohmann/json.hpp>
+#include <stdexcept>
 #include <string>
+#include <system_error>
+#include <thread>
 #include <vector>
 
 #include "harness/family.h"
@@ -23,6 +27,37 @@ struct SharedDeleter {
   void operator()(void* p) const;
 };
 using SharedPtr = std::unique_ptr<void, SharedDeleter>;
+
+/// "mmap of N bytes failed: ENOMEM (Cannot allocate memory); " and
+/// AddressSpaceLimit(): "the address-space limit (RLIMIT_AS, ulimit -v) is M
+/// bytes" (or "is unlimited"). `err`: the errno.
+std::string MapFailure(std::size_t bytes, int err);
+std::string AddressSpaceLimit();
+
+/// A failed mapping, as std::bad_alloc with MapFailure's text as what().
+class MapFailed : public std::bad_alloc {
+ public:
+  MapFailed(std::size_t bytes, int err) : what_(MapFailure(bytes, err)) {}
+  const char* what() const noexcept override { return what_.c_str(); }
+
+ private:
+  std::string what_;
+};
+
+/// "cannot create thread <what>: EAGAIN (...)" and the limits that bound it
+/// (address space, stack size, processes: pthread_create says EAGAIN for each).
+std::string ThreadFailure(const std::string& what, int err);
+
+/// std::thread running `f`; a creation failure throws std::runtime_error with
+/// ThreadFailure(what, errno), not a bare "Resource temporarily unavailable".
+template <class F>
+std::thread StartThread(const std::string& what, F&& f) {
+  try {
+    return std::thread(std::forward<F>(f));
+  } catch (const std::system_error& e) {
+    throw std::runtime_error(ThreadFailure(what, e.code().value()));
+  }
+}
 
 /// Validates a --mem value: first-touch | local | node:N | interleave. Throws
 /// std::invalid_argument naming the value and the accepted forms.

@@ -14,6 +14,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <fstream>
 #include <mutex>
 #include <sstream>
@@ -86,8 +87,8 @@ int OpenLock(const std::string& dir) {
               O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
 }
 
-std::string HolderPid(const std::string& dir) {
-  std::istringstream in(ReadSmallFile(dir + "/restore.state"));
+std::string HolderPid(const std::string& file) {
+  std::istringstream in(ReadSmallFile(file));
   std::string word, pid;
   if (in >> word >> pid && word == "pid") return pid;
   return "";
@@ -114,7 +115,7 @@ void LockSettingsLocked(const std::string& path) {
                                " (the setting is not changed)");
     if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
       close(fd);
-      const std::string pid = HolderPid(dir);
+      const std::string pid = HolderPid(state);
       throw SettingBusy(
           "another lockline run" + (pid.empty() ? "" : " (pid " + pid + ")") +
           " holds " + dir +
@@ -385,8 +386,16 @@ std::string RecordTracefsMount() {
     return "cannot record the mount in " + path + ": " + std::strerror(errno);
   // Held until the unmount: a run that finds it free knows its writer died.
   if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    // Who holds it and since when: its "pid N" line, the file's mtime.
+    struct stat st {};
+    char since[32] = "an unknown time";
+    if (fstat(fd, &st) == 0)
+      std::strftime(since, sizeof since, "%Y-%m-%dT%H:%M:%SZ",
+                    gmtime(&st.st_mtime));
     close(fd);
-    return "another lockline run recorded a tracefs mount in " + path;
+    const std::string pid = HolderPid(path);
+    return "another lockline run (pid " + (pid.empty() ? "?" : pid) +
+           ") has held " + path + " since " + since + " (it mounts tracefs)";
   }
   const std::string text = "pid " + std::to_string(getpid()) +
                            "\nmount tracefs " + kTracefsPath + "\n";

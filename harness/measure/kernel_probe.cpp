@@ -118,6 +118,12 @@ const TracepointInfo& ContentionTracepoints() {
     // the next run acts on (harness/machine/restore.h).
     if (const std::string why = RecordTracefsMount(); !why.empty()) {
       t.reason = "tracefs is not mounted and lockline did not mount it: " + why;
+      // Said once on the console too: every kernel row of this run lacks it.
+      std::fprintf(stderr,
+                   "lockline: warning: %s; this run's kernel contention "
+                   "evidence (kernel_contention_per_op, details.kernel "
+                   "contention_begin/end, callchains) is off\n",
+                   t.reason.c_str());
       return t;
     }
     if (mount("nodev", "/sys/kernel/tracing", "tracefs", 0, nullptr) != 0) {

@@ -50,7 +50,7 @@ ThreadTeam::NewFlags() {
       SampleLayoutOffset(kDestructiveLine, sizeof(Flags));
   void* p = mmap(nullptr, kFlagsMapBytes, PROT_READ | PROT_WRITE,
                  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (p == MAP_FAILED) throw std::bad_alloc();
+  if (p == MAP_FAILED) throw MapFailed(kFlagsMapBytes, errno);
   Flags* f = new (static_cast<char*>(p) + offset) Flags();
   return std::unique_ptr<Flags, FlagsDeleter>(f, FlagsDeleter{offset});
 }
@@ -72,19 +72,14 @@ ThreadTeam::ThreadTeam(const Topology* topo, std::vector<int> pus,
   threads_.reserve(pus_.size());
   for (int i = 0; i < size(); ++i) {
     try {
-      threads_.emplace_back([this, i] { ThreadMain(i); });
-    } catch (const std::system_error& e) {
+      threads_.push_back(
+          StartThread(std::to_string(i) + " of " + std::to_string(size()),
+                      [this, i] { ThreadMain(i); }));
+    } catch (const std::runtime_error&) {
       // The threads already started wait on cv_: stop and join them before
       // the members they use go away.
       Shutdown();
-      const int err = e.code().value();
-      const char* name = strerrorname_np(err);
-      throw std::runtime_error(
-          "cannot create thread " + std::to_string(i) + " of " +
-          std::to_string(size()) + ": " + (name ? name : "error") + " (" +
-          std::strerror(err) +
-          "; a process / thread limit (ulimit -u, pids.max, pid_max) or "
-          "address space (ulimit -v) ran out)");
+      throw;
     }
   }
   // Bind each thread and open its counters on it; a failure surfaces here.
@@ -212,20 +207,21 @@ std::unique_ptr<Topology> LoadTopologyWithin(
     std::exception_ptr error;
   };
   auto st = std::make_shared<State>();
-  std::thread loader([st, spec, load] {
-    std::unique_ptr<Topology> t;
-    std::exception_ptr e;
-    try {
-      t = load(spec);
-    } catch (...) {
-      e = std::current_exception();
-    }
-    std::lock_guard<std::mutex> lk(st->mu);
-    st->topo = std::move(t);
-    st->error = e;
-    st->done = true;
-    st->cv.notify_all();
-  });
+  std::thread loader =
+      StartThread("discovering the topology", [st, spec, load] {
+        std::unique_ptr<Topology> t;
+        std::exception_ptr e;
+        try {
+          t = load(spec);
+        } catch (...) {
+          e = std::current_exception();
+        }
+        std::lock_guard<std::mutex> lk(st->mu);
+        st->topo = std::move(t);
+        st->error = e;
+        st->done = true;
+        st->cv.notify_all();
+      });
   std::unique_lock<std::mutex> lk(st->mu);
   if (!st->cv.wait_for(lk, std::chrono::nanoseconds(limit_ns),
                        [&] { return st->done; })) {

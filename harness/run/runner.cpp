@@ -9,6 +9,7 @@
 #include <regex>
 #include <set>
 #include <tuple>
+#include <typeinfo>
 
 #include "harness/locks/spin_wait.h"
 #include "harness/machine/cgroup.h"
@@ -898,7 +899,11 @@ void RunPoint(benchmark::State& state, const Point& point, RunState& run) {
     pr.team.reset();
     pr.wl.reset();
     pr.layout.reset();
-    FailRepetition(pr, e.what());
+    // A bare std::bad_alloc (new, a container) names neither size nor limit.
+    FailRepetition(pr, typeid(e) == typeid(std::bad_alloc)
+                           ? "memory allocation failed (std::bad_alloc); " +
+                                 AddressSpaceLimit()
+                           : std::string(e.what()));
   }
 }
 
