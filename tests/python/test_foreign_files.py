@@ -115,3 +115,25 @@ def test_aggregate_only_file_records_its_repetitions(tmp_path):
     assert rows and {r["repetitions"] for r in rows} == {"5"}, rows
     assert {r["from_aggregates"] for r in rows} == {"1"}
     assert [float(r["x"]) for r in rows if r["figure"] == "BM_agg"] == [1, 2, 16]
+
+
+def test_x_arg_not_the_last_argument_draws_lines(tmp_path):
+    """Issue 48: --x-arg naming an argument that is not the last one in the name (size in
+    BM_q/size:N/workers:W) draws one line per other argument with a point per size, never
+    one-point series."""
+    import json
+    rows = [{"name": f"BM_q/size:{s}/workers:{w}/real_time", "run_name":
+             f"BM_q/size:{s}/workers:{w}/real_time", "run_type": "iteration", "iterations": 100,
+             "real_time": 10.0 * s / w, "cpu_time": 10.0 * s / w, "time_unit": "ns",
+             "items_per_second": 1e9 * w / s, "threads": 1}
+            for s in (8, 16, 32) for w in (2, 4)]
+    path = tmp_path / "q.json"
+    path.write_text(json.dumps({"context": {"num_cpus": 2}, "benchmarks": rows}))
+    p = run_plot(str(path), "-o", str(tmp_path / "out"), "--x-arg", "size", "--family", "BM_q")
+    assert p.returncode == 0, p.stderr
+    drawn = [r for r in read_csv(tmp_path / "out" / "BM_q.csv") if r["figure"] == "BM_q"]
+    by_series = {}
+    for r in drawn:
+        by_series.setdefault(r["series"], []).append(float(r["x"]))
+    assert len(by_series) == 2, by_series
+    assert all(sorted(xs) == [8, 16, 32] for xs in by_series.values()), by_series
