@@ -552,7 +552,7 @@ def predict(run_dir: str, topology: str, latencies: Optional[str] = None,
     given = given_latencies(latencies)
     if draws < 20 or draws > 100000:
         fail(f"--draws={draws}: accepted 20..100000")
-    pin = str(run.lockline.get("pin") or "cores")
+    run_pin = pin = str(run.lockline.get("pin") or "cores")
     if not re.fullmatch(r"[a-z-]+", pin):
         pin = "cores"  # an explicit PU list names the run's machine, not the target
     plan = plan_target(find_lockline(lockline), topology, pin)
@@ -578,7 +578,7 @@ def predict(run_dir: str, topology: str, latencies: Optional[str] = None,
             r["text"] += " (latencies assumed: x86 figures)"
     doc = predicted_document(run, path, plan, title, x86, assumed_note, lat, regime, bias,
                              variants, curves, verdicts, skipped, draws, seed)
-    doc["placement"] = placement_policies(str(run.lockline.get("pin") or "cores"), pin)
+    doc["placement"] = placement_policies(run_pin, pin)
     try:
         doc["figures"] = write_figures(out_dir, doc["title"], variants, curves, assumed_note,
                                        str(run.context.get("date") or "")[:10]) \
@@ -610,7 +610,7 @@ def placement_policies(run_pin: str, target_pin: str) -> Dict[str, str]:
     """The input run's and the target's placement policy, and what the prediction assumes."""
     note = ("the input run's threads were not pinned; the target's are laid out in cores "
             "order as if pinned, where an unpinned run goes where its scheduler puts it"
-            if target_pin == "none" else "")
+            if run_pin == "none" else "")
     return {"input": run_pin, "target": target_pin, "note": note}
 
 

@@ -26,7 +26,8 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from lockline_results import Point, ResultError, Run, labelled_duet_pairs, load_runs  # noqa: E402
+from lockline_results import (Point, ResultError, Run, labelled_duet_pairs,  # noqa: E402
+                              load_runs, summarize_side_by_side)
 import stats  # noqa: E402
 
 SCHEMA = 1
@@ -362,7 +363,6 @@ def evidence_record(spec: ComparisonSpec, metric: str, base: List[Point],
     their duet, else from repetitions) so a reader sees what lock_stat does to the effect.
     None when the verdict's rows are not stats:off twins or the run lacks the instrumented
     rows."""
-    from lockline_results import summarize_side_by_side
     on_base = instrumented_twins(spec, base, points)
     on_variant = instrumented_twins(spec, variant, points)
     if not on_base or not on_variant:
@@ -455,18 +455,19 @@ def verdict_record(spec: ComparisonSpec, metric: str, base: List[Point], variant
         extra["evidence"] = ev = (None if instrumented else
                                   evidence_record(spec, metric, base, variant, points,
                                                   min_effect, confidence))
+        # lock_stat's wait share: the twins' (evidence) or, with no twins, the verdict's own.
         if instrumented:
             text = ("from instrumented rows (lock_stat on; this run has no stats:off twins of "
                     "them): " + text)
-        shares = [(ev or {}).get("wait_share", {}).get(k) for k in ("base", "variant")]
-        if instrumented:
-            # No twins: the verdict's own rows carry lock_stat's wait share.
-            from lockline_results import summarize_side_by_side
-            shares = [None if x is None else {"mean": x.mean} for x in
+            shares = [None if x is None else x.mean for x in
                       summarize_side_by_side([base, variant], "wait_share")[1]]
-        if comparison.equivalent and all(shares) and max(x["mean"] for x in shares) < 0.05:
+        else:
+            wait = (ev or {}).get("wait_share") or {}
+            shares = [None if wait.get(k) is None else wait[k]["mean"]
+                      for k in ("base", "variant")]
+        if comparison.equivalent and None not in shares and max(shares) < 0.05:
             text += (f"; the lock is nearly idle here (lock_stat wait share "
-                     f"{shares[0]['mean'] * 100:.1f} % -> {shares[1]['mean'] * 100:.1f} %), so "
+                     f"{shares[0] * 100:.1f} % -> {shares[1] * 100:.1f} %), so "
                      "no effect is what a placement change can show at this load")
     if spec.unit == "ns_saved" and extra.get("ns_saved"):
         extra["lru_lock_part"] = part = _without_lru_lock(base, points, min_effect)
