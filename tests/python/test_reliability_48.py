@@ -9,6 +9,7 @@ import re
 import resource
 import shutil
 import subprocess
+import tempfile
 import textwrap
 
 import pytest
@@ -76,12 +77,18 @@ def test_thread_creation_at_start_names_the_thread_and_the_limits():
                            "RLIMIT_NPROC)")
 def test_process_limit_names_the_thread_and_rlimit_nproc(tmp_path):
     """ulimit -u 3 as an unprivileged user: the same bare "Resource temporarily unavailable"."""
-    if not os.access(BINARY, os.R_OK | os.X_OK, effective_ids=False) or \
-            os.stat(BINARY).st_mode & 0o005 != 0o005:
-        pytest.skip("the binary is not readable and executable by others")
-    p = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
-                        "bash", "-c", 'ulimit -u 1; exec "$0" --plan', BINARY],
-                       capture_output=True, text=True, timeout=60, cwd="/")
+    # A copy user 65534 can reach: the build may sit below a directory only root may enter
+    # (a clone in `mktemp -d`, pytest's tmp_path).
+    shared = tempfile.mkdtemp(prefix="lockline-nproc-")
+    try:
+        os.chmod(shared, 0o755)
+        binary = shutil.copy2(BINARY, os.path.join(shared, "lockline"))
+        os.chmod(binary, 0o755)
+        p = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                            "bash", "-c", 'ulimit -u 1; exec "$0" --plan', binary],
+                           capture_output=True, text=True, timeout=60, cwd="/")
+    finally:
+        shutil.rmtree(shared, ignore_errors=True)
     if p.returncode == 0:
         pytest.skip("user 65534 could start threads under ulimit -u 1: the limit does not bite")
     assert p.returncode == 2, p.stdout + p.stderr
