@@ -368,10 +368,12 @@ def _pagevec_heatmap(ax, data, run, sweep, words):
                          np.ma.masked_invalid(values), shading="flat", cmap="viridis")
     plt.colorbar(mesh, ax=ax, label="pages/s")
     resolved = {n: b for n, (b, ties, _) in best_slots(sweep).items() if not ties}
-    if resolved:
-        ax.plot([threads.index(n) for n in resolved], [slots.index(b) for b in
-                                                        resolved.values()], "w*", ms=10,
-                label="best slots (resolved)")
+    # A star only on a drawn cell: the grid keeps one regime per thread count, so a thread
+    # count (or slot count) with no repetition in it has no column (row) to star.
+    starred = [(n, b) for n, b in resolved.items() if n in threads and b in slots]
+    if starred:
+        ax.plot([threads.index(n) for n, _ in starred], [slots.index(b) for _, b in starred],
+                "w*", ms=10, label="best slots (resolved)")
     for n, b in resolved.items():
         data.record("pagevec", title, "best_slots", run, "threads", n, "slots", Stat(b, 0.0, 1))
     # Formulas, mapped onto the categorical slot axis by interpolating in log2(slots).
