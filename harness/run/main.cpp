@@ -245,8 +245,11 @@ void LoadMachine(RunState& run) {
   CheckMemNode(o.mem, *run.topo);
   run.pin = ParsePinSpec(o.pin);
   run.order = PlacementOrder(*run.topo, run.pin);
-  run.counts = ParseThreadCounts(o.threads, run.order, o.oversubscribe,
-                                 o.oversubscribe_force);
+  // --calibrate-only: its rows are 1-thread rows and the c2c pairs' own PUs.
+  run.counts = o.calibrate_only
+                   ? std::vector<int>{1}
+                   : ParseThreadCounts(o.threads, run.order, o.oversubscribe,
+                                       o.oversubscribe_force);
 }
 
 // --plan: the placement of every thread count. The padding line goes under
@@ -327,6 +330,7 @@ void WriteRunContext(RunState& run, const std::string& aslr,
   // An emulated run (QEMU TCG, or --emulated): rows are marked too
   // (RecordRepetition), so no comparison mixes it with real runs.
   ctx["emulated"] = o.emulated || RunningUnderTcg();
+  if (o.calibrate_only) ctx["calibrate_only"] = true;
   ctx["layouts"] = json::object();
   // --duet-with: every row pairs this build's windows with the old build's.
   if (!o.duet_with.empty())
@@ -342,10 +346,11 @@ void WriteRunContext(RunState& run, const std::string& aslr,
 // counters, the warnings and the points skipped.
 void PrintRunHeader(const RunState& run) {
   const json& ctx = run.results->lockline_context();
-  std::printf("lockline %s: %s suite, %zu points, run directory %s\n",
+  std::printf("lockline %s: %s suite%s, %zu points, run directory %s\n",
               ctx["git_commit"].get<std::string>().c_str(),
-              SuiteName(run.opts.suite), run.points.size(),
-              run.results->dir().c_str());
+              SuiteName(run.opts.suite),
+              run.opts.calibrate_only ? " (--calibrate-only)" : "",
+              run.points.size(), run.results->dir().c_str());
   std::printf("%s\n", run.counters->SummaryLine().c_str());
   for (const auto& w : ctx["warnings"])
     std::printf("warning: %s\n", w.get<std::string>().c_str());
@@ -384,6 +389,16 @@ void PlanPerQuestionTime(RunState& run) {
   ctx["precision"] = run.opts.precision;
 }
 
+// The plan's points, repetitions, window and estimate against the budget.
+void PrintPlanLine(const RunState& run, double estimate) {
+  std::printf(
+      "plan: %zu points x %d repetitions, window %.1f ms; estimated %s (budget "
+      "%s)\n",
+      run.points.size(), run.opts.repetitions, run.window_s * 1e3,
+      FormatDuration(estimate).c_str(),
+      FormatDuration(run.opts.budget_s).c_str());
+}
+
 // Fits the window to the budget and records the plan: the window, the run's
 // time against its budget (results/SCHEMA.md: the estimate made here, the
 // elapsed time after every repetition and the actual at the end) and per
@@ -402,11 +417,7 @@ double PlanRunTime(RunState& run) {
                      {"left_s", run.fit.estimate_s},
                      {"fault_in_s_per_mib", run.fault_s_per_mib},
                      {"actual_s", nullptr}};
-  std::printf(
-      "plan: %zu points x %d repetitions, window %.1f ms; estimated %s (budget "
-      "%s)\n",
-      run.points.size(), o.repetitions, run.window_s * 1e3,
-      FormatDuration(estimate).c_str(), FormatDuration(o.budget_s).c_str());
+  PrintPlanLine(run, estimate);
   PlanPerQuestionTime(run);
   // Fixed work and overheads alone over the budget: say so now, not by
   // overrunning. (With --window the plan line's estimate says it.)
@@ -548,7 +559,14 @@ int MeasurePoints(RunState& run, char** argv) {
     std::printf(
         "lockline: unmounted tracefs at /sys/kernel/tracing (this "
         "run mounted it)\n");
-  return PrintSummary(run) || !resolved_ok ? 1 : 0;
+  const bool failed = PrintSummary(run) > 0 || !resolved_ok;
+  if (o.calibrate_only)
+    std::printf(
+        "lockline: a calibration run: no plots or report are drawn for it; to "
+        "predict a run from another machine on this one: lockline predict "
+        "RUN_DIR --topology=THIS_MACHINE.xml --target=%s\n",
+        run.results->dir().c_str());
+  return failed ? 1 : 0;
 }
 
 // Bad input first, before anything is created; then what the flags ask for:
@@ -591,9 +609,15 @@ int Main(int argc, char** argv) {
   } catch (const std::exception& e) {
     return FailWithError(e.what());
   }
-  if (o.plan) return PrintPlan(run);
+  if (o.plan && !o.calibrate_only) return PrintPlan(run);
   try {
     BuildPoints(run);
+    // --calibrate-only --plan: the placement and the run's estimate.
+    if (o.plan) {
+      PrintPlan(run);
+      PrintPlanLine(run, FitWindow(run));
+      return 0;
+    }
   } catch (const std::exception& e) {
     return FailWithError(e.what());
   }

@@ -24,6 +24,10 @@ Benchmark iteration is one window, reported as manual time.
 Suite and time:
   --quick                 smoke-sized suite (seconds; CI)
   --full                  every axis of every family (default: the declared default subset)
+  --calibrate-only        about 10 s on the target of a prediction: the default suite's 1-thread
+                          rows of locks, zone_lock, page_free and pagevec and its c2c rows, 3
+                          repetitions, --budget 10s unless given; no plots or report: it is
+                          read by lockline predict RUN_DIR --topology=FILE.xml --target=DIR
   --budget=DURATION       target wall time of the run, e.g. 90s, 20m, 1h (default: quick 30s,
                           default 2m, full 30m); the window length is fitted to it (and
                           refitted after every repetition) and the estimate printed before
@@ -438,6 +442,8 @@ const Flag kFlags[] = {
     {"-h", false, [](Parsed& p, V) { p.o.help = true; }},
     {"--quick", false, [](Parsed& p, V) { p.quick = true; }},
     {"--full", false, [](Parsed& p, V) { p.full = true; }},
+    {"--calibrate-only", false,
+     [](Parsed& p, V) { p.o.calibrate_only = true; }},
     {"--plan", false, [](Parsed& p, V) { p.o.plan = true; }},
     {"--plan=json", false,
      [](Parsed& p, V) { p.o.plan = p.o.plan_json = true; }},
@@ -519,6 +525,27 @@ void ParseArgument(const std::string& a, Parsed& p) {
   }
 }
 
+// --calibrate-only: refuses the flags that select other points or repeat
+// the run; sets its budget and repetitions unless given.
+void SetUpCalibrateOnly(Options& o) {
+  for (const std::string& a : o.argv)
+    for (const char* f : {"--quick", "--full", "--threads", "--runs",
+                          "--until-resolved", "--duet-with"})
+      if (a == f || a.rfind(std::string(f) + "=", 0) == 0)
+        throw UsageError(
+            "--calibrate-only and " + a +
+            " exclude each other: it runs the default suite's 1-thread rows "
+            "and c2c rows once; accepted with it: --pin, --topology, --plan, "
+            "--list, --budget, --window, --out, --benchmark_filter, "
+            "--benchmark_repetitions");
+  if (o.budget_s == 0) o.budget_s = kCalibrateBudgetS;
+  for (const std::string& b : o.benchmark_args)
+    if (b.rfind("--benchmark_repetitions=", 0) == 0) return;
+  o.repetitions = kCalibrateRepetitions;
+  o.benchmark_args.push_back("--benchmark_repetitions=" +
+                             std::to_string(o.repetitions));
+}
+
 }  // namespace
 
 Options ParseOptions(int argc, char** argv) {
@@ -540,6 +567,7 @@ Options ParseOptions(int argc, char** argv) {
     throw UsageError(
         "--duet-with and --until-resolved exclude each other: the build duet "
         "runs a fixed number of window pairs per repetition");
+  if (o.calibrate_only) SetUpCalibrateOnly(o);
   o.suite = p.quick ? Suite::kQuick : p.full ? Suite::kFull : Suite::kDefault;
   if (o.budget_s == 0) o.budget_s = p.quick ? 30 : p.full ? 1800 : 120;
   if (o.runs > 1)

@@ -18,6 +18,10 @@ class UsageError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+/// --calibrate-only's --budget and repetitions unless given: about 10 s.
+inline constexpr double kCalibrateBudgetS = 10;
+inline constexpr int kCalibrateRepetitions = 3;
+
 /// Extra time of --until-resolved given without a value, seconds.
 inline constexpr double kDefaultUntilResolvedS = 300;
 
@@ -66,6 +70,9 @@ struct Options {
   std::vector<std::string> argv;  ///< the full command line, for provenance
   std::string duet_with;          ///< --duet-with (build_duet.h); "" off
   bool window_server = false;     ///< --window-server (internal)
+  /// --calibrate-only: the default suite's 1-thread rows of the families
+  /// `lockline predict` fits and its c2c rows, for predict's --target=.
+  bool calibrate_only = false;
 };
 
 /// Parses argv. Throws UsageError for an unknown flag, a missing or malformed

@@ -49,6 +49,18 @@ std::pair<int, int> ProbeThreads(const Point& p) {
   return {-1, -1};
 }
 
+// --calibrate-only: what `lockline predict --target=` rescales a run by: the
+// default suite's 1-thread rows of the families it fits (plots/predict_fit.py
+// LOCK_FAMILIES; not the twins run at the largest count only) and the c2c
+// ping-pong pairs (its distance classes' latencies).
+bool InCalibration(const Point& p) {
+  static const std::set<std::string> kFitted = {"locks", "zone_lock",
+                                                "page_free", "pagevec"};
+  if (p.family == "calibration") return p.params.at(0).first == "c2c";
+  return p.threads == 1 && kFitted.count(p.family) > 0 &&
+         !p.variant->largest_thread_count_only;
+}
+
 json PlacementJson(const Point& p, const RunState& run) {
   json placement = ThreadPlanJson(p.plan);
   placement["pin"] = run.pin.text;
@@ -151,7 +163,9 @@ void BuildPoints(RunState& run) {
       p.key = RowKey(family, v.params, n);
       if (v.repetition_factor > 1)
         p.repetitions = v.repetition_factor * run.opts.repetitions;
-      if (!MatchesFilter(run.opts.benchmark_filter, p.key)) continue;
+      if (!MatchesFilter(run.opts.benchmark_filter, p.key) ||
+          (run.opts.calibrate_only && !InCalibration(p)))
+        continue;
       const int need = n + (v.needs_spare_pu ? 1 : 0);
       if (need > usable && !run.opts.oversubscribe) {
         run.skipped.push_back(
