@@ -13,14 +13,21 @@ build=${LOCKLINE_BUILD_DIR:-build}
 bash ci/configure.sh "$build" >/dev/null
 cmake --build "$build" -j"$(nproc)" --target lockline
 out="results/$(hostname)-$(date -u +%Y%m%dT%H%M%SZ)"
+calibrate_only=0
 for arg in "$@"; do
-  case "$arg" in --out=*) out=${arg#--out=} ;; esac
+  case "$arg" in
+    --out=*) out=${arg#--out=} ;;
+    --calibrate-only) calibrate_only=1 ;;
+  esac
 done
 set +e
 "$build/lockline" --out="$out" "$@"
 rc=$?
 set -e
-if [[ -f "$out/lockline.json" ]]; then
+if [[ $calibrate_only == 1 ]]; then
+  # A calibration run is an input to `lockline predict --target=`: no plots or report.
+  echo "lockline: run directory $out (calibration rows for lockline predict --target=$out)"
+elif [[ -f "$out/lockline.json" ]]; then
   /usr/bin/python3 plots/plot.py "$out" -o "$out/plots"
   /usr/bin/python3 plots/report.py "$out"
   echo "lockline: run directory $out (report: $out/report.html)"
