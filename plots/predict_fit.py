@@ -683,7 +683,7 @@ def _lock_x(m: int, transfer, v: VariantInputs, d: Dict[str, np.ndarray],
     """Acquisitions per ns of one lock instance shared by m threads (per draw): the closed
     network of plots/queueing.py (a Markov chain in the number j of threads at the lock, whose
     hold + hand-off depends on the queue it causes) with
-    S(1) = S1 + (m - 1) / m L t                      (found free; last holder random)
+    S(1) = S1 + (m - 1) / m (L + h) t                (found free; last holder random)
     S(j >= 2) = S1 + L t + h t + q t [j >= 3] + a t w(k), k = j - 2 further waiters,
     w(k) = k for ticket/TAS, k / (1 + k / WAITER_HALF) for TTAS/pthread_spin, 0 queued,
     (h: the lock kind's hand-off lines, q: qspinlock's MCS node), think Z1 (1 + g knee(k3)),
@@ -711,7 +711,10 @@ def _lock_x(m: int, transfer, v: VariantInputs, d: Dict[str, np.ndarray],
     if mdl["spin_cap"] > 1 and v.lock_writes > 1:
         writes = np.minimum(v.lock_writes - 1.0, d["s1"] / np.maximum(t, 1e-9))[:, None]
         steal = writes * d["a"][:, None] * waiters
-    per = np.where(j == 1, (m - 1) / m * lines,
+    # Found free (j = 1), the lock's line and the data lines still come from the last holder's
+    # cache when that was another thread ((m - 1) / m of the time): a transfer nobody else can
+    # use (the acquiring CPU owns the line in flight).
+    per = np.where(j == 1, (m - 1) / m * (lines + mdl["handoff_lines"]),
                    lines + mdl["handoff_lines"] + QUEUE_LINES.get(v.lock, 0.0) * (j >= 3)
                    + d["a"][:, None] * waiters + steal)
     service = d["s1"][:, None] + t[:, None] * per
