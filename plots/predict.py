@@ -3,7 +3,8 @@
 
     lockline predict RUN_DIR --topology=FILE.xml|synthetic:DESC [--latencies=FILE] [-o OUT]
                      [--fit-threads=1,2] [--threads=112,224] [--arch=x86|other]
-    lockline predict RUN --validate-against=OTHER_RUN [--fit-threads=1,2] [--latencies=FILE]
+                     [--target=CALIBRATION_RUN]
+    lockline predict RUN --validate-against=OTHER_RUN [--fit-threads=1,2] [--target=...]
     plots/predict.py  RUN_DIR ...  (the same; `lockline predict` execs this)
 
 For every family and variant of the run that takes a lock and records lock statistics
@@ -14,38 +15,23 @@ verdicts (plots/verdicts.py's COMPARISONS) at the target's thread counts. Writes
 OUT/predicted.json and OUT/predicted-<family>.png (OUT defaults to
 RUN_DIR/predicted-<topology name>/); plots/report.py shows them ("Predicted for TOPOLOGY").
 
-Inputs, all from the run (read with plots/lockline_results.py, the one reader of result files):
-per variant the repetitions at 1 thread and at the run's multi-thread counts (--fit-threads
-limits them: 2 on a small machine, up to 4 in the 16-core file; never the counts a prediction
-is judged by): `ops_per_s`, `ns_per_op`, `hold_ns`, `acquisitions_per_op`, `wait_share`,
-`contended_share` and the pair transfer of the row's coherence regime (`coherence.regime_ns`);
-the lock kind (`lock` parameter) and what the family's rows say about lines under the lock;
-and the calibration rows' core-to-core matrix (`calibration/c2c:pingpong/...`, `latency_ns`,
-one-way) reduced to a transfer cost per distance class (smt, l2_shared, l3_shared,
-package_local, package_remote; bench/false_sharing.cpp's PairClass) in one coherence regime
-(--regime: near (default), far, all, lowest). The target's class costs come from --latencies
-(a JSON object of ns per class, or a lockline.json of calibration/c2c rows run on the
-target), else from this machine's classes; classes neither gives are ASSUMED_NS, marked
-"assumed", and "assumed (x86 figures)" on a target that is not x86.
-
-The model (plots/predict_fit.py: fit_draws, _lock_x): plots/queueing.py's closed network per lock instance, one per
-NUMA node of the target for the families whose kernel lock is per zone or per node
-(LOCK_SCOPE); threads placed by the planner's order. Fitted on the multi-thread rows: the
-lines the holder touches that the previous holder wrote (moved at the transfer between
-successive holders), the outside-work slowdown with neighbours sharing an L3 (pooled over the
-variants with the same outside work), and, with >= 3-thread rows, the bounded waiter term
-(else the lock kind's structural prior). Not predicted (listed with the reason): stats:off
-rows, the lock-free fast path, slots:auto policies, the alignment comparison.
-Intervals: percentile bootstrap (fixed seed) over the input repetitions and c2c repetitions,
-widened by the repetition noise of a measured median.
+Inputs (plots/lockline_results.py reads them): per variant the 1-thread repetitions and those
+at the multi-thread counts --fit-threads allows (ops_per_s, ns_per_op, hold_ns,
+acquisitions_per_op, wait_share, contended_share, coherence.regime_ns), the lock kind, the
+lines the family's layout puts under the lock, and the calibration/c2c latencies per distance
+class (bench/false_sharing.cpp's PairClass) in one --regime. The target's latencies: --latencies
+(ns per class, or a c2c lockline.json[.gz]), else --target's c2c rows, else this machine's,
+else ASSUMED_NS (marked). --target (a `lockline --calibrate-only` run on the target, or any
+run there with 1-thread rows) rescales each variant's 1-thread costs by the target's speed.
+The model (plots/predict_fit.py: MODEL, fit_draws, _lock_x) and what it leaves out are in
+docs/prediction.md. Each curve is checked against its invariants (check_invariants) before
+anything is written. Intervals: percentile bootstrap (fixed seed), widened by a median's
+repetition noise and by the distance from the fitted thread counts.
 
 `--validate-against=OTHER_RUN` predicts OTHER_RUN's lock-family points (at each row's own
-placement) from RUN and prints predicted vs measured per family and thread count, with the
-share inside the 95 % interval and the seed comparisons (validate_against).
-
-Outputs (plots/predict_output.py) are written through a temporary file opened O_NOFOLLOW |
-O_EXCL and renamed (a planted symlink is replaced, never followed). A run made in an emulator is refused unless
---allow-emulated (then labelled EMULATED).
+placement) from RUN and prints predicted vs measured with coverage (validate_against).
+Outputs go through plots/predict_output.py (O_NOFOLLOW | O_EXCL temporary, renamed). A run
+made in an emulator is refused unless --allow-emulated (then labelled EMULATED).
 
 Exit 0; 2 with one `lockline: error:` line for bad input (before anything is written).
 """
@@ -54,6 +40,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import json
 import math
 import os
@@ -541,6 +528,7 @@ def fit_run(run: Run, variants: Sequence[VariantInputs], lat: Dict[str, Dict[str
 
 # ----------------------------------------------------------------------------- main
 
+@functools.lru_cache(maxsize=4)  # main() reads RUN for its emulated flag, then predict()
 def read_run(path: str) -> Run:
     """load_run of a run directory, a lockline.json or a gzip-compressed one (.json.gz, as
     tests/fixtures/big-machine/ keeps it); fail()s with one line on anything unreadable."""

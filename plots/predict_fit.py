@@ -585,7 +585,8 @@ def fit_draws(v: VariantInputs, draws: int, rng: np.random.Generator, bias: floa
     a = np.full_like(s1, WAITER_PRIOR.get(v.lock, 0.0))
     a_source = "structural prior (no fit row with >= 3 threads and wait share >= 0.2)"
     d = {"s1": s1, "z1": z1, "lines": lines, "g": g, "acq": one["acq"], "a": a}
-    clipped = []
+    clipped = [f"{v.key}: lines per hand-off clipped at {LINES_MAX:g}"] \
+        if lines[0] >= LINES_MAX else []
     bound = [n for n in v.fit_counts() if ws_of[n] >= 0.2]
     if bound:
         n = min(bound)
