@@ -58,7 +58,7 @@ from lockline_results import Point, ResultError, Run  # noqa: E402
 from predict_fit import (ASSUMED_NS, CLASSES, LOCK_FAMILIES, NOT_MODELLED_COMPARISONS,  # noqa: E402
                          VariantInputs, _lock_x, _median_boot, c2c_by_class, clock_bias_ns, collect_variants,
                          fit_all, load_result, read_latencies, target_latencies, target_speed,
-                         variant_key, MODEL, SIMPLIFICATIONS)
+                         variant_key)
 from predict_output import predicted_document, validation_report, write_figures  # noqa: E402
 from outputs import write_atomic  # noqa: E402
 
@@ -629,8 +629,6 @@ def predict(run_dir: str, topology: str, latencies: Optional[str] = None,
     doc = predicted_document(run, path, plan, title, x86, assumed_note, lat, regime, bias,
                              variants, curves, verdicts, skipped, draws, seed)
     doc["placement"] = placement_policies(run_pin, pin)
-    doc["model"] = MODEL
-    doc["simplifications"] = doc["simplifications"][:int(run.emulated)] + list(SIMPLIFICATIONS)
     doc["notes"] = tgt[1] + [c for v in variants for c in v.fit_summary["clipped"]]
     try:
         doc["figures"] = write_figures(out_dir, doc["title"], variants, curves, assumed_note,

@@ -10,37 +10,9 @@ from typing import Any, Dict, List, Tuple
 import numpy as np
 
 from outputs import write_atomic
-from predict_fit import CLASSES
+from predict_fit import CLASSES, MODEL, SIMPLIFICATIONS
 
 SCHEMA = 1
-
-# What predicted.json says of the model and what it leaves out (shown in the report).
-MODEL = ("closed queueing network per lock instance (plots/queueing.py), one "
-         "instance per NUMA node of the target for per-node locks (each variant's "
-         "lock_scope, from the kernel version it models): N threads do outside work "
-         "Z per acquisition and queue FCFS for the lock; service = the 1-thread "
-         "critical section + the lines the holder touches that the previous holder "
-         "wrote (fitted per variant on the input's multi-thread holds) moved at the "
-         "mean one-way latency between the plan's PUs, + the lock kind's hand-off "
-         "lines, + a bounded waiter term (and, for spinning locks whose line holds "
-         "data written under the lock, the same bounded term per stealable write); "
-         "Z grows linearly with the threads "
-         "sharing an L3 (fitted on the multi-thread rows); exact product-form "
-         "solution")
-SIMPLIFICATIONS = (
-    "exponential think and service times; successive holders are a uniformly random "
-    "pair of the instance's PUs (no NUMA-aware or unfair hand-off order)",
-    "the waiter term is bounded (at most a x WAITER_HALF transfers per hand-off); "
-    "without >= 3-thread input rows its coefficient is the lock kind's structural "
-    "prior, not measured",
-    "outside-work slowdown is fitted per further thread sharing an L3 and "
-    "extrapolated linearly (USL contention form); no memory-bandwidth or interconnect "
-    "saturation model",
-    "pagevec scanner threads and the page_free remote-free path are not modelled "
-    "apart from their measured 1-thread wait; sleeping locks' wake-up is not modelled",
-    "the input machine's critical-section and outside-work times are used on the "
-    "target as measured (no CPU-speed scaling between machines)")
-
 
 def predicted_document(run, path: str, plan: Dict[str, Any], title: str, x86, assumed_note: str,
                        lat: Dict[str, Dict[str, Any]], regime: str, bias: Tuple[float, str],
