@@ -7,11 +7,11 @@ import re
 import statistics
 import sys
 
-from gate_common import (EXIT_BAD_INPUT, MAX_MIN_EFFECT_PCT, add_gate_options, InputError, Parser,
-                         effect_verdict, effects, expand_side_argument,
-                         failure_message, finish, invariant_broken, physical_check, holm_adjust, mark_equivalence,
-                         min_effect_for, new_row, parse_override, results, key_filter, run_gate,
-                         scipy_stats, side_summary)
+from gate_common import (EXIT_BAD_INPUT, MAX_MIN_EFFECT_PCT, InputError, Parser,
+                         add_gate_options, effect_verdict, effects, expand_side_argument,
+                         failure_message, finish, holm_adjust, invariant_broken, key_filter,
+                         mark_equivalence, min_effect_for, new_row, parse_override,
+                         physical_check, results, run_gate, scipy_stats, side_summary)
 
 BUILD_RATES = {
     # the rate a window pair is compared by: ops per second of the threads' CPU time (the
