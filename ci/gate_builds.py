@@ -9,9 +9,10 @@ import sys
 
 from gate_common import (EXIT_BAD_INPUT, MAX_MIN_EFFECT_PCT, InputError, Parser,
                          add_gate_options, effect_verdict, effects, expand_side_argument,
-                         failure_message, finish, holm_adjust, invariant_broken, key_filter,
-                         mark_equivalence, min_effect_for, new_row, parse_override,
-                         physical_check, results, run_gate, scipy_stats, side_summary)
+                         failure_message, finish, holm_adjust, interval_repetitions,
+                         invariant_broken, key_filter, mark_equivalence, min_effect_for,
+                         new_row, parse_override, physical_check, results, run_gate,
+                         scipy_stats, side_summary)
 
 BUILD_RATES = {
     # the rate a window pair is compared by: ops per second of the threads' CPU time (the
@@ -382,10 +383,9 @@ ROUND_OVERHEAD_S = 5.0
 def next_round(side, result, seconds_left):
     """The gate's next round (ci/regression.sh): "REPETITIONS WINDOW_MS FILTER" for the rows
     still undecided, or "" when none is or it would not fit in `seconds_left`. Repetitions are
-    counted in the coherence regime the row was answered from: enough that this regime's
-    interval, n x (half width / room)^2 as repetitions_to_decide (at the next look's wider
-    confidence), lies within +-T or reaches past it, the row's other regimes taking their
-    share of them; a row without an interval yet gets as many again as it has."""
+    counted in the regime the row was answered from: what its interval needs at the next look
+    (interval_repetitions), its other regimes taking their share; a row without an interval
+    yet gets as many again as it has."""
     add, keys = 0, []
     for r in result["rows"]:
         if r["verdict"] != "undecided" or r["key"] not in side["timing"]:
@@ -394,18 +394,15 @@ def next_round(side, result, seconds_left):
         units, total = r.get("units") or 0, side["repetitions"].get(r["key"], 1)
         more = total
         if r["ci_pct"] is not None and units:
-            lo, hi = r["ci_pct"]
-            room = max(r["min_effect_pct"] - abs(lo + hi) / 2, abs(lo + hi) / 2, 1e-9)
             look = side["looks"].get(r["key"], 0) + 1
-            wider = (statistics.NormalDist().inv_cdf(
-                (1 + effects.sequential_confidence(look)) / 2) / 1.96) ** 2
-            need = min(units * wider * ((hi - lo) / 2 / room) ** 2, 1e6)
+            wider = statistics.NormalDist().inv_cdf((1 + effects.sequential_confidence(look)) / 2)
+            need = min(interval_repetitions(r, units, wider / 1.96), 1e6)
             more = math.ceil(max(need - units, 1) * total / units)
         add = max(add, min(max(more, effects.MIN_PAIR_REPETITIONS), MAX_ROUND_REPETITIONS))
     if not keys:
         return ""
     per_rep = sum(statistics.median(w for w, _ in side["timing"][k]) for k in keys)
-    add = min(add, int((seconds_left - ROUND_OVERHEAD_S) // per_rep))
+    add = min(add, int((seconds_left - ROUND_OVERHEAD_S) // max(per_rep, 1e-3)))
     if add < effects.MIN_PAIR_REPETITIONS:
         return ""
     window = statistics.median(x for k in keys for _, x in side["timing"][k])

@@ -360,26 +360,13 @@ def build_html(run: Run, images: Dict[str, str],
 
 
 # A run is starved when the median row's windows got less than STARVED_SHARE of a CPU per
-# thread, or more than STARVED_OVERRUN of its rows overran a window. A spinning thread on a
-# quiet machine gets all of its CPU: the 2-vCPU VM's default run of 93694f4 (load 0.1-1.5) read
-# a median 1.00 over 1260 rows, 2 of them overran; the quick run of the consistency fixture (load
-# 7-16) 0.05, and a default run at load 9-14 about 0.17 with 504 rows overrun (issue 49). Rows
-# whose threads sleep by design (a contended pthread_mutex) read low on any machine: the median
-# is not theirs.
+# thread (cpu_util: task-clock per op x ops / (window seconds x threads), results/SCHEMA.md), or
+# more than STARVED_OVERRUN of its rows overran a window. The 2-vCPU VM's default run of 93694f4
+# (load 0.1-1.5) read a median 1.00 over 1260 rows, 2 overran; the consistency fixture's quick
+# run (load 7-16) 0.05, a default run at load 9-14 about 0.17 with 504 overrun (issue 49). Rows
+# whose threads sleep by design (a contended pthread_mutex) read low anywhere: not the median.
 STARVED_SHARE = 0.8
 STARVED_OVERRUN = 0.05
-
-
-def cpu_share(row: Dict[str, Any]) -> Optional[float]:
-    """The CPU share a row's windows got per thread: task-clock per op x ops / (window seconds
-    x threads) (results/SCHEMA.md), else its cpu_util (the same ratio, for files without
-    counters or windows)."""
-    per_op = _dict(_dict(row.get("counters")).get("per_op")).get("task-clock")
-    seconds = sum(w.get("seconds", 0) for w in row.get("windows") or [] if isinstance(w, dict))
-    if isinstance(per_op, (int, float)) and seconds > 0 and row.get("threads"):
-        return per_op * row.get("iterations", 0) / (seconds * 1e9 * row["threads"])
-    util = row.get("cpu_util")
-    return float(util) if isinstance(util, (int, float)) else None
 
 
 def starved_note(run: Run) -> str:
@@ -389,7 +376,8 @@ def starved_note(run: Run) -> str:
     (context.lockline.replanned). "" for neither."""
     ll = run.lockline
     rows = [p.row for p in run.points if p.aggregate is None and isinstance(p.row, dict)]
-    shares = sorted(x for x in map(cpu_share, rows) if x is not None)
+    shares = sorted(float(r["cpu_util"]) for r in rows
+                    if isinstance(r.get("cpu_util"), (int, float)))
     over = sum(1 for r in rows if r.get("overrun") is True)
     parts = []
     median = shares[len(shares) // 2] if shares else 1.0
