@@ -44,10 +44,9 @@ def load_build_pairs(paths, rate="cpu"):
     """Read a build-duet run (results/SCHEMA.md `details.build_duet`): "pairs" {key: [(label,
     old rate, new rate, repetition)]} (the repetition, (file, repetition_index), is the
     resampling unit), per-key counts of overrun and preempted pairs and repetitions, "failed"
-    and "invariant" messages, "old_binary", "finished". Files after the first are the gate's
-    later rounds (ci/regression.sh): "looks" {key: rounds holding it}, their regimes named as
-    the first run's (_round_label); "timing" {key: [(wall_s, window_s)] per repetition}.
-    Raises InputError for an unreadable file or one without build-duet rows."""
+    and "invariant" messages, "old_binary", "finished", "timing" {key: [(wall_s, window_s)]},
+    "looks" {key: later rounds holding it: files after the first, _round_label}. Raises
+    InputError for an unreadable file or one without build-duet rows."""
     side = {"pairs": {}, "overrun_pairs": {}, "preempted_pairs": {}, "failed": {},
             "repetitions": {}, "invariant": {}, "old_binary": None, "finished": True,
             "looks": {}, "timing": {}}
@@ -174,10 +173,9 @@ def repetition_t_p(used):
 
 def _regime_candidates(pairs, key, min_effect_pct, look=0):
     """One candidate per coherence regime ("": unlabelled pairs): its stats.compare_pairs,
-    pairs used, repetition_t_p and the share of alpha its test may spend; the regime with most
-    repetitions first. Look k > 0 (a row measured again in k later rounds of the gate) spends
-    alpha as lockline --until-resolved does (stats.sequential_confidence): without that, a row
-    looked at again until it decides would be called changed, or equal, more often than 5 %."""
+    pairs used, repetition_t_p and the share of alpha it may spend (at look k > 0, a row
+    measured again in k later rounds, stats.sequential_confidence as --until-resolved: a row
+    looked at until it decides would otherwise be called changed or equal too often)."""
     confidence = effects.sequential_confidence(look) if look else effects.CONFIDENCE
     labels = {lab for lab, _, _, _ in pairs}
     regimes = sorted(lab for lab in labels if lab not in effects.NO_REGIME and lab != effects.MIXED)

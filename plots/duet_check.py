@@ -2,14 +2,11 @@
 """How much paired windows buy, from one run: plots/duet_check.py RUN_DIR [--json]
 
 For every paired-windows row series (family `duet`, bench/duet.cpp) of the run, prints the
-paired effect (stats.compare_pairs: median pair ratio, two-level bootstrap over repetitions and
-their pairs, widened for the repetitions) beside the unpaired effect of the SAME windows
-(unpaired: A's and B's windows of the same repetitions and regime, each side resampled the same
-two-level way on its own and widened the same: what A and B run apart would give), their
-interval half-widths and the ratio of the two. Both take the repetition as the unit, so the
-ratio is what the pairing buys (issue 49: against windows counted as independent it read
-0.4-0.9x). A/A series (a = b) are counted apart: the
-share of them whose paired interval excludes 0 is the method's false-effect rate here.
+paired effect (stats.compare_pairs) beside the unpaired effect of the SAME windows (`unpaired`:
+what A and B run apart would give), their interval half-widths and the ratio of the two: both
+take the repetition as the unit and the same widening, so the ratio is what pairing buys. A/A
+series (a = b) are counted apart: the share of them whose paired interval excludes 0 is the
+method's false-effect rate here.
 Exit 0; 2 with one `duet_check.py: error:` line on a bad run directory.
 """
 
@@ -36,11 +33,10 @@ def half_width(c: stats.Comparison) -> Optional[float]:
 
 
 def unpaired(pairs: Sequence[Tuple], regime: str) -> Dict[str, Any]:
-    """B against A from the pairs' windows as two independent samples, repetitions as units:
-    median log B - median log A, each side's median from stats.hierarchical_bootstrap_medians
-    over its repetitions, the percentile interval widened by stats.small_sample_expansion of
-    the repetitions, as compare_pairs does for the paired one. Pairs of `regime` ("": all but
-    mixed, as compare_pairs)."""
+    """B against A from the windows of `regime`'s pairs ("": all but mixed) as two independent
+    samples: median log B - median log A, each side's medians drawn by
+    stats.hierarchical_bootstrap_medians, widened by stats.small_sample_expansion of the
+    repetitions: compare_pairs' unit and widening (issue 49: windows as the unit read 0.4-0.9x)."""
     sides: Dict[Any, Tuple[List[float], List[float]]] = {}
     for lab, a, b, g in pairs:
         if (lab == regime if regime else lab != stats.MIXED) and min(a, b) > 0 and \
