@@ -329,7 +329,9 @@ def _broken_note(key, side, pairs):
                 f"broke an invariant (e.g. {broken[0]!r})")
     if not pairs and failed:
         return f"every repetition failed, e.g. {failed[0]!r}"
-    if not any(a > 0 and b > 0 and math.isfinite(b / a) for _, a, b, _ in pairs):
+    # Every pair left out as preempted (a starved machine) is no measurement, not a broken one.
+    if not any(a > 0 and b > 0 and math.isfinite(b / a) for _, a, b, _ in pairs) and \
+            (pairs or not side["preempted_pairs"].get(key)):
         return (f"no usable window pair: none of its {len(pairs)} window pairs has both builds' "
                 "rates positive and finite")
     return ""

@@ -139,3 +139,18 @@ mkdir -p "$out" && cp {tmp_path}/call-$n/lockline.json "$out/"
     assert "rows ^zeroing/ left out of the gate's rows" in p.stdout
     assert "left out" in (tmp_path / "run" / "compare.md").read_text()
     assert "0 undecided (of 11 rows compared)" in p.stdout
+
+
+def test_a_row_whose_every_pair_was_preempted_is_undecided_not_broken(tmp_path):
+    """On a starved VM every pair of a 2-thread row can be left out as preempted: that row
+    measured nothing (undecided: a later round may), it did not break (before: exit 1)."""
+    reps = [("near", p) for p in _quiet(5, 3)]
+    for _, pairs in reps:
+        for p in pairs:
+            p["off_cpu"] = 0.3
+    rows = {"fam/x:1/threads:2": reps}
+    rows.update({f"fam/x:{i}/threads:1": _quiet(10, 20 + i) for i in range(2, 12)})
+    code, by_key, _ = _answer(_doc(tmp_path, "one", rows, {"near": 30.0}))
+    row = by_key["fam/x:1/threads:2"]
+    assert row["verdict"] == "undecided" and code == compare.EXIT_OK
+    assert any("60 window pair(s) left out" in n for n in row["notes"])
