@@ -27,7 +27,8 @@
 #             undecided more repetitions (compare.py --builds --next-round; default 120, 0: none)
 #   OUT       run directory                               (default: $BUILD/regression-<date>)
 #   LOCKLINE_ARGS  extra lockline flags, e.g. "--budget=5m --pin=cores" (word-split)
-# Writes OUT/lockline.json (later rounds: OUT/round-K/), OUT/compare.txt, OUT/compare.md (for a CI comment), OUT/compare.json.
+# Writes OUT/lockline.json (later rounds: OUT/round-K/), OUT/compare.txt, OUT/compare.md (for a
+# CI comment), OUT/compare.json.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -44,7 +45,7 @@ while (($#)); do
         exit 2
       fi ;;
     --) shift; compare_args=("$@"); break ;;
-    -h|--help) sed -n '2,30p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,31p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "regression.sh: unknown argument '$1' (accepted: --update-baseline," \
             "--against=OLD_BINARY, -- OPTIONS)" >&2
        exit 2 ;;
