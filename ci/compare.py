@@ -12,12 +12,9 @@ Two gates, one command line (ci/REGRESSION.md says how each decides, and why):
   answered from the window pairs of the two builds.
 What they share (statistics, verdicts, exit status, output): gate_common.py.
 
-Exit status: 0 every row decided and no regression, 1 regression or broken row, 2 bad or
-incomparable input (one line on stderr), 3 undecided rows (--allow-undecided turns it into 0) or
-baseline rows missing from the current side (--allow-missing). `--builds` lets undecided rows
-pass while they are at most --max-undecided % of the rows (default 10). `--filter` takes
-lockline's --benchmark_filter syntax (`--filter=-X`: all but X); `compare.py --check-filter=X`
-says whether it would (exit 0 or 2).
+Exit status (ci/REGRESSION.md): 0 no regression and every row decided (--builds: up to
+--max-undecided % undecided), 1 regression or broken row, 2 bad or incomparable input, 3
+undecided or missing rows. `compare.py --check-filter=X` says whether --filter takes X.
 """
 
 import os

@@ -3,12 +3,15 @@
 old (ci/REGRESSION.md, "The old build in duet")."""
 
 import math
+import re
 import statistics
+import sys
 
-from gate_common import (MAX_MIN_EFFECT_PCT, add_gate_options, InputError, Parser,
-                         effect_verdict, effects, expand_side_argument,
-                         failure_message, finish, invariant_broken, physical_check, holm_adjust, mark_equivalence,
-                         min_effect_for, new_row, parse_override, results, key_filter, run_gate,
+from gate_common import (EXIT_BAD_INPUT, MAX_MIN_EFFECT_PCT, InputError, Parser,
+                         add_gate_options, effect_verdict, effects, expand_side_argument,
+                         failure_message, finish, holm_adjust, interval_repetitions,
+                         invariant_broken, key_filter, mark_equivalence, min_effect_for,
+                         new_row, parse_override, physical_check, results, run_gate,
                          scipy_stats, side_summary)
 
 BUILD_RATES = {
@@ -41,11 +44,14 @@ def load_build_pairs(paths, rate="cpu"):
     """Read a build-duet run (results/SCHEMA.md `details.build_duet`): "pairs" {key: [(label,
     old rate, new rate, repetition)]} (the repetition, (file, repetition_index), is the
     resampling unit), per-key counts of overrun and preempted pairs and repetitions, "failed"
-    and "invariant" messages, "old_binary", "finished". Raises InputError for an unreadable
-    file or one without build-duet rows."""
+    and "invariant" messages, "old_binary", "finished", "timing" {key: [(wall_s, window_s)]},
+    "looks" {key: later rounds holding it: files after the first, _round_label}. Raises
+    InputError for an unreadable file or one without build-duet rows."""
     side = {"pairs": {}, "overrun_pairs": {}, "preempted_pairs": {}, "failed": {},
-            "repetitions": {}, "invariant": {}, "old_binary": None, "finished": True}
-    for path in paths:
+            "repetitions": {}, "invariant": {}, "old_binary": None, "finished": True,
+            "looks": {}, "timing": {}}
+    first = {}
+    for index, path in enumerate(paths):
         doc = results.read_document(path)
         lctx = _dict(_dict(doc.get("context")).get("lockline"))
         if not isinstance(lctx.get("build_duet"), dict):
@@ -55,15 +61,51 @@ def load_build_pairs(paths, rate="cpu"):
         side["old_binary"] = lctx["build_duet"].get("old_binary")
         if lctx.get("finished") is not True:
             side["finished"] = False
+        names = _regime_names(lctx)
+        first = first or names
         for r in doc["benchmarks"]:
             if r.get("run_type") != "aggregate":
-                _add_repetition(side, r, path, rate)
+                label = _round_label(r, names, first, index)
+                _add_repetition(side, r, path, rate, label)
+        for key in {results.row_key(r) for r in doc["benchmarks"]} if index else ():
+            side["looks"][key] = side["looks"].get(key, 0) + 1
     if not side["pairs"] and not side["failed"]:
         raise InputError(f"{', '.join(paths)}: no build-duet rows")
     return side
 
 
-def _add_repetition(side, r, path, rate):
+def _regime_names(lctx):
+    """{(PU pair, label): ns} of a run's coherence regimes (context.lockline.coherence_regimes)."""
+    out = {}
+    for entry in lctx.get("coherence_regimes") or []:
+        for reg in _dict(entry).get("regimes") or []:
+            if _number(_dict(reg).get("ns")) and isinstance(reg.get("label"), str):
+                out[(tuple(entry.get("pus") or ()), reg["label"])] = reg["ns"]
+    return out
+
+
+# Regimes of two runs closer than this ratio of their probes' ns are one regime: the clustering's
+# own one-regime ratio (harness/measure/coherence.h).
+SAME_REGIME_RATIO = 1.4
+
+
+def _round_label(r, names, first, index):
+    """A row's coherence label in the first run's names: a label ranks the regimes of ONE run
+    (results/SCHEMA.md), so a later round's regime is the first run's regime of the same PU
+    pair within SAME_REGIME_RATIO of its ns, else a regime of its own ("far@2")."""
+    label = _dict(r.get("coherence")).get("label")
+    label = label if isinstance(label, str) else ""
+    if not index or label in effects.NO_REGIME or label == effects.MIXED:
+        return label
+    pair = tuple(_dict(r.get("coherence")).get("pair") or ())
+    ns = names.get((pair, label), _dict(r.get("coherence")).get("regime_ns"))
+    near = [(abs(math.log(ns / v)), lab) for (p, lab), v in first.items()
+            if p == pair and _number(ns) and ns > 0 and v > 0]
+    best = min(near, default=(math.inf, ""))
+    return best[1] if best[0] <= math.log(SAME_REGIME_RATIO) else f"{label}@{index + 1}"
+
+
+def _add_repetition(side, r, path, rate, label):
     key = results.row_key(r)
     broken = invariant_broken(r, key)
     if broken:
@@ -74,8 +116,9 @@ def _add_repetition(side, r, path, rate):
     duet = _dict(r.get("details")).get("build_duet")
     if not isinstance(duet, dict):
         return
-    label = _dict(r.get("coherence")).get("label")
-    label = label if isinstance(label, str) else ""
+    timing = _dict(r.get("timing"))
+    if _number(timing.get("wall_s")) and _number(timing.get("window_s")):
+        side["timing"].setdefault(key, []).append((timing["wall_s"], timing["window_s"]))
     side["repetitions"][key] = side["repetitions"].get(key, 0) + 1
     rep_index = r.get("repetition_index")
     unit = (path, rep_index if isinstance(rep_index, int) else side["repetitions"][key])
@@ -128,33 +171,44 @@ def repetition_t_p(used):
     return float(2.0 * scipy_stats().t.sf(abs(t), len(meds) - 1))
 
 
-def _regime_candidates(pairs, key, min_effect_pct):
+def _regime_candidates(pairs, key, min_effect_pct, look=0):
     """One candidate per coherence regime ("": unlabelled pairs): its stats.compare_pairs,
-    pairs used and repetition_t_p; the regime with most repetitions first."""
+    pairs used, repetition_t_p and the share of alpha it may spend (at look k > 0, a row
+    measured again in k later rounds, stats.sequential_confidence as --until-resolved: a row
+    looked at until it decides would otherwise be called changed or equal too often)."""
+    confidence = effects.sequential_confidence(look) if look else effects.CONFIDENCE
     labels = {lab for lab, _, _, _ in pairs}
     regimes = sorted(lab for lab in labels if lab not in effects.NO_REGIME and lab != effects.MIXED)
     out = []
     for regime in regimes or [""]:
         sub = pairs if not regime else [p for p in pairs if p[0] == regime]
-        comp = effects.compare_pairs(sub, label=key, min_effect=min_effect_pct / 100.0)
+        comp = effects.compare_pairs(sub, label=key, min_effect=min_effect_pct / 100.0,
+                                     confidence=confidence)
         used = _builds_used_pairs(sub, comp.regime)
         out.append({"regime": comp.regime, "comp": comp, "used": used,
                     "p": repetition_t_p(used) if comp.ci is not None else None,
-                    "p_adjusted": None})
+                    "p_adjusted": None, "look": look,
+                    "alpha_share": (1.0 - confidence) / (1.0 - effects.CONFIDENCE)})
     out.sort(key=lambda c: (-len({g for _, _, g in c["used"]}), -len(c["used"]),
                             effects.regime_rank(c["regime"])))
     return out
 
 
 def _regime_state(c, row, options):
+    """A regime's answer. A significant change is a regression (improvement) when its
+    interval reaches the minimum effect T on its side, not only when its estimate does: a true
+    slowdown of T reads below T half the time, and a gate must not pass a slowdown it cannot
+    show is smaller than T. Not significant: "no change" with the interval within +-T."""
     comp, eff = c["comp"], row["min_effect_pct"]
     if comp.ci is None:
         return "undecided"
     change = comp.effect * 100.0
-    significant = c["p_adjusted"] is not None and c["p_adjusted"] <= options["alpha"]
-    if significant and abs(change) >= eff:
-        return effect_verdict({"change_pct": change, "min_effect_pct": eff,
-                               "direction": row["direction"]})
+    reach = comp.ci[0] * 100.0 if change < 0 else comp.ci[1] * 100.0
+    significant = (c["p_adjusted"] is not None and
+                   c["p_adjusted"] <= options["alpha"] * c["alpha_share"])
+    if significant and max(abs(change), abs(reach)) >= eff:
+        return effect_verdict({"change_pct": change if abs(change) >= eff else reach,
+                               "min_effect_pct": eff, "direction": row["direction"]})
     if effects.is_equivalent(comp.ci, eff / 100.0):
         return "no change"
     return "undecided"
@@ -199,13 +253,22 @@ def _answer_build_row(row, cands, total_pairs, reps, options):
         row["regimes"] = {o["regime"]: st for o, st in zip(cands, states) if o["regime"]}
         row["notes"].append("other regimes: " + "; ".join(others))
     row["verdict"] = states[chosen]
-    _verdict_note(row, options)
+    if c["look"]:
+        row["look"] = c["look"]
+        row["notes"].append(f"measured again in {c['look']} later round(s) of the gate: "
+                            f"{100 - 5 * c['alpha_share']:.1f} % interval, alpha x "
+                            f"{c['alpha_share']:.2f} (stats.sequential_confidence)")
+    _verdict_note(row, options["alpha"] * c["alpha_share"])
 
 
-def _verdict_note(row, options):
+def _verdict_note(row, alpha):
     ci, eff = row["ci_pct"], row["min_effect_pct"]
-    significant = row["p_adjusted"] <= options["alpha"]
-    if row["verdict"] == "no change" and significant:
+    significant = row["p_adjusted"] <= alpha
+    if row["verdict"] in ("regression", "improvement") and abs(row["change_pct"]) < eff:
+        row["notes"].append(f"significant change of {row['change_pct']:+.1f} % whose interval "
+                            f"[{ci[0]:+.1f} %, {ci[1]:+.1f} %] reaches the {eff:g} % minimum "
+                            "effect: a change that large is not excluded")
+    elif row["verdict"] == "no change" and significant:
         row["notes"].append(f"significant change of {row['change_pct']:+.1f} %, below the "
                             f"{eff:g} % minimum effect")
     elif row["verdict"] == "undecided" and ci is None:
@@ -214,7 +277,7 @@ def _verdict_note(row, options):
                             f"{effects.MIN_PAIRS} pairs of {effects.MIN_PAIR_REPETITIONS} "
                             "repetitions")
     elif row["verdict"] == "undecided":
-        row["notes"].append(f"the 95 % interval [{ci[0]:+.1f} %, {ci[1]:+.1f} %] is not "
+        row["notes"].append(f"the interval [{ci[0]:+.1f} %, {ci[1]:+.1f} %] is not "
                             f"within +-{eff:g} %" +
                             ("" if significant else " and the change is not significant"))
 
@@ -239,7 +302,8 @@ def compare_builds(side, options):
             continue
         if failed:
             row["warnings"].append(f"{len(failed)} repetition(s) failed, e.g. {failed[0]!r}")
-        pending.append((row, _regime_candidates(pairs, key, row["min_effect_pct"]),
+        pending.append((row, _regime_candidates(pairs, key, row["min_effect_pct"],
+                                                side["looks"].get(key, 0)),
                         len(pairs), side["repetitions"].get(key, 0)))
     # Holm over every regime's test of every row: a row answered in two regimes takes two tests.
     tests = [c for _, cands, _, _ in pending for c in cands if c["p"] is not None]
@@ -265,7 +329,9 @@ def _broken_note(key, side, pairs):
                 f"broke an invariant (e.g. {broken[0]!r})")
     if not pairs and failed:
         return f"every repetition failed, e.g. {failed[0]!r}"
-    if not any(a > 0 and b > 0 and math.isfinite(b / a) for _, a, b, _ in pairs):
+    # Every pair left out as preempted (a starved machine) is no measurement, not a broken one.
+    if not any(a > 0 and b > 0 and math.isfinite(b / a) for _, a, b, _ in pairs) and \
+            (pairs or not side["preempted_pairs"].get(key)):
         return (f"no usable window pair: none of its {len(pairs)} window pairs has both builds' "
                 "rates positive and finite")
     return ""
@@ -296,14 +362,52 @@ def builds_rule_text(options, m):
         f"(repetitions, then their pairs; widened for few repetitions); significance a "
         f"two-sided one-sample t test over the repetitions' median log pair ratios, "
         f"Holm-corrected over every regime of {m} rows (alpha "
-        f"{options['alpha']:g}); regression needs significance and at least the minimum effect "
-        f"{options['min_effect']:g} %; 'no change larger than T %' needs the interval within "
-        f"+-T; a row answered in several regimes takes the first of regression, improvement, "
-        f"no change that one of them says")
+        f"{options['alpha']:g}); regression needs significance and the change or its interval "
+        f"reaching the minimum effect {options['min_effect']:g} %; 'no change larger than T %' "
+        f"needs the interval within +-T; a row answered in several regimes takes the first of "
+        f"regression, improvement, no change that one of them says; a row measured again in "
+        f"k later rounds spends alpha by stats.sequential_confidence(k)")
     if options.get("max_undecided_pct"):
         rule += (f"; up to {options['max_undecided_pct']:g} % of the rows undecided pass the "
                  "gate (--max-undecided)")
     return rule
+
+
+# A later round adds at most this many repetitions to a row: a row still undecided after that is
+# one whose processes differ or whose machine is too noisy for the minimum effect.
+MAX_ROUND_REPETITIONS = 30
+# What one more lockline process costs besides its rows' repetitions (start-up, calibration).
+ROUND_OVERHEAD_S = 5.0
+
+
+def next_round(side, result, seconds_left):
+    """The gate's next round (ci/regression.sh): "REPETITIONS WINDOW_MS FILTER" for the rows
+    still undecided, or "" when none is or it would not fit in `seconds_left`. Repetitions are
+    counted in the regime the row was answered from: what its interval needs at the next look
+    (interval_repetitions), its other regimes taking their share; a row without an interval
+    yet gets as many again as it has."""
+    add, keys = 0, []
+    for r in result["rows"]:
+        if r["verdict"] != "undecided" or r["key"] not in side["timing"]:
+            continue
+        keys.append(r["key"])
+        units, total = r.get("units") or 0, side["repetitions"].get(r["key"], 1)
+        more = total
+        if r["ci_pct"] is not None and units:
+            look = side["looks"].get(r["key"], 0) + 1
+            wider = statistics.NormalDist().inv_cdf((1 + effects.sequential_confidence(look)) / 2)
+            need = min(interval_repetitions(r, units, wider / 1.96), 1e6)
+            more = math.ceil(max(need - units, 1) * total / units)
+        add = max(add, min(max(more, effects.MIN_PAIR_REPETITIONS), MAX_ROUND_REPETITIONS))
+    if not keys:
+        return ""
+    per_rep = sum(statistics.median(w for w, _ in side["timing"][k]) for k in keys)
+    add = min(add, int((seconds_left - ROUND_OVERHEAD_S) // max(per_rep, 1e-3)))
+    if add < effects.MIN_PAIR_REPETITIONS:
+        return ""
+    window = statistics.median(x for k in keys for _, x in side["timing"][k])
+    pattern = "|".join(re.sub(r"([.^$|?*+()\[\]{}\\])", r"\\\1", k) for k in keys)
+    return f"{add} {window * 1e3:.3f}ms ^({pattern})$"
 
 
 def build_builds_parser():
@@ -318,6 +422,10 @@ def build_builds_parser():
                    help="undecided rows pass the gate (exit 0) while they are at most PCT %% "
                         "of the rows compared and no row regressed (default 10; 0: every row "
                         "must be decided)")
+    p.add_argument("--next-round", type=float, metavar="SECONDS",
+                   help="print the next round of ci/regression.sh instead of the table: "
+                        "'REPETITIONS WINDOW FILTER' for the undecided rows, if it fits in "
+                        "SECONDS (next_round), else nothing")
     p.add_argument("--rate", choices=sorted(BUILD_RATES), default="cpu",
                    help="compare pairs by ops per CPU-second of the windows' threads (cpu, the "
                         "default) or per second of window wall time (wall)")
@@ -346,6 +454,13 @@ def main_builds(argv):
         if not side["finished"] and not args.allow_unfinished:
             raise InputError(f"{args.run}: the run did not finish (finished: false); pass "
                              "--allow-unfinished to answer the rows it has")
-        return compare_builds(side, options)
+        return side, compare_builds(side, options)
 
-    return run_gate(args, gate)
+    if args.next_round is None:
+        return run_gate(args, lambda: gate()[1])
+    try:
+        print(next_round(*gate(), args.next_round))
+    except InputError as e:
+        print(f"compare.py: error: {e}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    return 0

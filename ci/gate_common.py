@@ -243,9 +243,7 @@ def mark_equivalence(rows):
 
 def repetitions_to_decide(rows, options):
     """Repetitions a side that would likely decide every undecided row: enough for the exact U
-    test to reach the Holm threshold, and for a too wide interval n x (half width / room)^2
-    (intervals shrink as 1/sqrt(n)); room: from the centre to +-T, or from a centre beyond T
-    to 0."""
+    test to reach the Holm threshold, and for a too wide interval interval_repetitions."""
     compared = [r for r in rows if r["paired"]]
     need = max(repetitions_needed(options["alpha"], len(compared)), effects.MIN_REPETITIONS)
     for r in rows:
@@ -255,13 +253,19 @@ def repetitions_to_decide(rows, options):
         n = max(r["baseline"].get("repetitions", r["baseline"]["n"]),
                 r["current"].get("repetitions", r["current"]["n"]))
         if r["ci_pct"] is not None:
-            lo, hi = r["ci_pct"]
-            centre, half = (lo + hi) / 2.0, (hi - lo) / 2.0
-            room = max(r["min_effect_pct"] - abs(centre), abs(centre), 1e-9)
-            ratio = half / room
-            need = max(need, n + 1, MAX_REPETITIONS_ADVISED if not math.isfinite(ratio) or
-                       ratio > 1e3 else math.ceil(n * ratio ** 2))
+            need = max(need, n + 1, math.ceil(min(interval_repetitions(r, n),
+                                                  MAX_REPETITIONS_ADVISED)))
     return min(need, MAX_REPETITIONS_ADVISED)
+
+
+def interval_repetitions(row, n, wider=1.0):
+    """Repetitions under which the row's interval, resting on n and `wider` times as wide at
+    its next look, would likely decide: n x (half width / room)^2 (intervals shrink as
+    1/sqrt(n)); room: from the centre to +-T, or from a centre beyond T to 0."""
+    lo, hi = row["ci_pct"]
+    room = max(row["min_effect_pct"] - abs(lo + hi) / 2.0, abs(lo + hi) / 2.0, 1e-9)
+    ratio = wider * (hi - lo) / 2.0 / room
+    return n * ratio ** 2 if math.isfinite(ratio) and ratio <= 1e3 else math.inf
 
 
 # The most repetitions a side the undecided advice names: past it, more of the same run is not

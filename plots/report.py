@@ -359,6 +359,55 @@ def build_html(run: Run, images: Dict[str, str],
             + "\n</body></html>\n")
 
 
+# A run is starved when the median row's windows got less than STARVED_SHARE of a CPU per
+# thread (cpu_util: task-clock per op x ops / (window seconds x threads), results/SCHEMA.md), or
+# more than STARVED_OVERRUN of its rows overran a window. The 2-vCPU VM's default run of 93694f4
+# (load 0.1-1.5) read a median 1.00 over 1260 rows, 2 overran; the consistency fixture's quick
+# run (load 7-16) 0.05, a default run at load 9-14 about 0.17 with 504 overrun (issue 49). Rows
+# whose threads sleep by design (a contended pthread_mutex) read low anywhere: not the median.
+STARVED_SHARE = 0.8
+STARVED_OVERRUN = 0.05
+
+
+def starved_note(run: Run) -> str:
+    """What the reader must know first when the run was starved (STARVED_SHARE,
+    STARVED_OVERRUN): the CPU share its windows got, the load beside it, the rows that overran,
+    its time against the estimate; and, starved or not, a re-planning and what it dropped
+    (context.lockline.replanned). "" for neither."""
+    ll = run.lockline
+    rows = [p.row for p in run.points if p.aggregate is None and isinstance(p.row, dict)]
+    shares = sorted(float(r["cpu_util"]) for r in rows
+                    if isinstance(r.get("cpu_util"), (int, float)))
+    over = sum(1 for r in rows if r.get("overrun") is True)
+    parts = []
+    median = shares[len(shares) // 2] if shares else 1.0
+    if median < STARVED_SHARE or over > STARVED_OVERRUN * max(len(rows), 1):
+        load = [f"{x[0] if isinstance(x, list) and x else x:.1f} at the {when}"
+                for x, when in ((run.context.get("load_avg"), "start"),
+                                (ll.get("load_avg_end"), "end"))
+                if isinstance(x, (int, float)) or (isinstance(x, list) and x)]
+        tenth = [shares[int(q * (len(shares) - 1))] for q in (0.1, 0.9)] if shares else [1, 1]
+        parts.append(f"This run was starved: its windows got a median {median * 100:.0f} % of a "
+                     f"CPU per thread (10th-90th percentile {tenth[0] * 100:.0f}-"
+                     f"{tenth[1] * 100:.0f} % over {len(shares)} rows; a quiet machine gives "
+                     "about 100 %), load average"
+                     f" {' and '.join(load) or 'not recorded'}; {over} of {len(rows)} rows "
+                     "overran their windows")
+        times = _dict(ll.get("run_time"))
+        if all(isinstance(times.get(k), (int, float)) for k in ("actual_s", "estimated_s")):
+            parts[-1] += (f"; it ran {times['actual_s']:.0f} s against its estimate of "
+                          f"{times['estimated_s']:.0f} s")
+        parts[-1] += ". Its answers are those of a machine busy with other work."
+    replanned = _dict(ll.get("replanned"))
+    if replanned:
+        dropped = [str(k) for k in replanned.get("dropped") or []]
+        parts.append(f"The run was re-planned {replanned.get('at_s', 0):.0f} s in (elapsed "
+                     f"{replanned.get('elapsed_s', 0):.0f} s against an estimate of "
+                     f"{replanned.get('estimate_s', 0):.0f} s) and dropped {len(dropped)} "
+                     "point(s)" + (": " + ", ".join(dropped) if dropped else "") + ".")
+    return " ".join(parts)
+
+
 def _heading(run: Run, title: str, verdicts: List[Dict[str, Any]]) -> List[str]:
     """The title, the run's caption and source, the table of contents, the run's coherence
     regimes, whether it finished, how many comparisons resolved, what "seed" figures are."""
@@ -367,6 +416,9 @@ def _heading(run: Run, title: str, verdicts: List[Dict[str, Any]]) -> List[str]:
     body = [f"<h1>{esc(title)}</h1>", f'<p class="caption">{esc(run.caption())}</p>',
             f'<p class="caption">source: {esc(os.path.abspath(run.path))}; suite '
             f'{esc(str(ll.get("suite", "n/a")))}; finished {esc(str(ll.get("finished", "n/a")))}</p>']
+    starved = starved_note(run)
+    if starved:
+        body.append(f'<p class="warn" id="starved"><strong>{esc(starved)}</strong></p>')
     toc = [(qid, t) for qid, t, _, _ in QUESTIONS] + list(TAIL_SECTIONS)
     body.append("<ul>" + "".join(f'<li><a href="#{i}">{esc(t)}</a></li>' for i, t in toc)
                 + "</ul>")
@@ -591,10 +643,11 @@ def checks_html(problems: List[str]) -> str:
                "no problem found.</p>") + "</section>")
 
 
-def write_report(run_dir: str, out: Optional[str] = None) -> Tuple[str, List[str]]:
+def write_report(run_dir: str, out: Optional[str] = None,
+                 notes: Optional[List[str]] = None) -> Tuple[str, List[str]]:
     """Plot the run in run_dir into run_dir/plots, write run_dir/verdicts.json and the report,
     check them (report_checks) and show what the checks found in the report; return the
-    report's path and the problems found.
+    report's path and the problems found; `notes` gets the run's starved_note, if any.
 
     Every file is created exclusively and renamed into place (plots/outputs.py), so a symlink
     planted at report.html, report.html.tmp or a plot name never redirects a write; a
@@ -611,6 +664,8 @@ def write_report(run_dir: str, out: Optional[str] = None) -> Tuple[str, List[str
         raise ResultError(f"{run_dir}: not a directory (expected a lockline run directory)")
     runs = load_runs([run_dir])
     run = runs[0]
+    if notes is not None and starved_note(run):
+        notes.append(starved_note(run))
     plot_dir = os.path.join(run_dir, "plots")
     problems: List[str] = []
     families.FIGURE_PROBLEMS = problems
@@ -634,8 +689,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("run_dir", metavar="RUN_DIR", help="run directory holding lockline.json")
     parser.add_argument("-o", "--out", metavar="FILE", help="report path (default RUN_DIR/report.html)")
     args = parser.parse_args(argv)
+    notes: List[str] = []
     try:
-        path, problems = write_report(args.run_dir, args.out)
+        path, problems = write_report(args.run_dir, args.out, notes)
     except ResultError as err:
         print(f"report.py: error: {err}", file=sys.stderr)
         return 2
@@ -643,6 +699,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(f"report.py: error: cannot write the report: {err}", file=sys.stderr)
         return 2
     print(path)
+    for note in notes:
+        print(f"report.py: {note}")
     print(f"report.py: checks: {len(problems) or 'no'} problem{'s' if len(problems) != 1 else ''}"
           " in the figures and the page" + "".join(f"\n  {p}" for p in problems))
     return 0

@@ -40,6 +40,23 @@ def _contains(ci: Sequence[float], value: Optional[float]) -> bool:
     return value is not None and ci[0] <= value <= ci[1]
 
 
+def runs_text(pooled_resolved: bool, held: int, resolved: int, runs: int) -> str:
+    """What the runs alone said, in the pooled verdict's words: `held` of them give its answer,
+    `resolved` resolve the comparison at all."""
+    if not pooled_resolved:
+        if not resolved:
+            return f"not resolved in any of the {runs} runs alone either"
+        return f"not resolved when pooled, though {resolved} of the {runs} runs alone resolve it"
+    if not resolved:
+        return f"resolved only when the {runs} runs are pooled: no single run resolves it"
+    if held == runs:
+        return f"the same answer in each of the {runs} runs alone"
+    other = resolved - held
+    return (f"the same answer in {held} of the {runs} runs alone" +
+            (f", another in {other}" if other else "") +
+            (f", not resolved in {runs - resolved}" if runs > resolved else ""))
+
+
 def combine(runs: Sequence[Run], names: Sequence[str],
             min_effect: float = stats.MIN_EFFECT) -> Dict[str, Any]:
     """The verdicts.json document of several runs (the module docstring), plus each run's own
@@ -87,7 +104,7 @@ def combine(runs: Sequence[Run], names: Sequence[str],
             and answer_of(b, min_effect).startswith("effect"))
         held = sum(1 for r in per_run if r["answer"] == mine)
         v.update(runs=len(per_run), held_in_runs=held, per_run=per_run, reproduced=reproduced)
-        v["text"] += f" (held in {held} of {len(per_run)} runs)"
+        v["text"] += f" ({runs_text(v['status'] == 'resolved', held, len(resolved), len(per_run))})"
     # Each sign flip was counted in both orders.
     totals["sign_flips"] //= 2
     doc["run_pairs"] = totals
@@ -139,9 +156,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         for v in doc["verdicts"]:
             print(f"[{v['question']}] {v['text']}")
         held = sum(1 for v in doc["verdicts"] if v["runs"] and v["held_in_runs"] == v["runs"])
+        pooled_only = sum(1 for v in doc["verdicts"] if "no single run resolves it" in v["text"])
         t = doc["run_pairs"]
-        print(f"{held} of {len(doc['verdicts'])} verdicts held in every one of {len(runs)} "
-              f"runs; {t['contained']} of {t['compared']} ordered run pairs that resolved a "
+        print(f"{held} of {len(doc['verdicts'])} verdicts give the same answer in each of the "
+              f"{len(runs)} runs alone, {pooled_only} resolved only when they are pooled; "
+              f"{t['contained']} of {t['compared']} ordered run pairs that resolved a "
               f"comparison in one regime have an interval holding the other run's estimate "
               f"({t['other_regime']} pairs from two regimes not set against each other; "
               f"{t['sign_flips']} sign flips); wrote {path}")

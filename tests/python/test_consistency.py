@@ -111,6 +111,48 @@ def test_recorded_run_is_consistent(name, tmp_path):
     run_dir = _copy(name, tmp_path)
     assert render(run_dir) == []
     assert check_run(run_dir) == []
+    if name == "vm-default":  # recorded at load 7-16: starved, and the top of the page says so
+        with open(os.path.join(run_dir, "report.html"), encoding="utf-8") as handle:
+            top = handle.read().split("<ul>")[0]
+        assert 'id="starved"' in top and "median 5 % of a CPU per thread" in top
+
+
+def _starved_note(tmp_path, edit):
+    """report.starved_note of the recorded vm-default run after `edit(document)`."""
+    from lockline_results import load_runs
+    tmp_path.mkdir()
+    run_dir = _copy("vm-default", tmp_path)
+    path = os.path.join(run_dir, "lockline.json")
+    with open(path, encoding="utf-8") as handle:
+        doc = json.load(handle)
+    edit(doc)
+    with open(path, "w", encoding="utf-8") as handle:
+        json.dump(doc, handle)
+    return report.starved_note(load_runs([run_dir])[0])
+
+
+def test_a_starved_run_says_what_its_windows_got_and_a_quiet_one_says_nothing(tmp_path):
+    """Issue 49: a run at load 9-14 got 17 % of the CPU and its report never said so."""
+    note = _starved_note(tmp_path / "a", lambda doc: doc["context"]["lockline"].update(
+        load_avg_end=[9.5, 12.0, 11.0], replanned={"at_s": 60, "estimate_s": 104,
+                                                   "elapsed_s": 240, "dropped": ["fam/x:1"]}))
+    assert note.startswith("This run was starved: its windows got a median 5 % of a CPU per "
+                           "thread (10th-90th percentile 2-15 % over 245 rows")
+    assert "load average 16.2 at the start and 9.5 at the end; 3 of 245 rows overran" in note
+    assert "it ran 563 s against its estimate of 104 s" in note
+    assert note.endswith("re-planned 60 s in (elapsed 240 s against an estimate of 104 s) and "
+                         "dropped 1 point(s): fam/x:1.")
+
+    def quiet(doc):
+        for row in doc["benchmarks"]:
+            row.update(cpu_util=0.99, overrun=False)
+    assert _starved_note(tmp_path / "b", quiet) == ""
+
+    def overrun(doc):  # full CPU shares, but 13 of 245 rows overran (> 5 %)
+        quiet(doc)
+        for row in [r for r in doc["benchmarks"] if r.get("run_type") == "iteration"][:13]:
+            row["overrun"] = True
+    assert "13 of 245 rows overran" in _starved_note(tmp_path / "c", overrun)
 
 
 # ---- issue 35: each class on recorded runs and on runs built to trigger it -------------------

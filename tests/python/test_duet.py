@@ -125,3 +125,24 @@ def test_verdict_without_duet_rows_is_unpaired():
     v = [r for r in verdicts.compute_verdicts(run) if r["question"] == "001"][0]
     assert v["method"] == "unpaired" and "duet_key" not in v
     assert math.isclose(v["effect"], 0.1)
+
+
+def test_duet_check_compares_like_with_like():
+    """Issue 49: both of duet_check's intervals take the repetition as the unit and the same
+    widening, so their ratio is what pairing buys; the unpaired one counted every window as
+    independent and read narrower than the paired (0.4-0.9x)."""
+    import duet_check
+    doc = duet_check.check(_run_with_duet())
+    row = doc["series"][0]
+    p, u = row["paired"], row["unpaired"]
+    assert row["key"] == "duet/zl" and p["ci"] and u["ci"]
+    assert abs(u["effect"] - 0.25) < 0.3 and u["ci"][0] < 0.25 < u["ci"][1]
+    assert row["narrower"] > 3 and doc["median_narrower"] == row["narrower"]
+    # Without swings common to a pair, pairing buys about sqrt(2) at most, never 3x.
+    run = _run_with_duet()
+    for point in run.points:
+        if point.bench == "duet":
+            point.row["details"]["duet"]["pairs"] = [
+                {"a_ops_per_s": a, "b_ops_per_s": b, "order": "ab"}
+                for _, a, b in _pairs(1.25, 12, 0.02, 70 + point.repetition, common=0.0)]
+    assert duet_check.check(run)["series"][0]["narrower"] < 2

@@ -257,7 +257,7 @@ def test_reproduce_says_in_how_many_runs_each_verdict_held(tmp_path, capsys):
     top = _multi_run_dir(tmp_path)
     assert reproduce.main([str(top)]) == 0
     out = capsys.readouterr().out
-    assert "(held in 3 of 3 runs)" in out
+    assert "(the same answer in each of the 3 runs alone)" in out
     doc = json.loads((top / "verdicts.json").read_text())
     v = [r for r in doc["verdicts"] if r["question"] == "001"][0]
     assert v["runs"] == 3 and v["held_in_runs"] == 3
@@ -272,6 +272,18 @@ def test_reproduce_says_in_how_many_runs_each_verdict_held(tmp_path, capsys):
     for k in (1, 2, 3):
         own = json.loads((top / f"run-{k}" / "verdicts.json").read_text())
         assert "held_in_runs" not in own["verdicts"][0]
+
+
+def test_reproduce_says_in_words_what_only_the_pooled_runs_resolve():
+    """Issue 49: "held in 0 of 3 runs" read as three runs against the answer; the pooled
+    verdict and the runs' own speak of resolving."""
+    assert reproduce.runs_text(True, 0, 0, 3) == (
+        "resolved only when the 3 runs are pooled: no single run resolves it")
+    assert reproduce.runs_text(True, 1, 2, 3) == (
+        "the same answer in 1 of the 3 runs alone, another in 1, not resolved in 1")
+    assert reproduce.runs_text(False, 3, 0, 3) == "not resolved in any of the 3 runs alone either"
+    assert reproduce.runs_text(False, 2, 1, 3) == (
+        "not resolved when pooled, though 1 of the 3 runs alone resolve it")
 
 
 def test_reproduce_says_when_it_pools_an_unfinished_or_emulated_run(tmp_path, capsys):
