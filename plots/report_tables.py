@@ -378,6 +378,12 @@ def _prezero_rows(run: Run, verdicts: List[Dict[str, Any]]) -> List[List[Any]]:
     seed_before = {1: 90849, 2: 115679, 4: 152067, 8: 167449}
     seed_after = {1: 306791, 2: 283594, 4: 354015, 8: 279197}
     rows = comparison_rows(run, verdicts, "004")
+    from verdicts import HOLT
+    if not _of(verdicts, HOLT) and any(v.get("question") == "004" for v in verdicts):
+        rows.append(["Holt's busy machine: its idle-CPU zeroers vs zeroing on demand at every PU",
+                     "Holt: no pre-zeroed pages when the machine is busy", comparison_cell(
+                         None, HOLT, "not measured in this file (no protocol:busy "
+                         "zeroer:none and none_vs_idle_cpus rows at burst_pages:4096)"), "-"])
     warm = {"tasks": "threads", "start": "warm"}
     for n in (1, 2, 4, 8):
         plain = measure(run, "fault", "faults_per_wall_s", {"mode": "plain"}, n, warm)
