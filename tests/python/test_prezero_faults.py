@@ -202,4 +202,4 @@ def test_holt_verdict_needs_its_rows(tmp_path):
     got = verdicts.compute_verdicts(run)
     assert verdicts.HOLT not in {v["id"] for v in got}
     cells = [str(c) for row in report_tables.seed_tables(run, got)["q5"] for c in row]
-    assert any(verdicts.HOLT in c and "not measured in this file" in c for c in cells), cells
+    assert any(c.startswith("not measured in this file") for c in cells), cells
