@@ -914,18 +914,28 @@ class BurstPairWorkload : public Workload {
 /// any core's L2; burst sizes 0.5, 1, 2 and 4 times it.
 inline constexpr std::size_t kBurstPoolPages = 4096;
 
-Variant MakeBurstVariant(Protocol protocol, Zeroer zeroer, std::size_t burst,
-                         std::size_t pool, Suite suite,
-                         std::vector<int> threads) {
+/// What every burst row shares: its key (zeroer named `zeroer`), one
+/// fixed-work window per repetition.
+Variant BurstRow(Protocol protocol, const std::string& zeroer,
+                 std::size_t burst, std::size_t pool, Suite suite,
+                 std::vector<int> threads) {
   Variant v;
   v.params = {{"protocol", ProtocolName(protocol)},
-              {"zeroer", ZeroerName(zeroer)},
+              {"zeroer", zeroer},
               {"burst_pages", std::to_string(burst)},
               {"pool_pages", std::to_string(pool)}};
   v.suite = suite;
   v.threads = std::move(threads);
   v.windows = 1;
   v.fixed_work = true;
+  return v;
+}
+
+Variant MakeBurstVariant(Protocol protocol, Zeroer zeroer, std::size_t burst,
+                         std::size_t pool, Suite suite,
+                         std::vector<int> threads) {
+  Variant v = BurstRow(protocol, ZeroerName(zeroer), burst, pool, suite,
+                       std::move(threads));
   // For the budget: the burst's pages and the pool filled before it (about
   // half of them fault in again per repetition).
   v.cost_mib = static_cast<double>(burst + pool / 2) * 4096 / (1 << 20);
@@ -956,16 +966,10 @@ Variant MakeBurstPairVariant(BurstPairWorkload::Side a,
                              BurstPairWorkload::Side b, std::size_t burst,
                              std::size_t pool, Suite suite,
                              std::vector<int> threads) {
-  Variant v;
-  v.params = {{"protocol", ProtocolName(a.protocol)},
-              {"zeroer", std::string(ZeroerName(a.zeroer)) + "_vs_" +
-                             ZeroerName(b.zeroer)},
-              {"burst_pages", std::to_string(burst)},
-              {"pool_pages", std::to_string(pool)}};
-  v.suite = suite;
-  v.threads = std::move(threads);
-  v.windows = 1;
-  v.fixed_work = true;
+  Variant v = BurstRow(
+      a.protocol,
+      std::string(ZeroerName(a.zeroer)) + "_vs_" + ZeroerName(b.zeroer), burst,
+      pool, suite, std::move(threads));
   v.needs_spare_pu = a.zeroer == Zeroer::kEngine || b.zeroer == Zeroer::kEngine;
   const int bursts = 2 * (kDuetWarmupPairs + kBurstPairs);
   // For the budget: the two pools, mapped and filled once per repetition

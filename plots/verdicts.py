@@ -421,7 +421,7 @@ def verdict_record(spec: ComparisonSpec, metric: str, base: List[Point], variant
     unit = [METRIC_WORDS[metric]] if metric in METRIC_WORDS else []
     # How many allocations found a pre-zeroed page is measured, not assumed (a loaded 2-vCPU
     # VM's steady state gave 0.30, a 16-core one's 0.93): said beside the prezero verdicts.
-    unit += prezero_share_words(variant, duet)
+    unit += prezero_share_words(variant, duet if spec.id == HOLT else ())
     where = ", ".join(group_text(group) + departs + [f"threads:{threads}"] + unit)
     label = f"{spec.variant_name} ({where})"
     confidence = stats.sequential_confidence(look) if look > 0 else stats.CONFIDENCE
@@ -494,15 +494,17 @@ def verdict_record(spec: ComparisonSpec, metric: str, base: List[Point], variant
 
 
 def prezero_share_words(variant: List[Point], duet: Sequence[Point]) -> List[str]:
-    """The share of the variant's allocations handed a pre-zeroed page, in words: from its
-    paired bursts' B sides where the rows record it (details.duet.pairs b_prezeroed_share:
-    median and range over the bursts), else the variant rows' prezeroed_share; [] without."""
+    """The share of the variant's allocations handed a pre-zeroed page, in words: from Holt's
+    paired busy bursts' B sides (`duet`: details.duet.pairs b_prezeroed_share, median and range
+    over the bursts) where the rows record it, else the variant rows' prezeroed_share; []
+    without either."""
     paired = [pr["b_prezeroed_share"] for p in duet for pr in
               ((p.row.get("details") or {}).get("duet") or {}).get("pairs", [])
               if isinstance(pr, dict) and "b_prezeroed_share" in pr]
     if paired:
-        return [f"pre-zeroed share of its bursts {statistics.median(paired):.2f} "
-                f"(median; {min(paired):.2f}-{max(paired):.2f} over {len(paired)} bursts)"]
+        return [f"its SCHED_IDLE zeroers still pre-zeroed {statistics.median(paired):.2f} of a "
+                f"busy burst's pages (median; {min(paired):.2f}-{max(paired):.2f} over "
+                f"{len(paired)} bursts: CFS's weight-3 share and the allocators' sleeps)"]
     shares = [p.metrics["prezeroed_share"] for p in variant if "prezeroed_share" in p.metrics]
     return [f"pre-zeroed share {statistics.median(shares):.2f}"] if shares else []
 

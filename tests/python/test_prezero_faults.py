@@ -112,8 +112,8 @@ def test_faults_per_second_verdicts_have_intervals(tmp_path):
     assert abs(holt["effect"] - 0.03) < 0.02
     assert holt["unpaired"]["status"] != "resolved"  # what the separate rows gave
     # The zeroers' share of the busy bursts' pages is in the text, from the pairs.
-    assert "pre-zeroed share of its bursts 0.03 (median; 0.00-0.90 over 80 bursts)" in \
-        holt["text"], holt["text"]
+    assert ("its SCHED_IDLE zeroers still pre-zeroed 0.03 of a busy burst's pages (median; "
+            "0.00-0.90 over 80 bursts") in holt["text"], holt["text"]
     # Zero on allocation against each zeroer after idle: from their paired bursts.
     for cid, effect in (("prezero_burst_idle_cpus", 0.10), ("prezero_burst_engine", 0.08)):
         assert got[cid]["method"] == "paired", cid
