@@ -213,7 +213,7 @@ COMPARISONS: Tuple[ComparisonSpec, ...] = (
     _spec("prezero_burst_idle_cpus", "004", "prezero", "zeroer", "none", "idle_cpus",
           "zero on allocation", "pre-zeroed after idle (idle CPUs)", FAULTS, "min", (), BURST,
           "faults/wall-s 90849 -> 306791 at 1 thread (+238 %)", PREZERO_FAULTS,
-          paired_value="none_vs_idle_cpus"),
+          only=(("protocol", "idle_burst"),), paired_value="none_vs_idle_cpus"),
     # Holt's comparison (issue 50): a busy machine (every usable PU allocating) with its idle-CPU
     # zeroers against zeroing on demand at every PU, from the paired bursts of
     # protocol:busy zeroer:none_vs_idle_cpus; the text gives what the zeroers pre-zeroed there

@@ -203,3 +203,16 @@ def test_holt_verdict_needs_its_rows(tmp_path):
     assert verdicts.HOLT not in {v["id"] for v in got}
     cells = [str(c) for row in report_tables.seed_tables(run, got)["q5"] for c in row]
     assert any(c.startswith("not measured in this file") for c in cells), cells
+
+
+def test_idle_burst_verdict_never_reads_busy_rows(tmp_path):
+    """The idle-burst verdict (zero on allocation against the idle-CPU zeroers after idle) is
+    the 2004 author's case: a run with only the busy machine's rows gives Holt's verdict, not
+    that one from busy rows."""
+    run_dir = default_run(tmp_path)
+    doc = json.loads((run_dir / "lockline.json").read_text())
+    doc["benchmarks"] = [r for r in doc["benchmarks"]
+                         if not r["lockline_key"].startswith("prezero/protocol:idle_burst")]
+    (run_dir / "lockline.json").write_text(json.dumps(doc))
+    got = {v["id"] for v in verdicts.compute_verdicts(load_runs([str(run_dir)])[0])}
+    assert verdicts.HOLT in got and "prezero_burst_idle_cpus" not in got, got
