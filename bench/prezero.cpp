@@ -2,9 +2,9 @@
 // (BACKGROUND.md section 5; the model, pools, zone->lock and zeroers, is
 // bench/prezero/model.h). Two protocols:
 //   the burst protocol (default; protocol:idle_burst|busy, zeroer:none|
-//     idle_cpus|engine): see the section comment at BurstWorkload;
-//     protocol:idle_burst_vs_busy runs its two sides as paired bursts of one
-//     thread team (BurstPairWorkload);
+//     idle_cpus|engine): see the section comment at BurstWorkload; a
+//     comparison's two sides run as paired bursts of one thread team
+//     (BurstPairWorkload: zeroer:none_vs_idle_cpus ...);
 //   the steady-state modes (mode:zero_on_alloc|prezeroed_idle|prezeroed_busy;
 //     quick and full): allocations and frees in a loop, with `idle_us` of sleep
 //     between allocations or none, and a zeroer on its own PU (prezeroed_busy
@@ -246,8 +246,8 @@ class PrezeroWorkload : public Workload {
     if (!zeroer_place_.reason.empty()) d["helper_note"] = zeroer_place_.reason;
     d["zeroer_shares_pu"] = zeroer_shares_pu_;
     d["zeroer_policy"] =
-        zeroer_shares_pu_
-            ? "SCHED_IDLE on a shared PU: zeroes only in idle CPU time"
+        zeroer_shares_pu_ ? "SCHED_IDLE on a shared PU: idle CPU time and "
+                            "CFS's weight-3 share"
         : zeroer_place_.smt_sibling_of_measured
             ? "normal priority on an idle SMT sibling of a measured thread "
               "(no free core on any node; helper_note says so)"
@@ -325,8 +325,8 @@ class PrezeroWorkload : public Workload {
   void StartZeroer() {
     PickZeroerPu();
     zeroer_ = StartThread("zeroer", [this] {
-      // Sharing an allocator's PU: zero only in CPU time nothing else wants,
-      // as the 2004 proposal's idle-CPU zeroer (SCHED_IDLE). On a spare PU it
+      // Sharing an allocator's PU: SCHED_IDLE, as the 2004 proposal's
+      // idle-CPU zeroer (CFS still gives it weight 3 of 1027). On a spare PU it
       // keeps normal priority: that PU is the idle CPU, and SCHED_IDLE there
       // would only let unrelated load preempt it while it holds the pool lock
       // (priority inversion on a shared machine).
@@ -476,6 +476,11 @@ class BurstWorkload : public Workload {
       held.push_back(page);
       ThinkNs(rest_.rest_ns);  // the rest of the fault, outside the lock
     }
+    // Busy machine: a thread done with its share leaves its PU idle, and a
+    // SCHED_IDLE zeroer there would pre-zero the others' tail of the burst in
+    // time no busy machine has; the zeroers stop at the first thread's end.
+    if (protocol_ == Protocol::kBusy && zeroer_ == Zeroer::kIdleCpus)
+      run_.store(false, std::memory_order_release);
     PoolLock::SetSharesPuWithZeroer(was_shared);
     c.allocs += held.size();
     return held.size();
@@ -534,8 +539,18 @@ class BurstWorkload : public Workload {
               ? "every usable PU but the engine's runs an allocating thread "
                 "(the engine thread stands for the block-transfer engine, "
                 "hardware beside the CPUs)"
-              : "every usable PU runs an allocating thread: the idle-CPU "
-                "zeroers get only the CPU time the allocators leave";
+          : zeroer_ == Zeroer::kNone
+              ? "every usable PU runs an allocating thread that zeroes each "
+                "page on allocation (Holt's zeroing on demand)"
+              : "every usable PU runs an allocating thread, yet a SCHED_IDLE "
+                "zeroer is not confined to idle time: CFS gives it weight 3 "
+                "against a nice-0 thread's 1024 (~0.3 % of its PU, in whole "
+                "scheduler slices) and all of the PU while its allocator "
+                "sleeps (the pool lock's or empty pool's back-off: 1 us "
+                "asked, ~50 us of timer slack given); zeroing a page costs a "
+                "small part of a fault, so that share can pre-zero much of a "
+                "burst. The zeroers stop when the first thread ends its share; "
+                "prezeroed_share is what they pre-zeroed";
     }
     d["zeroer_policy"] =
         zeroer_ == Zeroer::kNone ? "no zeroer: every page zeroed on allocation"
@@ -544,8 +559,9 @@ class BurstWorkload : public Workload {
               "same NUMA node), whole order-4 blocks only, non-temporal stores"
             : "one SCHED_IDLE zeroer per NUMA node of the measured threads "
               "(scrubd's shape): on a spare PU of the node by the helper rule, "
-              "else sharing the node's least-loaded measured PU (runs only "
-              "while its thread sleeps); 16-page batches, rep stosb";
+              "else sharing the node's least-loaded measured PU (runs when "
+              "its thread sleeps or stalls: busy_note); 16-page batches, rep "
+              "stosb";
     d["note"] =
         "faults_per_s is the burst alone (the idle period is in Prepare, not "
         "the window); it falls towards zeroer:none's rate once burst_pages "
@@ -564,6 +580,9 @@ class BurstWorkload : public Workload {
   }
 
   // ---- several bursts on one workload (BurstPairWorkload) ----
+
+  /// Pages of the last burst that were handed out pre-zeroed.
+  uint64_t prezeroed() const { return Totals().prezeroed; }
 
   /// Stops the zeroers' work without ending them: no zeroer holds pages
   /// being zeroed when it returns.
@@ -716,11 +735,11 @@ class BurstWorkload : public Workload {
   alignas(kDestructiveLine) std::atomic<int> busy_{0};  ///< zeroers working
 };
 
-/// Burst pairs per repetition of protocol:idle_burst_vs_busy, after one
-/// discarded warm-up pair.
+/// Burst pairs per repetition of a paired-burst row, after one discarded
+/// warm-up pair.
 inline constexpr int kBurstPairs = 16;
 
-/// Paired bursts of two sides (e.g. protocol:idle_burst_vs_busy). One
+/// Paired bursts of two sides (e.g. zeroer:none_vs_idle_cpus). One
 /// repetition (one window, fixed work) runs 1 + kBurstPairs pairs of bursts on
 /// one thread team, A and B in a seeded random order within each pair
 /// (harness/measure/duet.h DuetSchedule). Before each burst thread 0 resets
@@ -744,7 +763,9 @@ class BurstPairWorkload : public Workload {
         b_(b.protocol, b.zeroer, burst, pool, env, idle_ms),
         a_name_(SideName(a)),
         b_name_(SideName(b)),
-        schedule_(DuetSchedule(kDuetWarmupPairs, pairs, seed)) {}
+        burst_(burst),
+        schedule_(DuetSchedule(kDuetWarmupPairs, pairs, seed)),
+        prezeroed_(schedule_.size(), 0) {}
   /// "protocol:P zeroer:Z".
   static std::string SideName(Side s) {
     return std::string("protocol:") + ProtocolName(s.protocol) +
@@ -788,6 +809,7 @@ class BurstPairWorkload : public Workload {
       barrier_.Wait();
       if (ctx.index == 0) {
         side.PauseZeroers();
+        prezeroed_[w] = side.prezeroed();
         const std::string e = side.CheckBurst();
         if (!e.empty() && error_.empty())
           error_ = (b ? b_name_ : a_name_) + " burst " + std::to_string(w) +
@@ -811,14 +833,23 @@ class BurstPairWorkload : public Workload {
       secs[w] = last > first ? static_cast<double>(last - first) / 1e9 : 0;
     }
     const std::vector<DuetPair> pairs = DuetPairs(schedule_, wops, secs);
+    // Each burst's pre-zeroed pages over its burst_ allocations.
+    const std::vector<DuetPair> shares = DuetPairs(
+        schedule_, prezeroed_,
+        std::vector<double>(schedule_.size(), static_cast<double>(burst_)));
     nlohmann::json jp = nlohmann::json::array();
-    std::vector<double> ra, rb;
-    for (const DuetPair& p : pairs) {
+    std::vector<double> ra, rb, sa, sb;
+    for (std::size_t i = 0; i < pairs.size(); ++i) {
+      const DuetPair& p = pairs[i];
       jp.push_back({{"a_ops_per_s", p.a_ops_per_s},
                     {"b_ops_per_s", p.b_ops_per_s},
-                    {"b_first", p.b_first}});
+                    {"b_first", p.b_first},
+                    {"a_prezeroed_share", shares[i].a_ops_per_s},
+                    {"b_prezeroed_share", shares[i].b_ops_per_s}});
       ra.push_back(p.a_ops_per_s);
       rb.push_back(p.b_ops_per_s);
+      sa.push_back(shares[i].a_ops_per_s);
+      sb.push_back(shares[i].b_ops_per_s);
     }
     const auto median = [](std::vector<double> v) {
       if (v.empty()) return 0.0;
@@ -828,6 +859,8 @@ class BurstPairWorkload : public Workload {
     };
     out.Metric("a_faults_per_s", median(ra));
     out.Metric("b_faults_per_s", median(rb));
+    out.Metric("a_prezeroed_share", median(sa));
+    out.Metric("b_prezeroed_share", median(sb));
     PointReport pa, pb;
     a_.Report(pa, window_seconds, ops);
     b_.Report(pb, window_seconds, ops);
@@ -869,7 +902,9 @@ class BurstPairWorkload : public Workload {
   };
   BurstWorkload a_, b_;
   std::string a_name_, b_name_;
+  std::size_t burst_;
   std::vector<DuetSide> schedule_;
+  std::vector<uint64_t> prezeroed_;  ///< per burst (thread 0 only)
   SleepBarrier barrier_;
   PaddedSlots<Log> logs_;
   std::string error_;  ///< the first failed check (thread 0 only)
@@ -879,18 +914,28 @@ class BurstPairWorkload : public Workload {
 /// any core's L2; burst sizes 0.5, 1, 2 and 4 times it.
 inline constexpr std::size_t kBurstPoolPages = 4096;
 
-Variant MakeBurstVariant(Protocol protocol, Zeroer zeroer, std::size_t burst,
-                         std::size_t pool, Suite suite,
-                         std::vector<int> threads) {
+/// What every burst row shares: its key (zeroer named `zeroer`), one
+/// fixed-work window per repetition.
+Variant BurstRow(Protocol protocol, const std::string& zeroer,
+                 std::size_t burst, std::size_t pool, Suite suite,
+                 std::vector<int> threads) {
   Variant v;
   v.params = {{"protocol", ProtocolName(protocol)},
-              {"zeroer", ZeroerName(zeroer)},
+              {"zeroer", zeroer},
               {"burst_pages", std::to_string(burst)},
               {"pool_pages", std::to_string(pool)}};
   v.suite = suite;
   v.threads = std::move(threads);
   v.windows = 1;
   v.fixed_work = true;
+  return v;
+}
+
+Variant MakeBurstVariant(Protocol protocol, Zeroer zeroer, std::size_t burst,
+                         std::size_t pool, Suite suite,
+                         std::vector<int> threads) {
+  Variant v = BurstRow(protocol, ZeroerName(zeroer), burst, pool, suite,
+                       std::move(threads));
   // For the budget: the burst's pages and the pool filled before it (about
   // half of them fault in again per repetition).
   v.cost_mib = static_cast<double>(burst + pool / 2) * 4096 / (1 << 20);
@@ -915,26 +960,16 @@ Variant MakeBurstVariant(Protocol protocol, Zeroer zeroer, std::size_t burst,
 }
 
 /// A paired-burst row (BurstPairWorkload) of sides `a` and `b`, which differ
-/// in one parameter: its key names that parameter "A_vs_B" (protocol:
-/// idle_burst_vs_busy, zeroer:none_vs_idle_cpus ...), on `threads` threads.
+/// in their zeroer only: its key names them "A_vs_B" (zeroer:none_vs_idle_cpus
+/// ...), on `threads` threads.
 Variant MakeBurstPairVariant(BurstPairWorkload::Side a,
                              BurstPairWorkload::Side b, std::size_t burst,
                              std::size_t pool, Suite suite,
                              std::vector<int> threads) {
-  Variant v;
-  const bool by_protocol = a.protocol != b.protocol;
-  v.params = {{"protocol", by_protocol ? std::string(ProtocolName(a.protocol)) +
-                                             "_vs_" + ProtocolName(b.protocol)
-                                       : std::string(ProtocolName(a.protocol))},
-              {"zeroer", by_protocol ? std::string(ZeroerName(a.zeroer))
-                                     : std::string(ZeroerName(a.zeroer)) +
-                                           "_vs_" + ZeroerName(b.zeroer)},
-              {"burst_pages", std::to_string(burst)},
-              {"pool_pages", std::to_string(pool)}};
-  v.suite = suite;
-  v.threads = std::move(threads);
-  v.windows = 1;
-  v.fixed_work = true;
+  Variant v = BurstRow(
+      a.protocol,
+      std::string(ZeroerName(a.zeroer)) + "_vs_" + ZeroerName(b.zeroer), burst,
+      pool, suite, std::move(threads));
   v.needs_spare_pu = a.zeroer == Zeroer::kEngine || b.zeroer == Zeroer::kEngine;
   const int bursts = 2 * (kDuetWarmupPairs + kBurstPairs);
   // For the budget: the two pools, mapped and filled once per repetition
@@ -973,7 +1008,8 @@ Variant MakeBurstPairVariant(BurstPairWorkload::Side a,
 /// protocol:busy and of the 2-thread rows). protocol:busy with an allocating
 /// thread on every usable PU (Holt's busy machine): `usable` threads for
 /// idle_cpus, usable - 1 for the engine (its thread keeps a PU; none on a 1-PU
-/// machine). Quick: one small idle_burst point of each zeroer.
+/// machine), and at B = P for none (zeroing on demand at every PU). Quick: one
+/// small idle_burst point of each zeroer.
 std::vector<Variant> BurstVariants(int usable) {
   usable = std::max(usable, 1);
   std::vector<Variant> v;
@@ -1001,9 +1037,12 @@ std::vector<Variant> BurstVariants(int usable) {
       }
     }
   }
+  v.push_back(MakeBurstVariant(Protocol::kBusy, Zeroer::kNone, p, p,
+                               Suite::kDefault, {usable}));
   // The question's comparisons at B = P as paired bursts of one team:
-  // zero on allocation against each zeroer after idle (1
-  // thread), and the busy machine against the idle one (every usable PU).
+  // zero on allocation against each zeroer after idle (1 thread), and Holt's:
+  // the busy machine with its idle-CPU zeroers against zeroing on demand
+  // (every usable PU).
   using S = BurstPairWorkload::Side;
   v.push_back(MakeBurstPairVariant(S{Protocol::kIdleBurst, Zeroer::kNone},
                                    S{Protocol::kIdleBurst, Zeroer::kIdleCpus},
@@ -1011,7 +1050,7 @@ std::vector<Variant> BurstVariants(int usable) {
   v.push_back(MakeBurstPairVariant(S{Protocol::kIdleBurst, Zeroer::kNone},
                                    S{Protocol::kIdleBurst, Zeroer::kEngine}, p,
                                    p, Suite::kDefault, {1}));
-  v.push_back(MakeBurstPairVariant(S{Protocol::kIdleBurst, Zeroer::kIdleCpus},
+  v.push_back(MakeBurstPairVariant(S{Protocol::kBusy, Zeroer::kNone},
                                    S{Protocol::kBusy, Zeroer::kIdleCpus}, p, p,
                                    Suite::kDefault, {usable}));
   for (Zeroer z : {Zeroer::kNone, Zeroer::kIdleCpus, Zeroer::kEngine}) {

@@ -593,8 +593,8 @@ def _prezero_panels(axes, data: FamilyData, runs) -> None:
     allocations/s in files from before it) against threads of the burst rows at the 004
     verdicts' burst size (zeroer none / idle_cpus / engine, protocol idle_burst / busy), of the
     steady-state rows (mode), and the pre-zeroed share. The paired-burst rows
-    (protocol:idle_burst_vs_busy, zeroer:none_vs_...) have no rate of their own (the 004 burst
-    verdicts read their pairs) and are left out."""
+    (zeroer:none_vs_..., protocol:idle_burst_vs_busy before issue 50) have no rate of their
+    own (the 004 burst verdicts, Holt's included, read their pairs) and are left out."""
     runs = [(run, [p for p in pts if "_vs_" not in p.params.get("protocol", "")
                    + p.params.get("zeroer", "")]) for run, pts in runs]
     metric = "faults_per_s" if any("faults_per_s" in p.metrics for _, pts in runs

@@ -71,8 +71,8 @@ class ComparisonSpec:
     # effect's: question 002 in ns saved per free).
     unit: str = "ratio"
     # A value of `param` whose rows hold this comparison as paired bursts of one team
-    # (details.duet.pairs: A = base, B = variant), e.g. prezero protocol:idle_burst_vs_busy
-    # or zeroer:none_vs_idle_cpus (bench/prezero.cpp BurstPairWorkload):
+    # (details.duet.pairs: A = base, B = variant), e.g. prezero zeroer:none_vs_idle_cpus
+    # (bench/prezero.cpp BurstPairWorkload):
     # the verdict reads their pairs as it reads a duet row's. "" for none.
     paired_value: str = ""
     # True: the rows answering are the uninstrumented twins (params stats:off, lock_stat
@@ -126,6 +126,8 @@ ZONE_PREFER = (("pcp_batch", "31"), ("config", "cma"), ("line", "64"), ("zones",
 ZONE_SEED = ("3484b2de9499: aim7 152288 -> 81911 jobs/min (-46.2 %); its fix a368ab67aa55: "
              "84568 -> 164280 jobs/min (+94.3 %)")
 BURST = (("protocol", "idle_burst"), ("burst_pages", "4096"))
+# Holt's busy-machine comparison's id (the report names it when a file lacks its rows).
+HOLT = "prezero_busy_holt"
 # The steady-state prezero rows (param `mode`) write every cache line of each page they are
 # handed (bench/prezero.cpp DirtyPage); the 2004 argument assumed a fault touches few lines
 # of its new page. Their verdicts and report rows carry this label.
@@ -211,16 +213,18 @@ COMPARISONS: Tuple[ComparisonSpec, ...] = (
     _spec("prezero_burst_idle_cpus", "004", "prezero", "zeroer", "none", "idle_cpus",
           "zero on allocation", "pre-zeroed after idle (idle CPUs)", FAULTS, "min", (), BURST,
           "faults/wall-s 90849 -> 306791 at 1 thread (+238 %)", PREZERO_FAULTS,
+          only=(("protocol", "idle_burst"),), paired_value="none_vs_idle_cpus"),
+    # Holt's comparison (issue 50): a busy machine (every usable PU allocating) with its idle-CPU
+    # zeroers against zeroing on demand at every PU, from the paired bursts of
+    # protocol:busy zeroer:none_vs_idle_cpus; the text gives what the zeroers pre-zeroed there
+    # (prezero_share_words). Files before issue 50 compared busy with idle instead: no verdict
+    # here, and the report says Holt's comparison was not measured in them.
+    _spec(HOLT, "004", "prezero", "zeroer", "none", "idle_cpus",
+          "zeroing on demand at every PU (busy, no zeroer)",
+          "the busy machine with its idle-CPU zeroers", FAULTS, "max", (),
+          (("burst_pages", "4096"),), "Holt: no pre-zeroed pages when the machine is busy",
+          "none: an objection, not a measurement", only=(("protocol", "busy"),),
           paired_value="none_vs_idle_cpus"),
-    # Holt's busy machine against the idle one, at every usable PU: answered from the paired
-    # bursts of protocol:idle_burst_vs_busy (one coherence regime per repetition) where the
-    # run has them (the separate rows' repetitions fall in too few of one regime to resolve).
-    _spec("prezero_burst_busy", "004", "prezero", "protocol", "idle_burst", "busy",
-          "pre-zeroed after idle (idle CPUs)", "the same zeroer, every PU allocating (busy)",
-          FAULTS, "min", (),
-          (("zeroer", "idle_cpus"), ("burst_pages", "4096")),
-          "Holt: no pre-zeroed pages when the machine is busy",
-          "none: an objection, not a measurement", paired_value="idle_burst_vs_busy"),
 )
 
 # A compared metric named in the verdict's words where the question's unit is not ops/s.
@@ -417,9 +421,7 @@ def verdict_record(spec: ComparisonSpec, metric: str, base: List[Point], variant
     unit = [METRIC_WORDS[metric]] if metric in METRIC_WORDS else []
     # How many allocations found a pre-zeroed page is measured, not assumed (a loaded 2-vCPU
     # VM's steady state gave 0.30, a 16-core one's 0.93): said beside the prezero verdicts.
-    shares = [p.metrics["prezeroed_share"] for p in variant if "prezeroed_share" in p.metrics]
-    if shares:
-        unit.append(f"pre-zeroed share {statistics.median(shares):.2f}")
+    unit += prezero_share_words(variant, duet if spec.id == HOLT else ())
     where = ", ".join(group_text(group) + departs + [f"threads:{threads}"] + unit)
     label = f"{spec.variant_name} ({where})"
     confidence = stats.sequential_confidence(look) if look > 0 else stats.CONFIDENCE
@@ -489,6 +491,22 @@ def verdict_record(spec: ComparisonSpec, metric: str, base: List[Point], variant
                              "n_variant": unpaired.n_variant, "status": unpaired.status}
     return _record(spec, group, where, metric, base, variant, threads, comparison, sequential,
                    text, extra)
+
+
+def prezero_share_words(variant: List[Point], duet: Sequence[Point]) -> List[str]:
+    """The share of the variant's allocations handed a pre-zeroed page, in words: from Holt's
+    paired busy bursts' B sides (`duet`: details.duet.pairs b_prezeroed_share, median and range
+    over the bursts) where the rows record it, else the variant rows' prezeroed_share; []
+    without either."""
+    paired = [pr["b_prezeroed_share"] for p in duet for pr in
+              ((p.row.get("details") or {}).get("duet") or {}).get("pairs", [])
+              if isinstance(pr, dict) and "b_prezeroed_share" in pr]
+    if paired:
+        return [f"its SCHED_IDLE zeroers still pre-zeroed {statistics.median(paired):.2f} of a "
+                f"busy burst's pages (median; {min(paired):.2f}-{max(paired):.2f} over "
+                f"{len(paired)} bursts: CFS's weight-3 share and the allocators' sleeps)"]
+    shares = [p.metrics["prezeroed_share"] for p in variant if "prezeroed_share" in p.metrics]
+    return [f"pre-zeroed share {statistics.median(shares):.2f}"] if shares else []
 
 
 def _without_lru_lock(base: List[Point], points: Sequence[Point], min_effect: float

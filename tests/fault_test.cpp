@@ -209,9 +209,10 @@ TEST(Prezero, VariantTableIsWellFormed) {
     names += v.params[0].second == "prezeroed_busy";
   }
   EXPECT_GE(names, 1);
-  // burst/pool 0.5, 1, 2, 4 x (none + 2 zeroers x 2 protocols), and one
-  // paired-burst row (idle_burst vs busy at every usable PU)
-  EXPECT_EQ(burst_default, 4 * 5);
+  // burst/pool 0.5, 1, 2, 4 x (none + 2 zeroers x 2 protocols), busy without
+  // a zeroer at burst/pool 1 (Holt's zeroing on demand), and three paired-burst
+  // rows (none vs each zeroer after idle; Holt's none vs idle_cpus, busy)
+  EXPECT_EQ(burst_default, 4 * 5 + 1);
   EXPECT_EQ(pair_default, 3);
 }
 
@@ -235,8 +236,9 @@ TEST(Prezero, SteadyStateRowsSayTheyTouchEveryLine) {
 }
 
 // protocol:busy is Holt's busy machine: every usable PU of the run allocates
-// (all but the engine's under zeroer:engine); idle_burst keeps 1 thread (plus
-// 2 and all PUs at burst/pool 1, the busy rows' pairs).
+// (all but the engine's under zeroer:engine), with a zeroer or without (Holt's
+// pair, none vs idle_cpus); idle_burst keeps 1 thread (plus 2 and all PUs at
+// burst/pool 1).
 TEST(Prezero, BusyRowsRunOnEveryUsablePu) {
   for (int nodes : {1, 2, 4}) {
     const std::vector<PuInfo> order = testing::Machine(nodes);
@@ -247,8 +249,9 @@ TEST(Prezero, BusyRowsRunOnEveryUsablePu) {
       if (v.params[0].first != "protocol" || v.suite != Suite::kDefault)
         continue;
       const std::string& zeroer = v.params[1].second;
-      if (v.params[0].second == "idle_burst_vs_busy") {
-        EXPECT_EQ(v.threads, std::vector<int>{usable});  // busy: every PU
+      if (v.params[0].second == "busy" &&
+          (zeroer == "none" || zeroer == "none_vs_idle_cpus")) {
+        EXPECT_EQ(v.threads, std::vector<int>{usable});  // Holt: every PU
       } else if (zeroer.find("_vs_") != std::string::npos) {
         EXPECT_EQ(v.threads, std::vector<int>{1});  // none vs a zeroer
       } else if (v.params[0].second == "busy") {
@@ -270,7 +273,7 @@ TEST(Prezero, BusyRowsRunOnEveryUsablePu) {
   const std::vector<PuInfo> one = {testing::Machine(1).front()};
   for (const Variant& v : prezero_bench::Variants(one)) {
     if (v.params[0].second == "busy") {
-      EXPECT_EQ(v.params[1].second, "idle_cpus");
+      EXPECT_EQ(v.params[1].second.find("engine"), std::string::npos);
       EXPECT_EQ(v.threads, std::vector<int>{1});
     }
   }
@@ -383,17 +386,17 @@ TEST(PrezeroBurst, BurstProtocolConservesPoolPages) {
   }
 }
 
-// protocol:idle_burst_vs_busy (issue 40 item 8): paired bursts on one team,
-// each burst on a reset pool; every burst's pages conserved and zero, each
-// pair timed on its own, and the row says where the zeroers ran.
-TEST(PrezeroBurst, PairedBurstsOfIdleAndBusy) {
+// Holt's pair, protocol:busy zeroer:none_vs_idle_cpus (issues 40 item 8, 50):
+// paired bursts on one team, each burst on a reset pool; every burst's pages
+// conserved and zero, each pair timed on its own with each side's pre-zeroed
+// share, and the row says where the zeroers ran.
+TEST(PrezeroBurst, PairedBurstsOfHoltsBusyMachine) {
   PointEnv env;
   for (int threads : {1, 2}) {
     SCOPED_TRACE(std::to_string(threads) + " threads");
     using S = prezero_bench::BurstPairWorkload::Side;
     prezero_bench::BurstPairWorkload w(
-        S{prezero_bench::Protocol::kIdleBurst,
-          prezero_bench::Zeroer::kIdleCpus},
+        S{prezero_bench::Protocol::kBusy, prezero_bench::Zeroer::kNone},
         S{prezero_bench::Protocol::kBusy, prezero_bench::Zeroer::kIdleCpus},
         512, 256, env, /*seed=*/7, /*pairs=*/4, /*idle_ms=*/20);
     testing::WorkloadDriver drv(w, threads);
@@ -406,12 +409,16 @@ TEST(PrezeroBurst, PairedBurstsOfIdleAndBusy) {
     for (const auto& p : pairs) {
       EXPECT_GT(p["a_ops_per_s"].get<double>(), 0);
       EXPECT_GT(p["b_ops_per_s"].get<double>(), 0);
+      EXPECT_EQ(p["a_prezeroed_share"].get<double>(), 0.0);  // no zeroer
+      EXPECT_GE(p["b_prezeroed_share"].get<double>(), 0.0);
+      EXPECT_LE(p["b_prezeroed_share"].get<double>(), 1.0);
     }
+    EXPECT_EQ(MetricOf(r, "a_prezeroed_share"), 0.0);
     EXPECT_GT(MetricOf(r, "a_faults_per_s"), 0.0);
     EXPECT_GT(MetricOf(r, "b_faults_per_s"), 0.0);
     EXPECT_TRUE(r.details.contains("helper_pu"));
     EXPECT_TRUE(r.details.contains("fault_rest"));
-    EXPECT_EQ(r.details["a_last_burst"]["protocol"], "idle_burst");
+    EXPECT_EQ(r.details["a_last_burst"]["zeroer"], "none");
     EXPECT_EQ(r.details["b_last_burst"]["protocol"], "busy");
     EXPECT_EQ(r.details["a_last_burst"]["nonzero_pages"].get<uint64_t>(), 0u);
   }
@@ -564,6 +571,15 @@ TEST(Fault, PlainFaultsOncePerPage) {
       EXPECT_NEAR(MetricOf(r.report, "faults_per_wall_s") *
                       MetricOf(r.report, "wall_s"),
                   MetricOf(r.report, "faults"), 1.0);
+      // page_fault1's rate times each task's whole passes, the unmapping
+      // too: its loop_s holds the timed phases (issue 50 item 7).
+      double pf1 = 0;
+      for (const auto& t : r.report.details["per_task"]) {
+        EXPECT_GE(t["loop_s"].get<double>(), t["wall_s"].get<double>());
+        pf1 += t["pages"].get<double>() / t["loop_s"].get<double>();
+      }
+      EXPECT_NEAR(MetricOf(r.report, "pages_per_s_as_page_fault1") / pf1, 1,
+                  1e-9);
       // Sampled or not, the row says which, and why not.
       const auto& cp = r.report.details["clear_page_sampled"];
       ASSERT_TRUE(cp.contains("status"));

@@ -75,6 +75,9 @@ inline const char* ModeName(Mode m) {
 struct TaskResult {
   double user_s = 0, sys_s = 0;
   double wall_s = 0;  ///< summed wall time of the timed phases
+  /// Summed wall time of whole passes, emptying the share included: the
+  /// loop page_fault1 times (mmap, touch, munmap).
+  double loop_s = 0;
   int passes = 0;
   uint64_t pages = 0;            ///< 4 KiB pages made present
   uint64_t populate_faults = 0;  ///< minor faults while mapping / populating
@@ -83,9 +86,9 @@ struct TaskResult {
 
   void Add(const TaskResult& o) {
     kernel::AddFields(*this, o, &TaskResult::user_s, &TaskResult::sys_s,
-                      &TaskResult::wall_s, &TaskResult::passes,
-                      &TaskResult::pages, &TaskResult::populate_faults,
-                      &TaskResult::touch_faults);
+                      &TaskResult::wall_s, &TaskResult::loop_s,
+                      &TaskResult::passes, &TaskResult::pages,
+                      &TaskResult::populate_faults, &TaskResult::touch_faults);
     child_task::KeepFirstError(error, o.error);
   }
 };
@@ -277,6 +280,14 @@ inline int PassesFor(Mode m, std::size_t bytes) {
       std::clamp<uint64_t>(n, 1, static_cast<uint64_t>(kMaxPasses)));
 }
 
+/// CLOCK_MONOTONIC in ns (async-signal-safe).
+inline uint64_t MonotonicNs() {
+  timespec t{};
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return static_cast<uint64_t>(t.tv_sec) * 1'000'000'000u +
+         static_cast<uint64_t>(t.tv_nsec);
+}
+
 /// One task's work on its share: make `bytes` present by `mode` and touch them,
 /// measuring rusage
 /// (`who`: RUSAGE_THREAD or RUSAGE_SELF) around the populate and touch phases.
@@ -290,8 +301,7 @@ inline TaskResult RunTask(Mode mode, char* share, std::size_t bytes, int who,
                           char** mapped, Phases* phases) {
   TaskResult r;
   rusage r0{}, r1{}, r2{};
-  timespec w0{}, w1{};
-  clock_gettime(CLOCK_MONOTONIC, &w0);
+  const uint64_t w0 = MonotonicNs();
   getrusage(who, &r0);
   char* p = share;
   if (p == nullptr) {
@@ -327,13 +337,9 @@ inline TaskResult RunTask(Mode mode, char* share, std::size_t bytes, int who,
     TouchPages(p, bytes);
   }
   getrusage(who, &r2);
-  clock_gettime(CLOCK_MONOTONIC, &w1);
-  r.wall_s = static_cast<double>(w1.tv_sec - w0.tv_sec) +
-             static_cast<double>(w1.tv_nsec - w0.tv_nsec) * 1e-9;
-  phases->Push(static_cast<uint64_t>(w0.tv_sec) * 1'000'000'000u +
-                   static_cast<uint64_t>(w0.tv_nsec),
-               static_cast<uint64_t>(w1.tv_sec) * 1'000'000'000u +
-                   static_cast<uint64_t>(w1.tv_nsec));
+  const uint64_t w1 = MonotonicNs();
+  r.wall_s = static_cast<double>(w1 - w0) * 1e-9;
+  phases->Push(w0, w1);
   r.passes = 1;
   const child_task::Usage populate = child_task::UsageBetween(r0, r1);
   const child_task::Usage touch = child_task::UsageBetween(r1, r2);
@@ -345,19 +351,22 @@ inline TaskResult RunTask(Mode mode, char* share, std::size_t bytes, int who,
   return r;
 }
 
-/// One task's window: `passes` x RunTask on its share, each followed
-/// (untimed) by emptying the share again (munmap of what RunTask mapped, or
-/// MADV_DONTNEED of the shared mapping's share) and `between_passes()`.
-/// Async-signal-safe when `between_passes` is, so a child may run it.
+/// One task's window: `passes` x RunTask on its share, each followed by
+/// emptying the share again (munmap of what RunTask mapped, or MADV_DONTNEED
+/// of the shared mapping's share: outside wall_s, inside loop_s) and
+/// `between_passes()` (outside both). Async-signal-safe when `between_passes`
+/// is, so a child may run it.
 template <typename F>
 WindowWork RunPasses(Mode mode, char* share, std::size_t bytes, int who,
                      int passes, F between_passes) {
   WindowWork w;
   for (int pass = 0; pass < passes; ++pass) {
     char* mapped = nullptr;
+    const uint64_t t0 = MonotonicNs();
     w.r.Add(RunTask(mode, share, bytes, who, &mapped, &w.phases));
     if (mapped != nullptr) munmap(mapped, bytes);
     if (share != nullptr) madvise(share, bytes, MADV_DONTNEED);
+    w.r.loop_s += static_cast<double>(MonotonicNs() - t0) * 1e-9;
     between_passes();
   }
   return w;

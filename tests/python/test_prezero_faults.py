@@ -1,8 +1,9 @@
 """Question 004 answers in faults/s with a 95 % interval, from rows the default suite runs
 (issue 40 item 8): every prezero allocation carries the rest of a calibrated fault
 (bench/prezero.cpp FaultRest), the steady state is paired in the default suite (bench/duet.cpp's
-004 duet) and the burst comparisons read the paired bursts of protocol:idle_burst_vs_busy and
-zeroer:none_vs_idle_cpus|none_vs_engine (BurstPairWorkload)."""
+004 duet) and the burst comparisons read the paired bursts of zeroer:none_vs_idle_cpus|
+none_vs_engine (BurstPairWorkload): after idle at 1 thread, and Holt's busy machine (protocol:busy,
+every usable PU) with its zeroers against zeroing on demand (issue 50)."""
 
 import json
 import os
@@ -33,9 +34,11 @@ def _row(key, params, rep, metrics, details=None, label="near"):
     return row
 
 
-def _pairs(a, ratio, n=16):
+def _pairs(a, ratio, n=16, share=None):
+    extra = {} if share is None else {"a_prezeroed_share": 0.0}
     return {"duet": {"pairs": [{"a_ops_per_s": a * (1 + 0.01 * (k % 3)),
-                                "b_ops_per_s": a * ratio * (1 + 0.01 * ((k + 1) % 3))}
+                                "b_ops_per_s": a * ratio * (1 + 0.01 * ((k + 1) % 3)), **extra,
+                                **({} if share is None else {"b_prezeroed_share": share[k]})}
                                for k in range(n)]}}
 
 
@@ -66,17 +69,22 @@ def default_run(tmp_path):
                              {"protocol": "idle_burst", "zeroer": f"none_vs_{zeroer}", **burst},
                              rep, {"a_faults_per_s": 5e5, "b_faults_per_s": 5e5 * ratio},
                              _pairs(5.0e5, ratio), label="unknown"))
-        for protocol, rate in (("idle_burst", 1.1e6), ("busy", 0.8e6)):
+        for protocol, zeroer, rate in (("idle_burst", "none", 0.9e6),
+                                       ("idle_burst", "idle_cpus", 1.1e6),
+                                       ("busy", "none", 0.8e6), ("busy", "idle_cpus", 0.8e6)):
             # Mixed regimes across repetitions: unpaired, too few of one regime.
-            rows.append(_row(f"prezero/protocol:{protocol}/zeroer:idle_cpus/burst_pages:4096/"
+            rows.append(_row(f"prezero/protocol:{protocol}/zeroer:{zeroer}/burst_pages:4096/"
                              "pool_pages:4096/threads:2",
-                             {"protocol": protocol, "zeroer": "idle_cpus", **burst}, rep,
-                             {"faults_per_s": rate}, label="near" if rep % 2 else "far"))
-        rows.append(_row("prezero/protocol:idle_burst_vs_busy/zeroer:idle_cpus/burst_pages:4096/"
+                             {"protocol": protocol, "zeroer": zeroer, **burst}, rep,
+                             {"faults_per_s": rate, "prezeroed_share": 0.5},
+                             label="near" if rep % 2 else "far"))
+        # Holt's pair: the zeroers pre-zeroed 0 or most of a busy burst, a median of 0.03.
+        shares = [0.0] * 7 + [0.03] * 2 + [0.9] * 7
+        rows.append(_row("prezero/protocol:busy/zeroer:none_vs_idle_cpus/burst_pages:4096/"
                          "pool_pages:4096/threads:2",
-                         {"protocol": "idle_burst_vs_busy", "zeroer": "idle_cpus", **burst}, rep,
-                         {"a_faults_per_s": 1.1e6, "b_faults_per_s": 0.8e6},
-                         _pairs(1.1e6, 0.72), label="near" if rep % 2 else "far"))
+                         {"protocol": "busy", "zeroer": "none_vs_idle_cpus", **burst}, rep,
+                         {"a_faults_per_s": 0.8e6, "b_faults_per_s": 0.824e6},
+                         _pairs(0.8e6, 1.03, share=shares), label="near" if rep % 2 else "far"))
     doc = {"context": {"host_name": "t", "date": "2026-12-04",
                        "lockline": {"finished": True, "warnings": []}}, "benchmarks": rows}
     (tmp_path / "lockline.json").write_text(json.dumps(doc))
@@ -87,20 +95,25 @@ def test_faults_per_second_verdicts_have_intervals(tmp_path):
     run = load_runs([str(default_run(tmp_path))])[0]
     got = {v["id"]: v for v in verdicts.compute_verdicts(run) if v["question"] == "004"}
     assert set(got) == {"prezero_steady_own_pu", "prezero_burst_engine",
-                        "prezero_burst_idle_cpus", "prezero_burst_busy"}, sorted(got)
+                        "prezero_burst_idle_cpus", verdicts.HOLT}, sorted(got)
     for v in got.values():
         assert v["metric"] == "faults_per_s", v["id"]
         assert "in faults/s" in v["text"], v["text"]
         assert v["ci"] is not None and v["resolved"], v["text"]
         assert v["ci"][0] <= v["effect"] <= v["ci"][1]
-    # The steady state from the default suite's 004 duet, the busy machine from the paired
+    # The steady state from the default suite's 004 duet, Holt's busy machine from its paired
     # bursts (one coherence regime per repetition), each paired.
     assert got["prezero_steady_own_pu"]["method"] == "paired"
     assert abs(got["prezero_steady_own_pu"]["effect"] + 0.2) < 0.02
-    busy = got["prezero_burst_busy"]
-    assert busy["method"] == "paired" and busy["threads"] == 2
-    assert abs(busy["effect"] + 0.28) < 0.02
-    assert busy["unpaired"]["status"] != "resolved"  # what the separate rows gave
+    holt = got[verdicts.HOLT]
+    assert holt["method"] == "paired" and holt["threads"] == 2
+    assert holt["base_key"].startswith("prezero/protocol:busy/zeroer:none/")
+    assert holt["variant_key"].startswith("prezero/protocol:busy/zeroer:idle_cpus/")
+    assert abs(holt["effect"] - 0.03) < 0.02
+    assert holt["unpaired"]["status"] != "resolved"  # what the separate rows gave
+    # The zeroers' share of the busy bursts' pages is in the text, from the pairs.
+    assert ("its SCHED_IDLE zeroers still pre-zeroed 0.03 of a busy burst's pages (median; "
+            "0.00-0.90 over 80 bursts") in holt["text"], holt["text"]
     # Zero on allocation against each zeroer after idle: from their paired bursts.
     for cid, effect in (("prezero_burst_idle_cpus", 0.10), ("prezero_burst_engine", 0.08)):
         assert got[cid]["method"] == "paired", cid
@@ -143,7 +156,8 @@ def test_verdict_rows_are_in_the_default_suite(tmp_path):
         "threads:1",
         f"prezero/protocol:busy/zeroer:idle_cpus/burst_pages:4096/pool_pages:4096/"
         f"threads:{usable}",
-        f"prezero/protocol:idle_burst_vs_busy/zeroer:idle_cpus/burst_pages:4096/"
+        f"prezero/protocol:busy/zeroer:none/burst_pages:4096/pool_pages:4096/threads:{usable}",
+        f"prezero/protocol:busy/zeroer:none_vs_idle_cpus/burst_pages:4096/"
         f"pool_pages:4096/threads:{usable}",
         "prezero/protocol:idle_burst/zeroer:none_vs_idle_cpus/burst_pages:4096/"
         "pool_pages:4096/threads:1",
@@ -173,3 +187,32 @@ def test_steady_state_duet_runs_twice_the_repetitions(tmp_path):
     doc = json.loads((out / "lockline.json").read_text())
     rows = [r for r in doc["benchmarks"] if r.get("run_type") == "iteration"]
     assert len(rows) == 2 and all(r["repetitions"] == 2 for r in rows)
+
+
+def test_holt_verdict_needs_its_rows(tmp_path):
+    """A file from before issue 50 (busy against idle, no protocol:busy zeroer:none rows) has
+    no Holt verdict, and the report's 004 table says Holt's comparison is not measured in it."""
+    import report_tables
+    run_dir = default_run(tmp_path)
+    doc = json.loads((run_dir / "lockline.json").read_text())
+    doc["benchmarks"] = [r for r in doc["benchmarks"]
+                         if not r["lockline_key"].startswith("prezero/protocol:busy/zeroer:none")]
+    (run_dir / "lockline.json").write_text(json.dumps(doc))
+    run = load_runs([str(run_dir)])[0]
+    got = verdicts.compute_verdicts(run)
+    assert verdicts.HOLT not in {v["id"] for v in got}
+    cells = [str(c) for row in report_tables.seed_tables(run, got)["q5"] for c in row]
+    assert any(c.startswith("not measured in this file") for c in cells), cells
+
+
+def test_idle_burst_verdict_never_reads_busy_rows(tmp_path):
+    """The idle-burst verdict (zero on allocation against the idle-CPU zeroers after idle) is
+    the 2004 author's case: a run with only the busy machine's rows gives Holt's verdict, not
+    that one from busy rows."""
+    run_dir = default_run(tmp_path)
+    doc = json.loads((run_dir / "lockline.json").read_text())
+    doc["benchmarks"] = [r for r in doc["benchmarks"]
+                         if not r["lockline_key"].startswith("prezero/protocol:idle_burst")]
+    (run_dir / "lockline.json").write_text(json.dumps(doc))
+    got = {v["id"] for v in verdicts.compute_verdicts(load_runs([str(run_dir)])[0])}
+    assert verdicts.HOLT in got and "prezero_burst_idle_cpus" not in got, got
