@@ -19,8 +19,9 @@
 # does not apply to them) (interleaved, so a machine that
 # other work loads unevenly affects both sides alike). Rates: page_fault1's
 # pages/s; kernel_lru / kernel_zone ops_per_s (pages faulted and unmapped per
-# second, munmap included like page_fault1); fault pages_per_wall_s (populate
-# + touch phases: munmap is outside them, ~3 % of page_fault1's time).
+# second, munmap included like page_fault1); fault pages_per_s_as_page_fault1
+# (each task's pages over its whole passes, unmapping included, as page_fault1
+# counts; older rows: pages_per_wall_s, which leaves the unmapping out).
 #
 # The table gives, per row, the median ratio over rounds and its range, and
 # the evidence windows' throughput ratio (evidence_throughput_ratio: the
@@ -212,7 +213,8 @@ for line in open(sys.argv[1]):
         if b.get("run_type", "iteration") != "iteration" or b.get("error_message"):
             continue
         fam = b.get("family", b["name"].split("/")[0])
-        rate = b.get("pages_per_wall_s") if fam == "fault" else b.get("ops_per_s")
+        rate = (b.get("pages_per_s_as_page_fault1") or b.get("pages_per_wall_s")
+                if fam == "fault" else b.get("ops_per_s"))
         if not rate:
             continue
         e = b.get("evidence_throughput_ratio")
