@@ -288,10 +288,9 @@ PREDICT_SECONDS = 10
 
 
 def predicted_answer(run: Run, question: str) -> Tuple[List[Dict[str, Any]], str]:
-    """(predicted verdicts of `question` at the largest planned thread count below the target's
-    PUs, "") from plots/predict.py's
-    predict(run, PREDICT_TOPOLOGY), or ([], why there are none): predict failed, or took
-    longer than PREDICT_SECONDS (left running in a daemon thread; the report goes on)."""
+    """(verdicts of `question` predict(run, PREDICT_TOPOLOGY) gives at its largest thread count
+    that leaves a PU for a helper, as the runner plans 003's scanner, "") or ([], why none:
+    predict failed, or took over PREDICT_SECONDS, left running in a daemon thread)."""
     import contextlib
     import io
     import tempfile
@@ -316,7 +315,6 @@ def predicted_answer(run: Run, question: str) -> Tuple[List[Dict[str, Any]], str
         return [], f"predict took longer than {PREDICT_SECONDS} s"
     if "error" in box:
         return [], box["error"]
-    # At the largest count that leaves a PU for a helper (003's scanner), as the runner plans.
     pus = (box["doc"].get("topology") or {}).get("usable_pus")
     mine = [v for v in box["doc"].get("verdicts", []) if v.get("question") == question
             and (not isinstance(pus, int) or v["threads"] < pus)]

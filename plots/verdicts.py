@@ -240,18 +240,18 @@ def usable_pus(run: Run) -> Optional[int]:
     return n if isinstance(n, int) and n > 0 else None
 
 
-def _per_lock(p: Point) -> int:
-    """Threads a row puts on each lock: zones:per_numa spreads them over the NUMA nodes its
-    threads ran on (placement.numa_nodes; one where not recorded), any other row has one."""
-    nodes = p.placement.get("numa_nodes") if p.params.get("zones") == "per_numa" else 1
-    return p.threads // max(1, nodes if isinstance(nodes, int) else 1)
+def _per_lock(rows: Sequence[Point]) -> int:
+    """The fewest threads a row puts on one lock: zones:per_numa spreads them over the NUMA
+    nodes they ran on (placement.numa_nodes; one where not recorded)."""
+    def nodes(p):
+        n = p.placement.get("numa_nodes") if p.params.get("zones") == "per_numa" else 1
+        return n if isinstance(n, int) and n > 0 else 1
+    return min(p.threads // nodes(p) for p in rows)
 
 
 def _lru_lock_needs(rows: Sequence[Point], run: Run) -> Optional[str]:
-    """003 (5.8's lru_lock): adders compete for one pgdat->lru_lock beside its reclaim
-    scanner, so at least 2 adding threads per lock and each lock's scanner on a PU of its own
-    (details.scanner.shares_measured_pu false): 3 PUs for one node."""
-    adders = min(_per_lock(p) for p in rows)
+    """003: adders compete for a per-node lru_lock beside its reclaim scanner."""
+    adders = _per_lock(rows)
     shared = any(((p.row.get("details") or {}).get("scanner") or {}).get("shares_measured_pu")
                  for p in rows)
     if adders >= 2 and not shared:
@@ -263,26 +263,21 @@ def _lru_lock_needs(rows: Sequence[Point], run: Run) -> Optional[str]:
 
 
 def _zone_lock_needs(rows: Sequence[Point], run: Run) -> Optional[str]:
-    """001 (zone->lock in free_area's line): the line moves between CPUs only when at least 2
-    threads share one zone->lock."""
-    per = min(_per_lock(p) for p in rows)
-    if per >= 2:
-        return None
-    return (f"needs at least 2 threads per zone->lock (2 PUs for one zone); these rows have "
-            f"{per}")
+    """001: free_area's line moves between CPUs only when threads share a zone->lock."""
+    per = _per_lock(rows)
+    return None if per >= 2 else ("needs at least 2 threads per zone->lock (2 PUs for one "
+                                  f"zone); these rows have {per}")
 
 
 def _busy_needs(rows: Sequence[Point], run: Run) -> Optional[str]:
-    """004's busy machine (Holt): every usable PU allocating beside an idle-time zeroer
-    (protocol *busy, zeroer:idle_cpus); rows at fewer threads than usable PUs leave it idle
-    time."""
-    busy = [p for p in rows if p.params.get("protocol", "").endswith("busy")
+    """004: Holt's busy machine is every usable PU allocating beside an idle-time zeroer."""
+    busy = [p.threads for p in rows if p.params.get("protocol", "").endswith("busy")
             and p.params.get("zeroer") == "idle_cpus"]
     pus = usable_pus(run)
-    if not busy or pus is None or min(p.threads for p in busy) >= pus:
+    if not busy or pus is None or min(busy) >= pus:
         return None
     return (f"Holt's busy machine needs every PU allocating ({pus} here) beside the zeroer; "
-            f"these rows run {min(p.threads for p in busy)}")
+            f"these rows run {min(busy)}")
 
 
 # A question is answered only where its mechanism can occur (issue 50; docs/experiments.md
@@ -299,11 +294,10 @@ def answerability(record: Dict[str, Any], rows: Sequence[Point], run: Run) -> Di
     if needs is None:
         return record
     pus = usable_pus(run)
-    where = f"on {pus} PU{'s' if pus != 1 else ''}" if pus else "here"
     return {**record, "status": "not_answerable", "resolved": False,
             "not_answerable": {"needs": needs, "usable_pus": pus},
-            "text": (f"not answerable {where}: {needs}; measured here, not an answer: "
-                     f"{record['text']}")}
+            "text": (f"not answerable {f'on {pus} PUs' if pus else 'here'}: {needs}; measured "
+                     f"here, not an answer: {record['text']}")}
 
 
 def _variants(points: Sequence[Point]) -> Dict[Tuple, Dict[int, List[Point]]]:
