@@ -236,6 +236,7 @@ Variant MakeDuet(const DuetSpec& spec, const Variant& a, const Variant& b,
     d.threads = a.threads;
   }
   d.needs_spare_pu = a.needs_spare_pu || b.needs_spare_pu;
+  d.helper_per_node = a.helper_per_node || b.helper_per_node;
   d.windows = 2 * (kWarmupPairs + kPairs);
   d.repetition_factor = spec.repetition_factor;
   d.fixed_work = a.fixed_work;

@@ -508,6 +508,7 @@ nlohmann::json ScannerDetails(PointReport& out, const PagevecFacts& f,
     sum.isolated += sc.isolated;
     sum.freed += sc.freed;
     sum.acquisitions += sc.acquisitions;
+    sum.skipped_putbacks += sc.skipped_putbacks;
     pus.push_back(sc.pu);
   }
   const Kernel k = f.cfg.kernel;
@@ -524,6 +525,7 @@ nlohmann::json ScannerDetails(PointReport& out, const PagevecFacts& f,
       {"smt_sibling_of_measured", smt},
       {"pages_freed_by_scanner", sum.freed},
       {"acquisitions", sum.acquisitions},
+      {"skipped_putbacks", sum.skipped_putbacks},
       {"releases_handed_to_scanner", handed},
       {"pus", pus},
       {"shares_measured_pu", f.scanner_shares_pu},
@@ -549,8 +551,9 @@ nlohmann::json ScannerDetails(PointReport& out, const PagevecFacts& f,
             "LRU_INACTIVE_ANON (hold 2); shrink_inactive_list isolates 32 "
             "from the inactive tail (hold 3), reclaims outside the lock "
             "(release:none: page_ref_freeze(2)) and puts back the rest "
-            "(hold 4); a page whose last reference a putback dropped is "
-            "freed"
+            "(hold 4, not taken when it isolated nothing: skipped_putbacks); "
+            "a page whose last reference a putback dropped is freed after "
+            "the hold"
           : "one cycle per 32 pages the workers add to its LRU: isolate "
             "32 pages from the tail (PageLRU, get_page_unless_zero, "
             "ClearPageLRU, list_move, size -32) under lru_lock, unlock, "
@@ -791,11 +794,12 @@ inline std::vector<Variant> PagevecVariants(const std::vector<PuInfo>& order) {
     Variant v;
     v.params = ParamsOf(p);
     v.suite = SuiteOf(p, multi_node);
-    // The reclaim scanner is a helper thread: its rows run only at thread
-    // counts that leave it a PU of its own (the runner refuses the others
-    // with the reason; --oversubscribe runs them, the row saying
-    // details.scanner.shares_measured_pu).
+    // The reclaim scanners are helper threads, one per lru_lock: their rows
+    // run only at thread counts that leave each a PU of its own (the runner
+    // refuses the others with the reason; --oversubscribe runs them, the row
+    // saying details.scanner.shares_measured_pu).
     v.needs_spare_pu = p.scanner;
+    v.helper_per_node = p.scanner && p.zones == "per_numa";
     // A twin answers its verdict at the contended end only (the verdict's
     // thread count, verdicts.py threads "max"): one point, not one per count.
     v.largest_thread_count_only = !p.stats;
@@ -840,9 +844,9 @@ inline std::vector<Variant> PagevecVariants(const std::vector<PuInfo>& order) {
       cfg.stats = p.stats;
       // zones:per_numa: one lru_lock per NUMA node the machine has (1 on a
       // one-node machine, where the rows equal zones:1 and are kept only in
-      // the full suite).
+      // the full suite); as many as the runner reserved helper PUs for.
       cfg.zones = p.zones == "per_numa" && env.topology != nullptr
-                      ? std::max(1, env.topology->summary().numa_nodes)
+                      ? PlannedHelperCount(*env.topology)
                       : 1;
       return MakePagevecWorkload(env, p.lock, p.layout, cfg);
     };

@@ -159,6 +159,9 @@ struct Variant {
   /// from PointEnv::windows.
   bool paired = false;
   bool needs_spare_pu = false;  ///< it starts a helper thread on its own PU
+  /// With needs_spare_pu: one helper per NUMA node of the machine, each on a
+  /// PU of its own (pagevec zones:per_numa: a reclaim scanner per lru_lock).
+  bool helper_per_node = false;
   int windows = 0;  ///< 0: the run's default; fixed work usually wants 1
   /// Its points run this many times the run's repetitions (a comparison whose
   /// repetitions fall in two modes needs enough for every run to see both).

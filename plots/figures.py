@@ -604,6 +604,8 @@ def verdict_figure(run: Run, verdicts: Sequence[Dict[str, Any]], title: str
                  if v.get("effect") is None else
                  f"{v['effect'] * 100:+.1f} %" + (f" [{ci[0] * 100:+.1f}, {ci[1] * 100:+.1f}]"
                                                   if ci else " (no interval)"))
+        if v.get("status") == "not_answerable":
+            words = f"not answerable here\nmeasured {words}, not an answer"
         ax.set_title(f"{v.get('id')}: {words}", fontsize=8)
         where = f"{s['regime']}-regime " if s["regime"] else ""
         if s["kind"] == "paired":

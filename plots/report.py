@@ -263,7 +263,8 @@ def verdict_html(verdicts: List[Dict[str, Any]], run: Optional[Run] = None) -> s
         return "<p>verdict: not run (no rows answer this question in this run)</p>"
     items = []
     for v in verdicts:
-        cls = {"resolved": "ok", "not_resolved": "warn", "too_few": "warn"}.get(v["status"], "")
+        cls = {"resolved": "ok", "not_resolved": "warn", "too_few": "warn",
+               "not_answerable": "warn"}.get(v["status"], "")
         scale = ""
         if run is not None:
             n = v.get("threads")
@@ -277,6 +278,62 @@ def verdict_html(verdicts: List[Dict[str, Any]], run: Optional[Run] = None) -> s
                      + evidence_html(v.get("evidence")) + '</li>')
     return '<p><b>Verdict</b> (effect with its 95 % rerun interval, where the estimate of a rerun falls, from one coherence regime):</p><ul ' \
            'class="verdicts">' + "".join(items) + "</ul>"
+
+
+# The seed's machine class for an answer this machine cannot give: the 16-core Xeon KVM guest
+# of tests/fixtures/big-machine (its lstopo XML, copied; provenance in docs/experiments.md).
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PREDICT_TOPOLOGY = os.path.join(ROOT, "results", "recorded", "xeon-16c-kvm-topology.xml")
+PREDICT_SECONDS = 10
+
+
+def predicted_answer(run: Run, question: str) -> Tuple[List[Dict[str, Any]], str]:
+    """(verdicts of `question` predict(run, PREDICT_TOPOLOGY) gives at its largest thread count
+    that leaves a PU for a helper, as the runner plans 003's scanner, "") or ([], why none:
+    predict failed, or took over PREDICT_SECONDS, left running in a daemon thread)."""
+    import contextlib
+    import io
+    import tempfile
+    import threading
+    from predict import predict
+    box: Dict[str, Any] = {}
+
+    def work() -> None:
+        said = io.StringIO()
+        try:
+            with tempfile.TemporaryDirectory() as out, contextlib.redirect_stderr(said):
+                box["doc"] = predict(os.path.abspath(run.path), PREDICT_TOPOLOGY, out_dir=out,
+                                     figures=False)
+        except SystemExit:  # predict's fail(): one "lockline: error: predict: ..." line
+            box["error"] = said.getvalue().strip().replace("lockline: error: ", "")
+        except Exception as err:  # noqa: BLE001 - any failure is said, never raised
+            box["error"] = f"predict failed: {type(err).__name__}: {err}"
+    thread = threading.Thread(target=work, daemon=True)
+    thread.start()
+    thread.join(PREDICT_SECONDS)
+    if thread.is_alive():
+        return [], f"predict took longer than {PREDICT_SECONDS} s"
+    if "error" in box:
+        return [], box["error"]
+    pus = (box["doc"].get("topology") or {}).get("usable_pus")
+    mine = [v for v in box["doc"].get("verdicts", []) if v.get("question") == question
+            and (not isinstance(pus, int) or v["threads"] < pus)]
+    top = max((v["threads"] for v in mine), default=None)
+    picked = [v for v in mine if v["threads"] == top]
+    return picked, "" if picked else "predict gives no verdict of this question for this run"
+
+
+def predicted_answer_html(run: Run, question: str) -> str:
+    """The predicted answer of a question this machine cannot answer, labelled predicted."""
+    esc = html.escape
+    head = (f"<p><b>Predicted, not measured</b>, for a machine that can answer it: the 16-core "
+            f"Xeon ({esc(os.path.relpath(PREDICT_TOPOLOGY, ROOT))}, the seed's "
+            "machine class), by plots/predict.py from this run's rows")
+    found, why = predicted_answer(run, question)
+    if not found:
+        return head + f": unavailable ({esc(why)}).</p>"
+    return (head + ":</p><ul class=\"predicted\">"
+            + "".join(f"<li>predicted: {esc(v['text'])}</li>" for v in found) + "</ul>")
 
 
 def coherence_note(run: Run, families: Optional[Sequence[str]] = None) -> str:
@@ -430,8 +487,10 @@ def _heading(run: Run, title: str, verdicts: List[Dict[str, Any]]) -> List[str]:
                     'false): it holds only the points measured before it stopped.</p>')
     if verdicts:
         resolved = sum(1 for v in verdicts if v["resolved"])
+        unfit = sum(1 for v in verdicts if v["status"] == "not_answerable")
         body.append(f"<p>{resolved} of {len(verdicts)} comparisons resolved on this machine "
-                    "(verdicts.json).</p>")
+                    + (f"and {unfit} not answerable on it (their mechanism cannot occur "
+                       "here) " if unfit else "") + "(verdicts.json).</p>")
     body.append('<p class="caption">"Seed discussion" figures are the numbers quoted in the '
                 "public Linux memory-management threads each question comes from (see "
                 "docs/experiments.md in the lockline repository): measured on other machines, "
@@ -460,6 +519,8 @@ def question_section(run: Run, question: Tuple[str, str, str, List[str]],
     if not shown:
         body.append(f"<p>{NOT_RUN}: no {esc(', '.join(stems))} results in this run.</p>")
     body.append(verdict_html(mine, run))
+    if any(v["status"] == "not_answerable" for v in mine if v["question"] == "003"):
+        body.append(predicted_answer_html(run, "003"))
     qrows, absent = verdict_table_rows(table, bool(mine))
     body.append(_table(["quantity", "seed discussion", "measured here",
                         "comparable with the seed?"], qrows))

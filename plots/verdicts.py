@@ -116,8 +116,10 @@ FAULTS = ("faults_per_s", "allocs_per_s", "ops_per_s")
 # instrumented rows give the wait share as evidence.
 PV_2004 = (("kernel", "2.6.9"), ("release", "unmap"), ("scanner", "off"), ("lock", "ttas"),
            ("policy", "fixed"), ("mode", "deferred"), ("stats", "off"))
+# 2020 on a multi-node machine: 5.8's lru_lock is per node (pgdat->lru_lock), so zones:per_numa,
+# as 001's zone->lock; zones:1 (one lock for the machine) doubles the adders a lock has.
 PV_2020 = (("kernel", "5.8"), ("release", "none"), ("scanner", "on"), ("lock", "qspinlock"),
-           ("policy", "fixed"), ("mode", "deferred"), ("stats", "off"))
+           ("policy", "fixed"), ("mode", "deferred"), ("stats", "off"), ("zones", "per_numa"))
 # zone_lock rows, like pagevec's, run calibrated fault-path work per page outside zone->lock
 # (work_ns:cal, the answer) and none (work_ns:0, the labelled saturated case): one verdict per
 # work_ns (group_by), from the uninstrumented twins (("stats", "off")).
@@ -233,6 +235,73 @@ METRIC_WORDS = {"faults_per_s": "in faults/s",
 
 # Report section of each question id.
 QUESTION_SECTION = {"000": "q1", "001": "q2", "002": "q3", "003": "q4", "004": "q5"}
+
+
+def usable_pus(run: Run) -> Optional[int]:
+    """The run's usable PUs (context.lockline.topology), None when not recorded."""
+    topo = run.lockline.get("topology") if isinstance(run.lockline.get("topology"), dict) else {}
+    n = topo.get("usable_pus") or topo.get("pus")
+    return n if isinstance(n, int) and n > 0 else None
+
+
+def _per_lock(rows: Sequence[Point]) -> int:
+    """The fewest threads a row puts on one lock: zones:per_numa spreads them over the NUMA
+    nodes they ran on (placement.numa_nodes; one where not recorded)."""
+    def nodes(p):
+        n = p.placement.get("numa_nodes") if p.params.get("zones") == "per_numa" else 1
+        return n if isinstance(n, int) and n > 0 else 1
+    return min(p.threads // nodes(p) for p in rows)
+
+
+def _lru_lock_needs(rows: Sequence[Point], run: Run) -> Optional[str]:
+    """003: adders compete for a per-node lru_lock beside its reclaim scanner."""
+    adders = _per_lock(rows)
+    shared = any(((p.row.get("details") or {}).get("scanner") or {}).get("shares_measured_pu")
+                 for p in rows)
+    if adders >= 2 and not shared:
+        return None
+    return ("needs at least 2 threads adding pages per lru_lock plus a PU of its own for each "
+            "lock's reclaim scanner (3 PUs for one node's lru_lock, 3 per node with "
+            f"zones:per_numa); these rows have {adders} adder{'s' if adders != 1 else ''} per "
+            "lock" + (" and a scanner on a measured PU" if shared else ""))
+
+
+def _zone_lock_needs(rows: Sequence[Point], run: Run) -> Optional[str]:
+    """001: free_area's line moves between CPUs only when threads share a zone->lock."""
+    per = _per_lock(rows)
+    return None if per >= 2 else ("needs at least 2 threads per zone->lock (2 PUs for one "
+                                  f"zone); these rows have {per}")
+
+
+def _busy_needs(rows: Sequence[Point], run: Run) -> Optional[str]:
+    """004: Holt's busy machine is every usable PU allocating beside an idle-time zeroer."""
+    busy = [p.threads for p in rows if p.params.get("protocol", "").endswith("busy")
+            and p.params.get("zeroer") == "idle_cpus"]
+    pus = usable_pus(run)
+    if not busy or pus is None or min(busy) >= pus:
+        return None
+    return (f"Holt's busy machine needs every PU allocating ({pus} here) beside the zeroer; "
+            f"these rows run {min(busy)}")
+
+
+# A question is answered only where its mechanism can occur (issue 50; docs/experiments.md
+# "Where a question can be answered"): per question, why the verdict's rows (both sides and
+# the duet) cannot show it on this run's machine, or None. A verdict a rule refuses gets
+# status "not_answerable" (never resolved) and keeps its measured effect, labelled not an answer.
+ANSWERABLE = {"001": _zone_lock_needs, "003": _lru_lock_needs, "004": _busy_needs}
+
+
+def answerability(record: Dict[str, Any], rows: Sequence[Point], run: Run) -> Dict[str, Any]:
+    """`record` (a verdict_record) with its question's ANSWERABLE rule applied."""
+    rule = ANSWERABLE.get(record["question"])
+    needs = rule(rows, run) if rule and rows else None
+    if needs is None:
+        return record
+    pus = usable_pus(run)
+    return {**record, "status": "not_answerable", "resolved": False,
+            "not_answerable": {"needs": needs, "usable_pus": pus},
+            "text": (f"not answerable {f'on {pus} PUs' if pus else 'here'}: {needs}; measured "
+                     f"here, not an answer: {record['text']}")}
 
 
 def _variants(points: Sequence[Point]) -> Dict[Tuple, Dict[int, List[Point]]]:
@@ -652,8 +721,9 @@ def compute_verdicts(run: Run, min_effect: float = stats.MIN_EFFECT, look: int =
     for spec in COMPARISONS:
         for metric, base, variant, n, group in find_pairs(spec, run.points):
             duet = find_duet(spec, base, run.points)
-            out.append(verdict_record(spec, metric, base, variant, n, group, min_effect, duet,
-                                      look, run.points))
+            out.append(answerability(verdict_record(spec, metric, base, variant, n, group,
+                                                    min_effect, duet, look, run.points),
+                                     base + variant + list(duet), run))
     return out
 
 

@@ -346,7 +346,8 @@ TEST(PagevecScanner, IsolatesAndPutsBackWithoutLosingPages) {
 // The scanner's holds per cycle are the kernel's (issue 40 item 2): 5.8
 // reclaims new anonymous pages through shrink_active_list then
 // shrink_inactive_list, 4 lru_lock holds per 32 pages; 2.6.9's model takes 2.
-// Exact: every cycle takes its holds whatever it isolates.
+// Exact: every cycle takes its holds, but 5.8's fourth when the inactive
+// isolation found nothing (mm/vmscan.c@v5.8.1:1961).
 TEST(PagevecScanner, ReclaimHoldsPer32PagesFollowTheKernel) {
   for (const Kernel k : {Kernel::k58, Kernel::k269}) {
     Config cfg = ScannerConfig(k);
@@ -359,7 +360,8 @@ TEST(PagevecScanner, ReclaimHoldsPer32PagesFollowTheKernel) {
     const uint64_t cycles = sc["cycles"].get<uint64_t>();
     EXPECT_GT(cycles, 10u) << KernelName(k);
     EXPECT_EQ(sc["acquisitions"].get<uint64_t>(),
-              static_cast<uint64_t>(ScannerHoldsPerCycle(k)) * cycles)
+              static_cast<uint64_t>(ScannerHoldsPerCycle(k)) * cycles -
+                  sc["skipped_putbacks"].get<uint64_t>())
         << KernelName(k);
     EXPECT_EQ(sc["holds_per_cycle"].get<int>(), k == Kernel::k58 ? 4 : 2);
     EXPECT_DOUBLE_EQ(MetricOf(r, "scanner_design_acquisitions_per_page"),

@@ -339,8 +339,9 @@ inline constexpr int kPoolSlack = 2 * kSwapClusterMax;
 /// under one more hold) and then shrink_inactive_list (isolate_lru_pages under
 /// the lock; shrink_page_list outside it; move_pages_to_lru under one more
 /// hold): mm/vmscan.c@v5.8.1 shrink_inactive_list ~1947-1990 and
-/// shrink_active_list ~2020-2087. 2.6.9: 2 (an isolate and
-/// a putback per cycle, a simplification of refill_inactive_zone +
+/// shrink_active_list ~2020-2087; hold 4 not when the inactive isolation
+/// found nothing (:1961, details.scanner.skipped_putbacks). 2.6.9: 2 (an
+/// isolate and a putback per cycle, a simplification of refill_inactive_zone +
 /// shrink_cache, labelled on the row).
 inline int ScannerHoldsPerCycle(Kernel k) { return k == Kernel::k58 ? 4 : 2; }
 /// The scanner's designed lru_lock acquisitions per page added: one cycle per
@@ -376,6 +377,7 @@ struct LruListFacts {
 /// One reclaim scanner's counters.
 struct ScannerFacts {
   uint64_t cycles, on_demand_cycles, isolated, freed, acquisitions;
+  uint64_t skipped_putbacks;  ///< 5.8: nothing isolated, no hold 4
   int pu;
 };
 /// What Report and Verify read of a point after its last window, so that

@@ -209,7 +209,8 @@ class PagevecWorkload : public Workload {
           {zones_[z]->Inactive58(), zones_[z]->InactiveCount58()});
     for (const auto& sc : scanners_) {
       f.scanners.push_back({sc->cycles, sc->on_demand_cycles, sc->isolated,
-                            sc->freed, sc->stat.acquisitions, sc->pu});
+                            sc->freed, sc->stat.acquisitions,
+                            sc->skipped_putbacks, sc->pu});
     }
     return f;
   }
@@ -232,6 +233,7 @@ class PagevecWorkload : public Workload {
     LockStatSide* side = nullptr;
     uint64_t cycles = 0, isolated = 0, freed = 0;
     uint64_t on_demand_cycles = 0;  ///< cycles for a waiting worker
+    uint64_t skipped_putbacks = 0;  ///< 5.8 cycles that isolated nothing
     uint64_t scanned_mark = 0;      ///< zone.added value covered by past cycles
     int pu = -1;
     int zone = 0;
@@ -729,8 +731,8 @@ class PagevecWorkload : public Workload {
   /// isolate_lru_pages from the LRU_ACTIVE_ANON tail under lru_lock (hold 1);
   /// outside it every anonymous page is deactivated (page_referenced keeps
   /// only VM_EXEC file pages active: ClearPageActive, list_add to l_inactive);
-  /// move_pages_to_lru puts them on LRU_INACTIVE_ANON under hold 2, freeing a
-  /// page whose last reference that was.
+  /// move_pages_to_lru puts them on LRU_INACTIVE_ANON under hold 2; a page
+  /// whose last reference that was is freed after it (FreeAfterHold).
   void ShrinkActive58(Scanner& s, LruZone<L>& zone) {
     ListHead* active = zone.List(Kernel::k58);
     ListHead l_hold;
@@ -744,6 +746,8 @@ class PagevecWorkload : public Workload {
     // Deactivation, outside the lock.
     for (ListHead* n = l_hold.next; n != &l_hold; n = n->next)
       ClearPageActive(*PageFromLru(n));
+    ListHead to_free;
+    ListInit(&to_free);
     Acquire(zone.lru_lock, *s.side, s.stat, kScannerIndex);
     while (!ListEmpty(&l_hold)) {
       Page* p = PageFromLru(l_hold.next);
@@ -754,13 +758,13 @@ class PagevecWorkload : public Workload {
       if (put_page_testzero(*p)) {
         // The owner released it meanwhile: the scanner frees it.
         ClearPageLru(*p);
-        ListDel(&p->lru);
+        ListMove(&p->lru, &to_free);
         UpdateLruSize58(zone, &node_diff, &zone_diff, &memcg_diff, -1,
                         kLruInactiveAnon);
-        ScannerFrees(s, p);
       }
     }
     Release(zone.lru_lock, s.stat);
+    FreeAfterHold(s, &to_free);
     FoldScannerDiffs(zone, node_diff, zone_diff, memcg_diff);
   }
 
@@ -781,6 +785,12 @@ class PagevecWorkload : public Workload {
     }
     Release(zone.lru_lock, s.stat);
     s.isolated += static_cast<uint64_t>(nr);
+    if (nr == 0 && k == Kernel::k58) {
+      // shrink_inactive_list returns before hold 4 when it isolated nothing
+      // (mm/vmscan.c@v5.8.1:1961-1962).
+      ++s.skipped_putbacks;
+      return;
+    }
     if (cfg_.release == Release::kNone) {
       // shrink_page_list reclaims a page only when it holds nothing but the
       // mapping's reference and the isolation's: __remove_mapping's
@@ -806,6 +816,8 @@ class PagevecWorkload : public Workload {
     }
     // move_pages_to_lru retakes the lock even when reclaim left nothing to
     // put back (mm/vmscan.c@v5.8.1:1967).
+    ListHead to_free;
+    ListInit(&to_free);
     Acquire(zone.lru_lock, *s.side, s.stat, kScannerIndex);
     while (!ListEmpty(&isolated)) {
       Page* p = PageFromLru(isolated.next);
@@ -820,16 +832,16 @@ class PagevecWorkload : public Workload {
         // The owner released it meanwhile: the scanner frees it.
         ClearPageLru(*p);
         ClearPageActive(*p);
-        ListDel(&p->lru);
+        ListMove(&p->lru, &to_free);
         if (k == Kernel::k269) {
           --zone.nr_lru;
         } else {
           UpdateLruSize58(zone, &node_diff, &zone_diff, &memcg_diff, -1, lru);
         }
-        ScannerFrees(s, p);
       }
     }
     Release(zone.lru_lock, s.stat);
+    FreeAfterHold(s, &to_free);
     FoldScannerDiffs(zone, node_diff, zone_diff, memcg_diff);
   }
 
@@ -847,6 +859,18 @@ class PagevecWorkload : public Workload {
   void ScannerFrees(Scanner& s, Page* p) {
     ReturnToOwner(p);
     ++s.freed;
+  }
+
+  /// The pages a putback hold dropped the last reference of, freed after
+  /// the lock is released: move_pages_to_lru list_adds them to pages_to_free
+  /// under lru_lock and its callers free them after spin_unlock_irq
+  /// (mm/vmscan.c@v5.8.1:1875-1896, :1979-1982, :2098-2101).
+  void FreeAfterHold(Scanner& s, ListHead* to_free) {
+    while (!ListEmpty(to_free)) {
+      Page* p = PageFromLru(to_free->next);
+      ListDel(&p->lru);
+      ScannerFrees(s, p);
+    }
   }
 
   /// A thread's counters and, with `held`, its pages by place: free or

@@ -259,9 +259,9 @@ std::vector<std::string> DescribeHelperPlaces(
         (rule.allow_shared_pu
              ? ""
              : "; prezero's zeroer points are refused (pass --oversubscribe "
-               "to share a measured PU); the evidence timer shares the least "
-               "loaded measured PU in evidence windows only (said in the "
-               "row)"));
+               "to share a measured PU), as are pagevec scanner points; "
+               "kernel_* points run with no evidence windows (their timer "
+               "would share a measured PU; said in the row's evidence.off)"));
   return out;
 }
 

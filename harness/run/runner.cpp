@@ -14,6 +14,7 @@
 #include "harness/locks/spin_wait.h"
 #include "harness/machine/cgroup.h"
 #include "harness/machine/cpu.h"
+#include "harness/machine/helpers.h"
 #include "harness/machine/memory.h"
 #include "harness/measure/coherence.h"
 #include "harness/measure/team.h"
@@ -127,6 +128,13 @@ json ThreadPlanJson(const ThreadPlan& plan) {
           {"oversubscribed", plan.oversubscribed}};
 }
 
+// PUs of their own a point's helper threads need besides its threads: one,
+// or one per NUMA node (PlannedHelperCount: as many as pagevec's scanners).
+int HelperPus(const Variant& v, const Topology& topo) {
+  if (!v.needs_spare_pu) return 0;
+  return v.helper_per_node ? PlannedHelperCount(topo) : 1;
+}
+
 void BuildPoints(RunState& run) {
   const Suite suite = run.opts.suite;
   const int usable = static_cast<int>(run.order.size());
@@ -141,15 +149,14 @@ void BuildPoints(RunState& run) {
   // again is slow on thousands of PUs); --list needs no plans at all.
   std::map<int, ThreadPlan> plans;
   for (const auto& [family, v] : run.variants_storage) {
+    const int helpers = HelperPus(v, *run.topo);
     std::vector<int> counts = v.threads.empty() ? run.counts : v.threads;
     if (v.largest_thread_count_only && !counts.empty()) {
-      // The largest count that leaves the helper its spare PU, else the
+      // The largest count that leaves the helpers their spare PUs, else the
       // largest (refused below with the reason).
       int best = -1;
       for (int n : counts)
-        if ((run.opts.oversubscribe ||
-             n + (v.needs_spare_pu ? 1 : 0) <= usable) &&
-            n > best)
+        if ((run.opts.oversubscribe || n + helpers <= usable) && n > best)
           best = n;
       counts = {best >= 0 ? best
                           : *std::max_element(counts.begin(), counts.end())};
@@ -166,12 +173,15 @@ void BuildPoints(RunState& run) {
       if (!MatchesFilter(run.opts.benchmark_filter, p.key) ||
           (run.opts.calibrate_only && !InCalibration(p)))
         continue;
-      const int need = n + (v.needs_spare_pu ? 1 : 0);
+      const int need = n + helpers;
       if (need > usable && !run.opts.oversubscribe) {
         run.skipped.push_back(
             p.key + ": needs " + std::to_string(need) + " PUs (" +
-            (v.needs_spare_pu ? "threads + a spare PU for its helper thread"
-                              : "threads") +
+            (helpers == 0   ? "threads"
+             : helpers == 1 ? "threads + a spare PU for its helper thread"
+                            : "threads + a spare PU for each of its " +
+                                  std::to_string(helpers) +
+                                  " helper threads, one per NUMA node") +
             "), " + std::to_string(usable) +
             " usable; pass --oversubscribe to run it anyway");
         continue;

@@ -140,7 +140,11 @@ VerdictSummary ReadVerdicts(const std::string& path) {
   for (const json& v : doc["verdicts"]) {
     if (!v.is_object()) continue;
     ++s.total;
-    if (v.value("resolved", false)) continue;
+    // A question its mechanism cannot reach here (plots/verdicts.py ANSWERABLE)
+    // stays so however many repetitions run.
+    if (v.value("resolved", false) ||
+        v.value("status", std::string()) == "not_answerable")
+      continue;
     ++s.open;
     // A paired verdict (method "paired") is continued on its duet row alone:
     // more window pairs, not more unpaired repetitions.
