@@ -184,6 +184,7 @@ void BuildPoints(RunState& run) {
       if (v.paired && suite != Suite::kQuick) {
         p.pairs = PlanPairs(run.opts.precision, n, run.opts.repetitions);
         p.windows = 2 * (kDuetWarmupPairs + p.pairs->pairs_per_repetition);
+        p.repetitions = p.pairs->repetitions;
       }
       p.index = run.points.size();
       run.points.push_back(std::move(p));
