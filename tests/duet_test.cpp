@@ -159,7 +159,8 @@ TEST(PlanPairs, TheVerdictsIntervalNarrowsWithUnitsNotPairs) {
   const PairPrior prior{0.03, 0.03, 1};
   EXPECT_TRUE(std::isinf(PairedHalfWidth(1, 64, prior)));
   EXPECT_LT(PairedHalfWidth(20, 12, prior), PairedHalfWidth(5, 48, prior));
-  EXPECT_NEAR(PairedHalfWidth(1000, 1000, PairPrior{0, 0, 1}), 0.01, 1e-9);
+  EXPECT_NEAR(PairedHalfWidth(1000, 1000, PairPrior{0, 0, 1}), std::expm1(0.01),
+              1e-9);
 }
 
 TEST(PlanPairs, RefusesNonsense) {
