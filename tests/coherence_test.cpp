@@ -189,6 +189,27 @@ TEST(CoherenceRelabel, LabelsNameTheRegimeNotTheStartState) {
   EXPECT_EQ(again, doc);
 }
 
+// Issue 49: a starved run's probes of 6.6 ms timed the scheduler. Rows
+// probed then are `preempted` (no regime) and the probes form no regime.
+TEST(CoherenceRelabel, APreemptedProbeIsNoRegime) {
+  json doc = Document();
+  for (int i = 0; i < 4; ++i) {
+    json row = doc["benchmarks"][0];
+    row["coherence"]["before_ns"] = 6.6e6;
+    row["coherence"]["after_ns"] = i < 2 ? 6.6e6 : 32.0;
+    doc["benchmarks"].push_back(row);
+  }
+  RelabelCoherence(doc);
+  const json& rows = doc["benchmarks"];
+  for (size_t i = 33; i < rows.size(); ++i) {
+    EXPECT_EQ(rows[i]["coherence"]["label"], "preempted") << i;
+    EXPECT_TRUE(rows[i]["coherence"]["regime"].is_null());
+  }
+  EXPECT_EQ(rows[0]["coherence"]["label"], "near");
+  EXPECT_EQ(
+      doc["context"]["lockline"]["coherence_regimes"][0]["regimes"].size(), 2u);
+}
+
 // Synthetic repetitions: ticket at 2.3 ns/op and MCS at 4.4 ns/op of wall time
 // (50 ms windows x 3, 2 threads), with a little spread.
 json Rows() {

@@ -40,6 +40,12 @@ double ProbeValue(const json& j) {
   return j.is_number() ? j.get<double>() : 0.0;
 }
 
+// A probe that times a cache line's transfer (0 for one that did not).
+double LineProbe(const json& j) {
+  const double ns = ProbeValue(j);
+  return ns > kPreemptedProbeNs ? 0.0 : ns;
+}
+
 /// One measured core-to-core class of the machine: a PU pair's latency from
 /// the run itself (ns).
 struct MeasuredClass {
@@ -65,7 +71,7 @@ std::vector<MeasuredClass> MeasuredClasses(const json& doc) {
         const json p = b.value("pus", json());
         const json ns = b.value("ns", json());
         if (!p.is_array() || p.size() != 2 || !ns.is_number() ||
-            !(ns.get<double>() > 0))
+            !(ns.get<double>() > 0) || ns.get<double>() > kPreemptedProbeNs)
           continue;
         out.push_back({"start_of_run:" + pus(p[0], p[1]), ns.get<double>()});
       }
@@ -295,10 +301,9 @@ std::map<Pair, std::vector<double>> ProbesByPair(const json& doc,
       const auto [ok, pr] = PairOf(b.value("pus", json()));
       if (!ok) continue;
       if (b.contains("probes_ns") && b["probes_ns"].is_array())
-        for (const json& v : b["probes_ns"])
-          probes[pr].push_back(ProbeValue(v));
+        for (const json& v : b["probes_ns"]) probes[pr].push_back(LineProbe(v));
       else
-        probes[pr].push_back(ProbeValue(b.value("ns", json())));
+        probes[pr].push_back(LineProbe(b.value("ns", json())));
     }
   for (const json& row : doc["benchmarks"]) {
     if (!row.contains("coherence") || !row["coherence"].is_object()) continue;
@@ -306,8 +311,8 @@ std::map<Pair, std::vector<double>> ProbesByPair(const json& doc,
     if (!SharesLines(c)) continue;
     const auto [ok, pr] = PairOf(c.value("pair", json()));
     if (!ok) continue;
-    probes[pr].push_back(ProbeValue(c.value("before_ns", json())));
-    probes[pr].push_back(ProbeValue(c.value("after_ns", json())));
+    probes[pr].push_back(LineProbe(c.value("before_ns", json())));
+    probes[pr].push_back(LineProbe(c.value("after_ns", json())));
   }
   return probes;
 }
@@ -336,15 +341,18 @@ void LabelRow(json& c, const std::vector<CoherenceRegime>* rs,
               const std::vector<MeasuredClass>& classes) {
   int idx[2] = {-1, -1};
   if (rs) {
-    idx[0] = ClassifyLatency(*rs, ProbeValue(c.value("before_ns", json())));
-    idx[1] = ClassifyLatency(*rs, ProbeValue(c.value("after_ns", json())));
+    idx[0] = ClassifyLatency(*rs, LineProbe(c.value("before_ns", json())));
+    idx[1] = ClassifyLatency(*rs, LineProbe(c.value("after_ns", json())));
   }
   json probe_labels = json::array();
   for (int i : idx)
     probe_labels.push_back(i < 0 ? json() : json((*rs)[i].label));
   c["probe_labels"] = probe_labels;
   if (idx[0] < 0) std::swap(idx[0], idx[1]);
-  if (idx[0] < 0) {
+  if (ProbeValue(c.value("before_ns", json())) > kPreemptedProbeNs ||
+      ProbeValue(c.value("after_ns", json())) > kPreemptedProbeNs) {
+    c["label"] = "preempted";
+  } else if (idx[0] < 0) {
     c["label"] = "unknown";
   } else if (idx[1] >= 0 && idx[1] != idx[0]) {
     c["label"] = "mixed";
