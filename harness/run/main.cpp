@@ -402,11 +402,19 @@ double PlanRunTime(RunState& run) {
                      {"left_s", run.fit.estimate_s},
                      {"fault_in_s_per_mib", run.fault_s_per_mib},
                      {"actual_s", nullptr}};
+  // The default run then gives what its budget leaves to the comparisons
+  // still open (until_resolved.h).
+  const std::string open = o.until_resolved_auto && estimate < o.budget_s
+                               ? ", then up to " +
+                                     FormatDuration(o.budget_s - estimate) +
+                                     " for the comparisons still open"
+                               : "";
   std::printf(
-      "plan: %zu points x %d repetitions, window %.1f ms; estimated %s (budget "
-      "%s)\n",
+      "plan: %zu points x %d repetitions, window %.1f ms; estimated %s%s "
+      "(budget %s)\n",
       run.points.size(), o.repetitions, run.window_s * 1e3,
-      FormatDuration(estimate).c_str(), FormatDuration(o.budget_s).c_str());
+      FormatDuration(estimate).c_str(), open.c_str(),
+      FormatDuration(o.budget_s).c_str());
   PlanPerQuestionTime(run);
   // Fixed work and overheads alone over the budget: say so now, not by
   // overrunning. (With --window the plan line's estimate says it.)

@@ -257,7 +257,12 @@ double FitWindow(RunState& run) {
       run.results ? run.results->doc()["benchmarks"].size() : 0);
   run.recording.per_row_s = RecordingPerRowS(
       run.recording_gap_s, run.recording_rows, RecordingCost{}.per_row_s);
-  run.fit = FitBudget(run.budget, run.recording, run.opts.budget_s - spent,
+  // The default run keeps the rest of its budget for the comparisons still
+  // open after the planned repetitions (until_resolved.h).
+  const double planned_s =
+      run.opts.budget_s *
+      (run.opts.until_resolved_auto ? kPlannedBudgetShare : 1.0);
+  run.fit = FitBudget(run.budget, run.recording, planned_s - spent,
                       run.opts.window_s, kMinFitWindowS, run.window_cap_s);
   run.window_s = run.fit.window_s;
   return spent + run.fit.estimate_s;
