@@ -171,30 +171,25 @@ void DuetWorkload::Report(PointReport& out, double /*window_seconds*/,
   }
   std::vector<DuetSide> schedule(schedule_.begin(), schedule_.begin() + ran);
   const std::vector<DuetPair> pairs = DuetPairs(schedule, ops, seconds);
-
-  double sec[2] = {0, 0};
-  uint64_t side_ops[2] = {0, 0};
-  for (size_t w = 0; w < ran; ++w) {
-    const int s = static_cast<int>(schedule_[w]) & 1;  // warm-ups included
-    sec[s] += seconds[w];
-    side_ops[s] += ops[w];
-  }
-  PointReport ra, rb;
-  a_->Report(ra, sec[0], side_ops[0]);
-  b_->Report(rb, sec[1], side_ops[1]);
-
-  double meas_sec[2] = {0, 0};
-  uint64_t meas_ops[2] = {0, 0};
+  // Per side (index kA / kB): all its windows, warm-ups included, for its own
+  // report; the measured ones for its throughput.
+  double sec[2] = {0, 0}, meas_sec[2] = {0, 0};
+  uint64_t side_ops[2] = {0, 0}, meas_ops[2] = {0, 0};
   nlohmann::json sides = nlohmann::json::array();
   for (size_t w = 0; w < ran; ++w) {
     static const char* kNames[] = {"a", "b", "warmup_a", "warmup_b"};
-    sides.push_back(kNames[static_cast<int>(schedule_[w])]);
-    if (schedule_[w] == DuetSide::kA || schedule_[w] == DuetSide::kB) {
-      const int s = static_cast<int>(schedule_[w]);
+    const int k = static_cast<int>(schedule_[w]), s = k & 1;
+    sides.push_back(kNames[k]);
+    sec[s] += seconds[w];
+    side_ops[s] += ops[w];
+    if (k < 2) {
       meas_sec[s] += seconds[w];
       meas_ops[s] += ops[w];
     }
   }
+  PointReport ra, rb;
+  a_->Report(ra, sec[0], side_ops[0]);
+  b_->Report(rb, sec[1], side_ops[1]);
   const auto rate = [](uint64_t o, double s) {
     return s > 0 ? static_cast<double>(o) / s : 0.0;
   };

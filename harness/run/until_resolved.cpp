@@ -33,8 +33,6 @@ using nlohmann::json;
 #define LOCKLINE_PLOTS_DIR_DEFAULT "plots"
 #endif
 
-bool IsFile(const std::string& path) { return access(path.c_str(), R_OK) == 0; }
-
 // The running verdicts.py child (0: none), for KillVerdictsChild.
 std::atomic<pid_t> g_verdicts_pid{0};
 
@@ -109,7 +107,7 @@ namespace {
 // "" when verdicts.py and its interpreter are there, else what is missing.
 std::string VerdictsMissing() {
   const std::string script = PlotsDir() + "/verdicts.py";
-  if (!IsFile(script))
+  if (access(script.c_str(), R_OK) != 0)
     return "--until-resolved needs " + script +
            " (the statistics that decide which comparisons are open); it is "
            "missing: set LOCKLINE_PLOTS_DIR to the plots/ directory of a "
