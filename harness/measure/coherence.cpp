@@ -55,27 +55,19 @@ struct MeasuredClass {
 
 /// The machine's core-to-core latencies measured in this run: the start-of-run
 /// probes and the calibration c2c:pingpong points (median of repetitions).
-std::vector<MeasuredClass> MeasuredClasses(const json& doc) {
+std::vector<MeasuredClass> MeasuredClasses(const json& doc, const json* ctx) {
   std::vector<MeasuredClass> out;
   const auto pus = [](const json& a, const json& b) {
     return a.dump() + "-" + b.dump();
   };
-  if (doc.contains("context") && doc["context"].is_object() &&
-      doc["context"].contains("lockline") &&
-      doc["context"]["lockline"].is_object()) {
-    const json& ctx = doc["context"]["lockline"];
-    if (ctx.contains("coherence_baseline") &&
-        ctx["coherence_baseline"].is_array())
-      for (const json& b : ctx["coherence_baseline"]) {
-        if (!b.is_object()) continue;
-        const json p = b.value("pus", json());
-        const json ns = b.value("ns", json());
-        if (!p.is_array() || p.size() != 2 || !ns.is_number() ||
-            !(ns.get<double>() > 0) || ns.get<double>() > kPreemptedProbeNs)
-          continue;
-        out.push_back({"start_of_run:" + pus(p[0], p[1]), ns.get<double>()});
-      }
-  }
+  if (ctx && ctx->contains("coherence_baseline") &&
+      (*ctx)["coherence_baseline"].is_array())
+    for (const json& b : (*ctx)["coherence_baseline"]) {
+      const json p = b.is_object() ? b.value("pus", json()) : json();
+      const double ns = b.is_object() ? LineProbe(b.value("ns", json())) : 0;
+      if (p.is_array() && p.size() == 2 && ns > 0)
+        out.push_back({"start_of_run:" + pus(p[0], p[1]), ns});
+    }
   std::map<std::string, std::vector<double>> c2c;
   for (const json& row : doc["benchmarks"]) {
     if (!row.is_object() || !row.contains("params") ||
@@ -426,7 +418,7 @@ std::vector<size_t> RelabelCoherence(json& doc) {
   if (doc.contains("context") && doc["context"].contains("lockline"))
     ctx = &doc["context"]["lockline"];
   std::map<Pair, std::vector<CoherenceRegime>> regimes;
-  const std::vector<MeasuredClass> classes = MeasuredClasses(doc);
+  const std::vector<MeasuredClass> classes = MeasuredClasses(doc, ctx);
   json summary = json::array();
   for (const auto& [pr, v] : ProbesByPair(doc, ctx)) {
     regimes[pr] = ClusterLatencies(v);

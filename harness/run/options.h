@@ -74,6 +74,12 @@ struct Options {
   bool window_server = false;     ///< --window-server (internal)
 };
 
+/// Seconds the planned repetitions fit: --budget, or kPlannedBudgetShare of it
+/// when the default run resolves within it.
+inline double PlannedBudgetS(const Options& o) {
+  return o.budget_s * (o.until_resolved_auto ? kPlannedBudgetShare : 1.0);
+}
+
 /// Parses argv. Throws UsageError for an unknown flag, a missing or malformed
 /// value (naming it and the accepted forms), Google Benchmark's too (an
 /// unknown or inapplicable --benchmark_* flag, a bad boolean or format, an

@@ -258,13 +258,10 @@ double FitWindow(RunState& run) {
       run.results ? run.results->doc()["benchmarks"].size() : 0);
   run.recording.per_row_s = RecordingPerRowS(
       run.recording_gap_s, run.recording_rows, RecordingCost{}.per_row_s);
-  // The default run keeps the rest of its budget for the comparisons still
-  // open after the planned repetitions (until_resolved.h).
-  const double planned_s =
-      run.opts.budget_s *
-      (run.opts.until_resolved_auto ? kPlannedBudgetShare : 1.0);
-  run.fit = FitBudget(run.budget, run.recording, planned_s - spent,
-                      run.opts.window_s, kMinFitWindowS, run.window_cap_s);
+  // The default run keeps the rest for open comparisons (until_resolved.h).
+  run.fit =
+      FitBudget(run.budget, run.recording, PlannedBudgetS(run.opts) - spent,
+                run.opts.window_s, kMinFitWindowS, run.window_cap_s);
   run.window_s = run.fit.window_s;
   return spent + run.fit.estimate_s;
 }
@@ -791,10 +788,7 @@ void ReplanIfStarved(RunState& run) {
     (p.variant->question.empty() ? others : paired) += s;
   }
   const double elapsed = static_cast<double>(NowNs() - run.run_start_ns) / 1e9;
-  const double cap =
-      std::max(run.opts.budget_s *
-                   (run.opts.until_resolved_auto ? kPlannedBudgetShare : 1.0),
-               run.plan_estimate_s);
+  const double cap = std::max(PlannedBudgetS(run.opts), run.plan_estimate_s);
   if (others <= 0 || elapsed + paired + others <= cap * 1.05) return;
   const double f = std::clamp((cap - elapsed - paired) / others, 0.0, 1.0);
   json dropped = json::array();
