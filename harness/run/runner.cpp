@@ -779,7 +779,11 @@ void PricePlan(RunState& run) {
 void ReplanIfStarved(RunState& run) {
   if (run.plan_rep_s.size() != run.points.size() || !run.keep.empty()) return;
   const double ran = static_cast<double>(NowNs() - run.progress_start_ns) / 1e9;
-  if (ran < kStarvedAfterS || ran < kStarvedStretch * run.plan_done_s) return;
+  // Judged on a tenth of the plan at least: the randomly interleaved
+  // repetitions so far then sample every family's cost.
+  if (ran < kStarvedAfterS || run.plan_done_s < 0.1 * run.plan_estimate_s ||
+      ran < kStarvedStretch * run.plan_done_s)
+    return;
   const double stretch = ran / run.plan_done_s;
   double paired = 0, others = 0;
   for (const Point& p : run.points) {

@@ -99,9 +99,10 @@ struct RunState {
 };
 
 /// A run whose repetitions take this many times what the plan priced them at
-/// (after kStarvedAfterS of them) cuts the figures' remaining repetitions to
-/// end near max(budget, estimate): a loaded machine's run said so and ran 6x
-/// its estimate (issue 49: 27m24s against 4m21s at load 9-14).
+/// (after kStarvedAfterS of them and a tenth of the plan) cuts the figures'
+/// remaining repetitions to end near max(budget, estimate): a loaded machine's
+/// run said so and ran 6x its estimate (issue 49: 27m24s against 4m21s at load
+/// 9-14).
 inline constexpr double kStarvedStretch = 1.5;
 inline constexpr double kStarvedAfterS = 20;
 
