@@ -183,7 +183,7 @@ void BuildPoints(RunState& run) {
                                    : suite == Suite::kFull ? 5
                                                            : 3);
       if (v.paired && suite != Suite::kQuick) {
-        p.pairs = PlanPairs(run.opts.precision, n, run.opts.repetitions);
+        p.pairs = PlanPairs(run.opts.precision, n, PointRepetitions(run, p));
         p.windows = 2 * (kDuetWarmupPairs + p.pairs->pairs_per_repetition);
         p.repetitions = p.pairs->repetitions;
       }

@@ -340,23 +340,17 @@ std::vector<std::pair<const Point*, int>> PlanRound(const RunState& run,
   std::stable_sort(
       wants.begin(), wants.end(),
       [](const auto& a, const auto& b) { return a.first < b.first; });
-  std::vector<std::pair<const Point*, int>> round;
+  std::map<const Point*, int> round;  // in run.points' order (their addresses)
   for (const auto& [cost, want] : wants) {
     const double f = std::min(1.0, seconds / cost);
     for (const auto& [p, n] : want) {
       const int k = static_cast<int>(f * n);
-      if (k < 1) continue;
       seconds -= k * cost_of(*p);
-      const auto it = std::find_if(round.begin(), round.end(),
-                                   [&](const auto& r) { return r.first == p; });
-      if (it == round.end())
-        round.push_back({p, std::min(k, cap)});
-      else
-        it->second = std::min(it->second + k, cap);
+      if (k > 0) round[p] = std::min(round[p] + k, cap);
     }
     if (f < 1) break;
   }
-  return round;
+  return {round.begin(), round.end()};
 }
 
 bool RunUntilResolved(RunState& run, benchmark::BenchmarkReporter& reporter) {
