@@ -70,7 +70,7 @@ VerdictSummary ReadVerdicts(const std::string& path);
 /// regime over the share of its repetitions landing there, so a point short
 /// where its partner has them gets more. Cheapest comparisons first, the
 /// last funded one scaled to the time left; at most 8x the run's repetitions a
-/// point. Costs from what each point's repetitions took (run.budget).
+/// point. Costs: what each point's repetitions took (their rows' timing).
 std::vector<std::pair<const Point*, int>> PlanRound(const RunState& run,
                                                     const VerdictSummary& v,
                                                     double seconds);
