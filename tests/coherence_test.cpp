@@ -189,6 +189,27 @@ TEST(CoherenceRelabel, LabelsNameTheRegimeNotTheStartState) {
   EXPECT_EQ(again, doc);
 }
 
+// Issue 49: a starved run's probes of 6.6 ms timed the scheduler. Rows
+// probed then are `preempted` (no regime) and the probes form no regime.
+TEST(CoherenceRelabel, APreemptedProbeIsNoRegime) {
+  json doc = Document();
+  for (int i = 0; i < 4; ++i) {
+    json row = doc["benchmarks"][0];
+    row["coherence"]["before_ns"] = 6.6e6;
+    row["coherence"]["after_ns"] = i < 2 ? 6.6e6 : 32.0;
+    doc["benchmarks"].push_back(row);
+  }
+  RelabelCoherence(doc);
+  const json& rows = doc["benchmarks"];
+  for (size_t i = 33; i < rows.size(); ++i) {
+    EXPECT_EQ(rows[i]["coherence"]["label"], "preempted") << i;
+    EXPECT_TRUE(rows[i]["coherence"]["regime"].is_null());
+  }
+  EXPECT_EQ(rows[0]["coherence"]["label"], "near");
+  EXPECT_EQ(
+      doc["context"]["lockline"]["coherence_regimes"][0]["regimes"].size(), 2u);
+}
+
 // Synthetic repetitions: ticket at 2.3 ns/op and MCS at 4.4 ns/op of wall time
 // (50 ms windows x 3, 2 threads), with a little spread.
 json Rows() {
@@ -317,6 +338,59 @@ TEST(UntilResolved, ReadsOpenComparisonsKeys) {
   EXPECT_THROW(ReadVerdicts(path), std::runtime_error);
   std::filesystem::remove(path);
   EXPECT_THROW(ReadVerdicts(path), std::runtime_error);
+}
+
+}  // namespace
+}  // namespace lockline
+
+namespace lockline {
+namespace {
+
+// Issue 49: an extra round gives repetitions where a comparison's regime
+// lacks them. Paired "d" has 3 far of 5 (needs 8 units); unpaired a/b: a has
+// 5 far, b 2 far of 5, so b gets the repetitions; resolved-looking wide
+// comparison c is the dearest and funded last.
+TEST(UntilResolved, PlanRoundGivesRepetitionsWhereTheRegimeLacksThem) {
+  const std::string dir =
+      ::testing::TempDir() + "/plan_round_" + std::to_string(getpid());
+  RunState run;
+  run.opts.repetitions = 5;
+  run.results = std::make_unique<ResultFile>(dir);
+  const auto add = [&](const std::string& key, const char* label) {
+    run.results->AddRow({{"run_type", "iteration"},
+                         {"lockline_key", key},
+                         {"error_occurred", false},
+                         {"timing", {{"wall_s", 0.1}, {"gap_s", 0.0}}},
+                         {"coherence", {{"label", label}}}});
+  };
+  for (int i = 0; i < 5; ++i) {
+    add("a", "far");
+    add("b", i < 2 ? "far" : "near");
+    add("d", i < 3 ? "far" : "near");
+  }
+  for (const char* k : {"a", "b", "d"}) {
+    Point p;
+    p.key = k;
+    run.points.push_back(p);
+  }
+  for (const Point& p : run.points) run.by_key[p.key] = &p;
+  VerdictSummary v;
+  v.comparisons.push_back({{"a", "b"}, "far", NAN, NAN, NAN});
+  v.comparisons.push_back({{"d"}, "far", 0.0, -0.08, 0.08});
+  const auto round = PlanRound(run, v, 100);
+  std::map<std::string, int> got;
+  for (const auto& [p, n] : round) got[p->key] = n;
+  // a: 8 units wanted, 5 there, share 6/7: 4; b: 6 more at 3/7: 14.
+  EXPECT_EQ(got["a"], 4);
+  EXPECT_EQ(got["b"], 14);
+  // d: 3 units at -8 % need 3 (1.25 x 0.0834 / 0.9 / 0.0488)^2 = 16.9, at
+  // share 4/7: 25 more.
+  EXPECT_EQ(got["d"], 25);
+  // Little time: the cheapest comparison (a/b) alone, scaled down.
+  const auto short_round = PlanRound(run, v, 1);
+  ASSERT_EQ(short_round.size(), 2u);
+  EXPECT_EQ(short_round[0].first->key, "a");
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cmath>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -135,23 +136,31 @@ TEST(DuetWorkload, RefusesAFixedWorkSideBesideATimedOne) {
                std::invalid_argument);
 }
 
-TEST(PlanPairs, OneThreadReachesThePrecisionWithinTheCap) {
-  // (1.96 x 1.2533 x 0.10 / ln 1.03)^2 / 0.7 = 98.7 -> 99 pairs; 20 a rep.
+TEST(PlanPairs, OneThreadReachesThePrecisionInMoreShorterRepetitions) {
+  // Cost-optimal pairs sqrt(pi 0.03^2 7 / 0.02^2) = 7 -> the minimum 12; 10
+  // repetitions of one regime give the verdict's interval +-2.9 %.
   const PairPlan p = PlanPairs(0.03, 1, 5);
-  EXPECT_EQ(p.pairs_needed, 99);
-  EXPECT_EQ(p.pairs_per_repetition, 20);
-  EXPECT_NEAR(p.expected_half_width, 0.0298, 0.0005);
+  EXPECT_EQ(p.pairs_per_repetition, kDuetMinPairs);
+  EXPECT_EQ(p.repetitions, 10);
+  EXPECT_NEAR(p.expected_half_width, 0.0294, 0.0005);
   EXPECT_LE(p.expected_half_width, 0.03);
 }
 
 TEST(PlanPairs, ContendedPointsAreCappedAndSayWhatTheyWillReach) {
-  // 0.25 spread: 617 pairs needed, 124 a repetition, capped at 64: +-4.2 %.
+  // 60 % of 20 repetitions in one regime: 12 units, +-4.1 %.
   const PairPlan p = PlanPairs(0.03, 2, 5);
-  EXPECT_EQ(p.pairs_needed, 617);
-  EXPECT_EQ(p.pairs_per_repetition, kDuetMaxPairs);
-  EXPECT_NEAR(p.expected_half_width, 0.0419, 0.0005);
-  // A loose precision never plans fewer than the minimum.
-  EXPECT_EQ(PlanPairs(0.5, 1, 5).pairs_per_repetition, kDuetMinPairs);
+  EXPECT_EQ(p.repetitions, kDuetMaxRepetitionFactor * 5);
+  EXPECT_NEAR(p.expected_half_width, 0.0409, 0.0005);
+  // A loose precision never plans fewer than the run's repetitions.
+  EXPECT_EQ(PlanPairs(0.5, 1, 5).repetitions, 5);
+}
+
+TEST(PlanPairs, TheVerdictsIntervalNarrowsWithUnitsNotPairs) {
+  const PairPrior prior{0.03, 0.03, 1};
+  EXPECT_TRUE(std::isinf(PairedHalfWidth(1, 64, prior)));
+  EXPECT_LT(PairedHalfWidth(20, 12, prior), PairedHalfWidth(5, 48, prior));
+  EXPECT_NEAR(PairedHalfWidth(1000, 1000, PairPrior{0, 0, 1}), std::expm1(0.01),
+              1e-9);
 }
 
 TEST(PlanPairs, RefusesNonsense) {

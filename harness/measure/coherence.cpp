@@ -40,6 +40,12 @@ double ProbeValue(const json& j) {
   return j.is_number() ? j.get<double>() : 0.0;
 }
 
+// A probe that times a cache line's transfer (0 for one that did not).
+double LineProbe(const json& j) {
+  const double ns = ProbeValue(j);
+  return ns > kPreemptedProbeNs ? 0.0 : ns;
+}
+
 /// One measured core-to-core class of the machine: a PU pair's latency from
 /// the run itself (ns).
 struct MeasuredClass {
@@ -49,27 +55,19 @@ struct MeasuredClass {
 
 /// The machine's core-to-core latencies measured in this run: the start-of-run
 /// probes and the calibration c2c:pingpong points (median of repetitions).
-std::vector<MeasuredClass> MeasuredClasses(const json& doc) {
+std::vector<MeasuredClass> MeasuredClasses(const json& doc, const json* ctx) {
   std::vector<MeasuredClass> out;
   const auto pus = [](const json& a, const json& b) {
     return a.dump() + "-" + b.dump();
   };
-  if (doc.contains("context") && doc["context"].is_object() &&
-      doc["context"].contains("lockline") &&
-      doc["context"]["lockline"].is_object()) {
-    const json& ctx = doc["context"]["lockline"];
-    if (ctx.contains("coherence_baseline") &&
-        ctx["coherence_baseline"].is_array())
-      for (const json& b : ctx["coherence_baseline"]) {
-        if (!b.is_object()) continue;
-        const json p = b.value("pus", json());
-        const json ns = b.value("ns", json());
-        if (!p.is_array() || p.size() != 2 || !ns.is_number() ||
-            !(ns.get<double>() > 0))
-          continue;
-        out.push_back({"start_of_run:" + pus(p[0], p[1]), ns.get<double>()});
-      }
-  }
+  if (ctx && ctx->contains("coherence_baseline") &&
+      (*ctx)["coherence_baseline"].is_array())
+    for (const json& b : (*ctx)["coherence_baseline"]) {
+      const json p = b.is_object() ? b.value("pus", json()) : json();
+      const double ns = b.is_object() ? LineProbe(b.value("ns", json())) : 0;
+      if (p.is_array() && p.size() == 2 && ns > 0)
+        out.push_back({"start_of_run:" + pus(p[0], p[1]), ns});
+    }
   std::map<std::string, std::vector<double>> c2c;
   for (const json& row : doc["benchmarks"]) {
     if (!row.is_object() || !row.contains("params") ||
@@ -295,10 +293,9 @@ std::map<Pair, std::vector<double>> ProbesByPair(const json& doc,
       const auto [ok, pr] = PairOf(b.value("pus", json()));
       if (!ok) continue;
       if (b.contains("probes_ns") && b["probes_ns"].is_array())
-        for (const json& v : b["probes_ns"])
-          probes[pr].push_back(ProbeValue(v));
+        for (const json& v : b["probes_ns"]) probes[pr].push_back(LineProbe(v));
       else
-        probes[pr].push_back(ProbeValue(b.value("ns", json())));
+        probes[pr].push_back(LineProbe(b.value("ns", json())));
     }
   for (const json& row : doc["benchmarks"]) {
     if (!row.contains("coherence") || !row["coherence"].is_object()) continue;
@@ -306,8 +303,8 @@ std::map<Pair, std::vector<double>> ProbesByPair(const json& doc,
     if (!SharesLines(c)) continue;
     const auto [ok, pr] = PairOf(c.value("pair", json()));
     if (!ok) continue;
-    probes[pr].push_back(ProbeValue(c.value("before_ns", json())));
-    probes[pr].push_back(ProbeValue(c.value("after_ns", json())));
+    probes[pr].push_back(LineProbe(c.value("before_ns", json())));
+    probes[pr].push_back(LineProbe(c.value("after_ns", json())));
   }
   return probes;
 }
@@ -336,15 +333,18 @@ void LabelRow(json& c, const std::vector<CoherenceRegime>* rs,
               const std::vector<MeasuredClass>& classes) {
   int idx[2] = {-1, -1};
   if (rs) {
-    idx[0] = ClassifyLatency(*rs, ProbeValue(c.value("before_ns", json())));
-    idx[1] = ClassifyLatency(*rs, ProbeValue(c.value("after_ns", json())));
+    idx[0] = ClassifyLatency(*rs, LineProbe(c.value("before_ns", json())));
+    idx[1] = ClassifyLatency(*rs, LineProbe(c.value("after_ns", json())));
   }
   json probe_labels = json::array();
   for (int i : idx)
     probe_labels.push_back(i < 0 ? json() : json((*rs)[i].label));
   c["probe_labels"] = probe_labels;
   if (idx[0] < 0) std::swap(idx[0], idx[1]);
-  if (idx[0] < 0) {
+  if (ProbeValue(c.value("before_ns", json())) > kPreemptedProbeNs ||
+      ProbeValue(c.value("after_ns", json())) > kPreemptedProbeNs) {
+    c["label"] = "preempted";
+  } else if (idx[0] < 0) {
     c["label"] = "unknown";
   } else if (idx[1] >= 0 && idx[1] != idx[0]) {
     c["label"] = "mixed";
@@ -418,7 +418,7 @@ std::vector<size_t> RelabelCoherence(json& doc) {
   if (doc.contains("context") && doc["context"].contains("lockline"))
     ctx = &doc["context"]["lockline"];
   std::map<Pair, std::vector<CoherenceRegime>> regimes;
-  const std::vector<MeasuredClass> classes = MeasuredClasses(doc);
+  const std::vector<MeasuredClass> classes = MeasuredClasses(doc, ctx);
   json summary = json::array();
   for (const auto& [pr, v] : ProbesByPair(doc, ctx)) {
     regimes[pr] = ClusterLatencies(v);

@@ -13,6 +13,15 @@
 
 namespace lockline {
 
+/// A probe whose median one-way latency exceeds this timed the scheduler, not
+/// a cache line: the slowest transfers measured anywhere (cross-socket on 4-8
+/// socket machines) stay under ~1 us, and a 64-round-trip batch reaches 5 us
+/// one way (640 us) only when a probe thread lost its PU for about a CFS
+/// slice (0.75 ms and up). Such a probe is `preempted`: never clustered, and a
+/// row with one is labelled `preempted`, no regime (issue 49: a starved run
+/// listed a 6.6 ms "regime").
+inline constexpr double kPreemptedProbeNs = 5000;
+
 /// One latency regime of a PU pair.
 struct CoherenceRegime {
   int rank = 1;       ///< 1 = lowest latency
@@ -52,7 +61,8 @@ int ClassifyLatency(const std::vector<CoherenceRegime>& regimes, double ns);
 /// ranks regimes within this run only, `matches` names the nearest measured
 /// core-to-core class within 1.4x ("start_of_run:A-B", calibration "c2c:A-B";
 /// null when none). Labels: `none` (shares_lines false), `unknown` (no
-/// probes), the regime's when both probes fall in one, `mixed` when not.
+/// probes), `preempted` (a probe above kPreemptedProbeNs), the regime's when
+/// both probes fall in one, `mixed` when not.
 /// Writes context.lockline.coherence_regimes too. Called after every
 /// repetition and at the end (earlier rows may change label). Returns the
 /// indices of the rows whose coherence changed (ResultFile::EditRows).

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numbers>
 #include <random>
 #include <stdexcept>
 #include <utility>
@@ -10,24 +11,47 @@
 
 namespace lockline {
 
-double PriorPairSpread(int threads) { return threads <= 1 ? 0.10 : 0.25; }
+PairPrior PriorPairSpread(int threads) {
+  return threads <= 1 ? PairPrior{0.03, 0.02, 1} : PairPrior{0.05, 0.03, 0.6};
+}
 
-PairPlan PlanPairs(double precision, int threads, int repetitions) {
-  if (!(precision > 0) || threads < 1 || repetitions < 1)
+double PairedHalfWidth(int units, int pairs, const PairPrior& prior) {
+  if (units < 2 || pairs < 1) return HUGE_VAL;
+  // Student's t at 98.5 % by its Cornish-Fisher expansion in 1/nu (Abramowitz
+  // and Stegun 26.7.5; within 1 % of the exact quantile from nu = 2).
+  constexpr double z = 2.170090, z2 = z * z;
+  const double nu = units - 1;
+  const double t =
+      z + z * (z2 + 1) / 4 / nu +
+      z * ((5 * z2 + 16) * z2 + 3) / 96 / (nu * nu) +
+      z * (((3 * z2 + 19) * z2 + 17) * z2 - 15) / 384 / (nu * nu * nu) +
+      z * ((((79 * z2 + 776) * z2 + 1482) * z2 - 1920) * z2 - 945) / 92160 /
+          (nu * nu * nu * nu);
+  const double var = prior.between * prior.between +
+                     std::numbers::pi * prior.within * prior.within / pairs;
+  return std::expm1(std::max(0.01, std::sqrt(2 * var / units) * t));
+}
+
+PairPlan PlanPairs(double precision, int threads, int min_repetitions) {
+  if (!(precision > 0) || threads < 1 || min_repetitions < 1)
     throw std::invalid_argument(
         "PlanPairs: precision must be > 0, threads and repetitions >= 1");
-  constexpr double kZ = 1.959964, kMedianOverMean = 1.2533, kKept = 0.7;
   PairPlan p;
-  p.spread = PriorPairSpread(threads);
-  const double per_pair = kZ * kMedianOverMean * p.spread;
-  const double target = std::log1p(precision);
-  p.pairs_needed = static_cast<int>(
-      std::ceil(per_pair * per_pair / (target * target) / kKept));
-  const int per_rep = (p.pairs_needed + repetitions - 1) / repetitions;
-  p.pairs_per_repetition = std::clamp(per_rep, kDuetMinPairs, kDuetMaxPairs);
-  const double kept = kKept * p.pairs_per_repetition * repetitions;
-  p.expected_half_width = std::expm1(per_pair / std::sqrt(kept));
-  return p;
+  p.prior = PriorPairSpread(threads);
+  const double w = p.prior.within, b = std::max(p.prior.between, 1e-3);
+  p.pairs_per_repetition = std::clamp(
+      static_cast<int>(std::lround(std::sqrt(
+          std::numbers::pi * w * w * (kDuetOverheadPairs + 1) / (b * b)))),
+      kDuetMinPairs, kDuetMaxPairs);
+  for (p.repetitions = min_repetitions;; ++p.repetitions) {
+    const int units =
+        static_cast<int>(p.prior.regime_share * p.repetitions + 1e-9);
+    p.expected_half_width =
+        PairedHalfWidth(units, p.pairs_per_repetition, p.prior);
+    if (p.expected_half_width <= precision ||
+        p.repetitions >= kDuetMaxRepetitionFactor * min_repetitions)
+      return p;
+  }
 }
 
 std::vector<DuetSide> DuetSchedule(int warmup_pairs, int pairs, uint64_t seed) {
@@ -147,30 +171,25 @@ void DuetWorkload::Report(PointReport& out, double /*window_seconds*/,
   }
   std::vector<DuetSide> schedule(schedule_.begin(), schedule_.begin() + ran);
   const std::vector<DuetPair> pairs = DuetPairs(schedule, ops, seconds);
-
-  double sec[2] = {0, 0};
-  uint64_t side_ops[2] = {0, 0};
-  for (size_t w = 0; w < ran; ++w) {
-    const int s = static_cast<int>(schedule_[w]) & 1;  // warm-ups included
-    sec[s] += seconds[w];
-    side_ops[s] += ops[w];
-  }
-  PointReport ra, rb;
-  a_->Report(ra, sec[0], side_ops[0]);
-  b_->Report(rb, sec[1], side_ops[1]);
-
-  double meas_sec[2] = {0, 0};
-  uint64_t meas_ops[2] = {0, 0};
+  // Per side (index kA / kB): all its windows, warm-ups included, for its own
+  // report; the measured ones for its throughput.
+  double sec[2] = {0, 0}, meas_sec[2] = {0, 0};
+  uint64_t side_ops[2] = {0, 0}, meas_ops[2] = {0, 0};
   nlohmann::json sides = nlohmann::json::array();
   for (size_t w = 0; w < ran; ++w) {
     static const char* kNames[] = {"a", "b", "warmup_a", "warmup_b"};
-    sides.push_back(kNames[static_cast<int>(schedule_[w])]);
-    if (schedule_[w] == DuetSide::kA || schedule_[w] == DuetSide::kB) {
-      const int s = static_cast<int>(schedule_[w]);
+    const int k = static_cast<int>(schedule_[w]), s = k & 1;
+    sides.push_back(kNames[k]);
+    sec[s] += seconds[w];
+    side_ops[s] += ops[w];
+    if (k < 2) {
       meas_sec[s] += seconds[w];
       meas_ops[s] += ops[w];
     }
   }
+  PointReport ra, rb;
+  a_->Report(ra, sec[0], side_ops[0]);
+  b_->Report(rb, sec[1], side_ops[1]);
   const auto rate = [](uint64_t o, double s) {
     return s > 0 ? static_cast<double>(o) / s : 0.0;
   };

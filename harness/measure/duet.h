@@ -28,31 +28,52 @@ inline constexpr int kDuetWarmupPairs = 1;
 /// between a VM's regime changes, so few repetitions are `mixed`).
 inline constexpr int kDuetMinPairs = 12;
 inline constexpr int kDuetMaxPairs = 64;
+/// A paired point plans at most this many times the run's repetitions.
+inline constexpr int kDuetMaxRepetitionFactor = 4;
+/// A repetition's cost besides its windows (threads, probes, the file
+/// rewrite: ~0.1 s) in window pairs of 5 ms (~16 ms with their edges).
+inline constexpr double kDuetOverheadPairs = 6;
 
-/// Prior spread of one window pair's log ratio ln(B/A), by thread count: the
-/// scaled MAD of default-suite duet rows on a 2-vCPU KVM guest (5 ms windows)
-/// is ~0.1 at 1 thread and up to 0.6 at 2; the plan uses 0.10 and 0.25
-/// (--until-resolved continues a noisier machine's pairs).
-double PriorPairSpread(int threads);
+/// Prior spreads of ln(B/A) by thread count, from the seed duet rows of a
+/// default run on the 2-vCPU KVM guest (2026-12-06, 5 ms windows): `within`
+/// a repetition (scaled MAD of its pairs: 0.006-0.03 at 1 thread, 0.02-0.03
+/// at 2; saturated rows up to 0.2), `between` repetitions of one regime (SD
+/// of their medians: 0.004-0.015; saturated 0.04-0.09), and the share of a
+/// point's repetitions expected in its majority coherence regime (1 at one
+/// thread: no regime; 2-vCPU VM runs split 2-3 regimes, 40-80 % in one).
+struct PairPrior {
+  double within = 0, between = 0, regime_share = 1;
+};
+PairPrior PriorPairSpread(int threads);
 
-/// How many window pairs a paired point plans per repetition to reach
-/// `precision` (half-width of the 95 % interval of the median log ratio,
-/// fraction of the effect: 0.03 = +-3 %) over `repetitions` repetitions:
-///   pairs needed  n = (1.96 x 1.2533 x spread / ln(1 + precision))^2 / 0.7
-/// (1.2533: the median's standard error over the mean's for normal data;
-/// 0.7: the share of pairs expected in the majority coherence regime), per
-/// repetition ceil(n / repetitions) clamped to [kDuetMinPairs,
-/// kDuetMaxPairs]. `expected_half_width` is the half-width those pairs give
-/// at the prior spread (above `precision` when the cap binds).
-/// Throws std::invalid_argument for precision <= 0, threads < 1 or
-/// repetitions < 1.
+/// Half-width (fraction) of the verdict's interval of a paired effect resting
+/// on `units` repetitions of one regime with `pairs` pairs each, at `prior`:
+/// plots/stats.py's hierarchical bootstrap widened by small_sample_expansion
+/// and for a rerun (for_rerun), modelled as
+///   sqrt(2) t(units-1) sqrt((between^2 + pi within^2 / pairs) / units)
+/// (pi within^2 / pairs: the median's variance, counted twice by the two-level
+/// bootstrap, checked by simulation), t at 98.5 %: the interval's confidence
+/// at the first look of --until-resolved (97 %, sequential_confidence), at
+/// least 1 % (the rerun floor). Infinite under 2 units.
+double PairedHalfWidth(int units, int pairs, const PairPrior& prior);
+
+/// A paired point's plan for the verdict's interval (`precision`: its
+/// half-width aimed at, 0.03 = +-3 %). The repetition is the interval's unit,
+/// so pairs per repetition are the cost-optimal two-stage allocation
+/// (Cochran, Sampling Techniques, 1977, 10.6): sqrt(pi within^2 (c + 1) /
+/// between^2) with a repetition's overhead c = kDuetOverheadPairs window
+/// pairs (and one warm-up pair), clamped to [kDuetMinPairs, kDuetMaxPairs];
+/// repetitions the fewest from `min_repetitions` to kDuetMaxRepetitionFactor x
+/// it whose expected units (regime_share x repetitions) reach the precision,
+/// else the most. Throws std::invalid_argument for precision <= 0, threads <
+/// 1 or min_repetitions < 1.
 struct PairPlan {
   int pairs_per_repetition = kDuetMinPairs;
-  int pairs_needed = 0;            ///< n above, over all repetitions
-  double spread = 0;               ///< PriorPairSpread(threads)
-  double expected_half_width = 0;  ///< fraction
+  int repetitions = 0;
+  PairPrior prior;
+  double expected_half_width = 0;  ///< fraction, PairedHalfWidth at the plan
 };
-PairPlan PlanPairs(double precision, int threads, int repetitions);
+PairPlan PlanPairs(double precision, int threads, int min_repetitions);
 
 /// Which variant a window runs: kA, kB, or a discarded warm-up window of one.
 enum class DuetSide : uint8_t { kA = 0, kB = 1, kWarmupA = 2, kWarmupB = 3 };

@@ -391,12 +391,20 @@ void PlanPerQuestionTime(RunState& run) {
 
 // The plan's points, repetitions, window and estimate against the budget.
 void PrintPlanLine(const RunState& run, double estimate) {
+  const Options& o = run.opts;
+  // The default run then gives what its budget leaves to the comparisons
+  // still open (until_resolved.h).
+  const std::string open = o.until_resolved_auto && estimate < o.budget_s
+                               ? ", then up to " +
+                                     FormatDuration(o.budget_s - estimate) +
+                                     " for the comparisons still open"
+                               : "";
   std::printf(
-      "plan: %zu points x %d repetitions, window %.1f ms; estimated %s (budget "
-      "%s)\n",
-      run.points.size(), run.opts.repetitions, run.window_s * 1e3,
-      FormatDuration(estimate).c_str(),
-      FormatDuration(run.opts.budget_s).c_str());
+      "plan: %zu points x %d repetitions, window %.1f ms; estimated %s%s "
+      "(budget %s)\n",
+      run.points.size(), o.repetitions, run.window_s * 1e3,
+      FormatDuration(estimate).c_str(), open.c_str(),
+      FormatDuration(o.budget_s).c_str());
 }
 
 // Fits the window to the budget and records the plan: the window, the run's

@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -29,15 +30,18 @@ Suite and time:
                           repetitions, --budget 10s unless given; no plots or report: it is
                           read by lockline predict RUN_DIR --topology=FILE.xml --target=DIR
   --budget=DURATION       target wall time of the run, e.g. 90s, 20m, 1h (default: quick 30s,
-                          default 2m, full 30m); the window length is fitted to it (and
+                          default 4m, full 30m); the window length is fitted to it (and
                           refitted after every repetition) and the estimate printed before
-                          starting, with a line when fixed work alone exceeds it
+                          starting, with a line when fixed work alone exceeds it; the default
+                          suite fits its planned repetitions to 80 % of it and gives the rest
+                          to the comparisons still open (--until-resolved within the budget;
+                          not with --window, --benchmark_filter or --until-resolved=off)
   --window=DURATION       fixed window length (e.g. 50ms, 0.1ms to 10m); overrides the fit
                           to --budget
-  --precision=PCT         half-width of a paired comparison's 95 % interval the plan aims at
-                          (default 3): the seed comparisons' paired points get the window
-                          pairs that precision needs at this machine class's measured pair
-                          spread (12 to 64 a repetition); the plan prints, per question, the
+  --precision=PCT         half-width of a paired comparison's verdict interval the plan aims
+                          at (default 3): the seed comparisons' paired points get the
+                          repetitions (5 to 20) and window pairs that precision needs at this
+                          machine class's measured spreads; the plan prints, per question, the
                           pairs and the half-width they are expected to give
   --out=DIR               run directory (default results/<host>-<UTC timestamp>/); must be
                           writable: checked before any point runs
@@ -50,7 +54,8 @@ Suite and time:
                           after the planned repetitions, run plots/verdicts.py and re-run the
                           points of every unresolved comparison (interleaved, more repetitions
                           in the same lockline.json) until all are resolved or MAX_DURATION
-                          (default 5m) of extra time is spent; needs /usr/bin/python3 and
+                          (default 5m; off: not even within the default budget) of extra
+                          time is spent; needs /usr/bin/python3 and
                           verdicts.py ($LOCKLINE_PLOTS_DIR overrides the source tree's plots/)
 
 Placement:
@@ -470,8 +475,11 @@ const Flag kFlags[] = {
      [](Parsed& p, V) { p.o.until_resolved_s = kDefaultUntilResolvedS; }},
     {"--until-resolved", true,
      [](Parsed& p, V v) {
-       p.o.until_resolved_s = ParseDurationSeconds(
-           v, "--until-resolved", kMinBudgetSeconds, kMaxBudgetSeconds);
+       p.o.until_resolved_s =
+           v == "off"
+               ? -1
+               : ParseDurationSeconds(v, "--until-resolved (or off)",
+                                      kMinBudgetSeconds, kMaxBudgetSeconds);
      }},
     {"--fault-sampling", true,
      [](Parsed& p, V v) {
@@ -569,7 +577,18 @@ Options ParseOptions(int argc, char** argv) {
         "runs a fixed number of window pairs per repetition");
   if (o.calibrate_only) SetUpCalibrateOnly(o);
   o.suite = p.quick ? Suite::kQuick : p.full ? Suite::kFull : Suite::kDefault;
-  if (o.budget_s == 0) o.budget_s = p.quick ? 30 : p.full ? 1800 : 120;
+  if (o.budget_s == 0) o.budget_s = p.quick ? 30 : p.full ? 1800 : 240;
+  // The default run resolves within its budget (until_resolved.h) when it
+  // runs the whole suite on fitted windows into lockline.json alone.
+  const bool gb_out = std::any_of(
+      o.benchmark_args.begin(), o.benchmark_args.end(),
+      [](const std::string& a) { return a.rfind("--benchmark_out=", 0) == 0; });
+  o.until_resolved_auto = o.suite == Suite::kDefault &&
+                          o.until_resolved_s == 0 && o.window_s <= 0 &&
+                          o.benchmark_filter.empty() && o.duet_with.empty() &&
+                          !gb_out;
+  if (o.until_resolved_auto) o.until_resolved_s = o.budget_s;
+  o.until_resolved_s = std::max(0.0, o.until_resolved_s);
   if (o.runs > 1)
     for (const std::string& b : o.benchmark_args)
       if (b.rfind("--benchmark_out=", 0) == 0)

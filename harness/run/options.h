@@ -24,6 +24,9 @@ inline constexpr int kCalibrateRepetitions = 3;
 
 /// Extra time of --until-resolved given without a value, seconds.
 inline constexpr double kDefaultUntilResolvedS = 300;
+/// Share of --budget the default run's planned repetitions fit; the rest
+/// goes to the comparisons still open after them.
+inline constexpr double kPlannedBudgetShare = 0.8;
 
 /// --fault-sampling period, seconds: 2 ms costs a KVM guest a few per cent of
 /// the faults' CPU time.
@@ -59,6 +62,9 @@ struct Options {
   std::string benchmark_filter;  ///< value of --benchmark_filter, if given
   int repetitions = 5;           ///< from --benchmark_repetitions, default 5
   double until_resolved_s = 0;   ///< extra seconds (until_resolved.h); 0 off
+  /// --until-resolved within --budget (the default run): until_resolved_s is
+  /// the budget and the planned repetitions fit kPlannedBudgetShare of it.
+  bool until_resolved_auto = false;
   double precision = 0.03;  ///< paired 95 % half-width aimed at (PlanPairs)
   double fault_sampling_s = kDefaultFaultSamplingS;  ///< 0: off
   /// Evidence windows of the kernel_* families (0, off, also turns the fault
@@ -74,6 +80,12 @@ struct Options {
   /// `lockline predict` fits and its c2c rows, for predict's --target=.
   bool calibrate_only = false;
 };
+
+/// Seconds the planned repetitions fit: --budget, or kPlannedBudgetShare of it
+/// when the default run resolves within it.
+inline double PlannedBudgetS(const Options& o) {
+  return o.budget_s * (o.until_resolved_auto ? kPlannedBudgetShare : 1.0);
+}
 
 /// Parses argv. Throws UsageError for an unknown flag, a missing or malformed
 /// value (naming it and the accepted forms), Google Benchmark's too (an

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <optional>
 #include <random>
@@ -206,8 +207,9 @@ void BuildPoints(RunState& run) {
                                    : suite == Suite::kFull ? 5
                                                            : 3);
       if (v.paired && suite != Suite::kQuick) {
-        p.pairs = PlanPairs(run.opts.precision, n, run.opts.repetitions);
+        p.pairs = PlanPairs(run.opts.precision, n, PointRepetitions(run, p));
         p.windows = 2 * (kDuetWarmupPairs + p.pairs->pairs_per_repetition);
+        p.repetitions = p.pairs->repetitions;
       }
       p.index = run.points.size();
       run.points.push_back(std::move(p));
@@ -280,8 +282,10 @@ double FitWindow(RunState& run) {
       run.results ? run.results->doc()["benchmarks"].size() : 0);
   run.recording.per_row_s = RecordingPerRowS(
       run.recording_gap_s, run.recording_rows, RecordingCost{}.per_row_s);
-  run.fit = FitBudget(run.budget, run.recording, run.opts.budget_s - spent,
-                      run.opts.window_s, kMinFitWindowS, run.window_cap_s);
+  // The default run keeps the rest for open comparisons (until_resolved.h).
+  run.fit =
+      FitBudget(run.budget, run.recording, PlannedBudgetS(run.opts) - spent,
+                run.opts.window_s, kMinFitWindowS, run.window_cap_s);
   run.window_s = run.fit.window_s;
   return spent + run.fit.estimate_s;
 }
@@ -773,6 +777,79 @@ void PrintProgress(RunState& run, const Point& point, const json& row,
   std::fflush(stdout);
 }
 
+// The plan's seconds for one repetition of each point (run.plan_rep_s): its
+// share of the plan's estimate, file rewrites and all.
+void PricePlan(RunState& run) {
+  const std::vector<double> each =
+      PredictPointSeconds(run.budget, run.window_s);
+  double sum = 0;
+  for (double s : each) sum += s;
+  const double planned =
+      run.plan_estimate_s -
+      static_cast<double>(run.progress_start_ns - run.run_start_ns) / 1e9;
+  for (size_t i = 0; i < each.size(); ++i)
+    run.plan_rep_s.push_back(
+        sum > 0 ? each[i] / sum * std::max(0.0, planned) /
+                      std::max(1, run.budget[i].repetitions_left)
+                : 0.0);
+}
+
+// A starved run: its repetitions took kStarvedStretch x what the plan priced
+// them at, and the rest at that pace would end past max(budget, estimate).
+// The figures' points (no seed question) keep the share of their remaining
+// repetitions that fits (at least one repetition each); the paired seed
+// points keep theirs. Once a run; said on the console, recorded as
+// context.lockline.replanned.
+void ReplanIfStarved(RunState& run) {
+  if (run.plan_rep_s.size() != run.points.size() || !run.keep.empty()) return;
+  const double ran = static_cast<double>(NowNs() - run.progress_start_ns) / 1e9;
+  // Judged on a tenth of the plan at least: the randomly interleaved
+  // repetitions so far then sample every family's cost.
+  if (ran < kStarvedAfterS || run.plan_done_s < 0.1 * run.plan_estimate_s ||
+      ran < kStarvedStretch * run.plan_done_s)
+    return;
+  const double stretch = ran / run.plan_done_s;
+  double paired = 0, others = 0;
+  for (const Point& p : run.points) {
+    const double s = stretch * run.plan_rep_s[p.index] *
+                     run.budget[p.index].repetitions_left;
+    (p.variant->question.empty() ? others : paired) += s;
+  }
+  const double elapsed = static_cast<double>(NowNs() - run.run_start_ns) / 1e9;
+  const double cap = std::max(PlannedBudgetS(run.opts), run.plan_estimate_s);
+  if (others <= 0 || elapsed + paired + others <= cap * 1.05) return;
+  const double f = std::clamp((cap - elapsed - paired) / others, 0.0, 1.0);
+  json dropped = json::array();
+  int cut = 0;
+  for (const Point& p : run.points) {
+    BudgetPoint& b = run.budget[p.index];
+    const int done = run.repetitions_done[p.key];
+    const int left = std::max(std::min(1 - done, b.repetitions_left),
+                              static_cast<int>(f * b.repetitions_left));
+    if (!p.variant->question.empty() || left >= b.repetitions_left) continue;
+    cut += b.repetitions_left - left;
+    b.repetitions_left = left;
+    run.keep[p.key] = done + left;
+    dropped.push_back(p.key);
+  }
+  if (dropped.empty()) return;
+  run.progress_total -= cut;
+  double load[3] = {0, 0, 0};
+  getloadavg(load, 3);
+  std::printf(
+      "lockline: starved: the repetitions took %s where the plan priced them "
+      "at %s (%.1fx, load %.1f); %d repetitions of %zu figure points dropped "
+      "to end near %s (context.lockline.replanned)\n",
+      FormatDuration(ran).c_str(), FormatDuration(run.plan_done_s).c_str(),
+      stretch, load[0], cut, dropped.size(), FormatDuration(cap).c_str());
+  run.results->lockline_context()["replanned"] = {
+      {"at_s", elapsed},     {"estimate_s", run.plan_estimate_s},
+      {"elapsed_s", ran},    {"planned_s", run.plan_done_s},
+      {"stretch", stretch},  {"cap_s", cap},
+      {"load_avg", load[0]}, {"repetitions_dropped", cut},
+      {"dropped", dropped}};
+}
+
 // Appends the repetition's row to lockline.json at once (Google Benchmark
 // 1.7.1 reports an instance only after its last repetition, which random
 // interleaving may put at the end of the run), relabels the coherence regimes
@@ -784,6 +861,9 @@ void RecordRepetition(PointRun& pr) {
   const std::string& key = pr.point.key;
   // The next repetition's timing.gap_s starts here (recording this one).
   run.last_repetition_end_ns = NowNs();
+  if (run.resolve_round == 0 && run.plan_rep_s.empty()) PricePlan(run);
+  if (pr.point.index < run.plan_rep_s.size())
+    run.plan_done_s += run.plan_rep_s[pr.point.index];
   AccountRepetition(run, pr.point, pr.timing);
   const json row = RowOf(pr);
   run.row_index[key].push_back(run.results->doc()["benchmarks"].size());
@@ -797,6 +877,7 @@ void RecordRepetition(PointRun& pr) {
   // Planned repetitions refit the window of the points not started.
   double left = -1;
   if (run.resolve_round == 0) {
+    ReplanIfStarved(run);
     FitWindow(run);
     left = run.fit.estimate_s;
   }
@@ -911,6 +992,14 @@ PointEnv MakePointEnv(const Point& point, const RunState& run,
 // message, once the team, workload and layout sampling are gone (in that
 // order, as unwinding would).
 void RunPoint(benchmark::State& state, const Point& point, RunState& run) {
+  // Dropped by a re-plan (ReplanIfStarved: never a point's first): no row.
+  if (const auto it = run.keep.find(point.key);
+      run.resolve_round == 0 && it != run.keep.end() &&
+      run.repetitions_done[point.key] >= it->second) {
+    state.SkipWithError("dropped: the run was starved and re-planned");
+    while (state.KeepRunning()) state.SetIterationTime(1e-9);
+    return;
+  }
   PointRun pr(state, point, run);
   PlanWindow(pr);
   try {
@@ -1017,6 +1106,10 @@ void LocklineReporter::Finalize() {
   run_.results->lockline_context()["counters"] =
       run_.counters->AvailabilityJson();
   run_.results->EditRows(RelabelCoherence);
+  // The load beside the start's (context.load_avg): a starved run shows it.
+  double load[3] = {0, 0, 0};
+  if (getloadavg(load, 3) == 3)
+    run_.results->context()["load_avg_end"] = {load[0], load[1], load[2]};
   if (run_.finish_on_finalize)
     run_.results->lockline_context()["finished"] = true;
   run_.results->Flush();

@@ -90,7 +90,21 @@ struct RunState {
   /// Repetitions sample offsets (false: a duet's old build cannot).
   bool sample_layout = true;
   std::string progress_note;  ///< appended to progress lines, e.g. "3 open"
+  /// Per point, the plan's seconds for one repetition (at its first record),
+  /// and the sum of those of the repetitions recorded: a starved run (one
+  /// taking kStarvedStretch x that) re-plans its rest (context.replanned).
+  std::vector<double> plan_rep_s;
+  double plan_done_s = 0;
+  std::map<std::string, int> keep;  ///< key -> repetitions kept by a re-plan
 };
+
+/// A run whose repetitions take this many times what the plan priced them at
+/// (after kStarvedAfterS of them and a tenth of the plan) cuts the figures'
+/// remaining repetitions to end near max(budget, estimate): a loaded machine's
+/// run said so and ran 6x its estimate (issue 49: 27m24s against 4m21s at load
+/// 9-14).
+inline constexpr double kStarvedStretch = 1.5;
+inline constexpr double kStarvedAfterS = 20;
 
 /// Repetitions `p` runs: its own (Point::repetitions) or the run's
 /// (--benchmark_repetitions).

@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <set>
 #include <stdexcept>
 
@@ -31,8 +32,6 @@ using nlohmann::json;
 #ifndef LOCKLINE_PLOTS_DIR_DEFAULT
 #define LOCKLINE_PLOTS_DIR_DEFAULT "plots"
 #endif
-
-bool IsFile(const std::string& path) { return access(path.c_str(), R_OK) == 0; }
 
 // The running verdicts.py child (0: none), for KillVerdictsChild.
 std::atomic<pid_t> g_verdicts_pid{0};
@@ -103,10 +102,12 @@ std::string PlotsDir() {
   return LOCKLINE_PLOTS_DIR_DEFAULT;
 }
 
-std::string CheckUntilResolved(const Options& o) {
-  if (o.until_resolved_s <= 0) return "";
+namespace {
+
+// "" when verdicts.py and its interpreter are there, else what is missing.
+std::string VerdictsMissing() {
   const std::string script = PlotsDir() + "/verdicts.py";
-  if (!IsFile(script))
+  if (access(script.c_str(), R_OK) != 0)
     return "--until-resolved needs " + script +
            " (the statistics that decide which comparisons are open); it is "
            "missing: set LOCKLINE_PLOTS_DIR to the plots/ directory of a "
@@ -114,6 +115,17 @@ std::string CheckUntilResolved(const Options& o) {
   if (access(kVerdictsPython, X_OK) != 0)
     return std::string("--until-resolved needs ") + kVerdictsPython +
            " with numpy and scipy (bash ci/install_deps.sh installs them)";
+  return "";
+}
+
+double Number(const json& v) { return v.is_number() ? v.get<double>() : NAN; }
+
+}  // namespace
+
+std::string CheckUntilResolved(const Options& o) {
+  // The default run's (auto) goes without, saying so (RunUntilResolved).
+  if (o.until_resolved_s <= 0 || o.until_resolved_auto) return "";
+  if (std::string why = VerdictsMissing(); !why.empty()) return why;
   for (const std::string& a : o.benchmark_args)
     if (a.rfind("--benchmark_out=", 0) == 0)
       return "--until-resolved and " + a +
@@ -136,6 +148,8 @@ VerdictSummary ReadVerdicts(const std::string& path) {
       !doc["verdicts"].is_array())
     throw std::runtime_error(path + " has no \"verdicts\" list");
   VerdictSummary s;
+  if (doc.contains("min_effect") && doc["min_effect"].is_number())
+    s.min_effect = doc["min_effect"].get<double>();
   std::set<std::string> seen;
   for (const json& v : doc["verdicts"]) {
     if (!v.is_object()) continue;
@@ -146,15 +160,26 @@ VerdictSummary ReadVerdicts(const std::string& path) {
         v.value("status", std::string()) == "not_answerable")
       continue;
     ++s.open;
+    OpenComparison c;
+    const json regime = v.value("regime", json());
+    if (regime.is_string() && regime != "all") c.regime = regime;
+    c.effect = Number(v.value("effect", json()));
+    const json ci = v.value("ci", json());
+    if (ci.is_array() && ci.size() == 2) {
+      c.lo = Number(ci[0]);
+      c.hi = Number(ci[1]);
+    }
     // A paired verdict (method "paired") is continued on its duet row alone:
     // more window pairs, not more unpaired repetitions.
     const bool paired = v.value("duet_key", json()).is_string();
     for (const char* k : {"duet_key", "base_key", "variant_key"}) {
       if (paired != (std::string(k) == "duet_key")) continue;
       const json key = v.value(k, json());
-      if (key.is_string() && seen.insert(key.get<std::string>()).second)
-        s.keys.push_back(key.get<std::string>());
+      if (!key.is_string()) continue;
+      c.keys.push_back(key.get<std::string>());
+      if (seen.insert(c.keys.back()).second) s.keys.push_back(c.keys.back());
     }
+    s.comparisons.push_back(std::move(c));
   }
   return s;
 }
@@ -190,29 +215,31 @@ bool LookAtVerdicts(const RunState& run, uint64_t deadline_ns,
   return false;
 }
 
-// Extra round run.resolve_round + 1: `reps` more repetitions of each of
-// `points`, then their aggregates. Returns the seconds a repetition took.
-double RunExtraRound(RunState& run, benchmark::BenchmarkReporter& reporter,
-                     const std::vector<const Point*>& points, int reps,
-                     const VerdictSummary& v) {
-  const int repetitions = reps * static_cast<int>(points.size());
+// Extra round run.resolve_round + 1: `round`'s repetitions, interleaved,
+// then their aggregates. Returns the repetitions run.
+int RunExtraRound(RunState& run, benchmark::BenchmarkReporter& reporter,
+                  const std::vector<std::pair<const Point*, int>>& round,
+                  const VerdictSummary& v) {
+  int repetitions = 0;
+  for (const auto& [p, n] : round) repetitions += n;
   ++run.resolve_round;
   run.progress_total += repetitions;
   run.progress_note = ", " + std::to_string(v.open) + " of " +
                       std::to_string(v.total) + " comparisons open";
   benchmark::ClearRegisteredBenchmarks();
-  for (const Point* p : points) RegisterPoint(run, *p, reps);
-  const uint64_t round_start = NowNs();
+  for (const auto& [p, n] : round) RegisterPoint(run, *p, n);
   benchmark::RunSpecifiedBenchmarks(&reporter, ".");
-  for (const Point* p : points)
+  for (const auto& [p, n] : round)
     UpdateAggregates(run.results->doc_mutable(), p->key);
-  return static_cast<double>(NowNs() - round_start) / 1e9 / repetitions;
+  return repetitions;
 }
 
 // How the extra rounds ended, as context.lockline.until_resolved records it.
 struct Outcome {
   uint64_t start_ns = 0;
-  int extra = 0;  // extra repetitions run
+  double max_s = 0;  // the time they had
+  int extra = 0;     // extra repetitions run
+  int looks = 0;     // verdicts.py runs
   VerdictSummary v;
   std::string stopped;  // resolved, verdicts_failed, no_runnable_points...
 };
@@ -222,64 +249,159 @@ struct Outcome {
 bool RecordOutcome(RunState& run, const Outcome& out) {
   run.progress_note.clear();
   RelabelCoherence(run.results->doc_mutable());
-  const bool known = out.stopped != "verdicts_failed";
+  const bool known =
+      out.stopped != "verdicts_failed" && out.stopped != "not_run";
   run.results->lockline_context()["until_resolved"] = {
-      {"max_s", run.opts.until_resolved_s},
+      {"max_s", out.max_s},
+      {"within_budget", run.opts.until_resolved_auto},
       {"spent_s", static_cast<double>(NowNs() - out.start_ns) / 1e9},
       {"rounds", run.resolve_round},
       {"extra_repetitions", out.extra},
       {"comparisons", known ? json(out.v.total) : json(nullptr)},
       {"open", known ? json(out.v.open) : json(nullptr)},
-      {"looks", run.resolve_round + 1},
+      {"looks", out.looks},
       {"design",
        "sequential: the interval at look k has confidence 1 - 5 % x 6 / "
        "(pi^2 k^2) (alpha spending; plots/stats.py sequential_confidence)"},
       {"stopped", out.stopped}};
   run.results->lockline_context()["finished"] = true;
   run.results->Flush();
+  const double ran = static_cast<double>(NowNs() - run.run_start_ns) / 1e9;
   if (known)
     std::printf(
         "until-resolved: %d extra repetitions in %d rounds; %d of %d "
-        "comparisons still open (%s)\n",
+        "comparisons still open (%s); the run took %s (budget %s)\n",
         out.extra, run.resolve_round, out.v.open, out.v.total,
-        out.stopped.c_str());
-  else
+        out.stopped.c_str(), FormatDuration(ran).c_str(),
+        FormatDuration(run.opts.budget_s).c_str());
+  else if (out.stopped != "not_run")
     std::printf(
         "until-resolved: %d extra repetitions in %d rounds; which comparisons "
         "are open is unknown (verdicts.py failed)\n",
         out.extra, run.resolve_round);
   std::fflush(stdout);
-  return known;
+  return out.stopped != "verdicts_failed";
 }
 
 }  // namespace
 
+std::vector<std::pair<const Point*, int>> PlanRound(const RunState& run,
+                                                    const VerdictSummary& v,
+                                                    double seconds) {
+  // Each key's repetitions, in all and per coherence label, and the seconds
+  // they took (timing: wall_s and the gap before each).
+  std::map<std::string, std::map<std::string, int>> in;
+  std::map<std::string, int> total;
+  std::map<std::string, double> took;
+  for (const json& r : run.results->doc()["benchmarks"]) {
+    if (r.value("run_type", "") != "iteration") continue;
+    const std::string key = r.value("lockline_key", "");
+    const json timing = r.value("timing", json::object());
+    took[key] += timing.value("wall_s", 0.0) + timing.value("gap_s", 0.0);
+    if (r.value("error_occurred", false)) continue;
+    ++total[key];
+    ++in[key][r.value("coherence", json::object()).value("label", "")];
+  }
+  const auto cost_of = [&](const Point& p) {
+    return took[p.key] / std::max(1, total[p.key]);
+  };
+  // Per comparison: its points' wanted repetitions and their cost.
+  std::vector<std::pair<double, std::vector<std::pair<const Point*, int>>>>
+      wants;
+  const int cap = 8 * run.opts.repetitions;
+  for (const OpenComparison& c : v.comparisons) {
+    std::vector<std::pair<const Point*, double>> have;  // units, then share
+    int units = cap;
+    for (const std::string& k : c.keys) {
+      const auto it = run.by_key.find(k);
+      if (it == run.by_key.end()) break;
+      const int n = c.regime.empty() ? total[k] : in[k][c.regime];
+      units = std::min(units, n);
+      have.push_back({it->second, n});
+    }
+    if (have.size() != c.keys.size() || have.empty()) continue;
+    double goal = 8;
+    const double e = std::log1p(c.effect);
+    const double h = std::max(std::log1p(c.hi) - e, e - std::log1p(c.lo));
+    if (std::isfinite(h) && h > 0 && units >= 2)
+      goal =
+          units *
+          std::pow(1.25 * h /
+                       (0.9 * std::max(std::log1p(v.min_effect) - std::fabs(e),
+                                       std::fabs(e))),
+                   2);
+    double cost = 0;
+    std::vector<std::pair<const Point*, int>> want;
+    for (const auto& [p, n] : have) {
+      const double share =
+          c.regime.empty() ? 1.0 : (n + 1.0) / (total[p->key] + 2.0);
+      const int more = static_cast<int>(std::clamp(
+          std::ceil((goal - n) / share), 1.0, static_cast<double>(cap)));
+      want.push_back({p, more});
+      cost += more * cost_of(*p);
+    }
+    wants.push_back({cost, std::move(want)});
+  }
+  std::stable_sort(
+      wants.begin(), wants.end(),
+      [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::map<const Point*, int> round;  // in run.points' order (their addresses)
+  for (const auto& [cost, want] : wants) {
+    const double f = std::min(1.0, seconds / cost);
+    for (const auto& [p, n] : want) {
+      const int k = static_cast<int>(f * n);
+      seconds -= k * cost_of(*p);
+      if (k > 0) round[p] = std::min(round[p] + k, cap);
+    }
+    if (f < 1) break;
+  }
+  return {round.begin(), round.end()};
+}
+
 bool RunUntilResolved(RunState& run, benchmark::BenchmarkReporter& reporter) {
   Outcome out;
   out.start_ns = NowNs();
-  const double budget = run.opts.until_resolved_s;
+  const Options& o = run.opts;
   // The statistics count against the time limit, which holds; each round
-  // leaves the time the last verdicts took for the next ones.
-  const uint64_t deadline = out.start_ns + static_cast<uint64_t>(budget * 1e9);
-  // Seconds per repetition, from the planned pass, then from each round.
-  double rep_s =
-      run.progress_done > 0
-          ? static_cast<double>(out.start_ns - run.progress_start_ns) / 1e9 /
-                run.progress_done
-          : 0.1;
+  // leaves the time the last verdicts took for the next ones. The default
+  // run's limit is its budget, counted from its start.
+  const uint64_t deadline =
+      o.until_resolved_auto
+          ? run.run_start_ns + static_cast<uint64_t>(o.budget_s * 1e9)
+          : out.start_ns + static_cast<uint64_t>(o.until_resolved_s * 1e9);
+  out.max_s = deadline > out.start_ns
+                  ? static_cast<double>(deadline - out.start_ns) / 1e9
+                  : 0.0;
+  if (o.until_resolved_auto) {
+    std::string why = VerdictsMissing();
+    // Less than a look at the verdicts and a round: not worth starting.
+    if (why.empty() && out.max_s < 10)
+      why = "the budget leaves " + FormatDuration(out.max_s);
+    if (!why.empty()) {
+      std::printf(
+          "until-resolved: the comparisons still open are not continued "
+          "within the budget: %s\n",
+          why.c_str());
+      out.stopped = "not_run";
+      return RecordOutcome(run, out);
+    }
+  }
   double verdicts_s = 0;  // the last verdicts.py run, seconds
   for (;;) {
     RelabelCoherence(run.results->doc_mutable());
     run.results->Flush();
+    // No look that cannot end in time: the last one's open count stands.
+    if (run.resolve_round > 0 &&
+        NowNs() + static_cast<uint64_t>(1.5e9 * verdicts_s) > deadline) {
+      out.stopped = "time_spent";
+      break;
+    }
+    ++out.looks;
     if (!LookAtVerdicts(run, deadline, out.v, verdicts_s)) {
       out.stopped = "verdicts_failed";
       break;
     }
     const double spent = static_cast<double>(NowNs() - out.start_ns) / 1e9;
-    std::vector<const Point*> points;
-    for (const std::string& k : out.v.keys)
-      if (const auto it = run.by_key.find(k); it != run.by_key.end())
-        points.push_back(it->second);
     const std::string after =
         run.resolve_round == 0
             ? std::string("the planned repetitions")
@@ -288,30 +410,30 @@ bool RunUntilResolved(RunState& run, benchmark::BenchmarkReporter& reporter) {
         "until-resolved: %d of %d comparisons open after %s (%s of %s "
         "spent)\n",
         out.v.open, out.v.total, after.c_str(), FormatDuration(spent).c_str(),
-        FormatDuration(budget).c_str());
+        FormatDuration(out.max_s).c_str());
     std::fflush(stdout);
     if (out.v.open == 0) {
       out.stopped = "resolved";
       break;
     }
-    if (points.empty()) {
+    if (std::none_of(
+            out.v.keys.begin(), out.v.keys.end(),
+            [&](const std::string& k) { return run.by_key.count(k); })) {
       out.stopped = "no_runnable_points";
       std::printf(
           "until-resolved: the open comparisons' points are not in "
           "this run (filtered out)\n");
       break;
     }
-    // As many repetitions per point as fit, up to the run's repetitions.
-    const double left = budget - spent - verdicts_s;
-    const int reps = std::min<int>(
-        run.opts.repetitions,
-        static_cast<int>(left / (rep_s * static_cast<double>(points.size()))));
-    if (reps < 1) {
+    // A margin: the next look may take longer than the last, and a round
+    // its points' per-instance overheads besides their rows' time.
+    const auto round =
+        PlanRound(run, out.v, 0.8 * (out.max_s - spent - 1.5 * verdicts_s));
+    if (round.empty()) {
       out.stopped = "time_spent";
       break;
     }
-    rep_s = RunExtraRound(run, reporter, points, reps, out.v);
-    out.extra += reps * static_cast<int>(points.size());
+    out.extra += RunExtraRound(run, reporter, round, out.v);
   }
   return RecordOutcome(run, out);
 }

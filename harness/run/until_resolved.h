@@ -9,7 +9,9 @@
 
 #include <benchmark/benchmark.h>
 
+#include <cmath>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "harness/run/options.h"
@@ -35,13 +37,24 @@ void KillVerdictsChild();
 /// planned repetitions; lockline.json is the full record).
 std::string CheckUntilResolved(const Options& o);
 
+/// An open comparison of verdicts.json: the row keys it is measured on (its
+/// duet_key, or base_key and variant_key), the regime its answer uses (""
+/// for "all") and its rerun interval (fractions; NaN without one).
+struct OpenComparison {
+  std::vector<std::string> keys;
+  std::string regime;
+  double effect = NAN, lo = NAN, hi = NAN;
+};
+
 /// What verdicts.json says: how many comparisons, how many are open
-/// (resolved == false), and the row keys to measure again (base_key and
-/// variant_key of every open one, each once, in file order).
+/// (resolved == false), the row keys to measure again (each once, in file
+/// order) and each open comparison.
 struct VerdictSummary {
   int total = 0;
   int open = 0;
   std::vector<std::string> keys;
+  std::vector<OpenComparison> comparisons;
+  double min_effect = 0.05;
 };
 
 /// Reads a verdicts.json document (schema 1: {"verdicts": [{"resolved": bool,
@@ -49,16 +62,32 @@ struct VerdictSummary {
 /// naming the path when it is missing or malformed.
 VerdictSummary ReadVerdicts(const std::string& path);
 
+/// The repetitions the next round gives each open comparison's points within
+/// `seconds`, regime by regime: a comparison needs units (repetitions in its
+/// regime) until its interval, shrinking as 1/sqrt(units) and widened 1.25x
+/// for the next look, fits inside +-min_effect or clear of 0 (8 while it has
+/// no interval); each of its points gets the repetitions it lacks in that
+/// regime over the share of its repetitions landing there, so a point short
+/// where its partner has them gets more. Cheapest comparisons first, the
+/// last funded one scaled to the time left; at most 8x the run's repetitions a
+/// point. Costs: what each point's repetitions took (their rows' timing).
+std::vector<std::pair<const Point*, int>> PlanRound(const RunState& run,
+                                                    const VerdictSummary& v,
+                                                    double seconds);
+
 /// After the planned repetitions (run.finish_on_finalize false): while some
-/// comparison is open and opts.until_resolved_s is not spent, re-runs the
-/// open points' repetitions in rounds through Google Benchmark (rows carry
-/// resolve_round), one console line per round; then recomputes aggregates,
-/// marks the file finished and records context.lockline.until_resolved
-/// (RUN_DIR/verdicts_planned.json keeps the planned verdicts). verdicts.py
-/// runs with --look=round+1: intervals widen with every look (alpha spending,
-/// plots/stats.py), so stopping when resolved keeps the false-resolution rate
-/// at 5 %; it is killed past the time limit plus 60 s. A failing verdicts.py
-/// is reported, stops the rounds, records `open` null and returns false.
+/// comparison is open and the time is not spent (opts.until_resolved_s, or
+/// the default run's --budget from its start: opts.until_resolved_auto),
+/// re-runs the open points in rounds (PlanRound) through Google Benchmark
+/// (rows carry resolve_round), one console line per round; then recomputes
+/// aggregates, marks the file finished and records
+/// context.lockline.until_resolved (RUN_DIR/verdicts_planned.json keeps the
+/// planned verdicts). verdicts.py runs with --look=round+1: intervals widen
+/// with every look (alpha spending, plots/stats.py), so stopping when
+/// resolved keeps the false-resolution rate at 5 %; it is killed past the
+/// time limit plus 60 s. A failing verdicts.py is reported, stops the rounds,
+/// records `open` null and returns false (the default run without verdicts.py
+/// says so and returns true).
 bool RunUntilResolved(RunState& run, benchmark::BenchmarkReporter& reporter);
 
 }  // namespace lockline
