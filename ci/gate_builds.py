@@ -95,7 +95,7 @@ def _round_label(r, names, first, index):
     pair within SAME_REGIME_RATIO of its ns, else a regime of its own ("far@2")."""
     label = _dict(r.get("coherence")).get("label")
     label = label if isinstance(label, str) else ""
-    if not index or label in effects.NO_REGIME or label == effects.MIXED:
+    if not index or label in effects.NO_REGIME or label in effects.NOT_A_REGIME:
         return label
     pair = tuple(_dict(r.get("coherence")).get("pair") or ())
     ns = names.get((pair, label), _dict(r.get("coherence")).get("regime_ns"))
@@ -149,7 +149,7 @@ def _builds_used_pairs(pairs, regime):
             if math.isfinite(a) and math.isfinite(b) and a > 0 and b > 0]
     if regime:
         return [(a, b, g) for lab, a, b, g in good if lab == regime]
-    return [(a, b, g) for lab, a, b, g in good if lab != effects.MIXED]
+    return [(a, b, g) for lab, a, b, g in good if lab not in effects.NOT_A_REGIME]
 
 
 def repetition_t_p(used):
@@ -178,7 +178,8 @@ def _regime_candidates(pairs, key, min_effect_pct, look=0):
     looked at until it decides would otherwise be called changed or equal too often)."""
     confidence = effects.sequential_confidence(look) if look else effects.CONFIDENCE
     labels = {lab for lab, _, _, _ in pairs}
-    regimes = sorted(lab for lab in labels if lab not in effects.NO_REGIME and lab != effects.MIXED)
+    regimes = sorted(lab for lab in labels
+                     if lab not in effects.NO_REGIME + effects.NOT_A_REGIME)
     out = []
     for regime in regimes or [""]:
         sub = pairs if not regime else [p for p in pairs if p[0] == regime]

@@ -39,7 +39,7 @@ def unpaired(pairs: Sequence[Tuple], regime: str) -> Dict[str, Any]:
     repetitions: compare_pairs' unit and widening (issue 49: windows as the unit read 0.4-0.9x)."""
     sides: Dict[Any, Tuple[List[float], List[float]]] = {}
     for lab, a, b, g in pairs:
-        if (lab == regime if regime else lab != stats.MIXED) and min(a, b) > 0 and \
+        if (lab == regime if regime else lab not in stats.NOT_A_REGIME) and min(a, b) > 0 and \
                 math.isfinite(a) and math.isfinite(b):
             sides.setdefault(g, ([], []))[0].append(math.log(a))
             sides[g][1].append(math.log(b))

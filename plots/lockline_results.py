@@ -881,7 +881,7 @@ def common_regime(groups: Sequence[Sequence[Point]], metric: str) -> str:
     the one holding repetitions of the most groups, then most in the group with fewest, then
     most in all, then the fastest (for two groups: stats.select_regime's). "" when no row
     names a regime."""
-    from stats import MIXED, NO_REGIME, regime_rank  # local: stats imports nothing from here
+    from stats import NO_REGIME, NOT_A_REGIME, regime_rank  # local: stats imports nothing from here
 
     labels = [[p.regime for p in g if p.aggregate is None and metric in p.metrics
                and not p.overrun] for g in groups]
@@ -889,7 +889,7 @@ def common_regime(groups: Sequence[Sequence[Point]], metric: str) -> str:
     labels = [g for g in labels if any(lab not in NO_REGIME for lab in g)]
     if not labels:
         return ""
-    regimes = {lab for g in labels for lab in g if lab not in NO_REGIME and lab != MIXED}
+    regimes = {lab for g in labels for lab in g if lab not in NO_REGIME + NOT_A_REGIME}
     if not regimes:
         return ""
 

@@ -60,6 +60,10 @@ SEED = 20261201            # fixed: the same data always gives the same interval
 
 NO_REGIME = ("none", "unknown", "")
 MIXED = "mixed"  # the probes before and after the repetition fell in different regimes
+# A probe whose one-way latency is the scheduler's, not a cache line's (harness/measure/
+# coherence.cpp: > 5 us): its rows name no regime and, like mixed ones, are never used as one.
+PREEMPTED = "preempted"
+NOT_A_REGIME = (MIXED, PREEMPTED)
 
 Sample = Tuple[str, float]  # (coherence label, value)
 
@@ -100,7 +104,7 @@ def majority_regime(labels: Iterable[str]) -> str:
     """The regime held by most of `labels` (ties: the fastest); "" when none names one."""
     counts = {}
     for label in labels:
-        if label not in NO_REGIME and label != MIXED:
+        if label not in NO_REGIME + NOT_A_REGIME:
             counts[label] = counts.get(label, 0) + 1
     if not counts:
         return ""
@@ -128,7 +132,7 @@ def select_regime(base: Sequence[Sample], variant: Sequence[Sample]) -> RegimeCh
     values. A side naming no regime (foreign files, aggregate rows): all pooled (regime "");
     otherwise unlabelled samples are dropped, and `mixed` ones always."""
     regimes = {lab for lab, _ in list(base) + list(variant)
-               if lab not in NO_REGIME and lab != MIXED}
+               if lab not in NO_REGIME + NOT_A_REGIME}
     labelled_b = any(lab not in NO_REGIME for lab, _ in base)
     labelled_v = any(lab not in NO_REGIME for lab, _ in variant)
     if labelled_b and labelled_v and not regimes:
@@ -523,14 +527,14 @@ def compare_pairs(pairs: Sequence[Tuple], label: str = "",
     # then the fastest: 64 pairs of one repetition do not outweigh 3 repetitions of 20.
     units_of: dict = {}
     for lab, _, _, g in good:
-        if lab not in NO_REGIME and lab != MIXED:
+        if lab not in NO_REGIME + NOT_A_REGIME:
             units_of.setdefault(lab, set()).add(g)
     regime = min(units_of, key=lambda r: (-len(units_of[r]), -labels.count(r), regime_rank(r))
                  ) if units_of else ""
     if regime:
         used = [(a, b, g) for lab, a, b, g in good if lab == regime]
-    elif any(lab == MIXED for lab in labels):
-        used = [(a, b, g) for lab, a, b, g in good if lab != MIXED]
+    elif any(lab in NOT_A_REGIME for lab in labels):
+        used = [(a, b, g) for lab, a, b, g in good if lab not in NOT_A_REGIME]
     else:
         used = [(a, b, g) for _, a, b, g in good]
     groups: dict = {}
@@ -587,7 +591,7 @@ def _one_regime(labels: Sequence[str]) -> Tuple[str, List[int]]:
     regime = majority_regime(labels)
     if regime:
         return regime, [i for i, lab in enumerate(labels) if lab == regime]
-    return "", [i for i, lab in enumerate(labels) if lab != MIXED]
+    return "", [i for i, lab in enumerate(labels) if lab not in NOT_A_REGIME]
 
 
 def compare_matched(base: Sequence[Sample], variant: Sequence[Sample], label: str = "",

@@ -664,7 +664,7 @@ def verdict_samples(points: Sequence[Point], verdict: Dict[str, Any]) -> Dict[st
                 if math.isfinite(a) and math.isfinite(b) and a > 0 and b > 0]
 
         def mine(lab):
-            return lab == regime if regime else lab != stats.MIXED
+            return lab == regime if regime else lab not in stats.NOT_A_REGIME
         used = [(a, b) for lab, a, b in good if mine(lab)]
         logs = [math.log(b / a) for a, b in used]
         return {"kind": "paired", "regime": regime, "used": [b / a for a, b in used],

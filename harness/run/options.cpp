@@ -583,7 +583,7 @@ Options ParseOptions(int argc, char** argv) {
   const bool gb_out = std::any_of(
       o.benchmark_args.begin(), o.benchmark_args.end(),
       [](const std::string& a) { return a.rfind("--benchmark_out=", 0) == 0; });
-  o.until_resolved_auto = o.suite == Suite::kDefault &&
+  o.until_resolved_auto = o.suite == Suite::kDefault && !o.calibrate_only &&
                           o.until_resolved_s == 0 && o.window_s <= 0 &&
                           o.benchmark_filter.empty() && o.duet_with.empty() &&
                           !gb_out;
