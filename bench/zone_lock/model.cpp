@@ -134,11 +134,37 @@ void AddWorkDetails(nlohmann::json& d, const Options& options) {
     d["work"]["split"] = {
         {"alloc_spin_ns", split.alloc_spin_ns},
         {"free_spin_ns", split.free_spin_ns},
+        {"unmap_fault_ratio", split.unmap_fault_ratio},
         {"note",
-         "half the work after each allocation (zeroing + spin), the rest as "
-         "a spin before each free (the unmap's share), so both phases of a "
-         "burst cost alike per step"}};
+         "the work split in the machine's munmap / fault cost ratio per page "
+         "(unmap_fault_ratio, calibrated once per process: 1024 pages faulted "
+         "in and unmapped, each timed apart, min of 3; 1 when not "
+         "calibrated): work / (1 + ratio) after each allocation (zeroing + "
+         "spin), the rest as a spin before each free, so a burst's free "
+         "phase is as much shorter than its allocation phase as "
+         "page_fault1's munmap is than its faults"}};
   }
+}
+
+/// The threads' burst phases of this repetition (BurstPhaseSteps).
+void AddPhaseDetails(nlohmann::json& d, const Options& options,
+                     const PaddedSlots<PerThread>& per_thread, int burst) {
+  nlohmann::json steps = nlohmann::json::array();
+  for (std::size_t i = 0; i < per_thread.size(); ++i) {
+    const PerThread* t = per_thread.get(i);
+    steps.push_back(t ? t->phase_steps : 0);
+  }
+  d["burst_phase"] = {
+      {"seed", options.phase_seed},
+      {"steps", steps},
+      {"cycle_steps", 2 * burst},
+      {"note",
+       options.phase_seed == 0
+           ? "no seed (outside a run's repetition): every thread starts its "
+             "burst cycle allocating, in phase"
+           : "each thread ran `steps` steps of its cycle (allocations, then "
+             "frees; without the work) before the windows, drawn per "
+             "repetition from the seed (the row's address_layout.seed)"}};
 }
 
 }  // namespace
@@ -174,6 +200,7 @@ void ReportZoneLock(PointReport& out, double window_seconds, uint64_t ops,
   AddZoneDetails(d, zones, batch, high, burst);
   d["migratetype"] = MigrateTypeName(layout.config, kMigratetype);
   AddWorkDetails(d, options);
+  AddPhaseDetails(d, options, per_thread, burst);
   d["lock_stat_on"] = options.stats;
   d["lock_stat_clock_reads"] = LockStatClockReads(options.stats);
   out.Metric("work_ns", static_cast<double>(options.work_ns));
