@@ -643,6 +643,25 @@ class ZoneLockWorkload final : public Workload {
     }
   }
 
+  /// `body()` under zone->lock; when lock_stat is on, every kHoldTimeEvery-th
+  /// hold of its kind (`n`: that kind's holds so far) is timed into `h` from
+  /// acquisition to release. Returns what `body` returns.
+  template <class F>
+  auto Held(ZoneState& zs, PerThread& me, int tid, HoldTimes& h, uint64_t n,
+            F&& body) {
+    const bool timed = stats_ && n % kHoldTimeEvery == 0;
+    Acquire(zs.zone->lock, *zs.side, me.stat, tid);
+    const uint64_t t0 = timed ? NowNs() : 0;
+    const auto r = body();
+    const uint64_t t1 = timed ? NowNs() : 0;
+    Release(zs.zone->lock, me.stat);
+    if (timed) {
+      h.ns += t1 - t0;
+      ++h.samples;
+    }
+    return r;
+  }
+
   /// test_bit on zone->flags, lock-free (an atomic read of the flags word).
   static bool TestZoneFlag(Z& z, int bit) {
     return (std::atomic_ref<unsigned long>(z.flags).load(
@@ -731,49 +750,37 @@ class ZoneLockWorkload final : public Workload {
   Page* AllocPage(ZoneState& zs, PerThread& me, int tid) {
     PreAllocReads(zs, me);
     Z& z = *zs.zone;
-    Lock& lock = z.lock;
     Page* page = nullptr;
     if (batch_ == 0) {
-      const bool timed = stats_ && (me.c.allocs % kHoldTimeEvery) == 0;
       unsigned splits = 0;
-      Acquire(lock, *zs.side, me.stat, tid);
-      const uint64_t t0 = timed ? NowNs() : 0;
-      page = zs.buddy->RmqueueSmallest(0, kMigratetype, &splits);
-      if (page != nullptr) ModState(zs, me, &me.stat_diff, kNrFreePages, -1);
-      const uint64_t t1 = timed ? NowNs() : 0;
-      Release(lock, me.stat);
-      if (timed) {
-        me.c.refill_hold.ns += t1 - t0;
-        ++me.c.refill_hold.samples;
-      }
+      page = Held(zs, me, tid, me.c.refill_hold, me.c.allocs, [&] {
+        Page* p = zs.buddy->RmqueueSmallest(0, kMigratetype, &splits);
+        if (p != nullptr) ModState(zs, me, &me.stat_diff, kNrFreePages, -1);
+        return p;
+      });
       me.c.splits += splits;
       if (page == nullptr) return nullptr;
     } else {
       ReadPageset(z);
       if (me.pcp_count == 0) {
-        const bool timed = stats_ && (me.c.refills % kHoldTimeEvery) == 0;
-        ++me.c.refills;
         unsigned splits = 0;
-        Acquire(lock, *zs.side, me.stat, tid);
-        const uint64_t t0 = timed ? NowNs() : 0;
-        int got = 0;
-        ListHead* list = &me.pcp_list;
-        for (; got < batch_; ++got) {
-          Page* p = zs.buddy->RmqueueSmallest(0, kMigratetype, &splits);
-          if (p == nullptr) break;
-          // list_add(&page->lru, list); list = &page->lru: physical order.
-          ListAdd(&p->lru, list);
-          list = &p->lru;
-          // is_migrate_cma(get_freepage_migratetype(page)).
-          benchmark::DoNotOptimize(p->index);
-        }
-        ModState(zs, me, &me.stat_diff, kNrFreePages, -got);
-        const uint64_t t1 = timed ? NowNs() : 0;
-        Release(lock, me.stat);
-        if (timed) {
-          me.c.refill_hold.ns += t1 - t0;
-          ++me.c.refill_hold.samples;
-        }
+        const int got =
+            Held(zs, me, tid, me.c.refill_hold, me.c.refills++, [&] {
+              int n = 0;
+              ListHead* list = &me.pcp_list;
+              for (; n < batch_; ++n) {
+                Page* p = zs.buddy->RmqueueSmallest(0, kMigratetype, &splits);
+                if (p == nullptr) break;
+                // list_add(&page->lru, list); list = &page->lru: physical
+                // order.
+                ListAdd(&p->lru, list);
+                list = &p->lru;
+                // is_migrate_cma(get_freepage_migratetype(page)).
+                benchmark::DoNotOptimize(p->index);
+              }
+              ModState(zs, me, &me.stat_diff, kNrFreePages, -n);
+              return n;
+            });
         me.c.splits += splits;
         me.pcp_count += got;
         if (got == 0) return nullptr;
@@ -791,39 +798,21 @@ class ZoneLockWorkload final : public Workload {
   /// batch under one acquisition once count >= high.
   void FreePage(ZoneState& zs, PerThread& me, int tid, Page* page) {
     Z& z = *zs.zone;
-    Lock& lock = z.lock;
     page->index = static_cast<unsigned long>(kMigratetype);  // set_freepage_mt
     if (batch_ == 0) {
-      const bool timed = stats_ && (me.c.ops % kHoldTimeEvery) == 0;
-      Acquire(lock, *zs.side, me.stat, tid);
-      const uint64_t t0 = timed ? NowNs() : 0;
-      ReadPagesScanned(z);
-      const unsigned merges = zs.buddy->FreeOne(page, 0, kMigratetype);
-      ModState(zs, me, &me.stat_diff, kNrFreePages, +1);
-      const uint64_t t1 = timed ? NowNs() : 0;
-      Release(lock, me.stat);
-      if (timed) {
-        me.c.drain_hold.ns += t1 - t0;
-        ++me.c.drain_hold.samples;
-      }
-      me.c.merges += merges;
+      me.c.merges += Held(zs, me, tid, me.c.drain_hold, me.c.ops, [&] {
+        ReadPagesScanned(z);
+        const unsigned merges = zs.buddy->FreeOne(page, 0, kMigratetype);
+        ModState(zs, me, &me.stat_diff, kNrFreePages, +1);
+        return merges;
+      });
       return;
     }
     ReadPageset(z);
     ListAdd(&page->lru, &me.pcp_list);
     if (++me.pcp_count >= high_) {
-      const bool timed = stats_ && (me.c.drains % kHoldTimeEvery) == 0;
-      ++me.c.drains;
-      Acquire(lock, *zs.side, me.stat, tid);
-      const uint64_t t0 = timed ? NowNs() : 0;
-      const unsigned merges = FreePcpBulk(zs, me, batch_);
-      const uint64_t t1 = timed ? NowNs() : 0;
-      Release(lock, me.stat);
-      if (timed) {
-        me.c.drain_hold.ns += t1 - t0;
-        ++me.c.drain_hold.samples;
-      }
-      me.c.merges += merges;
+      me.c.merges += Held(zs, me, tid, me.c.drain_hold, me.c.drains++,
+                          [&] { return FreePcpBulk(zs, me, batch_); });
     }
   }
 

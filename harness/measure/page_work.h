@@ -250,7 +250,8 @@ inline double MeasureFaultNsPerPage() {
 /// The machine's munmap cost per page over its fault cost per page: the
 /// mapping of MeasureFaultNsPerPage, its first writes (the faults) and its
 /// munmap (zap, rmap, TLB gather, the frees through the pcp lists) timed
-/// apart, the minimum of 3 each. will-it-scale page_fault1 is a fault phase
+/// apart, min of 3 each (the difference of two timings with and without the
+/// munmap drowns in their noise). will-it-scale page_fault1 is a fault phase
 /// and an unmap phase of these two costs; 0 when mmap fails.
 inline double MeasureUnmapFaultRatio() {
   constexpr std::size_t kBytes = 1024 * kPageBytes;
@@ -260,16 +261,14 @@ inline double MeasureUnmapFaultRatio() {
                    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) return 0;
     madvise(p, kBytes, MADV_NOHUGEPAGE);
-    auto* bytes = static_cast<volatile char*>(p);
     const uint64_t t0 = NowNs();
-    for (std::size_t off = 0; off < kBytes; off += kPageBytes) bytes[off] = 1;
+    for (std::size_t off = 0; off < kBytes; off += kPageBytes)
+      static_cast<volatile char*>(p)[off] = 1;
     const uint64_t t1 = NowNs();
     munmap(p, kBytes);
     const uint64_t t2 = NowNs();
-    const auto f = static_cast<double>(t1 - t0);
-    const auto u = static_cast<double>(t2 - t1);
-    if (attempt == 0 || f < fault) fault = f;
-    if (attempt == 0 || u < unmap) unmap = u;
+    if (attempt == 0 || t1 - t0 < fault) fault = static_cast<double>(t1 - t0);
+    if (attempt == 0 || t2 - t1 < unmap) unmap = static_cast<double>(t2 - t1);
   }
   return fault > 0 ? unmap / fault : 0;
 }
