@@ -19,11 +19,10 @@
 // them: the evidence windows sample kmem:mm_page_alloc_zone_locked and
 // kmem:mm_page_pcpu_drain (harness/measure/kernel_probe.h ZoneLockCounter) and
 // report zone_lock_acquisitions_per_op, splitting the events into holds at the
-// valley of their gaps' log histogram (HoldSplitFromGaps), one split per
-// point: that of the histogram pooled over the point's repetitions so far
-// (PooledHoldSplit; a repetition's own valley moved from 2.0 to 92.7 us between
-// repetitions of one point, acquisitions per op x2.9, issue 50), and "not
-// observed" (no metric) where no event was seen. Every window, timed or
+// valley of their gaps' log histogram (HoldSplitFromGaps) pooled over the
+// point's repetitions so far (PoolGaps: one repetition's own valley moved from
+// 2.0 to 92.7 us, acquisitions per op x2.9, issue 50), and "not observed" (no
+// metric) where no event was seen. Every window, timed or
 // evidence, is fixed work: one whole alloc/free cycle of the batch per task
 // (kCyclesPerWindow), so what a row times and counts is the cycle its key
 // names, not the pcp-only start of one. Tasks as threads
@@ -130,7 +129,7 @@ struct PooledGaps {
   int repetitions = 0;
 };
 
-/// Adds `mine` to the pool of `point` and returns the pool (a copy).
+/// Adds `mine` to `point`'s pool; returns the pool.
 inline PooledGaps PoolGaps(const std::string& point,
                            const kernel::ZoneLockTally& mine) {
   static std::mutex mu;
@@ -148,7 +147,7 @@ class ZoneWorkload : public kernel_tasks::KernelFamilyWorkload {
   ZoneWorkload(Config cfg, int threads)
       : KernelFamilyWorkload(cfg.tasks, threads), cfg_(std::move(cfg)) {
     CountZoneLock();
-    if (LiveLayoutSeed(&phase_seed_)) phase_seed_ |= 1;
+    LiveLayoutSeed(&phase_seed_);
   }
   ~ZoneWorkload() override {
     // Normal end of the point: put the sysctl back (the signal handler does
@@ -351,7 +350,6 @@ class ZoneWorkload : public kernel_tasks::KernelFamilyWorkload {
         cfg_.high_fraction + "/" + kernel_tasks::TasksName(cfg_.tasks) + "/" +
             std::to_string(threads_) + "/" + std::to_string(batch_pages_),
         mine);
-    const kernel::ZoneHoldSplit own = kernel::ZoneSplitOf(mine);
     const kernel::ZoneHoldSplit split = kernel::ZoneSplitOf(pool.tally);
     auto& z = k["zone_lock"];
     const uint64_t ops = out.details["evidence"].value("ops", uint64_t{0});
@@ -375,13 +373,7 @@ class ZoneWorkload : public kernel_tasks::KernelFamilyWorkload {
                        {"bin_lower_edge_ns", split.gap_ns},
                        {"how", split.how},
                        {"pooled_repetitions", pool.repetitions},
-                       {"pooled",
-                        "the split of the gap histograms of this point's "
-                        "repetitions so far in this run, summed (this one "
-                        "included), so the repetitions of a point converge on "
-                        "one split; this repetition's own is own_gap_ns"},
-                       {"own_gap_ns", own.gap_ns},
-                       {"own_found", own.found}};
+                       {"own_gap_ns", kernel::ZoneSplitOf(mine).gap_ns}};
     for (auto& [name, value] : out.metrics) {
       if (name == "zone_lock_acquisitions_per_op" && holds > 0 && ops > 0)
         value = static_cast<double>(holds) / static_cast<double>(ops);
@@ -413,7 +405,7 @@ class ZoneWorkload : public kernel_tasks::KernelFamilyWorkload {
     std::size_t offset = 0;  ///< PhaseOffset
   };
   std::vector<TaskPhase> phase_;
-  uint64_t phase_seed_ = 0;  ///< the repetition's layout seed (odd), or 0
+  uint64_t phase_seed_ = 0;  ///< the repetition's layout seed, or 0
 };
 
 Variant MakeVariant(const std::string& fraction, Tasks tasks, Suite suite,

@@ -156,9 +156,10 @@ inline int WorkBurstPages(int batch) {
 /// a page of the ring, clear_page's stand-in, and a spin: the fault) and as
 /// a spin before the free (zap_pte_range, page_remove_rmap, the TLB gather:
 /// the unmap), in the machine's unmap / fault cost ratio r
-/// (WorkCalibration::unmap_fault_ratio, ~0.1-0.2): the free phase of a burst
-/// is r times as long per page as the allocation phase, so its drains come
-/// 1/r times as often as the refills, as page_fault1's do. In 4.0 each free
+/// (WorkCalibration::unmap_fault_ratio; page_fault1's read 0.11-0.16 loaded,
+/// issue 50): the free phase of a burst is r times as long per page as the
+/// allocation phase, so its drains come 1/r times as often as the refills,
+/// as page_fault1's do. In 4.0 each free
 /// adds to pcp->count and a count >= high drains `batch` pages under
 /// zone->lock (free_hot_cold_page, page_alloc.c@v4.0:1485-1530, calling
 /// free_pcppages_bulk, :694-745); each allocation from an empty list refills
@@ -293,8 +294,7 @@ struct Options {
 /// thread count; the repetition's phase seed (LiveLayoutSeed) when one is
 /// live.
 inline Options WithWorkRing(Options o, const PointEnv& env) {
-  uint64_t seed = 0;
-  if (LiveLayoutSeed(&seed)) o.phase_seed = seed | 1;
+  LiveLayoutSeed(&o.phase_seed);
   if (o.work_ns != 0) {
     o.work_caches = ReadWorkCaches(env.topology);
     o.work_ring_pages = WorkRingPages(o.work_caches, env.threads);

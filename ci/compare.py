@@ -43,11 +43,9 @@ def _batch(sample):
 
 
 def metric_row_at_equal_batch(key, metric, bs, cs, ctx):
-    """gate_runs' row of one key and metric, from repetitions at a batch_pages both sides ran.
-    kernel_zone maps batches of 2 x pcp high, read when its point starts: the kernel moves pcp
-    high as memory is initialised (253,952 -> 335,872 pages in two hours, issue 50), so one
-    key can hold two mapping sizes. Repetitions at a batch the other side lacks are left out
-    (a warning says how many); with no batch in common the row is incomparable (exit 2)."""
+    """gate_runs' row from the repetitions at a batch_pages both sides ran: kernel_zone's batch
+    (2 x pcp high, read as a point starts) moves under one key as the kernel retunes pcp high
+    (253,952 -> 335,872 pages in two hours, issue 50); no batch in common: incomparable."""
     batches = ({_batch(s) for s in bs}, {_batch(s) for s in cs})
     common = batches[0] & batches[1]
     if not bs or not cs or batches[0] == batches[1]:

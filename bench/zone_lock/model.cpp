@@ -160,7 +160,8 @@ void AddPhaseDetails(nlohmann::json& d, const Options& options,
       {"cycle_steps", 2 * burst},
       {"note",
        options.phase_seed == 0
-           ? "no seed (outside a run's repetition): every thread starts its "
+           ? "no seed (no sampled layout: outside a run, or a duet with an old "
+             "build): every thread starts its "
              "burst cycle allocating, in phase"
            : "each thread ran `steps` steps of its cycle (allocations, then "
              "frees; without the work) before the windows, drawn per "
