@@ -246,12 +246,9 @@ class ZoneWorkload : public kernel_tasks::KernelFamilyWorkload {
                : 0;
   }
 
-  /// Each task's phase for this repetition, rounded down to 64 pages (0 for
-  /// a 1-task point): will-it-scale releases its page_fault1 tasks in phase
-  /// through one pipe (main.c) and lets them drift, so where a repetition
-  /// finds them is drawn, uniform over the batch, from the repetition's
-  /// layout seed (the row's address_layout.seed). Without one (outside a
-  /// run's repetition) task i sits i/n of a batch in.
+  /// Each task's phase (64-page steps; 0 for one task): will-it-scale starts
+  /// page_fault1's tasks in phase (main.c's pipe) and lets them drift, so it
+  /// is drawn per repetition from the layout seed; without one, i/n.
   void DrawPhases() {
     std::mt19937_64 draw(phase_seed_);
     for (std::size_t i = 0; i < phase_.size() && threads_ > 1; ++i) {
@@ -307,12 +304,10 @@ class ZoneWorkload : public kernel_tasks::KernelFamilyWorkload {
     d["task_phase_pages"] = offsets;
     d["task_phase_seed"] = phase_seed_;
     d["task_phase"] =
-        "task i runs its cycle task_phase_pages[i] pages out of phase, drawn "
-        "per repetition from task_phase_seed (0: no seed, task i at i/n of "
-        "the batch): a window faults in the rest of the batch the task opened "
-        "in its last window, unmaps it, then maps the next and faults in its "
-        "first task_phase_pages; will-it-scale's page_fault1 tasks start in "
-        "phase and drift, and the draw samples where they have drifted to";
+        "a window faults in the rest of the batch the task opened in its last "
+        "window, unmaps it, maps the next and faults in its first "
+        "task_phase_pages, drawn per repetition from task_phase_seed (0: none, "
+        "task i at i/n): where will-it-scale's tasks have drifted to";
     d["evidence_windows_note"] =
         "at most " + std::to_string(kMaxEvidenceWindows) +
         " evidence window per repetition (each a whole cycle of the batch)";
@@ -339,9 +334,8 @@ class ZoneWorkload : public kernel_tasks::KernelFamilyWorkload {
         "windows (details.kernel.zone_lock), not assumed to be `batch`";
   }
 
-  /// details.kernel.zone_lock's holds restated at the point's split: that
-  /// of the gap histogram pooled over the point's repetitions so far
-  /// (PoolGaps), the repetition's own split kept beside it.
+  /// details.kernel.zone_lock's holds restated at the split of the point's
+  /// pooled gap histogram (PoolGaps).
   void ReportAfterEvidence(PointReport& out) override {
     auto& k = out.details["kernel"];
     if (!k.contains("zone_lock")) return;

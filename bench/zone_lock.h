@@ -38,6 +38,7 @@
 #include <iterator>
 #include <memory>
 #include <new>
+#include <random>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -189,17 +190,13 @@ inline WorkSplit SplitWork(uint64_t work_ns, bool calibrated,
   return w;
 }
 
-/// The steps thread `index` runs untimed before its first window, so the
-/// threads' bursts start at drawn phases of their 2 x `burst` step cycle
-/// rather than all allocating at once: a splitmix64 draw of (`seed`, index);
-/// 0 for seed 0 (no draw). will-it-scale's tasks leave one pipe together
-/// and drift apart; where a repetition finds them is what the draw samples.
+/// The steps thread `index` runs untimed before its first window, drawn from
+/// (`seed`, index) over its 2 x `burst` step cycle (0 for seed 0): will-it-
+/// scale's tasks leave one pipe together and drift apart, not in step.
 inline uint64_t BurstPhaseSteps(uint64_t seed, int index, int burst) {
   if (seed == 0 || burst <= 0) return 0;
-  uint64_t z = seed + 0x9e3779b97f4a7c15ULL * static_cast<uint64_t>(index + 1);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return (z ^ (z >> 31)) % (2 * static_cast<uint64_t>(burst));
+  std::mt19937_64 draw(seed ^ static_cast<uint64_t>(index));
+  return draw() % (2 * static_cast<uint64_t>(burst));
 }
 
 /// Pool pages of a zone serving `zone_threads` threads: their bursts plus a

@@ -136,13 +136,9 @@ void AddWorkDetails(nlohmann::json& d, const Options& options) {
         {"free_spin_ns", split.free_spin_ns},
         {"unmap_fault_ratio", split.unmap_fault_ratio},
         {"note",
-         "the work split in the machine's munmap / fault cost ratio per page "
-         "(unmap_fault_ratio, calibrated once per process: 1024 pages faulted "
-         "in and unmapped, each timed apart, min of 3; 1 when not "
-         "calibrated): work / (1 + ratio) after each allocation (zeroing + "
-         "spin), the rest as a spin before each free, so a burst's free "
-         "phase is as much shorter than its allocation phase as "
-         "page_fault1's munmap is than its faults"}};
+         "work / (1 + unmap_fault_ratio) after each allocation (zeroing + "
+         "spin), the rest before each free: the machine's munmap / fault "
+         "cost per page (1024 pages, timed apart, min of 3; 1 uncalibrated)"}};
   }
 }
 
@@ -160,12 +156,9 @@ void AddPhaseDetails(nlohmann::json& d, const Options& options,
       {"cycle_steps", 2 * burst},
       {"note",
        options.phase_seed == 0
-           ? "no seed (no sampled layout: outside a run, or a duet with an old "
-             "build): every thread starts its "
-             "burst cycle allocating, in phase"
-           : "each thread ran `steps` steps of its cycle (allocations, then "
-             "frees; without the work) before the windows, drawn per "
-             "repetition from the seed (the row's address_layout.seed)"}};
+           ? "no sampled layout: every thread starts allocating, in phase"
+           : "each thread ran `steps` of its cycle untimed, without the work, "
+             "drawn from the seed (the row's address_layout.seed)"}};
 }
 
 }  // namespace

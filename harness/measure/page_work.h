@@ -247,12 +247,9 @@ inline double MeasureFaultNsPerPage() {
          kPages;
 }
 
-/// The machine's munmap cost per page over its fault cost per page: the
-/// mapping of MeasureFaultNsPerPage, its first writes (the faults) and its
-/// munmap (zap, rmap, TLB gather, the frees through the pcp lists) timed
-/// apart, min of 3 each (the difference of two timings with and without the
-/// munmap drowns in their noise). will-it-scale page_fault1 is a fault phase
-/// and an unmap phase of these two costs; 0 when mmap fails.
+/// The machine's munmap / fault cost per page (page_fault1's two phases):
+/// MeasureFaultNsPerPage's mapping, its faults and its munmap timed apart (a
+/// difference of two timings drowns in their noise), min of 3; 0: no mmap.
 inline double MeasureUnmapFaultRatio() {
   constexpr std::size_t kBytes = 1024 * kPageBytes;
   double fault = 0, unmap = 0;
