@@ -837,6 +837,7 @@ class KernelFamilyWorkload : public KernelTaskWorkload {
   void Report(PointReport& out, double window_seconds, uint64_t ops) final {
     ReportFamily(out, Total(), window_seconds);
     ReportCommon(out, window_seconds, ops);
+    ReportAfterEvidence(out);
   }
 
   /// The setup or a task failed (the point was not measured as planned).
@@ -854,6 +855,9 @@ class KernelFamilyWorkload : public KernelTaskWorkload {
   /// windows, `window_seconds` the summed wall time of the point's windows.
   virtual void ReportFamily(PointReport& out, const TaskWindow& total,
                             double window_seconds) = 0;
+  /// After the common report and the kernel evidence (details.kernel): a
+  /// family may restate what the evidence counted (kernel_zone's holds).
+  virtual void ReportAfterEvidence(PointReport& /*out*/) {}
   /// "" or what is wrong with task `index`, whose totals over all windows are
   /// `task`. Only called while every earlier check passed.
   virtual std::string VerifyTask(int /*index*/, const TaskWindow& /*task*/) {

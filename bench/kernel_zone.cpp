@@ -19,8 +19,10 @@
 // them: the evidence windows sample kmem:mm_page_alloc_zone_locked and
 // kmem:mm_page_pcpu_drain (harness/measure/kernel_probe.h ZoneLockCounter) and
 // report zone_lock_acquisitions_per_op, splitting the events into holds at the
-// valley of their gaps' log histogram (HoldSplitFromGaps), and "not
-// observed" (no metric) where no event was seen. Every window, timed or
+// valley of their gaps' log histogram (HoldSplitFromGaps) pooled over the
+// point's repetitions so far (PoolGaps: one repetition's own valley moved from
+// 2.0 to 92.7 us, acquisitions per op x2.9, issue 50), and "not observed" (no
+// metric) where no event was seen. Every window, timed or
 // evidence, is fixed work: one whole alloc/free cycle of the batch per task
 // (kCyclesPerWindow), so what a row times and counts is the cycle its key
 // names, not the pcp-only start of one. Tasks as threads
@@ -37,12 +39,16 @@
 
 #include <algorithm>
 #include <fstream>
+#include <map>
 #include <memory>
+#include <mutex>
+#include <random>
 #include <string>
 #include <vector>
 
 #include "bench/kernel_tasks.h"
 #include "harness/family.h"
+#include "harness/machine/memory.h"
 #include "harness/machine/restore.h"
 #include "harness/measure/kernel_probe.h"
 
@@ -116,12 +122,32 @@ struct Config {
   Tasks tasks = Tasks::kThreads;
 };
 
+/// The zone->lock gap histograms of a point's repetitions so far in this
+/// process (key: high_fraction, tasks, threads, batch), summed, and how many.
+struct PooledGaps {
+  kernel::ZoneLockTally tally;
+  int repetitions = 0;
+};
+
+/// Adds `mine` to `point`'s pool; returns the pool.
+inline PooledGaps PoolGaps(const std::string& point,
+                           const kernel::ZoneLockTally& mine) {
+  static std::mutex mu;
+  static std::map<std::string, PooledGaps> pools;
+  std::lock_guard<std::mutex> g(mu);
+  PooledGaps& p = pools[point];
+  p.tally.Add(mine);
+  ++p.repetitions;
+  return p;
+}
+
 /// The point's workload: see the file comment.
 class ZoneWorkload : public kernel_tasks::KernelFamilyWorkload {
  public:
   ZoneWorkload(Config cfg, int threads)
       : KernelFamilyWorkload(cfg.tasks, threads), cfg_(std::move(cfg)) {
     CountZoneLock();
+    LiveLayoutSeed(&phase_seed_);
   }
   ~ZoneWorkload() override {
     // Normal end of the point: put the sysctl back (the signal handler does
@@ -186,6 +212,7 @@ class ZoneWorkload : public kernel_tasks::KernelFamilyWorkload {
                       "batch and zone->lock is taken less often than the "
                       "family intends";
     }
+    DrawPhases();
   }
 
   // One whole alloc/free cycle of the batch per window, timed and evidence
@@ -193,14 +220,11 @@ class ZoneWorkload : public kernel_tasks::KernelFamilyWorkload {
   // fault+free loop the pcp list absorbs while the row names the batch. The
   // windows are fixed work (fixed_work()), `stop` is not read inside a cycle.
   //
-  // Task i runs its cycles i/n of a batch out of phase (PhaseOffset): its
-  // window faults in the rest of the batch it opened in the last window,
-  // unmaps it, maps the next and faults in its first offset pages. Each
-  // window is still one whole cycle per task (batch pages faulted in, batch
-  // pages freed), but the tasks' munmaps fall at different moments, as
-  // will-it-scale's page_fault1 tasks do once they drift apart (started in
-  // phase, every task's munmap at the same moment, they read below
-  // page_fault1: docs/validation.md).
+  // Task i runs its cycles PhaseOffset(i) pages out of phase: its window
+  // faults in the rest of the batch it opened in the last window, unmaps it,
+  // maps the next and faults in its first offset pages. Each window is still
+  // one whole cycle per task (batch pages faulted in, batch pages freed), but
+  // the tasks' munmaps fall where the repetition's draw puts them.
   TaskWindow RunOps(int index, const std::atomic<bool>& /*stop*/) override {
     TaskWindow r;
     if (static_cast<std::size_t>(index) >= phase_.size()) return r;
@@ -215,13 +239,24 @@ class ZoneWorkload : public kernel_tasks::KernelFamilyWorkload {
     return r;
   }
 
-  /// Pages task `index` runs into its cycle: index / threads of the batch,
-  /// rounded down to 64 pages (0 for task 0 and for a 1-task point).
+  /// Pages task `index` runs into its cycle (DrawPhases).
   std::size_t PhaseOffset(int index) const {
-    if (threads_ <= 1) return 0;
-    const std::size_t off = batch_pages_ * static_cast<std::size_t>(index) /
-                            static_cast<std::size_t>(threads_);
-    return off / 64 * 64;
+    return static_cast<std::size_t>(index) < phase_.size()
+               ? phase_[index].offset
+               : 0;
+  }
+
+  /// Each task's phase (64-page steps; 0 for one task): will-it-scale starts
+  /// page_fault1's tasks in phase (main.c's pipe) and lets them drift, so it
+  /// is drawn per repetition from the layout seed; without one, i/n.
+  void DrawPhases() {
+    std::mt19937_64 draw(phase_seed_);
+    for (std::size_t i = 0; i < phase_.size() && threads_ > 1; ++i) {
+      const std::size_t off = phase_seed_ != 0
+                                  ? draw() % batch_pages_
+                                  : batch_pages_ * i / phase_.size();
+      phase_[i].offset = off / 64 * 64;
+    }
   }
 
   bool primes_tasks() const override { return threads_ > 1; }
@@ -267,12 +302,12 @@ class ZoneWorkload : public kernel_tasks::KernelFamilyWorkload {
     nlohmann::json offsets = nlohmann::json::array();
     for (int i = 0; i < threads_; ++i) offsets.push_back(PhaseOffset(i));
     d["task_phase_pages"] = offsets;
+    d["task_phase_seed"] = phase_seed_;
     d["task_phase"] =
-        "task i runs its cycle i/n of a batch out of phase (task_phase_pages): "
         "a window faults in the rest of the batch the task opened in its last "
-        "window, unmaps it, then maps the next and faults in its first "
-        "task_phase_pages; so the tasks unmap at different moments, as "
-        "will-it-scale's free-running page_fault1 tasks do";
+        "window, unmaps it, maps the next and faults in its first "
+        "task_phase_pages, drawn per repetition from task_phase_seed (0: none, "
+        "task i at i/n): where will-it-scale's tasks have drifted to";
     d["evidence_windows_note"] =
         "at most " + std::to_string(kMaxEvidenceWindows) +
         " evidence window per repetition (each a whole cycle of the batch)";
@@ -299,6 +334,49 @@ class ZoneWorkload : public kernel_tasks::KernelFamilyWorkload {
         "windows (details.kernel.zone_lock), not assumed to be `batch`";
   }
 
+  /// details.kernel.zone_lock's holds restated at the split of the point's
+  /// pooled gap histogram (PoolGaps).
+  void ReportAfterEvidence(PointReport& out) override {
+    auto& k = out.details["kernel"];
+    if (!k.contains("zone_lock")) return;
+    const kernel::ZoneLockTally mine = evidence().ZoneSum();
+    const PooledGaps pool = PoolGaps(
+        cfg_.high_fraction + "/" + kernel_tasks::TasksName(cfg_.tasks) + "/" +
+            std::to_string(threads_) + "/" + std::to_string(batch_pages_),
+        mine);
+    const kernel::ZoneHoldSplit split = kernel::ZoneSplitOf(pool.tally);
+    auto& z = k["zone_lock"];
+    const uint64_t ops = out.details["evidence"].value("ops", uint64_t{0});
+    const uint64_t refills =
+        kernel::HoldsAt(mine.alloc_starts, mine.alloc_gaps, split);
+    const uint64_t drains =
+        kernel::HoldsAt(mine.drain_starts, mine.drain_gaps, split);
+    const uint64_t holds = refills + drains;
+    const auto per = [](uint64_t a, uint64_t b) -> nlohmann::json {
+      if (a == 0 || b == 0) return "not observed";
+      return static_cast<double>(a) / static_cast<double>(b);
+    };
+    z["acquisitions"] = holds;
+    z["refill_acquisitions"] = refills;
+    z["drain_acquisitions"] = drains;
+    if (holds > 0 && ops > 0) z["acquisitions_per_op"] = per(holds, ops);
+    z["pages_per_refill"] = per(mine.alloc_pages, refills);
+    z["pages_per_drain"] = per(mine.drain_pages, drains);
+    z["hold_gap_ns"] = split.gap_ns;
+    z["hold_split"] = {{"found", split.found},
+                       {"bin_lower_edge_ns", split.gap_ns},
+                       {"how", split.how},
+                       {"pooled_repetitions", pool.repetitions},
+                       {"own_gap_ns", kernel::ZoneSplitOf(mine).gap_ns}};
+    for (auto& [name, value] : out.metrics) {
+      if (name == "zone_lock_acquisitions_per_op" && holds > 0 && ops > 0)
+        value = static_cast<double>(holds) / static_cast<double>(ops);
+      if (name == "zone_lock_pages_per_acquisition" && holds > 0)
+        value = static_cast<double>(mine.alloc_pages + mine.drain_pages) /
+                static_cast<double>(holds);
+    }
+  }
+
   /// Exact op accounting: minor faults (getrusage) == pages faulted in
   /// (+ kFaultSlackPerWindow per task window).
   std::string VerifyTask(int index, const TaskWindow& task) override {
@@ -318,8 +396,10 @@ class ZoneWorkload : public kernel_tasks::KernelFamilyWorkload {
   /// own at window boundaries).
   struct alignas(64) TaskPhase {
     kernel_tasks::PhasedBatch batch;
+    std::size_t offset = 0;  ///< PhaseOffset
   };
   std::vector<TaskPhase> phase_;
+  uint64_t phase_seed_ = 0;  ///< the repetition's layout seed, or 0
 };
 
 Variant MakeVariant(const std::string& fraction, Tasks tasks, Suite suite,
@@ -345,8 +425,8 @@ Variant MakeVariant(const std::string& fraction, Tasks tasks, Suite suite,
   v.description =
       "order-0 alloc/free through pcp and zone->lock: fault in and munmap "
       "batches of 2 x pcp high (high_max on 6.7+) of private anon memory, "
-      "one whole batch cycle per task and window (task i running i/n of a "
-      "batch out of phase), zone->lock holds counted per whole cycle; "
+      "one whole batch cycle per task and window (the tasks' phases drawn "
+      "per repetition), zone->lock holds counted per whole cycle; "
       "vm.percpu_pagelist_high_fraction " +
       (fraction == "default" ? std::string("untouched")
                              : fraction + " (root; restored)") +

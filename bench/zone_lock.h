@@ -38,6 +38,7 @@
 #include <iterator>
 #include <memory>
 #include <new>
+#include <random>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -144,9 +145,7 @@ inline int BurstPages(int threads, int batch, bool quick) {
 /// under 1 % of the cycle and zone->lock is taken once per `batch` pages in
 /// both phases, as page_fault1's cycle takes it: 0.0640 holds per page at
 /// batch 31 against page_fault1's 0.0643 and 2/31 = 0.0645 (a burst of 16
-/// batches recycled 186 of every 496 pages through the pcp list: 0.0445). The
-/// work per page is split between the allocation and the free step
-/// (WorkSplit), so a window inside either phase times the cycle's mix.
+/// batches recycled 186 of every 496 pages through the pcp list: 0.0445).
 inline constexpr int kWorkBurstPages = 16384;
 /// The burst of a point with work, at least 16 batches (so a pcp_batch:63
 /// cycle still refills and drains).
@@ -154,29 +153,50 @@ inline int WorkBurstPages(int batch) {
   return std::max(kWorkBurstPages, 16 * std::max(batch, 1));
 }
 
-/// Where a page's work (work_ns) runs: half of it after the allocation (the
-/// zeroing of a page of the ring, clear_page's stand-in, and a spin), the
-/// rest as a spin before the free (the unmap's per-page work: zap_pte_range,
-/// page_remove_rmap, the TLB gather), so alloc and free steps cost alike.
-/// Simplified: the kernel's munmap phase is shorter per page than its fault
-/// phase; here both phases take the same time per page.
+/// Where a page's work (work_ns) runs: after the allocation (the zeroing of
+/// a page of the ring, clear_page's stand-in, and a spin: the fault) and as
+/// a spin before the free (zap_pte_range, page_remove_rmap, the TLB gather:
+/// the unmap), in the machine's unmap / fault cost ratio r
+/// (WorkCalibration::unmap_fault_ratio; page_fault1's read 0.11-0.16 loaded,
+/// issue 50): the free phase of a burst is r times as long per page as the
+/// allocation phase, so its drains come 1/r times as often as the refills,
+/// as page_fault1's do. In 4.0 each free
+/// adds to pcp->count and a count >= high drains `batch` pages under
+/// zone->lock (free_hot_cold_page, page_alloc.c@v4.0:1485-1530, calling
+/// free_pcppages_bulk, :694-745); each allocation from an empty list refills
+/// `batch` under it (rmqueue_bulk, :1274-1305).
 struct WorkSplit {
-  uint64_t alloc_spin_ns = 0;  ///< spin after the zeroing, per allocation
-  uint64_t free_spin_ns = 0;   ///< spin before each free
+  uint64_t alloc_spin_ns = 0;    ///< spin after the zeroing, per allocation
+  uint64_t free_spin_ns = 0;     ///< spin before each free
+  double unmap_fault_ratio = 1;  ///< the ratio the work was split by
 };
-/// The split of `work_ns` (zero_ns: the calibrated zeroing, 0 uncalibrated):
-/// the allocation step gets max(work/2, zero_ns) including the zeroing, the
-/// free step the rest.
+/// The split of `work_ns` (zero_ns: the calibrated zeroing, 0 uncalibrated)
+/// by the calibrated unmap / fault ratio r (1 when not measured): the
+/// allocation step gets max(work / (1 + r), zero_ns) including the zeroing,
+/// the free step the rest.
 inline WorkSplit SplitWork(uint64_t work_ns, bool calibrated,
                            const WorkCalibration& c) {
-  if (work_ns == 0) return {};
+  WorkSplit w;
+  if (calibrated && c.unmap_fault_ratio > 0)
+    w.unmap_fault_ratio = c.unmap_fault_ratio;
+  if (work_ns == 0) return w;
   const uint64_t zero_ns =
       calibrated ? static_cast<uint64_t>(c.zero_ns_per_page) : 0;
-  const uint64_t alloc_ns = std::min(work_ns, std::max(work_ns / 2, zero_ns));
-  WorkSplit w;
+  const auto fault_ns = static_cast<uint64_t>(static_cast<double>(work_ns) /
+                                              (1 + w.unmap_fault_ratio));
+  const uint64_t alloc_ns = std::min(work_ns, std::max(fault_ns, zero_ns));
   w.alloc_spin_ns = alloc_ns > zero_ns ? alloc_ns - zero_ns : 0;
   w.free_spin_ns = work_ns - alloc_ns;
   return w;
+}
+
+/// The steps thread `index` runs untimed before its first window, drawn from
+/// (`seed`, index) over its 2 x `burst` step cycle (0 for seed 0): will-it-
+/// scale's tasks leave one pipe together and drift apart, not in step.
+inline uint64_t BurstPhaseSteps(uint64_t seed, int index, int burst) {
+  if (seed == 0 || burst <= 0) return 0;
+  std::mt19937_64 draw(seed ^ static_cast<uint64_t>(index));
+  return draw() % (2 * static_cast<uint64_t>(burst));
 }
 
 /// Pool pages of a zone serving `zone_threads` threads: their bursts plus a
@@ -239,13 +259,14 @@ struct alignas(kCacheLine) PerThread {
   LockStatThread stat;
   ListHead pcp_list;  ///< per_cpu_pages.lists[MIGRATE_MOVABLE]; hot end first
   int pcp_count = 0;
-  int zone = 0;             ///< index of its zone (its NUMA node's)
-  long stat_diff = 0;       ///< per_cpu_pageset.vm_stat_diff[NR_FREE_PAGES]
-  long batch_diff = 0;      ///< per_cpu_pageset.vm_stat_diff[NR_ALLOC_BATCH]
-  std::vector<Page*> held;  ///< allocated, not yet freed (a stack)
-  bool freeing = false;     ///< burst phase: false = allocating
-  uint64_t touch = 0;       ///< value written into each allocated page
-  PageWorkRing work;        ///< work_ns: the ring of pages the work zeroes
+  int zone = 0;              ///< index of its zone (its NUMA node's)
+  long stat_diff = 0;        ///< per_cpu_pageset.vm_stat_diff[NR_FREE_PAGES]
+  long batch_diff = 0;       ///< per_cpu_pageset.vm_stat_diff[NR_ALLOC_BATCH]
+  std::vector<Page*> held;   ///< allocated, not yet freed (a stack)
+  bool freeing = false;      ///< burst phase: false = allocating
+  uint64_t touch = 0;        ///< value written into each allocated page
+  PageWorkRing work;         ///< work_ns: the ring of pages the work zeroes
+  uint64_t phase_steps = 0;  ///< BurstPhaseSteps run before the windows
   Counters c;
 };
 
@@ -260,11 +281,17 @@ struct Options {
   /// thread (harness/measure/page_work.h WorkRingPages), set by the workload.
   WorkCaches work_caches;
   std::size_t work_ring_pages = 0;
+  /// The repetition's seed of the threads' burst phases (BurstPhaseSteps):
+  /// its address-layout seed (the row's address_layout.seed), set by the
+  /// workload; 0 (all threads in phase) outside a run's repetition.
+  uint64_t phase_seed = 0;
 };
 
-/// `o` with its work ring sized for `env` (its topology's caches and thread
-/// count) when it has work; unchanged otherwise.
+/// `o` for `env`: with work, its ring sized for the topology's caches and
+/// thread count; the repetition's phase seed (LiveLayoutSeed) when one is
+/// live.
 inline Options WithWorkRing(Options o, const PointEnv& env) {
+  LiveLayoutSeed(&o.phase_seed);
   if (o.work_ns != 0) {
     o.work_caches = ReadWorkCaches(env.topology);
     o.work_ring_pages = WorkRingPages(o.work_caches, env.threads);
@@ -429,6 +456,13 @@ class ZoneLockWorkload final : public Workload {
     me->held.reserve(burst_);
     me->touch = static_cast<uint64_t>(ctx.index) << 48;
     if (work_ns_ != 0) me->work.Allocate(options_.work_ring_pages);
+    // The drawn phase, run without the work; the windows count from here.
+    me->phase_steps = BurstPhaseSteps(options_.phase_seed, ctx.index, burst_);
+    ZoneState& zs = *zones_[me->zone];
+    for (uint64_t i = 0; i < me->phase_steps; ++i)
+      Step(zs, *me, ctx.index, /*work=*/false);
+    me->c = Counters{};
+    me->stat.Reset();
   }
 
   uint64_t RunWindow(const ThreadCtx& ctx,
@@ -554,8 +588,8 @@ class ZoneLockWorkload final : public Workload {
   };
 
   /// One step of the burst cycle: allocate until `burst_` pages are held,
-  /// then free them all.
-  void Step(ZoneState& zs, PerThread& me, int tid) {
+  /// then free them all; `work`: with the page's work (work_ns).
+  void Step(ZoneState& zs, PerThread& me, int tid, bool work = true) {
     if (!me.freeing) {
       Page* page = AllocPage(zs, me, tid);
       if (page != nullptr) {
@@ -564,7 +598,7 @@ class ZoneLockWorkload final : public Workload {
         set_page_count(*page, 1);
         page->private_ = 0;
         page->index = ++me.touch;
-        if (work_ns_ != 0) me.work.Page(work_split_.alloc_spin_ns);
+        if (work && work_ns_ != 0) me.work.Page(work_split_.alloc_spin_ns);
         me.held.push_back(page);
         ++me.c.allocs;
       } else {
@@ -576,7 +610,7 @@ class ZoneLockWorkload final : public Workload {
       }
     } else {
       // The unmap's share of the page's work (WorkSplit), then the free.
-      if (work_ns_ != 0) ThinkNs(work_split_.free_spin_ns);
+      if (work && work_ns_ != 0) ThinkNs(work_split_.free_spin_ns);
       Page* page = me.held.back();
       me.held.pop_back();
       // free_pages_prepare: the last reference goes, the page is checked.
@@ -604,6 +638,25 @@ class ZoneLockWorkload final : public Workload {
     } else {
       lock.unlock();
     }
+  }
+
+  /// `body()` under zone->lock; when lock_stat is on, every kHoldTimeEvery-th
+  /// hold of its kind (`n`: that kind's holds so far) is timed into `h` from
+  /// acquisition to release. Returns what `body` returns.
+  template <class F>
+  auto Held(ZoneState& zs, PerThread& me, int tid, HoldTimes& h, uint64_t n,
+            F&& body) {
+    const bool timed = stats_ && n % kHoldTimeEvery == 0;
+    Acquire(zs.zone->lock, *zs.side, me.stat, tid);
+    const uint64_t t0 = timed ? NowNs() : 0;
+    const auto r = body();
+    const uint64_t t1 = timed ? NowNs() : 0;
+    Release(zs.zone->lock, me.stat);
+    if (timed) {
+      h.ns += t1 - t0;
+      ++h.samples;
+    }
+    return r;
   }
 
   /// test_bit on zone->flags, lock-free (an atomic read of the flags word).
@@ -694,49 +747,37 @@ class ZoneLockWorkload final : public Workload {
   Page* AllocPage(ZoneState& zs, PerThread& me, int tid) {
     PreAllocReads(zs, me);
     Z& z = *zs.zone;
-    Lock& lock = z.lock;
     Page* page = nullptr;
     if (batch_ == 0) {
-      const bool timed = stats_ && (me.c.allocs % kHoldTimeEvery) == 0;
       unsigned splits = 0;
-      Acquire(lock, *zs.side, me.stat, tid);
-      const uint64_t t0 = timed ? NowNs() : 0;
-      page = zs.buddy->RmqueueSmallest(0, kMigratetype, &splits);
-      if (page != nullptr) ModState(zs, me, &me.stat_diff, kNrFreePages, -1);
-      const uint64_t t1 = timed ? NowNs() : 0;
-      Release(lock, me.stat);
-      if (timed) {
-        me.c.refill_hold.ns += t1 - t0;
-        ++me.c.refill_hold.samples;
-      }
+      page = Held(zs, me, tid, me.c.refill_hold, me.c.allocs, [&] {
+        Page* p = zs.buddy->RmqueueSmallest(0, kMigratetype, &splits);
+        if (p != nullptr) ModState(zs, me, &me.stat_diff, kNrFreePages, -1);
+        return p;
+      });
       me.c.splits += splits;
       if (page == nullptr) return nullptr;
     } else {
       ReadPageset(z);
       if (me.pcp_count == 0) {
-        const bool timed = stats_ && (me.c.refills % kHoldTimeEvery) == 0;
-        ++me.c.refills;
         unsigned splits = 0;
-        Acquire(lock, *zs.side, me.stat, tid);
-        const uint64_t t0 = timed ? NowNs() : 0;
-        int got = 0;
-        ListHead* list = &me.pcp_list;
-        for (; got < batch_; ++got) {
-          Page* p = zs.buddy->RmqueueSmallest(0, kMigratetype, &splits);
-          if (p == nullptr) break;
-          // list_add(&page->lru, list); list = &page->lru: physical order.
-          ListAdd(&p->lru, list);
-          list = &p->lru;
-          // is_migrate_cma(get_freepage_migratetype(page)).
-          benchmark::DoNotOptimize(p->index);
-        }
-        ModState(zs, me, &me.stat_diff, kNrFreePages, -got);
-        const uint64_t t1 = timed ? NowNs() : 0;
-        Release(lock, me.stat);
-        if (timed) {
-          me.c.refill_hold.ns += t1 - t0;
-          ++me.c.refill_hold.samples;
-        }
+        const int got =
+            Held(zs, me, tid, me.c.refill_hold, me.c.refills++, [&] {
+              int n = 0;
+              ListHead* list = &me.pcp_list;
+              for (; n < batch_; ++n) {
+                Page* p = zs.buddy->RmqueueSmallest(0, kMigratetype, &splits);
+                if (p == nullptr) break;
+                // list_add(&page->lru, list); list = &page->lru: physical
+                // order.
+                ListAdd(&p->lru, list);
+                list = &p->lru;
+                // is_migrate_cma(get_freepage_migratetype(page)).
+                benchmark::DoNotOptimize(p->index);
+              }
+              ModState(zs, me, &me.stat_diff, kNrFreePages, -n);
+              return n;
+            });
         me.c.splits += splits;
         me.pcp_count += got;
         if (got == 0) return nullptr;
@@ -754,39 +795,21 @@ class ZoneLockWorkload final : public Workload {
   /// batch under one acquisition once count >= high.
   void FreePage(ZoneState& zs, PerThread& me, int tid, Page* page) {
     Z& z = *zs.zone;
-    Lock& lock = z.lock;
     page->index = static_cast<unsigned long>(kMigratetype);  // set_freepage_mt
     if (batch_ == 0) {
-      const bool timed = stats_ && (me.c.ops % kHoldTimeEvery) == 0;
-      Acquire(lock, *zs.side, me.stat, tid);
-      const uint64_t t0 = timed ? NowNs() : 0;
-      ReadPagesScanned(z);
-      const unsigned merges = zs.buddy->FreeOne(page, 0, kMigratetype);
-      ModState(zs, me, &me.stat_diff, kNrFreePages, +1);
-      const uint64_t t1 = timed ? NowNs() : 0;
-      Release(lock, me.stat);
-      if (timed) {
-        me.c.drain_hold.ns += t1 - t0;
-        ++me.c.drain_hold.samples;
-      }
-      me.c.merges += merges;
+      me.c.merges += Held(zs, me, tid, me.c.drain_hold, me.c.ops, [&] {
+        ReadPagesScanned(z);
+        const unsigned merges = zs.buddy->FreeOne(page, 0, kMigratetype);
+        ModState(zs, me, &me.stat_diff, kNrFreePages, +1);
+        return merges;
+      });
       return;
     }
     ReadPageset(z);
     ListAdd(&page->lru, &me.pcp_list);
     if (++me.pcp_count >= high_) {
-      const bool timed = stats_ && (me.c.drains % kHoldTimeEvery) == 0;
-      ++me.c.drains;
-      Acquire(lock, *zs.side, me.stat, tid);
-      const uint64_t t0 = timed ? NowNs() : 0;
-      const unsigned merges = FreePcpBulk(zs, me, batch_);
-      const uint64_t t1 = timed ? NowNs() : 0;
-      Release(lock, me.stat);
-      if (timed) {
-        me.c.drain_hold.ns += t1 - t0;
-        ++me.c.drain_hold.samples;
-      }
-      me.c.merges += merges;
+      me.c.merges += Held(zs, me, tid, me.c.drain_hold, me.c.drains++,
+                          [&] { return FreePcpBulk(zs, me, batch_); });
     }
   }
 

@@ -10,6 +10,8 @@ Two gates, one command line (ci/REGRESSION.md says how each decides, and why):
   T %" when the 95 % interval of its change lies within +-T; else it is "undecided".
 - `compare.py --builds RUN [options]` (gate_builds.py): one run of lockline --duet-with=OLD,
   answered from the window pairs of the two builds.
+A row whose repetitions carry batch_pages (kernel_zone) compares only repetitions of a batch
+both sides ran; with none in common it is incomparable (metric_row_at_equal_batch).
 What they share (statistics, verdicts, exit status, output): gate_common.py.
 
 Exit status (ci/REGRESSION.md): 0 no regression and every row decided (--builds: up to
@@ -26,8 +28,45 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from gate_common import (EXIT_BAD_INPUT, EXIT_OK, EXIT_REGRESSION,  # noqa: E402,F401
                          EXIT_UNDECIDED, InputError, KeyFilter, min_attainable_p,
                          repetitions_needed)
+import gate_runs  # noqa: E402
 from gate_runs import compare, main_runs  # noqa: E402,F401
 from gate_builds import main_builds  # noqa: E402
+
+_metric_row_any_batch = gate_runs._metric_row
+
+
+def _batch(sample):
+    return sample["values"].get("batch_pages")
+
+
+def metric_row_at_equal_batch(key, metric, bs, cs, ctx):
+    """gate_runs' row from the repetitions at a batch_pages both sides ran: kernel_zone's batch
+    (2 x pcp high, read as a point starts) moves under one key as the kernel retunes pcp high
+    (253,952 -> 335,872 pages in two hours, issue 50); no batch in common: incomparable."""
+    batches = ({_batch(s) for s in bs}, {_batch(s) for s in cs})
+    common = batches[0] & batches[1]
+    if not bs or not cs or batches[0] == batches[1]:
+        return _metric_row_any_batch(key, metric, bs, cs, ctx)
+    if not common:
+        row = _metric_row_any_batch(key, metric, bs, cs, ctx)
+        if row is not None and row["verdict"] is None:
+            row["verdict"] = "incomparable"
+            row["notes"].append(
+                f"batch_pages {sorted(batches[0], key=str)} (baseline) vs "
+                f"{sorted(batches[1], key=str)} (current): different mapping sizes, not "
+                "comparable (pcp high moved between the runs; rerun both at one setting)")
+        return row
+    kb = [s for s in bs if _batch(s) in common]
+    kc = [s for s in cs if _batch(s) in common]
+    row = _metric_row_any_batch(key, metric, kb, kc, ctx)
+    if row is not None:
+        row["warnings"].append(
+            f"{len(bs) + len(cs) - len(kb) - len(kc)} repetition(s) at a batch_pages the other "
+            f"side did not run left out (compared at {sorted(common, key=str)} only)")
+    return row
+
+
+gate_runs._metric_row = metric_row_at_equal_batch
 
 
 def check_filter(text):

@@ -49,6 +49,10 @@ WorkCalibration CalibratedWork(bool quick) {
   if (!done[i]) {
     cache[i] = CalibrateWork(MeasureModelNsPerPage(quick),
                              quick ? "zone_lock:quick" : "zone_lock");
+    // The split of the work (SplitWork), shared in a build duet as the
+    // fault cost is, and kept in the run's calibration directory.
+    cache[i].unmap_fault_ratio =
+        SharedCalibration("unmap_fault_ratio", MeasureUnmapFaultRatio);
     done[i] = true;
   }
   return cache[i];

@@ -134,11 +134,31 @@ void AddWorkDetails(nlohmann::json& d, const Options& options) {
     d["work"]["split"] = {
         {"alloc_spin_ns", split.alloc_spin_ns},
         {"free_spin_ns", split.free_spin_ns},
+        {"unmap_fault_ratio", split.unmap_fault_ratio},
         {"note",
-         "half the work after each allocation (zeroing + spin), the rest as "
-         "a spin before each free (the unmap's share), so both phases of a "
-         "burst cost alike per step"}};
+         "work / (1 + unmap_fault_ratio) after each allocation (zeroing + "
+         "spin), the rest before each free: the machine's munmap / fault "
+         "cost per page (1024 pages, timed apart, min of 3; 1 uncalibrated)"}};
   }
+}
+
+/// The threads' burst phases of this repetition (BurstPhaseSteps).
+void AddPhaseDetails(nlohmann::json& d, const Options& options,
+                     const PaddedSlots<PerThread>& per_thread, int burst) {
+  nlohmann::json steps = nlohmann::json::array();
+  for (std::size_t i = 0; i < per_thread.size(); ++i) {
+    const PerThread* t = per_thread.get(i);
+    steps.push_back(t ? t->phase_steps : 0);
+  }
+  d["burst_phase"] = {
+      {"seed", options.phase_seed},
+      {"steps", steps},
+      {"cycle_steps", 2 * burst},
+      {"note",
+       options.phase_seed == 0
+           ? "no sampled layout: every thread starts allocating, in phase"
+           : "each thread ran `steps` of its cycle untimed, without the work, "
+             "drawn from the seed (the row's address_layout.seed)"}};
 }
 
 }  // namespace
@@ -174,6 +194,7 @@ void ReportZoneLock(PointReport& out, double window_seconds, uint64_t ops,
   AddZoneDetails(d, zones, batch, high, burst);
   d["migratetype"] = MigrateTypeName(layout.config, kMigratetype);
   AddWorkDetails(d, options);
+  AddPhaseDetails(d, options, per_thread, burst);
   d["lock_stat_on"] = options.stats;
   d["lock_stat_clock_reads"] = LockStatClockReads(options.stats);
   out.Metric("work_ns", static_cast<double>(options.work_ns));

@@ -232,6 +232,9 @@ struct WorkCalibration {
   /// the ring zeroed and its page-table entry written), ns.
   double zero_ns_per_page = 0;
   uint64_t work_ns = 0;  ///< max(0, fault - model): the calibrated work
+  /// munmap's cost per page over the fault's (MeasureUnmapFaultRatio); 0:
+  /// not measured (only zone_lock measures it, to split its work).
+  double unmap_fault_ratio = 0;
 };
 
 /// The machine's anonymous fault path per 4 KiB page: a private anonymous
@@ -242,6 +245,29 @@ inline double MeasureFaultNsPerPage() {
   constexpr std::size_t kPages = 1024;
   return TimeAnonymousFaultInNs(kPages * kPageBytes, 3, /*with_unmap=*/true) /
          kPages;
+}
+
+/// The machine's munmap / fault cost per page (page_fault1's two phases):
+/// MeasureFaultNsPerPage's mapping, its faults and its munmap timed apart (a
+/// difference of two timings drowns in their noise), min of 3; 0: no mmap.
+inline double MeasureUnmapFaultRatio() {
+  constexpr std::size_t kBytes = 1024 * kPageBytes;
+  double fault = 0, unmap = 0;
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    void* p = mmap(nullptr, kBytes, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) return 0;
+    madvise(p, kBytes, MADV_NOHUGEPAGE);
+    const uint64_t t0 = NowNs();
+    for (std::size_t off = 0; off < kBytes; off += kPageBytes)
+      static_cast<volatile char*>(p)[off] = 1;
+    const uint64_t t1 = NowNs();
+    munmap(p, kBytes);
+    const uint64_t t2 = NowNs();
+    if (attempt == 0 || t1 - t0 < fault) fault = static_cast<double>(t1 - t0);
+    if (attempt == 0 || t2 - t1 < unmap) unmap = static_cast<double>(t2 - t1);
+  }
+  return fault > 0 ? unmap / fault : 0;
 }
 
 /// The work's memory touch per page (PageWorkRing::Touch: a cold page

@@ -50,3 +50,35 @@ def test_compare_prints_kernel_difference_and_accepts_the_pair():
     assert release(KERNEL_A) in out and release(KERNEL_B) in out, out
     assert "kernel" in out
     assert "kernel_zone/" in out
+
+
+def _with_batch(tmp_path, name, batch_of):
+    """kernel_b.json with each kernel_zone row's batch_pages set by batch_of(repetition_index)."""
+    with open(KERNEL_B) as f:
+        doc = json.load(f)
+    for r in doc["benchmarks"]:
+        if r["name"].startswith("kernel_zone/") and "batch_pages" in r:
+            r["batch_pages"] = batch_of(r.get("repetition_index", 0))
+    path = tmp_path / name
+    path.write_text(json.dumps(doc))
+    return str(path)
+
+
+def test_kernel_zone_rows_compare_only_at_equal_batch(tmp_path):
+    """Issue 50 item 7: kernel_zone's batch (2 x pcp high) moves under one key. No batch in
+    common: the rows are incomparable and say why (exit 2); some in common: only those
+    repetitions are compared, with a warning."""
+    other = _with_batch(tmp_path, "other.json", lambda i: 335872.0)
+    proc = subprocess.run(["/usr/bin/python3", COMPARE, KERNEL_A, other, "--format", "json"],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=120)
+    assert proc.returncode == 2, proc.stderr
+    rows = [r for r in json.loads(proc.stdout)["rows"] if r["key"].startswith("kernel_zone/")]
+    assert rows and all(r["verdict"] == "incomparable" for r in rows)
+    assert "batch_pages" in rows[0]["notes"][-1] and "not comparable" in rows[0]["notes"][-1]
+    mixed = _with_batch(tmp_path, "mixed.json", lambda i: 65536.0 if i < 2 else 335872.0)
+    proc = subprocess.run(["/usr/bin/python3", COMPARE, KERNEL_A, mixed, "--format", "json"],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=120)
+    assert proc.returncode != 2, proc.stderr
+    rows = [r for r in json.loads(proc.stdout)["rows"] if r["key"].startswith("kernel_zone/")]
+    assert rows and all(r["verdict"] != "incomparable" for r in rows)
+    assert all(any("left out" in w for w in r["warnings"]) for r in rows)
