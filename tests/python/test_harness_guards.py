@@ -230,7 +230,7 @@ def test_placement_mismatch_is_an_error_row_left_out(tmp_path):
         pytest.skip("needs 2 PUs")
     out = tmp_path / "run"
     proc = subprocess.Popen([BINARY, f"--benchmark_filter={TICKET}1$", "--threads=1",
-                             "--window=300ms", "--events=none", "--benchmark_repetitions=1",
+                             "--window=1s", "--events=none", "--benchmark_repetitions=1",
                              f"--out={out}"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     moved = False
     first_seen = {}
