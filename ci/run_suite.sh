@@ -2,7 +2,7 @@
 # README's main command: installs whatever is missing, builds, runs lockline's default suite on this
 # machine and leaves a run directory with lockline.json, plots/ and report.html.
 # Extra arguments go to lockline (e.g. --quick, --full, --budget=20m, --benchmark_filter=zone_lock,
-# --runs=3: three independent runs, each the whole budget; the default is one run, ~3 minutes).
+# --runs=3: three independent runs, each the whole budget; the default is one run, ~4 minutes).
 # A run directory is written even when some points fail; the exit status is lockline's.
 set -euo pipefail
 cd "$(dirname "$0")/.."
