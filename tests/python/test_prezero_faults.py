@@ -175,8 +175,8 @@ def test_verdict_rows_are_in_the_default_suite(tmp_path):
 @pytest.mark.skipif(not (BINARY and os.access(BINARY, os.X_OK)),
                     reason=f"LOCKLINE_BINARY ({BINARY or 'unset'}) is not an executable lockline")
 def test_steady_state_duet_runs_twice_the_repetitions(tmp_path):
-    """The 004 steady-state duet runs twice the run's repetitions (Variant::repetition_factor,
-    issue 39): its repetitions fall at about -3 % or -23 %, and a run of five all in one mode
+    """The 004 steady-state duet runs at least twice the run's repetitions
+    (Variant::repetition_factor, issue 39): its repetitions fall at about -3 % or -23 %, and a run of five all in one mode
     gave an interval the next run's estimate fell outside."""
     key = ("duet/of:prezero/param:mode/a:zero_on_alloc/b:prezeroed_busy/method:memset/"
            "idle_us:0/threads:1")
@@ -186,7 +186,9 @@ def test_steady_state_duet_runs_twice_the_repetitions(tmp_path):
                    text=True, timeout=300, check=True)
     doc = json.loads((out / "lockline.json").read_text())
     rows = [r for r in doc["benchmarks"] if r.get("run_type") == "iteration"]
-    assert len(rows) == 2 and all(r["repetitions"] == 2 for r in rows)
+    # At least twice the run's one; PlanPairs may add more (up to 4x the point's own, issue 49)
+    # for the repetitions one coherence regime needs.
+    assert 2 <= len(rows) <= 8 and all(r["repetitions"] == len(rows) for r in rows)
 
 
 def test_holt_verdict_needs_its_rows(tmp_path):
