@@ -197,19 +197,20 @@ def _regime_candidates(pairs, key, min_effect_pct, look=0):
 
 def _regime_state(c, row, options):
     """A regime's answer. A significant change is a regression (improvement) when its
-    interval reaches the minimum effect T on its side, not only when its estimate does: a true
-    slowdown of T reads below T half the time, and a gate must not pass a slowdown it cannot
-    show is smaller than T. Not significant: "no change" with the interval within +-T."""
+    estimate reaches the minimum effect T; "no change" when the interval is within +-T; else
+    undecided (a later round measures it again). A rule that flagged a significant change whose
+    interval only reached T flagged an identical binary copy's page_free row at -4.8 %
+    [-6.1, -3.8] in 1 of 4 runs on the VM (2026-12-06), and a +4.4 % [+1.3, +8.0] improvement
+    in a planted run: process-to-process differences of that size exist there."""
     comp, eff = c["comp"], row["min_effect_pct"]
     if comp.ci is None:
         return "undecided"
     change = comp.effect * 100.0
-    reach = comp.ci[0] * 100.0 if change < 0 else comp.ci[1] * 100.0
     significant = (c["p_adjusted"] is not None and
                    c["p_adjusted"] <= options["alpha"] * c["alpha_share"])
-    if significant and max(abs(change), abs(reach)) >= eff:
-        return effect_verdict({"change_pct": change if abs(change) >= eff else reach,
-                               "min_effect_pct": eff, "direction": row["direction"]})
+    if significant and abs(change) >= eff:
+        return effect_verdict({"change_pct": change, "min_effect_pct": eff,
+                               "direction": row["direction"]})
     if effects.is_equivalent(comp.ci, eff / 100.0):
         return "no change"
     return "undecided"
@@ -265,11 +266,7 @@ def _answer_build_row(row, cands, total_pairs, reps, options):
 def _verdict_note(row, alpha):
     ci, eff = row["ci_pct"], row["min_effect_pct"]
     significant = row["p_adjusted"] <= alpha
-    if row["verdict"] in ("regression", "improvement") and abs(row["change_pct"]) < eff:
-        row["notes"].append(f"significant change of {row['change_pct']:+.1f} % whose interval "
-                            f"[{ci[0]:+.1f} %, {ci[1]:+.1f} %] reaches the {eff:g} % minimum "
-                            "effect: a change that large is not excluded")
-    elif row["verdict"] == "no change" and significant:
+    if row["verdict"] == "no change" and significant:
         row["notes"].append(f"significant change of {row['change_pct']:+.1f} %, below the "
                             f"{eff:g} % minimum effect")
     elif row["verdict"] == "undecided" and ci is None:
@@ -363,8 +360,8 @@ def builds_rule_text(options, m):
         f"(repetitions, then their pairs; widened for few repetitions); significance a "
         f"two-sided one-sample t test over the repetitions' median log pair ratios, "
         f"Holm-corrected over every regime of {m} rows (alpha "
-        f"{options['alpha']:g}); regression needs significance and the change or its interval "
-        f"reaching the minimum effect {options['min_effect']:g} %; 'no change larger than T %' "
+        f"{options['alpha']:g}); regression needs significance and a change of at least the "
+        f"minimum effect {options['min_effect']:g} %; 'no change larger than T %' "
         f"needs the interval within +-T; a row answered in several regimes takes the first of "
         f"regression, improvement, no change that one of them says; a row measured again in "
         f"k later rounds spends alpha by stats.sequential_confidence(k)")

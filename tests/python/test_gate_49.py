@@ -1,8 +1,7 @@
-"""Issue 49, the gate on a VM that will not hold still: compare.py --builds decides a significant
-change whose interval reaches the minimum effect, plans later rounds for the rows still
-undecided (--next-round), pools the rounds with their regimes named as the first run's and
-their looks' alpha spent; ci/regression.sh --against leaves zeroing out of its rows (said) and
-runs the rounds. Synthetic window pairs (test_build_duet's), no timing."""
+"""Issue 49, the gate on a VM that will not hold still: compare.py --builds plans later rounds
+for the rows still undecided (--next-round), pools the rounds with their regimes named as the
+first run's and their looks' alpha spent; ci/regression.sh --against leaves zeroing out of its
+rows (said) and runs the rounds. Synthetic window pairs (test_build_duet's), no timing."""
 
 import io
 import json
@@ -45,19 +44,20 @@ def _quiet(n, seed, ratio=1.0, spread=0.003):
     return _per_process(ratio, spread, seed, n)
 
 
-def test_a_significant_change_reaching_the_minimum_effect_is_decided(tmp_path):
-    """A slowdown of 4.9 % reads below 5 % about half the time: it is a regression because its
-    interval reaches 5 % (before: "undecided"); a 3 % one is "no change larger than 5 %"."""
-    rows = {"fam_a/x:1/threads:1": _quiet(10, 1, 0.951),
+def test_a_significant_change_of_the_minimum_effect_is_decided(tmp_path):
+    """A significant slowdown of 6 % is a regression; a 3 % one is "no change larger than 5 %".
+    A significant change below 5 % whose interval only reaches 5 % is not flagged: on the VM an
+    identical binary copy's row read -4.8 % [-6.1, -3.8] (2026-12-06)."""
+    rows = {"fam_a/x:1/threads:1": _quiet(10, 1, 0.94),
             "fam_b/x:1/threads:1": _quiet(10, 2, 0.97),
             "fam_c/x:1/threads:1": _quiet(10, 3)}
     code, by_key, result = _answer(_doc(tmp_path, "one", rows))
     a = by_key["fam_a/x:1/threads:1"]
     assert a["verdict"] == "regression" and code == compare.EXIT_REGRESSION
-    assert a["ci_pct"][0] <= -5 < a["change_pct"] or a["change_pct"] <= -5
+    assert a["change_pct"] <= -5
     assert by_key["fam_b/x:1/threads:1"]["answer"] == "no change larger than 5 %"
     assert by_key["fam_c/x:1/threads:1"]["answer"] == "no change larger than 5 %"
-    assert "interval reaching the minimum effect" in result["summary"]["rule"]
+    assert "a change of at least the minimum effect" in result["summary"]["rule"]
 
 
 def _split_row(seed, quiet="near"):
