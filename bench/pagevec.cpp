@@ -13,8 +13,8 @@
 #include <iterator>
 #include <mutex>
 #include <optional>
-#include <string_view>
 
+#include "harness/measure/kernel_probe.h"
 #include "layouts/report.h"
 
 namespace lockline {
@@ -157,19 +157,6 @@ inline constexpr int kSlots[] = {1,  2,  4,  8,  14,  15, 16,
                                  31, 32, 63, 64, 128, 255};
 inline constexpr std::size_t kOffsets[] = {0, 8, 16, 24, 32, 40, 48, 56};
 inline constexpr const char* kPolicies[] = {"4lg", "sqrtlg"};
-inline constexpr const char* kLocks[] = {"ttas", "ticket", "qspinlock", "mcs",
-                                         "pthread_mutex"};
-// The grid's locks are the ones compiled (PagevecLocks).
-template <LockAlgorithm... Ls>
-constexpr bool SameLocks(LockList<Ls...>) {
-  const std::string_view compiled[] = {Ls::kName...};
-  if (std::size(compiled) != std::size(kLocks)) return false;
-  for (std::size_t i = 0; i < std::size(kLocks); ++i)
-    if (compiled[i] != std::string_view(kLocks[i])) return false;
-  return true;
-}
-static_assert(SameLocks(PagevecLocks{}),
-              "kLocks and PagevecLocks must name the same locks in one order");
 inline constexpr const char* kWork[] = {"cal", "0"};
 inline constexpr const char* kZones[] = {"1", "per_numa"};
 /// The default suite's generic sizes under 2.6.9 (quick: 4).
@@ -267,7 +254,7 @@ inline std::vector<GridPoint> GridPoints() {
     }
   };
   for (const char* mode : kModes) {
-    for (const char* lock : kLocks) {
+    for (const std::string& lock : LockNamesOf(PagevecLocks{})) {
       for (const char* work : kWork) {
         for (const char* zones : kZones) {
           const std::string l = lock, w = work, z = zones;
@@ -467,13 +454,10 @@ nlohmann::json ScannerDetails(PointReport& out, const PagevecFacts& f,
                               uint64_t ops, uint64_t handed) {
   ScannerFacts sum{};
   nlohmann::json pus = nlohmann::json::array();
+  using S = ScannerFacts;
   for (const ScannerFacts& sc : f.scanners) {
-    sum.on_demand_cycles += sc.on_demand_cycles;
-    sum.cycles += sc.cycles;
-    sum.isolated += sc.isolated;
-    sum.freed += sc.freed;
-    sum.acquisitions += sc.acquisitions;
-    sum.skipped_putbacks += sc.skipped_putbacks;
+    kernel::AddFields(sum, sc, &S::on_demand_cycles, &S::cycles, &S::isolated,
+                      &S::freed, &S::acquisitions, &S::skipped_putbacks);
     pus.push_back(sc.pu);
   }
   const Kernel k = f.cfg.kernel;

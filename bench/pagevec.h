@@ -53,8 +53,8 @@ std::unique_ptr<Workload> MakePagevecWorkloadFor(const PointEnv& env,
                               "': accepted are " + accepted);
 }
 
-/// pagevec's lock axis (kLocks in bench/pagevec.cpp, checked): the eras'
-/// locks, ticket, mcs, pthread_mutex; tas and pthread_spin not compiled.
+/// pagevec's lock axis, in the grid's order: the eras' locks, ticket, mcs,
+/// pthread_mutex (tas and pthread_spin not compiled).
 using PagevecLocks =
     LockList<TtasLock, TicketLock, QspinLock, McsLock, PthreadMutexLock>;
 

@@ -750,10 +750,13 @@ class PagevecWorkload : public Workload {
     zone.memcg_lru.fetch_add(memcg_diff, std::memory_order_relaxed);
   }
 
-  /// The scanner dropped `p`'s last reference: the page goes back to its
-  /// owner's pool.
+  /// The scanner dropped `p`'s last reference: back to its owner's pool.
   void ScannerFrees(Scanner& s, Page* p) {
-    ReturnToOwner(p);
+    PerThread<Pv>& owner = per_thread_[p->private_];
+    std::lock_guard<std::mutex> g(owner.returned_mu);
+    owner.returned.push_back(p);
+    owner.n_returned.store(static_cast<int>(owner.returned.size()),
+                           std::memory_order_release);
     ++s.freed;
   }
 
@@ -793,15 +796,6 @@ class PagevecWorkload : public Workload {
     for (int i = 0; !cfg_.rapid && i < Pv::Count(t->add_pv); ++i)
       f.held.push_back({Pv::At(t->add_pv, i), false, 2});
     return f;
-  }
-
-  /// A page the scanner freed goes back to its owner's pool.
-  void ReturnToOwner(Page* p) {
-    PerThread<Pv>& owner = per_thread_[p->private_];
-    std::lock_guard<std::mutex> g(owner.returned_mu);
-    owner.returned.push_back(p);
-    owner.n_returned.store(static_cast<int>(owner.returned.size()),
-                           std::memory_order_release);
   }
 
   Config cfg_;
