@@ -1,14 +1,7 @@
-// calibration: what one operation costs on this machine, and how far apart
-// its PUs are.
-//  * op:*: uncontended cost of a plain increment, an atomic fetch_add and a
-//    compare-exchange on a thread-private line (threads:1), and fetch_add on
-//    one shared line at every thread count (the simplest contended baseline:
-//    one line bouncing between all threads).
-//  * c2c: one-way core-to-core latency, ping-pong of one cache line between
-//    two pinned PUs (median and minimum of 64-round-trip batches): the full
-//    matrix up to 16 PUs, a sample above.
-// Not measured: memory bandwidth or latency to DRAM (see the zeroing family
-// for a zeroing rate).
+// calibration: op:* the uncontended cost of an increment, fetch_add and CAS
+// on a private line, and fetch_add on one shared line; c2c: one-way
+// core-to-core latency by ping-pong (all pairs up to 16 PUs, a sample above).
+// Not measured: DRAM bandwidth or latency.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -27,18 +20,13 @@
 namespace lockline {
 namespace {
 
-constexpr int kOpsPerStopCheck =
-    64;  // amortizes the stop-flag load over a batch of operations
+constexpr int kOpsPerStopCheck = 64;  // ops per stop-flag load
 
-/// One counter word on a line of its own: the shared word is one such
-/// allocation (MakeShared: a page of its own); the private words are one slot
-/// per thread of a PaddedSlots array (--padding apart).
+/// A counter on a line of its own (shared: MakeShared; private: PaddedSlots).
 struct alignas(kCacheLine) PaddedWord {
   std::atomic<uint64_t> v{0};
 };
 
-// The operations measured; each does one op on `w` and must not be optimized
-// away.
 enum class Op { kPlainInc, kAtomicFetchAdd, kCas };
 
 class OpWorkload : public Workload {
@@ -49,10 +37,8 @@ class OpWorkload : public Workload {
         shared_word_(MakeShared<PaddedWord>(env)),
         private_(static_cast<std::size_t>(env.threads)) {}
 
-  // 256-byte aligned: the whole function (about 160 bytes) then sits in one
-  // 256-byte block and its 1-2 ns loop never straddles a 4 KiB page. A build
-  // that only links one more object (the gate's lockline_planted) moved the
-  // loop across 0x85000 and read plain_inc ~9 % slower than lockline.
+  // 256-byte aligned: the 1-2 ns loop never straddles a page (a straddle
+  // read plain_inc ~9 % slower: docs/validation.md).
   __attribute__((aligned(256))) uint64_t RunWindow(
       const ThreadCtx& ctx, const std::atomic<bool>& stop) override {
     std::atomic<uint64_t>& w =  // once, outside the timed loop
@@ -62,9 +48,7 @@ class OpWorkload : public Workload {
       for (int i = 0; i < kOpsPerStopCheck; ++i) {
         switch (op_) {
           case Op::kPlainInc: {
-            // A plain load/add/store (relaxed atomics compile to plain moves on
-            // x86-64 and aarch64), kept in memory so the loop cannot be folded
-            // into one add.
+            // Plain load/add/store, kept in memory (not folded into one add).
             w.store(w.load(std::memory_order_relaxed) + 1,
                     std::memory_order_relaxed);
             benchmark::ClobberMemory();
@@ -103,8 +87,7 @@ class OpWorkload : public Workload {
     return "";
   }
   void Prepare(int threads) override { threads_ = threads; }
-  // op:*/line:private: each thread only touches its own line (no coherence
-  // probe, label "none"); line:shared bounces one line between all threads.
+  // line:private rows share nothing (no coherence probe, label "none").
   bool shares_lines() const override { return shared_; }
 
  private:
@@ -116,9 +99,7 @@ class OpWorkload : public Workload {
   uint64_t total_ops_ = 0;
 };
 
-// Ping-pong between thread 0 (the initiator) and thread 1 (the responder) on
-// one line placed by --mem (harness/measure/pingpong.h). One op = one round
-// trip = two line transfers.
+// Ping-pong of one line (harness/measure/pingpong.h): one op = a round trip.
 class PingPongWorkload : public Workload {
  public:
   explicit PingPongWorkload(const PointEnv& env)
@@ -130,10 +111,8 @@ class PingPongWorkload : public Workload {
       line_->Respond();
       return 0;
     }
-    // At least one batch per window: on an overcommitted machine (the TCG
-    // rehearsal) the initiator may first run after a short window's stop flag
-    // is set, which left the point without any sample and so without
-    // latency_ns.
+    // At least one batch per window (an overcommitted machine may start the
+    // initiator after the stop flag).
     const size_t before = samples_.size();
     return line_->Initiate(
         [&] {
@@ -157,9 +136,8 @@ class PingPongWorkload : public Workload {
   std::vector<double> samples_;
 };
 
-// PU pairs of the latency matrix: every pair up to 16 PUs; above, the first PU
-// against one PU of every L3 / NUMA node / package plus a fixed-seed random
-// sample, 64 pairs at most (the full matrix is O(N^2) windows).
+// Latency pairs: all up to 16 PUs; above, the first PU against each L3, node
+// and package plus a fixed-seed sample, 64 pairs.
 std::vector<std::pair<int, int>> LatencyPairs(
     const std::vector<PuInfo>& order) {
   std::vector<int> pus;

@@ -1,20 +1,8 @@
-// false_sharing: what does it cost when two threads' private counters sit
-// closer than a cache line (or an adjacent-line prefetch pair) apart?
-//  * Two pinned threads each increment their own 8-byte counter; the counters
-//    are `distance` bytes apart (0 = one shared counter, 8 / 32 = same 64-byte
-//    line, 64 = adjacent lines of one 128-byte pair, 128 / 256 = separate
-//    pairs), plus the topology's line size when it is none of these.
-//  * On PU pairs of each class the machine has: SMT siblings (same core), same
-//    L2 (different cores: E-core clusters, Bulldozer modules), same L3
-//    (different cores and L2s), same package (different L3s), different
-//    packages.
-//  * Regime: two writers, no lock; the line (pair) bounces between the PUs as
-//    often as the counters are written.
-// The 64-vs-128-byte padding question (Intel's adjacent-line prefetcher pairs
-// lines; POWER and some Arm cores have 128-byte lines) is answered by the
-// smallest distance with no slowdown against the farthest one, per pair class
-// (the report reads it off these rows). Not measured: reads (a reader and a
-// writer), lines shared by more than two PUs.
+// false_sharing: two pinned threads increment their own 8-byte counters
+// `distance` bytes apart (0 = one counter, up to 256, plus the host's line
+// size) on a PU pair of each sharing class; the 64-vs-128-byte padding
+// answer is the smallest distance without a slowdown. Not measured: readers,
+// lines shared by more than two PUs.
 #include <benchmark/benchmark.h>
 #include <unistd.h>
 
@@ -37,23 +25,18 @@ namespace {
 constexpr int kOpsPerStopCheck = 64;
 /// Counter distances, bytes: the classic padding candidates.
 constexpr int kDistances[] = {0, 8, 32, 64, 128, 256};
-/// Both counters live in one block aligned to this (a page: AllocShared's
-/// alignment), so counter 0 starts a 128-byte prefetch pair and a 256-byte
-/// line, and the distance alone decides what the two counters share.
+/// Both counters in one page-aligned block: the distance alone decides what
+/// they share.
 constexpr std::size_t kBlockBytes = 4096;
 
-/// The host's L1d line size (sysconf), when the kernel reports one; 0 when not.
+/// The host's L1d line size (sysconf), or 0.
 int HostLineBytes() {
   const long line = sysconf(_SC_LEVEL1_DCACHE_LINESIZE);
   return line > 0 ? static_cast<int>(line) : 0;
 }
 
-// How each thread writes its counter.
-//  inc:  a plain load / add / store (relaxed atomics are plain moves on
-//        x86-64 and aarch64), the false-sharing textbook case; only for
-//        distance > 0 (two plain writers of one word would lose updates).
-//  xadd: lock xadd (fetch_add), also at distance 0 (true sharing), so the
-//        distance-0 row has a like-for-like companion at every distance.
+// inc: plain load/add/store (distance > 0 only); xadd: lock xadd, also at
+// distance 0 (true sharing).
 enum class Op { kInc, kXadd };
 
 class FalseSharingWorkload : public Workload {
@@ -125,10 +108,8 @@ class FalseSharingWorkload : public Workload {
   uint64_t total_ops_ = 0;
 };
 
-/// The sharing class of two PUs: "smt" (one core), "l2_shared" (two cores
-/// under one L2: Intel E-core clusters, AMD Bulldozer modules, several Arm
-/// parts), "l3_shared" (two cores of one L3), "package_local" (one package,
-/// another or no L3), "package_remote" (two packages).
+/// The sharing class of two PUs: smt, l2_shared, l3_shared, package_local,
+/// package_remote.
 std::string PairClass(const PuInfo& a, const PuInfo& b) {
   if (b.core == a.core) return "smt";
   if (b.package != a.package) return "package_remote";
@@ -137,12 +118,7 @@ std::string PairClass(const PuInfo& a, const PuInfo& b) {
   return "package_local";
 }
 
-/// A PU pair for every sharing class the machine has: for each class the
-/// first pair in placement order (the first PU against its SMT sibling,
-/// another core of its L2 or L3, ... when the first PU has such a partner; on
-/// a hybrid part whose first PU is a P-core, the L2 pair is the first E-core
-/// cluster's). Classes the machine lacks (no SMT, no shared L2, one L3 per
-/// package, one package) are absent.
+/// The first PU pair in placement order of each class the machine has.
 std::vector<std::pair<std::string, std::pair<int, int>>> PairClasses(
     const std::vector<PuInfo>& order) {
   static const char* const kClasses[] = {"smt", "l2_shared", "l3_shared",
@@ -161,8 +137,7 @@ std::vector<std::pair<std::string, std::pair<int, int>>> PairClasses(
 
 std::vector<Variant> FalseSharingVariants(const std::vector<PuInfo>& order) {
   std::vector<int> distances(std::begin(kDistances), std::end(kDistances));
-  // The detected line size joins the sweep when it is not already a
-  // candidate (e.g. a 512-byte line would need its own row).
+  // The host's line size joins the sweep when it is not a candidate.
   const int line = HostLineBytes();
   if (line > 0 && line < static_cast<int>(kBlockBytes) / 2 &&
       std::find(distances.begin(), distances.end(), line) == distances.end())
@@ -177,9 +152,7 @@ std::vector<Variant> FalseSharingVariants(const std::vector<PuInfo>& order) {
         v.params = {{"op", op == Op::kInc ? "inc" : "xadd"},
                     {"distance", std::to_string(d)},
                     {"pair", cls}};
-        // Quick: the three distances that answer 64 vs 128 for plain
-        // increments on the first pair class; default: every distance and
-        // class for inc, xadd in full.
+        // Quick: inc at 8, 64, 128 on the first class; xadd in full.
         const bool quick_row = op == Op::kInc && cls == classes[0].first &&
                                (d == 8 || d == 64 || d == 128);
         v.suite = quick_row        ? Suite::kQuick

@@ -1,31 +1,13 @@
-// kernel_lru: the running kernel's LRU add / release batching under the
-// lruvec lru_lock (the real-kernel side of questions 000 / 003, beside the
-// `pagevec` model). Will-it-scale-shaped loops, one op = one 4 KiB page added
-// to an LRU list and released again:
-// - case:anon_fault: page_fault1 (will-it-scale tests/page_fault1.c): fault in
-//   every page of a fresh private anonymous mapping (THP off), munmap it. On
-//   Linux 6.x each new anonymous folio goes through folio_add_lru() ->
-//   the per-CPU lru_add folio_batch -> folio_batch_move_lru() under
-//   folio_lruvec_lock_irqsave() (mm/swap.c), and munmap frees it through
-//   folios_put_refs() / release_pages(), which take the lruvec lock again to
-//   take it off the LRU. Each batch is page_fault1's 128 MiB (MEMSIZE in
-//   tests/page_fault1.c), so a row compares with will-it-scale's one for
-//   one (ci/side_by_side.sh): with tasks as threads one mm maps and unmaps
-//   128 MiB at a time, not 1 MiB, so mmap_lock and the TLB-shootdown IPIs of
-//   munmap are paid once per 32768 pages instead of once per 256.
-//   128 MiB is above pcp high on most machines, so the page allocator's
-//   zone->lock is taken too, as in page_fault1 (kernel_zone isolates it).
-// - case:file_truncate / file_punch: fallocate1-like (will-it-scale
-//   tests/fallocate1.c writes then truncates a tmpfs file): pwrite `pages`
-//   pages into a memfd (tmpfs: shmem folios added to the file LRU), then
-//   ftruncate(fd, 0) or fallocate(PUNCH_HOLE) releases them
-//   (shmem_undo_range -> truncate_inode_folio -> folio_batch_release). The
-//   file is a memfd: nothing is written outside the process, let alone
-//   outside the run directory. file:private gives each task its own memfd;
-//   file:shared has all tasks write and punch disjoint ranges of one memfd
-//   (the mapping's i_pages xarray lock and the shmem inode's locks shared).
-// Not modelled: reclaim (no memory pressure is created), memcg charging is
-// whatever the run's cgroup does.
+// kernel_lru: the running kernel's LRU add / release under the lruvec
+// lru_lock (questions 000 / 003 beside `pagevec`; docs/kernel-ab.md). One op
+// = one 4 KiB page added to an LRU and released:
+// - case:anon_fault: will-it-scale's page_fault1 (128 MiB fault-in + munmap;
+//   folio_add_lru -> folio_batch_move_lru under folio_lruvec_lock_irqsave,
+//   release_pages on munmap, mm/swap.c); zone->lock is taken too.
+// - case:file_truncate / file_punch: fallocate1-like: pwrite into a memfd,
+//   then ftruncate or PUNCH_HOLE (shmem_undo_range -> folio_batch_release);
+//   file:private a memfd per task, file:shared disjoint ranges of one.
+// Not modelled: reclaim; memcg is the run's cgroup.
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -46,23 +28,14 @@ using kernel_tasks::TaskWindow;
 
 enum class Case { kAnonFault, kFileTruncate, kFilePunch };
 inline const char* CaseName(Case c) {
-  switch (c) {
-    case Case::kAnonFault:
-      return "anon_fault";
-    case Case::kFileTruncate:
-      return "file_truncate";
-    case Case::kFilePunch:
-      return "file_punch";
-  }
-  return "?";
+  static const char* const kNames[] = {"anon_fault", "file_truncate",
+                                       "file_punch"};
+  return kNames[static_cast<int>(c)];
 }
 
-/// Pages per batch of case:anon_fault: 128 MiB, will-it-scale page_fault1's
-/// MEMSIZE (tests/page_fault1.c).
+/// Pages per batch: page_fault1's MEMSIZE (128 MiB), the file cases' 1 MiB.
 inline constexpr std::size_t kAnonPages = 32768;
-/// Pages per batch of the file cases: 1 MiB written per truncate / punch.
 inline constexpr std::size_t kDefaultPages = 256;
-/// The default batch of a case.
 inline std::size_t DefaultPages(Case c) {
   return c == Case::kAnonFault ? kAnonPages : kDefaultPages;
 }
@@ -74,7 +47,6 @@ struct Config {
   Tasks tasks = Tasks::kThreads;
 };
 
-/// The point's workload: see the file comment.
 class LruWorkload : public kernel_tasks::KernelFamilyWorkload {
  public:
   LruWorkload(Config cfg, int threads)
@@ -87,7 +59,7 @@ class LruWorkload : public kernel_tasks::KernelFamilyWorkload {
 
   void PrepareTasks(int threads) override {
     if (cfg_.kind == Case::kAnonFault) return;
-    // One source buffer for every task's pwrite (read-only after this).
+    // One source buffer for every task's pwrite (read-only).
     buf_ = static_cast<char*>(mmap(nullptr, cfg_.pages * kPage,
                                    PROT_READ | PROT_WRITE,
                                    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
@@ -186,8 +158,7 @@ class LruWorkload : public kernel_tasks::KernelFamilyWorkload {
           "the munmap of each batch, as page_fault1's does";
   }
 
-  /// Exact op accounting per task: anon_fault: minor faults (getrusage) ==
-  /// pages touched (+ kFaultSlackPerWindow per task window); file cases: bytes
+  /// anon_fault: minor faults == pages (CheckFaultsPerPage); files: bytes
   /// written == pages * 4096.
   std::string VerifyTask(int index, const TaskWindow& task) override {
     if (cfg_.kind == Case::kAnonFault) return CheckFaultsPerPage(index, task);
@@ -198,7 +169,7 @@ class LruWorkload : public kernel_tasks::KernelFamilyWorkload {
     return "";
   }
 
-  /// File cases: every memfd holds 0 blocks afterwards (all pages released).
+  /// File cases: every memfd holds 0 blocks afterwards.
   std::string VerifyPoint() override {
     for (int fd : fds_) {
       struct stat st {};
@@ -227,8 +198,7 @@ Variant MakeVariant(Case kind, bool shared_file, Tasks tasks, Suite suite,
       {"tasks", kernel_tasks::TasksName(tasks)}};
   v.suite = suite;
   v.threads = std::move(threads);
-  // For the budget: the tasks' setup and teardown (forks, buffers, probes
-  // of kernel lock evidence), about 0.1 s.
+  // Budget: the tasks' setup and teardown, about 0.1 s.
   v.cost_s = 0.1;
   v.description =
       std::string(kind == Case::kAnonFault
@@ -253,8 +223,7 @@ Variant MakeVariant(Case kind, bool shared_file, Tasks tasks, Suite suite,
   return v;
 }
 
-/// Default: page_fault1 as threads at 1 and all usable PUs. Full: every case
-/// x tasks over the run's thread counts.
+/// Default: page_fault1 as threads at 1 and all PUs; full: every case.
 std::vector<Variant> PlannedVariants(const std::vector<PuInfo>& order) {
   std::vector<Variant> v;
   v.push_back(MakeVariant(Case::kAnonFault, false, Tasks::kThreads,

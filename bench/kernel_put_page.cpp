@@ -1,20 +1,9 @@
-// kernel_put_page: a loopback TCP stream, the netperf TCP_STREAM shape of the
-// 2006 linux-mm put_page thread (the real-kernel side of question 002, beside
-// the `page_free` model): pages of socket buffers are allocated by the sender
-// (skb page frags, tcp_sendmsg_locked) and freed by the receiver after the copy
-// (skb_release_data -> page_pool / put_page), on another CPU when the pair is
-// on two PUs. Tasks pair up: task 2k sends, task 2k+1 receives, each pinned
-// to its own PU; an unpaired last task (threads:1) sends a message and reads
-// it back itself. 127.0.0.1 only; the connections are made before the first
-// window and reused.
-//
-// One op = one message of `msg` bytes sent, or the same message received:
-// every message counts twice (ops_per_s / 2 = messages/s). MB_per_s is bytes
-// received per second (10^6 bytes). At the end of a window the sender
-// publishes how much it sent and the receiver reads exactly that much, so
-// every window's bytes received == bytes sent, which Verify checks, as well as
-// each message's sequence number (its first 8 bytes) where it arrived whole
-// inside one recv.
+// kernel_put_page: a loopback TCP stream, netperf TCP_STREAM's shape in the
+// 2006 put_page thread (question 002 beside `page_free`): skb pages allocated
+// by the sender (tcp_sendmsg_locked) are freed by the receiver after the copy
+// (skb_release_data), on another CPU. Task 2k sends, 2k+1 receives; a lone
+// task reads back its own. One op = one message sent or received; each
+// window's bytes received == sent and the sequence headers are checked.
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -37,8 +26,7 @@ using kernel_tasks::TaskWindow;
 
 /// Message size: 16 KiB, netperf's classic send size.
 inline constexpr std::size_t kDefaultMsg = 16384;
-/// A receiver gives up when the sender is done and nothing arrives for this
-/// long (bytes lost: Verify then reports the difference).
+/// A receiver gives up when the sender is done and nothing arrives this long.
 inline constexpr int64_t kDrainTimeoutNs = 2'000'000'000;
 
 /// State one connection's two tasks share (MAP_SHARED: valid across fork).
@@ -47,7 +35,6 @@ struct alignas(64) PairShared {
   std::atomic<uint64_t> done_seq{0};  ///< windows the sender has finished
 };
 
-/// The point's workload: see the file comment.
 class PutPageWorkload : public kernel_tasks::KernelFamilyWorkload {
  public:
   PutPageWorkload(Tasks tasks, int threads, std::size_t msg)
@@ -100,14 +87,17 @@ class PutPageWorkload : public kernel_tasks::KernelFamilyWorkload {
     char* buf = bufs_[index];
     const uint64_t seq = ++window_seq_[index];  // this task's window number
     const bool alone = index % 2 == 0 && index + 1 == threads_;
-    if (alone) {
-      // Send a message, read it back: both ends on this PU.
+    if (index % 2 == 0) {  // a sender; alone, it reads each message back
       do {
         uint64_t mno = ps.sent.load(std::memory_order_relaxed) / msg_;
         std::memcpy(buf, &mno, sizeof mno);
         if (!SendAll(c.send_fd, buf, msg_, &r)) break;
-        ps.sent.fetch_add(msg_, std::memory_order_relaxed);
+        ps.sent.fetch_add(msg_, std::memory_order_release);
         r.bytes_sent += msg_;
+        if (!alone) {
+          ++r.ops;
+          continue;
+        }
         if (!RecvAll(c.recv_fd, buf, msg_, &r)) break;
         received_[index] += msg_;
         uint64_t got = 0;
@@ -121,22 +111,10 @@ class PutPageWorkload : public kernel_tasks::KernelFamilyWorkload {
         r.bytes_received += msg_;
         r.ops += 2;
       } while (!stop.load(std::memory_order_relaxed) && r.error[0] == 0);
+      if (!alone) ps.done_seq.store(seq, std::memory_order_release);
       return r;
     }
-    if (index % 2 == 0) {
-      do {
-        uint64_t mno = ps.sent.load(std::memory_order_relaxed) / msg_;
-        std::memcpy(buf, &mno, sizeof mno);
-        if (!SendAll(c.send_fd, buf, msg_, &r)) break;
-        ps.sent.fetch_add(msg_, std::memory_order_release);
-        r.bytes_sent += msg_;
-        ++r.ops;
-      } while (!stop.load(std::memory_order_relaxed));
-      ps.done_seq.store(seq, std::memory_order_release);
-      return r;
-    }
-    // Receiver: read until the sender has finished this window and every
-    // byte it sent has arrived.
+    // Receiver: until the sender is done and every byte it sent arrived.
     uint64_t& pos = received_[index];  // stream offset, all windows
     int64_t idle_since = -1;
     for (;;) {
@@ -214,8 +192,7 @@ class PutPageWorkload : public kernel_tasks::KernelFamilyWorkload {
         "receives; an unpaired task sends and reads back itself";
   }
 
-  /// Per connection (checked at its sender, task 2k): bytes received == bytes
-  /// sent. A sequence header out of place is a task error (CommonErrors).
+  /// Per connection, at its sender: bytes received == sent.
   std::string VerifyTask(int index, const TaskWindow& snd) override {
     if (index % 2 != 0) return "";  // a receiver: checked with its sender
     const uint64_t got = index + 1 < threads_
@@ -248,8 +225,7 @@ class PutPageWorkload : public kernel_tasks::KernelFamilyWorkload {
            kernel_tasks::kPage * kernel_tasks::kPage;
   }
 
-  // A connected 127.0.0.1 TCP pair: listen on an ephemeral port, connect,
-  // accept. "" or the failing call.
+  // A connected 127.0.0.1 TCP pair; "" or the failing call.
   static std::string Connect(Conn* c) {
     const int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (l < 0) return std::string("socket: ") + std::strerror(errno);
@@ -322,8 +298,7 @@ Variant MakeVariant(Tasks tasks, Suite suite, std::vector<int> threads) {
               {"tasks", kernel_tasks::TasksName(tasks)}};
   v.suite = suite;
   v.threads = std::move(threads);
-  // For the budget: the tasks' setup and teardown (forks, buffers, probes
-  // of kernel lock evidence), about 0.1 s.
+  // Budget: the tasks' setup and teardown, about 0.1 s.
   v.cost_s = 0.1;
   v.description =
       "netperf TCP_STREAM shape over 127.0.0.1: 16 KiB messages, sender and "
@@ -339,8 +314,7 @@ Variant MakeVariant(Tasks tasks, Suite suite, std::vector<int> threads) {
   return v;
 }
 
-/// Default: threads at 1 and all usable PUs. Full: processes too, over the
-/// run's thread counts.
+/// Default: threads at 1 and all PUs; full: processes too.
 std::vector<Variant> PlannedVariants(const std::vector<PuInfo>& order) {
   std::vector<Variant> v;
   v.push_back(MakeVariant(Tasks::kThreads, Suite::kDefault,

@@ -1,14 +1,7 @@
-// locks: every lock algorithm of harness/locks/ under one driver, the baseline
-// the kernel-structure families are read against. Each operation is {lock,
-// ++shared counter, `cs` ns of work, unlock} with no work outside the lock, so
-// with 2+ threads the lock is saturated (maximum contention); threads:1 gives
-// the uncontended lock+unlock cost. stats:on rows carry lock_stat figures (wait
-// share, hand-off share, wait p50/p99/max, fairness); stats:off rows are the
-// same loop on the plain lock at the same thread counts: the like-for-like
-// figure to compare with other tools, and (against stats:on) the
-// instrumentation's cost.
-// Not measured: sleeping-lock wake-up latency on its own, reader-writer locks,
-// NUMA-aware queue locks.
+// locks: every lock of harness/locks/ saturated by {lock, ++counter, `cs` ns,
+// unlock} (threads:1: the uncontended cost); stats:on rows carry lock_stat
+// figures, stats:off rows are the plain lock (like-for-like with other tools).
+// Not measured: wake-up latency alone, reader-writer and NUMA-aware locks.
 #include <benchmark/benchmark.h>
 
 #include <atomic>
@@ -26,22 +19,17 @@
 namespace lockline {
 namespace {
 
-/// Operations between two loads of the stop flag: amortizes the flag's load in
-/// the uncontended rows (~2 ns per op) while overrunning the window by at most
-/// a few hand-offs.
+/// Ops per stop-flag load: amortized at ~2 ns per op, a few hand-offs over.
 constexpr int kOpsPerStopCheck = 8;
 
-/// The lock and the data it protects, as a kernel structure would keep them:
-/// the counter sits right after the lock word, on the same line.
+/// The lock and, on its line, a plain counter (a broken lock loses counts).
 template <LockAlgorithm L>
 struct alignas(kDestructiveLine) Guarded {
   L lock;
-  uint64_t counter =
-      0;  ///< plain, incremented under the lock: a broken lock loses counts
+  uint64_t counter = 0;
 };
 
-/// Thread-private state: the lock statistics and the op count, one slot of a
-/// PaddedSlots array (--padding apart).
+/// Thread-private lock statistics and op count (PaddedSlots).
 struct alignas(kCacheLine) PerThread {
   LockStatThread stat;
   uint64_t ops = 0;
@@ -73,9 +61,7 @@ class LockWorkload : public Workload {
         } else {
           g.lock.lock();
         }
-        // The lock's acquire/release already keep the increment inside; the
-        // clobber also stops the compiler from merging consecutive iterations'
-        // increments.
+        // The clobber keeps iterations' increments apart.
         ++g.counter;
         benchmark::ClobberMemory();
         if (cs_ns_ != 0) ThinkNs(cs_ns_);
@@ -132,13 +118,10 @@ class LockWorkload : public Workload {
   uint64_t harness_ops_ = 0;
 };
 
-/// Critical-section lengths: 0 = only the counter increment (the lock's own
-/// cost dominates), 100 ns = a short kernel critical section such as a list
-/// splice of a few pages.
+/// Critical sections: the increment only, or 100 ns (a short list splice).
 constexpr uint64_t kCsNs[] = {0, 100};
 
-/// Locks in the quick suite: the FIFO spinlock, the queue lock and the sleeping
-/// lock.
+/// Quick: the FIFO spinlock, the queue lock and the sleeping lock.
 bool InQuick(const std::string& name) {
   return name == "ticket" || name == "mcs" || name == "pthread_mutex";
 }
@@ -163,12 +146,7 @@ std::vector<Variant> LockVariants() {
             return std::make_unique<LockWorkload<L, true>>(env, cs);
           };
         } else {
-          // Like-for-like: every lock has a plain cs:0 row at every thread
-          // count next to its lock_stat row (the quick locks in the quick
-          // suite too), so a contended comparison with another tool (e.g.
-          // will-it-scale's pthread_mutex1) reads a row without the
-          // instrumentation's cost; the uncontended pair at threads:1
-          // calibrates that cost. The full suite has plain cs:100 rows too.
+          // A plain cs:0 row beside each lock_stat row (cs:100 in full).
           v.suite = cs != 0             ? Suite::kFull
                     : InQuick(L::kName) ? Suite::kQuick
                                         : Suite::kDefault;

@@ -1,18 +1,10 @@
-// page_free: what it costs to free a page with and without the atomic
-// decrement, and whether the 2006 "fast path" is safe (linux-mm, March 2006;
-// BACKGROUND.md section 3, lockline issues 8 and 17).
-//
-// `page_free` (cost): every thread cycles pages through one life -- allocate
-// from its hot list, maybe add to the shared zone LRU, get_page/put_page, final
-// put_page by the variant -- against one shared lru_lock, freeing on the same
-// thread or on the next one (free_cpu:remote); no scanner runs.
-// `page_free_race` (safety): one freeing thread and one reclaim scanner
-// isolating pages in the 2.6.16 or the 2.6.18 order (scanner:) on a few shared
-// pages; counts pages freed while referenced and freed while on the LRU. The
-// policies and scanner orders, with their kernel sources, are in
-// bench/page_free/model.h. Not measured: the buddy allocator (the hot lists
-// never run dry or overflow), interrupts (Linux takes lru_lock with irqs off),
-// memcg, compound pages, the active / inactive split (one LRU list).
+// page_free: what freeing a page costs with and without the atomic decrement
+// (`page_free`), and whether the 2006 fast path is safe against the 2.6.16 and
+// 2.6.18 reclaim scanners (`page_free_race`); linux-mm, March 2006,
+// BACKGROUND.md section 3. Policies and scanner orders with their kernel
+// sources: bench/page_free/model.h; the two measurement models:
+// docs/experiments.md. Not measured: the buddy allocator, interrupts, memcg,
+// compound pages, the active / inactive split.
 #include <algorithm>
 #include <array>
 #include <atomic>
@@ -40,40 +32,20 @@
 namespace lockline {
 namespace page_free {
 
-// ---- cost family ------------------------------------------------------------
-//
-// Measurement model. One op = one page's life: take it from the thread's hot
-// list (count 1); if on_lru_pct picks it, add it to the zone LRU (batched per
-// round of kBatch pages, one lru_lock acquisition, identical for all variants);
-// get_page + put_page (2 -> 1); the final put_page by the variant, on this
-// thread (free_cpu:same) or pushed through an SPSC ring to thread i + 1, which
-// does it (free_cpu:remote; with one thread the ring loops back to itself).
-// The freeing thread's hot list receives the page. Metrics beyond ns/op:
-// fastpath_share (frees by the plain store), lru_lock_per_free (frees that
-// took lru_lock), remote_free_share, and lru_lock statistics.
+// ---- cost family: one op = one page's life (hot list, maybe the LRU,
+// get/put, the variant's final put here or on thread i + 1) -----------------
 
-/// Pages per lru_lock acquisition when adding to the LRU: PAGEVEC_SIZE 14
-/// (2.6.10 to 4.x, include/linux/pagevec.h@v2.6.11:9; 2.6.16 and 2.6.18 the
-/// same), the way lru_cache_add batches. A round allocates kBatch pages
-/// and adds the chosen ones to the LRU under one acquisition, identically for
-/// every variant, so the LRU-add cost does not dominate and the variants differ
-/// only in their frees.
+/// Pages per LRU-add round, one lru_lock hold for all variants: PAGEVEC_SIZE
+/// 14 (2.6.10 to 4.x, include/linux/pagevec.h@v2.6.11:9).
 inline constexpr int kBatch = 14;
-/// Pages each thread owns (its hot list depth at rest): 256 x 64 B = 16 KB of
-/// struct page, about the per-CPU hot list of a large 2.6 zone (pcp high = 6 x
-/// batch 31 = 186) rounded up, and L1/L2-resident. Only kBatch of them are
-/// touched per round (the list is LIFO, as the hot list).
+/// Pages per thread: 256 x 64 B of struct page, a large 2.6 zone's pcp high
+/// (6 x 31 = 186) rounded up; L1/L2-resident.
 inline constexpr int kPagesPerThread = 256;
-/// Slots of each single-producer/single-consumer ring of free_cpu:remote
-/// (thread i -> i+1). When it is full the allocating thread does the final put
-/// itself (counted as ring_overflows), so no thread ever blocks on another: a
-/// handful of rounds of slack is enough.
+/// Slots of each free_cpu:remote SPSC ring; when full the allocator does the
+/// final put itself (ring_overflows), so no thread blocks on another.
 inline constexpr uint64_t kRingSlots = 64;
 
-/// zone->lru_lock and the LRU list it protects, in one cache-line group as
-/// in 2.6.16's struct zone (lru_lock, active_list, inactive_list share the
-/// reclaim section); a 128-byte boundary keeps every other structure off these
-/// lines.
+/// zone->lru_lock and its LRU in one line group, as in 2.6.16's struct zone.
 template <class Lock>
 struct alignas(kDestructiveLine) LruZone {
   Lock lru_lock;
@@ -82,15 +54,11 @@ struct alignas(kDestructiveLine) LruZone {
   LruZone() { ListInit(&lru); }
 };
 
-/// Single-producer / single-consumer ring of page pointers (after rigtorp's
-/// SPSCQueue): the producer publishes a slot with a release store of tail_, the
-/// consumer takes it after an acquire load, so the page's state written before
-/// the push is visible to the final put.
+/// SPSC ring of page pointers (after rigtorp's SPSCQueue): tail's release
+/// store publishes the page's state to the consumer's acquire load.
 struct alignas(kDestructiveLine) PageRing {
-  /// Next slot to pop (written by the consumer).
-  alignas(kDestructiveLine) std::atomic<uint64_t> head{0};
-  /// Next slot to fill (written by the producer).
-  alignas(kDestructiveLine) std::atomic<uint64_t> tail{0};
+  alignas(kDestructiveLine) std::atomic<uint64_t> head{0};  ///< consumer's
+  alignas(kDestructiveLine) std::atomic<uint64_t> tail{0};  ///< producer's
   alignas(kDestructiveLine) std::array<Page*, kRingSlots> slots{};
 
   bool Push(Page* page) {
@@ -115,14 +83,10 @@ struct alignas(kDestructiveLine) PageRing {
 static_assert(sizeof(PageRing) % kDestructiveLine == 0,
               "rings never share a line");
 
-/// One thread's state: its pages, its hot list and its counters, first-touched
-/// by the thread. Its slot of a PaddedSlots array (--padding apart) keeps
-/// threads' counters on separate lines.
+/// One thread's pages, hot list and counters (PaddedSlots, first-touched).
 struct alignas(kCacheLine) CostThread {
-  /// kPagesPerThread descriptors on pages of their own at a sampled offset
-  /// (CostWorkload::Prepare), owned by the workload
-  Page* pages = nullptr;
-  ListHead hot;  ///< free pages (LIFO, the hot end at hot.next)
+  Page* pages = nullptr;  ///< kPagesPerThread, at a sampled offset (Prepare)
+  ListHead hot;           ///< free pages (LIFO, the hot end at hot.next)
   int nr_hot = 0;
   int lru_acc = 0;  ///< on_lru_pct accumulator (Bresenham: exact share, no RNG)
   uint64_t frees = 0, fast_frees = 0, locked_frees = 0;
@@ -131,15 +95,13 @@ struct alignas(kCacheLine) CostThread {
   LockStatThread lock_stat;
 };
 
-/// PAGE_FLAGS_CHECK_AT_FREE's bits the model's pages can carry: a page freed
-/// with any of them set is bad_page() in free_pages_check.
+/// PAGE_FLAGS_CHECK_AT_FREE's bits the model's pages can carry (bad_page).
 inline constexpr unsigned long kFlagsCheckAtFree =
     (1UL << kPgLru) | (1UL << kPgLocked) | (1UL << kPgActive) |
     (1UL << kPgSlab) | (1UL << kPgPrivate) | (1UL << kPgWriteback) |
     (1UL << kPgReserved);
 
-/// The context a policy runs in for the cost family (one per thread, on its
-/// stack).
+/// The cost family's policy context (one per thread, on its stack).
 template <class Lock>
 struct CostCtx {
   LruZone<Lock>& zone;
@@ -167,14 +129,10 @@ struct CostCtx {
     ListDel(&page.lru);
     --zone.nr_lru;
   }
-  /// free_hot_page -> free_hot_cold_page (mm/page_alloc.c@v2.6.16; the same
-  /// body in 2.6.18): the common base every put_page variant pays once its
-  /// page is free. PageAnon: mapping = NULL;
-  /// free_pages_check (mapcount, mapping, count and PAGE_FLAGS_CHECK_AT_FREE
-  /// read; bad_page counted); local_irq_save; __inc_page_state(pgfree) (the
-  /// thread's own counter); list_add on the hot list; local_irq_restore
-  /// (pushf/pop and push/popf, LocalIrqSave). The pcp high-water drain is not
-  /// reached (the hot list never overflows here).
+  /// free_hot_page -> free_hot_cold_page (mm/page_alloc.c@v2.6.16, 2.6.18
+  /// alike), every variant's common base: mapping = NULL, free_pages_check,
+  /// local_irq_save, list_add on the hot list, local_irq_restore (the pcp
+  /// drain is never reached).
   void FreeHot(Page& page) {
     if (page.mapping != nullptr) page.mapping = nullptr;
     const bool bad =
@@ -192,14 +150,10 @@ struct CostCtx {
   void RefUnderflow(Page&) { ++t.underflows; }
 };
 
-/// Parameters of one cost point.
 struct CostParams {
-  /// Share of pages added to the LRU before they are freed, 0..100.
-  int on_lru_pct = 0;
-  /// free_cpu:remote: the final put happens on thread (i + 1) % threads.
-  bool remote = false;
-  /// lock_stat on lru_lock; false for the stats:off twin row.
-  bool stats = true;
+  int on_lru_pct = 0;   ///< share of pages on the LRU when freed, 0..100
+  bool remote = false;  ///< final put on thread (i + 1) % threads
+  bool stats = true;    ///< false: the stats:off twin
 };
 
 /// The cost workload for one put_page policy V and one lru_lock kind L.
@@ -215,10 +169,8 @@ class CostWorkload : public Workload {
   void Prepare(int threads) override {
     threads_ = PaddedSlots<CostThread>(static_cast<std::size_t>(threads),
                                        kDeferConstruction);
-    // Each thread's struct pages, mapped here in thread order (so both builds
-    // of a duet draw the same offsets: harness/machine/memory.h LayoutSampling,
-    // not wherever a thread's malloc arena had got to) and first touched by
-    // their thread in SetupThread.
+    // Mapped in thread order (a duet's builds draw the same offsets:
+    // LayoutSampling), first touched in SetupThread.
     page_mem_.Reset();
     for (int i = 0; i < threads; ++i)
       page_mem_.mem.push_back(AllocSampledObject(sizeof(Page) * kPagesPerThread,
@@ -243,9 +195,7 @@ class CostWorkload : public Workload {
     t->nr_hot = kPagesPerThread;
   }
 
-  // One round = kBatch page lives. The loop checks `stop` after each round, so
-  // a call does at least one round (tests rely on that for deterministic op
-  // counts).
+  // One round = kBatch page lives; at least one round per call (tests).
   uint64_t RunWindow(const ThreadCtx& ctx,
                      const std::atomic<bool>& stop) override {
     CostThread& t = threads_[ctx.index];  // once, outside the timed loop
@@ -257,16 +207,12 @@ class CostWorkload : public Workload {
     std::array<bool, kBatch> to_lru;
     uint64_t ops = 0;
     do {
-      // Final puts handed over by the previous thread (network buffers freed on
-      // another CPU).
-      if (in) DrainRing(*in, c);
-      if (t.nr_hot ==
-          0) {  // our pages are all in flight on other threads: wait for some
+      if (in) DrainRing(*in, c);  // final puts handed over to this thread
+      if (t.nr_hot == 0) {        // all our pages in flight elsewhere
         CpuRelax();
         continue;
       }
-      // Allocate (buffered_rmqueue from the hot list; prep_new_page sets the
-      // count to 1).
+      // buffered_rmqueue from the hot list; prep_new_page: count 1.
       int n = 0;
       bool any_lru = false;
       while (n < kBatch && t.nr_hot > 0) {
@@ -283,8 +229,7 @@ class CostWorkload : public Workload {
         }
         batch[n++] = page;
       }
-      // lru_cache_add for the chosen pages: one lru_lock acquisition per round
-      // (pagevec drain).
+      // lru_cache_add of the chosen pages: one hold per round.
       if (any_lru) {
         c.LockLru();
         for (int i = 0; i < n; ++i) {
@@ -297,8 +242,7 @@ class CostWorkload : public Workload {
         }
         c.UnlockLru();
       }
-      // One more get/put pair (count 1 -> 2 -> 1), then the final put here or
-      // on the next CPU.
+      // get/put (1 -> 2 -> 1), then the final put here or on the next CPU.
       for (int i = 0; i < n; ++i) {
         Page& page = *batch[i];
         get_page(page);
@@ -325,13 +269,12 @@ class CostWorkload : public Workload {
                         &T::lru_adds, &T::remote_frees, &T::ring_overflows);
       stats.push_back(&t->lock_stat);
     }
-    const uint64_t frees = sum.frees, fast = sum.fast_frees,
-                   locked = sum.locked_frees;
+    const uint64_t frees = sum.frees;
     const auto share = [](uint64_t a, uint64_t b) {
       return b ? static_cast<double>(a) / static_cast<double>(b) : 0.0;
     };
-    out.Metric("fastpath_share", share(fast, frees));
-    out.Metric("lru_lock_per_free", share(locked, frees));
+    out.Metric("fastpath_share", share(sum.fast_frees, frees));
+    out.Metric("lru_lock_per_free", share(sum.locked_frees, frees));
     if (params_.remote)
       out.Metric("remote_free_share", share(sum.remote_frees, frees));
     const double thread_seconds =
@@ -354,8 +297,8 @@ class CostWorkload : public Workload {
     out.details["batch"] = kBatch;
     out.details["pages_per_thread"] = kPagesPerThread;
     out.details["frees"] = frees;
-    out.details["fast_frees"] = fast;
-    out.details["frees_taking_lru_lock"] = locked;
+    out.details["fast_frees"] = sum.fast_frees;
+    out.details["frees_taking_lru_lock"] = sum.locked_frees;
     out.details["lru_adds"] = sum.lru_adds;
     if (params_.remote) {
       out.details["remote_frees"] = sum.remote_frees;
@@ -367,10 +310,8 @@ class CostWorkload : public Workload {
         "is on page_free_race rows)";
   }
 
-  // Page conservation and structure: every page is on exactly one hot list or
-  // in flight in a ring (a round never ends with pages in hand); free pages
-  // have count 0 and no flags; in-flight pages count 1 and are on the LRU iff
-  // PG_lru; the LRU is a consistent ring.
+  // Every page on one hot list (count 0, no flags) or in a ring (count 1,
+  // on the LRU iff PG_lru); the LRU a consistent ring.
   std::string Verify() override {
     const int threads = static_cast<int>(threads_.size());
     uint64_t underflows = 0;
@@ -436,9 +377,8 @@ class CostWorkload : public Workload {
       ++c.t.remote_frees;
     }
   }
-  // A summary of the final state that any correct variant reaches after the
-  // same rounds: page counts per place plus an FNV-1a hash over (hot-list
-  // position, page number, count, flags).
+  // The final state any correct variant reaches: counts per place and an
+  // FNV-1a hash of the hot lists.
   nlohmann::json EndState() const {
     uint64_t hash = 1469598103934665603ull;
     const auto mix = [&hash](uint64_t v) {
@@ -466,8 +406,7 @@ class CostWorkload : public Workload {
             {"hash", hash}};
   }
 
-  /// Per thread: its Page[kPagesPerThread] (AllocSampledObject). The first
-  /// member, so destroyed last: the zone's lists and the rings point into it.
+  /// Per thread: its Page[kPagesPerThread]; first member, destroyed last.
   struct PageMemory {
     std::vector<void*> mem;
     void Reset() {
@@ -477,7 +416,7 @@ class CostWorkload : public Workload {
     ~PageMemory() { Reset(); }
   } page_mem_;
   std::shared_ptr<LruZone<L>> zone_;
-  /// lru_lock's lock statistics, off the zone's lines (its shape is 2.6.16's)
+  /// lock_stat's side, off the zone's lines
   std::shared_ptr<LockStatSide> side_;
   PointEnv env_;
   CostParams params_;
@@ -487,28 +426,18 @@ class CostWorkload : public Workload {
 static_assert(std::is_trivially_destructible_v<Page>,
               "CostWorkload frees its struct pages without destroying them");
 
-/// lru_lock kind of the default suite; the full suite crosses every lock of the
-/// table (what-if rows). 2.6.16 on x86 had a byte lock taken with `lock; decb`
-/// and waited for by spinning on `cmpb` loads before retrying
-/// (spin_lock_string, include/asm-i386/spinlock.h@v2.6.9:46-55): a
-/// test-and-test-and-set lock, `ttas`. The ticket lock came with 2.6.25.
+/// The default suite's lru_lock: 2.6.16's x86 `lock; decb` byte lock, a ttas
+/// (include/asm-i386/spinlock.h@v2.6.9:46-55); other locks are what-if rows.
 inline constexpr const char* kDefaultLock = "ttas";
 
-/// Whether the default-lock, same-CPU point of put_page variant `variant` at
-/// `on_lru_pct` gets an uninstrumented twin (params stats:off, lru_lock taken
-/// without lock_stat; CostParams::stats false) in the suite of its
-/// instrumented row:
-///  - atomic and fastpath at 0 %: question 002's rows (plots/verdicts.py
-///    page_free_fast_atomic; why they need twins: docs/experiments.md);
-///  - atomic at 100 %: the contended point (every free takes lru_lock), what
-///    lock_stat costs there.
+/// Whether a default-lock, same-CPU point gets a stats:off twin: atomic and
+/// fastpath at 0 % (question 002, docs/experiments.md), atomic at 100 %.
 inline bool IsTwinned(const std::string& variant, int on_lru_pct) {
   if (on_lru_pct == 0) return variant == "atomic" || variant == "fastpath";
   return on_lru_pct == 100 && variant == "atomic";
 }
 
-/// The cost row of policy V on lock L at `cp`; with cp.stats false, the
-/// uninstrumented twin (key ending stats:off) in its instrumented row's suite.
+/// The cost row of policy V on lock L (a stats:off twin with !cp.stats).
 template <class V, LockAlgorithm L>
 Variant CostVariant(const CostParams& cp) {
   const int pct = cp.on_lru_pct;
@@ -551,49 +480,23 @@ std::vector<Variant> CostVariants() {
   return out;
 }
 
-// ---- race family ------------------------------------------------------------
-//
-// Measurement model. Thread 0 allocates pages, adds them to the LRU, keeps
-// kLiveDepth of them and frees the oldest with the variant's put_page. Thread 1
-// isolates the LRU tail under lru_lock in the scanner order S (bench/
-// page_free/model.h), holds the page kScanHoldNs, puts it back and drops its
-// reference with the same put_page. race_window_ns widens both parties' racy
-// gaps by the same delay: the freer's (between its two unsynchronised steps)
-// and the scanner's (between its two steps). A lost reference shows as a
-// symptom of one of two kinds, counted separately:
-//   freed while referenced: the page's free generation moved while the scanner
-//     held (or was taking) its reference; a refcount decremented below zero; a
-//     double free;
-//   freed while on the LRU: PG_lru set when the page is freed; a free page
-//     found on, or put back on, the LRU list; an LRU add of a linked page or
-//     unlink of an unlinked one.
-// Each detected race is one violation ("incident"), of the kind of its first
-// symptom. A race leaves the pages in a state no correct kernel reaches, so
-// after each incident both threads quiesce and thread 0 rebuilds every page
-// and list (and it rebuilds at every window start): incidents never cascade,
-// and every violation counted is a fresh race. Until the rebuild, the per-page
-// `on_list` guard keeps the LRU list structurally intact.
+// ---- race family: thread 0 frees, thread 1 scans (order S); each detected
+// lost reference is one incident, then both quiesce and every page is rebuilt
+// (docs/experiments.md) ------------------------------------------------------
 
-/// Shared pages of the race: few enough that the scanner keeps meeting the page
-/// being freed.
+/// Shared pages: few, so the scanner keeps meeting the page being freed.
 inline constexpr int kRacePages = 8;
-/// Pages the freer holds at once (allocated and on the LRU); it frees the
-/// oldest, which sits at the LRU tail where the scanner isolates.
+/// Pages the freer holds; it frees the oldest, at the LRU tail.
 inline constexpr int kLiveDepth = 3;
-/// How long the scanner holds an isolated page before putting it back: stands
-/// in for shrink_page_list's work (unmapping, writeback checks), which takes
-/// microseconds. Longer than the largest race window so an isolation that
-/// overlaps the fast path's check is still outstanding when the freer frees.
+/// The scanner's hold of an isolated page (shrink_page_list's microseconds):
+/// longer than the largest race window.
 inline constexpr uint64_t kScanHoldNs = 5000;
 
-/// Checker state per page, outside struct page so the model keeps its layout.
+/// Checker state per page, outside struct page (its layout stays the model's).
 struct PageMeta {
-  /// (free generation << 1) | free bit. The free routine sets the bit and bumps
-  /// the generation, allocation clears the bit: any free between two reads
-  /// changes the word (the "poison").
+  /// (free generation << 1) | free bit: any free between two reads changes it.
   std::atomic<uint64_t> state{1};
-  /// Linked on the LRU list (under lru_lock): guards the list operations.
-  bool on_list = false;
+  bool on_list = false;  ///< linked on the LRU (under lru_lock): list guard
   bool on_free = false;  ///< on the free list (under free_lock)
 };
 
@@ -601,45 +504,37 @@ struct PageMeta {
 struct RaceShared {
   alignas(kDestructiveLine) TicketLock lru_lock;
   ListHead lru;
-  /// zone->lock stand-in, protecting the free list.
-  alignas(kDestructiveLine) std::mutex free_lock;
+  alignas(kDestructiveLine) std::mutex free_lock;  ///< zone->lock stand-in
   std::deque<int> free_list;
   alignas(kDestructiveLine) std::array<Page, kRacePages> pages;
   std::array<PageMeta, kRacePages> meta;
-  /// Recovery protocol: a detected lost reference sets rebuild_req; the scanner
-  /// parks (holding no page), the freer rebuilds every page and the lists, then
+  /// Recovery: rebuild_req set, the scanner parks, the freer rebuilds and
   /// bumps rebuild_epoch.
   alignas(kDestructiveLine) std::atomic<bool> rebuild_req{false};
   std::atomic<int> scanner_parked{0};
   std::atomic<uint64_t> rebuild_epoch{0};
-  /// Bumped by the freer after its start-of-window rebuild.
-  std::atomic<uint64_t> window_epoch{0};
+  std::atomic<uint64_t> window_epoch{0};  ///< the freer's window rebuilds
 };
 
-/// The two kinds of violation.
 enum class Kind { kFreedReferenced, kFreedOnLru };
 
-/// Symptoms of lost references, counted by kind (details) and as incidents
-/// (metrics, by the kind of each incident's first symptom).
+/// Symptoms by kind (details) and incidents by their first symptom's kind.
 struct alignas(kDestructiveLine) RaceCounters {
   uint64_t frees = 0, fast_frees = 0, recheck_kept = 0;
-  /// Scanner: the page was freed (generation moved) while it held a ref.
-  uint64_t freed_under_ref = 0;
+  uint64_t freed_under_ref = 0;   ///< scanner: freed while it held a ref
   uint64_t underflow = 0;         ///< a decrement found the count <= 0
   uint64_t double_free = 0;       ///< free routine: page already free
   uint64_t freed_on_lru = 0;      ///< free routine: PG_lru set at the free
   uint64_t free_page_on_lru = 0;  ///< scanner: a free page on the LRU list
-  /// LRU add of a linked page or unlink of an unlinked one.
-  uint64_t bad_list_op = 0;
-  uint64_t incidents = 0;  ///< races detected (each followed by one rebuild)
+  uint64_t bad_list_op = 0;       ///< add of a linked / unlink of an unlinked
+  uint64_t incidents = 0;         ///< races detected (one rebuild each)
   uint64_t incidents_referenced = 0, incidents_on_lru = 0;
-  /// Scanner: successful isolations / isolations refused (count was 0).
-  uint64_t isolations = 0, being_freed = 0;
+  uint64_t isolations = 0, being_freed = 0;  ///< scanner: taken / count was 0
 };
 
-/// Poisson upper 95 % bound on the violation rate per free: 3 / frees when
-/// none was seen (rule of three), else the Wilson-Hilferty approximation of
-/// the exact one-sided bound, (k+1)(1 - 1/(9(k+1)) + 1.645/(3 sqrt(k+1)))^3.
+/// Poisson upper 95 % bound per free: 3 / frees with none seen (rule of
+/// three), else Wilson-Hilferty's (k+1)(1 - 1/(9(k+1)) + 1.645/(3
+/// sqrt(k+1)))^3.
 inline double ViolationRateUpper95(uint64_t violations, uint64_t frees) {
   if (frees == 0) return 1.0;
   if (violations == 0) return 3.0 / static_cast<double>(frees);
@@ -648,8 +543,7 @@ inline double ViolationRateUpper95(uint64_t violations, uint64_t frees) {
   return k1 * c * c * c / static_cast<double>(frees);
 }
 
-/// The race workload: thread 0 frees, thread 1 scans in order S; policy V
-/// frees on both.
+/// The race workload: policy V frees on both threads, S isolates.
 template <class V, class S>
 class RaceWorkload : public Workload {
  public:
@@ -740,9 +634,8 @@ class RaceWorkload : public Workload {
                      {"bad_lru_list_op", sum.bad_list_op}};
   }
 
-  // Violations are the measurement and do not fail the row. Structural damage
-  // would: the guards keep the lists intact whatever the race does, so this
-  // checks that they did; and the incidents of the two kinds add up.
+  // Violations are the measurement; this checks the guards kept the lists
+  // intact and the incidents of the two kinds add up.
   std::string Verify() override {
     RaceShared& s = *shared_;
     int n = 0;
@@ -808,9 +701,7 @@ class RaceWorkload : public Workload {
            (mm.loads_may_reorder ? "" : " (TSO: load reordering not tested)");
   }
 
-  // Records one symptom; the first symptom of an incident counts the incident
-  // (of `kind`) and asks for a rebuild (later symptoms of the same incident
-  // are side effects of the same lost reference).
+  // One symptom; the first of an incident counts it and asks for a rebuild.
   void Symptom(RaceCounters& n, uint64_t& counter, Kind kind) {
     ++counter;
     if (!shared_->rebuild_req.exchange(true, std::memory_order_acq_rel)) {
@@ -820,9 +711,8 @@ class RaceWorkload : public Workload {
     }
   }
 
-  // The common free routine (free_hot_page) plus the checker: poison, then
-  // the PG_lru check (seq_cst on both sides: the scanner sets PG_lru before it
-  // reads the poison, so one of the two sees the other), then the free list.
+  // free_hot_page plus the checker: poison, then PG_lru (seq_cst: a Dekker
+  // pair with the scanner's PG_lru then poison), then the free list.
   void Free(Page& page, RaceCounters& n) {
     PageMeta& m = Meta(page);
     const uint64_t old = m.state.fetch_or(1, std::memory_order_seq_cst);
@@ -851,9 +741,7 @@ class RaceWorkload : public Workload {
     return &shared_->pages[i];
   }
 
-  // Every page free, count 0, no flags; both lists rebuilt. Only while the
-  // scanner is parked or not running (constructor, start of a window,
-  // recovery).
+  // Every page free, count 0, no flags, lists rebuilt; scanner parked.
   void Rebuild() {
     RaceShared& s = *shared_;
     ListInit(&s.lru);
@@ -878,9 +766,8 @@ class RaceWorkload : public Workload {
     if (r == PutResult::kKeptByRecheck) ++n.recheck_kept;
   }
 
-  // Thread 0: allocate, add to the LRU (the page cache), keep kLiveDepth pages,
-  // free the oldest with the variant's put_page. ops = put_page calls of this
-  // thread.
+  // Thread 0: allocate, add to the LRU, free the oldest of kLiveDepth with
+  // V's put_page. ops = its put_page calls.
   uint64_t RunFreer(const std::atomic<bool>& stop) {
     RaceShared& s = *shared_;
     Rebuild();
@@ -890,8 +777,6 @@ class RaceWorkload : public Workload {
     uint64_t ops = 0;
     while (!stop.load(std::memory_order_relaxed)) {
       if (s.rebuild_req.load(std::memory_order_acquire)) {
-        // Wait for the scanner to park (it drops whatever it holds first), then
-        // rebuild.
         while (s.scanner_parked.load(std::memory_order_acquire) == 0) {
           if (stop.load(std::memory_order_relaxed)) return ops;
           CpuRelax();
@@ -929,11 +814,8 @@ class RaceWorkload : public Workload {
     return ops;
   }
 
-  // Thread 1: under lru_lock, read the tail page's generation, then isolate it
-  // in order S; a page it took is unlinked, held kScanHoldNs, checked (not
-  // freed meanwhile), put back on the LRU and its reference dropped with the
-  // variant's put_page. A page left on (or put back on) the LRU must not be
-  // free.
+  // Thread 1: isolate the tail in order S, hold it kScanHoldNs, check it was
+  // not freed, put it back and drop the reference with V's put_page.
   uint64_t RunScanner(const std::atomic<bool>& stop) {
     RaceShared& s = *shared_;
     ++scanner_windows_;
@@ -960,8 +842,7 @@ class RaceWorkload : public Workload {
       if (!ListEmpty(&s.lru)) {
         Page* tail = PageFromLru(s.lru.prev);
         PageMeta& m = Meta(*tail);
-        // The generation before the first step: a free during the isolation
-        // (between the two steps, or after the reference) moves it.
+        // The generation before the first step (a free moves it).
         s0 = m.state.load(std::memory_order_seq_cst);
         if (s0 & 1) {
           Symptom(scanner_, scanner_.free_page_on_lru, Kind::kFreedOnLru);
@@ -974,8 +855,7 @@ class RaceWorkload : public Workload {
               break;
             case Isolation::kBeingFreed:
               ++scanner_.being_freed;
-              // Left on (or put back on) the LRU with PG_lru set: it must not
-              // have been freed meanwhile (Dekker pair with Free()).
+              // Left on the LRU: must not be free (Dekker pair with Free).
               std::atomic_thread_fence(std::memory_order_seq_cst);
               if (m.state.load(std::memory_order_seq_cst) & 1)
                 Symptom(scanner_, scanner_.free_page_on_lru, Kind::kFreedOnLru);
@@ -994,9 +874,7 @@ class RaceWorkload : public Workload {
       ++ops;
       PageMeta& m = Meta(*page);
       ThinkNs(kScanHoldNs);
-      // putback_lru_page, with the check under lru_lock: if the page was freed
-      // while we held (or took) our reference, the reference is lost; the page
-      // now belongs to the freer, drop it.
+      // putback_lru_page; a page freed meanwhile lost our reference.
       bool lost = false;
       s.lru_lock.lock();
       if (m.state.load(std::memory_order_seq_cst) != s0) {
@@ -1028,7 +906,7 @@ class RaceWorkload : public Workload {
   RaceCounters freer_, scanner_;
 };
 
-/// Race windows of the grid (ns added to each party's racy gap); 0 = natural.
+/// ns added to each party's racy gap; 0 = natural.
 inline constexpr uint64_t kRaceWindows[] = {0, 200, 2000};
 
 std::vector<Variant> RaceVariants() {

@@ -1,19 +1,9 @@
-// pagevec: pages/s, lru_lock acquisitions per page and lock wait share against
-// the pagevec's batching factor, line offset and sizing formula (BACKGROUND.md
-// sections 1 and 4): the experiment run on the model of bench/pagevec/model.h
-// (what lru_cache_add, release_pages and reclaim do under lru_lock in Linux
-// 2.6.9 and 5.8): its grid, its report and its checks. work_ns:W, the stats:off
-// twins and scanner:on are described in docs/experiments.md, the row keys'
-// components there too. The default lock is each era's: ttas for 2.6.9 (x86
-// `lock; decb` byte lock), qspinlock for 5.8; other locks are what-if rows.
-// Scanner rows run only at thread counts that leave the scanner a PU
-// (Variant::needs_spare_pu); a worker short of free pages asks for one extra
-// cycle, and a window ends once the scanner has covered the pages it added.
-//
-// Operation: one page added to the LRU (lru_cache_add) and, unless
-// release:none, one page released; pages_per_s = ops_per_s. A thread checks
-// the stop flag only after every S pages, so each window holds exactly one
-// add drain per S pages (Verify checks the acquisitions exactly).
+// pagevec: pages/s, lru_lock acquisitions per page and wait share against
+// the batching factor, line offset and sizing formula (BACKGROUND.md sections 1
+// and 4): the grid, report and checks of the model in bench/pagevec/model.h;
+// row keys and axes in docs/experiments.md. One op = one page added (and,
+// unless release:none, one released); the stop flag is read every S pages, so
+// Verify checks the acquisitions exactly.
 #include "bench/pagevec.h"
 
 #include <algorithm>
@@ -23,8 +13,8 @@
 #include <iterator>
 #include <mutex>
 #include <optional>
-#include <string_view>
 
+#include "harness/measure/kernel_probe.h"
 #include "layouts/report.h"
 
 namespace lockline {
@@ -32,9 +22,8 @@ namespace pagevec_bench {
 
 // ---- sizing policies (LKML, September 2004) ---------------------------------
 
-/// PAGEVEC_SIZE = 4 * lg(NR_CPUS), 4 on UP, with wli's lg the integer
-/// ceil(log2(n)) of the compile-time NR_CPUS: 4 at n = 1 and 2, 8 at 3 and 4,
-/// 12 at 5..8, 16 at 16, 40 at 1024; clamped to 1..255. n < 1 counts as 1.
+/// wli's PAGEVEC_SIZE = 4 * ceil(log2 NR_CPUS), 4 on UP: 4 at n <= 2, 16 at
+/// 16, 40 at 1024; clamped to 1..255.
 inline int FourLgSlots(int n) {
   if (n <= 2) return 4;
   const int lg = static_cast<int>(
@@ -42,8 +31,8 @@ inline int FourLgSlots(int n) {
   return std::clamp(4 * lg, 1, kMaxSlots);
 }
 
-/// The possible CPUs of this machine (/sys/devices/system/cpu/possible, what
-/// a boot-time sizing would see), or `fallback` when it cannot be read.
+/// /sys/devices/system/cpu/possible's count (a boot-time sizing's n), or
+/// `fallback`.
 inline int PossibleCpus(int fallback) {
   std::FILE* f = std::fopen("/sys/devices/system/cpu/possible", "r");
   if (f == nullptr) return fallback;
@@ -62,19 +51,16 @@ inline int PossibleCpus(int fallback) {
   return n > 0 ? n : fallback;
 }
 
-/// The gentler proposal 2^(2.5 * sqrt(lg n) - 1), rounded to the nearest
-/// integer (std::lround, halves away from zero): n = 1 -> 1 (2^-1 rounds up), 2
-/// -> 3 (2.83), 4 -> 6 (5.66), 16 -> 16, 1024 -> 120 (119.6), clamped
-/// to 1..255. n < 1 counts as 1.
+/// The gentler proposal 2^(2.5 * sqrt(lg n) - 1), std::lround'ed: 1 -> 1,
+/// 2 -> 3, 4 -> 6, 16 -> 16, 1024 -> 120; clamped to 1..255, n < 1 as 1.
 inline int SqrtLgSlots(int n) {
   const double lg = std::log2(static_cast<double>(std::max(n, 1)));
   const long v = std::lround(std::exp2(2.5 * std::sqrt(lg) - 1.0));
   return static_cast<int>(std::clamp<long>(v, 1, kMaxSlots));
 }
 
-/// Slot count for `policy` ("fixed": `fixed_slots`; "4lg", "sqrtlg": the
-/// formulas above with n = `threads`). Throws std::invalid_argument naming a
-/// bad policy or a fixed count outside 1..255.
+/// Slot count for `policy` (fixed | 4lg | sqrtlg of `threads`). Throws
+/// std::invalid_argument for a bad policy or a count outside 1..255.
 inline int ResolveSlots(const std::string& policy, int fixed_slots,
                         int threads) {
   if (policy == "fixed") {
@@ -91,9 +77,8 @@ inline int ResolveSlots(const std::string& policy, int fixed_slots,
                               "': accepted are fixed, 4lg, sqrtlg");
 }
 
-/// The rate check of a scanner row: "" when the scanner ran
-/// at its design (acquisitions per page within `tolerance` of
-/// ScannerDesignAcquisitionsPerPage) on a PU of its own, else why not.
+/// "" when a scanner ran at its design rate (within `tolerance`) on a PU of
+/// its own, else why not.
 inline std::string ScannerRowProblem(double acquisitions_per_page,
                                      double design, bool shares_measured_pu,
                                      double tolerance = 0.10) {
@@ -105,9 +90,8 @@ inline std::string ScannerRowProblem(double acquisitions_per_page,
   return "";
 }
 
-/// This model's own cost per page on one (unpinned) thread at work_ns:0:
-/// kernel `k`, 15 slots, release:unmap, the era's lock; min of 3 windows of
-/// 10 ms.
+/// The model's own ns per page: one unpinned thread, work_ns:0, 15 slots,
+/// release:unmap, the era's lock; min of 3 windows of 10 ms.
 inline double MeasureModelNsPerPage(Kernel k) {
   PointEnv env;
   env.threads = 1;
@@ -136,8 +120,8 @@ inline double MeasureModelNsPerPage(Kernel k) {
   return best;
 }
 
-/// work_ns:cal for kernel `k`, measured once per process (~0.1 s; thread
-/// safe): fault ns per page minus the model's own ns per page, at least 0.
+/// work_ns:cal for `k`, once per process: fault ns per page minus the
+/// model's own, at least 0.
 inline WorkCalibration CalibratedWork(Kernel k) {
   static std::mutex mu;
   static std::optional<WorkCalibration> cache[2];
@@ -166,56 +150,29 @@ struct GridPoint {
   bool stats = true;  ///< false: the uninstrumented twin (key ends stats:off)
 };
 
-// The one table the grid is generated from. The full suite is every
-// combination of the axes with restrictions that keep it under 900 variants:
-// zones:per_numa only with the era locks (ttas, qspinlock); offsets other
-// than 0 only for the alignment question's sizes (14, 15, 16, 31 and the
-// named layouts) with lock:ttas (2.6.9's lock), work_ns:0, zones:1, and
-// offset 8 at 16 slots with lock:ttas, work_ns:cal (the alignment question at
-// calibrated work, default suite); the other
-// kernels, release paths and the scanner only in mode:deferred at offset 0
-// for the questions' sizes (15, 16, 31, the named 5.x layouts): 2.6.9's cases
-// under ttas and ticket, 5.8's under qspinlock and ticket.
+// The axes of the grid. The full suite crosses them under restrictions that
+// keep it under 900 variants (GridPoints); docs/experiments.md lists them.
 inline constexpr const char* kModes[] = {"deferred", "rapid"};
 inline constexpr int kSlots[] = {1,  2,  4,  8,  14,  15, 16,
                                  31, 32, 63, 64, 128, 255};
 inline constexpr std::size_t kOffsets[] = {0, 8, 16, 24, 32, 40, 48, 56};
 inline constexpr const char* kPolicies[] = {"4lg", "sqrtlg"};
-inline constexpr const char* kLocks[] = {"ttas", "ticket", "qspinlock", "mcs",
-                                         "pthread_mutex"};
-// The grid's locks are exactly the ones compiled (PagevecLocks,
-// bench/pagevec.h).
-template <LockAlgorithm... Ls>
-constexpr bool SameLocks(LockList<Ls...>) {
-  const std::string_view compiled[] = {Ls::kName...};
-  if (std::size(compiled) != std::size(kLocks)) return false;
-  for (std::size_t i = 0; i < std::size(kLocks); ++i)
-    if (compiled[i] != std::string_view(kLocks[i])) return false;
-  return true;
-}
-static_assert(SameLocks(PagevecLocks{}),
-              "kLocks and PagevecLocks must name the same locks in one order");
 inline constexpr const char* kWork[] = {"cal", "0"};
 inline constexpr const char* kZones[] = {"1", "per_numa"};
 /// The default suite's generic sizes under 2.6.9 (quick: 4).
 inline constexpr int kDefaultSlots[] = {4, 8, 14, 15, 16, 31, 32, 64};
 
-/// The questions' sizes: where the other kernels, release paths and the
-/// scanner are swept.
+/// The questions' sizes, where kernels, release paths and scanner vary.
 inline bool Is2020Size(const GridPoint& p) {
   if (!p.layout.empty()) return p.layout.rfind("pagevec_5x", 0) == 0;
   if (p.policy != "fixed") return false;
   return p.slots == 15 || p.slots == 16 || p.slots == 31;
 }
 
-/// Which suite a grid point belongs to (see the table above for the full
-/// suite's restrictions). `multi_node`: the machine has more than one NUMA
-/// node, so zones:per_numa (one lru_lock per node, as in the kernel) is the
-/// default and zones:1 the labelled single-lock case. Default-suite rows run
-/// the era's lock (EraLock) and work_ns:cal; the questions' pairs also run
-/// at work_ns:0 (the labelled saturated case). The 2004 question runs under
-/// kernel:2.6.9, release:unmap, no scanner; the 2020 question (15 vs 31
-/// slots) under kernel:5.8 with release:none and the scanner (pmbench).
+/// A grid point's suite. `multi_node`: zones:per_numa is the default and
+/// zones:1 the labelled single-lock case. Default rows: the era's lock,
+/// work_ns:cal (the pairs also at 0); 2004 under 2.6.9/unmap, 2020 under
+/// 5.8/none/scanner.
 inline Suite SuiteOf(const GridPoint& p, bool multi_node = false) {
   const std::string main_zones = multi_node ? "per_numa" : "1";
   const Kernel k = p.kernel == "5.8" ? Kernel::k58 : Kernel::k269;
@@ -265,9 +222,11 @@ inline Suite SuiteOf(const GridPoint& p, bool multi_node = false) {
              : Suite::kFull;
 }
 
-/// Every grid point of the full suite, in a stable order (default-suite
-/// points first within each mode x lock x work_ns x zones block), then the
-/// uninstrumented twins (stats:off) of one contended pair per kernel.
+/// Every full-suite grid point in a stable order. zones:per_numa only with
+/// the era locks; offsets only for 14, 15, 16, 31 and the named layouts under
+/// ttas, work_ns:0, zones:1 (and 16 slots at offset 8, work_ns:cal); other
+/// kernels, releases and the scanner at offset 0, deferred, the questions'
+/// sizes: 2.6.9 under ttas and ticket, 5.8 under qspinlock and ticket.
 inline std::vector<GridPoint> GridPoints() {
   std::vector<GridPoint> out;
   const auto push = [&](GridPoint p) {
@@ -295,14 +254,12 @@ inline std::vector<GridPoint> GridPoints() {
     }
   };
   for (const char* mode : kModes) {
-    for (const char* lock : kLocks) {
+    for (const std::string& lock : LockNamesOf(PagevecLocks{})) {
       for (const char* work : kWork) {
         for (const char* zones : kZones) {
           const std::string l = lock, w = work, z = zones;
           if (z != "1" && l != "ttas" && l != "qspinlock") continue;
           const bool sweep_offsets = l == "ttas" && w == "0" && z == "1";
-          // The alignment question at calibrated work too:
-          // 2.6.9's 16 slots at offset 8 under its lock.
           const bool offset8_cal = l == "ttas" && w == "cal";
           GridPoint base;
           base.mode = mode;
@@ -343,10 +300,8 @@ inline std::vector<GridPoint> GridPoints() {
   return out;
 }
 
-/// Whether `p` is a side of a seed comparison whose verdict plots/verdicts.py
-/// gives (PV_2004 / PV_2020). Those points get an uninstrumented twin
-/// (stats:off) in the suites they are in: the verdicts are answered from the
-/// twins, the instrumented rows give the wait share beside them.
+/// A side of a seed comparison (verdicts.py PV_2004 / PV_2020): it gets a
+/// stats:off twin, which answers the verdict.
 inline bool IsVerdictSide(const GridPoint& p) {
   if (p.mode != "deferred" || !p.stats) return false;
   const bool generic_fixed = p.layout.empty() && p.policy == "fixed";
@@ -363,8 +318,7 @@ inline bool IsVerdictSide(const GridPoint& p) {
          (p.slots == 15 || p.slots == 31);
 }
 
-/// Row-key parameters of a grid point (the three key shapes:
-/// docs/experiments.md).
+/// Row-key parameters (the three key shapes: docs/experiments.md).
 inline Params ParamsOf(const GridPoint& p) {
   Params params = {{"mode", p.mode}};
   if (!p.layout.empty()) {
@@ -386,8 +340,7 @@ inline Params ParamsOf(const GridPoint& p) {
   return params;
 }
 
-/// Line size for offsets and lines_spanned: the topology's if it is 32..256
-/// bytes, else 64.
+/// The topology's line size if 32..256 bytes, else 64.
 inline std::size_t LineOf(const PointEnv& env) {
   if (env.topology == nullptr) return kCacheLine64;
   const int line = env.topology->summary().cache_line_bytes;
@@ -428,8 +381,7 @@ nlohmann::json PagevecDetails(const PagevecFacts& f, const std::string& layout,
   };
 }
 
-/// details.formulas: the 2004 sizing formulas for the point's threads and
-/// for the machine's possible CPUs.
+/// details.formulas: the 2004 formulas for threads and possible CPUs.
 nlohmann::json FormulaDetails(const PointEnv& env) {
   const int possible = PossibleCpus(
       env.topology != nullptr ? env.topology->summary().pus : env.threads);
@@ -502,13 +454,10 @@ nlohmann::json ScannerDetails(PointReport& out, const PagevecFacts& f,
                               uint64_t ops, uint64_t handed) {
   ScannerFacts sum{};
   nlohmann::json pus = nlohmann::json::array();
+  using S = ScannerFacts;
   for (const ScannerFacts& sc : f.scanners) {
-    sum.on_demand_cycles += sc.on_demand_cycles;
-    sum.cycles += sc.cycles;
-    sum.isolated += sc.isolated;
-    sum.freed += sc.freed;
-    sum.acquisitions += sc.acquisitions;
-    sum.skipped_putbacks += sc.skipped_putbacks;
+    kernel::AddFields(sum, sc, &S::on_demand_cycles, &S::cycles, &S::isolated,
+                      &S::freed, &S::acquisitions, &S::skipped_putbacks);
     pus.push_back(sc.pu);
   }
   const Kernel k = f.cfg.kernel;
@@ -611,16 +560,15 @@ void ReportPagevec(PointReport& out, double window_seconds, uint64_t ops,
 
 // ---- the checks (PagevecWorkload::Verify) -----------------------------------
 
-/// Whether each pool page is linked on an LRU list, by thread, then page.
+/// Per thread, per pool page: linked on an LRU list.
 using OnList = std::vector<std::vector<char>>;
 
 std::string Where(std::size_t z, uint64_t n) {
   return "zone " + std::to_string(z) + " LRU, node " + std::to_string(n) + ": ";
 }
 
-/// Walks list `z` of f.lists (the zones' new-page lists, then 5.8's
-/// inactive ones): links, PG_lru and PG_active, the page's owner and zone,
-/// its size; marks its pages in `on_list`. `pools`: (pool, thread) by address.
+/// Walks f.lists[z] (links, PG_lru, PG_active, owner, zone, size) and marks
+/// its pages in `on_list`. `pools`: (pool, thread) by address.
 std::string WalkLru(const PagevecFacts& f, std::size_t z,
                     const std::vector<std::pair<const Page*, int>>& pools,
                     uint64_t total_pages, OnList& on_list) {
@@ -663,9 +611,7 @@ std::string WalkLru(const PagevecFacts& f, std::size_t z,
   return "";
 }
 
-/// Every page of thread `t` in exactly one place (free or returned by the
-/// scanner, on the LRU: FIFO or release gather, add pagevec) with the
-/// refcount and PG_lru of that place.
+/// Every page of `t` in exactly one place, with its refcount and PG_lru.
 std::string CheckPlaces(const PagevecFacts& f, const ThreadFacts& t,
                         const std::vector<char>& on_list,
                         const std::string& who) {
@@ -704,8 +650,7 @@ std::string CheckPlaces(const PagevecFacts& f, const ThreadFacts& t,
   return "";
 }
 
-/// Windows end on batch boundaries: exactly one add drain per S pages, and
-/// the release flushes took the kernel's holds (ReleaseFlushLocks).
+/// One add drain per S pages, and the kernel's release holds.
 std::string CheckAcquisitions(const Config& cfg, const ThreadFacts& t,
                               const std::string& who) {
   if (t.ops % cfg.slots != 0)
@@ -764,7 +709,6 @@ std::string VerifyPagevec(const PagevecFacts& f) {
     return "threads counted " + std::to_string(ops) + " pages, harness " +
            std::to_string(f.harness_ops);
   }
-  // Every release whose last put was the scanner's was freed by it.
   for (const ScannerFacts& sc : f.scanners) freed += sc.freed;
   if (f.cfg.release != Release::kNone && handed != freed) {
     return std::to_string(handed) +
@@ -774,8 +718,7 @@ std::string VerifyPagevec(const PagevecFacts& f) {
   return "";
 }
 
-/// The grid for a machine whose usable PUs are `order` (its NUMA node count
-/// decides the default zones).
+/// The grid for usable PUs `order` (its node count decides the zones).
 inline std::vector<Variant> PagevecVariants(const std::vector<PuInfo>& order) {
   const bool multi_node = CountNumaNodes(order) > 1;
   std::vector<GridPoint> points = GridPoints();
@@ -794,14 +737,10 @@ inline std::vector<Variant> PagevecVariants(const std::vector<PuInfo>& order) {
     Variant v;
     v.params = ParamsOf(p);
     v.suite = SuiteOf(p, multi_node);
-    // The reclaim scanners are helper threads, one per lru_lock: their rows
-    // run only at thread counts that leave each a PU of its own (the runner
-    // refuses the others with the reason; --oversubscribe runs them, the row
-    // saying details.scanner.shares_measured_pu).
+    // One helper scanner per lru_lock, each needing a PU of its own.
     v.needs_spare_pu = p.scanner;
     v.helper_per_node = p.scanner && p.zones == "per_numa";
-    // A twin answers its verdict at the contended end only (the verdict's
-    // thread count, verdicts.py threads "max"): one point, not one per count.
+    // A twin answers at the verdict's (largest) thread count only.
     v.largest_thread_count_only = !p.stats;
     const Kernel k = p.kernel == "5.8" ? Kernel::k58 : Kernel::k269;
     v.description =
@@ -842,9 +781,7 @@ inline std::vector<Variant> PagevecVariants(const std::vector<PuInfo>& order) {
       }
       cfg.scanner = p.scanner;
       cfg.stats = p.stats;
-      // zones:per_numa: one lru_lock per NUMA node the machine has (1 on a
-      // one-node machine, where the rows equal zones:1 and are kept only in
-      // the full suite); as many as the runner reserved helper PUs for.
+      // zones:per_numa: one lru_lock per node the runner planned helpers for.
       cfg.zones = p.zones == "per_numa" && env.topology != nullptr
                       ? PlannedHelperCount(*env.topology)
                       : 1;

@@ -1,6 +1,5 @@
-// pagevec's lock x layout axis: the workloads of the model (bench/pagevec/
-// model.h) the grid (bench/pagevec.cpp) runs, one group of locks per unit in
-// bench/pagevec/*.cpp so a small CI runner's cores compile them in parallel.
+// pagevec's lock x layout workloads, one group of locks per unit in
+// bench/pagevec/*.cpp so the build compiles them in parallel.
 #pragma once
 
 #include <memory>
@@ -12,12 +11,11 @@
 namespace lockline {
 namespace pagevec_bench {
 
-/// A named layout: param value and native slot count.
 struct NamedLayout {
   const char* name;
   int slots;
 };
-/// The named kernel structs (layouts/pagevec.h), each at its native size.
+/// The named kernel structs (layouts/pagevec.h) at their native sizes.
 template <class... PV>
 struct NamedPagevecs {
   static constexpr NamedLayout kLayouts[] = {{PV::kName, PV::kSlots}...};
@@ -38,10 +36,9 @@ using PagevecLayouts =
                   Pagevec5x31>;
 inline constexpr const auto& kNamedLayouts = PagevecLayouts::kLayouts;
 
-/// Creates the workload for lock L x `layout` ("" = the generic 5.x header).
-/// Throws std::invalid_argument for an unknown layout. Explicitly instantiated
-/// once per lock in bench/pagevec/*.cpp, so the 30 lock x layout workloads
-/// compile in three units in parallel instead of one.
+/// The workload for lock L x `layout` ("" = the generic 5.x header);
+/// std::invalid_argument for an unknown layout. Instantiated in
+/// bench/pagevec/*.cpp.
 template <LockAlgorithm L>
 std::unique_ptr<Workload> MakePagevecWorkloadFor(const PointEnv& env,
                                                  const std::string& layout,
@@ -56,10 +53,8 @@ std::unique_ptr<Workload> MakePagevecWorkloadFor(const PointEnv& env,
                               "': accepted are " + accepted);
 }
 
-/// pagevec's lock axis: the eras' locks (ttas for 2.6.9, qspinlock for 5.8),
-/// ticket, mcs and pthread_mutex; kLocks in bench/pagevec.cpp names the same
-/// five (static_assert there). tas and pthread_spin are not on it, so their 12
-/// workloads are not compiled (they would only lengthen the build).
+/// pagevec's lock axis, in the grid's order: the eras' locks, ticket, mcs,
+/// pthread_mutex (tas and pthread_spin not compiled).
 using PagevecLocks =
     LockList<TtasLock, TicketLock, QspinLock, McsLock, PthreadMutexLock>;
 
@@ -72,8 +67,7 @@ extern template LOCKLINE_PAGEVEC_FACTORY(McsLock);
 extern template LOCKLINE_PAGEVEC_FACTORY(QspinLock);
 extern template LOCKLINE_PAGEVEC_FACTORY(PthreadMutexLock);
 
-/// Creates the workload for `lock` x `layout` ("" = generic 5.x header).
-/// Throws std::invalid_argument for an unknown lock or layout.
+/// The workload for `lock` x `layout`; std::invalid_argument if unknown.
 inline std::unique_ptr<Workload> MakePagevecWorkload(const PointEnv& env,
                                                      const std::string& lock,
                                                      const std::string& layout,

@@ -1,18 +1,8 @@
-// prezero: the experiment of the 2004 background page pre-zeroing proposal
-// (BACKGROUND.md section 5; the model, pools, zone->lock and zeroers, is
-// bench/prezero/model.h). Two protocols:
-//   the burst protocol (default; protocol:idle_burst|busy, zeroer:none|
-//     idle_cpus|engine): see the section comment at BurstWorkload; a
-//     comparison's two sides run as paired bursts of one thread team
-//     (BurstPairWorkload: zeroer:none_vs_idle_cpus ...);
-//   the steady-state modes (mode:zero_on_alloc|prezeroed_idle|prezeroed_busy;
-//     quick and full): allocations and frees in a loop, with `idle_us` of sleep
-//     between allocations or none, and a zeroer on its own PU (prezeroed_busy
-//     is that steady state with an allocator that never sleeps, not a busy
-//     machine).
-// Every allocation is a modelled page fault (FaultRest), so the rows' rate,
-// faults_per_s, is question 004's unit. Not measured: the kernel's buddy
-// allocator and fault path (see the `fault` family).
+// prezero: the 2004 background pre-zeroing proposal (BACKGROUND.md section 5;
+// pools and zeroers: bench/prezero/model.h). The burst protocol (default:
+// protocol:idle_burst|busy x zeroer:none|idle_cpus|engine, and paired bursts)
+// and the steady-state modes (mode:*, quick and full). Every allocation is a
+// modelled fault (FaultRest): faults_per_s. Protocols: docs/experiments.md.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -32,15 +22,14 @@
 #include "harness/machine/padded_slots.h"
 #include "harness/measure/barrier.h"
 #include "harness/measure/duet.h"
+#include "harness/measure/kernel_probe.h"
 #include "harness/measure/page_work.h"
 #include "harness/measure/shared_calibration.h"
 #include "harness/measure/zeroing.h"
 
 namespace lockline::prezero_bench {
 
-/// Every allocating thread of a point: what they write into each page they are
-/// handed. The steady-state modes write every cache line (DirtyPage); the 2004
-/// argument assumed a fault touches few lines of its new page.
+/// What the steady-state modes write into each page (DirtyPage).
 inline constexpr const char* kTouchesAllLines =
     "all 64 lines of each page: the case the 2004 author excluded (his "
     "argument assumed a fault touches few lines of the new page)";
@@ -53,8 +42,8 @@ inline const char* ModeName(Mode m) {
   return kNames[static_cast<int>(m)];
 }
 
-/// Uses a page like a workload would: one non-zero store per cache line plus
-/// the last word (so both words the cheap check reads are dirtied).
+/// One non-zero store per cache line plus the last word (both words the
+/// cheap check reads).
 inline void DirtyPage(char* p) {
   for (std::size_t off = 0; off < kPage; off += 64) {
     *reinterpret_cast<uint64_t*>(p + off) = off + 1;
@@ -62,20 +51,10 @@ inline void DirtyPage(char* p) {
   *reinterpret_cast<uint64_t*>(p + kPage - 8) = 1;
 }
 
-/// The rest of an anonymous page fault besides its zeroing (question 004
-/// answers in faults/s, the seed's unit): every allocation of
-/// both protocols is followed by `rest_ns` of register spin (ThinkNs) outside
-/// the pool lock, so an allocation is a modelled fault and allocations/s are
-/// faults/s. rest_ns = the machine's anonymous fault path per 4 KiB page
-/// (harness/measure/page_work.h MeasureFaultNsPerPage: mmap, first write,
-/// munmap; it includes clear_page) minus one page's zeroing
-/// (MeasureZeroNsPerPage: memset of an L2-resident page), clamped at 0;
-/// measured once per process under the same calibration names as work_ns:cal
-/// (SharedCalibration), so a build duet's two processes use one value. What the
-/// model does per allocation (take, zero or not, check, touch, free) stands for
-/// the fault's page allocation and clear_page; the spin for everything else
-/// (page tables, LRU add, the unmap's release), which pre-zeroing does not
-/// change.
+/// The rest of a fault besides its zeroing, spun after every allocation
+/// outside the pool lock: MeasureFaultNsPerPage minus MeasureZeroNsPerPage
+/// (harness/measure/page_work.h), at least 0, shared by a duet's processes
+/// (SharedCalibration).
 struct FaultRest {
   double fault_ns_per_page = 0;
   double zero_ns_per_page = 0;
@@ -107,23 +86,13 @@ inline nlohmann::json FaultRestJson(const FaultRest& r) {
            "(faults_per_s)"}};
 }
 
-/// One allocating thread's counts, its slot of a PaddedSlots array (--padding
-/// apart; written by that thread only; summed after the windows). Both
-/// protocols count the same way.
+/// One allocating thread's counts (PaddedSlots, summed after the windows).
 struct alignas(kCacheLine) AllocCounts {
   uint64_t allocs = 0;       ///< pages handed out
   uint64_t prezeroed = 0;    ///< of them, taken already zeroed
   uint64_t self_zeroed = 0;  ///< of them, zeroed by the allocating thread
   uint64_t nonzero = 0;      ///< of them, found not zero (must stay 0)
   uint64_t alloc_ns = 0;     ///< steady-state modes: take + zero time, ns
-
-  void Add(const AllocCounts& o) {
-    allocs += o.allocs;
-    prezeroed += o.prezeroed;
-    self_zeroed += o.self_zeroed;
-    nonzero += o.nonzero;
-    alloc_ns += o.alloc_ns;
-  }
 };
 
 /// a / b, or 0 when b is not positive.
@@ -131,13 +100,15 @@ inline double Ratio(double a, double b) { return b > 0 ? a / b : 0.0; }
 
 /// The sum of every thread's counts.
 inline AllocCounts SumCounts(const PaddedSlots<AllocCounts>& counts) {
-  AllocCounts t;
-  for (std::size_t i = 0; i < counts.size(); ++i) t.Add(counts[i]);
+  using C = AllocCounts;
+  C t;
+  for (std::size_t i = 0; i < counts.size(); ++i)
+    kernel::AddFields(t, counts[i], &C::allocs, &C::prezeroed, &C::self_zeroed,
+                      &C::nonzero, &C::alloc_ns);
   return t;
 }
 
-/// The details every prezero row has: the pool lock, the counts `t`, the
-/// pages the zeroers cleaned, their places and the rest of the fault.
+/// The details every prezero row has.
 inline void ReportPoolDetails(nlohmann::json& d, const AllocCounts& t,
                               uint64_t zeroer_pages,
                               const std::vector<HelperPlace>& places,
@@ -153,12 +124,10 @@ inline void ReportPoolDetails(nlohmann::json& d, const AllocCounts& t,
   d["fault_rest"] = FaultRestJson(rest);
 }
 
-/// The point's workload: see the file comment.
+/// A steady-state mode's workload.
 class PrezeroWorkload : public Workload {
  public:
-  /// `full_check`: verify every byte of every handed-out page (tests) instead
-  /// of the first and last words. `cpu`: the features the method is checked
-  /// against (tests force "no clzero").
+  /// `full_check`: every byte of every page (tests). `cpu`: tests force it.
   PrezeroWorkload(Mode mode, ZeroMethod method, uint64_t idle_us,
                   const PointEnv& env, bool full_check = false,
                   const ZeroingCpu& cpu = DetectZeroingCpu())
@@ -182,8 +151,7 @@ class PrezeroWorkload : public Workload {
                      const std::atomic<bool>& stop) override {
     if (!unsupported_.empty()) return 0;
     AllocCounts& c = counts_[ctx.index];  // once, outside the loop
-    // A zeroer sharing a measured PU (--oversubscribe) runs at SCHED_IDLE: see
-    // PoolLock.
+    // A zeroer on this PU (--oversubscribe) is SCHED_IDLE: see PoolLock.
     const bool was_shared = PoolLock::SetSharesPuWithZeroer(zeroer_shares_pu_);
     active_.fetch_add(1, std::memory_order_acq_rel);
     uint64_t ops = 0;
@@ -191,8 +159,7 @@ class PrezeroWorkload : public Workload {
       const uint64_t t0 = NowNs();
       bool prezeroed = false;
       char* page = pool_->Take(&prezeroed);
-      if (page ==
-          nullptr) {  // every page held by other threads / the zeroer: retry
+      if (page == nullptr) {  // every page held elsewhere: retry
         CpuRelax();
         continue;
       }
@@ -211,8 +178,7 @@ class PrezeroWorkload : public Workload {
       ThinkNs(rest_.rest_ns);  // the rest of the fault, outside the lock
       ++ops;
       if (idle_us_ > 0 && mode_ != Mode::kPrezeroedBusy) {
-        // A real idle gap (the thread sleeps), so a zeroer sharing this PU
-        // could use it.
+        // A real idle gap a zeroer sharing this PU could use.
         std::this_thread::sleep_for(std::chrono::microseconds(idle_us_));
       }
     }
@@ -226,7 +192,6 @@ class PrezeroWorkload : public Workload {
     StopZeroer();  // quiescent pool for Report and Verify
     const AllocCounts t = Totals();
     const auto allocs = static_cast<double>(t.allocs);
-    // One allocation = one modelled fault (FaultRest): faults/s.
     out.Metric("faults_per_s", Ratio(static_cast<double>(ops), window_seconds));
     out.Metric("prezeroed_share",
                Ratio(static_cast<double>(t.prezeroed), allocs));
@@ -277,8 +242,6 @@ class PrezeroWorkload : public Workload {
       return "pool lost pages: dirty " + std::to_string(dirty) + " + zeroed " +
              std::to_string(zeroed) + " != " + std::to_string(pool_->pages());
     }
-    // Every page the zeroer cleaned was either handed out pre-zeroed or is
-    // still on the stack.
     if (zeroer_pages_.load() != t.prezeroed + zeroed) {
       return "zeroer cleaned " + std::to_string(zeroer_pages_.load()) +
              " pages but " + std::to_string(t.prezeroed) +
@@ -291,9 +254,8 @@ class PrezeroWorkload : public Workload {
  private:
   AllocCounts Totals() const { return SumCounts(counts_); }
 
-  // The zeroer's PU by the helper rule (PlaceHelpersNear); with no free PU
-  // at all (only under --oversubscribe: needs_spare_pu), the plan's last PU,
-  // shared at SCHED_IDLE. -1 (unbound) without a host topology (tests).
+  // The helper rule's PU, else (--oversubscribe) the plan's last, shared at
+  // SCHED_IDLE; -1 without a host topology (tests).
   void PickZeroerPu() {
     if (env_.topology == nullptr || !env_.topology->is_host()) return;
     if (env_.plan == nullptr) return;
@@ -325,11 +287,8 @@ class PrezeroWorkload : public Workload {
   void StartZeroer() {
     PickZeroerPu();
     zeroer_ = StartThread("zeroer", [this] {
-      // Sharing an allocator's PU: SCHED_IDLE, as the 2004 proposal's
-      // idle-CPU zeroer (CFS still gives it weight 3 of 1027). On a spare PU it
-      // keeps normal priority: that PU is the idle CPU, and SCHED_IDLE there
-      // would only let unrelated load preempt it while it holds the pool lock
-      // (priority inversion on a shared machine).
+      // SCHED_IDLE only on a shared PU; on a spare PU (the idle CPU) normal
+      // priority, so unrelated load cannot preempt it holding the pool lock.
       if (!EnterZeroerPlace(env_.topology, zeroer_pu_, zeroer_shares_pu_))
         zeroer_pu_ = -1;  // reported as unbound; the model still holds
       RunPoolZeroer(*pool_, method_, active_, quit_, zeroer_pages_);
@@ -360,34 +319,11 @@ class PrezeroWorkload : public Workload {
   alignas(kDestructiveLine) std::atomic<uint64_t> zeroer_pages_{0};
 };
 
-// ---- the burst protocol -----------------------------------------------------
-//
-// The 2004 argument as it was made: Christoph Lameter's favourable case is a
-// pool of pre-zeroed pages filled while the machine sits idle, then a burst of
-// faults; Robin Holt's objection is that a busy machine never has an idle
-// period, so the pool is empty. One point = one repetition = one protocol run:
-//   Prepare: free memory of max(B, P) dirty pages in order-4 blocks
-//     (BurstPool); protocol:idle_burst: the zeroer(s) fill the pre-zeroed pool
-//     (at most P pages) during an idle period of up to kIdleMs while the
-//     measured threads sleep (ended early once the pool is full);
-//     protocol:busy: no idle period, the zeroer(s) start with the burst.
-//   The window: a burst of B allocations at full speed by N threads: a page
-//     from the pre-zeroed pool when there is one, else a dirty page zeroed by
-//     the allocating thread (rep stosb, the clear_page_erms analogue); every
-//     page is checked zero, touched and held (a burst of faults keeps its
-//     memory).
-// allocs/s therefore falls towards the zero-on-alloc rate (zeroer:none) once B
-// exceeds what the pool held. zeroer:idle_cpus: one SCHED_IDLE zeroer per NUMA
-// node (NodeZeroerPlaces). protocol:busy (Holt's busy machine) runs an
-// allocating thread on every usable PU of the run (all but one under
-// zeroer:engine). zeroer:engine: one dedicated helper (the Altix
-// block-transfer engine analogue) at normal priority on a spare PU, zeroing
-// only whole order-4 blocks with non-temporal stores (they bypass the caches
-// as a DMA engine's writes do). Not modelled: the engine's own bandwidth and
-// setup cost, the buddy allocator's merging (one burst per point).
+// ---- the burst protocol: one point = one run of Prepare (free memory; under
+// idle_burst the zeroers fill the pool while the team sleeps) and a burst of B
+// allocations held by N threads (docs/experiments.md) -------------------------
 
-/// Idle period T of protocol:idle_burst, ms: an upper bound; it ends early
-/// once the pool is full (an unloaded zeroer fills 16 MiB in a few ms).
+/// Upper bound of idle_burst's idle period, ms (it ends once the pool is full).
 inline constexpr uint64_t kIdleMs = 100;
 
 enum class Protocol { kIdleBurst, kBusy };
@@ -401,7 +337,7 @@ inline const char* ZeroerName(Zeroer z) {
   return kNames[static_cast<int>(z)];
 }
 
-/// One burst point: see the section comment.
+/// One burst point.
 class BurstWorkload : public Workload {
  public:
   /// `idle_ms`: the idle period's upper bound (tests shorten it).
@@ -458,8 +394,7 @@ class BurstWorkload : public Workload {
     while (held.size() < share) {
       bool prezeroed = false;
       char* page = pool_->Take(&prezeroed);
-      if (page == nullptr) {  // the rest is being zeroed: wait for it
-        // (sleeping once the wait is long: the zeroer may need this PU)
+      if (page == nullptr) {  // being zeroed; sleep later (the zeroer's PU)
         if (++misses < PoolLock::kSpinsBeforeSleep) {
           CpuRelax();
         } else {
@@ -476,9 +411,8 @@ class BurstWorkload : public Workload {
       held.push_back(page);
       ThinkNs(rest_.rest_ns);  // the rest of the fault, outside the lock
     }
-    // Busy machine: a thread done with its share leaves its PU idle, and a
-    // SCHED_IDLE zeroer there would pre-zero the others' tail of the burst in
-    // time no busy machine has; the zeroers stop at the first thread's end.
+    // Busy machine: the zeroers stop at the first thread's end (its idle PU
+    // is time no busy machine has).
     if (protocol_ == Protocol::kBusy && zeroer_ == Zeroer::kIdleCpus)
       run_.store(false, std::memory_order_release);
     PoolLock::SetSharesPuWithZeroer(was_shared);
@@ -490,7 +424,6 @@ class BurstWorkload : public Workload {
     StopZeroers();
     const AllocCounts t = Totals();
     const auto pool = static_cast<double>(pool_pages_);
-    // One allocation = one modelled fault (FaultRest): faults/s.
     out.Metric("faults_per_s", Ratio(static_cast<double>(ops), window_seconds));
     out.Metric("prezeroed_share", Ratio(static_cast<double>(t.prezeroed),
                                         static_cast<double>(t.allocs)));
@@ -524,9 +457,6 @@ class BurstWorkload : public Workload {
     if (!notes.empty()) d["helper_note"] = notes;
     d["zeroer_on_measured_pus"] = on_measured_;
     d["zeroers"] = zeroer_ == Zeroer::kNone ? 0 : places_.size();
-    // Busy PUs: every allocating thread runs its share of the burst without
-    // sleeping (under protocol:busy from the start; under idle_burst after the
-    // idle period, in which they sleep).
     const int usable =
         env_.topology != nullptr
             ? static_cast<int>(env_.topology->usable_pus().size())
@@ -569,10 +499,6 @@ class BurstWorkload : public Workload {
     if (!setup_error_.empty()) d["skipped"] = setup_error_;
   }
 
-  // The burst conserves pages: pages held + free == all pages; every
-  // allocation was pre-zeroed or self-zeroed and handed out zero; every page
-  // a zeroer cleaned was handed out or is still in the pool. Then the held
-  // pages go back and all pages must be free.
   std::string Verify() override {
     if (!setup_error_.empty()) return setup_error_;
     StopZeroers();
@@ -584,17 +510,14 @@ class BurstWorkload : public Workload {
   /// Pages of the last burst that were handed out pre-zeroed.
   uint64_t prezeroed() const { return Totals().prezeroed; }
 
-  /// Stops the zeroers' work without ending them: no zeroer holds pages
-  /// being zeroed when it returns.
+  /// Stops the zeroers' work (none holds a page when it returns).
   void PauseZeroers() {
     run_.store(false, std::memory_order_seq_cst);
     while (busy_.load(std::memory_order_seq_cst) != 0)
       std::this_thread::sleep_for(std::chrono::microseconds(10));
   }
-  /// Before another burst (zeroers paused, the last burst checked by
-  /// CheckBurst): the pool dirty and full again, the counts at zero, then
-  /// under protocol:idle_burst the idle period (the calling thread waits; the
-  /// measured threads must sleep meanwhile). "" or the setup error.
+  /// Before another burst (paused, checked): pool and counts reset, then
+  /// idle_burst's idle period. "" or the setup error.
   std::string PrepareBurst() {
     if (!setup_error_.empty()) return setup_error_;
     PauseZeroers();
@@ -608,8 +531,8 @@ class BurstWorkload : public Workload {
       IdlePeriod();
     return "";
   }
-  /// The checks of Verify on the last burst (zeroers stopped or paused),
-  /// then its pages go back to the pool: "" or what is wrong.
+  /// The burst conserves pages, each handed out zero, each zeroed page
+  /// accounted; then its pages go back. "" or what is wrong.
   std::string CheckBurst() {
     const AllocCounts t = Totals();
     std::size_t held = 0;
@@ -649,8 +572,7 @@ class BurstWorkload : public Workload {
  private:
   AllocCounts Totals() const { return SumCounts(counts_); }
 
-  // The idle period: the measured threads sleep (the team waits); the
-  // zeroers fill the pool. Ends at idle_ms_ or when the pool is full.
+  // The team sleeps while the zeroers fill the pool (to idle_ms_ or full).
   void IdlePeriod() {
     run_.store(true, std::memory_order_seq_cst);
     const uint64_t t0 = NowNs();
@@ -662,10 +584,8 @@ class BurstWorkload : public Workload {
     zeroer_pages_idle_ = zeroer_pages_.load();
   }
 
-  // Engine: one helper place by the helper rule. idle_cpus: one zeroer per
-  // NUMA node of the measured threads (NodeZeroerPlaces). Without a topology
-  // and plan (tests): one unbound thread. Threads are bound only on the host's
-  // topology; on a synthetic one (tests) the places are computed and recorded.
+  // Engine: the helper rule; idle_cpus: NodeZeroerPlaces; no plan (tests):
+  // one unbound thread. Bound only on the host's topology.
   void PlaceZeroers() {
     const bool planned = env_.topology != nullptr && env_.plan != nullptr;
     if (!planned) {
@@ -694,8 +614,7 @@ class BurstWorkload : public Workload {
     const bool bind = env_.topology != nullptr && env_.topology->is_host();
     for (const HelperPlace& place : places_) {
       zeroers_.push_back(StartThread("zeroer", [this, place, engine, bind] {
-        // Unbound when binding fails: the row's helper_pu still names the
-        // intended PU.
+        // Unbound if binding fails (helper_pu names the intended PU).
         EnterZeroerPlace(bind ? env_.topology : nullptr, place.pu, !engine);
         RunBurstZeroer(*pool_, engine, run_, quit_, busy_, zeroer_pages_);
       }));
@@ -717,8 +636,7 @@ class BurstWorkload : public Workload {
   FaultRest rest_;
   int threads_ = 0;
   PaddedSlots<AllocCounts> counts_;
-  /// Per thread: the pages it holds; a slot each (the vector's end pointer
-  /// moves with every allocation of the burst).
+  /// Per thread: the pages it holds (a slot each: written every allocation).
   PaddedSlots<std::vector<char*>> held_;
   std::unique_ptr<BurstPool> pool_;
   std::vector<HelperPlace> places_;
@@ -735,23 +653,15 @@ class BurstWorkload : public Workload {
   alignas(kDestructiveLine) std::atomic<int> busy_{0};  ///< zeroers working
 };
 
-/// Burst pairs per repetition of a paired-burst row, after one discarded
-/// warm-up pair.
+/// Burst pairs per repetition, after one warm-up pair.
 inline constexpr int kBurstPairs = 16;
 
-/// Paired bursts of two sides (e.g. zeroer:none_vs_idle_cpus). One
-/// repetition (one window, fixed work) runs 1 + kBurstPairs pairs of bursts on
-/// one thread team, A and B in a seeded random order within each pair
-/// (harness/measure/duet.h DuetSchedule). Before each burst thread 0 resets
-/// that side's pool (BurstWorkload::PrepareBurst, with its idle period) while
-/// the other threads sleep in a barrier; each burst is timed by its threads
-/// (first start to last end), so the idle periods and resets are outside the
-/// pairs' faults/s. The pairs are the row's details.duet.pairs, read by
-/// plots/verdicts.py as paired windows of one coherence regime (the separate
-/// rows' repetitions fell in different regimes too often to resolve).
+/// Paired bursts of two sides on one team (zeroer:none_vs_idle_cpus ...):
+/// 1 + kBurstPairs pairs in DuetSchedule's order, each side reset by thread 0
+/// before its burst, each burst timed first start to last end; the pairs are
+/// details.duet.pairs for plots/verdicts.py.
 class BurstPairWorkload : public Workload {
  public:
-  /// One side of a pair: a burst protocol and its zeroer.
   struct Side {
     Protocol protocol;
     Zeroer zeroer;
@@ -833,7 +743,6 @@ class BurstPairWorkload : public Workload {
       secs[w] = last > first ? static_cast<double>(last - first) / 1e9 : 0;
     }
     const std::vector<DuetPair> pairs = DuetPairs(schedule_, wops, secs);
-    // Each burst's pre-zeroed pages over its burst_ allocations.
     const std::vector<DuetPair> shares = DuetPairs(
         schedule_, prezeroed_,
         std::vector<double>(schedule_.size(), static_cast<double>(burst_)));
@@ -872,7 +781,7 @@ class BurstPairWorkload : public Workload {
                  {"unit",
                   "faults/s of each burst (its threads' first start to last "
                   "end)"}};
-    // Where each helper ran: both sides' zeroers have the same places.
+    // Both sides' zeroers have the same places.
     for (const char* k :
          {"helper_pu", "helper_core", "helper_numa", "helper_l3", "helper_kind",
           "helper_note", "zeroer_on_measured_pus", "zeroers", "zeroer_policy",
@@ -910,12 +819,10 @@ class BurstPairWorkload : public Workload {
   std::string error_;  ///< the first failed check (thread 0 only)
 };
 
-/// Pre-zeroed pool size of the default burst grid: 4096 pages (16 MiB), past
-/// any core's L2; burst sizes 0.5, 1, 2 and 4 times it.
+/// The burst grid's pool: 4096 pages (16 MiB, past any L2); bursts 0.5-4x.
 inline constexpr std::size_t kBurstPoolPages = 4096;
 
-/// What every burst row shares: its key (zeroer named `zeroer`), one
-/// fixed-work window per repetition.
+/// A burst row's key and its one fixed-work window per repetition.
 Variant BurstRow(Protocol protocol, const std::string& zeroer,
                  std::size_t burst, std::size_t pool, Suite suite,
                  std::vector<int> threads) {
@@ -936,8 +843,7 @@ Variant MakeBurstVariant(Protocol protocol, Zeroer zeroer, std::size_t burst,
                          std::vector<int> threads) {
   Variant v = BurstRow(protocol, ZeroerName(zeroer), burst, pool, suite,
                        std::move(threads));
-  // For the budget: the burst's pages and the pool filled before it (about
-  // half of them fault in again per repetition).
+  // Budget: the burst and about half the pool fault in per repetition.
   v.cost_mib = static_cast<double>(burst + pool / 2) * 4096 / (1 << 20);
   v.needs_spare_pu = zeroer == Zeroer::kEngine;
   v.description =
@@ -959,9 +865,7 @@ Variant MakeBurstVariant(Protocol protocol, Zeroer zeroer, std::size_t burst,
   return v;
 }
 
-/// A paired-burst row (BurstPairWorkload) of sides `a` and `b`, which differ
-/// in their zeroer only: its key names them "A_vs_B" (zeroer:none_vs_idle_cpus
-/// ...), on `threads` threads.
+/// A paired-burst row of sides differing in their zeroer: key "A_vs_B".
 Variant MakeBurstPairVariant(BurstPairWorkload::Side a,
                              BurstPairWorkload::Side b, std::size_t burst,
                              std::size_t pool, Suite suite,
@@ -972,9 +876,7 @@ Variant MakeBurstPairVariant(BurstPairWorkload::Side a,
       pool, suite, std::move(threads));
   v.needs_spare_pu = a.zeroer == Zeroer::kEngine || b.zeroer == Zeroer::kEngine;
   const int bursts = 2 * (kDuetWarmupPairs + kBurstPairs);
-  // For the budget: the two pools, mapped and filled once per repetition
-  // (the bursts reuse their pages), and per burst ~6 ms of burst, reset and
-  // idle period.
+  // Budget: the two pools once per repetition, ~6 ms per burst.
   v.cost_mib =
       2 * static_cast<double>(std::max(burst, pool)) * 4096 / (1 << 20);
   v.cost_s = bursts * 0.006;
@@ -990,8 +892,7 @@ Variant MakeBurstPairVariant(BurstPairWorkload::Side a,
       "-page pool each; each burst timed on its own (faults/s per pair side)";
   const std::string key = RowKey("prezero", v.params, 0);
   v.make = [=](const PointEnv& env) -> std::unique_ptr<Workload> {
-    // A fresh order for every repetition, reproducible from the key, the
-    // thread count and the repetition's sequence number in the process.
+    // A fresh order per repetition, from key, threads and sequence number.
     static std::map<std::string, uint64_t> repetition;
     const std::string k = key + std::to_string(env.threads);
     const uint64_t seed =
@@ -1001,15 +902,9 @@ Variant MakeBurstPairVariant(BurstPairWorkload::Side a,
   return v;
 }
 
-/// Default: zeroer:none (the zero-on-alloc rate) and both zeroers under both
-/// protocols at burst/pool 0.5, 1, 2, 4. protocol:idle_burst with one
-/// allocating thread (the engine needs a spare PU), plus 2 threads and all
-/// `usable` PUs for none and idle_cpus at burst/pool 1 (the pairs of
-/// protocol:busy and of the 2-thread rows). protocol:busy with an allocating
-/// thread on every usable PU (Holt's busy machine): `usable` threads for
-/// idle_cpus, usable - 1 for the engine (its thread keeps a PU; none on a 1-PU
-/// machine), and at B = P for none (zeroing on demand at every PU). Quick: one
-/// small idle_burst point of each zeroer.
+/// Default: each zeroer at burst/pool 0.5-4; idle_burst at 1 thread (and 2,
+/// `usable` for none and idle_cpus at B = P); busy on every usable PU (the
+/// engine's own PU kept). Quick: one small idle_burst point per zeroer.
 std::vector<Variant> BurstVariants(int usable) {
   usable = std::max(usable, 1);
   std::vector<Variant> v;
@@ -1039,10 +934,7 @@ std::vector<Variant> BurstVariants(int usable) {
   }
   v.push_back(MakeBurstVariant(Protocol::kBusy, Zeroer::kNone, p, p,
                                Suite::kDefault, {usable}));
-  // The question's comparisons at B = P as paired bursts of one team:
-  // zero on allocation against each zeroer after idle (1 thread), and Holt's:
-  // the busy machine with its idle-CPU zeroers against zeroing on demand
-  // (every usable PU).
+  // The question's comparisons at B = P as paired bursts (Holt's: busy).
   using S = BurstPairWorkload::Side;
   v.push_back(MakeBurstPairVariant(S{Protocol::kIdleBurst, Zeroer::kNone},
                                    S{Protocol::kIdleBurst, Zeroer::kIdleCpus},
@@ -1061,9 +953,7 @@ std::vector<Variant> BurstVariants(int usable) {
   return v;
 }
 
-/// Idle gap of the idle variants, µs: about a syscall-heavy request's think
-/// time; long against one 4 KiB zeroing (~0.1-1 µs) so an unloaded zeroer
-/// always keeps up.
+/// Idle gap, µs: a request's think time, long against a 4 KiB zeroing.
 inline constexpr uint64_t kIdleUs = 100;
 
 Variant MakeVariant(Mode mode, ZeroMethod method, uint64_t idle_us,
@@ -1094,10 +984,8 @@ Variant MakeVariant(Mode mode, ZeroMethod method, uint64_t idle_us,
   return v;
 }
 
-/// Default: the burst protocol grid (BurstVariants) on the run's usable PUs
-/// (`order`). The steady-state modes (per-allocation idle gaps, a zeroer
-/// frozen between windows) stay in quick (two points) and full (every method,
-/// the run's threads).
+/// Default: the burst grid on the usable PUs; the steady-state modes in
+/// quick (two points) and full (every method).
 std::vector<Variant> Variants(const std::vector<PuInfo>& order) {
   std::vector<Variant> v;
   v.push_back(

@@ -1,10 +1,6 @@
-// zeroing: throughput of each page-zeroing method (memset, rep stosb,
-// non-temporal stores, clzero) over a buffer larger than the last-level cache,
-// with a non-zero fill as the control. One thread, no contention. Zeros may be
-// written faster than any other pattern (a host or memory path that
-// special-cases zero lines), so the result is fill throughput of a value, not
-// memory bandwidth; the row says so and fill:pattern is the control. Not
-// measured: page faults (see `fault`).
+// zeroing: fill throughput of each page-zeroing method over a buffer past the
+// LLC, one thread, with a non-zero fill as the control (zero lines may be
+// special-cased). Not measured: page faults (`fault`).
 #include "harness/measure/zeroing.h"
 
 #include <benchmark/benchmark.h>
@@ -23,15 +19,13 @@
 namespace lockline::zeroing_bench {
 
 inline constexpr std::size_t kPage = 4096;
-/// Bytes filled between stop-flag checks: 1 MiB, ~50-100 µs, so windows end on
-/// time.
+/// Bytes between stop-flag checks: 1 MiB, ~50-100 µs.
 inline constexpr std::size_t kChunk = 1u << 20;
 /// Non-zero control byte (the pre-zeroing thread's "other pattern").
 inline constexpr uint8_t kPatternByte = 0x5a;
 
-/// Fills a thread-private buffer of `bytes` (first-touched by its pinned
-/// thread, already holding the fill value so every pass rewrites the same
-/// value) chunk by chunk with `method`; one operation = one 4 KiB page filled.
+/// Refills a first-touched buffer holding the value chunk by chunk with
+/// `method`; one op = one 4 KiB page.
 class ZeroingWorkload : public Workload {
  public:
   ZeroingWorkload(ZeroMethod method, uint8_t value, std::size_t bytes,
@@ -44,7 +38,6 @@ class ZeroingWorkload : public Workload {
     if (buf_ != nullptr) munmap(buf_, bytes_);
   }
 
-  // One thread fills its private buffer: no line is shared.
   bool shares_lines() const override { return false; }
 
   void SetupThread(const ThreadCtx& ctx) override {
@@ -95,13 +88,11 @@ class ZeroingWorkload : public Workload {
     if (!unsupported_.empty()) d["skipped"] = unsupported_;
   }
 
-  // A failed mapping: not measured (not a broken invariant).
   std::string SetupError() override { return map_error_; }
 
   std::string Verify() override {
     if (!unsupported_.empty()) return unsupported_;
-    // The buffer must hold the fill value (checked on a sample: first, middle
-    // and last word of each chunk, which every method writes).
+    // The fill value in a sample: first, middle and last byte of each chunk.
     for (std::size_t off = 0; off < bytes_; off += kChunk) {
       for (std::size_t at : {off, off + kChunk / 2, off + kChunk - 1}) {
         if (static_cast<uint8_t>(buf_[at]) != value_) {
@@ -123,9 +114,8 @@ class ZeroingWorkload : public Workload {
   uint64_t bytes_filled_ = 0;
 };
 
-/// Buffer size, MiB: twice a 32 MiB L3 (Zen 4 CCD), so fills go to memory. The
-/// same under --quick: a smaller buffer would fit in L3 and measure something
-/// else under the same row key (windows are timed, so size costs no run time).
+/// MiB: twice a 32 MiB L3 (Zen 4 CCD), so fills go to memory; --quick too
+/// (one row key, one meaning).
 inline constexpr std::size_t kBufferMb = 64;
 
 std::vector<Variant> Variants() {

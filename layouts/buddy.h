@@ -1,22 +1,10 @@
-// The buddy allocator of Linux 4.0 over a zone's free_area[MAX_ORDER], as the
-// zone->lock holder runs it (mm/page_alloc.c@v4.0): __free_one_page (merge
-// with free buddies, unlinking each from its list; check the next-higher
-// buddy; list_add or list_add_tail; nr_free++), __rmqueue_smallest + expand
-// (take the smallest free block of the migrate type, split it, put the upper
-// halves back). Every call touches the struct pages the kernel's does: the
-// freed page, each buddy it inspects (page_is_buddy reads _mapcount, private
-// and flags: one 64-byte struct page line each), the list neighbours
-// list_del/list_add write.
-//
-// A pool is `nr` struct pages indexed by pfn 0..nr-1, nr a multiple of
-// MAX_ORDER_NR_PAGES (1024), so pfn 0 is MAX_ORDER-aligned and every buddy of
-// order < 10 lies inside the pool (pfn_valid_within is always true, as on
-// x86 without CONFIG_HOLES_IN_ZONE).
-//
-// Not modelled: __rmqueue_fallback (the pool holds one migrate type, so the
-// preferred list never runs dry before the pool does), MIGRATE_RESERVE,
-// pageblock isolation (has_isolate_pageblock is read but always false),
-// CONFIG_DEBUG_PAGEALLOC guard pages, the pageblock migratetype bitmap.
+// Linux 4.0's buddy allocator over free_area[MAX_ORDER] as the zone->lock
+// holder runs it (mm/page_alloc.c@v4.0): __free_one_page and
+// __rmqueue_smallest + expand, touching the struct pages the kernel's do.
+// A pool is `nr` pages, nr a multiple of MAX_ORDER_NR_PAGES, so every buddy
+// lies inside it (pfn_valid_within always true). Not modelled:
+// __rmqueue_fallback (one migrate type), MIGRATE_RESERVE, pageblock
+// isolation, DEBUG_PAGEALLOC guard pages, the migratetype bitmap.
 #pragma once
 
 #include <atomic>
@@ -35,9 +23,7 @@ namespace lockline::buddy {
 inline constexpr int kPageBuddyMapcount = -128;
 /// MAX_ORDER_NR_PAGES: the largest block, and the pool's granule.
 inline constexpr unsigned long kMaxOrderNrPages = 1UL << (kMaxOrder - 1);
-/// The zone id lockline stores in page->flags' top bits (page_zone_id:
-/// ZONES_PGSHIFT), so page_is_buddy's zone check reads the buddy's flags as
-/// the kernel does. Node 0, ZONE_NORMAL.
+/// page_zone_id in flags' top bits (ZONES_PGSHIFT): node 0, ZONE_NORMAL.
 inline constexpr unsigned long kZoneIdShift = 62;
 inline constexpr unsigned long kZoneIdNormal = 2;
 
@@ -60,24 +46,18 @@ inline unsigned long PageZoneId(const Page& p) {
   return p.flags.load(std::memory_order_relaxed) >> kZoneIdShift;
 }
 
-/// The buddy allocator over `nr` pages at `base` and the zone's free_area[]
-/// (FA = FreeAreaOf<MIGRATE_TYPES>). The caller holds zone->lock around every
-/// call except Init and Check, and keeps NR_FREE_PAGES itself (the counts are
-/// returned). Not thread-safe by itself. It writes nothing of its own: the
-/// object is read-only after construction (counters in it would be one more
-/// shared line written under every hold, which the kernel does not write).
-/// Merges are FreeOne's returned order minus the order freed; splits are
-/// RmqueueSmallest's `splits` out-parameter (the caller's own variable).
+/// The buddy allocator over `nr` pages at `base` and free_area[] (FA =
+/// FreeAreaOf<MIGRATE_TYPES>); zone->lock held by the caller except around
+/// Init and Check. Read-only after construction (a counter here would be a
+/// shared line the kernel does not write): merges and splits are returned.
 template <class FA>
 class BuddyAllocator {
  public:
   BuddyAllocator(Page* base, unsigned long nr, FA* free_area)
       : base_(base), nr_(nr), area_(free_area) {}
 
-  /// Boot: every page gets the zone id in flags; the pool is freed as
-  /// order-10 blocks onto free_list[mt] (what __free_pages_bootmem's
-  /// MAX_ORDER frees end up as). `nr` must be a positive multiple of
-  /// kMaxOrderNrPages; returns false (nothing changed) otherwise.
+  /// Boot: zone ids set, the pool freed as order-10 blocks onto
+  /// free_list[mt]; false (nothing changed) unless nr fits.
   bool Init(int mt) {
     if (nr_ == 0 || nr_ % kMaxOrderNrPages != 0) return false;
     for (unsigned long i = 0; i < nr_; ++i) {
@@ -94,8 +74,8 @@ class BuddyAllocator {
     return true;
   }
 
-  /// page_is_buddy (page_alloc.c@v4.0:517): the buddy is the head of a free
-  /// block of this order in the same zone. Reads the buddy's struct page.
+  /// page_is_buddy (page_alloc.c@v4.0:517): a free block's head, this order
+  /// and zone.
   static bool PageIsBuddy(const Page& page, const Page& buddy, unsigned order) {
     if (PageBuddy(buddy) && buddy.private_ == order) {
       return PageZoneId(page) == PageZoneId(buddy);
@@ -103,10 +83,8 @@ class BuddyAllocator {
     return false;
   }
 
-  /// __free_one_page (page_alloc.c@v4.0:573-652) for a block of `order` at
-  /// `page`, migrate type `mt`: merges with free buddies up to order 10, then
-  /// adds the result to the head of its list, or to the tail when the
-  /// next-higher buddy is free. Returns the order of the block added.
+  /// __free_one_page (page_alloc.c@v4.0:573-652): merges, then list_add (the
+  /// tail when the next-higher buddy is free). Returns the order added.
   unsigned FreeOne(Page* page, unsigned order, int mt) {
     constexpr unsigned kMax = kMaxOrder;  // max_order = MAX_ORDER
     unsigned long page_idx =
@@ -147,12 +125,8 @@ class BuddyAllocator {
   }
 
   /// __rmqueue_smallest (page_alloc.c@v4.0:1000-1025) + expand
-  /// (page_alloc.c@v4.0:900-928): the first block of free_list[mt] of the
-  /// smallest order >= `order`, split down to `order` with the upper halves
-  /// put on their lists; set_freepage_migratetype (page->index = mt). nullptr
-  /// when no list of the type has a block. `splits`, when given, is increased
-  /// by the blocks split (the order found minus `order`): the caller's own
-  /// variable, never a line of the zone.
+  /// (page_alloc.c@v4.0:900-928), set_freepage_migratetype; nullptr when
+  /// empty. `splits` (the caller's) grows by the blocks split.
   Page* RmqueueSmallest(unsigned order, int mt, unsigned* splits = nullptr) {
     for (unsigned cur = order; cur < static_cast<unsigned>(kMaxOrder); ++cur) {
       FA* area = &area_[cur];
@@ -178,15 +152,10 @@ class BuddyAllocator {
     return idx < nr_ ? static_cast<long>(idx) : -1;
   }
 
-  /// The buddy invariants, with the lock held or the allocator quiescent:
-  /// every list of every order is a well-formed circle of pool pages; each
-  /// entry is the head of a free block (PageBuddy, private == its order,
-  /// aligned to its size) and no page belongs to two blocks; nr_free of each
-  /// order is its lists' total; no free block below order 10 has a free buddy
-  /// of the same order (it would have merged); no page inside a block but its
-  /// head is marked PageBuddy. `covered` (size nr, zeroed by the caller) gets
-  /// 1 for every page inside a free block. Returns "" or the first violation;
-  /// `free_pages` gets the pages in free blocks.
+  /// The buddy invariants (lock held or quiescent): well-formed lists of
+  /// aligned free-block heads, no page in two blocks, nr_free exact, no
+  /// unmerged buddies, no PageBuddy inside a block. `covered` (size nr,
+  /// zeroed) marks free pages; "" or the first violation; `free_pages` set.
   std::string Check(int migrate_types, std::vector<uint8_t>& covered,
                     long* free_pages) const {
     long total = 0;
@@ -249,7 +218,7 @@ class BuddyAllocator {
   }
 
  private:
-  /// expand: halves of `page` (order `high`) down to `low` go onto the lists.
+  /// expand: the upper halves from `high` down to `low` onto their lists.
   void Expand(Page* page, unsigned low, unsigned high, FA* area, int mt) {
     unsigned long size = 1UL << high;
     while (high > low) {

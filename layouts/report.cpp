@@ -265,13 +265,11 @@ LayoutInfo DescribePage() {
   return info;
 }
 
-// A pagevec-like struct with members nr, a second header field, pages.
+// A pagevec-like struct: nr, its second header field, pages[].
 template <class PV>
-LayoutInfo DescribePagevecType(const std::string& kind, const char* kernel,
-                               const char* note, const char* second,
-                               std::size_t second_offset,
-                               std::size_t second_size, std::size_t offset,
-                               std::size_t line) {
+LayoutInfo DescribePagevec(const char* kernel, const char* note,
+                           std::size_t offset, std::size_t line,
+                           const std::string& kind = PV::kName) {
   LayoutInfo info;
   info.name = PagevecLayoutName(kind, offset, line);
   info.kernel = kernel;
@@ -281,7 +279,13 @@ LayoutInfo DescribePagevecType(const std::string& kind, const char* kernel,
   info.line = line;
   info.base_offset = offset;
   info.fields.push_back({"nr", offsetof(PV, nr), sizeof(PV::nr)});
-  info.fields.push_back({second, second_offset, second_size});
+  if constexpr (requires(PV & pv) { pv.cold; }) {
+    info.fields.push_back({"cold", offsetof(PV, cold), sizeof(PV::cold)});
+  } else {
+    info.fields.push_back({"percpu_pvec_drained",
+                           offsetof(PV, percpu_pvec_drained),
+                           sizeof(PV::percpu_pvec_drained)});
+  }
   constexpr std::size_t slots = sizeof(PV::pages) / sizeof(PV::pages[0]);
   info.fields.push_back({"pages[" + std::to_string(slots) + "]",
                          offsetof(PV, pages), sizeof(PV::pages)});
@@ -289,42 +293,17 @@ LayoutInfo DescribePagevecType(const std::string& kind, const char* kernel,
   return info;
 }
 
-LayoutInfo DescribePagevec269(std::size_t offset, std::size_t line) {
-  return DescribePagevecType<PagevecV269>(
-      PagevecV269::kName, kPagevecKernel269,
-      "unsigned nr; int cold; struct page *pages[16]", "cold",
-      offsetof(PagevecV269, cold), sizeof(PagevecV269::cold), offset, line);
-}
-LayoutInfo DescribePagevec2610(std::size_t offset, std::size_t line) {
-  return DescribePagevecType<PagevecV2610>(
-      PagevecV2610::kName, kPagevecKernel2610,
-      "unsigned long nr; unsigned long cold; struct page *pages[14]: the size "
-      "shipped after the 2004 thread (128 bytes on LP64)",
-      "cold", offsetof(PagevecV2610, cold), sizeof(PagevecV2610::cold), offset,
-      line);
-}
-LayoutInfo DescribePagevec2004(std::size_t offset, std::size_t line) {
-  return DescribePagevecType<PagevecProposal2004>(
-      PagevecProposal2004::kName, kPagevecKernel2004,
-      "unsigned short nr, cold; struct page *pages[15]: the 4 header bytes "
-      "saved are "
-      "pointer-alignment padding on LP64",
-      "cold", offsetof(PagevecProposal2004, cold),
-      sizeof(PagevecProposal2004::cold), offset, line);
-}
-template <int N>
-LayoutInfo DescribePagevec5x(std::size_t offset, std::size_t line) {
-  using PV = Pagevec5x<N>;
-  return DescribePagevecType<PV>(
-      PV::kName, kPagevecKernel5x,
-      "unsigned char nr; bool percpu_pvec_drained; struct page *pages[N]",
-      "percpu_pvec_drained", offsetof(PV, percpu_pvec_drained),
-      sizeof(PV::percpu_pvec_drained), offset, line);
-}
+constexpr const char* kNote5x =
+    "unsigned char nr; bool percpu_pvec_drained; struct page *pages[N]";
+constexpr const char* kNoteIlp32 =
+    "ILP32 mirror (4-byte pointers), as on the quoted Pentium III with 32-byte "
+    "lines";
+
 // Runtime slot count: same bytes as Pagevec5x<N> (checked in pagevec.h).
 LayoutInfo DescribePagevec5xSweep(int slots, std::size_t offset,
                                   std::size_t line) {
-  LayoutInfo info = DescribePagevec5x<1>(offset, line);
+  LayoutInfo info =
+      DescribePagevec<Pagevec5x<1>>(kPagevecKernel5x, kNote5x, offset, line);
   info.name =
       PagevecLayoutName("pagevec_5x" + std::to_string(slots), offset, line);
   info.size = Pagevec5xBytes(slots);
@@ -332,31 +311,34 @@ LayoutInfo DescribePagevec5xSweep(int slots, std::size_t offset,
                         offsetof(Pagevec5x<1>, pages), slots * sizeof(Page*)};
   return info;
 }
-template <class PV>
-LayoutInfo DescribeIlp32(const std::string& kind, const char* kernel,
-                         std::size_t line) {
-  LayoutInfo info = DescribePagevecType<PV>(
-      kind, kernel,
-      "ILP32 mirror (4-byte pointers), as on the quoted "
-      "Pentium III with 32-byte lines",
-      "cold", offsetof(PV, cold), sizeof(PV::cold), 0, line);
-  return info;
-}
 
 std::vector<LayoutInfo> BuildAllLayouts() {
   std::vector<LayoutInfo> all;
   all.push_back(DescribePage());
-  for (std::size_t offset = 0; offset < kCacheLine64; offset += 8) {
-    all.push_back(DescribePagevec269(offset, kCacheLine64));
-    all.push_back(DescribePagevec2004(offset, kCacheLine64));
-    all.push_back(DescribePagevec2610(offset, kCacheLine64));
-    all.push_back(DescribePagevec5x<15>(offset, kCacheLine64));
-    all.push_back(DescribePagevec5x<31>(offset, kCacheLine64));
+  for (std::size_t off = 0; off < kCacheLine64; off += 8) {
+    constexpr std::size_t kLine = kCacheLine64;
+    all.push_back(DescribePagevec<PagevecV269>(
+        kPagevecKernel269, "unsigned nr; int cold; struct page *pages[16]", off,
+        kLine));
+    all.push_back(DescribePagevec<PagevecProposal2004>(
+        kPagevecKernel2004,
+        "unsigned short nr, cold; struct page *pages[15]: the 4 header bytes "
+        "saved are pointer-alignment padding on LP64",
+        off, kLine));
+    all.push_back(DescribePagevec<PagevecV2610>(
+        kPagevecKernel2610,
+        "unsigned long nr; unsigned long cold; struct page *pages[14]: the "
+        "size shipped after the 2004 thread (128 bytes on LP64)",
+        off, kLine));
+    all.push_back(
+        DescribePagevec<Pagevec5x15>(kPagevecKernel5x, kNote5x, off, kLine));
+    all.push_back(
+        DescribePagevec<Pagevec5x31>(kPagevecKernel5x, kNote5x, off, kLine));
   }
-  all.push_back(DescribeIlp32<PagevecV269Ilp32>("pagevec_v2_6_9_ilp32",
-                                                kPagevecKernel269, 32));
-  all.push_back(DescribeIlp32<PagevecProposal2004Ilp32>(
-      "pagevec_2004_proposal_ilp32", kPagevecKernel2004, 32));
+  all.push_back(DescribePagevec<PagevecV269Ilp32>(
+      kPagevecKernel269, kNoteIlp32, 0, 32, "pagevec_v2_6_9_ilp32"));
+  all.push_back(DescribePagevec<PagevecProposal2004Ilp32>(
+      kPagevecKernel2004, kNoteIlp32, 0, 32, "pagevec_2004_proposal_ilp32"));
   // Every lock x placement x line for the CMA config first (the names the
   // zone_lock rows of earlier runs use), then the same for no_cma.
   const auto zones = [&]<ZoneConfig C>() {
@@ -464,11 +446,9 @@ std::string FormatAllLayouts() {
      << sizeof(PagevecProposal2004)
      << " is purely 16 -> 15 slots: the 4 header bytes\n"
      << "saved by `unsigned short nr, cold` are eaten by the padding that "
-        "aligns pages[] "
-        "to 8 bytes.\n"
+        "aligns pages[] to 8 bytes.\n"
      << "The proposer's quoted 64-bit figures, 140 -> 124, cannot occur: a "
-        "struct holding "
-        "8-byte\n"
+        "struct holding 8-byte\n"
      << "pointers has a size that is a multiple of 8. On ILP32 the header "
         "shrink is real: "
      << sizeof(PagevecV269Ilp32) << " -> " << sizeof(PagevecProposal2004Ilp32)

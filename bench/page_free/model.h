@@ -1,33 +1,20 @@
-// The put_page policies and the reclaim scanner's isolation orders of the
-// page_free families (bench/page_free.cpp), kept apart from the harness so
-// they build with nothing but layouts/page.h: tests/page_free_aarch64_check.cpp
-// compiles them for aarch64, where the fast path's two loads may really be
-// reordered (x86-TSO never reorders loads with loads).
-//
-// Sources (line numbers of pristine trees read with the search tools):
-//   2.6.11 mm/vmscan.c:562-574 shrink_cache: TestClearPageLRU, list_del, then
-//     get_page_testone under lru_lock; "being freed elsewhere" -> __put_page,
-//     SetPageLRU, list_add back.  2.6.11 mm/swap.c:178-191
-//     __page_cache_release: lru_lock taken unconditionally, TestClearPageLRU +
-//     del_page_from_lru, `if (page_count(page) != 0) page = NULL` (the scanner
-//     may have taken a reference), free_hot_page.  2.6.11 include/linux/mm.h:
-//     307 get_page_testone = atomic_inc_and_test of a count biased by -1.
-//   2.6.16: the same order, factored into __isolate_lru_page in
-//     include/linux/mm_inline.h (TestClearPageLRU first, then
-//     get_page_testone; -ENOENT puts PG_lru back) and called from
-//     isolate_lru_pages (mm/vmscan.c); __page_cache_release as in 2.6.11. No
-//     pristine 2.6.16 tree was found in the search store: the 2.6.16 text is
-//     the one quoted in Nick Piggin's "Race in new page migration code?"
-//     (LKML, 2006-01-14, a patch against 2.6.16-rc), which removes exactly
-//     these lines.
-//   2.6.18 mm/vmscan.c:593-626 isolate_lru_pages: BUG_ON(!PageLRU),
-//     get_page_unless_zero first, ClearPageLRU only after ("the page release
-//     code relies on it"); 2.6.18 mm/swap.c:233-242 __page_cache_release:
-//     lru_lock (irqsave) only `if (PageLRU(page))`, __ClearPageLRU, no
-//     re-check (read in rocklee104/linux-2.6.18); 2.6.18
-//     include/linux/mm.h:308-311 get_page_unless_zero = atomic_inc_not_zero.
-// The model's refcount is unbiased (0 = free); get_page_testone(p) is
-// "increment, and the old count was 0".
+// page_free's put_page policies and scanner isolation orders, built with
+// nothing but layouts/page.h so tests/page_free_aarch64_check.cpp compiles
+// them for aarch64 (where the fast path's two loads may be reordered).
+// Sources (pristine trees):
+//   2.6.11 mm/vmscan.c:562-574 shrink_cache (TestClearPageLRU, then
+//     get_page_testone; "being freed elsewhere": __put_page, SetPageLRU);
+//     mm/swap.c:178-191 __page_cache_release (lru_lock unconditionally, the
+//     page_count re-check); include/linux/mm.h:307 get_page_testone.
+//   2.6.16: the same order in __isolate_lru_page (include/linux/mm_inline.h);
+//     no 2.6.16 tree was found: its text is the one Nick Piggin's "Race in
+//     new page migration code?" (LKML, 2006-01-14) quotes and removes.
+//   2.6.18 mm/vmscan.c:593-626 isolate_lru_pages (get_page_unless_zero
+//     first, ClearPageLRU after); mm/swap.c:233-242 __page_cache_release
+//     (lru_lock only if PageLRU, no re-check; rocklee104/linux-2.6.18);
+//     include/linux/mm.h:308-311 get_page_unless_zero.
+// The refcount is unbiased (0 = free): get_page_testone is "increment, and
+// the old count was 0".
 #pragma once
 
 #include <atomic>
@@ -38,38 +25,22 @@
 namespace lockline {
 namespace page_free {
 
-// ---- the variants: one put_page policy each ---------------------------------
-//
-// A policy is a type with kName, kDescription and
-//   template <class Ctx> static PutResult PutPage(Page& page, Ctx& ctx);
-// The context supplies the zone and the checker hooks:
-//   LockLru(), UnlockLru(): take and release zone->lru_lock
-//   LruDel(page):      unlink from the zone LRU (caller holds lru_lock)
-//   FreeHot(page):     free_hot_page: the page is free, put it on a free list
-//   RaceWindow():      the race family's widening of the racy gap of the
-//                      variant (between its two unsynchronised steps)
-//   RefUnderflow(page): a decrement found the count already <= 0
+// ---- put_page policies: kName, kDescription, PutPage(page, ctx); ctx has
+// LockLru/UnlockLru, LruDel (lock held), FreeHot, RaceWindow (the race family's
+// widening of the racy gap), RefUnderflow ------------------------------------
 
 /// How a put_page call ended.
 enum class PutResult {
-  kLive,         ///< references remain
-  kFreedLocked,  ///< last reference; lru_lock was taken
-  /// Last reference via the atomic decrement; no lru_lock (page was off LRU).
-  kFreedNoLock,
-  /// Last reference via the fast path's plain store: no atomic RMW, no lock.
-  kFreedFast,
-  /// The count fell to 0 but 2.6.16's re-check under lru_lock found it
-  /// non-zero again (someone resurrected the page): not freed here.
-  kKeptByRecheck,
+  kLive,           ///< references remain
+  kFreedLocked,    ///< last reference; lru_lock was taken
+  kFreedNoLock,    ///< last reference by the atomic decrement, no lru_lock
+  kFreedFast,      ///< last reference by the fast path's plain store
+  kKeptByRecheck,  ///< 2.6.16's re-check found the page resurrected
 };
 
-/// local_irq_save's flag save (spin_lock_irqsave: pushf; pop; cli): the
-/// locked put of 2.6.16 and 2.6.18 takes lru_lock with interrupts saved and
-/// disabled (mm/swap.c@v2.6.11:180-188, mm/swap.c@v2.6.18:233-242), and the
-/// fast path's author counted that in the saving. User mode may read and
-/// write EFLAGS (pushf / popf) but not execute cli (IOPL 0), so the model
-/// pays pushf + pop here and push + popf in LocalIrqRestore, not cli/sti.
-/// No-op on other architectures (DAIF is not writable at EL0).
+/// local_irq_save of spin_lock_irqsave (mm/swap.c@v2.6.11:180-188,
+/// mm/swap.c@v2.6.18:233-242), counted in the fast path's saving: pushf + pop
+/// (user mode cannot cli); a no-op off x86 (DAIF is not writable at EL0).
 inline unsigned long LocalIrqSave() {
   unsigned long flags = 0;
 #if defined(__x86_64__)
@@ -86,9 +57,8 @@ inline void LocalIrqRestore(unsigned long flags) {
 #endif
 }
 
-/// atomic_dec_and_test on the refcount (fully ordered, a locked XADD/DEC on
-/// x86), reporting an underflow to the context. Returns true when this dropped
-/// the last reference.
+/// atomic_dec_and_test (fully ordered); true when it dropped the last
+/// reference; an underflow goes to the context.
 template <class Ctx>
 bool DecAndTest(Page& page, Ctx& ctx) {
   const int old = page._refcount.fetch_sub(1, std::memory_order_seq_cst);
@@ -97,10 +67,9 @@ bool DecAndTest(Page& page, Ctx& ctx) {
   return old == 1;
 }
 
-/// The locked end of 2.6.16's __page_cache_release, shared by the policies
-/// that keep its re-check: lru_lock with irqs saved, `unlink` (the policy's
-/// PG_lru test and del_page_from_lru), the re-check page_count != 0 under the
-/// lock (a scanner may have resurrected the page), then free_hot_page.
+/// 2.6.16 __page_cache_release's locked end: lru_lock (irqs saved),
+/// `unlink`, the page_count != 0 re-check (a scanner may have resurrected
+/// the page), free_hot_page.
 template <class Ctx, class Unlink>
 PutResult UnlinkAndRecheckLocked(Page& page, Ctx& ctx, Unlink unlink) {
   const unsigned long flags = LocalIrqSave();
@@ -114,11 +83,7 @@ PutResult UnlinkAndRecheckLocked(Page& page, Ctx& ctx, Unlink unlink) {
   return PutResult::kFreedLocked;
 }
 
-/// 2.6.16's put_page (mm/swap.c@2.6.11:178-191, unchanged in 2.6.16):
-/// atomic_dec_and_test; at zero __page_cache_release takes lru_lock
-/// unconditionally, TestClearPageLRU + unlink, and re-checks page_count != 0
-/// under the lock (the 2.6.16 scanner increments a zero count with
-/// get_page_testone before it undoes it), then free_hot_page.
+/// 2.6.16's put_page (mm/swap.c@2.6.11:178-191, unchanged in 2.6.16).
 struct AtomicPut {
   static constexpr const char* kName = "atomic";
   static constexpr const char* kDescription =
@@ -135,14 +100,10 @@ struct AtomicPut {
   }
 };
 
-/// The March 2006 proposal: `if (page_count(page) == 1 && !PageLRU(page))` set
-/// the count to 0 with a plain store and free, skipping the locked instruction
-/// (claimed 1-2 cycles vs ~17). Both tests and the store are relaxed atomics (a
-/// plain load/store on x86, never a C++ data race) and nothing orders them
-/// against vmscan: a scanner can take a reference and clear PG_lru between the
-/// two tests (or, with the loads reordered on a weakly ordered CPU, before the
-/// first), and the store then erases its reference. RaceWindow() sits between
-/// the two tests, where that happens.
+/// The March 2006 proposal: page_count == 1 && !PageLRU -> a plain store of
+/// 0 (claimed 1-2 cycles vs ~17). Relaxed loads and store, unordered against
+/// vmscan: a scanner's reference taken between the two tests (RaceWindow)
+/// is erased.
 struct FastpathPut {
   static constexpr const char* kName = "fastpath";
   static constexpr const char* kDescription =
@@ -162,15 +123,9 @@ struct FastpathPut {
   }
 };
 
-/// The proposal made in the March 2006 thread (attributed there to Ken
-/// Chen; the thread itself was not found in this session's stores, so the
-/// shape is the one issue 23 quotes from it): atomic_dec_and_test; at zero an
-/// atomic TestClearPageLRU *before* taking the lock; only a page that was on
-/// the LRU takes lru_lock (irqs saved) to unlink, and the re-check
-/// page_count != 0 under the lock is kept. Against 2.6.16's
-/// TestClearPageLRU-first scanner the two TestClearPageLRU race: when the
-/// scanner wins, the freer frees without the lock a page the scanner puts
-/// back on the LRU. RaceWindow() sits between the decrement and the test.
+/// Ken Chen's proposal in the thread (not found in the stores; the shape
+/// issue 23 quotes): TestClearPageLRU before the lock, lru_lock only if it
+/// was set, the re-check kept. Races 2.6.16's TestClearPageLRU-first scanner.
 struct LruCheckFirstProposal {
   static constexpr const char* kName = "lru_check_first_proposal";
   static constexpr const char* kDescription =
@@ -189,16 +144,9 @@ struct LruCheckFirstProposal {
   }
 };
 
-/// What 2.6.17/2.6.18 shipped (mm/swap.c@v2.6.18:233-242,
-/// __page_cache_release): atomic_dec_and_test; at zero `if (PageLRU(page))`
-/// take lru_lock with irqs saved, BUG_ON(!PageLRU), the non-atomic
-/// __ClearPageLRU and del_page_from_lru under it, no re-check; free. Safe
-/// only with a scanner that never clears PG_lru of a page it has not
-/// referenced (2.6.18's order): against 2.6.16's TestClearPageLRU-first
-/// scanner the freer can see PG_lru clear while the scanner is about to put
-/// the page back. RaceWindow() sits between the decrement and the PageLRU
-/// test. (Where 2.6.18 would BUG, the model skips the unlink and lets the
-/// race family's checker report what follows.)
+/// What 2.6.17/2.6.18 shipped (mm/swap.c@v2.6.18:233-242): lru_lock only if
+/// PageLRU, no re-check; safe only with 2.6.18's scanner order. Where 2.6.18
+/// would BUG, the model skips the unlink and the checker reports.
 struct LruCheckFirst2618 {
   static constexpr const char* kName = "lru_check_first_2_6_18";
   static constexpr const char* kDescription =
@@ -230,32 +178,23 @@ struct LruCheckFirst2618 {
 template <class... Ts>
 struct TypeList {};
 
-/// Calls `f.template operator()<T>()` for every T of the table, in order.
 template <class F, class... Ts>
 void ForEachType(F& f, TypeList<Ts...>) {
   (f.template operator()<Ts>(), ...);
 }
 
-/// The variant table: a new put_page = one policy type + one entry here.
+/// A new put_page = one policy type + one entry here.
 using AllVariants =
     TypeList<AtomicPut, FastpathPut, LruCheckFirstProposal, LruCheckFirst2618>;
 
-/// Calls `f.template operator()<V>()` for every put_page policy, in table
-/// order.
 template <class F>
 void ForEachVariant(F&& f) {
   ForEachType(f, AllVariants{});
 }
 
-// ---- the scanner orders -----------------------------------------------------
-//
-// A scanner order is a type with kName, kDescription and
-//   template <class Ctx> static Isolation Isolate(Page& page, Ctx& ctx);
-// called with lru_lock held on the page at the LRU tail. Ctx hooks: ScanGap()
-// (the race family's widening of the gap between the two steps), and the
-// policies' RefUnderflow(page) (__put_page is DecAndTest).
+// ---- scanner orders: Isolate(page, ctx) with lru_lock held on the tail page;
+// ctx.ScanGap() widens the gap between the two steps -------------------------
 
-/// What an isolation attempt did.
 enum class Isolation {
   kNotOnLru,    ///< PG_lru was clear: nothing done
   kTaken,       ///< reference taken, PG_lru cleared: the caller unlinks it
@@ -263,10 +202,8 @@ enum class Isolation {
 };
 
 /// 2.6.16 (mm_inline.h __isolate_lru_page; 2.6.11 mm/vmscan.c:562-574):
-/// TestClearPageLRU, then get_page_testone; a zero count means "being freed
-/// elsewhere": __put_page, SetPageLRU, back on the list. Between the two steps
-/// the page has PG_lru clear while its count may still be the freer's 1 (or
-/// already 0): the window Nick Piggin's objection was about.
+/// between its two steps PG_lru is clear while the count may be the freer's
+/// 1, the window Nick Piggin's objection was about.
 struct Scanner2616 {
   static constexpr const char* kName = "2.6.16";
   static constexpr const char* kDescription =
@@ -286,9 +223,8 @@ struct Scanner2616 {
   }
 };
 
-/// 2.6.18 (mm/vmscan.c@2.6.18:593-626): get_page_unless_zero first, and
-/// ClearPageLRU only once the reference is held; a zero count leaves the page
-/// on the LRU with PG_lru set for the freer's __page_cache_release to unlink.
+/// 2.6.18 (mm/vmscan.c@2.6.18:593-626): get_page_unless_zero first; a zero
+/// count leaves the page, PG_lru set, for the freer to unlink.
 struct Scanner2618 {
   static constexpr const char* kName = "2.6.18";
   static constexpr const char* kDescription =
@@ -303,18 +239,15 @@ struct Scanner2618 {
   }
 };
 
-/// The scanner table.
 using AllScanners = TypeList<Scanner2616, Scanner2618>;
 
-/// Calls `f.template operator()<S>()` for every scanner order (2.6.16 first:
-/// the order the 2006 objection was made against, the verdict's default).
+/// 2.6.16 first: the order the objection was made against.
 template <class F>
 void ForEachScanner(F&& f) {
   ForEachType(f, AllScanners{});
 }
 
-/// The architecture and memory model the race rows were measured under, and
-/// whether they can show the fast path's load reordering.
+/// The race rows' architecture and whether loads may reorder there.
 struct MemoryModel {
   const char* arch;
   const char* model;

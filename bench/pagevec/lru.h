@@ -1,8 +1,5 @@
-// pagevec's modelled kernel state, which bench/pagevec/model.h runs the
-// kernel's paths on: the release side's arithmetic by kernel version, the
-// pagevec kinds over layouts/pagevec.h, the lru_lock and its lists (LruZone),
-// a thread's pages (PerThread), and what Report and Verify read of a point
-// (PagevecFacts).
+// pagevec's modelled kernel state (bench/pagevec/model.h runs on it): release
+// arithmetic by version, pagevec kinds, LruZone, PerThread, PagevecFacts.
 #pragma once
 
 #include <algorithm>
@@ -29,21 +26,14 @@ namespace pagevec_bench {
 
 /// Largest slot count: the 5.x header's nr is an unsigned char.
 inline constexpr int kMaxSlots = 255;
-/// Pages of each thread that stay on the LRU between their add and their
-/// release (a FIFO): the released page was added kResidentPages operations
-/// earlier, so its struct page line has usually left L1 (768 x 64 B = 48 KB) as
-/// it would in a real workload. Fixed for every slot count (it must hold 3
-/// batches of the largest pagevec) so points differ only in the batch.
+/// Pages a thread keeps on the LRU (FIFO) between add and release: 768 x 64 B
+/// = 48 KB, so a released struct page has left L1; 3 batches of the largest
+/// pagevec, fixed so points differ only in the batch.
 inline constexpr int kResidentPages = 3 * kMaxSlots + 3;
-// ---- pagevec kinds: one small interface over the layout models -------------
-//
-// A kind has Handle (what the code holds), Bytes(slots), Place(at, slots)
-// (construct an empty pagevec at `at`), Add(h, page) -> space left (0 = full),
-// Count(h), At(h, i), Reinit(h) and Name(slots) (the layout name stem
-// FindLayout knows).
+// ---- pagevec kinds: Handle, Bytes, Place, Add (space left), Count, At,
+// Reinit, Name (the layout name stem FindLayout knows) -----------------------
 
-/// The Linux 5.x header with a run-time slot count (layouts/pagevec.h
-/// PagevecView: same bytes as Pagevec5x<slots>).
+/// The 5.x header with a run-time slot count (PagevecView).
 struct GenericPv {
   using Handle = PagevecView;
   static std::size_t Bytes(int slots) { return Pagevec5xBytes(slots); }
@@ -57,8 +47,7 @@ struct GenericPv {
   }
 };
 
-/// A named kernel struct (PagevecV269, PagevecProposal2004, Pagevec5x<N>) at
-/// its native size.
+/// A named kernel struct at its native size.
 template <StaticPagevec PV>
 struct NamedPv {
   using Handle = PV*;
@@ -79,19 +68,16 @@ struct NamedPv {
 
 /// Which kernel's per-page work runs under lru_lock.
 enum class Kernel { k269, k58 };
-/// "2.6.9" | "5.8".
 inline const char* KernelName(Kernel k) {
   return k == Kernel::k269 ? "2.6.9" : "5.8";
 }
-/// Each era's x86 spinlock, the default-suite lock of its rows: 2.6.9's byte
-/// lock (`lock; decb`, spin on `cmpb`: test-and-test-and-set) and 5.8's
+/// Each era's x86 spinlock: 2.6.9's `lock; decb` byte lock (ttas), 5.8's
 /// qspinlock.
 inline const char* EraLock(Kernel k) {
   return k == Kernel::k269 ? "ttas" : "qspinlock";
 }
-/// Where released pages come from (see the file header).
+/// Where released pages come from (model.h's header).
 enum class Release { kUnmap, kTruncate, kNone };
-/// "unmap" | "truncate" | "none".
 inline const char* ReleaseName(Release r) {
   return r == Release::kUnmap ? "unmap"
                               : (r == Release::kTruncate ? "truncate" : "none");
@@ -99,8 +85,7 @@ inline const char* ReleaseName(Release r) {
 /// SWAP_CLUSTER_MAX: the reclaim scanner's batch and 5.8 release_pages' lock
 /// batch (mm/swap.c@v5.8.1:844).
 inline constexpr int kSwapClusterMax = 32;
-/// 2.6.9 FREE_PTE_NR on SMP (include/asm-generic/tlb.h@v2.6.9:26): the
-/// mmu_gather's page array.
+/// 2.6.9 FREE_PTE_NR on SMP (include/asm-generic/tlb.h@v2.6.9:26).
 inline constexpr int kFreePteNr269 = 506;
 /// 2.6.9 free_pages_and_swap_cache's chunk (mm/swap_state.c@v2.6.9:290).
 inline constexpr int kSwapCacheChunk269 = 16;
@@ -108,8 +93,7 @@ inline constexpr int kSwapCacheChunk269 = 16;
 /// sizeof(void *) = (4096 - 16) / 8 (include/asm-generic/tlb.h@v5.8.1:232).
 inline constexpr int kMaxGatherBatch58 = 510;
 
-/// Pages gathered before one release flush: the mmu_gather (unmap), the
-/// S-page pagevec (truncate), none (release:none).
+/// Pages gathered before one release flush (mmu_gather, or the pagevec).
 inline int GatherPages(Kernel k, Release r, int slots) {
   if (r == Release::kNone) return 0;
   if (r == Release::kTruncate) return slots;
@@ -125,9 +109,8 @@ inline int ReleaseCallPages(Kernel k, Release r, int slots) {
 inline int ReleaseHoldPages(Kernel k, int slots) {
   return k == Kernel::k269 ? slots : kSwapClusterMax;
 }
-/// The kernel's lru_lock acquisitions for one flush of `n` pages when every
-/// page's last reference is dropped there: sum over its release_pages calls
-/// of ceil(call pages / hold pages).
+/// lru_lock holds of one flush of `n` pages each freed there: the sum of
+/// ceil(call / hold) over its release_pages calls.
 inline uint64_t ReleaseFlushLocks(Kernel k, Release r, int slots, int n) {
   if (r == Release::kNone || n <= 0) return 0;
   const int call = ReleaseCallPages(k, r, slots);
@@ -139,34 +122,28 @@ inline uint64_t ReleaseFlushLocks(Kernel k, Release r, int slots, int n) {
   }
   return locks;
 }
-/// The kernel's lru_lock acquisitions per page in steady state without a
-/// scanner: 1 / S for the add drain plus a full flush's holds per gathered
-/// page. 2.6.9 unmap: 0.1257 (16), 0.1912 (15); 5.8 unmap: 0.0980 (15),
-/// 0.0636 (31).
+/// lru_lock acquisitions per page without a scanner: 1 / S plus a full
+/// flush's holds per page (2.6.9 unmap: 0.1257 at 16, 0.1912 at 15).
 inline double KernelAcquisitionsPerPage(Kernel k, Release r, int slots) {
   const double add = 1.0 / slots;
   const int g = GatherPages(k, r, slots);
   if (g == 0) return add;
   return add + static_cast<double>(ReleaseFlushLocks(k, r, slots, g)) / g;
 }
-/// The 5.8 per-CPU counter fold threshold lockline uses for node, zone and
-/// memcg LRU sizes (MEMCG_CHARGE_BATCH is 32; the vmstat threshold depends on
-/// CPUs and memory and is of the same order).
+/// 5.8 per-CPU LRU counter fold threshold: MEMCG_CHARGE_BATCH (32); the
+/// vmstat threshold is of the same order.
 inline constexpr long kStatFold58 = 32;
-/// enum lru_list index of LRU_ACTIVE_ANON, where 5.8's new anonymous pages go
-/// (lru_cache_add_active_or_unevictable SetPageActive's them).
+/// enum lru_list: new anon pages go to LRU_ACTIVE_ANON, reclaim deactivates
+/// them to LRU_INACTIVE_ANON.
 inline constexpr int kLruActiveAnon = 1;
-/// LRU_INACTIVE_ANON: where 5.8 reclaim's shrink_active_list deactivates anon
-/// pages to, and shrink_inactive_list reclaims them from.
 inline constexpr int kLruInactiveAnon = 0;
 /// Lists of a 5.8 lruvec (LRU_INACTIVE_ANON .. LRU_UNEVICTABLE).
 inline constexpr int kNrLru58 = 5;
 /// ZONE_NORMAL's index in lru_zone_size[zid][lru].
 inline constexpr int kZoneNormal = 2;
 
-/// smp_mb__after_atomic(): empty on x86 (atomics are full barriers there,
-/// arch/x86/include/asm/barrier.h@v5.8.1:83), so only a compiler barrier; a
-/// real fence on weakly ordered CPUs.
+/// smp_mb__after_atomic(): a compiler barrier on x86
+/// (arch/x86/include/asm/barrier.h@v5.8.1:83), a fence elsewhere.
 inline void SmpMbAfterAtomic() {
 #if defined(__x86_64__) || defined(__i386__)
   std::atomic_signal_fence(std::memory_order_seq_cst);
@@ -175,15 +152,9 @@ inline void SmpMbAfterAtomic() {
 #endif
 }
 
-/// The lock and the lists one lru_lock protects.
-///   2.6.9: zone->lru_lock, zone->active_list and zone->nr_active, on one
-///          line (the lock line is the list line), as in 2.6.9's struct zone.
-///   5.8:   pgdat->lru_lock (the same `lru_lock` member, ZONE_PADDING'd in
-///          pglist_data) and the lists of the memcg lruvec the pages are
-///          charged to (mem_cgroup_per_node: lruvec lists, then
-///          lru_zone_size[][] a few lines on), plus the node / zone / memcg
-///          LRU counters the per-CPU diffs fold into.
-/// One per lock, in its own shared allocation.
+/// One lru_lock and its lists, in its own allocation. 2.6.9: zone->lru_lock,
+/// active_list, nr_active on one line; 5.8: pgdat->lru_lock, the memcg
+/// lruvec's lists, lru_zone_size a few lines on, the node/zone/memcg counters.
 template <LockAlgorithm L>
 struct alignas(kDestructiveLine) LruZone {
   L lru_lock;
@@ -194,21 +165,15 @@ struct alignas(kDestructiveLine) LruZone {
   alignas(kDestructiveLine) std::atomic<long> node_lru{0};  ///< NR_LRU_BASE+lru
   std::atomic<long> zone_lru{0};   ///< NR_ZONE_LRU_BASE + lru (zone vmstat)
   std::atomic<long> memcg_lru{0};  ///< memcg lruvec_stat[NR_LRU_BASE + lru]
-  /// Pages the workers added to this LRU (the scanner's pace), own line;
-  /// written only when a scanner runs.
+  /// Pages added (the scanner's pace; written only with a scanner).
   alignas(kDestructiveLine) std::atomic<uint64_t> added{0};
-  /// release:none: workers waiting for reclaimed pages (kswapd's wakeup on
-  /// low memory); written only on that slow path.
-  std::atomic<int> reclaim_wanted{0};
-  /// The `added` count the scanner's cycles have covered (its scanned_mark),
-  /// published after each cycle: a worker ends its window only once reclaim
-  /// has caught up with the pages it added (within one cycle).
-  std::atomic<uint64_t> covered{0};
+  std::atomic<int> reclaim_wanted{0};  ///< a worker short of pages (kswapd)
+  std::atomic<uint64_t> covered{0};    ///< `added` the scanner has covered
   LruZone() {
     ListInit(&lru);
     for (ListHead& h : lists58) ListInit(&h);
   }
-  /// The list new pages go to under `k`, and its length counter.
+  /// The list new pages go to under `k`, and its counter.
   ListHead* List(Kernel k) {
     return k == Kernel::k269 ? &lru : &lists58[kLruActiveAnon];
   }
@@ -216,15 +181,14 @@ struct alignas(kDestructiveLine) LruZone {
     return k == Kernel::k269 ? nr_lru
                              : lru_zone_size[kZoneNormal][kLruActiveAnon];
   }
-  /// 5.8's LRU_INACTIVE_ANON list and its memcg size (the reclaim scanner's).
+  /// 5.8's LRU_INACTIVE_ANON and its memcg size.
   ListHead* Inactive58() { return &lists58[kLruInactiveAnon]; }
   unsigned long InactiveCount58() const {
     return lru_zone_size[kZoneNormal][kLruInactiveAnon];
   }
 };
 
-/// Fixed-capacity FIFO of page pointers (thread-private bookkeeping, not a
-/// kernel structure).
+/// Fixed-capacity FIFO of page pointers (thread-private, not kernel state).
 class PageRing {
  public:
   explicit PageRing(std::size_t capacity) : slots_(capacity) {}
@@ -247,8 +211,7 @@ class PageRing {
   std::size_t size_ = 0;
 };
 
-/// One point's configuration, resolved (slots from the policy, zones from the
-/// topology).
+/// One point's resolved configuration.
 struct Config {
   bool rapid = false;      ///< mode:rapid (on-stack), else deferred (per-CPU)
   int slots = 15;          ///< resolved slot count
@@ -263,21 +226,18 @@ struct Config {
   Release release = Release::kUnmap;  ///< where released pages come from
   bool scanner = false;               ///< one reclaim scanner thread per lock
   bool stats = true;  ///< lock_stat on lru_lock (false: plain lock/unlock)
-  /// With work: the caches the work's ring is sized from and its pages per
-  /// thread (harness/measure/page_work.h WorkRingPages), set by the workload.
+  /// With work: the ring's sizing (page_work.h WorkRingPages).
   WorkCaches work_caches;
   std::size_t work_ring_pages = 0;
 };
 
-/// Storage for one pagevec at `offset` past a `line` boundary, with its own
-/// lines.
+/// Bytes for one pagevec at `offset` past a line boundary, whole lines.
 inline std::size_t PvStride(std::size_t bytes, std::size_t offset,
                             std::size_t line) {
   return (offset + bytes + line - 1) / line * line;
 }
 
-/// Thread-private state, constructed (so first touched) by its pinned thread
-/// in its slot of a PaddedSlots array (--padding apart).
+/// Thread-private state, first touched by its thread (PaddedSlots).
 template <class Pv>
 struct alignas(kCacheLine) PerThread {
   PerThread(int pool_pages, std::size_t pv_bytes, std::size_t line)
@@ -301,53 +261,36 @@ struct alignas(kCacheLine) PerThread {
   unsigned char* pv_storage;      ///< deferred mode: the two per-CPU pagevecs
   typename Pv::Handle add_pv{};   ///< deferred: lru_add_pvec
   typename Pv::Handle free_pv{};  ///< 2.6.9 release_pages' pages_to_free
-  /// The release side's gather (mmu_gather pages / the truncate pagevec):
-  /// pages still on the LRU waiting for their release flush.
-  std::vector<Page*> gather;
+  std::vector<Page*> gather;      ///< mmu_gather / truncate pagevec, on the LRU
   int gather_nr = 0;
-  /// work_ns: the ring of pages the work zeroes.
-  PageWorkRing work;
+  PageWorkRing work;  ///< work_ns's ring
   int zone = 0;
   int index = 0;
   uint64_t ops = 0;         ///< pages added (= released) in windows
   uint64_t add_drains = 0;  ///< window add drains (one lru_lock hold each)
-  /// The kernel's holds for the window's flushes (ReleaseFlushLocks).
-  uint64_t expected_release_locks = 0;
+  uint64_t expected_release_locks = 0;  ///< ReleaseFlushLocks of its flushes
   uint64_t setup_acquisitions = 0;
-  /// PG_lru already set on add / clear on release, bad refcount.
-  uint64_t anomalies = 0;
-  /// Releases whose last put was the scanner's.
-  uint64_t handed_to_scanner = 0;
+  uint64_t anomalies = 0;  ///< flag or refcount states the kernel BUG()s on
+  uint64_t handed_to_scanner = 0;   ///< releases whose last put was scanner's
   uint64_t release_lock_skips = 0;  ///< expected acquisitions not taken
-  /// 5.8 per-CPU diffs of the node, zone and memcg LRU counters.
-  long node_diff = 0, zone_diff = 0, memcg_diff = 0;
-  /// Pages the scanner freed for this thread (it dropped their last
-  /// reference): returned to free_pages by the owner. Guarded by returned_mu.
+  long node_diff = 0, zone_diff = 0, memcg_diff = 0;  ///< 5.8 per-CPU diffs
+  /// Pages the scanner freed for this thread (under returned_mu).
   std::mutex returned_mu;
   std::vector<Page*> returned;
   std::atomic<int> n_returned{0};
 };
 
-/// Extra pages each thread's pool has beyond its resident and pagevec pages:
-/// the scanner may hold up to SWAP_CLUSTER_MAX of them isolated.
+/// Pool slack: the scanner may hold SWAP_CLUSTER_MAX pages isolated.
 inline constexpr int kPoolSlack = 2 * kSwapClusterMax;
 
-/// lru_lock holds of one reclaim scanner cycle of SWAP_CLUSTER_MAX pages.
-/// 5.8: 4. New anonymous pages are on LRU_ACTIVE_ANON, so reclaiming them
-/// takes shrink_active_list (isolate_lru_pages under the lock; page_referenced
-/// and deactivation outside it; move_pages_to_lru of l_active and l_inactive
-/// under one more hold) and then shrink_inactive_list (isolate_lru_pages under
-/// the lock; shrink_page_list outside it; move_pages_to_lru under one more
-/// hold): mm/vmscan.c@v5.8.1 shrink_inactive_list ~1947-1990 and
-/// shrink_active_list ~2020-2087; hold 4 not when the inactive isolation
-/// found nothing (:1961, details.scanner.skipped_putbacks). 2.6.9: 2 (an
-/// isolate and a putback per cycle, a simplification of refill_inactive_zone +
-/// shrink_cache, labelled on the row).
+/// lru_lock holds per scanner cycle of SWAP_CLUSTER_MAX pages. 5.8: 4, an
+/// isolate and a putback each in shrink_active_list (mm/vmscan.c@v5.8.1
+/// ~2020-2087) and shrink_inactive_list (~1947-1990; no hold 4 when nothing
+/// was isolated, :1961). 2.6.9: 2, a simplification of refill_inactive_zone +
+/// shrink_cache.
 inline int ScannerHoldsPerCycle(Kernel k) { return k == Kernel::k58 ? 4 : 2; }
-/// The scanner's designed lru_lock acquisitions per page added: one cycle per
-/// SWAP_CLUSTER_MAX pages the workers add. A row off it by more than 10 %
-/// (ScannerRowProblem, bench/pagevec.cpp) measures a scanner running at
-/// another rate.
+/// The scanner's designed acquisitions per page added (one cycle per
+/// SWAP_CLUSTER_MAX); ScannerRowProblem flags rows 10 % off.
 inline double ScannerDesignAcquisitionsPerPage(Kernel k) {
   return static_cast<double>(ScannerHoldsPerCycle(k)) / kSwapClusterMax;
 }
@@ -380,8 +323,8 @@ struct ScannerFacts {
   uint64_t skipped_putbacks;  ///< 5.8: nothing isolated, no hold 4
   int pu;
 };
-/// What Report and Verify read of a point after its last window, so that
-/// their bodies (bench/pagevec.cpp) are compiled once, not per lock x layout.
+/// What Report and Verify read after the last window, so their bodies
+/// (bench/pagevec.cpp) compile once, not per lock x layout.
 struct PagevecFacts {
   Config cfg;
   const PointEnv* env;
@@ -399,9 +342,8 @@ struct PagevecFacts {
 /// The row's metrics and details (bench/pagevec.cpp).
 void ReportPagevec(PointReport& out, double window_seconds, uint64_t ops,
                    const PagevecFacts& f);
-/// "" when the LRUs are intact, every page is in one place and each thread
-/// took exactly the kernel's lru_lock acquisitions; else what is not
-/// (bench/pagevec.cpp).
+/// "" when the LRUs are intact, every page in one place and the lru_lock
+/// acquisitions exact; else what is not (bench/pagevec.cpp).
 std::string VerifyPagevec(const PagevecFacts& f);
 
 }  // namespace pagevec_bench

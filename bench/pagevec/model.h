@@ -1,59 +1,28 @@
-// pagevec's model: what the kernel does at each version when threads push
-// their own pages through lru_cache_add and release them on a shared LRU (the
-// state it works on is bench/pagevec/lru.h; bench/pagevec.cpp is the
-// experiment run on it: the grid, the report and the checks). The per-page
-// work under the lock follows the kernel the row names (checked in the trees
-// named):
-//   kernel:2.6.9  anonymous pages go through lru_cache_add_active
-//                 (mm/memory.c@v2.6.9:1450) -> __pagevec_lru_add_active
-//                 (mm/swap.c@v2.6.9:316): TestSetPageLRU, TestSetPageActive,
-//                 add_page_to_active_list, nr_active++; release_pages
-//                 (swap.c@v2.6.9:207): TestClearPageLRU, del_page_from_lru
-//                 (list_del, ClearPageActive, nr_active--), the lock dropped
-//                 when its own pages_to_free pagevec (PAGEVEC_SIZE = the
-//                 swept slot count) fills;
-//   kernel:5.8    anonymous pages are SetPageActive'd by
-//                 lru_cache_add_active_or_unevictable (mm/swap.c@v5.8.1:488)
-//                 outside the lock; __pagevec_lru_add_fn (swap.c@v5.8.1:969):
-//                 TestClearPageUnevictable, SetPageLRU, smp_mb__after_atomic
-//                 (empty on x86, arch/x86/include/asm/barrier.h@v5.8.1:83: a
-//                 compiler barrier here, a real fence on weakly ordered CPUs),
-//                 page_evictable, update_lru_size (node, zone and memcg
-//                 per-CPU counters, memcg lru_zone_size), list_add on the
-//                 memcg lruvec's LRU_ACTIVE_ANON; release_pages
-//                 (swap.c@v5.8.1:827): __ClearPageLRU, page_off_lru
-//                 (__ClearPageActive), del_page_from_lru_list, the lock dropped
-//                 every SWAP_CLUSTER_MAX = 32 pages (swap.c@v5.8.1:844).
-// release:R says where released pages come from:
-//   unmap     exit/munmap. 2.6.9: the mmu_gather collects FREE_PTE_NR = 506
-//             pages (include/asm-generic/tlb.h@v2.6.9:26), then
-//             free_pages_and_swap_cache hands release_pages chunks of 16
-//             (mm/swap_state.c@v2.6.9:288-304): ceil(16 / S) holds per 16
-//             pages. 5.8: tlb_batch_pages_flush (mm/mmu_gather.c@v5.8.1:44)
-//             hands release_pages a whole batch of MAX_GATHER_BATCH = 510
-//             pages (include/asm-generic/tlb.h@v5.8.1:232), one hold per 32.
-//             Both are independent of the add side's S except 2.6.9's
-//             pages_to_free;
-//   truncate  pagevec_release of an S-page pagevec (truncate_inode_pages'
-//             shape): one release_pages call per S pages;
-//   none      the 2020 pmbench case: nothing is released per operation; the
-//             reclaim scanner (scanner:on required) isolates pages from the
-//             LRU tail and frees them (shrink_page_list reclaims every page;
-//             move_pages_to_lru still retakes the lock, mm/vmscan.c@v5.8.1:
-//             1967).
-// lru_lock acquisitions per page without the scanner are exactly 1/S plus the
-// release side's holds (KernelAcquisitionsPerPage). scanner:on adds a reclaim
-// scanner per lock, under the same lock (ScannerHoldsPerCycle: 4 holds per 32
-// pages added for 5.8, 2 for 2.6.9). Simplified: shrink_page_list frees
-// without swap-out work, page_referenced is not run (every anonymous page is
-// deactivated), no irq-off cost, no icache misses, free_pages_and_swap_cache's
-// lru_add_drain is not modelled, the freed pages go back to a private pool (no
-// buddy/pcp cost).
-//
-// A header so that the 5 locks x 6 layouts compile in bench/pagevec/*.cpp in
-// parallel on a small CI runner's cores (bench/pagevec.h), and
-// tests/pagevec_test.cpp links the same objects. What is not timed
-// (Report's and Verify's bodies) is compiled once, in bench/pagevec.cpp.
+// pagevec's model: what the kernel does under lru_lock when threads push
+// their pages through lru_cache_add and release them (state: lru.h; the
+// experiment: bench/pagevec.cpp; docs/experiments.md#families).
+//   kernel:2.6.9  lru_cache_add_active (mm/memory.c@v2.6.9:1450) ->
+//     __pagevec_lru_add_active (mm/swap.c@v2.6.9:316); release_pages
+//     (swap.c@v2.6.9:207) drops the lock when pages_to_free (S slots) fills.
+//   kernel:5.8    SetPageActive outside the lock
+//     (lru_cache_add_active_or_unevictable, mm/swap.c@v5.8.1:488);
+//     __pagevec_lru_add_fn (swap.c@v5.8.1:969), smp_mb__after_atomic
+//     (arch/x86/include/asm/barrier.h@v5.8.1:83), update_lru_size;
+//     release_pages (swap.c@v5.8.1:827) drops the lock every
+//     SWAP_CLUSTER_MAX = 32 pages (swap.c@v5.8.1:844).
+// release:unmap  2.6.9: mmu_gather of FREE_PTE_NR = 506
+//     (include/asm-generic/tlb.h@v2.6.9:26) released in chunks of 16
+//     (mm/swap_state.c@v2.6.9:288-304); 5.8: tlb_batch_pages_flush
+//     (mm/mmu_gather.c@v5.8.1:44), MAX_GATHER_BATCH = 510
+//     (include/asm-generic/tlb.h@v5.8.1:232).
+// release:truncate  pagevec_release of an S-page pagevec.
+// release:none  (pmbench, 2020) the reclaim scanner (scanner:on) frees the
+//     pages; move_pages_to_lru retakes the lock (mm/vmscan.c@v5.8.1:1967).
+// Acquisitions per page: 1/S plus the release holds (KernelAcquisitionsPerPage)
+// plus the scanner's (ScannerHoldsPerCycle). Not modelled: swap-out,
+// page_referenced, irq-off cost, lru_add_drain, the buddy/pcp free.
+// A header so the lock x layout workloads compile in parallel units
+// (bench/pagevec.h); Report's and Verify's bodies are in bench/pagevec.cpp.
 #pragma once
 
 #include <algorithm>
@@ -113,10 +82,8 @@ class PagevecWorkload : public Workload {
     const int s = cfg_.slots;
     const int g = GatherPages(cfg_.kernel, cfg_.release, s);
     const std::size_t stride = PvStride(Pv::Bytes(s), cfg_.offset, cfg_.line);
-    // Pool: the resident pages, two pagevecs' worth, a gather's worth (freed
-    // only when it flushes) and the scanner's slack.
-    // Built in its slot before any of its pages is on the LRU: the scanner
-    // returns pages to their owner's slot (ReturnToOwner).
+    // Pool: resident pages, two pagevecs, a gather and the scanner's slack;
+    // built before any page is on the LRU (the scanner returns pages here).
     PerThread<Pv>* me = &per_thread_.Emplace(
         ctx.index, kResidentPages + 2 * s + 1 + g + kPoolSlack, stride,
         cfg_.line);
@@ -124,19 +91,15 @@ class PagevecWorkload : public Workload {
     me->index = ctx.index;
     me->gather.assign(static_cast<std::size_t>(std::max(g, 1)), nullptr);
     if (cfg_.work_ns != 0) me->work.Allocate(cfg_.work_ring_pages);
-    // A scanner sharing a measured PU makes the point oversubscribed: a
-    // waiter spinning on lru_lock while the scanner holding it is preempted
-    // would burn its whole time slice, so these waiters may yield (the row
-    // says so in details.scanner.workers_spin_yield).
+    // A scanner on a measured PU: waiters may yield (workers_spin_yield).
     if (cfg_.scanner && scanner_shares_pu_)
       SetSpinYield(SpinYield::kAfterSpins);
     for (int i = 0; i < me->pool_size; ++i) {
       me->pool[i].private_ = static_cast<unsigned long>(ctx.index);  // owner
       me->free_pages.Push(&me->pool[i]);
     }
-    // Fill the LRU with this thread's resident pages: one plain acquisition,
-    // not in the stats. With release:none they belong to the LRU (reclaim
-    // frees them), not to the thread's FIFO.
+    // The resident pages onto the LRU: one plain acquisition, not in the
+    // stats (release:none: they are the LRU's, not the thread's FIFO).
     LruZone<L>& zone = *zones_[me->zone];
     zone.lru_lock.lock();
     for (int i = 0; i < kResidentPages; ++i) {
@@ -154,8 +117,7 @@ class PagevecWorkload : public Workload {
     me->free_pv = Pv::Place(me->pv_storage + stride + cfg_.offset, s);
     if (!cfg_.rapid) {
       me->add_pv = Pv::Place(me->pv_storage + cfg_.offset, s);
-      // Stagger the release gather by half so add drains and release flushes
-      // interleave.
+      // The gather half full, so add drains and release flushes interleave.
       if (cfg_.release != Release::kNone) {
         for (int i = 0; i < g / 2; ++i)
           me->gather[me->gather_nr++] = me->on_lru.Pop();
@@ -187,8 +149,7 @@ class PagevecWorkload : public Workload {
     return VerifyPagevec(Facts(true));
   }
 
-  /// What Report (`held` false) and Verify (`held` true: with the pages each
-  /// thread holds) read of the point.
+  /// What Report and Verify (`held`: with each thread's pages) read.
   PagevecFacts Facts(bool held) {
     PagevecFacts f{.cfg = cfg_,
                    .env = &env_,
@@ -220,15 +181,12 @@ class PagevecWorkload : public Workload {
   LruZone<L>* zone(int z) { return zones_[z].get(); }
 
  private:
-  /// The scanner's thread index in lock_stat's hand-off bookkeeping (beyond
-  /// any worker's).
+  /// The scanner's index in lock_stat's hand-off bookkeeping.
   static constexpr int kScannerIndex = 1 << 20;
-  /// One reclaim scanner: its thread, its statistics (not part of the
-  /// measured threads' lock_stat) and its PU.
+  /// One reclaim scanner: thread, own lock statistics, PU.
   struct Scanner {
     std::thread thread;
-    /// Written by the scanner only: kept off the lines of the other fields
-    /// (LockStatThread itself aligns to one line only).
+    /// Scanner-written: off the other fields' lines.
     alignas(kDestructiveLine) LockStatThread stat;
     LockStatSide* side = nullptr;
     uint64_t cycles = 0, isolated = 0, freed = 0;
@@ -256,19 +214,17 @@ class PagevecWorkload : public Workload {
           Work(me, 1);
           Page* p = me.free_pages.Pop();
           Allocated(*p);
-          // lru_cache_add: take a reference for the pagevec, drain when full.
+          // lru_cache_add: a reference for the pagevec, drain when full.
           get_page(*p);
           if (Pv::Add(me.add_pv, p) == 0)
             LruAddDrain(me, zone, side, me.add_pv, ctx.index);
-          // The page added kResidentPages pages ago is unmapped: into the
-          // release gather, flushed when full.
+          // The page added kResidentPages ago is unmapped into the gather.
           if (release) Gather(me, zone, side, me.on_lru.Pop(), ctx.index);
         }
         n += s;
       }
     } else {
-      // An on-stack pagevec, placed at the offset inside a line-aligned stack
-      // buffer.
+      // An on-stack pagevec at the offset in a line-aligned buffer.
       alignas(256) unsigned char stack_buf[Pagevec5xBytes(kMaxSlots) + 256];
       void* at = AlignedWithOffset(stack_buf, sizeof(stack_buf), cfg_.line,
                                    cfg_.offset, Pv::Bytes(s));
@@ -291,29 +247,21 @@ class PagevecWorkload : public Workload {
         n += s;
       }
     }
-    // The window holds the reclaim of the pages it added:
-    // wait until the scanner's cycles cover them, less one partial cycle, so
-    // a short window does not end with reclaim owed for its pages.
+    // The window holds the reclaim of the pages it added (to one partial
+    // cycle; other workers' later adds are not waited for).
     if (cfg_.scanner) {
-      // The adds up to now (other workers' later adds are not waited for).
       const uint64_t target = zone.added.load(std::memory_order_relaxed);
       while (zone.covered.load(std::memory_order_acquire) + kSwapClusterMax <=
                  target &&
-             !quit_.load(std::memory_order_relaxed)) {
-        if (scanner_shares_pu_) {
-          std::this_thread::yield();
-        } else {
-          CpuRelax();
-        }
-      }
+             !quit_.load(std::memory_order_relaxed))
+        WaitForScanner();
     }
     running_.fetch_sub(1, std::memory_order_relaxed);
     me.ops += n;
     return n;
   }
 
-  /// lru_lock with lock_stat (cfg_.stats) or plain (the uninstrumented twin
-  /// row; the acquisition count is a private counter either way).
+  /// lru_lock with lock_stat, or plain (stats:off twin; still counted).
   void Acquire(L& lock, LockStatSide& side, LockStatThread& st, int index) {
     if (cfg_.stats) {
       LockWithStats(lock, side, st, index);
@@ -330,8 +278,7 @@ class PagevecWorkload : public Workload {
     }
   }
 
-  /// The kernel path's work for `pages` pages outside the lock: zero one page
-  /// of the ring each, then spin for the rest of work_ns.
+  /// work_ns for `pages` pages outside the lock (page_work.h).
   void Work(PerThread<Pv>& me, int pages) {
     if (cfg_.work_ns == 0) return;
     const uint64_t spin =
@@ -339,9 +286,8 @@ class PagevecWorkload : public Workload {
     for (int i = 0; i < pages; ++i) me.work.Page(spin);
   }
 
-  /// The allocation's page state: an anonymous page (5.8 do_anonymous_page
-  /// sets PG_swapbacked; lru_cache_add_active_or_unevictable SetPageActive's
-  /// it before lru_cache_add, outside the lock), the owner's reference.
+  /// A new anonymous page, the owner's reference (5.8: PG_swapbacked and
+  /// SetPageActive before lru_cache_add, outside the lock).
   void Allocated(Page& p) const {
     set_page_count(p, 1);
     if (cfg_.kernel == Kernel::k58) {
@@ -350,9 +296,8 @@ class PagevecWorkload : public Workload {
     }
   }
 
-  /// Moves the pages the scanner freed for this thread back to its free
-  /// ring, waiting for them while fewer than `need` pages are free (they
-  /// come back before the scanner releases the lock).
+  /// Takes back the pages the scanner freed, waiting while fewer than
+  /// `need` are free.
   void TakeReturned(PerThread<Pv>& me, int need) {
     while (true) {
       if (me.n_returned.load(std::memory_order_acquire) > 0) {
@@ -362,29 +307,28 @@ class PagevecWorkload : public Workload {
         me.n_returned.store(0, std::memory_order_relaxed);
       }
       if (me.free_pages.size() >= static_cast<std::size_t>(need)) return;
-      // Too few free pages, and no request pending: ask reclaim for one cycle
-      // even if fewer than 32 pages were added since its last (the window's
-      // end would otherwise leave this thread waiting for pages nobody adds).
-      // The scanner consumes the request (one cycle per request), so a
-      // worker descheduled while it waits does not keep the scanner
-      // cycling on an emptied LRU.
+      // Short of pages: ask for one reclaim cycle (kswapd's wakeup); the
+      // scanner consumes the request, one cycle each.
       std::atomic<int>& wanted = zones_[me.zone]->reclaim_wanted;
       if (cfg_.scanner && me.n_returned.load(std::memory_order_acquire) == 0 &&
           wanted.load(std::memory_order_relaxed) == 0) {
         wanted.store(1, std::memory_order_relaxed);
       }
-      if (scanner_shares_pu_) {
-        std::this_thread::yield();  // let the scanner reclaim
-      } else {
-        CpuRelax();
-      }
+      WaitForScanner();
     }
   }
 
-  /// update_lru_size (include/linux/mm_inline.h@v5.8.1) for `nr` pages of
-  /// list `lru` (LRU_ACTIVE_ANON unless said): node, zone and memcg per-CPU
-  /// diffs folded at kStatFold58, and the memcg lru_zone_size written in
-  /// place (caller holds lru_lock).
+  /// One wait for the scanner: yield when it shares this PU.
+  void WaitForScanner() const {
+    if (scanner_shares_pu_) {
+      std::this_thread::yield();
+    } else {
+      CpuRelax();
+    }
+  }
+
+  /// update_lru_size (include/linux/mm_inline.h@v5.8.1), lru_lock held:
+  /// per-CPU diffs folded at kStatFold58, memcg lru_zone_size in place.
   static void UpdateLruSize58(LruZone<L>& zone, long* node_diff,
                               long* zone_diff, long* memcg_diff, long nr,
                               int lru = kLruActiveAnon) {
@@ -402,11 +346,9 @@ class PagevecWorkload : public Workload {
     zone.lru_zone_size[kZoneNormal][lru] += static_cast<unsigned long>(nr);
   }
 
-  /// The lru_add drain, one lru_lock acquisition for the batch:
-  /// 2.6.9 __pagevec_lru_add_active (swap.c@v2.6.9:316) or 5.8
-  /// pagevec_lru_move_fn with __pagevec_lru_add_fn (swap.c@v5.8.1:206, 969);
-  /// then release_pages drops the references lru_cache_add took (never the
-  /// last one here, so no lock).
+  /// The lru_add drain, one hold: __pagevec_lru_add_active
+  /// (swap.c@v2.6.9:316) or pagevec_lru_move_fn + __pagevec_lru_add_fn
+  /// (swap.c@v5.8.1:206, 969); then the pagevec's references are dropped.
   void LruAddDrain(PerThread<Pv>& me, LruZone<L>& zone, LockStatSide& side,
                    typename Pv::Handle& pv, int index) {
     const int n = Pv::Count(pv);
@@ -427,12 +369,10 @@ class PagevecWorkload : public Workload {
         if (PageLru(*p)) ++me.anomalies;  // VM_BUG_ON_PAGE(PageLRU)
         SetPageLru(*p);
         SmpMbAfterAtomic();
-        // page_evictable: !mapping_unevictable(page_mapping(page)) &&
-        // !PageMlocked(page); anonymous pages have no mapping flags to read.
+        // page_evictable (anonymous: no mapping flags to read).
         const bool evictable = benchmark_volatile_read(p->mapping) == nullptr &&
                                !TestPageFlag(*p, kPgMlocked);
-        // page_lru: PageUnevictable, page_is_file_lru (PG_swapbacked),
-        // PageActive: LRU_ACTIVE_ANON for these pages.
+        // page_lru: LRU_ACTIVE_ANON for these pages.
         if (!evictable || TestPageFlag(*p, kPgUnevictable) ||
             !TestPageFlag(*p, kPgSwapBacked) || !PageActive(*p) ||
             was_unevictable) {
@@ -454,14 +394,12 @@ class PagevecWorkload : public Workload {
     Pv::Reinit(pv);
   }
 
-  /// A volatile read of a pointer field (the compiler cannot drop or hoist
-  /// it across the lock).
+  /// A volatile read (not dropped or hoisted across the lock).
   static const void* benchmark_volatile_read(void* const& field) {
     return *static_cast<void* const volatile*>(&field);
   }
 
-  /// tlb_remove_page (or pagevec_add on the truncate pagevec): `p` joins the
-  /// release gather, flushed when full.
+  /// tlb_remove_page / pagevec_add: `p` joins the gather, flushed when full.
   void Gather(PerThread<Pv>& me, LruZone<L>& zone, LockStatSide& side, Page* p,
               int index) {
     me.gather[me.gather_nr++] = p;
@@ -470,9 +408,8 @@ class PagevecWorkload : public Workload {
     }
   }
 
-  /// The gather's flush: 2.6.9 tlb_flush_mmu -> free_pages_and_swap_cache
-  /// (release_pages in chunks of 16), 5.8 tlb_batch_pages_flush (one
-  /// release_pages call per batch), truncate: pagevec_release.
+  /// tlb_flush_mmu -> free_pages_and_swap_cache (2.6.9, chunks of 16),
+  /// tlb_batch_pages_flush (5.8), or pagevec_release (truncate).
   void FlushGather(PerThread<Pv>& me, LruZone<L>& zone, LockStatSide& side,
                    int index) {
     const int n = me.gather_nr;
@@ -486,14 +423,10 @@ class PagevecWorkload : public Workload {
     me.gather_nr = 0;
   }
 
-  /// release_pages (swap.c@v2.6.9:207, swap.c@v5.8.1:827) of `n` pages: drop
-  /// each page's reference; a page whose count reaches zero is taken off the
-  /// LRU under lru_lock, taken at the first such page. 2.6.9 drops the lock
-  /// when its pages_to_free pagevec (S slots, at the row's offset) fills and
-  /// frees the pagevec; 5.8 drops it every SWAP_CLUSTER_MAX iterations and
-  /// frees its list at the end. A page whose count does not reach zero is the
-  /// scanner's to free (it holds a reference). Freed pages go back to the
-  /// thread's pool.
+  /// release_pages (swap.c@v2.6.9:207, swap.c@v5.8.1:827): a page whose
+  /// count reaches zero leaves the LRU under lru_lock (taken at the first);
+  /// 2.6.9 unlocks when pages_to_free fills, 5.8 every SWAP_CLUSTER_MAX.
+  /// A page still referenced is the scanner's to free.
   void ReleasePages(PerThread<Pv>& me, LruZone<L>& zone, LockStatSide& side,
                     Page** pages, int n, int index) {
     const int hold = ReleaseHoldPages(cfg_.kernel, cfg_.slots);
@@ -577,8 +510,7 @@ class PagevecWorkload : public Workload {
       if (locked) Release(zone.lru_lock, me.stat);
       for (int i = 0; i < kept; ++i) me.free_pages.Push(freed[i]);
     }
-    // The kernel skips the lock for pages whose last reference is the
-    // scanner's; count the holds so Verify's exact formula still holds.
+    // Holds skipped for the scanner's pages, for Verify's exact count.
     me.release_lock_skips += expected_locks - std::min(expected_locks, locks);
   }
 
@@ -590,17 +522,14 @@ class PagevecWorkload : public Workload {
 
   // ---- the reclaim scanner ----------------------------------------------
 
-  /// The scanners' PUs by the helper rule (harness/machine/helpers.h: a core of
-  /// its own on the measured threads' NUMA node); when the rule places fewer
-  /// than zones, each scanner shares the plan's last PU(s). -1 (unbound)
-  /// without a host topology (tests).
+  /// The scanners' PUs by the helper rule (harness/machine/helpers.h), else
+  /// the plan's last PU(s), shared; -1 without a host topology (tests).
   void PickScannerPus() {
     for (auto& sc : scanners_) sc->pu = -1;
     scanner_places_.clear();
     if (env_.topology == nullptr || !env_.topology->is_host()) return;
     if (env_.plan != nullptr) {
-      // A core of its own first; else a spare PU on a measured thread's core
-      // (an SMT sibling, flagged), which still shares no measured PU.
+      // A core of its own first, else an idle SMT sibling (flagged).
       for (const bool smt : {false, true}) {
         std::vector<HelperPlace> places = PlaceHelpersNear(
             env_.topology->usable_pus(), *env_.plan,
@@ -646,8 +575,7 @@ class PagevecWorkload : public Workload {
     }
   }
 
-  /// The scanner thread: one isolate + putback cycle per kSwapClusterMax
-  /// pages added to its LRU, while any worker is in a window.
+  /// One cycle per kSwapClusterMax pages added, while a worker runs.
   void ScannerMain(Scanner& s) {
     if (s.pu >= 0) {
       try {
@@ -656,8 +584,7 @@ class PagevecWorkload : public Workload {
         s.pu = -1;
       }
     }
-    // Kernel reclaim spins like any lock user; sharing a measured PU it is
-    // oversubscribed and may yield.
+    // Spins like any lock user; may yield on a shared PU.
     SetSpinYield(scanner_shares_pu_ ? SpinYield::kAfterSpins
                                     : SpinYield::kNever);
     LruZone<L>& zone = *zones_[s.zone];
@@ -671,7 +598,7 @@ class PagevecWorkload : public Workload {
           zone.reclaim_wanted.load(std::memory_order_relaxed) > 0;
       if (running_.load(std::memory_order_relaxed) == 0 ||
           (!paced && !wanted)) {
-        // Sleep, as kswapd does, rather than PAUSE-poll.
+        // Sleeps, as kswapd does.
         std::this_thread::sleep_for(std::chrono::microseconds(20));
         continue;
       }
@@ -684,16 +611,13 @@ class PagevecWorkload : public Workload {
         ScanCycle(s, zone);
         ++s.on_demand_cycles;
         zone.covered.store(s.scanned_mark, std::memory_order_release);
-        // The request is served: its pages are back with their owners.
         zone.reclaim_wanted.store(0, std::memory_order_relaxed);
       }
     }
   }
 
-  /// 5.8's reclaim of SWAP_CLUSTER_MAX pages (ScannerHoldsPerCycle: 4 holds):
-  /// shrink_active_list moves them from LRU_ACTIVE_ANON to LRU_INACTIVE_ANON
-  /// (ShrinkActive58), then shrink_inactive_list reclaims from the inactive
-  /// tail (ScanCycleFrom on the inactive list).
+  /// 5.8: shrink_active_list then shrink_inactive_list (4 holds); 2.6.9:
+  /// an isolate and a putback of the one list (2 holds).
   void ScanCycle(Scanner& s, LruZone<L>& zone) {
     if (cfg_.kernel == Kernel::k58) {
       ShrinkActive58(s, zone);
@@ -704,18 +628,14 @@ class PagevecWorkload : public Workload {
     ++s.cycles;
   }
 
-  /// isolate_lru_pages (mm/vmscan.c@v5.8.1, and 2.6.9's isolate_lru_pages):
-  /// up to SWAP_CLUSTER_MAX pages from the tail of `list` move to `into`,
-  /// PG_lru cleared, each with a reference taken; a page without PG_lru, or
-  /// whose owner dropped the last reference (being freed), is rotated to the
-  /// head and left. Returns the pages isolated. Called under lru_lock; writes
-  /// only the lines the kernel does (the pages' flags, refcounts and links).
+  /// isolate_lru_pages (mm/vmscan.c@v5.8.1, 2.6.9 alike), lru_lock held:
+  /// up to SWAP_CLUSTER_MAX tail pages to `into` with a reference, PG_lru
+  /// cleared; a page being freed is rotated to the head. Returns the count.
   long IsolateLruPages(ListHead* list, ListHead* into) {
     long nr = 0;
     for (int scan = 0; scan < kSwapClusterMax && !ListEmpty(list); ++scan) {
       Page* p = PageFromLru(list->prev);
-      // __isolate_lru_page: PageLRU, then a reference unless the page is
-      // being freed (its owner dropped the last one: leave it, rotated).
+      // __isolate_lru_page: PageLRU, then get_page_unless_zero.
       if (!PageLru(*p) || !get_page_unless_zero(*p)) {
         ListMove(&p->lru, list);
         continue;
@@ -727,77 +647,55 @@ class PagevecWorkload : public Workload {
     return nr;
   }
 
-  /// shrink_active_list (mm/vmscan.c@v5.8.1) for up to SWAP_CLUSTER_MAX pages:
-  /// isolate_lru_pages from the LRU_ACTIVE_ANON tail under lru_lock (hold 1);
-  /// outside it every anonymous page is deactivated (page_referenced keeps
-  /// only VM_EXEC file pages active: ClearPageActive, list_add to l_inactive);
-  /// move_pages_to_lru puts them on LRU_INACTIVE_ANON under hold 2; a page
-  /// whose last reference that was is freed after it (FreeAfterHold).
+  /// shrink_active_list (mm/vmscan.c@v5.8.1): isolate from LRU_ACTIVE_ANON
+  /// (hold 1), deactivate outside the lock (anon pages are never kept
+  /// active), move_pages_to_lru onto LRU_INACTIVE_ANON (hold 2).
   void ShrinkActive58(Scanner& s, LruZone<L>& zone) {
-    ListHead* active = zone.List(Kernel::k58);
     ListHead l_hold;
     ListInit(&l_hold);
     long node_diff = 0, zone_diff = 0, memcg_diff = 0;  // the scanner's CPU
     Acquire(zone.lru_lock, *s.side, s.stat, kScannerIndex);
-    const long nr = IsolateLruPages(active, &l_hold);
+    const long nr = IsolateLruPages(zone.List(Kernel::k58), &l_hold);
     UpdateLruSize58(zone, &node_diff, &zone_diff, &memcg_diff, -nr,
                     kLruActiveAnon);
     Release(zone.lru_lock, s.stat);
-    // Deactivation, outside the lock.
     for (ListHead* n = l_hold.next; n != &l_hold; n = n->next)
-      ClearPageActive(*PageFromLru(n));
-    ListHead to_free;
-    ListInit(&to_free);
-    Acquire(zone.lru_lock, *s.side, s.stat, kScannerIndex);
-    while (!ListEmpty(&l_hold)) {
-      Page* p = PageFromLru(l_hold.next);
-      SetPageLru(*p);
-      ListMove(&p->lru, zone.Inactive58());
-      UpdateLruSize58(zone, &node_diff, &zone_diff, &memcg_diff, 1,
+      ClearPageActive(*PageFromLru(n));  // outside the lock
+    PutBack(s, zone, &l_hold, zone.Inactive58(), false, [&](long d) {
+      UpdateLruSize58(zone, &node_diff, &zone_diff, &memcg_diff, d,
                       kLruInactiveAnon);
-      if (put_page_testzero(*p)) {
-        // The owner released it meanwhile: the scanner frees it.
-        ClearPageLru(*p);
-        ListMove(&p->lru, &to_free);
-        UpdateLruSize58(zone, &node_diff, &zone_diff, &memcg_diff, -1,
-                        kLruInactiveAnon);
-      }
-    }
-    Release(zone.lru_lock, s.stat);
-    FreeAfterHold(s, &to_free);
+    });
     FoldScannerDiffs(zone, node_diff, zone_diff, memcg_diff);
   }
 
-  /// isolate_lru_pages + move_pages_to_lru (mm/vmscan.c@v5.8.1
-  /// shrink_inactive_list) for up to SWAP_CLUSTER_MAX pages from the tail of
-  /// `list` (5.8: LRU_INACTIVE_ANON, `lru` its index; 2.6.9: the one list).
+  /// shrink_inactive_list (mm/vmscan.c@v5.8.1): isolate from `list` (lru:
+  /// its index; 2.6.9: the one list), reclaim, move_pages_to_lru.
   void ScanCycleFrom(Scanner& s, LruZone<L>& zone, ListHead* list, int lru) {
     const Kernel k = cfg_.kernel;
     ListHead isolated;
     ListInit(&isolated);
     long node_diff = 0, zone_diff = 0, memcg_diff = 0;  // the scanner's CPU
+    const auto resize = [&](long d) {
+      if (k == Kernel::k269) {
+        zone.nr_lru += static_cast<unsigned long>(d);
+      } else {
+        UpdateLruSize58(zone, &node_diff, &zone_diff, &memcg_diff, d, lru);
+      }
+    };
     Acquire(zone.lru_lock, *s.side, s.stat, kScannerIndex);
     const long nr = IsolateLruPages(list, &isolated);
-    if (k == Kernel::k269) {
-      zone.nr_lru -= static_cast<unsigned long>(nr);
-    } else {
-      UpdateLruSize58(zone, &node_diff, &zone_diff, &memcg_diff, -nr, lru);
-    }
+    resize(-nr);
     Release(zone.lru_lock, s.stat);
     s.isolated += static_cast<uint64_t>(nr);
     if (nr == 0 && k == Kernel::k58) {
-      // shrink_inactive_list returns before hold 4 when it isolated nothing
-      // (mm/vmscan.c@v5.8.1:1961-1962).
+      // No hold 4 when nothing was isolated (mm/vmscan.c@v5.8.1:1961-1962).
       ++s.skipped_putbacks;
       return;
     }
     if (cfg_.release == Release::kNone) {
-      // shrink_page_list reclaims a page only when it holds nothing but the
-      // mapping's reference and the isolation's: __remove_mapping's
-      // page_ref_freeze(page, 2) (mm/vmscan.c@v5.8.1). A page whose
-      // lru_cache_add reference a worker has not dropped yet (the release
-      // after __pagevec_lru_add runs outside the lock) is busy: it goes back
-      // to the LRU below, as shrink_page_list keeps such pages.
+      // shrink_page_list: __remove_mapping's page_ref_freeze(page, 2)
+      // (mm/vmscan.c@v5.8.1); a page still in a worker's pagevec is busy
+      // and goes back to the LRU.
       ListHead busy;
       ListInit(&busy);
       while (!ListEmpty(&isolated)) {
@@ -814,39 +712,37 @@ class PagevecWorkload : public Workload {
       }
       while (!ListEmpty(&busy)) ListMove(busy.next, &isolated);
     }
-    // move_pages_to_lru retakes the lock even when reclaim left nothing to
-    // put back (mm/vmscan.c@v5.8.1:1967).
+    // move_pages_to_lru retakes the lock even with nothing to put back
+    // (mm/vmscan.c@v5.8.1:1967).
+    PutBack(s, zone, &isolated, list, true, resize);
+    FoldScannerDiffs(zone, node_diff, zone_diff, memcg_diff);
+  }
+
+  /// move_pages_to_lru under one hold: `pages` onto `list` (`resize` counts
+  /// them); a page whose last reference that was is freed after the hold.
+  template <class Resize>
+  void PutBack(Scanner& s, LruZone<L>& zone, ListHead* pages, ListHead* list,
+               bool clear_active, const Resize& resize) {
     ListHead to_free;
     ListInit(&to_free);
     Acquire(zone.lru_lock, *s.side, s.stat, kScannerIndex);
-    while (!ListEmpty(&isolated)) {
-      Page* p = PageFromLru(isolated.next);
+    while (!ListEmpty(pages)) {
+      Page* p = PageFromLru(pages->next);
       SetPageLru(*p);
       ListMove(&p->lru, list);
-      if (k == Kernel::k269) {
-        ++zone.nr_lru;
-      } else {
-        UpdateLruSize58(zone, &node_diff, &zone_diff, &memcg_diff, 1, lru);
-      }
-      if (put_page_testzero(*p)) {
-        // The owner released it meanwhile: the scanner frees it.
+      resize(1);
+      if (put_page_testzero(*p)) {  // the owner released it meanwhile
         ClearPageLru(*p);
-        ClearPageActive(*p);
+        if (clear_active) ClearPageActive(*p);
         ListMove(&p->lru, &to_free);
-        if (k == Kernel::k269) {
-          --zone.nr_lru;
-        } else {
-          UpdateLruSize58(zone, &node_diff, &zone_diff, &memcg_diff, -1, lru);
-        }
+        resize(-1);
       }
     }
     Release(zone.lru_lock, s.stat);
     FreeAfterHold(s, &to_free);
-    FoldScannerDiffs(zone, node_diff, zone_diff, memcg_diff);
   }
 
-  /// refresh_cpu_vm_stats for the scanner's CPU: its LRU counter diffs of a
-  /// cycle folded into the node, zone and memcg totals.
+  /// refresh_cpu_vm_stats: the scanner's diffs into the totals.
   static void FoldScannerDiffs(LruZone<L>& zone, long node_diff, long zone_diff,
                                long memcg_diff) {
     zone.node_lru.fetch_add(node_diff, std::memory_order_relaxed);
@@ -854,16 +750,17 @@ class PagevecWorkload : public Workload {
     zone.memcg_lru.fetch_add(memcg_diff, std::memory_order_relaxed);
   }
 
-  /// The scanner dropped `p`'s last reference: the page goes back to its
-  /// owner's pool.
+  /// The scanner dropped `p`'s last reference: back to its owner's pool.
   void ScannerFrees(Scanner& s, Page* p) {
-    ReturnToOwner(p);
+    PerThread<Pv>& owner = per_thread_[p->private_];
+    std::lock_guard<std::mutex> g(owner.returned_mu);
+    owner.returned.push_back(p);
+    owner.n_returned.store(static_cast<int>(owner.returned.size()),
+                           std::memory_order_release);
     ++s.freed;
   }
 
-  /// The pages a putback hold dropped the last reference of, freed after
-  /// the lock is released: move_pages_to_lru list_adds them to pages_to_free
-  /// under lru_lock and its callers free them after spin_unlock_irq
+  /// Pages a putback dropped the last reference of, freed after the hold
   /// (mm/vmscan.c@v5.8.1:1875-1896, :1979-1982, :2098-2101).
   void FreeAfterHold(Scanner& s, ListHead* to_free) {
     while (!ListEmpty(to_free)) {
@@ -873,9 +770,8 @@ class PagevecWorkload : public Workload {
     }
   }
 
-  /// A thread's counters and, with `held`, its pages by place: free or
-  /// returned by the scanner (off the LRU, refcount 0), on the LRU (its FIFO
-  /// and the release gather: 1), in the add pagevec (off the LRU: 2).
+  /// A thread's counters and, with `held`, its pages by place and refcount:
+  /// free or returned 0, on the LRU (FIFO, gather) 1, add pagevec 2.
   ThreadFacts FactsOf(const PerThread<Pv>* t, bool held) const {
     if (t == nullptr) return {};
     ThreadFacts f{.stat = &t->stat,
@@ -900,15 +796,6 @@ class PagevecWorkload : public Workload {
     for (int i = 0; !cfg_.rapid && i < Pv::Count(t->add_pv); ++i)
       f.held.push_back({Pv::At(t->add_pv, i), false, 2});
     return f;
-  }
-
-  /// A page the scanner freed goes back to its owner's pool.
-  void ReturnToOwner(Page* p) {
-    PerThread<Pv>& owner = per_thread_[p->private_];
-    std::lock_guard<std::mutex> g(owner.returned_mu);
-    owner.returned.push_back(p);
-    owner.n_returned.store(static_cast<int>(owner.returned.size()),
-                           std::memory_order_release);
   }
 
   Config cfg_;

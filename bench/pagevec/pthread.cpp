@@ -1,6 +1,4 @@
-// pagevec's workloads (bench/pagevec.h) for glibc's pthread mutex, every
-// layout. One group of locks per translation unit, so the cores of the build
-// compile them in parallel.
+// pagevec's workloads (bench/pagevec.h) for glibc's pthread mutex.
 #include "bench/pagevec.h"
 
 namespace lockline::pagevec_bench {

@@ -1,6 +1,4 @@
-// pagevec's workloads (bench/pagevec.h) for the MCS lock and the qspinlock
-// (5.8's spinlock), every layout. One group of locks per translation unit, so
-// the cores of the build compile them in parallel.
+// pagevec's workloads (bench/pagevec.h) for mcs and qspinlock (5.8's).
 #include "bench/pagevec.h"
 
 namespace lockline::pagevec_bench {

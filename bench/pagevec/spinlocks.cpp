@@ -1,6 +1,4 @@
-// pagevec's workloads (bench/pagevec.h) for the test-and-test-and-set lock
-// (2.6.9's spinlock) and the ticket lock, every layout. One group of locks per
-// translation unit, so the cores of the build compile them in parallel.
+// pagevec's workloads (bench/pagevec.h) for ttas (2.6.9's) and ticket.
 #include "bench/pagevec.h"
 
 namespace lockline::pagevec_bench {

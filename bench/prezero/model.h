@@ -1,16 +1,8 @@
-// prezero's model: what the 2004 background pre-zeroing proposal
-// (BACKGROUND.md section 5) puts around the 2.6.9-era page
-// allocator, in user space. Free pages sit in pools under one zone->lock
-// (PoolLock, a 2.6.9 x86 spin_lock); a freed page is dirty; a zeroer cleans
-// dirty pages outside the allocation path and puts them back pre-zeroed:
-//   PagePool, the steady-state modes' pool: a dirty and a zeroed stack;
-//   BurstPool, the burst protocol's free memory: order-4 blocks (the buddy
-//     order the Altix block-transfer engine was limited to), split blocks'
-//     pages and a capped pre-zeroed pool;
-//   NodeZeroerPlaces, the idle-CPU zeroers' places (scrubd's shape: one
-//     kernel thread per NUMA node), and the zeroers' loops (RunPoolZeroer,
-//     RunBurstZeroer).
-// The experiment (allocating threads, the grid, report and checks) is
+// prezero's model: the 2004 pre-zeroing proposal around the 2.6.9-era
+// allocator. Free pages in pools under zone->lock (PoolLock); zeroers clean
+// freed (dirty) pages outside the allocation path. PagePool: the steady-state
+// pool; BurstPool: order-4 blocks (the Altix engine's order), split pages, a
+// capped pre-zeroed pool; the zeroers' places and loops. The experiment:
 // bench/prezero.cpp.
 #pragma once
 
@@ -36,32 +28,19 @@
 namespace lockline::prezero_bench {
 
 inline constexpr std::size_t kPage = 4096;
-/// Pool size: 16 MiB, past the L2 of any current core and about one L3 slice,
-/// so pages are not all cache-resident (a real free list is far larger still).
+/// Pool size: 16 MiB, past any L2, so pages are not all cache-resident.
 inline constexpr std::size_t kPoolPages = 4096;
-/// Pages the zeroer takes per lock acquisition: 16 (64 KiB, a few µs of
-/// zeroing), small against the pool so allocators still find dirty pages to
-/// self-zero when it falls behind.
+/// Pages the zeroer takes per hold: 64 KiB, a few µs, small against the pool.
 inline constexpr std::size_t kZeroerBatch = 16;
-/// Byte freshly mapped pool pages are filled with, so an unzeroed hand-out is
-/// detectable.
+/// Fill of fresh pool pages, so an unzeroed hand-out is detectable.
 inline constexpr uint8_t kDirtyByte = 0x5a;
 /// Pages per order-4 block (the engine zeroes only whole blocks).
 inline constexpr std::size_t kBlockPages = 16;
 
-/// The pool lock of both protocols: zone->lock, a spinlock. 2.6.9 / 2.6.10 on
-/// x86 (the kernels of the 2004 thread) took it with spin_lock, a
-/// test-and-test-and-set byte lock: TtasLock (harness/locks/tas_lock.h, row
-/// name `ttas`). Held only to pop / push a few pointers, as the kernel holds
-/// zone->lock only to unlink / link pages.
-///
-/// One difference the model needs: the kernel's holder cannot be preempted
-/// (spin_lock disables preemption), a user-space one can. An allocating thread
-/// sharing its PU with a SCHED_IDLE zeroer (SetSharesPuWithZeroer) would spin
-/// forever on a lock that zeroer holds while it waits for that very PU, so such
-/// a thread, after kSpinsBeforeSleep failed tries, sleeps 1 us per retry; the
-/// zeroer runs, finishes its few-pointer critical section and releases. Every
-/// other thread spins as the harness set it (harness/locks/spin_wait.h).
+/// zone->lock as 2.6.9 / 2.6.10 x86 spin_lock took it (TtasLock), held only
+/// to pop / push pointers. A user-space holder can be preempted: a thread
+/// sharing its PU with a SCHED_IDLE zeroer sleeps 1 us per retry after
+/// kSpinsBeforeSleep tries, so the zeroer can release.
 class PoolLock {
  public:
   static constexpr const char* kName = TtasLock::kName;
@@ -87,8 +66,7 @@ class PoolLock {
   bool try_lock() { return lock_.try_lock(); }
   void unlock() { lock_.unlock(); }
 
-  /// Marks the calling thread as sharing its PU with a SCHED_IDLE zeroer
-  /// (see the class comment); returns the previous value.
+  /// Marks this thread as sharing its PU with a zeroer; returns the old value.
   static bool SetSharesPuWithZeroer(bool shares) {
     const bool old = shares_pu_with_zeroer();
     shares_pu_with_zeroer() = shares;
@@ -103,8 +81,7 @@ class PoolLock {
   TtasLock lock_;
 };
 
-/// The memory of a pool: `pages` 4 KiB pages, mapped and filled with
-/// kDirtyByte. Throws std::bad_alloc when mmap fails.
+/// A pool's `pages` pages, filled with kDirtyByte; std::bad_alloc on failure.
 class PoolPages {
  public:
   explicit PoolPages(std::size_t pages) : pages_(pages) {
@@ -120,7 +97,6 @@ class PoolPages {
 
   std::size_t pages() const { return pages_; }
   char* page(std::size_t i) const { return base_ + i * kPage; }
-  /// True when `p` is one of the pool's page addresses.
   bool Owns(const char* p) const {
     return p >= base_ && p < base_ + pages_ * kPage && (p - base_) % kPage == 0;
   }
@@ -130,13 +106,10 @@ class PoolPages {
   std::size_t pages_;
 };
 
-/// The page pool: a dirty stack (freed pages) and a zeroed stack (pages the
-/// zeroer cleaned), both LIFO so recently used pages are reused first, under
-/// one PoolLock (zone->lock, a spinlock) held only to pop or push. Invariant
-/// (when no thread holds a page): dirty + zeroed == pages.
+/// A dirty and a zeroed LIFO stack under one PoolLock. At rest dirty +
+/// zeroed == pages.
 class PagePool {
  public:
-  /// Maps `pages` dirty pages (PoolPages), all on the dirty stack.
   explicit PagePool(std::size_t pages) : mem_(pages) {
     dirty_.reserve(pages);
     zeroed_.reserve(pages);  // reserved: pushes never allocate under the lock
@@ -144,9 +117,7 @@ class PagePool {
     dirty_hint_.store(pages);
   }
 
-  /// A page for an allocation: a zeroed one when available (*prezeroed = true),
-  /// else a dirty one the caller must zero; nullptr when both stacks are empty
-  /// (every page is held).
+  /// A zeroed page (*prezeroed) or a dirty one to zero; nullptr if none.
   char* Take(bool* prezeroed) {
     std::lock_guard<PoolLock> g(mu_);
     *prezeroed = !zeroed_.empty();
@@ -163,10 +134,7 @@ class PagePool {
     dirty_.push_back(page);
     dirty_hint_.store(dirty_.size(), std::memory_order_relaxed);
   }
-  /// The zeroer's side: up to `max` dirty pages to clean into out[], returns
-  /// how many. Batched (one lock round trip per batch, like the kernel's
-  /// per-cpu list refills) and preceded by a lock-free peek, so an idle zeroer
-  /// does not take the allocators' lock.
+  /// Up to `max` dirty pages for the zeroer, one hold after a lock-free peek.
   std::size_t TakeDirty(char** out, std::size_t max) {
     if (dirty_hint_.load(std::memory_order_relaxed) == 0) return 0;
     std::lock_guard<PoolLock> g(mu_);
@@ -197,20 +165,16 @@ class PagePool {
  private:
   PoolLock mu_;
   std::vector<char*> dirty_, zeroed_;
-  std::atomic<std::size_t> dirty_hint_{
-      0};  // dirty_.size() as of the last change (a hint)
+  std::atomic<std::size_t> dirty_hint_{0};  ///< dirty_.size(), a hint
   PoolPages mem_;
 };
 
-/// Free memory of the burst protocol: intact dirty order-4 blocks, dirty
-/// pages of split blocks, and the pre-zeroed pool (at most `cap` pages), under
-/// one PoolLock (zone->lock, a ttas spinlock as 2.6.9's spin_lock). Invariant:
-/// 16 x blocks + partial + zeroed + pages held by allocators + pages being
-/// zeroed == pages().
+/// The burst's free memory under one PoolLock: dirty order-4 blocks, split
+/// pages, a pre-zeroed pool of at most `cap`. 16 x blocks + partial + zeroed +
+/// held + being zeroed == pages().
 class BurstPool {
  public:
-  /// Maps `pages` (rounded up to whole blocks) dirty pages; the pre-zeroed
-  /// pool holds at most `cap` pages. Throws std::bad_alloc when mmap fails.
+  /// `pages` rounded up to whole blocks; std::bad_alloc on failure.
   BurstPool(std::size_t pages, std::size_t cap)
       : mem_((pages + kBlockPages - 1) / kBlockPages * kBlockPages), cap_(cap) {
     blocks_.reserve(mem_.pages() / kBlockPages);
@@ -219,8 +183,7 @@ class BurstPool {
     Reset();
   }
 
-  /// An allocation: a pre-zeroed page when there is one (*prezeroed = true),
-  /// else a dirty one (splitting a block when no split block has pages left);
+  /// A pre-zeroed page (*prezeroed) or a dirty one (splitting a block);
   /// nullptr when every page is held or being zeroed.
   char* Take(bool* prezeroed) {
     std::lock_guard<PoolLock> g(mu_);
@@ -235,9 +198,8 @@ class BurstPool {
     }
     return Pop(partial_);
   }
-  /// A zeroer's share: up to kBlockPages dirty pages into out[] while the pool
-  /// (with pages being zeroed) is below its cap. `whole_blocks`: only an intact
-  /// order-4 block (the engine). Returns how many.
+  /// Up to kBlockPages dirty pages while below the cap (`whole_blocks`: one
+  /// intact block, the engine). Returns how many.
   std::size_t TakeDirty(char** out, bool whole_blocks) {
     std::lock_guard<PoolLock> g(mu_);
     const std::size_t have = zeroed_.size() + zeroing_;
@@ -273,8 +235,7 @@ class BurstPool {
     std::lock_guard<PoolLock> g(mu_);
     partial_.push_back(page);
   }
-  /// Free pages (dirty blocks, dirty split pages, pre-zeroed) and pages being
-  /// zeroed.
+  /// Free pages, including those being zeroed.
   std::size_t free_pages() {
     std::lock_guard<PoolLock> g(mu_);
     return blocks_.size() * kBlockPages + partial_.size() + zeroed_.size() +
@@ -284,9 +245,7 @@ class BurstPool {
     std::lock_guard<PoolLock> g(mu_);
     return zeroed_.size();
   }
-  /// Between bursts (no page held, no zeroer working) and at construction:
-  /// every page free and dirty, in intact order-4 blocks; each page's first
-  /// and last words (what the hand-out check reads) are dirtied.
+  /// At rest: every page free and dirty (first and last words) in blocks.
   void Reset() {
     std::lock_guard<PoolLock> g(mu_);
     blocks_.clear();
@@ -317,14 +276,9 @@ class BurstPool {
   std::size_t cap_;
 };
 
-/// The zeroer:idle_cpus places: one zeroer per NUMA node of the measured
-/// threads (in plan order), the shape of the 2004 scrubd patch (one kernel
-/// thread per node, run on the node's most idle CPU). Within each node, the
-/// helper rule (harness/machine/helpers.h PlaceHelpersNear on that node's PUs):
-/// a spare PU on a core of its own; with none (every PU of the node measured),
-/// the node's least-loaded measured PU (fewest measured threads; the last in
-/// plan order among equals), shared at SCHED_IDLE (reason says so). Measured
-/// PUs of unknown node (-1) count as one node. Never throws.
+/// zeroer:idle_cpus: one zeroer per measured NUMA node (scrubd's shape), on
+/// a spare PU by the helper rule, else the node's least-loaded measured PU
+/// (the last among equals), shared at SCHED_IDLE. Node -1 counts as one node.
 inline std::vector<HelperPlace> NodeZeroerPlaces(
     const std::vector<PuInfo>& usable, const ThreadPlan& plan) {
   std::vector<int> nodes;
@@ -354,7 +308,6 @@ inline std::vector<HelperPlace> NodeZeroerPlaces(
       }
     }
     if (least == nullptr) continue;  // not reached: the node is measured
-    // The row's helper_l3 / helper_kind say where it ran.
     out.push_back({.pu = least->os_index,
                    .core = least->core,
                    .numa = least->numa,
@@ -367,9 +320,8 @@ inline std::vector<HelperPlace> NodeZeroerPlaces(
   return out;
 }
 
-/// Puts the calling zeroer thread on its place: bound to `pu` of `topo`
-/// (not without a topology or a PU), at SCHED_IDLE when `idle`. False when
-/// the binding failed (the thread then runs unbound).
+/// Binds this zeroer to `pu` (if any), SCHED_IDLE when `idle`; false when
+/// the binding failed.
 inline bool EnterZeroerPlace(const Topology* topo, int pu, bool idle) {
   bool bound = true;
   if (topo != nullptr && pu >= 0) {
@@ -386,9 +338,8 @@ inline bool EnterZeroerPlace(const Topology* topo, int pu, bool idle) {
   return bound;
 }
 
-/// The steady-state modes' zeroer, until `quit`: batches of kZeroerBatch
-/// dirty pages of `pool` zeroed by `method` and put back pre-zeroed,
-/// counted in `zeroed`. Frozen while no allocating thread is `active`.
+/// The steady-state zeroer until `quit`: batches of kZeroerBatch, counted
+/// in `zeroed`; frozen while no allocator is `active`.
 inline void RunPoolZeroer(PagePool& pool, ZeroMethod method,
                           const std::atomic<int>& active,
                           const std::atomic<bool>& quit,
@@ -396,8 +347,7 @@ inline void RunPoolZeroer(PagePool& pool, ZeroMethod method,
   char* batch[kZeroerBatch];
   while (!quit.load(std::memory_order_acquire)) {
     if (active.load(std::memory_order_acquire) == 0) {
-      // Between windows: frozen, so the first allocations of a window do
-      // not find a pool pre-zeroed in time the workload never gave.
+      // Frozen between windows (no pre-zeroing in time never given).
       std::this_thread::sleep_for(std::chrono::microseconds(50));
       continue;
     }
@@ -413,11 +363,8 @@ inline void RunPoolZeroer(PagePool& pool, ZeroMethod method,
   }
 }
 
-/// A burst protocol zeroer, until `quit`, while `run`: up to kBlockPages
-/// dirty pages of `pool` at a time (the `engine`: only whole order-4
-/// blocks, zeroed as one with non-temporal stores; else rep stosb per
-/// page), put back pre-zeroed and counted in `zeroed`. `busy` counts the
-/// zeroers working.
+/// A burst zeroer until `quit`, while `run` (the `engine`: whole blocks,
+/// non-temporal; else rep stosb per page); `busy` counts those working.
 inline void RunBurstZeroer(BurstPool& pool, bool engine,
                            const std::atomic<bool>& run,
                            const std::atomic<bool>& quit,
@@ -431,9 +378,7 @@ inline void RunBurstZeroer(BurstPool& pool, bool engine,
       std::this_thread::sleep_for(std::chrono::microseconds(50));
       continue;
     }
-    // busy around the work, re-checking run after the increment: a pause
-    // (run = false, then waiting for busy == 0) never returns while a batch
-    // is being zeroed.
+    // run re-checked after busy++: a pause never returns mid-batch.
     busy.fetch_add(1, std::memory_order_seq_cst);
     if (!run.load(std::memory_order_seq_cst)) {
       busy.fetch_sub(1, std::memory_order_seq_cst);
