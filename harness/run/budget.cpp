@@ -18,6 +18,16 @@ struct Scale {
 // Seconds one oversubscribed window may take: its wall-clock bound (RunPoint).
 double BoundS(double window_s) { return std::max(10 * window_s, 2.0); }
 
+// `cut` with the figure points FitRepetitions cut from `full` to `points`.
+RepetitionCut CountCut(RepetitionCut cut, const std::vector<BudgetPoint>& full,
+                       const std::vector<BudgetPoint>& points) {
+  for (std::size_t i = 0; i < full.size(); ++i)
+    cut.figure_points_cut +=
+        !full[i].comparison &&
+        points[i].repetitions_left < full[i].repetitions_left;
+  return cut;
+}
+
 }  // namespace
 
 double HarnessRepetitionCostS(int threads, int windows, int usable_pus) {
@@ -103,6 +113,73 @@ BudgetFit FitBudget(const std::vector<BudgetPoint>& points,
   fit.window_s = lo;
   fit.estimate_s = PredictSeconds(points, recording, lo);
   return fit;
+}
+
+RepetitionCut FitRepetitions(std::vector<BudgetPoint>& points,
+                             const RecordingCost& recording,
+                             double figures_budget_s, double budget_s,
+                             double window_s) {
+  RepetitionCut cut;
+  const std::vector<BudgetPoint> full = points;
+  const std::vector<double> each = PredictPointSeconds(full, window_s);
+  double reps = 0;
+  for (const BudgetPoint& p : full) reps += p.repetitions_left;
+  // A repetition's file rewrite, at the file's mean size over the plan.
+  const double rewrite_s =
+      recording.per_row_s *
+      (recording.rows + recording.rows_per_repetition * reps / 2);
+  // Sets the cuttable points of one kind to reps_of(i) within their floor
+  // and plan; true when the run then fits.
+  const auto fits = [&](bool comparison, auto reps_of) {
+    for (std::size_t i = 0; i < full.size(); ++i) {
+      const BudgetPoint& f = full[i];
+      if (f.comparison == comparison && f.repetitions_floor > 0)
+        points[i].repetitions_left = std::clamp(
+            reps_of(i), std::min(f.repetitions_floor, f.repetitions_left),
+            f.repetitions_left);
+    }
+    return PredictSeconds(points, recording, window_s) <=
+           (comparison ? budget_s : figures_budget_s);
+  };
+  const auto capped = [&](double cap) {
+    return fits(false, [&](std::size_t i) {
+      const double rep = each[i] / std::max(1, full[i].repetitions_left);
+      return static_cast<int>(cap / (rep + rewrite_s));
+    });
+  };
+  const auto shared = [&](double share) {
+    return fits(true, [&](std::size_t i) {
+      return static_cast<int>(std::ceil(share * full[i].repetitions_left));
+    });
+  };
+  if (PredictSeconds(points, recording, window_s) <= figures_budget_s)
+    return cut;
+  // Bisect for the longest cap, then the largest share, that fits.
+  double lo = 0, hi = 0;
+  for (std::size_t i = 0; i < full.size(); ++i)
+    hi = std::max(hi, each[i] + rewrite_s * full[i].repetitions_left);
+  if (capped(0)) {
+    for (int i = 0; i < 50; ++i) {
+      const double mid = (lo + hi) / 2;
+      (capped(mid) ? lo : hi) = mid;
+    }
+    capped(lo);
+    cut.figure_cap_s = lo;
+    return CountCut(cut, full, points);
+  }
+  cut.figure_cap_s = 0;
+  cut.whole_budget = true;
+  if (!shared(1)) {
+    lo = 0, hi = 1;
+    if (shared(0))
+      for (int i = 0; i < 30; ++i) {
+        const double mid = (lo + hi) / 2;
+        (shared(mid) ? lo : hi) = mid;
+      }
+    shared(lo);
+    cut.comparison_share = lo;
+  }
+  return CountCut(cut, full, points);
 }
 
 std::string BudgetWarning(double budget_s, double spent_s,

@@ -347,6 +347,7 @@ void CheckBenchmarkFlag(const std::string& arg, Options* o) {
     o->benchmark_filter = value;
   } else if (name == "benchmark_repetitions") {
     o->repetitions = ParsePositiveInt(value, "--benchmark_repetitions");
+    o->repetitions_given = true;
   } else if (name == "benchmark_out_format") {
     if (value != "json" && value != "console" && value != "csv")
       throw UsageError("bad --benchmark_out_format value '" + value +
