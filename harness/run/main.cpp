@@ -621,11 +621,11 @@ int Main(int argc, char** argv) {
   }
   try {
     BuildPoints(run);
-    // --plan: the placement and the run's estimate against its budget.
+    // --plan: the run's estimate against its budget, then the placement
+    // (readers take every line after its table header as a row).
     if (o.plan) {
-      PrintPlan(run);
       PrintPlanLine(run, FitWindow(run));
-      return 0;
+      return PrintPlan(run);
     }
   } catch (const std::exception& e) {
     return FailWithError(e.what());

@@ -288,25 +288,22 @@ void CutRepetitions(RunState& run, double budget_left_s) {
 std::string RepetitionCutLine(const RunState& run) {
   const RepetitionCut& c = run.cut;
   if (c.figure_cap_s < 0) return "";
-  const std::string reps = std::to_string(run.opts.repetitions);
+  const std::string share =
+      c.comparison_share >= 1
+          ? "keep their planned repetitions"
+          : "keep " + std::to_string(std::lround(c.comparison_share * 100)) +
+                " % of their planned repetitions (at least " +
+                std::to_string(run.opts.repetitions) + ")";
   const std::string floor = std::to_string(kMinFigureRepetitions);
-  if (!c.whole_budget)
-    return "plan within the budget: " + std::to_string(c.figure_points_cut) +
-           " figure points cut to " + floor + "-" + reps +
-           " repetitions (the costliest first: at most " +
-           FormatDuration(c.figure_cap_s) +
-           " a point); the comparisons keep their planned repetitions";
-  return "plan within the budget: the figure points at " + floor +
-         " repetitions (" + std::to_string(c.figure_points_cut) +
-         " cut); the comparisons " +
-         (c.comparison_share >= 1
-              ? std::string("keep their planned repetitions")
-              : "at " +
-                    std::to_string(
-                        static_cast<int>(c.comparison_share * 100 + 0.5)) +
-                    " % of their planned repetitions (at least " + reps +
-                    " each)") +
-         ", using the time --until-resolved would have had";
+  return "plan within the budget: " +
+         (c.whole_budget
+              ? "every figure point at " + floor + " repetitions"
+              : std::to_string(c.figure_points_cut) + " figure points cut to " +
+                    floor + "+ repetitions, the costliest first (at most " +
+                    FormatDuration(c.figure_cap_s) + " a point)") +
+         "; the comparisons " + share +
+         (c.whole_budget ? ", in the time --until-resolved would have had"
+                         : "");
 }
 
 double FitWindow(RunState& run) {
