@@ -115,6 +115,40 @@ json ParamsJson(const Point& p) {
   return o;
 }
 
+// The default run's plan-time cut (budget.h FitRepetitions) within
+// `budget_left_s` at the minimum window: figures down to
+// kMinFigureRepetitions, then the comparisons down to the run's repetitions
+// (PlanPairs' minimum); the cut repetitions go into the points.
+void CutRepetitions(RunState& run, double budget_left_s) {
+  for (const Point& p : run.points) {
+    BudgetPoint& b = run.budget[p.index];
+    b.comparison = !p.variant->question.empty();
+    b.repetitions_floor =
+        b.comparison ? run.opts.repetitions * p.variant->repetition_factor
+                     : kMinFigureRepetitions;
+  }
+  run.cut = FitRepetitions(
+      run.budget, run.recording, budget_left_s,
+      budget_left_s + run.opts.budget_s - PlannedBudgetS(run.opts),
+      kMinFitWindowS);
+  for (Point& p : run.points) {
+    const int reps = run.budget[p.index].repetitions_left;
+    if (reps == PointRepetitions(run, p)) continue;
+    p.repetitions = reps;
+    if (!p.pairs) continue;
+    p.pairs->repetitions = reps;
+    p.pairs->expected_half_width = PairedHalfWidth(
+        static_cast<int>(p.pairs->prior.regime_share * reps + 1e-9),
+        p.pairs->pairs_per_repetition, p.pairs->prior);
+  }
+  if (run.results && run.cut.figure_cap_s >= 0)
+    run.results->lockline_context()["repetitions_cut"] = {
+        {"figure_cap_s", run.cut.figure_cap_s},
+        {"figure_points_cut", run.cut.figure_points_cut},
+        {"comparison_share", run.cut.comparison_share},
+        {"whole_budget", run.cut.whole_budget}};
+}
+
 }  // namespace
 
 json ThreadPlanJson(const ThreadPlan& plan) {
@@ -243,47 +277,6 @@ void MeasureCoherenceBaselines(RunState& run) {
   }
   run.results->lockline_context()["coherence_baseline"] = out;
 }
-
-namespace {
-
-// The default run's plan-time cut (budget.h FitRepetitions) within
-// `budget_left_s` at the minimum window: figures down to
-// kMinFigureRepetitions, then the comparisons down to the run's repetitions
-// (PlanPairs' minimum); the cut repetitions go into the points.
-void CutRepetitions(RunState& run, double budget_left_s) {
-  for (const Point& p : run.points) {
-    BudgetPoint& b = run.budget[p.index];
-    b.comparison = !p.variant->question.empty();
-    b.repetitions_floor =
-        b.comparison ? run.opts.repetitions * p.variant->repetition_factor
-                     : kMinFigureRepetitions;
-  }
-  run.cut = FitRepetitions(
-      run.budget, run.recording, budget_left_s,
-      budget_left_s + run.opts.budget_s - PlannedBudgetS(run.opts),
-      kMinFitWindowS);
-  for (Point& p : run.points) {
-    const int reps = run.budget[p.index].repetitions_left;
-    if (reps == PointRepetitions(run, p)) continue;
-    p.repetitions = reps;
-    if (PairPlan* pp = p.pairs ? &*p.pairs : nullptr) {
-      pp->repetitions = reps;
-      pp->expected_half_width = PairedHalfWidth(
-          static_cast<int>(pp->prior.regime_share * reps + 1e-9),
-          pp->pairs_per_repetition, pp->prior);
-    }
-  }
-  if (run.results && run.cut.figure_cap_s >= 0)
-    run.results->lockline_context()["repetitions_cut"] = {
-        {"budget_left_s", budget_left_s},
-        {"figure_cap_s", run.cut.figure_cap_s},
-        {"figure_points_cut", run.cut.figure_points_cut},
-        {"min_figure_repetitions", kMinFigureRepetitions},
-        {"comparison_share", run.cut.comparison_share},
-        {"whole_budget", run.cut.whole_budget}};
-}
-
-}  // namespace
 
 std::string RepetitionCutLine(const RunState& run) {
   const RepetitionCut& c = run.cut;
