@@ -282,8 +282,10 @@ std::string RepetitionCutLine(const RunState& run) {
   const RepetitionCut& c = run.cut;
   if (c.figure_cap_s < 0) return "";
   const std::string share =
-      c.comparison_share >= 1
-          ? "keep their planned repetitions"
+      c.comparison_share >= 1 ? "keep their planned repetitions"
+      : c.comparison_share <= 0
+          ? "run the run's " + std::to_string(run.opts.repetitions) +
+                " repetitions (their minimum)"
           : "keep " + std::to_string(std::lround(c.comparison_share * 100)) +
                 " % of their planned repetitions (at least " +
                 std::to_string(run.opts.repetitions) + ")";
