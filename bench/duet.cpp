@@ -132,15 +132,17 @@ const std::vector<DuetSpec>& Specs() {
        pv2004 + "/offset:0", "work_ns", kMax, kDefault},
       {"000", "pagevec", "offset", "0", "8", pv2004 + "/slots:16", "work_ns",
        kMax, kDefault},
-      // 2015 is answered by the ticket lock of 4.0 (default suite); the other
-      // locks are what-ifs (suite full). One duet per work_ns for 4.0's lock
-      // (cal: the answer; 0: the labelled saturated case), the what-ifs at
-      // work_ns:cal; all on the uninstrumented twins (stats:off).
+      // 2015 is answered by the ticket lock of 4.0; the other locks are
+      // what-ifs. One duet per work_ns for 4.0's lock (cal: the answer; 0: the
+      // labelled saturated case), the what-ifs at work_ns:cal (in the default
+      // suite: unpaired, their repetitions fell in two modes and never
+      // resolved); all on the uninstrumented twins (stats:off).
       {"001", "zone_lock", "layout", "lock_before_free_area",
        "lock_after_free_area", "lock:ticket/" + zone + "work_ns:cal/stats:off",
        "work_ns", kMax, kDefault},
       {"001", "zone_lock", "layout", "lock_before_free_area",
-       "lock_after_free_area", zone + "work_ns:cal/stats:off", "lock"},
+       "lock_after_free_area", zone + "work_ns:cal/stats:off", "lock",
+       DuetThreads::kAll, kDefault},
       // 002 at one thread, on the uninstrumented twins (stats:off) too:
       // 2.6.16's put_page takes lru_lock on every final put
       // (__page_cache_release, mm/swap.c@v2.6.16), the fast path at 0 % never

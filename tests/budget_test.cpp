@@ -261,5 +261,43 @@ TEST(RunnerBudget, RefittingAfterEveryRepetitionEndsNearTheBudget) {
   EXPECT_GE(min_w, kMinFitWindowS);
 }
 
+// The plan within the budget (FitRepetitions): the costliest figure points
+// lose repetitions first, never below their floor; comparisons keep theirs
+// while the figures can give, then share the whole budget.
+TEST(RunnerBudget, FitRepetitionsCutsCostlyFiguresFirstThenComparisons) {
+  std::vector<BudgetPoint> pts = {FixedWork("fault", 10), Timed("locks", 0.1),
+                                  Timed("duet", 1, 26, 20)};
+  pts[0].repetitions_floor = pts[1].repetitions_floor = kMinFigureRepetitions;
+  pts[2].repetitions_floor = 5;
+  pts[2].comparison = true;
+  const RecordingCost none = NoRecording();
+  // 50 + 0.5 + 20 x 1.13 = 73.1 s; 30 s of fault go at 3 repetitions.
+  std::vector<BudgetPoint> a = pts;
+  RepetitionCut cut = FitRepetitions(a, none, 60, 75, 0.005);
+  EXPECT_EQ(a[0].repetitions_left, 3);
+  EXPECT_EQ(a[1].repetitions_left, 5);
+  EXPECT_EQ(a[2].repetitions_left, 20);
+  EXPECT_EQ(cut.figure_points_cut, 1);
+  EXPECT_FALSE(cut.whole_budget);
+  EXPECT_LE(PredictSeconds(a, none, 0.005), 60);
+  // Figures at their floor still over 40 s: the comparisons take the whole
+  // budget, at a share of their 20 repetitions, never below 5.
+  a = pts;
+  cut = FitRepetitions(a, none, 40, 45, 0.005);
+  EXPECT_TRUE(cut.whole_budget);
+  EXPECT_EQ(a[0].repetitions_left, 3);
+  EXPECT_EQ(a[1].repetitions_left, 3);
+  EXPECT_LT(a[2].repetitions_left, 20);
+  EXPECT_GE(a[2].repetitions_left, 5);
+  EXPECT_LE(PredictSeconds(a, none, 0.005), 45);
+  a = pts;
+  FitRepetitions(a, none, 10, 10, 0.005);  // cannot be met: every floor
+  EXPECT_EQ(a[2].repetitions_left, 5);
+  a = pts;
+  cut = FitRepetitions(a, none, 100, 100, 0.005);  // fits: nothing cut
+  EXPECT_LT(cut.figure_cap_s, 0);
+  EXPECT_EQ(a[0].repetitions_left, 5);
+}
+
 }  // namespace
 }  // namespace lockline

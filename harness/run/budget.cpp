@@ -18,6 +18,17 @@ struct Scale {
 // Seconds one oversubscribed window may take: its wall-clock bound (RunPoint).
 double BoundS(double window_s) { return std::max(10 * window_s, 2.0); }
 
+// The largest x in [lo, hi] with fits(x), bisected (fits non-decreasing
+// towards lo); lo when none.
+template <typename Fits>
+double Largest(double lo, double hi, Fits fits) {
+  for (int i = 0; i < 60 && hi - lo > 1e-9 * std::max(1.0, hi); ++i) {
+    const double mid = (lo + hi) / 2;
+    (fits(mid) ? lo : hi) = mid;
+  }
+  return lo;
+}
+
 }  // namespace
 
 double HarnessRepetitionCostS(int threads, int windows, int usable_pus) {
@@ -91,18 +102,67 @@ BudgetFit FitBudget(const std::vector<BudgetPoint>& points,
   }
   // PredictSeconds is non-decreasing in the window (piecewise linear with
   // the oversubscribed bound): bisect for the longest window that fits.
-  double lo = min_window_s, hi = max_window_s;
-  if (PredictSeconds(points, recording, hi) <= budget_left_s) {
-    lo = hi;
-  } else {
-    for (int i = 0; i < 60 && hi - lo > 1e-9; ++i) {
-      const double mid = (lo + hi) / 2;
-      (PredictSeconds(points, recording, mid) <= budget_left_s ? lo : hi) = mid;
-    }
-  }
-  fit.window_s = lo;
-  fit.estimate_s = PredictSeconds(points, recording, lo);
+  const auto fits = [&](double w) {
+    return PredictSeconds(points, recording, w) <= budget_left_s;
+  };
+  fit.window_s = fits(max_window_s) ? max_window_s
+                                    : Largest(min_window_s, max_window_s, fits);
+  fit.estimate_s = PredictSeconds(points, recording, fit.window_s);
   return fit;
+}
+
+RepetitionCut FitRepetitions(std::vector<BudgetPoint>& points,
+                             const RecordingCost& recording,
+                             double figures_budget_s, double budget_s,
+                             double window_s) {
+  RepetitionCut cut;
+  const std::vector<BudgetPoint> full = points;
+  const std::vector<double> each = PredictPointSeconds(full, window_s);
+  double reps = 0, most = 0;
+  for (const BudgetPoint& p : full) reps += p.repetitions_left;
+  // A repetition's file rewrite, at the file's mean size over the plan.
+  const double rewrite_s =
+      recording.per_row_s *
+      (recording.rows + recording.rows_per_repetition * reps / 2);
+  for (std::size_t i = 0; i < full.size(); ++i)
+    most = std::max(most, each[i] + rewrite_s * full[i].repetitions_left);
+  // Sets the points of one kind to reps_of(i) within [floor, plan]; true
+  // when the run then fits.
+  const auto fits = [&](bool comparison, auto reps_of) {
+    for (std::size_t i = 0; i < full.size(); ++i)
+      if (full[i].comparison == comparison && full[i].repetitions_floor > 0)
+        points[i].repetitions_left = std::clamp(
+            reps_of(i),
+            std::min(full[i].repetitions_floor, full[i].repetitions_left),
+            full[i].repetitions_left);
+    return PredictSeconds(points, recording, window_s) <=
+           (comparison ? budget_s : figures_budget_s);
+  };
+  const auto capped = [&](double cap) {
+    return fits(false, [&](std::size_t i) {
+      const double rep = each[i] / std::max(1, full[i].repetitions_left);
+      return static_cast<int>(cap / (rep + rewrite_s));
+    });
+  };
+  const auto shared = [&](double share) {
+    return fits(true, [&](std::size_t i) {
+      return static_cast<int>(std::ceil(share * full[i].repetitions_left));
+    });
+  };
+  if (fits(false, [&](std::size_t i) { return full[i].repetitions_left; }))
+    return cut;
+  cut.whole_budget = !capped(0);
+  cut.figure_cap_s = cut.whole_budget ? 0 : Largest(0, most, capped);
+  capped(cut.figure_cap_s);
+  if (cut.whole_budget && !shared(1)) {
+    cut.comparison_share = Largest(0, 1, shared);
+    shared(cut.comparison_share);
+  }
+  for (std::size_t i = 0; i < full.size(); ++i)
+    cut.figure_points_cut +=
+        !full[i].comparison &&
+        points[i].repetitions_left < full[i].repetitions_left;
+  return cut;
 }
 
 std::string BudgetWarning(double budget_s, double spent_s,

@@ -64,6 +64,9 @@ struct BudgetPoint {
   int measured = 0;  ///< repetitions measured so far
   /// Their summed cost besides windows x window_s, without the file rewrite.
   double measured_s = 0;
+  /// FitRepetitions may cut repetitions_left down to this (0: never).
+  int repetitions_floor = 0;
+  bool comparison = false;  ///< a seed comparison's point: cut last
 };
 
 /// The rewrite of lockline.json after each repetition (and after a point's
@@ -108,6 +111,35 @@ BudgetFit FitBudget(const std::vector<BudgetPoint>& points,
                     double fixed_window_s = 0,
                     double min_window_s = kMinFitWindowS,
                     double max_window_s = kMaxFitWindowS);
+
+/// The figures' minimum repetitions when the plan cuts them (FitRepetitions).
+inline constexpr int kMinFigureRepetitions = 3;
+
+/// What FitRepetitions cut.
+struct RepetitionCut {
+  /// Seconds a figure point's repetitions may take (-1: none cut).
+  double figure_cap_s = -1;
+  int figure_points_cut = 0;
+  /// Share of their planned repetitions the comparisons keep.
+  double comparison_share = 1;
+  /// The planned pass may use the whole budget: its comparisons took the
+  /// time --until-resolved would have had.
+  bool whole_budget = false;
+};
+
+/// The whole run within the budget (at windows of `window_s`): when
+/// PredictSeconds goes over `figures_budget_s`, cuts the repetitions_left of
+/// points with a repetitions_floor, never below it. The figures' first
+/// (comparison false): the longest cap on a point's seconds (its repetitions
+/// and their file rewrites) that fits `figures_budget_s`, so the costliest
+/// points go first (1 GiB of faults before cheap rows). With every figure at
+/// its floor the comparisons keep priority over the time left for open ones:
+/// they run as planned if that fits `budget_s`, else by the largest common
+/// share that does. Over even at every floor: left there (FitBudget's `met`).
+RepetitionCut FitRepetitions(std::vector<BudgetPoint>& points,
+                             const RecordingCost& recording,
+                             double figures_budget_s, double budget_s,
+                             double window_s);
 
 /// The plan-time line when `fit` cannot meet `budget_s` (seconds left at plan
 /// time plus those already spent, `spent_s`): "budget 2m00s cannot be met:

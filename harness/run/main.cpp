@@ -405,6 +405,8 @@ void PrintPlanLine(const RunState& run, double estimate) {
       run.points.size(), o.repetitions, run.window_s * 1e3,
       FormatDuration(estimate).c_str(), open.c_str(),
       FormatDuration(o.budget_s).c_str());
+  if (const std::string cut = RepetitionCutLine(run); !cut.empty())
+    std::printf("%s\n", cut.c_str());
 }
 
 // Fits the window to the budget and records the plan: the window, the run's
@@ -617,14 +619,13 @@ int Main(int argc, char** argv) {
   } catch (const std::exception& e) {
     return FailWithError(e.what());
   }
-  if (o.plan && !o.calibrate_only) return PrintPlan(run);
   try {
     BuildPoints(run);
-    // --calibrate-only --plan: the placement and the run's estimate.
+    // --plan: the run's estimate against its budget, then the placement
+    // (readers take every line after its table header as a row).
     if (o.plan) {
-      PrintPlan(run);
       PrintPlanLine(run, FitWindow(run));
-      return 0;
+      return PrintPlan(run);
     }
   } catch (const std::exception& e) {
     return FailWithError(e.what());

@@ -33,9 +33,11 @@ Suite and time:
                           default 4m, full 30m); the window length is fitted to it (and
                           refitted after every repetition) and the estimate printed before
                           starting, with a line when fixed work alone exceeds it; the default
-                          suite fits its planned repetitions to 80 % of it and gives the rest
-                          to the comparisons still open (--until-resolved within the budget;
-                          not with --window, --benchmark_filter or --until-resolved=off)
+                          suite fits its planned repetitions to 80 % of it (without
+                          --benchmark_repetitions: the figure rows' cut, costliest first, to 3,
+                          then the comparisons' may take the rest) and gives what is left to
+                          the comparisons still open (--until-resolved within the budget; not
+                          with --window, --benchmark_filter or --until-resolved=off)
   --window=DURATION       fixed window length (e.g. 50ms, 0.1ms to 10m); overrides the fit
                           to --budget
   --precision=PCT         half-width of a paired comparison's verdict interval the plan aims
@@ -347,6 +349,7 @@ void CheckBenchmarkFlag(const std::string& arg, Options* o) {
     o->benchmark_filter = value;
   } else if (name == "benchmark_repetitions") {
     o->repetitions = ParsePositiveInt(value, "--benchmark_repetitions");
+    o->repetitions_given = true;
   } else if (name == "benchmark_out_format") {
     if (value != "json" && value != "console" && value != "csv")
       throw UsageError("bad --benchmark_out_format value '" + value +

@@ -59,9 +59,10 @@ struct Options {
   bool emulated = false;  ///< --emulated: mark the run and every row emulated
   std::string layouts;    ///< "", "text" or "json"
   std::vector<std::string> benchmark_args;  ///< passed to Google Benchmark
-  std::string benchmark_filter;  ///< value of --benchmark_filter, if given
-  int repetitions = 5;           ///< from --benchmark_repetitions, default 5
-  double until_resolved_s = 0;   ///< extra seconds (until_resolved.h); 0 off
+  std::string benchmark_filter;    ///< value of --benchmark_filter, if given
+  int repetitions = 5;             ///< from --benchmark_repetitions, default 5
+  bool repetitions_given = false;  ///< --benchmark_repetitions was given
+  double until_resolved_s = 0;     ///< extra seconds (until_resolved.h); 0 off
   /// --until-resolved within --budget (the default run): until_resolved_s is
   /// the budget and the planned repetitions fit kPlannedBudgetShare of it.
   bool until_resolved_auto = false;
@@ -85,6 +86,12 @@ struct Options {
 /// when the default run resolves within it.
 inline double PlannedBudgetS(const Options& o) {
   return o.budget_s * (o.until_resolved_auto ? kPlannedBudgetShare : 1.0);
+}
+
+/// The default run fits its points' repetitions to its budget too
+/// (budget.h FitRepetitions); --benchmark_repetitions fixes them.
+inline bool FitsRepetitions(const Options& o) {
+  return o.until_resolved_auto && !o.repetitions_given;
 }
 
 /// Parses argv. Throws UsageError for an unknown flag, a missing or malformed

@@ -115,6 +115,40 @@ json ParamsJson(const Point& p) {
   return o;
 }
 
+// The default run's plan-time cut (budget.h FitRepetitions) within
+// `budget_left_s` at the minimum window: figures down to
+// kMinFigureRepetitions, then the comparisons down to the run's repetitions
+// (PlanPairs' minimum); the cut repetitions go into the points.
+void CutRepetitions(RunState& run, double budget_left_s) {
+  for (const Point& p : run.points) {
+    BudgetPoint& b = run.budget[p.index];
+    b.comparison = !p.variant->question.empty();
+    b.repetitions_floor =
+        b.comparison ? run.opts.repetitions * p.variant->repetition_factor
+                     : kMinFigureRepetitions;
+  }
+  run.cut = FitRepetitions(
+      run.budget, run.recording, budget_left_s,
+      budget_left_s + run.opts.budget_s - PlannedBudgetS(run.opts),
+      kMinFitWindowS);
+  for (Point& p : run.points) {
+    const int reps = run.budget[p.index].repetitions_left;
+    if (reps == PointRepetitions(run, p)) continue;
+    p.repetitions = reps;
+    if (!p.pairs) continue;
+    p.pairs->repetitions = reps;
+    p.pairs->expected_half_width = PairedHalfWidth(
+        static_cast<int>(p.pairs->prior.regime_share * reps + 1e-9),
+        p.pairs->pairs_per_repetition, p.pairs->prior);
+  }
+  if (run.results && run.cut.figure_cap_s >= 0)
+    run.results->lockline_context()["repetitions_cut"] = {
+        {"figure_cap_s", run.cut.figure_cap_s},
+        {"figure_points_cut", run.cut.figure_points_cut},
+        {"comparison_share", run.cut.comparison_share},
+        {"whole_budget", run.cut.whole_budget}};
+}
+
 }  // namespace
 
 json ThreadPlanJson(const ThreadPlan& plan) {
@@ -244,8 +278,32 @@ void MeasureCoherenceBaselines(RunState& run) {
   run.results->lockline_context()["coherence_baseline"] = out;
 }
 
+std::string RepetitionCutLine(const RunState& run) {
+  const RepetitionCut& c = run.cut;
+  if (c.figure_cap_s < 0) return "";
+  const std::string share =
+      c.comparison_share >= 1 ? "keep their planned repetitions"
+      : c.comparison_share <= 0
+          ? "run the run's " + std::to_string(run.opts.repetitions) +
+                " repetitions (their minimum)"
+          : "keep " + std::to_string(std::lround(c.comparison_share * 100)) +
+                " % of their planned repetitions (at least " +
+                std::to_string(run.opts.repetitions) + ")";
+  const std::string floor = std::to_string(kMinFigureRepetitions);
+  return "plan within the budget: " +
+         (c.whole_budget
+              ? "every figure point at " + floor + " repetitions"
+              : std::to_string(c.figure_points_cut) + " figure points cut to " +
+                    floor + "+ repetitions, the costliest first (at most " +
+                    FormatDuration(c.figure_cap_s) + " a point)") +
+         "; the comparisons " + share +
+         (c.whole_budget ? ", in the time --until-resolved would have had"
+                         : "");
+}
+
 double FitWindow(RunState& run) {
-  if (run.budget.size() != run.points.size()) {
+  const bool plan_time = run.budget.size() != run.points.size();
+  if (plan_time) {
     run.budget.clear();
     bool faults = false;
     for (const Point& p : run.points) faults |= p.variant->cost_mib > 0;
@@ -283,9 +341,12 @@ double FitWindow(RunState& run) {
   run.recording.per_row_s = RecordingPerRowS(
       run.recording_gap_s, run.recording_rows, RecordingCost{}.per_row_s);
   // The default run keeps the rest for open comparisons (until_resolved.h).
-  run.fit =
-      FitBudget(run.budget, run.recording, PlannedBudgetS(run.opts) - spent,
-                run.opts.window_s, kMinFitWindowS, run.window_cap_s);
+  double left = PlannedBudgetS(run.opts) - spent;
+  if (plan_time && FitsRepetitions(run.opts)) CutRepetitions(run, left);
+  // Comparisons that took --until-resolved's time plan in the whole budget.
+  if (run.cut.whole_budget) left = run.opts.budget_s - spent;
+  run.fit = FitBudget(run.budget, run.recording, left, run.opts.window_s,
+                      kMinFitWindowS, run.window_cap_s);
   run.window_s = run.fit.window_s;
   return spent + run.fit.estimate_s;
 }
@@ -770,9 +831,14 @@ void PrintProgress(RunState& run, const Point& point, const json& row,
   }
   if (row.value("overrun", false))
     what += "  OVERRUN (a window ran past its bound)";
-  std::printf("[%d/%d] %s  %s  (%s elapsed, ~%s left%s)\n", run.progress_done,
-              run.progress_total, point.key.c_str(), what.c_str(),
-              FormatDuration(elapsed).c_str(), FormatDuration(left).c_str(),
+  // The run's estimated total (from its start) against its budget.
+  const double total =
+      static_cast<double>(NowNs() - run.run_start_ns) / 1e9 + left;
+  std::printf("[%d/%d] %s  %s  (%s elapsed, ~%s left: ~%s of budget %s%s)\n",
+              run.progress_done, run.progress_total, point.key.c_str(),
+              what.c_str(), FormatDuration(elapsed).c_str(),
+              FormatDuration(left).c_str(), FormatDuration(total).c_str(),
+              FormatDuration(run.opts.budget_s).c_str(),
               run.progress_note.c_str());
   std::fflush(stdout);
 }

@@ -62,6 +62,7 @@ struct RunState {
   double recording_gap_s = 0;  ///< summed timing.gap_s of the repetitions
   double recording_rows = 0;   ///< summed rows the file held at each gap
   BudgetFit fit;               ///< the last FitWindow
+  RepetitionCut cut;           ///< the plan's (FitRepetitions)
   double plan_estimate_s = 0;  ///< FitWindow's estimate at plan time
   /// Seconds the repetitions took per Variant::question (wall_s + gap_s).
   std::map<std::string, double> question_actual_s;
@@ -127,8 +128,14 @@ void MeasureCoherenceBaselines(RunState& run);
 /// declared costs and what the run has measured so far (harness/run/budget.h);
 /// keeps --window when given. Stores the fit in run.fit and returns the
 /// estimated seconds of the whole run (spent plus predicted). Called at plan
-/// time and after every planned repetition.
+/// time and after every planned repetition. At plan time the default run
+/// (FitsRepetitions) first cuts its points' repetitions to fit (run.cut,
+/// Point::repetitions; comparisons keep their pairs' expected half-width
+/// current).
 double FitWindow(RunState& run);
+
+/// The plan's line for run.cut ("" when nothing was cut).
+std::string RepetitionCutLine(const RunState& run);
 
 /// The plan's time per seed question: for each Variant::question ("" = the
 /// figures' other rows) the points, their repetitions and the seconds the
