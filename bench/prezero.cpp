@@ -875,11 +875,19 @@ Variant MakeBurstPairVariant(BurstPairWorkload::Side a,
       std::string(ZeroerName(a.zeroer)) + "_vs_" + ZeroerName(b.zeroer), burst,
       pool, suite, std::move(threads));
   v.needs_spare_pu = a.zeroer == Zeroer::kEngine || b.zeroer == Zeroer::kEngine;
-  const int bursts = 2 * (kDuetWarmupPairs + kBurstPairs);
-  // Budget: the two pools once per repetition, ~6 ms per burst.
+  // Budget: the two pools once per repetition, plus per burst of a side its
+  // idle period (kIdleMs in full with no zeroer to end it early) or the busy
+  // protocol's spinning PUs; rows' timing on the 2-vCPU VM, 2026-12-06:
+  // 2.18 s a repetition for idle_burst none_vs_X, 1.17 s for busy.
   v.cost_mib =
       2 * static_cast<double>(std::max(burst, pool)) * 4096 / (1 << 20);
-  v.cost_s = bursts * 0.006;
+  for (const auto& side : {a, b}) {
+    const bool waits = side.protocol == Protocol::kIdleBurst;
+    v.cost_s += (kDuetWarmupPairs + kBurstPairs) *
+                (waits && side.zeroer == Zeroer::kNone ? kIdleMs / 1e3
+                 : waits                               ? 0.01
+                                                       : 0.03);
+  }
   v.description =
       "paired bursts: " + std::to_string(kBurstPairs) +
       " pairs (after one warm-up pair) of A = " +
