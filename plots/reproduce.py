@@ -3,15 +3,10 @@
 
 Usage: plots/reproduce.py RUN_DIR [--min-effect PCT] [--quiet]
 
-RUN_DIR is a `lockline --runs=N` directory (harness/run/runs.h; lockline calls this tool at its
-end) or any directory of run-K subdirectories. Writes each run's own RUN_DIR/run-K/verdicts.json
-and RUN_DIR/verdicts.json: every comparison computed ONCE over the repetitions of all runs (as
-one run's verdict: repetitions, now from N processes, are the resampling units, so the interval
-carries what changes from one process to the next), with how many runs' own verdicts agree
-(results/SCHEMA.md "Several runs": runs, held_in_runs, per_run, reproduced, run_pairs).
-
-Exit 0; 2 with one `reproduce.py: error:` line for a bad directory.
-"""
+RUN_DIR: a `lockline --runs=N` directory or any directory of run-K subdirectories. Writes each
+RUN_DIR/run-K/verdicts.json and RUN_DIR/verdicts.json: every comparison over the repetitions of
+all runs, with how many runs' own verdicts agree (results/SCHEMA.md "Several runs").
+Exit 0; 2 with one `reproduce.py: error:` line for a bad directory."""
 
 from __future__ import annotations
 
