@@ -19,9 +19,8 @@ import stats
 Plotter = Callable[[FamilyData], List[Tuple[str, Figure]]]
 FAMILY_PLOTTERS: Dict[str, Plotter] = {}
 
-# Baseline variant used for the relative view when the user names none.
-# zone_lock: lock_before_free_area, so the ratio drawn is the verdict's effect + 1 (verdicts.py
-# compares lock_after_free_area against lock_before_free_area).
+# Baseline variant of the relative view when the user names none: zone_lock's is the verdict's
+# base, so the ratio drawn is the verdict's effect + 1.
 DEFAULT_BASELINES = {"zone_lock": "lock_before_free_area"}
 
 

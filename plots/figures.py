@@ -389,9 +389,8 @@ def param_panel(ax, data: FamilyData, figure: str, panel: str,
     shifted_runs = []
     for run, pts in runs:
         moved = []
-        # A counter read per repetition (bytes touched, workers spawned) varies a little from
-        # one repetition to the next: each series' x is its repetitions' median, so one
-        # argument's repetitions stay one point of a line, not one-point series.
+        # A counter read per repetition varies a little: each series' x is its repetitions'
+        # median, so one argument's repetitions stay one point of a line.
         counter_x: Dict[Tuple, float] = {}
         if all(x_name not in p.params for p in pts):
             seen: Dict[Tuple, List[float]] = {}

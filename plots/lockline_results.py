@@ -690,9 +690,8 @@ def _worker_argument_warnings(points: List[Point]) -> List[str]:
             "thread's only, not the workers' CPU time"]
 
 
-# The rates and times a tool computes with (ops/s, ns/op, Google Benchmark's times, a duet
-# pair's ops/s): |v| above PHYSICAL_MAX or non-zero below PHYSICAL_MIN is no measurement (it
-# would overflow the plots' and report's sums and ratios).
+# A rate or time (ops/s, ns/op, times, a duet pair's ops/s) with |v| above PHYSICAL_MAX or non-zero
+# below PHYSICAL_MIN is no measurement (it would overflow the plots' and report's sums).
 PHYSICAL_METRICS = ("ops_per_s", "ns_per_op", "real_time", "cpu_time")
 PHYSICAL_MAX, PHYSICAL_MIN = 1e15, 1e-200
 

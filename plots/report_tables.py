@@ -273,9 +273,8 @@ def _instrumentation_cost_rows(run: Run) -> List[List[Any]]:
               and p.params == same and p.threads == off[0].threads
               and "ops_per_s" in p.metrics]
         label = f"lock_stat on vs off ({layout})"
-        # Paired where the run holds the twin pair as a duet row (bench/duet.cpp "instr"):
-        # window pairs of one regime, not repetitions split across regimes. Rows with an
-        # overrun window are kept: only its pairs are left out (row_duet_pairs, as find_duet).
+        # Paired where the run holds the twins as a duet row (bench/duet.cpp "instr"); an
+        # overrun window leaves out only its pairs (row_duet_pairs, as find_duet).
         want = {**same, "of": "zone_lock", "param": "stats", "a": "on", "b": "off"}
         want.pop("layout", None)
         want["layout"] = layout

@@ -80,9 +80,7 @@ def combine(runs: Sequence[Run], names: Sequence[str],
                             "status": r["status"], "answer": answer_of(r, min_effect),
                             "regime": r.get("regime")})
         resolved = [r for r in per_run if r["status"] == "resolved" and r["ci"]]
-        # Ordered pairs of resolved runs: does a's interval hold b's estimate? Only runs whose
-        # verdicts come from one coherence regime are set against each other (a near-regime
-        # effect and a far-regime one are two answers, not one answer twice).
+        # Ordered pairs of resolved runs of one regime: does a's interval hold b's estimate?
         checks = [(a, b) for a in resolved for b in resolved
                   if a is not b and a["regime"] == b["regime"]]
         other_regime = sum(1 for a in resolved for b in resolved

@@ -332,9 +332,8 @@ class Comparison:
                 f"{shown}, {self.counts_text()}")
 
 
-# Half-width floor (log of the ratio) of a rerun interval: two instances of one variant in one
-# process differ by up to ~1 % (A/A paired rows), and two processes' memory lies at other
-# addresses, so no rerun is expected closer than that, however tight one run's pairs are.
+# Half-width floor (log ratio) of a rerun interval: A/A rows of one variant differ by up to ~1 %
+# (docs/measurement.md).
 RERUN_FLOOR = 0.01
 
 
