@@ -59,8 +59,7 @@ def plot_generic(data: FamilyData) -> List[Tuple[str, Figure]]:
     shown = {m for m in metrics.values() if m}
     what = axis_label(shown.pop()) if len(shown) == 1 else "throughput"
     axes_of = {b: _x_axis(data, data.select(lambda p, b=b: p.bench == b)) for b in benches}
-    # The title names the x axis the panels use: threads, an argument, or bars (one thread
-    # count and no numeric argument).
+    # The title names the panels' x axis: threads, an argument, or bars.
     xs = {axes_of[b] or ("threads" if len({p.threads for _, pts in data.select(
         lambda p, b=b: p.bench == b) for p in pts}) > 1 else "") for b in benches}
     against = (f" against {xs.pop()}" if len(xs) == 1 and "" not in xs
@@ -134,8 +133,7 @@ def bar_panel(ax, data: FamilyData, figure: str, panel: str, runs, metric: str) 
     positive = [m for m in means if m > 0]
     log = bool(positive and max(positive) / min(positive) > 100)
     if len(labels) > 3 or max(len(lab) for lab in labels) > 14:
-        # Many or long category names: horizontal bars, names on the y axis, read left to
-        # right (vertical names overlap or eat the panel).
+        # Many or long category names: horizontal bars, names readable on the y axis.
         ys = list(range(len(labels)))[::-1]
         ax.barh(ys, means, xerr=errs, capsize=3)
         if log:
@@ -176,8 +174,7 @@ def plot_locks(data: FamilyData) -> List[Tuple[str, Figure]]:
     instrumentation combination, one series per lock kind."""
     groups = sorted({tuple(sorted((k, v) for k, v in p.params.items() if k != "lock"))
                      for _, pts in data.runs for p in pts})
-    # A wait-share panel only for groups whose rows carry wait_share (stats:on): an empty
-    # panel saying the metric is absent tells the reader nothing.
+    # A wait-share panel only for groups whose rows carry wait_share (stats:on).
     sels = []
     for group in groups:
         sel = data.select(lambda p, g=group: tuple(sorted(
@@ -352,8 +349,7 @@ def _pagevec_heatmap(ax, data, run, sweep, words):
                          np.ma.masked_invalid(values), shading="flat", cmap="viridis")
     plt.colorbar(mesh, ax=ax, label="pages/s")
     resolved = {n: b for n, (b, ties, _) in best_slots(sweep).items() if not ties}
-    # A star only on a drawn cell: the grid keeps one regime per thread count, so a thread
-    # count (or slot count) with no repetition in it has no column (row) to star.
+    # A star only on a drawn cell (the grid keeps one regime per thread count).
     starred = [(n, b) for n, b in resolved.items() if n in threads and b in slots]
     if starred:
         ax.plot([threads.index(n) for n, _ in starred], [slots.index(b) for _, b in starred],
@@ -746,8 +742,7 @@ def c2c_figure(data: FamilyData) -> Optional[Figure]:
     return finish(fig, runs)
 
 
-# None, or the list report.py collects every drawn figure's readability problems in
-# (report_checks.figure_problems).
+# None, or report.py's list of the drawn figures' readability problems (figure_problems).
 FIGURE_PROBLEMS: Optional[List[str]] = None
 
 

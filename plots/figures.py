@@ -189,8 +189,7 @@ def varying_keys(variants: Iterable[Tuple[Tuple[str, str], ...]]) -> List[str]:
             sum(1 for var in variants if k in dict(var)) < len(variants)]
 
 
-# Markers combined with the 10-colour cycle: a panel never repeats a colour+marker pair for up to
-# 10 x len(MARKERS) series.
+# Markers with the 10-colour cycle: no colour+marker pair repeats within 10 x len(MARKERS) series.
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">", "*")
 
 
@@ -274,8 +273,7 @@ def threads_panel(ax, data: FamilyData, figure: str, panel: str,
             errs = [by_n[n].std for n in ns]
             y_top = max([y_top] + [y + e for y, e in zip(ys, errs)]
                         + [max(by_n[n].others, default=0.0) for n in ns])
-            # A point whose mean is of another regime than most of the panel's is drawn
-            # hollow, never joined to the others by a line.
+            # A point of another regime than most of the panel's: hollow, never joined.
             joined = [i for i, n in enumerate(ns) if by_n[n].regime in ("", regime)]
             ax.errorbar([ns[i] for i in joined], [ys[i] for i in joined],
                         yerr=[errs[i] for i in joined], marker=marker, ms=4, capsize=2,
@@ -300,8 +298,7 @@ def threads_panel(ax, data: FamilyData, figure: str, panel: str,
                              unfitted)
         for n, text in (topology_markers(run, all_threads) if x_name == "threads" else []):
             ax.axvline(n, color="0.5", linewidth=0.8, linestyle="-.")
-            # Labels sit at the bottom: legends live top-left, curves rarely reach the bottom
-            # at large thread counts.
+            # Labels at the bottom: legends live top-left, curves rarely reach the bottom.
             ax.text(n, 0.02, f"{text} ", transform=ax.get_xaxis_transform(), rotation=90,
                     fontsize=7, va="bottom", ha="right", color="0.3")
     if ideal:

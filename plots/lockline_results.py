@@ -593,10 +593,8 @@ def load_run(path: str) -> Run:
                warnings=warnings)
 
 
-# Google Benchmark 1.9.0 (PR #1836) stopped dividing a threaded run's accumulated real time
-# by the thread count: from 1.9.0 a threaded row's real_time is each thread's wall time per
-# iteration (`threads` times the older value for the same run) and its rates (items_per_second,
-# bytes_per_second) are per thread. ci/compare.py refuses time rows across the change.
+# Google Benchmark 1.9.0 (PR #1836): a threaded row's real_time is each thread's wall time per
+# iteration (`threads` times the older value) and items/bytes_per_second are per thread.
 GB_THREADED_TIME_CHANGE = (1, 9, 0)
 PER_THREAD_RATES = ("items_per_second", "bytes_per_second")
 
