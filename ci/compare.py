@@ -2,22 +2,13 @@
 """Decide whether CURRENT regressed against BASELINE: lockline's CI regression check.
 
 Two gates, one command line (ci/REGRESSION.md says how each decides, and why):
-- `compare.py BASELINE CURRENT [options]` (gate_runs.py): BASELINE and CURRENT are each a
-  Google Benchmark JSON file (lockline's or any other), a comma-separated list of such files
-  (their repetitions are pooled), or a run directory holding lockline.json. A row regresses
-  when its change is in the metric's bad direction, significant (Mann-Whitney U, Holm over the
-  rows, alpha 0.05) and at least the minimum effect T (5 %); it answers "no change larger than
-  T %" when the 95 % interval of its change lies within +-T; else it is "undecided".
-- `compare.py --builds RUN [options]` (gate_builds.py): one run of lockline --duet-with=OLD,
-  answered from the window pairs of the two builds.
-A row whose repetitions carry batch_pages (kernel_zone) compares only repetitions of a batch
-both sides ran; with none in common it is incomparable (metric_row_at_equal_batch).
-What they share (statistics, verdicts, exit status, output): gate_common.py.
-
-Exit status (ci/REGRESSION.md): 0 no regression and every row decided (--builds: up to
---max-undecided % undecided), 1 regression or broken row, 2 bad or incomparable input, 3
-undecided or missing rows. `compare.py --check-filter=X` says whether --filter takes X.
-"""
+- `compare.py BASELINE CURRENT [options]` (gate_runs.py): each side a Google Benchmark JSON
+  file, a comma-separated list of them (repetitions pooled) or a run directory.
+- `compare.py --builds RUN [options]` (gate_builds.py): one run of lockline --duet-with=OLD.
+What they share (statistics, verdicts, exit status, output): gate_common.py. Exit 0 no
+regression and every row decided (--builds: up to --max-undecided % undecided), 1 regression or
+broken row, 2 bad or incomparable input, 3 undecided or missing rows. `compare.py
+--check-filter=X` says whether --filter takes X."""
 
 import os
 import sys
@@ -40,9 +31,8 @@ def _batch(sample):
 
 
 def metric_row_at_equal_batch(key, metric, bs, cs, ctx):
-    """gate_runs' row from the repetitions at a batch_pages both sides ran: kernel_zone's batch
-    (2 x pcp high, read as a point starts) moves under one key as the kernel retunes pcp high
-    (253,952 -> 335,872 pages in two hours, issue 50); no batch in common: incomparable."""
+    """gate_runs' row from the repetitions at a batch_pages (kernel_zone: 2 x pcp high, which the
+    kernel retunes under one key) both sides ran; no batch in common: incomparable."""
     batches = ({_batch(s) for s in bs}, {_batch(s) for s in cs})
     common = batches[0] & batches[1]
     if not bs or not cs or batches[0] == batches[1]:

@@ -23,12 +23,9 @@ BUILD_RATES = {
 }
 
 
-# A window pair of a multi-thread row in which some thread of either window spent more than this
-# share of its window preempted (the pair's `off_cpu`: its run delay, runnable but not running,
-# from /proc/thread-self/schedstat; a pthread_mutex waiter asleep in futex_wait is not counted) is
-# left out: a spinning waiter then burns its CPU time on a lock whose holder is
-# descheduled, which no rate of the pair corrects. 2 % of a 5 ms window is 100 us: far above a
-# wake-up of another thread, far below a scheduler time slice.
+# Multi-thread window pairs with a thread preempted (`off_cpu`, schedstat run delay) over this
+# share of its window are left out: a spinner burns CPU on a descheduled holder. 2 % of 5 ms is
+# 100 us: above a wake-up, below a time slice.
 PREEMPTED_SHARE = 0.02
 
 
@@ -41,12 +38,10 @@ def _dict(x):
 
 
 def load_build_pairs(paths, rate="cpu"):
-    """Read a build-duet run (results/SCHEMA.md `details.build_duet`): "pairs" {key: [(label,
-    old rate, new rate, repetition)]} (the repetition, (file, repetition_index), is the
-    resampling unit), per-key counts of overrun and preempted pairs and repetitions, "failed"
-    and "invariant" messages, "old_binary", "finished", "timing" {key: [(wall_s, window_s)]},
-    "looks" {key: later rounds holding it: files after the first, _round_label}. Raises
-    InputError for an unreadable file or one without build-duet rows."""
+    """Read a build-duet run (results/SCHEMA.md `details.build_duet`): "pairs" {key: [(label, old
+    rate, new rate, (file, repetition_index))]}, overrun/preempted counts, "failed", "invariant",
+    "old_binary", "finished", "timing", "looks" (_round_label). Raises InputError for an unreadable
+    file or one without build-duet rows."""
     side = {"pairs": {}, "overrun_pairs": {}, "preempted_pairs": {}, "failed": {},
             "repetitions": {}, "invariant": {}, "old_binary": None, "finished": True,
             "looks": {}, "timing": {}}
@@ -153,10 +148,8 @@ def _builds_used_pairs(pairs, regime):
 
 
 def repetition_t_p(used):
-    """Two-sided p-value of a one-sample t test that the repetitions' median log pair ratios
-    (new/old) are centred on 0: the repetition, not the window pair, is the unit (the pairs
-    of one repetition share its address layout and placement, so they are not independent
-    evidence). 1.0 with fewer than 2 repetitions or all at 0; 0.0 when all agree elsewhere."""
+    """Two-sided p-value of a one-sample t test that the repetitions' median log pair ratios are
+    centred on 0 (the repetition is the unit); 1.0 under 2 repetitions or all at 0."""
     by = {}
     for a, b, g in used:
         by.setdefault(g, []).append(math.log(b / a))
@@ -172,10 +165,8 @@ def repetition_t_p(used):
 
 
 def _regime_candidates(pairs, key, min_effect_pct, look=0):
-    """One candidate per coherence regime ("": unlabelled pairs): its stats.compare_pairs,
-    pairs used, repetition_t_p and the share of alpha it may spend (at look k > 0, a row
-    measured again in k later rounds, stats.sequential_confidence as --until-resolved: a row
-    looked at until it decides would otherwise be called changed or equal too often)."""
+    """One candidate per coherence regime ("": unlabelled): its stats.compare_pairs, pairs,
+    repetition_t_p and its alpha share at look k (stats.sequential_confidence)."""
     confidence = effects.sequential_confidence(look) if look else effects.CONFIDENCE
     labels = {lab for lab, _, _, _ in pairs}
     regimes = sorted(lab for lab in labels
@@ -196,12 +187,9 @@ def _regime_candidates(pairs, key, min_effect_pct, look=0):
 
 
 def _regime_state(c, row, options):
-    """A regime's answer. A significant change is a regression (improvement) when its
-    estimate reaches the minimum effect T; "no change" when the interval is within +-T; else
-    undecided (a later round measures it again). A rule that flagged a significant change whose
-    interval only reached T flagged an identical binary copy's page_free row at -4.8 %
-    [-6.1, -3.8] in 1 of 4 runs on the VM (2026-12-06), and a +4.4 % [+1.3, +8.0] improvement
-    in a planted run: process-to-process differences of that size exist there."""
+    """A regime's answer: a significant change whose estimate reaches the minimum effect T is a
+    regression (improvement); "no change" when the interval is within +-T; else undecided
+    (ci/REGRESSION.md says why the estimate, not the interval, must reach T)."""
     comp, eff = c["comp"], row["min_effect_pct"]
     if comp.ci is None:
         return "undecided"
@@ -217,10 +205,8 @@ def _regime_state(c, row, options):
 
 
 def _answer_build_row(row, cands, total_pairs, reps, options):
-    """Answer one build-duet row: the first of regression, improvement, "no change" that a
-    regime says, else "undecided" from the regime with most repetitions. On a VM the far
-    regime's rows may differ by process while the near regime's agree, so the far one does not
-    hold a row the near one decides; the row names what the others said."""
+    """Answer one build-duet row: the first of regression, improvement, "no change" that a regime
+    says, else "undecided" from the regime with most repetitions; names what the others said."""
     states = [_regime_state(c, row, options) for c in cands]
     chosen = 0
     for wanted in ("regression", "improvement", "no change"):
@@ -379,11 +365,9 @@ ROUND_OVERHEAD_S = 5.0
 
 
 def next_round(side, result, seconds_left):
-    """The gate's next round (ci/regression.sh): "REPETITIONS WINDOW_MS FILTER" for the rows
-    still undecided, or "" when none is or it would not fit in `seconds_left`. Repetitions are
-    counted in the regime the row was answered from: what its interval needs at the next look
-    (interval_repetitions), its other regimes taking their share; a row without an interval
-    yet gets as many again as it has."""
+    """The gate's next round (ci/regression.sh): "REPETITIONS WINDOW_MS FILTER" for the rows still
+    undecided (interval_repetitions in their answering regime; no interval yet: as many again), or
+    "" when none is or it would not fit in `seconds_left`."""
     add, keys = 0, []
     for r in result["rows"]:
         if r["verdict"] != "undecided" or r["key"] not in side["timing"]:

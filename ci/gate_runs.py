@@ -12,10 +12,8 @@ from gate_common import (MAX_MIN_EFFECT_PCT, TIME_METRICS, InputError, Parser,
                          effect_verdict, min_effect_for, new_row, parse_override, results,
                          key_filter, run_gate, side_summary, add_gate_options)
 
-# Google Benchmark 1.9.0 changed threaded time and made threaded rates per thread: time rows
-# and a foreign file's threaded rates across it do not compare. items/bytes_per_second are
-# converted back (lockline_results.normalise_threaded_time); other user rates cannot be told
-# from plain counters and are treated like times. lockline's counters are never per thread.
+# Across Google Benchmark 1.9.0 (lockline_results) time rows and a foreign file's threaded rates
+# do not compare, but items/bytes_per_second, converted back; lockline's counters never changed.
 GB_TIME_SEMANTICS_CHANGE = results.GB_THREADED_TIME_CHANGE
 GB_PER_THREAD_RATES = results.PER_THREAD_RATES
 

@@ -1,14 +1,9 @@
 #!/usr/bin/python3
 """Compares the machine code of the timed functions of two lockline binaries.
 
-A change to the build (translation units, inlining, debug information) must not change what a
-timed window executes: the functions whose demangled names match the pattern (by default the
-timed code of pagevec and zone_lock) are disassembled with objdump, what differs between any
-two links (absolute addresses, RIP-relative and TLS offsets) normalized, and compared.
-
-Exit status: 0 when every matched function is identical, 1 when any differs or is missing,
-2 on bad input (a binary that does not exist, objdump missing, a pattern that matches nothing).
-"""
+The functions whose demangled names match the pattern (default: pagevec's and zone_lock's timed
+code) are disassembled with objdump, link-dependent addresses and offsets normalized, and
+compared. Exit 0 when all are identical, 1 when any differs or is missing, 2 on bad input."""
 import argparse
 import difflib
 import re

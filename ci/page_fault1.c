@@ -1,30 +1,14 @@
 /*
- * A minimal equivalent of will-it-scale's page_fault1 for ci/side_by_side.sh.
+ * A minimal equivalent of will-it-scale's page_fault1 for ci/side_by_side.sh
+ * (will-it-scale is not packaged; docs/kernel-ab.md), following its
+ * tests/page_fault1.c loop: mmap 128 MiB private anonymous, write one byte per
+ * page counting iterations, munmap; and main.c's shape: N tasks as threads or
+ * processes, task i bound to CPU i, counters in their own cache lines.
+ * Not will-it-scale's: one summary line, -n (MADV_NOHUGEPAGE), -p PAGES and
+ * pages per CPU-second.
  *
- * will-it-scale (https://github.com/antonblanchard/will-it-scale) is not a
- * Debian package (`apt-cache search will-it-scale` finds nothing) and the
- * CI may not fetch from the network, so this file re-implements the one test
- * the side-by-side compares against, written here for lockline and said so.
- * It follows tests/page_fault1.c's loop exactly:
- *
- *   while (1) {
- *     c = mmap(NULL, MEMSIZE, PROT_READ|PROT_WRITE,
- *              MAP_PRIVATE|MAP_ANONYMOUS, -1, 0);   MEMSIZE = 128 MiB
- *     for (i = 0; i < MEMSIZE; i += pgsize) { c[i] = 0; (*iterations)++; }
- *     munmap(c, MEMSIZE);
- *   }
- *
- * and main.c's shape: N tasks as threads (one mm) or processes, task i bound
- * to CPU i (mod the CPUs allowed), each counting iterations (pages) in its own
- * cache line of a shared mapping; the parent sleeps and prints the summed
- * rate. What is not will-it-scale's: one summary line instead of per-second
- * lines, and -n (MADV_NOHUGEPAGE on each mapping, what lockline's kernel_lru
- * does) for machines whose THP setting is "always".
- *
- * Usage: page_fault1 -t TASKS -m threads|processes -s SECONDS [-n]
+ * Usage: page_fault1 -t TASKS -m threads|processes -s SECONDS [-n] [-p PAGES]
  * Output: "pages_per_s=<rate> tasks=<n> mode=<m> seconds=<s> pages_per_cpu_s=<rate>"
- * (pages per CPU-second of the tasks themselves, from each task's thread CPU
- * clock read every 4096 pages: not will-it-scale's, for loaded machines)
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -46,9 +30,7 @@ static unsigned long memsize = 128UL * 1024 * 1024;
 
 struct slot {
   volatile unsigned long long iterations;
-  /* Every 4096 pages: the task's own CPU time (CLOCK_THREAD_CPUTIME_ID) and
-     the iterations at that moment, for pages per CPU-second (a rate a loaded
-     machine changes less than pages per wall second). Not will-it-scale's. */
+  /* Every 4096 pages: the task's CPU time and iterations (pages per CPU-s). */
   volatile unsigned long long cpu_ns, iterations_at_cpu;
   char pad[128 - 3 * sizeof(unsigned long long)];
 };

@@ -62,10 +62,8 @@ BUILD=${BUILD:-$root/build}
 LOCKLINE=${LOCKLINE:-$BUILD/lockline}
 BASELINE=${BASELINE:-$root/results/baselines/quick-$(hostname -s).json}
 if [[ -n "$against" ]]; then REPS=${REPS:-10}; else REPS=${REPS:-9}; fi
-# The quick suite's rows whose two processes differ whatever the duet does: zeroing memsets a
-# 64 MiB buffer of fresh pages, each process its own physical pages (an unchanged build read
-# +10.1 % [+5.0, +13.6] on zeroing/method:memset/fill:zero; repetitions 0.75-1.14 apart in an
-# A/A duet). They leave the duet's default rows; FILTER= (any FILTER) gates them again.
+# Rows whose two processes differ whatever the duet does (zeroing: fresh pages, each process its
+# own; ci/REGRESSION.md) leave the duet's default rows; FILTER= (any FILTER) gates them again.
 UNPAIRED='^zeroing/'
 left_out=""
 if [[ -n "$against" && -z "${FILTER+set}" ]]; then
@@ -143,9 +141,8 @@ if [[ -n "$against" ]]; then
     echo "regression.sh: the build duet did not run (lockline exit $rc)" >&2
     exit 2
   fi
-  # Later rounds: the rows still undecided get more repetitions (as many as their regime's
-  # interval needs, compare.py --next-round) in a new pair of processes, at the first run's
-  # window length, while MORE_S seconds last; the answer pools every round.
+  # Later rounds (compare.py --next-round): the rows still undecided get more repetitions in new
+  # processes while MORE_S seconds last; the answer pools every round.
   runs=$OUT
   deadline=$((SECONDS + MORE_S))
   for round in 2 3 4; do

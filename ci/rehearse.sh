@@ -25,27 +25,7 @@
 # (QEMU or the host, before lockline ran: its console's end is printed); 2 for bad arguments;
 # 1 for everything else. The checks themselves are tests/python/test_rehearsal.py
 # (LOCKLINE_REHEARSAL_DIR=OUT).
-#
-# How the result comes back: the guest's second serial port (ttyS1), written to a host file.
-# After each run the guest tars and gzips its run directory and log, prints "LOCKLINE-BEGIN
-# <run> <bytes> <sha256>", the archive in base64 and "LOCKLINE-END <run>"; the host checks size
-# and SHA-256 of each block before unpacking it, so a guest stopped by the host timeout still
-# returns every run that finished.
-# Why the serial port and not 9p or a second virtio disk: Debian's kernel has the 8250 UART
-# built in, but virtio-pci, virtio-blk, 9pnet and 9p are modules, which would have to be copied
-# into the initramfs and loaded in order, matched to the exact kernel version; the serial port
-# needs nothing in the guest but busybox, works for any kernel, and the checksum catches a
-# truncated or garbled transfer (the result is ~100 KB gzipped). The console (ttyS0) is separate,
-# so kernel messages never interleave with the data.
-#
-# Guest: Debian's kernel, an initramfs holding busybox-static (the shell and tools), the lockline
-# binary and exactly the shared libraries ldd lists for it. No network (-nic none). Kernel
-# parameters keep a 16-on-2 overcommitted TCG guest alive: the soft/hard lockup and NMI
-# watchdogs and RCU stall reporting are off (TCG starves guest timers under overcommit, which
-# the watchdogs read as lockups), the TSC is trusted (no clocksource watchdog switching to hpet
-# mid-run), panic=-1 reboots (and -no-reboot ends QEMU) instead of hanging.
-# Every step is bounded: the initramfs build, each lockline run inside (busybox timeout), the
-# guest (host timeout around QEMU), plots and report.
+# Results come back checksummed on the guest's ttyS1; why, and the guest: docs/rehearsal.md.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -63,8 +43,7 @@ fi
 topology=${1:-4s4n}
 PYTHON=/usr/bin/python3
 BUILD=${BUILD:-$root/build}
-# Relative BUILD / OUT (ci/test.sh passes "build/...") are taken from the repository root: the
-# script changes directory while it packs the initramfs.
+# Relative BUILD / OUT are taken from the repository root (the script changes directory).
 [[ "$BUILD" == /* ]] || BUILD=$root/$BUILD
 LOCKLINE=$BUILD/lockline
 
@@ -111,38 +90,16 @@ if [[ -e "$OUT/lockline.json" ]]; then
 fi
 
 # The runs inside the guest: NAME SECONDS LOCKLINE_ARGS... (run NAME lands in OUT/NAME/, "main"
-# in OUT itself), each under its own busybox timeout. Chosen for what they exercise, not speed:
-#  - main: calibration's uncontended ops and shared-line atomics, locks with a sleeping and an
-#    unfair lock, zone_lock with pthread_mutex at work_ns:0 (work_ns:cal's once-per-process
-#    calibration walks a 32 MiB pool three times, too slow under TCG), pagevec zones:1
-#    (pthread_mutex) and zones:per_numa (only swept with the ticket lock: 200 ns think time,
-#    4 threads per zone), all over
-#    --threads=topo (1, 2, 4 = one node and package, 8, 16 on 4s4n). Fair spinlocks (ticket,
-#    MCS, qspinlock) at 16 vCPUs on 2 host CPUs are pathological (lock-holder preemption turns
-#    milliseconds into minutes), so contended points use locks that do not hand over in FIFO
-#    order, and the test-and-set lock stops at 8 threads.
-#    One repetition, 2 ms windows, no counters (TCG has no PMU).
-#  - mem-node (node 2 of 4, 1 of 2) / mem-interleave / mem-local: one pagevec point per policy at 1 thread and at
-#    the one-node count, where the shared structures' pages are checked against the policy.
-#  - c2c: the core-to-core matrix on its own and last, with its own cap, over the PUs of
-#    c2c_pus (a cgroup cpuset: lockline's usable PUs are hwloc's allowed cpuset): 8 PUs on two
-#    NUMA nodes (4s4n: 0-7; 2s2n-smt2: 0-3,8-11, SMT siblings included), an 8 x 8 matrix of
-#    28 pairs with near and far pairs. Under TCG a ping-pong needs both vCPU threads on host
-#    CPUs at once; each pair takes 7 probes of >= 320 round trips, ~1 ms each on a loaded 2-CPU
-#    host, so all 120 pairs of 16 PUs would not finish within the cap. The 32-vCPU shape, for
-#    longer local runs, uses all PUs (lockline then picks 64 pairs). Quick suite: 2 windows of
-#    1 ms per pair.
+# in OUT itself), each under its own busybox timeout; what each exercises and why fair spinlocks
+# and all-PU c2c are left out: docs/rehearsal.md "What runs inside".
 main_filter="^(calibration/op:|locks/lock:(pthread_mutex/cs:0/stats:on/|tas/cs:0/stats:on/threads:(1|2|4|8)$)|zone_lock/layout:lock_before_free_area/lock:pthread_mutex/pcp_batch:0/line:64/config:[^/]+/zones:[^/]+/work_ns:0/threads:|pagevec/mode:deferred/slots:15/offset:0/policy:fixed/lock:(pthread_mutex/work_ns:0/zones:1|ttas/work_ns:cal/zones:per_numa)/kernel:2.6.9/release:unmap/)"
 mem_filter="^pagevec/mode:deferred/slots:15/offset:0/policy:fixed/lock:pthread_mutex/work_ns:0/zones:1/kernel:2.6.9/"
 common=(--emulated --benchmark_repetitions=1 --events=none)
-runs=$(cat <<EOF
-main $((CAP * 48 / 100)) --full ${common[*]} --window=2ms --benchmark_filter=$main_filter
-mem-node $((CAP * 5 / 100)) --full ${common[*]} --window=2ms --mem=node:$((nodes / 2)) --threads=1,$cores_per_node --benchmark_filter=$mem_filter
-mem-interleave $((CAP * 5 / 100)) --full ${common[*]} --window=2ms --mem=interleave --threads=1,$cores_per_node --benchmark_filter=$mem_filter
-mem-local $((CAP * 5 / 100)) --full ${common[*]} --window=2ms --mem=local --threads=1,$cores_per_node --benchmark_filter=$mem_filter
-c2c $((CAP * 37 / 100)) --quick ${common[*]} --window=1ms --benchmark_filter=^calibration/c2c:
-EOF
-)
+runs="main $((CAP * 48 / 100)) --full ${common[*]} --window=2ms --benchmark_filter=$main_filter"
+for mem in node:$((nodes / 2)) interleave local; do
+  runs+=$'\n'"mem-${mem%%:*} $((CAP * 5 / 100)) --full ${common[*]} --window=2ms --mem=$mem --threads=1,$cores_per_node --benchmark_filter=$mem_filter"
+done
+runs+=$'\n'"c2c $((CAP * 37 / 100)) --quick ${common[*]} --window=1ms --benchmark_filter=^calibration/c2c:"
 
 # ---- dependencies and the binary -------------------------------------------------------------
 if [[ "${REHEARSAL_NO_INSTALL:-0}" != 1 ]]; then
@@ -201,8 +158,7 @@ mkdir -p /run/out
 cd /run/out
 : >status
 stty -F /dev/ttyS1 raw -echo 2>/dev/null
-# Sends files of /run/out as one checksummed block on ttyS1, right after each run, so a guest
-# the host timeout kills keeps every run that finished.
+# Sends files of /run/out as one checksummed block on ttyS1, right after each run.
 send() {
   name=$1; shift
   tar czf "/run/$name.tgz" -C /run/out "$@" 2>/dev/null
@@ -245,24 +201,19 @@ INIT
 echo "rehearse.sh: initramfs $(du -h "$initrd" | cut -f1) ($(($(date +%s) - t0)) s)"
 
 # ---- the guest ---------------------------------------------------------------------------------
-# loglevel=6: the kernel's boot messages reach console.log, so a guest that hangs while booting
-# shows where.
+# loglevel=6: a guest that hangs while booting shows where in console.log.
 append="console=ttyS0 panic=-1 nowatchdog nmi_watchdog=0 nosoftlockup"
 append+=" rcupdate.rcu_cpu_stall_suppress=1 rcupdate.rcu_cpu_stall_timeout=300"
 append+=" rcupdate.rcu_task_stall_timeout=0 tsc=reliable clocksource=tsc"
 append+=" hung_task_panic=0 loglevel=6"
-# lpj: a preset loops-per-jiffy (2 GHz at Debian's HZ=250) skips calibrate_delay() on each of
-# the 16 vCPUs, which under TCG overcommit fails ("Probably due to long platform interrupts")
-# and spins waiting for jiffies; udelay's accuracy means nothing in this guest.
+# lpj: 2 GHz at Debian's HZ=250, so no vCPU runs calibrate_delay() (fails under overcommit).
 append+=" lpj=8000000"
 data=$work/serial1.txt
 console=$OUT/console.log
-# A boot that has not reached init (the "rehearsal: guest up" line) within BOOT_TIMEOUT host
-# seconds is stopped and tried once more (an idle host boots the guest in seconds).
+# A boot that has not reached init ("rehearsal: guest up") in BOOT_TIMEOUT s is tried once more.
 BOOT_TIMEOUT=${REHEARSAL_BOOT_TIMEOUT:-150}
-# QEMU runs under `timeout`, which puts it in a process group of its own: a Ctrl-C on the
-# terminal or a TERM to this script does not reach it. On INT / TERM / HUP / exit, stop it
-# (timeout passes the TERM on to QEMU).
+# `timeout` puts QEMU in a process group of its own, out of reach of a Ctrl-C or a TERM to this
+# script: on INT / TERM / HUP / exit, stop it (timeout passes the TERM on).
 qemu_pid=
 stop_guest() {
   if [[ -n "$qemu_pid" ]] && kill -0 "$qemu_pid" 2>/dev/null; then
@@ -284,9 +235,8 @@ host_facts() {  # one line: what the host gives the 16 vCPU threads (for a slow 
        "MemAvailable $(awk '/MemAvailable/ {print int($2 / 1024)}' /proc/meminfo) MiB," \
        "cgroup cpu.max '$quota', pids.max '$pids'"
 }
-# One boot: QEMU in the background under the overall cap, its console in console.log; returns 1
-# (QEMU stopped) when the guest does not come up in BOOT_TIMEOUT s. The guest's own lines
-# (not the kernel's "[ seconds ]" lines) are shown as they come.
+# One boot under the overall cap, shown as it comes (not the kernel's "[ seconds ]" lines);
+# returns 1 (QEMU stopped) when the guest does not come up in BOOT_TIMEOUT s.
 boot_guest() {
   rm -f "$data"
   : >"$console"

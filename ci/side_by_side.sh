@@ -1,32 +1,10 @@
 #!/usr/bin/env bash
-# Side by side: lockline's real-kernel fault rows against will-it-scale's
-# page_fault1, interleaved in one session. Not a unit test: it
-# measures, takes minutes, and prints a table for a person to read.
-#
-# will-it-scale is not a Debian package (`apt-cache search will-it-scale`
-# finds nothing) and this script does not fetch from the network, so it builds
-# ci/page_fault1.c, a minimal equivalent written for lockline that follows
-# tests/page_fault1.c's loop (mmap 128 MiB, write one byte per page counting
-# pages, munmap; tasks as threads or processes, task i bound to CPU i).
-#
-# For each round, and each of tasks:threads / tasks:processes at 1 and 2
-# tasks, it runs page_fault1, then lockline's kernel_lru anon_fault,
-# kernel_zone (high_fraction:default) and fault (mode:plain, warm) rows of
-# that shape, then page_fault1 again: each lockline rate is divided by the
-# mean of the two page_fault1 runs around it (kernel_zone: by page_fault1 runs
-# mapping kernel_zone's own batch, 2 x pcp high_max, around it; kernel_zone's
-# windows are whole alloc/free cycles of that batch, fixed work, so --window
-# does not apply to them) (interleaved, so a machine that
-# other work loads unevenly affects both sides alike). Rates: page_fault1's
-# pages/s; kernel_lru / kernel_zone ops_per_s (pages faulted and unmapped per
-# second, munmap included like page_fault1); fault pages_per_s_as_page_fault1
-# (each task's pages over its whole passes, unmapping included, as page_fault1
-# counts; older rows: pages_per_wall_s, which leaves the unmapping out).
-#
-# The table gives, per row, the median ratio over rounds and its range, and
-# the evidence windows' throughput ratio (evidence_throughput_ratio: the
-# rows' kernel evidence is collected in separate windows; this is what that
-# collection costs, not something the timed windows pay).
+# Side by side: lockline's real-kernel fault rows against will-it-scale's page_fault1
+# (ci/page_fault1.c: will-it-scale is not packaged), interleaved in one session: each round runs
+# page_fault1, the kernel_lru / kernel_zone / fault rows of each tasks shape at 1 and 2 tasks,
+# then page_fault1 again, and divides each lockline rate by the mean of the two (kernel_zone: by
+# page_fault1 mapping its own batch). Prints per row the median ratio over rounds, its range and
+# the evidence windows' cost (docs/kernel-ab.md). Not a unit test: it measures, for minutes.
 #
 # Usage: ci/side_by_side.sh [--rounds=N] [--seconds=S] [--window=DURATION]
 #                           [--lockline=PATH] [--keep=DIR]
@@ -63,14 +41,12 @@ for a in "$@"; do
       ;;
   esac
 done
-[[ "$rounds" =~ ^[1-9][0-9]?$ ]] || {
-  echo "side_by_side.sh: error: --rounds=$rounds: expected 1-99" >&2
-  exit 2
-}
-[[ "$seconds" =~ ^[1-9][0-9]?$ ]] || {
-  echo "side_by_side.sh: error: --seconds=$seconds: expected 1-99" >&2
-  exit 2
-}
+for opt in rounds seconds; do
+  [[ "${!opt}" =~ ^[1-9][0-9]?$ ]] || {
+    echo "side_by_side.sh: error: --$opt=${!opt}: expected 1-99" >&2
+    exit 2
+  }
+done
 [[ -x "$lockline" ]] || {
   echo "side_by_side.sh: error: no lockline binary at $lockline (build it, or --lockline=PATH)" >&2
   exit 2
@@ -98,9 +74,8 @@ pf1() {  # mode tasks [pages] -> "pages/s,pages/CPU-s"
     sed -n 's/^pages_per_s=\([0-9.]*\).*pages_per_cpu_s=\([0-9.]*\).*/\1,\2/p'
 }
 
-# kernel_zone maps 2 x pcp high_max per batch, not page_fault1's 128 MiB: its rows are divided
-# by page_fault1 at the same mapping size (-p), measured around them like the others. The size
-# comes from one short kernel_zone point run here (its batch_pages metric).
+# kernel_zone maps 2 x pcp high_max per batch: page_fault1 maps as many (-p) for its rows, the
+# size read from one short kernel_zone point's batch_pages.
 zone_pages=""
 if [[ ",$families," == *,kernel_zone,* ]]; then
   "$lockline" --full --threads=1 --window=0.05s --benchmark_repetitions=1 \
@@ -151,9 +126,8 @@ for round in $(seq 1 "$rounds"); do
         --benchmark_repetitions=2 --benchmark_filter="$filter" \
         --out="$out" >"$out.log" 2>&1 || {
         status=$?
-        # Exit 1 with a result file: some rows are errors (e.g. a concurrent run holds
-        # sysctl.lock), the others measured. Say which and why, keep the rest for the table
-        # (waiting could take a --full run's hours); anything else ends the script.
+        # Exit 1 with a result file: some rows are errors (e.g. sysctl.lock held), the others
+        # measured: say which, keep the rest for the table; anything else ends the script.
         if [[ $status -ne 1 || ! -s "$out/lockline.json" ]]; then
           echo "side_by_side.sh: lockline failed (round $round, $mode, $n):" >&2
           tail -5 "$out.log" >&2

@@ -4,18 +4,11 @@
 Usage: plots/aa_check.py RUN_DIR [RUN_DIR ...] [--min-effect PCT] [--metric NAME]
                          [--all-pairs] [--json]
 
-An A/A comparison compares two things that do not differ, so every "an effect" is false. Two
-sources: the A/A duet rows of each run (a = b, bench/duet.cpp's `aa` specs; stats.compare_pairs
-as plots/verdicts.py), and keys measured in two runs of one build (disjoint pairs of runs in
-the order given, a --runs directory as its runs; duet rows by stats.compare_pair_effects as
-ci/compare.py, others by stats.compare_points; the same rows on both sides are skipped: they
-measure nothing). The false-effect rate is effects / comparisons with an interval, with its
-Wilson 95 % interval; it treats comparisons as independent, but rows of one run pair share
-that pair's machine state, so read it as a rough bound when one pair dominates. An interval
-that covers only its own run shows a low within-run and a high between-run rate.
-
-Exit 0 (a measurement, not a gate); 2 with one `aa_check.py: error:` line on bad input.
-"""
+Sources: each run's A/A duet rows (stats.compare_pairs), and keys measured in two runs of one
+build (duet rows by stats.compare_pair_effects, others by stats.compare_points; identical rows
+skipped). The false-effect rate carries a Wilson 95 % interval that treats comparisons as
+independent (rows of one run pair are not: a rough bound). Exit 0 (a measurement, not a gate);
+2 with one `aa_check.py: error:` line on bad input."""
 
 from __future__ import annotations
 

@@ -1,14 +1,10 @@
 #!/usr/bin/python3
 """How much paired windows buy, from one run: plots/duet_check.py RUN_DIR [--json]
 
-For every paired-windows row series (family `duet`, bench/duet.cpp) of the run, prints the
-paired effect (stats.compare_pairs) beside the unpaired effect of the SAME windows (`unpaired`:
-what A and B run apart would give), their interval half-widths and the ratio of the two: both
-take the repetition as the unit and the same widening, so the ratio is what pairing buys. A/A
-series (a = b) are counted apart: the share of them whose paired interval excludes 0 is the
-method's false-effect rate here.
-Exit 0; 2 with one `duet_check.py: error:` line on a bad run directory.
-"""
+For every duet row series, the paired effect (stats.compare_pairs) beside the unpaired effect of
+the same windows, their half-widths and ratio (same unit and widening: what pairing buys); A/A
+series counted apart (their share excluding 0: the false-effect rate).
+Exit 0; 2 with one `duet_check.py: error:` line on a bad run directory."""
 
 from __future__ import annotations
 
@@ -34,9 +30,8 @@ def half_width(c: stats.Comparison) -> Optional[float]:
 
 def unpaired(pairs: Sequence[Tuple], regime: str) -> Dict[str, Any]:
     """B against A from the windows of `regime`'s pairs ("": all but mixed) as two independent
-    samples: median log B - median log A, each side's medians drawn by
-    stats.hierarchical_bootstrap_medians, widened by stats.small_sample_expansion of the
-    repetitions: compare_pairs' unit and widening (issue 49: windows as the unit read 0.4-0.9x)."""
+    samples, with compare_pairs' unit and widening (hierarchical medians,
+    small_sample_expansion)."""
     sides: Dict[Any, Tuple[List[float], List[float]]] = {}
     for lab, a, b, g in pairs:
         if (lab == regime if regime else lab not in stats.NOT_A_REGIME) and min(a, b) > 0 and \

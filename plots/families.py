@@ -1,11 +1,6 @@
-"""One small plotting function per lockline family, registered in FAMILY_PLOTTERS.
-
-A plotter takes a figures.FamilyData and returns [(file stem, Figure)]; plot.py saves each as
-`<stem>.png` and `<stem>.svg`. Adding a family's figure = one function + `@register("name")`.
-Families without a plotter get `plot_generic` (throughput against threads, one panel per
-benchmark prefix). Plotters look metrics up defensively: a missing metric turns into a panel
-with a note, never an exception.
-"""
+"""One small plotting function per lockline family, registered in FAMILY_PLOTTERS with
+`@register("name")`: it takes a figures.FamilyData and returns [(file stem, Figure)]; others get
+`plot_generic`. A missing metric turns into a panel with a note, never an exception."""
 
 from __future__ import annotations
 
@@ -24,9 +19,8 @@ import stats
 Plotter = Callable[[FamilyData], List[Tuple[str, Figure]]]
 FAMILY_PLOTTERS: Dict[str, Plotter] = {}
 
-# Baseline variant used for the relative view when the user names none.
-# zone_lock: lock_before_free_area, so the ratio drawn is the verdict's effect + 1 (verdicts.py
-# compares lock_after_free_area against lock_before_free_area).
+# Baseline variant of the relative view when the user names none: zone_lock's is the verdict's
+# base, so the ratio drawn is the verdict's effect + 1.
 DEFAULT_BASELINES = {"zone_lock": "lock_before_free_area"}
 
 
@@ -65,8 +59,7 @@ def plot_generic(data: FamilyData) -> List[Tuple[str, Figure]]:
     shown = {m for m in metrics.values() if m}
     what = axis_label(shown.pop()) if len(shown) == 1 else "throughput"
     axes_of = {b: _x_axis(data, data.select(lambda p, b=b: p.bench == b)) for b in benches}
-    # The title names the x axis the panels use: threads, an argument, or bars (one thread
-    # count and no numeric argument).
+    # The title names the panels' x axis: threads, an argument, or bars.
     xs = {axes_of[b] or ("threads" if len({p.threads for _, pts in data.select(
         lambda p, b=b: p.bench == b) for p in pts}) > 1 else "") for b in benches}
     against = (f" against {xs.pop()}" if len(xs) == 1 and "" not in xs
@@ -94,9 +87,8 @@ def plot_generic(data: FamilyData) -> List[Tuple[str, Figure]]:
 
 
 def _x_axis(data: FamilyData, selected) -> Optional[str]:
-    """The benchmark parameter to plot against instead of threads: data.x_arg (--x-arg) when
-    the rows have it; else, when the thread count does not vary, the last integer positional
-    argument (argN) that does; None for a thread axis or bars."""
+    """The parameter to plot against instead of threads: data.x_arg when the rows have it; else, at
+    one thread count, the last integer argN that varies; None for a thread axis or bars."""
     pts = [p for _, ps in selected for p in ps]
     names = {k for p in pts for k in p.params}
     if data.x_arg:
@@ -141,8 +133,7 @@ def bar_panel(ax, data: FamilyData, figure: str, panel: str, runs, metric: str) 
     positive = [m for m in means if m > 0]
     log = bool(positive and max(positive) / min(positive) > 100)
     if len(labels) > 3 or max(len(lab) for lab in labels) > 14:
-        # Many or long category names: horizontal bars, names on the y axis, read left to
-        # right (vertical names overlap or eat the panel).
+        # Many or long category names: horizontal bars, names readable on the y axis.
         ys = list(range(len(labels)))[::-1]
         ax.barh(ys, means, xerr=errs, capsize=3)
         if log:
@@ -179,14 +170,11 @@ def _relative(data: FamilyData, benches: List[str]) -> List[Tuple[str, Figure]]:
 
 @register("locks")
 def plot_locks(data: FamilyData) -> List[Tuple[str, Figure]]:
-    """Lock throughput and wait share against threads as small multiples: one row of panels
-    per critical section / instrumentation combination (cs, stats, ...), one series per lock
-    kind in each, so no panel holds more than the lock kinds (colour+marker never repeat,
-    legends beside the axes)."""
+    """Lock throughput and wait share against threads: one row of panels per critical section /
+    instrumentation combination, one series per lock kind."""
     groups = sorted({tuple(sorted((k, v) for k, v in p.params.items() if k != "lock"))
                      for _, pts in data.runs for p in pts})
-    # A wait-share panel only for groups whose rows carry wait_share (stats:on): an empty
-    # panel saying the metric is absent tells the reader nothing.
+    # A wait-share panel only for groups whose rows carry wait_share (stats:on).
     sels = []
     for group in groups:
         sel = data.select(lambda p, g=group: tuple(sorted(
@@ -238,12 +226,9 @@ def pagevec_formulas(n: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
 
 
 def pagevec_sweep(points) -> Tuple[Dict[str, str], List]:
-    """The rows of ONE pagevec configuration to plot against slots: fixed-policy rows with an
-    integer slot count at offset 0 whose other parameters (kernel, scanner, mode, lock, ...)
-    all equal the configuration with the most slot counts (ties: the 2004 setup, kernel:2.6.9
-    scanner:off mode:deferred, then sorted order). Returns (that configuration, its rows); the
-    heatmap, the wait-share panel, the seed-slot panel and the report's best slot count all
-    use it, so no series mixes configurations."""
+    """(configuration, rows) of the ONE pagevec configuration to plot against slots: fixed-policy
+    rows at offset 0 whose other parameters equal the configuration with most slot counts (ties:
+    kernel:2.6.9 scanner:off mode:deferred, then sorted order)."""
     rows = [p for p in points if p.bench == "pagevec" and p.aggregate is None
             and "layout" not in p.params and p.params.get("offset", "0") == "0"
             and p.params.get("policy", "fixed") == "fixed"
@@ -271,10 +256,9 @@ def _config_words(config: Dict[str, str]) -> str:
 
 @register("pagevec")
 def plot_pagevec(data: FamilyData) -> List[Tuple[str, Figure]]:
-    """pagevec: slots x threads heatmap of pages/s with the measured best slot count per thread
-    count and the two proposed formulas; 16 vs 15 slots and offset 0 vs 8; wait share against
-    slots; pages/s against threads for the seed slot counts. Every panel uses the rows of one
-    configuration (pagevec_sweep), named in its title."""
+    """pagevec: slots x threads heatmap with the best slot count and the proposed formulas; 16 vs
+    15 slots and offset 0 vs 8; wait share against slots; pages/s against threads for the seed slot
+    counts; all from pagevec_sweep's configuration."""
     runs = _runs_of(data)
     fig, axes = new_figure(5, "pagevec: pages/s by batch size (slots) and alignment, lock wait "
                            "share; the 2020 question's 5.8 rows", runs)
@@ -309,9 +293,8 @@ def plot_pagevec(data: FamilyData) -> List[Tuple[str, Figure]]:
 
 
 def _grid(ax, points, metric, title, why):
-    """{(slots, threads): (Stat, variant)} over points that have `metric` and an integer slots
-    param, one coherence regime per thread count (summarize_side_by_side; a slot count without
-    repetitions in it left out); when there are none, `ax` is marked empty with `why`."""
+    """{(slots, threads): (Stat, variant)} of `metric`, one regime per thread count
+    (summarize_side_by_side); none: `ax` marked empty with `why`."""
     cells: Dict[Tuple[int, int], List] = {}
     for p in points:
         if p.aggregate is None and metric in p.metrics and p.params.get("slots", "").isdigit():
@@ -329,10 +312,8 @@ def _grid(ax, points, metric, title, why):
 
 
 def best_slots(pts) -> Dict[int, Tuple[int, List[int], int]]:
-    """{threads: (slot count of the largest mean pages/s, the slot counts not told apart from it,
-    slot counts measured)} over the rows of one pagevec configuration (pagevec_sweep). A slot
-    count is the best only where it beats every other beyond noise (stats.compare_points, one
-    regime a pair); the heatmap stars only those."""
+    """{threads: (best slot count, slot counts not told apart from it, slot counts measured)}: best
+    only where it beats every other beyond noise (stats.compare_points)."""
     by_slots: Dict[Tuple[int, int], List] = {}
     for p in pts:
         if p.params.get("slots", "").isdigit():
@@ -368,8 +349,7 @@ def _pagevec_heatmap(ax, data, run, sweep, words):
                          np.ma.masked_invalid(values), shading="flat", cmap="viridis")
     plt.colorbar(mesh, ax=ax, label="pages/s")
     resolved = {n: b for n, (b, ties, _) in best_slots(sweep).items() if not ties}
-    # A star only on a drawn cell: the grid keeps one regime per thread count, so a thread
-    # count (or slot count) with no repetition in it has no column (row) to star.
+    # A star only on a drawn cell (the grid keeps one regime per thread count).
     starred = [(n, b) for n, b in resolved.items() if n in threads and b in slots]
     if starred:
         ax.plot([threads.index(n) for n, _ in starred], [slots.index(b) for _, b in starred],
@@ -396,8 +376,7 @@ def _pagevec_heatmap(ax, data, run, sweep, words):
 
 def _pagevec_pairs(ax, data, run, pts, config):
     """Bars at the largest thread count: 16 vs 15 slots at offset 0 and 8 in the sweep's
-    configuration (its other parameters), then every named layout (`layout:pagevec_v2_6_9`,
-    ...) in the same configuration where it has one."""
+    configuration, then every named layout there."""
     title = "16 vs 15 slots, offset 0 vs 8, named layouts"
     rest = {k: v for k, v in config.items() if k not in ("slots", "offset")}
 
@@ -478,13 +457,10 @@ RACE_VIOLATIONS = ("violations_freed_referenced", "violations_freed_on_lru")
 
 
 def race_verdicts(points) -> List[Dict[str, str]]:
-    """Per page_free_race variant (and `scanner` when rows carry it: 2.6.16 / 2.6.18 reclaim):
-    violations seen over all repetitions and windows, frees, and a verdict string.
-
-    Rows carry either `violations` (older) or `violations_freed_referenced` +
-    `violations_freed_on_lru` (a page freed while reclaim held a reference / while on the LRU).
-    With none seen in F frees the verdict is the rule of three: the violation rate is below
-    3 / F per free with 95 % confidence (the rows' `violation_rate_upper_95` when present)."""
+    """Per page_free_race variant (and `scanner`): violations over all repetitions and windows
+    (either `violations` or the freed_referenced + freed_on_lru pair), frees, and a verdict string;
+    none in F frees: the rule of three, below 3 / F per free at 95 %
+    (`violation_rate_upper_95`)."""
     rows = []
     by_variant: Dict[Tuple[str, str], List] = {}
     for p in points:
@@ -589,12 +565,9 @@ def plot_page_free(data: FamilyData) -> List[Tuple[str, Figure]]:
 
 
 def _prezero_panels(axes, data: FamilyData, runs) -> None:
-    """Three panels: faults/s (each allocation a modelled fault: bench/prezero.cpp FaultRest;
-    allocations/s in files from before it) against threads of the burst rows at the 004
-    verdicts' burst size (zeroer none / idle_cpus / engine, protocol idle_burst / busy), of the
-    steady-state rows (mode), and the pre-zeroed share. The paired-burst rows
-    (zeroer:none_vs_..., protocol:idle_burst_vs_busy before issue 50) have no rate of their
-    own (the 004 burst verdicts, Holt's included, read their pairs) and are left out."""
+    """Three panels: faults/s against threads of the burst rows at the 004 verdicts' burst size and
+    of the steady-state rows, and the pre-zeroed share; the paired-burst rows (no rate of their
+    own) are left out."""
     runs = [(run, [p for p in pts if "_vs_" not in p.params.get("protocol", "")
                    + p.params.get("zeroer", "")]) for run, pts in runs]
     metric = "faults_per_s" if any("faults_per_s" in p.metrics for _, pts in runs
@@ -769,8 +742,7 @@ def c2c_figure(data: FamilyData) -> Optional[Figure]:
     return finish(fig, runs)
 
 
-# None, or the list report.py collects every drawn figure's readability problems in
-# (report_checks.figure_problems).
+# None, or report.py's list of the drawn figures' readability problems (figure_problems).
 FIGURE_PROBLEMS: Optional[List[str]] = None
 
 
@@ -789,16 +761,10 @@ FALSE_SHARING_CLASSES = ("smt", "l2_shared", "l3_shared", "package_local", "pack
 
 
 def false_sharing_verdicts(points, min_effect: Optional[float] = None) -> List[Dict[str, str]]:
-    """Per false_sharing (pair class, op): the ns/op effect of every counter distance against
-    the farthest one measured (stats.compare_points: ratio of medians with its 95 % interval
-    from one coherence regime), and the smallest distance from which no farther distance is
-    slower by the minimum effect or more.
-
-    "no slowdown" at distance d needs the interval's upper end below +min_effect; "slower" its
-    lower end above 0; a distance whose interval is too wide to say either way makes the answer
-    "not resolved here" rather than a guess, and the answer still says what was resolved
-    (the distances found slower, with their intervals) and what was not. Returns one dict per (pair, op) with keys pair, op, effects (text per
-    distance) and smallest (the answer in words)."""
+    """Per false_sharing (pair class, op): each distance's ns/op effect against the farthest
+    measured (stats.compare_points) and the smallest distance from which nothing farther is slower
+    by the minimum effect ("not resolved here" when an interval is too wide). Returns dicts with
+    pair, op, effects (text per distance) and smallest (the answer in words)."""
     threshold = stats.MIN_EFFECT if min_effect is None else min_effect
     groups: Dict[Tuple[str, str], Dict[int, List]] = {}
     for p in points:
@@ -907,9 +873,8 @@ def plot_false_sharing(data: FamilyData) -> List[Tuple[str, Figure]]:
 
 @register("duet")
 def plot_duet(data: FamilyData) -> List[Tuple[str, Figure]]:
-    """Paired windows (bench/duet.cpp): per comparison (of / param / a -> b, threads), each
-    window pair's ratio B/A as a dot and the paired effect with its 95 % interval
-    (stats.compare_pairs: the computation the verdicts use) as a bar, one panel per run."""
+    """Paired windows, per comparison and run: each pair's ratio B/A as a dot and the paired effect
+    with its 95 % interval (stats.compare_pairs) as a bar."""
     import textwrap
     from lockline_results import labelled_duet_pairs
     runs = _runs_of(data)

@@ -1,9 +1,5 @@
-"""Shared drawing helpers: throughput-vs-threads panels, USL overlays, relative views, CSV.
-
-Every family plotter in families.py draws through these helpers so that each figure gets the
-same ideal line, error bars, topology markers, `coherence: shifted` styling, USL fit and CSV
-record. Matplotlib runs headless (Agg); import this module before pyplot anywhere else.
-"""
+"""Shared drawing helpers (threads panels, USL overlays, relative views, CSV) through which every
+families.py plotter draws. Matplotlib runs headless (Agg); import this before pyplot."""
 
 from __future__ import annotations
 
@@ -40,9 +36,7 @@ THROUGHPUT_METRICS = ("ops_per_s", "pages_per_s", "faults_per_wall_s", "faults_p
 
 
 def params_json(variant) -> str:
-    """The parameters of a plotted series (a variant tuple or a dict) as compact JSON, recorded
-    in every CSV row so a reader (and the consistency test) can check that a panel's series
-    differ only in the parameters their labels name."""
+    """A plotted series' parameters as compact JSON, recorded in every CSV row."""
     import json
     return json.dumps(dict(variant), sort_keys=True, separators=(",", ":"))
 
@@ -123,10 +117,8 @@ def _wrap_to_width(text_artist, inches: float) -> None:
 
 
 def _readable_axes(fig: Figure) -> None:
-    """The generic rules of 'plots that read', applied to every figure: titles
-    wrapped to their panel's (or the figure's) width; no '1e6' offset text (it collides with
-    titles and colour-bar labels): plain numbers with SI prefixes instead (EngFormatter) on
-    linear axes; category tick labels that would overlap are turned vertical."""
+    """Rules applied to every figure: wrapped titles, no offset text (EngFormatter on linear axes),
+    overlapping category tick labels turned vertical."""
     from matplotlib import ticker
     fig_w = fig.get_figwidth()
     if fig._suptitle is not None:
@@ -197,8 +189,7 @@ def varying_keys(variants: Iterable[Tuple[Tuple[str, str], ...]]) -> List[str]:
             sum(1 for var in variants if k in dict(var)) < len(variants)]
 
 
-# Markers combined with the 10-colour cycle: a panel never repeats a colour+marker pair for up to
-# 10 x len(MARKERS) series.
+# Markers with the 10-colour cycle: no colour+marker pair repeats within 10 x len(MARKERS) series.
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">", "*")
 
 
@@ -242,15 +233,10 @@ def regime_legend(ax, others: bool, overrun: bool) -> None:
 def threads_panel(ax, data: FamilyData, figure: str, panel: str,
                   runs: List[Tuple[Run, List[Point]]], metric: str, fit_usl: bool = True,
                   ideal: bool = True, x_name: str = "threads") -> bool:
-    """Draw `metric` against threads: one line per (run, variant), with error bars (standard
-    deviation over repetitions), the ideal line (1-thread value x N, dotted), a dashed USL fit
-    with σ, κ and the predicted peak in the legend (or a note when < 4 thread counts), vertical
-    markers where placement starts using SMT siblings or crosses an L3/NUMA node/package. Error
-    bars come from the repetitions of one coherence regime per point (summarize); repetitions in
-    other regimes are hollow markers, points with an overrun window carry a black cross. No
-    two series share a colour+marker; the legend sits right of the axes. Returns False (and
-    leaves a note) when no point has the metric.
-    """
+    """Draw `metric` against threads, one line per (run, variant): error bars from one regime's
+    repetitions (other regimes hollow, overrun points crossed), the ideal line, a USL fit, topology
+    markers; no two series share a colour+marker. Returns False (with a note) without the
+    metric."""
     ax.set_title(panel, fontsize=10)
     summaries = [(run, summarize(pts, metric)) for run, pts in runs]
     summaries = [(run, s) for run, s in summaries if s]
@@ -287,8 +273,7 @@ def threads_panel(ax, data: FamilyData, figure: str, panel: str,
             errs = [by_n[n].std for n in ns]
             y_top = max([y_top] + [y + e for y, e in zip(ys, errs)]
                         + [max(by_n[n].others, default=0.0) for n in ns])
-            # A point whose mean is of another regime than most of the panel's is drawn
-            # hollow, never joined to the others by a line.
+            # A point of another regime than most of the panel's: hollow, never joined.
             joined = [i for i, n in enumerate(ns) if by_n[n].regime in ("", regime)]
             ax.errorbar([ns[i] for i in joined], [ys[i] for i in joined],
                         yerr=[errs[i] for i in joined], marker=marker, ms=4, capsize=2,
@@ -313,8 +298,7 @@ def threads_panel(ax, data: FamilyData, figure: str, panel: str,
                              unfitted)
         for n, text in (topology_markers(run, all_threads) if x_name == "threads" else []):
             ax.axvline(n, color="0.5", linewidth=0.8, linestyle="-.")
-            # Labels sit at the bottom: legends live top-left, curves rarely reach the bottom
-            # at large thread counts.
+            # Labels at the bottom: legends live top-left, curves rarely reach the bottom.
             ax.text(n, 0.02, f"{text} ", transform=ax.get_xaxis_transform(), rotation=90,
                     fontsize=7, va="bottom", ha="right", color="0.3")
     if ideal:
@@ -340,9 +324,8 @@ def threads_panel(ax, data: FamilyData, figure: str, panel: str,
 
 def _usl_overlay(ax, data: FamilyData, names: Tuple[str, str, str], run: Run, metric: str,
                  ns: List[int], ys: List[float], color: str, unfitted: List[str]) -> None:
-    """A series' USL fit (usl.fit_usl) drawn dashed over `ns` with σ, κ and the predicted
-    peak in the legend and recorded in data.usl_rows; `names` = (figure, panel, series). A
-    series the fit refuses is appended to `unfitted` with the reason."""
+    """A series' USL fit drawn dashed over `ns`, recorded in data.usl_rows (`names` = (figure,
+    panel, series)); a refused fit is appended to `unfitted` with the reason."""
     figure, panel, full = names
     try:
         fit = usl_mod.fit_usl(ns, ys)
@@ -365,12 +348,8 @@ def _usl_overlay(ax, data: FamilyData, names: Tuple[str, str, str], run: Run, me
 
 def narrow_variants(variants: Iterable[Tuple[Tuple[str, str], ...]], limit: int
                     ) -> Tuple[set, Dict[str, str], int]:
-    """(variants kept, parameters fixed, number left out): the configurations of a panel
-    that would draw more than `limit` series, narrowed by fixing one varying parameter at a
-    time to the value most rows have ("-" = rows without the parameter, e.g. no stats:off;
-    ties: the first in natural order) until at most `limit` remain, so a panel draws one
-    configuration family instead of mixing pcp_batch, work_ns, stats and config rows
-    (at most MAX_SERIES series per panel)."""
+    """(variants kept, parameters fixed, number left out): fixes one varying parameter at a time to
+    its most common value ("-": absent) until at most `limit` series remain."""
     allv = list(dict.fromkeys(variants))
     keep = list(allv)
     fixed: Dict[str, str] = {}
@@ -401,17 +380,14 @@ def _natural(value: str) -> Tuple:
 
 def param_panel(ax, data: FamilyData, figure: str, panel: str,
                 runs: List[Tuple[Run, List[Point]]], metric: str, x_name: str) -> bool:
-    """`metric` against the numeric benchmark parameter `x_name` (a plain linear axis named
-    after it, no USL or ideal line: an argument is not a thread count), one series per other
-    parameter combination and thread count. Rows whose parameter is not an integer are left
-    out. `x_name` may also be a user counter (a metric of the rows, e.g. a worker count the
-    benchmark reports): then arguments that only restate it (same value) are not series."""
+    """`metric` against the numeric parameter or user counter `x_name` (linear axis, no USL or
+    ideal line), one series per other parameter combination and thread count; non-integer values
+    left out."""
     shifted_runs = []
     for run, pts in runs:
         moved = []
-        # A counter read per repetition (bytes touched, workers spawned) varies a little from
-        # one repetition to the next: each series' x is its repetitions' median, so one
-        # argument's repetitions stay one point of a line, not one-point series.
+        # A counter read per repetition varies a little: each series' x is its repetitions'
+        # median, so one argument's repetitions stay one point of a line.
         counter_x: Dict[Tuple, float] = {}
         if all(x_name not in p.params for p in pts):
             seen: Dict[Tuple, List[float]] = {}
@@ -455,13 +431,9 @@ def param_panel(ax, data: FamilyData, figure: str, panel: str,
 
 def relative_panel(ax, data: FamilyData, figure: str, panel: str,
                    runs: List[Tuple[Run, List[Point]]], metric: str, baseline: str) -> bool:
-    """Draw each variant's `metric` as a ratio to the matching `baseline` variant (same other
-    params, same run, same thread count) against threads, with the ratio's 95 % rerun interval
-    from the repetitions of one coherence regime (stats.compare_points: ratio of medians,
-    bootstrap; stats.for_rerun, as the verdicts give it).
-    Points with too few same-regime repetitions are hollow and carry no interval. Returns
-    False with a note when no series has the baseline value.
-    """
+    """Each variant's `metric` as a ratio to the matching `baseline` variant against threads, with
+    its 95 % rerun interval (stats.compare_points, for_rerun); too few repetitions: hollow, no
+    interval. Returns False with a note when no series has the baseline."""
     import stats
     ax.set_title(panel, fontsize=10)
     # The parameter that has value `baseline` in some row (e.g. 'layout').
@@ -583,13 +555,9 @@ MAX_SERIES = 8  # series (legend entries that name data) a panel may draw (proje
 
 def verdict_figure(run: Run, verdicts: Sequence[Dict[str, Any]], title: str
                    ) -> Tuple[Optional[Figure], Dict[str, Dict[str, Any]]]:
-    """The figure of one question drawn from its verdicts' own samples
-    (verdicts.verdict_samples), one panel per verdict: a paired verdict's window-pair ratios
-    B/A - 1 of its regime, an unpaired verdict's base and variant repetitions of its regime
-    (as % of the base median); the effect they give as a line, the verdict's rerun interval as
-    a band; other regimes' samples hollow, labelled, never joined. Returns (figure, drawn):
-    drawn[id] = the effect, interval and sample count the panel draws (the report records them
-    and its checks compare them with verdicts.json); (None, {}) without verdicts."""
+    """One question's figure from its verdicts' own samples (verdicts.verdict_samples), a panel per
+    verdict: samples of its regime, the effect as a line, the rerun interval as a band, other
+    regimes hollow. Returns (figure, drawn: {id: effect, interval, count}); (None, {}) without."""
     from verdicts import verdict_samples
     if not verdicts:
         return None, {}

@@ -1,10 +1,5 @@
-"""Load lockline result files (and any Google Benchmark JSON) into plain Python records.
-
-lockline writes Google Benchmark's JSON with additions (results/SCHEMA.md: `family`, `params`,
-`threads`, `placement`, `coherence`, flat metrics such as `ops_per_s`); plain Google Benchmark
-files of any version lack them and differ among themselves. Both become `Point` records.
-Every problem with an input file raises a one-line `ResultError`; callers exit 2.
-"""
+"""Load lockline result files (results/SCHEMA.md) and any Google Benchmark JSON into `Point`
+records. Every problem with an input file raises a one-line `ResultError`; callers exit 2."""
 
 from __future__ import annotations
 
@@ -177,11 +172,10 @@ def row_values(row: Dict[str, Any], path: str) -> Dict[str, float]:
 
 @dataclasses.dataclass
 class Point:
-    """One measured row, normalised. family: lockline's, or a foreign name's first segment
-    without template arguments; bench: the key's first segment; params: all but threads, as
-    strings; metrics: times as `real_time_ns`/`cpu_time_ns`, plus `throughput_per_s`
-    (iterations/s) when the row has no `ops_per_s`/`items_per_second`; aggregate: None for a
-    repetition, else `mean`, `stddev`, ..."""
+    """One measured row, normalised: family (a foreign name's first segment without template
+    arguments), bench (the key's first segment), params (all but threads, strings), metrics (times
+    as `real_time_ns`/`cpu_time_ns`; `throughput_per_s` without another rate), aggregate (None or
+    `mean`, `stddev`, ...)."""
 
     family: str
     bench: str
@@ -270,9 +264,8 @@ IDENTITY_CONTEXT = ("host_name", "mhz_per_cpu", "date", "executable", "num_cpus"
 
 
 def row_identity(row: Dict[str, Any], context: Optional[Dict[str, Any]] = None) -> str:
-    """A digest of a raw row's whole content (key order aside) and of its context's
-    IDENTITY_CONTEXT: equal only for the same measurement (one file on both sides of
-    ci/compare.py, or a copy)."""
+    """A digest of a raw row's whole content (key order aside) and its context's IDENTITY_CONTEXT:
+    equal only for the same measurement (a file on both sides of ci/compare.py, or a copy)."""
     if isinstance(context, dict):
         row = {"row": row, "context": {k: context.get(k) for k in IDENTITY_CONTEXT}}
     text = json.dumps(row, sort_keys=True, separators=(",", ":"), default=str)
@@ -328,9 +321,8 @@ class Run:
         return ", ".join(parts)
 
     def scale_text(self, threads: Optional[int] = None) -> str:
-        """"4 threads on 16 PUs (16 cores, no SMT), 1 NUMA node, 1 package" from
-        context.lockline.topology (hwloc: PU = hardware thread; SMT when PUs > cores); every
-        verdict says its scale."""
+        """"4 threads on 16 PUs (16 cores, no SMT), 1 NUMA node, 1 package"
+        (context.lockline.topology)."""
         ll = self.lockline
         topo = ll.get("topology") if isinstance(ll.get("topology"), dict) else {}
         head = f"{threads} thread{'s' if threads != 1 else ''} on " if threads else ""
@@ -601,10 +593,8 @@ def load_run(path: str) -> Run:
                warnings=warnings)
 
 
-# Google Benchmark 1.9.0 (PR #1836) stopped dividing a threaded run's accumulated real time
-# by the thread count: from 1.9.0 a threaded row's real_time is each thread's wall time per
-# iteration (`threads` times the older value for the same run) and its rates (items_per_second,
-# bytes_per_second) are per thread. ci/compare.py refuses time rows across the change.
+# Google Benchmark 1.9.0 (PR #1836): a threaded row's real_time is each thread's wall time per
+# iteration (`threads` times the older value) and items/bytes_per_second are per thread.
 GB_THREADED_TIME_CHANGE = (1, 9, 0)
 PER_THREAD_RATES = ("items_per_second", "bytes_per_second")
 
@@ -671,9 +661,8 @@ def worker_count(p: Point) -> Optional[Tuple[str, float]]:
 
 
 def _worker_argument_warnings(points: List[Point]) -> List[str]:
-    """One warning when 1-thread rows report cpu_time far below real_time x their worker
-    count (worker_count, else 1: the warning must not depend on the argument's name): cpu_time
-    is then the timing thread's only."""
+    """One warning when 1-thread rows report cpu_time far below real_time x worker_count (else 1):
+    cpu_time is then the timing thread's only."""
     low = []
     for p in points:
         if p.threads != 1 or p.aggregate not in (None, "mean", "median"):
@@ -699,9 +688,8 @@ def _worker_argument_warnings(points: List[Point]) -> List[str]:
             "thread's only, not the workers' CPU time"]
 
 
-# The rates and times a tool computes with (ops/s, ns/op, Google Benchmark's times, a duet
-# pair's ops/s): |v| above PHYSICAL_MAX or non-zero below PHYSICAL_MIN is no measurement (it
-# would overflow the plots' and report's sums and ratios).
+# A rate or time (ops/s, ns/op, times, a duet pair's ops/s) with |v| above PHYSICAL_MAX or non-zero
+# below PHYSICAL_MIN is no measurement (it would overflow the plots' and report's sums).
 PHYSICAL_METRICS = ("ops_per_s", "ns_per_op", "real_time", "cpu_time")
 PHYSICAL_MAX, PHYSICAL_MIN = 1e15, 1e-200
 
@@ -774,10 +762,9 @@ def _reduce(values: List[float]) -> Tuple[float, float]:
 
 
 def summarize(points: Iterable[Point], metric: str) -> Dict[Tuple, Dict[int, Stat]]:
-    """{variant: {threads: Stat}} of `metric`, over the repetitions of the regime most of a
-    point's are in (stats.majority_regime). Aggregate rows only for series without repetition
-    rows: `mean` (or `median`) with `stddev` as the spread; a derived `throughput_per_s` gets
-    its spread from the time stddev by the delta method (stats.stddev_from_aggregate)."""
+    """{variant: {threads: Stat}} of `metric` in each point's majority regime. Aggregate rows only
+    for series without repetitions (`mean`/`median`, `stddev`; a derived `throughput_per_s` by
+    stats.stddev_from_aggregate)."""
     from stats import majority_regime  # local: stats imports nothing from here
 
     reps: Dict[Tuple, Dict[int, List[Point]]] = {}
@@ -825,9 +812,8 @@ def summarize(points: Iterable[Point], metric: str) -> Dict[Tuple, Dict[int, Sta
 
 
 def topology_markers(run: Run, thread_counts: Iterable[int]) -> List[Tuple[int, str]]:
-    """[(threads, label)] where the placement (context.lockline.plans, else the rows'
-    `placement`) first uses SMT siblings, spans >1 L3/NUMA/package or oversubscribes, e.g.
-    [(65, "2 L3s")]."""
+    """[(threads, label)] where the placement first uses SMT siblings, spans >1 L3/NUMA/package or
+    oversubscribes, e.g. [(65, "2 L3s")]."""
     plans: Dict[int, Dict[str, Any]] = {}
     raw = run.lockline.get("plans")
     if isinstance(raw, dict):
@@ -864,9 +850,8 @@ def topology_markers(run: Run, thread_counts: Iterable[int]) -> List[Tuple[int, 
 
 
 def summarize_in_regime(points: Iterable[Point], metric: str, regime: str) -> Optional[Stat]:
-    """The Stat of `metric` over the non-overrun repetitions of `points` in `regime` ("":
-    all); None when none carries `metric`. Numbers set side by side take one regime
-    (common_regime)."""
+    """The Stat of `metric` over the non-overrun repetitions of `points` in `regime` ("": all);
+    None when none carries `metric`."""
     pts = [p for p in points if p.aggregate is None and metric in p.metrics and not p.overrun]
     chosen = [p for p in pts if not regime or p.regime == regime]
     if not chosen:
@@ -877,10 +862,9 @@ def summarize_in_regime(points: Iterable[Point], metric: str, regime: str) -> Op
 
 
 def common_regime(groups: Sequence[Sequence[Point]], metric: str) -> str:
-    """The regime `groups` (each one variant at one thread count) are set side by side in:
-    the one holding repetitions of the most groups, then most in the group with fewest, then
-    most in all, then the fastest (for two groups: stats.select_regime's). "" when no row
-    names a regime."""
+    """The regime `groups` (one variant at one thread count each) are set side by side in: most
+    groups with repetitions, then most in the smallest group, then most in all, then fastest; ""
+    when no row names one."""
     from stats import NO_REGIME, NOT_A_REGIME, regime_rank  # local: stats imports nothing from here
 
     labels = [[p.regime for p in g if p.aggregate is None and metric in p.metrics
@@ -901,9 +885,8 @@ def common_regime(groups: Sequence[Sequence[Point]], metric: str) -> str:
 
 def summarize_side_by_side(groups: Sequence[Sequence[Point]], metric: str
                            ) -> Tuple[str, List[Optional[Stat]]]:
-    """(regime, one Stat per group) of `metric`, all from common_regime's regime so numbers
-    side by side never mix regimes; None for a group without repetitions in it; a group
-    naming no regime is pooled."""
+    """(common_regime's regime, one Stat per group, None without repetitions in it) of `metric`; a
+    group naming no regime is pooled."""
     regime = common_regime(groups, metric)
     return regime, [summarize_in_regime(g, metric, regime if any(
         p.regime for p in g if p.aggregate is None and metric in p.metrics) else "")

@@ -1,11 +1,6 @@
-"""Write output files so that a planted symlink can never redirect them.
-
-Every file plot.py, report.py and verdicts.py write is first created exclusively as a fresh
-temporary file in the destination directory (tempfile.mkstemp: O_CREAT|O_EXCL|O_NOFOLLOW, a
-random name) and then renamed over the destination: rename(2) replaces a symlink at the
-destination instead of following it, so nothing is written outside the output directory.
-Output directories that are themselves symlinks are refused.
-"""
+"""Write output files so that a planted symlink can never redirect them: each is created
+exclusively as a temporary file in the destination directory (mkstemp) and renamed over the
+destination; symlinked output directories are refused."""
 
 from __future__ import annotations
 
@@ -34,9 +29,9 @@ def ensure_dir(path: str) -> str:
 
 
 def write_atomic(path: str, content: Union[str, bytes, Callable[[IO[bytes]], None]]) -> str:
-    """Write `content` (text, bytes, or a function given the open binary file) to `path`
-    through a temporary file renamed into place (mode 0666 minus the umask); on error the
-    temporary file is removed and the error propagates."""
+    """Write `content` (text, bytes, or a function given the open binary file) to `path` through a
+    renamed temporary file (mode 0666 minus the umask); on error it is removed and the error
+    raised."""
     directory = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(dir=directory, prefix="." + os.path.basename(path) + ".",
                                suffix=".tmp")

@@ -3,17 +3,11 @@
 
     plots/plot.py PATH... -o DIR [--baseline-variant NAME] [--family F] [--x-arg NAME]
 
-PATH is a run directory (its lockline.json) or a result JSON. Several paths overlay the same
-family from different machines or commits, labelled host@commit. Writes to DIR, per family,
-`<family>.png/.svg` (throughput against threads, one line per variant, error bars from the
-repetitions of one coherence regime with other regimes' repetitions as hollow markers and
-overrun windows crossed, the ideal 1-thread x N line, USL fits, topology markers; foreign files'
-benchmark arguments on their own axis, `--x-arg`), `<family>_relative.*` (the ratio to a
-baseline variant with its 95 % interval) where a baseline variant applies, `c2c_latency.*` when calibration has core-to-core rows,
-`<family>.csv` with every plotted value and `<family>_usl.csv` with the USL fits. Prints each
-file written. Files are created exclusively and renamed into place, never written through a
-planted symlink. Exit 0 on success, 2 on bad input with one line on stderr. Runs headless (Agg).
-"""
+PATH is a run directory or a result JSON; several overlay one family, labelled host@commit.
+Writes to DIR per family `<family>.png/.svg` (throughput against threads), `<family>_relative.*`
+(ratio to a baseline variant), `c2c_latency.*`, `<family>.csv` and `<family>_usl.csv`, each
+created exclusively and renamed into place (plots/outputs.py), and prints each file written.
+Exit 0 on success, 2 on bad input with one line on stderr. Runs headless (Agg)."""
 
 from __future__ import annotations
 

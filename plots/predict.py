@@ -7,34 +7,10 @@
     lockline predict RUN --validate-against=OTHER_RUN [--fit-threads=1,2] [--target=...]
     plots/predict.py  RUN_DIR ...  (the same; `lockline predict` execs this)
 
-For every family and variant of the run that takes a lock and records lock statistics
-(`locks` stats:on, `zone_lock`, `pagevec`, `page_free`), predicts throughput against thread
-count on the target topology, with the target's own placement plan from the planner the runs
-use (`lockline --plan=json --topology=... --pin=<the run's pin>`), and the predicted seed
-verdicts (plots/verdicts.py's COMPARISONS) at the target's thread counts. Writes
-OUT/predicted.json and OUT/predicted-<family>.png (OUT defaults to
-RUN_DIR/predicted-<topology name>/); plots/report.py shows them ("Predicted for TOPOLOGY").
-
-Inputs (plots/lockline_results.py reads them): per variant the 1-thread repetitions and those
-at the multi-thread counts --fit-threads allows (ops_per_s, ns_per_op, hold_ns,
-acquisitions_per_op, wait_share, contended_share, coherence.regime_ns), the lock kind, the
-lines the family's layout puts under the lock, and the calibration/c2c latencies per distance
-class (bench/false_sharing.cpp's PairClass) in one --regime. The target's latencies: --latencies
-(ns per class, or a c2c lockline.json[.gz]), else --target's c2c rows, else this machine's,
-else ASSUMED_NS (marked). --target (a `lockline --calibrate-only` run on the target, or any
-run there with 1-thread rows) rescales each variant's 1-thread costs by the target's speed.
-The model (plots/predict_fit.py: MODEL, fit_draws, _lock_x) and what it leaves out are in
-docs/prediction.md. Each curve is checked against its invariants (check_invariants) before
-anything is written. Intervals: percentile bootstrap (fixed seed), widened by a median's
-repetition noise and by the distance from the fitted thread counts.
-
-`--validate-against=OTHER_RUN` predicts OTHER_RUN's lock-family points (at each row's own
-placement) from RUN and prints predicted vs measured with coverage (validate_against).
-Outputs go through plots/predict_output.py (O_NOFOLLOW | O_EXCL temporary, renamed). A run
-made in an emulator is refused unless --allow-emulated (then labelled EMULATED).
-
-Exit 0; 2 with one `lockline: error:` line for bad input (before anything is written).
-"""
+Writes OUT/predicted.json and OUT/predicted-<family>.png (OUT defaults to
+RUN_DIR/predicted-<topology name>/) through plots/predict_output.py; the inputs, the model
+(plots/predict_fit.py) and what it leaves out are docs/prediction.md. Exit 0; 2 with one
+`lockline: error:` line for bad input (before anything is written)."""
 
 from __future__ import annotations
 
@@ -78,10 +54,8 @@ EXTRAPOLATION_SIGMA = 0.2
 
 
 def interval(ops: np.ndarray, noise: float, beyond: float = 1.0) -> Tuple[float, float]:
-    """95 % interval of a predicted point for the median a run would measure: the bootstrap
-    percentiles of the model (draws 1..), widened in log space by the repetition noise of a
-    median (repetition_noise) and by EXTRAPOLATION_SIGMA per e-fold of `beyond` (the point's
-    thread count / the largest fitted one, when > 1), the half-widths added in quadrature.
+    """95 % interval of a predicted point: the model's bootstrap percentiles (draws 1..) widened in
+    log space, in quadrature, by repetition_noise and EXTRAPOLATION_SIGMA per e-fold of `beyond`.
     Contains ops[0]."""
     p = float(ops[0])
     lo, hi = (np.percentile(ops[1:], [2.5, 97.5]) if ops.size > 2 else (p, p))
@@ -97,11 +71,9 @@ class InvariantError(Exception):
 
 
 def check_invariants(v: VariantInputs, rows: Sequence[Dict[str, Any]]) -> None:
-    """Raises InvariantError naming the variant and count when its predicted curve breaks:
-    - no lock utilization above 1 (throughput x the mean hold + hand-off at the queue
-      lengths the model predicts: the chance a lock instance is held);
-    - no point above the 1-thread rate x threads (a lock cannot make threads faster);
-    - intervals (log hi / lo) that do not narrow with the distance from the fitted counts."""
+    """Raises InvariantError naming the variant and count when its curve has a lock utilization
+    above 1, a point above the 1-thread rate x threads, or intervals not widening with distance
+    from the fitted counts."""
     fitted = max(v.reps)
     one = next((r["ops_per_s"] for r in rows if r["threads"] == 1), None)
     width = 0.0
@@ -122,9 +94,8 @@ def check_invariants(v: VariantInputs, rows: Sequence[Dict[str, Any]]) -> None:
 # ----------------------------------------------------------------------------- target plan
 
 def find_lockline(explicit: Optional[str]) -> str:
-    """The lockline binary that plans the target: --lockline, $LOCKLINE_BIN (set by
-    `lockline predict`), the source tree's build/lockline, or `lockline` on PATH. An explicit
-    --lockline that is not an executable file is an error, never replaced by another binary."""
+    """The planning binary: --lockline (must be executable, never replaced), $LOCKLINE_BIN, the
+    tree's build/lockline, or `lockline` on PATH."""
     if explicit and not (os.path.isfile(explicit) and os.access(explicit, os.X_OK)):
         fail(f"--lockline={explicit}: not an executable file (accepted: a lockline binary)")
     for cand in (explicit, os.environ.get("LOCKLINE_BIN"),
@@ -158,9 +129,7 @@ def plan_target(binary: str, topology: str, pin: str) -> Dict[str, Any]:
 
 
 def class_pair_counts(pus: Sequence[Dict[str, Any]]) -> Dict[str, float]:
-    """Ordered pairs (i != j) of `pus` per distance class (PairClass precedence: same core ->
-    smt, other package -> package_remote, same L2 -> l2_shared, same L3 -> l3_shared, else
-    package_local), counted through nested keys in O(n)."""
+    """Ordered pairs (i != j) of `pus` per distance class (PairClass precedence), in O(n)."""
     def count(keyf) -> float:
         tally: Dict[Tuple, int] = {}
         for p in pus:
@@ -247,9 +216,8 @@ def group_transfer(pair_counts: Dict[str, float], d: Dict[str, np.ndarray]) -> n
 
 def predict_pus(v: VariantInputs, pus: Sequence[Dict[str, Any]], d: Dict[str, np.ndarray]
                 ) -> Tuple[np.ndarray, np.ndarray, int, np.ndarray]:
-    """(ops/s, share of the threads' time spent waiting for the lock, the number of lock
-    instances they share (lock_groups), the highest instance's utilization), per draw, of one
-    thread on each of `pus`."""
+    """Per draw, of one thread on each of `pus`: (ops/s, waiting share, lock instances shared, the
+    highest instance's utilization)."""
     groups = lock_groups(pus, len(pus), v.per_node)
     neighbours = l3_neighbours(pus)
     x = np.zeros_like(d["s1"])
@@ -288,13 +256,9 @@ def predict_variant(v: VariantInputs, order, counts, d) -> List[Dict[str, Any]]:
 def predicted_verdicts(variants: List[VariantInputs], curves: Dict[str, List[Dict]],
                        counts: Sequence[int], all_keys: Sequence[str] = (),
                        skipped: Sequence[str] = ()) -> List[Dict[str, Any]]:
-    """plots/verdicts.py's COMPARISONS applied to the predictions at the target's planned
-    thread counts: effect = variant / base - 1 of predicted ops/s, 95 % interval from the
-    same bootstrap draws (paired: both sides use the same latency draws). The rows are chosen
-    as verdicts.py chooses them (`only`, then the best `prefer` match) among every variant of
-    the run, predicted or not; a pair the model has no input for (a stats:off or lock-free
-    side, an alignment comparison) gives one entry with predicted false, effect and ci null
-    and the reason. Each text names its own lock."""
+    """verdicts.py's COMPARISONS on the predictions at the target's thread counts (effect of
+    predicted ops/s, interval from the same paired draws), rows chosen as verdicts.py does; a pair
+    without model input gives predicted false, effect and ci null and the reason."""
     try:
         from verdicts import COMPARISONS
     except ImportError:
@@ -361,9 +325,8 @@ def predicted_verdicts(variants: List[VariantInputs], curves: Dict[str, List[Dic
 # ----------------------------------------------------------------------------- validation
 
 def placement_pus(pl: Dict[str, Any], n: int) -> List[Dict[str, Any]]:
-    """n PUs laid out as a row's placement summary says (packages, NUMA nodes, L3s, cores,
-    SMT siblings), threads spread evenly: what the model needs of the measured placement
-    (distance classes and threads per L3) without the machine's topology file."""
+    """n PUs laid out as a row's placement summary says, threads spread evenly (distance classes
+    and threads per L3 without the topology file)."""
     def num(k: str) -> int:
         try:
             return max(1, min(n, int(pl.get(k) or 1)))
@@ -400,15 +363,10 @@ def measured_points(run: Run, counts: Optional[Sequence[int]]) -> Dict[str, Dict
 def validate_against(run_path: str, other_path: str, fit_threads: Optional[Sequence[int]],
                      latencies: Optional[str] = None, regime: str = "near", draws: int = 200,
                      seed: int = 26, target: Optional[str] = None) -> Dict[str, Any]:
-    """`lockline predict RUN --validate-against=OTHER`: predict every lock-family point OTHER
-    measured (at each row's own placement: packages, nodes, L3s, cores) from RUN and compare.
-
-    Fitted on RUN's rows at fit_threads (None: all of RUN's counts); judged on OTHER's counts
-    (when OTHER is RUN itself, only the counts not fitted on). Target latencies: --latencies,
-    else --target's calibration/c2c classes, else OTHER's, else RUN's, else assumed; --target
-    also rescales the 1-thread costs (target_speed). Returns {"rows": [per
-    variant and count: key, family, threads, predicted, lo, hi, measured, n, error, inside],
-    "verdicts": [seed comparisons: predicted vs measured effect], "notes": [...]}."""
+    """`lockline predict RUN --validate-against=OTHER`: predict OTHER's lock-family points (at each
+    row's placement) from RUN fitted at fit_threads, judged on OTHER's counts (RUN itself: the
+    unfitted ones). Returns {"rows": [key, family, threads, predicted, lo, hi, measured, n, error,
+    inside], "verdicts": [predicted vs measured effect], "notes": [...]}."""
     run = read_run(run_path)
     other = run if os.path.abspath(other_path) == os.path.abspath(run_path) else \
         read_run(other_path)
@@ -451,10 +409,8 @@ def validated_verdicts(variants: List[VariantInputs], rows: List[Dict[str, Any]]
                        draws_of: Dict[Tuple[str, int], np.ndarray],
                        meas: Dict[str, Dict[int, Any]], skipped: Sequence[str]
                        ) -> List[Dict[str, Any]]:
-    """The seed comparisons at the judged counts: the predicted effect (paired draws,
-    predicted_verdicts) beside the measured one (ratio of the two sides' median ops/s - 1),
-    with whether the sign is right and the effect within 2x (None below a 5 % measured
-    effect)."""
+    """The seed comparisons at the judged counts: predicted effect beside the measured one, whether
+    the sign is right and the effect within 2x (None below a 5 % measured effect)."""
     keys = {r["key"] for r in rows}
     counts = sorted({r["threads"] for r in rows})
     curves = {k: [{"threads": n, "_draws": o} for (kk, n), o in draws_of.items() if kk == k]
@@ -495,9 +451,8 @@ def merge_c2c(first, then, label: str = ""):
 
 
 def read_target(path: str, variants: Sequence[VariantInputs], regime: str):
-    """--target: (speed ratios per variant, notes, the target's c2c classes) of a lockline.json
-    [.gz] or run directory from the target (a `lockline --calibrate-only` run, or any run with
-    1-thread rows of the input's variants and calibration/c2c rows); fail()s with one line."""
+    """--target: (speed ratios per variant, notes, c2c classes) of a run from the target; fail()s
+    with one line."""
     run = read_run(path)
     try:
         speed, notes = target_speed(variants, run)
@@ -514,10 +469,9 @@ def fit_run(run: Run, variants: Sequence[VariantInputs], lat: Dict[str, Dict[str
             here: Dict[str, List[float]], draws: int, seed: int,
             speed: Optional[Dict[str, float]] = None
             ) -> Tuple[Dict[str, Dict[str, Any]], Tuple[float, str]]:
-    """(fit_all of `variants` with the target's latency draws, (clock bias ns, why)): one
-    generator seeded with `seed` draws the latencies first, then the fit. A row without its
-    pair's transfer (coherence.regime_ns) takes this machine's l3_shared class (else
-    package_local, else ASSUMED_NS)."""
+    """(fit_all of `variants` with the target's latency draws, (clock bias ns, why)), one generator
+    seeded with `seed`; a row without coherence.regime_ns takes l3_shared (else package_local, else
+    ASSUMED_NS)."""
     rng = np.random.default_rng(seed)
     lat_d = latency_draws(lat, draws, rng)
     bias = clock_bias_ns(run)
@@ -577,12 +531,8 @@ def predict(run_dir: str, topology: str, latencies: Optional[str] = None,
             figures: bool = True, threads: Sequence[int] = (),
             fit_threads: Optional[Sequence[int]] = None, arch: str = "",
             target: Optional[str] = None) -> Dict[str, Any]:
-    """Everything `lockline predict` does; returns the predicted.json document (also written).
-
-    Errors (fail(): one line, exit 2, nothing written): unreadable run, no lock family with
-    1-thread rows, a topology the planner refuses, a bad --latencies file, an output path that
-    is not a directory we may create, a --target without 1-thread rows of the input's variants,
-    a prediction that breaks its own invariants (check_invariants)."""
+    """Everything `lockline predict` does; returns the predicted.json document (also written). Bad
+    input fail()s (one line, exit 2, nothing written)."""
     path = result_path(run_dir)
     run, shared = drop_time_shared(read_run(path))
     variants, skipped = collect_variants(run, fit_threads)
@@ -643,10 +593,8 @@ def predict(run_dir: str, topology: str, latencies: Optional[str] = None,
 
 
 def drop_time_shared(run: Run) -> Tuple[Run, int]:
-    """`run` without the multi-thread repetitions whose threads were seen on fewer distinct
-    PUs than there are threads (placement.observed_pus; an unpinned run's threads taking turns
-    on one PU): their slowdown is time slicing, not the L3 sharing the fit reads into it.
-    Returns (run, how many were dropped)."""
+    """(`run` without multi-thread repetitions seen on fewer PUs than threads, how many dropped):
+    their slowdown is time slicing, not L3 sharing."""
     def shared(p: Point) -> bool:
         seen = p.placement.get("observed_pus") if isinstance(p.placement, dict) else None
         if p.aggregate or p.threads < 2 or not isinstance(seen, list):
@@ -666,9 +614,8 @@ def placement_policies(run_pin: str, target_pin: str) -> Dict[str, str]:
 
 
 def assume_x86_latencies(lat: Dict[str, Dict[str, Any]]) -> str:
-    """On a target that is not x86: every class not given by --latencies is marked "assumed
-    (x86 figures)" in `lat` (in place); returns the note the figures and the report print
-    ("" when --latencies gave every class)."""
+    """Non-x86 target: classes --latencies did not give are marked "assumed (x86 figures)" in
+    `lat`; returns the note ("" when all were given)."""
     if all(lat[c]["source"] == "given" for c in CLASSES):
         return ""
     for c in CLASSES:

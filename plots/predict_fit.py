@@ -21,12 +21,9 @@ CLASSES = ("smt", "l2_shared", "l3_shared", "package_local", "package_remote")
 # Largest one-way transfer (ns) taken as one: longer c2c repetitions are a descheduled probe.
 MAX_TRANSFER_NS = 1e6
 
-# Used only for classes that neither --latencies nor this machine's c2c matrix gives; marked
-# "assumed" in predicted.json and the report. One-way core-to-core latencies of the order
-# published for current x86 servers (core-to-core latency charts of AnandTech and Chips and
-# Cheese for AMD EPYC Rome/Milan and Intel Xeon Scalable, 2019-2023): SMT siblings ~7 ns,
-# cores under one L2 ~20 ns, one L3 ~30 ns, another L3/die of the package ~100 ns, another
-# package ~200 ns. Real machines differ by 2x either way: give --latencies for a real target.
+# Only for classes neither --latencies nor this machine's c2c gives (marked "assumed"): the order
+# of published x86 server c2c charts (AnandTech, Chips and Cheese: EPYC Rome/Milan, Xeon SP,
+# 2019-2023); real machines differ by 2x either way.
 ASSUMED_NS = {"smt": 7.0, "l2_shared": 20.0, "l3_shared": 30.0, "package_local": 100.0,
               "package_remote": 200.0}
 ASSUMED_SOURCE = ("assumed: typical one-way core-to-core latency of current x86 servers "
@@ -255,15 +252,9 @@ def family_lines(p: Point) -> Tuple[float, float, str]:
     return 1.0, 0.0, "assumed: one data line"
 
 
-# Lock scope per family and kernel version: which lock instance the family's rows model and
-# how many of it a target machine has. Runs are `zones:1` (one zone for all threads, the worst
-# case); the kernel has one instance per zone or per node, so predict builds one network per
-# NUMA node of the target. (Sources: include/linux/mmzone.h@v2.6.9 struct zone: `spinlock_t
-# lock` (free lists) and `spinlock_t lru_lock` (the LRU lists) per zone, zones per node in
-# struct pglist_data.node_zones; include/linux/mmzone.h@v5.8 struct pglist_data: `spinlock_t
-# lru_lock` per node (moved from struct zone in v4.8, 599d0c954f91 "mm, vmscan: move LRU lists
-# to node"), struct zone keeps `spinlock_t lock`; mm/page_alloc.c@v4.0 rmqueue_bulk /
-# free_pcppages_bulk take zone->lock of the page's own zone. Line numbers not re-read here.)
+# Lock scope per family and kernel version (runs are `zones:1`; the kernel has one instance per
+# zone or node, so predict builds one network per NUMA node of the target). Sources in the
+# values; lru_lock moved from struct zone to pglist_data in v4.8 (599d0c954f91).
 LOCK_SCOPE = {
     ("zone_lock", ""): ("node", "zone->lock: one per zone of each node (mm/page_alloc.c "
                         "rmqueue_bulk / free_pcppages_bulk; struct zone, mmzone.h); the pcp "
@@ -286,25 +277,15 @@ def lock_scope(family: str, params: Dict[str, str]) -> Tuple[str, str]:
                           LOCK_SCOPE.get((family, ""), ("machine", "one lock (assumed)")))
 
 
-# The waiter term (extra transfers per hand-off for each further waiter, Boyd-Wickizer et al.,
-# "Non-scalable locks are dangerous", Linux Symposium 2012: the hand-off of a lock whose
-# release every waiter sees costs more the more CPUs spin on its line). Ticket and
-# test-and-set: every spinner's read (ticket) or xchg (TAS) of the released line is served
-# before the next holder proceeds, so k further waiters cost a * k transfers, unbounded: past
-# saturation throughput falls (retrograde). TTAS and glibc's pthread_spin spin on a shared copy
-# and race once per release, so the reads are served in parallel past a few readers: bounded,
-# a * k / (1 + k / WAITER_HALF), at most a * WAITER_HALF. Queued locks hand to one waiter.
+# The waiter term w(k) per further waiter (docs/prediction.md): a * k for ticket and TAS
+# (unbounded: retrograde), a * k / (1 + k / WAITER_HALF) for TTAS and pthread_spin, 0 queued.
 WAITER_HALF = 4.0
 UNBOUNDED_WAITERS = ("ticket", "tas")
 
-# Structural waiter coefficient per lock kind (transfers per further waiter) used when the
-# input has no row with >= 3 threads at a lock to fit it on (a 2-thread row has no further
-# waiter). Ticket: every waiter re-reads now_serving before the next ticket sees its turn
-# (Boyd-Wickizer et al. 2012); TAS/TTAS/pthread_spin: the waiters' reads and one xchg race per
-# release, about half a transfer each (they go in parallel with the winner's); queued locks
-# (MCS, qspinlock's MCS queue) hand to one waiter: 0. qspinlock's queue (>= 2 waiters) adds one
-# hand-off line (the MCS node of the next waiter, kernel/locking/qspinlock.c@v5.8
-# queued_spin_lock_slowpath: arch_mcs_spin_unlock_contended after taking the lock).
+# Waiter coefficient a when no row has >= 3 threads at the lock to fit it: ticket 1 (every waiter
+# re-reads now_serving), TAS/TTAS/pthread_spin 0.5 (reads race the winner's xchg), queued 0.
+# qspinlock's queue adds one hand-off line (the next waiter's MCS node,
+# kernel/locking/qspinlock.c@v5.8 queued_spin_lock_slowpath: arch_mcs_spin_unlock_contended).
 WAITER_PRIOR = {"ticket": 1.0, "tas": 0.5, "ttas": 0.5, "pthread_spin": 0.5, "mcs": 0.0,
                 "qspinlock": 0.0, "pthread_mutex": 0.0}
 QUEUE_LINES = {"qspinlock": 1.0}
@@ -428,9 +409,8 @@ def collect_variants(run: Run, fit_threads: Optional[Sequence[int]] = None
 
 def target_speed(variants: Sequence[VariantInputs], target: Run
                  ) -> Tuple[Dict[str, float], List[str]]:
-    """--target: per variant the target's 1-thread ns_per_op / the input's (medians), and notes
-    for the variants the target has no 1-thread row of (their family's median ratio, else
-    every matched variant's). ValueError when no variant matches."""
+    """--target: per variant the target's 1-thread ns_per_op / the input's (medians), notes for the
+    variants without one (family median, else all). ValueError when no variant matches."""
     there: Dict[str, List[float]] = {}
     for p in target.points:
         if p.family in LOCK_FAMILIES and p.threads == 1 and not p.aggregate and _usable(p):
@@ -453,10 +433,8 @@ def target_speed(variants: Sequence[VariantInputs], target: Run
 
 
 def clock_bias_ns(run: Run) -> Tuple[float, str]:
-    """ns a sampled hold_ns carries besides the critical section: the clock read inside it
-    (harness/locks/lock_stat.h: a sampled hold reads the clock after acquiring and before
-    releasing). Estimated from the `locks` cs:0 stats:on 1-thread rows, whose critical section
-    is nearly empty: median of hold_ns - ns_per_op (>= 0); 0 without such rows."""
+    """ns a sampled hold_ns carries besides the critical section (the clock read inside it): median
+    of hold_ns - ns_per_op (>= 0) of the `locks` cs:0 stats:on 1-thread rows; 0 without them."""
     vals = [p.metrics["hold_ns"] - p.metrics["ns_per_op"] for p in run.points
             if p.family == "locks" and p.threads == 1 and not p.aggregate and
             p.params.get("cs") == "0" and p.params.get("stats") != "off" and _usable(p)]
@@ -493,12 +471,8 @@ def _boot_count(reps: List[Point], draws: int, rng: np.random.Generator,
                                    for r in reps]))}
 
 
-# The outside-work slowdown with threads sharing an L3 has a knee: Z1 (1 + g knee(k)), k = threads
-# per L3 - 1, knee(k) = k / (1 + k / OUTSIDE_KNEE), at most g x OUTSIDE_KNEE. Neighbours
-# slow a thread's outside work by sharing its L3 and memory path; a linear term fitted on one
-# or three neighbours would predict 6x the outside work at 224 threads per L3 (issue 51), where
-# the measured calibrated rows meet the saturated lock curve instead. The knee is an assumption
-# (no input row has more than 3 neighbours), stated in predicted.json.
+# Outside work slows with threads sharing an L3 up to a knee: Z1 (1 + g knee(k)), k = threads per
+# L3 - 1, at most g x OUTSIDE_KNEE (an assumption stated in predicted.json; docs/prediction.md).
 OUTSIDE_KNEE = 4.0
 
 # Upper ends of the fitted parameters (bisection on the measured throughput): a value at its
@@ -556,22 +530,11 @@ def _match(v: VariantInputs, m: Dict[str, Any], n: int, d: Dict[str, np.ndarray]
 
 def fit_draws(v: VariantInputs, draws: int, rng: np.random.Generator, bias: float,
               fallback_t: float) -> Dict[str, np.ndarray]:
-    """Bootstrap draws of the variant's model parameters (draw 0: all repetitions).
-
-    From the 1-thread rows: S1 = hold_ns - clock bias (the uncontended critical section),
-    Z1 = ns per acquisition - 1-thread wait - S1 (outside work per acquisition).
-    From the multi-thread fit rows (n >= 2), measured, not assumed:
-    - L, lines per hand-off: hold_ns at n exceeds S1 by the lines the holder touches that the
-      previous holder wrote; a hold after another thread's costs L transfers of the row's pair
-      (`coherence.regime_ns`). Share of holds after another thread's: contended_share (a
-      hand-off) + (1 - contended_share) (n - 1) / n (found free, last holder random). A
-      lock-bound row (wait share >= 0.2): the L that reproduces its throughput. Without a
-      multi-thread row: the lines the layout puts under the lock (family_lines: data_lines).
-    - g, outside-work slowdown with threads sharing the L3 (Z1 (1 + g knee(k))): from the
-      outside work per acquisition at n (ns per acquisition x (1 - wait_share) - hold).
-    - a, the waiter term: the structural WAITER_PRIOR unless a fit row has >= 3 threads and a
-      wait share >= 0.2; then the a whose predicted throughput there matches (per draw).
-    """
+    """Bootstrap draws of the variant's model parameters (draw 0: all repetitions): S1 (1-thread
+    hold_ns - clock bias), Z1 (outside work per acquisition), and from the multi-thread fit rows L
+    (lines per hand-off, from hold_ns or, lock-bound, the throughput; else family_lines), g (the
+    L3-sharing slowdown) and a (the waiter term, fitted at >= 3 threads and wait share >= 0.2, else
+    WAITER_PRIOR). The model: docs/prediction.md."""
     b = {n: _boot_count(r, draws, rng, fallback_t) for n, r in v.reps.items()}
     one = b[1]
     c1 = 1e9 / (one["ops"] * one["acq"])
@@ -623,14 +586,9 @@ OUTSIDE_WORK_PARAMS = ("kernel", "work_ns", "release", "scanner", "mode", "confi
 def fit_all(variants: Sequence[VariantInputs], draws: int, rng: np.random.Generator,
             bias: float, fallback_t: float, lat_d: Dict[str, np.ndarray],
             speed: Optional[Dict[str, float]] = None) -> Dict[str, Dict[str, Any]]:
-    """fit_draws for every variant, then:
-    - the outside-work slowdown g is pooled (per draw, the median) over a family's variants of
-      the same outside work: a property of the work between acquisitions, not of the lock;
-    - the lock side (lines per hand-off, waiter coefficient) of variants that differ only in
-      work_ns is the lock-bound member's (fitted on its throughput): the same lock and holds
-      cannot pass more hand-offs per second because the threads work longer outside it;
-    - `speed` (--target: the target's 1-thread ns_per_op / the input's, per variant) scales
-      S1 and Z1 after the fit (L and a are counts of transfers, machine-independent)."""
+    """fit_draws for every variant; g pooled (median per draw) over a family's variants of the same
+    outside work; variants differing only in work_ns take the lock-bound member's L and a; `speed`
+    (--target) scales S1 and Z1."""
     fits = {v.key: dict(fit_draws(v, draws, rng, bias, fallback_t),
                         **{f"lat_{c}": lat_d[c] for c in CLASSES}) for v in variants}
     groups: Dict[Tuple, List[VariantInputs]] = {}
@@ -663,10 +621,8 @@ def fit_all(variants: Sequence[VariantInputs], draws: int, rng: np.random.Genera
 
 
 def repetition_noise(v: VariantInputs) -> float:
-    """Standard deviation (log scale) of the median of r repetitions of one point, r = the
-    input's usual repetitions per point: 1.2533 x (1.4826 MAD of log ops_per_s within each
-    fit count, pooled) / sqrt(r). The measured median a prediction is judged by carries this
-    noise besides the model's parameter uncertainty."""
+    """Log-scale standard deviation of the median of r repetitions (the input's usual count):
+    1.2533 x pooled 1.4826 MAD of log ops_per_s per fit count / sqrt(r)."""
     devs, sizes = [], []
     for reps in v.reps.values():
         x = np.log([r.metrics["ops_per_s"] for r in reps])
@@ -681,16 +637,9 @@ def repetition_noise(v: VariantInputs) -> float:
 
 def _lock_x(m: int, transfer, v: VariantInputs, d: Dict[str, np.ndarray],
             l3_neighbours: float, stats: bool = False):
-    """Acquisitions per ns of one lock instance shared by m threads (per draw): the closed
-    network of plots/queueing.py (a Markov chain in the number j of threads at the lock, whose
-    hold + hand-off depends on the queue it causes) with
-    S(1) = S1 + (m - 1) / m (L + h) t                (found free; last holder random)
-    S(j >= 2) = S1 + L t + h t + q t [j >= 3] + a t w(k), k = j - 2 further waiters,
-    w(k) = k for ticket/TAS, k / (1 + k / WAITER_HALF) for TTAS/pthread_spin, 0 queued,
-    (h: the lock kind's hand-off lines, q: qspinlock's MCS node), think Z1 (1 + g knee(k3)),
-    k3 = threads per L3 - 1. stats=True: (X, mean threads waiting, utilization = the chance
-    the lock is held = X times the mean hold + hand-off at the queue lengths it sees).
-    """
+    """Acquisitions per ns of one lock instance shared by m threads (per draw):
+    queueing.birth_death with the service S(j) and think time of docs/prediction.md. stats=True:
+    (X, mean threads waiting, utilization)."""
     t = np.asarray(transfer, dtype=float) * np.ones_like(d["s1"])
     z = d["z1"] * (1.0 + d["g"] * knee(l3_neighbours))
     if m == 1:
@@ -701,20 +650,13 @@ def _lock_x(m: int, transfer, v: VariantInputs, d: Dict[str, np.ndarray],
     k = np.maximum(j - 2, 0.0)
     waiters = k if v.lock in UNBOUNDED_WAITERS else k / (1.0 + k / WAITER_HALF)
     lines = d["lines"][:, None]
-    # Spinners on a lock line the holder also writes (the family's rows say which: zone_lock
-    # with the free list on the lock's line) steal it between the holder's writes: each
-    # further spinner costs the waiter coefficient times the writes that can be stolen in one
-    # hold (at most one per transfer time of the critical section). Queued locks (qspinlock's
-    # queue, MCS) have at most one spinner on the word. The first write follows the acquiring
-    # atomic while the line is still exclusive: only the writes after it can be stolen
-    # (bench/locks.cpp's one counter write: none).
+    # Spinners steal a lock line the holder also writes (zone_lock's free list) between its
+    # writes after the first: a * waiters per stealable write, at most one per transfer time.
     steal = 0.0
     if mdl["spin_cap"] > 1 and v.lock_writes > 1:
         writes = np.minimum(v.lock_writes - 1.0, d["s1"] / np.maximum(t, 1e-9))[:, None]
         steal = writes * d["a"][:, None] * waiters
-    # Found free (j = 1), the lock's line and the data lines still come from the last holder's
-    # cache when that was another thread ((m - 1) / m of the time): a transfer nobody else can
-    # use (the acquiring CPU owns the line in flight).
+    # Found free (j = 1): the lines still come from the last holder (m - 1) / m of the time.
     per = np.where(j == 1, (m - 1) / m * (lines + mdl["handoff_lines"]),
                    lines + mdl["handoff_lines"] + QUEUE_LINES.get(v.lock, 0.0) * (j >= 3)
                    + d["a"][:, None] * waiters + steal)

@@ -1,8 +1,5 @@
-"""The report's "Predicted for TOPOLOGY" sections, from RUN_DIR/predicted-*/.
-
-Every number shown is labelled predicted, next to the inputs it came from; a predicted.json
-that cannot be read gives a one-line section instead of failing the report.
-"""
+"""The report's "Predicted for TOPOLOGY" sections from RUN_DIR/predicted-*/, every number labelled
+predicted; an unreadable predicted.json gives a one-line section."""
 
 from __future__ import annotations
 

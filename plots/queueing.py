@@ -1,26 +1,13 @@
-"""A lock as a closed queueing network: exact mean-value analysis and a discrete-event check.
+"""A lock as a closed queueing network (the ticket-lock Markov model of Boyd-Wickizer et al.,
+"Non-scalable locks are dangerous", Linux Symposium 2012, generalised): N threads alternate
+between thinking (mean `think`) and a single FCFS lock server whose mean service time
+`service(j)` may grow with the j threads at the lock (spinning waiters re-read the line on each
+hand-off; MCS does not grow). Times in any one unit (callers: ns), throughput per that unit.
 
-The model (the ticket-lock Markov model of Boyd-Wickizer, Kaashoek, Morris and
-Zeldovich, "Non-scalable locks are dangerous", Linux Symposium 2012, generalised):
-N threads share one lock. Each thread alternates between thinking (work outside the lock,
-mean `think` ns) and holding the lock; the lock is a single FCFS server whose mean service time
-`service(j)` may depend on j, the number of threads at the lock (the holder plus j - 1 waiters).
-That dependence is the waiter-dependent hand-off: with a ticket, test-and-set or
-test-and-test-and-set lock every spinning waiter re-reads the lock line after each release, so
-the hand-off costs more transfers the more waiters there are; a queued (MCS) lock hands the
-lock to one waiter and the cost does not grow.
-
-Times are in any one unit (the callers use ns); throughput is per that unit.
-
-Solvers: exact MVA (Reiser and Lavenberg 1980) with a load-independent (`mva`) or
-load-dependent server (`mva_load_dependent`); `birth_death`, the same product-form solution
-vectorised over draws (what predict.py uses); `machine_repairman` (M/M/1//N closed form) and
-`simulate` (discrete-event, fixed seed) check them.
-
-Simplifications (stated wherever predictions are shown): exponential times (the product-form
-solution is insensitive to the think-time distribution, not to the service distribution);
-the service rate follows the current number of threads at the lock (memoryless service).
-"""
+Solvers: exact MVA (Reiser and Lavenberg 1980), load-independent (`mva`) or load-dependent
+(`mva_load_dependent`); `birth_death` (vectorised over draws, predict.py's); `machine_repairman`
+and `simulate` (discrete-event, seeded) check them. Assumes exponential times and memoryless
+service (docs/prediction.md)."""
 
 from __future__ import annotations
 
@@ -52,14 +39,9 @@ def mva(n_max: int, think: float, service: float) -> List[Tuple[float, float, fl
 
 
 def mva_load_dependent(n: int, think: float, service: ServiceFn) -> Tuple[float, float, float]:
-    """Exact MVA with one load-dependent FCFS server (mean service `service(j)` with j threads
-    at it) and a delay station of mean `think`.
-
-    Recursion over populations k = 1..n with the marginal probabilities p(j | k):
-    R(k) = sum_j j * service(j) * p(j - 1 | k - 1), X(k) = k / (think + R(k)),
-    p(j | k) = X(k) * service(j) * p(j - 1 | k - 1), p(0 | k) = 1 - sum_{j>=1} p(j | k).
-    Returns (X, R, Q) at population n.
-    """
+    """Exact MVA with one load-dependent FCFS server (mean service `service(j)`) and a delay
+    station of mean `think`, recursing over populations with the marginals p(j | k). Returns (X, R,
+    Q) at population n."""
     if n < 1 or think < 0:
         raise ValueError(f"mva_load_dependent: need n >= 1 and think >= 0 (got {n}, {think})")
     s = [0.0] + [float(service(j)) for j in range(1, n + 1)]
@@ -77,17 +59,10 @@ def mva_load_dependent(n: int, think: float, service: ServiceFn) -> Tuple[float,
 
 
 def birth_death(n: int, think, service_of_j, stats: bool = False):
-    """Throughput of the same closed network, computed from its product-form (birth-death)
-    distribution; vectorised over draws.
-
-    think: scalar or array of shape (B,); service_of_j: array (B, n) or (n,) of the mean service
-    time with j = 1..n threads at the lock. Returns X with shape (B,) (or a scalar array).
-    p(j) is proportional to prod_{i=1..j} (n - i + 1) / think * service(i); think == 0 puts
-    every thread at the lock (X = 1 / service(n)). Computed in log space (no overflow at
-    thousands of threads). stats=True returns (X, Q, U): also the mean number of threads at
-    the lock and the probability it is held (so Q - U threads wait on average, and the share
-    of the threads' time spent waiting is (Q - U) / n).
-    """
+    """Throughput of the same network from its product-form distribution, p(j) ~ prod_{i<=j} (n - i
+    + 1) / think * service(i), in log space, vectorised over draws: think scalar or (B,),
+    service_of_j (B, n) or (n,); think == 0: X = 1 / service(n). Returns X of shape (B,);
+    stats=True: (X, Q, U), the mean threads at the lock and the chance it is held."""
     s = np.atleast_2d(np.asarray(service_of_j, dtype=float))
     z = np.atleast_1d(np.asarray(think, dtype=float))
     if s.shape[1] != n:

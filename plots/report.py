@@ -3,20 +3,11 @@
 
     plots/report.py RUN_DIR [-o FILE]
 
-Draws the run's figures into RUN_DIR/plots/ (plot.py's functions), writes RUN_DIR/verdicts.json
-(plots/verdicts.py) and then RUN_DIR/report.html: one section per seed question of
-docs/experiments.md (the question, its verdict lines: effects with 95 % intervals from one coherence
-regime, or "not resolved on this machine" / "too few same-regime repetitions"; its figure; a
-table of the seed discussion's figures next to the ones measured here, "not run" where the
-family is absent; the real kernel's rows beside the model's; for pre-zeroing the burst/pool
-table and the faults in the 2004 table's columns), then other figures, the machine and
-provenance, placement plans, counters' availability and derived counters, warnings (failed
-rows, overrun windows), and data-structure layouts. Every file is created exclusively and
-renamed into place (plots/outputs.py). Images are PNG data
-URIs and a Content-Security-Policy forbids any network access, so the file opens anywhere.
-A small inline script sets `data-images="ok"` on <body> once every image has loaded (the
-headless-Chromium test checks it). Exit 0 on success, 2 on bad input with one line on stderr.
-"""
+Draws the run's figures into RUN_DIR/plots/, writes RUN_DIR/verdicts.json (plots/verdicts.py)
+and RUN_DIR/report.html (its sections: docs/report.md), every file created exclusively and
+renamed into place (plots/outputs.py). Images are PNG data URIs under a Content-Security-Policy
+forbidding network access; an inline script sets `data-images="ok"` on <body> once every image
+loaded. Exit 0 on success, 2 on bad input with one line on stderr."""
 
 from __future__ import annotations
 
@@ -95,10 +86,9 @@ QUESTIONS = [
 
 
 def rows_note(verdicts: List[Dict[str, Any]], question: str) -> str:
-    """Which rows answer a question's verdicts and which give lock_stat's evidence: the
-    uninstrumented twins (stats:off) answer; the instrumented twins' wait share
-    and their effect are evidence beside it. Names any verdict this run could only answer from
-    instrumented rows. "" for questions not answered from uninstrumented rows."""
+    """Which rows answer a question's verdicts (the uninstrumented stats:off twins) and which give
+    lock_stat's evidence; names any verdict only instrumented rows answer. "" for other
+    questions."""
     from verdicts import UNINSTRUMENTED_QUESTIONS
     mine = [v for v in verdicts if v.get("question") == question]
     if question not in UNINSTRUMENTED_QUESTIONS or not mine:
@@ -118,9 +108,8 @@ def rows_note(verdicts: List[Dict[str, Any]], question: str) -> str:
 
 
 def unanswered_note(verdicts: List[Dict[str, Any]], question: str) -> str:
-    """For a question some comparisons answer: the other COMPARISONS of it that have no rows
-    in this run (another protocol or suite), named with the rows they need, so a reader never
-    sees 'not run' beside a verdict on the same question; "" when there are none."""
+    """The question's other COMPARISONS without rows in this run, named with the rows they need; ""
+    when there are none."""
     from verdicts import COMPARISONS, rows_text
     if not any(v.get("question") == question for v in verdicts):
         return ""
@@ -135,8 +124,7 @@ def unanswered_note(verdicts: List[Dict[str, Any]], question: str) -> str:
 
 def verdict_table_rows(rows: List[List[Any]], has_verdicts: bool
                        ) -> Tuple[List[List[Any]], List[str]]:
-    """(rows to show, names of rows left out) of a question's table: when the question has
-    verdicts, a row whose measured cell is "not run" is not set among them; its quantity is
+    """(rows to show, names left out) of a question's table: with verdicts, "not run" rows are
     named below the table instead."""
     if not has_verdicts:
         return rows, []
@@ -239,9 +227,8 @@ def _layouts(layouts: Dict[str, Any]) -> str:
 
 
 def evidence_html(evidence: Optional[Dict[str, Any]]) -> str:
-    """A verdict's lock_stat evidence (verdicts.evidence_record) under its line: the wait share
-    of each instrumented twin (one regime) and the same comparison on those rows, marked as
-    evidence (class "evidence", never data-comparison: it is not the verdict); "" without."""
+    """A verdict's lock_stat evidence (verdicts.evidence_record) under its line, class "evidence"
+    (never data-comparison); "" without."""
     if not evidence:
         return ""
     share = evidence.get("wait_share") or {}
@@ -256,9 +243,8 @@ def evidence_html(evidence: Optional[Dict[str, Any]]) -> str:
 
 
 def verdict_html(verdicts: List[Dict[str, Any]], run: Optional[Run] = None) -> str:
-    """The verdict lines of one question as an HTML list (class per status); each says the
-    machine it was measured on (Run.scale_text: threads, PUs, cores/SMT, NUMA nodes) so a
-    2-thread result of a small guest is never read as the seed's large machine."""
+    """The verdict lines of one question as an HTML list (class per status), each with its machine
+    (Run.scale_text)."""
     if not verdicts:
         return "<p>verdict: not run (no rows answer this question in this run)</p>"
     items = []
@@ -337,9 +323,8 @@ def predicted_answer_html(run: Run, question: str) -> str:
 
 
 def coherence_note(run: Run, families: Optional[Sequence[str]] = None) -> str:
-    """One sentence counting the contended repetitions (2+ threads) of `families` (all when None)
-    by coherence label ("Contended repetitions: 34 near, 149 far ..."); "" when there are none.
-    Repetitions in different regimes are different experiments: means and effects use one."""
+    """One sentence counting the contended repetitions of `families` (all: None) by coherence label
+    ("Contended repetitions: 34 near, 149 far ..."); "" when there are none."""
     counts: Dict[str, int] = {}
     ns: Dict[str, List[float]] = {}
     names: Dict[str, Dict[str, int]] = {}
@@ -360,9 +345,7 @@ def coherence_note(run: Run, families: Optional[Sequence[str]] = None) -> str:
     order = sorted(counts, key=stats.regime_rank)
 
     def named(label):
-        # A label ranks regimes within this run only: say what it is, the harness's
-        # regime_name ("near 32 ns (matches start_of_run:0-1 30 ns)") when the rows carry it,
-        # else its ns (the median of the rows').
+        # A label ranks this run's regimes only: say its regime_name, else its median ns.
         if names.get(label):
             return max(names[label], key=names[label].get)
         values = sorted(ns.get(label, []))
@@ -416,21 +399,15 @@ def build_html(run: Run, images: Dict[str, str],
             + "\n</body></html>\n")
 
 
-# A run is starved when the median row's windows got less than STARVED_SHARE of a CPU per
-# thread (cpu_util: task-clock per op x ops / (window seconds x threads), results/SCHEMA.md), or
-# more than STARVED_OVERRUN of its rows overran a window. The 2-vCPU VM's default run of 93694f4
-# (load 0.1-1.5) read a median 1.00 over 1260 rows, 2 overran; the consistency fixture's quick
-# run (load 7-16) 0.05, a default run at load 9-14 about 0.17 with 504 overrun (issue 49). Rows
-# whose threads sleep by design (a contended pthread_mutex) read low anywhere: not the median.
+# A run is starved when the median row's windows got under STARVED_SHARE of a CPU per thread
+# (cpu_util, results/SCHEMA.md) or over STARVED_OVERRUN of its rows overran (docs/report.md).
 STARVED_SHARE = 0.8
 STARVED_OVERRUN = 0.05
 
 
 def starved_note(run: Run) -> str:
-    """What the reader must know first when the run was starved (STARVED_SHARE,
-    STARVED_OVERRUN): the CPU share its windows got, the load beside it, the rows that overran,
-    its time against the estimate; and, starved or not, a re-planning and what it dropped
-    (context.lockline.replanned). "" for neither."""
+    """What the reader must know first: the starved run's CPU share, load, overrun rows and time
+    against the estimate, and any re-planning (context.lockline.replanned); "" for neither."""
     ll = run.lockline
     rows = [p.row for p in run.points if p.aggregate is None and isinstance(p.row, dict)]
     shares = sorted(float(r["cpu_util"]) for r in rows
@@ -501,10 +478,8 @@ def _heading(run: Run, title: str, verdicts: List[Dict[str, Any]]) -> List[str]:
 def question_section(run: Run, question: Tuple[str, str, str, List[str]],
                      images: Dict[str, str], verdicts: List[Dict[str, Any]],
                      table: List[List[Any]], used: set) -> List[str]:
-    """One seed question's <section>: the question, its figures (their stems added to
-    `used`), its verdict lines, its seed table (`table`: seed_tables' rows) with the notes on
-    rows, the real kernel's rows, question 5's pre-zeroing and fault tables, and its
-    coherence note."""
+    """One seed question's <section>: question, figures (stems added to `used`), verdict lines,
+    seed table with its row notes, the real kernel's rows, question 5's tables, coherence note."""
     from verdicts import QUESTION_SECTION
     esc = html.escape
     qid, qtitle, text, stems = question
@@ -668,10 +643,8 @@ def warning_lines(run: Run) -> List[str]:
 
 def write_verdict_figures(run: Run, verdicts: List[Dict[str, Any]], plot_dir: str,
                           problems: List[str]) -> Dict[str, str]:
-    """plot_dir/verdicts_qN.png per question with verdicts (figures.verdict_figure: each
-    verdict's own samples) and plot_dir/verdicts.csv, what each panel draws (the checks compare
-    it with verdicts.json); the figures' readability problems are added to `problems`.
-    Returns {stem: path}."""
+    """plot_dir/verdicts_qN.png per question with verdicts and plot_dir/verdicts.csv (what each
+    panel draws); readability problems go to `problems`. Returns {stem: path}."""
     from figures import plt, verdict_figure, write_csv
     from outputs import write_atomic
     from report_checks import figure_problems
@@ -706,15 +679,10 @@ def checks_html(problems: List[str]) -> str:
 
 def write_report(run_dir: str, out: Optional[str] = None,
                  notes: Optional[List[str]] = None) -> Tuple[str, List[str]]:
-    """Plot the run in run_dir into run_dir/plots, write run_dir/verdicts.json and the report,
-    check them (report_checks) and show what the checks found in the report; return the
-    report's path and the problems found; `notes` gets the run's starved_note, if any.
-
-    Every file is created exclusively and renamed into place (plots/outputs.py), so a symlink
-    planted at report.html, report.html.tmp or a plot name never redirects a write; a
-    symlinked plots/ directory is refused. Raises ResultError for a bad run directory or
-    result file.
-    """
+    """Plot run_dir into run_dir/plots, write verdicts.json and the report (files created
+    exclusively, renamed into place; a symlinked plots/ is refused), check them (report_checks);
+    return the report's path and problems; `notes` gets the starved_note. Raises ResultError for
+    bad input."""
     import families
     from outputs import write_atomic
     from plot import plot_runs

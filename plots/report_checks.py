@@ -1,21 +1,9 @@
-"""The checks report.py runs on every report it writes (and the tests on recorded runs): the
-figures read, and the page agrees with verdicts.json.
-
-figure_problems(fig): text outside the canvas, two text boxes overlapping, more than
-MAX_SERIES series in a panel, a legend repeating a label (measured with the Agg renderer).
-page_problems(html, verdicts, csv rows), one sentence per problem:
-1. every rendering of a comparison (data-comparison=ID) carries its verdicts.json text, and
-   each verdict is a verdict line and a table cell of its section;
-2. no table cell of a question gives an interval not taken from a verdict or its own rows;
-3. relative plots draw the verdicts' effects and intervals;
-4. a panel's series differ only in what their labels name (or the x axis);
-5. each verdict figure draws its verdict's effect (the figure's recorded numbers);
-6. a table's "before -> after" of a verdict's rows is the verdict's (data-sides cells, their
-   ratio the verdict's effect, their ns saved the verdict's).
-class_problems(html, verdicts): the report classes (arrows across regimes, a question without
-its verdict figure, vacuous cache-line answers, 'not run' among verdicts, verdict lines
-without their machine, seed figures without comparability).
-"""
+"""The checks report.py runs on every report it writes (and the tests on recorded runs), each
+problem one sentence: figure_problems (text outside the canvas or overlapping, over MAX_SERIES
+series, repeated legend labels; Agg renderer), page_problems (the page agrees with
+verdicts.json: texts, intervals, relative plots, verdict figures, "before -> after" cells) and
+class_problems (arrows across regimes, a question without its verdict figure, vacuous
+cache-line answers, 'not run' verdicts, verdict lines without their machine or comparability)."""
 
 import csv
 import glob
@@ -284,12 +272,10 @@ def _plain(fragment: str) -> str:
 
 
 def class_problems(text: str, verdicts: List[dict]) -> Dict[int, List[str]]:
-    """{class: [problems]} of a rendered report (every list empty = the page agrees):
-    1 an 'A -> B' cell across regimes, or a pre-zeroing table column mixing regimes;
-    2 a question with verdicts without its verdict figure; 5 the cache-line answer 'no
-    slowdown down to' the farthest distance itself; 6 a 'not run' row among verdicts;
-    7 a verdict line without its machine, a question without its scale; 8 a seed figure
-    without a comparability cell."""
+    """{class: [problems]} of a rendered report (all empty: the page agrees): 1 an 'A -> B' cell or
+    a pre-zeroing column across regimes; 2 a question's verdicts without their figure; 5 a vacuous
+    cache-line answer; 6 'not run' among verdicts; 7 a verdict line or question without its
+    machine; 8 a seed figure without a comparability cell."""
     from verdicts import QUESTION_SECTION
     sections = dict(re.findall(r'<section id="([^"]+)">(.*?)</section>', text, re.S))
     problems: Dict[int, List[str]] = {k: [] for k in (1, 2, 5, 6, 7, 8)}

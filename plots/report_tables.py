@@ -1,11 +1,7 @@
-"""The report's tables as rows (plots/report.py renders them as HTML): per seed question the
-seed discussion's figures beside the ones measured here (seed_tables), and the kernel, pre-
-zeroing, fault and derived-counter tables.
-
-Every comparison of plots/verdicts.py's COMPARISONS is shown from its verdicts.json entry
-(comparison_cell), never recomputed; other comparisons name their own rows. Measured values
-are the mean of one coherence regime with spread and count (stat_text, side_by_side).
-"""
+"""The report's tables as rows (plots/report.py renders them): seed_tables (the seed discussion's
+figures beside this run's), kernel, pre-zeroing, fault and derived-counter tables. Verdicts are
+shown from verdicts.json (comparison_cell), never recomputed; measured values are one coherence
+regime's mean with spread and count."""
 
 from __future__ import annotations
 
@@ -32,15 +28,9 @@ def fmt(value: Optional[float], digits: int = 3) -> str:
 
 def select(run: Run, bench: str, metric: str, where: Dict[str, str], threads: Any = "max",
            prefer: Optional[Dict[str, str]] = None) -> List[Point]:
-    """Repetitions of one variant at one thread count: rows whose key starts with `bench` (the
-    family, or a sub-benchmark such as page_free_race), that carry `metric` and whose params
-    include `where`.
-
-    prefer: extra params used when some rows match them (e.g. {"line": "private"}), ignored
-    otherwise, so older files without that parameter still match. threads: an int, "max"
-    (largest thread count measured) or "min". When several variants still match, the first in
-    sorted order is used. [] when nothing matches.
-    """
+    """Repetitions of one variant at one thread count: rows whose key starts with `bench`, carrying
+    `metric`, whose params include `where` (and `prefer` when some rows match it). threads: an
+    int, "max" or "min". Several variants: the first in sorted order; [] when nothing matches."""
     pts = [p for p in run.points if p.bench == bench and metric in p.metrics
            and p.aggregate is None and all(p.params.get(k) == v for k, v in where.items())]
     if prefer:
@@ -83,10 +73,9 @@ def stat_text(stat: Optional[Stat], unit: str = "", scale: float = 1.0) -> str:
 
 def side_by_side(groups: Sequence[List[Point]], metric: str, unit: str = "",
                  scale: float = 1.0) -> List[str]:
-    """stat_text of each group's `metric`, all from the one coherence regime the groups share
-    (lockline_results.summarize_side_by_side): the numbers of a "before -> after" cell or of
-    adjacent table rows. A group without repetitions in that regime says so rather than
-    showing a number from another regime (no arrow across regimes)."""
+    """stat_text of each group's `metric`, all in the one regime the groups share
+    (summarize_side_by_side); a group without repetitions in it says so (no arrow across
+    regimes)."""
     regime, stats_ = summarize_side_by_side(groups, metric)
     out = []
     for group, stat in zip(groups, stats_):
@@ -116,9 +105,8 @@ class Cell(str):
 
 
 def comparison_cell(verdict: Optional[Dict[str, Any]], cid: str, missing: str = "") -> Cell:
-    """The one rendering of a verdicts.json entry in a table cell: its `text`, marked
-    data-comparison=ID (the consistency test compares every such mark with verdicts.json); for
-    a comparison without a verdict, 'not run: <missing>' with the same mark."""
+    """A verdicts.json entry's `text` in a table cell, marked data-comparison=ID; 'not run:
+    <missing>' with the same mark without a verdict."""
     if verdict is None:
         text = NOT_RUN + (f": {missing}" if missing else "")
     else:
@@ -148,9 +136,8 @@ def verdict_points(run: Run, verdict: Dict[str, Any]) -> Tuple[List[Point], List
 
 def comparison_rows(run: Run, verdicts: List[Dict[str, Any]], question: str
                     ) -> List[List[Any]]:
-    """Table rows [comparison, seed discussion, measured here, comparable?] of every
-    COMPARISONS entry of `question`: one per verdict (its text, the same computation as the
-    verdict line), or 'not run' naming the rows the comparison needs when the run has none."""
+    """Rows [comparison, seed discussion, measured here, comparable?] of `question`'s COMPARISONS:
+    one per verdict, or 'not run' naming the rows it needs."""
     from verdicts import COMPARISONS, rows_text
     out: List[List[Any]] = []
     answered = any(v.get("question") == question for v in verdicts)
@@ -174,11 +161,8 @@ def _of(verdicts: List[Dict[str, Any]], cid: str) -> List[Dict[str, Any]]:
 
 def seed_tables(run: Run, verdicts: Optional[List[Dict[str, Any]]] = None
                 ) -> Dict[str, List[List[Any]]]:
-    """Per question id, table rows [quantity, seed figure, measured here, comparable?]. Every
-    comparison of COMPARISONS is rendered from its verdicts.json entry (comparison_rows), so a
-    table never recomputes what a verdict line says; other comparisons name their rows.
-    Measured values are the mean of one coherence regime with spread and count, taken from the
-    rows a verdict used where one applies."""
+    """Per question id, rows [quantity, seed figure, measured here, comparable?]: COMPARISONS from
+    verdicts.json (comparison_rows), others naming their rows, in one regime."""
     from verdicts import compute_verdicts
     if verdicts is None:
         verdicts = compute_verdicts(run)
@@ -188,11 +172,9 @@ def seed_tables(run: Run, verdicts: Optional[List[Dict[str, Any]]] = None
 
 
 def sides_cell(run: Run, verdict: Dict[str, Any]) -> Cell:
-    """A verdict's two sides in its own numbers (marked data-sides=ID): the base median of its
-    samples in its regime (verdicts.verdict_samples; a paired verdict's A windows) -> that
-    base x (1 + the verdict's effect); for an answer in ns saved, its base ns/op -> base / (1 +
-    effect) and its ns saved. Never the two rows' own means: those may come from other
-    repetitions than the verdict's pairs."""
+    """A verdict's two sides in its own numbers (data-sides=ID): its base median (of its own
+    samples) -> base x (1 + effect), or for ns saved base ns/op -> base / (1 + effect) and the ns
+    saved."""
     from figures import UNITS
     from verdicts import verdict_samples
     s = verdict_samples(run.points, verdict)
@@ -291,9 +273,8 @@ def _instrumentation_cost_rows(run: Run) -> List[List[Any]]:
               and p.params == same and p.threads == off[0].threads
               and "ops_per_s" in p.metrics]
         label = f"lock_stat on vs off ({layout})"
-        # Paired where the run holds the twin pair as a duet row (bench/duet.cpp "instr"):
-        # window pairs of one regime, not repetitions split across regimes. Rows with an
-        # overrun window are kept: only its pairs are left out (row_duet_pairs, as find_duet).
+        # Paired where the run holds the twins as a duet row (bench/duet.cpp "instr"); an
+        # overrun window leaves out only its pairs (row_duet_pairs, as find_duet).
         want = {**same, "of": "zone_lock", "param": "stats", "a": "on", "b": "off"}
         want.pop("layout", None)
         want["layout"] = layout
@@ -470,10 +451,8 @@ def _dict(value: Any) -> Dict[str, Any]:
 
 
 def kernel_rows(run: Run, benches: Sequence[str]) -> List[List[str]]:
-    """Rows [row, threads, throughput, lock:contention_begin per op, attribution, sources] of
-    the kernel families (kernel_lru / kernel_zone / kernel_put_page: the real kernel measured
-    the way the model is), at each variant's largest thread count. Missing figures say why
-    (the row's details.kernel.sources reasons)."""
+    """Rows [row, threads, throughput, lock:contention_begin per op, attribution, sources] of the
+    kernel families at each variant's largest thread count; missing figures say why."""
     out = []
     for bench in benches:
         for variant, n, pts in _latest_rows(run, bench):
@@ -498,9 +477,8 @@ def kernel_rows(run: Run, benches: Sequence[str]) -> List[List[str]]:
 
 def _common_thread_rows(run: Run, bench: str, param: str
                         ) -> List[Tuple[Tuple, int, List[Point]]]:
-    """(variant, threads, repetitions) of the `bench` rows carrying `param`, all at one thread
-    count (the largest that most variants have), so the rows of one table are read against
-    each other at the same N; variants without rows at that count are left out."""
+    """(variant, threads, repetitions) of the `bench` rows carrying `param` at the one thread count
+    most variants have; others left out."""
     by = _by_variant(run, bench, param)
     counts = [n for ns in by.values() for n in ns]
     if not counts:
@@ -510,9 +488,8 @@ def _common_thread_rows(run: Run, bench: str, param: str
 
 
 def prezero_burst_rows(run: Run) -> List[List[str]]:
-    """Burst-protocol pre-zeroing rows (params protocol, zeroer, burst_pages, pool_pages):
-    allocations/s and the share served pre-zeroed against the burst / pool ratio B/P (the
-    2004 objection: pre-zeroing only helps while a burst fits the pool zeroed while idle)."""
+    """Burst-protocol pre-zeroing rows: allocations/s and the share served pre-zeroed against the
+    burst / pool ratio B/P."""
     rows, groups = [], []
     for variant, n, pts in _common_thread_rows(run, "prezero", "protocol"):
         params = dict(variant)
@@ -534,19 +511,15 @@ def prezero_burst_rows(run: Run) -> List[List[str]]:
 
 
 def prezero_rate_metric(groups: Sequence[Sequence[Point]]) -> Tuple[str, str]:
-    """The prezero rows' rate and its unit: faults_per_s (every allocation a modelled fault,
-    bench/prezero.cpp FaultRest) when any row has it, else allocs_per_s
-    (files from before it)."""
+    """The prezero rows' rate and unit: faults_per_s when any row has it, else allocs_per_s."""
     if any("faults_per_s" in p.metrics for pts in groups for p in pts):
         return "faults_per_s", "faults/s"
     return "allocs_per_s", "allocs/s"
 
 
 def prezero_steady_rows(run: Run) -> List[List[str]]:
-    """Steady-state pre-zeroing rows (param `mode`: zero_on_alloc, prezeroed_idle,
-    prezeroed_busy) with what each allocation touches (details.touches): every line of the
-    page, the case the 2004 author excluded; rows written before the label carry the same
-    label (the model always wrote every line)."""
+    """Steady-state pre-zeroing rows (param `mode`) with what each allocation touches
+    (details.touches; older rows: every line)."""
     from verdicts import PREZERO_TOUCHES
     rows, groups = [], []
     for variant, n, pts in _latest_rows(run, "prezero"):
@@ -570,11 +543,8 @@ FAULT_SEED_COLUMNS = ["row", "GB", "repetitions", "threads", "user s", "system s
 
 
 def _sampled_share_text(pts: List[Point]) -> str:
-    """The sampled clear_page share of fault rows (metric clear_page_sampled_share, the
-    share of task-clock samples of the timed phases whose innermost kernel function is a
-    clear_page variant): mean over repetitions with the first row's Wilson 95 % interval
-    when one repetition was sampled, else 'unavailable (reason)' from
-    details.clear_page_sampled, '-' for rows written before the field existed."""
+    """The fault rows' clear_page_sampled_share: mean with the first row's Wilson 95 % interval for
+    one sampled repetition, else 'unavailable (reason)', '-' for older rows."""
     stat = summary_of([p for p in pts if "clear_page_sampled_share" in p.metrics],
                       "clear_page_sampled_share")
     sampled = [_dict(_dict(p.row.get("details")).get("clear_page_sampled")) for p in pts]
@@ -591,11 +561,9 @@ def _sampled_share_text(pts: List[Point]) -> str:
 
 
 def fault_seed_rows(run: Run) -> List[List[str]]:
-    """Fault rows in the columns of the 2004 table (GB, repetitions, threads, user s, system
-    s, wall s, faults/cpu/s, faults/wall-s: populate + touch, no unmapping), the rate to set
-    beside will-it-scale page_fault1 (unmapping timed), means of one coherence regime; GB from
-    details.seed_columns.gb, else the row's mb / 1024; then zeroing's share of the fault
-    time twice: modelled (zeroing_share) and sampled from the kernel (_sampled_share_text)."""
+    """Fault rows in the 2004 table's columns (GB, repetitions, threads, user/system/wall s,
+    faults/cpu/s, faults/wall-s), one regime's means, then zeroing's share of fault time modelled
+    (zeroing_share) and sampled (_sampled_share_text)."""
     rows = []
     for variant, n, pts in _latest_rows(run, "fault"):
         if not any("faults_per_wall_s" in p.metrics for p in pts):
@@ -621,9 +589,8 @@ def fault_seed_rows(run: Run) -> List[List[str]]:
 
 
 def derived_counter_rows(run: Run) -> List[List[str]]:
-    """Per family and variant at its largest thread count: IPC, cache-misses/op, hitm/op when
-    rows carry them (marked 'scaled' when multiplexed, with time_enabled/time_running), else
-    'unavailable (reason)' from counters.status."""
+    """Per family and variant at its largest thread count: IPC, cache-misses/op, hitm/op ('scaled'
+    when multiplexed), else 'unavailable (reason)' from counters.status."""
     rows = []
     families: Dict[str, None] = {}
     for p in run.points:

@@ -3,15 +3,10 @@
 
 Usage: plots/reproduce.py RUN_DIR [--min-effect PCT] [--quiet]
 
-RUN_DIR is a `lockline --runs=N` directory (harness/run/runs.h; lockline calls this tool at its
-end) or any directory of run-K subdirectories. Writes each run's own RUN_DIR/run-K/verdicts.json
-and RUN_DIR/verdicts.json: every comparison computed ONCE over the repetitions of all runs (as
-one run's verdict: repetitions, now from N processes, are the resampling units, so the interval
-carries what changes from one process to the next), with how many runs' own verdicts agree
-(results/SCHEMA.md "Several runs": runs, held_in_runs, per_run, reproduced, run_pairs).
-
-Exit 0; 2 with one `reproduce.py: error:` line for a bad directory.
-"""
+RUN_DIR: a `lockline --runs=N` directory or any directory of run-K subdirectories. Writes each
+RUN_DIR/run-K/verdicts.json and RUN_DIR/verdicts.json: every comparison over the repetitions of
+all runs, with how many runs' own verdicts agree (results/SCHEMA.md "Several runs").
+Exit 0; 2 with one `reproduce.py: error:` line for a bad directory."""
 
 from __future__ import annotations
 
@@ -85,9 +80,7 @@ def combine(runs: Sequence[Run], names: Sequence[str],
                             "status": r["status"], "answer": answer_of(r, min_effect),
                             "regime": r.get("regime")})
         resolved = [r for r in per_run if r["status"] == "resolved" and r["ci"]]
-        # Ordered pairs of resolved runs: does a's interval hold b's estimate? Only runs whose
-        # verdicts come from one coherence regime are set against each other (a near-regime
-        # effect and a far-regime one are two answers, not one answer twice).
+        # Ordered pairs of resolved runs of one regime: does a's interval hold b's estimate?
         checks = [(a, b) for a in resolved for b in resolved
                   if a is not b and a["regime"] == b["regime"]]
         other_regime = sum(1 for a in resolved for b in resolved

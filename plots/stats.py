@@ -1,44 +1,8 @@
-"""Statistics shared by report.py, plot.py, verdicts.py and ci/compare.py: one place that says
-what an effect is and when it is resolved.
-
-A comparison is between two variants of one point (same key but the compared parameter; same
-thread count). On a virtual machine the host moves vCPUs and a cache line's transfer cost
-switches between coherence regimes (results/SCHEMA.md `coherence.label`: `near`, `far`,
-`regime2`, ... or the older `baseline` / `shifted`), and contended throughput swings 4-7x
-with it, so repetitions from different regimes are different experiments. The effect is
-computed from the repetitions of ONE regime: the regime holding the most repetitions of both
-variants (max of min(n_base, n_variant)); rows whose label names no regime (`none` for
-workloads without a shared line, `unknown` for one thread, or no label at all) are pooled.
-
-    effect = median(variant) / median(base) - 1
-    95 % interval: percentile bootstrap of that ratio (each side resampled independently,
-                   BOOTSTRAP_RESAMPLES times, numpy generator seeded with SEED: deterministic)
-    resolved:      the interval excludes 0, or it lies within +-MIN_EFFECT (5 %: "no effect
-                   of 5 % or more"; is_resolved)
-    too_few:       fewer than MIN_REPETITIONS same-regime repetitions on a side
-    equivalent:    the interval lies within +-MIN_EFFECT (is_equivalent): the answer "no change
-                   larger than 5 %" (ci/compare.py), as opposed to "an effect" (the interval
-                   excludes 0) or "not resolved"
-
-Where the noise lives: an interval must cover the next run, not only this one, and what changes
-from one repetition (and process) to the next (addresses, the vCPU pair the host gave, the
-page-cache state) is not in window pairs resampled as if independent. So the
-resampling unit is the repetition: compare_pairs resamples repetitions, then the window pairs
-within each (a two-level, hierarchical bootstrap; Davison and Hinkley 1997, section 3.8), and every
-interval is widened for the few units it rests on by the expanded percentile rule
-(small_sample_expansion: Hesterberg, "What teachers should know about the bootstrap", The
-American Statistician 69(4), 2015): with 5 repetitions the half-widths grow x1.58, with 3
-x2.69; under MIN_PAIR_REPETITIONS repetitions a paired comparison is "too few repetitions".
-
-By how the two sides' samples relate: compare_samples (independent repetitions),
-compare_matched (the same repetitions on both sides: identical sides give exactly [0, 0]),
-compare_pairs (a duet row's window pairs: the effect B/A), compare_pair_effects (the change of
-B/A between two runs).
-
-MIN_REPETITIONS is 4 because 4 a side is the fewest with which an exact two-sided
-Mann-Whitney test can reach p < 0.05 at all (2 / C(8, 4) = 0.029); with 3 (lockline's default)
-nothing is decidable. The same rule drives ci/compare.py's gate and lockline's
---until-resolved (through verdicts.json).
+"""Statistics shared by report.py, plot.py, verdicts.py and ci/compare.py: what an effect is
+(median(variant) / median(base) - 1, in the repetitions of one coherence regime) and when it is
+resolved (its seeded bootstrap interval excludes 0, or lies within +-MIN_EFFECT). The model
+(repetitions as the resampling unit, Hesterberg's widening, regimes) is docs/measurement.md's
+"Intervals that cover the next run" (and why MIN_REPETITIONS is 4).
 """
 
 from __future__ import annotations
@@ -181,15 +145,9 @@ def ratio_interval(base: Sequence[float], variant: Sequence[float],
 
 
 def small_sample_expansion(units: int, confidence: float = CONFIDENCE) -> float:
-    """Factor (>= 1) by which a percentile bootstrap interval resting on `units` independent
-    resampling units (repetitions) is widened on each side of its estimate: the expanded
-    percentile interval of Hesterberg (The American Statistician 69(4), 2015),
-
-        t_{units-1, 1-tail} * sqrt(units / (units - 1)) / z_{1-tail},   tail = (1 - confidence) / 2
-
-    the bootstrap's variance being short by (units - 1) / units and the normal quantile by the
-    t quantile for few units. 5 units: 1.58; 3: 2.69; 2: 9.2; 30: 1.06. Raises ValueError for
-    units < 2 (no spread can be estimated from one unit)."""
+    """Factor (>= 1) widening each side of a percentile bootstrap interval resting on `units`
+    repetitions: Hesterberg's expanded percentile rule, t_{units-1} * sqrt(units / (units - 1)) /
+    z at the two-sided `confidence` (5 units: 1.58; 3: 2.69). Raises ValueError for units < 2."""
     if units < 2:
         raise ValueError(f"{units} resampling unit(s): an interval needs at least 2")
     from scipy import stats as scipy_stats  # Debian python3-scipy (ci/install_deps.sh)
@@ -374,22 +332,16 @@ class Comparison:
                 f"{shown}, {self.counts_text()}")
 
 
-# Half-width floor (log of the ratio) of a rerun interval: two instances of one variant in one
-# process differ by up to ~1 % (A/A paired rows), and two processes' memory lies at other
-# addresses, so no rerun is expected closer than that, however tight one run's pairs are.
+# Half-width floor (log ratio) of a rerun interval: A/A rows of one variant differ by up to ~1 %
+# (docs/measurement.md).
 RERUN_FLOOR = 0.01
 
 
 def for_rerun(comp: Comparison) -> Comparison:
-    """`comp` with its interval turned into a rerun interval: where an independent rerun of the
-    same design (another process, minutes later) puts its estimate, 95 % of the time. A
-    confidence interval of half-width h covers the effect, but the rerun's estimate carries its
-    own error too: the difference of two estimates has sqrt(2) times the standard error of one,
-    so a 95 % confidence interval captures a rerun's estimate only ~83 % of the time (Cumming
-    and Maillardet, "Confidence intervals and replication: where will the next mean fall?",
-    Psychological Methods 11(3), 2006). The rerun interval is the estimate +- max(sqrt(2) h,
-    RERUN_FLOOR) on each side, in log space, and status is recomputed from it. Without an
-    interval, or exact, only `interval` changes."""
+    """`comp` with its interval turned into a rerun interval (where an independent rerun puts its
+    estimate, 95 % of the time; Cumming and Maillardet 2006): the estimate +- max(sqrt(2) h,
+    RERUN_FLOOR) a side in log space, status recomputed. No interval, or exact: only `interval`
+    changes."""
     out = dataclasses.replace(comp, interval="rerun", effect_ci=comp.ci)
     if comp.ci is None or comp.effect is None or comp.exact or comp.effect <= -1.0:
         return out
@@ -419,10 +371,8 @@ def is_resolved(ci: Tuple[float, float], min_effect: float = MIN_EFFECT) -> bool
 
 
 def answer(ci: Optional[Tuple[float, float]], min_effect: float = MIN_EFFECT) -> str:
-    """"equivalent", "effect" (excludes 0, reaches past +-min_effect), "not_resolved" or
-    "too_few" (no interval). Equivalence comes first: two instances of one variant differ by
-    up to ~1 % (their memory at other addresses), so an interval inside +-min_effect is smaller
-    than what lockline can attribute to the variant."""
+    """"equivalent" (is_equivalent: checked first), "effect" (excludes 0), "not_resolved", or
+    "too_few" (no interval)."""
     if ci is None:
         return "too_few"
     if is_equivalent(ci, min_effect):
@@ -433,12 +383,9 @@ def answer(ci: Optional[Tuple[float, float]], min_effect: float = MIN_EFFECT) ->
 
 
 def sequential_confidence(look: int, alpha: float = 1.0 - CONFIDENCE) -> float:
-    """Confidence of the interval at look `look` (1, 2, ...) of an adaptively stopped sample
-    (lockline --until-resolved): alpha spending alpha_k = alpha * 6 / (pi^2 k^2), whose sum over
-    every look is alpha, so the chance that any look ends "resolved" with a spurious effect stays
-    at most alpha however many looks are taken (a Bonferroni bound over looks). Look 1: 97.0 %,
-    2: 99.2 %, 3: 99.7 % (a fixed 95 % interval at every look would resolve A/A comparisons
-    with a spurious effect far more often than 5 %)."""
+    """Confidence of the interval at look `look` (1, 2, ...) of lockline --until-resolved: alpha
+    spending alpha * 6 / (pi^2 k^2), summing to alpha over all looks (look 1: 97.0 %,
+    2: 99.2 %)."""
     if look < 1:
         raise ValueError("look counts from 1")
     return 1.0 - alpha * 6.0 / (math.pi ** 2 * look ** 2)
@@ -502,23 +449,12 @@ def compare_pairs(pairs: Sequence[Tuple], label: str = "",
                   resamples: int = BOOTSTRAP_RESAMPLES, seed: int = SEED,
                   confidence: float = CONFIDENCE,
                   min_repetitions: int = MIN_PAIR_REPETITIONS) -> Comparison:
-    """The effect of B against A from paired windows (harness/measure/duet.h): `pairs` are
-    (coherence label of the repetition, A's ops/s, B's ops/s, repetition), one per window pair;
-    `repetition` is any hashable naming the repetition (and run) the pair was measured in
-    (lockline_results.labelled_duet_pairs). A 3-tuple (no repetition) is a unit of its own.
-
-        effect = exp(median(log(B / A))) - 1   (the median pair ratio over all pairs used)
-        interval (`confidence`, 95 % unless a sequential look asks more: sequential_confidence):
-                       hierarchical percentile bootstrap of that median (repetitions drawn with
-                       replacement, then each drawn repetition's pairs with replacement; every
-                       pair keeps its two sides), seeded, widened by
-                       small_sample_expansion(repetitions) (hierarchical_median_interval)
-        resolved: is_resolved (interval excludes 0, or lies within +-min_effect)
-
-    Pairs of one coherence regime are used (the regime holding most repetitions, then most
-    pairs); pairs with a side <= 0 or not finite are dropped. "too_few" under min_pairs pairs
-    or min_repetitions repetitions.
-    """
+    """The effect of B against A from paired windows (harness/measure/duet.h): `pairs` are (label,
+    A's ops/s, B's ops/s[, repetition]), one per window pair (a 3-tuple is a unit of its own).
+    effect = exp(median(log(B / A))) - 1; interval: hierarchical_median_interval, widened by
+    small_sample_expansion(repetitions). Pairs of the regime holding most repetitions, then most
+    pairs; a side <= 0 or not finite: dropped. "too_few" under min_pairs pairs or min_repetitions
+    repetitions."""
     rows = [(p[0], p[1], p[2], p[3] if len(p) > 3 else ("pair", i)) for i, p in enumerate(pairs)]
     good = [(lab, a, b, g) for lab, a, b, g in rows
             if math.isfinite(a) and math.isfinite(b) and a > 0 and b > 0]
@@ -599,20 +535,11 @@ def compare_matched(base: Sequence[Sample], variant: Sequence[Sample], label: st
                     min_repetitions: int = MIN_REPETITIONS,
                     confidence: float = CONFIDENCE, resamples: int = BOOTSTRAP_RESAMPLES,
                     seed: int = SEED) -> Comparison:
-    """Compare two sides whose repetitions correspond one to one (ci/compare.py: both sides
-    hold the same rows in the same order, a run compared with itself or a copy).
-
-        effect   = exp(median_i log(variant_i / base_i)) - 1   (fraction; the median ratio)
-        interval = percentile bootstrap of that median, the pairs resampled with replacement
-                   (each keeps its two sides: a paired bootstrap), seeded
-        identical sides: every log ratio is 0, so the effect and the interval are exactly
-                   0 and [0, 0] (exact = True), whatever the number of repetitions: the two
-                   sides are the same measurements and differ by nothing, no sampling error
-                   enters, and min_repetitions does not apply.
-
-    One coherence regime (_one_regime); a pair whose ratio is undefined is dropped. Raises
-    ValueError when the sides differ in length or in their label at some index.
-    """
+    """Compare two sides whose repetitions correspond one to one (a run against itself or a copy):
+    effect = exp(median_i log(variant_i / base_i)) - 1, interval a seeded paired bootstrap of that
+    median; identical sides give exactly 0 and [0, 0] (exact) whatever their number. One regime
+    (_one_regime); undefined ratios dropped. Raises ValueError when the sides differ in length or
+    in a label."""
     if len(base) != len(variant):
         raise ValueError(f"matched sides need the same number of repetitions ({len(base)} vs "
                          f"{len(variant)})")
@@ -654,34 +581,14 @@ def compare_pair_effects(base_pairs: Sequence[Tuple[str, float, float]],
                          matched: bool = False, confidence: float = CONFIDENCE,
                          resamples: int = BOOTSTRAP_RESAMPLES,
                          seed: int = SEED) -> Comparison:
-    """The change of a paired effect B/A between the duet rows of one key in two runs; pairs
-    as labelled_duet_pairs gives them. A fraction:
-
-        change = exp(median(log(B/A) of current pairs) - median(log(B/A) of baseline pairs)) - 1
-
-    +0.10: in the current run B's throughput is 10 % higher relative to A's than in the
-    baseline (A and B's common swings cancel within each pair, so this is what a second run of
-    the same build answers equality with, where the sides' own ops/s cannot).
-
-    Interval (`confidence`, 95 %), by percentile bootstrap on the log ratios, seeded
-    (deterministic):
-      matched=False (two runs): each run's pairs are resampled independently (a two-sample
-        bootstrap) and the difference of the two medians taken, `resamples` times. With
-        4-tuples (the repetition of each pair: labelled_duet_pairs) each run's pairs are
-        resampled hierarchically, repetitions first (hierarchical_bootstrap_medians), and the
-        interval widened by small_sample_expansion(fewer repetitions of the two runs), so a
-        shift common to a whole repetition is in it; 3-tuples: the pairs are
-        treated as independent samples, as before.
-      matched=True (the same windows on both sides: the same rows, e.g. a run compared with
-        itself): pair k of the baseline is pair k of the current run; the change is the
-        median of the per-pair differences of log ratios, with a paired bootstrap. Identical
-        pairs give exactly 0 and [0, 0] (exact = True), whatever their number.
-
-    One coherence regime: unmatched, select_regime over the pairs' labels; matched, the
-    majority regime. Pairs with a side <= 0 or not finite are dropped. "too_few" under
-    min_pairs pairs a run (unless exact). Raises ValueError for matched sides of different
-    lengths or labels.
-    """
+    """The change of a paired effect B/A between one key's duet rows in two runs (pairs as
+    labelled_duet_pairs gives them), a fraction: exp(median(log(B/A) current) - median(log(B/A)
+    baseline)) - 1. Interval: seeded percentile bootstrap; matched=False resamples each run's pairs
+    independently (4-tuples: by repetition, widened by small_sample_expansion), matched=True (the
+    same windows on both sides) takes the per-pair differences with a paired bootstrap (identical
+    pairs: exactly 0, [0, 0]). One regime; pairs with a side <= 0 or not finite dropped; "too_few"
+    under min_pairs a run (unless exact). Raises ValueError for matched sides differing in length
+    or labels."""
     common = dict(label=label, min_effect=min_effect, method="pair_effects",
                   total_base=len(base_pairs), total_variant=len(current_pairs))
     if matched:

@@ -1,13 +1,9 @@
 """Universal Scalability Law fit (Gunther): X(N) = lam * N / (1 + sigma*(N-1) + kappa*N*(N-1)).
 
-sigma is the contention (serialised) share, kappa the coherency (pairwise crosstalk) cost, lam
-the one-thread throughput. With kappa > 0 throughput peaks at N* = sqrt((1 - sigma) / kappa).
-
-The fit is a weighted least-squares `scipy.optimize.curve_fit` on relative errors (each point
-weighted by its own throughput, so a 2 % noise at 64 threads counts as much as 2 % at 1 thread),
-parameters bounded to >= 0. 95 % intervals are t-based from the covariance (dof = points - 3);
-the peak's interval comes from the delta method on N*(sigma, kappa) and X(N*).
-"""
+sigma: contention share, kappa: coherency cost, lam: one-thread throughput; with kappa > 0 the
+peak is at N* = sqrt((1 - sigma) / kappa). Fitted by relative-error weighted least squares
+(scipy.optimize.curve_fit, parameters >= 0); 95 % t intervals from the covariance (dof = points
+- 3), the peak's by the delta method."""
 
 from __future__ import annotations
 
