@@ -362,6 +362,22 @@ ZoneHoldSplit ZoneSplitOf(const ZoneLockTally& z);
 /// "not observed" (a string) when no event was seen, never 0.
 nlohmann::json ZoneLockJson(const ZoneLockTally& z, uint64_t ops);
 
+/// Bytes of one zone->lock event in its ring: perf_event_header, then
+/// PERF_SAMPLE_TIME.
+inline constexpr std::size_t kZoneRecordBytes = 16;
+/// The largest zone->lock ring, data pages: 64 MiB, 4 M events.
+inline constexpr std::size_t kMaxZoneRingPages = 16384;
+/// Data pages (a power of two, 64 to kMaxZoneRingPages) of a zone->lock ring
+/// that holds every event of a window in which a task moves `pages` pages
+/// through the allocator: 2 records a page, room for the pages its pcp list
+/// held before and the page tables. A perf ring that is full drops records
+/// (PERF_RECORD_LOST, events_lost) until its reader frees space, and a
+/// munmap drains ~1.7 M pages a second (this VM, 6.18): a ring of 16 k
+/// events lost ~60 k of a 336 k-page cycle's events whenever a loaded machine
+/// left the evidence timer's drains 10 ms late. Sized for the whole window,
+/// nothing depends on the drainer. 0 (unknown): 64 pages.
+std::size_t ZoneRingPages(uint64_t pages);
+
 /// The two zone->lock tracepoints of one task (ZoneLockTally), opened
 /// disabled on `pid` (a thread, a process, 0: the calling thread). Drain may
 /// run on another thread than Enable / Disable (one drainer at a time).
@@ -395,8 +411,9 @@ class KernelEvidence {
   /// off).
   KernelEvidence(int tasks, uint64_t sample_period, uint64_t spin_period_ns);
   /// Opens task `index`'s counters for `pid` (0: calling thread); call from
-  /// the thread that will Begin / End it.
-  void OpenTask(int index, pid_t pid);
+  /// the thread that will Begin / End it. `zone_pages`: pages the task moves
+  /// through the allocator in one window (ZoneRingPages; 0 unknown).
+  void OpenTask(int index, pid_t pid, uint64_t zone_pages = 0);
   void Begin(int index);
   void End(int index);
   /// vmstat snapshots: call once before and once after each window's work
