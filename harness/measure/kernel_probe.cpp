@@ -651,7 +651,8 @@ ZoneHoldSplit HoldSplitFromGaps(const uint64_t* hist) {
   // again by at least kValleyDepth, an octave or more further up (a second
   // population, not the noise of the first one's bins).
   int valley = -1;
-  for (int b = mode + 1; b < highest && valley < 0; ++b) {
+  for (int b = std::max(mode + 1, GapBin(kMinHoldSplitNs));
+       b < highest && valley < 0; ++b) {
     if (!(smooth[b] <= smooth[b - 1] && smooth[b] < smooth[b + 1])) continue;
     double above = 0;
     for (int k = b + kGapBinsPerOctave; k <= highest; ++k)

@@ -314,6 +314,11 @@ inline constexpr uint64_t kLoneBetweenHoldMinNs = 4000;
 /// How far (natural log of count, smoothed) the longer gaps must rise out of
 /// a valley for it to separate two populations: ln 2.
 inline constexpr double kValleyDepth = 0.6931471805599453;
+/// No valley below this (ns) splits: a hold moves its pages back to back,
+/// 0.1-0.6 us a page on 6.18 here, in two populations (modes ~0.12 and
+/// ~0.5 us); the dip between them once split a pooled histogram at 0.15 us
+/// (0.76 holds an op instead of ~0.003).
+inline constexpr uint64_t kMinHoldSplitNs = 1000;
 /// The bin of a gap of `ns` nanoseconds (0 ns: bin 0).
 int GapBin(uint64_t ns);
 /// The lower edge of bin `b`, ns (rounded up to a whole ns): a gap is in bin
@@ -343,12 +348,12 @@ struct ZoneHoldSplit {
 };
 /// The split of a gap log histogram (`hist`, kGapBins bins). The most common
 /// gap is within holds (a hold of k pages has k - 1 gaps in it, one after).
-/// Above it, on log(1 + count) smoothed over +-2 bins, the first local minimum
-/// the longer gaps rise out of by kValleyDepth an octave or more further up
-/// is the valley; the split is the emptiest bin within +-2 of it (`found`).
-/// No valley: each hold is one start (split above every gap). A most common
-/// gap >= kLoneBetweenHoldMinNs: every gap is between holds (split at the
-/// lowest bin). Empty histogram: bin kGapBins.
+/// Above it and kMinHoldSplitNs, on log(1 + count) smoothed over +-2 bins,
+/// the first local minimum the longer gaps rise out of by kValleyDepth an
+/// octave or more further up is the valley; the split is the emptiest bin
+/// within +-2 of it (`found`). No valley: each hold is one start (split above
+/// every gap). A most common gap >= kLoneBetweenHoldMinNs: every gap is between
+/// holds (split at the lowest bin). Empty histogram: bin kGapBins.
 ZoneHoldSplit HoldSplitFromGaps(const uint64_t* hist);
 /// Holds of one kind at `split`: starts + gaps in split.bin or above.
 uint64_t HoldsAt(uint64_t starts, const uint64_t* hist,
