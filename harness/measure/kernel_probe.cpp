@@ -77,7 +77,8 @@ perf_event_attr TracepointAttr(int id) {
 
 }  // namespace
 
-TracepointInfo FindTracepointsIn(const std::string& dir) {
+// Looks for events/lock/contention_{begin,end}/id under `dir`.
+static TracepointInfo FindTracepointsIn(const std::string& dir) {
   TracepointInfo t;
   t.tracefs = dir;
   const std::string base = dir + "/events/lock/";
@@ -408,7 +409,6 @@ void TaskClockSampler::Close() {
 
 std::string TaskClockSampler::Open(pid_t pid, const Config& config) {
   Close();
-  config_ = config;
   const KernelSymbols& syms = KernelSymbols::Get();
   if (!syms.usable()) return syms.reason();
   perf_event_attr c{};
@@ -1044,18 +1044,14 @@ void KernelEvidence::ReportZoneLock(json& sources, json& k, Metrics& metrics,
   PutSource(sources, "zone_lock", ok, why);
   if (!ok) return;
   const ZoneLockTally z = ZoneSum();
-  k["zone_lock"] = ZoneLockJson(z, ops);
+  const json& j = k["zone_lock"] = ZoneLockJson(z, ops);
   // No event at all: "not observed" (no metric), never 0.0 per op.
-  const ZoneHoldSplit split = ZoneSplitOf(z);
-  const uint64_t holds = HoldsAt(z.alloc_starts, z.alloc_gaps, split) +
-                         HoldsAt(z.drain_starts, z.drain_gaps, split);
-  if (holds > 0 && ops > 0) {
-    metrics.emplace_back("zone_lock_acquisitions_per_op",
-                         static_cast<double>(holds) / static_cast<double>(ops));
-    metrics.emplace_back("zone_lock_pages_per_acquisition",
-                         static_cast<double>(z.alloc_pages + z.drain_pages) /
-                             static_cast<double>(holds));
-  }
+  if (!j["acquisitions_per_op"].is_number()) return;
+  metrics.emplace_back("zone_lock_acquisitions_per_op",
+                       j["acquisitions_per_op"].get<double>());
+  metrics.emplace_back("zone_lock_pages_per_acquisition",
+                       static_cast<double>(z.alloc_pages + z.drain_pages) /
+                           j["acquisitions"].get<double>());
 }
 
 void KernelEvidence::Report(json& details, Metrics& metrics,

@@ -41,10 +41,6 @@ struct TracepointInfo {
 /// events/lock/contention_begin). Thread-safe; computed on first call.
 const TracepointInfo& ContentionTracepoints();
 
-/// Testable core of the above: looks for events/lock/contention_{begin,end}/id
-/// under `tracefs_dir`.
-TracepointInfo FindTracepointsIn(const std::string& tracefs_dir);
-
 /// Which lock a contention sample is attributed to.
 enum class LockClass { kZone, kLru, kOther };
 
@@ -157,7 +153,6 @@ class TaskClockSampler {
   /// text or the ring's mmap error.
   std::string Open(pid_t pid, const Config& config);
   bool open() const { return ring_.fd >= 0; }
-  const Config& config() const { return config_; }
   /// Data pages of the ring actually mapped (after any EPERM halving).
   std::size_t ring_pages() const { return ring_pages_; }
   /// Starts / stops sampling (ioctl; cheap).
@@ -172,7 +167,6 @@ class TaskClockSampler {
 
  private:
   SampleRing ring_;
-  Config config_;
   std::size_t ring_pages_ = 0;
 };
 
@@ -375,12 +369,10 @@ inline constexpr std::size_t kMaxZoneRingPages = 16384;
 /// Data pages (a power of two, 64 to kMaxZoneRingPages) of a zone->lock ring
 /// that holds every event of a window in which a task moves `pages` pages
 /// through the allocator: 2 records a page, room for the pages its pcp list
-/// held before and the page tables. A perf ring that is full drops records
-/// (PERF_RECORD_LOST, events_lost) until its reader frees space, and a
-/// munmap drains ~1.7 M pages a second (this VM, 6.18): a ring of 16 k
-/// events lost ~60 k of a 336 k-page cycle's events whenever a loaded machine
-/// left the evidence timer's drains 10 ms late. Sized for the whole window,
-/// nothing depends on the drainer. 0 (unknown): 64 pages.
+/// held before and the page tables. A full perf ring drops records
+/// (PERF_RECORD_LOST: events_lost): munmap drains ~1.7 M pages/s here (6.18),
+/// so a 16 k-event ring lost ~60 k of a 336 k-page cycle's events when load
+/// delayed the drainer. 0 (unknown): 64 pages.
 std::size_t ZoneRingPages(uint64_t pages);
 
 /// The two zone->lock tracepoints of one task (ZoneLockTally), opened
@@ -435,7 +427,6 @@ class KernelEvidence {
   void DrainLive();
   /// Marks the evidence as not collected (--evidence=off): Report says so.
   void SetOff(const std::string& why) { off_reason_ = why; }
-  const ContentionTally& tally() const { return total_; }
   /// zone->lock holds summed over tasks (after DrainLive).
   ZoneLockTally ZoneSum() const;
   /// Contention counts summed so far over tasks (after End).
