@@ -213,8 +213,9 @@ inline bool PrimePhasedBatch(PhasedBatch& b, std::size_t pages,
 /// Default length of an evidence window when the point's window is unknown
 /// (ctx.window_ns 0: a test driving SetupThread directly), ns.
 inline constexpr uint64_t kDefaultEvidenceWindowNs = 50'000'000;
-/// How often the evidence window's timer thread drains the zone->lock rings
-/// (each holds ~16 000 events: 2 ms at a million pages per second), ns.
+/// How often the evidence window's timer thread drains the zone->lock rings,
+/// ns: they hold a whole window (ZoneRingPages) unless capped, when these
+/// drains are what keeps them from dropping events.
 inline constexpr uint64_t kLiveDrainNs = 2'000'000;
 
 /// How long a tasks:processes parent waits for a child's result once the
@@ -383,6 +384,9 @@ class KernelTaskWorkload : public Workload {
   /// long a task may take for one window's work before a tasks:processes
   /// child counts as hung, ns (0: the window-based ChildReportLimitMs only).
   virtual uint64_t FixedWorkLimitNs() const { return 0; }
+  /// Pages a task moves through the allocator in one window, when the family
+  /// knows (fixed work): its zone->lock rings hold them all (ZoneRingPages).
+  virtual uint64_t PagesPerWindow() const { return 0; }
 
   void Prepare(int threads) override {
     threads_ = threads;
@@ -697,9 +701,10 @@ class KernelTaskWorkload : public Workload {
   void OpenEvidence(int index, const TaskState& t) {
     if (evidence_windows_ == 0) return;
     if (tasks_ == Tasks::kProcesses) {
-      if (t.child.started()) evidence_.OpenTask(index, t.child.pid());
+      if (t.child.started())
+        evidence_.OpenTask(index, t.child.pid(), PagesPerWindow());
     } else {
-      evidence_.OpenTask(index, 0);
+      evidence_.OpenTask(index, 0, PagesPerWindow());
     }
   }
 

@@ -271,6 +271,9 @@ class ZoneWorkload : public kernel_tasks::KernelFamilyWorkload {
   }
 
   bool fixed_work() const override { return true; }
+  uint64_t PagesPerWindow() const override {
+    return batch_pages_ * kCyclesPerWindow;
+  }
 
   /// Every op is a page fault, counted exactly by getrusage (minor_faults,
   /// VerifyTask): the page-faults software event would only add its per-fault

@@ -760,10 +760,10 @@ TEST(KernelZone, CountsZoneLockAcquisitions) {
 // One hold split per point (issue 50 item 5): 5 repetitions of one point,
 // each its own workload as a run makes them, split their gaps at the valley of
 // the histogram pooled over the repetitions so far and count zone->lock
-// acquisitions per op within 10 % of each other (a count, not a speed). A
-// ring that dropped events (events_lost: the drainer did not keep up on a
-// loaded machine) undercounts by what it lost, more than the split moves the
-// count: such repetitions do not test the split and are skipped.
+// acquisitions per op within 10 % of each other (a count, not a speed). The
+// rings hold a whole window's events (ZoneRingPages), so none is lost however
+// late the drainer runs; where one was (events_lost) the count is short by
+// more than the split moves it, and the test is skipped.
 TEST(KernelZone, RepetitionsOfAPointAgreeOnAcquisitionsPerOp) {
   std::vector<double> per_op;
   uint64_t lost = 0;
@@ -788,6 +788,18 @@ TEST(KernelZone, RepetitionsOfAPointAgreeOnAcquisitionsPerOp) {
                  << ::testing::PrintToString(per_op);
   EXPECT_GT(*lo, 0);
   EXPECT_LE(*hi / *lo - 1, 0.10) << ::testing::PrintToString(per_op);
+}
+
+// A zone->lock ring holds a whole window's events (2 records a page moved):
+// a power of two of pages, 64 at least, kMaxZoneRingPages at most.
+TEST(KernelZone, RingHoldsAWholeWindow) {
+  EXPECT_EQ(kernel::ZoneRingPages(0), 64u);
+  const std::size_t n = kernel::ZoneRingPages(409600);
+  EXPECT_EQ(n & (n - 1), 0u);
+  EXPECT_GE(n * getpagesize(), 2 * 409600 * kernel::kZoneRecordBytes);
+  EXPECT_LT(n * getpagesize(), 4 * 409600 * kernel::kZoneRecordBytes);
+  EXPECT_EQ(kernel::ZoneRingPages(uint64_t{1} << 40),
+            kernel::kMaxZoneRingPages);
 }
 
 // The timed windows run with the evidence's perf events closed, not only

@@ -77,7 +77,8 @@ perf_event_attr TracepointAttr(int id) {
 
 }  // namespace
 
-TracepointInfo FindTracepointsIn(const std::string& dir) {
+// Looks for events/lock/contention_{begin,end}/id under `dir`.
+static TracepointInfo FindTracepointsIn(const std::string& dir) {
   TracepointInfo t;
   t.tracefs = dir;
   const std::string base = dir + "/events/lock/";
@@ -301,7 +302,9 @@ void CloseRing(SampleRing& r) {
   r.fd = -1;
 }
 
-// Opens `a` for `pid` with a ring of `pages` data pages; "" or why not.
+// Opens `a` for `pid` with a ring of `pages` data pages (a power of two),
+// halved down to 8 while mmap is refused with EPERM (perf_event_mlock_kb caps
+// a user without CAP_IPC_LOCK); "" or why not.
 std::string OpenRing(perf_event_attr& a, pid_t pid, std::size_t pages,
                      SampleRing* r) {
   r->fd = static_cast<int>(PerfOpen(&a, pid, -1));
@@ -310,16 +313,18 @@ std::string OpenRing(perf_event_attr& a, pid_t pid, std::size_t pages,
     return ExplainPerfOpenError(err, false, true, KernelHasHardwarePmu(),
                                 PerfEventParanoid());
   }
-  r->bytes = (pages + 1) * static_cast<std::size_t>(getpagesize());
-  r->map =
-      mmap(nullptr, r->bytes, PROT_READ | PROT_WRITE, MAP_SHARED, r->fd, 0);
-  if (r->map == MAP_FAILED) {
+  int err = 0;
+  for (pages = std::max<std::size_t>(pages, 8); pages >= 8; pages /= 2) {
+    r->bytes = (pages + 1) * static_cast<std::size_t>(getpagesize());
+    r->map =
+        mmap(nullptr, r->bytes, PROT_READ | PROT_WRITE, MAP_SHARED, r->fd, 0);
+    if (r->map != MAP_FAILED) return "";
     r->map = nullptr;
-    const int err = errno;
-    CloseRing(*r);
-    return kMmapPrefix + std::string(std::strerror(err));
+    err = errno;
+    if (err != EPERM) break;
   }
-  return "";
+  CloseRing(*r);
+  return kMmapPrefix + std::string(std::strerror(err));
 }
 
 // Reads every record in the ring and frees its space: each sample
@@ -404,7 +409,6 @@ void TaskClockSampler::Close() {
 
 std::string TaskClockSampler::Open(pid_t pid, const Config& config) {
   Close();
-  config_ = config;
   const KernelSymbols& syms = KernelSymbols::Get();
   if (!syms.usable()) return syms.reason();
   perf_event_attr c{};
@@ -423,18 +427,9 @@ std::string TaskClockSampler::Open(pid_t pid, const Config& config) {
   c.exclude_callchain_user = 1;
   c.sample_max_stack = config.max_stack;
   c.wakeup_events = 1u << 30;  // nobody polls: no wakeups
-  std::string e;
-  for (std::size_t pages = std::max<std::size_t>(config.ring_pages, 8);
-       pages >= 8; pages /= 2) {
-    e = OpenRing(c, pid, pages, &ring_);
-    ring_pages_ = pages;
-    // perf_event_mlock_kb caps an unprivileged user's rings: try smaller.
-    if (e != kMmapPrefix + std::string(std::strerror(EPERM))) break;
-  }
-  if (!e.empty()) {
-    ring_pages_ = 0;
-    return "perf_event_open(task-clock sampling): " + e;
-  }
+  const std::string e = OpenRing(c, pid, config.ring_pages, &ring_);
+  if (!e.empty()) return "perf_event_open(task-clock sampling): " + e;
+  ring_pages_ = ring_.bytes / static_cast<std::size_t>(getpagesize()) - 1;
   ring_.sample_type = c.sample_type;
   return "";
 }
@@ -656,7 +651,8 @@ ZoneHoldSplit HoldSplitFromGaps(const uint64_t* hist) {
   // again by at least kValleyDepth, an octave or more further up (a second
   // population, not the noise of the first one's bins).
   int valley = -1;
-  for (int b = mode + 1; b < highest && valley < 0; ++b) {
+  for (int b = std::max(mode + 1, GapBin(kMinHoldSplitNs));
+       b < highest && valley < 0; ++b) {
     if (!(smooth[b] <= smooth[b - 1] && smooth[b] < smooth[b + 1])) continue;
     double above = 0;
     for (int k = b + kGapBinsPerOctave; k <= highest; ++k)
@@ -705,6 +701,15 @@ uint64_t HoldsAt(uint64_t starts, const uint64_t* hist,
                  const ZoneHoldSplit& split) {
   uint64_t n = starts;
   for (int b = split.bin; b < kGapBins; ++b) n += hist[b];
+  return n;
+}
+
+std::size_t ZoneRingPages(uint64_t pages) {
+  const uint64_t bytes = 2 * pages * kZoneRecordBytes;
+  std::size_t n = 64;
+  while (n < kMaxZoneRingPages &&
+         n * static_cast<uint64_t>(getpagesize()) < bytes)
+    n *= 2;
   return n;
 }
 
@@ -782,10 +787,10 @@ KernelEvidence::KernelEvidence(int tasks, uint64_t sample_period,
   pcp_ = ReadZonePcp();
 }
 
-void KernelEvidence::OpenTask(int index, pid_t pid) {
+void KernelEvidence::OpenTask(int index, pid_t pid, uint64_t zone_pages) {
   Task& t = tasks_[static_cast<std::size_t>(index)];
   if (zone_lock_) {
-    t.zreason = t.zl.Open(pid);
+    t.zreason = t.zl.Open(pid, ZoneRingPages(zone_pages));
     t.zopened = t.zl.open();
   }
   t.reason = t.tc.Open(pid, sample_period_, spin_period_ns_);
@@ -1039,18 +1044,14 @@ void KernelEvidence::ReportZoneLock(json& sources, json& k, Metrics& metrics,
   PutSource(sources, "zone_lock", ok, why);
   if (!ok) return;
   const ZoneLockTally z = ZoneSum();
-  k["zone_lock"] = ZoneLockJson(z, ops);
+  const json& j = k["zone_lock"] = ZoneLockJson(z, ops);
   // No event at all: "not observed" (no metric), never 0.0 per op.
-  const ZoneHoldSplit split = ZoneSplitOf(z);
-  const uint64_t holds = HoldsAt(z.alloc_starts, z.alloc_gaps, split) +
-                         HoldsAt(z.drain_starts, z.drain_gaps, split);
-  if (holds > 0 && ops > 0) {
-    metrics.emplace_back("zone_lock_acquisitions_per_op",
-                         static_cast<double>(holds) / static_cast<double>(ops));
-    metrics.emplace_back("zone_lock_pages_per_acquisition",
-                         static_cast<double>(z.alloc_pages + z.drain_pages) /
-                             static_cast<double>(holds));
-  }
+  if (!j["acquisitions_per_op"].is_number()) return;
+  metrics.emplace_back("zone_lock_acquisitions_per_op",
+                       j["acquisitions_per_op"].get<double>());
+  metrics.emplace_back("zone_lock_pages_per_acquisition",
+                       static_cast<double>(z.alloc_pages + z.drain_pages) /
+                           j["acquisitions"].get<double>());
 }
 
 void KernelEvidence::Report(json& details, Metrics& metrics,

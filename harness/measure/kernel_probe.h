@@ -41,10 +41,6 @@ struct TracepointInfo {
 /// events/lock/contention_begin). Thread-safe; computed on first call.
 const TracepointInfo& ContentionTracepoints();
 
-/// Testable core of the above: looks for events/lock/contention_{begin,end}/id
-/// under `tracefs_dir`.
-TracepointInfo FindTracepointsIn(const std::string& tracefs_dir);
-
 /// Which lock a contention sample is attributed to.
 enum class LockClass { kZone, kLru, kOther };
 
@@ -157,7 +153,6 @@ class TaskClockSampler {
   /// text or the ring's mmap error.
   std::string Open(pid_t pid, const Config& config);
   bool open() const { return ring_.fd >= 0; }
-  const Config& config() const { return config_; }
   /// Data pages of the ring actually mapped (after any EPERM halving).
   std::size_t ring_pages() const { return ring_pages_; }
   /// Starts / stops sampling (ioctl; cheap).
@@ -172,7 +167,6 @@ class TaskClockSampler {
 
  private:
   SampleRing ring_;
-  Config config_;
   std::size_t ring_pages_ = 0;
 };
 
@@ -314,6 +308,11 @@ inline constexpr uint64_t kLoneBetweenHoldMinNs = 4000;
 /// How far (natural log of count, smoothed) the longer gaps must rise out of
 /// a valley for it to separate two populations: ln 2.
 inline constexpr double kValleyDepth = 0.6931471805599453;
+/// No valley below this (ns) splits: a hold moves its pages back to back,
+/// 0.1-0.6 us a page on 6.18 here, in two populations (modes ~0.12 and
+/// ~0.5 us); the dip between them once split a pooled histogram at 0.15 us
+/// (0.76 holds an op instead of ~0.003).
+inline constexpr uint64_t kMinHoldSplitNs = 1000;
 /// The bin of a gap of `ns` nanoseconds (0 ns: bin 0).
 int GapBin(uint64_t ns);
 /// The lower edge of bin `b`, ns (rounded up to a whole ns): a gap is in bin
@@ -343,12 +342,12 @@ struct ZoneHoldSplit {
 };
 /// The split of a gap log histogram (`hist`, kGapBins bins). The most common
 /// gap is within holds (a hold of k pages has k - 1 gaps in it, one after).
-/// Above it, on log(1 + count) smoothed over +-2 bins, the first local minimum
-/// the longer gaps rise out of by kValleyDepth an octave or more further up
-/// is the valley; the split is the emptiest bin within +-2 of it (`found`).
-/// No valley: each hold is one start (split above every gap). A most common
-/// gap >= kLoneBetweenHoldMinNs: every gap is between holds (split at the
-/// lowest bin). Empty histogram: bin kGapBins.
+/// Above it and kMinHoldSplitNs, on log(1 + count) smoothed over +-2 bins,
+/// the first local minimum the longer gaps rise out of by kValleyDepth an
+/// octave or more further up is the valley; the split is the emptiest bin
+/// within +-2 of it (`found`). No valley: each hold is one start (split above
+/// every gap). A most common gap >= kLoneBetweenHoldMinNs: every gap is between
+/// holds (split at the lowest bin). Empty histogram: bin kGapBins.
 ZoneHoldSplit HoldSplitFromGaps(const uint64_t* hist);
 /// Holds of one kind at `split`: starts + gaps in split.bin or above.
 uint64_t HoldsAt(uint64_t starts, const uint64_t* hist,
@@ -361,6 +360,20 @@ ZoneHoldSplit ZoneSplitOf(const ZoneLockTally& z);
 /// the split and the log histogram; per-op and per-acquisition values are
 /// "not observed" (a string) when no event was seen, never 0.
 nlohmann::json ZoneLockJson(const ZoneLockTally& z, uint64_t ops);
+
+/// Bytes of one zone->lock event in its ring: perf_event_header, then
+/// PERF_SAMPLE_TIME.
+inline constexpr std::size_t kZoneRecordBytes = 16;
+/// The largest zone->lock ring, data pages: 64 MiB, 4 M events.
+inline constexpr std::size_t kMaxZoneRingPages = 16384;
+/// Data pages (a power of two, 64 to kMaxZoneRingPages) of a zone->lock ring
+/// that holds every event of a window in which a task moves `pages` pages
+/// through the allocator: 2 records a page, room for the pages its pcp list
+/// held before and the page tables. A full perf ring drops records
+/// (PERF_RECORD_LOST: events_lost): munmap drains ~1.7 M pages/s here (6.18),
+/// so a 16 k-event ring lost ~60 k of a 336 k-page cycle's events when load
+/// delayed the drainer. 0 (unknown): 64 pages.
+std::size_t ZoneRingPages(uint64_t pages);
 
 /// The two zone->lock tracepoints of one task (ZoneLockTally), opened
 /// disabled on `pid` (a thread, a process, 0: the calling thread). Drain may
@@ -395,8 +408,9 @@ class KernelEvidence {
   /// off).
   KernelEvidence(int tasks, uint64_t sample_period, uint64_t spin_period_ns);
   /// Opens task `index`'s counters for `pid` (0: calling thread); call from
-  /// the thread that will Begin / End it.
-  void OpenTask(int index, pid_t pid);
+  /// the thread that will Begin / End it. `zone_pages`: pages the task moves
+  /// through the allocator in one window (ZoneRingPages; 0 unknown).
+  void OpenTask(int index, pid_t pid, uint64_t zone_pages = 0);
   void Begin(int index);
   void End(int index);
   /// vmstat snapshots: call once before and once after each window's work
@@ -413,7 +427,6 @@ class KernelEvidence {
   void DrainLive();
   /// Marks the evidence as not collected (--evidence=off): Report says so.
   void SetOff(const std::string& why) { off_reason_ = why; }
-  const ContentionTally& tally() const { return total_; }
   /// zone->lock holds summed over tasks (after DrainLive).
   ZoneLockTally ZoneSum() const;
   /// Contention counts summed so far over tasks (after End).

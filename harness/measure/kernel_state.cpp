@@ -101,19 +101,13 @@ std::vector<ZonePcp> ParseZonePcp(const std::string& text) {
       int cpu = -1;
       ls >> cpu;
       first_cpu = cpu == 0;
-    } else if (key == "high:") {
-      ls >> v;
+    } else if (key == "high:" && ls >> v) {
       if (first_cpu) cur.high = v;
       cur.high_max_cpu = std::max(cur.high_max_cpu, v);
-    } else if (key == "batch:") {
-      ls >> v;
-      if (first_cpu) cur.batch = v;
-    } else if (key == "high_min:") {
-      ls >> v;
-      if (first_cpu) cur.high_min = static_cast<int64_t>(v);
-    } else if (key == "high_max:") {
-      ls >> v;
-      if (first_cpu) cur.high_max = static_cast<int64_t>(v);
+    } else if (first_cpu && ls >> v) {  // CPU 0's pageset
+      if (key == "batch:") cur.batch = v;
+      if (key == "high_min:") cur.high_min = static_cast<int64_t>(v);
+      if (key == "high_max:") cur.high_max = static_cast<int64_t>(v);
     }
   }
   flush();
