@@ -33,30 +33,26 @@ bool With(std::string_view name, F& f, LockList<Ls...>) {
 }
 }  // namespace lock_table_detail
 
-/// Calls `f.template operator()<L>()` for every lock type L of the table, in
-/// table order.
+/// Calls `f.template operator()<L>()` for every lock L, in table order.
 template <class F>
 void ForEachLock(F&& f) {
   lock_table_detail::ForEach(f, AllLocks{});
 }
 
-/// The kName of every lock, in table order ("tas", "ttas", ...,
-/// "pthread_spin").
+/// The kName of every lock, in table order.
 inline std::vector<std::string> LockNames() {
   std::vector<std::string> names;
   ForEachLock([&]<class L>() { names.emplace_back(L::kName); });
   return names;
 }
 
-/// Calls `f.template operator()<L>()` for the lock whose kName is `name`;
-/// returns false (and calls nothing) when no lock has that name.
+/// Calls `f.template operator()<L>()` for the lock named `name`; false if none.
 template <class F>
 bool WithLock(std::string_view name, F&& f) {
   return lock_table_detail::With(name, f, AllLocks{});
 }
 
-/// As WithLock, over the locks of `List` (a LockList) only: for a family whose
-/// lock axis is a subset of the table, so that only its locks are compiled.
+/// As WithLock over a LockList subset (only its locks are compiled).
 template <class List, class F>
 bool WithLockIn(std::string_view name, F&& f) {
   return lock_table_detail::With(name, f, List{});

@@ -6,12 +6,9 @@
 
 namespace lockline {
 
-/// A lock algorithm: BasicLockable plus try_lock, a short name used in row keys
-/// ("ticket") and a human description. The object itself is only the lock
-/// word(s) (its sizeof is what the layouts place); queue locks keep per-thread
-/// queue nodes outside the lock (thread-local, as Linux keeps per-CPU qnodes),
-/// so lock()/unlock() need no extra argument. Default-constructible in the
-/// unlocked state; not copyable.
+/// A lock algorithm: BasicLockable plus try_lock, kName (row keys) and
+/// kDescription. The object is only the lock word(s); queue nodes live in
+/// thread-locals, as Linux's per-CPU qnodes. Not copyable.
 template <class L>
 concept LockAlgorithm = std::default_initializable<L> && requires(L& l) {
   {l.lock()};

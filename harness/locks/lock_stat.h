@@ -1,26 +1,14 @@
 // lock_stat-like per-lock, per-thread statistics (after Linux CONFIG_LOCK_STAT,
 // Documentation/locking/lockstat.rst): acquisitions, contentions, wait and hold
-// time, hand-offs and a log2 histogram of wait times.
+// time, hand-offs and a log2 wait histogram.
 //
-// Measurement model (nothing of ours under the lock).
-// LockWithStats tries the lock first (Linux LOCK_CONTENDED: trylock, then the
-// real lock only if it failed). A failed first try counts as contended: the
-// clock is read before lock() (t0, outside the critical section) and again
-// after unlock() (t2, outside it), so a contended acquisition's span is
-// t2 - t0 = wait + hold and no clock read or shared-line write of ours lands
-// inside its hold. Hold time is sampled: every kHoldSampleEvery-th acquisition
-// (contended or not) reads the clock right after acquiring and right before
-// releasing (the only clock reads inside a hold: 1 hold in 64, ~40 ns, i.e.
-// < 1 ns per hold on average). A contended acquisition's wait is its span
-// minus the thread's mean sampled hold so far (exact, t1 - t0, on sampled
-// ones); the histogram, max and sum use that estimate. Hand-offs are counted
-// without shared state: a contended acquisition follows another thread's hold,
-// so it is a hand-off; an uncontended acquisition after another thread's hold
-// is not seen (handoffs is a lower bound; equal to the true count once the lock
-// is saturated). Nothing is written to a shared line: LockStatSide is kept
-// for the callers' signatures and holds no per-acquisition state. The rows of
-// bench/locks.cpp (stats:on vs stats:off) and each family's instrumented /
-// uninstrumented row pair measure what remains.
+// Measurement model: nothing of ours under the lock and no shared-line write.
+// LockWithStats tries first (Linux LOCK_CONTENDED); a failed try is contended,
+// timed from before lock() to after unlock() (span = wait + hold). Every
+// kHoldSampleEvery-th acquisition times its hold inside the lock (the only
+// clock reads there). A contended wait is its span minus the thread's mean
+// sampled hold (exact on sampled ones). A contended acquisition follows
+// another thread's hold, so it is a hand-off (handoffs is a lower bound).
 #pragma once
 
 #include <atomic>
@@ -35,17 +23,15 @@
 
 namespace lockline {
 
-/// log2 wait-time buckets: bucket b counts waits w (ns) with 2^(b-1) <= w < 2^b
-/// (bucket 0: w == 0). 40 buckets reach 2^39 ns (~9 minutes); longer waits land
-/// in the last one.
+/// log2 wait buckets: b counts waits (ns) in [2^(b-1), 2^b), 0 counts 0; the
+/// last (2^39 ns, ~9 min) takes longer ones too.
 inline constexpr int kWaitBuckets = 40;
 /// Hold time is timed on every 64th acquisition: the mean is within a few
 /// percent after a few thousand, and the other 63 pay no clock read.
 inline constexpr uint64_t kHoldSampleEvery = 64;
 
-/// One thread's statistics for one lock, in its thread's PaddedSlots slot.
-/// Written only by its thread; read by the main thread after the windows (the
-/// join or the harness's end barrier orders the reads).
+/// One thread's statistics for one lock (its PaddedSlots slot), read by the
+/// main thread after the windows' end barrier.
 struct alignas(kCacheLine) LockStatThread {
   uint64_t acquisitions = 0;  ///< successful lock() calls
   uint64_t contended = 0;     ///< acquisitions whose first try_lock failed
@@ -61,8 +47,7 @@ struct alignas(kCacheLine) LockStatThread {
   void Reset() { *this = LockStatThread{}; }
 };
 
-/// Per-lock side data, on its own line. Empty (no statistic writes a shared
-/// line); kept for the families' signatures.
+/// Empty (no statistic writes a shared line); kept for the families' calls.
 struct alignas(kDestructiveLine) LockStatSide {};
 
 /// Bucket of a wait of `ns` nanoseconds in LockStatThread::wait_hist.
@@ -78,8 +63,7 @@ inline void RecordWait(LockStatThread& st, uint64_t wait) {
   ++st.wait_hist[WaitBucket(wait)];
 }
 
-/// Acquires `lock`, recording the acquisition in `st` (see the measurement
-/// model above). `side` and `thread_index` are unused (kept for the callers).
+/// Acquires `lock`, recording it in `st` (model above).
 template <LockAlgorithm L>
 void LockWithStats(L& lock, LockStatSide& /*side*/, LockStatThread& st,
                    int /*thread_index*/) {
@@ -122,21 +106,15 @@ void UnlockWithStats(L& lock, LockStatThread& st) {
   }
 }
 
-/// Merges per-thread statistics of one lock into a JSON summary: the totals;
-/// contended_share and handoff_share (per acquisition); wait_share = wait_ns /
-/// (thread_seconds x 1e9) (thread_seconds = window seconds x threads: lock
-/// contention as a share of CPU time); wait_mean_ns, wait_p50_ns / wait_p99_ns
-/// (upper edge of the quantile's log2 bucket, capped at the max: within 2x),
-/// wait_max_ns; hold_ns (mean sampled hold); acquisitions_per_op;
-/// jain_fairness (Jain's index of per-thread acquisitions, 1 = equal);
-/// wait_histogram [{"le_ns", "count"}] of non-empty buckets; per_thread.
-/// Null entries in `threads` are skipped; zero denominators give 0.
+/// One lock's summary (results/SCHEMA.md lock_stat): totals, shares per
+/// acquisition, wait_share = wait_ns / (thread_seconds x 1e9), wait quantiles
+/// (the log2 bucket's upper edge, capped at the max), Jain fairness, the
+/// histogram, per_thread. Null threads skipped; zero denominators give 0.
 nlohmann::json SummarizeLockStats(
     const std::vector<const LockStatThread*>& threads, double thread_seconds,
     uint64_t ops);
 
-/// Adds the summary's flat metrics to a row and the whole summary as
-/// out.details["lock_stat"].
+/// Adds the summary's flat metrics and out.details["lock_stat"].
 void AddLockStatMetrics(PointReport& out, const nlohmann::json& summary);
 
 }  // namespace lockline

@@ -13,26 +13,19 @@
 
 namespace lockline {
 
-/// One waiter's queue node. Each waiter spins on its own node's `locked`, so a
-/// hand-off moves one line (holder -> next waiter's node) instead of
-/// invalidating every waiter. 128-byte aligned so two threads' nodes never
-/// share a line (adjacent-line prefetch included).
+/// One waiter's queue node: each waiter spins on its own, so a hand-off moves
+/// one line. 128-byte aligned (adjacent-line prefetch included).
 struct alignas(kDestructiveLine) McsNode {
-  std::atomic<McsNode*> next{
-      nullptr};  ///< successor in the queue, set by the successor
-  std::atomic<uint32_t> locked{
-      0};  ///< 1 while this waiter must wait; predecessor clears
+  std::atomic<McsNode*> next{nullptr};  ///< successor, set by the successor
+  std::atomic<uint32_t> locked{0};      ///< 1: wait; predecessor clears
 };
 
-/// Maximum MCS locks one thread may hold or wait for at once (its nesting
-/// depth), like Linux's MAX_NODES = 4 per-CPU qnodes (task, softirq, hardirq,
-/// NMI). Exceeding it aborts with a message.
+/// MCS locks one thread may hold or wait for at once, like Linux's MAX_NODES
+/// = 4 (task, softirq, hardirq, NMI); more aborts.
 inline constexpr int kMcsMaxNesting = 4;
 
-/// The per-thread node pool of McsLock: node i is in use for `owner[i]`
-/// (nullptr = free). A lock's node must survive until its unlock (the holder
-/// hands off through it), so unlock finds it by the lock's address; holds need
-/// not nest (unlock order is free).
+/// McsLock's per-thread node pool: node i serves `owner[i]` (nullptr free);
+/// unlock finds the node by the lock's address, so holds need not nest.
 struct McsThreadNodes {
   McsNode nodes[kMcsMaxNesting];
   const void* owner[kMcsMaxNesting] = {};
@@ -65,18 +58,10 @@ struct McsThreadNodes {
 /// Thread-local, constant-initialized (no TLS guard on the fast path).
 inline thread_local McsThreadNodes tls_mcs_nodes;
 
-/// MCS queue spinlock. The lock is only the queue's tail pointer; waiters
-/// append their node with one exchange and spin locally.
-///
-/// Lock word (8 bytes):
-///   tail_  nullptr = free; else the node of the last thread in the queue
-///   (holder or waiter)
-/// Invariant: tail_ != nullptr exactly while the lock is held; the queue from
-/// the holder's node along `next` ends at tail_. FIFO. Per thread at most
-/// kMcsMaxNesting MCS locks at once. Who should use it: many contenders on big
-/// machines (one line moves per hand-off); costs an extra node write and an
-/// unlock CAS uncontended (Linux uses it inside qspinlock's slow path). Size: 8
-/// bytes (one pointer) plus 128 bytes of thread-local node per nesting level.
+/// MCS queue spinlock: the lock word (8 bytes) is the queue's tail pointer,
+/// nullptr = free, else the last thread's node (holder or waiter). Waiters
+/// append with one exchange and spin locally; FIFO; one line per hand-off,
+/// an extra node write and unlock CAS uncontended.
 class McsLock {
  public:
   static constexpr const char* kName = "mcs";

@@ -5,19 +5,10 @@
 
 namespace lockline {
 
-/// pthread_mutex_t with default attributes (PTHREAD_MUTEX_NORMAL on glibc): a
-/// futex word with lock acquire by CAS, sleeping in the kernel under contention
-/// (FUTEX_WAIT), unlock by atomic exchange plus FUTEX_WAKE when there were
-/// waiters. The user-space baseline for "sleep, do not spin"; its hand-off
-/// costs a wake-up (microseconds), not a line transfer.
-///
-/// Lock word: glibc's struct __pthread_mutex_s (int __lock; unsigned __count;
-/// int __owner; unsigned __nusers; int __kind; ...); only __lock (0 free, 1
-/// locked, 2 locked with waiters) moves on the fast path. Memory ordering is
-/// glibc's: acquire CAS in lock, release exchange in unlock (nptl
-/// lowlevellock.h). Invariant: __lock != 0 exactly while held. Not fair
-/// (barging allowed). Who should use it: application code; the default choice.
-/// Size: 40 bytes on x86-64 glibc, 48 on aarch64 glibc.
+/// pthread_mutex_t, default attributes: a futex word (glibc __lock: 0 free, 1
+/// locked, 2 with waiters; acquire CAS, release exchange + FUTEX_WAKE, nptl
+/// lowlevellock.h) that sleeps when contended, so a hand-off costs a wake-up,
+/// not a line transfer. Not fair. 40 bytes on x86-64 glibc.
 class PthreadMutexLock {
  public:
   static constexpr const char* kName = "pthread_mutex";
@@ -44,18 +35,9 @@ static_assert(sizeof(PthreadMutexLock) == 40,
               "glibc x86-64 pthread_mutex_t is 40 bytes");
 #endif
 
-/// pthread_spinlock_t (glibc): a 4-byte int; lock is an atomic exchange (x86:
-/// `lock xchg`, generic: CAS) followed by a read-only spin with the CPU relax
-/// hint, i.e. a TTAS lock. It never yields, so in oversubscribed runs a waiter
-/// can burn its time slice while the holder is preempted: kept as glibc ships
-/// it, since that behaviour is what users of it get.
-///
-/// Lock word (4 bytes): 0 = free, non-zero = locked. Ordering is glibc's:
-/// acquire on the successful exchange / CAS, release store in unlock.
-/// Invariant: word != 0 exactly while held. Not fair.
-/// Who should use it: almost nobody in user space (see Linus Torvalds on
-/// user-space spinlocks, 2020); here as the library's own spinlock baseline.
-/// Size: 4 bytes.
+/// pthread_spinlock_t (glibc): a 4-byte TTAS lock (exchange, then a read-only
+/// spin with the relax hint; release store). It never yields, even
+/// oversubscribed: kept as glibc ships it. Not fair.
 class PthreadSpinLock {
  public:
   static constexpr const char* kName = "pthread_spin";

@@ -15,26 +15,20 @@
 
 namespace lockline {
 
-/// A qspinlock waiter's queue node (Linux `struct mcs_spinlock` inside `struct
-/// qnode`). 128-byte aligned so two threads' nodes never share a line.
+/// A waiter's queue node (Linux `struct mcs_spinlock` in `struct qnode`).
 struct alignas(kDestructiveLine) QspinNode {
   std::atomic<QspinNode*> next{nullptr};  ///< successor, set by the successor
-  std::atomic<uint32_t> locked{
-      0};  ///< set to 1 by the predecessor: "you are the head"
+  std::atomic<uint32_t> locked{0};        ///< set to 1 by the predecessor: head
 };
 
-/// Queue nodes per thread = nesting depth, Linux's MAX_NODES = 4 (task,
-/// softirq, hardirq, NMI). A thread that would need a fifth node spins on
-/// try_lock instead, as Linux does.
+/// Queue nodes per thread, Linux's MAX_NODES = 4; deeper nesting spins on
+/// try_lock, as Linux does.
 inline constexpr int kQspinMaxNodes = 4;
-/// Threads that can be encoded in the tail: the tail's 14-bit cpu field holds
-/// id + 1, like Linux's NR_CPUS < 16K configuration. Ids are recycled at thread
-/// exit; more than this many live threads using the slow path abort with a
-/// message.
+/// Threads the tail's 14-bit cpu field (id + 1) encodes, as Linux's NR_CPUS <
+/// 16K; ids recycle at thread exit, more live slow-path threads abort.
 inline constexpr uint32_t kQspinMaxThreads = (1u << 14) - 1;
 
-/// Per-thread queue nodes (Linux: per-CPU `qnodes`). Constant-initialised
-/// thread_local.
+/// Per-thread queue nodes (Linux: per-CPU `qnodes`).
 struct QspinThreadNodes {
   QspinNode nodes[kQspinMaxNodes];
   int count = 0;  ///< nodes in use (nesting level)
@@ -102,40 +96,19 @@ inline uint32_t ThreadId() {
 
 }  // namespace qspin_detail
 
-/// Queued spinlock after Linux kernel/locking/qspinlock.c (4.2+, in the 4.16+
-/// form with atomic_fetch_or for the pending bit). Uncontended it is one CAS to
-/// lock and one byte store to unlock, like a TAS lock. The first contender sets
-/// the pending bit and spins on the lock word itself (no queue node touched);
-/// later ones queue MCS-style on their own thread-local node, and only the
-/// queue head spins on the lock word. So a hand-off moves the lock word's line
-/// between at most two threads plus one node line, whatever the number of
-/// waiters.
-///
-/// Lock word (4 bytes, Linux's _Q_PENDING_BITS == 8 layout, little-endian):
-///   bits 0-7    locked byte: 1 = held (written with byte stores)
-///   bits 8-15   pending byte: 1 = one waiter spins on the word, first in line
-///   bits 16-17  tail index: nesting level (node index) of the last queued
-///   waiter bits 18-31  tail id: thread id + 1 of the last queued waiter, 0 =
-///   queue empty
-/// Invariant: locked == 1 exactly while held; pending is set by at most one
-/// thread, which takes the lock before any queued waiter; a non-zero tail names
-/// the last node of the wait queue, whose head spins on the word until locked
-/// and pending are both 0. Who should use it: everyone who needs a 4-byte
-/// fair-ish spinlock that scales (Linux does); the byte- and half-word accesses
-/// are mixed-size atomics, which C++ leaves undefined and GCC/Clang on x86-64
-/// and aarch64 implement as the kernel relies on (via __atomic builtins on a
-/// may_alias view of the word).
-/// Size: 4 bytes, plus 4 x 128 bytes of thread-local queue nodes per thread.
-/// Cost note: the fast path's 32-bit CAS cannot take its value from the
-/// previous unlock's still-buffered 1-byte store (a store-to-load forwarding
-/// failure), so back-to-back uncontended lock+unlock by one thread costs a
-/// little more than a TAS lock's (the rows
-/// locks/lock:*/cs:0/stats:off/threads:1 measure it). Linux pays the same
-/// with the same access sizes; any work between unlock and the next lock
-/// hides it. Not modelled: the paravirt hooks (pv_wait / pv_kick) and the
-/// NUMA-aware CNA variant. As in Linux, a queue node is free again once its
-/// thread holds the lock (McsLock keeps it until unlock), so the nesting limit
-/// counts only locks being waited for.
+/// Queued spinlock after Linux kernel/locking/qspinlock.c (4.2+, 4.16+ form
+/// with atomic_fetch_or for pending). Uncontended: one CAS, one byte store.
+/// The first contender sets pending and spins on the word; later ones queue
+/// MCS-style on thread-local nodes and only the head spins on the word, so a
+/// hand-off moves the word between at most two threads plus one node line.
+/// Lock word (4 bytes, _Q_PENDING_BITS == 8, little-endian): bits 0-7 locked
+/// byte, 8-15 pending byte, 16-17 tail node index, 18-31 tail thread id + 1
+/// (0: queue empty). Byte and half-word accesses are mixed-size atomics (GCC
+/// and Clang on x86-64 / aarch64 do what the kernel relies on). The fast
+/// path's CAS cannot forward from the last unlock's byte store, so a tight
+/// uncontended lock+unlock costs a little more than TAS, as in Linux. Not
+/// modelled: paravirt hooks, CNA. A node is free once its thread holds the
+/// lock.
 class QspinLock {
  public:
   static constexpr const char* kName = "qspinlock";

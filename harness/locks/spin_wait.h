@@ -1,6 +1,5 @@
-// The busy-wait policy shared by every spinning lock: spin with CpuRelax the
-// way kernel spinlock waiters do, and yield the CPU only where the point is
-// oversubscribed.
+// The busy-wait policy of every spinning lock: CpuRelax as kernel spinlock
+// waiters do; yield only in an oversubscribed point.
 #pragma once
 
 #include <cstdint>
@@ -12,26 +11,21 @@ namespace lockline {
 
 /// Whether the spinning waiters of the calling thread may give up the CPU.
 enum class SpinYield : uint8_t {
-  /// Spin with CpuRelax forever, as kernel spinlock waiters do (interrupts
-  /// off, they never schedule): the line traffic the experiments measure.
+  /// Spin forever, as kernel waiters do (interrupts off, never scheduling).
   kNever,
-  /// Spin kSpinsBeforeYield relaxes, then sched_yield() on every further
-  /// relax: for oversubscribed points, where a preempted holder would make a
-  /// pure spinner burn its time slice. The default of threads the harness did
-  /// not start (unit tests).
+  /// sched_yield() after kSpinsBeforeYield relaxes: oversubscribed points,
+  /// and threads the harness did not start (unit tests).
   kAfterSpins,
 };
 
 namespace spin_wait_detail {
 /// The calling thread's policy (see SetSpinYield).
 inline thread_local SpinYield tls_policy = SpinYield::kAfterSpins;
-/// sched_yield() calls made by SpinWait on the calling thread (a test hook:
-/// a non-oversubscribed waiter must leave it unchanged).
+/// SpinWait's sched_yield() calls on the calling thread (a test hook).
 inline thread_local uint64_t tls_yields = 0;
 }  // namespace spin_wait_detail
 
-/// Sets the calling thread's spin policy (the runner: kAfterSpins iff the
-/// point is oversubscribed, before SetupThread).
+/// Sets the calling thread's spin policy (before SetupThread).
 inline void SetSpinYield(SpinYield policy) {
   spin_wait_detail::tls_policy = policy;
 }
@@ -42,15 +36,12 @@ inline uint64_t SpinYieldsOnThisThread() {
   return spin_wait_detail::tls_yields;
 }
 
-/// Relaxes in a busy-wait loop: one CpuRelax per call, or under kAfterSpins
-/// sched_yield() after the first kSpinsBeforeYield calls. The policy is read
-/// once, at construction (one thread-local load per wait).
+/// One CpuRelax per Relax(), or under kAfterSpins sched_yield() after
+/// kSpinsBeforeYield; the policy is read once, at construction.
 class SpinWait {
  public:
-  /// 1024 relaxes: ~10-60 us depending on the PAUSE latency of the core (Zen 4
-  /// ~65 cycles per PAUSE, Skylake-SP ~140), far longer than any critical
-  /// section lockline models, so in an oversubscribed point the yield only
-  /// fires when the holder or the next owner is not running.
+  /// ~10-60 us of PAUSE (Zen 4 ~65 cycles, Skylake-SP ~140), far longer than
+  /// any modelled critical section: only a preempted holder triggers a yield.
   static constexpr uint32_t kSpinsBeforeYield = 1024;
 
   SpinWait() : may_yield_(CurrentSpinYield() == SpinYield::kAfterSpins) {}

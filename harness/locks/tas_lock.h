@@ -8,19 +8,9 @@
 
 namespace lockline {
 
-/// Test-and-set spinlock: every attempt is an atomic exchange, so each waiter
-/// keeps pulling the lock's cache line in exclusive state while it spins (the
-/// classic lock-line ping-pong).
-///
-/// Lock word (4 bytes, like the kernel's generic `arch_spinlock_t` / a u32
-/// `lock` field):
-///   bit 0      1 = locked
-///   bits 1-31  always 0
-/// Invariant: word_ == 1 exactly while one thread is between lock()/successful
-/// try_lock() and unlock(). Not fair: a releasing thread can re-acquire
-/// immediately. Who should use it: nobody in production; it is the worst-case
-/// baseline for line transfers. Size: 4 bytes (a 1-byte flag would also do; 4
-/// bytes matches what kernel layouts reserve).
+/// Test-and-set spinlock: every attempt is an exchange, so each waiter keeps
+/// pulling the line exclusive (the worst-case baseline). Lock word: a u32 like
+/// the kernel's generic arch_spinlock_t, 1 = locked. Not fair.
 class TasLock {
  public:
   static constexpr const char* kName = "tas";
@@ -48,18 +38,9 @@ class TasLock {
 };
 static_assert(sizeof(TasLock) == 4, "TAS lock word is one u32");
 
-/// Test-and-test-and-set spinlock with PAUSE: waiters spin on plain loads (the
-/// line stays Shared in every waiter's cache) and only try the exchange when
-/// the lock looks free. At release all waiters miss and race for the exchange,
-/// so a hand-off still costs O(waiters) line transfers; this is the pre-2.6.25
-/// x86 Linux spinlock's behaviour (not its byte layout).
-///
-/// Lock word (4 bytes):
-///   bit 0      1 = locked
-///   bits 1-31  always 0
-/// Invariant: word_ == 1 exactly while one thread holds the lock. Not fair.
-/// Who should use it: short critical sections with few contenders; unfair under
-/// contention. Size: 4 bytes.
+/// Test-and-test-and-set spinlock with PAUSE: waiters spin on loads (line
+/// Shared) and exchange when it looks free, so a hand-off still costs
+/// O(waiters) transfers: pre-2.6.25 x86 Linux's behaviour. u32, 1 = locked.
 class TtasLock {
  public:
   static constexpr const char* kName = "ttas";

@@ -9,27 +9,13 @@
 
 namespace lockline {
 
-/// FIFO ticket spinlock (Nick Piggin's x86 ticket lock, Linux 2.6.25;
-/// `arch_spinlock_t` with `head_tail` / `tickets.{head,tail}` until qspinlock
-/// replaced it on x86 in 4.2). A thread takes a ticket by atomically
-/// incrementing `tail` and waits until `head` (now serving) equals it; unlock
-/// increments `head`. All waiters spin on the same line, so each release
-/// invalidates every waiter's copy (O(waiters) transfers per hand-off), but the
-/// order is strictly FIFO.
-///
-/// Lock word (4 bytes, little-endian as on x86):
-///   bits 0-15   head: ticket now being served (written only by the holder, at
-///   unlock) bits 16-31  tail: next ticket to hand out (fetch_add by each
-///   arriving locker)
-/// Invariant: tail - head (mod 2^16) = 1 + number of waiters while held, 0 when
-/// free; at most 65535 threads may wait at once (16-bit tickets, like Linux
-/// with NR_CPUS >= 256). Who should use it: small machines wanting fairness; on
-/// large machines the shared spinning and the lock-waiter preemption problem of
-/// strict FIFO hurt (why Linux moved to qspinlock). Size: 4 bytes. Linux does
-/// the ticket xadd on the whole 32-bit word; here head and tail are separate
-/// 16-bit atomics in the same word (C++ has no defined mixed-size access),
-/// which is the same line traffic: the xadd touches only `tail`, unlock only
-/// `head`.
+/// FIFO ticket spinlock (Nick Piggin, x86 Linux 2.6.25 to 4.1, NR_CPUS >= 256
+/// flavour): lock takes a ticket by incrementing `tail` and waits until `head`
+/// equals it; unlock increments `head`. All waiters spin on one line
+/// (O(waiters) transfers per hand-off). Lock word (4 bytes, little-endian):
+/// bits 0-15 head (written only by the holder), 16-31 tail; tail - head =
+/// holders + waiters. Linux xadds the 32-bit word; here two u16 atomics, the
+/// same line traffic (C++ has no mixed-size atomics).
 class TicketLock {
  public:
   static constexpr const char* kName = "ticket";

@@ -41,10 +41,8 @@ bool IsDir(const std::string& path) {
   return stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-// The root inside the hierarchy of the mount at `mount_point`
-// (/proc/self/mountinfo field 4 of the line whose field 5 is the mount
-// point; "" when absent). Octal escapes (\040) are kept: such paths do not
-// match and fall back to the mount root.
+// The mount's root in its hierarchy (mountinfo field 4 where field 5 is
+// `mount_point`; "" if absent; octal escapes kept, so they fall back).
 std::string MountRoot(const std::string& mountinfo,
                       const std::string& mount_point) {
   std::istringstream lines(mountinfo);

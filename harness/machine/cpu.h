@@ -1,7 +1,5 @@
-// CPU-specific primitives behind small portable functions: the spin-wait relax,
-// a monotonic nanosecond clock, and the cache-line size constants. x86-64
-// first; aarch64 and a plain fallback compile so the rest of lockline never
-// needs an #ifdef.
+// CPU-specific primitives: spin-wait relax, a ns clock, cache-line constants.
+// x86-64 first; aarch64 and a plain fallback compile without #ifdefs elsewhere.
 #pragma once
 
 #include <fcntl.h>
@@ -14,21 +12,16 @@
 
 namespace lockline {
 
-/// Cache-line size, bytes, that lockline pads hot per-thread data to. 64 on
-/// x86-64 and most aarch64; layouts take their line size as an explicit
-/// parameter instead (64, 128, 256 are real).
+/// Cache-line size, bytes, hot per-thread data is padded to (layouts take
+/// theirs as a parameter: 64, 128, 256 are real).
 inline constexpr std::size_t kCacheLine = 64;
 
-/// Padding unit for singleton shared fields that must never share a line with
-/// anything else (one lock, one counter, a stop flag): 128 bytes, because
-/// Intel's adjacent-line prefetcher moves lines in pairs and POWER / some ARM
-/// parts have 128-byte lines. The distance between per-thread slots is not
-/// this constant but the run's --padding (harness/machine/padded_slots.h).
+/// Padding of singleton shared fields (a lock, a stop flag): 128 bytes, as
+/// Intel's adjacent-line prefetcher moves lines in pairs. Per-thread slots
+/// use --padding (padded_slots.h).
 inline constexpr std::size_t kDestructiveLine = 128;
 
-/// One spin-wait relax: PAUSE on x86-64 (~10-140 cycles depending on the core),
-/// YIELD on aarch64, a compiler barrier elsewhere. Call it in every busy-wait
-/// loop.
+/// PAUSE on x86-64 (~10-140 cycles), YIELD on aarch64, else a compiler barrier.
 inline void CpuRelax() {
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_ia32_pause();
@@ -39,9 +32,7 @@ inline void CpuRelax() {
 #endif
 }
 
-/// Monotonic time in ns (CLOCK_MONOTONIC through the vDSO, ~20 ns per call).
-/// Used for windows, probes and slow-path lock timestamps; never on an
-/// uncontended fast path.
+/// CLOCK_MONOTONIC in ns (vDSO, ~20 ns); never on an uncontended fast path.
 inline uint64_t NowNs() {
   timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -49,8 +40,7 @@ inline uint64_t NowNs() {
          static_cast<uint64_t>(ts.tv_nsec);
 }
 
-/// The calling thread's CPU time in ns (CLOCK_THREAD_CPUTIME_ID, vDSO), for
-/// ops per CPU-second; never on a timed fast path.
+/// The thread's CPU time in ns (CLOCK_THREAD_CPUTIME_ID); never on a fast path.
 inline uint64_t ThreadCpuNs() {
   timespec ts;
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
@@ -61,14 +51,10 @@ inline uint64_t ThreadCpuNs() {
 /// ThreadRunDelayNs' answer where the kernel keeps no run delay.
 inline constexpr uint64_t kNoRunDelay = UINT64_MAX;
 
-/// The calling thread's run delay in ns: the time it has spent runnable on a
-/// run queue without running (the second field of /proc/thread-self/schedstat;
-/// Documentation/scheduler/sched-stats.rst, kernel/sched/stats.h
-/// sched_info_arrive). That is preemption and wake-up latency, not a voluntary
-/// sleep: a pthread_mutex waiter asleep in futex_wait adds nothing until it is
-/// woken. kNoRunDelay where the kernel has no schedstat (CONFIG_SCHED_INFO off)
-/// or /proc is not mounted. A pread(2) of a descriptor the thread keeps open
-/// for its lifetime: a syscall, read around windows, never inside one.
+/// The thread's run delay in ns: time runnable but not running (second field
+/// of /proc/thread-self/schedstat, kernel/sched/stats.h sched_info_arrive);
+/// a voluntary sleep adds nothing. kNoRunDelay without schedstat or /proc. A
+/// pread(2) of a kept descriptor: read around windows, never inside one.
 inline uint64_t ThreadRunDelayNs() {
   struct Fd {
     int fd = open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);

@@ -11,9 +11,8 @@
 namespace lockline {
 namespace {
 
-// A set of small non-negative indices (OS indices, logical indices) as a
-// flag vector: the placement loop asks it ~10 times per usable PU and helper,
-// so --plan on 8192 PUs stays fast. Negative indices are never members.
+// A flag vector of small indices (negatives never members): --plan on 8192
+// PUs asks it ~10 times per PU and helper.
 class IndexSet {
  public:
   void insert(int i) {

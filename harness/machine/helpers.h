@@ -1,17 +1,9 @@
-// Placement of a workload's helper threads (prezero's zeroer, pagevec's
-// reclaim scanner, the kernel families' evidence timer): the rule measured
-// threads follow, applied to the PUs the point leaves free. A helper gets a
-// core of its own, never a measured thread's PU.
-//
-// Order of preference: a free core (no measured thread, no earlier
-// helper) in the L3 of the measured threads it serves, then on their NUMA
-// node, then on another measured node, then on the nearest other node (NUMA
-// distance when the topology has a matrix, else the same package first); at
-// each step a CPU kind no slower than the fastest measured thread's. With no
-// free core anywhere, an idle SMT sibling of a measured thread (flagged
-// smt_sibling_of_measured, said in `reason`); with none of those either, the
-// point has no place for the helper and is refused, unless the caller allows
-// sharing a measured PU (--oversubscribe; flagged shares_measured_pu).
+// Places a workload's helper threads (prezero's zeroer, pagevec's scanner,
+// the evidence timer) on PUs the point leaves free: a free core in the served
+// threads' L3, then their node, another measured node, the nearest other node
+// (NUMA distance, else same package), each of a CPU kind no slower than the
+// fastest measured thread's; then an idle SMT sibling of a measured thread;
+// then refused, unless sharing a measured PU is allowed (--oversubscribe).
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -23,8 +15,7 @@
 
 namespace lockline {
 
-/// Where one helper thread runs: PuInfo's indices, -1 when unbound (no host
-/// topology, or no PU met the rule; `reason` says why).
+/// Where one helper thread runs: PuInfo's indices, -1 when unbound.
 struct HelperPlace {
   int pu = -1, core = -1, numa = -1;
   bool smt_sibling_of_measured = false;  ///< an idle SMT sibling
@@ -37,48 +28,34 @@ struct HelperPlace {
 
 /// Options of PlaceHelpersNear.
 struct HelperRule {
-  /// After every free core of every node: idle SMT siblings of measured
-  /// threads.
-  bool allow_smt_sibling = true;
-  /// Last resort (--oversubscribe, or a helper outside the timed windows): the
-  /// least loaded measured PU, the last in plan order among equals.
+  bool allow_smt_sibling = true;  ///< after every free core
+  /// Last resort: the least loaded measured PU (the last in plan order).
   bool allow_shared_pu = false;
-  /// NUMA distances for "nearest node" (Topology::NumaDistance); nullptr:
-  /// nodes of a measured thread's package count as nearer than others.
+  /// NUMA distances for "nearest node"; nullptr: same package is nearer.
   const Topology* topo = nullptr;
 };
 
-/// Picks PUs for up to `count` helpers of a point planned as `plan` on
-/// `usable` (the topology's usable PUs) by the rule above. Helper i serves
-/// the i-th measured NUMA node (mod their number, in plan order): its L3s,
-/// node and kind are the preferred ones. Returns fewer than `count` places
-/// (possibly none) when the rule cannot be met; never throws.
+/// Places up to `count` helpers of `plan` on `usable` by the rule above;
+/// helper i serves the i-th measured NUMA node. Fewer when the rule cannot be
+/// met; never throws.
 std::vector<HelperPlace> PlaceHelpersNear(const std::vector<PuInfo>& usable,
                                           const ThreadPlan& plan, int count,
                                           const HelperRule& rule);
 
-/// The row's record of helpers: {"helper_pu": [..], "helper_core": [..],
-/// "helper_numa": [..], "helper_l3": [..], "helper_kind": [..]} as JSON-ready
-/// vectors (one entry per helper, -1 when unbound or unknown), for details.
+/// The row's helper columns, one entry per helper (-1 unbound or unknown).
 struct HelperColumns {
   std::vector<int> pu, core, numa, l3, kind;
 };
 HelperColumns HelperColumnsOf(const std::vector<HelperPlace>& places);
 
-/// One line per helper for --plan: "PU 17 (core 8, L3 0, node 1, kind -1):
-/// WHY", or "none: WHY" when `places` holds fewer than `count`.
+/// One --plan line per helper: "PU 17 (core 8, ...): WHY" or "none: WHY".
 std::vector<std::string> DescribeHelperPlaces(
     const std::vector<HelperPlace>& places, int count, const HelperRule& rule);
 
-/// Helpers --plan shows per thread count: max(1, the topology's NUMA nodes).
-/// Helper 0 is prezero's zeroer (steady state, engine), the kernel_*
-/// families' evidence timer and pagevec's zones:1 scanner; helper i is
-/// pagevec's zones:per_numa scanner of zone i (one zone per NUMA node).
+/// Helpers --plan shows per thread count: max(1, NUMA nodes) (HelperRole).
 int PlannedHelperCount(const Topology& topo);
 
-/// The places of PlannedHelperCount(topo) helpers of `plan` under the run's
-/// rule: NUMA distances of `topo`, idle SMT siblings allowed (flagged),
-/// sharing a measured PU only with `oversubscribe`.
+/// PlannedHelperCount(topo) helpers of `plan` under the run's rule.
 std::vector<HelperPlace> PlanHelperPlaces(const Topology& topo,
                                           const ThreadPlan& plan,
                                           bool oversubscribe);
@@ -87,19 +64,14 @@ std::vector<HelperPlace> PlanHelperPlaces(const Topology& topo,
 /// scanner of zone 0" for 0; "scanner of zone I (zones:per_numa)" else).
 std::string HelperRole(int index);
 
-/// --plan=json's "helpers" of one thread count: one object per planned helper
-/// {"helper", "role", "pu", "core", "l3", "numa", "package", "kind",
-/// "smt_sibling_of_measured", "shares_measured_pu", "why"} (pu -1 and
-/// "refused": true when none is left).
+/// --plan=json's "helpers" of one thread count, one object per helper.
 nlohmann::json HelperPlanJson(const Topology& topo, const ThreadPlan& plan,
                               bool oversubscribe);
 
-/// --plan=json's CPU-kind facts: {"cpukinds", "cpukinds_ranked", "warnings":
-/// [UnrankedKindsWarning] or []}.
+/// --plan=json's {"cpukinds", "cpukinds_ranked", "warnings"}.
 nlohmann::json CpuKindsJson(const TopologySummary& s);
 
-/// Writes HelperColumnsOf(places) into `d` as "helper_pu", "helper_core",
-/// "helper_numa", "helper_l3" and "helper_kind".
+/// Writes HelperColumnsOf(places) into `d` as "helper_pu", ... "helper_kind".
 void AddHelperColumnsJson(nlohmann::json& d,
                           const std::vector<HelperPlace>& places);
 

@@ -223,9 +223,8 @@ struct SampledMapping {
   void* at = nullptr;
 };
 
-// Maps it (AllocShared, AllocSampledObject) and records the draw's address,
-// and `what` unless nullptr, for the row (address_layout.allocations[]).
-// Throws std::bad_alloc when the mapping fails.
+// Maps it and records the draw (and `what` unless nullptr) for the row's
+// address_layout. Throws std::bad_alloc.
 SampledMapping MapSampled(std::size_t bytes, std::size_t step,
                           const char* what) {
   long draw = -1;
@@ -252,9 +251,7 @@ SampledMapping MapSampled(std::size_t bytes, std::size_t step,
   return m;
 }
 
-// Live AllocSampledObject allocations: object -> (mapping start, length).
-// Leaked on purpose: a workload freed during static destruction still finds
-// it.
+// Live AllocSampledObject allocations, leaked (static destruction may free).
 std::mutex& ObjectsMutex() {
   static std::mutex* mu = new std::mutex;
   return *mu;

@@ -1,8 +1,5 @@
-// Per-thread slots a runtime distance apart: the container behind --padding,
-// the stride of every array indexed by thread (kSlotPaddingAppliesTo). Not a
-// kernel layout knob: the models of kernel structures keep the kernel's
-// padding (ZONE_PADDING, ____cacheline_aligned_in_smp), and singleton shared
-// fields keep cpu.h's kDestructiveLine.
+// Per-thread slots a runtime distance apart (--padding): the stride of every
+// array indexed by thread. Kernel-structure models keep the kernel's padding.
 #pragma once
 
 #include <sys/mman.h>
@@ -19,10 +16,8 @@
 
 namespace lockline {
 
-/// Accepted --padding values, bytes: powers of two from one 64-byte line to a
-/// 4 KiB page (the block is page-aligned, so a slot never straddles less
-/// alignment than it asks for). The default, 128, is kDestructiveLine: two
-/// lines, because Intel's adjacent-line prefetcher moves lines in pairs.
+/// --padding: powers of two from a line to a page (bytes); default 128, as
+/// Intel's adjacent-line prefetcher moves lines in pairs.
 inline constexpr std::size_t kMinSlotPadding = 64;
 inline constexpr std::size_t kMaxSlotPadding = 4096;
 inline constexpr std::size_t kDefaultSlotPadding = kDestructiveLine;
@@ -35,7 +30,7 @@ inline constexpr const char* kSlotPaddingAppliesTo =
     "layouts, singleton shared fields, or the fault / kernel_* per-task "
     "records (written once per window)";
 
-/// True for a value --padding accepts (see kMinSlotPadding).
+/// True for a value --padding accepts.
 constexpr bool IsValidSlotPadding(std::size_t bytes) {
   return bytes >= kMinSlotPadding && bytes <= kMaxSlotPadding &&
          (bytes & (bytes - 1)) == 0;
@@ -48,39 +43,36 @@ inline std::atomic<std::size_t>& SlotPaddingCell() {
 }
 }  // namespace detail
 
-/// The process's distance between per-thread slots, bytes: kDefaultSlotPadding
-/// until SetSlotPadding (main, from --padding) changes it.
+/// The process's distance between per-thread slots, bytes (--padding).
 inline std::size_t SlotPadding() {
   return detail::SlotPaddingCell().load(std::memory_order_relaxed);
 }
 
-/// Sets SlotPadding() for every PaddedSlots created afterwards (call before
-/// any point is built). Throws std::invalid_argument for a value
-/// IsValidSlotPadding refuses.
-inline void SetSlotPadding(std::size_t bytes) {
+/// `bytes` if --padding accepts it, else throws std::invalid_argument.
+inline std::size_t CheckedPadding(std::size_t bytes, const char* who = "") {
   if (!IsValidSlotPadding(bytes))
     throw std::invalid_argument(
-        "padding " + std::to_string(bytes) +
+        std::string(who) + "padding " + std::to_string(bytes) +
         " bytes: accepted: a power of two from 64 to 4096 bytes");
-  detail::SlotPaddingCell().store(bytes, std::memory_order_relaxed);
+  return bytes;
 }
 
-/// Tag: PaddedSlots(n, kDeferConstruction) leaves every slot unconstructed;
-/// each is built later by Emplace (typically by its own pinned thread in
-/// SetupThread).
+/// Sets SlotPadding() for PaddedSlots created afterwards; throws like
+/// CheckedPadding.
+inline void SetSlotPadding(std::size_t bytes) {
+  detail::SlotPaddingCell().store(CheckedPadding(bytes),
+                                  std::memory_order_relaxed);
+}
+
+/// Tag: leaves every slot for Emplace (by its own thread, in SetupThread).
 struct DeferConstruction {};
 inline constexpr DeferConstruction kDeferConstruction{};
 
-/// `n` objects of type T, slot i at base + i x stride() bytes (StrideFor), on
-/// an anonymous mapping not touched until a slot is constructed (a slot built
-/// by its own thread is first-touched there; slots sharing a page land on the
-/// node of the first built). For a T of at most `padding` bytes, neighbours
-/// are exactly `padding` apart: no two threads share a line (or, at 128, an
-/// adjacent-line pair). Errors: std::invalid_argument for a refused padding,
-/// std::bad_alloc when the mapping fails; T's constructor's exception
-/// propagates. T may align to 64 at most, so --padding sets the distance.
-/// Indexing multiplies by the runtime stride: take a slot's reference once per
-/// thread, outside a timed loop. Not copyable, movable.
+/// `n` T's, slot i at base + i x stride() on an anonymous mapping first
+/// touched by whoever constructs the slot; a T of at most `padding` bytes is
+/// exactly `padding` from its neighbours. Throws std::invalid_argument or
+/// std::bad_alloc. Indexing multiplies by the runtime stride: take a slot's
+/// reference once, outside a timed loop. Movable, not copyable.
 template <class T>
 class PaddedSlots {
   static_assert(alignof(T) <= kMinSlotPadding,
@@ -99,7 +91,9 @@ class PaddedSlots {
   /// `n` slots, none constructed yet: Emplace builds them.
   PaddedSlots(std::size_t n, DeferConstruction,
               std::size_t padding = SlotPadding())
-      : n_(n), padding_(CheckedPadding(padding)), stride_(StrideFor(padding)) {
+      : n_(n),
+        padding_(CheckedPadding(padding, "PaddedSlots: ")),
+        stride_(StrideFor(padding)) {
     if (n_ == 0) return;
     built_ = std::make_unique<bool[]>(n_);  // all false
     bytes_ = MappedBytes(n_, stride_);
@@ -122,8 +116,7 @@ class PaddedSlots {
     return *this;
   }
 
-  /// Constructs slot i from `args` (destroying what it held first); safe to
-  /// call concurrently for different i. Returns the slot.
+  /// (Re)constructs slot i from `args`; concurrent for different i.
   template <class... A>
   T& Emplace(std::size_t i, A&&... args) {
     if (built_[i]) {
@@ -139,8 +132,7 @@ class PaddedSlots {
   T& operator[](std::size_t i) noexcept { return *Slot(i); }
   const T& operator[](std::size_t i) const noexcept { return *Slot(i); }
 
-  /// Slot i, or nullptr when it was never constructed (a thread whose set-up
-  /// did not run).
+  /// Slot i, or nullptr when it was never constructed.
   T* get(std::size_t i) noexcept { return built_[i] ? Slot(i) : nullptr; }
   const T* get(std::size_t i) const noexcept {
     return built_[i] ? Slot(i) : nullptr;
@@ -153,21 +145,13 @@ class PaddedSlots {
   /// The padding the slots were laid out with, bytes.
   std::size_t padding() const noexcept { return padding_; }
 
-  /// The stride of a T under `padding`: round_up(max(sizeof(T), padding),
-  /// padding) bytes.
+  /// round_up(max(sizeof(T), padding), padding) bytes.
   static constexpr std::size_t StrideFor(std::size_t padding) {
     const std::size_t need = sizeof(T) > padding ? sizeof(T) : padding;
     return (need + padding - 1) / padding * padding;
   }
 
  private:
-  static std::size_t CheckedPadding(std::size_t padding) {
-    if (!IsValidSlotPadding(padding))
-      throw std::invalid_argument(
-          "PaddedSlots: padding " + std::to_string(padding) +
-          " bytes: accepted: a power of two from 64 to 4096 bytes");
-    return padding;
-  }
   static std::size_t MappedBytes(std::size_t n, std::size_t stride) {
     constexpr std::size_t kPage = 4096;
     return (n * stride + kPage - 1) / kPage * kPage;

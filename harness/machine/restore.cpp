@@ -1,6 +1,4 @@
-// Settings lockline changes (sysctls, sysfs knobs, a tracefs mount), put back
-// on every exit: registered before the write, recorded in a state file a
-// later run acts on when this one is killed outright.
+// Settings lockline changes, put back on every exit (restore.h).
 #include "harness/machine/restore.h"
 
 #include <fcntl.h>
@@ -25,10 +23,8 @@ namespace {
 constexpr int kMaxEntries = 16;
 constexpr std::size_t kMaxPath = 256, kMaxValue = 64;
 
-// One registered setting. `state` is the publication flag: 0 free, 1 being
-// written by RegisterRestore, 2 ready, 3 being restored (claimed by one
-// RestoreAll). Lock-free, so a handler interrupting RegisterRestore neither
-// deadlocks nor sees a half-written entry.
+// One registered setting; `state` publishes it lock-free (0 free, 1 being
+// written, 2 ready, 3 being restored), safe from a signal handler.
 struct Entry {
   std::atomic<int> state{0};
   char path[kMaxPath];
@@ -237,9 +233,8 @@ std::string UnsafeOwner(const struct stat& st, const std::string& what) {
   return "";
 }
 
-// A state file is acted on as root: "" when its directory `dir` and itself
-// (`path`, lstat `st`) are root's (or this user's), writable by no one else,
-// and it is a regular file, not a symlink; else why not.
+// "" when a state file `path` (lstat `st`) and its `dir` are root's or ours,
+// writable by no one else, and a regular file; else why not.
 std::string UnsafeStateFile(const std::string& dir, const std::string& path,
                             const struct stat& st) {
   struct stat dst {};

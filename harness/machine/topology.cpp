@@ -1,7 +1,6 @@
-// Topology loading, placement orders, thread-count lists and plans on hwloc
-// 2.9's C API. Every hwloc call that can fail is checked: hwloc keeps its host
-// discovery when set_xml() or set_synthetic() fails, so an unchecked error
-// would silently plan a 1024-PU run on the planner's 2 PUs.
+// Topology loading, placement orders and plans on hwloc 2.9's C API. Every
+// failing call is checked: hwloc keeps host discovery when set_xml() or
+// set_synthetic() fails, which would plan a 1024-PU run on 2 PUs.
 #include "harness/machine/topology.h"
 
 #include <sched.h>
@@ -24,9 +23,8 @@
 namespace lockline {
 namespace {
 
-// Largest CPU number / thread count a list may name: far above any machine
-// (Linux NR_CPUS is at most 8192) but small enough that a typo like
-// "1-99999999" is rejected instead of allocating.
+// Largest number a list may name: far above NR_CPUS (8192), low enough that a
+// typo like "1-99999999" is refused instead of allocated.
 constexpr long kMaxListValue = 1 << 20;
 
 std::string Trim(const std::string& s) {
@@ -71,9 +69,8 @@ bool ParseNumber(const std::string& s, long* out) {
   return true;
 }
 
-// CPU lists and thread-count lists: comma-separated N, A-B or A-B:S (every
-// S-th, util-linux taskset syntax), in the order given, no duplicates. `what`
-// names the option in errors.
+// Comma-separated N, A-B or A-B:S (util-linux taskset), in order, no
+// duplicates; `what` names the option in errors.
 std::vector<int> ParseIntList(const std::string& raw, const std::string& what) {
   const std::string text = Trim(raw);
   const std::string accepted =
@@ -196,10 +193,9 @@ long CoreKey(const PuInfo& pu) {
   return pu.core >= 0 ? pu.core : (1L << 32) + pu.logical_index;
 }
 
-// Scatter: at `level` (0 package, 1 NUMA node, 2 L3, 3 core) the PUs are
-// grouped by that level's object in first-occurrence order, each group is
-// ordered recursively, and the groups are merged round-robin (the first of
-// every group, then the second of every group, ...).
+// Scatter: at `level` (0 package, 1 node, 2 L3, 3 core) PUs are grouped by
+// object in first-occurrence order, each group ordered recursively, then the
+// groups merged round-robin.
 std::vector<PuInfo> RoundRobin(const std::vector<PuInfo>& pus, int level) {
   if (level == 4 || pus.size() <= 1) return pus;
   auto key = [level](const PuInfo& p) -> long {
@@ -316,9 +312,8 @@ std::string FormatCpuList(std::vector<int> cpus) {
 
 namespace {
 
-// "host" discovery reads another machine when one of these variables is set
-// (binding must then be refused): the source's name; sets
-// HWLOC_TOPOLOGY_FLAG_IS_THISSYSTEM in *flags only when nothing redirects it.
+// The "host" source's name; sets IS_THISSYSTEM in *flags only when no
+// HWLOC_* variable redirects discovery to another machine.
 std::string HostSource(unsigned long* flags) {
   std::string source = "host";
   const char* fsroot = std::getenv("HWLOC_FSROOT");
@@ -381,11 +376,9 @@ std::string SetXml(hwloc_topology_t topo, const std::string& path) {
   return path;
 }
 
-// Sets the flags, loads, refuses more than kMaxTopologyPus PUs; returns the
-// PUs of its complete cpuset. Without ..._INCLUDE_DISALLOWED hwloc drops PUs
-// outside the process's cpuset and keeps an XML's allowed_cpuset, so the PUs
-// within the allowed cpuset are exactly the usable ones (offline PUs are never
-// PU objects in hwloc 2).
+// Sets the flags, loads, refuses more than kMaxTopologyPus; returns the
+// complete cpuset's PUs. Without INCLUDE_DISALLOWED hwloc keeps only allowed
+// PUs (offline PUs are never objects in hwloc 2).
 int LoadChecked(hwloc_topology_t topo, unsigned long flags,
                 const std::string& source) {
   if (hwloc_topology_set_flags(topo, flags) != 0)
@@ -405,9 +398,8 @@ int LoadChecked(hwloc_topology_t topo, unsigned long flags,
   return complete_pus;
 }
 
-// The affinity mask this process started with (taskset, numactl, a container)
-// into *affinity; false when unreadable. hwloc's allowed cpuset is the
-// cgroup's, wider than the user's restriction.
+// The start affinity mask (taskset, numactl) into *affinity; false when
+// unreadable. hwloc's allowed cpuset is the cgroup's, wider than this.
 bool StartAffinity(Bitmap* affinity) {
   bool have = false;
   for (size_t ncpus = 1024; ncpus <= (1u << 20) && !have; ncpus *= 2) {

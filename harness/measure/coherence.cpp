@@ -231,9 +231,8 @@ std::vector<Cluster> ClustersBetween(const Density& d,
   return clusters;
 }
 
-// For each cluster, the cluster whose regime it belongs to: itself when it
-// is a regime of its own, else the nearest regime (by ln distance of
-// medians). `n`: the probes in all.
+// Per cluster, the regime it belongs to: itself, or the nearest regime (ln
+// distance of medians). `n`: all probes.
 std::vector<size_t> RegimeOwners(const std::vector<Cluster>& clusters, int n) {
   const int need = std::max<int>(n >= kMinProbes ? kMinProbes : 1,
                                  static_cast<int>(std::ceil(kMinShare * n)));

@@ -1,6 +1,4 @@
-// A counted row's perf counters: one event's deltas into a reading, the
-// threads' readings summed, and the row's "counters" object with the derived
-// metrics (IPC, cache-misses/op, hitm/op). See counters.h.
+// A row's perf counters: readings, their sums and the derived metrics.
 #include <algorithm>
 #include <cctype>
 #include <stdexcept>

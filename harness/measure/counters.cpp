@@ -1,17 +1,9 @@
-// Per-thread perf counters: libpfm4 encodes, perf_event_open(2) counts, and
-// every event that could not be counted says why (see counters.h).
-//
-// Measurement model. Each measured thread opens its own counters (pid 0, cpu
-// -1, no inherit), disabled. Hardware events share one group led by the first
-// hardware event, so they are scheduled onto the PMU together and their ratios
-// (cycles/instructions) are taken over the same time; if the PMU refuses the
-// group (EINVAL / ENOSPC: more events than counters) only cycles and
-// instructions stay grouped, the others are singletons and may be multiplexed.
-// Software events are singletons (always schedulable). Start()/Stop()
-// enable/disable with ioctl, so only the windows are counted. Reset() does not
-// use PERF_EVENT_IOC_RESET: that ioctl zeroes the count but not time_enabled /
-// time_running, which would corrupt the scaling; instead Reset() snapshots all
-// three and Read() reports deltas.
+// Per-thread perf counters (see counters.h). Each measured thread opens its
+// own (pid 0, cpu -1, disabled). Hardware events share one group so their
+// ratios cover the same time; a refused group (EINVAL / ENOSPC) keeps only
+// cycles + instructions grouped. Software events are singletons. Reset()
+// snapshots raw, time_enabled and time_running and Read() reports deltas:
+// PERF_EVENT_IOC_RESET would zero the count but not the times.
 #include "harness/measure/counters.h"
 
 #include <dlfcn.h>

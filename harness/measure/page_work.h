@@ -1,17 +1,10 @@
-// The work a kernel path does per page outside its lock, shared by the
-// families with a work_ns:cal|0 axis (pagevec: lru_lock; zone_lock:
-// zone->lock): the machine's anonymous fault path per page, measured once per
-// process, minus what the family's model already spends per page, clamped at
-// 0. What the work touches is what a fault on a fresh page touches at that
-// size: clear_page's 64 lines of a page that is cold in every cache (the next
-// page of a per-thread ring larger than the thread's share of the last-level
-// cache, read from hwloc, cycled in order so each op's page was last written a
-// whole ring ago; 4 KiB pages, no THP), and the page-table entry that maps it
-// (an 8-byte store into a per-thread page-table-like array, 512 entries a
-// page, consecutive pages' entries adjacent, as set_pte_at writes them; a new
-// line every 8 pages, as in the kernel's PTE page). The rest of work_ns is a
-// register spin (ThinkNs). Rows record it alike (WorkDetails: details.work,
-// the same fields in every family).
+// The work a kernel path does per page outside its lock (work_ns:cal|0 of
+// pagevec's lru_lock and zone_lock's zone->lock): the anonymous fault path
+// per page, measured once per process, minus the model's own cost. It touches
+// what a fault on a fresh page touches: clear_page's 64 lines of a cold page
+// (a per-thread ring larger than its cache share, cycled in order; 4 KiB, no
+// THP) and an 8-byte PTE store (set_pte_at; a new line every 8 pages); the
+// rest is a register spin (ThinkNs). Rows record it in details.work.
 #pragma once
 
 #include <sched.h>
@@ -39,18 +32,14 @@ namespace lockline {
 inline constexpr std::size_t kPageBytes = 4096;
 /// Cache lines of a page clear_page writes (64-byte lines).
 inline constexpr std::size_t kPageLines = kPageBytes / 64;
-/// Page-table entries per page-table page (x86-64 PTRS_PER_PTE, 8-byte
-/// entries): eight per 64-byte line.
+/// 8-byte page-table entries per 64-byte line.
 inline constexpr std::size_t kPtesPerLine = 8;
 /// Smallest ring, pages (256 KiB).
 inline constexpr std::size_t kMinWorkPages = 64;
-/// Largest ring per thread, pages (256 MiB): a machine whose cache share
-/// would ask for more gets this, and details.work says the ring's size.
+/// Largest ring per thread, pages (256 MiB).
 inline constexpr std::size_t kMaxWorkPages = std::size_t{256} << 20 >> 12;
 
-/// Cache sizes the ring is sized from: the largest L2 and L3 (or last-level)
-/// cache of the topology, bytes, and how many PUs share that L3; where they
-/// come from ("hwloc", "sysconf" or "assumed").
+/// Cache sizes (bytes) the ring is sized from, and their source.
 struct WorkCaches {
   std::size_t l2_bytes = 0;
   std::size_t l3_bytes = 0;
@@ -58,9 +47,7 @@ struct WorkCaches {
   std::string source;
 };
 
-/// The caches of `topology` (hwloc: the first L2 and L3 objects' sizes, the
-/// L3's PU count), else of this machine (sysconf _SC_LEVEL2/3_CACHE_SIZE),
-/// else an assumed 1 MiB L2 and 32 MiB L3.
+/// The first L2 / L3 of `topology` (hwloc), else sysconf's, else 1 / 32 MiB.
 inline WorkCaches ReadWorkCaches(const Topology* topology) {
   WorkCaches c;
   if (topology != nullptr && topology->raw() != nullptr) {
@@ -90,10 +77,8 @@ inline WorkCaches ReadWorkCaches(const Topology* topology) {
   return c;
 }
 
-/// Pages of one thread's ring when `threads` threads run the work: large
-/// enough that each op's page is cold: twice the L2 (private to a core), and
-/// together with the rings of the threads sharing the L3 (at most its PUs)
-/// twice the L3; at least kMinWorkPages, at most kMaxWorkPages.
+/// Pages of one thread's ring so each op's page is cold: max(2 x L2, 2 x L3 /
+/// threads sharing it), clamped to [kMinWorkPages, kMaxWorkPages].
 inline std::size_t WorkRingPages(const WorkCaches& c, int threads) {
   const std::size_t sharing = static_cast<std::size_t>(
       std::max(1, std::min(std::max(threads, 1), c.l3_pus)));
@@ -101,12 +86,9 @@ inline std::size_t WorkRingPages(const WorkCaches& c, int threads) {
   return std::clamp(bytes / kPageBytes, kMinWorkPages, kMaxWorkPages);
 }
 
-/// Rings' memory kept for reuse within the process (mapping and
-/// first-touching a ring of tens of MiB for every repetition would dominate a
-/// point's setup). A ring returned by a PageWorkRing is reused by the next one
-/// on the same NUMA node (the node of the CPU that asks: memory stays
-/// node-local) that needs no more pages; the pool holds at most what the
-/// process had mapped at once. Thread safe.
+/// Rings' memory reused within the process (touching tens of MiB per
+/// repetition would dominate setup), per NUMA node of the asking CPU. Thread
+/// safe.
 class PageRingPool {
  public:
   struct Block {
@@ -114,10 +96,8 @@ class PageRingPool {
     std::size_t capacity = 0;  ///< pages mapped
     int node = -1;             ///< NUMA node of the CPU that first touched it
   };
-  /// A block of at least `pages` pages for the calling thread's node: the
-  /// smallest free one that fits, else a new mapping (4 KiB pages, no THP,
-  /// every byte 1, first-touched by the caller). `fresh` says which. Throws
-  /// std::bad_alloc when mmap fails.
+  /// The smallest free block of >= `pages` on this node, else a new mapping
+  /// (no THP, every byte 1; `fresh`). Throws std::bad_alloc.
   static Block Take(std::size_t pages, bool* fresh) {
     const int node = CurrentNode();
     {
@@ -166,9 +146,8 @@ class PageRingPool {
   }
 };
 
-/// One thread's ring of pages the work zeroes and its page-table-like array,
-/// and the work itself. Allocate() on the thread that runs the work (first
-/// touch, 4 KiB pages). Not copyable; the memory goes back to PageRingPool.
+/// One thread's ring and page-table-like array, and the work; Allocate() on
+/// the thread that runs it. The memory goes back to PageRingPool.
 struct PageWorkRing {
   unsigned char* pages = nullptr;  ///< `count` pages, 4 KiB aligned
   uint64_t* ptes = nullptr;        ///< `count` 8-byte entries
@@ -181,9 +160,7 @@ struct PageWorkRing {
   PageWorkRing& operator=(const PageWorkRing&) = delete;
   ~PageWorkRing() { Free(); }
 
-  /// A ring of `ring_pages` pages (PageRingPool: reused, or newly mapped and
-  /// first-touched with every byte 1) and its entries (0). Throws
-  /// std::bad_alloc when mmap fails.
+  /// Throws std::bad_alloc when mmap fails.
   void Allocate(std::size_t ring_pages) {
     Free();
     count = std::max<std::size_t>(ring_pages, 1);
@@ -201,15 +178,12 @@ struct PageWorkRing {
     count = 0;
     next = 0;
   }
-  /// One page's work: zero the ring's next page (its 64 lines, cold: the
-  /// ring was cycled since it was last written) and write its page-table
-  /// entry (the page's address, present bit set, as set_pte_at stores a
-  /// pte), then spin `spin_ns`.
+  /// One page's work: Touch, then spin `spin_ns`.
   void Page(uint64_t spin_ns) {
     Touch();
     ThinkNs(spin_ns);
   }
-  /// The memory part of Page: the zeroing and the entry.
+  /// Zero the next (cold) page and store its entry (address | present).
   void Touch() {
     unsigned char* page = pages + next * kPageBytes;
     std::memset(page, 0, kPageBytes);
@@ -222,34 +196,25 @@ struct PageWorkRing {
   PageRingPool::Block block_;
 };
 
-/// Work per page outside the lock (work_ns:cal), calibrated once per process:
-/// what a page costs the machine's real fault path, minus what the model
-/// already spends per page.
+/// Work per page outside the lock (work_ns:cal), calibrated once per process.
 struct WorkCalibration {
   double fault_ns_per_page = 0;  ///< mmap + first write + munmap, per 4 KiB
   double model_ns_per_page = 0;  ///< the model at work_ns:0, 1 thread
-  /// The work's memory touch per page (PageWorkRing::Touch: a cold page of
-  /// the ring zeroed and its page-table entry written), ns.
-  double zero_ns_per_page = 0;
-  uint64_t work_ns = 0;  ///< max(0, fault - model): the calibrated work
-  /// munmap's cost per page over the fault's (MeasureUnmapFaultRatio); 0:
-  /// not measured (only zone_lock measures it, to split its work).
+  double zero_ns_per_page = 0;   ///< PageWorkRing::Touch, ns
+  uint64_t work_ns = 0;          ///< max(0, fault - model): the calibrated work
+  /// munmap / fault cost per page; 0: not measured (zone_lock only).
   double unmap_fault_ratio = 0;
 };
 
-/// The machine's anonymous fault path per 4 KiB page: a private anonymous
-/// mapping of 1024 pages (no THP) written once per page and unmapped, the
-/// minimum of 3 attempts (fault, clear_page, page tables, LRU add, the page
-/// allocation and the unmap's release and free per page). 0 when mmap fails.
+/// The anonymous fault path per 4 KiB page, ns: 1024 pages (no THP) written
+/// once and unmapped, min of 3. 0 when mmap fails.
 inline double MeasureFaultNsPerPage() {
   constexpr std::size_t kPages = 1024;
   return TimeAnonymousFaultInNs(kPages * kPageBytes, 3, /*with_unmap=*/true) /
          kPages;
 }
 
-/// The machine's munmap / fault cost per page (page_fault1's two phases):
-/// MeasureFaultNsPerPage's mapping, its faults and its munmap timed apart (a
-/// difference of two timings drowns in their noise), min of 3; 0: no mmap.
+/// munmap / fault cost per page (page_fault1's phases), timed apart, min of 3.
 inline double MeasureUnmapFaultRatio() {
   constexpr std::size_t kBytes = 1024 * kPageBytes;
   double fault = 0, unmap = 0;
@@ -270,11 +235,8 @@ inline double MeasureUnmapFaultRatio() {
   return fault > 0 ? unmap / fault : 0;
 }
 
-/// The work's memory touch per page (PageWorkRing::Touch: a cold page
-/// zeroed and its entry written), ns: a one-thread ring on this machine
-/// (WorkRingPages of its sysconf caches: twice the L3), first-touched in
-/// order, then three passes of up to 1024 pages each from the ring's start,
-/// pages the fill of the rest has evicted; the minimum of the three.
+/// PageWorkRing::Touch per page, ns: min of three passes of up to 1024 pages
+/// from a one-thread ring's start (evicted by the fill of the rest).
 inline double MeasureZeroNsPerPage() {
   PageWorkRing ring;
   ring.Allocate(WorkRingPages(ReadWorkCaches(nullptr), 1));
@@ -289,12 +251,8 @@ inline double MeasureZeroNsPerPage() {
   return best;
 }
 
-/// The calibration for a model whose own cost per page (work_ns:0, one
-/// thread) is `model_ns_per_page`: measures the fault path and the zeroing,
-/// work_ns = max(0, fault - model).
-/// In a build duet (harness/measure/shared_calibration.h) both processes use
-/// one value of each: the fault and zeroing costs always, the model's own cost
-/// when the caller names it with `model_key` (e.g. "pagevec:2.6.9").
+/// work_ns = max(0, fault - `model_ns_per_page`). A build duet's processes
+/// share each value (the model's when named by `model_key`).
 inline WorkCalibration CalibrateWork(double model_ns_per_page,
                                      const std::string& model_key = "") {
   WorkCalibration c;
@@ -304,8 +262,7 @@ inline WorkCalibration CalibrateWork(double model_ns_per_page,
       model_key.empty() ? model_ns_per_page
                         : SharedCalibration("model_ns_per_page:" + model_key,
                                             [&] { return model_ns_per_page; });
-  // A key of its own: a build duet with an older build must not share its
-  // zero_ns_per_page (a warm page, no entry) for this touch.
+  // Not an older build's key (it timed a warm page, no entry).
   c.zero_ns_per_page =
       SharedCalibration("touch_ns_per_page:cold_ring", MeasureZeroNsPerPage);
   c.work_ns =
@@ -315,8 +272,7 @@ inline WorkCalibration CalibrateWork(double model_ns_per_page,
   return c;
 }
 
-/// The register spin after the zeroing, for `work_ns` per page: work_ns less
-/// the calibrated zeroing time (0 when not calibrated), at least 0.
+/// work_ns less the calibrated zeroing time, at least 0.
 inline uint64_t WorkSpinNs(uint64_t work_ns, bool calibrated,
                            const WorkCalibration& c) {
   const uint64_t zero_ns =
@@ -324,12 +280,8 @@ inline uint64_t WorkSpinNs(uint64_t work_ns, bool calibrated,
   return work_ns > zero_ns ? work_ns - zero_ns : 0;
 }
 
-/// details.work of a row (the same fields in every family): work_ns,
-/// calibrated, what; with work the ring (`ring_pages` pages a thread,
-/// `lines_per_op`, the caches it was sized from); when calibrated
-/// fault_ns_per_page, model_ns_per_page, zero_ns_per_page and method
-/// (`model_text`: which model configuration was timed at work_ns:0). `lock`
-/// names the lock the saturated case saturates.
+/// A row's details.work (results/SCHEMA.md); `model_text`: what was timed at
+/// work_ns:0, `lock`: what the saturated case saturates.
 inline nlohmann::json WorkDetails(uint64_t work_ns, bool calibrated,
                                   const WorkCalibration& c,
                                   const std::string& lock,
@@ -385,11 +337,8 @@ inline nlohmann::json WorkDetails(uint64_t work_ns, bool calibrated,
   return work;
 }
 
-/// details.*.lock_stat_clock_reads of a pagevec or zone_lock row: where the
-/// row reads the clock around its lock. `stats`: the row
-/// takes the lock through lock_stat (harness/locks/lock_stat.h; the
-/// instrumented rows, evidence of the wait share), else plainly (the stats:off
-/// twins, which answer the seed questions).
+/// details.*.lock_stat_clock_reads: where a row with(out) lock_stat reads the
+/// clock around its lock.
 inline std::string LockStatClockReads(bool stats) {
   if (!stats)
     return "none: the lock is taken with plain lock()/unlock() (no trylock "

@@ -1,7 +1,5 @@
-// One cache line bounced between two threads: the core-to-core latency
-// measurement used by the coherence probes (ThreadTeam::PingPong) and the
-// calibration family's c2c points. Source: the classic c2c ping-pong (e.g.
-// nviennot/core-to-core-latency).
+// One cache line bounced between two threads: core-to-core latency for the
+// coherence probes and the c2c calibration (as nviennot/core-to-core-latency).
 #pragma once
 
 #include <atomic>
@@ -13,20 +11,15 @@
 
 namespace lockline {
 
-/// The ping-pong line and its protocol. The initiator writes odd values 1, 3,
-/// 5, ... and waits for each even reply; the responder answers each odd value
-/// with the next even one. One round trip = two line transfers. Both sides spin
-/// then yield (SpinWait), so two threads sharing a CPU still make progress.
-/// Reusable: after each exchange the responder resets the line.
+/// The initiator writes odd values, the responder answers the next even one:
+/// a round trip is two line transfers. Both sides SpinWait; reusable.
 class PingPongLine {
  public:
   /// Round trips per timed sample: amortizes the clock read (~20 ns).
   static constexpr int kBatch = 64;
 
-  /// Initiator side: runs batches of kBatch round trips while keep_going()
-  /// (checked between batches) returns true, appending each batch's one-way
-  /// latency (round trip / 2, ns) to `samples`, then releases the responder.
-  /// Returns the round trips made.
+  /// Initiator: batches of kBatch round trips while keep_going(), appending
+  /// each batch's one-way ns to `samples`; returns the round trips.
   template <class KeepGoing>
   uint64_t Initiate(KeepGoing keep_going, std::vector<double>& samples) {
     uint64_t v = 0;
@@ -44,8 +37,7 @@ class PingPongLine {
     return v / 2;
   }
 
-  /// Responder side: answers until the initiator is done, then resets the line
-  /// and the flag for the next exchange (the initiator no longer touches them).
+  /// Responder: answers until the initiator is done, then resets the line.
   void Respond() {
     uint64_t expect = 1;
     SpinWait idle;

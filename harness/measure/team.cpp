@@ -1,6 +1,4 @@
-// The thread team: its threads bound to the plan's PUs, the start barrier and
-// where a window is timed (RunWindow), with limits on set-up and windows that
-// never end.
+// The thread team; where a window is timed (RunWindow).
 #include "harness/measure/team.h"
 
 #include <sched.h>

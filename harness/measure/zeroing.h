@@ -1,9 +1,7 @@
-// Page-zeroing methods for the `prezero` and `zeroing` families: memset,
-// `rep stosb` (x86-64 ERMS), non-temporal stores (MOVNTDQ + SFENCE: lines
-// bypass the caches, as a background zeroer should) and AMD's CLZERO (a line
-// zeroed without reading it; CPUID Fn8000_0008 EBX[0], AMD APM vol. 3). Off
-// x86-64 every method but clzero falls back to memset; an unsupported method
-// is a skipped row (ZeroMethodUnsupportedReason), never a crash.
+// Page-zeroing methods (prezero, zeroing): memset, `rep stosb`, MOVNTDQ +
+// SFENCE (bypassing caches), AMD CLZERO (CPUID Fn8000_0008 EBX[0], AMD APM
+// vol. 3). Off x86-64 all but clzero fall back to memset; unsupported is a
+// skipped row, never a crash.
 #pragma once
 
 #include <cstddef>
@@ -23,8 +21,7 @@ namespace lockline {
 /// How a page (or any 64-byte-aligned buffer) is filled.
 enum class ZeroMethod { kMemset, kRepStosb, kNonTemporal, kClzero };
 
-/// The CPU features the methods depend on (detected once; tests build their own
-/// to force the unsupported paths).
+/// The CPU features the methods depend on (tests build their own).
 struct ZeroingCpu {
   bool x86_64 = false;  ///< rep stosb and non-temporal stores are real
                         ///< instructions, not memset
@@ -71,10 +68,8 @@ inline std::vector<ZeroMethod> AllZeroMethods() {
           ZeroMethod::kClzero};
 }
 
-/// "" when `m` can fill with `value` on `cpu`; else why not (clzero on a CPU
-/// without it, or a non-zero fill with clzero, which only writes zeros).
-/// rep_stosb and nt_store are always usable (memset stands in off x86-64;
-/// FillMethodIsNative says whether that happened).
+/// "" when `m` can fill with `value` on `cpu`, else why not (clzero only
+/// writes zeros, and only where the CPU has it).
 inline std::string ZeroMethodUnsupportedReason(
     ZeroMethod m, uint8_t value, const ZeroingCpu& cpu = DetectZeroingCpu()) {
   if (m != ZeroMethod::kClzero) return "";
@@ -87,8 +82,7 @@ inline std::string ZeroMethodUnsupportedReason(
   return "";
 }
 
-/// True when `m` runs its own instruction sequence on `cpu`, false when memset
-/// stands in.
+/// False when memset stands in for `m`.
 inline bool FillMethodIsNative(ZeroMethod m,
                                const ZeroingCpu& cpu = DetectZeroingCpu()) {
   return m == ZeroMethod::kMemset ||
@@ -102,10 +96,8 @@ inline void RepStosb(void* dst, std::size_t bytes, uint8_t value) {
   asm volatile("rep stosb" : "+D"(dst), "+c"(bytes) : "a"(value) : "memory");
 }
 
-/// MOVNTDQ over 16-byte-aligned [dst, dst+bytes), memset for an unaligned
-/// head/tail, then SFENCE so the weakly ordered stores are globally visible
-/// before the page is published to another thread (the pool's lock release
-/// alone does not order non-temporal stores).
+/// MOVNTDQ over the aligned part, memset for head/tail, then SFENCE: the lock
+/// release that publishes the page does not order non-temporal stores.
 inline void NonTemporalFill(void* dst, std::size_t bytes, uint8_t value) {
   auto* p = static_cast<unsigned char*>(dst);
   std::size_t head = (16 - (reinterpret_cast<uintptr_t>(p) & 15)) & 15;
@@ -121,9 +113,8 @@ inline void NonTemporalFill(void* dst, std::size_t bytes, uint8_t value) {
   _mm_sfence();
 }
 
-/// CLZERO on each whole 64-byte line (encoded as bytes: older assemblers lack
-/// the mnemonic), memset for partial lines, SFENCE because CLZERO is weakly
-/// ordered (AMD APM vol. 3, CLZERO).
+/// CLZERO per whole line (as bytes: old assemblers lack it), memset for
+/// partial lines, SFENCE (CLZERO is weakly ordered).
 inline void Clzero(void* dst, std::size_t bytes) {
   auto* p = static_cast<unsigned char*>(dst);
   std::size_t head = (64 - (reinterpret_cast<uintptr_t>(p) & 63)) & 63;
@@ -142,10 +133,8 @@ inline void Clzero(void* dst, std::size_t bytes) {
 
 }  // namespace zeroing_detail
 
-/// Fills [dst, dst+bytes) with `value` using `m`. The caller must have checked
-/// ZeroMethodUnsupportedReason(m, value) == ""; an unsupported clzero request
-/// still does not fault here (it falls back to memset), so a missed check costs
-/// accuracy, never a crash.
+/// Fills [dst, dst+bytes) with `value` by `m` (checked with
+/// ZeroMethodUnsupportedReason; an unsupported clzero falls back to memset).
 inline void FillWith(ZeroMethod m, void* dst, std::size_t bytes,
                      uint8_t value) {
 #if defined(__x86_64__)
@@ -174,8 +163,7 @@ inline void ZeroWith(ZeroMethod m, void* dst, std::size_t bytes) {
   FillWith(m, dst, bytes, 0);
 }
 
-/// True when every byte of [p, p+bytes) is zero (word-wise; bytes a multiple of
-/// 8).
+/// True when every byte of [p, p+bytes) is zero (bytes a multiple of 8).
 inline bool AllZero(const void* p, std::size_t bytes) {
   const auto* w = static_cast<const uint64_t*>(p);
   uint64_t acc = 0;

@@ -40,9 +40,7 @@ std::string CpuInfoField(const std::string& key) {
   return "";
 }
 
-// The hypervisor's CPUID vendor signature (leaf 0x40000000: "KVMKVMKVM",
-// "Microsoft Hv", "VMwareVMware", "XenVMMXenVMM", ...), or "" where there is
-// none or the CPU is not x86.
+// The hypervisor's CPUID vendor signature (leaf 0x40000000), "" if none.
 std::string HypervisorSignature() {
 #if defined(__x86_64__) || defined(__i386__)
   unsigned a = 0x40000000, b = 0, c = 0, d = 0;
@@ -59,11 +57,8 @@ std::string HypervisorSignature() {
 #endif
 }
 
-// What the running kernel's log says it detected at boot: the name of its
-// "Hypervisor detected: <name>" line (arch/x86/kernel/cpu/hypervisor.c,
-// init_hypervisor_platform; e.g. "KVM", "PVM"), read with klogctl
-// (SYSLOG_ACTION_READ_ALL). Sets `why` and returns "" when the log cannot be
-// read (dmesg_restrict without CAP_SYSLOG) or no longer holds the boot lines.
+// The kernel log's "Hypervisor detected: <name>" (arch/x86/kernel/cpu/
+// hypervisor.c init_hypervisor_platform) via klogctl; "" and `why` if unread.
 std::string KernelLogHypervisor(std::string* why) {
   const int size = klogctl(10 /* SYSLOG_ACTION_SIZE_BUFFER */, nullptr, 0);
   if (size <= 0) {
@@ -101,10 +96,8 @@ std::string KernelCmdlineValue(const std::string& key) {
 
 using nlohmann::json;
 
-// The versions of the libraries lockline runs with. hwloc_get_api_version()
-// is the library's (runtime) API version; HWLOC_API_VERSION and HWLOC_VERSION
-// are the headers' we compiled against. hwloc 2.9 has no runtime function for
-// its release number.
+// Library versions: hwloc's runtime API version beside the headers' (hwloc
+// 2.9 has no runtime release number).
 json LibraryVersions() {
   const auto dotted = [](unsigned v) {
     return std::to_string(v >> 16) + "." + std::to_string((v >> 8) & 0xff) +
@@ -215,11 +208,8 @@ void ReadSettings(json& env, json& warnings) {
   env["nohz_full"] = KernelCmdlineValue("nohz_full");
 }
 
-// The hypervisor, when the CPU says there is one: env["hypervisor"] names it
-// and env["hypervisor_sources"] keeps what each source says. They can
-// disagree (a PVM guest on this project's CI VM: CPUID leaf 0x40000000 says
-// "bhyve bhyve", the kernel says PVM), so all are recorded and `hypervisor`
-// names both.
+// The hypervisor by every source (env["hypervisor_sources"]); they can
+// disagree (CPUID "bhyve bhyve" on a PVM guest), so `hypervisor` names all.
 void DetectHypervisor(json& env, json& warnings) {
   env["hypervisor"] = nullptr;
   env["hypervisor_sources"] = nullptr;

@@ -21,9 +21,8 @@ namespace {
 char g_pending_temp[PATH_MAX];  // temporary file being written ("" if none)
 char g_kept_path[PATH_MAX];     // last lockline.json written
 std::atomic<long> g_kept_rows{0};
-// Measured rows of the temporary file being renamed into place (-1: none or
-// not known): a signal that lands between rename() and the update of
-// g_kept_rows still reports what the file holds.
+// Measured rows of the temporary being renamed (-1: none), for a signal
+// between rename() and g_kept_rows's update.
 std::atomic<long> g_rows_in_temp{-1};
 
 void CopyPath(char* to, const std::string& from) {

@@ -41,9 +41,8 @@ namespace {
 
 using nlohmann::json;
 
-/// How long the client waits for one answer: longer than a window's hard
-/// limit (bound + 120 s), so a hung server is reported, not waited for.
-/// $LOCKLINE_DUET_ANSWER_TIMEOUT (a duration, e.g. "2s") sets it, for tests.
+/// The client's wait for one answer, past a window's hard limit (bound + 120
+/// s): 300 s, or $LOCKLINE_DUET_ANSWER_TIMEOUT (tests).
 double AnswerTimeoutSeconds() {
   static const double s = [] {
     const char* env = std::getenv("LOCKLINE_DUET_ANSWER_TIMEOUT");
@@ -54,14 +53,11 @@ double AnswerTimeoutSeconds() {
   return s;
 }
 
-/// The longest answer line the client takes (a "closed" answer is a few KiB).
+/// Limits on an answer line (a "closed" one is a few KiB, 4 deep).
 constexpr size_t kMaxLineBytes = 16u << 20;
-/// The deepest "closed" answer the client takes (its own is 4 deep), refused
-/// before it is copied (recursively) into the row.
 constexpr int kMaxJsonDepth = 32;
 
-/// Async-signal-safe: removes `dir` and the files in it (the calibration
-/// directory: no subdirectories).
+/// Async-signal-safe: removes the flat directory `dir`.
 void RemoveFlatDir(const char* dir) {
   const int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd >= 0) {
@@ -79,11 +75,9 @@ void RemoveFlatDir(const char* dir) {
   rmdir(dir);
 }
 
-/// Forks a watchdog that outlives this process: when the pipe it reads ends
-/// (lockline exits on any path: a signal, exit 3 or 4, a crash), it kills the
-/// old build's process group `group` unless told the group was reaped ("R"),
-/// and removes the calibration directory `dir` (nullptr: none). Returns the
-/// pipe's write end (-1: no watchdog).
+/// Forks a watchdog: when its pipe ends (lockline exits on any path) it kills
+/// process group `group` unless told "R" (reaped) and removes `dir` (nullptr:
+/// none). Returns the pipe's write end (-1: none).
 int StartWatchdog(pid_t group, const char* dir) {
   int p[2];
   if (pipe2(p, O_CLOEXEC) != 0) return -1;
@@ -94,8 +88,7 @@ int StartWatchdog(pid_t group, const char* dir) {
     ignore.sa_handler = SIG_IGN;
     for (int sig = 1; sig < 32; ++sig)
       if (sig != SIGKILL && sig != SIGSTOP) sigaction(sig, &ignore, nullptr);
-    // Nothing of lockline's held open (its stdout: a reader waits for its
-    // end), but the pipe.
+    // Nothing held open but the pipe (a reader waits for lockline's stdout).
     for (int fd = 0; fd < 65536; ++fd)
       if (fd != p[0]) close(fd);
     bool reaped = false;
@@ -129,8 +122,7 @@ bool WriteAll(int fd, const std::string& text) {
   return true;
 }
 
-/// Moves the first complete line of `buffer` (without its newline) to `line`;
-/// false while `buffer` holds none.
+/// Moves `buffer`'s first complete line to `line`; false while none.
 bool TakeLine(std::string& buffer, std::string* line) {
   const size_t nl = buffer.find('\n');
   if (nl == std::string::npos) return false;
@@ -178,8 +170,7 @@ void CheckHello(const std::string& binary, const std::string& hello) {
                               "schema and protocol");
 }
 
-/// Refuses an old build whose point keys differ from ours, naming the keys
-/// only one side has.
+/// Refuses other point keys, naming those only one side has.
 void CheckKeys(const std::string& binary, const std::vector<std::string>& keys,
                const std::set<std::string>& theirs) {
   const std::set<std::string> ours(keys.begin(), keys.end());
@@ -207,19 +198,16 @@ struct RemoteWindow {
   uint64_t ops = 0;      ///< operations of all its threads
   double seconds = 0;    ///< its first thread's start to its last thread's end
   bool overrun = false;  ///< past its wall-clock bound (OverrunBoundNs)
-  double cpu_seconds = 0;  ///< its threads' summed CPU time in the window
-  /// WindowResult::max_off_cpu of the window; -1 from a server that does not
-  /// say (before off-CPU shares were reported).
-  double max_off_cpu = -1;
+  double cpu_seconds = 0;   ///< its threads' summed CPU time in the window
+  double max_off_cpu = -1;  ///< -1: a server before off-CPU shares
 };
 
-/// The client's end of a window server (the old binary as a child process on
-/// a socket pair), used by one thread at a time (main, or a team's thread 0).
+/// The client's end of a window server (a child on a socket pair), used by one
+/// thread at a time.
 class WindowClient {
  public:
-  /// Starts `binary --window-server args...`, its stderr copied to ours as
-  /// "old build: " lines. Throws UsageError when it does not start or answer
-  /// the hello, or its schema, protocol or point keys differ from `keys`.
+  /// Starts `binary --window-server args...` (its stderr relayed as "old
+  /// build: " lines). Throws UsageError on refusal.
   WindowClient(const std::string& binary, const std::vector<std::string>& args,
                const std::vector<std::string>& keys)
       : binary_(binary) {
@@ -245,8 +233,7 @@ class WindowClient {
       close(fd_);
       fd_ = -1;
     }
-    // The server leaves at "quit" or end of input; one stuck in a window is
-    // killed after 10 s.
+    // One stuck in a window is killed after 10 s.
     if (pid_ > 0 && !ReapWithin(10'000)) Kill();
     if (watchdog_ >= 0) {
       WriteAll(watchdog_, "R");
@@ -282,8 +269,7 @@ class WindowClient {
   /// Opens point `key` on the server; returns its workload's fixed_work().
   bool Open(const std::string& key, uint64_t window_ns, int windows,
             const std::vector<int>& pus, bool oversubscribed) {
-    // Appended piece by piece: GCC 12's -Wrestrict misreads a chain of
-    // operator+ at -O3.
+    // Piece by piece: GCC 12's -Wrestrict misreads operator+ chains at -O3.
     std::string line = "open ";
     line.append(key).append(" ").append(std::to_string(window_ns));
     line.append(" ").append(std::to_string(windows)).append(" ");
@@ -323,8 +309,8 @@ class WindowClient {
     return a.substr(7);
   }
 
-  /// Ends the run on an answer out of protocol (see build_duet.h; before the
-  /// old build is accepted, throws std::runtime_error(why) for the refusal).
+  /// Ends the run on an answer out of protocol (before acceptance, throws
+  /// std::runtime_error(why) for the refusal).
   [[noreturn]] void Stop(const std::string& why) {
     if (!relay_) throw std::runtime_error(why);
     const std::string path = KeptResultPath();
@@ -367,8 +353,7 @@ class WindowClient {
       throw Refusal(binary_,
                     std::string("cannot fork: ") + std::strerror(errno));
     if (pid == 0) {
-      // Its own process group, killed as one (Kill, the watchdog), and
-      // SIGKILLed should lockline die before it.
+      // Its own process group, SIGKILLed should lockline die first.
       setpgid(0, 0);
       prctl(PR_SET_PDEATHSIG, SIGKILL);
       if (getppid() != parent) _exit(127);
@@ -384,8 +369,7 @@ class WindowClient {
     close(sv[1]);
     close(ep[1]);
     fd_ = sv[0];
-    // Its stderr: kept until the keys are checked (a refusal quotes it),
-    // then copied to ours while the client waits in ReadLine.
+    // Its stderr: kept for a refusal's quote, then relayed in ReadLine.
     err_fd_ = ep[0];
   }
 
@@ -393,8 +377,6 @@ class WindowClient {
   [[noreturn]] void RefuseSilentServer() {
     close(fd_);
     fd_ = -1;
-    // One that neither answers nor exits is killed (after the answer
-    // timeout, hello_error_).
     const bool exited = ReapWithin(2'000);
     if (!exited) Kill();
     std::string said = EscapeForMessage(OneLine(err_text_));
@@ -431,8 +413,7 @@ class WindowClient {
     pid_ = -1;
   }
 
-  /// The answer to `line`; an "error <text>" answer (the old build could not
-  /// carry the command out) throws std::runtime_error, its text escaped.
+  /// The answer to `line`; "error <text>" throws std::runtime_error.
   std::string Ask(const std::string& line) {
     if (fd_ < 0 || !WriteAll(fd_, line + "\n"))
       Stop("the old build's window server (" + binary_ + ") is gone");
@@ -443,13 +424,11 @@ class WindowClient {
     return answer;
   }
 
-  /// The next answer line; Stop when the server is gone, answers nothing
-  /// within the timeout, or writes a line longer than kMaxLineBytes.
+  /// The next answer line; Stop when out of protocol.
   std::string ReadLine() {
     const uint64_t deadline =
         NowNs() + static_cast<uint64_t>(AnswerTimeoutSeconds() * 1e9);
-    // Searched for a newline only when new bytes brought one: a long line
-    // costs one pass.
+    // Searched only when new bytes brought a newline (one pass a line).
     bool complete = true;
     for (std::string line;;) {
       if (complete && TakeLine(buffer_, &line)) return line;
@@ -522,8 +501,7 @@ class WindowClient {
 
 // ---- the paired workload -------------------------------------------------
 
-/// One repetition of a build duet: the point's key, the window order (A = the
-/// old build, B = this one), which build prepares first, and the open's args.
+/// One repetition of a build duet (A = the old build, B = this one).
 struct DuetRepetition {
   std::string key;
   std::vector<DuetSide> schedule;
@@ -533,11 +511,8 @@ struct DuetRepetition {
   bool oversubscribed = false;
 };
 
-/// A Workload that pairs the current build's workload (`local`, side B) with
-/// the old build's of the same key on `client` (side A), window by window in
-/// the order of the schedule. The old side's windows run on the server; the
-/// local team's thread 0 waits for each (the others return at once). Report()
-/// adds the pairs; Verify() checks both sides.
+/// This build's workload (B) paired window by window with the old build's
+/// (A, on the server while thread 0 waits); Report() adds the pairs.
 class BuildDuetWorkload : public HeapPlacedWorkload {
  public:
   BuildDuetWorkload(std::unique_ptr<Workload> local,
@@ -554,9 +529,8 @@ class BuildDuetWorkload : public HeapPlacedWorkload {
   }
 
   void Prepare(int threads) override {
-    // Which build prepares first is drawn per repetition (half each): set-up
-    // leaves caches and memory in the state of whoever prepared last, and a
-    // one-window (fixed-work) point has no warm-up pair to wash it out.
+    // Who prepares first is drawn per repetition: set-up leaves the caches to
+    // whoever prepared last, and fixed work has no warm-up pair.
     if (!rep_.old_prepares_first) local_->Prepare(threads);
     logs_ = PaddedSlots<ThreadLog>(static_cast<size_t>(threads));
     for (size_t i = 0; i < logs_.size(); ++i)
@@ -582,8 +556,7 @@ class BuildDuetWorkload : public HeapPlacedWorkload {
                      const std::atomic<bool>& stop) override {
     ThreadLog& log = logs_[static_cast<size_t>(ctx.index)];
     const size_t w = static_cast<size_t>(log.next++);
-    // Past the schedule (Google Benchmark ran extra iterations): the current
-    // build alone, unrecorded.
+    // Past the schedule: this build alone, unrecorded.
     if (w >= rep_.schedule.size()) return local_->RunWindow(ctx, stop);
     if (IsLocal(rep_.schedule[w])) {
       LocalWindow& mine = log.windows[w];
@@ -596,9 +569,8 @@ class BuildDuetWorkload : public HeapPlacedWorkload {
       mine.run_delay_ns = RunDelayBetween(d0, ThreadRunDelayNs());
       return mine.ops;
     }
-    // The old build's window: thread 0 asks the server and sleeps in the
-    // read; the other threads return at once and wait on the team's condition
-    // variable, so the old build's threads have the PUs to themselves.
+    // The old build's: thread 0 sleeps in the read, the others return, so
+    // the old build's threads have the PUs to themselves.
     if (ctx.index != 0) return 0;
     remote_[w] = client_->Window();
     return remote_[w].ops;
@@ -641,8 +613,6 @@ class BuildDuetWorkload : public HeapPlacedWorkload {
     if (!out.details.is_object()) out.details = json::object();
     out.details["build_duet"] = {
         {"old_binary", client_->binary()},
-        // "shared": the old build sampled the same structure offsets as this
-        // row's address_layout; "page_start": neither side sampled.
         {"layout", client_->layout() ? "shared" : "page_start"},
         {"prepared_first", rep_.old_prepares_first ? "old" : "new"},
         {"sides", sides},
@@ -650,8 +620,6 @@ class BuildDuetWorkload : public HeapPlacedWorkload {
         {"old_overrun_windows", t.old_overruns},
         {"old",
          old_side.contains("metrics") ? old_side["metrics"] : json::object()},
-        // The old build's own draws (its "closed" answer): the same offsets
-        // as the row's address_layout when the layout is shared.
         {"old_address_layout", old_side.contains("address_layout")
                                    ? old_side["address_layout"]
                                    : json(nullptr)}};
@@ -675,8 +643,7 @@ class BuildDuetWorkload : public HeapPlacedWorkload {
     int next = 0;
     std::vector<LocalWindow> windows;
   };
-  /// The repetition's windows as they ran, both sides (off_cpu -1: unknown),
-  /// and the sums Report needs.
+  /// The windows as they ran, both sides (off_cpu -1: unknown), and sums.
   struct Windows {
     std::vector<uint64_t> ops;
     std::vector<double> seconds, cpu, off_cpu;
@@ -774,14 +741,12 @@ class BuildDuetWorkload : public HeapPlacedWorkload {
     return old_side;
   }
 
-  /// The measured pairs' rows (details.build_duet.pairs), and their log
-  /// ratios new/old where both sides ran.
+  /// details.build_duet.pairs, and log ratios new/old where both sides ran.
   json PairRows(const Windows& t, std::vector<double>* log_ratios) const {
     const std::vector<DuetSide> schedule(rep_.schedule.begin(),
                                          rep_.schedule.begin() + t.ran);
     const std::vector<DuetPair> pairs = DuetPairs(schedule, t.ops, t.seconds);
-    // A pair with a window past its bound is marked (compare.py leaves it
-    // out).
+    // A window past its bound marks its pair (compare.py leaves it out).
     const double bound_s = static_cast<double>(OverrunBoundNs(
                                rep_.window_ns, local_->fixed_work())) /
                            1e9;
@@ -854,8 +819,7 @@ std::string DisableAslrForDuet(char** argv) {
 
 namespace {
 
-/// The run's selection flags, passed to the old build's server; the rest
-/// (run directory, budget, repetitions, counters) are the client's.
+/// The run's selection flags, passed to the old build's server.
 std::vector<std::string> ServerArgs(const RunState& run) {
   static const char* const kPassed[] = {"--quick",
                                         "--full",
@@ -881,9 +845,7 @@ std::vector<std::string> ServerArgs(const RunState& run) {
   return args;
 }
 
-/// One value per calibration for both processes (shared_calibration.h): a
-/// directory the server inherits through the environment, removed at exit
-/// (or by the watchdog).
+/// A shared calibration directory for both processes, removed at exit.
 void ShareCalibrations() {
   char dir[] = "/tmp/lockline-calibration-XXXXXX";
   if (mkdtemp(dir) == nullptr) return;
@@ -907,8 +869,7 @@ void PairWithOldBuild(const std::string& family, Variant& v,
     rep.schedule = one ? DuetSchedule(0, 1, seed)
                        : DuetSchedule(kDuetWarmupPairs,
                                       env.windows / 2 - kDuetWarmupPairs, seed);
-    // The prepare order: a bit of the seed the window order does not use
-    // (DuetSchedule draws from an mt19937_64 seeded with it).
+    // A bit of the seed DuetSchedule's mt19937_64 does not use.
     rep.old_prepares_first = ((seed * 0xD1B54A32D192ED03ull) >> 63) != 0;
     rep.window_ns = env.window_ns;
     for (int i = 0; i < env.threads && env.plan; ++i)
@@ -959,8 +920,7 @@ class WindowServer {
  public:
   WindowServer(RunState& run, int out) : run_(run), out_(out) {
     for (const Point& p : run.points) points_[p.key] = &p;
-    // The same perf events as the client's threads count (--events is passed
-    // on): both builds' windows then pay the same counting cost.
+    // The client's --events: both builds pay the same counting cost.
     try {
       counters_ = CounterSession::Create(run.opts.events);
     } catch (const std::exception&) {
@@ -1101,8 +1061,7 @@ bool ReadCommand(std::string& buffer, std::string* line) {
 }  // namespace
 
 int ServeWindows(RunState& run) {
-  // The protocol owns the socket on fd 0 / fd 1; anything the families or the
-  // harness print to stdout goes to stderr instead.
+  // The protocol owns fd 0 / fd 1; stdout output goes to stderr instead.
   const int out = dup(1);
   dup2(2, 1);
   {

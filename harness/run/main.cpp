@@ -37,8 +37,7 @@ namespace {
 
 using nlohmann::json;
 
-// The signals that end a run like SIGTERM does: each one restores the
-// settings, and the name printed for it.
+// The signals that end a run like SIGTERM, with their printed names.
 constexpr std::pair<int, const char*> kEndSignals[] = {
     {SIGINT, "SIGINT"},   {SIGTERM, "SIGTERM"}, {SIGHUP, "SIGHUP"},
     {SIGQUIT, "SIGQUIT"}, {SIGUSR1, "SIGUSR1"}, {SIGUSR2, "SIGUSR2"},
@@ -61,9 +60,8 @@ void WriteLong(long v) {
   WriteStr(buf + i);
 }
 
-// SIGINT / SIGTERM and the other kEndSignals: put back what families
-// changed, drop a half-written temporary file, say once what the result file
-// keeps, exit 128 + signal.
+// kEndSignals: restore settings, drop a temporary file, say once what the
+// result file keeps, exit 128 + signal.
 void OnInterrupt(int sig) {
   static volatile sig_atomic_t handling = 0;
   if (handling) return;
@@ -106,9 +104,7 @@ void InstallInterruptHandlers() {
   }
 }
 
-// Claims the run directory: --out as given (taken: exit 2), or the default
-// name with "-2", "-3" ... appended when another run started in the same
-// second holds it.
+// --out as given (taken: exit 2), or the default name with "-2", "-3" ...
 std::unique_ptr<ResultFile> ClaimRunDirectory(const std::string& out) {
   if (!out.empty()) return std::make_unique<ResultFile>(out);
   const std::string base = DefaultRunDir();
@@ -139,8 +135,7 @@ const char* SuiteName(Suite s) {
   return s == Suite::kQuick ? "quick" : s == Suite::kFull ? "full" : "default";
 }
 
-// --plan's line on the cgroup CPU quota of this process: the quota and the
-// thread counts that exceed it.
+// --plan's cgroup CPU quota line and the thread counts over it.
 std::string QuotaLine(const std::vector<int>& counts) {
   const CgroupCpu& cg = ProcessCgroupCpu();
   if (cg.quota_cpus <= 0)
@@ -184,8 +179,7 @@ json PlansJson(const RunState& run) {
   return plans;
 }
 
-// --plan=json: the plans of PlansJson plus the placement order itself, each PU
-// with the objects containing it, so plots/predict.py uses this planner.
+// --plan=json: PlansJson plus the placement order (plots/predict.py plans so).
 json PlanOrderJson(const RunState& run) {
   const TopologySummary& s = run.topo->summary();
   json order = json::array();
@@ -206,8 +200,7 @@ json PlanOrderJson(const RunState& run) {
           {"plans", PlansJson(run)},    {"order", order}};
 }
 
-// `lockline predict ARGS`: runs PlotsDir()/predict.py ARGS (the model is
-// Python: plots/queueing.py); returns only when exec fails.
+// `lockline predict ARGS`: execs PlotsDir()/predict.py; returns if exec fails.
 int ExecPredict(int argc, char** argv) {
   const std::string script = PlotsDir() + "/predict.py";
   std::vector<std::string> args = {kVerdictsPython, script};
@@ -236,8 +229,7 @@ int PrintLayouts(const std::string& format) {
   return 0;
 }
 
-// The machine the run plans on: --mem checked, the topology loaded, --pin
-// parsed into the placement order, --threads into the thread counts.
+// --mem checked, the topology loaded, --pin and --threads parsed.
 void LoadMachine(RunState& run) {
   const Options& o = run.opts;
   CheckMemPolicy(o.mem);
@@ -252,9 +244,8 @@ void LoadMachine(RunState& run) {
                                        o.oversubscribe_force);
 }
 
-// --plan: the placement of every thread count. The padding line goes under
-// the topology line, before the table (readers take every line after the
-// table header as a row).
+// --plan: every thread count's placement (padding line before the table:
+// readers take every line after its header as a row).
 int PrintPlan(const RunState& run) {
   std::string plans =
       FormatPlans(*run.topo, run.pin, run.counts, run.opts.oversubscribe);
@@ -274,8 +265,7 @@ int PrintList(const RunState& run) {
   return 0;
 }
 
-// "" when the points can be measured here; else why not: a topology that is
-// not this machine's, no point selected, or --until-resolved unusable.
+// "" when the points can be measured here, else why not.
 std::string WhyNotRunnable(const RunState& run) {
   const Options& o = run.opts;
   if (!run.topo->is_host()) {
@@ -297,9 +287,7 @@ std::string WhyNotRunnable(const RunState& run) {
   return CheckUntilResolved(o);
 }
 
-// The run's context in lockline.json: provenance, the plan, the padding, the
-// build duet (`aslr`: how its address randomization was turned off) and the
-// warnings of a previous run's recovery.
+// The run's context: provenance, plan, padding, build duet, recovery warnings.
 void WriteRunContext(RunState& run, const std::string& aslr,
                      const std::vector<std::string>& recovered) {
   const Options& o = run.opts;
@@ -315,11 +303,7 @@ void WriteRunContext(RunState& run, const std::string& aslr,
   ctx["counters"] = run.counters->AvailabilityJson();
   ctx["skipped_points"] = run.skipped;
   ctx["oversubscribe"] = o.oversubscribe;
-  // The distance between per-thread slots (--padding,
-  // harness/machine/padded_slots.h: every array indexed by thread), where it
-  // came from and what it applies to; the compile-time padding of singleton
-  // shared fields (harness/machine/cpu.h kDestructiveLine) and the line sizes
-  // beside it.
+  // --padding, its source and scope, with kDestructiveLine and line sizes.
   ctx["padding"] = PaddingJson(o);
   ctx["padding"]["shared_field_bytes"] = kDestructiveLine;
   ctx["padding"]["cache_line_bytes"] = kCacheLine;
@@ -342,8 +326,7 @@ void WriteRunContext(RunState& run, const std::string& aslr,
   for (const std::string& w : recovered) ctx["warnings"].push_back(w);
 }
 
-// The run's first lines: commit, suite, points and run directory, the
-// counters, the warnings and the points skipped.
+// The run's first lines: commit, suite, points, directory, counters, warnings.
 void PrintRunHeader(const RunState& run) {
   const json& ctx = run.results->lockline_context();
   std::printf("lockline %s: %s suite%s, %zu points, run directory %s\n",
@@ -358,9 +341,7 @@ void PrintRunHeader(const RunState& run) {
   std::fflush(stdout);
 }
 
-// The plan's time per question: the paired verdict rows of each seed question
-// (bench/duet.cpp), then the figures' rows; printed, and recorded as
-// run_time.per_question.
+// The plan's time per question (paired rows, then the figures' rows).
 void PlanPerQuestionTime(RunState& run) {
   json per_q = json::array();
   std::string line = "plan per question:";
@@ -409,10 +390,7 @@ void PrintPlanLine(const RunState& run, double estimate) {
     std::printf("%s\n", cut.c_str());
 }
 
-// Fits the window to the budget and records the plan: the window, the run's
-// time against its budget (results/SCHEMA.md: the estimate made here, the
-// elapsed time after every repetition and the actual at the end) and per
-// question. Returns the estimate.
+// Fits the window to the budget and records the plan; returns the estimate.
 double PlanRunTime(RunState& run) {
   const Options& o = run.opts;
   json& ctx = run.results->lockline_context();
@@ -442,12 +420,10 @@ double PlanRunTime(RunState& run) {
   return estimate;
 }
 
-// Google Benchmark's flags: lockline's defaults first, the user's after them
-// (later wins; never --benchmark_filter: ParseOptions). False when Google
-// Benchmark does not take them.
+// Google Benchmark's flags: lockline's defaults, then the user's (later wins).
+// False when Google Benchmark refuses them.
 bool InitializeGoogleBenchmark(const RunState& run, char* argv0) {
-  // Google Benchmark keeps pointers into them (Context::executable_name, in
-  // the context of every round): they live as long as the process.
+  // Google Benchmark keeps pointers into them for the process's lifetime.
   static std::vector<std::string> gb_args;
   static std::vector<char*> gb_argv;
   gb_args = {argv0, "--benchmark_repetitions=5",
@@ -460,8 +436,7 @@ bool InitializeGoogleBenchmark(const RunState& run, char* argv0) {
   return !benchmark::ReportUnrecognizedArguments(gb_argc, gb_argv.data());
 }
 
-// The run's time at the end: the actual seconds, overall and per question,
-// recorded and printed against the estimate and the budget.
+// The run's actual time, overall and per question, against the estimate.
 void ReportRunTime(RunState& run, double estimate) {
   json& ctx = run.results->lockline_context();
   const double ran_s = static_cast<double>(NowNs() - run.run_start_ns) / 1e9;
@@ -485,8 +460,7 @@ void ReportRunTime(RunState& run, double estimate) {
   std::fflush(stdout);
 }
 
-// The last line: the result file, its rows, errors and overruns. Returns the
-// number of rows with errors.
+// The last line; returns the number of rows with errors.
 int PrintSummary(const RunState& run) {
   int errors = 0, overruns = 0;
   for (const auto& row : run.results->doc()["benchmarks"]) {
@@ -505,10 +479,8 @@ int PrintSummary(const RunState& run) {
   return errors;
 }
 
-// The measured run, once its points are chosen: the build duet's old build
-// started, the settings a killed run left put back, the run directory
-// claimed and its context written, the coherence baselines, the plan, Google
-// Benchmark's repetitions (then --until-resolved's), the summary.
+// The measured run: build duet, recovery, run directory and context, coherence
+// baselines, plan, repetitions (then --until-resolved), summary.
 int MeasurePoints(RunState& run, char** argv) {
   const Options& o = run.opts;
   std::string aslr;
@@ -539,9 +511,7 @@ int MeasurePoints(RunState& run, char** argv) {
   }
   WriteRunContext(run, aslr, recovered);
   PrintRunHeader(run);
-  // The context is on disk before the baseline probes: they take minutes where
-  // PU pairs are many and vCPUs overcommitted, and an interrupted run must
-  // still say what it was.
+  // On disk before the baseline probes (minutes on many PU pairs).
   run.results->Flush();
   run.run_start_ns = NowNs();
   try {
@@ -579,9 +549,8 @@ int MeasurePoints(RunState& run, char** argv) {
   return failed ? 1 : 0;
 }
 
-// Bad input first, before anything is created; then what the flags ask for:
-// --help, --layouts, --plan, --list, the window server of a build duet,
-// --runs, or a measured run.
+// Bad input first, before anything is created; then --help, --layouts,
+// --plan, --list, the window server, --runs, or a measured run.
 int Main(int argc, char** argv) {
   if (argc >= 2 && std::strcmp(argv[1], "predict") == 0)
     return ExecPredict(argc, argv);
@@ -598,9 +567,7 @@ int Main(int argc, char** argv) {
     std::fputs(kUsage, stdout);
     return 0;
   }
-  // The program's own path goes into the result file (context.executable,
-  // provenance): invalid UTF-8 there is bad input like an argument's, said
-  // before anything is created.
+  // argv[0] goes into the result file: invalid UTF-8 is bad input too.
   for (const std::string& path : {std::string(argv[0]), SelfPath()})
     if (!IsValidUtf8(path))
       return FailWithError(
@@ -636,8 +603,7 @@ int Main(int argc, char** argv) {
   // Test builds' wraps (the planted slowdown); none in lockline itself.
   ApplyWorkloadWraps(run);
   if (o.window_server) return ServeWindows(run);
-  // --runs=N: N whole runs as child processes (harness/run/runs.h); each child
-  // starts its own --duet-with partner.
+  // --runs=N: N whole runs as child processes (runs.h).
   if (o.runs > 1) return RunIndependentProcesses(argc, argv, o);
   return MeasurePoints(run, argv);
 }

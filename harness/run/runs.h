@@ -1,9 +1,5 @@
-// --runs=N: a reproducibility check. N independent lockline processes, one
-// after the other, each a whole run into RUN_DIR/run-1 .. run-N; then
-// plots/reproduce.py computes every verdict over all runs' repetitions and
-// says in how many runs it held (results/SCHEMA.md "Several runs"). Processes,
-// because what differs between runs (ASLR, the host's vCPUs, the page cache)
-// only changes across processes.
+// --runs=N: N independent lockline processes (ASLR, vCPUs and page cache only
+// change across processes) into RUN_DIR/run-1..N, then plots/reproduce.py.
 #pragma once
 
 #include <string>
@@ -13,25 +9,20 @@
 
 namespace lockline {
 
-/// The default run directory, relative to the working directory:
-/// results/<host name>-<UTC time as YYYYMMDDTHHMMSSZ> ("host" when
-/// gethostname fails). Shared by a run and a --runs run.
+/// results/<host>-<UTC YYYYMMDDTHHMMSSZ> ("host" when gethostname fails).
 std::string DefaultRunDir();
 
 /// The path of this executable (/proc/self/exe); "" when it cannot be read.
 std::string SelfPath();
 
-/// The arguments of run `index` (1-based) of a --runs run: `args` (argv[1..])
-/// without --runs=... and --out=..., plus --out=`dir`/run-`index`.
+/// Run `index`'s arguments: `args` without --runs / --out, plus its --out.
 std::vector<std::string> RunArguments(const std::vector<std::string>& args,
                                       const std::string& dir, int index);
 
-/// Runs `o.runs` processes of this executable (RunArguments) into `o.out` (or
-/// DefaultRunDir()), which must be new or empty; writes RUN_DIR/runs.json and
-/// runs PlotsDir()/reproduce.py RUN_DIR. SIGINT/SIGTERM/SIGHUP go to the
-/// running child and stop further runs. Returns 2 (one `lockline: error:`
-/// line) when the directory is taken or uncreatable, else the first nonzero
-/// child status, else 1 when reproduce.py failed, else 0.
+/// Runs `o.runs` processes into `o.out` (new or empty), writes runs.json and
+/// runs reproduce.py; signals go to the running child and stop further runs.
+/// Returns 2 when the directory is taken, else the first nonzero child
+/// status, else 1 when reproduce.py failed, else 0.
 int RunIndependentProcesses(int argc, char** argv, const Options& o);
 
 }  // namespace lockline
