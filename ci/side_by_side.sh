@@ -112,11 +112,9 @@ for round in $(seq 1 "$rounds"); do
         alts+=("kernel_lru/case:anon_fault/file:none/pages:32768/tasks:${mode}")
       [[ ",$families," == *,kernel_zone,* ]] &&
         alts+=("kernel_zone/batch:2xhigh/high_fraction:default/tasks:${mode}")
-      # fault: the default suite's sizes (1 GiB threads, 256 MiB processes).
-      [[ ",$families," == *,fault,* ]] && {
-        [[ $mode == threads ]] && mb=1024 || mb=256
-        alts+=("fault/mode:plain/tasks:${mode}/start:warm/mb:${mb}")
-      }
+      # fault: the default suite's 128 MiB, page_fault1's MEMSIZE.
+      [[ ",$families," == *,fault,* ]] &&
+        alts+=("fault/mode:plain/tasks:${mode}/start:warm/mb:128")
       ((${#alts[@]})) || {
         echo "side_by_side.sh: error: --families=$families: expected a subset of kernel_lru,kernel_zone,fault" >&2
         exit 2
