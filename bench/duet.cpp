@@ -157,15 +157,16 @@ const std::vector<DuetSpec>& Specs() {
       // run falls in.
       {"004", "prezero", "mode", "zero_on_alloc", "prezeroed_busy",
        "method:memset", "", kMin, kDefault, "", "", 2},
-      // What lock_stat costs: each family's contended question rows
+      // What lock_stat costs (suite full: not a question, and about 40 s of a
+      // 4-minute default run on the 2-vCPU VM): each family's contended rows
       // instrumented against their uninstrumented twins (/stats:off), paired,
       // at work_ns:0 where the lock is busiest: both sides of each question
       // (15 and 16 slots for 2.6.9, 15 and 31 for 5.8, both zone->lock
       // layouts), so the instrumentation's effect on each side can be compared.
       {"instr", "pagevec", "stats", "on", "off", pv2004 + "/offset:0/work_ns:0",
-       "kernel/slots", kMax, kDefault, "on", "policy:fixed/work_ns:0/offset:0"},
+       "kernel/slots", kMax, kFull, "on", "policy:fixed/work_ns:0/offset:0"},
       {"instr", "zone_lock", "stats", "on", "off",
-       "lock:ticket/" + zone + "work_ns:0", "layout", kMax, kDefault, "on",
+       "lock:ticket/" + zone + "work_ns:0", "layout", kMax, kFull, "on",
        "work_ns:0"},
       // A/A: the same variant on both sides (suite full), for the false
       // effect rate of the paired method across families and thread counts.
