@@ -907,12 +907,10 @@ class WindowServer {
     std::string key, pu_list;
     int windows = 0, oversub = 0;
     in >> key >> window_ns_ >> windows >> pu_list >> oversub;
-    std::optional<uint64_t> layout_seed;
+    std::optional<LayoutSampling> layout;  // the last layout=SEED given
     for (std::string extra; in >> extra;)
       if (extra.rfind("layout=", 0) == 0)
-        layout_seed = std::stoull(extra.substr(7));
-    std::optional<LayoutSampling> layout;
-    if (layout_seed) layout.emplace(*layout_seed);
+        layout.emplace(std::stoull(extra.substr(7)));
     const auto it = points_.find(key);
     if (it == points_.end()) throw std::runtime_error("no point " + key);
     const Point& point = *it->second;

@@ -578,21 +578,19 @@ Options ParseOptions(int argc, char** argv) {
   if (o.budget_s == 0) o.budget_s = p.quick ? 30 : p.full ? 1800 : 240;
   // The default run resolves within its budget (until_resolved.h) when it
   // runs the whole suite on fitted windows into lockline.json alone.
-  const bool gb_out = std::any_of(
+  const auto gb_out = std::find_if(
       o.benchmark_args.begin(), o.benchmark_args.end(),
       [](const std::string& a) { return a.rfind("--benchmark_out=", 0) == 0; });
   o.until_resolved_auto = o.suite == Suite::kDefault && !o.calibrate_only &&
                           o.until_resolved_s == 0 && o.window_s <= 0 &&
                           o.benchmark_filter.empty() && o.duet_with.empty() &&
-                          !gb_out;
+                          gb_out == o.benchmark_args.end();
   if (o.until_resolved_auto) o.until_resolved_s = o.budget_s;
   o.until_resolved_s = std::max(0.0, o.until_resolved_s);
-  if (o.runs > 1)
-    for (const std::string& b : o.benchmark_args)
-      if (b.rfind("--benchmark_out=", 0) == 0)
-        throw UsageError("--runs=" + std::to_string(o.runs) + " and " + b +
-                         " exclude each other: every run writes its own "
-                         "lockline.json (RUN_DIR/run-K)");
+  if (o.runs > 1 && gb_out != o.benchmark_args.end())
+    throw UsageError("--runs=" + std::to_string(o.runs) + " and " + *gb_out +
+                     " exclude each other: every run writes its own "
+                     "lockline.json (RUN_DIR/run-K)");
   return o;
 }
 
