@@ -3,20 +3,13 @@
 #include <sys/stat.h>
 
 #include <cstdlib>
-#include <fstream>
 #include <sstream>
 #include <vector>
 
+#include "harness/machine/restore.h"
+
 namespace lockline {
 namespace {
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return "";
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 // PATH, then its ancestors up to "/" ("/a/b" -> "/a/b", "/a", "/").
 std::vector<std::string> SelfAndAncestors(std::string path) {
@@ -78,9 +71,11 @@ std::string ProcessDir(const std::string& mount, const std::string& path,
   *rel = UnderMountRoot(SelfAndAncestors(path)[0], mount_root);
   const std::string dir = Join(mount, *rel);
   if (IsDir(dir) || !IsDir(mount)) return dir;
-  *note = "cgroup path " + path + " is not visible under " + mount +
-          " (no cgroup namespace): counters read from the mount root, the "
-          "cgroup that holds the process";
+  // Piece by piece: GCC 12's -Wrestrict misreads an inlined operator+ chain.
+  note->assign("cgroup path ").append(path).append(" is not visible under ");
+  note->append(mount).append(
+      " (no cgroup namespace): counters read from the mount root, the cgroup "
+      "that holds the process");
   *rel = "/";
   return mount;
 }
@@ -114,55 +109,47 @@ CgroupCpu ReadCgroupCpu(const std::string& proc_self_cgroup,
         v1_controllers = controllers;
       }
   }
-  double best = 0;
-  const auto consider = [&](double cpus, const std::string& file) {
-    if (cpus > 0 && (best == 0 || cpus < best)) {
-      best = cpus;
-      cg.limited_by = file;
-    }
-  };
-  if (!v1_path.empty()) {
-    cg.version = 1;
-    cg.path = v1_path;
-    const std::string mount = root + "/" + v1_controllers;
-    std::string rel;
-    cg.dir = ProcessDir(mount, v1_path, MountRoot(proc_self_mountinfo, mount),
-                        &rel, &cg.dir_note);
-    for (const std::string& p : SelfAndAncestors(rel)) {
-      const std::string dir = Join(mount, p);
-      const long long quota =
-          std::atoll(ReadFile(dir + "/cpu.cfs_quota_us").c_str());
+  // v1's cpu hierarchy is mounted at ROOT/CONTROLLERS, v2's at ROOT.
+  cg.version = !v1_path.empty() ? 1 : !v2_path.empty() ? 2 : 0;
+  if (cg.version == 0) return cg;
+  cg.path = cg.version == 1 ? v1_path : v2_path;
+  const std::string mount =
+      cg.version == 1 ? root + "/" + v1_controllers : root;
+  std::string rel;
+  cg.dir = ProcessDir(mount, cg.path, MountRoot(proc_self_mountinfo, mount),
+                      &rel, &cg.dir_note);
+  for (const std::string& p : SelfAndAncestors(rel)) {
+    const std::string dir = Join(mount, p);
+    double cpus = 0;
+    std::string file = dir + "/cpu.max";
+    if (cg.version == 1) {
+      file = dir + "/cpu.cfs_quota_us";
+      const long long quota = std::atoll(ReadSmallFile(file).c_str());
       const long long period =
-          std::atoll(ReadFile(dir + "/cpu.cfs_period_us").c_str());
+          std::atoll(ReadSmallFile(dir + "/cpu.cfs_period_us").c_str());
       if (quota > 0 && period > 0)
-        consider(static_cast<double>(quota) / static_cast<double>(period),
-                 dir + "/cpu.cfs_quota_us");
-    }
-  } else if (!v2_path.empty()) {
-    cg.version = 2;
-    cg.path = v2_path;
-    std::string rel;
-    cg.dir = ProcessDir(root, v2_path, MountRoot(proc_self_mountinfo, root),
-                        &rel, &cg.dir_note);
-    for (const std::string& p : SelfAndAncestors(rel)) {
-      const std::string dir = Join(root, p);
+        cpus = static_cast<double>(quota) / static_cast<double>(period);
+    } else {
       // "max 100000" (no limit) or "QUOTA PERIOD", microseconds.
-      std::istringstream in(ReadFile(dir + "/cpu.max"));
+      std::istringstream in(ReadSmallFile(file));
       std::string quota;
       long long period = 0;
       if (in >> quota >> period && quota != "max" && period > 0)
-        consider(std::atof(quota.c_str()) / static_cast<double>(period),
-                 dir + "/cpu.max");
+        cpus = std::atof(quota.c_str()) / static_cast<double>(period);
+    }
+    // The tightest quota on the way up limits the process.
+    if (cpus > 0 && (cg.quota_cpus == 0 || cpus < cg.quota_cpus)) {
+      cg.quota_cpus = cpus;
+      cg.limited_by = file;
     }
   }
-  cg.quota_cpus = best;
   return cg;
 }
 
 const CgroupCpu& ProcessCgroupCpu() {
   static const CgroupCpu cg =
-      ReadCgroupCpu(ReadFile("/proc/self/cgroup"), "/sys/fs/cgroup",
-                    ReadFile("/proc/self/mountinfo"));
+      ReadCgroupCpu(ReadSmallFile("/proc/self/cgroup"), "/sys/fs/cgroup",
+                    ReadSmallFile("/proc/self/mountinfo"));
   return cg;
 }
 
@@ -190,7 +177,7 @@ CpuThrottle ParseCpuStat(const std::string& text) {
 
 CpuThrottle ReadCpuThrottle(const CgroupCpu& cg) {
   if (cg.version == 0) return {};
-  return ParseCpuStat(ReadFile(cg.dir + "/cpu.stat"));
+  return ParseCpuStat(ReadSmallFile(cg.dir + "/cpu.stat"));
 }
 
 nlohmann::json CgroupJson(const CgroupCpu& cg) {

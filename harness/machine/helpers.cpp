@@ -172,9 +172,7 @@ class HelperPlacer {
     HelperPlace h = PlaceOn(pu);
     h.smt_sibling_of_measured = pass == 1;
     const bool same_l3 = pu.l3 >= 0 && node_l3s_[node].count(pu.l3);
-    const bool measured_node =
-        pu.numa < 0 || std::find(known_nodes_.begin(), known_nodes_.end(),
-                                 pu.numa) != known_nodes_.end();
+    const bool measured_node = pu.numa < 0 || known_node_set_.count(pu.numa);
     const int kind = KindOf(node);
     std::string where =
         same_l3 ? "in the measured threads' L3 " + std::to_string(pu.l3)

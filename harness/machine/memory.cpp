@@ -96,6 +96,75 @@ std::vector<int> LogicalNodes(hwloc_topology_t topo, hwloc_const_bitmap_t set) {
   return out;
 }
 
+// SampleLayoutOffset, plus the index of its record in the draws (-1: none).
+std::size_t DrawOffset(std::size_t step, std::size_t bytes, long* index) {
+  std::lock_guard<std::mutex> lk(SamplerMutex());
+  Sampler& s = TheSampler();
+  *index = -1;
+  if (!s.active || !s.sample || step == 0 || step >= LayoutSampling::kSpanBytes)
+    return 0;
+  // A structure that fits in a page stays inside its page (the offsets move
+  // its lines' cache sets, not the number of pages it touches); a larger one
+  // may start anywhere on the page.
+  const std::size_t span = LayoutSampling::kSpanBytes;
+  const std::size_t lines = (bytes + step - 1) / step * step;
+  const std::size_t slots =
+      lines <= span ? (span - lines) / step + 1 : span / step;
+  const std::size_t offset =
+      std::uniform_int_distribution<std::size_t>(0, slots - 1)(s.rng) * step;
+  s.draws.push_back(
+      {{"bytes", bytes}, {"step_bytes", step}, {"offset_bytes", offset}});
+  *index = static_cast<long>(s.draws.size()) - 1;
+  return offset;
+}
+
+// A fresh anonymous mapping holding `bytes` at DrawOffset(step, bytes) past its
+// start: base, length, offset, and the structure's address `at`.
+struct SampledMapping {
+  void* base = nullptr;
+  std::size_t len = 0, offset = 0;
+  void* at = nullptr;
+};
+
+// Maps it and records the draw (and `what` unless nullptr) for the row's
+// address_layout. Throws std::bad_alloc.
+SampledMapping MapSampled(std::size_t bytes, std::size_t step,
+                          const char* what) {
+  long draw = -1;
+  SampledMapping m;
+  m.offset = DrawOffset(step, bytes, &draw);
+  m.len = RoundUp((bytes == 0 ? 1 : bytes) + m.offset, 4096);
+  m.base = mmap(nullptr, m.len, PROT_READ | PROT_WRITE,
+                MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (m.base == MAP_FAILED) throw MapFailed(m.len, errno);
+  m.at = static_cast<char*>(m.base) + m.offset;
+  if (draw >= 0) {
+    std::lock_guard<std::mutex> lk(SamplerMutex());
+    Sampler& s = TheSampler();
+    if (s.active && static_cast<std::size_t>(draw) < s.draws.size()) {
+      char buf[32];
+      std::snprintf(
+          buf, sizeof buf, "0x%llx",
+          static_cast<unsigned long long>(reinterpret_cast<uintptr_t>(m.at)));
+      nlohmann::json& d = s.draws[static_cast<std::size_t>(draw)];
+      d["address"] = buf;
+      if (what != nullptr) d["what"] = what;
+    }
+  }
+  return m;
+}
+
+// Live AllocSampledObject allocations, leaked (static destruction may free).
+std::mutex& ObjectsMutex() {
+  static std::mutex* mu = new std::mutex;
+  return *mu;
+}
+std::map<const void*, std::pair<void*, std::size_t>>& Objects() {
+  static auto* objects =
+      new std::map<const void*, std::pair<void*, std::size_t>>;
+  return *objects;
+}
+
 }  // namespace
 
 void SharedDeleter::operator()(void* p) const {
@@ -132,30 +201,6 @@ nlohmann::json LayoutSampling::Json() const {
           {"span_bytes", kSpanBytes},
           {"allocations", s.draws}};
 }
-
-namespace {
-// SampleLayoutOffset, plus the index of its record in the draws (-1: none).
-std::size_t DrawOffset(std::size_t step, std::size_t bytes, long* index) {
-  std::lock_guard<std::mutex> lk(SamplerMutex());
-  Sampler& s = TheSampler();
-  *index = -1;
-  if (!s.active || !s.sample || step == 0 || step >= LayoutSampling::kSpanBytes)
-    return 0;
-  // A structure that fits in a page stays inside its page (the offsets move
-  // its lines' cache sets, not the number of pages it touches); a larger one
-  // may start anywhere on the page.
-  const std::size_t span = LayoutSampling::kSpanBytes;
-  const std::size_t lines = (bytes + step - 1) / step * step;
-  const std::size_t slots =
-      lines <= span ? (span - lines) / step + 1 : span / step;
-  const std::size_t offset =
-      std::uniform_int_distribution<std::size_t>(0, slots - 1)(s.rng) * step;
-  s.draws.push_back(
-      {{"bytes", bytes}, {"step_bytes", step}, {"offset_bytes", offset}});
-  *index = static_cast<long>(s.draws.size()) - 1;
-  return offset;
-}
-}  // namespace
 
 bool LiveLayoutSeed(uint64_t* seed) {
   std::lock_guard<std::mutex> lk(SamplerMutex());
@@ -213,55 +258,6 @@ nlohmann::json SharedRegionsJson(const Topology* topo) {
   }
   return out;
 }
-
-namespace {
-// A fresh anonymous mapping holding `bytes` at DrawOffset(step, bytes) past its
-// start: base, length, offset, and the structure's address `at`.
-struct SampledMapping {
-  void* base = nullptr;
-  std::size_t len = 0, offset = 0;
-  void* at = nullptr;
-};
-
-// Maps it and records the draw (and `what` unless nullptr) for the row's
-// address_layout. Throws std::bad_alloc.
-SampledMapping MapSampled(std::size_t bytes, std::size_t step,
-                          const char* what) {
-  long draw = -1;
-  SampledMapping m;
-  m.offset = DrawOffset(step, bytes, &draw);
-  m.len = RoundUp((bytes == 0 ? 1 : bytes) + m.offset, 4096);
-  m.base = mmap(nullptr, m.len, PROT_READ | PROT_WRITE,
-                MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (m.base == MAP_FAILED) throw MapFailed(m.len, errno);
-  m.at = static_cast<char*>(m.base) + m.offset;
-  if (draw >= 0) {
-    std::lock_guard<std::mutex> lk(SamplerMutex());
-    Sampler& s = TheSampler();
-    if (s.active && static_cast<std::size_t>(draw) < s.draws.size()) {
-      char buf[32];
-      std::snprintf(
-          buf, sizeof buf, "0x%llx",
-          static_cast<unsigned long long>(reinterpret_cast<uintptr_t>(m.at)));
-      s.draws[static_cast<std::size_t>(draw)]["address"] = buf;
-      if (what != nullptr)
-        s.draws[static_cast<std::size_t>(draw)]["what"] = what;
-    }
-  }
-  return m;
-}
-
-// Live AllocSampledObject allocations, leaked (static destruction may free).
-std::mutex& ObjectsMutex() {
-  static std::mutex* mu = new std::mutex;
-  return *mu;
-}
-std::map<const void*, std::pair<void*, std::size_t>>& Objects() {
-  static auto* objects =
-      new std::map<const void*, std::pair<void*, std::size_t>>;
-  return *objects;
-}
-}  // namespace
 
 void* AllocSampledObject(std::size_t bytes, std::size_t align,
                          const char* what) {
@@ -338,12 +334,9 @@ void CheckMemPolicy(const std::string& policy) {
 SharedPtr AllocShared(std::size_t bytes, const PointEnv& env,
                       std::size_t sample_step) {
   const SampledMapping m = MapSampled(bytes, sample_step, nullptr);
-  void* p = m.base;
-  const std::size_t len = m.len, offset = m.offset;
-  void* at = m.at;
-  SharedPtr mem(at, SharedDeleter{len, offset});
+  SharedPtr mem(m.at, SharedDeleter{m.len, m.offset});
   const std::string& policy = env.mem_policy;
-  Region region{len, policy.empty() ? "first-touch" : policy, {}, offset};
+  Region region{m.len, policy.empty() ? "first-touch" : policy, {}, m.offset};
   if (!policy.empty() && policy != "first-touch" && env.topology &&
       env.topology->is_host()) {
     hwloc_topology_t topo = env.topology->raw();
@@ -374,7 +367,7 @@ SharedPtr AllocShared(std::size_t bytes, const PointEnv& env,
     region.requested = LogicalNodes(topo, set);
     if (!hwloc_bitmap_iszero(set) &&
         hwloc_set_area_membind(
-            topo, p, len, set, mp,
+            topo, m.base, m.len, set, mp,
             HWLOC_MEMBIND_BYNODESET | HWLOC_MEMBIND_MIGRATE) != 0) {
       WarnOnce("--mem=" + policy + " not supported here (" +
                std::strerror(errno) +
@@ -382,11 +375,11 @@ SharedPtr AllocShared(std::size_t bytes, const PointEnv& env,
     }
     hwloc_bitmap_free(set);
   }
-  std::memset(
-      p, 0, len);  // first touch by the caller (or fault in on the bound node)
+  // First touch by the caller (or fault in on the bound node).
+  std::memset(m.base, 0, m.len);
   {
     std::lock_guard<std::mutex> lk(RegionsMutex());
-    Regions()[at] = std::move(region);
+    Regions()[m.at] = std::move(region);
   }
   return mem;
 }

@@ -90,15 +90,6 @@ std::string HolderPid(const std::string& file) {
   return "";
 }
 
-}  // namespace
-
-std::string RestoreStateDir() {
-  const char* env = std::getenv("LOCKLINE_STATE_DIR");
-  return env != nullptr && *env != '\0' ? env : "/run/lockline";
-}
-
-namespace {
-
 // AcquireSettingsLock with g_register_mu held.
 void LockSettingsLocked(const std::string& path) {
   const std::string dir = RestoreStateDir();
@@ -126,7 +117,66 @@ void LockSettingsLocked(const std::string& path) {
   }
 }
 
+std::vector<std::string>& TestPaths() {
+  static std::vector<std::string> paths;
+  return paths;
+}
+
+// "" when `st` (of the state directory or file) is safe to act on as root:
+// owned by root or this user, and writable by no one else; else why not.
+std::string UnsafeOwner(const struct stat& st, const std::string& what) {
+  if (st.st_uid != 0 && st.st_uid != geteuid())
+    return what + " is owned by uid " + std::to_string(st.st_uid) +
+           " (not root)";
+  if (st.st_mode & (S_IWGRP | S_IWOTH))
+    return what + " is writable by group or others";
+  return "";
+}
+
+// "" when a state file `path` (lstat `st`) and its `dir` are root's or ours,
+// writable by no one else, and a regular file; else why not.
+std::string UnsafeStateFile(const std::string& dir, const std::string& path,
+                            const struct stat& st) {
+  struct stat dst {};
+  if (lstat(dir.c_str(), &dst) != 0 || !S_ISDIR(dst.st_mode))
+    return dir + " is not a directory";
+  std::string unsafe = UnsafeOwner(dst, "the state directory " + dir);
+  if (unsafe.empty() && !S_ISREG(st.st_mode))
+    unsafe = path + " is not a regular file";
+  return unsafe.empty() ? UnsafeOwner(st, path) : unsafe;
+}
+
+// Writes `value` to a registered /proc/sys path: O_NOFOLLOW, never creating
+// it. "" or the error.
+std::string WriteSetting(const std::string& path, const std::string& value) {
+  const int fd = open(path.c_str(), O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) return std::strerror(errno);
+  const std::string text = value + "\n";
+  const ssize_t n = write(fd, text.data(), text.size());
+  const int err = errno;
+  close(fd);
+  return n == static_cast<ssize_t>(text.size()) ? "" : std::strerror(err);
+}
+
+constexpr const char* kTracefsPath = "/sys/kernel/tracing";
+constexpr long kTracefsMagic = 0x74726163;  // TRACEFS_MAGIC, linux/magic.h
+std::atomic<bool> g_unmount_tracefs{false};
+// The held record of a tracefs mount (RecordTracefsMount), for the handler.
+std::atomic<int> g_tracefs_fd{-1};
+char g_tracefs_state_path[4096];
+
+bool TracefsMounted() {
+  struct statfs fs {};
+  return statfs(kTracefsPath, &fs) == 0 &&
+         static_cast<long>(fs.f_type) == kTracefsMagic;
+}
+
 }  // namespace
+
+std::string RestoreStateDir() {
+  const char* env = std::getenv("LOCKLINE_STATE_DIR");
+  return env != nullptr && *env != '\0' ? env : "/run/lockline";
+}
 
 void AcquireSettingsLock(const std::string& path) {
   std::lock_guard<std::mutex> lock(g_register_mu);
@@ -194,13 +244,6 @@ int RestorePending() {
   return n;
 }
 
-namespace {
-std::vector<std::string>& TestPaths() {
-  static std::vector<std::string> paths;
-  return paths;
-}
-}  // namespace
-
 void AddRecoverablePathForTests(const std::string& path) {
   TestPaths().push_back(path);
 }
@@ -220,46 +263,6 @@ bool RecoverableValue(const std::string& value) {
   return true;
 }
 
-namespace {
-
-// "" when `st` (of the state directory or file) is safe to act on as root:
-// owned by root or this user, and writable by no one else; else why not.
-std::string UnsafeOwner(const struct stat& st, const std::string& what) {
-  if (st.st_uid != 0 && st.st_uid != geteuid())
-    return what + " is owned by uid " + std::to_string(st.st_uid) +
-           " (not root)";
-  if (st.st_mode & (S_IWGRP | S_IWOTH))
-    return what + " is writable by group or others";
-  return "";
-}
-
-// "" when a state file `path` (lstat `st`) and its `dir` are root's or ours,
-// writable by no one else, and a regular file; else why not.
-std::string UnsafeStateFile(const std::string& dir, const std::string& path,
-                            const struct stat& st) {
-  struct stat dst {};
-  if (lstat(dir.c_str(), &dst) != 0 || !S_ISDIR(dst.st_mode))
-    return dir + " is not a directory";
-  std::string unsafe = UnsafeOwner(dst, "the state directory " + dir);
-  if (unsafe.empty() && !S_ISREG(st.st_mode))
-    unsafe = path + " is not a regular file";
-  return unsafe.empty() ? UnsafeOwner(st, path) : unsafe;
-}
-
-// Writes `value` to a registered /proc/sys path: O_NOFOLLOW, never creating
-// it. "" or the error.
-std::string WriteSetting(const std::string& path, const std::string& value) {
-  const int fd = open(path.c_str(), O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
-  if (fd < 0) return std::strerror(errno);
-  const std::string text = value + "\n";
-  const ssize_t n = write(fd, text.data(), text.size());
-  const int err = errno;
-  close(fd);
-  return n == static_cast<ssize_t>(text.size()) ? "" : std::strerror(err);
-}
-
-}  // namespace
-
 std::vector<std::string> RecoverPreviousRun() {
   std::vector<std::string> warnings;
   const std::string dir = RestoreStateDir();
@@ -276,8 +279,7 @@ std::vector<std::string> RecoverPreviousRun() {
   }
   // The lock is recreated when missing: a dead run's state without it must
   // still be recovered, not skipped with its original values lost.
-  const int fd = open((dir + "/sysctl.lock").c_str(),
-                      O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+  const int fd = OpenLock(dir);
   if (fd < 0) {
     warnings.push_back("settings recovery skipped: cannot open " + dir +
                        "/sysctl.lock: " + std::strerror(errno));
@@ -316,33 +318,24 @@ std::vector<std::string> RecoverPreviousRun() {
                            path +
                            ", which is not a setting lockline changes: not "
                            "written (the file is removed)");
-        path.clear();
-        continue;
-      }
-      if (!RecoverableValue(old)) {
+      } else if (!RecoverableValue(old)) {
         warnings.push_back(head + ": its recorded value is not a number (" +
                            std::to_string(old.size()) +
                            " bytes): not written (the file is removed)");
-        path.clear();
-        continue;
-      }
-      const std::string now = ReadSmallFile(path);
-      if (now == old) {
-        path.clear();
-        continue;
-      }
-      const std::string err = WriteSetting(path, old);
-      if (err.empty() && ReadSmallFile(path) == old) {
-        warnings.push_back(head + ": it was " + now + ", restored to " + old);
-      } else {
-        const bool permission =
-            err == std::strerror(EACCES) || err == std::strerror(EPERM);
-        keep |= permission;
-        warnings.push_back(
-            head + ": it is " + now + " and could not be restored to " + old +
-            " (" + (err.empty() ? "the value did not stay" : err) +
-            (permission ? "; as root: echo " + old + " > " + path + ")"
-                        : "; the kernel refused it: not retried)"));
+      } else if (const std::string now = ReadSmallFile(path); now != old) {
+        const std::string err = WriteSetting(path, old);
+        if (err.empty() && ReadSmallFile(path) == old) {
+          warnings.push_back(head + ": it was " + now + ", restored to " + old);
+        } else {
+          const bool permission =
+              err == std::strerror(EACCES) || err == std::strerror(EPERM);
+          keep |= permission;
+          warnings.push_back(
+              head + ": it is " + now + " and could not be restored to " + old +
+              " (" + (err.empty() ? "the value did not stay" : err) +
+              (permission ? "; as root: echo " + old + " > " + path + ")"
+                          : "; the kernel refused it: not retried)"));
+        }
       }
       path.clear();
     }
@@ -351,21 +344,6 @@ std::vector<std::string> RecoverPreviousRun() {
   close(fd);
   return warnings;
 }
-
-namespace {
-constexpr const char* kTracefsPath = "/sys/kernel/tracing";
-constexpr long kTracefsMagic = 0x74726163;  // TRACEFS_MAGIC, linux/magic.h
-std::atomic<bool> g_unmount_tracefs{false};
-// The held record of a tracefs mount (RecordTracefsMount), for the handler.
-std::atomic<int> g_tracefs_fd{-1};
-char g_tracefs_state_path[4096];
-
-bool TracefsMounted() {
-  struct statfs fs {};
-  return statfs(kTracefsPath, &fs) == 0 &&
-         static_cast<long>(fs.f_type) == kTracefsMagic;
-}
-}  // namespace
 
 void WatchTracefsMount() {
   g_unmount_tracefs.store(geteuid() == 0 && !TracefsMounted());
@@ -446,15 +424,8 @@ std::vector<std::string> RecoverTracefsMount() {
     close(fd);
     return warnings;
   }
-  std::string pid = "?";
-  {
-    char buf[128] = {};
-    const ssize_t n = read(fd, buf, sizeof buf - 1);
-    std::istringstream in(std::string(buf, n > 0 ? static_cast<size_t>(n) : 0));
-    std::string word, value;
-    if (in >> word >> value && word == "pid" && RecoverableValue(value))
-      pid = value;
-  }
+  std::string pid = HolderPid(path);
+  if (!RecoverableValue(pid)) pid = "?";
   if (geteuid() == 0 && TracefsMounted()) {
     if (umount2(kTracefsPath, MNT_DETACH) == 0)
       warnings.push_back("a previous lockline run (pid " + pid +

@@ -275,43 +275,6 @@ std::string UsableList(const Topology& topo) {
   return FormatCpuList(OsIndices(topo.usable_pus()));
 }
 
-}  // namespace
-
-std::string FormatCpuList(std::vector<int> cpus) {
-  std::sort(cpus.begin(), cpus.end());
-  cpus.erase(std::unique(cpus.begin(), cpus.end()), cpus.end());
-  std::string out;
-  size_t i = 0;
-  while (i < cpus.size()) {
-    if (!out.empty()) out += ',';
-    // Longest arithmetic run starting at i; contiguous runs print as A-B, runs
-    // of >= 3 with a larger step as A-B:S (util-linux taskset and ParseCpuList
-    // accept both).
-    size_t j = i + 1;
-    if (j < cpus.size()) {
-      const int step = cpus[j] - cpus[i];
-      while (j + 1 < cpus.size() && cpus[j + 1] - cpus[j] == step) ++j;
-      const size_t len = j - i + 1;
-      if (step == 1 && len >= 2) {
-        out += std::to_string(cpus[i]) + "-" + std::to_string(cpus[j]);
-        i = j + 1;
-        continue;
-      }
-      if (len >= 3) {
-        out += std::to_string(cpus[i]) + "-" + std::to_string(cpus[j]) + ":" +
-               std::to_string(step);
-        i = j + 1;
-        continue;
-      }
-    }
-    out += std::to_string(cpus[i]);
-    ++i;
-  }
-  return out;
-}
-
-namespace {
-
 // The "host" source's name; sets IS_THISSYSTEM in *flags only when no
 // HWLOC_* variable redirects discovery to another machine.
 std::string HostSource(unsigned long* flags) {
@@ -398,24 +361,11 @@ int LoadChecked(hwloc_topology_t topo, unsigned long flags,
   return complete_pus;
 }
 
-// The start affinity mask (taskset, numactl) into *affinity; false when
+// The start affinity mask (taskset, numactl) into *affinity (hwloc: the
+// calling thread's sched_getaffinity, sized to the kernel's); false when
 // unreadable. hwloc's allowed cpuset is the cgroup's, wider than this.
-bool StartAffinity(Bitmap* affinity) {
-  bool have = false;
-  for (size_t ncpus = 1024; ncpus <= (1u << 20) && !have; ncpus *= 2) {
-    cpu_set_t* set = CPU_ALLOC(ncpus);
-    if (set == nullptr) break;
-    const size_t bytes = CPU_ALLOC_SIZE(ncpus);
-    if (sched_getaffinity(0, bytes, set) == 0) {
-      have = true;
-      for (size_t c = 0; c < ncpus; ++c)
-        if (CPU_ISSET_S(c, bytes, set))
-          hwloc_bitmap_set(affinity->b, static_cast<unsigned>(c));
-    }
-    CPU_FREE(set);
-    if (!have && errno != EINVAL) break;
-  }
-  return have;
+bool StartAffinity(hwloc_topology_t topo, Bitmap* affinity) {
+  return hwloc_get_cpubind(topo, affinity->b, HWLOC_CPUBIND_THREAD) == 0;
 }
 
 // Online PUs: sysfs on the host (hwloc drops disallowed PUs from its own
@@ -584,6 +534,39 @@ void CacheLine(hwloc_topology_t topo, TopologySummary* s) {
 
 }  // namespace
 
+std::string FormatCpuList(std::vector<int> cpus) {
+  std::sort(cpus.begin(), cpus.end());
+  cpus.erase(std::unique(cpus.begin(), cpus.end()), cpus.end());
+  std::string out;
+  size_t i = 0;
+  while (i < cpus.size()) {
+    if (!out.empty()) out += ',';
+    // Longest arithmetic run starting at i; contiguous runs print as A-B, runs
+    // of >= 3 with a larger step as A-B:S (util-linux taskset and ParseCpuList
+    // accept both).
+    size_t j = i + 1;
+    if (j < cpus.size()) {
+      const int step = cpus[j] - cpus[i];
+      while (j + 1 < cpus.size() && cpus[j + 1] - cpus[j] == step) ++j;
+      const size_t len = j - i + 1;
+      if (step == 1 && len >= 2) {
+        out += std::to_string(cpus[i]) + "-" + std::to_string(cpus[j]);
+        i = j + 1;
+        continue;
+      }
+      if (len >= 3) {
+        out += std::to_string(cpus[i]) + "-" + std::to_string(cpus[j]) + ":" +
+               std::to_string(step);
+        i = j + 1;
+        continue;
+      }
+    }
+    out += std::to_string(cpus[i]);
+    ++i;
+  }
+  return out;
+}
+
 std::unique_ptr<Topology> Topology::Load(const std::string& raw_spec) {
   const std::string spec = Trim(raw_spec);
   std::unique_ptr<Topology> t(new Topology());
@@ -604,7 +587,7 @@ std::unique_ptr<Topology> Topology::Load(const std::string& raw_spec) {
   hwloc_const_cpuset_t allowed = hwloc_topology_get_allowed_cpuset(t->topo_);
   hwloc_const_cpuset_t present = hwloc_topology_get_topology_cpuset(t->topo_);
   Bitmap affinity, online;
-  const bool have_affinity = t->is_host_ && StartAffinity(&affinity);
+  const bool have_affinity = t->is_host_ && StartAffinity(t->topo_, &affinity);
   OnlinePus(t->is_host_, present, &online);
   const bool kinds_ranked = KindsRanked(t->topo_);
   t->pus_ =
@@ -748,20 +731,14 @@ std::vector<PuInfo> PlacementOrder(const Topology& topo, const PinSpec& pin) {
       // Scatter: within each (smt_rank, cpukind) round, round-robin across
       // packages, then NUMA nodes within a package, then L3s within a node,
       // then cores (see RoundRobin).
-      std::vector<PuInfo> scattered;
-      scattered.reserve(out.size());
-      size_t i = 0;
-      while (i < out.size()) {
-        size_t j = i;
-        while (j < out.size() && out[j].smt_rank == out[i].smt_rank &&
-               out[j].cpukind == out[i].cpukind)
-          ++j;
-        std::vector<PuInfo> round(out.begin() + static_cast<long>(i),
-                                  out.begin() + static_cast<long>(j));
-        for (const PuInfo& p : RoundRobin(round, 0)) scattered.push_back(p);
-        i = j;
+      for (auto i = out.begin(); i != out.end();) {
+        const auto j = std::find_if(i, out.end(), [&](const PuInfo& p) {
+          return p.smt_rank != i->smt_rank || p.cpukind != i->cpukind;
+        });
+        const std::vector<PuInfo> round = RoundRobin({i, j}, 0);
+        i = std::copy(round.begin(), round.end(), i);
       }
-      return scattered;
+      return out;
     }
   }
   return pus;
@@ -823,11 +800,8 @@ std::vector<int> ParseThreadCounts(const std::string& raw,
       // Where the placement order's prefix fills the first L3 / NUMA node /
       // package (the initial run of threads in order[0]'s object), every core
       // once, and every PU.
-      if (order[0].l3 >= 0) counts.push_back(InitialRun(order, &PuInfo::l3));
-      if (order[0].numa >= 0)
-        counts.push_back(InitialRun(order, &PuInfo::numa));
-      if (order[0].package >= 0)
-        counts.push_back(InitialRun(order, &PuInfo::package));
+      for (int PuInfo::*level : {&PuInfo::l3, &PuInfo::numa, &PuInfo::package})
+        if (order[0].*level >= 0) counts.push_back(InitialRun(order, level));
       std::unordered_set<long> cores;
       for (const PuInfo& p : order) cores.insert(CoreKey(p));
       counts.push_back(static_cast<int>(cores.size()));
@@ -962,18 +936,16 @@ void BindThisThread(const Topology& topo, int os_index) {
     throw TopologyError(what + ": OS index outside 0-" +
                         std::to_string(kBits - 1));
   mask[os_index / kWordBits] = 1ul << (os_index % kWordBits);
-  if (sched_setaffinity(0, sizeof mask, reinterpret_cast<cpu_set_t*>(mask)) !=
-      0) {
+  const auto failed = [&](const char* call) {
     const int err = errno;
-    throw TopologyError(what + ": sched_setaffinity failed (errno " +
-                        std::to_string(err) + ", " + std::strerror(err) + ")");
-  }
+    return TopologyError(what + ": " + call + " failed (errno " +
+                         std::to_string(err) + ", " + std::strerror(err) + ")");
+  };
+  if (sched_setaffinity(0, sizeof mask, reinterpret_cast<cpu_set_t*>(mask)))
+    throw failed("sched_setaffinity");
   unsigned long got[kBits / kWordBits] = {};
-  if (sched_getaffinity(0, sizeof got, reinterpret_cast<cpu_set_t*>(got)) < 0) {
-    const int err = errno;
-    throw TopologyError(what + ": sched_getaffinity failed (errno " +
-                        std::to_string(err) + ", " + std::strerror(err) + ")");
-  }
+  if (sched_getaffinity(0, sizeof got, reinterpret_cast<cpu_set_t*>(got)) < 0)
+    throw failed("sched_getaffinity");
   bool same = true;
   for (size_t w = 0; w < kBits / kWordBits; ++w) same &= got[w] == mask[w];
   if (!same) {

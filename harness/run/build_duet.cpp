@@ -626,11 +626,9 @@ class BuildDuetWorkload : public HeapPlacedWorkload {
   }
 
   std::string Verify() override {
-    std::string mine = local_->Verify();
-    std::string theirs =
-        remote_verify_.empty() ? "" : "old build: " + remote_verify_;
-    if (!mine.empty() && !theirs.empty()) return mine + "; " + theirs;
-    return mine.empty() ? theirs : mine;
+    const std::string mine = local_->Verify();
+    if (remote_verify_.empty()) return mine;
+    return (mine.empty() ? "" : mine + "; ") + "old build: " + remote_verify_;
   }
 
  private:
@@ -789,36 +787,6 @@ class BuildDuetWorkload : public HeapPlacedWorkload {
   std::vector<RemoteWindow> remote_;  ///< per window, written by thread 0
 };
 
-}  // namespace
-
-// ---- set-up of a duet run --------------------------------------------------
-
-std::string DisableAslrForDuet(char** argv) {
-  static const char kTried[] = "LOCKLINE_DUET_ASLR_REEXEC";
-  const int current = personality(0xffffffff);
-  if (current != -1 && (current & ADDR_NO_RANDOMIZE)) return "off";
-  const bool tried = std::getenv(kTried) != nullptr;
-  if (current != -1 && !tried &&
-      personality(static_cast<unsigned long>(current) | ADDR_NO_RANDOMIZE) !=
-          -1) {
-    setenv(kTried, "1", 1);
-    std::fflush(stdout);
-    std::fflush(stderr);
-    execv("/proc/self/exe", argv);
-    // exec failed: go on with randomization (the flag only acts on exec).
-    personality(static_cast<unsigned long>(current));
-  }
-  std::fprintf(stderr,
-               "lockline: warning: --duet-with: address-space randomization "
-               "stays on (personality(ADDR_NO_RANDOMIZE) %s): the two "
-               "processes' code and stacks lie at other addresses, which can "
-               "read as a constant difference of a few %% between builds\n",
-               tried ? "did not take effect" : std::strerror(errno));
-  return "on";
-}
-
-namespace {
-
 /// The run's selection flags, passed to the old build's server.
 std::vector<std::string> ServerArgs(const RunState& run) {
   static const char* const kPassed[] = {"--quick",
@@ -884,37 +852,6 @@ void PairWithOldBuild(const std::string& family, Variant& v,
   };
 }
 
-}  // namespace
-
-void PrepareBuildDuet(RunState& run) {
-  std::vector<std::string> keys;
-  for (const Point& p : run.points) keys.push_back(p.key);
-  ShareCalibrations();
-  auto client =
-      std::make_shared<WindowClient>(run.opts.duet_with, ServerArgs(run), keys);
-  run.sample_layout = client->layout();
-  if (!run.sample_layout)
-    std::fprintf(stderr,
-                 "lockline: warning: --duet-with=%s does not sample address "
-                 "layouts (a build before layout=1): both builds keep their "
-                 "structures at the page start\n",
-                 run.opts.duet_with.c_str());
-  for (Point& p : run.points) {
-    // A one-window (fixed-work) point: one pair per repetition.
-    if (p.windows <= 1)
-      p.repetitions =
-          std::max(run.opts.repetitions, kBuildDuetOneWindowRepetitions);
-    p.windows = p.windows <= 1 ? 2 : 2 * (kDuetWarmupPairs + kDuetMinPairs);
-  }
-  const bool pin_all = run.pin.policy != PinPolicy::kNone;
-  for (auto& [family, v] : run.variants_storage)
-    PairWithOldBuild(family, v, client, pin_all || !v.pus.empty());
-}
-
-// ---- the server ----------------------------------------------------------
-
-namespace {
-
 /// The server's open point and the commands that act on it; answers to `out`.
 class WindowServer {
  public:
@@ -970,12 +907,10 @@ class WindowServer {
     std::string key, pu_list;
     int windows = 0, oversub = 0;
     in >> key >> window_ns_ >> windows >> pu_list >> oversub;
-    std::optional<uint64_t> layout_seed;
+    std::optional<LayoutSampling> layout;  // the last layout=SEED given
     for (std::string extra; in >> extra;)
       if (extra.rfind("layout=", 0) == 0)
-        layout_seed = std::stoull(extra.substr(7));
-    std::optional<LayoutSampling> layout;
-    if (layout_seed) layout.emplace(*layout_seed);
+        layout.emplace(std::stoull(extra.substr(7)));
     const auto it = points_.find(key);
     if (it == points_.end()) throw std::runtime_error("no point " + key);
     const Point& point = *it->second;
@@ -1058,7 +993,65 @@ bool ReadCommand(std::string& buffer, std::string* line) {
   return true;
 }
 
+std::vector<WorkloadWrap>& WrapList() {
+  static std::vector<WorkloadWrap> list;
+  return list;
+}
+
 }  // namespace
+
+// ---- set-up of a duet run --------------------------------------------------
+
+std::string DisableAslrForDuet(char** argv) {
+  static const char kTried[] = "LOCKLINE_DUET_ASLR_REEXEC";
+  const int current = personality(0xffffffff);
+  if (current != -1 && (current & ADDR_NO_RANDOMIZE)) return "off";
+  const bool tried = std::getenv(kTried) != nullptr;
+  if (current != -1 && !tried &&
+      personality(static_cast<unsigned long>(current) | ADDR_NO_RANDOMIZE) !=
+          -1) {
+    setenv(kTried, "1", 1);
+    std::fflush(stdout);
+    std::fflush(stderr);
+    execv("/proc/self/exe", argv);
+    // exec failed: go on with randomization (the flag only acts on exec).
+    personality(static_cast<unsigned long>(current));
+  }
+  std::fprintf(stderr,
+               "lockline: warning: --duet-with: address-space randomization "
+               "stays on (personality(ADDR_NO_RANDOMIZE) %s): the two "
+               "processes' code and stacks lie at other addresses, which can "
+               "read as a constant difference of a few %% between builds\n",
+               tried ? "did not take effect" : std::strerror(errno));
+  return "on";
+}
+
+void PrepareBuildDuet(RunState& run) {
+  std::vector<std::string> keys;
+  for (const Point& p : run.points) keys.push_back(p.key);
+  ShareCalibrations();
+  auto client =
+      std::make_shared<WindowClient>(run.opts.duet_with, ServerArgs(run), keys);
+  run.sample_layout = client->layout();
+  if (!run.sample_layout)
+    std::fprintf(stderr,
+                 "lockline: warning: --duet-with=%s does not sample address "
+                 "layouts (a build before layout=1): both builds keep their "
+                 "structures at the page start\n",
+                 run.opts.duet_with.c_str());
+  for (Point& p : run.points) {
+    // A one-window (fixed-work) point: one pair per repetition.
+    if (p.windows <= 1)
+      p.repetitions =
+          std::max(run.opts.repetitions, kBuildDuetOneWindowRepetitions);
+    p.windows = p.windows <= 1 ? 2 : 2 * (kDuetWarmupPairs + kDuetMinPairs);
+  }
+  const bool pin_all = run.pin.policy != PinPolicy::kNone;
+  for (auto& [family, v] : run.variants_storage)
+    PairWithOldBuild(family, v, client, pin_all || !v.pus.empty());
+}
+
+// ---- the server ----------------------------------------------------------
 
 int ServeWindows(RunState& run) {
   // The protocol owns fd 0 / fd 1; stdout output goes to stderr instead.
@@ -1078,13 +1071,6 @@ int ServeWindows(RunState& run) {
 
 // ---- test-build wraps ------------------------------------------------------
 
-namespace {
-std::vector<WorkloadWrap>& WrapList() {
-  static std::vector<WorkloadWrap> list;
-  return list;
-}
-}  // namespace
-
 bool RegisterWorkloadWrap(WorkloadWrap wrap) {
   WrapList().push_back(std::move(wrap));
   return true;
@@ -1093,9 +1079,7 @@ bool RegisterWorkloadWrap(WorkloadWrap wrap) {
 void ApplyWorkloadWraps(RunState& run) {
   if (WrapList().empty()) return;
   for (auto& [family, v] : run.variants_storage) {
-    auto inner = v.make;
-    const std::string fam = family;
-    v.make = [inner, fam](const PointEnv& env) {
+    v.make = [inner = v.make, fam = family](const PointEnv& env) {
       std::unique_ptr<Workload> wl = inner(env);
       for (const WorkloadWrap& w : WrapList()) wl = w(fam, std::move(wl));
       return wl;

@@ -583,10 +583,6 @@ int Main(int argc, char** argv) {
       std::cout << plan.dump(1) << "\n";
       return 0;
     }
-  } catch (const std::exception& e) {
-    return FailWithError(e.what());
-  }
-  try {
     BuildPoints(run);
     // --plan: the run's estimate against its budget, then the placement
     // (readers take every line after its table header as a row).

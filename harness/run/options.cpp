@@ -14,128 +14,6 @@
 #include "harness/measure/duration.h"
 
 namespace lockline {
-
-const char* const kUsage = R"(usage: lockline [flags] [--benchmark_* flags]
-       lockline predict RUN_DIR --topology=FILE.xml [--latencies=FILE] (plots/predict.py --help)
-
-lockline runs lock-contention and cache-line-layout experiments (see README.md). It owns its
-threads: each point starts pinned threads that run fixed-duration measurement windows; one Google
-Benchmark iteration is one window, reported as manual time.
-
-Suite and time:
-  --quick                 smoke-sized suite (seconds; CI)
-  --full                  every axis of every family (default: the declared default subset)
-  --calibrate-only        about 10 s on the target of a prediction: the default suite's 1-thread
-                          rows of locks, zone_lock, page_free and pagevec and its c2c rows, 3
-                          repetitions, --budget 10s unless given; no plots or report: it is
-                          read by lockline predict RUN_DIR --topology=FILE.xml --target=DIR
-  --budget=DURATION       target wall time of the run, e.g. 90s, 20m, 1h (default: quick 30s,
-                          default 4m, full 30m); the window length is fitted to it (and
-                          refitted after every repetition) and the estimate printed before
-                          starting, with a line when fixed work alone exceeds it; the default
-                          suite fits its planned repetitions to 80 % of it (without
-                          --benchmark_repetitions: the figure rows' cut, costliest first, to 3,
-                          then the comparisons' may take the rest) and gives what is left to
-                          the comparisons still open (--until-resolved within the budget; not
-                          with --window, --benchmark_filter or --until-resolved=off)
-  --window=DURATION       fixed window length (e.g. 50ms, 0.1ms to 10m); overrides the fit
-                          to --budget
-  --precision=PCT         half-width of a paired comparison's verdict interval the plan aims
-                          at (default 3): the seed comparisons' paired points get the
-                          repetitions (5 to 20) and window pairs that precision needs at this
-                          machine class's measured spreads; the plan prints, per question, the
-                          pairs and the half-width they are expected to give
-  --out=DIR               run directory (default results/<host>-<UTC timestamp>/); must be
-                          writable: checked before any point runs
-  --runs=N                N independent lockline processes (1 to 20, default 1), one after
-                          the other, each with the whole --budget, into DIR/run-1 .. run-N;
-                          then plots/reproduce.py writes DIR/verdicts.json: each verdict over
-                          all runs' repetitions and in how many runs it held (the time is N x
-                          one run's)
-  --until-resolved[=MAX_DURATION]
-                          after the planned repetitions, run plots/verdicts.py and re-run the
-                          points of every unresolved comparison (interleaved, more repetitions
-                          in the same lockline.json) until all are resolved or MAX_DURATION
-                          (default 5m; off: not even within the default budget) of extra
-                          time is spent; needs /usr/bin/python3 and
-                          verdicts.py ($LOCKLINE_PLOTS_DIR overrides the source tree's plots/)
-
-Placement:
-  --pin=cores|compact|scatter|per-l3|per-numa|none|LIST
-                          cores (default): one PU per core, filling an L3, a NUMA node, then a
-                          package; SMT siblings last; hybrid CPUs: fastest kind first.
-                          compact: topology order, siblings adjacent. scatter: round-robin across
-                          packages, NUMA nodes, L3s. per-l3 / per-numa: one PU per L3 / NUMA
-                          node, in topology order. none: no binding. LIST: OS indices "0,2,4-7".
-                          Usable PUs: hwloc's allowed cpuset, online, and in the affinity mask
-                          lockline starts with (taskset, numactl, container)
-  --threads=LIST|pow2|topo|max
-                          thread counts (default topo: 1,2,4,... plus every topology boundary)
-  --oversubscribe         allow more threads than usable PUs, up to 8x the PUs of the placement
-  --oversubscribe=force   no cap (thread creation may then fail: the point reports
-                          "cannot create thread N: EAGAIN")
-  --mem=first-touch|local|node:N|interleave
-                          where shared structures (locks, zone, LRU) live (hwloc membind)
-  --padding=BYTES         distance between per-thread slots (each thread's counters, lock
-                          statistics and private state): a power of two from 64 to 4096
-                          (default 128: two lines, for the adjacent-line prefetcher); the
-                          kernel-structure layouts keep the kernel's own padding
-  --topology=host|FILE.xml|synthetic:STRING
-                          topology to plan on; benchmarks only run on host
-  --plan                  print the placement of every thread count and exit
-  --plan=json             the same as JSON: every thread count's plan and the placement order
-                          with each PU's core, L2, L3, NUMA node and package (plots/predict.py)
-  --emulated              mark the run and every row "emulated" (set on its own under QEMU
-                          TCG): timing means nothing there, and no comparison mixes it with
-                          real runs (ci/rehearse.sh)
-
-Counters and layouts:
-  --fault-sampling=DURATION|off
-                          task-clock sampling period of the fault rows' sampled clear_page
-                          share (kernel callchains; needs root or perf_event_paranoid <= 1):
-                          100us to 100ms (default 2ms); off: no sampling (the rows say
-                          clear_page_sampled is unavailable: sampling off)
-  --evidence=on|off|N
-                          kernel evidence of the kernel_* rows (lock:contention_* counts and
-                          callchains, spin profile, vmstat, kernel_zone's zone->lock holds)
-                          is collected in N evidence windows per repetition (on: 2, one
-                          before and one after the timed windows), never in the timed
-                          windows; rows give the evidence windows' throughput ratio. off:
-                          no evidence windows, no perf events, and no fault-row sampling
-  --events=LIST|default|none
-                          perf events (libpfm4 / perf list names, :u / :k modifiers); default:
-                          cycles,instructions,cache-misses,task-clock,context-switches,
-                          cpu-migrations,page-faults. Unavailable events are reported, never 0.
-  --layouts[=text|json]   print the structure layouts (pahole style) and exit
-  --list                  print the point keys of the selected suite and exit
-  --duet-with=OLD_BINARY  regression check on a noisy machine: every point runs its windows in
-                          alternation with the same point of OLD_BINARY (an earlier lockline
-                          build of the same result schema and suite keys), one at a time on the
-                          same PUs; rows add build_ratio (new/old) and details.build_duet's
-                          window pairs (ci/compare.py --builds RUN answers them)
-  --help                  this text
-
-Google Benchmark flags that apply: --benchmark_filter=REGEX (matched against the keys --list
-prints), --benchmark_repetitions=N (default 5: an effect's interval needs 4
-same-regime repetitions a side), --benchmark_enable_random_interleaving (default on), --benchmark_report_aggregates_only, --benchmark_display_aggregates_only,
---benchmark_out=FILE and --benchmark_out_format=json|console|csv (Google Benchmark's own output,
-in its 1.7.1 semantics: threads is always 1 there; lockline.json is the full record),
---benchmark_context=KEY=VALUE.
-Flags that do not apply, and are refused: --benchmark_min_time and --benchmark_min_warmup_time
-(windows are fixed: use --window or --budget), --benchmark_perf_counters (Debian's 1.7.1 has no
-libpfm: use --events), --benchmark_format, --benchmark_color and --benchmark_counters_tabular
-(the console shows lockline's own progress lines), --benchmark_time_unit (lockline.json rows are in ns; Google Benchmark's own
---benchmark_out file keeps ms),
---benchmark_list_tests (use --list).
-
-Exit status: 0 every point ran; 1 some point reported an error; 2 bad input (nothing created);
-3 a window never ended; 4 a result could not be written (disk full, read-only, out of file descriptors: the message
-says which); 128 + N
-ended by signal N: 130 / 143 SIGINT / SIGTERM, likewise SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2,
-SIGPIPE, SIGALRM (lockline.json keeps every finished point; changed sysctls are restored, and a
-run killed outright is undone by the next run's start, from /run/lockline/restore.state).
-)";
-
 namespace {
 
 bool TakeValue(const std::string& arg, const std::string& flag,
@@ -228,54 +106,6 @@ size_t Utf8Length(const std::string& text, size_t i) {
     return 0;
   return len;
 }
-
-}  // namespace
-
-bool IsValidUtf8(const std::string& text) {
-  for (size_t i = 0; i < text.size();) {
-    const size_t len = Utf8Length(text, i);
-    if (len == 0) return false;
-    i += len;
-  }
-  return true;
-}
-
-std::string EscapeForMessage(const std::string& text) {
-  std::string out;
-  for (size_t i = 0; i < text.size();) {
-    const unsigned char c = static_cast<unsigned char>(text[i]);
-    // A valid UTF-8 sequence is kept; control characters and any other byte
-    // are escaped.
-    const size_t len = c < 0x20 || c == 0x7f ? 0 : Utf8Length(text, i);
-    if (len > 0) {
-      out += text.substr(i, len);
-      i += len;
-    } else {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\x%02x", c);
-      out += buf;
-      ++i;
-    }
-  }
-  return out;
-}
-
-int FailWithError(const std::string& message) {
-  std::fprintf(stderr, "lockline: error: %s\n",
-               EscapeForMessage(message).c_str());
-  return 2;
-}
-
-double ParseDurationSeconds(const std::string& text, const std::string& flag,
-                            double min_s, double max_s) {
-  try {
-    return ParseDuration(text, flag, min_s, max_s);
-  } catch (const std::invalid_argument& e) {
-    throw UsageError(e.what());
-  }
-}
-
-namespace {
 
 // Google Benchmark 1.7.1's flags and what lockline does with them.
 const char* const kGbApplies[] = {"benchmark_filter",
@@ -559,6 +389,171 @@ void SetUpCalibrateOnly(Options& o) {
 
 }  // namespace
 
+const char* const kUsage = R"(usage: lockline [flags] [--benchmark_* flags]
+       lockline predict RUN_DIR --topology=FILE.xml [--latencies=FILE] (plots/predict.py --help)
+
+lockline runs lock-contention and cache-line-layout experiments (see README.md). It owns its
+threads: each point starts pinned threads that run fixed-duration measurement windows; one Google
+Benchmark iteration is one window, reported as manual time.
+
+Suite and time:
+  --quick                 smoke-sized suite (seconds; CI)
+  --full                  every axis of every family (default: the declared default subset)
+  --calibrate-only        about 10 s on the target of a prediction: the default suite's 1-thread
+                          rows of locks, zone_lock, page_free and pagevec and its c2c rows, 3
+                          repetitions, --budget 10s unless given; no plots or report: it is
+                          read by lockline predict RUN_DIR --topology=FILE.xml --target=DIR
+  --budget=DURATION       target wall time of the run, e.g. 90s, 20m, 1h (default: quick 30s,
+                          default 4m, full 30m); the window length is fitted to it (and
+                          refitted after every repetition) and the estimate printed before
+                          starting, with a line when fixed work alone exceeds it; the default
+                          suite fits its planned repetitions to 80 % of it (without
+                          --benchmark_repetitions: the figure rows' cut, costliest first, to 3,
+                          then the comparisons' may take the rest) and gives what is left to
+                          the comparisons still open (--until-resolved within the budget; not
+                          with --window, --benchmark_filter or --until-resolved=off)
+  --window=DURATION       fixed window length (e.g. 50ms, 0.1ms to 10m); overrides the fit
+                          to --budget
+  --precision=PCT         half-width of a paired comparison's verdict interval the plan aims
+                          at (default 3): the seed comparisons' paired points get the
+                          repetitions (5 to 20) and window pairs that precision needs at this
+                          machine class's measured spreads; the plan prints, per question, the
+                          pairs and the half-width they are expected to give
+  --out=DIR               run directory (default results/<host>-<UTC timestamp>/); must be
+                          writable: checked before any point runs
+  --runs=N                N independent lockline processes (1 to 20, default 1), one after
+                          the other, each with the whole --budget, into DIR/run-1 .. run-N;
+                          then plots/reproduce.py writes DIR/verdicts.json: each verdict over
+                          all runs' repetitions and in how many runs it held (the time is N x
+                          one run's)
+  --until-resolved[=MAX_DURATION]
+                          after the planned repetitions, run plots/verdicts.py and re-run the
+                          points of every unresolved comparison (interleaved, more repetitions
+                          in the same lockline.json) until all are resolved or MAX_DURATION
+                          (default 5m; off: not even within the default budget) of extra
+                          time is spent; needs /usr/bin/python3 and
+                          verdicts.py ($LOCKLINE_PLOTS_DIR overrides the source tree's plots/)
+
+Placement:
+  --pin=cores|compact|scatter|per-l3|per-numa|none|LIST
+                          cores (default): one PU per core, filling an L3, a NUMA node, then a
+                          package; SMT siblings last; hybrid CPUs: fastest kind first.
+                          compact: topology order, siblings adjacent. scatter: round-robin across
+                          packages, NUMA nodes, L3s. per-l3 / per-numa: one PU per L3 / NUMA
+                          node, in topology order. none: no binding. LIST: OS indices "0,2,4-7".
+                          Usable PUs: hwloc's allowed cpuset, online, and in the affinity mask
+                          lockline starts with (taskset, numactl, container)
+  --threads=LIST|pow2|topo|max
+                          thread counts (default topo: 1,2,4,... plus every topology boundary)
+  --oversubscribe         allow more threads than usable PUs, up to 8x the PUs of the placement
+  --oversubscribe=force   no cap (thread creation may then fail: the point reports
+                          "cannot create thread N: EAGAIN")
+  --mem=first-touch|local|node:N|interleave
+                          where shared structures (locks, zone, LRU) live (hwloc membind)
+  --padding=BYTES         distance between per-thread slots (each thread's counters, lock
+                          statistics and private state): a power of two from 64 to 4096
+                          (default 128: two lines, for the adjacent-line prefetcher); the
+                          kernel-structure layouts keep the kernel's own padding
+  --topology=host|FILE.xml|synthetic:STRING
+                          topology to plan on; benchmarks only run on host
+  --plan                  print the placement of every thread count and exit
+  --plan=json             the same as JSON: every thread count's plan and the placement order
+                          with each PU's core, L2, L3, NUMA node and package (plots/predict.py)
+  --emulated              mark the run and every row "emulated" (set on its own under QEMU
+                          TCG): timing means nothing there, and no comparison mixes it with
+                          real runs (ci/rehearse.sh)
+
+Counters and layouts:
+  --fault-sampling=DURATION|off
+                          task-clock sampling period of the fault rows' sampled clear_page
+                          share (kernel callchains; needs root or perf_event_paranoid <= 1):
+                          100us to 100ms (default 2ms); off: no sampling (the rows say
+                          clear_page_sampled is unavailable: sampling off)
+  --evidence=on|off|N
+                          kernel evidence of the kernel_* rows (lock:contention_* counts and
+                          callchains, spin profile, vmstat, kernel_zone's zone->lock holds)
+                          is collected in N evidence windows per repetition (on: 2, one
+                          before and one after the timed windows), never in the timed
+                          windows; rows give the evidence windows' throughput ratio. off:
+                          no evidence windows, no perf events, and no fault-row sampling
+  --events=LIST|default|none
+                          perf events (libpfm4 / perf list names, :u / :k modifiers); default:
+                          cycles,instructions,cache-misses,task-clock,context-switches,
+                          cpu-migrations,page-faults. Unavailable events are reported, never 0.
+  --layouts[=text|json]   print the structure layouts (pahole style) and exit
+  --list                  print the point keys of the selected suite and exit
+  --duet-with=OLD_BINARY  regression check on a noisy machine: every point runs its windows in
+                          alternation with the same point of OLD_BINARY (an earlier lockline
+                          build of the same result schema and suite keys), one at a time on the
+                          same PUs; rows add build_ratio (new/old) and details.build_duet's
+                          window pairs (ci/compare.py --builds RUN answers them)
+  --help                  this text
+
+Google Benchmark flags that apply: --benchmark_filter=REGEX (matched against the keys --list
+prints), --benchmark_repetitions=N (default 5: an effect's interval needs 4
+same-regime repetitions a side), --benchmark_enable_random_interleaving (default on), --benchmark_report_aggregates_only, --benchmark_display_aggregates_only,
+--benchmark_out=FILE and --benchmark_out_format=json|console|csv (Google Benchmark's own output,
+in its 1.7.1 semantics: threads is always 1 there; lockline.json is the full record),
+--benchmark_context=KEY=VALUE.
+Flags that do not apply, and are refused: --benchmark_min_time and --benchmark_min_warmup_time
+(windows are fixed: use --window or --budget), --benchmark_perf_counters (Debian's 1.7.1 has no
+libpfm: use --events), --benchmark_format, --benchmark_color and --benchmark_counters_tabular
+(the console shows lockline's own progress lines), --benchmark_time_unit (lockline.json rows are in ns; Google Benchmark's own
+--benchmark_out file keeps ms),
+--benchmark_list_tests (use --list).
+
+Exit status: 0 every point ran; 1 some point reported an error; 2 bad input (nothing created);
+3 a window never ended; 4 a result could not be written (disk full, read-only, out of file descriptors: the message
+says which); 128 + N
+ended by signal N: 130 / 143 SIGINT / SIGTERM, likewise SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2,
+SIGPIPE, SIGALRM (lockline.json keeps every finished point; changed sysctls are restored, and a
+run killed outright is undone by the next run's start, from /run/lockline/restore.state).
+)";
+
+bool IsValidUtf8(const std::string& text) {
+  for (size_t i = 0; i < text.size();) {
+    const size_t len = Utf8Length(text, i);
+    if (len == 0) return false;
+    i += len;
+  }
+  return true;
+}
+
+std::string EscapeForMessage(const std::string& text) {
+  std::string out;
+  for (size_t i = 0; i < text.size();) {
+    const unsigned char c = static_cast<unsigned char>(text[i]);
+    // A valid UTF-8 sequence is kept; control characters and any other byte
+    // are escaped.
+    const size_t len = c < 0x20 || c == 0x7f ? 0 : Utf8Length(text, i);
+    if (len > 0) {
+      out += text.substr(i, len);
+      i += len;
+    } else {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02x", c);
+      out += buf;
+      ++i;
+    }
+  }
+  return out;
+}
+
+int FailWithError(const std::string& message) {
+  std::fprintf(stderr, "lockline: error: %s\n",
+               EscapeForMessage(message).c_str());
+  return 2;
+}
+
+double ParseDurationSeconds(const std::string& text, const std::string& flag,
+                            double min_s, double max_s) {
+  try {
+    return ParseDuration(text, flag, min_s, max_s);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(e.what());
+  }
+}
+
 Options ParseOptions(int argc, char** argv) {
   Parsed p;
   Options& o = p.o;
@@ -583,21 +578,19 @@ Options ParseOptions(int argc, char** argv) {
   if (o.budget_s == 0) o.budget_s = p.quick ? 30 : p.full ? 1800 : 240;
   // The default run resolves within its budget (until_resolved.h) when it
   // runs the whole suite on fitted windows into lockline.json alone.
-  const bool gb_out = std::any_of(
+  const auto gb_out = std::find_if(
       o.benchmark_args.begin(), o.benchmark_args.end(),
       [](const std::string& a) { return a.rfind("--benchmark_out=", 0) == 0; });
   o.until_resolved_auto = o.suite == Suite::kDefault && !o.calibrate_only &&
                           o.until_resolved_s == 0 && o.window_s <= 0 &&
                           o.benchmark_filter.empty() && o.duet_with.empty() &&
-                          !gb_out;
+                          gb_out == o.benchmark_args.end();
   if (o.until_resolved_auto) o.until_resolved_s = o.budget_s;
   o.until_resolved_s = std::max(0.0, o.until_resolved_s);
-  if (o.runs > 1)
-    for (const std::string& b : o.benchmark_args)
-      if (b.rfind("--benchmark_out=", 0) == 0)
-        throw UsageError("--runs=" + std::to_string(o.runs) + " and " + b +
-                         " exclude each other: every run writes its own "
-                         "lockline.json (RUN_DIR/run-K)");
+  if (o.runs > 1 && gb_out != o.benchmark_args.end())
+    throw UsageError("--runs=" + std::to_string(o.runs) + " and " + *gb_out +
+                     " exclude each other: every run writes its own "
+                     "lockline.json (RUN_DIR/run-K)");
   return o;
 }
 

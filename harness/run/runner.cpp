@@ -149,210 +149,6 @@ void CutRepetitions(RunState& run, double budget_left_s) {
         {"whole_budget", run.cut.whole_budget}};
 }
 
-}  // namespace
-
-json ThreadPlanJson(const ThreadPlan& plan) {
-  json pus = json::array();
-  for (const PuInfo& pu : plan.pus) pus.push_back(pu.os_index);
-  return {{"pus", pus},
-          {"cores", plan.cores},
-          {"l3s", plan.l3s},
-          {"numa_nodes", plan.numa_nodes},
-          {"packages", plan.packages},
-          {"smt_siblings", plan.smt_siblings},
-          {"oversubscribed", plan.oversubscribed}};
-}
-
-// PUs of their own a point's helper threads need besides its threads: one,
-// or one per NUMA node (PlannedHelperCount: as many as pagevec's scanners).
-int HelperPus(const Variant& v, const Topology& topo) {
-  if (!v.needs_spare_pu) return 0;
-  return v.helper_per_node ? PlannedHelperCount(topo) : 1;
-}
-
-void BuildPoints(RunState& run) {
-  const Suite suite = run.opts.suite;
-  const int usable = static_cast<int>(run.order.size());
-  for (const Family& fam : Families())
-    for (Variant& v : fam.planned_variants ? fam.planned_variants(run.order)
-                                           : fam.variants())
-      if (static_cast<int>(v.suite) <= static_cast<int>(suite) &&
-          (!v.quick_only || suite == Suite::kQuick))
-        run.variants_storage.push_back({fam.name, std::move(v)});
-  // variants_storage no longer grows: points may point into it from here on.
-  // One plan per thread count, copied into its points (planning each point
-  // again is slow on thousands of PUs); --list needs no plans at all.
-  std::map<int, ThreadPlan> plans;
-  for (const auto& [family, v] : run.variants_storage) {
-    const int helpers = HelperPus(v, *run.topo);
-    std::vector<int> counts = v.threads.empty() ? run.counts : v.threads;
-    if (v.largest_thread_count_only && !counts.empty()) {
-      // The largest count that leaves the helpers their spare PUs, else the
-      // largest (refused below with the reason).
-      int best = -1;
-      for (int n : counts)
-        if ((run.opts.oversubscribe || n + helpers <= usable) && n > best)
-          best = n;
-      counts = {best >= 0 ? best
-                          : *std::max_element(counts.begin(), counts.end())};
-    }
-    for (int n : counts) {
-      Point p;
-      p.family = family;
-      p.params = v.params;
-      p.threads = n;
-      p.variant = &v;
-      p.key = RowKey(family, v.params, n);
-      if (v.repetition_factor > 1)
-        p.repetitions = v.repetition_factor * run.opts.repetitions;
-      if (!MatchesFilter(run.opts.benchmark_filter, p.key) ||
-          (run.opts.calibrate_only && !InCalibration(p)))
-        continue;
-      const int need = n + helpers;
-      if (need > usable && !run.opts.oversubscribe) {
-        run.skipped.push_back(
-            p.key + ": needs " + std::to_string(need) + " PUs (" +
-            (helpers == 0   ? "threads"
-             : helpers == 1 ? "threads + a spare PU for its helper thread"
-                            : "threads + a spare PU for each of its " +
-                                  std::to_string(helpers) +
-                                  " helper threads, one per NUMA node") +
-            "), " + std::to_string(usable) +
-            " usable; pass --oversubscribe to run it anyway");
-        continue;
-      }
-      if (!v.pus.empty()) {
-        // Explicit PUs: plan on exactly those, in the given order.
-        std::vector<PuInfo> chosen;
-        for (int os : v.pus)
-          if (const PuInfo* pu = run.topo->FindPu(os)) chosen.push_back(*pu);
-        if (static_cast<int>(chosen.size()) != n) {
-          run.skipped.push_back(p.key + ": its PUs are not all usable here");
-          continue;
-        }
-        p.plan = PlanThreads(chosen, n, false);
-      } else if (!run.opts.list) {
-        if (!plans.count(n))
-          plans[n] = PlanThreads(run.order, n, run.opts.oversubscribe);
-        p.plan = plans[n];
-      }
-      p.windows = v.windows > 0 ? v.windows
-                                : (suite == Suite::kQuick  ? 2
-                                   : suite == Suite::kFull ? 5
-                                                           : 3);
-      if (v.paired && suite != Suite::kQuick) {
-        p.pairs = PlanPairs(run.opts.precision, n, PointRepetitions(run, p));
-        p.windows = 2 * (kDuetWarmupPairs + p.pairs->pairs_per_repetition);
-        p.repetitions = p.pairs->repetitions;
-      }
-      p.index = run.points.size();
-      run.points.push_back(std::move(p));
-    }
-  }
-  for (const Point& p : run.points) run.by_key[p.key] = &p;
-}
-
-void MeasureCoherenceBaselines(RunState& run) {
-  if (!run.topo->is_host()) return;
-  std::set<std::pair<int, int>> pairs;
-  for (const Point& p : run.points) {
-    if (run.pin.policy == PinPolicy::kNone && p.variant->pus.empty())
-      continue;  // unpinned
-    const auto [a, b] = ProbeThreads(p);
-    if (a >= 0) pairs.insert({p.plan.pus[a].os_index, p.plan.pus[b].os_index});
-  }
-  json out = json::array();
-  const uint64_t probe_ns = static_cast<uint64_t>(kBaselineProbeSeconds * 1e9);
-  for (const auto& pr : pairs) {
-    ThreadTeam team(run.topo.get(), {pr.first, pr.second}, nullptr);
-    std::vector<double> medians;
-    for (int i = 0; i < 3; ++i)
-      medians.push_back(team.PingPong(0, 1, probe_ns).first);
-    std::vector<double> sorted = medians;
-    std::sort(sorted.begin(), sorted.end());
-    run.baseline_ns[pr] = sorted[1];
-    out.push_back({{"pus", {pr.first, pr.second}},
-                   {"ns", run.baseline_ns[pr]},
-                   {"probes_ns", medians}});
-  }
-  run.results->lockline_context()["coherence_baseline"] = out;
-}
-
-std::string RepetitionCutLine(const RunState& run) {
-  const RepetitionCut& c = run.cut;
-  if (c.figure_cap_s < 0) return "";
-  const std::string share =
-      c.comparison_share >= 1 ? "keep their planned repetitions"
-      : c.comparison_share <= 0
-          ? "run the run's " + std::to_string(run.opts.repetitions) +
-                " repetitions (their minimum)"
-          : "keep " + std::to_string(std::lround(c.comparison_share * 100)) +
-                " % of their planned repetitions (at least " +
-                std::to_string(run.opts.repetitions) + ")";
-  const std::string floor = std::to_string(kMinFigureRepetitions);
-  return "plan within the budget: " +
-         (c.whole_budget
-              ? "every figure point at " + floor + " repetitions"
-              : std::to_string(c.figure_points_cut) + " figure points cut to " +
-                    floor + "+ repetitions, the costliest first (at most " +
-                    FormatDuration(c.figure_cap_s) + " a point)") +
-         "; the comparisons " + share +
-         (c.whole_budget ? ", in the time --until-resolved would have had"
-                         : "");
-}
-
-double FitWindow(RunState& run) {
-  const bool plan_time = run.budget.size() != run.points.size();
-  if (plan_time) {
-    run.budget.clear();
-    bool faults = false;
-    for (const Point& p : run.points) faults |= p.variant->cost_mib > 0;
-    // A probe of ~0.1 s; without it (mapping failed) the loaded VM's rate.
-    if (faults) run.fault_s_per_mib = MeasureFaultInSecondsPerMiB();
-    if (run.fault_s_per_mib <= 0) run.fault_s_per_mib = 0.004;
-    for (const Point& p : run.points) {
-      BudgetPoint b;
-      b.family = p.family;
-      b.windows = p.windows;
-      b.repetitions_left = PointRepetitions(run, p);
-      b.declared_s =
-          HarnessRepetitionCostS(p.threads,
-                                 p.variant->fixed_work ? 0 : p.windows,
-                                 static_cast<int>(run.order.size())) +
-          (p.variant->cost_s +
-           p.variant->cost_mib * run.fault_s_per_mib * kWorkloadOverProbe) *
-              (run.opts.suite == Suite::kQuick ? p.variant->quick_cost_fraction
-                                               : 1.0);
-      b.fixed_work = p.variant->fixed_work;
-      b.oversubscribed = p.plan.oversubscribed;
-      run.budget.push_back(b);
-    }
-    // Each repetition adds its row, and a point's last its 4 aggregates.
-    const int reps = run.opts.repetitions;
-    run.recording.rows_per_repetition = 1.0 + (reps >= 2 ? 4.0 / reps : 0.0);
-  }
-  // Not only the points' own work: each one's coherence pair was probed
-  // before the fit (MeasureCoherenceBaselines), which counts as spent.
-  const double spent =
-      run.run_start_ns ? static_cast<double>(NowNs() - run.run_start_ns) / 1e9
-                       : 0.0;
-  run.recording.rows = static_cast<double>(
-      run.results ? run.results->doc()["benchmarks"].size() : 0);
-  run.recording.per_row_s = RecordingPerRowS(
-      run.recording_gap_s, run.recording_rows, RecordingCost{}.per_row_s);
-  // The default run keeps the rest for open comparisons (until_resolved.h).
-  double left = PlannedBudgetS(run.opts) - spent;
-  if (plan_time && FitsRepetitions(run.opts)) CutRepetitions(run, left);
-  // Comparisons that took --until-resolved's time plan in the whole budget.
-  if (run.cut.whole_budget) left = run.opts.budget_s - spent;
-  run.fit = FitBudget(run.budget, run.recording, left, run.opts.window_s,
-                      kMinFitWindowS, run.window_cap_s);
-  run.window_s = run.fit.window_s;
-  return spent + run.fit.estimate_s;
-}
-
-namespace {
-
 // Words for a question id: "000 pagevec size and alignment (LKML 2004)"; ""
 // -> "the figures' other rows"; an unknown id itself.
 std::string QuestionTitle(const std::string& question) {
@@ -369,50 +165,11 @@ std::string QuestionTitle(const std::string& question) {
   return it != titles.end() ? it->second : question;
 }
 
-}  // namespace
-
-std::vector<QuestionPlan> PlanPerQuestion(const RunState& run) {
-  std::map<std::string, QuestionPlan> by;
-  const std::vector<double> each =
-      PredictPointSeconds(run.budget, run.window_s);
-  double total = 0;
-  for (double s : each) total += s;
-  for (std::size_t i = 0; i < run.points.size() && i < each.size(); ++i) {
-    const std::string& q = run.points[i].variant->question;
-    QuestionPlan& qp = by[q];
-    qp.question = q;
-    ++qp.points;
-    if (const auto& pp = run.points[i].pairs) {
-      qp.pairs +=
-          pp->pairs_per_repetition * PointRepetitions(run, run.points[i]);
-      qp.expected_half_width =
-          std::max(qp.expected_half_width, pp->expected_half_width);
-    }
-    qp.estimated_s += total > 0 ? each[i] / total * run.plan_estimate_s : 0.0;
-  }
-  std::vector<QuestionPlan> out;
-  for (auto& [q, qp] : by) {
-    if (q.empty()) continue;
-    qp.title = QuestionTitle(q);
-    out.push_back(qp);
-  }
-  if (by.count("")) {  // the figures last
-    QuestionPlan qp = by[""];
-    qp.title = QuestionTitle("");
-    out.push_back(qp);
-  }
-  return out;
-}
-
-void RegisterPoint(RunState& run, const Point& p, int repetitions) {
-  benchmark::internal::Benchmark* b =
-      benchmark::RegisterBenchmark(
-          p.key.c_str(),
-          [&run, &p](benchmark::State& st) { RunPoint(st, p, run); })
-          ->UseManualTime()
-          ->Iterations(p.windows)
-          ->Unit(benchmark::kMillisecond);
-  if (repetitions > 0) b->Repetitions(repetitions);
+// PUs of their own a point's helper threads need besides its threads: one,
+// or one per NUMA node (PlannedHelperCount: as many as pagevec's scanners).
+int HelperPus(const Variant& v, const Topology& topo) {
+  if (!v.needs_spare_pu) return 0;
+  return v.helper_per_node ? PlannedHelperCount(topo) : 1;
 }
 
 // What a repetition of `point` cost besides its windows (its row's `timing`),
@@ -432,48 +189,6 @@ void AccountRepetition(RunState& run, const Point& point, const json& timing) {
   run.recording_rows +=
       static_cast<double>(run.results->doc()["benchmarks"].size());
 }
-
-uint64_t RepetitionLayoutSeed(const std::string& key, int repetition) {
-  static const uint64_t process_nonce = [] {
-    std::random_device rd;
-    return (static_cast<uint64_t>(rd()) << 32) ^ rd() ^ NowNs();
-  }();
-  // splitmix64 of the three, so nearby inputs give unrelated seeds.
-  uint64_t z = process_nonce ^ std::hash<std::string>{}(key) ^
-               (static_cast<uint64_t>(repetition) * 0x9E3779B97F4A7C15ull);
-  z += 0x9E3779B97F4A7C15ull;
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-
-int MarkOverrunPairs(json& duet, const json& windows) {
-  if (!duet.is_object() || !duet.contains("pairs") || !duet["pairs"].is_array())
-    return 0;
-  const json sides = duet.value("sides", json::array());
-  // The measured windows, in order: pair k is measured windows 2k and 2k+1.
-  std::vector<bool> measured_overrun;
-  const size_t n = std::min(sides.size(), windows.size());
-  for (size_t w = 0; w < n; ++w) {
-    const std::string side =
-        sides[w].is_string() ? sides[w].get<std::string>() : std::string();
-    if (side != "a" && side != "b") continue;
-    measured_overrun.push_back(windows[w].value("overrun", false));
-  }
-  int flagged = 0;
-  json& pairs = duet["pairs"];
-  for (size_t k = 0; k < pairs.size(); ++k) {
-    const bool over =
-        (2 * k < measured_overrun.size() && measured_overrun[2 * k]) ||
-        (2 * k + 1 < measured_overrun.size() && measured_overrun[2 * k + 1]);
-    if (pairs[k].is_object()) pairs[k]["overrun"] = over;
-    flagged += over ? 1 : 0;
-  }
-  duet["overrun_pairs"] = flagged;
-  return flagged;
-}
-
-namespace {
 
 // One repetition of a point on its way through RunPoint's stages: what each
 // stage leaves for the next. Members go in reverse order: the team before the
@@ -1002,6 +717,278 @@ void RecordRow(PointRun& pr) {
 
 }  // namespace
 
+json ThreadPlanJson(const ThreadPlan& plan) {
+  json pus = json::array();
+  for (const PuInfo& pu : plan.pus) pus.push_back(pu.os_index);
+  return {{"pus", pus},
+          {"cores", plan.cores},
+          {"l3s", plan.l3s},
+          {"numa_nodes", plan.numa_nodes},
+          {"packages", plan.packages},
+          {"smt_siblings", plan.smt_siblings},
+          {"oversubscribed", plan.oversubscribed}};
+}
+
+void BuildPoints(RunState& run) {
+  const Suite suite = run.opts.suite;
+  const int usable = static_cast<int>(run.order.size());
+  for (const Family& fam : Families())
+    for (Variant& v : fam.planned_variants ? fam.planned_variants(run.order)
+                                           : fam.variants())
+      if (static_cast<int>(v.suite) <= static_cast<int>(suite) &&
+          (!v.quick_only || suite == Suite::kQuick))
+        run.variants_storage.push_back({fam.name, std::move(v)});
+  // variants_storage no longer grows: points may point into it from here on.
+  // One plan per thread count, copied into its points (planning each point
+  // again is slow on thousands of PUs); --list needs no plans at all.
+  std::map<int, ThreadPlan> plans;
+  for (const auto& [family, v] : run.variants_storage) {
+    const int helpers = HelperPus(v, *run.topo);
+    std::vector<int> counts = v.threads.empty() ? run.counts : v.threads;
+    if (v.largest_thread_count_only && !counts.empty()) {
+      // The largest count that leaves the helpers their spare PUs, else the
+      // largest (refused below with the reason).
+      int best = -1;
+      for (int n : counts)
+        if ((run.opts.oversubscribe || n + helpers <= usable) && n > best)
+          best = n;
+      counts = {best >= 0 ? best
+                          : *std::max_element(counts.begin(), counts.end())};
+    }
+    for (int n : counts) {
+      Point p;
+      p.family = family;
+      p.params = v.params;
+      p.threads = n;
+      p.variant = &v;
+      p.key = RowKey(family, v.params, n);
+      if (v.repetition_factor > 1)
+        p.repetitions = v.repetition_factor * run.opts.repetitions;
+      if (!MatchesFilter(run.opts.benchmark_filter, p.key) ||
+          (run.opts.calibrate_only && !InCalibration(p)))
+        continue;
+      const int need = n + helpers;
+      if (need > usable && !run.opts.oversubscribe) {
+        run.skipped.push_back(
+            p.key + ": needs " + std::to_string(need) + " PUs (" +
+            (helpers == 0   ? "threads"
+             : helpers == 1 ? "threads + a spare PU for its helper thread"
+                            : "threads + a spare PU for each of its " +
+                                  std::to_string(helpers) +
+                                  " helper threads, one per NUMA node") +
+            "), " + std::to_string(usable) +
+            " usable; pass --oversubscribe to run it anyway");
+        continue;
+      }
+      if (!v.pus.empty()) {
+        // Explicit PUs: plan on exactly those, in the given order.
+        std::vector<PuInfo> chosen;
+        for (int os : v.pus)
+          if (const PuInfo* pu = run.topo->FindPu(os)) chosen.push_back(*pu);
+        if (static_cast<int>(chosen.size()) != n) {
+          run.skipped.push_back(p.key + ": its PUs are not all usable here");
+          continue;
+        }
+        p.plan = PlanThreads(chosen, n, false);
+      } else if (!run.opts.list) {
+        if (!plans.count(n))
+          plans[n] = PlanThreads(run.order, n, run.opts.oversubscribe);
+        p.plan = plans[n];
+      }
+      p.windows = v.windows > 0 ? v.windows
+                                : (suite == Suite::kQuick  ? 2
+                                   : suite == Suite::kFull ? 5
+                                                           : 3);
+      if (v.paired && suite != Suite::kQuick) {
+        p.pairs = PlanPairs(run.opts.precision, n, PointRepetitions(run, p));
+        p.windows = 2 * (kDuetWarmupPairs + p.pairs->pairs_per_repetition);
+        p.repetitions = p.pairs->repetitions;
+      }
+      p.index = run.points.size();
+      run.points.push_back(std::move(p));
+    }
+  }
+  for (const Point& p : run.points) run.by_key[p.key] = &p;
+}
+
+void MeasureCoherenceBaselines(RunState& run) {
+  if (!run.topo->is_host()) return;
+  std::set<std::pair<int, int>> pairs;
+  for (const Point& p : run.points) {
+    if (run.pin.policy == PinPolicy::kNone && p.variant->pus.empty())
+      continue;  // unpinned
+    const auto [a, b] = ProbeThreads(p);
+    if (a >= 0) pairs.insert({p.plan.pus[a].os_index, p.plan.pus[b].os_index});
+  }
+  json out = json::array();
+  const uint64_t probe_ns = static_cast<uint64_t>(kBaselineProbeSeconds * 1e9);
+  for (const auto& pr : pairs) {
+    ThreadTeam team(run.topo.get(), {pr.first, pr.second}, nullptr);
+    std::vector<double> medians;
+    for (int i = 0; i < 3; ++i)
+      medians.push_back(team.PingPong(0, 1, probe_ns).first);
+    std::vector<double> sorted = medians;
+    std::sort(sorted.begin(), sorted.end());
+    run.baseline_ns[pr] = sorted[1];
+    out.push_back({{"pus", {pr.first, pr.second}},
+                   {"ns", run.baseline_ns[pr]},
+                   {"probes_ns", medians}});
+  }
+  run.results->lockline_context()["coherence_baseline"] = out;
+}
+
+std::string RepetitionCutLine(const RunState& run) {
+  const RepetitionCut& c = run.cut;
+  if (c.figure_cap_s < 0) return "";
+  const std::string share =
+      c.comparison_share >= 1 ? "keep their planned repetitions"
+      : c.comparison_share <= 0
+          ? "run the run's " + std::to_string(run.opts.repetitions) +
+                " repetitions (their minimum)"
+          : "keep " + std::to_string(std::lround(c.comparison_share * 100)) +
+                " % of their planned repetitions (at least " +
+                std::to_string(run.opts.repetitions) + ")";
+  const std::string floor = std::to_string(kMinFigureRepetitions);
+  return "plan within the budget: " +
+         (c.whole_budget
+              ? "every figure point at " + floor + " repetitions"
+              : std::to_string(c.figure_points_cut) + " figure points cut to " +
+                    floor + "+ repetitions, the costliest first (at most " +
+                    FormatDuration(c.figure_cap_s) + " a point)") +
+         "; the comparisons " + share +
+         (c.whole_budget ? ", in the time --until-resolved would have had"
+                         : "");
+}
+
+double FitWindow(RunState& run) {
+  const bool plan_time = run.budget.size() != run.points.size();
+  if (plan_time) {
+    run.budget.clear();
+    bool faults = false;
+    for (const Point& p : run.points) faults |= p.variant->cost_mib > 0;
+    // A probe of ~0.1 s; without it (mapping failed) the loaded VM's rate.
+    if (faults) run.fault_s_per_mib = MeasureFaultInSecondsPerMiB();
+    if (run.fault_s_per_mib <= 0) run.fault_s_per_mib = 0.004;
+    for (const Point& p : run.points) {
+      BudgetPoint b;
+      b.family = p.family;
+      b.windows = p.windows;
+      b.repetitions_left = PointRepetitions(run, p);
+      b.declared_s =
+          HarnessRepetitionCostS(p.threads,
+                                 p.variant->fixed_work ? 0 : p.windows,
+                                 static_cast<int>(run.order.size())) +
+          (p.variant->cost_s +
+           p.variant->cost_mib * run.fault_s_per_mib * kWorkloadOverProbe) *
+              (run.opts.suite == Suite::kQuick ? p.variant->quick_cost_fraction
+                                               : 1.0);
+      b.fixed_work = p.variant->fixed_work;
+      b.oversubscribed = p.plan.oversubscribed;
+      run.budget.push_back(b);
+    }
+    // Each repetition adds its row, and a point's last its 4 aggregates.
+    const int reps = run.opts.repetitions;
+    run.recording.rows_per_repetition = 1.0 + (reps >= 2 ? 4.0 / reps : 0.0);
+  }
+  // Not only the points' own work: each one's coherence pair was probed
+  // before the fit (MeasureCoherenceBaselines), which counts as spent.
+  const double spent =
+      run.run_start_ns ? static_cast<double>(NowNs() - run.run_start_ns) / 1e9
+                       : 0.0;
+  run.recording.rows = static_cast<double>(
+      run.results ? run.results->doc()["benchmarks"].size() : 0);
+  run.recording.per_row_s = RecordingPerRowS(
+      run.recording_gap_s, run.recording_rows, RecordingCost{}.per_row_s);
+  // The default run keeps the rest for open comparisons (until_resolved.h).
+  double left = PlannedBudgetS(run.opts) - spent;
+  if (plan_time && FitsRepetitions(run.opts)) CutRepetitions(run, left);
+  // Comparisons that took --until-resolved's time plan in the whole budget.
+  if (run.cut.whole_budget) left = run.opts.budget_s - spent;
+  run.fit = FitBudget(run.budget, run.recording, left, run.opts.window_s,
+                      kMinFitWindowS, run.window_cap_s);
+  run.window_s = run.fit.window_s;
+  return spent + run.fit.estimate_s;
+}
+
+std::vector<QuestionPlan> PlanPerQuestion(const RunState& run) {
+  std::map<std::string, QuestionPlan> by;
+  const std::vector<double> each =
+      PredictPointSeconds(run.budget, run.window_s);
+  double total = 0;
+  for (double s : each) total += s;
+  for (std::size_t i = 0; i < run.points.size() && i < each.size(); ++i) {
+    const std::string& q = run.points[i].variant->question;
+    QuestionPlan& qp = by[q];
+    qp.question = q;
+    ++qp.points;
+    if (const auto& pp = run.points[i].pairs) {
+      qp.pairs +=
+          pp->pairs_per_repetition * PointRepetitions(run, run.points[i]);
+      qp.expected_half_width =
+          std::max(qp.expected_half_width, pp->expected_half_width);
+    }
+    qp.estimated_s += total > 0 ? each[i] / total * run.plan_estimate_s : 0.0;
+  }
+  std::vector<QuestionPlan> out;
+  for (auto& [q, qp] : by) {
+    qp.title = QuestionTitle(q);
+    if (!q.empty()) out.push_back(qp);
+  }
+  if (by.count("")) out.push_back(by[""]);  // the figures last
+  return out;
+}
+
+void RegisterPoint(RunState& run, const Point& p, int repetitions) {
+  benchmark::internal::Benchmark* b =
+      benchmark::RegisterBenchmark(
+          p.key.c_str(),
+          [&run, &p](benchmark::State& st) { RunPoint(st, p, run); })
+          ->UseManualTime()
+          ->Iterations(p.windows)
+          ->Unit(benchmark::kMillisecond);
+  if (repetitions > 0) b->Repetitions(repetitions);
+}
+
+uint64_t RepetitionLayoutSeed(const std::string& key, int repetition) {
+  static const uint64_t process_nonce = [] {
+    std::random_device rd;
+    return (static_cast<uint64_t>(rd()) << 32) ^ rd() ^ NowNs();
+  }();
+  // splitmix64 of the three, so nearby inputs give unrelated seeds.
+  uint64_t z = process_nonce ^ std::hash<std::string>{}(key) ^
+               (static_cast<uint64_t>(repetition) * 0x9E3779B97F4A7C15ull);
+  z += 0x9E3779B97F4A7C15ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+int MarkOverrunPairs(json& duet, const json& windows) {
+  if (!duet.is_object() || !duet.contains("pairs") || !duet["pairs"].is_array())
+    return 0;
+  const json sides = duet.value("sides", json::array());
+  // The measured windows, in order: pair k is measured windows 2k and 2k+1.
+  std::vector<bool> measured_overrun;
+  const size_t n = std::min(sides.size(), windows.size());
+  for (size_t w = 0; w < n; ++w) {
+    const std::string side =
+        sides[w].is_string() ? sides[w].get<std::string>() : std::string();
+    if (side != "a" && side != "b") continue;
+    measured_overrun.push_back(windows[w].value("overrun", false));
+  }
+  int flagged = 0;
+  json& pairs = duet["pairs"];
+  for (size_t k = 0; k < pairs.size(); ++k) {
+    const bool over =
+        (2 * k < measured_overrun.size() && measured_overrun[2 * k]) ||
+        (2 * k + 1 < measured_overrun.size() && measured_overrun[2 * k + 1]);
+    if (pairs[k].is_object()) pairs[k]["overrun"] = over;
+    flagged += over ? 1 : 0;
+  }
+  duet["overrun_pairs"] = flagged;
+  return flagged;
+}
+
 std::unique_ptr<ThreadTeam> StartThreads(
     const RunState& run, const Point& point, const std::vector<int>& pus,
     uint64_t window_ns, bool oversubscribed, CounterSession* counters,
@@ -1097,12 +1084,10 @@ bool LocklineReporter::ReportContext(const Context& context) {
   json& c = run_.results->context();
   // Reported again every --until-resolved round: the first one stands.
   if (c.contains("host_name")) return true;
-  c["date"] = [] {
-    char buf[64];
-    const time_t now = time(nullptr);
-    strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S+00:00", gmtime(&now));
-    return std::string(buf);
-  }();
+  char date[64];
+  const time_t now = time(nullptr);
+  strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%S+00:00", gmtime(&now));
+  c["date"] = date;
   c["host_name"] = context.sys_info.name;
   c["executable"] = Context::executable_name ? Context::executable_name : "";
   c["num_cpus"] = context.cpu_info.num_cpus;

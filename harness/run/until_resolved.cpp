@@ -89,21 +89,6 @@ std::string RunVerdicts(const std::string& script, const std::string& dir,
                                           : 128 + WTERMSIG(status));
 }
 
-}  // namespace
-
-void KillVerdictsChild() {
-  const pid_t pid = g_verdicts_pid.exchange(0);
-  if (pid > 0) kill(pid, SIGKILL);
-}
-
-std::string PlotsDir() {
-  const char* env = std::getenv("LOCKLINE_PLOTS_DIR");
-  if (env && *env) return env;
-  return LOCKLINE_PLOTS_DIR_DEFAULT;
-}
-
-namespace {
-
 // "" when verdicts.py and its interpreter are there, else what is missing.
 std::string VerdictsMissing() {
   const std::string script = PlotsDir() + "/verdicts.py";
@@ -119,72 +104,6 @@ std::string VerdictsMissing() {
 }
 
 double Number(const json& v) { return v.is_number() ? v.get<double>() : NAN; }
-
-}  // namespace
-
-std::string CheckUntilResolved(const Options& o) {
-  // The default run's (auto) goes without, saying so (RunUntilResolved).
-  if (o.until_resolved_s <= 0 || o.until_resolved_auto) return "";
-  if (std::string why = VerdictsMissing(); !why.empty()) return why;
-  for (const std::string& a : o.benchmark_args)
-    if (a.rfind("--benchmark_out=", 0) == 0)
-      return "--until-resolved and " + a +
-             " exclude each other: Google Benchmark rewrites its file on every "
-             "extra round; lockline.json in the run directory holds every "
-             "repetition";
-  return "";
-}
-
-VerdictSummary ReadVerdicts(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw std::runtime_error("cannot read " + path);
-  json doc;
-  try {
-    doc = json::parse(in);
-  } catch (const std::exception& e) {
-    throw std::runtime_error(path + " is not JSON: " + e.what());
-  }
-  if (!doc.is_object() || !doc.contains("verdicts") ||
-      !doc["verdicts"].is_array())
-    throw std::runtime_error(path + " has no \"verdicts\" list");
-  VerdictSummary s;
-  if (doc.contains("min_effect") && doc["min_effect"].is_number())
-    s.min_effect = doc["min_effect"].get<double>();
-  std::set<std::string> seen;
-  for (const json& v : doc["verdicts"]) {
-    if (!v.is_object()) continue;
-    ++s.total;
-    // A question its mechanism cannot reach here (plots/verdicts.py ANSWERABLE)
-    // stays so however many repetitions run.
-    if (v.value("resolved", false) ||
-        v.value("status", std::string()) == "not_answerable")
-      continue;
-    ++s.open;
-    OpenComparison c;
-    const json regime = v.value("regime", json());
-    if (regime.is_string() && regime != "all") c.regime = regime;
-    c.effect = Number(v.value("effect", json()));
-    const json ci = v.value("ci", json());
-    if (ci.is_array() && ci.size() == 2) {
-      c.lo = Number(ci[0]);
-      c.hi = Number(ci[1]);
-    }
-    // A paired verdict (method "paired") is continued on its duet row alone:
-    // more window pairs, not more unpaired repetitions.
-    const bool paired = v.value("duet_key", json()).is_string();
-    for (const char* k : {"duet_key", "base_key", "variant_key"}) {
-      if (paired != (std::string(k) == "duet_key")) continue;
-      const json key = v.value(k, json());
-      if (!key.is_string()) continue;
-      c.keys.push_back(key.get<std::string>());
-      if (seen.insert(c.keys.back()).second) s.keys.push_back(c.keys.back());
-    }
-    s.comparisons.push_back(std::move(c));
-  }
-  return s;
-}
-
-namespace {
 
 // Look round + 1 of the sequential design: runs verdicts.py and reads its
 // verdicts into `v` (the planned repetitions' kept as verdicts_planned.json);
@@ -284,6 +203,79 @@ bool RecordOutcome(RunState& run, const Outcome& out) {
 }
 
 }  // namespace
+
+void KillVerdictsChild() {
+  const pid_t pid = g_verdicts_pid.exchange(0);
+  if (pid > 0) kill(pid, SIGKILL);
+}
+
+std::string PlotsDir() {
+  const char* env = std::getenv("LOCKLINE_PLOTS_DIR");
+  if (env && *env) return env;
+  return LOCKLINE_PLOTS_DIR_DEFAULT;
+}
+
+std::string CheckUntilResolved(const Options& o) {
+  // The default run's (auto) goes without, saying so (RunUntilResolved).
+  if (o.until_resolved_s <= 0 || o.until_resolved_auto) return "";
+  if (std::string why = VerdictsMissing(); !why.empty()) return why;
+  for (const std::string& a : o.benchmark_args)
+    if (a.rfind("--benchmark_out=", 0) == 0)
+      return "--until-resolved and " + a +
+             " exclude each other: Google Benchmark rewrites its file on every "
+             "extra round; lockline.json in the run directory holds every "
+             "repetition";
+  return "";
+}
+
+VerdictSummary ReadVerdicts(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error("cannot read " + path);
+  json doc;
+  try {
+    doc = json::parse(in);
+  } catch (const std::exception& e) {
+    throw std::runtime_error(path + " is not JSON: " + e.what());
+  }
+  if (!doc.is_object() || !doc.contains("verdicts") ||
+      !doc["verdicts"].is_array())
+    throw std::runtime_error(path + " has no \"verdicts\" list");
+  VerdictSummary s;
+  if (doc.contains("min_effect") && doc["min_effect"].is_number())
+    s.min_effect = doc["min_effect"].get<double>();
+  std::set<std::string> seen;
+  for (const json& v : doc["verdicts"]) {
+    if (!v.is_object()) continue;
+    ++s.total;
+    // A question its mechanism cannot reach here (plots/verdicts.py ANSWERABLE)
+    // stays so however many repetitions run.
+    if (v.value("resolved", false) ||
+        v.value("status", std::string()) == "not_answerable")
+      continue;
+    ++s.open;
+    OpenComparison c;
+    const json regime = v.value("regime", json());
+    if (regime.is_string() && regime != "all") c.regime = regime;
+    c.effect = Number(v.value("effect", json()));
+    const json ci = v.value("ci", json());
+    if (ci.is_array() && ci.size() == 2) {
+      c.lo = Number(ci[0]);
+      c.hi = Number(ci[1]);
+    }
+    // A paired verdict (method "paired") is continued on its duet row alone:
+    // more window pairs, not more unpaired repetitions.
+    const bool paired = v.value("duet_key", json()).is_string();
+    for (const char* k : {"duet_key", "base_key", "variant_key"}) {
+      if (paired != (std::string(k) == "duet_key")) continue;
+      const json key = v.value(k, json());
+      if (!key.is_string()) continue;
+      c.keys.push_back(key.get<std::string>());
+      if (seen.insert(c.keys.back()).second) s.keys.push_back(c.keys.back());
+    }
+    s.comparisons.push_back(std::move(c));
+  }
+  return s;
+}
 
 std::vector<std::pair<const Point*, int>> PlanRound(const RunState& run,
                                                     const VerdictSummary& v,
