@@ -495,19 +495,4 @@ std::string FormatAllLayouts() {
   return os.str();
 }
 
-nlohmann::json AllLayoutsJson() {
-  nlohmann::json all = nlohmann::json::array();
-  for (const LayoutInfo& info : AllLayouts()) all.push_back(LayoutToJson(info));
-  return all;
-}
-
-nlohmann::json LayoutsJson(const std::vector<std::string>& names) {
-  nlohmann::json out = nlohmann::json::object();
-  for (const std::string& name : names) {
-    const LayoutInfo* info = FindLayout(name);
-    out[name] = info != nullptr ? LayoutToJson(*info) : nlohmann::json();
-  }
-  return out;
-}
-
 }  // namespace lockline
