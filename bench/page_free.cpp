@@ -108,21 +108,8 @@ struct CostCtx {
   CostThread& t;
   bool stats = true;  ///< false: plain lock (the uninstrumented twin row)
 
-  void LockLru() {
-    if (stats) {
-      LockWithStats(zone.lru_lock, t.lock_stat);
-    } else {
-      ++t.lock_stat.acquisitions;
-      zone.lru_lock.lock();
-    }
-  }
-  void UnlockLru() {
-    if (stats) {
-      UnlockWithStats(zone.lru_lock, t.lock_stat);
-    } else {
-      zone.lru_lock.unlock();
-    }
-  }
+  void LockLru() { LockCounted(zone.lru_lock, t.lock_stat, stats); }
+  void UnlockLru() { UnlockCounted(zone.lru_lock, t.lock_stat, stats); }
   void LruDel(Page& page) {
     ListDel(&page.lru);
     --zone.nr_lru;

@@ -623,19 +623,10 @@ class ZoneLockWorkload final : public Workload {
   /// zone->lock with lock_stat (stats_) or plain (the uninstrumented twin
   /// row; the acquisition count is a private counter either way).
   void Acquire(Lock& lock, LockStatThread& st) {
-    if (stats_) {
-      LockWithStats(lock, st);
-    } else {
-      ++st.acquisitions;
-      lock.lock();
-    }
+    LockCounted(lock, st, stats_);
   }
   void Release(Lock& lock, LockStatThread& st) {
-    if (stats_) {
-      UnlockWithStats(lock, st);
-    } else {
-      lock.unlock();
-    }
+    UnlockCounted(lock, st, stats_);
   }
 
   /// `body()` under zone->lock; when lock_stat is on, every kHoldTimeEvery-th

@@ -256,19 +256,10 @@ class PagevecWorkload : public Workload {
 
   /// lru_lock with lock_stat, or plain (stats:off twin; still counted).
   void Acquire(L& lock, LockStatThread& st) {
-    if (cfg_.stats) {
-      LockWithStats(lock, st);
-    } else {
-      ++st.acquisitions;
-      lock.lock();
-    }
+    LockCounted(lock, st, cfg_.stats);
   }
   void Release(L& lock, LockStatThread& st) {
-    if (cfg_.stats) {
-      UnlockWithStats(lock, st);
-    } else {
-      lock.unlock();
-    }
+    UnlockCounted(lock, st, cfg_.stats);
   }
 
   /// work_ns for `pages` pages outside the lock (page_work.h).

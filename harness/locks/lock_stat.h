@@ -102,6 +102,22 @@ void UnlockWithStats(L& lock, LockStatThread& st) {
   }
 }
 
+/// LockWithStats when `stats`, else a plain lock() that still counts the
+/// acquisition (a stats:off twin row, without lock_stat's clock reads).
+template <LockAlgorithm L>
+void LockCounted(L& lock, LockStatThread& st, bool stats) {
+  if (stats) return LockWithStats(lock, st);
+  ++st.acquisitions;
+  lock.lock();
+}
+
+/// UnlockWithStats when `stats`, else a plain unlock().
+template <LockAlgorithm L>
+void UnlockCounted(L& lock, LockStatThread& st, bool stats) {
+  if (stats) return UnlockWithStats(lock, st);
+  lock.unlock();
+}
+
 /// One lock's summary (results/SCHEMA.md lock_stat): totals, shares per
 /// acquisition, wait_share = wait_ns / (thread_seconds x 1e9), wait quantiles
 /// (the log2 bucket's upper edge, capped at the max), Jain fairness, the
