@@ -41,6 +41,7 @@
 #include <cstdint>
 #include <cstring>
 #include <ctime>
+#include <fstream>
 #include <mutex>
 #include <string>
 #include <type_traits>
@@ -54,6 +55,17 @@ namespace lockline::child_task {
 /// The barrier of a point's tasks (the team threads that drive them block on
 /// it between a clean and an evidence window): harness/measure/barrier.h.
 using TaskBarrier = SleepBarrier;
+
+/// MemAvailable from /proc/meminfo, bytes (0 when unreadable): the bound on
+/// the tasks' mappings.
+inline uint64_t MemAvailableBytes() {
+  std::ifstream f("/proc/meminfo");
+  std::string key, unit;
+  uint64_t kb = 0;
+  while (f >> key >> kb >> unit)
+    if (key == "MemAvailable:") return kb * 1024;
+  return 0;
+}
 
 /// tv as seconds.
 inline double TvSeconds(const timeval& tv) {

@@ -32,7 +32,6 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <fstream>
 #include <map>
 #include <memory>
 #include <stdexcept>
@@ -72,18 +71,6 @@ struct Config {
   /// off); from --fault-sampling.
   uint64_t sample_period_ns = 2'000'000;
 };
-
-/// MemAvailable from /proc/meminfo, bytes (0 when unreadable).
-inline uint64_t MemAvailableBytes() {
-  std::ifstream f("/proc/meminfo");
-  std::string key;
-  uint64_t kb = 0;
-  std::string unit;
-  while (f >> key >> kb >> unit) {
-    if (key == "MemAvailable:") return kb * 1024;
-  }
-  return 0;
-}
 
 /// This machine's clear_page-like rate, bytes/s: `rep stosb` zeroing of a
 /// 64 MiB buffer (twice a Zen 4 CCD's L3, the zeroing family's buffer size),
@@ -792,7 +779,7 @@ class FaultWorkload : public Workload {
 /// size.
 inline std::size_t PointBytes(std::size_t mb, std::string* note) {
   std::size_t bytes = mb << 20;
-  const uint64_t avail = MemAvailableBytes();
+  const uint64_t avail = child_task::MemAvailableBytes();
   if (avail > 0 && bytes > avail / 4) {
     bytes = avail / 4;
     *note = "short memory: " + std::to_string(bytes >> 20) +

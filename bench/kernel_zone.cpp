@@ -38,7 +38,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <fstream>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -82,16 +81,6 @@ inline std::string WriteProc(const std::string& path,
   if (n != static_cast<ssize_t>(value.size()))
     return "writing " + value + " to " + path + ": " + std::strerror(err);
   return "";
-}
-
-/// MemAvailable from /proc/meminfo in 4 KiB pages (0 when unreadable).
-inline uint64_t MemAvailablePages() {
-  std::ifstream f("/proc/meminfo");
-  std::string key, unit;
-  uint64_t kb = 0;
-  while (f >> key >> kb >> unit)
-    if (key == "MemAvailable:") return kb / 4;
-  return 0;
 }
 
 /// The pcp high a batch must overflow: the largest current high over CPUs,
@@ -196,7 +185,7 @@ class ZoneWorkload : public kernel_tasks::KernelFamilyWorkload {
     batch_pages_ = BatchPages(zones_);
     // All tasks' batches together stay under a quarter of MemAvailable (a
     // many-PU machine at 256 MiB per task would otherwise swap or OOM).
-    const uint64_t avail = MemAvailablePages();
+    const uint64_t avail = child_task::MemAvailableBytes() / kPage;
     const uint64_t cap =
         avail / 4 / static_cast<uint64_t>(std::max(threads_, 1));
     if (avail > 0 && batch_pages_ > cap) {

@@ -41,7 +41,6 @@ class LockWorkload : public Workload {
   LockWorkload(const PointEnv& env, uint64_t cs_ns)
       : cs_ns_(cs_ns),
         guarded_(MakeShared<Guarded<L>>(env)),
-        side_(MakeShared<LockStatSide>(env)),
         per_thread_(static_cast<std::size_t>(env.threads), kDeferConstruction) {
   }
 
@@ -57,7 +56,7 @@ class LockWorkload : public Workload {
     while (!stop.load(std::memory_order_relaxed)) {
       for (int i = 0; i < kOpsPerStopCheck; ++i) {
         if constexpr (kStats) {
-          LockWithStats(g.lock, *side_, me.stat, ctx.index);
+          LockWithStats(g.lock, me.stat);
         } else {
           g.lock.lock();
         }
@@ -113,7 +112,6 @@ class LockWorkload : public Workload {
  private:
   uint64_t cs_ns_;
   std::shared_ptr<Guarded<L>> guarded_;
-  std::shared_ptr<LockStatSide> side_;
   PaddedSlots<PerThread> per_thread_;
   uint64_t harness_ops_ = 0;
 };

@@ -105,26 +105,11 @@ inline constexpr unsigned long kFlagsCheckAtFree =
 template <class Lock>
 struct CostCtx {
   LruZone<Lock>& zone;
-  LockStatSide& side;
   CostThread& t;
-  int index;
   bool stats = true;  ///< false: plain lock (the uninstrumented twin row)
 
-  void LockLru() {
-    if (stats) {
-      LockWithStats(zone.lru_lock, side, t.lock_stat, index);
-    } else {
-      ++t.lock_stat.acquisitions;
-      zone.lru_lock.lock();
-    }
-  }
-  void UnlockLru() {
-    if (stats) {
-      UnlockWithStats(zone.lru_lock, t.lock_stat);
-    } else {
-      zone.lru_lock.unlock();
-    }
-  }
+  void LockLru() { LockCounted(zone.lru_lock, t.lock_stat, stats); }
+  void UnlockLru() { UnlockCounted(zone.lru_lock, t.lock_stat, stats); }
   void LruDel(Page& page) {
     ListDel(&page.lru);
     --zone.nr_lru;
@@ -161,10 +146,7 @@ template <class V, LockAlgorithm L>
 class CostWorkload : public Workload {
  public:
   CostWorkload(const PointEnv& env, CostParams params)
-      : zone_(MakeShared<LruZone<L>>(env)),
-        side_(MakeShared<LockStatSide>(env)),
-        env_(env),
-        params_(params) {}
+      : zone_(MakeShared<LruZone<L>>(env)), env_(env), params_(params) {}
 
   void Prepare(int threads) override {
     threads_ = PaddedSlots<CostThread>(static_cast<std::size_t>(threads),
@@ -199,7 +181,7 @@ class CostWorkload : public Workload {
   uint64_t RunWindow(const ThreadCtx& ctx,
                      const std::atomic<bool>& stop) override {
     CostThread& t = threads_[ctx.index];  // once, outside the timed loop
-    CostCtx<L> c{*zone_, *side_, t, ctx.index, params_.stats};
+    CostCtx<L> c{*zone_, t, params_.stats};
     PageRing* in = params_.remote ? rings_[ctx.index].get() : nullptr;
     PageRing* out =
         params_.remote ? rings_[(ctx.index + 1) % ctx.threads].get() : nullptr;
@@ -416,8 +398,6 @@ class CostWorkload : public Workload {
     ~PageMemory() { Reset(); }
   } page_mem_;
   std::shared_ptr<LruZone<L>> zone_;
-  /// lock_stat's side, off the zone's lines
-  std::shared_ptr<LockStatSide> side_;
   PointEnv env_;
   CostParams params_;
   PaddedSlots<CostThread> threads_;

@@ -74,18 +74,6 @@ inline const FaultRest& FaultRestCalibration() {
   return rest;
 }
 
-/// details.fault_rest of a prezero row.
-inline nlohmann::json FaultRestJson(const FaultRest& r) {
-  return {{"rest_ns", r.rest_ns},
-          {"fault_ns_per_page", r.fault_ns_per_page},
-          {"zero_ns_per_page", r.zero_ns_per_page},
-          {"what",
-           "after every allocation, rest_ns of register spin outside the pool "
-           "lock: the machine's anonymous fault path per page minus one "
-           "page's zeroing, so allocations/s are modelled faults/s "
-           "(faults_per_s)"}};
-}
-
 /// One allocating thread's counts (PaddedSlots, summed after the windows).
 struct alignas(kCacheLine) AllocCounts {
   uint64_t allocs = 0;       ///< pages handed out
@@ -121,7 +109,15 @@ inline void ReportPoolDetails(nlohmann::json& d, const AllocCounts& t,
   d["nonzero_pages"] = t.nonzero;
   d["zeroer_pages"] = zeroer_pages;
   AddHelperColumnsJson(d, places);
-  d["fault_rest"] = FaultRestJson(rest);
+  d["fault_rest"] = {
+      {"rest_ns", rest.rest_ns},
+      {"fault_ns_per_page", rest.fault_ns_per_page},
+      {"zero_ns_per_page", rest.zero_ns_per_page},
+      {"what",
+       "after every allocation, rest_ns of register spin outside the pool "
+       "lock: the machine's anonymous fault path per page minus one "
+       "page's zeroing, so allocations/s are modelled faults/s "
+       "(faults_per_s)"}};
 }
 
 /// A steady-state mode's workload.
@@ -190,7 +186,7 @@ class PrezeroWorkload : public Workload {
 
   void Report(PointReport& out, double window_seconds, uint64_t ops) override {
     StopZeroer();  // quiescent pool for Report and Verify
-    const AllocCounts t = Totals();
+    const AllocCounts t = SumCounts(counts_);
     const auto allocs = static_cast<double>(t.allocs);
     out.Metric("faults_per_s", Ratio(static_cast<double>(ops), window_seconds));
     out.Metric("prezeroed_share",
@@ -227,7 +223,7 @@ class PrezeroWorkload : public Workload {
   std::string Verify() override {
     if (!unsupported_.empty()) return unsupported_;
     StopZeroer();
-    const AllocCounts t = Totals();
+    const AllocCounts t = SumCounts(counts_);
     if (t.prezeroed + t.self_zeroed != t.allocs) {
       return "prezeroed " + std::to_string(t.prezeroed) + " + self-zeroed " +
              std::to_string(t.self_zeroed) + " != allocations " +
@@ -252,8 +248,6 @@ class PrezeroWorkload : public Workload {
   }
 
  private:
-  AllocCounts Totals() const { return SumCounts(counts_); }
-
   // The helper rule's PU, else (--oversubscribe) the plan's last, shared at
   // SCHED_IDLE; -1 without a host topology (tests).
   void PickZeroerPu() {
@@ -422,7 +416,7 @@ class BurstWorkload : public Workload {
 
   void Report(PointReport& out, double window_seconds, uint64_t ops) override {
     StopZeroers();
-    const AllocCounts t = Totals();
+    const AllocCounts t = SumCounts(counts_);
     const auto pool = static_cast<double>(pool_pages_);
     out.Metric("faults_per_s", Ratio(static_cast<double>(ops), window_seconds));
     out.Metric("prezeroed_share", Ratio(static_cast<double>(t.prezeroed),
@@ -508,7 +502,7 @@ class BurstWorkload : public Workload {
   // ---- several bursts on one workload (BurstPairWorkload) ----
 
   /// Pages of the last burst that were handed out pre-zeroed.
-  uint64_t prezeroed() const { return Totals().prezeroed; }
+  uint64_t prezeroed() const { return SumCounts(counts_).prezeroed; }
 
   /// Stops the zeroers' work (none holds a page when it returns).
   void PauseZeroers() {
@@ -534,7 +528,7 @@ class BurstWorkload : public Workload {
   /// The burst conserves pages, each handed out zero, each zeroed page
   /// accounted; then its pages go back. "" or what is wrong.
   std::string CheckBurst() {
-    const AllocCounts t = Totals();
+    const AllocCounts t = SumCounts(counts_);
     std::size_t held = 0;
     for (std::size_t i = 0; i < held_.size(); ++i) {
       const std::vector<char*>& h = held_[i];
@@ -570,8 +564,6 @@ class BurstWorkload : public Workload {
   }
 
  private:
-  AllocCounts Totals() const { return SumCounts(counts_); }
-
   // The team sleeps while the zeroers fill the pool (to idle_ms_ or full).
   void IdlePeriod() {
     run_.store(true, std::memory_order_seq_cst);

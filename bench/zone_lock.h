@@ -414,7 +414,6 @@ class ZoneLockWorkload final : public Workload {
       auto zs = std::make_unique<ZoneState>();
       zs->pool = PoolPages(on_zone[zi], burst_, std::max(batch, 0));
       zs->zone = MakeShared<Z>(zone_env);
-      zs->side = MakeShared<LockStatSide>(zone_env);
       zs->pages_mem = AllocShared(zs->pool * sizeof(Page), zone_env);
       zs->pages = static_cast<Page*>(zs->pages_mem.get());
       for (unsigned long i = 0; i < zs->pool; ++i) new (&zs->pages[i]) Page();
@@ -460,7 +459,7 @@ class ZoneLockWorkload final : public Workload {
     me->phase_steps = BurstPhaseSteps(options_.phase_seed, ctx.index, burst_);
     ZoneState& zs = *zones_[me->zone];
     for (uint64_t i = 0; i < me->phase_steps; ++i)
-      Step(zs, *me, ctx.index, /*work=*/false);
+      Step(zs, *me, /*work=*/false);
     me->c = Counters{};
     me->stat.Reset();
   }
@@ -475,7 +474,7 @@ class ZoneLockWorkload final : public Workload {
     // a whole number of pairs (kStepsPerStopCheck is even).
     const uint64_t steps0 = me.c.steps;
     while (!stop.load(std::memory_order_relaxed)) {
-      for (int i = 0; i < kStepsPerStopCheck; ++i) Step(zs, me, ctx.index);
+      for (int i = 0; i < kStepsPerStopCheck; ++i) Step(zs, me);
       me.c.steps += kStepsPerStopCheck;
     }
     return (me.c.steps - steps0) / 2;
@@ -486,7 +485,7 @@ class ZoneLockWorkload final : public Workload {
   void RunSteps(const ThreadCtx& ctx, uint64_t steps) {
     PerThread& me = per_thread_[ctx.index];
     ZoneState& zs = *zones_[me.zone];
-    for (uint64_t i = 0; i < steps; ++i) Step(zs, me, ctx.index);
+    for (uint64_t i = 0; i < steps; ++i) Step(zs, me);
     me.c.steps += steps;
   }
 
@@ -502,10 +501,10 @@ class ZoneLockWorkload final : public Workload {
     while (!me.held.empty()) {
       Page* page = me.held.back();
       me.held.pop_back();
-      FreePage(zs, me, ctx.index, page);
+      FreePage(zs, me, page);
     }
     if (me.pcp_count > 0) {
-      Acquire(zs.zone->lock, *zs.side, me.stat, ctx.index);
+      Acquire(zs.zone->lock, me.stat);
       FreePcpBulk(zs, me, me.pcp_count);
       Release(zs.zone->lock, me.stat);
     }
@@ -574,14 +573,13 @@ class ZoneLockWorkload final : public Workload {
   const PerThread& thread(int i) const { return per_thread_[i]; }
 
  private:
-  /// One zone: the struct zone, its lock statistics side line, its struct
-  /// pages and the buddy allocator over them.
+  /// One zone: the struct zone, its struct pages and the buddy allocator over
+  /// them.
   struct ZoneState {
     unsigned long pool = 0;
     int threads = 0;
     int stat_threshold = 0;
     std::shared_ptr<Z> zone;
-    std::shared_ptr<LockStatSide> side;  ///< outside the zone: layout exact
     SharedPtr pages_mem;
     Page* pages = nullptr;
     std::unique_ptr<Buddy> buddy;
@@ -589,9 +587,9 @@ class ZoneLockWorkload final : public Workload {
 
   /// One step of the burst cycle: allocate until `burst_` pages are held,
   /// then free them all; `work`: with the page's work (work_ns).
-  void Step(ZoneState& zs, PerThread& me, int tid, bool work = true) {
+  void Step(ZoneState& zs, PerThread& me, bool work = true) {
     if (!me.freeing) {
-      Page* page = AllocPage(zs, me, tid);
+      Page* page = AllocPage(zs, me);
       if (page != nullptr) {
         // prep_new_page: the new owner writes the page (refcount, private),
         // then the fault path's work outside zone->lock (work_ns).
@@ -616,7 +614,7 @@ class ZoneLockWorkload final : public Workload {
       // free_pages_prepare: the last reference goes, the page is checked.
       set_page_count(*page, 0);
       benchmark::DoNotOptimize(page->index);
-      FreePage(zs, me, tid, page);
+      FreePage(zs, me, page);
       ++me.c.ops;
       if (me.held.empty()) me.freeing = false;
     }
@@ -624,30 +622,20 @@ class ZoneLockWorkload final : public Workload {
 
   /// zone->lock with lock_stat (stats_) or plain (the uninstrumented twin
   /// row; the acquisition count is a private counter either way).
-  void Acquire(Lock& lock, LockStatSide& side, LockStatThread& st, int tid) {
-    if (stats_) {
-      LockWithStats(lock, side, st, tid);
-    } else {
-      ++st.acquisitions;
-      lock.lock();
-    }
+  void Acquire(Lock& lock, LockStatThread& st) {
+    LockCounted(lock, st, stats_);
   }
   void Release(Lock& lock, LockStatThread& st) {
-    if (stats_) {
-      UnlockWithStats(lock, st);
-    } else {
-      lock.unlock();
-    }
+    UnlockCounted(lock, st, stats_);
   }
 
   /// `body()` under zone->lock; when lock_stat is on, every kHoldTimeEvery-th
   /// hold of its kind (`n`: that kind's holds so far) is timed into `h` from
   /// acquisition to release. Returns what `body` returns.
   template <class F>
-  auto Held(ZoneState& zs, PerThread& me, int tid, HoldTimes& h, uint64_t n,
-            F&& body) {
+  auto Held(ZoneState& zs, PerThread& me, HoldTimes& h, uint64_t n, F&& body) {
     const bool timed = stats_ && n % kHoldTimeEvery == 0;
-    Acquire(zs.zone->lock, *zs.side, me.stat, tid);
+    Acquire(zs.zone->lock, me.stat);
     const uint64_t t0 = timed ? NowNs() : 0;
     const auto r = body();
     const uint64_t t1 = timed ? NowNs() : 0;
@@ -744,13 +732,13 @@ class ZoneLockWorkload final : public Workload {
   /// Lock-free reads, then buffered_rmqueue: from the buddy allocator under
   /// the lock (pcp_batch:0), or from the pcp list, refilled by rmqueue_bulk
   /// (page_alloc.c@v4.0:1274-1305) when empty.
-  Page* AllocPage(ZoneState& zs, PerThread& me, int tid) {
+  Page* AllocPage(ZoneState& zs, PerThread& me) {
     PreAllocReads(zs, me);
     Z& z = *zs.zone;
     Page* page = nullptr;
     if (batch_ == 0) {
       unsigned splits = 0;
-      page = Held(zs, me, tid, me.c.refill_hold, me.c.allocs, [&] {
+      page = Held(zs, me, me.c.refill_hold, me.c.allocs, [&] {
         Page* p = zs.buddy->RmqueueSmallest(0, kMigratetype, &splits);
         if (p != nullptr) ModState(zs, me, &me.stat_diff, kNrFreePages, -1);
         return p;
@@ -761,23 +749,22 @@ class ZoneLockWorkload final : public Workload {
       ReadPageset(z);
       if (me.pcp_count == 0) {
         unsigned splits = 0;
-        const int got =
-            Held(zs, me, tid, me.c.refill_hold, me.c.refills++, [&] {
-              int n = 0;
-              ListHead* list = &me.pcp_list;
-              for (; n < batch_; ++n) {
-                Page* p = zs.buddy->RmqueueSmallest(0, kMigratetype, &splits);
-                if (p == nullptr) break;
-                // list_add(&page->lru, list); list = &page->lru: physical
-                // order.
-                ListAdd(&p->lru, list);
-                list = &p->lru;
-                // is_migrate_cma(get_freepage_migratetype(page)).
-                benchmark::DoNotOptimize(p->index);
-              }
-              ModState(zs, me, &me.stat_diff, kNrFreePages, -n);
-              return n;
-            });
+        const int got = Held(zs, me, me.c.refill_hold, me.c.refills++, [&] {
+          int n = 0;
+          ListHead* list = &me.pcp_list;
+          for (; n < batch_; ++n) {
+            Page* p = zs.buddy->RmqueueSmallest(0, kMigratetype, &splits);
+            if (p == nullptr) break;
+            // list_add(&page->lru, list); list = &page->lru: physical
+            // order.
+            ListAdd(&p->lru, list);
+            list = &p->lru;
+            // is_migrate_cma(get_freepage_migratetype(page)).
+            benchmark::DoNotOptimize(p->index);
+          }
+          ModState(zs, me, &me.stat_diff, kNrFreePages, -n);
+          return n;
+        });
         me.c.splits += splits;
         me.pcp_count += got;
         if (got == 0) return nullptr;
@@ -793,11 +780,11 @@ class ZoneLockWorkload final : public Workload {
   /// free_one_page (pcp_batch:0) or free_hot_cold_page
   /// (page_alloc.c@v4.0:1485-1530): onto the pcp list's hot end, draining a
   /// batch under one acquisition once count >= high.
-  void FreePage(ZoneState& zs, PerThread& me, int tid, Page* page) {
+  void FreePage(ZoneState& zs, PerThread& me, Page* page) {
     Z& z = *zs.zone;
     page->index = static_cast<unsigned long>(kMigratetype);  // set_freepage_mt
     if (batch_ == 0) {
-      me.c.merges += Held(zs, me, tid, me.c.drain_hold, me.c.ops, [&] {
+      me.c.merges += Held(zs, me, me.c.drain_hold, me.c.ops, [&] {
         ReadPagesScanned(z);
         const unsigned merges = zs.buddy->FreeOne(page, 0, kMigratetype);
         ModState(zs, me, &me.stat_diff, kNrFreePages, +1);
@@ -808,7 +795,7 @@ class ZoneLockWorkload final : public Workload {
     ReadPageset(z);
     ListAdd(&page->lru, &me.pcp_list);
     if (++me.pcp_count >= high_) {
-      me.c.merges += Held(zs, me, tid, me.c.drain_hold, me.c.drains++,
+      me.c.merges += Held(zs, me, me.c.drain_hold, me.c.drains++,
                           [&] { return FreePcpBulk(zs, me, batch_); });
     }
   }

@@ -194,10 +194,6 @@ inline PagevecView PlacePagevec5x(void* at, int slots) {
   v.slots = slots;
   return v;
 }
-inline void pagevec_init(PagevecView& pv) {
-  *pv.nr = 0;
-  *pv.percpu_pvec_drained = false;
-}
 inline void pagevec_reinit(PagevecView& pv) { *pv.nr = 0; }
 inline int pagevec_count(const PagevecView& pv) { return *pv.nr; }
 inline int pagevec_space(const PagevecView& pv) { return pv.slots - *pv.nr; }

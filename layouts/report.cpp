@@ -72,15 +72,6 @@ std::size_t TailPadding(const LayoutInfo& info) {
   return info.size > end ? info.size - end : 0;
 }
 
-std::string Join(const std::vector<std::string>& items, const char* sep) {
-  std::string out;
-  for (std::size_t i = 0; i < items.size(); ++i) {
-    if (i > 0) out += sep;
-    out += items[i];
-  }
-  return out;
-}
-
 }  // namespace
 
 std::vector<std::string> FieldsSharingLine(const LayoutInfo& info,
@@ -186,9 +177,11 @@ std::string FormatPahole(const LayoutInfo& info) {
     os << "\t/* padding: " << pad << " */\n";
   os << "\t/* line size: " << info.line << ", align: " << info.align << " */\n";
   if (!info.lock_field.empty()) {
-    const auto sharing = FieldsSharingLine(info, info.lock_field);
-    os << "\t/* " << info.lock_field << " line shares with: "
-       << (sharing.empty() ? std::string("(nothing)") : Join(sharing, ", "))
+    std::string sharing;
+    for (const std::string& f : FieldsSharingLine(info, info.lock_field))
+      sharing += (sharing.empty() ? "" : ", ") + f;
+    os << "\t/* " << info.lock_field
+       << " line shares with: " << (sharing.empty() ? "(nothing)" : sharing)
        << " */\n";
   }
   os << "};\n";
@@ -493,21 +486,6 @@ std::string FormatAllLayouts() {
      << "), which every allocation tests lock-free.\n\n";
   for (const LayoutInfo& info : AllLayouts()) os << FormatPahole(info) << "\n";
   return os.str();
-}
-
-nlohmann::json AllLayoutsJson() {
-  nlohmann::json all = nlohmann::json::array();
-  for (const LayoutInfo& info : AllLayouts()) all.push_back(LayoutToJson(info));
-  return all;
-}
-
-nlohmann::json LayoutsJson(const std::vector<std::string>& names) {
-  nlohmann::json out = nlohmann::json::object();
-  for (const std::string& name : names) {
-    const LayoutInfo* info = FindLayout(name);
-    out[name] = info != nullptr ? LayoutToJson(*info) : nlohmann::json();
-  }
-  return out;
 }
 
 }  // namespace lockline

@@ -70,10 +70,4 @@ std::string PagevecLayoutName(const std::string& kind, std::size_t offset,
 /// The full `--layouts` text: the explanation, then every layout.
 std::string FormatAllLayouts();
 
-/// JSON array of LayoutToJson for every layout in AllLayouts().
-nlohmann::json AllLayoutsJson();
-
-/// {name: LayoutToJson} for `names` (unknown: null).
-nlohmann::json LayoutsJson(const std::vector<std::string>& names);
-
 }  // namespace lockline

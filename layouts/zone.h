@@ -164,35 +164,21 @@ inline constexpr ZoneLockPlacement kAllZoneLockPlacements[] = {
 /// "lock_before_free_area", "lock_after_free_area", "lock_own_line",
 /// "lock_in_readmostly_line".
 constexpr const char* PlacementName(ZoneLockPlacement p) {
-  switch (p) {
-    case ZoneLockPlacement::kLockBeforeFreeArea:
-      return "lock_before_free_area";
-    case ZoneLockPlacement::kLockAfterFreeArea:
-      return "lock_after_free_area";
-    case ZoneLockPlacement::kLockOwnLine:
-      return "lock_own_line";
-    case ZoneLockPlacement::kLockInReadmostlyLine:
-      return "lock_in_readmostly_line";
-  }
-  return "?";
+  constexpr const char* kNames[] = {"lock_before_free_area",
+                                    "lock_after_free_area", "lock_own_line",
+                                    "lock_in_readmostly_line"};
+  return kNames[static_cast<int>(p)];
 }
 /// One-line description of a placement, with its kernel source.
 constexpr const char* PlacementDescription(ZoneLockPlacement p) {
-  switch (p) {
-    case ZoneLockPlacement::kLockBeforeFreeArea:
-      return "lock shares a line with the order-0 free lists (3484b2de9499, "
-             "v3.16-v3.19)";
-    case ZoneLockPlacement::kLockAfterFreeArea:
-      return "lock after free_area[] and flags (the March 2015 fix "
-             "a368ab67aa55, v4.0)";
-    case ZoneLockPlacement::kLockOwnLine:
-      return "lock padded to a cache line of its own (the rejected "
-             "alternative)";
-    case ZoneLockPlacement::kLockInReadmostlyLine:
-      return "lock in the read-mostly line with the watermarks "
-             "(counter-example)";
-  }
-  return "?";
+  constexpr const char* kText[] = {
+      "lock shares a line with the order-0 free lists (3484b2de9499, "
+      "v3.16-v3.19)",
+      "lock after free_area[] and flags (the March 2015 fix a368ab67aa55, "
+      "v4.0)",
+      "lock padded to a cache line of its own (the rejected alternative)",
+      "lock in the read-mostly line with the watermarks (counter-example)"};
+  return kText[static_cast<int>(p)];
 }
 
 /// `struct zone`, Linux 4.0, with `Lock` as spinlock_t (both zone->lock and

@@ -263,11 +263,10 @@ TEST(LockTable, Sizes) {
 
 TEST(LockStat, SingleThreadIsUncontended) {
   TicketLock lock;
-  LockStatSide side;
   LockStatThread st;
   constexpr uint64_t kN = 1000;
   for (uint64_t i = 0; i < kN; ++i) {
-    LockWithStats(lock, side, st, 0);
+    LockWithStats(lock, st);
     UnlockWithStats(lock, st);
   }
   EXPECT_EQ(st.acquisitions, kN);
@@ -298,14 +297,13 @@ TEST(LockStat, SingleThreadIsUncontended) {
 TEST(LockStat, ContendedStatsAddUp) {
   Watchdog dog("lock_stat with 2 threads");
   McsLock lock;
-  LockStatSide side;
   LockStatThread st[2];
   uint64_t counter = 0;
   std::vector<std::thread> team;
   for (int t = 0; t < 2; ++t) {
     team.emplace_back([&, t] {
       for (uint64_t i = 0; i < kIters; ++i) {
-        LockWithStats(lock, side, st[t], t);
+        LockWithStats(lock, st[t]);
         ++counter;
         UnlockWithStats(lock, st[t]);
       }

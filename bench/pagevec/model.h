@@ -68,7 +68,6 @@ class PagevecWorkload : public Workload {
       // A per-NUMA LRU lives on its node, as the kernel's pgdat does.
       if (bind) zone_env.mem_policy = "node:" + std::to_string(z);
       zones_.push_back(MakeShared<LruZone<L>>(zone_env));
-      sides_.push_back(MakeShared<LockStatSide>(zone_env));
     }
     if (cfg_.release == Release::kNone && !cfg_.scanner) {
       throw std::invalid_argument(
@@ -181,14 +180,11 @@ class PagevecWorkload : public Workload {
   LruZone<L>* zone(int z) { return zones_[z].get(); }
 
  private:
-  /// The scanner's index in lock_stat's hand-off bookkeeping.
-  static constexpr int kScannerIndex = 1 << 20;
   /// One reclaim scanner: thread, own lock statistics, PU.
   struct Scanner {
     std::thread thread;
     /// Scanner-written: off the other fields' lines.
     alignas(kDestructiveLine) LockStatThread stat;
-    LockStatSide* side = nullptr;
     uint64_t cycles = 0, isolated = 0, freed = 0;
     uint64_t on_demand_cycles = 0;  ///< cycles for a waiting worker
     uint64_t skipped_putbacks = 0;  ///< 5.8 cycles that isolated nothing
@@ -202,7 +198,6 @@ class PagevecWorkload : public Workload {
   uint64_t Run(const ThreadCtx& ctx, More&& more) {
     PerThread<Pv>& me = per_thread_[ctx.index];  // once, outside the loop
     LruZone<L>& zone = *zones_[me.zone];
-    LockStatSide& side = *sides_[me.zone];
     const int s = cfg_.slots;
     const bool release = cfg_.release != Release::kNone;
     uint64_t n = 0;
@@ -216,10 +211,9 @@ class PagevecWorkload : public Workload {
           Allocated(*p);
           // lru_cache_add: a reference for the pagevec, drain when full.
           get_page(*p);
-          if (Pv::Add(me.add_pv, p) == 0)
-            LruAddDrain(me, zone, side, me.add_pv, ctx.index);
+          if (Pv::Add(me.add_pv, p) == 0) LruAddDrain(me, zone, me.add_pv);
           // The page added kResidentPages ago is unmapped into the gather.
-          if (release) Gather(me, zone, side, me.on_lru.Pop(), ctx.index);
+          if (release) Gather(me, zone, me.on_lru.Pop());
         }
         n += s;
       }
@@ -239,10 +233,9 @@ class PagevecWorkload : public Workload {
           get_page(*p);
           Pv::Add(pv, p);
         }
-        LruAddDrain(me, zone, side, pv, ctx.index);
+        LruAddDrain(me, zone, pv);
         if (release) {
-          for (int i = 0; i < s; ++i)
-            Gather(me, zone, side, me.on_lru.Pop(), ctx.index);
+          for (int i = 0; i < s; ++i) Gather(me, zone, me.on_lru.Pop());
         }
         n += s;
       }
@@ -262,20 +255,11 @@ class PagevecWorkload : public Workload {
   }
 
   /// lru_lock with lock_stat, or plain (stats:off twin; still counted).
-  void Acquire(L& lock, LockStatSide& side, LockStatThread& st, int index) {
-    if (cfg_.stats) {
-      LockWithStats(lock, side, st, index);
-    } else {
-      ++st.acquisitions;
-      lock.lock();
-    }
+  void Acquire(L& lock, LockStatThread& st) {
+    LockCounted(lock, st, cfg_.stats);
   }
   void Release(L& lock, LockStatThread& st) {
-    if (cfg_.stats) {
-      UnlockWithStats(lock, st);
-    } else {
-      lock.unlock();
-    }
+    UnlockCounted(lock, st, cfg_.stats);
   }
 
   /// work_ns for `pages` pages outside the lock (page_work.h).
@@ -349,11 +333,11 @@ class PagevecWorkload : public Workload {
   /// The lru_add drain, one hold: __pagevec_lru_add_active
   /// (swap.c@v2.6.9:316) or pagevec_lru_move_fn + __pagevec_lru_add_fn
   /// (swap.c@v5.8.1:206, 969); then the pagevec's references are dropped.
-  void LruAddDrain(PerThread<Pv>& me, LruZone<L>& zone, LockStatSide& side,
-                   typename Pv::Handle& pv, int index) {
+  void LruAddDrain(PerThread<Pv>& me, LruZone<L>& zone,
+                   typename Pv::Handle& pv) {
     const int n = Pv::Count(pv);
     ++me.add_drains;
-    Acquire(zone.lru_lock, side, me.stat, index);
+    Acquire(zone.lru_lock, me.stat);
     if (cfg_.kernel == Kernel::k269) {
       for (int i = 0; i < n; ++i) {
         Page* p = Pv::At(pv, i);
@@ -400,25 +384,22 @@ class PagevecWorkload : public Workload {
   }
 
   /// tlb_remove_page / pagevec_add: `p` joins the gather, flushed when full.
-  void Gather(PerThread<Pv>& me, LruZone<L>& zone, LockStatSide& side, Page* p,
-              int index) {
+  void Gather(PerThread<Pv>& me, LruZone<L>& zone, Page* p) {
     me.gather[me.gather_nr++] = p;
     if (me.gather_nr == GatherPages(cfg_.kernel, cfg_.release, cfg_.slots)) {
-      FlushGather(me, zone, side, index);
+      FlushGather(me, zone);
     }
   }
 
   /// tlb_flush_mmu -> free_pages_and_swap_cache (2.6.9, chunks of 16),
   /// tlb_batch_pages_flush (5.8), or pagevec_release (truncate).
-  void FlushGather(PerThread<Pv>& me, LruZone<L>& zone, LockStatSide& side,
-                   int index) {
+  void FlushGather(PerThread<Pv>& me, LruZone<L>& zone) {
     const int n = me.gather_nr;
     me.expected_release_locks +=
         ReleaseFlushLocks(cfg_.kernel, cfg_.release, cfg_.slots, n);
     const int call = ReleaseCallPages(cfg_.kernel, cfg_.release, cfg_.slots);
     for (int done = 0; done < n; done += call) {
-      ReleasePages(me, zone, side, &me.gather[done], std::min(call, n - done),
-                   index);
+      ReleasePages(me, zone, &me.gather[done], std::min(call, n - done));
     }
     me.gather_nr = 0;
   }
@@ -427,8 +408,7 @@ class PagevecWorkload : public Workload {
   /// count reaches zero leaves the LRU under lru_lock (taken at the first);
   /// 2.6.9 unlocks when pages_to_free fills, 5.8 every SWAP_CLUSTER_MAX.
   /// A page still referenced is the scanner's to free.
-  void ReleasePages(PerThread<Pv>& me, LruZone<L>& zone, LockStatSide& side,
-                    Page** pages, int n, int index) {
+  void ReleasePages(PerThread<Pv>& me, LruZone<L>& zone, Page** pages, int n) {
     const int hold = ReleaseHoldPages(cfg_.kernel, cfg_.slots);
     const uint64_t expected_locks =
         static_cast<uint64_t>((n + hold - 1) / hold);
@@ -444,7 +424,7 @@ class PagevecWorkload : public Workload {
           continue;
         }
         if (!locked) {
-          Acquire(zone.lru_lock, side, me.stat, index);
+          Acquire(zone.lru_lock, me.stat);
           locked = true;
           ++locks;
         }
@@ -482,7 +462,7 @@ class PagevecWorkload : public Workload {
           continue;
         }
         if (!locked) {
-          Acquire(zone.lru_lock, side, me.stat, index);
+          Acquire(zone.lru_lock, me.stat);
           locked = true;
           lock_batch = 0;
           ++locks;
@@ -557,7 +537,6 @@ class PagevecWorkload : public Workload {
     for (int z = 0; z < cfg_.zones; ++z) {
       auto sc = std::make_unique<Scanner>();
       sc->zone = z;
-      sc->side = sides_[z].get();
       scanners_.push_back(std::move(sc));
     }
     PickScannerPus();
@@ -654,7 +633,7 @@ class PagevecWorkload : public Workload {
     ListHead l_hold;
     ListInit(&l_hold);
     long node_diff = 0, zone_diff = 0, memcg_diff = 0;  // the scanner's CPU
-    Acquire(zone.lru_lock, *s.side, s.stat, kScannerIndex);
+    Acquire(zone.lru_lock, s.stat);
     const long nr = IsolateLruPages(zone.List(Kernel::k58), &l_hold);
     UpdateLruSize58(zone, &node_diff, &zone_diff, &memcg_diff, -nr,
                     kLruActiveAnon);
@@ -682,7 +661,7 @@ class PagevecWorkload : public Workload {
         UpdateLruSize58(zone, &node_diff, &zone_diff, &memcg_diff, d, lru);
       }
     };
-    Acquire(zone.lru_lock, *s.side, s.stat, kScannerIndex);
+    Acquire(zone.lru_lock, s.stat);
     const long nr = IsolateLruPages(list, &isolated);
     resize(-nr);
     Release(zone.lru_lock, s.stat);
@@ -725,7 +704,7 @@ class PagevecWorkload : public Workload {
                bool clear_active, const Resize& resize) {
     ListHead to_free;
     ListInit(&to_free);
-    Acquire(zone.lru_lock, *s.side, s.stat, kScannerIndex);
+    Acquire(zone.lru_lock, s.stat);
     while (!ListEmpty(pages)) {
       Page* p = PageFromLru(pages->next);
       SetPageLru(*p);
@@ -801,7 +780,6 @@ class PagevecWorkload : public Workload {
   Config cfg_;
   PointEnv env_;
   std::vector<std::shared_ptr<LruZone<L>>> zones_;
-  std::vector<std::shared_ptr<LockStatSide>> sides_;
   PaddedSlots<PerThread<Pv>> per_thread_;
   std::vector<std::unique_ptr<Scanner>> scanners_;
   std::vector<HelperPlace> scanner_places_;  ///< the helper rule's places

@@ -47,9 +47,6 @@ struct alignas(kCacheLine) LockStatThread {
   void Reset() { *this = LockStatThread{}; }
 };
 
-/// Empty (no statistic writes a shared line); kept for the families' calls.
-struct alignas(kDestructiveLine) LockStatSide {};
-
 /// Bucket of a wait of `ns` nanoseconds in LockStatThread::wait_hist.
 inline int WaitBucket(uint64_t ns) {
   const int b = static_cast<int>(std::bit_width(ns));
@@ -65,8 +62,7 @@ inline void RecordWait(LockStatThread& st, uint64_t wait) {
 
 /// Acquires `lock`, recording it in `st` (model above).
 template <LockAlgorithm L>
-void LockWithStats(L& lock, LockStatSide& /*side*/, LockStatThread& st,
-                   int /*thread_index*/) {
+void LockWithStats(L& lock, LockStatThread& st) {
   ++st.acquisitions;
   const bool sample = st.acquisitions % kHoldSampleEvery == 0;
   if (lock.try_lock()) [[likely]] {
@@ -104,6 +100,22 @@ void UnlockWithStats(L& lock, LockStatThread& st) {
         st.hold_samples != 0 ? st.hold_ns / st.hold_samples : 0;
     RecordWait(st, span > hold ? span - hold : 0);
   }
+}
+
+/// LockWithStats when `stats`, else a plain lock() that still counts the
+/// acquisition (a stats:off twin row, without lock_stat's clock reads).
+template <LockAlgorithm L>
+void LockCounted(L& lock, LockStatThread& st, bool stats) {
+  if (stats) return LockWithStats(lock, st);
+  ++st.acquisitions;
+  lock.lock();
+}
+
+/// UnlockWithStats when `stats`, else a plain unlock().
+template <LockAlgorithm L>
+void UnlockCounted(L& lock, LockStatThread& st, bool stats) {
+  if (stats) return UnlockWithStats(lock, st);
+  lock.unlock();
 }
 
 /// One lock's summary (results/SCHEMA.md lock_stat): totals, shares per
