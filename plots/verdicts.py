@@ -45,12 +45,11 @@ class ComparisonSpec:
     the one agreeing with most of these wins (then the first in sorted order). base_name /
     variant_name: words for the text ("lock before free_area"). only: rows must have these
     parameter values (a what-if row's lock). A `prefer` or `only` value "" means the rows
-    lack that parameter (("stats", ""): the instrumented row, not its stats:off twin).
-    seed: the seed discussion's
-    figure for this comparison; comparable: how that figure relates to the model's (the same
-    quantity, its direction only, or plainly none).
-    """
+    lack that parameter (("stats", ""): the instrumented row, not its stats:off twin). seed: the
+    seed discussion's figure for this comparison; comparable: how that figure relates to the
+    model's (the same quantity, its direction only, or plainly none)."""
 
+    id: str
     question: str
     bench: str
     param: str
@@ -58,13 +57,12 @@ class ComparisonSpec:
     variant: str
     base_name: str
     variant_name: str
-    metrics: Tuple[str, ...] = ("ops_per_s",)
-    threads: str = "max"
-    group_by: Tuple[str, ...] = ()
-    prefer: Tuple[Tuple[str, str], ...] = ()
-    id: str = ""
-    seed: str = "-"
-    comparable: str = "-"
+    metrics: Tuple[str, ...]
+    threads: str
+    group_by: Tuple[str, ...]
+    prefer: Tuple[Tuple[str, str], ...]
+    seed: str
+    comparable: str
     only: Tuple[Tuple[str, str], ...] = ()
     # "ratio" (the effect variant / base - 1 is the answer) or "ns_saved" (the answer is ns
     # saved per operation, base ns/op x (1 - 1 / (1 + effect)), its interval mapped from the
@@ -72,26 +70,18 @@ class ComparisonSpec:
     unit: str = "ratio"
     # A value of `param` whose rows hold this comparison as paired bursts of one team
     # (details.duet.pairs: A = base, B = variant), e.g. prezero zeroer:none_vs_idle_cpus
-    # (bench/prezero.cpp BurstPairWorkload):
-    # the verdict reads their pairs as it reads a duet row's. "" for none.
+    # (bench/prezero.cpp BurstPairWorkload): the verdict reads their pairs as it reads a duet
+    # row's. "" for none.
     paired_value: str = ""
-    # True: the rows answering are the uninstrumented twins (params stats:off, lock_stat
-    # off): a base/variant pair of twins wins over any other, and the instrumented
-    # rows of the same point give the lock wait share as separate evidence (the record's
-    # `evidence`). A run without the twins (older files) is answered from the instrumented
-    # rows, and the record says so (`instrumented`, and the text).
-    uninstrumented: bool = False
 
-
-def _spec(cid: str, question: str, bench: str, param: str, base: str, variant: str,
-          base_name: str, variant_name: str, metrics: Tuple[str, ...], threads: str,
-          group_by: Tuple[str, ...], prefer: Tuple[Tuple[str, str], ...], seed: str,
-          comparable: str, only: Tuple[Tuple[str, str], ...] = (),
-          unit: str = "ratio", paired_value: str = "") -> ComparisonSpec:
-    return ComparisonSpec(question, bench, param, base, variant, base_name, variant_name,
-                          metrics, threads, group_by, prefer, cid, seed, comparable, only, unit,
-                          paired_value=paired_value,
-                          uninstrumented=question in UNINSTRUMENTED_QUESTIONS)
+    @property
+    def uninstrumented(self) -> bool:
+        """True: the rows answering are the uninstrumented twins (params stats:off, lock_stat
+        off): a base/variant pair of twins wins over any other, and the instrumented rows of
+        the same point give the lock wait share as separate evidence (the record's
+        `evidence`). A run without the twins (older files) is answered from the instrumented
+        rows, and the record says so (`instrumented`, and the text)."""
+        return self.question in UNINSTRUMENTED_QUESTIONS
 
 
 # The questions whose verdicts come from the uninstrumented twins (stats:off): their rows take
@@ -102,6 +92,7 @@ def _spec(cid: str, question: str, bench: str, param: str, base: str, variant: s
 # mm/swap.c@v2.6.16) while the fast path at on_lru_pct:0 never does, so lock_stat's path sat on
 # the atomic side only (counted as saved by the fast path).
 UNINSTRUMENTED_QUESTIONS = ("000", "001", "002", "003")
+_spec = ComparisonSpec  # the short name of the table below
 
 
 PAGES = ("pages_per_s", "ops_per_s")
