@@ -450,11 +450,9 @@ def evidence_record(spec: ComparisonSpec, metric: str, base: List[Point],
                        "regime": regime or "all"},
         "instrumented_effect": comparison.effect,
         "instrumented_ci": list(comparison.ci) if comparison.ci else None,
-        "instrumented_method": comparison.method,
-        "instrumented_status": comparison.status,
+        "instrumented_method": comparison.method, "instrumented_status": comparison.status,
         "instrumented_duet_key": duet[0].key if pairs else None,
-        "text": f"the same comparison on the instrumented rows: {comparison.text()}",
-    }
+        "text": f"the same comparison on the instrumented rows: {comparison.text()}"}
 
 
 def verdict_record(spec: ComparisonSpec, metric: str, base: List[Point], variant: List[Point],
@@ -609,35 +607,19 @@ def _record(spec: ComparisonSpec, group: Tuple, where: str, metric: str, base: L
             ) -> Dict[str, Any]:
     """The verdicts.json entry of verdict_record: `extra` first, then the contract's fields
     in their fixed order."""
-    return {**extra,
-        "id": comparison_id(spec, group),
-        "question": spec.question,
-        "comparison": f"{spec.variant_name} vs {spec.base_name} ({where})",
-        "metric": metric,
-        "base_key": base[0].key,
-        "variant_key": variant[0].key,
-        "threads": threads,
-        "effect": comparison.effect,
-        "ci": list(comparison.ci) if comparison.ci else None,
-        # `ci` is a rerun interval (stats.for_rerun): where the next run's estimate falls, 95 %;
-        # `effect_ci` the effect's own 95 % confidence interval it was made from.
-        "interval": comparison.interval,
-        "effect_ci": list(comparison.effect_ci) if comparison.effect_ci else None,
-        "regime": comparison.regime or "all",
-        "regime_ns": comparison.regime_ns,
-        "rows": rows_text(spec, base[0]),
-        "seed": spec.seed,
-        "comparable": spec.comparable,
-        "n_base": comparison.n_base,
-        "n_variant": comparison.n_variant,
-        "total_base": comparison.total_base,
-        "total_variant": comparison.total_variant,
-        "dropped": comparison.dropped,
-        "resolved": comparison.resolved,
-        "status": comparison.status,
-        "sequential": sequential,
-        "text": text,
-    }
+    c = comparison
+    # `ci` is a rerun interval (stats.for_rerun): where the next run's estimate falls, 95 %;
+    # `effect_ci` the effect's own 95 % confidence interval it was made from.
+    return {**extra, "id": comparison_id(spec, group), "question": spec.question,
+            "comparison": f"{spec.variant_name} vs {spec.base_name} ({where})",
+            "metric": metric, "base_key": base[0].key, "variant_key": variant[0].key,
+            "threads": threads, "effect": c.effect, "ci": list(c.ci) if c.ci else None,
+            "interval": c.interval, "effect_ci": list(c.effect_ci) if c.effect_ci else None,
+            "regime": c.regime or "all", "regime_ns": c.regime_ns,
+            "rows": rows_text(spec, base[0]), "seed": spec.seed, "comparable": spec.comparable,
+            "n_base": c.n_base, "n_variant": c.n_variant, "total_base": c.total_base,
+            "total_variant": c.total_variant, "dropped": c.dropped, "resolved": c.resolved,
+            "status": c.status, "sequential": sequential, "text": text}
 
 
 def verdict_samples(points: Sequence[Point], verdict: Dict[str, Any]) -> Dict[str, Any]:
