@@ -592,10 +592,7 @@ def derived_counter_rows(run: Run) -> List[List[str]]:
     """Per family and variant at its largest thread count: IPC, cache-misses/op, hitm/op ('scaled'
     when multiplexed), else 'unavailable (reason)' from counters.status."""
     rows = []
-    families: Dict[str, None] = {}
-    for p in run.points:
-        families.setdefault(p.bench, None)
-    for bench in families:
+    for bench in dict.fromkeys(p.bench for p in run.points):
         for variant, n, pts in _latest_rows(run, bench):
             counters = _dict(pts[0].row.get("counters"))
             status = _dict(counters.get("status"))
