@@ -724,10 +724,8 @@ def main_runs(argv):
                    "overrides": [parse_override(o) for o in args.override],
                    "threshold_only": args.threshold_only,
                    "metrics": [parse_metric_option(m) for m in args.metric],
-                   "filter": key_filter(args.filter),
-                   "allow_undecided": args.allow_undecided,
-                   "allow_unfinished": args.allow_unfinished,
-                   "allow_missing": args.allow_missing,
+                   "filter": key_filter(args.filter), "allow_undecided": args.allow_undecided,
+                   "allow_unfinished": args.allow_unfinished, "allow_missing": args.allow_missing,
                    "allow_gb_straddle": args.allow_gb_straddle}
         base = load_side(expand_side_argument(args.baseline), "baseline")
         cur = load_side(expand_side_argument(args.current), "current")

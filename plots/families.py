@@ -203,18 +203,17 @@ def plot_zone_lock(data: FamilyData) -> List[Tuple[str, Figure]]:
     """zone->lock placement: throughput per layout, one panel per lock kind, and the ratio of
     each layout to the baseline layout (default lock_after_free_area)."""
     locks = sorted({p.params.get("lock", "?") for _, pts in data.runs for p in pts})
-    fig, axes = new_figure(len(locks), "zone_lock: zone->lock placement, throughput (ops/s) against threads",
-                           _runs_of(data))
-    for ax, lock in zip(axes, locks):
-        threads_panel(ax, data, "zone_lock", f"lock:{lock}",
-                      data.select(lambda p, l=lock: p.params.get("lock", "?") == l), "ops_per_s")
+    sels = [data.select(lambda p, l=lock: p.params.get("lock", "?") == l) for lock in locks]
+    fig, axes = new_figure(len(locks), "zone_lock: zone->lock placement, throughput (ops/s) "
+                           "against threads", _runs_of(data))
+    for ax, lock, sel in zip(axes, locks, sels):
+        threads_panel(ax, data, "zone_lock", f"lock:{lock}", sel, "ops_per_s")
     out = [("zone_lock", finish(fig, _runs_of(data)))]
     baseline = data.baseline or DEFAULT_BASELINES["zone_lock"]
-    fig, axes = new_figure(len(locks), f"zone_lock: each layout's ops/s / {baseline}'s (ratio)", _runs_of(data))
-    for ax, lock in zip(axes, locks):
-        relative_panel(ax, data, "zone_lock_relative", f"lock:{lock}",
-                       data.select(lambda p, l=lock: p.params.get("lock", "?") == l), "ops_per_s",
-                       baseline)
+    fig, axes = new_figure(len(locks), f"zone_lock: each layout's ops/s / {baseline}'s (ratio)",
+                           _runs_of(data))
+    for ax, lock, sel in zip(axes, locks, sels):
+        relative_panel(ax, data, "zone_lock_relative", f"lock:{lock}", sel, "ops_per_s", baseline)
     out.append(("zone_lock_relative", finish(fig, _runs_of(data))))
     return out
 

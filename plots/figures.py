@@ -23,11 +23,10 @@ from stats import majority_regime  # noqa: E402
 UNITS = {
     "ops_per_s": "ops/s", "pages_per_s": "pages/s", "faults_per_wall_s": "faults/wall-s",
     "faults_per_cpu_s": "faults/CPU-s", "allocs_per_s": "allocations/s", "gb_per_s": "GB/s",
-    "faults_per_s": "faults/s",
-    "ns_per_op": "ns/op", "latency_ns": "ns", "latency_min_ns": "ns", "wait_share": "share of time",
-    "items_per_second": "items/s", "throughput_per_s": "iterations/s", "real_time_ns": "ns",
-    "violations_per_million": "per million frees",
-}
+    "faults_per_s": "faults/s", "ns_per_op": "ns/op", "latency_ns": "ns", "latency_min_ns": "ns",
+    "wait_share": "share of time", "items_per_second": "items/s",
+    "throughput_per_s": "iterations/s", "real_time_ns": "ns",
+    "violations_per_million": "per million frees"}
 
 # Preferred throughput metrics, most specific first, for families without a dedicated plotter.
 THROUGHPUT_METRICS = ("ops_per_s", "pages_per_s", "faults_per_wall_s", "faults_per_s",

@@ -462,22 +462,13 @@ def _point_from_row(row: Dict[str, Any]) -> Optional[Point]:
     coherence = row.get("coherence")
     regime_ns = _number(coherence.get("regime_ns")) if isinstance(coherence, dict) else None
     label = coherence.get("label") if isinstance(coherence, dict) else None
-    return Point(
-        family=family,
-        bench=head if row.get("family") else family,
-        params=params,
-        threads=threads,
-        metrics=metrics,
-        aggregate=aggregate,
-        repetition=int(_number(row.get("repetition_index")) or 0),
-        placement=row.get("placement") if isinstance(row.get("placement"), dict) else {},
-        coherence=label if isinstance(label, str) else "unknown",
-        regime_ns=regime_ns,
-        key=row_key(row),
-        overrun=row_overrun(row),
-        emulated=row.get("emulated") is True,
-        row=row,
-    )
+    return Point(family=family, bench=head if row.get("family") else family, params=params,
+                 threads=threads, metrics=metrics, aggregate=aggregate,
+                 repetition=int(_number(row.get("repetition_index")) or 0),
+                 placement=row.get("placement") if isinstance(row.get("placement"), dict) else {},
+                 coherence=label if isinstance(label, str) else "unknown", regime_ns=regime_ns,
+                 key=row_key(row), overrun=row_overrun(row),
+                 emulated=row.get("emulated") is True, row=row)
 
 
 def row_overrun(row: Dict[str, Any]) -> bool:

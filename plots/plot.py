@@ -40,11 +40,7 @@ def plot_runs(runs: Sequence[Run], out_dir: str, baseline: Optional[str] = None,
     from families import plot_family
     from figures import plt, write_csv
 
-    present: List[str] = []
-    for run in runs:
-        for fam in run.families():
-            if fam not in present:
-                present.append(fam)
+    present = list(dict.fromkeys(fam for run in runs for fam in run.families()))
     wanted = list(families) if families else present
     missing = [f for f in wanted if f not in present]
     if missing:

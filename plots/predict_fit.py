@@ -341,13 +341,11 @@ class VariantInputs:
                 "think_ns_per_acquisition": max(0.0, (med(self.ns_per_op) - med(self.wait))
                                                 / med(self.acq) - med(self.hold)),
                 "wait_ns_per_op_1thread": med(self.wait),
-                "repetitions": int(self.ns_per_op.size),
-                "fit_threads": self.fit_counts(),
+                "repetitions": int(self.ns_per_op.size), "fit_threads": self.fit_counts(),
                 "repetitions_per_count": {str(n): len(r) for n, r in self.reps.items()},
                 "lock_scope": self.scope, "lock_scope_source": self.scope_why,
                 "data_lines": self.data_lines, "lock_line_writes_per_hold": self.lock_writes,
-                "lines_source": self.lines_why,
-                "lock_model": {k: v for k, v in (self.model or {}).items()},
+                "lines_source": self.lines_why, "lock_model": dict(self.model or {}),
                 "per_node_locks": self.per_node, "fit": self.fit_summary}
 
 

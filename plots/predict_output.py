@@ -25,32 +25,25 @@ def predicted_document(run, path: str, plan: Dict[str, Any], title: str, x86, as
         "topology": {k: plan.get(k) for k in ("source", "packages", "numa_nodes", "l3s",
                                               "cores", "pus", "usable_pus", "pin",
                                               "threads_list")},
-        "title": title + (" - from an EMULATED run" if emulated else ""),
-        "target_x86": x86,
+        "title": title + (" - from an EMULATED run" if emulated else ""), "target_x86": x86,
         "latencies_assumed_note": assumed_note or None,
         "run": {"path": os.path.abspath(path), "host": run.context.get("host_name"),
                 "git_commit": run.lockline.get("git_commit"),
                 "cpu_model": run.lockline.get("cpu_model"), "emulated": emulated},
         "emulated_input": emulated,
-        "latencies_ns": {c: {k: v for k, v in lat[c].items() if k != "samples"}
-                         for c in CLASSES},
-        "regime": regime,
-        "clock_bias_ns": {"ns": bias[0], "why": bias[1]},
-        "fit_threads": sorted({n for v in variants for n in v.reps}),
-        "model": MODEL,
+        "latencies_ns": {c: {k: v for k, v in lat[c].items() if k != "samples"} for c in CLASSES},
+        "regime": regime, "clock_bias_ns": {"ns": bias[0], "why": bias[1]},
+        "fit_threads": sorted({n for v in variants for n in v.reps}), "model": MODEL,
         "simplifications": (["EMULATED INPUT: the run was made in an emulator; its timings "
                              "are not a machine's"] if emulated else []) + list(SIMPLIFICATIONS),
         "bootstrap": {"draws": draws, "seed": seed,
                       "over": "repetitions of each variant at every fit thread count and c2c "
                               "repetitions"},
-        "skipped": skipped,
-        "variants": [{
+        "skipped": skipped, "variants": [{
             "key": v.key, "family": v.family, "params": v.params, "lock": v.lock,
             "description": v.description, "inputs": v.summary(),
             "curve": [{k: r[k] for k in r if not k.startswith("_")} for r in curves[v.key]]}
-            for v in variants],
-        "verdicts": verdicts,
-    }
+            for v in variants], "verdicts": verdicts}
 
 
 # Most curves in one panel; a family with more is drawn as small multiples.

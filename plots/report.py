@@ -167,13 +167,16 @@ def _kv_table(mapping: Dict[str, Any]) -> str:
     return _table(["key", "value"], sorted(mapping.items()))
 
 
+def _keys(records: Iterable[Any], keys: List[str]) -> List[str]:
+    """`keys`, then every other key of the dict records, in order of appearance."""
+    for rec in records:
+        if isinstance(rec, dict):
+            keys += [k for k in rec if k not in keys]
+    return keys
+
+
 def _plans_table(plans: Dict[str, Any]) -> str:
-    keys: List[str] = []
-    for plan in plans.values():
-        if isinstance(plan, dict):
-            for k in plan:
-                if k not in keys:
-                    keys.append(k)
+    keys = _keys(plans.values(), [])
 
     def order(item):
         try:
@@ -186,13 +189,8 @@ def _plans_table(plans: Dict[str, Any]) -> str:
 
 
 def _records_table(records: List[Any]) -> str:
-    keys: List[str] = [k for k in ("name", "status", "reason")
-                       if any(isinstance(r, dict) and k in r for r in records)]
-    for rec in records:
-        if isinstance(rec, dict):
-            for k in rec:
-                if k not in keys:
-                    keys.append(k)
+    keys = _keys(records, [k for k in ("name", "status", "reason")
+                           if any(isinstance(r, dict) and k in r for r in records)])
     return _table(keys, [[rec.get(k, "") if isinstance(rec, dict) else rec for k in keys]
                          for rec in records])
 

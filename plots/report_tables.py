@@ -123,8 +123,12 @@ def other_comparison_cell(base: List[Point], variant: List[Point], metric: str,
         return Cell(html.escape(f"{what}: no such rows in this run"))
     rows = f"{base[0].key} vs {variant[0].key}"
     text = f"other comparison, rows {rows}: {stats.compare_points(base, variant, metric).text()}"
-    return Cell(f'<span class="other" data-rows="{html.escape(rows)}">{html.escape(text)}'
-                "</span>")
+    return _other_cell(rows, text)
+
+
+def _other_cell(rows: str, text: str) -> Cell:
+    """`text` in a cell marked data-rows=ROWS (class "other"): never read as a verdict."""
+    return Cell(f'<span class="other" data-rows="{html.escape(rows)}">{html.escape(text)}</span>')
 
 
 def verdict_points(run: Run, verdict: Dict[str, Any]) -> Tuple[List[Point], List[Point]]:
@@ -276,16 +280,13 @@ def _instrumentation_cost_rows(run: Run) -> List[List[Any]]:
         # Paired where the run holds the twins as a duet row (bench/duet.cpp "instr"); an
         # overrun window leaves out only its pairs (row_duet_pairs, as find_duet).
         want = {**same, "of": "zone_lock", "param": "stats", "a": "on", "b": "off"}
-        want.pop("layout", None)
-        want["layout"] = layout
         duet = [p for p in run.points if p.bench == "duet" and p.aggregate is None
                 and p.params == want and p.threads == off[0].threads]
         if duet:
             pairs = labelled_duet_pairs(duet)
             text = (f"other comparison, paired windows of {duet[0].key} (uninstrumented / "
                     f"instrumented): {stats.compare_pairs(pairs).text()}")
-            cell = Cell(f'<span class="other" data-rows="{html.escape(duet[0].key)}">'
-                        f"{html.escape(text)}</span>")
+            cell = _other_cell(duet[0].key, text)
         else:
             cell = other_comparison_cell(off, on, "ops_per_s", label)
         rows.append([f"instrumentation cost, {label}", "-", cell,
@@ -341,9 +342,8 @@ def _pagevec_2020_rows(run: Run, verdicts: List[Dict[str, Any]]) -> List[List[An
                      f"{base[0].key} -> {variant[0].key}",
                      "8.9 % -> 2.2 % of CPU cycles in lock contention "
                      "(pmbench, large machine)",
-                     Cell(f'<span class="other" data-rows="{html.escape(base[0].key)}">'
-                          + html.escape(arrow_text(base, variant, "wait_share",
-                                                   "share waiting")) + "</span>"),
+                     _other_cell(base[0].key, arrow_text(base, variant, "wait_share",
+                                                         "share waiting")),
                      "none: the seed's is a share of all CPU cycles of a whole workload; the "
                      "model's is the share of a lock-bound loop's time spent waiting, which "
                      "nears 1 when the loop does little else"])
@@ -592,10 +592,7 @@ def derived_counter_rows(run: Run) -> List[List[str]]:
     """Per family and variant at its largest thread count: IPC, cache-misses/op, hitm/op ('scaled'
     when multiplexed), else 'unavailable (reason)' from counters.status."""
     rows = []
-    families: Dict[str, None] = {}
-    for p in run.points:
-        families.setdefault(p.bench, None)
-    for bench in families:
+    for bench in dict.fromkeys(p.bench for p in run.points):
         for variant, n, pts in _latest_rows(run, bench):
             counters = _dict(pts[0].row.get("counters"))
             status = _dict(counters.get("status"))

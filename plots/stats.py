@@ -591,11 +591,8 @@ def compare_pair_effects(base_pairs: Sequence[Tuple[str, float, float]],
     or labels."""
     common = dict(label=label, min_effect=min_effect, method="pair_effects",
                   total_base=len(base_pairs), total_variant=len(current_pairs))
-    if matched:
-        return _matched_pair_effects(base_pairs, current_pairs, min_pairs, confidence,
-                                     resamples, seed, common)
-    return _unmatched_pair_effects(base_pairs, current_pairs, min_pairs, confidence,
-                                   resamples, seed, common)
+    effects = _matched_pair_effects if matched else _unmatched_pair_effects
+    return effects(base_pairs, current_pairs, min_pairs, confidence, resamples, seed, common)
 
 
 def _matched_pair_effects(base_pairs: Sequence[Tuple], current_pairs: Sequence[Tuple],

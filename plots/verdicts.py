@@ -45,12 +45,11 @@ class ComparisonSpec:
     the one agreeing with most of these wins (then the first in sorted order). base_name /
     variant_name: words for the text ("lock before free_area"). only: rows must have these
     parameter values (a what-if row's lock). A `prefer` or `only` value "" means the rows
-    lack that parameter (("stats", ""): the instrumented row, not its stats:off twin).
-    seed: the seed discussion's
-    figure for this comparison; comparable: how that figure relates to the model's (the same
-    quantity, its direction only, or plainly none).
-    """
+    lack that parameter (("stats", ""): the instrumented row, not its stats:off twin). seed: the
+    seed discussion's figure for this comparison; comparable: how that figure relates to the
+    model's (the same quantity, its direction only, or plainly none)."""
 
+    id: str
     question: str
     bench: str
     param: str
@@ -58,13 +57,12 @@ class ComparisonSpec:
     variant: str
     base_name: str
     variant_name: str
-    metrics: Tuple[str, ...] = ("ops_per_s",)
-    threads: str = "max"
-    group_by: Tuple[str, ...] = ()
-    prefer: Tuple[Tuple[str, str], ...] = ()
-    id: str = ""
-    seed: str = "-"
-    comparable: str = "-"
+    metrics: Tuple[str, ...]
+    threads: str
+    group_by: Tuple[str, ...]
+    prefer: Tuple[Tuple[str, str], ...]
+    seed: str
+    comparable: str
     only: Tuple[Tuple[str, str], ...] = ()
     # "ratio" (the effect variant / base - 1 is the answer) or "ns_saved" (the answer is ns
     # saved per operation, base ns/op x (1 - 1 / (1 + effect)), its interval mapped from the
@@ -72,26 +70,18 @@ class ComparisonSpec:
     unit: str = "ratio"
     # A value of `param` whose rows hold this comparison as paired bursts of one team
     # (details.duet.pairs: A = base, B = variant), e.g. prezero zeroer:none_vs_idle_cpus
-    # (bench/prezero.cpp BurstPairWorkload):
-    # the verdict reads their pairs as it reads a duet row's. "" for none.
+    # (bench/prezero.cpp BurstPairWorkload): the verdict reads their pairs as it reads a duet
+    # row's. "" for none.
     paired_value: str = ""
-    # True: the rows answering are the uninstrumented twins (params stats:off, lock_stat
-    # off): a base/variant pair of twins wins over any other, and the instrumented
-    # rows of the same point give the lock wait share as separate evidence (the record's
-    # `evidence`). A run without the twins (older files) is answered from the instrumented
-    # rows, and the record says so (`instrumented`, and the text).
-    uninstrumented: bool = False
 
-
-def _spec(cid: str, question: str, bench: str, param: str, base: str, variant: str,
-          base_name: str, variant_name: str, metrics: Tuple[str, ...], threads: str,
-          group_by: Tuple[str, ...], prefer: Tuple[Tuple[str, str], ...], seed: str,
-          comparable: str, only: Tuple[Tuple[str, str], ...] = (),
-          unit: str = "ratio", paired_value: str = "") -> ComparisonSpec:
-    return ComparisonSpec(question, bench, param, base, variant, base_name, variant_name,
-                          metrics, threads, group_by, prefer, cid, seed, comparable, only, unit,
-                          paired_value=paired_value,
-                          uninstrumented=question in UNINSTRUMENTED_QUESTIONS)
+    @property
+    def uninstrumented(self) -> bool:
+        """True: the rows answering are the uninstrumented twins (params stats:off, lock_stat
+        off): a base/variant pair of twins wins over any other, and the instrumented rows of
+        the same point give the lock wait share as separate evidence (the record's
+        `evidence`). A run without the twins (older files) is answered from the instrumented
+        rows, and the record says so (`instrumented`, and the text)."""
+        return self.question in UNINSTRUMENTED_QUESTIONS
 
 
 # The questions whose verdicts come from the uninstrumented twins (stats:off): their rows take
@@ -102,6 +92,7 @@ def _spec(cid: str, question: str, bench: str, param: str, base: str, variant: s
 # mm/swap.c@v2.6.16) while the fast path at on_lru_pct:0 never does, so lock_stat's path sat on
 # the atomic side only (counted as saved by the fast path).
 UNINSTRUMENTED_QUESTIONS = ("000", "001", "002", "003")
+_spec = ComparisonSpec  # the short name of the table below
 
 
 PAGES = ("pages_per_s", "ops_per_s")
@@ -459,11 +450,9 @@ def evidence_record(spec: ComparisonSpec, metric: str, base: List[Point],
                        "regime": regime or "all"},
         "instrumented_effect": comparison.effect,
         "instrumented_ci": list(comparison.ci) if comparison.ci else None,
-        "instrumented_method": comparison.method,
-        "instrumented_status": comparison.status,
+        "instrumented_method": comparison.method, "instrumented_status": comparison.status,
         "instrumented_duet_key": duet[0].key if pairs else None,
-        "text": f"the same comparison on the instrumented rows: {comparison.text()}",
-    }
+        "text": f"the same comparison on the instrumented rows: {comparison.text()}"}
 
 
 def verdict_record(spec: ComparisonSpec, metric: str, base: List[Point], variant: List[Point],
@@ -618,35 +607,19 @@ def _record(spec: ComparisonSpec, group: Tuple, where: str, metric: str, base: L
             ) -> Dict[str, Any]:
     """The verdicts.json entry of verdict_record: `extra` first, then the contract's fields
     in their fixed order."""
-    return {**extra,
-        "id": comparison_id(spec, group),
-        "question": spec.question,
-        "comparison": f"{spec.variant_name} vs {spec.base_name} ({where})",
-        "metric": metric,
-        "base_key": base[0].key,
-        "variant_key": variant[0].key,
-        "threads": threads,
-        "effect": comparison.effect,
-        "ci": list(comparison.ci) if comparison.ci else None,
-        # `ci` is a rerun interval (stats.for_rerun): where the next run's estimate falls, 95 %;
-        # `effect_ci` the effect's own 95 % confidence interval it was made from.
-        "interval": comparison.interval,
-        "effect_ci": list(comparison.effect_ci) if comparison.effect_ci else None,
-        "regime": comparison.regime or "all",
-        "regime_ns": comparison.regime_ns,
-        "rows": rows_text(spec, base[0]),
-        "seed": spec.seed,
-        "comparable": spec.comparable,
-        "n_base": comparison.n_base,
-        "n_variant": comparison.n_variant,
-        "total_base": comparison.total_base,
-        "total_variant": comparison.total_variant,
-        "dropped": comparison.dropped,
-        "resolved": comparison.resolved,
-        "status": comparison.status,
-        "sequential": sequential,
-        "text": text,
-    }
+    c = comparison
+    # `ci` is a rerun interval (stats.for_rerun): where the next run's estimate falls, 95 %;
+    # `effect_ci` the effect's own 95 % confidence interval it was made from.
+    return {**extra, "id": comparison_id(spec, group), "question": spec.question,
+            "comparison": f"{spec.variant_name} vs {spec.base_name} ({where})",
+            "metric": metric, "base_key": base[0].key, "variant_key": variant[0].key,
+            "threads": threads, "effect": c.effect, "ci": list(c.ci) if c.ci else None,
+            "interval": c.interval, "effect_ci": list(c.effect_ci) if c.effect_ci else None,
+            "regime": c.regime or "all", "regime_ns": c.regime_ns,
+            "rows": rows_text(spec, base[0]), "seed": spec.seed, "comparable": spec.comparable,
+            "n_base": c.n_base, "n_variant": c.n_variant, "total_base": c.total_base,
+            "total_variant": c.total_variant, "dropped": c.dropped, "resolved": c.resolved,
+            "status": c.status, "sequential": sequential, "text": text}
 
 
 def verdict_samples(points: Sequence[Point], verdict: Dict[str, Any]) -> Dict[str, Any]:
