@@ -32,25 +32,14 @@ std::map<std::string, uint64_t> ReadVmstat() {
 
 nlohmann::json VmstatDelta(const std::map<std::string, uint64_t>& a,
                            const std::map<std::string, uint64_t>& b) {
-  static const char* const kPrefixes[] = {"pgalloc_",
-                                          "pgfree",
-                                          "pgfault",
-                                          "pgmajfault",
-                                          "pgactivate",
-                                          "pgdeactivate",
-                                          "pglazyfree",
-                                          "pgrefill",
-                                          "pgsteal_",
-                                          "pgscan_",
-                                          "thp_fault_alloc",
-                                          "thp_fault_fallback",
-                                          "pgpromote_",
-                                          "pgdemote_",
-                                          "compact_stall",
-                                          "allocstall_",
-                                          "pgskip_",
-                                          "workingset_refault_anon",
-                                          "workingset_refault_file"};
+  static const char* const kPrefixes[] = {
+      // allocation, freeing, faults, reclaim
+      "pgalloc_", "pgfree", "pgfault", "pgmajfault", "pgactivate",
+      "pgdeactivate", "pglazyfree", "pgrefill", "pgsteal_", "pgscan_",
+      // THP, tiering, compaction, refaults
+      "thp_fault_alloc", "thp_fault_fallback", "pgpromote_", "pgdemote_",
+      "compact_stall", "allocstall_", "pgskip_", "workingset_refault_anon",
+      "workingset_refault_file"};
   nlohmann::json out = nlohmann::json::object();
   for (const auto& [k, vb] : b) {
     bool want = false;
@@ -153,19 +142,14 @@ std::string LockStatStatus(std::string* reason) {
 }
 
 nlohmann::json KernelConfigFromText(const std::string& text) {
-  static const char* const kKeys[] = {"CONFIG_NR_CPUS",
-                                      "CONFIG_CMA",
-                                      "CONFIG_MEMCG",
-                                      "CONFIG_LOCK_STAT",
-                                      "CONFIG_LOCKDEP",
-                                      "CONFIG_TRANSPARENT_HUGEPAGE",
-                                      "CONFIG_TRANSPARENT_HUGEPAGE_ALWAYS",
-                                      "CONFIG_TRANSPARENT_HUGEPAGE_MADVISE",
-                                      "CONFIG_NUMA",
-                                      "CONFIG_PREEMPT",
-                                      "CONFIG_PREEMPT_DYNAMIC",
-                                      "CONFIG_LRU_GEN",
-                                      "CONFIG_PARAVIRT_SPINLOCKS"};
+  static const char* const kKeys[] = {
+      // memory
+      "CONFIG_NR_CPUS", "CONFIG_CMA", "CONFIG_MEMCG",
+      "CONFIG_TRANSPARENT_HUGEPAGE", "CONFIG_TRANSPARENT_HUGEPAGE_ALWAYS",
+      "CONFIG_TRANSPARENT_HUGEPAGE_MADVISE", "CONFIG_NUMA", "CONFIG_LRU_GEN",
+      // locking and preemption
+      "CONFIG_LOCK_STAT", "CONFIG_LOCKDEP", "CONFIG_PREEMPT",
+      "CONFIG_PREEMPT_DYNAMIC", "CONFIG_PARAVIRT_SPINLOCKS"};
   nlohmann::json out = nlohmann::json::object();
   for (const char* k : kKeys) out[k] = "n";
   std::istringstream in(text);
@@ -289,14 +273,10 @@ nlohmann::json FolioBatchSize(const std::string& release) {
   int major = 0, minor = 0;
   std::sscanf(release.c_str(), "%d.%d", &major, &minor);
   const int v = major * 1000 + minor;
-  if (v >= 6009)
-    j["value"] = 31;
-  else if (v >= 4015)
-    j["value"] = 15;
-  else if (v >= 2006)
-    j["value"] = 14;
-  else
-    j["value"] = nullptr;
+  j["value"] = v >= 6009   ? nlohmann::json(31)
+               : v >= 4015 ? nlohmann::json(15)
+               : v >= 2006 ? nlohmann::json(14)
+                           : nlohmann::json(nullptr);
   j["source"] =
       "mainline value for the release (no BTF with struct folio_batch): a "
       "distribution kernel may differ";
