@@ -100,6 +100,19 @@ bool IsSoftwareClock(const perf_event_attr& attr) {
                  {PERF_COUNT_SW_TASK_CLOCK, PERF_COUNT_SW_CPU_CLOCK});
 }
 
+// cycles and instructions cannot be 0 over a window that counted user mode:
+// at least the return from the enabling ioctl runs. A 0 there is a broken
+// (virtual) PMU, not a result. The portable names (`base` of a `portable`
+// event) are the model's raw events: the same check applies.
+bool MustBeNonZero(const perf_event_attr& attr, bool portable,
+                   const std::string& base) {
+  return !attr.exclude_user &&
+         (IsEvent(attr, PERF_TYPE_HARDWARE,
+                  {PERF_COUNT_HW_INSTRUCTIONS, PERF_COUNT_HW_CPU_CYCLES}) ||
+          (portable && (base == "cycles" || base == "cpu-cycles" ||
+                        base == "instructions")));
+}
+
 // The shim's exported functions (tests/fake_pmu), or nullptr in a normal run.
 template <typename Fn>
 Fn FakePmuFunction(const char* symbol) {
@@ -609,8 +622,7 @@ class CounterSessionImpl final : public CounterSession {
           base + " or " + base + ":u:k (user + kernel)");
     }
     int err = ProbeOpen({e->attr});
-    std::string refused;  // set if kernel counting was refused and we fell back
-                          // to user only
+    std::string refused;  // kernel counting refused: fell back to user only
     if (err == EACCES && !explicit_plm && !e->attr.exclude_kernel) {
       std::string pmu, via;
       if ((portable ? EncodePortable(name, PFM_PLM3, &e->attr, &pmu,
@@ -642,17 +654,8 @@ class CounterSessionImpl final : public CounterSession {
       return;
     }
     e->available = true;
-    // cycles and instructions cannot be 0 over a window that counted user
-    // mode: at least the return from the enabling ioctl runs. A 0 there is a
-    // broken (virtual) PMU, not a result. The portable names are the model's
-    // raw events: the same check applies.
-    const std::string base = LowerAscii(name.substr(0, name.find(':')));
-    e->must_be_nonzero =
-        !e->attr.exclude_user &&
-        (IsEvent(e->attr, PERF_TYPE_HARDWARE,
-                 {PERF_COUNT_HW_INSTRUCTIONS, PERF_COUNT_HW_CPU_CYCLES}) ||
-         (portable && (base == "cycles" || base == "cpu-cycles" ||
-                       base == "instructions")));
+    e->must_be_nonzero = MustBeNonZero(
+        e->attr, portable, LowerAscii(name.substr(0, name.find(':'))));
     if (!refused.empty())
       e->avail.reason =
           IsSoftwareClock(e->attr)

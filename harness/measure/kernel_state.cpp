@@ -199,30 +199,18 @@ int64_t BtfArrayMember(const std::string& btf, const std::string& strct,
     at.push_back(p);
     const uint32_t info = u32(p + 4);
     const uint32_t vlen = info & 0xffff, kind = (info >> 24) & 0x1f;
+    // Bytes after the 12-byte btf_type, by kind (include/uapi/linux/btf.h):
+    // INT, VAR, DECL_TAG 4; ARRAY 12; STRUCT, UNION, DATASEC, ENUM64 12 a
+    // member; ENUM, FUNC_PROTO 8 a member.
     std::size_t extra = 0;
-    // Bytes after the 12-byte btf_type, by kind (include/uapi/linux/btf.h).
-    switch (kind) {
-      case 1:   // INT
-      case 14:  // VAR
-      case 17:  // DECL_TAG
-        extra = 4;
-        break;
-      case 3:  // ARRAY
-        extra = 12;
-        break;
-      case 4:   // STRUCT
-      case 5:   // UNION
-      case 15:  // DATASEC
-      case 19:  // ENUM64
-        extra = 12u * vlen;
-        break;
-      case 6:   // ENUM
-      case 13:  // FUNC_PROTO
-        extra = 8u * vlen;
-        break;
-      default:
-        extra = 0;
-    }
+    if (kind == 1 || kind == 14 || kind == 17)
+      extra = 4;
+    else if (kind == 3)
+      extra = 12;
+    else if (kind == 4 || kind == 5 || kind == 15 || kind == 19)
+      extra = 12u * vlen;
+    else if (kind == 6 || kind == 13)
+      extra = 8u * vlen;
     p += 12 + extra;
   }
   for (std::size_t id = 1; id < at.size(); ++id) {
