@@ -55,23 +55,17 @@ std::string ParanoidText(int paranoid) {
                                          : std::to_string(paranoid);
 }
 
-// Effective capability bits from /proc/self/status (CapEff, hex).
-uint64_t EffectiveCaps() {
-  std::ifstream in("/proc/self/status");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("CapEff:", 0) == 0)
-      return std::strtoull(line.c_str() + 7, nullptr, 16);
-  }
-  return 0;
-}
-
 // "Privileged" for perf: effective uid 0, or CAP_PERFMON (38, Linux 5.8) or
-// CAP_SYS_ADMIN (21), which the kernel's perfmon_capable() accepts in place of
+// CAP_SYS_ADMIN (21) in the effective capabilities (/proc/self/status CapEff,
+// hex), which the kernel's perfmon_capable() accepts in place of
 // perf_event_paranoid.
 bool PerfPrivileged() {
   constexpr int kCapSysAdmin = 21, kCapPerfmon = 38;
-  const uint64_t caps = EffectiveCaps();
+  std::ifstream in("/proc/self/status");
+  uint64_t caps = 0;
+  for (std::string line; caps == 0 && std::getline(in, line);)
+    if (line.rfind("CapEff:", 0) == 0)
+      caps = std::strtoull(line.c_str() + 7, nullptr, 16);
   return geteuid() == 0 || (caps >> kCapPerfmon & 1) ||
          (caps >> kCapSysAdmin & 1);
 }
@@ -119,12 +113,9 @@ Fn FakePmuFunction(const char* symbol) {
   return reinterpret_cast<Fn>(dlsym(RTLD_DEFAULT, symbol));
 }
 
-std::once_flag pfm_once;
-int pfm_init_status = PFM_SUCCESS;
-
 int EnsurePfmInitialized() {
-  std::call_once(pfm_once, [] { pfm_init_status = pfm_initialize(); });
-  return pfm_init_status;
+  static const int status = pfm_initialize();
+  return status;
 }
 
 // A libpfm4 argument or info struct, zeroed, with its size set.

@@ -52,9 +52,6 @@ bool IsDir(const std::string& p) {
   return stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-// True when `dir` is a mounted tracefs (it has events/).
-bool HasEvents(const std::string& dir) { return IsDir(dir + "/events"); }
-
 long PerfOpen(perf_event_attr* attr, pid_t pid, int group) {
   return syscall(SYS_perf_event_open, attr, pid, -1, group,
                  PERF_FLAG_FD_CLOEXEC);
@@ -103,7 +100,8 @@ const TracepointInfo& ContentionTracepoints() {
   static const TracepointInfo info = [] {
     TracepointInfo t;
     for (const char* d : {"/sys/kernel/tracing", "/sys/kernel/debug/tracing"}) {
-      if (HasEvents(d)) return FindTracepointsIn(d);
+      // A mounted tracefs has events/.
+      if (IsDir(std::string(d) + "/events")) return FindTracepointsIn(d);
       if (errno == EACCES) {
         t.reason = std::string(d) +
                    " is not accessible: permission denied (tracefs is "
