@@ -752,16 +752,17 @@ KernelEvidence::KernelEvidence(int tasks, uint64_t sample_period,
 
 void KernelEvidence::OpenTask(int index, pid_t pid, uint64_t zone_pages) {
   Task& t = tasks_[static_cast<std::size_t>(index)];
+  Sources& o = t.opened;
   if (zone_lock_) {
-    t.zreason = t.zl.Open(pid, ZoneRingPages(zone_pages));
-    t.zopened = t.zl.open();
+    o.zone_reason = t.zl.Open(pid, ZoneRingPages(zone_pages));
+    o.zone = t.zl.open();
   }
-  t.reason = t.tc.Open(pid, sample_period_, spin_period_ns_);
-  t.counted = t.tc.counting();
-  t.sampled = t.tc.sampling();
-  t.spun = t.tc.spin_profiling();
-  t.sampling_reason = t.tc.sampling_reason();
-  t.spin_reason = t.tc.spin_reason();
+  o.tp_reason = t.tc.Open(pid, sample_period_, spin_period_ns_);
+  o.counted = t.tc.counting();
+  o.sampled = t.tc.sampling();
+  o.spun = t.tc.spin_profiling();
+  o.sample_reason = t.tc.sampling_reason();
+  o.spin_reason = t.tc.spin_reason();
 }
 
 void KernelEvidence::Begin(int index) {
@@ -920,16 +921,17 @@ json KernelEvidence::OffJson() const {
 
 KernelEvidence::Sources KernelEvidence::OpenedSources() const {
   Sources o;
-  o.counted = o.sampled = o.spun = !tasks_.empty();
+  o.counted = o.sampled = o.spun = o.zone = !tasks_.empty();
   // The first task's reason stands for all.
   auto first = [](std::string& keep, const std::string& r) {
     if (keep.empty()) keep = r.empty() ? "task not started" : r;
   };
   for (const Task& t : tasks_) {
-    if (!t.counted) o.counted = false, first(o.tp_reason, t.reason);
-    if (!t.sampled)
-      o.sampled = false, first(o.sample_reason, t.sampling_reason);
-    if (!t.spun) o.spun = false, first(o.spin_reason, t.spin_reason);
+    const Sources& s = t.opened;
+    if (!s.counted) o.counted = false, first(o.tp_reason, s.tp_reason);
+    if (!s.sampled) o.sampled = false, first(o.sample_reason, s.sample_reason);
+    if (!s.spun) o.spun = false, first(o.spin_reason, s.spin_reason);
+    if (!s.zone) o.zone = false, first(o.zone_reason, s.zone_reason);
   }
   return o;
 }
@@ -992,17 +994,10 @@ void KernelEvidence::ReportSpin(json& k, Metrics& metrics) const {
   }
 }
 
-void KernelEvidence::ReportZoneLock(json& sources, json& k, Metrics& metrics,
-                                    uint64_t ops) const {
-  bool ok = !tasks_.empty();
-  std::string why;
-  for (const Task& t : tasks_)
-    if (!t.zopened) {
-      ok = false;
-      if (why.empty()) why = t.zreason.empty() ? "task not started" : t.zreason;
-    }
-  PutSource(sources, "zone_lock", ok, why);
-  if (!ok) return;
+void KernelEvidence::ReportZoneLock(const Sources& o, json& sources, json& k,
+                                    Metrics& metrics, uint64_t ops) const {
+  PutSource(sources, "zone_lock", o.zone, o.zone_reason);
+  if (!o.zone) return;
   const ZoneLockTally z = ZoneSum();
   const json& j = k["zone_lock"] = ZoneLockJson(z, ops);
   // No event at all: "not observed" (no metric), never 0.0 per op.
@@ -1045,7 +1040,7 @@ void KernelEvidence::Report(json& details, Metrics& metrics,
         "system-wide counters over the windows: other processes' activity is "
         "included";
   }
-  if (zone_lock_) ReportZoneLock(sources, k, metrics, ops);
+  if (zone_lock_) ReportZoneLock(o, sources, k, metrics, ops);
   k["sources"] = sources;
   k["pcp"] = ZonePcpJson(pcp_);
   details["kernel"] = k;

@@ -418,28 +418,25 @@ class KernelEvidence {
   void Report(nlohmann::json& details, Metrics& metrics, uint64_t ops) const;
 
  private:
-  // Which per-task sources every task opened, and the first reason not.
+  // Which sources a task opened (every task, in OpenedSources), and why not
+  // (the first task's reason).
   struct Sources {
-    bool counted = false, sampled = false, spun = false;
-    std::string tp_reason, sample_reason, spin_reason;
+    bool counted = false, sampled = false, spun = false, zone = false;
+    std::string tp_reason, sample_reason, spin_reason, zone_reason;
   };
   nlohmann::json OffJson() const;
   Sources OpenedSources() const;
   void ReportTracepoints(const Sources& o, nlohmann::json& k, Metrics& metrics,
                          uint64_t ops) const;
   void ReportSpin(nlohmann::json& k, Metrics& metrics) const;
-  void ReportZoneLock(nlohmann::json& sources, nlohmann::json& k,
-                      Metrics& metrics, uint64_t ops) const;
+  void ReportZoneLock(const Sources& o, nlohmann::json& sources,
+                      nlohmann::json& k, Metrics& metrics, uint64_t ops) const;
   struct Task {
     TaskContention tc;
     ContentionTally tally;
-    std::string reason;
-    bool counted = false, sampled = false, spun = false;  // as opened
-    std::string sampling_reason, spin_reason;
     ZoneLockCounter zl;
     ZoneLockTally ztally;
-    std::string zreason;
-    bool zopened = false;  // as opened
+    Sources opened;
   };
   bool zone_lock_ = false;
   std::string off_reason_;
