@@ -13,12 +13,10 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <mutex>
 #include <sstream>
 #include <tuple>
 

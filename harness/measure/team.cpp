@@ -9,11 +9,9 @@
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <future>
 #include <new>
 #include <stdexcept>
-#include <system_error>
 
 #include "harness/machine/memory.h"
 #include "harness/machine/restore.h"
