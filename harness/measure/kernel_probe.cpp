@@ -55,6 +55,12 @@ long PerfOpen(perf_event_attr* attr, pid_t pid, int group) {
                  PERF_FLAG_FD_CLOEXEC);
 }
 
+// Why a kernel-side software or tracepoint event did not open (errno `err`).
+std::string ExplainOpenError(int err) {
+  return ExplainPerfOpenError(err, false, true, KernelHasHardwarePmu(),
+                              PerfEventParanoid());
+}
+
 // PERF_EVENT_IOC_ENABLE / _DISABLE on every open descriptor of `fds`.
 void IoctlAll(std::initializer_list<int> fds, unsigned long request) {
   for (int fd : fds)
@@ -277,9 +283,7 @@ std::string OpenRing(perf_event_attr& a, pid_t pid, std::size_t pages,
   r->sample_type = a.sample_type;
   r->fd = static_cast<int>(PerfOpen(&a, pid, -1));
   if (r->fd < 0) {
-    const int err = errno;
-    return ExplainPerfOpenError(err, false, true, KernelHasHardwarePmu(),
-                                PerfEventParanoid());
+    return ExplainOpenError(errno);
   }
   int err = 0;
   for (pages = std::max<std::size_t>(pages, 8); pages >= 8; pages /= 2) {
@@ -466,17 +470,14 @@ std::string TaskContention::Open(pid_t pid, uint64_t sample_period,
   for (const auto& [fd, id, name] :
        {std::tuple{&begin_fd_, tp.begin_id, "lock:contention_begin"},
         std::tuple{&end_fd_, tp.end_id, "lock:contention_end"}}) {
-    perf_event_attr a =
-        EventAttr(PERF_TYPE_TRACEPOINT, static_cast<uint64_t>(id));
+    perf_event_attr a = EventAttr(PERF_TYPE_TRACEPOINT, id);
     *fd = static_cast<int>(PerfOpen(&a, pid, -1));
     if (*fd < 0) {
       const int err = errno;
+      sampling_reason_ = std::string("perf_event_open(") + name +
+                         "): " + ExplainOpenError(err);
       if (begin_fd_ >= 0) close(begin_fd_);
       begin_fd_ = -1;
-      sampling_reason_ =
-          std::string("perf_event_open(") + name + "): " +
-          ExplainPerfOpenError(err, false, true, KernelHasHardwarePmu(),
-                               PerfEventParanoid());
       return sampling_reason_;
     }
   }
@@ -485,8 +486,7 @@ std::string TaskContention::Open(pid_t pid, uint64_t sample_period,
   } else if (!syms.usable()) {
     sampling_reason_ = syms.reason();
   } else {
-    perf_event_attr a =
-        EventAttr(PERF_TYPE_TRACEPOINT, static_cast<uint64_t>(tp.begin_id));
+    perf_event_attr a = EventAttr(PERF_TYPE_TRACEPOINT, tp.begin_id);
     a.sample_period = sample_period;
     a.sample_type = PERF_SAMPLE_CALLCHAIN;
     a.exclude_callchain_user = 1;
@@ -699,8 +699,7 @@ std::string ZoneLockCounter::Open(pid_t pid, std::size_t ring_pages) {
       Close();
       return "cannot read " + base + w.name + "/id (tracepoint missing)";
     }
-    perf_event_attr a =
-        EventAttr(PERF_TYPE_TRACEPOINT, static_cast<uint64_t>(id));
+    perf_event_attr a = EventAttr(PERF_TYPE_TRACEPOINT, id);
     a.sample_period = 1;
     a.sample_type = PERF_SAMPLE_TIME;
     const std::string e = OpenRing(a, pid, ring_pages, w.ring);
