@@ -805,8 +805,7 @@ bool ValidNameChar(char c) {
 std::vector<std::string> ParseEventList(const std::string& spec) {
   const std::string accepted =
       "accepted: default, none, or a comma-separated list of libpfm4 / perf "
-      "list event names "
-      "with optional :u / :k modifiers (e.g. "
+      "list event names with optional :u / :k modifiers (e.g. "
       "cycles,instructions:u,page-faults)";
   std::vector<std::string> items;
   std::stringstream in(spec);
@@ -1019,8 +1018,8 @@ std::string ExplainPerfOpenError(int err, bool hardware, bool kernel_counting,
              "or CAP_PERFMON)";
     case EPERM:
       return "perf_event_open refused (EPERM): seccomp filter (a container's "
-             "default profile "
-             "blocks it) or missing CAP_PERFMON / CAP_SYS_ADMIN in a container";
+             "default profile blocks it) or missing CAP_PERFMON / "
+             "CAP_SYS_ADMIN in a container";
     case EMFILE:
     case ENFILE:
       return "out of file descriptors (" + code +

@@ -265,11 +265,9 @@ WindowResult ThreadTeam::RunWindow(Workload& wl,
     if (!done_cv_.wait_for(lk, until(hard_limit_ns),
                            [&] { return done_ == n; })) {
       ExitStuck(
-          "lockline: error: a window is still running %.1f s after "
-          "its start (threads "
-          "that never return from RunWindow, or a lock that never "
-          "hands over); exiting. "
-          "Results of finished points are kept.\n",
+          "lockline: error: a window is still running %.1f s after its "
+          "start (threads that never return from RunWindow, or a lock that "
+          "never hands over); exiting. Results of finished points are kept.\n",
           static_cast<double>(hard_limit_ns) / 1e9);
     }
   }

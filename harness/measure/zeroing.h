@@ -70,8 +70,7 @@ inline std::string ZeroMethodUnsupportedReason(
   if (m != ZeroMethod::kClzero) return "";
   if (!cpu.clzero) {
     return "skipped: clzero requested but this CPU lacks it (CPUID Fn8000_0008 "
-           "EBX[0] = 0; "
-           "AMD Zen and later have it)";
+           "EBX[0] = 0; AMD Zen and later have it)";
   }
   if (value != 0) return "skipped: clzero writes only zeros (no pattern fill)";
   return "";
