@@ -1,8 +1,6 @@
 #include "harness/family.h"
 
 #include <algorithm>
-#include <chrono>
-#include <mutex>
 
 #include "harness/machine/cpu.h"
 #include "harness/measure/shared_calibration.h"

@@ -432,10 +432,8 @@ std::vector<size_t> RelabelCoherence(json& doc) {
     json& c = row["coherence"];
     // Compared after relabelling: most rows keep their label.
     const json before = c;
-    c["regime"] = nullptr;
-    c["regime_ns"] = nullptr;
-    c["regime_name"] = nullptr;
-    c["matches"] = nullptr;
+    for (const char* k : {"regime", "regime_ns", "regime_name", "matches"})
+      c[k] = nullptr;
     if (!SharesLines(c)) {
       c["label"] = "none";
     } else {

@@ -41,12 +41,9 @@ std::vector<CoherenceRegime> ClusterLatencies(const std::vector<double>& ns);
 /// regimes.
 int ClassifyLatency(const std::vector<CoherenceRegime>& regimes, double ns);
 
-/// Relabels every iteration row of a lockline.json document from the whole
-/// run's probes (baseline and every row's before / after, clustered per PU
-/// pair): each row's coherence `label` (`none`, `unknown`, `preempted`, the
-/// regime's, or `mixed`), `regime`, `regime_ns`, `matches`, `regime_name`
-/// (results/SCHEMA.md), and context.lockline.coherence_regimes. Returns the
-/// indices of the rows whose coherence changed.
+/// Relabels every row's coherence of a lockline.json document (results/
+/// SCHEMA.md) and context.lockline.coherence_regimes from the whole run's
+/// probes, clustered per PU pair. Returns the indices of the rows changed.
 std::vector<size_t> RelabelCoherence(nlohmann::json& doc);
 
 }  // namespace lockline

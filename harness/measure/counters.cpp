@@ -14,7 +14,6 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
-#include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -55,23 +54,17 @@ std::string ParanoidText(int paranoid) {
                                          : std::to_string(paranoid);
 }
 
-// Effective capability bits from /proc/self/status (CapEff, hex).
-uint64_t EffectiveCaps() {
-  std::ifstream in("/proc/self/status");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("CapEff:", 0) == 0)
-      return std::strtoull(line.c_str() + 7, nullptr, 16);
-  }
-  return 0;
-}
-
 // "Privileged" for perf: effective uid 0, or CAP_PERFMON (38, Linux 5.8) or
-// CAP_SYS_ADMIN (21), which the kernel's perfmon_capable() accepts in place of
+// CAP_SYS_ADMIN (21) in the effective capabilities (/proc/self/status CapEff,
+// hex), which the kernel's perfmon_capable() accepts in place of
 // perf_event_paranoid.
 bool PerfPrivileged() {
   constexpr int kCapSysAdmin = 21, kCapPerfmon = 38;
-  const uint64_t caps = EffectiveCaps();
+  std::ifstream in("/proc/self/status");
+  uint64_t caps = 0;
+  for (std::string line; caps == 0 && std::getline(in, line);)
+    if (line.rfind("CapEff:", 0) == 0)
+      caps = std::strtoull(line.c_str() + 7, nullptr, 16);
   return geteuid() == 0 || (caps >> kCapPerfmon & 1) ||
          (caps >> kCapSysAdmin & 1);
 }
@@ -85,30 +78,32 @@ bool IsSoftware(const perf_event_attr& attr) {
   return attr.type == PERF_TYPE_SOFTWARE || attr.type == PERF_TYPE_TRACEPOINT;
 }
 
+// True when `attr` is of `type` with one of `configs`.
+bool IsEvent(const perf_event_attr& attr, uint32_t type,
+             std::initializer_list<uint64_t> configs) {
+  return attr.type == type && std::find(configs.begin(), configs.end(),
+                                        attr.config) != configs.end();
+}
+
 // task-clock and cpu-clock add up the thread's run time (linux
 // kernel/events/core.c task_clock_event_update / cpu_clock_event_update):
 // exclude_user / exclude_kernel do not split them.
 bool IsSoftwareClock(const perf_event_attr& attr) {
-  return attr.type == PERF_TYPE_SOFTWARE &&
-         (attr.config == PERF_COUNT_SW_TASK_CLOCK ||
-          attr.config == PERF_COUNT_SW_CPU_CLOCK);
+  return IsEvent(attr, PERF_TYPE_SOFTWARE,
+                 {PERF_COUNT_SW_TASK_CLOCK, PERF_COUNT_SW_CPU_CLOCK});
 }
 
-// context-switches and cpu-migrations are counted from kernel context (the
-// scheduler), so with exclude_kernel they open fine and always read 0.
-bool CountsOnlyInKernel(const perf_event_attr& attr) {
-  return attr.type == PERF_TYPE_SOFTWARE &&
-         (attr.config == PERF_COUNT_SW_CONTEXT_SWITCHES ||
-          attr.config == PERF_COUNT_SW_CPU_MIGRATIONS);
-}
-
-// cycles and instructions cannot be 0 over a window that counted user mode: at
-// least the return from the enabling ioctl runs. A 0 there is a broken
-// (virtual) PMU, not a result.
-bool MustBeNonZero(const perf_event_attr& attr) {
-  return attr.type == PERF_TYPE_HARDWARE && !attr.exclude_user &&
-         (attr.config == PERF_COUNT_HW_INSTRUCTIONS ||
-          attr.config == PERF_COUNT_HW_CPU_CYCLES);
+// cycles and instructions cannot be 0 over a window that counted user mode:
+// at least the return from the enabling ioctl runs. A 0 there is a broken
+// (virtual) PMU, not a result. The portable names (`base` of a `portable`
+// event) are the model's raw events: the same check applies.
+bool MustBeNonZero(const perf_event_attr& attr, bool portable,
+                   const std::string& base) {
+  return !attr.exclude_user &&
+         (IsEvent(attr, PERF_TYPE_HARDWARE,
+                  {PERF_COUNT_HW_INSTRUCTIONS, PERF_COUNT_HW_CPU_CYCLES}) ||
+          (portable && (base == "cycles" || base == "cpu-cycles" ||
+                        base == "instructions")));
 }
 
 // The shim's exported functions (tests/fake_pmu), or nullptr in a normal run.
@@ -117,12 +112,18 @@ Fn FakePmuFunction(const char* symbol) {
   return reinterpret_cast<Fn>(dlsym(RTLD_DEFAULT, symbol));
 }
 
-std::once_flag pfm_once;
-int pfm_init_status = PFM_SUCCESS;
-
 int EnsurePfmInitialized() {
-  std::call_once(pfm_once, [] { pfm_init_status = pfm_initialize(); });
-  return pfm_init_status;
+  static const int status = pfm_initialize();
+  return status;
+}
+
+// A libpfm4 argument or info struct, zeroed, with its size set.
+template <typename T>
+T PfmStruct() {
+  T t;
+  std::memset(&t, 0, sizeof(t));
+  t.size = sizeof(t);
+  return t;
 }
 
 // Present libpfm4 PMUs of the given type, joined by '/' (e.g.
@@ -131,9 +132,7 @@ std::string PresentPmus(int type) {
   std::string out;
   int i;
   pfm_for_all_pmus(i) {
-    pfm_pmu_info_t info;
-    std::memset(&info, 0, sizeof(info));
-    info.size = sizeof(info);
+    auto info = PfmStruct<pfm_pmu_info_t>();
     if (pfm_get_pmu_info(static_cast<pfm_pmu_t>(i), &info) != PFM_SUCCESS)
       continue;
     if (!info.is_present || (type >= 0 && info.type != type)) continue;
@@ -143,29 +142,46 @@ std::string PresentPmus(int type) {
   return out;
 }
 
+// Encodes `name` for perf_event with the given default privilege levels.
+// Returns the libpfm4 error; on success fills attr, the PMU name, the fully
+// qualified encoding string and, when libpfm4 describes it, *event.
+int Encode(const std::string& name, int dfl_plm, perf_event_attr* attr,
+           std::string* pmu, std::string* fstr_out,
+           pfm_event_info_t* event = nullptr) {
+  std::memset(attr, 0, sizeof(*attr));
+  char* fstr = nullptr;
+  auto arg = PfmStruct<pfm_perf_encode_arg_t>();
+  arg.attr = attr;
+  arg.fstr = &fstr;
+  const int ret = pfm_get_os_event_encoding(name.c_str(), dfl_plm,
+                                            PFM_OS_PERF_EVENT_EXT, &arg);
+  if (ret != PFM_SUCCESS) return ret;
+  *fstr_out = fstr != nullptr ? fstr : "";
+  std::free(fstr);
+  auto info = PfmStruct<pfm_event_info_t>();
+  auto pinfo = PfmStruct<pfm_pmu_info_t>();
+  if (pfm_get_event_info(arg.idx, PFM_OS_PERF_EVENT_EXT, &info) ==
+      PFM_SUCCESS) {
+    if (event != nullptr) *event = info;
+    if (pfm_get_pmu_info(info.pmu, &pinfo) == PFM_SUCCESS) *pmu = pinfo.name;
+  }
+  attr->size = sizeof(*attr);
+  return PFM_SUCCESS;
+}
+
 // Modifiers (attributes) libpfm4 accepts for the event `name` resolves to, for
 // error messages.
 std::string AcceptedModifiers(const std::string& base_name) {
-  pfm_perf_encode_arg_t arg;
   perf_event_attr attr;
-  std::memset(&arg, 0, sizeof(arg));
-  std::memset(&attr, 0, sizeof(attr));
-  arg.attr = &attr;
-  arg.size = sizeof(arg);
-  if (pfm_get_os_event_encoding(base_name.c_str(), PFM_PLM0 | PFM_PLM3,
-                                PFM_OS_PERF_EVENT_EXT, &arg) != PFM_SUCCESS) {
-    return "u, k";
-  }
-  pfm_event_info_t info;
-  std::memset(&info, 0, sizeof(info));
-  info.size = sizeof(info);
-  if (pfm_get_event_info(arg.idx, PFM_OS_PERF_EVENT_EXT, &info) != PFM_SUCCESS)
+  std::string pmu, fstr;
+  auto info = PfmStruct<pfm_event_info_t>();
+  if (Encode(base_name, PFM_PLM0 | PFM_PLM3, &attr, &pmu, &fstr, &info) !=
+          PFM_SUCCESS ||
+      info.name == nullptr)
     return "u, k";
   std::string out;
   for (int a = 0; a < info.nattrs; ++a) {
-    pfm_event_attr_info_t ai;
-    std::memset(&ai, 0, sizeof(ai));
-    ai.size = sizeof(ai);
+    auto ai = PfmStruct<pfm_event_attr_info_t>();
     if (pfm_get_event_attr_info(info.idx, a, PFM_OS_PERF_EVENT_EXT, &ai) !=
         PFM_SUCCESS)
       continue;
@@ -229,15 +245,6 @@ struct Unit {
   std::vector<Baseline> base;
 };
 
-// The page-fault software events (page-faults / faults, minor-faults,
-// major-faults, with any modifiers): perf runs a hook on every fault for them.
-bool IsPageFaultSoftwareEvent(const EventPlan& e) {
-  return e.software && e.attr.type == PERF_TYPE_SOFTWARE &&
-         (e.attr.config == PERF_COUNT_SW_PAGE_FAULTS ||
-          e.attr.config == PERF_COUNT_SW_PAGE_FAULTS_MIN ||
-          e.attr.config == PERF_COUNT_SW_PAGE_FAULTS_MAJ);
-}
-
 class ThreadCountersImpl final : public ThreadCounters {
  public:
   /// `left_out_page_faults`: "" opens every available event; otherwise the
@@ -253,17 +260,22 @@ class ThreadCountersImpl final : public ThreadCounters {
     for (size_t i = 0; i < state_->events.size(); ++i) {
       const EventPlan& e = state_->events[i];
       if (!e.available) continue;
-      if (!left_out_reason_.empty() && IsPageFaultSoftwareEvent(e)) {
+      // The page-fault software events (page-faults / faults, minor-faults,
+      // major-faults, with any modifiers): perf runs a hook on every fault.
+      if (!left_out_reason_.empty() && e.software &&
+          IsEvent(e.attr, PERF_TYPE_SOFTWARE,
+                  {PERF_COUNT_SW_PAGE_FAULTS, PERF_COUNT_SW_PAGE_FAULTS_MIN,
+                   PERF_COUNT_SW_PAGE_FAULTS_MAJ})) {
         left_out_[i] = true;
         continue;
       }
       if (!e.software && e.grouped) {
         hardware.push_back(i);
       } else {
-        OpenSingle(i);
+        OpenUnit({i}, false);
       }
     }
-    if (!hardware.empty()) OpenGroup(hardware);
+    if (!hardware.empty()) OpenUnit(hardware, true);
     // Hardware last on Start and first on Stop, so the window they see is the
     // tightest.
     std::stable_partition(units_.begin(), units_.end(), [&](const Unit& u) {
@@ -350,24 +362,15 @@ class ThreadCountersImpl final : public ThreadCounters {
     state_->ReportOnce(e.avail.name, open_error_[i]);
   }
 
-  void OpenSingle(size_t i) {
-    perf_event_attr attr = state_->events[i].attr;
-    attr.disabled = 1;
-    attr.read_format = kReadFormat;
-    const int fd = OpenEvent(&attr, -1);
-    if (fd < 0) return OpenFailed(i, errno);
-    units_.push_back(Unit{false, {fd}, {i}, {Baseline{}}});
-  }
-
-  // Leader opened disabled, members enabled: enabling the leader starts the
-  // whole group.
-  void OpenGroup(const std::vector<size_t>& members) {
+  // A singleton, or a group: leader opened disabled, members enabled, so
+  // enabling the leader starts the whole group.
+  void OpenUnit(const std::vector<size_t>& members, bool grouped) {
     Unit u;
-    u.grouped = true;
+    u.grouped = grouped;
     for (size_t i : members) {
       perf_event_attr attr = state_->events[i].attr;
       attr.disabled = u.fds.empty() ? 1 : 0;
-      attr.read_format = kReadFormat | PERF_FORMAT_GROUP;
+      attr.read_format = kReadFormat | (grouped ? PERF_FORMAT_GROUP : 0);
       const int fd = OpenEvent(&attr, u.fds.empty() ? -1 : u.fds[0]);
       if (fd < 0) {
         OpenFailed(i, errno);
@@ -383,29 +386,18 @@ class ThreadCountersImpl final : public ThreadCounters {
   // Current (raw, enabled, running) of each member, or *error set.
   std::vector<Baseline> ReadUnit(const Unit& u, std::string* error) {
     std::vector<Baseline> out(u.events.size());
-    if (u.grouped) {
-      // PERF_FORMAT_GROUP layout: nr, time_enabled, time_running, value[nr].
-      std::vector<uint64_t> buf(3 + u.fds.size());
-      const ssize_t n =
-          read(u.fds[0], buf.data(), buf.size() * sizeof(uint64_t));
-      if (n != static_cast<ssize_t>(buf.size() * sizeof(uint64_t)) ||
-          buf[0] != u.fds.size()) {
-        *error = "group read failed: " +
-                 std::string(n < 0 ? std::strerror(errno) : "short read");
-        return out;
-      }
-      for (size_t m = 0; m < u.fds.size(); ++m)
-        out[m] = {buf[3 + m], buf[1], buf[2]};
-    } else {
-      uint64_t buf[3];
-      const ssize_t n = read(u.fds[0], buf, sizeof(buf));
-      if (n != static_cast<ssize_t>(sizeof(buf))) {
-        *error = "read failed: " +
-                 std::string(n < 0 ? std::strerror(errno) : "short read");
-        return out;
-      }
-      out[0] = {buf[0], buf[1], buf[2]};
+    // PERF_FORMAT_GROUP layout: nr, time_enabled, time_running, value[nr]; a
+    // singleton's: value, time_enabled, time_running.
+    std::vector<uint64_t> buf(u.grouped ? 3 + u.fds.size() : 3);
+    const ssize_t n = read(u.fds[0], buf.data(), buf.size() * sizeof(uint64_t));
+    if (n != static_cast<ssize_t>(buf.size() * sizeof(uint64_t)) ||
+        (u.grouped && buf[0] != u.fds.size())) {
+      *error = (u.grouped ? "group read failed: " : "read failed: ") +
+               std::string(n < 0 ? std::strerror(errno) : "short read");
+      return out;
     }
+    for (size_t m = 0; m < u.fds.size(); ++m)
+      out[m] = {buf[u.grouped ? 3 + m : 0], buf[1], buf[2]};
     return out;
   }
 
@@ -441,47 +433,25 @@ std::string NormalizeModifiers(const std::string& name, bool* explicit_plm) {
   return out;
 }
 
-// Encodes `name` for perf_event with the given default privilege levels.
-// Returns the libpfm4 error; on success fills attr, the PMU name and the fully
-// qualified encoding string.
-int Encode(const std::string& name, int dfl_plm, perf_event_attr* attr,
-           std::string* pmu, std::string* fstr_out) {
-  std::memset(attr, 0, sizeof(*attr));
-  char* fstr = nullptr;
-  pfm_perf_encode_arg_t arg;
-  std::memset(&arg, 0, sizeof(arg));
-  arg.attr = attr;
-  arg.size = sizeof(arg);
-  arg.fstr = &fstr;
-  const int ret = pfm_get_os_event_encoding(name.c_str(), dfl_plm,
-                                            PFM_OS_PERF_EVENT_EXT, &arg);
-  if (ret != PFM_SUCCESS) return ret;
-  *fstr_out = fstr != nullptr ? fstr : "";
-  std::free(fstr);
-  pfm_event_info_t info;
-  std::memset(&info, 0, sizeof(info));
-  info.size = sizeof(info);
-  pfm_pmu_info_t pinfo;
-  std::memset(&pinfo, 0, sizeof(pinfo));
-  pinfo.size = sizeof(pinfo);
-  if (pfm_get_event_info(arg.idx, PFM_OS_PERF_EVENT_EXT, &info) ==
-          PFM_SUCCESS &&
-      pfm_get_pmu_info(info.pmu, &pinfo) == PFM_SUCCESS) {
-    *pmu = pinfo.name;
+// Opens `attrs` on this thread (with `group` as one group, the first the
+// leader) and closes them again; 0 or the first failure's errno.
+int ProbeOpen(const std::vector<perf_event_attr>& attrs, bool group = false) {
+  std::vector<int> fds;
+  int err = 0;
+  for (perf_event_attr attr : attrs) {
+    attr.disabled = fds.empty() ? 1 : 0;
+    attr.read_format = PERF_FORMAT_TOTAL_TIME_ENABLED |
+                       PERF_FORMAT_TOTAL_TIME_RUNNING |
+                       (group ? PERF_FORMAT_GROUP : 0);
+    const int fd = OpenEvent(&attr, fds.empty() ? -1 : fds[0]);
+    if (fd < 0) {
+      err = errno;
+      break;
+    }
+    fds.push_back(fd);
   }
-  attr->size = sizeof(*attr);
-  return PFM_SUCCESS;
-}
-
-// Opens `attr` once on this thread and closes it; returns 0 or errno.
-int ProbeOpen(perf_event_attr attr) {
-  attr.disabled = 1;
-  attr.read_format =
-      PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING;
-  const int fd = OpenEvent(&attr, -1);
-  if (fd < 0) return errno;
-  close(fd);
-  return 0;
+  for (auto it = fds.rbegin(); it != fds.rend(); ++it) close(*it);
+  return err;
 }
 
 class CounterSessionImpl final : public CounterSession {
@@ -641,9 +611,8 @@ class CounterSessionImpl final : public CounterSession {
           "one mode only; accepted: " +
           base + " or " + base + ":u:k (user + kernel)");
     }
-    int err = ProbeOpen(e->attr);
-    std::string refused;  // set if kernel counting was refused and we fell back
-                          // to user only
+    int err = ProbeOpen({e->attr});
+    std::string refused;  // kernel counting refused: fell back to user only
     if (err == EACCES && !explicit_plm && !e->attr.exclude_kernel) {
       std::string pmu, via;
       if ((portable ? EncodePortable(name, PFM_PLM3, &e->attr, &pmu,
@@ -652,7 +621,7 @@ class CounterSessionImpl final : public CounterSession {
                              &e->avail.encoding)) == PFM_SUCCESS) {
         refused = ExplainPerfOpenError(EACCES, !e->software, true,
                                        s.kernel_has_hw_pmu, s.paranoid);
-        err = ProbeOpen(e->attr);
+        err = ProbeOpen({e->attr});
       }
     }
     e->avail.exclude_kernel = e->attr.exclude_kernel;
@@ -663,7 +632,11 @@ class CounterSessionImpl final : public CounterSession {
                                s.kernel_has_hw_pmu, s.paranoid);
       return;
     }
-    if (CountsOnlyInKernel(e->attr) && e->attr.exclude_kernel) {
+    // context-switches and cpu-migrations are counted from kernel context
+    // (the scheduler), so with exclude_kernel they open fine and always read 0.
+    if (e->attr.exclude_kernel && IsEvent(e->attr, PERF_TYPE_SOFTWARE,
+                                          {PERF_COUNT_SW_CONTEXT_SWITCHES,
+                                           PERF_COUNT_SW_CPU_MIGRATIONS})) {
       e->avail.reason =
           (refused.empty() ? std::string("user mode only (:u)") : refused) +
           "; user-only it opens but always reads 0 (the scheduler counts it in "
@@ -671,13 +644,8 @@ class CounterSessionImpl final : public CounterSession {
       return;
     }
     e->available = true;
-    // The portable cycles / instructions are the model's raw events: the same
-    // "cannot be 0 in user mode" check applies.
-    const std::string base = LowerAscii(name.substr(0, name.find(':')));
-    e->must_be_nonzero =
-        MustBeNonZero(e->attr) ||
-        (portable && !e->attr.exclude_user &&
-         (base == "cycles" || base == "cpu-cycles" || base == "instructions"));
+    e->must_be_nonzero = MustBeNonZero(
+        e->attr, portable, LowerAscii(name.substr(0, name.find(':'))));
     if (!refused.empty())
       e->avail.reason =
           IsSoftwareClock(e->attr)
@@ -814,25 +782,11 @@ class CounterSessionImpl final : public CounterSession {
                    "multiplexed";
   }
 
-  // Opens `hw` (in order, the first as leader) as one group and closes it; 0
-  // or errno.
+  // Opens `hw` (in order, the first as leader) as one group; 0 or errno.
   static int TryGroup(const std::vector<EventPlan*>& hw) {
-    std::vector<int> fds;
-    int err = 0;
-    for (const EventPlan* e : hw) {
-      perf_event_attr attr = e->attr;
-      attr.disabled = fds.empty() ? 1 : 0;
-      attr.read_format = PERF_FORMAT_TOTAL_TIME_ENABLED |
-                         PERF_FORMAT_TOTAL_TIME_RUNNING | PERF_FORMAT_GROUP;
-      const int fd = OpenEvent(&attr, fds.empty() ? -1 : fds[0]);
-      if (fd < 0) {
-        err = errno;
-        break;
-      }
-      fds.push_back(fd);
-    }
-    for (auto it = fds.rbegin(); it != fds.rend(); ++it) close(*it);
-    return err;
+    std::vector<perf_event_attr> attrs;
+    for (const EventPlan* e : hw) attrs.push_back(e->attr);
+    return ProbeOpen(attrs, true);
   }
 
   std::shared_ptr<SessionState> state_;
@@ -851,8 +805,7 @@ bool ValidNameChar(char c) {
 std::vector<std::string> ParseEventList(const std::string& spec) {
   const std::string accepted =
       "accepted: default, none, or a comma-separated list of libpfm4 / perf "
-      "list event names "
-      "with optional :u / :k modifiers (e.g. "
+      "list event names with optional :u / :k modifiers (e.g. "
       "cycles,instructions:u,page-faults)";
   std::vector<std::string> items;
   std::stringstream in(spec);
@@ -864,6 +817,12 @@ std::vector<std::string> ParseEventList(const std::string& spec) {
   }
   if (spec.empty() || spec.back() == ',') items.push_back("");
   std::vector<std::string> out;
+  const auto add = [&](const std::string& name) {
+    if (std::find(out.begin(), out.end(), name) != out.end())
+      throw CounterSpecError("--events='" + spec + "': event '" + name +
+                             "' listed twice; " + accepted);
+    out.push_back(name);
+  };
   for (const std::string& name : items) {
     if (name.empty())
       throw CounterSpecError("--events='" + spec + "': empty event name; " +
@@ -876,12 +835,7 @@ std::vector<std::string> ParseEventList(const std::string& spec) {
       return {};
     }
     if (name == "default") {
-      for (const char* d : kDefaultEvents) {
-        if (std::find(out.begin(), out.end(), d) != out.end())
-          throw CounterSpecError("--events='" + spec + "': event '" + d +
-                                 "' listed twice; " + accepted);
-        out.push_back(d);
-      }
+      for (const char* d : kDefaultEvents) add(d);
       continue;
     }
     for (char c : name) {
@@ -899,10 +853,7 @@ std::vector<std::string> ParseEventList(const std::string& spec) {
       throw CounterSpecError("--events: empty event name or modifier in '" +
                              name + "'; " + accepted);
     }
-    if (std::find(out.begin(), out.end(), name) != out.end())
-      throw CounterSpecError("--events='" + spec + "': event '" + name +
-                             "' listed twice; " + accepted);
-    out.push_back(name);
+    add(name);
   }
   return out;
 }
@@ -949,7 +900,9 @@ int GenericSoftwareEvent(const std::string& base) {
 std::vector<std::string> PortableEventCandidates(const std::string& base,
                                                  const std::string& pmu) {
   if (pmu.empty()) return {};
-  const std::string b = LowerAscii(base);
+  std::string b = LowerAscii(base);
+  if (b == "cpu-cycles") b = "cycles";
+  if (b == "branch-instructions") b = "branches";
   const bool amd = pmu.rfind("amd64_fam17h", 0) == 0 ||
                    pmu.rfind("amd64_fam19h", 0) == 0 ||
                    pmu.rfind("amd64_fam1ah", 0) == 0;
@@ -959,13 +912,10 @@ std::vector<std::string> PortableEventCandidates(const std::string& base,
   // branch-misses 0x00c5; the architectural names (LLC_MISSES ...) last.
   static const std::map<std::string, std::vector<std::string>> kIntel = {
       {"cycles", {"UNHALTED_CORE_CYCLES"}},
-      {"cpu-cycles", {"UNHALTED_CORE_CYCLES"}},
       {"instructions", {"INSTRUCTION_RETIRED"}},
       {"cache-references", {"LONGEST_LAT_CACHE:REFERENCE", "LLC_REFERENCES"}},
       {"cache-misses", {"LONGEST_LAT_CACHE:MISS", "LLC_MISSES"}},
       {"branches",
-       {"BR_INST_RETIRED:ALL_BRANCHES", "BRANCH_INSTRUCTIONS_RETIRED"}},
-      {"branch-instructions",
        {"BR_INST_RETIRED:ALL_BRANCHES", "BRANCH_INSTRUCTIONS_RETIRED"}},
       {"branch-misses",
        {"BR_MISP_RETIRED:ALL_BRANCHES", "MISPREDICTED_BRANCH_RETIRED"}},
@@ -987,7 +937,6 @@ std::vector<std::string> PortableEventCandidates(const std::string& base,
   // cache (cache-to-cache, clean or modified).
   static const std::map<std::string, std::vector<std::string>> kAmd = {
       {"cycles", {"CYCLES_NOT_IN_HALT"}},
-      {"cpu-cycles", {"CYCLES_NOT_IN_HALT"}},
       {"instructions", {"RETIRED_INSTRUCTIONS"}},
       {"cache-references",
        {"REQUESTS_TO_L2_GROUP1:RD_BLK_L:RD_BLK_X:LS_RD_BLK_C_S:CACHEABLE_IC_"
@@ -995,7 +944,6 @@ std::vector<std::string> PortableEventCandidates(const std::string& base,
       {"cache-misses",
        {"CORE_TO_L2_CACHEABLE_REQUEST_ACCESS_STATUS:LS_RD_BLK_C:IC_FILL_MISS"}},
       {"branches", {"RETIRED_BRANCH_INSTRUCTIONS"}},
-      {"branch-instructions", {"RETIRED_BRANCH_INSTRUCTIONS"}},
       {"branch-misses", {"RETIRED_BRANCH_INSTRUCTIONS_MISPREDICTED"}},
       {"llc-load-misses",
        {"DEMAND_DATA_CACHE_FILLS_FROM_SYSTEM:NEAR_CACHE_NEAR_FAR:DRAM_IO_NEAR:"
@@ -1070,8 +1018,8 @@ std::string ExplainPerfOpenError(int err, bool hardware, bool kernel_counting,
              "or CAP_PERFMON)";
     case EPERM:
       return "perf_event_open refused (EPERM): seccomp filter (a container's "
-             "default profile "
-             "blocks it) or missing CAP_PERFMON / CAP_SYS_ADMIN in a container";
+             "default profile blocks it) or missing CAP_PERFMON / "
+             "CAP_SYS_ADMIN in a container";
     case EMFILE:
     case ENFILE:
       return "out of file descriptors (" + code +

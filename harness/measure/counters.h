@@ -56,18 +56,15 @@ class ThreadCounters {
 /// The run's counter configuration (one per process).
 class CounterSession {
  public:
-  /// Parses --events and probes each event once on the calling thread. Throws
-  /// CounterSpecError for a malformed list, a modifier libpfm4 rejects on an
-  /// event it knows, and `task-clock:u` / `:k` (a clock counts all CPU time).
-  /// Unknown events, a missing PMU or refused permissions only mark the event
-  /// unavailable; refused kernel counting (paranoid >= 2) falls back to user
-  /// only and says so.
+  /// Parses --events and probes each event once on this thread. Throws
+  /// CounterSpecError for a malformed list, a modifier libpfm4 rejects, and
+  /// `task-clock:u` / `:k`; anything else only marks the event unavailable.
+  /// Refused kernel counting (paranoid >= 2) falls back to user only.
   static std::unique_ptr<CounterSession> Create(const std::string& spec);
   virtual ~CounterSession() = default;
   virtual const std::vector<EventAvailability>& availability() const = 0;
-  /// Opens this thread's counters, disabled (on the measured thread, after
-  /// pinning; they outlive the session). A failed open marks the event
-  /// unavailable and is reported once per run.
+  /// Opens this thread's counters, disabled (after pinning; they outlive the
+  /// session). A failed open marks the event unavailable, reported once.
   virtual std::unique_ptr<ThreadCounters> OpenForThisThread() = 0;
   /// The same without the page-fault software events (unavailable, `why`):
   /// perf_sw_event's hook on every fault slows a fault-per-op point.
@@ -92,9 +89,8 @@ inline constexpr const char* kDefaultEvents[] = {
     "context-switches", "cpu-migrations", "page-faults"};
 
 /// libpfm4 event strings to try, in order, for a portable name `base` (perf's
-/// generic hardware names, mapped as the kernel maps them, and lockline's
-/// `hitm`: loads served by a modified line in another core's cache; on Zen
-/// fills from another CCX) on the core PMU `pmu`; {} if unknown.
+/// generic hardware names as the kernel maps them, and `hitm`: loads served
+/// by another core's modified line) on the core PMU `pmu`; {} if unknown.
 std::vector<std::string> PortableEventCandidates(const std::string& base,
                                                  const std::string& pmu);
 
@@ -139,7 +135,7 @@ std::string EventBaseName(const std::string& name);
 std::string EventModifiers(const std::string& name);
 
 /// True if /sys/bus/event_source/devices has a core PMU (libpfm4 names one
-/// from CPUID even in a VM without a vPMU). Under the test shim, its answer.
+/// from CPUID even without a vPMU); under the test shim, its answer.
 bool KernelHasHardwarePmu();
 
 /// Value PerfEventParanoid() returns when procfs cannot be read.
@@ -148,8 +144,7 @@ inline constexpr int kParanoidUnreadable = -1000;
 /// /proc/sys/kernel/perf_event_paranoid (3 on Debian), or kParanoidUnreadable.
 int PerfEventParanoid();
 
-/// Human reason for a failed perf_event_open (errno `err`) of one event
-/// (no PMU, perf_event_paranoid, seccomp / CAP_PERFMON).
+/// Human reason for a failed perf_event_open (errno `err`) of one event.
 std::string ExplainPerfOpenError(int err, bool hardware, bool kernel_counting,
                                  bool kernel_has_hw_pmu, int paranoid);
 

@@ -107,12 +107,8 @@ void DuetWorkload::Prepare(int threads) {
   a_->Prepare(threads);
   b_->Prepare(threads);
   logs_ = PaddedSlots<ThreadLog>(static_cast<size_t>(threads));
-  for (size_t i = 0; i < logs_.size(); ++i) {
-    ThreadLog& log = logs_[i];
-    log.ops.assign(schedule_.size(), 0);
-    log.start_ns.assign(schedule_.size(), 0);
-    log.end_ns.assign(schedule_.size(), 0);
-  }
+  for (size_t i = 0; i < logs_.size(); ++i)
+    logs_[i].windows.assign(schedule_.size(), {});
 }
 
 void DuetWorkload::SetupThread(const ThreadCtx& ctx) {
@@ -134,11 +130,7 @@ uint64_t DuetWorkload::RunWindow(const ThreadCtx& ctx,
   const uint64_t t0 = NowNs();
   const uint64_t ops = Side(side).RunWindow(ctx, stop);
   const uint64_t t1 = NowNs();
-  if (w < schedule_.size()) {
-    log.ops[w] = ops;
-    log.start_ns[w] = t0;
-    log.end_ns[w] = t1;
-  }
+  if (w < schedule_.size()) log.windows[w] = {ops, t0, t1};
   return ops;
 }
 
@@ -158,11 +150,11 @@ void DuetWorkload::Report(PointReport& out, double /*window_seconds*/,
   for (size_t w = 0; w < n; ++w) {
     uint64_t first = UINT64_MAX, last = 0;
     for (size_t i = 0; i < logs_.size(); ++i) {
-      const ThreadLog& log = logs_[i];
-      ops[w] += log.ops[w];
-      if (log.end_ns[w] == 0) continue;
-      first = std::min(first, log.start_ns[w]);
-      last = std::max(last, log.end_ns[w]);
+      const ThreadLog::Window& win = logs_[i].windows[w];
+      ops[w] += win.ops;
+      if (win.end_ns == 0) continue;
+      first = std::min(first, win.start_ns);
+      last = std::max(last, win.end_ns);
     }
     if (last > first) {
       seconds[w] = static_cast<double>(last - first) / 1e9;

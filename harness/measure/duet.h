@@ -128,7 +128,10 @@ class DuetWorkload : public Workload {
   /// operations, start and end (ns).
   struct ThreadLog {
     int next = 0;
-    std::vector<uint64_t> ops, start_ns, end_ns;
+    struct Window {
+      uint64_t ops = 0, start_ns = 0, end_ns = 0;
+    };
+    std::vector<Window> windows;
   };
   Workload& Side(DuetSide s) {
     return (s == DuetSide::kA || s == DuetSide::kWarmupA) ? *a_ : *b_;

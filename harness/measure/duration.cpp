@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <regex>
 #include <stdexcept>
+#include <utility>
 
 namespace lockline {
 
@@ -26,17 +27,12 @@ double ParseDuration(const std::string& text, const std::string& flag,
   if (!std::regex_match(text, m, kNumber)) throw bad("");
   const double v = std::strtod(text.c_str(), nullptr);
   const std::string unit = m[4].str();
+  static const std::pair<const char*, double> kUnits[] = {
+      {"", 1},   {"s", 1},    {"ms", 1e-3}, {"us", 1e-6},
+      {"m", 60}, {"min", 60}, {"h", 3600}};
   double scale = -1;
-  if (unit.empty() || unit == "s")
-    scale = 1;
-  else if (unit == "ms")
-    scale = 1e-3;
-  else if (unit == "us")
-    scale = 1e-6;
-  else if (unit == "m" || unit == "min")
-    scale = 60;
-  else if (unit == "h")
-    scale = 3600;
+  for (const auto& [name, seconds] : kUnits)
+    if (unit == name) scale = seconds;
   if (scale < 0) throw bad(" (unknown unit '" + unit + "')");
   const double s = v * scale;
   if (!std::isfinite(s) || s < min_s || s > max_s) throw bad(" (out of range)");

@@ -13,13 +13,10 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
-#include <mutex>
 #include <sstream>
 #include <tuple>
 
@@ -32,8 +29,10 @@ namespace {
 constexpr std::size_t kRingDataPages = 16;  // 64 KiB of samples per task
 constexpr uint16_t kMaxStack = 32;
 
-bool StartsWith(const std::string& s, const char* p) {
-  return s.rfind(p, 0) == 0;
+template <std::size_t N>
+bool StartsWithAny(const std::string& s, const char* const (&prefixes)[N]) {
+  return std::any_of(std::begin(prefixes), std::end(prefixes),
+                     [&](const char* p) { return s.rfind(p, 0) == 0; });
 }
 
 int ReadIdFile(const std::string& path) {
@@ -51,12 +50,15 @@ bool IsDir(const std::string& p) {
   return stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-// True when `dir` is a mounted tracefs (it has events/).
-bool HasEvents(const std::string& dir) { return IsDir(dir + "/events"); }
-
 long PerfOpen(perf_event_attr* attr, pid_t pid, int group) {
   return syscall(SYS_perf_event_open, attr, pid, -1, group,
                  PERF_FLAG_FD_CLOEXEC);
+}
+
+// Why a kernel-side software or tracepoint event did not open (errno `err`).
+std::string ExplainOpenError(int err) {
+  return ExplainPerfOpenError(err, false, true, KernelHasHardwarePmu(),
+                              PerfEventParanoid());
 }
 
 // PERF_EVENT_IOC_ENABLE / _DISABLE on every open descriptor of `fds`.
@@ -65,11 +67,12 @@ void IoctlAll(std::initializer_list<int> fds, unsigned long request) {
     if (fd >= 0) ioctl(fd, request, 0);
 }
 
-perf_event_attr TracepointAttr(int id) {
+// A disabled event of `type` and `config` (a tracepoint id).
+perf_event_attr EventAttr(uint32_t type, uint64_t config) {
   perf_event_attr a{};
   a.size = sizeof(a);
-  a.type = PERF_TYPE_TRACEPOINT;
-  a.config = static_cast<uint64_t>(id);
+  a.type = type;
+  a.config = config;
   a.disabled = 1;
   a.exclude_hv = 1;
   return a;
@@ -101,7 +104,8 @@ const TracepointInfo& ContentionTracepoints() {
   static const TracepointInfo info = [] {
     TracepointInfo t;
     for (const char* d : {"/sys/kernel/tracing", "/sys/kernel/debug/tracing"}) {
-      if (HasEvents(d)) return FindTracepointsIn(d);
+      // A mounted tracefs has events/.
+      if (IsDir(std::string(d) + "/events")) return FindTracepointsIn(d);
       if (errno == EACCES) {
         t.reason = std::string(d) +
                    " is not accessible: permission denied (tracefs is "
@@ -144,72 +148,46 @@ const TracepointInfo& ContentionTracepoints() {
 
 LockClass ClassifyChain(const std::vector<std::string>& chain,
                         std::string* caller) {
-  static const char* const kSkip[] = {"_raw_spin",     "_raw_read",
-                                      "_raw_write",    "queued_",
-                                      "native_queued", "__pv_queued",
-                                      "pv_queued",     "do_raw_",
-                                      "perf_",         "__perf",
-                                      "trace_",        "__trace",
-                                      "__bpf_trace",   "__traceiter",
-                                      "rwsem_down",    "__rwsem",
-                                      "down_read",     "down_write",
-                                      "__down",        "mutex_lock",
-                                      "__mutex_lock",  "mutex_spin_on_owner",
-                                      "osq_lock",      "rt_spin",
-                                      "rwbase_",       "lock_contended",
-                                      "__lock_text",   "preempt_schedule",
-                                      "asm_",          "spin_lock",
-                                      "rt_mutex",      "percpu_down"};
+  static const char* const kSkip[] = {
+      // spinlock and rwlock primitives
+      "_raw_spin", "_raw_read", "_raw_write", "queued_", "native_queued",
+      "__pv_queued", "pv_queued", "do_raw_",
+      // perf and tracing
+      "perf_", "__perf", "trace_", "__trace", "__bpf_trace", "__traceiter",
+      // sleeping locks and the rest of the lock code
+      "rwsem_down", "__rwsem", "down_read", "down_write", "__down",
+      "mutex_lock", "__mutex_lock", "mutex_spin_on_owner", "osq_lock",
+      "rt_spin", "rwbase_", "lock_contended", "__lock_text", "preempt_schedule",
+      "asm_", "spin_lock", "rt_mutex", "percpu_down"};
   // mm/page_alloc.c (6.x): the zone->lock holders.
-  static const char* const kZone[] = {"rmqueue_bulk",
-                                      "rmqueue_buddy",
-                                      "__rmqueue_pcplist",
-                                      "rmqueue_pcplist",
-                                      "free_pcppages_bulk",
-                                      "free_one_page",
-                                      "__free_pages_ok",
-                                      "free_unref_page",
-                                      "free_frozen_page",
-                                      "__free_one_page",
-                                      "drain_zone_pages",
-                                      "drain_pages_zone",
-                                      "decay_pcp_high",
-                                      "alloc_pages_bulk",
-                                      "__alloc_pages_bulk",
-                                      "reserve_highatomic",
-                                      "unreserve_highatomic",
-                                      "steal_suitable",
-                                      "move_freepages",
-                                      "__rmqueue",
-                                      "rmqueue"};
+  static const char* const kZone[] = {
+      // allocation: the pcp refill and the buddy
+      "rmqueue_bulk", "rmqueue_buddy", "__rmqueue_pcplist", "rmqueue_pcplist",
+      // freeing: the pcp drain and the buddy
+      "free_pcppages_bulk", "free_one_page", "__free_pages_ok",
+      "free_unref_page", "free_frozen_page", "__free_one_page",
+      "drain_zone_pages", "drain_pages_zone", "decay_pcp_high",
+      // bulk allocation, highatomic reserves, fallback
+      "alloc_pages_bulk", "__alloc_pages_bulk", "reserve_highatomic",
+      "unreserve_highatomic", "steal_suitable", "move_freepages", "__rmqueue",
+      "rmqueue"};
   // mm/swap.c, mm/memcontrol.c, mm/vmscan.c (6.x): lruvec->lru_lock holders.
   static const char* const kLru[] = {
-      "folio_lruvec_lock",    "folio_lruvec_relock",
-      "lruvec_lock",          "lru_add",
-      "folio_batch_move_lru", "folios_put_refs",
-      "release_pages",        "__page_cache_release",
-      "page_cache_release",   "lru_note_cost",
-      "isolate_lru_folios",   "folio_isolate_lru",
-      "move_folios_to_lru",   "shrink_active_list",
-      "shrink_inactive_list", "lru_move_tail",
-      "lru_deactivate",       "lru_activate",
-      "lru_lazyfree",         "__munlock",
-      "mlock_folio",          "lru_gen_",
-      "__folio_put",          "folio_activate"};
+      // the lruvec lock and folio batches
+      "folio_lruvec_lock", "folio_lruvec_relock", "lruvec_lock", "lru_add",
+      "folio_batch_move_lru", "folios_put_refs", "release_pages",
+      "__page_cache_release", "page_cache_release", "lru_note_cost",
+      // reclaim, LRU moves, mlock, MGLRU
+      "isolate_lru_folios", "folio_isolate_lru", "move_folios_to_lru",
+      "shrink_active_list", "shrink_inactive_list", "lru_move_tail",
+      "lru_deactivate", "lru_activate", "lru_lazyfree", "__munlock",
+      "mlock_folio", "lru_gen_", "__folio_put", "folio_activate"};
   std::size_t i = 0;
-  while (i < chain.size()) {
-    bool skip = false;
-    for (const char* p : kSkip)
-      if (StartsWith(chain[i], p)) skip = true;
-    if (!skip) break;
-    ++i;
-  }
+  while (i < chain.size() && StartsWithAny(chain[i], kSkip)) ++i;
   if (caller) *caller = i < chain.size() ? chain[i] : "";
   for (std::size_t j = i; j < chain.size(); ++j) {
-    for (const char* p : kZone)
-      if (StartsWith(chain[j], p)) return LockClass::kZone;
-    for (const char* p : kLru)
-      if (StartsWith(chain[j], p)) return LockClass::kLru;
+    if (StartsWithAny(chain[j], kZone)) return LockClass::kZone;
+    if (StartsWithAny(chain[j], kLru)) return LockClass::kLru;
   }
   return LockClass::kOther;
 }
@@ -244,15 +222,10 @@ KernelSymbols::KernelSymbols(const std::string& text) {
 
 const KernelSymbols& KernelSymbols::Get() {
   static const KernelSymbols syms = [] {
-    std::ifstream in("/proc/kallsyms");
-    if (!in) {
-      KernelSymbols s;
-      s.reason_ = "cannot read /proc/kallsyms";
-      return s;
-    }
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return KernelSymbols(ss.str());
+    const std::string text = ReadSmallFile("/proc/kallsyms");
+    KernelSymbols s(text);
+    if (text.empty()) s.reason_ = "cannot read /proc/kallsyms";
+    return s;
   }();
   return syms;
 }
@@ -278,16 +251,15 @@ void ContentionTally::Add(const ContentionTally& o) {
 }
 
 bool IsSpinChain(const std::vector<std::string>& chain) {
-  static const char* const kSpin[] = {"native_queued_spin_lock_slowpath",
-                                      "__pv_queued_spin_lock_slowpath",
-                                      "queued_spin_lock_slowpath",
-                                      "pv_queued_spin_lock_slowpath",
-                                      "queued_read_lock_slowpath",
-                                      "queued_write_lock_slowpath",
-                                      "virt_spin_lock"};
+  static const char* const kSpin[] = {
+      // qspinlock (native, paravirt) and its x86 guest fallback
+      "native_queued_spin_lock_slowpath", "__pv_queued_spin_lock_slowpath",
+      "queued_spin_lock_slowpath", "pv_queued_spin_lock_slowpath",
+      "virt_spin_lock",
+      // qrwlock
+      "queued_read_lock_slowpath", "queued_write_lock_slowpath"};
   for (std::size_t i = 0; i < chain.size() && i < 3; ++i)
-    for (const char* p : kSpin)
-      if (StartsWith(chain[i], p)) return true;
+    if (StartsWithAny(chain[i], kSpin)) return true;
   return false;
 }
 
@@ -307,11 +279,11 @@ void CloseRing(SampleRing& r) {
 // a user without CAP_IPC_LOCK); "" or why not.
 std::string OpenRing(perf_event_attr& a, pid_t pid, std::size_t pages,
                      SampleRing* r) {
+  a.wakeup_events = 1u << 30;  // nobody polls: no wakeups
+  r->sample_type = a.sample_type;
   r->fd = static_cast<int>(PerfOpen(&a, pid, -1));
   if (r->fd < 0) {
-    const int err = errno;
-    return ExplainPerfOpenError(err, false, true, KernelHasHardwarePmu(),
-                                PerfEventParanoid());
+    return ExplainOpenError(errno);
   }
   int err = 0;
   for (pages = std::max<std::size_t>(pages, 8); pages >= 8; pages /= 2) {
@@ -411,12 +383,7 @@ std::string TaskClockSampler::Open(pid_t pid, const Config& config) {
   Close();
   const KernelSymbols& syms = KernelSymbols::Get();
   if (!syms.usable()) return syms.reason();
-  perf_event_attr c{};
-  c.size = sizeof c;
-  c.type = PERF_TYPE_SOFTWARE;
-  c.config = PERF_COUNT_SW_TASK_CLOCK;
-  c.disabled = 1;
-  c.exclude_hv = 1;
+  perf_event_attr c = EventAttr(PERF_TYPE_SOFTWARE, PERF_COUNT_SW_TASK_CLOCK);
   c.sample_period = config.period_ns;
   c.sample_type = PERF_SAMPLE_CALLCHAIN;
   if (config.ip_and_time) {
@@ -426,11 +393,9 @@ std::string TaskClockSampler::Open(pid_t pid, const Config& config) {
   }
   c.exclude_callchain_user = 1;
   c.sample_max_stack = config.max_stack;
-  c.wakeup_events = 1u << 30;  // nobody polls: no wakeups
   const std::string e = OpenRing(c, pid, config.ring_pages, &ring_);
   if (!e.empty()) return "perf_event_open(task-clock sampling): " + e;
   ring_pages_ = ring_.bytes / static_cast<std::size_t>(getpagesize()) - 1;
-  ring_.sample_type = c.sample_type;
   return "";
 }
 
@@ -505,16 +470,14 @@ std::string TaskContention::Open(pid_t pid, uint64_t sample_period,
   for (const auto& [fd, id, name] :
        {std::tuple{&begin_fd_, tp.begin_id, "lock:contention_begin"},
         std::tuple{&end_fd_, tp.end_id, "lock:contention_end"}}) {
-    perf_event_attr a = TracepointAttr(id);
+    perf_event_attr a = EventAttr(PERF_TYPE_TRACEPOINT, id);
     *fd = static_cast<int>(PerfOpen(&a, pid, -1));
     if (*fd < 0) {
       const int err = errno;
+      sampling_reason_ = std::string("perf_event_open(") + name +
+                         "): " + ExplainOpenError(err);
       if (begin_fd_ >= 0) close(begin_fd_);
       begin_fd_ = -1;
-      sampling_reason_ =
-          std::string("perf_event_open(") + name + "): " +
-          ExplainPerfOpenError(err, false, true, KernelHasHardwarePmu(),
-                               PerfEventParanoid());
       return sampling_reason_;
     }
   }
@@ -523,14 +486,12 @@ std::string TaskContention::Open(pid_t pid, uint64_t sample_period,
   } else if (!syms.usable()) {
     sampling_reason_ = syms.reason();
   } else {
-    perf_event_attr a = TracepointAttr(tp.begin_id);
+    perf_event_attr a = EventAttr(PERF_TYPE_TRACEPOINT, tp.begin_id);
     a.sample_period = sample_period;
     a.sample_type = PERF_SAMPLE_CALLCHAIN;
     a.exclude_callchain_user = 1;
     a.sample_max_stack = kMaxStack;
-    a.wakeup_events = 1u << 30;  // nobody polls: no wakeups
     const std::string e = OpenRing(a, pid, kRingDataPages, &sample_);
-    sample_.sample_type = a.sample_type;
     sampling_reason_ = e.empty() ? "" : "perf_event_open(sampling): " + e;
   }
   return "";
@@ -547,14 +508,13 @@ void TaskContention::Disable() {
 }
 
 void TaskContention::Collect(ContentionTally& tally) {
-  uint64_t v = 0;
-  if (begin_fd_ >= 0 && read(begin_fd_, &v, sizeof v) == sizeof v) {
-    tally.begin += v - last_begin_;
-    last_begin_ = v;
-  }
-  if (end_fd_ >= 0 && read(end_fd_, &v, sizeof v) == sizeof v) {
-    tally.end += v - last_end_;
-    last_end_ = v;
+  for (const auto& [fd, last, sum] :
+       {std::tuple{begin_fd_, &last_begin_, &tally.begin},
+        std::tuple{end_fd_, &last_end_, &tally.end}}) {
+    uint64_t v = 0;
+    if (fd < 0 || read(fd, &v, sizeof v) != sizeof v) continue;
+    *sum += v - *last;
+    *last = v;
   }
   // The tally field of a lock class, of three.
   auto by_class = [](LockClass c, uint64_t& zone, uint64_t& lru,
@@ -612,6 +572,8 @@ ZoneHoldSplit HoldSplitFromGaps(const uint64_t* hist) {
                   static_cast<double>(GapBinEdgeNs(bin)) / 1000.0);
     return std::string(buf);
   };
+  // The most common gap is within holds (a hold of k pages has k - 1 gaps in
+  // it, one after).
   int mode = -1, lowest = -1, highest = -1;
   for (int b = 0; b < kGapBins; ++b) {
     if (hist[b] == 0) continue;
@@ -737,16 +699,14 @@ std::string ZoneLockCounter::Open(pid_t pid, std::size_t ring_pages) {
       Close();
       return "cannot read " + base + w.name + "/id (tracepoint missing)";
     }
-    perf_event_attr a = TracepointAttr(id);
+    perf_event_attr a = EventAttr(PERF_TYPE_TRACEPOINT, id);
     a.sample_period = 1;
     a.sample_type = PERF_SAMPLE_TIME;
-    a.wakeup_events = 1u << 30;  // nobody polls: no wakeups
     const std::string e = OpenRing(a, pid, ring_pages, w.ring);
     if (!e.empty()) {
       Close();
       return std::string("perf_event_open(kmem:") + w.name + "): " + e;
     }
-    w.ring->sample_type = a.sample_type;
   }
   return "";
 }
@@ -789,16 +749,17 @@ KernelEvidence::KernelEvidence(int tasks, uint64_t sample_period,
 
 void KernelEvidence::OpenTask(int index, pid_t pid, uint64_t zone_pages) {
   Task& t = tasks_[static_cast<std::size_t>(index)];
+  Sources& o = t.opened;
   if (zone_lock_) {
-    t.zreason = t.zl.Open(pid, ZoneRingPages(zone_pages));
-    t.zopened = t.zl.open();
+    o.zone_reason = t.zl.Open(pid, ZoneRingPages(zone_pages));
+    o.zone = t.zl.open();
   }
-  t.reason = t.tc.Open(pid, sample_period_, spin_period_ns_);
-  t.counted = t.tc.counting();
-  t.sampled = t.tc.sampling();
-  t.spun = t.tc.spin_profiling();
-  t.sampling_reason = t.tc.sampling_reason();
-  t.spin_reason = t.tc.spin_reason();
+  o.tp_reason = t.tc.Open(pid, sample_period_, spin_period_ns_);
+  o.counted = t.tc.counting();
+  o.sampled = t.tc.sampling();
+  o.spun = t.tc.spin_profiling();
+  o.sample_reason = t.tc.sampling_reason();
+  o.spin_reason = t.tc.spin_reason();
 }
 
 void KernelEvidence::Begin(int index) {
@@ -945,14 +906,11 @@ void PutSource(json& sources, const char* name, bool ok,
 
 json KernelEvidence::OffJson() const {
   json sources = json::object();
-  for (const char* name :
-       {"tracepoints", "callchains", "spin_profile", "vmstat", "lock_stat"}) {
+  for (const char* name : {"tracepoints", "callchains", "spin_profile",
+                           "vmstat", "lock_stat", "zone_lock"}) {
+    if (name == std::string("zone_lock") && !zone_lock_) continue;
     sources[name] = "off";
     sources[std::string(name) + ":reason"] = off_reason_;
-  }
-  if (zone_lock_) {
-    sources["zone_lock"] = "off";
-    sources["zone_lock:reason"] = off_reason_;
   }
   sources["pcp"] = pcp_.empty() ? "unavailable" : "measured";
   return {{"sources", sources}, {"pcp", ZonePcpJson(pcp_)}};
@@ -960,16 +918,17 @@ json KernelEvidence::OffJson() const {
 
 KernelEvidence::Sources KernelEvidence::OpenedSources() const {
   Sources o;
-  o.counted = o.sampled = o.spun = !tasks_.empty();
+  o.counted = o.sampled = o.spun = o.zone = !tasks_.empty();
   // The first task's reason stands for all.
   auto first = [](std::string& keep, const std::string& r) {
     if (keep.empty()) keep = r.empty() ? "task not started" : r;
   };
   for (const Task& t : tasks_) {
-    if (!t.counted) o.counted = false, first(o.tp_reason, t.reason);
-    if (!t.sampled)
-      o.sampled = false, first(o.sample_reason, t.sampling_reason);
-    if (!t.spun) o.spun = false, first(o.spin_reason, t.spin_reason);
+    const Sources& s = t.opened;
+    if (!s.counted) o.counted = false, first(o.tp_reason, s.tp_reason);
+    if (!s.sampled) o.sampled = false, first(o.sample_reason, s.sample_reason);
+    if (!s.spun) o.spun = false, first(o.spin_reason, s.spin_reason);
+    if (!s.zone) o.zone = false, first(o.zone_reason, s.zone_reason);
   }
   return o;
 }
@@ -1032,17 +991,10 @@ void KernelEvidence::ReportSpin(json& k, Metrics& metrics) const {
   }
 }
 
-void KernelEvidence::ReportZoneLock(json& sources, json& k, Metrics& metrics,
-                                    uint64_t ops) const {
-  bool ok = !tasks_.empty();
-  std::string why;
-  for (const Task& t : tasks_)
-    if (!t.zopened) {
-      ok = false;
-      if (why.empty()) why = t.zreason.empty() ? "task not started" : t.zreason;
-    }
-  PutSource(sources, "zone_lock", ok, why);
-  if (!ok) return;
+void KernelEvidence::ReportZoneLock(const Sources& o, json& sources, json& k,
+                                    Metrics& metrics, uint64_t ops) const {
+  PutSource(sources, "zone_lock", o.zone, o.zone_reason);
+  if (!o.zone) return;
   const ZoneLockTally z = ZoneSum();
   const json& j = k["zone_lock"] = ZoneLockJson(z, ops);
   // No event at all: "not observed" (no metric), never 0.0 per op.
@@ -1085,7 +1037,7 @@ void KernelEvidence::Report(json& details, Metrics& metrics,
         "system-wide counters over the windows: other processes' activity is "
         "included";
   }
-  if (zone_lock_) ReportZoneLock(sources, k, metrics, ops);
+  if (zone_lock_) ReportZoneLock(o, sources, k, metrics, ops);
   k["sources"] = sources;
   k["pcp"] = ZonePcpJson(pcp_);
   details["kernel"] = k;

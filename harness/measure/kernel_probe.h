@@ -33,12 +33,9 @@ struct TracepointInfo {
   bool available() const { return begin_id >= 0 && end_id >= 0; }
 };
 
-/// Finds the lock contention tracepoints: tracefs at /sys/kernel/tracing or
-/// /sys/kernel/debug/tracing; when neither is mounted and the process is
-/// root, mounts tracefs at /sys/kernel/tracing (left mounted: it is the
-/// systemd default and harmless). Unavailable reasons: not root and tracefs
-/// not mounted, ids unreadable (tracefs is root-only), kernel before 5.19 (no
-/// events/lock/contention_begin). Thread-safe; computed on first call.
+/// Finds the lock contention tracepoints in tracefs (/sys/kernel/tracing or
+/// /sys/kernel/debug/tracing; as root, mounts it at the first). Unavailable:
+/// not root, ids unreadable, kernel before 5.19. Thread-safe, computed once.
 const TracepointInfo& ContentionTracepoints();
 
 /// Which lock a contention sample is attributed to.
@@ -52,9 +49,8 @@ enum class LockClass { kZone, kLru, kOther };
 LockClass ClassifyChain(const std::vector<std::string>& innermost_first,
                         std::string* caller);
 
-/// Kernel text symbols from /proc/kallsyms, for resolving callchain
-/// addresses. Loaded once per process (Get()); usable() is false, with a
-/// reason, when addresses read as 0 (kptr_restrict, not root).
+/// Kernel text symbols from /proc/kallsyms (Get(): once per process);
+/// usable() is false, with a reason, when addresses read 0 (kptr_restrict).
 class KernelSymbols {
  public:
   static const KernelSymbols& Get();
@@ -74,8 +70,7 @@ class KernelSymbols {
   std::string reason_;
 };
 
-/// Adds the listed fields of `from` to those of `to`: the Add of a plain
-/// tally (ContentionTally, ZoneLockTally, the kernel families' task results).
+/// Adds the listed fields of `from` to those of `to` (a tally's Add).
 template <typename T, typename... M>
 void AddFields(T& to, const T& from, M T::*... fields) {
   ((to.*fields += from.*fields), ...);
@@ -102,9 +97,7 @@ struct ContentionTally {
 /// uncontended fast path (_raw_spin_lock itself) is no spin.
 bool IsSpinChain(const std::vector<std::string>& innermost_first);
 
-/// One perf event with an mmap'ed sample ring. `sample_type` is the event's
-/// PERF_SAMPLE_* mask (the drain decodes PERF_SAMPLE_IP, PERF_SAMPLE_TIME and
-/// PERF_SAMPLE_CALLCHAIN, in the kernel's record order).
+/// One perf event with an mmap'ed sample ring and its PERF_SAMPLE_* mask.
 struct SampleRing {
   int fd = -1;
   void* map = nullptr;
@@ -147,10 +140,9 @@ class TaskClockSampler {
   TaskClockSampler(const TaskClockSampler&) = delete;
   TaskClockSampler& operator=(const TaskClockSampler&) = delete;
   ~TaskClockSampler();
-  /// Opens the event, disabled, on `pid` (a tid, a pid, or 0: the calling
-  /// thread; no inheritance). Returns "" or why not: KernelSymbols::reason(),
-  /// or "perf_event_open(task-clock sampling): " + ExplainPerfOpenError's
-  /// text or the ring's mmap error.
+  /// Opens the event, disabled, on `pid` (a tid, a pid, 0: this thread).
+  /// Returns "" or why not (KernelSymbols::reason(), or
+  /// "perf_event_open(task-clock sampling): " and the open or mmap error).
   std::string Open(pid_t pid, const Config& config);
   bool open() const { return ring_.fd >= 0; }
   /// Data pages of the ring actually mapped (after any EPERM halving).
@@ -159,8 +151,7 @@ class TaskClockSampler {
   void Enable();
   void Disable();
   /// Hands every sample in the ring to `on_sample` and frees its space; adds
-  /// the samples the kernel dropped on a full ring (PERF_RECORD_LOST) to
-  /// *lost. May run while the event is enabled.
+  /// the samples dropped on a full ring to *lost. May run while enabled.
   void Drain(uint64_t* lost,
              const std::function<void(const RingSample&)>& on_sample);
   void Close();
@@ -202,8 +193,7 @@ class TaskContention {
   ~TaskContention();
   /// Opens the sources, disabled. Returns "" when the tracepoints are
   /// counted, else why not; sampling_reason() / spin_reason() say why the
-  /// other sources are missing (perf_event_open errno explained). With
-  /// sample_period 0 or spin_period_ns 0 that source is off.
+  /// others are missing. A period of 0 turns that source off.
   std::string Open(pid_t pid, uint64_t sample_period, uint64_t spin_period_ns);
   bool counting() const { return begin_fd_ >= 0; }
   bool sampling() const { return sample_.fd >= 0; }
@@ -267,18 +257,13 @@ nlohmann::json ZonePcpJson(const std::vector<ZonePcp>& zones);
 /// "unavailable" with *reason (CONFIG_LOCK_STAT off, or not readable).
 std::string LockStatStatus(std::string* reason);
 
-/// context.lockline.kernel_config: {"source": path, "CONFIG_NR_CPUS": "256",
-/// ... (the options results/SCHEMA.md lists; "not set" is "n"),
-/// "thp_enabled", "thp_defrag", "release": uname -r} from /boot/config-RELEASE,
-/// else /proc/config.gz (`gzip -dc`); unreadable: "source" null and "reason".
-/// Never throws.
+/// context.lockline.kernel_config (results/SCHEMA.md) from
+/// /boot/config-RELEASE, else /proc/config.gz; unreadable: "source" null and
+/// "reason". Never throws.
 nlohmann::json KernelConfig();
-/// The running kernel's pagevec / folio_batch size (PAGEVEC_SIZE,
-/// FOLIO_BATCH_SIZE: 31 in mainline since 6.9): {"value": 31, "source":
-/// ...} from BTF (/sys/kernel/btf/vmlinux, struct folio_batch's `folios`
-/// array, else struct pagevec's `pages`), else the mainline value for
-/// `release` (uname -r), said so. KernelConfig() records it as
-/// "folio_batch_size".
+/// The running kernel's folio_batch / pagevec size (31 in mainline since
+/// 6.9): {"value", "source"} from BTF (/sys/kernel/btf/vmlinux), else the
+/// mainline value for `release` (uname -r), said so.
 nlohmann::json FolioBatchSize(const std::string& release);
 /// The element count of array member `member` of struct `strct` in raw BTF
 /// data (the kernel's BTF format, include/uapi/linux/btf.h), or -1.
@@ -340,14 +325,11 @@ struct ZoneHoldSplit {
   int inter_mode_bin = -1;  ///< the between-hold population's mode (-1: none)
   std::string how;          ///< the derivation in words (for the row)
 };
-/// The split of a gap log histogram (`hist`, kGapBins bins). The most common
-/// gap is within holds (a hold of k pages has k - 1 gaps in it, one after).
-/// Above it and kMinHoldSplitNs, on log(1 + count) smoothed over +-2 bins,
-/// the first local minimum the longer gaps rise out of by kValleyDepth an
-/// octave or more further up is the valley; the split is the emptiest bin
-/// within +-2 of it (`found`). No valley: each hold is one start (split above
-/// every gap). A most common gap >= kLoneBetweenHoldMinNs: every gap is between
-/// holds (split at the lowest bin). Empty histogram: bin kGapBins.
+/// The split of a gap log histogram (`hist`, kGapBins bins): the emptiest bin
+/// near the first valley above the most common (within-hold) gap, found as the
+/// steps in kernel_probe.cpp say. No valley: each hold is one start; a most
+/// common gap >= kLoneBetweenHoldMinNs: every gap starts a hold; no gaps: bin
+/// kGapBins.
 ZoneHoldSplit HoldSplitFromGaps(const uint64_t* hist);
 /// Holds of one kind at `split`: starts + gaps in split.bin or above.
 uint64_t HoldsAt(uint64_t starts, const uint64_t* hist,
@@ -418,8 +400,7 @@ class KernelEvidence {
   void VmstatBegin();
   void VmstatEnd();
   void CloseTask(int index);
-  /// Whether any of task `index`'s perf events is open now (between OpenTask
-  /// and CloseTask).
+  /// Whether any of task `index`'s perf events is open now.
   bool TaskOpen(int index) const;
   /// Before OpenTask: also count zone->lock holds (ZoneLockCounter) per task.
   void CountZoneLock() { zone_lock_ = true; }
@@ -432,34 +413,30 @@ class KernelEvidence {
   /// Contention counts summed so far over tasks (after End).
   ContentionTally Sum() const;
   /// Adds kernel_contention_per_op (begin events / ops) when measured, and
-  /// details["kernel"] = {"sources": {...}, "attribution": {...},
-  /// "vmstat_delta": {...}, "pcp": {...}, ...} as in results/SCHEMA.md.
+  /// details["kernel"] as in results/SCHEMA.md.
   using Metrics = std::vector<std::pair<std::string, double>>;
   void Report(nlohmann::json& details, Metrics& metrics, uint64_t ops) const;
 
  private:
-  // Which per-task sources every task opened, and the first reason not.
+  // Which sources a task opened (every task, in OpenedSources), and why not
+  // (the first task's reason).
   struct Sources {
-    bool counted = false, sampled = false, spun = false;
-    std::string tp_reason, sample_reason, spin_reason;
+    bool counted = false, sampled = false, spun = false, zone = false;
+    std::string tp_reason, sample_reason, spin_reason, zone_reason;
   };
   nlohmann::json OffJson() const;
   Sources OpenedSources() const;
   void ReportTracepoints(const Sources& o, nlohmann::json& k, Metrics& metrics,
                          uint64_t ops) const;
   void ReportSpin(nlohmann::json& k, Metrics& metrics) const;
-  void ReportZoneLock(nlohmann::json& sources, nlohmann::json& k,
-                      Metrics& metrics, uint64_t ops) const;
+  void ReportZoneLock(const Sources& o, nlohmann::json& sources,
+                      nlohmann::json& k, Metrics& metrics, uint64_t ops) const;
   struct Task {
     TaskContention tc;
     ContentionTally tally;
-    std::string reason;
-    bool counted = false, sampled = false, spun = false;  // as opened
-    std::string sampling_reason, spin_reason;
     ZoneLockCounter zl;
     ZoneLockTally ztally;
-    std::string zreason;
-    bool zopened = false;  // as opened
+    Sources opened;
   };
   bool zone_lock_ = false;
   std::string off_reason_;

@@ -32,25 +32,14 @@ std::map<std::string, uint64_t> ReadVmstat() {
 
 nlohmann::json VmstatDelta(const std::map<std::string, uint64_t>& a,
                            const std::map<std::string, uint64_t>& b) {
-  static const char* const kPrefixes[] = {"pgalloc_",
-                                          "pgfree",
-                                          "pgfault",
-                                          "pgmajfault",
-                                          "pgactivate",
-                                          "pgdeactivate",
-                                          "pglazyfree",
-                                          "pgrefill",
-                                          "pgsteal_",
-                                          "pgscan_",
-                                          "thp_fault_alloc",
-                                          "thp_fault_fallback",
-                                          "pgpromote_",
-                                          "pgdemote_",
-                                          "compact_stall",
-                                          "allocstall_",
-                                          "pgskip_",
-                                          "workingset_refault_anon",
-                                          "workingset_refault_file"};
+  static const char* const kPrefixes[] = {
+      // allocation, freeing, faults, reclaim
+      "pgalloc_", "pgfree", "pgfault", "pgmajfault", "pgactivate",
+      "pgdeactivate", "pglazyfree", "pgrefill", "pgsteal_", "pgscan_",
+      // THP, tiering, compaction, refaults
+      "thp_fault_alloc", "thp_fault_fallback", "pgpromote_", "pgdemote_",
+      "compact_stall", "allocstall_", "pgskip_", "workingset_refault_anon",
+      "workingset_refault_file"};
   nlohmann::json out = nlohmann::json::object();
   for (const auto& [k, vb] : b) {
     bool want = false;
@@ -153,19 +142,14 @@ std::string LockStatStatus(std::string* reason) {
 }
 
 nlohmann::json KernelConfigFromText(const std::string& text) {
-  static const char* const kKeys[] = {"CONFIG_NR_CPUS",
-                                      "CONFIG_CMA",
-                                      "CONFIG_MEMCG",
-                                      "CONFIG_LOCK_STAT",
-                                      "CONFIG_LOCKDEP",
-                                      "CONFIG_TRANSPARENT_HUGEPAGE",
-                                      "CONFIG_TRANSPARENT_HUGEPAGE_ALWAYS",
-                                      "CONFIG_TRANSPARENT_HUGEPAGE_MADVISE",
-                                      "CONFIG_NUMA",
-                                      "CONFIG_PREEMPT",
-                                      "CONFIG_PREEMPT_DYNAMIC",
-                                      "CONFIG_LRU_GEN",
-                                      "CONFIG_PARAVIRT_SPINLOCKS"};
+  static const char* const kKeys[] = {
+      // memory
+      "CONFIG_NR_CPUS", "CONFIG_CMA", "CONFIG_MEMCG",
+      "CONFIG_TRANSPARENT_HUGEPAGE", "CONFIG_TRANSPARENT_HUGEPAGE_ALWAYS",
+      "CONFIG_TRANSPARENT_HUGEPAGE_MADVISE", "CONFIG_NUMA", "CONFIG_LRU_GEN",
+      // locking and preemption
+      "CONFIG_LOCK_STAT", "CONFIG_LOCKDEP", "CONFIG_PREEMPT",
+      "CONFIG_PREEMPT_DYNAMIC", "CONFIG_PARAVIRT_SPINLOCKS"};
   nlohmann::json out = nlohmann::json::object();
   for (const char* k : kKeys) out[k] = "n";
   std::istringstream in(text);
@@ -215,30 +199,18 @@ int64_t BtfArrayMember(const std::string& btf, const std::string& strct,
     at.push_back(p);
     const uint32_t info = u32(p + 4);
     const uint32_t vlen = info & 0xffff, kind = (info >> 24) & 0x1f;
+    // Bytes after the 12-byte btf_type, by kind (include/uapi/linux/btf.h):
+    // INT, VAR, DECL_TAG 4; ARRAY 12; STRUCT, UNION, DATASEC, ENUM64 12 a
+    // member; ENUM, FUNC_PROTO 8 a member.
     std::size_t extra = 0;
-    // Bytes after the 12-byte btf_type, by kind (include/uapi/linux/btf.h).
-    switch (kind) {
-      case 1:   // INT
-      case 14:  // VAR
-      case 17:  // DECL_TAG
-        extra = 4;
-        break;
-      case 3:  // ARRAY
-        extra = 12;
-        break;
-      case 4:   // STRUCT
-      case 5:   // UNION
-      case 15:  // DATASEC
-      case 19:  // ENUM64
-        extra = 12u * vlen;
-        break;
-      case 6:   // ENUM
-      case 13:  // FUNC_PROTO
-        extra = 8u * vlen;
-        break;
-      default:
-        extra = 0;
-    }
+    if (kind == 1 || kind == 14 || kind == 17)
+      extra = 4;
+    else if (kind == 3)
+      extra = 12;
+    else if (kind == 4 || kind == 5 || kind == 15 || kind == 19)
+      extra = 12u * vlen;
+    else if (kind == 6 || kind == 13)
+      extra = 8u * vlen;
     p += 12 + extra;
   }
   for (std::size_t id = 1; id < at.size(); ++id) {
@@ -289,14 +261,10 @@ nlohmann::json FolioBatchSize(const std::string& release) {
   int major = 0, minor = 0;
   std::sscanf(release.c_str(), "%d.%d", &major, &minor);
   const int v = major * 1000 + minor;
-  if (v >= 6009)
-    j["value"] = 31;
-  else if (v >= 4015)
-    j["value"] = 15;
-  else if (v >= 2006)
-    j["value"] = 14;
-  else
-    j["value"] = nullptr;
+  j["value"] = v >= 6009   ? nlohmann::json(31)
+               : v >= 4015 ? nlohmann::json(15)
+               : v >= 2006 ? nlohmann::json(14)
+                           : nlohmann::json(nullptr);
   j["source"] =
       "mainline value for the release (no BTF with struct folio_batch): a "
       "distribution kernel may differ";

@@ -15,7 +15,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
-#include <memory>
 #include <mutex>
 #include <new>
 #include <string>
@@ -101,16 +100,15 @@ class PageRingPool {
   static Block Take(std::size_t pages, bool* fresh) {
     const int node = CurrentNode();
     {
-      std::lock_guard<std::mutex> g(Mutex());
-      auto& free = Free();
-      auto best = free.end();
-      for (auto it = free.begin(); it != free.end(); ++it)
+      std::lock_guard<std::mutex> g(mu_);
+      auto best = free_.end();
+      for (auto it = free_.begin(); it != free_.end(); ++it)
         if (it->node == node && it->capacity >= pages &&
-            (best == free.end() || it->capacity < best->capacity))
+            (best == free_.end() || it->capacity < best->capacity))
           best = it;
-      if (best != free.end()) {
+      if (best != free_.end()) {
         const Block b = *best;
-        free.erase(best);
+        free_.erase(best);
         *fresh = false;
         return b;
       }
@@ -127,8 +125,8 @@ class PageRingPool {
   /// Returns `b` for reuse.
   static void Give(const Block& b) {
     if (b.pages == nullptr) return;
-    std::lock_guard<std::mutex> g(Mutex());
-    Free().push_back(b);
+    std::lock_guard<std::mutex> g(mu_);
+    free_.push_back(b);
   }
 
  private:
@@ -136,14 +134,8 @@ class PageRingPool {
     unsigned cpu = 0, node = 0;
     return getcpu(&cpu, &node) == 0 ? static_cast<int>(node) : -1;
   }
-  static std::mutex& Mutex() {
-    static std::mutex mu;
-    return mu;
-  }
-  static std::vector<Block>& Free() {
-    static std::vector<Block>* free = new std::vector<Block>();
-    return *free;
-  }
+  static inline std::mutex mu_;
+  static inline std::vector<Block>& free_ = *new std::vector<Block>();
 };
 
 /// One thread's ring and page-table-like array, and the work; Allocate() on

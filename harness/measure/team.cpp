@@ -9,10 +9,9 @@
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
+#include <future>
 #include <new>
 #include <stdexcept>
-#include <system_error>
 
 #include "harness/machine/memory.h"
 #include "harness/machine/restore.h"
@@ -195,44 +194,22 @@ uint64_t SetupTimeoutNs() {
 std::unique_ptr<Topology> LoadTopologyWithin(
     const std::string& spec, uint64_t limit_ns,
     std::unique_ptr<Topology> (*load)(const std::string&)) {
-  // Shared with the loader thread, which may outlive this call (detached when
-  // it hangs): the process then exits without joining it.
-  struct State {
-    std::mutex mu;
-    std::condition_variable cv;
-    bool done = false;
-    std::unique_ptr<Topology> topo;
-    std::exception_ptr error;
-  };
-  auto st = std::make_shared<State>();
-  std::thread loader =
-      StartThread("discovering the topology", [st, spec, load] {
-        std::unique_ptr<Topology> t;
-        std::exception_ptr e;
-        try {
-          t = load(spec);
-        } catch (...) {
-          e = std::current_exception();
-        }
-        std::lock_guard<std::mutex> lk(st->mu);
-        st->topo = std::move(t);
-        st->error = e;
-        st->done = true;
-        st->cv.notify_all();
-      });
-  std::unique_lock<std::mutex> lk(st->mu);
-  if (!st->cv.wait_for(lk, std::chrono::nanoseconds(limit_ns),
-                       [&] { return st->done; })) {
+  // The loader thread may outlive this call (when it hangs): the process
+  // then exits without joining it.
+  std::packaged_task<std::unique_ptr<Topology>()> task(
+      [spec, load] { return load(spec); });
+  std::future<std::unique_ptr<Topology>> result = task.get_future();
+  std::thread loader = StartThread("discovering the topology", std::move(task));
+  if (result.wait_for(std::chrono::nanoseconds(limit_ns)) !=
+      std::future_status::ready) {
     ExitStuck(
         "lockline: error: topology discovery of '%s' (hwloc, which "
         "binds a thread to each PU in turn) did not finish within "
         "%.1f s (LOCKLINE_SETUP_TIMEOUT sets the limit); exiting\n",
         spec.c_str(), static_cast<double>(limit_ns) / 1e9);
   }
-  lk.unlock();
   loader.join();
-  if (st->error) std::rethrow_exception(st->error);
-  return std::move(st->topo);
+  return result.get();
 }
 
 WindowResult ThreadTeam::RunWindow(Workload& wl,
@@ -288,11 +265,9 @@ WindowResult ThreadTeam::RunWindow(Workload& wl,
     if (!done_cv_.wait_for(lk, until(hard_limit_ns),
                            [&] { return done_ == n; })) {
       ExitStuck(
-          "lockline: error: a window is still running %.1f s after "
-          "its start (threads "
-          "that never return from RunWindow, or a lock that never "
-          "hands over); exiting. "
-          "Results of finished points are kept.\n",
+          "lockline: error: a window is still running %.1f s after its "
+          "start (threads that never return from RunWindow, or a lock that "
+          "never hands over); exiting. Results of finished points are kept.\n",
           static_cast<double>(hard_limit_ns) / 1e9);
     }
   }

@@ -30,9 +30,7 @@ struct WindowResult {
   uint64_t total_ops = 0;
   double cpu_seconds = 0;  ///< summed thread CPU time (CLOCK_THREAD_CPUTIME_ID)
   bool overrun = false;    ///< ran past the wall-clock bound
-  /// The largest share of its window one thread spent preempted
-  /// (MaxOffCpuShare).
-  double max_off_cpu = 0;
+  double max_off_cpu = 0;  ///< MaxOffCpuShare of the window
   std::vector<int> last_cpus;  ///< sched_getcpu at RunWindow's return, or -1
 };
 
@@ -127,9 +125,9 @@ class ThreadTeam {
 /// How long thread set-up may take: 120 s, or $LOCKLINE_SETUP_TIMEOUT.
 uint64_t SetupTimeoutNs();
 
-/// Topology::Load on a helper thread, at most `limit_ns` (hwloc's host
-/// discovery binds to each PU, which may hang): past it one error line, exit
-/// 3. Rethrows TopologyError. `load`: tests inject a hang.
+/// Topology::Load on a helper thread, at most `limit_ns` (hwloc's discovery
+/// binds to each PU and may hang): past it one error line, exit 3. Rethrows
+/// TopologyError.
 std::unique_ptr<Topology> LoadTopologyWithin(
     const std::string& spec, uint64_t limit_ns,
     std::unique_ptr<Topology> (*load)(const std::string&) = &Topology::Load);

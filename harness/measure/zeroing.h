@@ -4,9 +4,11 @@
 // skipped row, never a crash.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <iterator>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -49,17 +51,10 @@ inline const ZeroingCpu& DetectZeroingCpu() {
 
 /// Names used in row keys: memset, rep_stosb, nt_store, clzero.
 inline const char* ZeroMethodName(ZeroMethod m) {
-  switch (m) {
-    case ZeroMethod::kMemset:
-      return "memset";
-    case ZeroMethod::kRepStosb:
-      return "rep_stosb";
-    case ZeroMethod::kNonTemporal:
-      return "nt_store";
-    case ZeroMethod::kClzero:
-      return "clzero";
-  }
-  return "?";
+  static const char* const kNames[] = {"memset", "rep_stosb", "nt_store",
+                                       "clzero"};
+  const auto i = static_cast<std::size_t>(m);
+  return i < std::size(kNames) ? kNames[i] : "?";
 }
 
 /// Every method, in report order.
@@ -75,8 +70,7 @@ inline std::string ZeroMethodUnsupportedReason(
   if (m != ZeroMethod::kClzero) return "";
   if (!cpu.clzero) {
     return "skipped: clzero requested but this CPU lacks it (CPUID Fn8000_0008 "
-           "EBX[0] = 0; "
-           "AMD Zen and later have it)";
+           "EBX[0] = 0; AMD Zen and later have it)";
   }
   if (value != 0) return "skipped: clzero writes only zeros (no pattern fill)";
   return "";
@@ -96,38 +90,38 @@ inline void RepStosb(void* dst, std::size_t bytes, uint8_t value) {
   asm volatile("rep stosb" : "+D"(dst), "+c"(bytes) : "a"(value) : "memory");
 }
 
-/// MOVNTDQ over the aligned part, memset for head/tail, then SFENCE: the lock
-/// release that publishes the page does not order non-temporal stores.
-inline void NonTemporalFill(void* dst, std::size_t bytes, uint8_t value) {
+/// `store(p)` on each whole `Align`-byte block of [dst, dst+bytes), memset
+/// with `value` for the partial head and tail, then SFENCE: the lock release
+/// that publishes the page orders neither non-temporal stores nor CLZERO.
+template <std::size_t Align, class Store>
+inline void FillAligned(void* dst, std::size_t bytes, uint8_t value,
+                        Store store) {
   auto* p = static_cast<unsigned char*>(dst);
-  std::size_t head = (16 - (reinterpret_cast<uintptr_t>(p) & 15)) & 15;
-  if (head > bytes) head = bytes;
+  const std::size_t head =
+      std::min(bytes, (Align - (reinterpret_cast<uintptr_t>(p) & (Align - 1))) &
+                          (Align - 1));
   std::memset(p, value, head);
   p += head;
   bytes -= head;
-  const __m128i v = _mm_set1_epi8(static_cast<char>(value));
-  std::size_t n = bytes / 16;
-  auto* q = reinterpret_cast<__m128i*>(p);
-  for (std::size_t i = 0; i < n; ++i) _mm_stream_si128(q + i, v);
-  std::memset(p + n * 16, value, bytes - n * 16);
+  const std::size_t n = bytes / Align;
+  for (std::size_t i = 0; i < n; ++i) store(p + i * Align);
+  std::memset(p + n * Align, value, bytes - n * Align);
   _mm_sfence();
 }
 
-/// CLZERO per whole line (as bytes: old assemblers lack it), memset for
-/// partial lines, SFENCE (CLZERO is weakly ordered).
+/// MOVNTDQ over the aligned part (bypassing the caches).
+inline void NonTemporalFill(void* dst, std::size_t bytes, uint8_t value) {
+  const __m128i v = _mm_set1_epi8(static_cast<char>(value));
+  FillAligned<16>(dst, bytes, value, [&](unsigned char* q) {
+    _mm_stream_si128(reinterpret_cast<__m128i*>(q), v);
+  });
+}
+
+/// CLZERO per whole line (as bytes: old assemblers lack it).
 inline void Clzero(void* dst, std::size_t bytes) {
-  auto* p = static_cast<unsigned char*>(dst);
-  std::size_t head = (64 - (reinterpret_cast<uintptr_t>(p) & 63)) & 63;
-  if (head > bytes) head = bytes;
-  std::memset(p, 0, head);
-  p += head;
-  bytes -= head;
-  std::size_t n = bytes / 64;
-  for (std::size_t i = 0; i < n; ++i) {
-    asm volatile(".byte 0x0f, 0x01, 0xfc" ::"a"(p + i * 64) : "memory");
-  }
-  std::memset(p + n * 64, 0, bytes - n * 64);
-  _mm_sfence();
+  FillAligned<64>(dst, bytes, 0, [](unsigned char* q) {
+    asm volatile(".byte 0x0f, 0x01, 0xfc" ::"a"(q) : "memory");
+  });
 }
 #endif
 
