@@ -29,12 +29,6 @@ namespace {
 constexpr std::size_t kRingDataPages = 16;  // 64 KiB of samples per task
 constexpr uint16_t kMaxStack = 32;
 
-template <std::size_t N>
-bool StartsWithAny(const std::string& s, const char* const (&prefixes)[N]) {
-  return std::any_of(std::begin(prefixes), std::end(prefixes),
-                     [&](const char* p) { return s.rfind(p, 0) == 0; });
-}
-
 int ReadIdFile(const std::string& path) {
   const std::string s = ReadSmallFile(path);
   if (s.empty()) return -1;

@@ -14,6 +14,7 @@
 
 #include <sys/types.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -22,6 +23,14 @@
 #include <vector>
 
 namespace lockline::kernel {
+
+/// True when `s` starts with one of `prefixes` (kernel symbol and vmstat
+/// names matched by prefix).
+template <std::size_t N>
+bool StartsWithAny(const std::string& s, const char* const (&prefixes)[N]) {
+  return std::any_of(std::begin(prefixes), std::end(prefixes),
+                     [&](const char* p) { return s.rfind(p, 0) == 0; });
+}
 
 /// Where lock:contention_begin / contention_end live on this kernel. Decided
 /// once per process (ContentionTracepoints()).

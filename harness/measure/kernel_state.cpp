@@ -42,10 +42,7 @@ nlohmann::json VmstatDelta(const std::map<std::string, uint64_t>& a,
       "workingset_refault_file"};
   nlohmann::json out = nlohmann::json::object();
   for (const auto& [k, vb] : b) {
-    bool want = false;
-    for (const char* p : kPrefixes)
-      if (k.rfind(p, 0) == 0) want = true;
-    if (!want) continue;
+    if (!StartsWithAny(k, kPrefixes)) continue;
     auto it = a.find(k);
     if (it == a.end()) continue;
     if (vb != it->second) out[k] = static_cast<int64_t>(vb - it->second);
