@@ -376,6 +376,13 @@ class KernelTaskWorkload : public Workload {
   }
   /// Whether PrimeTask does anything (no child round trip otherwise).
   virtual bool primes_tasks() const { return false; }
+  /// Evidence windows before the timed ones: half, rounded up (a lone one
+  /// before), or, where a family says its evidence must start from the state
+  /// a timed window leaves (kernel_zone), half rounded down.
+  virtual bool evidence_after_timed() const { return false; }
+  int EvidenceBefore() const {
+    return (evidence_windows_ + (evidence_after_timed() ? 0 : 1)) / 2;
+  }
   /// Undoes PrimeTask's state on a tasks:threads team thread (TeardownThread);
   /// a child's state ends with the child.
   virtual void ReleaseTask(int /*index*/) {}
@@ -414,7 +421,7 @@ class KernelTaskWorkload : public Workload {
     TaskState& t = state_[ctx.index];
     if (tasks_ == Tasks::kProcesses) StartChild(ctx.index, t);
     if (primes_tasks()) Prime(ctx.index, t);
-    const int before = (evidence_windows_ + 1) / 2;
+    const int before = EvidenceBefore();
     if (before > 0) {
       OpenEvidence(ctx.index, t);
       EvidenceWindows(ctx, before);
@@ -451,9 +458,10 @@ class KernelTaskWorkload : public Workload {
   }
 
   void TeardownThread(const ThreadCtx& ctx) override {
-    if (setup_error_.empty() && evidence_windows_ / 2 > 0) {
+    const int after = evidence_windows_ - EvidenceBefore();
+    if (setup_error_.empty() && after > 0) {
       OpenEvidence(ctx.index, state_[ctx.index]);
-      EvidenceWindows(ctx, evidence_windows_ / 2);
+      EvidenceWindows(ctx, after);
     }
     evidence_.CloseTask(ctx.index);
     state_[ctx.index].child.Stop();
@@ -521,6 +529,7 @@ class KernelTaskWorkload : public Workload {
         "same point and tasks, half before the timed windows and half after";
     if (evidence_windows_ > 0) {
       e["windows_per_repetition"] = evidence_windows_;
+      e["windows_before_timed"] = EvidenceBefore();
       e["window_s"] = nlohmann::json::array();
       for (const auto& [o, sec] : Windows(&TaskState::evid)) {
         (void)o;
@@ -842,7 +851,6 @@ class KernelFamilyWorkload : public KernelTaskWorkload {
   void Report(PointReport& out, double window_seconds, uint64_t ops) final {
     ReportFamily(out, Total(), window_seconds);
     ReportCommon(out, window_seconds, ops);
-    ReportAfterEvidence(out);
   }
 
   /// The setup or a task failed (the point was not measured as planned).
@@ -860,9 +868,6 @@ class KernelFamilyWorkload : public KernelTaskWorkload {
   /// windows, `window_seconds` the summed wall time of the point's windows.
   virtual void ReportFamily(PointReport& out, const TaskWindow& total,
                             double window_seconds) = 0;
-  /// After the common report and the kernel evidence (details.kernel): a
-  /// family may restate what the evidence counted (kernel_zone's holds).
-  virtual void ReportAfterEvidence(PointReport& /*out*/) {}
   /// "" or what is wrong with task `index`, whose totals over all windows are
   /// `task`. Only called while every earlier check passed.
   virtual std::string VerifyTask(int /*index*/, const TaskWindow& /*task*/) {

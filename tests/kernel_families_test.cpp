@@ -7,6 +7,7 @@
 // attribution, and RestoreAll writing registered values back. Windows are short
 // (50-100 ms); no speed is asserted.
 #include <gtest/gtest.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
@@ -743,12 +744,10 @@ TEST(KernelZone, CountsZoneLockAcquisitions) {
   kernel::ZoneLockTally t;
   zl.Drain(t);
   EXPECT_GT(t.alloc_pages + t.drain_pages, 0u);
-  const kernel::ZoneHoldSplit split = kernel::ZoneSplitOf(t);
-  const uint64_t refills = kernel::HoldsAt(t.alloc_starts, t.alloc_gaps, split);
-  const uint64_t drains = kernel::HoldsAt(t.drain_starts, t.drain_gaps, split);
-  EXPECT_GE(t.alloc_pages, refills);
-  EXPECT_GE(t.drain_pages, drains);
-  EXPECT_GT(refills + drains, 0u) << split.how;
+  // A hold moves many pages (6.18 here: refills of 2016, drains of 32+).
+  EXPECT_GT(t.refills, 0u);
+  EXPECT_LT(t.refills * 8, t.alloc_pages) << t.refills << " refills";
+  EXPECT_LT(t.drains * 8, t.drain_pages) << t.drains << " drains";
   // Through the family: the row names the source and, when measured, counts.
   kernel_zone::ZoneWorkload wl({"default", Tasks::kThreads}, 1);
   const Result r = Drive(wl, 1, 1, 0.1);
@@ -758,37 +757,52 @@ TEST(KernelZone, CountsZoneLockAcquisitions) {
   EXPECT_TRUE(k.contains("zone_lock"));
 }
 
-// CPU seconds this machine's other processes ran, from /proc/stat's busy
-// jiffies less this process's (getrusage): the kernel's pcp lists are per
-// CPU, shared with whatever else allocates there.
+// CPU seconds this machine's other processes ran, from /proc/stat's user,
+// nice and system jiffies less this process's (getrusage): the kernel's pcp
+// lists are per CPU, shared with whatever else allocates there. Interrupt
+// time is left out: it is charged to no process, and our own tasks' page
+// work raised 1.5 s of softirq time in 6 repetitions here.
 double OthersCpuSeconds() {
   std::ifstream in("/proc/stat");
   std::string cpu;
   double busy = 0, v = 0;
   in >> cpu;
-  for (int i = 0; i < 8 && in >> v; ++i)
-    if (i != 3 && i != 4) busy += v;  // all but idle and iowait
+  for (int i = 0; i < 3 && in >> v; ++i) busy += v;
   rusage ru{};
   getrusage(RUSAGE_SELF, &ru);
   const auto sec = [](timeval t) { return t.tv_sec + t.tv_usec / 1e6; };
   return busy / sysconf(_SC_CLK_TCK) - sec(ru.ru_utime) - sec(ru.ru_stime);
 }
 
-// One hold split per point (issue 50 item 5): repetitions of one point, each
-// its own workload as a run makes them, split their gaps at the valley of the
-// histogram pooled over the repetitions so far. Acquisitions per op stay
-// within 2x, the x2.9 the per-repetition split gave; the issue's 10 % is not
-// met. Quiet on the VM (2026-12-06, no event lost) 5 repetitions spread 11 %,
-// 17 %, 31 %, 47 % and 51 %, and with pcp high pinned (high_fraction 8 or
-// 1024) 15-41 %. In the 51 % run the pooled split moved from 2.4 and 2.0 us
-// (pools of 2 and 3) to 6.9 us: the gaps between the two valleys count as
-// holds or not, so early repetitions count more (0.0020 against 0.0013).
-// Counting every repetition at the point's final split is the next step.
-// The first repetition is a warm-up. Work of other processes refills and
-// drains the same per-CPU lists (1.7-2.2x spreads at load 8-11), so with more
-// than 0.2 CPU-s a repetition of it the test skips, saying so.
-TEST(KernelZone, RepetitionsOfAPointCountWithinTwofold) {
-  std::vector<double> per_op, split_ns;
+// Repetitions of one point count within 10 % (issue 50 item 5): holds are
+// counted at the kernel's call boundaries (ZoneHoldStarts), not at a gap
+// threshold, which moved from 2.0 to 92.7 us between repetitions (x2.9 in
+// acquisitions per op; 11-51 % spreads at a pooled threshold), and the
+// evidence cycle follows the timed one (evidence_after_timed). Quiet here,
+// 2026-12-06, four runs spread 2.8 %, 4.7 %, 6.5 % and 4.7 % (214-220 holds
+// of ~2016 pages a 409,600-page cycle); beside ctest, with 1.2 CPU-s of
+// other work, 12 %. Each repetition is its own workload, as a run makes
+// them; the first is a warm-up. Work of other processes refills and drains
+// the same per-CPU lists, so with more than 0.1 CPU-s a repetition of it the
+// test skips, saying so.
+TEST(KernelZone, RepetitionsOfAPointCountWithinTenPercent) {
+  // Pinned, as a run pins its tasks: a task that moves between CPUs frees
+  // into two pcp lists and starts its next cycle with up to twice the pages
+  // (27 refills instead of ~110 in one repetition here, unpinned).
+  cpu_set_t was, one;
+  ASSERT_EQ(sched_getaffinity(0, sizeof was, &was), 0);
+  CPU_ZERO(&one);
+  for (int c = CPU_SETSIZE - 1; c >= 0; --c)
+    if (CPU_ISSET(c, &was)) {
+      CPU_SET(c, &one);
+      break;
+    }
+  ASSERT_EQ(sched_setaffinity(0, sizeof one, &one), 0);
+  struct Restore {
+    cpu_set_t set;
+    ~Restore() { sched_setaffinity(0, sizeof set, &set); }
+  } restore{was};
+  std::vector<double> per_op;
   uint64_t lost = 0;
   const double others0 = OthersCpuSeconds();
   for (int rep = 0; rep < 6; ++rep) {
@@ -800,28 +814,21 @@ TEST(KernelZone, RepetitionsOfAPointCountWithinTwofold) {
     const auto& k = r.report.details["kernel"];
     if (k["sources"].value("zone_lock", "") != "measured")
       GTEST_SKIP() << k["sources"].dump();
-    const auto& z = k["zone_lock"];
-    // The pool holds this point's repetitions (and this process's others).
-    EXPECT_GE(z["hold_split"]["pooled_repetitions"].get<int>(), rep + 1);
-    lost += z["events_lost"].get<uint64_t>();
-    if (rep == 0) continue;
-    per_op.push_back(MetricOf(r.report, "zone_lock_acquisitions_per_op"));
-    if (z["hold_split"]["found"].get<bool>())
-      split_ns.push_back(z["hold_gap_ns"].get<double>());
+    lost += k["zone_lock"]["events_lost"].get<uint64_t>();
+    if (rep > 0)
+      per_op.push_back(MetricOf(r.report, "zone_lock_acquisitions_per_op"));
   }
   const double others = OthersCpuSeconds() - others0;
-  const std::string seen = "counts " + ::testing::PrintToString(per_op) +
-                           ", splits (ns) " +
-                           ::testing::PrintToString(split_ns);
+  const std::string seen = "counts " + ::testing::PrintToString(per_op);
   if (lost > 0) GTEST_SKIP() << lost << " events lost: " << seen;
-  if (others > 0.2 * 6)
+  if (others > 0.1 * 6)
     GTEST_SKIP() << "other processes ran " << others
                  << " CPU-s beside the repetitions (their pages share the "
                     "pcp lists): "
                  << seen;
   const auto [lo, hi] = std::minmax_element(per_op.begin(), per_op.end());
   EXPECT_GT(*lo, 0) << seen;
-  EXPECT_LE(*hi / *lo, 2.0) << seen << ", others' CPU-s " << others;
+  EXPECT_LE(*hi / *lo, 1.10) << seen << ", others' CPU-s " << others;
   std::cout << seen << ", others' CPU-s " << others << "\n";
 }
 
@@ -848,59 +855,23 @@ TEST(KernelZone, EvidenceEventsAreClosedInTimedWindows) {
   }
 }
 
-// The split between within-hold and between-hold gaps comes from the gaps
-// themselves (issue 40 item 10): a synthetic distribution shaped like the
-// measured one (3529 of 3780 within-hold gaps in 0.5-1 us, the rest up to
-// 2 us; between holds a cluster at ~7 us and gaps of 60-600 us) splits
-// between 2 and 7 us, where the old fixed 1 us split cut the within-hold
-// population.
-kernel::ZoneLockTally SyntheticGaps() {
-  kernel::ZoneLockTally t;
-  const auto add = [&](uint64_t ns, uint64_t n) {
-    t.alloc_gaps[kernel::GapBin(ns)] += n;
-  };
-  add(600, 2000);
-  add(800, 1529);
-  add(1100, 180);
-  add(1500, 60);
-  add(1900, 11);
-  add(7000, 40);
-  for (uint64_t ns = 60'000; ns <= 600'000; ns += 9'000) add(ns, 1);
-  t.alloc_starts = 1;
-  return t;
-}
-
-TEST(KernelZone, HoldSplitIsTheValleyOfTheGapLogHistogram) {
-  EXPECT_EQ(kernel::GapBin(kernel::GapBinEdgeNs(17)), 17);
-  EXPECT_EQ(kernel::GapBin(kernel::GapBinEdgeNs(17) - 1), 16);
-  const kernel::ZoneLockTally t = SyntheticGaps();
-  const kernel::ZoneHoldSplit s = kernel::HoldSplitFromGaps(t.alloc_gaps);
-  ASSERT_TRUE(s.found) << s.how;
-  EXPECT_GT(s.gap_ns, 1900u) << s.how;
-  EXPECT_LE(s.gap_ns, 7000u) << s.how;
-  // Holds: the start, the ~7 us cluster and the 61 long gaps.
-  EXPECT_EQ(kernel::HoldsAt(t.alloc_starts, t.alloc_gaps, s), 1u + 40u + 61u);
-  // The old fixed 1 us split would have counted 251 within-hold gaps too.
-  kernel::ZoneHoldSplit one_us;
-  one_us.bin = kernel::GapBin(1000);
-  EXPECT_GT(kernel::HoldsAt(t.alloc_starts, t.alloc_gaps, one_us), 300u);
-
-  // One population of short gaps: each hold is one start.
-  uint64_t short_only[kernel::kGapBins] = {};
-  short_only[kernel::GapBin(500)] = 100;
-  short_only[kernel::GapBin(700)] = 50;
-  const kernel::ZoneHoldSplit one = kernel::HoldSplitFromGaps(short_only);
-  EXPECT_FALSE(one.found);
-  EXPECT_EQ(kernel::HoldsAt(3, short_only, one), 3u);
-  // One population of long gaps (holds of one page): every gap is a hold.
-  uint64_t long_only[kernel::kGapBins] = {};
-  long_only[kernel::GapBin(50'000)] = 30;
-  long_only[kernel::GapBin(90'000)] = 20;
-  EXPECT_EQ(kernel::HoldsAt(1, long_only, kernel::HoldSplitFromGaps(long_only)),
-            51u);
-  // No gaps at all.
-  uint64_t none[kernel::kGapBins] = {};
-  EXPECT_EQ(kernel::HoldsAt(0, none, kernel::HoldSplitFromGaps(none)), 0u);
+// A hold starts at the first event of its kind and wherever the marker count
+// (events between holds) moved: the sequence ftrace showed on 6.18, refill
+// runs of 63, 126 and 2016 pages each followed by the allocations they serve.
+TEST(KernelZone, HoldsStartWhereTheMarkerCountMoves) {
+  uint64_t last = 0, holds = 0, pages = 0, marker = 0;
+  bool seen = false;
+  for (int run : {63, 126, 2016, 2016}) {
+    for (int i = 0; i < run; ++i, ++pages)
+      holds += kernel::ZoneHoldStarts(marker, &last, &seen);
+    marker += static_cast<uint64_t>(run);  // the pages handed out
+  }
+  EXPECT_EQ(holds, 4u);
+  EXPECT_EQ(pages, 4221u);
+  // The first event starts a hold even at marker 0 and a count of 0.
+  seen = false;
+  EXPECT_TRUE(kernel::ZoneHoldStarts(0, &last, &seen));
+  EXPECT_FALSE(kernel::ZoneHoldStarts(0, &last, &seen));
 }
 
 // A count with no event is "not observed", never 0.0: in the row's details
@@ -914,10 +885,13 @@ TEST(KernelZone, UnobservedHoldsAreNotObservedNotZero) {
   EXPECT_TRUE(j["pages_per_refill"].is_string());
   EXPECT_TRUE(j["pages_per_drain"].is_string());
   // Observed: numbers.
-  const nlohmann::json o = kernel::ZoneLockJson(SyntheticGaps(), 1'000'000);
+  kernel::ZoneLockTally some;
+  some.alloc_pages = 4032;
+  some.refills = 2;
+  const nlohmann::json o = kernel::ZoneLockJson(some, 1'000'000);
   EXPECT_TRUE(o["observed"].get<bool>());
-  EXPECT_TRUE(o["acquisitions_per_op"].is_number());
-  EXPECT_GT(o["hold_gap_ns"].get<uint64_t>(), 1900u);
+  EXPECT_DOUBLE_EQ(o["acquisitions_per_op"].get<double>(), 2e-6);
+  EXPECT_DOUBLE_EQ(o["pages_per_refill"].get<double>(), 2016);
   // Through KernelEvidence (root and tracefs): a task whose evidence window
   // does no page work reports no zone_lock_acquisitions_per_op metric.
   kernel::KernelEvidence ev(1, 0, 0);

@@ -294,10 +294,10 @@ std::string OpenRing(perf_event_attr& a, pid_t pid, std::size_t pages,
 }
 
 // Reads every record in the ring and frees its space: each sample
-// (PERF_SAMPLE_IP, PERF_SAMPLE_TIME and PERF_SAMPLE_CALLCHAIN as r.sample_type
-// says, in that order: perf_event_open(2), "PERF_RECORD_SAMPLE") goes to
-// `on_sample` with its kernel frames resolved through /proc/kallsyms; lost
-// records add to *lost.
+// (PERF_SAMPLE_IP, PERF_SAMPLE_TIME, PERF_SAMPLE_READ of a group without
+// times or ids, and PERF_SAMPLE_CALLCHAIN as r.sample_type says, in that order:
+// perf_event_open(2), "PERF_RECORD_SAMPLE") goes to `on_sample` with its kernel
+// frames resolved through /proc/kallsyms; lost records add to *lost.
 template <typename F>
 void DrainRing(SampleRing& r, uint64_t* lost, F on_sample) {
   if (!r.map) return;
@@ -341,6 +341,11 @@ void DrainRing(SampleRing& r, uint64_t* lost, F on_sample) {
     if ((r.sample_type & PERF_SAMPLE_IP) && !next(&s.ip)) continue;
     if ((r.sample_type & PERF_SAMPLE_TIME) && !next(&s.time_ns)) continue;
     uint64_t nr = 0;
+    s.group_marks = 0;
+    if ((r.sample_type & PERF_SAMPLE_READ) && next(&nr)) {
+      for (uint64_t i = 0, v = 0; i < nr && next(&v); ++i)
+        if (i > 0) s.group_marks += v;
+    }
     if ((r.sample_type & PERF_SAMPLE_CALLCHAIN) && next(&nr)) {
       nr = std::min<uint64_t>(nr, (h.size - at) / 8);
       for (uint64_t i = 0; i < nr; ++i) {
@@ -533,131 +538,10 @@ void TaskContention::Collect(ContentionTally& tally) {
   });
 }
 
-int GapBin(uint64_t ns) {
-  if (ns <= 1) return 0;
-  // floor(4 x log2(ns)), exact at the bin edges GapBinEdgeNs gives.
-  int b = static_cast<int>(
-      std::floor(std::log2(static_cast<double>(ns)) * kGapBinsPerOctave));
-  while (b + 1 < kGapBins && ns >= GapBinEdgeNs(b + 1)) ++b;
-  while (b > 0 && ns < GapBinEdgeNs(b)) --b;
-  return std::clamp(b, 0, kGapBins - 1);
-}
-
-uint64_t GapBinEdgeNs(int b) {
-  return static_cast<uint64_t>(
-      std::ceil(std::exp2(static_cast<double>(b) / kGapBinsPerOctave)));
-}
-
 void ZoneLockTally::Add(const ZoneLockTally& o) {
   using T = ZoneLockTally;
-  AddFields(*this, o, &T::alloc_pages, &T::drain_pages, &T::alloc_starts,
-            &T::drain_starts, &T::lost);
-  for (int i = 0; i < kGapBins; ++i) {
-    alloc_gaps[i] += o.alloc_gaps[i];
-    drain_gaps[i] += o.drain_gaps[i];
-  }
-}
-
-ZoneHoldSplit HoldSplitFromGaps(const uint64_t* hist) {
-  ZoneHoldSplit s;
-  const auto us = [](int bin) {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%.3g us",
-                  static_cast<double>(GapBinEdgeNs(bin)) / 1000.0);
-    return std::string(buf);
-  };
-  // The most common gap is within holds (a hold of k pages has k - 1 gaps in
-  // it, one after).
-  int mode = -1, lowest = -1, highest = -1;
-  for (int b = 0; b < kGapBins; ++b) {
-    if (hist[b] == 0) continue;
-    if (mode < 0 || hist[b] > hist[mode]) mode = b;
-    if (lowest < 0) lowest = b;
-    highest = b;
-  }
-  if (mode < 0) {
-    s.how = "no gaps: every event starts a hold";
-    return s;
-  }
-  if (GapBinEdgeNs(mode) >= kLoneBetweenHoldMinNs) {
-    // The most common gap is as long as several page faults: the gaps are
-    // between holds of one page each.
-    s.bin = lowest;
-    s.gap_ns = GapBinEdgeNs(lowest);
-    s.inter_mode_bin = mode;
-    s.how = "most common gap " + us(mode) +
-            " (>= 4 us: between holds, each hold one page): every gap starts "
-            "a hold (split at the lowest bin, " +
-            us(lowest) + ")";
-    return s;
-  }
-  // The log histogram's shape: log(1 + count), smoothed over +-2 bins (half
-  // an octave each side) so single-bin noise makes no valley.
-  double smooth[kGapBins];
-  for (int b = 0; b < kGapBins; ++b) {
-    double sum = 0;
-    int n = 0;
-    for (int k = std::max(0, b - 2); k <= std::min(kGapBins - 1, b + 2); ++k) {
-      sum += std::log1p(static_cast<double>(hist[k]));
-      ++n;
-    }
-    smooth[b] = sum / n;
-  }
-  // The first local minimum above the mode that the longer gaps rise out of
-  // again by at least kValleyDepth, an octave or more further up (a second
-  // population, not the noise of the first one's bins).
-  int valley = -1;
-  for (int b = std::max(mode + 1, GapBin(kMinHoldSplitNs));
-       b < highest && valley < 0; ++b) {
-    if (!(smooth[b] <= smooth[b - 1] && smooth[b] < smooth[b + 1])) continue;
-    double above = 0;
-    for (int k = b + kGapBinsPerOctave; k <= highest; ++k)
-      above = std::max(above, smooth[k]);
-    if (above - smooth[b] >= kValleyDepth) valley = b;
-  }
-  if (valley < 0) {
-    s.bin = highest + 1;
-    s.how = "one population of gaps, mode " + us(mode) +
-            " (within holds), no valley above it: no gap between holds "
-            "observed, each hold is one start";
-    return s;
-  }
-  // The split: the emptiest bin within +-2 bins of the smoothed valley (the
-  // nearest it among equals, then the longer gap).
-  int best = valley;
-  for (int d = 1; d <= 2; ++d)
-    for (int k : {valley + d, valley - d})
-      if (k > mode && k < highest &&
-          (hist[k] < hist[best] ||
-           (hist[k] == hist[best] &&
-            std::abs(k - valley) == std::abs(best - valley) && k > best)))
-        best = k;
-  s.bin = best;
-  s.gap_ns = GapBinEdgeNs(best);
-  s.found = true;
-  for (int b = s.bin; b < kGapBins; ++b)
-    if (hist[b] > 0 &&
-        (s.inter_mode_bin < 0 || hist[b] > hist[s.inter_mode_bin]))
-      s.inter_mode_bin = b;
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%llu gaps",
-                static_cast<unsigned long long>(hist[best]));
-  s.how =
-      "first valley of the gaps' log histogram (4 bins per octave, "
-      "log(1 + count) smoothed over half an octave each side) above the "
-      "within-hold mode " +
-      us(mode) +
-      " out of which the longer gaps rise again (between-hold mode " +
-      us(s.inter_mode_bin) + "): split at its emptiest bin, " + us(best) +
-      " (" + buf + ")";
-  return s;
-}
-
-uint64_t HoldsAt(uint64_t starts, const uint64_t* hist,
-                 const ZoneHoldSplit& split) {
-  uint64_t n = starts;
-  for (int b = split.bin; b < kGapBins; ++b) n += hist[b];
-  return n;
+  AddFields(*this, o, &T::alloc_pages, &T::drain_pages, &T::refills, &T::drains,
+            &T::lost);
 }
 
 std::size_t ZoneRingPages(uint64_t pages) {
@@ -672,65 +556,82 @@ std::size_t ZoneRingPages(uint64_t pages) {
 ZoneLockCounter::~ZoneLockCounter() { Close(); }
 
 void ZoneLockCounter::Close() {
-  CloseRing(alloc_);
-  CloseRing(drain_);
+  for (Kind* k : {&alloc_, &drain_}) {
+    for (int& fd : k->marks) {
+      if (fd >= 0) close(fd);
+      fd = -1;
+    }
+    CloseRing(k->ring);
+    k->seen = false;
+  }
 }
 
 std::string ZoneLockCounter::Open(pid_t pid, std::size_t ring_pages) {
   Close();
-  last_alloc_ns_ = last_drain_ns_ = 0;
   const TracepointInfo& tp = ContentionTracepoints();
   if (tp.tracefs.empty()) return tp.reason.empty() ? "no tracefs" : tp.reason;
   const std::string base = tp.tracefs + "/events/kmem/";
+  const auto fail = [&](std::string why) {
+    Close();
+    return why;
+  };
+  const auto id_of = [&](const char* name, std::string* why) {
+    const int id = ReadIdFile(base + name + "/id");
+    if (id < 0)
+      *why = "cannot read " + base + name + "/id (tracepoint missing)";
+    return id;
+  };
   struct Want {
     const char* name;
-    SampleRing* ring;
+    Kind* kind;
+    std::vector<const char*> marks;  // counted in the sample's group
   };
-  for (const Want& w : {Want{"mm_page_alloc_zone_locked", &alloc_},
-                        Want{"mm_page_pcpu_drain", &drain_}}) {
-    const int id = ReadIdFile(base + w.name + "/id");
-    if (id < 0) {
-      Close();
-      return "cannot read " + base + w.name + "/id (tracepoint missing)";
-    }
+  for (const Want& w :
+       {Want{"mm_page_alloc_zone_locked", &alloc_, {"mm_page_alloc"}},
+        Want{"mm_page_pcpu_drain",
+             &drain_,
+             {"mm_page_free_batched", "mm_page_free"}}}) {
+    std::string why;
+    const int id = id_of(w.name, &why);
+    if (id < 0) return fail(why);
     perf_event_attr a = EventAttr(PERF_TYPE_TRACEPOINT, id);
     a.sample_period = 1;
-    a.sample_type = PERF_SAMPLE_TIME;
-    const std::string e = OpenRing(a, pid, ring_pages, w.ring);
-    if (!e.empty()) {
-      Close();
-      return std::string("perf_event_open(kmem:") + w.name + "): " + e;
+    a.sample_type = PERF_SAMPLE_READ;
+    a.read_format = PERF_FORMAT_GROUP;
+    const std::string e = OpenRing(a, pid, ring_pages, &w.kind->ring);
+    if (!e.empty())
+      return fail(std::string("perf_event_open(kmem:") + w.name + "): " + e);
+    for (std::size_t i = 0; i < w.marks.size(); ++i) {
+      const int mid = id_of(w.marks[i], &why);
+      if (mid < 0) return fail(why);
+      perf_event_attr m = EventAttr(PERF_TYPE_TRACEPOINT, mid);
+      m.disabled = 0;  // counts while its leader is enabled
+      w.kind->marks[i] = static_cast<int>(PerfOpen(&m, pid, w.kind->ring.fd));
+      if (w.kind->marks[i] < 0)
+        return fail(std::string("perf_event_open(kmem:") + w.marks[i] +
+                    "): " + ExplainOpenError(errno));
     }
   }
   return "";
 }
 
 void ZoneLockCounter::Enable() {
-  IoctlAll({alloc_.fd, drain_.fd}, PERF_EVENT_IOC_ENABLE);
+  IoctlAll({alloc_.ring.fd, drain_.ring.fd}, PERF_EVENT_IOC_ENABLE);
 }
 
 void ZoneLockCounter::Disable() {
-  IoctlAll({alloc_.fd, drain_.fd}, PERF_EVENT_IOC_DISABLE);
+  IoctlAll({alloc_.ring.fd, drain_.ring.fd}, PERF_EVENT_IOC_DISABLE);
 }
 
 void ZoneLockCounter::Drain(ZoneLockTally& t) {
-  auto count = [&](uint64_t* last, uint64_t* pages, uint64_t* starts,
-                   uint64_t* gaps) {
-    return [=](const RingSample& s) {
+  const auto count = [&](Kind& k, uint64_t* pages, uint64_t* holds) {
+    DrainRing(k.ring, &t.lost, [&](const RingSample& s) {
       ++*pages;
-      if (*last == 0 || s.time_ns < *last)
-        ++*starts;
-      else
-        ++gaps[GapBin(s.time_ns - *last)];
-      *last = s.time_ns;
-    };
+      if (ZoneHoldStarts(s.group_marks, &k.last, &k.seen)) ++*holds;
+    });
   };
-  DrainRing(
-      alloc_, &t.lost,
-      count(&last_alloc_ns_, &t.alloc_pages, &t.alloc_starts, t.alloc_gaps));
-  DrainRing(
-      drain_, &t.lost,
-      count(&last_drain_ns_, &t.drain_pages, &t.drain_starts, t.drain_gaps));
+  count(alloc_, &t.alloc_pages, &t.refills);
+  count(drain_, &t.drain_pages, &t.drains);
 }
 
 KernelEvidence::KernelEvidence(int tasks, uint64_t sample_period,
@@ -815,34 +716,18 @@ ContentionTally KernelEvidence::Sum() const {
   return s;
 }
 
-ZoneHoldSplit ZoneSplitOf(const ZoneLockTally& z) {
-  uint64_t both[kGapBins];
-  for (int b = 0; b < kGapBins; ++b)
-    both[b] = z.alloc_gaps[b] + z.drain_gaps[b];
-  return HoldSplitFromGaps(both);
-}
-
 nlohmann::json ZoneLockJson(const ZoneLockTally& z, uint64_t ops) {
-  const ZoneHoldSplit split = ZoneSplitOf(z);
-  const uint64_t refills = HoldsAt(z.alloc_starts, z.alloc_gaps, split);
-  const uint64_t drains = HoldsAt(z.drain_starts, z.drain_gaps, split);
-  const uint64_t holds = refills + drains;
+  const uint64_t holds = z.refills + z.drains;
   const auto per = [](uint64_t a, uint64_t b) -> nlohmann::json {
     if (a == 0 || b == 0) return "not observed";
     return static_cast<double>(a) / static_cast<double>(b);
   };
-  // The log histogram, non-empty bins only: [lower edge ns, refill gaps,
-  // drain gaps].
-  nlohmann::json hist = nlohmann::json::array();
-  for (int b = 0; b < kGapBins; ++b)
-    if (z.alloc_gaps[b] + z.drain_gaps[b] > 0)
-      hist.push_back({GapBinEdgeNs(b), z.alloc_gaps[b], z.drain_gaps[b]});
-  nlohmann::json j = {
+  return {
       {"observed", holds > 0},
       {"acquisitions", holds},
-      {"refill_acquisitions", refills},
+      {"refill_acquisitions", z.refills},
       {"refill_pages", z.alloc_pages},
-      {"drain_acquisitions", drains},
+      {"drain_acquisitions", z.drains},
       {"drain_pages", z.drain_pages},
       {"acquisitions_per_op",
        holds > 0 && ops > 0
@@ -850,28 +735,19 @@ nlohmann::json ZoneLockJson(const ZoneLockTally& z, uint64_t ops) {
            : nlohmann::json("not observed: no zone->lock event in the "
                             "evidence windows (" +
                             std::to_string(ops) + " ops)")},
-      {"pages_per_refill", per(z.alloc_pages, refills)},
-      {"pages_per_drain", per(z.drain_pages, drains)},
+      {"pages_per_refill", per(z.alloc_pages, z.refills)},
+      {"pages_per_drain", per(z.drain_pages, z.drains)},
       {"events_lost", z.lost},
-      {"hold_gap_ns", split.gap_ns},
-      {"hold_split",
-       {{"found", split.found},
-        {"bin_lower_edge_ns", split.gap_ns},
-        {"how", split.how}}},
-      {"gap_histogram_bins_per_octave", kGapBinsPerOctave},
-      {"gap_log_histogram", hist},
-      {"gap_log_histogram_columns",
-       {"lower_edge_ns", "refill_gaps", "drain_gaps"}},
       {"method",
        "kmem:mm_page_alloc_zone_locked (a page taken off the buddy lists "
        "under zone->lock) and kmem:mm_page_pcpu_drain (a page "
        "free_pcppages_bulk returns under zone->lock) sampled on every event "
-       "with a timestamp in the evidence windows; consecutive events of one "
-       "kind closer than hold_gap_ns are one acquisition, hold_gap_ns being "
-       "the valley of the gaps' log histogram between the within-hold and "
-       "the between-hold gaps (hold_split.how); a count with no event is "
+       "in the evidence windows, each reading the task's count of "
+       "kmem:mm_page_alloc (refills) or kmem:mm_page_free_batched + "
+       "kmem:mm_page_free (drains), events that lie between two holds and "
+       "never inside one: an event whose count moved since the previous "
+       "event of its kind starts an acquisition; a count with no event is "
        "'not observed', never 0"}};
-  return j;
 }
 
 namespace {

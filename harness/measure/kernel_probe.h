@@ -119,6 +119,9 @@ struct RingSample {
   bool in_kernel = false;  ///< record misc cpumode PERF_RECORD_MISC_KERNEL
   uint64_t ip = 0;         ///< PERF_SAMPLE_IP, else 0
   uint64_t time_ns = 0;    ///< PERF_SAMPLE_TIME in the event's clock, else 0
+  /// PERF_SAMPLE_READ of a PERF_FORMAT_GROUP group: the members' counts
+  /// summed (the leader's own excluded), else 0.
+  uint64_t group_marks = 0;
   /// Kernel callchain as function names (/proc/kallsyms), innermost first;
   /// user frames and context markers dropped. Empty for user-mode samples.
   std::vector<std::string> frames;
@@ -282,80 +285,47 @@ int64_t BtfArrayMember(const std::string& btf, const std::string& strct,
 nlohmann::json KernelConfigFromText(const std::string& text);
 
 /// zone->lock acquisitions of one task, from two tracepoints sampled on every
-/// event with a timestamp: kmem:mm_page_alloc_zone_locked, one per page
-/// __rmqueue_smallest() takes off the buddy lists under zone->lock (the pcp
-/// refill rmqueue_bulk() and rmqueue_buddy(), mm/page_alloc.c 6.x), and
-/// kmem:mm_page_pcpu_drain, one per page free_pcppages_bulk() returns under
-/// it. A hold moves its pages back to back with interrupts off; between two
-/// holds lie at least `batch` faults or frees. So the gaps between events of
-/// one kind form two populations, split where their log histogram (kept, on
-/// the row) has its valley (HoldSplitFromGaps): a gap at or above the split
-/// starts a hold. free_one_page() and other CPUs' drains are not counted.
-inline constexpr int kGapBinsPerOctave = 4;
-/// Log-histogram bins: bin b holds gaps in [2^(b/4), 2^((b+1)/4)) ns; the
-/// last bin everything from 2^36 ns (~69 s) up.
-inline constexpr int kGapBins = 36 * kGapBinsPerOctave + 1;
-/// A most common gap at least this long (ns) is taken as between holds
-/// (holds of one page each): a fault or a free takes ~0.3-3 us, so within-hold
-/// gaps are shorter and between-hold gaps (>= `batch` faults) far longer.
-inline constexpr uint64_t kLoneBetweenHoldMinNs = 4000;
-/// How far (natural log of count, smoothed) the longer gaps must rise out of
-/// a valley for it to separate two populations: ln 2.
-inline constexpr double kValleyDepth = 0.6931471805599453;
-/// No valley below this (ns) splits: a hold moves its pages back to back,
-/// 0.1-0.6 us a page on 6.18 here, in two populations (modes ~0.12 and
-/// ~0.5 us); the dip between them once split a pooled histogram at 0.15 us
-/// (0.76 holds an op instead of ~0.003).
-inline constexpr uint64_t kMinHoldSplitNs = 1000;
-/// The bin of a gap of `ns` nanoseconds (0 ns: bin 0).
-int GapBin(uint64_t ns);
-/// The lower edge of bin `b`, ns (rounded up to a whole ns): a gap is in bin
-/// b or above exactly when it is >= GapBinEdgeNs(b).
-uint64_t GapBinEdgeNs(int b);
-
+/// event: kmem:mm_page_alloc_zone_locked, one per page __rmqueue_smallest()
+/// takes off the buddy lists under zone->lock (the pcp refill rmqueue_bulk()
+/// and rmqueue_buddy(), mm/page_alloc.c 6.x), and kmem:mm_page_pcpu_drain,
+/// one per page free_pcppages_bulk() returns under it. A hold moves its pages
+/// back to back with interrupts off and ends before the page it was taken for
+/// is handed out or the next page is freed, so each sample also reads the
+/// task's count of the events that lie between two holds and never inside
+/// one (PERF_SAMPLE_READ of a group): kmem:mm_page_alloc (every allocation's
+/// end, __alloc_pages) for refills, kmem:mm_page_free_batched and
+/// kmem:mm_page_free (the frees that precede each free_unref_page_commit())
+/// for drains. An event whose marker count moved since the previous event of
+/// its kind starts a hold (ZoneHoldStarts). Checked on 6.18 with ftrace: runs
+/// of 2016 refill pages between mm_page_alloc events, of 32 drain pages
+/// between mm_page_free_batched events. free_one_page() and other CPUs'
+/// drains (decay_pcp_high() in the vmstat worker) are not counted.
 struct ZoneLockTally {
   uint64_t alloc_pages = 0, drain_pages = 0;
-  /// Events with no earlier event of their kind on the task (each starts a
-  /// hold whatever the split).
-  uint64_t alloc_starts = 0, drain_starts = 0;
-  uint64_t lost = 0;  ///< events the rings dropped
-  /// Log histograms of the gaps between consecutive events of one kind.
-  uint64_t alloc_gaps[kGapBins] = {};
-  uint64_t drain_gaps[kGapBins] = {};
+  uint64_t refills = 0, drains = 0;  ///< holds of each kind
+  uint64_t lost = 0;                 ///< events the rings dropped
   void Add(const ZoneLockTally& o);
 };
 
-/// Where the gaps between events split into within-hold and between-hold
-/// gaps.
-struct ZoneHoldSplit {
-  int bin = kGapBins;       ///< gaps in this bin or above start a hold
-  uint64_t gap_ns = 0;      ///< GapBinEdgeNs(bin); 0 when no split was found
-  bool found = false;       ///< a valley between two populations was found
-  int inter_mode_bin = -1;  ///< the between-hold population's mode (-1: none)
-  std::string how;          ///< the derivation in words (for the row)
-};
-/// The split of a gap log histogram (`hist`, kGapBins bins): the emptiest bin
-/// near the first valley above the most common (within-hold) gap, found as the
-/// steps in kernel_probe.cpp say. No valley: each hold is one start; a most
-/// common gap >= kLoneBetweenHoldMinNs: every gap starts a hold; no gaps: bin
-/// kGapBins.
-ZoneHoldSplit HoldSplitFromGaps(const uint64_t* hist);
-/// Holds of one kind at `split`: starts + gaps in split.bin or above.
-uint64_t HoldsAt(uint64_t starts, const uint64_t* hist,
-                 const ZoneHoldSplit& split);
+/// Whether an event of one kind starts a hold: the first since the counter
+/// was enabled (`*seen` false), or its marker count differs from the previous
+/// event's (`*last`). Updates `*last` and `*seen`.
+inline bool ZoneHoldStarts(uint64_t marker, uint64_t* last, bool* seen) {
+  const bool starts = !*seen || marker != *last;
+  *last = marker;
+  *seen = true;
+  return starts;
+}
 
-/// The split of a tally's gaps (refill and drain gaps together).
-ZoneHoldSplit ZoneSplitOf(const ZoneLockTally& z);
 /// details.kernel.zone_lock of a row whose evidence windows did `ops` ops:
-/// acquisitions at the derived split (ZoneSplitOf), pages per refill / drain,
-/// the split and the log histogram; per-op and per-acquisition values are
-/// "not observed" (a string) when no event was seen, never 0.
+/// acquisitions and pages per refill / drain; per-op and per-acquisition
+/// values are "not observed" (a string) when no event was seen, never 0.
 nlohmann::json ZoneLockJson(const ZoneLockTally& z, uint64_t ops);
 
-/// Bytes of one zone->lock event in its ring: perf_event_header, then
-/// PERF_SAMPLE_TIME.
-inline constexpr std::size_t kZoneRecordBytes = 16;
-/// The largest zone->lock ring, data pages: 64 MiB, 4 M events.
+/// Bytes of one zone->lock event in its ring at most: perf_event_header, then
+/// PERF_SAMPLE_READ of a group of three (nr and three counts).
+inline constexpr std::size_t kZoneRecordBytes = 40;
+/// The largest zone->lock ring, data pages: 64 MiB, 1.6 M events.
 inline constexpr std::size_t kMaxZoneRingPages = 16384;
 /// Data pages (a power of two, 64 to kMaxZoneRingPages) of a zone->lock ring
 /// that holds every event of a window in which a task moves `pages` pages
@@ -366,7 +336,7 @@ inline constexpr std::size_t kMaxZoneRingPages = 16384;
 /// delayed the drainer. 0 (unknown): 64 pages.
 std::size_t ZoneRingPages(uint64_t pages);
 
-/// The two zone->lock tracepoints of one task (ZoneLockTally), opened
+/// The zone->lock tracepoints of one task (ZoneLockTally), opened
 /// disabled on `pid` (a thread, a process, 0: the calling thread). Drain may
 /// run on another thread than Enable / Disable (one drainer at a time).
 class ZoneLockCounter {
@@ -377,7 +347,7 @@ class ZoneLockCounter {
   ~ZoneLockCounter();
   /// "" or why not (no tracefs / not root, tracepoints missing, perf error).
   std::string Open(pid_t pid, std::size_t ring_pages = 64);
-  bool open() const { return alloc_.fd >= 0 && drain_.fd >= 0; }
+  bool open() const { return alloc_.ring.fd >= 0 && drain_.ring.fd >= 0; }
   void Enable();
   void Disable();
   /// Moves the events in both rings into `t`.
@@ -385,8 +355,15 @@ class ZoneLockCounter {
   void Close();
 
  private:
-  SampleRing alloc_, drain_;
-  uint64_t last_alloc_ns_ = 0, last_drain_ns_ = 0;
+  /// One kind of zone->lock event: its sampled tracepoint's ring and the
+  /// counted marker tracepoints in its group.
+  struct Kind {
+    SampleRing ring;
+    int marks[2] = {-1, -1};
+    uint64_t last = 0;  ///< marker count at the previous event
+    bool seen = false;  ///< an event was seen since Open
+  };
+  Kind alloc_, drain_;
 };
 
 /// Per-point evidence for a family: one TaskContention per task plus vmstat
