@@ -526,7 +526,8 @@ class KernelTaskWorkload : public Workload {
         "ops_per_s and every throughput metric come from the timed windows, "
         "which run with no tracepoint, no sampling and no /proc read; the "
         "kernel evidence (details.kernel) comes from evidence windows of the "
-        "same point and tasks, half before the timed windows and half after";
+        "same point and tasks, windows_before_timed of them before the timed "
+        "windows and the rest after";
     if (evidence_windows_ > 0) {
       e["windows_per_repetition"] = evidence_windows_;
       e["windows_before_timed"] = EvidenceBefore();

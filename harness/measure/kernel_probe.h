@@ -308,8 +308,11 @@ struct ZoneLockTally {
 };
 
 /// Whether an event of one kind starts a hold: the first since the counter
-/// was enabled (`*seen` false), or its marker count differs from the previous
-/// event's (`*last`). Updates `*last` and `*seen`.
+/// was opened (`*seen` false), or its marker count differs from the previous
+/// event's (`*last`). The markers count only while enabled, but a refill's
+/// allocation follows it and a drain's free precedes it in the same window,
+/// so the first hold of the next window still sees a moved count. Updates
+/// `*last` and `*seen`.
 inline bool ZoneHoldStarts(uint64_t marker, uint64_t* last, bool* seen) {
   const bool starts = !*seen || marker != *last;
   *last = marker;
