@@ -14,22 +14,17 @@
 // zone->lock hold moves is not fixed: up to 6.6 a refill takes `batch` pages
 // and a drain frees `batch` (more at high); from 6.7 a refill takes `batch`
 // scaled by pcp->alloc_factor (nr_pcp_alloc()) and a drain frees a count that
-// grows with pcp->free_count (nr_pcp_free()), so the lock is taken less often
-// than once per `batch` pages. The rows count the holds instead of assuming
-// them: the evidence windows sample kmem:mm_page_alloc_zone_locked and
+// grows with pcp->free_count (nr_pcp_free()). So the rows count the holds: the
+// evidence windows sample kmem:mm_page_alloc_zone_locked and
 // kmem:mm_page_pcpu_drain (harness/measure/kernel_probe.h ZoneLockCounter) and
-// report zone_lock_acquisitions_per_op: each sampled event reads the task's
-// count of the events that lie between two holds (mm_page_alloc for refills,
-// mm_page_free_batched / mm_page_free for drains), so a hold starts where that
-// count moved, the kernel's own call boundary (issue 50: the valley of a gap
-// histogram that split holds before moved between repetitions of one point
-// from 2.0 to 92.7 us, acquisitions per op x2.9), and "not observed" (no
-// metric) where no event was seen. Every window, timed or
-// evidence, is fixed work: one whole alloc/free cycle of the batch per task
-// (kCyclesPerWindow), so what a row times and counts is the cycle its key
-// names, not the pcp-only start of one. Tasks as threads
-// also share one mm (mmap_lock, page-table locks); as processes only the
-// allocator.
+// report zone_lock_acquisitions_per_op; a hold starts where the task's count
+// of the events between two holds (mm_page_alloc for refills,
+// mm_page_free_batched / mm_page_free for drains) moved, the kernel's own call
+// boundary; no metric ("not observed") where no event was seen. Every window,
+// timed or evidence, is fixed work: one whole alloc/free cycle of the batch
+// per task (kCyclesPerWindow), so a row times the cycle its key names, not its
+// pcp-only start. Tasks as threads also share one mm (mmap_lock, page-table
+// locks); as processes only the allocator.
 //
 // high_fraction: vm.percpu_pagelist_high_fraction (Linux 5.14+), "default"
 // leaves it alone (0: the kernel sizes and, 6.7+, auto-tunes pcp high between
@@ -64,14 +59,12 @@ inline constexpr std::size_t kFallbackBatchPages = 2048;
 /// Whole alloc/free cycles of the batch per task and window (timed and
 /// evidence windows): every window holds whole cycles.
 inline constexpr int kCyclesPerWindow = 1;
-/// Evidence windows per repetition at most (the harness's default is 2, one
-/// before and one after the timed window): each is a whole cycle of a batch
-/// of up to ~1.8 GiB and holds ~100-1000 zone->lock acquisitions, so one is
-/// enough. It runs after the timed window (evidence_after_timed), so it
-/// starts with the pcp lists a cycle leaves, as in page_fault1's loop: run
-/// first, it started from lists decay_pcp_high() had emptied for however long
-/// the point's preparation took, and 221,760-384,993 of a 409,600-page batch
-/// came through refills (0.00049-0.00077 acquisitions per op, 6.18 here).
+/// Evidence windows per repetition at most (the harness's default is 2): each
+/// is a whole cycle of a batch of up to ~1.8 GiB with ~100-1000 zone->lock
+/// acquisitions, so one is enough. It runs after the timed window
+/// (evidence_after_timed), so it starts with the pcp lists a cycle leaves, as
+/// in page_fault1's loop, not lists decay_pcp_high() emptied during the
+/// point's preparation (docs/validation.md).
 inline constexpr int kMaxEvidenceWindows = 1;
 
 /// Writes `value` to a procfs file; "" or the error.
@@ -95,13 +88,10 @@ inline uint64_t SizingHigh(const kernel::ZonePcp& z) {
       z.high_max_cpu, z.high_max > 0 ? static_cast<uint64_t>(z.high_max) : 0);
 }
 
-/// Pages per batch for the current pcp state: 2 x SizingHigh of the main
-/// zone (the one anonymous faults are served from), at
-/// least 2 x batch. No fixed upper bound: high can be hundreds of MiB per CPU
-/// (vm.percpu_pagelist_high_fraction=8, or auto-tuned high_max on a big zone),
-/// and a smaller batch would no longer overflow the pcp list; the only bound
-/// is memory (ZoneWorkload caps all tasks' batches at a quarter of
-/// MemAvailable and says so on the row).
+/// Pages per batch: 2 x SizingHigh of the main zone (the one anonymous faults
+/// are served from), at least 2 x batch. No fixed upper bound (high can be
+/// hundreds of MiB per CPU, and a smaller batch would not overflow the pcp
+/// list); ZoneWorkload caps all tasks' batches at a quarter of MemAvailable.
 inline std::size_t BatchPages(const std::vector<kernel::ZonePcp>& zones) {
   const kernel::ZonePcp* z = kernel::MainZone(zones);
   if (!z) return kFallbackBatchPages;
@@ -135,11 +125,9 @@ class ZoneWorkload : public kernel_tasks::KernelFamilyWorkload {
     // Sized before any child is forked: a child's RunOps writes its own copy
     // of its element and allocates nothing.
     phase_.assign(static_cast<std::size_t>(std::max(threads, 1)), {});
-    // Every point, default too, reads and keeps the setting under the
-    // settings lock until its end (RestoreAll in the destructor): no other
-    // lockline run changes it between the read and the end of the windows,
-    // and a default row is never measured at another run's value. Without
-    // root a default point cannot have changed anything itself.
+    // Every point, default too, holds the settings lock until its end
+    // (RestoreAll in the destructor), so no other lockline run changes the
+    // value under its windows. (Without root, a default point cannot.)
     if (geteuid() == 0 || cfg_.high_fraction != "default")
       AcquireSettingsLock(kFractionPath);
     if (cfg_.high_fraction != "default") {
@@ -189,16 +177,10 @@ class ZoneWorkload : public kernel_tasks::KernelFamilyWorkload {
     DrawPhases();
   }
 
-  // One whole alloc/free cycle of the batch per window, timed and evidence
-  // windows alike: a window shorter than a cycle would time a pcp-only
-  // fault+free loop the pcp list absorbs while the row names the batch. The
-  // windows are fixed work (fixed_work()), `stop` is not read inside a cycle.
-  //
-  // Task i runs its cycles PhaseOffset(i) pages out of phase: its window
-  // faults in the rest of the batch it opened in the last window, unmaps it,
-  // maps the next and faults in its first offset pages. Each window is still
-  // one whole cycle per task (batch pages faulted in, batch pages freed), but
-  // the tasks' munmaps fall where the repetition's draw puts them.
+  // One whole alloc/free cycle of the batch per window (fixed_work(); `stop`
+  // is not read inside a cycle), task i PhaseOffset(i) pages out of phase
+  // (kernel_tasks::PhasedAnonFaultCycle), so the tasks' munmaps fall where the
+  // repetition's draw puts them.
   TaskWindow RunOps(int index, const std::atomic<bool>& /*stop*/) override {
     TaskWindow r;
     if (static_cast<std::size_t>(index) >= phase_.size()) return r;
@@ -345,13 +327,9 @@ Variant MakeVariant(const std::string& fraction, Tasks tasks, Suite suite,
               {"tasks", kernel_tasks::TasksName(tasks)}};
   v.suite = suite;
   v.threads = std::move(threads);
-  // Fixed work: one whole cycle of the batch per task and window (windows
-  // = 1 timed window a repetition). For the budget: the tasks' setup and
-  // teardown (forks, buffers, probes of kernel lock evidence), about 0.1 s,
-  // plus the cycles themselves as first-touched memory: the
-  // timed window's and the evidence window's (kMaxEvidenceWindows) batches,
-  // priced at the plan's fault-in rate. The batch is read at prepare time; the
-  // plan prices it from /proc/zoneinfo now.
+  // Fixed work, 1 timed window a repetition. Budget: ~0.1 s of task setup
+  // and teardown, plus the timed and evidence windows' batches as
+  // first-touched memory, priced from /proc/zoneinfo now.
   v.fixed_work = true;
   v.windows = 1;
   v.cost_s = 0.1;
