@@ -7,25 +7,14 @@
 //
 // Protocol: one AF_UNIX SOCK_SEQPACKET socket pair per child (message
 // boundaries, EOF when the other side is gone). The parent sends a command
-// word (kRun / kExit); on kRun the child runs its job once and sends the
-// job's result, a trivially copyable struct, as one message. Both sides send
-// with MSG_NOSIGNAL: a dead peer is EPIPE, never SIGPIPE, whatever the
-// process's SIGPIPE disposition is (a child killed by the OOM killer or
-// SIGKILL must not kill the parent with SIGPIPE). The parent's end
-// is Request (send kRun), AwaitFor (read the result with a time limit,
-// optionally doing other work while it waits, such as draining a sample ring
-// of the child; EOF is a dead child, reaped and described: "task died:
-// signal 9 (Killed)") and Stop (kExit, reap; SIGKILL after kStopGraceMs).
-//
-// Hygiene in the child: every signal handler the parent installed
-// (SIGINT / SIGTERM restore handlers and the like) is reset to the default and
-// the signal mask cleared, so a signal to one child kills that child only and
-// the parent reports it; the parent's ends of its siblings' sockets (forks
-// are serialized and every parent end is registered, so the list is complete
-// at each fork) are closed, so no child keeps another's socket open.
+// word (kRun / kExit); on kRun the child runs its job once and sends its
+// result, a trivially copyable struct, as one message. Both sides send with
+// MSG_NOSIGNAL: a dead peer (say, OOM-killed) is EPIPE, never a SIGPIPE that
+// kills the parent. The child resets every signal handler the parent
+// installed and clears its mask, so a signal to one child kills that child
+// only, and closes its siblings' socket ends (ChildHygiene).
 #pragma once
 
-#include <fcntl.h>
 #include <poll.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -36,7 +25,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <condition_variable>
 #include <csignal>
 #include <cstdint>
 #include <cstring>
@@ -294,8 +282,8 @@ class ChildTask {
 
   // In the child, right after fork: default dispositions and an empty mask
   // for every signal, and the parent's end of this and every sibling's
-  // socket closed. Async-signal-safe (sigaction, sigprocmask, close; the
-  // list is only read, and no thread of the parent was changing it at fork).
+  // socket closed. Async-signal-safe (forks are serialized against changes
+  // to the list, so it is complete and only read here).
   static void ChildHygiene(int own_parent_end) {
     struct sigaction dfl {};
     dfl.sa_handler = SIG_DFL;

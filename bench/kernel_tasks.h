@@ -1,18 +1,14 @@
-// Shared machinery of the kernel_* families: will-it-scale-style
-// tasks run by lockline's own pinned team threads (`tasks:threads`, one mm) or
-// by one child process per team thread (`tasks:processes`, the fork-child
-// protocol of bench/child_task.h, shared with the fault family: forked in
+// Shared machinery of the kernel_* families: will-it-scale-style tasks run by
+// lockline's own pinned team threads (`tasks:threads`, one mm) or by one child
+// process per team thread (`tasks:processes`, bench/child_task.h, forked in
 // SetupThread so fork is not timed; the child inherits the thread's PU
-// binding). Each task runs its family's op loop for one window and reports an
-// exact op count plus its own getrusage (RUSAGE_THREAD for threads,
-// RUSAGE_SELF of the child). Kernel lock evidence
-// (harness/measure/kernel_probe.h) is enabled only around the task's own work:
-// a thread's counters are opened on itself, a child's by its team thread (which
-// owns the fds and the sample ring), so no inherited counters and no decoding
-// in the child.
-//
-// Children run only async-signal-safe code (the op loops make syscalls and
-// touch memory prepared before fork), since the harness is multithreaded.
+// binding). Each task reports an exact op count per window plus its own
+// getrusage (RUSAGE_THREAD for threads, RUSAGE_SELF of the child). Kernel lock
+// evidence (harness/measure/kernel_probe.h) is enabled only around the task's
+// own work; a child's counters are opened by its team thread (which owns the
+// fds and the sample ring), so no inherited counters and no decoding in the
+// child. Children run only async-signal-safe code (the harness is
+// multithreaded): syscalls and memory prepared before fork.
 #pragma once
 
 #include <fcntl.h>
@@ -61,11 +57,6 @@ inline constexpr uint64_t kSamplePeriod = 4;
 /// Task-clock sampling period of the spin profile: 100 us (10 000 samples
 /// per task-second; a 256 KiB ring holds ~2000 samples per window).
 inline constexpr uint64_t kSpinPeriodNs = 100'000;
-
-/// Evidence windows per repetition by default (--evidence=on): one before
-/// the timed windows, one after.
-inline constexpr int kDefaultEvidenceWindows = 2;
-static_assert(PointEnv{}.evidence_windows == kDefaultEvidenceWindows);
 
 enum class Tasks { kThreads, kProcesses };
 inline const char* TasksName(Tasks t) {
@@ -116,12 +107,10 @@ inline char* MapAnonBatch(std::size_t pages, char* err, std::size_t errlen) {
   return static_cast<char*>(m);
 }
 
-/// Faults in `pages` 4 KiB pages of a fresh private anonymous mapping (THP
-/// off: MADV_NOHUGEPAGE) one store per page, then munmaps it: the
-/// page_fault1 loop of will-it-scale (tests/page_fault1.c), one op per page.
-/// Checks `stop` every 64 pages; a stopped batch is still unmapped (its
-/// pages freed) before returning. Returns the pages touched, or sets `err`.
-/// Async-signal-safe.
+/// Faults in `pages` pages of a MapAnonBatch one store per page, then munmaps
+/// it: will-it-scale's page_fault1 loop (tests/page_fault1.c), one op per page.
+/// Checks `stop` every 64 pages; a stopped batch is still unmapped. Returns the
+/// pages touched, or sets `err`. Async-signal-safe.
 inline uint64_t AnonFaultBatch(std::size_t pages, const std::atomic<bool>& stop,
                                char* err, std::size_t errlen) {
   const std::size_t bytes = pages * kPage;
@@ -174,16 +163,13 @@ inline void ReleasePhasedBatch(PhasedBatch& b, std::size_t pages) {
 /// One whole alloc/free cycle of a page_fault1 task `offset` pages into its
 /// cycle (0 <= offset < pages): faults in the rest of the open batch `b`
 /// (mapping one first when none is open), munmaps it, then maps the next
-/// batch and faults in its first `offset` pages, leaving it open for the next
-/// window. Every call after PrimePhasedBatch therefore faults in `pages` pages
-/// and frees `pages` pages (those of the batch it unmaps), as AnonFaultBatch
-/// does, but its munmap falls `offset` pages before the window's end: tasks
-/// with offsets spread over the batch unmap at different moments, as
-/// will-it-scale's free-running page_fault1 tasks do once they drift apart,
-/// instead of all at once (bench/kernel_zone.cpp). With offset 0 it is
-/// exactly AnonFaultBatch. Returns the pages faulted in; when an mmap fails,
-/// `err` says so and the count is short (0 when no batch could be mapped).
-/// Async-signal-safe.
+/// batch and faults in its first `offset` pages, leaving it open. After
+/// PrimePhasedBatch every call faults in and frees `pages` pages, as
+/// AnonFaultBatch does (exactly so at offset 0), but its munmap falls `offset`
+/// pages before the window's end: tasks with spread offsets unmap at different
+/// moments, as drifted will-it-scale page_fault1 tasks do. Returns the pages
+/// faulted in; when an mmap fails, `err` says so and the count is short (0
+/// when no batch could be mapped). Async-signal-safe.
 inline uint64_t PhasedAnonFaultCycle(PhasedBatch& b, std::size_t pages,
                                      std::size_t offset, char* err,
                                      std::size_t errlen) {
@@ -238,8 +224,7 @@ inline double T975(double df) {
   return 1.96 + 2.4 / df;
 }
 
-/// Throughput cost of the evidence collection: evidence windows' rate over
-/// clean windows' rate. `clean` and `evidence` are per-window rates (ops/s).
+/// Throughput cost of the evidence collection from per-window rates (ops/s):
 /// ratio = mean(evidence) / mean(clean); the interval is Welch's on the
 /// difference of mean log rates (Satterthwaite df), exponentiated, and is
 /// null ("not resolved") with fewer than 2 windows a side.
@@ -270,10 +255,9 @@ inline nlohmann::json EvidenceOverhead(const std::vector<double>& clean,
     j["note"] = "not resolved: an interval needs 2 windows a side";
     return j;
   }
-  auto logs = [](const std::vector<double>& v) {
-    std::vector<double> l;
-    for (double x : v) l.push_back(std::log(x));
-    return l;
+  auto logs = [](std::vector<double> v) {
+    for (double& x : v) x = std::log(x);
+    return v;
   };
   auto var = [&](const std::vector<double>& v, double m) {
     double s = 0;
@@ -297,15 +281,13 @@ inline nlohmann::json EvidenceOverhead(const std::vector<double>& clean,
 
 /// A workload whose tasks run a family's op loop (RunOps) as threads or
 /// child processes. Timed windows (RunWindow) are clean: no tracepoint, no
-/// sampling, no /proc read in them. The kernel evidence (lock contention
-/// tracepoints and callchain samples, the spin profile, vmstat deltas,
-/// zone->lock holds where the family asks) is collected in evidence windows
-/// of the same point, outside the timed ones: the same op loop on the same
-/// tasks for the same window length, half of them before the first timed
-/// window (in SetupThread) and half after the last (in TeardownThread), so
-/// drift is bracketed. Rows report the evidence windows' throughput beside
-/// the clean one (EvidenceOverhead). `evidence_windows` 0 (--evidence=off):
-/// no evidence window and no perf event opened.
+/// sampling, no /proc read. The kernel evidence (lock contention tracepoints
+/// and callchain samples, the spin profile, vmstat deltas, zone->lock holds
+/// where the family asks) comes from evidence windows of the same point: the
+/// same op loop, tasks and window length, half before the first timed window
+/// (SetupThread) and half after the last (TeardownThread), bracketing drift;
+/// rows report their throughput beside the clean one (EvidenceOverhead).
+/// `evidence_windows` 0 (--evidence=off): no evidence window, no perf event.
 class KernelTaskWorkload : public Workload {
  public:
   KernelTaskWorkload(Tasks tasks, int threads)
@@ -326,12 +308,11 @@ class KernelTaskWorkload : public Workload {
   void SetEvidenceWindows(int n) { evidence_windows_ = std::max(n, 0); }
   /// SetEvidenceWindows(env.evidence_windows), and the evidence timer's PU by
   /// the helper rule (harness/machine/helpers.h), never a measured thread's.
-  /// With no free PU (a point at every usable PU) the timer would share a
-  /// measured PU and perturb the evidence it drains: the point then has no
-  /// evidence windows, and the row says why (evidence.off); its timed windows,
-  /// which never run the timer, are measured as usual. With --oversubscribe
-  /// the timer shares the least loaded measured PU, said in the row's
-  /// evidence_timer_note. Unbound off the host topology.
+  /// With no free PU the timer would perturb the evidence it drains: the
+  /// point has no evidence windows and the row says why (evidence.off); its
+  /// timed windows are measured as usual. With --oversubscribe the timer
+  /// shares the least loaded measured PU (evidence_timer_note). Unbound off
+  /// the host topology.
   void SetEvidenceWindows(const PointEnv& env) {
     SetEvidenceWindows(env.evidence_windows);
     if (evidence_windows_ == 0 || env.topology == nullptr ||
@@ -760,13 +741,11 @@ class KernelTaskWorkload : public Workload {
   }
 
   // The team thread's side of a child's window: start it, then block (ppoll
-  // on the child's socket, no timer wake-ups) until the window's planned end
-  // `window_ns` after the start, or until the child's socket turns readable
-  // (a result before the stop: the child died). Only past the planned end is
-  // the harness's stop flag polled, every 1 ms (the team sets it right
-  // then). Then the child is stopped and its result read, with a time limit
-  // (ChildReportLimitMs). A child that died or hung sets *died ("task 0 (pid
-  // 123) of tasks:processes: task died: signal 9 (Killed)").
+  // on the child's socket) until the window's planned end `window_ns` after
+  // the start or a readable socket (the child died); past the planned end the
+  // stop flag is polled every 1 ms. Then the child is stopped and its result
+  // read within ChildLimitMs. A child that died or hung sets *died ("task 0
+  // (pid 123) of tasks:processes: task died: signal 9 (Killed)").
   TaskWindow RunInChild(int index, TaskState& t, const std::atomic<bool>& stop,
                         uint64_t window_ns, std::string* died) {
     TaskWindow r;
@@ -808,7 +787,7 @@ class KernelTaskWorkload : public Workload {
   kernel::KernelEvidence evidence_;
   std::vector<TaskState> state_;
   std::atomic<bool>* shared_ = nullptr;
-  int evidence_windows_ = kDefaultEvidenceWindows;
+  int evidence_windows_ = PointEnv{}.evidence_windows;  // --evidence=on
   child_task::TaskBarrier barrier_;
   std::thread timer_;
   HelperPlace timer_place_;  // the evidence timer's PU (-1: none)
@@ -828,13 +807,8 @@ inline std::vector<int> OneAndAll(const std::vector<PuInfo>& order) {
 
 }  // namespace lockline::kernel_tasks
 
-// ===========================================================================
-// What a kernel_* row reports and checks (kernel_lru, kernel_zone,
-// kernel_put_page): one Report / Verify skeleton, so each family writes only
-// its own metrics, details and checks. Kept apart from the task machinery
-// above, which it only uses through KernelTaskWorkload's public and protected
-// members.
-// ===========================================================================
+// What a kernel_* row reports and checks: one Report / Verify skeleton, so
+// each family writes only its own metrics, details and checks.
 namespace lockline::kernel_tasks {
 
 /// Minor-fault slack per task and window beyond one fault per page touched
