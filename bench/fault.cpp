@@ -4,28 +4,20 @@
 // of its share, in as many passes as make a point big enough to time (a THP
 // pass of 256 MiB is only 128 faults). A write fault allocates and zeroes a
 // page; mode:read reads untouched anonymous memory instead, which maps the
-// shared zero page: no allocation, no zeroing. Contention regime: tasks as
-// threads share one mm (the mmap lock, per-VMA lock and page-table locks of
-// one address space); as processes they share only the zone / buddy
-// allocator; no task writes a line another reads (shares_lines() is false).
-// Rates: faults_per_wall_s (the 2004 table's) and pages_per_wall_s time the
-// populate + touch phases; pages_per_s_as_page_fault1 times each task's whole
-// passes, emptying the share (MADV_DONTNEED / munmap) included, as
-// will-it-scale's page_fault1 times its munmap: the rate to set beside
-// page_fault1 (details.vs_page_fault1). Not measured: file faults, major
-// faults. Rows carry
-// the seed table's columns in details.seed_columns, cost per fault and per
-// KiB zeroed, and zeroing's share of the fault time at this machine's measured
-// clear rate (modelled: zeroing_share) next to the share the kernel itself
-// shows (sampled: ClearPageJson; "unavailable" with the reason where kernel
-// sampling is refused or --evidence=off). The timed window is never sampled:
-// the evidence pass, the same passes on the same tasks, runs after it (in
-// TeardownThread) and the row gives its throughput ratio to the timed one.
-// Fault counts come from getrusage minor faults and are checked against what
-// each mode must produce. Tasks as processes use the fork-child protocol of
-// bench/child_task.h. The model (the modes, one task's passes, the fault
-// counts they must produce) is bench/fault/model.h; this file is the
-// experiment: the tasks, the sampled clear_page share, the grid and the rows.
+// shared zero page: no allocation, no zeroing. Tasks as threads share one mm
+// (the mmap lock, per-VMA lock and page-table locks); as processes
+// (bench/child_task.h) only the zone / buddy allocator; no task writes a line
+// another reads. faults_per_wall_s (the 2004 table's) and pages_per_wall_s
+// time the populate + touch phases; pages_per_s_as_page_fault1 also times
+// emptying the share (MADV_DONTNEED / munmap), as will-it-scale's page_fault1
+// does. Not measured: file faults, major faults. Rows carry the seed table's
+// columns, cost per fault and per KiB zeroed, and zeroing's share of the fault
+// time at this machine's clear rate (modelled: zeroing_share) beside the
+// kernel's own (sampled: ClearPageJson, in an evidence pass after the
+// unsampled timed window). Fault counts come from getrusage minor faults,
+// checked against what each mode must produce. The model (the modes, one
+// task's passes, the fault counts) is bench/fault/model.h; this file holds the
+// tasks, the sampled clear_page share, the grid and the rows.
 #include <sys/mman.h>
 #include <sys/resource.h>
 
@@ -68,9 +60,13 @@ struct Config {
   std::size_t bytes = 256u << 20;  ///< whole mapping, all tasks together
   int passes = 1;                  ///< passes per window (PassesFor)
   /// Task-clock sampling period of the sampled clear_page share, ns (0:
-  /// off); from --fault-sampling.
+  /// off; --fault-sampling): by default 2 ms of the task's CPU time. Each
+  /// sample is a timer interrupt plus a kernel stack walk of up to
+  /// kClearPageMaxStack frames, not cheap in a KVM guest: 2 ms keeps the
+  /// sampling's cost within run-to-run noise.
   uint64_t sample_period_ns = 2'000'000;
 };
+static_assert(Config{}.sample_period_ns == PointEnv{}.fault_sample_period_ns);
 
 /// This machine's clear_page-like rate, bytes/s: `rep stosb` zeroing of a
 /// 64 MiB buffer (twice a Zen 4 CCD's L3, the zeroing family's buffer size),
@@ -97,16 +93,6 @@ inline double ClearRateBytesPerS() {
   return rate;
 }
 
-/// Default task-clock sampling period of the sampled clear_page share
-/// (--fault-sampling, PointEnv::fault_sample_period_ns): 2 ms of the task's
-/// CPU time, 500 samples per task-second (a 1 GiB point gets about 2000).
-/// Each sample is a timer interrupt plus a kernel stack walk of at most
-/// kClearPageMaxStack frames, which is not cheap in a KVM guest: 2 ms keeps
-/// the sampling's cost on the faults' CPU time within run-to-run noise.
-inline constexpr uint64_t kDefaultClearPageSamplePeriodNs = 2'000'000;
-static_assert(Config{}.sample_period_ns == kDefaultClearPageSamplePeriodNs &&
-              PointEnv{}.fault_sample_period_ns ==
-                  kDefaultClearPageSamplePeriodNs);
 /// Kernel frames kept per sample: the innermost (the share) and the callers
 /// of clear_page (which path zeroed: the page allocator's __GFP_ZERO or
 /// folio_zero_user).
@@ -325,17 +311,12 @@ inline nlohmann::json ClearPageJson(const std::string& reason,
   return j;
 }
 
-/// The point's workload: see the file comment. tasks:threads touches one
+/// The point's workload (see the file comment). tasks:threads touches one
 /// shared mapping (task i its i-th share, 2 MiB-aligned), emptying its share
 /// with MADV_DONTNEED after each pass; tasks:processes runs each task in a
-/// child forked by its team thread in SetupThread (so fork is not timed),
-/// which maps its share per pass, unmaps it after, and reports its rusage
-/// through a socket (bench/child_task.h). Only the populate + touch phases are
-/// timed (wall_s, user_s, sys_s); the window itself also holds the unmapping.
-/// The timed window is unsampled; an evidence pass after it (TeardownThread)
-/// samples each task's task-clock (PhaseSampler: a thread samples itself, a
-/// child is sampled by its team thread) and the samples of its timed phases
-/// give the sampled clear_page share.
+/// child forked in SetupThread (untimed) that maps and unmaps its share per
+/// pass. The evidence pass after the timed window (TeardownThread) samples
+/// each task's task-clock (PhaseSampler; a child by its team thread).
 class FaultWorkload : public Workload {
  public:
   FaultWorkload(Config cfg, int threads) : cfg_(cfg), threads_(threads) {}
@@ -423,9 +404,7 @@ class FaultWorkload : public Workload {
       gap_ns_ = static_cast<int64_t>(NowNs() - prepare_end_ns_);
     }
     if (!setup_error_.empty()) return 0;
-    // Timed windows are never sampled: the sampled clear_page
-    // share comes from the evidence pass in TeardownThread.
-    WindowWork w;
+    WindowWork w;  // unsampled: see TeardownThread
     const std::string died = RunPass(t, false, &w);
     ++t.windows;
     t.total.Add(w.r);
@@ -488,10 +467,9 @@ class FaultWorkload : public Workload {
   }
 
   std::string Verify() override {
-    if (!setup_error_.empty()) return setup_error_;
-    const TaskResult total = Total();
-    if (total.error[0] != 0) return total.error;
-    std::string e = CheckFaults(cfg_.mode, total, threads_, ThpUsable());
+    std::string e = SetupError();
+    if (!e.empty()) return e;
+    e = CheckFaults(cfg_.mode, Total(), threads_, ThpUsable());
     if (!e.empty() || !Sampling()) return e;
     TaskResult evid;
     for (const auto& t : tasks_) evid.Add(t.evid);
@@ -731,9 +709,8 @@ class FaultWorkload : public Workload {
     }
   }
 
-  // details.evidence: the sampled share comes from an evidence pass after
-  // the timed window; its throughput beside the timed window's is
-  // what the sampling cost.
+  // details.evidence: the evidence pass's throughput beside the timed
+  // window's, what the sampling cost.
   nlohmann::json EvidencePass(PointReport& out, const Sums& s) const {
     TaskResult evid;
     double evid_wall = 0;
@@ -773,10 +750,8 @@ class FaultWorkload : public Workload {
 };
 
 /// Mapping size for a point: `mb` MiB (the row key's), capped at a quarter of
-/// MemAvailable (one window's pages plus the warm pass must fit with
-/// room to spare; each further window keeps its pages until the point ends).
-/// Rounded down to whole 2 MiB. Sets *note when it differs from the requested
-/// size.
+/// MemAvailable (room for a window's pages plus the warm pass), rounded down
+/// to whole 2 MiB. Sets *note when capped.
 inline std::size_t PointBytes(std::size_t mb, std::string* note) {
   std::size_t bytes = mb << 20;
   const uint64_t avail = child_task::MemAvailableBytes();
@@ -800,13 +775,11 @@ Variant MakeVariant(Mode mode, Tasks tasks, Start start, std::size_t mb,
   v.threads = std::move(threads);
   v.windows = 1;
   v.fixed_work = true;
-  // For the budget: MiB first touched per repetition, in 4 KiB write faults'
-  // worth (per mode, from rows' timing.wall_s against timing.declared_s;
-  // THP, read and MADV_POPULATE_WRITE refitted on a default run, 2026-12-06):
-  // the timed pass, and the discarded warm-up pass of a warm start (read
-  // faults have none); THP faults 2 MiB at a time but cost more per MiB (huge
-  // page allocation and 2 MiB zeroing); read faults map the zero page.
-  // A start after idle adds its 1.5 s idle period; processes their forks.
+  // For the budget: MiB first touched per repetition in 4 KiB write faults'
+  // worth, per mode (fitted from rows' timing.wall_s against
+  // timing.declared_s), for the timed pass and a warm start's discarded pass
+  // (read faults have none); an after-idle start adds 1.5 s, processes their
+  // forks.
   static const double kMibPerPass[] = {1.15, 0.8, 0.8, 0.6, 1.6};
   const double passes = start == Start::kWarm && mode != Mode::kRead ? 2 : 1;
   v.cost_mib =
@@ -842,13 +815,10 @@ Variant MakeVariant(Mode mode, Tasks tasks, Start start, std::size_t mb,
 
 /// The variant table. Quick: plain faults at 32 MiB (its own key, so quick and
 /// default rows never pair). Default, every row at 128 MiB (will-it-scale
-/// page_fault1's MEMSIZE, ci/page_fault1.c; 1 GiB took a third of a 4-minute
-/// budget on a slow-fault day, issue 49): the seed's table, write faults and,
-/// next to them, read faults (the zero page) at 1/2/4/8 threads (counts above
-/// the usable PUs are skipped by the runner); the other seed comparisons
-/// (processes, MADV_POPULATE_WRITE, THP) at 1 and 2 tasks; the labelled
-/// first-touch-after-idle point. Full adds every mode x tasks at 1 GiB over
-/// the run's threads.
+/// page_fault1's MEMSIZE, ci/page_fault1.c): write and read faults at 1/2/4/8
+/// threads; processes, MADV_POPULATE_WRITE and THP at 1 and 2 tasks; the
+/// labelled first-touch-after-idle point. Full adds every mode x tasks at
+/// 1 GiB over the run's threads.
 std::vector<Variant> Variants() {
   std::vector<Variant> v;
   v.push_back(MakeVariant(Mode::kPlain, Tasks::kThreads, Start::kWarm, 32,

@@ -5,10 +5,8 @@
 // clear_page, map), MAP_POPULATE and MADV_POPULATE_WRITE (the kernel faults
 // the pages in itself, GUP), THP (one 2 MiB fault and zeroing per huge page)
 // and read faults (the shared zero page where the kernel maps it). Only
-// async-signal-safe calls in RunTask / RunPasses: a child forked from the
-// multithreaded harness runs them (bench/child_task.h). The experiment (the
-// tasks, the sampled clear_page share, the grid and the rows) is
-// bench/fault.cpp.
+// async-signal-safe calls in RunTask / RunPasses: a forked child runs them
+// (bench/child_task.h). The experiment is bench/fault.cpp.
 #pragma once
 
 #include <sys/mman.h>
@@ -68,10 +66,8 @@ inline const char* ModeName(Mode m) {
   return kNames[static_cast<int>(m)];
 }
 
-/// What one task measured in one or more windows (user / system seconds and
-/// minor faults from getrusage: RUSAGE_THREAD for threads, the child's
-/// RUSAGE_SELF for processes). Sent through a pipe by child processes, so it is
-/// a plain struct.
+/// What one task measured in one or more windows (getrusage: RUSAGE_THREAD
+/// for threads, the child's RUSAGE_SELF). A plain struct: children send it.
 struct TaskResult {
   double user_s = 0, sys_s = 0;
   double wall_s = 0;  ///< summed wall time of the timed phases
@@ -288,14 +284,10 @@ inline uint64_t MonotonicNs() {
          static_cast<uint64_t>(t.tv_nsec);
 }
 
-/// One task's work on its share: make `bytes` present by `mode` and touch them,
-/// measuring rusage
-/// (`who`: RUSAGE_THREAD or RUSAGE_SELF) around the populate and touch phases.
+/// One task's work on its share: make `bytes` present by `mode` and touch
+/// them, measuring rusage (`who`) around the populate and touch phases.
 /// `share` is the task's part of a shared mapping already advised, or nullptr
-/// to map it here (map_populate, processes). Only async-signal-safe calls
-/// (mmap, madvise, getrusage), so a child forked from the multithreaded harness
-/// may run it. Mappings made here are returned in *mapped (to unmap after the
-/// window; a child keeps them until it exits). The timed phase's
+/// to map it here (returned in *mapped). Async-signal-safe. The timed phase's
 /// CLOCK_MONOTONIC bounds are pushed to *phases.
 inline TaskResult RunTask(Mode mode, char* share, std::size_t bytes, int who,
                           char** mapped, Phases* phases) {
