@@ -2,15 +2,12 @@
 // (harness/measure/duet.h). Each row holds two variants of one family that
 // differ in one parameter (the slot count, the zone->lock layout, the put_page
 // variant, the pre-zeroing mode ...) and runs them alternately on one thread
-// team, window by window, so each window pair is one sample of their ratio
-// taken within milliseconds; plots/verdicts.py answers a question from these
-// pairs where a duet row exists (method "paired windows"), else from
-// repetitions. Contention regime: each side's own (the family's key says it).
-// Not measured here: anything a side does not (both sides are the families' own
-// workloads). Not paired: workloads whose invariants assume one window per
-// repetition (the prezero burst protocols). A/A rows (the same variant on both
-// sides, suite full) measure how often the paired method finds an effect that
-// is not there.
+// team, window by window, so each window pair is one sample of their ratio;
+// plots/verdicts.py answers a question from these pairs where a duet row
+// exists (method "paired windows"), else from repetitions. Not paired:
+// workloads whose invariants assume one window per repetition (the prezero
+// burst protocols). A/A rows (the same variant on both sides, suite full)
+// measure how often the paired method finds an effect that is not there.
 #include "harness/measure/duet.h"
 
 #include <algorithm>
@@ -36,11 +33,9 @@ constexpr int kWarmupPairs = kDuetWarmupPairs;
 /// One paired comparison: rows of `family` whose `param` is `a` (base) vs `b`,
 /// all other parameters equal; one duet per value of `group_by` (e.g. per lock
 /// kind), each the candidate matching most of `prefer`. Mirrors
-/// plots/verdicts.py COMPARISONS (which chooses the rows a verdict compares);
-/// `threads`: the thread counts the duet runs, the verdict's own (kMin: the
-/// variant's smallest, the question asked of one thread; kMax: its largest,
-/// the contended end verdicts.py compares) or every thread count of the run
-/// (kAll: A/A rows, figures).
+/// plots/verdicts.py COMPARISONS. `threads`: the verdict's own thread count
+/// (kMin: the variant's smallest; kMax: its largest, the contended end) or
+/// every thread count of the run (kAll: A/A rows, figures).
 enum class DuetThreads { kAll, kMin, kMax };
 
 struct DuetSpec {
@@ -132,37 +127,32 @@ const std::vector<DuetSpec>& Specs() {
        pv2004 + "/offset:0", "work_ns", kMax, kDefault},
       {"000", "pagevec", "offset", "0", "8", pv2004 + "/slots:16", "work_ns",
        kMax, kDefault},
-      // 2015 is answered by the ticket lock of 4.0; the other locks are
-      // what-ifs. One duet per work_ns for 4.0's lock (cal: the answer; 0: the
-      // labelled saturated case), the what-ifs at work_ns:cal (in the default
-      // suite: unpaired, their repetitions fell in two modes and never
-      // resolved); all on the uninstrumented twins (stats:off).
+      // 2015 is answered by the ticket lock of 4.0. One duet per work_ns for
+      // 4.0's lock (cal: the answer; 0: the labelled saturated case), the
+      // what-if locks at work_ns:cal; all on the stats:off twins.
       {"001", "zone_lock", "layout", "lock_before_free_area",
        "lock_after_free_area", "lock:ticket/" + zone + "work_ns:cal/stats:off",
        "work_ns", kMax, kDefault},
       {"001", "zone_lock", "layout", "lock_before_free_area",
        "lock_after_free_area", zone + "work_ns:cal/stats:off", "lock",
        DuetThreads::kAll, kDefault},
-      // 002 at one thread, on the uninstrumented twins (stats:off) too:
-      // 2.6.16's put_page takes lru_lock on every final put
-      // (__page_cache_release, mm/swap.c@v2.6.16), the fast path at 0 % never
-      // does, so lock_stat's path on the atomic side alone biased the pair.
+      // 002 at one thread, on the stats:off twins too: 2.6.16's put_page
+      // takes lru_lock on every final put (__page_cache_release,
+      // mm/swap.c@v2.6.16), the fast path at 0 % never does, so lock_stat
+      // would sit on one side only.
       {"002", "page_free", "variant", "atomic", "fastpath",
        "on_lru_pct:0/free_cpu:same/lock:ttas/stats:off", "", kMin, kDefault},
       {"003", "pagevec", "slots", "15", "31", pv2020 + "/offset:0", "work_ns",
        kMax, kDefault},
       // 004: the steady-state verdict (zeroer on a PU of its own, allocator
-      // never sleeps) from pairs. Twice the repetitions: each falls at about
-      // -3 % or -23 %, and a run needs both modes for an interval the next
-      // run falls in.
+      // never sleeps) from pairs. Twice the repetitions: they fall in two
+      // modes, and an interval needs both.
       {"004", "prezero", "mode", "zero_on_alloc", "prezeroed_busy",
        "method:memset", "", kMin, kDefault, "", "", 2},
-      // What lock_stat costs (suite full: not a question, and about 40 s of a
-      // 4-minute default run on the 2-vCPU VM): each family's contended rows
-      // instrumented against their uninstrumented twins (/stats:off), paired,
-      // at work_ns:0 where the lock is busiest: both sides of each question
-      // (15 and 16 slots for 2.6.9, 15 and 31 for 5.8, both zone->lock
-      // layouts), so the instrumentation's effect on each side can be compared.
+      // What lock_stat costs (suite full: not a question): each family's
+      // contended rows against their /stats:off twins at work_ns:0, where the
+      // lock is busiest, for both sides of each question (15 and 16 slots for
+      // 2.6.9, 15 and 31 for 5.8, both zone->lock layouts).
       {"instr", "pagevec", "stats", "on", "off", pv2004 + "/offset:0/work_ns:0",
        "kernel/slots", kMax, kFull, "on", "policy:fixed/work_ns:0/offset:0"},
       {"instr", "zone_lock", "stats", "on", "off",
