@@ -1,12 +1,9 @@
 // zone_lock: the family's table and registration. The model (Linux 4.0's
 // order-0 allocation and free under zone->lock, the 3484b2de9499 regression
 // and its fix a368ab67aa55) is bench/zone_lock.h; its 112 zone layouts are
-// compiled in bench/zone_lock/. work_ns:W (the fault path's work per page
-// outside zone->lock: cal or the labelled saturated 0) is split between
-// allocation and free (SplitWork) over a burst of kWorkBurstPages; stats:off
-// rows (plain lock()/unlock(), without lock_stat) exist for every side of a
-// question-001 verdict, at the largest thread count only: docs/experiments.md
-// describes both, and the row keys.
+// compiled in bench/zone_lock/. Row keys, work_ns and the stats:off twins
+// (every side of a question-001 verdict, at the largest thread count):
+// docs/experiments.md.
 #include "bench/zone_lock.h"
 
 #include <algorithm>
@@ -63,11 +60,10 @@ Suite SuiteOfAtCal(const GridPoint& p, bool multi_node) {
   return Suite::kFull;
 }
 
-/// Which suite a point belongs to. `multi_node`: the machine has more than
-/// one NUMA node, so zones:per_numa (the kernel's shape) is the default and
-/// zones:1 the labelled worst case; on one node the two are the same zone and
-/// only zones:1 runs outside full. Every point below runs at work_ns:cal;
-/// only the question pair also runs at work_ns:0 outside full.
+/// Which suite a point belongs to. `multi_node`: zones:per_numa (the kernel's
+/// shape) is the default and zones:1 the labelled worst case; on one node
+/// only zones:1 runs outside full. Outside full only the question pair also
+/// runs at work_ns:0.
 ///   quick:   ticket x {before, after} x pcp 31, cma, 64-byte lines (the
 ///            question pair), work_ns:cal, and their stats:off twins;
 ///   default: + the question pair at work_ns:0 (saturated); the stats:off
@@ -148,9 +144,7 @@ Variant VariantOf(const GridPoint& p, bool multi_node) {
   // A twin answers its verdict at the contended end only.
   v.largest_thread_count_only = !p.stats;
   // For the budget: building the pool and its buddy lists, and the drain
-  // after the windows: 10-15 ms a repetition with the harness's own on the
-  // quiet 2-vCPU VM (rows' timing, 2026-12-02; 0.2-0.4 s was measured under
-  // load 3-5, and the run rescales by what it measures).
+  // after the windows (the run rescales by what it measures).
   v.cost_s = 0.012;
   v.quick_cost_fraction = 0.125;
   v.description = DescriptionOf(p, L::kDescription);
@@ -172,10 +166,8 @@ Variant VariantOf(const GridPoint& p, bool multi_node) {
 }
 
 /// The table: lock x placement x line x config x pcp_batch x zones x work_ns,
-/// one Zone instantiation per lock x placement x line x config (pcp_batch,
-/// zones, work_ns and stats are run-time values), plus the stats:off twins of
-/// the verdict sides outside the full suite (IsVerdictSide). `order` is the
-/// run's usable PUs (for the NUMA node count).
+/// plus the stats:off twins of the verdict sides outside the full suite.
+/// `order` is the run's usable PUs (for the NUMA node count).
 std::vector<Variant> ZoneLockVariants(const std::vector<PuInfo>& order) {
   const bool multi_node = CountNumaNodes(order) > 1;
   std::vector<Variant> out;

@@ -8,23 +8,19 @@
 // allocator over free_area[0..10] of a pool whose struct pages do not fit in
 // cache (layouts/buddy.h): splits on refill, buddy checks and merges on
 // drain. pcp_batch:0 (a lock per alloc and per free) is a counter-example:
-// 4.0 has no such path for order-0 pages. After each allocation, outside the
-// lock, the thread does the fault path's work per page (Options::work_ns:
-// zero a cold page of its ring, write its page-table entry and spin,
-// harness/measure/page_work.h; work_ns:cal is
-// calibrated by CalibratedWork); Options::stats off takes the lock without
-// lock_stat (the uninstrumented twin rows).
+// 4.0 has no such path for order-0 pages. Outside the lock each page gets the
+// fault path's work (Options::work_ns, harness/measure/page_work.h; work_ns:cal
+// from CalibratedWork); Options::stats off takes the lock without lock_stat.
 // Not measured: __rmqueue_fallback and MIGRATE_RESERVE (one migrate type),
 // the pageblock migratetype bitmap, zone_statistics' per-CPU NUMA counters,
 // reclaim and compaction, interrupts (4.0 runs these paths with irqs off).
 //
-// The model is this header; bench/zone_lock.cpp holds the family's table.
 // Each zone layout (lock x placement x line x config: 112) is its own
 // instantiation of ZoneLockWorkload, so the timed code addresses the zone's
-// fields at compile-time offsets. What is not timed (Report's and Verify's
-// bodies) is compiled once in bench/zone_lock/model.cpp, and the layouts are
-// instantiated one placement per translation unit (bench/zone_lock/*.cpp):
-// that keeps the first build of lockline affordable on a 2-CPU CI runner.
+// fields at compile-time offsets. The untimed Report and Verify bodies are
+// compiled once in bench/zone_lock/model.cpp, and the layouts one placement
+// per translation unit (bench/zone_lock/*.cpp), to keep the build affordable
+// on a 2-CPU CI runner; bench/zone_lock.cpp holds the family's table.
 #pragma once
 
 #include <benchmark/benchmark.h>
@@ -61,13 +57,11 @@
 namespace lockline::zone_lock {
 
 /// The per-cpu page batches of the table: 31 = Linux 4.0's zone_batchsize()
-/// for any zone of ~352 MiB or more (page_alloc.c@v4.0:4197-4228: managed/1024
-/// pages capped at 128, /4, rounddown_pow_of_two(b + b/2) - 1; b >= 22 needs
-/// 90112 pages); 0 = no pcp lists (every alloc and free takes zone->lock: a
-/// counter-example); 63 = twice that, a what-if batch with high = 6 x 63 = 378
-/// as pageset_set_batch would set it: 4.0 cannot produce it (zone_batchsize
-/// stops at 31, and percpu_pagelist_fraction sets high = 4 x batch through
-/// pageset_set_high, page_alloc.c@v4.0:4303-4311).
+/// for any zone of ~352 MiB or more (page_alloc.c@v4.0:4197-4228,
+/// KernelBatchSize); 0 = no pcp lists (a counter-example); 63 = a what-if
+/// batch with high = 6 x 63 as pageset_set_batch would set it, which 4.0
+/// cannot produce (zone_batchsize stops at 31, and percpu_pagelist_fraction
+/// sets high = 4 x batch, pageset_set_high, page_alloc.c@v4.0:4303-4311).
 constexpr int kPcpBatches[] = {31, 0, 63};
 /// The default batch (the kernel's for every zone this model stands for).
 constexpr int kDefaultBatch = 31;
@@ -75,14 +69,11 @@ constexpr int kDefaultBatch = 31;
 constexpr std::size_t kLines[] = {kCacheLine64, kCacheLine128};
 /// pcp->high = 6 * pcp->batch (pageset_set_batch, page_alloc.c@v4.0:4275).
 constexpr int kPcpHighBatches = 6;
-/// Struct pages in circulation (allocated and freed by the threads of one
-/// zone between two uses): 32 MiB of struct page (512 Ki pages, a 2 GiB
-/// zone), 16-32x the L2 of current cores and as large as a Zen 4 CCX's L3, so
-/// the buddy checks and list updates under the lock miss in the private
-/// caches as Aaron Lu found on will-it-scale/page_fault1 (LKML 2018-02).
-/// Setup, teardown and Verify are O(pool): 64 MiB cost ~0.75 s per point on
-/// the 2-vCPU VM, too much for the default suite's 2-minute budget. Quick runs
-/// use 4 MiB.
+/// Struct pages in circulation per zone: 32 MiB of struct page (512 Ki pages,
+/// a 2 GiB zone), 16-32x the L2 of current cores and as large as a Zen 4
+/// CCX's L3, so the buddy work under the lock misses in the private caches as
+/// Aaron Lu found on will-it-scale/page_fault1 (LKML 2018-02). Setup, teardown
+/// and Verify are O(pool), so no larger; quick runs use 4 MiB.
 constexpr std::size_t kColdStructPageBytes = 32u << 20;
 constexpr std::size_t kQuickColdStructPageBytes = 4u << 20;
 /// Upper bound of the per-cpu vm_stat threshold (calculate_normal_threshold,
@@ -109,13 +100,12 @@ constexpr int kStepsPerStopCheck = 16;
 static_assert(kStepsPerStopCheck % 2 == 0, "windows hold whole pairs");
 /// On the instrumented rows (lock_stat on) every kHoldTimeEvery-th refill and
 /// drain is timed from acquisition to release (two NowNs, ~20-40 ns, inside
-/// the section timed): a 1-in-64 sample, as lock_stat's hold sample, so the
-/// clock reads add < 1 ns to the mean hold (every 4th inflated a quarter of
-/// the holds). The uninstrumented twins (stats:off), which answer question
-/// 001, read no clock inside any hold: no hold_ns_per_refill / _per_drain.
+/// the hold), so the clock reads add < 1 ns to the mean hold. The stats:off
+/// twins read no clock inside any hold: no hold_ns_per_refill / _per_drain.
 constexpr uint64_t kHoldTimeEvery = 64;
 
-/// zone_batchsize() of Linux 4.0 for a zone of `managed` pages (4 KiB pages).
+/// zone_batchsize() of Linux 4.0 for a zone of `managed` 4 KiB pages:
+/// managed/1024 capped at 128, /4, rounddown_pow_of_two(b + b/2) - 1.
 inline int KernelBatchSize(unsigned long managed) {
   long batch = static_cast<long>(managed / 1024);
   if (batch * 4096 > 512 * 1024) batch = (512 * 1024) / 4096;
@@ -125,11 +115,9 @@ inline int KernelBatchSize(unsigned long managed) {
   return static_cast<int>(std::bit_floor(b)) - 1;
 }
 
-/// Per-thread burst: the pages a thread allocates before freeing them all (a
-/// task faulting in its working set, then exiting: page_fault1's shape). At
-/// least 16 batches (so pcp lists refill and drain at all; a balanced
-/// alloc/free pair would be served by the pcp list forever), and the thread's
-/// share of the cold circulation.
+/// Per-thread burst: the pages a thread allocates before freeing them all
+/// (page_fault1's shape): the thread's share of the cold circulation, at least
+/// 16 batches (a balanced alloc/free pair would never leave the pcp list).
 inline int BurstPages(int threads, int batch, bool quick) {
   const std::size_t cold =
       (quick ? kQuickColdStructPageBytes : kColdStructPageBytes) / sizeof(Page);
@@ -139,31 +127,27 @@ inline int BurstPages(int threads, int batch, bool quick) {
 }
 
 /// Per-thread burst when work runs outside the lock (work_ns > 0): 16384
-/// pages (64 MiB, half of will-it-scale page_fault1's 128 MiB mapping per
-/// task), so the pcp list's carry-over between a free phase and the next
-/// allocation phase (up to high = 186 pages that never reach zone->lock) is
-/// under 1 % of the cycle and zone->lock is taken once per `batch` pages in
-/// both phases, as page_fault1's cycle takes it: 0.0640 holds per page at
-/// batch 31 against page_fault1's 0.0643 and 2/31 = 0.0645 (a burst of 16
-/// batches recycled 186 of every 496 pages through the pcp list: 0.0445).
+/// pages (64 MiB, half of page_fault1's 128 MiB mapping per task), so the pcp
+/// list's carry-over between phases (up to high = 186 pages that never reach
+/// zone->lock) is under 1 % of the cycle and zone->lock is taken once per
+/// `batch` pages in both phases, as page_fault1's cycle takes it (2/31 holds
+/// per page at batch 31).
 inline constexpr int kWorkBurstPages = 16384;
-/// The burst of a point with work, at least 16 batches (so a pcp_batch:63
-/// cycle still refills and drains).
+/// The burst of a point with work, at least 16 batches.
 inline int WorkBurstPages(int batch) {
   return std::max(kWorkBurstPages, 16 * std::max(batch, 1));
 }
 
-/// Where a page's work (work_ns) runs: after the allocation (the zeroing of
-/// a page of the ring, clear_page's stand-in, and a spin: the fault) and as
-/// a spin before the free (zap_pte_range, page_remove_rmap, the TLB gather:
-/// the unmap), in the machine's unmap / fault cost ratio r
-/// (WorkCalibration::unmap_fault_ratio; page_fault1's read 0.11-0.16 loaded,
-/// issue 50): the free phase of a burst is r times as long per page as the
-/// allocation phase, so its drains come 1/r times as often as the refills,
-/// as page_fault1's do. In 4.0 each free
-/// adds to pcp->count and a count >= high drains `batch` pages under
-/// zone->lock (free_hot_cold_page, page_alloc.c@v4.0:1485-1530, calling
-/// free_pcppages_bulk, :694-745); each allocation from an empty list refills
+/// Where a page's work (work_ns) runs: after the allocation (zeroing a page
+/// of the ring, clear_page's stand-in, and a spin: the fault) and as a spin
+/// before the free (zap_pte_range, page_remove_rmap, the TLB gather: the
+/// unmap), in the machine's unmap / fault cost ratio r
+/// (WorkCalibration::unmap_fault_ratio): a burst's free phase is r times as
+/// long per page as its allocation phase, so its drains come 1/r times as
+/// often as the refills, as page_fault1's do. In 4.0 a free that brings
+/// pcp->count to high drains `batch` pages under zone->lock
+/// (free_hot_cold_page, page_alloc.c@v4.0:1485-1530, calling
+/// free_pcppages_bulk, :694-745); an allocation from an empty list refills
 /// `batch` under it (rmqueue_bulk, :1274-1305).
 struct WorkSplit {
   uint64_t alloc_spin_ns = 0;    ///< spin after the zeroing, per allocation
@@ -251,10 +235,8 @@ struct Counters {
   uint64_t merges = 0, splits = 0;
 };
 
-/// One thread's private state, its slot of a PaddedSlots array (--padding
-/// apart; constructed, so first touched, by its thread in SetupThread): lock
-/// statistics, the per_cpu_pages list of MIGRATE_MOVABLE, the vm_stat_diff of
-/// NR_FREE_PAGES and NR_ALLOC_BATCH, the pages it holds.
+/// One thread's private state, its PaddedSlots slot (first touched by its
+/// thread in SetupThread).
 struct alignas(kCacheLine) PerThread {
   LockStatThread stat;
   ListHead pcp_list;  ///< per_cpu_pages.lists[MIGRATE_MOVABLE]; hot end first
@@ -333,10 +315,8 @@ struct ZoneSnapshot {
   uint64_t merges = 0, splits = 0;  ///< buddy merges and splits
 };
 
-/// The body of ZoneLockWorkload::Report (bench/zone_lock/model.cpp): metrics
-/// (lock statistics, pages_per_s, hold times) and details of a point, from the
-/// threads' counters and lock statistics, the layout's facts and the zones'
-/// state. Compiled once, not per layout: nothing in it is timed.
+/// The body of ZoneLockWorkload::Report (bench/zone_lock/model.cpp, compiled
+/// once, not per layout): a point's metrics and details.
 void ReportZoneLock(PointReport& out, double window_seconds, uint64_t ops,
                     const LayoutFacts& layout,
                     const PaddedSlots<PerThread>& per_thread,
@@ -345,11 +325,10 @@ void ReportZoneLock(PointReport& out, double window_seconds, uint64_t ops,
 
 /// The threads' part of ZoneLockWorkload::Verify for zone `zi`
 /// (bench/zone_lock/model.cpp): every pcp list well formed and as long as its
-/// pcp_count, its pages and the held ones pool pages that are in no free block
-/// (`seen`: 1 for pages in free blocks, updated) and on no other list; then no
-/// pool page unaccounted for, and `nr_free_stat` plus the zone's threads'
-/// unfolded diffs equal to `free_pages`. Returns "" or the first violation,
-/// prefixed "zone <zi>: ".
+/// pcp_count; its pages and the held ones pool pages in no free block (`seen`,
+/// updated) and on no other list; no pool page unaccounted for; `nr_free_stat`
+/// plus the unfolded diffs equal to `free_pages`. Returns "" or the first
+/// violation, prefixed "zone <zi>: ".
 std::string VerifyZoneThreads(int zi, const Page* pages, unsigned long pool,
                               long nr_free_stat, long free_pages,
                               std::vector<uint8_t>& seen,
@@ -468,10 +447,8 @@ class ZoneLockWorkload final : public Workload {
                      const std::atomic<bool>& stop) override {
     PerThread& me = per_thread_[ctx.index];  // once, outside the timed loop
     ZoneState& zs = *zones_[me.zone];
-    // One op = one alloc+free pair = two steps. Counting steps / 2 rather
-    // than frees keeps a window's count independent of where it falls in a
-    // burst (a window inside an allocation phase frees nothing); windows hold
-    // a whole number of pairs (kStepsPerStopCheck is even).
+    // One op = one alloc+free pair = two steps: steps / 2, unlike frees, does
+    // not depend on where a window falls in a burst.
     const uint64_t steps0 = me.c.steps;
     while (!stop.load(std::memory_order_relaxed)) {
       for (int i = 0; i < kStepsPerStopCheck; ++i) Step(zs, me);
@@ -489,10 +466,9 @@ class ZoneLockWorkload final : public Workload {
     me.c.steps += steps;
   }
 
-  /// Gives every page back to the zone (held pages freed, the pcp list drained
-  /// whole, the stat diffs folded), so that after the point every page is in
-  /// the buddy allocator again. Lock statistics and counters cover the windows
-  /// only.
+  /// Gives every page back to the buddy allocator (held pages freed, the pcp
+  /// list drained, the stat diffs folded). Lock statistics and counters keep
+  /// covering the windows only.
   void TeardownThread(const ThreadCtx& ctx) override {
     PerThread& me = per_thread_[ctx.index];
     ZoneState& zs = *zones_[me.zone];
@@ -657,9 +633,9 @@ class ZoneLockWorkload final : public Workload {
 
   /// The lock-free part of get_page_from_freelist (page_alloc.c@v4.0:
   /// 2031-2200) for one local zone: the ALLOC_FAIR test of ZONE_FAIR_DEPLETED
-  /// (a skipped zone, then reset_alloc_batches: NR_ALLOC_BATCH refilled and
-  /// clear_bit on flags, then the rescan), and zone_watermark_ok(WMARK_LOW)
-  /// reading watermark[], lowmem_reserve[] and vm_stat[NR_FREE_PAGES].
+  /// (then reset_alloc_batches and the rescan), and
+  /// zone_watermark_ok(WMARK_LOW) reading watermark[], lowmem_reserve[] and
+  /// vm_stat[NR_FREE_PAGES].
   void PreAllocReads(ZoneState& zs, PerThread& me) {
     Z& z = *zs.zone;
     if (TestZoneFlag(z, kZoneFairDepleted)) {
@@ -809,8 +785,7 @@ class ZoneLockWorkload final : public Workload {
 
   /// free_pcppages_bulk (page_alloc.c@v4.0:694-745; caller holds the lock):
   /// `count` pages from the pcp list's cold end through __free_one_page.
-  /// Returns the buddy merges done (for the caller to count after the
-  /// release).
+  /// Returns the buddy merges done.
   unsigned FreePcpBulk(ZoneState& zs, PerThread& me, int count) {
     Z& z = *zs.zone;
     ReadPagesScanned(z);
@@ -843,7 +818,7 @@ class ZoneLockWorkload final : public Workload {
 };
 
 /// Calls f.template operator()<kTable[i]>() for every entry of kTable, in
-/// table order (kAllZoneLockPlacements, kLines, kAllZoneConfigs).
+/// order.
 template <const auto& kTable, class F, std::size_t... I>
 void ForEachOfImpl(F& f, std::index_sequence<I...>) {
   (f.template operator()<kTable[I]>(), ...);
@@ -853,13 +828,11 @@ void ForEachOf(F&& f) {
   ForEachOfImpl<kTable>(f, std::make_index_sequence<std::size(kTable)>{});
 }
 
-/// The workload of lock `lock` (a kName of the lock table), placement P, line
-/// size `line` (64 or 128 bytes) and config `config`: ZoneLockWorkload<L, P,
-/// line, config>(env, batch, zones). The one run-time dispatch to the
-/// compile-time layouts, outside anything timed. Defined once per placement in
-/// bench/zone_lock/<placement>.cpp (the extern declarations below keep every
-/// other translation unit from instantiating the 28 layouts of a placement
-/// again). Throws std::invalid_argument for a lock, line or config not in the
+/// ZoneLockWorkload<L, P, line, config>(env, batch, zones) for lock `lock` (a
+/// kName of the lock table) and line size `line` (64 or 128 bytes): the one
+/// run-time dispatch to the compile-time layouts. Instantiated once per
+/// placement in bench/zone_lock/<placement>.cpp (hence the extern templates
+/// below). Throws std::invalid_argument for a lock, line or config not in the
 /// table, and what ZoneLockWorkload's constructor throws.
 template <ZoneLockPlacement P>
 std::unique_ptr<Workload> MakeZoneLockWorkload(

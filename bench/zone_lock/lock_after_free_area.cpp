@@ -13,6 +13,7 @@ template LOCKLINE_ZONE_LOCK_FACTORY(kLockAfterFreeArea);
 // already instantiates the layout it times (ticket, lock_after_free_area,
 // 64-byte lines, cma), so no other unit compiles that layout again.
 #include <mutex>
+#include <optional>
 
 namespace lockline::zone_lock {
 
@@ -42,20 +43,18 @@ double MeasureModelNsPerPage(bool quick) {
 
 WorkCalibration CalibratedWork(bool quick) {
   static std::mutex mu;
-  static WorkCalibration cache[2];
-  static bool done[2] = {false, false};
+  static std::optional<WorkCalibration> cache[2];
   std::lock_guard<std::mutex> g(mu);
-  const int i = quick ? 1 : 0;
-  if (!done[i]) {
-    cache[i] = CalibrateWork(MeasureModelNsPerPage(quick),
-                             quick ? "zone_lock:quick" : "zone_lock");
+  std::optional<WorkCalibration>& c = cache[quick ? 1 : 0];
+  if (!c) {
+    c = CalibrateWork(MeasureModelNsPerPage(quick),
+                      quick ? "zone_lock:quick" : "zone_lock");
     // The split of the work (SplitWork), shared in a build duet as the
     // fault cost is, and kept in the run's calibration directory.
-    cache[i].unmap_fault_ratio =
+    c->unmap_fault_ratio =
         SharedCalibration("unmap_fault_ratio", MeasureUnmapFaultRatio);
-    done[i] = true;
   }
-  return cache[i];
+  return *c;
 }
 
 }  // namespace lockline::zone_lock
