@@ -2,7 +2,6 @@
 // Verify's per-thread checks, compiled once instead of once per zone layout.
 #include <algorithm>
 #include <cstdint>
-#include <memory>
 #include <string>
 #include <vector>
 
@@ -178,16 +177,12 @@ void ReportZoneLock(PointReport& out, double window_seconds, uint64_t ops,
              window_seconds > 0
                  ? static_cast<double>(sum.allocs) / window_seconds
                  : 0.0);
-  const auto mean = [](uint64_t ns, uint64_t n) {
-    return n ? static_cast<double>(ns) / static_cast<double>(n) : 0.0;
-  };
-  if (sum.refill_hold.samples > 0) {
-    out.Metric("hold_ns_per_refill",
-               mean(sum.refill_hold.ns, sum.refill_hold.samples));
-  }
-  if (sum.drain_hold.samples > 0) {
-    out.Metric("hold_ns_per_drain",
-               mean(sum.drain_hold.ns, sum.drain_hold.samples));
+  for (const auto& [name, h] :
+       {std::pair{"hold_ns_per_refill", sum.refill_hold},
+        {"hold_ns_per_drain", sum.drain_hold}}) {
+    if (h.samples > 0)
+      out.Metric(name,
+                 static_cast<double>(h.ns) / static_cast<double>(h.samples));
   }
   nlohmann::json& d = out.details;
   AddLayoutDetails(d, layout);
@@ -199,8 +194,7 @@ void ReportZoneLock(PointReport& out, double window_seconds, uint64_t ops,
   d["lock_stat_clock_reads"] = LockStatClockReads(options.stats);
   out.Metric("work_ns", static_cast<double>(options.work_ns));
   // zone->lock holds per page (one alloc+free pair): refills + drains per
-  // pair; page_fault1's 128 MiB cycle at batch 31 takes 0.0643 (2/31 less
-  // the pcp carry-over).
+  // pair (page_fault1's cycle at batch 31: just under 2/31).
   if (sum.ops > 0 && batch > 0) {
     out.Metric("zone_lock_holds_per_page",
                static_cast<double>(sum.refills + sum.drains) /
@@ -251,9 +245,8 @@ std::string VerifyZoneThreads(int zi, const Page* pages, unsigned long pool,
     }
     for (const Page* page : me->held) {
       const long idx = PoolIndexOf(pages, pool, page);
-      if (idx < 0 || seen[idx]) {
+      if (idx < 0 || seen[idx])
         return who + "holds a page that is foreign, free or on a list";
-      }
       seen[idx] = 1;
     }
     diffs += me->stat_diff;
