@@ -400,9 +400,8 @@ class FaultWorkload : public Workload {
   uint64_t RunWindow(const ThreadCtx& ctx,
                      const std::atomic<bool>& /*stop*/) override {
     TaskState& t = tasks_[ctx.index];
-    if (ctx.index == 0 && t.windows == 0) {
+    if (ctx.index == 0 && t.windows == 0)
       gap_ns_ = static_cast<int64_t>(NowNs() - prepare_end_ns_);
-    }
     if (!setup_error_.empty()) return 0;
     WindowWork w;  // unsampled: see TeardownThread
     const std::string died = RunPass(t, false, &w);

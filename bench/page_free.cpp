@@ -333,9 +333,8 @@ class CostWorkload : public Workload {
              std::to_string(kPagesPerThread * threads) + " pages accounted for";
     }
     long n = 0;
-    for (const ListHead* p = zone_->lru.next; p != &zone_->lru; p = p->next) {
+    for (const ListHead* p = zone_->lru.next; p != &zone_->lru; p = p->next)
       if (p->next->prev != p || ++n > seen) return "LRU list corrupt";
-    }
     if (n != zone_->nr_lru || n != on_lru) {
       return "LRU holds " + std::to_string(n) + " pages, nr_lru " +
              std::to_string(zone_->nr_lru) + ", in-flight PG_lru pages " +
@@ -623,9 +622,8 @@ class RaceWorkload : public Workload {
       if (p->next->prev != p || ++n > kRacePages)
         return "race LRU list corrupt";
       const Page* page = PageFromLru(const_cast<ListHead*>(p));
-      if (page < s.pages.data() || page >= s.pages.data() + kRacePages) {
+      if (page < s.pages.data() || page >= s.pages.data() + kRacePages)
         return "race LRU list links a foreign node";
-      }
     }
     std::array<bool, kRacePages> seen{};
     for (int i : s.free_list) {

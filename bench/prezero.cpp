@@ -45,9 +45,8 @@ inline const char* ModeName(Mode m) {
 /// One non-zero store per cache line plus the last word (both words the
 /// cheap check reads).
 inline void DirtyPage(char* p) {
-  for (std::size_t off = 0; off < kPage; off += 64) {
+  for (std::size_t off = 0; off < kPage; off += 64)
     *reinterpret_cast<uint64_t*>(p + off) = off + 1;
-  }
   *reinterpret_cast<uint64_t*>(p + kPage - 8) = 1;
 }
 
@@ -229,9 +228,8 @@ class PrezeroWorkload : public Workload {
              std::to_string(t.self_zeroed) + " != allocations " +
              std::to_string(t.allocs);
     }
-    if (t.nonzero != 0) {
+    if (t.nonzero != 0)
       return std::to_string(t.nonzero) + " pages handed out not all zero";
-    }
     const std::size_t dirty = pool_->dirty_count(),
                       zeroed = pool_->zeroed_count();
     if (dirty + zeroed != pool_->pages()) {
@@ -648,10 +646,9 @@ class BurstWorkload : public Workload {
 /// Burst pairs per repetition, after one warm-up pair.
 inline constexpr int kBurstPairs = 16;
 
-/// Paired bursts of two sides on one team (zeroer:none_vs_idle_cpus ...):
-/// 1 + kBurstPairs pairs in DuetSchedule's order, each side reset by thread 0
-/// before its burst, each burst timed first start to last end; the pairs are
-/// details.duet.pairs for plots/verdicts.py.
+/// Paired bursts of two sides on one team (zeroer:none_vs_idle_cpus ...) in
+/// DuetSchedule's order, each side reset by thread 0 before its burst, each
+/// burst timed first start to last end (details.duet.pairs).
 class BurstPairWorkload : public Workload {
  public:
   struct Side {
@@ -869,8 +866,7 @@ Variant MakeBurstPairVariant(BurstPairWorkload::Side a,
   v.needs_spare_pu = a.zeroer == Zeroer::kEngine || b.zeroer == Zeroer::kEngine;
   // Budget: the two pools once per repetition, plus per burst of a side its
   // idle period (kIdleMs in full with no zeroer to end it early) or the busy
-  // protocol's spinning PUs; rows' timing on the 2-vCPU VM, 2026-12-06:
-  // 2.18 s a repetition for idle_burst none_vs_X, 1.17 s for busy.
+  // protocol's spinning PUs.
   v.cost_mib =
       2 * static_cast<double>(std::max(burst, pool)) * 4096 / (1 << 20);
   for (const auto& side : {a, b}) {

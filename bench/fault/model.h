@@ -242,9 +242,8 @@ inline int AdviceFor(Mode m) {
 /// Writes one byte per 4 KiB page of [p, p+bytes) (a store: a read would map
 /// the zero page).
 inline void TouchPages(char* p, std::size_t bytes) {
-  for (std::size_t off = 0; off < bytes; off += kPage) {
+  for (std::size_t off = 0; off < bytes; off += kPage)
     *reinterpret_cast<volatile char*>(p + off) = 1;
-  }
 }
 
 /// Reads one byte per 4 KiB page of [p, p+bytes): on untouched anonymous

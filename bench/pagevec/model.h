@@ -234,9 +234,8 @@ class PagevecWorkload : public Workload {
           Pv::Add(pv, p);
         }
         LruAddDrain(me, zone, pv);
-        if (release) {
+        if (release)
           for (int i = 0; i < s; ++i) Gather(me, zone, me.on_lru.Pop());
-        }
         n += s;
       }
     }
@@ -386,9 +385,8 @@ class PagevecWorkload : public Workload {
   /// tlb_remove_page / pagevec_add: `p` joins the gather, flushed when full.
   void Gather(PerThread<Pv>& me, LruZone<L>& zone, Page* p) {
     me.gather[me.gather_nr++] = p;
-    if (me.gather_nr == GatherPages(cfg_.kernel, cfg_.release, cfg_.slots)) {
+    if (me.gather_nr == GatherPages(cfg_.kernel, cfg_.release, cfg_.slots))
       FlushGather(me, zone);
-    }
   }
 
   /// tlb_flush_mmu -> free_pages_and_swap_cache (2.6.9, chunks of 16),
@@ -398,9 +396,8 @@ class PagevecWorkload : public Workload {
     me.expected_release_locks +=
         ReleaseFlushLocks(cfg_.kernel, cfg_.release, cfg_.slots, n);
     const int call = ReleaseCallPages(cfg_.kernel, cfg_.release, cfg_.slots);
-    for (int done = 0; done < n; done += call) {
+    for (int done = 0; done < n; done += call)
       ReleasePages(me, zone, &me.gather[done], std::min(call, n - done));
-    }
     me.gather_nr = 0;
   }
 
@@ -523,9 +520,8 @@ class PagevecWorkload : public Workload {
       }
     }
     std::vector<int> used;
-    if (env_.plan != nullptr) {
+    if (env_.plan != nullptr)
       for (const auto& pu : env_.plan->pus) used.push_back(pu.os_index);
-    }
     scanner_shares_pu_ = true;
     for (std::size_t i = 0; i < scanners_.size(); ++i) {
       scanners_[i]->pu =
@@ -549,9 +545,8 @@ class PagevecWorkload : public Workload {
 
   void StopScanners() {
     quit_.store(true, std::memory_order_seq_cst);
-    for (auto& sc : scanners_) {
+    for (auto& sc : scanners_)
       if (sc->thread.joinable()) sc->thread.join();
-    }
   }
 
   /// One cycle per kSwapClusterMax pages added, while a worker runs.
