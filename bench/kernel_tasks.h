@@ -349,17 +349,16 @@ class KernelTaskWorkload : public Workload {
   /// everything a child must inherit). Called from Prepare.
   virtual void PrepareTasks(int /*threads*/) {}
 
-  /// A family whose tasks keep state between windows (kernel_zone's batch
-  /// open out of phase) sets it up here, before the first window of the
-  /// point and untimed: on the task's team thread (tasks:threads) or in its
-  /// child (tasks:processes), from SetupThread. Errors go to `err`.
+  /// Sets up state a task keeps between windows (kernel_zone's batch open out
+  /// of phase), untimed, from SetupThread: on the task's team thread or in
+  /// its child. Errors go to `err`.
   virtual void PrimeTask(int /*index*/, char* /*err*/, std::size_t /*errlen*/) {
   }
   /// Whether PrimeTask does anything (no child round trip otherwise).
   virtual bool primes_tasks() const { return false; }
-  /// Evidence windows before the timed ones: half, rounded up (a lone one
-  /// before), or, where a family says its evidence must start from the state
-  /// a timed window leaves (kernel_zone), half rounded down.
+  /// Evidence windows before the timed ones: half, rounded up, or rounded
+  /// down where the evidence must start from the state a timed window leaves
+  /// (evidence_after_timed: kernel_zone).
   virtual bool evidence_after_timed() const { return false; }
   int EvidenceBefore() const {
     return (evidence_windows_ + (evidence_after_timed() ? 0 : 1)) / 2;
@@ -368,9 +367,9 @@ class KernelTaskWorkload : public Workload {
   /// a child's state ends with the child.
   virtual void ReleaseTask(int /*index*/) {}
 
-  /// A family whose windows are fixed work (kernel_zone's whole cycles): how
-  /// long a task may take for one window's work before a tasks:processes
-  /// child counts as hung, ns (0: the window-based ChildReportLimitMs only).
+  /// Fixed-work families (kernel_zone): how long a tasks:processes child may
+  /// take for one window's work before it counts as hung, ns (0: only
+  /// ChildReportLimitMs).
   virtual uint64_t FixedWorkLimitNs() const { return 0; }
   /// Pages a task moves through the allocator in one window, when the family
   /// knows (fixed work): its zone->lock rings hold them all (ZoneRingPages).
@@ -590,13 +589,11 @@ class KernelTaskWorkload : public Workload {
     return r;
   }
 
-  // `count` evidence windows on every task (called by each team thread from
-  // SetupThread / TeardownThread, which run on all tasks at once): the tasks
-  // leave a barrier together, task 0 starts a timer thread that stops the
-  // window after the point's window length and drains the zone->lock rings
-  // while it runs; evidence is enabled only around each task's own work. A
-  // dead child is reported (thrown) after the last barrier, so no task is
-  // left waiting.
+  // `count` evidence windows on every task (each team thread calls it from
+  // SetupThread / TeardownThread): the tasks leave a barrier together, task 0
+  // starts a timer thread that ends the window and drains the zone->lock
+  // rings meanwhile. A dead child is thrown after the last barrier, so no
+  // task is left waiting.
   void EvidenceWindows(const ThreadCtx& ctx, int count) {
     if (evidence_windows_ == 0) return;
     const int i = ctx.index;

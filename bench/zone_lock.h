@@ -259,19 +259,16 @@ struct Options {
   bool work_calibrated = false;  ///< work_ns came from CalibratedWork
   WorkCalibration calibration;   ///< when work_calibrated: its inputs
   bool stats = true;  ///< lock_stat on zone->lock (false: plain lock/unlock)
-  /// With work: the caches the work's ring is sized from and its pages per
-  /// thread (harness/measure/page_work.h WorkRingPages), set by the workload.
+  /// With work: the ring's sizing (page_work.h WorkRingPages; WithWorkRing).
   WorkCaches work_caches;
   std::size_t work_ring_pages = 0;
-  /// The repetition's seed of the threads' burst phases (BurstPhaseSteps):
-  /// its address-layout seed (the row's address_layout.seed), set by the
-  /// workload; 0 (all threads in phase) outside a run's repetition.
+  /// The seed of the threads' burst phases (BurstPhaseSteps): the row's
+  /// address_layout.seed; 0 (all threads in phase) outside a repetition.
   uint64_t phase_seed = 0;
 };
 
-/// `o` for `env`: with work, its ring sized for the topology's caches and
-/// thread count; the repetition's phase seed (LiveLayoutSeed) when one is
-/// live.
+/// `o` for `env`: the work's ring sized for its caches and thread count, and
+/// the repetition's phase seed (LiveLayoutSeed) when one is live.
 inline Options WithWorkRing(Options o, const PointEnv& env) {
   LiveLayoutSeed(&o.phase_seed);
   if (o.work_ns != 0) {
@@ -282,10 +279,9 @@ inline Options WithWorkRing(Options o, const PointEnv& env) {
 }
 
 /// This model's own cost per page (one alloc+free pair) at work_ns:0 on one
-/// unpinned thread: 4.0's configuration (ticket lock, lock_after_free_area,
-/// pcp_batch 31, cma, 64-byte lines, one zone; the cold pool of a --quick run
-/// when `quick`), the minimum over 3 whole burst cycles. Defined in
-/// bench/zone_lock/lock_after_free_area.cpp, which instantiates that layout.
+/// unpinned thread in 4.0's configuration (ticket, lock_after_free_area,
+/// pcp_batch 31, cma, 64-byte lines, one zone; `quick`: the quick pool), the
+/// minimum over 3 whole burst cycles. Defined in lock_after_free_area.cpp.
 double MeasureModelNsPerPage(bool quick);
 
 /// work_ns:cal (harness/measure/page_work.h CalibrateWork with

@@ -1,21 +1,18 @@
 // zone_lock's 28 zone layouts of placement lock_after_free_area (every lock x
 // line x config of bench/zone_lock.h). One placement per translation unit, so
 // the cores of the build compile the 112 layouts in parallel.
+#include <mutex>
+#include <optional>
+
 #include "bench/zone_lock.h"
 
 namespace lockline::zone_lock {
 
 template LOCKLINE_ZONE_LOCK_FACTORY(kLockAfterFreeArea);
 
-}  // namespace lockline::zone_lock
-
 // work_ns:cal's calibration (bench/zone_lock.h): here because this unit
 // already instantiates the layout it times (ticket, lock_after_free_area,
 // 64-byte lines, cma), so no other unit compiles that layout again.
-#include <mutex>
-#include <optional>
-
-namespace lockline::zone_lock {
 
 double MeasureModelNsPerPage(bool quick) {
   PointEnv env;
