@@ -439,7 +439,7 @@ bool InitializeGoogleBenchmark(const RunState& run, char* argv0) {
 // The run's actual time, overall and per question, against the estimate.
 void ReportRunTime(RunState& run, double estimate) {
   json& ctx = run.results->lockline_context();
-  const double ran_s = static_cast<double>(NowNs() - run.run_start_ns) / 1e9;
+  const double ran_s = SecondsBetween(run.run_start_ns, NowNs());
   ctx["run_time"]["actual_s"] = ran_s;
   ctx["run_time"]["elapsed_s"] = ran_s;
   std::string per_q_line;

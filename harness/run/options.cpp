@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <regex>
+#include <set>
 
 #include "harness/machine/padded_slots.h"
 #include "harness/measure/duration.h"
@@ -108,6 +109,10 @@ size_t Utf8Length(const std::string& text, size_t i) {
 }
 
 // Google Benchmark 1.7.1's flags and what lockline does with them.
+constexpr const char* kFixedWindows =
+    "windows are fixed: use --window or --budget";
+constexpr const char* kOwnConsole =
+    "the console shows lockline's own progress lines";
 const char* const kGbApplies[] = {"benchmark_filter",
                                   "benchmark_repetitions",
                                   "benchmark_enable_random_interleaving",
@@ -117,14 +122,12 @@ const char* const kGbApplies[] = {"benchmark_filter",
                                   "benchmark_out_format",
                                   "benchmark_context"};
 const std::pair<const char*, const char*> kGbRefused[] = {
-    {"benchmark_min_time", "windows are fixed: use --window or --budget"},
-    {"benchmark_min_warmup_time",
-     "windows are fixed: use --window or --budget"},
+    {"benchmark_min_time", kFixedWindows},
+    {"benchmark_min_warmup_time", kFixedWindows},
     {"benchmark_perf_counters", "Debian's 1.7.1 has no libpfm: use --events"},
-    {"benchmark_format", "the console shows lockline's own progress lines"},
-    {"benchmark_color", "the console shows lockline's own progress lines"},
-    {"benchmark_counters_tabular",
-     "the console shows lockline's own progress lines"},
+    {"benchmark_format", kOwnConsole},
+    {"benchmark_color", kOwnConsole},
+    {"benchmark_counters_tabular", kOwnConsole},
     {"benchmark_time_unit",
      "lockline.json rows are reported in ns; Google Benchmark's own "
      "--benchmark_out file keeps ms"},
@@ -143,9 +146,8 @@ void CheckBenchmarkFlag(const std::string& arg, Options* o) {
     if (name == refused)
       throw UsageError("--" + name + " does not apply to lockline (" + why +
                        "); see lockline --help");
-  bool known = false;
-  for (const char* f : kGbApplies) known |= name == f;
-  if (!known) {
+  if (std::find(std::begin(kGbApplies), std::end(kGbApplies), name) ==
+      std::end(kGbApplies)) {
     std::string list;
     for (const char* f : kGbApplies)
       list += std::string(list.empty() ? "" : ", ") + "--" + f;
@@ -154,11 +156,9 @@ void CheckBenchmarkFlag(const std::string& arg, Options* o) {
   }
   for (const char* f : kGbBool) {
     if (name != f) continue;
-    static const char* const kValues[] = {"",    "true", "false", "1",  "0",
-                                          "yes", "no",   "on",    "off"};
-    bool ok = false;
-    for (const char* v : kValues) ok |= value == v;
-    if (!ok || (eq != std::string::npos && value.empty()))
+    static const std::set<std::string> kValues = {
+        "", "true", "false", "1", "0", "yes", "no", "on", "off"};
+    if (!kValues.count(value) || (eq != std::string::npos && value.empty()))
       throw UsageError("bad --" + name + " value '" + value +
                        "': accepted are true, false, yes, no, on, off, 1, 0");
     return;
