@@ -50,14 +50,13 @@ void WriteStr(const char* text) {
 
 void WriteLong(long v) {
   char buf[24];
-  int i = sizeof buf;
-  buf[--i] = '\0';
-  if (v <= 0) buf[--i] = '0';
-  while (v > 0 && i > 0) {
-    buf[--i] = static_cast<char>('0' + v % 10);
-    v /= 10;
-  }
-  WriteStr(buf + i);
+  char* p = buf + sizeof buf;
+  *--p = '\0';
+  v = std::max(v, 0L);
+  do {
+    *--p = static_cast<char>('0' + v % 10);
+  } while ((v /= 10) > 0);
+  WriteStr(p);
 }
 
 // kEndSignals: restore settings, drop a temporary file, say once what the
@@ -584,8 +583,7 @@ int Main(int argc, char** argv) {
       return 0;
     }
     BuildPoints(run);
-    // --plan: the run's estimate against its budget, then the placement
-    // (readers take every line after its table header as a row).
+    // --plan: the run's estimate against its budget, then the placement.
     if (o.plan) {
       PrintPlanLine(run, FitWindow(run));
       return PrintPlan(run);

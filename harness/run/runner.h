@@ -56,8 +56,7 @@ struct RunState {
   std::vector<std::string> skipped;  ///< points not run, with the reason
   /// The window a point gets when its first repetition starts (FitWindow).
   double window_s = 0.05;
-  /// Per point (same index as `points`).
-  std::vector<BudgetPoint> budget;
+  std::vector<BudgetPoint> budget;  ///< per point (same index as `points`)
   RecordingCost recording;
   double recording_gap_s = 0;  ///< summed timing.gap_s of the repetitions
   double recording_rows = 0;   ///< summed rows the file held at each gap
@@ -76,18 +75,15 @@ struct RunState {
   std::map<std::string, size_t> rows_reported;  ///< key -> rows GB reported
   int progress_done = 0, progress_total = 0;
   uint64_t progress_start_ns = 0;
-  /// NowNs() when the last repetition's measured part ended (timing.gap_s).
-  uint64_t last_repetition_end_ns = 0;
-  /// NowNs() when the run started (before the coherence baselines).
-  uint64_t run_start_ns = 0;
+  uint64_t last_repetition_end_ns = 0;  ///< NowNs(); timing.gap_s from it
+  uint64_t run_start_ns = 0;  ///< NowNs(), before the coherence baselines
   std::map<std::string, const Point*> by_key;
   /// --until-resolved: 0 during the planned repetitions, then the extra round.
   int resolve_round = 0;
   /// Google Benchmark runs of each key in round gb_round (FailRepetition).
   int gb_round = -1;
   std::map<std::string, int> gb_runs;
-  /// Finalize() marks the file finished (false while extra rounds follow).
-  bool finish_on_finalize = true;
+  bool finish_on_finalize = true;  ///< false while extra rounds follow
   /// Repetitions sample offsets (false: a duet's old build cannot).
   bool sample_layout = true;
   std::string progress_note;  ///< appended to progress lines, e.g. "3 open"
@@ -98,20 +94,17 @@ struct RunState {
   std::map<std::string, int> keep;  ///< key -> repetitions kept by a re-plan
 };
 
-/// Repetitions `p` runs: its own (Point::repetitions) or the run's
-/// (--benchmark_repetitions).
+/// Repetitions `p` runs: its own, else the run's (--benchmark_repetitions).
 inline int PointRepetitions(const RunState& run, const Point& p) {
   return p.repetitions > 0 ? p.repetitions : run.opts.repetitions;
 }
 
-/// Generates the points of the selected suite that match the --benchmark_filter
-/// regex (Google Benchmark's syntax: extended regex, a leading '-' negates).
-/// Variants whose fixed thread count or spare-PU need cannot be met are listed
-/// in run.skipped with the reason.
+/// The points of the selected suite matching --benchmark_filter (extended
+/// regex, a leading '-' negates); those whose fixed thread count or spare PUs
+/// cannot be met go to run.skipped with the reason.
 void BuildPoints(RunState& run);
 
-/// Measures the one-way core-to-core latency of every PU pair the points probe,
-/// before any point runs (the coherence baseline).
+/// The coherence baseline: every probed PU pair's one-way latency, up front.
 void MeasureCoherenceBaselines(RunState& run);
 
 /// Fits run.window_s, the window of the points not started yet, to the budget
