@@ -1,5 +1,3 @@
-// The run's provenance: the build, the libraries, the kernel, the CPU and its
-// topology, and the settings that move results, each with a warning.
 #include "harness/record/provenance.h"
 
 #include <dlfcn.h>
@@ -106,9 +104,8 @@ json LibraryVersions() {
           {"hwloc", HWLOC_VERSION},
           {"hwloc_api_runtime", dotted(hw)},
           {"hwloc_api_header", dotted(HWLOC_API_VERSION)},
-          // pfm_get_version() is the API version (4.0 for every libpfm4
-          // release); the package version is the loaded library file's
-          // (libpfm.so.4.13.0 -> 4.13.0).
+          // pfm_get_version() is the API's (4.0 in every libpfm4); the package
+          // version is the loaded file's (libpfm.so.4.13.0 -> 4.13.0).
           {"libpfm4_api", std::to_string(PFM_MAJ_VERSION(pfm)) + "." +
                               std::to_string(PFM_MIN_VERSION(pfm))},
           {"libpfm4",
@@ -189,8 +186,7 @@ void ReadSettings(json& env, json& warnings) {
         "on huge page availability");
   const std::string aslr = ReadSmallFile("/proc/sys/kernel/randomize_va_space");
   env["aslr"] = aslr;
-  // This process's own personality (setarch -R, or a build duet's re-exec)
-  // turns it off for this process whatever the system setting.
+  // This process's personality (setarch -R, a build duet's re-exec) wins.
   const int persona = personality(0xffffffff);
   env["aslr_process"] =
       persona != -1 && (persona & ADDR_NO_RANDOMIZE) ? "off" : "on";
@@ -270,14 +266,12 @@ void PlacementWarnings(const TopologySummary& t, const CgroupCpu& cg,
                        " PUs are usable (restricted by " +
                        (why.empty() ? "unknown" : why) + ")");
   }
-  // Kinds hwloc cannot rank leave the sweep in OS order; say so.
   if (const std::string kinds = UnrankedKindsWarning(t); !kinds.empty())
     warnings.push_back(kinds);
   if (cg.quota_cpus > 0 && cg.quota_cpus < t.usable_pus) {
     char q[32];
     std::snprintf(q, sizeof q, "%.2f", cg.quota_cpus);
-    // The quota itself is the threshold, not ceil(quota): at 1.5 CPUs a
-    // 2-thread point is throttled, at 0.5 CPUs a 1-thread point.
+    // The quota is the threshold, not ceil(quota): 2 threads at 1.5 CPUs.
     const int first = static_cast<int>(std::floor(cg.quota_cpus)) + 1;
     warnings.push_back(
         std::string("cgroup CPU quota is ") + q + " CPUs (" + cg.limited_by +
