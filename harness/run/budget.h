@@ -46,25 +46,21 @@ struct BudgetPoint {
   std::string family;
   int windows = 1;           ///< windows per repetition
   int repetitions_left = 0;  ///< repetitions not yet run
-  /// Declared seconds per repetition besides its timed windows.
-  double declared_s = 0;
-  bool fixed_work = false;      ///< windows are fixed work: ignore w
+  double declared_s = 0;    ///< declared seconds per repetition besides windows
+  bool fixed_work = false;  ///< windows are fixed work: ignore w
   bool oversubscribed = false;  ///< windows counted at their bound
-  /// > 0 once the point has started: the window all its repetitions use.
-  double window_s = 0;
-  int measured = 0;  ///< repetitions measured so far
+  double window_s = 0;          ///< > 0 once started: its repetitions' window
+  int measured = 0;             ///< repetitions measured so far
   /// Their summed cost besides windows x window_s, without the file rewrite.
   double measured_s = 0;
-  /// FitRepetitions may cut repetitions_left down to this (0: never).
-  int repetitions_floor = 0;
-  bool comparison = false;  ///< a seed comparison's point: cut last
+  int repetitions_floor = 0;  ///< FitRepetitions' lowest cut (0: none)
+  bool comparison = false;    ///< a seed comparison's point: cut last
 };
 
 /// The rewrite of lockline.json after each repetition: about `per_row_s`
 /// seconds per row it holds; each repetition adds `rows_per_repetition` rows.
 struct RecordingCost {
-  /// The prior (quiet to loaded machine), refitted by RecordingPerRowS.
-  double per_row_s = 3e-5;
+  double per_row_s = 3e-5;           ///< a prior; refitted by RecordingPerRowS
   double rows = 0;                   ///< rows in the file now
   double rows_per_repetition = 1.8;  ///< 1 + 4 aggregates / 5 repetitions
 };
@@ -73,9 +69,8 @@ struct RecordingCost {
 struct BudgetFit {
   double window_s = 0;    ///< window for the points not started yet
   double estimate_s = 0;  ///< predicted seconds for all repetitions left
-  /// Predicted seconds at the minimum window: what no window can cut.
-  double floor_s = 0;
-  bool met = true;  ///< false: over the budget even at the minimum window
+  double floor_s = 0;     ///< predicted at the minimum window: no cutting it
+  bool met = true;        ///< false: over the budget even at the minimum window
 };
 
 /// PredictSeconds' terms: each point's, without the file rewrites.
