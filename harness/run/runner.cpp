@@ -404,8 +404,7 @@ void AddMetrics(PointRun& pr) {
   pr.rec["counters"] = std::move(counters.counters);
 }
 
-// Fairness: per-thread operation counts (an unfair lock can look fast while
-// starving).
+// Per-thread operation counts: an unfair lock can look fast while starving.
 json FairnessJson(const std::vector<uint64_t>& per_thread, uint64_t ops) {
   const double n = static_cast<double>(per_thread.size());
   double mean = static_cast<double>(ops) / n, var = 0;
@@ -982,8 +981,7 @@ std::unique_ptr<ThreadTeam> StartThreads(
   wl.Prepare(point.threads);
   team->RunOnAllWithin(
       [&](int i) {
-        // Kernel spinlock waiters never yield; only an oversubscribed
-        // point's do.
+        // Kernel spinlock waiters never yield; an oversubscribed point's do.
         SetSpinYield((*ctx)[i].oversubscribed ? SpinYield::kAfterSpins
                                               : SpinYield::kNever);
         wl.SetupThread((*ctx)[i]);
@@ -994,21 +992,20 @@ std::unique_ptr<ThreadTeam> StartThreads(
 
 PointEnv MakePointEnv(const Point& point, const RunState& run,
                       uint64_t window_ns) {
-  PointEnv env;
-  env.topology = run.topo.get();
-  env.plan = &point.plan;
-  env.threads = point.threads;
-  env.window_ns = window_ns;
-  env.windows = point.windows;
-  env.mem_policy = run.opts.mem;
-  env.quick = run.opts.suite == Suite::kQuick;
-  env.fault_sample_period_ns =
-      run.opts.evidence_windows == 0
-          ? 0
-          : static_cast<uint64_t>(run.opts.fault_sampling_s * 1e9 + 0.5);
-  env.evidence_windows = run.opts.evidence_windows;
-  env.oversubscribe = run.opts.oversubscribe;
-  return env;
+  return {
+      .topology = run.topo.get(),
+      .plan = &point.plan,
+      .threads = point.threads,
+      .window_ns = window_ns,
+      .windows = point.windows,
+      .mem_policy = run.opts.mem,
+      .quick = run.opts.suite == Suite::kQuick,
+      .fault_sample_period_ns =
+          run.opts.evidence_windows == 0
+              ? 0
+              : static_cast<uint64_t>(run.opts.fault_sampling_s * 1e9 + 0.5),
+      .evidence_windows = run.opts.evidence_windows,
+      .oversubscribe = run.opts.oversubscribe};
 }
 
 // A stage that throws fails the repetition with its message, once the team,
