@@ -168,8 +168,7 @@ int HelperPus(const Variant& v, const Topology& topo) {
   return v.helper_per_node ? PlannedHelperCount(topo) : 1;
 }
 
-// Each point's share of the seconds the plan predicts at run.window_s (all 0
-// when it predicts none).
+// Each point's share of the seconds the plan predicts (all 0 if none).
 std::vector<double> PlanShares(const RunState& run) {
   std::vector<double> each = PredictPointSeconds(run.budget, run.window_s);
   double sum = 0;
@@ -178,8 +177,7 @@ std::vector<double> PlanShares(const RunState& run) {
   return each;
 }
 
-// What a repetition of `point` cost besides its windows (its row's `timing`),
-// for FitWindow.
+// A repetition's cost besides its windows (its row's `timing`), for FitWindow.
 void AccountRepetition(RunState& run, const Point& point, const json& timing) {
   if (point.index >= run.budget.size()) return;
   BudgetPoint& b = run.budget[point.index];
@@ -870,8 +868,7 @@ double FitWindow(RunState& run) {
     const int reps = run.opts.repetitions;
     run.recording.rows_per_repetition = 1.0 + (reps >= 2 ? 4.0 / reps : 0.0);
   }
-  // Not only the points' own work: each one's coherence pair was probed
-  // before the fit (MeasureCoherenceBaselines), which counts as spent.
+  // The coherence baselines, probed before the plan, count as spent too.
   const double spent =
       run.run_start_ns ? SecondsBetween(run.run_start_ns, NowNs()) : 0.0;
   run.recording.rows = static_cast<double>(
