@@ -91,6 +91,22 @@ std::string KernelCmdlineValue(const std::string& key) {
 
 using nlohmann::json;
 
+// The version in the file name of the library holding `symbol` ("4.13.0"),
+// or "unknown (PATH)".
+std::string LibraryFileVersion(void* symbol) {
+  Dl_info info{};
+  if (dladdr(symbol, &info) == 0 || info.dli_fname == nullptr) return "unknown";
+  char resolved[PATH_MAX];
+  const char* path = realpath(info.dli_fname, resolved);
+  const std::string file = path ? path : info.dli_fname;
+  const size_t so = file.rfind(".so.");
+  if (so == std::string::npos) return "unknown (" + file + ")";
+  const std::string v = file.substr(so + 4);
+  if (v.empty() || v.find_first_not_of("0123456789.") != std::string::npos)
+    return "unknown (" + file + ")";
+  return v;
+}
+
 // Library versions: hwloc's runtime API version beside the headers' (hwloc
 // 2.9 has no runtime release number).
 json LibraryVersions() {
@@ -283,20 +299,6 @@ void PlacementWarnings(const TopologySummary& t, const CgroupCpu& cg,
 }
 
 }  // namespace
-
-std::string LibraryFileVersion(void* symbol) {
-  Dl_info info{};
-  if (dladdr(symbol, &info) == 0 || info.dli_fname == nullptr) return "unknown";
-  char resolved[PATH_MAX];
-  const char* path = realpath(info.dli_fname, resolved);
-  const std::string file = path ? path : info.dli_fname;
-  const size_t so = file.rfind(".so.");
-  if (so == std::string::npos) return "unknown (" + file + ")";
-  const std::string v = file.substr(so + 4);
-  if (v.empty() || v.find_first_not_of("0123456789.") != std::string::npos)
-    return "unknown (" + file + ")";
-  return v;
-}
 
 bool RunningUnderTcg() {
   return CpuInfoField("flags").find(" hypervisor") != std::string::npos &&
