@@ -478,8 +478,7 @@ int PrintSummary(const RunState& run) {
   return errors;
 }
 
-// The measured run: build duet, recovery, run directory and context, coherence
-// baselines, plan, repetitions (then --until-resolved), summary.
+// The measured run, from the build duet's start to the summary.
 int MeasurePoints(RunState& run, char** argv) {
   const Options& o = run.opts;
   std::string aslr;
@@ -493,15 +492,13 @@ int MeasurePoints(RunState& run, char** argv) {
       return FailWithError(e.what());
     }
   }
-  // Settings a run killed outright (SIGKILL, the OOM killer) left changed:
-  // put back before anything is measured.
+  // Settings a run killed outright (SIGKILL, the OOM killer) left changed.
   std::vector<std::string> recovered = RecoverPreviousRun();
   for (std::string& w : RecoverTracefsMount())
     recovered.push_back(std::move(w));
   WatchTracefsMount();
   try {
-    // Counters first: a bad --events list must not leave an empty run
-    // directory behind.
+    // Counters first: a bad --events list leaves no empty run directory.
     run.counters = CounterSession::Create(o.events);
     InstallInterruptHandlers();
     run.results = ClaimRunDirectory(o.out);
