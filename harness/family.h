@@ -117,9 +117,8 @@ struct Variant {
   bool quick_only = false;
   std::string description;
   std::function<std::unique_ptr<Workload>(const PointEnv&)> make;
-  std::vector<int> threads;  ///< empty: the run's --threads list
-  /// Run the largest thread count only.
-  bool largest_thread_count_only = false;
+  std::vector<int> threads;                ///< empty: the run's --threads list
+  bool largest_thread_count_only = false;  ///< its largest thread count only
   /// The seed question ("000".."004") its rows answer; "" for figures only.
   std::string question;
   /// Paired windows, counted from --precision (PointEnv::windows).
@@ -128,8 +127,7 @@ struct Variant {
   /// With needs_spare_pu: one helper per NUMA node, each on its own PU.
   bool helper_per_node = false;
   int windows = 0;  ///< 0: the run's default; fixed work usually wants 1
-  /// Its points run this many times the run's repetitions.
-  int repetition_factor = 1;
+  int repetition_factor = 1;  ///< x the run's repetitions
   /// Its windows are fixed work (for the budget's plan, until the point ran).
   bool fixed_work = false;
   /// A repetition's cost besides its windows, for the budget: `cost_mib` MiB
@@ -138,8 +136,7 @@ struct Variant {
   double cost_s = 0;
   /// The share of cost_mib and cost_s left in a --quick run.
   double quick_cost_fraction = 1;
-  /// OS PU indices for the threads, overriding the placement policy.
-  std::vector<int> pus;
+  std::vector<int> pus;  ///< the threads' OS PU indices, overriding --pin
 };
 
 /// A family: a name (first component of every row key) and its variants.
