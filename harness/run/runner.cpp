@@ -42,8 +42,7 @@ bool MatchesFilter(const std::string& filter, const std::string& name) {
   return std::regex_search(name, re) != negate;
 }
 
-// The PU pair a point's coherence probe uses: thread 0 and the last thread on a
-// different PU.
+// The coherence probe's threads: thread 0 and the last one on another PU.
 std::pair<int, int> ProbeThreads(const Point& p) {
   const auto& pus = p.plan.pus;
   for (int j = static_cast<int>(pus.size()) - 1; j > 0; --j)
@@ -260,8 +259,7 @@ void PlanWindow(PointRun& pr) {
   pr.first_of_instance = run.gb_runs[point.key]++ == 0;
 }
 
-// Stage 2, preparation: the repetition's LayoutSampling, the workload, each
-// thread bound to its planned PU and set up by the family.
+// Stage 2: layout sampling, the workload, threads pinned and set up.
 void Prepare(PointRun& pr) {
   const Point& point = pr.point;
   RunState& run = pr.run;
@@ -302,10 +300,10 @@ void NoteThrottling(PointRun& pr, const CpuThrottle& before) {
       "): the point measures throttling";
 }
 
-// Stage 3, the windows: one Google Benchmark iteration each, between two
-// coherence probes of the PU pair (none without a shared line). A window past
-// its bound (a preempted FIFO waiter, big fixed work) is flagged; past the hard
-// limit the run exits.
+// Stage 3, the windows (one Google Benchmark iteration each) between two
+// coherence probes (none without a shared line). A window past its bound (a
+// preempted FIFO waiter, big fixed work) is flagged; past the hard limit the
+// run exits.
 void RunWindows(PointRun& pr) {
   const int threads = pr.point.threads;
   ThreadTeam& team = *pr.team;
@@ -436,8 +434,7 @@ json CoherenceJson(const PointRun& pr) {
           {"after_ns", pr.after_ns}};
 }
 
-// The pahole-style report of every layout a row names, once per run
-// (context.lockline.layouts).
+// The pahole-style report of a row's layouts, once (context.lockline.layouts).
 void AddLayoutReports(RunState& run, const std::vector<std::string>& names) {
   json& layouts = run.results->lockline_context()["layouts"];
   if (!layouts.is_object()) layouts = json::object();
@@ -546,8 +543,7 @@ void PrintProgress(RunState& run, const Point& point, const json& row,
   std::fflush(stdout);
 }
 
-// The plan's seconds for one repetition of each point (run.plan_rep_s): its
-// share of the plan's estimate, file rewrites and all.
+// run.plan_rep_s: a repetition's share of the plan's estimate, per point.
 void PricePlan(RunState& run) {
   const std::vector<double> share = PlanShares(run);
   const double planned = std::max(
@@ -558,9 +554,8 @@ void PricePlan(RunState& run) {
                              std::max(1, run.budget[i].repetitions_left));
 }
 
-// A run whose repetitions take kStarvedStretch x what the plan priced them at
-// (after kStarvedAfterS and a tenth of the plan) is starved: a loaded
-// machine's ran 6x its estimate (issue 49: 27m24s against 4m21s at load 9-14).
+// Starved: repetitions taking kStarvedStretch x the plan's price, after
+// kStarvedAfterS and a tenth of the plan (issue 49: a loaded run took 6x).
 constexpr double kStarvedStretch = 1.5;
 constexpr double kStarvedAfterS = 20;
 
