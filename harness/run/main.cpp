@@ -291,8 +291,7 @@ void WriteRunContext(RunState& run, const std::string& aslr,
                      const std::vector<std::string>& recovered) {
   const Options& o = run.opts;
   json& ctx = run.results->lockline_context();
-  const json prov = CollectProvenance(o, *run.topo);
-  for (const auto& [k, v] : prov.items()) ctx[k] = v;
+  ctx.update(CollectProvenance(o, *run.topo));
   ctx["suite"] = SuiteName(o.suite);
   ctx["pin"] = run.pin.text;
   ctx["mem"] = o.mem;
