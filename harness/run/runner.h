@@ -34,9 +34,8 @@ struct Point {
   const Variant* variant = nullptr;
   ThreadPlan plan;
   int windows = 3;
-  /// Repetitions of this point; 0: the run's (--benchmark_repetitions).
-  int repetitions = 0;
-  size_t index = 0;  ///< its position in RunState::points (and ::budget)
+  int repetitions = 0;  ///< 0: the run's (--benchmark_repetitions)
+  size_t index = 0;     ///< its position in RunState::points (and ::budget)
   /// Paired points outside --quick: the pairs planned from --precision.
   std::optional<PairPlan> pairs;
 };
@@ -65,10 +64,8 @@ struct RunState {
   double plan_estimate_s = 0;  ///< FitWindow's estimate at plan time
   /// Seconds the repetitions took per Variant::question (wall_s + gap_s).
   std::map<std::string, double> question_actual_s;
-  /// The longest window a refit may give (kMaxWindowGrowth x the plan's).
-  double window_cap_s = kMaxFitWindowS;
-  /// MeasureFaultInSecondsPerMiB at plan time: prices Variant::cost_mib.
-  double fault_s_per_mib = 0;
+  double window_cap_s = kMaxFitWindowS;  ///< a refit's longest window
+  double fault_s_per_mib = 0;  ///< MeasureFaultInSecondsPerMiB's, for cost_mib
   std::map<std::pair<int, int>, double> baseline_ns;  ///< PU pair -> one-way
   std::map<std::string, int> repetitions_done;  ///< key -> repetitions recorded
   std::map<std::string, std::vector<size_t>> row_index;  ///< key -> its rows
@@ -78,14 +75,12 @@ struct RunState {
   uint64_t last_repetition_end_ns = 0;  ///< NowNs(); timing.gap_s from it
   uint64_t run_start_ns = 0;  ///< NowNs(), before the coherence baselines
   std::map<std::string, const Point*> by_key;
-  /// --until-resolved: 0 during the planned repetitions, then the extra round.
-  int resolve_round = 0;
+  int resolve_round = 0;  ///< --until-resolved's extra round (0: planned)
   /// Google Benchmark runs of each key in round gb_round (FailRepetition).
   int gb_round = -1;
   std::map<std::string, int> gb_runs;
   bool finish_on_finalize = true;  ///< false while extra rounds follow
-  /// Repetitions sample offsets (false: a duet's old build cannot).
-  bool sample_layout = true;
+  bool sample_layout = true;       ///< false: a duet's old build cannot sample
   std::string progress_note;  ///< appended to progress lines, e.g. "3 open"
   /// Per point, the plan's seconds for one repetition, and their sum over the
   /// repetitions recorded: a starved run re-plans its rest (ReplanIfStarved).
