@@ -1,9 +1,9 @@
-// The contract between experiment families (bench/*.cpp) and the harness.
-// The harness owns the threads: per point it pins them, calls SetupThread,
-// then runs windows (all leave a start barrier, RunWindow until the stop flag
-// or the fixed work is done); one Google Benchmark iteration is one window.
-// An operation is `work_ns` of private work plus the critical section (the
-// family's update, optionally `cs_ns` more). docs/measurement.md has the model.
+// The contract between experiment families (bench/*.cpp) and the harness,
+// which owns the threads: per point it pins them, calls SetupThread, then runs
+// windows (from a start barrier, RunWindow until the stop flag or the fixed
+// work is done), one Google Benchmark iteration each. An operation is
+// `work_ns` of private work plus the critical section (the family's update,
+// optionally `cs_ns` more); docs/measurement.md has the model.
 #pragma once
 
 #include <atomic>
@@ -24,8 +24,7 @@ namespace lockline {
 /// Which suites a variant belongs to (kDefault: default and full).
 enum class Suite { kQuick = 0, kDefault = 1, kFull = 2 };
 
-/// Ordered key:value parameters of a point (without threads): the row key and
-/// `params`.
+/// Ordered key:value parameters of a point (without threads).
 using Params = std::vector<std::pair<std::string, std::string>>;
 
 /// What a thread knows about itself inside a point.
@@ -38,8 +37,7 @@ struct ThreadCtx {
   bool oversubscribed = false;  ///< spinning waiters yield (spin_wait.h)
 };
 
-/// Per-point results a workload adds after its windows: flat metrics (Google
-/// Benchmark counters on the row) and the row's `details` object.
+/// A workload's results after its windows: flat metrics and row `details`.
 struct PointReport {
   std::vector<std::pair<std::string, double>> metrics;
   nlohmann::json details = nlohmann::json::object();
@@ -49,9 +47,9 @@ struct PointReport {
   }
 };
 
-/// One point's workload, created per repetition on the main thread. Shared
-/// structures are allocated in the constructor or Prepare(), thread-private
-/// ones in SetupThread (first touch by the pinned thread).
+/// One point's workload, made per repetition on the main thread. Shared
+/// structures come from the constructor or Prepare(), thread-private ones
+/// from SetupThread (first touched by the pinned thread).
 class Workload {
  public:
   virtual ~Workload() = default;
@@ -74,8 +72,8 @@ class Workload {
   virtual void TeardownThread(const ThreadCtx& /*ctx*/) {}
   /// True when a window is a fixed amount of work rather than a fixed duration.
   virtual bool fixed_work() const { return false; }
-  /// Non-empty when every operation is a page fault it counts itself: the
-  /// page-fault software events are left out with this reason.
+  /// Non-empty when it counts its page faults itself: the page-fault software
+  /// events are left out with this reason.
   virtual std::string page_fault_counters_left_out() const { return ""; }
   /// True when the threads write a shared cache line: the harness probes the
   /// PU pair's coherence around the point (coherence.h); false: label "none".
@@ -85,8 +83,7 @@ class Workload {
                       uint64_t /*ops*/) {}
   /// After Report: "" when the invariants hold, else what broke (row error).
   virtual std::string Verify() { return ""; }
-  /// Before Verify: "" when it ran as planned, else what stopped it ("needs
-  /// root").
+  /// Before Verify: "" when it ran as planned, else why not ("needs root").
   virtual std::string SetupError() { return ""; }
 };
 
@@ -120,9 +117,8 @@ struct Variant {
   bool quick_only = false;
   std::string description;
   std::function<std::unique_ptr<Workload>(const PointEnv&)> make;
-  std::vector<int> threads;  ///< empty: the run's --threads list
-  /// Run the largest thread count only.
-  bool largest_thread_count_only = false;
+  std::vector<int> threads;                ///< empty: the run's --threads list
+  bool largest_thread_count_only = false;  ///< its largest thread count only
   /// The seed question ("000".."004") its rows answer; "" for figures only.
   std::string question;
   /// Paired windows, counted from --precision (PointEnv::windows).
@@ -131,8 +127,7 @@ struct Variant {
   /// With needs_spare_pu: one helper per NUMA node, each on its own PU.
   bool helper_per_node = false;
   int windows = 0;  ///< 0: the run's default; fixed work usually wants 1
-  /// Its points run this many times the run's repetitions.
-  int repetition_factor = 1;
+  int repetition_factor = 1;  ///< x the run's repetitions
   /// Its windows are fixed work (for the budget's plan, until the point ran).
   bool fixed_work = false;
   /// A repetition's cost besides its windows, for the budget: `cost_mib` MiB
@@ -141,8 +136,7 @@ struct Variant {
   double cost_s = 0;
   /// The share of cost_mib and cost_s left in a --quick run.
   double quick_cost_fraction = 1;
-  /// OS PU indices for the threads, overriding the placement policy.
-  std::vector<int> pus;
+  std::vector<int> pus;  ///< the threads' OS PU indices, overriding --pin
 };
 
 /// A family: a name (first component of every row key) and its variants.

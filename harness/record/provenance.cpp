@@ -1,5 +1,3 @@
-// The run's provenance: the build, the libraries, the kernel, the CPU and its
-// topology, and the settings that move results, each with a warning.
 #include "harness/record/provenance.h"
 
 #include <dlfcn.h>
@@ -93,6 +91,22 @@ std::string KernelCmdlineValue(const std::string& key) {
 
 using nlohmann::json;
 
+// The version in the file name of the library holding `symbol` ("4.13.0"),
+// or "unknown (PATH)".
+std::string LibraryFileVersion(void* symbol) {
+  Dl_info info{};
+  if (dladdr(symbol, &info) == 0 || info.dli_fname == nullptr) return "unknown";
+  char resolved[PATH_MAX];
+  const char* path = realpath(info.dli_fname, resolved);
+  const std::string file = path ? path : info.dli_fname;
+  const size_t so = file.rfind(".so.");
+  if (so == std::string::npos) return "unknown (" + file + ")";
+  const std::string v = file.substr(so + 4);
+  if (v.empty() || v.find_first_not_of("0123456789.") != std::string::npos)
+    return "unknown (" + file + ")";
+  return v;
+}
+
 // Library versions: hwloc's runtime API version beside the headers' (hwloc
 // 2.9 has no runtime release number).
 json LibraryVersions() {
@@ -106,9 +120,8 @@ json LibraryVersions() {
           {"hwloc", HWLOC_VERSION},
           {"hwloc_api_runtime", dotted(hw)},
           {"hwloc_api_header", dotted(HWLOC_API_VERSION)},
-          // pfm_get_version() is the API version (4.0 for every libpfm4
-          // release); the package version is the loaded library file's
-          // (libpfm.so.4.13.0 -> 4.13.0).
+          // pfm_get_version() is the API's (4.0 in every libpfm4); the package
+          // version is the loaded file's (libpfm.so.4.13.0 -> 4.13.0).
           {"libpfm4_api", std::to_string(PFM_MAJ_VERSION(pfm)) + "." +
                               std::to_string(PFM_MIN_VERSION(pfm))},
           {"libpfm4",
@@ -189,8 +202,7 @@ void ReadSettings(json& env, json& warnings) {
         "on huge page availability");
   const std::string aslr = ReadSmallFile("/proc/sys/kernel/randomize_va_space");
   env["aslr"] = aslr;
-  // This process's own personality (setarch -R, or a build duet's re-exec)
-  // turns it off for this process whatever the system setting.
+  // This process's personality (setarch -R, a build duet's re-exec) wins.
   const int persona = personality(0xffffffff);
   env["aslr_process"] =
       persona != -1 && (persona & ADDR_NO_RANDOMIZE) ? "off" : "on";
@@ -270,14 +282,12 @@ void PlacementWarnings(const TopologySummary& t, const CgroupCpu& cg,
                        " PUs are usable (restricted by " +
                        (why.empty() ? "unknown" : why) + ")");
   }
-  // Kinds hwloc cannot rank leave the sweep in OS order; say so.
   if (const std::string kinds = UnrankedKindsWarning(t); !kinds.empty())
     warnings.push_back(kinds);
   if (cg.quota_cpus > 0 && cg.quota_cpus < t.usable_pus) {
     char q[32];
     std::snprintf(q, sizeof q, "%.2f", cg.quota_cpus);
-    // The quota itself is the threshold, not ceil(quota): at 1.5 CPUs a
-    // 2-thread point is throttled, at 0.5 CPUs a 1-thread point.
+    // The quota is the threshold, not ceil(quota): 2 threads at 1.5 CPUs.
     const int first = static_cast<int>(std::floor(cg.quota_cpus)) + 1;
     warnings.push_back(
         std::string("cgroup CPU quota is ") + q + " CPUs (" + cg.limited_by +
@@ -289,20 +299,6 @@ void PlacementWarnings(const TopologySummary& t, const CgroupCpu& cg,
 }
 
 }  // namespace
-
-std::string LibraryFileVersion(void* symbol) {
-  Dl_info info{};
-  if (dladdr(symbol, &info) == 0 || info.dli_fname == nullptr) return "unknown";
-  char resolved[PATH_MAX];
-  const char* path = realpath(info.dli_fname, resolved);
-  const std::string file = path ? path : info.dli_fname;
-  const size_t so = file.rfind(".so.");
-  if (so == std::string::npos) return "unknown (" + file + ")";
-  const std::string v = file.substr(so + 4);
-  if (v.empty() || v.find_first_not_of("0123456789.") != std::string::npos)
-    return "unknown (" + file + ")";
-  return v;
-}
 
 bool RunningUnderTcg() {
   return CpuInfoField("flags").find(" hypervisor") != std::string::npos &&

@@ -4,7 +4,6 @@
 
 #include <nlohmann/json.hpp>
 #include <string>
-#include <vector>
 
 #include "harness/machine/restore.h"
 #include "harness/machine/topology.h"
@@ -19,9 +18,5 @@ nlohmann::json CollectProvenance(const Options& opts, const Topology& topo);
 /// True under QEMU's TCG (CPUID leaf 0x40000000 "TCGTCGTCGTCG"), where timing
 /// means nothing. Never throws.
 bool RunningUnderTcg();
-
-/// The version in the file name of the library holding `symbol` ("4.13.0"),
-/// or "unknown (PATH)".
-std::string LibraryFileVersion(void* symbol);
 
 }  // namespace lockline

@@ -133,10 +133,8 @@ ResultFile::ResultFile(const std::string& dir) : dir_(dir) {
            {{"lockline",
              {{"schema_version", kSchemaVersion}, {"finished", false}}}}},
           {"benchmarks", nlohmann::json::array()}};
-  // The claim: exactly one run creates lockline.json, and it never exists
-  // empty (a 0-byte one would block a rerun with the same --out). The initial
-  // document is written to a temporary file first and hard-linked to
-  // lockline.json (link fails with EEXIST when another run holds it).
+  // The claim (results.h); an empty lockline.json would block a rerun with
+  // the same --out.
   const std::string text = doc_.dump(1) + "\n";
   const std::string templ = dir + "/.lockline.json.claim.XXXXXX";
   if (templ.size() >= PATH_MAX)

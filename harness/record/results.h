@@ -62,10 +62,9 @@ class ResultFile {
   std::vector<char> row_fresh_;        ///< row_text_[i] is current
 };
 
-/// Writes `text` to `path` atomically (mkstemp with O_EXCL in the same
-/// directory, fsync, rename; the temporary removed on failure).
-/// `measured_rows` >= 0 becomes KeptRows() at the rename. Throws
-/// std::runtime_error naming the path and errno.
+/// Writes `text` to `path` atomically (a temporary beside it, fsync, rename;
+/// removed on failure); `measured_rows` >= 0 becomes KeptRows() at the rename.
+/// Throws std::runtime_error naming the path and errno.
 void WriteFileAtomically(const std::string& path, const std::string& text,
                          long measured_rows = -1);
 

@@ -60,17 +60,6 @@ bool IsAggregateOf(const json& row, const std::string& key) {
          row.value("lockline_key", "") == key;
 }
 
-}  // namespace
-
-void SetPerOpTimes(json& row, double wall_seconds, double cpu_seconds,
-                   uint64_t ops) {
-  const double n = static_cast<double>(ops);
-  row["iterations"] = ops;
-  row["real_time"] = ops ? wall_seconds * 1e9 / n : 0.0;
-  row["cpu_time"] = ops ? cpu_seconds * 1e9 / n : 0.0;
-  row["time_unit"] = "ns";
-}
-
 std::vector<json> AggregateRows(const json& doc, const std::string& key) {
   std::vector<const json*> reps;
   for (const json& row : doc["benchmarks"])
@@ -123,6 +112,17 @@ std::vector<json> AggregateRows(const json& doc, const std::string& key) {
     out.push_back(std::move(row));
   }
   return out;
+}
+
+}  // namespace
+
+void SetPerOpTimes(json& row, double wall_seconds, double cpu_seconds,
+                   uint64_t ops) {
+  const double n = static_cast<double>(ops);
+  row["iterations"] = ops;
+  row["real_time"] = ops ? wall_seconds * 1e9 / n : 0.0;
+  row["cpu_time"] = ops ? cpu_seconds * 1e9 / n : 0.0;
+  row["time_unit"] = "ns";
 }
 
 std::vector<size_t> UpdateAggregates(json& doc, const std::string& key) {

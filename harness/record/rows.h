@@ -14,14 +14,10 @@ namespace lockline {
 void SetPerOpTimes(nlohmann::json& row, double wall_seconds, double cpu_seconds,
                    uint64_t ops);
 
-/// The aggregate rows of `key` in Google Benchmark 1.7.1's shape (mean,
-/// median, sample stddev, cv as a ratio) of the times and every numeric flat
-/// metric over its error-free iteration rows; empty for fewer than 2.
-std::vector<nlohmann::json> AggregateRows(const nlohmann::json& doc,
-                                          const std::string& key);
-
 /// Replaces `key`'s aggregate rows in doc["benchmarks"] (in place, new ones
-/// appended); returns the indices overwritten in place.
+/// appended) with Google Benchmark 1.7.1's (mean, median, sample stddev, cv as
+/// a ratio) of the times and every numeric flat metric over its error-free
+/// iteration rows, none for fewer than 2; returns the indices overwritten.
 std::vector<size_t> UpdateAggregates(nlohmann::json& doc,
                                      const std::string& key);
 

@@ -88,26 +88,21 @@ BudgetFit FitBudget(const std::vector<BudgetPoint>& points,
                     double max_window_s) {
   BudgetFit fit;
   fit.floor_s = PredictSeconds(points, recording, min_window_s);
-  if (fixed_window_s > 0) {
-    fit.window_s = fixed_window_s;
-    fit.estimate_s = PredictSeconds(points, recording, fixed_window_s);
-    fit.met = fit.estimate_s <= budget_left_s;
-    return fit;
-  }
-  if (fit.floor_s > budget_left_s) {
-    fit.window_s = min_window_s;
-    fit.estimate_s = fit.floor_s;
-    fit.met = false;
-    return fit;
-  }
   // PredictSeconds is non-decreasing in the window (piecewise linear with
   // the oversubscribed bound): bisect for the longest window that fits.
   const auto fits = [&](double w) {
     return PredictSeconds(points, recording, w) <= budget_left_s;
   };
-  fit.window_s = fits(max_window_s) ? max_window_s
-                                    : Largest(min_window_s, max_window_s, fits);
+  if (fixed_window_s > 0)
+    fit.window_s = fixed_window_s;
+  else if (fit.floor_s > budget_left_s)
+    fit.window_s = min_window_s;
+  else
+    fit.window_s = fits(max_window_s)
+                       ? max_window_s
+                       : Largest(min_window_s, max_window_s, fits);
   fit.estimate_s = PredictSeconds(points, recording, fit.window_s);
+  fit.met = fit.estimate_s <= budget_left_s;
   return fit;
 }
 

@@ -50,14 +50,13 @@ void WriteStr(const char* text) {
 
 void WriteLong(long v) {
   char buf[24];
-  int i = sizeof buf;
-  buf[--i] = '\0';
-  if (v <= 0) buf[--i] = '0';
-  while (v > 0 && i > 0) {
-    buf[--i] = static_cast<char>('0' + v % 10);
-    v /= 10;
-  }
-  WriteStr(buf + i);
+  char* p = buf + sizeof buf;
+  *--p = '\0';
+  v = std::max(v, 0L);
+  do {
+    *--p = static_cast<char>('0' + v % 10);
+  } while ((v /= 10) > 0);
+  WriteStr(p);
 }
 
 // kEndSignals: restore settings, drop a temporary file, say once what the
@@ -292,8 +291,7 @@ void WriteRunContext(RunState& run, const std::string& aslr,
                      const std::vector<std::string>& recovered) {
   const Options& o = run.opts;
   json& ctx = run.results->lockline_context();
-  const json prov = CollectProvenance(o, *run.topo);
-  for (const auto& [k, v] : prov.items()) ctx[k] = v;
+  ctx.update(CollectProvenance(o, *run.topo));
   ctx["suite"] = SuiteName(o.suite);
   ctx["pin"] = run.pin.text;
   ctx["mem"] = o.mem;
@@ -439,7 +437,7 @@ bool InitializeGoogleBenchmark(const RunState& run, char* argv0) {
 // The run's actual time, overall and per question, against the estimate.
 void ReportRunTime(RunState& run, double estimate) {
   json& ctx = run.results->lockline_context();
-  const double ran_s = static_cast<double>(NowNs() - run.run_start_ns) / 1e9;
+  const double ran_s = SecondsBetween(run.run_start_ns, NowNs());
   ctx["run_time"]["actual_s"] = ran_s;
   ctx["run_time"]["elapsed_s"] = ran_s;
   std::string per_q_line;
@@ -479,8 +477,7 @@ int PrintSummary(const RunState& run) {
   return errors;
 }
 
-// The measured run: build duet, recovery, run directory and context, coherence
-// baselines, plan, repetitions (then --until-resolved), summary.
+// The measured run, from the build duet's start to the summary.
 int MeasurePoints(RunState& run, char** argv) {
   const Options& o = run.opts;
   std::string aslr;
@@ -494,15 +491,13 @@ int MeasurePoints(RunState& run, char** argv) {
       return FailWithError(e.what());
     }
   }
-  // Settings a run killed outright (SIGKILL, the OOM killer) left changed:
-  // put back before anything is measured.
+  // Settings a run killed outright (SIGKILL, the OOM killer) left changed.
   std::vector<std::string> recovered = RecoverPreviousRun();
   for (std::string& w : RecoverTracefsMount())
     recovered.push_back(std::move(w));
   WatchTracefsMount();
   try {
-    // Counters first: a bad --events list must not leave an empty run
-    // directory behind.
+    // Counters first: a bad --events list leaves no empty run directory.
     run.counters = CounterSession::Create(o.events);
     InstallInterruptHandlers();
     run.results = ClaimRunDirectory(o.out);
@@ -584,8 +579,7 @@ int Main(int argc, char** argv) {
       return 0;
     }
     BuildPoints(run);
-    // --plan: the run's estimate against its budget, then the placement
-    // (readers take every line after its table header as a row).
+    // --plan: the run's estimate against its budget, then the placement.
     if (o.plan) {
       PrintPlanLine(run, FitWindow(run));
       return PrintPlan(run);

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <regex>
+#include <set>
 
 #include "harness/machine/padded_slots.h"
 #include "harness/measure/duration.h"
@@ -108,6 +109,10 @@ size_t Utf8Length(const std::string& text, size_t i) {
 }
 
 // Google Benchmark 1.7.1's flags and what lockline does with them.
+constexpr const char* kFixedWindows =
+    "windows are fixed: use --window or --budget";
+constexpr const char* kOwnConsole =
+    "the console shows lockline's own progress lines";
 const char* const kGbApplies[] = {"benchmark_filter",
                                   "benchmark_repetitions",
                                   "benchmark_enable_random_interleaving",
@@ -117,14 +122,12 @@ const char* const kGbApplies[] = {"benchmark_filter",
                                   "benchmark_out_format",
                                   "benchmark_context"};
 const std::pair<const char*, const char*> kGbRefused[] = {
-    {"benchmark_min_time", "windows are fixed: use --window or --budget"},
-    {"benchmark_min_warmup_time",
-     "windows are fixed: use --window or --budget"},
+    {"benchmark_min_time", kFixedWindows},
+    {"benchmark_min_warmup_time", kFixedWindows},
     {"benchmark_perf_counters", "Debian's 1.7.1 has no libpfm: use --events"},
-    {"benchmark_format", "the console shows lockline's own progress lines"},
-    {"benchmark_color", "the console shows lockline's own progress lines"},
-    {"benchmark_counters_tabular",
-     "the console shows lockline's own progress lines"},
+    {"benchmark_format", kOwnConsole},
+    {"benchmark_color", kOwnConsole},
+    {"benchmark_counters_tabular", kOwnConsole},
     {"benchmark_time_unit",
      "lockline.json rows are reported in ns; Google Benchmark's own "
      "--benchmark_out file keeps ms"},
@@ -143,9 +146,8 @@ void CheckBenchmarkFlag(const std::string& arg, Options* o) {
     if (name == refused)
       throw UsageError("--" + name + " does not apply to lockline (" + why +
                        "); see lockline --help");
-  bool known = false;
-  for (const char* f : kGbApplies) known |= name == f;
-  if (!known) {
+  if (std::find(std::begin(kGbApplies), std::end(kGbApplies), name) ==
+      std::end(kGbApplies)) {
     std::string list;
     for (const char* f : kGbApplies)
       list += std::string(list.empty() ? "" : ", ") + "--" + f;
@@ -154,11 +156,9 @@ void CheckBenchmarkFlag(const std::string& arg, Options* o) {
   }
   for (const char* f : kGbBool) {
     if (name != f) continue;
-    static const char* const kValues[] = {"",    "true", "false", "1",  "0",
-                                          "yes", "no",   "on",    "off"};
-    bool ok = false;
-    for (const char* v : kValues) ok |= value == v;
-    if (!ok || (eq != std::string::npos && value.empty()))
+    static const std::set<std::string> kValues = {
+        "", "true", "false", "1", "0", "yes", "no", "on", "off"};
+    if (!kValues.count(value) || (eq != std::string::npos && value.empty()))
       throw UsageError("bad --" + name + " value '" + value +
                        "': accepted are true, false, yes, no, on, off, 1, 0");
     return;
@@ -222,8 +222,7 @@ void CheckBenchmarkFlag(const std::string& arg, Options* o) {
   }
 }
 
-// The flags as they are parsed: the options, and --quick / --full until the
-// suite is chosen.
+// The options as parsed, with --quick / --full until the suite is chosen.
 struct Parsed {
   Options o;
   bool quick = false, full = false;
@@ -267,9 +266,8 @@ void SetEvidence(Parsed& p, V v) {
   p.o.evidence_windows = n;
 }
 
-// lockline's own flags: a switch (the argument is exactly `name`) or a valued
-// flag (`name`=VALUE, the value not empty: TakeValue). `set` takes the value
-// ("" for a switch) and throws UsageError naming a bad one.
+// lockline's own flags: a switch (exactly `name`) or valued (`name`=VALUE,
+// TakeValue); `set` takes the value ("" for a switch), UsageError if bad.
 struct Flag {
   const char* name;
   bool valued;
@@ -347,9 +345,8 @@ void ParseArgument(const std::string& a, Parsed& p) {
   if (a.rfind("--benchmark_", 0) == 0) {
     CheckBenchmarkFlag(a, &p.o);
     // lockline selects the points by key itself (BuildPoints): Google
-    // Benchmark's internal names carry "/iterations:N/manual_time" (the
-    // rows' names do not), so a $-anchored filter passed on would select
-    // nothing there.
+    // Benchmark's names add "/iterations:N/manual_time", so a $-anchored
+    // filter passed on would select nothing there.
     if (a.rfind("--benchmark_filter=", 0) != 0) p.o.benchmark_args.push_back(a);
   } else if (a.rfind("--v=", 0) == 0) {
     // Google Benchmark's verbosity: an integer (1.7.1 aborts on "abc" after
@@ -523,8 +520,7 @@ std::string EscapeForMessage(const std::string& text) {
   std::string out;
   for (size_t i = 0; i < text.size();) {
     const unsigned char c = static_cast<unsigned char>(text[i]);
-    // A valid UTF-8 sequence is kept; control characters and any other byte
-    // are escaped.
+    // Valid UTF-8 is kept; control characters and other bytes are escaped.
     const size_t len = c < 0x20 || c == 0x7f ? 0 : Utf8Length(text, i);
     if (len > 0) {
       out += text.substr(i, len);
@@ -558,9 +554,8 @@ Options ParseOptions(int argc, char** argv) {
   Parsed p;
   Options& o = p.o;
   for (int i = 0; i < argc; ++i) o.argv.push_back(argv[i]);
-  // Every argument is recorded in lockline.json (context.lockline.argv, and
-  // --out, the filter and --benchmark_context elsewhere): JSON is UTF-8, so
-  // invalid bytes are refused here, before anything exists.
+  // Every argument is recorded in lockline.json (context.lockline.argv and
+  // elsewhere), which is UTF-8: invalid bytes are refused before anything.
   for (int i = 1; i < argc; ++i)
     if (!IsValidUtf8(argv[i]))
       throw UsageError("argument '" + EscapeForMessage(argv[i]) +

@@ -24,12 +24,11 @@ inline constexpr int kCalibrateRepetitions = 3;
 
 /// Extra time of --until-resolved given without a value, seconds.
 inline constexpr double kDefaultUntilResolvedS = 300;
-/// Share of --budget the default run's planned repetitions fit; the rest
-/// goes to the comparisons still open after them.
+/// Share of --budget the default run's planned repetitions fit; the rest is
+/// the open comparisons'.
 inline constexpr double kPlannedBudgetShare = 0.8;
 
-/// --fault-sampling period, seconds: 2 ms costs a KVM guest a few per cent of
-/// the faults' CPU time.
+/// --fault-sampling period, seconds (2 ms: a few per cent of a KVM guest's).
 inline constexpr double kDefaultFaultSamplingS = 2e-3;
 inline constexpr double kMinFaultSamplingS = 1e-4;
 inline constexpr double kMaxFaultSamplingS = 0.1;
@@ -68,8 +67,7 @@ struct Options {
   bool until_resolved_auto = false;
   double precision = 0.03;  ///< paired 95 % half-width aimed at (PlanPairs)
   double fault_sampling_s = kDefaultFaultSamplingS;  ///< 0: off
-  /// Evidence windows of the kernel_* families (0, off, also turns the fault
-  /// rows' sampling off). Timed windows never collect evidence.
+  /// kernel_* families' untimed evidence windows (0: off, fault sampling too)
   int evidence_windows = kDefaultEvidenceWindows;
   std::size_t padding = 128;  ///< padded_slots.h
   bool padding_given = false;
@@ -94,17 +92,15 @@ inline bool FitsRepetitions(const Options& o) {
   return o.until_resolved_auto && !o.repetitions_given;
 }
 
-/// Parses argv. Throws UsageError for an unknown flag, a missing or malformed
-/// value (naming it and the accepted forms), Google Benchmark's too (an
-/// unknown or inapplicable --benchmark_* flag, a bad boolean or format, an
-/// unwritable --benchmark_out directory, a filter that is not an extended
-/// regex). The topology's flags are checked in topology.h.
+/// Parses argv. Throws UsageError naming the flag and the accepted forms for an
+/// unknown, inapplicable or malformed one, Google Benchmark's too (a bad
+/// boolean or format, an unwritable --benchmark_out directory, a filter that
+/// is not an extended regex). The topology's flags are checked in topology.h.
 Options ParseOptions(int argc, char** argv);
 
-/// Parses a duration: "90" or "90s", "500ms", "20m", "1h" (decimal digits with
-/// an optional fraction and exponent; no hex, inf or nan). Throws UsageError
-/// naming `flag` and the accepted range when the text is malformed or the value
-/// lies outside [min_s, max_s] seconds.
+/// Parses a duration: "90" or "90s", "500ms", "20m", "1h" (decimal, optional
+/// fraction and exponent; no hex, inf or nan). Throws UsageError naming `flag`
+/// and the range when malformed or outside [min_s, max_s] seconds.
 double ParseDurationSeconds(const std::string& text, const std::string& flag,
                             double min_s = 1e-3, double max_s = 7 * 86400);
 
@@ -116,8 +112,7 @@ bool IsValidUtf8(const std::string& text);
 /// that are not part of valid UTF-8 become "\xNN"; the rest is kept.
 std::string EscapeForMessage(const std::string& text);
 
-/// Prints "lockline: error: MESSAGE" to stderr, escaped (EscapeForMessage:
-/// one line, nothing a terminal interprets); returns 2.
+/// Prints "lockline: error: MESSAGE" (EscapeForMessage'd) to stderr; returns 2.
 int FailWithError(const std::string& message);
 
 /// Accepted --window range, seconds: 0.1 ms to 10 min.

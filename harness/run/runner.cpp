@@ -42,8 +42,7 @@ bool MatchesFilter(const std::string& filter, const std::string& name) {
   return std::regex_search(name, re) != negate;
 }
 
-// The PU pair a point's coherence probe uses: thread 0 and the last thread on a
-// different PU.
+// The coherence probe's threads: thread 0 and the last one on another PU.
 std::pair<int, int> ProbeThreads(const Point& p) {
   const auto& pus = p.plan.pus;
   for (int j = static_cast<int>(pus.size()) - 1; j > 0; --j)
@@ -51,10 +50,9 @@ std::pair<int, int> ProbeThreads(const Point& p) {
   return {-1, -1};
 }
 
-// --calibrate-only: what `lockline predict --target=` rescales a run by: the
-// default suite's 1-thread rows of the families it fits (plots/predict_fit.py
-// LOCK_FAMILIES; not the twins run at the largest count only) and the c2c
-// ping-pong pairs (its distance classes' latencies).
+// --calibrate-only: what `lockline predict --target=` rescales by: 1-thread
+// rows of the families it fits (plots/predict_fit.py LOCK_FAMILIES; not the
+// largest-count-only twins) and the c2c ping-pong pairs.
 bool InCalibration(const Point& p) {
   static const std::set<std::string> kFitted = {"locks", "zone_lock",
                                                 "page_free", "pagevec"};
@@ -85,9 +83,8 @@ void AddObservedPlacement(ThreadTeam& team,
   placement["observed_pus"] = observed;
 }
 
-// "" when every pinned thread (pus[i] >= 0) was bound to exactly its planned
-// PU and seen only there; else "placement mismatch: ..." naming the first
-// thread that was not.
+// "" when every pinned thread (pus[i] >= 0) was bound to and seen only on its
+// planned PU; else "placement mismatch: ..." naming the first that was not.
 std::string PlacementMismatch(const std::vector<int>& pus, const json& bound,
                               const std::vector<std::set<int>>& seen) {
   for (size_t i = 0; i < pus.size(); ++i) {
@@ -115,10 +112,9 @@ json ParamsJson(const Point& p) {
   return o;
 }
 
-// The default run's plan-time cut (budget.h FitRepetitions) within
-// `budget_left_s` at the minimum window: figures down to
-// kMinFigureRepetitions, then the comparisons down to the run's repetitions
-// (PlanPairs' minimum); the cut repetitions go into the points.
+// The default run's plan-time cut (budget.h FitRepetitions) at the minimum
+// window: figures down to kMinFigureRepetitions, then comparisons down to the
+// run's repetitions (PlanPairs' minimum), written into the points.
 void CutRepetitions(RunState& run, double budget_left_s) {
   for (const Point& p : run.points) {
     BudgetPoint& b = run.budget[p.index];
@@ -149,8 +145,7 @@ void CutRepetitions(RunState& run, double budget_left_s) {
         {"whole_budget", run.cut.whole_budget}};
 }
 
-// Words for a question id: "000 pagevec size and alignment (LKML 2004)"; ""
-// -> "the figures' other rows"; an unknown id itself.
+// Words for a question id ("" the figures; an unknown id itself).
 std::string QuestionTitle(const std::string& question) {
   static const std::map<std::string, std::string> titles = {
       {"000", "000 pagevec size and alignment (LKML 2004)"},
@@ -172,8 +167,16 @@ int HelperPus(const Variant& v, const Topology& topo) {
   return v.helper_per_node ? PlannedHelperCount(topo) : 1;
 }
 
-// What a repetition of `point` cost besides its windows (its row's `timing`),
-// for FitWindow.
+// Each point's share of the seconds the plan predicts (all 0 if none).
+std::vector<double> PlanShares(const RunState& run) {
+  std::vector<double> each = PredictPointSeconds(run.budget, run.window_s);
+  double sum = 0;
+  for (double s : each) sum += s;
+  for (double& s : each) s = sum > 0 ? s / sum : 0.0;
+  return each;
+}
+
+// A repetition's cost besides its windows (its row's `timing`), for FitWindow.
 void AccountRepetition(RunState& run, const Point& point, const json& timing) {
   if (point.index >= run.budget.size()) return;
   BudgetPoint& b = run.budget[point.index];
@@ -190,9 +193,8 @@ void AccountRepetition(RunState& run, const Point& point, const json& timing) {
       static_cast<double>(run.results->doc()["benchmarks"].size());
 }
 
-// One repetition of a point on its way through RunPoint's stages: what each
-// stage leaves for the next. Members go in reverse order: the team before the
-// workload, the workload before its environment and layout sampling.
+// One repetition on its way through RunPoint's stages. Members are destroyed
+// in reverse order: the team, the workload, its environment, layout sampling.
 struct PointRun {
   PointRun(benchmark::State& s, const Point& p, RunState& r)
       : state(s), point(p), run(r) {}
@@ -230,9 +232,8 @@ struct PointRun {
   std::string failure;  // why the repetition failed; "": it did not
 };
 
-// Stage 1, the window. Starts the repetition's clock and row, and gives the
-// point its window: the run's fit at its first repetition, the same for every
-// later one (they are compared with each other: budget.h).
+// Stage 1, the window: starts the clock and the row; a point keeps the fit of
+// its first repetition in all (they are compared with each other: budget.h).
 void PlanWindow(PointRun& pr) {
   const Point& point = pr.point;
   RunState& run = pr.run;
@@ -248,10 +249,9 @@ void PlanWindow(PointRun& pr) {
   pr.window_ns = static_cast<uint64_t>(budget.window_s * 1e9);
   pr.timing = {
       {"window_s", budget.window_s},
-      {"gap_s",
-       run.last_repetition_end_ns
-           ? static_cast<double>(pr.t_start - run.last_repetition_end_ns) / 1e9
-           : 0.0}};
+      {"gap_s", run.last_repetition_end_ns
+                    ? SecondsBetween(run.last_repetition_end_ns, pr.t_start)
+                    : 0.0}};
   if (run.gb_round != run.resolve_round) {
     run.gb_round = run.resolve_round;
     run.gb_runs.clear();
@@ -259,9 +259,7 @@ void PlanWindow(PointRun& pr) {
   pr.first_of_instance = run.gb_runs[point.key]++ == 0;
 }
 
-// Stage 2, preparation. Opens the repetition's LayoutSampling (seeded per
-// process, key and repetition), makes the workload, binds each thread to its
-// planned PU and has the family set every thread up on it.
+// Stage 2: layout sampling, the workload, threads pinned and set up.
 void Prepare(PointRun& pr) {
   const Point& point = pr.point;
   RunState& run = pr.run;
@@ -281,9 +279,8 @@ void Prepare(PointRun& pr) {
                    run.counters.get(), *pr.wl, &pr.ctx);
 }
 
-// The CFS bandwidth throttling of lockline's cgroup during the windows. A
-// point with more threads than the quota measures the controller: said on the
-// row, also when nothing was throttled.
+// The cgroup's CFS throttling during the windows. A point with more threads
+// than the quota measures the controller: the row says so even unthrottled.
 void NoteThrottling(PointRun& pr, const CpuThrottle& before) {
   const CpuThrottle after = ReadCpuThrottle(ProcessCgroupCpu());
   if (before.ok && after.ok)
@@ -303,10 +300,10 @@ void NoteThrottling(PointRun& pr, const CpuThrottle& before) {
       "): the point measures throttling";
 }
 
-// Stage 3, the windows: one Google Benchmark iteration each, between two
-// coherence probes of the point's PU pair (none without a shared line). A
-// window past its bound (a preempted FIFO waiter, a big fixed-work window) is
-// flagged; past the hard limit the run exits.
+// Stage 3, the windows (one Google Benchmark iteration each) between two
+// coherence probes (none without a shared line). A window past its bound (a
+// preempted FIFO waiter, big fixed work) is flagged; past the hard limit the
+// run exits.
 void RunWindows(PointRun& pr) {
   const int threads = pr.point.threads;
   ThreadTeam& team = *pr.team;
@@ -324,7 +321,7 @@ void RunWindows(PointRun& pr) {
   pr.per_thread.assign(threads, 0);
   pr.seen_pus.resize(threads);
   const CpuThrottle throttle0 = ReadCpuThrottle(ProcessCgroupCpu());
-  pr.probes_s += static_cast<double>(NowNs() - pr.t_setup) / 1e9;
+  pr.probes_s += SecondsBetween(pr.t_setup, NowNs());
   pr.t_loop0 = NowNs();
   for (auto _ : pr.state) {
     const WindowResult r =
@@ -346,13 +343,12 @@ void RunWindows(PointRun& pr) {
   NoteThrottling(pr, throttle0);
   if (pr.probing)
     pr.after_ns = team.PingPong(pr.probe_a, pr.probe_b, probe_ns).first;
-  pr.probes_s += static_cast<double>(NowNs() - pr.t_loop1) / 1e9;
+  pr.probes_s += SecondsBetween(pr.t_loop1, NowNs());
 }
 
-// Stage 4, verification. Reads the counters and the placement, tears the
-// threads down and takes the workload's report. pr.failure: a refused setup,
-// else a broken invariant, else a thread off its planned PU (another
-// placement: the row is kept as an error, out of every comparison and plot).
+// Stage 4, verification: counters, placement, teardown, the report.
+// pr.failure: a refused setup, a broken invariant, or a thread off its planned
+// PU (the row is kept as an error, out of every comparison and plot).
 void Verify(PointRun& pr) {
   pr.readings = pr.team->ReadCounters();
   json& placement = pr.rec["placement"];
@@ -370,9 +366,9 @@ void Verify(PointRun& pr) {
                    : mismatch;
 }
 
-// The flat metrics of the row and of Google Benchmark's counters: throughput,
-// per-op time, CPU use, CountersForRow's, then the family's own (none may
-// shadow a row key of results/SCHEMA.md). Sets the row's `counters` too.
+// The row's flat metrics, also Google Benchmark's counters: throughput, per-op
+// time, CPU use, CountersForRow's, then the family's own (none may shadow a
+// row key of results/SCHEMA.md); and the row's `counters`.
 void AddMetrics(PointRun& pr) {
   static const std::set<std::string> kReserved = {
       "name",         "run_name",         "run_type",      "threads",
@@ -404,8 +400,7 @@ void AddMetrics(PointRun& pr) {
   pr.rec["counters"] = std::move(counters.counters);
 }
 
-// Fairness: per-thread operation counts (an unfair lock can look fast while
-// starving).
+// Per-thread operation counts: an unfair lock can look fast while starving.
 json FairnessJson(const std::vector<uint64_t>& per_thread, uint64_t ops) {
   const double n = static_cast<double>(per_thread.size());
   double mean = static_cast<double>(ops) / n, var = 0;
@@ -417,9 +412,7 @@ json FairnessJson(const std::vector<uint64_t>& per_thread, uint64_t ops) {
           {"cv", mean > 0 ? std::sqrt(var) / mean : 0}};
 }
 
-// The row's coherence object. The label is provisional here:
-// RecordRepetition relabels every row from the regimes of all probes so far
-// (harness/measure/coherence.h).
+// The row's coherence object; RecordRepetition relabels it (coherence.h).
 json CoherenceJson(const PointRun& pr) {
   double base = 0;
   json pair = nullptr;
@@ -441,8 +434,7 @@ json CoherenceJson(const PointRun& pr) {
           {"after_ns", pr.after_ns}};
 }
 
-// The pahole-style report of every layout a row names, once per run
-// (context.lockline.layouts).
+// The pahole-style report of a row's layouts, once (context.lockline.layouts).
 void AddLayoutReports(RunState& run, const std::vector<std::string>& names) {
   json& layouts = run.results->lockline_context()["layouts"];
   if (!layouts.is_object()) layouts = json::object();
@@ -456,8 +448,7 @@ void AddLayoutReports(RunState& run, const std::vector<std::string>& names) {
   }
 }
 
-// Stage 5, the row's fields: metrics, fairness, coherence, the windows, the
-// address layout, the family's details and layouts, the verification.
+// Stage 5, the row's fields.
 void FillRow(PointRun& pr) {
   json& rec = pr.rec;
   AddMetrics(pr);
@@ -479,20 +470,17 @@ void FillRow(PointRun& pr) {
 }
 
 void FinishTiming(PointRun& pr) {
-  const uint64_t t_end = NowNs();
-  const auto s = [](uint64_t a, uint64_t b) {
-    return b > a ? static_cast<double>(b - a) / 1e9 : 0.0;
-  };
+  const double wall = SecondsBetween(pr.t_start, NowNs());
+  const double setup = SecondsBetween(pr.t_start, pr.t_setup);
+  const double windows = SecondsBetween(pr.t_loop0, pr.t_loop1);
   json& timing = pr.timing;
-  timing["wall_s"] = s(pr.t_start, t_end);
-  timing["setup_s"] = s(pr.t_start, pr.t_setup);
-  timing["windows_s"] = s(pr.t_loop0, pr.t_loop1);
+  timing["wall_s"] = wall;
+  timing["setup_s"] = setup;
+  timing["windows_s"] = windows;
   timing["probes_s"] = pr.probes_s;
   if (pr.point.index < pr.run.budget.size())  // the plan's price of it
     timing["declared_s"] = pr.run.budget[pr.point.index].declared_s;
-  timing["teardown_s"] =
-      std::max(0.0, s(pr.t_start, t_end) - s(pr.t_start, pr.t_setup) -
-                        s(pr.t_loop0, pr.t_loop1) - pr.probes_s);
+  timing["teardown_s"] = std::max(0.0, wall - setup - windows - pr.probes_s);
   pr.rec["timing"] = timing;
 }
 
@@ -523,14 +511,12 @@ json RowOf(PointRun& pr) {
   return row;
 }
 
-// The console line of a recorded repetition: its throughput and coherence
-// label, or its error; the time elapsed and left (`left` < 0: from the mean
-// repetition so far).
+// The console line of a recorded repetition; `left` < 0: estimated from the
+// mean repetition so far.
 void PrintProgress(RunState& run, const Point& point, const json& row,
                    const std::string& label, double left) {
   ++run.progress_done;
-  const double elapsed =
-      static_cast<double>(NowNs() - run.progress_start_ns) / 1e9;
+  const double elapsed = SecondsBetween(run.progress_start_ns, NowNs());
   if (left < 0)
     left =
         elapsed / run.progress_done * (run.progress_total - run.progress_done);
@@ -547,8 +533,7 @@ void PrintProgress(RunState& run, const Point& point, const json& row,
   if (row.value("overrun", false))
     what += "  OVERRUN (a window ran past its bound)";
   // The run's estimated total (from its start) against its budget.
-  const double total =
-      static_cast<double>(NowNs() - run.run_start_ns) / 1e9 + left;
+  const double total = SecondsBetween(run.run_start_ns, NowNs()) + left;
   std::printf("[%d/%d] %s  %s  (%s elapsed, ~%s left: ~%s of budget %s%s)\n",
               run.progress_done, run.progress_total, point.key.c_str(),
               what.c_str(), FormatDuration(elapsed).c_str(),
@@ -558,32 +543,28 @@ void PrintProgress(RunState& run, const Point& point, const json& row,
   std::fflush(stdout);
 }
 
-// The plan's seconds for one repetition of each point (run.plan_rep_s): its
-// share of the plan's estimate, file rewrites and all.
+// run.plan_rep_s: a repetition's share of the plan's estimate, per point.
 void PricePlan(RunState& run) {
-  const std::vector<double> each =
-      PredictPointSeconds(run.budget, run.window_s);
-  double sum = 0;
-  for (double s : each) sum += s;
-  const double planned =
-      run.plan_estimate_s -
-      static_cast<double>(run.progress_start_ns - run.run_start_ns) / 1e9;
-  for (size_t i = 0; i < each.size(); ++i)
-    run.plan_rep_s.push_back(
-        sum > 0 ? each[i] / sum * std::max(0.0, planned) /
-                      std::max(1, run.budget[i].repetitions_left)
-                : 0.0);
+  const std::vector<double> share = PlanShares(run);
+  const double planned = std::max(
+      0.0, run.plan_estimate_s -
+               SecondsBetween(run.run_start_ns, run.progress_start_ns));
+  for (size_t i = 0; i < share.size(); ++i)
+    run.plan_rep_s.push_back(share[i] * planned /
+                             std::max(1, run.budget[i].repetitions_left));
 }
 
-// A starved run: its repetitions took kStarvedStretch x what the plan priced
-// them at, and the rest at that pace would end past max(budget, estimate).
-// The figures' points (no seed question) keep the share of their remaining
-// repetitions that fits (at least one repetition each); the paired seed
-// points keep theirs. Once a run; said on the console, recorded as
-// context.lockline.replanned.
+// Starved: repetitions taking kStarvedStretch x the plan's price, after
+// kStarvedAfterS and a tenth of the plan (issue 49: a loaded run took 6x).
+constexpr double kStarvedStretch = 1.5;
+constexpr double kStarvedAfterS = 20;
+
+// A starved run whose rest at that pace would end past max(budget, estimate):
+// the figures' points keep the share of their remaining repetitions that fits
+// (one at least), the seed points all. Once a run; context.lockline.replanned.
 void ReplanIfStarved(RunState& run) {
   if (run.plan_rep_s.size() != run.points.size() || !run.keep.empty()) return;
-  const double ran = static_cast<double>(NowNs() - run.progress_start_ns) / 1e9;
+  const double ran = SecondsBetween(run.progress_start_ns, NowNs());
   // Judged on a tenth of the plan at least: the randomly interleaved
   // repetitions so far then sample every family's cost.
   if (ran < kStarvedAfterS || run.plan_done_s < 0.1 * run.plan_estimate_s ||
@@ -596,7 +577,7 @@ void ReplanIfStarved(RunState& run) {
                      run.budget[p.index].repetitions_left;
     (p.variant->question.empty() ? others : paired) += s;
   }
-  const double elapsed = static_cast<double>(NowNs() - run.run_start_ns) / 1e9;
+  const double elapsed = SecondsBetween(run.run_start_ns, NowNs());
   const double cap = std::max(PlannedBudgetS(run.opts), run.plan_estimate_s);
   if (others <= 0 || elapsed + paired + others <= cap * 1.05) return;
   const double f = std::clamp((cap - elapsed - paired) / others, 0.0, 1.0);
@@ -631,11 +612,9 @@ void ReplanIfStarved(RunState& run) {
       {"dropped", dropped}};
 }
 
-// Appends the repetition's row to lockline.json at once (Google Benchmark
-// 1.7.1 reports an instance only after its last repetition, which random
-// interleaving may put at the end of the run), relabels the coherence regimes
-// of every row over the run so far (harness/measure/coherence.h), refits the
-// budget, flushes the file and prints progress.
+// Appends the row to lockline.json at once (Google Benchmark 1.7.1 reports an
+// instance after its last repetition, which random interleaving may put at the
+// end), relabels coherence, refits the budget, flushes and prints progress.
 void RecordRepetition(PointRun& pr) {
   FinishTiming(pr);
   RunState& run = pr.run;
@@ -664,8 +643,7 @@ void RecordRepetition(PointRun& pr) {
   }
   json& run_time = run.results->lockline_context()["run_time"];
   if (run_time.is_object() && run.run_start_ns) {
-    run_time["elapsed_s"] =
-        static_cast<double>(NowNs() - run.run_start_ns) / 1e9;
+    run_time["elapsed_s"] = SecondsBetween(run.run_start_ns, NowNs());
     if (left >= 0) run_time["left_s"] = left;
   }
   const std::string label = run.results->doc()["benchmarks"]
@@ -676,24 +654,19 @@ void RecordRepetition(PointRun& pr) {
   PrintProgress(run, pr.point, row, label, left);
 }
 
-// A failed repetition, under Google Benchmark's failure rules. Google
-// Benchmark 1.7.1 aggregates a point's repetitions (ComputeStats) only if
-// every one ends with the planned iteration count (a repetition failing
-// before its loop had 0: Check `run_iterations == run.iterations`, abort,
-// exit 134) and the first one of the instance is not an error (its report has
-// no statistics: SIGSEGV when later ones succeed). So a failed repetition
-// always ends its loop at the planned count, and the instance's first one is
-// reported to Google Benchmark as a run labelled with the error (lockline's
-// row says error_occurred; its aggregates, and lockline's, leave it out);
-// later ones are SkipWithError.
+// A failed repetition. Google Benchmark 1.7.1 aggregates (ComputeStats) only
+// if every repetition ends at the planned iteration count (else Check
+// `run_iterations == run.iterations` aborts, exit 134) and the instance's first
+// is not an error (SIGSEGV when later ones succeed). So the loop always ends at
+// the planned count, and the first failure is reported as a run labelled with
+// the error (lockline's row says error_occurred; every aggregate leaves it
+// out); later ones are SkipWithError.
 void FailRepetition(PointRun& pr, const std::string& why) {
   if (!pr.first_of_instance)
     pr.state.SkipWithError(why.c_str());
   else
     pr.state.SetLabel("lockline error (row error_occurred): " + why);
-  // Started or not, the loop ends here with the planned count: after
-  // SkipWithError KeepRunning runs nothing more; without it the rest of the
-  // windows are counted at 1 ns each.
+  // After SkipWithError KeepRunning runs nothing; else the rest count 1 ns.
   if (!pr.loop_done)
     while (pr.state.KeepRunning()) pr.state.SetIterationTime(1e-9);
   pr.rec["error_message"] = why;
@@ -701,8 +674,8 @@ void FailRepetition(PointRun& pr, const std::string& why) {
 }
 
 // Stage 6, the record. The threads, tasks and descriptors go first (their
-// teardown is the repetition's cost, and a tight fd limit then fails the
-// point, not the write); then the row: an error or the measurement.
+// teardown is the repetition's cost; a tight fd limit fails the point, not the
+// write), then the row.
 void RecordRow(PointRun& pr) {
   pr.team.reset();
   pr.wl.reset();
@@ -890,11 +863,9 @@ double FitWindow(RunState& run) {
     const int reps = run.opts.repetitions;
     run.recording.rows_per_repetition = 1.0 + (reps >= 2 ? 4.0 / reps : 0.0);
   }
-  // Not only the points' own work: each one's coherence pair was probed
-  // before the fit (MeasureCoherenceBaselines), which counts as spent.
+  // The coherence baselines, probed before the plan, count as spent too.
   const double spent =
-      run.run_start_ns ? static_cast<double>(NowNs() - run.run_start_ns) / 1e9
-                       : 0.0;
+      run.run_start_ns ? SecondsBetween(run.run_start_ns, NowNs()) : 0.0;
   run.recording.rows = static_cast<double>(
       run.results ? run.results->doc()["benchmarks"].size() : 0);
   run.recording.per_row_s = RecordingPerRowS(
@@ -912,11 +883,8 @@ double FitWindow(RunState& run) {
 
 std::vector<QuestionPlan> PlanPerQuestion(const RunState& run) {
   std::map<std::string, QuestionPlan> by;
-  const std::vector<double> each =
-      PredictPointSeconds(run.budget, run.window_s);
-  double total = 0;
-  for (double s : each) total += s;
-  for (std::size_t i = 0; i < run.points.size() && i < each.size(); ++i) {
+  const std::vector<double> share = PlanShares(run);
+  for (std::size_t i = 0; i < run.points.size() && i < share.size(); ++i) {
     const std::string& q = run.points[i].variant->question;
     QuestionPlan& qp = by[q];
     qp.question = q;
@@ -927,7 +895,7 @@ std::vector<QuestionPlan> PlanPerQuestion(const RunState& run) {
       qp.expected_half_width =
           std::max(qp.expected_half_width, pp->expected_half_width);
     }
-    qp.estimated_s += total > 0 ? each[i] / total * run.plan_estimate_s : 0.0;
+    qp.estimated_s += share[i] * run.plan_estimate_s;
   }
   std::vector<QuestionPlan> out;
   for (auto& [q, qp] : by) {
@@ -970,12 +938,9 @@ int MarkOverrunPairs(json& duet, const json& windows) {
   // The measured windows, in order: pair k is measured windows 2k and 2k+1.
   std::vector<bool> measured_overrun;
   const size_t n = std::min(sides.size(), windows.size());
-  for (size_t w = 0; w < n; ++w) {
-    const std::string side =
-        sides[w].is_string() ? sides[w].get<std::string>() : std::string();
-    if (side != "a" && side != "b") continue;
-    measured_overrun.push_back(windows[w].value("overrun", false));
-  }
+  for (size_t w = 0; w < n; ++w)
+    if (sides[w] == "a" || sides[w] == "b")
+      measured_overrun.push_back(windows[w].value("overrun", false));
   int flagged = 0;
   json& pairs = duet["pairs"];
   for (size_t k = 0; k < pairs.size(); ++k) {
@@ -994,25 +959,21 @@ std::unique_ptr<ThreadTeam> StartThreads(
     uint64_t window_ns, bool oversubscribed, CounterSession* counters,
     Workload& wl, std::vector<ThreadCtx>* ctx) {
   ctx->clear();
-  for (int i = 0; i < point.threads; ++i) {
-    ThreadCtx c;
-    c.index = i;
-    c.threads = point.threads;
-    c.pu = pus[i];
-    c.numa = point.plan.pus.size() > static_cast<size_t>(i)
-                 ? point.plan.pus[i].numa
-                 : -1;
-    c.window_ns = window_ns;
-    c.oversubscribed = oversubscribed;
-    ctx->push_back(c);
-  }
+  for (int i = 0; i < point.threads; ++i)
+    ctx->push_back({.index = i,
+                    .threads = point.threads,
+                    .pu = pus[i],
+                    .numa = point.plan.pus.size() > static_cast<size_t>(i)
+                                ? point.plan.pus[i].numa
+                                : -1,
+                    .window_ns = window_ns,
+                    .oversubscribed = oversubscribed});
   auto team = std::make_unique<ThreadTeam>(run.topo.get(), pus, counters,
                                            wl.page_fault_counters_left_out());
   wl.Prepare(point.threads);
   team->RunOnAllWithin(
       [&](int i) {
-        // Kernel spinlock waiters never yield; only an oversubscribed
-        // point's do.
+        // Kernel spinlock waiters never yield; an oversubscribed point's do.
         SetSpinYield((*ctx)[i].oversubscribed ? SpinYield::kAfterSpins
                                               : SpinYield::kNever);
         wl.SetupThread((*ctx)[i]);
@@ -1023,27 +984,24 @@ std::unique_ptr<ThreadTeam> StartThreads(
 
 PointEnv MakePointEnv(const Point& point, const RunState& run,
                       uint64_t window_ns) {
-  PointEnv env;
-  env.topology = run.topo.get();
-  env.plan = &point.plan;
-  env.threads = point.threads;
-  env.window_ns = window_ns;
-  env.windows = point.windows;
-  env.mem_policy = run.opts.mem;
-  env.quick = run.opts.suite == Suite::kQuick;
-  env.fault_sample_period_ns =
-      run.opts.evidence_windows == 0
-          ? 0
-          : static_cast<uint64_t>(run.opts.fault_sampling_s * 1e9 + 0.5);
-  env.evidence_windows = run.opts.evidence_windows;
-  env.oversubscribe = run.opts.oversubscribe;
-  return env;
+  return {
+      .topology = run.topo.get(),
+      .plan = &point.plan,
+      .threads = point.threads,
+      .window_ns = window_ns,
+      .windows = point.windows,
+      .mem_policy = run.opts.mem,
+      .quick = run.opts.suite == Suite::kQuick,
+      .fault_sample_period_ns =
+          run.opts.evidence_windows == 0
+              ? 0
+              : static_cast<uint64_t>(run.opts.fault_sampling_s * 1e9 + 0.5),
+      .evidence_windows = run.opts.evidence_windows,
+      .oversubscribe = run.opts.oversubscribe};
 }
 
-// A point's path: plan its window, prepare its team and workload, run the
-// windows, verify, record. A stage that throws fails the repetition with its
-// message, once the team, workload and layout sampling are gone (in that
-// order, as unwinding would).
+// A stage that throws fails the repetition with its message, once the team,
+// workload and layout sampling are gone (in that order, as unwinding would).
 void RunPoint(benchmark::State& state, const Point& point, RunState& run) {
   // Dropped by a re-plan (ReplanIfStarved: never a point's first): no row.
   if (const auto it = run.keep.find(point.key);
@@ -1129,16 +1087,16 @@ std::vector<size_t> LocklineReporter::AddIndicesAndAggregates(
       auto& indices = run_.row_index[key];
       size_t& next = run_.rows_reported[key];
       if (next < indices.size()) {
-        changed.push_back(indices[next]);
-        json& row = rows[indices[next++]];
+        const size_t i = indices[next++];
+        changed.push_back(i);
         const json& first = rows[indices.front()];
-        const bool first_has = indices.front() != indices[next - 1] &&
-                               first.contains("family_index");
-        row["family_index"] =
-            first_has ? first["family_index"] : json(r.family_index);
-        row["per_family_instance_index"] =
-            first_has ? first["per_family_instance_index"]
-                      : json(r.per_family_instance_index);
+        const bool own =
+            i == indices.front() || !first.contains("family_index");
+        rows[i]["family_index"] =
+            own ? json(r.family_index) : first["family_index"];
+        rows[i]["per_family_instance_index"] =
+            own ? json(r.per_family_instance_index)
+                : first["per_family_instance_index"];
       }
       continue;
     }

@@ -34,9 +34,8 @@ struct Point {
   const Variant* variant = nullptr;
   ThreadPlan plan;
   int windows = 3;
-  /// Repetitions of this point; 0: the run's (--benchmark_repetitions).
-  int repetitions = 0;
-  size_t index = 0;  ///< its position in RunState::points (and ::budget)
+  int repetitions = 0;  ///< 0: the run's (--benchmark_repetitions)
+  size_t index = 0;     ///< its position in RunState::points (and ::budget)
   /// Paired points outside --quick: the pairs planned from --precision.
   std::optional<PairPlan> pairs;
 };
@@ -56,8 +55,7 @@ struct RunState {
   std::vector<std::string> skipped;  ///< points not run, with the reason
   /// The window a point gets when its first repetition starts (FitWindow).
   double window_s = 0.05;
-  /// Per point (same index as `points`).
-  std::vector<BudgetPoint> budget;
+  std::vector<BudgetPoint> budget;  ///< per point (same index as `points`)
   RecordingCost recording;
   double recording_gap_s = 0;  ///< summed timing.gap_s of the repetitions
   double recording_rows = 0;   ///< summed rows the file held at each gap
@@ -66,81 +64,57 @@ struct RunState {
   double plan_estimate_s = 0;  ///< FitWindow's estimate at plan time
   /// Seconds the repetitions took per Variant::question (wall_s + gap_s).
   std::map<std::string, double> question_actual_s;
-  /// The longest window a refit may give (kMaxWindowGrowth x the plan's).
-  double window_cap_s = kMaxFitWindowS;
-  /// MeasureFaultInSecondsPerMiB at plan time: prices Variant::cost_mib.
-  double fault_s_per_mib = 0;
+  double window_cap_s = kMaxFitWindowS;  ///< a refit's longest window
+  double fault_s_per_mib = 0;  ///< MeasureFaultInSecondsPerMiB's, for cost_mib
   std::map<std::pair<int, int>, double> baseline_ns;  ///< PU pair -> one-way
   std::map<std::string, int> repetitions_done;  ///< key -> repetitions recorded
   std::map<std::string, std::vector<size_t>> row_index;  ///< key -> its rows
   std::map<std::string, size_t> rows_reported;  ///< key -> rows GB reported
   int progress_done = 0, progress_total = 0;
   uint64_t progress_start_ns = 0;
-  /// NowNs() when the last repetition's measured part ended (timing.gap_s).
-  uint64_t last_repetition_end_ns = 0;
-  /// NowNs() when the run started (before the coherence baselines).
-  uint64_t run_start_ns = 0;
+  uint64_t last_repetition_end_ns = 0;  ///< NowNs(); timing.gap_s from it
+  uint64_t run_start_ns = 0;  ///< NowNs(), before the coherence baselines
   std::map<std::string, const Point*> by_key;
-  /// --until-resolved: 0 during the planned repetitions, then the extra round.
-  int resolve_round = 0;
+  int resolve_round = 0;  ///< --until-resolved's extra round (0: planned)
   /// Google Benchmark runs of each key in round gb_round (FailRepetition).
   int gb_round = -1;
   std::map<std::string, int> gb_runs;
-  /// Finalize() marks the file finished (false while extra rounds follow).
-  bool finish_on_finalize = true;
-  /// Repetitions sample offsets (false: a duet's old build cannot).
-  bool sample_layout = true;
+  bool finish_on_finalize = true;  ///< false while extra rounds follow
+  bool sample_layout = true;       ///< false: a duet's old build cannot sample
   std::string progress_note;  ///< appended to progress lines, e.g. "3 open"
-  /// Per point, the plan's seconds for one repetition (at its first record),
-  /// and the sum of those of the repetitions recorded: a starved run (one
-  /// taking kStarvedStretch x that) re-plans its rest (context.replanned).
+  /// Per point, the plan's seconds for one repetition, and their sum over the
+  /// repetitions recorded: a starved run re-plans its rest (ReplanIfStarved).
   std::vector<double> plan_rep_s;
   double plan_done_s = 0;
   std::map<std::string, int> keep;  ///< key -> repetitions kept by a re-plan
 };
 
-/// A run whose repetitions take this many times what the plan priced them at
-/// (after kStarvedAfterS of them and a tenth of the plan) cuts the figures'
-/// remaining repetitions to end near max(budget, estimate): a loaded machine's
-/// run said so and ran 6x its estimate (issue 49: 27m24s against 4m21s at load
-/// 9-14).
-inline constexpr double kStarvedStretch = 1.5;
-inline constexpr double kStarvedAfterS = 20;
-
-/// Repetitions `p` runs: its own (Point::repetitions) or the run's
-/// (--benchmark_repetitions).
+/// Repetitions `p` runs: its own, else the run's (--benchmark_repetitions).
 inline int PointRepetitions(const RunState& run, const Point& p) {
   return p.repetitions > 0 ? p.repetitions : run.opts.repetitions;
 }
 
-/// Generates the points of the selected suite that match the --benchmark_filter
-/// regex (Google Benchmark's syntax: extended regex, a leading '-' negates).
-/// Variants whose fixed thread count or spare-PU need cannot be met are listed
-/// in run.skipped with the reason.
+/// The points of the selected suite matching --benchmark_filter (extended
+/// regex, a leading '-' negates); those whose fixed thread count or spare PUs
+/// cannot be met go to run.skipped with the reason.
 void BuildPoints(RunState& run);
 
-/// Measures the one-way core-to-core latency of every PU pair the points probe,
-/// before any point runs (the coherence baseline).
+/// The coherence baseline: every probed PU pair's one-way latency, up front.
 void MeasureCoherenceBaselines(RunState& run);
 
 /// Fits run.window_s, the window of the points not started yet, to the budget
-/// left (--budget minus the seconds since run.run_start_ns), from the points'
-/// declared costs and what the run has measured so far (harness/run/budget.h);
-/// keeps --window when given. Stores the fit in run.fit and returns the
-/// estimated seconds of the whole run (spent plus predicted). Called at plan
-/// time and after every planned repetition. At plan time the default run
-/// (FitsRepetitions) first cuts its points' repetitions to fit (run.cut,
-/// Point::repetitions; comparisons keep their pairs' expected half-width
-/// current).
+/// left since run.run_start_ns (budget.h; --window kept when given), into
+/// run.fit; returns the run's estimated seconds, spent plus predicted. Called
+/// at plan time, where the default run (FitsRepetitions) first cuts its
+/// points' repetitions (run.cut, Point::repetitions, their pairs' expected
+/// half-width), and after every planned repetition.
 double FitWindow(RunState& run);
 
 /// The plan's line for run.cut ("" when nothing was cut).
 std::string RepetitionCutLine(const RunState& run);
 
-/// The plan's time per seed question: for each Variant::question ("" = the
-/// figures' other rows) the points, their repetitions and the seconds the
-/// plan predicts for them (each point's share of run.plan_estimate_s, file
-/// rewrites shared in proportion). Call after FitWindow at plan time.
+/// The plan per Variant::question ("" = the figures' other rows, last): its
+/// points and their share of run.plan_estimate_s. Call after FitWindow.
 struct QuestionPlan {
   std::string question;  ///< "000".."004", "aa", or "" (figures)
   std::string title;     ///< "000 pagevec size and alignment (2004)"
@@ -163,8 +137,7 @@ void RegisterPoint(RunState& run, const Point& p, int repetitions);
 void RunPoint(benchmark::State& state, const Point& point, RunState& run);
 
 /// Google Benchmark reporter: adds Google Benchmark's indices to the rows
-/// RunPoint wrote after each repetition, and lockline's aggregate rows (mean,
-/// median, stddev, cv over its own repetition rows: harness/record/rows.h) once
+/// RunPoint wrote, and lockline's aggregate rows (harness/record/rows.h) once
 /// an instance's repetitions are done. Finalize relabels the coherence regimes
 /// over the whole run (harness/measure/coherence.h).
 class LocklineReporter : public benchmark::BenchmarkReporter {
@@ -176,9 +149,7 @@ class LocklineReporter : public benchmark::BenchmarkReporter {
   void Finalize() override;
 
  private:
-  // ReportRuns' changes to the rows: Google Benchmark's indices on the
-  // repetition rows, lockline's aggregates of the instances that finished.
-  // Returns the indices of the rows changed in place.
+  // ReportRuns' changes to the rows; returns the indices changed in place.
   std::vector<size_t> AddIndicesAndAggregates(
       nlohmann::json& doc,
       const std::vector<benchmark::BenchmarkReporter::Run>& runs);
@@ -186,39 +157,39 @@ class LocklineReporter : public benchmark::BenchmarkReporter {
   RunState& run_;
 };
 
-/// The address-layout seed of repetition `repetition` of `key`
-/// (harness/machine/memory.h LayoutSampling; the row's address_layout.seed): a
-/// splitmix64 mix of a random number drawn once per process, the key and the
-/// repetition, so every repetition of every run places its structures anew.
+/// The address-layout seed of repetition `repetition` of `key` (memory.h
+/// LayoutSampling; the row's address_layout.seed), drawn anew per process:
+/// every repetition of every run places its structures anew.
 uint64_t RepetitionLayoutSeed(const std::string& key, int repetition);
 
 /// What `point`'s workload is made with (Variant::make) for windows of
-/// `window_ns`: its topology, plan, threads and windows, and the run's options
-/// that reach the families (--mem, --quick, --fault-sampling, --evidence,
-/// --oversubscribe). The build duet's server makes its side's workload with it.
+/// `window_ns`, also by the build duet's server: its topology, plan, threads,
+/// windows and the options that reach the families.
 PointEnv MakePointEnv(const Point& point, const RunState& run,
                       uint64_t window_ns);
 
 /// `point`'s thread contexts (into `ctx`) on `pus` (OS indices, -1:
-/// unpinned) for windows of `window_ns`, its thread team counting
-/// `counters`' events, and `wl`'s Prepare and every thread's SetupThread
-/// (bounded by SetupTimeoutNs). Used by a point's repetition and by the build
-/// duet's server, so both sides of a duet start their threads alike.
+/// unpinned), its thread team counting `counters`' events, and `wl`'s Prepare
+/// and every thread's SetupThread (bounded by SetupTimeoutNs). Shared with the
+/// build duet's server, so both sides of a duet start their threads alike.
 std::unique_ptr<ThreadTeam> StartThreads(
     const RunState& run, const Point& point, const std::vector<int>& pus,
     uint64_t window_ns, bool oversubscribed, CounterSession* counters,
     Workload& wl, std::vector<ThreadCtx>* ctx);
 
-/// Flags the window pairs of a paired row's details.duet
-/// (harness/measure/duet.h) that hold an overrun window: `windows` is the row's
-/// per-window list (`overrun` each) in the order of duet["sides"]; measured
-/// pair k is the k-th two of its `a`/`b` windows. Sets pairs[k]["overrun"]
-/// (true/false) and duet["overrun_pairs"] (the count), returned. A malformed
-/// duet object is left alone (returns 0). Only those pairs leave the
-/// comparison (plots/stats.py), not the repetition.
+/// Flags the window pairs of a paired row's details.duet (duet.h) that hold
+/// an overrun window: `windows` (`overrun` each) follow duet["sides"], and
+/// pair k is the k-th two `a`/`b` windows. Sets pairs[k]["overrun"] and
+/// duet["overrun_pairs"], the count returned (0, untouched: malformed). Only
+/// those pairs leave the comparison (plots/stats.py), not the repetition.
 int MarkOverrunPairs(nlohmann::json& duet, const nlohmann::json& windows);
 
 /// Formats seconds as "1m05s" / "42s" / "1h02m".
 std::string FormatDuration(double seconds);
+
+/// Seconds from `from_ns` to `to_ns` (NowNs() clock; 0 if `to_ns` is earlier).
+inline double SecondsBetween(uint64_t from_ns, uint64_t to_ns) {
+  return to_ns > from_ns ? static_cast<double>(to_ns - from_ns) / 1e9 : 0.0;
+}
 
 }  // namespace lockline

@@ -1,6 +1,5 @@
 #include "harness/run/runs.h"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
@@ -13,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -38,20 +38,14 @@ bool ClaimDir(const std::string& path, std::string* why) {
   for (size_t i = 1; i < path.size(); ++i)
     if (path[i] == '/') mkdir(path.substr(0, i).c_str(), 0777);
   if (mkdir(path.c_str(), 0777) == 0) return true;
-  if (errno != EEXIST) {
-    *why = std::strerror(errno);
+  const int err = errno;
+  std::error_code ec;
+  const std::filesystem::directory_iterator entries(path, ec);
+  if (err != EEXIST || ec) {
+    *why = err != EEXIST ? std::strerror(err) : ec.message();
     return false;
   }
-  DIR* d = opendir(path.c_str());
-  if (!d) {
-    *why = std::strerror(errno);
-    return false;
-  }
-  bool empty = true;
-  while (dirent* e = readdir(d))
-    if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0)
-      empty = false;
-  closedir(d);
+  const bool empty = entries == std::filesystem::directory_iterator();
   if (!empty) *why = "it exists and is not empty";
   return empty;
 }
@@ -150,11 +144,8 @@ int RunIndependentProcesses(int argc, char** argv, const Options& o) {
 
   // The N runs time the same work: the per-process calibrations (ThinkNs,
   // work_ns:cal's fault and model cost per page) are measured by the first
-  // run and read by the others (harness/measure/shared_calibration.h), inside
-  // the run directory. Without it, processes calibrate work several per cent
-  // apart and every work_ns:cal row differs between runs by that much, which
-  // is not run-to-run noise of the measurement. Addresses, the host's vCPU
-  // pair and the page cache still change with each process.
+  // run and read by the others (shared_calibration.h). Processes calibrate
+  // several per cent apart, which is not the measurement's run-to-run noise.
   std::string calibration;
   if (std::getenv(kSharedCalibrationEnv) == nullptr) {
     calibration = dir + "/calibration";

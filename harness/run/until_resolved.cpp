@@ -114,7 +114,7 @@ bool LookAtVerdicts(const RunState& run, uint64_t deadline_ns,
   const uint64_t start = NowNs();
   std::string failed = RunVerdicts(PlotsDir() + "/verdicts.py", dir,
                                    run.resolve_round + 1, deadline_ns);
-  verdicts_s = static_cast<double>(NowNs() - start) / 1e9;
+  verdicts_s = SecondsBetween(start, NowNs());
   if (failed.empty()) {
     try {
       v = ReadVerdicts(dir + "/verdicts.json");
@@ -173,7 +173,7 @@ bool RecordOutcome(RunState& run, const Outcome& out) {
   run.results->lockline_context()["until_resolved"] = {
       {"max_s", out.max_s},
       {"within_budget", run.opts.until_resolved_auto},
-      {"spent_s", static_cast<double>(NowNs() - out.start_ns) / 1e9},
+      {"spent_s", SecondsBetween(out.start_ns, NowNs())},
       {"rounds", run.resolve_round},
       {"extra_repetitions", out.extra},
       {"comparisons", known ? json(out.v.total) : json(nullptr)},
@@ -185,7 +185,7 @@ bool RecordOutcome(RunState& run, const Outcome& out) {
       {"stopped", out.stopped}};
   run.results->lockline_context()["finished"] = true;
   run.results->Flush();
-  const double ran = static_cast<double>(NowNs() - run.run_start_ns) / 1e9;
+  const double ran = SecondsBetween(run.run_start_ns, NowNs());
   if (known)
     std::printf(
         "until-resolved: %d extra repetitions in %d rounds; %d of %d "
@@ -361,9 +361,7 @@ bool RunUntilResolved(RunState& run, benchmark::BenchmarkReporter& reporter) {
       o.until_resolved_auto
           ? run.run_start_ns + static_cast<uint64_t>(o.budget_s * 1e9)
           : out.start_ns + static_cast<uint64_t>(o.until_resolved_s * 1e9);
-  out.max_s = deadline > out.start_ns
-                  ? static_cast<double>(deadline - out.start_ns) / 1e9
-                  : 0.0;
+  out.max_s = SecondsBetween(out.start_ns, deadline);
   if (o.until_resolved_auto) {
     std::string why = VerdictsMissing();
     // Less than a look at the verdicts and a round: not worth starting.
@@ -393,7 +391,7 @@ bool RunUntilResolved(RunState& run, benchmark::BenchmarkReporter& reporter) {
       out.stopped = "verdicts_failed";
       break;
     }
-    const double spent = static_cast<double>(NowNs() - out.start_ns) / 1e9;
+    const double spent = SecondsBetween(out.start_ns, NowNs());
     const std::string after =
         run.resolve_round == 0
             ? std::string("the planned repetitions")
