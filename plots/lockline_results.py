@@ -11,8 +11,6 @@ import os
 import re
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
-TIME_UNIT_SECONDS = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
-
 _GB_MODIFIER = re.compile(
     r"^(real_time|manual_time|process_time|iterations:\d+|repeats:\d+|min_time:[\d.]+s?|"
     r"min_warmup_time:[\d.]+s?)$")
@@ -34,7 +32,6 @@ STRING_FIELDS = ("name", "run_name", "lockline_key", "family", "run_type", "aggr
 _DECORATION_RE = re.compile(
     r"/(manual_time|real_time|repeats:\d+|iterations:\d+|min_time:[^/]+|min_warmup_time:[^/]+)"
     r"(?=/|$)")
-_AGGREGATE_SUFFIXES = ("_mean", "_median", "_stddev", "_cv", "_BigO", "_RMS")
 TIME_UNIT_NS = {"ns": 1.0, "us": 1e3, "ms": 1e6, "s": 1e9}
 # Coherence labels that name no regime: such rows are pooled (see stats.select_regime).
 NO_REGIME = ("none", "unknown", "")
@@ -135,11 +132,8 @@ def is_aggregate(row: Dict[str, Any], names) -> bool:
         return run_type == "aggregate"
     if "aggregate_name" in row:
         return True
-    name = row["name"]
-    for suffix in _AGGREGATE_SUFFIXES:
-        if name.endswith(suffix) and (suffix in ("_BigO", "_RMS") or name[:-len(suffix)] in names):
-            return True
-    return False
+    m = _AGGREGATE_SUFFIX.search(row["name"])
+    return bool(m) and (m.group(1) in ("BigO", "RMS") or row["name"][:m.start()] in names)
 
 
 def row_values(row: Dict[str, Any], path: str) -> Dict[str, float]:
@@ -202,8 +196,8 @@ class Point:
         return tuple(sorted(self.params.items()))
 
 
-def overrun_pair_flags(row: Dict[str, Any]) -> List[bool]:
-    """Per window pair of a duet row, whether a window overran: the pair's `overrun`
+def _flagged_pairs(row: Dict[str, Any]) -> List[Tuple[Any, bool]]:
+    """(pair, whether a window overran) per window pair of a duet row: the pair's `overrun`
     (harness/run/runner.cpp MarkOverrunPairs), else (older files) `windows[].overrun` of the
     k-th two `a`/`b` windows of `details.duet.sides`. [] for any other row."""
     details = row.get("details") if isinstance(row, dict) else None
@@ -215,25 +209,17 @@ def overrun_pair_flags(row: Dict[str, Any]) -> List[bool]:
     windows = row.get("windows") if isinstance(row.get("windows"), list) else []
     measured = [isinstance(w, dict) and w.get("overrun") is True
                 for side, w in zip(sides, windows) if side in ("a", "b")]
-    out = []
-    for k, pair in enumerate(pairs):
-        if isinstance(pair, dict) and isinstance(pair.get("overrun"), bool):
-            out.append(pair["overrun"])
-        else:
-            out.append(any(measured[2 * k:2 * k + 2]))
-    return out
+    return [(pair, pair["overrun"] if isinstance(pair, dict) and isinstance(
+        pair.get("overrun"), bool) else any(measured[2 * k:2 * k + 2]))
+        for k, pair in enumerate(pairs)]
 
 
 def row_duet_pairs(row: Dict[str, Any]) -> List[Tuple[float, float]]:
     """(A's ops/s, B's ops/s) per window pair of a duet row (harness/measure/duet.h), pairs
     with an overrun window left out; [] for any other or a malformed row."""
-    details = row.get("details") if isinstance(row, dict) else None
-    duet = details.get("duet") if isinstance(details, dict) else None
-    pairs = duet.get("pairs") if isinstance(duet, dict) else None
-    flags = overrun_pair_flags(row)
     out = []
-    for k, pair in enumerate(pairs if isinstance(pairs, list) else []):
-        if not isinstance(pair, dict) or (k < len(flags) and flags[k]):
+    for pair, overrun in _flagged_pairs(row):
+        if overrun or not isinstance(pair, dict):
             continue
         a, b = pair.get("a_ops_per_s"), pair.get("b_ops_per_s")
         if isinstance(a, (int, float)) and isinstance(b, (int, float)) and \
@@ -441,7 +427,7 @@ def _point_from_row(row: Dict[str, Any]) -> Optional[Point]:
         return None
 
     metrics: Dict[str, float] = {}
-    scale = TIME_UNIT_SECONDS.get(str(row.get("time_unit", "ns")))
+    scale = TIME_UNIT_NS.get(str(row.get("time_unit", "ns")))
     for key, value in row.items():
         num = _number(value)
         if num is None or key in ("family_index", "per_family_instance_index", "repetitions",
@@ -450,7 +436,7 @@ def _point_from_row(row: Dict[str, Any]) -> Optional[Point]:
         if key in ("real_time", "cpu_time"):
             if scale is None or (aggregate and row.get("aggregate_unit") not in (None, "time")):
                 continue
-            metrics[f"{key}_ns"] = num * scale * 1e9
+            metrics[f"{key}_ns"] = num * scale
         else:
             metrics[key] = num
     if "real_time_ns" in metrics and metrics["real_time_ns"] > 0 and aggregate in (None, "mean",
