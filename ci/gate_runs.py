@@ -2,9 +2,9 @@
 repetitions of one coherence regime of the two sides (ci/REGRESSION.md)."""
 
 import argparse
+import collections
 import json
 import math
-import re
 
 from gate_common import (MAX_MIN_EFFECT_PCT, TIME_METRICS, InputError, Parser,
                          effects, expand_side_argument, failure_message,
@@ -48,16 +48,6 @@ def parse_metric_option(text):
     if not name:
         raise InputError(f"--metric {text!r}: empty metric name")
     return name, direction
-
-
-def parse_version(text):
-    """"v1.9.0-rc1" -> (1, 9, 0), or None."""
-    if not isinstance(text, str):
-        return None
-    m = re.match(r"v?(\d+)(?:\.(\d+))?(?:\.(\d+))?", text.strip())
-    if not m:
-        return None
-    return tuple(int(g or 0) for g in m.groups())
 
 
 # ---- loading ------------------------------------------------------------------------------------
@@ -171,12 +161,8 @@ def mann_whitney_p(a, b):
 def signed_rank_p(a, b):
     """Two-sided Wilcoxon signed-rank p-value of log(b[i] / a[i]) of matched samples; 1.0
     when every difference is 0 or the test is undefined."""
-    diffs = []
-    for x, y in zip(a, b):
-        if x == y:
-            diffs.append(0.0)
-        elif x > 0 and y > 0:
-            diffs.append(math.log(y / x))
+    diffs = [0.0 if x == y else math.log(y / x) for x, y in zip(a, b)
+             if x == y or (x > 0 and y > 0)]
     if not any(diffs):
         return 1.0
     return _two_sided_p(lambda st: st.wilcoxon(diffs, alternative="two-sided"))
@@ -202,8 +188,8 @@ def file_gb_version(ctx):
     a plain file's context.library_version, else BEFORE_LIBRARY_VERSION; None if unreadable."""
     lockline = _context_value(ctx, "lockline")
     if isinstance(lockline, dict):
-        return parse_version(_context_value(lockline, "versions", "google_benchmark"))
-    version = parse_version(_context_value(ctx, "library_version"))
+        return results.parse_version(_context_value(lockline, "versions", "google_benchmark"))
+    version = results.parse_version(_context_value(ctx, "library_version"))
     if version is not None:
         return version
     if isinstance(_context_value(ctx, "library_version"), str):
@@ -217,7 +203,6 @@ def version_text(version):
     if version == BEFORE_LIBRARY_VERSION:
         return "before 1.8.4 (no library_version)"
     return ".".join(str(v) for v in version[:3])
-
 
 
 def straddles_gb_19(base_versions, cur_versions):
@@ -589,10 +574,7 @@ def few_samples_cautions(rows):
 
 
 def _regime_counts(samples):
-    counts = {}
-    for x in samples:
-        label = _regime_label(x) or "unlabelled"
-        counts[label] = counts.get(label, 0) + 1
+    counts = collections.Counter(_regime_label(x) or "unlabelled" for x in samples)
     return ", ".join(f"{k} x{v}" for k, v in sorted(counts.items()))
 
 

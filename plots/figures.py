@@ -3,6 +3,7 @@ families.py plotter draws. Matplotlib runs headless (Agg); import this before py
 
 from __future__ import annotations
 
+import collections
 import csv
 import dataclasses
 import math
@@ -355,10 +356,7 @@ def narrow_variants(variants: Iterable[Tuple[Tuple[str, str], ...]], limit: int
     while len(keep) > limit:
         best = None
         for k in varying_keys(keep):
-            values: Dict[str, int] = {}
-            for v in keep:
-                value = dict(v).get(k, "-")
-                values[value] = values.get(value, 0) + 1
+            values = collections.Counter(dict(v).get(k, "-") for v in keep)
             top = min(values, key=lambda x: (-values[x], _natural(x)))
             if values[top] < len(keep) and (best is None or values[top] > best[2]):
                 best = (k, top, values[top])

@@ -579,11 +579,15 @@ PER_THREAD_RATES = ("items_per_second", "bytes_per_second")
 def gb_library_version(context: Dict[str, Any]) -> Optional[Tuple[int, ...]]:
     """context.library_version ('v1.9.1') as an int tuple; None when absent (before 1.8.4,
     so on the old side of 1.9.0) or unreadable."""
-    text = context.get("library_version") if isinstance(context, dict) else None
-    m = re.match(r"v?(\d+)\.(\d+)(?:\.(\d+))?", str(text or ""))
-    if not m:
-        return None
-    return tuple(int(x) for x in m.groups(default="0"))
+    return parse_version(str(context.get("library_version") or "") if isinstance(
+        context, dict) else None)
+
+
+def parse_version(text: Any) -> Optional[Tuple[int, ...]]:
+    """"v1.9.0-rc1" -> (1, 9, 0), or None."""
+    m = re.match(r"v?(\d+)(?:\.(\d+))?(?:\.(\d+))?", text.strip()) if isinstance(
+        text, str) else None
+    return tuple(int(g or 0) for g in m.groups()) if m else None
 
 
 def normalise_threaded_time(points: List[Point], version: Optional[Tuple[int, ...]]

@@ -15,6 +15,7 @@ RUN_DIR/predicted-<topology name>/) through plots/predict_output.py; the inputs,
 from __future__ import annotations
 
 import argparse
+import collections
 import dataclasses
 import functools
 import json
@@ -131,10 +132,7 @@ def plan_target(binary: str, topology: str, pin: str) -> Dict[str, Any]:
 def class_pair_counts(pus: Sequence[Dict[str, Any]]) -> Dict[str, float]:
     """Ordered pairs (i != j) of `pus` per distance class (PairClass precedence), in O(n)."""
     def count(keyf) -> float:
-        tally: Dict[Tuple, int] = {}
-        for p in pus:
-            k = keyf(p)
-            tally[k] = tally.get(k, 0) + 1
+        tally = collections.Counter(keyf(p) for p in pus)
         return float(sum(c * (c - 1) for c in tally.values()))
 
     def own(p, level):  # -1: no such object; the core stands in (shares with nobody)

@@ -7,6 +7,7 @@ resolved (its seeded bootstrap interval excludes 0, or lies within +-MIN_EFFECT)
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import math
 import re
@@ -66,10 +67,7 @@ _RANKS = {"near": (0, 1), "baseline": (1, 0), "far": (2, 2), "shifted": (4, 0)}
 
 def majority_regime(labels: Iterable[str]) -> str:
     """The regime held by most of `labels` (ties: the fastest); "" when none names one."""
-    counts = {}
-    for label in labels:
-        if label not in NO_REGIME + NOT_A_REGIME:
-            counts[label] = counts.get(label, 0) + 1
+    counts = collections.Counter(lab for lab in labels if lab not in NO_REGIME + NOT_A_REGIME)
     if not counts:
         return ""
     return min(counts, key=lambda r: (-counts[r], regime_rank(r)))
