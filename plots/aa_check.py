@@ -21,8 +21,8 @@ from typing import Any, Dict, List, Optional, Sequence
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from lockline_results import (ResultError, Run, labelled_duet_pairs, load_runs,  # noqa: E402
-                              row_identity)
+from lockline_results import (ResultError, Run, error_status,  # noqa: E402
+                              labelled_duet_pairs, load_runs, row_identity)
 import stats  # noqa: E402
 
 ANSWER_WORDS = {"effect": "an effect", "equivalent": "equal", "not_resolved": "not resolved",
@@ -189,8 +189,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     try:
         runs = load_runs(args.runs)
     except ResultError as err:
-        print(f"aa_check.py: error: {err}", file=sys.stderr)
-        return 2
+        return error_status("aa_check.py", err)
     min_effect = args.min_effect / 100.0
     doc = check(runs, min_effect, args.metric, args.all_pairs)
     if args.json:

@@ -20,7 +20,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from lockline_results import ResultError, labelled_duet_pairs, load_runs  # noqa: E402
+from lockline_results import ResultError, error_status, labelled_duet_pairs, load_runs  # noqa: E402
 import stats  # noqa: E402
 
 
@@ -95,8 +95,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     try:
         run = load_runs([args.run_dir])[0]
     except ResultError as err:
-        print(f"duet_check.py: error: {err}", file=sys.stderr)
-        return 2
+        return error_status("duet_check.py", err)
     doc = check(run)
     if args.json:
         print(json.dumps(doc, indent=1))

@@ -9,6 +9,7 @@ import json
 import math
 import os
 import re
+import sys
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 _GB_MODIFIER = re.compile(
@@ -19,6 +20,13 @@ _AGGREGATE_SUFFIX = re.compile(r"_(mean|median|stddev|cv|BigO|RMS)$")
 
 class ResultError(Exception):
     """A result file cannot be read or holds nothing plottable (one-line message)."""
+
+
+def error_status(prog: str, err: Exception, writing: str = "") -> int:
+    """Print one `PROG: error:` line for a ResultError, or an OSError while `writing`; 2."""
+    text = err if isinstance(err, ResultError) else f"cannot write {writing}: {err}"
+    print(f"{prog}: error: {text}", file=sys.stderr)
+    return 2
 
 
 # Longer integer literals or deeper nesting is a corrupt or hostile file (a float holds about

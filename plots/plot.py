@@ -18,7 +18,7 @@ from typing import List, Optional, Sequence
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from lockline_results import ResultError, Run, load_runs  # noqa: E402
+from lockline_results import ResultError, Run, error_status, load_runs  # noqa: E402
 
 
 def family_data(runs: Sequence[Run], family: str, baseline: Optional[str] = None,
@@ -114,12 +114,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     try:
         runs = load_runs(args.paths)
         written = plot_runs(runs, args.out, args.baseline_variant, args.family, x_arg=args.x_arg)
-    except ResultError as err:
-        print(f"plot.py: error: {err}", file=sys.stderr)
-        return 2
-    except OSError as err:
-        print(f"plot.py: error: cannot write to {args.out}: {err}", file=sys.stderr)
-        return 2
+    except (ResultError, OSError) as err:
+        return error_status("plot.py", err, f"to {args.out}")
     for path in written:
         print(path)
     for run in runs:

@@ -21,7 +21,7 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from lockline_results import ResultError, Run, load_runs  # noqa: E402
+from lockline_results import ResultError, Run, error_status, load_runs  # noqa: E402
 from report_tables import (DERIVED_COUNTERS, FAULT_SEED_COLUMNS, KERNEL_FAMILIES,  # noqa: E402
                            NOT_RUN, Cell, _dict, derived_counter_rows, fault_seed_rows, kernel_rows,
                            prezero_burst_rows, prezero_steady_rows, seed_tables)
@@ -719,12 +719,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     notes: List[str] = []
     try:
         path, problems = write_report(args.run_dir, args.out, notes)
-    except ResultError as err:
-        print(f"report.py: error: {err}", file=sys.stderr)
-        return 2
-    except OSError as err:
-        print(f"report.py: error: cannot write the report: {err}", file=sys.stderr)
-        return 2
+    except (ResultError, OSError) as err:
+        return error_status("report.py", err, "the report")
     print(path)
     for note in notes:
         print(f"report.py: {note}")

@@ -18,7 +18,7 @@ from typing import Any, Dict, List, Optional, Sequence
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from lockline_results import ResultError, Run, load_runs, multi_run_dirs  # noqa: E402
+from lockline_results import ResultError, Run, error_status, load_runs, multi_run_dirs  # noqa: E402
 import stats  # noqa: E402
 import verdicts  # noqa: E402
 
@@ -133,12 +133,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         del doc["per_run_documents"]
         path = os.path.join(args.run_dir, "verdicts.json")
         write_atomic(path, json.dumps(doc, indent=1) + "\n")
-    except ResultError as err:
-        print(f"reproduce.py: error: {err}", file=sys.stderr)
-        return 2
-    except OSError as err:
-        print(f"reproduce.py: error: cannot write verdicts.json: {err}", file=sys.stderr)
-        return 2
+    except (ResultError, OSError) as err:
+        return error_status("reproduce.py", err, "verdicts.json")
     for key, what in (("unfinished_runs", "did not finish (interrupted): its finished points "
                        "are pooled"),
                       ("emulated_runs", "ran emulated (QEMU TCG): its timings mean nothing, "

@@ -26,8 +26,8 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from lockline_results import (Point, ResultError, Run, labelled_duet_pairs,  # noqa: E402
-                              load_runs, summarize_side_by_side)
+from lockline_results import (Point, ResultError, Run, error_status,  # noqa: E402
+                              labelled_duet_pairs, load_runs, summarize_side_by_side)
 import stats  # noqa: E402
 
 SCHEMA = 1
@@ -742,12 +742,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             raise ResultError(f"--look {args.look}: expected 0 or a look number from 1")
         path, doc = write_verdicts(args.run_dir, min_effect=min_effect,
                                    look=args.look)
-    except ResultError as err:
-        print(f"verdicts.py: error: {err}", file=sys.stderr)
-        return 2
-    except OSError as err:
-        print(f"verdicts.py: error: cannot write verdicts.json: {err}", file=sys.stderr)
-        return 2
+    except (ResultError, OSError) as err:
+        return error_status("verdicts.py", err, "verdicts.json")
     if not args.quiet:
         for v in doc["verdicts"]:
             print(f"[{v['question']}] {v['text']}")
