@@ -53,7 +53,6 @@
 #include <atomic>
 #include <cstddef>
 #include <string>
-#include <string_view>
 #include <type_traits>
 
 #include "harness/locks/lock.h"
@@ -125,13 +124,8 @@ inline constexpr int kNrLruLists = 5;
 /// enum zone_stat_item (4.0, CONFIG_NUMA): 39 counters; the model names the
 /// ones it uses.
 inline constexpr int kNrVmZoneStatItems = 39;
-inline constexpr int kNrFreePages = 0;     ///< NR_FREE_PAGES
-inline constexpr int kNrAllocBatch = 1;    ///< NR_ALLOC_BATCH
-inline constexpr int kNrInactiveAnon = 2;  ///< NR_INACTIVE_ANON (= NR_LRU_BASE)
-inline constexpr int kNrActiveAnon = 3;    ///< NR_ACTIVE_ANON
-inline constexpr int kNrInactiveFile = 4;  ///< NR_INACTIVE_FILE
-inline constexpr int kNrActiveFile = 5;    ///< NR_ACTIVE_FILE
-inline constexpr int kNrUnevictable = 6;   ///< NR_UNEVICTABLE
+inline constexpr int kNrFreePages = 0;   ///< NR_FREE_PAGES
+inline constexpr int kNrAllocBatch = 1;  ///< NR_ALLOC_BATCH
 
 /// `struct free_area` (mmzone.h@v4.0:92-95): one list head per migrate type
 /// and the count of free blocks of this order.
@@ -244,7 +238,6 @@ struct Zone;
   static constexpr ZoneLockPlacement kPlacement = P;                          \
   static constexpr std::size_t kLineSize = kLine;                             \
   static constexpr ZoneConfig kConfig = C;                                    \
-  static constexpr int kMigrateTypesN = MigrateTypesOf(C);                    \
   using FreeAreaT = FreeAreaOf<MigrateTypesOf(C)>;
 
 /// 3484b2de9499 (v3.16-v3.19): lock first in the allocator section,
