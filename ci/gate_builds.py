@@ -14,13 +14,11 @@ from gate_common import (EXIT_BAD_INPUT, MAX_MIN_EFFECT_PCT, InputError, Parser,
                          new_row, parse_override, physical_check, results, run_gate,
                          scipy_stats, side_summary)
 
-BUILD_RATES = {
-    # the rate a window pair is compared by: ops per second of the threads' CPU time (the
-    # default: what the code does while it runs; a preempted window's lost time is not in it)
-    # or of window wall time (preemption included: pairs with an overrun window are left out)
-    "cpu": ("a_ops_per_cpu_s", "b_ops_per_cpu_s"),
-    "wall": ("a_ops_per_s", "b_ops_per_s"),
-}
+# The rate a window pair is compared by: ops per second of the threads' CPU time (the default: a
+# preempted window's lost time is not in it) or of window wall time (pairs with an overrun
+# window are left out).
+BUILD_RATES = {"cpu": ("a_ops_per_cpu_s", "b_ops_per_cpu_s"),
+               "wall": ("a_ops_per_s", "b_ops_per_s")}
 
 
 # Multi-thread window pairs with a thread preempted (`off_cpu`, schedstat run delay) over this
@@ -157,10 +155,9 @@ def repetition_t_p(used):
     if len(meds) < 2 or not any(meds):
         return 1.0
     sd = statistics.stdev(meds)
-    mean = statistics.fmean(meds)
     if sd == 0:
         return 0.0
-    t = mean / (sd / math.sqrt(len(meds)))
+    t = statistics.fmean(meds) / (sd / math.sqrt(len(meds)))
     return float(2.0 * scipy_stats().t.sf(abs(t), len(meds) - 1))
 
 
@@ -208,11 +205,8 @@ def _answer_build_row(row, cands, total_pairs, reps, options):
     """Answer one build-duet row: the first of regression, improvement, "no change" that a regime
     says, else "undecided" from the regime with most repetitions; names what the others said."""
     states = [_regime_state(c, row, options) for c in cands]
-    chosen = 0
-    for wanted in ("regression", "improvement", "no change"):
-        if wanted in states:
-            chosen = states.index(wanted)
-            break
+    chosen = next((states.index(w) for w in ("regression", "improvement", "no change")
+                   if w in states), 0)
     c = cands[chosen]
     comp, used = c["comp"], c["used"]
     row["regime"] = c["regime"] or None
