@@ -31,8 +31,8 @@ UNITS = {
 
 # Preferred throughput metrics, most specific first, for families without a dedicated plotter.
 THROUGHPUT_METRICS = ("ops_per_s", "pages_per_s", "faults_per_wall_s", "faults_per_s",
-                      "allocs_per_s",
-                      "items_per_second", "bytes_per_second", "gb_per_s", "throughput_per_s")
+                      "allocs_per_s", "items_per_second", "bytes_per_second", "gb_per_s",
+                      "throughput_per_s")
 
 
 def params_json(variant) -> str:
@@ -60,12 +60,8 @@ class FamilyData:
 
     def select(self, pred: Callable[[Point], bool]) -> List[Tuple[Run, List[Point]]]:
         """Per run, the points satisfying `pred` (runs left with none are dropped)."""
-        out = []
-        for run, pts in self.runs:
-            chosen = [p for p in pts if pred(p)]
-            if chosen:
-                out.append((run, chosen))
-        return out
+        return [(run, chosen) for run, pts in self.runs
+                if (chosen := [p for p in pts if pred(p)])]
 
     def has_metric(self, metric: str, pred: Callable[[Point], bool] = lambda p: True) -> bool:
         """True when some selected point carries `metric`."""
@@ -207,18 +203,14 @@ def outside_legend(ax, fontsize: int = 6) -> None:
                   bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, frameon=False)
 
 
-def mark_other_regimes(ax, x: float, stat: Stat, color: str) -> bool:
+def mark_other_regimes(ax, x: float, stat: Stat, color: str) -> None:
     """Hollow markers for repetitions of other coherence regimes (not in the error bar) and an
-    'x' for a point with an overrun window. Returns True when something was drawn."""
-    drawn = False
+    'x' for a point with an overrun window."""
     if stat.others:
         ax.scatter([x] * len(stat.others), stat.others, s=28, facecolors="none",
                    edgecolors=color, marker="o", linewidths=0.9, zorder=4)
-        drawn = True
     if stat.overrun:
         ax.scatter([x], [stat.mean], s=60, color="black", marker="x", zorder=6)
-        drawn = True
-    return drawn
 
 
 def regime_legend(ax, others: bool, overrun: bool) -> None:
@@ -536,10 +528,7 @@ def write_csv(path: str, rows: List[Dict[str, Any]]) -> None:
     exclusively created temporary file renamed into place (outputs.write_atomic)."""
     import io
     from outputs import write_atomic
-    fields: Dict[str, None] = {}
-    for row in rows:
-        for k in row:
-            fields.setdefault(k, None)
+    fields = dict.fromkeys(k for row in rows for k in row)
     text = io.StringIO(newline="")
     writer = csv.DictWriter(text, fieldnames=list(fields))
     writer.writeheader()
