@@ -59,14 +59,11 @@ def plot_runs(runs: Sequence[Run], out_dir: str, baseline: Optional[str] = None,
                     handle, format=ext, dpi=110 if ext == "png" else None))
                 written.append(path)
             plt.close(fig)
-        if data.csv_rows:
-            path = os.path.join(out_dir, f"{_safe(fam)}.csv")
-            write_csv(path, data.csv_rows)
-            written.append(path)
-        if data.usl_rows:
-            path = os.path.join(out_dir, f"{_safe(fam)}_usl.csv")
-            write_csv(path, data.usl_rows)
-            written.append(path)
+        for suffix, rows in (("", data.csv_rows), ("_usl", data.usl_rows)):
+            if rows:
+                path = os.path.join(out_dir, f"{_safe(fam)}{suffix}.csv")
+                write_csv(path, rows)
+                written.append(path)
     return written
 
 

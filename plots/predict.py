@@ -257,10 +257,7 @@ def predicted_verdicts(variants: List[VariantInputs], curves: Dict[str, List[Dic
     """verdicts.py's COMPARISONS on the predictions at the target's thread counts (effect of
     predicted ops/s, interval from the same paired draws), rows chosen as verdicts.py does; a pair
     without model input gives predicted false, effect and ci null and the reason."""
-    try:
-        from verdicts import COMPARISONS
-    except ImportError:
-        return []
+    from verdicts import COMPARISONS
     by_key = {v.key: v for v in variants}
     why_skipped = {s.split(": not predicted: ")[0]: s.split(": not predicted: ")[-1]
                    for s in skipped}
@@ -278,7 +275,7 @@ def predicted_verdicts(variants: List[VariantInputs], curves: Dict[str, List[Dic
                 continue
             # The measured verdicts of these questions come from the stats:off twins; the
             # model's inputs are the instrumented rows' hold times (twins record none).
-            if getattr(spec, "uninstrumented", False) and params.get("stats") == "off":
+            if spec.uninstrumented and params.get("stats") == "off":
                 continue
             other = dict(params, **{spec.param: spec.variant})
             vk = "/".join([fam] + [f"{k}:{val}" for k, val in sorted(other.items())])
@@ -484,8 +481,7 @@ def fit_run(run: Run, variants: Sequence[VariantInputs], lat: Dict[str, Dict[str
 def read_run(path: str) -> Run:
     """load_run of a run directory, a lockline.json or a gzip-compressed one (.json.gz, as
     tests/fixtures/big-machine/ keeps it); fail()s with one line on anything unreadable."""
-    if os.path.isdir(path):
-        path = os.path.join(path, "lockline.json")
+    path = result_path(path)
     try:
         return load_result(path)
     except ResultError as err:
