@@ -148,7 +148,7 @@ def comparison_rows(run: Run, verdicts: List[Dict[str, Any]], question: str
     for spec in COMPARISONS:
         if spec.question != question:
             continue
-        mine = [v for v in verdicts if v.get("id", "").split("[")[0] == spec.id]
+        mine = _of(verdicts, spec.id)
         for v in mine:
             out.append([v["comparison"], spec.seed, comparison_cell(v, v["id"]),
                         spec.comparable])
@@ -381,10 +381,8 @@ def _prezero_rows(run: Run, verdicts: List[Dict[str, Any]]) -> List[List[Any]]:
     rows.append(["1 thread: faults per CPU-second", "90933 -> 307839",
                  f"plain warm {stat_text(cpu)}, after idle {stat_text(idle_cpu)}" if cpu
                  else NOT_RUN, "same quantity for 'before'"])
-    gbs = {}
-    for method in ("memset", "rep_stosb", "nt_store", "clzero"):
-        gbs[method] = measure(run, "zeroing", "gb_per_s", {"method": method},
-                              prefer={"fill": "zero"})
+    gbs = {m: measure(run, "zeroing", "gb_per_s", {"method": m}, prefer={"fill": "zero"})
+           for m in ("memset", "rep_stosb", "nt_store", "clzero")}
     rows.append(["zeroing bandwidth per method", "hardware (Altix BTE) only for order >= 4",
                  "; ".join(f"{m} {stat_text(v, 'GB/s')}" for m, v in gbs.items()
                            if v is not None) or NOT_RUN, "none: no seed figure"])
