@@ -16,12 +16,9 @@ bash ci/configure.sh "$build" --werror
 cmake --build "$build" -j"$jobs"
 status=0
 ctest --test-dir "$build" --output-on-failure --timeout 900 -j"$jobs" || status=$?
-# The rehearsal runs after ctest, not as a ctest test beside the others: its 16 TCG vCPU threads
-# would take both host CPUs from the parallel tests (and they from it), so its wall time would
-# be unpredictable against its cap; alone it adds 2-3 minutes, bounded at 12 (guest runs capped at
-# 240 s, plus boot, transfer, plots and report; one boot that does not reach init in 150 s is
-# retried; the whole script at 720 s), keeping all of CI
-# (~5 minutes of other tests) under 15 minutes on 2 vCPUs.
+# The rehearsal runs after ctest, not beside the parallel tests: its 16 TCG vCPU threads and they
+# would take the 2 host CPUs from each other, making its wall time unpredictable against its cap.
+# Alone it adds 2-3 minutes (at most 12: the timeout below), keeping CI under 15 minutes.
 if [[ "$rehearsal" == 1 ]]; then
   out="$build/rehearsal-4s4n-$(date -u +%Y%m%dT%H%M%SZ)"
   rstatus=0

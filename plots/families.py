@@ -131,25 +131,20 @@ def bar_panel(ax, data: FamilyData, figure: str, panel: str, runs, metric: str) 
         empty_panel(ax, panel, f"metric '{metric}' not in these rows")
         return
     positive = [m for m in means if m > 0]
-    log = bool(positive and max(positive) / min(positive) > 100)
-    if len(labels) > 3 or max(len(lab) for lab in labels) > 14:
-        # Many or long category names: horizontal bars, names readable on the y axis.
-        ys = list(range(len(labels)))[::-1]
-        ax.barh(ys, means, xerr=errs, capsize=3)
-        if log:
-            ax.set_xscale("log")
-        ax.set_yticks(ys)
-        ax.set_yticklabels(labels, fontsize=7)
-        ax.set_xlabel(axis_label(metric))
-        ax.grid(True, axis="x", alpha=0.3)
+    horizontal = len(labels) > 3 or max(len(lab) for lab in labels) > 14
+    if horizontal:  # many or long category names: readable on the y axis
+        pos = list(range(len(labels)))[::-1]
+        ax.barh(pos, means, xerr=errs, capsize=3)
     else:
-        ax.bar(range(len(labels)), means, yerr=errs, capsize=3)
-        if log:
-            ax.set_yscale("log")
-        ax.set_xticks(range(len(labels)))
-        ax.set_xticklabels(labels, fontsize=7)
-        ax.set_ylabel(axis_label(metric))
-        ax.grid(True, axis="y", alpha=0.3)
+        pos = list(range(len(labels)))
+        ax.bar(pos, means, yerr=errs, capsize=3)
+    value, name = ("x", "y") if horizontal else ("y", "x")
+    if positive and max(positive) / min(positive) > 100:
+        getattr(ax, f"set_{value}scale")("log")
+    getattr(ax, f"set_{name}ticks")(pos)
+    getattr(ax, f"set_{name}ticklabels")(labels, fontsize=7)
+    getattr(ax, f"set_{value}label")(axis_label(metric))
+    ax.grid(True, axis=value, alpha=0.3)
     ax.set_title(panel, fontsize=10)
 
 
@@ -363,12 +358,10 @@ def _pagevec_heatmap(ax, data, run, sweep, words):
         ys = np.interp(np.log2(values_f), log_slots, range(len(slots)))
         ys[(values_f < slots[0] * 0.99) | (values_f > slots[-1] * 1.01)] = np.nan
         ax.plot(range(len(threads)), ys, style, marker="o", ms=3, linewidth=1.5, label=label)
-    ax.set_xticks(range(len(threads)))
-    ax.set_xticklabels([str(n) for n in threads])
-    ax.set_yticks(range(len(slots)))
-    ax.set_yticklabels([str(s) for s in slots])
-    ax.set_xlabel("threads")
-    ax.set_ylabel("pagevec slots")
+    for xy, values, label in (("x", threads, "threads"), ("y", slots, "pagevec slots")):
+        getattr(ax, f"set_{xy}ticks")(range(len(values)))
+        getattr(ax, f"set_{xy}ticklabels")([str(v) for v in values])
+        getattr(ax, f"set_{xy}label")(label)
     ax.set_title(title, fontsize=10)
     ax.legend(fontsize=6, loc="upper left")
 
@@ -719,12 +712,10 @@ def c2c_figure(data: FamilyData) -> Optional[Figure]:
         if np.isfinite(matrix).any():
             plt.colorbar(im, ax=ax, label="latency (ns)")
         step = max(1, len(pus) // 16)
-        ax.set_xticks(range(0, len(pus), step))
-        ax.set_xticklabels([str(p) for p in pus[::step]], fontsize=7)
-        ax.set_yticks(range(0, len(pus), step))
-        ax.set_yticklabels([str(p) for p in pus[::step]], fontsize=7)
-        ax.set_xlabel("PU b (os index)")
-        ax.set_ylabel("PU a (os index)")
+        for xy, side in (("x", "b"), ("y", "a")):
+            getattr(ax, f"set_{xy}ticks")(range(0, len(pus), step))
+            getattr(ax, f"set_{xy}ticklabels")([str(p) for p in pus[::step]], fontsize=7)
+            getattr(ax, f"set_{xy}label")(f"PU {side} (os index)")
         ax.set_title(f"{run.label}, {regime or 'no'} regime"
                      + ("\nx: repetitions over 4x apart, no latency" if spread else ""),
                      fontsize=10)
@@ -803,10 +794,7 @@ def false_sharing_verdicts(points, min_effect: Optional[float] = None) -> List[D
                   if kind(results[d]) == "slower"]
         open_ = [f"{d} B ({results[d].interval_text()})" for d in sorted(results)
                  if kind(results[d]) == "open"]
-        resolved = []
-        if slower:
-            resolved.append(f"slower than {far} B at " + ", ".join(slower))
-        tail = ("; resolved: " + "; ".join(resolved)) if resolved else ""
+        tail = f"; resolved: slower than {far} B at " + ", ".join(slower) if slower else ""
         if open_:
             tail += "; not resolved against " + f"{far} B: " + ", ".join(open_)
         if first is None:
