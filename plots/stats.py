@@ -513,11 +513,7 @@ def _matched_log_ratio(base: float, variant: float) -> Optional[float]:
     """log(variant / base) of one matched pair; 0.0 when the two are equal (zeros included:
     the same measurement on both sides differs by nothing); None when the ratio is undefined
     (a side <= 0 or not finite, and the two differ)."""
-    if base == variant and math.isfinite(base):
-        return 0.0
-    if not (math.isfinite(base) and math.isfinite(variant)) or base <= 0 or variant <= 0:
-        return None
-    return math.log(variant / base)
+    return 0.0 if base == variant and math.isfinite(base) else _pair_log_ratio(base, variant)
 
 
 def _one_regime(labels: Sequence[str]) -> Tuple[str, List[int]]:
