@@ -1,6 +1,5 @@
 """The output of `lockline predict` (plots/predict.py): predicted.json, one figure per
-family, and the predicted-vs-measured table of --validate-against (via outputs.write_atomic).
-"""
+family, and the predicted-vs-measured table of --validate-against (via outputs.write_atomic)."""
 
 from __future__ import annotations
 

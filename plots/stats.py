@@ -2,8 +2,7 @@
 (median(variant) / median(base) - 1, in the repetitions of one coherence regime) and when it is
 resolved (its seeded bootstrap interval excludes 0, or lies within +-MIN_EFFECT). The model
 (repetitions as the resampling unit, Hesterberg's widening, regimes) is docs/measurement.md's
-"Intervals that cover the next run" (and why MIN_REPETITIONS is 4).
-"""
+"Intervals that cover the next run" (and why MIN_REPETITIONS is 4)."""
 
 from __future__ import annotations
 

@@ -1,17 +1,13 @@
 #!/usr/bin/python3
 """Per-question verdicts of a lockline run, and RUN_DIR/verdicts.json.
 
-    plots/verdicts.py RUN_DIR [--min-effect PCT] [--quiet]
+    plots/verdicts.py RUN_DIR [--min-effect PCT] [--look K] [--quiet]
 
-COMPARISONS below is the one place that says which row keys answer which of the five seed
-questions (docs/experiments.md; question ids "000".."004" = report sections q1..q5). For each
-comparison present in the run, the effect of the variant against the base at one thread count
-comes from plots/stats.py (ratio of medians with a 95 % bootstrap interval from the
-repetitions of one coherence regime). Writes RUN_DIR/verdicts.json (format in
-results/SCHEMA.md), prints one verdict line per comparison, and exits 0; 2 with
-one `verdicts.py: error:` line on bad input. `lockline --until-resolved` re-runs the base_key
-and variant_key of every verdict whose `resolved` is false.
-"""
+COMPARISONS is the one place that says which row keys answer which of the five seed questions
+(docs/experiments.md; question ids "000".."004" = report sections q1..q5); each effect comes
+from plots/stats.py. Writes RUN_DIR/verdicts.json (results/SCHEMA.md), prints one line per
+verdict, exits 0; 2 with one `verdicts.py: error:` line on bad input. `lockline
+--until-resolved` re-runs the base_key and variant_key of every verdict not `resolved`."""
 
 from __future__ import annotations
 
