@@ -71,23 +71,16 @@ def combine(runs: Sequence[Run], names: Sequence[str],
     totals = {"compared": 0, "contained": 0, "other_regime": 0, "sign_flips": 0}
     for v in doc["verdicts"]:
         mine = answer_of(v, min_effect)
-        per_run = []
-        for name, table in zip(names, own):
-            r = table.get(v["id"])
-            if r is None:
-                continue
-            per_run.append({"run": name, "effect": r["effect"], "ci": r["ci"],
-                            "status": r["status"], "answer": answer_of(r, min_effect),
-                            "regime": r.get("regime")})
+        per_run = [{"run": name, "effect": r["effect"], "ci": r["ci"], "status": r["status"],
+                    "answer": answer_of(r, min_effect), "regime": r.get("regime")}
+                   for name, table in zip(names, own) if (r := table.get(v["id"])) is not None]
         resolved = [r for r in per_run if r["status"] == "resolved" and r["ci"]]
         # Ordered pairs of resolved runs of one regime: does a's interval hold b's estimate?
         checks = [(a, b) for a in resolved for b in resolved
                   if a is not b and a["regime"] == b["regime"]]
         other_regime = sum(1 for a in resolved for b in resolved
                            if a is not b and a["regime"] != b["regime"])
-        reproduced = None
-        if checks:
-            reproduced = all(_contains(a["ci"], b["effect"]) for a, b in checks)
+        reproduced = all(_contains(a["ci"], b["effect"]) for a, b in checks) if checks else None
         totals["compared"] += len(checks)
         totals["contained"] += sum(1 for a, b in checks if _contains(a["ci"], b["effect"]))
         totals["other_regime"] += other_regime
