@@ -26,6 +26,13 @@ def _fmt(x: Any) -> str:
     return str(x)
 
 
+def _img(path: str, alt: str) -> str:
+    """A PNG file as an <img> with a data URI (the report loads nothing from the network)."""
+    with open(path, "rb") as handle:
+        data = base64.b64encode(handle.read()).decode("ascii")
+    return f'<img src="data:image/png;base64,{data}" alt="{html.escape(alt)}">'
+
+
 def _table(header: List[str], rows: List[List[Any]]) -> str:
     esc = html.escape
     out = ["<table><tr>" + "".join(f"<th>{esc(h)}</th>" for h in header) + "</tr>"]
@@ -85,10 +92,7 @@ def _section(path: str) -> str:
     for name in doc.get("figures") or []:
         fig = os.path.join(d, os.path.basename(str(name)))
         if os.path.isfile(fig) and not os.path.islink(fig):
-            with open(fig, "rb") as handle:
-                data = base64.b64encode(handle.read()).decode("ascii")
-            parts.append(f'<img src="data:image/png;base64,{data}" '
-                         f'alt="{esc(str(name))} (predicted)">')
+            parts.append(_img(fig, f"{name} (predicted)"))
     shown = counts[-3:] if counts else []
     header = (["variant", "lock", "1-thread ns/op", "hold ns", "acq/op", "think ns/acq"]
               + [f"predicted ops/s at {n} [95 %]" for n in shown])

@@ -12,7 +12,6 @@ loaded. Exit 0 on success, 2 on bad input with one line on stderr."""
 from __future__ import annotations
 
 import argparse
-import base64
 import html
 import json
 import os
@@ -25,6 +24,7 @@ from lockline_results import ResultError, Run, error_status, load_runs  # noqa: 
 from report_tables import (DERIVED_COUNTERS, FAULT_SEED_COLUMNS, KERNEL_FAMILIES,  # noqa: E402
                            NOT_RUN, Cell, _dict, derived_counter_rows, fault_seed_rows, kernel_rows,
                            prezero_burst_rows, prezero_steady_rows, seed_tables)
+from predict_report import _img, predicted_sections  # noqa: E402
 import stats  # noqa: E402
 
 
@@ -136,12 +136,6 @@ def verdict_table_rows(rows: List[List[Any]], has_verdicts: bool
         else:
             keep.append(row)
     return keep, absent
-
-
-def _img(path: str, alt: str) -> str:
-    with open(path, "rb") as handle:
-        data = base64.b64encode(handle.read()).decode("ascii")
-    return f'<img src="data:image/png;base64,{data}" alt="{html.escape(alt)}">'
 
 
 def _table(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
@@ -369,7 +363,6 @@ def build_html(run: Run, images: Dict[str, str],
                verdicts: Optional[List[Dict[str, Any]]] = None) -> str:
     """The report as one HTML string; `images` maps figure stem -> PNG path; `verdicts` the
     verdicts.json records (computed when None)."""
-    from predict_report import predicted_sections
     from verdicts import compute_verdicts
     if verdicts is None:
         verdicts = compute_verdicts(run)
