@@ -771,11 +771,9 @@ def false_sharing_verdicts(points, min_effect: Optional[float] = None) -> List[D
     for (pair, op), by_d in sorted(groups.items(), key=lambda kv: (order.get(kv[0][0], 9), kv[0][1])):
         far = max(by_d)
         # One comparison per distance: the effects cell and the answer both render it.
-        results = {}
-        for d in sorted(by_d, reverse=True):
-            if d != far:
-                results[d] = stats.compare_points(by_d[far], by_d[d], "ns_per_op",
-                                                  f"{d} B vs {far} B", threshold)
+        results = {d: stats.compare_points(by_d[far], by_d[d], "ns_per_op",
+                                           f"{d} B vs {far} B", threshold)
+                   for d in sorted(by_d, reverse=True) if d != far}
 
         def kind(c):
             if c.ci is not None and c.ci[1] < threshold:
