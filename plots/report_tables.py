@@ -138,8 +138,7 @@ def verdict_points(run: Run, verdict: Dict[str, Any]) -> Tuple[List[Point], List
     return rows(verdict["base_key"]), rows(verdict["variant_key"])
 
 
-def comparison_rows(run: Run, verdicts: List[Dict[str, Any]], question: str
-                    ) -> List[List[Any]]:
+def comparison_rows(verdicts: List[Dict[str, Any]], question: str) -> List[List[Any]]:
     """Rows [comparison, seed discussion, measured here, comparable?] of `question`'s COMPARISONS:
     one per verdict, or 'not run' naming the rows it needs."""
     from verdicts import COMPARISONS, rows_text
@@ -219,7 +218,7 @@ def _pagevec_2004_rows(run: Run, verdicts: List[Dict[str, Any]]) -> List[List[An
          "same quantity"],
         ["struct pagevec bytes, 15 slots (proposed)", "128 on LP64 (124 quoted)", fmt(b15),
          "same quantity"],
-    ] + comparison_rows(run, verdicts, "000") + _verdict_sides(run, verdicts, "pv_slots_16_15") + [
+    ] + comparison_rows(verdicts, "000") + _verdict_sides(run, verdicts, "pv_slots_16_15") + [
         [f"best slot count per thread count (pagevec {where or 'all rows'}, offset 0)",
          "4·lg N (4 on UP), later 2^(2.5·√lg N − 1): 4 CPUs -> 6, 16 -> 16, 1024 -> 120",
          best or NOT_RUN, "same quantity (a slot count)"],
@@ -229,7 +228,7 @@ def _pagevec_2004_rows(run: Run, verdicts: List[Dict[str, Any]]) -> List[List[An
 def _zone_lock_rows(run: Run, verdicts: List[Dict[str, Any]]) -> List[List[Any]]:
     """Question 2 (zone->lock 2015): the verdicts, each one's ops/s before -> after and the
     fix in other configurations, then what lock_stat costs."""
-    rows = comparison_rows(run, verdicts, "001")
+    rows = comparison_rows(verdicts, "001")
     for v in _of(verdicts, "zone_lock_after_before"):
         rows += _verdict_sides(run, [v], v["id"].split("[")[0])
         rows += _zone_fix_rows(run, verdict_points(run, v)[0])
@@ -309,8 +308,7 @@ def _page_free_rows(run: Run, verdicts: List[Dict[str, Any]]) -> List[List[Any]]
          "same quantity in other units (cycles of a 2006 CPU vs ns here)"],
         ["plain test / increment", "1-2 cycles", stat_text(plain_op, "ns"),
          "same quantity in other units"],
-    ] + comparison_rows(run, verdicts, "002") + _verdict_sides(run, verdicts,
-                                                               "page_free_fast_atomic")
+    ] + comparison_rows(verdicts, "002") + _verdict_sides(run, verdicts, "page_free_fast_atomic")
     for v in races or [{"variant": "fastpath", "verdict": NOT_RUN}]:
         seed = ("racy: reclaim can take a reference between the two tests"
                 if v["variant"] == "fastpath" else "-")
@@ -326,7 +324,7 @@ def _pagevec_2020_rows(run: Run, verdicts: List[Dict[str, Any]]) -> List[List[An
     twins, the memory cost."""
     b15 = _mean(measure(run, "pagevec", "pagevec_bytes", {"slots": "15"}))
     b31 = _mean(measure(run, "pagevec", "pagevec_bytes", {"slots": "31"}))
-    rows = comparison_rows(run, verdicts, "003")
+    rows = comparison_rows(verdicts, "003")
     for v in _of(verdicts, "pv_slots_15_31"):
         # The wait share is lock_stat's: from the verdict's instrumented twins (its
         # evidence), or its own rows where they are the instrumented ones.
@@ -358,7 +356,7 @@ def _prezero_rows(run: Run, verdicts: List[Dict[str, Any]]) -> List[List[Any]]:
     2004 table, the zeroing bandwidth per method."""
     seed_before = {1: 90849, 2: 115679, 4: 152067, 8: 167449}
     seed_after = {1: 306791, 2: 283594, 4: 354015, 8: 279197}
-    rows = comparison_rows(run, verdicts, "004")
+    rows = comparison_rows(verdicts, "004")
     from verdicts import HOLT
     if not _of(verdicts, HOLT) and any(v.get("question") == "004" for v in verdicts):
         # Said in words, not as a 'not run' comparison cell among the verdicts.
