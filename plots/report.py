@@ -534,16 +534,14 @@ def _prezero_tables(run: Run) -> List[str]:
     body = []
     burst = prezero_burst_rows(run)
     if burst:
-        body.append("<h3>Pre-zeroing with bursts: burst B against pool P</h3>")
-        body.append(_table(["protocol", "zeroer", "mode", "burst B (pages)",
-                            "pool P (pages)", "B/P", "threads", "rate (faults/s)",
-                            "pre-zeroed share"], burst))
+        body += ["<h3>Pre-zeroing with bursts: burst B against pool P</h3>",
+                 _table(["protocol", "zeroer", "mode", "burst B (pages)", "pool P (pages)",
+                         "B/P", "threads", "rate (faults/s)", "pre-zeroed share"], burst)]
     steady = prezero_steady_rows(run)
     if steady:
-        body.append("<h3>Pre-zeroing in steady state: allocations that write every "
-                    "line</h3>")
-        body.append(_table(["mode", "method", "idle (us)", "threads", "rate (faults/s)",
-                            "pre-zeroed share", "touches"], steady))
+        body += ["<h3>Pre-zeroing in steady state: allocations that write every line</h3>",
+                 _table(["mode", "method", "idle (us)", "threads", "rate (faults/s)",
+                         "pre-zeroed share", "touches"], steady)]
     frows = fault_seed_rows(run)
     if frows:
         body.append("<h3>Faults in the 2004 table's columns</h3>")
@@ -603,8 +601,8 @@ def _machine_sections(run: Run) -> List[str]:
              _counters(ll.get("counters"))]
     derived = derived_counter_rows(run)
     if derived:
-        body.append("<h3>Derived counters</h3>")
-        body.append(_table(["row", "threads"] + list(DERIVED_COUNTERS), derived))
+        body += ["<h3>Derived counters</h3>",
+                 _table(["row", "threads"] + list(DERIVED_COUNTERS), derived)]
     body.append("</section>")
     warnings = warning_lines(run)
     body += ['<section id="warnings"><h2>Warnings</h2>',
@@ -682,8 +680,7 @@ def write_report(run_dir: str, out: Optional[str] = None,
 
     if not os.path.isdir(run_dir):
         raise ResultError(f"{run_dir}: not a directory (expected a lockline run directory)")
-    runs = load_runs([run_dir])
-    run = runs[0]
+    run = load_runs([run_dir])[0]
     if notes is not None and starved_note(run):
         notes.append(starved_note(run))
     plot_dir = os.path.join(run_dir, "plots")
