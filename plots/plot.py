@@ -34,9 +34,7 @@ def plot_runs(runs: Sequence[Run], out_dir: str, baseline: Optional[str] = None,
               families: Optional[Sequence[str]] = None, formats=("png", "svg"),
               x_arg: Optional[str] = None) -> List[str]:
     """Draw every family (or only `families`) of `runs` into out_dir; return the files written.
-
-    Raises ResultError when a requested family is in none of the runs.
-    """
+    Raises ResultError when a requested family is in none of the runs."""
     from families import plot_family
     from figures import plt, write_csv
 
@@ -74,12 +72,9 @@ _OWN_METRICS = {"real_time_ns", "cpu_time_ns", "throughput_per_s", "iterations"}
 def check_x_arg(runs: Sequence[Run], x_arg: str, families: Sequence[str]) -> None:
     """Raise ResultError unless `x_arg` is a benchmark argument (`arg0`, a `name:value`
     argument's name) or a user counter of some row of `families`, naming those available."""
-    args, counters = set(), set()
-    for run in runs:
-        for p in run.points:
-            if p.family in families:
-                args.update(p.params)
-                counters.update(m for m in p.metrics if m not in _OWN_METRICS)
+    points = [p for run in runs for p in run.points if p.family in families]
+    args = {k for p in points for k in p.params}
+    counters = {m for p in points for m in p.metrics if m not in _OWN_METRICS}
     if x_arg in args or x_arg in counters:
         return
     raise ResultError(f"--x-arg {x_arg}: not an argument or counter of the rows (arguments: "

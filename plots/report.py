@@ -85,6 +85,11 @@ QUESTIONS = [
 ]
 
 
+def _para(cls: str, text: str) -> List[str]:
+    """`text` as a <p> of class `cls`; [] for no text."""
+    return [f'<p class="{cls}">{html.escape(text)}</p>'] if text else []
+
+
 def rows_note(verdicts: List[Dict[str, Any]], question: str) -> str:
     """Which rows answer a question's verdicts (the uninstrumented stats:off twins) and which give
     lock_stat's evidence; names any verdict only instrumented rows answer. "" for other
@@ -447,9 +452,7 @@ def _heading(run: Run, title: str, verdicts: List[Dict[str, Any]]) -> List[str]:
     toc = [(qid, t) for qid, t, _, _ in QUESTIONS] + list(TAIL_SECTIONS)
     body.append("<ul>" + "".join(f'<li><a href="#{i}">{esc(t)}</a></li>' for i, t in toc)
                 + "</ul>")
-    overall = coherence_note(run)
-    if overall:
-        body.append(f'<p class="warn">{esc(overall)}</p>')
+    body += _para("warn", coherence_note(run))
     if run.finished is False:
         body.append('<p class="warn">This run did not finish (context.lockline.finished is '
                     'false): it holds only the points measured before it stopped.</p>')
@@ -494,18 +497,12 @@ def question_section(run: Run, question: Tuple[str, str, str, List[str]],
         body.append('<p class="caption">Not measured in this run, so not in the table: '
                     + esc("; ".join(absent)) + ".</p>")
     number = {v: k for k, v in QUESTION_SECTION.items()}[qid]
-    note = rows_note(verdicts, number)
-    if note:
-        body.append(f'<p class="caption rows-note">{esc(note)}</p>')
-    missing = unanswered_note(verdicts, number)
-    if missing:
-        body.append(f'<p class="caption">{esc(missing)}</p>')
+    body += _para("caption rows-note", rows_note(verdicts, number))
+    body += _para("caption", unanswered_note(verdicts, number))
     body += _kernel_tables(run, qid)
     if qid == "q5":
         body += _prezero_tables(run)
-    note = coherence_note(run, stems + KERNEL_FAMILIES.get(qid, []))
-    if note:
-        body.append(f'<p class="warn">{esc(note)}</p>')
+    body += _para("warn", coherence_note(run, stems + KERNEL_FAMILIES.get(qid, [])))
     body.append("</section>")
     return body
 
