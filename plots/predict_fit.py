@@ -445,9 +445,7 @@ def clock_bias_ns(run: Run) -> Tuple[float, str]:
 def row_transfer_ns(p: Point, fallback: float) -> float:
     """One-way transfer between the row's PUs: `coherence.regime_ns`, else `fallback`."""
     t = p.regime_ns
-    if t is not None and math.isfinite(t) and 0 < t < 1e5:
-        return float(t)
-    return fallback
+    return float(t) if t is not None and math.isfinite(t) and 0 < t < 1e5 else fallback
 
 
 def _boot_count(reps: List[Point], draws: int, rng: np.random.Generator,
