@@ -84,13 +84,8 @@ def min_effect_for(key, options):
 
 def expand_side_argument(arg):
     """A BASELINE/CURRENT/RUN argument's files: comma-separated, a directory's lockline.json."""
-    paths = []
-    for part in arg.split(","):
-        if not part:
-            continue
-        if os.path.isdir(part):
-            part = os.path.join(part, "lockline.json")
-        paths.append(part)
+    paths = [os.path.join(part, "lockline.json") if os.path.isdir(part) else part
+             for part in arg.split(",") if part]
     if not paths:
         raise InputError(f"{arg!r}: no result file given")
     return paths
@@ -137,12 +132,11 @@ def physical_check(path, key, name, value):
 
 
 def new_row(key, metric, direction, min_effect_pct, **fields):
-    row = {"key": key, "metric": metric, "direction": direction,
-           "min_effect_pct": min_effect_pct, "notes": [], "warnings": [], "regime": None,
-           "dropped": 0, "ci_pct": None, "baseline": None, "current": None, "change_pct": None,
-           "p_value": None, "p_adjusted": None, "min_p": None, "verdict": None, "paired": False}
-    row.update(fields)
-    return row
+    return {"key": key, "metric": metric, "direction": direction,
+            "min_effect_pct": min_effect_pct, "notes": [], "warnings": [], "regime": None,
+            "dropped": 0, "ci_pct": None, "baseline": None, "current": None, "change_pct": None,
+            "p_value": None, "p_adjusted": None, "min_p": None, "verdict": None, "paired": False,
+            **fields}
 
 
 # ---- statistics ---------------------------------------------------------------------------------
@@ -172,10 +166,8 @@ def summarize(samples):
 
 def side_summary(values, **extra):
     n, mean, sd = summarize(values)
-    out = {"n": n, "mean": mean, "stddev_pct": sd, "samples": values,
-           "median": statistics.median(values)}
-    out.update(extra)
-    return out
+    return {"n": n, "mean": mean, "stddev_pct": sd, "samples": values,
+            "median": statistics.median(values), **extra}
 
 
 def min_attainable_p(n1, n2):
