@@ -279,7 +279,6 @@ def threads_panel(ax, data: FamilyData, figure: str, panel: str,
                 mark_other_regimes(ax, n, by_n[n], color)
                 any_other |= bool(by_n[n].others)
                 any_overrun |= by_n[n].overrun
-            for n in ns:
                 data.record(figure, panel, full, run, x_name, n, metric, by_n[n],
                             params=params_json(variant))
             if ideal and 1 in by_n and len(ns) > 1:
