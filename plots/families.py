@@ -42,13 +42,8 @@ def _pick_metric(data: FamilyData, pred=lambda p: True, preferred=THROUGHPUT_MET
         if data.has_metric(metric, pred):
             return metric
     names = sorted({m for _, pts in data.select(pred) for p in pts for m in p.metrics})
-    for m in names:
-        if m.endswith("_per_s") or m.endswith("/s"):
-            return m
-    for m in ("ns_per_op", "real_time_ns"):
-        if m in names:
-            return m
-    return names[0] if names else None
+    rates = [m for m in names if m.endswith(("_per_s", "/s"))]
+    return (rates + [m for m in ("ns_per_op", "real_time_ns") if m in names] + names + [None])[0]
 
 
 def plot_generic(data: FamilyData) -> List[Tuple[str, Figure]]:
