@@ -400,9 +400,8 @@ def compare_samples(base: Sequence[Sample], variant: Sequence[Sample], label: st
                   total_base=choice.total_base, total_variant=choice.total_variant,
                   min_effect=min_effect)
     if min(len(choice.base), len(choice.variant)) < min_repetitions:
-        effect = None
-        if choice.base and choice.variant and np.median(choice.base) > 0:
-            effect = float(np.median(choice.variant) / np.median(choice.base)) - 1.0
+        effect = (float(np.median(choice.variant) / np.median(choice.base)) - 1.0
+                  if choice.base and choice.variant and np.median(choice.base) > 0 else None)
         return Comparison(effect=effect, ci=None, status="too_few", **common)
     try:
         ratio, lo, hi = ratio_interval(choice.base, choice.variant, confidence=confidence)
@@ -478,9 +477,8 @@ def compare_pairs(pairs: Sequence[Tuple], label: str = "",
                   total_variant=len(pairs), min_effect=min_effect, method="paired",
                   units=len(groups))
     if len(used) < max(1, min_pairs) or len(groups) < max(2, min_repetitions):
-        effect = None
-        if used:
-            effect = float(np.exp(np.median([math.log(b / a) for a, b, _ in used]))) - 1.0
+        effect = (float(np.exp(np.median([math.log(b / a) for a, b, _ in used]))) - 1.0
+                  if used else None)
         return Comparison(effect=effect, ci=None, status="too_few", **common)
     med, lo, hi = hierarchical_median_interval(list(groups.values()), confidence, resamples,
                                                seed)
@@ -623,9 +621,8 @@ def _unmatched_pair_effects(base_pairs: Sequence[Tuple], current_pairs: Sequence
                   dropped=len(base_pairs) + len(current_pairs) - int(lb.size + lc.size),
                   used=([math.exp(x) for x in lb], [math.exp(x) for x in lc]))
     if min(lb.size, lc.size) < max(1, min_pairs):
-        effect = None
-        if lb.size and lc.size:
-            effect = float(math.exp(np.median(lc) - np.median(lb))) - 1.0
+        effect = (float(math.exp(np.median(lc) - np.median(lb))) - 1.0
+                  if lb.size and lc.size else None)
         return Comparison(effect=effect, ci=None, status="too_few", **common)
     med = float(np.median(lc) - np.median(lb))
     rng = np.random.default_rng(seed)
