@@ -140,9 +140,8 @@ def _builds_used_pairs(pairs, regime):
     """[(old, new, repetition)] of `regime` (stats.compare_pairs' choice; "": all but mixed)."""
     good = [(lab, a, b, g) for lab, a, b, g in pairs
             if math.isfinite(a) and math.isfinite(b) and a > 0 and b > 0]
-    if regime:
-        return [(a, b, g) for lab, a, b, g in good if lab == regime]
-    return [(a, b, g) for lab, a, b, g in good if lab not in effects.NOT_A_REGIME]
+    return [(a, b, g) for lab, a, b, g in good
+            if (lab == regime if regime else lab not in effects.NOT_A_REGIME)]
 
 
 def repetition_t_p(used):

@@ -163,9 +163,8 @@ def signed_rank_p(a, b):
     when every difference is 0 or the test is undefined."""
     diffs = [0.0 if x == y else math.log(y / x) for x, y in zip(a, b)
              if x == y or (x > 0 and y > 0)]
-    if not any(diffs):
-        return 1.0
-    return _two_sided_p(lambda st: st.wilcoxon(diffs, alternative="two-sided"))
+    return (_two_sided_p(lambda st: st.wilcoxon(diffs, alternative="two-sided"))
+            if any(diffs) else 1.0)
 
 
 # ---- comparison ---------------------------------------------------------------------------------

@@ -88,9 +88,8 @@ def _x_axis(data: FamilyData, selected) -> Optional[str]:
     names = {k for p in pts for k in p.params}
     if data.x_arg:
         # plot.py has checked that some family's rows have it (argument or counter).
-        if data.x_arg in names or any(data.x_arg in p.metrics for p in pts):
-            return data.x_arg
-        return None
+        found = data.x_arg in names or any(data.x_arg in p.metrics for p in pts)
+        return data.x_arg if found else None
     if len({p.threads for p in pts}) > 1:
         return None
     for name in sorted((k for k in names if k.startswith("arg") and k[3:].isdigit()),

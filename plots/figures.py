@@ -411,8 +411,6 @@ def param_panel(ax, data: FamilyData, figure: str, panel: str,
                 k: v for k, v in p.params.items() if k != key}) for p in moved])
                 for run, moved in shifted_runs]
             moved_all = [p for _, moved in shifted_runs for p in moved]
-    if not shifted_runs:
-        return False
     return threads_panel(ax, data, figure, panel, shifted_runs, metric, fit_usl=False,
                          ideal=False, x_name=x_name)
 

@@ -207,9 +207,8 @@ def group_transfer(pair_counts: Dict[str, float], d: Dict[str, np.ndarray]) -> n
     """Mean one-way transfer (ns, per draw) between two successive holders: every ordered pair
     of the group's PUs equally likely."""
     total = sum(pair_counts.values())
-    if total <= 0:
-        return np.zeros_like(d["s1"])
-    return sum(pair_counts[c] / total * d[f"lat_{c}"] for c in CLASSES)
+    return (sum(pair_counts[c] / total * d[f"lat_{c}"] for c in CLASSES) if total > 0
+            else np.zeros_like(d["s1"]))
 
 
 def predict_pus(v: VariantInputs, pus: Sequence[Dict[str, Any]], d: Dict[str, np.ndarray]

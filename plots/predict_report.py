@@ -42,9 +42,7 @@ def _table(header: List[str], rows: List[List[Any]]) -> str:
 
 
 def _counts(counts: Any) -> str:
-    if isinstance(counts, list) and counts:
-        return ", ".join(str(c) for c in counts)
-    return "1"
+    return ", ".join(str(c) for c in counts) if isinstance(counts, list) and counts else "1"
 
 
 def _section(path: str) -> str:

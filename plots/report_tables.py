@@ -508,9 +508,8 @@ def prezero_burst_rows(run: Run) -> List[List[str]]:
 
 def prezero_rate_metric(groups: Sequence[Sequence[Point]]) -> Tuple[str, str]:
     """The prezero rows' rate and unit: faults_per_s when any row has it, else allocs_per_s."""
-    if any("faults_per_s" in p.metrics for pts in groups for p in pts):
-        return "faults_per_s", "faults/s"
-    return "allocs_per_s", "allocs/s"
+    return (("faults_per_s", "faults/s") if any("faults_per_s" in p.metrics for pts in groups
+                                                for p in pts) else ("allocs_per_s", "allocs/s"))
 
 
 def prezero_steady_rows(run: Run) -> List[List[str]]:

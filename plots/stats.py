@@ -67,9 +67,7 @@ _RANKS = {"near": (0, 1), "baseline": (1, 0), "far": (2, 2), "shifted": (4, 0)}
 def majority_regime(labels: Iterable[str]) -> str:
     """The regime held by most of `labels` (ties: the fastest); "" when none names one."""
     counts = collections.Counter(lab for lab in labels if lab not in NO_REGIME + NOT_A_REGIME)
-    if not counts:
-        return ""
-    return min(counts, key=lambda r: (-counts[r], regime_rank(r)))
+    return min(counts, key=lambda r: (-counts[r], regime_rank(r))) if counts else ""
 
 
 @dataclasses.dataclass
@@ -275,9 +273,8 @@ class Comparison:
                                           if self.regime_ns else "")
 
     def interval_text(self) -> str:
-        if self.ci is None:
-            return "too few repetitions"
-        return f"{pct(self.effect)} [{pct(self.ci[0])}, {pct(self.ci[1])}]"
+        return ("too few repetitions" if self.ci is None else
+                f"{pct(self.effect)} [{pct(self.ci[0])}, {pct(self.ci[1])}]")
 
     def counts_text(self) -> str:
         if self.method == "paired":
@@ -561,9 +558,7 @@ def _matched_result(logs: np.ndarray, min_n: int, confidence: float, resamples: 
 
 
 def _pair_log_ratio(a: float, b: float) -> Optional[float]:
-    if not (math.isfinite(a) and math.isfinite(b)) or a <= 0 or b <= 0:
-        return None
-    return math.log(b / a)
+    return math.log(b / a) if math.isfinite(a) and math.isfinite(b) and a > 0 and b > 0 else None
 
 
 def compare_pair_effects(base_pairs: Sequence[Tuple[str, float, float]],
