@@ -21,7 +21,7 @@ from typing import Any, Dict, List, Optional, Sequence
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from lockline_results import (ResultError, Run, error_status,  # noqa: E402
+from lockline_results import (ResultError, Run, error_status, grouped,  # noqa: E402
                               labelled_duet_pairs, load_runs, row_identity)
 import stats  # noqa: E402
 
@@ -32,11 +32,8 @@ ANSWER_WORDS = {"effect": "an effect", "equivalent": "equal", "not_resolved": "n
 def _series(run: Run) -> Dict[str, List[Any]]:
     """Repetitions per key, without aggregates or overrun ones (a duet row keeps its other
     window pairs)."""
-    out: Dict[str, List[Any]] = {}
-    for p in run.points:
-        if p.aggregate is None and (p.bench == "duet" or not p.overrun):
-            out.setdefault(p.key, []).append(p)
-    return out
+    return grouped((p for p in run.points if p.aggregate is None
+                    and (p.bench == "duet" or not p.overrun)), lambda p: p.key)
 
 
 def _family(reps) -> str:

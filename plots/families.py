@@ -13,7 +13,7 @@ from figures import (MAX_SERIES, THROUGHPUT_METRICS, UNITS, FamilyData, Figure, 
                      axis_label, empty_panel, finish, narrow_variants, new_figure, note,
                      param_panel, params_json, plt, relative_panel, series_label,
                      threads_panel, varying_keys)
-from lockline_results import Stat, summarize, summarize_side_by_side
+from lockline_results import Stat, grouped, summarize, summarize_side_by_side
 import stats
 
 Plotter = Callable[[FamilyData], List[Tuple[str, Figure]]]
@@ -283,10 +283,9 @@ def plot_pagevec(data: FamilyData) -> List[Tuple[str, Figure]]:
 def _grid(ax, points, metric, title, why):
     """{(slots, threads): (Stat, variant)} of `metric`, one regime per thread count
     (summarize_side_by_side); none: `ax` marked empty with `why`."""
-    cells: Dict[Tuple[int, int], List] = {}
-    for p in points:
-        if p.aggregate is None and metric in p.metrics and p.params.get("slots", "").isdigit():
-            cells.setdefault((int(p.params["slots"]), p.threads), []).append(p)
+    cells = grouped((p for p in points if p.aggregate is None and metric in p.metrics
+                     and p.params.get("slots", "").isdigit()),
+                    lambda p: (int(p.params["slots"]), p.threads))
     out = {}
     for n in sorted({n for _, n in cells}):
         keys = sorted(k for k in cells if k[1] == n)
@@ -302,10 +301,8 @@ def _grid(ax, points, metric, title, why):
 def best_slots(pts) -> Dict[int, Tuple[int, List[int], int]]:
     """{threads: (best slot count, slot counts not told apart from it, slot counts measured)}: best
     only where it beats every other beyond noise (stats.compare_points)."""
-    by_slots: Dict[Tuple[int, int], List] = {}
-    for p in pts:
-        if p.params.get("slots", "").isdigit():
-            by_slots.setdefault((p.threads, int(p.params["slots"])), []).append(p)
+    by_slots = grouped((p for p in pts if p.params.get("slots", "").isdigit()),
+                       lambda p: (p.threads, int(p.params["slots"])))
     best: Dict[int, tuple] = {}
     for variant, by_n in summarize(pts, "pages_per_s").items():
         slots = dict(variant).get("slots", "")
@@ -861,12 +858,9 @@ def plot_duet(data: FamilyData) -> List[Tuple[str, Figure]]:
     fig, axes = new_figure(len(data.runs), "duet: paired-window effect B / A - 1 (%)", runs,
                            cols=1, width=9.0, height=max(3.0, 0.7 * count + 1.5))
     for ax, (run, pts) in zip(axes, data.runs):
-        series: Dict[Tuple, List] = {}
-        for p in pts:
-            # Rows with an overrun window are kept: only its pairs are left out
-            # (row_duet_pairs), as the verdicts do (verdicts.find_duet).
-            if p.aggregate is None:
-                series.setdefault((p.variant, p.threads), []).append(p)
+        # Rows with an overrun window are kept: only its pairs are left out
+        # (row_duet_pairs), as the verdicts do (verdicts.find_duet).
+        series = grouped((p for p in pts if p.aggregate is None), lambda p: (p.variant, p.threads))
         if not series:
             empty_panel(ax, run.host, "no paired-window rows")
             continue

@@ -17,7 +17,8 @@ import matplotlib.pyplot as plt  # noqa: E402  (backend must be chosen first)
 from matplotlib.figure import Figure  # noqa: E402
 
 import usl as usl_mod  # noqa: E402
-from lockline_results import Point, Run, Stat, summarize, topology_markers  # noqa: E402
+from lockline_results import (Point, Run, Stat, by_variant, summarize,  # noqa: E402
+                              topology_markers)
 from stats import majority_regime  # noqa: E402
 
 # Units for the y axis, by metric name (anything else is printed as the bare name).
@@ -433,10 +434,7 @@ def relative_panel(ax, data: FamilyData, figure: str, panel: str,
     all_threads = set()
     index = 0
     for run, pts in runs:
-        groups: Dict[Tuple, Dict[int, List[Point]]] = {}
-        for p in pts:
-            if p.aggregate is None and metric in p.metrics:
-                groups.setdefault(p.variant, {}).setdefault(p.threads, []).append(p)
+        groups = by_variant(p for p in pts if p.aggregate is None and metric in p.metrics)
         varying = [k for k in varying_keys(groups) if k != key] + [key]
         for variant, by_n in sorted(groups.items()):
             params = dict(variant)

@@ -246,6 +246,20 @@ def repetition_id(point: Point) -> str:
     return f"{run}/{point.key}/#{point.repetition}"
 
 
+def grouped(items: Iterable[Any], key: Any) -> Dict[Any, List[Any]]:
+    """{key(x): [x, ...]} of `items`, keys in first-seen order."""
+    out: Dict[Any, List[Any]] = {}
+    for x in items:
+        out.setdefault(key(x), []).append(x)
+    return out
+
+
+def by_variant(points: Iterable[Point]) -> Dict[Tuple, Dict[int, List[Point]]]:
+    """{variant: {threads: [points]}}, in first-seen order."""
+    return {v: grouped(pts, lambda p: p.threads)
+            for v, pts in grouped(points, lambda p: p.variant).items()}
+
+
 def labelled_duet_pairs(points: Sequence[Point]) -> List[Tuple[str, float, float, str]]:
     """(regime, A's ops/s, B's ops/s, repetition_id) per window pair: the input of
     stats.compare_pairs (the repetitions are its resampling units) and compare_pair_effects."""

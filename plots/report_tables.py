@@ -8,7 +8,7 @@ from __future__ import annotations
 import html
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from lockline_results import (Point, Run, Stat, labelled_duet_pairs, summarize,
+from lockline_results import (Point, Run, Stat, by_variant, labelled_duet_pairs, summarize,
                               summarize_side_by_side)
 import stats
 
@@ -430,11 +430,8 @@ DERIVED_COUNTERS = ("IPC", "cache-misses/op", "hitm/op")
 
 def _by_variant(run: Run, bench: str, param: str = "") -> Dict[Tuple, Dict[int, List[Point]]]:
     """{variant: {threads: repetitions}} of the `bench` rows (carrying `param` when given)."""
-    by: Dict[Tuple, Dict[int, List[Point]]] = {}
-    for p in run.points:
-        if p.bench == bench and p.aggregate is None and (not param or param in p.params):
-            by.setdefault(p.variant, {}).setdefault(p.threads, []).append(p)
-    return by
+    return by_variant(p for p in run.points if p.bench == bench and p.aggregate is None
+                      and (not param or param in p.params))
 
 
 def _latest_rows(run: Run, bench: str) -> List[Tuple[Tuple, int, List[Point]]]:

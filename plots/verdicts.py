@@ -22,7 +22,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from lockline_results import (Point, ResultError, Run, error_status,  # noqa: E402
+from lockline_results import (Point, ResultError, Run, by_variant, error_status,  # noqa: E402
                               labelled_duet_pairs, load_runs, summarize_side_by_side)
 import stats  # noqa: E402
 
@@ -270,13 +270,6 @@ def answerability(record: Dict[str, Any], rows: Sequence[Point], run: Run) -> Di
                      f"here, not an answer: {record['text']}")}
 
 
-def _variants(points: Sequence[Point]) -> Dict[Tuple, Dict[int, List[Point]]]:
-    out: Dict[Tuple, Dict[int, List[Point]]] = {}
-    for p in points:
-        out.setdefault(p.variant, {}).setdefault(p.threads, []).append(p)
-    return out
-
-
 def _swap(variant: Tuple, key: str, value: str) -> Tuple:
     return tuple(sorted({**dict(variant), key: value}.items()))
 
@@ -289,18 +282,18 @@ def find_pairs(spec: ComparisonSpec, points: Sequence[Point]
     metric = next((m for m in spec.metrics if any(m in p.metrics for p in rows)), None)
     if metric is None:
         return []
-    by_variant = _variants([p for p in rows if metric in p.metrics])
+    table = by_variant([p for p in rows if metric in p.metrics])
     groups: Dict[Tuple, List[Tuple]] = {}
-    for variant in by_variant:
+    for variant in table:
         params = dict(variant)
         if params.get(spec.param) != spec.base:
             continue
         if any(params.get(k, "") != v for k, v in spec.only):
             continue
         other = _swap(variant, spec.param, spec.variant)
-        if other not in by_variant:
+        if other not in table:
             continue
-        common = set(by_variant[variant]) & set(by_variant[other])
+        common = set(table[variant]) & set(table[other])
         if not common:
             continue
         group = tuple((k, params.get(k, "")) for k in spec.group_by)
@@ -315,9 +308,9 @@ def find_pairs(spec: ComparisonSpec, points: Sequence[Point]
                     variant)
         best = min(candidates, key=score)
         other = _swap(best, spec.param, spec.variant)
-        common = sorted(set(by_variant[best]) & set(by_variant[other]))
+        common = sorted(set(table[best]) & set(table[other]))
         n = common[-1] if spec.threads == "max" else common[0]
-        out.append((metric, by_variant[best][n], by_variant[other][n], n, group))
+        out.append((metric, table[best][n], table[other][n], n, group))
     return out
 
 
