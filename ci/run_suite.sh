@@ -20,10 +20,8 @@ for arg in "$@"; do
     --calibrate-only) calibrate_only=1 ;;
   esac
 done
-set +e
-"$build/lockline" --out="$out" "$@"
-rc=$?
-set -e
+rc=0
+"$build/lockline" --out="$out" "$@" || rc=$?
 if [[ $calibrate_only == 1 ]]; then
   # A calibration run is an input to `lockline predict --target=`: no plots or report.
   echo "lockline: run directory $out (calibration rows for lockline predict --target=$out)"
