@@ -149,13 +149,7 @@ def row_values(row: Dict[str, Any], path: str) -> Dict[str, float]:
     Raises ResultError on an unknown time_unit or a non-numeric time."""
     skip = {"iterations", "threads", "repetitions", "repetition_index", "family_index",
             "per_family_instance_index", "error_occurred"}
-    out = {}
-    for k, v in row.items():
-        if k in skip:
-            continue
-        num = _number(v)
-        if num is not None:
-            out[k] = num
+    out = {k: num for k, v in row.items() if k not in skip and (num := _number(v)) is not None}
     for k in ("real_time", "cpu_time"):
         if k in row:
             v = row[k]
@@ -441,8 +435,7 @@ def _point_from_row(row: Dict[str, Any]) -> Optional[Point]:
     row_threads = _number(row.get("threads"))
     # Only the JSON `threads` field or a `threads:` key component is a thread count; positional
     # benchmark arguments (`BM_x/8`) are parameters arg0, arg1, ... (plotted on their own axis).
-    for i, value in enumerate(positional):
-        params[f"arg{i}"] = str(value)
+    params.update((f"arg{i}", str(value)) for i, value in enumerate(positional))
     if threads is None:
         threads = int(row_threads) if row_threads and row_threads >= 1 else 1
     if threads < 1:
@@ -841,15 +834,12 @@ def topology_markers(run: Run, thread_counts: Iterable[int]) -> List[Tuple[int, 
             boolean = field in ("smt_siblings", "oversubscribed")
             crossed = bool(value) if boolean else bool(_number(value) and value > 1)
             if crossed and previous is False and n in wanted:
-                label = text if boolean else f"{int(value)} {text}"
-                markers.append((n, label))
-            previous = bool(crossed)
+                markers.append((n, text if boolean else f"{int(value)} {text}"))
+            previous = crossed
             if crossed:
                 break
-    merged: Dict[int, List[str]] = {}
-    for n, label in sorted(markers):
-        merged.setdefault(n, []).append(label)
-    return [(n, ", ".join(labels)) for n, labels in merged.items()]
+    return [(n, ", ".join(label for _, label in ms))
+            for n, ms in grouped(sorted(markers), lambda m: m[0]).items()]
 
 
 def summarize_in_regime(points: Iterable[Point], metric: str, regime: str) -> Optional[Stat]:
