@@ -606,11 +606,10 @@ def decide(rows, options):
         return
     alpha = options["alpha"]
     for r in compared:
-        if r.get("method") == "matched" or (r.get("method") == "pair_effects" and
-                                            r.get("matched")):
-            r["p_value"] = signed_rank_p(r["baseline"]["samples"], r["current"]["samples"])
-        else:
-            r["p_value"] = mann_whitney_p(r["baseline"]["samples"], r["current"]["samples"])
+        matched = r.get("method") == "matched" or (r.get("method") == "pair_effects" and
+                                                   r.get("matched"))
+        r["p_value"] = (signed_rank_p if matched else mann_whitney_p)(
+            r["baseline"]["samples"], r["current"]["samples"])
     for r, adj in zip(compared, holm_adjust([r["p_value"] for r in compared])):
         r["p_adjusted"] = adj
     for r in compared:

@@ -301,10 +301,7 @@ class Run:
     @property
     def label(self) -> str:
         """`host@commit` (foreign: `host@file name`) plus `tag`: the legend label."""
-        if self.lockline:
-            base = f"{self.host}@{self.commit}"
-        else:
-            base = f"{self.host}@{os.path.basename(self.path)}"
+        base = f"{self.host}@{self.commit if self.lockline else os.path.basename(self.path)}"
         return f"{base} {self.tag}" if self.tag else base
 
     def caption(self) -> str:

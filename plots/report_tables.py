@@ -34,8 +34,7 @@ def select(run: Run, bench: str, metric: str, where: Dict[str, str], threads: An
     pts = [p for p in run.points if p.bench == bench and metric in p.metrics
            and p.aggregate is None and all(p.params.get(k) == v for k, v in where.items())]
     if prefer:
-        narrowed = [p for p in pts if all(p.params.get(k) == v for k, v in prefer.items())]
-        pts = narrowed or pts
+        pts = [p for p in pts if all(p.params.get(k) == v for k, v in prefer.items())] or pts
     if not pts:
         return []
     variant = sorted({p.variant for p in pts})[0]
@@ -107,10 +106,7 @@ class Cell(str):
 def comparison_cell(verdict: Optional[Dict[str, Any]], cid: str, missing: str = "") -> Cell:
     """A verdicts.json entry's `text` in a table cell, marked data-comparison=ID; 'not run:
     <missing>' with the same mark without a verdict."""
-    if verdict is None:
-        text = NOT_RUN + (f": {missing}" if missing else "")
-    else:
-        text = verdict["text"]
+    text = NOT_RUN + (f": {missing}" if missing else "") if verdict is None else verdict["text"]
     return Cell(f'<span class="cmp" data-comparison="{html.escape(cid)}">'
                 f"{html.escape(text)}</span>")
 
@@ -329,11 +325,7 @@ def _pagevec_2020_rows(run: Run, verdicts: List[Dict[str, Any]]) -> List[List[An
         # The wait share is lock_stat's: from the verdict's instrumented twins (its
         # evidence), or its own rows where they are the instrumented ones.
         ev = v.get("evidence") or {}
-        if ev:
-            base, variant = verdict_points(run, {"base_key": ev["base_key"],
-                                                 "variant_key": ev["variant_key"]})
-        else:
-            base, variant = verdict_points(run, v)
+        base, variant = verdict_points(run, ev or v)
         if not base or "stats:off" in base[0].key:
             continue
         rows.append([f"share of time waiting for lru_lock (lock_stat evidence), "
