@@ -76,10 +76,8 @@ def key_filter(text):
 
 def min_effect_for(key, options):
     """The first matching --override's percent for `key`, else --min-effect."""
-    for regex, pct in options["overrides"]:
-        if regex.search(key):
-            return pct
-    return options["min_effect"]
+    return next((pct for regex, pct in options["overrides"] if regex.search(key)),
+                options["min_effect"])
 
 
 def expand_side_argument(arg):

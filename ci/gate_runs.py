@@ -263,10 +263,7 @@ def default_metric(base_samples, cur_samples):
     both = base_samples + cur_samples
     if both and all("pair_ratio" in s["values"] for s in both):
         return "pair_ratio"
-    for s in both:
-        if "ops_per_s" in s["values"]:
-            return "ops_per_s"
-    return "real_time"
+    return "ops_per_s" if any("ops_per_s" in s["values"] for s in both) else "real_time"
 
 
 def _comparability_warnings(row, bs, cs, changed_layouts):
