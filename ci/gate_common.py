@@ -97,10 +97,6 @@ def failure_message(row):
 INVARIANT_PREFIX = "invariant broken"
 
 
-def _usable_pair(a, b):
-    return a > 0 and b > 0 and math.isfinite(a) and math.isfinite(b) and math.isfinite(b / a)
-
-
 def invariant_broken(row, key):
     """Why one iteration row is a broken measurement, or "": its "verify" is not "ok", its
     error message starts with "invariant broken", or it is a duet row without one usable
@@ -114,7 +110,8 @@ def invariant_broken(row, key):
     if (key.startswith("duet/") or row.get("family") == "duet") and \
             not row.get("error_occurred") and not row.get("skipped"):
         pairs = results.row_duet_pairs(row)
-        if not any(_usable_pair(a, b) for a, b in pairs):
+        if not any(a > 0 and b > 0 and math.isfinite(a) and math.isfinite(b)
+                   and math.isfinite(b / a) for a, b in pairs):
             return (f"empty duet: none of its {len(pairs)} window pairs has both sides' ops/s "
                     "positive and finite")
     return ""

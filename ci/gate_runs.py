@@ -505,12 +505,6 @@ def _fill_change(row, choice, nb, nc):
         row["notes"].append(_method_note(choice, nb, nc))
 
 
-def _gb_rate(metric, samples, threads):
-    rate = metric.endswith(("per_second", "/s")) or metric_direction(metric) == "higher"
-    return (rate and threads > 1 and metric not in GB_PER_THREAD_RATES and
-            any(s.get("foreign") for s in samples))
-
-
 def _same_across_19(samples):
     """A metric every sample has that reads the same on both sides of 1.9.0, for the notes:
     lockline's own ops_per_s, or a foreign file's items/bytes_per_second (converted back in
@@ -529,8 +523,11 @@ def _gb_semantics(row, samples, ctx):
     """A time row or threaded foreign rate across Google Benchmark 1.9.0 is incomparable
     (unless --allow-gb-straddle); one of an unknown version is counted for a warning."""
     threads = max([s["threads"] for s in samples if isinstance(s["threads"], int)], default=1)
-    rate = _gb_rate(row["metric"], samples, threads)
-    if row["metric"] not in TIME_METRICS and not rate:
+    metric = row["metric"]
+    rate = (threads > 1 and metric not in GB_PER_THREAD_RATES
+            and (metric.endswith(("per_second", "/s")) or metric_direction(metric) == "higher")
+            and any(s.get("foreign") for s in samples))
+    if metric not in TIME_METRICS and not rate:
         return
     what = "threaded rate" if rate else "time-based row"
     if ctx["straddle"] and not ctx["options"].get("allow_gb_straddle"):

@@ -100,11 +100,6 @@ def _x_axis(data: FamilyData, selected) -> Optional[str]:
     return None
 
 
-def natural_key(variant) -> Tuple:
-    """Sort key of a variant whose numeric values sort as numbers (1, 2, 16, not 1, 16, 2)."""
-    return tuple((k,) + _natural(v) for k, v in variant)
-
-
 def bar_panel(ax, data: FamilyData, figure: str, panel: str, runs, metric: str) -> None:
     """Bars of `metric` per (run, variant, thread count), error bars from repetitions; used
     where there is nothing to plot against threads (one thread count)."""
@@ -112,7 +107,9 @@ def bar_panel(ax, data: FamilyData, figure: str, panel: str, runs, metric: str) 
     for run, pts in runs:
         summary = summarize(pts, metric)
         varying = varying_keys(summary)
-        for variant, by_n in sorted(summary.items(), key=lambda kv: natural_key(kv[0])):
+        # Numeric values sort as numbers (1, 2, 16, not 1, 16, 2).
+        for variant, by_n in sorted(summary.items(),
+                                    key=lambda kv: tuple((k,) + _natural(v) for k, v in kv[0])):
             for n, stat in sorted(by_n.items()):
                 label = series_label(variant, varying) + (f" [{run.label}]" if len(runs) > 1 else "")
                 if len({p.threads for p in pts}) > 1:
