@@ -324,17 +324,9 @@ def group_text(group: Tuple) -> List[str]:
     """A group's parameters in a verdict's words: "work_ns:0" is labelled the saturated case
     (no work outside the lock), "work_ns:cal" the calibrated fault-path work; parameters the
     rows do not carry are left out."""
-    out = []
-    for k, v in group:
-        if v == "":
-            continue  # a parameter the rows do not carry (older files)
-        text = f"{k}:{v}"
-        if k == "work_ns" and v == "0":
-            text += " (saturated: no work outside the lock)"
-        elif k == "work_ns" and v == "cal":
-            text += " (calibrated fault-path work per page)"
-        out.append(text)
-    return out
+    labels = {("work_ns", "0"): " (saturated: no work outside the lock)",
+              ("work_ns", "cal"): " (calibrated fault-path work per page)"}
+    return [f"{k}:{v}" + labels.get((k, v), "") for k, v in group if v != ""]
 
 
 def comparison_id(spec: ComparisonSpec, group: Tuple = ()) -> str:
