@@ -126,17 +126,16 @@ def check(runs: Sequence[Run], min_effect: float = stats.MIN_EFFECT, metric: str
         if skipped:
             notes.append(f"{base.path} vs {cur.path}: {len(skipped)} key(s) hold the same rows "
                          "in both (the same run twice?), not counted")
-    by_source = {s: count([r for r in records if r["source"] == s])
-                 for s in sorted({r["source"] for r in records})}
-    by_family = {f: count([r for r in records if r["family"] == f])
-                 for f in sorted({r["family"] for r in records})}
-    within = [r for r in records if r["source"] == "A/A duet row"]
-    between = [r for r in records if r["source"] != "A/A duet row"]
+    def by(field):
+        return {v: count([r for r in records if r[field] == v])
+                for v in sorted({r[field] for r in records})}
+    within = [r["source"] == "A/A duet row" for r in records]
     return {"min_effect": min_effect, "runs": [r.path for r in runs],
             "pairs_of_runs": len(couples), "total": count(records),
-            "within_run": count(within), "between_run": count(between),
-            "by_source": by_source,
-            "by_family": by_family, "comparisons": records, "notes": notes}
+            "within_run": count([r for r, w in zip(records, within) if w]),
+            "between_run": count([r for r, w in zip(records, within) if not w]),
+            "by_source": by("source"), "by_family": by("family"), "comparisons": records,
+            "notes": notes}
 
 
 def count_text(c: Dict[str, Any], min_effect: float) -> str:
