@@ -438,9 +438,8 @@ RACE_VIOLATIONS = ("violations_freed_referenced", "violations_freed_on_lru")
 
 def race_verdicts(points) -> List[Dict[str, str]]:
     """Per page_free_race variant (and `scanner`): violations over all repetitions and windows
-    (either `violations` or the freed_referenced + freed_on_lru pair), frees, and a verdict string;
-    none in F frees: the rule of three, below 3 / F per free at 95 %
-    (`violation_rate_upper_95`)."""
+    (`violations`, or freed_referenced + freed_on_lru), frees, and a verdict string; none in F
+    frees: the rule of three, below 3 / F per free at 95 % (`violation_rate_upper_95`)."""
     rows = []
     by_variant: Dict[Tuple[str, str], List] = {}
     for p in points:
@@ -739,10 +738,9 @@ FALSE_SHARING_CLASSES = ("smt", "l2_shared", "l3_shared", "package_local", "pack
 
 
 def false_sharing_verdicts(points, min_effect: Optional[float] = None) -> List[Dict[str, str]]:
-    """Per false_sharing (pair class, op): each distance's ns/op effect against the farthest
-    measured (stats.compare_points) and the smallest distance from which nothing farther is slower
-    by the minimum effect ("not resolved here" when an interval is too wide). Returns dicts with
-    pair, op, effects (text per distance) and smallest (the answer in words)."""
+    """Per false_sharing (pair class, op): dicts of pair, op, effects (each distance's ns/op
+    effect against the farthest) and smallest (in words, the smallest distance from which nothing
+    farther is slower by the minimum effect; "not resolved here" when an interval is too wide)."""
     threshold = stats.MIN_EFFECT if min_effect is None else min_effect
     groups: Dict[Tuple[str, str], Dict[int, List]] = {}
     for p in points:

@@ -228,8 +228,7 @@ def threads_panel(ax, data: FamilyData, figure: str, panel: str,
                   ideal: bool = True, x_name: str = "threads") -> bool:
     """Draw `metric` against threads, one line per (run, variant): error bars from one regime's
     repetitions (other regimes hollow, overrun points crossed), the ideal line, a USL fit, topology
-    markers; no two series share a colour+marker. Returns False (with a note) without the
-    metric."""
+    markers, a colour+marker per series. Returns False (with a note) without the metric."""
     ax.set_title(panel, fontsize=10)
     summaries = [(run, summarize(pts, metric)) for run, pts in runs]
     summaries = [(run, s) for run, s in summaries if s]

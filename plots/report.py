@@ -91,9 +91,8 @@ def _para(cls: str, text: str) -> List[str]:
 
 
 def rows_note(verdicts: List[Dict[str, Any]], question: str) -> str:
-    """Which rows answer a question's verdicts (the uninstrumented stats:off twins) and which give
-    lock_stat's evidence; names any verdict only instrumented rows answer. "" for other
-    questions."""
+    """Which rows answer a question's verdicts (the stats:off twins) and which give lock_stat's
+    evidence, naming any verdict only instrumented rows answer; "" for other questions."""
     from verdicts import UNINSTRUMENTED_QUESTIONS
     mine = [v for v in verdicts if v.get("question") == question]
     if question not in UNINSTRUMENTED_QUESTIONS or not mine:
@@ -665,10 +664,9 @@ def checks_html(problems: List[str]) -> str:
 
 def write_report(run_dir: str, out: Optional[str] = None,
                  notes: Optional[List[str]] = None) -> Tuple[str, List[str]]:
-    """Plot run_dir into run_dir/plots, write verdicts.json and the report (files created
-    exclusively, renamed into place; a symlinked plots/ is refused), check them (report_checks);
-    return the report's path and problems; `notes` gets the starved_note. Raises ResultError for
-    bad input."""
+    """Plot run_dir into run_dir/plots, write verdicts.json and the report (a symlinked plots/ is
+    refused), check them (report_checks); return the report's path and problems; `notes` gets
+    the starved_note. Raises ResultError for bad input."""
     import families
     from outputs import write_atomic
     from plot import plot_runs

@@ -72,9 +72,8 @@ def stat_text(stat: Optional[Stat], unit: str = "", scale: float = 1.0) -> str:
 
 def side_by_side(groups: Sequence[List[Point]], metric: str, unit: str = "",
                  scale: float = 1.0) -> List[str]:
-    """stat_text of each group's `metric`, all in the one regime the groups share
-    (summarize_side_by_side); a group without repetitions in it says so (no arrow across
-    regimes)."""
+    """stat_text of each group's `metric`, all in the one regime the groups share; a group
+    without repetitions in it says so (no arrow across regimes)."""
     regime, stats_ = summarize_side_by_side(groups, metric)
     out = []
     for group, stat in zip(groups, stats_):
@@ -171,9 +170,8 @@ def seed_tables(run: Run, verdicts: Optional[List[Dict[str, Any]]] = None
 
 
 def sides_cell(run: Run, verdict: Dict[str, Any]) -> Cell:
-    """A verdict's two sides in its own numbers (data-sides=ID): its base median (of its own
-    samples) -> base x (1 + effect), or for ns saved base ns/op -> base / (1 + effect) and the ns
-    saved."""
+    """A verdict's two sides in its own samples' numbers (data-sides=ID): base median -> base x
+    (1 + effect), or for ns saved base ns/op -> base / (1 + effect) and the ns saved."""
     from figures import UNITS
     from verdicts import verdict_samples
     s = verdict_samples(run.points, verdict)

@@ -185,9 +185,8 @@ def hierarchical_median_interval(groups: Sequence[Sequence[float]],
                                  resamples: int = BOOTSTRAP_RESAMPLES, seed: int = SEED,
                                  expand: bool = True) -> Tuple[float, float, float]:
     """(median, lo, hi) of the pooled `groups` (one per repetition) by a seeded two-level
-    percentile bootstrap, so the interval carries the spread between repetitions, not only
-    within them; expand: widened by small_sample_expansion(len(groups)). All values equal:
-    exactly (v, v, v). Raises ValueError with no values, or one group when expand."""
+    percentile bootstrap (the spread between repetitions too), `expand`ed by small_sample_expansion;
+    all values equal: (v, v, v). Raises ValueError with no values, or one group when expand."""
     arrays = [np.asarray(g, dtype=float) for g in groups if len(g)]
     if not arrays:
         raise ValueError("no values")
@@ -332,10 +331,9 @@ RERUN_FLOOR = 0.01
 
 
 def for_rerun(comp: Comparison) -> Comparison:
-    """`comp` with its interval turned into a rerun interval (where an independent rerun puts its
-    estimate, 95 % of the time; Cumming and Maillardet 2006): the estimate +- max(sqrt(2) h,
-    RERUN_FLOOR) a side in log space, status recomputed. No interval, or exact: only `interval`
-    changes."""
+    """`comp` with a rerun interval (where an independent rerun puts its estimate, 95 % of the
+    time; Cumming and Maillardet 2006): the estimate +- max(sqrt(2) h, RERUN_FLOOR) a side in log
+    space, status recomputed. No interval, or exact: only `interval` changes."""
     out = dataclasses.replace(comp, interval="rerun", effect_ci=comp.ci)
     if comp.ci is None or comp.effect is None or comp.exact or comp.effect <= -1.0:
         return out
