@@ -185,8 +185,9 @@ def hierarchical_median_interval(groups: Sequence[Sequence[float]],
                                  resamples: int = BOOTSTRAP_RESAMPLES, seed: int = SEED,
                                  expand: bool = True) -> Tuple[float, float, float]:
     """(median, lo, hi) of the pooled `groups` (one per repetition) by a seeded two-level
-    percentile bootstrap (the spread between repetitions too), `expand`ed by small_sample_expansion;
-    all values equal: (v, v, v). Raises ValueError with no values, or one group when expand."""
+    percentile bootstrap (carrying the spread between repetitions), widened by
+    small_sample_expansion when `expand`; all values equal: (v, v, v). Raises ValueError with no
+    values, or one group when expand."""
     arrays = [np.asarray(g, dtype=float) for g in groups if len(g)]
     if not arrays:
         raise ValueError("no values")
