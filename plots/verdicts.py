@@ -321,9 +321,8 @@ def _group_order(group: Tuple) -> Tuple:
 
 
 def group_text(group: Tuple) -> List[str]:
-    """A group's parameters in a verdict's words: "work_ns:0" is labelled the saturated case
-    (no work outside the lock), "work_ns:cal" the calibrated fault-path work; parameters the
-    rows do not carry are left out."""
+    """A group's parameters in a verdict's words, work_ns labelled; parameters the rows do not
+    carry are left out."""
     labels = {("work_ns", "0"): " (saturated: no work outside the lock)",
               ("work_ns", "cal"): " (calibrated fault-path work per page)"}
     return [f"{k}:{v}" + labels.get((k, v), "") for k, v in group if v != ""]
@@ -413,14 +412,13 @@ def verdict_record(spec: ComparisonSpec, metric: str, base: List[Point], variant
                    threads: int, group: Tuple, min_effect: float,
                    duet: Sequence[Point] = (), look: int = 0,
                    points: Sequence[Point] = ()) -> Dict[str, Any]:
-    """One verdicts.json entry for a base/variant pair of repetitions: the one computation
-    every rendering of this comparison (verdict line, table cell, relative plot) shows. With
-    `duet` rows the verdict is the paired effect (stats.compare_pairs, method "paired"), the
-    unpaired one kept as `unpaired`, never the answer. `look` > 0: the look-th verdict of an
-    adaptively stopped sample (lockline --until-resolved), at
-    stats.sequential_confidence(look) (`sequential`, and the text). spec.uninstrumented:
-    `instrumented` says whether the rows had lock_stat on, `evidence` (evidence_record, from
-    `points`) gives the instrumented twins' wait share."""
+    """One verdicts.json entry for a base/variant pair of repetitions: the one computation every
+    rendering of this comparison (verdict line, table cell, relative plot) shows. With `duet`
+    rows the verdict is the paired effect (stats.compare_pairs, method "paired"), the unpaired
+    one kept as `unpaired`, never the answer. `look` > 0: the look-th verdict of an adaptively
+    stopped sample (--until-resolved) at stats.sequential_confidence(look) (`sequential`).
+    spec.uninstrumented: `instrumented` says whether the rows had lock_stat on, `evidence`
+    (evidence_record, from `points`) gives the instrumented twins' wait share."""
     # Preferred parameters the chosen rows lack are said: the spec's words ("16 slots") must
     # never describe rows they do not match.
     params = base[0].params if base else {}
