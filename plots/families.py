@@ -710,12 +710,9 @@ def c2c_figure(data: FamilyData) -> Optional[Figure]:
             ax.scatter([j for i, j in spread] + [i for i, j in spread],
                        [i for i, j in spread] + [j for i, j in spread], marker="x", color="red")
         if len(pus) <= 12:
-            for i in range(len(pus)):
-                for j in range(len(pus)):
-                    if np.isfinite(matrix[i, j]):
-                        dark = matrix[i, j] > np.nanmean(matrix)
-                        ax.text(j, i, f"{matrix[i, j]:.0f}", ha="center", va="center", fontsize=6,
-                                color="white" if dark else "black")
+            for i, j in zip(*np.nonzero(np.isfinite(matrix))):
+                ax.text(j, i, f"{matrix[i, j]:.0f}", ha="center", va="center", fontsize=6,
+                        color="white" if matrix[i, j] > np.nanmean(matrix) else "black")
     return finish(fig, runs)
 
 
