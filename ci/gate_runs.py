@@ -614,8 +614,7 @@ def decide(rows, options):
                                   "minimum effect")
             continue
         ci, eff = r["ci_pct"], r["min_effect_pct"]
-        if ci is not None and effects.is_equivalent((ci[0] / 100.0, ci[1] / 100.0),
-                                                    eff / 100.0):
+        if ci is not None and effects.is_equivalent((ci[0] / 100.0, ci[1] / 100.0), eff / 100.0):
             r["verdict"] = "no change"
             continue
         r["verdict"] = "undecided"

@@ -228,8 +228,7 @@ def pagevec_sweep(points) -> Tuple[Dict[str, str], List]:
 
     def score(config):
         params = dict(config)
-        return (-len(configs[config]), -sum(params.get(k) == v for k, v in prefer.items()),
-                config)
+        return (-len(configs[config]), -sum(params.get(k) == v for k, v in prefer.items()), config)
     best = min(configs, key=score)
     return dict(best), [p for p in rows if tuple(sorted(
         (k, v) for k, v in p.params.items() if k != "slots")) == best]
@@ -538,8 +537,7 @@ def plot_page_free(data: FamilyData) -> List[Tuple[str, Figure]]:
         ax.legend(fontsize=6)
     if has_race:
         bar_panel(axes[-1], data, data.family, "race test (page_free_race): lost references "
-                  "per variant", data.select(lambda p: p.bench == "page_free_race"),
-                  "violations")
+                  "per variant", data.select(lambda p: p.bench == "page_free_race"), "violations")
     return [("page_free", finish(fig, runs))]
 
 

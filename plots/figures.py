@@ -95,8 +95,7 @@ def new_figure(panels: int, title: str, runs: Sequence[Run], cols: int = 2,
     fig._lockline_caption_frac = min(0.4, (0.15 * len(lines) + 0.1) / fig_height)
     axes = [fig.add_subplot(rows, cols, i + 1) for i in range(panels)]
     fig.suptitle(title, fontsize=12)
-    fig.text(0.01, 0.005, "\n".join(lines), fontsize=7, va="bottom", ha="left",
-             family="monospace")
+    fig.text(0.01, 0.005, "\n".join(lines), fontsize=7, va="bottom", ha="left", family="monospace")
     finish(fig, runs)
     return fig, axes
 
@@ -269,8 +268,7 @@ def threads_panel(ax, data: FamilyData, figure: str, panel: str,
             joined = [i for i, n in enumerate(ns) if by_n[n].regime in ("", regime)]
             ax.errorbar([ns[i] for i in joined], [ys[i] for i in joined],
                         yerr=[errs[i] for i in joined], marker=marker, ms=4, capsize=2,
-                        color=color, linestyle=style_cycle[run_idx % len(style_cycle)],
-                        label=full)
+                        color=color, linestyle=style_cycle[run_idx % len(style_cycle)], label=full)
             apart = [i for i in range(len(ns)) if i not in joined]
             ax.scatter([ns[i] for i in apart], [ys[i] for i in apart], s=28, marker=marker,
                        facecolors="none", edgecolors=color, zorder=4)
@@ -285,8 +283,7 @@ def threads_panel(ax, data: FamilyData, figure: str, panel: str,
                 ax.plot(ns, [by_n[1].mean * n for n in ns], linestyle=":", color=color,
                         linewidth=0.8, alpha=0.7)
             if fit_usl:
-                _usl_overlay(ax, data, (figure, panel, full), run, metric, ns, ys, color,
-                             unfitted)
+                _usl_overlay(ax, data, (figure, panel, full), run, metric, ns, ys, color, unfitted)
         for n, text in (topology_markers(run, all_threads) if x_name == "threads" else []):
             ax.axvline(n, color="0.5", linewidth=0.8, linestyle="-.")
             # Labels at the bottom: legends live top-left, curves rarely reach the bottom.

@@ -578,8 +578,7 @@ def load_run(path: str) -> Run:
                             "workers were mostly idle or cpu_time is one thread's; read "
                             "throughput with care")
         warnings += _worker_argument_warnings(points)
-    return Run(path=path, context=context, points=points, skipped_rows=skipped,
-               warnings=warnings)
+    return Run(path=path, context=context, points=points, skipped_rows=skipped, warnings=warnings)
 
 
 # Google Benchmark 1.9.0 (PR #1836): a threaded row's real_time is each thread's wall time per

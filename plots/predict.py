@@ -299,8 +299,7 @@ def predicted_verdicts(variants: List[VariantInputs], curves: Dict[str, List[Dic
                 base = {"question": spec.question, "id": spec.id, "lock": lock,
                         "base_key": bk, "variant_key": vk, "threads": n}
                 if reason is not None:
-                    out.append(dict(base, effect=None, ci=None, predicted=False,
-                                    reason=reason,
+                    out.append(dict(base, effect=None, ci=None, predicted=False, reason=reason,
                                     text=f"{label}, {n} threads: not predicted ({reason})"))
                     continue
                 cb = {r["threads"]: r for r in curves.get(bk, [])}

@@ -590,8 +590,7 @@ def fit_all(variants: Sequence[VariantInputs], draws: int, rng: np.random.Genera
     groups: Dict[Tuple, List[VariantInputs]] = {}
     locks: Dict[str, List[VariantInputs]] = {}
     for v in variants:
-        locks.setdefault(v.key.replace(f"/work_ns:{v.params.get('work_ns')}/", "/"),
-                         []).append(v)
+        locks.setdefault(v.key.replace(f"/work_ns:{v.params.get('work_ns')}/", "/"), []).append(v)
         if fits[v.key]["g_measured"]:
             key = (v.family,) + tuple(v.params.get(k, "") for k in OUTSIDE_WORK_PARAMS)
             groups.setdefault(key, []).append(v)

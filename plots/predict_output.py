@@ -81,8 +81,7 @@ def write_figures(out_dir: str, title: str, variants, curves, assumed: str = "",
             ax.set_ylabel("predicted ops/s")
             part = f" ({pi + 1}/{len(panels)})" if len(panels) > 1 else ""
             ax.set_title(f"{fam}{part}: PREDICTED", fontsize=9)
-            ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5),
-                      frameon=False)
+            ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)
             ax.grid(True, which="both", alpha=0.3)
         head = f"{fam}: PREDICTED for {title}" + (f", input run {date}" if date else "")
         if common:

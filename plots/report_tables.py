@@ -110,8 +110,7 @@ def comparison_cell(verdict: Optional[Dict[str, Any]], cid: str, missing: str = 
                 f"{html.escape(text)}</span>")
 
 
-def other_comparison_cell(base: List[Point], variant: List[Point], metric: str,
-                          what: str) -> Cell:
+def other_comparison_cell(base: List[Point], variant: List[Point], metric: str, what: str) -> Cell:
     """A comparison that is not a verdicts.json entry, labelled with its own rows (base and
     variant keys) so it is never read as one: 'other comparison, rows A vs B: +3 % [...]'."""
     if not base or not variant:
@@ -144,8 +143,7 @@ def comparison_rows(verdicts: List[Dict[str, Any]], question: str) -> List[List[
             continue
         mine = _of(verdicts, spec.id)
         for v in mine:
-            out.append([v["comparison"], spec.seed, comparison_cell(v, v["id"]),
-                        spec.comparable])
+            out.append([v["comparison"], spec.seed, comparison_cell(v, v["id"]), spec.comparable])
         if not mine and not answered:
             out.append([f"{spec.variant_name} vs {spec.base_name}", spec.seed,
                         comparison_cell(None, spec.id, f"no {rows_text(spec)} rows in this run"),

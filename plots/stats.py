@@ -37,8 +37,7 @@ Sample = Tuple[str, float]  # (coherence label, value)
 BOOTSTRAP_CHUNK_VALUES = 1 << 22
 
 
-def resampled_medians(values: np.ndarray, rng: np.random.Generator,
-                      resamples: int) -> np.ndarray:
+def resampled_medians(values: np.ndarray, rng: np.random.Generator, resamples: int) -> np.ndarray:
     """Medians of `resamples` resamples of `values` with replacement, drawn in chunks above
     BOOTSTRAP_CHUNK_VALUES (below it the very draws of one call)."""
     n = int(values.size)
@@ -241,8 +240,7 @@ class Comparison:
     # repetitions (compare_matched) or "pair_effects" (compare_pair_effects).
     method: str = "unpaired"
     # The values the interval rests on (compare_matched, compare_pair_effects), for summaries.
-    used: Optional[Tuple[List[float], List[float]]] = dataclasses.field(default=None,
-                                                                        repr=False)
+    used: Optional[Tuple[List[float], List[float]]] = dataclasses.field(default=None, repr=False)
     # Identical matched sides: every paired difference 0, the interval exactly [0, 0].
     exact: bool = False
     # Resampling units (repetitions) and small_sample_expansion's factor for them.
@@ -476,8 +474,7 @@ def compare_pairs(pairs: Sequence[Tuple], label: str = "",
         effect = (float(np.exp(np.median([math.log(b / a) for a, b, _ in used]))) - 1.0
                   if used else None)
         return Comparison(effect=effect, ci=None, status="too_few", **common)
-    med, lo, hi = hierarchical_median_interval(list(groups.values()), confidence, resamples,
-                                               seed)
+    med, lo, hi = hierarchical_median_interval(list(groups.values()), confidence, resamples, seed)
     return _from_logs(med, lo, hi, expansion=small_sample_expansion(len(groups), confidence),
                       **common)
 
@@ -589,8 +586,7 @@ def _matched_pair_effects(base_pairs: Sequence[Tuple], current_pairs: Sequence[T
     if any(pb[0] != pc[0] for pb, pc in zip(base_pairs, current_pairs)):
         raise ValueError("matched runs need the same coherence label at every pair")
     regime, index = _one_regime([p[0] for p in base_pairs])
-    rows = [(_pair_log_ratio(*base_pairs[i][1:3]),
-             _pair_log_ratio(*current_pairs[i][1:3]))
+    rows = [(_pair_log_ratio(*base_pairs[i][1:3]), _pair_log_ratio(*current_pairs[i][1:3]))
             for i in index]
     rows = [(lb, lc) for lb, lc in rows if lb is not None and lc is not None]
     used = ([math.exp(lb) for lb, _ in rows], [math.exp(lc) for _, lc in rows])
@@ -607,8 +603,7 @@ def _unmatched_pair_effects(base_pairs: Sequence[Tuple], current_pairs: Sequence
         out = [(p[0], _pair_log_ratio(p[1], p[2]), p[3] if len(p) > 3 else None) for p in pairs]
         return [x for x in out if x[1] is not None]
     lbase, lcur = logs(base_pairs), logs(current_pairs)
-    choice = select_regime([(lab, lr) for lab, lr, _ in lbase],
-                           [(lab, lr) for lab, lr, _ in lcur])
+    choice = select_regime([(lab, lr) for lab, lr, _ in lbase], [(lab, lr) for lab, lr, _ in lcur])
     lb = np.asarray(choice.base, dtype=float)
     lc = np.asarray(choice.variant, dtype=float)
     common.update(regime=choice.regime, n_base=int(lb.size), n_variant=int(lc.size),

@@ -168,10 +168,8 @@ COMPARISONS: Tuple[ComparisonSpec, ...] = (
     # most pages can arrive pre-zeroed (prezeroed_share, said in the verdict); not Holt's busy
     # machine (the protocol:busy verdict below). Paired in the default suite (bench/duet.cpp).
     _spec("prezero_steady_own_pu", "004", "prezero", "mode", "zero_on_alloc", "prezeroed_busy",
-          "zero on allocation",
-          "pre-zeroed by a zeroer on a PU of its own while the allocator never sleeps (steady "
-          "state)", FAULTS,
-          "max", (), (("method", "memset"),),
+          "zero on allocation", "pre-zeroed by a zeroer on a PU of its own while the allocator "
+          "never sleeps (steady state)", FAULTS, "max", (), (("method", "memset"),),
           "Holt: no pre-zeroed pages when the machine is busy",
           "none: an objection, not a measurement; this row is not Holt's busy machine (the "
           "zeroer has a PU of its own; see the burst verdict with every PU allocating); "
@@ -304,8 +302,7 @@ def find_pairs(spec: ComparisonSpec, points: Sequence[Point]
             params = dict(variant)
             # Uninstrumented questions: a pair of stats:off twins wins first.
             twin = spec.uninstrumented and params.get("stats") == "off"
-            return (not twin, -sum(1 for k, v in spec.prefer if params.get(k, "") == v),
-                    variant)
+            return (not twin, -sum(1 for k, v in spec.prefer if params.get(k, "") == v), variant)
         best = min(candidates, key=score)
         other = _swap(best, spec.param, spec.variant)
         common = sorted(set(table[best]) & set(table[other]))
@@ -719,8 +716,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         min_effect = min_effect_of(args.min_effect)
         if args.look < 0:
             raise ResultError(f"--look {args.look}: expected 0 or a look number from 1")
-        path, doc = write_verdicts(args.run_dir, min_effect=min_effect,
-                                   look=args.look)
+        path, doc = write_verdicts(args.run_dir, min_effect=min_effect, look=args.look)
     except (ResultError, OSError) as err:
         return error_status("verdicts.py", err, "verdicts.json")
     if not args.quiet:
