@@ -136,14 +136,6 @@ def _add_repetition(side, r, path, rate, label):
         got.append((label, float(a), float(b), unit))
 
 
-def _builds_used_pairs(pairs, regime):
-    """[(old, new, repetition)] of `regime` (stats.compare_pairs' choice; "": all but mixed)."""
-    good = [(lab, a, b, g) for lab, a, b, g in pairs
-            if math.isfinite(a) and math.isfinite(b) and a > 0 and b > 0]
-    return [(a, b, g) for lab, a, b, g in good
-            if (lab == regime if regime else lab not in effects.NOT_A_REGIME)]
-
-
 def repetition_t_p(used):
     """Two-sided p-value of a one-sample t test that the repetitions' median log pair ratios are
     centred on 0 (the repetition is the unit); 1.0 under 2 repetitions or all at 0."""
@@ -172,7 +164,10 @@ def _regime_candidates(pairs, key, min_effect_pct, look=0):
         sub = pairs if not regime else [p for p in pairs if p[0] == regime]
         comp = effects.compare_pairs(sub, label=key, min_effect=min_effect_pct / 100.0,
                                      confidence=confidence)
-        used = _builds_used_pairs(sub, comp.regime)
+        # (old, new, repetition) of the regime compare_pairs chose ("": all but mixed).
+        used = [(a, b, g) for lab, a, b, g in sub
+                if math.isfinite(a) and math.isfinite(b) and a > 0 and b > 0
+                and (lab == comp.regime if comp.regime else lab not in effects.NOT_A_REGIME)]
         out.append({"regime": comp.regime, "comp": comp, "used": used,
                     "p": repetition_t_p(used) if comp.ci is not None else None,
                     "p_adjusted": None, "look": look,
