@@ -570,7 +570,11 @@ def predict(run_dir: str, topology: str, latencies: Optional[str] = None,
             r["text"] += " (latencies assumed: x86 figures)"
     doc = predicted_document(run, path, plan, title, x86, assumed_note, lat, regime, bias,
                              variants, curves, verdicts, skipped, draws, seed)
-    doc["placement"] = placement_policies(run_pin, pin)
+    # The input run's and the target's placement policy, and what the prediction assumes.
+    doc["placement"] = {"input": run_pin, "target": pin, "note": (
+        "the input run's threads were not pinned; the target's are laid out in cores order as "
+        "if pinned, where an unpinned run goes where its scheduler puts it"
+        if run_pin == "none" else "")}
     doc["notes"] = tgt[1] + [c for v in variants for c in v.fit_summary["clipped"]]
     try:
         doc["figures"] = write_figures(out_dir, doc["title"], variants, curves, assumed_note,
@@ -595,14 +599,6 @@ def drop_time_shared(run: Run) -> Tuple[Run, int]:
         return 0 < len(pus) < p.threads
     kept = [p for p in run.points if not shared(p)]
     return dataclasses.replace(run, points=kept), len(run.points) - len(kept)
-
-
-def placement_policies(run_pin: str, target_pin: str) -> Dict[str, str]:
-    """The input run's and the target's placement policy, and what the prediction assumes."""
-    note = ("the input run's threads were not pinned; the target's are laid out in cores "
-            "order as if pinned, where an unpinned run goes where its scheduler puts it"
-            if run_pin == "none" else "")
-    return {"input": run_pin, "target": target_pin, "note": note}
 
 
 def assume_x86_latencies(lat: Dict[str, Dict[str, Any]]) -> str:
