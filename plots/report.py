@@ -247,11 +247,9 @@ def verdict_html(verdicts: List[Dict[str, Any]], run: Optional[Run] = None) -> s
     for v in verdicts:
         cls = {"resolved": "ok", "not_resolved": "warn", "too_few": "warn",
                "not_answerable": "warn"}.get(v["status"], "")
-        scale = ""
-        if run is not None:
-            n = v.get("threads")
-            scale = ("measured with " + run.scale_text(n if isinstance(n, int) else None)
-                     + "; ")
+        n = v.get("threads")
+        scale = ("" if run is None else "measured with "
+                 + run.scale_text(n if isinstance(n, int) else None) + "; ")
         items.append(f'<li class="{cls}"><span class="cmp" data-comparison="'
                      f'{html.escape(v.get("id", ""))}">{html.escape(v["text"])}</span> '
                      f'<span class="caption scale">({html.escape(scale)}'
