@@ -371,12 +371,8 @@ def equivalence_line(result):
 def summary_line(result):
     """"2 regressions, 1 improvement, 40 no change, 3 undecided (of 46 rows compared)"."""
     s = result["summary"]
-
-    def plural(n, word):
-        return f"{n} {word}" + ("s" if n != 1 and word in ("regression", "improvement") else "")
-
-    parts = [plural(s["regression"], "regression"), plural(s["improvement"], "improvement"),
-             f"{s['no change']} no change", f"{s['undecided']} undecided"]
+    parts = [f"{s[w]} {w}" + ("s" if s[w] != 1 else "") for w in ("regression", "improvement")]
+    parts += [f"{s['no change']} no change", f"{s['undecided']} undecided"]
     line = ", ".join(parts) + f" (of {s['rows_compared']} rows compared"
     extra = [f"{s[v]} {v}" for v in ("only in baseline", "only in current", "incomparable")
              if s[v]]
