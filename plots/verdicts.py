@@ -343,10 +343,10 @@ def rows_text(spec: ComparisonSpec, base: Optional[Point] = None) -> str:
 
 
 def find_duet(spec: ComparisonSpec, base: List[Point], points: Sequence[Point]) -> List[Point]:
-    """The paired-windows repetitions (family `duet`, bench/duet.cpp) of `base`'s comparison:
-    `of`/`param`/`a`/`b` = the spec's bench, parameter, base and variant, everything else as
-    the base rows'; with `paired_value`, first the same bench's rows whose `param` is that
-    value (paired bursts). Overrun windows drop only their pairs (row_duet_pairs)."""
+    """The paired-windows repetitions (family `duet`, bench/duet.cpp) of `base`'s comparison
+    (`of`/`param`/`a`/`b`: the spec's bench, parameter, base, variant; the rest as base's), or
+    first, with `paired_value`, the bench's paired-burst rows whose `param` is that value;
+    overrun windows drop only their pairs (row_duet_pairs)."""
     if spec.paired_value:
         paired = {**base[0].params, spec.param: spec.paired_value}
         rows = [p for p in points if p.bench == spec.bench and p.aggregate is None
@@ -373,10 +373,9 @@ def instrumented_twins(spec: ComparisonSpec, rows: List[Point], points: Sequence
 def evidence_record(spec: ComparisonSpec, metric: str, base: List[Point],
                     variant: List[Point], points: Sequence[Point], min_effect: float,
                     confidence: float) -> Optional[Dict[str, Any]]:
-    """A verdict's lock_stat evidence from the instrumented twins of its stats:off rows (never
-    the answer): their keys, each side's lock wait share in one coherence regime, and the same
-    comparison on them (paired where the run holds their duet), to show what lock_stat does
-    to the effect. None without stats:off rows or their instrumented twins."""
+    """A verdict's lock_stat evidence, never its answer: the keys of its stats:off rows'
+    instrumented twins, each side's wait share in one regime, and the same comparison on them
+    (paired where the run holds their duet). None without stats:off rows or their twins."""
     on_base = instrumented_twins(spec, base, points)
     on_variant = instrumented_twins(spec, variant, points)
     if not on_base or not on_variant:
@@ -497,10 +496,9 @@ def verdict_record(spec: ComparisonSpec, metric: str, base: List[Point], variant
 
 
 def prezero_share_words(variant: List[Point], duet: Sequence[Point]) -> List[str]:
-    """The share of the variant's allocations handed a pre-zeroed page, in words: from Holt's
-    paired busy bursts' B sides (`duet`: details.duet.pairs b_prezeroed_share, median and range
-    over the bursts) where the rows record it, else the variant rows' prezeroed_share; []
-    without either."""
+    """The share of the variant's allocations handed a pre-zeroed page, in words: the median and
+    range of b_prezeroed_share over Holt's paired busy bursts (`duet`) where recorded, else the
+    variant rows' prezeroed_share; [] without either."""
     paired = [pr["b_prezeroed_share"] for p in duet for pr in
               ((p.row.get("details") or {}).get("duet") or {}).get("pairs", [])
               if isinstance(pr, dict) and "b_prezeroed_share" in pr]
@@ -605,10 +603,9 @@ def verdict_samples(points: Sequence[Point], verdict: Dict[str, Any]) -> Dict[st
 def ns_saved(base: Sequence[Point], effect: Optional[float],
              ci: Optional[Sequence[float]],
              base_ns: Optional[float] = None) -> Optional[Dict[str, Any]]:
-    """ns saved per operation by the variant: base_ns x (1 - 1 / (1 + effect)), effect on
-    ops/s, the interval mapped bound by bound (the base's own spread is not in it). `base_ns`:
-    the paired duet's own base windows ("duet windows"); without it the base rows' median
-    ns_per_op ("base rows"). None without an effect or a base ns/op."""
+    """ns saved per operation: base_ns x (1 - 1 / (1 + effect on ops/s)), the interval mapped
+    bound by bound (without the base's spread). `base_ns`: the paired duet's base windows ("duet
+    windows"), else the base rows' median ns_per_op; None without an effect or a base ns/op."""
     source = "duet windows"
     if base_ns is None:
         source = "base rows"
