@@ -58,8 +58,7 @@ def load_build_pairs(paths, rate="cpu"):
         first = first or names
         for r in doc["benchmarks"]:
             if r.get("run_type") != "aggregate":
-                label = _round_label(r, names, first, index)
-                _add_repetition(side, r, path, rate, label)
+                _add_repetition(side, r, path, rate, _round_label(r, names, first, index))
         for key in {results.row_key(r) for r in doc["benchmarks"]} if index else ():
             side["looks"][key] = side["looks"].get(key, 0) + 1
     if not side["pairs"] and not side["failed"]:
