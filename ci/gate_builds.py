@@ -156,8 +156,7 @@ def _regime_candidates(pairs, key, min_effect_pct, look=0):
     repetition_t_p and its alpha share at look k (stats.sequential_confidence)."""
     confidence = effects.sequential_confidence(look) if look else effects.CONFIDENCE
     labels = {lab for lab, _, _, _ in pairs}
-    regimes = sorted(lab for lab in labels
-                     if lab not in effects.NO_REGIME + effects.NOT_A_REGIME)
+    regimes = sorted(lab for lab in labels if lab not in effects.NO_REGIME + effects.NOT_A_REGIME)
     out = []
     for regime in regimes or [""]:
         sub = pairs if not regime else [p for p in pairs if p[0] == regime]

@@ -175,8 +175,7 @@ def min_attainable_p(n1, n2):
 def log_min_attainable_p(n1, n2):
     if n1 < 1 or n2 < 1:
         return 0.0
-    return (math.log(2.0) - math.lgamma(n1 + n2 + 1) + math.lgamma(n1 + 1)
-            + math.lgamma(n2 + 1))
+    return (math.log(2.0) - math.lgamma(n1 + n2 + 1) + math.lgamma(n1 + 1) + math.lgamma(n2 + 1))
 
 
 def repetitions_needed(alpha, m):

@@ -387,8 +387,7 @@ def compare(base, cur, options):
 
 def _compared_keys(base, cur, options):
     keys = sorted(set(base["rows"]) | set(cur["rows"]) |
-                  (set(cur.get("failed", {})) & set(base["rows"])) |
-                  set(cur.get("invariant", {})))
+                  (set(cur.get("failed", {})) & set(base["rows"])) | set(cur.get("invariant", {})))
     if options["filter"] is not None:
         keys = [k for k in keys if options["filter"].search(k)]
     return keys

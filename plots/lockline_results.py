@@ -601,8 +601,7 @@ def parse_version(text: Any) -> Optional[Tuple[int, ...]]:
     return tuple(int(g or 0) for g in m.groups()) if m else None
 
 
-def normalise_threaded_time(points: List[Point], version: Optional[Tuple[int, ...]]
-                            ) -> List[str]:
+def normalise_threaded_time(points: List[Point], version: Optional[Tuple[int, ...]]) -> List[str]:
     """Put a >= 1.9.0 file's threaded rows in the older semantics: real_time_ns / threads,
     throughput_per_s from it, PER_THREAD_RATES x threads (cv aggregates are ratios and stay).
     Returns one warning when a row was converted."""

@@ -555,8 +555,7 @@ def predict(run_dir: str, topology: str, latencies: Optional[str] = None,
     fits, bias = fit_run(run, variants, lat, here[0], draws, seed, tgt[0])
     counts = curve_counts(plan, threads)
     try:
-        curves = {v.key: predict_variant(v, plan["order"], counts, fits[v.key])
-                  for v in variants}
+        curves = {v.key: predict_variant(v, plan["order"], counts, fits[v.key]) for v in variants}
     except InvariantError as err:
         fail(f"the prediction breaks its own invariant, not printed: {err}")
     target_counts = [c for c in plan.get("threads_list", []) if c in counts]
@@ -711,8 +710,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if a.validate_against:
         print(validation_report(validate_against(result_path(a.run_dir),
                                                  result_path(a.validate_against), fit,
-                                                 a.latencies, a.regime, draws,
-                                                 target=a.target)))
+                                                 a.latencies, a.regime, draws, target=a.target)))
         return 0
     doc = predict(a.run_dir, a.topology, a.latencies, a.out, a.lockline, a.regime, draws,
                   figures=not a.no_figures, threads=extra, fit_threads=fit,

@@ -193,8 +193,7 @@ def load_result(path: str) -> Run:
 
 
 def target_latencies(given: Dict[str, float], here: Dict[str, List[float]],
-                     here_regime: Dict[str, str], source: str
-                     ) -> Dict[str, Dict[str, Any]]:
+                     here_regime: Dict[str, str], source: str) -> Dict[str, Dict[str, Any]]:
     out: Dict[str, Dict[str, Any]] = {}
     for cls in CLASSES:
         if cls in given:
@@ -463,8 +462,7 @@ def _boot_count(reps: List[Point], draws: int, rng: np.random.Generator,
             "cs": boot(lambda r: r.metrics.get("contended_share", 1.0)
                        if r.metrics.get("contended_share") is not None else 1.0),
             "t": boot(lambda r: row_transfer_ns(r, fallback_t)),
-            "l3": float(np.median([max(1.0, float(r.placement.get("l3s") or 1))
-                                   for r in reps]))}
+            "l3": float(np.median([max(1.0, float(r.placement.get("l3s") or 1)) for r in reps]))}
 
 
 # Outside work slows with threads sharing an L3 up to a knee: Z1 (1 + g knee(k)), k = threads per

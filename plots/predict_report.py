@@ -103,8 +103,7 @@ def _section(path: str) -> str:
                inp.get("think_ns_per_acquisition")]
         for n in shown:
             r = curve.get(n)
-            row.append(f"{_fmt(r['ops_per_s'])} [{_fmt(r['lo'])}, {_fmt(r['hi'])}]"
-                       if r else "-")
+            row.append(f"{_fmt(r['ops_per_s'])} [{_fmt(r['lo'])}, {_fmt(r['hi'])}]" if r else "-")
         rows.append(row)
     parts.append("<h3>Inputs (measured here) and predicted throughput</h3>")
     parts.append(_table(header, rows))

@@ -265,8 +265,7 @@ def _instrumentation_cost_rows(run: Run) -> List[List[Any]]:
             continue
         same = {k: v for k, v in off[0].params.items() if k != "stats"}
         on = [p for p in run.points if p.bench == "zone_lock" and p.aggregate is None
-              and p.params == same and p.threads == off[0].threads
-              and "ops_per_s" in p.metrics]
+              and p.params == same and p.threads == off[0].threads and "ops_per_s" in p.metrics]
         label = f"lock_stat on vs off ({layout})"
         # Paired where the run holds the twins as a duet row (bench/duet.cpp "instr"); an
         # overrun window leaves out only its pairs (row_duet_pairs, as find_duet).
@@ -456,8 +455,7 @@ def kernel_rows(run: Run, benches: Sequence[str]) -> List[List[str]]:
     return out
 
 
-def _common_thread_rows(run: Run, bench: str, param: str
-                        ) -> List[Tuple[Tuple, int, List[Point]]]:
+def _common_thread_rows(run: Run, bench: str, param: str) -> List[Tuple[Tuple, int, List[Point]]]:
     """(variant, threads, repetitions) of the `bench` rows carrying `param` at the one thread count
     most variants have; others left out."""
     by = _by_variant(run, bench, param)
@@ -532,8 +530,7 @@ def _sampled_share_text(pts: List[Point]) -> str:
         text = fmt(stat.mean)
         measured = [s for s in sampled if s.get("status") == "measured"]
         ci = measured[0].get("share_ci95") if len(measured) == 1 else None
-        if isinstance(ci, list) and len(ci) == 2 and all(isinstance(x, (int, float))
-                                                          for x in ci):
+        if isinstance(ci, list) and len(ci) == 2 and all(isinstance(x, (int, float)) for x in ci):
             text += f" [{fmt(ci[0])}, {fmt(ci[1])}]"
         return text
     reasons = [str(s.get("reason")) for s in sampled if s.get("reason")]

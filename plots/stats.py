@@ -89,8 +89,7 @@ def select_regime(base: Sequence[Sample], variant: Sequence[Sample]) -> RegimeCh
     """The regime maximising min(n_base, n_variant), then their sum, then the fastest, and its
     values. A side naming no regime (foreign files, aggregate rows): all pooled (regime "");
     otherwise unlabelled samples are dropped, and `mixed` ones always."""
-    regimes = {lab for lab, _ in list(base) + list(variant)
-               if lab not in NO_REGIME + NOT_A_REGIME}
+    regimes = {lab for lab, _ in list(base) + list(variant) if lab not in NO_REGIME + NOT_A_REGIME}
     labelled_b = any(lab not in NO_REGIME for lab, _ in base)
     labelled_v = any(lab not in NO_REGIME for lab, _ in variant)
     if labelled_b and labelled_v and not regimes:
@@ -419,8 +418,7 @@ def compare_points(base_points, variant_points, metric: str, label: str = "",
                    min_effect: float = MIN_EFFECT, confidence: float = CONFIDENCE) -> Comparison:
     """compare_samples over Point repetitions (overrun ones dropped)."""
     def used(points):
-        return [p for p in points
-                if p.aggregate is None and metric in p.metrics and not p.overrun]
+        return [p for p in points if p.aggregate is None and metric in p.metrics and not p.overrun]
     base_points, variant_points = used(base_points), used(variant_points)
     out = compare_samples([(p.regime, p.metrics[metric]) for p in base_points],
                           [(p.regime, p.metrics[metric]) for p in variant_points], label,
@@ -632,8 +630,7 @@ def _unmatched_pair_effects(base_pairs: Sequence[Tuple], current_pairs: Sequence
         factor = small_sample_expansion(min(len(gb), len(gc)), confidence)
         common.update(units=min(len(gb), len(gc)), expansion=factor)
     else:
-        boot = (resampled_medians(lc, rng, resamples)
-                - resampled_medians(lb, rng, resamples))
+        boot = (resampled_medians(lc, rng, resamples) - resampled_medians(lb, rng, resamples))
         factor = 1.0
     tail = (1.0 - confidence) / 2.0
     qlo, qhi = np.quantile(boot, [tail, 1.0 - tail])

@@ -600,8 +600,7 @@ def verdict_samples(points: Sequence[Point], verdict: Dict[str, Any]) -> Dict[st
                        if b_med and choice.variant else None)}
 
 
-def ns_saved(base: Sequence[Point], effect: Optional[float],
-             ci: Optional[Sequence[float]],
+def ns_saved(base: Sequence[Point], effect: Optional[float], ci: Optional[Sequence[float]],
              base_ns: Optional[float] = None) -> Optional[Dict[str, Any]]:
     """ns saved per operation: base_ns x (1 - 1 / (1 + effect on ops/s)), the interval mapped
     bound by bound (without the base's spread). `base_ns`: the paired duet's base windows ("duet
