@@ -542,9 +542,7 @@ def load_run(path: str) -> Run:
     data = read_document(path)
     context = data.get("context") if isinstance(data.get("context"), dict) else {}
     points, skipped = [], []
-    for row in data["benchmarks"]:
-        if not isinstance(row, dict):
-            continue
+    for row in data["benchmarks"]:  # objects with a name (read_document)
         if row.get("error_occurred") or row.get("skipped"):
             skipped.append(f"{row.get('name', '?')}: {row.get('error_message') or row.get('skip_message') or 'skipped'}")
             continue
