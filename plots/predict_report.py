@@ -101,10 +101,8 @@ def _section(path: str) -> str:
         row = [v.get("key", ""), v.get("lock", ""), inp.get("ns_per_op_1thread"),
                inp.get("hold_ns"), inp.get("acquisitions_per_op"),
                inp.get("think_ns_per_acquisition")]
-        for n in shown:
-            r = curve.get(n)
-            row.append(f"{_fmt(r['ops_per_s'])} [{_fmt(r['lo'])}, {_fmt(r['hi'])}]" if r else "-")
-        rows.append(row)
+        rows.append(row + [f"{_fmt(r['ops_per_s'])} [{_fmt(r['lo'])}, {_fmt(r['hi'])}]"
+                           if (r := curve.get(n)) else "-" for n in shown])
     parts.append("<h3>Inputs (measured here) and predicted throughput</h3>")
     parts.append(_table(header, rows))
     if len(doc["variants"]) > MAX_ROWS:
