@@ -284,16 +284,12 @@ def find_pairs(spec: ComparisonSpec, points: Sequence[Point]
     groups: Dict[Tuple, List[Tuple]] = {}
     for variant in table:
         params = dict(variant)
-        if params.get(spec.param) != spec.base:
-            continue
-        if any(params.get(k, "") != v for k, v in spec.only):
+        if params.get(spec.param) != spec.base or any(params.get(k, "") != v
+                                                      for k, v in spec.only):
             continue
         other = _swap(variant, spec.param, spec.variant)
-        if other not in table:
-            continue
-        common = set(table[variant]) & set(table[other])
-        if not common:
-            continue
+        if other not in table or not set(table[variant]) & set(table[other]):
+            continue  # no thread count both have
         group = tuple((k, params.get(k, "")) for k in spec.group_by)
         groups.setdefault(group, []).append(variant)
     out = []
