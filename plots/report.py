@@ -130,16 +130,10 @@ def verdict_table_rows(rows: List[List[Any]], has_verdicts: bool
                        ) -> Tuple[List[List[Any]], List[str]]:
     """(rows to show, names left out) of a question's table: with verdicts, "not run" rows are
     named below the table instead."""
-    if not has_verdicts:
-        return rows, []
-    keep, absent = [], []
-    for row in rows:
+    def not_run(row):
         cell = row[2] if len(row) > 2 else ""
-        if not isinstance(cell, Cell) and str(cell).startswith(NOT_RUN):
-            absent.append(str(row[0]))
-        else:
-            keep.append(row)
-    return keep, absent
+        return has_verdicts and not isinstance(cell, Cell) and str(cell).startswith(NOT_RUN)
+    return [r for r in rows if not not_run(r)], [str(r[0]) for r in rows if not_run(r)]
 
 
 def _table(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
