@@ -440,12 +440,10 @@ def race_verdicts(points) -> List[Dict[str, str]]:
     (`violations`, or freed_referenced + freed_on_lru), frees, and a verdict string; none in F
     frees: the rule of three, below 3 / F per free at 95 % (`violation_rate_upper_95`)."""
     rows = []
-    by_variant: Dict[Tuple[str, str], List] = {}
-    for p in points:
-        if p.bench == "page_free_race" and p.aggregate is None and (
-                "violations" in p.metrics or any(k in p.metrics for k in RACE_VIOLATIONS)):
-            key = (p.params.get("variant", "?"), p.params.get("scanner", ""))
-            by_variant.setdefault(key, []).append(p)
+    by_variant = grouped((p for p in points if p.bench == "page_free_race" and p.aggregate is None
+                          and ("violations" in p.metrics
+                               or any(k in p.metrics for k in RACE_VIOLATIONS))),
+                         lambda p: (p.params.get("variant", "?"), p.params.get("scanner", "")))
     for (variant, scanner), pts in sorted(by_variant.items()):
         parts = {k: sum(p.metrics.get(k, 0.0) for p in pts) for k in RACE_VIOLATIONS}
         split = any(k in p.metrics for p in pts for k in RACE_VIOLATIONS)

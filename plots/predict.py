@@ -636,12 +636,10 @@ def make_out_dir(out_dir: str) -> None:
 
 def parse_counts(text: str, flag: str) -> List[int]:
     """A comma-separated list of thread counts >= 1 (at most 1e6); fail()s otherwise."""
-    out = []
-    for t in filter(None, text.split(",")):
-        if not t.isdigit() or not 1 <= int(t) <= 10**6:
-            fail(f"{flag}={text}: accepted a comma-separated list of counts 1..1000000")
-        out.append(int(t))
-    return out
+    counts = [t for t in text.split(",") if t]
+    if not all(t.isdigit() and 1 <= int(t) <= 10**6 for t in counts):
+        fail(f"{flag}={text}: accepted a comma-separated list of counts 1..1000000")
+    return [int(t) for t in counts]
 
 
 class _Parser(argparse.ArgumentParser):

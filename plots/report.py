@@ -137,12 +137,10 @@ def verdict_table_rows(rows: List[List[Any]], has_verdicts: bool
 
 
 def _table(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
-    out = ["<table><tr>" + "".join(f"<th>{html.escape(str(h))}</th>" for h in header) + "</tr>"]
-    for row in rows:
-        out.append("<tr>" + "".join(f"<td>{c if isinstance(c, Cell) else html.escape(_cell(c))}"
-                                    "</td>" for c in row) + "</tr>")
-    out.append("</table>")
-    return "\n".join(out)
+    return "\n".join(
+        ["<table><tr>" + "".join(f"<th>{html.escape(str(h))}</th>" for h in header) + "</tr>"]
+        + ["<tr>" + "".join(f"<td>{c if isinstance(c, Cell) else html.escape(_cell(c))}</td>"
+                            for c in row) + "</tr>" for row in rows] + ["</table>"])
 
 
 def _cell(value: Any) -> str:
@@ -577,9 +575,8 @@ def _machine_sections(run: Run) -> List[str]:
             "<h3>Google Benchmark context</h3>" + _kv_table(machine)]
     if prov:
         body.append("<h3>lockline</h3>" + _kv_table(prov))
-    for key in ("topology", "environment", "versions"):
-        if isinstance(ll.get(key), dict):
-            body.append(f"<h3>{key}</h3>" + _kv_table(ll[key]))
+    body += [f"<h3>{key}</h3>" + _kv_table(ll[key])
+             for key in ("topology", "environment", "versions") if isinstance(ll.get(key), dict)]
     body.append("</section>")
     plans = ll.get("plans")
     body += ['<section id="plans"><h2>Placement plans</h2>',

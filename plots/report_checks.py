@@ -81,10 +81,8 @@ def figure_problems(fig, name: str = "") -> list:
         dup = _repeats([t.get_text() for t in legend.get_texts()]) if legend else []
         if dup:
             problems.append(f"{name}: legend of panel {title!r} repeats {dup}")
-    for legend in fig.legends:
-        dup = _repeats([t.get_text() for t in legend.get_texts()])
-        if dup:
-            problems.append(f"{name}: figure legend repeats {dup}")
+    problems += [f"{name}: figure legend repeats {dup}" for legend in fig.legends
+                 if (dup := _repeats([t.get_text() for t in legend.get_texts()]))]
     return problems
 
 
