@@ -314,9 +314,8 @@ class Run:
         if topo:
             parts.append(f"{topo.get('packages', '?')} pkg / {topo.get('numa_nodes', '?')} NUMA / "
                          f"{topo.get('l3s', '?')} L3 / {topo.get('pus', '?')} PUs")
-        parts.append(f"date {self.context.get('date', '?')}")
-        parts.append(f"pin {ll.get('pin', 'n/a')}")
-        parts.append(f"commit {self.commit}")
+        parts += [f"date {self.context.get('date', '?')}", f"pin {ll.get('pin', 'n/a')}",
+                  f"commit {self.commit}"]
         return ", ".join(parts)
 
     def scale_text(self, threads: Optional[int] = None) -> str:
