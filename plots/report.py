@@ -20,7 +20,7 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from lockline_results import ResultError, Run, error_status, load_runs  # noqa: E402
+from lockline_results import ResultError, Run, error_status, grouped, load_runs  # noqa: E402
 from report_tables import (DERIVED_COUNTERS, FAULT_SEED_COLUMNS, KERNEL_FAMILIES,  # noqa: E402
                            NOT_RUN, Cell, _dict, derived_counter_rows, fault_seed_rows, kernel_rows,
                            prezero_burst_rows, prezero_steady_rows, seed_tables)
@@ -311,34 +311,24 @@ def predicted_answer_html(run: Run, question: str) -> str:
 def coherence_note(run: Run, families: Optional[Sequence[str]] = None) -> str:
     """One sentence counting the contended repetitions of `families` (all: None) by coherence label
     ("Contended repetitions: 34 near, 149 far ..."); "" when there are none."""
-    counts: Dict[str, int] = {}
-    ns: Dict[str, List[float]] = {}
-    names: Dict[str, Dict[str, int]] = {}
-    for p in run.points:
-        if p.aggregate is None and p.threads > 1 and (families is None or p.bench in families
-                                                      or p.family in families):
-            label = p.coherence if p.coherence else "unknown"
-            counts[label] = counts.get(label, 0) + 1
-            if p.regime_ns:
-                ns.setdefault(label, []).append(p.regime_ns)
-            coherence = p.row.get("coherence") if isinstance(p.row, dict) else None
-            name = coherence.get("regime_name") if isinstance(coherence, dict) else None
-            if isinstance(name, str) and name:
-                names.setdefault(label, {}).setdefault(name, 0)
-                names[label][name] += 1
-    if not sum(counts.values()):
+    by_label = grouped((p for p in run.points if p.aggregate is None and p.threads > 1 and (
+        families is None or p.bench in families or p.family in families)),
+        lambda p: p.coherence or "unknown")
+    if not by_label:
         return ""
-    order = sorted(counts, key=stats.regime_rank)
 
     def named(label):
         # A label ranks this run's regimes only: say its regime_name, else its median ns.
-        if names.get(label):
-            return max(names[label], key=names[label].get)
-        values = sorted(ns.get(label, []))
+        rows = [p.row.get("coherence") for p in by_label[label] if isinstance(p.row, dict)]
+        names = [c.get("regime_name") for c in rows if isinstance(c, dict)]
+        names = [n for n in names if isinstance(n, str) and n]
+        if names:
+            return max(names, key=names.count)
+        values = sorted(p.regime_ns for p in by_label[label] if p.regime_ns)
         return f"{label} ({stats.ns_text(values[len(values) // 2])} ns)" if values else label
-    note = ("Contended repetitions (2+ threads) by coherence regime: "
-            + ", ".join(f"{counts[k]} {named(k)}" for k in order) + ".")
-    if len([k for k in counts if k not in stats.NO_REGIME]) > 1:
+    note = ("Contended repetitions (2+ threads) by coherence regime: " + ", ".join(
+        f"{len(by_label[k])} {named(k)}" for k in sorted(by_label, key=stats.regime_rank)) + ".")
+    if len([k for k in by_label if k not in stats.NO_REGIME]) > 1:
         note += (" A cache line moved between the point's PUs at different costs in different "
                  "repetitions (the host moved the vCPUs, or the machine was busy): means and "
                  "effects here use the repetitions of one regime per point; figures draw the "
