@@ -188,9 +188,8 @@ def repetitions_needed(alpha, m):
 
 
 def holm_adjust(pvalues):
-    """Holm-Bonferroni adjusted p-values, in input order: for p ascending,
-    adj_(i) = max_{j<=i} min(1, (m-j+1) p_(j)). Holm controls the family-wise error, which a
-    gate that fails builds needs."""
+    """Holm-Bonferroni adjusted p-values in input order (p ascending: adj_(i) = max_{j<=i} min(1,
+    (m-j+1) p_(j))): it controls the family-wise error, which a gate that fails builds needs."""
     m = len(pvalues)
     order = sorted(range(m), key=lambda i: pvalues[i])
     adjusted = [1.0] * m

@@ -170,8 +170,7 @@ def row_values(row: Dict[str, Any], path: str) -> Dict[str, float]:
 class Point:
     """One measured row, normalised: family (a foreign name's first segment without template
     arguments), bench (the key's first segment), params (all but threads, strings), metrics (times
-    as `real_time_ns`/`cpu_time_ns`; `throughput_per_s` without another rate), aggregate (None or
-    `mean`, `stddev`, ...)."""
+    as `*_time_ns`; `throughput_per_s` without another rate), aggregate (None, `mean`, ...)."""
 
     family: str
     bench: str

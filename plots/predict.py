@@ -72,9 +72,8 @@ class InvariantError(Exception):
 
 
 def check_invariants(v: VariantInputs, rows: Sequence[Dict[str, Any]]) -> None:
-    """Raises InvariantError naming the variant and count when its curve has a lock utilization
-    above 1, a point above the 1-thread rate x threads, or intervals not widening with distance
-    from the fitted counts."""
+    """InvariantError naming the variant and count when its curve has a lock utilization above 1,
+    a point above the 1-thread rate x threads, or intervals narrowing away from the fit counts."""
     fitted = max(v.reps)
     one = next((r["ops_per_s"] for r in rows if r["threads"] == 1), None)
     width = 0.0

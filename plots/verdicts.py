@@ -560,12 +560,11 @@ def _record(spec: ComparisonSpec, group: Tuple, where: str, metric: str, base: L
 
 
 def verdict_samples(points: Sequence[Point], verdict: Dict[str, Any]) -> Dict[str, Any]:
-    """The samples a verdict's effect is the median of. Paired: `used`, the B/A ratio of each
-    window pair of its duet_key rows in its regime (stats.compare_pairs' rule); unpaired:
-    `base` and `variant`, its base_key and variant_key rows' metric in its regime
-    (stats.compare_points' rule). `effect` is recomputed from those samples alone (it equals
-    the verdict's), `others` holds (side, regime, value) of the other regimes, `base_median`
-    the base side's median (a paired verdict's: its A windows')."""
+    """The samples a verdict's effect is the median of: paired, `used` (each duet_key window
+    pair's B/A in its regime, stats.compare_pairs' rule); unpaired, `base` and `variant` (its
+    base_key and variant_key rows' metric in its regime, stats.compare_points' rule). `effect`
+    is recomputed from them (it equals the verdict's), `others` holds (side, regime, value) of
+    other regimes, `base_median` the base side's median (paired: its A windows')."""
     regime = "" if verdict.get("regime") in ("all", None) else verdict["regime"]
     if verdict.get("method") == "paired":
         rows = [p for p in points if p.key == verdict.get("duet_key") and p.aggregate is None]
