@@ -138,10 +138,8 @@ def _add_repetition(side, r, path, rate, label):
 def repetition_t_p(used):
     """Two-sided p-value of a one-sample t test that the repetitions' median log pair ratios are
     centred on 0 (the repetition is the unit); 1.0 under 2 repetitions or all at 0."""
-    by = {}
-    for a, b, g in used:
-        by.setdefault(g, []).append(math.log(b / a))
-    meds = [statistics.median(v) for v in by.values()]
+    meds = [statistics.median(math.log(b / a) for a, b, _ in reps)
+            for reps in results.grouped(used, lambda u: u[2]).values()]
     if len(meds) < 2 or not any(meds):
         return 1.0
     sd = statistics.stdev(meds)

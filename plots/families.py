@@ -158,14 +158,13 @@ def _relative(data: FamilyData, benches: List[str]) -> List[Tuple[str, Figure]]:
 def plot_locks(data: FamilyData) -> List[Tuple[str, Figure]]:
     """Lock throughput and wait share against threads: one row of panels per critical section /
     instrumentation combination, one series per lock kind."""
-    groups = sorted({tuple(sorted((k, v) for k, v in p.params.items() if k != "lock"))
-                     for _, pts in data.runs for p in pts})
+    def group_of(p):
+        return tuple((k, v) for k, v in p.variant if k != "lock")
+    sels = [(g, data.select(lambda p, g=g: group_of(p) == g))
+            for g in sorted({group_of(p) for _, pts in data.runs for p in pts})]
     # A wait-share panel only for groups whose rows carry wait_share (stats:on).
-    sels = []
-    for group in groups:
-        sel = data.select(lambda p, g=group: tuple(sorted(
-            (k, v) for k, v in p.params.items() if k != "lock")) == g)
-        sels.append((group, sel, any("wait_share" in p.metrics for _, pts in sel for p in pts)))
+    sels = [(g, sel, any("wait_share" in p.metrics for _, pts in sel for p in pts))
+            for g, sel in sels]
     panels = sum(2 if wait else 1 for _, _, wait in sels)
     waits = any(wait for _, _, wait in sels)
     fig, axes = new_figure(panels, "locks: throughput (ops/s)" + (
@@ -180,8 +179,7 @@ def plot_locks(data: FamilyData) -> List[Tuple[str, Figure]]:
             threads_panel(axes[i], data, "locks", f"share of time waiting, {where}", sel,
                           "wait_share", fit_usl=False, ideal=False)
             i += 1
-    out = [("locks", finish(fig, _runs_of(data)))]
-    return out + _relative(data, ["locks"])
+    return [("locks", finish(fig, _runs_of(data)))] + _relative(data, ["locks"])
 
 
 @register("zone_lock")
