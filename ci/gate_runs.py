@@ -90,9 +90,8 @@ def _sample(r, key, path, context):
     version = file_gb_version(context or {})
     if foreign and isinstance(threads, int) and threads > 1 and version is not None and \
             version >= GB_TIME_SEMANTICS_CHANGE:
-        for name in GB_PER_THREAD_RATES:
-            if name in values:
-                values[name] *= threads  # per thread from 1.9.0: back to the whole run's
+        # Per thread from 1.9.0: back to the whole run's.
+        values.update({n: values[n] * threads for n in GB_PER_THREAD_RATES if n in values})
     return {"values": values, "threads": threads, "foreign": foreign,
             "coherence": coherence.get("label") if isinstance(coherence, dict) else None,
             "placement": r.get("placement") if isinstance(r.get("placement"), dict) else None,
