@@ -613,9 +613,7 @@ def normalise_threaded_time(points: List[Point], version: Optional[Tuple[int, ..
             if "throughput_per_s" in m and m["real_time_ns"] > 0 and p.aggregate in (
                     None, "mean", "median"):
                 m["throughput_per_s"] = 1e9 / m["real_time_ns"]
-        for rate in PER_THREAD_RATES:
-            if rate in m:
-                m[rate] *= p.threads
+        m.update({rate: m[rate] * p.threads for rate in PER_THREAD_RATES if rate in m})
         changed += 1
     if not changed:
         return []
