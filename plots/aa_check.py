@@ -66,8 +66,7 @@ def within_run(run: Run, min_effect: float) -> List[Dict[str, Any]]:
 
 def between_runs(base: Run, cur: Run, min_effect: float, metric: str,
                  skipped: List[str]) -> List[Dict[str, Any]]:
-    """Every key of both runs compared between them; keys with identical rows go to
-    `skipped`."""
+    """Every key of both runs compared between them; keys with identical rows go to `skipped`."""
     out = []
     bs, cs = _series(base), _series(cur)
     runs = f"{base.path} vs {cur.path}"

@@ -374,8 +374,7 @@ def answer(ci: Optional[Tuple[float, float]], min_effect: float = MIN_EFFECT) ->
 
 def sequential_confidence(look: int, alpha: float = 1.0 - CONFIDENCE) -> float:
     """Confidence of the interval at look `look` (1, 2, ...) of lockline --until-resolved: alpha
-    spending alpha * 6 / (pi^2 k^2), summing to alpha over all looks (look 1: 97.0 %,
-    2: 99.2 %)."""
+    spent as alpha * 6 / (pi^2 k^2), summing to alpha over all looks (1: 97.0 %, 2: 99.2 %)."""
     if look < 1:
         raise ValueError("look counts from 1")
     return 1.0 - alpha * 6.0 / (math.pi ** 2 * look ** 2)
