@@ -83,9 +83,8 @@ _spec = ComparisonSpec  # the short name of the table below
 
 
 PAGES = ("pages_per_s", "ops_per_s")
-# Question 004 answers in faults/s: every prezero allocation carries the
-# rest of a calibrated anonymous fault (bench/prezero.cpp FaultRest), so its rows' rate is
-# faults/s; files from before that have allocs_per_s, compared as such and labelled so.
+# Question 004 answers in faults/s: every prezero allocation carries the rest of a calibrated
+# anonymous fault (bench/prezero.cpp FaultRest); older files' allocs_per_s are labelled so.
 FAULTS = ("faults_per_s", "allocs_per_s", "ops_per_s")
 # Each era's lock: 2.6.9 / 2.6.16 x86 a test-and-test-and-set byte lock (ttas), 4.0 the ticket
 # lock, 5.8 qspinlock. pagevec rows run calibrated fault-path work per page (work_ns:cal); the
@@ -104,9 +103,8 @@ ZONE_SEED = ("3484b2de9499: aim7 152288 -> 81911 jobs/min (-46.2 %); its fix a36
 BURST = (("protocol", "idle_burst"), ("burst_pages", "4096"))
 # Holt's busy-machine comparison's id (the report names it when a file lacks its rows).
 HOLT = "prezero_busy_holt"
-# The steady-state prezero rows (param `mode`) write every cache line of each page they are
-# handed (bench/prezero.cpp DirtyPage); the 2004 argument assumed a fault touches few lines
-# of its new page. Their verdicts and report rows carry this label.
+# The label of the steady-state prezero rows (param `mode`), which write every line of each page
+# (bench/prezero.cpp DirtyPage), in their verdicts and report rows.
 PREZERO_TOUCHES = ("touches all 64 lines of each page: the case the 2004 author excluded (his "
                    "argument assumed a fault touches few lines of the new page)")
 # How the 004 rows' faults/s relate to the seed's (bench/prezero.cpp FaultRest).
@@ -248,10 +246,9 @@ def _busy_needs(rows: Sequence[Point], run: Run) -> Optional[str]:
             f"these rows run {min(busy)}")
 
 
-# A question is answered only where its mechanism can occur (issue 50; docs/experiments.md
-# "Where a question can be answered"): per question, why the verdict's rows (both sides and
-# the duet) cannot show it on this run's machine, or None. A verdict a rule refuses gets
-# status "not_answerable" (never resolved) and keeps its measured effect, labelled not an answer.
+# A question is answered only where its mechanism can occur (docs/experiments.md "Where a
+# question can be answered"): per question, why the verdict's rows cannot show it on this run's
+# machine, or None. Refused: status "not_answerable", the effect kept, labelled not an answer.
 ANSWERABLE = {"001": _zone_lock_needs, "003": _lru_lock_needs, "004": _busy_needs}
 
 
