@@ -28,6 +28,9 @@ int LinesSpanned(const LayoutInfo& info) {
   return LinesSpanned(info.base_offset, info.size, info.line);
 }
 
+namespace {
+
+// First and last line of bytes [offset, offset + size) (size 0: one byte).
 std::pair<int, int> LineRange(const LayoutInfo& info, std::size_t offset,
                               std::size_t size) {
   const std::size_t first = info.base_offset % info.line + offset;
@@ -36,13 +39,11 @@ std::pair<int, int> LineRange(const LayoutInfo& info, std::size_t offset,
           static_cast<int>(last / info.line)};
 }
 
-namespace {
-
 const FieldInfo* FindField(const LayoutInfo& info, const std::string& name) {
-  for (const FieldInfo& f : info.fields) {
-    if (f.name == name) return &f;
-  }
-  return nullptr;
+  const auto it =
+      std::find_if(info.fields.begin(), info.fields.end(),
+                   [&](const FieldInfo& f) { return f.name == name; });
+  return it == info.fields.end() ? nullptr : &*it;
 }
 
 bool RangesOverlap(std::pair<int, int> a, std::pair<int, int> b) {
@@ -81,8 +82,7 @@ std::vector<std::string> FieldsSharingLine(const LayoutInfo& info,
   if (target == nullptr) return out;
   const auto lines = LineRange(info, target->offset, target->size);
   for (const FieldInfo& f : info.fields) {
-    if (&f == target) continue;
-    if (RangesOverlap(lines, LineRange(info, f.offset, f.size)))
+    if (&f != target && RangesOverlap(lines, LineRange(info, f.offset, f.size)))
       out.push_back(f.name);
   }
   return out;
