@@ -427,9 +427,8 @@ def format_table(result):
 
 
 def format_markdown(result):
-    out = [f"**lockline regression check:** {summary_line(result)}", ""]
-    out.append("| " + " | ".join(TABLE_HEADER) + " |")
-    out.append("|" + "---:|" * 7 + ":---|:---|:---|")
+    out = [f"**lockline regression check:** {summary_line(result)}", "",
+           "| " + " | ".join(TABLE_HEADER) + " |", "|" + "---:|" * 7 + ":---|:---|:---|"]
     for r in result["rows"]:
         cells = _table_cells(r)
         cells[9] = "`" + cells[9].replace("|", "\\|") + "`"

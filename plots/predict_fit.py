@@ -122,8 +122,7 @@ def c2c_by_class(run: Run, regime: str) -> Tuple[Dict[str, List[float]], Dict[st
     out, used = {}, {}
     for cls, by in raw.items():
         if regime == "all":
-            out[cls] = [v for vs in by.values() for v in vs]
-            used[cls] = "all"
+            out[cls], used[cls] = [v for vs in by.values() for v in vs], "all"
             continue
         if regime in by:
             out[cls], used[cls] = by[regime], regime

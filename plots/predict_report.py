@@ -103,8 +103,7 @@ def _section(path: str) -> str:
                inp.get("think_ns_per_acquisition")]
         rows.append(row + [f"{_fmt(r['ops_per_s'])} [{_fmt(r['lo'])}, {_fmt(r['hi'])}]"
                            if (r := curve.get(n)) else "-" for n in shown])
-    parts.append("<h3>Inputs (measured here) and predicted throughput</h3>")
-    parts.append(_table(header, rows))
+    parts += ["<h3>Inputs (measured here) and predicted throughput</h3>", _table(header, rows)]
     if len(doc["variants"]) > MAX_ROWS:
         parts.append(f"<p class=\"caption\">{len(doc['variants']) - MAX_ROWS} more variants "
                      f"in {esc(path)}</p>")
