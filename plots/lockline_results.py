@@ -503,8 +503,8 @@ def multi_run_dirs(path: str) -> List[str]:
     except (OSError, ValueError, AttributeError):
         names = []
     if not names:
-        found = [d for d in os.listdir(path) if re.fullmatch(r"run-\d+", d)]
-        names = sorted(found, key=lambda d: int(d[4:]))
+        names = sorted((d for d in os.listdir(path) if re.fullmatch(r"run-\d+", d)),
+                       key=lambda d: int(d[4:]))
     return [os.path.join(path, d) for d in names
             if os.path.isfile(os.path.join(path, d, "lockline.json"))]
 
