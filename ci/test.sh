@@ -1,11 +1,10 @@
 #!/usr/bin/env bash
 # README's test command (and what .ci/run calls): installs whatever is missing, builds warning-free
-# (-Werror), then runs every test through ctest: unit and validation tests, the ThreadSanitizer lock
-# tests, the aarch64 compile check, smoke runs of every family, and the Python tests (plots,
-# report, regression check). Then the 4s4n rehearsal (ci/rehearse.sh: lockline in an emulated
-# 4-socket 4-node QEMU guest) and its checks (tests/python/test_rehearsal.py); LOCKLINE_REHEARSAL=0
-# skips it. Exit status: ctest's, or the rehearsal's when ctest passed (a guest that never
-# boots is reported as not run).
+# (-Werror), then runs every test through ctest (unit, validation, ThreadSanitizer lock tests, the
+# aarch64 compile check, smoke runs of every family, the Python tests). Then the 4s4n rehearsal
+# (ci/rehearse.sh: lockline in an emulated 4-socket 4-node QEMU guest) and its checks
+# (tests/python/test_rehearsal.py); LOCKLINE_REHEARSAL=0 skips it. Exit status: ctest's, or the
+# rehearsal's when ctest passed (a guest that never boots is reported as not run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rehearsal=${LOCKLINE_REHEARSAL:-1}
