@@ -8,8 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash ci/install_deps.sh
 build=${LOCKLINE_BUILD_DIR:-build}
-# Same configuration as ci/test.sh, so the two README commands share one build; only the
-# benchmark binary is built here (the tests are ci/test.sh's business).
+# ci/test.sh's configuration, so the two README commands share one build; only lockline here.
 bash ci/configure.sh "$build" >/dev/null
 cmake --build "$build" -j"$(nproc)" --target lockline
 out="results/$(hostname)-$(date -u +%Y%m%dT%H%M%SZ)"
