@@ -31,7 +31,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from lockline_results import Point, ResultError, Run  # noqa: E402
+from lockline_results import Point, ResultError, Run, grouped  # noqa: E402
 from predict_fit import (ASSUMED_NS, CLASSES, LOCK_FAMILIES, NOT_MODELLED_COMPARISONS,  # noqa: E402
                          VariantInputs, _lock_x, _median_boot, c2c_by_class, clock_bias_ns, collect_variants,
                          fit_all, load_result, read_latencies, target_latencies, target_speed,
@@ -156,12 +156,7 @@ def lock_groups(order: Sequence[Dict[str, Any]], threads: int, per_node: bool
     """The PUs of a `threads`-thread plan (a prefix of the placement order, as PlanThreads
     takes it) grouped by lock instance: one group, or one per NUMA node with per-node locks."""
     pus = list(order[:threads])
-    if not per_node:
-        return [pus]
-    by: Dict[int, List[Dict[str, Any]]] = {}
-    for p in pus:
-        by.setdefault(p.get("numa", -1), []).append(p)
-    return list(by.values())
+    return list(grouped(pus, lambda p: p.get("numa", -1)).values()) if per_node else [pus]
 
 
 def curve_counts(plan: Dict[str, Any], extra: Sequence[int] = ()) -> List[int]:
