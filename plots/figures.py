@@ -70,8 +70,7 @@ class FamilyData:
 
     def record(self, figure: str, panel: str, series: str, run: Run, x_name: str, x: Any,
                y_name: str, stat: Stat, **extra: Any) -> None:
-        """Append one plotted value to the CSV export (extra columns: interval bounds, status,
-        ...)."""
+        """One plotted value into the CSV export (extra columns: interval bounds, status, ...)."""
         self.csv_rows.append({**{
             "figure": figure, "panel": panel, "series": series, "run": run.label,
             "host": run.host, "commit": run.commit, "x_name": x_name, "x": x,
@@ -101,8 +100,7 @@ def new_figure(panels: int, title: str, runs: Sequence[Run], cols: int = 2,
 
 
 def _wrap_to_width(text_artist, inches: float) -> None:
-    """Wrap a title to `inches` of width (an average DejaVu glyph is about 0.58 em wide), so
-    it is never clipped at the canvas edge."""
+    """Wrap a title to `inches` (an average DejaVu glyph is about 0.58 em wide): never clipped."""
     text = text_artist.get_text()
     if not text:
         return
@@ -152,8 +150,7 @@ def finish(fig: Figure, runs: Sequence[Run]) -> Figure:
 
 
 def note(ax, text: str) -> None:
-    """A small grey note in the panel's upper-left corner (missing metric, no USL fit, ...):
-    the topology markers' labels sit at the bottom."""
+    """A small grey note (missing metric, no USL fit, ...) in the panel's upper-left corner."""
     ax.text(0.01, 0.98, "\n".join(textwrap.wrap(text, 36)),
             transform=ax.transAxes, fontsize=7, color="0.35", va="top", ha="left")
 
