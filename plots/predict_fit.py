@@ -12,7 +12,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from lockline_results import Point, ResultError, Run, load_run
+from lockline_results import Point, ResultError, Run, grouped, load_run
 import queueing
 
 # Distance classes between two PUs, nearest first (bench/false_sharing.cpp PairClass).
@@ -407,12 +407,10 @@ def target_speed(variants: Sequence[VariantInputs], target: Run
                  ) -> Tuple[Dict[str, float], List[str]]:
     """--target: per variant the target's 1-thread ns_per_op / the input's (medians), notes for the
     variants without one (family median, else all). ValueError when no variant matches."""
-    there: Dict[str, List[float]] = {}
-    for p in target.points:
-        if p.family in LOCK_FAMILIES and p.threads == 1 and not p.aggregate and _usable(p):
-            there.setdefault(variant_key(p), []).append(p.metrics["ns_per_op"])
-    ratio = {v.key: float(np.median(there[v.key]) / np.median(v.ns_per_op))
-             for v in variants if v.key in there}
+    there = grouped((p for p in target.points if p.family in LOCK_FAMILIES and p.threads == 1
+                     and not p.aggregate and _usable(p)), variant_key)
+    ratio = {v.key: float(np.median([p.metrics["ns_per_op"] for p in there[v.key]])
+                          / np.median(v.ns_per_op)) for v in variants if v.key in there}
     if not ratio:
         raise ValueError("no 1-thread row of any variant the input predicts (accepted: a run "
                          "on the target with 1-thread rows of the same families and variants)")
@@ -584,13 +582,9 @@ def fit_all(variants: Sequence[VariantInputs], draws: int, rng: np.random.Genera
     (--target) scales S1 and Z1."""
     fits = {v.key: dict(fit_draws(v, draws, rng, bias, fallback_t),
                         **{f"lat_{c}": lat_d[c] for c in CLASSES}) for v in variants}
-    groups: Dict[Tuple, List[VariantInputs]] = {}
-    locks: Dict[str, List[VariantInputs]] = {}
-    for v in variants:
-        locks.setdefault(v.key.replace(f"/work_ns:{v.params.get('work_ns')}/", "/"), []).append(v)
-        if fits[v.key]["g_measured"]:
-            key = (v.family,) + tuple(v.params.get(k, "") for k in OUTSIDE_WORK_PARAMS)
-            groups.setdefault(key, []).append(v)
+    locks = grouped(variants, lambda v: v.key.replace(f"/work_ns:{v.params.get('work_ns')}/", "/"))
+    groups = grouped((v for v in variants if fits[v.key]["g_measured"]),
+                     lambda v: (v.family, *(v.params.get(k, "") for k in OUTSIDE_WORK_PARAMS)))
     for members in groups.values():
         pooled = np.median(np.array([fits[v.key]["g"] for v in members]), axis=0)
         for v in members:
