@@ -216,10 +216,8 @@ def pagevec_sweep(points) -> Tuple[Dict[str, str], List]:
             and "layout" not in p.params and p.params.get("offset", "0") == "0"
             and p.params.get("policy", "fixed") == "fixed"
             and p.params.get("slots", "").isdigit()]
-    configs: Dict[Tuple, set] = {}
-    for p in rows:
-        config = tuple(sorted((k, v) for k, v in p.params.items() if k != "slots"))
-        configs.setdefault(config, set()).add(p.params["slots"])
+    by_config = grouped(rows, lambda p: tuple((k, v) for k, v in p.variant if k != "slots"))
+    configs = {c: {p.params["slots"] for p in ps} for c, ps in by_config.items()}
     if not configs:
         return {}, []
     prefer = {"kernel": "2.6.9", "scanner": "off", "mode": "deferred"}
@@ -228,8 +226,7 @@ def pagevec_sweep(points) -> Tuple[Dict[str, str], List]:
         params = dict(config)
         return (-len(configs[config]), -sum(params.get(k) == v for k, v in prefer.items()), config)
     best = min(configs, key=score)
-    return dict(best), [p for p in rows if tuple(sorted(
-        (k, v) for k, v in p.params.items() if k != "slots")) == best]
+    return dict(best), by_config[best]
 
 
 def _config_words(config: Dict[str, str]) -> str:
