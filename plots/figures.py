@@ -17,7 +17,7 @@ import matplotlib.pyplot as plt  # noqa: E402  (backend must be chosen first)
 from matplotlib.figure import Figure  # noqa: E402
 
 import usl as usl_mod  # noqa: E402
-from lockline_results import (Point, Run, Stat, by_variant, summarize,  # noqa: E402
+from lockline_results import (Point, Run, Stat, by_variant, grouped, summarize,  # noqa: E402
                               topology_markers)
 from stats import majority_regime  # noqa: E402
 
@@ -372,12 +372,10 @@ def param_panel(ax, data: FamilyData, figure: str, panel: str,
         # median, so one argument's repetitions stay one point of a line.
         counter_x: Dict[Tuple, float] = {}
         if all(x_name not in p.params for p in pts):
-            seen: Dict[Tuple, List[float]] = {}
-            for p in pts:
-                if isinstance(p.metrics.get(x_name), (int, float)):
-                    seen.setdefault((p.variant, p.threads, p.aggregate), []).append(
-                        float(p.metrics[x_name]))
-            counter_x = {k: sorted(v)[len(v) // 2] for k, v in seen.items()}
+            seen = grouped((p for p in pts if isinstance(p.metrics.get(x_name), (int, float))),
+                           lambda p: (p.variant, p.threads, p.aggregate))
+            counter_x = {k: sorted(float(p.metrics[x_name]) for p in v)[len(v) // 2]
+                         for k, v in seen.items()}
         for p in pts:
             raw = p.params.get(x_name, counter_x.get((p.variant, p.threads, p.aggregate),
                                                      p.metrics.get(x_name)))

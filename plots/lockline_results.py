@@ -752,13 +752,12 @@ def summarize(points: Iterable[Point], metric: str) -> Dict[Tuple, Dict[int, Sta
     stats.stddev_from_aggregate)."""
     from stats import majority_regime  # local: stats imports nothing from here
 
-    reps: Dict[Tuple, Dict[int, List[Point]]] = {}
+    points = list(points)
+    reps = by_variant(p for p in points if p.aggregate is None and metric in p.metrics)
     aggs: Dict[Tuple, Dict[int, Dict[str, Point]]] = {}
     for p in points:
-        if p.aggregate is None:
-            if metric in p.metrics:
-                reps.setdefault(p.variant, {}).setdefault(p.threads, []).append(p)
-        elif metric in p.metrics or (metric == "throughput_per_s" and "real_time_ns" in p.metrics):
+        if p.aggregate is not None and (metric in p.metrics or (
+                metric == "throughput_per_s" and "real_time_ns" in p.metrics)):
             aggs.setdefault(p.variant, {}).setdefault(p.threads, {})[p.aggregate] = p
     out: Dict[Tuple, Dict[int, Stat]] = {}
     for variant, by_threads in reps.items():
