@@ -333,18 +333,14 @@ def placement_pus(pl: Dict[str, Any], n: int) -> List[Dict[str, Any]]:
 def measured_points(run: Run, counts: Optional[Sequence[int]]) -> Dict[str, Dict[int, Any]]:
     """{variant key: {threads: (median ops_per_s, repetitions, placement)}} of the lock
     families' rows (no stats:off, lock-free rows: the model predicts neither)."""
-    reps: Dict[str, Dict[int, List[Point]]] = {}
-    for p in run.points:
-        if p.family not in LOCK_FAMILIES or p.aggregate or p.bench != p.family:
-            continue
-        if counts is not None and p.threads not in counts:
-            continue
+    def measured(p: Point) -> bool:
         v = p.metrics.get("ops_per_s")
-        if not isinstance(v, (int, float)) or not math.isfinite(v) or not 0 < v <= 1e12:
-            continue
-        reps.setdefault(variant_key(p), {}).setdefault(p.threads, []).append(p)
+        return (p.family in LOCK_FAMILIES and not p.aggregate and p.bench == p.family
+                and (counts is None or p.threads in counts) and isinstance(v, (int, float))
+                and math.isfinite(v) and 0 < v <= 1e12)
     return {k: {n: (float(np.median([r.metrics["ops_per_s"] for r in rs])), len(rs),
-                    rs[0].placement) for n, rs in by.items()} for k, by in reps.items()}
+                    rs[0].placement) for n, rs in grouped(ps, lambda p: p.threads).items()}
+            for k, ps in grouped(filter(measured, run.points), variant_key).items()}
 
 
 def validate_against(run_path: str, other_path: str, fit_threads: Optional[Sequence[int]],
