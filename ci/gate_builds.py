@@ -14,13 +14,11 @@ from gate_common import (EXIT_BAD_INPUT, MAX_MIN_EFFECT_PCT, InputError, Parser,
                          new_row, parse_override, physical_check, results, run_gate,
                          scipy_stats, side_summary)
 
-BUILD_RATES = {
-    # the rate a window pair is compared by: ops per second of the threads' CPU time (the
-    # default: what the code does while it runs; a preempted window's lost time is not in it)
-    # or of window wall time (preemption included: pairs with an overrun window are left out)
-    "cpu": ("a_ops_per_cpu_s", "b_ops_per_cpu_s"),
-    "wall": ("a_ops_per_s", "b_ops_per_s"),
-}
+# The rate a window pair is compared by: ops per second of the threads' CPU time (the default: a
+# preempted window's lost time is not in it) or of window wall time (pairs with an overrun
+# window are left out).
+BUILD_RATES = {"cpu": ("a_ops_per_cpu_s", "b_ops_per_cpu_s"),
+               "wall": ("a_ops_per_s", "b_ops_per_s")}
 
 
 # Multi-thread window pairs with a thread preempted (`off_cpu`, schedstat run delay) over this
@@ -60,8 +58,7 @@ def load_build_pairs(paths, rate="cpu"):
         first = first or names
         for r in doc["benchmarks"]:
             if r.get("run_type") != "aggregate":
-                label = _round_label(r, names, first, index)
-                _add_repetition(side, r, path, rate, label)
+                _add_repetition(side, r, path, rate, _round_label(r, names, first, index))
         for key in {results.row_key(r) for r in doc["benchmarks"]} if index else ():
             side["looks"][key] = side["looks"].get(key, 0) + 1
     if not side["pairs"] and not side["failed"]:
@@ -138,29 +135,17 @@ def _add_repetition(side, r, path, rate, label):
         got.append((label, float(a), float(b), unit))
 
 
-def _builds_used_pairs(pairs, regime):
-    """[(old, new, repetition)] of `regime` (stats.compare_pairs' choice; "": all but mixed)."""
-    good = [(lab, a, b, g) for lab, a, b, g in pairs
-            if math.isfinite(a) and math.isfinite(b) and a > 0 and b > 0]
-    if regime:
-        return [(a, b, g) for lab, a, b, g in good if lab == regime]
-    return [(a, b, g) for lab, a, b, g in good if lab not in effects.NOT_A_REGIME]
-
-
 def repetition_t_p(used):
     """Two-sided p-value of a one-sample t test that the repetitions' median log pair ratios are
     centred on 0 (the repetition is the unit); 1.0 under 2 repetitions or all at 0."""
-    by = {}
-    for a, b, g in used:
-        by.setdefault(g, []).append(math.log(b / a))
-    meds = [statistics.median(v) for v in by.values()]
+    meds = [statistics.median(math.log(b / a) for a, b, _ in reps)
+            for reps in results.grouped(used, lambda u: u[2]).values()]
     if len(meds) < 2 or not any(meds):
         return 1.0
     sd = statistics.stdev(meds)
-    mean = statistics.fmean(meds)
     if sd == 0:
         return 0.0
-    t = mean / (sd / math.sqrt(len(meds)))
+    t = statistics.fmean(meds) / (sd / math.sqrt(len(meds)))
     return float(2.0 * scipy_stats().t.sf(abs(t), len(meds) - 1))
 
 
@@ -169,14 +154,16 @@ def _regime_candidates(pairs, key, min_effect_pct, look=0):
     repetition_t_p and its alpha share at look k (stats.sequential_confidence)."""
     confidence = effects.sequential_confidence(look) if look else effects.CONFIDENCE
     labels = {lab for lab, _, _, _ in pairs}
-    regimes = sorted(lab for lab in labels
-                     if lab not in effects.NO_REGIME + effects.NOT_A_REGIME)
+    regimes = sorted(lab for lab in labels if lab not in effects.NO_REGIME + effects.NOT_A_REGIME)
     out = []
     for regime in regimes or [""]:
         sub = pairs if not regime else [p for p in pairs if p[0] == regime]
         comp = effects.compare_pairs(sub, label=key, min_effect=min_effect_pct / 100.0,
                                      confidence=confidence)
-        used = _builds_used_pairs(sub, comp.regime)
+        # (old, new, repetition) of the regime compare_pairs chose ("": all but mixed).
+        used = [(a, b, g) for lab, a, b, g in sub
+                if math.isfinite(a) and math.isfinite(b) and a > 0 and b > 0
+                and (lab == comp.regime if comp.regime else lab not in effects.NOT_A_REGIME)]
         out.append({"regime": comp.regime, "comp": comp, "used": used,
                     "p": repetition_t_p(used) if comp.ci is not None else None,
                     "p_adjusted": None, "look": look,
@@ -208,11 +195,8 @@ def _answer_build_row(row, cands, total_pairs, reps, options):
     """Answer one build-duet row: the first of regression, improvement, "no change" that a regime
     says, else "undecided" from the regime with most repetitions; names what the others said."""
     states = [_regime_state(c, row, options) for c in cands]
-    chosen = 0
-    for wanted in ("regression", "improvement", "no change"):
-        if wanted in states:
-            chosen = states.index(wanted)
-            break
+    chosen = next((states.index(w) for w in ("regression", "improvement", "no change")
+                   if w in states), 0)
     c = cands[chosen]
     comp, used = c["comp"], c["used"]
     row["regime"] = c["regime"] or None

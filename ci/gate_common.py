@@ -76,21 +76,14 @@ def key_filter(text):
 
 def min_effect_for(key, options):
     """The first matching --override's percent for `key`, else --min-effect."""
-    for regex, pct in options["overrides"]:
-        if regex.search(key):
-            return pct
-    return options["min_effect"]
+    return next((pct for regex, pct in options["overrides"] if regex.search(key)),
+                options["min_effect"])
 
 
 def expand_side_argument(arg):
     """A BASELINE/CURRENT/RUN argument's files: comma-separated, a directory's lockline.json."""
-    paths = []
-    for part in arg.split(","):
-        if not part:
-            continue
-        if os.path.isdir(part):
-            part = os.path.join(part, "lockline.json")
-        paths.append(part)
+    paths = [os.path.join(part, "lockline.json") if os.path.isdir(part) else part
+             for part in arg.split(",") if part]
     if not paths:
         raise InputError(f"{arg!r}: no result file given")
     return paths
@@ -102,10 +95,6 @@ def failure_message(row):
 
 
 INVARIANT_PREFIX = "invariant broken"
-
-
-def _usable_pair(a, b):
-    return a > 0 and b > 0 and math.isfinite(a) and math.isfinite(b) and math.isfinite(b / a)
 
 
 def invariant_broken(row, key):
@@ -121,7 +110,8 @@ def invariant_broken(row, key):
     if (key.startswith("duet/") or row.get("family") == "duet") and \
             not row.get("error_occurred") and not row.get("skipped"):
         pairs = results.row_duet_pairs(row)
-        if not any(_usable_pair(a, b) for a, b in pairs):
+        if not any(a > 0 and b > 0 and math.isfinite(a) and math.isfinite(b)
+                   and math.isfinite(b / a) for a, b in pairs):
             return (f"empty duet: none of its {len(pairs)} window pairs has both sides' ops/s "
                     "positive and finite")
     return ""
@@ -137,12 +127,11 @@ def physical_check(path, key, name, value):
 
 
 def new_row(key, metric, direction, min_effect_pct, **fields):
-    row = {"key": key, "metric": metric, "direction": direction,
-           "min_effect_pct": min_effect_pct, "notes": [], "warnings": [], "regime": None,
-           "dropped": 0, "ci_pct": None, "baseline": None, "current": None, "change_pct": None,
-           "p_value": None, "p_adjusted": None, "min_p": None, "verdict": None, "paired": False}
-    row.update(fields)
-    return row
+    return {"key": key, "metric": metric, "direction": direction,
+            "min_effect_pct": min_effect_pct, "notes": [], "warnings": [], "regime": None,
+            "dropped": 0, "ci_pct": None, "baseline": None, "current": None, "change_pct": None,
+            "p_value": None, "p_adjusted": None, "min_p": None, "verdict": None, "paired": False,
+            **fields}
 
 
 # ---- statistics ---------------------------------------------------------------------------------
@@ -172,10 +161,8 @@ def summarize(samples):
 
 def side_summary(values, **extra):
     n, mean, sd = summarize(values)
-    out = {"n": n, "mean": mean, "stddev_pct": sd, "samples": values,
-           "median": statistics.median(values)}
-    out.update(extra)
-    return out
+    return {"n": n, "mean": mean, "stddev_pct": sd, "samples": values,
+            "median": statistics.median(values), **extra}
 
 
 def min_attainable_p(n1, n2):
@@ -188,8 +175,7 @@ def min_attainable_p(n1, n2):
 def log_min_attainable_p(n1, n2):
     if n1 < 1 or n2 < 1:
         return 0.0
-    return (math.log(2.0) - math.lgamma(n1 + n2 + 1) + math.lgamma(n1 + 1)
-            + math.lgamma(n2 + 1))
+    return (math.log(2.0) - math.lgamma(n1 + n2 + 1) + math.lgamma(n1 + 1) + math.lgamma(n2 + 1))
 
 
 def repetitions_needed(alpha, m):
@@ -202,9 +188,8 @@ def repetitions_needed(alpha, m):
 
 
 def holm_adjust(pvalues):
-    """Holm-Bonferroni adjusted p-values, in input order: for p ascending,
-    adj_(i) = max_{j<=i} min(1, (m-j+1) p_(j)). Holm controls the family-wise error, which a
-    gate that fails builds needs."""
+    """Holm-Bonferroni adjusted p-values in input order (p ascending: adj_(i) = max_{j<=i} min(1,
+    (m-j+1) p_(j))): it controls the family-wise error, which a gate that fails builds needs."""
     m = len(pvalues)
     order = sorted(range(m), key=lambda i: pvalues[i])
     adjusted = [1.0] * m
@@ -384,12 +369,8 @@ def equivalence_line(result):
 def summary_line(result):
     """"2 regressions, 1 improvement, 40 no change, 3 undecided (of 46 rows compared)"."""
     s = result["summary"]
-
-    def plural(n, word):
-        return f"{n} {word}" + ("s" if n != 1 and word in ("regression", "improvement") else "")
-
-    parts = [plural(s["regression"], "regression"), plural(s["improvement"], "improvement"),
-             f"{s['no change']} no change", f"{s['undecided']} undecided"]
+    parts = [f"{s[w]} {w}" + ("s" if s[w] != 1 else "") for w in ("regression", "improvement")]
+    parts += [f"{s['no change']} no change", f"{s['undecided']} undecided"]
     line = ", ".join(parts) + f" (of {s['rows_compared']} rows compared"
     extra = [f"{s[v]} {v}" for v in ("only in baseline", "only in current", "incomparable")
              if s[v]]
@@ -446,9 +427,8 @@ def format_table(result):
 
 
 def format_markdown(result):
-    out = [f"**lockline regression check:** {summary_line(result)}", ""]
-    out.append("| " + " | ".join(TABLE_HEADER) + " |")
-    out.append("|" + "---:|" * 7 + ":---|:---|:---|")
+    out = [f"**lockline regression check:** {summary_line(result)}", "",
+           "| " + " | ".join(TABLE_HEADER) + " |", "|" + "---:|" * 7 + ":---|:---|:---|"]
     for r in result["rows"]:
         cells = _table_cells(r)
         cells[9] = "`" + cells[9].replace("|", "\\|") + "`"

@@ -2,9 +2,9 @@
 repetitions of one coherence regime of the two sides (ci/REGRESSION.md)."""
 
 import argparse
+import collections
 import json
 import math
-import re
 
 from gate_common import (MAX_MIN_EFFECT_PCT, TIME_METRICS, InputError, Parser,
                          effects, expand_side_argument, failure_message,
@@ -50,16 +50,6 @@ def parse_metric_option(text):
     return name, direction
 
 
-def parse_version(text):
-    """"v1.9.0-rc1" -> (1, 9, 0), or None."""
-    if not isinstance(text, str):
-        return None
-    m = re.match(r"v?(\d+)(?:\.(\d+))?(?:\.(\d+))?", text.strip())
-    if not m:
-        return None
-    return tuple(int(g or 0) for g in m.groups())
-
-
 # ---- loading ------------------------------------------------------------------------------------
 
 
@@ -100,9 +90,8 @@ def _sample(r, key, path, context):
     version = file_gb_version(context or {})
     if foreign and isinstance(threads, int) and threads > 1 and version is not None and \
             version >= GB_TIME_SEMANTICS_CHANGE:
-        for name in GB_PER_THREAD_RATES:
-            if name in values:
-                values[name] *= threads  # per thread from 1.9.0: back to the whole run's
+        # Per thread from 1.9.0: back to the whole run's.
+        values.update({n: values[n] * threads for n in GB_PER_THREAD_RATES if n in values})
     return {"values": values, "threads": threads, "foreign": foreign,
             "coherence": coherence.get("label") if isinstance(coherence, dict) else None,
             "placement": r.get("placement") if isinstance(r.get("placement"), dict) else None,
@@ -171,15 +160,10 @@ def mann_whitney_p(a, b):
 def signed_rank_p(a, b):
     """Two-sided Wilcoxon signed-rank p-value of log(b[i] / a[i]) of matched samples; 1.0
     when every difference is 0 or the test is undefined."""
-    diffs = []
-    for x, y in zip(a, b):
-        if x == y:
-            diffs.append(0.0)
-        elif x > 0 and y > 0:
-            diffs.append(math.log(y / x))
-    if not any(diffs):
-        return 1.0
-    return _two_sided_p(lambda st: st.wilcoxon(diffs, alternative="two-sided"))
+    diffs = [0.0 if x == y else math.log(y / x) for x, y in zip(a, b)
+             if x == y or (x > 0 and y > 0)]
+    return (_two_sided_p(lambda st: st.wilcoxon(diffs, alternative="two-sided"))
+            if any(diffs) else 1.0)
 
 
 # ---- comparison ---------------------------------------------------------------------------------
@@ -202,8 +186,8 @@ def file_gb_version(ctx):
     a plain file's context.library_version, else BEFORE_LIBRARY_VERSION; None if unreadable."""
     lockline = _context_value(ctx, "lockline")
     if isinstance(lockline, dict):
-        return parse_version(_context_value(lockline, "versions", "google_benchmark"))
-    version = parse_version(_context_value(ctx, "library_version"))
+        return results.parse_version(_context_value(lockline, "versions", "google_benchmark"))
+    version = results.parse_version(_context_value(ctx, "library_version"))
     if version is not None:
         return version
     if isinstance(_context_value(ctx, "library_version"), str):
@@ -217,7 +201,6 @@ def version_text(version):
     if version == BEFORE_LIBRARY_VERSION:
         return "before 1.8.4 (no library_version)"
     return ".".join(str(v) for v in version[:3])
-
 
 
 def straddles_gb_19(base_versions, cur_versions):
@@ -279,10 +262,7 @@ def default_metric(base_samples, cur_samples):
     both = base_samples + cur_samples
     if both and all("pair_ratio" in s["values"] for s in both):
         return "pair_ratio"
-    for s in both:
-        if "ops_per_s" in s["values"]:
-            return "ops_per_s"
-    return "real_time"
+    return "ops_per_s" if any("ops_per_s" in s["values"] for s in both) else "real_time"
 
 
 def _comparability_warnings(row, bs, cs, changed_layouts):
@@ -406,8 +386,7 @@ def compare(base, cur, options):
 
 def _compared_keys(base, cur, options):
     keys = sorted(set(base["rows"]) | set(cur["rows"]) |
-                  (set(cur.get("failed", {})) & set(base["rows"])) |
-                  set(cur.get("invariant", {})))
+                  (set(cur.get("failed", {})) & set(base["rows"])) | set(cur.get("invariant", {})))
     if options["filter"] is not None:
         keys = [k for k in keys if options["filter"].search(k)]
     return keys
@@ -524,12 +503,6 @@ def _fill_change(row, choice, nb, nc):
         row["notes"].append(_method_note(choice, nb, nc))
 
 
-def _gb_rate(metric, samples, threads):
-    rate = metric.endswith(("per_second", "/s")) or metric_direction(metric) == "higher"
-    return (rate and threads > 1 and metric not in GB_PER_THREAD_RATES and
-            any(s.get("foreign") for s in samples))
-
-
 def _same_across_19(samples):
     """A metric every sample has that reads the same on both sides of 1.9.0, for the notes:
     lockline's own ops_per_s, or a foreign file's items/bytes_per_second (converted back in
@@ -548,8 +521,11 @@ def _gb_semantics(row, samples, ctx):
     """A time row or threaded foreign rate across Google Benchmark 1.9.0 is incomparable
     (unless --allow-gb-straddle); one of an unknown version is counted for a warning."""
     threads = max([s["threads"] for s in samples if isinstance(s["threads"], int)], default=1)
-    rate = _gb_rate(row["metric"], samples, threads)
-    if row["metric"] not in TIME_METRICS and not rate:
+    metric = row["metric"]
+    rate = (threads > 1 and metric not in GB_PER_THREAD_RATES
+            and (metric.endswith(("per_second", "/s")) or metric_direction(metric) == "higher")
+            and any(s.get("foreign") for s in samples))
+    if metric not in TIME_METRICS and not rate:
         return
     what = "threaded rate" if rate else "time-based row"
     if ctx["straddle"] and not ctx["options"].get("allow_gb_straddle"):
@@ -589,10 +565,7 @@ def few_samples_cautions(rows):
 
 
 def _regime_counts(samples):
-    counts = {}
-    for x in samples:
-        label = _regime_label(x) or "unlabelled"
-        counts[label] = counts.get(label, 0) + 1
+    counts = collections.Counter(_regime_label(x) or "unlabelled" for x in samples)
     return ", ".join(f"{k} x{v}" for k, v in sorted(counts.items()))
 
 
@@ -625,11 +598,10 @@ def decide(rows, options):
         return
     alpha = options["alpha"]
     for r in compared:
-        if r.get("method") == "matched" or (r.get("method") == "pair_effects" and
-                                            r.get("matched")):
-            r["p_value"] = signed_rank_p(r["baseline"]["samples"], r["current"]["samples"])
-        else:
-            r["p_value"] = mann_whitney_p(r["baseline"]["samples"], r["current"]["samples"])
+        matched = r.get("method") == "matched" or (r.get("method") == "pair_effects" and
+                                                   r.get("matched"))
+        r["p_value"] = (signed_rank_p if matched else mann_whitney_p)(
+            r["baseline"]["samples"], r["current"]["samples"])
     for r, adj in zip(compared, holm_adjust([r["p_value"] for r in compared])):
         r["p_adjusted"] = adj
     for r in compared:
@@ -640,8 +612,7 @@ def decide(rows, options):
                                   "minimum effect")
             continue
         ci, eff = r["ci_pct"], r["min_effect_pct"]
-        if ci is not None and effects.is_equivalent((ci[0] / 100.0, ci[1] / 100.0),
-                                                    eff / 100.0):
+        if ci is not None and effects.is_equivalent((ci[0] / 100.0, ci[1] / 100.0), eff / 100.0):
             r["verdict"] = "no change"
             continue
         r["verdict"] = "undecided"

@@ -59,14 +59,9 @@ def main(argv):
         print(f"hot_code_check: error: no function of {args.old} matches {args.pattern!r}",
               file=sys.stderr)
         return 2
-    same, differ, missing = 0, [], []
-    for name in sorted(old):
-        if name not in new:
-            missing.append(name)
-        elif old[name] == new[name]:
-            same += 1
-        else:
-            differ.append(name)
+    missing = [name for name in sorted(old) if name not in new]
+    differ = [name for name in sorted(old) if name in new and old[name] != new[name]]
+    same = len(old) - len(missing) - len(differ)
     for name in differ:
         print(f"differs: {name[:160]} ({len(old[name])} -> {len(new[name])} instructions)")
     for name in missing:

@@ -26,9 +26,7 @@ missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
 done
-if ((${#missing[@]} == 0)); then
-  exit 0
-fi
+((${#missing[@]})) || exit 0
 echo "lockline: installing ${missing[*]}" >&2
 SUDO=""
 if [[ $(id -u) != 0 ]]; then SUDO=sudo; fi

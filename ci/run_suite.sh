@@ -8,8 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash ci/install_deps.sh
 build=${LOCKLINE_BUILD_DIR:-build}
-# Same configuration as ci/test.sh, so the two README commands share one build; only the
-# benchmark binary is built here (the tests are ci/test.sh's business).
+# ci/test.sh's configuration, so the two README commands share one build; only lockline here.
 bash ci/configure.sh "$build" >/dev/null
 cmake --build "$build" -j"$(nproc)" --target lockline
 out="results/$(hostname)-$(date -u +%Y%m%dT%H%M%SZ)"
@@ -20,10 +19,8 @@ for arg in "$@"; do
     --calibrate-only) calibrate_only=1 ;;
   esac
 done
-set +e
-"$build/lockline" --out="$out" "$@"
-rc=$?
-set -e
+rc=0
+"$build/lockline" --out="$out" "$@" || rc=$?
 if [[ $calibrate_only == 1 ]]; then
   # A calibration run is an input to `lockline predict --target=`: no plots or report.
   echo "lockline: run directory $out (calibration rows for lockline predict --target=$out)"

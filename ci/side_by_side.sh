@@ -6,16 +6,14 @@
 # page_fault1 mapping its own batch). Prints per row the median ratio over rounds, its range and
 # the evidence windows' cost (docs/kernel-ab.md). Not a unit test: it measures, for minutes.
 #
-# Usage: ci/side_by_side.sh [--rounds=N] [--seconds=S] [--window=DURATION]
-#                           [--lockline=PATH] [--keep=DIR]
+# Usage: ci/side_by_side.sh [OPTION=VALUE...]
 #   --rounds    interleaved rounds (default 3)
 #   --seconds   page_fault1's measured interval per run (default 3)
 #   --window    lockline's window (default 1s; 2 repetitions per row)
 #   --lockline  the binary (default build/lockline of this tree)
 #   --keep      keep the run directories and raw results under DIR
 #   --families  comma-separated subset of kernel_lru,kernel_zone,fault
-# Needs: a C compiler (cc), /usr/bin/python3, a built lockline. Run as root
-# for the kernel evidence (the rates do not need it).
+# Needs: cc, /usr/bin/python3, a built lockline; root for the kernel evidence (not the rates).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)

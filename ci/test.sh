@@ -1,11 +1,10 @@
 #!/usr/bin/env bash
 # README's test command (and what .ci/run calls): installs whatever is missing, builds warning-free
-# (-Werror), then runs every test through ctest: unit and validation tests, the ThreadSanitizer lock
-# tests, the aarch64 compile check, smoke runs of every family, and the Python tests (plots,
-# report, regression check). Then the 4s4n rehearsal (ci/rehearse.sh: lockline in an emulated
-# 4-socket 4-node QEMU guest) and its checks (tests/python/test_rehearsal.py); LOCKLINE_REHEARSAL=0
-# skips it. Exit status: ctest's, or the rehearsal's when ctest passed (a guest that never
-# boots is reported as not run).
+# (-Werror), then runs every test through ctest (unit, validation, ThreadSanitizer lock tests, the
+# aarch64 compile check, smoke runs of every family, the Python tests). Then the 4s4n rehearsal
+# (ci/rehearse.sh: lockline in an emulated 4-socket 4-node QEMU guest) and its checks
+# (tests/python/test_rehearsal.py); LOCKLINE_REHEARSAL=0 skips it. Exit status: ctest's, or the
+# rehearsal's when ctest passed (a guest that never boots is reported as not run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rehearsal=${LOCKLINE_REHEARSAL:-1}
@@ -16,12 +15,9 @@ bash ci/configure.sh "$build" --werror
 cmake --build "$build" -j"$jobs"
 status=0
 ctest --test-dir "$build" --output-on-failure --timeout 900 -j"$jobs" || status=$?
-# The rehearsal runs after ctest, not as a ctest test beside the others: its 16 TCG vCPU threads
-# would take both host CPUs from the parallel tests (and they from it), so its wall time would
-# be unpredictable against its cap; alone it adds 2-3 minutes, bounded at 12 (guest runs capped at
-# 240 s, plus boot, transfer, plots and report; one boot that does not reach init in 150 s is
-# retried; the whole script at 720 s), keeping all of CI
-# (~5 minutes of other tests) under 15 minutes on 2 vCPUs.
+# The rehearsal runs after ctest, not beside the parallel tests: its 16 TCG vCPU threads and they
+# would take the 2 host CPUs from each other, making its wall time unpredictable against its cap.
+# Alone it adds 2-3 minutes (at most 12: the timeout below), keeping CI under 15 minutes.
 if [[ "$rehearsal" == 1 ]]; then
   out="$build/rehearsal-4s4n-$(date -u +%Y%m%dT%H%M%SZ)"
   rstatus=0

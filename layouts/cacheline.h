@@ -4,10 +4,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <new>
-#include <stdexcept>
-#include <string>
-#include <utility>
 
 namespace lockline {
 

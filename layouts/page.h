@@ -76,10 +76,6 @@ inline bool ListEmpty(const ListHead* head) { return head->next == head; }
 
 /// enum pageflags, 4.0 numbering (2.6.16 alike but PG_writeback 12).
 inline constexpr int kPgLocked = 0;
-inline constexpr int kPgError = 1;
-inline constexpr int kPgReferenced = 2;
-inline constexpr int kPgUptodate = 3;
-inline constexpr int kPgDirty = 4;
 inline constexpr int kPgLru = 5;     ///< on a zone LRU list (under lru_lock)
 inline constexpr int kPgActive = 6;  ///< on the active list
 inline constexpr int kPgSlab = 7;

@@ -68,19 +68,15 @@ static_assert(Lp64Layout<PagevecProposal2004>(128, 8),
               "not 124: the 4-byte header is padded to 8 for the pointers");
 
 namespace detail {
-/// "pagevec_5x" followed by the decimal slot count, at compile time.
+/// "pagevec_5x" followed by the decimal slot count (1..255), at compile time.
 constexpr std::array<char, 16> Pagevec5xName(int slots) {
   std::array<char, 16> out{};
   const char prefix[] = "pagevec_5x";
   std::size_t i = 0;
   for (; prefix[i] != '\0'; ++i) out[i] = prefix[i];
-  char digits[4] = {};
-  int n = 0;
-  do {
-    digits[n++] = static_cast<char>('0' + slots % 10);
-    slots /= 10;
-  } while (slots > 0 && n < 4);
-  while (n > 0) out[i++] = digits[--n];
+  if (slots >= 100) out[i++] = static_cast<char>('0' + slots / 100);
+  if (slots >= 10) out[i++] = static_cast<char>('0' + slots / 10 % 10);
+  out[i] = static_cast<char>('0' + slots % 10);
   return out;
 }
 }  // namespace detail

@@ -2,8 +2,8 @@
 #include "layouts/report.h"
 
 #include <algorithm>
-#include <cstdio>
 #include <deque>
+#include <iomanip>
 #include <mutex>
 #include <sstream>
 #include <string_view>
@@ -28,6 +28,9 @@ int LinesSpanned(const LayoutInfo& info) {
   return LinesSpanned(info.base_offset, info.size, info.line);
 }
 
+namespace {
+
+// First and last line of bytes [offset, offset + size) (size 0: one byte).
 std::pair<int, int> LineRange(const LayoutInfo& info, std::size_t offset,
                               std::size_t size) {
   const std::size_t first = info.base_offset % info.line + offset;
@@ -36,13 +39,11 @@ std::pair<int, int> LineRange(const LayoutInfo& info, std::size_t offset,
           static_cast<int>(last / info.line)};
 }
 
-namespace {
-
 const FieldInfo* FindField(const LayoutInfo& info, const std::string& name) {
-  for (const FieldInfo& f : info.fields) {
-    if (f.name == name) return &f;
-  }
-  return nullptr;
+  const auto it =
+      std::find_if(info.fields.begin(), info.fields.end(),
+                   [&](const FieldInfo& f) { return f.name == name; });
+  return it == info.fields.end() ? nullptr : &*it;
 }
 
 bool RangesOverlap(std::pair<int, int> a, std::pair<int, int> b) {
@@ -81,8 +82,7 @@ std::vector<std::string> FieldsSharingLine(const LayoutInfo& info,
   if (target == nullptr) return out;
   const auto lines = LineRange(info, target->offset, target->size);
   for (const FieldInfo& f : info.fields) {
-    if (&f == target) continue;
-    if (RangesOverlap(lines, LineRange(info, f.offset, f.size)))
+    if (&f != target && RangesOverlap(lines, LineRange(info, f.offset, f.size)))
       out.push_back(f.name);
   }
   return out;
@@ -110,62 +110,43 @@ std::string FormatPahole(const LayoutInfo& info) {
   const std::size_t start = info.base_offset % info.line;
   int next_boundary = 1;  // index of the next line boundary to announce
   std::size_t end = 0;
-  char buf[256];
   for (const FieldInfo& f : info.fields) {
-    if (f.offset > end) {
-      std::snprintf(buf, sizeof(buf), "\n\t/* XXX %zu bytes hole */\n\n",
-                    f.offset - end);
-      os << buf;
-    }
+    if (f.offset > end)
+      os << "\n\t/* XXX " << f.offset - end << " bytes hole */\n\n";
     // Announce every boundary at or before this field's start (pahole: "was N
     // bytes ago" when the boundary fell inside the previous member or a hole).
     while (next_boundary * info.line <= start + f.offset) {
       const std::size_t boundary =
           next_boundary * info.line - start;  // struct-relative
-      if (boundary == f.offset) {
-        std::snprintf(buf, sizeof(buf),
-                      "\t/* --- cacheline %d boundary (%zu bytes) --- */\n",
-                      next_boundary, boundary);
-      } else {
-        std::snprintf(buf, sizeof(buf),
-                      "\t/* --- cacheline %d boundary (%zu bytes) was %zu "
-                      "bytes ago --- */\n",
-                      next_boundary, boundary, f.offset - boundary);
-      }
-      os << buf;
+      os << "\t/* --- cacheline " << next_boundary << " boundary (" << boundary
+         << " bytes) ";
+      if (boundary != f.offset)
+        os << "was " << f.offset - boundary << " bytes ago ";
+      os << "--- */\n";
       ++next_boundary;
     }
-    std::snprintf(buf, sizeof(buf), "\t%-48s /* %5zu %5zu */\n", f.name.c_str(),
-                  f.offset, f.size);
-    os << buf;
+    os << '\t' << std::left << std::setw(48) << f.name << std::right << " /* "
+       << std::setw(5) << f.offset << ' ' << std::setw(5) << f.size << " */\n";
     // Boundaries inside this member (an array straddling lines): one or two are
     // named with their byte offset into the member, longer runs are summarized.
     const std::size_t f_end = f.offset + f.size;
     const int first_inside = next_boundary;
     while (next_boundary * info.line < start + f_end) ++next_boundary;
-    const int inside = next_boundary - first_inside;
-    if (inside > 2) {
-      std::snprintf(buf, sizeof(buf),
-                    "\t/* --- cachelines %d..%d boundaries inside %s --- */\n",
-                    first_inside, next_boundary - 1, f.name.c_str());
-      os << buf;
+    if (next_boundary - first_inside > 2) {
+      os << "\t/* --- cachelines " << first_inside << ".." << next_boundary - 1
+         << " boundaries inside " << f.name << " --- */\n";
     } else {
       for (int k = first_inside; k < next_boundary; ++k) {
         const std::size_t boundary = k * info.line - start;
-        std::snprintf(buf, sizeof(buf),
-                      "\t/* --- cacheline %d boundary (%zu bytes) inside %s, "
-                      "+%zu --- */\n",
-                      k, boundary, f.name.c_str(), boundary - f.offset);
-        os << buf;
+        os << "\t/* --- cacheline " << k << " boundary (" << boundary
+           << " bytes) inside " << f.name << ", +" << boundary - f.offset
+           << " --- */\n";
       }
     }
     end = std::max(end, f_end);
   }
-  os << "\n";
-  std::snprintf(buf, sizeof(buf),
-                "\t/* size: %zu, cachelines: %d, members: %zu */\n", info.size,
-                LinesSpanned(info), info.fields.size());
-  os << buf;
+  os << "\n\t/* size: " << info.size << ", cachelines: " << LinesSpanned(info)
+     << ", members: " << info.fields.size() << " */\n";
   const auto holes = Holes(info);
   if (!holes.empty()) {
     std::size_t sum = 0;

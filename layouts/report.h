@@ -36,10 +36,6 @@ void SortFields(LayoutInfo& info);
 /// Cache lines touched by the whole struct at its base_offset.
 int LinesSpanned(const LayoutInfo& info);
 
-/// First and last line of bytes [offset, offset + size) (size 0: one byte).
-std::pair<int, int> LineRange(const LayoutInfo& info, std::size_t offset,
-                              std::size_t size);
-
 /// The other fields with a byte in `field`'s lines (empty if absent).
 std::vector<std::string> FieldsSharingLine(const LayoutInfo& info,
                                            const std::string& field);

@@ -8,9 +8,8 @@
 // CONFIG_MEMORY_ISOLATION, CONFIG_COMPACTION, no CONFIG_MEMORY_HOTPLUG (no
 // span_seqlock), MAX_ORDER 11, MAX_NR_ZONES 4 (DMA, DMA32, NORMAL, MOVABLE).
 // The config axis (ZoneConfig) is CONFIG_CMA: with it MIGRATE_TYPES = 6 and a
-// free_area is 104 bytes (common distribution kernels), without it
-// MIGRATE_TYPES = 5 and a free_area is 88 bytes (mmzone.h@v4.0:38-64).
-// Pointers are opaque stand-ins (void*).
+// free_area is 104 bytes (common distribution kernels), without it 5 and 88
+// (mmzone.h@v4.0:38-64). Pointers are opaque stand-ins (void*).
 //
 // Sections, each starting on a new line (ZONE_PADDING = alignas(kLine) on its
 // first member):
@@ -21,9 +20,8 @@
 //   page reclaim     lru_lock, lru_lists[5], reclaim stats, compaction cursors
 //   statistics       vm_stat[39]
 //
-// The lock-placement variants (one template, four partial specializations;
-// offsets relative to the allocator section's first line L, 4-byte lock,
-// 64-byte lines):
+// The lock-placement variants (offsets relative to the allocator section's
+// first line L, 4-byte lock, 64-byte lines):
 //
 //   lock_before_free_area   3484b2de9499 (merged for v3.16; in v3.16-v3.19):
 //                           [L+0 lock][L+8 free_area[0] lists of UNMOVABLE,
@@ -31,20 +29,17 @@
 //                           waiters and the holder's order-0 list updates
 //                           fight over line L.
 //   lock_after_free_area    the fix a368ab67aa55 (in v4.0, mmzone.h@v4.0:
-//                           476-484): free_area[11], flags, then the lock.
-//                           cma:    lock at L+1152, a line boundary for 64 and
-//                                   128: its line holds nothing else of the
-//                                   allocator section.
-//                           no_cma: lock at L+976, in the line of `flags`
-//                                   (L+968), which every allocation tests
-//                                   lock-free (ZONE_FAIR_DEPLETED).
-//   lock_own_line           lock padded to a full line of its own, free_area
-//                           on the next line (the alternative the thread
-//                           rejected because the zone grows).
-//   lock_in_readmostly_line the lock right after watermark[] in the read-mostly
-//                           line: every allocation reads the watermarks
-//                           lock-free, and each lock handoff invalidates that
-//                           line in every reader's cache (counter-example).
+//                           476-484): free_area[11], flags, then the lock;
+//                           cma: at L+1152, alone on its line (64 or 128);
+//                           no_cma: at L+976, in the line of `flags` (L+968),
+//                           which every allocation tests lock-free
+//                           (ZONE_FAIR_DEPLETED).
+//   lock_own_line           lock padded to a full line of its own (the
+//                           alternative the thread rejected: the zone grows).
+//   lock_in_readmostly_line the lock right after watermark[], which every
+//                           allocation reads lock-free: each lock handoff
+//                           invalidates that line in every reader's cache
+//                           (counter-example).
 //
 // The zone is otherwise v4.0's in every variant: v3.16-v3.19's struct zone
 // differs in fields this model does not exercise.
@@ -53,7 +48,6 @@
 #include <atomic>
 #include <cstddef>
 #include <string>
-#include <string_view>
 #include <type_traits>
 
 #include "harness/locks/lock.h"
@@ -125,13 +119,8 @@ inline constexpr int kNrLruLists = 5;
 /// enum zone_stat_item (4.0, CONFIG_NUMA): 39 counters; the model names the
 /// ones it uses.
 inline constexpr int kNrVmZoneStatItems = 39;
-inline constexpr int kNrFreePages = 0;     ///< NR_FREE_PAGES
-inline constexpr int kNrAllocBatch = 1;    ///< NR_ALLOC_BATCH
-inline constexpr int kNrInactiveAnon = 2;  ///< NR_INACTIVE_ANON (= NR_LRU_BASE)
-inline constexpr int kNrActiveAnon = 3;    ///< NR_ACTIVE_ANON
-inline constexpr int kNrInactiveFile = 4;  ///< NR_INACTIVE_FILE
-inline constexpr int kNrActiveFile = 5;    ///< NR_ACTIVE_FILE
-inline constexpr int kNrUnevictable = 6;   ///< NR_UNEVICTABLE
+inline constexpr int kNrFreePages = 0;   ///< NR_FREE_PAGES
+inline constexpr int kNrAllocBatch = 1;  ///< NR_ALLOC_BATCH
 
 /// `struct free_area` (mmzone.h@v4.0:92-95): one list head per migrate type
 /// and the count of free blocks of this order.
@@ -244,7 +233,6 @@ struct Zone;
   static constexpr ZoneLockPlacement kPlacement = P;                          \
   static constexpr std::size_t kLineSize = kLine;                             \
   static constexpr ZoneConfig kConfig = C;                                    \
-  static constexpr int kMigrateTypesN = MigrateTypesOf(C);                    \
   using FreeAreaT = FreeAreaOf<MigrateTypesOf(C)>;
 
 /// 3484b2de9499 (v3.16-v3.19): lock first in the allocator section,

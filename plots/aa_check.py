@@ -21,8 +21,8 @@ from typing import Any, Dict, List, Optional, Sequence
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from lockline_results import (ResultError, Run, labelled_duet_pairs, load_runs,  # noqa: E402
-                              row_identity)
+from lockline_results import (ResultError, Run, error_status, grouped,  # noqa: E402
+                              labelled_duet_pairs, load_runs, row_identity)
 import stats  # noqa: E402
 
 ANSWER_WORDS = {"effect": "an effect", "equivalent": "equal", "not_resolved": "not resolved",
@@ -32,11 +32,8 @@ ANSWER_WORDS = {"effect": "an effect", "equivalent": "equal", "not_resolved": "n
 def _series(run: Run) -> Dict[str, List[Any]]:
     """Repetitions per key, without aggregates or overrun ones (a duet row keeps its other
     window pairs)."""
-    out: Dict[str, List[Any]] = {}
-    for p in run.points:
-        if p.aggregate is None and (p.bench == "duet" or not p.overrun):
-            out.setdefault(p.key, []).append(p)
-    return out
+    return grouped((p for p in run.points if p.aggregate is None
+                    and (p.bench == "duet" or not p.overrun)), lambda p: p.key)
 
 
 def _family(reps) -> str:
@@ -69,8 +66,7 @@ def within_run(run: Run, min_effect: float) -> List[Dict[str, Any]]:
 
 def between_runs(base: Run, cur: Run, min_effect: float, metric: str,
                  skipped: List[str]) -> List[Dict[str, Any]]:
-    """Every key of both runs compared between them; keys with identical rows go to
-    `skipped`."""
+    """Every key of both runs compared between them; keys with identical rows go to `skipped`."""
     out = []
     bs, cs = _series(base), _series(cur)
     runs = f"{base.path} vs {cur.path}"
@@ -129,17 +125,16 @@ def check(runs: Sequence[Run], min_effect: float = stats.MIN_EFFECT, metric: str
         if skipped:
             notes.append(f"{base.path} vs {cur.path}: {len(skipped)} key(s) hold the same rows "
                          "in both (the same run twice?), not counted")
-    by_source = {s: count([r for r in records if r["source"] == s])
-                 for s in sorted({r["source"] for r in records})}
-    by_family = {f: count([r for r in records if r["family"] == f])
-                 for f in sorted({r["family"] for r in records})}
-    within = [r for r in records if r["source"] == "A/A duet row"]
-    between = [r for r in records if r["source"] != "A/A duet row"]
+    def by(field):
+        return {v: count([r for r in records if r[field] == v])
+                for v in sorted({r[field] for r in records})}
+    within = [r["source"] == "A/A duet row" for r in records]
     return {"min_effect": min_effect, "runs": [r.path for r in runs],
             "pairs_of_runs": len(couples), "total": count(records),
-            "within_run": count(within), "between_run": count(between),
-            "by_source": by_source,
-            "by_family": by_family, "comparisons": records, "notes": notes}
+            "within_run": count([r for r, w in zip(records, within) if w]),
+            "between_run": count([r for r, w in zip(records, within) if not w]),
+            "by_source": by("source"), "by_family": by("family"), "comparisons": records,
+            "notes": notes}
 
 
 def count_text(c: Dict[str, Any], min_effect: float) -> str:
@@ -189,8 +184,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     try:
         runs = load_runs(args.runs)
     except ResultError as err:
-        print(f"aa_check.py: error: {err}", file=sys.stderr)
-        return 2
+        return error_status("aa_check.py", err)
     min_effect = args.min_effect / 100.0
     doc = check(runs, min_effect, args.metric, args.all_pairs)
     if args.json:

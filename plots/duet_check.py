@@ -20,7 +20,8 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from lockline_results import ResultError, labelled_duet_pairs, load_runs  # noqa: E402
+from lockline_results import (ResultError, error_status, grouped,  # noqa: E402
+                              labelled_duet_pairs, load_runs)
 import stats  # noqa: E402
 
 
@@ -58,11 +59,9 @@ def unpaired(pairs: Sequence[Tuple], regime: str) -> Dict[str, Any]:
 
 def check(run) -> Dict[str, Any]:
     """Per duet series: paired and unpaired comparisons of the same windows; the A/A summary."""
-    series: Dict[str, List] = {}
-    for p in run.points:
-        # Rows with an overrun window stay: only its pairs are left out.
-        if p.bench == "duet" and p.aggregate is None:
-            series.setdefault(p.key, []).append(p)
+    # Rows with an overrun window stay: only its pairs are left out.
+    series = grouped((p for p in run.points if p.bench == "duet" and p.aggregate is None),
+                     lambda p: p.key)
     rows = []
     for key, reps in sorted(series.items()):
         pairs = labelled_duet_pairs(reps)
@@ -95,8 +94,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     try:
         run = load_runs([args.run_dir])[0]
     except ResultError as err:
-        print(f"duet_check.py: error: {err}", file=sys.stderr)
-        return 2
+        return error_status("duet_check.py", err)
     doc = check(run)
     if args.json:
         print(json.dumps(doc, indent=1))

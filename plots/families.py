@@ -13,7 +13,7 @@ from figures import (MAX_SERIES, THROUGHPUT_METRICS, UNITS, FamilyData, Figure, 
                      axis_label, empty_panel, finish, narrow_variants, new_figure, note,
                      param_panel, params_json, plt, relative_panel, series_label,
                      threads_panel, varying_keys)
-from lockline_results import Stat, summarize, summarize_side_by_side
+from lockline_results import Stat, grouped, summarize, summarize_side_by_side
 import stats
 
 Plotter = Callable[[FamilyData], List[Tuple[str, Figure]]]
@@ -42,13 +42,8 @@ def _pick_metric(data: FamilyData, pred=lambda p: True, preferred=THROUGHPUT_MET
         if data.has_metric(metric, pred):
             return metric
     names = sorted({m for _, pts in data.select(pred) for p in pts for m in p.metrics})
-    for m in names:
-        if m.endswith("_per_s") or m.endswith("/s"):
-            return m
-    for m in ("ns_per_op", "real_time_ns"):
-        if m in names:
-            return m
-    return names[0] if names else None
+    rates = [m for m in names if m.endswith(("_per_s", "/s"))]
+    return (rates + [m for m in ("ns_per_op", "real_time_ns") if m in names] + names + [None])[0]
 
 
 def plot_generic(data: FamilyData) -> List[Tuple[str, Figure]]:
@@ -93,9 +88,8 @@ def _x_axis(data: FamilyData, selected) -> Optional[str]:
     names = {k for p in pts for k in p.params}
     if data.x_arg:
         # plot.py has checked that some family's rows have it (argument or counter).
-        if data.x_arg in names or any(data.x_arg in p.metrics for p in pts):
-            return data.x_arg
-        return None
+        found = data.x_arg in names or any(data.x_arg in p.metrics for p in pts)
+        return data.x_arg if found else None
     if len({p.threads for p in pts}) > 1:
         return None
     for name in sorted((k for k in names if k.startswith("arg") and k[3:].isdigit()),
@@ -106,11 +100,6 @@ def _x_axis(data: FamilyData, selected) -> Optional[str]:
     return None
 
 
-def natural_key(variant) -> Tuple:
-    """Sort key of a variant whose numeric values sort as numbers (1, 2, 16, not 1, 16, 2)."""
-    return tuple((k,) + _natural(v) for k, v in variant)
-
-
 def bar_panel(ax, data: FamilyData, figure: str, panel: str, runs, metric: str) -> None:
     """Bars of `metric` per (run, variant, thread count), error bars from repetitions; used
     where there is nothing to plot against threads (one thread count)."""
@@ -118,7 +107,9 @@ def bar_panel(ax, data: FamilyData, figure: str, panel: str, runs, metric: str) 
     for run, pts in runs:
         summary = summarize(pts, metric)
         varying = varying_keys(summary)
-        for variant, by_n in sorted(summary.items(), key=lambda kv: natural_key(kv[0])):
+        # Numeric values sort as numbers (1, 2, 16, not 1, 16, 2).
+        for variant, by_n in sorted(summary.items(),
+                                    key=lambda kv: tuple((k,) + _natural(v) for k, v in kv[0])):
             for n, stat in sorted(by_n.items()):
                 label = series_label(variant, varying) + (f" [{run.label}]" if len(runs) > 1 else "")
                 if len({p.threads for p in pts}) > 1:
@@ -131,25 +122,20 @@ def bar_panel(ax, data: FamilyData, figure: str, panel: str, runs, metric: str) 
         empty_panel(ax, panel, f"metric '{metric}' not in these rows")
         return
     positive = [m for m in means if m > 0]
-    log = bool(positive and max(positive) / min(positive) > 100)
-    if len(labels) > 3 or max(len(lab) for lab in labels) > 14:
-        # Many or long category names: horizontal bars, names readable on the y axis.
-        ys = list(range(len(labels)))[::-1]
-        ax.barh(ys, means, xerr=errs, capsize=3)
-        if log:
-            ax.set_xscale("log")
-        ax.set_yticks(ys)
-        ax.set_yticklabels(labels, fontsize=7)
-        ax.set_xlabel(axis_label(metric))
-        ax.grid(True, axis="x", alpha=0.3)
+    horizontal = len(labels) > 3 or max(len(lab) for lab in labels) > 14
+    if horizontal:  # many or long category names: readable on the y axis
+        pos = list(range(len(labels)))[::-1]
+        ax.barh(pos, means, xerr=errs, capsize=3)
     else:
-        ax.bar(range(len(labels)), means, yerr=errs, capsize=3)
-        if log:
-            ax.set_yscale("log")
-        ax.set_xticks(range(len(labels)))
-        ax.set_xticklabels(labels, fontsize=7)
-        ax.set_ylabel(axis_label(metric))
-        ax.grid(True, axis="y", alpha=0.3)
+        pos = list(range(len(labels)))
+        ax.bar(pos, means, yerr=errs, capsize=3)
+    value, name = ("x", "y") if horizontal else ("y", "x")
+    if positive and max(positive) / min(positive) > 100:
+        getattr(ax, f"set_{value}scale")("log")
+    getattr(ax, f"set_{name}ticks")(pos)
+    getattr(ax, f"set_{name}ticklabels")(labels, fontsize=7)
+    getattr(ax, f"set_{value}label")(axis_label(metric))
+    ax.grid(True, axis=value, alpha=0.3)
     ax.set_title(panel, fontsize=10)
 
 
@@ -172,14 +158,13 @@ def _relative(data: FamilyData, benches: List[str]) -> List[Tuple[str, Figure]]:
 def plot_locks(data: FamilyData) -> List[Tuple[str, Figure]]:
     """Lock throughput and wait share against threads: one row of panels per critical section /
     instrumentation combination, one series per lock kind."""
-    groups = sorted({tuple(sorted((k, v) for k, v in p.params.items() if k != "lock"))
-                     for _, pts in data.runs for p in pts})
+    def group_of(p):
+        return tuple((k, v) for k, v in p.variant if k != "lock")
+    sels = [(g, data.select(lambda p, g=g: group_of(p) == g))
+            for g in sorted({group_of(p) for _, pts in data.runs for p in pts})]
     # A wait-share panel only for groups whose rows carry wait_share (stats:on).
-    sels = []
-    for group in groups:
-        sel = data.select(lambda p, g=group: tuple(sorted(
-            (k, v) for k, v in p.params.items() if k != "lock")) == g)
-        sels.append((group, sel, any("wait_share" in p.metrics for _, pts in sel for p in pts)))
+    sels = [(g, sel, any("wait_share" in p.metrics for _, pts in sel for p in pts))
+            for g, sel in sels]
     panels = sum(2 if wait else 1 for _, _, wait in sels)
     waits = any(wait for _, _, wait in sels)
     fig, axes = new_figure(panels, "locks: throughput (ops/s)" + (
@@ -194,8 +179,7 @@ def plot_locks(data: FamilyData) -> List[Tuple[str, Figure]]:
             threads_panel(axes[i], data, "locks", f"share of time waiting, {where}", sel,
                           "wait_share", fit_usl=False, ideal=False)
             i += 1
-    out = [("locks", finish(fig, _runs_of(data)))]
-    return out + _relative(data, ["locks"])
+    return [("locks", finish(fig, _runs_of(data)))] + _relative(data, ["locks"])
 
 
 @register("zone_lock")
@@ -232,21 +216,17 @@ def pagevec_sweep(points) -> Tuple[Dict[str, str], List]:
             and "layout" not in p.params and p.params.get("offset", "0") == "0"
             and p.params.get("policy", "fixed") == "fixed"
             and p.params.get("slots", "").isdigit()]
-    configs: Dict[Tuple, set] = {}
-    for p in rows:
-        config = tuple(sorted((k, v) for k, v in p.params.items() if k != "slots"))
-        configs.setdefault(config, set()).add(p.params["slots"])
+    by_config = grouped(rows, lambda p: tuple((k, v) for k, v in p.variant if k != "slots"))
+    configs = {c: {p.params["slots"] for p in ps} for c, ps in by_config.items()}
     if not configs:
         return {}, []
     prefer = {"kernel": "2.6.9", "scanner": "off", "mode": "deferred"}
 
     def score(config):
         params = dict(config)
-        return (-len(configs[config]), -sum(params.get(k) == v for k, v in prefer.items()),
-                config)
+        return (-len(configs[config]), -sum(params.get(k) == v for k, v in prefer.items()), config)
     best = min(configs, key=score)
-    return dict(best), [p for p in rows if tuple(sorted(
-        (k, v) for k, v in p.params.items() if k != "slots")) == best]
+    return dict(best), by_config[best]
 
 
 def _config_words(config: Dict[str, str]) -> str:
@@ -294,10 +274,9 @@ def plot_pagevec(data: FamilyData) -> List[Tuple[str, Figure]]:
 def _grid(ax, points, metric, title, why):
     """{(slots, threads): (Stat, variant)} of `metric`, one regime per thread count
     (summarize_side_by_side); none: `ax` marked empty with `why`."""
-    cells: Dict[Tuple[int, int], List] = {}
-    for p in points:
-        if p.aggregate is None and metric in p.metrics and p.params.get("slots", "").isdigit():
-            cells.setdefault((int(p.params["slots"]), p.threads), []).append(p)
+    cells = grouped((p for p in points if p.aggregate is None and metric in p.metrics
+                     and p.params.get("slots", "").isdigit()),
+                    lambda p: (int(p.params["slots"]), p.threads))
     out = {}
     for n in sorted({n for _, n in cells}):
         keys = sorted(k for k in cells if k[1] == n)
@@ -313,10 +292,8 @@ def _grid(ax, points, metric, title, why):
 def best_slots(pts) -> Dict[int, Tuple[int, List[int], int]]:
     """{threads: (best slot count, slot counts not told apart from it, slot counts measured)}: best
     only where it beats every other beyond noise (stats.compare_points)."""
-    by_slots: Dict[Tuple[int, int], List] = {}
-    for p in pts:
-        if p.params.get("slots", "").isdigit():
-            by_slots.setdefault((p.threads, int(p.params["slots"])), []).append(p)
+    by_slots = grouped((p for p in pts if p.params.get("slots", "").isdigit()),
+                       lambda p: (p.threads, int(p.params["slots"])))
     best: Dict[int, tuple] = {}
     for variant, by_n in summarize(pts, "pages_per_s").items():
         slots = dict(variant).get("slots", "")
@@ -363,12 +340,10 @@ def _pagevec_heatmap(ax, data, run, sweep, words):
         ys = np.interp(np.log2(values_f), log_slots, range(len(slots)))
         ys[(values_f < slots[0] * 0.99) | (values_f > slots[-1] * 1.01)] = np.nan
         ax.plot(range(len(threads)), ys, style, marker="o", ms=3, linewidth=1.5, label=label)
-    ax.set_xticks(range(len(threads)))
-    ax.set_xticklabels([str(n) for n in threads])
-    ax.set_yticks(range(len(slots)))
-    ax.set_yticklabels([str(s) for s in slots])
-    ax.set_xlabel("threads")
-    ax.set_ylabel("pagevec slots")
+    for xy, values, label in (("x", threads, "threads"), ("y", slots, "pagevec slots")):
+        getattr(ax, f"set_{xy}ticks")(range(len(values)))
+        getattr(ax, f"set_{xy}ticklabels")([str(v) for v in values])
+        getattr(ax, f"set_{xy}label")(label)
     ax.set_title(title, fontsize=10)
     ax.legend(fontsize=6, loc="upper left")
 
@@ -457,16 +432,13 @@ RACE_VIOLATIONS = ("violations_freed_referenced", "violations_freed_on_lru")
 
 def race_verdicts(points) -> List[Dict[str, str]]:
     """Per page_free_race variant (and `scanner`): violations over all repetitions and windows
-    (either `violations` or the freed_referenced + freed_on_lru pair), frees, and a verdict string;
-    none in F frees: the rule of three, below 3 / F per free at 95 %
-    (`violation_rate_upper_95`)."""
+    (`violations`, or freed_referenced + freed_on_lru), frees, and a verdict string; none in F
+    frees: the rule of three, below 3 / F per free at 95 % (`violation_rate_upper_95`)."""
     rows = []
-    by_variant: Dict[Tuple[str, str], List] = {}
-    for p in points:
-        if p.bench == "page_free_race" and p.aggregate is None and (
-                "violations" in p.metrics or any(k in p.metrics for k in RACE_VIOLATIONS)):
-            key = (p.params.get("variant", "?"), p.params.get("scanner", ""))
-            by_variant.setdefault(key, []).append(p)
+    by_variant = grouped((p for p in points if p.bench == "page_free_race" and p.aggregate is None
+                          and ("violations" in p.metrics
+                               or any(k in p.metrics for k in RACE_VIOLATIONS))),
+                         lambda p: (p.params.get("variant", "?"), p.params.get("scanner", "")))
     for (variant, scanner), pts in sorted(by_variant.items()):
         parts = {k: sum(p.metrics.get(k, 0.0) for p in pts) for k in RACE_VIOLATIONS}
         split = any(k in p.metrics for p in pts for k in RACE_VIOLATIONS)
@@ -558,8 +530,7 @@ def plot_page_free(data: FamilyData) -> List[Tuple[str, Figure]]:
         ax.legend(fontsize=6)
     if has_race:
         bar_panel(axes[-1], data, data.family, "race test (page_free_race): lost references "
-                  "per variant", data.select(lambda p: p.bench == "page_free_race"),
-                  "violations")
+                  "per variant", data.select(lambda p: p.bench == "page_free_race"), "violations")
     return [("page_free", finish(fig, runs))]
 
 
@@ -719,12 +690,10 @@ def c2c_figure(data: FamilyData) -> Optional[Figure]:
         if np.isfinite(matrix).any():
             plt.colorbar(im, ax=ax, label="latency (ns)")
         step = max(1, len(pus) // 16)
-        ax.set_xticks(range(0, len(pus), step))
-        ax.set_xticklabels([str(p) for p in pus[::step]], fontsize=7)
-        ax.set_yticks(range(0, len(pus), step))
-        ax.set_yticklabels([str(p) for p in pus[::step]], fontsize=7)
-        ax.set_xlabel("PU b (os index)")
-        ax.set_ylabel("PU a (os index)")
+        for xy, side in (("x", "b"), ("y", "a")):
+            getattr(ax, f"set_{xy}ticks")(range(0, len(pus), step))
+            getattr(ax, f"set_{xy}ticklabels")([str(p) for p in pus[::step]], fontsize=7)
+            getattr(ax, f"set_{xy}label")(f"PU {side} (os index)")
         ax.set_title(f"{run.label}, {regime or 'no'} regime"
                      + ("\nx: repetitions over 4x apart, no latency" if spread else ""),
                      fontsize=10)
@@ -732,12 +701,9 @@ def c2c_figure(data: FamilyData) -> Optional[Figure]:
             ax.scatter([j for i, j in spread] + [i for i, j in spread],
                        [i for i, j in spread] + [j for i, j in spread], marker="x", color="red")
         if len(pus) <= 12:
-            for i in range(len(pus)):
-                for j in range(len(pus)):
-                    if np.isfinite(matrix[i, j]):
-                        dark = matrix[i, j] > np.nanmean(matrix)
-                        ax.text(j, i, f"{matrix[i, j]:.0f}", ha="center", va="center", fontsize=6,
-                                color="white" if dark else "black")
+            for i, j in zip(*np.nonzero(np.isfinite(matrix))):
+                ax.text(j, i, f"{matrix[i, j]:.0f}", ha="center", va="center", fontsize=6,
+                        color="white" if matrix[i, j] > np.nanmean(matrix) else "black")
     return finish(fig, runs)
 
 
@@ -760,10 +726,9 @@ FALSE_SHARING_CLASSES = ("smt", "l2_shared", "l3_shared", "package_local", "pack
 
 
 def false_sharing_verdicts(points, min_effect: Optional[float] = None) -> List[Dict[str, str]]:
-    """Per false_sharing (pair class, op): each distance's ns/op effect against the farthest
-    measured (stats.compare_points) and the smallest distance from which nothing farther is slower
-    by the minimum effect ("not resolved here" when an interval is too wide). Returns dicts with
-    pair, op, effects (text per distance) and smallest (the answer in words)."""
+    """Per false_sharing (pair class, op): dicts of pair, op, effects (each distance's ns/op
+    effect against the farthest) and smallest (in words, the smallest distance from which nothing
+    farther is slower by the minimum effect; "not resolved here" when an interval is too wide)."""
     threshold = stats.MIN_EFFECT if min_effect is None else min_effect
     groups: Dict[Tuple[str, str], Dict[int, List]] = {}
     for p in points:
@@ -780,11 +745,9 @@ def false_sharing_verdicts(points, min_effect: Optional[float] = None) -> List[D
     for (pair, op), by_d in sorted(groups.items(), key=lambda kv: (order.get(kv[0][0], 9), kv[0][1])):
         far = max(by_d)
         # One comparison per distance: the effects cell and the answer both render it.
-        results = {}
-        for d in sorted(by_d, reverse=True):
-            if d != far:
-                results[d] = stats.compare_points(by_d[far], by_d[d], "ns_per_op",
-                                                  f"{d} B vs {far} B", threshold)
+        results = {d: stats.compare_points(by_d[far], by_d[d], "ns_per_op",
+                                           f"{d} B vs {far} B", threshold)
+                   for d in sorted(by_d, reverse=True) if d != far}
 
         def kind(c):
             if c.ci is not None and c.ci[1] < threshold:
@@ -803,10 +766,7 @@ def false_sharing_verdicts(points, min_effect: Optional[float] = None) -> List[D
                   if kind(results[d]) == "slower"]
         open_ = [f"{d} B ({results[d].interval_text()})" for d in sorted(results)
                  if kind(results[d]) == "open"]
-        resolved = []
-        if slower:
-            resolved.append(f"slower than {far} B at " + ", ".join(slower))
-        tail = ("; resolved: " + "; ".join(resolved)) if resolved else ""
+        tail = f"; resolved: slower than {far} B at " + ", ".join(slower) if slower else ""
         if open_:
             tail += "; not resolved against " + f"{far} B: " + ", ".join(open_)
         if first is None:
@@ -881,12 +841,9 @@ def plot_duet(data: FamilyData) -> List[Tuple[str, Figure]]:
     fig, axes = new_figure(len(data.runs), "duet: paired-window effect B / A - 1 (%)", runs,
                            cols=1, width=9.0, height=max(3.0, 0.7 * count + 1.5))
     for ax, (run, pts) in zip(axes, data.runs):
-        series: Dict[Tuple, List] = {}
-        for p in pts:
-            # Rows with an overrun window are kept: only its pairs are left out
-            # (row_duet_pairs), as the verdicts do (verdicts.find_duet).
-            if p.aggregate is None:
-                series.setdefault((p.variant, p.threads), []).append(p)
+        # Rows with an overrun window are kept: only its pairs are left out
+        # (row_duet_pairs), as the verdicts do (verdicts.find_duet).
+        series = grouped((p for p in pts if p.aggregate is None), lambda p: (p.variant, p.threads))
         if not series:
             empty_panel(ax, run.host, "no paired-window rows")
             continue

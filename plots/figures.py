@@ -3,6 +3,7 @@ families.py plotter draws. Matplotlib runs headless (Agg); import this before py
 
 from __future__ import annotations
 
+import collections
 import csv
 import dataclasses
 import math
@@ -16,7 +17,8 @@ import matplotlib.pyplot as plt  # noqa: E402  (backend must be chosen first)
 from matplotlib.figure import Figure  # noqa: E402
 
 import usl as usl_mod  # noqa: E402
-from lockline_results import Point, Run, Stat, summarize, topology_markers  # noqa: E402
+from lockline_results import (Point, Run, Stat, by_variant, grouped, summarize,  # noqa: E402
+                              topology_markers)
 from stats import majority_regime  # noqa: E402
 
 # Units for the y axis, by metric name (anything else is printed as the bare name).
@@ -30,8 +32,8 @@ UNITS = {
 
 # Preferred throughput metrics, most specific first, for families without a dedicated plotter.
 THROUGHPUT_METRICS = ("ops_per_s", "pages_per_s", "faults_per_wall_s", "faults_per_s",
-                      "allocs_per_s",
-                      "items_per_second", "bytes_per_second", "gb_per_s", "throughput_per_s")
+                      "allocs_per_s", "items_per_second", "bytes_per_second", "gb_per_s",
+                      "throughput_per_s")
 
 
 def params_json(variant) -> str:
@@ -59,12 +61,8 @@ class FamilyData:
 
     def select(self, pred: Callable[[Point], bool]) -> List[Tuple[Run, List[Point]]]:
         """Per run, the points satisfying `pred` (runs left with none are dropped)."""
-        out = []
-        for run, pts in self.runs:
-            chosen = [p for p in pts if pred(p)]
-            if chosen:
-                out.append((run, chosen))
-        return out
+        return [(run, chosen) for run, pts in self.runs
+                if (chosen := [p for p in pts if pred(p)])]
 
     def has_metric(self, metric: str, pred: Callable[[Point], bool] = lambda p: True) -> bool:
         """True when some selected point carries `metric`."""
@@ -72,8 +70,7 @@ class FamilyData:
 
     def record(self, figure: str, panel: str, series: str, run: Run, x_name: str, x: Any,
                y_name: str, stat: Stat, **extra: Any) -> None:
-        """Append one plotted value to the CSV export (extra columns: interval bounds, status,
-        ...)."""
+        """One plotted value into the CSV export (extra columns: interval bounds, status, ...)."""
         self.csv_rows.append({**{
             "figure": figure, "panel": panel, "series": series, "run": run.label,
             "host": run.host, "commit": run.commit, "x_name": x_name, "x": x,
@@ -97,15 +94,13 @@ def new_figure(panels: int, title: str, runs: Sequence[Run], cols: int = 2,
     fig._lockline_caption_frac = min(0.4, (0.15 * len(lines) + 0.1) / fig_height)
     axes = [fig.add_subplot(rows, cols, i + 1) for i in range(panels)]
     fig.suptitle(title, fontsize=12)
-    fig.text(0.01, 0.005, "\n".join(lines), fontsize=7, va="bottom", ha="left",
-             family="monospace")
+    fig.text(0.01, 0.005, "\n".join(lines), fontsize=7, va="bottom", ha="left", family="monospace")
     finish(fig, runs)
     return fig, axes
 
 
 def _wrap_to_width(text_artist, inches: float) -> None:
-    """Wrap a title to `inches` of width (an average DejaVu glyph is about 0.58 em wide), so
-    it is never clipped at the canvas edge."""
+    """Wrap a title to `inches` (an average DejaVu glyph is about 0.58 em wide): never clipped."""
     text = text_artist.get_text()
     if not text:
         return
@@ -155,8 +150,7 @@ def finish(fig: Figure, runs: Sequence[Run]) -> Figure:
 
 
 def note(ax, text: str) -> None:
-    """A small grey note in the panel's upper-left corner (missing metric, no USL fit, ...):
-    the topology markers' labels sit at the bottom."""
+    """A small grey note (missing metric, no USL fit, ...) in the panel's upper-left corner."""
     ax.text(0.01, 0.98, "\n".join(textwrap.wrap(text, 36)),
             transform=ax.transAxes, fontsize=7, color="0.35", va="top", ha="left")
 
@@ -206,18 +200,14 @@ def outside_legend(ax, fontsize: int = 6) -> None:
                   bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, frameon=False)
 
 
-def mark_other_regimes(ax, x: float, stat: Stat, color: str) -> bool:
+def mark_other_regimes(ax, x: float, stat: Stat, color: str) -> None:
     """Hollow markers for repetitions of other coherence regimes (not in the error bar) and an
-    'x' for a point with an overrun window. Returns True when something was drawn."""
-    drawn = False
+    'x' for a point with an overrun window."""
     if stat.others:
         ax.scatter([x] * len(stat.others), stat.others, s=28, facecolors="none",
                    edgecolors=color, marker="o", linewidths=0.9, zorder=4)
-        drawn = True
     if stat.overrun:
         ax.scatter([x], [stat.mean], s=60, color="black", marker="x", zorder=6)
-        drawn = True
-    return drawn
 
 
 def regime_legend(ax, others: bool, overrun: bool) -> None:
@@ -234,8 +224,7 @@ def threads_panel(ax, data: FamilyData, figure: str, panel: str,
                   ideal: bool = True, x_name: str = "threads") -> bool:
     """Draw `metric` against threads, one line per (run, variant): error bars from one regime's
     repetitions (other regimes hollow, overrun points crossed), the ideal line, a USL fit, topology
-    markers; no two series share a colour+marker. Returns False (with a note) without the
-    metric."""
+    markers, a colour+marker per series. Returns False (with a note) without the metric."""
     ax.set_title(panel, fontsize=10)
     summaries = [(run, summarize(pts, metric)) for run, pts in runs]
     summaries = [(run, s) for run, s in summaries if s]
@@ -276,8 +265,7 @@ def threads_panel(ax, data: FamilyData, figure: str, panel: str,
             joined = [i for i, n in enumerate(ns) if by_n[n].regime in ("", regime)]
             ax.errorbar([ns[i] for i in joined], [ys[i] for i in joined],
                         yerr=[errs[i] for i in joined], marker=marker, ms=4, capsize=2,
-                        color=color, linestyle=style_cycle[run_idx % len(style_cycle)],
-                        label=full)
+                        color=color, linestyle=style_cycle[run_idx % len(style_cycle)], label=full)
             apart = [i for i in range(len(ns)) if i not in joined]
             ax.scatter([ns[i] for i in apart], [ys[i] for i in apart], s=28, marker=marker,
                        facecolors="none", edgecolors=color, zorder=4)
@@ -286,15 +274,13 @@ def threads_panel(ax, data: FamilyData, figure: str, panel: str,
                 mark_other_regimes(ax, n, by_n[n], color)
                 any_other |= bool(by_n[n].others)
                 any_overrun |= by_n[n].overrun
-            for n in ns:
                 data.record(figure, panel, full, run, x_name, n, metric, by_n[n],
                             params=params_json(variant))
             if ideal and 1 in by_n and len(ns) > 1:
                 ax.plot(ns, [by_n[1].mean * n for n in ns], linestyle=":", color=color,
                         linewidth=0.8, alpha=0.7)
             if fit_usl:
-                _usl_overlay(ax, data, (figure, panel, full), run, metric, ns, ys, color,
-                             unfitted)
+                _usl_overlay(ax, data, (figure, panel, full), run, metric, ns, ys, color, unfitted)
         for n, text in (topology_markers(run, all_threads) if x_name == "threads" else []):
             ax.axvline(n, color="0.5", linewidth=0.8, linestyle="-.")
             # Labels at the bottom: legends live top-left, curves rarely reach the bottom.
@@ -355,10 +341,7 @@ def narrow_variants(variants: Iterable[Tuple[Tuple[str, str], ...]], limit: int
     while len(keep) > limit:
         best = None
         for k in varying_keys(keep):
-            values: Dict[str, int] = {}
-            for v in keep:
-                value = dict(v).get(k, "-")
-                values[value] = values.get(value, 0) + 1
+            values = collections.Counter(dict(v).get(k, "-") for v in keep)
             top = min(values, key=lambda x: (-values[x], _natural(x)))
             if values[top] < len(keep) and (best is None or values[top] > best[2]):
                 best = (k, top, values[top])
@@ -389,12 +372,10 @@ def param_panel(ax, data: FamilyData, figure: str, panel: str,
         # median, so one argument's repetitions stay one point of a line.
         counter_x: Dict[Tuple, float] = {}
         if all(x_name not in p.params for p in pts):
-            seen: Dict[Tuple, List[float]] = {}
-            for p in pts:
-                if isinstance(p.metrics.get(x_name), (int, float)):
-                    seen.setdefault((p.variant, p.threads, p.aggregate), []).append(
-                        float(p.metrics[x_name]))
-            counter_x = {k: sorted(v)[len(v) // 2] for k, v in seen.items()}
+            seen = grouped((p for p in pts if isinstance(p.metrics.get(x_name), (int, float))),
+                           lambda p: (p.variant, p.threads, p.aggregate))
+            counter_x = {k: sorted(float(p.metrics[x_name]) for p in v)[len(v) // 2]
+                         for k, v in seen.items()}
         for p in pts:
             raw = p.params.get(x_name, counter_x.get((p.variant, p.threads, p.aggregate),
                                                      p.metrics.get(x_name)))
@@ -422,8 +403,6 @@ def param_panel(ax, data: FamilyData, figure: str, panel: str,
                 k: v for k, v in p.params.items() if k != key}) for p in moved])
                 for run, moved in shifted_runs]
             moved_all = [p for _, moved in shifted_runs for p in moved]
-    if not shifted_runs:
-        return False
     return threads_panel(ax, data, figure, panel, shifted_runs, metric, fit_usl=False,
                          ideal=False, x_name=x_name)
 
@@ -446,10 +425,7 @@ def relative_panel(ax, data: FamilyData, figure: str, panel: str,
     all_threads = set()
     index = 0
     for run, pts in runs:
-        groups: Dict[Tuple, Dict[int, List[Point]]] = {}
-        for p in pts:
-            if p.aggregate is None and metric in p.metrics:
-                groups.setdefault(p.variant, {}).setdefault(p.threads, []).append(p)
+        groups = by_variant(p for p in pts if p.aggregate is None and metric in p.metrics)
         varying = [k for k in varying_keys(groups) if k != key] + [key]
         for variant, by_n in sorted(groups.items()):
             params = dict(variant)
@@ -538,10 +514,7 @@ def write_csv(path: str, rows: List[Dict[str, Any]]) -> None:
     exclusively created temporary file renamed into place (outputs.write_atomic)."""
     import io
     from outputs import write_atomic
-    fields: Dict[str, None] = {}
-    for row in rows:
-        for k in row:
-            fields.setdefault(k, None)
+    fields = dict.fromkeys(k for row in rows for k in row)
     text = io.StringIO(newline="")
     writer = csv.DictWriter(text, fieldnames=list(fields))
     writer.writeheader()

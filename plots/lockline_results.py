@@ -9,9 +9,8 @@ import json
 import math
 import os
 import re
+import sys
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
-
-TIME_UNIT_SECONDS = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
 
 _GB_MODIFIER = re.compile(
     r"^(real_time|manual_time|process_time|iterations:\d+|repeats:\d+|min_time:[\d.]+s?|"
@@ -21,6 +20,13 @@ _AGGREGATE_SUFFIX = re.compile(r"_(mean|median|stddev|cv|BigO|RMS)$")
 
 class ResultError(Exception):
     """A result file cannot be read or holds nothing plottable (one-line message)."""
+
+
+def error_status(prog: str, err: Exception, writing: str = "") -> int:
+    """Print one `PROG: error:` line for a ResultError, or an OSError while `writing`; 2."""
+    text = err if isinstance(err, ResultError) else f"cannot write {writing}: {err}"
+    print(f"{prog}: error: {text}", file=sys.stderr)
+    return 2
 
 
 # Longer integer literals or deeper nesting is a corrupt or hostile file (a float holds about
@@ -34,7 +40,6 @@ STRING_FIELDS = ("name", "run_name", "lockline_key", "family", "run_type", "aggr
 _DECORATION_RE = re.compile(
     r"/(manual_time|real_time|repeats:\d+|iterations:\d+|min_time:[^/]+|min_warmup_time:[^/]+)"
     r"(?=/|$)")
-_AGGREGATE_SUFFIXES = ("_mean", "_median", "_stddev", "_cv", "_BigO", "_RMS")
 TIME_UNIT_NS = {"ns": 1.0, "us": 1e3, "ms": 1e6, "s": 1e9}
 # Coherence labels that name no regime: such rows are pooled (see stats.select_regime).
 NO_REGIME = ("none", "unknown", "")
@@ -135,11 +140,8 @@ def is_aggregate(row: Dict[str, Any], names) -> bool:
         return run_type == "aggregate"
     if "aggregate_name" in row:
         return True
-    name = row["name"]
-    for suffix in _AGGREGATE_SUFFIXES:
-        if name.endswith(suffix) and (suffix in ("_BigO", "_RMS") or name[:-len(suffix)] in names):
-            return True
-    return False
+    m = _AGGREGATE_SUFFIX.search(row["name"])
+    return bool(m) and (m.group(1) in ("BigO", "RMS") or row["name"][:m.start()] in names)
 
 
 def row_values(row: Dict[str, Any], path: str) -> Dict[str, float]:
@@ -147,13 +149,7 @@ def row_values(row: Dict[str, Any], path: str) -> Dict[str, float]:
     Raises ResultError on an unknown time_unit or a non-numeric time."""
     skip = {"iterations", "threads", "repetitions", "repetition_index", "family_index",
             "per_family_instance_index", "error_occurred"}
-    out = {}
-    for k, v in row.items():
-        if k in skip:
-            continue
-        num = _number(v)
-        if num is not None:
-            out[k] = num
+    out = {k: num for k, v in row.items() if k not in skip and (num := _number(v)) is not None}
     for k in ("real_time", "cpu_time"):
         if k in row:
             v = row[k]
@@ -174,8 +170,7 @@ def row_values(row: Dict[str, Any], path: str) -> Dict[str, float]:
 class Point:
     """One measured row, normalised: family (a foreign name's first segment without template
     arguments), bench (the key's first segment), params (all but threads, strings), metrics (times
-    as `real_time_ns`/`cpu_time_ns`; `throughput_per_s` without another rate), aggregate (None or
-    `mean`, `stddev`, ...)."""
+    as `*_time_ns`; `throughput_per_s` without another rate), aggregate (None, `mean`, ...)."""
 
     family: str
     bench: str
@@ -202,8 +197,8 @@ class Point:
         return tuple(sorted(self.params.items()))
 
 
-def overrun_pair_flags(row: Dict[str, Any]) -> List[bool]:
-    """Per window pair of a duet row, whether a window overran: the pair's `overrun`
+def _flagged_pairs(row: Dict[str, Any]) -> List[Tuple[Any, bool]]:
+    """(pair, whether a window overran) per window pair of a duet row: the pair's `overrun`
     (harness/run/runner.cpp MarkOverrunPairs), else (older files) `windows[].overrun` of the
     k-th two `a`/`b` windows of `details.duet.sides`. [] for any other row."""
     details = row.get("details") if isinstance(row, dict) else None
@@ -215,25 +210,17 @@ def overrun_pair_flags(row: Dict[str, Any]) -> List[bool]:
     windows = row.get("windows") if isinstance(row.get("windows"), list) else []
     measured = [isinstance(w, dict) and w.get("overrun") is True
                 for side, w in zip(sides, windows) if side in ("a", "b")]
-    out = []
-    for k, pair in enumerate(pairs):
-        if isinstance(pair, dict) and isinstance(pair.get("overrun"), bool):
-            out.append(pair["overrun"])
-        else:
-            out.append(any(measured[2 * k:2 * k + 2]))
-    return out
+    return [(pair, pair["overrun"] if isinstance(pair, dict) and isinstance(
+        pair.get("overrun"), bool) else any(measured[2 * k:2 * k + 2]))
+        for k, pair in enumerate(pairs)]
 
 
 def row_duet_pairs(row: Dict[str, Any]) -> List[Tuple[float, float]]:
     """(A's ops/s, B's ops/s) per window pair of a duet row (harness/measure/duet.h), pairs
     with an overrun window left out; [] for any other or a malformed row."""
-    details = row.get("details") if isinstance(row, dict) else None
-    duet = details.get("duet") if isinstance(details, dict) else None
-    pairs = duet.get("pairs") if isinstance(duet, dict) else None
-    flags = overrun_pair_flags(row)
     out = []
-    for k, pair in enumerate(pairs if isinstance(pairs, list) else []):
-        if not isinstance(pair, dict) or (k < len(flags) and flags[k]):
+    for pair, overrun in _flagged_pairs(row):
+        if overrun or not isinstance(pair, dict):
             continue
         a, b = pair.get("a_ops_per_s"), pair.get("b_ops_per_s")
         if isinstance(a, (int, float)) and isinstance(b, (int, float)) and \
@@ -250,6 +237,20 @@ def repetition_id(point: Point) -> str:
     """"RUN/KEY/#REPETITION", unique across the runs of a lockline --runs directory."""
     run = point.row.get("run", "") if isinstance(point.row, dict) else ""
     return f"{run}/{point.key}/#{point.repetition}"
+
+
+def grouped(items: Iterable[Any], key: Any) -> Dict[Any, List[Any]]:
+    """{key(x): [x, ...]} of `items`, keys in first-seen order."""
+    out: Dict[Any, List[Any]] = {}
+    for x in items:
+        out.setdefault(key(x), []).append(x)
+    return out
+
+
+def by_variant(points: Iterable[Point]) -> Dict[Tuple, Dict[int, List[Point]]]:
+    """{variant: {threads: [points]}}, in first-seen order."""
+    return {v: grouped(pts, lambda p: p.threads)
+            for v, pts in grouped(points, lambda p: p.variant).items()}
 
 
 def labelled_duet_pairs(points: Sequence[Point]) -> List[Tuple[str, float, float, str]]:
@@ -299,10 +300,7 @@ class Run:
     @property
     def label(self) -> str:
         """`host@commit` (foreign: `host@file name`) plus `tag`: the legend label."""
-        if self.lockline:
-            base = f"{self.host}@{self.commit}"
-        else:
-            base = f"{self.host}@{os.path.basename(self.path)}"
+        base = f"{self.host}@{self.commit if self.lockline else os.path.basename(self.path)}"
         return f"{base} {self.tag}" if self.tag else base
 
     def caption(self) -> str:
@@ -315,9 +313,8 @@ class Run:
         if topo:
             parts.append(f"{topo.get('packages', '?')} pkg / {topo.get('numa_nodes', '?')} NUMA / "
                          f"{topo.get('l3s', '?')} L3 / {topo.get('pus', '?')} PUs")
-        parts.append(f"date {self.context.get('date', '?')}")
-        parts.append(f"pin {ll.get('pin', 'n/a')}")
-        parts.append(f"commit {self.commit}")
+        parts += [f"date {self.context.get('date', '?')}", f"pin {ll.get('pin', 'n/a')}",
+                  f"commit {self.commit}"]
         return ", ".join(parts)
 
     def scale_text(self, threads: Optional[int] = None) -> str:
@@ -433,15 +430,14 @@ def _point_from_row(row: Dict[str, Any]) -> Optional[Point]:
     row_threads = _number(row.get("threads"))
     # Only the JSON `threads` field or a `threads:` key component is a thread count; positional
     # benchmark arguments (`BM_x/8`) are parameters arg0, arg1, ... (plotted on their own axis).
-    for i, value in enumerate(positional):
-        params[f"arg{i}"] = str(value)
+    params.update((f"arg{i}", str(value)) for i, value in enumerate(positional))
     if threads is None:
         threads = int(row_threads) if row_threads and row_threads >= 1 else 1
     if threads < 1:
         return None
 
     metrics: Dict[str, float] = {}
-    scale = TIME_UNIT_SECONDS.get(str(row.get("time_unit", "ns")))
+    scale = TIME_UNIT_NS.get(str(row.get("time_unit", "ns")))
     for key, value in row.items():
         num = _number(value)
         if num is None or key in ("family_index", "per_family_instance_index", "repetitions",
@@ -450,7 +446,7 @@ def _point_from_row(row: Dict[str, Any]) -> Optional[Point]:
         if key in ("real_time", "cpu_time"):
             if scale is None or (aggregate and row.get("aggregate_unit") not in (None, "time")):
                 continue
-            metrics[f"{key}_ns"] = num * scale * 1e9
+            metrics[f"{key}_ns"] = num * scale
         else:
             metrics[key] = num
     if "real_time_ns" in metrics and metrics["real_time_ns"] > 0 and aggregate in (None, "mean",
@@ -507,8 +503,8 @@ def multi_run_dirs(path: str) -> List[str]:
     except (OSError, ValueError, AttributeError):
         names = []
     if not names:
-        found = [d for d in os.listdir(path) if re.fullmatch(r"run-\d+", d)]
-        names = sorted(found, key=lambda d: int(d[4:]))
+        names = sorted((d for d in os.listdir(path) if re.fullmatch(r"run-\d+", d)),
+                       key=lambda d: int(d[4:]))
     return [os.path.join(path, d) for d in names
             if os.path.isfile(os.path.join(path, d, "lockline.json"))]
 
@@ -544,9 +540,7 @@ def load_run(path: str) -> Run:
     data = read_document(path)
     context = data.get("context") if isinstance(data.get("context"), dict) else {}
     points, skipped = [], []
-    for row in data["benchmarks"]:
-        if not isinstance(row, dict):
-            continue
+    for row in data["benchmarks"]:  # objects with a name (read_document)
         if row.get("error_occurred") or row.get("skipped"):
             skipped.append(f"{row.get('name', '?')}: {row.get('error_message') or row.get('skip_message') or 'skipped'}")
             continue
@@ -580,8 +574,7 @@ def load_run(path: str) -> Run:
                             "workers were mostly idle or cpu_time is one thread's; read "
                             "throughput with care")
         warnings += _worker_argument_warnings(points)
-    return Run(path=path, context=context, points=points, skipped_rows=skipped,
-               warnings=warnings)
+    return Run(path=path, context=context, points=points, skipped_rows=skipped, warnings=warnings)
 
 
 # Google Benchmark 1.9.0 (PR #1836): a threaded row's real_time is each thread's wall time per
@@ -593,15 +586,18 @@ PER_THREAD_RATES = ("items_per_second", "bytes_per_second")
 def gb_library_version(context: Dict[str, Any]) -> Optional[Tuple[int, ...]]:
     """context.library_version ('v1.9.1') as an int tuple; None when absent (before 1.8.4,
     so on the old side of 1.9.0) or unreadable."""
-    text = context.get("library_version") if isinstance(context, dict) else None
-    m = re.match(r"v?(\d+)\.(\d+)(?:\.(\d+))?", str(text or ""))
-    if not m:
-        return None
-    return tuple(int(x) for x in m.groups(default="0"))
+    return parse_version(str(context.get("library_version") or "") if isinstance(
+        context, dict) else None)
 
 
-def normalise_threaded_time(points: List[Point], version: Optional[Tuple[int, ...]]
-                            ) -> List[str]:
+def parse_version(text: Any) -> Optional[Tuple[int, ...]]:
+    """"v1.9.0-rc1" -> (1, 9, 0), or None."""
+    m = re.match(r"v?(\d+)(?:\.(\d+))?(?:\.(\d+))?", text.strip()) if isinstance(
+        text, str) else None
+    return tuple(int(g or 0) for g in m.groups()) if m else None
+
+
+def normalise_threaded_time(points: List[Point], version: Optional[Tuple[int, ...]]) -> List[str]:
     """Put a >= 1.9.0 file's threaded rows in the older semantics: real_time_ns / threads,
     throughput_per_s from it, PER_THREAD_RATES x threads (cv aggregates are ratios and stay).
     Returns one warning when a row was converted."""
@@ -617,9 +613,7 @@ def normalise_threaded_time(points: List[Point], version: Optional[Tuple[int, ..
             if "throughput_per_s" in m and m["real_time_ns"] > 0 and p.aggregate in (
                     None, "mean", "median"):
                 m["throughput_per_s"] = 1e9 / m["real_time_ns"]
-        for rate in PER_THREAD_RATES:
-            if rate in m:
-                m[rate] *= p.threads
+        m.update({rate: m[rate] * p.threads for rate in PER_THREAD_RATES if rate in m})
         changed += 1
     if not changed:
         return []
@@ -758,13 +752,12 @@ def summarize(points: Iterable[Point], metric: str) -> Dict[Tuple, Dict[int, Sta
     stats.stddev_from_aggregate)."""
     from stats import majority_regime  # local: stats imports nothing from here
 
-    reps: Dict[Tuple, Dict[int, List[Point]]] = {}
+    points = list(points)
+    reps = by_variant(p for p in points if p.aggregate is None and metric in p.metrics)
     aggs: Dict[Tuple, Dict[int, Dict[str, Point]]] = {}
     for p in points:
-        if p.aggregate is None:
-            if metric in p.metrics:
-                reps.setdefault(p.variant, {}).setdefault(p.threads, []).append(p)
-        elif metric in p.metrics or (metric == "throughput_per_s" and "real_time_ns" in p.metrics):
+        if p.aggregate is not None and (metric in p.metrics or (
+                metric == "throughput_per_s" and "real_time_ns" in p.metrics)):
             aggs.setdefault(p.variant, {}).setdefault(p.threads, {})[p.aggregate] = p
     out: Dict[Tuple, Dict[int, Stat]] = {}
     for variant, by_threads in reps.items():
@@ -829,15 +822,12 @@ def topology_markers(run: Run, thread_counts: Iterable[int]) -> List[Tuple[int, 
             boolean = field in ("smt_siblings", "oversubscribed")
             crossed = bool(value) if boolean else bool(_number(value) and value > 1)
             if crossed and previous is False and n in wanted:
-                label = text if boolean else f"{int(value)} {text}"
-                markers.append((n, label))
-            previous = bool(crossed)
+                markers.append((n, text if boolean else f"{int(value)} {text}"))
+            previous = crossed
             if crossed:
                 break
-    merged: Dict[int, List[str]] = {}
-    for n, label in sorted(markers):
-        merged.setdefault(n, []).append(label)
-    return [(n, ", ".join(labels)) for n, labels in merged.items()]
+    return [(n, ", ".join(label for _, label in ms))
+            for n, ms in grouped(sorted(markers), lambda m: m[0]).items()]
 
 
 def summarize_in_regime(points: Iterable[Point], metric: str, regime: str) -> Optional[Stat]:

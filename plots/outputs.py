@@ -4,6 +4,7 @@ destination; symlinked output directories are refused."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
 from typing import Callable, IO, Union
@@ -44,9 +45,7 @@ def write_atomic(path: str, content: Union[str, bytes, Callable[[IO[bytes]], Non
                 handle.write(content.encode("utf-8") if isinstance(content, str) else content)
         os.replace(tmp, path)
     except BaseException:
-        try:
+        with contextlib.suppress(OSError):
             os.unlink(tmp)
-        except OSError:
-            pass
         raise
     return path

@@ -18,7 +18,7 @@ from typing import List, Optional, Sequence
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from lockline_results import ResultError, Run, load_runs  # noqa: E402
+from lockline_results import ResultError, Run, error_status, load_runs  # noqa: E402
 
 
 def family_data(runs: Sequence[Run], family: str, baseline: Optional[str] = None,
@@ -34,9 +34,7 @@ def plot_runs(runs: Sequence[Run], out_dir: str, baseline: Optional[str] = None,
               families: Optional[Sequence[str]] = None, formats=("png", "svg"),
               x_arg: Optional[str] = None) -> List[str]:
     """Draw every family (or only `families`) of `runs` into out_dir; return the files written.
-
-    Raises ResultError when a requested family is in none of the runs.
-    """
+    Raises ResultError when a requested family is in none of the runs."""
     from families import plot_family
     from figures import plt, write_csv
 
@@ -59,14 +57,11 @@ def plot_runs(runs: Sequence[Run], out_dir: str, baseline: Optional[str] = None,
                     handle, format=ext, dpi=110 if ext == "png" else None))
                 written.append(path)
             plt.close(fig)
-        if data.csv_rows:
-            path = os.path.join(out_dir, f"{_safe(fam)}.csv")
-            write_csv(path, data.csv_rows)
-            written.append(path)
-        if data.usl_rows:
-            path = os.path.join(out_dir, f"{_safe(fam)}_usl.csv")
-            write_csv(path, data.usl_rows)
-            written.append(path)
+        for suffix, rows in (("", data.csv_rows), ("_usl", data.usl_rows)):
+            if rows:
+                path = os.path.join(out_dir, f"{_safe(fam)}{suffix}.csv")
+                write_csv(path, rows)
+                written.append(path)
     return written
 
 
@@ -77,12 +72,9 @@ _OWN_METRICS = {"real_time_ns", "cpu_time_ns", "throughput_per_s", "iterations"}
 def check_x_arg(runs: Sequence[Run], x_arg: str, families: Sequence[str]) -> None:
     """Raise ResultError unless `x_arg` is a benchmark argument (`arg0`, a `name:value`
     argument's name) or a user counter of some row of `families`, naming those available."""
-    args, counters = set(), set()
-    for run in runs:
-        for p in run.points:
-            if p.family in families:
-                args.update(p.params)
-                counters.update(m for m in p.metrics if m not in _OWN_METRICS)
+    points = [p for run in runs for p in run.points if p.family in families]
+    args = {k for p in points for k in p.params}
+    counters = {m for p in points for m in p.metrics if m not in _OWN_METRICS}
     if x_arg in args or x_arg in counters:
         return
     raise ResultError(f"--x-arg {x_arg}: not an argument or counter of the rows (arguments: "
@@ -114,12 +106,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     try:
         runs = load_runs(args.paths)
         written = plot_runs(runs, args.out, args.baseline_variant, args.family, x_arg=args.x_arg)
-    except ResultError as err:
-        print(f"plot.py: error: {err}", file=sys.stderr)
-        return 2
-    except OSError as err:
-        print(f"plot.py: error: cannot write to {args.out}: {err}", file=sys.stderr)
-        return 2
+    except (ResultError, OSError) as err:
+        return error_status("plot.py", err, f"to {args.out}")
     for path in written:
         print(path)
     for run in runs:

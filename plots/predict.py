@@ -15,6 +15,7 @@ RUN_DIR/predicted-<topology name>/) through plots/predict_output.py; the inputs,
 from __future__ import annotations
 
 import argparse
+import collections
 import dataclasses
 import functools
 import json
@@ -30,7 +31,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from lockline_results import Point, ResultError, Run  # noqa: E402
+from lockline_results import Point, ResultError, Run, grouped  # noqa: E402
 from predict_fit import (ASSUMED_NS, CLASSES, LOCK_FAMILIES, NOT_MODELLED_COMPARISONS,  # noqa: E402
                          VariantInputs, _lock_x, _median_boot, c2c_by_class, clock_bias_ns, collect_variants,
                          fit_all, load_result, read_latencies, target_latencies, target_speed,
@@ -71,9 +72,8 @@ class InvariantError(Exception):
 
 
 def check_invariants(v: VariantInputs, rows: Sequence[Dict[str, Any]]) -> None:
-    """Raises InvariantError naming the variant and count when its curve has a lock utilization
-    above 1, a point above the 1-thread rate x threads, or intervals not widening with distance
-    from the fitted counts."""
+    """InvariantError naming the variant and count when its curve has a lock utilization above 1,
+    a point above the 1-thread rate x threads, or intervals narrowing away from the fit counts."""
     fitted = max(v.reps)
     one = next((r["ops_per_s"] for r in rows if r["threads"] == 1), None)
     width = 0.0
@@ -131,10 +131,7 @@ def plan_target(binary: str, topology: str, pin: str) -> Dict[str, Any]:
 def class_pair_counts(pus: Sequence[Dict[str, Any]]) -> Dict[str, float]:
     """Ordered pairs (i != j) of `pus` per distance class (PairClass precedence), in O(n)."""
     def count(keyf) -> float:
-        tally: Dict[Tuple, int] = {}
-        for p in pus:
-            k = keyf(p)
-            tally[k] = tally.get(k, 0) + 1
+        tally = collections.Counter(keyf(p) for p in pus)
         return float(sum(c * (c - 1) for c in tally.values()))
 
     def own(p, level):  # -1: no such object; the core stands in (shares with nobody)
@@ -159,12 +156,7 @@ def lock_groups(order: Sequence[Dict[str, Any]], threads: int, per_node: bool
     """The PUs of a `threads`-thread plan (a prefix of the placement order, as PlanThreads
     takes it) grouped by lock instance: one group, or one per NUMA node with per-node locks."""
     pus = list(order[:threads])
-    if not per_node:
-        return [pus]
-    by: Dict[int, List[Dict[str, Any]]] = {}
-    for p in pus:
-        by.setdefault(p.get("numa", -1), []).append(p)
-    return list(by.values())
+    return list(grouped(pus, lambda p: p.get("numa", -1)).values()) if per_node else [pus]
 
 
 def curve_counts(plan: Dict[str, Any], extra: Sequence[int] = ()) -> List[int]:
@@ -209,9 +201,8 @@ def group_transfer(pair_counts: Dict[str, float], d: Dict[str, np.ndarray]) -> n
     """Mean one-way transfer (ns, per draw) between two successive holders: every ordered pair
     of the group's PUs equally likely."""
     total = sum(pair_counts.values())
-    if total <= 0:
-        return np.zeros_like(d["s1"])
-    return sum(pair_counts[c] / total * d[f"lat_{c}"] for c in CLASSES)
+    return (sum(pair_counts[c] / total * d[f"lat_{c}"] for c in CLASSES) if total > 0
+            else np.zeros_like(d["s1"]))
 
 
 def predict_pus(v: VariantInputs, pus: Sequence[Dict[str, Any]], d: Dict[str, np.ndarray]
@@ -259,10 +250,7 @@ def predicted_verdicts(variants: List[VariantInputs], curves: Dict[str, List[Dic
     """verdicts.py's COMPARISONS on the predictions at the target's thread counts (effect of
     predicted ops/s, interval from the same paired draws), rows chosen as verdicts.py does; a pair
     without model input gives predicted false, effect and ci null and the reason."""
-    try:
-        from verdicts import COMPARISONS
-    except ImportError:
-        return []
+    from verdicts import COMPARISONS
     by_key = {v.key: v for v in variants}
     why_skipped = {s.split(": not predicted: ")[0]: s.split(": not predicted: ")[-1]
                    for s in skipped}
@@ -280,7 +268,7 @@ def predicted_verdicts(variants: List[VariantInputs], curves: Dict[str, List[Dic
                 continue
             # The measured verdicts of these questions come from the stats:off twins; the
             # model's inputs are the instrumented rows' hold times (twins record none).
-            if getattr(spec, "uninstrumented", False) and params.get("stats") == "off":
+            if spec.uninstrumented and params.get("stats") == "off":
                 continue
             other = dict(params, **{spec.param: spec.variant})
             vk = "/".join([fam] + [f"{k}:{val}" for k, val in sorted(other.items())])
@@ -305,8 +293,7 @@ def predicted_verdicts(variants: List[VariantInputs], curves: Dict[str, List[Dic
                 base = {"question": spec.question, "id": spec.id, "lock": lock,
                         "base_key": bk, "variant_key": vk, "threads": n}
                 if reason is not None:
-                    out.append(dict(base, effect=None, ci=None, predicted=False,
-                                    reason=reason,
+                    out.append(dict(base, effect=None, ci=None, predicted=False, reason=reason,
                                     text=f"{label}, {n} threads: not predicted ({reason})"))
                     continue
                 cb = {r["threads"]: r for r in curves.get(bk, [])}
@@ -346,18 +333,14 @@ def placement_pus(pl: Dict[str, Any], n: int) -> List[Dict[str, Any]]:
 def measured_points(run: Run, counts: Optional[Sequence[int]]) -> Dict[str, Dict[int, Any]]:
     """{variant key: {threads: (median ops_per_s, repetitions, placement)}} of the lock
     families' rows (no stats:off, lock-free rows: the model predicts neither)."""
-    reps: Dict[str, Dict[int, List[Point]]] = {}
-    for p in run.points:
-        if p.family not in LOCK_FAMILIES or p.aggregate or p.bench != p.family:
-            continue
-        if counts is not None and p.threads not in counts:
-            continue
+    def measured(p: Point) -> bool:
         v = p.metrics.get("ops_per_s")
-        if not isinstance(v, (int, float)) or not math.isfinite(v) or not 0 < v <= 1e12:
-            continue
-        reps.setdefault(variant_key(p), {}).setdefault(p.threads, []).append(p)
+        return (p.family in LOCK_FAMILIES and not p.aggregate and p.bench == p.family
+                and (counts is None or p.threads in counts) and isinstance(v, (int, float))
+                and math.isfinite(v) and 0 < v <= 1e12)
     return {k: {n: (float(np.median([r.metrics["ops_per_s"] for r in rs])), len(rs),
-                    rs[0].placement) for n, rs in by.items()} for k, by in reps.items()}
+                    rs[0].placement) for n, rs in grouped(ps, lambda p: p.threads).items()}
+            for k, ps in grouped(filter(measured, run.points), variant_key).items()}
 
 
 def validate_against(run_path: str, other_path: str, fit_threads: Optional[Sequence[int]],
@@ -486,8 +469,7 @@ def fit_run(run: Run, variants: Sequence[VariantInputs], lat: Dict[str, Dict[str
 def read_run(path: str) -> Run:
     """load_run of a run directory, a lockline.json or a gzip-compressed one (.json.gz, as
     tests/fixtures/big-machine/ keeps it); fail()s with one line on anything unreadable."""
-    if os.path.isdir(path):
-        path = os.path.join(path, "lockline.json")
+    path = result_path(path)
     try:
         return load_result(path)
     except ResultError as err:
@@ -563,8 +545,7 @@ def predict(run_dir: str, topology: str, latencies: Optional[str] = None,
     fits, bias = fit_run(run, variants, lat, here[0], draws, seed, tgt[0])
     counts = curve_counts(plan, threads)
     try:
-        curves = {v.key: predict_variant(v, plan["order"], counts, fits[v.key])
-                  for v in variants}
+        curves = {v.key: predict_variant(v, plan["order"], counts, fits[v.key]) for v in variants}
     except InvariantError as err:
         fail(f"the prediction breaks its own invariant, not printed: {err}")
     target_counts = [c for c in plan.get("threads_list", []) if c in counts]
@@ -578,7 +559,11 @@ def predict(run_dir: str, topology: str, latencies: Optional[str] = None,
             r["text"] += " (latencies assumed: x86 figures)"
     doc = predicted_document(run, path, plan, title, x86, assumed_note, lat, regime, bias,
                              variants, curves, verdicts, skipped, draws, seed)
-    doc["placement"] = placement_policies(run_pin, pin)
+    # The input run's and the target's placement policy, and what the prediction assumes.
+    doc["placement"] = {"input": run_pin, "target": pin, "note": (
+        "the input run's threads were not pinned; the target's are laid out in cores order as "
+        "if pinned, where an unpinned run goes where its scheduler puts it"
+        if run_pin == "none" else "")}
     doc["notes"] = tgt[1] + [c for v in variants for c in v.fit_summary["clipped"]]
     try:
         doc["figures"] = write_figures(out_dir, doc["title"], variants, curves, assumed_note,
@@ -603,14 +588,6 @@ def drop_time_shared(run: Run) -> Tuple[Run, int]:
         return 0 < len(pus) < p.threads
     kept = [p for p in run.points if not shared(p)]
     return dataclasses.replace(run, points=kept), len(run.points) - len(kept)
-
-
-def placement_policies(run_pin: str, target_pin: str) -> Dict[str, str]:
-    """The input run's and the target's placement policy, and what the prediction assumes."""
-    note = ("the input run's threads were not pinned; the target's are laid out in cores "
-            "order as if pinned, where an unpinned run goes where its scheduler puts it"
-            if run_pin == "none" else "")
-    return {"input": run_pin, "target": target_pin, "note": note}
 
 
 def assume_x86_latencies(lat: Dict[str, Dict[str, Any]]) -> str:
@@ -649,12 +626,10 @@ def make_out_dir(out_dir: str) -> None:
 
 def parse_counts(text: str, flag: str) -> List[int]:
     """A comma-separated list of thread counts >= 1 (at most 1e6); fail()s otherwise."""
-    out = []
-    for t in filter(None, text.split(",")):
-        if not t.isdigit() or not 1 <= int(t) <= 10**6:
-            fail(f"{flag}={text}: accepted a comma-separated list of counts 1..1000000")
-        out.append(int(t))
-    return out
+    counts = [t for t in text.split(",") if t]
+    if not all(t.isdigit() and 1 <= int(t) <= 10**6 for t in counts):
+        fail(f"{flag}={text}: accepted a comma-separated list of counts 1..1000000")
+    return [int(t) for t in counts]
 
 
 class _Parser(argparse.ArgumentParser):
@@ -723,8 +698,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if a.validate_against:
         print(validation_report(validate_against(result_path(a.run_dir),
                                                  result_path(a.validate_against), fit,
-                                                 a.latencies, a.regime, draws,
-                                                 target=a.target)))
+                                                 a.latencies, a.regime, draws, target=a.target)))
         return 0
     doc = predict(a.run_dir, a.topology, a.latencies, a.out, a.lockline, a.regime, draws,
                   figures=not a.no_figures, threads=extra, fit_threads=fit,

@@ -12,7 +12,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from lockline_results import Point, ResultError, Run, load_run
+from lockline_results import Point, ResultError, Run, grouped, load_run
 import queueing
 
 # Distance classes between two PUs, nearest first (bench/false_sharing.cpp PairClass).
@@ -122,8 +122,7 @@ def c2c_by_class(run: Run, regime: str) -> Tuple[Dict[str, List[float]], Dict[st
     out, used = {}, {}
     for cls, by in raw.items():
         if regime == "all":
-            out[cls] = [v for vs in by.values() for v in vs]
-            used[cls] = "all"
+            out[cls], used[cls] = [v for vs in by.values() for v in vs], "all"
             continue
         if regime in by:
             out[cls], used[cls] = by[regime], regime
@@ -193,8 +192,7 @@ def load_result(path: str) -> Run:
 
 
 def target_latencies(given: Dict[str, float], here: Dict[str, List[float]],
-                     here_regime: Dict[str, str], source: str
-                     ) -> Dict[str, Dict[str, Any]]:
+                     here_regime: Dict[str, str], source: str) -> Dict[str, Dict[str, Any]]:
     out: Dict[str, Dict[str, Any]] = {}
     for cls in CLASSES:
         if cls in given:
@@ -409,12 +407,10 @@ def target_speed(variants: Sequence[VariantInputs], target: Run
                  ) -> Tuple[Dict[str, float], List[str]]:
     """--target: per variant the target's 1-thread ns_per_op / the input's (medians), notes for the
     variants without one (family median, else all). ValueError when no variant matches."""
-    there: Dict[str, List[float]] = {}
-    for p in target.points:
-        if p.family in LOCK_FAMILIES and p.threads == 1 and not p.aggregate and _usable(p):
-            there.setdefault(variant_key(p), []).append(p.metrics["ns_per_op"])
-    ratio = {v.key: float(np.median(there[v.key]) / np.median(v.ns_per_op))
-             for v in variants if v.key in there}
+    there = grouped((p for p in target.points if p.family in LOCK_FAMILIES and p.threads == 1
+                     and not p.aggregate and _usable(p)), variant_key)
+    ratio = {v.key: float(np.median([p.metrics["ns_per_op"] for p in there[v.key]])
+                          / np.median(v.ns_per_op)) for v in variants if v.key in there}
     if not ratio:
         raise ValueError("no 1-thread row of any variant the input predicts (accepted: a run "
                          "on the target with 1-thread rows of the same families and variants)")
@@ -445,9 +441,7 @@ def clock_bias_ns(run: Run) -> Tuple[float, str]:
 def row_transfer_ns(p: Point, fallback: float) -> float:
     """One-way transfer between the row's PUs: `coherence.regime_ns`, else `fallback`."""
     t = p.regime_ns
-    if t is not None and math.isfinite(t) and 0 < t < 1e5:
-        return float(t)
-    return fallback
+    return float(t) if t is not None and math.isfinite(t) and 0 < t < 1e5 else fallback
 
 
 def _boot_count(reps: List[Point], draws: int, rng: np.random.Generator,
@@ -465,8 +459,7 @@ def _boot_count(reps: List[Point], draws: int, rng: np.random.Generator,
             "cs": boot(lambda r: r.metrics.get("contended_share", 1.0)
                        if r.metrics.get("contended_share") is not None else 1.0),
             "t": boot(lambda r: row_transfer_ns(r, fallback_t)),
-            "l3": float(np.median([max(1.0, float(r.placement.get("l3s") or 1))
-                                   for r in reps]))}
+            "l3": float(np.median([max(1.0, float(r.placement.get("l3s") or 1)) for r in reps]))}
 
 
 # Outside work slows with threads sharing an L3 up to a knee: Z1 (1 + g knee(k)), k = threads per
@@ -589,14 +582,9 @@ def fit_all(variants: Sequence[VariantInputs], draws: int, rng: np.random.Genera
     (--target) scales S1 and Z1."""
     fits = {v.key: dict(fit_draws(v, draws, rng, bias, fallback_t),
                         **{f"lat_{c}": lat_d[c] for c in CLASSES}) for v in variants}
-    groups: Dict[Tuple, List[VariantInputs]] = {}
-    locks: Dict[str, List[VariantInputs]] = {}
-    for v in variants:
-        locks.setdefault(v.key.replace(f"/work_ns:{v.params.get('work_ns')}/", "/"),
-                         []).append(v)
-        if fits[v.key]["g_measured"]:
-            key = (v.family,) + tuple(v.params.get(k, "") for k in OUTSIDE_WORK_PARAMS)
-            groups.setdefault(key, []).append(v)
+    locks = grouped(variants, lambda v: v.key.replace(f"/work_ns:{v.params.get('work_ns')}/", "/"))
+    groups = grouped((v for v in variants if fits[v.key]["g_measured"]),
+                     lambda v: (v.family, *(v.params.get(k, "") for k in OUTSIDE_WORK_PARAMS)))
     for members in groups.values():
         pooled = np.median(np.array([fits[v.key]["g"] for v in members]), axis=0)
         for v in members:

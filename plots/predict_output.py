@@ -1,6 +1,5 @@
 """The output of `lockline predict` (plots/predict.py): predicted.json, one figure per
-family, and the predicted-vs-measured table of --validate-against (via outputs.write_atomic).
-"""
+family, and the predicted-vs-measured table of --validate-against (via outputs.write_atomic)."""
 
 from __future__ import annotations
 
@@ -58,12 +57,11 @@ def write_figures(out_dir: str, title: str, variants, curves, assumed: str = "",
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     files = []
-    fams = sorted({v.family for v in variants})
-    for fam in fams:
+    for fam in sorted({v.family for v in variants}):
         vs = [v for v in variants if v.family == fam]
         panels = [vs[i:i + PER_PANEL] for i in range(0, len(vs), PER_PANEL)]
-        cols, rows = 1, len(panels)
-        fig, axes = plt.subplots(rows, cols, figsize=(13, 4.0 * rows + 0.6), squeeze=False)
+        fig, axes = plt.subplots(len(panels), 1, figsize=(13, 4.0 * len(panels) + 0.6),
+                                 squeeze=False)
         for ax in axes.flat[len(panels):]:
             ax.set_visible(False)
         common = set.intersection(*[set(v.key.split("/")[1:]) for v in vs])
@@ -82,8 +80,7 @@ def write_figures(out_dir: str, title: str, variants, curves, assumed: str = "",
             ax.set_ylabel("predicted ops/s")
             part = f" ({pi + 1}/{len(panels)})" if len(panels) > 1 else ""
             ax.set_title(f"{fam}{part}: PREDICTED", fontsize=9)
-            ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5),
-                      frameon=False)
+            ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)
             ax.grid(True, which="both", alpha=0.3)
         head = f"{fam}: PREDICTED for {title}" + (f", input run {date}" if date else "")
         if common:
@@ -112,9 +109,8 @@ def validation_report(res: Dict[str, Any]) -> str:
               "|---|---|---|---|---|---|"]
     groups: Dict[Tuple[str, str], List[Dict[str, Any]]] = {}
     for r in rows:
-        groups.setdefault((r["family"], str(r["threads"])), []).append(r)
-        groups.setdefault((r["family"], "all"), []).append(r)
-        groups.setdefault(("all", "all"), []).append(r)
+        for key in ((r["family"], str(r["threads"])), (r["family"], "all"), ("all", "all")):
+            groups.setdefault(key, []).append(r)
     for (fam, n), rs in sorted(groups.items(), key=lambda kv: (kv[0][0] == "all", kv[0][0],
                                                                kv[0][1] == "all", kv[0][1])):
         errs = np.array([r["error"] for r in rs])

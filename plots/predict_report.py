@@ -26,6 +26,13 @@ def _fmt(x: Any) -> str:
     return str(x)
 
 
+def _img(path: str, alt: str) -> str:
+    """A PNG file as an <img> with a data URI (the report loads nothing from the network)."""
+    with open(path, "rb") as handle:
+        data = base64.b64encode(handle.read()).decode("ascii")
+    return f'<img src="data:image/png;base64,{data}" alt="{html.escape(alt)}">'
+
+
 def _table(header: List[str], rows: List[List[Any]]) -> str:
     esc = html.escape
     out = ["<table><tr>" + "".join(f"<th>{esc(h)}</th>" for h in header) + "</tr>"]
@@ -35,9 +42,7 @@ def _table(header: List[str], rows: List[List[Any]]) -> str:
 
 
 def _counts(counts: Any) -> str:
-    if isinstance(counts, list) and counts:
-        return ", ".join(str(c) for c in counts)
-    return "1"
+    return ", ".join(str(c) for c in counts) if isinstance(counts, list) and counts else "1"
 
 
 def _section(path: str) -> str:
@@ -85,10 +90,7 @@ def _section(path: str) -> str:
     for name in doc.get("figures") or []:
         fig = os.path.join(d, os.path.basename(str(name)))
         if os.path.isfile(fig) and not os.path.islink(fig):
-            with open(fig, "rb") as handle:
-                data = base64.b64encode(handle.read()).decode("ascii")
-            parts.append(f'<img src="data:image/png;base64,{data}" '
-                         f'alt="{esc(str(name))} (predicted)">')
+            parts.append(_img(fig, f"{name} (predicted)"))
     shown = counts[-3:] if counts else []
     header = (["variant", "lock", "1-thread ns/op", "hold ns", "acq/op", "think ns/acq"]
               + [f"predicted ops/s at {n} [95 %]" for n in shown])
@@ -99,13 +101,9 @@ def _section(path: str) -> str:
         row = [v.get("key", ""), v.get("lock", ""), inp.get("ns_per_op_1thread"),
                inp.get("hold_ns"), inp.get("acquisitions_per_op"),
                inp.get("think_ns_per_acquisition")]
-        for n in shown:
-            r = curve.get(n)
-            row.append(f"{_fmt(r['ops_per_s'])} [{_fmt(r['lo'])}, {_fmt(r['hi'])}]"
-                       if r else "-")
-        rows.append(row)
-    parts.append("<h3>Inputs (measured here) and predicted throughput</h3>")
-    parts.append(_table(header, rows))
+        rows.append(row + [f"{_fmt(r['ops_per_s'])} [{_fmt(r['lo'])}, {_fmt(r['hi'])}]"
+                           if (r := curve.get(n)) else "-" for n in shown])
+    parts += ["<h3>Inputs (measured here) and predicted throughput</h3>", _table(header, rows)]
     if len(doc["variants"]) > MAX_ROWS:
         parts.append(f"<p class=\"caption\">{len(doc['variants']) - MAX_ROWS} more variants "
                      f"in {esc(path)}</p>")

@@ -101,8 +101,7 @@ def machine_repairman(n: int, think: float, service: float) -> float:
         return 1.0 / service
     rho = service / think
     # Terms in log space: log(n!/(n-k)!) + k log rho.
-    logs = [math.lgamma(n + 1) - math.lgamma(n - k + 1) + k * math.log(rho)
-            for k in range(n + 1)]
+    logs = [math.lgamma(n + 1) - math.lgamma(n - k + 1) + k * math.log(rho) for k in range(n + 1)]
     top = max(logs)
     total = sum(math.exp(v - top) for v in logs)
     p0 = math.exp(logs[0] - top) / total

@@ -12,7 +12,6 @@ loaded. Exit 0 on success, 2 on bad input with one line on stderr."""
 from __future__ import annotations
 
 import argparse
-import base64
 import html
 import json
 import os
@@ -21,10 +20,11 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from lockline_results import ResultError, Run, load_runs  # noqa: E402
+from lockline_results import ResultError, Run, error_status, grouped, load_runs  # noqa: E402
 from report_tables import (DERIVED_COUNTERS, FAULT_SEED_COLUMNS, KERNEL_FAMILIES,  # noqa: E402
                            NOT_RUN, Cell, _dict, derived_counter_rows, fault_seed_rows, kernel_rows,
                            prezero_burst_rows, prezero_steady_rows, seed_tables)
+from predict_report import _img, predicted_sections  # noqa: E402
 import stats  # noqa: E402
 
 
@@ -85,10 +85,14 @@ QUESTIONS = [
 ]
 
 
+def _para(cls: str, text: str) -> List[str]:
+    """`text` as a <p> of class `cls`; [] for no text."""
+    return [f'<p class="{cls}">{html.escape(text)}</p>'] if text else []
+
+
 def rows_note(verdicts: List[Dict[str, Any]], question: str) -> str:
-    """Which rows answer a question's verdicts (the uninstrumented stats:off twins) and which give
-    lock_stat's evidence; names any verdict only instrumented rows answer. "" for other
-    questions."""
+    """Which rows answer a question's verdicts (the stats:off twins) and which give lock_stat's
+    evidence, naming any verdict only instrumented rows answer; "" for other questions."""
     from verdicts import UNINSTRUMENTED_QUESTIONS
     mine = [v for v in verdicts if v.get("question") == question]
     if question not in UNINSTRUMENTED_QUESTIONS or not mine:
@@ -126,31 +130,17 @@ def verdict_table_rows(rows: List[List[Any]], has_verdicts: bool
                        ) -> Tuple[List[List[Any]], List[str]]:
     """(rows to show, names left out) of a question's table: with verdicts, "not run" rows are
     named below the table instead."""
-    if not has_verdicts:
-        return rows, []
-    keep, absent = [], []
-    for row in rows:
+    def not_run(row):
         cell = row[2] if len(row) > 2 else ""
-        if not isinstance(cell, Cell) and str(cell).startswith(NOT_RUN):
-            absent.append(str(row[0]))
-        else:
-            keep.append(row)
-    return keep, absent
-
-
-def _img(path: str, alt: str) -> str:
-    with open(path, "rb") as handle:
-        data = base64.b64encode(handle.read()).decode("ascii")
-    return f'<img src="data:image/png;base64,{data}" alt="{html.escape(alt)}">'
+        return has_verdicts and not isinstance(cell, Cell) and str(cell).startswith(NOT_RUN)
+    return [r for r in rows if not not_run(r)], [str(r[0]) for r in rows if not_run(r)]
 
 
 def _table(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
-    out = ["<table><tr>" + "".join(f"<th>{html.escape(str(h))}</th>" for h in header) + "</tr>"]
-    for row in rows:
-        out.append("<tr>" + "".join(f"<td>{c if isinstance(c, Cell) else html.escape(_cell(c))}"
-                                    "</td>" for c in row) + "</tr>")
-    out.append("</table>")
-    return "\n".join(out)
+    return "\n".join(
+        ["<table><tr>" + "".join(f"<th>{html.escape(str(h))}</th>" for h in header) + "</tr>"]
+        + ["<tr>" + "".join(f"<td>{c if isinstance(c, Cell) else html.escape(_cell(c))}</td>"
+                            for c in row) + "</tr>" for row in rows] + ["</table>"])
 
 
 def _cell(value: Any) -> str:
@@ -249,11 +239,9 @@ def verdict_html(verdicts: List[Dict[str, Any]], run: Optional[Run] = None) -> s
     for v in verdicts:
         cls = {"resolved": "ok", "not_resolved": "warn", "too_few": "warn",
                "not_answerable": "warn"}.get(v["status"], "")
-        scale = ""
-        if run is not None:
-            n = v.get("threads")
-            scale = ("measured with " + run.scale_text(n if isinstance(n, int) else None)
-                     + "; ")
+        n = v.get("threads")
+        scale = ("" if run is None else "measured with "
+                 + run.scale_text(n if isinstance(n, int) else None) + "; ")
         items.append(f'<li class="{cls}"><span class="cmp" data-comparison="'
                      f'{html.escape(v.get("id", ""))}">{html.escape(v["text"])}</span> '
                      f'<span class="caption scale">({html.escape(scale)}'
@@ -323,34 +311,24 @@ def predicted_answer_html(run: Run, question: str) -> str:
 def coherence_note(run: Run, families: Optional[Sequence[str]] = None) -> str:
     """One sentence counting the contended repetitions of `families` (all: None) by coherence label
     ("Contended repetitions: 34 near, 149 far ..."); "" when there are none."""
-    counts: Dict[str, int] = {}
-    ns: Dict[str, List[float]] = {}
-    names: Dict[str, Dict[str, int]] = {}
-    for p in run.points:
-        if p.aggregate is None and p.threads > 1 and (families is None or p.bench in families
-                                                      or p.family in families):
-            label = p.coherence if p.coherence else "unknown"
-            counts[label] = counts.get(label, 0) + 1
-            if p.regime_ns:
-                ns.setdefault(label, []).append(p.regime_ns)
-            coherence = p.row.get("coherence") if isinstance(p.row, dict) else None
-            name = coherence.get("regime_name") if isinstance(coherence, dict) else None
-            if isinstance(name, str) and name:
-                names.setdefault(label, {}).setdefault(name, 0)
-                names[label][name] += 1
-    if not sum(counts.values()):
+    by_label = grouped((p for p in run.points if p.aggregate is None and p.threads > 1 and (
+        families is None or p.bench in families or p.family in families)),
+        lambda p: p.coherence or "unknown")
+    if not by_label:
         return ""
-    order = sorted(counts, key=stats.regime_rank)
 
     def named(label):
         # A label ranks this run's regimes only: say its regime_name, else its median ns.
-        if names.get(label):
-            return max(names[label], key=names[label].get)
-        values = sorted(ns.get(label, []))
+        rows = [p.row.get("coherence") for p in by_label[label] if isinstance(p.row, dict)]
+        names = [c.get("regime_name") for c in rows if isinstance(c, dict)]
+        names = [n for n in names if isinstance(n, str) and n]
+        if names:
+            return max(names, key=names.count)
+        values = sorted(p.regime_ns for p in by_label[label] if p.regime_ns)
         return f"{label} ({stats.ns_text(values[len(values) // 2])} ns)" if values else label
-    note = ("Contended repetitions (2+ threads) by coherence regime: "
-            + ", ".join(f"{counts[k]} {named(k)}" for k in order) + ".")
-    if len([k for k in counts if k not in stats.NO_REGIME]) > 1:
+    note = ("Contended repetitions (2+ threads) by coherence regime: " + ", ".join(
+        f"{len(by_label[k])} {named(k)}" for k in sorted(by_label, key=stats.regime_rank)) + ".")
+    if len([k for k in by_label if k not in stats.NO_REGIME]) > 1:
         note += (" A cache line moved between the point's PUs at different costs in different "
                  "repetitions (the host moved the vCPUs, or the machine was busy): means and "
                  "effects here use the repetitions of one regime per point; figures draw the "
@@ -369,7 +347,6 @@ def build_html(run: Run, images: Dict[str, str],
                verdicts: Optional[List[Dict[str, Any]]] = None) -> str:
     """The report as one HTML string; `images` maps figure stem -> PNG path; `verdicts` the
     verdicts.json records (computed when None)."""
-    from predict_report import predicted_sections
     from verdicts import compute_verdicts
     if verdicts is None:
         verdicts = compute_verdicts(run)
@@ -454,9 +431,7 @@ def _heading(run: Run, title: str, verdicts: List[Dict[str, Any]]) -> List[str]:
     toc = [(qid, t) for qid, t, _, _ in QUESTIONS] + list(TAIL_SECTIONS)
     body.append("<ul>" + "".join(f'<li><a href="#{i}">{esc(t)}</a></li>' for i, t in toc)
                 + "</ul>")
-    overall = coherence_note(run)
-    if overall:
-        body.append(f'<p class="warn">{esc(overall)}</p>')
+    body += _para("warn", coherence_note(run))
     if run.finished is False:
         body.append('<p class="warn">This run did not finish (context.lockline.finished is '
                     'false): it holds only the points measured before it stopped.</p>')
@@ -501,18 +476,12 @@ def question_section(run: Run, question: Tuple[str, str, str, List[str]],
         body.append('<p class="caption">Not measured in this run, so not in the table: '
                     + esc("; ".join(absent)) + ".</p>")
     number = {v: k for k, v in QUESTION_SECTION.items()}[qid]
-    note = rows_note(verdicts, number)
-    if note:
-        body.append(f'<p class="caption rows-note">{esc(note)}</p>')
-    missing = unanswered_note(verdicts, number)
-    if missing:
-        body.append(f'<p class="caption">{esc(missing)}</p>')
+    body += _para("caption rows-note", rows_note(verdicts, number))
+    body += _para("caption", unanswered_note(verdicts, number))
     body += _kernel_tables(run, qid)
     if qid == "q5":
         body += _prezero_tables(run)
-    note = coherence_note(run, stems + KERNEL_FAMILIES.get(qid, []))
-    if note:
-        body.append(f'<p class="warn">{esc(note)}</p>')
+    body += _para("warn", coherence_note(run, stems + KERNEL_FAMILIES.get(qid, [])))
     body.append("</section>")
     return body
 
@@ -541,16 +510,14 @@ def _prezero_tables(run: Run) -> List[str]:
     body = []
     burst = prezero_burst_rows(run)
     if burst:
-        body.append("<h3>Pre-zeroing with bursts: burst B against pool P</h3>")
-        body.append(_table(["protocol", "zeroer", "mode", "burst B (pages)",
-                            "pool P (pages)", "B/P", "threads", "rate (faults/s)",
-                            "pre-zeroed share"], burst))
+        body += ["<h3>Pre-zeroing with bursts: burst B against pool P</h3>",
+                 _table(["protocol", "zeroer", "mode", "burst B (pages)", "pool P (pages)",
+                         "B/P", "threads", "rate (faults/s)", "pre-zeroed share"], burst)]
     steady = prezero_steady_rows(run)
     if steady:
-        body.append("<h3>Pre-zeroing in steady state: allocations that write every "
-                    "line</h3>")
-        body.append(_table(["mode", "method", "idle (us)", "threads", "rate (faults/s)",
-                            "pre-zeroed share", "touches"], steady))
+        body += ["<h3>Pre-zeroing in steady state: allocations that write every line</h3>",
+                 _table(["mode", "method", "idle (us)", "threads", "rate (faults/s)",
+                         "pre-zeroed share", "touches"], steady)]
     frows = fault_seed_rows(run)
     if frows:
         body.append("<h3>Faults in the 2004 table's columns</h3>")
@@ -598,9 +565,8 @@ def _machine_sections(run: Run) -> List[str]:
             "<h3>Google Benchmark context</h3>" + _kv_table(machine)]
     if prov:
         body.append("<h3>lockline</h3>" + _kv_table(prov))
-    for key in ("topology", "environment", "versions"):
-        if isinstance(ll.get(key), dict):
-            body.append(f"<h3>{key}</h3>" + _kv_table(ll[key]))
+    body += [f"<h3>{key}</h3>" + _kv_table(ll[key])
+             for key in ("topology", "environment", "versions") if isinstance(ll.get(key), dict)]
     body.append("</section>")
     plans = ll.get("plans")
     body += ['<section id="plans"><h2>Placement plans</h2>',
@@ -610,8 +576,8 @@ def _machine_sections(run: Run) -> List[str]:
              _counters(ll.get("counters"))]
     derived = derived_counter_rows(run)
     if derived:
-        body.append("<h3>Derived counters</h3>")
-        body.append(_table(["row", "threads"] + list(DERIVED_COUNTERS), derived))
+        body += ["<h3>Derived counters</h3>",
+                 _table(["row", "threads"] + list(DERIVED_COUNTERS), derived)]
     body.append("</section>")
     warnings = warning_lines(run)
     body += ['<section id="warnings"><h2>Warnings</h2>',
@@ -677,10 +643,9 @@ def checks_html(problems: List[str]) -> str:
 
 def write_report(run_dir: str, out: Optional[str] = None,
                  notes: Optional[List[str]] = None) -> Tuple[str, List[str]]:
-    """Plot run_dir into run_dir/plots, write verdicts.json and the report (files created
-    exclusively, renamed into place; a symlinked plots/ is refused), check them (report_checks);
-    return the report's path and problems; `notes` gets the starved_note. Raises ResultError for
-    bad input."""
+    """Plot run_dir into run_dir/plots, write verdicts.json and the report (a symlinked plots/ is
+    refused), check them (report_checks); return the report's path and problems; `notes` gets
+    the starved_note. Raises ResultError for bad input."""
     import families
     from outputs import write_atomic
     from plot import plot_runs
@@ -689,8 +654,7 @@ def write_report(run_dir: str, out: Optional[str] = None,
 
     if not os.path.isdir(run_dir):
         raise ResultError(f"{run_dir}: not a directory (expected a lockline run directory)")
-    runs = load_runs([run_dir])
-    run = runs[0]
+    run = load_runs([run_dir])[0]
     if notes is not None and starved_note(run):
         notes.append(starved_note(run))
     plot_dir = os.path.join(run_dir, "plots")
@@ -719,12 +683,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     notes: List[str] = []
     try:
         path, problems = write_report(args.run_dir, args.out, notes)
-    except ResultError as err:
-        print(f"report.py: error: {err}", file=sys.stderr)
-        return 2
-    except OSError as err:
-        print(f"report.py: error: cannot write the report: {err}", file=sys.stderr)
-        return 2
+    except (ResultError, OSError) as err:
+        return error_status("report.py", err, "the report")
     print(path)
     for note in notes:
         print(f"report.py: {note}")

@@ -19,6 +19,7 @@ INTERVAL = re.compile(r"[+-]\d[\d.]* %, [+-]?\d[\d.]* %\]")
 NUMBER = re.compile(r"-?\d[\d,]*\.?\d*(?:e[+-]?\d+)?")
 
 from figures import MAX_SERIES  # noqa: E402
+from lockline_results import grouped  # noqa: E402
 
 
 def _panel_series(ax) -> list:
@@ -81,10 +82,8 @@ def figure_problems(fig, name: str = "") -> list:
         dup = _repeats([t.get_text() for t in legend.get_texts()]) if legend else []
         if dup:
             problems.append(f"{name}: legend of panel {title!r} repeats {dup}")
-    for legend in fig.legends:
-        dup = _repeats([t.get_text() for t in legend.get_texts()])
-        if dup:
-            problems.append(f"{name}: figure legend repeats {dup}")
+    problems += [f"{name}: figure legend repeats {dup}" for legend in fig.legends
+                 if (dup := _repeats([t.get_text() for t in legend.get_texts()]))]
     return problems
 
 
@@ -243,10 +242,8 @@ def _plot_problems(csv_rows: List[dict], verdicts: Dict[str, dict]) -> List[str]
             if not r.get("effect") or not _close(float(r["effect"]), v["effect"]):
                 problems.append(f"{v['id']}: its figure draws {r.get('effect')!r}, the verdict "
                                 f"says {v['effect']}")
-    panels: Dict[tuple, list] = {}
-    for r in csv_rows:
-        if r.get("params"):
-            panels.setdefault((r["figure"], r["panel"], r["run"]), []).append(r)
+    panels = grouped((r for r in csv_rows if r.get("params")),
+                     lambda r: (r["figure"], r["panel"], r["run"]))
     for (figure, panel, _), rows in panels.items():
         params = [json.loads(r["params"]) for r in rows]
         named = {tok.split(":", 1)[0] for r in rows for tok in r["series"].split() if ":" in tok}

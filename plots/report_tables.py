@@ -8,7 +8,7 @@ from __future__ import annotations
 import html
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from lockline_results import (Point, Run, Stat, labelled_duet_pairs, summarize,
+from lockline_results import (Point, Run, Stat, by_variant, labelled_duet_pairs, summarize,
                               summarize_side_by_side)
 import stats
 
@@ -34,8 +34,7 @@ def select(run: Run, bench: str, metric: str, where: Dict[str, str], threads: An
     pts = [p for p in run.points if p.bench == bench and metric in p.metrics
            and p.aggregate is None and all(p.params.get(k) == v for k, v in where.items())]
     if prefer:
-        narrowed = [p for p in pts if all(p.params.get(k) == v for k, v in prefer.items())]
-        pts = narrowed or pts
+        pts = [p for p in pts if all(p.params.get(k) == v for k, v in prefer.items())] or pts
     if not pts:
         return []
     variant = sorted({p.variant for p in pts})[0]
@@ -73,9 +72,8 @@ def stat_text(stat: Optional[Stat], unit: str = "", scale: float = 1.0) -> str:
 
 def side_by_side(groups: Sequence[List[Point]], metric: str, unit: str = "",
                  scale: float = 1.0) -> List[str]:
-    """stat_text of each group's `metric`, all in the one regime the groups share
-    (summarize_side_by_side); a group without repetitions in it says so (no arrow across
-    regimes)."""
+    """stat_text of each group's `metric`, all in the one regime the groups share; a group
+    without repetitions in it says so (no arrow across regimes)."""
     regime, stats_ = summarize_side_by_side(groups, metric)
     out = []
     for group, stat in zip(groups, stats_):
@@ -107,16 +105,12 @@ class Cell(str):
 def comparison_cell(verdict: Optional[Dict[str, Any]], cid: str, missing: str = "") -> Cell:
     """A verdicts.json entry's `text` in a table cell, marked data-comparison=ID; 'not run:
     <missing>' with the same mark without a verdict."""
-    if verdict is None:
-        text = NOT_RUN + (f": {missing}" if missing else "")
-    else:
-        text = verdict["text"]
+    text = NOT_RUN + (f": {missing}" if missing else "") if verdict is None else verdict["text"]
     return Cell(f'<span class="cmp" data-comparison="{html.escape(cid)}">'
                 f"{html.escape(text)}</span>")
 
 
-def other_comparison_cell(base: List[Point], variant: List[Point], metric: str,
-                          what: str) -> Cell:
+def other_comparison_cell(base: List[Point], variant: List[Point], metric: str, what: str) -> Cell:
     """A comparison that is not a verdicts.json entry, labelled with its own rows (base and
     variant keys) so it is never read as one: 'other comparison, rows A vs B: +3 % [...]'."""
     if not base or not variant:
@@ -138,8 +132,7 @@ def verdict_points(run: Run, verdict: Dict[str, Any]) -> Tuple[List[Point], List
     return rows(verdict["base_key"]), rows(verdict["variant_key"])
 
 
-def comparison_rows(run: Run, verdicts: List[Dict[str, Any]], question: str
-                    ) -> List[List[Any]]:
+def comparison_rows(verdicts: List[Dict[str, Any]], question: str) -> List[List[Any]]:
     """Rows [comparison, seed discussion, measured here, comparable?] of `question`'s COMPARISONS:
     one per verdict, or 'not run' naming the rows it needs."""
     from verdicts import COMPARISONS, rows_text
@@ -148,10 +141,9 @@ def comparison_rows(run: Run, verdicts: List[Dict[str, Any]], question: str
     for spec in COMPARISONS:
         if spec.question != question:
             continue
-        mine = [v for v in verdicts if v.get("id", "").split("[")[0] == spec.id]
+        mine = _of(verdicts, spec.id)
         for v in mine:
-            out.append([v["comparison"], spec.seed, comparison_cell(v, v["id"]),
-                        spec.comparable])
+            out.append([v["comparison"], spec.seed, comparison_cell(v, v["id"]), spec.comparable])
         if not mine and not answered:
             out.append([f"{spec.variant_name} vs {spec.base_name}", spec.seed,
                         comparison_cell(None, spec.id, f"no {rows_text(spec)} rows in this run"),
@@ -176,9 +168,8 @@ def seed_tables(run: Run, verdicts: Optional[List[Dict[str, Any]]] = None
 
 
 def sides_cell(run: Run, verdict: Dict[str, Any]) -> Cell:
-    """A verdict's two sides in its own numbers (data-sides=ID): its base median (of its own
-    samples) -> base x (1 + effect), or for ns saved base ns/op -> base / (1 + effect) and the ns
-    saved."""
+    """A verdict's two sides in its own samples' numbers (data-sides=ID): base median -> base x
+    (1 + effect), or for ns saved base ns/op -> base / (1 + effect) and the ns saved."""
     from figures import UNITS
     from verdicts import verdict_samples
     s = verdict_samples(run.points, verdict)
@@ -219,7 +210,7 @@ def _pagevec_2004_rows(run: Run, verdicts: List[Dict[str, Any]]) -> List[List[An
          "same quantity"],
         ["struct pagevec bytes, 15 slots (proposed)", "128 on LP64 (124 quoted)", fmt(b15),
          "same quantity"],
-    ] + comparison_rows(run, verdicts, "000") + _verdict_sides(run, verdicts, "pv_slots_16_15") + [
+    ] + comparison_rows(verdicts, "000") + _verdict_sides(run, verdicts, "pv_slots_16_15") + [
         [f"best slot count per thread count (pagevec {where or 'all rows'}, offset 0)",
          "4·lg N (4 on UP), later 2^(2.5·√lg N − 1): 4 CPUs -> 6, 16 -> 16, 1024 -> 120",
          best or NOT_RUN, "same quantity (a slot count)"],
@@ -229,7 +220,7 @@ def _pagevec_2004_rows(run: Run, verdicts: List[Dict[str, Any]]) -> List[List[An
 def _zone_lock_rows(run: Run, verdicts: List[Dict[str, Any]]) -> List[List[Any]]:
     """Question 2 (zone->lock 2015): the verdicts, each one's ops/s before -> after and the
     fix in other configurations, then what lock_stat costs."""
-    rows = comparison_rows(run, verdicts, "001")
+    rows = comparison_rows(verdicts, "001")
     for v in _of(verdicts, "zone_lock_after_before"):
         rows += _verdict_sides(run, [v], v["id"].split("[")[0])
         rows += _zone_fix_rows(run, verdict_points(run, v)[0])
@@ -274,8 +265,7 @@ def _instrumentation_cost_rows(run: Run) -> List[List[Any]]:
             continue
         same = {k: v for k, v in off[0].params.items() if k != "stats"}
         on = [p for p in run.points if p.bench == "zone_lock" and p.aggregate is None
-              and p.params == same and p.threads == off[0].threads
-              and "ops_per_s" in p.metrics]
+              and p.params == same and p.threads == off[0].threads and "ops_per_s" in p.metrics]
         label = f"lock_stat on vs off ({layout})"
         # Paired where the run holds the twins as a duet row (bench/duet.cpp "instr"); an
         # overrun window leaves out only its pairs (row_duet_pairs, as find_duet).
@@ -309,8 +299,7 @@ def _page_free_rows(run: Run, verdicts: List[Dict[str, Any]]) -> List[List[Any]]
          "same quantity in other units (cycles of a 2006 CPU vs ns here)"],
         ["plain test / increment", "1-2 cycles", stat_text(plain_op, "ns"),
          "same quantity in other units"],
-    ] + comparison_rows(run, verdicts, "002") + _verdict_sides(run, verdicts,
-                                                               "page_free_fast_atomic")
+    ] + comparison_rows(verdicts, "002") + _verdict_sides(run, verdicts, "page_free_fast_atomic")
     for v in races or [{"variant": "fastpath", "verdict": NOT_RUN}]:
         seed = ("racy: reclaim can take a reference between the two tests"
                 if v["variant"] == "fastpath" else "-")
@@ -326,16 +315,12 @@ def _pagevec_2020_rows(run: Run, verdicts: List[Dict[str, Any]]) -> List[List[An
     twins, the memory cost."""
     b15 = _mean(measure(run, "pagevec", "pagevec_bytes", {"slots": "15"}))
     b31 = _mean(measure(run, "pagevec", "pagevec_bytes", {"slots": "31"}))
-    rows = comparison_rows(run, verdicts, "003")
+    rows = comparison_rows(verdicts, "003")
     for v in _of(verdicts, "pv_slots_15_31"):
         # The wait share is lock_stat's: from the verdict's instrumented twins (its
         # evidence), or its own rows where they are the instrumented ones.
         ev = v.get("evidence") or {}
-        if ev:
-            base, variant = verdict_points(run, {"base_key": ev["base_key"],
-                                                 "variant_key": ev["variant_key"]})
-        else:
-            base, variant = verdict_points(run, v)
+        base, variant = verdict_points(run, ev or v)
         if not base or "stats:off" in base[0].key:
             continue
         rows.append([f"share of time waiting for lru_lock (lock_stat evidence), "
@@ -358,7 +343,7 @@ def _prezero_rows(run: Run, verdicts: List[Dict[str, Any]]) -> List[List[Any]]:
     2004 table, the zeroing bandwidth per method."""
     seed_before = {1: 90849, 2: 115679, 4: 152067, 8: 167449}
     seed_after = {1: 306791, 2: 283594, 4: 354015, 8: 279197}
-    rows = comparison_rows(run, verdicts, "004")
+    rows = comparison_rows(verdicts, "004")
     from verdicts import HOLT
     if not _of(verdicts, HOLT) and any(v.get("question") == "004" for v in verdicts):
         # Said in words, not as a 'not run' comparison cell among the verdicts.
@@ -381,10 +366,8 @@ def _prezero_rows(run: Run, verdicts: List[Dict[str, Any]]) -> List[List[Any]]:
     rows.append(["1 thread: faults per CPU-second", "90933 -> 307839",
                  f"plain warm {stat_text(cpu)}, after idle {stat_text(idle_cpu)}" if cpu
                  else NOT_RUN, "same quantity for 'before'"])
-    gbs = {}
-    for method in ("memset", "rep_stosb", "nt_store", "clzero"):
-        gbs[method] = measure(run, "zeroing", "gb_per_s", {"method": method},
-                              prefer={"fill": "zero"})
+    gbs = {m: measure(run, "zeroing", "gb_per_s", {"method": m}, prefer={"fill": "zero"})
+           for m in ("memset", "rep_stosb", "nt_store", "clzero")}
     rows.append(["zeroing bandwidth per method", "hardware (Altix BTE) only for order >= 4",
                  "; ".join(f"{m} {stat_text(v, 'GB/s')}" for m, v in gbs.items()
                            if v is not None) or NOT_RUN, "none: no seed figure"])
@@ -434,11 +417,8 @@ DERIVED_COUNTERS = ("IPC", "cache-misses/op", "hitm/op")
 
 def _by_variant(run: Run, bench: str, param: str = "") -> Dict[Tuple, Dict[int, List[Point]]]:
     """{variant: {threads: repetitions}} of the `bench` rows (carrying `param` when given)."""
-    by: Dict[Tuple, Dict[int, List[Point]]] = {}
-    for p in run.points:
-        if p.bench == bench and p.aggregate is None and (not param or param in p.params):
-            by.setdefault(p.variant, {}).setdefault(p.threads, []).append(p)
-    return by
+    return by_variant(p for p in run.points if p.bench == bench and p.aggregate is None
+                      and (not param or param in p.params))
 
 
 def _latest_rows(run: Run, bench: str) -> List[Tuple[Tuple, int, List[Point]]]:
@@ -475,8 +455,7 @@ def kernel_rows(run: Run, benches: Sequence[str]) -> List[List[str]]:
     return out
 
 
-def _common_thread_rows(run: Run, bench: str, param: str
-                        ) -> List[Tuple[Tuple, int, List[Point]]]:
+def _common_thread_rows(run: Run, bench: str, param: str) -> List[Tuple[Tuple, int, List[Point]]]:
     """(variant, threads, repetitions) of the `bench` rows carrying `param` at the one thread count
     most variants have; others left out."""
     by = _by_variant(run, bench, param)
@@ -512,9 +491,8 @@ def prezero_burst_rows(run: Run) -> List[List[str]]:
 
 def prezero_rate_metric(groups: Sequence[Sequence[Point]]) -> Tuple[str, str]:
     """The prezero rows' rate and unit: faults_per_s when any row has it, else allocs_per_s."""
-    if any("faults_per_s" in p.metrics for pts in groups for p in pts):
-        return "faults_per_s", "faults/s"
-    return "allocs_per_s", "allocs/s"
+    return (("faults_per_s", "faults/s") if any("faults_per_s" in p.metrics for pts in groups
+                                                for p in pts) else ("allocs_per_s", "allocs/s"))
 
 
 def prezero_steady_rows(run: Run) -> List[List[str]]:
@@ -552,8 +530,7 @@ def _sampled_share_text(pts: List[Point]) -> str:
         text = fmt(stat.mean)
         measured = [s for s in sampled if s.get("status") == "measured"]
         ci = measured[0].get("share_ci95") if len(measured) == 1 else None
-        if isinstance(ci, list) and len(ci) == 2 and all(isinstance(x, (int, float))
-                                                          for x in ci):
+        if isinstance(ci, list) and len(ci) == 2 and all(isinstance(x, (int, float)) for x in ci):
             text += f" [{fmt(ci[0])}, {fmt(ci[1])}]"
         return text
     reasons = [str(s.get("reason")) for s in sampled if s.get("reason")]

@@ -18,7 +18,7 @@ from typing import Any, Dict, List, Optional, Sequence
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from lockline_results import ResultError, Run, load_runs, multi_run_dirs  # noqa: E402
+from lockline_results import ResultError, Run, error_status, load_runs, multi_run_dirs  # noqa: E402
 import stats  # noqa: E402
 import verdicts  # noqa: E402
 
@@ -71,23 +71,16 @@ def combine(runs: Sequence[Run], names: Sequence[str],
     totals = {"compared": 0, "contained": 0, "other_regime": 0, "sign_flips": 0}
     for v in doc["verdicts"]:
         mine = answer_of(v, min_effect)
-        per_run = []
-        for name, table in zip(names, own):
-            r = table.get(v["id"])
-            if r is None:
-                continue
-            per_run.append({"run": name, "effect": r["effect"], "ci": r["ci"],
-                            "status": r["status"], "answer": answer_of(r, min_effect),
-                            "regime": r.get("regime")})
+        per_run = [{"run": name, "effect": r["effect"], "ci": r["ci"], "status": r["status"],
+                    "answer": answer_of(r, min_effect), "regime": r.get("regime")}
+                   for name, table in zip(names, own) if (r := table.get(v["id"])) is not None]
         resolved = [r for r in per_run if r["status"] == "resolved" and r["ci"]]
         # Ordered pairs of resolved runs of one regime: does a's interval hold b's estimate?
         checks = [(a, b) for a in resolved for b in resolved
                   if a is not b and a["regime"] == b["regime"]]
         other_regime = sum(1 for a in resolved for b in resolved
                            if a is not b and a["regime"] != b["regime"])
-        reproduced = None
-        if checks:
-            reproduced = all(_contains(a["ci"], b["effect"]) for a, b in checks)
+        reproduced = all(_contains(a["ci"], b["effect"]) for a, b in checks) if checks else None
         totals["compared"] += len(checks)
         totals["contained"] += sum(1 for a, b in checks if _contains(a["ci"], b["effect"]))
         totals["other_regime"] += other_regime
@@ -133,12 +126,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         del doc["per_run_documents"]
         path = os.path.join(args.run_dir, "verdicts.json")
         write_atomic(path, json.dumps(doc, indent=1) + "\n")
-    except ResultError as err:
-        print(f"reproduce.py: error: {err}", file=sys.stderr)
-        return 2
-    except OSError as err:
-        print(f"reproduce.py: error: cannot write verdicts.json: {err}", file=sys.stderr)
-        return 2
+    except (ResultError, OSError) as err:
+        return error_status("reproduce.py", err, "verdicts.json")
     for key, what in (("unfinished_runs", "did not finish (interrupted): its finished points "
                        "are pooled"),
                       ("emulated_runs", "ran emulated (QEMU TCG): its timings mean nothing, "

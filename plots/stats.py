@@ -2,11 +2,11 @@
 (median(variant) / median(base) - 1, in the repetitions of one coherence regime) and when it is
 resolved (its seeded bootstrap interval excludes 0, or lies within +-MIN_EFFECT). The model
 (repetitions as the resampling unit, Hesterberg's widening, regimes) is docs/measurement.md's
-"Intervals that cover the next run" (and why MIN_REPETITIONS is 4).
-"""
+"Intervals that cover the next run" (and why MIN_REPETITIONS is 4)."""
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import math
 import re
@@ -37,8 +37,7 @@ Sample = Tuple[str, float]  # (coherence label, value)
 BOOTSTRAP_CHUNK_VALUES = 1 << 22
 
 
-def resampled_medians(values: np.ndarray, rng: np.random.Generator,
-                      resamples: int) -> np.ndarray:
+def resampled_medians(values: np.ndarray, rng: np.random.Generator, resamples: int) -> np.ndarray:
     """Medians of `resamples` resamples of `values` with replacement, drawn in chunks above
     BOOTSTRAP_CHUNK_VALUES (below it the very draws of one call)."""
     n = int(values.size)
@@ -66,13 +65,8 @@ _RANKS = {"near": (0, 1), "baseline": (1, 0), "far": (2, 2), "shifted": (4, 0)}
 
 def majority_regime(labels: Iterable[str]) -> str:
     """The regime held by most of `labels` (ties: the fastest); "" when none names one."""
-    counts = {}
-    for label in labels:
-        if label not in NO_REGIME + NOT_A_REGIME:
-            counts[label] = counts.get(label, 0) + 1
-    if not counts:
-        return ""
-    return min(counts, key=lambda r: (-counts[r], regime_rank(r)))
+    counts = collections.Counter(lab for lab in labels if lab not in NO_REGIME + NOT_A_REGIME)
+    return min(counts, key=lambda r: (-counts[r], regime_rank(r))) if counts else ""
 
 
 @dataclasses.dataclass
@@ -95,8 +89,7 @@ def select_regime(base: Sequence[Sample], variant: Sequence[Sample]) -> RegimeCh
     """The regime maximising min(n_base, n_variant), then their sum, then the fastest, and its
     values. A side naming no regime (foreign files, aggregate rows): all pooled (regime "");
     otherwise unlabelled samples are dropped, and `mixed` ones always."""
-    regimes = {lab for lab, _ in list(base) + list(variant)
-               if lab not in NO_REGIME + NOT_A_REGIME}
+    regimes = {lab for lab, _ in list(base) + list(variant) if lab not in NO_REGIME + NOT_A_REGIME}
     labelled_b = any(lab not in NO_REGIME for lab, _ in base)
     labelled_v = any(lab not in NO_REGIME for lab, _ in variant)
     if labelled_b and labelled_v and not regimes:
@@ -190,9 +183,9 @@ def hierarchical_median_interval(groups: Sequence[Sequence[float]],
                                  resamples: int = BOOTSTRAP_RESAMPLES, seed: int = SEED,
                                  expand: bool = True) -> Tuple[float, float, float]:
     """(median, lo, hi) of the pooled `groups` (one per repetition) by a seeded two-level
-    percentile bootstrap, so the interval carries the spread between repetitions, not only
-    within them; expand: widened by small_sample_expansion(len(groups)). All values equal:
-    exactly (v, v, v). Raises ValueError with no values, or one group when expand."""
+    percentile bootstrap (carrying the spread between repetitions), widened by
+    small_sample_expansion when `expand`; all values equal: (v, v, v). Raises ValueError with no
+    values, or one group when expand."""
     arrays = [np.asarray(g, dtype=float) for g in groups if len(g)]
     if not arrays:
         raise ValueError("no values")
@@ -246,8 +239,7 @@ class Comparison:
     # repetitions (compare_matched) or "pair_effects" (compare_pair_effects).
     method: str = "unpaired"
     # The values the interval rests on (compare_matched, compare_pair_effects), for summaries.
-    used: Optional[Tuple[List[float], List[float]]] = dataclasses.field(default=None,
-                                                                        repr=False)
+    used: Optional[Tuple[List[float], List[float]]] = dataclasses.field(default=None, repr=False)
     # Identical matched sides: every paired difference 0, the interval exactly [0, 0].
     exact: bool = False
     # Resampling units (repetitions) and small_sample_expansion's factor for them.
@@ -278,9 +270,8 @@ class Comparison:
                                           if self.regime_ns else "")
 
     def interval_text(self) -> str:
-        if self.ci is None:
-            return "too few repetitions"
-        return f"{pct(self.effect)} [{pct(self.ci[0])}, {pct(self.ci[1])}]"
+        return ("too few repetitions" if self.ci is None else
+                f"{pct(self.effect)} [{pct(self.ci[0])}, {pct(self.ci[1])}]")
 
     def counts_text(self) -> str:
         if self.method == "paired":
@@ -338,10 +329,9 @@ RERUN_FLOOR = 0.01
 
 
 def for_rerun(comp: Comparison) -> Comparison:
-    """`comp` with its interval turned into a rerun interval (where an independent rerun puts its
-    estimate, 95 % of the time; Cumming and Maillardet 2006): the estimate +- max(sqrt(2) h,
-    RERUN_FLOOR) a side in log space, status recomputed. No interval, or exact: only `interval`
-    changes."""
+    """`comp` with a rerun interval (where an independent rerun puts its estimate, 95 % of the
+    time; Cumming and Maillardet 2006): the estimate +- max(sqrt(2) h, RERUN_FLOOR) a side in log
+    space, status recomputed. No interval, or exact: only `interval` changes."""
     out = dataclasses.replace(comp, interval="rerun", effect_ci=comp.ci)
     if comp.ci is None or comp.effect is None or comp.exact or comp.effect <= -1.0:
         return out
@@ -384,8 +374,7 @@ def answer(ci: Optional[Tuple[float, float]], min_effect: float = MIN_EFFECT) ->
 
 def sequential_confidence(look: int, alpha: float = 1.0 - CONFIDENCE) -> float:
     """Confidence of the interval at look `look` (1, 2, ...) of lockline --until-resolved: alpha
-    spending alpha * 6 / (pi^2 k^2), summing to alpha over all looks (look 1: 97.0 %,
-    2: 99.2 %)."""
+    spent as alpha * 6 / (pi^2 k^2), summing to alpha over all looks (1: 97.0 %, 2: 99.2 %)."""
     if look < 1:
         raise ValueError("look counts from 1")
     return 1.0 - alpha * 6.0 / (math.pi ** 2 * look ** 2)
@@ -403,9 +392,8 @@ def compare_samples(base: Sequence[Sample], variant: Sequence[Sample], label: st
                   total_base=choice.total_base, total_variant=choice.total_variant,
                   min_effect=min_effect)
     if min(len(choice.base), len(choice.variant)) < min_repetitions:
-        effect = None
-        if choice.base and choice.variant and np.median(choice.base) > 0:
-            effect = float(np.median(choice.variant) / np.median(choice.base)) - 1.0
+        effect = (float(np.median(choice.variant) / np.median(choice.base)) - 1.0
+                  if choice.base and choice.variant and np.median(choice.base) > 0 else None)
         return Comparison(effect=effect, ci=None, status="too_few", **common)
     try:
         ratio, lo, hi = ratio_interval(choice.base, choice.variant, confidence=confidence)
@@ -429,8 +417,7 @@ def compare_points(base_points, variant_points, metric: str, label: str = "",
                    min_effect: float = MIN_EFFECT, confidence: float = CONFIDENCE) -> Comparison:
     """compare_samples over Point repetitions (overrun ones dropped)."""
     def used(points):
-        return [p for p in points
-                if p.aggregate is None and metric in p.metrics and not p.overrun]
+        return [p for p in points if p.aggregate is None and metric in p.metrics and not p.overrun]
     base_points, variant_points = used(base_points), used(variant_points)
     out = compare_samples([(p.regime, p.metrics[metric]) for p in base_points],
                           [(p.regime, p.metrics[metric]) for p in variant_points], label,
@@ -481,12 +468,10 @@ def compare_pairs(pairs: Sequence[Tuple], label: str = "",
                   total_variant=len(pairs), min_effect=min_effect, method="paired",
                   units=len(groups))
     if len(used) < max(1, min_pairs) or len(groups) < max(2, min_repetitions):
-        effect = None
-        if used:
-            effect = float(np.exp(np.median([math.log(b / a) for a, b, _ in used]))) - 1.0
+        effect = (float(np.exp(np.median([math.log(b / a) for a, b, _ in used]))) - 1.0
+                  if used else None)
         return Comparison(effect=effect, ci=None, status="too_few", **common)
-    med, lo, hi = hierarchical_median_interval(list(groups.values()), confidence, resamples,
-                                               seed)
+    med, lo, hi = hierarchical_median_interval(list(groups.values()), confidence, resamples, seed)
     return _from_logs(med, lo, hi, expansion=small_sample_expansion(len(groups), confidence),
                       **common)
 
@@ -515,11 +500,7 @@ def _matched_log_ratio(base: float, variant: float) -> Optional[float]:
     """log(variant / base) of one matched pair; 0.0 when the two are equal (zeros included:
     the same measurement on both sides differs by nothing); None when the ratio is undefined
     (a side <= 0 or not finite, and the two differ)."""
-    if base == variant and math.isfinite(base):
-        return 0.0
-    if not (math.isfinite(base) and math.isfinite(variant)) or base <= 0 or variant <= 0:
-        return None
-    return math.log(variant / base)
+    return 0.0 if base == variant and math.isfinite(base) else _pair_log_ratio(base, variant)
 
 
 def _one_regime(labels: Sequence[str]) -> Tuple[str, List[int]]:
@@ -570,9 +551,7 @@ def _matched_result(logs: np.ndarray, min_n: int, confidence: float, resamples: 
 
 
 def _pair_log_ratio(a: float, b: float) -> Optional[float]:
-    if not (math.isfinite(a) and math.isfinite(b)) or a <= 0 or b <= 0:
-        return None
-    return math.log(b / a)
+    return math.log(b / a) if math.isfinite(a) and math.isfinite(b) and a > 0 and b > 0 else None
 
 
 def compare_pair_effects(base_pairs: Sequence[Tuple[str, float, float]],
@@ -604,8 +583,7 @@ def _matched_pair_effects(base_pairs: Sequence[Tuple], current_pairs: Sequence[T
     if any(pb[0] != pc[0] for pb, pc in zip(base_pairs, current_pairs)):
         raise ValueError("matched runs need the same coherence label at every pair")
     regime, index = _one_regime([p[0] for p in base_pairs])
-    rows = [(_pair_log_ratio(*base_pairs[i][1:3]),
-             _pair_log_ratio(*current_pairs[i][1:3]))
+    rows = [(_pair_log_ratio(*base_pairs[i][1:3]), _pair_log_ratio(*current_pairs[i][1:3]))
             for i in index]
     rows = [(lb, lc) for lb, lc in rows if lb is not None and lc is not None]
     used = ([math.exp(lb) for lb, _ in rows], [math.exp(lc) for _, lc in rows])
@@ -622,17 +600,15 @@ def _unmatched_pair_effects(base_pairs: Sequence[Tuple], current_pairs: Sequence
         out = [(p[0], _pair_log_ratio(p[1], p[2]), p[3] if len(p) > 3 else None) for p in pairs]
         return [x for x in out if x[1] is not None]
     lbase, lcur = logs(base_pairs), logs(current_pairs)
-    choice = select_regime([(lab, lr) for lab, lr, _ in lbase],
-                           [(lab, lr) for lab, lr, _ in lcur])
+    choice = select_regime([(lab, lr) for lab, lr, _ in lbase], [(lab, lr) for lab, lr, _ in lcur])
     lb = np.asarray(choice.base, dtype=float)
     lc = np.asarray(choice.variant, dtype=float)
     common.update(regime=choice.regime, n_base=int(lb.size), n_variant=int(lc.size),
                   dropped=len(base_pairs) + len(current_pairs) - int(lb.size + lc.size),
                   used=([math.exp(x) for x in lb], [math.exp(x) for x in lc]))
     if min(lb.size, lc.size) < max(1, min_pairs):
-        effect = None
-        if lb.size and lc.size:
-            effect = float(math.exp(np.median(lc) - np.median(lb))) - 1.0
+        effect = (float(math.exp(np.median(lc) - np.median(lb))) - 1.0
+                  if lb.size and lc.size else None)
         return Comparison(effect=effect, ci=None, status="too_few", **common)
     med = float(np.median(lc) - np.median(lb))
     rng = np.random.default_rng(seed)
@@ -653,8 +629,7 @@ def _unmatched_pair_effects(base_pairs: Sequence[Tuple], current_pairs: Sequence
         factor = small_sample_expansion(min(len(gb), len(gc)), confidence)
         common.update(units=min(len(gb), len(gc)), expansion=factor)
     else:
-        boot = (resampled_medians(lc, rng, resamples)
-                - resampled_medians(lb, rng, resamples))
+        boot = (resampled_medians(lc, rng, resamples) - resampled_medians(lb, rng, resamples))
         factor = 1.0
     tail = (1.0 - confidence) / 2.0
     qlo, qhi = np.quantile(boot, [tail, 1.0 - tail])

@@ -1,17 +1,13 @@
 #!/usr/bin/python3
 """Per-question verdicts of a lockline run, and RUN_DIR/verdicts.json.
 
-    plots/verdicts.py RUN_DIR [--min-effect PCT] [--quiet]
+    plots/verdicts.py RUN_DIR [--min-effect PCT] [--look K] [--quiet]
 
-COMPARISONS below is the one place that says which row keys answer which of the five seed
-questions (docs/experiments.md; question ids "000".."004" = report sections q1..q5). For each
-comparison present in the run, the effect of the variant against the base at one thread count
-comes from plots/stats.py (ratio of medians with a 95 % bootstrap interval from the
-repetitions of one coherence regime). Writes RUN_DIR/verdicts.json (format in
-results/SCHEMA.md), prints one verdict line per comparison, and exits 0; 2 with
-one `verdicts.py: error:` line on bad input. `lockline --until-resolved` re-runs the base_key
-and variant_key of every verdict whose `resolved` is false.
-"""
+COMPARISONS is the one place that says which row keys answer which of the five seed questions
+(docs/experiments.md; question ids "000".."004" = report sections q1..q5); each effect comes
+from plots/stats.py. Writes RUN_DIR/verdicts.json (results/SCHEMA.md), prints one line per
+verdict, exits 0; 2 with one `verdicts.py: error:` line on bad input. `lockline
+--until-resolved` re-runs the base_key and variant_key of every verdict not `resolved`."""
 
 from __future__ import annotations
 
@@ -26,8 +22,8 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from lockline_results import (Point, ResultError, Run, labelled_duet_pairs,  # noqa: E402
-                              load_runs, summarize_side_by_side)
+from lockline_results import (Point, ResultError, Run, by_variant, error_status,  # noqa: E402
+                              labelled_duet_pairs, load_runs, summarize_side_by_side)
 import stats  # noqa: E402
 
 SCHEMA = 1
@@ -37,17 +33,12 @@ SCHEMA = 1
 class ComparisonSpec:
     """Which rows answer a question: rows of `bench` whose `param` is `base` vs `variant`, all
     other parameters equal, at the largest (threads="max") or smallest ("min") thread count
-    both have.
-
-    id: stable name of the comparison (verdicts.json `id`, the report's data-comparison).
-    metrics: the first one the rows carry is compared. group_by: one comparison per value of
-    these parameters (e.g. per lock kind). prefer: when several parameter combinations match,
-    the one agreeing with most of these wins (then the first in sorted order). base_name /
-    variant_name: words for the text ("lock before free_area"). only: rows must have these
-    parameter values (a what-if row's lock). A `prefer` or `only` value "" means the rows
-    lack that parameter (("stats", ""): the instrumented row, not its stats:off twin). seed: the
-    seed discussion's figure for this comparison; comparable: how that figure relates to the
-    model's (the same quantity, its direction only, or plainly none)."""
+    both have. id: verdicts.json `id` (the report's data-comparison). metrics: the first one
+    the rows carry is compared. group_by: one comparison per value of these parameters.
+    prefer: of several matching parameter combinations, the one agreeing with most of these
+    wins (then sorted order). base_name / variant_name: words for the text. only: rows must
+    have these parameter values. A `prefer` or `only` value "" means the rows lack that
+    parameter. seed: the seed discussion's figure; comparable: how it relates to the model's."""
 
     id: str
     question: str
@@ -76,44 +67,35 @@ class ComparisonSpec:
 
     @property
     def uninstrumented(self) -> bool:
-        """True: the rows answering are the uninstrumented twins (params stats:off, lock_stat
-        off): a base/variant pair of twins wins over any other, and the instrumented rows of
-        the same point give the lock wait share as separate evidence (the record's
-        `evidence`). A run without the twins (older files) is answered from the instrumented
-        rows, and the record says so (`instrumented`, and the text)."""
+        """True: the uninstrumented twins (stats:off) answer, the instrumented rows give the
+        lock wait share as `evidence`; a run without the twins is answered from the
+        instrumented rows, and the record says so (`instrumented`, and the text)."""
         return self.question in UNINSTRUMENTED_QUESTIONS
 
 
-# The questions whose verdicts come from the uninstrumented twins (stats:off): their rows take
-# a lock lock_stat would instrument (lru_lock, zone->lock). The lock_stat path
-# (trylock, a clock read, then the lock; a clock read inside 1 hold in 64) slows saturated
-# rows measurably, so an answer from instrumented rows measures our instrumentation too.
-# 002: 2.6.16's put_page takes lru_lock on every final put (__page_cache_release,
-# mm/swap.c@v2.6.16) while the fast path at on_lru_pct:0 never does, so lock_stat's path sat on
-# the atomic side only (counted as saved by the fast path).
+# Questions answered from the uninstrumented twins: their rows take a lock lock_stat would
+# instrument (lru_lock, zone->lock), and its path (trylock, a clock read, then the lock; a clock
+# read inside 1 hold in 64) slows saturated rows measurably. 002: 2.6.16's put_page takes
+# lru_lock on every final put (__page_cache_release, mm/swap.c@v2.6.16), the fast path at
+# on_lru_pct:0 never does, so lock_stat would count as saved by the fast path.
 UNINSTRUMENTED_QUESTIONS = ("000", "001", "002", "003")
 _spec = ComparisonSpec  # the short name of the table below
 
 
 PAGES = ("pages_per_s", "ops_per_s")
-# Question 004 answers in faults/s: every prezero allocation carries the
-# rest of a calibrated anonymous fault (bench/prezero.cpp FaultRest), so its rows' rate is
-# faults/s; files from before that have allocs_per_s, compared as such and labelled so.
+# Question 004 answers in faults/s: every prezero allocation carries the rest of a calibrated
+# anonymous fault (bench/prezero.cpp FaultRest); older files' allocs_per_s are labelled so.
 FAULTS = ("faults_per_s", "allocs_per_s", "ops_per_s")
-# Each era's lock: 2.6.9 / 2.6.16 x86 a test-and-test-and-set byte lock (ttas),
-# 4.0 the ticket lock, 5.8 qspinlock. pagevec rows run calibrated fault-path work per page
-# (work_ns:cal); the saturated case (work_ns:0) is its own labelled verdict (group_by work_ns).
-# ("stats", "off"): the uninstrumented twins answer (see UNINSTRUMENTED_QUESTIONS), the
-# instrumented rows give the wait share as evidence.
+# Each era's lock: 2.6.9 / 2.6.16 x86 a test-and-test-and-set byte lock (ttas), 4.0 the ticket
+# lock, 5.8 qspinlock. pagevec rows run calibrated fault-path work per page (work_ns:cal); the
+# saturated case (work_ns:0) is its own labelled verdict (group_by work_ns).
 PV_2004 = (("kernel", "2.6.9"), ("release", "unmap"), ("scanner", "off"), ("lock", "ttas"),
            ("policy", "fixed"), ("mode", "deferred"), ("stats", "off"))
 # 2020 on a multi-node machine: 5.8's lru_lock is per node (pgdat->lru_lock), so zones:per_numa,
 # as 001's zone->lock; zones:1 (one lock for the machine) doubles the adders a lock has.
 PV_2020 = (("kernel", "5.8"), ("release", "none"), ("scanner", "on"), ("lock", "qspinlock"),
            ("policy", "fixed"), ("mode", "deferred"), ("stats", "off"), ("zones", "per_numa"))
-# zone_lock rows, like pagevec's, run calibrated fault-path work per page outside zone->lock
-# (work_ns:cal, the answer) and none (work_ns:0, the labelled saturated case): one verdict per
-# work_ns (group_by), from the uninstrumented twins (("stats", "off")).
+# zone_lock rows, like pagevec's, run work_ns:cal (the answer) and work_ns:0 (saturated).
 ZONE_PREFER = (("pcp_batch", "31"), ("config", "cma"), ("line", "64"), ("zones", "per_numa"),
                ("work_ns", "cal"), ("stats", "off"))
 ZONE_SEED = ("3484b2de9499: aim7 152288 -> 81911 jobs/min (-46.2 %); its fix a368ab67aa55: "
@@ -121,9 +103,8 @@ ZONE_SEED = ("3484b2de9499: aim7 152288 -> 81911 jobs/min (-46.2 %); its fix a36
 BURST = (("protocol", "idle_burst"), ("burst_pages", "4096"))
 # Holt's busy-machine comparison's id (the report names it when a file lacks its rows).
 HOLT = "prezero_busy_holt"
-# The steady-state prezero rows (param `mode`) write every cache line of each page they are
-# handed (bench/prezero.cpp DirtyPage); the 2004 argument assumed a fault touches few lines
-# of its new page. Their verdicts and report rows carry this label.
+# The label of the steady-state prezero rows (param `mode`), which write every line of each page
+# (bench/prezero.cpp DirtyPage), in their verdicts and report rows.
 PREZERO_TOUCHES = ("touches all 64 lines of each page: the case the 2004 author excluded (his "
                    "argument assumed a fault touches few lines of the new page)")
 # How the 004 rows' faults/s relate to the seed's (bench/prezero.cpp FaultRest).
@@ -133,9 +114,8 @@ PREZERO_FAULTS = ("direction only: both are faults/s, but the model's fault is t
 DIRECTION_ONLY = ("direction only: the seed measured a whole workload on another machine; "
                   "the model measures only the code path in question")
 
-# The comparisons that answer the five seed questions, one per line: effect = variant / base - 1.
-# Changing which rows answer a question is an edit of its line (rows chosen by bench, param
-# base/variant, threads, group_by, prefer).
+# The comparisons that answer the five seed questions: effect = variant / base - 1. Changing
+# which rows answer a question is an edit of its entry.
 COMPARISONS: Tuple[ComparisonSpec, ...] = (
     _spec("pv_slots_16_15", "000", "pagevec", "slots", "16", "15", "16 slots (2.6.9)",
           "15 slots (128-byte pagevec)", PAGES, "max", ("work_ns",), PV_2004 + (("offset", "0"),),
@@ -147,8 +127,6 @@ COMPARISONS: Tuple[ComparisonSpec, ...] = (
           PV_2004 + (("offset", "0"),),
           "the 2.6.10 layout shipped; the thread measured the 2004 proposal (15 slots)",
           "none: no seed figure for the shipped layout"),
-    # One verdict per work_ns: calibrated work (the answer) first, the
-    # saturated case (work_ns:0) labelled as such by group_text.
     _spec("pv_offset_0_8", "000", "pagevec", "offset", "0", "8", "offset 0 (aligned)",
           "offset 8 (misaligned)", PAGES, "max", ("work_ns",), PV_2004 + (("slots", "16"),),
           "not measured in 2004", "none: no seed figure"),
@@ -167,9 +145,8 @@ COMPARISONS: Tuple[ComparisonSpec, ...] = (
             ("lock", "work_ns"), ZONE_PREFER, ZONE_SEED,
             "none: a what-if; 4.0 ran the ticket lock", (("lock", lock),))
       for lock in ("qspinlock", "pthread_mutex")),
-    # 002 in ns saved per free: both sides end in free_hot_cold_page's
-    # common base (irq save/restore, free_pages_check), bench/page_free.cpp CostCtx::FreeHot.
-    # From the uninstrumented twins (("stats", "off"), see UNINSTRUMENTED_QUESTIONS).
+    # 002 in ns saved per free: both sides end in free_hot_cold_page's common base (irq
+    # save/restore, free_pages_check), bench/page_free.cpp CostCtx::FreeHot.
     _spec("page_free_fast_atomic", "002", "page_free", "variant", "atomic", "fastpath",
           "atomic put_page", "fast-path put_page", ("ops_per_s",), "min", (),
           (("on_lru_pct", "0"), ("free_cpu", "same"), ("lock", "ttas"), ("stats", "off")),
@@ -185,16 +162,12 @@ COMPARISONS: Tuple[ComparisonSpec, ...] = (
           "zero on allocation", "pre-zeroed with idle time", FAULTS, "max", (),
           (("method", "memset"),), "faults/wall-s 90849 -> 306791 at 1 thread (+238 %)",
           PREZERO_FAULTS + "; " + PREZERO_TOUCHES),
-    # mode:prezeroed_busy is a steady state in which the allocator never
-    # sleeps and the zeroer has a PU of its own, so most pages can arrive pre-zeroed (how many:
-    # prezeroed_share on the rows, said in the verdict): it is not Holt's busy machine (every PU allocating: the
-    # burst protocol:busy verdict below), and its id and label say what it measures. Paired
-    # in the default suite (bench/duet.cpp's 004 duet).
+    # mode:prezeroed_busy: the allocator never sleeps and the zeroer has a PU of its own, so
+    # most pages can arrive pre-zeroed (prezeroed_share, said in the verdict); not Holt's busy
+    # machine (the protocol:busy verdict below). Paired in the default suite (bench/duet.cpp).
     _spec("prezero_steady_own_pu", "004", "prezero", "mode", "zero_on_alloc", "prezeroed_busy",
-          "zero on allocation",
-          "pre-zeroed by a zeroer on a PU of its own while the allocator never sleeps (steady "
-          "state)", FAULTS,
-          "max", (), (("method", "memset"),),
+          "zero on allocation", "pre-zeroed by a zeroer on a PU of its own while the allocator "
+          "never sleeps (steady state)", FAULTS, "max", (), (("method", "memset"),),
           "Holt: no pre-zeroed pages when the machine is busy",
           "none: an objection, not a measurement; this row is not Holt's busy machine (the "
           "zeroer has a PU of its own; see the burst verdict with every PU allocating); "
@@ -208,10 +181,8 @@ COMPARISONS: Tuple[ComparisonSpec, ...] = (
           "faults/wall-s 90849 -> 306791 at 1 thread (+238 %)", PREZERO_FAULTS,
           only=(("protocol", "idle_burst"),), paired_value="none_vs_idle_cpus"),
     # Holt's comparison (issue 50): a busy machine (every usable PU allocating) with its idle-CPU
-    # zeroers against zeroing on demand at every PU, from the paired bursts of
-    # protocol:busy zeroer:none_vs_idle_cpus; the text gives what the zeroers pre-zeroed there
-    # (prezero_share_words). Files before issue 50 compared busy with idle instead: no verdict
-    # here, and the report says Holt's comparison was not measured in them.
+    # zeroers against zeroing on demand, from the paired bursts of protocol:busy
+    # zeroer:none_vs_idle_cpus. Older files have no such rows: the report says so.
     _spec(HOLT, "004", "prezero", "zeroer", "none", "idle_cpus",
           "zeroing on demand at every PU (busy, no zeroer)",
           "the busy machine with its idle-CPU zeroers", FAULTS, "max", (),
@@ -275,10 +246,9 @@ def _busy_needs(rows: Sequence[Point], run: Run) -> Optional[str]:
             f"these rows run {min(busy)}")
 
 
-# A question is answered only where its mechanism can occur (issue 50; docs/experiments.md
-# "Where a question can be answered"): per question, why the verdict's rows (both sides and
-# the duet) cannot show it on this run's machine, or None. A verdict a rule refuses gets
-# status "not_answerable" (never resolved) and keeps its measured effect, labelled not an answer.
+# A question is answered only where its mechanism can occur (docs/experiments.md "Where a
+# question can be answered"): per question, why the verdict's rows cannot show it on this run's
+# machine, or None. Refused: status "not_answerable", the effect kept, labelled not an answer.
 ANSWERABLE = {"001": _zone_lock_needs, "003": _lru_lock_needs, "004": _busy_needs}
 
 
@@ -295,13 +265,6 @@ def answerability(record: Dict[str, Any], rows: Sequence[Point], run: Run) -> Di
                      f"here, not an answer: {record['text']}")}
 
 
-def _variants(points: Sequence[Point]) -> Dict[Tuple, Dict[int, List[Point]]]:
-    out: Dict[Tuple, Dict[int, List[Point]]] = {}
-    for p in points:
-        out.setdefault(p.variant, {}).setdefault(p.threads, []).append(p)
-    return out
-
-
 def _swap(variant: Tuple, key: str, value: str) -> Tuple:
     return tuple(sorted({**dict(variant), key: value}.items()))
 
@@ -314,20 +277,16 @@ def find_pairs(spec: ComparisonSpec, points: Sequence[Point]
     metric = next((m for m in spec.metrics if any(m in p.metrics for p in rows)), None)
     if metric is None:
         return []
-    by_variant = _variants([p for p in rows if metric in p.metrics])
+    table = by_variant([p for p in rows if metric in p.metrics])
     groups: Dict[Tuple, List[Tuple]] = {}
-    for variant in by_variant:
+    for variant in table:
         params = dict(variant)
-        if params.get(spec.param) != spec.base:
-            continue
-        if any(params.get(k, "") != v for k, v in spec.only):
+        if params.get(spec.param) != spec.base or any(params.get(k, "") != v
+                                                      for k, v in spec.only):
             continue
         other = _swap(variant, spec.param, spec.variant)
-        if other not in by_variant:
-            continue
-        common = set(by_variant[variant]) & set(by_variant[other])
-        if not common:
-            continue
+        if other not in table or not set(table[variant]) & set(table[other]):
+            continue  # no thread count both have
         group = tuple((k, params.get(k, "")) for k in spec.group_by)
         groups.setdefault(group, []).append(variant)
     out = []
@@ -336,13 +295,12 @@ def find_pairs(spec: ComparisonSpec, points: Sequence[Point]
             params = dict(variant)
             # Uninstrumented questions: a pair of stats:off twins wins first.
             twin = spec.uninstrumented and params.get("stats") == "off"
-            return (not twin, -sum(1 for k, v in spec.prefer if params.get(k, "") == v),
-                    variant)
+            return (not twin, -sum(1 for k, v in spec.prefer if params.get(k, "") == v), variant)
         best = min(candidates, key=score)
         other = _swap(best, spec.param, spec.variant)
-        common = sorted(set(by_variant[best]) & set(by_variant[other]))
+        common = sorted(set(table[best]) & set(table[other]))
         n = common[-1] if spec.threads == "max" else common[0]
-        out.append((metric, by_variant[best][n], by_variant[other][n], n, group))
+        out.append((metric, table[best][n], table[other][n], n, group))
     return out
 
 
@@ -353,20 +311,11 @@ def _group_order(group: Tuple) -> Tuple:
 
 
 def group_text(group: Tuple) -> List[str]:
-    """A group's parameters in a verdict's words: "work_ns:0" is labelled the saturated case
-    (no work outside the lock), "work_ns:cal" the calibrated fault-path work; parameters the
-    rows do not carry are left out."""
-    out = []
-    for k, v in group:
-        if v == "":
-            continue  # a parameter the rows do not carry (older files)
-        text = f"{k}:{v}"
-        if k == "work_ns" and v == "0":
-            text += " (saturated: no work outside the lock)"
-        elif k == "work_ns" and v == "cal":
-            text += " (calibrated fault-path work per page)"
-        out.append(text)
-    return out
+    """A group's parameters in a verdict's words, work_ns labelled; parameters the rows do not
+    carry are left out."""
+    labels = {("work_ns", "0"): " (saturated: no work outside the lock)",
+              ("work_ns", "cal"): " (calibrated fault-path work per page)"}
+    return [f"{k}:{v}" + labels.get((k, v), "") for k, v in group if v != ""]
 
 
 def comparison_id(spec: ComparisonSpec, group: Tuple = ()) -> str:
@@ -387,13 +336,10 @@ def rows_text(spec: ComparisonSpec, base: Optional[Point] = None) -> str:
 
 
 def find_duet(spec: ComparisonSpec, base: List[Point], points: Sequence[Point]) -> List[Point]:
-    """The paired-windows repetitions (family `duet`, bench/duet.cpp) of the same comparison as
-    `base`'s rows: `of` = the spec's bench, `param` / `a` / `b` = the spec's parameter, base
-    and variant, every other parameter and the thread count equal to the base rows'; for a
-    spec with `paired_value`, first the same bench's rows whose `param` is that value (paired
-    bursts, details.duet.pairs), every other parameter and the thread count equal. Rows
-    with an overrun window are kept: only the pairs holding it are left out
-    (lockline_results.row_duet_pairs)."""
+    """The paired-windows repetitions (family `duet`, bench/duet.cpp) of `base`'s comparison
+    (`of`/`param`/`a`/`b`: the spec's bench, parameter, base, variant; the rest as base's), or
+    first, with `paired_value`, the bench's paired-burst rows whose `param` is that value;
+    overrun windows drop only their pairs (row_duet_pairs)."""
     if spec.paired_value:
         paired = {**base[0].params, spec.param: spec.paired_value}
         rows = [p for p in points if p.bench == spec.bench and p.aggregate is None
@@ -420,13 +366,9 @@ def instrumented_twins(spec: ComparisonSpec, rows: List[Point], points: Sequence
 def evidence_record(spec: ComparisonSpec, metric: str, base: List[Point],
                     variant: List[Point], points: Sequence[Point], min_effect: float,
                     confidence: float) -> Optional[Dict[str, Any]]:
-    """A verdict's lock_stat evidence, from the instrumented twins of its
-    stats:off rows, never the verdict's answer: their keys, the lock wait share of each side
-    (summarize_side_by_side: the mean of one coherence regime, with that regime and its
-    repetitions), and the same comparison on the instrumented rows (paired where the run holds
-    their duet, else from repetitions) so a reader sees what lock_stat does to the effect.
-    None when the verdict's rows are not stats:off twins or the run lacks the instrumented
-    rows."""
+    """A verdict's lock_stat evidence, never its answer: the keys of its stats:off rows'
+    instrumented twins, each side's wait share in one regime, and the same comparison on them
+    (paired where the run holds their duet). None without stats:off rows or their twins."""
     on_base = instrumented_twins(spec, base, points)
     on_variant = instrumented_twins(spec, variant, points)
     if not on_base or not on_variant:
@@ -459,20 +401,15 @@ def verdict_record(spec: ComparisonSpec, metric: str, base: List[Point], variant
                    threads: int, group: Tuple, min_effect: float,
                    duet: Sequence[Point] = (), look: int = 0,
                    points: Sequence[Point] = ()) -> Dict[str, Any]:
-    """One verdicts.json entry (the contract's fields plus `id`, `threads`, `total_base`,
-    `total_variant`, `regime_ns`, `rows`, `seed`, `comparable`, `method`) for a base/variant
-    pair of repetitions: the one computation every rendering of this comparison (verdict line,
-    table cell, relative plot) shows. With `duet` rows (the same comparison in paired windows)
-    the verdict is the paired effect (stats.compare_pairs, method "paired"); the unpaired
-    effect of the repetitions is kept beside it (`unpaired`) for reference, never as the
-    answer. `look` > 0: the sample is adaptively stopped (lockline --until-resolved) and this
-    is its look-th verdict; the interval's confidence is stats.sequential_confidence(look) and
-    the record says so (`sequential`, and the text). For a spec answered from uninstrumented
-    rows (spec.uninstrumented): `instrumented` is whether the rows had lock_stat on (a run
-    without stats:off twins; the text then says so), and `evidence` (evidence_record, from
-    `points`) gives the instrumented twins' wait share beside the answer."""
-    # Preferred parameters the chosen rows do not have are said in the text: the words of the
-    # spec ("16 slots") must never describe rows they do not match.
+    """One verdicts.json entry for a base/variant pair of repetitions: the one computation every
+    rendering of this comparison (verdict line, table cell, relative plot) shows. With `duet`
+    rows the verdict is the paired effect (stats.compare_pairs, method "paired"), the unpaired
+    one kept as `unpaired`, never the answer. `look` > 0: the look-th verdict of an adaptively
+    stopped sample (--until-resolved) at stats.sequential_confidence(look) (`sequential`).
+    spec.uninstrumented: `instrumented` says whether the rows had lock_stat on, `evidence`
+    (evidence_record, from `points`) gives the instrumented twins' wait share."""
+    # Preferred parameters the chosen rows lack are said: the spec's words ("16 slots") must
+    # never describe rows they do not match.
     params = base[0].params if base else {}
     departs = [f"{k}:{params[k]}" for k, v in spec.prefer if k in params and params[k] != v
                and k not in spec.group_by]
@@ -552,10 +489,9 @@ def verdict_record(spec: ComparisonSpec, metric: str, base: List[Point], variant
 
 
 def prezero_share_words(variant: List[Point], duet: Sequence[Point]) -> List[str]:
-    """The share of the variant's allocations handed a pre-zeroed page, in words: from Holt's
-    paired busy bursts' B sides (`duet`: details.duet.pairs b_prezeroed_share, median and range
-    over the bursts) where the rows record it, else the variant rows' prezeroed_share; []
-    without either."""
+    """The share of the variant's allocations handed a pre-zeroed page, in words: the median and
+    range of b_prezeroed_share over Holt's paired busy bursts (`duet`) where recorded, else the
+    variant rows' prezeroed_share; [] without either."""
     paired = [pr["b_prezeroed_share"] for p in duet for pr in
               ((p.row.get("details") or {}).get("duet") or {}).get("pairs", [])
               if isinstance(pr, dict) and "b_prezeroed_share" in pr]
@@ -589,9 +525,8 @@ def _without_lru_lock(base: List[Point], points: Sequence[Point], min_effect: fl
 def _ns_saved_of(base: List[Point], comparison: stats.Comparison, pairs: Sequence[Tuple],
                  duet: Sequence[Point]) -> Optional[Dict[str, Any]]:
     """ns_saved of a comparison answered in ns saved per operation (spec.unit "ns_saved")."""
-    # A paired answer's base is its own duet's base windows (the regime it used): the base
-    # rows' repetitions ran at other moments, and under load their median ns/op read 46 ns
-    # where the duet's own base windows read 19 ns.
+    # A paired answer's base is its own duet's base windows (in its regime): the base rows'
+    # repetitions ran at other moments (under load 46 ns/op where the duet's read 19 ns).
     duet_base_ns = None
     if pairs:
         rates = [a for lab, a, _, _ in pairs
@@ -606,10 +541,9 @@ def _record(spec: ComparisonSpec, group: Tuple, where: str, metric: str, base: L
             sequential: Optional[Dict[str, Any]], text: str, extra: Dict[str, Any]
             ) -> Dict[str, Any]:
     """The verdicts.json entry of verdict_record: `extra` first, then the contract's fields
-    in their fixed order."""
+    in their fixed order. `ci` is a rerun interval (stats.for_rerun), `effect_ci` the
+    effect's own confidence interval it was made from."""
     c = comparison
-    # `ci` is a rerun interval (stats.for_rerun): where the next run's estimate falls, 95 %;
-    # `effect_ci` the effect's own 95 % confidence interval it was made from.
     return {**extra, "id": comparison_id(spec, group), "question": spec.question,
             "comparison": f"{spec.variant_name} vs {spec.base_name} ({where})",
             "metric": metric, "base_key": base[0].key, "variant_key": variant[0].key,
@@ -623,13 +557,11 @@ def _record(spec: ComparisonSpec, group: Tuple, where: str, metric: str, base: L
 
 
 def verdict_samples(points: Sequence[Point], verdict: Dict[str, Any]) -> Dict[str, Any]:
-    """The samples a verdict's effect is the median of. Paired (method "paired"): `used`, the
-    B/A ratio of each window pair of its duet_key rows in its regime (stats.compare_pairs'
-    rule); unpaired: `base` and `variant`, its base_key and variant_key rows' metric in its
-    regime (stats.compare_points' rule: no aggregates, no overrun repetitions;
-    stats.select_regime). `effect` is recomputed from those samples alone (the figure and the
-    tables show it; it equals the verdict's), `others` holds (side, regime, value) of the other
-    regimes, `base_median` the base side's median (a paired verdict's: its A windows')."""
+    """The samples a verdict's effect is the median of: paired, `used` (each duet_key window
+    pair's B/A in its regime, stats.compare_pairs' rule); unpaired, `base` and `variant` (its
+    base_key and variant_key rows' metric in its regime, stats.compare_points' rule). `effect`
+    is recomputed from them (it equals the verdict's), `others` holds (side, regime, value) of
+    other regimes, `base_median` the base side's median (paired: its A windows')."""
     regime = "" if verdict.get("regime") in ("all", None) else verdict["regime"]
     if verdict.get("method") == "paired":
         rows = [p for p in points if p.key == verdict.get("duet_key") and p.aggregate is None]
@@ -660,15 +592,11 @@ def verdict_samples(points: Sequence[Point], verdict: Dict[str, Any]) -> Dict[st
                        if b_med and choice.variant else None)}
 
 
-def ns_saved(base: Sequence[Point], effect: Optional[float],
-             ci: Optional[Sequence[float]],
+def ns_saved(base: Sequence[Point], effect: Optional[float], ci: Optional[Sequence[float]],
              base_ns: Optional[float] = None) -> Optional[Dict[str, Any]]:
-    """ns saved per operation by the variant, from the comparison's effect on ops/s (variant /
-    base - 1) and the base's ns per operation: base_ns x (1 - 1 / (1 + effect)), the interval
-    mapped bound by bound (monotonic in the effect; the base's own spread is not in it).
-    `base_ns`: the paired duet's own base windows (threads x 1e9 / their median ops/s, the
-    answer's `base_from` "duet windows"); without it the base rows' median ns_per_op ("base
-    rows"). None without an effect or a base ns/op."""
+    """ns saved per operation: base_ns x (1 - 1 / (1 + effect on ops/s)), the interval mapped
+    bound by bound (without the base's spread). `base_ns`: the paired duet's base windows ("duet
+    windows"), else the base rows' median ns_per_op; None without an effect or a base ns/op."""
     source = "duet windows"
     if base_ns is None:
         source = "base rows"
@@ -704,7 +632,23 @@ def verdicts_document(run: Run, min_effect: float = stats.MIN_EFFECT, look: int 
                       ) -> Dict[str, Any]:
     """The verdicts.json object: {"schema": 1, "min_effect": ..., "verdicts": [...]}, plus
     the rule in words (and `look` > 0: the sequential design's look)."""
-    doc = _verdicts_document(run, min_effect, look)
+    doc = {"schema": SCHEMA, "min_effect": min_effect,
+           "rule": (f"effect = median(variant) / median(base) - 1 over the repetitions of one "
+                    f"coherence regime; {int(stats.CONFIDENCE * 100)} % percentile bootstrap "
+                    f"interval ({stats.BOOTSTRAP_RESAMPLES} resamples, seed {stats.SEED}) "
+                    f"widened for the few repetitions it rests on (expanded percentile); "
+                    f"resolved when the interval excludes 0 or lies within +-min_effect "
+                    f"(within it, the answer is 'no effect of min_effect or more' even when "
+                    f"it excludes 0); "
+                    f"at least {stats.MIN_REPETITIONS} same-regime repetitions a side. Where "
+                    f"the run has the comparison as paired windows (family duet, method "
+                    f"'paired'): effect = median over window pairs of B/A - 1, paired "
+                    f"percentile bootstrap over the pairs of one coherence regime, "
+                    f"repetitions resampled first, then pairs within them (widened likewise), "
+                    f"at least {stats.MIN_PAIRS} pairs in {stats.MIN_PAIR_REPETITIONS} "
+                    f"repetitions; a pair holding an overrun window is left out, not its "
+                    f"repetition"),
+           "verdicts": compute_verdicts(run, min_effect, look)}
     if look > 0:
         doc["sequential"] = {"look": look, "confidence": stats.sequential_confidence(look),
                              "rule": "adaptively stopped sample (lockline --until-resolved): "
@@ -712,26 +656,6 @@ def verdicts_document(run: Run, min_effect: float = stats.MIN_EFFECT, look: int 
                                      "(pi^2 k^2), so any look resolving with a spurious effect "
                                      "has probability at most 5 % in total"}
     return doc
-
-
-def _verdicts_document(run: Run, min_effect: float, look: int) -> Dict[str, Any]:
-    return {"schema": SCHEMA, "min_effect": min_effect,
-            "rule": (f"effect = median(variant) / median(base) - 1 over the repetitions of one "
-                     f"coherence regime; {int(stats.CONFIDENCE * 100)} % percentile bootstrap "
-                     f"interval ({stats.BOOTSTRAP_RESAMPLES} resamples, seed {stats.SEED}) "
-                     f"widened for the few repetitions it rests on (expanded percentile); "
-                     f"resolved when the interval excludes 0 or lies within +-min_effect "
-                     f"(within it, the answer is 'no effect of min_effect or more' even when "
-                     f"it excludes 0); "
-                     f"at least {stats.MIN_REPETITIONS} same-regime repetitions a side. Where "
-                     f"the run has the comparison as paired windows (family duet, method "
-                     f"'paired'): effect = median over window pairs of B/A - 1, paired "
-                     f"percentile bootstrap over the pairs of one coherence regime, "
-                     f"repetitions resampled first, then pairs within them (widened likewise), "
-                     f"at least {stats.MIN_PAIRS} pairs in {stats.MIN_PAIR_REPETITIONS} "
-                     f"repetitions; a pair holding an overrun window is left out, not its "
-                     f"repetition"),
-            "verdicts": compute_verdicts(run, min_effect, look)}
 
 
 def write_verdicts(run_dir: str, run: Optional[Run] = None,
@@ -780,14 +704,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         min_effect = min_effect_of(args.min_effect)
         if args.look < 0:
             raise ResultError(f"--look {args.look}: expected 0 or a look number from 1")
-        path, doc = write_verdicts(args.run_dir, min_effect=min_effect,
-                                   look=args.look)
-    except ResultError as err:
-        print(f"verdicts.py: error: {err}", file=sys.stderr)
-        return 2
-    except OSError as err:
-        print(f"verdicts.py: error: cannot write verdicts.json: {err}", file=sys.stderr)
-        return 2
+        path, doc = write_verdicts(args.run_dir, min_effect=min_effect, look=args.look)
+    except (ResultError, OSError) as err:
+        return error_status("verdicts.py", err, "verdicts.json")
     if not args.quiet:
         for v in doc["verdicts"]:
             print(f"[{v['question']}] {v['text']}")
