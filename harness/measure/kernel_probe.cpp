@@ -72,10 +72,8 @@ perf_event_attr EventAttr(uint32_t type, uint64_t config) {
   return a;
 }
 
-}  // namespace
-
 // Looks for events/lock/contention_{begin,end}/id under `dir`.
-static TracepointInfo FindTracepointsIn(const std::string& dir) {
+TracepointInfo FindTracepointsIn(const std::string& dir) {
   TracepointInfo t;
   t.tracefs = dir;
   const std::string base = dir + "/events/lock/";
@@ -93,6 +91,136 @@ static TracepointInfo FindTracepointsIn(const std::string& dir) {
   }
   return t;
 }
+
+constexpr const char* kMmapPrefix = "mmap of the sample ring: ";
+
+void CloseRing(SampleRing& r) {
+  if (r.map) munmap(r.map, r.bytes);
+  r.map = nullptr;
+  if (r.fd >= 0) close(r.fd);
+  r.fd = -1;
+}
+
+// Opens `a` for `pid` with a ring of `pages` data pages (a power of two),
+// halved down to 8 while mmap is refused with EPERM (perf_event_mlock_kb caps
+// a user without CAP_IPC_LOCK); "" or why not.
+std::string OpenRing(perf_event_attr& a, pid_t pid, std::size_t pages,
+                     SampleRing* r) {
+  a.wakeup_events = 1u << 30;  // nobody polls: no wakeups
+  r->sample_type = a.sample_type;
+  r->fd = static_cast<int>(PerfOpen(&a, pid, -1));
+  if (r->fd < 0) return ExplainOpenError(errno);
+  int err = 0;
+  for (pages = std::max<std::size_t>(pages, 8); pages >= 8; pages /= 2) {
+    r->bytes = (pages + 1) * static_cast<std::size_t>(getpagesize());
+    r->map =
+        mmap(nullptr, r->bytes, PROT_READ | PROT_WRITE, MAP_SHARED, r->fd, 0);
+    if (r->map != MAP_FAILED) return "";
+    r->map = nullptr;
+    err = errno;
+    if (err != EPERM) break;
+  }
+  CloseRing(*r);
+  return kMmapPrefix + std::string(std::strerror(err));
+}
+
+// Reads every record in the ring and frees its space: each sample
+// (PERF_SAMPLE_IP, PERF_SAMPLE_TIME, PERF_SAMPLE_READ of a group without
+// times or ids, and PERF_SAMPLE_CALLCHAIN as r.sample_type says, in that order:
+// perf_event_open(2), "PERF_RECORD_SAMPLE") goes to `on_sample` with its kernel
+// frames resolved through /proc/kallsyms; lost records add to *lost.
+template <typename F>
+void DrainRing(SampleRing& r, uint64_t* lost, F on_sample) {
+  if (!r.map) return;
+  auto* meta = static_cast<perf_event_mmap_page*>(r.map);
+  const uint64_t page = static_cast<uint64_t>(getpagesize());
+  const uint64_t size = meta->data_size ? meta->data_size : r.bytes - page;
+  const uint64_t off = meta->data_offset ? meta->data_offset : page;
+  const char* data = static_cast<const char*>(r.map) + off;
+  const uint64_t head = __atomic_load_n(&meta->data_head, __ATOMIC_ACQUIRE);
+  uint64_t tail = meta->data_tail;
+  const KernelSymbols& syms = KernelSymbols::Get();
+  std::vector<char> rec;
+  RingSample s;
+  while (tail < head) {
+    perf_event_header h{};
+    for (std::size_t i = 0; i < sizeof h; ++i)
+      reinterpret_cast<char*>(&h)[i] = data[(tail + i) % size];
+    if (h.size < sizeof h) break;
+    rec.resize(h.size);
+    for (std::size_t i = 0; i < h.size; ++i) rec[i] = data[(tail + i) % size];
+    tail += h.size;
+    if (h.type == PERF_RECORD_LOST && h.size >= sizeof h + 16) {
+      uint64_t n = 0;
+      std::memcpy(&n, rec.data() + sizeof h + 8, 8);
+      *lost += n;
+      continue;
+    }
+    if (h.type != PERF_RECORD_SAMPLE) continue;
+    std::size_t at = sizeof h;
+    auto next = [&](uint64_t* v) {
+      if (at + 8 > h.size) return false;
+      std::memcpy(v, rec.data() + at, 8);
+      at += 8;
+      return true;
+    };
+    s.in_kernel =
+        (h.misc & PERF_RECORD_MISC_CPUMODE_MASK) == PERF_RECORD_MISC_KERNEL;
+    s.ip = s.time_ns = 0;
+    s.frames.clear();
+    s.innermost.clear();
+    if ((r.sample_type & PERF_SAMPLE_IP) && !next(&s.ip)) continue;
+    if ((r.sample_type & PERF_SAMPLE_TIME) && !next(&s.time_ns)) continue;
+    uint64_t nr = 0;
+    s.group_marks = 0;
+    if ((r.sample_type & PERF_SAMPLE_READ) && next(&nr)) {
+      for (uint64_t i = 0, v = 0; i < nr && next(&v); ++i)
+        if (i > 0) s.group_marks += v;
+    }
+    if ((r.sample_type & PERF_SAMPLE_CALLCHAIN) && next(&nr)) {
+      nr = std::min<uint64_t>(nr, (h.size - at) / 8);
+      for (uint64_t i = 0; i < nr; ++i) {
+        uint64_t ip = 0;
+        next(&ip);
+        if (ip >= PERF_CONTEXT_MAX) {
+          if (ip == PERF_CONTEXT_USER) break;
+          continue;
+        }
+        s.frames.push_back(syms.Lookup(ip));
+      }
+    }
+    if (s.in_kernel) {
+      if (r.sample_type & PERF_SAMPLE_IP)
+        s.innermost = syms.Lookup(s.ip);
+      else if (!s.frames.empty())
+        s.innermost = s.frames.front();
+    }
+    on_sample(s);
+  }
+  __atomic_store_n(&meta->data_tail, tail, __ATOMIC_RELEASE);
+}
+
+using nlohmann::json;
+
+// The 8 most frequent callers of `m`, as {name: count}.
+json TopCallers(const std::map<std::string, uint64_t>& m) {
+  std::vector<std::pair<uint64_t, std::string>> v;
+  for (const auto& [name, n] : m) v.emplace_back(n, name);
+  std::sort(v.rbegin(), v.rend());
+  json out = json::object();
+  for (std::size_t i = 0; i < v.size() && i < 8; ++i)
+    out[v[i].second] = v[i].first;
+  return out;
+}
+
+// sources[name] = "measured", or "unavailable" with name:reason = why.
+void PutSource(json& sources, const char* name, bool ok,
+               const std::string& why) {
+  sources[name] = ok ? "measured" : "unavailable";
+  if (!ok) sources[std::string(name) + ":reason"] = why;
+}
+
+}  // namespace
 
 const TracepointInfo& ContentionTracepoints() {
   static const TracepointInfo info = [] {
@@ -257,120 +385,6 @@ bool IsSpinChain(const std::vector<std::string>& chain) {
   return false;
 }
 
-namespace {
-
-constexpr const char* kMmapPrefix = "mmap of the sample ring: ";
-
-void CloseRing(SampleRing& r) {
-  if (r.map) munmap(r.map, r.bytes);
-  r.map = nullptr;
-  if (r.fd >= 0) close(r.fd);
-  r.fd = -1;
-}
-
-// Opens `a` for `pid` with a ring of `pages` data pages (a power of two),
-// halved down to 8 while mmap is refused with EPERM (perf_event_mlock_kb caps
-// a user without CAP_IPC_LOCK); "" or why not.
-std::string OpenRing(perf_event_attr& a, pid_t pid, std::size_t pages,
-                     SampleRing* r) {
-  a.wakeup_events = 1u << 30;  // nobody polls: no wakeups
-  r->sample_type = a.sample_type;
-  r->fd = static_cast<int>(PerfOpen(&a, pid, -1));
-  if (r->fd < 0) {
-    return ExplainOpenError(errno);
-  }
-  int err = 0;
-  for (pages = std::max<std::size_t>(pages, 8); pages >= 8; pages /= 2) {
-    r->bytes = (pages + 1) * static_cast<std::size_t>(getpagesize());
-    r->map =
-        mmap(nullptr, r->bytes, PROT_READ | PROT_WRITE, MAP_SHARED, r->fd, 0);
-    if (r->map != MAP_FAILED) return "";
-    r->map = nullptr;
-    err = errno;
-    if (err != EPERM) break;
-  }
-  CloseRing(*r);
-  return kMmapPrefix + std::string(std::strerror(err));
-}
-
-// Reads every record in the ring and frees its space: each sample
-// (PERF_SAMPLE_IP, PERF_SAMPLE_TIME, PERF_SAMPLE_READ of a group without
-// times or ids, and PERF_SAMPLE_CALLCHAIN as r.sample_type says, in that order:
-// perf_event_open(2), "PERF_RECORD_SAMPLE") goes to `on_sample` with its kernel
-// frames resolved through /proc/kallsyms; lost records add to *lost.
-template <typename F>
-void DrainRing(SampleRing& r, uint64_t* lost, F on_sample) {
-  if (!r.map) return;
-  auto* meta = static_cast<perf_event_mmap_page*>(r.map);
-  const uint64_t page = static_cast<uint64_t>(getpagesize());
-  const uint64_t size = meta->data_size ? meta->data_size : r.bytes - page;
-  const uint64_t off = meta->data_offset ? meta->data_offset : page;
-  const char* data = static_cast<const char*>(r.map) + off;
-  const uint64_t head = __atomic_load_n(&meta->data_head, __ATOMIC_ACQUIRE);
-  uint64_t tail = meta->data_tail;
-  const KernelSymbols& syms = KernelSymbols::Get();
-  std::vector<char> rec;
-  RingSample s;
-  while (tail < head) {
-    perf_event_header h{};
-    for (std::size_t i = 0; i < sizeof h; ++i)
-      reinterpret_cast<char*>(&h)[i] = data[(tail + i) % size];
-    if (h.size < sizeof h) break;
-    rec.resize(h.size);
-    for (std::size_t i = 0; i < h.size; ++i) rec[i] = data[(tail + i) % size];
-    tail += h.size;
-    if (h.type == PERF_RECORD_LOST && h.size >= sizeof h + 16) {
-      uint64_t n = 0;
-      std::memcpy(&n, rec.data() + sizeof h + 8, 8);
-      *lost += n;
-      continue;
-    }
-    if (h.type != PERF_RECORD_SAMPLE) continue;
-    std::size_t at = sizeof h;
-    auto next = [&](uint64_t* v) {
-      if (at + 8 > h.size) return false;
-      std::memcpy(v, rec.data() + at, 8);
-      at += 8;
-      return true;
-    };
-    s.in_kernel =
-        (h.misc & PERF_RECORD_MISC_CPUMODE_MASK) == PERF_RECORD_MISC_KERNEL;
-    s.ip = s.time_ns = 0;
-    s.frames.clear();
-    s.innermost.clear();
-    if ((r.sample_type & PERF_SAMPLE_IP) && !next(&s.ip)) continue;
-    if ((r.sample_type & PERF_SAMPLE_TIME) && !next(&s.time_ns)) continue;
-    uint64_t nr = 0;
-    s.group_marks = 0;
-    if ((r.sample_type & PERF_SAMPLE_READ) && next(&nr)) {
-      for (uint64_t i = 0, v = 0; i < nr && next(&v); ++i)
-        if (i > 0) s.group_marks += v;
-    }
-    if ((r.sample_type & PERF_SAMPLE_CALLCHAIN) && next(&nr)) {
-      nr = std::min<uint64_t>(nr, (h.size - at) / 8);
-      for (uint64_t i = 0; i < nr; ++i) {
-        uint64_t ip = 0;
-        next(&ip);
-        if (ip >= PERF_CONTEXT_MAX) {
-          if (ip == PERF_CONTEXT_USER) break;
-          continue;
-        }
-        s.frames.push_back(syms.Lookup(ip));
-      }
-    }
-    if (s.in_kernel) {
-      if (r.sample_type & PERF_SAMPLE_IP)
-        s.innermost = syms.Lookup(s.ip);
-      else if (!s.frames.empty())
-        s.innermost = s.frames.front();
-    }
-    on_sample(s);
-  }
-  __atomic_store_n(&meta->data_tail, tail, __ATOMIC_RELEASE);
-}
-
-}  // namespace
-
 TaskClockSampler::~TaskClockSampler() { Close(); }
 
 void TaskClockSampler::Close() {
@@ -418,9 +432,8 @@ const std::vector<std::string>& ClearPageSymbolNames() {
 }
 
 bool IsClearPageSymbol(const std::string& fn) {
-  for (const std::string& n : ClearPageSymbolNames())
-    if (fn == n) return true;
-  return false;
+  const auto& names = ClearPageSymbolNames();
+  return std::find(names.begin(), names.end(), fn) != names.end();
 }
 
 Proportion95 Wilson95(uint64_t k, uint64_t n) {
@@ -749,30 +762,6 @@ nlohmann::json ZoneLockJson(const ZoneLockTally& z, uint64_t ops) {
        "event of its kind starts an acquisition; a count with no event is "
        "'not observed', never 0"}};
 }
-
-namespace {
-
-using nlohmann::json;
-
-// The 8 most frequent callers of `m`, as {name: count}.
-json TopCallers(const std::map<std::string, uint64_t>& m) {
-  std::vector<std::pair<uint64_t, std::string>> v;
-  for (const auto& [name, n] : m) v.emplace_back(n, name);
-  std::sort(v.rbegin(), v.rend());
-  json out = json::object();
-  for (std::size_t i = 0; i < v.size() && i < 8; ++i)
-    out[v[i].second] = v[i].first;
-  return out;
-}
-
-// sources[name] = "measured", or "unavailable" with name:reason = why.
-void PutSource(json& sources, const char* name, bool ok,
-               const std::string& why) {
-  sources[name] = ok ? "measured" : "unavailable";
-  if (!ok) sources[std::string(name) + ":reason"] = why;
-}
-
-}  // namespace
 
 json KernelEvidence::OffJson() const {
   json sources = json::object();
