@@ -49,6 +49,12 @@ std::string ErrnoName(int err) {
   return "errno " + std::to_string(err);
 }
 
+// Where the event name starts: after a "pmu::" prefix, else 0.
+size_t EventStart(const std::string& name) {
+  const size_t sep = name.find("::");
+  return sep == std::string::npos ? 0 : sep + 2;
+}
+
 std::string ParanoidText(int paranoid) {
   return paranoid == kParanoidUnreadable ? std::string("unreadable")
                                          : std::to_string(paranoid);
@@ -72,10 +78,6 @@ bool PerfPrivileged() {
 int OpenEvent(perf_event_attr* attr, int group_fd) {
   return static_cast<int>(
       perf_event_open(attr, 0, -1, group_fd, PERF_FLAG_FD_CLOEXEC));
-}
-
-bool IsSoftware(const perf_event_attr& attr) {
-  return attr.type == PERF_TYPE_SOFTWARE || attr.type == PERF_TYPE_TRACEPOINT;
 }
 
 // True when `attr` is of `type` with one of `configs`.
@@ -402,9 +404,8 @@ class ThreadCountersImpl final : public ThreadCounters {
   }
 
   std::shared_ptr<const SessionState> state_;
-  std::vector<std::string>
-      open_error_;              // per event, if its per-thread open failed
-  std::vector<bool> left_out_;  // per event: not opened for this point
+  std::vector<std::string> open_error_;  // per event: why its open failed
+  std::vector<bool> left_out_;           // per event: not opened here
   std::string left_out_reason_;
   std::vector<Unit> units_;
 };
@@ -415,8 +416,7 @@ class ThreadCountersImpl final : public ThreadCounters {
 // ":u:k" and reports whether the user chose the privilege levels explicitly.
 std::string NormalizeModifiers(const std::string& name, bool* explicit_plm) {
   *explicit_plm = false;
-  const size_t pmu_sep = name.find("::");
-  const size_t event_start = pmu_sep == std::string::npos ? 0 : pmu_sep + 2;
+  const size_t event_start = EventStart(name);
   std::string out = name.substr(0, event_start);
   std::stringstream rest(name.substr(event_start));
   std::string tok;
@@ -498,10 +498,9 @@ class CounterSessionImpl final : public CounterSession {
 
   std::string SummaryLine() const override {
     if (availability_.empty()) return "counters: none requested";
-    // "available", "available user-only (why)", then "unavailable (why)"
-    // grouped by reason.
-    std::vector<std::pair<std::string, std::string>>
-        groups;  // (label, names), in order
+    // (label, names) in order: "available", "available user-only (why)",
+    // then "unavailable (why)" grouped by reason.
+    std::vector<std::pair<std::string, std::string>> groups;
     for (const EventAvailability& a : availability_) {
       std::string label = a.status;
       if (!a.reason.empty()) label += " (" + a.reason + ")";
@@ -584,9 +583,7 @@ class CounterSessionImpl final : public CounterSession {
     if (ret == PFM_ERR_ATTR || ret == PFM_ERR_ATTR_VAL ||
         ret == PFM_ERR_ATTR_SET || ret == PFM_ERR_UMASK ||
         ret == PFM_ERR_FEATCOMB) {
-      const size_t sep = name.find("::");
-      const std::string base = name.substr(
-          0, name.find(':', sep == std::string::npos ? 0 : sep + 2));
+      const std::string base = name.substr(0, name.find(':', EventStart(name)));
       throw CounterSpecError("--events: bad modifier in '" + e->avail.name +
                              "' (libpfm4: " + pfm_strerror(ret) +
                              "); accepted modifiers for " + base + ": " +
@@ -598,7 +595,8 @@ class CounterSessionImpl final : public CounterSession {
           std::string("libpfm4 cannot encode it: ") + pfm_strerror(ret);
       return;
     }
-    e->software = IsSoftware(e->attr);
+    e->software = e->attr.type == PERF_TYPE_SOFTWARE ||
+                  e->attr.type == PERF_TYPE_TRACEPOINT;
     // A clock cannot be split into user and kernel time: refuse the half
     // rather than report the whole under its name.
     if (IsSoftwareClock(e->attr) && explicit_plm &&
@@ -673,13 +671,8 @@ class CounterSessionImpl final : public CounterSession {
       std::stringstream in(mods);
       std::string tok;
       while (!mods.empty() && std::getline(in, tok, ':')) {
-        if (tok == "u") {
-          u = true;
-        } else if (tok == "k") {
-          k = true;
-        } else {
-          return PFM_ERR_ATTR;
-        }
+        if (tok != "u" && tok != "k") return PFM_ERR_ATTR;
+        (tok == "u" ? u : k) = true;
       }
       if (!u && !k) {
         u = (dfl_plm & PFM_PLM3) != 0;
@@ -724,16 +717,13 @@ class CounterSessionImpl final : public CounterSession {
     return first_error;
   }
 
-  // Groups the available hardware events if the PMU accepts them as one group.
-  // If it refuses (EINVAL / ENOSPC: more events than counters), cycles and
-  // instructions stay a group (IPC over the same time) and the rest are
-  // singletons the kernel multiplexes: split and reported, never dropped. Not
-  // the largest group that fits: the kernel schedules flexible groups in list
-  // order and stops at the first that does not fit (linux
-  // kernel/events/core.c group_can_go_on), so a group as large as the PMU is
-  // on it only while it heads the rotated list: nine events on 4 counters
-  // under the test shim, a group of 4 + 5 singletons gave the group a scaling
-  // factor of 7.5; the pair + 7 singletons gives every event 2.0-2.7.
+  // Groups the available hardware events if the PMU takes them as one group;
+  // if it refuses (EINVAL / ENOSPC: more events than counters), cycles and
+  // instructions stay a group (IPC over the same time), the rest singletons
+  // the kernel multiplexes: reported, never dropped. Not the largest group
+  // that fits: the kernel schedules flexible groups in list order and stops
+  // at the first that does not fit (kernel/events/core.c group_can_go_on), so
+  // such a group runs only while it heads the rotated list (docs/counters.md).
   void DecideGrouping() {
     SessionState& s = *state_;
     std::vector<EventPlan*> hw;
@@ -845,10 +835,8 @@ std::vector<std::string> ParseEventList(const std::string& spec) {
     }
     // "pmu::event" is libpfm4's PMU prefix; any other empty ':' field is a
     // typo.
-    const size_t pmu_sep = name.find("::");
-    const std::string event =
-        pmu_sep == std::string::npos ? name : name.substr(pmu_sep + 2);
-    if ((pmu_sep == 0) || event.empty() || event.front() == ':' ||
+    const std::string event = name.substr(EventStart(name));
+    if (name.rfind("::", 0) == 0 || event.empty() || event.front() == ':' ||
         event.back() == ':' || event.find("::") != std::string::npos) {
       throw CounterSpecError("--events: empty event name or modifier in '" +
                              name + "'; " + accepted);
@@ -859,16 +847,12 @@ std::vector<std::string> ParseEventList(const std::string& spec) {
 }
 
 std::string EventBaseName(const std::string& name) {
-  const size_t sep = name.find("::");
-  const std::string event =
-      sep == std::string::npos ? name : name.substr(sep + 2);
-  return LowerAscii(event.substr(0, event.find(':')));
+  const size_t start = EventStart(name);
+  return LowerAscii(name.substr(start, name.find(':', start) - start));
 }
 
 std::string EventModifiers(const std::string& name) {
-  const size_t sep = name.find("::");
-  const size_t start = sep == std::string::npos ? 0 : sep + 2;
-  const size_t colon = name.find(':', start);
+  const size_t colon = name.find(':', EventStart(name));
   return colon == std::string::npos ? "" : name.substr(colon);
 }
 
@@ -977,9 +961,8 @@ bool KernelHasHardwarePmu() {
        std::filesystem::directory_iterator(kSysPmuDir, ec)) {
     const std::string n = entry.path().filename().string();
     if (n == "cpu" || n.rfind("cpu_", 0) == 0 || n.rfind("armv8_", 0) == 0 ||
-        n.rfind("armv7_", 0) == 0 || n == "cpum_cf") {
+        n.rfind("armv7_", 0) == 0 || n == "cpum_cf")
       return true;
-    }
   }
   return false;
 }
