@@ -91,8 +91,7 @@ class McsLock {
     // node->locked = 0.
     prev->next.store(node, std::memory_order_release);
     SpinWait wait;
-    // Acquire: pairs with the predecessor's release store of locked = 0 (the
-    // hand-off).
+    // Acquire: pairs with the predecessor's hand-off (release, locked = 0).
     while (node->locked.load(std::memory_order_acquire) != 0) wait.Relax();
   }
 
@@ -124,14 +123,12 @@ class McsLock {
         tls_mcs_nodes.Release(node);
         return;
       }
-      // A successor swapped tail_ but has not linked itself yet: wait for the
-      // link.
+      // A successor swapped tail_ but has not linked itself yet: wait.
       SpinWait wait;
       while ((next = node->next.load(std::memory_order_acquire)) == nullptr)
         wait.Relax();
     }
-    // Release: hands the lock and the critical section's writes to the
-    // successor.
+    // Release: hands the lock and the critical section to the successor.
     next->locked.store(0, std::memory_order_release);
     tls_mcs_nodes.Release(node);
   }

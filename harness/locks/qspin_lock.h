@@ -31,9 +31,8 @@ inline constexpr uint32_t kQspinMaxThreads = (1u << 14) - 1;
 /// Per-thread queue nodes (Linux: per-CPU `qnodes`).
 struct QspinThreadNodes {
   QspinNode nodes[kQspinMaxNodes];
-  int count = 0;  ///< nodes in use (nesting level)
-  uint32_t id =
-      0;  ///< 1-based thread id in the tail encoding; 0 until first slow path
+  int count = 0;    ///< nodes in use (one is free once its lock is held)
+  uint32_t id = 0;  ///< 1-based tail id; 0 until the first slow path
 };
 inline thread_local QspinThreadNodes tls_qspin_nodes;
 
@@ -65,8 +64,7 @@ struct IdReleaser {
   }
 };
 
-/// This thread's tail id, registering its node array on first use (slow path
-/// only).
+/// This thread's tail id, registering its nodes on first (slow-path) use.
 inline uint32_t ThreadId() {
   QspinThreadNodes& t = tls_qspin_nodes;
   if (t.id != 0) return t.id;
@@ -101,14 +99,12 @@ inline uint32_t ThreadId() {
 /// The first contender sets pending and spins on the word; later ones queue
 /// MCS-style on thread-local nodes and only the head spins on the word, so a
 /// hand-off moves the word between at most two threads plus one node line.
-/// Lock word (4 bytes, _Q_PENDING_BITS == 8, little-endian): bits 0-7 locked
-/// byte, 8-15 pending byte, 16-17 tail node index, 18-31 tail thread id + 1
-/// (0: queue empty). Byte and half-word accesses are mixed-size atomics (GCC
-/// and Clang on x86-64 / aarch64 do what the kernel relies on). The fast
-/// path's CAS cannot forward from the last unlock's byte store, so a tight
-/// uncontended lock+unlock costs a little more than TAS, as in Linux. Not
-/// modelled: paravirt hooks, CNA. A node is free once its thread holds the
-/// lock.
+/// Lock word (4 bytes, _Q_PENDING_BITS == 8, little-endian): bits 0-7 locked,
+/// 8-15 pending, 16-17 tail node index, 18-31 tail thread id + 1 (0: empty).
+/// Byte and half-word accesses are mixed-size atomics (as GCC and Clang do
+/// on x86-64 / aarch64, which the kernel relies on). The fast path's CAS
+/// cannot forward from the last unlock's byte store, so uncontended it costs
+/// a little more than TAS, as in Linux. Not modelled: paravirt hooks, CNA.
 class QspinLock {
  public:
   static constexpr const char* kName = "qspinlock";
@@ -122,8 +118,7 @@ class QspinLock {
 
   void lock() {
     uint32_t val = 0;
-    // Fast path. Acquire: pairs with the previous holder's release store of the
-    // locked byte.
+    // Fast path. Acquire: pairs with the last unlock's release store.
     if (__atomic_compare_exchange_n(&val_, &val, kLocked, false,
                                     __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
       return;
@@ -132,8 +127,7 @@ class QspinLock {
   }
 
   bool try_lock() {
-    // Linux queued_spin_trylock: read first, CAS 0 -> locked only if the word
-    // is all clear.
+    // queued_spin_trylock: read first, CAS 0 -> locked only if all clear.
     uint32_t val = __atomic_load_n(&val_, __ATOMIC_RELAXED);
     return val == 0 &&
            __atomic_compare_exchange_n(&val_, &val, kLocked, false,
@@ -229,8 +223,7 @@ class QspinLock {
     QspinNode* node = &t.nodes[idx];
     node->locked.store(0, std::memory_order_relaxed);
     node->next.store(nullptr, std::memory_order_relaxed);
-    // The owner and pending waiter may have gone while we set up: try once
-    // more.
+    // The owner and pending waiter may have gone meanwhile: try once more.
     if (try_lock()) {
       --t.count;
       return;
@@ -246,12 +239,10 @@ class QspinLock {
     QspinNode* next = nullptr;
     if (old & kTailMask) {
       QspinNode* prev = DecodeTail(old);
-      // Release: our node's initialisation happens-before the predecessor's
-      // write to locked.
+      // Release: our node's init happens-before the predecessor's locked write.
       prev->next.store(node, std::memory_order_release);
       SpinWait wait;
-      // Acquire: pairs with the predecessor's release store of locked = 1 (we
-      // are the head).
+      // Acquire: pairs with the predecessor's release store of locked = 1.
       while (node->locked.load(std::memory_order_acquire) == 0) wait.Relax();
       next = node->next.load(std::memory_order_acquire);
     }
@@ -281,8 +272,7 @@ class QspinLock {
       while ((next = node->next.load(std::memory_order_acquire)) == nullptr)
         wait.Relax();
     }
-    // Release: the successor's node accesses after it sees locked = 1 follow
-    // ours.
+    // Release: the new head's node accesses follow ours.
     next->locked.store(1, std::memory_order_release);
     --t.count;
   }
