@@ -271,7 +271,6 @@ std::vector<HelperPlace> PlanHelperPlaces(const Topology& topo,
                                           bool oversubscribe) {
   HelperRule rule;
   rule.topo = &topo;
-  rule.allow_smt_sibling = true;
   rule.allow_shared_pu = oversubscribe;
   return PlaceHelpersNear(topo.usable_pus(), plan, PlannedHelperCount(topo),
                           rule);

@@ -18,12 +18,10 @@ class SettingBusy : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-/// A small file (procfs / sysfs) without its trailing newline; "" if
-/// unreadable.
+/// A small file (procfs / sysfs) without its trailing newline; "" if none.
 std::string ReadSmallFile(const std::string& path);
 
-/// STATE_DIR (see above).
-std::string RestoreStateDir();
+std::string RestoreStateDir();  ///< STATE_DIR (see above)
 
 /// Records that `path` held `old_value`, before the new value is written
 /// (takes the lock, rewrites the state file; the first value is kept). Throws
@@ -40,8 +38,7 @@ void AcquireSettingsLock(const std::string& path);
 /// lock. Async-signal-safe, also during a RegisterRestore; errors ignored.
 void RestoreAll();
 
-/// Number of registered entries not yet restored (for tests and reports).
-int RestorePending();
+int RestorePending();  ///< registered entries not yet restored
 
 /// The only paths start-up recovery writes (the state file is data).
 inline constexpr const char* kRecoverablePaths[] = {

@@ -75,8 +75,7 @@ std::vector<int> ParseIntList(const std::string& raw, const std::string& what) {
   const std::string text = Trim(raw);
   const std::string accepted =
       "; accepted: comma-separated non-negative numbers and ranges such as "
-      "0,2,4-7 or 0-14:2 "
-      "(no duplicates)";
+      "0,2,4-7 or 0-14:2 (no duplicates)";
   if (text.empty()) throw TopologyError(what + " is empty" + accepted);
   std::vector<int> out;
   std::unordered_set<int> seen;
@@ -199,16 +198,10 @@ long CoreKey(const PuInfo& pu) {
 std::vector<PuInfo> RoundRobin(const std::vector<PuInfo>& pus, int level) {
   if (level == 4 || pus.size() <= 1) return pus;
   auto key = [level](const PuInfo& p) -> long {
-    switch (level) {
-      case 0:
-        return p.package;
-      case 1:
-        return p.numa;
-      case 2:
-        return p.l3;
-      default:
-        return CoreKey(p);
-    }
+    return level == 0   ? p.package
+           : level == 1 ? p.numa
+           : level == 2 ? p.l3
+                        : CoreKey(p);
   };
   std::vector<std::vector<PuInfo>> groups;
   std::unordered_map<long, size_t> index;
@@ -548,15 +541,9 @@ std::string FormatCpuList(std::vector<int> cpus) {
     if (j < cpus.size()) {
       const int step = cpus[j] - cpus[i];
       while (j + 1 < cpus.size() && cpus[j + 1] - cpus[j] == step) ++j;
-      const size_t len = j - i + 1;
-      if (step == 1 && len >= 2) {
-        out += std::to_string(cpus[i]) + "-" + std::to_string(cpus[j]);
-        i = j + 1;
-        continue;
-      }
-      if (len >= 3) {
-        out += std::to_string(cpus[i]) + "-" + std::to_string(cpus[j]) + ":" +
-               std::to_string(step);
+      if (step == 1 || j - i >= 2) {
+        out += std::to_string(cpus[i]) + "-" + std::to_string(cpus[j]) +
+               (step == 1 ? "" : ":" + std::to_string(step));
         i = j + 1;
         continue;
       }

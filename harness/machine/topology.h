@@ -13,8 +13,7 @@
 
 namespace lockline {
 
-/// Bad input or a failing hwloc call; what() names the value and what is
-/// accepted.
+/// Bad input or a failing hwloc call; what() names it and what is accepted.
 class TopologyError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
@@ -73,8 +72,7 @@ class Topology {
   const TopologySummary& summary() const { return summary_; }
   /// Looks up a usable PU by OS index; nullptr if not usable.
   const PuInfo* FindPu(int os_index) const;
-  /// hwloc's NUMA latency (ACPI SLIT: 10 local) between logical nodes; -1
-  /// unknown.
+  /// NUMA latency (ACPI SLIT: 10 local) between logical nodes; -1 unknown.
   int NumaDistance(int from, int to) const;
 
  private:
@@ -117,7 +115,7 @@ struct PinSpec {
   std::string text;       ///< as given, for the results
 };
 
-/// Parses "0,2,4-7" and "0-14:2" into OS indices, in the order given. Throws
+/// Parses "0,2,4-7" and "0-14:2" into OS indices, in order. Throws
 /// TopologyError for a malformed or empty item, negatives or duplicates.
 std::vector<int> ParseCpuList(const std::string& text);
 
@@ -161,7 +159,7 @@ std::vector<int> ParseThreadCounts(const std::string& text,
 std::string FormatPlans(const Topology& topo, const PinSpec& pin,
                         const std::vector<int>& counts, bool oversubscribe);
 
-/// Binds the calling thread to OS PU `os_index` (host only) and reads it back;
+/// Binds the calling thread to OS PU `os_index` (host only), read back;
 /// throws TopologyError if it fails or differs.
 void BindThisThread(const Topology& topo, int os_index);
 

@@ -46,6 +46,14 @@ double LineProbe(const json& j) {
   return ns > kPreemptedProbeNs ? 0.0 : ns;
 }
 
+// context.lockline.coherence_baseline (the start-of-run probes), else [].
+json Baselines(const json* ctx) {
+  if (ctx && ctx->contains("coherence_baseline") &&
+      (*ctx)["coherence_baseline"].is_array())
+    return (*ctx)["coherence_baseline"];
+  return json::array();
+}
+
 /// One measured core-to-core class of the machine: a PU pair's latency from
 /// the run itself (ns).
 struct MeasuredClass {
@@ -60,14 +68,12 @@ std::vector<MeasuredClass> MeasuredClasses(const json& doc, const json* ctx) {
   const auto pus = [](const json& a, const json& b) {
     return a.dump() + "-" + b.dump();
   };
-  if (ctx && ctx->contains("coherence_baseline") &&
-      (*ctx)["coherence_baseline"].is_array())
-    for (const json& b : (*ctx)["coherence_baseline"]) {
-      const json p = b.is_object() ? b.value("pus", json()) : json();
-      const double ns = b.is_object() ? LineProbe(b.value("ns", json())) : 0;
-      if (p.is_array() && p.size() == 2 && ns > 0)
-        out.push_back({"start_of_run:" + pus(p[0], p[1]), ns});
-    }
+  for (const json& b : Baselines(ctx)) {
+    const json p = b.is_object() ? b.value("pus", json()) : json();
+    const double ns = b.is_object() ? LineProbe(b.value("ns", json())) : 0;
+    if (p.is_array() && p.size() == 2 && ns > 0)
+      out.push_back({"start_of_run:" + pus(p[0], p[1]), ns});
+  }
   std::map<std::string, std::vector<double>> c2c;
   for (const json& row : doc["benchmarks"]) {
     if (!row.is_object() || !row.contains("params") ||
@@ -188,10 +194,8 @@ std::vector<int> SeparatedModes(const Density& d) {
     }
     if (worst < 0) return peaks;
     // Keep the higher peak of the pair.
-    if (d.at[peaks[worst]] >= d.at[peaks[worst + 1]])
-      peaks.erase(peaks.begin() + worst + 1);
-    else
-      peaks.erase(peaks.begin() + worst);
+    peaks.erase(peaks.begin() + worst +
+                (d.at[peaks[worst]] >= d.at[peaks[worst + 1]] ? 1 : 0));
   }
 }
 
@@ -286,16 +290,14 @@ bool SharesLines(const json& c) { return c.value("shares_lines", true); }
 std::map<Pair, std::vector<double>> ProbesByPair(const json& doc,
                                                  const json* ctx) {
   std::map<Pair, std::vector<double>> probes;
-  if (ctx && ctx->contains("coherence_baseline") &&
-      (*ctx)["coherence_baseline"].is_array())
-    for (const json& b : (*ctx)["coherence_baseline"]) {
-      const auto [ok, pr] = PairOf(b.value("pus", json()));
-      if (!ok) continue;
-      if (b.contains("probes_ns") && b["probes_ns"].is_array())
-        for (const json& v : b["probes_ns"]) probes[pr].push_back(LineProbe(v));
-      else
-        probes[pr].push_back(LineProbe(b.value("ns", json())));
-    }
+  for (const json& b : Baselines(ctx)) {
+    const auto [ok, pr] = PairOf(b.value("pus", json()));
+    if (!ok) continue;
+    if (b.contains("probes_ns") && b["probes_ns"].is_array())
+      for (const json& v : b["probes_ns"]) probes[pr].push_back(LineProbe(v));
+    else
+      probes[pr].push_back(LineProbe(b.value("ns", json())));
+  }
   for (const json& row : doc["benchmarks"]) {
     if (!row.contains("coherence") || !row["coherence"].is_object()) continue;
     const json& c = row["coherence"];

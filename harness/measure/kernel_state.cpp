@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 
 #include "harness/machine/restore.h"
@@ -126,16 +127,12 @@ nlohmann::json ZonePcpJson(const std::vector<ZonePcp>& zones) {
 }
 
 std::string LockStatStatus(std::string* reason) {
-  if (access("/proc/lock_stat", F_OK) != 0) {
-    *reason = "no /proc/lock_stat (kernel built without CONFIG_LOCK_STAT)";
-    return "unavailable";
-  }
-  if (access("/proc/lock_stat", R_OK) != 0) {
-    *reason = "/proc/lock_stat is not readable (root only)";
-    return "unavailable";
-  }
-  reason->clear();
-  return "measured";
+  *reason = access("/proc/lock_stat", F_OK) != 0
+                ? "no /proc/lock_stat (kernel built without CONFIG_LOCK_STAT)"
+            : access("/proc/lock_stat", R_OK) != 0
+                ? "/proc/lock_stat is not readable (root only)"
+                : "";
+  return reason->empty() ? "measured" : "unavailable";
 }
 
 nlohmann::json KernelConfigFromText(const std::string& text) {
@@ -234,13 +231,8 @@ int64_t BtfArrayMember(const std::string& btf, const std::string& strct,
 
 nlohmann::json FolioBatchSize(const std::string& release) {
   nlohmann::json j;
-  std::string btf;
-  {
-    std::ifstream in("/sys/kernel/btf/vmlinux", std::ios::binary);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    btf = ss.str();
-  }
+  std::ifstream in("/sys/kernel/btf/vmlinux", std::ios::binary);
+  const std::string btf{std::istreambuf_iterator<char>(in), {}};
   for (const auto& [strct, member] :
        {std::pair<const char*, const char*>{"folio_batch", "folios"},
         {"pagevec", "pages"}}) {

@@ -48,8 +48,7 @@ class ThreadTeam {
 
   int size() const { return static_cast<int>(pus_.size()); }
 
-  /// Runs fn(i) on every thread i concurrently and waits; rethrows the first
-  /// exception.
+  /// Runs fn(i) on every thread i and waits; rethrows the first exception.
   void RunOnAll(const std::function<void(int)>& fn);
 
   /// RunOnAll waiting at most `limit_ns`: past it one `lockline: error:` line
@@ -72,7 +71,7 @@ class ThreadTeam {
   std::vector<std::vector<int>> BoundPus();
 
   /// One-way latency (ns) between threads a and b: {median, min} of round
-  /// trip / 2 over batches of 64 for `budget_ns` (nviennot/core-to-core).
+  /// trip / 2 over batches of 64 for `budget_ns`.
   std::pair<double, double> PingPong(int a, int b, uint64_t budget_ns);
 
  private:
