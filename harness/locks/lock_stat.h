@@ -11,7 +11,6 @@
 // another thread's hold, so it is a hand-off (handoffs is a lower bound).
 #pragma once
 
-#include <atomic>
 #include <bit>
 #include <cstdint>
 #include <nlohmann/json.hpp>

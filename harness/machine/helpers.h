@@ -8,7 +8,6 @@
 
 #include <nlohmann/json.hpp>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "harness/machine/topology.h"

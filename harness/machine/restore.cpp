@@ -76,10 +76,10 @@ void WriteStateFile(const std::string& state) {
   }
 }
 
-// Opens (creating) the lock file; -1 with errno on failure.
-int OpenLock(const std::string& dir) {
+// Opens (creating it and `dir`) dir/name; -1 with errno on failure.
+int OpenInDir(const std::string& dir, const char* name = "sysctl.lock") {
   mkdir(dir.c_str(), 0755);
-  return open((dir + "/sysctl.lock").c_str(),
+  return open((dir + "/" + name).c_str(),
               O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
 }
 
@@ -95,7 +95,7 @@ void LockSettingsLocked(const std::string& path) {
   const std::string dir = RestoreStateDir();
   const std::string state = dir + "/restore.state";
   if (g_lock_fd.load() < 0) {
-    const int fd = OpenLock(dir);
+    const int fd = OpenInDir(dir);
     if (fd < 0)
       throw std::runtime_error("cannot open the settings lock " + dir +
                                "/sysctl.lock: " + std::strerror(errno) +
@@ -279,7 +279,7 @@ std::vector<std::string> RecoverPreviousRun() {
   }
   // The lock is recreated when missing: a dead run's state without it must
   // still be recovered, not skipped with its original values lost.
-  const int fd = OpenLock(dir);
+  const int fd = OpenInDir(dir);
   if (fd < 0) {
     warnings.push_back("settings recovery skipped: cannot open " + dir +
                        "/sysctl.lock: " + std::strerror(errno));
@@ -352,9 +352,7 @@ void WatchTracefsMount() {
 std::string RecordTracefsMount() {
   const std::string dir = RestoreStateDir();
   const std::string path = dir + "/tracefs.state";
-  mkdir(dir.c_str(), 0755);
-  const int fd =
-      open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+  const int fd = OpenInDir(dir, "tracefs.state");
   if (fd < 0)
     return "cannot record the mount in " + path + ": " + std::strerror(errno);
   // Held until the unmount: a run that finds it free knows its writer died.

@@ -12,8 +12,6 @@
 #include <cstring>
 #include <fstream>
 #include <iomanip>
-#include <limits>
-#include <map>
 #include <sstream>
 #include <unordered_map>
 #include <unordered_set>
@@ -354,13 +352,6 @@ int LoadChecked(hwloc_topology_t topo, unsigned long flags,
   return complete_pus;
 }
 
-// The start affinity mask (taskset, numactl) into *affinity (hwloc: the
-// calling thread's sched_getaffinity, sized to the kernel's); false when
-// unreadable. hwloc's allowed cpuset is the cgroup's, wider than this.
-bool StartAffinity(hwloc_topology_t topo, Bitmap* affinity) {
-  return hwloc_get_cpubind(topo, affinity->b, HWLOC_CPUBIND_THREAD) == 0;
-}
-
 // Online PUs: sysfs on the host (hwloc drops disallowed PUs from its own
 // sets), the topology cpuset otherwise.
 void OnlinePus(bool is_host, hwloc_const_cpuset_t present, Bitmap* online) {
@@ -574,7 +565,11 @@ std::unique_ptr<Topology> Topology::Load(const std::string& raw_spec) {
   hwloc_const_cpuset_t allowed = hwloc_topology_get_allowed_cpuset(t->topo_);
   hwloc_const_cpuset_t present = hwloc_topology_get_topology_cpuset(t->topo_);
   Bitmap affinity, online;
-  const bool have_affinity = t->is_host_ && StartAffinity(t->topo_, &affinity);
+  // The start affinity mask (taskset, numactl; hwloc reads the thread's
+  // sched_getaffinity): the allowed cpuset is the cgroup's, wider than this.
+  const bool have_affinity =
+      t->is_host_ &&
+      hwloc_get_cpubind(t->topo_, affinity.b, HWLOC_CPUBIND_THREAD) == 0;
   OnlinePus(t->is_host_, present, &online);
   const bool kinds_ranked = KindsRanked(t->topo_);
   t->pus_ =

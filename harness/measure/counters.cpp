@@ -29,8 +29,6 @@ namespace {
 
 constexpr const char* kSysPmuDir = "/sys/bus/event_source/devices";
 
-// ---- small helpers
-
 std::string LowerAscii(std::string s) {
   for (char& c : s)
     c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -60,10 +58,9 @@ std::string ParanoidText(int paranoid) {
                                          : std::to_string(paranoid);
 }
 
-// "Privileged" for perf: effective uid 0, or CAP_PERFMON (38, Linux 5.8) or
-// CAP_SYS_ADMIN (21) in the effective capabilities (/proc/self/status CapEff,
-// hex), which the kernel's perfmon_capable() accepts in place of
-// perf_event_paranoid.
+// "Privileged" for perf: euid 0, or CAP_PERFMON (38, Linux 5.8) or
+// CAP_SYS_ADMIN (21) in /proc/self/status CapEff, which the kernel's
+// perfmon_capable() accepts in place of perf_event_paranoid.
 bool PerfPrivileged() {
   constexpr int kCapSysAdmin = 21, kCapPerfmon = 38;
   std::ifstream in("/proc/self/status");
@@ -95,10 +92,9 @@ bool IsSoftwareClock(const perf_event_attr& attr) {
                  {PERF_COUNT_SW_TASK_CLOCK, PERF_COUNT_SW_CPU_CLOCK});
 }
 
-// cycles and instructions cannot be 0 over a window that counted user mode:
-// at least the return from the enabling ioctl runs. A 0 there is a broken
-// (virtual) PMU, not a result. The portable names (`base` of a `portable`
-// event) are the model's raw events: the same check applies.
+// cycles and instructions cannot be 0 over a window that counted user mode
+// (the return from the enabling ioctl runs): a 0 is a broken (virtual) PMU.
+// The portable names (`base` of a `portable` event) are checked alike.
 bool MustBeNonZero(const perf_event_attr& attr, bool portable,
                    const std::string& base) {
   return !attr.exclude_user &&
@@ -171,8 +167,7 @@ int Encode(const std::string& name, int dfl_plm, perf_event_attr* attr,
   return PFM_SUCCESS;
 }
 
-// Modifiers (attributes) libpfm4 accepts for the event `name` resolves to, for
-// error messages.
+// Modifiers libpfm4 accepts for `base_name`'s event, for error messages.
 std::string AcceptedModifiers(const std::string& base_name) {
   perf_event_attr attr;
   std::string pmu, fstr;
@@ -341,8 +336,7 @@ class ThreadCountersImpl final : public ThreadCounters {
         CounterReading r = ClassifyReading(
             e.avail.name, now[m].raw - b.raw, now[m].enabled - b.enabled,
             now[m].running - b.running, e.must_be_nonzero);
-        // A window that ran but was not counted is a problem; no window yet is
-        // not.
+        // A window that ran uncounted is a problem; no window yet is not.
         if (r.status == "unavailable" && r.time_enabled_ns > 0)
           state_->ReportOnce(e.avail.name, r.reason);
         out[i] = r;
@@ -790,8 +784,6 @@ bool ValidNameChar(char c) {
 
 }  // namespace
 
-// ---- public functions
-
 std::vector<std::string> ParseEventList(const std::string& spec) {
   const std::string accepted =
       "accepted: default, none, or a comma-separated list of libpfm4 / perf "
@@ -833,8 +825,7 @@ std::vector<std::string> ParseEventList(const std::string& spec) {
         throw CounterSpecError("--events: bad character '" + std::string(1, c) +
                                "' in '" + name + "'; " + accepted);
     }
-    // "pmu::event" is libpfm4's PMU prefix; any other empty ':' field is a
-    // typo.
+    // "pmu::" is libpfm4's PMU prefix; any other empty ':' field is a typo.
     const std::string event = name.substr(EventStart(name));
     if (name.rfind("::", 0) == 0 || event.empty() || event.front() == ':' ||
         event.back() == ':' || event.find("::") != std::string::npos) {

@@ -11,7 +11,6 @@
 #include <cstdlib>
 #include <future>
 #include <new>
-#include <stdexcept>
 
 #include "harness/machine/memory.h"
 #include "harness/machine/restore.h"
@@ -67,20 +66,12 @@ ThreadTeam::ThreadTeam(const Topology* topo, std::vector<int> pus,
       no_page_fault_counters_(std::move(no_page_fault_counters)),
       slots_(pus_.size()) {
   threads_.reserve(pus_.size());
-  for (int i = 0; i < size(); ++i) {
-    try {
+  try {
+    for (int i = 0; i < size(); ++i)
       threads_.push_back(
           StartThread(std::to_string(i) + " of " + std::to_string(size()),
                       [this, i] { ThreadMain(i); }));
-    } catch (const std::runtime_error&) {
-      // The threads already started wait on cv_: stop and join them before
-      // the members they use go away.
-      Shutdown();
-      throw;
-    }
-  }
-  // Bind each thread and open its counters on it; a failure surfaces here.
-  try {
+    // Bind each thread and open its counters on it; a failure surfaces here.
     RunOnAllWithin(
         [this](int i) {
           if (topo_ && topo_->is_host() && pus_[i] >= 0)
@@ -94,6 +85,8 @@ ThreadTeam::ThreadTeam(const Topology* topo, std::vector<int> pus,
         },
         SetupTimeoutNs(), "binding the threads and opening their counters");
   } catch (...) {
+    // The threads already started wait on cv_: stop and join them before the
+    // members they use go away.
     Shutdown();
     throw;
   }

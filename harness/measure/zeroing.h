@@ -9,7 +9,6 @@
 #include <cstdint>
 #include <cstring>
 #include <iterator>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
