@@ -19,9 +19,8 @@ uint64_t Quantile(const uint64_t (&hist)[kWaitBuckets], uint64_t total,
   uint64_t seen = 0;
   for (int b = 0; b < kWaitBuckets; ++b) {
     seen += hist[b];
-    if (static_cast<double>(seen) >= rank && hist[b] > 0) {
+    if (static_cast<double>(seen) >= rank && hist[b] > 0)
       return std::min(BucketUpperNs(b), max_ns);
-    }
   }
   return max_ns;
 }

@@ -1,8 +1,7 @@
 // lock_stat-like per-lock, per-thread statistics (after Linux CONFIG_LOCK_STAT,
 // Documentation/locking/lockstat.rst): acquisitions, contentions, wait and hold
-// time, hand-offs and a log2 wait histogram.
-//
-// Measurement model: nothing of ours under the lock and no shared-line write.
+// time, hand-offs and a log2 wait histogram. Measurement model: nothing of
+// ours under the lock and no shared-line write.
 // LockWithStats tries first (Linux LOCK_CONTENDED); a failed try is contended,
 // timed from before lock() to after unlock() (span = wait + hold). Every
 // kHoldSampleEvery-th acquisition times its hold inside the lock (the only
@@ -29,8 +28,8 @@ inline constexpr int kWaitBuckets = 40;
 /// percent after a few thousand, and the other 63 pay no clock read.
 inline constexpr uint64_t kHoldSampleEvery = 64;
 
-/// One thread's statistics for one lock (its PaddedSlots slot), read by the
-/// main thread after the windows' end barrier.
+/// One thread's statistics for one lock (its PaddedSlots slot), read after the
+/// windows end.
 struct alignas(kCacheLine) LockStatThread {
   uint64_t acquisitions = 0;  ///< successful lock() calls
   uint64_t contended = 0;     ///< acquisitions whose first try_lock failed
@@ -46,13 +45,12 @@ struct alignas(kCacheLine) LockStatThread {
   void Reset() { *this = LockStatThread{}; }
 };
 
-/// Bucket of a wait of `ns` nanoseconds in LockStatThread::wait_hist.
+/// The wait_hist bucket of a wait of `ns`.
 inline int WaitBucket(uint64_t ns) {
   const int b = static_cast<int>(std::bit_width(ns));
   return b < kWaitBuckets ? b : kWaitBuckets - 1;
 }
 
-/// Records a contended acquisition's wait of `wait` ns in `st`.
 inline void RecordWait(LockStatThread& st, uint64_t wait) {
   st.wait_ns += wait;
   if (wait > st.max_wait_ns) st.max_wait_ns = wait;

@@ -44,9 +44,8 @@ struct McsThreadNodes {
     std::abort();
   }
   McsNode* Find(const void* lock) {
-    for (int i = 0; i < kMcsMaxNesting; ++i) {
+    for (int i = 0; i < kMcsMaxNesting; ++i)
       if (owner[i] == lock) return &nodes[i];
-    }
     std::fprintf(
         stderr,
         "lockline: McsLock::unlock() by a thread that does not hold it\n");

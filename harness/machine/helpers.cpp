@@ -1,5 +1,4 @@
-// Where helper threads go: the free PU nearest the measured threads they
-// serve (PlaceHelpersNear), and the columns a row records of them.
+// Where helper threads go (helpers.h), and the columns a row records.
 #include "harness/machine/helpers.h"
 
 #include <algorithm>
@@ -48,8 +47,8 @@ HelperPlace PlaceOn(const PuInfo& pu) {
   return h;
 }
 
-// The steps of PlaceHelpersNear: what the measured threads occupy, then the
-// helpers placed one by one on the best free PU.
+// PlaceHelpersNear's steps: what the measured threads occupy, then helpers
+// placed one by one on the best free PU.
 class HelperPlacer {
  public:
   HelperPlacer(const ThreadPlan& plan, const HelperRule& rule) : rule_(rule) {
@@ -71,9 +70,9 @@ class HelperPlacer {
       }
   }
 
-  // Pass 0 free cores, then (when the rule allows) pass 1 idle SMT siblings
-  // of measured threads, until `count` helpers are placed. Helper i serves
-  // the i-th measured node, round-robin.
+  // Pass 0 free cores, then (if allowed) pass 1 idle SMT siblings of measured
+  // threads, until `count` are placed; helper i serves the i-th measured
+  // node, round-robin.
   void PlaceOnFreePus(const std::vector<PuInfo>& usable, int count) {
     for (int pass = 0; pass < (rule_.allow_smt_sibling ? 2 : 1); ++pass) {
       while (static_cast<int>(out.size()) < count) {
@@ -207,8 +206,7 @@ class HelperPlacer {
 
   const HelperRule& rule_;
   IndexSet measured_pus_, measured_cores_, measured_packages_;
-  // The measured threads' NUMA nodes, in plan order: a point spanning several
-  // nodes serves helpers from all of them.
+  // The measured threads' NUMA nodes, in plan order (helpers serve them all).
   std::vector<int> nodes_, known_nodes_;
   IndexSet known_node_set_;
   std::map<int, std::set<int>> node_l3s_;  // measured node -> its threads' L3s

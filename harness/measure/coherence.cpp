@@ -1,5 +1,4 @@
-// Coherence regimes: the run's probes clustered per PU pair, and each
-// contended row labelled with the regime it ran in (see coherence.h).
+// Coherence regimes (see coherence.h).
 #include "harness/measure/coherence.h"
 
 #include <algorithm>
@@ -21,8 +20,7 @@ const double kBandwidth = std::log(1.15);
 const double kMinModeGap = std::log(1.4);
 /// Modes whose valley is above this share of the smaller peak are one regime.
 constexpr double kValleyShare = 0.5;
-/// A cluster with at least this share of the probes (and kMinProbes) is a
-/// regime on its own.
+/// A cluster with this share of the probes (and kMinProbes) is a regime.
 constexpr double kMinShare = 0.05;
 constexpr int kMinProbes = 2;
 /// Density grid: bins per bandwidth, kernel cut-off in bandwidths.
@@ -54,8 +52,7 @@ json Baselines(const json* ctx) {
   return json::array();
 }
 
-/// One measured core-to-core class of the machine: a PU pair's latency from
-/// the run itself (ns).
+/// A core-to-core class measured in the run: a PU pair's latency.
 struct MeasuredClass {
   std::string name;  ///< "start_of_run:0-1" or "c2c:0-64"
   double ns = 0;     ///< median one-way latency, ns
@@ -109,8 +106,8 @@ const MeasuredClass* MatchClass(const std::vector<MeasuredClass>& classes,
   return best;
 }
 
-/// Text of a latency in ns, never with an exponent: 3 significant digits
-/// below 100 ns (32.4, 2.3), whole ns above (156, 2354).
+/// A latency in ns, no exponent: 3 significant digits below 100 (32.4, 2.3),
+/// whole ns above (156, 2354).
 std::string NsText(double ns) {
   char buf[32];
   std::snprintf(buf, sizeof buf, ns < 100 ? "%.3g" : "%.0f", ns);
@@ -168,7 +165,7 @@ struct Density {
 };
 
 // The density's modes (first bin of a plateau), the least separated
-// neighbours merged until every pair of neighbours is separated.
+// neighbours merged until all are separated.
 std::vector<int> SeparatedModes(const Density& d) {
   std::vector<int> peaks;
   for (int j = 0; j < d.bins(); ++j) {
@@ -235,8 +232,8 @@ std::vector<Cluster> ClustersBetween(const Density& d,
   return clusters;
 }
 
-// Per cluster, the regime it belongs to: itself, or the nearest regime (ln
-// distance of medians). `n`: all probes.
+// Per cluster, its regime: itself, or the nearest (ln distance of medians).
+// `n`: all probes.
 std::vector<size_t> RegimeOwners(const std::vector<Cluster>& clusters, int n) {
   const int need = std::max<int>(n >= kMinProbes ? kMinProbes : 1,
                                  static_cast<int>(std::ceil(kMinShare * n)));
@@ -285,8 +282,7 @@ std::pair<bool, Pair> PairOf(const json& p) {
 
 bool SharesLines(const json& c) { return c.value("shares_lines", true); }
 
-// Every probe of the run per PU pair: the start-of-run baseline's and each
-// line-sharing row's before / after probe.
+// Per PU pair, the start-of-run probes and line-sharing rows' before / after.
 std::map<Pair, std::vector<double>> ProbesByPair(const json& doc,
                                                  const json* ctx) {
   std::map<Pair, std::vector<double>> probes;
@@ -328,8 +324,7 @@ json RegimesJson(const std::vector<CoherenceRegime>& regimes,
   return rs;
 }
 
-// Labels one row's coherence object (`rs`: its pair's regimes, nullptr when
-// it names no pair).
+// Labels one row's coherence (`rs`: its pair's regimes, nullptr for none).
 void LabelRow(json& c, const std::vector<CoherenceRegime>* rs,
               const std::vector<MeasuredClass>& classes) {
   int idx[2] = {-1, -1};

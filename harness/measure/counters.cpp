@@ -290,17 +290,15 @@ class ThreadCountersImpl final : public ThreadCounters {
   }
 
   void Start() override {
-    for (Unit& u : units_) {
+    for (Unit& u : units_)
       ioctl(u.fds[0], PERF_EVENT_IOC_ENABLE,
             u.grouped ? PERF_IOC_FLAG_GROUP : 0);
-    }
   }
 
   void Stop() override {
-    for (auto it = units_.rbegin(); it != units_.rend(); ++it) {
+    for (auto it = units_.rbegin(); it != units_.rend(); ++it)
       ioctl(it->fds[0], PERF_EVENT_IOC_DISABLE,
             it->grouped ? PERF_IOC_FLAG_GROUP : 0);
-    }
   }
 
   void Reset() override {
@@ -721,9 +719,8 @@ class CounterSessionImpl final : public CounterSession {
   void DecideGrouping() {
     SessionState& s = *state_;
     std::vector<EventPlan*> hw;
-    for (EventPlan& e : s.events) {
+    for (EventPlan& e : s.events)
       if (e.available && !e.software) hw.push_back(&e);
-    }
     if (hw.empty()) return;
     const int err = hw.size() == 1 ? 0 : TryGroup(hw);
     if (err == 0) {
@@ -733,13 +730,11 @@ class CounterSessionImpl final : public CounterSession {
     }
     const auto first = [&](std::initializer_list<const char*> names,
                            const std::string* mods) -> EventPlan* {
-      for (EventPlan* e : hw) {
-        for (const char* n : names) {
+      for (EventPlan* e : hw)
+        for (const char* n : names)
           if (EventBaseName(e->avail.name) == n &&
               (mods == nullptr || EventModifiers(e->avail.name) == *mods))
             return e;
-        }
-      }
       return nullptr;
     };
     EventPlan* instructions = first({"instructions"}, nullptr);
@@ -820,11 +815,10 @@ std::vector<std::string> ParseEventList(const std::string& spec) {
       for (const char* d : kDefaultEvents) add(d);
       continue;
     }
-    for (char c : name) {
+    for (char c : name)
       if (!ValidNameChar(c))
         throw CounterSpecError("--events: bad character '" + std::string(1, c) +
                                "' in '" + name + "'; " + accepted);
-    }
     // "pmu::" is libpfm4's PMU prefix; any other empty ':' field is a typo.
     const std::string event = name.substr(EventStart(name));
     if (name.rfind("::", 0) == 0 || event.empty() || event.front() == ':' ||

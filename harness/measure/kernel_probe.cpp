@@ -173,10 +173,9 @@ void DrainRing(SampleRing& r, uint64_t* lost, F on_sample) {
     if ((r.sample_type & PERF_SAMPLE_TIME) && !next(&s.time_ns)) continue;
     uint64_t nr = 0;
     s.group_marks = 0;
-    if ((r.sample_type & PERF_SAMPLE_READ) && next(&nr)) {
+    if ((r.sample_type & PERF_SAMPLE_READ) && next(&nr))
       for (uint64_t i = 0, v = 0; i < nr && next(&v); ++i)
         if (i > 0) s.group_marks += v;
-    }
     if ((r.sample_type & PERF_SAMPLE_CALLCHAIN) && next(&nr)) {
       nr = std::min<uint64_t>(nr, (h.size - at) / 8);
       for (uint64_t i = 0; i < nr; ++i) {

@@ -24,8 +24,7 @@ enum class ZeroMethod { kMemset, kRepStosb, kNonTemporal, kClzero };
 
 /// The CPU features the methods depend on (tests build their own).
 struct ZeroingCpu {
-  bool x86_64 = false;  ///< rep stosb and non-temporal stores are real
-                        ///< instructions, not memset
+  bool x86_64 = false;  ///< rep stosb and nt stores are not memset
   bool clzero = false;  ///< CPUID Fn8000_0008 EBX[0] (AMD Zen and later)
 };
 
@@ -67,10 +66,9 @@ inline std::vector<ZeroMethod> AllZeroMethods() {
 inline std::string ZeroMethodUnsupportedReason(
     ZeroMethod m, uint8_t value, const ZeroingCpu& cpu = DetectZeroingCpu()) {
   if (m != ZeroMethod::kClzero) return "";
-  if (!cpu.clzero) {
+  if (!cpu.clzero)
     return "skipped: clzero requested but this CPU lacks it (CPUID Fn8000_0008 "
            "EBX[0] = 0; AMD Zen and later have it)";
-  }
   if (value != 0) return "skipped: clzero writes only zeros (no pattern fill)";
   return "";
 }
@@ -151,7 +149,6 @@ inline void FillWith(ZeroMethod m, void* dst, std::size_t bytes,
   std::memset(dst, value, bytes);
 }
 
-/// Zeroes [dst, dst+bytes) with `m` (FillWith with value 0).
 inline void ZeroWith(ZeroMethod m, void* dst, std::size_t bytes) {
   FillWith(m, dst, bytes, 0);
 }
