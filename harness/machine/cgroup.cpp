@@ -63,8 +63,8 @@ std::string UnderMountRoot(const std::string& path,
   return path;
 }
 
-// Where the process's cgroup lies under `mount` (see ReadCgroupCpu): the path
-// relative to the mount root, else the mount root itself.
+// The process's cgroup dir under `mount`: relative to the mount root, else
+// the mount root itself.
 std::string ProcessDir(const std::string& mount, const std::string& path,
                        const std::string& mount_root, std::string* rel,
                        std::string* note) {

@@ -122,8 +122,8 @@ std::vector<std::string>& TestPaths() {
   return paths;
 }
 
-// "" when `st` (of the state directory or file) is safe to act on as root:
-// owned by root or this user, and writable by no one else; else why not.
+// "" when `st` is owned by root or this user and writable by no one else
+// (safe to act on as root); else why not.
 std::string UnsafeOwner(const struct stat& st, const std::string& what) {
   if (st.st_uid != 0 && st.st_uid != geteuid())
     return what + " is owned by uid " + std::to_string(st.st_uid) +
@@ -146,8 +146,8 @@ std::string UnsafeStateFile(const std::string& dir, const std::string& path,
   return unsafe.empty() ? UnsafeOwner(st, path) : unsafe;
 }
 
-// Writes `value` to a registered /proc/sys path: O_NOFOLLOW, never creating
-// it. "" or the error.
+// Writes `value` to a registered path (O_NOFOLLOW, never creating it); "" or
+// the error.
 std::string WriteSetting(const std::string& path, const std::string& value) {
   const int fd = open(path.c_str(), O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
   if (fd < 0) return std::strerror(errno);
@@ -184,8 +184,7 @@ void AcquireSettingsLock(const std::string& path) {
 }
 
 void RegisterRestore(const std::string& path, const std::string& value) {
-  // A value read from /proc ends in a newline; the state file is one line per
-  // setting, so the value is kept without it (writing it back needs none).
+  // Kept without /proc's trailing newline (one line per setting).
   std::string old_value = value;
   while (!old_value.empty() && old_value.back() == '\n') old_value.pop_back();
   if (path.size() >= kMaxPath || old_value.size() >= kMaxValue ||
@@ -277,8 +276,7 @@ std::vector<std::string> RecoverPreviousRun() {
                        "root can write)");
     return warnings;
   }
-  // The lock is recreated when missing: a dead run's state without it must
-  // still be recovered, not skipped with its original values lost.
+  // The lock is recreated when missing: a dead run's state is still recovered.
   const int fd = OpenInDir(dir);
   if (fd < 0) {
     warnings.push_back("settings recovery skipped: cannot open " + dir +

@@ -1,9 +1,7 @@
-// Per-thread perf counters (see counters.h). Each measured thread opens its
-// own (pid 0, cpu -1, disabled). Hardware events share one group so their
-// ratios cover the same time; a refused group (EINVAL / ENOSPC) keeps only
-// cycles + instructions grouped. Software events are singletons. Reset()
-// snapshots raw, time_enabled and time_running and Read() reports deltas:
-// PERF_EVENT_IOC_RESET would zero the count but not the times.
+// Each measured thread opens its own counters (pid 0, cpu -1, disabled);
+// hardware events share a group (DecideGrouping), software ones are
+// singletons. Reset() snapshots raw, time_enabled and time_running and Read()
+// reports deltas: PERF_EVENT_IOC_RESET would zero the count but not the times.
 #include "harness/measure/counters.h"
 
 #include <dlfcn.h>
@@ -124,8 +122,7 @@ T PfmStruct() {
   return t;
 }
 
-// Present libpfm4 PMUs of the given type, joined by '/' (e.g.
-// "amd64_fam19h_zen4").
+// Present libpfm4 PMUs of `type` joined by '/' (all: by ", ").
 std::string PresentPmus(int type) {
   std::string out;
   int i;
@@ -140,9 +137,9 @@ std::string PresentPmus(int type) {
   return out;
 }
 
-// Encodes `name` for perf_event with the given default privilege levels.
-// Returns the libpfm4 error; on success fills attr, the PMU name, the fully
-// qualified encoding string and, when libpfm4 describes it, *event.
+// Encodes `name` for perf_event at default privilege levels `dfl_plm`: the
+// libpfm4 error; on success attr, the PMU, the fully qualified encoding and
+// (when described) *event filled.
 int Encode(const std::string& name, int dfl_plm, perf_event_attr* attr,
            std::string* pmu, std::string* fstr_out,
            pfm_event_info_t* event = nullptr) {
@@ -199,8 +196,7 @@ struct EventPlan {
   bool grouped = false;  // member of the hardware group (DecideGrouping)
 };
 
-// State shared by the session and every thread's counters (so counters outlive
-// the session).
+// State shared by the session and every thread's counters (which outlive it).
 struct SessionState {
   std::vector<EventPlan> events;
   // Available hardware events opened as one group (EventPlan::grouped: all of
@@ -227,14 +223,11 @@ struct SessionState {
   }
 };
 
-// ---- per-thread counters
-
 struct Baseline {
   uint64_t raw = 0, enabled = 0, running = 0;
 };
 
-// A leader fd with its members (one member for a singleton). Members index
-// SessionState::events.
+// A leader fd with its members (one for a singleton), indexing events.
 struct Unit {
   bool grouped = false;
   std::vector<int> fds;  // fds[0] is the leader
@@ -244,9 +237,8 @@ struct Unit {
 
 class ThreadCountersImpl final : public ThreadCounters {
  public:
-  /// `left_out_page_faults`: "" opens every available event; otherwise the
-  /// page-fault software events are not opened and read unavailable with this
-  /// reason.
+  /// `left_out_page_faults`: "" opens every available event, else the reason
+  /// the page-fault software events read unavailable (not opened).
   explicit ThreadCountersImpl(std::shared_ptr<const SessionState> state,
                               std::string left_out_page_faults = "")
       : state_(std::move(state)),
@@ -273,8 +265,7 @@ class ThreadCountersImpl final : public ThreadCounters {
       }
     }
     if (!hardware.empty()) OpenUnit(hardware, true);
-    // Hardware last on Start and first on Stop, so the window they see is the
-    // tightest.
+    // Hardware last on Start and first on Stop: the tightest window.
     std::stable_partition(units_.begin(), units_.end(), [&](const Unit& u) {
       return state_->events[u.events[0]].software;
     });
@@ -356,8 +347,8 @@ class ThreadCountersImpl final : public ThreadCounters {
     state_->ReportOnce(e.avail.name, open_error_[i]);
   }
 
-  // A singleton, or a group: leader opened disabled, members enabled, so
-  // enabling the leader starts the whole group.
+  // A singleton or a group: the leader disabled, members enabled (enabling the
+  // leader starts the group).
   void OpenUnit(const std::vector<size_t>& members, bool grouped) {
     Unit u;
     u.grouped = grouped;
@@ -402,8 +393,6 @@ class ThreadCountersImpl final : public ThreadCounters {
   std::vector<Unit> units_;
 };
 
-// ---- the session
-
 // Rewrites perf's combined privilege modifiers (":uk", ":ku") into libpfm4's
 // ":u:k" and reports whether the user chose the privilege levels explicitly.
 std::string NormalizeModifiers(const std::string& name, bool* explicit_plm) {
@@ -425,8 +414,8 @@ std::string NormalizeModifiers(const std::string& name, bool* explicit_plm) {
   return out;
 }
 
-// Opens `attrs` on this thread (with `group` as one group, the first the
-// leader) and closes them again; 0 or the first failure's errno.
+// Opens `attrs` on this thread (`group`: as one, the first leading) and closes
+// them again; 0 or the first failure's errno.
 int ProbeOpen(const std::vector<perf_event_attr>& attrs, bool group = false) {
   std::vector<int> fds;
   int err = 0;
@@ -647,8 +636,8 @@ class CounterSessionImpl final : public CounterSession {
   }
 
   // Second chance for a name libpfm4 did not find: perf's generic software
-  // events (encoded here) and the portable hardware names on the core PMU.
-  // Returns PFM_ERR_NOTFOUND if `name` is neither.
+  // events and the portable hardware names on the core PMU; else
+  // PFM_ERR_NOTFOUND.
   int EncodePortable(const std::string& name, int dfl_plm,
                      perf_event_attr* attr, std::string* pmu, std::string* fstr,
                      std::string* via) {

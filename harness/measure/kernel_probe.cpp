@@ -1,6 +1,4 @@
-// Kernel lock evidence for the kernel_* families (see kernel_probe.h): the
-// contention tracepoints and their callchains, the task-clock spin profile,
-// the zone->lock hold counter, their sample rings, and the row's report.
+// Kernel lock evidence for the kernel_* families (see kernel_probe.h).
 #include "harness/measure/kernel_probe.h"
 
 #include <fcntl.h>
@@ -124,11 +122,10 @@ std::string OpenRing(perf_event_attr& a, pid_t pid, std::size_t pages,
   return kMmapPrefix + std::string(std::strerror(err));
 }
 
-// Reads every record in the ring and frees its space: each sample
-// (PERF_SAMPLE_IP, PERF_SAMPLE_TIME, PERF_SAMPLE_READ of a group without
-// times or ids, and PERF_SAMPLE_CALLCHAIN as r.sample_type says, in that order:
-// perf_event_open(2), "PERF_RECORD_SAMPLE") goes to `on_sample` with its kernel
-// frames resolved through /proc/kallsyms; lost records add to *lost.
+// Reads every record in the ring and frees its space: each sample (IP, TIME,
+// READ of a group without times or ids, CALLCHAIN as r.sample_type says, in
+// perf_event_open(2)'s order) goes to `on_sample` with its kernel frames
+// resolved; lost records add to *lost.
 template <typename F>
 void DrainRing(SampleRing& r, uint64_t* lost, F on_sample) {
   if (!r.map) return;
@@ -240,8 +237,7 @@ const TracepointInfo& ContentionTracepoints() {
           "(mount -t tracefs nodev /sys/kernel/tracing)";
       return t;
     }
-    // Recorded before the mount, so a run killed outright leaves a record
-    // the next run acts on (harness/machine/restore.h).
+    // Recorded before the mount: a run killed outright leaves it for the next.
     if (const std::string why = RecordTracefsMount(); !why.empty()) {
       t.reason = "tracefs is not mounted and lockline did not mount it: " + why;
       // Said once on the console too: every kernel row of this run lacks it.

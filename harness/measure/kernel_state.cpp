@@ -1,7 +1,5 @@
-// What the running kernel says about its memory state and build, for the
-// kernel families' rows and the run's provenance (declared in kernel_probe.h):
-// /proc/vmstat deltas, the pcp lists of /proc/zoneinfo, /proc/lock_stat, the
-// kernel config and the folio batch size (BTF).
+// What the running kernel says about its memory state and build (declared in
+// kernel_probe.h), for the kernel families' rows and the run's provenance.
 #include <sys/utsname.h>
 #include <unistd.h>
 

@@ -20,8 +20,7 @@
 namespace lockline {
 namespace {
 
-/// The mapping that holds a team's Flags at their sampled offset (less than a
-/// page) plus the Flags themselves.
+/// The mapping of a team's Flags: their offset (under a page) plus the Flags.
 constexpr std::size_t kFlagsMapBytes = 2 * 4096;
 
 // Prints one `lockline: error:` line (printf `fmt`), restores what the run
@@ -220,8 +219,7 @@ WindowResult ThreadTeam::RunWindow(Workload& wl,
     Slot& s = slots_[i];  // once, before the barrier and the window
     // The run delay before the barrier: a pread, kept out of the window.
     const uint64_t delay0 = ThreadRunDelayNs();
-    // Start barrier: every thread spins until all have arrived, so they leave
-    // together.
+    // Start barrier: all spin until all have arrived, so they leave together.
     arrived_.fetch_add(1, std::memory_order_acq_rel);
     while (arrived_.load(std::memory_order_acquire) < n) CpuRelax();
     if (s.counters) s.counters->Start();
@@ -321,8 +319,7 @@ std::pair<double, double> ThreadTeam::PingPong(int a, int b,
   RunOnAll([&](int i) {
     if (i == a) {
       const uint64_t deadline = NowNs() + budget_ns;
-      // At least 5 samples for a median; at most 100000 (a budget far too
-      // long).
+      // At least 5 samples for a median; at most 100000 (a budget too long).
       line.Initiate(
           [&] {
             return (NowNs() < deadline || samples.size() < 5) &&
