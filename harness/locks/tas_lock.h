@@ -29,8 +29,7 @@ class TasLock {
     while (word_.exchange(1, std::memory_order_acquire) != 0) wait.Relax();
   }
   bool try_lock() { return word_.exchange(1, std::memory_order_acquire) == 0; }
-  // Release: publishes the critical section's writes to the next acquirer's
-  // exchange.
+  // Release: publishes the critical section to the next acquirer's exchange.
   void unlock() { word_.store(0, std::memory_order_release); }
 
  private:

@@ -1,5 +1,4 @@
-// Ticket spinlock as in x86 Linux 2.6.25 to 4.1 (NR_CPUS >= 256 flavour: two
-// u16 halves).
+// Ticket spinlock as in x86 Linux 2.6.25 to 4.1.
 #pragma once
 
 #include <atomic>
@@ -28,8 +27,7 @@ class TicketLock {
   TicketLock& operator=(const TicketLock&) = delete;
 
   void lock() {
-    // Relaxed: taking a ticket orders nothing; the acquire is the load that
-    // sees head == mine.
+    // Relaxed: the acquire is the load that sees head == mine.
     const uint16_t mine = tail_.fetch_add(1, std::memory_order_relaxed);
     if (head_.load(std::memory_order_acquire) == mine) return;
     SpinWait wait;

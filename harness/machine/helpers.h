@@ -1,9 +1,9 @@
-// Places a workload's helper threads (prezero's zeroer, pagevec's scanner,
-// the evidence timer) on PUs the point leaves free: a free core in the served
-// threads' L3, then their node, another measured node, the nearest other node
-// (NUMA distance, else same package), each of a CPU kind no slower than the
-// fastest measured thread's; then an idle SMT sibling of a measured thread;
-// then refused, unless sharing a measured PU is allowed (--oversubscribe).
+// Places helper threads (prezero's zeroer, pagevec's scanner, the evidence
+// timer) on PUs the point leaves free: a free core in the served threads' L3,
+// their node, another measured node, the nearest other node (NUMA distance,
+// else same package), of a CPU kind no slower than the fastest measured
+// thread's; then an idle SMT sibling; then refused, unless sharing a measured
+// PU is allowed (--oversubscribe).
 #pragma once
 
 #include <nlohmann/json.hpp>

@@ -23,11 +23,10 @@ std::string ReadSmallFile(const std::string& path);
 
 std::string RestoreStateDir();  ///< STATE_DIR (see above)
 
-/// Records that `path` held `old_value`, before the new value is written
-/// (takes the lock, rewrites the state file; the first value is kept). Throws
-/// SettingBusy, std::runtime_error (state file unwritable) or
-/// std::length_error (over 16 paths, 255 / 63 bytes, a newline): then the
-/// caller must not change the setting.
+/// Records that `path` held `old_value` before the change (takes the lock,
+/// rewrites the state file; the first value is kept). Throws SettingBusy,
+/// std::runtime_error (state file unwritable) or std::length_error (over 16
+/// paths, 255 / 63 bytes, a newline): then the setting must not change.
 void RegisterRestore(const std::string& path, const std::string& old_value);
 
 /// Takes the settings lock without registering anything. Throws SettingBusy
@@ -53,11 +52,11 @@ void AddRecoverablePathForTests(const std::string& path);
 /// True for 1 to 10 decimal digits (what recovery may write back).
 bool RecoverableValue(const std::string& value);
 
-/// At start-up: when a dead run left its state file (lock free), writes the
-/// original values back (kRecoverablePaths, RecoverableValue, O_NOFOLLOW) and
-/// removes it; one warning per setting. A state dir or file not ours or
-/// root's, group/other-writable or a symlink is not acted on; an entry not
-/// written for want of permission is kept for root. Never throws.
+/// At start-up, a dead run's state file (lock free): writes the original
+/// values back (kRecoverablePaths, RecoverableValue, O_NOFOLLOW), removes it;
+/// one warning per setting. Not acted on when the dir or file is not ours or
+/// root's, group/other-writable or a symlink; an entry refused for want of
+/// permission is kept for root. Never throws.
 std::vector<std::string> RecoverPreviousRun();
 
 /// At start-up: notes whether tracefs is mounted at /sys/kernel/tracing (if
@@ -65,8 +64,7 @@ std::vector<std::string> RecoverPreviousRun();
 void WatchTracefsMount();
 
 /// Before mounting tracefs: records it in STATE_DIR/tracefs.state (flocked
-/// until the unmount) for RecoverTracefsMount. Returns "" or why not (then
-/// lockline does not mount).
+/// until the unmount); "" or why not (then lockline does not mount).
 std::string RecordTracefsMount();
 
 /// After the mount attempt: `mounted` marks tracefs as ours; false drops the

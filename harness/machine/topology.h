@@ -19,8 +19,8 @@ class TopologyError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-/// One PU and the objects containing it: hwloc logical indices (-1: no such
-/// level), except os_index, the OS CPU number.
+/// One PU and its containing objects' hwloc logical indices (-1: no such
+/// level); os_index is the OS CPU number.
 struct PuInfo {
   int os_index = -1;
   int logical_index = -1;
@@ -45,8 +45,7 @@ struct TopologySummary {
   /// False when every level reports line size 0 (64 is then assumed).
   bool cache_line_known = true;
   int cpukinds = 0;  ///< number of hwloc cpukinds (>1 on hybrid CPUs)
-  /// False when 2+ cpukinds are not all ranked: cpukind is then -1 and the
-  /// `cores` order falls back to OS order.
+  /// False when 2+ cpukinds are not all ranked (cpukind -1, OS order).
   bool cpukinds_ranked = true;
 };
 
@@ -56,10 +55,10 @@ std::string UnrankedKindsWarning(const TopologySummary& s);
 /// A loaded hwloc topology. Not copyable.
 class Topology {
  public:
-  /// Loads "host", an hwloc XML file or "synthetic:DESCRIPTION", never
-  /// falling back to the host. Throws TopologyError for a bad file (or hwloc
-  /// 3 XML), a bad synthetic string, or over kMaxTopologyPus PUs. "host"
-  /// honours HWLOC_FSROOT (then not is_host()); call before any binding.
+  /// Loads "host" (honouring HWLOC_FSROOT, then not is_host()), an hwloc XML
+  /// file or "synthetic:DESCRIPTION", never falling back to the host; call
+  /// before any binding. Throws TopologyError for a bad file (or hwloc 3
+  /// XML), a bad synthetic string, or over kMaxTopologyPus PUs.
   static std::unique_ptr<Topology> Load(const std::string& spec);
   ~Topology();
   Topology(const Topology&) = delete;
@@ -138,8 +137,8 @@ struct ThreadPlan {
   int cores = 0, l3s = 0, numa_nodes = 0, packages = 0;  ///< spanned
 };
 
-/// Plans `threads` threads on `order`. Throws TopologyError past its size
-/// without oversubscribe.
+/// Plans `threads` threads on `order` (TopologyError past it without
+/// oversubscribe).
 ThreadPlan PlanThreads(const std::vector<PuInfo>& order, int threads,
                        bool oversubscribe);
 

@@ -45,8 +45,7 @@ struct CounterReading {
 class ThreadCounters {
  public:
   virtual ~ThreadCounters() = default;
-  /// Enable / disable around a window (one ioctl per group); values
-  /// accumulate across windows until Reset().
+  /// Around a window (one ioctl per group); values add up until Reset().
   virtual void Start() = 0;
   virtual void Stop() = 0;
   virtual void Reset() = 0;
@@ -100,9 +99,8 @@ int GenericSoftwareEvent(const std::string& base);
 /// The test shim's (tests/fake_pmu, LD_PRELOAD) description; "" normally.
 std::string FakePmuDescription();
 
-/// A row's counter fields from every thread's readings (outer index = thread)
-/// over `ops` operations: the row's "counters" object (results/SCHEMA.md) and
-/// "<event>/op" metrics plus the derived ones that could be computed.
+/// A row's "counters" object (results/SCHEMA.md) and "<event>/op" and derived
+/// metrics from every thread's readings (outer index) over `ops` operations.
 struct CounterRow {
   nlohmann::json counters;
   std::vector<std::pair<std::string, double>> metrics;
@@ -119,14 +117,13 @@ CounterReading ClassifyReading(const std::string& name, uint64_t raw,
                                uint64_t time_running_ns,
                                bool zero_is_error = false);
 
-/// Sums per-thread readings (same event order in every thread) per event; the
-/// status is the worst seen with its reason. {} for no threads; throws
-/// std::invalid_argument if threads disagree on the event list.
+/// Sums per-thread readings per event, with the worst status and its reason;
+/// {} for no threads; std::invalid_argument if threads' event lists differ.
 std::vector<CounterReading> SumReadings(
     const std::vector<std::vector<CounterReading>>& per_thread);
 
-/// An event name without "pmu::" and modifiers, lower case
-/// ("cpu_core::Cycles:u" -> "cycles").
+/// Lower-case name without "pmu::" and modifiers ("cpu_core::Cycles:u" ->
+/// "cycles").
 std::string EventBaseName(const std::string& name);
 /// The modifiers of an event name ("" or ":u" ...).
 std::string EventModifiers(const std::string& name);

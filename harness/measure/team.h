@@ -1,6 +1,5 @@
-// The thread team: persistent pinned threads that run windows from a start
-// barrier, per-thread counts on their own lines, the wall-clock bound, and the
-// ping-pong probe behind coherence labels.
+// The thread team: persistent pinned threads running windows from a start
+// barrier, the wall-clock bound, and the ping-pong probe behind coherence.
 #pragma once
 
 #include <algorithm>
@@ -124,9 +123,8 @@ class ThreadTeam {
 /// How long thread set-up may take: 120 s, or $LOCKLINE_SETUP_TIMEOUT.
 uint64_t SetupTimeoutNs();
 
-/// Topology::Load on a helper thread, at most `limit_ns` (hwloc's discovery
-/// binds to each PU and may hang): past it one error line, exit 3. Rethrows
-/// TopologyError.
+/// Topology::Load on a helper thread (hwloc may hang binding to each PU),
+/// rethrowing TopologyError; past `limit_ns`: one error line, exit 3.
 std::unique_ptr<Topology> LoadTopologyWithin(
     const std::string& spec, uint64_t limit_ns,
     std::unique_ptr<Topology> (*load)(const std::string&) = &Topology::Load);

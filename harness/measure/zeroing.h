@@ -35,8 +35,7 @@ inline const ZeroingCpu& DetectZeroingCpu() {
 #if defined(__x86_64__)
     c.x86_64 = true;
     unsigned a = 0, b = 0, cx = 0, d = 0;
-    // Leaf 0x80000000 gives the highest extended leaf; 0x80000008 must exist
-    // before it is read.
+    // Leaf 0x80000000: the highest extended leaf, which must reach 0x80000008.
     if (__get_cpuid(0x80000000u, &a, &b, &cx, &d) && a >= 0x80000008u &&
         __get_cpuid(0x80000008u, &a, &b, &cx, &d)) {
       c.clzero = (b & 1u) != 0;
@@ -124,8 +123,7 @@ inline void Clzero(void* dst, std::size_t bytes) {
 
 }  // namespace zeroing_detail
 
-/// Fills [dst, dst+bytes) with `value` by `m` (checked with
-/// ZeroMethodUnsupportedReason; an unsupported clzero falls back to memset).
+/// Fills [dst, dst+bytes) with `value` by `m` (an unsupported clzero: memset).
 inline void FillWith(ZeroMethod m, void* dst, std::size_t bytes,
                      uint8_t value) {
 #if defined(__x86_64__)
