@@ -126,22 +126,17 @@ std::vector<int> ParseIntList(const std::string& raw, const std::string& what) {
 std::string XmlTopologyVersion(const std::string& head) {
   size_t pos = 0;
   while ((pos = head.find("<topology", pos)) != std::string::npos) {
-    char next = pos + 9 < head.size() ? head[pos + 9] : '>';
-    if (next == ' ' || next == '>' || next == '\t' || next == '\n' ||
-        next == '\r')
-      break;
+    const char next = pos + 9 < head.size() ? head[pos + 9] : '>';
+    if (std::string(" >\t\n\r").find(next) != std::string::npos) break;
     pos += 9;
   }
   if (pos == std::string::npos) return "";
-  size_t end = head.find('>', pos);
-  std::string tag = head.substr(
-      pos, end == std::string::npos ? std::string::npos : end - pos);
-  size_t v = tag.find("version=");
+  // Up to the tag's '>' (npos - pos: to the end).
+  const std::string tag = head.substr(pos, head.find('>', pos) - pos);
+  const size_t v = tag.find("version=");
   if (v == std::string::npos || v + 9 > tag.size()) return "";
-  char quote = tag[v + 8];
-  size_t close = tag.find(quote, v + 9);
-  if (close == std::string::npos) return "";
-  return tag.substr(v + 9, close - v - 9);
+  const size_t close = tag.find(tag[v + 8], v + 9);
+  return close == std::string::npos ? "" : tag.substr(v + 9, close - v - 9);
 }
 
 // Checks `path` is a file hwloc 2.x can parse (hwloc says only EINVAL).

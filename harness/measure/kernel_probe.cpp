@@ -758,18 +758,6 @@ nlohmann::json ZoneLockJson(const ZoneLockTally& z, uint64_t ops) {
        "'not observed', never 0"}};
 }
 
-json KernelEvidence::OffJson() const {
-  json sources = json::object();
-  for (const char* name : {"tracepoints", "callchains", "spin_profile",
-                           "vmstat", "lock_stat", "zone_lock"}) {
-    if (name == std::string("zone_lock") && !zone_lock_) continue;
-    sources[name] = "off";
-    sources[std::string(name) + ":reason"] = off_reason_;
-  }
-  sources["pcp"] = pcp_.empty() ? "unavailable" : "measured";
-  return {{"sources", sources}, {"pcp", ZonePcpJson(pcp_)}};
-}
-
 KernelEvidence::Sources KernelEvidence::OpenedSources() const {
   Sources o;
   o.counted = o.sampled = o.spun = o.zone = !tasks_.empty();
@@ -821,30 +809,6 @@ void KernelEvidence::ReportTracepoints(const Sources& o, json& k,
   if (o.sampled || o.spun) k["samples_lost"] = total_.lost;
 }
 
-void KernelEvidence::ReportSpin(json& k, Metrics& metrics) const {
-  const uint64_t spin = total_.spin_zone + total_.spin_lru + total_.spin_other;
-  k["spin"] = {{"period_ns", spin_period_ns_},
-               {"samples", total_.clock_samples},
-               {"kernel_samples", total_.clock_kernel},
-               {"spinning", spin},
-               {"zone_lock", total_.spin_zone},
-               {"lru_lock", total_.spin_lru},
-               {"other", total_.spin_other},
-               {"top_callers", TopCallers(total_.spin_callers)},
-               {"note",
-                "task-clock samples of the point's tasks with kernel "
-                "callchains; a sample inside a spinlock slow path is "
-                "attributed by the function that asked for the lock"}};
-  if (total_.clock_samples > 0) {
-    const double n = static_cast<double>(total_.clock_samples);
-    metrics.emplace_back("kernel_spin_share", static_cast<double>(spin) / n);
-    metrics.emplace_back("kernel_spin_zone_share",
-                         static_cast<double>(total_.spin_zone) / n);
-    metrics.emplace_back("kernel_spin_lru_share",
-                         static_cast<double>(total_.spin_lru) / n);
-  }
-}
-
 void KernelEvidence::ReportZoneLock(const Sources& o, json& sources, json& k,
                                     Metrics& metrics, uint64_t ops) const {
   PutSource(sources, "zone_lock", o.zone, o.zone_reason);
@@ -864,7 +828,15 @@ void KernelEvidence::Report(json& details, Metrics& metrics,
                             uint64_t ops) const {
   total_ = Sum();
   if (!off_reason_.empty()) {
-    details["kernel"] = OffJson();
+    json sources = json::object();
+    for (const char* name : {"tracepoints", "callchains", "spin_profile",
+                             "vmstat", "lock_stat", "zone_lock"}) {
+      if (name == std::string("zone_lock") && !zone_lock_) continue;
+      sources[name] = "off";
+      sources[std::string(name) + ":reason"] = off_reason_;
+    }
+    sources["pcp"] = pcp_.empty() ? "unavailable" : "measured";
+    details["kernel"] = {{"sources", sources}, {"pcp", ZonePcpJson(pcp_)}};
     return;
   }
   const Sources o = OpenedSources();
@@ -882,7 +854,30 @@ void KernelEvidence::Report(json& details, Metrics& metrics,
   const TracepointInfo& tp = ContentionTracepoints();
   if (tp.mounted_here) k["tracefs_mounted_by_lockline"] = tp.tracefs;
   ReportTracepoints(o, k, metrics, ops);
-  if (o.spun) ReportSpin(k, metrics);
+  if (o.spun) {
+    const uint64_t spin =
+        total_.spin_zone + total_.spin_lru + total_.spin_other;
+    k["spin"] = {{"period_ns", spin_period_ns_},
+                 {"samples", total_.clock_samples},
+                 {"kernel_samples", total_.clock_kernel},
+                 {"spinning", spin},
+                 {"zone_lock", total_.spin_zone},
+                 {"lru_lock", total_.spin_lru},
+                 {"other", total_.spin_other},
+                 {"top_callers", TopCallers(total_.spin_callers)},
+                 {"note",
+                  "task-clock samples of the point's tasks with kernel "
+                  "callchains; a sample inside a spinlock slow path is "
+                  "attributed by the function that asked for the lock"}};
+    if (total_.clock_samples > 0) {
+      const double n = static_cast<double>(total_.clock_samples);
+      metrics.emplace_back("kernel_spin_share", static_cast<double>(spin) / n);
+      metrics.emplace_back("kernel_spin_zone_share",
+                           static_cast<double>(total_.spin_zone) / n);
+      metrics.emplace_back("kernel_spin_lru_share",
+                           static_cast<double>(total_.spin_lru) / n);
+    }
+  }
   if (vm) {
     std::map<std::string, uint64_t> zero;
     for (const auto& [key, v] : vm_sum_) zero[key] = 0;

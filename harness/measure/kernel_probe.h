@@ -383,11 +383,9 @@ class KernelEvidence {
     bool counted = false, sampled = false, spun = false, zone = false;
     std::string tp_reason, sample_reason, spin_reason, zone_reason;
   };
-  nlohmann::json OffJson() const;
   Sources OpenedSources() const;
   void ReportTracepoints(const Sources& o, nlohmann::json& k, Metrics& metrics,
                          uint64_t ops) const;
-  void ReportSpin(nlohmann::json& k, Metrics& metrics) const;
   void ReportZoneLock(const Sources& o, nlohmann::json& sources,
                       nlohmann::json& k, Metrics& metrics, uint64_t ops) const;
   struct Task {
