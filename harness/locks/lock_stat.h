@@ -81,7 +81,7 @@ void LockWithStats(L& lock, LockStatThread& st) {
 }
 
 /// Releases `lock`, closing a sampled hold (clock read before the release) or
-/// a contended span (clock read after it).
+/// a contended span (after it).
 template <LockAlgorithm L>
 void UnlockWithStats(L& lock, LockStatThread& st) {
   if (st.hold_start_ns != 0) [[unlikely]] {
@@ -115,9 +115,8 @@ void UnlockCounted(L& lock, LockStatThread& st, bool stats) {
   lock.unlock();
 }
 
-/// One lock's summary (results/SCHEMA.md lock_stat): totals, shares per
-/// acquisition, wait_share = wait_ns / (thread_seconds x 1e9), wait quantiles
-/// (the log2 bucket's upper edge, capped at the max), Jain fairness, the
+/// One lock's summary (results/SCHEMA.md lock_stat): totals, shares, wait
+/// quantiles (the log2 bucket's upper edge, capped at the max), Jain fairness,
 /// histogram, per_thread. Null threads skipped; zero denominators give 0.
 nlohmann::json SummarizeLockStats(
     const std::vector<const LockStatThread*>& threads, double thread_seconds,

@@ -141,12 +141,11 @@ class TaskClockSampler {
   TaskClockSampler(const TaskClockSampler&) = delete;
   TaskClockSampler& operator=(const TaskClockSampler&) = delete;
   ~TaskClockSampler();
-  /// Opens the event, disabled, on `pid` (a tid, a pid, 0: this thread).
-  /// Returns "" or why not (KernelSymbols::reason(), or the open or mmap
-  /// error after "perf_event_open(task-clock sampling): ").
+  /// Opens the event, disabled, on `pid` (a tid, a pid, 0: this thread); ""
+  /// or why not (no kallsyms, the open or mmap error).
   std::string Open(pid_t pid, const Config& config);
   bool open() const { return ring_.fd >= 0; }
-  /// Data pages of the ring actually mapped (after any EPERM halving).
+  /// Data pages mapped (after any EPERM halving).
   std::size_t ring_pages() const { return ring_pages_; }
   /// Starts / stops sampling (ioctl; cheap).
   void Enable();
@@ -190,9 +189,8 @@ class TaskContention {
   TaskContention(const TaskContention&) = delete;
   TaskContention& operator=(const TaskContention&) = delete;
   ~TaskContention();
-  /// Opens the sources, disabled: "" when the tracepoints are counted, else
-  /// why not (sampling_reason() / spin_reason() for the others). A period of
-  /// 0 turns that source off.
+  /// Opens the sources, disabled (a period of 0: off): "" when tracepoints are
+  /// counted, else why not; sampling_reason() / spin_reason() for the others.
   std::string Open(pid_t pid, uint64_t sample_period, uint64_t spin_period_ns);
   bool counting() const { return begin_fd_ >= 0; }
   bool sampling() const { return sample_.fd >= 0; }
@@ -222,10 +220,8 @@ std::string SelectedChoice(const std::string& text);
 /// /proc/vmstat as name -> value ({} when unreadable).
 std::map<std::string, uint64_t> ReadVmstat();
 
-/// b - a for the keys kernel families report: pgalloc_* (every zone),
-/// pgfree, pgfault, pgmajfault, pgactivate, pgdeactivate, pglazyfreed,
-/// pgrefill, pgsteal_*, pgscan_*, thp_fault_alloc, nr_... are excluded
-/// (gauges). Keys missing on either side, and zero deltas, are left out.
+/// b - a for the event counters kernel families report (pgalloc_*, pgfree,
+/// pgfault, ...; no nr_* gauges); keys missing on a side, 0 deltas left out.
 nlohmann::json VmstatDelta(const std::map<std::string, uint64_t>& a,
                            const std::map<std::string, uint64_t>& b);
 
@@ -249,8 +245,7 @@ const ZonePcp* MainZone(const std::vector<ZonePcp>& zones);
 /// {"Normal": {"node":0,"managed":...,"high":...,"batch":...}, ...}.
 nlohmann::json ZonePcpJson(const std::vector<ZonePcp>& zones);
 
-/// /proc/lock_stat: "measured" when it exists and is readable, else
-/// "unavailable" with *reason (CONFIG_LOCK_STAT off, or not readable).
+/// "measured" when /proc/lock_stat is readable, else "unavailable", *reason.
 std::string LockStatStatus(std::string* reason);
 
 /// context.lockline.kernel_config (results/SCHEMA.md) from /boot/config-
