@@ -40,9 +40,8 @@ std::vector<CoherenceRegime> ClusterLatencies(const std::vector<double>& ns);
 /// Index of the regime `ns` falls in; -1 for ns <= 0 or no regimes.
 int ClassifyLatency(const std::vector<CoherenceRegime>& regimes, double ns);
 
-/// Relabels every row's coherence of a lockline.json document (results/
-/// SCHEMA.md) and context.lockline.coherence_regimes from the whole run's
-/// probes, clustered per PU pair. Returns the indices of the rows changed.
+/// Relabels every row's coherence and context.lockline.coherence_regimes of a
+/// lockline.json from the run's probes; returns the indices of changed rows.
 std::vector<size_t> RelabelCoherence(nlohmann::json& doc);
 
 }  // namespace lockline

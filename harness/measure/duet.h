@@ -1,11 +1,9 @@
 // Paired ("duet") windows: one thread team on one placement alternates
 // variants A and B window by window, so each pair samples the ratio B/A within
 // milliseconds and a change of coherence regime or clock hits both sides
-// (duet benchmarking, Bulej et al., ICPE 2020, inside one process). A
-// repetition (DuetSchedule) runs discarded warm-up pairs, then pairs in a
-// seeded random order; both workloads are set up before the first window and
-// torn down after the last. The row records per window which side ran and per
-// pair both sides' ops/s; plots/stats.py computes the paired effect.
+// (duet benchmarking, Bulej et al., ICPE 2020, inside one process). The row
+// records which side ran per window and both sides' ops/s per pair;
+// plots/stats.py computes the paired effect.
 #pragma once
 
 #include <atomic>
@@ -41,14 +39,12 @@ struct PairPrior {
 };
 PairPrior PriorPairSpread(int threads);
 
-/// Half-width (fraction) of the verdict's interval of a paired effect on
-/// `units` repetitions of one regime with `pairs` pairs each: plots/stats.py's
-/// hierarchical bootstrap widened by small_sample_expansion and for_rerun,
-/// modelled as sqrt(2) t(units-1) sqrt((between^2 + pi within^2 / pairs) /
-/// units) (pi within^2 / pairs: the median's variance, counted twice by the
-/// two-level bootstrap), t at 98.5 % (--until-resolved's first look, 97 %,
-/// sequential_confidence), at least 1 % (the rerun floor). Infinite under 2
-/// units.
+/// Half-width (fraction) of the verdict's interval on `units` repetitions of
+/// one regime with `pairs` pairs each (plots/stats.py's bootstrap widened by
+/// small_sample_expansion and for_rerun): sqrt(2) t(units-1) sqrt((between^2
+/// + pi within^2 / pairs) / units), the median's variance counted twice by
+/// the two-level bootstrap, t at 98.5 % (--until-resolved's first look at
+/// 97 %), at least 1 % (the rerun floor); infinite under 2 units.
 double PairedHalfWidth(int units, int pairs, const PairPrior& prior);
 
 /// A paired point's plan for the verdict's interval (`precision`: the
@@ -88,9 +84,8 @@ std::vector<DuetPair> DuetPairs(const std::vector<DuetSide>& schedule,
                                 const std::vector<uint64_t>& ops,
                                 const std::vector<double>& seconds);
 
-/// A Workload running `a` and `b` one window each in `schedule`'s order.
-/// Report() adds both sides' throughput and the pairs (details.duet, each
-/// side's own report under .a / .b); Verify() checks both.
+/// A Workload running `a` and `b` one window each in `schedule`'s order;
+/// Report() adds both sides' throughput and pairs (details.duet, .a / .b).
 class DuetWorkload : public Workload {
  public:
   /// `a_key` / `b_key`: the variants' row keys without threads. Throws
@@ -117,8 +112,7 @@ class DuetWorkload : public Workload {
   std::string Verify() override;
 
  private:
-  /// Per thread, written only by it: its window counter and per window its
-  /// ops, start and end (ns).
+  /// Per thread (its own): window counter, per window ops, start, end (ns).
   struct ThreadLog {
     int next = 0;
     struct Window {
