@@ -1,5 +1,4 @@
-// MCS queue lock (Mellor-Crummey and Scott, ACM TOCS 1991) with thread-local
-// queue nodes.
+// MCS queue lock (Mellor-Crummey and Scott, ACM TOCS 1991).
 #pragma once
 
 #include <atomic>
@@ -86,8 +85,7 @@ class McsLock {
     // The predecessor learns of us only through prev->next, so locked = 1
     // written before that link is ordered before its hand-off store of 0.
     node->locked.store(1, std::memory_order_relaxed);
-    // Release: the predecessor reads `next` with acquire before writing
-    // node->locked = 0.
+    // Release: the predecessor reads `next` (acquire) before locked = 0.
     prev->next.store(node, std::memory_order_release);
     SpinWait wait;
     // Acquire: pairs with the predecessor's hand-off (release, locked = 0).
@@ -114,8 +112,7 @@ class McsLock {
     McsNode* next = node->next.load(std::memory_order_acquire);
     if (next == nullptr) {
       McsNode* expected = node;
-      // Release: publishes the critical section to the next thread that finds
-      // tail_ empty.
+      // Release: publishes the critical section to whoever finds tail_ empty.
       if (tail_.compare_exchange_strong(expected, nullptr,
                                         std::memory_order_release,
                                         std::memory_order_relaxed)) {

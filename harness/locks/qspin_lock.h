@@ -38,8 +38,7 @@ inline thread_local QspinThreadNodes tls_qspin_nodes;
 
 namespace qspin_detail {
 
-/// Maps tail ids to threads' node arrays (Linux computes per_cpu_ptr(&qnodes,
-/// cpu) instead).
+/// Tail id -> thread's nodes (Linux: per_cpu_ptr(&qnodes, cpu)).
 struct Registry {
   std::atomic<QspinThreadNodes*> slots[kQspinMaxThreads + 1] = {};
   std::mutex mu;
@@ -134,9 +133,8 @@ class QspinLock {
                                        __ATOMIC_ACQUIRE, __ATOMIC_RELAXED);
   }
 
-  // Release: a byte store of 0 to the locked byte publishes the critical
-  // section to whoever next sees locked == 0 with acquire (fast-path CAS,
-  // pending waiter or queue head).
+  // Release: the byte store of 0 publishes the critical section to whoever
+  // next sees locked == 0 with acquire (fast path, pending waiter, head).
   void unlock() {
     __atomic_store_n(LockedByte(), uint8_t{0}, __ATOMIC_RELEASE);
   }
@@ -174,8 +172,7 @@ class QspinLock {
   }
 
   void SlowPath(uint32_t val) {
-    // A pending -> locked hand-over is in progress (val == pending only): wait
-    // a bounded time.
+    // A pending -> locked hand-over in progress: wait a bounded time.
     if (val == kPending) {
       int loops = kPendingLoops;
       while ((val = Load(__ATOMIC_RELAXED)) == kPending && loops-- > 0)
@@ -187,20 +184,17 @@ class QspinLock {
       val = __atomic_fetch_or(&val_, kPending, __ATOMIC_ACQUIRE);
       if ((val & ~kLockedMask) == 0) {
         if (val & kLockedMask) {
-          // Pending owner: spin on the word. Acquire: pairs with the holder's
-          // unlock store.
+          // Pending owner: spin on the word (acquire: the holder's unlock).
           SpinWait wait;
           while (Load(__ATOMIC_ACQUIRE) & kLockedMask) wait.Relax();
         }
         // clear_pending_set_locked: one 16-bit store (0, 1). Relaxed: we own
-        // the lock already; nobody else writes locked or pending while pending
-        // is ours.
+        // the lock; nobody else writes locked or pending while pending is ours.
         __atomic_store_n(LockedPendingHalf(), static_cast<uint16_t>(kLocked),
                          __ATOMIC_RELAXED);
         return;
       }
-      // Someone else is pending or queued: undo our pending bit if we were the
-      // one to set it.
+      // Someone else is pending or queued: undo our pending bit if we set it.
       if ((val & kPendingMask) == 0)
         __atomic_store_n(PendingByte(), uint8_t{0}, __ATOMIC_RELAXED);
     }
@@ -246,8 +240,8 @@ class QspinLock {
       while (node->locked.load(std::memory_order_acquire) == 0) wait.Relax();
       next = node->next.load(std::memory_order_acquire);
     }
-    // Queue head: wait for the owner and the pending waiter to go. Acquire:
-    // pairs with the unlock store of the locked byte.
+    // Queue head: wait for the owner and the pending waiter to go (acquire:
+    // pairs with the unlock).
     uint32_t val;
     {
       SpinWait wait;
@@ -262,8 +256,7 @@ class QspinLock {
       return;
     }
     // Others queued behind us: set the locked byte (relaxed, as above; nobody
-    // else may set it while the tail is non-zero), then make our successor the
-    // new head.
+    // else may while the tail is non-zero), then make our successor the head.
     __atomic_store_n(LockedByte(), static_cast<uint8_t>(kLocked),
                      __ATOMIC_RELAXED);
     if (next == nullptr) {

@@ -1,7 +1,5 @@
 #include "harness/machine/cgroup.h"
 
-#include <sys/stat.h>
-
 #include <cstdlib>
 #include <sstream>
 #include <vector>
@@ -27,11 +25,6 @@ std::vector<std::string> SelfAndAncestors(std::string path) {
 
 std::string Join(const std::string& a, const std::string& b) {
   return b == "/" ? a : a + b;
-}
-
-bool IsDir(const std::string& path) {
-  struct stat st {};
-  return stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
 }
 
 // The mount's root in its hierarchy (mountinfo field 4 where field 5 is

@@ -439,6 +439,11 @@ std::vector<std::string> RecoverTracefsMount() {
   return warnings;
 }
 
+bool IsDir(const std::string& path) {
+  struct stat st {};
+  return stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
 std::string ReadSmallFile(const std::string& path) {
   std::ifstream in(path);
   if (!in) return "";

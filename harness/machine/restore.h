@@ -20,6 +20,8 @@ class SettingBusy : public std::runtime_error {
 
 /// A small file (procfs / sysfs) without its trailing newline; "" if none.
 std::string ReadSmallFile(const std::string& path);
+/// True when `path` is a directory (stat; errno says why not).
+bool IsDir(const std::string& path);
 
 std::string RestoreStateDir();  ///< STATE_DIR (see above)
 

@@ -74,15 +74,14 @@ std::vector<int> ParseIntList(const std::string& raw, const std::string& what) {
       "; accepted: comma-separated non-negative numbers and ranges such as "
       "0,2,4-7 or 0-14:2 (no duplicates)";
   if (text.empty()) throw TopologyError(what + " is empty" + accepted);
+  // getline drops a trailing empty field ("1,2,").
+  if (text.back() == ',')
+    throw TopologyError(what + " '" + text + "' has an empty item" + accepted);
   std::vector<int> out;
   std::unordered_set<int> seen;
   std::stringstream ss(text);
   std::string item;
-  size_t items = 0;
-  size_t commas =
-      static_cast<size_t>(std::count(text.begin(), text.end(), ','));
   while (std::getline(ss, item, ',')) {
-    ++items;
     item = Trim(item);
     auto bad = [&](const std::string& why) {
       return TopologyError(what + " '" + text + "': item '" + item + "' " +
@@ -116,9 +115,6 @@ std::vector<int> ParseIntList(const std::string& raw, const std::string& what) {
       out.push_back(static_cast<int>(v));
     }
   }
-  // getline drops a trailing empty field ("1,2,").
-  if (items != commas + 1)
-    throw TopologyError(what + " '" + text + "' has an empty item" + accepted);
   return out;
 }
 

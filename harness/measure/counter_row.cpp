@@ -154,8 +154,7 @@ json DerivedMetrics(const std::vector<CounterReading>& sum, uint64_t ops,
         std::string u = n;
         for (char& c : u)
           c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-        return EventBaseName(n) == "hitm" ||
-               u.find("hitm") != std::string::npos ||
+        return u.find("hitm") != std::string::npos ||
                u.find("xsnp_fwd") != std::string::npos;
       },
       "*");

@@ -6,7 +6,6 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
-#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -35,11 +34,6 @@ int ReadIdFile(const std::string& path) {
   } catch (...) {
     return -1;
   }
-}
-
-bool IsDir(const std::string& p) {
-  struct stat st {};
-  return stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
 }
 
 long PerfOpen(perf_event_attr* attr, pid_t pid, int group) {
@@ -666,9 +660,8 @@ void KernelEvidence::OpenTask(int index, pid_t pid, uint64_t zone_pages) {
 }
 
 void KernelEvidence::Begin(int index) {
-  Task& t = tasks_[static_cast<std::size_t>(index)];
-  t.zl.Enable();
-  t.tc.Enable();
+  tasks_[static_cast<std::size_t>(index)].zl.Enable();
+  tasks_[static_cast<std::size_t>(index)].tc.Enable();
 }
 
 void KernelEvidence::End(int index) {
@@ -689,9 +682,8 @@ ZoneLockTally KernelEvidence::ZoneSum() const {
 }
 
 void KernelEvidence::CloseTask(int index) {
-  Task& t = tasks_[static_cast<std::size_t>(index)];
-  t.tc.Close();
-  t.zl.Close();
+  tasks_[static_cast<std::size_t>(index)].tc.Close();
+  tasks_[static_cast<std::size_t>(index)].zl.Close();
 }
 
 bool KernelEvidence::TaskOpen(int index) const {

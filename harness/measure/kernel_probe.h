@@ -111,14 +111,12 @@ struct RingSample {
   bool in_kernel = false;  ///< record misc cpumode PERF_RECORD_MISC_KERNEL
   uint64_t ip = 0;         ///< PERF_SAMPLE_IP, else 0
   uint64_t time_ns = 0;    ///< PERF_SAMPLE_TIME in the event's clock, else 0
-  /// PERF_SAMPLE_READ of a group: the members' counts summed (not the
-  /// leader's), else 0.
+  /// PERF_SAMPLE_READ: the group members' counts summed (not the leader's).
   uint64_t group_marks = 0;
   /// Kernel callchain as function names, innermost first (user frames and
   /// context markers dropped; empty for user-mode samples).
   std::vector<std::string> frames;
-  /// In the kernel: the symbol of `ip` (PERF_SAMPLE_IP), else frames[0];
-  /// "" in user mode.
+  /// The symbol of `ip`, else frames[0], in the kernel; "" in user mode.
   std::string innermost;
 };
 
