@@ -56,8 +56,7 @@ std::string UnderMountRoot(const std::string& path,
   return path;
 }
 
-// The process's cgroup dir under `mount`: relative to the mount root, else
-// the mount root itself.
+// The process's cgroup dir under `mount` (relative to its root), else `mount`.
 std::string ProcessDir(const std::string& mount, const std::string& path,
                        const std::string& mount_root, std::string* rel,
                        std::string* note) {

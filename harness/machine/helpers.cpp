@@ -47,8 +47,7 @@ HelperPlace PlaceOn(const PuInfo& pu) {
   return h;
 }
 
-// PlaceHelpersNear's steps: what the measured threads occupy, then helpers
-// placed one by one on the best free PU.
+// PlaceHelpersNear's steps, one helper at a time on the best free PU.
 class HelperPlacer {
  public:
   HelperPlacer(const ThreadPlan& plan, const HelperRule& rule) : rule_(rule) {
@@ -70,9 +69,8 @@ class HelperPlacer {
       }
   }
 
-  // Pass 0 free cores, then (if allowed) pass 1 idle SMT siblings of measured
-  // threads, until `count` are placed; helper i serves the i-th measured
-  // node, round-robin.
+  // Pass 0 free cores, then (if allowed) pass 1 idle SMT siblings, until
+  // `count` are placed; helper i serves the i-th measured node, round-robin.
   void PlaceOnFreePus(const std::vector<PuInfo>& usable, int count) {
     for (int pass = 0; pass < (rule_.allow_smt_sibling ? 2 : 1); ++pass) {
       while (static_cast<int>(out.size()) < count) {
@@ -89,9 +87,8 @@ class HelperPlacer {
     }
   }
 
-  // Allowed by the caller (--oversubscribe, or a helper outside the timed
-  // windows): share the least-loaded measured PU, the last in plan order
-  // among equals (SCHED_IDLE is the caller's business).
+  // If the caller allows (--oversubscribe, or a helper outside the timed
+  // windows): the least-loaded measured PU, the last in plan order of equals.
   void ShareMeasuredPus(const ThreadPlan& plan, int count) {
     while (rule_.allow_shared_pu && static_cast<int>(out.size()) < count &&
            !plan.pus.empty()) {
@@ -132,10 +129,9 @@ class HelperPlacer {
     return node_kind_.count(node) ? node_kind_[node] : -1;
   }
 
-  // Best PU for a helper serving measured node `node` in `pass`: 0 a free
-  // core, 1 an idle sibling of a measured thread. Lexicographic preference:
-  // the served threads' L3, their node, any measured node, a kind no slower,
-  // NUMA distance, the closest kind, logical order.
+  // Best PU for a helper of measured node `node` in `pass` (0 a free core, 1
+  // an idle sibling), by the served threads' L3, their node, any measured
+  // node, a kind no slower, NUMA distance, the closest kind, logical order.
   const PuInfo* Pick(const std::vector<PuInfo>& usable, int pass, int node) {
     const std::set<int>& l3s = node_l3s_[node];
     const int kind = KindOf(node);

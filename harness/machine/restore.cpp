@@ -133,8 +133,7 @@ std::string UnsafeOwner(const struct stat& st, const std::string& what) {
   return "";
 }
 
-// "" when a state file `path` (lstat `st`) and its `dir` are root's or ours,
-// writable by no one else, and a regular file; else why not.
+// UnsafeOwner of a state file `path` (lstat `st`, regular) and its `dir`.
 std::string UnsafeStateFile(const std::string& dir, const std::string& path,
                             const struct stat& st) {
   struct stat dst {};
@@ -146,8 +145,7 @@ std::string UnsafeStateFile(const std::string& dir, const std::string& path,
   return unsafe.empty() ? UnsafeOwner(st, path) : unsafe;
 }
 
-// Writes `value` to a registered path (O_NOFOLLOW, never creating it); "" or
-// the error.
+// Writes `value` to a registered path (O_NOFOLLOW, no O_CREAT); "" or why not.
 std::string WriteSetting(const std::string& path, const std::string& value) {
   const int fd = open(path.c_str(), O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
   if (fd < 0) return std::strerror(errno);

@@ -178,9 +178,8 @@ long CoreKey(const PuInfo& pu) {
   return pu.core >= 0 ? pu.core : (1L << 32) + pu.logical_index;
 }
 
-// Scatter: at `level` (0 package, 1 node, 2 L3, 3 core) PUs grouped by object
-// in first-occurrence order, each group ordered recursively, merged
-// round-robin.
+// Scatter: at `level` (0 package, 1 node, 2 L3, 3 core) PUs grouped by
+// object in first-seen order, each ordered recursively, merged round-robin.
 std::vector<PuInfo> RoundRobin(const std::vector<PuInfo>& pus, int level) {
   if (level == 4 || pus.size() <= 1) return pus;
   auto key = [level](const PuInfo& p) -> long {
@@ -270,7 +269,7 @@ std::string HostSource(unsigned long* flags) {
   return source;
 }
 
-// Hands hwloc a synthetic description, refusing giant ones before hwloc
+// Hands hwloc a synthetic description, refusing giant ones before it
 // allocates them; returns "synthetic:DESCRIPTION".
 std::string SetSynthetic(hwloc_topology_t topo, const std::string& desc) {
   double total = 1;
@@ -336,8 +335,7 @@ int LoadChecked(hwloc_topology_t topo, unsigned long flags,
   return complete_pus;
 }
 
-// Online PUs: sysfs on the host (hwloc drops disallowed PUs from its sets),
-// else the topology cpuset.
+// Online PUs: sysfs on the host (hwloc drops disallowed ones), else the set.
 void OnlinePus(bool is_host, hwloc_const_cpuset_t present, Bitmap* online) {
   hwloc_bitmap_copy(online->b, present);
   if (!is_host) return;
@@ -456,8 +454,7 @@ void CountLevels(hwloc_topology_t topo, TopologySummary* s) {
   s->pus = count(HWLOC_OBJ_PU);
 }
 
-// hwloc's first NUMA latency matrix (the SLIT, or an XML's), row-major by
-// logical index; empty when none.
+// hwloc's first NUMA latency matrix (SLIT), row-major by logical index, or {}.
 std::vector<int> NumaLatencies(hwloc_topology_t topo, int nodes) {
   unsigned nr = 1;
   hwloc_distances_s* dist[1] = {nullptr};
@@ -506,9 +503,8 @@ std::string FormatCpuList(std::vector<int> cpus) {
   size_t i = 0;
   while (i < cpus.size()) {
     if (!out.empty()) out += ',';
-    // Longest arithmetic run starting at i; contiguous runs print as A-B, runs
-    // of >= 3 with a larger step as A-B:S (util-linux taskset and ParseCpuList
-    // accept both).
+    // Longest arithmetic run from i: A-B when contiguous, A-B:S (3 or more)
+    // with a larger step, as util-linux taskset and ParseCpuList accept.
     size_t j = i + 1;
     if (j < cpus.size()) {
       const int step = cpus[j] - cpus[i];
@@ -756,8 +752,7 @@ std::vector<int> ParseThreadCounts(const std::string& raw,
     for (long c = 1; c <= n; c *= 2) counts.push_back(static_cast<int>(c));
     counts.push_back(n);  // the whole placement is always measured
     if (text == "topo") {
-      // Where the order's prefix fills order[0]'s L3 / NUMA node / package,
-      // every core once, and every PU.
+      // Where order[0]'s L3 / NUMA node / package fill, all cores, all PUs.
       for (int PuInfo::*level : {&PuInfo::l3, &PuInfo::numa, &PuInfo::package})
         if (order[0].*level >= 0) counts.push_back(InitialRun(order, level));
       std::unordered_set<long> cores;
@@ -845,8 +840,7 @@ std::string FormatPlans(const Topology& topo, const PinSpec& pin,
         << ", packages " << plan.packages
         << ", SMT siblings: " << (plan.smt_siblings ? "yes" : "no")
         << (plan.oversubscribed ? ", oversubscribed: yes" : "") << "\n";
-    // Where each helper thread would run, and why (a measured PU only with
-    // --oversubscribe).
+    // Where each helper thread would run, and why.
     HelperRule rule;
     rule.topo = &topo;
     rule.allow_shared_pu = oversubscribe;

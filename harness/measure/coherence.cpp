@@ -58,8 +58,8 @@ struct MeasuredClass {
   double ns = 0;     ///< median one-way latency, ns
 };
 
-/// The machine's core-to-core latencies measured in this run: the start-of-run
-/// probes and the calibration c2c:pingpong points (median of repetitions).
+/// Core-to-core latencies measured in the run: start-of-run probes and the
+/// c2c:pingpong calibration points (median of repetitions).
 std::vector<MeasuredClass> MeasuredClasses(const json& doc, const json* ctx) {
   std::vector<MeasuredClass> out;
   const auto pus = [](const json& a, const json& b) {
@@ -201,8 +201,8 @@ struct Cluster {
   std::vector<double> members;
 };
 
-// The non-empty clusters of `x` between the valleys of the modes `peaks`,
-// their boundaries (ln(ns)) contiguous.
+// The non-empty clusters of `x` between the valleys of modes `peaks`, bounds
+// (ln(ns)) contiguous.
 std::vector<Cluster> ClustersBetween(const Density& d,
                                      const std::vector<int>& peaks,
                                      const std::vector<double>& x) {

@@ -69,8 +69,7 @@ namespace {
 
 using nlohmann::json;
 
-// The first summed reading whose name `pred` accepts, with modifiers `mods`
-// ("*": any); nullptr when none.
+// The first reading `pred` accepts with modifiers `mods` ("*": any), or null.
 template <typename Pred>
 const CounterReading* FindReading(const std::vector<CounterReading>& sum,
                                   Pred pred, const std::string& mods) {

@@ -82,9 +82,9 @@ bool IsEvent(const perf_event_attr& attr, uint32_t type,
                                         attr.config) != configs.end();
 }
 
-// task-clock and cpu-clock add up the thread's run time (linux
-// kernel/events/core.c task_clock_event_update / cpu_clock_event_update):
-// exclude_user / exclude_kernel do not split them.
+// task-clock and cpu-clock add up the thread's whole run time, whatever
+// exclude_user / exclude_kernel say (kernel/events/core.c
+// task_clock_event_update / cpu_clock_event_update).
 bool IsSoftwareClock(const perf_event_attr& attr) {
   return IsEvent(attr, PERF_TYPE_SOFTWARE,
                  {PERF_COUNT_SW_TASK_CLOCK, PERF_COUNT_SW_CPU_CLOCK});
@@ -199,8 +199,7 @@ struct EventPlan {
 // State shared by the session and every thread's counters (which outlive it).
 struct SessionState {
   std::vector<EventPlan> events;
-  // Available hardware events opened as one group (EventPlan::grouped: all of
-  // them, or cycles + instructions when the PMU refuses them all).
+  // Available hardware events grouped (EventPlan::grouped; DecideGrouping).
   bool group_hardware = false;
   std::string group_note;  // why they are not (all) grouped, if so
   std::string fake_pmu;    // the test shim's description, if it is loaded
@@ -249,8 +248,7 @@ class ThreadCountersImpl final : public ThreadCounters {
     for (size_t i = 0; i < state_->events.size(); ++i) {
       const EventPlan& e = state_->events[i];
       if (!e.available) continue;
-      // The page-fault software events (page-faults / faults, minor-faults,
-      // major-faults, with any modifiers): perf runs a hook on every fault.
+      // The page-fault software events (any name, any modifiers).
       if (!left_out_reason_.empty() && e.software &&
           IsEvent(e.attr, PERF_TYPE_SOFTWARE,
                   {PERF_COUNT_SW_PAGE_FAULTS, PERF_COUNT_SW_PAGE_FAULTS_MIN,
@@ -347,8 +345,7 @@ class ThreadCountersImpl final : public ThreadCounters {
     state_->ReportOnce(e.avail.name, open_error_[i]);
   }
 
-  // A singleton or a group: the leader disabled, members enabled (enabling the
-  // leader starts the group).
+  // A singleton or a group: leader disabled, members enabled (under it).
   void OpenUnit(const std::vector<size_t>& members, bool grouped) {
     Unit u;
     u.grouped = grouped;
@@ -578,8 +575,7 @@ class CounterSessionImpl final : public CounterSession {
     }
     e->software = e->attr.type == PERF_TYPE_SOFTWARE ||
                   e->attr.type == PERF_TYPE_TRACEPOINT;
-    // A clock cannot be split into user and kernel time: refuse the half
-    // rather than report the whole under its name.
+    // A clock cannot be split into user and kernel time: refuse the half.
     if (IsSoftwareClock(e->attr) && explicit_plm &&
         e->attr.exclude_user != e->attr.exclude_kernel) {
       const std::string base = name.substr(0, name.find(':'));

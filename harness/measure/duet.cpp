@@ -161,8 +161,7 @@ void DuetWorkload::Report(PointReport& out, double /*window_seconds*/,
   }
   std::vector<DuetSide> schedule(schedule_.begin(), schedule_.begin() + ran);
   const std::vector<DuetPair> pairs = DuetPairs(schedule, ops, seconds);
-  // Per side (index kA / kB): all its windows, warm-ups included, for its own
-  // report; the measured ones for its throughput.
+  // Per side (kA / kB): all windows for its report, measured for throughput.
   double sec[2] = {0, 0}, meas_sec[2] = {0, 0};
   uint64_t side_ops[2] = {0, 0}, meas_ops[2] = {0, 0};
   nlohmann::json sides = nlohmann::json::array();
@@ -194,8 +193,7 @@ void DuetWorkload::Report(PointReport& out, double /*window_seconds*/,
     if (p.a_ops_per_s > 0 && p.b_ops_per_s > 0)
       log_ratios.push_back(std::log(p.b_ops_per_s / p.a_ops_per_s));
   }
-  // The median pair ratio of this repetition alone (the verdict pools the
-  // pairs of every repetition of one coherence regime: plots/stats.py).
+  // This repetition's median pair ratio (the verdict pools a regime's pairs).
   double median_ratio = 0;
   if (!log_ratios.empty()) {
     std::sort(log_ratios.begin(), log_ratios.end());

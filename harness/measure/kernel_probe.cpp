@@ -94,8 +94,7 @@ void CloseRing(SampleRing& r) {
 }
 
 // Opens `a` for `pid` with a ring of `pages` data pages (a power of two),
-// halved down to 8 while mmap is refused with EPERM (perf_event_mlock_kb caps
-// a user without CAP_IPC_LOCK); "" or why not.
+// halved down to 8 on EPERM (TaskClockSampler::Config); "" or why not.
 std::string OpenRing(perf_event_attr& a, pid_t pid, std::size_t pages,
                      SampleRing* r) {
   a.wakeup_events = 1u << 30;  // nobody polls: no wakeups

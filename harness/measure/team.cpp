@@ -23,8 +23,8 @@ namespace {
 /// The mapping of a team's Flags: their offset (under a page) plus the Flags.
 constexpr std::size_t kFlagsMapBytes = 2 * 4096;
 
-// Prints one `lockline: error:` line (printf `fmt`), restores what the run
-// changed and exits with status 3: a set-up step or a window that never ends.
+// A set-up step or window that never ends: one `lockline: error:` line
+// (printf `fmt`), RestoreAll, exit 3.
 [[noreturn]] __attribute__((format(printf, 1, 2))) void ExitStuck(
     const char* fmt, ...) {
   va_list ap;
@@ -186,8 +186,7 @@ uint64_t SetupTimeoutNs() {
 std::unique_ptr<Topology> LoadTopologyWithin(
     const std::string& spec, uint64_t limit_ns,
     std::unique_ptr<Topology> (*load)(const std::string&)) {
-  // The loader thread may outlive this call (when it hangs): the process
-  // then exits without joining it.
+  // A hung loader thread outlives this call: the process exits without it.
   std::packaged_task<std::unique_ptr<Topology>()> task(
       [spec, load] { return load(spec); });
   std::future<std::unique_ptr<Topology>> result = task.get_future();
