@@ -34,9 +34,8 @@ struct HelperRule {
   const Topology* topo = nullptr;
 };
 
-/// Places up to `count` helpers of `plan` on `usable` by the rule above;
-/// helper i serves the i-th measured NUMA node. Fewer when the rule cannot be
-/// met; never throws.
+/// Places up to `count` helpers of `plan` on `usable` (helper i serves the
+/// i-th measured node); fewer when the rule cannot be met. Never throws.
 std::vector<HelperPlace> PlaceHelpersNear(const std::vector<PuInfo>& usable,
                                           const ThreadPlan& plan, int count,
                                           const HelperRule& rule);

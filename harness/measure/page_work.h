@@ -326,8 +326,7 @@ inline nlohmann::json WorkDetails(uint64_t work_ns, bool calibrated,
   return work;
 }
 
-/// details.*.lock_stat_clock_reads: where a row reads the clock around its
-/// lock.
+/// details.*.lock_stat_clock_reads: where a row reads the clock by its lock.
 inline std::string LockStatClockReads(bool stats) {
   if (!stats)
     return "none: the lock is taken with plain lock()/unlock() (no trylock "
