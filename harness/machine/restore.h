@@ -31,8 +31,8 @@ std::string RestoreStateDir();  ///< STATE_DIR (see above)
 /// paths, 255 / 63 bytes, a newline): then the setting must not change.
 void RegisterRestore(const std::string& path, const std::string& old_value);
 
-/// Takes the settings lock without registering anything. Throws SettingBusy
-/// (naming `path`) or std::runtime_error.
+/// Takes the settings lock only; throws SettingBusy (naming `path`) or
+/// std::runtime_error.
 void AcquireSettingsLock(const std::string& path);
 
 /// Writes every old value back once, removes the state file, releases the
@@ -73,8 +73,8 @@ std::string RecordTracefsMount();
 /// record. Async-signal-safe.
 void NoteTracefsMounted(bool mounted);
 
-/// At start-up: unmounts tracefs recorded by a run that is gone, and removes
-/// the record (the same ownership checks); one warning per action.
+/// At start-up: unmounts tracefs a gone run recorded, removes the record (the
+/// same ownership checks); one warning per action.
 std::vector<std::string> RecoverTracefsMount();
 
 /// Unmounts (MNT_DETACH) the tracefs lockline mounted, once. Async-signal-safe.

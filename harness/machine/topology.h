@@ -86,8 +86,7 @@ class Topology {
   int numa_distance_n_ = 0;
 };
 
-/// Largest topology lockline plans on, in PUs: Linux's largest NR_CPUS (x86-64
-/// MAXSMP); planning far beyond takes minutes.
+/// Largest topology planned on, PUs: Linux's largest NR_CPUS (x86-64 MAXSMP).
 inline constexpr int kMaxTopologyPus = 8192;
 
 /// --oversubscribe's cap of threads per PU (=force lifts it).
@@ -146,8 +145,8 @@ ThreadPlan PlanThreads(const std::vector<PuInfo>& order, int threads,
 int CountNumaNodes(const std::vector<PuInfo>& pus);
 
 /// Parses --threads=LIST|pow2|topo|max against `order` (topo: pow2 plus the
-/// counts that fill order[0]'s L3, node, package, and the cores); sorted.
-/// Throws TopologyError for a bad list, 0, or a count over the size (without
+/// counts filling order[0]'s L3, node, package, and the cores), sorted.
+/// TopologyError for a bad list, 0, a count over the size (without
 /// oversubscribe) or kMaxOversubscription x it (without `force`).
 std::vector<int> ParseThreadCounts(const std::string& text,
                                    const std::vector<PuInfo>& order,

@@ -86,14 +86,13 @@ inline constexpr const char* kDefaultEvents[] = {
     "cycles",           "instructions",   "cache-misses", "task-clock",
     "context-switches", "cpu-migrations", "page-faults"};
 
-/// libpfm4 event strings to try, in order, for a portable name `base` (perf's
-/// generic hardware names as the kernel maps them, and `hitm`: loads served
-/// by another core's modified line) on the core PMU `pmu`; {} if unknown.
+/// libpfm4 event strings to try, in order, for portable name `base` (perf's
+/// hardware names as the kernel maps them; `hitm`: loads served by another
+/// core's modified line) on core PMU `pmu`; {} if unknown.
 std::vector<std::string> PortableEventCandidates(const std::string& base,
                                                  const std::string& pmu);
 
-/// perf's generic software event `base` (task-clock, page-faults, cs, ...) as
-/// its PERF_COUNT_SW_* config, or -1.
+/// PERF_COUNT_SW_* of perf's software event `base` (task-clock, cs, ...), -1.
 int GenericSoftwareEvent(const std::string& base);
 
 /// The test shim's (tests/fake_pmu, LD_PRELOAD) description; "" normally.

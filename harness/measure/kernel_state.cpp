@@ -194,16 +194,11 @@ int64_t BtfArrayMember(const std::string& btf, const std::string& strct,
     // Bytes after the 12-byte btf_type, by kind (include/uapi/linux/btf.h):
     // INT, VAR, DECL_TAG 4; ARRAY 12; STRUCT, UNION, DATASEC, ENUM64 12 a
     // member; ENUM, FUNC_PROTO 8 a member.
-    std::size_t extra = 0;
-    if (kind == 1 || kind == 14 || kind == 17)
-      extra = 4;
-    else if (kind == 3)
-      extra = 12;
-    else if (kind == 4 || kind == 5 || kind == 15 || kind == 19)
-      extra = 12u * vlen;
-    else if (kind == 6 || kind == 13)
-      extra = 8u * vlen;
-    p += 12 + extra;
+    p += 12 + (kind == 1 || kind == 14 || kind == 17                ? 4u
+               : kind == 3                                          ? 12u
+               : kind == 4 || kind == 5 || kind == 15 || kind == 19 ? 12u * vlen
+               : kind == 6 || kind == 13                            ? 8u * vlen
+                                                                    : 0u);
   }
   for (std::size_t id = 1; id < at.size(); ++id) {
     const std::size_t t = at[id];

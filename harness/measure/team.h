@@ -33,9 +33,8 @@ struct WindowResult {
   std::vector<int> last_cpus;  ///< sched_getcpu at RunWindow's return, or -1
 };
 
-/// Team of `pus.size()` persistent threads, thread i bound to OS PU pus[i]
-/// (not when -1 or `topo` is null or not the host), one task at a time.
-/// Throws TopologyError when a thread cannot bind.
+/// `pus.size()` persistent threads, thread i bound to OS PU pus[i] (unless
+/// -1, or `topo` is null or not the host; TopologyError if it cannot bind).
 class ThreadTeam {
  public:
   /// `no_page_fault_counters`: non-empty leaves the page-fault events out.
@@ -145,8 +144,8 @@ double MaxOffCpuShare(int n, Start start, End end, Cpu cpu, Delay delay) {
   return worst;
 }
 
-/// A window's overrun bound: 2 x its length + 20 ms (the stop's scheduling
-/// delay on a loaded machine); fixed work 60 s.
+/// Overrun bound: 2 x the window + 20 ms (the stop's scheduling delay under
+/// load); fixed work 60 s.
 uint64_t OverrunBoundNs(uint64_t window_ns, bool fixed_work);
 
 }  // namespace lockline
