@@ -674,12 +674,6 @@ void KernelEvidence::DrainLive() {
   for (Task& t : tasks_) t.zl.Drain(t.ztally);
 }
 
-ZoneLockTally KernelEvidence::ZoneSum() const {
-  ZoneLockTally s;
-  for (const Task& t : tasks_) s.Add(t.ztally);
-  return s;
-}
-
 void KernelEvidence::CloseTask(int index) {
   tasks_[static_cast<std::size_t>(index)].tc.Close();
   tasks_[static_cast<std::size_t>(index)].zl.Close();
@@ -707,12 +701,6 @@ void KernelEvidence::VmstatEnd() {
     if (it != vm_before_.end()) vm_sum_[k] += v - it->second;
   }
   vm_before_.clear();
-}
-
-ContentionTally KernelEvidence::Sum() const {
-  ContentionTally s;
-  for (const Task& t : tasks_) s.Add(t.tally);
-  return s;
 }
 
 nlohmann::json ZoneLockJson(const ZoneLockTally& z, uint64_t ops) {
@@ -766,45 +754,12 @@ KernelEvidence::Sources KernelEvidence::OpenedSources() const {
   return o;
 }
 
-void KernelEvidence::ReportTracepoints(const Sources& o, json& k,
-                                       Metrics& metrics, uint64_t ops) const {
-  if (o.counted) {
-    k["contention_begin"] = total_.begin;
-    k["contention_end"] = total_.end;
-    metrics.emplace_back(
-        "kernel_contention_per_op",
-        ops ? static_cast<double>(total_.begin) / static_cast<double>(ops)
-            : 0.0);
-    k["tracepoint_note"] =
-        "qspinlock fires lock:contention_begin only when a waiter joins the "
-        "MCS queue (kernel/locking/qspinlock.c since 5.19): a single spinning "
-        "waiter (pending bit) and every waiter of a guest without paravirt "
-        "spinlocks (virt_spin_lock, test-and-set) are not traced; the spin "
-        "profile sees them";
-  }
-  if (o.sampled) {
-    k["attribution"] = {{"zone_lock", total_.zone},
-                        {"lru_lock", total_.lru},
-                        {"other", total_.other}};
-    k["samples"] = total_.samples;
-    k["sample_period"] = sample_period_;
-    k["top_callers"] = TopCallers(total_.callers);
-    if (total_.samples > 0) {
-      const double n = static_cast<double>(total_.samples);
-      metrics.emplace_back("kernel_contention_zone_share",
-                           static_cast<double>(total_.zone) / n);
-      metrics.emplace_back("kernel_contention_lru_share",
-                           static_cast<double>(total_.lru) / n);
-    }
-  }
-  if (o.sampled || o.spun) k["samples_lost"] = total_.lost;
-}
-
 void KernelEvidence::ReportZoneLock(const Sources& o, json& sources, json& k,
                                     Metrics& metrics, uint64_t ops) const {
   PutSource(sources, "zone_lock", o.zone, o.zone_reason);
   if (!o.zone) return;
-  const ZoneLockTally z = ZoneSum();
+  ZoneLockTally z;
+  for (const Task& t : tasks_) z.Add(t.ztally);
   const json& j = k["zone_lock"] = ZoneLockJson(z, ops);
   // No event at all: "not observed" (no metric), never 0.0 per op.
   if (!j["acquisitions_per_op"].is_number()) return;
@@ -817,7 +772,6 @@ void KernelEvidence::ReportZoneLock(const Sources& o, json& sources, json& k,
 
 void KernelEvidence::Report(json& details, Metrics& metrics,
                             uint64_t ops) const {
-  total_ = Sum();
   if (!off_reason_.empty()) {
     json sources = json::object();
     for (const char* name : {"tracepoints", "callchains", "spin_profile",
@@ -831,6 +785,8 @@ void KernelEvidence::Report(json& details, Metrics& metrics,
     return;
   }
   const Sources o = OpenedSources();
+  ContentionTally total;
+  for (const Task& t : tasks_) total.Add(t.tally);
   json sources = json::object();
   PutSource(sources, "tracepoints", o.counted, o.tp_reason);
   PutSource(sources, "callchains", o.sampled, o.sample_reason);
@@ -844,29 +800,57 @@ void KernelEvidence::Report(json& details, Metrics& metrics,
   json k = json::object();
   const TracepointInfo& tp = ContentionTracepoints();
   if (tp.mounted_here) k["tracefs_mounted_by_lockline"] = tp.tracefs;
-  ReportTracepoints(o, k, metrics, ops);
+  if (o.counted) {
+    k["contention_begin"] = total.begin;
+    k["contention_end"] = total.end;
+    metrics.emplace_back(
+        "kernel_contention_per_op",
+        ops ? static_cast<double>(total.begin) / static_cast<double>(ops)
+            : 0.0);
+    k["tracepoint_note"] =
+        "qspinlock fires lock:contention_begin only when a waiter joins the "
+        "MCS queue (kernel/locking/qspinlock.c since 5.19): a single spinning "
+        "waiter (pending bit) and every waiter of a guest without paravirt "
+        "spinlocks (virt_spin_lock, test-and-set) are not traced; the spin "
+        "profile sees them";
+  }
+  if (o.sampled) {
+    k["attribution"] = {{"zone_lock", total.zone},
+                        {"lru_lock", total.lru},
+                        {"other", total.other}};
+    k["samples"] = total.samples;
+    k["sample_period"] = sample_period_;
+    k["top_callers"] = TopCallers(total.callers);
+    if (total.samples > 0) {
+      const double n = static_cast<double>(total.samples);
+      metrics.emplace_back("kernel_contention_zone_share",
+                           static_cast<double>(total.zone) / n);
+      metrics.emplace_back("kernel_contention_lru_share",
+                           static_cast<double>(total.lru) / n);
+    }
+  }
+  if (o.sampled || o.spun) k["samples_lost"] = total.lost;
   if (o.spun) {
-    const uint64_t spin =
-        total_.spin_zone + total_.spin_lru + total_.spin_other;
+    const uint64_t spin = total.spin_zone + total.spin_lru + total.spin_other;
     k["spin"] = {{"period_ns", spin_period_ns_},
-                 {"samples", total_.clock_samples},
-                 {"kernel_samples", total_.clock_kernel},
+                 {"samples", total.clock_samples},
+                 {"kernel_samples", total.clock_kernel},
                  {"spinning", spin},
-                 {"zone_lock", total_.spin_zone},
-                 {"lru_lock", total_.spin_lru},
-                 {"other", total_.spin_other},
-                 {"top_callers", TopCallers(total_.spin_callers)},
+                 {"zone_lock", total.spin_zone},
+                 {"lru_lock", total.spin_lru},
+                 {"other", total.spin_other},
+                 {"top_callers", TopCallers(total.spin_callers)},
                  {"note",
                   "task-clock samples of the point's tasks with kernel "
                   "callchains; a sample inside a spinlock slow path is "
                   "attributed by the function that asked for the lock"}};
-    if (total_.clock_samples > 0) {
-      const double n = static_cast<double>(total_.clock_samples);
+    if (total.clock_samples > 0) {
+      const double n = static_cast<double>(total.clock_samples);
       metrics.emplace_back("kernel_spin_share", static_cast<double>(spin) / n);
       metrics.emplace_back("kernel_spin_zone_share",
-                           static_cast<double>(total_.spin_zone) / n);
+                           static_cast<double>(total.spin_zone) / n);
       metrics.emplace_back("kernel_spin_lru_share",
-                           static_cast<double>(total_.spin_lru) / n);
+                           static_cast<double>(total.spin_lru) / n);
     }
   }
   if (vm) {

@@ -360,10 +360,6 @@ class KernelEvidence {
   void DrainLive();
   /// Marks the evidence as not collected (--evidence=off): Report says so.
   void SetOff(const std::string& why) { off_reason_ = why; }
-  /// zone->lock holds summed over tasks (after DrainLive).
-  ZoneLockTally ZoneSum() const;
-  /// Contention counts summed so far over tasks (after End).
-  ContentionTally Sum() const;
   /// Adds kernel_contention_per_op (begin events / ops) when measured, and
   /// details["kernel"] as in results/SCHEMA.md.
   using Metrics = std::vector<std::pair<std::string, double>>;
@@ -377,8 +373,6 @@ class KernelEvidence {
     std::string tp_reason, sample_reason, spin_reason, zone_reason;
   };
   Sources OpenedSources() const;
-  void ReportTracepoints(const Sources& o, nlohmann::json& k, Metrics& metrics,
-                         uint64_t ops) const;
   void ReportZoneLock(const Sources& o, nlohmann::json& sources,
                       nlohmann::json& k, Metrics& metrics, uint64_t ops) const;
   struct Task {
@@ -395,7 +389,6 @@ class KernelEvidence {
   std::map<std::string, uint64_t> vm_before_;
   std::map<std::string, uint64_t> vm_sum_;  // summed deltas
   bool vm_ok_ = true;
-  mutable ContentionTally total_;
   std::vector<ZonePcp> pcp_;
 };
 
