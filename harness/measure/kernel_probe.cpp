@@ -754,22 +754,6 @@ KernelEvidence::Sources KernelEvidence::OpenedSources() const {
   return o;
 }
 
-void KernelEvidence::ReportZoneLock(const Sources& o, json& sources, json& k,
-                                    Metrics& metrics, uint64_t ops) const {
-  PutSource(sources, "zone_lock", o.zone, o.zone_reason);
-  if (!o.zone) return;
-  ZoneLockTally z;
-  for (const Task& t : tasks_) z.Add(t.ztally);
-  const json& j = k["zone_lock"] = ZoneLockJson(z, ops);
-  // No event at all: "not observed" (no metric), never 0.0 per op.
-  if (!j["acquisitions_per_op"].is_number()) return;
-  metrics.emplace_back("zone_lock_acquisitions_per_op",
-                       j["acquisitions_per_op"].get<double>());
-  metrics.emplace_back("zone_lock_pages_per_acquisition",
-                       static_cast<double>(z.alloc_pages + z.drain_pages) /
-                           j["acquisitions"].get<double>());
-}
-
 void KernelEvidence::Report(json& details, Metrics& metrics,
                             uint64_t ops) const {
   if (!off_reason_.empty()) {
@@ -861,7 +845,20 @@ void KernelEvidence::Report(json& details, Metrics& metrics,
         "system-wide counters over the windows: other processes' activity is "
         "included";
   }
-  if (zone_lock_) ReportZoneLock(o, sources, k, metrics, ops);
+  if (zone_lock_) PutSource(sources, "zone_lock", o.zone, o.zone_reason);
+  if (zone_lock_ && o.zone) {
+    ZoneLockTally z;
+    for (const Task& t : tasks_) z.Add(t.ztally);
+    const json& j = k["zone_lock"] = ZoneLockJson(z, ops);
+    // No event at all: "not observed" (no metric), never 0.0 per op.
+    if (j["acquisitions_per_op"].is_number()) {
+      metrics.emplace_back("zone_lock_acquisitions_per_op",
+                           j["acquisitions_per_op"].get<double>());
+      metrics.emplace_back("zone_lock_pages_per_acquisition",
+                           static_cast<double>(z.alloc_pages + z.drain_pages) /
+                               j["acquisitions"].get<double>());
+    }
+  }
   k["sources"] = sources;
   k["pcp"] = ZonePcpJson(pcp_);
   details["kernel"] = k;

@@ -373,8 +373,6 @@ class KernelEvidence {
     std::string tp_reason, sample_reason, spin_reason, zone_reason;
   };
   Sources OpenedSources() const;
-  void ReportZoneLock(const Sources& o, nlohmann::json& sources,
-                      nlohmann::json& k, Metrics& metrics, uint64_t ops) const;
   struct Task {
     TaskContention tc;
     ContentionTally tally;
