@@ -263,9 +263,7 @@ int PlannedHelperCount(const Topology& topo) {
 std::vector<HelperPlace> PlanHelperPlaces(const Topology& topo,
                                           const ThreadPlan& plan,
                                           bool oversubscribe) {
-  HelperRule rule;
-  rule.topo = &topo;
-  rule.allow_shared_pu = oversubscribe;
+  const HelperRule rule{.allow_shared_pu = oversubscribe, .topo = &topo};
   return PlaceHelpersNear(topo.usable_pus(), plan, PlannedHelperCount(topo),
                           rule);
 }
@@ -298,8 +296,7 @@ nlohmann::json HelperPlanJson(const Topology& topo, const ThreadPlan& plan,
                 {"refused", false},
                 {"why", p.why}});
     } else {
-      HelperRule rule;
-      rule.allow_shared_pu = oversubscribe;
+      const HelperRule rule{.allow_shared_pu = oversubscribe};
       h.update({{"pu", -1},
                 {"refused", true},
                 {"why", DescribeHelperPlaces({}, 1, rule)[0]}});

@@ -841,9 +841,7 @@ std::string FormatPlans(const Topology& topo, const PinSpec& pin,
         << ", SMT siblings: " << (plan.smt_siblings ? "yes" : "no")
         << (plan.oversubscribed ? ", oversubscribed: yes" : "") << "\n";
     // Where each helper thread would run, and why.
-    HelperRule rule;
-    rule.topo = &topo;
-    rule.allow_shared_pu = oversubscribe;
+    const HelperRule rule{.allow_shared_pu = oversubscribe, .topo = &topo};
     const std::vector<std::string> helpers =
         DescribeHelperPlaces(PlanHelperPlaces(topo, plan, oversubscribe),
                              PlannedHelperCount(topo), rule);

@@ -358,9 +358,9 @@ void LabelRow(json& c, const std::vector<CoherenceRegime>* rs,
 }  // namespace
 
 std::string RegimeLabel(int rank) {
-  if (rank == 1) return "near";
-  if (rank == 2) return "far";
-  return "regime" + std::to_string(rank);
+  return rank == 1   ? "near"
+         : rank == 2 ? "far"
+                     : "regime" + std::to_string(rank);
 }
 
 std::vector<CoherenceRegime> ClusterLatencies(const std::vector<double>& ns) {

@@ -82,10 +82,8 @@ const CounterReading* FindReading(const std::vector<CounterReading>& sum,
 // A name predicate: the event's base name is one of `names` (lower case).
 auto Named(std::initializer_list<const char*> names) {
   return [names](const std::string& n) {
-    const std::string b = EventBaseName(n);
-    for (const char* x : names)
-      if (b == x) return true;
-    return false;
+    return std::find(names.begin(), names.end(), EventBaseName(n)) !=
+           names.end();
   };
 }
 

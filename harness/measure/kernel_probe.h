@@ -42,8 +42,7 @@ struct TracepointInfo {
 /// not root, ids unreadable, kernel before 5.19. Thread-safe, computed once.
 const TracepointInfo& ContentionTracepoints();
 
-/// Which lock a contention sample is attributed to.
-enum class LockClass { kZone, kLru, kOther };
+enum class LockClass { kZone, kLru, kOther };  ///< a contention sample's lock
 
 /// Attributes a contention_begin callchain (innermost first) to a lock: lock
 /// primitives' and perf / tracing frames skipped, the first function taking
@@ -366,8 +365,7 @@ class KernelEvidence {
   void Report(nlohmann::json& details, Metrics& metrics, uint64_t ops) const;
 
  private:
-  // Which sources a task opened (every task, in OpenedSources), and why not
-  // (the first task's reason).
+  // Which sources a task (OpenedSources: every task) opened, and why not.
   struct Sources {
     bool counted = false, sampled = false, spun = false, zone = false;
     std::string tp_reason, sample_reason, spin_reason, zone_reason;

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <future>
 #include <new>
+#include <utility>
 
 #include "harness/machine/memory.h"
 #include "harness/machine/restore.h"
@@ -138,11 +139,7 @@ void ThreadTeam::Post(const std::function<void(int)>& fn) {
 }
 
 void ThreadTeam::RethrowError() {
-  if (error_) {
-    auto e = error_;
-    error_ = nullptr;
-    std::rethrow_exception(e);
-  }
+  if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
 }
 
 void ThreadTeam::RunOnAll(const std::function<void(int)>& fn) {
