@@ -254,10 +254,8 @@ bool RecoverablePath(const std::string& path) {
 }
 
 bool RecoverableValue(const std::string& value) {
-  if (value.empty() || value.size() > 10) return false;
-  for (char c : value)
-    if (c < '0' || c > '9') return false;
-  return true;
+  return !value.empty() && value.size() <= 10 &&
+         value.find_first_not_of("0123456789") == std::string::npos;
 }
 
 std::vector<std::string> RecoverPreviousRun() {

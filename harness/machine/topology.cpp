@@ -55,12 +55,10 @@ struct Bitmap {
 
 // A non-negative decimal integer of at most kMaxListValue, else false.
 bool ParseNumber(const std::string& s, long* out) {
-  if (s.empty() || s.size() > 9) return false;
-  long v = 0;
-  for (char c : s) {
-    if (c < '0' || c > '9') return false;
-    v = v * 10 + (c - '0');
-  }
+  if (s.empty() || s.size() > 9 ||
+      s.find_first_not_of("0123456789") != std::string::npos)
+    return false;
+  const long v = std::stol(s);
   if (v > kMaxListValue) return false;
   *out = v;
   return true;
