@@ -1,5 +1,4 @@
-// The one small interface every lock algorithm implements (see all_locks.h for
-// the table).
+// The interface every lock algorithm implements (the table: all_locks.h).
 #pragma once
 
 #include <concepts>

@@ -10,8 +10,7 @@ double Ratio(double num, double den) { return den > 0 ? num / den : 0.0; }
 /// Upper edge (ns) of bucket b: bucket 0 holds only 0, bucket b < 2^b.
 uint64_t BucketUpperNs(int b) { return b == 0 ? 0 : (uint64_t{1} << b) - 1; }
 
-/// Upper edge of the bucket holding quantile q of the histogram, capped at
-/// `max_ns`.
+/// Upper edge of the bucket holding quantile q, capped at `max_ns`.
 uint64_t Quantile(const uint64_t (&hist)[kWaitBuckets], uint64_t total,
                   double q, uint64_t max_ns) {
   if (total == 0) return 0;
@@ -19,9 +18,8 @@ uint64_t Quantile(const uint64_t (&hist)[kWaitBuckets], uint64_t total,
   uint64_t seen = 0;
   for (int b = 0; b < kWaitBuckets; ++b) {
     seen += hist[b];
-    if (static_cast<double>(seen) >= rank && hist[b] > 0) {
+    if (static_cast<double>(seen) >= rank && hist[b] > 0)
       return std::min(BucketUpperNs(b), max_ns);
-    }
   }
   return max_ns;
 }

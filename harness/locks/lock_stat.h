@@ -1,8 +1,7 @@
 // lock_stat-like per-lock, per-thread statistics (after Linux CONFIG_LOCK_STAT,
 // Documentation/locking/lockstat.rst): acquisitions, contentions, wait and hold
-// time, hand-offs and a log2 wait histogram.
-//
-// Measurement model: nothing of ours under the lock and no shared-line write.
+// time, hand-offs and a log2 wait histogram. Measurement model: nothing of
+// ours under the lock and no shared-line write.
 // LockWithStats tries first (Linux LOCK_CONTENDED); a failed try is contended,
 // timed from before lock() to after unlock() (span = wait + hold). Every
 // kHoldSampleEvery-th acquisition times its hold inside the lock (the only
@@ -11,7 +10,6 @@
 // another thread's hold, so it is a hand-off (handoffs is a lower bound).
 #pragma once
 
-#include <atomic>
 #include <bit>
 #include <cstdint>
 #include <nlohmann/json.hpp>
@@ -30,8 +28,8 @@ inline constexpr int kWaitBuckets = 40;
 /// percent after a few thousand, and the other 63 pay no clock read.
 inline constexpr uint64_t kHoldSampleEvery = 64;
 
-/// One thread's statistics for one lock (its PaddedSlots slot), read by the
-/// main thread after the windows' end barrier.
+/// One thread's statistics for one lock (its PaddedSlots slot), read after the
+/// windows end.
 struct alignas(kCacheLine) LockStatThread {
   uint64_t acquisitions = 0;  ///< successful lock() calls
   uint64_t contended = 0;     ///< acquisitions whose first try_lock failed
@@ -47,13 +45,12 @@ struct alignas(kCacheLine) LockStatThread {
   void Reset() { *this = LockStatThread{}; }
 };
 
-/// Bucket of a wait of `ns` nanoseconds in LockStatThread::wait_hist.
+/// The wait_hist bucket of a wait of `ns`.
 inline int WaitBucket(uint64_t ns) {
   const int b = static_cast<int>(std::bit_width(ns));
   return b < kWaitBuckets ? b : kWaitBuckets - 1;
 }
 
-/// Records a contended acquisition's wait of `wait` ns in `st`.
 inline void RecordWait(LockStatThread& st, uint64_t wait) {
   st.wait_ns += wait;
   if (wait > st.max_wait_ns) st.max_wait_ns = wait;
@@ -84,7 +81,7 @@ void LockWithStats(L& lock, LockStatThread& st) {
 }
 
 /// Releases `lock`, closing a sampled hold (clock read before the release) or
-/// a contended span (clock read after it).
+/// a contended span (after it).
 template <LockAlgorithm L>
 void UnlockWithStats(L& lock, LockStatThread& st) {
   if (st.hold_start_ns != 0) [[unlikely]] {
@@ -118,9 +115,8 @@ void UnlockCounted(L& lock, LockStatThread& st, bool stats) {
   lock.unlock();
 }
 
-/// One lock's summary (results/SCHEMA.md lock_stat): totals, shares per
-/// acquisition, wait_share = wait_ns / (thread_seconds x 1e9), wait quantiles
-/// (the log2 bucket's upper edge, capped at the max), Jain fairness, the
+/// One lock's summary (results/SCHEMA.md lock_stat): totals, shares, wait
+/// quantiles (the log2 bucket's upper edge, capped at the max), Jain fairness,
 /// histogram, per_thread. Null threads skipped; zero denominators give 0.
 nlohmann::json SummarizeLockStats(
     const std::vector<const LockStatThread*>& threads, double thread_seconds,

@@ -1,5 +1,4 @@
-// MCS queue lock (Mellor-Crummey and Scott, ACM TOCS 1991) with thread-local
-// queue nodes.
+// MCS queue lock (Mellor-Crummey and Scott, ACM TOCS 1991).
 #pragma once
 
 #include <atomic>
@@ -44,9 +43,8 @@ struct McsThreadNodes {
     std::abort();
   }
   McsNode* Find(const void* lock) {
-    for (int i = 0; i < kMcsMaxNesting; ++i) {
+    for (int i = 0; i < kMcsMaxNesting; ++i)
       if (owner[i] == lock) return &nodes[i];
-    }
     std::fprintf(
         stderr,
         "lockline: McsLock::unlock() by a thread that does not hold it\n");
@@ -87,12 +85,10 @@ class McsLock {
     // The predecessor learns of us only through prev->next, so locked = 1
     // written before that link is ordered before its hand-off store of 0.
     node->locked.store(1, std::memory_order_relaxed);
-    // Release: the predecessor reads `next` with acquire before writing
-    // node->locked = 0.
+    // Release: the predecessor reads `next` (acquire) before locked = 0.
     prev->next.store(node, std::memory_order_release);
     SpinWait wait;
-    // Acquire: pairs with the predecessor's release store of locked = 0 (the
-    // hand-off).
+    // Acquire: pairs with the predecessor's hand-off (release, locked = 0).
     while (node->locked.load(std::memory_order_acquire) != 0) wait.Relax();
   }
 
@@ -116,22 +112,19 @@ class McsLock {
     McsNode* next = node->next.load(std::memory_order_acquire);
     if (next == nullptr) {
       McsNode* expected = node;
-      // Release: publishes the critical section to the next thread that finds
-      // tail_ empty.
+      // Release: publishes the critical section to whoever finds tail_ empty.
       if (tail_.compare_exchange_strong(expected, nullptr,
                                         std::memory_order_release,
                                         std::memory_order_relaxed)) {
         tls_mcs_nodes.Release(node);
         return;
       }
-      // A successor swapped tail_ but has not linked itself yet: wait for the
-      // link.
+      // A successor swapped tail_ but has not linked itself yet: wait.
       SpinWait wait;
       while ((next = node->next.load(std::memory_order_acquire)) == nullptr)
         wait.Relax();
     }
-    // Release: hands the lock and the critical section's writes to the
-    // successor.
+    // Release: hands the lock and the critical section to the successor.
     next->locked.store(0, std::memory_order_release);
     tls_mcs_nodes.Release(node);
   }

@@ -35,9 +35,8 @@ static_assert(sizeof(PthreadMutexLock) == 40,
               "glibc x86-64 pthread_mutex_t is 40 bytes");
 #endif
 
-/// pthread_spinlock_t (glibc): a 4-byte TTAS lock (exchange, then a read-only
-/// spin with the relax hint; release store). It never yields, even
-/// oversubscribed: kept as glibc ships it. Not fair.
+/// pthread_spinlock_t (glibc): a 4-byte TTAS lock (exchange, read-only spin
+/// with the relax hint, release store); never yields (as glibc). Not fair.
 class PthreadSpinLock {
  public:
   static constexpr const char* kName = "pthread_spin";

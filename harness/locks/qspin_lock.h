@@ -31,16 +31,14 @@ inline constexpr uint32_t kQspinMaxThreads = (1u << 14) - 1;
 /// Per-thread queue nodes (Linux: per-CPU `qnodes`).
 struct QspinThreadNodes {
   QspinNode nodes[kQspinMaxNodes];
-  int count = 0;  ///< nodes in use (nesting level)
-  uint32_t id =
-      0;  ///< 1-based thread id in the tail encoding; 0 until first slow path
+  int count = 0;    ///< nodes in use (one is free once its lock is held)
+  uint32_t id = 0;  ///< 1-based tail id; 0 until the first slow path
 };
 inline thread_local QspinThreadNodes tls_qspin_nodes;
 
 namespace qspin_detail {
 
-/// Maps tail ids to threads' node arrays (Linux computes per_cpu_ptr(&qnodes,
-/// cpu) instead).
+/// Tail id -> thread's nodes (Linux: per_cpu_ptr(&qnodes, cpu)).
 struct Registry {
   std::atomic<QspinThreadNodes*> slots[kQspinMaxThreads + 1] = {};
   std::mutex mu;
@@ -65,8 +63,7 @@ struct IdReleaser {
   }
 };
 
-/// This thread's tail id, registering its node array on first use (slow path
-/// only).
+/// This thread's tail id, registering its nodes on first (slow-path) use.
 inline uint32_t ThreadId() {
   QspinThreadNodes& t = tls_qspin_nodes;
   if (t.id != 0) return t.id;
@@ -101,14 +98,12 @@ inline uint32_t ThreadId() {
 /// The first contender sets pending and spins on the word; later ones queue
 /// MCS-style on thread-local nodes and only the head spins on the word, so a
 /// hand-off moves the word between at most two threads plus one node line.
-/// Lock word (4 bytes, _Q_PENDING_BITS == 8, little-endian): bits 0-7 locked
-/// byte, 8-15 pending byte, 16-17 tail node index, 18-31 tail thread id + 1
-/// (0: queue empty). Byte and half-word accesses are mixed-size atomics (GCC
-/// and Clang on x86-64 / aarch64 do what the kernel relies on). The fast
-/// path's CAS cannot forward from the last unlock's byte store, so a tight
-/// uncontended lock+unlock costs a little more than TAS, as in Linux. Not
-/// modelled: paravirt hooks, CNA. A node is free once its thread holds the
-/// lock.
+/// Lock word (4 bytes, _Q_PENDING_BITS == 8, little-endian): bits 0-7 locked,
+/// 8-15 pending, 16-17 tail node index, 18-31 tail thread id + 1 (0: empty).
+/// Byte and half-word accesses are mixed-size atomics (as GCC and Clang do
+/// on x86-64 / aarch64, which the kernel relies on). The fast path's CAS
+/// cannot forward from the last unlock's byte store, so uncontended it costs
+/// a little more than TAS, as in Linux. Not modelled: paravirt hooks, CNA.
 class QspinLock {
  public:
   static constexpr const char* kName = "qspinlock";
@@ -122,8 +117,7 @@ class QspinLock {
 
   void lock() {
     uint32_t val = 0;
-    // Fast path. Acquire: pairs with the previous holder's release store of the
-    // locked byte.
+    // Fast path. Acquire: pairs with the last unlock's release store.
     if (__atomic_compare_exchange_n(&val_, &val, kLocked, false,
                                     __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
       return;
@@ -132,17 +126,15 @@ class QspinLock {
   }
 
   bool try_lock() {
-    // Linux queued_spin_trylock: read first, CAS 0 -> locked only if the word
-    // is all clear.
+    // queued_spin_trylock: read first, CAS 0 -> locked only if all clear.
     uint32_t val = __atomic_load_n(&val_, __ATOMIC_RELAXED);
     return val == 0 &&
            __atomic_compare_exchange_n(&val_, &val, kLocked, false,
                                        __ATOMIC_ACQUIRE, __ATOMIC_RELAXED);
   }
 
-  // Release: a byte store of 0 to the locked byte publishes the critical
-  // section to whoever next sees locked == 0 with acquire (fast-path CAS,
-  // pending waiter or queue head).
+  // Release: the byte store of 0 publishes the critical section to whoever
+  // next sees locked == 0 with acquire (fast path, pending waiter, head).
   void unlock() {
     __atomic_store_n(LockedByte(), uint8_t{0}, __ATOMIC_RELEASE);
   }
@@ -180,8 +172,7 @@ class QspinLock {
   }
 
   void SlowPath(uint32_t val) {
-    // A pending -> locked hand-over is in progress (val == pending only): wait
-    // a bounded time.
+    // A pending -> locked hand-over in progress: wait a bounded time.
     if (val == kPending) {
       int loops = kPendingLoops;
       while ((val = Load(__ATOMIC_RELAXED)) == kPending && loops-- > 0)
@@ -193,20 +184,17 @@ class QspinLock {
       val = __atomic_fetch_or(&val_, kPending, __ATOMIC_ACQUIRE);
       if ((val & ~kLockedMask) == 0) {
         if (val & kLockedMask) {
-          // Pending owner: spin on the word. Acquire: pairs with the holder's
-          // unlock store.
+          // Pending owner: spin on the word (acquire: the holder's unlock).
           SpinWait wait;
           while (Load(__ATOMIC_ACQUIRE) & kLockedMask) wait.Relax();
         }
         // clear_pending_set_locked: one 16-bit store (0, 1). Relaxed: we own
-        // the lock already; nobody else writes locked or pending while pending
-        // is ours.
+        // the lock; nobody else writes locked or pending while pending is ours.
         __atomic_store_n(LockedPendingHalf(), static_cast<uint16_t>(kLocked),
                          __ATOMIC_RELAXED);
         return;
       }
-      // Someone else is pending or queued: undo our pending bit if we were the
-      // one to set it.
+      // Someone else is pending or queued: undo our pending bit if we set it.
       if ((val & kPendingMask) == 0)
         __atomic_store_n(PendingByte(), uint8_t{0}, __ATOMIC_RELAXED);
     }
@@ -229,8 +217,7 @@ class QspinLock {
     QspinNode* node = &t.nodes[idx];
     node->locked.store(0, std::memory_order_relaxed);
     node->next.store(nullptr, std::memory_order_relaxed);
-    // The owner and pending waiter may have gone while we set up: try once
-    // more.
+    // The owner and pending waiter may have gone meanwhile: try once more.
     if (try_lock()) {
       --t.count;
       return;
@@ -246,17 +233,15 @@ class QspinLock {
     QspinNode* next = nullptr;
     if (old & kTailMask) {
       QspinNode* prev = DecodeTail(old);
-      // Release: our node's initialisation happens-before the predecessor's
-      // write to locked.
+      // Release: our node's init happens-before the predecessor's locked write.
       prev->next.store(node, std::memory_order_release);
       SpinWait wait;
-      // Acquire: pairs with the predecessor's release store of locked = 1 (we
-      // are the head).
+      // Acquire: pairs with the predecessor's release store of locked = 1.
       while (node->locked.load(std::memory_order_acquire) == 0) wait.Relax();
       next = node->next.load(std::memory_order_acquire);
     }
-    // Queue head: wait for the owner and the pending waiter to go. Acquire:
-    // pairs with the unlock store of the locked byte.
+    // Queue head: wait for the owner and the pending waiter to go (acquire:
+    // pairs with the unlock).
     uint32_t val;
     {
       SpinWait wait;
@@ -271,8 +256,7 @@ class QspinLock {
       return;
     }
     // Others queued behind us: set the locked byte (relaxed, as above; nobody
-    // else may set it while the tail is non-zero), then make our successor the
-    // new head.
+    // else may while the tail is non-zero), then make our successor the head.
     __atomic_store_n(LockedByte(), static_cast<uint8_t>(kLocked),
                      __ATOMIC_RELAXED);
     if (next == nullptr) {
@@ -281,8 +265,7 @@ class QspinLock {
       while ((next = node->next.load(std::memory_order_acquire)) == nullptr)
         wait.Relax();
     }
-    // Release: the successor's node accesses after it sees locked = 1 follow
-    // ours.
+    // Release: the new head's node accesses follow ours.
     next->locked.store(1, std::memory_order_release);
     --t.count;
   }

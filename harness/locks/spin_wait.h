@@ -29,7 +29,6 @@ inline thread_local uint64_t tls_yields = 0;
 inline void SetSpinYield(SpinYield policy) {
   spin_wait_detail::tls_policy = policy;
 }
-/// The calling thread's spin policy.
 inline SpinYield CurrentSpinYield() { return spin_wait_detail::tls_policy; }
 /// sched_yield() calls SpinWait made on the calling thread so far (test hook).
 inline uint64_t SpinYieldsOnThisThread() {
@@ -48,8 +47,7 @@ class SpinWait {
 
   void Relax() {
     if (!may_yield_ || spins_ < kSpinsBeforeYield) {
-      ++spins_;  // wraps after 2^32 relaxes: harmless, only compared when
-                 // may_yield_
+      ++spins_;  // may wrap: compared only when may_yield_
       CpuRelax();
     } else {
       ++spin_wait_detail::tls_yields;

@@ -23,14 +23,12 @@ class TasLock {
 
   void lock() {
     SpinWait wait;
-    // Acquire: on success, orders the critical section after the previous
-    // holder's release store in unlock(). Failed exchanges write 1 over 1 and
-    // order nothing useful.
+    // Acquire: a success orders the critical section after the last unlock();
+    // failed exchanges write 1 over 1 and order nothing useful.
     while (word_.exchange(1, std::memory_order_acquire) != 0) wait.Relax();
   }
   bool try_lock() { return word_.exchange(1, std::memory_order_acquire) == 0; }
-  // Release: publishes the critical section's writes to the next acquirer's
-  // exchange.
+  // Release: publishes the critical section to the next acquirer's exchange.
   void unlock() { word_.store(0, std::memory_order_release); }
 
  private:
@@ -53,8 +51,8 @@ class TtasLock {
   TtasLock& operator=(const TtasLock&) = delete;
 
   void lock() {
-    // Acquire on the successful exchange, as in TasLock; the read-only spin is
-    // relaxed since it only decides when to retry.
+    // Acquire on the successful exchange; the read-only spin only decides
+    // when to retry (relaxed).
     if (word_.exchange(1, std::memory_order_acquire) == 0) return;
     SpinWait wait;
     for (;;) {

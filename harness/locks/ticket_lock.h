@@ -1,5 +1,4 @@
-// Ticket spinlock as in x86 Linux 2.6.25 to 4.1 (NR_CPUS >= 256 flavour: two
-// u16 halves).
+// Ticket spinlock as in x86 Linux 2.6.25 to 4.1.
 #pragma once
 
 #include <atomic>
@@ -28,8 +27,7 @@ class TicketLock {
   TicketLock& operator=(const TicketLock&) = delete;
 
   void lock() {
-    // Relaxed: taking a ticket orders nothing; the acquire is the load that
-    // sees head == mine.
+    // Relaxed: the acquire is the load that sees head == mine.
     const uint16_t mine = tail_.fetch_add(1, std::memory_order_relaxed);
     if (head_.load(std::memory_order_acquire) == mine) return;
     SpinWait wait;
@@ -40,8 +38,7 @@ class TicketLock {
   bool try_lock() {
     // Free iff head == tail; claim ticket `tail` by CAS so a failed try takes
     // no ticket. Acquire on the head load pairs with the last unlock; the CAS
-    // itself needs no ordering (head cannot move while head == tail: nobody
-    // holds the lock).
+    // needs none (head cannot move while nobody holds the lock).
     uint16_t t = tail_.load(std::memory_order_relaxed);
     if (head_.load(std::memory_order_acquire) != t) return false;
     return tail_.compare_exchange_strong(t, static_cast<uint16_t>(t + 1),
@@ -50,9 +47,8 @@ class TicketLock {
   }
 
   void unlock() {
-    // Only the holder writes head, so load + store (Linux: a non-locked `incw`
-    // on head). Release: publishes the critical section to the waiter holding
-    // ticket head + 1.
+    // Only the holder writes head: load + store (Linux: a non-locked `incw`).
+    // Release: publishes the critical section to ticket head + 1.
     const uint16_t h = head_.load(std::memory_order_relaxed);
     head_.store(static_cast<uint16_t>(h + 1), std::memory_order_release);
   }

@@ -1,7 +1,5 @@
 #include "harness/machine/cgroup.h"
 
-#include <sys/stat.h>
-
 #include <cstdlib>
 #include <sstream>
 #include <vector>
@@ -27,11 +25,6 @@ std::vector<std::string> SelfAndAncestors(std::string path) {
 
 std::string Join(const std::string& a, const std::string& b) {
   return b == "/" ? a : a + b;
-}
-
-bool IsDir(const std::string& path) {
-  struct stat st {};
-  return stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
 }
 
 // The mount's root in its hierarchy (mountinfo field 4 where field 5 is
@@ -63,8 +56,7 @@ std::string UnderMountRoot(const std::string& path,
   return path;
 }
 
-// Where the process's cgroup lies under `mount` (see ReadCgroupCpu): the path
-// relative to the mount root, else the mount root itself.
+// The process's cgroup dir under `mount` (relative to its root), else `mount`.
 std::string ProcessDir(const std::string& mount, const std::string& path,
                        const std::string& mount_root, std::string* rel,
                        std::string* note) {

@@ -51,10 +51,9 @@ inline uint64_t ThreadCpuNs() {
 /// ThreadRunDelayNs' answer where the kernel keeps no run delay.
 inline constexpr uint64_t kNoRunDelay = UINT64_MAX;
 
-/// The thread's run delay in ns: time runnable but not running (second field
-/// of /proc/thread-self/schedstat, kernel/sched/stats.h sched_info_arrive);
-/// a voluntary sleep adds nothing. kNoRunDelay without schedstat or /proc. A
-/// pread(2) of a kept descriptor: read around windows, never inside one.
+/// Run delay, ns: runnable but not running, a sleep adds nothing (field 2 of
+/// /proc/thread-self/schedstat, kernel/sched/stats.h sched_info_arrive), else
+/// kNoRunDelay. A pread(2): read around windows, never inside one.
 inline uint64_t ThreadRunDelayNs() {
   struct Fd {
     int fd = open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);

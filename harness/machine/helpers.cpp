@@ -1,5 +1,4 @@
-// Where helper threads go: the free PU nearest the measured threads they
-// serve (PlaceHelpersNear), and the columns a row records of them.
+// Where helper threads go (helpers.h), and the columns a row records.
 #include "harness/machine/helpers.h"
 
 #include <algorithm>
@@ -48,8 +47,7 @@ HelperPlace PlaceOn(const PuInfo& pu) {
   return h;
 }
 
-// The steps of PlaceHelpersNear: what the measured threads occupy, then the
-// helpers placed one by one on the best free PU.
+// PlaceHelpersNear's steps, one helper at a time on the best free PU.
 class HelperPlacer {
  public:
   HelperPlacer(const ThreadPlan& plan, const HelperRule& rule) : rule_(rule) {
@@ -71,9 +69,8 @@ class HelperPlacer {
       }
   }
 
-  // Pass 0 free cores, then (when the rule allows) pass 1 idle SMT siblings
-  // of measured threads, until `count` helpers are placed. Helper i serves
-  // the i-th measured node, round-robin.
+  // Pass 0 free cores, then (if allowed) pass 1 idle SMT siblings, until
+  // `count` are placed; helper i serves the i-th measured node, round-robin.
   void PlaceOnFreePus(const std::vector<PuInfo>& usable, int count) {
     for (int pass = 0; pass < (rule_.allow_smt_sibling ? 2 : 1); ++pass) {
       while (static_cast<int>(out.size()) < count) {
@@ -90,9 +87,8 @@ class HelperPlacer {
     }
   }
 
-  // Allowed by the caller (--oversubscribe, or a helper outside the timed
-  // windows): share the least-loaded measured PU, the last in plan order
-  // among equals (SCHED_IDLE is the caller's business).
+  // If the caller allows (--oversubscribe, or a helper outside the timed
+  // windows): the least-loaded measured PU, the last in plan order of equals.
   void ShareMeasuredPus(const ThreadPlan& plan, int count) {
     while (rule_.allow_shared_pu && static_cast<int>(out.size()) < count &&
            !plan.pus.empty()) {
@@ -133,10 +129,9 @@ class HelperPlacer {
     return node_kind_.count(node) ? node_kind_[node] : -1;
   }
 
-  // Best PU for a helper serving measured node `node` in `pass`: 0 a free
-  // core, 1 an idle sibling of a measured thread. Lexicographic preference:
-  // the served threads' L3, their node, any measured node, a kind no slower,
-  // NUMA distance, the closest kind, logical order.
+  // Best PU for a helper of measured node `node` in `pass` (0 a free core, 1
+  // an idle sibling), by the served threads' L3, their node, any measured
+  // node, a kind no slower, NUMA distance, the closest kind, logical order.
   const PuInfo* Pick(const std::vector<PuInfo>& usable, int pass, int node) {
     const std::set<int>& l3s = node_l3s_[node];
     const int kind = KindOf(node);
@@ -207,8 +202,7 @@ class HelperPlacer {
 
   const HelperRule& rule_;
   IndexSet measured_pus_, measured_cores_, measured_packages_;
-  // The measured threads' NUMA nodes, in plan order: a point spanning several
-  // nodes serves helpers from all of them.
+  // The measured threads' NUMA nodes, in plan order (helpers serve them all).
   std::vector<int> nodes_, known_nodes_;
   IndexSet known_node_set_;
   std::map<int, std::set<int>> node_l3s_;  // measured node -> its threads' L3s
@@ -269,10 +263,7 @@ int PlannedHelperCount(const Topology& topo) {
 std::vector<HelperPlace> PlanHelperPlaces(const Topology& topo,
                                           const ThreadPlan& plan,
                                           bool oversubscribe) {
-  HelperRule rule;
-  rule.topo = &topo;
-  rule.allow_smt_sibling = true;
-  rule.allow_shared_pu = oversubscribe;
+  const HelperRule rule{.allow_shared_pu = oversubscribe, .topo = &topo};
   return PlaceHelpersNear(topo.usable_pus(), plan, PlannedHelperCount(topo),
                           rule);
 }
@@ -305,8 +296,7 @@ nlohmann::json HelperPlanJson(const Topology& topo, const ThreadPlan& plan,
                 {"refused", false},
                 {"why", p.why}});
     } else {
-      HelperRule rule;
-      rule.allow_shared_pu = oversubscribe;
+      const HelperRule rule{.allow_shared_pu = oversubscribe};
       h.update({{"pu", -1},
                 {"refused", true},
                 {"why", DescribeHelperPlaces({}, 1, rule)[0]}});

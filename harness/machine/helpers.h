@@ -1,14 +1,13 @@
-// Places a workload's helper threads (prezero's zeroer, pagevec's scanner,
-// the evidence timer) on PUs the point leaves free: a free core in the served
-// threads' L3, then their node, another measured node, the nearest other node
-// (NUMA distance, else same package), each of a CPU kind no slower than the
-// fastest measured thread's; then an idle SMT sibling of a measured thread;
-// then refused, unless sharing a measured PU is allowed (--oversubscribe).
+// Places helper threads (prezero's zeroer, pagevec's scanner, the evidence
+// timer) on PUs the point leaves free: a free core in the served threads' L3,
+// their node, another measured node, the nearest other node (NUMA distance,
+// else same package), of a CPU kind no slower than the fastest measured
+// thread's; then an idle SMT sibling; then refused, unless sharing a measured
+// PU is allowed (--oversubscribe).
 #pragma once
 
 #include <nlohmann/json.hpp>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "harness/machine/topology.h"
@@ -35,9 +34,8 @@ struct HelperRule {
   const Topology* topo = nullptr;
 };
 
-/// Places up to `count` helpers of `plan` on `usable` by the rule above;
-/// helper i serves the i-th measured NUMA node. Fewer when the rule cannot be
-/// met; never throws.
+/// Places up to `count` helpers of `plan` on `usable` (helper i serves the
+/// i-th measured node); fewer when the rule cannot be met. Never throws.
 std::vector<HelperPlace> PlaceHelpersNear(const std::vector<PuInfo>& usable,
                                           const ThreadPlan& plan, int count,
                                           const HelperRule& rule);

@@ -76,10 +76,10 @@ void WriteStateFile(const std::string& state) {
   }
 }
 
-// Opens (creating) the lock file; -1 with errno on failure.
-int OpenLock(const std::string& dir) {
+// Opens (creating it and `dir`) dir/name; -1 with errno on failure.
+int OpenInDir(const std::string& dir, const char* name = "sysctl.lock") {
   mkdir(dir.c_str(), 0755);
-  return open((dir + "/sysctl.lock").c_str(),
+  return open((dir + "/" + name).c_str(),
               O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
 }
 
@@ -95,7 +95,7 @@ void LockSettingsLocked(const std::string& path) {
   const std::string dir = RestoreStateDir();
   const std::string state = dir + "/restore.state";
   if (g_lock_fd.load() < 0) {
-    const int fd = OpenLock(dir);
+    const int fd = OpenInDir(dir);
     if (fd < 0)
       throw std::runtime_error("cannot open the settings lock " + dir +
                                "/sysctl.lock: " + std::strerror(errno) +
@@ -122,8 +122,8 @@ std::vector<std::string>& TestPaths() {
   return paths;
 }
 
-// "" when `st` (of the state directory or file) is safe to act on as root:
-// owned by root or this user, and writable by no one else; else why not.
+// "" when `st` is owned by root or this user and writable by no one else
+// (safe to act on as root); else why not.
 std::string UnsafeOwner(const struct stat& st, const std::string& what) {
   if (st.st_uid != 0 && st.st_uid != geteuid())
     return what + " is owned by uid " + std::to_string(st.st_uid) +
@@ -133,8 +133,7 @@ std::string UnsafeOwner(const struct stat& st, const std::string& what) {
   return "";
 }
 
-// "" when a state file `path` (lstat `st`) and its `dir` are root's or ours,
-// writable by no one else, and a regular file; else why not.
+// UnsafeOwner of a state file `path` (lstat `st`, regular) and its `dir`.
 std::string UnsafeStateFile(const std::string& dir, const std::string& path,
                             const struct stat& st) {
   struct stat dst {};
@@ -146,8 +145,7 @@ std::string UnsafeStateFile(const std::string& dir, const std::string& path,
   return unsafe.empty() ? UnsafeOwner(st, path) : unsafe;
 }
 
-// Writes `value` to a registered /proc/sys path: O_NOFOLLOW, never creating
-// it. "" or the error.
+// Writes `value` to a registered path (O_NOFOLLOW, no O_CREAT); "" or why not.
 std::string WriteSetting(const std::string& path, const std::string& value) {
   const int fd = open(path.c_str(), O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
   if (fd < 0) return std::strerror(errno);
@@ -184,8 +182,7 @@ void AcquireSettingsLock(const std::string& path) {
 }
 
 void RegisterRestore(const std::string& path, const std::string& value) {
-  // A value read from /proc ends in a newline; the state file is one line per
-  // setting, so the value is kept without it (writing it back needs none).
+  // Kept without /proc's trailing newline (one line per setting).
   std::string old_value = value;
   while (!old_value.empty() && old_value.back() == '\n') old_value.pop_back();
   if (path.size() >= kMaxPath || old_value.size() >= kMaxValue ||
@@ -257,10 +254,8 @@ bool RecoverablePath(const std::string& path) {
 }
 
 bool RecoverableValue(const std::string& value) {
-  if (value.empty() || value.size() > 10) return false;
-  for (char c : value)
-    if (c < '0' || c > '9') return false;
-  return true;
+  return !value.empty() && value.size() <= 10 &&
+         value.find_first_not_of("0123456789") == std::string::npos;
 }
 
 std::vector<std::string> RecoverPreviousRun() {
@@ -277,9 +272,8 @@ std::vector<std::string> RecoverPreviousRun() {
                        "root can write)");
     return warnings;
   }
-  // The lock is recreated when missing: a dead run's state without it must
-  // still be recovered, not skipped with its original values lost.
-  const int fd = OpenLock(dir);
+  // The lock is recreated when missing: a dead run's state is still recovered.
+  const int fd = OpenInDir(dir);
   if (fd < 0) {
     warnings.push_back("settings recovery skipped: cannot open " + dir +
                        "/sysctl.lock: " + std::strerror(errno));
@@ -352,9 +346,7 @@ void WatchTracefsMount() {
 std::string RecordTracefsMount() {
   const std::string dir = RestoreStateDir();
   const std::string path = dir + "/tracefs.state";
-  mkdir(dir.c_str(), 0755);
-  const int fd =
-      open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+  const int fd = OpenInDir(dir, "tracefs.state");
   if (fd < 0)
     return "cannot record the mount in " + path + ": " + std::strerror(errno);
   // Held until the unmount: a run that finds it free knows its writer died.
@@ -441,6 +433,11 @@ std::vector<std::string> RecoverTracefsMount() {
   unlink(path.c_str());
   close(fd);
   return warnings;
+}
+
+bool IsDir(const std::string& path) {
+  struct stat st {};
+  return stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
 }
 
 std::string ReadSmallFile(const std::string& path) {

@@ -18,30 +18,28 @@ class SettingBusy : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-/// A small file (procfs / sysfs) without its trailing newline; "" if
-/// unreadable.
+/// A small file (procfs / sysfs) without its trailing newline; "" if none.
 std::string ReadSmallFile(const std::string& path);
+/// True when `path` is a directory (stat; errno says why not).
+bool IsDir(const std::string& path);
 
-/// STATE_DIR (see above).
-std::string RestoreStateDir();
+std::string RestoreStateDir();  ///< STATE_DIR (see above)
 
-/// Records that `path` held `old_value`, before the new value is written
-/// (takes the lock, rewrites the state file; the first value is kept). Throws
-/// SettingBusy, std::runtime_error (state file unwritable) or
-/// std::length_error (over 16 paths, 255 / 63 bytes, a newline): then the
-/// caller must not change the setting.
+/// Records that `path` held `old_value` before the change (takes the lock,
+/// rewrites the state file; the first value is kept). Throws SettingBusy,
+/// std::runtime_error (state file unwritable) or std::length_error (over 16
+/// paths, 255 / 63 bytes, a newline): then the setting must not change.
 void RegisterRestore(const std::string& path, const std::string& old_value);
 
-/// Takes the settings lock without registering anything. Throws SettingBusy
-/// (naming `path`) or std::runtime_error.
+/// Takes the settings lock only; throws SettingBusy (naming `path`) or
+/// std::runtime_error.
 void AcquireSettingsLock(const std::string& path);
 
 /// Writes every old value back once, removes the state file, releases the
 /// lock. Async-signal-safe, also during a RegisterRestore; errors ignored.
 void RestoreAll();
 
-/// Number of registered entries not yet restored (for tests and reports).
-int RestorePending();
+int RestorePending();  ///< registered entries not yet restored
 
 /// The only paths start-up recovery writes (the state file is data).
 inline constexpr const char* kRecoverablePaths[] = {
@@ -56,11 +54,11 @@ void AddRecoverablePathForTests(const std::string& path);
 /// True for 1 to 10 decimal digits (what recovery may write back).
 bool RecoverableValue(const std::string& value);
 
-/// At start-up: when a dead run left its state file (lock free), writes the
-/// original values back (kRecoverablePaths, RecoverableValue, O_NOFOLLOW) and
-/// removes it; one warning per setting. A state dir or file not ours or
-/// root's, group/other-writable or a symlink is not acted on; an entry not
-/// written for want of permission is kept for root. Never throws.
+/// At start-up, a dead run's state file (lock free): writes the original
+/// values back (kRecoverablePaths, RecoverableValue, O_NOFOLLOW), removes it;
+/// one warning per setting. Not acted on when the dir or file is not ours or
+/// root's, group/other-writable or a symlink; an entry refused for want of
+/// permission is kept for root. Never throws.
 std::vector<std::string> RecoverPreviousRun();
 
 /// At start-up: notes whether tracefs is mounted at /sys/kernel/tracing (if
@@ -68,16 +66,15 @@ std::vector<std::string> RecoverPreviousRun();
 void WatchTracefsMount();
 
 /// Before mounting tracefs: records it in STATE_DIR/tracefs.state (flocked
-/// until the unmount) for RecoverTracefsMount. Returns "" or why not (then
-/// lockline does not mount).
+/// until the unmount); "" or why not (then lockline does not mount).
 std::string RecordTracefsMount();
 
 /// After the mount attempt: `mounted` marks tracefs as ours; false drops the
 /// record. Async-signal-safe.
 void NoteTracefsMounted(bool mounted);
 
-/// At start-up: unmounts tracefs recorded by a run that is gone, and removes
-/// the record (the same ownership checks); one warning per action.
+/// At start-up: unmounts tracefs a gone run recorded, removes the record (the
+/// same ownership checks); one warning per action.
 std::vector<std::string> RecoverTracefsMount();
 
 /// Unmounts (MNT_DETACH) the tracefs lockline mounted, once. Async-signal-safe.

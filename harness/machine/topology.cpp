@@ -1,6 +1,5 @@
-// Topology loading, placement orders and plans on hwloc 2.9's C API. Every
-// failing call is checked: hwloc keeps host discovery when set_xml() or
-// set_synthetic() fails, which would plan a 1024-PU run on 2 PUs.
+// On hwloc 2.9's C API. Every failing call is checked: hwloc keeps host
+// discovery when set_xml() or set_synthetic() fails (a 1024-PU plan on 2 PUs).
 #include "harness/machine/topology.h"
 
 #include <sched.h>
@@ -12,8 +11,6 @@
 #include <cstring>
 #include <fstream>
 #include <iomanip>
-#include <limits>
-#include <map>
 #include <sstream>
 #include <unordered_map>
 #include <unordered_set>
@@ -23,8 +20,8 @@
 namespace lockline {
 namespace {
 
-// Largest number a list may name: far above NR_CPUS (8192), low enough that a
-// typo like "1-99999999" is refused instead of allocated.
+// Largest number a list may name: far above NR_CPUS, low enough to refuse a
+// typo like "1-99999999" instead of allocating it.
 constexpr long kMaxListValue = 1 << 20;
 
 std::string Trim(const std::string& s) {
@@ -58,12 +55,10 @@ struct Bitmap {
 
 // A non-negative decimal integer of at most kMaxListValue, else false.
 bool ParseNumber(const std::string& s, long* out) {
-  if (s.empty() || s.size() > 9) return false;
-  long v = 0;
-  for (char c : s) {
-    if (c < '0' || c > '9') return false;
-    v = v * 10 + (c - '0');
-  }
+  if (s.empty() || s.size() > 9 ||
+      s.find_first_not_of("0123456789") != std::string::npos)
+    return false;
+  const long v = std::stol(s);
   if (v > kMaxListValue) return false;
   *out = v;
   return true;
@@ -75,18 +70,16 @@ std::vector<int> ParseIntList(const std::string& raw, const std::string& what) {
   const std::string text = Trim(raw);
   const std::string accepted =
       "; accepted: comma-separated non-negative numbers and ranges such as "
-      "0,2,4-7 or 0-14:2 "
-      "(no duplicates)";
+      "0,2,4-7 or 0-14:2 (no duplicates)";
   if (text.empty()) throw TopologyError(what + " is empty" + accepted);
+  // getline drops a trailing empty field ("1,2,").
+  if (text.back() == ',')
+    throw TopologyError(what + " '" + text + "' has an empty item" + accepted);
   std::vector<int> out;
   std::unordered_set<int> seen;
   std::stringstream ss(text);
   std::string item;
-  size_t items = 0;
-  size_t commas =
-      static_cast<size_t>(std::count(text.begin(), text.end(), ','));
   while (std::getline(ss, item, ',')) {
-    ++items;
     item = Trim(item);
     auto bad = [&](const std::string& why) {
       return TopologyError(what + " '" + text + "': item '" + item + "' " +
@@ -120,37 +113,27 @@ std::vector<int> ParseIntList(const std::string& raw, const std::string& what) {
       out.push_back(static_cast<int>(v));
     }
   }
-  // getline drops a trailing empty field ("1,2,").
-  if (items != commas + 1)
-    throw TopologyError(what + " '" + text + "' has an empty item" + accepted);
   return out;
 }
 
-// The first "<topology ...>" element's version attribute ("" if none, as in
-// hwloc 1.x XML).
+// The first <topology> element's version attribute ("" if none: hwloc 1.x).
 std::string XmlTopologyVersion(const std::string& head) {
   size_t pos = 0;
   while ((pos = head.find("<topology", pos)) != std::string::npos) {
-    char next = pos + 9 < head.size() ? head[pos + 9] : '>';
-    if (next == ' ' || next == '>' || next == '\t' || next == '\n' ||
-        next == '\r')
-      break;
+    const char next = pos + 9 < head.size() ? head[pos + 9] : '>';
+    if (std::string(" >\t\n\r").find(next) != std::string::npos) break;
     pos += 9;
   }
   if (pos == std::string::npos) return "";
-  size_t end = head.find('>', pos);
-  std::string tag = head.substr(
-      pos, end == std::string::npos ? std::string::npos : end - pos);
-  size_t v = tag.find("version=");
+  // Up to the tag's '>' (npos - pos: to the end).
+  const std::string tag = head.substr(pos, head.find('>', pos) - pos);
+  const size_t v = tag.find("version=");
   if (v == std::string::npos || v + 9 > tag.size()) return "";
-  char quote = tag[v + 8];
-  size_t close = tag.find(quote, v + 9);
-  if (close == std::string::npos) return "";
-  return tag.substr(v + 9, close - v - 9);
+  const size_t close = tag.find(tag[v + 8], v + 9);
+  return close == std::string::npos ? "" : tag.substr(v + 9, close - v - 9);
 }
 
-// Checks that `path` is a readable file hwloc 2.x can parse (hwloc's only
-// diagnostic for most of these is EINVAL).
+// Checks `path` is a file hwloc 2.x can parse (hwloc says only EINVAL).
 void CheckXmlFile(const std::string& path) {
   const std::string accepted =
       "; accepted: host, synthetic:DESCRIPTION, or the path of an hwloc "
@@ -193,22 +176,15 @@ long CoreKey(const PuInfo& pu) {
   return pu.core >= 0 ? pu.core : (1L << 32) + pu.logical_index;
 }
 
-// Scatter: at `level` (0 package, 1 node, 2 L3, 3 core) PUs are grouped by
-// object in first-occurrence order, each group ordered recursively, then the
-// groups merged round-robin.
+// Scatter: at `level` (0 package, 1 node, 2 L3, 3 core) PUs grouped by
+// object in first-seen order, each ordered recursively, merged round-robin.
 std::vector<PuInfo> RoundRobin(const std::vector<PuInfo>& pus, int level) {
   if (level == 4 || pus.size() <= 1) return pus;
   auto key = [level](const PuInfo& p) -> long {
-    switch (level) {
-      case 0:
-        return p.package;
-      case 1:
-        return p.numa;
-      case 2:
-        return p.l3;
-      default:
-        return CoreKey(p);
-    }
+    return level == 0   ? p.package
+           : level == 1 ? p.numa
+           : level == 2 ? p.l3
+                        : CoreKey(p);
   };
   std::vector<std::vector<PuInfo>> groups;
   std::unordered_map<long, size_t> index;
@@ -224,11 +200,9 @@ std::vector<PuInfo> RoundRobin(const std::vector<PuInfo>& pus, int level) {
   }
   std::vector<PuInfo> out;
   out.reserve(pus.size());
-  for (size_t i = 0; i < longest; ++i) {
-    for (const auto& g : groups) {
+  for (size_t i = 0; i < longest; ++i)
+    for (const auto& g : groups)
       if (i < g.size()) out.push_back(g[i]);
-    }
-  }
   return out;
 }
 
@@ -239,8 +213,7 @@ std::vector<int> OsIndices(const std::vector<PuInfo>& pus) {
   return out;
 }
 
-// Length of the initial run of `order` whose elements share order[0]'s value of
-// `field`.
+// Length of `order`'s initial run sharing order[0]'s `field`.
 int InitialRun(const std::vector<PuInfo>& order, int PuInfo::*field) {
   size_t n = 1;
   while (n < order.size() && order[n].*field == order[0].*field) ++n;
@@ -260,8 +233,7 @@ const char* PolicyName(PinPolicy p) {
   return "?";
 }
 
-// "N threads exceed the M usable PUs of the placement (LIST); pass
-// --oversubscribe ...", after `prefix`.
+// `prefix` + "N threads exceed the M usable PUs ...; pass --oversubscribe".
 TopologyError TooManyThreads(const std::string& prefix, int threads,
                              const std::vector<PuInfo>& order) {
   return TopologyError(prefix + std::to_string(threads) +
@@ -295,8 +267,8 @@ std::string HostSource(unsigned long* flags) {
   return source;
 }
 
-// Hands hwloc a synthetic description, refusing giant ones before hwloc
-// allocates them. Returns "synthetic:DESCRIPTION".
+// Hands hwloc a synthetic description, refusing giant ones before it
+// allocates them; returns "synthetic:DESCRIPTION".
 std::string SetSynthetic(hwloc_topology_t topo, const std::string& desc) {
   double total = 1;
   std::istringstream levels(desc);
@@ -361,15 +333,7 @@ int LoadChecked(hwloc_topology_t topo, unsigned long flags,
   return complete_pus;
 }
 
-// The start affinity mask (taskset, numactl) into *affinity (hwloc: the
-// calling thread's sched_getaffinity, sized to the kernel's); false when
-// unreadable. hwloc's allowed cpuset is the cgroup's, wider than this.
-bool StartAffinity(hwloc_topology_t topo, Bitmap* affinity) {
-  return hwloc_get_cpubind(topo, affinity->b, HWLOC_CPUBIND_THREAD) == 0;
-}
-
-// Online PUs: sysfs on the host (hwloc drops disallowed PUs from its own
-// sets), the topology cpuset otherwise.
+// Online PUs: sysfs on the host (hwloc drops disallowed ones), else the set.
 void OnlinePus(bool is_host, hwloc_const_cpuset_t present, Bitmap* online) {
   hwloc_bitmap_copy(online->b, present);
   if (!is_host) return;
@@ -411,9 +375,8 @@ PuInfo DescribePu(hwloc_topology_t topo, hwloc_obj_t pu, bool kinds_ranked,
   info.l2 = ancestor(HWLOC_OBJ_L2CACHE);
   info.l3 = ancestor(HWLOC_OBJ_L3CACHE);
   info.package = ancestor(HWLOC_OBJ_PACKAGE);
-  // NUMA nodes are memory children, not ancestors: the PU's nodeset lists the
-  // nodes in its locality; take the lowest OS index (a PU with no allowed
-  // local node gets -1).
+  // NUMA nodes are memory children, not ancestors: take the lowest OS index
+  // of the PU's nodeset (-1 without an allowed local node).
   int node_os = hwloc_bitmap_first(pu->nodeset);
   if (node_os >= 0)
     info.numa = LogicalOrMinus1(hwloc_get_numanode_obj_by_os_index(
@@ -446,8 +409,7 @@ std::vector<PuInfo> UsablePus(hwloc_topology_t topo,
   return out;
 }
 
-// Which restriction removed PUs from the complete set, in the order they
-// apply (TopologySummary::restricted_by).
+// What removed PUs from the complete set, in order (restricted_by).
 std::vector<std::string> RestrictedBy(const TopologySummary& s, bool is_host,
                                       const Bitmap& online,
                                       hwloc_const_cpuset_t present,
@@ -485,14 +447,12 @@ void CountLevels(hwloc_topology_t topo, TopologySummary* s) {
   s->numa_nodes = count(HWLOC_OBJ_NUMANODE);
   s->l3s = count(HWLOC_OBJ_L3CACHE);
   s->cores = count(HWLOC_OBJ_CORE);
-  // A description without a core level (synthetic "pack:1 pu:4"): every PU
-  // is its own core, as the plans count them.
+  // No core level (synthetic "pack:1 pu:4"): each PU is a core, as in plans.
   if (s->cores == 0) s->cores = count(HWLOC_OBJ_PU);
   s->pus = count(HWLOC_OBJ_PU);
 }
 
-// hwloc's first NUMA latency matrix (the SLIT, or an XML's), row-major by
-// logical index; empty when none.
+// hwloc's first NUMA latency matrix (SLIT), row-major by logical index, or {}.
 std::vector<int> NumaLatencies(hwloc_topology_t topo, int nodes) {
   unsigned nr = 1;
   hwloc_distances_s* dist[1] = {nullptr};
@@ -541,22 +501,15 @@ std::string FormatCpuList(std::vector<int> cpus) {
   size_t i = 0;
   while (i < cpus.size()) {
     if (!out.empty()) out += ',';
-    // Longest arithmetic run starting at i; contiguous runs print as A-B, runs
-    // of >= 3 with a larger step as A-B:S (util-linux taskset and ParseCpuList
-    // accept both).
+    // Longest arithmetic run from i: A-B when contiguous, A-B:S (3 or more)
+    // with a larger step, as util-linux taskset and ParseCpuList accept.
     size_t j = i + 1;
     if (j < cpus.size()) {
       const int step = cpus[j] - cpus[i];
       while (j + 1 < cpus.size() && cpus[j + 1] - cpus[j] == step) ++j;
-      const size_t len = j - i + 1;
-      if (step == 1 && len >= 2) {
-        out += std::to_string(cpus[i]) + "-" + std::to_string(cpus[j]);
-        i = j + 1;
-        continue;
-      }
-      if (len >= 3) {
-        out += std::to_string(cpus[i]) + "-" + std::to_string(cpus[j]) + ":" +
-               std::to_string(step);
+      if (step == 1 || j - i >= 2) {
+        out += std::to_string(cpus[i]) + "-" + std::to_string(cpus[j]) +
+               (step == 1 ? "" : ":" + std::to_string(step));
         i = j + 1;
         continue;
       }
@@ -587,7 +540,11 @@ std::unique_ptr<Topology> Topology::Load(const std::string& raw_spec) {
   hwloc_const_cpuset_t allowed = hwloc_topology_get_allowed_cpuset(t->topo_);
   hwloc_const_cpuset_t present = hwloc_topology_get_topology_cpuset(t->topo_);
   Bitmap affinity, online;
-  const bool have_affinity = t->is_host_ && StartAffinity(t->topo_, &affinity);
+  // The start affinity mask (taskset, numactl; hwloc reads the thread's
+  // sched_getaffinity): the allowed cpuset is the cgroup's, wider than this.
+  const bool have_affinity =
+      t->is_host_ &&
+      hwloc_get_cpubind(t->topo_, affinity.b, HWLOC_CPUBIND_THREAD) == 0;
   OnlinePus(t->is_host_, present, &online);
   const bool kinds_ranked = KindsRanked(t->topo_);
   t->pus_ =
@@ -679,8 +636,7 @@ std::vector<PuInfo> PlacementOrder(const Topology& topo, const PinSpec& pin) {
       return pus;
     case PinPolicy::kPerL3:
     case PinPolicy::kPerNuma: {
-      // The first usable PU of each L3 / node in logical order: a rank-0
-      // thread of the object's first core with a usable PU.
+      // The first usable PU of each L3 / node in logical order.
       const bool l3 = pin.policy == PinPolicy::kPerL3;
       std::vector<PuInfo> out;
       std::unordered_set<int> seen;
@@ -717,9 +673,8 @@ std::vector<PuInfo> PlacementOrder(const Topology& topo, const PinSpec& pin) {
     case PinPolicy::kCores:
     case PinPolicy::kNone: {
       // Rounds: every core's first usable thread, then every core's second,
-      // ...; within a round the most performant cpukind first. Logical order
-      // inside a round is depth-first, so `cores` fills an L3, then a NUMA
-      // node, then a package before the next.
+      // ...; in a round the most performant cpukind first, then depth-first
+      // logical order: `cores` fills an L3, a NUMA node, a package in turn.
       std::vector<PuInfo> out = pus;
       std::stable_sort(out.begin(), out.end(),
                        [](const PuInfo& a, const PuInfo& b) {
@@ -728,9 +683,7 @@ std::vector<PuInfo> PlacementOrder(const Topology& topo, const PinSpec& pin) {
                          return a.cpukind > b.cpukind;
                        });
       if (pin.policy != PinPolicy::kScatter) return out;
-      // Scatter: within each (smt_rank, cpukind) round, round-robin across
-      // packages, then NUMA nodes within a package, then L3s within a node,
-      // then cores (see RoundRobin).
+      // Scatter: each (smt_rank, cpukind) round through RoundRobin.
       for (auto i = out.begin(); i != out.end();) {
         const auto j = std::find_if(i, out.end(), [&](const PuInfo& p) {
           return p.smt_rank != i->smt_rank || p.cpukind != i->cpukind;
@@ -797,9 +750,7 @@ std::vector<int> ParseThreadCounts(const std::string& raw,
     for (long c = 1; c <= n; c *= 2) counts.push_back(static_cast<int>(c));
     counts.push_back(n);  // the whole placement is always measured
     if (text == "topo") {
-      // Where the placement order's prefix fills the first L3 / NUMA node /
-      // package (the initial run of threads in order[0]'s object), every core
-      // once, and every PU.
+      // Where order[0]'s L3 / NUMA node / package fill, all cores, all PUs.
       for (int PuInfo::*level : {&PuInfo::l3, &PuInfo::numa, &PuInfo::package})
         if (order[0].*level >= 0) counts.push_back(InitialRun(order, level));
       std::unordered_set<long> cores;
@@ -871,9 +822,8 @@ std::string FormatPlans(const Topology& topo, const PinSpec& pin,
   for (int c : counts) {
     const ThreadPlan plan = PlanThreads(order, c, oversubscribe);
     largest = std::max(largest, c);
-    // Irregular sets (e.g. every core's two threads on half the machine) make
-    // cpulists of thousands of characters; past kMaxListChars the table's rows
-    // 0..c-1 are the reference.
+    // Irregular sets make cpulists of thousands of characters: past
+    // kMaxListChars the table's rows 0..c-1 are the reference.
     constexpr size_t kMaxListChars = 96;
     std::string list = FormatCpuList(OsIndices(plan.pus));
     if (list.size() > kMaxListChars) {
@@ -888,11 +838,8 @@ std::string FormatPlans(const Topology& topo, const PinSpec& pin,
         << ", packages " << plan.packages
         << ", SMT siblings: " << (plan.smt_siblings ? "yes" : "no")
         << (plan.oversubscribed ? ", oversubscribed: yes" : "") << "\n";
-    // Where each helper thread of a point at this count would run, and why:
-    // never a measured PU unless --oversubscribe.
-    HelperRule rule;
-    rule.topo = &topo;
-    rule.allow_shared_pu = oversubscribe;
+    // Where each helper thread would run, and why.
+    const HelperRule rule{.allow_shared_pu = oversubscribe, .topo = &topo};
     const std::vector<std::string> helpers =
         DescribeHelperPlaces(PlanHelperPlaces(topo, plan, oversubscribe),
                              PlannedHelperCount(topo), rule);
@@ -925,10 +872,9 @@ void BindThisThread(const Topology& topo, int os_index) {
   if (topo.FindPu(os_index) == nullptr)
     throw TopologyError(what +
                         ": PU is not usable; usable PUs: " + UsableList(topo));
-  // sched_setaffinity with a mask on the stack, not hwloc_set_cpubind:
-  // hwloc's Linux backend allocates the kernel mask and does not check the
-  // allocation, so near an address-space limit (ulimit -v) it crashes with
-  // SIGSEGV. Nothing here allocates except the error messages.
+  // sched_setaffinity with a mask on the stack, not hwloc_set_cpubind, whose
+  // unchecked allocation of the kernel mask SIGSEGVs near an address-space
+  // limit (ulimit -v). Nothing here allocates except the error messages.
   constexpr int kBits = kMaxTopologyPus;
   constexpr size_t kWordBits = 8 * sizeof(unsigned long);
   unsigned long mask[kBits / kWordBits] = {};

@@ -13,15 +13,14 @@
 
 namespace lockline {
 
-/// Bad input or a failing hwloc call; what() names the value and what is
-/// accepted.
+/// Bad input or a failing hwloc call; what() names it and what is accepted.
 class TopologyError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
 
-/// One PU and the objects containing it: hwloc logical indices (-1: no such
-/// level), except os_index, the OS CPU number.
+/// One PU and its containing objects' hwloc logical indices (-1: no such
+/// level); os_index is the OS CPU number.
 struct PuInfo {
   int os_index = -1;
   int logical_index = -1;
@@ -46,8 +45,7 @@ struct TopologySummary {
   /// False when every level reports line size 0 (64 is then assumed).
   bool cache_line_known = true;
   int cpukinds = 0;  ///< number of hwloc cpukinds (>1 on hybrid CPUs)
-  /// False when 2+ cpukinds are not all ranked: cpukind is then -1 and the
-  /// `cores` order falls back to OS order.
+  /// False when 2+ cpukinds are not all ranked (cpukind -1, OS order).
   bool cpukinds_ranked = true;
 };
 
@@ -57,10 +55,10 @@ std::string UnrankedKindsWarning(const TopologySummary& s);
 /// A loaded hwloc topology. Not copyable.
 class Topology {
  public:
-  /// Loads "host", an hwloc XML file or "synthetic:DESCRIPTION", never
-  /// falling back to the host. Throws TopologyError for a bad file (or hwloc
-  /// 3 XML), a bad synthetic string, or over kMaxTopologyPus PUs. "host"
-  /// honours HWLOC_FSROOT (then not is_host()); call before any binding.
+  /// Loads "host" (honouring HWLOC_FSROOT, then not is_host()), an hwloc XML
+  /// file or "synthetic:DESCRIPTION", never falling back to the host; call
+  /// before any binding. Throws TopologyError for a bad file (or hwloc 3
+  /// XML), a bad synthetic string, or over kMaxTopologyPus PUs.
   static std::unique_ptr<Topology> Load(const std::string& spec);
   ~Topology();
   Topology(const Topology&) = delete;
@@ -73,8 +71,7 @@ class Topology {
   const TopologySummary& summary() const { return summary_; }
   /// Looks up a usable PU by OS index; nullptr if not usable.
   const PuInfo* FindPu(int os_index) const;
-  /// hwloc's NUMA latency (ACPI SLIT: 10 local) between logical nodes; -1
-  /// unknown.
+  /// NUMA latency (ACPI SLIT: 10 local) between logical nodes; -1 unknown.
   int NumaDistance(int from, int to) const;
 
  private:
@@ -89,8 +86,7 @@ class Topology {
   int numa_distance_n_ = 0;
 };
 
-/// Largest topology lockline plans on, in PUs: Linux's largest NR_CPUS (x86-64
-/// MAXSMP); planning far beyond takes minutes.
+/// Largest topology planned on, PUs: Linux's largest NR_CPUS (x86-64 MAXSMP).
 inline constexpr int kMaxTopologyPus = 8192;
 
 /// --oversubscribe's cap of threads per PU (=force lifts it).
@@ -117,7 +113,7 @@ struct PinSpec {
   std::string text;       ///< as given, for the results
 };
 
-/// Parses "0,2,4-7" and "0-14:2" into OS indices, in the order given. Throws
+/// Parses "0,2,4-7" and "0-14:2" into OS indices, in order. Throws
 /// TopologyError for a malformed or empty item, negatives or duplicates.
 std::vector<int> ParseCpuList(const std::string& text);
 
@@ -140,8 +136,8 @@ struct ThreadPlan {
   int cores = 0, l3s = 0, numa_nodes = 0, packages = 0;  ///< spanned
 };
 
-/// Plans `threads` threads on `order`. Throws TopologyError past its size
-/// without oversubscribe.
+/// Plans `threads` threads on `order` (TopologyError past it without
+/// oversubscribe).
 ThreadPlan PlanThreads(const std::vector<PuInfo>& order, int threads,
                        bool oversubscribe);
 
@@ -149,8 +145,8 @@ ThreadPlan PlanThreads(const std::vector<PuInfo>& order, int threads,
 int CountNumaNodes(const std::vector<PuInfo>& pus);
 
 /// Parses --threads=LIST|pow2|topo|max against `order` (topo: pow2 plus the
-/// counts that fill order[0]'s L3, node, package, and the cores); sorted.
-/// Throws TopologyError for a bad list, 0, or a count over the size (without
+/// counts filling order[0]'s L3, node, package, and the cores), sorted.
+/// TopologyError for a bad list, 0, a count over the size (without
 /// oversubscribe) or kMaxOversubscription x it (without `force`).
 std::vector<int> ParseThreadCounts(const std::string& text,
                                    const std::vector<PuInfo>& order,
@@ -161,7 +157,7 @@ std::vector<int> ParseThreadCounts(const std::string& text,
 std::string FormatPlans(const Topology& topo, const PinSpec& pin,
                         const std::vector<int>& counts, bool oversubscribe);
 
-/// Binds the calling thread to OS PU `os_index` (host only) and reads it back;
+/// Binds the calling thread to OS PU `os_index` (host only), read back;
 /// throws TopologyError if it fails or differs.
 void BindThisThread(const Topology& topo, int os_index);
 

@@ -10,8 +10,7 @@
 namespace lockline {
 
 /// Reset(n) before a round, then each of the n threads calls Wait(); the last
-/// one to arrive releases all. Reusable round after round (a generation
-/// count tells a finished round from the next). Not for timed code.
+/// to arrive releases all (a generation count per round). Not for timed code.
 class SleepBarrier {
  public:
   void Reset(int n) { n_ = n; }

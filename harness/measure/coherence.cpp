@@ -1,5 +1,4 @@
-// Coherence regimes: the run's probes clustered per PU pair, and each
-// contended row labelled with the regime it ran in (see coherence.h).
+// Coherence regimes (see coherence.h).
 #include "harness/measure/coherence.h"
 
 #include <algorithm>
@@ -21,8 +20,7 @@ const double kBandwidth = std::log(1.15);
 const double kMinModeGap = std::log(1.4);
 /// Modes whose valley is above this share of the smaller peak are one regime.
 constexpr double kValleyShare = 0.5;
-/// A cluster with at least this share of the probes (and kMinProbes) is a
-/// regime on its own.
+/// A cluster with this share of the probes (and kMinProbes) is a regime.
 constexpr double kMinShare = 0.05;
 constexpr int kMinProbes = 2;
 /// Density grid: bins per bandwidth, kernel cut-off in bandwidths.
@@ -46,28 +44,33 @@ double LineProbe(const json& j) {
   return ns > kPreemptedProbeNs ? 0.0 : ns;
 }
 
-/// One measured core-to-core class of the machine: a PU pair's latency from
-/// the run itself (ns).
+// context.lockline.coherence_baseline (the start-of-run probes), else [].
+json Baselines(const json* ctx) {
+  if (ctx && ctx->contains("coherence_baseline") &&
+      (*ctx)["coherence_baseline"].is_array())
+    return (*ctx)["coherence_baseline"];
+  return json::array();
+}
+
+/// A core-to-core class measured in the run: a PU pair's latency.
 struct MeasuredClass {
   std::string name;  ///< "start_of_run:0-1" or "c2c:0-64"
   double ns = 0;     ///< median one-way latency, ns
 };
 
-/// The machine's core-to-core latencies measured in this run: the start-of-run
-/// probes and the calibration c2c:pingpong points (median of repetitions).
+/// Core-to-core latencies measured in the run: start-of-run probes and the
+/// c2c:pingpong calibration points (median of repetitions).
 std::vector<MeasuredClass> MeasuredClasses(const json& doc, const json* ctx) {
   std::vector<MeasuredClass> out;
   const auto pus = [](const json& a, const json& b) {
     return a.dump() + "-" + b.dump();
   };
-  if (ctx && ctx->contains("coherence_baseline") &&
-      (*ctx)["coherence_baseline"].is_array())
-    for (const json& b : (*ctx)["coherence_baseline"]) {
-      const json p = b.is_object() ? b.value("pus", json()) : json();
-      const double ns = b.is_object() ? LineProbe(b.value("ns", json())) : 0;
-      if (p.is_array() && p.size() == 2 && ns > 0)
-        out.push_back({"start_of_run:" + pus(p[0], p[1]), ns});
-    }
+  for (const json& b : Baselines(ctx)) {
+    const json p = b.is_object() ? b.value("pus", json()) : json();
+    const double ns = b.is_object() ? LineProbe(b.value("ns", json())) : 0;
+    if (p.is_array() && p.size() == 2 && ns > 0)
+      out.push_back({"start_of_run:" + pus(p[0], p[1]), ns});
+  }
   std::map<std::string, std::vector<double>> c2c;
   for (const json& row : doc["benchmarks"]) {
     if (!row.is_object() || !row.contains("params") ||
@@ -103,8 +106,8 @@ const MeasuredClass* MatchClass(const std::vector<MeasuredClass>& classes,
   return best;
 }
 
-/// Text of a latency in ns, never with an exponent: 3 significant digits
-/// below 100 ns (32.4, 2.3), whole ns above (156, 2354).
+/// A latency in ns, no exponent: 3 significant digits below 100 (32.4, 2.3),
+/// whole ns above (156, 2354).
 std::string NsText(double ns) {
   char buf[32];
   std::snprintf(buf, sizeof buf, ns < 100 ? "%.3g" : "%.0f", ns);
@@ -162,7 +165,7 @@ struct Density {
 };
 
 // The density's modes (first bin of a plateau), the least separated
-// neighbours merged until every pair of neighbours is separated.
+// neighbours merged until all are separated.
 std::vector<int> SeparatedModes(const Density& d) {
   std::vector<int> peaks;
   for (int j = 0; j < d.bins(); ++j) {
@@ -188,10 +191,8 @@ std::vector<int> SeparatedModes(const Density& d) {
     }
     if (worst < 0) return peaks;
     // Keep the higher peak of the pair.
-    if (d.at[peaks[worst]] >= d.at[peaks[worst + 1]])
-      peaks.erase(peaks.begin() + worst + 1);
-    else
-      peaks.erase(peaks.begin() + worst);
+    peaks.erase(peaks.begin() + worst +
+                (d.at[peaks[worst]] >= d.at[peaks[worst + 1]] ? 1 : 0));
   }
 }
 
@@ -200,8 +201,8 @@ struct Cluster {
   std::vector<double> members;
 };
 
-// The non-empty clusters of `x` between the valleys of the modes `peaks`,
-// their boundaries (ln(ns)) contiguous.
+// The non-empty clusters of `x` between the valleys of modes `peaks`, bounds
+// (ln(ns)) contiguous.
 std::vector<Cluster> ClustersBetween(const Density& d,
                                      const std::vector<int>& peaks,
                                      const std::vector<double>& x) {
@@ -231,8 +232,8 @@ std::vector<Cluster> ClustersBetween(const Density& d,
   return clusters;
 }
 
-// Per cluster, the regime it belongs to: itself, or the nearest regime (ln
-// distance of medians). `n`: all probes.
+// Per cluster, its regime: itself, or the nearest (ln distance of medians).
+// `n`: all probes.
 std::vector<size_t> RegimeOwners(const std::vector<Cluster>& clusters, int n) {
   const int need = std::max<int>(n >= kMinProbes ? kMinProbes : 1,
                                  static_cast<int>(std::ceil(kMinShare * n)));
@@ -281,21 +282,18 @@ std::pair<bool, Pair> PairOf(const json& p) {
 
 bool SharesLines(const json& c) { return c.value("shares_lines", true); }
 
-// Every probe of the run per PU pair: the start-of-run baseline's and each
-// line-sharing row's before / after probe.
+// Per PU pair, the start-of-run probes and line-sharing rows' before / after.
 std::map<Pair, std::vector<double>> ProbesByPair(const json& doc,
                                                  const json* ctx) {
   std::map<Pair, std::vector<double>> probes;
-  if (ctx && ctx->contains("coherence_baseline") &&
-      (*ctx)["coherence_baseline"].is_array())
-    for (const json& b : (*ctx)["coherence_baseline"]) {
-      const auto [ok, pr] = PairOf(b.value("pus", json()));
-      if (!ok) continue;
-      if (b.contains("probes_ns") && b["probes_ns"].is_array())
-        for (const json& v : b["probes_ns"]) probes[pr].push_back(LineProbe(v));
-      else
-        probes[pr].push_back(LineProbe(b.value("ns", json())));
-    }
+  for (const json& b : Baselines(ctx)) {
+    const auto [ok, pr] = PairOf(b.value("pus", json()));
+    if (!ok) continue;
+    if (b.contains("probes_ns") && b["probes_ns"].is_array())
+      for (const json& v : b["probes_ns"]) probes[pr].push_back(LineProbe(v));
+    else
+      probes[pr].push_back(LineProbe(b.value("ns", json())));
+  }
   for (const json& row : doc["benchmarks"]) {
     if (!row.contains("coherence") || !row["coherence"].is_object()) continue;
     const json& c = row["coherence"];
@@ -326,8 +324,7 @@ json RegimesJson(const std::vector<CoherenceRegime>& regimes,
   return rs;
 }
 
-// Labels one row's coherence object (`rs`: its pair's regimes, nullptr when
-// it names no pair).
+// Labels one row's coherence (`rs`: its pair's regimes, nullptr for none).
 void LabelRow(json& c, const std::vector<CoherenceRegime>* rs,
               const std::vector<MeasuredClass>& classes) {
   int idx[2] = {-1, -1};
@@ -361,9 +358,9 @@ void LabelRow(json& c, const std::vector<CoherenceRegime>* rs,
 }  // namespace
 
 std::string RegimeLabel(int rank) {
-  if (rank == 1) return "near";
-  if (rank == 2) return "far";
-  return "regime" + std::to_string(rank);
+  return rank == 1   ? "near"
+         : rank == 2 ? "far"
+                     : "regime" + std::to_string(rank);
 }
 
 std::vector<CoherenceRegime> ClusterLatencies(const std::vector<double>& ns) {

@@ -1,8 +1,8 @@
-// Coherence regimes: which state of the machine a contended point ran in. On
-// a VM a PU pair's line transfer latency switches between a few levels (and
-// contended throughput with it; docs/measurement.md). Every point that shares
-// a line is probed before and after; the run's probes are clustered per PU
-// pair into regimes (`near` = the lowest) and each point labelled.
+// Coherence regimes: which state of the machine a contended point ran in (on
+// a VM a PU pair's line transfer latency switches between a few levels, and
+// throughput with it; docs/measurement.md). Line-sharing points are probed
+// before and after; the run's probes are clustered per PU pair into regimes
+// (`near` = the lowest) and each point labelled.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -37,13 +37,11 @@ std::string RegimeLabel(int rank);
 /// brief fast outlier never becomes `near`).
 std::vector<CoherenceRegime> ClusterLatencies(const std::vector<double>& ns);
 
-/// Index into `regimes` of the regime `ns` falls in; -1 for ns <= 0 or no
-/// regimes.
+/// Index of the regime `ns` falls in; -1 for ns <= 0 or no regimes.
 int ClassifyLatency(const std::vector<CoherenceRegime>& regimes, double ns);
 
-/// Relabels every row's coherence of a lockline.json document (results/
-/// SCHEMA.md) and context.lockline.coherence_regimes from the whole run's
-/// probes, clustered per PU pair. Returns the indices of the rows changed.
+/// Relabels every row's coherence and context.lockline.coherence_regimes of a
+/// lockline.json from the run's probes; returns the indices of changed rows.
 std::vector<size_t> RelabelCoherence(nlohmann::json& doc);
 
 }  // namespace lockline

@@ -69,8 +69,7 @@ namespace {
 
 using nlohmann::json;
 
-// The first summed reading whose name `pred` accepts, with modifiers `mods`
-// ("*": any); nullptr when none.
+// The first reading `pred` accepts with modifiers `mods` ("*": any), or null.
 template <typename Pred>
 const CounterReading* FindReading(const std::vector<CounterReading>& sum,
                                   Pred pred, const std::string& mods) {
@@ -83,10 +82,8 @@ const CounterReading* FindReading(const std::vector<CounterReading>& sum,
 // A name predicate: the event's base name is one of `names` (lower case).
 auto Named(std::initializer_list<const char*> names) {
   return [names](const std::string& n) {
-    const std::string b = EventBaseName(n);
-    for (const char* x : names)
-      if (b == x) return true;
-    return false;
+    return std::find(names.begin(), names.end(), EventBaseName(n)) !=
+           names.end();
   };
 }
 
@@ -154,8 +151,7 @@ json DerivedMetrics(const std::vector<CounterReading>& sum, uint64_t ops,
         std::string u = n;
         for (char& c : u)
           c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-        return EventBaseName(n) == "hitm" ||
-               u.find("hitm") != std::string::npos ||
+        return u.find("hitm") != std::string::npos ||
                u.find("xsnp_fwd") != std::string::npos;
       },
       "*");

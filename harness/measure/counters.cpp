@@ -1,9 +1,7 @@
-// Per-thread perf counters (see counters.h). Each measured thread opens its
-// own (pid 0, cpu -1, disabled). Hardware events share one group so their
-// ratios cover the same time; a refused group (EINVAL / ENOSPC) keeps only
-// cycles + instructions grouped. Software events are singletons. Reset()
-// snapshots raw, time_enabled and time_running and Read() reports deltas:
-// PERF_EVENT_IOC_RESET would zero the count but not the times.
+// Each measured thread opens its own counters (pid 0, cpu -1, disabled);
+// hardware events share a group (DecideGrouping), software ones are
+// singletons. Reset() snapshots raw, time_enabled and time_running and Read()
+// reports deltas: PERF_EVENT_IOC_RESET would zero the count but not the times.
 #include "harness/measure/counters.h"
 
 #include <dlfcn.h>
@@ -29,8 +27,6 @@ namespace {
 
 constexpr const char* kSysPmuDir = "/sys/bus/event_source/devices";
 
-// ---- small helpers
-
 std::string LowerAscii(std::string s) {
   for (char& c : s)
     c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -49,15 +45,20 @@ std::string ErrnoName(int err) {
   return "errno " + std::to_string(err);
 }
 
+// Where the event name starts: after a "pmu::" prefix, else 0.
+size_t EventStart(const std::string& name) {
+  const size_t sep = name.find("::");
+  return sep == std::string::npos ? 0 : sep + 2;
+}
+
 std::string ParanoidText(int paranoid) {
   return paranoid == kParanoidUnreadable ? std::string("unreadable")
                                          : std::to_string(paranoid);
 }
 
-// "Privileged" for perf: effective uid 0, or CAP_PERFMON (38, Linux 5.8) or
-// CAP_SYS_ADMIN (21) in the effective capabilities (/proc/self/status CapEff,
-// hex), which the kernel's perfmon_capable() accepts in place of
-// perf_event_paranoid.
+// "Privileged" for perf: euid 0, or CAP_PERFMON (38, Linux 5.8) or
+// CAP_SYS_ADMIN (21) in /proc/self/status CapEff, which the kernel's
+// perfmon_capable() accepts in place of perf_event_paranoid.
 bool PerfPrivileged() {
   constexpr int kCapSysAdmin = 21, kCapPerfmon = 38;
   std::ifstream in("/proc/self/status");
@@ -74,10 +75,6 @@ int OpenEvent(perf_event_attr* attr, int group_fd) {
       perf_event_open(attr, 0, -1, group_fd, PERF_FLAG_FD_CLOEXEC));
 }
 
-bool IsSoftware(const perf_event_attr& attr) {
-  return attr.type == PERF_TYPE_SOFTWARE || attr.type == PERF_TYPE_TRACEPOINT;
-}
-
 // True when `attr` is of `type` with one of `configs`.
 bool IsEvent(const perf_event_attr& attr, uint32_t type,
              std::initializer_list<uint64_t> configs) {
@@ -85,18 +82,17 @@ bool IsEvent(const perf_event_attr& attr, uint32_t type,
                                         attr.config) != configs.end();
 }
 
-// task-clock and cpu-clock add up the thread's run time (linux
-// kernel/events/core.c task_clock_event_update / cpu_clock_event_update):
-// exclude_user / exclude_kernel do not split them.
+// task-clock and cpu-clock add up the thread's whole run time, whatever
+// exclude_user / exclude_kernel say (kernel/events/core.c
+// task_clock_event_update / cpu_clock_event_update).
 bool IsSoftwareClock(const perf_event_attr& attr) {
   return IsEvent(attr, PERF_TYPE_SOFTWARE,
                  {PERF_COUNT_SW_TASK_CLOCK, PERF_COUNT_SW_CPU_CLOCK});
 }
 
-// cycles and instructions cannot be 0 over a window that counted user mode:
-// at least the return from the enabling ioctl runs. A 0 there is a broken
-// (virtual) PMU, not a result. The portable names (`base` of a `portable`
-// event) are the model's raw events: the same check applies.
+// cycles and instructions cannot be 0 over a window that counted user mode
+// (the return from the enabling ioctl runs): a 0 is a broken (virtual) PMU.
+// The portable names (`base` of a `portable` event) are checked alike.
 bool MustBeNonZero(const perf_event_attr& attr, bool portable,
                    const std::string& base) {
   return !attr.exclude_user &&
@@ -126,8 +122,7 @@ T PfmStruct() {
   return t;
 }
 
-// Present libpfm4 PMUs of the given type, joined by '/' (e.g.
-// "amd64_fam19h_zen4").
+// Present libpfm4 PMUs of `type` joined by '/' (all: by ", ").
 std::string PresentPmus(int type) {
   std::string out;
   int i;
@@ -142,9 +137,9 @@ std::string PresentPmus(int type) {
   return out;
 }
 
-// Encodes `name` for perf_event with the given default privilege levels.
-// Returns the libpfm4 error; on success fills attr, the PMU name, the fully
-// qualified encoding string and, when libpfm4 describes it, *event.
+// Encodes `name` for perf_event at default privilege levels `dfl_plm`: the
+// libpfm4 error; on success attr, the PMU, the fully qualified encoding and
+// (when described) *event filled.
 int Encode(const std::string& name, int dfl_plm, perf_event_attr* attr,
            std::string* pmu, std::string* fstr_out,
            pfm_event_info_t* event = nullptr) {
@@ -169,8 +164,7 @@ int Encode(const std::string& name, int dfl_plm, perf_event_attr* attr,
   return PFM_SUCCESS;
 }
 
-// Modifiers (attributes) libpfm4 accepts for the event `name` resolves to, for
-// error messages.
+// Modifiers libpfm4 accepts for `base_name`'s event, for error messages.
 std::string AcceptedModifiers(const std::string& base_name) {
   perf_event_attr attr;
   std::string pmu, fstr;
@@ -202,12 +196,10 @@ struct EventPlan {
   bool grouped = false;  // member of the hardware group (DecideGrouping)
 };
 
-// State shared by the session and every thread's counters (so counters outlive
-// the session).
+// State shared by the session and every thread's counters (which outlive it).
 struct SessionState {
   std::vector<EventPlan> events;
-  // Available hardware events opened as one group (EventPlan::grouped: all of
-  // them, or cycles + instructions when the PMU refuses them all).
+  // Available hardware events grouped (EventPlan::grouped; DecideGrouping).
   bool group_hardware = false;
   std::string group_note;  // why they are not (all) grouped, if so
   std::string fake_pmu;    // the test shim's description, if it is loaded
@@ -230,14 +222,11 @@ struct SessionState {
   }
 };
 
-// ---- per-thread counters
-
 struct Baseline {
   uint64_t raw = 0, enabled = 0, running = 0;
 };
 
-// A leader fd with its members (one member for a singleton). Members index
-// SessionState::events.
+// A leader fd with its members (one for a singleton), indexing events.
 struct Unit {
   bool grouped = false;
   std::vector<int> fds;  // fds[0] is the leader
@@ -247,9 +236,8 @@ struct Unit {
 
 class ThreadCountersImpl final : public ThreadCounters {
  public:
-  /// `left_out_page_faults`: "" opens every available event; otherwise the
-  /// page-fault software events are not opened and read unavailable with this
-  /// reason.
+  /// `left_out_page_faults`: "" opens every available event, else the reason
+  /// the page-fault software events read unavailable (not opened).
   explicit ThreadCountersImpl(std::shared_ptr<const SessionState> state,
                               std::string left_out_page_faults = "")
       : state_(std::move(state)),
@@ -260,8 +248,7 @@ class ThreadCountersImpl final : public ThreadCounters {
     for (size_t i = 0; i < state_->events.size(); ++i) {
       const EventPlan& e = state_->events[i];
       if (!e.available) continue;
-      // The page-fault software events (page-faults / faults, minor-faults,
-      // major-faults, with any modifiers): perf runs a hook on every fault.
+      // The page-fault software events (any name, any modifiers).
       if (!left_out_reason_.empty() && e.software &&
           IsEvent(e.attr, PERF_TYPE_SOFTWARE,
                   {PERF_COUNT_SW_PAGE_FAULTS, PERF_COUNT_SW_PAGE_FAULTS_MIN,
@@ -276,8 +263,7 @@ class ThreadCountersImpl final : public ThreadCounters {
       }
     }
     if (!hardware.empty()) OpenUnit(hardware, true);
-    // Hardware last on Start and first on Stop, so the window they see is the
-    // tightest.
+    // Hardware last on Start and first on Stop: the tightest window.
     std::stable_partition(units_.begin(), units_.end(), [&](const Unit& u) {
       return state_->events[u.events[0]].software;
     });
@@ -293,17 +279,15 @@ class ThreadCountersImpl final : public ThreadCounters {
   }
 
   void Start() override {
-    for (Unit& u : units_) {
+    for (Unit& u : units_)
       ioctl(u.fds[0], PERF_EVENT_IOC_ENABLE,
             u.grouped ? PERF_IOC_FLAG_GROUP : 0);
-    }
   }
 
   void Stop() override {
-    for (auto it = units_.rbegin(); it != units_.rend(); ++it) {
+    for (auto it = units_.rbegin(); it != units_.rend(); ++it)
       ioctl(it->fds[0], PERF_EVENT_IOC_DISABLE,
             it->grouped ? PERF_IOC_FLAG_GROUP : 0);
-    }
   }
 
   void Reset() override {
@@ -339,8 +323,7 @@ class ThreadCountersImpl final : public ThreadCounters {
         CounterReading r = ClassifyReading(
             e.avail.name, now[m].raw - b.raw, now[m].enabled - b.enabled,
             now[m].running - b.running, e.must_be_nonzero);
-        // A window that ran but was not counted is a problem; no window yet is
-        // not.
+        // A window that ran uncounted is a problem; no window yet is not.
         if (r.status == "unavailable" && r.time_enabled_ns > 0)
           state_->ReportOnce(e.avail.name, r.reason);
         out[i] = r;
@@ -362,8 +345,7 @@ class ThreadCountersImpl final : public ThreadCounters {
     state_->ReportOnce(e.avail.name, open_error_[i]);
   }
 
-  // A singleton, or a group: leader opened disabled, members enabled, so
-  // enabling the leader starts the whole group.
+  // A singleton or a group: leader disabled, members enabled (under it).
   void OpenUnit(const std::vector<size_t>& members, bool grouped) {
     Unit u;
     u.grouped = grouped;
@@ -402,21 +384,17 @@ class ThreadCountersImpl final : public ThreadCounters {
   }
 
   std::shared_ptr<const SessionState> state_;
-  std::vector<std::string>
-      open_error_;              // per event, if its per-thread open failed
-  std::vector<bool> left_out_;  // per event: not opened for this point
+  std::vector<std::string> open_error_;  // per event: why its open failed
+  std::vector<bool> left_out_;           // per event: not opened here
   std::string left_out_reason_;
   std::vector<Unit> units_;
 };
-
-// ---- the session
 
 // Rewrites perf's combined privilege modifiers (":uk", ":ku") into libpfm4's
 // ":u:k" and reports whether the user chose the privilege levels explicitly.
 std::string NormalizeModifiers(const std::string& name, bool* explicit_plm) {
   *explicit_plm = false;
-  const size_t pmu_sep = name.find("::");
-  const size_t event_start = pmu_sep == std::string::npos ? 0 : pmu_sep + 2;
+  const size_t event_start = EventStart(name);
   std::string out = name.substr(0, event_start);
   std::stringstream rest(name.substr(event_start));
   std::string tok;
@@ -433,8 +411,8 @@ std::string NormalizeModifiers(const std::string& name, bool* explicit_plm) {
   return out;
 }
 
-// Opens `attrs` on this thread (with `group` as one group, the first the
-// leader) and closes them again; 0 or the first failure's errno.
+// Opens `attrs` on this thread (`group`: as one, the first leading) and closes
+// them again; 0 or the first failure's errno.
 int ProbeOpen(const std::vector<perf_event_attr>& attrs, bool group = false) {
   std::vector<int> fds;
   int err = 0;
@@ -498,10 +476,9 @@ class CounterSessionImpl final : public CounterSession {
 
   std::string SummaryLine() const override {
     if (availability_.empty()) return "counters: none requested";
-    // "available", "available user-only (why)", then "unavailable (why)"
-    // grouped by reason.
-    std::vector<std::pair<std::string, std::string>>
-        groups;  // (label, names), in order
+    // (label, names) in order: "available", "available user-only (why)",
+    // then "unavailable (why)" grouped by reason.
+    std::vector<std::pair<std::string, std::string>> groups;
     for (const EventAvailability& a : availability_) {
       std::string label = a.status;
       if (!a.reason.empty()) label += " (" + a.reason + ")";
@@ -584,9 +561,7 @@ class CounterSessionImpl final : public CounterSession {
     if (ret == PFM_ERR_ATTR || ret == PFM_ERR_ATTR_VAL ||
         ret == PFM_ERR_ATTR_SET || ret == PFM_ERR_UMASK ||
         ret == PFM_ERR_FEATCOMB) {
-      const size_t sep = name.find("::");
-      const std::string base = name.substr(
-          0, name.find(':', sep == std::string::npos ? 0 : sep + 2));
+      const std::string base = name.substr(0, name.find(':', EventStart(name)));
       throw CounterSpecError("--events: bad modifier in '" + e->avail.name +
                              "' (libpfm4: " + pfm_strerror(ret) +
                              "); accepted modifiers for " + base + ": " +
@@ -598,9 +573,9 @@ class CounterSessionImpl final : public CounterSession {
           std::string("libpfm4 cannot encode it: ") + pfm_strerror(ret);
       return;
     }
-    e->software = IsSoftware(e->attr);
-    // A clock cannot be split into user and kernel time: refuse the half
-    // rather than report the whole under its name.
+    e->software = e->attr.type == PERF_TYPE_SOFTWARE ||
+                  e->attr.type == PERF_TYPE_TRACEPOINT;
+    // A clock cannot be split into user and kernel time: refuse the half.
     if (IsSoftwareClock(e->attr) && explicit_plm &&
         e->attr.exclude_user != e->attr.exclude_kernel) {
       const std::string base = name.substr(0, name.find(':'));
@@ -657,8 +632,8 @@ class CounterSessionImpl final : public CounterSession {
   }
 
   // Second chance for a name libpfm4 did not find: perf's generic software
-  // events (encoded here) and the portable hardware names on the core PMU.
-  // Returns PFM_ERR_NOTFOUND if `name` is neither.
+  // events and the portable hardware names on the core PMU; else
+  // PFM_ERR_NOTFOUND.
   int EncodePortable(const std::string& name, int dfl_plm,
                      perf_event_attr* attr, std::string* pmu, std::string* fstr,
                      std::string* via) {
@@ -673,13 +648,8 @@ class CounterSessionImpl final : public CounterSession {
       std::stringstream in(mods);
       std::string tok;
       while (!mods.empty() && std::getline(in, tok, ':')) {
-        if (tok == "u") {
-          u = true;
-        } else if (tok == "k") {
-          k = true;
-        } else {
-          return PFM_ERR_ATTR;
-        }
+        if (tok != "u" && tok != "k") return PFM_ERR_ATTR;
+        (tok == "u" ? u : k) = true;
       }
       if (!u && !k) {
         u = (dfl_plm & PFM_PLM3) != 0;
@@ -724,22 +694,18 @@ class CounterSessionImpl final : public CounterSession {
     return first_error;
   }
 
-  // Groups the available hardware events if the PMU accepts them as one group.
-  // If it refuses (EINVAL / ENOSPC: more events than counters), cycles and
-  // instructions stay a group (IPC over the same time) and the rest are
-  // singletons the kernel multiplexes: split and reported, never dropped. Not
-  // the largest group that fits: the kernel schedules flexible groups in list
-  // order and stops at the first that does not fit (linux
-  // kernel/events/core.c group_can_go_on), so a group as large as the PMU is
-  // on it only while it heads the rotated list: nine events on 4 counters
-  // under the test shim, a group of 4 + 5 singletons gave the group a scaling
-  // factor of 7.5; the pair + 7 singletons gives every event 2.0-2.7.
+  // Groups the available hardware events if the PMU takes them as one group;
+  // if it refuses (EINVAL / ENOSPC: more events than counters), cycles and
+  // instructions stay a group (IPC over the same time), the rest singletons
+  // the kernel multiplexes: reported, never dropped. Not the largest group
+  // that fits: the kernel schedules flexible groups in list order and stops
+  // at the first that does not fit (kernel/events/core.c group_can_go_on), so
+  // such a group runs only while it heads the rotated list (docs/counters.md).
   void DecideGrouping() {
     SessionState& s = *state_;
     std::vector<EventPlan*> hw;
-    for (EventPlan& e : s.events) {
+    for (EventPlan& e : s.events)
       if (e.available && !e.software) hw.push_back(&e);
-    }
     if (hw.empty()) return;
     const int err = hw.size() == 1 ? 0 : TryGroup(hw);
     if (err == 0) {
@@ -749,13 +715,11 @@ class CounterSessionImpl final : public CounterSession {
     }
     const auto first = [&](std::initializer_list<const char*> names,
                            const std::string* mods) -> EventPlan* {
-      for (EventPlan* e : hw) {
-        for (const char* n : names) {
+      for (EventPlan* e : hw)
+        for (const char* n : names)
           if (EventBaseName(e->avail.name) == n &&
               (mods == nullptr || EventModifiers(e->avail.name) == *mods))
             return e;
-        }
-      }
       return nullptr;
     };
     EventPlan* instructions = first({"instructions"}, nullptr);
@@ -800,8 +764,6 @@ bool ValidNameChar(char c) {
 
 }  // namespace
 
-// ---- public functions
-
 std::vector<std::string> ParseEventList(const std::string& spec) {
   const std::string accepted =
       "accepted: default, none, or a comma-separated list of libpfm4 / perf "
@@ -838,17 +800,13 @@ std::vector<std::string> ParseEventList(const std::string& spec) {
       for (const char* d : kDefaultEvents) add(d);
       continue;
     }
-    for (char c : name) {
+    for (char c : name)
       if (!ValidNameChar(c))
         throw CounterSpecError("--events: bad character '" + std::string(1, c) +
                                "' in '" + name + "'; " + accepted);
-    }
-    // "pmu::event" is libpfm4's PMU prefix; any other empty ':' field is a
-    // typo.
-    const size_t pmu_sep = name.find("::");
-    const std::string event =
-        pmu_sep == std::string::npos ? name : name.substr(pmu_sep + 2);
-    if ((pmu_sep == 0) || event.empty() || event.front() == ':' ||
+    // "pmu::" is libpfm4's PMU prefix; any other empty ':' field is a typo.
+    const std::string event = name.substr(EventStart(name));
+    if (name.rfind("::", 0) == 0 || event.empty() || event.front() == ':' ||
         event.back() == ':' || event.find("::") != std::string::npos) {
       throw CounterSpecError("--events: empty event name or modifier in '" +
                              name + "'; " + accepted);
@@ -859,16 +817,12 @@ std::vector<std::string> ParseEventList(const std::string& spec) {
 }
 
 std::string EventBaseName(const std::string& name) {
-  const size_t sep = name.find("::");
-  const std::string event =
-      sep == std::string::npos ? name : name.substr(sep + 2);
-  return LowerAscii(event.substr(0, event.find(':')));
+  const size_t start = EventStart(name);
+  return LowerAscii(name.substr(start, name.find(':', start) - start));
 }
 
 std::string EventModifiers(const std::string& name) {
-  const size_t sep = name.find("::");
-  const size_t start = sep == std::string::npos ? 0 : sep + 2;
-  const size_t colon = name.find(':', start);
+  const size_t colon = name.find(':', EventStart(name));
   return colon == std::string::npos ? "" : name.substr(colon);
 }
 
@@ -977,9 +931,8 @@ bool KernelHasHardwarePmu() {
        std::filesystem::directory_iterator(kSysPmuDir, ec)) {
     const std::string n = entry.path().filename().string();
     if (n == "cpu" || n.rfind("cpu_", 0) == 0 || n.rfind("armv8_", 0) == 0 ||
-        n.rfind("armv7_", 0) == 0 || n == "cpum_cf") {
+        n.rfind("armv7_", 0) == 0 || n == "cpum_cf")
       return true;
-    }
   }
   return false;
 }

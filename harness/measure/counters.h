@@ -45,8 +45,7 @@ struct CounterReading {
 class ThreadCounters {
  public:
   virtual ~ThreadCounters() = default;
-  /// Enable / disable around a window (one ioctl per group); values
-  /// accumulate across windows until Reset().
+  /// Around a window (one ioctl per group); values add up until Reset().
   virtual void Start() = 0;
   virtual void Stop() = 0;
   virtual void Reset() = 0;
@@ -64,7 +63,7 @@ class CounterSession {
   virtual ~CounterSession() = default;
   virtual const std::vector<EventAvailability>& availability() const = 0;
   /// Opens this thread's counters, disabled (after pinning; they outlive the
-  /// session). A failed open marks the event unavailable, reported once.
+  /// session); a failed open marks the event unavailable, reported once.
   virtual std::unique_ptr<ThreadCounters> OpenForThisThread() = 0;
   /// The same without the page-fault software events (unavailable, `why`):
   /// perf_sw_event's hook on every fault slows a fault-per-op point.
@@ -77,10 +76,9 @@ class CounterSession {
 };
 
 /// Splits --events=LIST|default|none into names with optional :u / :k
-/// modifiers, without libpfm4. "default" (also as an item) expands to
-/// kDefaultEvents. Throws CounterSpecError for an empty list, item or
-/// modifier, characters outside [A-Za-z0-9_.:=-], "none" with other names, or
-/// a name listed twice.
+/// modifiers, without libpfm4; "default" (also an item) is kDefaultEvents.
+/// Throws CounterSpecError for an empty list, item or modifier, characters
+/// outside [A-Za-z0-9_.:=-], "none" with other names, or a repeated name.
 std::vector<std::string> ParseEventList(const std::string& spec);
 
 /// The default set, in this order.
@@ -88,23 +86,20 @@ inline constexpr const char* kDefaultEvents[] = {
     "cycles",           "instructions",   "cache-misses", "task-clock",
     "context-switches", "cpu-migrations", "page-faults"};
 
-/// libpfm4 event strings to try, in order, for a portable name `base` (perf's
-/// generic hardware names as the kernel maps them, and `hitm`: loads served
-/// by another core's modified line) on the core PMU `pmu`; {} if unknown.
+/// libpfm4 event strings to try, in order, for portable name `base` (perf's
+/// hardware names as the kernel maps them; `hitm`: loads served by another
+/// core's modified line) on core PMU `pmu`; {} if unknown.
 std::vector<std::string> PortableEventCandidates(const std::string& base,
                                                  const std::string& pmu);
 
-/// perf's generic software event `base` (task-clock, page-faults, cs, ...) as
-/// its PERF_COUNT_SW_* config, or -1.
+/// PERF_COUNT_SW_* of perf's software event `base` (task-clock, cs, ...), -1.
 int GenericSoftwareEvent(const std::string& base);
 
-/// The test shim's fake PMU (tests/fake_pmu, LD_PRELOAD) description; empty
-/// in every normal run.
+/// The test shim's (tests/fake_pmu, LD_PRELOAD) description; "" normally.
 std::string FakePmuDescription();
 
-/// A row's counter fields from every thread's readings (outer index = thread)
-/// over `ops` operations: the row's "counters" object (results/SCHEMA.md) and
-/// "<event>/op" metrics plus the derived ones that could be computed.
+/// A row's "counters" object (results/SCHEMA.md) and "<event>/op" and derived
+/// metrics from every thread's readings (outer index) over `ops` operations.
 struct CounterRow {
   nlohmann::json counters;
   std::vector<std::pair<std::string, double>> metrics;
@@ -112,24 +107,22 @@ struct CounterRow {
 CounterRow CountersForRow(
     const std::vector<std::vector<CounterReading>>& per_thread, uint64_t ops);
 
-/// One event's deltas since Reset() as a reading (perf_event_open(2)
-/// read_format; times in ns): running == enabled > 0 "measured"; 0 < running <
-/// enabled "scaled", value = raw * enabled / running; running == 0
-/// "unavailable". `zero_is_error`: a 0 count that ran is "unavailable" (a
-/// half-emulated vPMU).
+/// One event's deltas since Reset() as a reading (times in ns): running ==
+/// enabled > 0 "measured"; 0 < running < enabled "scaled", value = raw *
+/// enabled / running; running == 0 "unavailable", as is a 0 count that ran
+/// when `zero_is_error` (a half-emulated vPMU).
 CounterReading ClassifyReading(const std::string& name, uint64_t raw,
                                uint64_t time_enabled_ns,
                                uint64_t time_running_ns,
                                bool zero_is_error = false);
 
-/// Sums per-thread readings (same event order in every thread) per event; the
-/// status is the worst seen with its reason. {} for no threads; throws
-/// std::invalid_argument if threads disagree on the event list.
+/// Sums per-thread readings per event, with the worst status and its reason;
+/// {} for no threads; std::invalid_argument if threads' event lists differ.
 std::vector<CounterReading> SumReadings(
     const std::vector<std::vector<CounterReading>>& per_thread);
 
-/// An event name without its "pmu::" prefix and modifiers, lower case
-/// ("cpu_core::Cycles:u" -> "cycles").
+/// Lower-case name without "pmu::" and modifiers ("cpu_core::Cycles:u" ->
+/// "cycles").
 std::string EventBaseName(const std::string& name);
 /// The modifiers of an event name ("" or ":u" ...).
 std::string EventModifiers(const std::string& name);
@@ -138,9 +131,7 @@ std::string EventModifiers(const std::string& name);
 /// from CPUID even without a vPMU); under the test shim, its answer.
 bool KernelHasHardwarePmu();
 
-/// Value PerfEventParanoid() returns when procfs cannot be read.
 inline constexpr int kParanoidUnreadable = -1000;
-
 /// /proc/sys/kernel/perf_event_paranoid (3 on Debian), or kParanoidUnreadable.
 int PerfEventParanoid();
 

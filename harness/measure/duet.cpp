@@ -120,13 +120,11 @@ uint64_t DuetWorkload::RunWindow(const ThreadCtx& ctx,
                                  const std::atomic<bool>& stop) {
   ThreadLog& log = logs_[static_cast<size_t>(ctx.index)];
   const size_t w = static_cast<size_t>(log.next++);
-  // More windows than the schedule (Google Benchmark ran extra iterations):
-  // keep alternating, unrecorded.
+  // Windows past the schedule (extra iterations): alternate, unrecorded.
   const DuetSide side = w < schedule_.size()
                             ? schedule_[w]
                             : (w % 2 ? DuetSide::kB : DuetSide::kA);
-  // The clock is read outside both workloads' operations: before the first
-  // and after the last, never inside a critical section.
+  // The clock is read outside both workloads' operations, never in a hold.
   const uint64_t t0 = NowNs();
   const uint64_t ops = Side(side).RunWindow(ctx, stop);
   const uint64_t t1 = NowNs();
@@ -141,8 +139,8 @@ void DuetWorkload::TeardownThread(const ThreadCtx& ctx) {
 
 void DuetWorkload::Report(PointReport& out, double /*window_seconds*/,
                           uint64_t /*ops*/) {
-  // Per window: operations of all threads over the window's wall time (first
-  // thread's start to last thread's end), as the harness measures a window.
+  // Per window: all threads' operations over its wall time (first start to
+  // last end), as the harness measures a window.
   const size_t n = schedule_.size();
   std::vector<uint64_t> ops(n, 0);
   std::vector<double> seconds(n, 0);
@@ -163,8 +161,7 @@ void DuetWorkload::Report(PointReport& out, double /*window_seconds*/,
   }
   std::vector<DuetSide> schedule(schedule_.begin(), schedule_.begin() + ran);
   const std::vector<DuetPair> pairs = DuetPairs(schedule, ops, seconds);
-  // Per side (index kA / kB): all its windows, warm-ups included, for its own
-  // report; the measured ones for its throughput.
+  // Per side (kA / kB): all windows for its report, measured for throughput.
   double sec[2] = {0, 0}, meas_sec[2] = {0, 0};
   uint64_t side_ops[2] = {0, 0}, meas_ops[2] = {0, 0};
   nlohmann::json sides = nlohmann::json::array();
@@ -196,8 +193,7 @@ void DuetWorkload::Report(PointReport& out, double /*window_seconds*/,
     if (p.a_ops_per_s > 0 && p.b_ops_per_s > 0)
       log_ratios.push_back(std::log(p.b_ops_per_s / p.a_ops_per_s));
   }
-  // The median pair ratio of this repetition alone (the verdict pools the
-  // pairs of every repetition of one coherence regime: plots/stats.py).
+  // This repetition's median pair ratio (the verdict pools a regime's pairs).
   double median_ratio = 0;
   if (!log_ratios.empty()) {
     std::sort(log_ratios.begin(), log_ratios.end());

@@ -1,13 +1,9 @@
-// Paired ("duet") windows: one thread team on one placement alternates two
-// variants A and B window by window, so each window pair samples the ratio B/A
-// within milliseconds, and a change of coherence regime or clock (a cloud VM,
-// a CI runner) hits both sides of a pair: after duet benchmarking (Bulej et
-// al., ICPE 2020), inside one process, so both share threads, PUs and NUMA
-// node. A repetition (DuetSchedule) runs discarded warm-up pairs, then pairs
-// in a seeded random order; both workloads are set up before the first window
-// and torn down after the last. The row records per window which side ran and
-// per pair both sides' ops/s; plots/stats.py computes the paired effect
-// (median log pair ratio, paired bootstrap interval).
+// Paired ("duet") windows: one thread team on one placement alternates
+// variants A and B window by window, so each pair samples the ratio B/A within
+// milliseconds and a change of coherence regime or clock hits both sides
+// (duet benchmarking, Bulej et al., ICPE 2020, inside one process). The row
+// records which side ran per window and both sides' ops/s per pair;
+// plots/stats.py computes the paired effect.
 #pragma once
 
 #include <atomic>
@@ -23,9 +19,9 @@ namespace lockline {
 
 /// Discarded warm-up window pairs before each repetition's measured pairs.
 inline constexpr int kDuetWarmupPairs = 1;
-/// Measured pairs per repetition: at least enough for a usable median; at
-/// most 64 (64 pairs of 5 ms windows, ~0.7 s, are short against the seconds
-/// between a VM's regime changes, so few repetitions are `mixed`).
+/// Measured pairs per repetition: enough for a usable median; at most 64 (of
+/// 5 ms windows, ~0.7 s: short against the seconds between a VM's regime
+/// changes, so few repetitions are `mixed`).
 inline constexpr int kDuetMinPairs = 12;
 inline constexpr int kDuetMaxPairs = 64;
 /// A paired point plans at most this many times the run's repetitions.
@@ -34,39 +30,32 @@ inline constexpr int kDuetMaxRepetitionFactor = 4;
 /// rewrite: ~0.1 s) in window pairs of 5 ms (~16 ms with their edges).
 inline constexpr double kDuetOverheadPairs = 6;
 
-/// Prior spreads of ln(B/A) by thread count, from the seed duet rows of a
-/// default run on the 2-vCPU KVM guest (2026-12-06, 5 ms windows): `within`
-/// a repetition (scaled MAD of its pairs: 0.006-0.03 at 1 thread, 0.02-0.03
-/// at 2; saturated rows up to 0.2), `between` repetitions of one regime (SD
-/// of their medians: 0.004-0.015; saturated 0.04-0.09), and the share of a
-/// point's repetitions expected in its majority coherence regime (1 at one
-/// thread: no regime; 2-vCPU VM runs split 2-3 regimes, 40-80 % in one).
+/// Prior spreads of ln(B/A) by thread count (docs/measurement.md): `within`
+/// a repetition (scaled MAD of its pairs), `between` repetitions of one
+/// regime (SD of their medians), and the share of a point's repetitions
+/// expected in its majority coherence regime (1 at one thread: no regime).
 struct PairPrior {
   double within = 0, between = 0, regime_share = 1;
 };
 PairPrior PriorPairSpread(int threads);
 
-/// Half-width (fraction) of the verdict's interval of a paired effect resting
-/// on `units` repetitions of one regime with `pairs` pairs each, at `prior`:
-/// plots/stats.py's hierarchical bootstrap widened by small_sample_expansion
-/// and for a rerun (for_rerun), modelled as
-///   sqrt(2) t(units-1) sqrt((between^2 + pi within^2 / pairs) / units)
-/// (pi within^2 / pairs: the median's variance, counted twice by the two-level
-/// bootstrap, checked by simulation), t at 98.5 %: the interval's confidence
-/// at the first look of --until-resolved (97 %, sequential_confidence), at
-/// least 1 % (the rerun floor). Infinite under 2 units.
+/// Half-width (fraction) of the verdict's interval on `units` repetitions of
+/// one regime with `pairs` pairs each (plots/stats.py's bootstrap widened by
+/// small_sample_expansion and for_rerun): sqrt(2) t(units-1) sqrt((between^2
+/// + pi within^2 / pairs) / units), the median's variance counted twice by
+/// the two-level bootstrap, t at 98.5 % (--until-resolved's first look at
+/// 97 %), at least 1 % (the rerun floor); infinite under 2 units.
 double PairedHalfWidth(int units, int pairs, const PairPrior& prior);
 
-/// A paired point's plan for the verdict's interval (`precision`: its
-/// half-width aimed at, 0.03 = +-3 %). The repetition is the interval's unit,
-/// so pairs per repetition are the cost-optimal two-stage allocation
-/// (Cochran, Sampling Techniques, 1977, 10.6): sqrt(pi within^2 (c + 1) /
-/// between^2) with a repetition's overhead c = kDuetOverheadPairs window
-/// pairs (and one warm-up pair), clamped to [kDuetMinPairs, kDuetMaxPairs];
-/// repetitions the fewest from `min_repetitions` to kDuetMaxRepetitionFactor x
-/// it whose expected units (regime_share x repetitions) reach the precision,
-/// else the most. Throws std::invalid_argument for precision <= 0, threads <
-/// 1 or min_repetitions < 1.
+/// A paired point's plan for the verdict's interval (`precision`: the
+/// half-width aimed at, 0.03 = +-3 %). Pairs per repetition (the interval's
+/// unit): the cost-optimal two-stage allocation (Cochran, Sampling
+/// Techniques, 1977, 10.6) sqrt(pi within^2 (c + 1) / between^2), c =
+/// kDuetOverheadPairs, clamped to [kDuetMinPairs, kDuetMaxPairs];
+/// repetitions: the fewest from `min_repetitions` to kDuetMaxRepetitionFactor
+/// x it whose expected units (regime_share x repetitions) reach the
+/// precision, else the most. Throws std::invalid_argument for precision <= 0,
+/// threads < 1 or min_repetitions < 1.
 struct PairPlan {
   int pairs_per_repetition = kDuetMinPairs;
   int repetitions = 0;
@@ -95,9 +84,8 @@ std::vector<DuetPair> DuetPairs(const std::vector<DuetSide>& schedule,
                                 const std::vector<uint64_t>& ops,
                                 const std::vector<double>& seconds);
 
-/// A Workload that runs `a` and `b` alternately, one window each, in the
-/// order of `schedule`. Report() adds both sides' throughput and the pairs
-/// (details.duet, each side's own report under .a / .b); Verify() checks both.
+/// A Workload running `a` and `b` one window each in `schedule`'s order;
+/// Report() adds both sides' throughput and pairs (details.duet, .a / .b).
 class DuetWorkload : public Workload {
  public:
   /// `a_key` / `b_key`: the variants' row keys without threads. Throws
@@ -124,8 +112,7 @@ class DuetWorkload : public Workload {
   std::string Verify() override;
 
  private:
-  /// Per thread, written only by it: its window counter and per window its
-  /// operations, start and end (ns).
+  /// Per thread (its own): window counter, per window ops, start, end (ns).
   struct ThreadLog {
     int next = 0;
     struct Window {

@@ -6,10 +6,9 @@
 
 namespace lockline {
 
-/// Parses a duration: "90" or "90s", "500ms", "20m", "1h" (decimal digits with
-/// an optional fraction and exponent; no hex, inf or nan). Throws
-/// std::invalid_argument naming `flag` and the accepted range when the text is
-/// malformed or the value lies outside [min_s, max_s] seconds.
+/// Parses "90" or "90s", "500ms", "20m", "1h" (decimal, optional fraction and
+/// exponent). Throws std::invalid_argument naming `flag` and the accepted
+/// range when malformed or outside [min_s, max_s] seconds.
 double ParseDuration(const std::string& text, const std::string& flag,
                      double min_s, double max_s);
 

@@ -1,6 +1,4 @@
-// Kernel lock evidence for the kernel_* families (see kernel_probe.h): the
-// contention tracepoints and their callchains, the task-clock spin profile,
-// the zone->lock hold counter, their sample rings, and the row's report.
+// Kernel lock evidence for the kernel_* families (see kernel_probe.h).
 #include "harness/measure/kernel_probe.h"
 
 #include <fcntl.h>
@@ -8,7 +6,6 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
-#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -39,11 +36,6 @@ int ReadIdFile(const std::string& path) {
   }
 }
 
-bool IsDir(const std::string& p) {
-  struct stat st {};
-  return stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-}
-
 long PerfOpen(perf_event_attr* attr, pid_t pid, int group) {
   return syscall(SYS_perf_event_open, attr, pid, -1, group,
                  PERF_FLAG_FD_CLOEXEC);
@@ -72,10 +64,8 @@ perf_event_attr EventAttr(uint32_t type, uint64_t config) {
   return a;
 }
 
-}  // namespace
-
 // Looks for events/lock/contention_{begin,end}/id under `dir`.
-static TracepointInfo FindTracepointsIn(const std::string& dir) {
+TracepointInfo FindTracepointsIn(const std::string& dir) {
   TracepointInfo t;
   t.tracefs = dir;
   const std::string base = dir + "/events/lock/";
@@ -93,6 +83,133 @@ static TracepointInfo FindTracepointsIn(const std::string& dir) {
   }
   return t;
 }
+
+constexpr const char* kMmapPrefix = "mmap of the sample ring: ";
+
+void CloseRing(SampleRing& r) {
+  if (r.map) munmap(r.map, r.bytes);
+  r.map = nullptr;
+  if (r.fd >= 0) close(r.fd);
+  r.fd = -1;
+}
+
+// Opens `a` for `pid` with a ring of `pages` data pages (a power of two),
+// halved down to 8 on EPERM (TaskClockSampler::Config); "" or why not.
+std::string OpenRing(perf_event_attr& a, pid_t pid, std::size_t pages,
+                     SampleRing* r) {
+  a.wakeup_events = 1u << 30;  // nobody polls: no wakeups
+  r->sample_type = a.sample_type;
+  r->fd = static_cast<int>(PerfOpen(&a, pid, -1));
+  if (r->fd < 0) return ExplainOpenError(errno);
+  int err = 0;
+  for (pages = std::max<std::size_t>(pages, 8); pages >= 8; pages /= 2) {
+    r->bytes = (pages + 1) * static_cast<std::size_t>(getpagesize());
+    r->map =
+        mmap(nullptr, r->bytes, PROT_READ | PROT_WRITE, MAP_SHARED, r->fd, 0);
+    if (r->map != MAP_FAILED) return "";
+    r->map = nullptr;
+    err = errno;
+    if (err != EPERM) break;
+  }
+  CloseRing(*r);
+  return kMmapPrefix + std::string(std::strerror(err));
+}
+
+// Reads every record in the ring and frees its space: each sample (IP, TIME,
+// READ of a group without times or ids, CALLCHAIN as r.sample_type says, in
+// perf_event_open(2)'s order) goes to `on_sample` with its kernel frames
+// resolved; lost records add to *lost.
+template <typename F>
+void DrainRing(SampleRing& r, uint64_t* lost, F on_sample) {
+  if (!r.map) return;
+  auto* meta = static_cast<perf_event_mmap_page*>(r.map);
+  const uint64_t page = static_cast<uint64_t>(getpagesize());
+  const uint64_t size = meta->data_size ? meta->data_size : r.bytes - page;
+  const uint64_t off = meta->data_offset ? meta->data_offset : page;
+  const char* data = static_cast<const char*>(r.map) + off;
+  const uint64_t head = __atomic_load_n(&meta->data_head, __ATOMIC_ACQUIRE);
+  uint64_t tail = meta->data_tail;
+  const KernelSymbols& syms = KernelSymbols::Get();
+  std::vector<char> rec;
+  RingSample s;
+  while (tail < head) {
+    perf_event_header h{};
+    for (std::size_t i = 0; i < sizeof h; ++i)
+      reinterpret_cast<char*>(&h)[i] = data[(tail + i) % size];
+    if (h.size < sizeof h) break;
+    rec.resize(h.size);
+    for (std::size_t i = 0; i < h.size; ++i) rec[i] = data[(tail + i) % size];
+    tail += h.size;
+    if (h.type == PERF_RECORD_LOST && h.size >= sizeof h + 16) {
+      uint64_t n = 0;
+      std::memcpy(&n, rec.data() + sizeof h + 8, 8);
+      *lost += n;
+      continue;
+    }
+    if (h.type != PERF_RECORD_SAMPLE) continue;
+    std::size_t at = sizeof h;
+    auto next = [&](uint64_t* v) {
+      if (at + 8 > h.size) return false;
+      std::memcpy(v, rec.data() + at, 8);
+      at += 8;
+      return true;
+    };
+    s.in_kernel =
+        (h.misc & PERF_RECORD_MISC_CPUMODE_MASK) == PERF_RECORD_MISC_KERNEL;
+    s.ip = s.time_ns = 0;
+    s.frames.clear();
+    s.innermost.clear();
+    if ((r.sample_type & PERF_SAMPLE_IP) && !next(&s.ip)) continue;
+    if ((r.sample_type & PERF_SAMPLE_TIME) && !next(&s.time_ns)) continue;
+    uint64_t nr = 0;
+    s.group_marks = 0;
+    if ((r.sample_type & PERF_SAMPLE_READ) && next(&nr))
+      for (uint64_t i = 0, v = 0; i < nr && next(&v); ++i)
+        if (i > 0) s.group_marks += v;
+    if ((r.sample_type & PERF_SAMPLE_CALLCHAIN) && next(&nr)) {
+      nr = std::min<uint64_t>(nr, (h.size - at) / 8);
+      for (uint64_t i = 0; i < nr; ++i) {
+        uint64_t ip = 0;
+        next(&ip);
+        if (ip >= PERF_CONTEXT_MAX) {
+          if (ip == PERF_CONTEXT_USER) break;
+          continue;
+        }
+        s.frames.push_back(syms.Lookup(ip));
+      }
+    }
+    if (s.in_kernel) {
+      if (r.sample_type & PERF_SAMPLE_IP)
+        s.innermost = syms.Lookup(s.ip);
+      else if (!s.frames.empty())
+        s.innermost = s.frames.front();
+    }
+    on_sample(s);
+  }
+  __atomic_store_n(&meta->data_tail, tail, __ATOMIC_RELEASE);
+}
+
+using nlohmann::json;
+
+// The 8 most frequent callers of `m`, as {name: count}.
+json TopCallers(const std::map<std::string, uint64_t>& m) {
+  std::vector<std::pair<uint64_t, std::string>> v;
+  for (const auto& [name, n] : m) v.emplace_back(n, name);
+  std::sort(v.rbegin(), v.rend());
+  json out = json::object();
+  for (std::size_t i = 0; i < v.size() && i < 8; ++i)
+    out[v[i].second] = v[i].first;
+  return out;
+}
+
+// sources[name] = "measured", or "unavailable" with name:reason = why.
+void PutSource(json& sources, const char* name, bool ok,
+               const std::string& why) {
+  sources[name] = ok ? "measured" : "unavailable";
+  if (!ok) sources[std::string(name) + ":reason"] = why;
+}
+
+}  // namespace
 
 const TracepointInfo& ContentionTracepoints() {
   static const TracepointInfo info = [] {
@@ -113,8 +230,7 @@ const TracepointInfo& ContentionTracepoints() {
           "(mount -t tracefs nodev /sys/kernel/tracing)";
       return t;
     }
-    // Recorded before the mount, so a run killed outright leaves a record
-    // the next run acts on (harness/machine/restore.h).
+    // Recorded before the mount: a run killed outright leaves it for the next.
     if (const std::string why = RecordTracefsMount(); !why.empty()) {
       t.reason = "tracefs is not mounted and lockline did not mount it: " + why;
       // Said once on the console too: every kernel row of this run lacks it.
@@ -257,120 +373,6 @@ bool IsSpinChain(const std::vector<std::string>& chain) {
   return false;
 }
 
-namespace {
-
-constexpr const char* kMmapPrefix = "mmap of the sample ring: ";
-
-void CloseRing(SampleRing& r) {
-  if (r.map) munmap(r.map, r.bytes);
-  r.map = nullptr;
-  if (r.fd >= 0) close(r.fd);
-  r.fd = -1;
-}
-
-// Opens `a` for `pid` with a ring of `pages` data pages (a power of two),
-// halved down to 8 while mmap is refused with EPERM (perf_event_mlock_kb caps
-// a user without CAP_IPC_LOCK); "" or why not.
-std::string OpenRing(perf_event_attr& a, pid_t pid, std::size_t pages,
-                     SampleRing* r) {
-  a.wakeup_events = 1u << 30;  // nobody polls: no wakeups
-  r->sample_type = a.sample_type;
-  r->fd = static_cast<int>(PerfOpen(&a, pid, -1));
-  if (r->fd < 0) {
-    return ExplainOpenError(errno);
-  }
-  int err = 0;
-  for (pages = std::max<std::size_t>(pages, 8); pages >= 8; pages /= 2) {
-    r->bytes = (pages + 1) * static_cast<std::size_t>(getpagesize());
-    r->map =
-        mmap(nullptr, r->bytes, PROT_READ | PROT_WRITE, MAP_SHARED, r->fd, 0);
-    if (r->map != MAP_FAILED) return "";
-    r->map = nullptr;
-    err = errno;
-    if (err != EPERM) break;
-  }
-  CloseRing(*r);
-  return kMmapPrefix + std::string(std::strerror(err));
-}
-
-// Reads every record in the ring and frees its space: each sample
-// (PERF_SAMPLE_IP, PERF_SAMPLE_TIME, PERF_SAMPLE_READ of a group without
-// times or ids, and PERF_SAMPLE_CALLCHAIN as r.sample_type says, in that order:
-// perf_event_open(2), "PERF_RECORD_SAMPLE") goes to `on_sample` with its kernel
-// frames resolved through /proc/kallsyms; lost records add to *lost.
-template <typename F>
-void DrainRing(SampleRing& r, uint64_t* lost, F on_sample) {
-  if (!r.map) return;
-  auto* meta = static_cast<perf_event_mmap_page*>(r.map);
-  const uint64_t page = static_cast<uint64_t>(getpagesize());
-  const uint64_t size = meta->data_size ? meta->data_size : r.bytes - page;
-  const uint64_t off = meta->data_offset ? meta->data_offset : page;
-  const char* data = static_cast<const char*>(r.map) + off;
-  const uint64_t head = __atomic_load_n(&meta->data_head, __ATOMIC_ACQUIRE);
-  uint64_t tail = meta->data_tail;
-  const KernelSymbols& syms = KernelSymbols::Get();
-  std::vector<char> rec;
-  RingSample s;
-  while (tail < head) {
-    perf_event_header h{};
-    for (std::size_t i = 0; i < sizeof h; ++i)
-      reinterpret_cast<char*>(&h)[i] = data[(tail + i) % size];
-    if (h.size < sizeof h) break;
-    rec.resize(h.size);
-    for (std::size_t i = 0; i < h.size; ++i) rec[i] = data[(tail + i) % size];
-    tail += h.size;
-    if (h.type == PERF_RECORD_LOST && h.size >= sizeof h + 16) {
-      uint64_t n = 0;
-      std::memcpy(&n, rec.data() + sizeof h + 8, 8);
-      *lost += n;
-      continue;
-    }
-    if (h.type != PERF_RECORD_SAMPLE) continue;
-    std::size_t at = sizeof h;
-    auto next = [&](uint64_t* v) {
-      if (at + 8 > h.size) return false;
-      std::memcpy(v, rec.data() + at, 8);
-      at += 8;
-      return true;
-    };
-    s.in_kernel =
-        (h.misc & PERF_RECORD_MISC_CPUMODE_MASK) == PERF_RECORD_MISC_KERNEL;
-    s.ip = s.time_ns = 0;
-    s.frames.clear();
-    s.innermost.clear();
-    if ((r.sample_type & PERF_SAMPLE_IP) && !next(&s.ip)) continue;
-    if ((r.sample_type & PERF_SAMPLE_TIME) && !next(&s.time_ns)) continue;
-    uint64_t nr = 0;
-    s.group_marks = 0;
-    if ((r.sample_type & PERF_SAMPLE_READ) && next(&nr)) {
-      for (uint64_t i = 0, v = 0; i < nr && next(&v); ++i)
-        if (i > 0) s.group_marks += v;
-    }
-    if ((r.sample_type & PERF_SAMPLE_CALLCHAIN) && next(&nr)) {
-      nr = std::min<uint64_t>(nr, (h.size - at) / 8);
-      for (uint64_t i = 0; i < nr; ++i) {
-        uint64_t ip = 0;
-        next(&ip);
-        if (ip >= PERF_CONTEXT_MAX) {
-          if (ip == PERF_CONTEXT_USER) break;
-          continue;
-        }
-        s.frames.push_back(syms.Lookup(ip));
-      }
-    }
-    if (s.in_kernel) {
-      if (r.sample_type & PERF_SAMPLE_IP)
-        s.innermost = syms.Lookup(s.ip);
-      else if (!s.frames.empty())
-        s.innermost = s.frames.front();
-    }
-    on_sample(s);
-  }
-  __atomic_store_n(&meta->data_tail, tail, __ATOMIC_RELEASE);
-}
-
-}  // namespace
-
 TaskClockSampler::~TaskClockSampler() { Close(); }
 
 void TaskClockSampler::Close() {
@@ -418,9 +420,8 @@ const std::vector<std::string>& ClearPageSymbolNames() {
 }
 
 bool IsClearPageSymbol(const std::string& fn) {
-  for (const std::string& n : ClearPageSymbolNames())
-    if (fn == n) return true;
-  return false;
+  const auto& names = ClearPageSymbolNames();
+  return std::find(names.begin(), names.end(), fn) != names.end();
 }
 
 Proportion95 Wilson95(uint64_t k, uint64_t n) {
@@ -658,9 +659,8 @@ void KernelEvidence::OpenTask(int index, pid_t pid, uint64_t zone_pages) {
 }
 
 void KernelEvidence::Begin(int index) {
-  Task& t = tasks_[static_cast<std::size_t>(index)];
-  t.zl.Enable();
-  t.tc.Enable();
+  tasks_[static_cast<std::size_t>(index)].zl.Enable();
+  tasks_[static_cast<std::size_t>(index)].tc.Enable();
 }
 
 void KernelEvidence::End(int index) {
@@ -674,16 +674,9 @@ void KernelEvidence::DrainLive() {
   for (Task& t : tasks_) t.zl.Drain(t.ztally);
 }
 
-ZoneLockTally KernelEvidence::ZoneSum() const {
-  ZoneLockTally s;
-  for (const Task& t : tasks_) s.Add(t.ztally);
-  return s;
-}
-
 void KernelEvidence::CloseTask(int index) {
-  Task& t = tasks_[static_cast<std::size_t>(index)];
-  t.tc.Close();
-  t.zl.Close();
+  tasks_[static_cast<std::size_t>(index)].tc.Close();
+  tasks_[static_cast<std::size_t>(index)].zl.Close();
 }
 
 bool KernelEvidence::TaskOpen(int index) const {
@@ -708,12 +701,6 @@ void KernelEvidence::VmstatEnd() {
     if (it != vm_before_.end()) vm_sum_[k] += v - it->second;
   }
   vm_before_.clear();
-}
-
-ContentionTally KernelEvidence::Sum() const {
-  ContentionTally s;
-  for (const Task& t : tasks_) s.Add(t.tally);
-  return s;
 }
 
 nlohmann::json ZoneLockJson(const ZoneLockTally& z, uint64_t ops) {
@@ -750,42 +737,6 @@ nlohmann::json ZoneLockJson(const ZoneLockTally& z, uint64_t ops) {
        "'not observed', never 0"}};
 }
 
-namespace {
-
-using nlohmann::json;
-
-// The 8 most frequent callers of `m`, as {name: count}.
-json TopCallers(const std::map<std::string, uint64_t>& m) {
-  std::vector<std::pair<uint64_t, std::string>> v;
-  for (const auto& [name, n] : m) v.emplace_back(n, name);
-  std::sort(v.rbegin(), v.rend());
-  json out = json::object();
-  for (std::size_t i = 0; i < v.size() && i < 8; ++i)
-    out[v[i].second] = v[i].first;
-  return out;
-}
-
-// sources[name] = "measured", or "unavailable" with name:reason = why.
-void PutSource(json& sources, const char* name, bool ok,
-               const std::string& why) {
-  sources[name] = ok ? "measured" : "unavailable";
-  if (!ok) sources[std::string(name) + ":reason"] = why;
-}
-
-}  // namespace
-
-json KernelEvidence::OffJson() const {
-  json sources = json::object();
-  for (const char* name : {"tracepoints", "callchains", "spin_profile",
-                           "vmstat", "lock_stat", "zone_lock"}) {
-    if (name == std::string("zone_lock") && !zone_lock_) continue;
-    sources[name] = "off";
-    sources[std::string(name) + ":reason"] = off_reason_;
-  }
-  sources["pcp"] = pcp_.empty() ? "unavailable" : "measured";
-  return {{"sources", sources}, {"pcp", ZonePcpJson(pcp_)}};
-}
-
 KernelEvidence::Sources KernelEvidence::OpenedSources() const {
   Sources o;
   o.counted = o.sampled = o.spun = o.zone = !tasks_.empty();
@@ -803,87 +754,23 @@ KernelEvidence::Sources KernelEvidence::OpenedSources() const {
   return o;
 }
 
-void KernelEvidence::ReportTracepoints(const Sources& o, json& k,
-                                       Metrics& metrics, uint64_t ops) const {
-  if (o.counted) {
-    k["contention_begin"] = total_.begin;
-    k["contention_end"] = total_.end;
-    metrics.emplace_back(
-        "kernel_contention_per_op",
-        ops ? static_cast<double>(total_.begin) / static_cast<double>(ops)
-            : 0.0);
-    k["tracepoint_note"] =
-        "qspinlock fires lock:contention_begin only when a waiter joins the "
-        "MCS queue (kernel/locking/qspinlock.c since 5.19): a single spinning "
-        "waiter (pending bit) and every waiter of a guest without paravirt "
-        "spinlocks (virt_spin_lock, test-and-set) are not traced; the spin "
-        "profile sees them";
-  }
-  if (o.sampled) {
-    k["attribution"] = {{"zone_lock", total_.zone},
-                        {"lru_lock", total_.lru},
-                        {"other", total_.other}};
-    k["samples"] = total_.samples;
-    k["sample_period"] = sample_period_;
-    k["top_callers"] = TopCallers(total_.callers);
-    if (total_.samples > 0) {
-      const double n = static_cast<double>(total_.samples);
-      metrics.emplace_back("kernel_contention_zone_share",
-                           static_cast<double>(total_.zone) / n);
-      metrics.emplace_back("kernel_contention_lru_share",
-                           static_cast<double>(total_.lru) / n);
-    }
-  }
-  if (o.sampled || o.spun) k["samples_lost"] = total_.lost;
-}
-
-void KernelEvidence::ReportSpin(json& k, Metrics& metrics) const {
-  const uint64_t spin = total_.spin_zone + total_.spin_lru + total_.spin_other;
-  k["spin"] = {{"period_ns", spin_period_ns_},
-               {"samples", total_.clock_samples},
-               {"kernel_samples", total_.clock_kernel},
-               {"spinning", spin},
-               {"zone_lock", total_.spin_zone},
-               {"lru_lock", total_.spin_lru},
-               {"other", total_.spin_other},
-               {"top_callers", TopCallers(total_.spin_callers)},
-               {"note",
-                "task-clock samples of the point's tasks with kernel "
-                "callchains; a sample inside a spinlock slow path is "
-                "attributed by the function that asked for the lock"}};
-  if (total_.clock_samples > 0) {
-    const double n = static_cast<double>(total_.clock_samples);
-    metrics.emplace_back("kernel_spin_share", static_cast<double>(spin) / n);
-    metrics.emplace_back("kernel_spin_zone_share",
-                         static_cast<double>(total_.spin_zone) / n);
-    metrics.emplace_back("kernel_spin_lru_share",
-                         static_cast<double>(total_.spin_lru) / n);
-  }
-}
-
-void KernelEvidence::ReportZoneLock(const Sources& o, json& sources, json& k,
-                                    Metrics& metrics, uint64_t ops) const {
-  PutSource(sources, "zone_lock", o.zone, o.zone_reason);
-  if (!o.zone) return;
-  const ZoneLockTally z = ZoneSum();
-  const json& j = k["zone_lock"] = ZoneLockJson(z, ops);
-  // No event at all: "not observed" (no metric), never 0.0 per op.
-  if (!j["acquisitions_per_op"].is_number()) return;
-  metrics.emplace_back("zone_lock_acquisitions_per_op",
-                       j["acquisitions_per_op"].get<double>());
-  metrics.emplace_back("zone_lock_pages_per_acquisition",
-                       static_cast<double>(z.alloc_pages + z.drain_pages) /
-                           j["acquisitions"].get<double>());
-}
-
 void KernelEvidence::Report(json& details, Metrics& metrics,
                             uint64_t ops) const {
-  total_ = Sum();
   if (!off_reason_.empty()) {
-    details["kernel"] = OffJson();
+    json sources = json::object();
+    for (const char* name : {"tracepoints", "callchains", "spin_profile",
+                             "vmstat", "lock_stat", "zone_lock"}) {
+      if (name == std::string("zone_lock") && !zone_lock_) continue;
+      sources[name] = "off";
+      sources[std::string(name) + ":reason"] = off_reason_;
+    }
+    sources["pcp"] = pcp_.empty() ? "unavailable" : "measured";
+    details["kernel"] = {{"sources", sources}, {"pcp", ZonePcpJson(pcp_)}};
     return;
   }
   const Sources o = OpenedSources();
+  ContentionTally total;
+  for (const Task& t : tasks_) total.Add(t.tally);
   json sources = json::object();
   PutSource(sources, "tracepoints", o.counted, o.tp_reason);
   PutSource(sources, "callchains", o.sampled, o.sample_reason);
@@ -897,8 +784,59 @@ void KernelEvidence::Report(json& details, Metrics& metrics,
   json k = json::object();
   const TracepointInfo& tp = ContentionTracepoints();
   if (tp.mounted_here) k["tracefs_mounted_by_lockline"] = tp.tracefs;
-  ReportTracepoints(o, k, metrics, ops);
-  if (o.spun) ReportSpin(k, metrics);
+  if (o.counted) {
+    k["contention_begin"] = total.begin;
+    k["contention_end"] = total.end;
+    metrics.emplace_back(
+        "kernel_contention_per_op",
+        ops ? static_cast<double>(total.begin) / static_cast<double>(ops)
+            : 0.0);
+    k["tracepoint_note"] =
+        "qspinlock fires lock:contention_begin only when a waiter joins the "
+        "MCS queue (kernel/locking/qspinlock.c since 5.19): a single spinning "
+        "waiter (pending bit) and every waiter of a guest without paravirt "
+        "spinlocks (virt_spin_lock, test-and-set) are not traced; the spin "
+        "profile sees them";
+  }
+  if (o.sampled) {
+    k["attribution"] = {{"zone_lock", total.zone},
+                        {"lru_lock", total.lru},
+                        {"other", total.other}};
+    k["samples"] = total.samples;
+    k["sample_period"] = sample_period_;
+    k["top_callers"] = TopCallers(total.callers);
+    if (total.samples > 0) {
+      const double n = static_cast<double>(total.samples);
+      metrics.emplace_back("kernel_contention_zone_share",
+                           static_cast<double>(total.zone) / n);
+      metrics.emplace_back("kernel_contention_lru_share",
+                           static_cast<double>(total.lru) / n);
+    }
+  }
+  if (o.sampled || o.spun) k["samples_lost"] = total.lost;
+  if (o.spun) {
+    const uint64_t spin = total.spin_zone + total.spin_lru + total.spin_other;
+    k["spin"] = {{"period_ns", spin_period_ns_},
+                 {"samples", total.clock_samples},
+                 {"kernel_samples", total.clock_kernel},
+                 {"spinning", spin},
+                 {"zone_lock", total.spin_zone},
+                 {"lru_lock", total.spin_lru},
+                 {"other", total.spin_other},
+                 {"top_callers", TopCallers(total.spin_callers)},
+                 {"note",
+                  "task-clock samples of the point's tasks with kernel "
+                  "callchains; a sample inside a spinlock slow path is "
+                  "attributed by the function that asked for the lock"}};
+    if (total.clock_samples > 0) {
+      const double n = static_cast<double>(total.clock_samples);
+      metrics.emplace_back("kernel_spin_share", static_cast<double>(spin) / n);
+      metrics.emplace_back("kernel_spin_zone_share",
+                           static_cast<double>(total.spin_zone) / n);
+      metrics.emplace_back("kernel_spin_lru_share",
+                           static_cast<double>(total.spin_lru) / n);
+    }
+  }
   if (vm) {
     std::map<std::string, uint64_t> zero;
     for (const auto& [key, v] : vm_sum_) zero[key] = 0;
@@ -907,7 +845,20 @@ void KernelEvidence::Report(json& details, Metrics& metrics,
         "system-wide counters over the windows: other processes' activity is "
         "included";
   }
-  if (zone_lock_) ReportZoneLock(o, sources, k, metrics, ops);
+  if (zone_lock_) PutSource(sources, "zone_lock", o.zone, o.zone_reason);
+  if (zone_lock_ && o.zone) {
+    ZoneLockTally z;
+    for (const Task& t : tasks_) z.Add(t.ztally);
+    const json& j = k["zone_lock"] = ZoneLockJson(z, ops);
+    // No event at all: "not observed" (no metric), never 0.0 per op.
+    if (j["acquisitions_per_op"].is_number()) {
+      metrics.emplace_back("zone_lock_acquisitions_per_op",
+                           j["acquisitions_per_op"].get<double>());
+      metrics.emplace_back("zone_lock_pages_per_acquisition",
+                           static_cast<double>(z.alloc_pages + z.drain_pages) /
+                               j["acquisitions"].get<double>());
+    }
+  }
   k["sources"] = sources;
   k["pcp"] = ZonePcpJson(pcp_);
   details["kernel"] = k;

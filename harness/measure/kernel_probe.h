@@ -1,12 +1,9 @@
-// Kernel-side lock evidence for the kernel_* families: what the running
-// kernel says about its own locks while lockline's tasks drive it. Never
-// required: every source is "measured" or "unavailable" with a reason.
-// - tracepoints: lock:contention_begin / _end (Linux 5.19+, called on every
-//   slow path in kernel/locking/*), perf_event_open'ed per task (a team
-//   thread's tid or a forked child's pid) and enabled only in its windows;
-//   contention_begin is also sampled with kernel callchains, each sample
-//   attributed (names from /proc/kallsyms) to zone->lock, the LRU lock or
-//   other.
+// Kernel-side lock evidence for the kernel_* families, never required: every
+// source is "measured" or "unavailable" with a reason.
+// - tracepoints: lock:contention_begin / _end (Linux 5.19+, every slow path in
+//   kernel/locking/*), opened per task (a team thread's tid or a child's pid)
+//   and enabled only in its windows; contention_begin is also sampled with
+//   kernel callchains, attributed (/proc/kallsyms) to zone->lock, LRU or other.
 // - vmstat: /proc/vmstat deltas over the windows (system-wide).
 // - pcp: batch / high (high_min / high_max, 6.7+) per zone, /proc/zoneinfo.
 // - lock_stat: /proc/lock_stat, present only with CONFIG_LOCK_STAT.
@@ -24,16 +21,14 @@
 
 namespace lockline::kernel {
 
-/// True when `s` starts with one of `prefixes` (kernel symbol and vmstat
-/// names matched by prefix).
+/// True when `s` starts with one of `prefixes`.
 template <std::size_t N>
 bool StartsWithAny(const std::string& s, const char* const (&prefixes)[N]) {
   return std::any_of(std::begin(prefixes), std::end(prefixes),
                      [&](const char* p) { return s.rfind(p, 0) == 0; });
 }
 
-/// Where lock:contention_begin / contention_end live on this kernel. Decided
-/// once per process (ContentionTracepoints()).
+/// Where lock:contention_begin / _end live on this kernel.
 struct TracepointInfo {
   int begin_id = -1, end_id = -1;  ///< tracefs event ids, -1 unavailable
   std::string tracefs;             ///< mount point used ("" none)
@@ -47,19 +42,17 @@ struct TracepointInfo {
 /// not root, ids unreadable, kernel before 5.19. Thread-safe, computed once.
 const TracepointInfo& ContentionTracepoints();
 
-/// Which lock a contention sample is attributed to.
-enum class LockClass { kZone, kLru, kOther };
+enum class LockClass { kZone, kLru, kOther };  ///< a contention sample's lock
 
-/// Attributes one contention_begin callchain (kernel function names,
-/// innermost first) to a lock: the lock primitives' and perf / tracing frames
-/// are skipped, then the first function that takes zone->lock (mm/page_alloc.c)
-/// or an LRU lock (mm/swap.c, mm/memcontrol.c, mm/vmscan.c; Linux 6.x) decides.
-/// `*caller`: the first frame after the skipped ones ("" if none).
+/// Attributes a contention_begin callchain (innermost first) to a lock: lock
+/// primitives' and perf / tracing frames skipped, the first function taking
+/// zone->lock (mm/page_alloc.c) or an LRU lock (mm/swap.c, mm/memcontrol.c,
+/// mm/vmscan.c; 6.x) decides. `*caller`: the first unskipped frame, or "".
 LockClass ClassifyChain(const std::vector<std::string>& innermost_first,
                         std::string* caller);
 
-/// Kernel text symbols from /proc/kallsyms (Get(): once per process);
-/// usable() is false, with a reason, when addresses read 0 (kptr_restrict).
+/// Kernel text symbols from /proc/kallsyms; usable() is false, with a reason,
+/// when addresses read 0 (kptr_restrict).
 class KernelSymbols {
  public:
   static const KernelSymbols& Get();
@@ -92,18 +85,16 @@ struct ContentionTally {
   uint64_t lost = 0;            ///< samples the rings dropped (both rings)
   uint64_t zone = 0, lru = 0, other = 0;    ///< samples per lock class
   std::map<std::string, uint64_t> callers;  ///< first non-lock frame -> n
-  /// Spin profile (task-clock samples with kernel callchains).
-  uint64_t clock_samples = 0;  ///< all samples
+  uint64_t clock_samples = 0;  ///< spin profile: all task-clock samples
   uint64_t clock_kernel = 0;   ///< samples in the kernel
   uint64_t spin_zone = 0, spin_lru = 0, spin_other = 0;  ///< in a spin loop
   std::map<std::string, uint64_t> spin_callers;  ///< who asked for the lock
   void Add(const ContentionTally& o);
 };
 
-/// True when a kernel callchain (innermost first) was sampled inside a
-/// spinlock's slow path (*queued_spin_lock_slowpath, virt_spin_lock for x86
-/// guests without paravirt spinlocks, queued_{read,write}_lock_slowpath); the
-/// uncontended fast path (_raw_spin_lock itself) is no spin.
+/// True when a callchain (innermost first) was sampled in a spinlock slow path
+/// (*queued_spin_lock_slowpath, virt_spin_lock of x86 guests without paravirt
+/// spinlocks, queued_{read,write}_lock_slowpath); _raw_spin_lock is no spin.
 bool IsSpinChain(const std::vector<std::string>& innermost_first);
 
 /// One perf event with an mmap'ed sample ring and its PERF_SAMPLE_* mask.
@@ -119,23 +110,19 @@ struct RingSample {
   bool in_kernel = false;  ///< record misc cpumode PERF_RECORD_MISC_KERNEL
   uint64_t ip = 0;         ///< PERF_SAMPLE_IP, else 0
   uint64_t time_ns = 0;    ///< PERF_SAMPLE_TIME in the event's clock, else 0
-  /// PERF_SAMPLE_READ of a PERF_FORMAT_GROUP group: the members' counts
-  /// summed (the leader's own excluded), else 0.
+  /// PERF_SAMPLE_READ: the group members' counts summed (not the leader's).
   uint64_t group_marks = 0;
-  /// Kernel callchain as function names (/proc/kallsyms), innermost first;
-  /// user frames and context markers dropped. Empty for user-mode samples.
+  /// Kernel callchain as function names, innermost first (user frames and
+  /// context markers dropped; empty for user-mode samples).
   std::vector<std::string> frames;
-  /// The function the sample hit: the symbol of `ip` when it was sampled in
-  /// the kernel with PERF_SAMPLE_IP, else frames[0], else "" (user mode).
+  /// The symbol of `ip`, else frames[0], in the kernel; "" in user mode.
   std::string innermost;
 };
 
-/// Task-clock sampling of one task with kernel callchains
-/// (PERF_COUNT_SW_TASK_CLOCK): a sample every `period_ns` of its CPU time into
-/// an mmap ring the owner drains. Needs kallsyms addresses (root or
-/// kptr_restrict 0) and kernel sampling rights (CAP_PERFMON or paranoid <= 1).
-/// Used by the spin profile (TaskContention) and bench/fault.cpp's sampled
-/// clear_page share. Not thread-safe; one owner.
+/// Task-clock sampling (PERF_COUNT_SW_TASK_CLOCK) of one task with kernel
+/// callchains, a sample every `period_ns` of its CPU time into an mmap ring.
+/// Needs kallsyms addresses (root or kptr_restrict 0) and kernel sampling
+/// rights (CAP_PERFMON or paranoid <= 1). Not thread-safe; one owner.
 class TaskClockSampler {
  public:
   struct Config {
@@ -144,20 +131,18 @@ class TaskClockSampler {
     /// mmap is refused with EPERM (perf_event_mlock_kb for non-root).
     std::size_t ring_pages = 64;
     uint16_t max_stack = 32;  ///< kernel frames kept per sample
-    /// PERF_SAMPLE_IP | PERF_SAMPLE_TIME (CLOCK_MONOTONIC, comparable with
-    /// clock_gettime) on top of PERF_SAMPLE_CALLCHAIN.
+    /// Also PERF_SAMPLE_IP | PERF_SAMPLE_TIME (CLOCK_MONOTONIC).
     bool ip_and_time = false;
   };
   TaskClockSampler() = default;
   TaskClockSampler(const TaskClockSampler&) = delete;
   TaskClockSampler& operator=(const TaskClockSampler&) = delete;
   ~TaskClockSampler();
-  /// Opens the event, disabled, on `pid` (a tid, a pid, 0: this thread).
-  /// Returns "" or why not (KernelSymbols::reason(), or
-  /// "perf_event_open(task-clock sampling): " and the open or mmap error).
+  /// Opens the event, disabled, on `pid` (a tid, a pid, 0: this thread); ""
+  /// or why not (no kallsyms, the open or mmap error).
   std::string Open(pid_t pid, const Config& config);
   bool open() const { return ring_.fd >= 0; }
-  /// Data pages of the ring actually mapped (after any EPERM halving).
+  /// Data pages mapped (after any EPERM halving).
   std::size_t ring_pages() const { return ring_pages_; }
   /// Starts / stops sampling (ioctl; cheap).
   void Enable();
@@ -173,39 +158,36 @@ class TaskClockSampler {
   std::size_t ring_pages_ = 0;
 };
 
-/// True when `fn` is an architecture's page-clearing primitive, by exact name
+/// True when `fn` is a page-clearing primitive, by exact name
 /// (ClearPageSymbolNames): x86-64 clear_page_{erms,rep,orig}
-/// (arch/x86/lib/clear_page_64.S, 4.x to 6.18, picked by clear_page()'s
-/// alternative_call_2), clear_pages_* of the 2025 multi-page series,
-/// clear_page_c{,_e} (before 4.x), plain clear_page (arm64 and most others).
-/// clear_page_dirty_for_io and clear_user / rep_stos_alternative are not.
+/// (arch/x86/lib/clear_page_64.S, 4.x to 6.18, clear_page()'s
+/// alternative_call_2), clear_pages_* (2025 multi-page series),
+/// clear_page_c{,_e} (before 4.x), clear_page (arm64 and most others); not
+/// clear_page_dirty_for_io, clear_user or rep_stos_alternative.
 bool IsClearPageSymbol(const std::string& fn);
 const std::vector<std::string>& ClearPageSymbolNames();
 
-/// A binomial proportion's 95 % Wilson score interval for k successes in n
-/// trials (z = 1.959964): {0, 0} when n is 0.
+/// 95 % Wilson score interval of k successes in n trials; {0, 0} for n 0.
 struct Proportion95 {
   double lo = 0, hi = 0;
 };
 Proportion95 Wilson95(uint64_t k, uint64_t n);
 
 /// The contention counters of one task (a tid, 0 = the calling thread, or a
-/// child's pid). Not thread-safe; one owner. Two sources: (1) contention_begin
-/// / end counted, begin sampled with callchains; (2) a spin profile: the
-/// task-clock sampled every `spin_period_ns`, each sample in a spinlock slow
-/// path attributed like a contention sample. (2) exists because qspinlock
-/// (kernel/locking/qspinlock.c, 5.19+) fires contention_begin only when a
-/// waiter queues: a lone waiter on the pending bit, and every waiter in a guest
-/// without paravirt spinlocks (virt_spin_lock), are never traced.
+/// child's pid); one owner. (1) contention_begin / end counted, begin sampled
+/// with callchains; (2) a spin profile: task-clock samples in a spinlock slow
+/// path, attributed alike. (2) because qspinlock (kernel/locking/qspinlock.c,
+/// 5.19+) fires contention_begin only when a waiter queues: a lone pending
+/// waiter, and every waiter of a guest without paravirt spinlocks
+/// (virt_spin_lock), are never traced.
 class TaskContention {
  public:
   TaskContention() = default;
   TaskContention(const TaskContention&) = delete;
   TaskContention& operator=(const TaskContention&) = delete;
   ~TaskContention();
-  /// Opens the sources, disabled. Returns "" when the tracepoints are
-  /// counted, else why not; sampling_reason() / spin_reason() say why the
-  /// others are missing. A period of 0 turns that source off.
+  /// Opens the sources, disabled (a period of 0: off): "" when tracepoints are
+  /// counted, else why not; sampling_reason() / spin_reason() for the others.
   std::string Open(pid_t pid, uint64_t sample_period, uint64_t spin_period_ns);
   bool counting() const { return begin_fd_ >= 0; }
   bool sampling() const { return sample_.fd >= 0; }
@@ -229,22 +211,19 @@ class TaskContention {
 
 // ---- kernel_state.cpp: what the kernel reports about its memory and build
 
-/// The bracketed choice in a sysfs "a [b] c" file ("b"); the text itself
-/// when it has none.
+/// The bracketed choice of a sysfs "a [b] c" file ("b"), else the text.
 std::string SelectedChoice(const std::string& text);
 
 /// /proc/vmstat as name -> value ({} when unreadable).
 std::map<std::string, uint64_t> ReadVmstat();
 
-/// b - a for the keys kernel families report: pgalloc_* (every zone),
-/// pgfree, pgfault, pgmajfault, pgactivate, pgdeactivate, pglazyfreed,
-/// pgrefill, pgsteal_*, pgscan_*, thp_fault_alloc, nr_... are excluded
-/// (gauges). Keys missing on either side, and zero deltas, are left out.
+/// b - a for the event counters kernel families report (pgalloc_*, pgfree,
+/// pgfault, ...; no nr_* gauges); keys missing on a side, 0 deltas left out.
 nlohmann::json VmstatDelta(const std::map<std::string, uint64_t>& a,
                            const std::map<std::string, uint64_t>& b);
 
-/// pcp lists of one populated zone (values of CPU 0's pageset and the largest
-/// high over CPUs), from /proc/zoneinfo.
+/// pcp lists of one populated zone (CPU 0's pageset, the largest high over
+/// CPUs), from /proc/zoneinfo.
 struct ZonePcp {
   int node = 0;
   std::string zone;                      ///< DMA, DMA32, Normal, ...
@@ -256,26 +235,22 @@ struct ZonePcp {
 
 /// Parses /proc/zoneinfo text; zones without managed pages are left out.
 std::vector<ZonePcp> ParseZonePcp(const std::string& zoneinfo);
-/// Reads and parses /proc/zoneinfo.
 std::vector<ZonePcp> ReadZonePcp();
-/// The zone order-0 anonymous allocations are served from first: the
-/// populated zone with most managed pages (Normal on x86-64 with > 4 GiB),
-/// or nullptr when there is none.
+/// The zone order-0 anonymous allocations come from first: the most managed
+/// pages (Normal on x86-64 with > 4 GiB); nullptr when there is none.
 const ZonePcp* MainZone(const std::vector<ZonePcp>& zones);
 /// {"Normal": {"node":0,"managed":...,"high":...,"batch":...}, ...}.
 nlohmann::json ZonePcpJson(const std::vector<ZonePcp>& zones);
 
-/// /proc/lock_stat: "measured" when it exists and is readable, else
-/// "unavailable" with *reason (CONFIG_LOCK_STAT off, or not readable).
+/// "measured" when /proc/lock_stat is readable, else "unavailable", *reason.
 std::string LockStatStatus(std::string* reason);
 
-/// context.lockline.kernel_config (results/SCHEMA.md) from
-/// /boot/config-RELEASE, else /proc/config.gz; unreadable: "source" null and
-/// "reason". Never throws.
+/// context.lockline.kernel_config (results/SCHEMA.md) from /boot/config-
+/// RELEASE, else /proc/config.gz; unreadable: "source" null and "reason".
 nlohmann::json KernelConfig();
-/// The running kernel's folio_batch / pagevec size (31 in mainline since
-/// 6.9): {"value", "source"} from BTF (/sys/kernel/btf/vmlinux), else the
-/// mainline value for `release` (uname -r), said so.
+/// The kernel's folio_batch / pagevec size (31 in mainline since 6.9):
+/// {"value", "source"} from /sys/kernel/btf/vmlinux, else mainline's for
+/// `release` (uname -r), said so.
 nlohmann::json FolioBatchSize(const std::string& release);
 /// The element count of array member `member` of struct `strct` in raw BTF
 /// data (the kernel's BTF format, include/uapi/linux/btf.h), or -1.
@@ -286,20 +261,16 @@ nlohmann::json KernelConfigFromText(const std::string& text);
 
 /// zone->lock acquisitions of one task, from two tracepoints sampled on every
 /// event: kmem:mm_page_alloc_zone_locked, one per page __rmqueue_smallest()
-/// takes off the buddy lists under zone->lock (the pcp refill rmqueue_bulk()
-/// and rmqueue_buddy(), mm/page_alloc.c 6.x), and kmem:mm_page_pcpu_drain,
-/// one per page free_pcppages_bulk() returns under it. A hold moves its pages
-/// back to back with interrupts off and ends before the page it was taken for
-/// is handed out or the next page is freed, so each sample also reads the
-/// task's count of the events that lie between two holds and never inside
-/// one (PERF_SAMPLE_READ of a group): kmem:mm_page_alloc (every allocation's
-/// end, __alloc_pages) for refills, kmem:mm_page_free_batched and
-/// kmem:mm_page_free (the frees that precede each free_unref_page_commit())
-/// for drains. An event whose marker count moved since the previous event of
-/// its kind starts a hold (ZoneHoldStarts). Checked on 6.18 with ftrace: runs
-/// of 2016 refill pages between mm_page_alloc events, of 32 drain pages
-/// between mm_page_free_batched events. free_one_page() and other CPUs'
-/// drains (decay_pcp_high() in the vmstat worker) are not counted.
+/// takes off the buddy lists under zone->lock (rmqueue_bulk()'s pcp refill,
+/// rmqueue_buddy(); mm/page_alloc.c 6.x), and kmem:mm_page_pcpu_drain, one
+/// per page free_pcppages_bulk() returns under it. A hold moves its pages back
+/// to back with interrupts off, so each sample also reads the task's count of
+/// events that lie between two holds, never inside one (PERF_SAMPLE_READ of a
+/// group): kmem:mm_page_alloc (__alloc_pages' end) for refills,
+/// kmem:mm_page_free_batched + kmem:mm_page_free (before each
+/// free_unref_page_commit()) for drains; a moved count starts a hold
+/// (ZoneHoldStarts; ftrace on 6.18: docs/validation.md). free_one_page() and
+/// other CPUs' drains (decay_pcp_high(), vmstat worker) are not counted.
 struct ZoneLockTally {
   uint64_t alloc_pages = 0, drain_pages = 0;
   uint64_t refills = 0, drains = 0;  ///< holds of each kind
@@ -307,12 +278,11 @@ struct ZoneLockTally {
   void Add(const ZoneLockTally& o);
 };
 
-/// Whether an event of one kind starts a hold: the first since the counter
-/// was opened (`*seen` false), or its marker count differs from the previous
-/// event's (`*last`). The markers count only while enabled, but a refill's
-/// allocation follows it and a drain's free precedes it in the same window,
-/// so the first hold of the next window still sees a moved count. Updates
-/// `*last` and `*seen`.
+/// Whether an event starts a hold: the first since Open (`*seen` false), or
+/// its marker count differs from the previous event's (`*last`; both
+/// updated). Markers count only while enabled, but a refill's allocation
+/// follows it and a drain's free precedes it in one window, so the next
+/// window's first hold still sees a moved count.
 inline bool ZoneHoldStarts(uint64_t marker, uint64_t* last, bool* seen) {
   const bool starts = !*seen || marker != *last;
   *last = marker;
@@ -320,28 +290,24 @@ inline bool ZoneHoldStarts(uint64_t marker, uint64_t* last, bool* seen) {
   return starts;
 }
 
-/// details.kernel.zone_lock of a row whose evidence windows did `ops` ops:
-/// acquisitions and pages per refill / drain; per-op and per-acquisition
-/// values are "not observed" (a string) when no event was seen, never 0.
+/// details.kernel.zone_lock over `ops` ops: acquisitions, pages per refill /
+/// drain; "not observed" (a string) when no event was seen, never 0.
 nlohmann::json ZoneLockJson(const ZoneLockTally& z, uint64_t ops);
 
-/// Bytes of one zone->lock event in its ring at most: perf_event_header, then
-/// PERF_SAMPLE_READ of a group of three (nr and three counts).
+/// Bytes of one zone->lock event in its ring at most: perf_event_header and
+/// PERF_SAMPLE_READ of a group of three (nr, three counts).
 inline constexpr std::size_t kZoneRecordBytes = 40;
 /// The largest zone->lock ring, data pages: 64 MiB, 1.6 M events.
 inline constexpr std::size_t kMaxZoneRingPages = 16384;
-/// Data pages (a power of two, 64 to kMaxZoneRingPages) of a zone->lock ring
-/// that holds every event of a window in which a task moves `pages` pages
-/// through the allocator: 2 records a page, room for the pages its pcp list
-/// held before and the page tables. A full perf ring drops records
-/// (PERF_RECORD_LOST: events_lost): munmap drains ~1.7 M pages/s here (6.18),
-/// so a 16 k-event ring lost ~60 k of a 336 k-page cycle's events when load
-/// delayed the drainer. 0 (unknown): 64 pages.
+/// Data pages (a power of two, 64 to kMaxZoneRingPages) of a ring that holds
+/// every event of a window moving `pages` pages through the allocator (2
+/// records a page, with room for the pcp list and page tables): a full ring
+/// drops records (events_lost) when a loaded drainer lags. 0 (unknown): 64.
 std::size_t ZoneRingPages(uint64_t pages);
 
-/// The zone->lock tracepoints of one task (ZoneLockTally), opened
-/// disabled on `pid` (a thread, a process, 0: the calling thread). Drain may
-/// run on another thread than Enable / Disable (one drainer at a time).
+/// The zone->lock tracepoints of one task (ZoneLockTally), opened disabled on
+/// `pid` (0: the calling thread). Drain may run on another thread than
+/// Enable / Disable (one drainer at a time).
 class ZoneLockCounter {
  public:
   ZoneLockCounter() = default;
@@ -358,8 +324,7 @@ class ZoneLockCounter {
   void Close();
 
  private:
-  /// One kind of zone->lock event: its sampled tracepoint's ring and the
-  /// counted marker tracepoints in its group.
+  /// One kind of event: its sampled tracepoint's ring and counted markers.
   struct Kind {
     SampleRing ring;
     int marks[2] = {-1, -1};
@@ -369,14 +334,13 @@ class ZoneLockCounter {
   Kind alloc_, drain_;
 };
 
-/// Per-point evidence for a family: one TaskContention per task plus vmstat
-/// snapshots around each window. Tasks call Begin / End themselves (or the
-/// team thread owning a child does); the first task also brackets vmstat.
+/// Per-point evidence: one TaskContention per task plus vmstat snapshots
+/// around each window. Tasks (or the team thread owning a child) call Begin /
+/// End; the first task also brackets vmstat.
 class KernelEvidence {
  public:
-  /// `sample_period`: sample every n-th contention_begin (0: no sampling);
-  /// `spin_period_ns`: task-clock sampling period of the spin profile (0:
-  /// off).
+  /// `sample_period`: sample every n-th contention_begin; `spin_period_ns`:
+  /// the spin profile's task-clock period (0: off, each).
   KernelEvidence(int tasks, uint64_t sample_period, uint64_t spin_period_ns);
   /// Opens task `index`'s counters for `pid` (0: calling thread); call from
   /// the thread that will Begin / End it. `zone_pages`: pages the task moves
@@ -384,42 +348,29 @@ class KernelEvidence {
   void OpenTask(int index, pid_t pid, uint64_t zone_pages = 0);
   void Begin(int index);
   void End(int index);
-  /// vmstat snapshots: call once before and once after each window's work
-  /// (task 0 does).
+  /// vmstat snapshots before and after each window's work (task 0).
   void VmstatBegin();
   void VmstatEnd();
   void CloseTask(int index);
-  /// Whether any of task `index`'s perf events is open now.
-  bool TaskOpen(int index) const;
+  bool TaskOpen(int index) const;  ///< any of its perf events open
   /// Before OpenTask: also count zone->lock holds (ZoneLockCounter) per task.
   void CountZoneLock() { zone_lock_ = true; }
   /// Drains the zone->lock rings while the tasks run (one drainer thread).
   void DrainLive();
   /// Marks the evidence as not collected (--evidence=off): Report says so.
   void SetOff(const std::string& why) { off_reason_ = why; }
-  /// zone->lock holds summed over tasks (after DrainLive).
-  ZoneLockTally ZoneSum() const;
-  /// Contention counts summed so far over tasks (after End).
-  ContentionTally Sum() const;
   /// Adds kernel_contention_per_op (begin events / ops) when measured, and
   /// details["kernel"] as in results/SCHEMA.md.
   using Metrics = std::vector<std::pair<std::string, double>>;
   void Report(nlohmann::json& details, Metrics& metrics, uint64_t ops) const;
 
  private:
-  // Which sources a task opened (every task, in OpenedSources), and why not
-  // (the first task's reason).
+  // Which sources a task (OpenedSources: every task) opened, and why not.
   struct Sources {
     bool counted = false, sampled = false, spun = false, zone = false;
     std::string tp_reason, sample_reason, spin_reason, zone_reason;
   };
-  nlohmann::json OffJson() const;
   Sources OpenedSources() const;
-  void ReportTracepoints(const Sources& o, nlohmann::json& k, Metrics& metrics,
-                         uint64_t ops) const;
-  void ReportSpin(nlohmann::json& k, Metrics& metrics) const;
-  void ReportZoneLock(const Sources& o, nlohmann::json& sources,
-                      nlohmann::json& k, Metrics& metrics, uint64_t ops) const;
   struct Task {
     TaskContention tc;
     ContentionTally tally;
@@ -434,7 +385,6 @@ class KernelEvidence {
   std::map<std::string, uint64_t> vm_before_;
   std::map<std::string, uint64_t> vm_sum_;  // summed deltas
   bool vm_ok_ = true;
-  mutable ContentionTally total_;
   std::vector<ZonePcp> pcp_;
 };
 

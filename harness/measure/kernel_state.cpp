@@ -1,13 +1,12 @@
-// What the running kernel says about its memory state and build, for the
-// kernel families' rows and the run's provenance (declared in kernel_probe.h):
-// /proc/vmstat deltas, the pcp lists of /proc/zoneinfo, /proc/lock_stat, the
-// kernel config and the folio batch size (BTF).
+// What the running kernel says about its memory state and build (declared in
+// kernel_probe.h), for the kernel families' rows and the run's provenance.
 #include <sys/utsname.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 
 #include "harness/machine/restore.h"
@@ -126,16 +125,12 @@ nlohmann::json ZonePcpJson(const std::vector<ZonePcp>& zones) {
 }
 
 std::string LockStatStatus(std::string* reason) {
-  if (access("/proc/lock_stat", F_OK) != 0) {
-    *reason = "no /proc/lock_stat (kernel built without CONFIG_LOCK_STAT)";
-    return "unavailable";
-  }
-  if (access("/proc/lock_stat", R_OK) != 0) {
-    *reason = "/proc/lock_stat is not readable (root only)";
-    return "unavailable";
-  }
-  reason->clear();
-  return "measured";
+  *reason = access("/proc/lock_stat", F_OK) != 0
+                ? "no /proc/lock_stat (kernel built without CONFIG_LOCK_STAT)"
+            : access("/proc/lock_stat", R_OK) != 0
+                ? "/proc/lock_stat is not readable (root only)"
+                : "";
+  return reason->empty() ? "measured" : "unavailable";
 }
 
 nlohmann::json KernelConfigFromText(const std::string& text) {
@@ -199,16 +194,11 @@ int64_t BtfArrayMember(const std::string& btf, const std::string& strct,
     // Bytes after the 12-byte btf_type, by kind (include/uapi/linux/btf.h):
     // INT, VAR, DECL_TAG 4; ARRAY 12; STRUCT, UNION, DATASEC, ENUM64 12 a
     // member; ENUM, FUNC_PROTO 8 a member.
-    std::size_t extra = 0;
-    if (kind == 1 || kind == 14 || kind == 17)
-      extra = 4;
-    else if (kind == 3)
-      extra = 12;
-    else if (kind == 4 || kind == 5 || kind == 15 || kind == 19)
-      extra = 12u * vlen;
-    else if (kind == 6 || kind == 13)
-      extra = 8u * vlen;
-    p += 12 + extra;
+    p += 12 + (kind == 1 || kind == 14 || kind == 17                ? 4u
+               : kind == 3                                          ? 12u
+               : kind == 4 || kind == 5 || kind == 15 || kind == 19 ? 12u * vlen
+               : kind == 6 || kind == 13                            ? 8u * vlen
+                                                                    : 0u);
   }
   for (std::size_t id = 1; id < at.size(); ++id) {
     const std::size_t t = at[id];
@@ -234,13 +224,8 @@ int64_t BtfArrayMember(const std::string& btf, const std::string& strct,
 
 nlohmann::json FolioBatchSize(const std::string& release) {
   nlohmann::json j;
-  std::string btf;
-  {
-    std::ifstream in("/sys/kernel/btf/vmlinux", std::ios::binary);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    btf = ss.str();
-  }
+  std::ifstream in("/sys/kernel/btf/vmlinux", std::ios::binary);
+  const std::string btf{std::istreambuf_iterator<char>(in), {}};
   for (const auto& [strct, member] :
        {std::pair<const char*, const char*>{"folio_batch", "folios"},
         {"pagevec", "pages"}}) {

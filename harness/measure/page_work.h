@@ -1,9 +1,8 @@
 // The work a kernel path does per page outside its lock (work_ns:cal|0 of
-// pagevec's lru_lock and zone_lock's zone->lock): the anonymous fault path
-// per page, measured once per process, minus the model's own cost. It touches
-// what a fault on a fresh page touches: clear_page's 64 lines of a cold page
-// (a per-thread ring larger than its cache share, cycled in order; 4 KiB, no
-// THP) and an 8-byte PTE store (set_pte_at; a new line every 8 pages); the
+// pagevec and zone_lock): the anonymous fault path per page, measured once per
+// process, less the model's own cost. It touches what a fault on a fresh page
+// does: clear_page's 64 lines of a cold page (a per-thread ring larger than
+// its cache share, 4 KiB, no THP) and an 8-byte PTE store (set_pte_at); the
 // rest is a register spin (ThinkNs). Rows record it in details.work.
 #pragma once
 
@@ -86,8 +85,7 @@ inline std::size_t WorkRingPages(const WorkCaches& c, int threads) {
 }
 
 /// Rings' memory reused within the process (touching tens of MiB per
-/// repetition would dominate setup), per NUMA node of the asking CPU. Thread
-/// safe.
+/// repetition would dominate setup), per NUMA node of the asking CPU.
 class PageRingPool {
  public:
   struct Block {
@@ -122,7 +120,6 @@ class PageRingPool {
     *fresh = true;
     return Block{static_cast<unsigned char*>(p), pages, node};
   }
-  /// Returns `b` for reuse.
   static void Give(const Block& b) {
     if (b.pages == nullptr) return;
     std::lock_guard<std::mutex> g(mu_);
@@ -138,8 +135,8 @@ class PageRingPool {
   static inline std::vector<Block>& free_ = *new std::vector<Block>();
 };
 
-/// One thread's ring and page-table-like array, and the work; Allocate() on
-/// the thread that runs it. The memory goes back to PageRingPool.
+/// One thread's ring and page-table-like array; Allocate() on the thread that
+/// runs it. The memory goes back to PageRingPool.
 struct PageWorkRing {
   unsigned char* pages = nullptr;  ///< `count` pages, 4 KiB aligned
   uint64_t* ptes = nullptr;        ///< `count` 8-byte entries
@@ -199,7 +196,7 @@ struct WorkCalibration {
 };
 
 /// The anonymous fault path per 4 KiB page, ns: 1024 pages (no THP) written
-/// once and unmapped, min of 3. 0 when mmap fails.
+/// once and unmapped, min of 3; 0 when mmap fails.
 inline double MeasureFaultNsPerPage() {
   constexpr std::size_t kPages = 1024;
   return TimeAnonymousFaultInNs(kPages * kPageBytes, 3, /*with_unmap=*/true) /
@@ -243,8 +240,8 @@ inline double MeasureZeroNsPerPage() {
   return best;
 }
 
-/// work_ns = max(0, fault - `model_ns_per_page`). A build duet's processes
-/// share each value (the model's when named by `model_key`).
+/// work_ns = max(0, fault - `model_ns_per_page`), each value shared by a build
+/// duet's processes (the model's when named by `model_key`).
 inline WorkCalibration CalibrateWork(double model_ns_per_page,
                                      const std::string& model_key = "") {
   WorkCalibration c;
@@ -272,8 +269,8 @@ inline uint64_t WorkSpinNs(uint64_t work_ns, bool calibrated,
   return work_ns > zero_ns ? work_ns - zero_ns : 0;
 }
 
-/// A row's details.work (results/SCHEMA.md); `model_text`: what was timed at
-/// work_ns:0, `lock`: what the saturated case saturates.
+/// A row's details.work; `model_text`: what was timed at work_ns:0, `lock`:
+/// what the saturated case saturates.
 inline nlohmann::json WorkDetails(uint64_t work_ns, bool calibrated,
                                   const WorkCalibration& c,
                                   const std::string& lock,
@@ -329,8 +326,7 @@ inline nlohmann::json WorkDetails(uint64_t work_ns, bool calibrated,
   return work;
 }
 
-/// details.*.lock_stat_clock_reads: where a row with(out) lock_stat reads the
-/// clock around its lock.
+/// details.*.lock_stat_clock_reads: where a row reads the clock by its lock.
 inline std::string LockStatClockReads(bool stats) {
   if (!stats)
     return "none: the lock is taken with plain lock()/unlock() (no trylock "

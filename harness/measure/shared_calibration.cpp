@@ -22,10 +22,9 @@ double SharedCalibration(const std::string& name,
           c == ':' || c == '-'))
       c = '_';
   const std::string path = std::string(dir) + "/" + file;
-  // What another process left is input: a regular file (a FIFO in
-  // its place would block the open) holding a finite value in (0, 1e7] (every
-  // calibration is a rate or a cost per page well inside it); anything else
-  // is said and measured here instead.
+  // Another process's file is input: a regular file (a FIFO would block the
+  // open) holding a finite value in (0, 1e7] (every calibration is well
+  // inside it); anything else is said and measured here instead.
   const auto read_value = [&](double* out) {
     const int fd = open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0) return false;
@@ -49,9 +48,8 @@ double SharedCalibration(const std::string& name,
                  path.c_str());
   }
   value = measure();
-  // Written to a temporary name, then linked into place: a reader never sees
-  // a half-written value, and when both processes measured, the first link
-  // wins and the second takes the first's value.
+  // Written to a temporary name, then linked into place: no reader sees half
+  // a value, and when both processes measured, the first link wins.
   const std::string tmp = path + ".tmp." + std::to_string(getpid());
   FILE* f = std::fopen(tmp.c_str(), "w");
   if (f == nullptr) return value;

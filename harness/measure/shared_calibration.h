@@ -12,8 +12,7 @@ inline constexpr const char* kSharedCalibrationEnv =
     "LOCKLINE_SHARED_CALIBRATION";
 
 /// `measure()`, or under $LOCKLINE_SHARED_CALIBRATION the value in DIR/<name>,
-/// else measured and written there exclusively (first writer wins). Never
-/// throws for an unusable directory.
+/// else measured and written there (first writer wins); never throws.
 double SharedCalibration(const std::string& name,
                          const std::function<double()>& measure);
 

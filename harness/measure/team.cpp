@@ -11,7 +11,7 @@
 #include <cstdlib>
 #include <future>
 #include <new>
-#include <stdexcept>
+#include <utility>
 
 #include "harness/machine/memory.h"
 #include "harness/machine/restore.h"
@@ -21,12 +21,11 @@
 namespace lockline {
 namespace {
 
-/// The mapping that holds a team's Flags at their sampled offset (less than a
-/// page) plus the Flags themselves.
+/// The mapping of a team's Flags: their offset (under a page) plus the Flags.
 constexpr std::size_t kFlagsMapBytes = 2 * 4096;
 
-// Prints one `lockline: error:` line (printf `fmt`), restores what the run
-// changed and exits with status 3: a set-up step or a window that never ends.
+// A set-up step or window that never ends: one `lockline: error:` line
+// (printf `fmt`), RestoreAll, exit 3.
 [[noreturn]] __attribute__((format(printf, 1, 2))) void ExitStuck(
     const char* fmt, ...) {
   va_list ap;
@@ -67,20 +66,12 @@ ThreadTeam::ThreadTeam(const Topology* topo, std::vector<int> pus,
       no_page_fault_counters_(std::move(no_page_fault_counters)),
       slots_(pus_.size()) {
   threads_.reserve(pus_.size());
-  for (int i = 0; i < size(); ++i) {
-    try {
+  try {
+    for (int i = 0; i < size(); ++i)
       threads_.push_back(
           StartThread(std::to_string(i) + " of " + std::to_string(size()),
                       [this, i] { ThreadMain(i); }));
-    } catch (const std::runtime_error&) {
-      // The threads already started wait on cv_: stop and join them before
-      // the members they use go away.
-      Shutdown();
-      throw;
-    }
-  }
-  // Bind each thread and open its counters on it; a failure surfaces here.
-  try {
+    // Bind each thread and open its counters on it; a failure surfaces here.
     RunOnAllWithin(
         [this](int i) {
           if (topo_ && topo_->is_host() && pus_[i] >= 0)
@@ -94,6 +85,8 @@ ThreadTeam::ThreadTeam(const Topology* topo, std::vector<int> pus,
         },
         SetupTimeoutNs(), "binding the threads and opening their counters");
   } catch (...) {
+    // The threads already started wait on cv_: stop and join them before the
+    // members they use go away.
     Shutdown();
     throw;
   }
@@ -146,11 +139,7 @@ void ThreadTeam::Post(const std::function<void(int)>& fn) {
 }
 
 void ThreadTeam::RethrowError() {
-  if (error_) {
-    auto e = error_;
-    error_ = nullptr;
-    std::rethrow_exception(e);
-  }
+  if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
 }
 
 void ThreadTeam::RunOnAll(const std::function<void(int)>& fn) {
@@ -194,8 +183,7 @@ uint64_t SetupTimeoutNs() {
 std::unique_ptr<Topology> LoadTopologyWithin(
     const std::string& spec, uint64_t limit_ns,
     std::unique_ptr<Topology> (*load)(const std::string&)) {
-  // The loader thread may outlive this call (when it hangs): the process
-  // then exits without joining it.
+  // A hung loader thread outlives this call: the process exits without it.
   std::packaged_task<std::unique_ptr<Topology>()> task(
       [spec, load] { return load(spec); });
   std::future<std::unique_ptr<Topology>> result = task.get_future();
@@ -227,8 +215,7 @@ WindowResult ThreadTeam::RunWindow(Workload& wl,
     Slot& s = slots_[i];  // once, before the barrier and the window
     // The run delay before the barrier: a pread, kept out of the window.
     const uint64_t delay0 = ThreadRunDelayNs();
-    // Start barrier: every thread spins until all have arrived, so they leave
-    // together.
+    // Start barrier: all spin until all have arrived, so they leave together.
     arrived_.fetch_add(1, std::memory_order_acq_rel);
     while (arrived_.load(std::memory_order_acquire) < n) CpuRelax();
     if (s.counters) s.counters->Start();
@@ -328,8 +315,7 @@ std::pair<double, double> ThreadTeam::PingPong(int a, int b,
   RunOnAll([&](int i) {
     if (i == a) {
       const uint64_t deadline = NowNs() + budget_ns;
-      // At least 5 samples for a median; at most 100000 (a budget far too
-      // long).
+      // At least 5 samples for a median; at most 100000 (a budget too long).
       line.Initiate(
           [&] {
             return (NowNs() < deadline || samples.size() < 5) &&

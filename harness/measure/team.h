@@ -1,6 +1,5 @@
-// The thread team: persistent pinned threads that run windows from a start
-// barrier, per-thread counts on their own lines, the wall-clock bound, and the
-// ping-pong probe behind coherence labels.
+// The thread team: persistent pinned threads running windows from a start
+// barrier, the wall-clock bound, and the ping-pong probe behind coherence.
 #pragma once
 
 #include <algorithm>
@@ -34,9 +33,8 @@ struct WindowResult {
   std::vector<int> last_cpus;  ///< sched_getcpu at RunWindow's return, or -1
 };
 
-/// Team of `pus.size()` persistent threads, thread i bound to OS PU pus[i]
-/// (not when -1 or `topo` is null or not the host), one task at a time.
-/// Throws TopologyError when a thread cannot bind.
+/// `pus.size()` persistent threads, thread i bound to OS PU pus[i] (unless
+/// -1, or `topo` is null or not the host; TopologyError if it cannot bind).
 class ThreadTeam {
  public:
   /// `no_page_fault_counters`: non-empty leaves the page-fault events out.
@@ -48,8 +46,7 @@ class ThreadTeam {
 
   int size() const { return static_cast<int>(pus_.size()); }
 
-  /// Runs fn(i) on every thread i concurrently and waits; rethrows the first
-  /// exception.
+  /// Runs fn(i) on every thread i and waits; rethrows the first exception.
   void RunOnAll(const std::function<void(int)>& fn);
 
   /// RunOnAll waiting at most `limit_ns`: past it one `lockline: error:` line
@@ -72,7 +69,7 @@ class ThreadTeam {
   std::vector<std::vector<int>> BoundPus();
 
   /// One-way latency (ns) between threads a and b: {median, min} of round
-  /// trip / 2 over batches of 64 for `budget_ns` (nviennot/core-to-core).
+  /// trip / 2 over batches of 64 for `budget_ns`.
   std::pair<double, double> PingPong(int a, int b, uint64_t budget_ns);
 
  private:
@@ -125,9 +122,8 @@ class ThreadTeam {
 /// How long thread set-up may take: 120 s, or $LOCKLINE_SETUP_TIMEOUT.
 uint64_t SetupTimeoutNs();
 
-/// Topology::Load on a helper thread, at most `limit_ns` (hwloc's discovery
-/// binds to each PU and may hang): past it one error line, exit 3. Rethrows
-/// TopologyError.
+/// Topology::Load on a helper thread (hwloc may hang binding to each PU),
+/// rethrowing TopologyError; past `limit_ns`: one error line, exit 3.
 std::unique_ptr<Topology> LoadTopologyWithin(
     const std::string& spec, uint64_t limit_ns,
     std::unique_ptr<Topology> (*load)(const std::string&) = &Topology::Load);
@@ -148,8 +144,8 @@ double MaxOffCpuShare(int n, Start start, End end, Cpu cpu, Delay delay) {
   return worst;
 }
 
-/// A window's overrun bound: 2 x its length + 20 ms (the stop's scheduling
-/// delay on a loaded machine); fixed work 60 s.
+/// Overrun bound: 2 x the window + 20 ms (the stop's scheduling delay under
+/// load); fixed work 60 s.
 uint64_t OverrunBoundNs(uint64_t window_ns, bool fixed_work);
 
 }  // namespace lockline

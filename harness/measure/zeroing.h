@@ -9,7 +9,6 @@
 #include <cstdint>
 #include <cstring>
 #include <iterator>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -25,8 +24,7 @@ enum class ZeroMethod { kMemset, kRepStosb, kNonTemporal, kClzero };
 
 /// The CPU features the methods depend on (tests build their own).
 struct ZeroingCpu {
-  bool x86_64 = false;  ///< rep stosb and non-temporal stores are real
-                        ///< instructions, not memset
+  bool x86_64 = false;  ///< rep stosb and nt stores are not memset
   bool clzero = false;  ///< CPUID Fn8000_0008 EBX[0] (AMD Zen and later)
 };
 
@@ -37,8 +35,7 @@ inline const ZeroingCpu& DetectZeroingCpu() {
 #if defined(__x86_64__)
     c.x86_64 = true;
     unsigned a = 0, b = 0, cx = 0, d = 0;
-    // Leaf 0x80000000 gives the highest extended leaf; 0x80000008 must exist
-    // before it is read.
+    // Leaf 0x80000000: the highest extended leaf, which must reach 0x80000008.
     if (__get_cpuid(0x80000000u, &a, &b, &cx, &d) && a >= 0x80000008u &&
         __get_cpuid(0x80000008u, &a, &b, &cx, &d)) {
       c.clzero = (b & 1u) != 0;
@@ -68,10 +65,9 @@ inline std::vector<ZeroMethod> AllZeroMethods() {
 inline std::string ZeroMethodUnsupportedReason(
     ZeroMethod m, uint8_t value, const ZeroingCpu& cpu = DetectZeroingCpu()) {
   if (m != ZeroMethod::kClzero) return "";
-  if (!cpu.clzero) {
+  if (!cpu.clzero)
     return "skipped: clzero requested but this CPU lacks it (CPUID Fn8000_0008 "
            "EBX[0] = 0; AMD Zen and later have it)";
-  }
   if (value != 0) return "skipped: clzero writes only zeros (no pattern fill)";
   return "";
 }
@@ -127,8 +123,7 @@ inline void Clzero(void* dst, std::size_t bytes) {
 
 }  // namespace zeroing_detail
 
-/// Fills [dst, dst+bytes) with `value` by `m` (checked with
-/// ZeroMethodUnsupportedReason; an unsupported clzero falls back to memset).
+/// Fills [dst, dst+bytes) with `value` by `m` (an unsupported clzero: memset).
 inline void FillWith(ZeroMethod m, void* dst, std::size_t bytes,
                      uint8_t value) {
 #if defined(__x86_64__)
@@ -152,7 +147,6 @@ inline void FillWith(ZeroMethod m, void* dst, std::size_t bytes,
   std::memset(dst, value, bytes);
 }
 
-/// Zeroes [dst, dst+bytes) with `m` (FillWith with value 0).
 inline void ZeroWith(ZeroMethod m, void* dst, std::size_t bytes) {
   FillWith(m, dst, bytes, 0);
 }
