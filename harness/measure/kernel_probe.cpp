@@ -754,6 +754,37 @@ KernelEvidence::Sources KernelEvidence::OpenedSources() const {
   return o;
 }
 
+namespace {
+
+/// details.kernel.spin from the task-clock samples, and the spin shares.
+json SpinJson(const ContentionTally& total, uint64_t period_ns,
+              KernelEvidence::Metrics& metrics) {
+  const uint64_t spin = total.spin_zone + total.spin_lru + total.spin_other;
+  json j = {{"period_ns", period_ns},
+            {"samples", total.clock_samples},
+            {"kernel_samples", total.clock_kernel},
+            {"spinning", spin},
+            {"zone_lock", total.spin_zone},
+            {"lru_lock", total.spin_lru},
+            {"other", total.spin_other},
+            {"top_callers", TopCallers(total.spin_callers)},
+            {"note",
+             "task-clock samples of the point's tasks with kernel "
+             "callchains; a sample inside a spinlock slow path is "
+             "attributed by the function that asked for the lock"}};
+  if (total.clock_samples > 0) {
+    const double n = static_cast<double>(total.clock_samples);
+    metrics.emplace_back("kernel_spin_share", static_cast<double>(spin) / n);
+    metrics.emplace_back("kernel_spin_zone_share",
+                         static_cast<double>(total.spin_zone) / n);
+    metrics.emplace_back("kernel_spin_lru_share",
+                         static_cast<double>(total.spin_lru) / n);
+  }
+  return j;
+}
+
+}  // namespace
+
 void KernelEvidence::Report(json& details, Metrics& metrics,
                             uint64_t ops) const {
   if (!off_reason_.empty()) {
@@ -814,29 +845,7 @@ void KernelEvidence::Report(json& details, Metrics& metrics,
     }
   }
   if (o.sampled || o.spun) k["samples_lost"] = total.lost;
-  if (o.spun) {
-    const uint64_t spin = total.spin_zone + total.spin_lru + total.spin_other;
-    k["spin"] = {{"period_ns", spin_period_ns_},
-                 {"samples", total.clock_samples},
-                 {"kernel_samples", total.clock_kernel},
-                 {"spinning", spin},
-                 {"zone_lock", total.spin_zone},
-                 {"lru_lock", total.spin_lru},
-                 {"other", total.spin_other},
-                 {"top_callers", TopCallers(total.spin_callers)},
-                 {"note",
-                  "task-clock samples of the point's tasks with kernel "
-                  "callchains; a sample inside a spinlock slow path is "
-                  "attributed by the function that asked for the lock"}};
-    if (total.clock_samples > 0) {
-      const double n = static_cast<double>(total.clock_samples);
-      metrics.emplace_back("kernel_spin_share", static_cast<double>(spin) / n);
-      metrics.emplace_back("kernel_spin_zone_share",
-                           static_cast<double>(total.spin_zone) / n);
-      metrics.emplace_back("kernel_spin_lru_share",
-                           static_cast<double>(total.spin_lru) / n);
-    }
-  }
+  if (o.spun) k["spin"] = SpinJson(total, spin_period_ns_, metrics);
   if (vm) {
     std::map<std::string, uint64_t> zero;
     for (const auto& [key, v] : vm_sum_) zero[key] = 0;
