@@ -21,10 +21,6 @@
 namespace lockline {
 namespace {
 
-std::size_t RoundUp(std::size_t n, std::size_t to) {
-  return (n + to - 1) / to * to;
-}
-
 // "the <what> limit (RLIMIT_X, ulimit -y) is N<unit>" or "... is unlimited".
 std::string Limit(int resource, const char* what, const char* unit) {
   struct rlimit rl {};
@@ -40,20 +36,14 @@ std::string ErrnoText(int err) {
   return std::string(name ? name : "error") + " (" + std::strerror(err) + ")";
 }
 
-void WarnOnce(const std::string& what) {
-  static std::atomic<bool> warned{false};
-  if (!warned.exchange(true))
-    std::fprintf(stderr, "lockline: warning: %s\n", what.c_str());
-}
-
-// hwloc object of the point's first PU's NUMA node, or of logical node `n`.
+// hwloc object of logical NUMA node `logical`.
 hwloc_obj_t NumaNode(const PointEnv& env, int logical) {
   if (!env.topology) return nullptr;
   return hwloc_get_obj_by_type(env.topology->raw(), HWLOC_OBJ_NUMANODE,
                                logical);
 }
 
-// Live AllocShared allocations (for SharedRegionsJson): address -> region.
+// A live AllocShared allocation (SharedRegionsJson's entry).
 struct Region {
   std::size_t bytes = 0;
   std::string policy;
@@ -63,27 +53,24 @@ struct Region {
 
 // The live LayoutSampling's state (at most one): its generator and draws.
 struct Sampler {
+  std::mutex mu;
   bool active = false;
   bool sample = true;
   uint64_t seed = 0;
   std::mt19937_64 rng;
   nlohmann::json draws = nlohmann::json::array();
 };
-std::mutex& SamplerMutex() {
-  static std::mutex mu;
-  return mu;
-}
 Sampler& TheSampler() {
   static Sampler s;
   return s;
 }
-std::mutex& RegionsMutex() {
-  static std::mutex mu;
-  return mu;
-}
-std::map<const void*, Region>& Regions() {
-  static std::map<const void*, Region> regions;
-  return regions;
+struct Regions {
+  std::mutex mu;
+  std::map<const void*, Region> live;  // by address
+};
+Regions& TheRegions() {
+  static Regions r;
+  return r;
 }
 
 // Logical indices of the NUMA nodes in `set` (a nodeset).
@@ -96,11 +83,10 @@ std::vector<int> LogicalNodes(hwloc_topology_t topo, hwloc_const_bitmap_t set) {
   return out;
 }
 
-// SampleLayoutOffset, plus the index of its record in the draws (-1: none).
-std::size_t DrawOffset(std::size_t step, std::size_t bytes, long* index) {
-  std::lock_guard<std::mutex> lk(SamplerMutex());
-  Sampler& s = TheSampler();
-  *index = -1;
+// SampleLayoutOffset with s.mu held; `record` (unless nullptr) gets its entry
+// in the draws, valid while s.mu is held (nullptr: no draw).
+std::size_t DrawOffset(Sampler& s, std::size_t step, std::size_t bytes,
+                       nlohmann::json** record = nullptr) {
   if (!s.active || !s.sample || step == 0 || step >= LayoutSampling::kSpanBytes)
     return 0;
   // A structure that fits in a page stays inside its page (the offsets move
@@ -114,7 +100,7 @@ std::size_t DrawOffset(std::size_t step, std::size_t bytes, long* index) {
       std::uniform_int_distribution<std::size_t>(0, slots - 1)(s.rng) * step;
   s.draws.push_back(
       {{"bytes", bytes}, {"step_bytes", step}, {"offset_bytes", offset}});
-  *index = static_cast<long>(s.draws.size()) - 1;
+  if (record != nullptr) *record = &s.draws.back();
   return offset;
 }
 
@@ -125,43 +111,39 @@ struct SampledMapping {
   std::size_t len = 0, offset = 0;
   void* at = nullptr;
 };
-
 // Maps it and records the draw (and `what` unless nullptr) for the row's
 // address_layout. Throws std::bad_alloc.
 SampledMapping MapSampled(std::size_t bytes, std::size_t step,
                           const char* what) {
-  long draw = -1;
+  Sampler& s = TheSampler();
+  std::lock_guard<std::mutex> lk(s.mu);
+  nlohmann::json* draw = nullptr;
   SampledMapping m;
-  m.offset = DrawOffset(step, bytes, &draw);
-  m.len = RoundUp((bytes == 0 ? 1 : bytes) + m.offset, 4096);
+  m.offset = DrawOffset(s, step, bytes, &draw);
+  m.len = ((bytes == 0 ? 1 : bytes) + m.offset + 4095) / 4096 * 4096;
   m.base = mmap(nullptr, m.len, PROT_READ | PROT_WRITE,
                 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (m.base == MAP_FAILED) throw MapFailed(m.len, errno);
   m.at = static_cast<char*>(m.base) + m.offset;
-  if (draw >= 0) {
-    std::lock_guard<std::mutex> lk(SamplerMutex());
-    Sampler& s = TheSampler();
-    if (s.active && static_cast<std::size_t>(draw) < s.draws.size()) {
-      char buf[32];
-      std::snprintf(
-          buf, sizeof buf, "0x%llx",
-          static_cast<unsigned long long>(reinterpret_cast<uintptr_t>(m.at)));
-      nlohmann::json& d = s.draws[static_cast<std::size_t>(draw)];
-      d["address"] = buf;
-      if (what != nullptr) d["what"] = what;
-    }
+  if (draw != nullptr) {
+    char buf[32];
+    std::snprintf(
+        buf, sizeof buf, "0x%llx",
+        static_cast<unsigned long long>(reinterpret_cast<uintptr_t>(m.at)));
+    (*draw)["address"] = buf;
+    if (what != nullptr) (*draw)["what"] = what;
   }
   return m;
 }
 
-// Live AllocSampledObject allocations, leaked (static destruction may free).
-std::mutex& ObjectsMutex() {
-  static std::mutex* mu = new std::mutex;
-  return *mu;
-}
-std::map<const void*, std::pair<void*, std::size_t>>& Objects() {
-  static auto* objects =
-      new std::map<const void*, std::pair<void*, std::size_t>>;
+// Live AllocSampledObject allocations (address -> mapping base, length),
+// leaked: static destruction may free.
+struct Objects {
+  std::mutex mu;
+  std::map<const void*, std::pair<void*, std::size_t>> live;
+};
+Objects& TheObjects() {
+  static auto* objects = new Objects;
   return *objects;
 }
 
@@ -170,15 +152,15 @@ std::map<const void*, std::pair<void*, std::size_t>>& Objects() {
 void SharedDeleter::operator()(void* p) const {
   if (!p) return;
   {
-    std::lock_guard<std::mutex> lk(RegionsMutex());
-    Regions().erase(p);
+    std::lock_guard<std::mutex> lk(TheRegions().mu);
+    TheRegions().live.erase(p);
   }
   munmap(static_cast<char*>(p) - offset, bytes);
 }
 
 LayoutSampling::LayoutSampling(uint64_t seed, bool sample) {
-  std::lock_guard<std::mutex> lk(SamplerMutex());
   Sampler& s = TheSampler();
+  std::lock_guard<std::mutex> lk(s.mu);
   if (s.active)
     throw std::logic_error("LayoutSampling: another one is already alive");
   s.active = true;
@@ -189,13 +171,13 @@ LayoutSampling::LayoutSampling(uint64_t seed, bool sample) {
 }
 
 LayoutSampling::~LayoutSampling() {
-  std::lock_guard<std::mutex> lk(SamplerMutex());
+  std::lock_guard<std::mutex> lk(TheSampler().mu);
   TheSampler().active = false;
 }
 
 nlohmann::json LayoutSampling::Json() const {
-  std::lock_guard<std::mutex> lk(SamplerMutex());
-  const Sampler& s = TheSampler();
+  Sampler& s = TheSampler();
+  std::lock_guard<std::mutex> lk(s.mu);
   return {{"seed", s.seed},
           {"sampled", s.sample},
           {"span_bytes", kSpanBytes},
@@ -203,16 +185,16 @@ nlohmann::json LayoutSampling::Json() const {
 }
 
 bool LiveLayoutSeed(uint64_t* seed) {
-  std::lock_guard<std::mutex> lk(SamplerMutex());
-  const Sampler& s = TheSampler();
+  Sampler& s = TheSampler();
+  std::lock_guard<std::mutex> lk(s.mu);
   if (!s.active || !s.sample) return false;
   *seed = s.seed;
   return true;
 }
 
 std::size_t SampleLayoutOffset(std::size_t step, std::size_t bytes) {
-  long index = -1;
-  return DrawOffset(step, bytes, &index);
+  std::lock_guard<std::mutex> lk(TheSampler().mu);
+  return DrawOffset(TheSampler(), step, bytes);
 }
 
 std::vector<int> NodesOfRange(const void* ptr, std::size_t bytes) {
@@ -239,8 +221,8 @@ std::vector<int> NodesOfRange(const void* ptr, std::size_t bytes) {
 
 nlohmann::json SharedRegionsJson(const Topology* topo) {
   nlohmann::json out = nlohmann::json::array();
-  std::lock_guard<std::mutex> lk(RegionsMutex());
-  for (const auto& [ptr, r] : Regions()) {
+  std::lock_guard<std::mutex> lk(TheRegions().mu);
+  for (const auto& [ptr, r] : TheRegions().live) {
     const std::vector<int> os = NodesOfRange(ptr, r.bytes - r.offset);
     std::vector<int> logical;
     for (int n : os) {
@@ -262,22 +244,16 @@ nlohmann::json SharedRegionsJson(const Topology* topo) {
 void* AllocSampledObject(std::size_t bytes, std::size_t align,
                          const char* what) {
   const SampledMapping m = MapSampled(bytes, LayoutStep(align), what);
-  std::lock_guard<std::mutex> lk(ObjectsMutex());
-  Objects()[m.at] = {m.base, m.len};
+  std::lock_guard<std::mutex> lk(TheObjects().mu);
+  TheObjects().live[m.at] = {m.base, m.len};
   return m.at;
 }
 
 void FreeSampledObject(void* p) noexcept {
-  if (p == nullptr) return;
-  std::pair<void*, std::size_t> region{nullptr, 0};
-  {
-    std::lock_guard<std::mutex> lk(ObjectsMutex());
-    auto it = Objects().find(p);
-    if (it == Objects().end()) return;
-    region = it->second;
-    Objects().erase(it);
-  }
-  munmap(region.first, region.second);
+  std::unique_lock<std::mutex> lk(TheObjects().mu);
+  const auto node = TheObjects().live.extract(p);
+  lk.unlock();
+  if (!node.empty()) munmap(node.mapped().first, node.mapped().second);
 }
 
 void* Workload::operator new(std::size_t bytes) {
@@ -339,48 +315,43 @@ SharedPtr AllocShared(std::size_t bytes, const PointEnv& env,
   Region region{m.len, policy.empty() ? "first-touch" : policy, {}, m.offset};
   if (!policy.empty() && policy != "first-touch" && env.topology &&
       env.topology->is_host()) {
-    hwloc_topology_t topo = env.topology->raw();
-    hwloc_bitmap_t set = hwloc_bitmap_alloc();
-    hwloc_membind_policy_t mp = HWLOC_MEMBIND_BIND;
+    std::vector<int> nodes;  // logical; a PU of unknown node (-1): node 0
     if (policy == "local") {
-      int node =
-          (env.plan && !env.plan->pus.empty()) ? env.plan->pus[0].numa : 0;
-      if (hwloc_obj_t obj = NumaNode(env, node < 0 ? 0 : node))
-        hwloc_bitmap_copy(set, obj->nodeset);
+      nodes = {env.plan && !env.plan->pus.empty() ? env.plan->pus[0].numa : 0};
     } else if (policy == "interleave") {
-      mp = HWLOC_MEMBIND_INTERLEAVE;
       if (env.plan)
-        for (const PuInfo& pu : env.plan->pus)
-          if (hwloc_obj_t obj = NumaNode(env, pu.numa < 0 ? 0 : pu.numa))
-            hwloc_bitmap_or(set, set, obj->nodeset);
+        for (const PuInfo& pu : env.plan->pus) nodes.push_back(pu.numa);
     } else {  // node:N
-      const int n = std::stoi(policy.substr(5));
-      hwloc_obj_t obj = NumaNode(env, n);
-      if (!obj) {
-        hwloc_bitmap_free(set);
+      nodes = {std::stoi(policy.substr(5))};
+      if (!NumaNode(env, nodes[0]))
         throw std::invalid_argument(
             "--mem=" + policy + ": this machine has NUMA nodes 0-" +
             std::to_string(env.topology->summary().numa_nodes - 1));
-      }
-      hwloc_bitmap_copy(set, obj->nodeset);
     }
+    hwloc_topology_t topo = env.topology->raw();
+    hwloc_bitmap_t set = hwloc_bitmap_alloc();
+    for (int n : nodes)
+      if (hwloc_obj_t obj = NumaNode(env, n < 0 ? 0 : n))
+        hwloc_bitmap_or(set, set, obj->nodeset);
     region.requested = LogicalNodes(topo, set);
+    static std::atomic<bool> warned{false};
     if (!hwloc_bitmap_iszero(set) &&
         hwloc_set_area_membind(
-            topo, m.base, m.len, set, mp,
-            HWLOC_MEMBIND_BYNODESET | HWLOC_MEMBIND_MIGRATE) != 0) {
-      WarnOnce("--mem=" + policy + " not supported here (" +
-               std::strerror(errno) +
-               "); shared memory falls back to first-touch");
-    }
+            topo, m.base, m.len, set,
+            policy == "interleave" ? HWLOC_MEMBIND_INTERLEAVE
+                                   : HWLOC_MEMBIND_BIND,
+            HWLOC_MEMBIND_BYNODESET | HWLOC_MEMBIND_MIGRATE) != 0 &&
+        !warned.exchange(true))
+      std::fprintf(stderr,
+                   "lockline: warning: --mem=%s not supported here (%s); "
+                   "shared memory falls back to first-touch\n",
+                   policy.c_str(), std::strerror(errno));
     hwloc_bitmap_free(set);
   }
   // First touch by the caller (or fault in on the bound node).
   std::memset(m.base, 0, m.len);
-  {
-    std::lock_guard<std::mutex> lk(RegionsMutex());
-    Regions()[m.at] = std::move(region);
-  }
+  std::lock_guard<std::mutex> lk(TheRegions().mu);
+  TheRegions().live[m.at] = std::move(region);
   return mem;
 }
 

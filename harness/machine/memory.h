@@ -19,8 +19,7 @@
 
 namespace lockline {
 
-/// Unmaps AllocShared's `bytes` long mapping, `offset` bytes before the
-/// pointer.
+/// Unmaps AllocShared's mapping: `bytes` long, `offset` before the pointer.
 struct SharedDeleter {
   std::size_t bytes = 0;
   std::size_t offset = 0;
@@ -65,7 +64,7 @@ void CheckMemPolicy(const std::string& policy);
 /// sample the L1 set and 4 KiB aliasing bits. Without one, offsets are 0.
 class LayoutSampling {
  public:
-  /// The span offsets are drawn from: [0, kSpanBytes), one 4 KiB page.
+  /// Offsets are drawn from [0, kSpanBytes), one 4 KiB page.
   static constexpr std::size_t kSpanBytes = 4096;
   /// Throws std::logic_error when another is alive. `sample` false: offsets
   /// stay 0 and Json() says "sampled": false.
@@ -115,8 +114,8 @@ std::shared_ptr<T> MakeShared(const PointEnv& env, Args&&... args) {
   return std::shared_ptr<T>(obj, [holder](T* t) { t->~T(); });
 }
 
-/// OS NUMA nodes (sorted) holding the resident pages of [ptr, ptr + bytes),
-/// by move_pages(2) with null nodes (at most 1024 pages asked); empty when
+/// OS NUMA nodes (sorted) holding the resident pages of [ptr, ptr + bytes), by
+/// move_pages(2) with null nodes (at most 1024 pages asked); empty when
 /// unknown. Never throws.
 std::vector<int> NodesOfRange(const void* ptr, std::size_t bytes);
 

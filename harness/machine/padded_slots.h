@@ -37,15 +37,12 @@ constexpr bool IsValidSlotPadding(std::size_t bytes) {
 }
 
 namespace detail {
-inline std::atomic<std::size_t>& SlotPaddingCell() {
-  static std::atomic<std::size_t> cell{kDefaultSlotPadding};
-  return cell;
-}
+inline std::atomic<std::size_t> slot_padding{kDefaultSlotPadding};
 }  // namespace detail
 
 /// The process's distance between per-thread slots, bytes (--padding).
 inline std::size_t SlotPadding() {
-  return detail::SlotPaddingCell().load(std::memory_order_relaxed);
+  return detail::slot_padding.load(std::memory_order_relaxed);
 }
 
 /// `bytes` if --padding accepts it, else throws std::invalid_argument.
@@ -60,8 +57,7 @@ inline std::size_t CheckedPadding(std::size_t bytes, const char* who = "") {
 /// Sets SlotPadding() for PaddedSlots created afterwards; throws like
 /// CheckedPadding.
 inline void SetSlotPadding(std::size_t bytes) {
-  detail::SlotPaddingCell().store(CheckedPadding(bytes),
-                                  std::memory_order_relaxed);
+  detail::slot_padding.store(CheckedPadding(bytes), std::memory_order_relaxed);
 }
 
 /// Tag: leaves every slot for Emplace (by its own thread, in SetupThread).
@@ -95,8 +91,8 @@ class PaddedSlots {
         padding_(CheckedPadding(padding, "PaddedSlots: ")),
         stride_(StrideFor(padding)) {
     if (n_ == 0) return;
-    built_ = std::make_unique<bool[]>(n_);  // all false
-    bytes_ = MappedBytes(n_, stride_);
+    built_ = std::make_unique<bool[]>(n_);         // all false
+    bytes_ = (n_ * stride_ + 4095) / 4096 * 4096;  // whole 4 KiB pages
     void* p = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) throw std::bad_alloc();
@@ -152,10 +148,6 @@ class PaddedSlots {
   }
 
  private:
-  static std::size_t MappedBytes(std::size_t n, std::size_t stride) {
-    constexpr std::size_t kPage = 4096;
-    return (n * stride + kPage - 1) / kPage * kPage;
-  }
   void* Address(std::size_t i) const noexcept { return base_ + i * stride_; }
   T* Slot(std::size_t i) const noexcept {
     return std::launder(reinterpret_cast<T*>(Address(i)));

@@ -1,6 +1,5 @@
 #include "harness/run/build_duet.h"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -17,7 +16,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <ctime>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -133,18 +131,17 @@ bool TakeLine(std::string& buffer, std::string* line) {
 
 /// One line of a protocol text without control characters (an error text).
 std::string OneLine(std::string s) {
-  for (char& c : s)
-    if (c == '\n' || c == '\r') c = ' ';
+  std::replace(s.begin(), s.end(), '\n', ' ');
+  std::replace(s.begin(), s.end(), '\r', ' ');
   return s;
 }
 
-std::string Join(const std::vector<std::string>& v, size_t limit) {
+/// " (a, b, c, d, ... (N more))", or "" for none.
+std::string Listed(const std::vector<std::string>& v) {
   std::string out;
-  for (size_t i = 0; i < v.size() && i < limit; ++i)
-    out += (i ? ", " : "") + v[i];
-  if (v.size() > limit)
-    out += ", ... (" + std::to_string(v.size() - limit) + " more)";
-  return out;
+  for (size_t i = 0; i < v.size() && i < 4; ++i) out += (i ? ", " : "") + v[i];
+  if (v.size() > 4) out += ", ... (" + std::to_string(v.size() - 4) + " more)";
+  return v.empty() ? "" : " (" + out + ")";
 }
 
 /// The refusal of the old build `binary`: one `lockline: error:` line.
@@ -183,23 +180,22 @@ void CheckKeys(const std::string& binary, const std::vector<std::string>& keys,
   throw Refusal(
       binary,
       "the two builds' suites differ: " + std::to_string(only_ours.size()) +
-          " key(s) only in this build" +
-          (only_ours.empty() ? "" : " (" + Join(only_ours, 4) + ")") + ", " +
+          " key(s) only in this build" + Listed(only_ours) + ", " +
           std::to_string(only_theirs.size()) + " only in the old build" +
-          (only_theirs.empty() ? "" : " (" + Join(only_theirs, 4) + ")") +
+          Listed(only_theirs) +
           "; accepted: builds with the same point keys for the selected suite "
           "(narrow both with --benchmark_filter)");
 }
 
 // ---- client --------------------------------------------------------------
 
-/// One window of the old build as the server measured it.
-struct RemoteWindow {
+/// One window of either build (the old build's as the server measured it).
+struct SideWindow {
   uint64_t ops = 0;      ///< operations of all its threads
   double seconds = 0;    ///< its first thread's start to its last thread's end
   bool overrun = false;  ///< past its wall-clock bound (OverrunBoundNs)
   double cpu_seconds = 0;   ///< its threads' summed CPU time in the window
-  double max_off_cpu = -1;  ///< -1: a server before off-CPU shares
+  double max_off_cpu = -1;  ///< -1: unknown (a server before off-CPU shares)
 };
 
 /// The client's end of a window server (a child on a socket pair), used by one
@@ -213,7 +209,22 @@ class WindowClient {
       : binary_(binary) {
     Start(args);
     try {
-      Handshake(keys);
+      std::string hello;
+      try {
+        hello = ReadLine();
+      } catch (const std::exception& e) {
+        hello_error_ = e.what();
+      }
+      if (hello.rfind("lockline-window-server ", 0) != 0) RefuseSilentServer();
+      CheckHello(binary_, hello);
+      layout_ = hello.find(" layout=1") != std::string::npos;
+      std::set<std::string> theirs;
+      for (std::string line; (line = ReadLine()) != "end";) {
+        if (line.rfind("key ", 0) != 0)
+          throw Refusal(binary_, "malformed key line '" + OneLine(line) + "'");
+        theirs.insert(line.substr(4));
+      }
+      CheckKeys(binary_, keys, theirs);
     } catch (...) {
       Kill();
       throw;
@@ -247,25 +258,6 @@ class WindowClient {
   WindowClient(const WindowClient&) = delete;
   WindowClient& operator=(const WindowClient&) = delete;
 
-  void Handshake(const std::vector<std::string>& keys) {
-    std::string hello;
-    try {
-      hello = ReadLine();
-    } catch (const std::exception& e) {
-      hello_error_ = e.what();
-    }
-    if (hello.rfind("lockline-window-server ", 0) != 0) RefuseSilentServer();
-    CheckHello(binary_, hello);
-    layout_ = hello.find(" layout=1") != std::string::npos;
-    std::set<std::string> theirs;
-    for (std::string line; (line = ReadLine()) != "end";) {
-      if (line.rfind("key ", 0) != 0)
-        throw Refusal(binary_, "malformed key line '" + OneLine(line) + "'");
-      theirs.insert(line.substr(4));
-    }
-    CheckKeys(binary_, keys, theirs);
-  }
-
   /// Opens point `key` on the server; returns its workload's fixed_work().
   bool Open(const std::string& key, uint64_t window_ns, int windows,
             const std::vector<int>& pus, bool oversubscribed) {
@@ -287,9 +279,9 @@ class WindowClient {
   }
 
   /// Runs one window of the open point.
-  RemoteWindow Window() {
+  SideWindow Window() {
     const std::string a = Ask("window");
-    RemoteWindow w;
+    SideWindow w;
     unsigned long long ops = 0;
     int overrun = 0;
     const int got =
@@ -478,12 +470,10 @@ class WindowClient {
         err_fd_ = -1;
         return;
       }
-      if (relay_) {
-        std::string text(buf, static_cast<size_t>(n));
-        std::fprintf(stderr, "old build: %s", text.c_str());
-      } else if (err_text_.size() < 65536) {
+      if (relay_)
+        std::fprintf(stderr, "old build: %.*s", static_cast<int>(n), buf);
+      else if (err_text_.size() < 65536)
         err_text_.append(buf, static_cast<size_t>(n));
-      }
       timeout_ms = 0;
     }
   }
@@ -535,7 +525,7 @@ class BuildDuetWorkload : public HeapPlacedWorkload {
     logs_ = PaddedSlots<ThreadLog>(static_cast<size_t>(threads));
     for (size_t i = 0; i < logs_.size(); ++i)
       logs_[i].windows.assign(rep_.schedule.size(), LocalWindow{});
-    remote_.assign(rep_.schedule.size(), RemoteWindow{});
+    remote_.assign(rep_.schedule.size(), SideWindow{});
     const auto old_windows =
         std::count_if(rep_.schedule.begin(), rep_.schedule.end(),
                       [](DuetSide s) { return !IsLocal(s); });
@@ -587,15 +577,71 @@ class BuildDuetWorkload : public HeapPlacedWorkload {
 
   void Report(PointReport& out, double /*window_seconds*/,
               uint64_t /*ops*/) override {
-    const Windows t = CollectWindows();
+    const size_t n = rep_.schedule.size();
+    // A window past its bound marks its pair (compare.py leaves it out).
+    const double bound_s = static_cast<double>(OverrunBoundNs(
+                               rep_.window_ns, local_->fixed_work())) /
+                           1e9;
+    std::vector<SideWindow> win(n);
+    std::vector<uint64_t> ops(n);
+    std::vector<double> seconds(n);
+    size_t ran = 0;  // the schedule's windows up to the last that ran
+    uint64_t new_ops = 0, measured_ops[2] = {0, 0};  // by DuetSide kA, kB
+    double new_sec = 0, measured_sec[2] = {0, 0};
+    int old_overruns = 0;
+    for (size_t w = 0; w < n; ++w) {
+      const DuetSide side = rep_.schedule[w];
+      win[w] = IsLocal(side) ? LocalWindowAt(w, bound_s) : remote_[w];
+      ops[w] = win[w].ops;
+      seconds[w] = win[w].seconds;
+      if (IsLocal(side)) {
+        new_ops += ops[w];
+        new_sec += seconds[w];
+      } else {
+        old_overruns += win[w].overrun ? 1 : 0;
+      }
+      if (seconds[w] > 0) ran = w + 1;
+      if (side == DuetSide::kA || side == DuetSide::kB) {
+        measured_ops[static_cast<int>(side)] += ops[w];
+        measured_sec[static_cast<int>(side)] += seconds[w];
+      }
+    }
     // The old side's own report and verification, then the current side's.
     const json old_side = CloseOldSide();
-    local_->Report(out, t.new_sec, t.new_ops);
-    std::vector<double> logs;
-    const json pairs = PairRows(t, &logs);
+    local_->Report(out, new_sec, new_ops);
+    const std::vector<DuetPair> pairs = DuetPairs(
+        {rep_.schedule.begin(), rep_.schedule.begin() + ran}, ops, seconds);
+    size_t warm = 0;
+    while (warm < ran && (rep_.schedule[warm] == DuetSide::kWarmupA ||
+                          rep_.schedule[warm] == DuetSide::kWarmupB))
+      ++warm;
+    json rows = json::array();
+    std::vector<double> logs;  // log ratios new/old where both sides ran
+    for (size_t k = 0; k < pairs.size(); ++k) {
+      const DuetPair& p = pairs[k];
+      bool overrun = false;
+      double cpu_rate[2] = {0, 0};  // old, new: ops per CPU second
+      double off = 0;  // the larger off-CPU share of the pair; -1: unknown
+      for (size_t w = warm + 2 * k; w < warm + 2 * k + 2 && w < ran; ++w) {
+        const double o = win[w].max_off_cpu, cpu = win[w].cpu_seconds;
+        off = o < 0 || off < 0 ? -1 : std::max(off, o);
+        overrun |= win[w].overrun;
+        cpu_rate[IsLocal(rep_.schedule[w]) ? 1 : 0] =
+            cpu > 0 ? static_cast<double>(ops[w]) / cpu : 0.0;
+      }
+      rows.push_back({{"a_ops_per_s", p.a_ops_per_s},
+                      {"b_ops_per_s", p.b_ops_per_s},
+                      {"a_ops_per_cpu_s", cpu_rate[0]},
+                      {"b_ops_per_cpu_s", cpu_rate[1]},
+                      {"order", p.b_first ? "ba" : "ab"},
+                      {"overrun", overrun},
+                      {"off_cpu", off < 0 ? json(nullptr) : json(off)}});
+      if (p.a_ops_per_s > 0 && p.b_ops_per_s > 0)
+        logs.push_back(std::log(p.b_ops_per_s / p.a_ops_per_s));
+    }
     json sides = json::array();
     static const char* kNames[] = {"old", "new", "warmup_old", "warmup_new"};
-    for (size_t w = 0; w < t.ran; ++w)
+    for (size_t w = 0; w < ran; ++w)
       sides.push_back(kNames[static_cast<int>(rep_.schedule[w])]);
     double ratio = 0;  // the median pair ratio new/old
     if (!logs.empty()) {
@@ -608,21 +654,18 @@ class BuildDuetWorkload : public HeapPlacedWorkload {
       return s > 0 ? static_cast<double>(o) / s : 0.0;
     };
     out.Metric("build_ratio", ratio);
-    out.Metric("old_ops_per_s", rate(t.measured_ops[0], t.measured_sec[0]));
-    out.Metric("new_ops_per_s", rate(t.measured_ops[1], t.measured_sec[1]));
+    out.Metric("old_ops_per_s", rate(measured_ops[0], measured_sec[0]));
+    out.Metric("new_ops_per_s", rate(measured_ops[1], measured_sec[1]));
     if (!out.details.is_object()) out.details = json::object();
     out.details["build_duet"] = {
         {"old_binary", client_->binary()},
         {"layout", client_->layout() ? "shared" : "page_start"},
         {"prepared_first", rep_.old_prepares_first ? "old" : "new"},
         {"sides", sides},
-        {"pairs", pairs},
-        {"old_overrun_windows", t.old_overruns},
-        {"old",
-         old_side.contains("metrics") ? old_side["metrics"] : json::object()},
-        {"old_address_layout", old_side.contains("address_layout")
-                                   ? old_side["address_layout"]
-                                   : json(nullptr)}};
+        {"pairs", rows},
+        {"old_overrun_windows", old_overruns},
+        {"old", old_side.value("metrics", json::object())},
+        {"old_address_layout", old_side.value("address_layout", json())}};
   }
 
   std::string Verify() override {
@@ -641,83 +684,48 @@ class BuildDuetWorkload : public HeapPlacedWorkload {
     int next = 0;
     std::vector<LocalWindow> windows;
   };
-  /// The windows as they ran, both sides (off_cpu -1: unknown), and sums.
-  struct Windows {
-    std::vector<uint64_t> ops;
-    std::vector<double> seconds, cpu, off_cpu;
-    size_t ran = 0;  ///< the schedule's windows up to the last that ran
-    uint64_t new_ops = 0, measured_ops[2] = {0, 0};  ///< by DuetSide kA, kB
-    double new_sec = 0, measured_sec[2] = {0, 0};
-    int old_overruns = 0;
-  };
-
   static bool IsLocal(DuetSide s) {
     return s == DuetSide::kB || s == DuetSide::kWarmupB;
   }
 
-  Windows CollectWindows() const {
-    const size_t n = rep_.schedule.size();
-    Windows t;
-    t.ops.assign(n, 0);
-    t.seconds.assign(n, 0);
-    t.cpu.assign(n, 0);
-    t.off_cpu.assign(n, -1);
-    for (size_t w = 0; w < n; ++w) {
-      if (IsLocal(rep_.schedule[w])) {
-        CollectLocal(w, t);
-      } else {
-        t.ops[w] = remote_[w].ops;
-        t.seconds[w] = remote_[w].seconds;
-        t.cpu[w] = remote_[w].cpu_seconds;
-        t.off_cpu[w] = remote_[w].max_off_cpu;
-        t.old_overruns += remote_[w].overrun ? 1 : 0;
-      }
-      if (t.seconds[w] > 0) t.ran = w + 1;
-      if (rep_.schedule[w] == DuetSide::kA ||
-          rep_.schedule[w] == DuetSide::kB) {
-        t.measured_ops[static_cast<int>(rep_.schedule[w])] += t.ops[w];
-        t.measured_sec[static_cast<int>(rep_.schedule[w])] += t.seconds[w];
-      }
-    }
-    return t;
-  }
-
-  void CollectLocal(size_t w, Windows& t) const {
+  /// This build's window w: its threads' summed ops and CPU time, first start
+  /// to last end; an overrun past `bound_s` seconds.
+  SideWindow LocalWindowAt(size_t w, double bound_s) const {
     const auto at = [&](int i) -> const LocalWindow& {
       return logs_[static_cast<size_t>(i)].windows[w];
     };
     const int threads = static_cast<int>(logs_.size());
+    SideWindow x;
     uint64_t first = UINT64_MAX, last = 0;
     for (int i = 0; i < threads; ++i) {
-      t.ops[w] += at(i).ops;
-      t.cpu[w] += static_cast<double>(at(i).cpu_ns) / 1e9;
+      x.ops += at(i).ops;
+      x.cpu_seconds += static_cast<double>(at(i).cpu_ns) / 1e9;
       if (at(i).end_ns == 0) continue;
       first = std::min(first, at(i).start_ns);
       last = std::max(last, at(i).end_ns);
     }
-    if (last > first) t.seconds[w] = static_cast<double>(last - first) / 1e9;
-    t.off_cpu[w] = MaxOffCpuShare(
+    if (last > first) x.seconds = static_cast<double>(last - first) / 1e9;
+    x.overrun = x.seconds > bound_s;
+    x.max_off_cpu = MaxOffCpuShare(
         threads, [&](int i) { return at(i).start_ns; },
         [&](int i) { return at(i).end_ns; },
         [&](int i) { return at(i).cpu_ns; },
         [&](int i) { return at(i).run_delay_ns; });
-    t.new_ops += t.ops[w];
-    t.new_sec += t.seconds[w];
+    return x;
   }
 
   /// The old side's "closed" answer, its verification kept in remote_verify_.
   json CloseOldSide() {
+    open_ = false;
     std::string closed;
     try {
       closed = client_->Close();
-      open_ = false;
     } catch (const std::exception& e) {
-      open_ = false;
       remote_verify_ =
           std::string("cannot close the old build's point: ") + e.what();
     }
-    json old_side = json::object();
-    if (closed.empty()) return old_side;
+    if (closed.empty()) return json::object();
+    json old_side;
     try {
       old_side = json::parse(closed, [](int depth, json::parse_event_t, json&) {
         if (depth > kMaxJsonDepth)
@@ -739,52 +747,13 @@ class BuildDuetWorkload : public HeapPlacedWorkload {
     return old_side;
   }
 
-  /// details.build_duet.pairs, and log ratios new/old where both sides ran.
-  json PairRows(const Windows& t, std::vector<double>* log_ratios) const {
-    const std::vector<DuetSide> schedule(rep_.schedule.begin(),
-                                         rep_.schedule.begin() + t.ran);
-    const std::vector<DuetPair> pairs = DuetPairs(schedule, t.ops, t.seconds);
-    // A window past its bound marks its pair (compare.py leaves it out).
-    const double bound_s = static_cast<double>(OverrunBoundNs(
-                               rep_.window_ns, local_->fixed_work())) /
-                           1e9;
-    size_t warm = 0;
-    while (warm < t.ran && (rep_.schedule[warm] == DuetSide::kWarmupA ||
-                            rep_.schedule[warm] == DuetSide::kWarmupB))
-      ++warm;
-    json rows = json::array();
-    for (size_t k = 0; k < pairs.size(); ++k) {
-      const DuetPair& p = pairs[k];
-      bool overrun = false;
-      double cpu_rate[2] = {0, 0};  // old, new: ops per CPU second
-      double off = 0;  // the larger off-CPU share of the pair; -1: unknown
-      for (size_t w = warm + 2 * k; w < warm + 2 * k + 2 && w < t.ran; ++w) {
-        off = t.off_cpu[w] < 0 || off < 0 ? -1 : std::max(off, t.off_cpu[w]);
-        overrun |= IsLocal(rep_.schedule[w]) ? t.seconds[w] > bound_s
-                                             : remote_[w].overrun;
-        cpu_rate[IsLocal(rep_.schedule[w]) ? 1 : 0] =
-            t.cpu[w] > 0 ? static_cast<double>(t.ops[w]) / t.cpu[w] : 0.0;
-      }
-      rows.push_back({{"a_ops_per_s", p.a_ops_per_s},
-                      {"b_ops_per_s", p.b_ops_per_s},
-                      {"a_ops_per_cpu_s", cpu_rate[0]},
-                      {"b_ops_per_cpu_s", cpu_rate[1]},
-                      {"order", p.b_first ? "ba" : "ab"},
-                      {"overrun", overrun},
-                      {"off_cpu", off < 0 ? json(nullptr) : json(off)}});
-      if (p.a_ops_per_s > 0 && p.b_ops_per_s > 0)
-        log_ratios->push_back(std::log(p.b_ops_per_s / p.a_ops_per_s));
-    }
-    return rows;
-  }
-
   std::unique_ptr<Workload> local_;
   std::shared_ptr<WindowClient> client_;
   const DuetRepetition rep_;
   bool open_ = false;
   std::string remote_verify_;
   PaddedSlots<ThreadLog> logs_;
-  std::vector<RemoteWindow> remote_;  ///< per window, written by thread 0
+  std::vector<SideWindow> remote_;  ///< per window, written by thread 0
 };
 
 /// The run's selection flags, passed to the old build's server.
@@ -804,11 +773,9 @@ std::vector<std::string> ServerArgs(const RunState& run) {
   std::vector<std::string> args;
   for (size_t i = 1; i < run.opts.argv.size(); ++i) {
     const std::string& a = run.opts.argv[i];
-    for (const char* p : kPassed)
-      if (a.rfind(p, 0) == 0) {
-        args.push_back(a);
-        break;
-      }
+    if (std::any_of(std::begin(kPassed), std::end(kPassed),
+                    [&](const char* p) { return a.rfind(p, 0) == 0; }))
+      args.push_back(a);
   }
   return args;
 }
@@ -860,8 +827,7 @@ class WindowServer {
     // The client's --events: both builds pay the same counting cost.
     try {
       counters_ = CounterSession::Create(run.opts.events);
-    } catch (const std::exception&) {
-      counters_.reset();
+    } catch (const std::exception&) {  // none: counted on neither side
     }
   }
   ~WindowServer() { ClosePoint(); }
