@@ -189,18 +189,14 @@ class LruWorkload : public kernel_tasks::KernelFamilyWorkload {
 
 Variant MakeVariant(Case kind, bool shared_file, Tasks tasks, Suite suite,
                     std::vector<int> threads) {
-  Variant v;
-  v.params = {
-      {"case", CaseName(kind)},
-      {"file", kind == Case::kAnonFault ? "none"
-                                        : (shared_file ? "shared" : "private")},
-      {"pages", std::to_string(DefaultPages(kind))},
-      {"tasks", kernel_tasks::TasksName(tasks)}};
-  v.suite = suite;
-  v.threads = std::move(threads);
-  // Budget: the tasks' setup and teardown, about 0.1 s.
-  v.cost_s = 0.1;
-  v.description =
+  return kernel_tasks::KernelVariant(
+      {{"case", CaseName(kind)},
+       {"file", kind == Case::kAnonFault
+                    ? "none"
+                    : (shared_file ? "shared" : "private")},
+       {"pages", std::to_string(DefaultPages(kind))},
+       {"tasks", kernel_tasks::TasksName(tasks)}},
+      suite, std::move(threads),
       std::string(kind == Case::kAnonFault
                       ? "page_fault1: fault in and munmap 128 MiB of "
                         "private anon memory"
@@ -209,18 +205,16 @@ Variant MakeVariant(Case kind, bool shared_file, Tasks tasks, Suite suite,
                             std::string(kind == Case::kFileTruncate
                                             ? "truncate it"
                                             : "punch a hole over it")) +
-      (kind == Case::kAnonFault ? ""
-                                : (shared_file ? "; one memfd shared by tasks"
-                                               : "; one memfd per task")) +
-      "; tasks as " + kernel_tasks::TasksName(tasks) +
-      "; kernel lock contention counted and attributed";
-  v.make = [=](const PointEnv& env) -> std::unique_ptr<Workload> {
-    Config cfg{kind, shared_file, DefaultPages(kind), tasks};
-    auto wl = std::make_unique<LruWorkload>(cfg, env.threads);
-    wl->SetEvidenceWindows(env);
-    return wl;
-  };
-  return v;
+          (kind == Case::kAnonFault
+               ? ""
+               : (shared_file ? "; one memfd shared by tasks"
+                              : "; one memfd per task")) +
+          "; tasks as " + kernel_tasks::TasksName(tasks) +
+          "; kernel lock contention counted and attributed",
+      [=](int n) {
+        return std::make_unique<LruWorkload>(
+            Config{kind, shared_file, DefaultPages(kind), tasks}, n);
+      });
 }
 
 /// Default: page_fault1 as threads at 1 and all PUs; full: every case.
