@@ -251,10 +251,8 @@ class PrezeroWorkload : public Workload {
   void PickZeroerPu() {
     if (env_.topology == nullptr || !env_.topology->is_host()) return;
     if (env_.plan == nullptr) return;
-    HelperRule rule;
-    rule.topo = env_.topology;
-    const auto places =
-        PlaceHelpersNear(env_.topology->usable_pus(), *env_.plan, 1, rule);
+    const auto places = PlaceHelpersNear(
+        env_.topology->usable_pus(), *env_.plan, 1, {.topo = env_.topology});
     if (!places.empty()) {
       zeroer_place_ = places.front();
       zeroer_pu_ = zeroer_place_.pu;
@@ -583,10 +581,8 @@ class BurstWorkload : public Workload {
       return;
     }
     if (zeroer_ == Zeroer::kEngine) {
-      HelperRule rule;
-      rule.topo = env_.topology;
-      places_ =
-          PlaceHelpersNear(env_.topology->usable_pus(), *env_.plan, 1, rule);
+      places_ = PlaceHelpersNear(env_.topology->usable_pus(), *env_.plan, 1,
+                                 {.topo = env_.topology});
       return;
     }
     places_ = NodeZeroerPlaces(env_.topology->usable_pus(), *env_.plan);
