@@ -204,14 +204,6 @@ inline constexpr uint64_t kDefaultEvidenceWindowNs = 50'000'000;
 /// drains are what keeps them from dropping events.
 inline constexpr uint64_t kLiveDrainNs = 2'000'000;
 
-/// How long a tasks:processes parent waits for a child's result once the
-/// window is over before it kills the child and fails the point: 10 x the
-/// window, at least 2 s (a child stops within one batch of its op loop).
-inline int64_t ChildReportLimitMs(uint64_t window_ns) {
-  return std::max<int64_t>(2000,
-                           static_cast<int64_t>(window_ns / 1'000'000) * 10);
-}
-
 /// Two-sided 95 % Student t quantile for `df` degrees of freedom (table to
 /// 30, then 1.96 + 2.4 / df as an approximation within 0.5 %).
 inline double T975(double df) {
@@ -367,7 +359,7 @@ class KernelTaskWorkload : public Workload {
 
   /// Fixed-work families (kernel_zone): how long a tasks:processes child may
   /// take for one window's work before it counts as hung, ns (0: only
-  /// ChildReportLimitMs).
+  /// ChildLimitMs's default).
   virtual uint64_t FixedWorkLimitNs() const { return 0; }
   /// Pages a task moves through the allocator in one window, when the family
   /// knows (fixed work): its zone->lock rings hold them all (ZoneRingPages).
@@ -687,12 +679,14 @@ class KernelTaskWorkload : public Workload {
     }
   }
 
-  // How long a child may take to report a run of a window of `window_ns`:
-  // ChildReportLimitMs, or the family's fixed-work limit when longer.
+  // How long a tasks:processes parent waits for a child's result once a
+  // window of `window_ns` is over before it kills the child and fails the
+  // point: 10 x the window, at least 2 s (a child stops within one batch of
+  // its op loop), or the family's fixed-work limit when longer.
   int64_t ChildLimitMs(uint64_t window_ns) const {
-    return std::max<int64_t>(
-        ChildReportLimitMs(window_ns),
-        static_cast<int64_t>(FixedWorkLimitNs() / 1'000'000));
+    return std::max({int64_t{2000},
+                     static_cast<int64_t>(window_ns / 1'000'000) * 10,
+                     static_cast<int64_t>(FixedWorkLimitNs() / 1'000'000)});
   }
 
   // PrimeTask for task `index`: directly on this team thread, or as one
