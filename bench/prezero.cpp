@@ -385,11 +385,7 @@ class BurstWorkload : public Workload {
       bool prezeroed = false;
       char* page = pool_->Take(&prezeroed);
       if (page == nullptr) {  // being zeroed; sleep later (the zeroer's PU)
-        if (++misses < PoolLock::kSpinsBeforeSleep) {
-          CpuRelax();
-        } else {
-          std::this_thread::sleep_for(std::chrono::microseconds(1));
-        }
+        PoolLock::Backoff(&misses);
         continue;
       }
       if (!prezeroed) ZeroWith(ZeroMethod::kRepStosb, page, kPage);
