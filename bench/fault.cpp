@@ -133,13 +133,9 @@ inline SampleClass ClassifySample(const kernel::RingSample& s) {
   c.function = s.innermost.empty() ? "?" : s.innermost;
   c.clear_page = kernel::IsClearPageSymbol(c.function);
   if (c.clear_page) {
-    c.caller = "?";
-    for (const std::string& f : s.frames) {
-      if (!kernel::IsClearPageSymbol(f)) {
-        c.caller = f;
-        break;
-      }
-    }
+    const auto it = std::find_if_not(s.frames.begin(), s.frames.end(),
+                                     kernel::IsClearPageSymbol);
+    c.caller = it == s.frames.end() ? "?" : *it;
   }
   return c;
 }
