@@ -114,18 +114,13 @@ class LruWorkload : public kernel_tasks::KernelFamilyWorkload {
         done += n;
         if (stop.load(std::memory_order_relaxed)) break;
       }
-      int rc = 0;
-      if (cfg_.kind == Case::kFileTruncate) {
-        rc = ftruncate(fd, 0);
-      } else {
-        rc = fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, base,
-                       static_cast<off_t>(cfg_.pages * kPage));
-      }
+      const int rc =
+          cfg_.kind == Case::kFileTruncate
+              ? ftruncate(fd, 0)
+              : fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, base,
+                          static_cast<off_t>(cfg_.pages * kPage));
       if (rc != 0 && r.error[0] == 0)
-        std::snprintf(r.error, sizeof r.error, "%s failed: %s",
-                      cfg_.kind == Case::kFileTruncate
-                          ? "ftruncate"
-                          : "fallocate(PUNCH_HOLE)",
+        std::snprintf(r.error, sizeof r.error, "%s failed: %s", ReleaseCall(),
                       std::strerror(errno));
       r.ops += done;
       r.pages += done;
@@ -148,9 +143,7 @@ class LruWorkload : public kernel_tasks::KernelFamilyWorkload {
     d["op"] = cfg_.kind == Case::kAnonFault
                   ? "one 4 KiB page faulted in and unmapped (page_fault1)"
                   : "one 4 KiB page written to tmpfs and released by " +
-                        std::string(cfg_.kind == Case::kFileTruncate
-                                        ? "ftruncate"
-                                        : "fallocate(PUNCH_HOLE)");
+                        std::string(ReleaseCall());
     d["left_out"] = "reclaim (no memory pressure); memcg as the run's cgroup";
     if (cfg_.kind == Case::kAnonFault)
       d["note"] =
@@ -182,6 +175,12 @@ class LruWorkload : public kernel_tasks::KernelFamilyWorkload {
   }
 
  private:
+  // The file cases' release call, as rows and errors name it.
+  const char* ReleaseCall() const {
+    return cfg_.kind == Case::kFileTruncate ? "ftruncate"
+                                            : "fallocate(PUNCH_HOLE)";
+  }
+
   Config cfg_;
   std::vector<int> fds_;
   char* buf_ = nullptr;
