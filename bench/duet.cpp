@@ -218,16 +218,12 @@ Variant MakeDuet(const DuetSpec& spec, const Variant& a, const Variant& b,
                   spec.question + ": " + spec.param + ":" + spec.b + " vs " +
                   spec.param + ":" + spec.a + " alternating window by window" +
                   " on one thread team; A = " + a.description;
-  if (spec.threads == DuetThreads::kMin) {
+  d.threads = a.threads;
+  d.largest_thread_count_only = spec.threads == DuetThreads::kMax;
+  if (spec.threads == DuetThreads::kMin)
     d.threads = {a.threads.empty()
                      ? 1
                      : *std::min_element(a.threads.begin(), a.threads.end())};
-  } else if (spec.threads == DuetThreads::kMax) {
-    d.threads = a.threads;
-    d.largest_thread_count_only = true;
-  } else {
-    d.threads = a.threads;
-  }
   d.needs_spare_pu = a.needs_spare_pu || b.needs_spare_pu;
   d.helper_per_node = a.helper_per_node || b.helper_per_node;
   d.windows = 2 * (kWarmupPairs + kPairs);

@@ -133,13 +133,9 @@ inline SampleClass ClassifySample(const kernel::RingSample& s) {
   c.function = s.innermost.empty() ? "?" : s.innermost;
   c.clear_page = kernel::IsClearPageSymbol(c.function);
   if (c.clear_page) {
-    c.caller = "?";
-    for (const std::string& f : s.frames) {
-      if (!kernel::IsClearPageSymbol(f)) {
-        c.caller = f;
-        break;
-      }
-    }
+    const auto it = std::find_if_not(s.frames.begin(), s.frames.end(),
+                                     kernel::IsClearPageSymbol);
+    c.caller = it == s.frames.end() ? "?" : *it;
   }
   return c;
 }
@@ -365,35 +361,30 @@ class FaultWorkload : public Workload {
         TouchPages(p, cfg_.bytes);
         munmap(p, cfg_.bytes);
       }
-      prepare_end_ns_ = NowNs();
-      warm_pass_s_ = static_cast<double>(prepare_end_ns_ - t0) / 1e9;
+      warm_pass_s_ = static_cast<double>(NowNs() - t0) / 1e9;
     } else if (cfg_.start == Start::kAfterIdle) {
       std::this_thread::sleep_for(std::chrono::nanoseconds(kAfterIdleNs));
-      prepare_end_ns_ = NowNs();
-    } else {
-      prepare_end_ns_ = NowNs();
     }
+    prepare_end_ns_ = NowNs();
   }
 
   void SetupThread(const ThreadCtx& ctx) override {
     TaskState& t = tasks_[ctx.index];
-    if (cfg_.tasks == Tasks::kThreads) {
-      t.sample_reason = t.sampler.Open(0, cfg_.sample_period_ns);
-      t.ring_pages = t.sampler.ring_pages();
-      return;
+    if (cfg_.tasks == Tasks::kProcesses) {
+      const Mode mode = cfg_.mode;
+      const std::size_t bytes = t.share_bytes;
+      const int passes = cfg_.passes;
+      const std::string e = t.child.Start([=] {
+        return RunPasses(mode, nullptr, bytes, RUSAGE_SELF, passes, [] {});
+      });
+      if (!e.empty()) {
+        std::snprintf(t.total.error, sizeof(t.total.error), "%s", e.c_str());
+        t.sample_reason = "task has no child process: " + e;
+        return;
+      }
     }
-    const Mode mode = cfg_.mode;
-    const std::size_t bytes = t.share_bytes;
-    const int passes = cfg_.passes;
-    const std::string e = t.child.Start([=] {
-      return RunPasses(mode, nullptr, bytes, RUSAGE_SELF, passes, [] {});
-    });
-    if (!e.empty()) {
-      std::snprintf(t.total.error, sizeof(t.total.error), "%s", e.c_str());
-      t.sample_reason = "task has no child process: " + e;
-      return;
-    }
-    t.sample_reason = t.sampler.Open(t.child.pid(), cfg_.sample_period_ns);
+    const pid_t pid = cfg_.tasks == Tasks::kProcesses ? t.child.pid() : 0;
+    t.sample_reason = t.sampler.Open(pid, cfg_.sample_period_ns);
     t.ring_pages = t.sampler.ring_pages();
   }
 

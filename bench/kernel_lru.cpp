@@ -114,18 +114,13 @@ class LruWorkload : public kernel_tasks::KernelFamilyWorkload {
         done += n;
         if (stop.load(std::memory_order_relaxed)) break;
       }
-      int rc = 0;
-      if (cfg_.kind == Case::kFileTruncate) {
-        rc = ftruncate(fd, 0);
-      } else {
-        rc = fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, base,
-                       static_cast<off_t>(cfg_.pages * kPage));
-      }
+      const int rc =
+          cfg_.kind == Case::kFileTruncate
+              ? ftruncate(fd, 0)
+              : fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, base,
+                          static_cast<off_t>(cfg_.pages * kPage));
       if (rc != 0 && r.error[0] == 0)
-        std::snprintf(r.error, sizeof r.error, "%s failed: %s",
-                      cfg_.kind == Case::kFileTruncate
-                          ? "ftruncate"
-                          : "fallocate(PUNCH_HOLE)",
+        std::snprintf(r.error, sizeof r.error, "%s failed: %s", ReleaseCall(),
                       std::strerror(errno));
       r.ops += done;
       r.pages += done;
@@ -148,9 +143,7 @@ class LruWorkload : public kernel_tasks::KernelFamilyWorkload {
     d["op"] = cfg_.kind == Case::kAnonFault
                   ? "one 4 KiB page faulted in and unmapped (page_fault1)"
                   : "one 4 KiB page written to tmpfs and released by " +
-                        std::string(cfg_.kind == Case::kFileTruncate
-                                        ? "ftruncate"
-                                        : "fallocate(PUNCH_HOLE)");
+                        std::string(ReleaseCall());
     d["left_out"] = "reclaim (no memory pressure); memcg as the run's cgroup";
     if (cfg_.kind == Case::kAnonFault)
       d["note"] =
@@ -182,6 +175,12 @@ class LruWorkload : public kernel_tasks::KernelFamilyWorkload {
   }
 
  private:
+  // The file cases' release call, as rows and errors name it.
+  const char* ReleaseCall() const {
+    return cfg_.kind == Case::kFileTruncate ? "ftruncate"
+                                            : "fallocate(PUNCH_HOLE)";
+  }
+
   Config cfg_;
   std::vector<int> fds_;
   char* buf_ = nullptr;
@@ -189,18 +188,14 @@ class LruWorkload : public kernel_tasks::KernelFamilyWorkload {
 
 Variant MakeVariant(Case kind, bool shared_file, Tasks tasks, Suite suite,
                     std::vector<int> threads) {
-  Variant v;
-  v.params = {
-      {"case", CaseName(kind)},
-      {"file", kind == Case::kAnonFault ? "none"
-                                        : (shared_file ? "shared" : "private")},
-      {"pages", std::to_string(DefaultPages(kind))},
-      {"tasks", kernel_tasks::TasksName(tasks)}};
-  v.suite = suite;
-  v.threads = std::move(threads);
-  // Budget: the tasks' setup and teardown, about 0.1 s.
-  v.cost_s = 0.1;
-  v.description =
+  return kernel_tasks::KernelVariant(
+      {{"case", CaseName(kind)},
+       {"file", kind == Case::kAnonFault
+                    ? "none"
+                    : (shared_file ? "shared" : "private")},
+       {"pages", std::to_string(DefaultPages(kind))},
+       {"tasks", kernel_tasks::TasksName(tasks)}},
+      suite, std::move(threads),
       std::string(kind == Case::kAnonFault
                       ? "page_fault1: fault in and munmap 128 MiB of "
                         "private anon memory"
@@ -209,18 +204,16 @@ Variant MakeVariant(Case kind, bool shared_file, Tasks tasks, Suite suite,
                             std::string(kind == Case::kFileTruncate
                                             ? "truncate it"
                                             : "punch a hole over it")) +
-      (kind == Case::kAnonFault ? ""
-                                : (shared_file ? "; one memfd shared by tasks"
-                                               : "; one memfd per task")) +
-      "; tasks as " + kernel_tasks::TasksName(tasks) +
-      "; kernel lock contention counted and attributed";
-  v.make = [=](const PointEnv& env) -> std::unique_ptr<Workload> {
-    Config cfg{kind, shared_file, DefaultPages(kind), tasks};
-    auto wl = std::make_unique<LruWorkload>(cfg, env.threads);
-    wl->SetEvidenceWindows(env);
-    return wl;
-  };
-  return v;
+          (kind == Case::kAnonFault
+               ? ""
+               : (shared_file ? "; one memfd shared by tasks"
+                              : "; one memfd per task")) +
+          "; tasks as " + kernel_tasks::TasksName(tasks) +
+          "; kernel lock contention counted and attributed",
+      [=](int n) {
+        return std::make_unique<LruWorkload>(
+            Config{kind, shared_file, DefaultPages(kind), tasks}, n);
+      });
 }
 
 /// Default: page_fault1 as threads at 1 and all PUs; full: every case.

@@ -91,14 +91,14 @@ class PutPageWorkload : public kernel_tasks::KernelFamilyWorkload {
       do {
         uint64_t mno = ps.sent.load(std::memory_order_relaxed) / msg_;
         std::memcpy(buf, &mno, sizeof mno);
-        if (!SendAll(c.send_fd, buf, msg_, &r)) break;
+        if (!Transfer(c.send_fd, buf, msg_, false, &r)) break;
         ps.sent.fetch_add(msg_, std::memory_order_release);
         r.bytes_sent += msg_;
         if (!alone) {
           ++r.ops;
           continue;
         }
-        if (!RecvAll(c.recv_fd, buf, msg_, &r)) break;
+        if (!Transfer(c.recv_fd, buf, msg_, true, &r)) break;
         received_[index] += msg_;
         uint64_t got = 0;
         std::memcpy(&got, buf, sizeof got);
@@ -254,28 +254,19 @@ class PutPageWorkload : public kernel_tasks::KernelFamilyWorkload {
     return err;
   }
 
-  static bool SendAll(int fd, const char* p, std::size_t n, TaskWindow* r) {
+  /// Sends (or, `receive`, receives) all `n` bytes at `p`, retrying EINTR;
+  /// false with r->error set.
+  static bool Transfer(int fd, char* p, std::size_t n, bool receive,
+                       TaskWindow* r) {
     while (n > 0) {
-      const ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
-      if (w <= 0) {
-        if (w < 0 && errno == EINTR) continue;
-        std::snprintf(r->error, sizeof r->error, "send failed: %s",
-                      std::strerror(errno));
-        return false;
-      }
-      p += w;
-      n -= static_cast<std::size_t>(w);
-    }
-    return true;
-  }
-
-  static bool RecvAll(int fd, char* p, std::size_t n, TaskWindow* r) {
-    while (n > 0) {
-      const ssize_t g = recv(fd, p, n, MSG_WAITALL);
+      const ssize_t g =
+          receive ? recv(fd, p, n, MSG_WAITALL) : send(fd, p, n, MSG_NOSIGNAL);
       if (g <= 0) {
         if (g < 0 && errno == EINTR) continue;
-        std::snprintf(r->error, sizeof r->error, "recv failed: %s",
-                      g == 0 ? "connection closed" : std::strerror(errno));
+        std::snprintf(
+            r->error, sizeof r->error, "%s failed: %s",
+            receive ? "recv" : "send",
+            receive && g == 0 ? "connection closed" : std::strerror(errno));
         return false;
       }
       p += g;
@@ -293,25 +284,17 @@ class PutPageWorkload : public kernel_tasks::KernelFamilyWorkload {
 };
 
 Variant MakeVariant(Tasks tasks, Suite suite, std::vector<int> threads) {
-  Variant v;
-  v.params = {{"msg", std::to_string(kDefaultMsg)},
-              {"tasks", kernel_tasks::TasksName(tasks)}};
-  v.suite = suite;
-  v.threads = std::move(threads);
-  // Budget: the tasks' setup and teardown, about 0.1 s.
-  v.cost_s = 0.1;
-  v.description =
+  return kernel_tasks::KernelVariant(
+      {{"msg", std::to_string(kDefaultMsg)},
+       {"tasks", kernel_tasks::TasksName(tasks)}},
+      suite, std::move(threads),
       "netperf TCP_STREAM shape over 127.0.0.1: 16 KiB messages, sender and "
       "receiver pinned to their own PUs (one PU: send and read back); tasks "
       "as " +
-      std::string(kernel_tasks::TasksName(tasks));
-  v.make = [=](const PointEnv& env) -> std::unique_ptr<Workload> {
-    auto wl =
-        std::make_unique<PutPageWorkload>(tasks, env.threads, kDefaultMsg);
-    wl->SetEvidenceWindows(env);
-    return wl;
-  };
-  return v;
+          std::string(kernel_tasks::TasksName(tasks)),
+      [=](int n) {
+        return std::make_unique<PutPageWorkload>(tasks, n, kDefaultMsg);
+      });
 }
 
 /// Default: threads at 1 and all PUs; full: processes too.

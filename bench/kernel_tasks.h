@@ -204,14 +204,6 @@ inline constexpr uint64_t kDefaultEvidenceWindowNs = 50'000'000;
 /// drains are what keeps them from dropping events.
 inline constexpr uint64_t kLiveDrainNs = 2'000'000;
 
-/// How long a tasks:processes parent waits for a child's result once the
-/// window is over before it kills the child and fails the point: 10 x the
-/// window, at least 2 s (a child stops within one batch of its op loop).
-inline int64_t ChildReportLimitMs(uint64_t window_ns) {
-  return std::max<int64_t>(2000,
-                           static_cast<int64_t>(window_ns / 1'000'000) * 10);
-}
-
 /// Two-sided 95 % Student t quantile for `df` degrees of freedom (table to
 /// 30, then 1.96 + 2.4 / df as an approximation within 0.5 %).
 inline double T975(double df) {
@@ -318,11 +310,9 @@ class KernelTaskWorkload : public Workload {
     if (evidence_windows_ == 0 || env.topology == nullptr ||
         env.plan == nullptr)
       return;
-    HelperRule rule;
-    rule.topo = env.topology;
-    rule.allow_shared_pu = true;
     const auto places =
-        PlaceHelpersNear(env.topology->usable_pus(), *env.plan, 1, rule);
+        PlaceHelpersNear(env.topology->usable_pus(), *env.plan, 1,
+                         {.allow_shared_pu = true, .topo = env.topology});
     if (places.empty()) return;
     if (places.front().shares_measured_pu && !env.oversubscribe) {
       evidence_windows_ = 0;
@@ -369,7 +359,7 @@ class KernelTaskWorkload : public Workload {
 
   /// Fixed-work families (kernel_zone): how long a tasks:processes child may
   /// take for one window's work before it counts as hung, ns (0: only
-  /// ChildReportLimitMs).
+  /// ChildLimitMs's default).
   virtual uint64_t FixedWorkLimitNs() const { return 0; }
   /// Pages a task moves through the allocator in one window, when the family
   /// knows (fixed work): its zone->lock rings hold them all (ZoneRingPages).
@@ -415,22 +405,10 @@ class KernelTaskWorkload : public Workload {
   uint64_t RunWindow(const ThreadCtx& ctx,
                      const std::atomic<bool>& stop) override {
     if (!setup_error_.empty()) return 0;
-    TaskState& t = state_[ctx.index];
-    Span s;
-    s.start_ns = NowNs();
-    TaskWindow r;
     std::string died;
-    if (tasks_ == Tasks::kProcesses) {
-      r = RunInChild(ctx.index, t, stop, ctx.window_ns, &died);
-    } else {
-      r = MeasuredOps(ctx.index, RUSAGE_THREAD, stop);
-    }
-    s.end_ns = NowNs();
-    s.ops = r.ops;
-    t.clean.push_back(s);
-    t.total.Add(r);
-    t.all.Add(r);
-    ++t.windows;
+    const TaskWindow r =
+        RunTask(ctx.index, stop, ctx.window_ns, /*evidence=*/false, &died);
+    state_[ctx.index].total.Add(r);
     // A dead child fails the point with its own message (an error row, the
     // run goes on), not as a broken invariant.
     if (!died.empty()) throw std::runtime_error(died);
@@ -496,9 +474,11 @@ class KernelTaskWorkload : public Workload {
     const std::vector<double> evid = Rates(&TaskState::evid);
     uint64_t evid_ops = 0;
     double evid_s = 0;
+    nlohmann::json evid_window_s = nlohmann::json::array();
     for (const auto& [o, sec] : Windows(&TaskState::evid)) {
       evid_ops += o;
       evid_s += sec;
+      evid_window_s.push_back(sec);
     }
     nlohmann::json e;
     e["mode"] = evidence_windows_ > 0 ? "separate windows" : "off";
@@ -511,11 +491,7 @@ class KernelTaskWorkload : public Workload {
     if (evidence_windows_ > 0) {
       e["windows_per_repetition"] = evidence_windows_;
       e["windows_before_timed"] = EvidenceBefore();
-      e["window_s"] = nlohmann::json::array();
-      for (const auto& [o, sec] : Windows(&TaskState::evid)) {
-        (void)o;
-        e["window_s"].push_back(sec);
-      }
+      e["window_s"] = evid_window_s;
       e["ops"] = evid_ops;
       e["overhead"] = EvidenceOverhead(clean, evid);
       out.Metric("evidence_ops_per_s",
@@ -609,25 +585,8 @@ class KernelTaskWorkload : public Workload {
         timer_ = std::thread([this, w] { TimeEvidenceWindow(w); });
       }
       barrier_.Wait();
-      TaskState& t = state_[i];
-      evidence_.Begin(i);
-      Span s;
-      s.start_ns = NowNs();
-      TaskWindow r;
-      if (tasks_ == Tasks::kProcesses) {
-        std::string d;
-        r = RunInChild(i, t, estop_, w, &d);
-        if (died.empty()) died = d;
-      } else {
-        r = MeasuredOps(i, RUSAGE_THREAD, estop_);
-      }
-      s.end_ns = NowNs();
-      s.ops = r.ops;
-      evidence_.End(i);
+      RunTask(i, estop_, w, /*evidence=*/true, &died);
       tasks_done_.fetch_add(1, std::memory_order_release);
-      t.evid.push_back(s);
-      t.all.Add(r);
-      ++t.windows;
       barrier_.Wait();
       if (i == 0) {
         timer_.join();
@@ -636,6 +595,30 @@ class KernelTaskWorkload : public Workload {
     }
     barrier_.Wait();  // task 0's join and vmstat before anyone moves on
     if (!died.empty()) throw std::runtime_error(died);
+  }
+
+  // One window of task `index` until `stop` (tasks:processes: in its child,
+  // planned to end `window_ns` after the start), the evidence events enabled
+  // around it when `evidence`; logged in the task's spans and totals. A dead
+  // child sets *died unless it is set already.
+  TaskWindow RunTask(int index, const std::atomic<bool>& stop,
+                     uint64_t window_ns, bool evidence, std::string* died) {
+    TaskState& t = state_[index];
+    if (evidence) evidence_.Begin(index);
+    Span s;
+    s.start_ns = NowNs();
+    std::string d;
+    const TaskWindow r = tasks_ == Tasks::kProcesses
+                             ? RunInChild(index, t, stop, window_ns, &d)
+                             : MeasuredOps(index, RUSAGE_THREAD, stop);
+    s.end_ns = NowNs();
+    s.ops = r.ops;
+    if (evidence) evidence_.End(index);
+    (evidence ? t.evid : t.clean).push_back(s);
+    t.all.Add(r);
+    ++t.windows;
+    if (died->empty()) *died = d;
+    return r;
   }
 
   // The evidence window's timer thread: sleeps `w` ns in kLiveDrainNs slices
@@ -696,12 +679,14 @@ class KernelTaskWorkload : public Workload {
     }
   }
 
-  // How long a child may take to report a run of a window of `window_ns`:
-  // ChildReportLimitMs, or the family's fixed-work limit when longer.
+  // How long a tasks:processes parent waits for a child's result once a
+  // window of `window_ns` is over before it kills the child and fails the
+  // point: 10 x the window, at least 2 s (a child stops within one batch of
+  // its op loop), or the family's fixed-work limit when longer.
   int64_t ChildLimitMs(uint64_t window_ns) const {
-    return std::max<int64_t>(
-        ChildReportLimitMs(window_ns),
-        static_cast<int64_t>(FixedWorkLimitNs() / 1'000'000));
+    return std::max({int64_t{2000},
+                     static_cast<int64_t>(window_ns / 1'000'000) * 10,
+                     static_cast<int64_t>(FixedWorkLimitNs() / 1'000'000)});
   }
 
   // PrimeTask for task `index`: directly on this team thread, or as one
@@ -800,6 +785,28 @@ inline std::vector<int> OneAndAll(const std::vector<PuInfo>& order) {
   const int n = static_cast<int>(order.size());
   if (n <= 1) return {1};
   return {1, n};
+}
+
+/// A kernel_* row: ~0.1 s of task setup and teardown for the budget, and a
+/// maker that builds `make(threads)`'s workload with the run's evidence
+/// windows, at most `max_evidence` of them.
+template <class Make>
+Variant KernelVariant(Params params, Suite suite, std::vector<int> threads,
+                      std::string description, Make make,
+                      int max_evidence = INT_MAX) {
+  Variant v;
+  v.params = std::move(params);
+  v.suite = suite;
+  v.threads = std::move(threads);
+  v.cost_s = 0.1;
+  v.description = std::move(description);
+  v.make = [=](const PointEnv& env) -> std::unique_ptr<Workload> {
+    auto wl = make(env.threads);
+    wl->SetEvidenceWindows(env);
+    wl->SetEvidenceWindows(std::min(wl->evidence_windows(), max_evidence));
+    return wl;
+  };
+  return v;
 }
 
 }  // namespace lockline::kernel_tasks

@@ -321,37 +321,30 @@ class ZoneWorkload : public kernel_tasks::KernelFamilyWorkload {
 
 Variant MakeVariant(const std::string& fraction, Tasks tasks, Suite suite,
                     std::vector<int> threads) {
-  Variant v;
-  v.params = {{"batch", "2xhigh"},
-              {"high_fraction", fraction},
-              {"tasks", kernel_tasks::TasksName(tasks)}};
-  v.suite = suite;
-  v.threads = std::move(threads);
-  // Fixed work, 1 timed window a repetition. Budget: ~0.1 s of task setup
-  // and teardown, plus the timed and evidence windows' batches as
-  // first-touched memory, priced from /proc/zoneinfo now.
-  v.fixed_work = true;
-  v.windows = 1;
-  v.cost_s = 0.1;
-  v.cost_mib = static_cast<double>(BatchPages(kernel::ReadZonePcp())) * kPage /
-               (1 << 20) * (1 + kMaxEvidenceWindows);
-  v.description =
+  Variant v = kernel_tasks::KernelVariant(
+      {{"batch", "2xhigh"},
+       {"high_fraction", fraction},
+       {"tasks", kernel_tasks::TasksName(tasks)}},
+      suite, std::move(threads),
       "order-0 alloc/free through pcp and zone->lock: fault in and munmap "
       "batches of 2 x pcp high (high_max on 6.7+) of private anon memory, "
       "one whole batch cycle per task and window (the tasks' phases drawn "
       "per repetition), zone->lock holds counted per whole cycle; "
       "vm.percpu_pagelist_high_fraction " +
-      (fraction == "default" ? std::string("untouched")
-                             : fraction + " (root; restored)") +
-      "; tasks as " + kernel_tasks::TasksName(tasks);
-  v.make = [=](const PointEnv& env) -> std::unique_ptr<Workload> {
-    auto wl =
-        std::make_unique<ZoneWorkload>(Config{fraction, tasks}, env.threads);
-    wl->SetEvidenceWindows(env);
-    wl->SetEvidenceWindows(
-        std::min(wl->evidence_windows(), kMaxEvidenceWindows));
-    return wl;
-  };
+          (fraction == "default" ? std::string("untouched")
+                                 : fraction + " (root; restored)") +
+          "; tasks as " + kernel_tasks::TasksName(tasks),
+      [=](int n) {
+        return std::make_unique<ZoneWorkload>(Config{fraction, tasks}, n);
+      },
+      kMaxEvidenceWindows);
+  // Fixed work, 1 timed window a repetition; the budget adds the timed and
+  // evidence windows' batches as first-touched memory, priced from
+  // /proc/zoneinfo now.
+  v.fixed_work = true;
+  v.windows = 1;
+  v.cost_mib = static_cast<double>(BatchPages(kernel::ReadZonePcp())) * kPage /
+               (1 << 20) * (1 + kMaxEvidenceWindows);
   return v;
 }
 

@@ -137,21 +137,14 @@ std::vector<Variant> LockVariants() {
                         std::to_string(cs) + " ns critical section; " +
                         (stats ? "with lock_stat instrumentation"
                                : "plain lock, no instrumentation");
-        if (stats) {
-          v.suite =
-              (cs == 0 && InQuick(L::kName)) ? Suite::kQuick : Suite::kDefault;
-          v.make = [cs](const PointEnv& env) -> std::unique_ptr<Workload> {
-            return std::make_unique<LockWorkload<L, true>>(env, cs);
-          };
-        } else {
-          // A plain cs:0 row beside each lock_stat row (cs:100 in full).
-          v.suite = cs != 0             ? Suite::kFull
-                    : InQuick(L::kName) ? Suite::kQuick
-                                        : Suite::kDefault;
-          v.make = [cs](const PointEnv& env) -> std::unique_ptr<Workload> {
-            return std::make_unique<LockWorkload<L, false>>(env, cs);
-          };
-        }
+        // A plain cs:0 row beside each lock_stat row (plain cs:100 in full).
+        v.suite = !stats && cs != 0              ? Suite::kFull
+                  : cs == 0 && InQuick(L::kName) ? Suite::kQuick
+                                                 : Suite::kDefault;
+        v.make = [cs, stats](const PointEnv& env) -> std::unique_ptr<Workload> {
+          if (stats) return std::make_unique<LockWorkload<L, true>>(env, cs);
+          return std::make_unique<LockWorkload<L, false>>(env, cs);
+        };
         out.push_back(std::move(v));
       }
     }

@@ -251,10 +251,8 @@ class PrezeroWorkload : public Workload {
   void PickZeroerPu() {
     if (env_.topology == nullptr || !env_.topology->is_host()) return;
     if (env_.plan == nullptr) return;
-    HelperRule rule;
-    rule.topo = env_.topology;
-    const auto places =
-        PlaceHelpersNear(env_.topology->usable_pus(), *env_.plan, 1, rule);
+    const auto places = PlaceHelpersNear(
+        env_.topology->usable_pus(), *env_.plan, 1, {.topo = env_.topology});
     if (!places.empty()) {
       zeroer_place_ = places.front();
       zeroer_pu_ = zeroer_place_.pu;
@@ -387,11 +385,7 @@ class BurstWorkload : public Workload {
       bool prezeroed = false;
       char* page = pool_->Take(&prezeroed);
       if (page == nullptr) {  // being zeroed; sleep later (the zeroer's PU)
-        if (++misses < PoolLock::kSpinsBeforeSleep) {
-          CpuRelax();
-        } else {
-          std::this_thread::sleep_for(std::chrono::microseconds(1));
-        }
+        PoolLock::Backoff(&misses);
         continue;
       }
       if (!prezeroed) ZeroWith(ZeroMethod::kRepStosb, page, kPage);
@@ -583,10 +577,8 @@ class BurstWorkload : public Workload {
       return;
     }
     if (zeroer_ == Zeroer::kEngine) {
-      HelperRule rule;
-      rule.topo = env_.topology;
-      places_ =
-          PlaceHelpersNear(env_.topology->usable_pus(), *env_.plan, 1, rule);
+      places_ = PlaceHelpersNear(env_.topology->usable_pus(), *env_.plan, 1,
+                                 {.topo = env_.topology});
       return;
     }
     places_ = NodeZeroerPlaces(env_.topology->usable_pus(), *env_.plan);
@@ -736,7 +728,6 @@ class BurstPairWorkload : public Workload {
         schedule_, prezeroed_,
         std::vector<double>(schedule_.size(), static_cast<double>(burst_)));
     nlohmann::json jp = nlohmann::json::array();
-    std::vector<double> ra, rb, sa, sb;
     for (std::size_t i = 0; i < pairs.size(); ++i) {
       const DuetPair& p = pairs[i];
       jp.push_back({{"a_ops_per_s", p.a_ops_per_s},
@@ -744,21 +735,20 @@ class BurstPairWorkload : public Workload {
                     {"b_first", p.b_first},
                     {"a_prezeroed_share", shares[i].a_ops_per_s},
                     {"b_prezeroed_share", shares[i].b_ops_per_s}});
-      ra.push_back(p.a_ops_per_s);
-      rb.push_back(p.b_ops_per_s);
-      sa.push_back(shares[i].a_ops_per_s);
-      sb.push_back(shares[i].b_ops_per_s);
     }
-    const auto median = [](std::vector<double> v) {
+    const auto median = [](const std::vector<DuetPair>& ps,
+                           double DuetPair::*side) {
+      std::vector<double> v;
+      for (const DuetPair& p : ps) v.push_back(p.*side);
       if (v.empty()) return 0.0;
       std::sort(v.begin(), v.end());
       return v.size() % 2 ? v[v.size() / 2]
                           : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
     };
-    out.Metric("a_faults_per_s", median(ra));
-    out.Metric("b_faults_per_s", median(rb));
-    out.Metric("a_prezeroed_share", median(sa));
-    out.Metric("b_prezeroed_share", median(sb));
+    out.Metric("a_faults_per_s", median(pairs, &DuetPair::a_ops_per_s));
+    out.Metric("b_faults_per_s", median(pairs, &DuetPair::b_ops_per_s));
+    out.Metric("a_prezeroed_share", median(shares, &DuetPair::a_ops_per_s));
+    out.Metric("b_prezeroed_share", median(shares, &DuetPair::b_ops_per_s));
     PointReport pa, pb;
     a_.Report(pa, window_seconds, ops);
     b_.Report(pb, window_seconds, ops);

@@ -166,6 +166,25 @@ inline char* MapAligned(std::size_t bytes, int extra_flags = 0) {
   return reinterpret_cast<char*>(aligned);
 }
 
+/// Writes one byte per 4 KiB page of [p, p+bytes) (a store: a read would map
+/// the zero page).
+inline void TouchPages(char* p, std::size_t bytes) {
+  for (std::size_t off = 0; off < bytes; off += kPage)
+    *reinterpret_cast<volatile char*>(p + off) = 1;
+}
+
+/// Reads one byte per 4 KiB page of [p, p+bytes): on untouched anonymous
+/// memory each read faults in the shared zero page. Returns the bytes' sum
+/// (0), so the reads cannot be dropped.
+inline unsigned ReadPages(const char* p, std::size_t bytes) {
+  unsigned sum = 0;
+  for (std::size_t off = 0; off < bytes; off += kPage) {
+    sum += static_cast<unsigned char>(
+        *reinterpret_cast<const volatile char*>(p + off));
+  }
+  return sum;
+}
+
 /// Whether a read fault of untouched private anonymous memory maps the shared
 /// zero page on this kernel (do_anonymous_page in mm/memory.c: "Use the
 /// zero-page for reads" unless mm_forbids_zeropage()). Guest kernels may
@@ -192,10 +211,7 @@ inline const ZeroPageProbe& ReadFaultZeroPage() {
       return z;
     }
     madvise(m, kBytes, MADV_NOHUGEPAGE);
-    unsigned sum = 0;
-    for (std::size_t off = 0; off < kBytes; off += kPage)
-      sum += static_cast<unsigned char>(
-          *reinterpret_cast<const volatile char*>(static_cast<char*>(m) + off));
+    const unsigned sum = ReadPages(static_cast<const char*>(m), kBytes);
     std::ifstream smaps("/proc/self/smaps");
     std::string line;
     bool in_vma = false;
@@ -237,25 +253,6 @@ inline bool ModeZeroes(Mode m) {
 /// other mode zeroes 4 KiB pages whatever the system-wide THP setting).
 inline int AdviceFor(Mode m) {
   return m == Mode::kThp ? MADV_HUGEPAGE : MADV_NOHUGEPAGE;
-}
-
-/// Writes one byte per 4 KiB page of [p, p+bytes) (a store: a read would map
-/// the zero page).
-inline void TouchPages(char* p, std::size_t bytes) {
-  for (std::size_t off = 0; off < bytes; off += kPage)
-    *reinterpret_cast<volatile char*>(p + off) = 1;
-}
-
-/// Reads one byte per 4 KiB page of [p, p+bytes): on untouched anonymous
-/// memory each read faults in the shared zero page. Returns the bytes' sum
-/// (0), so the reads cannot be dropped.
-inline unsigned ReadPages(const char* p, std::size_t bytes) {
-  unsigned sum = 0;
-  for (std::size_t off = 0; off < bytes; off += kPage) {
-    sum += static_cast<unsigned char>(
-        *reinterpret_cast<const volatile char*>(p + off));
-  }
-  return sum;
 }
 
 /// Faults per pass of `bytes` in mode `m` (THP: one per 2 MiB when usable).
@@ -397,31 +394,16 @@ inline std::string CheckFaults(Mode m, const TaskResult& total, int tasks,
   const uint64_t slack = kSlackFaultsPerTask * static_cast<uint64_t>(tasks);
   const Expected e = ExpectedFaults(m, pages, thp_usable);
   const uint64_t touch = total.touch_faults;
+  const uint64_t most = pages + pages / 100 + slack;
   std::ostringstream why;
-  switch (m) {
-    case Mode::kPlain:
-    case Mode::kRead:
-      if (touch < pages || touch > pages + pages / 100 + slack) {
-        why << ModeName(m) << ": " << touch << " touch faults for " << pages
-            << " pages (expected " << pages << " .. "
-            << pages + pages / 100 + slack << ")";
-      }
-      break;
-    case Mode::kMapPopulate:
-    case Mode::kPopulateWrite:
-      if (touch > slack) {
-        why << ModeName(m) << ": " << touch
-            << " faults while touching populated pages "
-            << "(expected <= " << slack << ")";
-      }
-      break;
-    case Mode::kThp:
-      if (touch < e.touch || touch > pages + pages / 100 + slack) {
-        why << "thp: " << touch << " touch faults for " << pages
-            << " pages (expected " << e.touch << " .. "
-            << pages + pages / 100 + slack << ")";
-      }
-      break;
+  if (m == Mode::kMapPopulate || m == Mode::kPopulateWrite) {
+    if (touch > slack)
+      why << ModeName(m) << ": " << touch
+          << " faults while touching populated pages "
+          << "(expected <= " << slack << ")";
+  } else if (touch < e.touch || touch > most) {  // plain, read, thp
+    why << ModeName(m) << ": " << touch << " touch faults for " << pages
+        << " pages (expected " << e.touch << " .. " << most << ")";
   }
   return why.str();
 }

@@ -576,17 +576,13 @@ class PagevecWorkload : public Workload {
         std::this_thread::sleep_for(std::chrono::microseconds(20));
         continue;
       }
-      if (paced) {
-        s.scanned_mark += kSwapClusterMax;
-        ScanCycle(s, zone);
-        zone.covered.store(s.scanned_mark, std::memory_order_release);
-      } else {
-        s.scanned_mark = added;  // an on-demand cycle (reclaim_wanted)
-        ScanCycle(s, zone);
-        ++s.on_demand_cycles;
-        zone.covered.store(s.scanned_mark, std::memory_order_release);
-        zone.reclaim_wanted.store(0, std::memory_order_relaxed);
-      }
+      // Paced: the next kSwapClusterMax pages; on demand (reclaim_wanted):
+      // every page added so far.
+      s.scanned_mark = paced ? s.scanned_mark + kSwapClusterMax : added;
+      ScanCycle(s, zone);
+      s.on_demand_cycles += paced ? 0 : 1;
+      zone.covered.store(s.scanned_mark, std::memory_order_release);
+      if (!paced) zone.reclaim_wanted.store(0, std::memory_order_relaxed);
     }
   }
 

@@ -55,13 +55,15 @@ class PoolLock {
       return;
     }
     uint32_t tries = 0;
-    while (!lock_.try_lock()) {
-      if (++tries < kSpinsBeforeSleep) {
-        CpuRelax();
-      } else {
-        std::this_thread::sleep_for(std::chrono::microseconds(1));
-      }
-    }
+    while (!lock_.try_lock()) Backoff(&tries);
+  }
+  /// One retry of a wait: CpuRelax for the first kSpinsBeforeSleep tries,
+  /// then 1 us of sleep each.
+  static void Backoff(uint32_t* tries) {
+    if (++*tries < kSpinsBeforeSleep)
+      CpuRelax();
+    else
+      std::this_thread::sleep_for(std::chrono::microseconds(1));
   }
   bool try_lock() { return lock_.try_lock(); }
   void unlock() { lock_.unlock(); }
