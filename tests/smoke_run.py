@@ -51,7 +51,7 @@ def check(doc, regex):
         if len(pus) != r.get("threads"):
             problems.append(f"{name}: placement lists {len(pus)} PUs for {r.get('threads')} threads")
         label = r.get("coherence", {}).get("label", "")
-        if not (label in ("near", "far", "mixed", "none", "unknown")
+        if not (label in ("near", "far", "mixed", "none", "unknown", "preempted")
                 or (label.startswith("regime") and label[6:].isdigit())):
             problems.append(f"{name}: bad coherence label {label!r}")
         if r.get("time_unit") != "ns" or r.get("iterations") != sum(
