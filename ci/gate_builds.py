@@ -405,8 +405,7 @@ def main_builds(argv):
         if not 0 <= args.max_undecided <= 100:
             raise InputError(f"--max-undecided {args.max_undecided:g}: must be a percentage "
                              "from 0 to 100")
-        options = gate_options(args, threshold_only=False, metrics=[], allow_missing=False,
-                               rate=args.rate, max_undecided_pct=args.max_undecided)
+        options = gate_options(args, rate=args.rate, max_undecided_pct=args.max_undecided)
         side = load_build_pairs(expand_side_argument(args.run), args.rate)
         if not side["finished"] and not args.allow_unfinished:
             raise InputError(f"{args.run}: the run did not finish (finished: false); pass "
