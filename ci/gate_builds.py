@@ -9,10 +9,9 @@ import sys
 
 from gate_common import (EXIT_BAD_INPUT, MAX_MIN_EFFECT_PCT, InputError, Parser,
                          add_gate_options, effect_verdict, effects, expand_side_argument,
-                         failure_message, finish, holm_adjust, interval_repetitions,
-                         invariant_broken, key_filter, mark_equivalence, min_effect_for,
-                         new_row, parse_override, physical_check, results, run_gate,
-                         scipy_stats, side_summary)
+                         finish, gate_options, holm_adjust, interval_repetitions,
+                         mark_equivalence, min_effect_for, new_row, physical_check, results,
+                         record_failure, run_gate, scipy_stats, side_summary)
 
 # The rate a window pair is compared by: ops per second of the threads' CPU time (the default: a
 # preempted window's lost time is not in it) or of window wall time (pairs with an overrun
@@ -99,11 +98,7 @@ def _round_label(r, names, first, index):
 
 def _add_repetition(side, r, path, rate, label):
     key = results.row_key(r)
-    broken = invariant_broken(r, key)
-    if broken:
-        side["invariant"].setdefault(key, []).append(broken)
-    if r.get("error_occurred") or r.get("skipped") or broken:
-        side["failed"].setdefault(key, []).append(broken or failure_message(r))
+    if record_failure(side, r, key):
         return
     duet = _dict(r.get("details")).get("build_duet")
     if not isinstance(duet, dict):
@@ -410,12 +405,7 @@ def main_builds(argv):
         if not 0 <= args.max_undecided <= 100:
             raise InputError(f"--max-undecided {args.max_undecided:g}: must be a percentage "
                              "from 0 to 100")
-        options = {"alpha": args.alpha, "min_effect": args.min_effect,
-                   "overrides": [parse_override(o) for o in args.override],
-                   "threshold_only": False, "metrics": [],
-                   "filter": key_filter(args.filter),
-                   "allow_undecided": args.allow_undecided, "allow_missing": False,
-                   "rate": args.rate, "max_undecided_pct": args.max_undecided}
+        options = gate_options(args, rate=args.rate, max_undecided_pct=args.max_undecided)
         side = load_build_pairs(expand_side_argument(args.run), args.rate)
         if not side["finished"] and not args.allow_unfinished:
             raise InputError(f"{args.run}: the run did not finish (finished: false); pass "

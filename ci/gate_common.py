@@ -117,6 +117,25 @@ def invariant_broken(row, key):
     return ""
 
 
+def record_failure(side, row, key):
+    """True for a failed, skipped or broken row, its message kept in side["failed"][key] (and a
+    broken one's in side["invariant"][key]): a key whose rows all failed is broken, not missing."""
+    broken = invariant_broken(row, key)
+    if broken:
+        side["invariant"].setdefault(key, []).append(broken)
+    if row.get("error_occurred") or row.get("skipped") or broken:
+        side["failed"].setdefault(key, []).append(broken or failure_message(row))
+        return True
+    return False
+
+
+def gate_options(args, **extra):
+    """The options both gates read from add_gate_options' flags, plus `extra`."""
+    return {"alpha": args.alpha, "min_effect": args.min_effect,
+            "overrides": [parse_override(o) for o in args.override],
+            "filter": key_filter(args.filter), "allow_undecided": args.allow_undecided, **extra}
+
+
 def physical_check(path, key, name, value):
     """Refuse a rate or time that is non-finite or outside lockline_results' physical range."""
     if isinstance(value, (int, float)) and (not math.isfinite(value) or (

@@ -7,10 +7,10 @@ import json
 import math
 
 from gate_common import (MAX_MIN_EFFECT_PCT, TIME_METRICS, InputError, Parser,
-                         effects, expand_side_argument, failure_message,
-                         finish, holm_adjust, invariant_broken, physical_check, mark_equivalence, min_attainable_p, scipy_stats,
-                         effect_verdict, min_effect_for, new_row, parse_override, results,
-                         key_filter, run_gate, side_summary, add_gate_options)
+                         effects, expand_side_argument, finish, gate_options, holm_adjust,
+                         physical_check, mark_equivalence, min_attainable_p, scipy_stats,
+                         effect_verdict, min_effect_for, new_row, record_failure, results,
+                         run_gate, side_summary, add_gate_options)
 
 # Across Google Benchmark 1.9.0 (lockline_results) time rows and a foreign file's threaded rates
 # do not compare, but items/bytes_per_second, converted back; lockline's counters never changed.
@@ -120,13 +120,8 @@ def load_side(paths, label):
         excluded = 0
         for r in _file_samples(doc, path, side):
             key = _sample_key(r)
-            broken = invariant_broken(r, key)
-            if broken:
-                side["invariant"].setdefault(key, []).append(broken)
-            if r.get("error_occurred") or r.get("skipped") or broken:
+            if record_failure(side, r, key):
                 excluded += 1
-                # A baseline key whose current rows all failed is broken, not "only in baseline".
-                side["failed"].setdefault(key, []).append(broken or failure_message(r))
                 continue
             side["rows"].setdefault(key, []).append(_sample(r, key, path, doc.get("context")))
         if excluded:
@@ -691,13 +686,11 @@ def main_runs(argv):
             raise InputError(f"--min-effect {args.min_effect:g}: must be a finite percentage "
                              f"from 0 to below {MAX_MIN_EFFECT_PCT:g} (inf or nan would disable "
                              "the gate)")
-        options = {"alpha": args.alpha, "min_effect": args.min_effect,
-                   "overrides": [parse_override(o) for o in args.override],
-                   "threshold_only": args.threshold_only,
-                   "metrics": [parse_metric_option(m) for m in args.metric],
-                   "filter": key_filter(args.filter), "allow_undecided": args.allow_undecided,
-                   "allow_unfinished": args.allow_unfinished, "allow_missing": args.allow_missing,
-                   "allow_gb_straddle": args.allow_gb_straddle}
+        options = gate_options(args, threshold_only=args.threshold_only,
+                               metrics=[parse_metric_option(m) for m in args.metric],
+                               allow_unfinished=args.allow_unfinished,
+                               allow_missing=args.allow_missing,
+                               allow_gb_straddle=args.allow_gb_straddle)
         base = load_side(expand_side_argument(args.baseline), "baseline")
         cur = load_side(expand_side_argument(args.current), "current")
         return compare(base, cur, options)
