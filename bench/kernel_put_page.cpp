@@ -221,8 +221,7 @@ class PutPageWorkload : public kernel_tasks::KernelFamilyWorkload {
 
   std::size_t SharedBytes() const {
     const std::size_t n = static_cast<std::size_t>((threads_ + 1) / 2);
-    return (n * sizeof(PairShared) + kernel_tasks::kPage - 1) /
-           kernel_tasks::kPage * kernel_tasks::kPage;
+    return RoundUpToPage(n * sizeof(PairShared));
   }
 
   // A connected 127.0.0.1 TCP pair; "" or the failing call.

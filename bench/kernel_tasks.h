@@ -651,9 +651,8 @@ class KernelTaskWorkload : public Workload {
 
   // The shared page(s): a stop flag per task, then a prime flag per task.
   std::size_t SharedBytes() const {
-    return (2 * static_cast<std::size_t>(threads_) * sizeof(std::atomic<bool>) +
-            kPage - 1) /
-           kPage * kPage;
+    return RoundUpToPage(2 * static_cast<std::size_t>(threads_) *
+                         sizeof(std::atomic<bool>));
   }
 
   // RunOps bracketed by getrusage(who): RUSAGE_THREAD on a team thread,

@@ -21,6 +21,11 @@ inline constexpr std::size_t kCacheLine = 64;
 /// use --padding (padded_slots.h).
 inline constexpr std::size_t kDestructiveLine = 128;
 
+/// `bytes` rounded up to whole 4 KiB pages (what an anonymous mmap takes).
+inline constexpr std::size_t RoundUpToPage(std::size_t bytes) {
+  return (bytes + 4095) / 4096 * 4096;
+}
+
 /// PAUSE on x86-64 (~10-140 cycles), YIELD on aarch64, else a compiler barrier.
 inline void CpuRelax() {
 #if defined(__x86_64__) || defined(__i386__)

@@ -120,7 +120,7 @@ SampledMapping MapSampled(std::size_t bytes, std::size_t step,
   nlohmann::json* draw = nullptr;
   SampledMapping m;
   m.offset = DrawOffset(s, step, bytes, &draw);
-  m.len = ((bytes == 0 ? 1 : bytes) + m.offset + 4095) / 4096 * 4096;
+  m.len = RoundUpToPage((bytes == 0 ? 1 : bytes) + m.offset);
   m.base = mmap(nullptr, m.len, PROT_READ | PROT_WRITE,
                 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (m.base == MAP_FAILED) throw MapFailed(m.len, errno);

@@ -91,8 +91,8 @@ class PaddedSlots {
         padding_(CheckedPadding(padding, "PaddedSlots: ")),
         stride_(StrideFor(padding)) {
     if (n_ == 0) return;
-    built_ = std::make_unique<bool[]>(n_);         // all false
-    bytes_ = (n_ * stride_ + 4095) / 4096 * 4096;  // whole 4 KiB pages
+    built_ = std::make_unique<bool[]>(n_);  // all false
+    bytes_ = RoundUpToPage(n_ * stride_);
     void* p = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) throw std::bad_alloc();
