@@ -7,7 +7,7 @@ import re
 import statistics
 import sys
 
-from gate_common import (EXIT_BAD_INPUT, MAX_MIN_EFFECT_PCT, InputError, Parser,
+from gate_common import (EXIT_BAD_INPUT, InputError, Parser, check_levels,
                          add_gate_options, effect_verdict, effects, expand_side_argument,
                          finish, gate_options, holm_adjust, interval_repetitions,
                          mark_equivalence, min_effect_for, new_row, physical_check, results,
@@ -397,11 +397,7 @@ def main_builds(argv):
     args = build_builds_parser().parse_args(argv)
 
     def gate():
-        if not 0 < args.alpha < 1:
-            raise InputError(f"--alpha {args.alpha:g}: must be between 0 and 1")
-        if not 0 <= args.min_effect < MAX_MIN_EFFECT_PCT:
-            raise InputError(f"--min-effect {args.min_effect:g}: must be a finite percentage "
-                             f"from 0 to below {MAX_MIN_EFFECT_PCT:g}")
+        check_levels(args)
         if not 0 <= args.max_undecided <= 100:
             raise InputError(f"--max-undecided {args.max_undecided:g}: must be a percentage "
                              "from 0 to 100")

@@ -129,6 +129,16 @@ def record_failure(side, row, key):
     return False
 
 
+def check_levels(args, min_alpha=0.0, why=("", "")):
+    """InputError for an --alpha outside (0, 1) or below min_alpha, or a --min-effect outside [0,
+    MAX_MIN_EFFECT_PCT); `why`: the gate's words after each message."""
+    if not (0 < args.alpha < 1 and args.alpha >= min_alpha):
+        raise InputError(f"--alpha {args.alpha:g}: must be between 0 and 1" + why[0])
+    if not 0 <= args.min_effect < MAX_MIN_EFFECT_PCT:
+        raise InputError(f"--min-effect {args.min_effect:g}: must be a finite percentage "
+                         f"from 0 to below {MAX_MIN_EFFECT_PCT:g}" + why[1])
+
+
 def gate_options(args, **extra):
     """The options both gates read from add_gate_options' flags, plus `extra`."""
     return {"alpha": args.alpha, "min_effect": args.min_effect,

@@ -6,7 +6,7 @@ import collections
 import json
 import math
 
-from gate_common import (MAX_MIN_EFFECT_PCT, TIME_METRICS, InputError, Parser,
+from gate_common import (TIME_METRICS, InputError, Parser, check_levels,
                          effects, expand_side_argument, finish, gate_options, holm_adjust,
                          physical_check, mark_equivalence, min_attainable_p, scipy_stats,
                          effect_verdict, min_effect_for, new_row, record_failure, results,
@@ -263,15 +263,15 @@ def default_metric(base_samples, cur_samples):
 def _comparability_warnings(row, bs, cs, changed_layouts):
     """Warn of a different coherence label (unless the row compares one shared regime),
     placement, or changed layout between the row's sides."""
-    blabels = sorted({str(s["coherence"]) for s in bs if s["coherence"] is not None})
-    clabels = sorted({str(s["coherence"]) for s in cs if s["coherence"] is not None})
+    blabels, clabels = (sorted({str(s["coherence"]) for s in x if s["coherence"] is not None})
+                        for x in (bs, cs))
     one_regime = row["verdict"] is None and row.get("regime")
     if blabels and clabels and blabels != clabels and not one_regime:
         row["warnings"].append(f"coherence label {','.join(blabels)} (baseline) vs "
                                f"{','.join(clabels)} (current): cache-line transfer cost "
                                "differs, the change may be the machine's")
-    bp = {json.dumps(s["placement"], sort_keys=True) for s in bs if s["placement"]}
-    cp = {json.dumps(s["placement"], sort_keys=True) for s in cs if s["placement"]}
+    bp, cp = ({json.dumps(s["placement"], sort_keys=True) for s in x if s["placement"]}
+              for x in (bs, cs))
     if bp and cp and bp != cp:
         row["warnings"].append("thread/memory placement differs between the sides")
     layouts = {s["layout"] for s in bs + cs if isinstance(s["layout"], str)}
@@ -678,14 +678,9 @@ def main_runs(argv):
     args = build_parser().parse_args(argv)
 
     def gate():
-        if not MIN_ALPHA <= args.alpha < 1:
-            raise InputError(f"--alpha {args.alpha:g}: must be between 0 and 1, at least "
-                             f"{MIN_ALPHA:g} (a smaller level needs more repetitions than any "
-                             "run holds)")
-        if not 0 <= args.min_effect < MAX_MIN_EFFECT_PCT:
-            raise InputError(f"--min-effect {args.min_effect:g}: must be a finite percentage "
-                             f"from 0 to below {MAX_MIN_EFFECT_PCT:g} (inf or nan would disable "
-                             "the gate)")
+        check_levels(args, MIN_ALPHA, (f", at least {MIN_ALPHA:g} (a smaller level needs more "
+                                       "repetitions than any run holds)",
+                                       " (inf or nan would disable the gate)"))
         options = gate_options(args, threshold_only=args.threshold_only,
                                metrics=[parse_metric_option(m) for m in args.metric],
                                allow_unfinished=args.allow_unfinished,

@@ -680,21 +680,17 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     fit = parse_counts(a.fit_threads, "--fit-threads") or None
     if fit is not None and 1 not in fit:
         fail(f"--fit-threads={a.fit_threads}: must include 1 (the model's 1-thread inputs)")
-    if not os.path.exists(a.run_dir):
-        fail(f"{a.run_dir}: no such run directory or result file")
-    if a.target and not os.path.exists(a.target):
-        fail(f"--target={a.target}: no such run directory or result file")
-    if a.validate_against and not os.path.exists(a.validate_against):
-        fail(f"--validate-against={a.validate_against}: no such run directory or file")
+    for flag, path, what in (("", a.run_dir, "result file"), ("--target=", a.target, "result file"),
+                             ("--validate-against=", a.validate_against, "file")):
+        if (path or not flag) and not os.path.exists(path):
+            fail(f"{flag}{path}: no such run directory or {what}")
     if not a.validate_against and not a.topology:
         fail("--topology=FILE.xml|synthetic:DESCRIPTION is required (the target to predict)")
-    if read_run(a.run_dir).emulated and not a.allow_emulated:
-        fail(f"{a.run_dir}: the run was made in an emulator (its timings are not a "
-             "machine's); accepted: a run on real hardware, or --allow-emulated")
-    if a.validate_against and read_run(a.validate_against).emulated and not a.allow_emulated:
-        fail(f"--validate-against={a.validate_against}: the run was made in an emulator (its "
-             "timings are not a machine's to check against); accepted: a run on real "
-             "hardware, or --allow-emulated")
+    for flag, path, to in (("", a.run_dir, ""),
+                           ("--validate-against=", a.validate_against, " to check against")):
+        if path and read_run(path).emulated and not a.allow_emulated:
+            fail(f"{flag}{path}: the run was made in an emulator (its timings are not a "
+                 f"machine's{to}); accepted: a run on real hardware, or --allow-emulated")
     if a.validate_against:
         print(validation_report(validate_against(result_path(a.run_dir),
                                                  result_path(a.validate_against), fit,

@@ -123,15 +123,13 @@ def c2c_by_class(run: Run, regime: str) -> Tuple[Dict[str, List[float]], Dict[st
     for cls, by in raw.items():
         if regime == "all":
             out[cls], used[cls] = [v for vs in by.values() for v in vs], "all"
-            continue
-        if regime in by:
+        elif regime in by:
             out[cls], used[cls] = by[regime], regime
-            continue
-        # Absent for this class: the lowest one, said so (never a silent assumed figure).
-        label = min(by, key=lambda k: float(np.median(by[k])))
-        out[cls] = by[label]
-        used[cls] = label if regime in ("lowest", "near") else \
-            f"{label} (no '{regime}' rows for this class)"
+        else:  # absent for this class: the lowest one, said so (never a silent assumed figure)
+            label = min(by, key=lambda k: float(np.median(by[k])))
+            out[cls] = by[label]
+            used[cls] = label if regime in ("lowest", "near") else \
+                f"{label} (no '{regime}' rows for this class)"
     return out, used
 
 

@@ -482,17 +482,15 @@ def prezero_burst_rows(run: Run) -> List[List[str]]:
                      params.get("mode", "-"), params.get("burst_pages", "?"),
                      params.get("pool_pages", "?"), ratio, str(n)])
         groups.append(pts)
-    # Adjacent rows are read against each other: every number of the table from one regime.
-    metric, unit = prezero_rate_metric(groups)
-    allocs = side_by_side(groups, metric, unit)
-    shares = side_by_side(groups, "prezeroed_share")
-    return [row + [a, s] for row, a, s in zip(rows, allocs, shares)]
+    return [row + [a, s] for row, (a, s) in zip(rows, _rates_and_shares(groups))]
 
 
-def prezero_rate_metric(groups: Sequence[Sequence[Point]]) -> Tuple[str, str]:
-    """The prezero rows' rate and unit: faults_per_s when any row has it, else allocs_per_s."""
-    return (("faults_per_s", "faults/s") if any("faults_per_s" in p.metrics for pts in groups
+def _rates_and_shares(groups: Sequence[Sequence[Point]]):
+    """Each prezero group's rate (faults_per_s when any row has it, else allocs_per_s) and
+    pre-zeroed share: adjacent rows are read against each other, so all from one regime."""
+    rate = (("faults_per_s", "faults/s") if any("faults_per_s" in p.metrics for pts in groups
                                                 for p in pts) else ("allocs_per_s", "allocs/s"))
+    return zip(side_by_side(groups, *rate), side_by_side(groups, "prezeroed_share"))
 
 
 def prezero_steady_rows(run: Run) -> List[List[str]]:
@@ -508,10 +506,7 @@ def prezero_steady_rows(run: Run) -> List[List[str]]:
         rows.append([params.get("mode", "?"), params.get("method", "?"),
                      params.get("idle_us", "?"), str(n), str(touches)])
         groups.append(pts)
-    metric, unit = prezero_rate_metric(groups)
-    allocs = side_by_side(groups, metric, unit)
-    shares = side_by_side(groups, "prezeroed_share")
-    return [row[:4] + [a, s, row[4]] for row, a, s in zip(rows, allocs, shares)]
+    return [row[:4] + [a, s, row[4]] for row, (a, s) in zip(rows, _rates_and_shares(groups))]
 
 
 FAULT_SEED_COLUMNS = ["row", "GB", "repetitions", "threads", "user s", "system s", "wall s",

@@ -41,8 +41,6 @@ def resampled_medians(values: np.ndarray, rng: np.random.Generator, resamples: i
     """Medians of `resamples` resamples of `values` with replacement, drawn in chunks above
     BOOTSTRAP_CHUNK_VALUES (below it the very draws of one call)."""
     n = int(values.size)
-    if resamples * n <= BOOTSTRAP_CHUNK_VALUES:
-        return np.median(values[rng.integers(0, n, size=(resamples, n))], axis=1)
     rows = max(1, BOOTSTRAP_CHUNK_VALUES // max(n, 1))
     out = np.empty(resamples, dtype=float)
     for start in range(0, resamples, rows):

@@ -453,15 +453,13 @@ def verdict_record(spec: ComparisonSpec, metric: str, base: List[Point], variant
                                   evidence_record(spec, metric, base, variant, points,
                                                   min_effect, confidence))
         # lock_stat's wait share: the twins' (evidence) or, with no twins, the verdict's own.
+        wait = (ev or {}).get("wait_share") or {}
+        shares = ([None if x is None else x.mean for x in summarize_side_by_side(
+            [base, variant], "wait_share")[1]] if instrumented else
+            [(wait.get(k) or {}).get("mean") for k in ("base", "variant")])
         if instrumented:
             text = ("from instrumented rows (lock_stat on; this run has no stats:off twins of "
                     "them): " + text)
-            shares = [None if x is None else x.mean for x in
-                      summarize_side_by_side([base, variant], "wait_share")[1]]
-        else:
-            wait = (ev or {}).get("wait_share") or {}
-            shares = [None if wait.get(k) is None else wait[k]["mean"]
-                      for k in ("base", "variant")]
         if comparison.equivalent and None not in shares and max(shares) < 0.05:
             text += (f"; the lock is nearly idle here (lock_stat wait share "
                      f"{shares[0] * 100:.1f} % -> {shares[1] * 100:.1f} %), so "
