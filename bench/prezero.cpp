@@ -220,7 +220,7 @@ class PrezeroWorkload : public Workload {
   }
 
   std::string Verify() override {
-    if (!unsupported_.empty()) return unsupported_;
+    if (!unsupported_.empty()) return "skipped: " + unsupported_;
     StopZeroer();
     const AllocCounts t = SumCounts(counts_);
     if (t.prezeroed + t.self_zeroed != t.allocs) {
@@ -952,6 +952,7 @@ Variant MakeVariant(Mode mode, ZeroMethod method, uint64_t idle_us,
   v.threads = {1};
   v.needs_spare_pu = mode != Mode::kZeroOnAlloc;
   v.cost_s = 0.1;  // for the budget: setup measured on the 2-vCPU VM
+  v.unavailable = ZeroMethodUnsupportedReason(method, 0);
   if (suite == Suite::kFull) v.threads = {};
   static const char* const kText[] = {
       "every allocation zeroes its page (no background zeroer)",

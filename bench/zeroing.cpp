@@ -91,7 +91,7 @@ class ZeroingWorkload : public Workload {
   std::string SetupError() override { return map_error_; }
 
   std::string Verify() override {
-    if (!unsupported_.empty()) return unsupported_;
+    if (!unsupported_.empty()) return "skipped: " + unsupported_;
     // The fill value in a sample: first, middle and last byte of each chunk.
     for (std::size_t off = 0; off < bytes_; off += kChunk) {
       for (std::size_t at : {off, off + kChunk / 2, off + kChunk - 1}) {
@@ -134,6 +134,7 @@ std::vector<Variant> Variants() {
                       " MiB buffer with " + (zero ? "zeros" : "0x5a") + " by " +
                       ZeroMethodName(m);
       const uint8_t value = zero ? 0 : kPatternByte;
+      x.unavailable = ZeroMethodUnsupportedReason(m, value);
       x.make = [m, value](const PointEnv&) -> std::unique_ptr<Workload> {
         return std::make_unique<ZeroingWorkload>(m, value, kBufferMb << 20);
       };

@@ -137,6 +137,9 @@ struct Variant {
   /// The share of cost_mib and cost_s left in a --quick run.
   double quick_cost_fraction = 1;
   std::vector<int> pus;  ///< the threads' OS PU indices, overriding --pin
+  /// Why this machine cannot run it ("" when it can: clzero on a CPU without
+  /// it): its points are listed as skipped with this reason, never run.
+  std::string unavailable;
 };
 
 /// A family: a name (first component of every row key) and its variants.

@@ -61,14 +61,16 @@ inline std::vector<ZeroMethod> AllZeroMethods() {
 }
 
 /// "" when `m` can fill with `value` on `cpu`, else why not (clzero only
-/// writes zeros, and only where the CPU has it).
+/// writes zeros, and only where the CPU has it). The families set it as their
+/// variants' `unavailable` (skipped at plan time); a workload built anyway
+/// (tests) runs nothing and fails Verify with "skipped: " and the reason.
 inline std::string ZeroMethodUnsupportedReason(
     ZeroMethod m, uint8_t value, const ZeroingCpu& cpu = DetectZeroingCpu()) {
   if (m != ZeroMethod::kClzero) return "";
   if (!cpu.clzero)
-    return "skipped: clzero requested but this CPU lacks it (CPUID Fn8000_0008 "
-           "EBX[0] = 0; AMD Zen and later have it)";
-  if (value != 0) return "skipped: clzero writes only zeros (no pattern fill)";
+    return "clzero requested but this CPU lacks it (CPUID Fn8000_0008 EBX[0] "
+           "= 0; AMD Zen and later have it)";
+  if (value != 0) return "clzero writes only zeros (no pattern fill)";
   return "";
 }
 

@@ -740,6 +740,10 @@ void BuildPoints(RunState& run) {
       if (!MatchesFilter(run.opts.benchmark_filter, p.key) ||
           (run.opts.calibrate_only && !InCalibration(p)))
         continue;
+      if (!v.unavailable.empty()) {
+        run.skipped.push_back(p.key + ": " + v.unavailable);
+        continue;
+      }
       const int need = n + helpers;
       if (need > usable && !run.opts.oversubscribe) {
         run.skipped.push_back(
