@@ -278,11 +278,9 @@ inline nlohmann::json ClearPageJson(const std::string& reason,
   j["samples"] = total.samples;
   j["kernel_samples"] = total.kernel;
   j["clear_page_samples"] = total.clear_page;
-  j["share"] = static_cast<double>(total.clear_page) /
-               static_cast<double>(total.samples);
+  j["share"] = Ratio(total.clear_page, total.samples);
   j["share_ci95"] = {ci.lo, ci.hi};
-  j["share_of_kernel"] = Ratio(static_cast<double>(total.clear_page),
-                               static_cast<double>(total.kernel));
+  j["share_of_kernel"] = Ratio(total.clear_page, total.kernel);
   j["untimed_samples"] = total.untimed;
   j["lost_samples"] = total.lost;
   j["symbols"] = top(total.symbols, 16);
@@ -552,7 +550,7 @@ class FaultWorkload : public Workload {
     s.cpu = s.total.user_s + s.total.sys_s;
     for (const auto& t : tasks_) {
       s.wall = std::max(s.wall, t.total.wall_s);
-      s.pf1_rate += Ratio(static_cast<double>(t.total.pages), t.total.loop_s);
+      s.pf1_rate += Ratio(t.total.pages, t.total.loop_s);
     }
     s.passes = tasks_.empty() ? 0 : tasks_[0].total.passes;
     s.zeroes = ModeZeroes(cfg_.mode);
@@ -577,8 +575,7 @@ class FaultWorkload : public Workload {
                static_cast<double>(s.expected.populate + s.expected.touch));
     out.Metric("faults_per_cpu_s", Ratio(s.faults, s.cpu));
     out.Metric("faults_per_wall_s", Ratio(s.faults, s.wall));
-    out.Metric("pages_per_wall_s",
-               Ratio(static_cast<double>(total.pages), s.wall));
+    out.Metric("pages_per_wall_s", Ratio(total.pages, s.wall));
     out.Metric("pages_per_s_as_page_fault1", s.pf1_rate);
     out.Metric("cpu_ns_per_fault", Ratio(s.cpu * 1e9, s.faults));
     if (s.kib_zeroed > 0) {
@@ -750,8 +747,7 @@ inline std::size_t PointBytes(std::size_t mb, std::string* note) {
     *note = "short memory: " + std::to_string(bytes >> 20) +
             " MiB (a quarter of MemAvailable)";
   }
-  bytes = std::max(bytes / kHugePage * kHugePage, kHugePage);
-  return bytes;
+  return std::max(bytes / kHugePage * kHugePage, kHugePage);
 }
 
 Variant MakeVariant(Mode mode, Tasks tasks, Start start, std::size_t mb,

@@ -186,14 +186,11 @@ class PrezeroWorkload : public Workload {
   void Report(PointReport& out, double window_seconds, uint64_t ops) override {
     StopZeroer();  // quiescent pool for Report and Verify
     const AllocCounts t = SumCounts(counts_);
-    const auto allocs = static_cast<double>(t.allocs);
-    out.Metric("faults_per_s", Ratio(static_cast<double>(ops), window_seconds));
-    out.Metric("prezeroed_share",
-               Ratio(static_cast<double>(t.prezeroed), allocs));
-    out.Metric(
-        "zeroer_pages_per_s",
-        Ratio(static_cast<double>(zeroer_pages_.load()), window_seconds));
-    out.Metric("alloc_ns", Ratio(static_cast<double>(t.alloc_ns), allocs));
+    out.Metric("faults_per_s", Ratio(ops, window_seconds));
+    out.Metric("prezeroed_share", Ratio(t.prezeroed, t.allocs));
+    out.Metric("zeroer_pages_per_s",
+               Ratio(zeroer_pages_.load(), window_seconds));
+    out.Metric("alloc_ns", Ratio(t.alloc_ns, t.allocs));
     auto& d = out.details;
     d["mode"] = ModeName(mode_);
     d["method"] = ZeroMethodName(method_);
@@ -409,13 +406,10 @@ class BurstWorkload : public Workload {
   void Report(PointReport& out, double window_seconds, uint64_t ops) override {
     StopZeroers();
     const AllocCounts t = SumCounts(counts_);
-    const auto pool = static_cast<double>(pool_pages_);
-    out.Metric("faults_per_s", Ratio(static_cast<double>(ops), window_seconds));
-    out.Metric("prezeroed_share", Ratio(static_cast<double>(t.prezeroed),
-                                        static_cast<double>(t.allocs)));
-    out.Metric("burst_over_pool", Ratio(static_cast<double>(burst_), pool));
-    out.Metric("pool_fill_at_burst",
-               Ratio(static_cast<double>(zeroed_at_start_), pool));
+    out.Metric("faults_per_s", Ratio(ops, window_seconds));
+    out.Metric("prezeroed_share", Ratio(t.prezeroed, t.allocs));
+    out.Metric("burst_over_pool", Ratio(burst_, pool_pages_));
+    out.Metric("pool_fill_at_burst", Ratio(zeroed_at_start_, pool_pages_));
     const uint64_t zp = zeroer_pages_.load();
     out.Metric("zeroer_pages_idle", static_cast<double>(zeroer_pages_idle_));
     out.Metric("zeroer_pages_burst",
