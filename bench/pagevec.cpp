@@ -321,15 +321,13 @@ inline bool IsVerdictSide(const GridPoint& p) {
 /// Row-key parameters (the three key shapes: docs/experiments.md).
 inline Params ParamsOf(const GridPoint& p) {
   Params params = {{"mode", p.mode}};
-  if (!p.layout.empty()) {
+  if (!p.layout.empty())
     params.emplace_back("layout", p.layout);
-    params.emplace_back("offset", std::to_string(p.offset));
-  } else {
+  else
     params.emplace_back("slots",
                         p.policy == "fixed" ? std::to_string(p.slots) : "auto");
-    params.emplace_back("offset", std::to_string(p.offset));
-    params.emplace_back("policy", p.policy);
-  }
+  params.emplace_back("offset", std::to_string(p.offset));
+  if (p.layout.empty()) params.emplace_back("policy", p.policy);
   params.emplace_back("lock", p.lock);
   params.emplace_back("work_ns", p.work);
   params.emplace_back("zones", p.zones);
