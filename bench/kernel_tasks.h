@@ -781,9 +781,8 @@ class KernelTaskWorkload : public Workload {
 
 /// Thread counts of a default kernel point: 1 and all usable PUs.
 inline std::vector<int> OneAndAll(const std::vector<PuInfo>& order) {
-  const int n = static_cast<int>(order.size());
-  if (n <= 1) return {1};
-  return {1, n};
+  if (order.size() <= 1) return {1};
+  return {1, static_cast<int>(order.size())};
 }
 
 /// A kernel_* row: ~0.1 s of task setup and teardown for the budget, and a
@@ -808,11 +807,8 @@ Variant KernelVariant(Params params, Suite suite, std::vector<int> threads,
   return v;
 }
 
-}  // namespace lockline::kernel_tasks
-
 // What a kernel_* row reports and checks: one Report / Verify skeleton, so
 // each family writes only its own metrics, details and checks.
-namespace lockline::kernel_tasks {
 
 /// Minor-fault slack per task and window beyond one fault per page touched
 /// (the stack, a libc page): the anonymous-fault check is otherwise exact.
