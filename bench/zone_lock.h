@@ -683,15 +683,11 @@ class ZoneLockWorkload final : public Workload {
 
   /// refresh_cpu_vm_stats for one thread.
   void FoldStats(ZoneState& zs, PerThread& me) {
-    if (me.stat_diff != 0) {
-      zs.zone->vm_stat[kNrFreePages].fetch_add(me.stat_diff,
-                                               std::memory_order_relaxed);
-      me.stat_diff = 0;
-    }
-    if (me.batch_diff != 0) {
-      zs.zone->vm_stat[kNrAllocBatch].fetch_add(me.batch_diff,
-                                                std::memory_order_relaxed);
-      me.batch_diff = 0;
+    for (auto [diff, item] : {std::pair{&me.stat_diff, kNrFreePages},
+                              {&me.batch_diff, kNrAllocBatch}}) {
+      if (*diff != 0)
+        zs.zone->vm_stat[item].fetch_add(*diff, std::memory_order_relaxed);
+      *diff = 0;
     }
   }
 
