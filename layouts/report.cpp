@@ -367,9 +367,8 @@ bool TakeDigits(std::string_view& s, std::size_t max_digits, std::size_t* out) {
 }  // namespace
 
 const LayoutInfo* FindLayout(const std::string& name) {
-  for (const LayoutInfo& info : AllLayouts()) {
+  for (const LayoutInfo& info : AllLayouts())
     if (info.name == name) return &info;
-  }
   // Sweep pagevecs are built on demand; a deque keeps earlier addresses valid.
   static std::mutex mu;
   static std::deque<LayoutInfo> sweeps;
@@ -388,9 +387,8 @@ const LayoutInfo* FindLayout(const std::string& name) {
     return nullptr;
   }
   std::lock_guard<std::mutex> guard(mu);
-  for (const LayoutInfo& info : sweeps) {
+  for (const LayoutInfo& info : sweeps)
     if (info.name == name) return &info;
-  }
   sweeps.push_back(
       DescribePagevec5xSweep(static_cast<int>(slots), offset, line));
   return &sweeps.back();
