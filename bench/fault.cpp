@@ -33,6 +33,7 @@
 
 #include "bench/child_task.h"
 #include "bench/fault/model.h"
+#include "bench/ratio.h"
 #include "harness/family.h"
 #include "harness/machine/cpu.h"
 #include "harness/machine/memory.h"
@@ -228,9 +229,6 @@ class PhaseSampler {
   std::vector<Pending> pending_;
   uint64_t lost_ = 0;
 };
-
-/// a / b, 0 when b is not positive.
-inline double Ratio(double a, double b) { return b > 0 ? a / b : 0.0; }
 
 /// details.clear_page_sampled of a fault row: "measured" with the counts,
 /// the share of clear_page samples among all samples of the timed phases and

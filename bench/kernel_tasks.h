@@ -40,6 +40,7 @@
 #include <vector>
 
 #include "bench/child_task.h"
+#include "bench/ratio.h"
 #include "harness/family.h"
 #include "harness/machine/cpu.h"
 #include "harness/machine/helpers.h"
@@ -452,9 +453,7 @@ class KernelTaskWorkload : public Workload {
     // of the PUs a loaded machine leaves the tasks.
     const double cpu = s.user_s + s.sys_s;
     out.Metric("ops_per_cpu_s", cpu > 0 ? static_cast<double>(ops) / cpu : 0);
-    out.Metric("task_cpu_share", window_seconds > 0 && threads_ > 0
-                                     ? cpu / (window_seconds * threads_)
-                                     : 0);
+    out.Metric("task_cpu_share", Ratio(cpu, window_seconds * threads_));
     auto& d = out.details;
     d["tasks"] = TasksName(tasks_);
     nlohmann::json per = nlohmann::json::array();
@@ -855,10 +854,7 @@ class KernelFamilyWorkload : public KernelTaskWorkload {
   /// second of window; 0 when no window time was measured.
   static void ReportPagesPerSecond(PointReport& out, const TaskWindow& total,
                                    double window_seconds) {
-    out.Metric("pages_per_s",
-               window_seconds > 0
-                   ? static_cast<double>(total.pages) / window_seconds
-                   : 0);
+    out.Metric("pages_per_s", Ratio(total.pages, window_seconds));
   }
 
   /// Exact op accounting of an anonymous-fault loop (AnonFaultBatch): "" when

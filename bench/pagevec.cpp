@@ -14,6 +14,7 @@
 #include <mutex>
 #include <optional>
 
+#include "bench/ratio.h"
 #include "harness/measure/kernel_probe.h"
 #include "layouts/report.h"
 
@@ -534,7 +535,7 @@ void ReportPagevec(PointReport& out, double window_seconds, uint64_t ops,
       window_seconds * static_cast<double>(f.threads.size());
   AddLockStatMetrics(out, SummarizeLockStats(stats, thread_seconds, ops));
   const double pages = static_cast<double>(ops);
-  out.Metric("pages_per_s", window_seconds > 0 ? pages / window_seconds : 0);
+  out.Metric("pages_per_s", Ratio(pages, window_seconds));
   out.Metric("acquisitions_per_page",
              ops ? static_cast<double>(acquisitions) / pages : 0);
   out.Metric("pagevec_bytes", static_cast<double>(f.pv_bytes));

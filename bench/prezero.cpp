@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "bench/prezero/model.h"
+#include "bench/ratio.h"
 #include "harness/family.h"
 #include "harness/machine/memory.h"
 #include "harness/machine/padded_slots.h"
@@ -81,9 +82,6 @@ struct alignas(kCacheLine) AllocCounts {
   uint64_t nonzero = 0;      ///< of them, found not zero (must stay 0)
   uint64_t alloc_ns = 0;     ///< steady-state modes: take + zero time, ns
 };
-
-/// a / b, or 0 when b is not positive.
-inline double Ratio(double a, double b) { return b > 0 ? a / b : 0.0; }
 
 /// The sum of every thread's counts.
 inline AllocCounts SumCounts(const PaddedSlots<AllocCounts>& counts) {

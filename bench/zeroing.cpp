@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/ratio.h"
 #include "harness/family.h"
 #include "harness/machine/memory.h"
 
@@ -70,10 +71,7 @@ class ZeroingWorkload : public Workload {
 
   void Report(PointReport& out, double window_seconds,
               uint64_t /*ops*/) override {
-    out.Metric("gb_per_s",
-               window_seconds > 0
-                   ? static_cast<double>(bytes_filled_) / window_seconds / 1e9
-                   : 0);
+    out.Metric("gb_per_s", Ratio(bytes_filled_, window_seconds) / 1e9);
     auto& d = out.details;
     d["method"] = ZeroMethodName(method_);
     d["method_native"] = FillMethodIsNative(method_);

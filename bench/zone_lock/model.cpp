@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/ratio.h"
 #include "bench/zone_lock.h"
 #include "harness/measure/kernel_probe.h"
 
@@ -173,10 +174,7 @@ void ReportZoneLock(PointReport& out, double window_seconds, uint64_t ops,
   const double thread_seconds =
       window_seconds * static_cast<double>(per_thread.size());
   AddLockStatMetrics(out, SummarizeLockStats(stats, thread_seconds, ops));
-  out.Metric("pages_per_s",
-             window_seconds > 0
-                 ? static_cast<double>(sum.allocs) / window_seconds
-                 : 0.0);
+  out.Metric("pages_per_s", Ratio(sum.allocs, window_seconds));
   for (const auto& [name, h] :
        {std::pair{"hold_ns_per_refill", sum.refill_hold},
         {"hold_ns_per_drain", sum.drain_hold}}) {
