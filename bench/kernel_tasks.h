@@ -23,6 +23,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <climits>
 #include <cmath>
 #include <condition_variable>
@@ -633,16 +634,13 @@ class KernelTaskWorkload : public Workload {
     }
     const uint64_t end = NowNs() + w;
     for (uint64_t now = NowNs(); now < end; now = NowNs()) {
-      const uint64_t nap = std::min(end - now, kLiveDrainNs);
-      const timespec ts{static_cast<time_t>(nap / 1'000'000'000),
-                        static_cast<long>(nap % 1'000'000'000)};
-      nanosleep(&ts, nullptr);
+      std::this_thread::sleep_for(
+          std::chrono::nanoseconds(std::min(end - now, kLiveDrainNs)));
       evidence_.DrainLive();
     }
     estop_.store(true, std::memory_order_release);
     while (tasks_done_.load(std::memory_order_acquire) < threads_) {
-      const timespec ts{0, 1'000'000};
-      nanosleep(&ts, nullptr);
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
       evidence_.DrainLive();
     }
     evidence_.DrainLive();
