@@ -9,12 +9,13 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
-#include <cstdio>
 #include <iterator>
 #include <mutex>
 #include <optional>
 
 #include "bench/ratio.h"
+#include "harness/machine/restore.h"
+#include "harness/machine/topology.h"
 #include "harness/measure/kernel_probe.h"
 #include "layouts/report.h"
 
@@ -35,21 +36,12 @@ inline int FourLgSlots(int n) {
 /// /sys/devices/system/cpu/possible's count (a boot-time sizing's n), or
 /// `fallback`.
 inline int PossibleCpus(int fallback) {
-  std::FILE* f = std::fopen("/sys/devices/system/cpu/possible", "r");
-  if (f == nullptr) return fallback;
-  int n = 0, lo = 0, hi = 0;
-  char sep = 0;
-  while (std::fscanf(f, "%d", &lo) == 1) {
-    hi = lo;
-    if (std::fscanf(f, "%c", &sep) == 1 && sep == '-') {
-      if (std::fscanf(f, "%d", &hi) != 1) break;
-      if (std::fscanf(f, "%c", &sep) != 1) sep = 0;
-    }
-    n += hi - lo + 1;
-    if (sep != ',') break;
+  try {
+    return static_cast<int>(
+        ParseCpuList(ReadSmallFile("/sys/devices/system/cpu/possible")).size());
+  } catch (const TopologyError&) {
+    return fallback;  // missing (empty) or malformed
   }
-  std::fclose(f);
-  return n > 0 ? n : fallback;
 }
 
 /// The gentler proposal 2^(2.5 * sqrt(lg n) - 1), std::lround'ed: 1 -> 1,
