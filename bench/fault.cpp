@@ -32,8 +32,8 @@
 #include <vector>
 
 #include "bench/child_task.h"
+#include "bench/common.h"
 #include "bench/fault/model.h"
-#include "bench/ratio.h"
 #include "harness/family.h"
 #include "harness/machine/cpu.h"
 #include "harness/machine/memory.h"
@@ -76,9 +76,8 @@ static_assert(Config{}.sample_period_ns == PointEnv{}.fault_sample_period_ns);
 inline double ClearRateBytesPerS() {
   static const double rate = [] {
     constexpr std::size_t kBytes = 64u << 20;
-    void* p = mmap(nullptr, kBytes, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) return 0.0;
+    void* p = MapAnon(kBytes);
+    if (p == nullptr) return 0.0;
     madvise(p, kBytes, MADV_NOHUGEPAGE);
     std::memset(p, 0x5a, kBytes);
     double best = 0;

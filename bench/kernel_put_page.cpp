@@ -50,19 +50,15 @@ class PutPageWorkload : public kernel_tasks::KernelFamilyWorkload {
 
   void PrepareTasks(int threads) override {
     const int n_conns = (threads + 1) / 2;
-    shared_ = static_cast<PairShared*>(mmap(nullptr, SharedBytes(),
-                                            PROT_READ | PROT_WRITE,
-                                            MAP_SHARED | MAP_ANONYMOUS, -1, 0));
-    if (shared_ == MAP_FAILED) {
-      shared_ = nullptr;
+    shared_ = static_cast<PairShared*>(MapAnon(SharedBytes(), MAP_SHARED));
+    if (shared_ == nullptr) {
       setup_error_ = "mmap of pair state failed";
       return;
     }
     for (int i = 0; i < n_conns; ++i) new (&shared_[i]) PairShared();
     for (int i = 0; i < threads; ++i) {
-      char* b = static_cast<char*>(mmap(nullptr, msg_, PROT_READ | PROT_WRITE,
-                                        MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
-      if (b == MAP_FAILED) {
+      char* b = static_cast<char*>(MapAnon(msg_));
+      if (b == nullptr) {
         setup_error_ = "mmap of a message buffer failed";
         return;
       }

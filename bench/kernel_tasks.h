@@ -41,7 +41,7 @@
 #include <vector>
 
 #include "bench/child_task.h"
-#include "bench/ratio.h"
+#include "bench/common.h"
 #include "harness/family.h"
 #include "harness/machine/cpu.h"
 #include "harness/machine/helpers.h"
@@ -98,9 +98,8 @@ struct TaskWindow {
 /// Null with `err` set when mmap fails. Async-signal-safe.
 inline char* MapAnonBatch(std::size_t pages, char* err, std::size_t errlen) {
   const std::size_t bytes = pages * kPage;
-  void* m = mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
-                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (m == MAP_FAILED) {
+  void* m = MapAnon(bytes, MAP_PRIVATE | MAP_NORESERVE);
+  if (m == nullptr) {
     std::snprintf(err, errlen, "mmap of %zu bytes failed: %s", bytes,
                   std::strerror(errno));
     return nullptr;
@@ -374,11 +373,9 @@ class KernelTaskWorkload : public Workload {
       evidence_.SetOff(evidence_off_reason_.empty()
                            ? "--evidence=off: no evidence windows"
                            : evidence_off_reason_);
-    shared_ = static_cast<std::atomic<bool>*>(
-        mmap(nullptr, SharedBytes(), PROT_READ | PROT_WRITE,
-             MAP_SHARED | MAP_ANONYMOUS, -1, 0));
-    if (shared_ == MAP_FAILED) {
-      shared_ = nullptr;
+    shared_ =
+        static_cast<std::atomic<bool>*>(MapAnon(SharedBytes(), MAP_SHARED));
+    if (shared_ == nullptr) {
       setup_error_ = std::string("mmap of shared stop flags failed: ") +
                      std::strerror(errno);
       return;

@@ -13,7 +13,7 @@
 #include <mutex>
 #include <optional>
 
-#include "bench/ratio.h"
+#include "bench/common.h"
 #include "harness/machine/restore.h"
 #include "harness/machine/topology.h"
 #include "harness/measure/kernel_probe.h"

@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "bench/prezero/model.h"
-#include "bench/ratio.h"
+#include "bench/common.h"
 #include "harness/family.h"
 #include "harness/machine/memory.h"
 #include "harness/machine/padded_slots.h"

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "bench/ratio.h"
+#include "bench/common.h"
 #include "harness/family.h"
 #include "harness/machine/memory.h"
 
@@ -43,13 +43,11 @@ class ZeroingWorkload : public Workload {
 
   void SetupThread(const ThreadCtx& ctx) override {
     if (ctx.index != 0 || !unsupported_.empty()) return;
-    void* p = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) {
+    buf_ = static_cast<char*>(MapAnon(bytes_));
+    if (buf_ == nullptr) {
       map_error_ = MapFailure(bytes_, errno);
       return;
     }
-    buf_ = static_cast<char*>(p);
     std::memset(buf_, value_, bytes_);
   }
 

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "bench/ratio.h"
+#include "bench/common.h"
 #include "bench/zone_lock.h"
 #include "harness/measure/kernel_probe.h"
 
