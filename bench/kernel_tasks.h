@@ -450,7 +450,7 @@ class KernelTaskWorkload : public Workload {
     // what the kernel path costs, less sensitive than ops_per_s to how much
     // of the PUs a loaded machine leaves the tasks.
     const double cpu = s.user_s + s.sys_s;
-    out.Metric("ops_per_cpu_s", cpu > 0 ? static_cast<double>(ops) / cpu : 0);
+    out.Metric("ops_per_cpu_s", Ratio(ops, cpu));
     out.Metric("task_cpu_share", Ratio(cpu, window_seconds * threads_));
     auto& d = out.details;
     d["tasks"] = TasksName(tasks_);
@@ -491,8 +491,7 @@ class KernelTaskWorkload : public Workload {
       e["window_s"] = evid_window_s;
       e["ops"] = evid_ops;
       e["overhead"] = EvidenceOverhead(clean, evid);
-      out.Metric("evidence_ops_per_s",
-                 evid_s > 0 ? static_cast<double>(evid_ops) / evid_s : 0);
+      out.Metric("evidence_ops_per_s", Ratio(evid_ops, evid_s));
       out.Metric("evidence_throughput_ratio",
                  e["overhead"]["ratio"].get<double>());
     }
