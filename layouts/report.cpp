@@ -226,14 +226,11 @@ LayoutInfo DescribePage() {
   info.align = alignof(Page);
   info.line = kCacheLine64;
 #define LOCKLINE_PAGE_FIELD(member) \
-  info.fields.push_back({#member, offsetof(Page, member), sizeof(Page::member)})
-  LOCKLINE_PAGE_FIELD(flags);
-  LOCKLINE_PAGE_FIELD(mapping);
-  LOCKLINE_PAGE_FIELD(index);
-  LOCKLINE_PAGE_FIELD(_mapcount);
-  LOCKLINE_PAGE_FIELD(_refcount);
-  LOCKLINE_PAGE_FIELD(lru);
-  LOCKLINE_PAGE_FIELD(private_);
+  FieldInfo{#member, offsetof(Page, member), sizeof(Page::member)}
+  info.fields = {LOCKLINE_PAGE_FIELD(flags),     LOCKLINE_PAGE_FIELD(mapping),
+                 LOCKLINE_PAGE_FIELD(index),     LOCKLINE_PAGE_FIELD(_mapcount),
+                 LOCKLINE_PAGE_FIELD(_refcount), LOCKLINE_PAGE_FIELD(lru),
+                 LOCKLINE_PAGE_FIELD(private_)};
 #undef LOCKLINE_PAGE_FIELD
   SortFields(info);
   return info;
