@@ -46,6 +46,16 @@ inline unsigned long PageZoneId(const Page& p) {
   return p.flags.load(std::memory_order_relaxed) >> kZoneIdShift;
 }
 
+/// Index of `page` in the pool of `nr` struct pages at `base`, or -1 for a
+/// pointer outside it.
+inline long PoolIndexOf(const Page* base, unsigned long nr, const Page* page) {
+  const auto p = reinterpret_cast<std::uintptr_t>(page);
+  const auto b = reinterpret_cast<std::uintptr_t>(base);
+  if (p < b || (p - b) % sizeof(Page) != 0) return -1;
+  const std::uintptr_t idx = (p - b) / sizeof(Page);
+  return idx < nr ? static_cast<long>(idx) : -1;
+}
+
 /// The buddy allocator over `nr` pages at `base` and free_area[] (FA =
 /// FreeAreaOf<MIGRATE_TYPES>); zone->lock held by the caller except around
 /// Init and Check. Read-only after construction (a counter here would be a
@@ -144,13 +154,7 @@ class BuddyAllocator {
   }
 
   /// Index of `page` in the pool, or -1 for a pointer outside it.
-  long IndexOf(const Page* page) const {
-    const auto p = reinterpret_cast<std::uintptr_t>(page);
-    const auto b = reinterpret_cast<std::uintptr_t>(base_);
-    if (p < b || (p - b) % sizeof(Page) != 0) return -1;
-    const std::uintptr_t idx = (p - b) / sizeof(Page);
-    return idx < nr_ ? static_cast<long>(idx) : -1;
-  }
+  long IndexOf(const Page* page) const { return PoolIndexOf(base_, nr_, page); }
 
   /// The buddy invariants (lock held or quiescent): well-formed lists of
   /// aligned free-block heads, no page in two blocks, nr_free exact, no

@@ -12,16 +12,6 @@
 namespace lockline::zone_lock {
 namespace {
 
-/// Index of `page` in the pool of `nr` struct pages at `base`, or -1 for a
-/// pointer outside it (buddy::BuddyAllocator::IndexOf without the allocator).
-long PoolIndexOf(const Page* base, unsigned long nr, const Page* page) {
-  const auto p = reinterpret_cast<std::uintptr_t>(page);
-  const auto b = reinterpret_cast<std::uintptr_t>(base);
-  if (p < b || (p - b) % sizeof(Page) != 0) return -1;
-  const std::uintptr_t idx = (p - b) / sizeof(Page);
-  return idx < nr ? static_cast<long>(idx) : -1;
-}
-
 /// The threads' counters summed, and their lock statistics (nullptr for a
 /// thread never set up) into `stats`.
 Counters SumCounters(const PaddedSlots<PerThread>& per_thread,
@@ -225,7 +215,7 @@ std::string VerifyZoneThreads(int zi, const Page* pages, unsigned long pool,
     for (const ListHead* node = me->pcp_list.next; node != &me->pcp_list;
          node = node->next) {
       if (node->prev != prev) return who + "pcp list: a torn prev link";
-      const long idx = PoolIndexOf(pages, pool, PageFromLru(node));
+      const long idx = buddy::PoolIndexOf(pages, pool, PageFromLru(node));
       if (idx < 0) return who + "pcp list: a page not of its zone";
       if (seen[idx]) {
         return who + "pcp list: page " + std::to_string(idx) +
@@ -242,7 +232,7 @@ std::string VerifyZoneThreads(int zi, const Page* pages, unsigned long pool,
              " but its list holds " + std::to_string(n);
     }
     for (const Page* page : me->held) {
-      const long idx = PoolIndexOf(pages, pool, page);
+      const long idx = buddy::PoolIndexOf(pages, pool, page);
       if (idx < 0 || seen[idx])
         return who + "holds a page that is foreign, free or on a list";
       seen[idx] = 1;
