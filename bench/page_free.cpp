@@ -19,6 +19,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "bench/common.h"
 #include "bench/page_free/model.h"
 #include "harness/family.h"
 #include "harness/locks/all_locks.h"
@@ -251,14 +252,10 @@ class CostWorkload : public Workload {
                         &T::lru_adds, &T::remote_frees, &T::ring_overflows);
       stats.push_back(&t->lock_stat);
     }
-    const uint64_t frees = sum.frees;
-    const auto share = [](uint64_t a, uint64_t b) {
-      return b ? static_cast<double>(a) / static_cast<double>(b) : 0.0;
-    };
-    out.Metric("fastpath_share", share(sum.fast_frees, frees));
-    out.Metric("lru_lock_per_free", share(sum.locked_frees, frees));
+    out.Metric("fastpath_share", Ratio(sum.fast_frees, sum.frees));
+    out.Metric("lru_lock_per_free", Ratio(sum.locked_frees, sum.frees));
     if (params_.remote)
-      out.Metric("remote_free_share", share(sum.remote_frees, frees));
+      out.Metric("remote_free_share", Ratio(sum.remote_frees, sum.frees));
     const double thread_seconds =
         window_seconds * static_cast<double>(threads_.size());
     AddLockStatMetrics(out, SummarizeLockStats(stats, thread_seconds, ops));
@@ -278,7 +275,7 @@ class CostWorkload : public Workload {
         "of a comparison pay, so ns/op differences are ns saved per free";
     out.details["batch"] = kBatch;
     out.details["pages_per_thread"] = kPagesPerThread;
-    out.details["frees"] = frees;
+    out.details["frees"] = sum.frees;
     out.details["fast_frees"] = sum.fast_frees;
     out.details["frees_taking_lru_lock"] = sum.locked_frees;
     out.details["lru_adds"] = sum.lru_adds;

@@ -505,8 +505,7 @@ nlohmann::json ScannerDetails(PointReport& out, const PagevecFacts& f,
       "a worker short of free pages asks for one cycle before 32 pages "
       "were added (kswapd's wakeup); the scanner consumes the request, "
       "so it never cycles for a worker that is not waiting";
-  out.Metric("scanner_acquisitions_per_page",
-             ops ? static_cast<double>(sum.acquisitions) / ops : 0);
+  out.Metric("scanner_acquisitions_per_page", Ratio(sum.acquisitions, ops));
   out.Metric("scanner_design_acquisitions_per_page",
              ScannerDesignAcquisitionsPerPage(k));
   return sj;
@@ -526,10 +525,8 @@ void ReportPagevec(PointReport& out, double window_seconds, uint64_t ops,
   const double thread_seconds =
       window_seconds * static_cast<double>(f.threads.size());
   AddLockStatMetrics(out, SummarizeLockStats(stats, thread_seconds, ops));
-  const double pages = static_cast<double>(ops);
-  out.Metric("pages_per_s", Ratio(pages, window_seconds));
-  out.Metric("acquisitions_per_page",
-             ops ? static_cast<double>(acquisitions) / pages : 0);
+  out.Metric("pages_per_s", Ratio(ops, window_seconds));
+  out.Metric("acquisitions_per_page", Ratio(acquisitions, ops));
   out.Metric("pagevec_bytes", static_cast<double>(f.pv_bytes));
   out.Metric("lines_spanned", LinesSpanned(cfg.offset, f.pv_bytes, cfg.line));
   out.Metric("slots_resolved", cfg.slots);
