@@ -167,8 +167,7 @@ class PutPageWorkload : public kernel_tasks::KernelFamilyWorkload {
                     double window_seconds) override {
     out.Metric("MB_per_s", Ratio(total.bytes_received / 1e6, window_seconds));
     out.Metric("messages_per_s",
-               Ratio(static_cast<double>(total.bytes_received) /
-                         static_cast<double>(msg_),
+               Ratio(total.bytes_received / static_cast<double>(msg_),
                      window_seconds));
     out.Metric("bytes_sent", static_cast<double>(total.bytes_sent));
     out.Metric("bytes_received", static_cast<double>(total.bytes_received));

@@ -559,10 +559,6 @@ class RaceWorkload : public Workload {
   void Report(PointReport& out, double /*window_seconds*/,
               uint64_t /*ops*/) override {
     const RaceCounters sum = Sum();
-    const double per_million = sum.frees
-                                   ? 1e6 * static_cast<double>(sum.incidents) /
-                                         static_cast<double>(sum.frees)
-                                   : 0;
     const double upper = ViolationRateUpper95(sum.incidents, sum.frees);
     out.Metric("violations", static_cast<double>(sum.incidents));
     out.Metric("violations_freed_referenced",
@@ -570,7 +566,7 @@ class RaceWorkload : public Workload {
     out.Metric("violations_freed_on_lru",
                static_cast<double>(sum.incidents_on_lru));
     out.Metric("frees", static_cast<double>(sum.frees));
-    out.Metric("violations_per_million", per_million);
+    out.Metric("violations_per_million", Ratio(1e6 * sum.incidents, sum.frees));
     out.Metric("violation_rate_upper_95", upper);
     constexpr MemoryModel mm = ThisMemoryModel();
     auto& d = out.details;
