@@ -5,7 +5,6 @@
 // task reads back its own. One op = one message sent or received; each
 // window's bytes received == sent and the sequence headers are checked.
 #include <arpa/inet.h>
-#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>

@@ -11,13 +11,9 @@
 // multithreaded): syscalls and memory prepared before fork.
 #pragma once
 
-#include <fcntl.h>
 #include <poll.h>
 #include <sys/mman.h>
-#include <sys/prctl.h>
 #include <sys/resource.h>
-#include <sys/syscall.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -26,13 +22,10 @@
 #include <chrono>
 #include <climits>
 #include <cmath>
-#include <condition_variable>
-#include <csignal>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <ctime>
-#include <mutex>
 #include <new>
 #include <stdexcept>
 #include <string>

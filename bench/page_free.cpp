@@ -5,7 +5,6 @@
 // sources: bench/page_free/model.h; the two measurement models:
 // docs/experiments.md. Not measured: the buddy allocator, interrupts, memcg,
 // compound pages, the active / inactive split.
-#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cmath>
