@@ -95,14 +95,7 @@ class PutPageWorkload : public kernel_tasks::KernelFamilyWorkload {
         }
         if (!Transfer(c.recv_fd, buf, msg_, true, &r)) break;
         received_[index] += msg_;
-        uint64_t got = 0;
-        std::memcpy(&got, buf, sizeof got);
-        if (got != mno)
-          std::snprintf(r.error, sizeof r.error,
-                        "message %llu arrived with sequence %llu",
-                        static_cast<unsigned long long>(mno),
-                        static_cast<unsigned long long>(got));
-        ++r.checked;
+        CheckSequence(r, mno, buf);
         r.bytes_received += msg_;
         r.ops += 2;
       } while (!stop.load(std::memory_order_relaxed) && r.error[0] == 0);
@@ -120,17 +113,8 @@ class PutPageWorkload : public kernel_tasks::KernelFamilyWorkload {
       if (n > 0) {
         // Sequence headers that lie wholly inside this chunk.
         const uint64_t lo = pos, hi = pos + static_cast<uint64_t>(n);
-        for (uint64_t m = (lo + msg_ - 1) / msg_ * msg_; m + 8 <= hi;
-             m += msg_) {
-          uint64_t got = 0;
-          std::memcpy(&got, buf + (m - lo), sizeof got);
-          if (got != m / msg_ && r.error[0] == 0)
-            std::snprintf(r.error, sizeof r.error,
-                          "message %llu arrived with sequence %llu",
-                          static_cast<unsigned long long>(m / msg_),
-                          static_cast<unsigned long long>(got));
-          ++r.checked;
-        }
+        for (uint64_t m = (lo + msg_ - 1) / msg_ * msg_; m + 8 <= hi; m += msg_)
+          CheckSequence(r, m / msg_, buf + (m - lo));
         pos = hi;
         r.bytes_received += static_cast<uint64_t>(n);
         idle_since = -1;
@@ -241,6 +225,19 @@ class PutPageWorkload : public kernel_tasks::KernelFamilyWorkload {
     }
     close(l);
     return err;
+  }
+
+  /// Checks the sequence header at `at` against message `want` (r.checked);
+  /// a mismatch sets r.error unless it is set.
+  static void CheckSequence(TaskWindow& r, uint64_t want, const char* at) {
+    ++r.checked;
+    uint64_t got = 0;
+    std::memcpy(&got, at, sizeof got);
+    if (got != want && r.error[0] == 0)
+      std::snprintf(r.error, sizeof r.error,
+                    "message %llu arrived with sequence %llu",
+                    static_cast<unsigned long long>(want),
+                    static_cast<unsigned long long>(got));
   }
 
   /// Sends (or, `receive`, receives) all `n` bytes at `p`, retrying EINTR;
