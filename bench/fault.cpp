@@ -655,12 +655,11 @@ class FaultWorkload : public Workload {
         {"faults_per_wall_s", Ratio(s.faults, s.wall)},
         {"page_kib", cfg_.mode == Mode::kThp && s.thp ? 2048 : 4},
         {"note",
-         "the 2004 table ran on ia64 with 16 KiB pages: "
-         "65,536 faults per GB; its own wall column is "
-         "inconsistent with its faults/wall-s column by "
-         "10x. Here faults_per_wall_s = faults / wall_s on "
-         "every row, and x86-64 faults 4 KiB pages (262,144 "
-         "per GiB): compare per KiB zeroed, not per fault"}};
+         "the 2004 table ran on ia64 with 16 KiB pages: 65,536 faults per GB; "
+         "its own wall column is inconsistent with its faults/wall-s column by "
+         "10x. Here faults_per_wall_s = faults / wall_s on every row, and "
+         "x86-64 faults 4 KiB pages (262,144 per GiB): compare per KiB zeroed, "
+         "not per fault"}};
   }
 
   // details.zeroing (and zero_page_for_reads of mode:read).

@@ -158,8 +158,7 @@ class PutPageWorkload : public kernel_tasks::KernelFamilyWorkload {
     d["msg_bytes"] = msg_;
     d["connections"] = conns_.size();
     d["op"] =
-        "one message sent, or one message received (each message counts "
-        "twice)";
+        "one message sent, or one message received (each message counts twice)";
     d["sequence_checked_messages"] = total.checked;
     d["shape"] =
         "netperf TCP_STREAM over 127.0.0.1: task 2k sends, task 2k+1 "

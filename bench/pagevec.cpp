@@ -478,22 +478,20 @@ nlohmann::json ScannerDetails(PointReport& out, const PagevecFacts& f,
   sj["placement"] =
       f.scanner_shares_pu
           ? "no spare PU: each scanner shares a measured thread's PU "
-            "(it sleeps between cycles; its CPU time is taken from that "
-            "thread)"
+            "(it sleeps between cycles; its CPU time is taken from that thread)"
           : "each scanner on a spare PU outside the point's plan (or "
             "unbound where the topology is not the host's)";
   sj["model"] =
       k == Kernel::k58
           ? "one cycle per 32 pages the workers add to its LRU, 4 "
-            "lru_lock holds (mm/vmscan.c@v5.8.1): shrink_active_list "
-            "isolates 32 pages from the LRU_ACTIVE_ANON tail (hold 1), "
-            "deactivates them outside the lock and puts them on "
-            "LRU_INACTIVE_ANON (hold 2); shrink_inactive_list isolates 32 "
-            "from the inactive tail (hold 3), reclaims outside the lock "
-            "(release:none: page_ref_freeze(2)) and puts back the rest "
-            "(hold 4, not taken when it isolated nothing: skipped_putbacks); "
-            "a page whose last reference a putback dropped is freed after "
-            "the hold"
+            "lru_lock holds (mm/vmscan.c@v5.8.1): shrink_active_list isolates "
+            "32 pages from the LRU_ACTIVE_ANON tail (hold 1), deactivates them "
+            "outside the lock and puts them on LRU_INACTIVE_ANON (hold 2); "
+            "shrink_inactive_list isolates 32 from the inactive tail (hold 3), "
+            "reclaims outside the lock (release:none: page_ref_freeze(2)) and "
+            "puts back the rest (hold 4, not taken when it isolated nothing: "
+            "skipped_putbacks); a page whose last reference a putback dropped "
+            "is freed after the hold"
           : "one cycle per 32 pages the workers add to its LRU: isolate "
             "32 pages from the tail (PageLRU, get_page_unless_zero, "
             "ClearPageLRU, list_move, size -32) under lru_lock, unlock, "

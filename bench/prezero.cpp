@@ -16,8 +16,8 @@
 #include <thread>
 #include <vector>
 
-#include "bench/prezero/model.h"
 #include "bench/common.h"
+#include "bench/prezero/model.h"
 #include "harness/family.h"
 #include "harness/machine/memory.h"
 #include "harness/machine/padded_slots.h"
@@ -112,9 +112,8 @@ inline void ReportPoolDetails(nlohmann::json& d, const AllocCounts& t,
       {"zero_ns_per_page", rest.zero_ns_per_page},
       {"what",
        "after every allocation, rest_ns of register spin outside the pool "
-       "lock: the machine's anonymous fault path per page minus one "
-       "page's zeroing, so allocations/s are modelled faults/s "
-       "(faults_per_s)"}};
+       "lock: the machine's anonymous fault path per page minus one page's "
+       "zeroing, so allocations/s are modelled faults/s (faults_per_s)"}};
 }
 
 /// A steady-state mode's workload.
@@ -467,9 +466,8 @@ class BurstWorkload : public Workload {
               "same NUMA node), whole order-4 blocks only, non-temporal stores"
             : "one SCHED_IDLE zeroer per NUMA node of the measured threads "
               "(scrubd's shape): on a spare PU of the node by the helper rule, "
-              "else sharing the node's least-loaded measured PU (runs when "
-              "its thread sleeps or stalls: busy_note); 16-page batches, rep "
-              "stosb";
+              "else sharing the node's least-loaded measured PU (runs when its "
+              "thread sleeps or stalls: busy_note); 16-page batches, rep stosb";
     d["note"] =
         "faults_per_s is the burst alone (the idle period is in Prepare, not "
         "the window); it falls towards zeroer:none's rate once burst_pages "
@@ -990,7 +988,6 @@ std::vector<Variant> Variants(const std::vector<PuInfo>& order) {
 LOCKLINE_REGISTER_FAMILY(lockline::Family{
     "prezero",
     "Pre-zeroed page pool model: allocations zero their own page or take one a "
-    "background "
-    "zeroer cleaned, with and without idle time; allocations/s and the "
-    "pre-zeroed share",
+    "background zeroer cleaned, with and without idle time; allocations/s and "
+    "the pre-zeroed share",
     nullptr, lockline::prezero_bench::Variants});

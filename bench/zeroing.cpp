@@ -77,10 +77,9 @@ class ZeroingWorkload : public Workload {
     d["buffer_bytes"] = bytes_;
     d["note"] =
         "fill throughput of this method and value, not memory bandwidth: zeros "
-        "can be written "
-        "faster than other patterns (a host or memory controller may "
-        "special-case zero lines), "
-        "so compare fill:zero with fill:pattern of the same method";
+        "can be written faster than other patterns (a host or memory "
+        "controller may special-case zero lines), so compare fill:zero with "
+        "fill:pattern of the same method";
     if (!unsupported_.empty()) d["skipped"] = unsupported_;
   }
 

@@ -114,9 +114,8 @@ void AddWorkDetails(nlohmann::json& d, const Options& options) {
   d["work"] = WorkDetails(
       options.work_ns, options.work_calibrated, options.calibration,
       "zone->lock",
-      "Linux 4.0's configuration: ticket lock, lock_after_free_area, "
-      "pcp_batch 31, cma, 64-byte lines, one zone; min of 3 whole burst "
-      "cycles",
+      "Linux 4.0's configuration: ticket lock, lock_after_free_area, pcp_batch "
+      "31, cma, 64-byte lines, one zone; min of 3 whole burst cycles",
       options.work_ring_pages, options.work_caches);
   if (options.work_ns != 0) {
     const WorkSplit split = SplitWork(options.work_ns, options.work_calibrated,
