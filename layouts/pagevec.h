@@ -21,7 +21,6 @@
 #include <cstring>
 #include <type_traits>
 
-#include "layouts/cacheline.h"
 #include "layouts/page.h"
 
 namespace lockline {
