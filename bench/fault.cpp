@@ -612,8 +612,6 @@ class FaultWorkload : public Workload {
     d["thp_enabled"] = ThpEnabled();
     d["start"] = cfg_.start == Start::kWarm ? "warm" : "after_idle";
     d["gap_before_first_window_ms"] = static_cast<double>(gap_ns_) / 1e6;
-    // `warm`: the discarded pass ended under kWarmGapNs before the first
-    // window.
     d["warm"] = cfg_.start == Start::kWarm && gap_ns_ >= 0 &&
                 static_cast<uint64_t>(gap_ns_) < kWarmGapNs;
     if (cfg_.start == Start::kWarm) d["warm_pass_s"] = warm_pass_s_;
