@@ -306,10 +306,9 @@ class CostWorkload : public Workload {
         if (p->next->prev != p)
           return "hot list of thread " + std::to_string(i) + " corrupt";
         const Page* page = PageFromLru(const_cast<ListHead*>(p));
-        if (page_count(*page) != 0 || page->flags.load() != 0) {
+        if (page_count(*page) != 0 || page->flags.load() != 0)
           return "free page with count " + std::to_string(page_count(*page)) +
                  " or flags set";
-        }
         if (++n > kPagesPerThread * threads) return "hot list loops";
       }
       if (n != t->nr_hot) return "hot list length disagrees with its count";
@@ -324,18 +323,16 @@ class CostWorkload : public Workload {
         ++seen;
       }
     }
-    if (seen != static_cast<long>(kPagesPerThread) * threads) {
+    if (seen != static_cast<long>(kPagesPerThread) * threads)
       return "page conservation: " + std::to_string(seen) + " of " +
              std::to_string(kPagesPerThread * threads) + " pages accounted for";
-    }
     long n = 0;
     for (const ListHead* p = zone_->lru.next; p != &zone_->lru; p = p->next)
       if (p->next->prev != p || ++n > seen) return "LRU list corrupt";
-    if (n != zone_->nr_lru || n != on_lru) {
+    if (n != zone_->nr_lru || n != on_lru)
       return "LRU holds " + std::to_string(n) + " pages, nr_lru " +
              std::to_string(zone_->nr_lru) + ", in-flight PG_lru pages " +
              std::to_string(on_lru);
-    }
     if (underflows) return std::to_string(underflows) + " refcount underflows";
     return "";
   }
@@ -655,13 +652,12 @@ class RaceWorkload : public Workload {
                       const MemoryModel& mm) const {
     using std::to_string;
     const std::string window = to_string(window_ns_);
-    if (sum.incidents) {
+    if (sum.incidents)
       return "unsafe: " + to_string(sum.incidents) + " violations (" +
              to_string(sum.incidents_referenced) + " freed while referenced, " +
              to_string(sum.incidents_on_lru) + " freed while on the LRU) in " +
              to_string(sum.frees) + " frees, race window " + window +
              " ns, scanner " + S::kName + ", " + mm.arch;
-    }
     char rate[32];
     std::snprintf(rate, sizeof(rate), "%.3g", upper * 1e6);
     return "no violation in " + to_string(sum.frees) +

@@ -57,11 +57,10 @@ inline int SqrtLgSlots(int n) {
 inline int ResolveSlots(const std::string& policy, int fixed_slots,
                         int threads) {
   if (policy == "fixed") {
-    if (fixed_slots < 1 || fixed_slots > kMaxSlots) {
+    if (fixed_slots < 1 || fixed_slots > kMaxSlots)
       throw std::invalid_argument("pagevec: slots " +
                                   std::to_string(fixed_slots) +
                                   " out of range: accepted 1..255");
-    }
     return fixed_slots;
   }
   if (policy == "4lg") return FourLgSlots(threads);
@@ -590,10 +589,9 @@ std::string WalkLru(const PagevecFacts& f, std::size_t z,
   }
   if (head->prev != prev)
     return Where(z, walked) + "head's prev is not the last node";
-  if (walked != f.lists[z].count) {
+  if (walked != f.lists[z].count)
     return Where(z, walked) + "LRU size " + std::to_string(f.lists[z].count) +
            " but " + std::to_string(walked) + " pages linked";
-  }
   return "";
 }
 
@@ -629,10 +627,9 @@ std::string CheckPlaces(const PagevecFacts& f, const ThreadFacts& t,
     }
   }
   if (!err.empty()) return err;
-  if (held != static_cast<std::size_t>(t.pool_size)) {
+  if (held != static_cast<std::size_t>(t.pool_size))
     return who + std::to_string(held) + " pages accounted of " +
            std::to_string(t.pool_size);
-  }
   return "";
 }
 
@@ -643,12 +640,11 @@ std::string CheckAcquisitions(const Config& cfg, const ThreadFacts& t,
     return who + std::to_string(t.ops) +
            " pages is not a whole number of batches";
   const uint64_t batches = t.ops / cfg.slots;
-  if (t.add_drains != batches) {
+  if (t.add_drains != batches)
     return who + std::to_string(t.add_drains) + " add drains for " +
            std::to_string(batches) + " batches";
-  }
   const uint64_t expected = batches + t.expected_release_locks;
-  if (t.stat->acquisitions + t.release_lock_skips != expected) {
+  if (t.stat->acquisitions + t.release_lock_skips != expected)
     return who + std::to_string(t.stat->acquisitions) +
            " lru_lock acquisitions (+ " + std::to_string(t.release_lock_skips) +
            " skipped) for " + std::to_string(t.ops) + " pages at " +
@@ -656,7 +652,6 @@ std::string CheckAcquisitions(const Config& cfg, const ThreadFacts& t,
            std::to_string(batches) + " add drains + " +
            std::to_string(t.expected_release_locks) +
            " release holds = " + std::to_string(expected) + ")";
-  }
   if (!cfg.scanner && (t.release_lock_skips != 0 || t.handed_to_scanner != 0))
     return who + "releases skipped the lock without a scanner";
   return "";
@@ -691,16 +686,14 @@ std::string VerifyPagevec(const PagevecFacts& f) {
     ops += t.ops;
     handed += t.handed_to_scanner;
   }
-  if (ops != f.harness_ops) {
+  if (ops != f.harness_ops)
     return "threads counted " + std::to_string(ops) + " pages, harness " +
            std::to_string(f.harness_ops);
-  }
   for (const ScannerFacts& sc : f.scanners) freed += sc.freed;
-  if (f.cfg.release != Release::kNone && handed != freed) {
+  if (f.cfg.release != Release::kNone && handed != freed)
     return std::to_string(handed) +
            " releases left the last reference to the scanner, which freed " +
            std::to_string(freed) + " pages";
-  }
   return "";
 }
 

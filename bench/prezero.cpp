@@ -217,25 +217,22 @@ class PrezeroWorkload : public Workload {
     if (!unsupported_.empty()) return unsupported_;
     StopZeroer();
     const AllocCounts t = SumCounts(counts_);
-    if (t.prezeroed + t.self_zeroed != t.allocs) {
+    if (t.prezeroed + t.self_zeroed != t.allocs)
       return "prezeroed " + std::to_string(t.prezeroed) + " + self-zeroed " +
              std::to_string(t.self_zeroed) + " != allocations " +
              std::to_string(t.allocs);
-    }
     if (t.nonzero != 0)
       return std::to_string(t.nonzero) + " pages handed out not all zero";
     const std::size_t dirty = pool_->dirty_count(),
                       zeroed = pool_->zeroed_count();
-    if (dirty + zeroed != pool_->pages()) {
+    if (dirty + zeroed != pool_->pages())
       return "pool lost pages: dirty " + std::to_string(dirty) + " + zeroed " +
              std::to_string(zeroed) + " != " + std::to_string(pool_->pages());
-    }
-    if (zeroer_pages_.load() != t.prezeroed + zeroed) {
+    if (zeroer_pages_.load() != t.prezeroed + zeroed)
       return "zeroer cleaned " + std::to_string(zeroer_pages_.load()) +
              " pages but " + std::to_string(t.prezeroed) +
              " were handed out pre-zeroed and " + std::to_string(zeroed) +
              " remain";
-    }
     return "";
   }
 

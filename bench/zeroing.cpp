@@ -90,11 +90,10 @@ class ZeroingWorkload : public Workload {
     // The fill value in a sample: first, middle and last byte of each chunk.
     for (std::size_t off = 0; off < bytes_; off += kChunk) {
       for (std::size_t at : {off, off + kChunk / 2, off + kChunk - 1}) {
-        if (static_cast<uint8_t>(buf_[at]) != value_) {
+        if (static_cast<uint8_t>(buf_[at]) != value_)
           return "byte " + std::to_string(at) + " is " +
                  std::to_string(static_cast<uint8_t>(buf_[at])) +
                  ", expected " + std::to_string(value_);
-        }
       }
     }
     return "";

@@ -361,15 +361,13 @@ class ZoneLockWorkload final : public Workload {
         stats_(options.stats),
         options_(WithWorkRing(options, env)),
         per_thread_(static_cast<std::size_t>(env.threads), kDeferConstruction) {
-    if (batch < 0) {
+    if (batch < 0)
       throw std::invalid_argument("zone_lock: pcp_batch " +
                                   std::to_string(batch) +
                                   " must be 0 (no pcp lists) or positive");
-    }
-    if (zones < 1) {
+    if (zones < 1)
       throw std::invalid_argument("zone_lock: zones " + std::to_string(zones) +
                                   " must be at least 1");
-    }
     // Threads per zone, from the plan when there is one (thread i is on node
     // plan->pus[i].numa), else spread evenly.
     std::vector<int> on_zone(zones, 0);

@@ -86,9 +86,8 @@ class BuddyAllocator {
   /// page_is_buddy (page_alloc.c@v4.0:517): a free block's head, this order
   /// and zone.
   static bool PageIsBuddy(const Page& page, const Page& buddy, unsigned order) {
-    if (PageBuddy(buddy) && buddy.private_ == order) {
+    if (PageBuddy(buddy) && buddy.private_ == order)
       return PageZoneId(page) == PageZoneId(buddy);
-    }
     return false;
   }
 
@@ -176,44 +175,39 @@ class BuddyAllocator {
           const long idx = IndexOf(PageFromLru(node));
           if (idx < 0) return where + ": an entry is not a page of the pool";
           const Page& p = base_[idx];
-          if (!PageBuddy(p) || p.private_ != static_cast<unsigned>(order)) {
+          if (!PageBuddy(p) || p.private_ != static_cast<unsigned>(order))
             return where + ": page " + std::to_string(idx) +
                    " is not marked a free block of this order (_mapcount " +
                    std::to_string(p._mapcount.load()) + ", private " +
                    std::to_string(p.private_) + ")";
-          }
           const unsigned long size = 1UL << order;
           if (static_cast<unsigned long>(idx) % size != 0)
             return where + ": block " + std::to_string(idx) + " misaligned";
           for (unsigned long i = 0; i < size; ++i) {
-            if (covered[idx + i]) {
+            if (covered[idx + i])
               return where + ": page " + std::to_string(idx + i) +
                      " is in two free blocks (or a list has a cycle)";
-            }
             covered[idx + i] = 1;
-            if (i != 0 && PageBuddy(base_[idx + i])) {
+            if (i != 0 && PageBuddy(base_[idx + i]))
               return where + ": page " + std::to_string(idx + i) +
                      " inside block " + std::to_string(idx) +
                      " is marked PageBuddy";
-            }
           }
           if (order < kMaxOrder - 1) {
             const unsigned long b = static_cast<unsigned long>(idx) ^ size;
-            if (PageIsBuddy(p, base_[b], order)) {
+            if (PageIsBuddy(p, base_[b], order))
               return where + ": blocks " + std::to_string(idx) + " and " +
                      std::to_string(b) + " are free buddies left unmerged";
-            }
           }
           ++blocks;
           prev = node;
         }
         if (head->prev != prev) return where + ": head's prev is not the last";
       }
-      if (blocks != area_[order].nr_free) {
+      if (blocks != area_[order].nr_free)
         return "free_area[" + std::to_string(order) + "].nr_free is " +
                std::to_string(area_[order].nr_free) + " but its lists hold " +
                std::to_string(blocks) + " blocks";
-      }
       total += static_cast<long>(blocks) << order;
     }
     *free_pages = total;

@@ -216,20 +216,18 @@ std::string VerifyZoneThreads(int zi, const Page* pages, unsigned long pool,
       if (node->prev != prev) return who + "pcp list: a torn prev link";
       const long idx = buddy::PoolIndexOf(pages, pool, PageFromLru(node));
       if (idx < 0) return who + "pcp list: a page not of its zone";
-      if (seen[idx]) {
+      if (seen[idx])
         return who + "pcp list: page " + std::to_string(idx) +
                " is also free or on two lists";
-      }
       if (buddy::PageBuddy(pages[idx]))
         return who + "pcp list: page marked PageBuddy";
       seen[idx] = 1;
       ++n;
       prev = node;
     }
-    if (n != me->pcp_count) {
+    if (n != me->pcp_count)
       return who + "pcp count is " + std::to_string(me->pcp_count) +
              " but its list holds " + std::to_string(n);
-    }
     for (const Page* page : me->held) {
       const long idx = buddy::PoolIndexOf(pages, pool, page);
       if (idx < 0 || seen[idx])
@@ -239,16 +237,14 @@ std::string VerifyZoneThreads(int zi, const Page* pages, unsigned long pool,
     diffs += me->stat_diff;
   }
   const long missing = std::count(seen.begin(), seen.end(), uint8_t{0});
-  if (missing != 0) {
+  if (missing != 0)
     return zn + std::to_string(missing) + " of " + std::to_string(pool) +
            " pages are in no free block, on no pcp list and held by no "
            "thread (lost)";
-  }
-  if (nr_free_stat + diffs != free_pages) {
+  if (nr_free_stat + diffs != free_pages)
     return zn + "vm_stat[NR_FREE_PAGES] " + std::to_string(nr_free_stat) +
            " + per-thread diffs " + std::to_string(diffs) +
            " != pages in free blocks " + std::to_string(free_pages);
-  }
   return "";
 }
 
