@@ -158,14 +158,13 @@ std::vector<std::pair<int, int>> LatencyPairs(
     const bool sibling = p.core == first.core;
     if (sibling || l3s.insert(p.l3).second || nodes.insert(p.numa).second ||
         packages.insert(p.package).second)
-      chosen.insert({std::min(first.os_index, p.os_index),
-                     std::max(first.os_index, p.os_index)});
+      chosen.insert(std::minmax(first.os_index, p.os_index));
   }
   std::mt19937 rng(42);
   std::uniform_int_distribution<size_t> pick(0, pus.size() - 1);
   while (chosen.size() < 64) {
     const int a = pus[pick(rng)], b = pus[pick(rng)];
-    if (a != b) chosen.insert({std::min(a, b), std::max(a, b)});
+    if (a != b) chosen.insert(std::minmax(a, b));
   }
   return {chosen.begin(), chosen.end()};
 }

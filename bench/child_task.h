@@ -33,7 +33,6 @@
 #include <mutex>
 #include <string>
 #include <type_traits>
-#include <utility>
 #include <vector>
 
 #include "harness/measure/barrier.h"

@@ -186,13 +186,12 @@ std::string ParamOf(const Params& p, const std::string& k,
 /// `p` with `k` set to `v`; a parameter `p` lacks is appended (a twin's
 /// /stats:off comes last before threads).
 Params WithParam(Params p, const std::string& k, const std::string& v) {
-  for (auto& [pk, pv] : p) {
-    if (pk == k) {
-      pv = v;
-      return p;
-    }
-  }
-  p.emplace_back(k, v);
+  const auto it = std::find_if(p.begin(), p.end(),
+                               [&](const auto& kv) { return kv.first == k; });
+  if (it != p.end())
+    it->second = v;
+  else
+    p.emplace_back(k, v);
   return p;
 }
 
@@ -208,10 +207,9 @@ Variant MakeDuet(const DuetSpec& spec, const Variant& a, const Variant& b,
   d.question = spec.question;
   d.paired = true;
   d.quick_only = a.quick_only || b.quick_only;
-  const std::string a_key = RowKey(spec.family, a.params, 0);
-  const std::string b_key = RowKey(spec.family, b.params, 0);
   // RowKey ends in "/threads:0": the sides' keys without a thread count.
-  const auto strip = [](std::string k) {
+  const auto strip = [&](const Variant& v) {
+    const std::string k = RowKey(spec.family, v.params, 0);
     return k.substr(0, k.rfind("/threads:"));
   };
   d.description = std::string("paired windows (duet), question ") +
@@ -235,7 +233,7 @@ Variant MakeDuet(const DuetSpec& spec, const Variant& a, const Variant& b,
       std::max(a.quick_cost_fraction, b.quick_cost_fraction);
   d.pus = a.pus;
   const auto make_a = a.make, make_b = b.make;
-  const std::string ka = strip(a_key), kb = strip(b_key);
+  const std::string ka = strip(a), kb = strip(b);
   const std::string duet_key = RowKey("duet", d.params, 0);
   d.make = [make_a, make_b, ka, kb, duet_key](const PointEnv& env) {
     // A fresh order for every repetition of every point, reproducible from

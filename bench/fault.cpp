@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "bench/child_task.h"
+#include "bench/common.h"
 #include "bench/fault/model.h"
 #include "harness/family.h"
 #include "harness/machine/cpu.h"
@@ -75,9 +76,8 @@ static_assert(Config{}.sample_period_ns == PointEnv{}.fault_sample_period_ns);
 inline double ClearRateBytesPerS() {
   static const double rate = [] {
     constexpr std::size_t kBytes = 64u << 20;
-    void* p = mmap(nullptr, kBytes, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) return 0.0;
+    void* p = MapAnon(kBytes);
+    if (p == nullptr) return 0.0;
     madvise(p, kBytes, MADV_NOHUGEPAGE);
     std::memset(p, 0x5a, kBytes);
     double best = 0;
@@ -229,9 +229,6 @@ class PhaseSampler {
   uint64_t lost_ = 0;
 };
 
-/// a / b, 0 when b is not positive.
-inline double Ratio(double a, double b) { return b > 0 ? a / b : 0.0; }
-
 /// details.clear_page_sampled of a fault row: "measured" with the counts,
 /// the share of clear_page samples among all samples of the timed phases and
 /// its Wilson 95 % interval, or "unavailable" with `reason` (sampling could
@@ -278,11 +275,9 @@ inline nlohmann::json ClearPageJson(const std::string& reason,
   j["samples"] = total.samples;
   j["kernel_samples"] = total.kernel;
   j["clear_page_samples"] = total.clear_page;
-  j["share"] = static_cast<double>(total.clear_page) /
-               static_cast<double>(total.samples);
+  j["share"] = Ratio(total.clear_page, total.samples);
   j["share_ci95"] = {ci.lo, ci.hi};
-  j["share_of_kernel"] = Ratio(static_cast<double>(total.clear_page),
-                               static_cast<double>(total.kernel));
+  j["share_of_kernel"] = Ratio(total.clear_page, total.kernel);
   j["untimed_samples"] = total.untimed;
   j["lost_samples"] = total.lost;
   j["symbols"] = top(total.symbols, 16);
@@ -552,7 +547,7 @@ class FaultWorkload : public Workload {
     s.cpu = s.total.user_s + s.total.sys_s;
     for (const auto& t : tasks_) {
       s.wall = std::max(s.wall, t.total.wall_s);
-      s.pf1_rate += Ratio(static_cast<double>(t.total.pages), t.total.loop_s);
+      s.pf1_rate += Ratio(t.total.pages, t.total.loop_s);
     }
     s.passes = tasks_.empty() ? 0 : tasks_[0].total.passes;
     s.zeroes = ModeZeroes(cfg_.mode);
@@ -577,8 +572,7 @@ class FaultWorkload : public Workload {
                static_cast<double>(s.expected.populate + s.expected.touch));
     out.Metric("faults_per_cpu_s", Ratio(s.faults, s.cpu));
     out.Metric("faults_per_wall_s", Ratio(s.faults, s.wall));
-    out.Metric("pages_per_wall_s",
-               Ratio(static_cast<double>(total.pages), s.wall));
+    out.Metric("pages_per_wall_s", Ratio(total.pages, s.wall));
     out.Metric("pages_per_s_as_page_fault1", s.pf1_rate);
     out.Metric("cpu_ns_per_fault", Ratio(s.cpu * 1e9, s.faults));
     if (s.kib_zeroed > 0) {
@@ -618,8 +612,6 @@ class FaultWorkload : public Workload {
     d["thp_enabled"] = ThpEnabled();
     d["start"] = cfg_.start == Start::kWarm ? "warm" : "after_idle";
     d["gap_before_first_window_ms"] = static_cast<double>(gap_ns_) / 1e6;
-    // `warm`: the discarded pass ended under kWarmGapNs before the first
-    // window.
     d["warm"] = cfg_.start == Start::kWarm && gap_ns_ >= 0 &&
                 static_cast<uint64_t>(gap_ns_) < kWarmGapNs;
     if (cfg_.start == Start::kWarm) d["warm_pass_s"] = warm_pass_s_;
@@ -661,12 +653,11 @@ class FaultWorkload : public Workload {
         {"faults_per_wall_s", Ratio(s.faults, s.wall)},
         {"page_kib", cfg_.mode == Mode::kThp && s.thp ? 2048 : 4},
         {"note",
-         "the 2004 table ran on ia64 with 16 KiB pages: "
-         "65,536 faults per GB; its own wall column is "
-         "inconsistent with its faults/wall-s column by "
-         "10x. Here faults_per_wall_s = faults / wall_s on "
-         "every row, and x86-64 faults 4 KiB pages (262,144 "
-         "per GiB): compare per KiB zeroed, not per fault"}};
+         "the 2004 table ran on ia64 with 16 KiB pages: 65,536 faults per GB; "
+         "its own wall column is inconsistent with its faults/wall-s column by "
+         "10x. Here faults_per_wall_s = faults / wall_s on every row, and "
+         "x86-64 faults 4 KiB pages (262,144 per GiB): compare per KiB zeroed, "
+         "not per fault"}};
   }
 
   // details.zeroing (and zero_page_for_reads of mode:read).
@@ -750,8 +741,7 @@ inline std::size_t PointBytes(std::size_t mb, std::string* note) {
     *note = "short memory: " + std::to_string(bytes >> 20) +
             " MiB (a quarter of MemAvailable)";
   }
-  bytes = std::max(bytes / kHugePage * kHugePage, kHugePage);
-  return bytes;
+  return std::max(bytes / kHugePage * kHugePage, kHugePage);
 }
 
 Variant MakeVariant(Mode mode, Tasks tasks, Start start, std::size_t mb,

@@ -60,11 +60,8 @@ class LruWorkload : public kernel_tasks::KernelFamilyWorkload {
   void PrepareTasks(int threads) override {
     if (cfg_.kind == Case::kAnonFault) return;
     // One source buffer for every task's pwrite (read-only).
-    buf_ = static_cast<char*>(mmap(nullptr, cfg_.pages * kPage,
-                                   PROT_READ | PROT_WRITE,
-                                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
-    if (buf_ == MAP_FAILED) {
-      buf_ = nullptr;
+    buf_ = static_cast<char*>(MapAnon(cfg_.pages * kPage));
+    if (buf_ == nullptr) {
       setup_error_ = "mmap of the write buffer failed";
       return;
     }

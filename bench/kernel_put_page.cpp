@@ -5,7 +5,6 @@
 // task reads back its own. One op = one message sent or received; each
 // window's bytes received == sent and the sequence headers are checked.
 #include <arpa/inet.h>
-#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -50,19 +49,15 @@ class PutPageWorkload : public kernel_tasks::KernelFamilyWorkload {
 
   void PrepareTasks(int threads) override {
     const int n_conns = (threads + 1) / 2;
-    shared_ = static_cast<PairShared*>(mmap(nullptr, SharedBytes(),
-                                            PROT_READ | PROT_WRITE,
-                                            MAP_SHARED | MAP_ANONYMOUS, -1, 0));
-    if (shared_ == MAP_FAILED) {
-      shared_ = nullptr;
+    shared_ = static_cast<PairShared*>(MapAnon(SharedBytes(), MAP_SHARED));
+    if (shared_ == nullptr) {
       setup_error_ = "mmap of pair state failed";
       return;
     }
     for (int i = 0; i < n_conns; ++i) new (&shared_[i]) PairShared();
     for (int i = 0; i < threads; ++i) {
-      char* b = static_cast<char*>(mmap(nullptr, msg_, PROT_READ | PROT_WRITE,
-                                        MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
-      if (b == MAP_FAILED) {
+      char* b = static_cast<char*>(MapAnon(msg_));
+      if (b == nullptr) {
         setup_error_ = "mmap of a message buffer failed";
         return;
       }
@@ -100,14 +95,7 @@ class PutPageWorkload : public kernel_tasks::KernelFamilyWorkload {
         }
         if (!Transfer(c.recv_fd, buf, msg_, true, &r)) break;
         received_[index] += msg_;
-        uint64_t got = 0;
-        std::memcpy(&got, buf, sizeof got);
-        if (got != mno)
-          std::snprintf(r.error, sizeof r.error,
-                        "message %llu arrived with sequence %llu",
-                        static_cast<unsigned long long>(mno),
-                        static_cast<unsigned long long>(got));
-        ++r.checked;
+        CheckSequence(r, mno, buf);
         r.bytes_received += msg_;
         r.ops += 2;
       } while (!stop.load(std::memory_order_relaxed) && r.error[0] == 0);
@@ -125,17 +113,8 @@ class PutPageWorkload : public kernel_tasks::KernelFamilyWorkload {
       if (n > 0) {
         // Sequence headers that lie wholly inside this chunk.
         const uint64_t lo = pos, hi = pos + static_cast<uint64_t>(n);
-        for (uint64_t m = (lo + msg_ - 1) / msg_ * msg_; m + 8 <= hi;
-             m += msg_) {
-          uint64_t got = 0;
-          std::memcpy(&got, buf + (m - lo), sizeof got);
-          if (got != m / msg_ && r.error[0] == 0)
-            std::snprintf(r.error, sizeof r.error,
-                          "message %llu arrived with sequence %llu",
-                          static_cast<unsigned long long>(m / msg_),
-                          static_cast<unsigned long long>(got));
-          ++r.checked;
-        }
+        for (uint64_t m = (lo + msg_ - 1) / msg_ * msg_; m + 8 <= hi; m += msg_)
+          CheckSequence(r, m / msg_, buf + (m - lo));
         pos = hi;
         r.bytes_received += static_cast<uint64_t>(n);
         idle_since = -1;
@@ -169,23 +148,17 @@ class PutPageWorkload : public kernel_tasks::KernelFamilyWorkload {
 
   void ReportFamily(PointReport& out, const TaskWindow& total,
                     double window_seconds) override {
-    out.Metric("MB_per_s", window_seconds > 0
-                               ? static_cast<double>(total.bytes_received) /
-                                     1e6 / window_seconds
-                               : 0);
+    out.Metric("MB_per_s", Ratio(total.bytes_received / 1e6, window_seconds));
     out.Metric("messages_per_s",
-               window_seconds > 0
-                   ? static_cast<double>(total.bytes_received) /
-                         static_cast<double>(msg_) / window_seconds
-                   : 0);
+               Ratio(total.bytes_received / static_cast<double>(msg_),
+                     window_seconds));
     out.Metric("bytes_sent", static_cast<double>(total.bytes_sent));
     out.Metric("bytes_received", static_cast<double>(total.bytes_received));
     auto& d = out.details;
     d["msg_bytes"] = msg_;
     d["connections"] = conns_.size();
     d["op"] =
-        "one message sent, or one message received (each message counts "
-        "twice)";
+        "one message sent, or one message received (each message counts twice)";
     d["sequence_checked_messages"] = total.checked;
     d["shape"] =
         "netperf TCP_STREAM over 127.0.0.1: task 2k sends, task 2k+1 "
@@ -251,6 +224,19 @@ class PutPageWorkload : public kernel_tasks::KernelFamilyWorkload {
     }
     close(l);
     return err;
+  }
+
+  /// Checks the sequence header at `at` against message `want` (r.checked);
+  /// a mismatch sets r.error unless it is set.
+  static void CheckSequence(TaskWindow& r, uint64_t want, const char* at) {
+    ++r.checked;
+    uint64_t got = 0;
+    std::memcpy(&got, at, sizeof got);
+    if (got != want && r.error[0] == 0)
+      std::snprintf(r.error, sizeof r.error,
+                    "message %llu arrived with sequence %llu",
+                    static_cast<unsigned long long>(want),
+                    static_cast<unsigned long long>(got));
   }
 
   /// Sends (or, `receive`, receives) all `n` bytes at `p`, retrying EINTR;

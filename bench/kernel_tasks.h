@@ -11,27 +11,21 @@
 // multithreaded): syscalls and memory prepared before fork.
 #pragma once
 
-#include <fcntl.h>
 #include <poll.h>
 #include <sys/mman.h>
-#include <sys/prctl.h>
 #include <sys/resource.h>
-#include <sys/syscall.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <climits>
 #include <cmath>
-#include <condition_variable>
-#include <csignal>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <ctime>
-#include <mutex>
 #include <new>
 #include <stdexcept>
 #include <string>
@@ -40,6 +34,7 @@
 #include <vector>
 
 #include "bench/child_task.h"
+#include "bench/common.h"
 #include "harness/family.h"
 #include "harness/machine/cpu.h"
 #include "harness/machine/helpers.h"
@@ -96,9 +91,8 @@ struct TaskWindow {
 /// Null with `err` set when mmap fails. Async-signal-safe.
 inline char* MapAnonBatch(std::size_t pages, char* err, std::size_t errlen) {
   const std::size_t bytes = pages * kPage;
-  void* m = mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
-                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (m == MAP_FAILED) {
+  void* m = MapAnon(bytes, MAP_PRIVATE | MAP_NORESERVE);
+  if (m == nullptr) {
     std::snprintf(err, errlen, "mmap of %zu bytes failed: %s", bytes,
                   std::strerror(errno));
     return nullptr;
@@ -372,11 +366,9 @@ class KernelTaskWorkload : public Workload {
       evidence_.SetOff(evidence_off_reason_.empty()
                            ? "--evidence=off: no evidence windows"
                            : evidence_off_reason_);
-    shared_ = static_cast<std::atomic<bool>*>(
-        mmap(nullptr, SharedBytes(), PROT_READ | PROT_WRITE,
-             MAP_SHARED | MAP_ANONYMOUS, -1, 0));
-    if (shared_ == MAP_FAILED) {
-      shared_ = nullptr;
+    shared_ =
+        static_cast<std::atomic<bool>*>(MapAnon(SharedBytes(), MAP_SHARED));
+    if (shared_ == nullptr) {
       setup_error_ = std::string("mmap of shared stop flags failed: ") +
                      std::strerror(errno);
       return;
@@ -451,10 +443,8 @@ class KernelTaskWorkload : public Workload {
     // what the kernel path costs, less sensitive than ops_per_s to how much
     // of the PUs a loaded machine leaves the tasks.
     const double cpu = s.user_s + s.sys_s;
-    out.Metric("ops_per_cpu_s", cpu > 0 ? static_cast<double>(ops) / cpu : 0);
-    out.Metric("task_cpu_share", window_seconds > 0 && threads_ > 0
-                                     ? cpu / (window_seconds * threads_)
-                                     : 0);
+    out.Metric("ops_per_cpu_s", Ratio(ops, cpu));
+    out.Metric("task_cpu_share", Ratio(cpu, window_seconds * threads_));
     auto& d = out.details;
     d["tasks"] = TasksName(tasks_);
     nlohmann::json per = nlohmann::json::array();
@@ -494,8 +484,7 @@ class KernelTaskWorkload : public Workload {
       e["window_s"] = evid_window_s;
       e["ops"] = evid_ops;
       e["overhead"] = EvidenceOverhead(clean, evid);
-      out.Metric("evidence_ops_per_s",
-                 evid_s > 0 ? static_cast<double>(evid_ops) / evid_s : 0);
+      out.Metric("evidence_ops_per_s", Ratio(evid_ops, evid_s));
       out.Metric("evidence_throughput_ratio",
                  e["overhead"]["ratio"].get<double>());
     }
@@ -634,16 +623,13 @@ class KernelTaskWorkload : public Workload {
     }
     const uint64_t end = NowNs() + w;
     for (uint64_t now = NowNs(); now < end; now = NowNs()) {
-      const uint64_t nap = std::min(end - now, kLiveDrainNs);
-      const timespec ts{static_cast<time_t>(nap / 1'000'000'000),
-                        static_cast<long>(nap % 1'000'000'000)};
-      nanosleep(&ts, nullptr);
+      std::this_thread::sleep_for(
+          std::chrono::nanoseconds(std::min(end - now, kLiveDrainNs)));
       evidence_.DrainLive();
     }
     estop_.store(true, std::memory_order_release);
     while (tasks_done_.load(std::memory_order_acquire) < threads_) {
-      const timespec ts{0, 1'000'000};
-      nanosleep(&ts, nullptr);
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
       evidence_.DrainLive();
     }
     evidence_.DrainLive();
@@ -781,9 +767,8 @@ class KernelTaskWorkload : public Workload {
 
 /// Thread counts of a default kernel point: 1 and all usable PUs.
 inline std::vector<int> OneAndAll(const std::vector<PuInfo>& order) {
-  const int n = static_cast<int>(order.size());
-  if (n <= 1) return {1};
-  return {1, n};
+  if (order.size() <= 1) return {1};
+  return {1, static_cast<int>(order.size())};
 }
 
 /// A kernel_* row: ~0.1 s of task setup and teardown for the budget, and a
@@ -808,11 +793,8 @@ Variant KernelVariant(Params params, Suite suite, std::vector<int> threads,
   return v;
 }
 
-}  // namespace lockline::kernel_tasks
-
 // What a kernel_* row reports and checks: one Report / Verify skeleton, so
 // each family writes only its own metrics, details and checks.
-namespace lockline::kernel_tasks {
 
 /// Minor-fault slack per task and window beyond one fault per page touched
 /// (the stack, a libc page): the anonymous-fault check is otherwise exact.
@@ -859,10 +841,7 @@ class KernelFamilyWorkload : public KernelTaskWorkload {
   /// second of window; 0 when no window time was measured.
   static void ReportPagesPerSecond(PointReport& out, const TaskWindow& total,
                                    double window_seconds) {
-    out.Metric("pages_per_s",
-               window_seconds > 0
-                   ? static_cast<double>(total.pages) / window_seconds
-                   : 0);
+    out.Metric("pages_per_s", Ratio(total.pages, window_seconds));
   }
 
   /// Exact op accounting of an anonymous-fault loop (AnonFaultBatch): "" when

@@ -232,9 +232,8 @@ class ZoneWorkload : public kernel_tasks::KernelFamilyWorkload {
     return batch_pages_ * kCyclesPerWindow;
   }
 
-  /// Every op is a page fault, counted exactly by getrusage (minor_faults,
-  /// VerifyTask): the page-faults software event would only add its per-fault
-  /// hook to the timed cycle (docs/validation.md).
+  /// Why the page-faults event is off in the timed windows
+  /// (docs/validation.md).
   std::string page_fault_counters_left_out() const override {
     return "left out of kernel_zone's timed windows: every op is a page fault, "
            "counted by getrusage (minor_faults); the software event's "

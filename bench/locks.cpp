@@ -100,12 +100,11 @@ class LockWorkload : public Workload {
     for (std::size_t i = 0; i < per_thread_.size(); ++i)
       sum += per_thread_.get(i) ? per_thread_.get(i)->ops : 0;
     const uint64_t counter = guarded_->counter;
-    if (counter != sum || sum != harness_ops_) {
+    if (counter != sum || sum != harness_ops_)
       return std::string("race condition: ") + L::kName + " counter " +
              std::to_string(counter) + ", threads counted " +
              std::to_string(sum) + " ops, harness " +
              std::to_string(harness_ops_);
-    }
     return "";
   }
 

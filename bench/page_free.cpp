@@ -5,7 +5,6 @@
 // sources: bench/page_free/model.h; the two measurement models:
 // docs/experiments.md. Not measured: the buddy allocator, interrupts, memcg,
 // compound pages, the active / inactive split.
-#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cmath>
@@ -19,6 +18,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "bench/common.h"
 #include "bench/page_free/model.h"
 #include "harness/family.h"
 #include "harness/locks/all_locks.h"
@@ -251,14 +251,10 @@ class CostWorkload : public Workload {
                         &T::lru_adds, &T::remote_frees, &T::ring_overflows);
       stats.push_back(&t->lock_stat);
     }
-    const uint64_t frees = sum.frees;
-    const auto share = [](uint64_t a, uint64_t b) {
-      return b ? static_cast<double>(a) / static_cast<double>(b) : 0.0;
-    };
-    out.Metric("fastpath_share", share(sum.fast_frees, frees));
-    out.Metric("lru_lock_per_free", share(sum.locked_frees, frees));
+    out.Metric("fastpath_share", Ratio(sum.fast_frees, sum.frees));
+    out.Metric("lru_lock_per_free", Ratio(sum.locked_frees, sum.frees));
     if (params_.remote)
-      out.Metric("remote_free_share", share(sum.remote_frees, frees));
+      out.Metric("remote_free_share", Ratio(sum.remote_frees, sum.frees));
     const double thread_seconds =
         window_seconds * static_cast<double>(threads_.size());
     AddLockStatMetrics(out, SummarizeLockStats(stats, thread_seconds, ops));
@@ -278,7 +274,7 @@ class CostWorkload : public Workload {
         "of a comparison pay, so ns/op differences are ns saved per free";
     out.details["batch"] = kBatch;
     out.details["pages_per_thread"] = kPagesPerThread;
-    out.details["frees"] = frees;
+    out.details["frees"] = sum.frees;
     out.details["fast_frees"] = sum.fast_frees;
     out.details["frees_taking_lru_lock"] = sum.locked_frees;
     out.details["lru_adds"] = sum.lru_adds;
@@ -310,10 +306,9 @@ class CostWorkload : public Workload {
         if (p->next->prev != p)
           return "hot list of thread " + std::to_string(i) + " corrupt";
         const Page* page = PageFromLru(const_cast<ListHead*>(p));
-        if (page_count(*page) != 0 || page->flags.load() != 0) {
+        if (page_count(*page) != 0 || page->flags.load() != 0)
           return "free page with count " + std::to_string(page_count(*page)) +
                  " or flags set";
-        }
         if (++n > kPagesPerThread * threads) return "hot list loops";
       }
       if (n != t->nr_hot) return "hot list length disagrees with its count";
@@ -328,18 +323,16 @@ class CostWorkload : public Workload {
         ++seen;
       }
     }
-    if (seen != static_cast<long>(kPagesPerThread) * threads) {
+    if (seen != static_cast<long>(kPagesPerThread) * threads)
       return "page conservation: " + std::to_string(seen) + " of " +
              std::to_string(kPagesPerThread * threads) + " pages accounted for";
-    }
     long n = 0;
     for (const ListHead* p = zone_->lru.next; p != &zone_->lru; p = p->next)
       if (p->next->prev != p || ++n > seen) return "LRU list corrupt";
-    if (n != zone_->nr_lru || n != on_lru) {
+    if (n != zone_->nr_lru || n != on_lru)
       return "LRU holds " + std::to_string(n) + " pages, nr_lru " +
              std::to_string(zone_->nr_lru) + ", in-flight PG_lru pages " +
              std::to_string(on_lru);
-    }
     if (underflows) return std::to_string(underflows) + " refcount underflows";
     return "";
   }
@@ -562,10 +555,6 @@ class RaceWorkload : public Workload {
   void Report(PointReport& out, double /*window_seconds*/,
               uint64_t /*ops*/) override {
     const RaceCounters sum = Sum();
-    const double per_million = sum.frees
-                                   ? 1e6 * static_cast<double>(sum.incidents) /
-                                         static_cast<double>(sum.frees)
-                                   : 0;
     const double upper = ViolationRateUpper95(sum.incidents, sum.frees);
     out.Metric("violations", static_cast<double>(sum.incidents));
     out.Metric("violations_freed_referenced",
@@ -573,7 +562,7 @@ class RaceWorkload : public Workload {
     out.Metric("violations_freed_on_lru",
                static_cast<double>(sum.incidents_on_lru));
     out.Metric("frees", static_cast<double>(sum.frees));
-    out.Metric("violations_per_million", per_million);
+    out.Metric("violations_per_million", Ratio(1e6 * sum.incidents, sum.frees));
     out.Metric("violation_rate_upper_95", upper);
     constexpr MemoryModel mm = ThisMemoryModel();
     auto& d = out.details;
@@ -663,13 +652,12 @@ class RaceWorkload : public Workload {
                       const MemoryModel& mm) const {
     using std::to_string;
     const std::string window = to_string(window_ns_);
-    if (sum.incidents) {
+    if (sum.incidents)
       return "unsafe: " + to_string(sum.incidents) + " violations (" +
              to_string(sum.incidents_referenced) + " freed while referenced, " +
              to_string(sum.incidents_on_lru) + " freed while on the LRU) in " +
              to_string(sum.frees) + " frees, race window " + window +
              " ns, scanner " + S::kName + ", " + mm.arch;
-    }
     char rate[32];
     std::snprintf(rate, sizeof(rate), "%.3g", upper * 1e6);
     return "no violation in " + to_string(sum.frees) +

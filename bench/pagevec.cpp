@@ -9,11 +9,13 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
-#include <cstdio>
 #include <iterator>
 #include <mutex>
 #include <optional>
 
+#include "bench/common.h"
+#include "harness/machine/restore.h"
+#include "harness/machine/topology.h"
 #include "harness/measure/kernel_probe.h"
 #include "layouts/report.h"
 
@@ -34,21 +36,12 @@ inline int FourLgSlots(int n) {
 /// /sys/devices/system/cpu/possible's count (a boot-time sizing's n), or
 /// `fallback`.
 inline int PossibleCpus(int fallback) {
-  std::FILE* f = std::fopen("/sys/devices/system/cpu/possible", "r");
-  if (f == nullptr) return fallback;
-  int n = 0, lo = 0, hi = 0;
-  char sep = 0;
-  while (std::fscanf(f, "%d", &lo) == 1) {
-    hi = lo;
-    if (std::fscanf(f, "%c", &sep) == 1 && sep == '-') {
-      if (std::fscanf(f, "%d", &hi) != 1) break;
-      if (std::fscanf(f, "%c", &sep) != 1) sep = 0;
-    }
-    n += hi - lo + 1;
-    if (sep != ',') break;
+  try {
+    return static_cast<int>(
+        ParseCpuList(ReadSmallFile("/sys/devices/system/cpu/possible")).size());
+  } catch (const TopologyError&) {
+    return fallback;  // missing (empty) or malformed
   }
-  std::fclose(f);
-  return n > 0 ? n : fallback;
 }
 
 /// The gentler proposal 2^(2.5 * sqrt(lg n) - 1), std::lround'ed: 1 -> 1,
@@ -64,11 +57,10 @@ inline int SqrtLgSlots(int n) {
 inline int ResolveSlots(const std::string& policy, int fixed_slots,
                         int threads) {
   if (policy == "fixed") {
-    if (fixed_slots < 1 || fixed_slots > kMaxSlots) {
+    if (fixed_slots < 1 || fixed_slots > kMaxSlots)
       throw std::invalid_argument("pagevec: slots " +
                                   std::to_string(fixed_slots) +
                                   " out of range: accepted 1..255");
-    }
     return fixed_slots;
   }
   if (policy == "4lg") return FourLgSlots(threads);
@@ -321,15 +313,13 @@ inline bool IsVerdictSide(const GridPoint& p) {
 /// Row-key parameters (the three key shapes: docs/experiments.md).
 inline Params ParamsOf(const GridPoint& p) {
   Params params = {{"mode", p.mode}};
-  if (!p.layout.empty()) {
+  if (!p.layout.empty())
     params.emplace_back("layout", p.layout);
-    params.emplace_back("offset", std::to_string(p.offset));
-  } else {
+  else
     params.emplace_back("slots",
                         p.policy == "fixed" ? std::to_string(p.slots) : "auto");
-    params.emplace_back("offset", std::to_string(p.offset));
-    params.emplace_back("policy", p.policy);
-  }
+  params.emplace_back("offset", std::to_string(p.offset));
+  if (p.layout.empty()) params.emplace_back("policy", p.policy);
   params.emplace_back("lock", p.lock);
   params.emplace_back("work_ns", p.work);
   params.emplace_back("zones", p.zones);
@@ -487,22 +477,20 @@ nlohmann::json ScannerDetails(PointReport& out, const PagevecFacts& f,
   sj["placement"] =
       f.scanner_shares_pu
           ? "no spare PU: each scanner shares a measured thread's PU "
-            "(it sleeps between cycles; its CPU time is taken from that "
-            "thread)"
+            "(it sleeps between cycles; its CPU time is taken from that thread)"
           : "each scanner on a spare PU outside the point's plan (or "
             "unbound where the topology is not the host's)";
   sj["model"] =
       k == Kernel::k58
           ? "one cycle per 32 pages the workers add to its LRU, 4 "
-            "lru_lock holds (mm/vmscan.c@v5.8.1): shrink_active_list "
-            "isolates 32 pages from the LRU_ACTIVE_ANON tail (hold 1), "
-            "deactivates them outside the lock and puts them on "
-            "LRU_INACTIVE_ANON (hold 2); shrink_inactive_list isolates 32 "
-            "from the inactive tail (hold 3), reclaims outside the lock "
-            "(release:none: page_ref_freeze(2)) and puts back the rest "
-            "(hold 4, not taken when it isolated nothing: skipped_putbacks); "
-            "a page whose last reference a putback dropped is freed after "
-            "the hold"
+            "lru_lock holds (mm/vmscan.c@v5.8.1): shrink_active_list isolates "
+            "32 pages from the LRU_ACTIVE_ANON tail (hold 1), deactivates them "
+            "outside the lock and puts them on LRU_INACTIVE_ANON (hold 2); "
+            "shrink_inactive_list isolates 32 from the inactive tail (hold 3), "
+            "reclaims outside the lock (release:none: page_ref_freeze(2)) and "
+            "puts back the rest (hold 4, not taken when it isolated nothing: "
+            "skipped_putbacks); a page whose last reference a putback dropped "
+            "is freed after the hold"
           : "one cycle per 32 pages the workers add to its LRU: isolate "
             "32 pages from the tail (PageLRU, get_page_unless_zero, "
             "ClearPageLRU, list_move, size -32) under lru_lock, unlock, "
@@ -514,8 +502,7 @@ nlohmann::json ScannerDetails(PointReport& out, const PagevecFacts& f,
       "a worker short of free pages asks for one cycle before 32 pages "
       "were added (kswapd's wakeup); the scanner consumes the request, "
       "so it never cycles for a worker that is not waiting";
-  out.Metric("scanner_acquisitions_per_page",
-             ops ? static_cast<double>(sum.acquisitions) / ops : 0);
+  out.Metric("scanner_acquisitions_per_page", Ratio(sum.acquisitions, ops));
   out.Metric("scanner_design_acquisitions_per_page",
              ScannerDesignAcquisitionsPerPage(k));
   return sj;
@@ -535,10 +522,8 @@ void ReportPagevec(PointReport& out, double window_seconds, uint64_t ops,
   const double thread_seconds =
       window_seconds * static_cast<double>(f.threads.size());
   AddLockStatMetrics(out, SummarizeLockStats(stats, thread_seconds, ops));
-  const double pages = static_cast<double>(ops);
-  out.Metric("pages_per_s", window_seconds > 0 ? pages / window_seconds : 0);
-  out.Metric("acquisitions_per_page",
-             ops ? static_cast<double>(acquisitions) / pages : 0);
+  out.Metric("pages_per_s", Ratio(ops, window_seconds));
+  out.Metric("acquisitions_per_page", Ratio(acquisitions, ops));
   out.Metric("pagevec_bytes", static_cast<double>(f.pv_bytes));
   out.Metric("lines_spanned", LinesSpanned(cfg.offset, f.pv_bytes, cfg.line));
   out.Metric("slots_resolved", cfg.slots);
@@ -604,10 +589,9 @@ std::string WalkLru(const PagevecFacts& f, std::size_t z,
   }
   if (head->prev != prev)
     return Where(z, walked) + "head's prev is not the last node";
-  if (walked != f.lists[z].count) {
+  if (walked != f.lists[z].count)
     return Where(z, walked) + "LRU size " + std::to_string(f.lists[z].count) +
            " but " + std::to_string(walked) + " pages linked";
-  }
   return "";
 }
 
@@ -643,10 +627,9 @@ std::string CheckPlaces(const PagevecFacts& f, const ThreadFacts& t,
     }
   }
   if (!err.empty()) return err;
-  if (held != static_cast<std::size_t>(t.pool_size)) {
+  if (held != static_cast<std::size_t>(t.pool_size))
     return who + std::to_string(held) + " pages accounted of " +
            std::to_string(t.pool_size);
-  }
   return "";
 }
 
@@ -657,12 +640,11 @@ std::string CheckAcquisitions(const Config& cfg, const ThreadFacts& t,
     return who + std::to_string(t.ops) +
            " pages is not a whole number of batches";
   const uint64_t batches = t.ops / cfg.slots;
-  if (t.add_drains != batches) {
+  if (t.add_drains != batches)
     return who + std::to_string(t.add_drains) + " add drains for " +
            std::to_string(batches) + " batches";
-  }
   const uint64_t expected = batches + t.expected_release_locks;
-  if (t.stat->acquisitions + t.release_lock_skips != expected) {
+  if (t.stat->acquisitions + t.release_lock_skips != expected)
     return who + std::to_string(t.stat->acquisitions) +
            " lru_lock acquisitions (+ " + std::to_string(t.release_lock_skips) +
            " skipped) for " + std::to_string(t.ops) + " pages at " +
@@ -670,7 +652,6 @@ std::string CheckAcquisitions(const Config& cfg, const ThreadFacts& t,
            std::to_string(batches) + " add drains + " +
            std::to_string(t.expected_release_locks) +
            " release holds = " + std::to_string(expected) + ")";
-  }
   if (!cfg.scanner && (t.release_lock_skips != 0 || t.handed_to_scanner != 0))
     return who + "releases skipped the lock without a scanner";
   return "";
@@ -705,16 +686,14 @@ std::string VerifyPagevec(const PagevecFacts& f) {
     ops += t.ops;
     handed += t.handed_to_scanner;
   }
-  if (ops != f.harness_ops) {
+  if (ops != f.harness_ops)
     return "threads counted " + std::to_string(ops) + " pages, harness " +
            std::to_string(f.harness_ops);
-  }
   for (const ScannerFacts& sc : f.scanners) freed += sc.freed;
-  if (f.cfg.release != Release::kNone && handed != freed) {
+  if (f.cfg.release != Release::kNone && handed != freed)
     return std::to_string(handed) +
            " releases left the last reference to the scanner, which freed " +
            std::to_string(freed) + " pages";
-  }
   return "";
 }
 

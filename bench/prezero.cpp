@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench/common.h"
 #include "bench/prezero/model.h"
 #include "harness/family.h"
 #include "harness/machine/memory.h"
@@ -82,9 +83,6 @@ struct alignas(kCacheLine) AllocCounts {
   uint64_t alloc_ns = 0;     ///< steady-state modes: take + zero time, ns
 };
 
-/// a / b, or 0 when b is not positive.
-inline double Ratio(double a, double b) { return b > 0 ? a / b : 0.0; }
-
 /// The sum of every thread's counts.
 inline AllocCounts SumCounts(const PaddedSlots<AllocCounts>& counts) {
   using C = AllocCounts;
@@ -114,9 +112,8 @@ inline void ReportPoolDetails(nlohmann::json& d, const AllocCounts& t,
       {"zero_ns_per_page", rest.zero_ns_per_page},
       {"what",
        "after every allocation, rest_ns of register spin outside the pool "
-       "lock: the machine's anonymous fault path per page minus one "
-       "page's zeroing, so allocations/s are modelled faults/s "
-       "(faults_per_s)"}};
+       "lock: the machine's anonymous fault path per page minus one page's "
+       "zeroing, so allocations/s are modelled faults/s (faults_per_s)"}};
 }
 
 /// A steady-state mode's workload.
@@ -186,14 +183,11 @@ class PrezeroWorkload : public Workload {
   void Report(PointReport& out, double window_seconds, uint64_t ops) override {
     StopZeroer();  // quiescent pool for Report and Verify
     const AllocCounts t = SumCounts(counts_);
-    const auto allocs = static_cast<double>(t.allocs);
-    out.Metric("faults_per_s", Ratio(static_cast<double>(ops), window_seconds));
-    out.Metric("prezeroed_share",
-               Ratio(static_cast<double>(t.prezeroed), allocs));
-    out.Metric(
-        "zeroer_pages_per_s",
-        Ratio(static_cast<double>(zeroer_pages_.load()), window_seconds));
-    out.Metric("alloc_ns", Ratio(static_cast<double>(t.alloc_ns), allocs));
+    out.Metric("faults_per_s", Ratio(ops, window_seconds));
+    out.Metric("prezeroed_share", Ratio(t.prezeroed, t.allocs));
+    out.Metric("zeroer_pages_per_s",
+               Ratio(zeroer_pages_.load(), window_seconds));
+    out.Metric("alloc_ns", Ratio(t.alloc_ns, t.allocs));
     auto& d = out.details;
     d["mode"] = ModeName(mode_);
     d["method"] = ZeroMethodName(method_);
@@ -223,25 +217,22 @@ class PrezeroWorkload : public Workload {
     if (!unsupported_.empty()) return "skipped: " + unsupported_;
     StopZeroer();
     const AllocCounts t = SumCounts(counts_);
-    if (t.prezeroed + t.self_zeroed != t.allocs) {
+    if (t.prezeroed + t.self_zeroed != t.allocs)
       return "prezeroed " + std::to_string(t.prezeroed) + " + self-zeroed " +
              std::to_string(t.self_zeroed) + " != allocations " +
              std::to_string(t.allocs);
-    }
     if (t.nonzero != 0)
       return std::to_string(t.nonzero) + " pages handed out not all zero";
     const std::size_t dirty = pool_->dirty_count(),
                       zeroed = pool_->zeroed_count();
-    if (dirty + zeroed != pool_->pages()) {
+    if (dirty + zeroed != pool_->pages())
       return "pool lost pages: dirty " + std::to_string(dirty) + " + zeroed " +
              std::to_string(zeroed) + " != " + std::to_string(pool_->pages());
-    }
-    if (zeroer_pages_.load() != t.prezeroed + zeroed) {
+    if (zeroer_pages_.load() != t.prezeroed + zeroed)
       return "zeroer cleaned " + std::to_string(zeroer_pages_.load()) +
              " pages but " + std::to_string(t.prezeroed) +
              " were handed out pre-zeroed and " + std::to_string(zeroed) +
              " remain";
-    }
     return "";
   }
 
@@ -409,13 +400,10 @@ class BurstWorkload : public Workload {
   void Report(PointReport& out, double window_seconds, uint64_t ops) override {
     StopZeroers();
     const AllocCounts t = SumCounts(counts_);
-    const auto pool = static_cast<double>(pool_pages_);
-    out.Metric("faults_per_s", Ratio(static_cast<double>(ops), window_seconds));
-    out.Metric("prezeroed_share", Ratio(static_cast<double>(t.prezeroed),
-                                        static_cast<double>(t.allocs)));
-    out.Metric("burst_over_pool", Ratio(static_cast<double>(burst_), pool));
-    out.Metric("pool_fill_at_burst",
-               Ratio(static_cast<double>(zeroed_at_start_), pool));
+    out.Metric("faults_per_s", Ratio(ops, window_seconds));
+    out.Metric("prezeroed_share", Ratio(t.prezeroed, t.allocs));
+    out.Metric("burst_over_pool", Ratio(burst_, pool_pages_));
+    out.Metric("pool_fill_at_burst", Ratio(zeroed_at_start_, pool_pages_));
     const uint64_t zp = zeroer_pages_.load();
     out.Metric("zeroer_pages_idle", static_cast<double>(zeroer_pages_idle_));
     out.Metric("zeroer_pages_burst",
@@ -475,9 +463,8 @@ class BurstWorkload : public Workload {
               "same NUMA node), whole order-4 blocks only, non-temporal stores"
             : "one SCHED_IDLE zeroer per NUMA node of the measured threads "
               "(scrubd's shape): on a spare PU of the node by the helper rule, "
-              "else sharing the node's least-loaded measured PU (runs when "
-              "its thread sleeps or stalls: busy_note); 16-page batches, rep "
-              "stosb";
+              "else sharing the node's least-loaded measured PU (runs when its "
+              "thread sleeps or stalls: busy_note); 16-page batches, rep stosb";
     d["note"] =
         "faults_per_s is the burst alone (the idle period is in Prepare, not "
         "the window); it falls towards zeroer:none's rate once burst_pages "
@@ -999,7 +986,6 @@ std::vector<Variant> Variants(const std::vector<PuInfo>& order) {
 LOCKLINE_REGISTER_FAMILY(lockline::Family{
     "prezero",
     "Pre-zeroed page pool model: allocations zero their own page or take one a "
-    "background "
-    "zeroer cleaned, with and without idle time; allocations/s and the "
-    "pre-zeroed share",
+    "background zeroer cleaned, with and without idle time; allocations/s and "
+    "the pre-zeroed share",
     nullptr, lockline::prezero_bench::Variants});

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/common.h"
 #include "harness/family.h"
 #include "harness/machine/memory.h"
 
@@ -42,13 +43,11 @@ class ZeroingWorkload : public Workload {
 
   void SetupThread(const ThreadCtx& ctx) override {
     if (ctx.index != 0 || !unsupported_.empty()) return;
-    void* p = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) {
+    buf_ = static_cast<char*>(MapAnon(bytes_));
+    if (buf_ == nullptr) {
       map_error_ = MapFailure(bytes_, errno);
       return;
     }
-    buf_ = static_cast<char*>(p);
     std::memset(buf_, value_, bytes_);
   }
 
@@ -70,10 +69,7 @@ class ZeroingWorkload : public Workload {
 
   void Report(PointReport& out, double window_seconds,
               uint64_t /*ops*/) override {
-    out.Metric("gb_per_s",
-               window_seconds > 0
-                   ? static_cast<double>(bytes_filled_) / window_seconds / 1e9
-                   : 0);
+    out.Metric("gb_per_s", Ratio(bytes_filled_, window_seconds) / 1e9);
     auto& d = out.details;
     d["method"] = ZeroMethodName(method_);
     d["method_native"] = FillMethodIsNative(method_);
@@ -81,10 +77,9 @@ class ZeroingWorkload : public Workload {
     d["buffer_bytes"] = bytes_;
     d["note"] =
         "fill throughput of this method and value, not memory bandwidth: zeros "
-        "can be written "
-        "faster than other patterns (a host or memory controller may "
-        "special-case zero lines), "
-        "so compare fill:zero with fill:pattern of the same method";
+        "can be written faster than other patterns (a host or memory "
+        "controller may special-case zero lines), so compare fill:zero with "
+        "fill:pattern of the same method";
     if (!unsupported_.empty()) d["skipped"] = unsupported_;
   }
 
@@ -95,11 +90,10 @@ class ZeroingWorkload : public Workload {
     // The fill value in a sample: first, middle and last byte of each chunk.
     for (std::size_t off = 0; off < bytes_; off += kChunk) {
       for (std::size_t at : {off, off + kChunk / 2, off + kChunk - 1}) {
-        if (static_cast<uint8_t>(buf_[at]) != value_) {
+        if (static_cast<uint8_t>(buf_[at]) != value_)
           return "byte " + std::to_string(at) + " is " +
                  std::to_string(static_cast<uint8_t>(buf_[at])) +
                  ", expected " + std::to_string(value_);
-        }
       }
     }
     return "";

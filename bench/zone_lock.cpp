@@ -48,10 +48,9 @@ Suite SuiteOfAtCal(const GridPoint& p, bool multi_node) {
                ? Suite::kDefault
                : Suite::kFull;
   }
-  if (p.config == ZoneConfig::kNoCma) {
+  if (p.config == ZoneConfig::kNoCma)
     return ticket && pair && p.batch == kDefaultBatch ? Suite::kDefault
                                                       : Suite::kFull;
-  }
   if (p.batch == 0) return ticket && pair ? Suite::kDefault : Suite::kFull;
   if (p.batch != kDefaultBatch) return Suite::kFull;
   if (ticket && pair) return Suite::kQuick;

@@ -361,15 +361,13 @@ class ZoneLockWorkload final : public Workload {
         stats_(options.stats),
         options_(WithWorkRing(options, env)),
         per_thread_(static_cast<std::size_t>(env.threads), kDeferConstruction) {
-    if (batch < 0) {
+    if (batch < 0)
       throw std::invalid_argument("zone_lock: pcp_batch " +
                                   std::to_string(batch) +
                                   " must be 0 (no pcp lists) or positive");
-    }
-    if (zones < 1) {
+    if (zones < 1)
       throw std::invalid_argument("zone_lock: zones " + std::to_string(zones) +
                                   " must be at least 1");
-    }
     // Threads per zone, from the plan when there is one (thread i is on node
     // plan->pus[i].numa), else spread evenly.
     std::vector<int> on_zone(zones, 0);
@@ -683,15 +681,11 @@ class ZoneLockWorkload final : public Workload {
 
   /// refresh_cpu_vm_stats for one thread.
   void FoldStats(ZoneState& zs, PerThread& me) {
-    if (me.stat_diff != 0) {
-      zs.zone->vm_stat[kNrFreePages].fetch_add(me.stat_diff,
-                                               std::memory_order_relaxed);
-      me.stat_diff = 0;
-    }
-    if (me.batch_diff != 0) {
-      zs.zone->vm_stat[kNrAllocBatch].fetch_add(me.batch_diff,
-                                                std::memory_order_relaxed);
-      me.batch_diff = 0;
+    for (auto [diff, item] : {std::pair{&me.stat_diff, kNrFreePages},
+                              {&me.batch_diff, kNrAllocBatch}}) {
+      if (*diff != 0)
+        zs.zone->vm_stat[item].fetch_add(*diff, std::memory_order_relaxed);
+      *diff = 0;
     }
   }
 

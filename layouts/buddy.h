@@ -8,7 +8,6 @@
 #pragma once
 
 #include <atomic>
-#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -46,6 +45,16 @@ inline unsigned long PageZoneId(const Page& p) {
   return p.flags.load(std::memory_order_relaxed) >> kZoneIdShift;
 }
 
+/// Index of `page` in the pool of `nr` struct pages at `base`, or -1 for a
+/// pointer outside it.
+inline long PoolIndexOf(const Page* base, unsigned long nr, const Page* page) {
+  const auto p = reinterpret_cast<std::uintptr_t>(page);
+  const auto b = reinterpret_cast<std::uintptr_t>(base);
+  if (p < b || (p - b) % sizeof(Page) != 0) return -1;
+  const std::uintptr_t idx = (p - b) / sizeof(Page);
+  return idx < nr ? static_cast<long>(idx) : -1;
+}
+
 /// The buddy allocator over `nr` pages at `base` and free_area[] (FA =
 /// FreeAreaOf<MIGRATE_TYPES>); zone->lock held by the caller except around
 /// Init and Check. Read-only after construction (a counter here would be a
@@ -77,9 +86,8 @@ class BuddyAllocator {
   /// page_is_buddy (page_alloc.c@v4.0:517): a free block's head, this order
   /// and zone.
   static bool PageIsBuddy(const Page& page, const Page& buddy, unsigned order) {
-    if (PageBuddy(buddy) && buddy.private_ == order) {
+    if (PageBuddy(buddy) && buddy.private_ == order)
       return PageZoneId(page) == PageZoneId(buddy);
-    }
     return false;
   }
 
@@ -144,13 +152,7 @@ class BuddyAllocator {
   }
 
   /// Index of `page` in the pool, or -1 for a pointer outside it.
-  long IndexOf(const Page* page) const {
-    const auto p = reinterpret_cast<std::uintptr_t>(page);
-    const auto b = reinterpret_cast<std::uintptr_t>(base_);
-    if (p < b || (p - b) % sizeof(Page) != 0) return -1;
-    const std::uintptr_t idx = (p - b) / sizeof(Page);
-    return idx < nr_ ? static_cast<long>(idx) : -1;
-  }
+  long IndexOf(const Page* page) const { return PoolIndexOf(base_, nr_, page); }
 
   /// The buddy invariants (lock held or quiescent): well-formed lists of
   /// aligned free-block heads, no page in two blocks, nr_free exact, no
@@ -173,44 +175,39 @@ class BuddyAllocator {
           const long idx = IndexOf(PageFromLru(node));
           if (idx < 0) return where + ": an entry is not a page of the pool";
           const Page& p = base_[idx];
-          if (!PageBuddy(p) || p.private_ != static_cast<unsigned>(order)) {
+          if (!PageBuddy(p) || p.private_ != static_cast<unsigned>(order))
             return where + ": page " + std::to_string(idx) +
                    " is not marked a free block of this order (_mapcount " +
                    std::to_string(p._mapcount.load()) + ", private " +
                    std::to_string(p.private_) + ")";
-          }
           const unsigned long size = 1UL << order;
           if (static_cast<unsigned long>(idx) % size != 0)
             return where + ": block " + std::to_string(idx) + " misaligned";
           for (unsigned long i = 0; i < size; ++i) {
-            if (covered[idx + i]) {
+            if (covered[idx + i])
               return where + ": page " + std::to_string(idx + i) +
                      " is in two free blocks (or a list has a cycle)";
-            }
             covered[idx + i] = 1;
-            if (i != 0 && PageBuddy(base_[idx + i])) {
+            if (i != 0 && PageBuddy(base_[idx + i]))
               return where + ": page " + std::to_string(idx + i) +
                      " inside block " + std::to_string(idx) +
                      " is marked PageBuddy";
-            }
           }
           if (order < kMaxOrder - 1) {
             const unsigned long b = static_cast<unsigned long>(idx) ^ size;
-            if (PageIsBuddy(p, base_[b], order)) {
+            if (PageIsBuddy(p, base_[b], order))
               return where + ": blocks " + std::to_string(idx) + " and " +
                      std::to_string(b) + " are free buddies left unmerged";
-            }
           }
           ++blocks;
           prev = node;
         }
         if (head->prev != prev) return where + ": head's prev is not the last";
       }
-      if (blocks != area_[order].nr_free) {
+      if (blocks != area_[order].nr_free)
         return "free_area[" + std::to_string(order) + "].nr_free is " +
                std::to_string(area_[order].nr_free) + " but its lists hold " +
                std::to_string(blocks) + " blocks";
-      }
       total += static_cast<long>(blocks) << order;
     }
     *free_pages = total;

@@ -21,7 +21,6 @@
 #include <cstring>
 #include <type_traits>
 
-#include "layouts/cacheline.h"
 #include "layouts/page.h"
 
 namespace lockline {
@@ -182,13 +181,11 @@ inline PagevecView PlacePagevec5x(void* at, int slots) {
   }
   auto* bytes = static_cast<unsigned char*>(at);
   std::memset(bytes, 0, Pagevec5xBytes(slots));
-  PagevecView v;
-  v.nr = bytes + offsetof(Pagevec5x<1>, nr);
-  v.percpu_pvec_drained = reinterpret_cast<bool*>(
-      bytes + offsetof(Pagevec5x<1>, percpu_pvec_drained));
-  v.pages = reinterpret_cast<Page**>(bytes + offsetof(Pagevec5x<1>, pages));
-  v.slots = slots;
-  return v;
+  return {bytes + offsetof(Pagevec5x<1>, nr),
+          reinterpret_cast<bool*>(bytes +
+                                  offsetof(Pagevec5x<1>, percpu_pvec_drained)),
+          reinterpret_cast<Page**>(bytes + offsetof(Pagevec5x<1>, pages)),
+          slots};
 }
 inline void pagevec_reinit(PagevecView& pv) { *pv.nr = 0; }
 inline int pagevec_count(const PagevecView& pv) { return *pv.nr; }

@@ -226,14 +226,11 @@ LayoutInfo DescribePage() {
   info.align = alignof(Page);
   info.line = kCacheLine64;
 #define LOCKLINE_PAGE_FIELD(member) \
-  info.fields.push_back({#member, offsetof(Page, member), sizeof(Page::member)})
-  LOCKLINE_PAGE_FIELD(flags);
-  LOCKLINE_PAGE_FIELD(mapping);
-  LOCKLINE_PAGE_FIELD(index);
-  LOCKLINE_PAGE_FIELD(_mapcount);
-  LOCKLINE_PAGE_FIELD(_refcount);
-  LOCKLINE_PAGE_FIELD(lru);
-  LOCKLINE_PAGE_FIELD(private_);
+  FieldInfo{#member, offsetof(Page, member), sizeof(Page::member)}
+  info.fields = {LOCKLINE_PAGE_FIELD(flags),     LOCKLINE_PAGE_FIELD(mapping),
+                 LOCKLINE_PAGE_FIELD(index),     LOCKLINE_PAGE_FIELD(_mapcount),
+                 LOCKLINE_PAGE_FIELD(_refcount), LOCKLINE_PAGE_FIELD(lru),
+                 LOCKLINE_PAGE_FIELD(private_)};
 #undef LOCKLINE_PAGE_FIELD
   SortFields(info);
   return info;
@@ -367,9 +364,8 @@ bool TakeDigits(std::string_view& s, std::size_t max_digits, std::size_t* out) {
 }  // namespace
 
 const LayoutInfo* FindLayout(const std::string& name) {
-  for (const LayoutInfo& info : AllLayouts()) {
+  for (const LayoutInfo& info : AllLayouts())
     if (info.name == name) return &info;
-  }
   // Sweep pagevecs are built on demand; a deque keeps earlier addresses valid.
   static std::mutex mu;
   static std::deque<LayoutInfo> sweeps;
@@ -388,9 +384,8 @@ const LayoutInfo* FindLayout(const std::string& name) {
     return nullptr;
   }
   std::lock_guard<std::mutex> guard(mu);
-  for (const LayoutInfo& info : sweeps) {
+  for (const LayoutInfo& info : sweeps)
     if (info.name == name) return &info;
-  }
   sweeps.push_back(
       DescribePagevec5xSweep(static_cast<int>(slots), offset, line));
   return &sweeps.back();

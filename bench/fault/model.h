@@ -22,6 +22,7 @@
 #include <string>
 
 #include "bench/child_task.h"
+#include "bench/common.h"
 #include "harness/machine/restore.h"
 #include "harness/measure/kernel_probe.h"
 
@@ -204,9 +205,8 @@ inline const ZeroPageProbe& ReadFaultZeroPage() {
   static const ZeroPageProbe probe = [] {
     ZeroPageProbe z;
     constexpr std::size_t kBytes = 1u << 20;
-    void* m = mmap(nullptr, kBytes, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (m == MAP_FAILED) {
+    void* m = MapAnon(kBytes);
+    if (m == nullptr) {
       z.evidence = std::string("probe mmap failed: ") + std::strerror(errno);
       return z;
     }

@@ -18,7 +18,6 @@
 #pragma once
 
 #include <atomic>
-#include <cstdint>
 
 #include "layouts/page.h"
 

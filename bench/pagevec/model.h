@@ -69,10 +69,9 @@ class PagevecWorkload : public Workload {
       if (bind) zone_env.mem_policy = "node:" + std::to_string(z);
       zones_.push_back(MakeShared<LruZone<L>>(zone_env));
     }
-    if (cfg_.release == Release::kNone && !cfg_.scanner) {
+    if (cfg_.release == Release::kNone && !cfg_.scanner)
       throw std::invalid_argument(
           "pagevec: release:none needs scanner:on (reclaim frees the pages)");
-    }
     if (cfg_.scanner) StartScanners();
   }
   ~PagevecWorkload() override { StopScanners(); }

@@ -19,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench/common.h"
 #include "harness/family.h"
 #include "harness/locks/tas_lock.h"
 #include "harness/machine/cpu.h"
@@ -87,10 +88,8 @@ class PoolLock {
 class PoolPages {
  public:
   explicit PoolPages(std::size_t pages) : pages_(pages) {
-    void* p = mmap(nullptr, pages * kPage, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) throw std::bad_alloc();
-    base_ = static_cast<char*>(p);
+    base_ = static_cast<char*>(MapAnon(pages * kPage));
+    if (base_ == nullptr) throw std::bad_alloc();
     std::memset(base_, kDirtyByte, pages * kPage);
   }
   ~PoolPages() { munmap(base_, pages_ * kPage); }

@@ -1,6 +1,4 @@
-// zone_lock's 28 zone layouts of placement lock_after_free_area (every lock x
-// line x config of bench/zone_lock.h). One placement per translation unit, so
-// the cores of the build compile the 112 layouts in parallel.
+// zone_lock's layouts of placement lock_after_free_area (bench/zone_lock.h).
 #include <mutex>
 #include <optional>
 
@@ -13,7 +11,6 @@ template LOCKLINE_ZONE_LOCK_FACTORY(kLockAfterFreeArea);
 // work_ns:cal's calibration (bench/zone_lock.h): here because this unit
 // already instantiates the layout it times (ticket, lock_after_free_area,
 // 64-byte lines, cma), so no other unit compiles that layout again.
-
 double MeasureModelNsPerPage(bool quick) {
   PointEnv env;
   env.threads = 1;

@@ -1,6 +1,4 @@
-// zone_lock's 28 zone layouts of placement lock_in_readmostly_line (every lock
-// x line x config of bench/zone_lock.h). One placement per translation unit, so
-// the cores of the build compile the 112 layouts in parallel.
+// zone_lock's layouts of placement lock_in_readmostly_line (bench/zone_lock.h).
 #include "bench/zone_lock.h"
 
 namespace lockline::zone_lock {

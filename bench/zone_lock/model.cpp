@@ -5,21 +5,12 @@
 #include <string>
 #include <vector>
 
+#include "bench/common.h"
 #include "bench/zone_lock.h"
 #include "harness/measure/kernel_probe.h"
 
 namespace lockline::zone_lock {
 namespace {
-
-/// Index of `page` in the pool of `nr` struct pages at `base`, or -1 for a
-/// pointer outside it (buddy::BuddyAllocator::IndexOf without the allocator).
-long PoolIndexOf(const Page* base, unsigned long nr, const Page* page) {
-  const auto p = reinterpret_cast<std::uintptr_t>(page);
-  const auto b = reinterpret_cast<std::uintptr_t>(base);
-  if (p < b || (p - b) % sizeof(Page) != 0) return -1;
-  const std::uintptr_t idx = (p - b) / sizeof(Page);
-  return idx < nr ? static_cast<long>(idx) : -1;
-}
 
 /// The threads' counters summed, and their lock statistics (nullptr for a
 /// thread never set up) into `stats`.
@@ -123,9 +114,8 @@ void AddWorkDetails(nlohmann::json& d, const Options& options) {
   d["work"] = WorkDetails(
       options.work_ns, options.work_calibrated, options.calibration,
       "zone->lock",
-      "Linux 4.0's configuration: ticket lock, lock_after_free_area, "
-      "pcp_batch 31, cma, 64-byte lines, one zone; min of 3 whole burst "
-      "cycles",
+      "Linux 4.0's configuration: ticket lock, lock_after_free_area, pcp_batch "
+      "31, cma, 64-byte lines, one zone; min of 3 whole burst cycles",
       options.work_ring_pages, options.work_caches);
   if (options.work_ns != 0) {
     const WorkSplit split = SplitWork(options.work_ns, options.work_calibrated,
@@ -173,10 +163,7 @@ void ReportZoneLock(PointReport& out, double window_seconds, uint64_t ops,
   const double thread_seconds =
       window_seconds * static_cast<double>(per_thread.size());
   AddLockStatMetrics(out, SummarizeLockStats(stats, thread_seconds, ops));
-  out.Metric("pages_per_s",
-             window_seconds > 0
-                 ? static_cast<double>(sum.allocs) / window_seconds
-                 : 0.0);
+  out.Metric("pages_per_s", Ratio(sum.allocs, window_seconds));
   for (const auto& [name, h] :
        {std::pair{"hold_ns_per_refill", sum.refill_hold},
         {"hold_ns_per_drain", sum.drain_hold}}) {
@@ -227,24 +214,22 @@ std::string VerifyZoneThreads(int zi, const Page* pages, unsigned long pool,
     for (const ListHead* node = me->pcp_list.next; node != &me->pcp_list;
          node = node->next) {
       if (node->prev != prev) return who + "pcp list: a torn prev link";
-      const long idx = PoolIndexOf(pages, pool, PageFromLru(node));
+      const long idx = buddy::PoolIndexOf(pages, pool, PageFromLru(node));
       if (idx < 0) return who + "pcp list: a page not of its zone";
-      if (seen[idx]) {
+      if (seen[idx])
         return who + "pcp list: page " + std::to_string(idx) +
                " is also free or on two lists";
-      }
       if (buddy::PageBuddy(pages[idx]))
         return who + "pcp list: page marked PageBuddy";
       seen[idx] = 1;
       ++n;
       prev = node;
     }
-    if (n != me->pcp_count) {
+    if (n != me->pcp_count)
       return who + "pcp count is " + std::to_string(me->pcp_count) +
              " but its list holds " + std::to_string(n);
-    }
     for (const Page* page : me->held) {
-      const long idx = PoolIndexOf(pages, pool, page);
+      const long idx = buddy::PoolIndexOf(pages, pool, page);
       if (idx < 0 || seen[idx])
         return who + "holds a page that is foreign, free or on a list";
       seen[idx] = 1;
@@ -252,16 +237,14 @@ std::string VerifyZoneThreads(int zi, const Page* pages, unsigned long pool,
     diffs += me->stat_diff;
   }
   const long missing = std::count(seen.begin(), seen.end(), uint8_t{0});
-  if (missing != 0) {
+  if (missing != 0)
     return zn + std::to_string(missing) + " of " + std::to_string(pool) +
            " pages are in no free block, on no pcp list and held by no "
            "thread (lost)";
-  }
-  if (nr_free_stat + diffs != free_pages) {
+  if (nr_free_stat + diffs != free_pages)
     return zn + "vm_stat[NR_FREE_PAGES] " + std::to_string(nr_free_stat) +
            " + per-thread diffs " + std::to_string(diffs) +
            " != pages in free blocks " + std::to_string(free_pages);
-  }
   return "";
 }
 
