@@ -105,21 +105,6 @@ int StartWatchdog(pid_t group, const char* dir) {
   return -1;
 }
 
-bool WriteAll(int fd, const std::string& text) {
-  size_t done = 0;
-  while (done < text.size()) {
-    // send: no SIGPIPE when the other side is gone; write for a pipe (a
-    // server run by hand).
-    ssize_t n = send(fd, text.data() + done, text.size() - done, MSG_NOSIGNAL);
-    if (n < 0 && errno == ENOTSOCK)
-      n = write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    done += static_cast<size_t>(n);
-  }
-  return true;
-}
-
 /// Moves `buffer`'s first complete line to `line`; false while none.
 bool TakeLine(std::string& buffer, std::string* line) {
   const size_t nl = buffer.find('\n');
