@@ -45,6 +45,17 @@ inline uint64_t NowNs() {
          static_cast<uint64_t>(ts.tv_nsec);
 }
 
+/// `ns` nanoseconds in seconds.
+inline double NsToSeconds(uint64_t ns) { return static_cast<double>(ns) / 1e9; }
+
+/// `s` seconds in whole ns (truncated).
+inline uint64_t SecondsToNs(double s) { return static_cast<uint64_t>(s * 1e9); }
+
+/// Seconds from `from_ns` to `to_ns` (NowNs() clock; 0 if `to_ns` is earlier).
+inline double SecondsBetween(uint64_t from_ns, uint64_t to_ns) {
+  return to_ns > from_ns ? NsToSeconds(to_ns - from_ns) : 0.0;
+}
+
 /// The thread's CPU time in ns (CLOCK_THREAD_CPUTIME_ID); never on a fast path.
 inline uint64_t ThreadCpuNs() {
   timespec ts;

@@ -14,6 +14,7 @@
 #include <cstring>
 #include <ctime>
 #include <fstream>
+#include <iterator>
 #include <mutex>
 #include <sstream>
 
@@ -443,9 +444,7 @@ bool IsDir(const std::string& path) {
 std::string ReadSmallFile(const std::string& path) {
   std::ifstream in(path);
   if (!in) return "";
-  std::stringstream ss;
-  ss << in.rdbuf();
-  std::string s = ss.str();
+  std::string s{std::istreambuf_iterator<char>(in), {}};
   while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
   return s;
 }

@@ -26,10 +26,9 @@ constexpr long kMaxListValue = 1 << 20;
 
 std::string Trim(const std::string& s) {
   const char* ws = " \t\r\n";
-  size_t b = s.find_first_not_of(ws);
-  if (b == std::string::npos) return "";
-  size_t e = s.find_last_not_of(ws);
-  return s.substr(b, e - b + 1);
+  const size_t b = s.find_first_not_of(ws);
+  return b == std::string::npos ? ""
+                                : s.substr(b, s.find_last_not_of(ws) - b + 1);
 }
 
 // Strips one pair of matching surrounding quotes.
@@ -892,9 +891,7 @@ void BindThisThread(const Topology& topo, int os_index) {
   unsigned long got[kBits / kWordBits] = {};
   if (sched_getaffinity(0, sizeof got, reinterpret_cast<cpu_set_t*>(got)) < 0)
     throw failed("sched_getaffinity");
-  bool same = true;
-  for (size_t w = 0; w < kBits / kWordBits; ++w) same &= got[w] == mask[w];
-  if (!same) {
+  if (std::memcmp(got, mask, sizeof mask) != 0) {
     std::vector<int> pus;
     for (int c = 0; c < kBits; ++c)
       if (got[c / kWordBits] >> (c % kWordBits) & 1ul) pus.push_back(c);

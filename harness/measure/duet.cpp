@@ -154,10 +154,8 @@ void DuetWorkload::Report(PointReport& out, double /*window_seconds*/,
       first = std::min(first, win.start_ns);
       last = std::max(last, win.end_ns);
     }
-    if (last > first) {
-      seconds[w] = static_cast<double>(last - first) / 1e9;
-      ran = w + 1;
-    }
+    seconds[w] = SecondsBetween(first, last);
+    if (seconds[w] > 0) ran = w + 1;
   }
   std::vector<DuetSide> schedule(schedule_.begin(), schedule_.begin() + ran);
   const std::vector<DuetPair> pairs = DuetPairs(schedule, ops, seconds);

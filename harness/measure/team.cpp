@@ -159,7 +159,7 @@ void ThreadTeam::RunOnAllWithin(const std::function<void(int)>& fn,
         "lockline: error: thread set-up (%s) did not finish within "
         "%.1f s (%d of %d threads done: a thread is blocked); "
         "exiting. Results of finished points are kept.\n",
-        what.c_str(), static_cast<double>(limit_ns) / 1e9, done_, size());
+        what.c_str(), NsToSeconds(limit_ns), done_, size());
   }
   RethrowError();
 }
@@ -169,8 +169,8 @@ uint64_t SetupTimeoutNs() {
     const char* env = std::getenv("LOCKLINE_SETUP_TIMEOUT");
     if (env != nullptr && *env != '\0') {
       try {
-        return static_cast<uint64_t>(
-            ParseDuration(env, "LOCKLINE_SETUP_TIMEOUT", 1e-3, 3600) * 1e9);
+        return SecondsToNs(
+            ParseDuration(env, "LOCKLINE_SETUP_TIMEOUT", 1e-3, 3600));
       } catch (const std::exception& e) {
         std::fprintf(stderr, "lockline: warning: %s; using 120 s\n", e.what());
       }
@@ -194,7 +194,7 @@ std::unique_ptr<Topology> LoadTopologyWithin(
         "lockline: error: topology discovery of '%s' (hwloc, which "
         "binds a thread to each PU in turn) did not finish within "
         "%.1f s (LOCKLINE_SETUP_TIMEOUT sets the limit); exiting\n",
-        spec.c_str(), static_cast<double>(limit_ns) / 1e9);
+        spec.c_str(), NsToSeconds(limit_ns));
   }
   loader.join();
   return result.get();
@@ -255,7 +255,7 @@ WindowResult ThreadTeam::RunWindow(Workload& wl,
           "lockline: error: a window is still running %.1f s after its "
           "start (threads that never return from RunWindow, or a lock that "
           "never hands over); exiting. Results of finished points are kept.\n",
-          static_cast<double>(hard_limit_ns) / 1e9);
+          NsToSeconds(hard_limit_ns));
     }
   }
   RethrowError();
@@ -266,12 +266,12 @@ WindowResult ThreadTeam::RunWindow(Workload& wl,
   for (int i = 0; i < n; ++i) {
     r.ops.push_back(slots_[i].ops);
     r.total_ops += slots_[i].ops;
-    r.cpu_seconds += static_cast<double>(slots_[i].cpu_ns) / 1e9;
+    r.cpu_seconds += NsToSeconds(slots_[i].cpu_ns);
     r.last_cpus.push_back(slots_[i].last_cpu);
     first = std::min(first, slots_[i].start_ns);
     last = std::max(last, slots_[i].end_ns);
   }
-  r.seconds = static_cast<double>(last - first) / 1e9;
+  r.seconds = NsToSeconds(last - first);
   r.overrun = overrun;
   r.max_off_cpu = MaxOffCpuShare(
       n, [&](int i) { return slots_[i].start_ns; },

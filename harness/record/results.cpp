@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -31,20 +32,6 @@ void CopyPath(char* to, const std::string& from) {
   to[n] = '\0';
 }
 
-// Writes all of `text` to fd; false with errno set on failure.
-bool WriteAll(int fd, const std::string& text) {
-  size_t off = 0;
-  while (off < text.size()) {
-    const ssize_t n = write(fd, text.data() + off, text.size() - off);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return false;
-    }
-    off += static_cast<size_t>(n);
-  }
-  return true;
-}
-
 long MeasuredRows(const nlohmann::json& doc) {
   long n = 0;
   for (const auto& row : doc["benchmarks"])
@@ -53,6 +40,21 @@ long MeasuredRows(const nlohmann::json& doc) {
 }
 
 }  // namespace
+
+bool WriteAll(int fd, const std::string& text) {
+  size_t done = 0;
+  while (done < text.size()) {
+    // send: no SIGPIPE when the other side is gone; write for a file or a
+    // pipe (a window server run by hand).
+    ssize_t n = send(fd, text.data() + done, text.size() - done, MSG_NOSIGNAL);
+    if (n < 0 && errno == ENOTSOCK)
+      n = write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    done += static_cast<size_t>(n);
+  }
+  return true;
+}
 
 void WriteFileAtomically(const std::string& path, const std::string& text,
                          long measured_rows) {

@@ -68,6 +68,10 @@ class ResultFile {
 void WriteFileAtomically(const std::string& path, const std::string& text,
                          long measured_rows = -1);
 
+/// Writes all of `text` to `fd` (a socket: without SIGPIPE); false with errno
+/// set on failure.
+bool WriteAll(int fd, const std::string& text);
+
 /// Async-signal-safe: unlinks a pending temporary file.
 void RemovePendingTemp();
 

@@ -105,21 +105,6 @@ int StartWatchdog(pid_t group, const char* dir) {
   return -1;
 }
 
-bool WriteAll(int fd, const std::string& text) {
-  size_t done = 0;
-  while (done < text.size()) {
-    // send: no SIGPIPE when the other side is gone; write for a pipe (a
-    // server run by hand).
-    ssize_t n = send(fd, text.data() + done, text.size() - done, MSG_NOSIGNAL);
-    if (n < 0 && errno == ENOTSOCK)
-      n = write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    done += static_cast<size_t>(n);
-  }
-  return true;
-}
-
 /// Moves `buffer`'s first complete line to `line`; false while none.
 bool TakeLine(std::string& buffer, std::string* line) {
   const size_t nl = buffer.find('\n');
@@ -418,8 +403,7 @@ class WindowClient {
 
   /// The next answer line; Stop when out of protocol.
   std::string ReadLine() {
-    const uint64_t deadline =
-        NowNs() + static_cast<uint64_t>(AnswerTimeoutSeconds() * 1e9);
+    const uint64_t deadline = NowNs() + SecondsToNs(AnswerTimeoutSeconds());
     // Searched only when new bytes brought a newline (one pass a line).
     bool complete = true;
     for (std::string line;;) {
@@ -579,9 +563,8 @@ class BuildDuetWorkload : public HeapPlacedWorkload {
               uint64_t /*ops*/) override {
     const size_t n = rep_.schedule.size();
     // A window past its bound marks its pair (compare.py leaves it out).
-    const double bound_s = static_cast<double>(OverrunBoundNs(
-                               rep_.window_ns, local_->fixed_work())) /
-                           1e9;
+    const double bound_s =
+        NsToSeconds(OverrunBoundNs(rep_.window_ns, local_->fixed_work()));
     std::vector<SideWindow> win(n);
     std::vector<uint64_t> ops(n);
     std::vector<double> seconds(n);
@@ -699,12 +682,12 @@ class BuildDuetWorkload : public HeapPlacedWorkload {
     uint64_t first = UINT64_MAX, last = 0;
     for (int i = 0; i < threads; ++i) {
       x.ops += at(i).ops;
-      x.cpu_seconds += static_cast<double>(at(i).cpu_ns) / 1e9;
+      x.cpu_seconds += NsToSeconds(at(i).cpu_ns);
       if (at(i).end_ns == 0) continue;
       first = std::min(first, at(i).start_ns);
       last = std::max(last, at(i).end_ns);
     }
-    if (last > first) x.seconds = static_cast<double>(last - first) / 1e9;
+    x.seconds = SecondsBetween(first, last);
     x.overrun = x.seconds > bound_s;
     x.max_off_cpu = MaxOffCpuShare(
         threads, [&](int i) { return at(i).start_ns; },

@@ -246,7 +246,7 @@ void PlanWindow(PointRun& pr) {
   if (run.budget.size() != run.points.size()) FitWindow(run);
   BudgetPoint& budget = run.budget[point.index];
   if (budget.window_s <= 0) budget.window_s = run.window_s;
-  pr.window_ns = static_cast<uint64_t>(budget.window_s * 1e9);
+  pr.window_ns = SecondsToNs(budget.window_s);
   pr.timing = {
       {"window_s", budget.window_s},
       {"gap_s", run.last_repetition_end_ns
@@ -308,7 +308,7 @@ void RunWindows(PointRun& pr) {
   const int threads = pr.point.threads;
   ThreadTeam& team = *pr.team;
   std::tie(pr.probe_a, pr.probe_b) = ProbeThreads(pr.point);
-  const uint64_t probe_ns = static_cast<uint64_t>(kProbeSeconds * 1e9);
+  const uint64_t probe_ns = SecondsToNs(kProbeSeconds);
   pr.shares = pr.wl->shares_lines();
   pr.probing = pr.shares && pr.probe_a >= 0 && pr.pus[pr.probe_a] >= 0 &&
                pr.pus[pr.probe_b] >= 0;
@@ -798,7 +798,7 @@ void MeasureCoherenceBaselines(RunState& run) {
     if (a >= 0) pairs.insert({p.plan.pus[a].os_index, p.plan.pus[b].os_index});
   }
   json out = json::array();
-  const uint64_t probe_ns = static_cast<uint64_t>(kBaselineProbeSeconds * 1e9);
+  const uint64_t probe_ns = SecondsToNs(kBaselineProbeSeconds);
   for (const auto& pr : pairs) {
     ThreadTeam team(run.topo.get(), {pr.first, pr.second}, nullptr);
     std::vector<double> medians;

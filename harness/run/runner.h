@@ -187,9 +187,4 @@ int MarkOverrunPairs(nlohmann::json& duet, const nlohmann::json& windows);
 /// Formats seconds as "1m05s" / "42s" / "1h02m".
 std::string FormatDuration(double seconds);
 
-/// Seconds from `from_ns` to `to_ns` (NowNs() clock; 0 if `to_ns` is earlier).
-inline double SecondsBetween(uint64_t from_ns, uint64_t to_ns) {
-  return to_ns > from_ns ? static_cast<double>(to_ns - from_ns) / 1e9 : 0.0;
-}
-
 }  // namespace lockline

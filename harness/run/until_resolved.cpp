@@ -358,9 +358,8 @@ bool RunUntilResolved(RunState& run, benchmark::BenchmarkReporter& reporter) {
   // leaves the time the last verdicts took for the next ones. The default
   // run's limit is its budget, counted from its start.
   const uint64_t deadline =
-      o.until_resolved_auto
-          ? run.run_start_ns + static_cast<uint64_t>(o.budget_s * 1e9)
-          : out.start_ns + static_cast<uint64_t>(o.until_resolved_s * 1e9);
+      o.until_resolved_auto ? run.run_start_ns + SecondsToNs(o.budget_s)
+                            : out.start_ns + SecondsToNs(o.until_resolved_s);
   out.max_s = SecondsBetween(out.start_ns, deadline);
   if (o.until_resolved_auto) {
     std::string why = VerdictsMissing();
