@@ -76,9 +76,7 @@ def plot_generic(data: FamilyData) -> List[Tuple[str, Figure]]:
         else:
             threads_panel(ax, data, data.family, f"{bench}: {axis_label(metric)}", selected,
                           metric)
-    out = [(data.family, finish(fig, _runs_of(data)))]
-    out += _relative(data, benches)
-    return out
+    return [(data.family, finish(fig, _runs_of(data)))] + _relative(data, benches)
 
 
 def _x_axis(data: FamilyData, selected) -> Optional[str]:
@@ -377,14 +375,10 @@ def _pagevec_pairs(ax, data, run, pts, config):
     sets = [(label, pts_) for label, pts_ in sets if pts_]
     # Bars of one panel are read against each other: one coherence regime for all of them.
     regime, stats_ = summarize_side_by_side([pts_ for _, pts_ in sets], "pages_per_s")
-    labels, means, errs = [], [], []
-    for (label, pts_), stat in zip(sets, stats_):
-        if stat is None:
-            continue
+    bars = [(label, pts_, stat) for (label, pts_), stat in zip(sets, stats_) if stat is not None]
+    labels = [label for label, _, _ in bars]
+    for label, pts_, stat in bars:
         variant = sorted({p.variant for p in pts_})[0]
-        labels.append(label)
-        means.append(stat.mean)
-        errs.append(stat.std)
         data.record("pagevec", title, label.replace("\n", " "), run, "threads",
                     pts_[0].threads, "pages_per_s", stat, params=params_json(variant))
     if not labels:
@@ -392,8 +386,8 @@ def _pagevec_pairs(ax, data, run, pts, config):
         return
     if not any("offset:8" in lab for lab in labels):
         title = title.replace(", offset 0 vs 8", "")
-    ax.bar(range(len(labels)), means, yerr=errs, capsize=3,
-           color=[f"C{i % 10}" for i in range(len(labels))])
+    ax.bar(range(len(labels)), [s.mean for _, _, s in bars], yerr=[s.std for _, _, s in bars],
+           capsize=3, color=[f"C{i % 10}" for i in range(len(labels))])
     ax.set_xticks(range(len(labels)))
     ax.set_xticklabels(labels, fontsize=7)
     ax.set_ylabel(axis_label("pages_per_s"))
@@ -616,7 +610,7 @@ def plot_calibration(data: FamilyData) -> List[Tuple[str, Figure]]:
                            "labelled)", runs, cols=1)
     ax = axes[0]
     if ops:
-        labels, means, errs = [], [], []
+        bars = []
         for run, pts in ops:
             summary = summarize(pts, "ns_per_op")
             varying = varying_keys(summary)
@@ -625,13 +619,12 @@ def plot_calibration(data: FamilyData) -> List[Tuple[str, Figure]]:
                     label = (series_label(variant, varying).replace(" ", "\n")
                              + (f"\n{n} threads" if n != 1 else "")
                              + (f"\n{run.label}" if len(ops) > 1 else ""))
-                    labels.append(label)
-                    means.append(stat.mean)
-                    errs.append(stat.std)
+                    bars.append((label, stat))
                     data.record("calibration", "ns per op", label, run, "threads", n, "ns_per_op", stat)
-        ax.bar(range(len(labels)), means, yerr=errs, capsize=3)
-        ax.set_xticks(range(len(labels)))
-        ax.set_xticklabels(labels, fontsize=8)
+        ax.bar(range(len(bars)), [s.mean for _, s in bars], yerr=[s.std for _, s in bars],
+               capsize=3)
+        ax.set_xticks(range(len(bars)))
+        ax.set_xticklabels([label for label, _ in bars], fontsize=8)
         ax.set_ylabel(axis_label("ns_per_op"))
         ax.set_title("ns per operation", fontsize=10)
     else:
@@ -675,17 +668,17 @@ def c2c_figure(data: FamilyData) -> Optional[Figure]:
         matrix = np.full((len(pus), len(pus)), np.nan)
         spread = []
         for (a, b), values in cells.items():
+            i, j, median = pus.index(a), pus.index(b), float(np.median(values))
             # Repetitions a factor 4 apart under one probe label (224 ns and 11.5 ms: a
             # preempted pair) have no latency between them: the cell stays blank, marked.
             if min(values) <= 0 or max(values) > 4 * min(values):
-                spread.append((pus.index(a), pus.index(b)))
+                spread.append((i, j))
                 continue
             # A ping-pong measures both directions of a pair: fill the mirror cell too.
-            matrix[pus.index(a), pus.index(b)] = float(np.median(values))
-            matrix[pus.index(b), pus.index(a)] = float(np.median(values))
+            matrix[i, j] = matrix[j, i] = median
             data.record("c2c_latency", f"{run.label} {regime}", f"pu_a:{a}", run, "pu_b", b,
-                        "latency_ns", Stat(float(np.median(values)), float(np.std(values)),
-                                           len(values), regime=regime))
+                        "latency_ns", Stat(median, float(np.std(values)), len(values),
+                                           regime=regime))
         im = ax.imshow(np.ma.masked_invalid(matrix), cmap="magma_r", interpolation="nearest")
         if np.isfinite(matrix).any():
             plt.colorbar(im, ax=ax, label="latency (ns)")

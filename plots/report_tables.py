@@ -231,22 +231,18 @@ def _zone_fix_rows(run: Run, before: List[Point]) -> List[List[Any]]:
     """The zone->lock fix (lock after free_area) in the counter-example configurations, at the
     verdict's lock, thread count and work_ns: other comparisons, labelled as such."""
     rows = []
-    n = before[0].threads if before else None
-    lock = before[0].params.get("lock") if before else None
-    # The verdict's work_ns group (cal, or 0: saturated), where the rows carry one.
-    work = before[0].params.get("work_ns") if before else None
+    n = before[0].threads if before else "max"
+    # The verdict's lock and work_ns group (cal, or 0: saturated), where the rows carry them.
+    known = {k: before[0].params.get(k) for k in ("lock", "work_ns")} if before else {}
+    lock = known.get("lock")
     for label, extra in (("counter-example pcp_batch:0 (a lock per page, not 4.0's path)",
                           {"pcp_batch": "0", "line": "64"}),
                          ("config no_cma (the fixed lock shares the line of flags)",
                           {"pcp_batch": "31", "line": "64", "config": "no_cma"})):
-        where = {"lock": lock, **extra} if lock else dict(extra)
-        if work:
-            where["work_ns"] = work
-        b = select(run, "zone_lock", "ops_per_s", {"layout": "lock_before_free_area",
-                                                   **where}, n if n else "max")
+        where = {**extra, **{k: v for k, v in known.items() if v}}
+        b = select(run, "zone_lock", "ops_per_s", {"layout": "lock_before_free_area", **where}, n)
         a = _same_variant(b, select(run, "zone_lock", "ops_per_s",
-                                    {"layout": "lock_after_free_area", **where},
-                                    n if n else "max"), "layout")
+                                    {"layout": "lock_after_free_area", **where}, n), "layout")
         if b and a:
             rows.append([f"fix, {label} (lock:{lock})", "-",
                          other_comparison_cell(b, a, "ops_per_s", label),
@@ -441,12 +437,10 @@ def kernel_rows(run: Run, benches: Sequence[str]) -> List[List[str]]:
             sources = _dict(kernel.get("sources"))
             value = stat_text(summary_of(pts, metric), metric.replace("_per_s", "/s")) \
                 if metric else "no throughput metric"
-            if any("kernel_contention_per_op" in p.metrics for p in pts):
-                contention = stat_text(summary_of(pts, "kernel_contention_per_op"), "events/op")
-            else:
-                reason = sources.get("tracepoints:reason") or sources.get("tracepoints") or \
-                    "not on the row"
-                contention = f"unavailable ({reason})"
+            stat = summary_of(pts, "kernel_contention_per_op")
+            reason = sources.get("tracepoints:reason") or sources.get("tracepoints")
+            contention = (stat_text(stat, "events/op") if stat
+                          else f"unavailable ({reason or 'not on the row'})")
             attribution = _dict(kernel.get("attribution"))
             attr = ", ".join(f"{k} {v}" for k, v in attribution.items()) or "-"
             src = ", ".join(f"{k}: {v}" for k, v in sources.items() if ":" not in k) or "-"
@@ -518,8 +512,7 @@ FAULT_SEED_COLUMNS = ["row", "GB", "repetitions", "threads", "user s", "system s
 def _sampled_share_text(pts: List[Point]) -> str:
     """The fault rows' clear_page_sampled_share: mean with the first row's Wilson 95 % interval for
     one sampled repetition, else 'unavailable (reason)', '-' for older rows."""
-    stat = summary_of([p for p in pts if "clear_page_sampled_share" in p.metrics],
-                      "clear_page_sampled_share")
+    stat = summary_of(pts, "clear_page_sampled_share")
     sampled = [_dict(_dict(p.row.get("details")).get("clear_page_sampled")) for p in pts]
     if stat is not None:
         text = fmt(stat.mean)
@@ -550,7 +543,7 @@ def fault_seed_rows(run: Run) -> List[List[str]]:
                 gb = None
 
         def mean(metric):
-            stat = summary_of([p for p in pts if metric in p.metrics], metric)
+            stat = summary_of(pts, metric)
             return fmt(stat.mean) if stat else "-"
         rows.append([" ".join(f"{k}:{v}" for k, v in variant), fmt(gb) if gb else "?",
                      str(len(pts)), str(n), mean("user_s"), mean("sys_s"), mean("wall_s"),
@@ -569,11 +562,10 @@ def derived_counter_rows(run: Run) -> List[List[str]]:
             counters = _dict(pts[0].row.get("counters"))
             status = _dict(counters.get("status"))
             scaling = _dict(counters.get("scaling"))
-            cells, any_value = [], False
+            cells = []
             for name in DERIVED_COUNTERS:
-                stat = summary_of([p for p in pts if name in p.metrics], name)
+                stat = summary_of(pts, name)
                 if stat is not None:
-                    any_value = True
                     text = fmt(stat.mean)
                     scaled = [e for e, st in status.items() if st == "scaled"]
                     if scaled:
@@ -584,7 +576,7 @@ def derived_counter_rows(run: Run) -> List[List[str]]:
                 else:
                     reasons = [str(v) for k, v in status.items() if k.endswith(":reason")]
                     cells.append(f"unavailable ({reasons[0]})" if reasons else "unavailable")
-            if any_value or status:
+            if status or any(not c.startswith("unavailable") for c in cells):
                 rows.append([f"{bench}/" + " ".join(f"{k}:{v}" for k, v in variant), str(n)]
                             + cells)
     # One line per distinct unavailability is enough when nothing was measured anywhere.
