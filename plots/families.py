@@ -630,8 +630,7 @@ def plot_calibration(data: FamilyData) -> List[Tuple[str, Figure]]:
     else:
         empty_panel(ax, "ns per operation", "no calibration op rows with ns_per_op")
     out.append(("calibration", finish(fig, runs)))
-    heat = c2c_figure(data)
-    if heat is not None:
+    if (heat := c2c_figure(data)) is not None:
         out.append(("c2c_latency", heat))
     return out
 

@@ -173,13 +173,10 @@ def series_label(variant: Tuple[Tuple[str, str], ...], varying: Iterable[str]) -
 
 def varying_keys(variants: Iterable[Tuple[Tuple[str, str], ...]]) -> List[str]:
     """Param keys whose value differs between the given variants."""
-    values: Dict[str, set] = {}
-    variants = list(variants)
-    for variant in variants:
-        for k, v in variant:
-            values.setdefault(k, set()).add(v)
-    return [k for k, vs in values.items() if len(vs) > 1 or
-            sum(1 for var in variants if k in dict(var)) < len(variants)]
+    variants = [dict(v) for v in variants]
+    # A key some variants lack varies too (None among its values).
+    return [k for k in dict.fromkeys(k for v in variants for k in v)
+            if len({v.get(k) for v in variants}) > 1]
 
 
 # Markers with the 10-colour cycle: no colour+marker pair repeats within 10 x len(MARKERS) series.

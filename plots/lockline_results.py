@@ -477,10 +477,8 @@ def row_overrun(row: Dict[str, Any]) -> bool:
 def _merge_single_point_families(points: List[Point]) -> None:
     """Fold foreign families of one variant at one thread count into one family
     `benchmarks`, so they share one figure."""
-    shapes: Dict[str, set] = {}
-    for p in points:
-        shapes.setdefault(p.family, set()).add((p.variant, p.threads))
-    single = {fam for fam, shape in shapes.items() if len(shape) == 1}
+    single = {fam for fam, pts in grouped(points, lambda p: p.family).items()
+              if len({(p.variant, p.threads) for p in pts}) == 1}
     if len(single) < 2:
         return
     for p in points:

@@ -211,9 +211,7 @@ def predict_pus(v: VariantInputs, pus: Sequence[Dict[str, Any]], d: Dict[str, np
     highest instance's utilization)."""
     groups = lock_groups(pus, len(pus), v.per_node)
     neighbours = l3_neighbours(pus)
-    x = np.zeros_like(d["s1"])
-    waiting = np.zeros_like(d["s1"])
-    util = np.zeros_like(d["s1"])
+    x, waiting, util = (np.zeros_like(d["s1"]) for _ in range(3))
     for g in groups:
         xg, wg, ug = _lock_x(len(g), group_transfer(class_pair_counts(g), d), v, d,
                              neighbours, stats=True)
@@ -593,15 +591,13 @@ def drop_time_shared(run: Run) -> Tuple[Run, int]:
 def assume_x86_latencies(lat: Dict[str, Dict[str, Any]]) -> str:
     """Non-x86 target: classes --latencies did not give are marked "assumed (x86 figures)" in
     `lat`; returns the note ("" when all were given)."""
-    if all(lat[c]["source"] == "given" for c in CLASSES):
-        return ""
-    for c in CLASSES:
-        if lat[c]["source"] != "given":
-            lat[c]["source"] = "assumed (x86 figures)"
-            lat[c]["why"] = ("the target is not x86; this figure is an x86 one (" +
-                             lat[c]["why"] + "): give --latencies for the target")
+    assumed = [c for c in CLASSES if lat[c]["source"] != "given"]
+    for c in assumed:
+        lat[c]["source"] = "assumed (x86 figures)"
+        lat[c]["why"] = ("the target is not x86; this figure is an x86 one (" +
+                         lat[c]["why"] + "): give --latencies for the target")
     return ("target latencies ASSUMED (x86 figures) on a non-x86 target: every "
-            "predicted number below rests on them")
+            "predicted number below rests on them") if assumed else ""
 
 
 def result_path(run: str) -> str:

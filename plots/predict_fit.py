@@ -360,9 +360,7 @@ def collect_variants(run: Run, fit_threads: Optional[Sequence[int]] = None
     """Variants of the lock families with usable 1-thread repetitions, with their repetitions
     at `fit_threads` (None: all), and notes on the variants not predicted."""
     groups: Dict[str, Dict[int, List[Point]]] = {}
-    first: Dict[str, Point] = {}
     skipped: List[str] = []
-    seen_skip = set()
     for p in run.points:
         if p.family not in LOCK_FAMILIES or p.aggregate or p.bench != p.family:
             continue
@@ -371,17 +369,15 @@ def collect_variants(run: Run, fit_threads: Optional[Sequence[int]] = None
         key = variant_key(p)
         why = next((w for k, v, w in NOT_PREDICTED_PARAMS if p.params.get(k) == v), None)
         if why is not None:
-            if key not in seen_skip:
-                seen_skip.add(key)
+            if f"{key}: not predicted: {why}" not in skipped:
                 skipped.append(f"{key}: not predicted: {why}")
             continue
         if not _usable(p) or p.metrics["ns_per_op"] <= 0:
             continue
         groups.setdefault(key, {}).setdefault(p.threads, []).append(p)
-        first.setdefault(key, p)
     out = []
     for key in sorted(groups):
-        p = first[key]
+        p = next(iter(groups[key].values()))[0]  # the key's first row
         acq = [r.metrics["acquisitions_per_op"] for reps in groups[key].values() for r in reps]
         if float(np.median(acq)) <= 0:
             skipped.append(f"{key}: not predicted: takes no lock (the lock-free fast path: "
@@ -591,12 +587,11 @@ def fit_all(variants: Sequence[VariantInputs], draws: int, rng: np.random.Genera
             v.fit_summary["outside_slowdown_pooled_over"] = len(members)
     for members in locks.values():
         bound = [v for v in members if v.fit_summary["lines_source"].startswith("throughput")]
-        for v in (members if bound else []):
-            if v not in bound:
-                fits[v.key]["lines"] = fits[bound[0].key]["lines"]
-                fits[v.key]["a"] = np.maximum(fits[v.key]["a"], fits[bound[0].key]["a"])
-                v.fit_summary["lines_source"] = f"the lock-bound {bound[0].key}'s"
-                v.fit_summary["lines_per_handoff"] = float(fits[v.key]["lines"][0])
+        for v in [v for v in members if bound and v not in bound]:
+            fits[v.key]["lines"] = fits[bound[0].key]["lines"]
+            fits[v.key]["a"] = np.maximum(fits[v.key]["a"], fits[bound[0].key]["a"])
+            v.fit_summary["lines_source"] = f"the lock-bound {bound[0].key}'s"
+            v.fit_summary["lines_per_handoff"] = float(fits[v.key]["lines"][0])
     for v in variants:
         r = (speed or {}).get(v.key, 1.0)
         fits[v.key]["s1"], fits[v.key]["z1"] = fits[v.key]["s1"] * r, fits[v.key]["z1"] * r

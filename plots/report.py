@@ -194,9 +194,7 @@ def _counters(counters: Any) -> str:
         events = counters.get("events")
         rest = {k: v for k, v in counters.items() if k != "events"}
         parts = [_records_table(events)] if isinstance(events, list) and events else []
-        if rest:
-            parts.append(_kv_table(rest))
-        return "\n".join(parts)
+        return "\n".join(parts + ([_kv_table(rest)] if rest else []))
     return "<p>no counter information recorded</p>"
 
 
@@ -425,8 +423,7 @@ def _heading(run: Run, title: str, verdicts: List[Dict[str, Any]]) -> List[str]:
     body = [f"<h1>{esc(title)}</h1>", f'<p class="caption">{esc(run.caption())}</p>',
             f'<p class="caption">source: {esc(os.path.abspath(run.path))}; suite '
             f'{esc(str(ll.get("suite", "n/a")))}; finished {esc(str(ll.get("finished", "n/a")))}</p>']
-    starved = starved_note(run)
-    if starved:
+    if starved := starved_note(run):
         body.append(f'<p class="warn" id="starved"><strong>{esc(starved)}</strong></p>')
     toc = [(qid, t) for qid, t, _, _ in QUESTIONS] + list(TAIL_SECTIONS)
     body.append("<ul>" + "".join(f'<li><a href="#{i}">{esc(t)}</a></li>' for i, t in toc)
@@ -461,9 +458,8 @@ def question_section(run: Run, question: Tuple[str, str, str, List[str]],
             f'<p class="caption scale">Measured here on {esc(run.scale_text())}; the '
             "seed discussion's machine is not this one.</p>"]
     shown = [s for s in [f"verdicts_{qid}"] + stems if s in images]
-    for stem in shown:
-        body.append(_img(images[stem], f"{stem} figure"))
-        used.add(stem)
+    body += [_img(images[stem], f"{stem} figure") for stem in shown]
+    used.update(shown)
     if not shown:
         body.append(f"<p>{NOT_RUN}: no {esc(', '.join(stems))} results in this run.</p>")
     body.append(verdict_html(mine, run))
@@ -488,8 +484,7 @@ def question_section(run: Run, question: Tuple[str, str, str, List[str]],
 
 def _kernel_tables(run: Run, qid: str) -> List[str]:
     """The real kernel's rows of a question (kernel_rows), [] when the run has none."""
-    krows = kernel_rows(run, KERNEL_FAMILIES.get(qid, []))
-    if not krows:
+    if not (krows := kernel_rows(run, KERNEL_FAMILIES.get(qid, []))):
         return []
     body = ["<h3>The real kernel, measured the same way</h3>"]
     batch = _dict(_dict(run.lockline.get("kernel_config")).get("folio_batch_size")).get("value")
@@ -508,18 +503,15 @@ def _prezero_tables(run: Run) -> List[str]:
     """Question 5's pre-zeroing tables (bursts against the pool, steady state) and its faults
     in the 2004 table's columns, each only when the run has such rows."""
     body = []
-    burst = prezero_burst_rows(run)
-    if burst:
+    if burst := prezero_burst_rows(run):
         body += ["<h3>Pre-zeroing with bursts: burst B against pool P</h3>",
                  _table(["protocol", "zeroer", "mode", "burst B (pages)", "pool P (pages)",
                          "B/P", "threads", "rate (faults/s)", "pre-zeroed share"], burst)]
-    steady = prezero_steady_rows(run)
-    if steady:
+    if steady := prezero_steady_rows(run):
         body += ["<h3>Pre-zeroing in steady state: allocations that write every line</h3>",
                  _table(["mode", "method", "idle (us)", "threads", "rate (faults/s)",
                          "pre-zeroed share", "touches"], steady)]
-    frows = fault_seed_rows(run)
-    if frows:
+    if frows := fault_seed_rows(run):
         body.append("<h3>Faults in the 2004 table's columns</h3>")
         body.append('<p class="caption">The 2004 table\'s own wall-second column is '
                     "inconsistent with its faults/wall-s column by about 10x (1 GB = "
@@ -574,8 +566,7 @@ def _machine_sections(run: Run) -> List[str]:
              "<p>no placement plans recorded (not a lockline run?)</p>", "</section>"]
     body += ['<section id="counters"><h2>Counters availability</h2>',
              _counters(ll.get("counters"))]
-    derived = derived_counter_rows(run)
-    if derived:
+    if derived := derived_counter_rows(run):
         body += ["<h3>Derived counters</h3>",
                  _table(["row", "threads"] + list(DERIVED_COUNTERS), derived)]
     body.append("</section>")

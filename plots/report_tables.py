@@ -299,9 +299,8 @@ def _page_free_rows(run: Run, verdicts: List[Dict[str, Any]]) -> List[List[Any]]
     for v in races or [{"variant": "fastpath", "verdict": NOT_RUN}]:
         seed = ("racy: reclaim can take a reference between the two tests"
                 if v["variant"] == "fastpath" else "-")
-        what = f"race test, variant {v['variant']}"
-        if v.get("scanner"):
-            what += f", scanner {v['scanner']}"
+        what = f"race test, variant {v['variant']}" + (
+            f", scanner {v['scanner']}" if v.get("scanner") else "")
         rows.append([what, seed, v["verdict"], "same question (safety), no seed figure"])
     return rows
 
