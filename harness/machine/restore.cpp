@@ -56,25 +56,19 @@ void WriteStateFile(const std::string& state) {
   const int fd = open(
       tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
   const auto fail = [&](int err) {
+    if (fd >= 0) unlink(tmp.c_str());  // written in part, or not renamed
     throw std::runtime_error("cannot write the settings state file " + state +
                              ": " + std::strerror(err) +
                              " (the setting is not changed)");
   };
   if (fd < 0) fail(errno);
-  if (write(fd, text.data(), text.size()) !=
-          static_cast<ssize_t>(text.size()) ||
-      fsync(fd) != 0) {
-    const int err = errno;
-    close(fd);
-    unlink(tmp.c_str());
-    fail(err);
-  }
+  const bool written = write(fd, text.data(), text.size()) ==
+                           static_cast<ssize_t>(text.size()) &&
+                       fsync(fd) == 0;
+  const int err = errno;
   close(fd);
-  if (rename(tmp.c_str(), state.c_str()) != 0) {
-    const int err = errno;
-    unlink(tmp.c_str());
-    fail(err);
-  }
+  if (!written) fail(err);
+  if (rename(tmp.c_str(), state.c_str()) != 0) fail(errno);
 }
 
 // Opens (creating it and `dir`) dir/name; -1 with errno on failure.
@@ -82,6 +76,13 @@ int OpenInDir(const std::string& dir, const char* name = "sysctl.lock") {
   mkdir(dir.c_str(), 0755);
   return open((dir + "/" + name).c_str(),
               O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+}
+
+// flock(LOCK_EX | LOCK_NB); false, and `fd` closed, if another holds it.
+bool TryLock(int fd) {
+  if (flock(fd, LOCK_EX | LOCK_NB) == 0) return true;
+  close(fd);
+  return false;
 }
 
 std::string HolderPid(const std::string& file) {
@@ -93,29 +94,27 @@ std::string HolderPid(const std::string& file) {
 
 // AcquireSettingsLock with g_register_mu held.
 void LockSettingsLocked(const std::string& path) {
+  if (g_lock_fd.load() >= 0) return;
   const std::string dir = RestoreStateDir();
   const std::string state = dir + "/restore.state";
-  if (g_lock_fd.load() < 0) {
-    const int fd = OpenInDir(dir);
-    if (fd < 0)
-      throw std::runtime_error("cannot open the settings lock " + dir +
-                               "/sysctl.lock: " + std::strerror(errno) +
-                               " (the setting is not changed)");
-    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
-      close(fd);
-      const std::string pid = HolderPid(state);
-      throw SettingBusy(
-          "another lockline run" + (pid.empty() ? "" : " (pid " + pid + ")") +
-          " holds " + dir +
-          "/sysctl.lock and is changing a setting now: " + path +
-          " not changed, this point not measured (run one lockline at "
-          "a time, or this point's default setting)");
-    }
-    if (state.size() >= sizeof g_state_path)
-      throw std::length_error("RegisterRestore: state path too long");
-    std::memcpy(g_state_path, state.c_str(), state.size() + 1);
-    g_lock_fd.store(fd);
+  const int fd = OpenInDir(dir);
+  if (fd < 0)
+    throw std::runtime_error("cannot open the settings lock " + dir +
+                             "/sysctl.lock: " + std::strerror(errno) +
+                             " (the setting is not changed)");
+  if (!TryLock(fd)) {
+    const std::string pid = HolderPid(state);
+    throw SettingBusy(
+        "another lockline run" + (pid.empty() ? "" : " (pid " + pid + ")") +
+        " holds " + dir +
+        "/sysctl.lock and is changing a setting now: " + path +
+        " not changed, this point not measured (run one lockline at "
+        "a time, or this point's default setting)");
   }
+  if (state.size() >= sizeof g_state_path)
+    throw std::length_error("RegisterRestore: state path too long");
+  std::memcpy(g_state_path, state.c_str(), state.size() + 1);
+  g_lock_fd.store(fd);
 }
 
 std::vector<std::string>& TestPaths() {
@@ -134,16 +133,23 @@ std::string UnsafeOwner(const struct stat& st, const std::string& what) {
   return "";
 }
 
-// UnsafeOwner of a state file `path` (lstat `st`, regular) and its `dir`.
-std::string UnsafeStateFile(const std::string& dir, const std::string& path,
-                            const struct stat& st) {
+// Whether the state file `path` in `dir` is there and safe to act on (both
+// UnsafeOwner "", it regular); if not safe, warns "<what> recovery skipped: ".
+bool SafeStateFile(const std::string& dir, const std::string& path,
+                   const std::string& what, const std::string& hint,
+                   std::vector<std::string>& warnings) {
+  struct stat st {};
+  if (lstat(path.c_str(), &st) != 0) return false;
   struct stat dst {};
-  if (lstat(dir.c_str(), &dst) != 0 || !S_ISDIR(dst.st_mode))
-    return dir + " is not a directory";
-  std::string unsafe = UnsafeOwner(dst, "the state directory " + dir);
-  if (unsafe.empty() && !S_ISREG(st.st_mode))
-    unsafe = path + " is not a regular file";
-  return unsafe.empty() ? UnsafeOwner(st, path) : unsafe;
+  std::string unsafe = lstat(dir.c_str(), &dst) != 0 || !S_ISDIR(dst.st_mode)
+                           ? dir + " is not a directory"
+                           : UnsafeOwner(dst, "the state directory " + dir);
+  if (unsafe.empty())
+    unsafe = S_ISREG(st.st_mode) ? UnsafeOwner(st, path)
+                                 : path + " is not a regular file";
+  if (!unsafe.empty())
+    warnings.push_back(what + " recovery skipped: " + unsafe + hint);
+  return unsafe.empty();
 }
 
 // Writes `value` to a registered path (O_NOFOLLOW, no O_CREAT); "" or why not.
@@ -263,16 +269,12 @@ std::vector<std::string> RecoverPreviousRun() {
   std::vector<std::string> warnings;
   const std::string dir = RestoreStateDir();
   const std::string state = dir + "/restore.state";
-  struct stat st {};
-  if (lstat(state.c_str(), &st) != 0) return warnings;
-  if (const std::string unsafe = UnsafeStateFile(dir, state, st);
-      !unsafe.empty()) {
-    warnings.push_back("settings recovery skipped: " + unsafe +
-                       "; nothing restored (check " + dir +
-                       ", or set LOCKLINE_STATE_DIR to a directory only "
-                       "root can write)");
+  if (!SafeStateFile(dir, state, "settings",
+                     "; nothing restored (check " + dir +
+                         ", or set LOCKLINE_STATE_DIR to a directory only "
+                         "root can write)",
+                     warnings))
     return warnings;
-  }
   // The lock is recreated when missing: a dead run's state is still recovered.
   const int fd = OpenInDir(dir);
   if (fd < 0) {
@@ -280,10 +282,7 @@ std::vector<std::string> RecoverPreviousRun() {
                        "/sysctl.lock: " + std::strerror(errno));
     return warnings;
   }
-  if (flock(fd, LOCK_EX | LOCK_NB) != 0) {  // a live run: it restores its own
-    close(fd);
-    return warnings;
-  }
+  if (!TryLock(fd)) return warnings;  // a live run: it restores its own
   const int sfd = open(state.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
   std::string text;
   if (sfd >= 0) {
@@ -404,19 +403,9 @@ std::vector<std::string> RecoverTracefsMount() {
   std::vector<std::string> warnings;
   const std::string dir = RestoreStateDir();
   const std::string path = dir + "/tracefs.state";
-  struct stat st {};
-  if (lstat(path.c_str(), &st) != 0) return warnings;
-  if (const std::string unsafe = UnsafeStateFile(dir, path, st);
-      !unsafe.empty()) {
-    warnings.push_back("tracefs recovery skipped: " + unsafe);
-    return warnings;
-  }
+  if (!SafeStateFile(dir, path, "tracefs", "", warnings)) return warnings;
   const int fd = open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW);
-  if (fd < 0) return warnings;
-  if (flock(fd, LOCK_EX | LOCK_NB) != 0) {  // its run is alive
-    close(fd);
-    return warnings;
-  }
+  if (fd < 0 || !TryLock(fd)) return warnings;  // else its run is alive
   std::string pid = HolderPid(path);
   if (!RecoverableValue(pid)) pid = "?";
   if (geteuid() == 0 && TracefsMounted()) {

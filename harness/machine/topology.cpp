@@ -91,14 +91,12 @@ std::vector<int> ParseIntList(const std::string& raw, const std::string& what) {
       if (!ParseNumber(item, &lo)) throw bad("is not a non-negative number");
       hi = lo;
     } else {
-      std::string a = item.substr(0, dash), rest = item.substr(dash + 1);
-      std::string b = rest;
-      size_t colon = rest.find(':');
-      if (colon != std::string::npos) {
-        b = rest.substr(0, colon);
-        if (!ParseNumber(rest.substr(colon + 1), &stride) || stride == 0)
-          throw bad("has a bad stride (want a positive number after ':')");
-      }
+      const std::string a = item.substr(0, dash), rest = item.substr(dash + 1);
+      const size_t colon = rest.find(':');
+      const std::string b = rest.substr(0, colon);
+      if (colon != std::string::npos &&
+          (!ParseNumber(rest.substr(colon + 1), &stride) || stride == 0))
+        throw bad("has a bad stride (want a positive number after ':')");
       if (a.empty())
         throw bad("has no range start (negative numbers are not accepted)");
       if (b.empty()) throw bad("has no range end");
@@ -134,28 +132,24 @@ std::string XmlTopologyVersion(const std::string& head) {
 
 // Checks `path` is a file hwloc 2.x can parse (hwloc says only EINVAL).
 void CheckXmlFile(const std::string& path) {
-  const std::string accepted =
-      "; accepted: host, synthetic:DESCRIPTION, or the path of an hwloc "
-      "1.x/2.x XML file";
+  const auto bad = [&](const std::string& why) {
+    return TopologyError("topology '" + path + "'" + why +
+                         "; accepted: host, synthetic:DESCRIPTION, or the path "
+                         "of an hwloc 1.x/2.x XML file");
+  };
   struct stat st {};
   if (stat(path.c_str(), &st) != 0)
-    throw TopologyError("topology '" + path + "': cannot open (" +
-                        std::strerror(errno) + ")" + accepted);
-  if (S_ISDIR(st.st_mode))
-    throw TopologyError("topology '" + path +
-                        "' is a directory, not an XML file" + accepted);
+    throw bad(": cannot open (" + std::string(std::strerror(errno)) + ")");
+  if (S_ISDIR(st.st_mode)) throw bad(" is a directory, not an XML file");
   std::ifstream in(path, std::ios::binary);
   if (!in)
-    throw TopologyError("topology '" + path + "': cannot read (" +
-                        std::strerror(errno) + ")" + accepted);
+    throw bad(": cannot read (" + std::string(std::strerror(errno)) + ")");
   std::string head(8192, '\0');
   in.read(head.data(), static_cast<std::streamsize>(head.size()));
   head.resize(static_cast<size_t>(in.gcount()));
   if (head.find("<topology") == std::string::npos)
-    throw TopologyError(
-        "topology '" + path +
-        "' is not an hwloc XML file (no <topology> element in its first " +
-        std::to_string(head.size()) + " bytes)" + accepted);
+    throw bad(" is not an hwloc XML file (no <topology> element in its first " +
+              std::to_string(head.size()) + " bytes)");
   const std::string version = XmlTopologyVersion(head);
   if (!version.empty() && std::atoi(version.c_str()) >= 3)
     throw TopologyError(
@@ -439,8 +433,7 @@ std::vector<std::string> RestrictedBy(const TopologySummary& s, bool is_host,
 
 void CountLevels(hwloc_topology_t topo, TopologySummary* s) {
   auto count = [&](hwloc_obj_type_t type) {
-    int n = hwloc_get_nbobjs_by_type(topo, type);
-    return n < 0 ? 0 : n;
+    return std::max(0, hwloc_get_nbobjs_by_type(topo, type));
   };
   s->packages = count(HWLOC_OBJ_PACKAGE);
   s->numa_nodes = count(HWLOC_OBJ_NUMANODE);
@@ -556,9 +549,8 @@ std::unique_ptr<Topology> Topology::Load(const std::string& raw_spec) {
   s.source = source;
   CountLevels(t->topo_, &s);
   s.usable_pus = static_cast<int>(t->pus_.size());
-  s.complete_pus = std::max(complete_pus, s.pus);
-  s.complete_pus = std::max(s.complete_pus, hwloc_bitmap_weight(online.b));
   s.online_pus = hwloc_bitmap_weight(online.b);
+  s.complete_pus = std::max({complete_pus, s.pus, s.online_pus});
   s.allowed_pus = hwloc_bitmap_weight(allowed);
   s.affinity_pus = have_affinity ? hwloc_bitmap_weight(affinity.b) : -1;
   s.restricted_by = RestrictedBy(s, t->is_host_, online, present, allowed,
@@ -789,17 +781,14 @@ std::string FormatPlans(const Topology& topo, const PinSpec& pin,
                         const std::vector<int>& counts, bool oversubscribe) {
   const std::vector<PuInfo> order = PlacementOrder(topo, pin);
   const TopologySummary& s = topo.summary();
+  std::string restricted;
+  for (const std::string& why : s.restricted_by)
+    restricted += (restricted.empty() ? "; restricted by " : ", ") + why;
   std::ostringstream out;
   out << "topology " << s.source << ": " << s.packages << " packages, "
       << s.numa_nodes << " NUMA nodes, " << s.l3s << " L3s, " << s.cores
       << " cores, " << s.pus << " PUs (" << s.usable_pus << " of "
-      << s.complete_pus << " usable: " << UsableList(topo)
-      << (s.restricted_by.empty() ? "" : "; restricted by ") <<
-      [&] {
-        std::string r;
-        for (const auto& w : s.restricted_by) r += (r.empty() ? "" : ", ") + w;
-        return r;
-      }()
+      << s.complete_pus << " usable: " << UsableList(topo) << restricted
       << "), cache line "
       << (s.cache_line_known
               ? std::to_string(s.cache_line_bytes) + " bytes"

@@ -70,9 +70,14 @@ bool PerfPrivileged() {
          (caps >> kCapSysAdmin & 1);
 }
 
-int OpenEvent(perf_event_attr* attr, int group_fd) {
-  return static_cast<int>(
-      perf_event_open(attr, 0, -1, group_fd, PERF_FLAG_FD_CLOEXEC));
+// Opens `attr` on this thread with times (and ids: `group`) read: the leader,
+// disabled, when `fds` is empty, else a member of fds[0]'s group; fd or -1.
+int OpenInGroup(perf_event_attr attr, const std::vector<int>& fds, bool group) {
+  attr.disabled = fds.empty() ? 1 : 0;
+  attr.read_format = PERF_FORMAT_TOTAL_TIME_ENABLED |
+                     PERF_FORMAT_TOTAL_TIME_RUNNING |
+                     (group ? PERF_FORMAT_GROUP : 0);
+  return PerfEventOpen(&attr, 0, fds.empty() ? -1 : fds[0]);
 }
 
 // True when `attr` is of `type` with one of `configs`.
@@ -256,11 +261,10 @@ class ThreadCountersImpl final : public ThreadCounters {
         left_out_[i] = true;
         continue;
       }
-      if (!e.software && e.grouped) {
+      if (!e.software && e.grouped)
         hardware.push_back(i);
-      } else {
+      else
         OpenUnit({i}, false);
-      }
     }
     if (!hardware.empty()) OpenUnit(hardware, true);
     // Hardware last on Start and first on Stop: the tightest window.
@@ -333,9 +337,6 @@ class ThreadCountersImpl final : public ThreadCounters {
   }
 
  private:
-  static constexpr uint64_t kReadFormat =
-      PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING;
-
   void OpenFailed(size_t i, int err) {
     const EventPlan& e = state_->events[i];
     open_error_[i] =
@@ -350,10 +351,7 @@ class ThreadCountersImpl final : public ThreadCounters {
     Unit u;
     u.grouped = grouped;
     for (size_t i : members) {
-      perf_event_attr attr = state_->events[i].attr;
-      attr.disabled = u.fds.empty() ? 1 : 0;
-      attr.read_format = kReadFormat | (grouped ? PERF_FORMAT_GROUP : 0);
-      const int fd = OpenEvent(&attr, u.fds.empty() ? -1 : u.fds[0]);
+      const int fd = OpenInGroup(state_->events[i].attr, u.fds, grouped);
       if (fd < 0) {
         OpenFailed(i, errno);
         continue;
@@ -416,12 +414,8 @@ std::string NormalizeModifiers(const std::string& name, bool* explicit_plm) {
 int ProbeOpen(const std::vector<perf_event_attr>& attrs, bool group = false) {
   std::vector<int> fds;
   int err = 0;
-  for (perf_event_attr attr : attrs) {
-    attr.disabled = fds.empty() ? 1 : 0;
-    attr.read_format = PERF_FORMAT_TOTAL_TIME_ENABLED |
-                       PERF_FORMAT_TOTAL_TIME_RUNNING |
-                       (group ? PERF_FORMAT_GROUP : 0);
-    const int fd = OpenEvent(&attr, fds.empty() ? -1 : fds[0]);
+  for (const perf_event_attr& attr : attrs) {
+    const int fd = OpenInGroup(attr, fds, group);
     if (fd < 0) {
       err = errno;
       break;
@@ -484,11 +478,10 @@ class CounterSessionImpl final : public CounterSession {
       if (!a.reason.empty()) label += " (" + a.reason + ")";
       auto it = std::find_if(groups.begin(), groups.end(),
                              [&](const auto& g) { return g.first == label; });
-      if (it == groups.end()) {
+      if (it == groups.end())
         groups.emplace_back(label, a.name);
-      } else {
+      else
         it->second += " " + a.name;
-      }
     }
     std::stable_partition(groups.begin(), groups.end(), [](const auto& g) {
       return g.first.rfind("available", 0) == 0;
@@ -935,6 +928,11 @@ bool KernelHasHardwarePmu() {
       return true;
   }
   return false;
+}
+
+int PerfEventOpen(perf_event_attr* attr, pid_t pid, int group_fd) {
+  return static_cast<int>(
+      perf_event_open(attr, pid, -1, group_fd, PERF_FLAG_FD_CLOEXEC));
 }
 
 int PerfEventParanoid() {

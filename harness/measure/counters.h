@@ -3,12 +3,16 @@
 // or `unavailable` with a reason: a missing counter is never 0.
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstdint>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
 #include <vector>
+
+struct perf_event_attr;  // <linux/perf_event.h>
 
 namespace lockline {
 
@@ -134,6 +138,10 @@ bool KernelHasHardwarePmu();
 inline constexpr int kParanoidUnreadable = -1000;
 /// /proc/sys/kernel/perf_event_paranoid (3 on Debian), or kParanoidUnreadable.
 int PerfEventParanoid();
+
+/// perf_event_open(2) of `attr` for `pid` (0: this thread) on any CPU in
+/// `group_fd`'s group (-1: none), close-on-exec: the fd, or -1 with errno.
+int PerfEventOpen(perf_event_attr* attr, pid_t pid, int group_fd);
 
 /// Human reason for a failed perf_event_open (errno `err`) of one event.
 std::string ExplainPerfOpenError(int err, bool hardware, bool kernel_counting,

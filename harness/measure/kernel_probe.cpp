@@ -6,11 +6,11 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -28,17 +28,14 @@ constexpr uint16_t kMaxStack = 32;
 
 int ReadIdFile(const std::string& path) {
   const std::string s = ReadSmallFile(path);
-  if (s.empty()) return -1;
-  try {
-    return std::stoi(s);
-  } catch (...) {
-    return -1;
-  }
+  int id = -1;  // kept when `s` does not start with a number that fits
+  std::from_chars(s.data(), s.data() + s.size(), id);
+  return id;
 }
 
-long PerfOpen(perf_event_attr* attr, pid_t pid, int group) {
-  return syscall(SYS_perf_event_open, attr, pid, -1, group,
-                 PERF_FLAG_FD_CLOEXEC);
+void CloseFd(int& fd) {
+  if (fd >= 0) close(fd);
+  fd = -1;
 }
 
 // Why a kernel-side software or tracepoint event did not open (errno `err`).
@@ -89,8 +86,7 @@ constexpr const char* kMmapPrefix = "mmap of the sample ring: ";
 void CloseRing(SampleRing& r) {
   if (r.map) munmap(r.map, r.bytes);
   r.map = nullptr;
-  if (r.fd >= 0) close(r.fd);
-  r.fd = -1;
+  CloseFd(r.fd);
 }
 
 // Opens `a` for `pid` with a ring of `pages` data pages (a power of two),
@@ -99,7 +95,7 @@ std::string OpenRing(perf_event_attr& a, pid_t pid, std::size_t pages,
                      SampleRing* r) {
   a.wakeup_events = 1u << 30;  // nobody polls: no wakeups
   r->sample_type = a.sample_type;
-  r->fd = static_cast<int>(PerfOpen(&a, pid, -1));
+  r->fd = PerfEventOpen(&a, pid, -1);
   if (r->fd < 0) return ExplainOpenError(errno);
   int err = 0;
   for (pages = std::max<std::size_t>(pages, 8); pages >= 8; pages /= 2) {
@@ -441,10 +437,8 @@ TaskContention::~TaskContention() { Close(); }
 void TaskContention::Close() {
   CloseRing(sample_);
   clock_.Close();
-  for (int* fd : {&begin_fd_, &end_fd_}) {
-    if (*fd >= 0) close(*fd);
-    *fd = -1;
-  }
+  CloseFd(begin_fd_);
+  CloseFd(end_fd_);
 }
 
 std::string TaskContention::Open(pid_t pid, uint64_t sample_period,
@@ -471,13 +465,12 @@ std::string TaskContention::Open(pid_t pid, uint64_t sample_period,
        {std::tuple{&begin_fd_, tp.begin_id, "lock:contention_begin"},
         std::tuple{&end_fd_, tp.end_id, "lock:contention_end"}}) {
     perf_event_attr a = EventAttr(PERF_TYPE_TRACEPOINT, id);
-    *fd = static_cast<int>(PerfOpen(&a, pid, -1));
+    *fd = PerfEventOpen(&a, pid, -1);
     if (*fd < 0) {
       const int err = errno;
       sampling_reason_ = std::string("perf_event_open(") + name +
                          "): " + ExplainOpenError(err);
-      if (begin_fd_ >= 0) close(begin_fd_);
-      begin_fd_ = -1;
+      CloseFd(begin_fd_);
       return sampling_reason_;
     }
   }
@@ -558,10 +551,7 @@ ZoneLockCounter::~ZoneLockCounter() { Close(); }
 
 void ZoneLockCounter::Close() {
   for (Kind* k : {&alloc_, &drain_}) {
-    for (int& fd : k->marks) {
-      if (fd >= 0) close(fd);
-      fd = -1;
-    }
+    for (int& fd : k->marks) CloseFd(fd);
     CloseRing(k->ring);
     k->seen = false;
   }
@@ -607,7 +597,7 @@ std::string ZoneLockCounter::Open(pid_t pid, std::size_t ring_pages) {
       if (mid < 0) return fail(why);
       perf_event_attr m = EventAttr(PERF_TYPE_TRACEPOINT, mid);
       m.disabled = 0;  // counts while its leader is enabled
-      w.kind->marks[i] = static_cast<int>(PerfOpen(&m, pid, w.kind->ring.fd));
+      w.kind->marks[i] = PerfEventOpen(&m, pid, w.kind->ring.fd);
       if (w.kind->marks[i] < 0)
         return fail(std::string("perf_event_open(kmem:") + w.marks[i] +
                     "): " + ExplainOpenError(errno));

@@ -26,30 +26,13 @@ bool TakeValue(const std::string& arg, const std::string& flag,
   return true;
 }
 
-int ParsePositiveInt(const std::string& text, const std::string& flag) {
-  char* end = nullptr;
-  const long v = std::strtol(text.c_str(), &end, 10);
-  if (text.empty() || *end != '\0' || v < 1 || v > 100000)
-    throw UsageError("bad " + flag + " value '" + text +
-                     "': accepted is a whole number 1-100000");
-  return static_cast<int>(v);
-}
-
-// `v` as a whole number of at most three digits; 0 when it is not one.
-int SmallWholeNumber(const std::string& v) {
+// `v` as a whole number (digits only) from 1 to `max` (< 1000); else throws
+// UsageError(`why`).
+int WholeNumber(const std::string& v, int max, const std::string& why) {
   const bool digits = !v.empty() && v.size() <= 3 &&
                       v.find_first_not_of("0123456789") == std::string::npos;
-  return digits ? std::stoi(v) : 0;
-}
-
-// --runs=N: a whole number from 1 to kMaxRuns.
-int ParseRuns(const std::string& v) {
-  const int n = SmallWholeNumber(v);
-  if (n < 1 || n > kMaxRuns)
-    throw UsageError("--runs=" + v +
-                     ": accepted: a whole number of independent runs from 1 "
-                     "to " +
-                     std::to_string(kMaxRuns) + " (default 1)");
+  const int n = digits ? std::stoi(v) : 0;
+  if (n < 1 || n > max) throw UsageError(why);
   return n;
 }
 
@@ -178,7 +161,12 @@ void CheckBenchmarkFlag(const std::string& arg, Options* o) {
     }
     o->benchmark_filter = value;
   } else if (name == "benchmark_repetitions") {
-    o->repetitions = ParsePositiveInt(value, "--benchmark_repetitions");
+    char* end = nullptr;
+    const long n = std::strtol(value.c_str(), &end, 10);
+    if (*end != '\0' || n < 1 || n > 100000)
+      throw UsageError("bad --benchmark_repetitions value '" + value +
+                       "': accepted is a whole number 1-100000");
+    o->repetitions = static_cast<int>(n);
     o->repetitions_given = true;
   } else if (name == "benchmark_out_format") {
     if (value != "json" && value != "console" && value != "csv")
@@ -229,41 +217,22 @@ struct Parsed {
 };
 using V = const std::string&;
 
-void SetDuetWith(Parsed& p, V v) {
-  if (v.empty() || access(v.c_str(), X_OK) != 0)
-    throw UsageError("--duet-with=" + v +
-                     ": not an executable file; accepted: the path of "
-                     "an earlier lockline binary");
-  p.o.duet_with = v;
-}
-
-void SetOversubscribeForce(Parsed& p, V v) {
-  if (v != "force")
-    throw UsageError("bad --oversubscribe value '" + v +
-                     "': accepted are --oversubscribe (up to 8x the "
-                     "usable PUs) and --oversubscribe=force (no cap)");
-  p.o.oversubscribe = p.o.oversubscribe_force = true;
-}
-
-void SetLayouts(Parsed& p, V v) {
-  if (v != "text" && v != "json")
-    throw UsageError("bad --layouts value '" + v +
-                     "': accepted are text and json");
-  p.o.layouts = v;
-}
-
 void SetEvidence(Parsed& p, V v) {
-  if (v == "on" || v == "off") {
-    p.o.evidence_windows = v == "on" ? kDefaultEvidenceWindows : 0;
-    return;
-  }
-  const int n = SmallWholeNumber(v);
-  if (n < 1 || n > kMaxEvidenceWindows)
-    throw UsageError("--evidence=" + v +
-                     ": expected on, off, or a number of evidence "
-                     "windows from 1 to " +
-                     std::to_string(kMaxEvidenceWindows));
-  p.o.evidence_windows = n;
+  p.o.evidence_windows =
+      v == "on"    ? kDefaultEvidenceWindows
+      : v == "off" ? 0
+                   : WholeNumber(v, kMaxEvidenceWindows,
+                                 "--evidence=" + v +
+                                     ": expected on, off, or a number of "
+                                     "evidence windows from 1 to " +
+                                     std::to_string(kMaxEvidenceWindows));
+}
+
+// --FLAG=DURATION|off: `off` for "off", else ParseDurationSeconds.
+double DurationOrOff(V v, double off, const std::string& flag, double min_s,
+                     double max_s) {
+  return v == "off" ? off
+                    : ParseDurationSeconds(v, flag + " (or off)", min_s, max_s);
 }
 
 // lockline's own flags: a switch (exactly `name`) or valued (`name`=VALUE,
@@ -285,12 +254,32 @@ const Flag kFlags[] = {
      [](Parsed& p, V) { p.o.plan = p.o.plan_json = true; }},
     {"--list", false, [](Parsed& p, V) { p.o.list = true; }},
     {"--window-server", false, [](Parsed& p, V) { p.o.window_server = true; }},
-    {"--duet-with", true, SetDuetWith},
+    {"--duet-with", true,
+     [](Parsed& p, V v) {
+       if (v.empty() || access(v.c_str(), X_OK) != 0)
+         throw UsageError("--duet-with=" + v +
+                          ": not an executable file; accepted: the path of "
+                          "an earlier lockline binary");
+       p.o.duet_with = v;
+     }},
     {"--oversubscribe", false, [](Parsed& p, V) { p.o.oversubscribe = true; }},
-    {"--oversubscribe", true, SetOversubscribeForce},
+    {"--oversubscribe", true,
+     [](Parsed& p, V v) {
+       if (v != "force")
+         throw UsageError("bad --oversubscribe value '" + v +
+                          "': accepted are --oversubscribe (up to 8x the "
+                          "usable PUs) and --oversubscribe=force (no cap)");
+       p.o.oversubscribe = p.o.oversubscribe_force = true;
+     }},
     {"--emulated", false, [](Parsed& p, V) { p.o.emulated = true; }},
     {"--layouts", false, [](Parsed& p, V) { p.o.layouts = "text"; }},
-    {"--layouts", true, SetLayouts},
+    {"--layouts", true,
+     [](Parsed& p, V v) {
+       if (v != "text" && v != "json")
+         throw UsageError("bad --layouts value '" + v +
+                          "': accepted are text and json");
+       p.o.layouts = v;
+     }},
     {"--pin", true, [](Parsed& p, V v) { p.o.pin = v; }},
     {"--threads", true, [](Parsed& p, V v) { p.o.threads = v; }},
     {"--mem", true, [](Parsed& p, V v) { p.o.mem = v; }},
@@ -306,24 +295,25 @@ const Flag kFlags[] = {
      [](Parsed& p, V) { p.o.until_resolved_s = kDefaultUntilResolvedS; }},
     {"--until-resolved", true,
      [](Parsed& p, V v) {
-       p.o.until_resolved_s =
-           v == "off"
-               ? -1
-               : ParseDurationSeconds(v, "--until-resolved (or off)",
-                                      kMinBudgetSeconds, kMaxBudgetSeconds);
+       p.o.until_resolved_s = DurationOrOff(
+           v, -1, "--until-resolved", kMinBudgetSeconds, kMaxBudgetSeconds);
      }},
     {"--fault-sampling", true,
      [](Parsed& p, V v) {
-       p.o.fault_sampling_s =
-           v == "off"
-               ? 0
-               : ParseDurationSeconds(v, "--fault-sampling (or off)",
-                                      kMinFaultSamplingS, kMaxFaultSamplingS);
+       p.o.fault_sampling_s = DurationOrOff(
+           v, 0, "--fault-sampling", kMinFaultSamplingS, kMaxFaultSamplingS);
      }},
     {"--evidence", true, SetEvidence},
     {"--precision", true,
      [](Parsed& p, V v) { p.o.precision = ParsePrecision(v); }},
-    {"--runs", true, [](Parsed& p, V v) { p.o.runs = ParseRuns(v); }},
+    {"--runs", true,
+     [](Parsed& p, V v) {
+       p.o.runs = WholeNumber(v, kMaxRuns,
+                              "--runs=" + v +
+                                  ": accepted: a whole number of independent "
+                                  "runs from 1 to " +
+                                  std::to_string(kMaxRuns) + " (default 1)");
+     }},
     {"--padding", true,
      [](Parsed& p, V v) {
        p.o.padding = ParsePadding(v);
@@ -522,15 +512,10 @@ std::string EscapeForMessage(const std::string& text) {
     const unsigned char c = static_cast<unsigned char>(text[i]);
     // Valid UTF-8 is kept; control characters and other bytes are escaped.
     const size_t len = c < 0x20 || c == 0x7f ? 0 : Utf8Length(text, i);
-    if (len > 0) {
-      out += text.substr(i, len);
-      i += len;
-    } else {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\x%02x", c);
-      out += buf;
-      ++i;
-    }
+    char buf[8];
+    std::snprintf(buf, sizeof buf, "\\x%02x", c);
+    out += len > 0 ? text.substr(i, len) : std::string(buf);
+    i += std::max<size_t>(len, 1);
   }
   return out;
 }
