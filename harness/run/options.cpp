@@ -512,10 +512,15 @@ std::string EscapeForMessage(const std::string& text) {
     const unsigned char c = static_cast<unsigned char>(text[i]);
     // Valid UTF-8 is kept; control characters and other bytes are escaped.
     const size_t len = c < 0x20 || c == 0x7f ? 0 : Utf8Length(text, i);
+    if (len > 0) {
+      out.append(text, i, len);
+      i += len;
+      continue;
+    }
     char buf[8];
     std::snprintf(buf, sizeof buf, "\\x%02x", c);
-    out += len > 0 ? text.substr(i, len) : std::string(buf);
-    i += std::max<size_t>(len, 1);
+    out += buf;
+    ++i;
   }
   return out;
 }
