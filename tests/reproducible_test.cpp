@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "harness/machine/memory.h"
+#include "harness/measure/team.h"
 #include "harness/run/options.h"
 #include "harness/run/runner.h"
 #include "harness/run/runs.h"
@@ -157,6 +158,60 @@ TEST(LayoutSampling, SeedsDifferByRepetitionAndKey) {
   EXPECT_NE(RepetitionLayoutSeed("k", 0), RepetitionLayoutSeed("k", 1));
   EXPECT_NE(RepetitionLayoutSeed("k", 0), RepetitionLayoutSeed("j", 0));
   EXPECT_EQ(RepetitionLayoutSeed("k", 3), RepetitionLayoutSeed("k", 3));
+}
+
+// Issue 49: a team thread's stack top (its static TLS, the MCS nodes) moves
+// by the recorded offset per seed, alike for one seed; drawing it leaves the
+// structures' offsets as they were (a stream of its own).
+thread_local char tls_probe[8];
+
+json StackDraw(const json& layout, int thread) {
+  for (const json& a : layout["allocations"])
+    if (a.value("what", "") == "thread " + std::to_string(thread) + " stack")
+      return a;
+  return json();
+}
+
+TEST(LayoutSampling, TeamStacksMoveTheirTlsByTheRecordedOffset) {
+  PointEnv env;
+  std::set<uintptr_t> tls, tls_plus_offset;
+  for (uint64_t seed = 1; seed <= 12; ++seed) {
+    uintptr_t plain = 0, after_stacks = 0;
+    {
+      LayoutSampling sampling(seed);
+      plain = reinterpret_cast<uintptr_t>(MakeShared<Small>(env).get());
+    }
+    {
+      LayoutSampling sampling(seed);
+      SampleStackPlacement(0);
+      SampleStackPlacement(1);
+      after_stacks = reinterpret_cast<uintptr_t>(MakeShared<Small>(env).get());
+    }
+    EXPECT_EQ(plain % 4096, after_stacks % 4096);
+    LayoutSampling sampling(seed);
+    ThreadTeam team(nullptr, {-1, -1}, nullptr);
+    std::vector<uintptr_t> at(2);
+    team.RunOnAll([&](int i) {
+      tls_probe[0] = 1;
+      at[i] = reinterpret_cast<uintptr_t>(&tls_probe[0]);
+    });
+    const json j = sampling.Json();
+    for (int i = 0; i < 2; ++i) {
+      const json d = StackDraw(j, i);
+      ASSERT_TRUE(d.is_object()) << j.dump();
+      const uint64_t off = d["offset_bytes"];
+      EXPECT_EQ(off % kDestructiveLine, 0u);
+      EXPECT_LT(off, LayoutSampling::kSpanBytes);
+      EXPECT_LT(d["skip_pages"].get<int>(), 32);
+      tls.insert(at[i] % 4096);
+      tls_plus_offset.insert((at[i] + off) % 4096);
+    }
+    // The same seed draws the same placement.
+    const StackPlacement again = SampleStackPlacement(0);
+    EXPECT_EQ(again.top_offset, StackDraw(j, 0)["offset_bytes"].get<size_t>());
+  }
+  EXPECT_EQ(tls_plus_offset.size(), 1u);  // moved by exactly the offset
+  EXPECT_GT(tls.size(), 5u);              // and it moves
 }
 
 TEST(DuetOverrun, OnlyThePairHoldingTheOverrunWindowIsFlagged) {

@@ -110,7 +110,31 @@ struct SampledMapping {
   void* base = nullptr;
   std::size_t len = 0, offset = 0;
   void* at = nullptr;
+  int skip_pages = 0;  // for FaultFirstPage
 };
+
+// Pages SkipFreePages may skip: 0 to 31.
+constexpr uint64_t kSkipPagesSpan = 32;
+
+// Draw `index` of the stream `stream` of the live sampler's seed (SplitMix64):
+// apart from s.rng, so a build that draws more of these draws the same
+// structure offsets as one that does not.
+uint64_t SeededDraw(const Sampler& s, uint64_t stream, uint64_t index) {
+  uint64_t z = s.seed ^ (stream * 0xd1b54a32d192ed03ULL);
+  z += 0x9e3779b97f4a7c15ULL * (index + 1);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+constexpr uint64_t kStackStream = 1, kPageStream = 2;
+
+// Faults in m's first page (the structure's, or its start) after skipping
+// m.skip_pages free pages: by the calling thread, after any binding.
+void FaultFirstPage(const SampledMapping& m) {
+  if (m.skip_pages == 0) return;
+  SkipFreePages skip(m.skip_pages);
+  *static_cast<volatile char*>(m.base) = 0;
+}
 // Maps it and records the draw (and `what` unless nullptr) for the row's
 // address_layout. Throws std::bad_alloc.
 SampledMapping MapSampled(std::size_t bytes, std::size_t step,
@@ -120,6 +144,11 @@ SampledMapping MapSampled(std::size_t bytes, std::size_t step,
   nlohmann::json* draw = nullptr;
   SampledMapping m;
   m.offset = DrawOffset(s, step, bytes, &draw);
+  if (draw != nullptr) {
+    m.skip_pages = static_cast<int>(SeededDraw(s, kPageStream, s.draws.size()) %
+                                    kSkipPagesSpan);
+    (*draw)["skip_pages"] = m.skip_pages;
+  }
   m.len = RoundUpToPage((bytes == 0 ? 1 : bytes) + m.offset);
   m.base = mmap(nullptr, m.len, PROT_READ | PROT_WRITE,
                 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -184,6 +213,38 @@ nlohmann::json LayoutSampling::Json() const {
           {"allocations", s.draws}};
 }
 
+StackPlacement SampleStackPlacement(int index) {
+  Sampler& s = TheSampler();
+  std::lock_guard<std::mutex> lk(s.mu);
+  if (!s.active || !s.sample) return {};
+  const uint64_t z = SeededDraw(s, kStackStream, static_cast<uint64_t>(index));
+  constexpr uint64_t kSlots = LayoutSampling::kSpanBytes / kDestructiveLine;
+  const StackPlacement at{(z % kSlots) * kDestructiveLine,
+                          static_cast<int>((z >> 32) % kSkipPagesSpan)};
+  s.draws.push_back({{"what", "thread " + std::to_string(index) + " stack"},
+                     {"step_bytes", kDestructiveLine},
+                     {"offset_bytes", at.top_offset},
+                     {"offset_from", "page end"},
+                     {"skip_pages", at.skip_pages}});
+  return at;
+}
+
+SkipFreePages::SkipFreePages(int pages) {
+  if (pages <= 0) return;
+  const std::size_t bytes = static_cast<std::size_t>(pages) * 4096;
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) return;
+  for (std::size_t at = 0; at < bytes; at += 4096)
+    static_cast<volatile char*>(p)[at] = 1;
+  base_ = p;
+  bytes_ = bytes;
+}
+
+SkipFreePages::~SkipFreePages() {
+  if (base_ != nullptr) munmap(base_, bytes_);
+}
+
 bool LiveLayoutSeed(uint64_t* seed) {
   Sampler& s = TheSampler();
   std::lock_guard<std::mutex> lk(s.mu);
@@ -244,6 +305,7 @@ nlohmann::json SharedRegionsJson(const Topology* topo) {
 void* AllocSampledObject(std::size_t bytes, std::size_t align,
                          const char* what) {
   const SampledMapping m = MapSampled(bytes, LayoutStep(align), what);
+  FaultFirstPage(m);
   std::lock_guard<std::mutex> lk(TheObjects().mu);
   TheObjects().live[m.at] = {m.base, m.len};
   return m.at;
@@ -349,6 +411,7 @@ SharedPtr AllocShared(std::size_t bytes, const PointEnv& env,
     hwloc_bitmap_free(set);
   }
   // First touch by the caller (or fault in on the bound node).
+  FaultFirstPage(m);
   std::memset(m.base, 0, m.len);
   std::lock_guard<std::mutex> lk(TheRegions().mu);
   TheRegions().live[m.at] = std::move(region);

@@ -83,6 +83,39 @@ bool LiveLayoutSeed(uint64_t* seed);
 /// and recorded by the live LayoutSampling; 0 without one or for step 0.
 std::size_t SampleLayoutOffset(std::size_t step, std::size_t bytes);
 
+/// Where a ThreadTeam thread's stack lies (after Stabilizer's stack
+/// randomization, ASPLOS 2013). Its top is `top_offset` bytes (a multiple of
+/// kDestructiveLine under 4 KiB) below the end of a fresh mapping, so its
+/// frames and its static TLS (the MCS and qspin nodes) sample the L1 set and
+/// 4 KiB aliasing bits per repetition; `skip_pages` pages are faulted around
+/// the fault of its top page (SkipFreePages), so that page is not the one the
+/// last repetition freed. Drawn from the live LayoutSampling's seed and
+/// `index` by a stream of their own (the structures' offsets are a build's
+/// without it) and recorded as "thread N stack"; {0, 0} without one.
+struct StackPlacement {
+  std::size_t top_offset = 0;  ///< bytes
+  int skip_pages = 0;          ///< pages
+};
+StackPlacement SampleStackPlacement(int index);
+
+/// Faults in `pages` private 4 KiB pages on construction and unmaps them on
+/// destruction. A page faulted meanwhile on this CPU takes another physical
+/// page than the first of its per-CPU free list (the page freed last, which
+/// a mapping made afresh each repetition would otherwise get back every
+/// time), so physical placement (the L2/L3 set, the L3 slice, the
+/// coherence home) is sampled too. Never throws: a failed mapping skips none.
+class SkipFreePages {
+ public:
+  explicit SkipFreePages(int pages);
+  ~SkipFreePages();
+  SkipFreePages(const SkipFreePages&) = delete;
+  SkipFreePages& operator=(const SkipFreePages&) = delete;
+
+ private:
+  void* base_ = nullptr;
+  std::size_t bytes_ = 0;
+};
+
 /// `bytes` zeroed, page-aligned bytes placed by env.mem_policy (first-touch by
 /// the main thread, local: the first PU's node, node:N, interleave: the
 /// point's nodes); falls back to first-touch with one warning where binding

@@ -67,10 +67,7 @@ ThreadTeam::ThreadTeam(const Topology* topo, std::vector<int> pus,
       slots_(pus_.size()) {
   threads_.reserve(pus_.size());
   try {
-    for (int i = 0; i < size(); ++i)
-      threads_.push_back(
-          StartThread(std::to_string(i) + " of " + std::to_string(size()),
-                      [this, i] { ThreadMain(i); }));
+    for (int i = 0; i < size(); ++i) StartThreadOnOwnStack(i);
     // Bind each thread and open its counters on it; a failure surfaces here.
     RunOnAllWithin(
         [this](int i) {
@@ -92,6 +89,52 @@ ThreadTeam::ThreadTeam(const Topology* topo, std::vector<int> pus,
   }
 }
 
+void ThreadTeam::StartThreadOnOwnStack(int index) {
+  const StackPlacement at = SampleStackPlacement(index);
+  pthread_attr_t attr;
+  std::size_t bytes = 0;
+  if (pthread_getattr_default_np(&attr) != 0)
+    throw std::runtime_error("pthread_getattr_default_np failed");
+  pthread_attr_getstacksize(&attr, &bytes);
+  // glibc's default guard: one page below the stack, never mapped writable.
+  bytes = RoundUpToPage(bytes) + 4096;
+  void* base =
+      mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
+           MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
+  if (base == MAP_FAILED) {
+    pthread_attr_destroy(&attr);
+    throw MapFailed(bytes, errno);
+  }
+  stacks_.push_back({base, bytes});
+  mprotect(base, 4096, PROT_NONE);
+  // glibc puts the thread's TCB and static TLS at the stack's top.
+  pthread_attr_setstack(&attr, static_cast<char*>(base) + 4096,
+                        bytes - 4096 - at.top_offset);
+  auto* arg = new std::pair<ThreadTeam*, int>(this, index);
+  pthread_t thread;
+  int err = 0;
+  {
+    SkipFreePages skip(at.skip_pages);  // pthread_create faults the top page
+    err = pthread_create(&thread, &attr, &ThreadTeam::ThreadEntry, arg);
+  }
+  pthread_attr_destroy(&attr);
+  if (err != 0) {
+    delete arg;
+    throw std::runtime_error(ThreadFailure(
+        std::to_string(index) + " of " + std::to_string(size()), err));
+  }
+  threads_.push_back(thread);
+}
+
+void* ThreadTeam::ThreadEntry(void* team_and_index) {
+  const auto* arg = static_cast<std::pair<ThreadTeam*, int>*>(team_and_index);
+  ThreadTeam* team = arg->first;
+  const int index = arg->second;
+  delete arg;
+  team->ThreadMain(index);
+  return nullptr;
+}
+
 ThreadTeam::~ThreadTeam() { Shutdown(); }
 
 void ThreadTeam::Shutdown() {
@@ -101,8 +144,10 @@ void ThreadTeam::Shutdown() {
     quit_ = true;
   }
   cv_.notify_all();
-  for (auto& t : threads_)
-    if (t.joinable()) t.join();
+  for (pthread_t t : threads_) pthread_join(t, nullptr);
+  threads_.clear();
+  for (const auto& [base, bytes] : stacks_) munmap(base, bytes);
+  stacks_.clear();
 }
 
 void ThreadTeam::ThreadMain(int index) {

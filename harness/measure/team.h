@@ -2,6 +2,8 @@
 // barrier, the wall-clock bound, and the ping-pong probe behind coherence.
 #pragma once
 
+#include <pthread.h>
+
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
@@ -83,7 +85,11 @@ class ThreadTeam {
     std::unique_ptr<ThreadCounters> counters;
   };
   void ThreadMain(int index);
-  void Shutdown();  // joins every thread; idempotent
+  /// Starts thread `index` on a stack of its own placed by
+  /// SampleStackPlacement; throws ThreadFailure's or MapFailed's text.
+  void StartThreadOnOwnStack(int index);
+  static void* ThreadEntry(void* team_and_index);
+  void Shutdown();  // joins every thread, unmaps their stacks; idempotent
   // With mu_ held: hands `fn` to every thread / rethrows a thread's error.
   void Post(const std::function<void(int)>& fn);
   void RethrowError();
@@ -92,7 +98,8 @@ class ThreadTeam {
   std::vector<int> pus_;
   CounterSession* counter_session_;
   std::string no_page_fault_counters_;  // "" or why they are left out
-  std::vector<std::thread> threads_;
+  std::vector<pthread_t> threads_;
+  std::vector<std::pair<void*, std::size_t>> stacks_;  // mapping, bytes
   PaddedSlots<Slot> slots_;
 
   std::mutex mu_;
