@@ -95,9 +95,9 @@ void ThreadTeam::StartThreadOnOwnStack(int index) {
   std::size_t bytes = 0;
   if (pthread_getattr_default_np(&attr) != 0)
     throw std::runtime_error("pthread_getattr_default_np failed");
-  pthread_attr_getstacksize(&attr, &bytes);
+  pthread_attr_getstacksize(&attr, &bytes);  // RLIMIT_STACK's, as std::thread
   // glibc's default guard: one page below the stack, never mapped writable.
-  bytes = RoundUpToPage(bytes) + 4096;
+  bytes = RoundUpToPage(std::max<std::size_t>(bytes, 1 << 20)) + 4096;
   void* base =
       mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
            MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
