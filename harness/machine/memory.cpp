@@ -135,6 +135,7 @@ void FaultFirstPage(const SampledMapping& m) {
   SkipFreePages skip(m.skip_pages);
   *static_cast<volatile char*>(m.base) = 0;
 }
+
 // Maps it and records the draw (and `what` unless nullptr) for the row's
 // address_layout. Throws std::bad_alloc.
 SampledMapping MapSampled(std::size_t bytes, std::size_t step,

@@ -101,9 +101,9 @@ StackPlacement SampleStackPlacement(int index);
 /// Faults in `pages` private 4 KiB pages on construction and unmaps them on
 /// destruction. A page faulted meanwhile on this CPU takes another physical
 /// page than the first of its per-CPU free list (the page freed last, which
-/// a mapping made afresh each repetition would otherwise get back every
-/// time), so physical placement (the L2/L3 set, the L3 slice, the
-/// coherence home) is sampled too. Never throws: a failed mapping skips none.
+/// a mapping made afresh each repetition may well get back), so physical
+/// placement (the L2/L3 set, the L3 slice, the coherence home) is sampled
+/// too. Never throws: a failed mapping skips none.
 class SkipFreePages {
  public:
   explicit SkipFreePages(int pages);
