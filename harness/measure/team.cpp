@@ -101,9 +101,11 @@ void ThreadTeam::StartThreadOnOwnStack(int index) {
   void* base =
       mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
            MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
-  if (base == MAP_FAILED) {
+  const std::string what =
+      std::to_string(index) + " of " + std::to_string(size());
+  if (base == MAP_FAILED) {  // EAGAIN, as pthread_create's own stack gives
     pthread_attr_destroy(&attr);
-    throw MapFailed(bytes, errno);
+    throw std::runtime_error(ThreadFailure(what, EAGAIN));
   }
   stacks_.push_back({base, bytes});
   mprotect(base, 4096, PROT_NONE);
@@ -120,8 +122,7 @@ void ThreadTeam::StartThreadOnOwnStack(int index) {
   pthread_attr_destroy(&attr);
   if (err != 0) {
     delete arg;
-    throw std::runtime_error(ThreadFailure(
-        std::to_string(index) + " of " + std::to_string(size()), err));
+    throw std::runtime_error(ThreadFailure(what, err));
   }
   threads_.push_back(thread);
 }

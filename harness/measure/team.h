@@ -86,7 +86,8 @@ class ThreadTeam {
   };
   void ThreadMain(int index);
   /// Starts thread `index` on a stack of its own placed by
-  /// SampleStackPlacement; throws ThreadFailure's or MapFailed's text.
+  /// SampleStackPlacement; throws ThreadFailure's text (EAGAIN when its
+  /// stack cannot be mapped, as pthread_create says).
   void StartThreadOnOwnStack(int index);
   static void* ThreadEntry(void* team_and_index);
   void Shutdown();  // joins every thread, unmaps their stacks; idempotent
