@@ -361,7 +361,6 @@ def _gate(tmp_path, pct):
         return code, {row["key"]: row for row in json.load(f)["rows"]}
 
 
-@needs_binary
 def _code_symbols(binary):
     """{name: address} of the code symbols (nm types T, t, W before _fini) named once."""
     out = subprocess.run(["nm", binary], capture_output=True, text=True, check=True).stdout
@@ -374,6 +373,7 @@ def _code_symbols(binary):
     return {name: addrs[0] for name, addrs in seen.items() if len(addrs) == 1 and addrs[0] < end}
 
 
+@needs_binary
 @needs_planted
 def test_planted_binary_keeps_every_function_of_lockline_at_its_address():
     """Issue 49: lockline_planted links its plant last, so the gate compares the same code layout
@@ -386,6 +386,7 @@ def test_planted_binary_keeps_every_function_of_lockline_at_its_address():
     assert len(mine) > 1000 and not moved, moved[:10]
 
 
+@needs_binary
 @needs_planted
 def test_planted_ten_percent_is_flagged_on_its_family_only(tmp_path):
     """The planted family is flagged (exit 1) and no other row ever is. A live, timed duet on a
