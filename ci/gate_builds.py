@@ -3,6 +3,7 @@
 old (ci/REGRESSION.md, "The old build in duet")."""
 
 import math
+import os
 import re
 import statistics
 import sys
@@ -37,12 +38,13 @@ def _dict(x):
 def load_build_pairs(paths, rate="cpu"):
     """Read a build-duet run (results/SCHEMA.md `details.build_duet`): "pairs" {key: [(label, old
     rate, new rate, (file, repetition_index))]}, overrun/preempted counts, "failed", "invariant",
-    "old_binary", "finished", "timing", "looks" (_round_label). Raises InputError for an unreadable
-    file or one without build-duet rows."""
+    "old_binary", "finished", "timing", "looks" (_round_label), "swapped_runs" (runs of
+    OLD --duet-with=NEW, read the other way round: _swapped). Raises InputError for an unreadable
+    file, one without build-duet rows or a run of other builds."""
     side = {"pairs": {}, "overrun_pairs": {}, "preempted_pairs": {}, "failed": {},
             "repetitions": {}, "invariant": {}, "old_binary": None, "finished": True,
-            "looks": {}, "timing": {}}
-    first = {}
+            "looks": {}, "timing": {}, "swapped_runs": 0}
+    first, builds = {}, None
     for index, path in enumerate(paths):
         doc = results.read_document(path)
         lctx = _dict(_dict(doc.get("context")).get("lockline"))
@@ -50,19 +52,50 @@ def load_build_pairs(paths, rate="cpu"):
             raise InputError(f"{path}: not a build-duet run (context.lockline.build_duet "
                              "missing); make one with lockline --duet-with=OLD_BINARY or "
                              "ci/regression.sh --against=OLD_BINARY")
-        side["old_binary"] = lctx["build_duet"].get("old_binary")
+        pair = _run_builds(doc, lctx)
+        builds = builds or pair
+        swapped = _swapped(path, pair, builds)
+        side["swapped_runs"] += int(swapped)
+        if not swapped:
+            side["old_binary"] = lctx["build_duet"].get("old_binary")
         if lctx.get("finished") is not True:
             side["finished"] = False
         names = _regime_names(lctx)
         first = first or names
         for r in doc["benchmarks"]:
             if r.get("run_type") != "aggregate":
-                _add_repetition(side, r, path, rate, _round_label(r, names, first, index))
-        for key in {results.row_key(r) for r in doc["benchmarks"]} if index else ():
+                _add_repetition(side, r, path, rate, _round_label(r, names, first, index),
+                                swapped)
+        # A swapped run is the other arm of the run before it (ci/regression.sh writes it to
+        # DIR/swapped: a build against a copy of itself cannot tell the arms apart), not a look.
+        second_arm = swapped or os.path.basename(
+            os.path.dirname(path) if path.endswith(".json") else path.rstrip("/")) == "swapped"
+        for key in {results.row_key(r) for r in doc["benchmarks"]} if index and not second_arm \
+                else ():
             side["looks"][key] = side["looks"].get(key, 0) + 1
     if not side["pairs"] and not side["failed"]:
         raise InputError(f"{', '.join(paths)}: no build-duet rows")
     return side
+
+
+def _run_builds(doc, lctx):
+    """(the run's own binary, its --duet-with binary), each resolved to a real path: the new and
+    the old build of a run that lockline NEW --duet-with=OLD made."""
+    own = _dict(doc.get("context")).get("executable")
+    old = lctx["build_duet"].get("old_binary")
+    return tuple(os.path.realpath(x) if isinstance(x, str) and x else "" for x in (own, old))
+
+
+def _swapped(path, pair, builds):
+    """Whether a run is the crossover arm of the first one (ci/regression.sh): the old build ran
+    it with the new build as its --duet-with, so its pairs' sides are the other way round. Raises
+    InputError for a run of two other builds."""
+    if pair == builds or "" in pair or "" in builds:
+        return False
+    if pair == builds[::-1]:
+        return True
+    raise InputError(f"{path}: a duet of {pair[0]} with {pair[1]}, not of the first run's "
+                     f"builds {builds[0]} and {builds[1]} (either way round)")
 
 
 def _regime_names(lctx):
@@ -96,7 +129,7 @@ def _round_label(r, names, first, index):
     return best[1] if best[0] <= math.log(SAME_REGIME_RATIO) else f"{label}@{index + 1}"
 
 
-def _add_repetition(side, r, path, rate, label):
+def _add_repetition(side, r, path, rate, label, swapped=False):
     key = results.row_key(r)
     if record_failure(side, r, key):
         return
@@ -117,6 +150,8 @@ def _add_repetition(side, r, path, rate, label):
         a, b = (pair.get(k) for k in BUILD_RATES[rate])
         if not (_number(a) and _number(b)):
             continue
+        if swapped:  # the old build measured here as "new", the new one as "old"
+            a, b = b, a
         physical_check(path, key, f"window pair {i} {BUILD_RATES[rate][0]} (old build)", a)
         physical_check(path, key, f"window pair {i} {BUILD_RATES[rate][1]} (new build)", b)
         if pair.get("overrun") is True:
@@ -169,17 +204,19 @@ def _regime_candidates(pairs, key, min_effect_pct, look=0):
 
 
 def _regime_state(c, row, options):
-    """A regime's answer: a significant change whose estimate reaches the minimum effect T is a
-    regression (improvement); "no change" when the interval is within +-T; else undecided
-    (ci/REGRESSION.md says why the estimate, not the interval, must reach T)."""
+    """A regime's answer: a significant change whose interval reaches the minimum effect T on
+    its side is a regression (improvement): a change of T cannot be ruled out; "no change" when
+    the interval is within +-T; else undecided (ci/REGRESSION.md "Roles" says why the interval,
+    not the estimate, must reach T)."""
     comp, eff = c["comp"], row["min_effect_pct"]
     if comp.ci is None:
         return "undecided"
     change = comp.effect * 100.0
+    far = (comp.ci[0] if change < 0 else comp.ci[1]) * 100.0
     significant = (c["p_adjusted"] is not None and
                    c["p_adjusted"] <= options["alpha"] * c["alpha_share"])
-    if significant and abs(change) >= eff:
-        return effect_verdict({"change_pct": change, "min_effect_pct": eff,
+    if significant and abs(far) >= eff:
+        return effect_verdict({"change_pct": far, "min_effect_pct": eff,
                                "direction": row["direction"]})
     if effects.is_equivalent(comp.ci, eff / 100.0):
         return "no change"
@@ -278,7 +315,11 @@ def compare_builds(side, options):
     notes = []
     if side["old_binary"]:
         notes.append(f"paired builds: baseline = the old build {side['old_binary']}, current = "
-                     "this build, window by window on the same PUs")
+                     "this build, window by window on the same PUs" +
+                     (f"; {side['swapped_runs']} of the runs with the roles swapped (the old "
+                      "build's process measuring, the new build's serving its windows), so "
+                      "what one role costs falls on both builds alike"
+                      if side["swapped_runs"] else ""))
     return finish(rows, [], notes, options, "paired-builds",
                   lambda m: builds_rule_text(options, m))
 
@@ -325,8 +366,8 @@ def builds_rule_text(options, m):
         f"(repetitions, then their pairs; widened for few repetitions); significance a "
         f"two-sided one-sample t test over the repetitions' median log pair ratios, "
         f"Holm-corrected over every regime of {m} rows (alpha "
-        f"{options['alpha']:g}); regression needs significance and a change of at least the "
-        f"minimum effect {options['min_effect']:g} %; 'no change larger than T %' "
+        f"{options['alpha']:g}); regression needs significance and an interval that reaches "
+        f"the minimum effect {options['min_effect']:g} % on the change's side; 'no change larger than T %' "
         f"needs the interval within +-T; a row answered in several regimes takes the first of "
         f"regression, improvement, no change that one of them says; a row measured again in "
         f"k later rounds spends alpha by stats.sequential_confidence(k)")
@@ -339,7 +380,7 @@ def builds_rule_text(options, m):
 # A later round adds at most this many repetitions to a row: a row still undecided after that is
 # one whose processes differ or whose machine is too noisy for the minimum effect.
 MAX_ROUND_REPETITIONS = 30
-# What one more lockline process costs besides its rows' repetitions (start-up, calibration).
+# What one more round costs besides its rows' repetitions (its two arms' start-up, calibration).
 ROUND_OVERHEAD_S = 5.0
 
 

@@ -10,7 +10,9 @@
 #   --against=OLD_BINARY  no baseline file: run the quick suite as a build duet with an earlier
 #                       lockline build (lockline --duet-with: the two builds' windows alternate on
 #                       the same PUs) and answer each row from its window pairs
-#                       (ci/compare.py --builds); for shared or noisy machines (ci/REGRESSION.md)
+#                       (ci/compare.py --builds); for shared or noisy machines (ci/REGRESSION.md).
+#                       Each pass has two arms, the second with the roles swapped (OLD
+#                       --duet-with=this build, in OUT/swapped): OLD must take --duet-with too
 #   after --             options passed to ci/compare.py (--min-effect, --override, ...)
 # Environment (all optional):
 #   BUILD     build directory holding the lockline binary     (default: build)
@@ -27,8 +29,8 @@
 #             undecided more repetitions (compare.py --builds --next-round; default 120, 0: none)
 #   OUT       run directory                               (default: $BUILD/regression-<date>)
 #   LOCKLINE_ARGS  extra lockline flags, e.g. "--budget=5m --pin=cores" (word-split)
-# Writes OUT/lockline.json (later rounds: OUT/round-K/), OUT/compare.txt, OUT/compare.md (for a
-# CI comment), OUT/compare.json.
+# Writes OUT/lockline.json and OUT/swapped/ (later rounds: OUT/round-K/), OUT/compare.txt,
+# OUT/compare.md (for a CI comment), OUT/compare.json.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -45,7 +47,7 @@ while (($#)); do
         exit 2
       fi ;;
     --) shift; compare_args=("$@"); break ;;
-    -h|--help) sed -n '2,31p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,34p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "regression.sh: unknown argument '$1' (accepted: --update-baseline," \
             "--against=OLD_BINARY, -- OPTIONS)" >&2
        exit 2 ;;
@@ -131,23 +133,62 @@ if [[ -n "$FILTER" ]]; then
   fi
 fi
 run=("$LOCKLINE" --quick "--benchmark_repetitions=$REPS" "--out=$OUT")
-[[ -n "$against" ]] && run+=("--duet-with=$against")
 [[ -n "$FILTER" ]] && run+=("--benchmark_filter=$FILTER")
-# shellcheck disable=SC2206  # word splitting of LOCKLINE_ARGS is the point
-[[ -n "${LOCKLINE_ARGS:-}" ]] && run+=(${LOCKLINE_ARGS})
-echo "regression.sh: ${run[*]}"
+if [[ -z "$against" ]]; then
+  # shellcheck disable=SC2206  # word splitting of LOCKLINE_ARGS is the point
+  [[ -n "${LOCKLINE_ARGS:-}" ]] && run+=(${LOCKLINE_ARGS})
+  echo "regression.sh: ${run[*]}"
+fi
 if [[ -n "$against" ]]; then
-  rc=0
-  "${run[@]}" || rc=$?
-  # 2: refused before anything was created (another schema or suite); 1 (rows with errors) is
-  # answered per row ("broken") below.
-  if ((rc == 2)) || [[ ! -s "$OUT/lockline.json" ]]; then
-    echo "regression.sh: the build duet did not run (lockline exit $rc)" >&2
-    exit 2
-  fi
+  # A crossover (ci/REGRESSION.md "Roles"): the duet's two processes do not play alike (one
+  # measures and serves the run, the other answers its windows), which read as offsets of up
+  # to 1.5 % in A/A duets. So each pass is two arms: this build measuring with the old one
+  # serving (OUT, REPS rounded up), then the old build measuring with this one serving
+  # (OUT/swapped, the rest); compare.py turns the second arm's pairs round.
+  new_bin=$(realpath "$LOCKLINE")
+  old_bin=$(realpath "$against")
+  # duet_pass DIR REPS [LOCKLINE FLAGS...]: one pass, both arms; "DIR" or "DIR,DIR/swapped" on
+  # stdout, nothing when the first arm wrote no results.
+  duet_pass() {
+    local dir=$1 reps=$2 log=${LOG:-}
+    shift 2
+    local first=$(((reps + 1) / 2)) second=$((reps / 2)) rc=0
+    local arm=("$new_bin" --quick "--benchmark_repetitions=$first" "--out=$dir"
+               "--duet-with=$old_bin" "$@")
+    # shellcheck disable=SC2206  # word splitting of LOCKLINE_ARGS is the point
+    [[ -n "${LOCKLINE_ARGS:-}" ]] && arm+=(${LOCKLINE_ARGS})
+    echo "regression.sh: ${arm[*]}" >&2
+    if [[ -n "$log" ]]; then "${arm[@]}" >"$log" 2>&1 || rc=$?; else "${arm[@]}" >&2 || rc=$?; fi
+    # 2: refused before anything was created (another schema or suite); 1 (rows with errors)
+    # is answered per row ("broken").
+    if ((rc == 2)) || [[ ! -s "$dir/lockline.json" ]]; then
+      echo "regression.sh: the build duet did not run (lockline exit $rc)" >&2
+      return 0
+    fi
+    local out=$dir
+    if ((second > 0)); then
+      arm=("$old_bin" --quick "--benchmark_repetitions=$second" "--out=$dir/swapped"
+           "--duet-with=$new_bin" "$@")
+      # shellcheck disable=SC2206
+      [[ -n "${LOCKLINE_ARGS:-}" ]] && arm+=(${LOCKLINE_ARGS})
+      echo "regression.sh: roles swapped: ${arm[*]}" >&2
+      rc=0
+      if [[ -n "$log" ]]; then "${arm[@]}" >>"$log" 2>&1 || rc=$?; else "${arm[@]}" >&2 || rc=$?; fi
+      if ((rc == 2)) || [[ ! -s "$dir/swapped/lockline.json" ]]; then
+        echo "regression.sh: warning: the old build could not measure with this one serving" \
+             "(exit $rc): this pass is $first repetitions of one arm, roles not crossed" >&2
+      else
+        out+=",$dir/swapped"
+      fi
+    fi
+    echo "$out"
+  }
+  filter_flag=()
+  [[ -n "$FILTER" ]] && filter_flag=("--benchmark_filter=$FILTER")
+  runs=$(duet_pass "$OUT" "$REPS" ${filter_flag[@]+"${filter_flag[@]}"})
+  [[ -n "$runs" ]] || exit 2
   # Later rounds (compare.py --next-round): the rows still undecided get more repetitions in new
-  # processes while MORE_S seconds last; the answer pools every round.
-  runs=$OUT
+  # processes, both arms again, while MORE_S seconds last; the answer pools every round.
   deadline=$((SECONDS + MORE_S))
   for round in 2 3 4; do
     plan=$("$PYTHON" "$root/ci/compare.py" --builds "$runs" --next-round=$((deadline - SECONDS)) \
@@ -158,13 +199,10 @@ if [[ -n "$against" ]]; then
     rows=$(tr -cd '|' <<<"$filter" | wc -c)
     echo "regression.sh: round $round: $((rows + 1)) row(s) still undecided: $reps more" \
          "repetitions each, $window windows"
-    more=("$LOCKLINE" --quick "--benchmark_repetitions=$reps" "--window=$window"
-          "--benchmark_filter=$filter" "--duet-with=$against" "--out=$OUT/round-$round")
-    # shellcheck disable=SC2206
-    [[ -n "${LOCKLINE_ARGS:-}" ]] && more+=(${LOCKLINE_ARGS})
-    "${more[@]}" >"$OUT/round-$round.log" 2>&1 || true
-    [[ -s "$OUT/round-$round/lockline.json" ]] || break
-    runs+=",$OUT/round-$round"
+    more=$(LOG="$OUT/round-$round.log" duet_pass "$OUT/round-$round" "$reps" \
+           "--window=$window" "--benchmark_filter=$filter")
+    [[ -n "$more" ]] || break
+    runs+=",$more"
   done
   compare_and_exit "$against" " (paired builds)" "" \
     "$PYTHON" "$root/ci/compare.py" --builds "$runs" ${filter_args[@]+"${filter_args[@]}"} \

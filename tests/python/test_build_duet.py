@@ -348,15 +348,20 @@ PLANT_FILTER = ("locks/lock:(ticket|mcs)/cs:0/stats:off/threads:1|"
 
 
 def _gate(tmp_path, pct):
+    """The gate's crossover (ci/regression.sh): 3 repetitions of the planted build measuring
+    with lockline serving, then 2 with the roles swapped (the plant then in the server)."""
     out_dir = tmp_path / f"run{pct}"
     env = dict(os.environ, LOCKLINE_PLANT_SLOWDOWN=f"{PLANT_FAMILY}:{pct}")
-    r = subprocess.run([PLANTED, "--quick", f"--duet-with={BINARY}",
-                        f"--benchmark_filter={PLANT_FILTER}", "--benchmark_repetitions=5",
-                        "--window=5ms", f"--out={out_dir}", "--events=none"],
-                       capture_output=True, text=True, timeout=600, env=env)
-    assert r.returncode in (0, 1), r.stderr
+    for own, other, reps, where in ((PLANTED, BINARY, 3, out_dir),
+                                    (BINARY, PLANTED, 2, out_dir / "swapped")):
+        r = subprocess.run([own, "--quick", f"--duet-with={other}",
+                            f"--benchmark_filter={PLANT_FILTER}", f"--benchmark_repetitions={reps}",
+                            "--window=5ms", f"--out={where}", "--events=none"],
+                           capture_output=True, text=True, timeout=600, env=env)
+        assert r.returncode in (0, 1), r.stderr
     out = str(tmp_path / f"cmp{pct}.json")
-    code = compare.main(["--builds", str(out_dir), "--format", "json", "--output", out])
+    code = compare.main(["--builds", f"{out_dir},{out_dir / 'swapped'}", "--format", "json",
+                         "--output", out])
     with open(out) as f:
         return code, {row["key"]: row for row in json.load(f)["rows"]}
 
