@@ -204,19 +204,20 @@ def _regime_candidates(pairs, key, min_effect_pct, look=0):
 
 
 def _regime_state(c, row, options):
-    """A regime's answer: a significant change whose interval reaches the minimum effect T on
-    its side is a regression (improvement): a change of T cannot be ruled out; "no change" when
-    the interval is within +-T; else undecided (ci/REGRESSION.md "Roles" says why the interval,
-    not the estimate, must reach T)."""
+    """A regime's answer: a significant change whose interval lies past T/2 and reaches the
+    minimum effect T on its side is a regression (improvement): more than half of T for sure,
+    and T not ruled out; "no change" when the interval is within +-T; else undecided
+    (ci/REGRESSION.md "Roles" says why neither the estimate nor the interval alone)."""
     comp, eff = c["comp"], row["min_effect_pct"]
     if comp.ci is None:
         return "undecided"
     change = comp.effect * 100.0
-    far = (comp.ci[0] if change < 0 else comp.ci[1]) * 100.0
+    sign = -1.0 if change < 0 else 1.0
+    far, near = (sign * x * 100.0 for x in (comp.ci if change < 0 else comp.ci[::-1]))
     significant = (c["p_adjusted"] is not None and
                    c["p_adjusted"] <= options["alpha"] * c["alpha_share"])
-    if significant and abs(far) >= eff:
-        return effect_verdict({"change_pct": far, "min_effect_pct": eff,
+    if significant and far >= eff and near >= eff / 2.0:
+        return effect_verdict({"change_pct": sign * far, "min_effect_pct": eff,
                                "direction": row["direction"]})
     if effects.is_equivalent(comp.ci, eff / 100.0):
         return "no change"
@@ -366,8 +367,8 @@ def builds_rule_text(options, m):
         f"(repetitions, then their pairs; widened for few repetitions); significance a "
         f"two-sided one-sample t test over the repetitions' median log pair ratios, "
         f"Holm-corrected over every regime of {m} rows (alpha "
-        f"{options['alpha']:g}); regression needs significance and an interval that reaches "
-        f"the minimum effect {options['min_effect']:g} % on the change's side; 'no change larger than T %' "
+        f"{options['alpha']:g}); regression needs significance and an interval past half the "
+        f"minimum effect {options['min_effect']:g} % that reaches it, on the change's side; 'no change larger than T %' "
         f"needs the interval within +-T; a row answered in several regimes takes the first of "
         f"regression, improvement, no change that one of them says; a row measured again in "
         f"k later rounds spends alpha by stats.sequential_confidence(k)")
