@@ -47,7 +47,7 @@ while (($#)); do
         exit 2
       fi ;;
     --) shift; compare_args=("$@"); break ;;
-    -h|--help) sed -n '2,34p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,33p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "regression.sh: unknown argument '$1' (accepted: --update-baseline," \
             "--against=OLD_BINARY, -- OPTIONS)" >&2
        exit 2 ;;
