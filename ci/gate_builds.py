@@ -368,10 +368,11 @@ def builds_rule_text(options, m):
         f"two-sided one-sample t test over the repetitions' median log pair ratios, "
         f"Holm-corrected over every regime of {m} rows (alpha "
         f"{options['alpha']:g}); regression needs significance and an interval past half the "
-        f"minimum effect {options['min_effect']:g} % that reaches it, on the change's side; 'no change larger than T %' "
-        f"needs the interval within +-T; a row answered in several regimes takes the first of "
-        f"regression, improvement, no change that one of them says; a row measured again in "
-        f"k later rounds spends alpha by stats.sequential_confidence(k)")
+        f"minimum effect {options['min_effect']:g} % that reaches it, on the change's side; "
+        f"'no change larger than T %' needs the interval within +-T; a row answered in "
+        f"several regimes takes the first of regression, improvement, no change that one of "
+        f"them says; a row measured again in k later rounds spends alpha by "
+        f"stats.sequential_confidence(k)")
     if options.get("max_undecided_pct"):
         rule += (f"; up to {options['max_undecided_pct']:g} % of the rows undecided pass the "
                  "gate (--max-undecided)")

@@ -147,38 +147,44 @@ if [[ -n "$against" ]]; then
   # (OUT/swapped, the rest); compare.py turns the second arm's pairs round.
   new_bin=$(realpath "$LOCKLINE")
   old_bin=$(realpath "$against")
-  # duet_pass DIR REPS [LOCKLINE FLAGS...]: one pass, both arms; "DIR" or "DIR,DIR/swapped" on
-  # stdout, nothing when the first arm wrote no results.
-  duet_pass() {
-    local dir=$1 reps=$2 log=${LOG:-}
-    shift 2
-    local first=$(((reps + 1) / 2)) second=$((reps / 2)) rc=0
-    local arm=("$new_bin" --quick "--benchmark_repetitions=$first" "--out=$dir"
-               "--duet-with=$old_bin" "$@")
+  # run_arm OWN OTHER REPS DIR [LOCKLINE FLAGS...]: OWN measuring with OTHER serving, its output
+  # appended to $LOG (else on stderr); 0 when DIR/lockline.json was written.
+  run_arm() {
+    local own=$1 other=$2 reps=$3 dir=$4 rc=0
+    shift 4
+    local arm=("$own" --quick "--benchmark_repetitions=$reps" "--out=$dir"
+               "--duet-with=$other" "$@")
     # shellcheck disable=SC2206  # word splitting of LOCKLINE_ARGS is the point
     [[ -n "${LOCKLINE_ARGS:-}" ]] && arm+=(${LOCKLINE_ARGS})
     echo "regression.sh: ${arm[*]}" >&2
-    if [[ -n "$log" ]]; then "${arm[@]}" >"$log" 2>&1 || rc=$?; else "${arm[@]}" >&2 || rc=$?; fi
+    if [[ -n "${LOG:-}" ]]; then
+      "${arm[@]}" >>"$LOG" 2>&1 || rc=$?
+    else
+      "${arm[@]}" >&2 || rc=$?
+    fi
     # 2: refused before anything was created (another schema or suite); 1 (rows with errors)
     # is answered per row ("broken").
-    if ((rc == 2)) || [[ ! -s "$dir/lockline.json" ]]; then
-      echo "regression.sh: the build duet did not run (lockline exit $rc)" >&2
+    arm_rc=$rc
+    ((rc != 2)) && [[ -s "$dir/lockline.json" ]]
+  }
+  # duet_pass DIR REPS [LOCKLINE FLAGS...]: one pass, both arms; "DIR" or "DIR,DIR/swapped" on
+  # stdout, nothing when the first arm wrote no results.
+  duet_pass() {
+    local dir=$1 reps=$2
+    shift 2
+    local first=$(((reps + 1) / 2)) second=$((reps / 2))
+    if ! run_arm "$new_bin" "$old_bin" "$first" "$dir" "$@"; then
+      echo "regression.sh: the build duet did not run (lockline exit $arm_rc)" >&2
       return 0
     fi
     local out=$dir
     if ((second > 0)); then
-      arm=("$old_bin" --quick "--benchmark_repetitions=$second" "--out=$dir/swapped"
-           "--duet-with=$new_bin" "$@")
-      # shellcheck disable=SC2206
-      [[ -n "${LOCKLINE_ARGS:-}" ]] && arm+=(${LOCKLINE_ARGS})
-      echo "regression.sh: roles swapped: ${arm[*]}" >&2
-      rc=0
-      if [[ -n "$log" ]]; then "${arm[@]}" >>"$log" 2>&1 || rc=$?; else "${arm[@]}" >&2 || rc=$?; fi
-      if ((rc == 2)) || [[ ! -s "$dir/swapped/lockline.json" ]]; then
-        echo "regression.sh: warning: the old build could not measure with this one serving" \
-             "(exit $rc): this pass is $first repetitions of one arm, roles not crossed" >&2
-      else
+      echo "regression.sh: roles swapped:" >&2
+      if run_arm "$old_bin" "$new_bin" "$second" "$dir/swapped" "$@"; then
         out+=",$dir/swapped"
+      else
+        echo "regression.sh: warning: the old build could not measure with this one serving" \
+             "(exit $arm_rc): this pass is $first repetitions of one arm, roles not crossed" >&2
       fi
     fi
     echo "$out"
