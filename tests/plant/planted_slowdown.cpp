@@ -68,9 +68,10 @@ class Slowed : public HeapPlacedWorkload {
     // In the thread's CPU time: the slowdown is then the same share of the
     // wall-clock rate on a quiet machine and of the CPU-time rate on a
     // loaded one (where the window's wall time is mostly waiting to run).
-    // And in wall time: a thread that waits for work done elsewhere (fault's
-    // tasks) spends less CPU than wall, and a CPU-time spin alone slowed
-    // fault's rows by 4.5-4.7 % at PCT 5.
+    // And in wall time: a thread that waits for work done elsewhere spends
+    // less CPU than wall, and the wall-clock rate must lose PCT % too. (The
+    // -4.5 to -4.7 % that fault's rows read at PCT 5 was the duet's role
+    // offset, not this spin: ci/REGRESSION.md "Roles".)
     const auto stretch = [this](uint64_t from, uint64_t to) {
       return to +
              static_cast<uint64_t>(static_cast<double>(to - from) * factor_);
