@@ -23,8 +23,8 @@
 #             with --against 10: each repetition holds 12 window pairs and is the unit, and
 #             each regime of a 2-thread row needs 3 of them)
 #   FILTER    --benchmark_filter regex ('-REGEX': all but), also the compared subset
-#             (default: whole quick suite; with --against all but zeroing and MCS cs:0
-#             (UNPAIRED below), said in the output)
+#             (default: whole quick suite; with --against all but zeroing, MCS cs:0 and
+#             page_free fastpath (UNPAIRED below), said in the output)
 #   MORE_S    with --against: seconds the later rounds may take, which give the rows still
 #             undecided more repetitions (compare.py --builds --next-round; default 120, 0: none)
 #   OUT       run directory                               (default: $BUILD/regression-<date>)
@@ -68,14 +68,18 @@ if [[ -n "$against" ]]; then REPS=${REPS:-10}; else REPS=${REPS:-9}; fi
 # (ci/REGRESSION.md); FILTER= (any FILTER) gates them again. zeroing: a memset of fresh pages,
 # each process its own. MCS at cs:0: each process carries one offset for its whole life (its
 # threads' nodes and lock line on its own pages), -12 to +39 % in role-swapped A/A duets.
-UNPAIRED='^(zeroing/|locks/lock:mcs/cs:0/)'
+# page_free fastpath: an offset that holds for a whole gate run, both arms and later rounds,
+# and changes from run to run (-2.0 to +5.6 % on its 1-thread row in ten filtered runs): every
+# false flag of the 40 crossover runs of 2026-12-07 was one of these rows.
+UNPAIRED='^(zeroing/|locks/lock:mcs/cs:0/|page_free/variant:fastpath/)'
 left_out=""
 if [[ -n "$against" && -z "${FILTER+set}" ]]; then
   FILTER="-$UNPAIRED"
   left_out="rows ^zeroing/ left out of the gate's rows: a memset of fresh pages, whose"
   left_out+=" physical pages differ between the two builds' processes; rows ^locks/lock:mcs/cs:0/"
-  left_out+=" too: a per-process offset of -12 to +39 % between two copies of one build"
-  left_out+=" (set FILTER to choose)"
+  left_out+=" too: a per-process offset of -12 to +39 % between two copies of one build; and"
+  left_out+=" rows ^page_free/variant:fastpath/: a run-level offset of up to 5.6 % between the"
+  left_out+=" two builds' processes that pairing and crossing do not cancel (set FILTER to choose)"
 fi
 FILTER=${FILTER:-}
 MORE_S=${MORE_S:-120}

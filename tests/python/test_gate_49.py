@@ -146,7 +146,7 @@ mkdir -p "$out" && cp {tmp_path}/call-$n/lockline.json "$out/"
                        capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stdout + p.stderr
     first, swapped, second = ((tmp_path / f"args-{k}").read_text().split() for k in (1, 2, 3))
-    assert "--benchmark_filter=-^(zeroing/|locks/lock:mcs/cs:0/)" in first
+    assert "--benchmark_filter=-^(zeroing/|locks/lock:mcs/cs:0/|page_free/variant:fastpath/)" in first
     assert "--benchmark_repetitions=5" in first and "--benchmark_repetitions=5" in swapped
     assert f"--out={tmp_path}/run/swapped" in swapped and f"--duet-with={fake}" in swapped
     assert "--window=5.000ms" in second and "--benchmark_filter=^(fam/x:1/threads:2)$" in second
