@@ -213,25 +213,35 @@ std::pair<uint64_t, uint64_t> RunRace(uint64_t window_ns, double bound_s,
   return {violations, frees};
 }
 
+// How long a race that must show a violation runs at most: it stops at the
+// first one, so only a failing run takes this long. 5 s fell short on a
+// runner busy with the parallel tests only when the two unbound threads
+// rarely ran at once (the race needs both in their gaps).
+constexpr double kFindS = 60.0;
+
 // With the 2.6.16 order the scanner's TestClearPageLRU .. get_page_testone
 // gap only has to overlap the fast path's two tests; with 2.6.18's the
 // scanner's whole get_page_unless_zero .. ClearPageLRU must fall between them,
 // which the equal widening of both gaps makes rare (about 1 in 10^4 frees
 // here): that order is measured by the family, not asserted.
 TEST(PageFreeRace, FastpathLosesReferencesAgainstThe2616Scanner) {
-  const auto [v, f] = RunRace<FastpathPut, Scanner2616>(2000, 5.0, true);
+  const auto [v, f] = RunRace<FastpathPut, Scanner2616>(2000, kFindS, true);
   EXPECT_GT(f, 0u);
-  EXPECT_GT(v, 0u) << "no violation in 5 s with a 2000 ns window";
+  EXPECT_GT(v, 0u) << "no violation in " << kFindS
+                   << " s with a 2000 ns window";
 }
 
 TEST(PageFreeRace, LruCheckFirstIsUnsafeAgainstThe2616Scanner) {
-  const auto [v, f] = RunRace<LruCheckFirst2618, Scanner2616>(2000, 5.0, true);
+  const auto [v, f] =
+      RunRace<LruCheckFirst2618, Scanner2616>(2000, kFindS, true);
   EXPECT_GT(f, 0u);
-  EXPECT_GT(v, 0u) << "no violation in 5 s with a 2000 ns window";
+  EXPECT_GT(v, 0u) << "no violation in " << kFindS
+                   << " s with a 2000 ns window";
   const auto [vp, fp] =
-      RunRace<LruCheckFirstProposal, Scanner2616>(2000, 5.0, true);
+      RunRace<LruCheckFirstProposal, Scanner2616>(2000, kFindS, true);
   EXPECT_GT(fp, 0u);
-  EXPECT_GT(vp, 0u) << "no violation in 5 s with a 2000 ns window";
+  EXPECT_GT(vp, 0u) << "no violation in " << kFindS
+                    << " s with a 2000 ns window";
 }
 
 TEST(PageFreeRace, RecheckingAtomicIsSafeAgainstBothScanners) {

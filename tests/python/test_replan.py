@@ -25,7 +25,20 @@ def test_a_starved_run_replans_and_says_so(tmp_path):
         [BINARY, "--events=none", "--budget=4s", "--benchmark_repetitions=12",
          "--benchmark_filter=^locks/lock:(ticket|mcs)/cs:0/stats:off/threads:(1|2)",
          f"--out={out}"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    time.sleep(1.5)
+    # Stopped once its repetitions have begun (a first row in lockline.json), not after a
+    # fixed 1.5 s: a loaded runner's start-up can outlast that, and a stop before the
+    # repetitions starves none of them (ReplanIfStarved counts from their start).
+    deadline = time.monotonic() + 120
+    rows = 0
+    while rows < 1 and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+        try:
+            with open(out / "lockline.json") as f:
+                rows = sum(1 for r in json.load(f)["benchmarks"]
+                           if r.get("run_type") == "iteration")
+        except (OSError, ValueError, KeyError):
+            pass  # not written yet (the file is replaced atomically)
+    assert rows >= 1, "no repetition recorded within 120 s"
     proc.send_signal(signal.SIGSTOP)
     time.sleep(22)
     proc.send_signal(signal.SIGCONT)
