@@ -40,17 +40,15 @@ PointReport Drive(Workload& w, int threads, double seconds,
 
 /// Like Drive, but windows of ~200 ms until every thread has flushed its
 /// mmu_gather once (2.6.9 unmap: kResidentPages + kFreePteNr269 pages), at
-/// most ~20 s. One 200 ms window fell short of that on a CI runner busy with
-/// the parallel tests (a ticket lock whose next owner is preempted hands over
-/// about once per timeslice), leaving acquisitions_per_page at 1 / slots.
+/// most ~20 s. One 200 ms window fell short of that on a busy CI runner,
+/// leaving acquisitions_per_page at 1 / slots.
 PointReport DriveUntilFlushed(Workload& w, int threads, int numa_nodes = 1) {
   testing::WorkloadDriver drv(w, threads, numa_nodes);
   const uint64_t first_flush = kResidentPages + kFreePteNr269;
-  for (int i = 0; i < 100; ++i) {
-    drv.Window(0.2);
+  drv.WindowsUntil(0.2, [&] {
     const auto& per = drv.per_thread_ops();
-    if (*std::min_element(per.begin(), per.end()) >= first_flush) break;
-  }
+    return *std::min_element(per.begin(), per.end()) >= first_flush;
+  });
   drv.Teardown();
   return drv.Report(drv.seconds(), drv.ops());
 }

@@ -106,6 +106,20 @@ class WorkloadDriver {
     return sum;
   }
 
+  /// Windows of about `seconds` (> 0) until `done()` holds after one, at most
+  /// `max_windows`: for a progress bound that one window can miss on a CI
+  /// runner busy with the parallel tests (a FIFO lock whose next owner is
+  /// preempted hands over about once per timeslice). Returns their summed ops.
+  template <class Done>
+  uint64_t WindowsUntil(double seconds, Done&& done, int max_windows = 100) {
+    uint64_t sum = 0;
+    for (int i = 0; i < max_windows; ++i) {
+      sum += Window(seconds);
+      if (done()) break;
+    }
+    return sum;
+  }
+
   /// TeardownThread on every team thread (call at most once).
   void Teardown() {
     team_.RunOnAll([&](int i) { wl_.TeardownThread(ctx_[i]); });

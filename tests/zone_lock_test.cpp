@@ -63,9 +63,10 @@ const Variant* FindVariant(const std::vector<Variant>& all,
 /// Runs one point the way the runner does, on the harness's thread team
 /// (tests/workload_driver.h; 4 threads on 2 vCPUs is oversubscribed: FIFO locks
 /// then hand off only when a preempted waiter runs, which is slow but correct).
-/// Setup, one window of `seconds`, then Verify with the pages still spread over
-/// pcp lists and threads, then `before_teardown`, TeardownThread, Report and
-/// Verify again with every page back in the zone.
+/// Setup, windows of `seconds` until more than `min_ops` operations ran (one
+/// window for 0; WorkloadDriver::WindowsUntil), then Verify with the pages
+/// still spread over pcp lists and threads, then `before_teardown`,
+/// TeardownThread, Report and Verify again with every page back in the zone.
 struct PointResult {
   uint64_t ops = 0;
   std::string verify_running;
@@ -73,28 +74,12 @@ struct PointResult {
   PointReport report;
 };
 PointResult RunPoint(Workload& w, int threads, double seconds,
-                     const std::function<void()>& before_teardown = {}) {
+                     const std::function<void()>& before_teardown = {},
+                     uint64_t min_ops = 0) {
   PointResult r;
   testing::WorkloadDriver drv(w, threads);
-  r.ops = drv.Window(seconds);
-  r.verify_running = w.Verify();
-  if (before_teardown) before_teardown();
-  drv.Teardown();
-  r.report = drv.Report(seconds, r.ops);
-  r.verify_after = w.Verify();
-  return r;
-}
-
-/// RunPoint, but windows of `seconds` until more than `min_ops` operations ran
-/// (at most 100 windows), all reported as one point: one 50 ms window can fall
-/// short of a progress bound on a CI runner busy with the parallel tests.
-PointResult RunPointUntil(Workload& w, int threads, double seconds,
-                          uint64_t min_ops,
-                          const std::function<void()>& before_teardown = {}) {
-  PointResult r;
-  testing::WorkloadDriver drv(w, threads);
-  for (int i = 0; i < 100 && r.ops <= min_ops; ++i)
-    r.ops += drv.Window(seconds);
+  r.ops = drv.WindowsUntil(seconds,
+                           [&] { return min_ops == 0 || drv.ops() > min_ops; });
   r.verify_running = w.Verify();
   if (before_teardown) before_teardown();
   drv.Teardown();
@@ -338,9 +323,10 @@ TEST(ZoneLock, SingleThreadBookkeepingWithPcp) {
     ZoneLockWorkload<QspinLock, ZoneLockPlacement::kLockBeforeFreeArea, 64> w(
         TestEnv(1), batch, 1, {}, /*burst=*/16 * batch);
     unsigned long out_of_zone = 0;  // pages on the pcp list or held
-    const PointResult r = RunPointUntil(w, 1, 0.05, 20u * 16 * batch, [&] {
-      out_of_zone = w.pool_pages() - FreePagesInZone(w.zone());
-    });
+    const PointResult r = RunPoint(
+        w, 1, 0.05,
+        [&] { out_of_zone = w.pool_pages() - FreePagesInZone(w.zone()); },
+        20u * 16 * batch);
     ASSERT_GT(r.ops, 20u * 16 * batch);  // many burst cycles
     const auto& ev = r.report.details["events"];
     const uint64_t refills = ev["refills"], drains = ev["drains"];
