@@ -131,6 +131,7 @@ class PrezeroWorkload : public Workload {
         unsupported_(ZeroMethodUnsupportedReason(method, 0, cpu)),
         rest_(FaultRestCalibration()) {}
   ~PrezeroWorkload() override { StopZeroer(); }
+  int helper_pu() const override { return zeroer_pu_; }
 
   void Prepare(int threads) override {
     counts_ = PaddedSlots<AllocCounts>(static_cast<std::size_t>(threads));
@@ -333,6 +334,18 @@ class BurstWorkload : public Workload {
         idle_ms_(idle_ms),
         rest_(FaultRestCalibration()) {}
   ~BurstWorkload() override { StopZeroers(); }
+  /// The first zeroer's PU off the measured threads' (idle_cpus puts one on
+  /// every usable PU), or -1.
+  int helper_pu() const override {
+    for (const HelperPlace& h : places_) {
+      bool measured = false;
+      if (env_.plan != nullptr)
+        for (const PuInfo& pu : env_.plan->pus)
+          measured = measured || pu.os_index == h.pu;
+      if (h.pu >= 0 && !measured) return h.pu;
+    }
+    return -1;
+  }
 
   bool fixed_work() const override { return true; }
 
@@ -651,6 +664,9 @@ class BurstPairWorkload : public Workload {
   }
 
   bool fixed_work() const override { return true; }
+  int helper_pu() const override {
+    return a_.helper_pu() >= 0 ? a_.helper_pu() : b_.helper_pu();
+  }
 
   void Prepare(int threads) override {
     a_.Prepare(threads);
