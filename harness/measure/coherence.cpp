@@ -348,7 +348,10 @@ void LabelRow(json& c, const std::vector<CoherenceRegime>* rs,
     const CoherenceRegime& r = (*rs)[idx[0]];
     c["label"] = r.label;
     c["regime"] = r.rank;
-    c["regime_ns"] = r.ns;
+    // At the precision of regime_name (3 digits): the regime's median moves a
+    // little with every probe, and a row whose value changed is serialized
+    // again at the next write (ResultFile::EditRows), every row of the pair.
+    c["regime_ns"] = std::stod(NsText(r.ns));
     const MeasuredClass* match = MatchClass(classes, r.ns);
     c["regime_name"] = RegimeName(r, match);
     c["matches"] = match ? json(match->name) : json();

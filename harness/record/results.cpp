@@ -13,6 +13,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "harness/machine/cpu.h"
 #include "harness/machine/restore.h"
 
 namespace lockline {
@@ -57,7 +58,7 @@ bool WriteAll(int fd, const std::string& text) {
 }
 
 void WriteFileAtomically(const std::string& path, const std::string& text,
-                         long measured_rows) {
+                         long measured_rows, bool sync) {
   g_rows_in_temp.store(-1);
   // A dot name beside the result: a temporary file a SIGKILL leaves behind
   // (no handler runs to remove it) is hidden and never taken for a result by
@@ -85,7 +86,8 @@ void WriteFileAtomically(const std::string& path, const std::string& text,
     return std::runtime_error("cannot write " + path + " (" + what + " " + tmp +
                               "): " + std::strerror(err));
   };
-  if (fchmod(fd, 0644) != 0 || !WriteAll(fd, text) || fsync(fd) != 0) {
+  if (fchmod(fd, 0644) != 0 || !WriteAll(fd, text) ||
+      (sync && fsync(fd) != 0)) {
     const int err = errno;
     close(fd);
     throw fail("writing", err);
@@ -221,7 +223,11 @@ std::string ResultFile::Text() {
 
 void ResultFile::Flush() {
   try {
-    WriteFileAtomically(path(), Text(), MeasuredRows(doc_));
+    const uint64_t now = NowNs();
+    const bool sync = lockline_context().value("finished", false) ||
+                      now - last_sync_ns_ >= kSyncIntervalNs;
+    WriteFileAtomically(path(), Text(), MeasuredRows(doc_), sync);
+    if (sync) last_sync_ns_ = now;
   } catch (const std::exception& e) {
     int err = errno;
     // errno may have moved since the throw: the message names it too.
