@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -208,6 +209,42 @@ TEST(CoherenceRelabel, APreemptedProbeIsNoRegime) {
   EXPECT_EQ(rows[0]["coherence"]["label"], "near");
   EXPECT_EQ(
       doc["context"]["lockline"]["coherence_regimes"][0]["regimes"].size(), 2u);
+}
+
+// A run relabels after every repetition with a RegimeCache (only the rows
+// appended are read; labelled rows are skipped while the regimes stand): the
+// rows and regimes it ends with are those one relabelling of the whole file
+// gives, whichever order the regimes appeared in, c2c aggregates left out.
+TEST(CoherenceRelabel, IncrementalRelabellingMatchesOneOverTheWholeFile) {
+  const json whole = Document();
+  json grown = whole;
+  grown["benchmarks"] = json::array();
+  RegimeCache cache;
+  std::vector<size_t> order(whole["benchmarks"].size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::shuffle(order.begin(), order.end(), std::mt19937(3));
+  json expected = whole;
+  expected["benchmarks"] = json::array();
+  for (size_t k = 0; k < order.size(); ++k) {
+    const json& row = whole["benchmarks"][order[k]];
+    grown["benchmarks"].push_back(row);
+    expected["benchmarks"].push_back(row);
+    if (k == 5) {  // a c2c point, and its aggregate (no latency of a pair)
+      for (const char* type : {"iteration", "aggregate"}) {
+        const json c2c = {
+            {"run_type", type},
+            {"params", {{"c2c", "pingpong"}, {"pu_a", "0"}, {"pu_b", "1"}}},
+            {"latency_ns", type == std::string("iteration") ? 150.0 : 3.0}};
+        grown["benchmarks"].push_back(c2c);
+        expected["benchmarks"].push_back(c2c);
+      }
+    }
+    RelabelCoherence(grown, &cache);
+  }
+  RelabelCoherence(expected);
+  EXPECT_EQ(grown, expected);
+  EXPECT_EQ(cache.rows_read, expected["benchmarks"].size());
+  EXPECT_EQ(cache.c2c.at("c2c:0-1"), std::vector<double>{150.0});
 }
 
 // Synthetic repetitions: ticket at 2.3 ns/op and MCS at 4.4 ns/op of wall time

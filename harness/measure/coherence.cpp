@@ -58,9 +58,30 @@ struct MeasuredClass {
   double ns = 0;     ///< median one-way latency, ns
 };
 
+/// A c2c:pingpong calibration repetition's latency, under "c2c:A-B" in `c2c`
+/// (not its aggregates: a stddev row's latency_ns is no latency).
+void AddC2cLatency(const json& row,
+                   std::map<std::string, std::vector<double>>& c2c) {
+  if (!row.is_object() || row.value("run_type", "") == "aggregate") return;
+  const auto params = row.find("params");
+  if (params == row.end() || !params->is_object()) return;
+  const auto kind = params->find("c2c");
+  if (kind == params->end() || *kind != "pingpong") return;
+  const json ns = row.value("latency_ns", json());
+  if (!ns.is_number() || !(ns.get<double>() > 0)) return;
+  const auto text = [](const json& v) {
+    return v.is_string() ? v.get<std::string>() : v.dump();
+  };
+  c2c["c2c:" + text(params->value("pu_a", json())) + "-" +
+      text(params->value("pu_b", json()))]
+      .push_back(ns.get<double>());
+}
+
 /// Core-to-core latencies measured in the run: start-of-run probes and the
-/// c2c:pingpong calibration points (median of repetitions).
-std::vector<MeasuredClass> MeasuredClasses(const json& doc, const json* ctx) {
+/// c2c:pingpong calibration points (`c2c`: AddC2cLatency; median of
+/// repetitions).
+std::vector<MeasuredClass> MeasuredClasses(
+    const json* ctx, const std::map<std::string, std::vector<double>>& c2c) {
   std::vector<MeasuredClass> out;
   const auto pus = [](const json& a, const json& b) {
     return a.dump() + "-" + b.dump();
@@ -70,22 +91,6 @@ std::vector<MeasuredClass> MeasuredClasses(const json& doc, const json* ctx) {
     const double ns = b.is_object() ? LineProbe(b.value("ns", json())) : 0;
     if (p.is_array() && p.size() == 2 && ns > 0)
       out.push_back({"start_of_run:" + pus(p[0], p[1]), ns});
-  }
-  std::map<std::string, std::vector<double>> c2c;
-  for (const json& row : doc["benchmarks"]) {
-    if (!row.is_object() || !row.contains("params") ||
-        !row["params"].is_object())
-      continue;
-    const json& params = row["params"];
-    if (params.value("c2c", json()) != "pingpong") continue;
-    const json ns = row.value("latency_ns", json());
-    if (!ns.is_number() || !(ns.get<double>() > 0)) continue;
-    const auto text = [](const json& v) {
-      return v.is_string() ? v.get<std::string>() : v.dump();
-    };
-    c2c["c2c:" + text(params.value("pu_a", json())) + "-" +
-        text(params.value("pu_b", json()))]
-        .push_back(ns.get<double>());
   }
   for (const auto& [name, values] : c2c) out.push_back({name, Median(values)});
   return out;
@@ -282,9 +287,22 @@ std::pair<bool, Pair> PairOf(const json& p) {
 
 bool SharesLines(const json& c) { return c.value("shares_lines", true); }
 
-// Per PU pair, the start-of-run probes and line-sharing rows' before / after.
-std::map<Pair, std::vector<double>> ProbesByPair(const json& doc,
-                                                 const json* ctx) {
+// A line-sharing row's before / after probes, under its PU pair.
+void AddRowProbes(const json& row,
+                  std::map<Pair, std::vector<double>>& probes) {
+  const auto it = row.find("coherence");
+  if (it == row.end() || !it->is_object()) return;
+  const json& c = *it;
+  if (!SharesLines(c)) return;
+  const auto [ok, pr] = PairOf(c.value("pair", json()));
+  if (!ok) return;
+  probes[pr].push_back(LineProbe(c.value("before_ns", json())));
+  probes[pr].push_back(LineProbe(c.value("after_ns", json())));
+}
+
+// Per PU pair, the start-of-run probes, then `rows`' (AddRowProbes).
+std::map<Pair, std::vector<double>> ProbesByPair(
+    const json* ctx, const std::map<Pair, std::vector<double>>& rows) {
   std::map<Pair, std::vector<double>> probes;
   for (const json& b : Baselines(ctx)) {
     const auto [ok, pr] = PairOf(b.value("pus", json()));
@@ -294,15 +312,8 @@ std::map<Pair, std::vector<double>> ProbesByPair(const json& doc,
     else
       probes[pr].push_back(LineProbe(b.value("ns", json())));
   }
-  for (const json& row : doc["benchmarks"]) {
-    if (!row.contains("coherence") || !row["coherence"].is_object()) continue;
-    const json& c = row["coherence"];
-    if (!SharesLines(c)) continue;
-    const auto [ok, pr] = PairOf(c.value("pair", json()));
-    if (!ok) continue;
-    probes[pr].push_back(LineProbe(c.value("before_ns", json())));
-    probes[pr].push_back(LineProbe(c.value("after_ns", json())));
-  }
+  for (const auto& [pr, v] : rows)
+    probes[pr].insert(probes[pr].end(), v.begin(), v.end());
   return probes;
 }
 
@@ -409,27 +420,49 @@ int ClassifyLatency(const std::vector<CoherenceRegime>& regimes, double ns) {
   return regimes.empty() ? -1 : static_cast<int>(regimes.size()) - 1;
 }
 
-std::vector<size_t> RelabelCoherence(json& doc) {
+std::vector<size_t> RelabelCoherence(json& doc, RegimeCache* cache) {
   std::vector<size_t> changed;
   if (!doc.contains("benchmarks") || !doc["benchmarks"].is_array())
     return changed;
   const json* ctx = nullptr;
   if (doc.contains("context") && doc["context"].contains("lockline"))
     ctx = &doc["context"]["lockline"];
+  RegimeCache fresh;
+  if (cache == nullptr) cache = &fresh;
+  if (cache->rows_read > doc["benchmarks"].size()) *cache = RegimeCache{};
+  // Rows are only appended, and a row's probes and latency never change.
+  const json& all = doc["benchmarks"];
+  for (; cache->rows_read < all.size(); ++cache->rows_read) {
+    AddRowProbes(all[cache->rows_read], cache->row_probes);
+    AddC2cLatency(all[cache->rows_read], cache->c2c);
+  }
   std::map<Pair, std::vector<CoherenceRegime>> regimes;
-  const std::vector<MeasuredClass> classes = MeasuredClasses(doc, ctx);
+  const std::vector<MeasuredClass> classes = MeasuredClasses(ctx, cache->c2c);
   json summary = json::array();
-  for (const auto& [pr, v] : ProbesByPair(doc, ctx)) {
+  for (const auto& [pr, v] : ProbesByPair(ctx, cache->row_probes)) {
     regimes[pr] = ClusterLatencies(v);
     summary.push_back({{"pus", {pr.first, pr.second}},
                        {"regimes", RegimesJson(regimes[pr], classes)}});
   }
   if (ctx) doc["context"]["lockline"]["coherence_regimes"] = summary;
+  // What LabelRow reads; the same as last time: the labelled rows stand.
+  std::string inputs;
+  for (const auto& [pr, rs] : regimes) {
+    inputs += std::to_string(pr.first) + "-" + std::to_string(pr.second);
+    for (const CoherenceRegime& r : rs)
+      inputs += ":" + RegimeName(r, MatchClass(classes, r.ns)) + "/" +
+                std::to_string(r.rank) + "/" + std::to_string(r.lo_ns) + "/" +
+                std::to_string(r.hi_ns);
+    inputs += ";";
+  }
+  const bool only_new = cache->labels_from == inputs;
+  cache->labels_from = std::move(inputs);
   json& rows = doc["benchmarks"];
   for (size_t row_index = 0; row_index < rows.size(); ++row_index) {
     json& row = rows[row_index];
     if (!row.contains("coherence") || !row["coherence"].is_object()) continue;
     json& c = row["coherence"];
+    if (only_new && c.contains("probe_labels")) continue;
     // Compared after relabelling: most rows keep their label.
     const json before = c;
     for (const char* k : {"regime", "regime_ns", "regime_name", "matches"})

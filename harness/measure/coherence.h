@@ -5,8 +5,11 @@
 // (`near` = the lowest) and each point labelled.
 #pragma once
 
+#include <cstddef>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace lockline {
@@ -40,8 +43,23 @@ std::vector<CoherenceRegime> ClusterLatencies(const std::vector<double>& ns);
 /// Index of the regime `ns` falls in; -1 for ns <= 0 or no regimes.
 int ClassifyLatency(const std::vector<CoherenceRegime>& regimes, double ns);
 
+/// What RelabelCoherence keeps between calls on one growing lockline.json:
+/// the probes and c2c latencies of the rows read so far (rows are appended,
+/// and a row's probes never change) and what the labels were made from.
+struct RegimeCache {
+  size_t rows_read = 0;
+  std::map<std::pair<int, int>, std::vector<double>> row_probes;
+  std::map<std::string, std::vector<double>> c2c;
+  std::string labels_from;
+};
+
 /// Relabels every row's coherence and context.lockline.coherence_regimes of a
 /// lockline.json from the run's probes; returns the indices of changed rows.
-std::vector<size_t> RelabelCoherence(nlohmann::json& doc);
+/// With `cache` (RegimeCache) it reads only rows appended since the last
+/// call, and when the regimes' labels, bounds and named latencies and the
+/// measured classes are as last time, labels only rows never labelled (no
+/// probe_labels): a run relabels after every repetition.
+std::vector<size_t> RelabelCoherence(nlohmann::json& doc,
+                                     RegimeCache* cache = nullptr);
 
 }  // namespace lockline

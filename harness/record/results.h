@@ -59,13 +59,15 @@ class ResultFile {
   static constexpr uint64_t kSyncIntervalNs = 10'000'000'000ull;
 
  private:
-  std::string Text();
+  /// The document's text, in text_ (valid until the next call).
+  const std::string& Text();
 
   std::string dir_;
   nlohmann::json doc_;
   std::vector<std::string> row_text_;  ///< serialized rows[i] (cache)
   std::vector<char> row_fresh_;        ///< row_text_[i] is current
   uint64_t last_sync_ns_ = 0;          ///< NowNs() of the last fsync
+  std::string text_;                   ///< Text()'s buffer, kept between writes
 };
 
 /// Writes `text` to `path` atomically (a temporary beside it, fsync unless

@@ -649,7 +649,8 @@ void RecordRepetition(PointRun& pr) {
   const json row = RowOf(pr);
   run.row_index[key].push_back(run.results->doc()["benchmarks"].size());
   run.results->AddRow(row);
-  run.results->EditRows(RelabelCoherence);
+  run.results->EditRows(
+      [&](json& doc) { return RelabelCoherence(doc, &run.regimes); });
   // In an --until-resolved round the aggregates follow every repetition, so
   // an interrupted run's agree with its rows.
   if (run.resolve_round > 0)
@@ -1139,7 +1140,7 @@ void LocklineReporter::Finalize() {
   // Again at the end: problems first seen during the run are recorded too.
   run_.results->lockline_context()["counters"] =
       run_.counters->AvailabilityJson();
-  run_.results->EditRows(RelabelCoherence);
+  run_.results->EditRows([](json& doc) { return RelabelCoherence(doc); });
   // The load beside the start's (context.load_avg): a starved run shows it.
   double load[3] = {0, 0, 0};
   if (getloadavg(load, 3) == 3)

@@ -15,6 +15,7 @@
 
 #include "harness/family.h"
 #include "harness/machine/topology.h"
+#include "harness/measure/coherence.h"
 #include "harness/measure/counters.h"
 #include "harness/measure/duet.h"
 #include "harness/record/results.h"
@@ -58,6 +59,7 @@ struct RunState {
   std::vector<BudgetPoint> budget;  ///< per point (same index as `points`)
   RecordingCost recording;
   double recording_gap_s = 0;  ///< summed timing.gap_s of the repetitions
+  RegimeCache regimes;         ///< RelabelCoherence's, across repetitions
   double recording_rows = 0;   ///< summed rows the file held at each gap
   BudgetFit fit;               ///< the last FitWindow
   RepetitionCut cut;           ///< the plan's (FitRepetitions)
