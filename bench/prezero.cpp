@@ -131,7 +131,6 @@ class PrezeroWorkload : public Workload {
         unsupported_(ZeroMethodUnsupportedReason(method, 0, cpu)),
         rest_(FaultRestCalibration()) {}
   ~PrezeroWorkload() override { StopZeroer(); }
-  int helper_pu() const override { return zeroer_pu_; }
 
   void Prepare(int threads) override {
     counts_ = PaddedSlots<AllocCounts>(static_cast<std::size_t>(threads));
@@ -334,18 +333,6 @@ class BurstWorkload : public Workload {
         idle_ms_(idle_ms),
         rest_(FaultRestCalibration()) {}
   ~BurstWorkload() override { StopZeroers(); }
-  /// The first zeroer's PU off the measured threads' (idle_cpus puts one on
-  /// every usable PU), or -1.
-  int helper_pu() const override {
-    for (const HelperPlace& h : places_) {
-      bool measured = false;
-      if (env_.plan != nullptr)
-        for (const PuInfo& pu : env_.plan->pus)
-          measured = measured || pu.os_index == h.pu;
-      if (h.pu >= 0 && !measured) return h.pu;
-    }
-    return -1;
-  }
 
   bool fixed_work() const override { return true; }
 
@@ -664,9 +651,6 @@ class BurstPairWorkload : public Workload {
   }
 
   bool fixed_work() const override { return true; }
-  int helper_pu() const override {
-    return a_.helper_pu() >= 0 ? a_.helper_pu() : b_.helper_pu();
-  }
 
   void Prepare(int threads) override {
     a_.Prepare(threads);
@@ -931,11 +915,6 @@ std::vector<Variant> BurstVariants(int usable) {
   v.push_back(MakeBurstPairVariant(S{Protocol::kIdleBurst, Zeroer::kNone},
                                    S{Protocol::kIdleBurst, Zeroer::kEngine}, p,
                                    p, Suite::kDefault, {1}));
-  // Twice the repetitions at one thread: their zeroer's PU is probed against
-  // the allocating thread's (helper_pu), and on a VM that moves vCPUs 3
-  // repetitions split between regimes, none with the 3 a paired interval needs.
-  for (std::size_t i = v.size() - 2; i < v.size(); ++i)
-    v[i].repetition_factor = 2;
   v.push_back(MakeBurstPairVariant(S{Protocol::kBusy, Zeroer::kNone},
                                    S{Protocol::kBusy, Zeroer::kIdleCpus}, p, p,
                                    Suite::kDefault, {usable}));

@@ -78,12 +78,6 @@ class Workload {
   /// True when the threads write a shared cache line: the harness probes the
   /// PU pair's coherence around the point (coherence.h); false: label "none".
   virtual bool shares_lines() const { return true; }
-  /// After Prepare: the OS index of the PU of a helper thread (a zeroer, a
-  /// scanner) that shares lines with thread 0, or -1 (none, unbound). A point
-  /// whose threads give no pair of PUs to probe (threads:1) probes thread 0's
-  /// PU against it instead: the helper's line transfers cost what that pair's
-  /// coherence regime costs (docs/measurement.md "Regimes").
-  virtual int helper_pu() const { return -1; }
   /// After all windows, on the main thread (`window_seconds`, `ops`: sums).
   virtual void Report(PointReport& /*out*/, double /*window_seconds*/,
                       uint64_t /*ops*/) {}

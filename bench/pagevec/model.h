@@ -76,11 +76,6 @@ class PagevecWorkload : public Workload {
   }
   ~PagevecWorkload() override { StopScanners(); }
 
-  /// The first scanner's PU when it has one of its own (PickScannerPus).
-  int helper_pu() const override {
-    return scanner_shares_pu_ || scanners_.empty() ? -1 : scanners_[0]->pu;
-  }
-
   void SetupThread(const ThreadCtx& ctx) override {
     const int s = cfg_.slots;
     const int g = GatherPages(cfg_.kernel, cfg_.release, s);

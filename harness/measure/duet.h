@@ -108,9 +108,6 @@ class DuetWorkload : public Workload {
   bool shares_lines() const override {
     return a_->shares_lines() || b_->shares_lines();
   }
-  int helper_pu() const override {
-    return a_->helper_pu() >= 0 ? a_->helper_pu() : b_->helper_pu();
-  }
   void Report(PointReport& out, double window_seconds, uint64_t ops) override;
   std::string Verify() override;
 

@@ -558,7 +558,6 @@ class BuildDuetWorkload : public HeapPlacedWorkload {
     return local_->page_fault_counters_left_out();
   }
   bool shares_lines() const override { return local_->shares_lines(); }
-  int helper_pu() const override { return local_->helper_pu(); }
 
   void Report(PointReport& out, double /*window_seconds*/,
               uint64_t /*ops*/) override {

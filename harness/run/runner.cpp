@@ -216,7 +216,6 @@ struct PointRun {
   std::vector<ThreadCtx> ctx;
   std::unique_ptr<ThreadTeam> team;
   int probe_a = -1, probe_b = -1;  // the coherence probe's threads
-  int helper_pu = -1;  // else probed against thread 0's PU (helper_pu())
   bool shares = false, probing = false;
   double before_ns = 0, after_ns = 0;
   double seconds = 0, cpu_seconds = 0;
@@ -301,24 +300,6 @@ void NoteThrottling(PointRun& pr, const CpuThrottle& before) {
       "): the point measures throttling";
 }
 
-// The probed pair's OS PU indices: two of the team's threads, or thread 0's
-// and its helper's.
-std::pair<int, int> ProbedPus(const PointRun& pr) {
-  if (pr.helper_pu >= 0) return {pr.pus[0], pr.helper_pu};
-  return {pr.point.plan.pus[pr.probe_a].os_index,
-          pr.point.plan.pus[pr.probe_b].os_index};
-}
-
-// One coherence probe (median one-way ns) of the point's pair. A helper's PU
-// has no team thread: a team of two probe threads is made on the pair (the
-// measured threads sleep between windows, the helper may run beside it).
-double ProbeOnce(PointRun& pr, uint64_t probe_ns) {
-  if (pr.helper_pu < 0)
-    return pr.team->PingPong(pr.probe_a, pr.probe_b, probe_ns).first;
-  ThreadTeam probe(pr.run.topo.get(), {pr.pus[0], pr.helper_pu}, nullptr);
-  return probe.PingPong(0, 1, probe_ns).first;
-}
-
 // Stage 3, the windows (one Google Benchmark iteration each) between two
 // coherence probes (none without a shared line). A window past its bound (a
 // preempted FIFO waiter, big fixed work) is flagged; past the hard limit the
@@ -331,13 +312,9 @@ void RunWindows(PointRun& pr) {
   pr.shares = pr.wl->shares_lines();
   pr.probing = pr.shares && pr.probe_a >= 0 && pr.pus[pr.probe_a] >= 0 &&
                pr.pus[pr.probe_b] >= 0;
-  if (pr.shares && pr.probe_a < 0 && !pr.pus.empty() && pr.pus[0] >= 0) {
-    const int h = pr.wl->helper_pu();
-    if (h >= 0 && h != pr.pus[0]) pr.helper_pu = h;
-    pr.probing = pr.helper_pu >= 0;
-  }
   pr.t_setup = NowNs();
-  if (pr.probing) pr.before_ns = ProbeOnce(pr, probe_ns);
+  if (pr.probing)
+    pr.before_ns = team.PingPong(pr.probe_a, pr.probe_b, probe_ns).first;
   team.ResetCounters();
   const uint64_t bound_ns = OverrunBoundNs(pr.window_ns, pr.wl->fixed_work());
   const uint64_t hard_ns = bound_ns + 120'000'000'000ull;
@@ -364,7 +341,8 @@ void RunWindows(PointRun& pr) {
   pr.t_loop1 = NowNs();
   pr.loop_done = true;
   NoteThrottling(pr, throttle0);
-  if (pr.probing) pr.after_ns = ProbeOnce(pr, probe_ns);
+  if (pr.probing)
+    pr.after_ns = team.PingPong(pr.probe_a, pr.probe_b, probe_ns).first;
   pr.probes_s += SecondsBetween(pr.t_loop1, NowNs());
 }
 
@@ -439,7 +417,8 @@ json CoherenceJson(const PointRun& pr) {
   double base = 0;
   json pair = nullptr;
   if (pr.probing) {
-    const std::pair<int, int> pus = ProbedPus(pr);
+    const std::pair<int, int> pus{pr.point.plan.pus[pr.probe_a].os_index,
+                                  pr.point.plan.pus[pr.probe_b].os_index};
     pair = {pus.first, pus.second};
     if (const auto it = pr.run.baseline_ns.find(pus);
         it != pr.run.baseline_ns.end())
