@@ -53,8 +53,8 @@ class ResultFile {
   /// Atomically replaces the file; on failure one error line, RestoreAll(),
   /// exit kExitWriteFailed. fsync'd when the run is finished or
   /// kSyncIntervalNs after the last fsync: the rename alone keeps the file
-  /// whole for a killed or crashed lockline, and an fsync per repetition
-  /// cost ~14 ms of a 4-minute run's ~1200 (the 2-vCPU VM, a 12 MB file).
+  /// whole for a killed or crashed lockline, and an fsync took ~14 ms after
+  /// each of a default run's ~1200 repetitions (2-vCPU VM, a 12 MB file).
   void Flush();
   static constexpr uint64_t kSyncIntervalNs = 10'000'000'000ull;
 
