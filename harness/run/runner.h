@@ -59,8 +59,8 @@ struct RunState {
   std::vector<BudgetPoint> budget;  ///< per point (same index as `points`)
   RecordingCost recording;
   double recording_gap_s = 0;  ///< summed timing.gap_s of the repetitions
-  RegimeCache regimes;         ///< RelabelCoherence's, across repetitions
   double recording_rows = 0;   ///< summed rows the file held at each gap
+  RegimeCache regimes;         ///< RelabelCoherence's, across repetitions
   BudgetFit fit;               ///< the last FitWindow
   RepetitionCut cut;           ///< the plan's (FitRepetitions)
   double plan_estimate_s = 0;  ///< FitWindow's estimate at plan time
