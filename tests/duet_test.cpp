@@ -155,6 +155,21 @@ TEST(PlanPairs, ContendedPointsAreCappedAndSayWhatTheyWillReach) {
   EXPECT_EQ(PlanPairs(0.5, 1, 5).repetitions, 5);
 }
 
+TEST(PlanPairs, WorkBetweenHoldsNeedsFewerRepetitionsThanASaturatedLock) {
+  // Calibrated work between holds (within 0.02, between 0.01): 60 % of 10
+  // repetitions give 6 units, about +-2.5 %; a saturated lock keeps the cap.
+  const PairPlan work = PlanPairs(0.03, 2, 5, true);
+  EXPECT_EQ(work.pairs_per_repetition, kDuetMinPairs);
+  EXPECT_EQ(work.repetitions, 10);
+  EXPECT_GT(work.expected_half_width, 0.02);
+  EXPECT_LE(work.expected_half_width, 0.03);
+  EXPECT_EQ(PlanPairs(0.03, 2, 5, false).repetitions,
+            kDuetMaxRepetitionFactor * 5);
+  // One thread has no lock to saturate: the same plan either way.
+  EXPECT_EQ(PlanPairs(0.03, 1, 5, true).repetitions,
+            PlanPairs(0.03, 1, 5).repetitions);
+}
+
 TEST(PlanPairs, TheVerdictsIntervalNarrowsWithUnitsNotPairs) {
   const PairPrior prior{0.03, 0.03, 1};
   EXPECT_TRUE(std::isinf(PairedHalfWidth(1, 64, prior)));

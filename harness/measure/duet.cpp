@@ -11,8 +11,13 @@
 
 namespace lockline {
 
-PairPrior PriorPairSpread(int threads) {
-  return threads <= 1 ? PairPrior{0.03, 0.02, 1} : PairPrior{0.05, 0.03, 0.6};
+PairPrior PriorPairSpread(int threads, bool work_between_holds) {
+  if (threads <= 1) return {0.03, 0.02, 1};
+  // Two threads on the development VM, 2026-12-07 (docs/measurement.md): with
+  // calibrated work between holds within 0.011-0.023, between 0.002-0.018;
+  // saturated within 0.026-0.17, between 0.03-0.18.
+  return work_between_holds ? PairPrior{0.02, 0.01, 0.6}
+                            : PairPrior{0.05, 0.03, 0.6};
 }
 
 double PairedHalfWidth(int units, int pairs, const PairPrior& prior) {
@@ -32,12 +37,13 @@ double PairedHalfWidth(int units, int pairs, const PairPrior& prior) {
   return std::expm1(std::max(0.01, std::sqrt(2 * var / units) * t));
 }
 
-PairPlan PlanPairs(double precision, int threads, int min_repetitions) {
+PairPlan PlanPairs(double precision, int threads, int min_repetitions,
+                   bool work_between_holds) {
   if (!(precision > 0) || threads < 1 || min_repetitions < 1)
     throw std::invalid_argument(
         "PlanPairs: precision must be > 0, threads and repetitions >= 1");
   PairPlan p;
-  p.prior = PriorPairSpread(threads);
+  p.prior = PriorPairSpread(threads, work_between_holds);
   const double w = p.prior.within, b = std::max(p.prior.between, 1e-3);
   p.pairs_per_repetition = std::clamp(
       static_cast<int>(std::lround(std::sqrt(

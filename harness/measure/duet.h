@@ -30,14 +30,17 @@ inline constexpr int kDuetMaxRepetitionFactor = 4;
 /// rewrite: ~0.1 s) in window pairs of 5 ms (~16 ms with their edges).
 inline constexpr double kDuetOverheadPairs = 6;
 
-/// Prior spreads of ln(B/A) by thread count (docs/measurement.md): `within`
-/// a repetition (scaled MAD of its pairs), `between` repetitions of one
-/// regime (SD of their medians), and the share of a point's repetitions
+/// Prior spreads of ln(B/A) by thread count and load (docs/measurement.md):
+/// `within` a repetition (scaled MAD of its pairs), `between` repetitions of
+/// one regime (SD of their medians), and the share of a point's repetitions
 /// expected in its majority coherence regime (1 at one thread: no regime).
+/// `work_between_holds`: the threads do work outside the lock (work_ns:cal),
+/// so they contend at the rate of the era; false (work_ns:0, saturated, or a
+/// point without the parameter) takes the wider spreads of a saturated lock.
 struct PairPrior {
   double within = 0, between = 0, regime_share = 1;
 };
-PairPrior PriorPairSpread(int threads);
+PairPrior PriorPairSpread(int threads, bool work_between_holds = false);
 
 /// Half-width (fraction) of the verdict's interval on `units` repetitions of
 /// one regime with `pairs` pairs each (plots/stats.py's bootstrap widened by
@@ -54,15 +57,17 @@ double PairedHalfWidth(int units, int pairs, const PairPrior& prior);
 /// kDuetOverheadPairs, clamped to [kDuetMinPairs, kDuetMaxPairs];
 /// repetitions: the fewest from `min_repetitions` to kDuetMaxRepetitionFactor
 /// x it whose expected units (regime_share x repetitions) reach the
-/// precision, else the most. Throws std::invalid_argument for precision <= 0,
-/// threads < 1 or min_repetitions < 1.
+/// precision, else the most. `work_between_holds`: PriorPairSpread's. Throws
+/// std::invalid_argument for precision <= 0, threads < 1 or min_repetitions
+/// < 1.
 struct PairPlan {
   int pairs_per_repetition = kDuetMinPairs;
   int repetitions = 0;
   PairPrior prior;
   double expected_half_width = 0;  ///< fraction, PairedHalfWidth at the plan
 };
-PairPlan PlanPairs(double precision, int threads, int min_repetitions);
+PairPlan PlanPairs(double precision, int threads, int min_repetitions,
+                   bool work_between_holds = false);
 
 /// Which variant a window runs: kA, kB, or a discarded warm-up window of one.
 enum class DuetSide : uint8_t { kA = 0, kB = 1, kWarmupA = 2, kWarmupB = 3 };

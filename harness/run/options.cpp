@@ -394,7 +394,7 @@ Suite and time:
                           default 4m, full 30m); the window length is fitted to it (and
                           refitted after every repetition) and the estimate printed before
                           starting, with a line when fixed work alone exceeds it; the default
-                          suite fits its planned repetitions to 80 % of it (without
+                          suite fits its planned repetitions to 72 % of it (without
                           --benchmark_repetitions: the figure rows' cut, costliest first, to 3,
                           then the comparisons' may take the rest) and gives what is left to
                           the comparisons still open (--until-resolved within the budget; not

@@ -26,7 +26,7 @@ inline constexpr int kCalibrateRepetitions = 3;
 inline constexpr double kDefaultUntilResolvedS = 300;
 /// Share of --budget the default run's planned repetitions fit; the rest is
 /// the open comparisons'.
-inline constexpr double kPlannedBudgetShare = 0.8;
+inline constexpr double kPlannedBudgetShare = 0.72;
 
 /// --fault-sampling period, seconds (2 ms: a few per cent of a KVM guest's).
 inline constexpr double kDefaultFaultSamplingS = 2e-3;

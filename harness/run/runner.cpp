@@ -778,7 +778,13 @@ void BuildPoints(RunState& run) {
                                    : suite == Suite::kFull ? 5
                                                            : 3);
       if (v.paired && suite != Suite::kQuick) {
-        p.pairs = PlanPairs(run.opts.precision, n, PointRepetitions(run, p));
+        // Work between holds (work_ns other than 0) contends at the era's
+        // rate and spreads less than a saturated lock (PriorPairSpread).
+        const auto work =
+            std::find_if(v.params.begin(), v.params.end(),
+                         [](const auto& kv) { return kv.first == "work_ns"; });
+        p.pairs = PlanPairs(run.opts.precision, n, PointRepetitions(run, p),
+                            work != v.params.end() && work->second != "0");
         p.windows = 2 * (kDuetWarmupPairs + p.pairs->pairs_per_repetition);
         p.repetitions = p.pairs->repetitions;
       }
