@@ -2,11 +2,16 @@
 
 Fixture-driven: tests/python/fixtures/compare/ holds synthetic lockline-format pairs made by
 make_fixtures.py (fixed seed); tests/fixtures/gbench-json holds real Google Benchmark files. The
-functions are tested by import, the exit codes and messages through a subprocess. The last test
-runs the real binary twice (LOCKLINE_BINARY) and prints the comparison without gating on it.
+functions are tested by import, the command line through main() in this process (stdout, stderr
+and the exit status as a subprocess would give them: each subprocess paid ~1 s of numpy and
+scipy imports), and once through a real subprocess (test_missing_file_and_bad_options_exit_2).
+The last test runs the real binary twice (LOCKLINE_BINARY) and prints the comparison without
+gating on it.
 """
 
+import contextlib
 import importlib.util
+import io
 import itertools
 import json
 import os
@@ -42,6 +47,19 @@ def fixture_pair(name):
 
 
 def run_cli(*args):
+    """compare.py's command line in this process: compare.main(args) with stdout and stderr
+    captured, a SystemExit (argparse) taken as the exit status; returns a CompletedProcess."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = compare.main(list(args))
+        except SystemExit as e:
+            code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+    return subprocess.CompletedProcess([PYTHON, COMPARE, *args], code, out.getvalue(),
+                                       err.getvalue())
+
+
+def run_cli_process(*args):
     """Run compare.py in a subprocess; returns CompletedProcess with text stdout/stderr."""
     return subprocess.run([PYTHON, COMPARE, *args], capture_output=True, text=True, timeout=120)
 
@@ -515,7 +533,8 @@ def test_bad_input_exits_2_with_one_line(tmp_path, content, problem):
 
 
 def test_missing_file_and_bad_options_exit_2(tmp_path):
-    """A missing file, a bad regex, a bad override: exit 2, one line."""
+    """A missing file, a bad regex, a bad override: exit 2, one line (the real command line, in
+    a subprocess, and the same through main())."""
     base, cur = fixture_pair("noise")
     for args, problem in (((str(tmp_path / "nope.json"), cur), "cannot read"),
                           ((base, cur, "--filter", "("), "bad regular expression"),
@@ -524,10 +543,11 @@ def test_missing_file_and_bad_options_exit_2(tmp_path):
                           ((base, cur, "--alpha", "2"), "between 0 and 1"),
                           ((base, cur, "--format", "xml"), "invalid choice"),
                           ((base,), "required")):
-        p = run_cli(*args)
-        assert p.returncode == 2, args
-        lines = p.stderr.strip().splitlines()
-        assert len(lines) == 1 and problem in lines[0], p.stderr
+        for run in (run_cli_process, run_cli):
+            p = run(*args)
+            assert p.returncode == 2, (run.__name__, args)
+            lines = p.stderr.strip().splitlines()
+            assert len(lines) == 1 and problem in lines[0], p.stderr
 
 
 def test_nothing_in_common_exits_2():

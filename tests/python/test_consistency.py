@@ -45,6 +45,27 @@ def _copy(name, tmp_path):
 
 
 @pytest.fixture(scope="module")
+def rendered(tmp_path_factory):
+    """rendered(name) -> (run_dir, render's problems) of a recorded run (RECORDED or
+    "xeon-16c"), rendered once for every test of this file."""
+    done = {}
+
+    def get(name):
+        if name not in done:
+            tmp = tmp_path_factory.mktemp("recorded")
+            if name == "xeon-16c":
+                (tmp / name).mkdir()
+                with gzip.open(BIG, "rb") as src, open(tmp / name / "lockline.json", "wb") as dst:
+                    shutil.copyfileobj(src, dst)
+                run_dir = str(tmp / name)
+            else:
+                run_dir = _copy(name, tmp)
+            done[name] = (run_dir, render(run_dir))
+        return done[name]
+    return get
+
+
+@pytest.fixture(scope="module")
 def synthetic(tmp_path_factory):
     out = tmp_path_factory.mktemp("synthetic")
     subprocess.run(["/usr/bin/python3", os.path.join(FIX, "make_synthetic.py"), str(out)],
@@ -105,11 +126,11 @@ def test_checker_catches_a_contradiction(synthetic, tmp_path):
 
 
 @pytest.mark.parametrize("name", RECORDED)
-def test_recorded_run_is_consistent(name, tmp_path):
+def test_recorded_run_is_consistent(name, rendered):
     if not os.path.isfile(os.path.join(FIX, name, "lockline.json.gz")):
         pytest.skip(f"fixture {name} not recorded")
-    run_dir = _copy(name, tmp_path)
-    assert render(run_dir) == []
+    run_dir, problems = rendered(name)
+    assert problems == []
     assert check_run(run_dir) == []
     if name == "vm-default":  # recorded at load 7-16: starved, and the top of the page says so
         with open(os.path.join(run_dir, "report.html"), encoding="utf-8") as handle:
@@ -167,17 +188,8 @@ def _no_class_problems(run_dir):
 
 
 @pytest.mark.parametrize("name", RECORDED + ("xeon-16c",))
-def test_recorded_run_has_no_issue35_class(name, tmp_path):
-    if name == "xeon-16c":
-        out = tmp_path / name
-        out.mkdir()
-        with gzip.open(BIG, "rb") as src, open(out / "lockline.json", "wb") as dst:
-            shutil.copyfileobj(src, dst)
-        run_dir = str(out)
-    else:
-        run_dir = _copy(name, tmp_path)
-    render(run_dir)
-    assert _no_class_problems(run_dir) == {}
+def test_recorded_run_has_no_issue35_class(name, rendered):
+    assert _no_class_problems(rendered(name)[0]) == {}
 
 
 def test_synthetic_run_has_no_issue35_class(synthetic):
