@@ -14,6 +14,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <set>
 
 #include "harness/record/rows.h"
 #include "harness/run/until_resolved.h"
@@ -368,6 +369,28 @@ TEST(UntilResolved, ReadsOpenComparisonsKeys) {
   EXPECT_EQ(s.open, 2);
   EXPECT_EQ(s.keys, (std::vector<std::string>{"a/threads:2", "c/threads:2",
                                               "d/threads:2"}));
+  // A comparison resolved at an earlier look stays resolved: the stricter
+  // look after a round that gave it nothing must not reopen it.
+  {
+    std::ofstream out(path);
+    out << R"({"schema": 1, "verdicts": [
+      {"id": "x", "base_key": "a/threads:2", "variant_key": "b/threads:2", "resolved": true},
+      {"id": "y", "base_key": "a/threads:2", "variant_key": "c/threads:2", "resolved": false}]})";
+  }
+  std::set<std::string> stopped;
+  EXPECT_EQ(ReadVerdicts(path, &stopped).open, 1);
+  EXPECT_EQ(stopped, (std::set<std::string>{"x"}));
+  {
+    std::ofstream out(path);
+    out << R"({"schema": 1, "verdicts": [
+      {"id": "x", "base_key": "a/threads:2", "variant_key": "b/threads:2", "resolved": false},
+      {"id": "y", "base_key": "a/threads:2", "variant_key": "c/threads:2", "resolved": false}]})";
+  }
+  const VerdictSummary later = ReadVerdicts(path, &stopped);
+  EXPECT_EQ(later.open, 1);
+  EXPECT_EQ(later.keys,
+            (std::vector<std::string>{"a/threads:2", "c/threads:2"}));
+  EXPECT_EQ(ReadVerdicts(path).open, 2);
   {
     std::ofstream out(path);
     out << "{\"schema\": 1}";

@@ -106,10 +106,12 @@ std::string VerdictsMissing() {
 double Number(const json& v) { return v.is_number() ? v.get<double>() : NAN; }
 
 // Look round + 1 of the sequential design: runs verdicts.py and reads its
-// verdicts into `v` (the planned repetitions' kept as verdicts_planned.json);
+// verdicts into `v`, those in `stopped` resolved (ReadVerdicts; the planned
+// repetitions' kept as verdicts_planned.json);
 // `verdicts_s`: the seconds it took. False, said on stderr, when it failed.
 bool LookAtVerdicts(const RunState& run, uint64_t deadline_ns,
-                    VerdictSummary& v, double& verdicts_s) {
+                    std::set<std::string>& stopped, VerdictSummary& v,
+                    double& verdicts_s) {
   const std::string dir = run.results->dir();
   const uint64_t start = NowNs();
   std::string failed = RunVerdicts(PlotsDir() + "/verdicts.py", dir,
@@ -117,7 +119,7 @@ bool LookAtVerdicts(const RunState& run, uint64_t deadline_ns,
   verdicts_s = SecondsBetween(start, NowNs());
   if (failed.empty()) {
     try {
-      v = ReadVerdicts(dir + "/verdicts.json");
+      v = ReadVerdicts(dir + "/verdicts.json", &stopped);
       if (run.resolve_round == 0) {
         std::ifstream in(dir + "/verdicts.json");
         WriteFileAtomically(
@@ -228,7 +230,8 @@ std::string CheckUntilResolved(const Options& o) {
   return "";
 }
 
-VerdictSummary ReadVerdicts(const std::string& path) {
+VerdictSummary ReadVerdicts(const std::string& path,
+                            std::set<std::string>* stopped) {
   std::ifstream in(path);
   if (!in) throw std::runtime_error("cannot read " + path);
   json doc;
@@ -247,10 +250,14 @@ VerdictSummary ReadVerdicts(const std::string& path) {
   for (const json& v : doc["verdicts"]) {
     if (!v.is_object()) continue;
     ++s.total;
+    bool resolved = v.value("resolved", false);
+    if (const json id = v.value("id", json()); stopped && id.is_string()) {
+      if (resolved) stopped->insert(id.get<std::string>());
+      resolved = resolved || stopped->count(id.get<std::string>()) > 0;
+    }
     // A question its mechanism cannot reach here (plots/verdicts.py ANSWERABLE)
     // stays so however many repetitions run.
-    if (v.value("resolved", false) ||
-        v.value("status", std::string()) == "not_answerable")
+    if (resolved || v.value("status", std::string()) == "not_answerable")
       continue;
     ++s.open;
     OpenComparison c;
@@ -375,7 +382,8 @@ bool RunUntilResolved(RunState& run, benchmark::BenchmarkReporter& reporter) {
       return RecordOutcome(run, out);
     }
   }
-  double verdicts_s = 0;  // the last verdicts.py run, seconds
+  double verdicts_s = 0;          // the last verdicts.py run, seconds
+  std::set<std::string> stopped;  // comparisons resolved at an earlier look
   for (;;) {
     RelabelCoherence(run.results->doc_mutable());
     run.results->Flush();
@@ -386,7 +394,7 @@ bool RunUntilResolved(RunState& run, benchmark::BenchmarkReporter& reporter) {
       break;
     }
     ++out.looks;
-    if (!LookAtVerdicts(run, deadline, out.v, verdicts_s)) {
+    if (!LookAtVerdicts(run, deadline, stopped, out.v, verdicts_s)) {
       out.stopped = "verdicts_failed";
       break;
     }

@@ -8,6 +8,7 @@
 #include <benchmark/benchmark.h>
 
 #include <cmath>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -54,8 +55,12 @@ struct VerdictSummary {
 
 /// Reads verdicts.json (schema 1: {"verdicts": [{"resolved": bool, "base_key":
 /// ..., "variant_key": ...}, ...]}); std::runtime_error naming the path when it
-/// is missing or malformed.
-VerdictSummary ReadVerdicts(const std::string& path);
+/// is missing or malformed. With `stopped`: the ids of the comparisons resolved
+/// at an earlier look, which stay resolved (each comparison stops at its first
+/// resolving look, as the sequential design assumes: a later, stricter look
+/// would reopen it without new data); this look's resolved ids are added.
+VerdictSummary ReadVerdicts(const std::string& path,
+                            std::set<std::string>* stopped = nullptr);
 
 /// The repetitions the next round gives each open comparison's points within
 /// `seconds`. A comparison needs units (repetitions in its regime) until its
