@@ -884,10 +884,17 @@ double FitWindow(RunState& run) {
   // The default run keeps the rest for open comparisons (until_resolved.h).
   double left = PlannedBudgetS(run.opts) - spent;
   if (plan_time && FitsRepetitions(run.opts)) CutRepetitions(run, left);
-  // Comparisons that took --until-resolved's time plan in the whole budget.
-  if (run.cut.whole_budget) left = run.opts.budget_s - spent;
+  // Comparisons that took --until-resolved's time plan in the whole budget,
+  // at the minimum window the cut assumed: a longer one would give the time
+  // still left to the figures' windows, not to the comparisons still open (a
+  // default run here planned 15 ms windows for all 4 minutes, none left).
+  double max_window_s = run.window_cap_s;
+  if (run.cut.whole_budget) {
+    left = run.opts.budget_s - spent;
+    max_window_s = std::min(max_window_s, kMinFitWindowS);
+  }
   run.fit = FitBudget(run.budget, run.recording, left, run.opts.window_s,
-                      kMinFitWindowS, run.window_cap_s);
+                      kMinFitWindowS, max_window_s);
   run.window_s = run.fit.window_s;
   return spent + run.fit.estimate_s;
 }
