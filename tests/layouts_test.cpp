@@ -212,89 +212,99 @@ TEST(Page, FlagsAndRefcount) {
 // ---- struct zone
 // -----------------------------------------------------------------------------
 
+// One Zone<L, P, kLine, C>'s numbers, by offsetof and sizeof, and what its
+// model did when used. The template only gathers them; CheckZoneFacts holds
+// the checks once (as a template body they were ~130 copies: most of this
+// file's compile time).
+struct ZoneFacts {
+  std::string name;
+  ZoneLockPlacement placement;
+  ZoneConfig config;
+  std::size_t line, size, lock_size, lock, watermark, watermark_size,
+      managed_pages, flags, flags_size, lru_lock, lru_lists, vm_stat, free_area,
+      free_area_size, order0_head, order0_nr_free;
+  bool aligned, lists_empty;
+  unsigned long nr_free_after_lock;
+};
+
 // For one (lock, placement, line): the report's offsets are offsetof, and the
 // lock shares a line with the hot order-0 list head and nr_free exactly as the
 // placement's name says.
-template <class L, ZoneLockPlacement P, std::size_t kLine,
-          ZoneConfig C = ZoneConfig::kCma>
-void CheckZone() {
-  using Z = Zone<L, P, kLine, C>;
-  const std::string name = ZoneLayoutName<L, P, kLine, C>();
-  SCOPED_TRACE(name);
-  const LayoutInfo* info = FindLayout(name);
+void CheckZoneFacts(const ZoneFacts& z) {
+  SCOPED_TRACE(z.name);
+  const LayoutInfo* info = FindLayout(z.name);
   ASSERT_NE(info, nullptr);
-  EXPECT_EQ(info->size, sizeof(Z));
-  EXPECT_EQ(info->align, kLine);
-  EXPECT_EQ(sizeof(Z) % kLine, 0u);
-  EXPECT_REPORTED_OFFSET(*info, Z, lock);
-  EXPECT_EQ(Field(*info, "lock").size, sizeof(L));
-  EXPECT_REPORTED_OFFSET(*info, Z, watermark);
-  EXPECT_REPORTED_OFFSET(*info, Z, managed_pages);
-  EXPECT_REPORTED_OFFSET(*info, Z, flags);
-  EXPECT_REPORTED_OFFSET(*info, Z, lru_lock);
-  EXPECT_REPORTED_OFFSET(*info, Z, lru_lists);
-  EXPECT_REPORTED_OFFSET(*info, Z, vm_stat);
+  EXPECT_EQ(info->size, z.size);
+  EXPECT_EQ(info->align, z.line);
+  EXPECT_EQ(z.size % z.line, 0u);
+  for (const auto& [field, offset] :
+       std::vector<std::pair<const char*, std::size_t>>{
+           {"lock", z.lock},
+           {"watermark", z.watermark},
+           {"managed_pages", z.managed_pages},
+           {"flags", z.flags},
+           {"lru_lock", z.lru_lock},
+           {"lru_lists", z.lru_lists},
+           {"vm_stat", z.vm_stat}})
+    EXPECT_EQ(Field(*info, field).offset, offset) << field;
+  EXPECT_EQ(Field(*info, "lock").size, z.lock_size);
   const std::string head = "free_area[0].free_list[MIGRATE_UNMOVABLE]";
-  EXPECT_EQ(Field(*info, head).offset, Order0ListHeadOffset<Z>());
-  EXPECT_EQ(Field(*info, "free_area[0].nr_free").offset,
-            Order0NrFreeOffset<Z>());
+  EXPECT_EQ(Field(*info, head).offset, z.order0_head);
+  EXPECT_EQ(Field(*info, "free_area[0].nr_free").offset, z.order0_nr_free);
   EXPECT_EQ(Field(*info, "free_area[1..9]").offset,
-            offsetof(Z, free_area) + sizeof(typename Z::FreeAreaT));
+            z.free_area + z.free_area_size);
   EXPECT_EQ(Field(*info, "free_area[10].nr_free").offset,
-            offsetof(Z, free_area) + 11 * sizeof(typename Z::FreeAreaT) - 8);
-  EXPECT_EQ(sizeof(typename Z::FreeAreaT), C == ZoneConfig::kCma ? 104u : 88u);
+            z.free_area + 11 * z.free_area_size - 8);
+  EXPECT_EQ(z.free_area_size, z.config == ZoneConfig::kCma ? 104u : 88u);
 
   // Sections start on line boundaries (ZONE_PADDING).
-  EXPECT_EQ(offsetof(Z, lru_lock) % kLine, 0u);
-  EXPECT_EQ(offsetof(Z, vm_stat) % kLine, 0u);
+  EXPECT_EQ(z.lru_lock % z.line, 0u);
+  EXPECT_EQ(z.vm_stat % z.line, 0u);
 
   // Line arithmetic straight from offsetof, independent of the report code.
-  auto line_of = [](std::size_t off) { return off / kLine; };
-  const std::size_t lock_first = line_of(offsetof(Z, lock));
-  const std::size_t lock_last = line_of(offsetof(Z, lock) + sizeof(L) - 1);
+  auto line_of = [&](std::size_t off) { return off / z.line; };
+  const std::size_t lock_first = line_of(z.lock);
+  const std::size_t lock_last = line_of(z.lock + z.lock_size - 1);
   auto lock_line_has = [&](std::size_t off, std::size_t size) {
     return line_of(off) <= lock_last && line_of(off + size - 1) >= lock_first;
   };
-  const bool shares_head =
-      lock_line_has(Order0ListHeadOffset<Z>(), sizeof(ListHead));
+  const bool shares_head = lock_line_has(z.order0_head, sizeof(ListHead));
   const bool shares_nr_free =
-      lock_line_has(Order0NrFreeOffset<Z>(), sizeof(unsigned long));
-  const bool shares_watermark =
-      lock_line_has(offsetof(Z, watermark), sizeof(Z::watermark));
-  const bool shares_flags = lock_line_has(offsetof(Z, flags), sizeof(Z::flags));
+      lock_line_has(z.order0_nr_free, sizeof(unsigned long));
+  const bool shares_watermark = lock_line_has(z.watermark, z.watermark_size);
+  const bool shares_flags = lock_line_has(z.flags, z.flags_size);
   EXPECT_EQ(SharesLine(*info, "lock", "flags"), shares_flags);
   const auto sharing = FieldsSharingLine(*info, "lock");
   EXPECT_EQ(Contains(sharing, head), shares_head);
   EXPECT_EQ(Contains(sharing, "free_area[0].nr_free"), shares_nr_free);
   EXPECT_EQ(SharesLine(*info, "lock", head), shares_head);
 
-  switch (P) {
+  switch (z.placement) {
     case ZoneLockPlacement::kLockBeforeFreeArea:
       EXPECT_TRUE(shares_head);
       // nr_free of order 0 is 96 bytes into free_area[0]: it joins the lock's
       // line only when the line is 128 bytes and the lock small enough (lock +
       // padding + 104 <= 128).
-      EXPECT_EQ(shares_nr_free,
-                (offsetof(Z, lock) % kLine) +
-                        (Order0NrFreeOffset<Z>() - offsetof(Z, lock)) +
-                        sizeof(unsigned long) <=
-                    kLine);
+      EXPECT_EQ(shares_nr_free, (z.lock % z.line) +
+                                        (z.order0_nr_free - z.lock) +
+                                        sizeof(unsigned long) <=
+                                    z.line);
       EXPECT_FALSE(shares_watermark);
       break;
     case ZoneLockPlacement::kLockAfterFreeArea:
       EXPECT_FALSE(shares_head);
       EXPECT_FALSE(shares_nr_free);
       EXPECT_FALSE(shares_watermark);
-      EXPECT_GT(offsetof(Z, lock), offsetof(Z, flags));
+      EXPECT_GT(z.lock, z.flags);
       // The fix gives the lock a line of its own only with CMA.
-      EXPECT_EQ(shares_flags, C == ZoneConfig::kNoCma);
+      EXPECT_EQ(shares_flags, z.config == ZoneConfig::kNoCma);
       break;
     case ZoneLockPlacement::kLockOwnLine:
       EXPECT_FALSE(shares_head);
       EXPECT_FALSE(shares_nr_free);
       EXPECT_TRUE(sharing.empty())
           << "own line shares with " << sharing.front();
-      EXPECT_EQ(offsetof(Z, lock) % kLine, 0u);
+      EXPECT_EQ(z.lock % z.line, 0u);
       break;
     case ZoneLockPlacement::kLockInReadmostlyLine:
       EXPECT_FALSE(shares_head);
@@ -305,15 +315,47 @@ void CheckZone() {
   }
 
   // The model is usable: constructible, initializable, lockable.
+  EXPECT_TRUE(z.aligned);
+  EXPECT_TRUE(z.lists_empty);
+  EXPECT_EQ(z.nr_free_after_lock, 1u);
+}
+
+template <class L, ZoneLockPlacement P, std::size_t kLine,
+          ZoneConfig C = ZoneConfig::kCma>
+void CheckZone() {
+  using Z = Zone<L, P, kLine, C>;
   auto zone = std::make_unique<Z>();
-  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(zone.get()) % kLine, 0u);
+  const bool aligned =
+      reinterpret_cast<std::uintptr_t>(zone.get()) % kLine == 0;
   ZoneInit(*zone);
-  EXPECT_TRUE(ListEmpty(&zone->free_area[0].free_list[kMigrateMovable]));
-  EXPECT_TRUE(ListEmpty(&zone->lru_lists[0]));
+  const bool lists_empty =
+      ListEmpty(&zone->free_area[0].free_list[kMigrateMovable]) &&
+      ListEmpty(&zone->lru_lists[0]);
   zone->lock.lock();
   zone->free_area[0].nr_free++;
   zone->lock.unlock();
-  EXPECT_EQ(zone->free_area[0].nr_free, 1u);
+  CheckZoneFacts({ZoneLayoutName<L, P, kLine, C>(),
+                  P,
+                  C,
+                  kLine,
+                  sizeof(Z),
+                  sizeof(L),
+                  offsetof(Z, lock),
+                  offsetof(Z, watermark),
+                  sizeof(Z::watermark),
+                  offsetof(Z, managed_pages),
+                  offsetof(Z, flags),
+                  sizeof(Z::flags),
+                  offsetof(Z, lru_lock),
+                  offsetof(Z, lru_lists),
+                  offsetof(Z, vm_stat),
+                  offsetof(Z, free_area),
+                  sizeof(typename Z::FreeAreaT),
+                  Order0ListHeadOffset<Z>(),
+                  Order0NrFreeOffset<Z>(),
+                  aligned,
+                  lists_empty,
+                  zone->free_area[0].nr_free});
 }
 
 template <class L, std::size_t kLine>
