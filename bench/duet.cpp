@@ -174,15 +174,6 @@ const std::vector<DuetSpec>& Specs() {
   return specs;
 }
 
-/// The value of parameter `k` in `p`, or `absent` when the key leaves it out
-/// (DuetSpec::absent: stats "on").
-std::string ParamOf(const Params& p, const std::string& k,
-                    const std::string& absent = "") {
-  for (const auto& [pk, pv] : p)
-    if (pk == k) return pv;
-  return absent;
-}
-
 /// `p` with `k` set to `v`; a parameter `p` lacks is appended (a twin's
 /// /stats:off comes last before threads).
 Params WithParam(Params p, const std::string& k, const std::string& v) {

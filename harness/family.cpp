@@ -63,6 +63,13 @@ std::string RowKey(const std::string& family, const Params& params,
   return key;
 }
 
+std::string ParamOf(const Params& p, const std::string& k,
+                    const std::string& absent) {
+  for (const auto& [pk, pv] : p)
+    if (pk == k) return pv;
+  return absent;
+}
+
 void ThinkNs(uint64_t ns) {
   if (ns == 0) return;
   const uint64_t steps =

@@ -27,6 +27,11 @@ enum class Suite { kQuick = 0, kDefault = 1, kFull = 2 };
 /// Ordered key:value parameters of a point (without threads).
 using Params = std::vector<std::pair<std::string, std::string>>;
 
+/// The value of parameter `k` in `p`, or `absent` when the key leaves it out
+/// (a duet's DuetSpec::absent: stats "on").
+std::string ParamOf(const Params& p, const std::string& k,
+                    const std::string& absent = "");
+
 /// What a thread knows about itself inside a point.
 struct ThreadCtx {
   int index = 0;    ///< 0 .. threads-1

@@ -780,11 +780,9 @@ void BuildPoints(RunState& run) {
       if (v.paired && suite != Suite::kQuick) {
         // Work between holds (work_ns other than 0) contends at the era's
         // rate and spreads less than a saturated lock (PriorPairSpread).
-        const auto work =
-            std::find_if(v.params.begin(), v.params.end(),
-                         [](const auto& kv) { return kv.first == "work_ns"; });
+        const std::string work = ParamOf(v.params, "work_ns");
         p.pairs = PlanPairs(run.opts.precision, n, PointRepetitions(run, p),
-                            work != v.params.end() && work->second != "0");
+                            !work.empty() && work != "0");
         p.windows = 2 * (kDuetWarmupPairs + p.pairs->pairs_per_repetition);
         p.repetitions = p.pairs->repetitions;
       }
