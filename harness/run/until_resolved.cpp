@@ -155,6 +155,13 @@ int RunExtraRound(RunState& run, benchmark::BenchmarkReporter& reporter,
   return repetitions;
 }
 
+// Coherence labels as RecordRepetition keeps them (the run's RegimeCache,
+// EditRows): only changed rows are serialized again, not the whole file.
+void RelabelRows(RunState& run) {
+  run.results->EditRows(
+      [&](json& doc) { return RelabelCoherence(doc, &run.regimes); });
+}
+
 // How the extra rounds ended, as context.lockline.until_resolved records it.
 struct Outcome {
   uint64_t start_ns = 0;
@@ -169,7 +176,7 @@ struct Outcome {
 // after a failed verdicts.py `open` is null, never 0, and returns false.
 bool RecordOutcome(RunState& run, const Outcome& out) {
   run.progress_note.clear();
-  RelabelCoherence(run.results->doc_mutable());
+  RelabelRows(run);
   const bool known =
       out.stopped != "verdicts_failed" && out.stopped != "not_run";
   run.results->lockline_context()["until_resolved"] = {
@@ -385,7 +392,7 @@ bool RunUntilResolved(RunState& run, benchmark::BenchmarkReporter& reporter) {
   double verdicts_s = 0;          // the last verdicts.py run, seconds
   std::set<std::string> stopped;  // comparisons resolved at an earlier look
   for (;;) {
-    RelabelCoherence(run.results->doc_mutable());
+    RelabelRows(run);
     run.results->Flush();
     // No look that cannot end in time: the last one's open count stands.
     if (run.resolve_round > 0 &&
