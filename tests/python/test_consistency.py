@@ -192,6 +192,14 @@ def test_recorded_run_has_no_issue35_class(name, rendered):
     assert _no_class_problems(rendered(name)[0]) == {}
 
 
+@pytest.mark.parametrize("name", ("vm-default", "xeon-16c"))
+def test_recorded_report_reads(name, rendered, tmp_path):
+    """test_figures.assert_report_reads on the recorded runs' reports (rendered once, here)."""
+    from test_figures import assert_report_reads
+    run_dir, problems = rendered(name)
+    assert_report_reads(run_dir, os.path.join(run_dir, "report.html"), problems, tmp_path)
+
+
 def test_synthetic_run_has_no_issue35_class(synthetic):
     assert _no_class_problems(synthetic) == {}
 

@@ -82,17 +82,24 @@ def test_every_verdict_figure_reads_and_draws_its_verdict(run_dir):
     assert problems == []
 
 
+@pytest.mark.parametrize("run_dir", ["tiny"], indirect=True)
 def test_report_of_the_run_finds_no_problem(run_dir, tmp_path):
-    """report.py's own checks (figures, verdict lines, tables, verdict figures) on the run, and
-    no table wider than a 1400 px window in headless Chromium (the report's script measures
-    them), when it is installed."""
+    """report.py's own checks (figures, verdict lines, tables, verdict figures) on a fresh tiny
+    run; the recorded runs' reports are rendered and checked once, in test_consistency.py
+    (test_recorded_report_reads)."""
     import report
     path, problems = report.write_report(run_dir)
-    # Every family figure is checked as it is drawn (families.FIGURE_PROBLEMS): none is unread.
+    assert_report_reads(run_dir, path, problems, tmp_path, min_figures=4)
+
+
+def assert_report_reads(run_dir, path, problems, tmp_path, min_figures=8):
+    """No problem report.py found (every family figure is checked as it is drawn:
+    families.FIGURE_PROBLEMS), at least `min_figures` family figures, and no table wider than a
+    1400 px window in headless Chromium (the report's script measures them), when installed."""
     assert problems == []
     drawn = [f for f in os.listdir(os.path.join(run_dir, "plots"))
              if f.endswith(".png") and not f.startswith("verdicts_")]
-    assert len(drawn) >= (4 if run_dir.rstrip("/").endswith("tiny0") else 8), drawn
+    assert len(drawn) >= min_figures, drawn
     if not os.access("/usr/bin/chromium", os.X_OK):
         return
     proc = subprocess.run(["/usr/bin/chromium", "--headless", "--no-sandbox", "--disable-gpu",
