@@ -52,6 +52,11 @@ def runs_text(pooled_resolved: bool, held: int, resolved: int, runs: int) -> str
             (f", not resolved in {runs - resolved}" if runs > resolved else ""))
 
 
+def share_text(part: int, whole: int) -> str:
+    """'89 %' of `whole`, or 'none compared'."""
+    return f"{100.0 * part / whole:.0f} %" if whole else "none compared"
+
+
 def combine(runs: Sequence[Run], names: Sequence[str],
             min_effect: float = stats.MIN_EFFECT) -> Dict[str, Any]:
     """The verdicts.json document of several runs (the module docstring), plus each run's own
@@ -144,7 +149,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
               f"{len(runs)} runs alone, {pooled_only} resolved only when they are pooled; "
               f"{t['contained']} of {t['compared']} ordered run pairs that resolved a "
               f"comparison in one regime have an interval holding the other run's estimate "
-              f"({t['other_regime']} pairs from two regimes not set against each other; "
+              f"({share_text(t['contained'], t['compared'])}; a rerun interval promises 95 %: "
+              f"fewer means host states one run did not see, docs/measurement.md; "
+              f"{t['other_regime']} pairs from two regimes not set against each other; "
               f"{t['sign_flips']} sign flips); wrote {path}")
     return 0
 
