@@ -214,6 +214,7 @@ Variant MakeDuet(const DuetSpec& spec, const Variant& a, const Variant& b,
                      ? 1
                      : *std::min_element(a.threads.begin(), a.threads.end())};
   d.needs_spare_pu = a.needs_spare_pu || b.needs_spare_pu;
+  d.helper_on_idle_pu = a.helper_on_idle_pu || b.helper_on_idle_pu;
   d.helper_per_node = a.helper_per_node || b.helper_per_node;
   d.windows = 2 * (kWarmupPairs + kPairs);
   d.repetition_factor = spec.repetition_factor;

@@ -812,6 +812,7 @@ Variant MakeBurstVariant(Protocol protocol, Zeroer zeroer, std::size_t burst,
   // Budget: the burst and about half the pool fault in per repetition.
   v.cost_mib = static_cast<double>(burst + pool / 2) * 4096 / (1 << 20);
   v.needs_spare_pu = zeroer == Zeroer::kEngine;
+  v.helper_on_idle_pu = zeroer == Zeroer::kIdleCpus;
   v.description =
       std::string(protocol == Protocol::kIdleBurst
                       ? "idle period (zeroer fills the pool), then "
@@ -841,6 +842,8 @@ Variant MakeBurstPairVariant(BurstPairWorkload::Side a,
       std::string(ZeroerName(a.zeroer)) + "_vs_" + ZeroerName(b.zeroer), burst,
       pool, suite, std::move(threads));
   v.needs_spare_pu = a.zeroer == Zeroer::kEngine || b.zeroer == Zeroer::kEngine;
+  v.helper_on_idle_pu =
+      a.zeroer == Zeroer::kIdleCpus || b.zeroer == Zeroer::kIdleCpus;
   // Budget: the two pools once per repetition, plus per burst of a side its
   // idle period (kIdleMs in full with no zeroer to end it early) or the busy
   // protocol's spinning PUs.

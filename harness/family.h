@@ -129,6 +129,9 @@ struct Variant {
   /// Paired windows, counted from --precision (PointEnv::windows).
   bool paired = false;
   bool needs_spare_pu = false;  ///< it starts a helper thread on its own PU
+  /// It starts helpers that run where a CPU is idle (SCHED_IDLE zeroers),
+  /// on a PU of their own when one is free: the run probes that pair.
+  bool helper_on_idle_pu = false;
   /// With needs_spare_pu: one helper per NUMA node, each on its own PU.
   bool helper_per_node = false;
   int windows = 0;  ///< 0: the run's default; fixed work usually wants 1

@@ -67,7 +67,24 @@ def check(doc, regex):
         if r.get("verify") != "ok":
             problems.append(f"{name}: verify = {r.get('verify')!r}")
         problems += [f"{name}: {p}" for p in scanner_problems(r)]
+        problems += [f"{name}: {p}" for p in helper_pair_problems(r)]
     return problems
+
+
+def helper_pair_problems(row):
+    """A one-PU row whose helper (prezero's zeroer) ran on a PU of its own carries that pair's
+    coherence probe, taken with the helper stopped: the regime of the transfers it pays."""
+    helper = row.get("details", {}).get("helper_pu")
+    pus = row.get("placement", {}).get("pus", [])
+    c = row.get("coherence", {})
+    if (not isinstance(helper, list) or not helper or helper[0] in (None, -1)
+            or len(set(pus)) != 1 or helper[0] == pus[0] or not c.get("shares_lines")):
+        return []
+    if c.get("pair") != [pus[0], helper[0]] or not (
+            c.get("before_ns", 0) > 0 and c.get("after_ns", 0) > 0):
+        return [f"helper on PU {helper[0]} but coherence pair {c.get('pair')}, probes "
+                f"{c.get('before_ns')} / {c.get('after_ns')} ns"]
+    return []
 
 
 def scanner_problems(row):

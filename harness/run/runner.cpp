@@ -217,6 +217,9 @@ struct PointRun {
   std::unique_ptr<ThreadTeam> team;
   int probe_a = -1, probe_b = -1;  // the coherence probe's threads
   bool shares = false, probing = false;
+  // A one-PU point's helper PU (HelperProbePu): probed with the thread's PU
+  // before the workload starts its helper and after it stopped; -1: none.
+  int helper_pu = -1;
   double before_ns = 0, after_ns = 0;
   double seconds = 0, cpu_seconds = 0;
   uint64_t ops = 0;
@@ -259,10 +262,40 @@ void PlanWindow(PointRun& pr) {
   pr.first_of_instance = run.gb_runs[point.key]++ == 0;
 }
 
+// The PU of a one-PU point's helper (prezero's zeroer, the evidence timer)
+// when it has one of its own: the pair whose line transfers the point pays
+// (the zeroer's pages, on this VM near: ~0 %, far: -5 % for pre-zeroing), so
+// the point gets that pair's coherence regime. -1: more than one PU (the
+// threads' own pair is probed), no helper, unpinned, or a shared PU.
+int HelperProbePu(const Point& point, const RunState& run) {
+  if (!(point.variant->needs_spare_pu || point.variant->helper_on_idle_pu) ||
+      point.plan.pus.empty() || ProbeThreads(point).first >= 0 ||
+      run.pin.policy == PinPolicy::kNone || !run.topo->is_host())
+    return -1;
+  const std::vector<HelperPlace> places =
+      PlanHelperPlaces(*run.topo, point.plan, run.opts.oversubscribe);
+  if (places.empty() || places[0].pu < 0 || places[0].shares_measured_pu ||
+      places[0].pu == point.plan.pus[0].os_index)
+    return -1;
+  return places[0].pu;
+}
+
+// One-way ns between the point's PU and its helper's, no helper running.
+double ProbeHelperPair(PointRun& pr) {
+  const uint64_t t0 = NowNs();
+  ThreadTeam pair(pr.run.topo.get(),
+                  {pr.point.plan.pus[0].os_index, pr.helper_pu}, nullptr);
+  const double ns = pair.PingPong(0, 1, SecondsToNs(kProbeSeconds)).first;
+  pr.probes_s += SecondsBetween(t0, NowNs());
+  return ns;
+}
+
 // Stage 2: layout sampling, the workload, threads pinned and set up.
 void Prepare(PointRun& pr) {
   const Point& point = pr.point;
   RunState& run = pr.run;
+  pr.helper_pu = HelperProbePu(point, run);
+  if (pr.helper_pu >= 0) pr.before_ns = ProbeHelperPair(pr);
   pr.layout.emplace(
       RepetitionLayoutSeed(point.key, run.repetitions_done[point.key]),
       run.sample_layout);
@@ -416,22 +449,27 @@ json FairnessJson(const std::vector<uint64_t>& per_thread, uint64_t ops) {
 json CoherenceJson(const PointRun& pr) {
   double base = 0;
   json pair = nullptr;
-  if (pr.probing) {
-    const std::pair<int, int> pus{pr.point.plan.pus[pr.probe_a].os_index,
-                                  pr.point.plan.pus[pr.probe_b].os_index};
+  if (pr.probing || pr.helper_pu >= 0) {
+    const std::pair<int, int> pus =
+        pr.probing ? std::pair{pr.point.plan.pus[pr.probe_a].os_index,
+                               pr.point.plan.pus[pr.probe_b].os_index}
+                   : std::pair{pr.point.plan.pus[0].os_index, pr.helper_pu};
     pair = {pus.first, pus.second};
     if (const auto it = pr.run.baseline_ns.find(pus);
         it != pr.run.baseline_ns.end())
       base = it->second;
   }
-  return {{"label", pr.shares ? "unknown" : "none"},
-          {"regime", nullptr},
-          {"regime_ns", nullptr},
-          {"shares_lines", pr.shares},
-          {"pair", pair},
-          {"baseline_ns", base},
-          {"before_ns", pr.before_ns},
-          {"after_ns", pr.after_ns}};
+  json c = {{"label", pr.shares ? "unknown" : "none"},
+            {"regime", nullptr},
+            {"regime_ns", nullptr},
+            {"shares_lines", pr.shares},
+            {"pair", pair},
+            {"baseline_ns", base},
+            {"before_ns", pr.before_ns},
+            {"after_ns", pr.after_ns}};
+  // RecordRow adds after_ns once the helper has stopped.
+  if (pr.helper_pu >= 0) c["probed"] = "thread's PU and its helper's, idle";
+  return c;
 }
 
 // The pahole-style report of a row's layouts, once (context.lockline.layouts).
@@ -681,6 +719,8 @@ void RecordRow(PointRun& pr) {
   pr.team.reset();
   pr.wl.reset();
   if (!pr.failure.empty()) return FailRepetition(pr, pr.failure);
+  if (pr.helper_pu >= 0)
+    pr.rec["coherence"]["after_ns"] = pr.after_ns = ProbeHelperPair(pr);
   std::string warning =
       pr.overrun ? "a window ran past its wall-clock bound" : "";
   if (!pr.quota_warning.empty())
