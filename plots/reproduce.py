@@ -52,6 +52,22 @@ def runs_text(pooled_resolved: bool, held: int, resolved: int, runs: int) -> str
             (f", not resolved in {runs - resolved}" if runs > resolved else ""))
 
 
+# Regimes whose latencies are within this factor are one state of the machine: the factor
+# within which harness/measure/coherence.h merges two modes of one run's probes.
+SAME_REGIME_RATIO = 1.4
+
+
+def same_regime(a: Dict[str, Any], b: Dict[str, Any]) -> bool:
+    """Two runs' verdicts from one state of the machine: the same label without latencies
+    ("all", pooled), else regimes whose `regime_ns` are within SAME_REGIME_RATIO. Labels rank
+    regimes within one run, so "near" in a run that never left its 220 ns placement is another
+    run's "far" (and the same state)."""
+    ns_a, ns_b = a.get("regime_ns"), b.get("regime_ns")
+    if not ns_a or not ns_b:
+        return a.get("regime") == b.get("regime") and not ns_a and not ns_b
+    return max(ns_a, ns_b) / min(ns_a, ns_b) <= SAME_REGIME_RATIO
+
+
 def share_text(part: int, whole: int) -> str:
     """'89 %' of `whole`, or 'none compared'."""
     return f"{100.0 * part / whole:.0f} %" if whole else "none compared"
@@ -77,14 +93,15 @@ def combine(runs: Sequence[Run], names: Sequence[str],
     for v in doc["verdicts"]:
         mine = answer_of(v, min_effect)
         per_run = [{"run": name, "effect": r["effect"], "ci": r["ci"], "status": r["status"],
-                    "answer": answer_of(r, min_effect), "regime": r.get("regime")}
+                    "answer": answer_of(r, min_effect), "regime": r.get("regime"),
+                    "regime_ns": r.get("regime_ns")}
                    for name, table in zip(names, own) if (r := table.get(v["id"])) is not None]
         resolved = [r for r in per_run if r["status"] == "resolved" and r["ci"]]
         # Ordered pairs of resolved runs of one regime: does a's interval hold b's estimate?
         checks = [(a, b) for a in resolved for b in resolved
-                  if a is not b and a["regime"] == b["regime"]]
+                  if a is not b and same_regime(a, b)]
         other_regime = sum(1 for a in resolved for b in resolved
-                           if a is not b and a["regime"] != b["regime"])
+                           if a is not b and not same_regime(a, b))
         reproduced = all(_contains(a["ci"], b["effect"]) for a, b in checks) if checks else None
         totals["compared"] += len(checks)
         totals["contained"] += sum(1 for a, b in checks if _contains(a["ci"], b["effect"]))

@@ -286,6 +286,17 @@ def test_reproduce_says_in_words_what_only_the_pooled_runs_resolve():
         "not resolved when pooled, though 1 of the 3 runs alone resolve it")
 
 
+def test_runs_are_set_against_each_other_by_regime_latency_not_label():
+    """A label ranks regimes within one run: a run that stayed in its 220 ns placement calls it
+    "near", another that also saw 30 ns calls it "far"; the two are one state of the machine."""
+    near_220 = {"regime": "near", "regime_ns": 221.0}
+    assert reproduce.same_regime(near_220, {"regime": "far", "regime_ns": 228.0})
+    assert not reproduce.same_regime(near_220, {"regime": "near", "regime_ns": 31.5})
+    assert reproduce.same_regime({"regime": "all", "regime_ns": None},
+                                 {"regime": "all", "regime_ns": None})
+    assert not reproduce.same_regime({"regime": "all", "regime_ns": None}, near_220)
+
+
 def test_reproduce_says_when_it_pools_an_unfinished_or_emulated_run(tmp_path, capsys):
     """Issue 48: an interrupted or emulated run used to be pooled without a word."""
     top = _multi_run_dir(tmp_path)
