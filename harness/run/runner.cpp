@@ -262,7 +262,7 @@ void PlanWindow(PointRun& pr) {
   pr.first_of_instance = run.gb_runs[point.key]++ == 0;
 }
 
-// The PU of a one-PU point's helper (prezero's zeroer, the evidence timer)
+// The PU of a one-PU point's helper (prezero's zeroer, pagevec's scanner)
 // when it has one of its own: the pair whose line transfers the point pays
 // (the zeroer's pages, on this VM near: ~0 %, far: -5 % for pre-zeroing), so
 // the point gets that pair's coherence regime. -1: more than one PU (the
