@@ -774,7 +774,12 @@ TEST(Fault, SampledClearPageShareOfReadFaultsIsWellBelowWrites) {
       << "read " << rc << "/" << rs << " write " << wc << "/" << ws;
 }
 
-// Tasks as processes are sampled by their team thread (the child's pid).
+// Tasks as processes are sampled by their team thread (the child's pid): each
+// child's kernel time is sampled and symbolized. Whether those samples land
+// in clear_page is the kernel's attribution, checked with threads above: once
+// in CI (2026-12-07, a PVM guest) 168 of 210 kernel samples were attributed to
+// pvm_irq_enable, where the delayed sampling interrupt was taken, and none to
+// clear_page; the row then reports share 0 with its interval, as it should.
 TEST(Fault, SampledClearPageShareOfChildProcesses) {
   auto cfg =
       SmallFault(fault_bench::Mode::kPlain, fault_bench::Tasks::kProcesses);
@@ -789,9 +794,11 @@ TEST(Fault, SampledClearPageShareOfChildProcesses) {
                  << c["reason"].get<std::string>();
   }
   ASSERT_EQ(c["per_task"].size(), 2u);
-  for (const auto& t : c["per_task"])
+  for (const auto& t : c["per_task"]) {
     EXPECT_GT(t["samples"].get<uint64_t>(), 0u) << c.dump();
-  EXPECT_GT(c["clear_page_samples"].get<uint64_t>(), 0u) << c.dump();
+    EXPECT_GT(t["kernel_samples"].get<uint64_t>(), 0u) << c.dump();
+  }
+  EXPECT_FALSE(c["top_kernel_functions"].empty()) << c.dump();
 }
 
 // Read faults of untouched anonymous memory map the zero page: one fault per
