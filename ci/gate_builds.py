@@ -108,15 +108,10 @@ def _regime_names(lctx):
     return out
 
 
-# Regimes of two runs closer than this ratio of their probes' ns are one regime: the clustering's
-# own one-regime ratio (harness/measure/coherence.h).
-SAME_REGIME_RATIO = 1.4
-
-
 def _round_label(r, names, first, index):
     """A row's coherence label in the first run's names: a label ranks the regimes of ONE run
     (results/SCHEMA.md), so a later round's regime is the first run's regime of the same PU
-    pair within SAME_REGIME_RATIO of its ns, else a regime of its own ("far@2")."""
+    pair within effects.SAME_REGIME_RATIO of its ns, else a regime of its own ("far@2")."""
     label = _dict(r.get("coherence")).get("label")
     label = label if isinstance(label, str) else ""
     if not index or label in effects.NO_REGIME or label in effects.NOT_A_REGIME:
@@ -126,7 +121,7 @@ def _round_label(r, names, first, index):
     near = [(abs(math.log(ns / v)), lab) for (p, lab), v in first.items()
             if p == pair and _number(ns) and ns > 0 and v > 0]
     best = min(near, default=(math.inf, ""))
-    return best[1] if best[0] <= math.log(SAME_REGIME_RATIO) else f"{label}@{index + 1}"
+    return best[1] if best[0] <= math.log(effects.SAME_REGIME_RATIO) else f"{label}@{index + 1}"
 
 
 def _add_repetition(side, r, path, rate, label, swapped=False):

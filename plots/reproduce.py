@@ -52,20 +52,14 @@ def runs_text(pooled_resolved: bool, held: int, resolved: int, runs: int) -> str
             (f", not resolved in {runs - resolved}" if runs > resolved else ""))
 
 
-# Regimes whose latencies are within this factor are one state of the machine: the factor
-# within which harness/measure/coherence.h merges two modes of one run's probes.
-SAME_REGIME_RATIO = 1.4
-
-
 def same_regime(a: Dict[str, Any], b: Dict[str, Any]) -> bool:
     """Two runs' verdicts from one state of the machine: the same label without latencies
-    ("all", pooled), else regimes whose `regime_ns` are within SAME_REGIME_RATIO. Labels rank
-    regimes within one run, so "near" in a run that never left its 220 ns placement is another
-    run's "far" (and the same state)."""
+    ("all", pooled), else regimes whose `regime_ns` are within stats.SAME_REGIME_RATIO.
+    "near" in a run that never left its 220 ns placement is another run's "far"."""
     ns_a, ns_b = a.get("regime_ns"), b.get("regime_ns")
     if not ns_a or not ns_b:
         return a.get("regime") == b.get("regime") and not ns_a and not ns_b
-    return max(ns_a, ns_b) / min(ns_a, ns_b) <= SAME_REGIME_RATIO
+    return max(ns_a, ns_b) / min(ns_a, ns_b) <= stats.SAME_REGIME_RATIO
 
 
 def share_text(part: int, whole: int) -> str:

@@ -28,6 +28,10 @@ MIXED = "mixed"  # the probes before and after the repetition fell in different 
 # coherence.cpp: > 5 us): its rows name no regime and, like mixed ones, are never used as one.
 PREEMPTED = "preempted"
 NOT_A_REGIME = (MIXED, PREEMPTED)
+# Regimes of two runs (or rounds) whose latencies are within this ratio are one state of the
+# machine: the ratio within which harness/measure/coherence.h merges two modes of one run's
+# probes. A label ranks regimes within one run only (results/SCHEMA.md).
+SAME_REGIME_RATIO = 1.4
 
 Sample = Tuple[str, float]  # (coherence label, value)
 
